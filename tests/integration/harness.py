@@ -1,0 +1,674 @@
+"""Shared harness for the lockwatch integration tests.
+
+Every test program starts its own throwaway redis-server (Debian's
+/usr/bin/redis-server) on a free loopback port in a temp dir, and its own
+lockwatchd ($LOCKWATCH_BUILD/bin/lockwatchd) with a config written to a temp
+dir.  Nothing depends on a Redis or a service left running on the machine,
+and everything started here is stopped at the end of the test, at interpreter
+exit (atexit) and on SIGTERM (tests/run-all's timeout).
+
+Standard library only, plus Debian's python3-redis.  Run with /usr/bin/python3.
+
+Every wait here is a bounded polling loop: a test fails with a message (and the
+agent's log tail), it never hangs.
+"""
+
+import atexit
+import faulthandler
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.parse
+
+import redis
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.environ.get("LOCKWATCH_BUILD") or os.path.join(REPO, "build")
+LOCKWATCHD = os.path.join(BUILD, "bin", "lockwatchd")
+REDIS_SERVER = "/usr/bin/redis-server"
+PROMTOOL = "/usr/bin/promtool"
+
+# Everything we started, so that atexit / SIGTERM can clean it up.
+_live_procs = []
+_temp_dirs = []
+_cleanup_lock = threading.Lock()
+
+
+def _cleanup_all():
+    with _cleanup_lock:
+        for p in list(_live_procs):
+            try:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait(timeout=5)
+            except Exception:
+                pass
+        _live_procs.clear()
+        for d in list(_temp_dirs):
+            shutil.rmtree(d, ignore_errors=True)
+        _temp_dirs.clear()
+
+
+atexit.register(_cleanup_all)
+
+
+def _mkdtemp(prefix):
+    d = tempfile.mkdtemp(prefix=prefix)
+    _temp_dirs.append(d)
+    return d
+
+
+def _forget(proc):
+    try:
+        _live_procs.remove(proc)
+    except ValueError:
+        pass
+
+
+def tail(path, n=60):
+    """The last n lines of a file, as text (never raises)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        return "(no log: %s)" % e
+    lines = data.decode("utf-8", "replace").splitlines()
+    return "\n".join(lines[-n:])
+
+
+# --------------------------------------------------------------------------
+# ports and polling
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def wait_until(predicate, timeout, interval=0.1, desc="condition"):
+    """Poll predicate() until it returns a truthy value (returned) or timeout
+    seconds pass (AssertionError naming desc and the last value or error)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        try:
+            last = predicate()
+            if last:
+                return last
+        except AssertionError:
+            raise
+        except Exception as e:  # transient: connection refused and the like
+            last = "%s: %s" % (type(e).__name__, e)
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.1fs waiting for %s (last: %r)"
+                                 % (timeout, desc, _short(last)))
+        time.sleep(interval)
+
+
+def _short(v, n=400):
+    s = repr(v)
+    return s if len(s) <= n else s[:n] + "..."
+
+
+# --------------------------------------------------------------------------
+# redis-server
+
+class RedisServer:
+    """A throwaway redis-server on 127.0.0.1:<free port>, in a temp dir."""
+
+    def __init__(self, port=None, start=True):
+        self.port = port or free_port()
+        self.dir = _mkdtemp("lw-redis-")
+        self.logfile = os.path.join(self.dir, "redis.log")
+        self.proc = None
+        if start:
+            self.start()
+
+    def start(self, timeout=10):
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        args = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
+                "--dir", self.dir, "--save", "", "--appendonly", "no",
+                "--daemonize", "no", "--logfile", self.logfile]
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        _live_procs.append(self.proc)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError("redis-server on port %d exited %s:\n%s"
+                                   % (self.port, self.proc.returncode,
+                                      tail(self.logfile)))
+            try:
+                c = redis.Redis(host="127.0.0.1", port=self.port,
+                                socket_timeout=1, socket_connect_timeout=1)
+                if c.ping():
+                    c.close()
+                    return self
+            except redis.RedisError:
+                pass
+            if time.monotonic() >= deadline:
+                raise RuntimeError("redis-server on port %d did not answer PING "
+                                   "within %ss:\n%s" % (self.port, timeout,
+                                                         tail(self.logfile)))
+            time.sleep(0.05)
+
+    @property
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def url(self):
+        return "redis://127.0.0.1:%d/0" % self.port
+
+    def client(self, **kw):
+        kw.setdefault("socket_timeout", 30)
+        kw.setdefault("socket_connect_timeout", 5)
+        return redis.Redis(host="127.0.0.1", port=self.port, **kw)
+
+    def stop(self, timeout=10):
+        """SIGTERM and wait."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        if self.proc is not None:
+            _forget(self.proc)
+
+    def kill(self):
+        """SIGKILL (kill -9) and reap."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        if self.proc is not None:
+            _forget(self.proc)
+
+    def restart(self, timeout=20):
+        """Start again on the SAME port (after stop() or kill())."""
+        self.stop()
+        # The port can be briefly busy after a kill; retry within timeout.
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.start()
+            except RuntimeError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def load(client, commands, chunk=5000):
+    """Run commands (iterable of argument tuples) through non-transactional
+    pipelines of `chunk` commands each."""
+    pipe = client.pipeline(transaction=False)
+    n = 0
+    for cmd in commands:
+        pipe.execute_command(*cmd)
+        n += 1
+        if n % chunk == 0:
+            pipe.execute()
+    pipe.execute()
+    return n
+
+
+# --------------------------------------------------------------------------
+# Prometheus text format
+
+_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_LNAME_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+def parse_metrics(text):
+    """Parse a Prometheus text exposition (0.0.4) into a list of
+    (name, labels dict, value float).  bytes are decoded as strict UTF-8
+    (the format requires it).  Label values are unescaped (\\\\, \\", \\n);
+    any other escape, or a malformed line, raises ValueError."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8")  # strict on purpose
+    out = []
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            out.append(_parse_sample(line))
+        except ValueError as e:
+            raise ValueError("line %d: %s: %s" % (lineno, e, _short(line, 200)))
+    return out
+
+
+def _parse_sample(line):
+    m = _NAME_RE.match(line)
+    if not m:
+        raise ValueError("no metric name")
+    name = m.group(0)
+    i = m.end()
+    labels = {}
+    if i < len(line) and line[i] == "{":
+        i += 1
+        while True:
+            while i < len(line) and line[i] in " \t":
+                i += 1
+            if i < len(line) and line[i] == "}":
+                i += 1
+                break
+            lm = _LNAME_RE.match(line, i)
+            if not lm:
+                raise ValueError("bad label name at column %d" % i)
+            lname = lm.group(0)
+            i = lm.end()
+            if line[i:i + 2] != '="':
+                raise ValueError("expected =\" after label %s" % lname)
+            i += 2
+            buf = []
+            while True:
+                if i >= len(line):
+                    raise ValueError("unterminated label value")
+                c = line[i]
+                if c == "\\":
+                    if i + 1 >= len(line):
+                        raise ValueError("dangling backslash")
+                    e = line[i + 1]
+                    if e == "\\":
+                        buf.append("\\")
+                    elif e == '"':
+                        buf.append('"')
+                    elif e == "n":
+                        buf.append("\n")
+                    else:
+                        raise ValueError("invalid escape \\%s" % e)
+                    i += 2
+                elif c == '"':
+                    i += 1
+                    break
+                else:
+                    buf.append(c)
+                    i += 1
+            if lname in labels:
+                raise ValueError("duplicate label %s" % lname)
+            labels[lname] = "".join(buf)
+            while i < len(line) and line[i] in " \t":
+                i += 1
+            if i < len(line) and line[i] == ",":
+                i += 1
+                continue
+            if i < len(line) and line[i] == "}":
+                i += 1
+                break
+            raise ValueError("expected , or } after label %s" % lname)
+    rest = line[i:].split()
+    if len(rest) not in (1, 2):
+        raise ValueError("expected value [timestamp]")
+    value = float(rest[0])  # accepts NaN, +Inf, -Inf
+    if len(rest) == 2:
+        int(rest[1])
+    return (name, labels, value)
+
+
+def _match(labels, filt):
+    return all(labels.get(k) == v for k, v in filt.items())
+
+
+def select(samples, name, **filt):
+    """The (labels, value) pairs of metric `name` whose labels include filt."""
+    return [(l, v) for (n, l, v) in samples if n == name and _match(l, filt)]
+
+
+def msum(samples, name, **filt):
+    """Sum of the values of metric `name` whose labels include filt."""
+    return sum(v for (l, v) in select(samples, name, **filt))
+
+
+def mmax(samples, name, **filt):
+    """Largest value of `name` (None when there is no such sample)."""
+    vals = [v for (l, v) in select(samples, name, **filt)]
+    return max(vals) if vals else None
+
+
+def series_count(text):
+    """Number of sample lines in an exposition."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", "replace")
+    return sum(1 for line in text.split("\n")
+               if line.strip() and not line.lstrip().startswith("#"))
+
+
+def promtool_check(exposition):
+    """Run `promtool check metrics` on the exposition (bytes or str).
+    Returns (exit code, combined output)."""
+    if isinstance(exposition, str):
+        exposition = exposition.encode("utf-8")
+    p = subprocess.run([PROMTOOL, "check", "metrics"], input=exposition,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=60)
+    return p.returncode, p.stdout.decode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------
+# keys
+
+def escape_key(raw):
+    """The SPEC's key escaping: bytes < 0x21, > 0x7e and '%' as %XX."""
+    return "".join("%%%02X" % b if (b < 0x21 or b > 0x7e or b == 0x25) else chr(b)
+                   for b in raw)
+
+
+def unescape_key(s):
+    return urllib.parse.unquote_to_bytes(s)
+
+
+def url_key(raw):
+    """raw key bytes percent-encoded for use as one URL path segment."""
+    return urllib.parse.quote(raw, safe="")
+
+
+# --------------------------------------------------------------------------
+# lockwatchd
+
+def config_text(listen_port, targets, *, samples="off", top_offenders=20,
+                patterns="lock:*", scan_interval="1s", scan_duty="100%",
+                leak_grace="3s", max_hold="5s", max_reentrancy=16,
+                target_extra=None, extra=""):
+    """An INI config (SPEC "Config").  targets: list of (name, url)."""
+    lines = ["[agent]",
+             "listen = 127.0.0.1:%d" % listen_port,
+             "samples = %s" % samples,
+             "top_offenders = %s" % top_offenders,
+             ""]
+    for name, url in targets:
+        lines += ["[target %s]" % name,
+                  "url = %s" % url,
+                  "patterns = %s" % patterns,
+                  "scan_interval = %s" % scan_interval,
+                  "scan_duty = %s" % scan_duty]
+        for k, v in (target_extra or {}).items():
+            lines.append("%s = %s" % (k, v))
+        lines.append("")
+    lines += ["[rules]",
+              "leak_grace = %s" % leak_grace,
+              "max_hold = %s" % max_hold,
+              "max_reentrancy = %s" % max_reentrancy,
+              ""]
+    text = "\n".join(lines)
+    if extra:
+        text += "\n" + extra.strip("\n") + "\n"
+    return text
+
+
+class Agent:
+    """lockwatchd -d -c <config in a temp dir>, stderr to a log in that dir.
+
+    Agent(redis_server) watches one target "main"; targets=[(name, url), ...]
+    gives several.  Keyword arguments go to config_text()."""
+
+    def __init__(self, redis_server=None, *, targets=None, start=True,
+                 start_timeout=15, **cfg):
+        if targets is None:
+            assert redis_server is not None
+            targets = [("main", redis_server.url)]
+        self.dir = _mkdtemp("lw-agent-")
+        self.port = free_port()
+        self.targets = targets
+        self.cfg = dict(cfg)
+        self.config_path = os.path.join(self.dir, "lockwatch.ini")
+        self.logfile = os.path.join(self.dir, "lockwatchd.log")
+        self.write_config(self.render_config())
+        self.proc = None
+        self.started_at = None
+        if start:
+            self.start(timeout=start_timeout)
+
+    # config
+    def render_config(self, **changes):
+        cfg = dict(self.cfg)
+        cfg.update(changes)
+        return config_text(self.port, self.targets, **cfg)
+
+    def write_config(self, text):
+        tmp = self.config_path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, self.config_path)
+
+    # process
+    def start(self, timeout=15):
+        if not os.access(LOCKWATCHD, os.X_OK):
+            raise RuntimeError("%s is not built (run make)" % LOCKWATCHD)
+        self._log = open(self.logfile, "ab")
+        self.proc = subprocess.Popen([LOCKWATCHD, "-d", "-c", self.config_path],
+                                     stdin=subprocess.DEVNULL, stdout=self._log,
+                                     stderr=self._log)
+        _live_procs.append(self.proc)
+        self.started_at = time.monotonic()
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError("lockwatchd exited %s at start-up:\n%s"
+                                     % (self.proc.returncode, self.log_tail()))
+            try:
+                st, _, _ = self.get("/healthz", timeout=2)
+                if st == 200:
+                    return self
+            except (OSError, http.client.HTTPException):
+                pass
+            if time.monotonic() >= deadline:
+                raise AssertionError("lockwatchd: GET /healthz not 200 within %ss:\n%s"
+                                     % (timeout, self.log_tail()))
+            time.sleep(0.05)
+
+    @property
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def reload(self):
+        self.proc.send_signal(signal.SIGHUP)
+
+    def stop(self, timeout=10):
+        """SIGTERM; assert it exits 0 within timeout seconds."""
+        if self.proc is None:
+            return
+        try:
+            if self.proc.poll() is None:
+                t0 = time.monotonic()
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(timeout=5)
+                    raise AssertionError("lockwatchd did not exit within %ss of "
+                                         "SIGTERM:\n%s" % (timeout, self.log_tail()))
+                self.stop_seconds = time.monotonic() - t0
+            rc = self.proc.returncode
+            if rc != 0:
+                raise AssertionError("lockwatchd exited %s after SIGTERM (expected 0):\n%s"
+                                     % (rc, self.log_tail()))
+        finally:
+            _forget(self.proc)
+            try:
+                self._log.close()
+            except Exception:
+                pass
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        if self.proc is not None:
+            _forget(self.proc)
+
+    def log_tail(self, n=60):
+        return tail(self.logfile, n)
+
+    # HTTP
+    def get(self, path, timeout=10):
+        """GET path -> (status, headers dict with lower-case names, body bytes)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request("GET", path)
+            r = conn.getresponse()
+            body = r.read()
+            headers = {k.lower(): v for k, v in r.getheaders()}
+            return r.status, headers, body
+        finally:
+            conn.close()
+
+    def get_json(self, path, timeout=10):
+        """GET path -> (status, parsed JSON).  Fails the test when the body is
+        not JSON."""
+        st, _, body = self.get(path, timeout=timeout)
+        try:
+            return st, json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise AssertionError("GET %s: %s: body is not valid JSON (%s): %r"
+                                 % (path[:200], st, e, body[:300]))
+
+    def metrics_text(self):
+        st, headers, body = self.get("/metrics")
+        if st != 200:
+            raise AssertionError("GET /metrics: %s %r" % (st, body[:300]))
+        return body
+
+    def metrics(self):
+        return parse_metrics(self.metrics_text())
+
+    def scans_ok(self, target="main"):
+        return msum(self.metrics(), "lockwatch_scans_total", target=target, result="ok")
+
+    def wait_for(self, predicate, timeout=20, interval=0.1, desc="condition"):
+        """Poll predicate() (exceptions count as "not yet"); fail with the
+        agent's log tail after timeout seconds.  Also fails at once if the
+        agent died."""
+        def check():
+            if not self.alive:
+                raise AssertionError("lockwatchd died (exit %s) while waiting for %s"
+                                     % (self.proc.returncode, desc))
+            return predicate()
+        return wait_until(check, timeout, interval, desc)
+
+    def wait_ready(self, timeout=20):
+        return self.wait_for(lambda: self.get("/readyz")[0] == 200, timeout,
+                             desc="GET /readyz == 200")
+
+    def wait_scans(self, n=1, target="main", timeout=30):
+        """Wait until n more scans of target completed OK (from now).
+        Returns the new scans_total{result="ok"}."""
+        try:
+            base = self.scans_ok(target)
+        except Exception:
+            base = 0
+        def enough():
+            v = self.scans_ok(target)
+            return v if v >= base + n else None
+        return self.wait_for(enough, timeout,
+                             desc="%d more ok scan(s) of %s" % (n, target))
+
+    def lock(self, raw_key, target="main"):
+        """GET /api/v1/locks/{key} -> (status, JSON)."""
+        if isinstance(raw_key, str):
+            raw_key = raw_key.encode("utf-8")
+        return self.get_json("/api/v1/locks/%s?target=%s"
+                             % (url_key(raw_key), urllib.parse.quote(target)))
+
+
+def run_lockwatchd(args, timeout=30):
+    """Run lockwatchd with args; CompletedProcess with stdout/stderr bytes."""
+    if not os.access(LOCKWATCHD, os.X_OK):
+        raise RuntimeError("%s is not built (run make)" % LOCKWATCHD)
+    return subprocess.run([LOCKWATCHD] + list(args), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=timeout)
+
+
+# --------------------------------------------------------------------------
+# test case base
+
+class TestCase(unittest.TestCase):
+    """Starts redis servers and agents for one test and stops them after it;
+    when the test fails, prints the log tails of what it started."""
+
+    def setUp(self):
+        self._agents = []
+        self._redises = []
+
+    def start_redis(self, **kw):
+        r = RedisServer(**kw)
+        self._redises.append(r)
+        self.addCleanup(r.kill)
+        return r
+
+    def start_agent(self, *a, **kw):
+        # cleanups run last-in first-out: the agent stops (and is checked
+        # for a clean exit 0) before the redis servers go.
+        ag = Agent(*a, start=False, **kw)
+        self._agents.append(ag)
+        self.addCleanup(self._stop_agent, ag)
+        ag.start(timeout=kw.get("start_timeout", 15))
+        return ag
+
+    def _stop_agent(self, ag):
+        if ag.proc is not None and ag.proc.returncode is None:
+            ag.stop()
+
+    def run(self, result=None):
+        before = None
+        if result is not None:
+            before = len(result.failures) + len(result.errors)
+        res = super().run(result)
+        r = result if result is not None else res
+        if r is not None and before is not None and \
+                len(r.failures) + len(r.errors) > before:
+            for ag in getattr(self, "_agents", []):
+                sys.stderr.write("\n----- lockwatchd log (%s), last lines -----\n%s\n"
+                                 % (ag.logfile, ag.log_tail(80)))
+            for rs in getattr(self, "_redises", []):
+                sys.stderr.write("\n----- redis-server :%d log, last lines -----\n%s\n"
+                                 % (rs.port, tail(rs.logfile, 15)))
+            sys.stderr.flush()
+        return res
+
+
+def main():
+    """unittest.main() with clean-up on SIGTERM and a global safety timeout."""
+    def on_term(signum, frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, on_term)
+    limit = float(os.environ.get("LOCKWATCH_TEST_TIMEOUT", "540"))
+
+    def on_timeout():
+        sys.stderr.write("\nharness: global timeout of %.0fs, dumping threads\n" % limit)
+        faulthandler.dump_traceback(all_threads=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+    t = threading.Timer(limit, on_timeout)
+    t.daemon = True
+    t.start()
+    if not os.access(LOCKWATCHD, os.X_OK):
+        sys.stderr.write("harness: %s is not built (run make)\n" % LOCKWATCHD)
+    unittest.main(verbosity=2)
