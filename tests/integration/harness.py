@@ -100,9 +100,15 @@ def free_port():
         s.close()
 
 
+class Fatal(AssertionError):
+    """Raised inside a polled predicate to stop waiting at once."""
+
+
 def wait_until(predicate, timeout, interval=0.1, desc="condition"):
     """Poll predicate() until it returns a truthy value (returned) or timeout
-    seconds pass (AssertionError naming desc and the last value or error)."""
+    seconds pass (AssertionError naming desc and the last value or error).
+    An exception from predicate counts as "not yet" (it is shown if time runs
+    out), except Fatal, which ends the wait at once."""
     deadline = time.monotonic() + timeout
     last = None
     while True:
@@ -110,9 +116,9 @@ def wait_until(predicate, timeout, interval=0.1, desc="condition"):
             last = predicate()
             if last:
                 return last
-        except AssertionError:
+        except Fatal:
             raise
-        except Exception as e:  # transient: connection refused and the like
+        except Exception as e:  # transient: connection refused, 404 yet, ...
             last = "%s: %s" % (type(e).__name__, e)
         if time.monotonic() >= deadline:
             raise AssertionError("timed out after %.1fs waiting for %s (last: %r)"
@@ -568,7 +574,7 @@ class Agent:
         agent died."""
         def check():
             if not self.alive:
-                raise AssertionError("lockwatchd died (exit %s) while waiting for %s"
+                raise Fatal("lockwatchd died (exit %s) while waiting for %s"
                                      % (self.proc.returncode, desc))
             return predicate()
         return wait_until(check, timeout, interval, desc)

@@ -1,0 +1,135 @@
+"""lockwatchd -n: config check.
+
+A bad duration, an unknown key, a missing password_file: exit 2 and stderr
+names the file and line ("FILE:LINE") and the key.  A good config: exit 0 and
+the effective config on stdout, with no secret in it.  The shipped
+conf/lockwatch.ini passes -n.  A bad config also stops a normal start (exit 2).
+"""
+
+import os
+
+import harness as h
+
+SECRET = "S3cr3t-lockwatch-XYZZY-4711"
+
+
+def good_config(port, password_file=None, rules_extra=""):
+    lines = [
+        "; lockwatch test config",
+        "[agent]",
+        "listen = 127.0.0.1:%d" % port,
+        "samples = off",
+        "top_offenders = 20",
+        "",
+        "[target main]",
+        "url = redis://127.0.0.1:6379/0",
+    ]
+    if password_file:
+        lines.append("password_file = %s" % password_file)
+    lines += [
+        "patterns = lock:*, mutex:*",
+        "scan_interval = 1s",
+        "scan_duty = 100%",
+        "",
+        "[rules]",
+        "leak_grace = 3s",
+        "max_hold = 5s",
+        "max_reentrancy = 16",
+    ]
+    if rules_extra:
+        lines.append(rules_extra)
+    return "\n".join(lines) + "\n"
+
+
+class ConfigErrors(h.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = h._mkdtemp("lw-conf-")
+
+    def write(self, name, text):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def check(self, cfg_path):
+        p = h.run_lockwatchd(["-n", "-c", cfg_path], timeout=20)
+        return (p.returncode, p.stdout.decode("utf-8", "replace"),
+                p.stderr.decode("utf-8", "replace"))
+
+    def assert_refused(self, text, bad_line_prefix, key):
+        path = self.write("bad.ini", text)
+        lines = text.split("\n")
+        lineno = 1 + next(i for i, l in enumerate(lines) if l.startswith(bad_line_prefix))
+        rc, out, err = self.check(path)
+        self.assertEqual(rc, 2, "exit %s for %r\nstdout: %s\nstderr: %s"
+                         % (rc, bad_line_prefix, out, err))
+        self.assertIn("%s:%d" % (path, lineno), err,
+                      "stderr must name FILE:LINE (%s:%d): %r" % (path, lineno, err))
+        self.assertIn(key, err)
+        self.assertLess(len(err.strip().splitlines()), 20, err)
+        # the same config refuses a normal start too
+        p = h.run_lockwatchd(["-d", "-c", path], timeout=20)
+        self.assertEqual(p.returncode, 2, p.stderr[-1000:])
+        self.assertIn(("%s:%d" % (path, lineno)).encode(), p.stderr)
+        return err
+
+    def test_bad_duration(self):
+        text = good_config(h.free_port()).replace("max_hold = 5s", "max_hold = 5x")
+        err = self.assert_refused(text, "max_hold", "max_hold")
+        self.assertIn("5x", err)
+        self.assertIn("rules", err)
+
+    def test_bad_duration_in_target(self):
+        text = good_config(h.free_port()).replace("scan_interval = 1s", "scan_interval = soon")
+        self.assert_refused(text, "scan_interval", "scan_interval")
+
+    def test_unknown_key(self):
+        text = good_config(h.free_port()).replace(
+            "patterns = lock:*, mutex:*", "patterns = lock:*, mutex:*\nbogus_knob = 1")
+        err = self.assert_refused(text, "bogus_knob", "bogus_knob")
+        self.assertIn("main", err)      # [target main]
+
+    def test_missing_password_file(self):
+        missing = os.path.join(self.dir, "nope", "main.pass")
+        text = good_config(h.free_port(), password_file=missing)
+        err = self.assert_refused(text, "password_file", "password_file")
+        self.assertIn(missing, err)
+
+    def test_good_config_prints_effective_config_without_secret(self):
+        pw = self.write("main.pass", SECRET + "\n")
+        os.chmod(pw, 0o600)
+        path = self.write("good.ini", good_config(h.free_port(), password_file=pw))
+        rc, out, err = self.check(path)
+        self.assertEqual(rc, 0, "stdout: %s\nstderr: %s" % (out, err))
+        self.assertNotIn(SECRET, out)
+        self.assertNotIn(SECRET, err)
+        self.assertNotIn(SECRET[:12], out)
+        # the effective config: sections, the values we set, and defaults we did not
+        self.assertRegex(out, r"(?m)^\[agent\]")
+        self.assertRegex(out, r"(?m)^\[target main\]")
+        self.assertRegex(out, r"(?m)^\[rules\]")
+        self.assertIn("redis://127.0.0.1:6379/0", out)
+        self.assertRegex(out, r"(?m)^\s*max_reentrancy\s*=\s*16\b")
+        self.assertRegex(out, r"(?m)^\s*scan_count\s*=")       # a default filled in
+        self.assertRegex(out, r"(?m)^\s*wait_p99\s*=")         # a default filled in
+
+    def test_effective_config_is_itself_valid(self):
+        path = self.write("good.ini", good_config(h.free_port()))
+        rc, out, err = self.check(path)
+        self.assertEqual(rc, 0, err)
+        again = self.write("again.ini", out)
+        rc2, out2, err2 = self.check(again)
+        self.assertEqual(rc2, 0, "the printed config does not pass -n:\n%s\n%s" % (out, err2))
+
+    def test_shipped_config_passes(self):
+        shipped = os.path.join(h.REPO, "conf", "lockwatch.ini")
+        self.assertTrue(os.path.isfile(shipped), shipped)
+        rc, out, err = self.check(shipped)
+        self.assertEqual(rc, 0, "stdout: %s\nstderr: %s" % (out, err))
+        self.assertRegex(out, r"(?m)^\[target ")
+
+
+if __name__ == "__main__":
+    h.main()

@@ -1,0 +1,146 @@
+"""Hostile key names and holder tokens never break /metrics or the JSON API.
+
+Keys with '"', '\\', a newline, invalid UTF-8, '%' and a space, a 64 KiB name,
+and a holder token with the same bytes, all without a TTL so that they become
+leaked offenders (lockwatch_lock_offender_info).  /metrics passes
+`promtool check metrics` and parses; /api/v1/locks is valid JSON; each lock
+is found by /api/v1/locks/<percent-encoded key>; key_escaped round-trips to
+the raw key bytes.
+"""
+
+import json
+
+import harness as h
+
+NASTY_TOKEN = b'tok"en\\with\nnewline\xff\xfe%end'
+BIG_KEY = b"lock:" + b"x" * 65536
+HOSTILE = {
+    b'lock:quote"q': b"t-quote",
+    b"lock:back\\slash": b"t-backslash",
+    b"lock:new\nline": b"t-newline",
+    b"lock:\xff\xfe": b"t-invalid-utf8",
+    b"lock:pct%41 sp\t\x01": b"t-percent",
+    b'lock:all"\\\n\xc3\x28': b"t-all",
+    BIG_KEY: b"t-big",
+    b"lock:nasty-holder": NASTY_TOKEN,
+}
+
+
+def sane(raw):
+    return raw.decode("utf-8", "replace")
+
+
+class HostileKeys(h.TestCase):
+
+    def test_hostile_keys_and_tokens(self):
+        rs = self.start_redis()
+        c = rs.client()
+        for k, v in HOSTILE.items():
+            c.set(k, v)                       # no TTL: leaked after leak_grace
+        for i in range(50):
+            c.set("lock:%d" % i, "ok-%d" % i, px=600000)
+        ag = self.start_agent(rs, scan_interval="500ms", leak_grace="1s",
+                              max_hold="1h", top_offenders=20)
+
+        def all_leaked():
+            m = ag.metrics()
+            return h.msum(m, "lockwatch_locks_leaked") == len(HOSTILE) and m
+        m = ag.wait_for(all_leaked, timeout=20, interval=0.2,
+                        desc="the %d hostile keys leaked" % len(HOSTILE))
+        self.assertEqual(h.msum(m, "lockwatch_locks"), len(HOSTILE) + 50)
+
+        # /metrics is a valid exposition (twice: a later render too).
+        for _ in range(2):
+            text = ag.metrics_text()
+            rc, out = h.promtool_check(text)
+            self.assertEqual(rc, 0, "promtool check metrics: exit %d:\n%s" % (rc, out))
+            text.decode("utf-8")  # strict
+            self.assertTrue(text.endswith(b"\n"))
+            h.parse_metrics(text)
+            ag.wait_scans(1, timeout=10)
+
+        # Every hostile key is a leaked offender, its key and holder labels
+        # escaped correctly (what the parser unescapes is the key, made
+        # valid UTF-8); the 64 KiB key may be shortened.
+        m = ag.metrics()
+        offenders = h.select(m, "lockwatch_lock_offender_info", target="main",
+                             state="leaked")
+        self.assertLessEqual(len(h.select(m, "lockwatch_lock_offender_info")), 20 * 4)
+        by_key = {}
+        for labels, v in offenders:
+            self.assertEqual(v, 1, labels)
+            by_key.setdefault(labels["key"], labels)
+        for raw, token in HOSTILE.items():
+            if raw == BIG_KEY:
+                big = [k for k in by_key if k.startswith("lock:" + "x" * 32)]
+                self.assertEqual(len(big), 1, "64 KiB key not an offender: %s"
+                                 % [k[:40] for k in by_key])
+                self.assertTrue(set(big[0][5:].rstrip(".\u2026")) <= {"x"}, big[0][:80])
+                labels = by_key[big[0]]
+            else:
+                self.assertIn(sane(raw), by_key,
+                              "offender %r missing; have %r" % (raw, [k[:40] for k in by_key]))
+                labels = by_key[sane(raw)]
+            self.assertEqual(labels["holder"], sane(token), labels)
+            # a class label exists and is valid text (it already parsed)
+            self.assertTrue(labels["class"].startswith("lock:"), labels)
+
+        # JSON API: the whole list.
+        st, body = ag.get_json("/api/v1/locks?state=all&limit=10000")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(body["total"], len(HOSTILE) + 50)
+        seen = {}
+        for lk in body["locks"]:
+            raw = h.unescape_key(lk["key_escaped"])
+            self.assertTrue(all(0x21 <= ord(ch) <= 0x7e for ch in lk["key_escaped"]),
+                            lk["key_escaped"][:200])
+            self.assertEqual(lk["key"], sane(raw), lk["key_escaped"][:200])
+            seen[raw] = lk
+        for raw, token in HOSTILE.items():
+            self.assertIn(raw, seen, "key_escaped of %r does not round-trip" % raw[:40])
+            lk = seen[raw]
+            self.assertIn("leaked", lk["states"])
+            self.assertEqual(lk["pttl_ms"], -1)
+            self.assertEqual([x["id"] for x in lk["holders"]], [sane(token)], raw[:40])
+        self.assertEqual(seen[b'lock:pct%41 sp\t\x01']["key_escaped"],
+                         "lock:pct%2541%20sp%09%01")
+
+        # state=leaked lists exactly the hostile keys.
+        st, body = ag.get_json("/api/v1/locks?state=leaked&limit=10000")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(sorted(h.unescape_key(l["key_escaped"]) for l in body["locks"]),
+                         sorted(HOSTILE))
+
+        # JSON API: each key on its own, addressed percent-encoded.
+        for raw, token in HOSTILE.items():
+            if raw == BIG_KEY:
+                continue
+            st, lk = ag.lock(raw)
+            self.assertEqual(st, 200, "GET /api/v1/locks/%s: %s %s" % (h.url_key(raw), st, lk))
+            self.assertEqual(h.unescape_key(lk["key_escaped"]), raw)
+            self.assertEqual(lk["key"], sane(raw))
+            self.assertEqual([x["id"] for x in lk["holders"]], [sane(token)])
+            self.assertIn("leaked", lk["states"])
+
+        # The 64 KiB key: a 64 KiB URL.  Either it is served (valid JSON, the
+        # right key) or refused cleanly as too long (414/431) -- never a
+        # crash, a hang or a non-JSON 200.
+        st, hdrs, body = ag.get("/api/v1/locks/%s?target=main" % h.url_key(BIG_KEY),
+                                timeout=20)
+        if st == 200:
+            lk = json.loads(body.decode("utf-8"))
+            self.assertEqual(h.unescape_key(lk["key_escaped"]), BIG_KEY)
+            self.assertEqual(lk["key"], sane(BIG_KEY))
+        else:
+            self.assertIn(st, (414, 431), body[:200])
+        self.assertTrue(ag.alive)
+        self.assertEqual(ag.get("/healthz")[0], 200)
+
+        # A key that is not there, with hostile bytes: a JSON 404.
+        st, err = ag.lock(b'lock:absent"\\\n\xff')
+        self.assertEqual(st, 404, err)
+        self.assertIn("error", err)
+
+
+if __name__ == "__main__":
+    h.main()

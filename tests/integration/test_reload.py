@@ -1,0 +1,103 @@
+"""SIGHUP reload and SIGTERM.
+
+SIGHUP with a changed config (max_hold 60s -> 2s) is applied: a lock held
+for a few seconds, not `long` before, becomes `long` after.  Tracked state
+survives: that lock's age keeps growing across the reload.  SIGHUP with a
+broken config keeps the old config running (process alive, still scanning,
+old max_hold still in force).  SIGTERM exits 0 quickly.
+"""
+
+import signal
+import time
+
+import harness as h
+
+KEY = "lock:report:77"
+CLASS = "lock:report:*"
+
+
+class Reload(h.TestCase):
+
+    def lock(self, ag):
+        st, lk = ag.lock(KEY)
+        self.assertEqual(st, 200, lk)
+        return lk
+
+    def test_reload_applies_keeps_state_and_survives_bad_config(self):
+        rs = self.start_redis()
+        c = rs.client()
+        c.set(KEY, "tok-report", px=600000)
+        t_set = time.monotonic()
+        ag = self.start_agent(rs, scan_interval="500ms", max_hold="60s", leak_grace="1h")
+
+        # Held for a while, not long under max_hold = 60s.
+        ag.wait_for(lambda: self.lock(ag)["age_seconds"] >= 3.0, timeout=15,
+                    interval=0.2, desc="age >= 3s")
+        lk = self.lock(ag)
+        self.assertNotIn("long", lk["states"], lk)
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_long_held",
+                                **{"class": CLASS}), 0)
+        age_before, t_before = lk["age_seconds"], time.monotonic()
+        pid = ag.proc.pid
+
+        # Reload with max_hold = 2s.
+        ag.write_config(ag.render_config(max_hold="2s"))
+        ag.reload()
+
+        def long_now():
+            lk = self.lock(ag)
+            return "long" in lk["states"] and lk
+        lk = ag.wait_for(long_now, timeout=15, interval=0.2,
+                         desc="state long after reloading max_hold = 2s")
+        self.assertTrue(ag.alive)
+        self.assertEqual(ag.proc.pid, pid)
+        m = ag.metrics()
+        self.assertEqual(h.msum(m, "lockwatch_locks_long_held", **{"class": CLASS}), 1,
+                         h.select(m, "lockwatch_locks_long_held"))
+        # The age did not restart at the reload.
+        grown = time.monotonic() - t_before
+        self.assertGreaterEqual(lk["age_seconds"], age_before + grown - 1.5,
+                                "age restarted at reload: %.2f before, %s after %.1fs"
+                                % (age_before, lk["age_seconds"], grown))
+        self.assertGreaterEqual(lk["age_seconds"], time.monotonic() - t_set - 2.0, lk)
+        self.assertEqual(ag.get("/readyz")[0], 200)
+
+        # A broken config: refused, the old one keeps running.
+        ag.write_config(ag.render_config(max_hold="5x"))
+        ag.reload()
+        time.sleep(1.0)
+        self.assertTrue(ag.alive, "lockwatchd died on a bad reload:\n" + ag.log_tail())
+        self.assertEqual(ag.get("/healthz")[0], 200)
+        ag.wait_scans(3, timeout=15)
+        lk = self.lock(ag)
+        self.assertIn("long", lk["states"], "max_hold = 2s no longer in force: %s" % lk)
+        self.assertGreaterEqual(lk["age_seconds"], time.monotonic() - t_set - 2.0, lk)
+        self.assertIn("max_hold", ag.log_tail(200), "the refused reload is not logged")
+
+        # A good config again after the broken one is taken (max_hold 1h:
+        # no longer long).
+        ag.write_config(ag.render_config(max_hold="1h"))
+        ag.reload()
+        ag.wait_for(lambda: "long" not in self.lock(ag)["states"], timeout=15,
+                    interval=0.2, desc="not long after reloading max_hold = 1h")
+        self.assertGreaterEqual(self.lock(ag)["age_seconds"],
+                                time.monotonic() - t_set - 2.0)
+
+        # SIGTERM: exit 0, quickly.
+        t0 = time.monotonic()
+        ag.stop(timeout=10)
+        self.assertLess(time.monotonic() - t0, 5.0)
+
+    def test_sigint_stops_cleanly(self):
+        rs = self.start_redis()
+        ag = self.start_agent(rs, scan_interval="500ms")
+        ag.wait_scans(1)
+        t0 = time.monotonic()
+        ag.signal(signal.SIGINT)
+        rc = ag.proc.wait(timeout=10)
+        self.assertEqual(rc, 0, ag.log_tail())
+        self.assertLess(time.monotonic() - t0, 5.0)
+
+
+if __name__ == "__main__":
+    h.main()
