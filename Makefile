@@ -21,7 +21,7 @@ PKGS       := hiredis libmicrohttpd inih jansson libcurl libcrypto
 TEST_PKGS  := cmocka
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
-        -Wformat=2 -Wvla -fno-common -Wno-format-nonliteral
+        -Wformat=2 -Wvla -fno-common
 ifeq ($(CI),true)
 WERROR ?= 1
 endif

@@ -1,0 +1,307 @@
+/*
+ * api.c - the JSON lock API (/api/v1/locks and /api/v1/locks/{key}).
+ *
+ * JSON is built with jansson, never by hand.  Keys and holder ids are raw
+ * bytes, so every lock carries two forms: "key", sanitised to valid UTF-8
+ * for people, and "key_escaped", percent-encoded and lossless, for
+ * scripts (and for lockctl, which must address the exact key).
+ *
+ * Listing is worst first across targets: each snapshot is already sorted,
+ * so the targets' orders are merged without copying, and "total" is
+ * counted in one more pass.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/render.h"
+#include "collectors/keytext.h"
+
+#define API_LIMIT_DEFAULT 100
+#define API_LIMIT_MAX     10000
+
+static json_t *
+json_bytes_sanitized(const char *p, size_t n)
+{
+    char stack[512], *tmp = stack;
+    size_t need = KEYTEXT_SANITIZED_MAX(n), len;
+    json_t *j;
+
+    if (need > sizeof(stack) && (tmp = malloc(need)) == NULL)
+        return NULL;
+    len = keytext_sanitize(tmp, need, p, n);
+    j = json_stringn(tmp, len);
+    if (tmp != stack)
+        free(tmp);
+    return j;
+}
+
+static json_t *
+json_bytes_escaped(const char *p, size_t n)
+{
+    char stack[512], *tmp = stack;
+    size_t need = KEYTEXT_PERCENT_MAX(n), len;
+    json_t *j;
+
+    if (need > sizeof(stack) && (tmp = malloc(need)) == NULL)
+        return NULL;
+    len = keytext_percent(tmp, need, p, n);
+    j = json_stringn(tmp, len);
+    if (tmp != stack)
+        free(tmp);
+    return j;
+}
+
+static json_t *
+json_time(int64_t ms)
+{
+    char buf[40];
+    time_t sec = (time_t)(ms / 1000);
+    struct tm tm;
+
+    gmtime_r(&sec, &tm);
+    snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+             tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+    return json_string(buf);
+}
+
+static json_t *
+lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
+{
+    const char *key = snapshot_str(s, l->key_off);
+    json_t *o, *states, *holders, *h;
+    size_t i;
+
+    o = json_object();
+    states = json_array();
+    holders = json_array();
+    if (o == NULL || states == NULL || holders == NULL)
+        goto fail;
+    json_object_set_new(o, "target", json_string(s->target));
+    json_object_set_new(o, "key", json_bytes_sanitized(key, l->key_len));
+    json_object_set_new(o, "key_escaped", json_bytes_escaped(key, l->key_len));
+    json_object_set_new(o, "class", json_bytes_sanitized(s->classes[l->class_idx],
+                                                         strlen(s->classes[l->class_idx])));
+    json_object_set_new(o, "format", json_string(formats_table[l->format].name));
+    json_array_append_new(states, json_string("held"));
+    if (l->states & LOCK_LEAKED)
+        json_array_append_new(states, json_string("leaked"));
+    if (l->states & LOCK_LONG)
+        json_array_append_new(states, json_string("long"));
+    if (l->states & LOCK_REENTRANT_HIGH)
+        json_array_append_new(states, json_string("reentrant_high"));
+    json_object_set_new(o, "states", states);
+    states = NULL;
+    json_object_set_new(o, "pttl_ms", json_integer(l->pttl_ms));
+    for (i = 0; i < l->nholders; i++) {
+        const struct snap_holder *sh = &s->holders[l->holder_first + i];
+
+        h = json_object();
+        if (h == NULL)
+            goto fail;
+        json_object_set_new(h, "id", json_bytes_sanitized(snapshot_str(s, sh->id_off),
+                                                          sh->id_len));
+        json_object_set_new(h, "id_escaped", json_bytes_escaped(snapshot_str(s, sh->id_off),
+                                                                sh->id_len));
+        json_object_set_new(h, "count", json_integer(sh->count));
+        if (sh->truncated)
+            json_object_set_new(h, "id_truncated", json_true());
+        json_array_append_new(holders, h);
+    }
+    json_object_set_new(o, "holders", holders);
+    holders = NULL;
+    json_object_set_new(o, "holders_total", json_integer(l->holders_total));
+    json_object_set_new(o, "max_count", json_integer(l->max_count));
+    if (l->flags & SNAP_MODE_READ)
+        json_object_set_new(o, "mode", json_string("read"));
+    else if (l->flags & SNAP_MODE_WRITE)
+        json_object_set_new(o, "mode", json_string("write"));
+    json_object_set_new(o, "first_seen", json_time(l->first_seen_ms));
+    json_object_set_new(o, "age_seconds", json_real((double)(now_ms - l->first_seen_ms) / 1000.0));
+    json_object_set_new(o, "host", l->host_len ?
+                        json_bytes_sanitized(snapshot_str(s, l->host_off), l->host_len) :
+                        json_null());
+    json_object_set_new(o, "pid", l->pid ? json_integer(l->pid) : json_null());
+    json_object_set_new(o, "acquired_at", l->acquired_ms ? json_time(l->acquired_ms) : json_null());
+    if (l->flags & SNAP_KEY_TRUNCATED)
+        json_object_set_new(o, "key_truncated", json_true());
+    if (l->flags & SNAP_VALUE_TRUNCATED)
+        json_object_set_new(o, "value_truncated", json_true());
+    return o;
+fail:
+    json_decref(o);
+    json_decref(states);
+    json_decref(holders);
+    return NULL;
+}
+
+static int
+dump(json_t *root, int status, char **body, size_t *len)
+{
+    char *s = json_dumps(root, JSON_COMPACT);
+
+    json_decref(root);
+    if (s == NULL)
+        return 500;
+    *body = s;
+    *len = strlen(s);
+    return status;
+}
+
+int
+render_api_error(int status, const char *msg, char **body, size_t *len)
+{
+    json_t *o = json_pack("{s:s}", "error", msg);
+
+    if (o == NULL)
+        return 500;
+    return dump(o, status, body, len);
+}
+
+static int
+state_mask(const char *state, uint8_t *mask)
+{
+    if (state == NULL || strcmp(state, "all") == 0 || strcmp(state, "held") == 0)
+        *mask = LOCK_HELD;
+    else if (strcmp(state, "leaked") == 0)
+        *mask = LOCK_LEAKED;
+    else if (strcmp(state, "long") == 0)
+        *mask = LOCK_LONG;
+    else if (strcmp(state, "reentrant_high") == 0)
+        *mask = LOCK_REENTRANT_HIGH;
+    else
+        return -1;
+    return 0;
+}
+
+struct filter {
+    uint8_t mask;
+    const char *target;
+    const char *class_;
+};
+
+static bool
+target_matches(const struct view_target *t, const struct filter *f)
+{
+    return t->snap != NULL && t->snap->ok &&
+        (f->target == NULL || strcmp(t->name, f->target) == 0);
+}
+
+static bool
+lock_matches(const struct snapshot *s, const struct snap_lock *l, const struct filter *f)
+{
+    if (!(l->states & f->mask))
+        return false;
+    return f->class_ == NULL || strcmp(s->classes[l->class_idx], f->class_) == 0;
+}
+
+int
+render_api_locks(const struct view *v, const struct api_query *q, char **body, size_t *len)
+{
+    struct filter f;
+    size_t *pos = NULL, i, count = 0, total = 0;
+    json_t *root = NULL, *arr = NULL, *o;
+    long limit = API_LIMIT_DEFAULT;
+    char *end;
+
+    if (state_mask(q->state, &f.mask) == -1)
+        return render_api_error(400, "state must be one of leaked, long, reentrant_high, held, all",
+                                body, len);
+    if (q->limit != NULL) {
+        errno = 0;
+        limit = strtol(q->limit, &end, 10);
+        if (errno != 0 || end == q->limit || *end != '\0' || limit < 1 || limit > API_LIMIT_MAX)
+            return render_api_error(400, "limit must be an integer from 1 to 10000", body, len);
+    }
+    f.target = q->target;
+    f.class_ = q->class_;
+
+    pos = calloc(v->ntargets ? v->ntargets : 1, sizeof(*pos));
+    root = json_object();
+    arr = json_array();
+    if (pos == NULL || root == NULL || arr == NULL)
+        goto oom;
+
+    /* k-way merge of the per-target worst-first orders */
+    while (count < (size_t)limit) {
+        const struct snap_lock *best = NULL;
+        size_t bi = 0;
+
+        for (i = 0; i < v->ntargets; i++) {
+            const struct snapshot *s = v->targets[i].snap;
+            const struct snap_lock *l;
+
+            if (!target_matches(&v->targets[i], &f))
+                continue;
+            while (pos[i] < s->nlocks &&
+                   !lock_matches(s, &s->locks[s->order[pos[i]]], &f))
+                pos[i]++;
+            if (pos[i] >= s->nlocks)
+                continue;
+            l = &s->locks[s->order[pos[i]]];
+            if (best == NULL || snapshot_rank(l->states) > snapshot_rank(best->states) ||
+                (snapshot_rank(l->states) == snapshot_rank(best->states) &&
+                 l->first_seen_ms < best->first_seen_ms)) {
+                best = l;
+                bi = i;
+            }
+        }
+        if (best == NULL)
+            break;
+        o = lock_json(v->targets[bi].snap, best, v->now_ms);
+        if (o == NULL || json_array_append_new(arr, o) == -1)
+            goto oom;
+        pos[bi]++;
+        count++;
+    }
+    for (i = 0; i < v->ntargets; i++) {
+        const struct snapshot *s = v->targets[i].snap;
+        size_t k;
+
+        if (!target_matches(&v->targets[i], &f))
+            continue;
+        for (k = 0; k < s->nlocks; k++)
+            if (lock_matches(s, &s->locks[k], &f))
+                total++;
+    }
+    free(pos);
+    json_object_set_new(root, "count", json_integer((json_int_t)count));
+    json_object_set_new(root, "total", json_integer((json_int_t)total));
+    json_object_set_new(root, "locks", arr);
+    return dump(root, 200, body, len);
+oom:
+    free(pos);
+    json_decref(arr);
+    json_decref(root);
+    return 500;
+}
+
+int
+render_api_lock(const struct view *v, const char *key, size_t keylen,
+                const char *target, char **body, size_t *len)
+{
+    size_t i, k;
+
+    for (i = 0; i < v->ntargets; i++) {
+        const struct snapshot *s = v->targets[i].snap;
+
+        if (s == NULL || !s->ok || (target != NULL && strcmp(v->targets[i].name, target) != 0))
+            continue;
+        for (k = 0; k < s->nlocks; k++) {
+            const struct snap_lock *l = &s->locks[k];
+
+            if (l->key_len == keylen && memcmp(snapshot_str(s, l->key_off), key, keylen) == 0) {
+                json_t *o = lock_json(s, l, v->now_ms);
+
+                if (o == NULL)
+                    return 500;
+                return dump(o, 200, body, len);
+            }
+        }
+    }
+    return render_api_error(404, "no such lock in the last scan (check the key and ?target=)",
+                            body, len);
+}

@@ -1,0 +1,211 @@
+/*
+ * main.c - lockwatchd: the lock-watching agent.
+ *
+ *   lockwatchd [-c FILE] [-d] [-n] [-v] [--once]
+ *
+ * The main thread owns signals: SIGHUP, SIGTERM and SIGINT are blocked in
+ * every thread and collected here with sigtimedwait(), so no code runs in
+ * signal context at all.  Reload builds and validates a new config whole
+ * before the running one is touched; a bad file leaves the old one in
+ * charge.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/http.h"
+#include "agent/log.h"
+#include "agent/render.h"
+#include "agent/targets.h"
+#include "conf/config.h"
+
+static void
+usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: lockwatchd [-c FILE] [-d] [-n] [-v] [--once]\n"
+            "  -c FILE   config file (default %s; when it does not exist,\n"
+            "            built-in defaults: target redis://127.0.0.1:6379, pattern lock:*)\n"
+            "  -d        stay in the foreground and log to stderr\n"
+            "  -n        check the config, print the effective config (secrets\n"
+            "            redacted) and exit 0, or 2 when it is invalid\n"
+            "  -v        more logging (repeat for more)\n"
+            "  --once    scan every target once, print the metrics exposition on\n"
+            "            stdout and exit: 0 all targets scanned, 1 a target failed\n"
+            "  -h, --help     this help\n"
+            "  -V, --version  print the version\n"
+            "HTTP (default 127.0.0.1:9717): /metrics /healthz /readyz /api/v1/locks\n",
+            CONFIG_DEFAULT_PATH);
+}
+
+static int
+load(const char *path, bool explicit, struct config **cfg)
+{
+    char err[CONFIG_ERR_LEN];
+
+    if (!explicit && access(path, F_OK) == -1 && errno == ENOENT)
+        path = NULL;            /* no system config: built-in defaults */
+    if (config_load(path, cfg, err, sizeof(err)) == -1) {
+        fprintf(stderr, "lockwatchd: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+run_once(const struct config *cfg)
+{
+    struct view v;
+    struct strbuf sb;
+    size_t i;
+    int failed, rc = 0;
+
+    failed = targets_scan_once(cfg, &v);
+    if (failed < 0) {
+        fprintf(stderr, "lockwatchd: out of memory\n");
+        return 1;
+    }
+    for (i = 0; i < v.ntargets; i++) {
+        const struct snapshot *s = v.targets[i].snap;
+
+        if (s == NULL)
+            fprintf(stderr, "lockwatchd: target %s: scan failed: out of memory\n",
+                    v.targets[i].name);
+        else if (!s->ok)
+            fprintf(stderr, "lockwatchd: target %s: scan failed: %s\n", s->target, s->err);
+    }
+    sb_init(&sb, RENDER_MAX_BYTES);
+    if (render_metrics(&v, &sb) == -1) {
+        fprintf(stderr, "lockwatchd: cannot render the exposition (too large or out of memory)\n");
+        rc = 1;
+    } else if (fwrite(sb.buf, 1, sb.len, stdout) != sb.len || fflush(stdout) != 0) {
+        fprintf(stderr, "lockwatchd: writing to stdout: %s\n", strerror(errno));
+        rc = 1;
+    }
+    sb_release(&sb);
+    view_release(&v);
+    return rc != 0 || failed > 0 ? 1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "once", no_argument, NULL, 'o' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *path = CONFIG_DEFAULT_PATH;
+    bool explicit = false, foreground = false, check = false, once = false;
+    struct config *cfg = NULL, *ncfg;
+    struct http_server *http;
+    struct agent agent;
+    sigset_t set;
+    siginfo_t info;
+    struct timespec tick = { 1, 0 };
+    char err[512];
+    int ch, verbose = 0, sig;
+
+    while ((ch = getopt_long(argc, argv, "c:dnvhV", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            path = optarg;
+            explicit = true;
+            break;
+        case 'd':
+            foreground = true;
+            break;
+        case 'n':
+            check = true;
+            break;
+        case 'v':
+            verbose++;
+            break;
+        case 'o':
+            once = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("lockwatchd %s\n", LOCKWATCH_VERSION);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "lockwatchd: unexpected argument \"%s\"\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    if (load(path, explicit, &cfg) == -1)
+        return 2;
+    if (check) {
+        config_print(cfg, stdout);
+        config_free(cfg);
+        return 0;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (once) {
+        int rc = run_once(cfg);
+
+        config_free(cfg);
+        return rc;
+    }
+
+    log_init(foreground, verbose);
+    if (!foreground && daemon(0, 0) == -1)
+        fatal("daemon");
+
+    /* Block the signals we wait for before any thread exists, so every
+     * thread inherits the mask and only sigtimedwait() sees them. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+    if (agent_start(&agent, cfg) == -1)
+        fatal("starting the scanner threads");
+    http = http_start(&agent, agent.cfg->listen_host, agent.cfg->listen_port, err, sizeof(err));
+    if (http == NULL) {
+        log_warnx("%s", err);
+        agent_stop(&agent);
+        return 1;
+    }
+    log_info("started: %zu target(s), http on %s:%d", agent.cfg->ntargets,
+             agent.cfg->listen_host, agent.cfg->listen_port);
+
+    for (;;) {
+        sig = sigtimedwait(&set, &info, &tick);
+        if (sig == -1)
+            continue;           /* the tick, or EINTR */
+        if (sig == SIGHUP) {
+            log_info("SIGHUP: reloading %s", explicit ? path : "the configuration");
+            if (load(path, explicit, &ncfg) == -1) {
+                log_warnx("reload failed; the previous configuration stays in effect");
+                continue;
+            }
+            if (strcmp(ncfg->listen_host, agent.cfg->listen_host) != 0 ||
+                ncfg->listen_port != agent.cfg->listen_port)
+                log_warnx("reload: a new listen address takes effect only after a restart");
+            if (agent_reload(&agent, ncfg) == -1)
+                log_warn("reload");
+            else
+                log_info("reloaded: %zu target(s)", agent.cfg->ntargets);
+            continue;
+        }
+        log_info("%s: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        break;
+    }
+    http_stop(http);
+    agent_stop(&agent);
+    return 0;
+}

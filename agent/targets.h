@@ -1,0 +1,59 @@
+/*
+ * targets.h - the agent's running targets: one scanner thread per target,
+ * each publishing immutable snapshots, and the config they run under.
+ *
+ * HTTP and --once never touch a scanner; they take a "view": the list of
+ * targets with a reference to each one's newest snapshot, plus the few
+ * settings renderers need, copied under the agent lock.  A reload stops
+ * the threads, hands each surviving target (same name) its old scanner
+ * (so first-seen times and counters survive) and starts them again.
+ */
+#ifndef LOCKWATCH_TARGETS_H
+#define LOCKWATCH_TARGETS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "conf/config.h"
+#include "collectors/scan.h"
+#include "collectors/snapshot.h"
+
+struct target_rt;
+
+struct agent {
+    pthread_mutex_t mu;         /* guards cfg and targets */
+    struct config *cfg;
+    struct target_rt **targets;
+    size_t ntargets;
+    int64_t started_ms;
+};
+
+struct view_target {
+    char *name;
+    struct snapshot *snap;      /* newest, or NULL before the first scan */
+};
+
+struct view {
+    struct view_target *targets;
+    size_t ntargets;
+    int top_offenders;
+    int64_t now_ms;
+};
+
+/* Take ownership of cfg and start one scanner thread per target. */
+int agent_start(struct agent *a, struct config *cfg);
+/* Replace the config (a was started); the old config is freed. */
+int agent_reload(struct agent *a, struct config *cfg);
+/* Stop every thread and free everything. */
+void agent_stop(struct agent *a);
+
+/* A consistent view for rendering; view_release drops the references. */
+int agent_view(struct agent *a, struct view *v);
+void view_release(struct view *v);
+
+/* Scan every target of cfg once, in parallel, into a view (for --once).
+ * Returns the number of targets whose scan failed, or -1 on ENOMEM. */
+int targets_scan_once(const struct config *cfg, struct view *v);
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * keytext.h - lock keys and holder ids as text, safely.
+ *
+ * Redis keys and values are arbitrary bytes.  Everything lockwatch shows a
+ * person or a parser (Prometheus labels, JSON, the CLI table, URLs) needs
+ * them as valid UTF-8 or as an unambiguous escape.  Two encodings:
+ *   - sanitised: valid UTF-8 kept, each invalid byte replaced by U+FFFD
+ *     (lossy, for display and labels);
+ *   - percent-encoded: bytes below 0x21, above 0x7e and '%' as %XX
+ *     (lossless; the same rule as the sample line protocol).
+ * Functions write at most outsz bytes including the NUL and return the
+ * length the full result needs (like snprintf), so callers can size first.
+ */
+#ifndef LOCKWATCH_KEYTEXT_H
+#define LOCKWATCH_KEYTEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Worst-case output sizes, NUL included. */
+#define KEYTEXT_SANITIZED_MAX(n) (3 * (n) + 1)
+#define KEYTEXT_PERCENT_MAX(n)   (3 * (n) + 1)
+
+size_t keytext_sanitize(char *out, size_t outsz, const char *in, size_t len);
+size_t keytext_percent(char *out, size_t outsz, const char *in, size_t len);
+
+/*
+ * Decode %XX escapes (and '+' as space when plus_is_space) in place-safe
+ * fashion into out (at least len bytes).  Returns the decoded length, or
+ * (size_t)-1 for a malformed escape.
+ */
+size_t keytext_unpercent(char *out, const char *in, size_t len, int plus_is_space);
+
+/* Length of the longest prefix of s (at most max bytes) that does not
+ * split a UTF-8 sequence; for cutting labels at a byte cap. */
+size_t keytext_utf8_prefix(const char *s, size_t len, size_t max);
+
+/* 64-bit hash of a byte string (not cryptographic; never 0). */
+uint64_t keytext_hash(const void *p, size_t len);
+
+#endif
