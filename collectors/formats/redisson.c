@@ -1,0 +1,200 @@
+/*
+ * redisson.c - Redisson's hash locks: RLock (and everything stored like it:
+ * FencedLock, SpinLock, NonReentrantLock, the FairLock hash) and the
+ * ReadWriteLock hash.
+ *
+ * Redisson puts no prefix on a lock key, so these locks are recognised by
+ * shape alone: a hash whose fields are "<client uuid>:<thread id>" with the
+ * reentrant hold count as value; an RW lock adds a "mode" field and marks
+ * its write holder with a ":write" suffix.  The checks are strict (the
+ * client uuid is Java's lowercase UUID.toString(), counts are what HINCRBY
+ * writes) because a hash that merely looks similar must not be shown with
+ * made-up holders: it falls through to "unknown" instead.
+ *
+ * Only the first RAW_FIELDS_MAX fields are looked at, whatever nfields
+ * says, so a scanner that read more cannot make a decode unbounded.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "collectors/formats/formats_impl.h"
+
+/*
+ * Waking waiters after a forced release (see the wake_lua contract in
+ * formats.h).  RLock waiters take "0" (UNLOCK_MESSAGE: one waiter per
+ * client instance, which is what a normal unlock sends).  RW waiters get
+ * "1" (READ_UNLOCK_MESSAGE: every waiter) because after a forced release
+ * any mix of readers and a writer may be queued.
+ */
+const char fmt_redisson_wake_lua[] = "lw_wake(KEYS[2], '0')\n";
+const char fmt_redisson_rw_wake_lua[] = "lw_wake(KEYS[2], '1')\n";
+
+#define WRITE_SUFFIX     ":write"
+#define WRITE_SUFFIX_LEN (sizeof(WRITE_SUFFIX) - 1)
+
+static size_t
+fields_to_read(const struct raw_lock *raw)
+{
+    if (raw->fields == NULL)
+        return 0;
+    return raw->nfields < RAW_FIELDS_MAX ? raw->nfields : RAW_FIELDS_MAX;
+}
+
+/*
+ * "<lowercase uuid>:<tid>", tid an optionally negative decimal that fits a
+ * long long (the reactive APIs accept any long as thread id).
+ */
+static bool
+parse_lock_name(const char *s, size_t len, long long *tid)
+{
+    const char *t;
+    size_t tlen;
+    bool neg;
+    uint64_t mag;
+
+    if (s == NULL || len < FMT_UUID_LEN + 2 || s[FMT_UUID_LEN] != ':')
+        return false;
+    if (!fmt_is_uuid(s, FMT_UUID_LEN, true))
+        return false;
+    t = s + FMT_UUID_LEN + 1;
+    tlen = len - FMT_UUID_LEN - 1;
+    neg = t[0] == '-';
+    if (neg) {
+        t++;
+        tlen--;
+    }
+    if (fmt_parse_udec(t, tlen, 19, false, &mag) == -1)
+        return false;
+    if (neg) {
+        if (mag > (uint64_t)INT64_MAX + 1)
+            return false;
+        *tid = mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(long long)mag;
+    } else {
+        if (mag > (uint64_t)INT64_MAX)
+            return false;
+        *tid = (long long)mag;
+    }
+    return true;
+}
+
+/* A hold count as HINCRBY leaves it: positive, canonical decimal. */
+static bool
+parse_count(const char *s, size_t len, long *count)
+{
+    uint64_t v;
+
+    if (s == NULL || fmt_parse_udec(s, len, 18, true, &v) == -1)
+        return false;
+    if (v == 0 || v > (uint64_t)LONG_MAX)
+        return false;
+    *count = (long)v;
+    return true;
+}
+
+static bool
+field_is(const struct raw_field *f, const char *lit)
+{
+    size_t n = strlen(lit);
+
+    return f->namelen == n && f->name != NULL && memcmp(f->name, lit, n) == 0;
+}
+
+/*
+ * Walk an RLock hash.  With view NULL this only checks the shape, so
+ * claims() and decode() share one definition of what a Redisson lock is.
+ */
+static int
+scan_rlock(const struct raw_lock *raw, struct lock_view *view)
+{
+    size_t n = fields_to_read(raw);
+    long long tid = -1;
+
+    if (raw->type != RAW_HASH || n == 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const struct raw_field *f = &raw->fields[i];
+        long count;
+
+        if (!parse_lock_name(f->name, f->namelen, &tid) ||
+            !parse_count(f->value, f->valuelen, &count))
+            return -1;
+        if (view != NULL)
+            fmt_add_holder(view, f->name, f->namelen, false, count);
+    }
+    if (view != NULL && view->holders_total == 1)
+        view->thread = tid;
+    return 0;
+}
+
+/* Walk an RW lock hash; see scan_rlock() for the view == NULL rule. */
+static int
+scan_rwlock(const struct raw_lock *raw, struct lock_view *view)
+{
+    size_t n = fields_to_read(raw);
+    const char *mode = NULL;
+    long long tid = -1;
+
+    if (raw->type != RAW_HASH || n == 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const struct raw_field *f = &raw->fields[i];
+        size_t nlen = f->namelen;
+        long count;
+
+        if (field_is(f, "mode")) {
+            if (mode != NULL || f->value == NULL)
+                return -1;
+            if (f->valuelen == 4 && memcmp(f->value, "read", 4) == 0)
+                mode = "read";
+            else if (f->valuelen == 5 && memcmp(f->value, "write", 5) == 0)
+                mode = "write";
+            else
+                return -1;
+            continue;
+        }
+        if (nlen > WRITE_SUFFIX_LEN && f->name != NULL &&
+            memcmp(f->name + nlen - WRITE_SUFFIX_LEN, WRITE_SUFFIX,
+                   WRITE_SUFFIX_LEN) == 0)
+            nlen -= WRITE_SUFFIX_LEN;
+        if (!parse_lock_name(f->name, nlen, &tid) ||
+            !parse_count(f->value, f->valuelen, &count))
+            return -1;
+        if (view != NULL)
+            fmt_add_holder(view, f->name, f->namelen, false, count);
+    }
+    /* Without "mode" this is not an RW lock; it may be a plain RLock. */
+    if (mode == NULL)
+        return -1;
+    if (view != NULL) {
+        memcpy(view->mode, mode, strlen(mode) + 1);
+        if (view->holders_total == 1)
+            view->thread = tid;
+    }
+    return 0;
+}
+
+bool
+fmt_redisson_claims(const struct raw_lock *raw)
+{
+    return scan_rlock(raw, NULL) == 0;
+}
+
+int
+fmt_redisson_decode(const struct raw_lock *raw, struct lock_view *view)
+{
+    fmt_view_reset(view);
+    return scan_rlock(raw, view);
+}
+
+bool
+fmt_redisson_rw_claims(const struct raw_lock *raw)
+{
+    return scan_rwlock(raw, NULL) == 0;
+}
+
+int
+fmt_redisson_rw_decode(const struct raw_lock *raw, struct lock_view *view)
+{
+    fmt_view_reset(view);
+    return scan_rwlock(raw, view);
+}
