@@ -9,6 +9,10 @@
  *
  * class_set bounds the classes of one target to CLASS_MAX; keys whose class
  * would be the next one past the cap count as "other".
+ *
+ * Keys are untrusted bytes of any length.  Nothing here recurses or
+ * allocates per key; class_glob_match() costs at most glob length x key
+ * length steps (usually linear), never exponential.
  */
 #ifndef LOCKWATCH_LOCKCLASS_H
 #define LOCKWATCH_LOCKCLASS_H
@@ -21,31 +25,61 @@
 #define CLASS_MAX       200     /* classes per target, "other" excluded */
 #define CLASS_NAME_MAX  128     /* bytes of a derived class name kept */
 #define CLASS_OTHER     "other"
+#define CLASS_OTHER_INDEX 0     /* "other" is always interned, at index 0 */
 
 /*
  * Write KEY's class into out (NUL-terminated, at most outlen-1 bytes; a
- * derived name longer than that is cut and ends in "...").  rules may be
- * NULL.  Returns the length written.
+ * name longer than that is cut and ends in "...").  rules may be NULL;
+ * the first rule whose glob matches gives its name.  Otherwise the class
+ * is derived: the key split on ':', each segment that is all digits, a
+ * UUID (8-4-4-4-12 hex, any case), 8+ hex digits or longer than 32 bytes
+ * replaced by '*' (empty segments stay empty), joined by ':' again.
+ * A NUL byte in the key becomes '?' (out is a C string); every other byte
+ * is kept as is, so render the name with label escaping.  Returns the
+ * length written (0 when outlen is 0).
  */
 size_t class_of(const char *key, size_t keylen,
                 const struct class_rule *rules, size_t nrules,
                 char *out, size_t outlen);
 
-/* Shell-style glob ('*', '?', '[...]', '\' escapes) over a byte string,
- * the same dialect as Redis' SCAN MATCH. */
+/*
+ * Shell-style glob over slen bytes of s (binary-safe), the dialect of Redis'
+ * SCAN MATCH (stringmatchlen, case-sensitive): '*' any run, '?' any byte,
+ * '[abc]', '[^abc]', '[a-z]' (reversed ranges work), '\x' a literal x,
+ * also inside brackets; an unclosed '[' runs to the end of the glob.  Two
+ * deliberate differences, both at the edges: bytes >= 0x80 in a range
+ * compare as unsigned (Redis compares plain chars, signed on x86), and a
+ * glob of only stars matches the empty string (Redis' matcher says no,
+ * though SCAN short-cuts a lone "*" to match every key).  Checked against
+ * redis-server 7.0 on random globs over "ab*?[]^-\".
+ */
 bool class_glob_match(const char *glob, const char *s, size_t slen);
 
-/* A bounded set of class names, interned in insertion order. */
+/*
+ * A bounded set of class names, interned in insertion order: "other" at
+ * CLASS_OTHER_INDEX, then up to CLASS_MAX more.  A hash table, so interning
+ * costs one hash and a probe or two (a scan interns once per key).  The
+ * set owns copies of its names; it is not thread-safe (one per scan).
+ */
 struct class_set;
 
+/* A new set holding only "other"; NULL when out of memory. */
 struct class_set *class_set_new(void);
+/* Free the set and its names; NULL is fine. */
 void class_set_free(struct class_set *set);
-/* Index of name (adding it if there is room); the index of "other" when
- * the set is full.  Returns -1 only on allocation failure. */
+/* Index of name (adding a copy if there is room); CLASS_OTHER_INDEX when
+ * the set is full or name is NULL.  Returns -1 only on allocation failure
+ * (or a NULL set). */
 int class_set_intern(struct class_set *set, const char *name);
+/* Names in the set, "other" included: 1 .. CLASS_MAX + 1. */
 size_t class_set_count(const struct class_set *set);
+/* The name at idx, valid until class_set_free(); NULL past the end. */
 const char *class_set_name(const struct class_set *set, size_t idx);
-/* How many distinct names were folded into "other". */
+/*
+ * How many class_set_intern() calls were folded into "other" because the
+ * set was full: keys, not distinct names (counting distinct names would
+ * need an unbounded set of exactly the names we refuse to keep).
+ */
 size_t class_set_overflowed(const struct class_set *set);
 
 #endif
