@@ -25,6 +25,7 @@
 #include "collectors/scan.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,19 @@ scan_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Set the run's error; messages are cut to fit, on purpose. */
+static void run_err(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+run_err(struct run *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(r->err, sizeof(r->err), fmt, ap);
+    va_end(ap);
+}
+
 struct scanner *
 scanner_new(const char *target_name)
 {
@@ -152,12 +166,12 @@ simple_cmd(struct run *r, int argc, const char **argv, const char *what)
 
     rep = redisCommandArgv(r->sc->c, argc, argv, NULL);
     if (rep == NULL) {
-        snprintf(r->err, sizeof(r->err), "%s on %s:%d: %s", what, r->t->host,
+        run_err(r, "%s on %s:%d: %s", what, r->t->host,
                  r->t->port, r->sc->c->errstr);
         return -1;
     }
     if (rep->type == REDIS_REPLY_ERROR) {
-        snprintf(r->err, sizeof(r->err), "%s on %s:%d refused: %.*s", what,
+        run_err(r, "%s on %s:%d refused: %.*s", what,
                  r->t->host, r->t->port, (int)(rep->len > 160 ? 160 : rep->len),
                  rep->str);
         rc = -1;
@@ -183,12 +197,12 @@ connect_target(struct run *r)
     }
     sc->c = redisConnectWithTimeout(t->host, t->port, ms_tv(t->connect_timeout_ms));
     if (sc->c == NULL || sc->c->err) {
-        snprintf(r->err, sizeof(r->err), "connect to %s:%d: %s", t->host, t->port,
+        run_err(r, "connect to %s:%d: %s", t->host, t->port,
                  sc->c ? sc->c->errstr : "out of memory");
         goto fail;
     }
     if (redisSetTimeout(sc->c, ms_tv(t->command_timeout_ms)) != REDIS_OK) {
-        snprintf(r->err, sizeof(r->err), "set timeout on %s:%d: %s", t->host,
+        run_err(r, "set timeout on %s:%d: %s", t->host,
                  t->port, sc->c->errstr);
         goto fail;
     }
@@ -343,7 +357,7 @@ get_reply(struct run *r, redisReply **rep)
     void *p = NULL;
 
     if (redisGetReply(r->sc->c, &p) != REDIS_OK || p == NULL) {
-        snprintf(r->err, sizeof(r->err), "read from %s:%d: %s", r->t->host,
+        run_err(r, "read from %s:%d: %s", r->t->host,
                  r->t->port, r->sc->c->errstr[0] ? r->sc->c->errstr : "connection lost");
         return -1;
     }
@@ -592,7 +606,7 @@ read_values(struct run *r, struct batch *b)
         if (rep != NULL)
             freeReplyObject(rep);
         if (rc == -1) {
-            snprintf(r->err, sizeof(r->err), "out of memory recording locks");
+            run_err(r, "out of memory recording locks");
             return -1;
         }
     }
@@ -643,7 +657,7 @@ scan_all(struct run *r)
             if (get_reply(r, &rep) == -1)
                 goto out;
             if (!valid_scan_reply(rep)) {
-                snprintf(r->err, sizeof(r->err), "SCAN on %s:%d: %.*s", t->host,
+                run_err(r, "SCAN on %s:%d: %.*s", t->host,
                          t->port, rep->type == REDIS_REPLY_ERROR ? (int)(rep->len > 160 ? 160 : rep->len) : 21,
                          rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply type");
                 freeReplyObject(rep);
@@ -653,7 +667,7 @@ scan_all(struct run *r)
                      rep->element[0]->str);
             if (batch_take(&cur, rep) == -1) {
                 freeReplyObject(rep);
-                snprintf(r->err, sizeof(r->err), "out of memory");
+                run_err(r, "out of memory");
                 goto out;
             }
             r->keys += cur.n;
@@ -741,7 +755,7 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
     s->keys_examined = r.keys;
     if (ok) {
         if (finish_snapshot(&r) == -1) {
-            snprintf(r.err, sizeof(r.err), "out of memory finishing the snapshot");
+            run_err(&r, "out of memory finishing the snapshot");
             ok = 0;
         } else {
             tracker_sweep(sc->tracker, sc->pass);

@@ -1,0 +1,143 @@
+/*
+ * test_keytext.c - sanitising, percent-encoding and hashing of raw bytes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "collectors/keytext.h"
+
+static void
+sanitize_keeps_valid_utf8(void **state)
+{
+    char out[64];
+    const char *in = "lock:caf\xc3\xa9:\xe2\x82\xac:\xf0\x9f\x94\x92";
+
+    (void)state;
+    assert_int_equal(keytext_sanitize(out, sizeof(out), in, strlen(in)), strlen(in));
+    assert_string_equal(out, in);
+}
+
+static void
+sanitize_replaces_invalid_bytes(void **state)
+{
+    char out[64];
+    /* lone continuation, truncated 2-byte, overlong '/', surrogate, NUL */
+    const char in[] = "a\x80" "b\xc3" "c\xc0\xaf" "d\xed\xa0\x80" "e\0f";
+    size_t n = keytext_sanitize(out, sizeof(out), in, sizeof(in) - 1);
+
+    (void)state;
+    assert_string_equal(out, "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd"
+                        "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "e\xef\xbf\xbd" "f");
+    assert_int_equal(n, strlen(out));
+}
+
+static void
+sanitize_reports_needed_size_when_short(void **state)
+{
+    char out[4];
+    size_t n = keytext_sanitize(out, sizeof(out), "\xff\xff", 2);
+
+    (void)state;
+    assert_int_equal(n, 6);
+    assert_int_equal(strlen(out), 3);
+}
+
+static void
+percent_round_trips_every_byte(void **state)
+{
+    char in[256], enc[KEYTEXT_PERCENT_MAX(256)], dec[256 * 3];
+    size_t n, m;
+    int i;
+
+    (void)state;
+    for (i = 0; i < 256; i++)
+        in[i] = (char)i;
+    n = keytext_percent(enc, sizeof(enc), in, sizeof(in));
+    assert_int_equal(n, strlen(enc));
+    for (i = 0; enc[i]; i++)
+        assert_true(enc[i] > 0x20 && enc[i] < 0x7f);
+    m = keytext_unpercent(dec, enc, n, 0);
+    assert_int_equal(m, 256);
+    assert_memory_equal(dec, in, 256);
+}
+
+static void
+percent_encodes_the_protocol_set(void **state)
+{
+    char out[64];
+
+    (void)state;
+    keytext_percent(out, sizeof(out), "lock:a b%c\n~", 12);
+    assert_string_equal(out, "lock:a%20b%25c%0A~");
+}
+
+static void
+unpercent_refuses_bad_escapes(void **state)
+{
+    char out[16];
+
+    (void)state;
+    assert_int_equal(keytext_unpercent(out, "a%2", 3, 0), (size_t)-1);
+    assert_int_equal(keytext_unpercent(out, "a%zz", 4, 0), (size_t)-1);
+    assert_int_equal(keytext_unpercent(out, "%", 1, 0), (size_t)-1);
+    assert_int_equal(keytext_unpercent(out, "a+b", 3, 1), 3);
+    assert_memory_equal(out, "a b", 3);
+    assert_int_equal(keytext_unpercent(out, "a+b", 3, 0), 3);
+    assert_memory_equal(out, "a+b", 3);
+}
+
+static void
+utf8_prefix_never_splits_a_sequence(void **state)
+{
+    const char *s = "ab\xe2\x82\xac" "cd";
+
+    (void)state;
+    assert_int_equal(keytext_utf8_prefix(s, strlen(s), 3), 2);
+    assert_int_equal(keytext_utf8_prefix(s, strlen(s), 5), 5);
+    assert_int_equal(keytext_utf8_prefix(s, strlen(s), 100), strlen(s));
+}
+
+static void
+hash_is_never_zero_and_spreads(void **state)
+{
+    char buf[16];
+    uint64_t a, b;
+    int i, same_low = 0;
+
+    (void)state;
+    assert_true(keytext_hash("", 0) != 0);
+    a = keytext_hash("lock:1", 6);
+    b = keytext_hash("lock:2", 6);
+    assert_true(a != b);
+    /* neighbouring keys must not share low bits (the tracker's index) */
+    for (i = 0; i < 1000; i++) {
+        int n = snprintf(buf, sizeof(buf), "lock:%d", i);
+
+        if ((keytext_hash(buf, (size_t)n) & 0x3ff) == (a & 0x3ff))
+            same_low++;
+    }
+    assert_true(same_low < 10);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(sanitize_keeps_valid_utf8),
+        cmocka_unit_test(sanitize_replaces_invalid_bytes),
+        cmocka_unit_test(sanitize_reports_needed_size_when_short),
+        cmocka_unit_test(percent_round_trips_every_byte),
+        cmocka_unit_test(percent_encodes_the_protocol_set),
+        cmocka_unit_test(unpercent_refuses_bad_escapes),
+        cmocka_unit_test(utf8_prefix_never_splits_a_sequence),
+        cmocka_unit_test(hash_is_never_zero_and_spreads),
+    };
+
+    return cmocka_run_group_tests_name("keytext", tests, NULL, NULL);
+}

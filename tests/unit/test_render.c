@@ -1,0 +1,310 @@
+/*
+ * test_render.c - /metrics and JSON rendering from hand-built snapshots:
+ * escaping of hostile keys, bounded offender labels, series that do not
+ * grow with the number of locks, worst-first ordering and filters.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "agent/render.h"
+#include "collectors/keytext.h"
+
+#define NOW 1800000000000LL
+
+/* Add one lock with a single holder to s. */
+static void
+add_lock(struct snapshot *s, const char *key, size_t keylen, const char *holder,
+         size_t hlen, uint8_t states, int64_t age_ms, int64_t count)
+{
+    struct snap_lock *l = snapshot_add_lock(s);
+    struct lock_holder h;
+    uint32_t off;
+
+    assert_non_null(l);
+    assert_int_equal(snapshot_add_bytes(s, key, keylen, &off), 0);
+    l->key_off = off;
+    l->key_len = (uint32_t)keylen;
+    l->class_idx = 0;
+    l->format = 0;
+    l->states = LOCK_HELD | states;
+    l->pttl_ms = (states & LOCK_LEAKED) ? -1 : 30000;
+    l->first_seen_ms = NOW - age_ms;
+    l->max_count = count;
+    l->holders_total = 1;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.id, holder, hlen < HOLDER_ID_MAX - 1 ? hlen : HOLDER_ID_MAX - 1);
+    h.idlen = hlen < HOLDER_ID_MAX - 1 ? hlen : HOLDER_ID_MAX - 1;
+    h.count = count;
+    assert_int_equal(snapshot_add_holder(s, &h), 0);
+    l->nholders = 1;
+}
+
+static struct snapshot *
+new_snap(const char *target, const char *cls)
+{
+    struct snapshot *s = snapshot_new(target);
+
+    assert_non_null(s);
+    s->ok = true;
+    s->classes = calloc(1, sizeof(char *));
+    s->classes[0] = strdup(cls);
+    s->nclasses = 1;
+    s->counters.scans_ok = 1;
+    return s;
+}
+
+static void
+view_of(struct view *v, struct snapshot **snaps, size_t n, int top)
+{
+    size_t i;
+
+    memset(v, 0, sizeof(*v));
+    v->targets = calloc(n, sizeof(*v->targets));
+    for (i = 0; i < n; i++) {
+        assert_int_equal(snapshot_finish(snaps[i], NOW), 0);
+        v->targets[i].name = strdup(snaps[i]->target);
+        v->targets[i].snap = snaps[i];
+    }
+    v->ntargets = n;
+    v->top_offenders = top;
+    v->now_ms = NOW;
+}
+
+static char *
+metrics_of(const struct view *v)
+{
+    struct strbuf sb;
+
+    sb_init(&sb, RENDER_MAX_BYTES);
+    assert_int_equal(render_metrics(v, &sb), 0);
+    return sb_detach(&sb, NULL);
+}
+
+static size_t
+count_samples(const char *text)
+{
+    size_t n = 0;
+    const char *p = text;
+
+    while (*p) {
+        if (*p != '#')
+            n++;
+        p = strchr(p, '\n');
+        if (p == NULL)
+            break;
+        p++;
+    }
+    return n;
+}
+
+/* Every line is a comment or name{labels} value, and label values only
+ * contain escaped quotes, backslashes and newlines. */
+static void
+assert_exposition_lines_well_formed(const char *text)
+{
+    const char *p = text, *nl;
+
+    assert_true(strlen(text) > 0 && text[strlen(text) - 1] == '\n');
+    while (*p) {
+        nl = strchr(p, '\n');
+        assert_non_null(nl);
+        if (*p != '#') {
+            const char *q = strchr(p, '{');
+            bool in_str = false;
+
+            assert_non_null(q);
+            assert_true(q < nl);
+            for (q++; q < nl; q++) {
+                if (in_str && *q == '\\') {
+                    assert_true(q[1] == '\\' || q[1] == '"' || q[1] == 'n');
+                    q++;
+                } else if (*q == '"') {
+                    in_str = !in_str;
+                } else if (!in_str && *q == '}') {
+                    break;
+                }
+            }
+            assert_true(q < nl);
+            assert_false(in_str);
+        }
+        p = nl + 1;
+    }
+}
+
+static void
+hostile_keys_are_escaped(void **state)
+{
+    static const char bad[] = "lock:\"q\\b\nn\xff\xfe\0z";
+    struct snapshot *s = new_snap("main", "lock:*");
+    struct view v;
+    char *text, *big;
+
+    (void)state;
+    add_lock(s, bad, sizeof(bad) - 1, "tok\"\n\xff", 6, LOCK_LEAKED, 60000, 1);
+    big = malloc(65536 + 5);
+    memcpy(big, "lock:", 5);
+    memset(big + 5, 'x', 65536);
+    add_lock(s, big, 65536 + 5, "t", 1, LOCK_LEAKED, 50000, 1);
+    view_of(&v, &s, 1, 20);
+    text = metrics_of(&v);
+    assert_exposition_lines_well_formed(text);
+    assert_non_null(strstr(text, "key=\"lock:\\\"q\\\\b\\nn\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz\""));
+    assert_non_null(strstr(text, "holder=\"tok\\\"\\n\xef\xbf\xbd\""));
+    /* the 64 KiB key is cut to the label cap and marked with a hash */
+    assert_null(strstr(text, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
+    assert_non_null(strstr(text, "\xe2\x80\xa6#"));
+    assert_true(strlen(text) < 16384);
+    free(text);
+    free(big);
+    view_release(&v);
+}
+
+static void
+series_do_not_grow_with_locks(void **state)
+{
+    struct snapshot *a = new_snap("main", "lock:*"), *b = new_snap("main", "lock:*");
+    struct view va, vb;
+    char key[32], *ta, *tb;
+    int i, n;
+
+    (void)state;
+    for (i = 0; i < 1000; i++) {
+        n = snprintf(key, sizeof(key), "lock:%d", i);
+        add_lock(a, key, (size_t)n, "t", 1, i < 30 ? LOCK_LEAKED : 0, i, 1);
+    }
+    for (i = 0; i < 100000; i++) {
+        n = snprintf(key, sizeof(key), "lock:%d", i);
+        add_lock(b, key, (size_t)n, "t", 1, i < 3000 ? LOCK_LEAKED : 0, i, 1);
+    }
+    view_of(&va, &a, 1, 20);
+    view_of(&vb, &b, 1, 20);
+    ta = metrics_of(&va);
+    tb = metrics_of(&vb);
+    assert_int_equal(count_samples(ta), count_samples(tb));
+    assert_non_null(strstr(tb, "lockwatch_locks_leaked{target=\"main\",class=\"lock:*\"} 3000\n"));
+    assert_non_null(strstr(tb, "lockwatch_locks{target=\"main\",class=\"lock:*\",format=\""));
+    free(ta);
+    free(tb);
+    view_release(&va);
+    view_release(&vb);
+}
+
+static void
+offenders_are_worst_first_across_targets(void **state)
+{
+    struct snapshot *s[2] = { new_snap("a", "lock:*"), new_snap("b", "lock:*") };
+    struct view v;
+    char *text, *p1, *p2, *p3;
+
+    (void)state;
+    add_lock(s[0], "lock:long", 9, "h1", 2, LOCK_LONG, 900000, 1);
+    add_lock(s[0], "lock:ok", 7, "h2", 2, 0, 1000, 1);
+    add_lock(s[1], "lock:leak-young", 15, "h3", 2, LOCK_LEAKED, 40000, 1);
+    add_lock(s[1], "lock:leak-old", 13, "h4", 2, LOCK_LEAKED, 80000, 1);
+    view_of(&v, s, 2, 2);
+    text = metrics_of(&v);
+    p1 = strstr(text, "key=\"lock:leak-old\"");
+    p2 = strstr(text, "key=\"lock:leak-young\"");
+    p3 = strstr(text, "key=\"lock:long\"");
+    assert_non_null(p1);
+    assert_non_null(p2);
+    assert_null(p3);            /* top_offenders = 2 */
+    assert_true(p1 < p2);
+    assert_null(strstr(text, "key=\"lock:ok\""));
+    free(text);
+    view_release(&v);
+}
+
+static void
+api_lists_filters_and_stays_valid_json(void **state)
+{
+    static const char bad[] = "lock:\xff\"\n";
+    struct snapshot *s = new_snap("main", "lock:*");
+    struct api_query q = { "leaked", NULL, NULL, NULL };
+    struct view v;
+    json_t *root, *locks;
+    json_error_t jerr;
+    char *body, dec[64];
+    size_t len, n;
+    const char *esc;
+
+    (void)state;
+    add_lock(s, bad, sizeof(bad) - 1, "t\xff", 2, LOCK_LEAKED, 70000, 1);
+    add_lock(s, "lock:x", 6, "t", 1, 0, 10, 1);
+    add_lock(s, "lock:y", 6, "t", 1, LOCK_LEAKED, 90000, 1);
+    view_of(&v, &s, 1, 20);
+
+    assert_int_equal(render_api_locks(&v, &q, &body, &len), 200);
+    root = json_loadb(body, len, 0, &jerr);
+    assert_non_null(root);
+    assert_int_equal(json_integer_value(json_object_get(root, "total")), 2);
+    locks = json_object_get(root, "locks");
+    assert_int_equal(json_array_size(locks), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(locks, 0), "key")),
+                        "lock:y");
+    esc = json_string_value(json_object_get(json_array_get(locks, 1), "key_escaped"));
+    n = keytext_unpercent(dec, esc, strlen(esc), 0);
+    assert_int_equal(n, sizeof(bad) - 1);
+    assert_memory_equal(dec, bad, n);
+    json_decref(root);
+    free(body);
+
+    q.state = "bogus";
+    assert_int_equal(render_api_locks(&v, &q, &body, &len), 400);
+    free(body);
+    q.state = NULL;
+    q.limit = "0";
+    assert_int_equal(render_api_locks(&v, &q, &body, &len), 400);
+    free(body);
+
+    assert_int_equal(render_api_lock(&v, bad, sizeof(bad) - 1, NULL, &body, &len), 200);
+    root = json_loadb(body, len, 0, &jerr);
+    assert_non_null(root);
+    json_decref(root);
+    free(body);
+    assert_int_equal(render_api_lock(&v, "lock:none", 9, NULL, &body, &len), 404);
+    free(body);
+    assert_int_equal(render_api_lock(&v, "lock:x", 6, "other", &body, &len), 404);
+    free(body);
+    view_release(&v);
+}
+
+static void
+ready_names_targets_that_are_not(void **state)
+{
+    struct snapshot *s = new_snap("main", "lock:*");
+    struct view v;
+    struct strbuf sb;
+
+    (void)state;
+    view_of(&v, &s, 1, 20);
+    sb_init(&sb, 4096);
+    assert_int_equal(render_ready(&v, &sb), 1);
+    s->ok = false;
+    snprintf(s->err, sizeof(s->err), "connect to 127.0.0.1:1: Connection refused");
+    assert_int_equal(render_ready(&v, &sb), 0);
+    assert_non_null(strstr(sb.buf, "target main: connect to 127.0.0.1:1: Connection refused"));
+    sb_release(&sb);
+    view_release(&v);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(hostile_keys_are_escaped),
+        cmocka_unit_test(series_do_not_grow_with_locks),
+        cmocka_unit_test(offenders_are_worst_first_across_targets),
+        cmocka_unit_test(api_lists_filters_and_stays_valid_json),
+        cmocka_unit_test(ready_names_targets_that_are_not),
+    };
+
+    return cmocka_run_group_tests_name("render", tests, NULL, NULL);
+}

@@ -1,0 +1,116 @@
+/*
+ * test_tracker.c - first-seen tracking across scan passes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "collectors/tracker.h"
+
+static void
+age_survives_renewals_and_restarts_on_new_holder(void **state)
+{
+    struct tracker *t = tracker_new();
+    struct track_result r;
+
+    (void)state;
+    assert_non_null(t);
+    assert_int_equal(tracker_visit(t, 42, 7, 1, 10000, 0, 1, &r), 0);
+    assert_int_equal(r.first_seen_ms, 10000);
+    /* same holder, later passes (a watchdog renewal changes nothing) */
+    tracker_visit(t, 42, 7, 2, 20000, 0, 1, &r);
+    tracker_visit(t, 42, 7, 3, 30000, 0, 1, &r);
+    assert_int_equal(r.first_seen_ms, 10000);
+    /* a new holder restarts the clock, back-dated by its idle time */
+    tracker_visit(t, 42, 8, 4, 40000, 500, 1, &r);
+    assert_int_equal(r.first_seen_ms, 39500);
+    tracker_free(t);
+}
+
+static void
+start_age_backdates_new_entries(void **state)
+{
+    struct tracker *t = tracker_new();
+    struct track_result r;
+
+    (void)state;
+    tracker_visit(t, 1, 1, 1, 100000, 60000, 0, &r);
+    assert_int_equal(r.first_seen_ms, 40000);
+    assert_int_equal(r.nottl_since_ms, 40000);  /* no TTL since it appeared */
+    tracker_free(t);
+}
+
+static void
+ttl_loss_and_gain_tracked(void **state)
+{
+    struct tracker *t = tracker_new();
+    struct track_result r;
+
+    (void)state;
+    tracker_visit(t, 5, 1, 1, 1000, 0, 1, &r);
+    assert_int_equal(r.nottl_since_ms, 0);
+    tracker_visit(t, 5, 1, 2, 2000, 0, 0, &r);   /* PERSIST */
+    assert_int_equal(r.nottl_since_ms, 2000);
+    tracker_visit(t, 5, 1, 3, 3000, 0, 0, &r);
+    assert_int_equal(r.nottl_since_ms, 2000);
+    tracker_visit(t, 5, 1, 4, 4000, 0, 1, &r);   /* got a TTL again */
+    assert_int_equal(r.nottl_since_ms, 0);
+    tracker_free(t);
+}
+
+static void
+duplicates_within_a_pass(void **state)
+{
+    struct tracker *t = tracker_new();
+    struct track_result r;
+
+    (void)state;
+    assert_false(tracker_seen(t, 9, 1));
+    tracker_visit(t, 9, 1, 1, 0, 0, 1, &r);
+    assert_false(r.duplicate);
+    assert_true(tracker_seen(t, 9, 1));
+    tracker_visit(t, 9, 1, 1, 0, 0, 1, &r);
+    assert_true(r.duplicate);
+    assert_false(tracker_seen(t, 9, 2));
+    tracker_free(t);
+}
+
+static void
+sweep_drops_unseen_and_keeps_seen(void **state)
+{
+    struct tracker *t = tracker_new();
+    struct track_result r;
+    uint64_t k;
+
+    (void)state;
+    for (k = 1; k <= 100000; k++)
+        assert_int_equal(tracker_visit(t, k * 0x9e3779b97f4a7c15ULL | 1, k, 1, 0, 0, 1, &r), 0);
+    assert_int_equal(tracker_count(t), 100000);
+    for (k = 1; k <= 100000; k += 2)
+        tracker_visit(t, k * 0x9e3779b97f4a7c15ULL | 1, k, 2, 5000, 0, 1, &r);
+    assert_int_equal(tracker_sweep(t, 2), 50000);
+    /* a survivor keeps its first-seen time */
+    tracker_visit(t, 1 * 0x9e3779b97f4a7c15ULL | 1, 1, 3, 9000, 0, 1, &r);
+    assert_int_equal(r.first_seen_ms, 0);
+    /* a dropped one is new again */
+    tracker_visit(t, 2 * 0x9e3779b97f4a7c15ULL | 1, 2, 3, 9000, 0, 1, &r);
+    assert_int_equal(r.first_seen_ms, 9000);
+    tracker_free(t);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(age_survives_renewals_and_restarts_on_new_holder),
+        cmocka_unit_test(start_age_backdates_new_entries),
+        cmocka_unit_test(ttl_loss_and_gain_tracked),
+        cmocka_unit_test(duplicates_within_a_pass),
+        cmocka_unit_test(sweep_drops_unseen_and_keeps_seen),
+    };
+
+    return cmocka_run_group_tests_name("tracker", tests, NULL, NULL);
+}
