@@ -17,6 +17,11 @@
 #define CONFIG_DEFAULT_PATH "/etc/lockwatch/lockwatch.ini"
 #define CONFIG_MAX_TARGETS  64
 #define CONFIG_ERR_LEN      512
+#define CONFIG_MAX_REDLOCKS 32
+#define CONFIG_MAX_WEBHOOKS 16
+#define CONFIG_MAX_CLASSES  1000    /* [classes] entries */
+#define CONFIG_NAME_MAX     64      /* NAME in [target NAME] etc.: [a-zA-Z0-9_.-]+ */
+#define CONFIG_CLASS_NAME_MAX 128   /* bytes of a [classes] class name */
 
 enum target_mode { TARGET_STANDALONE, TARGET_CLUSTER, TARGET_SENTINEL };
 
@@ -113,26 +118,53 @@ struct config {
 };
 
 /*
+ * Ownership: a struct config and everything it points to belong to it;
+ * config_free() releases all of it (secrets are wiped first).  Nothing
+ * holds a reference into the file or into inih.  Strings are NUL-terminated
+ * and never NULL unless the comment on the field says so.  The option table
+ * behind all of this (keys, types, defaults, bounds, help) is in
+ * conf/options.h, for the man page and anything else that lists options.
+ */
+
+/*
  * Load and validate PATH.  On success returns 0 and *out owns a new config.
  * On failure returns -1 and writes one line to err naming file, line, key
  * and what is allowed, e.g.
  *   /etc/lockwatch/lockwatch.ini:12: [rules] max_hold: "5x" is not a
  *   duration (use a number with ms, s, m, h or d)
  * PATH NULL means the built-in defaults (one target redis://127.0.0.1:6379,
- * pattern lock:*).
+ * pattern lock:*).  A file with no [target] section gets that same target,
+ * named "default".  Secret files (*_file keys) are read here, so a missing
+ * or unreadable one fails the load.  A missing PATH fails with
+ *   cannot open config "PATH": No such file or directory
+ * and falling back to the built-in defaults when CONFIG_DEFAULT_PATH does
+ * not exist is the caller's decision (check with access() first).
+ * Thread-safe: no global state; err may be NULL.
  */
 int config_load(const char *path, struct config **out, char *err, size_t errlen);
 
 /* Free a config from config_load(); NULL is fine. */
 void config_free(struct config *cfg);
 
-/* Print the effective configuration as INI, secrets redacted. */
+/*
+ * Print the effective configuration as INI that config_load() reads back
+ * to the same values: every option of every section, defaults included,
+ * unset optional keys as "; key is not set" comments.  Secret files are
+ * shown by path; their contents are never printed.
+ */
 void config_print(const struct config *cfg, FILE *fp);
 
-/* Parse "250ms", "15s", "5m", "1h", "2d" into milliseconds.  0 / -1. */
+/* Parse "250ms", "15s", "1.5s", "5m", "1h", "2d" (or a bare "0") into
+ * milliseconds.  0 / -1 (syntax, negative, missing unit, not a whole
+ * number of ms, overflow). */
 int config_parse_duration(const char *s, int64_t *ms);
 
 /* Find a target by name; NULL when absent. */
 const struct target_conf *config_target(const struct config *cfg, const char *name);
+
+/* "standalone", "cluster", "sentinel"; "generic", "slack", "alertmanager":
+ * the spelling the config file uses. */
+const char *config_target_mode_str(enum target_mode mode);
+const char *config_sink_format_str(enum sink_format format);
 
 #endif
