@@ -137,8 +137,12 @@ def _short(v, n=400):
 class RedisServer:
     """A throwaway redis-server on 127.0.0.1:<free port>, in a temp dir."""
 
-    def __init__(self, port=None, start=True):
+    def __init__(self, port=None, start=True, args=(), password=None):
+        """args: extra redis-server arguments.  password: requirepass, also
+        used by client() and the PING that waits for start-up."""
         self.port = port or free_port()
+        self.extra_args = list(args)
+        self.password = password
         self.dir = _mkdtemp("lw-redis-")
         self.logfile = os.path.join(self.dir, "redis.log")
         self.proc = None
@@ -149,7 +153,9 @@ class RedisServer:
         assert self.proc is None or self.proc.poll() is not None, "already running"
         args = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
                 "--dir", self.dir, "--save", "", "--appendonly", "no",
-                "--daemonize", "no", "--logfile", self.logfile]
+                "--daemonize", "no", "--logfile", self.logfile] + self.extra_args
+        if self.password:
+            args += ["--requirepass", self.password]
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
@@ -161,7 +167,7 @@ class RedisServer:
                                    % (self.port, self.proc.returncode,
                                       tail(self.logfile)))
             try:
-                c = redis.Redis(host="127.0.0.1", port=self.port,
+                c = redis.Redis(host="127.0.0.1", port=self.port, password=self.password,
                                 socket_timeout=1, socket_connect_timeout=1)
                 if c.ping():
                     c.close()
@@ -185,11 +191,13 @@ class RedisServer:
     def client(self, **kw):
         kw.setdefault("socket_timeout", 30)
         kw.setdefault("socket_connect_timeout", 5)
+        kw.setdefault("password", self.password)
         return redis.Redis(host="127.0.0.1", port=self.port, **kw)
 
     def stop(self, timeout=10):
         """SIGTERM and wait."""
         if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)   # in case it was paused
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=timeout)
@@ -198,6 +206,13 @@ class RedisServer:
                 self.proc.wait(timeout=5)
         if self.proc is not None:
             _forget(self.proc)
+
+    def pause(self):
+        """SIGSTOP: the server keeps its socket but answers nothing."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
 
     def kill(self):
         """SIGKILL (kill -9) and reap."""

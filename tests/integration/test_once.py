@@ -80,6 +80,43 @@ class Once(h.TestCase):
         self.assertGreaterEqual(age, 2.0, h.select(m, "lockwatch_lock_oldest_holder_seconds"))
         self.assertLess(age, 60)
 
+    def test_once_password_file(self):
+        # requirepass, and an ACL user in the URL: the password comes from
+        # password_file, never from the URL, and is never printed.
+        secret = "pw-Once-9f8e7d6c5b"
+        rs = self.start_redis(password=secret)
+        c = rs.client()
+        c.execute_command("ACL", "SETUSER", "watcher", "on", ">" + secret + "-acl",
+                          "~lock:*", "+@read", "+@keyspace", "+@connection", "+scan",
+                          "+object", "+type", "+pttl", "+get", "+hgetall", "+info",
+                          "+client", "+hscan", "+getrange", "+ping")
+        c.set("lock:pw:1", "tok", px=600000)
+        d = h._mkdtemp("lw-pw-")
+        good = os.path.join(d, "main.pass")
+        with open(good, "w") as f:
+            f.write(secret + "\n")
+        acl = os.path.join(d, "acl.pass")
+        with open(acl, "w") as f:
+            f.write(secret + "-acl\n")
+        wrong = os.path.join(d, "wrong.pass")
+        with open(wrong, "w") as f:
+            f.write("not-" + secret + "\n")
+        for name, url, pwf in (("default user", rs.url, good),
+                               ("ACL user", "redis://watcher@127.0.0.1:%d/0" % rs.port, acl)):
+            cfg = write_config(self, [("main", url)], target_extra={"password_file": pwf})
+            p = h.run_lockwatchd(["--once", "-c", cfg], timeout=30)
+            self.assertEqual(p.returncode, 0, "%s: %s" % (name, p.stderr[-2000:]))
+            m = h.parse_metrics(p.stdout)
+            self.assertEqual(h.msum(m, "lockwatch_locks", target="main"), 1, name)
+            self.assertNotIn(secret.encode(), p.stdout + p.stderr)
+        # no password, or a wrong one: a failed scan, exit 1, secret not shown
+        for extra in ({}, {"password_file": wrong}):
+            cfg = write_config(self, [("main", rs.url)], target_extra=extra)
+            p = h.run_lockwatchd(["--once", "-c", cfg], timeout=30)
+            self.assertEqual(p.returncode, 1, "%s: %s" % (extra, p.stderr[-2000:]))
+            self.assertNotIn(secret.encode(), p.stdout + p.stderr)
+            self.assertIn(b"main", p.stderr)
+
     def test_once_target_down(self):
         dead = h.free_port()
         cfg = write_config(self, [("main", "redis://127.0.0.1:%d/0" % dead)],

@@ -88,6 +88,41 @@ class Reload(h.TestCase):
         ag.stop(timeout=10)
         self.assertLess(time.monotonic() - t0, 5.0)
 
+    def test_reload_changes_patterns_and_targets(self):
+        rs = self.start_redis()
+        c = rs.client()
+        c.set("lock:1", "t1", px=600000)
+        c.set("mutex:orders", "t2", px=600000)
+        second = self.start_redis()
+        second.client().set("lock:9", "t9", px=600000)
+        ag = self.start_agent(rs, scan_interval="500ms", leak_grace="1h", max_hold="1h")
+        ag.wait_ready()
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks", target="main"), 1)
+
+        # patterns gain mutex:*, and a second target appears
+        ag.targets = [("main", rs.url), ("second", second.url)]
+        ag.write_config(ag.render_config(patterns="lock:*, mutex:*"))
+        ag.reload()
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="main") == 2,
+                    timeout=15, desc="mutex:* counted after the reload")
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="second") == 1,
+                    timeout=15, desc="the new target scanned after the reload")
+        ag.wait_ready()
+        st, lk = ag.lock("lock:9", target="second")
+        self.assertEqual(st, 200, lk)
+
+        # the second target goes away again
+        ag.targets = [("main", rs.url)]
+        ag.write_config(ag.render_config(patterns="lock:*, mutex:*"))
+        ag.reload()
+        ag.wait_for(lambda: not h.select(ag.metrics(), "lockwatch_target_up", target="second"),
+                    timeout=15, desc="the removed target gone from /metrics")
+        ag.wait_ready()
+        st, err = ag.lock("lock:9", target="second")
+        self.assertEqual(st, 404, err)
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks", target="main"), 2)
+        self.assertTrue(ag.alive)
+
     def test_sigint_stops_cleanly(self):
         rs = self.start_redis()
         ag = self.start_agent(rs, scan_interval="500ms")

@@ -105,6 +105,52 @@ class TargetDown(h.TestCase):
         self.assertEqual(lk["target"], "main")
         self.assertEqual(ag.get("/healthz")[0], 200)
 
+    def test_hung_target_does_not_block_others(self):
+        # A redis-server that accepts connections but never answers
+        # (SIGSTOP): the command timeout ends each attempt, the other target
+        # keeps being scanned, HTTP keeps answering promptly, and the hung
+        # target recovers on SIGCONT.
+        live = self.start_redis()
+        hung = self.start_redis()
+        live.client().set("lock:1", "t1", px=600000)
+        hung.client().set("lock:2", "t2", px=600000)
+        ag = self.start_agent(targets=[("hung", hung.url), ("main", live.url)],
+                              scan_interval="500ms", leak_grace="1h", max_hold="1h")
+        ag.wait_ready(timeout=20)
+        hung.pause()
+        self.addCleanup(hung.resume)
+        ag.wait_for(lambda: up(ag, "hung") == 0, timeout=40, interval=0.2,
+                    desc='lockwatch_target_up{target="hung"} == 0 while SIGSTOPped')
+        ag.wait_scans(3, target="main", timeout=20)
+        t0 = time.monotonic()
+        m = ag.metrics()
+        st, _, body = ag.get("/readyz")
+        self.assertLess(time.monotonic() - t0, 2.0, "HTTP slowed down by a hung target")
+        self.assertEqual(up(ag, "main", m), 1)
+        self.assertEqual(h.msum(m, "lockwatch_locks", target="main"), 1)
+        self.assertEqual(st, 503, body)
+        self.assertIn(b"hung", body)
+        live.client().set("lock:3", "t3", px=600000)
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="main") == 2,
+                    timeout=10, desc="a new lock on the live target counted")
+        hung.resume()
+        ag.wait_for(lambda: up(ag, "hung") == 1, timeout=45, interval=0.2,
+                    desc="the hung target back after SIGCONT")
+        ag.wait_ready(timeout=20)
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks", target="hung"), 1)
+
+    def test_sigterm_while_target_hung(self):
+        # Stopping must not wait on a Redis that does not answer.
+        hung = self.start_redis()
+        ag = self.start_agent(hung, scan_interval="500ms")
+        ag.wait_scans(1)
+        hung.pause()
+        self.addCleanup(hung.resume)
+        time.sleep(1.0)                      # a scan is now stuck in a call
+        t0 = time.monotonic()
+        ag.stop(timeout=10)
+        self.assertLess(time.monotonic() - t0, 10)
+
 
 if __name__ == "__main__":
     h.main()
