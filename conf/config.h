@@ -83,12 +83,12 @@ struct config {
     /* [agent] */
     char listen_host[256];
     int listen_port;
-    bool samples_off;
+    bool samples_off;           /* samples = off: host "" and port 0 */
     char samples_host[256];
     int samples_port;
     int top_offenders;
 
-    struct target_conf *targets;
+    struct target_conf *targets;    /* at least one: "default" when the file has none */
     size_t ntargets;
 
     struct redlock_conf *redlocks;
