@@ -97,6 +97,57 @@ class ConfigErrors(h.TestCase):
         err = self.assert_refused(text, "password_file", "password_file")
         self.assertIn(missing, err)
 
+    def test_more_bad_values(self):
+        # (replace this line, with this, key named in the message)
+        port = h.free_port()
+        cases = [
+            ("scan_duty = 100%", "scan_duty = 150%", "scan_duty"),
+            ("scan_interval = 1s", "scan_interval = 10ms", "scan_interval"),   # < 100ms
+            ("url = redis://127.0.0.1:6379/0", "url = http://127.0.0.1:6379/0", "url"),
+            ("max_reentrancy = 16", "max_reentrancy = many", "max_reentrancy"),
+            ("top_offenders = 20", "top_offenders = -3", "top_offenders"),
+        ]
+        for old, new, key in cases:
+            with self.subTest(new=new):
+                text = good_config(port).replace(old, new)
+                self.assertIn(new, text)
+                self.assert_refused(text, new.split(" =")[0], key)
+
+    def test_password_in_url_refused_and_not_echoed(self):
+        text = good_config(h.free_port()).replace(
+            "url = redis://127.0.0.1:6379/0",
+            "url = redis://watcher:%s@127.0.0.1:6379/0" % SECRET)
+        err = self.assert_refused(text, "url", "url")
+        self.assertNotIn(SECRET, err)
+
+    def test_explicit_missing_config_file(self):
+        missing = os.path.join(self.dir, "absent.ini")
+        rc, out, err = self.check(missing)
+        self.assertEqual(rc, 2, err)
+        self.assertIn(missing, err)
+
+    def test_builtin_defaults_without_c(self):
+        if os.path.exists("/etc/lockwatch/lockwatch.ini"):
+            self.skipTest("/etc/lockwatch/lockwatch.ini exists on this machine")
+        p = h.run_lockwatchd(["-n"], timeout=20)
+        out = p.stdout.decode("utf-8", "replace")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("redis://127.0.0.1:6379", out)
+        self.assertRegex(out, r"(?m)^\s*patterns\s*=\s*lock:\*\s*$")
+
+    def test_listen_address_in_use(self):
+        import socket
+        s = socket.socket()
+        self.addCleanup(s.close)
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        path = self.write("busy.ini", good_config(port).replace(
+            "redis://127.0.0.1:6379/0", "redis://127.0.0.1:%d/0" % h.free_port()))
+        p = h.run_lockwatchd(["-d", "-c", path], timeout=15)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn(str(port).encode(), p.stderr)
+
     def test_good_config_prints_effective_config_without_secret(self):
         pw = self.write("main.pass", SECRET + "\n")
         os.chmod(pw, 0o600)
