@@ -92,6 +92,18 @@ target_class_label(struct strbuf *sb, const char *name, const char *target,
     sb_adds(sb, "\"");
 }
 
+/* A class with no lock now (the preset "other", typically) gets no series. */
+static bool
+class_used(const struct snap_class *c)
+{
+    size_t f;
+
+    for (f = 0; f < FORMATS_MAX; f++)
+        if (c->locks[f] != 0)
+            return true;
+    return false;
+}
+
 static bool
 has_locks(const struct view_target *t)
 {
@@ -115,6 +127,8 @@ class_gauge(struct strbuf *sb, const struct view *v, const char *name,
         for (c = 0; c < s->nclasses; c++) {
             const struct snap_class *st = &s->class_stats[c];
 
+            if (!class_used(st))
+                continue;
             target_class_label(sb, name, s->target, s->classes[c]);
             switch (f) {
             case CF_LEAKED:
