@@ -21,6 +21,7 @@ class Churn(threading.Thread):
         super().__init__(daemon=True)
         self.c = client
         self.rnd = random.Random(seed)
+        self.seed = seed    # each writer has its own keys: no cross-writer races
         self.halt = threading.Event()
         self.ops = 0
         self.errors = []
@@ -30,7 +31,7 @@ class Churn(threading.Thread):
             try:
                 p = self.c.pipeline(transaction=False)
                 for _ in range(200):
-                    k = "lock:churn:%d" % self.rnd.randrange(5000)
+                    k = "lock:churn:%d:%d" % (self.seed, self.rnd.randrange(2500))
                     op = self.rnd.randrange(4)
                     if op == 0:
                         p.set(k, "t%d" % self.rnd.randrange(10**6), px=self.rnd.randrange(1, 300))
