@@ -352,7 +352,8 @@ test_glob_hostile(void **state)
     memset(glob, '?', 1024);
     glob[0] = '*';
     glob[1023] = 'b';
-    memcpy(glob + 1024, "*", 2);
+    glob[1024] = '*';
+    glob[1025] = '\0';
     assert_false(class_glob_match(glob, key, BIG));
 
     /* 64 KiB of stars, of '[', of backslashes, of '?'. */
