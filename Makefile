@@ -51,8 +51,21 @@ AGENT_SRC      := $(filter-out agent/main.c,$(wildcard agent/*.c))
 CORE_SRC       := $(CONF_SRC) $(COLLECTORS_SRC) $(AGENT_SRC)
 CORE_OBJ       := $(CORE_SRC:%.c=$(BUILD)/%.o)
 
+# liblockwatch: the client library (client/*.c), built position-independent
+# with hidden visibility; only the lw_ API in client/lockwatch.h is exported.
+CLIENT_SRC := $(wildcard client/*.c)
+CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/pic/%.o)
+LIBLW_A    := $(BUILD)/lib/liblockwatch.a
+LIBLW_SO   := $(BUILD)/lib/liblockwatch.so.0
+LIBLW      := $(if $(CLIENT_SRC),$(LIBLW_A) $(LIBLW_SO) $(BUILD)/lib/lockwatch.pc)
+EXAMPLE_SRC := $(wildcard client/examples/*.c)
+EXAMPLE_BIN := $(EXAMPLE_SRC:client/examples/%.c=$(BUILD)/examples/%)
+
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# C programs driven by the Python integration tests (real Redis, real agent)
+ITEST_SRC := $(wildcard tests/integration/*.c)
+ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/itests/%)
 
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
@@ -61,10 +74,11 @@ LOCKWATCHD := $(BUILD)/bin/lockwatchd
 BINS       := $(LOCKWATCHD)
 
 ALL_OBJ := $(CORE_OBJ) $(BUILD)/agent/main.o $(UNIT_SRC:%.c=$(BUILD)/%.o) \
-           $(BENCH_SRC:%.c=$(BUILD)/%.o)
+           $(BENCH_SRC:%.c=$(BUILD)/%.o) $(CLIENT_OBJ) $(EXAMPLE_SRC:%.c=$(BUILD)/%.o) \
+           $(ITEST_SRC:%.c=$(BUILD)/%.o)
 
 .PHONY: all deps test unit integration demo bench install uninstall clean check-deps
-all: $(BINS) $(UNIT_BIN) $(BENCH_BIN)
+all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -74,6 +88,42 @@ $(BUILD)/tests/unit/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEP_CFLAGS) $(TEST_CFLAGS) -c -o $@ $<
 
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden $(shell $(PKG_CONFIG) --cflags hiredis) -c -o $@ $<
+
+$(LIBLW_A): $(CLIENT_OBJ)
+	@mkdir -p $(@D)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(LIBLW_SO): $(CLIENT_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,liblockwatch.so.0 -o $@ $^ $(shell $(PKG_CONFIG) --libs hiredis)
+	ln -sf liblockwatch.so.0 $(BUILD)/lib/liblockwatch.so
+
+$(BUILD)/lib/lockwatch.pc: client/lockwatch.pc.in
+	@mkdir -p $(@D)
+	sed 's|@PREFIX@|$(PREFIX)|g; s|@VERSION@|$(VERSION)|g' $< > $@
+
+# Examples and integration drivers see the client only as users do:
+# #include <lockwatch.h>.
+$(BUILD)/client/examples/%.o: client/examples/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Iclient $(CFLAGS) $(DEP_CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/integration/%.o: tests/integration/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Iclient $(CFLAGS) $(DEP_CFLAGS) -c -o $@ $<
+
+$(BUILD)/examples/%: $(BUILD)/client/examples/%.o $(LIBLW_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs hiredis)
+
+$(BUILD)/itests/%: $(BUILD)/tests/integration/%.o $(BUILD)/liblockwatch-core.a $(LIBLW_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
+
 $(BUILD)/liblockwatch-core.a: $(CORE_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
@@ -82,7 +132,7 @@ $(LOCKWATCHD): $(BUILD)/agent/main.o $(BUILD)/liblockwatch-core.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/liblockwatch-core.a
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/liblockwatch-core.a $(LIBLW_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(TEST_LIBS)
 
@@ -127,9 +177,15 @@ bench: deps
 	@bench/run $(BUILD)
 
 # --- install ---------------------------------------------------------------
-install: $(BINS)
+install: $(BINS) $(LIBLW)
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(SYSCONFDIR)/lockwatch $(DESTDIR)$(UNITDIR)
 	install -m 0755 $(LOCKWATCHD) $(DESTDIR)$(PREFIX)/sbin/lockwatchd
+	$(if $(CLIENT_SRC),install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig)
+	$(if $(CLIENT_SRC),install -m 0644 client/lockwatch.h $(DESTDIR)$(PREFIX)/include/lockwatch.h)
+	$(if $(CLIENT_SRC),install -m 0644 $(LIBLW_A) $(DESTDIR)$(PREFIX)/lib/liblockwatch.a)
+	$(if $(CLIENT_SRC),install -m 0755 $(LIBLW_SO) $(DESTDIR)$(PREFIX)/lib/liblockwatch.so.0)
+	$(if $(CLIENT_SRC),ln -sf liblockwatch.so.0 $(DESTDIR)$(PREFIX)/lib/liblockwatch.so)
+	$(if $(CLIENT_SRC),install -m 0644 $(BUILD)/lib/lockwatch.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/lockwatch.pc)
 	install -m 0640 conf/lockwatch.ini $(DESTDIR)$(SYSCONFDIR)/lockwatch/lockwatch.ini
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 	    packaging/systemd/lockwatchd.service > $(DESTDIR)$(UNITDIR)/lockwatchd.service
@@ -137,6 +193,9 @@ install: $(BINS)
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/lockwatchd $(DESTDIR)$(UNITDIR)/lockwatchd.service
+	rm -f $(DESTDIR)$(PREFIX)/include/lockwatch.h $(DESTDIR)$(PREFIX)/lib/liblockwatch.a \
+	      $(DESTDIR)$(PREFIX)/lib/liblockwatch.so.0 $(DESTDIR)$(PREFIX)/lib/liblockwatch.so \
+	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/lockwatch.pc
 
 clean:
 	rm -rf $(BUILD)
