@@ -2,7 +2,11 @@
 
 1,000 locks of one class, then (FLUSHALL) 100,000 locks of the same class:
 after a full scan of each, /metrics has the same number of sample lines.
+Classes are capped at 200 per target (the rest are "other"), and per-key
+series (lockwatch_lock_offender_info) at top_offenders, worst first.
 """
+
+import time
 
 import harness as h
 
@@ -62,6 +66,71 @@ class Cardinality(h.TestCase):
         offenders = h.select(h.parse_metrics(large), "lockwatch_lock_offender_info")
         self.assertLessEqual(len({l["key"] for (l, v) in offenders}), 20)
         self.assertLess(n_large, 500)
+
+    def test_class_cap(self):
+        # At most 200 classes per target, the rest count as "other"; so the
+        # series count is the same for 250 and for 1,000 classes.  The cap
+        # does not stick to classes that are gone: after a flush, new
+        # classes get the slots.
+        rs = self.start_redis()
+        c = rs.client()
+
+        def fill(prefix, n):
+            c.flushall()
+            h.load(c, (("SET", "lock:%s%d:1" % (prefix, i), "t", "PX", 3600000)
+                       for i in range(n)))
+
+        def classes(m):
+            return {l["class"] for (l, v) in h.select(m, "lockwatch_locks", target="main")}
+        fill("a", 250)
+        ag = self.start_agent(rs, scan_interval="300ms", leak_grace="1h", max_hold="1h")
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="main") == 250,
+                    timeout=30, desc="250 locks counted")
+        ag.wait_scans(1)
+        t250 = ag.metrics_text()
+        m = h.parse_metrics(t250)
+        cls = classes(m)
+        self.assertIn("other", cls)
+        self.assertEqual(len(cls), 201, sorted(cls)[:5])
+        self.assertEqual(h.msum(m, "lockwatch_locks", target="main", **{"class": "other"}), 50)
+        self.assertEqual(h.msum(m, "lockwatch_locks", target="main"), 250)
+
+        fill("b", 1000)
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="main") == 1000,
+                    timeout=30, desc="1000 locks counted")
+        ag.wait_scans(1)
+        t1000 = ag.metrics_text()
+        m = h.parse_metrics(t1000)
+        cls = classes(m)
+        self.assertEqual(len(cls), 201)
+        self.assertEqual(sum(1 for x in cls if x.startswith("lock:b")), 200,
+                         "new classes did not get the slots of the vanished ones")
+        self.assertEqual(h.msum(m, "lockwatch_locks", target="main", **{"class": "other"}), 800)
+        self.assertEqual(h.series_count(t250), h.series_count(t1000))
+        rc, out = h.promtool_check(t1000)
+        self.assertEqual(rc, 0, out)
+
+    def test_offender_cap_worst_first(self):
+        # top_offenders = 5 with 105 leaked locks: exactly 5 keys in
+        # lockwatch_lock_offender_info, and they are the 5 that leaked first.
+        rs = self.start_redis()
+        c = rs.client()
+        old = ["lock:old:%d" % i for i in range(5)]
+        for k in old:
+            c.set(k, "o")
+        time.sleep(2.5)
+        h.load(c, (("SET", "lock:new:%d" % i, "n") for i in range(100)))
+        ag = self.start_agent(rs, scan_interval="300ms", leak_grace="1s", max_hold="1h",
+                              top_offenders=5)
+        m = ag.wait_for(lambda: (h.msum(ag.metrics(), "lockwatch_locks_leaked") == 105
+                                 and ag.metrics()),
+                        timeout=20, desc="105 leaked")
+        offenders = h.select(m, "lockwatch_lock_offender_info", target="main")
+        self.assertEqual(sorted({l["key"] for (l, v) in offenders}), old, offenders)
+        st, body = ag.get_json("/api/v1/locks?state=leaked&limit=5")
+        self.assertEqual(st, 200)
+        self.assertEqual(sorted(l["key"] for l in body["locks"]), old)
+        self.assertEqual(body["total"], 105)
 
 
 if __name__ == "__main__":
