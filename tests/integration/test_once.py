@@ -117,6 +117,23 @@ class Once(h.TestCase):
             self.assertNotIn(secret.encode(), p.stdout + p.stderr)
             self.assertIn(b"main", p.stderr)
 
+    def test_once_target_hung(self):
+        # A server that accepts but never answers (SIGSTOP): the command
+        # timeout ends it, exit 1, and the reason says it timed out.
+        rs = self.start_redis()
+        rs.client().set("lock:1", "t", px=600000)
+        cfg = write_config(self, [("main", rs.url)])
+        rs.pause()
+        self.addCleanup(rs.resume)
+        t0 = time.monotonic()
+        p = h.run_lockwatchd(["--once", "-c", cfg], timeout=60)
+        took = time.monotonic() - t0
+        err = p.stderr.decode("utf-8", "replace")
+        self.assertEqual(p.returncode, 1, err)
+        self.assertLess(took, 15, "--once against a hung target took %.1fs" % took)
+        self.assertIn("main", err)
+        self.assertRegex(err.lower(), r"time[d ]*out", "reason does not say timed out: %r" % err)
+
     def test_once_target_down(self):
         dead = h.free_port()
         cfg = write_config(self, [("main", "redis://127.0.0.1:%d/0" % dead)],

@@ -139,6 +139,22 @@ class TargetDown(h.TestCase):
         ag.wait_ready(timeout=20)
         self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks", target="hung"), 1)
 
+    def test_hung_target_reason_says_timeout(self):
+        # /readyz "says why": for a server that does not answer, the reason
+        # is a timeout (not an errno text that reads like a transient error).
+        hung = self.start_redis()
+        ag = self.start_agent(hung, scan_interval="500ms")
+        ag.wait_ready()
+        hung.pause()
+        self.addCleanup(hung.resume)
+        ag.wait_for(lambda: up(ag) == 0, timeout=40, interval=0.2,
+                    desc="target_up 0 while SIGSTOPped")
+        st, _, body = ag.get("/readyz")
+        self.assertEqual(st, 503, body)
+        self.assertIn(b"main", body)
+        self.assertRegex(body.decode("utf-8", "replace").lower(), r"time[d ]*out",
+                         "the reason does not say it timed out: %r" % body)
+
     def test_sigterm_while_target_hung(self):
         # Stopping must not wait on a Redis that does not answer.
         hung = self.start_redis()
