@@ -57,14 +57,17 @@ json_bytes_escaped(const char *p, size_t n)
 static json_t *
 json_time(int64_t ms)
 {
-    char buf[40];
-    time_t sec = (time_t)(ms / 1000);
+    char date[32], buf[48];
+    time_t sec;
     struct tm tm;
 
-    gmtime_r(&sec, &tm);
-    snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-             tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+    if (ms < 0)
+        ms = 0;
+    sec = (time_t)(ms / 1000);
+    if (gmtime_r(&sec, &tm) == NULL ||
+        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+        return json_null();
+    snprintf(buf, sizeof(buf), "%s.%03dZ", date, (int)(ms % 1000));
     return json_string(buf);
 }
 
@@ -125,6 +128,7 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
                         json_bytes_sanitized(snapshot_str(s, l->host_off), l->host_len) :
                         json_null());
     json_object_set_new(o, "pid", l->pid ? json_integer(l->pid) : json_null());
+    json_object_set_new(o, "thread", l->thread >= 0 ? json_integer(l->thread) : json_null());
     json_object_set_new(o, "acquired_at", l->acquired_ms ? json_time(l->acquired_ms) : json_null());
     if (l->flags & SNAP_KEY_TRUNCATED)
         json_object_set_new(o, "key_truncated", json_true());

@@ -350,15 +350,22 @@ type_of(const redisReply *rep)
     return RAW_OTHER;
 }
 
-/* Read one reply; -1 with r->err set on a connection error. */
+/* Read one reply; -1 with r->err set on a connection error.  hiredis
+ * reports a command timeout as EAGAIN; say what it means. */
 static int
 get_reply(struct run *r, redisReply **rep)
 {
+    redisContext *c = r->sc->c;
     void *p = NULL;
 
-    if (redisGetReply(r->sc->c, &p) != REDIS_OK || p == NULL) {
-        run_err(r, "read from %s:%d: %s", r->t->host,
-                 r->t->port, r->sc->c->errstr[0] ? r->sc->c->errstr : "connection lost");
+    if (redisGetReply(c, &p) != REDIS_OK || p == NULL) {
+        if (c->err == REDIS_ERR_IO && (strcmp(c->errstr, strerror(EAGAIN)) == 0 ||
+                                       strcmp(c->errstr, strerror(EWOULDBLOCK)) == 0))
+            run_err(r, "read from %s:%d: timed out after %lld ms (command_timeout)",
+                    r->t->host, r->t->port, (long long)r->t->command_timeout_ms);
+        else
+            run_err(r, "read from %s:%d: %s", r->t->host, r->t->port,
+                    c->errstr[0] ? c->errstr : "connection lost");
         return -1;
     }
     *rep = p;
@@ -440,6 +447,24 @@ holder_hash(const struct lock_view *v)
     return h;
 }
 
+/* The states of a lock at the scan's time. */
+static uint8_t
+judge(const struct run *r, const struct snap_lock *l, int64_t nottl_since_ms,
+      long long pttl)
+{
+    const struct scan_rules *rules = r->rules;
+    uint8_t states = LOCK_HELD;
+
+    if (pttl == -1 && nottl_since_ms > 0 &&
+        r->now_ms - nottl_since_ms >= rules->leak_grace_ms)
+        states |= LOCK_LEAKED;
+    if (l->nholders > 0 && r->now_ms - l->first_seen_ms > rules->max_hold_ms)
+        states |= LOCK_LONG;
+    if (rules->max_reentrancy > 0 && l->max_count >= rules->max_reentrancy)
+        states |= LOCK_REENTRANT_HIGH;
+    return states;
+}
+
 static int
 record(struct run *r, const struct key_meta *m, const struct raw_lock *raw)
 {
@@ -450,7 +475,7 @@ record(struct run *r, const struct key_meta *m, const struct raw_lock *raw)
     struct track_result tr;
     struct snap_lock *l;
     char cls[CLASS_NAME_MAX];
-    int64_t start_age, age;
+    int64_t start_age;
     uint64_t kh;
     int ci;
     size_t i, keylen;
@@ -491,6 +516,7 @@ record(struct run *r, const struct key_meta *m, const struct raw_lock *raw)
     l->first_seen_ms = tr.first_seen_ms;
     l->acquired_ms = view.acquired_ms;
     l->pid = (int32_t)(view.pid > 0 && view.pid <= INT32_MAX ? view.pid : 0);
+    l->thread = view.thread;
     l->max_count = view.max_count;
     l->holders_total = (uint32_t)(view.holders_total > UINT32_MAX ? UINT32_MAX
                                   : view.holders_total);
@@ -515,15 +541,7 @@ record(struct run *r, const struct key_meta *m, const struct raw_lock *raw)
     /* l stays valid: only the holders array and the arena grew */
     l->nholders = (uint16_t)i;
 
-    l->states = LOCK_HELD;
-    if (raw->pttl == -1 && tr.nottl_since_ms > 0 &&
-        r->now_ms - tr.nottl_since_ms >= rules->leak_grace_ms)
-        l->states |= LOCK_LEAKED;
-    age = r->now_ms - tr.first_seen_ms;
-    if (view.nholders > 0 && age > rules->max_hold_ms)
-        l->states |= LOCK_LONG;
-    if (rules->max_reentrancy > 0 && view.max_count >= rules->max_reentrancy)
-        l->states |= LOCK_REENTRANT_HIGH;
+    l->states = judge(r, l, tr.nottl_since_ms, raw->pttl);
     return 0;
 }
 
@@ -695,6 +713,244 @@ out:
     return rc;
 }
 
+/*
+ * The client registry.  Redisson-format fields carry only a client uuid
+ * and a thread id; liblockwatch also writes, per client handle, a hash
+ * lockwatch:client:{<uuid>} with the holder's host and pid and, per held
+ * lock, at:<thread>:<key> = acquisition Unix ms.  After a pass the scanner
+ * looks up the uuids it saw: one pipelined EXISTS per distinct uuid (at
+ * most REGISTRY_UUIDS_MAX a scan, the rest are counted and skipped), then
+ * one HMGET per lock whose uuid has a registry.  Two round trips a scan,
+ * whatever the number of locks.
+ */
+#define REGISTRY_UUIDS_MAX  4096
+#define REGISTRY_CHUNK      1000
+#define UUID_LEN            36
+
+struct reg_lock {
+    uint32_t lock;              /* index into snap->locks */
+    char uuid[UUID_LEN + 1];
+    const char *tid;
+    size_t tidlen;
+    int exists;
+};
+
+static int
+reg_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct reg_lock *)a)->uuid, ((const struct reg_lock *)b)->uuid);
+}
+
+/* "<uuid>:<tid>" or "<uuid>:<tid>:write" */
+static bool
+parse_holder(const char *id, size_t len, struct reg_lock *rl)
+{
+    const char *end = id + len, *p;
+
+    if (len < UUID_LEN + 2 || id[UUID_LEN] != ':')
+        return false;
+    if (len > 6 && memcmp(end - 6, ":write", 6) == 0)
+        end -= 6;
+    for (p = id + UUID_LEN + 1; p < end; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p == '-' && p == id + UUID_LEN + 1)))
+            return false;
+    if (end == id + UUID_LEN + 1)
+        return false;
+    memcpy(rl->uuid, id, UUID_LEN);
+    rl->uuid[UUID_LEN] = '\0';
+    rl->tid = id + UUID_LEN + 1;
+    rl->tidlen = (size_t)(end - rl->tid);
+    return true;
+}
+
+static bool
+parse_decimal(const redisReply *rep, int64_t max, int64_t *out)
+{
+    int64_t v = 0;
+    size_t i;
+
+    if (rep->type != REDIS_REPLY_STRING || rep->len == 0 || rep->len > 19)
+        return false;
+    for (i = 0; i < rep->len; i++) {
+        if (rep->str[i] < '0' || rep->str[i] > '9')
+            return false;
+        v = v * 10 + (rep->str[i] - '0');
+    }
+    if (v <= 0 || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+static void
+append_registry_key(redisContext *c, const char *cmd, const char *uuid,
+                    const char **extra, const size_t *extralen, int nextra)
+{
+    char key[sizeof("lockwatch:client:{}") + UUID_LEN];
+    const char *argv[6];
+    size_t lens[6];
+    int i, argc = 0;
+
+    snprintf(key, sizeof(key), "lockwatch:client:{%s}", uuid);
+    argv[argc] = cmd;
+    lens[argc++] = strlen(cmd);
+    argv[argc] = key;
+    lens[argc++] = strlen(key);
+    for (i = 0; i < nextra && argc < 6; i++) {
+        argv[argc] = extra[i];
+        lens[argc++] = extralen[i];
+    }
+    redisAppendCommandArgv(c, argc, argv, lens);
+}
+
+static void
+apply_registry(struct run *r, struct reg_lock *rl, redisReply *rep)
+{
+    struct snapshot *s = r->snap;
+    struct snap_lock *l = &s->locks[rl->lock];
+    struct track_result tr;
+    int64_t pid, at;
+    const char *key = snapshot_str(s, l->key_off);
+
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3)
+        return;
+    if (rep->element[0]->type == REDIS_REPLY_STRING && rep->element[0]->len > 0 &&
+        l->host_len == 0) {
+        size_t hl = rep->element[0]->len > HOST_MAX - 1 ? HOST_MAX - 1 : rep->element[0]->len;
+
+        if (snapshot_add_bytes(s, rep->element[0]->str, hl, &l->host_off) == 0)
+            l->host_len = (uint8_t)hl;
+    }
+    if (l->pid == 0 && parse_decimal(rep->element[1], INT32_MAX, &pid))
+        l->pid = (int32_t)pid;
+    if (parse_decimal(rep->element[2], FORMATS_TIME_MAX_MS - 1, &at) &&
+        at >= FORMATS_TIME_MIN_MS) {
+        l->acquired_ms = at;
+        if (tracker_backdate(r->sc->tracker, keytext_hash(key, l->key_len), at, &tr) == 0) {
+            l->first_seen_ms = tr.first_seen_ms;
+            l->states = judge(r, l, tr.nottl_since_ms, l->pttl_ms);
+        }
+    }
+}
+
+static int
+registry_lookup(struct run *r)
+{
+    struct snapshot *s = r->snap;
+    const struct lock_format *rs = formats_by_name("redisson");
+    const struct lock_format *rw = formats_by_name("redisson-rw");
+    struct reg_lock *rl = NULL;
+    size_t n = 0, i, j, start, nuuid = 0, first;
+    redisReply *rep;
+    int rc = -1;
+
+    for (i = 0; i < s->nlocks; i++) {
+        const struct snap_lock *l = &s->locks[i];
+        const struct snap_holder *h;
+        bool redisson = (rs != NULL && l->format == formats_index(rs)) ||
+            (rw != NULL && l->format == formats_index(rw));
+
+        if (l->nholders == 0 || !redisson)
+            continue;
+        if (n % 1024 == 0) {
+            struct reg_lock *nrl = realloc(rl, (n + 1024) * sizeof(*rl));
+
+            if (nrl == NULL)
+                goto out;
+            rl = nrl;
+        }
+        h = &s->holders[l->holder_first];
+        memset(&rl[n], 0, sizeof(rl[n]));
+        if (!parse_holder(snapshot_str(s, h->id_off), h->id_len, &rl[n]))
+            continue;
+        rl[n].lock = (uint32_t)i;
+        n++;
+    }
+    if (n == 0) {
+        rc = 0;
+        goto out;
+    }
+    qsort(rl, n, sizeof(*rl), reg_cmp);
+
+    /* EXISTS per distinct uuid; the answer is copied to its run of locks */
+    for (start = 0; start < n; ) {
+        size_t sent = 0, firsts[REGISTRY_CHUNK];
+
+        for (i = start; i < n && sent < REGISTRY_CHUNK && nuuid < REGISTRY_UUIDS_MAX; ) {
+            firsts[sent++] = i;
+            append_registry_key(r->sc->c, "EXISTS", rl[i].uuid, NULL, NULL, 0);
+            nuuid++;
+            for (j = i + 1; j < n && strcmp(rl[j].uuid, rl[i].uuid) == 0; j++)
+                ;
+            i = j;
+        }
+        for (j = 0; j < sent; j++) {
+            size_t k;
+
+            if (get_reply(r, &rep) == -1)
+                goto out;
+            first = firsts[j];
+            for (k = first; k < n && strcmp(rl[k].uuid, rl[first].uuid) == 0; k++)
+                rl[k].exists = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+            freeReplyObject(rep);
+        }
+        if (sent == 0 || nuuid >= REGISTRY_UUIDS_MAX)
+            break;
+        start = i;
+    }
+
+    /* HMGET host pid at:<tid>:<key> for the locks of registered clients */
+    for (start = 0; start < n; ) {
+        size_t idx[REGISTRY_CHUNK], sent = 0;
+        char *fields[REGISTRY_CHUNK];
+
+        for (i = start; i < n && sent < REGISTRY_CHUNK; i++) {
+            const struct snap_lock *l = &s->locks[rl[i].lock];
+            const char *extra[3];
+            size_t extralen[3], flen;
+            char *f;
+
+            if (!rl[i].exists)
+                continue;
+            flen = 3 + rl[i].tidlen + 1 + l->key_len;
+            f = malloc(flen);
+            if (f == NULL) {
+                while (sent > 0)
+                    free(fields[--sent]);
+                goto out;
+            }
+            memcpy(f, "at:", 3);
+            memcpy(f + 3, rl[i].tid, rl[i].tidlen);
+            f[3 + rl[i].tidlen] = ':';
+            memcpy(f + 4 + rl[i].tidlen, snapshot_str(s, l->key_off), l->key_len);
+            extra[0] = "host";
+            extralen[0] = 4;
+            extra[1] = "pid";
+            extralen[1] = 3;
+            extra[2] = f;
+            extralen[2] = flen;
+            append_registry_key(r->sc->c, "HMGET", rl[i].uuid, extra, extralen, 3);
+            fields[sent] = f;
+            idx[sent++] = i;
+        }
+        start = i;
+        for (j = 0; j < sent; j++) {
+            if (get_reply(r, &rep) == -1) {
+                for (; j < sent; j++)
+                    free(fields[j]);
+                goto out;
+            }
+            apply_registry(r, &rl[idx[j]], rep);
+            freeReplyObject(rep);
+            free(fields[j]);
+        }
+    }
+    rc = 0;
+out:
+    free(rl);
+    return rc;
+}
+
 static int
 finish_snapshot(struct run *r)
 {
@@ -745,7 +1001,7 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
     if (sc->pass == 0)
         sc->pass = 1;           /* 0 never marks a visited pass */
 
-    ok = connect_target(&r) == 0 && scan_all(&r) == 0;
+    ok = connect_target(&r) == 0 && scan_all(&r) == 0 && registry_lookup(&r) == 0;
     if (stopped(&r)) {
         class_set_free(r.classes);
         snapshot_unref(s);

@@ -56,6 +56,7 @@ struct snap_lock {
     uint8_t host_len;
     uint32_t host_off;
     int32_t pid;                      /* 0 unknown */
+    int64_t thread;                   /* -1 unknown */
     int64_t max_count;
     int64_t pttl_ms;                  /* -1 no TTL */
     int64_t first_seen_ms;            /* Unix ms, current holder */

@@ -130,6 +130,25 @@ tracker_visit(struct tracker *t, uint64_t key_hash, uint64_t holder_hash,
 }
 
 int
+tracker_backdate(struct tracker *t, uint64_t key_hash, int64_t acquired_ms,
+                 struct track_result *res)
+{
+    struct track_entry *e = find_slot(t->slots, t->cap, key_hash);
+
+    memset(res, 0, sizeof(*res));
+    if (e->key_hash == 0)
+        return -1;
+    if (acquired_ms > 0 && acquired_ms < e->first_seen_ms) {
+        if (e->nottl_since_ms == e->first_seen_ms)
+            e->nottl_since_ms = acquired_ms;
+        e->first_seen_ms = acquired_ms;
+    }
+    res->first_seen_ms = e->first_seen_ms;
+    res->nottl_since_ms = e->nottl_since_ms;
+    return 0;
+}
+
+int
 tracker_seen(const struct tracker *t, uint64_t key_hash, uint32_t pass)
 {
     size_t i = (size_t)key_hash & (t->cap - 1);

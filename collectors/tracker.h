@@ -39,6 +39,15 @@ int tracker_visit(struct tracker *t, uint64_t key_hash, uint64_t holder_hash,
                   uint32_t pass, int64_t now_ms, int64_t start_age_ms,
                   int has_ttl, struct track_result *res);
 
+/*
+ * The current holder is known to have taken the lock at acquired_ms (from
+ * a source read after the visit, such as the client registry): move its
+ * first-seen time back to that if it is earlier.  Returns 0 with the
+ * times now in force in *res; -1 when the key is not tracked.
+ */
+int tracker_backdate(struct tracker *t, uint64_t key_hash, int64_t acquired_ms,
+                     struct track_result *res);
+
 /* Has the key already been visited in this pass?  (Cheap SCAN dedupe.) */
 int tracker_seen(const struct tracker *t, uint64_t key_hash, uint32_t pass);
 
