@@ -138,6 +138,78 @@ class HolderAge(h.TestCase):
                          h.select(m, "lockwatch_lock_offender_info"))
         self.assertEqual(ren.errors, [])
 
+    def test_shared_read_lock_age_is_per_holder(self):
+        # SPEC: "first-seen time of the current holder", long = "same holder
+        # longer than max_hold"; issue 2: first-seen per (key, holder).  On a
+        # Redisson read lock, reader A holds it throughout while reader B
+        # joins later: B joining must not restart A's clock (else a reader
+        # that never lets go is never `long` while others come and go), and
+        # when A leaves the lock's age is B's, not zero.
+        A = "8743c9c0-0795-4907-87fd-6c719a6b4586:1"
+        B = "0b7d3c1e-5a8f-4e2d-9c61-3f0a9e8b7d21:2"
+        key = "lock:shared:7"
+        rs = self.start_redis()
+        c = rs.client()
+        c.hset(key, mapping={"mode": "read", A: "1"})
+        c.pexpire(key, 600000)
+        t_a = time.monotonic()
+        ag = self.start_agent(rs, scan_interval="300ms", max_hold="5s", leak_grace="1h")
+        ag.wait_for(lambda: ag.lock(key)[0] == 200, timeout=10, desc="the read lock seen")
+        time.sleep(max(0.0, t_a + 2.5 - time.monotonic()))
+        c.hset(key, B, "1")
+        t_b = time.monotonic()
+        ag.wait_for(lambda: len(ag.lock(key)[1]["holders"]) == 2, timeout=10,
+                    desc="reader B seen")
+        ag.wait_scans(2, timeout=10)
+        st, lk = ag.lock(key)
+        self.assertEqual(lk["format"], "redisson-rw", lk)
+        self.assertGreaterEqual(lk["age_seconds"], time.monotonic() - t_a - 1.0,
+                                "reader B joining restarted the age of reader A: age %.2f, "
+                                "A has held it %.2fs, B %.2fs"
+                                % (lk["age_seconds"], time.monotonic() - t_a,
+                                   time.monotonic() - t_b))
+        # A has held it past max_hold (5s) while B is younger: long.
+        time.sleep(max(0.0, t_a + 6.0 - time.monotonic()))
+        ag.wait_scans(1, timeout=10)
+        st, lk = ag.lock(key)
+        self.assertLess(time.monotonic() - t_b, 5.0, "test too slow to tell")
+        self.assertIn("long", lk["states"],
+                      "reader A held it %.1fs > max_hold 5s: %s" % (time.monotonic() - t_a, lk))
+        # A leaves: the lock's age is now B's.
+        c.hdel(key, A)
+        ag.wait_for(lambda: len(ag.lock(key)[1]["holders"]) == 1, timeout=10,
+                    desc="reader A gone")
+        ag.wait_scans(1, timeout=10)
+        st, lk = ag.lock(key)
+        b_age = time.monotonic() - t_b
+        self.assertGreaterEqual(lk["age_seconds"], b_age - 1.0,
+                                "age %.2f, but B has held it %.2fs" % (lk["age_seconds"], b_age))
+        self.assertLessEqual(lk["age_seconds"], b_age + 1.0,
+                             "age %.2f, but B has held it %.2fs" % (lk["age_seconds"], b_age))
+
+    def test_reentrant_count_change_keeps_age(self):
+        # The same Redisson holder re-entering and leaving (count 1 -> 3 -> 1)
+        # is the same holder: its age keeps growing.
+        key = "lock:reent:9"
+        holder = "8743c9c0-0795-4907-87fd-6c719a6b4586:57"
+        rs = self.start_redis()
+        c = rs.client()
+        c.hset(key, holder, "1")
+        c.pexpire(key, 30000)
+        t0 = time.monotonic()
+        ag = self.start_agent(rs, scan_interval="300ms", max_hold="1h", leak_grace="1h")
+        ag.wait_for(lambda: ag.lock(key)[0] == 200, timeout=10, desc="lock seen")
+        for count in (2, 3, 2, 1):
+            time.sleep(0.7)
+            c.hset(key, holder, str(count))     # re-enter / leave
+            c.pexpire(key, 30000)
+        ag.wait_scans(2, timeout=10)
+        st, lk = ag.lock(key)
+        self.assertEqual(st, 200, lk)
+        self.assertEqual(lk["max_count"], 1, lk)
+        self.assertGreaterEqual(lk["age_seconds"], time.monotonic() - t0 - 1.0,
+                                "a change of hold count restarted the age: %s" % lk)
+
 
 if __name__ == "__main__":
     h.main()
