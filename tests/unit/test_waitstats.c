@@ -1,0 +1,409 @@
+/*
+ * test_waitstats.c - per-class wait and hold statistics: histogram
+ * buckets and cumulativeness, outcomes kept apart, the class cap folding
+ * into "other", [classes] rules and their reload, the window P99 with an
+ * explicit clock, and counters that stay consistent while a writer and
+ * readers race.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <cmocka.h>
+
+#include "collectors/waitstats.h"
+
+#define T0 5000000              /* a monotonic clock reading, ms */
+
+static void
+config_with(struct config *cfg, struct class_rule *rules, size_t n, int64_t window_ms)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->classes = rules;
+    cfg->nclasses = n;
+    cfg->wait_window_ms = window_ms;
+}
+
+static struct sample
+wait_sample(const char *key, uint64_t us, enum sample_outcome o)
+{
+    struct sample s = { SAMPLE_WAIT, o, us, key, strlen(key) };
+
+    return s;
+}
+
+static struct sample
+hold_sample(const char *key, uint64_t us)
+{
+    struct sample s = { SAMPLE_HOLD, SAMPLE_OK, us, key, strlen(key) };
+
+    return s;
+}
+
+static void
+record1(struct waitstats *ws, struct sample s, int64_t now)
+{
+    waitstats_record(ws, &s, 1, 1, 0, now);
+}
+
+static const struct waitstats_class *
+find(const struct waitstats_view *v, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < v->nclasses; i++)
+        if (strcmp(v->classes[i].name, name) == 0)
+            return &v->classes[i];
+    return NULL;
+}
+
+static void
+histogram_buckets_and_sums(void **state)
+{
+    struct config cfg;
+    struct waitstats *ws;
+    struct waitstats_view v;
+    const struct waitstats_class *c;
+    uint64_t cum = 0;
+    size_t i;
+    /* on a bound (le is inclusive), just past it, zero, and past 60 s */
+    static const uint64_t vals[] = { 0, 500, 501, 1000, 999999, 1000000, 60000000,
+                                     60000001, 90000000 };
+
+    (void)state;
+    config_with(&cfg, NULL, 0, 60000);
+    ws = waitstats_new(&cfg);
+    assert_non_null(ws);
+    for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+        record1(ws, wait_sample("lock:order:1", vals[i], SAMPLE_OK), T0);
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_int_equal(v.nclasses, 1);
+    c = find(&v, "lock:order:*");
+    assert_non_null(c);
+    assert_true(c->has_wait);
+    assert_false(c->has_hold);
+    assert_int_equal(c->wait[SAMPLE_OK].count, 9);
+    assert_int_equal(c->wait[SAMPLE_OK].bucket[0], 2);        /* 0, 500 */
+    assert_int_equal(c->wait[SAMPLE_OK].bucket[1], 2);        /* 501, 1000 */
+    assert_int_equal(c->wait[SAMPLE_OK].bucket[10], 2);       /* <= 1 s */
+    assert_int_equal(c->wait[SAMPLE_OK].bucket[15], 1);       /* <= 60 s */
+    assert_int_equal(c->wait[SAMPLE_OK].bucket[16], 2);       /* +Inf only */
+    for (i = 0; i <= WAITSTATS_NBOUNDS; i++) {
+        cum += c->wait[SAMPLE_OK].bucket[i];
+        if (i < WAITSTATS_NBOUNDS)
+            assert_true(cum <= c->wait[SAMPLE_OK].count);
+    }
+    assert_int_equal(cum, c->wait[SAMPLE_OK].count);         /* +Inf == count */
+    assert_true(c->wait[SAMPLE_OK].sum_us == 0 + 500 + 501 + 1000 + 999999 + 1000000 +
+                60000000.0 + 60000001 + 90000000);
+    assert_int_equal(v.received, 9);
+    assert_int_equal(v.invalid, 0);
+    waitstats_view_release(&v);
+    waitstats_free(ws);
+
+    /* the bounds table and its labels agree */
+    for (i = 0; i < WAITSTATS_NBOUNDS; i++) {
+        double le = strtod(waitstats_bounds_le[i], NULL);
+
+        assert_true(le * 1e6 > (double)waitstats_bounds_us[i] - 0.5 &&
+                    le * 1e6 < (double)waitstats_bounds_us[i] + 0.5);
+        if (i > 0)
+            assert_true(waitstats_bounds_us[i] > waitstats_bounds_us[i - 1]);
+    }
+}
+
+static void
+outcomes_and_holds_apart(void **state)
+{
+    struct config cfg;
+    struct waitstats *ws;
+    struct waitstats_view v;
+    const struct waitstats_class *c;
+    struct sample batch[6];
+
+    (void)state;
+    config_with(&cfg, NULL, 0, 60000);
+    ws = waitstats_new(&cfg);
+    batch[0] = wait_sample("lock:a", 10, SAMPLE_OK);
+    batch[1] = wait_sample("lock:a", 20, SAMPLE_TIMEOUT);
+    batch[2] = wait_sample("lock:a", 30, SAMPLE_TIMEOUT);
+    batch[3] = wait_sample("lock:a", 40, SAMPLE_ERROR);
+    batch[4] = hold_sample("lock:a", 50);
+    batch[5] = hold_sample("lock:b", 60);
+    /* one datagram: 6 valid, 2 malformed lines */
+    waitstats_record(ws, batch, 6, 8, 2, T0);
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_int_equal(v.received, 8);
+    assert_int_equal(v.invalid, 2);
+    c = find(&v, "lock:a");
+    assert_non_null(c);
+    assert_int_equal(c->wait[SAMPLE_OK].count, 1);
+    assert_int_equal(c->wait[SAMPLE_TIMEOUT].count, 2);
+    assert_int_equal(c->wait[SAMPLE_ERROR].count, 1);
+    assert_true(c->wait[SAMPLE_TIMEOUT].sum_us == 50.0);
+    assert_int_equal(c->hold.count, 1);
+    assert_true(c->hold.sum_us == 50.0);
+    /* the window holds waits of every outcome, never holds */
+    assert_int_equal(c->window_count, 4);
+    c = find(&v, "lock:b");
+    assert_non_null(c);
+    assert_false(c->has_wait);
+    assert_true(c->has_hold);
+    assert_int_equal(c->window_count, 0);
+    /* "other" had nothing: not reported */
+    assert_null(find(&v, CLASS_OTHER));
+    waitstats_view_release(&v);
+    waitstats_free(ws);
+}
+
+static void
+class_cap_folds_into_other(void **state)
+{
+    struct config cfg;
+    struct waitstats *ws;
+    struct waitstats_view v;
+    const struct waitstats_class *c;
+    char key[64];
+    uint64_t total = 0;
+    size_t i;
+    int k;
+
+    (void)state;
+    config_with(&cfg, NULL, 0, 60000);
+    ws = waitstats_new(&cfg);
+    /* 250 classes, 3 samples each */
+    for (k = 0; k < 3; k++)
+        for (i = 0; i < 250; i++) {
+            snprintf(key, sizeof(key), "svc%zu:lock:%d", i, 1000 + k);
+            record1(ws, wait_sample(key, 100, SAMPLE_OK), T0);
+        }
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_int_equal(v.nclasses, CLASS_MAX + 1);
+    assert_non_null(find(&v, "svc0:lock:*"));
+    assert_non_null(find(&v, "svc199:lock:*"));
+    assert_null(find(&v, "svc200:lock:*"));
+    c = find(&v, CLASS_OTHER);
+    assert_non_null(c);
+    assert_int_equal(c->wait[SAMPLE_OK].count, 50 * 3);
+    assert_int_equal(v.class_overflowed, 50 * 3);
+    for (i = 0; i < v.nclasses; i++)
+        total += v.classes[i].wait[SAMPLE_OK].count;
+    assert_int_equal(total, 750);
+    assert_int_equal(v.received, 750);
+    /* memory stays within the documented bound */
+    assert_true(v.bytes <= 4096 + (CLASS_MAX + 1) * waitstats_class_bytes_max());
+    waitstats_view_release(&v);
+    waitstats_free(ws);
+}
+
+static void
+rules_and_reload(void **state)
+{
+    struct class_rule r1[] = { { "lock:order:*", "order" } };
+    struct class_rule r2[] = { { "lock:order:*", "orders-v2" } };
+    struct config cfg;
+    struct waitstats *ws;
+    struct waitstats_view v;
+    const struct waitstats_class *c;
+
+    (void)state;
+    config_with(&cfg, r1, 1, 60000);
+    ws = waitstats_new(&cfg);
+    record1(ws, wait_sample("lock:order:77", 100, SAMPLE_OK), T0);
+    record1(ws, wait_sample("lock:stock:12", 100, SAMPLE_OK), T0);
+    /* the copy is ours: the config's rules can go away */
+    config_with(&cfg, r2, 1, 60000);
+    assert_int_equal(waitstats_configure(ws, &cfg), 0);
+    record1(ws, wait_sample("lock:order:78", 100, SAMPLE_OK), T0);
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_int_equal(v.nclasses, 3);
+    c = find(&v, "order");
+    assert_non_null(c);
+    assert_int_equal(c->wait[SAMPLE_OK].count, 1);
+    c = find(&v, "orders-v2");
+    assert_non_null(c);
+    assert_int_equal(c->wait[SAMPLE_OK].count, 1);
+    assert_non_null(find(&v, "lock:stock:*"));
+    /* same window: the window kept its samples */
+    assert_int_equal(find(&v, "order")->window_count, 1);
+    waitstats_view_release(&v);
+
+    /* a new wait_window restarts the windows, keeps the histograms */
+    config_with(&cfg, r2, 1, 120000);
+    assert_int_equal(waitstats_configure(ws, &cfg), 0);
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_int_equal(v.window_ms, 120000);
+    c = find(&v, "order");
+    assert_int_equal(c->window_count, 0);
+    assert_int_equal(c->wait[SAMPLE_OK].count, 1);
+    waitstats_view_release(&v);
+    waitstats_free(ws);
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static void
+window_p99(void **state)
+{
+    struct config cfg;
+    struct waitstats *ws;
+    struct waitstats_view v;
+    const struct waitstats_class *c;
+    uint64_t vals[1000], sorted[1000], seed = 12345;
+    double rel;
+    size_t i;
+
+    (void)state;
+    config_with(&cfg, NULL, 0, 60000);
+    ws = waitstats_new(&cfg);
+    for (i = 0; i < 1000; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        vals[i] = 1000 + (seed >> 33) % 400000;
+        /* spread over 50 s of the window, a sample every 50 ms */
+        record1(ws, wait_sample("lock:job:9", vals[i],
+                                i % 3 == 0 ? SAMPLE_TIMEOUT : SAMPLE_OK),
+                T0 + (int64_t)i * 50);
+    }
+    memcpy(sorted, vals, sizeof(vals));
+    qsort(sorted, 1000, sizeof(sorted[0]), cmp_u64);
+    assert_int_equal(waitstats_view(ws, T0 + 50000, &v), 0);
+    c = find(&v, "lock:job:*");
+    assert_non_null(c);
+    assert_int_equal(c->window_count, 1000);
+    /* nearest rank: the 990th of 1000 */
+    rel = (c->window_p99_us - (double)sorted[989]) / (double)sorted[989];
+    assert_true(rel <= 0.01 + 1e-9 && rel >= -0.01 - 1e-9);
+    waitstats_view_release(&v);
+
+    /* 70 s later the first slices have left the window */
+    assert_int_equal(waitstats_view(ws, T0 + 70000, &v), 0);
+    c = find(&v, "lock:job:*");
+    assert_true(c->window_count < 1000 && c->window_count > 0);
+    waitstats_view_release(&v);
+    /* and long after, the window is empty but the class and its
+     * histograms stay */
+    assert_int_equal(waitstats_view(ws, T0 + 3600000, &v), 0);
+    c = find(&v, "lock:job:*");
+    assert_non_null(c);
+    assert_int_equal(c->window_count, 0);
+    assert_int_equal(c->wait[SAMPLE_OK].count + c->wait[SAMPLE_TIMEOUT].count, 1000);
+    waitstats_view_release(&v);
+    waitstats_free(ws);
+}
+
+/* --- a writer and readers racing ------------------------------------------ */
+
+struct race {
+    struct waitstats *ws;
+    int stop;
+    pthread_mutex_t mu;
+    int failures;
+};
+
+static void *
+writer(void *arg)
+{
+    struct race *r = arg;
+    struct sample batch[8];
+    char keys[8][32];
+    int i, j;
+
+    for (i = 0; i < 20000; i++) {
+        for (j = 0; j < 8; j++) {
+            snprintf(keys[j], sizeof(keys[j]), "w%d:lock:%d", (i + j) % 300, i);
+            batch[j] = j % 4 == 3 ? hold_sample(keys[j], (uint64_t)(i + j))
+                                  : wait_sample(keys[j], (uint64_t)(i * j), (enum sample_outcome)(j % 3));
+        }
+        waitstats_record(r->ws, batch, 8, 11, 3, T0 + i);
+    }
+    pthread_mutex_lock(&r->mu);
+    r->stop = 1;
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+static void *
+reader(void *arg)
+{
+    struct race *r = arg;
+    struct waitstats_view v;
+    int stop = 0;
+
+    while (!stop) {
+        uint64_t valid = 0;
+        size_t i, o;
+
+        pthread_mutex_lock(&r->mu);
+        stop = r->stop;
+        pthread_mutex_unlock(&r->mu);
+        if (waitstats_view(r->ws, T0 + 10000, &v) == -1)
+            continue;
+        for (i = 0; i < v.nclasses; i++) {
+            for (o = 0; o < SAMPLE_OUTCOMES; o++)
+                valid += v.classes[i].wait[o].count;
+            valid += v.classes[i].hold.count;
+        }
+        /* every line is a valid sample or an invalid one, at every instant */
+        if (v.received != valid + v.invalid) {
+            pthread_mutex_lock(&r->mu);
+            r->failures++;
+            pthread_mutex_unlock(&r->mu);
+        }
+        waitstats_view_release(&v);
+    }
+    return NULL;
+}
+
+static void
+concurrent_views_are_consistent(void **state)
+{
+    struct config cfg;
+    struct race r;
+    struct waitstats_view v;
+    pthread_t w, rd[2];
+
+    (void)state;
+    config_with(&cfg, NULL, 0, 60000);
+    memset(&r, 0, sizeof(r));
+    pthread_mutex_init(&r.mu, NULL);
+    r.ws = waitstats_new(&cfg);
+    assert_int_equal(pthread_create(&w, NULL, writer, &r), 0);
+    assert_int_equal(pthread_create(&rd[0], NULL, reader, &r), 0);
+    assert_int_equal(pthread_create(&rd[1], NULL, reader, &r), 0);
+    pthread_join(w, NULL);
+    pthread_join(rd[0], NULL);
+    pthread_join(rd[1], NULL);
+    assert_int_equal(r.failures, 0);
+    assert_int_equal(waitstats_view(r.ws, T0 + 20000, &v), 0);
+    assert_int_equal(v.received, 20000 * 11);
+    assert_int_equal(v.invalid, 20000 * 3);
+    assert_int_equal(v.nclasses, CLASS_MAX + 1);
+    waitstats_view_release(&v);
+    waitstats_free(r.ws);
+    pthread_mutex_destroy(&r.mu);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(histogram_buckets_and_sums),
+        cmocka_unit_test(outcomes_and_holds_apart),
+        cmocka_unit_test(class_cap_folds_into_other),
+        cmocka_unit_test(rules_and_reload),
+        cmocka_unit_test(window_p99),
+        cmocka_unit_test(concurrent_views_are_consistent),
+    };
+
+    return cmocka_run_group_tests_name("waitstats", tests, NULL, NULL);
+}
