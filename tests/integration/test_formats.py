@@ -175,6 +175,26 @@ class Formats(h.TestCase):
         ag.wait_for(lambda: ag.get_json("/api/v1/locks?state=reentrant_high")[1]["total"] == 0,
                     timeout=10, desc="reentrant_high cleared when the count drops")
 
+    def test_many_readers_counted(self):
+        # A read lock with 100 readers: the scan may read only part of the
+        # hash (bounded), but holders_total is the number of holders there
+        # are (HLEN is O(1)), not the number that fitted the read cap.
+        rs = self.start_redis()
+        c = rs.client()
+        fields = {"mode": "read"}
+        for i in range(100):
+            fields["8743c9c0-0795-4907-87fd-%012d:%d" % (i, i)] = "1"
+        c.hset("lock:readers:1", mapping=fields)
+        c.pexpire("lock:readers:1", 600000)
+        ag = self.start_agent(rs, scan_interval="500ms", leak_grace="1h", max_hold="1h")
+        lk = ag.wait_for(lambda: ag.lock("lock:readers:1")[0] == 200 and
+                         ag.lock("lock:readers:1")[1], timeout=10, desc="lock seen")
+        self.assertEqual(lk["format"], "redisson-rw")
+        self.assertLessEqual(len(lk["holders"]), 100)
+        self.assertEqual(lk["holders_total"], 100,
+                         "holders_total %s for 100 readers (holders listed: %d)"
+                         % (lk["holders_total"], len(lk["holders"])))
+
 
 if __name__ == "__main__":
     h.main()
