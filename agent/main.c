@@ -8,6 +8,13 @@
  * signal context at all.  Reload builds and validates a new config whole
  * before the running one is touched; a bad file leaves the old one in
  * charge.
+ *
+ * Start order: scanner threads, HTTP, then the sample listener (when
+ * [agent] samples is not off), each refusing to start the agent when its
+ * address cannot be had; stop order is the reverse, so nothing renders or
+ * records into statistics that are being freed.  --once neither listens
+ * for samples nor reports wait metrics: one scan has no time to collect
+ * any.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +25,7 @@
 #include <unistd.h>
 
 #include "agent/http.h"
+#include "agent/ingest.h"
 #include "agent/log.h"
 #include "agent/render.h"
 #include "agent/targets.h"
@@ -38,7 +46,8 @@ usage(FILE *fp)
             "            stdout and exit: 0 all targets scanned, 1 a target failed\n"
             "  -h, --help     this help\n"
             "  -V, --version  print the version\n"
-            "HTTP (default 127.0.0.1:9717): /metrics /healthz /readyz /api/v1/locks\n",
+            "HTTP (default 127.0.0.1:9717): /metrics /healthz /readyz /api/v1/locks\n"
+            "UDP samples (default 127.0.0.1:9717): see docs/line-protocol.md\n",
             CONFIG_DEFAULT_PATH);
 }
 
@@ -104,6 +113,7 @@ main(int argc, char **argv)
     bool explicit = false, foreground = false, check = false, once = false;
     struct config *cfg = NULL, *ncfg;
     struct http_server *http;
+    struct ingest *ingest = NULL;
     struct agent agent;
     sigset_t set;
     siginfo_t info;
@@ -180,8 +190,22 @@ main(int argc, char **argv)
         agent_stop(&agent);
         return 1;
     }
-    log_info("started: %zu target(s), http on %s:%d", agent.cfg->ntargets,
-             agent.cfg->listen_host, agent.cfg->listen_port);
+    if (agent.waits != NULL) {
+        ingest = ingest_start(agent.waits, agent.cfg->samples_host, agent.cfg->samples_port,
+                              err, sizeof(err));
+        if (ingest == NULL) {
+            log_warnx("%s", err);
+            http_stop(http);
+            agent_stop(&agent);
+            return 1;
+        }
+        log_info("started: %zu target(s), http on %s:%d, samples on udp %s:%d",
+                 agent.cfg->ntargets, agent.cfg->listen_host, agent.cfg->listen_port,
+                 agent.cfg->samples_host, agent.cfg->samples_port);
+    } else {
+        log_info("started: %zu target(s), http on %s:%d, samples off", agent.cfg->ntargets,
+                 agent.cfg->listen_host, agent.cfg->listen_port);
+    }
 
     for (;;) {
         sig = sigtimedwait(&set, &info, &tick);
@@ -196,6 +220,10 @@ main(int argc, char **argv)
             if (strcmp(ncfg->listen_host, agent.cfg->listen_host) != 0 ||
                 ncfg->listen_port != agent.cfg->listen_port)
                 log_warnx("reload: a new listen address takes effect only after a restart");
+            if (ncfg->samples_off != agent.cfg->samples_off ||
+                strcmp(ncfg->samples_host, agent.cfg->samples_host) != 0 ||
+                ncfg->samples_port != agent.cfg->samples_port)
+                log_warnx("reload: a new samples address takes effect only after a restart");
             if (agent_reload(&agent, ncfg) == -1)
                 log_warn("reload");
             else
@@ -205,6 +233,7 @@ main(int argc, char **argv)
         log_info("%s: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
         break;
     }
+    ingest_stop(ingest);
     http_stop(http);
     agent_stop(&agent);
     return 0;

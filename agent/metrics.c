@@ -11,6 +11,10 @@
  * Lock gauges come from each target's last full scan, which runs on its
  * own schedule (a SCAN of a large keyspace is too slow for a scrape); the
  * HELP texts say so.
+ *
+ * The wait families (histograms and P99 per lock class, sample counters)
+ * come last, from the view's copy of the wait statistics, and only when
+ * the agent ingests samples.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -213,6 +217,123 @@ pick_offenders(const struct view *v, struct offender *out, size_t n)
     return got;
 }
 
+/* --- wait statistics, from the samples clients send ------------------------ */
+
+/* A double as the shortest of %.15g / %.17g that reads back the same. */
+static void
+add_double(struct strbuf *sb, double d)
+{
+    char buf[40];
+
+    snprintf(buf, sizeof(buf), "%.15g", d);
+    if (strtod(buf, NULL) != d)
+        snprintf(buf, sizeof(buf), "%.17g", d);
+    sb_adds(sb, buf);
+}
+
+static void
+class_series(struct strbuf *sb, const char *name, const char *suffix, const char *cls,
+             const char *outcome)
+{
+    sb_adds(sb, name);
+    sb_adds(sb, suffix);
+    sb_adds(sb, "{class=\"");
+    label_str(sb, cls);
+    sb_adds(sb, "\"");
+    if (outcome != NULL)
+        sb_addf(sb, ",outcome=\"%s\"", outcome);
+}
+
+/* One classic histogram series set: cumulative buckets, +Inf, sum, count. */
+static void
+wait_histogram(struct strbuf *sb, const char *name, const char *cls, const char *outcome,
+               const struct wait_hist *h)
+{
+    uint64_t cum = 0;
+    size_t i;
+
+    for (i = 0; i <= WAITSTATS_NBOUNDS; i++) {
+        cum += h->bucket[i];
+        class_series(sb, name, "_bucket", cls, outcome);
+        sb_addf(sb, ",le=\"%s\"} %" PRIu64 "\n",
+                i < WAITSTATS_NBOUNDS ? waitstats_bounds_le[i] : "+Inf", cum);
+    }
+    class_series(sb, name, "_sum", cls, outcome);
+    sb_adds(sb, "} ");
+    add_double(sb, h->sum_us / 1e6);
+    sb_adds(sb, "\n");
+    class_series(sb, name, "_count", cls, outcome);
+    sb_addf(sb, "} %" PRIu64 "\n", h->count);
+}
+
+/*
+ * The wait families (SPEC "Metrics"; docs/line-protocol.md).  No target
+ * label: samples come from clients, not from a scan.  Classes appear once
+ * they had a sample and stay (their histograms are counters); a class
+ * with waits gets all three outcomes, zeros included, so that rate() sees
+ * the first timeout.  At most CLASS_MAX + 1 classes, so at most
+ * 201 x (3 + 1) x 19 histogram series.
+ */
+static void
+render_wait(struct strbuf *sb, const struct waitstats_view *w)
+{
+    size_t i;
+    int o;
+
+    family(sb, "lockwatch_samples_received_total", "counter",
+           "Sample lines received over UDP, valid or not (a datagram cut at 8192 bytes counts "
+           "its cut part as one line); valid ones are in the wait and hold histograms.");
+    sb_addf(sb, "lockwatch_samples_received_total %" PRIu64 "\n", w->received);
+    family(sb, "lockwatch_samples_invalid_total", "counter",
+           "Sample lines dropped as malformed (also counted in "
+           "lockwatch_samples_received_total).");
+    sb_addf(sb, "lockwatch_samples_invalid_total %" PRIu64 "\n", w->invalid);
+    family(sb, "lockwatch_samples_class_overflow_total", "counter",
+           "Valid samples counted in class \"other\" because the wait statistics already "
+           "hold the class cap (200).");
+    sb_addf(sb, "lockwatch_samples_class_overflow_total %" PRIu64 "\n", w->class_overflowed);
+    family(sb, "lockwatch_samples_dropped_datagrams_total", "counter",
+           "Sample datagrams the kernel dropped because the agent's receive buffer was full "
+           "(in no other counter).");
+    sb_addf(sb, "lockwatch_samples_dropped_datagrams_total %" PRIu64 "\n", w->kernel_drops);
+
+    family(sb, "lockwatch_acquire_wait_seconds", "histogram",
+           "Time clients waited to acquire a lock, by lock class and outcome, since start.");
+    for (i = 0; i < w->nclasses; i++) {
+        if (!w->classes[i].has_wait)
+            continue;
+        for (o = 0; o < SAMPLE_OUTCOMES; o++)
+            wait_histogram(sb, "lockwatch_acquire_wait_seconds", w->classes[i].name,
+                           sample_outcome_str((enum sample_outcome)o), &w->classes[i].wait[o]);
+    }
+    family(sb, "lockwatch_hold_seconds", "histogram",
+           "Time clients held a lock, by lock class, since start.");
+    for (i = 0; i < w->nclasses; i++)
+        if (w->classes[i].has_hold)
+            wait_histogram(sb, "lockwatch_hold_seconds", w->classes[i].name, NULL,
+                           &w->classes[i].hold);
+
+    family(sb, "lockwatch_acquire_wait_p99_seconds", "gauge",
+           "P99 acquire wait (nearest rank, within 1%; all outcomes) over the last "
+           "wait_window; absent for a class without waits in the window.");
+    for (i = 0; i < w->nclasses; i++) {
+        if (w->classes[i].window_count == 0)
+            continue;
+        class_series(sb, "lockwatch_acquire_wait_p99_seconds", "", w->classes[i].name, NULL);
+        sb_adds(sb, "} ");
+        add_double(sb, w->classes[i].window_p99_us / 1e6);
+        sb_adds(sb, "\n");
+    }
+    family(sb, "lockwatch_acquire_wait_window_samples", "gauge",
+           "Acquire waits (all outcomes) in the last wait_window, behind the P99 gauge.");
+    for (i = 0; i < w->nclasses; i++) {
+        if (w->classes[i].window_count == 0)
+            continue;
+        class_series(sb, "lockwatch_acquire_wait_window_samples", "", w->classes[i].name, NULL);
+        sb_addf(sb, "} %" PRIu64 "\n", w->classes[i].window_count);
+    }
+}
+
 int
 render_metrics(const struct view *v, struct strbuf *sb)
 {
@@ -338,6 +459,8 @@ render_metrics(const struct view *v, struct strbuf *sb)
         }
         sb_adds(sb, "\"} 1\n");
     }
+    if (v->wait != NULL)
+        render_wait(sb, v->wait);
     free(off);
     return sb_failed(sb) ? -1 : 0;
 }

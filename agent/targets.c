@@ -241,6 +241,8 @@ agent_start(struct agent *a, struct config *cfg)
     memset(a, 0, sizeof(*a));
     pthread_mutex_init(&a->mu, NULL);
     a->started_ms = scan_now_ms();
+    if (!cfg->samples_off && (a->waits = waitstats_new(cfg)) == NULL)
+        return -1;
     if (build_targets(cfg, NULL, 0, &a->targets) == -1)
         return -1;
     a->cfg = cfg;
@@ -278,6 +280,11 @@ agent_reload(struct agent *a, struct config *cfg)
             target_free(old[i]);        /* dropped by the new config */
     free(old);
     config_free(oldcfg);
+    /* New [classes] rules and wait_window apply to samples from now on;
+     * on ENOMEM the old ones stay, which is worth a word, not a failure. */
+    if (a->waits != NULL && waitstats_configure(a->waits, cfg) == -1)
+        log_warnx("reload: out of memory; wait statistics keep the previous "
+                  "[classes] rules and wait_window");
     return start_all(a);
 
 restart_old:
@@ -298,6 +305,7 @@ agent_stop(struct agent *a)
         target_free(a->targets[i]);
     free(a->targets);
     config_free(a->cfg);
+    waitstats_free(a->waits);
     pthread_mutex_destroy(&a->mu);
     memset(a, 0, sizeof(*a));
 }
@@ -328,7 +336,22 @@ agent_view(struct agent *a, struct view *v)
     }
     pthread_mutex_unlock(&a->mu);
     v->now_ms = scan_now_ms();
+    /* a->waits is set once at start, so it needs no agent lock; the copy
+     * takes the statistics' own lock. */
+    if (a->waits != NULL) {
+        v->wait = malloc(sizeof(*v->wait));
+        if (v->wait == NULL)
+            goto fail_unlocked;
+        if (waitstats_view(a->waits, scan_mono_ms(), v->wait) == -1) {
+            free(v->wait);
+            v->wait = NULL;
+            goto fail_unlocked;
+        }
+    }
     return 0;
+fail_unlocked:
+    view_release(v);
+    return -1;
 fail:
     pthread_mutex_unlock(&a->mu);
     view_release(v);
@@ -345,6 +368,10 @@ view_release(struct view *v)
         snapshot_unref(v->targets[i].snap);
     }
     free(v->targets);
+    if (v->wait != NULL) {
+        waitstats_view_release(v->wait);
+        free(v->wait);
+    }
     memset(v, 0, sizeof(*v));
 }
 

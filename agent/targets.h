@@ -7,6 +7,11 @@
  * settings renderers need, copied under the agent lock.  A reload stops
  * the threads, hands each surviving target (same name) its old scanner
  * (so first-seen times and counters survive) and starts them again.
+ *
+ * The wait statistics (samples from clients over UDP) live beside the
+ * targets for the life of the process: a reload hands them the new
+ * [classes] rules and wait_window and keeps every counter.  The ingest
+ * thread that feeds them is started and stopped by main (agent/ingest.h).
  */
 #ifndef LOCKWATCH_TARGETS_H
 #define LOCKWATCH_TARGETS_H
@@ -18,6 +23,7 @@
 #include "conf/config.h"
 #include "collectors/scan.h"
 #include "collectors/snapshot.h"
+#include "collectors/waitstats.h"
 
 struct target_rt;
 
@@ -27,6 +33,8 @@ struct agent {
     struct target_rt **targets;
     size_t ntargets;
     int64_t started_ms;
+    struct waitstats *waits;    /* NULL when samples = off; set at start,
+                                 * never replaced (it has its own lock) */
 };
 
 struct view_target {
@@ -39,9 +47,12 @@ struct view {
     size_t ntargets;
     int top_offenders;
     int64_t now_ms;
+    struct waitstats_view *wait;    /* NULL: no sample ingest (samples =
+                                     * off, or --once) */
 };
 
-/* Take ownership of cfg and start one scanner thread per target. */
+/* Take ownership of cfg and start one scanner thread per target; create
+ * the wait statistics unless cfg says samples = off. */
 int agent_start(struct agent *a, struct config *cfg);
 /* Replace the config (a was started); the old config is freed. */
 int agent_reload(struct agent *a, struct config *cfg);

@@ -1,0 +1,288 @@
+/*
+ * ingest.c - read sample datagrams with recvmmsg() and count them.
+ *
+ * The thread sleeps in poll() on the socket and a wake-up pipe (the pipe
+ * is how ingest_stop() interrupts it without signals or timeouts).  When
+ * the socket is readable it drains it in batches of INGEST_BATCH datagrams
+ * per system call, parses each datagram in place (no copy, no allocation
+ * on this path) and hands its samples to waitstats_record(), one datagram
+ * per lock hold, so a scrape never waits long behind a burst.
+ *
+ * UDP drops silently when the receive queue is full, so the socket gets a
+ * large buffer (4 MiB asked; Linux caps SO_RCVBUF at net.core.rmem_max
+ * unless we may use SO_RCVBUFFORCE) to ride out bursts and scrapes, and
+ * SO_RXQ_OVFL, which makes the kernel tell us on each datagram how many it
+ * has dropped so far: that count is exported, so loss is visible instead
+ * of looking like a quiet service.
+ */
+#include "agent/ingest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "agent/log.h"
+#include "collectors/scan.h"
+
+#define CTRL_SPACE CMSG_SPACE(sizeof(uint32_t))
+
+struct ingest {
+    int fd;
+    int wake[2];                /* [0] polled by the thread, [1] written to stop */
+    pthread_t thread;
+    bool running;
+    struct waitstats *ws;
+
+    struct mmsghdr msgs[INGEST_BATCH];
+    struct iovec iov[INGEST_BATCH];
+    char (*buf)[SAMPLES_DATAGRAM_MAX];
+    union {                     /* aligned for struct cmsghdr */
+        struct cmsghdr align;
+        char bytes[CTRL_SPACE];
+    } ctrl[INGEST_BATCH];
+    struct sample *samples;     /* SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX) */
+
+    uint32_t drops_seen;        /* the kernel's counter, last value */
+    uint64_t drops;             /* its running total (it wraps at 2^32) */
+    bool warned_errno;
+};
+
+/* The kernel's drop count, from a datagram's SO_RXQ_OVFL message. */
+static void
+note_drops(struct ingest *in, struct msghdr *h)
+{
+    struct cmsghdr *c;
+    uint32_t v;
+
+    for (c = CMSG_FIRSTHDR(h); c != NULL; c = CMSG_NXTHDR(h, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_RXQ_OVFL)
+            continue;
+        memcpy(&v, CMSG_DATA(c), sizeof(v));
+        /* datagrams may carry counts from before other datagrams of the
+         * same batch; only a forward step (mod 2^32) is news */
+        if ((uint32_t)(v - in->drops_seen) < UINT32_C(0x80000000)) {
+            in->drops += (uint32_t)(v - in->drops_seen);
+            in->drops_seen = v;
+        }
+    }
+}
+
+static void
+prepare(struct ingest *in)
+{
+    size_t i;
+
+    for (i = 0; i < INGEST_BATCH; i++) {
+        struct msghdr *h = &in->msgs[i].msg_hdr;
+
+        in->iov[i].iov_base = in->buf[i];
+        in->iov[i].iov_len = SAMPLES_DATAGRAM_MAX;
+        memset(h, 0, sizeof(*h));
+        h->msg_iov = &in->iov[i];
+        h->msg_iovlen = 1;
+        h->msg_control = in->ctrl[i].bytes;
+        h->msg_controllen = sizeof(in->ctrl[i].bytes);
+        in->msgs[i].msg_len = 0;
+    }
+}
+
+/* Read and count until the socket is empty (or a few batches, so that a
+ * stop request is seen even under a flood).  -1 on a socket error. */
+static int
+drain(struct ingest *in)
+{
+    uint64_t drops_before = in->drops, lines, invalid;
+    int rounds, n, i;
+
+    for (rounds = 0; rounds < 64; rounds++) {
+        prepare(in);
+        n = recvmmsg(in->fd, in->msgs, INGEST_BATCH, MSG_DONTWAIT, NULL);
+        if (n == -1) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        for (i = 0; i < n; i++) {
+            struct msghdr *h = &in->msgs[i].msg_hdr;
+            size_t len = in->msgs[i].msg_len, nvalid;
+
+            note_drops(in, h);
+            if (len > SAMPLES_DATAGRAM_MAX)
+                len = SAMPLES_DATAGRAM_MAX;
+            nvalid = samples_parse_datagram(in->buf[i], len, (h->msg_flags & MSG_TRUNC) != 0,
+                                            in->samples, SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX),
+                                            &lines, &invalid);
+            if (lines > 0)
+                waitstats_record(in->ws, in->samples, nvalid, lines, invalid, scan_mono_ms());
+        }
+        if (n < INGEST_BATCH)
+            break;
+    }
+    if (in->drops != drops_before) {
+        waitstats_set_kernel_drops(in->ws, in->drops);
+        if (drops_before == 0)
+            log_warnx("samples: the kernel dropped datagrams (receive buffer full); "
+                      "see lockwatch_samples_dropped_datagrams_total");
+    }
+    return 0;
+}
+
+static void *
+ingest_main(void *arg)
+{
+    struct ingest *in = arg;
+    struct pollfd pfd[2];
+
+    pfd[0].fd = in->fd;
+    pfd[0].events = POLLIN;
+    pfd[1].fd = in->wake[0];
+    pfd[1].events = POLLIN;
+    for (;;) {
+        if (poll(pfd, 2, -1) == -1) {
+            if (errno == EINTR)
+                continue;
+            log_warn("samples: poll");
+            break;
+        }
+        if (pfd[1].revents != 0)
+            break;
+        if (pfd[0].revents == 0)
+            continue;
+        if (drain(in) == -1 && !in->warned_errno) {
+            /* ICMP errors and the like: not fatal, say so once */
+            log_warn("samples: recvmmsg");
+            in->warned_errno = true;
+        }
+    }
+    return NULL;
+}
+
+static void
+set_rcvbuf(int fd)
+{
+    int want = INGEST_RCVBUF, got = 0;
+    socklen_t len = sizeof(got);
+
+    /* FORCE passes rmem_max when we have CAP_NET_ADMIN; else the plain
+     * option, which the kernel quietly caps. */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) == -1)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
+    if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &len) == -1)
+        got = 0;
+    /* Linux reports twice the size asked for (bookkeeping overhead). */
+    if (got >= want)
+        log_info("samples: receive buffer %d bytes (kernel accounting)", got);
+    else
+        log_warnx("samples: receive buffer %d bytes, not the %d asked for; "
+                  "raise net.core.rmem_max to absorb bursts without loss", got, want);
+}
+
+static int
+open_socket(const char *host, int port, char *err, size_t errlen)
+{
+    struct addrinfo hints, *res = NULL, *ai;
+    char portstr[16];
+    int fd = -1, rc, on = 1, saved = 0;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_DGRAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(portstr, sizeof(portstr), "%d", port);
+    rc = getaddrinfo(host, portstr, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "samples address %s:%d: %s", host, port, gai_strerror(rc));
+        return -1;
+    }
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                    ai->ai_protocol);
+        if (fd == -1) {
+            saved = errno;
+            continue;
+        }
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        saved = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd == -1) {
+        snprintf(err, errlen, "cannot bind the samples address udp %s:%d: %s", host, port,
+                 strerror(saved));
+        return -1;
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on)) == -1)
+        log_warn("samples: SO_RXQ_OVFL (kernel drops will not be counted)");
+    set_rcvbuf(fd);
+    return fd;
+}
+
+struct ingest *
+ingest_start(struct waitstats *ws, const char *host, int port, char *err, size_t errlen)
+{
+    struct ingest *in;
+    int rc;
+
+    in = calloc(1, sizeof(*in));
+    if (in == NULL) {
+        snprintf(err, errlen, "samples: out of memory");
+        return NULL;
+    }
+    in->fd = in->wake[0] = in->wake[1] = -1;
+    in->ws = ws;
+    in->buf = malloc(INGEST_BATCH * sizeof(*in->buf));
+    in->samples = malloc(SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX) * sizeof(*in->samples));
+    if (in->buf == NULL || in->samples == NULL) {
+        snprintf(err, errlen, "samples: out of memory");
+        goto fail;
+    }
+    if (pipe2(in->wake, O_CLOEXEC | O_NONBLOCK) == -1) {
+        snprintf(err, errlen, "samples: pipe: %s", strerror(errno));
+        goto fail;
+    }
+    in->fd = open_socket(host, port, err, errlen);
+    if (in->fd == -1)
+        goto fail;
+    rc = pthread_create(&in->thread, NULL, ingest_main, in);
+    if (rc != 0) {
+        snprintf(err, errlen, "samples: cannot start the thread: %s", strerror(rc));
+        goto fail;
+    }
+    in->running = true;
+    return in;
+fail:
+    ingest_stop(in);
+    return NULL;
+}
+
+void
+ingest_stop(struct ingest *in)
+{
+    if (in == NULL)
+        return;
+    if (in->running) {
+        while (write(in->wake[1], "x", 1) == -1 && errno == EINTR)
+            ;
+        pthread_join(in->thread, NULL);
+    }
+    if (in->fd != -1)
+        close(in->fd);
+    if (in->wake[0] != -1)
+        close(in->wake[0]);
+    if (in->wake[1] != -1)
+        close(in->wake[1]);
+    free(in->buf);
+    free(in->samples);
+    free(in);
+}
