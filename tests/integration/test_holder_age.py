@@ -7,6 +7,9 @@ only the agent's first-seen tracking per (key, holder) can tell how long the
 holder has had it.  After max_hold (3 s) the lock is `long`
 (lockwatch_locks_long_held, API states), its age keeps growing across
 renewals; SET to a new token, the next scan shows age < 2 s and not `long`.
+On a shared read lock the age is per holder: a reader joining does not
+restart the age of one already there, and when the oldest leaves the age is
+that of the next oldest.  A change of hold count is the same holder.
 """
 
 import threading
