@@ -52,6 +52,11 @@ class Pacing(h.TestCase):
         d100 = first_scan_duration(full)
         full.stop()
         gentle = self.start_agent(rs, scan_interval="1h", scan_duty="20%")
+        # Not ready before its first scan has completed, and it says which.
+        st, _, body = gentle.get("/readyz")
+        if gentle.scans_ok() == 0:
+            self.assertEqual(st, 503, body)
+            self.assertIn(b"main", body)
         # While that slow first scan runs, HTTP answers at once (it renders
         # the last snapshot, it never waits for a scan).
         worst = 0.0
