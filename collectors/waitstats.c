@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectors/keytext.h"
+
 const uint64_t waitstats_bounds_us[WAITSTATS_NBOUNDS] = {
     500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
     1000000, 2500000, 5000000, 10000000, 30000000, 60000000,
@@ -192,14 +194,27 @@ hist_add(struct wait_hist *h, uint64_t us)
     h->sum_us += (double)us;
 }
 
-/* The class of a key, allocated on first use; "other" when that fails. */
+/*
+ * The class of a key, allocated on first use; "other" when that fails.
+ * The name is made valid UTF-8 before it is interned: labels are rendered
+ * sanitised anyway, and two raw names that differ only in invalid bytes
+ * ("a\xff", "a\xfe") would otherwise be two classes rendered as one
+ * series, twice.
+ */
 static struct ws_class *
 class_for(struct waitstats *ws, const struct sample *s)
 {
-    char name[CLASS_NAME_MAX + 1];
+    char raw[CLASS_NAME_MAX + 1], name[KEYTEXT_SANITIZED_MAX(CLASS_NAME_MAX)];
+    size_t rawlen, len;
     int idx;
 
-    class_of(s->key, s->keylen, ws->rules, ws->nrules, name, sizeof(name));
+    rawlen = class_of(s->key, s->keylen, ws->rules, ws->nrules, raw, sizeof(raw));
+    len = keytext_sanitize(name, sizeof(name), raw, rawlen);
+    if (len > CLASS_NAME_MAX) {
+        /* each replaced byte grew to 3; cut back, whole characters only */
+        len = keytext_utf8_prefix(name, len, CLASS_NAME_MAX - 3);
+        memcpy(name + len, "...", 4);
+    }
     idx = class_set_intern(ws->set, name);
     if (idx < 0 || idx > CLASS_MAX)
         idx = CLASS_OTHER_INDEX;

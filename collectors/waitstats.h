@@ -11,8 +11,8 @@
  *    [rules] wait_window, for the P99 gauge and the LockWaitP99High rule.
  *
  * Classes: a sample's key goes through class_of() with the [classes]
- * rules, and the name is interned in one class_set shared by every
- * sender: the first CLASS_MAX classes seen since start keep their own
+ * rules, the name is made valid UTF-8 (invalid bytes become U+FFFD, as
+ * in every label) and interned in one class_set shared by every sender: the first CLASS_MAX classes seen since start keep their own
  * statistics, later ones count as "other" (class_overflowed says how many
  * samples that folded).  Only classes that had a sample are reported.
  *

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <cmocka.h>
 
+#include "collectors/keytext.h"
 #include "collectors/waitstats.h"
 
 #define T0 5000000              /* a monotonic clock reading, ms */
@@ -244,6 +245,55 @@ rules_and_reload(void **state)
     waitstats_free(ws);
 }
 
+static void
+class_names_are_valid_utf8(void **state)
+{
+    struct config cfg;
+    struct waitstats *ws;
+    struct waitstats_view v;
+    char key[200];
+    size_t i;
+
+    (void)state;
+    config_with(&cfg, NULL, 0, 60000);
+    ws = waitstats_new(&cfg);
+    /* two raw names that differ only in invalid bytes are one class */
+    record1(ws, wait_sample("a\xff:1", 1, SAMPLE_OK), T0);
+    record1(ws, wait_sample("a\xfe:2", 1, SAMPLE_OK), T0);
+    /* four 30-byte segments of invalid bytes: a 123-byte class name that
+     * grows to 363 bytes when sanitised, and must be cut back */
+    memset(key, '\x80', sizeof(key));
+    for (i = 30; i < 120; i += 31)
+        key[i] = ':';
+    {
+        struct sample s = { SAMPLE_HOLD, SAMPLE_OK, 1, key, 123 };
+
+        record1(ws, s, T0);
+    }
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_non_null(find(&v, "a\xef\xbf\xbd:*"));
+    assert_int_equal(find(&v, "a\xef\xbf\xbd:*")->wait[SAMPLE_OK].count, 2);
+    for (i = 0; i < v.nclasses; i++) {
+        char check[KEYTEXT_SANITIZED_MAX(CLASS_NAME_MAX)];
+        size_t n = strlen(v.classes[i].name);
+
+        assert_true(n <= CLASS_NAME_MAX);
+        /* sanitising again changes nothing: it is valid UTF-8 */
+        assert_int_equal(keytext_sanitize(check, sizeof(check), v.classes[i].name, n), n);
+        assert_string_equal(check, v.classes[i].name);
+    }
+    assert_int_equal(v.nclasses, 2);
+    for (i = 0; i < v.nclasses; i++)
+        if (strncmp(v.classes[i].name, "a", 1) != 0) {
+            size_t n = strlen(v.classes[i].name);
+
+            assert_true(n > 100);
+            assert_string_equal(v.classes[i].name + n - 3, "...");
+        }
+    waitstats_view_release(&v);
+    waitstats_free(ws);
+}
+
 static int
 cmp_u64(const void *a, const void *b)
 {
@@ -401,6 +451,7 @@ main(void)
         cmocka_unit_test(outcomes_and_holds_apart),
         cmocka_unit_test(class_cap_folds_into_other),
         cmocka_unit_test(rules_and_reload),
+        cmocka_unit_test(class_names_are_valid_utf8),
         cmocka_unit_test(window_p99),
         cmocka_unit_test(concurrent_views_are_consistent),
     };
