@@ -74,7 +74,7 @@ json_time(int64_t ms)
 static json_t *
 lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
 {
-    const char *key = snapshot_str(s, l->key_off);
+    const char *key = l->key;
     json_t *o, *states, *holders, *h;
     size_t i;
 
@@ -100,15 +100,13 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
     states = NULL;
     json_object_set_new(o, "pttl_ms", json_integer(l->pttl_ms));
     for (i = 0; i < l->nholders; i++) {
-        const struct snap_holder *sh = &s->holders[l->holder_first + i];
+        const struct snap_holder *sh = &l->holders[i];
 
         h = json_object();
         if (h == NULL)
             goto fail;
-        json_object_set_new(h, "id", json_bytes_sanitized(snapshot_str(s, sh->id_off),
-                                                          sh->id_len));
-        json_object_set_new(h, "id_escaped", json_bytes_escaped(snapshot_str(s, sh->id_off),
-                                                                sh->id_len));
+        json_object_set_new(h, "id", json_bytes_sanitized(sh->id, sh->id_len));
+        json_object_set_new(h, "id_escaped", json_bytes_escaped(sh->id, sh->id_len));
         json_object_set_new(h, "count", json_integer(sh->count));
         if (sh->truncated)
             json_object_set_new(h, "id_truncated", json_true());
@@ -125,7 +123,7 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
     json_object_set_new(o, "first_seen", json_time(l->first_seen_ms));
     json_object_set_new(o, "age_seconds", json_real((double)(now_ms - l->first_seen_ms) / 1000.0));
     json_object_set_new(o, "host", l->host_len ?
-                        json_bytes_sanitized(snapshot_str(s, l->host_off), l->host_len) :
+                        json_bytes_sanitized(l->host, l->host_len) :
                         json_null());
     json_object_set_new(o, "pid", l->pid ? json_integer(l->pid) : json_null());
     json_object_set_new(o, "thread", l->thread >= 0 ? json_integer(l->thread) : json_null());
@@ -206,7 +204,9 @@ int
 render_api_locks(const struct view *v, const struct api_query *q, char **body, size_t *len)
 {
     struct filter f;
-    size_t *pos = NULL, i, count = 0, total = 0;
+    size_t *pos = NULL, i, count = 0;
+    uint64_t total = 0;
+    bool complete = true;
     json_t *root = NULL, *arr = NULL, *o;
     long limit = API_LIMIT_DEFAULT;
     char *end;
@@ -229,27 +229,22 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
     if (pos == NULL || root == NULL || arr == NULL)
         goto oom;
 
-    /* k-way merge of the per-target worst-first orders */
+    /* k-way merge of the per-target worst-first retained locks */
     while (count < (size_t)limit) {
         const struct snap_lock *best = NULL;
         size_t bi = 0;
 
         for (i = 0; i < v->ntargets; i++) {
             const struct snapshot *s = v->targets[i].snap;
-            const struct snap_lock *l;
 
             if (!target_matches(&v->targets[i], &f))
                 continue;
-            while (pos[i] < s->nlocks &&
-                   !lock_matches(s, &s->locks[s->order[pos[i]]], &f))
+            while (pos[i] < s->nlocks && !lock_matches(s, s->locks[pos[i]], &f))
                 pos[i]++;
             if (pos[i] >= s->nlocks)
                 continue;
-            l = &s->locks[s->order[pos[i]]];
-            if (best == NULL || snapshot_rank(l->states) > snapshot_rank(best->states) ||
-                (snapshot_rank(l->states) == snapshot_rank(best->states) &&
-                 l->first_seen_ms < best->first_seen_ms)) {
-                best = l;
+            if (best == NULL || snapshot_worse(s->locks[pos[i]], best)) {
+                best = s->locks[pos[i]];
                 bi = i;
             }
         }
@@ -261,19 +256,32 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
         pos[bi]++;
         count++;
     }
+    /* totals come from the class counters, which count every lock, kept
+     * in detail or not */
     for (i = 0; i < v->ntargets; i++) {
         const struct snapshot *s = v->targets[i].snap;
-        size_t k;
+        size_t c;
 
         if (!target_matches(&v->targets[i], &f))
             continue;
-        for (k = 0; k < s->nlocks; k++)
-            if (lock_matches(s, &s->locks[k], &f))
-                total++;
+        if (!snapshot_complete(s))
+            complete = false;
+        for (c = 0; c < s->nclasses && c < s->class_cap; c++) {
+            const struct snap_class *st = &s->class_stats[c];
+
+            if (f.class_ != NULL && strcmp(s->classes[c], f.class_) != 0)
+                continue;
+            total += f.mask == LOCK_LEAKED ? st->leaked :
+                f.mask == LOCK_LONG ? st->long_held :
+                f.mask == LOCK_REENTRANT_HIGH ? st->reentrant_high : st->total;
+        }
     }
     free(pos);
     json_object_set_new(root, "count", json_integer((json_int_t)count));
     json_object_set_new(root, "total", json_integer((json_int_t)total));
+    /* false when a target counted more locks than it keeps in detail
+     * (SNAP_RETAIN_MAX, the worst ones): the list then holds the worst */
+    json_object_set_new(root, "complete", json_boolean(complete));
     json_object_set_new(root, "locks", arr);
     return dump(root, 200, body, len);
 oom:
@@ -288,6 +296,7 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
                 const char *target, char **body, size_t *len)
 {
     size_t i, k;
+    bool partial = false;
 
     for (i = 0; i < v->ntargets; i++) {
         const struct snapshot *s = v->targets[i].snap;
@@ -295,9 +304,9 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
         if (s == NULL || !s->ok || (target != NULL && strcmp(v->targets[i].name, target) != 0))
             continue;
         for (k = 0; k < s->nlocks; k++) {
-            const struct snap_lock *l = &s->locks[k];
+            const struct snap_lock *l = s->locks[k];
 
-            if (l->key_len == keylen && memcmp(snapshot_str(s, l->key_off), key, keylen) == 0) {
+            if (l->key_len == keylen && memcmp(l->key, key, keylen) == 0) {
                 json_t *o = lock_json(s, l, v->now_ms);
 
                 if (o == NULL)
@@ -305,7 +314,13 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
                 return dump(o, 200, body, len);
             }
         }
+        if (!snapshot_complete(s))
+            partial = true;
     }
+    if (partial)
+        return render_api_error(404, "not among the locks kept in detail (the worst "
+                                "10000 per target; healthy locks are only counted): "
+                                "use lockctl show KEY to read it from Redis", body, len);
     return render_api_error(404, "no such lock in the last scan (check the key and ?target=)",
                             body, len);
 }

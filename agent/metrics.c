@@ -128,7 +128,7 @@ class_gauge(struct strbuf *sb, const struct view *v, const char *name,
 
         if (!has_locks(&v->targets[i]))
             continue;
-        for (c = 0; c < s->nclasses; c++) {
+        for (c = 0; c < s->nclasses && c < s->class_cap; c++) {
             const struct snap_class *st = &s->class_stats[c];
 
             if (!class_used(st))
@@ -175,7 +175,7 @@ struct offender {
     const struct snap_lock *l;
 };
 
-/* Merge the targets' worst-first orders into the global top n. */
+/* Merge the targets' worst-first retained locks into the global top n. */
 static size_t
 pick_offenders(const struct view *v, struct offender *out, size_t n)
 {
@@ -187,7 +187,6 @@ pick_offenders(const struct view *v, struct offender *out, size_t n)
     while (got < n) {
         const struct snap_lock *best = NULL;
         size_t bi = 0;
-        int64_t best_age = 0;
 
         for (i = 0; i < v->ntargets; i++) {
             const struct snapshot *s = v->targets[i].snap;
@@ -195,15 +194,13 @@ pick_offenders(const struct view *v, struct offender *out, size_t n)
 
             if (!has_locks(&v->targets[i]) || pos[i] >= s->nlocks)
                 continue;
-            l = &s->locks[s->order[pos[i]]];
+            l = s->locks[pos[i]];
+            /* worst first: past the first healthy lock there are no more */
             if (!(l->states & LOCK_BAD))
                 continue;
-            if (best == NULL || snapshot_rank(l->states) > snapshot_rank(best->states) ||
-                (snapshot_rank(l->states) == snapshot_rank(best->states) &&
-                 v->now_ms - l->first_seen_ms > best_age)) {
+            if (best == NULL || snapshot_worse(l, best)) {
                 best = l;
                 bi = i;
-                best_age = v->now_ms - l->first_seen_ms;
             }
         }
         if (best == NULL)
@@ -412,6 +409,8 @@ render_metrics(const struct view *v, struct strbuf *sb)
             continue;
         for (c = 0; c < s->nclasses; c++)
             for (f = 0; f < formats_count && f < FORMATS_MAX; f++) {
+                if (c >= s->class_cap)
+                    break;
                 if (s->class_stats[c].locks[f] == 0)
                     continue;
                 target_class_label(sb, "lockwatch_locks", s->target, s->classes[c]);
@@ -448,15 +447,12 @@ render_metrics(const struct view *v, struct strbuf *sb)
 
         target_label(sb, "lockwatch_lock_offender_info", s->target);
         sb_adds(sb, ",key=\"");
-        label_capped(sb, snapshot_str(s, l->key_off), l->key_len, OFFENDER_KEY_MAX);
+        label_capped(sb, l->key, l->key_len, OFFENDER_KEY_MAX);
         sb_adds(sb, "\",class=\"");
         label_str(sb, s->classes[l->class_idx]);
         sb_addf(sb, "\",state=\"%s\",holder=\"", snapshot_worst_state(l->states));
-        if (l->nholders > 0) {
-            const struct snap_holder *h = &s->holders[l->holder_first];
-
-            label_capped(sb, snapshot_str(s, h->id_off), h->id_len, OFFENDER_HOLDER_MAX);
-        }
+        if (l->nholders > 0)
+            label_capped(sb, l->holders[0].id, l->holders[0].id_len, OFFENDER_HOLDER_MAX);
         sb_adds(sb, "\"} 1\n");
     }
     if (v->wait != NULL)

@@ -5,18 +5,24 @@
  * before anything touches the key, since a GET would reset it), TYPE and
  * PTTL; then, by type, a bounded read of the value (GETRANGE of at most
  * RAW_VALUE_MAX+1 bytes, or one HSCAN of at most ~RAW_FIELDS_MAX fields).
- * Done naively that is three round trips per batch.  Instead every round
- * trip carries three things at once:
  *
- *     meta(batch r)  +  values(batch r-1)  +  SCAN(cursor after batch r)
+ * The commands are streamed, not sent in lock-step rounds.  Three kinds of
+ * segment go down one connection in a FIFO: SCAN (next cursor), META
+ * (IDLETIME, TYPE, PTTL of a batch) and VALS (the value reads of a batch
+ * whose types are known).  Reading a SCAN reply sends the batch's META and
+ * the next SCAN at once; reading a META sends its VALS; reading VALS
+ * records the locks.  Up to INFLIGHT_MAX batches are between their SCAN
+ * and their VALS, so Redis always has queued work while the scanner
+ * decodes and Redis and the scanner run in parallel instead of taking
+ * turns.  That is how the scan, which sends twice the commands of the
+ * SCAN + TYPE + PTTL floor in bench/, stays close to it.
  *
- * so a full pass costs one round trip per SCAN call, the same as the
- * floor program in bench/ that only sends SCAN + TYPE + PTTL.
- *
- * Pacing: the time spent in round trips is "busy"; after each round the
- * scanner sleeps busy * (1 - duty) / duty so that at most scan_duty of
- * wall time goes to the target, and max_keys_per_second adds an absolute
- * cap.  Sleeps are sliced so a stop request is seen within 50 ms.
+ * Pacing: work is measured in busy wall time since the last pause; once
+ * a slice of PACE_SLICE_MS is used, the scanner stops sending SCANs, lets
+ * the pipeline drain and sleeps busy * (1 - duty) / duty, so at most
+ * scan_duty of wall time goes to the target.  max_keys_per_second is an
+ * absolute cap applied the same way.  Sleeps are sliced so a stop request
+ * is seen within 50 ms.
  *
  * SCAN may return a key twice in one pass and keys may vanish between
  * SCAN and the reads: duplicates are counted once (the tracker remembers
@@ -57,7 +63,20 @@ struct batch {
     redisReply *scan;           /* owns the key strings */
     struct key_meta *meta;
     size_t n, cap;
+    bool busy;
 };
+
+#define INFLIGHT_MAX    4       /* batches between SCAN and VALS */
+#define PACE_SLICE_MS   20      /* busy time between pacing decisions */
+
+enum seg_kind { SEG_SCAN, SEG_META, SEG_VALS };
+
+struct segment {
+    enum seg_kind kind;
+    struct batch *b;
+};
+
+#define SEG_RING (3 * INFLIGHT_MAX + 4)
 
 /* Everything one run needs, on the stack of scanner_run. */
 struct run {
@@ -68,10 +87,20 @@ struct run {
     struct snapshot *snap;
     struct class_set *classes;
     int64_t now_ms;
-    int64_t busy_ms;            /* in round trips, this run */
     int64_t start_mono;
+    int64_t resume_mono;        /* end of the last pacing pause */
     uint64_t keys;              /* examined this run */
     char err[256];
+
+    /* the stream */
+    struct batch pool[INFLIGHT_MAX];
+    size_t inflight;
+    struct segment ring[SEG_RING];
+    size_t head, count;
+    size_t pat;                 /* pattern being scanned */
+    char cursor[32];
+    bool scan_outstanding;
+    bool scan_done;
 };
 
 int64_t
@@ -249,24 +278,25 @@ pause_ms(const struct run *r, int64_t ms)
     }
 }
 
-static void
-pace(struct run *r, int64_t round_ms)
+/* How long to pause now to keep to scan_duty and max_keys_per_second;
+ * 0 while the current slice of work is not used up. */
+static int64_t
+pace_due(struct run *r)
 {
     double duty = r->t->scan_duty;
-    int64_t wait = 0, elapsed;
+    int64_t now = scan_mono_ms(), busy = now - r->resume_mono, wait = 0;
 
-    if (duty > 0 && duty < 1)
-        wait = (int64_t)((double)round_ms * (1.0 - duty) / duty);
+    if (duty > 0 && duty < 1 && busy >= PACE_SLICE_MS)
+        wait = (int64_t)((double)busy * (1.0 - duty) / duty);
     if (r->t->max_keys_per_second > 0) {
         /* the earliest time by which this many keys are allowed */
         int64_t due = (int64_t)(r->keys * 1000 / (uint64_t)r->t->max_keys_per_second);
+        int64_t ahead = due - (now - r->start_mono);
 
-        elapsed = scan_mono_ms() - r->start_mono;
-        if (due - elapsed > wait)
-            wait = due - elapsed;
+        if (ahead > wait)
+            wait = ahead;
     }
-    if (wait > 0)
-        pause_ms(r, wait);
+    return wait;
 }
 
 static int
@@ -428,34 +458,35 @@ append_values(struct run *r, const struct batch *b)
         if (m->type == RAW_STRING)
             append_key_cmd(r->sc->c, "GETRANGE", NULL, m->key, "0",
                            STR(RAW_VALUE_MAX), NULL);
-        else if (m->type == RAW_HASH)
+        else if (m->type == RAW_HASH) {
+            /* HLEN: the true holder count when there are more fields
+             * than one bounded HSCAN returns */
+            append_key_cmd(r->sc->c, "HLEN", NULL, m->key, NULL, NULL, NULL);
             append_key_cmd(r->sc->c, "HSCAN", NULL, m->key, "0", "COUNT",
                            STR(RAW_FIELDS_MAX));
+        }
     }
 }
 
-/* Bounded holder-set hash: order-independent, so a reader joining a read
- * lock changes it but the order fields come back in does not. */
-static uint64_t
-holder_hash(const struct lock_view *v)
+/* 32-bit hashes of the holders, for the tracker. */
+static size_t
+holder_hashes(const struct lock_view *v, uint32_t *out)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ULL;
     size_t i;
 
-    for (i = 0; i < v->nholders; i++)
-        h ^= keytext_hash(v->holders[i].id, v->holders[i].idlen);
-    return h;
+    for (i = 0; i < v->nholders && i < HOLDERS_MAX; i++)
+        out[i] = (uint32_t)keytext_hash(v->holders[i].id, v->holders[i].idlen);
+    return i;
 }
 
 /* The states of a lock at the scan's time. */
 static uint8_t
-judge(const struct run *r, const struct snap_lock *l, int64_t nottl_since_ms,
-      long long pttl)
+judge(const struct run *r, const struct snap_lock *l, int64_t nottl_since_ms)
 {
     const struct scan_rules *rules = r->rules;
     uint8_t states = LOCK_HELD;
 
-    if (pttl == -1 && nottl_since_ms > 0 &&
+    if (l->pttl_ms == -1 && nottl_since_ms > 0 &&
         r->now_ms - nottl_since_ms >= rules->leak_grace_ms)
         states |= LOCK_LEAKED;
     if (l->nholders > 0 && r->now_ms - l->first_seen_ms > rules->max_hold_ms)
@@ -466,33 +497,39 @@ judge(const struct run *r, const struct snap_lock *l, int64_t nottl_since_ms,
 }
 
 static int
-record(struct run *r, const struct key_meta *m, const struct raw_lock *raw)
+record(struct run *r, const struct key_meta *m, const struct raw_lock *raw,
+       long long hlen)
 {
-    struct snapshot *s = r->snap;
     const struct scan_rules *rules = r->rules;
+    struct snap_holder holders[HOLDERS_MAX];
+    uint32_t hh[HOLDERS_MAX];
+    size_t nh;
     const struct lock_format *fmt;
     struct lock_view view;
     struct track_result tr;
-    struct snap_lock *l;
+    struct snap_lock l;
     char cls[CLASS_NAME_MAX];
     int64_t start_age;
     uint64_t kh;
+    size_t i;
     int ci;
-    size_t i, keylen;
 
     kh = keytext_hash(raw->key, raw->keylen);
     if (tracker_seen(r->sc->tracker, kh, r->sc->pass)) {
         r->sc->counters.duplicates_total++;
         return 0;
     }
-    memset(&view, 0, sizeof(view));
-    view.thread = -1;
     fmt = formats_decode(raw, &view);
+    /* fields past the read cap are holders too (the decoders saw only
+     * the first RAW_FIELDS_MAX) */
+    if (raw->fields_truncated && view.holders_total > 0 && hlen > (long long)raw->nfields)
+        view.holders_total += (size_t)(hlen - (long long)raw->nfields);
 
     start_age = m->idle_s > 0 ? m->idle_s * 1000 : 0;
     if (view.acquired_ms > 0 && r->now_ms - view.acquired_ms > start_age)
         start_age = r->now_ms - view.acquired_ms;
-    if (tracker_visit(r->sc->tracker, kh, holder_hash(&view), r->sc->pass,
+    nh = holder_hashes(&view, hh);
+    if (tracker_visit(r->sc->tracker, kh, hh, nh, r->sc->pass,
                       r->now_ms, start_age, raw->pttl >= 0, &tr) == -1)
         return -1;
 
@@ -501,48 +538,43 @@ record(struct run *r, const struct key_meta *m, const struct raw_lock *raw)
     if (ci < 0)
         return -1;
 
-    l = snapshot_add_lock(s);
-    if (l == NULL)
-        return -1;
-    keylen = raw->keylen > SNAP_KEY_MAX ? SNAP_KEY_MAX : raw->keylen;
-    if (keylen < raw->keylen)
-        l->flags |= SNAP_KEY_TRUNCATED;
-    if (snapshot_add_bytes(s, raw->key, keylen, &l->key_off) == -1)
-        return -1;
-    l->key_len = (uint32_t)keylen;
-    l->class_idx = (uint16_t)ci;
-    l->format = (uint8_t)formats_index(fmt);
-    l->pttl_ms = raw->pttl;
-    l->first_seen_ms = tr.first_seen_ms;
-    l->acquired_ms = view.acquired_ms;
-    l->pid = (int32_t)(view.pid > 0 && view.pid <= INT32_MAX ? view.pid : 0);
-    l->thread = view.thread;
-    l->max_count = view.max_count;
-    l->holders_total = (uint32_t)(view.holders_total > UINT32_MAX ? UINT32_MAX
-                                  : view.holders_total);
+    memset(&l, 0, sizeof(l));
+    l.key = raw->key;
+    l.key_len = (uint32_t)(raw->keylen > SNAP_KEY_MAX ? SNAP_KEY_MAX : raw->keylen);
+    if (l.key_len < raw->keylen)
+        l.flags |= SNAP_KEY_TRUNCATED;
+    l.class_idx = (uint16_t)ci;
+    l.format = (uint8_t)formats_index(fmt);
+    l.pttl_ms = raw->pttl;
+    l.first_seen_ms = tr.first_seen_ms;
+    l.acquired_ms = view.acquired_ms;
+    l.pid = (int32_t)(view.pid > 0 && view.pid <= INT32_MAX ? view.pid : 0);
+    l.thread = view.thread;
+    l.max_count = view.max_count;
+    l.holders_total = (uint32_t)(view.holders_total > UINT32_MAX ? UINT32_MAX
+                                 : view.holders_total);
     if (raw->value_truncated || raw->fields_truncated) {
-        l->flags |= SNAP_VALUE_TRUNCATED;
+        l.flags |= SNAP_VALUE_TRUNCATED;
         r->sc->counters.truncated_total++;
     }
     if (strcmp(view.mode, "read") == 0)
-        l->flags |= SNAP_MODE_READ;
+        l.flags |= SNAP_MODE_READ;
     else if (strcmp(view.mode, "write") == 0)
-        l->flags |= SNAP_MODE_WRITE;
+        l.flags |= SNAP_MODE_WRITE;
     if (view.host[0] != '\0') {
-        size_t hl = strnlen(view.host, sizeof(view.host));
-
-        if (snapshot_add_bytes(s, view.host, hl, &l->host_off) == -1)
-            return -1;
-        l->host_len = (uint8_t)(hl > 255 ? 255 : hl);
+        l.host = view.host;
+        l.host_len = (uint8_t)strnlen(view.host, sizeof(view.host));
     }
-    for (i = 0; i < view.nholders && i < HOLDERS_MAX; i++)
-        if (snapshot_add_holder(s, &view.holders[i]) == -1)
-            return -1;
-    /* l stays valid: only the holders array and the arena grew */
-    l->nholders = (uint16_t)i;
-
-    l->states = judge(r, l, tr.nottl_since_ms, raw->pttl);
-    return 0;
+    for (i = 0; i < view.nholders && i < HOLDERS_MAX; i++) {
+        holders[i].id = view.holders[i].id;
+        holders[i].id_len = (uint16_t)view.holders[i].idlen;
+        holders[i].truncated = view.holders[i].id_truncated;
+        holders[i].count = view.holders[i].count;
+    }
+    l.holders = holders;
+    l.nholders = (uint16_t)i;
+    l.states = judge(r, &l, tr.nottl_since_ms);
+    return snapshot_add(r->snap, &l, r->now_ms);
 }
 
 /* Read the value replies of batch b (sent by append_values) and record
@@ -553,6 +585,7 @@ read_values(struct run *r, struct batch *b)
     struct raw_field fields[RAW_FIELDS_MAX];
     struct raw_lock raw;
     redisReply *rep;
+    long long hlen;
     size_t i, j, nf;
     int rc;
 
@@ -569,6 +602,15 @@ read_values(struct run *r, struct batch *b)
         raw.type = m->type;
         raw.pttl = m->pttl;
         rep = NULL;
+        hlen = -1;
+        if (m->type == RAW_HASH) {
+            if (get_reply(r, &rep) == -1)
+                return -1;
+            if (rep->type == REDIS_REPLY_INTEGER)
+                hlen = rep->integer;
+            freeReplyObject(rep);
+            rep = NULL;
+        }
         if (m->type == RAW_STRING || m->type == RAW_HASH) {
             if (get_reply(r, &rep) == -1)
                 return -1;
@@ -620,7 +662,7 @@ read_values(struct run *r, struct batch *b)
             raw.fields = fields;
             raw.nfields = nf;
         }
-        rc = record(r, m, &raw);
+        rc = record(r, m, &raw, hlen);
         if (rep != NULL)
             freeReplyObject(rep);
         if (rc == -1) {
@@ -639,77 +681,168 @@ valid_scan_reply(const redisReply *rep)
         rep->element[1]->type == REDIS_REPLY_ARRAY;
 }
 
+static void
+push(struct run *r, enum seg_kind kind, struct batch *b)
+{
+    /* cannot overflow: at most one SCAN plus two segments per batch */
+    r->ring[(r->head + r->count) % SEG_RING].kind = kind;
+    r->ring[(r->head + r->count) % SEG_RING].b = b;
+    r->count++;
+}
+
+static int
+flush(struct run *r)
+{
+    int done = 0;
+
+    while (!done)
+        if (redisBufferWrite(r->sc->c, &done) == REDIS_ERR) {
+            run_err(r, "write to %s:%d: %s", r->t->host, r->t->port, r->sc->c->errstr);
+            return -1;
+        }
+    return 0;
+}
+
+/* Send the next SCAN if one is due and allowed now.  A pacing pause waits
+ * until the pipeline has drained, so Redis is idle (for us) while the
+ * scanner sleeps. */
+static void
+maybe_scan(struct run *r)
+{
+    char count[16];
+    int64_t wait;
+
+    if (r->scan_done || r->scan_outstanding || r->inflight >= INFLIGHT_MAX)
+        return;
+    wait = pace_due(r);
+    if (wait > 0) {
+        if (r->count > 0)
+            return;             /* drain first; called again after VALS */
+        pause_ms(r, wait);
+        r->resume_mono = scan_mono_ms();
+    }
+    snprintf(count, sizeof(count), "%d", r->t->scan_count);
+    {
+        const char *argv[6] = { "SCAN", r->cursor, "MATCH", r->t->patterns[r->pat],
+                                "COUNT", count };
+
+        redisAppendCommandArgv(r->sc->c, 6, argv, NULL);
+    }
+    push(r, SEG_SCAN, NULL);
+    r->scan_outstanding = true;
+}
+
+static struct batch *
+free_batch(struct run *r)
+{
+    size_t i;
+
+    for (i = 0; i < INFLIGHT_MAX; i++)
+        if (!r->pool[i].busy)
+            return &r->pool[i];
+    return NULL;
+}
+
+static int
+on_scan(struct run *r)
+{
+    const struct target_conf *t = r->t;
+    struct batch *b;
+    redisReply *rep;
+
+    if (get_reply(r, &rep) == -1)
+        return -1;
+    r->scan_outstanding = false;
+    if (!valid_scan_reply(rep)) {
+        if (rep->type == REDIS_REPLY_ERROR)
+            run_err(r, "SCAN on %s:%d refused: %.*s", t->host, t->port,
+                    (int)(rep->len > 160 ? 160 : rep->len), rep->str);
+        else
+            run_err(r, "SCAN on %s:%d: unexpected reply type %d", t->host, t->port, rep->type);
+        freeReplyObject(rep);
+        return -1;
+    }
+    snprintf(r->cursor, sizeof(r->cursor), "%.*s", (int)rep->element[0]->len,
+             rep->element[0]->str);
+    if (strcmp(r->cursor, "0") == 0) {
+        if (++r->pat < t->npatterns)
+            snprintf(r->cursor, sizeof(r->cursor), "0");
+        else
+            r->scan_done = true;
+    }
+    if (rep->element[1]->elements == 0) {
+        freeReplyObject(rep);
+    } else {
+        b = free_batch(r);      /* a SCAN is only sent with a batch free */
+        if (b == NULL || batch_take(b, rep) == -1) {
+            freeReplyObject(rep);
+            run_err(r, "out of memory");
+            return -1;
+        }
+        b->busy = true;
+        r->inflight++;
+        r->keys += b->n;
+        append_meta(r, b);
+        push(r, SEG_META, b);
+    }
+    maybe_scan(r);
+    return 0;
+}
+
+static int
+on_vals(struct run *r, struct batch *b)
+{
+    if (read_values(r, b) == -1)
+        return -1;
+    batch_clear(b);
+    b->busy = false;
+    r->inflight--;
+    maybe_scan(r);
+    return 0;
+}
+
 static int
 scan_all(struct run *r)
 {
-    const struct target_conf *t = r->t;
-    struct batch cur = { 0 }, prev = { 0 }, tmp;
-    redisReply *rep;
-    char count[16];
-    size_t pat = 0;
-    bool more = true;           /* a SCAN is to be sent this round */
-    char cursor[32] = "0";
-    int64_t t0;
+    struct segment seg;
+    size_t i;
     int rc = -1;
 
-    snprintf(count, sizeof(count), "%d", t->scan_count);
-    while (more || cur.n > 0 || prev.n > 0) {
+    snprintf(r->cursor, sizeof(r->cursor), "0");
+    r->resume_mono = scan_mono_ms();
+    maybe_scan(r);
+    while (r->count > 0) {
         if (stopped(r))
             goto out;
-        t0 = scan_mono_ms();
-        append_meta(r, &cur);
-        append_values(r, &prev);
-        if (more) {
-            const char *argv[6] = { "SCAN", cursor, "MATCH", t->patterns[pat],
-                                    "COUNT", count };
-
-            redisAppendCommandArgv(r->sc->c, 6, argv, NULL);
-        }
-        if (read_meta(r, &cur) == -1 || read_values(r, &prev) == -1)
+        if (flush(r) == -1)
             goto out;
-        batch_clear(&prev);
-        tmp = prev;
-        prev = cur;
-        cur = tmp;
-        if (more) {
-            if (get_reply(r, &rep) == -1)
+        seg = r->ring[r->head];
+        r->head = (r->head + 1) % SEG_RING;
+        r->count--;
+        switch (seg.kind) {
+        case SEG_SCAN:
+            if (on_scan(r) == -1)
                 goto out;
-            if (!valid_scan_reply(rep)) {
-                run_err(r, "SCAN on %s:%d: %.*s", t->host,
-                         t->port, rep->type == REDIS_REPLY_ERROR ? (int)(rep->len > 160 ? 160 : rep->len) : 21,
-                         rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply type");
-                freeReplyObject(rep);
+            break;
+        case SEG_META:
+            if (read_meta(r, seg.b) == -1)
                 goto out;
-            }
-            snprintf(cursor, sizeof(cursor), "%.*s", (int)rep->element[0]->len,
-                     rep->element[0]->str);
-            if (batch_take(&cur, rep) == -1) {
-                freeReplyObject(rep);
-                run_err(r, "out of memory");
+            append_values(r, seg.b);
+            push(r, SEG_VALS, seg.b);
+            break;
+        case SEG_VALS:
+            if (on_vals(r, seg.b) == -1)
                 goto out;
-            }
-            r->keys += cur.n;
-            if (strcmp(cursor, "0") == 0) {
-                if (++pat < t->npatterns) {
-                    snprintf(cursor, sizeof(cursor), "0");
-                } else {
-                    more = false;
-                }
-            }
-        }
-        {
-            int64_t round = scan_mono_ms() - t0;
-
-            r->busy_ms += round;
-            pace(r, round);
+            break;
         }
     }
     rc = 0;
 out:
-    batch_clear(&cur);
-    batch_clear(&prev);
-    free(cur.meta);
-    free(prev.meta);
+    for (i = 0; i < INFLIGHT_MAX; i++) {
+        batch_clear(&r->pool[i]);
+        free(r->pool[i].meta);
+        r->pool[i].meta = NULL;
+    }
     return rc;
 }
 
@@ -807,28 +940,32 @@ static void
 apply_registry(struct run *r, struct reg_lock *rl, redisReply *rep)
 {
     struct snapshot *s = r->snap;
-    struct snap_lock *l = &s->locks[rl->lock];
+    struct snap_lock *l = s->locks[rl->lock];
     struct track_result tr;
     int64_t pid, at;
-    const char *key = snapshot_str(s, l->key_off);
 
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3)
         return;
-    if (rep->element[0]->type == REDIS_REPLY_STRING && rep->element[0]->len > 0 &&
-        l->host_len == 0) {
+    /* a retained lock has a HOST_MAX area for this */
+    if (l->host_len == 0 && rep->element[0]->type == REDIS_REPLY_STRING &&
+        rep->element[0]->len > 0) {
         size_t hl = rep->element[0]->len > HOST_MAX - 1 ? HOST_MAX - 1 : rep->element[0]->len;
 
-        if (snapshot_add_bytes(s, rep->element[0]->str, hl, &l->host_off) == 0)
-            l->host_len = (uint8_t)hl;
+        memcpy(l->host, rep->element[0]->str, hl);
+        l->host[hl] = '\0';
+        l->host_len = (uint8_t)hl;
     }
     if (l->pid == 0 && parse_decimal(rep->element[1], INT32_MAX, &pid))
         l->pid = (int32_t)pid;
     if (parse_decimal(rep->element[2], FORMATS_TIME_MAX_MS - 1, &at) &&
         at >= FORMATS_TIME_MIN_MS) {
         l->acquired_ms = at;
-        if (tracker_backdate(r->sc->tracker, keytext_hash(key, l->key_len), at, &tr) == 0) {
-            l->first_seen_ms = tr.first_seen_ms;
-            l->states = judge(r, l, tr.nottl_since_ms, l->pttl_ms);
+        if (tracker_backdate(r->sc->tracker, keytext_hash(l->key, l->key_len), at, &tr) == 0) {
+            struct snap_lock tmp = *l;
+
+            tmp.first_seen_ms = tr.first_seen_ms;
+            snapshot_restate(s, l, judge(r, &tmp, tr.nottl_since_ms), tr.first_seen_ms,
+                             r->now_ms);
         }
     }
 }
@@ -844,24 +981,16 @@ registry_lookup(struct run *r)
     redisReply *rep;
     int rc = -1;
 
+    if (s->nlocks > 0 && (rl = calloc(s->nlocks, sizeof(*rl))) == NULL)
+        goto out;
     for (i = 0; i < s->nlocks; i++) {
-        const struct snap_lock *l = &s->locks[i];
-        const struct snap_holder *h;
+        const struct snap_lock *l = s->locks[i];
         bool redisson = (rs != NULL && l->format == formats_index(rs)) ||
             (rw != NULL && l->format == formats_index(rw));
 
         if (l->nholders == 0 || !redisson)
             continue;
-        if (n % 1024 == 0) {
-            struct reg_lock *nrl = realloc(rl, (n + 1024) * sizeof(*rl));
-
-            if (nrl == NULL)
-                goto out;
-            rl = nrl;
-        }
-        h = &s->holders[l->holder_first];
-        memset(&rl[n], 0, sizeof(rl[n]));
-        if (!parse_holder(snapshot_str(s, h->id_off), h->id_len, &rl[n]))
+        if (!parse_holder(l->holders[0].id, l->holders[0].id_len, &rl[n]))
             continue;
         rl[n].lock = (uint32_t)i;
         n++;
@@ -905,7 +1034,7 @@ registry_lookup(struct run *r)
         char *fields[REGISTRY_CHUNK];
 
         for (i = start; i < n && sent < REGISTRY_CHUNK; i++) {
-            const struct snap_lock *l = &s->locks[rl[i].lock];
+            const struct snap_lock *l = s->locks[rl[i].lock];
             const char *extra[3];
             size_t extralen[3], flen;
             char *f;
@@ -922,7 +1051,7 @@ registry_lookup(struct run *r)
             memcpy(f, "at:", 3);
             memcpy(f + 3, rl[i].tid, rl[i].tidlen);
             f[3 + rl[i].tidlen] = ':';
-            memcpy(f + 4 + rl[i].tidlen, snapshot_str(s, l->key_off), l->key_len);
+            memcpy(f + 4 + rl[i].tidlen, l->key, l->key_len);
             extra[0] = "host";
             extralen[0] = 4;
             extra[1] = "pid";
@@ -966,8 +1095,19 @@ finish_snapshot(struct run *r)
             return -1;
         s->nclasses = i + 1;
     }
+    /* class_stats grow with the highest index used; make it cover them all */
+    if (s->class_cap < n) {
+        struct snap_class *nc = realloc(s->class_stats, n * sizeof(*nc));
+
+        if (nc == NULL)
+            return -1;
+        memset(nc + s->class_cap, 0, (n - s->class_cap) * sizeof(*nc));
+        s->class_stats = nc;
+        s->class_cap = n;
+    }
     s->classes_overflowed = class_set_overflowed(r->classes);
-    return snapshot_finish(s, r->now_ms);
+    snapshot_finish(s);
+    return 0;
 }
 
 struct snapshot *
@@ -1001,14 +1141,18 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
     if (sc->pass == 0)
         sc->pass = 1;           /* 0 never marks a visited pass */
 
-    ok = connect_target(&r) == 0 && scan_all(&r) == 0 && registry_lookup(&r) == 0;
+    ok = connect_target(&r) == 0 && scan_all(&r) == 0;
     if (stopped(&r)) {
+        /* replies may still be in flight: the connection cannot be reused */
+        scanner_disconnect(sc);
         class_set_free(r.classes);
         snapshot_unref(s);
         return NULL;
     }
     sc->counters.keys_total += r.keys;
     s->keys_examined = r.keys;
+    if (ok && registry_lookup(&r) == -1)
+        ok = 0;
     if (ok) {
         if (finish_snapshot(&r) == -1) {
             run_err(&r, "out of memory finishing the snapshot");
@@ -1022,7 +1166,10 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
         /* A failed scan publishes no locks: a half-scanned picture would
          * under-count, and the target is reported down instead. */
         scanner_disconnect(sc);
-        s->nlocks = 0;
+        while (s->nlocks > 0)
+            free(s->locks[--s->nlocks]);
+        s->locks_total = 0;
+        s->retained_bytes = 0;
         snprintf(s->err, sizeof(s->err), "%s", r.err[0] ? r.err : "scan failed");
         sc->counters.scans_error++;
     } else {

@@ -1,10 +1,10 @@
 /*
- * snapshot.c - building, ordering and freeing scan snapshots.
+ * snapshot.c - counting, retaining, ordering and freeing scan snapshots.
  *
- * Arrays grow by doubling; the arena holds every byte string of the scan
- * with a NUL after each so a string can be used as a C string where it
- * has no NUL of its own.  Offsets are 32-bit: a scan that would need an
- * arena over 4 GiB fails with ENOMEM rather than wrapping.
+ * Retention is a bounded min-heap keyed on badness: the root is the least
+ * bad lock kept, so a new lock is kept only if it is worse than the root,
+ * which it then replaces.  Each kept lock is one allocation holding the
+ * record, its holders and its bytes, so evicting it is one free().
  */
 #include "collectors/snapshot.h"
 
@@ -55,93 +55,12 @@ snapshot_unref(struct snapshot *s)
         free(s->classes[i]);
     free(s->classes);
     free(s->class_stats);
-    free(s->order);
-    free(s->arena);
-    free(s->holders);
+    for (i = 0; i < s->nlocks; i++)
+        free(s->locks[i]);
     free(s->locks);
     free(s->target);
     pthread_mutex_destroy(&s->ref_mu);
     free(s);
-}
-
-static int
-grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    size_t ncap = *cap ? *cap : 1024;
-    void *np;
-
-    if (need <= *cap)
-        return 0;
-    while (ncap < need) {
-        if (ncap > SIZE_MAX / 2 / elem) {
-            errno = ENOMEM;
-            return -1;
-        }
-        ncap *= 2;
-    }
-    np = realloc(*p, ncap * elem);
-    if (np == NULL)
-        return -1;
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
-
-int
-snapshot_add_bytes(struct snapshot *s, const char *p, size_t n, uint32_t *off)
-{
-    if (s->arena_len + n + 1 > UINT32_MAX) {
-        errno = ENOMEM;
-        return -1;
-    }
-    if (grow((void **)&s->arena, &s->arena_cap, s->arena_len + n + 1, 1) == -1)
-        return -1;
-    *off = (uint32_t)s->arena_len;
-    if (n > 0)
-        memcpy(s->arena + s->arena_len, p, n);
-    s->arena[s->arena_len + n] = '\0';
-    s->arena_len += n + 1;
-    return 0;
-}
-
-struct snap_lock *
-snapshot_add_lock(struct snapshot *s)
-{
-    struct snap_lock *l;
-
-    if (s->nlocks >= UINT32_MAX) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    if (grow((void **)&s->locks, &s->locks_cap, s->nlocks + 1, sizeof(*l)) == -1)
-        return NULL;
-    l = &s->locks[s->nlocks++];
-    memset(l, 0, sizeof(*l));
-    l->holder_first = (uint32_t)s->nholders;
-    return l;
-}
-
-int
-snapshot_add_holder(struct snapshot *s, const struct lock_holder *h)
-{
-    struct snap_holder *sh;
-    uint32_t off;
-    size_t len = h->idlen > UINT16_MAX ? UINT16_MAX : h->idlen;
-
-    if (s->nholders >= UINT32_MAX) {
-        errno = ENOMEM;
-        return -1;
-    }
-    if (snapshot_add_bytes(s, h->id, len, &off) == -1)
-        return -1;
-    if (grow((void **)&s->holders, &s->holders_cap, s->nholders + 1, sizeof(*sh)) == -1)
-        return -1;
-    sh = &s->holders[s->nholders++];
-    sh->id_off = off;
-    sh->id_len = (uint16_t)len;
-    sh->truncated = h->id_truncated;
-    sh->count = h->count;
-    return 0;
 }
 
 int
@@ -163,73 +82,216 @@ snapshot_worst_state(uint8_t states)
     return "held";
 }
 
-/*
- * Order: worst state first, then the oldest holder, then the key bytes so
- * the order is total and stable from scan to scan.  The sort key is
- * packed into one array so qsort touches 16 bytes per lock, not a record.
- */
-struct order_key {
-    uint64_t k;         /* rank in the top bits, then age */
-    uint32_t idx;
-};
-
-static int
-order_cmp(const void *a, const void *b)
+bool
+snapshot_worse(const struct snap_lock *a, const struct snap_lock *b)
 {
-    const struct order_key *x = a, *y = b;
+    int ra = snapshot_rank(a->states), rb = snapshot_rank(b->states);
 
-    if (x->k != y->k)
-        return x->k > y->k ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
+    if (ra != rb)
+        return ra > rb;
+    return a->first_seen_ms < b->first_seen_ms;
+}
+
+static struct snap_class *
+class_slot(struct snapshot *s, uint16_t idx)
+{
+    if (idx >= s->class_cap) {
+        size_t ncap = s->class_cap ? s->class_cap : 16;
+        struct snap_class *nc;
+
+        while (ncap <= idx)
+            ncap *= 2;
+        nc = realloc(s->class_stats, ncap * sizeof(*nc));
+        if (nc == NULL)
+            return NULL;
+        memset(nc + s->class_cap, 0, (ncap - s->class_cap) * sizeof(*nc));
+        s->class_stats = nc;
+        s->class_cap = ncap;
+    }
+    return &s->class_stats[idx];
+}
+
+static void
+class_add(struct snap_class *c, const struct snap_lock *l, int64_t now_ms)
+{
+    int64_t age = now_ms - l->first_seen_ms;
+
+    if (l->format < FORMATS_MAX)
+        c->locks[l->format]++;
+    c->total++;
+    if (l->states & LOCK_LEAKED)
+        c->leaked++;
+    if (l->states & LOCK_LONG)
+        c->long_held++;
+    if (l->states & LOCK_REENTRANT_HIGH)
+        c->reentrant_high++;
+    if (l->nholders > 0 && age > c->oldest_ms)
+        c->oldest_ms = age;
+    if (l->max_count > c->max_reentrancy)
+        c->max_reentrancy = l->max_count;
+}
+
+/* One allocation: record, holders, then key and ids, each followed by a
+ * NUL, then a HOST_MAX area for the host (the client registry may fill it
+ * in after the lock was kept). */
+static struct snap_lock *
+copy_lock(const struct snap_lock *l)
+{
+    size_t need = sizeof(*l) + l->nholders * sizeof(struct snap_holder) +
+        l->key_len + 1 + HOST_MAX, i;
+    struct snap_lock *c;
+    char *p;
+
+    for (i = 0; i < l->nholders; i++)
+        need += l->holders[i].id_len + 1;
+    c = malloc(need);
+    if (c == NULL)
+        return NULL;
+    *c = *l;
+    c->bytes = need;
+    c->holders = (struct snap_holder *)(c + 1);
+    p = (char *)(c->holders + l->nholders);
+    for (i = 0; i < l->nholders; i++) {
+        c->holders[i] = l->holders[i];
+        memcpy(p, l->holders[i].id, l->holders[i].id_len);
+        p[l->holders[i].id_len] = '\0';
+        c->holders[i].id = p;
+        p += l->holders[i].id_len + 1;
+    }
+    memcpy(p, l->key, l->key_len);
+    p[l->key_len] = '\0';
+    c->key = p;
+    p += l->key_len + 1;
+    c->host = p;
+    c->host_len = l->host != NULL && l->host_len < HOST_MAX ? l->host_len : 0;
+    if (c->host_len > 0)
+        memcpy(p, l->host, c->host_len);
+    p[c->host_len] = '\0';
+    return c;
+}
+
+/* min-heap on badness: parent is never worse than its children */
+static void
+sift_up(struct snap_lock **h, size_t i)
+{
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+
+        if (!snapshot_worse(h[p], h[i]))
+            break;
+        struct snap_lock *t = h[p];
+        h[p] = h[i];
+        h[i] = t;
+        i = p;
+    }
+}
+
+static void
+sift_down(struct snap_lock **h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+
+        if (l < n && snapshot_worse(h[m], h[l]))
+            m = l;
+        if (r < n && snapshot_worse(h[m], h[r]))
+            m = r;
+        if (m == i)
+            break;
+        struct snap_lock *t = h[m];
+        h[m] = h[i];
+        h[i] = t;
+        i = m;
+    }
+}
+
+static void
+evict_root(struct snapshot *s)
+{
+    s->retained_bytes -= s->locks[0]->bytes;
+    free(s->locks[0]);
+    s->locks[0] = s->locks[--s->nlocks];
+    if (s->nlocks > 0)
+        sift_down(s->locks, s->nlocks, 0);
 }
 
 int
-snapshot_finish(struct snapshot *s, int64_t now_ms)
+snapshot_add(struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
 {
-    struct order_key *keys = NULL;
-    size_t i;
-    int rc = -1;
+    struct snap_class *c = class_slot(s, l->class_idx);
+    struct snap_lock *copy;
 
-    if (s->nclasses > 0) {
-        s->class_stats = calloc(s->nclasses, sizeof(*s->class_stats));
-        if (s->class_stats == NULL)
-            goto out;
+    if (c == NULL)
+        return -1;
+    class_add(c, l, now_ms);
+    s->locks_total++;
+
+    /* Make room: drop less bad locks while over a cap. */
+    while (s->nlocks > 0 && (s->nlocks >= SNAP_RETAIN_MAX ||
+                             s->retained_bytes + l->key_len > SNAP_RETAIN_BYTES)) {
+        if (!snapshot_worse(l, s->locks[0]))
+            return 0;           /* not worse than anything kept: counted only */
+        evict_root(s);
     }
-    s->order = malloc((s->nlocks ? s->nlocks : 1) * sizeof(*s->order));
-    keys = malloc((s->nlocks ? s->nlocks : 1) * sizeof(*keys));
-    if (s->order == NULL || keys == NULL)
-        goto out;
+    if (s->nlocks == s->locks_cap) {
+        size_t ncap = s->locks_cap ? s->locks_cap * 2 : 256;
+        struct snap_lock **nl;
 
-    for (i = 0; i < s->nlocks; i++) {
-        const struct snap_lock *l = &s->locks[i];
-        int64_t age = now_ms - l->first_seen_ms;
-        uint64_t a = age < 0 ? 0 : (uint64_t)age;
-
-        if (a > (UINT64_C(1) << 59) - 1)
-            a = (UINT64_C(1) << 59) - 1;
-        keys[i].k = (uint64_t)snapshot_rank(l->states) << 59 | a;
-        keys[i].idx = (uint32_t)i;
-
-        if (l->class_idx < s->nclasses) {
-            struct snap_class *c = &s->class_stats[l->class_idx];
-
-            if (l->format < FORMATS_MAX)
-                c->locks[l->format]++;
-            if (l->states & LOCK_LEAKED)
-                c->leaked++;
-            if (l->states & LOCK_LONG)
-                c->long_held++;
-            if (l->nholders > 0 && age > c->oldest_ms)
-                c->oldest_ms = age;
-            if (l->max_count > c->max_reentrancy)
-                c->max_reentrancy = l->max_count;
-        }
+        if (ncap > SNAP_RETAIN_MAX)
+            ncap = SNAP_RETAIN_MAX;
+        nl = realloc(s->locks, ncap * sizeof(*nl));
+        if (nl == NULL)
+            return -1;
+        s->locks = nl;
+        s->locks_cap = ncap;
     }
-    qsort(keys, s->nlocks, sizeof(*keys), order_cmp);
-    for (i = 0; i < s->nlocks; i++)
-        s->order[i] = keys[i].idx;
-    rc = 0;
-out:
-    free(keys);
-    return rc;
+    copy = copy_lock(l);
+    if (copy == NULL)
+        return -1;
+    s->retained_bytes += copy->bytes;
+    s->locks[s->nlocks] = copy;
+    sift_up(s->locks, s->nlocks);
+    s->nlocks++;
+    return 0;
+}
+
+void
+snapshot_restate(struct snapshot *s, struct snap_lock *l, uint8_t states,
+                 int64_t first_seen_ms, int64_t now_ms)
+{
+    struct snap_class *c = l->class_idx < s->class_cap ? &s->class_stats[l->class_idx] : NULL;
+    int64_t age = now_ms - first_seen_ms;
+
+    if (c != NULL) {
+        if ((states & LOCK_LONG) && !(l->states & LOCK_LONG))
+            c->long_held++;
+        if ((states & LOCK_LEAKED) && !(l->states & LOCK_LEAKED))
+            c->leaked++;
+        if (l->nholders > 0 && age > c->oldest_ms)
+            c->oldest_ms = age;
+    }
+    l->states = states;
+    l->first_seen_ms = first_seen_ms;
+}
+
+static int
+worst_first(const void *a, const void *b)
+{
+    const struct snap_lock *x = *(const struct snap_lock *const *)a;
+    const struct snap_lock *y = *(const struct snap_lock *const *)b;
+
+    if (snapshot_worse(x, y))
+        return -1;
+    if (snapshot_worse(y, x))
+        return 1;
+    if (x->key_len != y->key_len)
+        return x->key_len < y->key_len ? -1 : 1;
+    return memcmp(x->key, y->key, x->key_len);
+}
+
+void
+snapshot_finish(struct snapshot *s)
+{
+    if (s->nlocks > 1)
+        qsort(s->locks, s->nlocks, sizeof(*s->locks), worst_first);
 }

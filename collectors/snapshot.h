@@ -6,9 +6,13 @@
  * render from it while the next scan builds the next one.  Nobody writes
  * to a published snapshot.
  *
- * Storage is compact because a snapshot may hold a million locks: fixed
- * records in one array, holders in a second, and every byte string (keys,
- * holder ids, hosts) in one arena addressed by 32-bit offsets.
+ * A snapshot counts every lock (per-class statistics) but keeps the
+ * details — key bytes, holders, identity — only for the worst
+ * SNAP_RETAIN_MAX locks, within SNAP_RETAIN_BYTES.  Memory therefore does
+ * not grow with the keyspace: a million healthy locks cost their class
+ * counters and the tracker's 24 bytes each, not a copy of every key (and
+ * while the next scan builds, the previous snapshot is still alive, so a
+ * full copy would cost twice).  What is not kept is counted.
  */
 #ifndef LOCKWATCH_SNAPSHOT_H
 #define LOCKWATCH_SNAPSHOT_H
@@ -33,40 +37,48 @@
 #define SNAP_MODE_READ         0x04
 #define SNAP_MODE_WRITE        0x08
 
-#define SNAP_KEY_MAX  (128 * 1024)    /* key bytes kept per lock */
-#define FORMATS_MAX   16              /* bound on formats_count */
+#define SNAP_KEY_MAX       (128 * 1024)       /* key bytes kept per lock */
+#define SNAP_RETAIN_MAX    10000              /* locks kept in detail */
+#define SNAP_RETAIN_BYTES  (32u * 1024 * 1024)
+#define FORMATS_MAX        16                 /* bound on formats_count */
 
 struct snap_holder {
-    uint32_t id_off;
+    const char *id;                   /* id_len bytes, NUL after them */
     uint16_t id_len;
     uint16_t truncated;
     int64_t count;
 };
 
+/* One lock.  Retained locks are single allocations owning their bytes;
+ * a candidate handed to snapshot_offer() points into the scan's buffers. */
 struct snap_lock {
-    uint32_t key_off;
+    const char *key;                  /* key_len bytes, NUL after them */
+    char *host;                       /* host_len bytes (0: unknown); in a
+                                       * retained lock a HOST_MAX area */
+    struct snap_holder *holders;
     uint32_t key_len;
-    uint32_t holder_first;            /* index into holders[] */
     uint32_t holders_total;
-    uint16_t nholders;                /* stored, <= HOLDERS_MAX */
+    uint16_t nholders;                /* kept, <= HOLDERS_MAX */
     uint16_t class_idx;
     uint8_t format;                   /* index into formats_table */
     uint8_t states;
     uint8_t flags;
     uint8_t host_len;
-    uint32_t host_off;
     int32_t pid;                      /* 0 unknown */
     int64_t thread;                   /* -1 unknown */
     int64_t max_count;
     int64_t pttl_ms;                  /* -1 no TTL */
     int64_t first_seen_ms;            /* Unix ms, current holder */
     int64_t acquired_ms;              /* Unix ms from the format; 0 unknown */
+    size_t bytes;                     /* size of the allocation */
 };
 
 struct snap_class {
     uint64_t locks[FORMATS_MAX];      /* by format index */
+    uint64_t total;
     uint64_t leaked;
     uint64_t long_held;
+    uint64_t reentrant_high;
     int64_t oldest_ms;                /* oldest holder age; 0 when none */
     int64_t max_reentrancy;
 };
@@ -88,22 +100,22 @@ struct snapshot {
     char *target;
     bool ok;
     char err[256];                    /* why the scan failed, when !ok */
-    int64_t started_ms, finished_ms;  /* Unix ms */
+    int64_t started_ms, finished_ms;  /* Unix ms; states are judged at started_ms */
     double duration_s;
     uint64_t keys_examined;           /* this scan */
     struct scan_counters counters;
 
-    struct snap_lock *locks;
+    /* Retained locks: a min-heap (least bad at [0]) while the scan runs,
+     * worst first after snapshot_finish(). */
+    struct snap_lock **locks;
     size_t nlocks, locks_cap;
-    struct snap_holder *holders;
-    size_t nholders, holders_cap;
-    char *arena;
-    size_t arena_len, arena_cap;
-    uint32_t *order;                  /* lock indices, worst first */
+    size_t retained_bytes;
+    uint64_t locks_total;             /* every lock counted */
 
     char **classes;                   /* class names; index = class_idx */
     size_t nclasses;
-    struct snap_class *class_stats;   /* nclasses entries */
+    struct snap_class *class_stats;   /* class_cap entries, nclasses used */
+    size_t class_cap;
     uint64_t classes_overflowed;      /* keys counted as "other" by the cap */
 };
 
@@ -112,22 +124,33 @@ struct snapshot *snapshot_new(const char *target);
 void snapshot_ref(struct snapshot *s);
 void snapshot_unref(struct snapshot *s);
 
-/* Builders, used by the scanner only (before publishing). -1 on ENOMEM. */
-int snapshot_add_bytes(struct snapshot *s, const char *p, size_t n, uint32_t *off);
-struct snap_lock *snapshot_add_lock(struct snapshot *s);
-int snapshot_add_holder(struct snapshot *s, const struct lock_holder *h);
-/* Sort order[] worst first and compute class_stats; call once at the end. */
-int snapshot_finish(struct snapshot *s, int64_t now_ms);
+/*
+ * Count lock l in its class and keep a copy of it if it is among the
+ * worst seen so far (rank, then age, decide).  l and what it points to
+ * are only read.  -1 on ENOMEM.
+ */
+int snapshot_add(struct snapshot *s, const struct snap_lock *l, int64_t now_ms);
 
-static inline const char *
-snapshot_str(const struct snapshot *s, uint32_t off)
+/* A retained lock's states or first-seen time changed after it was
+ * added (the client registry back-dated it): fix it and its class. */
+void snapshot_restate(struct snapshot *s, struct snap_lock *l, uint8_t states,
+                      int64_t first_seen_ms, int64_t now_ms);
+
+/* Sort the retained locks worst first; call once at the end. */
+void snapshot_finish(struct snapshot *s);
+
+/* Did the snapshot keep every lock it counted? */
+static inline bool
+snapshot_complete(const struct snapshot *s)
 {
-    return s->arena + off;
+    return s->nlocks == s->locks_total;
 }
 
 /* Worst state for labels: "leaked", "long", "reentrant_high" or "held". */
 const char *snapshot_worst_state(uint8_t states);
 /* Severity rank used for ordering; higher is worse. */
 int snapshot_rank(uint8_t states);
+/* Is a worse than b?  (rank, then the older holder) */
+bool snapshot_worse(const struct snap_lock *a, const struct snap_lock *b);
 
 #endif

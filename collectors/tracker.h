@@ -3,11 +3,12 @@
  *
  * A watchdog renews a lock's TTL without changing its holder, so the age
  * of a holder cannot be read from Redis; it has to be remembered from scan
- * to scan.  The tracker keeps, per key, a hash of the holder set, when
- * that holder set was first seen, since when the key has had no TTL, and
- * the pass that last saw it.  Keys are remembered by a 64-bit hash only
- * (40 bytes an entry, open addressing), so a million locks cost ~60 MB at
- * most, and the key bytes live only in the snapshot.  Entries not seen in
+ * to scan.  The tracker keeps, per key, a hash of the holder it times
+ * (the oldest one still there, for shared read locks), when that holder
+ * was first seen, since when the key has had no TTL, and the pass that
+ * last saw it.  Keys are remembered by a 64-bit hash only
+ * (32 bytes an entry, open addressing), so a million locks cost 32-64 MB
+ * and the key bytes live only in the snapshot.  Entries not seen in
  * a completed pass are dropped at its end.
  *
  * A tracker belongs to one scanner thread; it has no lock of its own.
@@ -30,13 +31,17 @@ struct tracker *tracker_new(void);
 void tracker_free(struct tracker *t);
 
 /*
- * Record a sighting in pass `pass` at now_ms.  start_age_ms is how old the
- * holder may already be when first seen (OBJECT IDLETIME, or the
+ * Record a sighting in pass `pass` at now_ms.  holders are hashes of the
+ * current holders, in the order Redis keeps them: while the timed holder
+ * is among them its clock runs on (a reader joining a read lock does not
+ * make the lock young); otherwise holders[0] becomes the timed holder and
+ * the clock restarts.  start_age_ms is how old the holder may already be
+ * when first seen (OBJECT IDLETIME, or the
  * acquisition time the format encodes); it back-dates new entries and
  * holder changes.  has_ttl is PTTL >= 0.  Returns -1 on ENOMEM.
  */
-int tracker_visit(struct tracker *t, uint64_t key_hash, uint64_t holder_hash,
-                  uint32_t pass, int64_t now_ms, int64_t start_age_ms,
+int tracker_visit(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
+                  size_t nholders, uint32_t pass, int64_t now_ms, int64_t start_age_ms,
                   int has_ttl, struct track_result *res);
 
 /*

@@ -23,27 +23,27 @@ static void
 add_lock(struct snapshot *s, const char *key, size_t keylen, const char *holder,
          size_t hlen, uint8_t states, int64_t age_ms, int64_t count)
 {
-    struct snap_lock *l = snapshot_add_lock(s);
-    struct lock_holder h;
-    uint32_t off;
+    struct snap_holder h;
+    struct snap_lock l;
 
-    assert_non_null(l);
-    assert_int_equal(snapshot_add_bytes(s, key, keylen, &off), 0);
-    l->key_off = off;
-    l->key_len = (uint32_t)keylen;
-    l->class_idx = 0;
-    l->format = 0;
-    l->states = LOCK_HELD | states;
-    l->pttl_ms = (states & LOCK_LEAKED) ? -1 : 30000;
-    l->first_seen_ms = NOW - age_ms;
-    l->max_count = count;
-    l->holders_total = 1;
+    memset(&l, 0, sizeof(l));
     memset(&h, 0, sizeof(h));
-    memcpy(h.id, holder, hlen < HOLDER_ID_MAX - 1 ? hlen : HOLDER_ID_MAX - 1);
-    h.idlen = hlen < HOLDER_ID_MAX - 1 ? hlen : HOLDER_ID_MAX - 1;
+    l.key = key;
+    l.key_len = (uint32_t)keylen;
+    l.class_idx = 0;
+    l.format = 0;
+    l.states = LOCK_HELD | states;
+    l.pttl_ms = (states & LOCK_LEAKED) ? -1 : 30000;
+    l.first_seen_ms = NOW - age_ms;
+    l.max_count = count;
+    l.holders_total = 1;
+    l.thread = -1;
+    h.id = holder;
+    h.id_len = (uint16_t)hlen;
     h.count = count;
-    assert_int_equal(snapshot_add_holder(s, &h), 0);
-    l->nholders = 1;
+    l.holders = &h;
+    l.nholders = 1;
+    assert_int_equal(snapshot_add(s, &l, NOW), 0);
 }
 
 static struct snapshot *
@@ -68,7 +68,7 @@ view_of(struct view *v, struct snapshot **snaps, size_t n, int top)
     memset(v, 0, sizeof(*v));
     v->targets = calloc(n, sizeof(*v->targets));
     for (i = 0; i < n; i++) {
-        assert_int_equal(snapshot_finish(snaps[i], NOW), 0);
+        snapshot_finish(snaps[i]);
         v->targets[i].name = strdup(snaps[i]->target);
         v->targets[i].snap = snaps[i];
     }
