@@ -1,0 +1,344 @@
+/*
+ * client_impl.h - liblockwatch's insides, shared by the client sources and the unit
+ * tests.  Never installed: the public API is lockwatch.h alone.
+ *
+ * Naming: lw_ is public (exported with LW_API), lwc_ is internal and
+ * hidden (the library is built with -fvisibility=hidden); the lwc_ prefix
+ * also keeps these symbols apart from lockwatchd's core archive, which the
+ * unit tests link together with liblockwatch.a.
+ *
+ * Locking order, where two are held at once: cmd_mu before bg.mu.  No
+ * network I/O (other than a non-blocking UDP send) ever happens under
+ * bg.mu or pool_mu.
+ */
+#ifndef LOCKWATCH_CLIENT_IMPL_H
+#define LOCKWATCH_CLIENT_IMPL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <hiredis.h>
+
+#include "lockwatch.h"
+
+/* --- bounds ------------------------------------------------------------ */
+
+#define LWC_HOST_MAX     63     /* token host field, bytes */
+#define LWC_UUID_LEN     36
+#define LWC_TOKEN_MAX    160    /* an lw1 token is at most 129 bytes */
+#define LWC_RANDOM_HEX   16
+#define LWC_DGRAM_MAX    1432   /* one UDP payload (SPEC: keep <= 1432) */
+#define LWC_FLUSH_US     100000 /* a buffered sample waits at most this */
+#define LWC_POOL_MAX     4      /* idle pub/sub connections kept per client */
+#define LWC_RENEW_BATCH  128    /* renewals pipelined per round trip */
+#define LWC_PASSWORD_MAX 1024
+#define LWC_LEASE_MIN_MS 30     /* a shorter lease cannot be renewed in time */
+#define LWC_LEASE_MAX_MS (1LL << 40)
+#define LWC_TIMEOUT_MAX_MS 86400000   /* connect/command timeouts: a day */
+
+/* Re-check interval of a waiting lw_lock(): starts here, doubles up to the
+ * cap.  A release that publishes wakes the waiter at once; this only bounds
+ * how late a silent release (redis-py, redlock, a TTL running out) is seen. */
+#define LWC_RECHECK_MIN_US 50000
+#define LWC_RECHECK_MAX_US 250000
+
+#define LWC_REGISTRY_PREFIX "lockwatch:client:"
+#define LWC_FENCE_PREFIX    "lockwatch_fence"
+#define LWC_PLAIN_CHANNEL   "lockwatch_lock__channel"
+#define LWC_RLOCK_CHANNEL   "redisson_lock__channel"
+
+/* --- errors and time (client.c) ---------------------------------------- */
+
+/* Fill *err (may be NULL) and return status. */
+lw_status lwc_seterr(lw_error *err, lw_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void lwc_clearerr(lw_error *err);
+int64_t lwc_mono_us(void);
+int64_t lwc_unix_ms(void);
+
+/* --- Lua scripts (scripts.c) ------------------------------------------- */
+
+enum lwc_script_id {
+    LWC_PLAIN_ACQUIRE_FENCED,
+    LWC_PLAIN_RELEASE,
+    LWC_PLAIN_EXTEND,
+    LWC_RLOCK_ACQUIRE,
+    LWC_RLOCK_RELEASE,
+    LWC_RLOCK_EXTEND,
+    LWC_SCRIPT_COUNT
+};
+
+struct lwc_script {
+    const char *name;
+    const char *src;
+};
+
+extern const struct lwc_script lwc_scripts[LWC_SCRIPT_COUNT];
+
+/* --- the client --------------------------------------------------------- */
+
+/* A datagram being filled: '\n'-terminated lines, at most LWC_DGRAM_MAX. */
+struct lwc_batch {
+    char buf[LWC_DGRAM_MAX];
+    size_t len;
+    unsigned lines;
+};
+
+struct lwc_report {
+    int fd;                         /* -1: reporting off */
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    struct lwc_batch batch;         /* under bg.mu */
+    int64_t first_us;               /* when batch got its first line; 0 empty */
+};
+
+/* The client's background thread: watchdog renewals, registry refresh,
+ * report flushing (watchdog.c). */
+struct lwc_bg {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;            /* on CLOCK_MONOTONIC */
+    pthread_t thread;
+    bool started;
+    bool stop;
+    struct lw_lock *watched;        /* renewed locks, doubly linked */
+    size_t nwatched;
+    struct lw_lock *reentrant;      /* live reentrant locks (registry) */
+    size_t nreentrant;
+    int64_t next_tick_us;           /* 0: no renewal tick armed */
+    int64_t sleep_until_us;         /* the thread sleeps until then
+                                     * (INT64_MAX: until signalled); 0 while
+                                     * it is awake and will look again */
+    redisContext *redis;            /* the thread's own connection */
+    struct lwc_report rep;
+};
+
+struct lwc_stats {
+    atomic_uint_fast64_t samples_sent, samples_dropped, datagrams_sent;
+    atomic_uint_fast64_t wakeups, rechecks, renewals, locks_lost;
+};
+
+struct lw_client {
+    /* settings, fixed after lw_connect() */
+    char *host;
+    int port;
+    char *username;
+    char *password;
+    int db;
+    struct timeval connect_tv, command_tv;
+    long long default_lease_ms;
+    lw_lost_cb on_lost;
+    void *on_lost_data;
+
+    /* identity */
+    char id[LWC_UUID_LEN + 1];
+    char hostname[LWC_HOST_MAX + 1];
+    long pid;
+    char registry_key[sizeof(LWC_REGISTRY_PREFIX) + LWC_UUID_LEN + 2];
+
+    /* script SHA1s from SCRIPT LOAD; "" means use EVAL */
+    char sha[LWC_SCRIPT_COUNT][41];
+
+    /* the command connection, shared by all threads */
+    pthread_mutex_t cmd_mu;
+    redisContext *cmd;
+
+    /* idle pub/sub connections for waiters (wait.c) */
+    pthread_mutex_t pool_mu;
+    redisContext *pool[LWC_POOL_MAX];
+    size_t npool;
+
+    struct lwc_bg bg;
+    struct lwc_stats stats;
+
+    bool sync_ready;                /* the mutexes and cond are initialised */
+    atomic_int refs;                /* caller + one per live lock object */
+    atomic_bool closed;             /* lw_client_free() was called */
+};
+
+void lwc_client_unref(lw_client *c);
+
+/* --- lock kinds (plain.c, reentrant.c) ---------------------------------- */
+
+struct lw_lock;
+
+/*
+ * One row per lock format.  attempt() makes one try at the lock on ctx (the
+ * command connection, held by the caller): LW_OK (lock filled in), LW_BUSY
+ * (with want_pttl, *pttl = the holder's PTTL in ms, -1 none, -2 gone), or
+ * LW_ERR.  release() returns LW_OK, LW_LOST or LW_ERR.  The extend script
+ * takes KEYS[1] = key, ARGV[1] = holder id, ARGV[2] = lease ms and returns
+ * 1 (extended) or 0 (not ours); the watchdog uses it too.
+ */
+struct lwc_kind {
+    const char *name;
+    const char *channel_prefix;
+    enum lwc_script_id extend_script;
+    lw_status (*attempt)(lw_client *c, redisContext *ctx, struct lw_lock *lk,
+                         bool want_pttl, long long *pttl, lw_error *err);
+    lw_status (*release)(lw_client *c, redisContext *ctx, struct lw_lock *lk,
+                         lw_error *err);
+};
+
+extern const struct lwc_kind lwc_kind_plain;
+extern const struct lwc_kind lwc_kind_reentrant;
+
+struct lw_lock {
+    lw_client *client;
+    const struct lwc_kind *kind;
+    bool fencing;
+    bool watchdog;                  /* renewed by the watchdog */
+    long long lease_ms;             /* current lease */
+    long long fence;                /* 0: none */
+    long long tid;                  /* the acquiring thread */
+    long holds;                     /* reentrant hold count after acquiring */
+    int64_t acquired_mono_us;
+    int64_t acquired_unix_ms;
+    int64_t waited_us;
+    int64_t renewed_mono_us;        /* last successful renewal (bg thread) */
+    atomic_int lost;
+    atomic_int refs;                /* the caller + the watchdog while busy */
+
+    /* under client->bg.mu */
+    struct lw_lock *wprev, *wnext;  /* watched list */
+    bool watched;
+    struct lw_lock *rprev, *rnext;  /* live reentrant list */
+    bool registered;
+
+    char holder[LWC_TOKEN_MAX];     /* lw1 token or "<uuid>:<tid>" */
+    size_t holderlen;
+    const char *key;                /* these three point into names[] */
+    size_t keylen;
+    const char *channel;
+    size_t channellen;
+    const char *fence_key;
+    size_t fence_keylen;
+    char names[];
+};
+
+/* One attempt on the command connection (lock.c). */
+lw_status lwc_attempt(lw_client *c, struct lw_lock *lk, bool want_pttl,
+                      long long *pttl, lw_error *err);
+/* The {ok, n, fence} reply of an acquire script: LW_OK (holds and fence
+ * set), LW_BUSY (*pttl = n when pttl is not NULL) or LW_ERR. */
+lw_status lwc_acquire_result(const redisReply *r, struct lw_lock *lk,
+                             long long *pttl, lw_error *err);
+void lwc_lock_unref(struct lw_lock *lk);
+void lwc_mark_lost(struct lw_lock *lk);
+
+/* --- Redis connections (conn.c) ----------------------------------------- */
+
+/* A new connection with AUTH and SELECT done, or NULL with *err. */
+redisContext *lwc_redis_connect(const lw_client *c, const char *what,
+                                lw_error *err);
+/* The command connection, locked; connects if needed.  NULL with *err. */
+redisContext *lwc_cmd_get(lw_client *c, lw_error *err);
+/* Unlock it; a connection in error state is dropped (reconnect next time). */
+void lwc_cmd_put(lw_client *c, redisContext *ctx);
+/* A reply, or NULL with *err (the connection is then unusable). */
+redisReply *lwc_command(redisContext *ctx, int argc, const char **argv,
+                        const size_t *lens, const char *what, lw_error *err);
+/* Run a script by EVALSHA, falling back to EVAL on NOSCRIPT. */
+redisReply *lwc_eval(lw_client *c, redisContext *ctx, enum lwc_script_id id,
+                     int nkeys, int nargs, const char **kv, const size_t *kvlen,
+                     lw_error *err);
+/* Append the same to ctx's output buffer (for pipelines).  0 or -1. */
+int lwc_eval_append(lw_client *c, redisContext *ctx, enum lwc_script_id id,
+                    int nkeys, int nargs, const char **kv, const size_t *kvlen);
+/* SCRIPT LOAD every script; failures leave sha "" (EVAL is used). */
+void lwc_scripts_load(lw_client *c, redisContext *ctx);
+bool lwc_reply_is_noscript(const redisReply *r);
+/* Copy an error reply's text into *err as LW_ERR, naming what. */
+lw_status lwc_reply_error(const redisReply *r, const char *what, lw_error *err);
+
+/* --- identity and names (token.c, names.c) ------------------------------ */
+
+struct lwc_token {
+    char host[LWC_HOST_MAX + 1];
+    long pid;
+    long long thread;
+    int64_t acquired_ms;
+    uint64_t random;
+};
+
+int lwc_random(void *buf, size_t n);
+void lwc_uuid4_format(char out[LWC_UUID_LEN + 1], const unsigned char raw[16]);
+int lwc_uuid4(char out[LWC_UUID_LEN + 1]);
+/* Copy in to out as [A-Za-z0-9._-]{1,63}: other bytes become '-'; empty
+ * becomes "localhost".  out has room for LWC_HOST_MAX + 1 bytes. */
+size_t lwc_host_sanitize(char out[LWC_HOST_MAX + 1], const char *in);
+void lwc_hostname(char out[LWC_HOST_MAX + 1]);
+long long lwc_gettid(void);
+/* Decimal digits of v into out (no NUL); returns the count (<= 20). */
+size_t lwc_fmt_u64(char *out, uint64_t v);
+/* Format an lw1 token; its length, or -1 when a field is out of range or
+ * cap is too small.  out is NUL-terminated. */
+int lwc_token_format(char *out, size_t cap, const struct lwc_token *t);
+/* Parse one (strict: exactly the grammar lwc_token_format writes). */
+int lwc_token_parse(const char *s, size_t len, struct lwc_token *t);
+
+/* Redisson's prefixName(): "<prefix>:<key>" when key holds '{', else
+ * "<prefix>:{<key>}".  Writes at most cap bytes incl. NUL; returns the
+ * length it needs (excluding NUL), like snprintf. */
+size_t lwc_prefixed_name(char *out, size_t cap, const char *prefix,
+                         const char *key, size_t keylen);
+
+/* --- options (client.c) -------------------------------------------------- */
+
+lw_status lwc_options_check(const lw_options *o, lw_error *err);
+
+/* --- reporting (report.c) ------------------------------------------------ */
+
+/* Percent-encode key (bytes < 0x21, > 0x7e and '%' as %XX); writes at most
+ * cap bytes (no NUL) and returns the length it needs. */
+size_t lwc_key_encode(char *out, size_t cap, const char *key, size_t keylen);
+/* One '\n'-terminated line; its length, or 0 when it exceeds cap. */
+size_t lwc_line_wait(char *out, size_t cap, const char *key, size_t keylen,
+                     uint64_t us, lw_status outcome);
+size_t lwc_line_hold(char *out, size_t cap, const char *key, size_t keylen,
+                     uint64_t us);
+/* 0 appended; 1 does not fit now (send, reset, retry); -1 never fits. */
+int lwc_batch_append(struct lwc_batch *b, const char *line, size_t len);
+void lwc_batch_reset(struct lwc_batch *b);
+/* "host:port" or "[v6]:port" -> host (NUL-terminated) and port; 0 or -1. */
+int lwc_parse_hostport(const char *s, char *host, size_t hostcap, int *port);
+
+lw_status lwc_report_open(lw_client *c, const char *agent, bool on,
+                          lw_error *err);
+void lwc_report_close(lw_client *c);
+void lwc_report_wait(lw_client *c, const char *key, size_t keylen, int64_t us,
+                     lw_status outcome);
+void lwc_report_hold(lw_client *c, const char *key, size_t keylen, int64_t us);
+/* Send the batch now; called with bg.mu held. */
+void lwc_report_flush_locked(lw_client *c);
+
+/* --- background thread (watchdog.c) ------------------------------------- */
+
+int lwc_bg_init(lw_client *c);
+void lwc_bg_destroy(lw_client *c);
+lw_status lwc_bg_start(lw_client *c, lw_error *err);
+void lwc_bg_stop(lw_client *c);
+void lwc_bg_track(lw_client *c, struct lw_lock *lk);
+void lwc_bg_untrack(lw_client *c, struct lw_lock *lk);
+/* Stop renewing lk (it stays in the registry list). */
+void lwc_bg_unwatch(lw_client *c, struct lw_lock *lk);
+/* With bg.mu held: is another live reentrant lock held by the same thread
+ * on the same key? */
+bool lwc_bg_same_hold_locked(lw_client *c, const struct lw_lock *lk);
+/* With bg.mu held: make sure the thread wakes by deadline_us. */
+void lwc_bg_arm_locked(lw_client *c, int64_t deadline_us);
+
+/* --- waiting (wait.c) ----------------------------------------------------- */
+
+/* Retry lk until it is ours or deadline_us (monotonic; < 0: never) passes,
+ * sleeping on pub/sub wake-ups in between.  LW_OK, LW_TIMEOUT or LW_ERR. */
+lw_status lwc_wait_acquire(lw_client *c, struct lw_lock *lk, int64_t deadline_us,
+                           lw_error *err);
+void lwc_pool_close(lw_client *c);
+
+#endif

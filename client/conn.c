@@ -1,0 +1,265 @@
+/*
+ * conn.c - Redis connections: connecting (AUTH, SELECT, timeouts), the
+ * shared command connection, and running the lock scripts.
+ *
+ * A client has one command connection that every thread shares behind
+ * cmd_mu: lock commands are single short round trips, so serialising them
+ * costs little and keeps a client to one connection however many threads
+ * use it.  The watchdog thread and each waiting lw_lock() have connections
+ * of their own (a blocking read for a wake-up must not hold the command
+ * connection).  A connection that failed is dropped, and the next command
+ * reconnects; a command is never retried by itself, because one that failed
+ * after reaching the server (SET NX, a release) may have taken effect.
+ *
+ * Scripts run by EVALSHA with the SHA1 that SCRIPT LOAD returned at
+ * connect.  A NOSCRIPT answer (server restarted, SCRIPT FLUSH, failover to
+ * a replica that never saw the script) falls back to EVAL, which also puts
+ * the script back in the server's cache for the next EVALSHA.
+ */
+#include <string.h>
+
+#include "client_impl.h"
+
+#define EVAL_ARGV_MAX 12
+
+redisContext *
+lwc_redis_connect(const lw_client *c, const char *what, lw_error *err)
+{
+    redisContext *ctx = NULL;
+    redisReply *r = NULL;
+
+    ctx = redisConnectWithTimeout(c->host, c->port, c->connect_tv);
+    if (ctx == NULL) {
+        lwc_seterr(err, LW_ERR, "%s: out of memory connecting to Redis", what);
+        goto fail;
+    }
+    if (ctx->err) {
+        lwc_seterr(err, LW_ERR, "%s: cannot connect to Redis at %s:%d: %s "
+                   "(check that redis-server runs there and the host/port "
+                   "options)", what, c->host, c->port, ctx->errstr);
+        goto fail;
+    }
+    if (redisSetTimeout(ctx, c->command_tv) != REDIS_OK) {
+        lwc_seterr(err, LW_ERR, "%s: cannot set the command timeout on the "
+                   "Redis connection to %s:%d: %s", what, c->host, c->port,
+                   ctx->errstr);
+        goto fail;
+    }
+    /* Keepalive only helps notice a dead peer; not worth failing over. */
+    (void)redisEnableKeepAlive(ctx);
+
+    if (c->password != NULL) {
+        const char *argv[3] = { "AUTH", NULL, NULL };
+        size_t lens[3] = { 4, 0, 0 };
+        int argc = 0;
+
+        if (c->username != NULL) {
+            argv[1] = c->username;
+            lens[1] = strlen(c->username);
+            argv[2] = c->password;
+            lens[2] = strlen(c->password);
+            argc = 3;
+        } else {
+            argv[1] = c->password;
+            lens[1] = strlen(c->password);
+            argc = 2;
+        }
+        r = lwc_command(ctx, argc, argv, lens, what, err);
+        if (r == NULL)
+            goto fail;
+        if (r->type == REDIS_REPLY_ERROR) {
+            lwc_seterr(err, LW_ERR, "%s: Redis at %s:%d refused AUTH%s%s: %s "
+                       "(check the password and username options)", what,
+                       c->host, c->port, c->username ? " as " : "",
+                       c->username ? c->username : "", r->str);
+            goto fail;
+        }
+        freeReplyObject(r);
+        r = NULL;
+    }
+    if (c->db != 0) {
+        char num[24];
+        const char *argv[2] = { "SELECT", num };
+        size_t lens[2] = { 6, 0 };
+
+        lens[1] = lwc_fmt_u64(num, (uint64_t)c->db);
+        r = lwc_command(ctx, 2, argv, lens, what, err);
+        if (r == NULL)
+            goto fail;
+        if (r->type == REDIS_REPLY_ERROR) {
+            lwc_seterr(err, LW_ERR, "%s: Redis at %s:%d refused SELECT %d: %s "
+                       "(check the db option)", what, c->host, c->port, c->db,
+                       r->str);
+            goto fail;
+        }
+        freeReplyObject(r);
+        r = NULL;
+    }
+    return ctx;
+
+fail:
+    if (r != NULL)
+        freeReplyObject(r);
+    if (ctx != NULL)
+        redisFree(ctx);
+    return NULL;
+}
+
+redisContext *
+lwc_cmd_get(lw_client *c, lw_error *err)
+{
+    pthread_mutex_lock(&c->cmd_mu);
+    if (c->cmd == NULL)
+        c->cmd = lwc_redis_connect(c, "command connection", err);
+    if (c->cmd == NULL) {
+        pthread_mutex_unlock(&c->cmd_mu);
+        return NULL;
+    }
+    return c->cmd;
+}
+
+void
+lwc_cmd_put(lw_client *c, redisContext *ctx)
+{
+    if (ctx != NULL && ctx->err) {
+        redisFree(ctx);
+        c->cmd = NULL;
+    }
+    pthread_mutex_unlock(&c->cmd_mu);
+}
+
+redisReply *
+lwc_command(redisContext *ctx, int argc, const char **argv, const size_t *lens,
+            const char *what, lw_error *err)
+{
+    redisReply *r = redisCommandArgv(ctx, argc, argv, lens);
+
+    if (r == NULL)
+        lwc_seterr(err, LW_ERR, "%s: Redis connection failed: %s (Redis "
+                   "stopped, the network dropped, or the command timeout "
+                   "passed)", what, ctx->errstr[0] ? ctx->errstr : "no reply");
+    return r;
+}
+
+bool
+lwc_reply_is_noscript(const redisReply *r)
+{
+    return r != NULL && r->type == REDIS_REPLY_ERROR && r->str != NULL &&
+           strncmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+lw_status
+lwc_reply_error(const redisReply *r, const char *what, lw_error *err)
+{
+    if (r != NULL && r->type == REDIS_REPLY_ERROR)
+        return lwc_seterr(err, LW_ERR, "%s: Redis answered an error: %.*s",
+                          what, (int)(r->len > 160 ? 160 : r->len), r->str);
+    return lwc_seterr(err, LW_ERR, "%s: unexpected reply from Redis (type %d)",
+                      what, r != NULL ? r->type : -1);
+}
+
+/*
+ * The argv of EVALSHA/EVAL: command, sha or source, numkeys, keys, args.
+ * nbuf holds the numkeys digits.  Returns argc, or -1 when it cannot fit.
+ */
+static int
+eval_argv(const lw_client *c, enum lwc_script_id id, bool by_sha, int nkeys,
+          int nargs, const char **kv, const size_t *kvlen, const char **argv,
+          size_t *lens, char nbuf[24])
+{
+    int argc = 0;
+
+    if (nkeys < 0 || nargs < 0 || 3 + nkeys + nargs > EVAL_ARGV_MAX)
+        return -1;
+    if (by_sha) {
+        argv[argc] = "EVALSHA";
+        lens[argc++] = 7;
+        argv[argc] = c->sha[id];
+        lens[argc++] = strlen(c->sha[id]);
+    } else {
+        argv[argc] = "EVAL";
+        lens[argc++] = 4;
+        argv[argc] = lwc_scripts[id].src;
+        lens[argc++] = strlen(lwc_scripts[id].src);
+    }
+    lens[argc] = lwc_fmt_u64(nbuf, (uint64_t)nkeys);
+    argv[argc++] = nbuf;
+    for (int i = 0; i < nkeys + nargs; i++) {
+        argv[argc] = kv[i];
+        lens[argc++] = kvlen[i];
+    }
+    return argc;
+}
+
+redisReply *
+lwc_eval(lw_client *c, redisContext *ctx, enum lwc_script_id id, int nkeys,
+         int nargs, const char **kv, const size_t *kvlen, lw_error *err)
+{
+    const char *argv[EVAL_ARGV_MAX];
+    size_t lens[EVAL_ARGV_MAX];
+    char nbuf[24];
+    redisReply *r = NULL;
+    int argc;
+
+    if (c->sha[id][0] != '\0') {
+        argc = eval_argv(c, id, true, nkeys, nargs, kv, kvlen, argv, lens, nbuf);
+        if (argc < 0)
+            goto toolong;
+        r = lwc_command(ctx, argc, argv, lens, lwc_scripts[id].name, err);
+        if (!lwc_reply_is_noscript(r))
+            return r;
+        freeReplyObject(r);
+    }
+    argc = eval_argv(c, id, false, nkeys, nargs, kv, kvlen, argv, lens, nbuf);
+    if (argc < 0)
+        goto toolong;
+    return lwc_command(ctx, argc, argv, lens, lwc_scripts[id].name, err);
+
+toolong:
+    lwc_seterr(err, LW_ERR, "%s: internal error: too many script arguments",
+               lwc_scripts[id].name);
+    return NULL;
+}
+
+int
+lwc_eval_append(lw_client *c, redisContext *ctx, enum lwc_script_id id,
+                int nkeys, int nargs, const char **kv, const size_t *kvlen)
+{
+    const char *argv[EVAL_ARGV_MAX];
+    size_t lens[EVAL_ARGV_MAX];
+    char nbuf[24];
+    int argc = eval_argv(c, id, c->sha[id][0] != '\0', nkeys, nargs, kv, kvlen,
+                         argv, lens, nbuf);
+
+    if (argc < 0)
+        return -1;
+    return redisAppendCommandArgv(ctx, argc, argv, lens) == REDIS_OK ? 0 : -1;
+}
+
+void
+lwc_scripts_load(lw_client *c, redisContext *ctx)
+{
+    int appended = 0;
+
+    for (int i = 0; i < LWC_SCRIPT_COUNT; i++) {
+        const char *argv[3] = { "SCRIPT", "LOAD", lwc_scripts[i].src };
+        size_t lens[3] = { 6, 4, strlen(lwc_scripts[i].src) };
+
+        c->sha[i][0] = '\0';
+        if (redisAppendCommandArgv(ctx, 3, argv, lens) != REDIS_OK)
+            break;
+        appended++;
+    }
+    /* Read every reply we asked for, so the connection stays in step. */
+    for (int i = 0; i < appended; i++) {
+        void *v = NULL;
+        redisReply *r;
+
+        if (redisGetReply(ctx, &v) != REDIS_OK)
+            return;
+        r = v;
+        if (r->type == REDIS_REPLY_STRING && r->len == 40)
+            memcpy(c->sha[i], r->str, 41);
+        freeReplyObject(r);
+    }
+}

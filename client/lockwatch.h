@@ -1,0 +1,288 @@
+/*
+ * lockwatch.h - liblockwatch, a Redis lock client for C that reports how
+ * long its callers waited for each lock and how long they held it.
+ *
+ * This is the only public header.  Everything it declares starts with lw_
+ * (LW_ for macros); the handles are opaque.
+ *
+ * Two kinds of lock, one API:
+ *
+ *   plain      a string key: SET key <lw1 token> NX PX lease, released and
+ *              extended by compare-and-delete / compare-and-pexpire Lua
+ *              scripts.  The token names the holder (host, pid, thread,
+ *              acquisition time), so lockwatchd can show who holds it.
+ *   reentrant  (LW_REENTRANT) Redisson's RLock wire format: a hash whose
+ *              field "<client uuid>:<thread id>" counts the holds.  A C
+ *              service and a Java service using Redisson's RLock can share
+ *              one lock.  The holder's identity goes to a small registry
+ *              hash, lockwatch:client:{<client uuid>}.
+ *
+ * A lock taken with lease_ms == 0 is renewed by the client's watchdog every
+ * lease/3 (default lease 30 s) until it is released; if a renewal finds the
+ * lock gone or taken over, the lock is marked lost (lw_lock_is_lost) and the
+ * on_lost callback runs.  A lock taken with an explicit lease simply expires
+ * after it unless lw_extend() is called.
+ *
+ * Every acquisition reports "lw1 wait <key> <us> <ok|timeout|error>" and
+ * every release "lw1 hold <key> <us>" to the agent over UDP (see
+ * lw_options.agent).  Reporting never blocks and never fails a lock call.
+ *
+ * Threads.  A client handle may be used by any number of threads at once:
+ * commands share one Redis connection behind a mutex; the watchdog and each
+ * waiting lw_lock() use connections of their own.  A lock handle
+ * (lw_lock_t) may be used by one thread at a time (any thread).  There is
+ * no global state: two client handles share nothing.
+ *
+ * Errors.  Functions return an lw_status.  Calls that can fail take a last
+ * argument lw_error *err (NULL allowed): on return it holds the status and,
+ * unless the status is LW_OK, a one-line message that says what failed, on
+ * what, and what to do.  The message lives in the caller's struct, so
+ * threads sharing a client never see each other's errors.  The library
+ * never aborts, never prints and never raises signals (it sends with
+ * MSG_NOSIGNAL and hiredis).
+ *
+ * Keys are NUL-terminated strings of 1..LW_KEY_MAX bytes.
+ *
+ * Requires hiredis (0.14 or later).  Link with `pkg-config --libs lockwatch`.
+ */
+#ifndef LOCKWATCH_H
+#define LOCKWATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define LW_API __attribute__((visibility("default")))
+#else
+#define LW_API
+#endif
+
+#define LW_VERSION_MAJOR 0
+#define LW_VERSION_MINOR 1
+#define LW_VERSION_PATCH 0
+
+/* Longest key accepted, in bytes. */
+#define LW_KEY_MAX 4096
+
+/* lw_lock() flags. */
+#define LW_REENTRANT 0x1    /* Redisson RLock format, reentrant per thread */
+#define LW_FENCING   0x2    /* return a fencing token (lw_lock_fence) */
+
+/* lw_lock() timeout: wait as long as it takes. */
+#define LW_WAIT_FOREVER (-1LL)
+
+typedef enum lw_status {
+    LW_OK = 0,
+    LW_TIMEOUT = 1,     /* lw_lock: not acquired within the timeout */
+    LW_BUSY = 2,        /* lw_trylock: held by someone else */
+    LW_LOST = 3,        /* the lock is no longer ours: it expired or was
+                         * taken over; nothing of the new holder's was
+                         * touched */
+    LW_ERR = -1         /* anything else (bad argument, Redis unreachable or
+                         * answering an error, out of memory): see the
+                         * lw_error message */
+} lw_status;
+
+#define LW_ERRSTR_SIZE 256
+
+typedef struct lw_error {
+    lw_status code;
+    char str[LW_ERRSTR_SIZE];   /* "" on LW_OK; NUL-terminated */
+} lw_error;
+
+typedef struct lw_client lw_client;
+typedef struct lw_lock lw_lock_t;
+
+/*
+ * Called from the client's watchdog thread when a watchdog-renewed lock is
+ * found lost (gone, or held by someone else; or not renewable for a whole
+ * lease because Redis was unreachable).  lw_lock_is_lost(lock) is already
+ * true.  The lock object stays valid while the callback runs, and the
+ * callback may call lw_unlock() on it (which returns LW_LOST and frees it).
+ * Other threads may be using or releasing the same lock meanwhile: the
+ * callback can run just after an lw_unlock() of that lock that returned
+ * LW_LOST.  It must not block for long (it delays every other renewal of
+ * the client) and must not call lw_client_free().  key is the lock's key.
+ */
+typedef void (*lw_lost_cb)(lw_lock_t *lock, const char *key, void *data);
+
+/*
+ * Client options.  Always start from lw_options_init(), then set fields:
+ * new fields get safe defaults there.  Strings are copied by lw_connect();
+ * the caller keeps ownership of what it passed.
+ */
+typedef struct lw_options {
+    const char *host;           /* Redis host name or address; "127.0.0.1" */
+    int port;                   /* 6379 */
+    const char *username;       /* ACL user for AUTH, or NULL */
+    const char *password;       /* AUTH password, or NULL */
+    const char *password_file;  /* or: read the password from this file
+                                 * (first line); not with password */
+    int db;                     /* SELECT db; 0 */
+    int connect_timeout_ms;     /* TCP connect to Redis; 2000 */
+    int command_timeout_ms;     /* one command round trip; 5000 */
+
+    /* Where to send wait/hold samples: "host:port" ("[v6addr]:port").
+     * NULL: the environment variable LOCKWATCH_AGENT, else
+     * "127.0.0.1:9717".  Resolved once, by lw_connect(). */
+    const char *agent;
+    int report;                 /* nonzero: send samples (default 1) */
+
+    /* Lease for locks taken with lease_ms == 0, renewed by the watchdog
+     * every default_lease_ms / 3.  30000 (Redisson's lockWatchdogTimeout). */
+    long long default_lease_ms;
+
+    lw_lost_cb on_lost;         /* NULL: no callback (lw_lock_is_lost only) */
+    void *on_lost_data;         /* passed to on_lost */
+} lw_options;
+
+/* Counters of one client handle, from lw_client_stats(). */
+typedef struct lw_stats {
+    uint64_t samples_sent;      /* lines handed to the kernel */
+    uint64_t samples_dropped;   /* lines lost: socket full (EAGAIN), send
+                                 * error, or a line longer than a datagram */
+    uint64_t datagrams_sent;
+    uint64_t wakeups;           /* pub/sub wake-ups seen by waiting lw_lock */
+    uint64_t rechecks;          /* waits that ended by the re-check interval
+                                 * (a release that did not publish, or none) */
+    uint64_t renewals;          /* successful watchdog renewals */
+    uint64_t locks_lost;        /* locks the watchdog found lost */
+} lw_stats;
+
+/*
+ * Fill *opts with the defaults listed in lw_options.  Never fails.
+ */
+LW_API void lw_options_init(lw_options *opts);
+
+/*
+ * Connect to Redis (one connection for commands; the watchdog and waiters
+ * connect on demand), load the lock scripts, open the reporting socket and
+ * start the client's background thread (watchdog and report flushing).
+ * Also picks this client's random UUID v4, the "<uuid>" of its reentrant
+ * lock fields and of its registry key.
+ *
+ * Returns a new client, owned by the caller (free with lw_client_free), or
+ * NULL with *err filled: invalid options, unreadable password_file,
+ * unresolvable agent address, Redis unreachable or refusing AUTH/SELECT.
+ * opts may be NULL for all defaults.
+ */
+LW_API lw_client *lw_connect(const lw_options *opts, lw_error *err);
+
+/*
+ * Stop the background thread (sending the samples still buffered), close
+ * every connection and drop the caller's reference.  Locks still held are
+ * not released: the watchdog stops, so they expire after their lease.
+ * Their lw_lock_t objects stay valid until lw_unlock(), which then frees
+ * them and returns LW_ERR without touching Redis.  No other call on this
+ * client may be running or start once lw_client_free() is called.
+ * NULL is a no-op.
+ */
+LW_API void lw_client_free(lw_client *c);
+
+/*
+ * Take the lock on key, waiting for at most timeout_ms milliseconds
+ * (LW_WAIT_FOREVER: no limit; 0: one attempt).
+ *
+ *   lease_ms  0: the default lease, renewed by the watchdog until
+ *             lw_unlock() (or until the lock is found lost);
+ *             > 0: the lock expires after lease_ms unless extended.
+ *   flags     LW_REENTRANT: Redisson RLock format; the same thread (OS
+ *             thread id) may take it again, and each lw_lock() needs its
+ *             own lw_unlock().  Without it, a plain lock (not reentrant:
+ *             taking it twice from one thread waits for yourself).
+ *             LW_FENCING: also INCR the counter lockwatch_fence:{<key>}
+ *             atomically with the acquisition and return it as
+ *             lw_lock_fence(); it only ever grows (release never deletes it).
+ *
+ * While waiting, the call sleeps on a pub/sub wake-up sent by the releasing
+ * client (liblockwatch and Redisson publish one), re-checking at least
+ * every 50..250 ms and when the holder's TTL runs out, so a release by a
+ * client that does not publish is still noticed quickly.
+ *
+ * Returns LW_OK and *out = a new lock object (owned by the caller; give it
+ * back with lw_unlock), or LW_TIMEOUT (*out = NULL) when the lock was not
+ * free within timeout_ms, or LW_ERR with *err filled.  Each call reports one
+ * wait sample (outcome ok, timeout or error).
+ */
+LW_API lw_status lw_lock(lw_client *c, const char *key, long long lease_ms,
+                         long long timeout_ms, int flags, lw_lock_t **out,
+                         lw_error *err);
+
+/*
+ * One attempt at the lock, without waiting.  As lw_lock() with
+ * timeout_ms 0, except that a lock held by someone else returns LW_BUSY.
+ */
+LW_API lw_status lw_trylock(lw_client *c, const char *key, long long lease_ms,
+                            int flags, lw_lock_t **out, lw_error *err);
+
+/*
+ * Release the lock and free the lock object, whatever the outcome (lock is
+ * invalid afterwards).  Only a lock that is still ours is touched: a plain
+ * lock is deleted only if it still holds our token; a reentrant lock's hold
+ * count is decremented only if our field is still there (the hash is
+ * deleted when the count reaches 0).  Releasing publishes a wake-up for
+ * waiters: "0" on lockwatch_lock__channel:{<key>} (plain) or on
+ * redisson_lock__channel:{<key>} (reentrant, as Redisson does).
+ *
+ * Returns LW_OK; LW_LOST when the lock had expired or was taken over (the
+ * new holder's lock is left alone); LW_ERR when Redis could not be asked
+ * (the lock, no longer renewed, expires after its lease) or the client was
+ * freed.  Reports one hold sample.  NULL is a no-op returning LW_OK.
+ */
+LW_API lw_status lw_unlock(lw_lock_t *lock, lw_error *err);
+
+/*
+ * Set the lock's remaining time to lease_ms (> 0) if it is still ours.
+ * The lock's lease becomes lease_ms; a watchdog-renewed lock stays renewed
+ * by the watchdog (at the client's default lease).
+ * Returns LW_OK, LW_LOST (not ours any more; the lock is marked lost) or
+ * LW_ERR.
+ */
+LW_API lw_status lw_extend(lw_lock_t *lock, long long lease_ms, lw_error *err);
+
+/* The fencing token taken with LW_FENCING (>= 1), else 0. */
+LW_API long long lw_lock_fence(const lw_lock_t *lock);
+
+/*
+ * Nonzero once the lock is known lost: the watchdog found it gone or taken
+ * over, or lw_extend() returned LW_LOST.  A lock with an explicit lease is
+ * not watched: it may expire without this turning nonzero.  Safe to call
+ * from any thread while the lock object is valid.
+ */
+LW_API int lw_lock_is_lost(const lw_lock_t *lock);
+
+/*
+ * The holder id stored in Redis: the lw1 token
+ * ("lw1:<host>:<pid>:<thread>:<acquired unix ms>:<16 hex>") for a plain
+ * lock, "<uuid>:<thread>" for a reentrant one.  Owned by the lock object.
+ */
+LW_API const char *lw_lock_token(const lw_lock_t *lock);
+
+/* The lock's key.  Owned by the lock object. */
+LW_API const char *lw_lock_key(const lw_lock_t *lock);
+
+/* Microseconds the lw_lock()/lw_trylock() call waited for this lock (the
+ * figure it reported). */
+LW_API long long lw_lock_waited_us(const lw_lock_t *lock);
+
+/* This client's UUID (36 lowercase characters).  Owned by the client. */
+LW_API const char *lw_client_id(const lw_client *c);
+
+/* Copy the client's counters into *out.  Safe from any thread. */
+LW_API void lw_client_stats(const lw_client *c, lw_stats *out);
+
+/* A static, human-readable name for a status ("ok", "timeout", ...). */
+LW_API const char *lw_strerror(lw_status status);
+
+/* The library version, "MAJOR.MINOR.PATCH". */
+LW_API const char *lw_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCKWATCH_H */

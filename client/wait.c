@@ -1,0 +1,283 @@
+/*
+ * wait.c - waiting for a lock: pub/sub wake-ups with a bounded re-check.
+ *
+ * Design.  Each waiting lw_lock() call SUBSCRIBEs to the lock's wake
+ * channel on a pub/sub connection of its own, taken from a small per-client
+ * pool of idle ones (LWC_POOL_MAX) or freshly connected.  The alternative, a
+ * shared per-client subscriber thread that fans messages out to waiters,
+ * saves connections when hundreds of threads wait at once, but it adds a
+ * hop (and a futex wake-up) to every hand-off and a protocol between the
+ * waiter and the thread to know when a SUBSCRIBE has taken effect.  With a
+ * connection per waiting call, the waiter itself reads the SUBSCRIBE
+ * confirmation and the wake-up, so hand-off is one PUBLISH plus one SET,
+ * and the pool makes a repeated wait cost no connect.  Only calls that
+ * actually wait use one: an uncontended lw_lock() never touches pub/sub.
+ *
+ * The loop, after the first attempt failed:
+ *
+ *     SUBSCRIBE channel          (confirmed before going on)
+ *     loop:
+ *         attempt                (SET NX / the acquire script, + PTTL)
+ *         taken, or deadline passed -> done
+ *         wait for a message on the channel, at most
+ *             min(re-check interval, holder's PTTL + 1 ms, time left)
+ *
+ * Subscribing before the re-try closes the lost-wake-up race: a release
+ * between the failed attempt and the SUBSCRIBE is caught by the re-try, and
+ * one after the SUBSCRIBE arrives as a message.  The re-check interval
+ * starts at 50 ms and doubles to 250 ms, so a holder that releases without
+ * publishing (redis-py, redlock, a TTL running out, a DEL by hand) is
+ * noticed within 250 ms at worst, and sooner when its TTL says so, while a
+ * long wait costs at most 4 attempts a second.
+ *
+ * liblockwatch publishes "0" on lockwatch_lock__channel:{key} when it
+ * releases a plain lock and Redisson (and this library) "0" on
+ * redisson_lock__channel:{key} for a reentrant one; any message on the
+ * channel is a reason to retry.  Every waiter is woken by a release and
+ * all but one go back to waiting: fine for the handful of waiters a lock
+ * has, and it needs no queue in Redis.
+ *
+ * If SUBSCRIBE is impossible (an ACL without pub/sub, say), the wait falls
+ * back to the re-check interval alone.
+ *
+ * A pooled connection is returned after an UNSUBSCRIBE that is sent but not
+ * waited for (its confirmation would cost the lock holder a round trip);
+ * the next user skips that confirmation and any late message for the old
+ * channel, and counts only messages for its own.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+
+#include "client_impl.h"
+
+static redisContext *
+pool_take(lw_client *c)
+{
+    redisContext *ctx = NULL;
+
+    pthread_mutex_lock(&c->pool_mu);
+    if (c->npool > 0)
+        ctx = c->pool[--c->npool];
+    pthread_mutex_unlock(&c->pool_mu);
+    return ctx;
+}
+
+static void
+pool_give(lw_client *c, redisContext *ctx)
+{
+    pthread_mutex_lock(&c->pool_mu);
+    if (c->npool < LWC_POOL_MAX && !atomic_load(&c->closed)) {
+        c->pool[c->npool++] = ctx;
+        ctx = NULL;
+    }
+    pthread_mutex_unlock(&c->pool_mu);
+    if (ctx != NULL)
+        redisFree(ctx);
+}
+
+void
+lwc_pool_close(lw_client *c)
+{
+    pthread_mutex_lock(&c->pool_mu);
+    while (c->npool > 0)
+        redisFree(c->pool[--c->npool]);
+    pthread_mutex_unlock(&c->pool_mu);
+}
+
+static bool
+is_push(const redisReply *r, const char *kind, const char *channel, size_t chlen)
+{
+    size_t klen = strlen(kind);
+
+    return r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
+           r->element[0]->type == REDIS_REPLY_STRING &&
+           r->element[0]->len == klen &&
+           memcmp(r->element[0]->str, kind, klen) == 0 &&
+           r->element[1]->type == REDIS_REPLY_STRING &&
+           r->element[1]->len == chlen &&
+           memcmp(r->element[1]->str, channel, chlen) == 0;
+}
+
+/* SUBSCRIBE and read up to its confirmation.  0 subscribed, -1 connection
+ * failed, -2 refused by the server. */
+static int
+subscribe(redisContext *ctx, const char *channel, size_t chlen)
+{
+    const char *argv[2] = { "SUBSCRIBE", channel };
+    size_t lens[2] = { 9, chlen };
+
+    if (redisAppendCommandArgv(ctx, 2, argv, lens) != REDIS_OK)
+        return -1;
+    for (;;) {
+        void *v = NULL;
+        redisReply *r;
+        bool done, refused;
+
+        if (redisGetReply(ctx, &v) != REDIS_OK)
+            return -1;
+        r = v;
+        refused = r->type == REDIS_REPLY_ERROR;
+        done = is_push(r, "subscribe", channel, chlen);
+        freeReplyObject(r);
+        if (refused)
+            return -2;
+        if (done)
+            return 0;
+        /* else: the previous user's "unsubscribe" or a late message */
+    }
+}
+
+/* A connection subscribed to channel, or NULL (then wait by re-checks). */
+static redisContext *
+sub_open(lw_client *c, const char *channel, size_t chlen)
+{
+    redisContext *ctx = pool_take(c);
+    int rc;
+
+    if (ctx != NULL) {
+        rc = subscribe(ctx, channel, chlen);
+        if (rc == 0)
+            return ctx;
+        redisFree(ctx);
+        if (rc == -2)
+            return NULL;
+        /* a pooled connection went stale (server timeout): one fresh try */
+    }
+    ctx = lwc_redis_connect(c, "lw_lock wait", NULL);
+    if (ctx == NULL)
+        return NULL;
+    if (subscribe(ctx, channel, chlen) != 0) {
+        redisFree(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static void
+sub_close(lw_client *c, redisContext *ctx, const char *channel, size_t chlen)
+{
+    const char *argv[2] = { "UNSUBSCRIBE", channel };
+    size_t lens[2] = { 11, chlen };
+    int done = 0;
+
+    if (redisAppendCommandArgv(ctx, 2, argv, lens) != REDIS_OK)
+        goto drop;
+    while (!done)
+        if (redisBufferWrite(ctx, &done) != REDIS_OK)
+            goto drop;
+    pool_give(c, ctx);
+    return;
+drop:
+    redisFree(ctx);
+}
+
+/*
+ * Wait up to timeout_us for a message on channel.  1 message, 0 timed out,
+ * -1 connection failed.  With timeout_us 0 it only looks at what has
+ * arrived already.
+ */
+static int
+sub_wait(redisContext *ctx, const char *channel, size_t chlen, int64_t timeout_us)
+{
+    int64_t deadline = lwc_mono_us() + timeout_us;
+
+    for (;;) {
+        struct pollfd pfd = { .fd = ctx->fd, .events = POLLIN };
+        struct timespec ts;
+        int64_t left;
+        void *v = NULL;
+        int rc;
+
+        if (redisGetReplyFromReader(ctx, &v) != REDIS_OK)
+            return -1;
+        if (v != NULL) {
+            bool wake = is_push(v, "message", channel, chlen);
+
+            freeReplyObject(v);
+            if (wake)
+                return 1;
+            continue;
+        }
+        left = deadline - lwc_mono_us();
+        if (left < 0)
+            left = 0;
+        ts.tv_sec = (time_t)(left / 1000000);
+        ts.tv_nsec = (long)(left % 1000000) * 1000;
+        rc = ppoll(&pfd, 1, &ts, NULL);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            return 0;
+        if (redisBufferRead(ctx) != REDIS_OK)
+            return -1;
+    }
+}
+
+static void
+sleep_us(int64_t us)
+{
+    struct timespec ts = { .tv_sec = (time_t)(us / 1000000),
+                           .tv_nsec = (long)(us % 1000000) * 1000 };
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+lw_status
+lwc_wait_acquire(lw_client *c, struct lw_lock *lk, int64_t deadline_us,
+                 lw_error *err)
+{
+    redisContext *sub = sub_open(c, lk->channel, lk->channellen);
+    int64_t interval = LWC_RECHECK_MIN_US;
+    lw_status st;
+
+    for (;;) {
+        long long pttl = -1;
+        int64_t now, w;
+        int rc;
+
+        st = lwc_attempt(c, lk, true, &pttl, err);
+        if (st != LW_BUSY)
+            break;
+        now = lwc_mono_us();
+        if (deadline_us >= 0 && now >= deadline_us) {
+            st = LW_TIMEOUT;
+            break;
+        }
+        if (pttl == -2)
+            continue;               /* gone since the attempt: try again */
+        w = interval;
+        if (pttl >= 0 && pttl * 1000 + 1000 < w)
+            w = pttl * 1000 + 1000; /* it expires first: be there */
+        if (deadline_us >= 0 && deadline_us - now < w)
+            w = deadline_us - now;
+
+        if (sub != NULL) {
+            rc = sub_wait(sub, lk->channel, lk->channellen, w);
+        } else {
+            sleep_us(w);
+            rc = 0;
+        }
+        if (rc > 0) {
+            atomic_fetch_add_explicit(&c->stats.wakeups, 1, memory_order_relaxed);
+            /* Several releases may have published meanwhile: one retry is
+             * enough for all of them. */
+            while (sub_wait(sub, lk->channel, lk->channellen, 0) > 0)
+                ;
+        } else if (rc == 0) {
+            atomic_fetch_add_explicit(&c->stats.rechecks, 1, memory_order_relaxed);
+            interval = interval * 2 > LWC_RECHECK_MAX_US ? LWC_RECHECK_MAX_US
+                                                         : interval * 2;
+        } else {
+            redisFree(sub);
+            sub = NULL;
+        }
+    }
+    if (sub != NULL)
+        sub_close(c, sub, lk->channel, lk->channellen);
+    return st;
+}
