@@ -145,7 +145,7 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/liblockwatch-core.a
 # installs the missing ones and does nothing when all are there.
 DEB_PKGS := gcc make pkg-config libhiredis-dev libmicrohttpd-dev libinih-dev \
             libjansson-dev libcurl4-openssl-dev libssl-dev libcmocka-dev \
-            redis-server redis-tools prometheus python3 python3-redis procps
+            redis-server redis-tools prometheus python3 python3-redis procps time
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
@@ -177,16 +177,25 @@ bench: deps
 	@bench/run $(BUILD)
 
 # --- install ---------------------------------------------------------------
+# The unit runs lockwatchd as the system user "lockwatch", which may read
+# the config (root:lockwatch 0640).  On a real install (no DESTDIR) the user
+# is created when missing; a package does that in its postinst instead.
 install: $(BINS) $(LIBLW)
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(SYSCONFDIR)/lockwatch $(DESTDIR)$(UNITDIR)
 	install -m 0755 $(LOCKWATCHD) $(DESTDIR)$(PREFIX)/sbin/lockwatchd
+	if [ -z "$(DESTDIR)" ] && ! getent passwd lockwatch >/dev/null; then \
+	    useradd --system --no-create-home --home-dir /nonexistent \
+	            --shell /usr/sbin/nologin lockwatch; fi
 	$(if $(CLIENT_SRC),install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig)
 	$(if $(CLIENT_SRC),install -m 0644 client/lockwatch.h $(DESTDIR)$(PREFIX)/include/lockwatch.h)
 	$(if $(CLIENT_SRC),install -m 0644 $(LIBLW_A) $(DESTDIR)$(PREFIX)/lib/liblockwatch.a)
 	$(if $(CLIENT_SRC),install -m 0755 $(LIBLW_SO) $(DESTDIR)$(PREFIX)/lib/liblockwatch.so.0)
 	$(if $(CLIENT_SRC),ln -sf liblockwatch.so.0 $(DESTDIR)$(PREFIX)/lib/liblockwatch.so)
 	$(if $(CLIENT_SRC),install -m 0644 $(BUILD)/lib/lockwatch.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/lockwatch.pc)
-	install -m 0640 conf/lockwatch.ini $(DESTDIR)$(SYSCONFDIR)/lockwatch/lockwatch.ini
+	if [ ! -e $(DESTDIR)$(SYSCONFDIR)/lockwatch/lockwatch.ini ]; then \
+	    install -m 0640 conf/lockwatch.ini $(DESTDIR)$(SYSCONFDIR)/lockwatch/lockwatch.ini; \
+	    if [ -z "$(DESTDIR)" ]; then chgrp lockwatch $(SYSCONFDIR)/lockwatch/lockwatch.ini; fi; \
+	fi
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 	    packaging/systemd/lockwatchd.service > $(DESTDIR)$(UNITDIR)/lockwatchd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/lockwatchd.service

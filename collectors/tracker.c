@@ -8,9 +8,9 @@
  * touch the second table.
  *
  * Linear probing over power-of-two tables kept at most 70% full.  Hash 0
- * marks an empty slot (keytext_hash never returns 0).  Sweeping rebuilds a
- * table from its survivors, O(entries) once per completed pass: cheaper
- * and simpler than tombstones.
+ * marks an empty slot (keytext_hash never returns 0).  Sweeping re-packs
+ * a table in place, O(slots) once per completed pass: cheaper and simpler
+ * than tombstones, and it needs no second table.
  */
 #include "collectors/tracker.h"
 
@@ -83,10 +83,9 @@ find_slot(struct track_entry *slots, size_t cap, uint64_t hash)
     return &slots[i];
 }
 
-/* Move live entries (those seen in keep_pass, or all when keep_all) into a
- * table of new_cap slots. */
+/* Move the entries into a table of new_cap slots (to grow). */
 static int
-rehash(struct table *tb, size_t new_cap, int keep_all, uint32_t keep_pass)
+rehash(struct table *tb, size_t new_cap)
 {
     struct track_entry *ns;
     size_t i, n = 0;
@@ -97,7 +96,7 @@ rehash(struct table *tb, size_t new_cap, int keep_all, uint32_t keep_pass)
     for (i = 0; i < tb->cap; i++) {
         struct track_entry *e = &tb->slots[i];
 
-        if (e->key_hash == 0 || (!keep_all && e->pass != keep_pass))
+        if (e->key_hash == 0)
             continue;
         *find_slot(ns, new_cap, e->key_hash) = *e;
         n++;
@@ -116,7 +115,7 @@ table_get(struct table *tb, uint64_t hash, int *fresh)
 {
     struct track_entry *e;
 
-    if ((tb->count + 1) * 10 > tb->cap * 7 && rehash(tb, tb->cap * 2, 1, 0) == -1)
+    if ((tb->count + 1) * 10 > tb->cap * 7 && rehash(tb, tb->cap * 2) == -1)
         return NULL;
     e = find_slot(tb->slots, tb->cap, hash);
     *fresh = e->key_hash == 0;
@@ -282,19 +281,39 @@ tracker_seen(const struct tracker *t, uint64_t key_hash, uint32_t pass)
     return 0;
 }
 
+/*
+ * Drop the entries not seen in `pass`, in place: no second table, so the
+ * sweep costs no memory at its peak.  Stale slots are emptied first; then
+ * every surviving entry is re-inserted, starting just after an empty slot
+ * so that each probe cluster is walked from its beginning.  A re-inserted
+ * entry only moves towards its home slot, into a slot already passed, so
+ * each entry is handled once.
+ */
 static void
 table_sweep(struct table *tb, uint32_t pass)
 {
-    size_t live = 0, i, cap = TRACKER_MIN_CAP;
+    size_t i, k, start = 0, mask = tb->cap - 1;
+    struct track_entry e;
 
+    for (i = 0; i < tb->cap; i++) {
+        if (tb->slots[i].key_hash != 0 && tb->slots[i].pass != pass) {
+            memset(&tb->slots[i], 0, sizeof(tb->slots[i]));
+            tb->count--;
+        }
+    }
     for (i = 0; i < tb->cap; i++)
-        if (tb->slots[i].key_hash != 0 && tb->slots[i].pass == pass)
-            live++;
-    while (live * 10 > cap * 5)
-        cap *= 2;
-    /* Out of memory: keep the stale entries rather than lose the live
-     * ones; they go at the next sweep. */
-    (void)rehash(tb, cap, 0, pass);
+        if (tb->slots[i].key_hash == 0) {
+            start = i;
+            break;
+        }
+    for (k = 1; k <= tb->cap; k++) {
+        i = (start + k) & mask;
+        if (tb->slots[i].key_hash == 0)
+            continue;
+        e = tb->slots[i];
+        tb->slots[i].key_hash = 0;
+        *find_slot(tb->slots, tb->cap, e.key_hash) = e;
+    }
 }
 
 size_t

@@ -123,6 +123,9 @@ sweep_drops_unseen_and_keeps_seen(void **state)
     for (k = 1; k <= 100000; k += 2)
         tracker_visit(t, k * 0x9e3779b97f4a7c15ULL | 1, hs(k), 1, 2, 5000, 0, 1, &r);
     assert_int_equal(tracker_sweep(t, 2), 50000);
+    /* every survivor is still found after the in-place re-pack */
+    for (k = 1; k <= 100000; k++)
+        assert_int_equal(tracker_seen(t, k * 0x9e3779b97f4a7c15ULL | 1, 2), k % 2 == 1);
     /* a survivor keeps its first-seen time */
     tracker_visit(t, 1 * 0x9e3779b97f4a7c15ULL | 1, hs(1), 1, 3, 9000, 0, 1, &r);
     assert_int_equal(r.first_seen_ms, 0);
