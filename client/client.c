@@ -291,13 +291,8 @@ lw_connect(const lw_options *opts, lw_error *err)
     c->cmd = lwc_redis_connect(c, "lw_connect", err);
     if (c->cmd == NULL)
         goto fail;
-    lwc_scripts_load(c, c->cmd);
-    if (c->cmd->err) {
-        lwc_seterr(err, LW_ERR, "lw_connect: Redis at %s:%d dropped the "
-                   "connection while loading scripts: %s", c->host, c->port,
-                   c->cmd->errstr);
+    if (lwc_scripts_load(c, c->cmd, err) != 0)
         goto fail;
-    }
     if (lwc_bg_start(c, err) != LW_OK)
         goto fail;
     return c;

@@ -250,8 +250,10 @@ redisReply *lwc_eval(lw_client *c, redisContext *ctx, enum lwc_script_id id,
 /* Append the same to ctx's output buffer (for pipelines).  0 or -1. */
 int lwc_eval_append(lw_client *c, redisContext *ctx, enum lwc_script_id id,
                     int nkeys, int nargs, const char **kv, const size_t *kvlen);
-/* SCRIPT LOAD every script; failures leave sha "" (EVAL is used). */
-void lwc_scripts_load(lw_client *c, redisContext *ctx);
+/* SCRIPT LOAD every script; a script that fails to load keeps sha ""
+ * (EVAL is used).  -1 with *err when the connection broke or the server
+ * wants a password. */
+int lwc_scripts_load(lw_client *c, redisContext *ctx, lw_error *err);
 bool lwc_reply_is_noscript(const redisReply *r);
 /* Copy an error reply's text into *err as LW_ERR, naming what. */
 lw_status lwc_reply_error(const redisReply *r, const char *what, lw_error *err);

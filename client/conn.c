@@ -236,10 +236,10 @@ lwc_eval_append(lw_client *c, redisContext *ctx, enum lwc_script_id id,
     return redisAppendCommandArgv(ctx, argc, argv, lens) == REDIS_OK ? 0 : -1;
 }
 
-void
-lwc_scripts_load(lw_client *c, redisContext *ctx)
+int
+lwc_scripts_load(lw_client *c, redisContext *ctx, lw_error *err)
 {
-    int appended = 0;
+    int appended = 0, rc = 0;
 
     for (int i = 0; i < LWC_SCRIPT_COUNT; i++) {
         const char *argv[3] = { "SCRIPT", "LOAD", lwc_scripts[i].src };
@@ -255,11 +255,25 @@ lwc_scripts_load(lw_client *c, redisContext *ctx)
         void *v = NULL;
         redisReply *r;
 
-        if (redisGetReply(ctx, &v) != REDIS_OK)
-            return;
+        if (redisGetReply(ctx, &v) != REDIS_OK) {
+            lwc_seterr(err, LW_ERR, "lw_connect: Redis at %s:%d dropped the "
+                       "connection while loading scripts: %s", c->host, c->port,
+                       ctx->errstr);
+            return -1;
+        }
         r = v;
-        if (r->type == REDIS_REPLY_STRING && r->len == 40)
+        if (r->type == REDIS_REPLY_STRING && r->len == 40) {
             memcpy(c->sha[i], r->str, 41);
+        } else if (r->type == REDIS_REPLY_ERROR && rc == 0 &&
+                   strncmp(r->str, "NOAUTH", 6) == 0) {
+            /* Any other refusal (an ACL without SCRIPT, say) only means
+             * EVAL instead of EVALSHA; this one means nothing will work. */
+            lwc_seterr(err, LW_ERR, "lw_connect: Redis at %s:%d wants a "
+                       "password: %s (set the password or password_file "
+                       "option)", c->host, c->port, r->str);
+            rc = -1;
+        }
         freeReplyObject(r);
     }
+    return rc;
 }

@@ -1,0 +1,363 @@
+#!/usr/bin/python3
+"""liblockwatch against a real redis-server: the watchdog, fencing tokens,
+trylock and timeouts, waiting (pub/sub wake-ups and the bounded re-check),
+the lw1 token and the holder registry as the agent reads them, and the UDP
+reports (on, off, to nowhere)."""
+
+import os
+import re
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import harness  # noqa: E402
+from client_helpers import Shell, UdpSink, closed_udp_port, parse_kv, prefixed  # noqa: E402
+
+TOKEN_RE = re.compile(r"^lw1:([A-Za-z0-9._-]{1,63}):([1-9][0-9]*):(0|[1-9][0-9]*):"
+                      r"([1-9][0-9]*):([0-9a-f]{16})$")
+
+
+def sanitized_hostname():
+    h = socket.gethostname().encode()[:63]
+    return "".join(chr(b) if (chr(b).isascii() and (chr(b).isalnum() or chr(b) in "._-"))
+                   else "-" for b in h) or "localhost"
+
+
+class BasicsTest(harness.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.redis = self.start_redis()
+        self.r = self.redis.client(decode_responses=True)
+
+    def shell(self, name="a", extra="agent=off", env=None):
+        sh = Shell(self, self.redis.port, env=env)
+        sh.ok("connect %s %s" % (name, extra))
+        return sh
+
+    # --- watchdog -------------------------------------------------------
+
+    def test_watchdog_keeps_pttl_high(self):
+        lease = 900
+        sh = self.shell(extra="agent=off lease=%d" % lease)
+        sh.ok("lock a l1 lock:wd 0 1000 -")
+        low = lease
+        t_end = time.monotonic() + 3 * lease / 1000     # 3 x lease, 9 renewals
+        while time.monotonic() < t_end:
+            pttl = self.r.pttl("lock:wd")
+            self.assertGreater(pttl, 0, "the lock expired under the watchdog")
+            low = min(low, pttl)
+            time.sleep(0.02)
+        # renewed every lease/3: never below 2/3 lease, bar scheduling jitter
+        self.assertGreater(low, lease / 3)
+        self.assertGreaterEqual(sh.stats("a")["renewals"], 6)
+        sh.ok("unlock l1")
+        self.assertEqual(self.r.exists("lock:wd"), 0)
+
+    def test_default_lease_is_30s(self):
+        sh = self.shell()
+        sh.ok("lock a l1 lock:wd30 0 1000 -")
+        self.assertTrue(29000 < self.r.pttl("lock:wd30") <= 30000)
+        sh.ok("unlock l1")
+
+    # --- fencing --------------------------------------------------------
+
+    def test_fencing_tokens_increase_across_clients(self):
+        a = self.shell("a")
+        b = self.shell("b")
+        for flags in ("fencing", "reentrant,fencing"):
+            key = "lock:fence:" + flags.split(",")[0]
+            seen = []
+            for i in range(8):
+                sh, c = (a, "a") if i % 2 == 0 else (b, "b")
+                ans = sh.ok("lock %s l1 %s 5000 2000 %s" % (c, key, flags))
+                seen.append(int(parse_kv(ans)["fence"]))
+                sh.ok("unlock l1")
+            self.assertEqual(seen, sorted(set(seen)), "fences not strictly increasing")
+            self.assertGreaterEqual(seen[0], 1)
+            fence_key = prefixed("lockwatch_fence", key)
+            # release never deletes the counter, and it never expires
+            self.assertEqual(int(self.r.get(fence_key)), seen[-1])
+            self.assertEqual(self.r.ttl(fence_key), -1)
+        # no fence asked, none taken
+        ans = a.ok("lock a l1 lock:nofence 5000 1000 -")
+        self.assertEqual(parse_kv(ans)["fence"], "0")
+        self.assertEqual(self.r.exists(prefixed("lockwatch_fence", "lock:nofence")), 0)
+        a.ok("unlock l1")
+
+    def test_fencing_key_follows_brace_rule(self):
+        sh = self.shell()
+        sh.ok("lock a l1 lock:{tag}:x 5000 1000 fencing")
+        self.assertEqual(self.r.get("lockwatch_fence:lock:{tag}:x"), "1")
+        sh.ok("unlock l1")
+
+    # --- trylock and timeouts -------------------------------------------
+
+    def test_trylock_on_held_lock_is_busy_and_quick(self):
+        a = self.shell("a")
+        b = self.shell("b")
+        a.ok("lock a l1 lock:busy 10000 1000 -")
+        for flags in ("-", "fencing"):
+            t0 = time.monotonic()
+            ans = b.cmd("trylock b l2 lock:busy 0 %s" % flags)
+            self.assertTrue(ans.startswith("BUSY"), ans)
+            self.assertLess(int(parse_kv(ans)["elapsed_us"]), 50000)
+            self.assertLess(time.monotonic() - t0, 0.5)
+        a.ok("unlock l1")
+        b.ok("trylock b l2 lock:busy 0 -")
+        b.ok("unlock l2")
+
+    def test_lock_timeout(self):
+        a = self.shell("a")
+        b = self.shell("b")
+        a.ok("lock a l1 lock:to 20000 1000 -")
+        for timeout in (150, 400):
+            ans = b.cmd("lock b l2 lock:to 0 %d -" % timeout)
+            self.assertTrue(ans.startswith("TIMEOUT"), ans)
+            elapsed = int(parse_kv(ans)["elapsed_us"]) / 1000
+            self.assertGreaterEqual(elapsed, timeout)
+            self.assertLess(elapsed, timeout + 150)
+        a.ok("unlock l1")
+
+    # --- waiting --------------------------------------------------------
+
+    def test_handoff_by_publish(self):
+        a = self.shell("a")
+        b = self.shell("b")
+        for flags in ("-", "reentrant"):
+            key = "lock:handoff:" + flags
+            a.ok("lock a l1 %s 0 1000 %s" % (key, flags))
+            before = b.stats("b")
+            b.send("lock b l2 %s 0 10000 %s" % (key, flags))
+            time.sleep(0.8)             # re-check interval is at 250 ms now
+            t0 = time.monotonic()
+            a.ok("unlock l1")
+            ans = b.recv()
+            self.assertTrue(ans.startswith("OK"), ans)
+            self.assertLess(time.monotonic() - t0, 0.1)
+            self.assertGreaterEqual(b.stats("b")["wakeups"] - before["wakeups"], 1)
+            b.ok("unlock l2")
+
+    def test_plain_release_publishes_on_its_channel(self):
+        sh = self.shell()
+        for key in ("lock:pub:x", "lock:{pub}:y"):
+            channel = prefixed("lockwatch_lock__channel", key)
+            ps = self.r.pubsub()
+            ps.subscribe(channel)
+            self.assertEqual(ps.get_message(timeout=2)["type"], "subscribe")
+            sh.ok("lock a l1 %s 5000 1000 -" % key)
+            sh.ok("unlock l1")
+            msg = ps.get_message(timeout=2)
+            self.assertIsNotNone(msg)
+            self.assertEqual((msg["channel"], msg["data"]), (channel, "0"))
+            ps.close()
+
+    def test_silent_release_is_noticed_by_recheck(self):
+        # redis-py style holder: DEL without a publish
+        sh = self.shell()
+        self.assertTrue(self.r.set("lock:silent", "py-holder", nx=True, px=60000))
+        sh.send("lock a l1 lock:silent 0 10000 -")
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        self.r.delete("lock:silent")
+        ans = sh.recv()
+        took = time.monotonic() - t0
+        self.assertTrue(ans.startswith("OK"), ans)
+        self.assertLess(took, 0.25 + 0.1)       # the re-check interval's cap
+        st = sh.stats("a")
+        self.assertEqual(st["wakeups"], 0)
+        self.assertGreaterEqual(st["rechecks"], 3)
+        # 50 + 100 + 200 + 250...: a handful of attempts, not busy polling
+        self.assertLess(st["rechecks"], 12)
+        sh.ok("unlock l1")
+
+    def test_expiring_holder_is_noticed_at_its_ttl(self):
+        sh = self.shell()
+        self.assertTrue(self.r.set("lock:expiring", "py-holder", nx=True, px=2000))
+        time.sleep(1.0)         # the waiter's interval grows past the TTL left
+        t0 = time.monotonic()
+        ans = sh.ok("lock a l1 lock:expiring 0 10000 -")
+        waited = int(parse_kv(ans)["waited_us"]) / 1e6
+        self.assertLess(waited, 1.0 + 0.1)
+        self.assertLess(time.monotonic() - t0, 1.2)
+        sh.ok("unlock l1")
+
+    # --- identity ---------------------------------------------------------
+
+    def test_token_grammar(self):
+        sh = self.shell()
+        tid = int(sh.cmd("tid"))
+        now_ms = int(time.time() * 1000)
+        ans = sh.ok("lock a l1 lock:token 5000 1000 -")
+        token = parse_kv(ans)["token"]
+        self.assertEqual(self.r.get("lock:token"), token)
+        m = TOKEN_RE.match(token)
+        self.assertIsNotNone(m, token)
+        self.assertEqual(m.group(1), sanitized_hostname())
+        self.assertEqual(int(m.group(2)), sh.pid)
+        self.assertEqual(int(m.group(3)), tid)
+        self.assertLess(abs(int(m.group(4)) - now_ms), 5000)
+        # every acquisition gets its own token
+        sh.ok("unlock l1")
+        ans = sh.ok("lock a l1 lock:token 5000 1000 -")
+        self.assertNotEqual(parse_kv(ans)["token"], token)
+        sh.ok("unlock l1")
+
+    def test_registry(self):
+        sh = self.shell(extra="agent=off lease=3000")
+        uuid = sh.ok("lock a l1 lock:reg 0 1000 reentrant").split("token=")[1].split(":")[0]
+        tid = sh.cmd("tid")
+        reg = "lockwatch:client:{%s}" % uuid
+        h = self.r.hgetall(reg)
+        self.assertEqual(h["host"], sanitized_hostname())
+        self.assertEqual(int(h["pid"]), sh.pid)
+        at = int(h["at:%s:lock:reg" % tid])
+        self.assertLess(abs(at - time.time() * 1000), 5000)
+        self.assertTrue(8000 < self.r.pttl(reg) <= 9000, self.r.pttl(reg))
+        # a second hold by the same thread keeps the first time
+        sh.ok("lock a l2 lock:reg 0 1000 reentrant")
+        self.assertEqual(int(self.r.hget(reg, "at:%s:lock:reg" % tid)), at)
+        sh.ok("unlock l2")
+        self.assertIn("at:%s:lock:reg" % tid, self.r.hgetall(reg))
+        # the watchdog keeps the registry alive past its first TTL
+        time.sleep(1.2)
+        self.assertGreater(self.r.pttl(reg), 8000)
+        sh.ok("unlock l1")
+        self.assertNotIn("at:%s:lock:reg" % tid, self.r.hgetall(reg))
+
+    def test_agent_decodes_holders(self):
+        agent = self.start_agent(self.redis, patterns="lock:*", scan_interval="1s")
+        sh = self.shell()
+        tid = int(sh.cmd("tid"))
+        sh.ok("lock a l1 lock:agent:plain 30000 1000 -")
+        agent.wait_scans(2)
+        st, body = agent.lock("lock:agent:plain")
+        self.assertEqual(st, 200, body)
+        text = repr(body)
+        self.assertIn("liblockwatch", text)
+        self.assertIn(str(sh.pid), text)
+        self.assertIn(str(tid), text)
+        sh.ok("unlock l1")
+
+    # --- connecting -------------------------------------------------------
+
+    def test_connect_errors_have_messages(self):
+        sh = Shell(self, harness.free_port())
+        ans = sh.cmd("connect a agent=off")
+        self.assertTrue(ans.startswith("ERR"), ans)
+        self.assertIn("cannot connect to Redis", ans)
+        sh2 = Shell(self, self.redis.port)
+        ans = sh2.cmd("connect a agent=no-port-here")
+        self.assertTrue(ans.startswith("ERR"), ans)
+        self.assertIn("agent", ans)
+        ans = sh2.cmd("connect b agent=off lease=5")
+        self.assertTrue(ans.startswith("ERR") and "default_lease_ms" in ans, ans)
+
+    def test_password_file(self):
+        redis = self.start_redis(password="s3cret pass")
+        d = self._tmp()
+        good = os.path.join(d, "pw")
+        with open(good, "w") as f:
+            f.write("s3cret pass\n")
+        bad = os.path.join(d, "bad")
+        with open(bad, "w") as f:
+            f.write("wrong\n")
+        sh = Shell(self, redis.port)
+        self.assertTrue(sh.cmd("connect x agent=off").startswith("ERR"))
+        ans = sh.cmd("connect y agent=off password_file=%s" % bad)
+        self.assertTrue(ans.startswith("ERR") and "AUTH" in ans, ans)
+        self.assertNotIn("wrong", ans)
+        sh.ok("connect z agent=off password_file=%s" % good)
+        sh.ok("lock z l1 lock:auth 0 1000 reentrant")
+        sh.ok("unlock l1")
+
+    def _tmp(self):
+        import tempfile
+        import shutil
+        d = tempfile.mkdtemp(prefix="lw-client-")
+        self.addCleanup(shutil.rmtree, d, True)
+        return d
+
+    # --- reporting --------------------------------------------------------
+
+    def test_reports_lines(self):
+        sink = UdpSink(self)
+        a = self.shell("a", extra="agent=%s" % sink.address)
+        b = self.shell("b", extra="agent=off")
+        key = "lock:r\u00e9p%x"
+        enc = "lock:r%C3%A9p%25x"
+        a.ok("lock a l1 %s 5000 1000 -" % key)
+        a.ok("unlock l1")
+        # flushed within 100 ms of the first buffered line, without a close
+        harness.wait_until(lambda: len(sink.lines()) >= 2, 2, interval=0.02,
+                           desc="2 report lines")
+        b.ok("lock b l2 %s 5000 1000 -" % key)
+        self.assertTrue(a.cmd("trylock a l3 %s 0 -" % key).startswith("BUSY"))
+        self.assertTrue(a.cmd("lock a l3 %s 0 100 reentrant" % key).startswith("TIMEOUT"))
+        b.ok("unlock l2")
+        a.ok("free a")
+        lines = sink.lines()
+        self.assertEqual(len(lines), 4, lines)
+        w = lines[0].split(" ")
+        self.assertEqual((w[0], w[1], w[2], w[4]), ("lw1", "wait", enc, "ok"))
+        self.assertLess(int(w[3]), 1000000)
+        h = lines[1].split(" ")
+        self.assertEqual((h[0], h[1], h[2], len(h)), ("lw1", "hold", enc, 4))
+        self.assertTrue(lines[2].startswith("lw1 wait %s " % enc) and lines[2].endswith(" timeout"))
+        t = lines[3].split(" ")
+        self.assertEqual(t[4], "timeout")
+        self.assertGreaterEqual(int(t[3]), 100000)
+        for d in sink.datagrams:
+            self.assertLessEqual(len(d), 1432)
+            self.assertTrue(d.endswith(b"\n"))
+
+    def test_reports_go_to_LOCKWATCH_AGENT(self):
+        sink = UdpSink(self)
+        sh = Shell(self, self.redis.port, env={"LOCKWATCH_AGENT": sink.address})
+        sh.ok("connect a")
+        sh.ok("lock a l1 lock:env 5000 1000 -")
+        sh.ok("unlock l1")
+        sh.ok("free a")
+        self.assertEqual(len(sink.lines()), 2, sink.lines())
+
+    def test_reporting_off_sends_nothing(self):
+        sink = UdpSink(self)
+        sh = Shell(self, self.redis.port, env={"LOCKWATCH_AGENT": sink.address})
+        sh.ok("connect a agent=off")
+        for i in range(20):
+            sh.ok("lock a l1 lock:off 5000 1000 -")
+            sh.ok("unlock l1")
+        self.assertTrue(sh.cmd("trylock a l9 lock:nothing-here 0 -").startswith("OK"))
+        sh.ok("unlock l9")
+        st = sh.stats("a")
+        sh.ok("free a")
+        time.sleep(0.3)
+        self.assertEqual(sink.datagrams, [])
+        self.assertEqual((st["sent"], st["dropped"], st["datagrams"]), (0, 0, 0))
+
+    def test_missing_agent_never_blocks(self):
+        for target in ("127.0.0.1:%d" % closed_udp_port(), "192.0.2.1:9"):
+            sh = self.shell("a", extra="agent=%s" % target)
+            t0 = time.monotonic()
+            worst = 0.0
+            for i in range(300):
+                t = time.monotonic()
+                sh.ok("lock a l1 lock:nowhere 5000 1000 -")
+                sh.ok("unlock l1")
+                worst = max(worst, time.monotonic() - t)
+            total = time.monotonic() - t0
+            self.assertLess(worst, 0.2, "one cycle took %.3fs with agent %s" % (worst, target))
+            self.assertLess(total, 20)
+            st = sh.stats("a")
+            # every sample either left or was counted as dropped
+            self.assertEqual(st["sent"] + st["dropped"] <= 600, True)
+            t = time.monotonic()
+            sh.ok("free a")
+            self.assertLess(time.monotonic() - t, 1.0)
+            self.assertEqual(sh.quit(), 0)
+
+
+if __name__ == "__main__":
+    harness.main()
