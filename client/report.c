@@ -33,6 +33,7 @@
 #include "client_impl.h"
 
 #define DEFAULT_AGENT "127.0.0.1:9717"
+#define US_MAX ((int64_t)1 << 53)     /* the agent's limit for a duration */
 
 static const char HEX[] = "0123456789ABCDEF";
 
@@ -294,7 +295,8 @@ lwc_report_wait(lw_client *c, const char *key, size_t keylen, int64_t us,
     if (c->bg.rep.fd < 0)
         return;
     enqueue(c, line, lwc_line_wait(line, sizeof(line), key, keylen,
-                                   (uint64_t)(us < 0 ? 0 : us), outcome));
+                                   (uint64_t)(us < 0 ? 0 : us > US_MAX ? US_MAX : us),
+                                   outcome));
 }
 
 void
@@ -305,5 +307,5 @@ lwc_report_hold(lw_client *c, const char *key, size_t keylen, int64_t us)
     if (c->bg.rep.fd < 0)
         return;
     enqueue(c, line, lwc_line_hold(line, sizeof(line), key, keylen,
-                                   (uint64_t)(us < 0 ? 0 : us)));
+                                   (uint64_t)(us < 0 ? 0 : us > US_MAX ? US_MAX : us)));
 }
