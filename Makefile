@@ -48,13 +48,24 @@ TEST_LIBS   = $(shell $(PKG_CONFIG) --libs $(TEST_PKGS) 2>/dev/null)
 CONF_SRC       := $(wildcard conf/*.c)
 COLLECTORS_SRC := $(wildcard collectors/*.c collectors/formats/*.c)
 AGENT_SRC      := $(filter-out agent/main.c,$(wildcard agent/*.c))
-CORE_SRC       := $(CONF_SRC) $(COLLECTORS_SRC) $(AGENT_SRC)
-CORE_OBJ       := $(CORE_SRC:%.c=$(BUILD)/%.o)
+ALERTS_SRC     := $(wildcard alerts/*.c)
+CORE_SRC       := $(CONF_SRC) $(COLLECTORS_SRC) $(AGENT_SRC) $(ALERTS_SRC)
+
+# Lua scripts live in their own .lua files and are embedded at build time:
+# collectors/lua/release.lua becomes the NUL-terminated array
+# `const char collectors_lua_release_lua[]` in $(BUILD)/gen/collectors/lua/release.lua.c.
+CORE_LUA       := $(wildcard collectors/lua/*.lua)
+CLIENT_LUA     := $(wildcard client/lua/*.lua)
+CORE_OBJ       := $(CORE_SRC:%.c=$(BUILD)/%.o) $(CORE_LUA:%=$(BUILD)/gen/%.o)
+
+# lockctl, the on-call CLI: cli/*.c
+CLI_SRC        := $(wildcard cli/*.c)
+LOCKCTL        := $(if $(CLI_SRC),$(BUILD)/bin/lockctl)
 
 # liblockwatch: the client library (client/*.c), built position-independent
 # with hidden visibility; only the lw_ API in client/lockwatch.h is exported.
 CLIENT_SRC := $(wildcard client/*.c)
-CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/pic/%.o)
+CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/pic/%.o) $(CLIENT_LUA:%=$(BUILD)/pic/gen/%.o)
 LIBLW_A    := $(BUILD)/lib/liblockwatch.a
 LIBLW_SO   := $(BUILD)/lib/liblockwatch.so.0
 LIBLW      := $(if $(CLIENT_SRC),$(LIBLW_A) $(LIBLW_SO) $(BUILD)/lib/lockwatch.pc)
@@ -71,9 +82,9 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 LOCKWATCHD := $(BUILD)/bin/lockwatchd
-BINS       := $(LOCKWATCHD)
+BINS       := $(LOCKWATCHD) $(LOCKCTL)
 
-ALL_OBJ := $(CORE_OBJ) $(BUILD)/agent/main.o $(UNIT_SRC:%.c=$(BUILD)/%.o) \
+ALL_OBJ := $(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/main.o $(UNIT_SRC:%.c=$(BUILD)/%.o) \
            $(BENCH_SRC:%.c=$(BUILD)/%.o) $(CLIENT_OBJ) $(EXAMPLE_SRC:%.c=$(BUILD)/%.o) \
            $(ITEST_SRC:%.c=$(BUILD)/%.o)
 
@@ -87,6 +98,21 @@ $(BUILD)/%.o: %.c
 $(BUILD)/tests/unit/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEP_CFLAGS) $(TEST_CFLAGS) -c -o $@ $<
+
+$(BUILD)/gen/%.lua.c: %.lua
+	@mkdir -p $(@D)
+	{ printf '/* generated from %s by the Makefile; do not edit */\n' '$<'; \
+	  printf 'extern const char %s[];\nconst char %s[] = {\n' \
+	         '$(subst /,_,$(subst .,_,$<))' '$(subst /,_,$(subst .,_,$<))'; \
+	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  printf '0x00\n};\n'; } > $@
+
+$(BUILD)/gen/%.lua.o: $(BUILD)/gen/%.lua.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/pic/gen/%.lua.o: $(BUILD)/gen/%.lua.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -c -o $@ $<
 
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(@D)
@@ -129,6 +155,10 @@ $(BUILD)/liblockwatch-core.a: $(CORE_OBJ)
 	$(AR) rcs $@ $^
 
 $(LOCKWATCHD): $(BUILD)/agent/main.o $(BUILD)/liblockwatch-core.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
+
+$(BUILD)/bin/lockctl: $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/liblockwatch-core.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
@@ -183,6 +213,8 @@ bench: deps
 install: $(BINS) $(LIBLW)
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(SYSCONFDIR)/lockwatch $(DESTDIR)$(UNITDIR)
 	install -m 0755 $(LOCKWATCHD) $(DESTDIR)$(PREFIX)/sbin/lockwatchd
+	$(if $(LOCKCTL),install -d $(DESTDIR)$(PREFIX)/bin)
+	$(if $(LOCKCTL),install -m 0755 $(LOCKCTL) $(DESTDIR)$(PREFIX)/bin/lockctl)
 	if [ -z "$(DESTDIR)" ] && ! getent passwd lockwatch >/dev/null; then \
 	    useradd --system --no-create-home --home-dir /nonexistent \
 	            --shell /usr/sbin/nologin lockwatch; fi
@@ -202,6 +234,7 @@ install: $(BINS) $(LIBLW)
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/lockwatchd $(DESTDIR)$(UNITDIR)/lockwatchd.service
+	rm -f $(DESTDIR)$(PREFIX)/bin/lockctl
 	rm -f $(DESTDIR)$(PREFIX)/include/lockwatch.h $(DESTDIR)$(PREFIX)/lib/liblockwatch.a \
 	      $(DESTDIR)$(PREFIX)/lib/liblockwatch.so.0 $(DESTDIR)$(PREFIX)/lib/liblockwatch.so \
 	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/lockwatch.pc
