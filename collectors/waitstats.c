@@ -46,6 +46,7 @@ struct waitstats {
     struct class_rule *rules;               /* our own copy */
     size_t nrules;
     int64_t window_ms;
+    size_t nused;                           /* classes that had a sample */
     uint64_t received, invalid, kernel_drops, window_lost;
     struct sketch merged;                   /* view's scratch, under mu */
 };
@@ -235,6 +236,8 @@ waitstats_record(struct waitstats *ws, const struct sample *s, size_t n,
     ws->invalid += invalid;
     for (i = 0; i < n; i++) {
         c = class_for(ws, &s[i]);
+        if (!c->has_wait && !c->has_hold)
+            ws->nused++;
         if (s[i].kind == SAMPLE_HOLD) {
             c->has_hold = true;
             hist_add(&c->hold, s[i].us);
@@ -261,17 +264,28 @@ int
 waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v)
 {
     const size_t namesz = CLASS_NAME_MAX + 1;
-    size_t i, n = 0, bytes = sizeof(*ws);
+    size_t i, n = 0, room, bytes = sizeof(*ws);
 
     memset(v, 0, sizeof(*v));
-    /* Allocate for the worst case first, so nothing allocates under mu. */
-    v->classes = calloc(CLASS_MAX + 1, sizeof(*v->classes));
-    v->names = malloc((CLASS_MAX + 1) * namesz);
-    if (v->classes == NULL || v->names == NULL) {
+    /* Allocate outside the lock for the classes in use, and go again in
+     * the rare case that more came into use meanwhile (at most
+     * CLASS_MAX + 1 times, classes never go away). */
+    for (;;) {
+        pthread_mutex_lock(&ws->mu);
+        room = ws->nused;
+        pthread_mutex_unlock(&ws->mu);
+        v->classes = calloc(room ? room : 1, sizeof(*v->classes));
+        v->names = malloc((room ? room : 1) * namesz);
+        if (v->classes == NULL || v->names == NULL) {
+            waitstats_view_release(v);
+            return -1;
+        }
+        pthread_mutex_lock(&ws->mu);
+        if (ws->nused <= room)
+            break;              /* holding mu */
+        pthread_mutex_unlock(&ws->mu);
         waitstats_view_release(v);
-        return -1;
     }
-    pthread_mutex_lock(&ws->mu);
     for (i = 0; i <= CLASS_MAX; i++) {
         const struct ws_class *c = ws->cls[i];
         struct waitstats_class *out = &v->classes[n];
@@ -280,7 +294,7 @@ waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v)
         if (c == NULL)
             continue;
         bytes += sizeof(*c) - sizeof(c->win) + sketch_window_bytes(&c->win);
-        if ((!c->has_wait && !c->has_hold) || name == NULL)
+        if ((!c->has_wait && !c->has_hold) || name == NULL || n == room)
             continue;
         snprintf(v->names + n * namesz, namesz, "%s", name);
         out->name = v->names + n * namesz;

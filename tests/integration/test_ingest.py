@@ -13,7 +13,8 @@ UDP port, real datagrams from real sockets.
   - a datagram longer than 8192 bytes counts its complete lines and one
     invalid line for the cut part;
   - SIGHUP keeps the statistics and applies new [classes] rules;
-  - samples = off opens no UDP socket and exports no sample metrics.
+  - samples = off opens no UDP socket and exports no sample metrics; --once
+    does not ingest; a busy samples address stops the agent from starting.
 """
 
 import math
@@ -349,6 +350,16 @@ class Ingest(harness.TestCase):
     def test_samples_on_opens_exactly_its_socket(self):
         ag = self.start()
         self.assertEqual(udp_ports_of(ag.proc.pid), {self.udp})
+
+    def test_once_does_not_ingest(self):
+        self.redis = self.start_redis()
+        ag = harness.Agent(self.redis, start=False, samples="127.0.0.1:%d" % free_udp_port())
+        p = harness.run_lockwatchd(["--once", "-c", ag.config_path], timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        text = p.stdout.decode("utf-8")
+        self.assertNotIn("lockwatch_samples_", text)
+        self.assertNotIn("lockwatch_acquire_wait", text)
+        self.assertIn("lockwatch_target_up", text)
 
     def test_busy_samples_address_refuses_to_start(self):
         self.redis = self.start_redis()
