@@ -175,7 +175,8 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/liblockwatch-core.a
 # installs the missing ones and does nothing when all are there.
 DEB_PKGS := gcc make pkg-config libhiredis-dev libmicrohttpd-dev libinih-dev \
             libjansson-dev libcurl4-openssl-dev libssl-dev libcmocka-dev \
-            redis-server redis-tools prometheus python3 python3-redis procps time
+            redis-server redis-tools prometheus prometheus-alertmanager python3 \
+            python3-redis procps time
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
