@@ -1,0 +1,17 @@
+-- liblockwatch: release one hold of a reentrant lock, Redisson's RLock
+-- unlock without its retry latch (we never retry an unlock).
+-- KEYS[1] lock hash, KEYS[2] wake channel (redisson_lock__channel:{key});
+-- ARGV[1] "<uuid>:<thread>", ARGV[2] lease ms.
+-- -1 not ours; n > 0 still held n times (lease renewed); 0 the last hold
+-- went: hash deleted and "0" (Redisson's UNLOCK_MESSAGE) published.
+if redis.pcall('hexists', KEYS[1], ARGV[1]) ~= 1 then
+    return -1
+end
+local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
+if n > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    return n
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], '0')
+return 0
