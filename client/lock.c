@@ -30,7 +30,7 @@ lock_new(lw_client *c, const char *key, size_t keylen,
 
     lk = calloc(1, sizeof(*lk) + keylen + 1 + chlen + 1 + fklen + 1);
     if (lk == NULL) {
-        lwc_seterr(err, LW_ERR, "lw_lock %.200s: out of memory", key);
+        lwc_seterr(err, LW_ERR, "lw_lock: out of memory for a lock object");
         return NULL;
     }
     p = lk->names;

@@ -163,18 +163,30 @@ class Shell:
         return self.proc.wait(timeout=timeout)
 
     def kill(self):
-        if self.proc.poll() is None:
+        """Cleanup: quit (so sanitizer and leak reports run) and fail the
+        test when the shell did not exit 0."""
+        rc = self.proc.poll()
+        if rc is None:
             try:
                 os.kill(self.pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+                self.send("quit")
+                rc = self.proc.wait(timeout=15)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+                rc = None           # hung or gone: nothing more to learn
+        self._reader.join(timeout=5)
         for f in (self.proc.stdin, self.proc.stdout):
             try:
                 f.close()
             except Exception:
                 pass
+        if rc not in (0, None):
+            rest = []
+            while not self.lines.empty():
+                rest.append(self.lines.get())
+            raise AssertionError("client_shell %d exited %s:\n%s"
+                                 % (self.pid, rc, "\n".join(rest[-40:])))
 
 
 class UdpSink:

@@ -241,6 +241,23 @@ class BasicsTest(harness.TestCase):
         self.assertIn(str(tid), text)
         sh.ok("unlock l1")
 
+    def test_argument_errors_have_messages(self):
+        sh = self.shell()
+        ans = sh.cmd("trylock a l1 %s 0 -" % ("k" * 4097))
+        self.assertTrue(ans.startswith("ERR") and "1..4096 bytes" in ans, ans[:200])
+        sh.ok("trylock a l1 %s 1000 -" % ("k" * 4096))
+        sh.ok("unlock l1")
+        ans = sh.cmd("lock a l1 lock:args -5 100 -")
+        self.assertTrue(ans.startswith("ERR") and "lease_ms" in ans, ans)
+        ans = sh.cmd("lock a l1 lock:args 0 -7 -")
+        self.assertTrue(ans.startswith("ERR") and "timeout_ms" in ans, ans)
+        sh.ok("lock a l1 lock:args 1000 100 -")
+        ans = sh.cmd("extend l1 0")
+        self.assertTrue(ans.startswith("ERR") and "lease_ms" in ans, ans)
+        sh.ok("unlock l1")
+        # nothing was reported or left behind by the refused calls
+        self.assertEqual(self.r.keys("lock:args*"), [])
+
     # --- connecting -------------------------------------------------------
 
     def test_connect_errors_have_messages(self):
