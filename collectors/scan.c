@@ -41,6 +41,7 @@
 #include "collectors/formats.h"
 #include "collectors/keytext.h"
 #include "collectors/lockclass.h"
+#include "collectors/redisconn.h"
 #include "collectors/tracker.h"
 
 struct scanner {
@@ -176,45 +177,11 @@ scanner_disconnect(struct scanner *sc)
     }
 }
 
-static struct timeval
-ms_tv(int64_t ms)
-{
-    struct timeval tv;
-
-    tv.tv_sec = (time_t)(ms / 1000);
-    tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
-    return tv;
-}
-
-/* Run one command synchronously; 0 when the reply is not an error. */
-static int
-simple_cmd(struct run *r, int argc, const char **argv, const char *what)
-{
-    redisReply *rep;
-    int rc = 0;
-
-    rep = redisCommandArgv(r->sc->c, argc, argv, NULL);
-    if (rep == NULL) {
-        run_err(r, "%s on %s:%d: %s", what, r->t->host,
-                 r->t->port, r->sc->c->errstr);
-        return -1;
-    }
-    if (rep->type == REDIS_REPLY_ERROR) {
-        run_err(r, "%s on %s:%d refused: %.*s", what,
-                 r->t->host, r->t->port, (int)(rep->len > 160 ? 160 : rep->len),
-                 rep->str);
-        rc = -1;
-    }
-    freeReplyObject(rep);
-    return rc;
-}
-
 static int
 connect_target(struct run *r)
 {
     struct scanner *sc = r->sc;
     const struct target_conf *t = r->t;
-    char db[16];
 
     if (sc->c != NULL)
         return 0;
@@ -224,36 +191,9 @@ connect_target(struct run *r)
                  t->mode == TARGET_CLUSTER ? "cluster" : "sentinel");
         return -1;
     }
-    sc->c = redisConnectWithTimeout(t->host, t->port, ms_tv(t->connect_timeout_ms));
-    if (sc->c == NULL || sc->c->err) {
-        run_err(r, "connect to %s:%d: %s", t->host, t->port,
-                 sc->c ? sc->c->errstr : "out of memory");
-        goto fail;
-    }
-    if (redisSetTimeout(sc->c, ms_tv(t->command_timeout_ms)) != REDIS_OK) {
-        run_err(r, "set timeout on %s:%d: %s", t->host,
-                 t->port, sc->c->errstr);
-        goto fail;
-    }
-    if (t->password != NULL) {
-        const char *argv[3] = { "AUTH", t->user ? t->user : t->password, t->password };
-
-        /* The password never appears in an error: simple_cmd prints only
-         * the server's reply. */
-        if (simple_cmd(r, t->user ? 3 : 2, argv, "AUTH") == -1)
-            goto fail;
-    }
-    if (t->db != 0) {
-        const char *argv[2] = { "SELECT", db };
-
-        snprintf(db, sizeof(db), "%d", t->db);
-        if (simple_cmd(r, 2, argv, "SELECT") == -1)
-            goto fail;
-    }
-    return 0;
-fail:
-    scanner_disconnect(sc);
-    return -1;
+    /* timeouts, AUTH and SELECT as lockctl and the release endpoint do */
+    sc->c = redisconn_open(t, r->err, sizeof(r->err));
+    return sc->c != NULL ? 0 : -1;
 }
 
 static int
