@@ -180,6 +180,10 @@ floor_round(redisContext *ctx, const char *sha, long cycles)
     static const char hex[] = "0123456789abcdef";
     uint64_t x = (uint64_t)mono_us() | 1;
     char token[17];
+    const char *set[6] = { "SET", "lock:bench", token, "NX", "PX", "10000" };
+    size_t setlen[6] = { 3, 10, 16, 2, 2, 5 };
+    const char *cad[5] = { "EVALSHA", sha, "1", "lock:bench", token };
+    size_t cadlen[5] = { 7, strlen(sha), 1, 10, 16 };
     int64_t t0 = mono_us();
 
     token[16] = '\0';
@@ -192,11 +196,11 @@ floor_round(redisContext *ctx, const char *sha, long cycles)
         x ^= x << 17;
         for (int k = 0; k < 16; k++)
             token[k] = hex[(x >> (4 * k)) & 0xf];
-        r = redisCommand(ctx, "SET lock:bench %s NX PX 10000", token);
+        r = redisCommandArgv(ctx, 6, set, setlen);
         if (r == NULL || r->type != REDIS_REPLY_STATUS)
             return -1;
         freeReplyObject(r);
-        r = redisCommand(ctx, "EVALSHA %s 1 lock:bench %s", sha, token);
+        r = redisCommandArgv(ctx, 5, cad, cadlen);
         if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
             return -1;
         freeReplyObject(r);

@@ -205,8 +205,8 @@ LW_API void lw_client_free(lw_client *c);
  *
  * Returns LW_OK and *out = a new lock object (owned by the caller; give it
  * back with lw_unlock), or LW_TIMEOUT (*out = NULL) when the lock was not
- * free within timeout_ms, or LW_ERR with *err filled.  Each call reports one
- * wait sample (outcome ok, timeout or error).
+ * free within timeout_ms, or LW_ERR with *err filled.  Each call with valid
+ * arguments reports one wait sample (outcome ok, timeout or error).
  */
 LW_API lw_status lw_lock(lw_client *c, const char *key, long long lease_ms,
                          long long timeout_ms, int flags, lw_lock_t **out,
