@@ -17,6 +17,8 @@
  */
 #include "collectors/lockclass.h"
 
+#include "collectors/keytext.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,15 +56,57 @@ out_put(struct outbuf *o, const char *s, size_t len)
     o->n += len;
 }
 
+/* Cut o to its cap with the marker. */
+static void
+out_cut(struct outbuf *o)
+{
+    size_t dots = o->cap < sizeof(CUT_MARK) - 1 ? o->cap : sizeof(CUT_MARK) - 1;
+
+    memcpy(o->p + o->cap - dots, CUT_MARK, dots);
+    o->n = o->cap;
+}
+
+/*
+ * Class names are labels: they leave here as valid UTF-8, each invalid
+ * byte replaced by U+FFFD.  Done at the source so that two keys differing
+ * only in invalid bytes give one class, not two classes that render as
+ * the same series twice.
+ */
 static size_t
 out_finish(struct outbuf *o)
 {
-    if (o->cut) {
-        size_t dots = o->cap < sizeof(CUT_MARK) - 1 ? o->cap : sizeof(CUT_MARK) - 1;
+    char *tmp;
+    size_t need, len;
 
-        memcpy(o->p + o->cap - dots, CUT_MARK, dots);
-        o->n = o->cap;
+    if (o->cut)
+        out_cut(o);
+    o->p[o->n] = '\0';
+    need = keytext_sanitize(NULL, 0, o->p, o->n);
+    if (need == o->n)
+        return o->n;            /* valid already: the common case */
+    tmp = malloc(need + 1);
+    if (tmp == NULL) {
+        /* cannot sanitise: fall back to a name that is surely valid */
+        o->n = 0;
+        o->cut = false;
+        out_put(o, CLASS_OTHER, strlen(CLASS_OTHER));
+        o->p[o->n] = '\0';
+        return o->n;
     }
+    keytext_sanitize(tmp, need + 1, o->p, o->n);
+    len = need;
+    if (len > o->cap) {
+        size_t dots = sizeof(CUT_MARK) - 1;
+
+        len = keytext_utf8_prefix(tmp, need, o->cap > dots ? o->cap - dots : 0);
+        memcpy(o->p, tmp, len);
+        memcpy(o->p + len, CUT_MARK, o->cap - len < dots ? o->cap - len : dots);
+        len += o->cap - len < dots ? o->cap - len : dots;
+    } else {
+        memcpy(o->p, tmp, len);
+    }
+    free(tmp);
+    o->n = len;
     o->p[o->n] = '\0';
     return o->n;
 }

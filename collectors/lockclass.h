@@ -34,9 +34,11 @@
  * is derived: the key split on ':', each segment that is all digits, a
  * UUID (8-4-4-4-12 hex, any case), 8+ hex digits or longer than 32 bytes
  * replaced by '*' (empty segments stay empty), joined by ':' again.
- * A NUL byte in the key becomes '?' (out is a C string); every other byte
- * is kept as is, so render the name with label escaping.  Returns the
- * length written (0 when outlen is 0).
+ * A NUL byte in the key becomes '?' (out is a C string) and the result
+ * is valid UTF-8: each invalid byte becomes U+FFFD, so keys that differ
+ * only in invalid bytes share a class (and a series).  Quotes, backslashes
+ * and newlines are kept: render the name with label escaping.  Returns
+ * the length written (0 when outlen is 0).
  */
 size_t class_of(const char *key, size_t keylen,
                 const struct class_rule *rules, size_t nrules,

@@ -197,25 +197,17 @@ hist_add(struct wait_hist *h, uint64_t us)
 
 /*
  * The class of a key, allocated on first use; "other" when that fails.
- * The name is made valid UTF-8 before it is interned: labels are rendered
- * sanitised anyway, and two raw names that differ only in invalid bytes
- * ("a\xff", "a\xfe") would otherwise be two classes rendered as one
- * series, twice.
+ * class_of() returns valid UTF-8, so two raw names that differ only in
+ * invalid bytes ("a\xff", "a\xfe") are one class, not two classes
+ * rendered as the same series twice.
  */
 static struct ws_class *
 class_for(struct waitstats *ws, const struct sample *s)
 {
-    char raw[CLASS_NAME_MAX + 1], name[KEYTEXT_SANITIZED_MAX(CLASS_NAME_MAX)];
-    size_t rawlen, len;
+    char name[CLASS_NAME_MAX];
     int idx;
 
-    rawlen = class_of(s->key, s->keylen, ws->rules, ws->nrules, raw, sizeof(raw));
-    len = keytext_sanitize(name, sizeof(name), raw, rawlen);
-    if (len > CLASS_NAME_MAX) {
-        /* each replaced byte grew to 3; cut back, whole characters only */
-        len = keytext_utf8_prefix(name, len, CLASS_NAME_MAX - 3);
-        memcpy(name + len, "...", 4);
-    }
+    class_of(s->key, s->keylen, ws->rules, ws->nrules, name, sizeof(name));
     idx = class_set_intern(ws->set, name);
     if (idx < 0 || idx > CLASS_MAX)
         idx = CLASS_OTHER_INDEX;

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "collectors/keytext.h"
 #include "collectors/lockclass.h"
 
 #define BIG (64 * 1024)
@@ -84,10 +85,11 @@ test_derive_binary(void **state)
     assert_string_equal(out, "lock:a?b:*");
     assert_int_equal(n, 10);
 
-    /* Other bytes are kept for the renderer to escape. */
+    /* Invalid UTF-8 becomes U+FFFD; quotes, backslashes and newlines are
+     * kept for the renderer to escape. */
     n = class_of("lock:\xff\n\"x\\:9", 12, NULL, 0, out, sizeof(out));
-    assert_string_equal(out, "lock:\xff\n\"x\\:*");
-    assert_int_equal(n, 12);
+    assert_string_equal(out, "lock:\xef\xbf\xbd\n\"x\\:*");
+    assert_int_equal(n, 14);
 
     /* A NULL key with no length is the empty key. */
     n = class_of(NULL, 0, NULL, 0, out, sizeof(out));
@@ -481,6 +483,29 @@ test_set_many_interns(void **state)
     class_set_free(set);
 }
 
+/* Invalid bytes become U+FFFD, so two such keys share one class. */
+static void
+test_class_is_valid_utf8(void **state)
+{
+    char a[CLASS_NAME_MAX], b[CLASS_NAME_MAX], big[4096];
+    size_t n;
+
+    (void)state;
+    class_of("lock:\xff:x", 8, NULL, 0, a, sizeof(a));
+    class_of("lock:\xfe:x", 8, NULL, 0, b, sizeof(b));
+    assert_string_equal(a, "lock:\xef\xbf\xbd:x");
+    assert_string_equal(a, b);
+    /* a long run of invalid bytes grows threefold: still cut to the cap,
+     * on a character boundary, with the marker */
+    memset(big, '\xff', sizeof(big));
+    big[20] = ':';
+    big[41] = ':';
+    n = class_of(big, 62, NULL, 0, a, sizeof(a));
+    assert_true(n <= sizeof(a) - 1);
+    assert_int_equal(keytext_sanitize(NULL, 0, a, n), n);
+    assert_string_equal(a + n - 3, "...");
+}
+
 int
 main(void)
 {
@@ -494,6 +519,7 @@ main(void)
         cmocka_unit_test(test_glob_cases),
         cmocka_unit_test(test_glob_binary),
         cmocka_unit_test(test_glob_hostile),
+        cmocka_unit_test(test_class_is_valid_utf8),
         cmocka_unit_test(test_set_basics),
         cmocka_unit_test(test_set_cap),
         cmocka_unit_test(test_set_many_interns),
