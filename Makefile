@@ -203,9 +203,14 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@tests/demo/run $(BUILD)
 
+# Three benchmark drivers, each printing figures and ratios (never
+# pass/fail): the scan (floor, memory, gentleness), sample ingest, and the
+# client library (acquire/release rate, handoff latency).
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run $(BUILD)
+	@bench/ingest $(BUILD)
+	@if [ -x bench/client ]; then bench/client $(BUILD); fi
 
 # --- install ---------------------------------------------------------------
 # The unit runs lockwatchd as the system user "lockwatch", which may read
