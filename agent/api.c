@@ -22,37 +22,26 @@
 #define API_LIMIT_DEFAULT 100
 #define API_LIMIT_MAX     10000
 
+/* Raw bytes as a JSON string: sanitised UTF-8, or percent-encoded
+ * (lossless) when escaped. */
 static json_t *
-json_bytes_sanitized(const char *p, size_t n)
+json_bytes(const char *p, size_t n, bool escaped)
 {
     char stack[512], *tmp = stack;
-    size_t need = KEYTEXT_SANITIZED_MAX(n), len;
+    size_t need = escaped ? KEYTEXT_PERCENT_MAX(n) : KEYTEXT_SANITIZED_MAX(n), len;
     json_t *j;
 
     if (need > sizeof(stack) && (tmp = malloc(need)) == NULL)
         return NULL;
-    len = keytext_sanitize(tmp, need, p, n);
+    len = escaped ? keytext_percent(tmp, need, p, n) : keytext_sanitize(tmp, need, p, n);
     j = json_stringn(tmp, len);
     if (tmp != stack)
         free(tmp);
     return j;
 }
 
-static json_t *
-json_bytes_escaped(const char *p, size_t n)
-{
-    char stack[512], *tmp = stack;
-    size_t need = KEYTEXT_PERCENT_MAX(n), len;
-    json_t *j;
-
-    if (need > sizeof(stack) && (tmp = malloc(need)) == NULL)
-        return NULL;
-    len = keytext_percent(tmp, need, p, n);
-    j = json_stringn(tmp, len);
-    if (tmp != stack)
-        free(tmp);
-    return j;
-}
+#define json_bytes_sanitized(p, n) json_bytes((p), (n), false)
+#define json_bytes_escaped(p, n)   json_bytes((p), (n), true)
 
 static json_t *
 json_time(int64_t ms)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "collectors/formats/formats_impl.h"
+#include "collectors/keytext.h"
 
 const struct lock_format formats_table[] = {
     { "redisson-rw",  fmt_redisson_rw_claims, fmt_redisson_rw_decode,
@@ -145,18 +146,6 @@ fmt_set_host(struct lock_view *view, const char *host, size_t len)
     view->host[keep] = '\0';
 }
 
-int
-fmt_hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 bool
 fmt_is_uuid(const char *s, size_t len, bool lowercase_only)
 {
@@ -168,7 +157,7 @@ fmt_is_uuid(const char *s, size_t len, bool lowercase_only)
         if (i == 8 || i == 13 || i == 18 || i == 23) {
             if (c != '-')
                 return false;
-        } else if (fmt_hexval(c) < 0 || (lowercase_only && c >= 'A' && c <= 'F')) {
+        } else if (keytext_hexval(c) < 0 || (lowercase_only && c >= 'A' && c <= 'F')) {
             return false;
         }
     }

@@ -103,8 +103,8 @@ keytext_percent(char *out, size_t outsz, const char *in, size_t len)
     return o;
 }
 
-static int
-hexval(char c)
+int
+keytext_hexval(unsigned char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -125,8 +125,8 @@ keytext_unpercent(char *out, const char *in, size_t len, int plus_is_space)
         if (in[i] == '%') {
             if (i + 2 >= len)
                 return (size_t)-1;
-            hi = hexval(in[i + 1]);
-            lo = hexval(in[i + 2]);
+            hi = keytext_hexval((unsigned char)in[i + 1]);
+            lo = keytext_hexval((unsigned char)in[i + 2]);
             if (hi < 0 || lo < 0)
                 return (size_t)-1;
             out[o++] = (char)(hi << 4 | lo);

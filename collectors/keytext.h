@@ -31,6 +31,9 @@ size_t keytext_percent(char *out, size_t outsz, const char *in, size_t len);
  */
 size_t keytext_unpercent(char *out, const char *in, size_t len, int plus_is_space);
 
+/* Value of one hex digit (either case), or -1. */
+int keytext_hexval(unsigned char c);
+
 /* Length of the longest prefix of s (at most max bytes) that does not
  * split a UTF-8 sequence; for cutting labels at a byte cap. */
 size_t keytext_utf8_prefix(const char *s, size_t len, size_t max);

@@ -9,6 +9,8 @@
  */
 #include "collectors/samples.h"
 
+#include "collectors/keytext.h"
+
 #include <string.h>
 
 static const char *const outcome_names[SAMPLE_OUTCOMES] = {
@@ -29,41 +31,14 @@ field_is(const char *p, size_t n, const char *word)
     return strlen(word) == n && memcmp(p, word, n) == 0;
 }
 
-static int
-hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Decode the key field in place; its decoded length, or 0 when malformed
  * (an empty key is malformed too). */
 static size_t
 decode_key(char *p, size_t n)
 {
-    size_t i, o = 0;
-    int hi, lo;
+    size_t o = keytext_unpercent(p, p, n, 0);   /* in place: o <= i always */
 
-    for (i = 0; i < n; i++) {
-        if (p[i] != '%') {
-            p[o++] = p[i];
-            continue;
-        }
-        if (n - i < 3)
-            return 0;
-        hi = hexval((unsigned char)p[i + 1]);
-        lo = hexval((unsigned char)p[i + 2]);
-        if (hi < 0 || lo < 0)
-            return 0;
-        p[o++] = (char)(hi << 4 | lo);
-        i += 2;
-    }
-    return o;
+    return o == (size_t)-1 ? 0 : o;
 }
 
 /* Digits only, 1..16 of them (2^53 has 16), value <= SAMPLES_US_MAX. */

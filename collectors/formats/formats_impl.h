@@ -37,7 +37,6 @@ void fmt_set_host(struct lock_view *view, const char *host, size_t len);
 bool fmt_is_uuid(const char *s, size_t len, bool lowercase_only);
 
 /* The value of one hex digit, or -1. */
-int fmt_hexval(unsigned char c);
 
 /*
  * Parse len bytes as an unsigned decimal with at most maxdigits digits

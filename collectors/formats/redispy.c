@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "collectors/formats/formats_impl.h"
+#include "collectors/keytext.h"
 
 #define UUID1_HEX_LEN 32
 /* 100 ns ticks from the Gregorian reform (uuid1's epoch) to 1970-01-01. */
@@ -30,7 +31,7 @@ hex_field(const char *s, size_t n)
     uint64_t v = 0;
 
     for (size_t i = 0; i < n; i++)
-        v = v << 4 | (uint64_t)fmt_hexval((unsigned char)s[i]);
+        v = v << 4 | (uint64_t)keytext_hexval((unsigned char)s[i]);
     return v;
 }
 
