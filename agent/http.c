@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "agent/alerts_http.h"
 #include "agent/log.h"
 #include "agent/render.h"
 #include "collectors/keytext.h"
@@ -205,6 +206,16 @@ serve_lock(struct http_server *h, struct MHD_Connection *c, const char *enc)
     return reply_json(c, status, body, len);
 }
 
+static MHD_RESULT
+serve_alerts(struct http_server *h, struct MHD_Connection *c)
+{
+    char *body = NULL;
+    size_t len = 0;
+    int status = render_api_alerts(h->agent, &body, &len);
+
+    return reply_json(c, status, body, len);
+}
+
 static const char landing[] =
     "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>lockwatch</title></head>\n"
     "<body><h1>lockwatch</h1>\n<ul>\n"
@@ -245,6 +256,8 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
         return serve_locks(h, c);
     if (strncmp(url, "/api/v1/locks/", 14) == 0)
         return serve_lock(h, c, url + 14);
+    if (strcmp(url, "/api/v1/alerts") == 0)
+        return serve_alerts(h, c);
     if (strcmp(url, "/") == 0) {
         if ((b = strdup(landing)) == NULL)
             return MHD_NO;

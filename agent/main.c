@@ -24,11 +24,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/alerts_http.h"
 #include "agent/http.h"
 #include "agent/ingest.h"
 #include "agent/log.h"
 #include "agent/render.h"
 #include "agent/targets.h"
+#include "alerts/alerts.h"
 #include "conf/config.h"
 
 static void
@@ -182,6 +184,9 @@ main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
+    /* libcurl's global set-up is not thread-safe: before any thread */
+    if (alerts_global_init() == -1)
+        fatalx("cannot initialise libcurl");
     if (agent_start(&agent, cfg) == -1)
         fatal("starting the scanner threads");
     http = http_start(&agent, agent.cfg->listen_host, agent.cfg->listen_port, err, sizeof(err));
@@ -209,6 +214,9 @@ main(int argc, char **argv)
 
     for (;;) {
         sig = sigtimedwait(&set, &info, &tick);
+        /* the alert rules, about once a second (a signal only makes one
+         * early); off the scan path, and sinks send on their own thread */
+        agent_alerts_tick(&agent);
         if (sig == -1)
             continue;           /* the tick, or EINTR */
         if (sig == SIGHUP) {
@@ -236,5 +244,6 @@ main(int argc, char **argv)
     ingest_stop(ingest);
     http_stop(http);
     agent_stop(&agent);
+    alerts_global_cleanup();
     return 0;
 }

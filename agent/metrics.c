@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/alerts_http.h"
 #include "agent/render.h"
 #include "collectors/keytext.h"
 
@@ -457,6 +458,7 @@ render_metrics(const struct view *v, struct strbuf *sb)
     }
     if (v->wait != NULL)
         render_wait(sb, v->wait);
+    render_alert_metrics(v->alerts, sb);
     free(off);
     return sb_failed(sb) ? -1 : 0;
 }

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "agent/log.h"
+#include "alerts/alerts.h"
 
 struct target_rt {
     char *name;
@@ -243,6 +244,8 @@ agent_start(struct agent *a, struct config *cfg)
     a->started_ms = scan_now_ms();
     if (!cfg->samples_off && (a->waits = waitstats_new(cfg)) == NULL)
         return -1;
+    if ((a->alerts = alerts_new(cfg)) == NULL)
+        return -1;
     if (build_targets(cfg, NULL, 0, &a->targets) == -1)
         return -1;
     a->cfg = cfg;
@@ -285,6 +288,10 @@ agent_reload(struct agent *a, struct config *cfg)
     if (a->waits != NULL && waitstats_configure(a->waits, cfg) == -1)
         log_warnx("reload: out of memory; wait statistics keep the previous "
                   "[classes] rules and wait_window");
+    /* the alert set stays (firing alerts keep firing); sinks are rebuilt */
+    if (alerts_configure(a->alerts, cfg) == -1)
+        log_warnx("reload: out of memory; alerting keeps the previous [rules] and "
+                  "[webhook] settings");
     return start_all(a);
 
 restart_old:
@@ -306,6 +313,7 @@ agent_stop(struct agent *a)
     free(a->targets);
     config_free(a->cfg);
     waitstats_free(a->waits);
+    alerts_free(a->alerts);     /* a bounded last chance for queued notices */
     pthread_mutex_destroy(&a->mu);
     memset(a, 0, sizeof(*a));
 }
@@ -321,6 +329,7 @@ agent_view(struct agent *a, struct view *v)
     if (v->targets == NULL)
         goto fail;
     v->top_offenders = a->cfg->top_offenders;
+    v->alerts = a->alerts;
     for (i = 0; i < a->ntargets; i++) {
         struct target_rt *t = a->targets[i];
 

@@ -26,6 +26,7 @@
 #include "collectors/waitstats.h"
 
 struct target_rt;
+struct alerts;
 
 struct agent {
     pthread_mutex_t mu;         /* guards cfg and targets */
@@ -35,6 +36,8 @@ struct agent {
     int64_t started_ms;
     struct waitstats *waits;    /* NULL when samples = off; set at start,
                                  * never replaced (it has its own lock) */
+    struct alerts *alerts;      /* alert set, rules and sinks (alerts/alerts.h);
+                                 * set at start, kept across reloads, own lock */
 };
 
 struct view_target {
@@ -49,6 +52,8 @@ struct view {
     int64_t now_ms;
     struct waitstats_view *wait;    /* NULL: no sample ingest (samples =
                                      * off, or --once) */
+    struct alerts *alerts;          /* the agent's, not a copy (own lock);
+                                     * NULL in --once */
 };
 
 /* Take ownership of cfg and start one scanner thread per target; create

@@ -75,6 +75,7 @@ struct webhook_conf {
     char *secret_file;
     char *secret;               /* read from secret_file; never printed */
     int64_t timeout_ms;
+    int64_t retry_base_ms;      /* first retry waits up to this (full jitter) */
 };
 
 struct config {

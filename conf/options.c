@@ -184,6 +184,10 @@ const struct config_option config_options[] = {
       .def = "10s", .min = 100, .max = 5 * MS_M,
       AT(struct webhook_conf, timeout_ms),
       .help = "give up on one delivery attempt after this long" },
+    { .section = SECTION_WEBHOOK, .key = "retry_base", .type = OPT_DURATION,
+      .def = "1s", .min = 10, .max = MS_M,
+      AT(struct webhook_conf, retry_base_ms),
+      .help = "first retry within this, doubling per try up to 5m (full jitter)" },
 
     /* [unlock] */
     { .section = SECTION_UNLOCK, .key = "http", .type = OPT_BOOL,

@@ -1,0 +1,393 @@
+/*
+ * alerts.c - the tick that runs the rules, turns the alert set's events
+ * into notices per sink, and queues them (see alerts.h).
+ *
+ * Per target the handle remembers which snapshot it judged last (the
+ * target's scan count and finish time), so per-lock alerts are re-judged
+ * once per scan, not once per tick: a scan every 15 s with 10,000 bad
+ * locks would otherwise cost the main thread a full pass every second.
+ *
+ * Notices are rendered here, on the main thread, when they are queued:
+ * the body is then fixed bytes (what is signed and what a retry resends),
+ * and the queue's byte bound is exact.  Events of one kind are grouped
+ * into batches of SINK_BATCH_MAX alerts, one request each.
+ */
+#include "alerts/alerts.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/log.h"
+
+#define ALERTS_LOG_MAX 10     /* alert lines logged per tick */
+
+struct seen_target {
+    char *name;
+    uint64_t scans;
+    int64_t finished_ms;
+};
+
+struct alerts_sink {
+    char *name;
+    const struct sink_type *type;
+};
+
+struct alerts {
+    pthread_mutex_t mu;
+    struct alertset *set;
+    struct notifier *notifier;
+    struct rules_params params;
+    int64_t repeat_ms;
+    char *generator_url;
+    struct alerts_sink *sinks;      /* the notifier's, in the same order */
+    size_t nsinks;
+    bool has_refresh;               /* a sink takes EV_REFRESH */
+    struct seen_target *seen;
+    size_t nseen;
+};
+
+int
+alerts_global_init(void)
+{
+    return notifier_global_init();
+}
+
+void
+alerts_global_cleanup(void)
+{
+    notifier_global_cleanup();
+}
+
+static int64_t
+mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* http://HOST:PORT/api/v1/alerts, the agent's own alert list.  A wildcard
+ * listen address is no address to link to: the host name stands in. */
+static char *
+generator_url(const struct config *cfg)
+{
+    char host[300], buf[400];
+    const char *h = cfg->listen_host;
+
+    if (h[0] == '\0' || strcmp(h, "0.0.0.0") == 0 || strcmp(h, "::") == 0 ||
+        strcmp(h, "*") == 0) {
+        if (gethostname(host, sizeof(host) - 1) == -1)
+            snprintf(host, sizeof(host), "localhost");
+        host[sizeof(host) - 1] = '\0';
+        h = host;
+    }
+    snprintf(buf, sizeof(buf), strchr(h, ':') != NULL ? "http://[%s]:%d/api/v1/alerts" :
+             "http://%s:%d/api/v1/alerts", h, cfg->listen_port);
+    return strdup(buf);
+}
+
+static void
+sinks_free(struct alerts_sink *s, size_t n)
+{
+    size_t i;
+
+    if (s == NULL)
+        return;
+    for (i = 0; i < n; i++)
+        free(s[i].name);
+    free(s);
+}
+
+int
+alerts_configure(struct alerts *a, const struct config *cfg)
+{
+    struct notifier_sink_conf *nc = NULL;
+    struct alerts_sink *sinks = NULL;
+    struct sink_key *keys = NULL;
+    char **urls = NULL, *gen = NULL;
+    size_t i, n = 0, cap = cfg->nwebhooks ? cfg->nwebhooks : 1;
+    int rc = -1;
+
+    nc = calloc(cap, sizeof(*nc));
+    sinks = calloc(cap, sizeof(*sinks));
+    keys = calloc(cap, sizeof(*keys));
+    urls = calloc(cap, sizeof(*urls));
+    gen = generator_url(cfg);
+    if (nc == NULL || sinks == NULL || keys == NULL || urls == NULL || gen == NULL)
+        goto out;
+    for (i = 0; i < cfg->nwebhooks; i++) {
+        const struct webhook_conf *w = &cfg->webhooks[i];
+        const struct sink_type *t = sink_type_of(w->format);
+
+        if (t == NULL)
+            continue;
+        if (w->secret != NULL && sink_signing_key(w->secret, &keys[n]) == -1) {
+            if (errno != EINVAL)
+                goto out;
+            log_warnx("webhook %s: the secret in secret_file starts with whsec_ but the rest "
+                      "is not base64; this sink is off (fix the file and reload)", w->name);
+            continue;
+        }
+        if ((urls[n] = t->endpoint(w->url)) == NULL || (sinks[n].name = strdup(w->name)) == NULL)
+            goto out;
+        sinks[n].type = t;
+        nc[n].name = w->name;
+        nc[n].type = t;
+        nc[n].url = urls[n];
+        nc[n].key = &keys[n];
+        nc[n].timeout_ms = w->timeout_ms;
+        nc[n].retry_base_ms = w->retry_base_ms;
+        n++;
+    }
+    pthread_mutex_lock(&a->mu);
+    if (notifier_configure(a->notifier, nc, n) == -1) {
+        pthread_mutex_unlock(&a->mu);
+        goto out;
+    }
+    a->params.leak_grace_ms = cfg->leak_grace_ms;
+    a->params.max_hold_ms = cfg->max_hold_ms;
+    a->params.max_reentrancy = cfg->max_reentrancy;
+    a->params.wait_p99_ms = cfg->wait_p99_ms;
+    a->params.wait_window_ms = cfg->wait_window_ms;
+    a->params.wait_min_samples = cfg->wait_min_samples;
+    a->repeat_ms = cfg->repeat_interval_ms;
+    free(a->generator_url);
+    a->generator_url = gen;
+    gen = NULL;
+    sinks_free(a->sinks, a->nsinks);
+    a->sinks = sinks;
+    a->nsinks = n;
+    sinks = NULL;
+    a->has_refresh = false;
+    for (i = 0; i < n; i++)
+        if (a->sinks[i].type->kinds & SINK_KIND(EV_REFRESH))
+            a->has_refresh = true;
+    pthread_mutex_unlock(&a->mu);
+    rc = 0;
+out:
+    sinks_free(sinks, n);
+    for (i = 0; i < cap; i++) {
+        sink_key_clear(&keys[i]);
+        free(urls[i]);
+    }
+    free(keys);
+    free(urls);
+    free(nc);
+    free(gen);
+    return rc;
+}
+
+struct alerts *
+alerts_new(const struct config *cfg)
+{
+    struct alerts *a = calloc(1, sizeof(*a));
+
+    if (a == NULL)
+        return NULL;
+    pthread_mutex_init(&a->mu, NULL);
+    if ((a->set = alertset_new()) == NULL || (a->notifier = notifier_new()) == NULL ||
+        alerts_configure(a, cfg) == -1) {
+        alerts_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+static void
+seen_free(struct seen_target *s, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        free(s[i].name);
+    free(s);
+}
+
+/* Mark each target fresh when its snapshot was not judged before, and
+ * remember the current ones.  On ENOMEM everything counts as fresh. */
+static void
+mark_fresh(struct alerts *a, struct rules_target *t, size_t n)
+{
+    struct seen_target *now = calloc(n ? n : 1, sizeof(*now));
+    size_t i, j;
+
+    for (i = 0; i < n; i++) {
+        const struct snapshot *s = t[i].snap;
+        uint64_t scans = s ? s->counters.scans_ok + s->counters.scans_error : 0;
+        int64_t fin = s ? s->finished_ms : 0;
+
+        t[i].fresh = true;
+        for (j = 0; j < a->nseen; j++)
+            if (strcmp(a->seen[j].name, t[i].name) == 0)
+                t[i].fresh = a->seen[j].scans != scans || a->seen[j].finished_ms != fin;
+        if (now != NULL) {
+            now[i].name = strdup(t[i].name);
+            now[i].scans = scans;
+            now[i].finished_ms = fin;
+        }
+    }
+    seen_free(a->seen, a->nseen);
+    a->seen = now;
+    a->nseen = now != NULL ? n : 0;
+}
+
+/* Render and queue one kind's alerts for every sink that takes it. */
+static void
+dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size_t n,
+         int64_t now_ms)
+{
+    struct sink_batch b;
+    size_t i, off;
+
+    for (i = 0; i < a->nsinks; i++) {
+        const struct sink_type *t = a->sinks[i].type;
+
+        if (!(t->kinds & SINK_KIND(kind)))
+            continue;
+        for (off = 0; off < n; off += SINK_BATCH_MAX) {
+            char *body = NULL;
+            size_t len = 0, k;
+
+            b.kind = kind;
+            b.alerts = (const struct alert *const *)(list + off);
+            b.n = n - off < SINK_BATCH_MAX ? n - off : SINK_BATCH_MAX;
+            b.now_ms = now_ms;
+            b.generator_url = a->generator_url;
+            if (t->render(&b, &body, &len) == -1) {
+                log_warnx("webhook %s: cannot render a notice (out of memory)",
+                          a->sinks[i].name);
+                continue;
+            }
+            notifier_enqueue(a->notifier, i, body, len);
+            for (k = 0; k < b.n; k++)
+                alert_mark_sent(list[off + k], now_ms);
+        }
+    }
+}
+
+void
+alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
+            const struct waitstats_view *w, int64_t now_ms)
+{
+    const struct alert_event *ev;
+    struct alert **list = NULL;
+    size_t nev = 0, i, n;
+    int k;
+
+    pthread_mutex_lock(&a->mu);
+    mark_fresh(a, targets, ntargets);
+    alertset_begin(a->set, now_ms, mono_ms());
+    rules_eval(a->set, &a->params, targets, ntargets, w, now_ms);
+    if (alertset_end(a->set, a->repeat_ms, a->has_refresh, &ev, &nev) == -1)
+        log_warnx("alerts: out of memory; some notices of this tick are missing");
+    if (nev > 0 && a->nsinks > 0 && (list = malloc(nev * sizeof(*list))) == NULL)
+        log_warnx("alerts: out of memory; the notices of this tick are missing");
+    for (k = 0; list != NULL && k < EV_KINDS; k++) {
+        for (i = 0, n = 0; i < nev; i++)
+            if (ev[i].kind == (enum alert_event_kind)k)
+                list[n++] = ev[i].alert;
+        if (n > 0)
+            dispatch(a, (enum alert_event_kind)k, list, n, now_ms);
+    }
+    /* a few lines per tick: ten thousand leaks at once are one story */
+    for (i = 0, n = 0; i < nev; i++) {
+        if (ev[i].kind != EV_FIRING && ev[i].kind != EV_RESOLVED)
+            continue;
+        if (n++ < ALERTS_LOG_MAX)
+            log_info("alert %s: %s: %s", ev[i].kind == EV_FIRING ? "firing" : "resolved",
+                     alert_name_str(ev[i].alert->name), ev[i].alert->summary);
+    }
+    if (n > ALERTS_LOG_MAX)
+        log_info("alerts: %zu more started or ended in this evaluation", n - ALERTS_LOG_MAX);
+    pthread_mutex_unlock(&a->mu);
+    free(list);
+}
+
+static json_t *
+alert_json(const struct alert *a)
+{
+    char fp[17];
+    json_t *o = json_object();
+
+    if (o == NULL)
+        return NULL;
+    snprintf(fp, sizeof(fp), "%016" PRIx64, a->fp);
+    json_object_set_new(o, "labels", sink_json_labels(a));
+    json_object_set_new(o, "annotations", sink_json_annotations(a));
+    json_object_set_new(o, "state", json_string("firing"));
+    json_object_set_new(o, "startsAt", sink_json_time(a->starts_ms));
+    json_object_set_new(o, "fingerprint", json_string(fp));
+    json_object_set_new(o, "lastSentAt", a->last_sent_ms ? sink_json_time(a->last_sent_ms) :
+                        json_null());
+    return o;
+}
+
+int
+alerts_render_json(struct alerts *a, char **body, size_t *len)
+{
+    json_t *root = json_object(), *list = json_array(), *o;
+    const struct alert *al;
+    size_t i, total = 0, firing[ALERT_NAMES], suppressed;
+
+    if (root == NULL || list == NULL)
+        goto fail;
+    pthread_mutex_lock(&a->mu);
+    for (i = 0; (al = alertset_at(a->set, i)) != NULL; i++) {
+        if (al->dead || al->state != ALERT_FIRING)
+            continue;
+        if ((o = alert_json(al)) == NULL || json_array_append_new(list, o) == -1) {
+            pthread_mutex_unlock(&a->mu);
+            goto fail;
+        }
+        total++;
+    }
+    alertset_counts(a->set, firing, &suppressed);
+    pthread_mutex_unlock(&a->mu);
+    json_object_set_new(root, "alerts", list);
+    json_object_set_new(root, "total", json_integer((json_int_t)total));
+    json_object_set_new(root, "suppressed", json_integer((json_int_t)suppressed));
+    return sink_dump(root, body, len);
+fail:
+    json_decref(list);
+    json_decref(root);
+    return -1;
+}
+
+int
+alerts_stats(struct alerts *a, struct alerts_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    pthread_mutex_lock(&a->mu);
+    alertset_counts(a->set, st->firing, &st->suppressed);
+    pthread_mutex_unlock(&a->mu);
+    return notifier_stats(a->notifier, &st->sinks, &st->nsinks);
+}
+
+void
+alerts_stats_release(struct alerts_stats *st)
+{
+    notifier_stats_free(st->sinks, st->nsinks);
+    memset(st, 0, sizeof(*st));
+}
+
+void
+alerts_free(struct alerts *a)
+{
+    if (a == NULL)
+        return;
+    notifier_free(a->notifier, ALERTS_FLUSH_MS);
+    alertset_free(a->set);
+    sinks_free(a->sinks, a->nsinks);
+    seen_free(a->seen, a->nseen);
+    free(a->generator_url);
+    pthread_mutex_destroy(&a->mu);
+    free(a);
+}

@@ -1,0 +1,152 @@
+/*
+ * alertset.h - the set of alert instances and their lifecycle.
+ *
+ * An alert instance is one alertname with one set of labels (alertname,
+ * target, class, key; absent labels are NULL).  Its identity is the
+ * fingerprint of those labels, computed the way Alertmanager computes it
+ * (labels sorted by name, FNV-1a 64 over name 0xff value 0xff), so the
+ * fingerprint lockwatch shows is the one Alertmanager shows.
+ *
+ * Lifecycle, once per evaluation ("tick"):
+ *
+ *     alertset_begin()              a new generation
+ *     alertset_observe() ...        every alert whose condition holds now
+ *     alertset_keep_target() ...    targets whose per-lock alerts are not
+ *                                   re-judged this tick (no new snapshot,
+ *                                   or the scan failed: we do not know)
+ *     alertset_end()                the transitions, as events
+ *
+ *   (absent) --observed--> FIRING --not observed--> RESOLVED --5 min--> (absent)
+ *                            ^                           |
+ *                            +-------- observed ---------+  (a new startsAt)
+ *
+ * A FIRING alert yields EV_FIRING once, EV_REPEAT every repeat_interval
+ * while it fires, and EV_RESOLVED when it ends.  Resolved alerts are kept
+ * ALERTSET_RESOLVED_KEEP_MS so that Alertmanager keeps hearing that they
+ * ended (its API asks clients to re-send resolutions for a while); every
+ * ALERTSET_REFRESH_MS all firing and kept resolved alerts are yielded as
+ * EV_REFRESH, which only the Alertmanager sink takes.
+ *
+ * Bounds: at most ALERTSET_FIRING_MAX firing instances; an observation
+ * that would make one more is suppressed and counted (alertset_suppressed)
+ * for that tick.  At most ALERTSET_FIRING_MAX resolved ones are kept too;
+ * past that a resolution is sent and then forgotten.
+ *
+ * Not thread-safe: the owner (alerts.c) serialises every call.  Pointers
+ * to instances and the event array stay valid until the next
+ * alertset_begin() or alertset_free().
+ */
+#ifndef LOCKWATCH_ALERTSET_H
+#define LOCKWATCH_ALERTSET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ALERTSET_FIRING_MAX       10000
+#define ALERTSET_RESOLVED_KEEP_MS (5 * 60 * 1000)
+#define ALERTSET_REFRESH_MS       (60 * 1000)
+
+enum alert_name {
+    ALERT_LOCK_LEAKED,
+    ALERT_LOCK_HELD_TOO_LONG,
+    ALERT_LOCK_REENTRANCY_HIGH,
+    ALERT_LOCK_WAIT_P99_HIGH,
+    ALERT_LOCK_TARGET_DOWN,
+    ALERT_NAMES                 /* count */
+};
+
+/* "LockLeaked", ... */
+const char *alert_name_str(enum alert_name n);
+
+enum alert_state { ALERT_FIRING, ALERT_RESOLVED };
+
+/* What an observation names; strings are valid UTF-8, NULL when the
+ * label does not apply. */
+struct alert_labels {
+    enum alert_name name;
+    const char *target;
+    const char *class_;
+    const char *key;
+};
+
+struct alert {
+    uint64_t fp;
+    enum alert_name name;
+    char *target, *class_, *key;    /* NULL when absent */
+    char *summary, *description;    /* never NULL */
+    enum alert_state state;
+    int64_t starts_ms;              /* Unix ms */
+    int64_t ends_ms;                /* Unix ms, when resolved */
+    int64_t last_sent_ms;           /* Unix ms a notice last carried it; 0 never */
+    int64_t notified_mono;          /* last EV_FIRING / EV_REPEAT */
+    int64_t resolved_mono;
+    uint64_t seen;                  /* generation it was last observed in */
+    uint64_t event_gen;             /* generation of its last event */
+    bool dead;                      /* to be freed at the next begin */
+};
+
+enum alert_event_kind {
+    EV_FIRING,                  /* started firing */
+    EV_REPEAT,                  /* still firing, repeat_interval passed */
+    EV_RESOLVED,                /* stopped firing */
+    EV_REFRESH,                 /* periodic re-post (Alertmanager) */
+    EV_KINDS
+};
+
+struct alert_event {
+    enum alert_event_kind kind;
+    struct alert *alert;
+};
+
+struct alertset;
+
+/* NULL on ENOMEM.  alertset_free(NULL) is fine. */
+struct alertset *alertset_new(void);
+void alertset_free(struct alertset *set);
+
+/* Start a tick at now_ms (Unix) / mono_ms (monotonic). */
+void alertset_begin(struct alertset *set, int64_t now_ms, int64_t mono_ms);
+
+/*
+ * The alert with these labels holds now.  Returns its instance (new,
+ * re-fired or still firing) so the caller can set its annotations with
+ * alert_annotate(), or NULL when it was suppressed by the cap or memory
+ * ran out.
+ */
+struct alert *alertset_observe(struct alertset *set, const struct alert_labels *l);
+
+/* Replace an instance's annotations (copied).  -1 on ENOMEM (the old
+ * ones stay). */
+int alert_annotate(struct alert *a, const char *summary, const char *description);
+
+/* Alerts carrying this target label and a key label (per-lock alerts)
+ * keep their state this tick even if not observed.  The string must stay
+ * valid until alertset_end(). */
+void alertset_keep_target(struct alertset *set, const char *target);
+
+/*
+ * End the tick: resolve what was not observed, and list the events.
+ * repeat_ms is repeat_interval; refresh says whether EV_REFRESH events are
+ * wanted at all (an Alertmanager sink exists).  *ev points to an array
+ * owned by the set.  -1 on ENOMEM (states are still updated; events of
+ * this tick may be missing).
+ */
+int alertset_end(struct alertset *set, int64_t repeat_ms, bool refresh,
+                 const struct alert_event **ev, size_t *nev);
+
+/* Firing instances per alertname, and observations suppressed by the cap
+ * in the last tick. */
+void alertset_counts(const struct alertset *set, size_t firing[ALERT_NAMES],
+                     size_t *suppressed);
+
+/* Iterate over the live instances (any state): i from 0 until NULL. */
+const struct alert *alertset_at(const struct alertset *set, size_t i);
+
+/* Record that a notice carrying a was handed to the sinks at now_ms. */
+void alert_mark_sent(struct alert *a, int64_t now_ms);
+
+/* The Alertmanager fingerprint of a label set. */
+uint64_t alert_fingerprint(const struct alert_labels *l);
+
+#endif

@@ -1,0 +1,718 @@
+/*
+ * notifier.c - the notifier thread: per-sink queues, libcurl multi,
+ * retries with backoff (see notifier.h for the contract).
+ *
+ * One mutex guards the sinks, their queues and counters.  The thread holds
+ * it while it picks what to send and books results, and never while curl
+ * works: curl_multi_poll sleeps until a transfer has news, the next retry
+ * is due (at most a second), or notifier_enqueue wakes it with
+ * curl_multi_wakeup.  Only this thread touches the multi handle and the
+ * easy handles.
+ *
+ * A sink's in-flight notice is off its queue, owned by its transfer, so a
+ * queue overflow never frees a body curl is still sending.  A sink that a
+ * reload removes while a transfer is in flight moves to a graveyard and
+ * is freed when that transfer ends.
+ *
+ * webhook-id: "msg_" + a random per-process nonce + a sequence number,
+ * fixed when a notice is queued, so every retry carries the same id.
+ */
+#include "alerts/notifier.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/log.h"
+
+#define POLL_MAX_MS 1000
+
+struct notice {
+    struct notice *next;
+    char *body;
+    size_t len;
+    char id[48];
+    int tries;
+    int64_t due_mono;
+};
+
+struct transfer;
+
+struct nsink {
+    char *name;
+    const struct sink_type *type;
+    char *url;
+    struct sink_key key;
+    int64_t timeout_ms, retry_base_ms;
+    struct notice *head, *tail;
+    size_t queued, bytes;
+    uint64_t sent, retried, dropped;
+    bool disabled;              /* 410 Gone: until the next reload */
+    bool failing;               /* for logging transitions only */
+    bool removed;               /* in the graveyard */
+    struct transfer *xfer;      /* in flight, or NULL */
+    struct nsink *next_dead;
+};
+
+struct transfer {
+    CURL *easy;
+    struct curl_slist *hdrs;
+    struct nsink *sink;
+    struct notice *notice;
+};
+
+struct notifier {
+    pthread_mutex_t mu;
+    pthread_t thread;
+    bool started;
+    CURLM *multi;
+    struct nsink **sinks;
+    size_t nsinks;
+    struct nsink *graveyard;
+    bool stopping;
+    int64_t deadline_mono;
+    uint64_t nonce, seq, rng;
+    size_t inflight;
+};
+
+static int64_t
+mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+unix_s(void)
+{
+    return (int64_t)time(NULL);
+}
+
+int
+notifier_global_init(void)
+{
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+}
+
+void
+notifier_global_cleanup(void)
+{
+    curl_global_cleanup();
+}
+
+static void
+notice_free(struct notice *nt)
+{
+    if (nt == NULL)
+        return;
+    free(nt->body);
+    free(nt);
+}
+
+/* Drop every queued notice of s; returns how many. */
+static uint64_t
+drop_queue(struct nsink *s)
+{
+    uint64_t k = 0;
+
+    while (s->head != NULL) {
+        struct notice *nt = s->head;
+
+        s->head = nt->next;
+        notice_free(nt);
+        k++;
+    }
+    s->tail = NULL;
+    s->queued = 0;
+    s->bytes = 0;
+    return k;
+}
+
+static void
+sink_free(struct nsink *s)
+{
+    if (s == NULL)
+        return;
+    drop_queue(s);
+    sink_key_clear(&s->key);
+    free(s->name);
+    free(s->url);
+    free(s);
+}
+
+static void
+push_front(struct nsink *s, struct notice *nt)
+{
+    nt->next = s->head;
+    s->head = nt;
+    if (s->tail == NULL)
+        s->tail = nt;
+    s->queued++;
+    s->bytes += nt->len;
+}
+
+static struct notice *
+pop_front(struct nsink *s)
+{
+    struct notice *nt = s->head;
+
+    if (nt == NULL)
+        return NULL;
+    s->head = nt->next;
+    if (s->head == NULL)
+        s->tail = NULL;
+    nt->next = NULL;
+    s->queued--;
+    s->bytes -= nt->len;
+    return nt;
+}
+
+static uint64_t
+rng_next(struct notifier *n)
+{
+    /* xorshift64*: jitter needs spread, not secrecy */
+    n->rng ^= n->rng >> 12;
+    n->rng ^= n->rng << 25;
+    n->rng ^= n->rng >> 27;
+    return n->rng * 2685821657736338717ULL;
+}
+
+/* Full jitter: uniform in [0, min(cap, base * 2^(tries-1))], at least
+ * 10 ms so a zero draw does not spin. */
+static int64_t
+backoff_ms(struct notifier *n, const struct nsink *s, int tries)
+{
+    int64_t ceiling = s->retry_base_ms;
+    int i;
+
+    for (i = 1; i < tries && ceiling < NOTIFY_BACKOFF_CAP_MS; i++)
+        ceiling *= 2;
+    if (ceiling > NOTIFY_BACKOFF_CAP_MS)
+        ceiling = NOTIFY_BACKOFF_CAP_MS;
+    ceiling = (int64_t)(rng_next(n) % (uint64_t)(ceiling + 1));
+    return ceiling < 10 ? 10 : ceiling;
+}
+
+static size_t
+discard(char *p, size_t size, size_t nmemb, void *ud)
+{
+    (void)p;
+    (void)ud;
+    return size * nmemb;
+}
+
+/* Start sending s's head notice.  Called with mu held. */
+static void
+start(struct notifier *n, struct nsink *s, int64_t now)
+{
+    struct transfer *x = NULL;
+    struct sink_headers h;
+    struct notice *nt;
+    int64_t timeout = s->timeout_ms;
+    size_t i;
+
+    nt = pop_front(s);
+    nt->tries++;
+    if ((x = calloc(1, sizeof(*x))) == NULL || (x->easy = curl_easy_init()) == NULL)
+        goto fail;
+    x->sink = s;
+    x->notice = nt;
+    if (s->type->headers(&s->key, nt->id, unix_s(), nt->body, nt->len, &h) == -1)
+        goto fail;
+    for (i = 0; i < h.n; i++) {
+        struct curl_slist *l = curl_slist_append(x->hdrs, h.line[i]);
+
+        if (l == NULL)
+            goto fail;
+        x->hdrs = l;
+    }
+    /* no "Expect: 100-continue" round trip before larger bodies */
+    {
+        struct curl_slist *l = curl_slist_append(x->hdrs, "Expect:");
+
+        if (l == NULL)
+            goto fail;
+        x->hdrs = l;
+    }
+    if (n->stopping && n->deadline_mono - now < timeout)
+        timeout = n->deadline_mono - now > 1 ? n->deadline_mono - now : 1;
+    curl_easy_setopt(x->easy, CURLOPT_URL, s->url);
+    curl_easy_setopt(x->easy, CURLOPT_POST, 1L);
+    curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, nt->body);
+    curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)nt->len);
+    curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
+    curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)timeout);
+    curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout);
+    curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(x->easy, CURLOPT_FOLLOWLOCATION, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(x->easy, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(x->easy, CURLOPT_USERAGENT, "lockwatch/" LOCKWATCH_VERSION);
+    curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
+    if (curl_multi_add_handle(n->multi, x->easy) != CURLM_OK)
+        goto fail;
+    s->xfer = x;
+    n->inflight++;
+    return;
+fail:
+    /* out of memory or headers that do not fit: this notice cannot go */
+    log_warnx("webhook %s: cannot prepare a request (out of memory?); notice dropped",
+              s->name);
+    s->dropped++;
+    if (x != NULL) {
+        if (x->easy != NULL)
+            curl_easy_cleanup(x->easy);
+        curl_slist_free_all(x->hdrs);
+        free(x);
+    }
+    notice_free(nt);
+}
+
+static bool
+retryable(CURLcode res, long code)
+{
+    return res != CURLE_OK || code == 408 || code == 429 || code >= 500;
+}
+
+/* Book a finished transfer.  Called with mu held. */
+static void
+finish(struct notifier *n, struct transfer *x, CURLcode res)
+{
+    struct nsink *s = x->sink;
+    struct notice *nt = x->notice;
+    curl_off_t retry_after = 0;
+    long code = 0;
+    int64_t delay;
+
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_getinfo(x->easy, CURLINFO_RETRY_AFTER, &retry_after);
+    curl_multi_remove_handle(n->multi, x->easy);
+    curl_easy_cleanup(x->easy);
+    curl_slist_free_all(x->hdrs);
+    free(x);
+    n->inflight--;
+    s->xfer = NULL;
+
+    if (s->removed) {
+        /* the sink left the config while this was in flight */
+        struct nsink **pp;
+
+        for (pp = &n->graveyard; *pp != NULL; pp = &(*pp)->next_dead)
+            if (*pp == s) {
+                *pp = s->next_dead;
+                break;
+            }
+        notice_free(nt);
+        sink_free(s);
+        return;
+    }
+    if (res == CURLE_OK && code >= 200 && code <= 299) {
+        s->sent++;
+        if (s->failing)
+            log_info("webhook %s: delivering again", s->name);
+        s->failing = false;
+        notice_free(nt);
+        return;
+    }
+    if (res == CURLE_OK && code == 410) {
+        log_warnx("webhook %s: the receiver answered 410 Gone; sink disabled until the "
+                  "next reload (SIGHUP)", s->name);
+        s->disabled = true;
+        s->dropped += 1 + drop_queue(s);
+        notice_free(nt);
+        return;
+    }
+    if (!s->failing) {
+        if (res != CURLE_OK)
+            log_warnx("webhook %s: delivery failed: %s", s->name, curl_easy_strerror(res));
+        else
+            log_warnx("webhook %s: delivery failed: HTTP %ld%s", s->name, code,
+                      code >= 300 && code < 400 ? " (redirects are not followed)" : "");
+    }
+    s->failing = true;
+    if (!retryable(res, code) || n->stopping || nt->tries >= NOTIFY_MAX_TRIES) {
+        if (retryable(res, code) && !n->stopping)
+            log_warnx("webhook %s: notice dropped after %d tries", s->name, nt->tries);
+        else if (!retryable(res, code))
+            log_warnx("webhook %s: HTTP %ld is not retried; notice dropped", s->name, code);
+        s->dropped++;
+        notice_free(nt);
+        return;
+    }
+    s->retried++;
+    delay = backoff_ms(n, s, nt->tries);
+    if (retry_after > 0) {
+        int64_t ra = (int64_t)retry_after * 1000;
+
+        if (ra > NOTIFY_RETRY_AFTER_MAX_MS)
+            ra = NOTIFY_RETRY_AFTER_MAX_MS;
+        if (ra > delay)
+            delay = ra;
+    }
+    log_debug("webhook %s: try %d failed (%s, HTTP %ld); next in %" PRId64 " ms", s->name,
+              nt->tries, curl_easy_strerror(res), code, delay);
+    nt->due_mono = mono_ms() + delay;
+    /* back at the head: a sink's notices go out in order */
+    push_front(s, nt);
+}
+
+static bool
+idle(const struct notifier *n)
+{
+    size_t i;
+
+    if (n->inflight > 0)
+        return false;
+    for (i = 0; i < n->nsinks; i++)
+        if (n->sinks[i]->head != NULL && !n->sinks[i]->disabled)
+            return false;
+    return true;
+}
+
+/* Start what is due; return how long the thread may sleep.  mu held. */
+static int64_t
+schedule(struct notifier *n, int64_t now)
+{
+    int64_t wait = POLL_MAX_MS;
+    size_t i;
+
+    for (i = 0; i < n->nsinks; i++) {
+        struct nsink *s = n->sinks[i];
+
+        if (s->xfer != NULL || s->head == NULL)
+            continue;
+        if (s->disabled) {
+            s->dropped += drop_queue(s);
+            continue;
+        }
+        if (n->stopping || s->head->due_mono <= now) {
+            start(n, s, now);
+            continue;
+        }
+        if (s->head->due_mono - now < wait)
+            wait = s->head->due_mono - now;
+    }
+    if (n->stopping && n->deadline_mono - now < wait)
+        wait = n->deadline_mono - now;
+    return wait < 0 ? 0 : wait;
+}
+
+static void *
+notifier_main(void *arg)
+{
+    struct notifier *n = arg;
+    struct CURLMsg *msg;
+    int64_t now, wait;
+    int running, left;
+    size_t i;
+
+    pthread_mutex_lock(&n->mu);
+    for (;;) {
+        now = mono_ms();
+        if (n->stopping && (now >= n->deadline_mono || idle(n)))
+            break;
+        wait = schedule(n, now);
+        pthread_mutex_unlock(&n->mu);
+        curl_multi_poll(n->multi, NULL, 0, (int)wait, NULL);
+        curl_multi_perform(n->multi, &running);
+        pthread_mutex_lock(&n->mu);
+        while ((msg = curl_multi_info_read(n->multi, &left)) != NULL) {
+            struct transfer *x = NULL;
+
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+            if (x != NULL)
+                finish(n, x, msg->data.result);
+        }
+    }
+    /* out of time: abandon what is in flight or queued */
+    for (i = 0; i < n->nsinks; i++) {
+        struct nsink *s = n->sinks[i];
+        struct transfer *x = s->xfer;
+
+        if (x != NULL) {
+            curl_multi_remove_handle(n->multi, x->easy);
+            curl_easy_cleanup(x->easy);
+            curl_slist_free_all(x->hdrs);
+            notice_free(x->notice);
+            free(x);
+            s->xfer = NULL;
+            s->dropped++;
+        }
+        s->dropped += drop_queue(s);
+    }
+    while (n->graveyard != NULL) {
+        struct nsink *s = n->graveyard;
+
+        n->graveyard = s->next_dead;
+        if (s->xfer != NULL) {
+            curl_multi_remove_handle(n->multi, s->xfer->easy);
+            curl_easy_cleanup(s->xfer->easy);
+            curl_slist_free_all(s->xfer->hdrs);
+            notice_free(s->xfer->notice);
+            free(s->xfer);
+        }
+        sink_free(s);
+    }
+    pthread_mutex_unlock(&n->mu);
+    return NULL;
+}
+
+struct notifier *
+notifier_new(void)
+{
+    struct notifier *n = calloc(1, sizeof(*n));
+    int err;
+
+    if (n == NULL)
+        return NULL;
+    pthread_mutex_init(&n->mu, NULL);
+    if (getrandom(&n->nonce, sizeof(n->nonce), GRND_NONBLOCK) != (ssize_t)sizeof(n->nonce))
+        n->nonce = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)mono_ms();
+    n->rng = n->nonce | 1;
+    if ((n->multi = curl_multi_init()) == NULL) {
+        errno = ENOMEM;
+        goto fail;
+    }
+    err = pthread_create(&n->thread, NULL, notifier_main, n);
+    if (err != 0) {
+        errno = err;
+        goto fail;
+    }
+    n->started = true;
+    return n;
+fail:
+    if (n->multi != NULL)
+        curl_multi_cleanup(n->multi);
+    pthread_mutex_destroy(&n->mu);
+    free(n);
+    return NULL;
+}
+
+static struct nsink *
+sink_from(const struct notifier_sink_conf *c)
+{
+    struct nsink *s = calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return NULL;
+    s->name = strdup(c->name);
+    s->type = c->type;
+    if (s->name == NULL) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Give s the settings of c (copies).  -1 on ENOMEM, s unchanged. */
+static int
+sink_set(struct nsink *s, const struct notifier_sink_conf *c)
+{
+    struct sink_key key = { NULL, 0 };
+    char *url = strdup(c->url);
+
+    if (url == NULL)
+        return -1;
+    if (c->key != NULL && c->key->bytes != NULL) {
+        if ((key.bytes = malloc(c->key->len ? c->key->len : 1)) == NULL) {
+            free(url);
+            return -1;
+        }
+        memcpy(key.bytes, c->key->bytes, c->key->len);
+        key.len = c->key->len;
+    }
+    free(s->url);
+    sink_key_clear(&s->key);
+    s->url = url;
+    s->key = key;
+    s->timeout_ms = c->timeout_ms;
+    s->retry_base_ms = c->retry_base_ms > 0 ? c->retry_base_ms : 1000;
+    s->disabled = false;
+    return 0;
+}
+
+int
+notifier_configure(struct notifier *n, const struct notifier_sink_conf *conf, size_t nconf)
+{
+    struct nsink **list, **made;
+    size_t i, j;
+    bool failed = false;
+
+    list = calloc(nconf ? nconf : 1, sizeof(*list));
+    made = calloc(nconf ? nconf : 1, sizeof(*made));  /* new ones, to undo */
+    if (list == NULL || made == NULL) {
+        free(list);
+        free(made);
+        return -1;
+    }
+    pthread_mutex_lock(&n->mu);
+    for (i = 0; i < nconf && !failed; i++) {
+        for (j = 0; j < n->nsinks && list[i] == NULL; j++)
+            if (n->sinks[j] != NULL && strcmp(n->sinks[j]->name, conf[i].name) == 0 &&
+                n->sinks[j]->type == conf[i].type)
+                list[i] = n->sinks[j];
+        if (list[i] == NULL) {
+            if ((list[i] = made[i] = sink_from(&conf[i])) == NULL)
+                failed = true;
+        }
+    }
+    /* all settings, or none (a sink_set failure leaves that sink as it was) */
+    for (i = 0; i < nconf && !failed; i++)
+        if (sink_set(list[i], &conf[i]) == -1)
+            failed = true;
+    if (failed) {
+        for (i = 0; i < nconf; i++)
+            sink_free(made[i]);
+        pthread_mutex_unlock(&n->mu);
+        free(list);
+        free(made);
+        return -1;
+    }
+    for (j = 0; j < n->nsinks; j++) {
+        struct nsink *s = n->sinks[j];
+        bool kept = false;
+
+        for (i = 0; i < nconf && !kept; i++)
+            kept = list[i] == s;
+        if (kept)
+            continue;
+        if (s->xfer != NULL) {
+            drop_queue(s);
+            s->removed = true;
+            s->next_dead = n->graveyard;
+            n->graveyard = s;
+        } else {
+            sink_free(s);
+        }
+    }
+    free(n->sinks);
+    n->sinks = list;
+    n->nsinks = nconf;
+    pthread_mutex_unlock(&n->mu);
+    free(made);
+    curl_multi_wakeup(n->multi);
+    return 0;
+}
+
+void
+notifier_enqueue(struct notifier *n, size_t sink, char *body, size_t len)
+{
+    struct notice *nt;
+    struct nsink *s;
+
+    pthread_mutex_lock(&n->mu);
+    if (sink >= n->nsinks || n->stopping) {
+        pthread_mutex_unlock(&n->mu);
+        free(body);
+        return;
+    }
+    s = n->sinks[sink];
+    if (s->disabled || (nt = calloc(1, sizeof(*nt))) == NULL) {
+        s->dropped++;
+        pthread_mutex_unlock(&n->mu);
+        free(body);
+        return;
+    }
+    nt->body = body;
+    nt->len = len;
+    snprintf(nt->id, sizeof(nt->id), "msg_%016" PRIx64 "_%" PRIu64, n->nonce, ++n->seq);
+    /* full: drop the oldest, the newest says more about now */
+    while (s->head != NULL &&
+           (s->queued >= NOTIFY_QUEUE_MAX || s->bytes + len > NOTIFY_QUEUE_BYTES)) {
+        notice_free(pop_front(s));
+        s->dropped++;
+    }
+    if (s->tail != NULL)
+        s->tail->next = nt;
+    else
+        s->head = nt;
+    s->tail = nt;
+    s->queued++;
+    s->bytes += len;
+    pthread_mutex_unlock(&n->mu);
+    curl_multi_wakeup(n->multi);
+}
+
+int
+notifier_stats(struct notifier *n, struct notifier_stats **out, size_t *nout)
+{
+    struct notifier_stats *st;
+    size_t i;
+
+    *out = NULL;
+    *nout = 0;
+    pthread_mutex_lock(&n->mu);
+    st = calloc(n->nsinks ? n->nsinks : 1, sizeof(*st));
+    if (st == NULL)
+        goto fail;
+    for (i = 0; i < n->nsinks; i++) {
+        const struct nsink *s = n->sinks[i];
+
+        if ((st[i].name = strdup(s->name)) == NULL) {
+            notifier_stats_free(st, i);
+            goto fail;
+        }
+        st[i].sent = s->sent;
+        st[i].retried = s->retried;
+        st[i].dropped = s->dropped;
+        st[i].queued = s->queued + (s->xfer != NULL);
+        st[i].disabled = s->disabled;
+    }
+    *out = st;
+    *nout = n->nsinks;
+    pthread_mutex_unlock(&n->mu);
+    return 0;
+fail:
+    pthread_mutex_unlock(&n->mu);
+    return -1;
+}
+
+void
+notifier_stats_free(struct notifier_stats *st, size_t n)
+{
+    size_t i;
+
+    if (st == NULL)
+        return;
+    for (i = 0; i < n; i++)
+        free(st[i].name);
+    free(st);
+}
+
+void
+notifier_free(struct notifier *n, int64_t flush_ms)
+{
+    size_t i;
+
+    if (n == NULL)
+        return;
+    pthread_mutex_lock(&n->mu);
+    n->stopping = true;
+    n->deadline_mono = mono_ms() + flush_ms;
+    pthread_mutex_unlock(&n->mu);
+    if (n->started) {
+        curl_multi_wakeup(n->multi);
+        pthread_join(n->thread, NULL);
+    }
+    for (i = 0; i < n->nsinks; i++)
+        sink_free(n->sinks[i]);
+    free(n->sinks);
+    curl_multi_cleanup(n->multi);
+    pthread_mutex_destroy(&n->mu);
+    free(n);
+}

@@ -1,0 +1,93 @@
+/*
+ * notifier.h - delivering notices to the sinks, on a thread of its own.
+ *
+ * The notifier owns libcurl.  Its thread runs one curl multi handle with
+ * at most one request in flight per sink, so a sink that hangs or is down
+ * delays only its own queue: never a scan, an HTTP request, the alert tick
+ * or another sink.  Each sink has a bounded queue (NOTIFY_QUEUE_MAX
+ * notices, NOTIFY_QUEUE_BYTES bytes); when it is full the oldest queued
+ * notice is dropped, since the newest says the most about now.
+ *
+ * A delivery succeeds on 2xx only.  Redirects are not followed, only http
+ * and https are spoken, and each attempt gives up after the sink's
+ * timeout.  Transport errors, 408, 429 and 5xx are retried after an
+ * exponential backoff with full jitter (a random wait up to retry_base x
+ * 2^(tries-1), at most NOTIFY_BACKOFF_CAP_MS), or after Retry-After when
+ * the receiver says longer, up to NOTIFY_MAX_TRIES tries.  410 Gone
+ * disables the sink until the next reload.  Any other status is a
+ * permanent failure for that notice.  Counters per sink: sent, retried (a
+ * failed try that will be tried again) and dropped (queue overflow, tries
+ * exhausted, a permanent failure, a disabled sink, or shutdown).
+ *
+ * Secrets: URLs (Slack's embeds its token) and signing keys never reach
+ * the log; messages name the sink by its [webhook NAME].
+ *
+ * Thread safety: every function may be called from any one thread (the
+ * agent's main thread) while the notifier thread runs.
+ */
+#ifndef LOCKWATCH_NOTIFIER_H
+#define LOCKWATCH_NOTIFIER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alerts/sinks.h"
+
+#define NOTIFY_QUEUE_MAX       1000
+#define NOTIFY_QUEUE_BYTES     (16u * 1024 * 1024)
+#define NOTIFY_MAX_TRIES       10
+#define NOTIFY_BACKOFF_CAP_MS  (5 * 60 * 1000)
+#define NOTIFY_RETRY_AFTER_MAX_MS (60 * 60 * 1000)
+
+struct notifier;
+
+/* One sink as configured; everything is copied. */
+struct notifier_sink_conf {
+    const char *name;
+    const struct sink_type *type;
+    const char *url;                /* the endpoint to POST to */
+    const struct sink_key *key;     /* signing key (generic); bytes NULL: none */
+    int64_t timeout_ms;
+    int64_t retry_base_ms;
+};
+
+struct notifier_stats {
+    char *name;
+    uint64_t sent, retried, dropped;
+    size_t queued;
+    bool disabled;
+};
+
+/* Once per process, before any thread exists / after all have ended. */
+int notifier_global_init(void);
+void notifier_global_cleanup(void);
+
+/* Start the thread.  NULL on failure (errno set). */
+struct notifier *notifier_new(void);
+
+/*
+ * Replace the sinks.  A sink that keeps its name and format keeps its
+ * queue and counters (and is enabled again after a 410); others start
+ * empty; sinks no longer configured are dropped with their queues.
+ * 0, or -1 on ENOMEM with the old sinks kept.
+ */
+int notifier_configure(struct notifier *n, const struct notifier_sink_conf *sinks,
+                       size_t nsinks);
+
+/* Queue a body for sink i of the last configure (ownership of body
+ * passes; it is freed even on failure). */
+void notifier_enqueue(struct notifier *n, size_t sink, char *body, size_t len);
+
+/* Copy the counters; free with notifier_stats_free.  0 / -1. */
+int notifier_stats(struct notifier *n, struct notifier_stats **out, size_t *nout);
+void notifier_stats_free(struct notifier_stats *st, size_t n);
+
+/*
+ * Stop: for up to flush_ms, deliver what is queued (one try each, no
+ * backoff), then abandon what is left (counted as dropped) and end the
+ * thread.  NULL is fine.
+ */
+void notifier_free(struct notifier *n, int64_t flush_ms);
+
+#endif

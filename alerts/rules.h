@@ -1,0 +1,77 @@
+/*
+ * rules.h - the alert rules: which alerts hold, judged from the newest
+ * snapshots and the wait statistics (SPEC "Alerts").
+ *
+ *   LockLeaked          per lock: state leaked       {target, class, key}
+ *   LockHeldTooLong     per lock: state long         {target, class, key}
+ *   LockReentrancyHigh  per lock: state reentrant_high {target, class, key}
+ *   LockWaitP99High     per class: window P99 > wait_p99 with at least
+ *                       wait_min_samples waits in the window  {class}
+ *   LockTargetDown      per target: its last scan failed      {target}
+ *
+ * The lock states themselves (leak_grace, max_hold, max_reentrancy) are
+ * judged by the scan; the rules only read them.  Per-lock alerts come from
+ * the locks a snapshot keeps in detail, the worst SNAP_RETAIN_MAX of a
+ * target: past that many bad locks, the worst ones alert and the class
+ * gauges still count them all.  A target's per-lock alerts are re-judged
+ * only when it has a new snapshot (every scan_interval); until then, and
+ * while its scans fail, they keep their state, since nothing new is known.
+ *
+ * Label values are valid UTF-8: keys and class names are sanitised the way
+ * metric labels are, and a key longer than RULES_KEY_LABEL_MAX bytes is cut
+ * and ends in "…#<hash of the whole key>", the same text as the key label
+ * of lockwatch_lock_offender_info.
+ *
+ * Pure: no locks, no I/O, no clock.
+ */
+#ifndef LOCKWATCH_RULES_H
+#define LOCKWATCH_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alerts/alertset.h"
+#include "collectors/snapshot.h"
+#include "collectors/waitstats.h"
+
+#define RULES_KEY_LABEL_MAX     200
+#define RULES_HOLDER_TEXT_MAX   128
+#define RULES_SUMMARY_MAX       512
+#define RULES_DESCRIPTION_MAX   2048
+
+/* The [rules] settings; the lock-state ones are only quoted in texts. */
+struct rules_params {
+    int64_t leak_grace_ms;
+    int64_t max_hold_ms;
+    long max_reentrancy;
+    int64_t wait_p99_ms;
+    int64_t wait_window_ms;
+    long wait_min_samples;
+};
+
+struct rules_target {
+    const char *name;
+    const struct snapshot *snap;    /* newest; NULL before the first scan */
+    bool fresh;                     /* snap was not evaluated before */
+};
+
+/*
+ * Observe every alert that holds into set, which the caller has begun
+ * (alertset_begin) and will end.  w may be NULL (no sample ingest).
+ * now_ms is the Unix time the texts measure ages against.
+ */
+void rules_eval(struct alertset *set, const struct rules_params *p,
+                const struct rules_target *targets, size_t ntargets,
+                const struct waitstats_view *w, int64_t now_ms);
+
+/* A duration for people: "850ms", "42s", "5m 3s", "2h 0m", "3d 4h". */
+void rules_format_duration(int64_t ms, char *buf, size_t len);
+
+/*
+ * A key as an alert's key label: sanitised UTF-8, cut as described above.
+ * Returns a malloc'd string, NULL on ENOMEM.
+ */
+char *rules_key_label(const char *key, size_t keylen);
+
+#endif

@@ -1,0 +1,106 @@
+/*
+ * sinks.h - where notices go: the table of sink formats ([webhook NAME]
+ * format = generic | slack | alertmanager), one row and one file each.
+ *
+ * A row says which events the format takes, how a batch of alerts becomes
+ * a request body, which headers one delivery attempt carries (signing
+ * happens here, per attempt, because the signature covers the attempt's
+ * timestamp), and which URL the configured one means.  Rows are pure
+ * functions: no network, no clock, no locks, so tests/unit/test_sinks.c
+ * checks every byte.  The notifier (notifier.c) does the sending.
+ *
+ * Adding a format: one file alerts/sink_NAME.c defining a struct
+ * sink_type, one row in sinks.c, one name in conf's format list.
+ */
+#ifndef LOCKWATCH_SINKS_H
+#define LOCKWATCH_SINKS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alerts/alertset.h"
+#include "conf/config.h"
+
+#define SINK_BATCH_MAX      100     /* alerts per request */
+#define SINK_HEADERS_MAX    8
+#define SINK_HEADER_LEN     256
+#define SINK_AM_VALID_MS    (4 * 60 * 1000)   /* endsAt = now + 4m while firing */
+
+/* Bit of an alert_event_kind in sink_type.kinds. */
+#define SINK_KIND(k)        (1u << (k))
+
+/* One request's worth of alerts, all from one event kind. */
+struct sink_batch {
+    enum alert_event_kind kind;
+    const struct alert *const *alerts;
+    size_t n;
+    int64_t now_ms;                 /* Unix ms the batch was made */
+    const char *generator_url;      /* link back to the agent; NULL: none */
+};
+
+/* Header lines, "Name: value", for one attempt. */
+struct sink_headers {
+    size_t n;
+    char line[SINK_HEADERS_MAX][SINK_HEADER_LEN];
+};
+
+/* A signing key: the secret's bytes (see sink_signing_key). */
+struct sink_key {
+    unsigned char *bytes;           /* NULL: do not sign */
+    size_t len;
+};
+
+struct sink_type {
+    const char *name;               /* as in format = */
+    unsigned kinds;                 /* SINK_KIND() of the events it takes */
+    /* The body for a batch, malloc'd into *body (not NUL-counted in *len).
+     * 0, or -1 on ENOMEM. */
+    int (*render)(const struct sink_batch *b, char **body, size_t *len);
+    /* The headers of one attempt: msg_id is stable across the retries of
+     * one notice, ts is the attempt's Unix time in seconds.  0 / -1. */
+    int (*headers)(const struct sink_key *key, const char *msg_id, int64_t ts,
+                   const char *body, size_t len, struct sink_headers *h);
+    /* The URL to POST to, given the configured url (malloc'd; NULL on
+     * ENOMEM). */
+    char *(*endpoint)(const char *url);
+};
+
+extern const struct sink_type sink_generic;
+extern const struct sink_type sink_slack;
+extern const struct sink_type sink_alertmanager;
+
+/* The row for a configured format. */
+const struct sink_type *sink_type_of(enum sink_format f);
+
+/*
+ * The HMAC key from a secret_file's contents: a secret that starts with
+ * "whsec_" is the Standard Webhooks serialisation, and the key is the
+ * base64 decoding of the rest; any other secret is used byte for byte.
+ * 0; -1 with errno EINVAL (whsec_ but not base64) or ENOMEM.  Free with
+ * sink_key_clear (which wipes the bytes).
+ */
+int sink_signing_key(const char *secret, struct sink_key *key);
+void sink_key_clear(struct sink_key *key);
+
+/*
+ * The Standard Webhooks signature "v1,<base64 HMAC-SHA256 of
+ * msg_id.ts.body>" into out (at least 64 bytes).  0 / -1.
+ */
+int sink_sign(const struct sink_key *key, const char *msg_id, int64_t ts,
+              const char *body, size_t len, char *out, size_t outlen);
+
+/* Helpers the rows share. */
+json_t *sink_json_time(int64_t unix_ms);              /* RFC 3339, ms, UTC */
+json_t *sink_json_labels(const struct alert *a);
+json_t *sink_json_annotations(const struct alert *a);
+/* json_dumps into *body / *len, consuming root.  0 / -1. */
+int sink_dump(json_t *root, char **body, size_t *len);
+/* Append one header line; -1 if it does not fit. */
+int sink_header(struct sink_headers *h, const char *name, const char *value);
+/* The configured url as is (generic and slack POST there). */
+char *sink_endpoint_as_is(const char *url);
+/* "firing" / "resolved" for an alert as of a batch */
+const char *sink_alert_status(const struct alert *a);
+
+#endif
