@@ -29,6 +29,7 @@ import argparse
 import os
 import random
 import signal
+import socket
 import sys
 import threading
 import time
@@ -131,23 +132,47 @@ def renewer(r):
                 break           # lost it (should not happen): take it again
 
 
+def reporter(agent):
+    """A sender of lw1 sample lines (docs/line-protocol.md), or None."""
+    if not agent:
+        return None
+    host, _, port = agent.rpartition(":")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setblocking(False)
+
+    def send(line):
+        try:
+            sock.sendto(line.encode() + b"\n", (host, int(port)))
+        except OSError:
+            pass                # never block or fail the worker
+    return send
+
+
 @guarded
-def worker(r, rng):
-    """Contend for a hot lock: SET NX PX with back-off, hold briefly, release."""
+def worker(r, rng, report):
+    """Contend for a hot lock: SET NX PX with back-off, hold briefly, release;
+    report each wait and hold to the agent like liblockwatch does."""
     release = r.register_script(RELEASE_LUA)
     while not stop.is_set():
         key = rng.choice(HOT_KEYS)
         tok = token()
-        deadline = time.monotonic() + 3.0
+        start = time.monotonic()
+        deadline = start + 3.0
         got = False
         while not stop.is_set() and time.monotonic() < deadline:
             if r.set(key, tok, nx=True, px=5000):
                 got = True
                 break
             stop.wait(rng.uniform(0.02, 0.1))
+        if report:
+            report("lw1 wait %s %d %s" % (key, (time.monotonic() - start) * 1e6,
+                                          "ok" if got else "timeout"))
         if got:
+            held = time.monotonic()
             stop.wait(rng.uniform(0.1, 0.8))
             release(keys=[key], args=[tok])
+            if report:
+                report("lw1 hold %s %d" % (key, (time.monotonic() - held) * 1e6))
         stop.wait(rng.uniform(0.0, 0.3))
 
 
@@ -156,6 +181,7 @@ def main():
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--ready", help="file to create once every lock exists")
+    ap.add_argument("--agent", help="host:port to send wait/hold samples to")
     args = ap.parse_args()
 
     def on_signal(_signum, _frame):
@@ -175,7 +201,8 @@ def main():
     threads = [threading.Thread(target=pool, args=(conn(), random.Random(1))),
                threading.Thread(target=reentrant, args=(conn(),)),
                threading.Thread(target=renewer, args=(conn(),))]
-    threads += [threading.Thread(target=worker, args=(conn(), random.Random(10 + i)))
+    report = reporter(args.agent)
+    threads += [threading.Thread(target=worker, args=(conn(), random.Random(10 + i), report))
                 for i in range(4)]
     for t in threads:
         t.daemon = True
