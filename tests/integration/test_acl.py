@@ -1,0 +1,71 @@
+"""The agent scans with the least privileges README documents: a Redis ACL
+user that may read lock keys and the client registry, and nothing else (no
+write command, no key outside ~lock:* and ~lockwatch:client:*).  Every
+lock format, the registry look-up and the value caps must work under it,
+with no NOPERM anywhere."""
+
+import os
+
+import harness as h
+
+# Keep in step with README.md "Redis permissions".
+SCANNER_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "-@all", "+scan", "+type",
+               "+pttl", "+object|idletime", "+getrange", "+hlen", "+hscan", "+exists",
+               "+hmget", "+ping"]
+
+UUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"
+
+
+class Acl(h.TestCase):
+
+    def test_least_privilege_user_scans_everything(self):
+        rs = self.start_redis()
+        c = rs.client()
+        c.execute_command("ACL", "SETUSER", "lockwatch", "on", ">s3cret-scan", *SCANNER_ACL)
+        c.set("lock:plain:1", "tok", px=600000)
+        c.set("lock:leak:1", "tok")
+        c.hset("lock:rl:1", UUID + ":7", "2")
+        c.pexpire("lock:rl:1", 600000)
+        c.hset("lock:rw:1", mapping={"mode": "read", UUID + ":8": "1"})
+        c.pexpire("lock:rw:1", 600000)
+        c.hset("lockwatch:client:{%s}" % UUID, mapping={
+            "host": "app-7", "pid": "4242", "at:7:lock:rl:1": "1790000000000"})
+        c.set("secret:1", "not for the scanner")
+
+        d = h._mkdtemp("lw-acl-")
+        pw = os.path.join(d, "scan.pass")
+        with open(pw, "w") as f:
+            f.write("s3cret-scan\n")
+        cfg = os.path.join(d, "lockwatch.ini")
+        with open(cfg, "w") as f:
+            f.write(h.config_text(h.free_port(),
+                                  [("main", "redis://lockwatch@127.0.0.1:%d/0" % rs.port)],
+                                  target_extra={"password_file": pw},
+                                  leak_grace="1s", max_hold="1h"))
+        p = h.run_lockwatchd(["--once", "-c", cfg], timeout=60)
+        err = p.stderr.decode("utf-8", "replace")
+        self.assertEqual(p.returncode, 0, err)
+        self.assertNotIn("NOPERM", err)
+        m = h.parse_metrics(p.stdout)
+        self.assertEqual(h.msum(m, "lockwatch_locks", target="main"), 4,
+                         h.select(m, "lockwatch_locks"))
+        self.assertEqual(h.msum(m, "lockwatch_locks", target="main", format="redisson"), 1)
+        self.assertEqual(h.msum(m, "lockwatch_locks", target="main", format="redisson-rw"), 1)
+        self.assertEqual(h.msum(m, "lockwatch_lock_max_reentrancy", target="main",
+                                **{"class": "lock:rl:*"}), 2)
+        # The registry gave the Redisson holder its acquisition time (2026-09),
+        # so the lock is months old, not as young as its idle time.
+        self.assertGreater(h.msum(m, "lockwatch_lock_oldest_holder_seconds", target="main",
+                                  **{"class": "lock:rl:*"}), 86400)
+        # And the user really is that narrow.
+        import redis
+        scanner = redis.Redis(host="127.0.0.1", port=rs.port, username="lockwatch",
+                              password="s3cret-scan")
+        with self.assertRaises(redis.exceptions.NoPermissionError):
+            scanner.get("secret:1")
+        with self.assertRaises(redis.exceptions.NoPermissionError):
+            scanner.delete("lock:plain:1")
+
+
+if __name__ == "__main__":
+    h.main()
