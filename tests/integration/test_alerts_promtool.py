@@ -1,0 +1,63 @@
+"""The shipped Prometheus rules (packaging/prometheus/lockwatch-rules.yml):
+`promtool check rules` accepts them, `promtool test rules` passes their unit
+tests (lockwatch-rules.test.yml), every alertname the agent raises has a rule,
+and every metric a rule reads is one the agent exports (checked against a
+live agent's /metrics with samples on, so the wait families are there)."""
+
+import os
+import re
+import socket
+import subprocess
+
+import harness as h
+from client_helpers import closed_udp_port
+
+DIR = os.path.join(h.REPO, "packaging", "prometheus")
+RULES = os.path.join(DIR, "lockwatch-rules.yml")
+TESTS = os.path.join(DIR, "lockwatch-rules.test.yml")
+ALERTNAMES = {"LockLeaked", "LockHeldTooLong", "LockReentrancyHigh", "LockWaitP99High",
+              "LockTargetDown"}
+
+
+def promtool(*args):
+    p = subprocess.run([h.PROMTOOL] + list(args), cwd=DIR, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=120)
+    return p.returncode, p.stdout.decode("utf-8", "replace")
+
+
+class PromRules(h.TestCase):
+
+    def test_check_rules(self):
+        rc, out = promtool("check", "rules", RULES)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("5 rules found", out)
+
+    def test_rule_unit_tests(self):
+        rc, out = promtool("test", "rules", TESTS)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("SUCCESS", out)
+
+    def test_rules_match_the_agent(self):
+        with open(RULES) as f:
+            text = f.read()
+        self.assertEqual(set(re.findall(r"(?m)^\s*- alert: (\w+)", text)), ALERTNAMES)
+        code = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("#"))
+        used = set(re.findall(r"\b(lockwatch_[a-z0-9_]+)", code))
+        self.assertIn("lockwatch_acquire_wait_seconds_count", used)
+        rs = self.start_redis()
+        udp = closed_udp_port()
+        ag = self.start_agent(rs, samples="127.0.0.1:%d" % udp)
+        rs.client().set("lock:x:1", "t")
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.addCleanup(s.close)
+        s.sendto(b"lw1 wait lock:x:1 1000 ok", ("127.0.0.1", udp))
+        ag.wait_scans(1)
+        def exported():
+            names = {n for n, _, _ in ag.metrics()}
+            return names if "lockwatch_acquire_wait_p99_seconds" in names else None
+        names = ag.wait_for(exported, timeout=10, desc="the wait families")
+        self.assertEqual(used - names, set(), "rules read metrics the agent does not export")
+
+
+if __name__ == "__main__":
+    h.main()
