@@ -1,0 +1,252 @@
+/*
+ * test_alertset.c - alert instances: fingerprints, the firing / repeat /
+ * resolved lifecycle, keeping a target's alerts, the cap, and the
+ * Alertmanager refresh.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "alerts/alertset.h"
+
+#define NOW   1800000000000LL
+#define MONO  1000000LL
+#define HOUR  (3600 * 1000LL)
+
+static struct alert_labels
+leak(const char *key)
+{
+    struct alert_labels l = { ALERT_LOCK_LEAKED, "main", "lock:x:*", key };
+
+    return l;
+}
+
+/* One tick observing keys[0..n); returns the events. */
+static size_t
+tick(struct alertset *set, int64_t t, const char *const *keys, size_t n, bool refresh,
+     const struct alert_event **ev)
+{
+    size_t i, nev;
+
+    alertset_begin(set, NOW + t, MONO + t);
+    for (i = 0; i < n; i++) {
+        struct alert_labels l = leak(keys[i]);
+
+        assert_non_null(alertset_observe(set, &l));
+    }
+    assert_int_equal(alertset_end(set, HOUR, refresh, ev, &nev), 0);
+    return nev;
+}
+
+static void
+fingerprint_is_alertmanagers(void **state)
+{
+    struct alert_labels l = leak("lock:x:1");
+    struct alert_labels down = { ALERT_LOCK_TARGET_DOWN, "main", NULL, NULL };
+
+    (void)state;
+    /* prometheus/common model.LabelSet.Fingerprint of the same labels */
+    assert_int_equal(alert_fingerprint(&l), 0x3e272086d6797205ULL);
+    assert_int_equal(alert_fingerprint(&down), 0xd478010064eb811aULL);
+    l.key = "lock:x:2";
+    assert_int_not_equal(alert_fingerprint(&l), 0x3e272086d6797205ULL);
+}
+
+static void
+lifecycle(void **state)
+{
+    struct alertset *set = alertset_new();
+    const char *keys[] = { "lock:x:1" };
+    const struct alert_event *ev;
+    const struct alert *a;
+    size_t nev, firing[ALERT_NAMES], sup;
+    int64_t first_start;
+
+    (void)state;
+    assert_non_null(set);
+    nev = tick(set, 0, keys, 1, false, &ev);
+    assert_int_equal(nev, 1);
+    assert_int_equal(ev[0].kind, EV_FIRING);
+    assert_string_equal(ev[0].alert->key, "lock:x:1");
+    assert_int_equal(ev[0].alert->starts_ms, NOW);
+    first_start = ev[0].alert->starts_ms;
+    /* still firing: nothing new, however often it is observed */
+    assert_int_equal(tick(set, 1000, keys, 1, false, &ev), 0);
+    assert_int_equal(tick(set, HOUR - 1, keys, 1, false, &ev), 0);
+    alertset_counts(set, firing, &sup);
+    assert_int_equal(firing[ALERT_LOCK_LEAKED], 1);
+    assert_int_equal(sup, 0);
+    /* repeat_interval after the first notice */
+    nev = tick(set, HOUR, keys, 1, false, &ev);
+    assert_int_equal(nev, 1);
+    assert_int_equal(ev[0].kind, EV_REPEAT);
+    assert_int_equal(ev[0].alert->starts_ms, first_start);
+    assert_int_equal(tick(set, HOUR + 1000, keys, 1, false, &ev), 0);
+    /* not observed: resolved once */
+    nev = tick(set, HOUR + 2000, keys, 0, false, &ev);
+    assert_int_equal(nev, 1);
+    assert_int_equal(ev[0].kind, EV_RESOLVED);
+    assert_int_equal(ev[0].alert->state, ALERT_RESOLVED);
+    assert_int_equal(ev[0].alert->ends_ms, NOW + HOUR + 2000);
+    assert_int_equal(tick(set, HOUR + 3000, keys, 0, false, &ev), 0);
+    alertset_counts(set, firing, &sup);
+    assert_int_equal(firing[ALERT_LOCK_LEAKED], 0);
+    /* firing again: a new episode with a new start */
+    nev = tick(set, HOUR + 4000, keys, 1, false, &ev);
+    assert_int_equal(nev, 1);
+    assert_int_equal(ev[0].kind, EV_FIRING);
+    assert_int_equal(ev[0].alert->starts_ms, NOW + HOUR + 4000);
+    /* resolved ones are forgotten after the keep time */
+    tick(set, HOUR + 5000, keys, 0, false, &ev);
+    tick(set, HOUR + 5000 + ALERTSET_RESOLVED_KEEP_MS, keys, 0, false, &ev);
+    alertset_begin(set, NOW, MONO + 2 * HOUR);
+    assert_null(alertset_at(set, 0));
+    assert_int_equal(alertset_end(set, HOUR, false, &ev, &nev), 0);
+    a = alertset_at(set, 0);
+    assert_null(a);
+    alertset_free(set);
+}
+
+static void
+keep_target(void **state)
+{
+    struct alertset *set = alertset_new();
+    struct alert_labels l = leak("lock:x:1");
+    struct alert_labels down = { ALERT_LOCK_TARGET_DOWN, "main", NULL, NULL };
+    const struct alert_event *ev;
+    size_t nev;
+
+    (void)state;
+    alertset_begin(set, NOW, MONO);
+    assert_non_null(alertset_observe(set, &l));
+    assert_non_null(alertset_observe(set, &down));
+    alertset_end(set, HOUR, false, &ev, &nev);
+    assert_int_equal(nev, 2);
+    /* target kept: its per-lock alert stays, the target alert is judged */
+    alertset_begin(set, NOW + 1000, MONO + 1000);
+    alertset_keep_target(set, "main");
+    alertset_end(set, HOUR, false, &ev, &nev);
+    assert_int_equal(nev, 1);
+    assert_int_equal(ev[0].kind, EV_RESOLVED);
+    assert_int_equal(ev[0].alert->name, ALERT_LOCK_TARGET_DOWN);
+    /* another target kept: not this one's */
+    alertset_begin(set, NOW + 2000, MONO + 2000);
+    alertset_keep_target(set, "other");
+    alertset_end(set, HOUR, false, &ev, &nev);
+    assert_int_equal(nev, 1);
+    assert_int_equal(ev[0].alert->name, ALERT_LOCK_LEAKED);
+    assert_int_equal(ev[0].kind, EV_RESOLVED);
+    alertset_free(set);
+}
+
+static void
+cap_suppresses_and_counts(void **state)
+{
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    size_t i, nev, firing[ALERT_NAMES], sup;
+    char key[32];
+
+    (void)state;
+    alertset_begin(set, NOW, MONO);
+    for (i = 0; i < ALERTSET_FIRING_MAX + 5; i++) {
+        struct alert_labels l;
+
+        snprintf(key, sizeof(key), "lock:x:%zu", i);
+        l = leak(key);
+        if (i < ALERTSET_FIRING_MAX)
+            assert_non_null(alertset_observe(set, &l));
+        else
+            assert_null(alertset_observe(set, &l));
+    }
+    alertset_end(set, HOUR, false, &ev, &nev);
+    assert_int_equal(nev, ALERTSET_FIRING_MAX);
+    alertset_counts(set, firing, &sup);
+    assert_int_equal(firing[ALERT_LOCK_LEAKED], ALERTSET_FIRING_MAX);
+    assert_int_equal(sup, 5);
+    /* all resolve; then there is room again */
+    alertset_begin(set, NOW + 1000, MONO + 1000);
+    alertset_end(set, HOUR, false, &ev, &nev);
+    assert_int_equal(nev, ALERTSET_FIRING_MAX);
+    alertset_begin(set, NOW + 2000, MONO + 2000);
+    {
+        struct alert_labels l = leak("lock:new");
+
+        assert_non_null(alertset_observe(set, &l));
+    }
+    alertset_end(set, HOUR, false, &ev, &nev);
+    alertset_counts(set, firing, &sup);
+    assert_int_equal(firing[ALERT_LOCK_LEAKED], 1);
+    assert_int_equal(sup, 0);
+    alertset_free(set);
+}
+
+static void
+refresh_reposts(void **state)
+{
+    struct alertset *set = alertset_new();
+    const char *both[] = { "lock:x:1", "lock:x:2" };
+    const struct alert_event *ev;
+    size_t nev, i, refresh = 0, resolved = 0;
+
+    (void)state;
+    assert_int_equal(tick(set, 0, both, 2, true, &ev), 2);
+    /* x:2 resolves before the minute is up */
+    nev = tick(set, 30000, both, 1, true, &ev);
+    assert_int_equal(nev, 1);
+    /* a minute on: both re-posted, x:1 firing, x:2 as resolved */
+    nev = tick(set, ALERTSET_REFRESH_MS, both, 1, true, &ev);
+    for (i = 0; i < nev; i++) {
+        assert_int_equal(ev[i].kind, EV_REFRESH);
+        refresh++;
+        resolved += ev[i].alert->state == ALERT_RESOLVED;
+    }
+    assert_int_equal(refresh, 2);
+    assert_int_equal(resolved, 1);
+    /* not again before the next minute; never without refresh */
+    assert_int_equal(tick(set, ALERTSET_REFRESH_MS + 1000, both, 1, true, &ev), 0);
+    assert_int_equal(tick(set, 3 * ALERTSET_REFRESH_MS, both, 1, false, &ev), 0);
+    alertset_free(set);
+}
+
+static void
+annotate_copies(void **state)
+{
+    struct alertset *set = alertset_new();
+    struct alert_labels l = leak("lock:x:1");
+    struct alert *a;
+    char text[64];
+
+    (void)state;
+    alertset_begin(set, NOW, MONO);
+    a = alertset_observe(set, &l);
+    assert_string_equal(a->summary, "");
+    snprintf(text, sizeof(text), "summary one");
+    assert_int_equal(alert_annotate(a, text, "desc"), 0);
+    text[0] = 'X';
+    assert_string_equal(a->summary, "summary one");
+    assert_string_equal(a->description, "desc");
+    /* the same instance when observed twice in a tick */
+    assert_ptr_equal(alertset_observe(set, &l), a);
+    alertset_free(set);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fingerprint_is_alertmanagers),
+        cmocka_unit_test(lifecycle),
+        cmocka_unit_test(keep_target),
+        cmocka_unit_test(cap_suppresses_and_counts),
+        cmocka_unit_test(refresh_reposts),
+        cmocka_unit_test(annotate_copies),
+    };
+
+    return cmocka_run_group_tests_name("alertset", tests, NULL, NULL);
+}

@@ -1,0 +1,274 @@
+/*
+ * test_rules.c - which alerts the rules raise from snapshots and wait
+ * statistics, with which labels and texts.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "alerts/rules.h"
+
+#define NOW  1800000000000LL
+#define MONO 1000000LL
+
+static const struct rules_params params = {
+    .leak_grace_ms = 30000, .max_hold_ms = 300000, .max_reentrancy = 16,
+    .wait_p99_ms = 1000, .wait_window_ms = 60000, .wait_min_samples = 20,
+};
+
+static struct snapshot *
+snap(const char *const *classes, size_t n)
+{
+    struct snapshot *s = snapshot_new("main");
+    size_t i;
+
+    assert_non_null(s);
+    s->ok = true;
+    s->classes = calloc(n, sizeof(*s->classes));
+    for (i = 0; i < n; i++)
+        s->classes[i] = strdup(classes[i]);
+    s->nclasses = n;
+    return s;
+}
+
+static void
+add(struct snapshot *s, const char *key, size_t keylen, uint16_t cls, uint8_t states,
+    int64_t age_ms, int64_t count)
+{
+    struct snap_holder h = { "tok-1", 5, 0, count };
+    struct snap_lock l;
+
+    memset(&l, 0, sizeof(l));
+    l.key = key;
+    l.key_len = (uint32_t)keylen;
+    l.class_idx = cls;
+    l.states = LOCK_HELD | states;
+    l.pttl_ms = (states & LOCK_LEAKED) ? -1 : 60000;
+    l.first_seen_ms = NOW - age_ms;
+    l.holders = &h;
+    l.nholders = 1;
+    l.holders_total = 1;
+    l.max_count = count;
+    l.thread = -1;
+    assert_int_equal(snapshot_add(s, &l, NOW), 0);
+}
+
+/* Run one evaluation; returns the events. */
+static size_t
+eval(struct alertset *set, struct snapshot *s, bool fresh, const struct waitstats_view *w,
+     int64_t t, const struct alert_event **ev)
+{
+    struct rules_target rt = { "main", s, fresh };
+    size_t nev;
+
+    alertset_begin(set, NOW + t, MONO + t);
+    rules_eval(set, &params, &rt, 1, w, NOW + t);
+    assert_int_equal(alertset_end(set, 3600000, false, ev, &nev), 0);
+    return nev;
+}
+
+static const struct alert *
+find(const struct alert_event *ev, size_t n, enum alert_name name)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (ev[i].alert->name == name)
+            return ev[i].alert;
+    return NULL;
+}
+
+static void
+per_lock_alerts(void **state)
+{
+    const char *classes[] = { "other", "lock:order:*" };
+    struct snapshot *s = snap(classes, 2);
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    const struct alert *a;
+    size_t n;
+
+    (void)state;
+    add(s, "lock:order:1", 12, 1, LOCK_LEAKED, 125000, 1);
+    add(s, "lock:order:2", 12, 1, LOCK_LONG | LOCK_REENTRANT_HIGH, 400000, 20);
+    add(s, "lock:order:3", 12, 1, 0, 1000, 1);       /* healthy */
+    snapshot_finish(s);
+    n = eval(set, s, true, NULL, 0, &ev);
+    assert_int_equal(n, 3);
+    a = find(ev, n, ALERT_LOCK_LEAKED);
+    assert_non_null(a);
+    assert_string_equal(a->target, "main");
+    assert_string_equal(a->class_, "lock:order:*");
+    assert_string_equal(a->key, "lock:order:1");
+    assert_non_null(strstr(a->summary, "lock:order:1"));
+    assert_non_null(strstr(a->description, "tok-1"));
+    assert_non_null(strstr(a->description, "2m 5s"));
+    assert_non_null(strstr(a->description, "lock:order:*"));
+    a = find(ev, n, ALERT_LOCK_HELD_TOO_LONG);
+    assert_string_equal(a->key, "lock:order:2");
+    assert_non_null(strstr(a->summary, "6m 40s"));
+    assert_non_null(strstr(a->description, "TTL 1m 0s"));
+    a = find(ev, n, ALERT_LOCK_REENTRANCY_HIGH);
+    assert_non_null(strstr(a->summary, "20 times"));
+    /* the same snapshot again, not fresh: nothing changes */
+    assert_int_equal(eval(set, s, false, NULL, 1000, &ev), 0);
+    snapshot_unref(s);
+
+    /* a new snapshot without the leak: it resolves, the others stay */
+    s = snap(classes, 2);
+    add(s, "lock:order:2", 12, 1, LOCK_LONG | LOCK_REENTRANT_HIGH, 401000, 20);
+    snapshot_finish(s);
+    n = eval(set, s, true, NULL, 2000, &ev);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].kind, EV_RESOLVED);
+    assert_int_equal(ev[0].alert->name, ALERT_LOCK_LEAKED);
+    snapshot_unref(s);
+    alertset_free(set);
+}
+
+static void
+failed_scan_keeps_lock_alerts(void **state)
+{
+    const char *classes[] = { "other", "lock:a:*" };
+    struct snapshot *s = snap(classes, 2), *bad = snapshot_new("main");
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    size_t n;
+
+    (void)state;
+    add(s, "lock:a:1", 8, 1, LOCK_LEAKED, 60000, 1);
+    snapshot_finish(s);
+    assert_int_equal(eval(set, s, true, NULL, 0, &ev), 1);
+    bad->ok = false;
+    snprintf(bad->err, sizeof(bad->err), "connect 127.0.0.1:1: Connection refused");
+    n = eval(set, bad, true, NULL, 1000, &ev);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].kind, EV_FIRING);
+    assert_int_equal(ev[0].alert->name, ALERT_LOCK_TARGET_DOWN);
+    assert_null(ev[0].alert->class_);
+    assert_null(ev[0].alert->key);
+    assert_non_null(strstr(ev[0].alert->description, "Connection refused"));
+    /* back: the target alert resolves, the leak was never resolved */
+    n = eval(set, s, true, NULL, 2000, &ev);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].kind, EV_RESOLVED);
+    assert_int_equal(ev[0].alert->name, ALERT_LOCK_TARGET_DOWN);
+    /* before any scan (NULL snapshot) nothing is judged */
+    assert_int_equal(eval(set, NULL, true, NULL, 3000, &ev), 0);
+    snapshot_unref(s);
+    snapshot_unref(bad);
+    alertset_free(set);
+}
+
+static void
+hostile_keys_make_valid_labels(void **state)
+{
+    const char *classes[] = { "other", "lock:\xff*" };
+    struct snapshot *s = snap(classes, 2);
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    char longkey[3000];
+    size_t n, i, seen_long = 0, seen_nul = 0;
+
+    (void)state;
+    add(s, "lock:\xff\x00\n\"x", 10, 1, LOCK_LEAKED, 60000, 1);
+    memset(longkey, 'k', sizeof(longkey));
+    memcpy(longkey, "lock:", 5);
+    add(s, longkey, sizeof(longkey), 1, LOCK_LEAKED, 50000, 1);
+    snapshot_finish(s);
+    n = eval(set, s, true, NULL, 0, &ev);
+    assert_int_equal(n, 2);
+    for (i = 0; i < n; i++) {
+        const struct alert *a = ev[i].alert;
+
+        assert_string_equal(a->class_, "lock:\xef\xbf\xbd*");
+        if (strncmp(a->key, "lock:kkk", 8) == 0) {
+            seen_long++;
+            assert_true(strlen(a->key) <= RULES_KEY_LABEL_MAX + 4);
+            assert_non_null(strstr(a->key, "\xe2\x80\xa6#"));
+        } else {
+            seen_nul++;
+            assert_string_equal(a->key, "lock:\xef\xbf\xbd\xef\xbf\xbd\n\"x");
+        }
+    }
+    assert_int_equal(seen_long, 1);
+    assert_int_equal(seen_nul, 1);
+    snapshot_unref(s);
+    alertset_free(set);
+}
+
+static void
+wait_p99_needs_samples(void **state)
+{
+    struct waitstats_class cls[3];
+    struct waitstats_view w;
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    size_t n;
+
+    (void)state;
+    memset(cls, 0, sizeof(cls));
+    memset(&w, 0, sizeof(w));
+    cls[0].name = "lock:few:*";         /* over, but 19 samples */
+    cls[0].window_count = 19;
+    cls[0].window_p99_us = 5e6;
+    cls[1].name = "lock:edge:*";        /* exactly at the threshold: not over */
+    cls[1].window_count = 100;
+    cls[1].window_p99_us = 1e6;
+    cls[2].name = "lock:hot:*";         /* over with 20 */
+    cls[2].window_count = 20;
+    cls[2].window_p99_us = 1.5e6;
+    w.classes = cls;
+    w.nclasses = 3;
+    n = eval(set, NULL, false, &w, 0, &ev);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].alert->name, ALERT_LOCK_WAIT_P99_HIGH);
+    assert_string_equal(ev[0].alert->class_, "lock:hot:*");
+    assert_null(ev[0].alert->target);
+    assert_null(ev[0].alert->key);
+    assert_non_null(strstr(ev[0].alert->summary, "1s"));
+    assert_non_null(strstr(ev[0].alert->description, "20 acquires"));
+    /* back under: resolved */
+    cls[2].window_p99_us = 0.5e6;
+    n = eval(set, NULL, false, &w, 1000, &ev);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].kind, EV_RESOLVED);
+    alertset_free(set);
+}
+
+static void
+durations(void **state)
+{
+    char b[32];
+
+    (void)state;
+    rules_format_duration(850, b, sizeof(b));
+    assert_string_equal(b, "850ms");
+    rules_format_duration(42000, b, sizeof(b));
+    assert_string_equal(b, "42s");
+    rules_format_duration(303000, b, sizeof(b));
+    assert_string_equal(b, "5m 3s");
+    rules_format_duration(7260000, b, sizeof(b));
+    assert_string_equal(b, "2h 1m");
+    rules_format_duration(3 * 86400000LL + 4 * 3600000LL, b, sizeof(b));
+    assert_string_equal(b, "3d 4h");
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(per_lock_alerts),
+        cmocka_unit_test(failed_scan_keeps_lock_alerts),
+        cmocka_unit_test(hostile_keys_make_valid_labels),
+        cmocka_unit_test(wait_p99_needs_samples),
+        cmocka_unit_test(durations),
+    };
+
+    return cmocka_run_group_tests_name("rules", tests, NULL, NULL);
+}
