@@ -3,7 +3,9 @@
  *
  * Factored out of the scanner so that lockctl and the agent's release
  * endpoint connect exactly as a scan does (same timeouts, same AUTH with
- * ACL user, same database) and report failures in the same words.
+ * ACL user, same database) and report failures in the same words.  Every
+ * connection also asks for CLIENT NO-TOUCH where the server has it (7.2+),
+ * so that reading a lock's value does not make it look freshly used.
  */
 #include "collectors/redisconn.h"
 
@@ -104,6 +106,18 @@ redisconn_open(const struct target_conf *t, char *err, size_t errlen)
         snprintf(db, sizeof(db), "%d", t->db);
         if (setup_cmd(c, t, 2, argv, err, errlen) == -1)
             goto fail;
+    }
+    /* Redis >= 7.2: our reads must not reset OBJECT IDLETIME, the only age
+     * a lock without an encoded acquisition time has.  Older servers
+     * answer with an error, which changes nothing. */
+    {
+        redisReply *rep = redisCommand(c, "CLIENT NO-TOUCH ON");
+
+        if (rep == NULL) {
+            redisconn_error(c, t, "CLIENT NO-TOUCH", err, errlen);
+            goto fail;
+        }
+        freeReplyObject(rep);
     }
     return c;
 fail:

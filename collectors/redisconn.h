@@ -20,7 +20,8 @@
 #include "conf/config.h"
 
 /*
- * Connect to t's host and port, set the command timeout, AUTH, SELECT.
+ * Connect to t's host and port, set the command timeout, AUTH, SELECT,
+ * and CLIENT NO-TOUCH ON where the server knows it (7.2+; ignored before).
  * Returns a context the caller frees with redisFree(), or NULL with err
  * set.  Only the TCP address in t is used: mode (cluster, sentinel) is the
  * caller's business.  Thread-safe; err may be NULL.

@@ -1,0 +1,310 @@
+/*
+ * inspect.c - read locks from Redis and judge them, as the agent would.
+ *
+ * lockctl must work when the agent is down, so it reads keys itself, with
+ * the scanner's bounded reads (GETRANGE of RAW_VALUE_MAX+1 bytes; HLEN and
+ * one HSCAN of RAW_FIELDS_MAX fields) and the scanner's decoders and
+ * classes.  What it lacks is the agent's tracker (first-seen times across
+ * scans), so a holder's age here is the larger of OBJECT IDLETIME and the
+ * acquisition time the format encodes - the same starting age the agent
+ * gives a lock it sees for the first time.  OBJECT IDLETIME is read in the
+ * first round trip, before the value reads touch the key.  A lock renewed
+ * by a watchdog (PEXPIRE touches it) therefore looks young unless its
+ * format says when it was taken; docs/lockctl.md says so.
+ *
+ * States use the config's [rules]: leaked = no TTL and at least
+ * leak_grace old (the agent measures the time without a TTL; here the
+ * holder's age stands in for it), long = older than max_hold,
+ * reentrant_high = a hold count at or above max_reentrancy.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/lockctl.h"
+#include "collectors/redisconn.h"
+#include "collectors/snapshot.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static enum raw_type
+type_of(const redisReply *rep)
+{
+    if (rep->type != REDIS_REPLY_STATUS)
+        return RAW_NONE;
+    if (rep->len == 6 && memcmp(rep->str, "string", 6) == 0)
+        return RAW_STRING;
+    if (rep->len == 4 && memcmp(rep->str, "hash", 4) == 0)
+        return RAW_HASH;
+    if (rep->len == 4 && memcmp(rep->str, "none", 4) == 0)
+        return RAW_NONE;
+    return RAW_OTHER;
+}
+
+static void
+append(redisContext *c, const char *cmd, const char *sub, const char *key, size_t keylen,
+       const char *a1, const char *a2, const char *a3)
+{
+    const char *argv[6];
+    size_t len[6];
+    int n = 0;
+
+    argv[n] = cmd, len[n++] = strlen(cmd);
+    if (sub != NULL)
+        argv[n] = sub, len[n++] = strlen(sub);
+    argv[n] = key, len[n++] = keylen;
+    if (a1 != NULL)
+        argv[n] = a1, len[n++] = strlen(a1);
+    if (a2 != NULL)
+        argv[n] = a2, len[n++] = strlen(a2);
+    if (a3 != NULL)
+        argv[n] = a3, len[n++] = strlen(a3);
+    redisAppendCommandArgv(c, n, argv, len);
+}
+
+static int
+get_reply(struct lockctl *lc, const char *what, redisReply **rep, char *err, size_t errlen)
+{
+    void *p = NULL;
+
+    if (redisGetReply(lc->c, &p) != REDIS_OK || p == NULL) {
+        redisconn_error(lc->c, lc->t, what, err, errlen);
+        return -1;
+    }
+    *rep = p;
+    return 0;
+}
+
+static void
+judge(const struct lockctl *lc, struct cli_lock *l, int64_t now_ms)
+{
+    const struct config *cfg = lc->cfg;
+    int64_t idle_ms = l->idle_s > 0 ? l->idle_s * 1000 : 0;
+
+    l->age_ms = idle_ms;
+    l->age_source = l->idle_s >= 0 ? "idletime" : "unknown";
+    if (l->view.acquired_ms > 0) {
+        /* the holder's clock may be ahead of ours: never a negative age */
+        int64_t acq = now_ms - l->view.acquired_ms;
+
+        if (acq < 0)
+            acq = 0;
+        if (acq >= l->age_ms) {
+            l->age_ms = acq;
+            l->age_source = "acquired";
+        }
+    }
+    l->states = LOCK_HELD;
+    if (l->pttl_ms == -1 && l->age_ms >= cfg->leak_grace_ms)
+        l->states |= LOCK_LEAKED;
+    if (l->view.nholders > 0 && l->age_ms > cfg->max_hold_ms)
+        l->states |= LOCK_LONG;
+    if (cfg->max_reentrancy > 0 && l->view.max_count >= cfg->max_reentrancy)
+        l->states |= LOCK_REENTRANT_HIGH;
+}
+
+/* Decode the value replies of lock l (string: one; hash: HLEN, HSCAN). */
+static void
+decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val,
+       int64_t now_ms)
+{
+    struct raw_field fields[RAW_FIELDS_MAX];
+    struct raw_lock raw;
+    size_t nf = 0, j;
+
+    memset(&raw, 0, sizeof(raw));
+    raw.key = l->key;
+    raw.keylen = l->keylen;
+    raw.type = l->type;
+    raw.pttl = l->pttl_ms;
+    if (val != NULL && val->type == REDIS_REPLY_ERROR)
+        raw.type = l->type = RAW_NONE;      /* replaced by another type meanwhile */
+    else if (l->type == RAW_STRING && val != NULL && val->type == REDIS_REPLY_STRING) {
+        raw.value = val->str;
+        raw.valuelen = val->len;
+        if (raw.valuelen > RAW_VALUE_MAX) {
+            raw.valuelen = RAW_VALUE_MAX;
+            raw.value_truncated = true;
+        }
+    } else if (l->type == RAW_HASH && val != NULL && val->type == REDIS_REPLY_ARRAY &&
+               val->elements == 2 && val->element[1]->type == REDIS_REPLY_ARRAY) {
+        const redisReply *arr = val->element[1];
+
+        for (j = 0; j + 1 < arr->elements; j += 2) {
+            if (nf == RAW_FIELDS_MAX) {
+                raw.fields_truncated = true;
+                break;
+            }
+            fields[nf].name = arr->element[j]->str;
+            fields[nf].namelen = arr->element[j]->len;
+            fields[nf].value = arr->element[j + 1]->str;
+            fields[nf].valuelen = arr->element[j + 1]->len;
+            nf++;
+        }
+        if (val->element[0]->type == REDIS_REPLY_STRING &&
+            !(val->element[0]->len == 1 && val->element[0]->str[0] == '0'))
+            raw.fields_truncated = true;
+        raw.fields = fields;
+        raw.nfields = nf;
+        if (nf == 0)
+            raw.type = l->type = RAW_NONE;  /* emptied meanwhile */
+    }
+    l->fmt = formats_decode(&raw, &l->view);
+    if (raw.fields_truncated && hlen != NULL && hlen->type == REDIS_REPLY_INTEGER &&
+        l->view.holders_total > 0 && hlen->integer > (long long)nf)
+        l->view.holders_total += (size_t)(hlen->integer - (long long)nf);
+    l->value_truncated = raw.value_truncated || raw.fields_truncated;
+    class_of(l->key, l->keylen, lc->cfg->classes, lc->cfg->nclasses, l->cls, sizeof(l->cls));
+    judge(lc, l, now_ms);
+}
+
+int
+inspect_keys(struct lockctl *lc, const char *const *keys, const size_t *lens, size_t n,
+             int64_t now_ms, struct cli_lock *out, char *err, size_t errlen)
+{
+    redisReply *rep = NULL, *hlen = NULL;
+    size_t i;
+    int rc = -1;
+
+    memset(out, 0, n * sizeof(*out));
+    for (i = 0; i < n; i++) {
+        out[i].key = malloc(lens[i] + 1);
+        if (out[i].key == NULL) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        memcpy(out[i].key, keys[i], lens[i]);
+        out[i].key[lens[i]] = '\0';
+        out[i].keylen = lens[i];
+        out[i].idle_s = -1;
+        out[i].pttl_ms = -2;
+        out[i].fmt = &formats_table[formats_count - 1];
+        /* OBJECT IDLETIME before anything that touches the key */
+        append(lc->c, "OBJECT", "IDLETIME", keys[i], lens[i], NULL, NULL, NULL);
+        append(lc->c, "TYPE", NULL, keys[i], lens[i], NULL, NULL, NULL);
+        append(lc->c, "PTTL", NULL, keys[i], lens[i], NULL, NULL, NULL);
+    }
+    for (i = 0; i < n; i++) {
+        if (get_reply(lc, "OBJECT IDLETIME", &rep, err, errlen) == -1)
+            goto out;
+        /* fails under an LFU maxmemory-policy: unknown */
+        out[i].idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
+        freeReplyObject(rep);
+        if (get_reply(lc, "TYPE", &rep, err, errlen) == -1)
+            goto out;
+        out[i].type = type_of(rep);
+        freeReplyObject(rep);
+        if (get_reply(lc, "PTTL", &rep, err, errlen) == -1)
+            goto out;
+        out[i].pttl_ms = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
+        freeReplyObject(rep);
+        rep = NULL;
+        if (out[i].pttl_ms == -2)
+            out[i].type = RAW_NONE;
+    }
+    for (i = 0; i < n; i++) {
+        if (out[i].type == RAW_STRING)
+            append(lc->c, "GETRANGE", NULL, keys[i], lens[i], "0", STR(RAW_VALUE_MAX), NULL);
+        else if (out[i].type == RAW_HASH) {
+            append(lc->c, "HLEN", NULL, keys[i], lens[i], NULL, NULL, NULL);
+            append(lc->c, "HSCAN", NULL, keys[i], lens[i], "0", "COUNT", STR(RAW_FIELDS_MAX));
+        }
+    }
+    for (i = 0; i < n; i++) {
+        hlen = rep = NULL;
+        if (out[i].type == RAW_HASH && get_reply(lc, "HLEN", &hlen, err, errlen) == -1)
+            goto out;
+        if ((out[i].type == RAW_STRING || out[i].type == RAW_HASH) &&
+            get_reply(lc, "read", &rep, err, errlen) == -1)
+            goto out;
+        decode(lc, &out[i], hlen, rep, now_ms);
+        if (hlen != NULL)
+            freeReplyObject(hlen);
+        if (rep != NULL)
+            freeReplyObject(rep);
+    }
+    hlen = rep = NULL;
+    rc = 0;
+out:
+    if (hlen != NULL)
+        freeReplyObject(hlen);
+    if (rep != NULL)
+        freeReplyObject(rep);
+    if (rc == -1)
+        for (i = 0; i < n; i++)
+            cli_lock_release(&out[i]);
+    return rc;
+}
+
+void
+cli_lock_release(struct cli_lock *l)
+{
+    free(l->key);
+    memset(l, 0, sizeof(*l));
+}
+
+const char *
+cli_lock_state(const struct cli_lock *l)
+{
+    return snapshot_worst_state(l->states);
+}
+
+json_t *
+cli_lock_json(const struct lockctl *lc, const struct cli_lock *l)
+{
+    json_t *o = json_object(), *states = json_array(), *holders = json_array(), *h;
+    size_t i;
+
+    if (o == NULL || states == NULL || holders == NULL)
+        goto fail;
+    json_object_set_new(o, "target", json_string(lc->t->name));
+    json_object_set_new(o, "key", out_json_text(l->key, l->keylen));
+    json_object_set_new(o, "key_escaped", out_json_escaped(l->key, l->keylen));
+    json_object_set_new(o, "class", out_json_text(l->cls, strlen(l->cls)));
+    json_object_set_new(o, "format", json_string(l->fmt->name));
+    json_array_append_new(states, json_string("held"));
+    if (l->states & LOCK_LEAKED)
+        json_array_append_new(states, json_string("leaked"));
+    if (l->states & LOCK_LONG)
+        json_array_append_new(states, json_string("long"));
+    if (l->states & LOCK_REENTRANT_HIGH)
+        json_array_append_new(states, json_string("reentrant_high"));
+    json_object_set_new(o, "states", states);
+    states = NULL;
+    json_object_set_new(o, "pttl_ms", json_integer(l->pttl_ms));
+    for (i = 0; i < l->view.nholders; i++) {
+        const struct lock_holder *lh = &l->view.holders[i];
+
+        if ((h = json_object()) == NULL)
+            goto fail;
+        json_object_set_new(h, "id", out_json_text(lh->id, lh->idlen));
+        json_object_set_new(h, "id_escaped", out_json_escaped(lh->id, lh->idlen));
+        json_object_set_new(h, "count", json_integer(lh->count));
+        if (lh->id_truncated)
+            json_object_set_new(h, "id_truncated", json_true());
+        json_array_append_new(holders, h);
+    }
+    json_object_set_new(o, "holders", holders);
+    holders = NULL;
+    json_object_set_new(o, "holders_total", json_integer((json_int_t)l->view.holders_total));
+    json_object_set_new(o, "max_count", json_integer(l->view.max_count));
+    if (l->view.mode[0] != '\0')
+        json_object_set_new(o, "mode", json_string(l->view.mode));
+    json_object_set_new(o, "age_seconds", json_real((double)l->age_ms / 1000.0));
+    json_object_set_new(o, "age_source", json_string(l->age_source));
+    json_object_set_new(o, "idle_seconds", l->idle_s >= 0 ? json_integer(l->idle_s)
+                        : json_null());
+    json_object_set_new(o, "host", l->view.host[0] ? json_string(l->view.host) : json_null());
+    json_object_set_new(o, "pid", l->view.pid ? json_integer(l->view.pid) : json_null());
+    json_object_set_new(o, "thread", l->view.thread >= 0 ? json_integer(l->view.thread)
+                        : json_null());
+    json_object_set_new(o, "acquired_at", out_json_time(l->view.acquired_ms));
+    if (l->value_truncated)
+        json_object_set_new(o, "value_truncated", json_true());
+    return o;
+fail:
+    json_decref(o);
+    json_decref(states);
+    json_decref(holders);
+    return NULL;
+}

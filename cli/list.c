@@ -1,0 +1,477 @@
+/*
+ * list.c - lockctl list: the target's locks, worst first.
+ *
+ * A bounded SCAN of the target's patterns (or of --pattern, kept within
+ * them), the reads of inspect.c per SCAN batch, and a bounded heap of the
+ * worst LIST_KEEP_MAX locks (leaked, then long, then reentrant_high, then
+ * held; older first).  The scan examines at most LIST_EXAMINE_MAX keys and
+ * says so when it stops there ("complete": false), and it keeps to the
+ * target's scan_duty like the agent, so a lockctl list during an incident
+ * cannot become the incident.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/lockctl.h"
+#include "collectors/keytext.h"
+#include "collectors/redisconn.h"
+#include "collectors/snapshot.h"
+
+#define LIST_LIMIT_DEFAULT 100
+#define LIST_LIMIT_MAX     10000
+#define LIST_KEEP_MAX      LIST_LIMIT_MAX
+#define LIST_EXAMINE_MAX   1000000
+#define PACE_SLICE_MS      20
+
+struct list_run {
+    struct lockctl *lc;
+    uint8_t mask;
+    const char *pattern;        /* --pattern, or NULL */
+    /* heap of the kept locks, least bad at [0] */
+    struct cli_lock *keep;
+    size_t nkeep;
+    uint64_t total;             /* locks matching the state */
+    uint64_t examined;
+    bool complete;
+    /* keys seen (SCAN may return one twice; patterns may overlap) */
+    uint64_t *seen;
+    size_t seen_cap, nseen;
+    int64_t busy_since;         /* monotonic ms of the last pacing pause */
+};
+
+static int64_t
+mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool
+worse(const struct cli_lock *a, const struct cli_lock *b)
+{
+    int ra = snapshot_rank(a->states), rb = snapshot_rank(b->states);
+
+    if (ra != rb)
+        return ra > rb;
+    return a->age_ms > b->age_ms;
+}
+
+static void
+sift_down(struct cli_lock *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        struct cli_lock tmp;
+
+        if (l < n && worse(&h[m], &h[l]))
+            m = l;
+        if (r < n && worse(&h[m], &h[r]))
+            m = r;
+        if (m == i)
+            return;
+        tmp = h[i];
+        h[i] = h[m];
+        h[m] = tmp;
+        i = m;
+    }
+}
+
+/* Keep l if it is among the worst LIST_KEEP_MAX; takes ownership. */
+static void
+offer(struct list_run *lr, struct cli_lock *l)
+{
+    struct cli_lock *h = lr->keep;
+
+    if (lr->nkeep < LIST_KEEP_MAX) {
+        size_t i = lr->nkeep++;
+
+        h[i] = *l;
+        while (i > 0 && worse(&h[(i - 1) / 2], &h[i])) {
+            struct cli_lock tmp = h[i];
+
+            h[i] = h[(i - 1) / 2];
+            h[(i - 1) / 2] = tmp;
+            i = (i - 1) / 2;
+        }
+        return;
+    }
+    if (!worse(l, &h[0])) {
+        cli_lock_release(l);
+        return;
+    }
+    cli_lock_release(&h[0]);
+    h[0] = *l;
+    sift_down(h, lr->nkeep, 0);
+}
+
+/* First time this key shows up in this listing?  -1 on ENOMEM. */
+static int
+first_sighting(struct list_run *lr, const char *key, size_t len)
+{
+    uint64_t h = keytext_hash(key, len), *tab;
+    size_t i, mask;
+
+    if (2 * (lr->nseen + 1) > lr->seen_cap) {
+        size_t ncap = lr->seen_cap ? 2 * lr->seen_cap : 4096;
+
+        tab = calloc(ncap, sizeof(*tab));
+        if (tab == NULL)
+            return -1;
+        for (i = 0; i < lr->seen_cap; i++) {
+            size_t j;
+
+            if (lr->seen[i] == 0)
+                continue;
+            for (j = lr->seen[i] & (ncap - 1); tab[j] != 0; j = (j + 1) & (ncap - 1))
+                ;
+            tab[j] = lr->seen[i];
+        }
+        free(lr->seen);
+        lr->seen = tab;
+        lr->seen_cap = ncap;
+    }
+    mask = lr->seen_cap - 1;
+    /* keytext_hash is never 0, so 0 marks a free slot; two keys with one
+     * 64-bit hash would be listed once, which a listing can live with */
+    for (i = h & mask; lr->seen[i] != 0; i = (i + 1) & mask)
+        if (lr->seen[i] == h)
+            return 0;
+    lr->seen[i] = h;
+    lr->nseen++;
+    return 1;
+}
+
+static bool
+in_target_patterns(const struct target_conf *t, const char *key, size_t len)
+{
+    for (size_t i = 0; i < t->npatterns; i++)
+        if (class_glob_match(t->patterns[i], key, len))
+            return true;
+    return false;
+}
+
+/* Sleep to keep to the target's scan_duty (as the agent's scanner does). */
+static void
+pace(struct list_run *lr)
+{
+    double duty = lr->lc->t->scan_duty;
+    int64_t busy = mono_ms() - lr->busy_since;
+
+    if (duty > 0 && duty < 1 && busy >= PACE_SLICE_MS) {
+        int64_t wait = (int64_t)((double)busy * (1.0 - duty) / duty);
+        struct timespec ts = { (time_t)(wait / 1000), (long)(wait % 1000) * 1000000L };
+
+        nanosleep(&ts, NULL);
+        lr->busy_since = mono_ms();
+    }
+}
+
+/* One SCAN batch: the keys of rep's element[1] that are new and locks. */
+static int
+batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
+{
+    const char **kp = NULL;
+    size_t *kl = NULL, n = 0, i;
+    struct cli_lock *locks = NULL;
+    int rc = -1;
+
+    kp = calloc(keys->elements ? keys->elements : 1, sizeof(*kp));
+    kl = calloc(keys->elements ? keys->elements : 1, sizeof(*kl));
+    if (kp == NULL || kl == NULL)
+        goto oom;
+    for (i = 0; i < keys->elements; i++) {
+        const redisReply *k = keys->element[i];
+        int first;
+
+        if (k->type != REDIS_REPLY_STRING)
+            continue;
+        if (lr->pattern != NULL && !in_target_patterns(lr->lc->t, k->str, k->len))
+            continue;           /* --pattern narrows within the locks, never beyond */
+        if ((first = first_sighting(lr, k->str, k->len)) < 0)
+            goto oom;
+        if (!first)
+            continue;
+        kp[n] = k->str;
+        kl[n++] = k->len;
+    }
+    lr->examined += n;
+    if (n == 0) {
+        rc = 0;
+        goto out;
+    }
+    if ((locks = calloc(n, sizeof(*locks))) == NULL)
+        goto oom;
+    if (inspect_keys(lr->lc, kp, kl, n, out_now_ms(), locks, err, errlen) == -1)
+        goto out;
+    for (i = 0; i < n; i++) {
+        if (locks[i].type == RAW_NONE || !(locks[i].states & lr->mask)) {
+            cli_lock_release(&locks[i]);   /* gone meanwhile, or not asked for */
+            continue;
+        }
+        lr->total++;
+        offer(lr, &locks[i]);
+    }
+    rc = 0;
+    goto out;
+oom:
+    snprintf(err, errlen, "out of memory");
+out:
+    free(locks);
+    free(kp);
+    free(kl);
+    return rc;
+}
+
+static int
+scan_pattern(struct list_run *lr, const char *pattern, char *err, size_t errlen)
+{
+    char cursor[32] = "0", count[24];
+    redisReply *rep;
+
+    snprintf(count, sizeof(count), "%d", lr->lc->t->scan_count);
+    do {
+        const char *argv[6] = { "SCAN", cursor, "MATCH", pattern, "COUNT", count };
+
+        rep = redisCommandArgv(lr->lc->c, 6, argv, NULL);
+        if (rep == NULL) {
+            redisconn_error(lr->lc->c, lr->lc->t, "SCAN", err, errlen);
+            return -1;
+        }
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+            rep->element[0]->type != REDIS_REPLY_STRING ||
+            rep->element[1]->type != REDIS_REPLY_ARRAY) {
+            snprintf(err, errlen, "SCAN on %s:%d: %s", lr->lc->t->host, lr->lc->t->port,
+                     rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+            freeReplyObject(rep);
+            return -1;
+        }
+        snprintf(cursor, sizeof(cursor), "%s", rep->element[0]->str);
+        if (batch(lr, rep->element[1], err, errlen) == -1) {
+            freeReplyObject(rep);
+            return -1;
+        }
+        freeReplyObject(rep);
+        if (lr->examined >= LIST_EXAMINE_MAX) {
+            lr->complete = false;
+            return 0;
+        }
+        pace(lr);
+    } while (strcmp(cursor, "0") != 0);
+    return 0;
+}
+
+static int
+state_mask(const char *s, uint8_t *mask)
+{
+    static const struct { const char *name; uint8_t mask; } states[] = {
+        { "all", LOCK_HELD }, { "held", LOCK_HELD }, { "leaked", LOCK_LEAKED },
+        { "long", LOCK_LONG }, { "reentrant_high", LOCK_REENTRANT_HIGH },
+    };
+
+    for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+        if (strcmp(s, states[i].name) == 0) {
+            *mask = states[i].mask;
+            return 0;
+        }
+    return -1;
+}
+
+static const struct table_col list_cols[] = {
+    { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE },
+    { "FORMAT", 12, 0 },
+    { "HOLDER", 22, TABLE_MIDDLE },
+    { "HOLDS", 5, TABLE_RIGHT },
+    { "TTL", 7, TABLE_RIGHT },
+    { "AGE", 7, TABLE_RIGHT },
+    { "STATE", 14, 0 },
+};
+
+static int
+print_table(struct list_run *lr, size_t count, const char *state)
+{
+    struct table t;
+    char addr[300];
+    size_t i;
+
+    table_init(&t, list_cols, sizeof(list_cols) / sizeof(list_cols[0]));
+    for (i = 0; i < count; i++) {
+        const struct cli_lock *l = &lr->keep[i];
+        char holder[HOLDER_ID_MAX + 32], holds[24], ttl[24], age[24];
+        size_t hlen = 0;
+        const char *cells[7];
+        size_t lens[7];
+
+        if (l->view.nholders > 0) {
+            hlen = l->view.holders[0].idlen;
+            memcpy(holder, l->view.holders[0].id, hlen);
+            if (l->view.holders_total > 1)
+                hlen += (size_t)snprintf(holder + hlen, sizeof(holder) - hlen, " (+%zu)",
+                                         l->view.holders_total - 1);
+        }
+        snprintf(holds, sizeof(holds), "%ld", l->view.max_count);
+        out_ttl(l->pttl_ms, ttl, sizeof(ttl));
+        out_duration(l->age_ms, age, sizeof(age));
+        cells[0] = l->key, lens[0] = l->keylen;
+        cells[1] = l->fmt->name, lens[1] = strlen(l->fmt->name);
+        cells[2] = holder, lens[2] = hlen;
+        cells[3] = holds, lens[3] = strlen(holds);
+        cells[4] = ttl, lens[4] = strlen(ttl);
+        cells[5] = age, lens[5] = strlen(age);
+        cells[6] = cli_lock_state(l), lens[6] = strlen(cells[6]);
+        if (table_add(&t, cells, lens) == -1) {
+            table_release(&t);
+            lockctl_warnx("out of memory");
+            return LOCKCTL_REDIS;
+        }
+    }
+    session_address(lr->lc, addr, sizeof(addr));
+    if (count > 0)
+        table_print(&t, stdout, TABLE_WIDTH);
+    table_release(&t);
+    printf("%zu of %llu lock%s (state %s) on target %s (%s); %llu key%s examined%s\n",
+           count, (unsigned long long)lr->total, lr->total == 1 ? "" : "s", state,
+           lr->lc->t->name, addr, (unsigned long long)lr->examined,
+           lr->examined == 1 ? "" : "s",
+           lr->complete ? "" : "; stopped at the cap: narrow it with --pattern");
+    return LOCKCTL_DONE;
+}
+
+static int
+print_json(struct list_run *lr, size_t count, const char *state)
+{
+    json_t *root = json_object(), *locks = json_array(), *pats = json_array();
+    char addr[300];
+    size_t i;
+
+    if (root == NULL || locks == NULL || pats == NULL)
+        goto oom;
+    session_address(lr->lc, addr, sizeof(addr));
+    for (i = 0; i < lr->lc->t->npatterns; i++)
+        json_array_append_new(pats, json_string(lr->lc->t->patterns[i]));
+    for (i = 0; i < count; i++) {
+        json_t *o = cli_lock_json(lr->lc, &lr->keep[i]);
+
+        if (o == NULL || json_array_append_new(locks, o) == -1)
+            goto oom;
+    }
+    json_object_set_new(root, "target", json_string(lr->lc->t->name));
+    json_object_set_new(root, "address", json_string(addr));
+    json_object_set_new(root, "state", json_string(state));
+    json_object_set_new(root, "patterns", pats);
+    pats = NULL;
+    json_object_set_new(root, "pattern", lr->pattern ? out_json_text(lr->pattern,
+                        strlen(lr->pattern)) : json_null());
+    json_object_set_new(root, "keys_examined", json_integer((json_int_t)lr->examined));
+    json_object_set_new(root, "count", json_integer((json_int_t)count));
+    json_object_set_new(root, "total", json_integer((json_int_t)lr->total));
+    json_object_set_new(root, "complete", json_boolean(lr->complete));
+    json_object_set_new(root, "locks", locks);
+    return out_json_print(root) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS;
+oom:
+    json_decref(root);
+    json_decref(locks);
+    json_decref(pats);
+    lockctl_warnx("out of memory");
+    return LOCKCTL_REDIS;
+}
+
+int
+cmd_list(struct lockctl *lc, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "state", required_argument, NULL, 's' },
+        { "pattern", required_argument, NULL, 'p' },
+        { "limit", required_argument, NULL, 'n' },
+        { "help", no_argument, NULL, 'h' },
+        SESSION_LONG_OPTIONS,
+        { NULL, 0, NULL, 0 }
+    };
+    struct list_run lr;
+    const char *state = "all";
+    char err[512], *end;
+    long limit = LIST_LIMIT_DEFAULT;
+    size_t count, i;
+    int opt, rc;
+
+    memset(&lr, 0, sizeof(lr));
+    lr.lc = lc;
+    lr.complete = true;
+    optind = 0;
+    while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "s:p:n:h", opts, NULL)) != -1) {
+        if (session_common_option(lc, opt, optarg))
+            continue;
+        switch (opt) {
+        case 's':
+            state = optarg;
+            break;
+        case 'p':
+            lr.pattern = optarg;
+            break;
+        case 'n':
+            limit = strtol(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || limit < 1 || limit > LIST_LIMIT_MAX) {
+                lockctl_warnx("list: --limit must be an integer from 1 to %d",
+                              LIST_LIMIT_MAX);
+                return LOCKCTL_USAGE;
+            }
+            break;
+        case 'h':
+            lockctl_command_help("list", stdout);
+            return LOCKCTL_DONE;
+        default:
+            lockctl_command_help("list", stderr);
+            return LOCKCTL_USAGE;
+        }
+    }
+    if (optind != argc) {
+        lockctl_warnx("list: unexpected argument \"%s\"", argv[optind]);
+        return LOCKCTL_USAGE;
+    }
+    if (state_mask(state, &lr.mask) == -1) {
+        lockctl_warnx("list: --state must be leaked, long, reentrant_high or all");
+        return LOCKCTL_USAGE;
+    }
+    if ((rc = session_load(lc)) != LOCKCTL_DONE)
+        return rc;
+    if ((rc = session_connect(lc)) != LOCKCTL_DONE)
+        return rc;
+    lr.keep = calloc(LIST_KEEP_MAX, sizeof(*lr.keep));
+    if (lr.keep == NULL) {
+        lockctl_warnx("out of memory");
+        return LOCKCTL_REDIS;
+    }
+    lr.busy_since = mono_ms();
+    rc = LOCKCTL_DONE;
+    if (lr.pattern != NULL) {
+        if (scan_pattern(&lr, lr.pattern, err, sizeof(err)) == -1)
+            rc = session_redis_error(lc, err);
+    } else {
+        for (i = 0; i < lc->t->npatterns && lr.complete; i++)
+            if (scan_pattern(&lr, lc->t->patterns[i], err, sizeof(err)) == -1) {
+                rc = session_redis_error(lc, err);
+                break;
+            }
+    }
+    if (rc == LOCKCTL_DONE) {
+        /* heap sort: moving the least bad to the end, one by one, leaves
+         * the array worst first */
+        for (count = lr.nkeep; count > 1; count--) {
+            struct cli_lock tmp = lr.keep[0];
+
+            lr.keep[0] = lr.keep[count - 1];
+            lr.keep[count - 1] = tmp;
+            sift_down(lr.keep, count - 1, 0);
+        }
+        count = lr.nkeep < (size_t)limit ? lr.nkeep : (size_t)limit;
+        rc = lc->json ? print_json(&lr, count, state) : print_table(&lr, count, state);
+    }
+    for (i = 0; i < lr.nkeep; i++)
+        cli_lock_release(&lr.keep[i]);
+    free(lr.keep);
+    free(lr.seen);
+    return rc;
+}

@@ -1,0 +1,202 @@
+/*
+ * lockctl.h - what the files of lockctl, the on-call CLI, share.
+ *
+ * lockctl is one small file per concern, in the manner of curl's
+ * src/tool_*.c: main.c (options and the command table), session.c
+ * (config, target, connection, who the operator is), inspect.c (reading
+ * and judging locks), list.c, show.c, release.c (release and expire),
+ * audit.c, table.c (100-column tables, safe for hostile keys), output.c
+ * (JSON and human formatting) and confirm.c (the terminal prompt).
+ *
+ * It talks to Redis directly, so it works when the agent is down, and
+ * reads the agent's config.  Exit codes (SPEC "On-call CLI") are the
+ * LOCKCTL_* values below; every command returns one.
+ */
+#ifndef LOCKWATCH_LOCKCTL_H
+#define LOCKWATCH_LOCKCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <hiredis.h>
+#include <jansson.h>
+
+#include "collectors/formats.h"
+#include "collectors/lockclass.h"
+#include "conf/config.h"
+
+enum {
+    LOCKCTL_DONE = 0,           /* done */
+    LOCKCTL_REFUSED = 1,        /* refused by a guard, or nothing to do */
+    LOCKCTL_USAGE = 2,          /* usage or config error */
+    LOCKCTL_REDIS = 3           /* Redis unreachable or error */
+};
+
+/* ---- session.c --------------------------------------------------------------- */
+
+struct lockctl {
+    /* global options */
+    const char *config_path;    /* -c; NULL: the default, or built-in defaults */
+    const char *target_name;    /* -t; NULL: the first target */
+    const char *url;            /* --url: overrides the target's url */
+    bool json;                  /* --json */
+    /* from session_load() */
+    struct config *cfg;
+    struct target_conf *t;
+    /* from session_connect() */
+    redisContext *c;
+};
+
+/* Load the config, pick the target, apply --url.  Prints what is wrong
+ * and returns LOCKCTL_USAGE, or LOCKCTL_DONE. */
+int session_load(struct lockctl *lc);
+/* Connect to the target.  Prints "lockctl: target NAME: <what failed on
+ * host:port>" and returns LOCKCTL_REDIS, or LOCKCTL_DONE. */
+int session_connect(struct lockctl *lc);
+/* Report a Redis failure (detail names the command and the address) and
+ * return LOCKCTL_REDIS. */
+int session_redis_error(const struct lockctl *lc, const char *detail);
+/* Drop the connection and the config. */
+void session_close(struct lockctl *lc);
+/* Who is asking, for the audit: $SUDO_USER, else the login name of the
+ * real uid, else "uid:<n>". */
+void session_operator(char *buf, size_t len);
+/* "host:port" of the target. */
+void session_address(const struct lockctl *lc, char *buf, size_t len);
+
+/* Common options every command also takes (so --json may follow the
+ * command): returns 1 when opt was one of them, 0 when not, -1 on a bad
+ * value (message printed). */
+int session_common_option(struct lockctl *lc, int opt, const char *arg);
+#define SESSION_OPT_JSON  0x100
+#define SESSION_OPT_URL   0x101
+#define SESSION_LONG_OPTIONS \
+    { "json", no_argument, NULL, SESSION_OPT_JSON }, \
+    { "url", required_argument, NULL, SESSION_OPT_URL }, \
+    { "config", required_argument, NULL, 'c' }, \
+    { "target", required_argument, NULL, 't' }
+#define SESSION_SHORT_OPTIONS "c:t:"
+
+/* Print "lockctl: " + message to stderr. */
+void lockctl_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- inspect.c --------------------------------------------------------------- */
+
+/* One lock as lockctl reads it: no tracker, so the holder's age is the
+ * larger of OBJECT IDLETIME and the acquisition time the format encodes. */
+struct cli_lock {
+    char *key;                  /* keylen bytes + NUL, owned */
+    size_t keylen;
+    enum raw_type type;         /* RAW_NONE: gone */
+    long long pttl_ms;
+    long long idle_s;           /* -1 unknown */
+    const struct lock_format *fmt;
+    struct lock_view view;
+    bool value_truncated;
+    char cls[CLASS_NAME_MAX];
+    int64_t age_ms;
+    const char *age_source;     /* "idletime", "acquired" or "unknown" */
+    uint8_t states;             /* LOCK_* of collectors/snapshot.h */
+};
+
+/*
+ * Read n keys with two pipelined round trips (OBJECT IDLETIME, TYPE, PTTL
+ * first, before anything touches them; then the bounded value reads the
+ * scanner does) and decode and judge each one.  out[i] gets key i.  0, or
+ * -1 with err set (connection failure: drop the connection).
+ */
+int inspect_keys(struct lockctl *lc, const char *const *keys, const size_t *lens,
+                 size_t n, int64_t now_ms, struct cli_lock *out, char *err, size_t errlen);
+void cli_lock_release(struct cli_lock *l);
+/* The lock as JSON (docs/lockctl.md): the agent API's lock fields plus
+ * idle_seconds and age_source. */
+json_t *cli_lock_json(const struct lockctl *lc, const struct cli_lock *l);
+/* Worst state of l: "leaked", "long", "reentrant_high", "held". */
+const char *cli_lock_state(const struct cli_lock *l);
+
+/* ---- commands ---------------------------------------------------------------- */
+
+int cmd_list(struct lockctl *lc, int argc, char **argv);
+int cmd_show(struct lockctl *lc, int argc, char **argv);
+int cmd_release(struct lockctl *lc, int argc, char **argv);
+int cmd_expire(struct lockctl *lc, int argc, char **argv);
+int cmd_audit(struct lockctl *lc, int argc, char **argv);
+
+/* main.c: print the help of the command named name to fp. */
+void lockctl_command_help(const char *name, FILE *fp);
+
+/* ---- table.c ----------------------------------------------------------------- */
+
+#define TABLE_WIDTH 100         /* columns every human output fits in */
+
+#define TABLE_RIGHT   0x1u      /* right-aligned (numbers) */
+#define TABLE_FLEX    0x2u      /* takes the width the others leave */
+#define TABLE_MIDDLE  0x4u      /* cut in the middle (keys: both ends tell) */
+
+struct table_col {
+    const char *title;
+    size_t max;                 /* widest it may get (not TABLE_FLEX) */
+    unsigned flags;
+};
+
+struct table {
+    const struct table_col *cols;
+    size_t ncols;
+    char **cells;               /* nrows * ncols terminal-safe UTF-8 strings */
+    size_t nrows, cap;
+};
+
+void table_init(struct table *t, const struct table_col *cols, size_t ncols);
+/* Add a row of raw byte strings (any bytes); they are made safe for a
+ * terminal here.  0, or -1 on ENOMEM. */
+int table_add(struct table *t, const char *const *cells, const size_t *lens);
+/* Print within width columns: every line, header included, is at most
+ * width columns; cells too wide are cut and marked with "…". */
+void table_print(const struct table *t, FILE *fp, size_t width);
+void table_release(struct table *t);
+
+/*
+ * Raw bytes as terminal-safe UTF-8: invalid UTF-8, control characters
+ * (C0, DEL, C1), line separators, bidirectional overrides and zero-width
+ * characters become U+FFFD, so a key can neither move the cursor nor
+ * reorder the line.  Returns a malloc'd string, *width its columns.
+ */
+char *table_safe_text(const char *p, size_t n, size_t *width);
+/* Columns of terminal-safe UTF-8 s: never less than a terminal shows. */
+size_t table_text_width(const char *s);
+/* s (terminal-safe) cut to at most width columns, "…" marking the cut
+ * (at the end, or in the middle when middle); malloc'd. */
+char *table_cut(const char *s, size_t width, bool middle);
+
+/* ---- output.c ---------------------------------------------------------------- */
+
+/* Bytes as a JSON string: sanitised UTF-8 (lossy) or percent-encoded
+ * (lossless, collectors/keytext.h).  NULL on ENOMEM. */
+json_t *out_json_text(const char *p, size_t n);
+json_t *out_json_escaped(const char *p, size_t n);
+/* Unix ms as "2026-08-21T12:30:37.810Z", or JSON null for 0. */
+json_t *out_json_time(int64_t ms);
+/* Print root to stdout (indented, one document) and free it.  0 / -1. */
+int out_json_print(json_t *root);
+/* A duration for people: "850ms", "12s", "4m05s", "3h02m", "2d04h". */
+void out_duration(int64_t ms, char *buf, size_t len);
+/* A TTL: "none" for -1, "gone" for -2, else out_duration(). */
+void out_ttl(long long pttl_ms, char *buf, size_t len);
+/* Unix ms as "2026-08-21 12:30:37Z". */
+void out_time(int64_t ms, char *buf, size_t len);
+/* Decode a --escaped argument (percent-encoding) into a malloc'd buffer.
+ * NULL when malformed. */
+char *out_unescape(const char *s, size_t *len);
+/* Unix time in ms. */
+int64_t out_now_ms(void);
+
+/* ---- confirm.c --------------------------------------------------------------- */
+
+/* Can we ask?  (stdin is a terminal) */
+bool confirm_possible(void);
+/* Ask question on stderr and read the answer from stdin: true only for
+ * "y" or "yes". */
+bool confirm_ask(const char *question);
+
+#endif

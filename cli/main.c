@@ -1,0 +1,155 @@
+/*
+ * main.c - lockctl, the on-call CLI: global options and the command table.
+ *
+ *   lockctl [-c FILE] [-t TARGET] [--url redis://...] [--json] COMMAND [ARGS]
+ *
+ * Commands are rows of a table (name, function, synopsis, help); each
+ * command parses its own options in its own file and also takes the
+ * global ones, so "lockctl release K --holder H --json" works as well as
+ * "lockctl --json release K --holder H".  Exit codes: 0 done, 1 refused
+ * by a guard or nothing to do, 2 usage or config error, 3 Redis
+ * unreachable or error.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/lockctl.h"
+
+static const struct command {
+    const char *name;
+    int (*run)(struct lockctl *lc, int argc, char **argv);
+    const char *synopsis;
+    const char *help;
+} commands[] = {
+    { "list", cmd_list,
+      "list [--state leaked|long|reentrant_high|all] [--pattern GLOB] [--limit N]",
+      "List the target's locks, worst first (leaked, long, reentrant_high, held; older\n"
+      "first), read from Redis now with a bounded SCAN of the target's patterns.\n"
+      "  --state S       only locks in state S (default all)\n"
+      "  --pattern GLOB  scan GLOB instead of the target's patterns (keys must still\n"
+      "                  match one of them)\n"
+      "  --limit N       show at most N locks (1..10000, default 100)\n"
+      "Ages are the larger of OBJECT IDLETIME and the acquisition time the format\n"
+      "encodes; states follow the config's [rules].\n" },
+    { "show", cmd_show, "show KEY [--escaped]",
+      "Show one lock: format, holders (the exact --holder a release needs), TTL, age,\n"
+      "states, and whether the key is inside the target's patterns.\n"
+      "  --escaped       KEY is percent-encoded (as key_escaped in --json output)\n"
+      "Exit 1 when there is no such key.\n" },
+    { "release", cmd_release,
+      "release KEY --holder H [--if-leaked] [--if-older-than DUR] [--reason TEXT]\n"
+      "          [--yes] [--dry-run] [--escaped]",
+      "Release (delete) a stuck lock through the guarded script: only if KEY matches\n"
+      "the target's patterns and is still held by H, atomically; then wake the\n"
+      "waiters its format has and append an audit entry.  Fencing counters are never\n"
+      "touched.\n"
+      "  --holder H          the token (string lock) or <uuid>:<thread> field (hash\n"
+      "                      lock), as lockctl show prints it\n"
+      "  --if-leaked         only if the lock has no TTL\n"
+      "  --if-older-than DUR only if the holder is at least DUR old (OBJECT IDLETIME,\n"
+      "                      or the acquisition time the format encodes)\n"
+      "  --reason TEXT       why, for the audit entry\n"
+      "  --yes               do not ask (required when stdin is not a terminal)\n"
+      "  --dry-run           run every guard, change nothing, write no audit entry\n"
+      "  --escaped           KEY and H are percent-encoded (for binary keys)\n"
+      "Exit 0 released, 1 refused by a guard (the reason is printed), 3 Redis error.\n" },
+    { "expire", cmd_expire,
+      "expire KEY --ttl DUR --holder H [--reason TEXT] [--yes] [--dry-run] [--escaped]",
+      "Give a leaked lock (one without a TTL) a TTL of DUR, under the same guards as\n"
+      "release, and audit it.  A lock that already has a TTL is refused (has_ttl):\n"
+      "its holder's lease is in charge.\n"
+      "  --ttl DUR       the TTL to set, e.g. 30s\n"
+      "  --holder H      as for release\n"
+      "  --reason TEXT   why, for the audit entry\n"
+      "  --yes           do not ask (required when stdin is not a terminal)\n"
+      "  --dry-run       run every guard, change nothing, write no audit entry\n"
+      "  --escaped       KEY and H are percent-encoded\n" },
+    { "audit", cmd_audit, "audit [--limit N]",
+      "Show the newest entries of the audit stream ([unlock] audit_stream), newest\n"
+      "first: every release and expire, refused or done (dry runs leave none).\n"
+      "  --limit N       at most N entries (1..10000, default 20)\n" },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const char global_help[] =
+    "Global options (before or after the command):\n"
+    "  -c, --config FILE   config (default " CONFIG_DEFAULT_PATH "; when it does not\n"
+    "                      exist, the agent's built-in defaults)\n"
+    "  -t, --target NAME   the [target NAME] to use (default: the first)\n"
+    "  --url redis://[user@]host[:port][/db]\n"
+    "                      talk to this address instead of the target's url (its\n"
+    "                      patterns, password_file and timeouts still apply)\n"
+    "  --json              machine-readable output (see docs/lockctl.md)\n"
+    "  -h, --help          help; lockctl COMMAND --help for a command\n"
+    "  -V, --version       the version\n";
+
+static void
+usage(FILE *fp)
+{
+    fprintf(fp, "usage: lockctl [-c FILE] [-t TARGET] [--url redis://...] [--json] COMMAND\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(fp, "  %s\n", commands[i].synopsis);
+    fprintf(fp, "%s", global_help);
+    fprintf(fp, "Exit codes: 0 done, 1 refused by a guard or nothing to do, 2 usage or\n"
+            "config error, 3 Redis unreachable or error.\n");
+}
+
+void
+lockctl_command_help(const char *name, FILE *fp)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0) {
+            fprintf(fp, "usage: lockctl [global options] %s\n\n%s\n%s", commands[i].synopsis,
+                    commands[i].help, global_help);
+            return;
+        }
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        SESSION_LONG_OPTIONS,
+        { NULL, 0, NULL, 0 }
+    };
+    struct lockctl lc;
+    int opt, rc;
+
+    memset(&lc, 0, sizeof(lc));
+    /* "+": stop at the command; its options are its own */
+    while ((opt = getopt_long(argc, argv, "+" SESSION_SHORT_OPTIONS "hV", opts, NULL)) != -1) {
+        if (session_common_option(&lc, opt, optarg))
+            continue;
+        switch (opt) {
+        case 'h':
+            usage(stdout);
+            return LOCKCTL_DONE;
+        case 'V':
+            printf("lockctl %s\n", LOCKWATCH_VERSION);
+            return LOCKCTL_DONE;
+        default:
+            usage(stderr);
+            return LOCKCTL_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return LOCKCTL_USAGE;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (strcmp(commands[i].name, argv[optind]) != 0)
+            continue;
+        rc = commands[i].run(&lc, argc - optind, argv + optind);
+        session_close(&lc);
+        fflush(stdout);
+        return rc;
+    }
+    lockctl_warnx("unknown command \"%s\" (commands: list, show, release, expire, audit; "
+                  "see lockctl --help)", argv[optind]);
+    return LOCKCTL_USAGE;
+}

@@ -1,0 +1,171 @@
+/*
+ * session.c - what every lockctl command starts from: the config the agent
+ * reads, one target out of it, a connection, and the operator's name.
+ *
+ * The config is found as the agent finds it (-c, else
+ * /etc/lockwatch/lockwatch.ini, else the built-in defaults), so lockctl
+ * and lockwatchd always agree on what a target's patterns and password
+ * are.  --url replaces only the target's address (and user, database):
+ * its patterns, password_file and timeouts stay, so the guards are the
+ * same whichever node on-call points lockctl at.
+ */
+#include <errno.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/lockctl.h"
+#include "collectors/redisconn.h"
+#include "conf/options.h"
+
+void
+lockctl_warnx(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("lockctl: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int
+session_common_option(struct lockctl *lc, int opt, const char *arg)
+{
+    switch (opt) {
+    case 'c':
+        lc->config_path = arg;
+        return 1;
+    case 't':
+        lc->target_name = arg;
+        return 1;
+    case SESSION_OPT_URL:
+        lc->url = arg;
+        return 1;
+    case SESSION_OPT_JSON:
+        lc->json = true;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The option row of [target] url, so --url is parsed (and checked: no
+ * password in it) exactly as the config file's url is. */
+static const struct config_option *
+url_option(void)
+{
+    for (size_t i = 0; i < config_noptions; i++)
+        if (config_options[i].section == SECTION_TARGET &&
+            strcmp(config_options[i].key, "url") == 0)
+            return &config_options[i];
+    return NULL;
+}
+
+int
+session_load(struct lockctl *lc)
+{
+    char err[CONFIG_ERR_LEN], why[512];
+    const char *path = lc->config_path ? lc->config_path : CONFIG_DEFAULT_PATH;
+    const struct config_option *uo;
+
+    if (lc->config_path == NULL && access(path, F_OK) == -1 && errno == ENOENT)
+        path = NULL;            /* no system config: the agent's built-in defaults */
+    if (config_load(path, &lc->cfg, err, sizeof(err)) == -1) {
+        lockctl_warnx("%s", err);
+        return LOCKCTL_USAGE;
+    }
+    if (lc->target_name != NULL) {
+        lc->t = (struct target_conf *)config_target(lc->cfg, lc->target_name);
+        if (lc->t == NULL) {
+            char names[512];
+            size_t n = 0;
+
+            names[0] = '\0';
+            for (size_t i = 0; i < lc->cfg->ntargets && n < sizeof(names); i++)
+                n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", i ? ", " : "",
+                                      lc->cfg->targets[i].name);
+            lockctl_warnx("no target \"%s\" in %s (targets: %s)", lc->target_name,
+                          lc->cfg->path, names);
+            return LOCKCTL_USAGE;
+        }
+    } else {
+        lc->t = &lc->cfg->targets[0];   /* config_load guarantees one */
+    }
+    if (lc->url != NULL) {
+        uo = url_option();
+        if (uo == NULL || option_set(uo, lc->t, lc->url, why, sizeof(why)) == -1) {
+            lockctl_warnx("--url: %s", uo ? why : "not supported");
+            return LOCKCTL_USAGE;
+        }
+        /* An explicit address is a node to talk to directly, not a set of
+         * sentinels to ask. */
+        if (lc->t->mode == TARGET_SENTINEL)
+            lc->t->mode = TARGET_STANDALONE;
+    }
+    if (lc->t->mode == TARGET_SENTINEL) {
+        lockctl_warnx("target %s: mode sentinel is not supported by lockctl in this build "
+                      "(pass --url redis://MASTER:PORT/DB with the current master)",
+                      lc->t->name);
+        return LOCKCTL_USAGE;
+    }
+    return LOCKCTL_DONE;
+}
+
+void
+session_address(const struct lockctl *lc, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s:%d", lc->t->host, lc->t->port);
+}
+
+int
+session_connect(struct lockctl *lc)
+{
+    char err[512];
+
+    lc->c = redisconn_open(lc->t, err, sizeof(err));
+    if (lc->c == NULL)
+        return session_redis_error(lc, err);
+    return LOCKCTL_DONE;
+}
+
+int
+session_redis_error(const struct lockctl *lc, const char *detail)
+{
+    lockctl_warnx("target %s: %s", lc->t->name, detail);
+    return LOCKCTL_REDIS;
+}
+
+void
+session_close(struct lockctl *lc)
+{
+    if (lc->c != NULL)
+        redisFree(lc->c);
+    lc->c = NULL;
+    config_free(lc->cfg);
+    lc->cfg = NULL;
+    lc->t = NULL;
+}
+
+void
+session_operator(char *buf, size_t len)
+{
+    const char *sudo = getenv("SUDO_USER");
+    struct passwd pw, *res = NULL;
+    char pwbuf[4096];
+
+    /* The person behind sudo, not "root": that is who the audit needs. */
+    if (sudo != NULL && sudo[0] != '\0') {
+        snprintf(buf, len, "%s", sudo);
+        return;
+    }
+    if (getpwuid_r(getuid(), &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res != NULL) {
+        snprintf(buf, len, "%s", res->pw_name);
+        return;
+    }
+    snprintf(buf, len, "uid:%lu", (unsigned long)getuid());
+}

@@ -1,0 +1,253 @@
+/*
+ * show.c - lockctl show KEY: one lock, read from Redis now.
+ *
+ * Everything an on-call engineer needs before a release: the format and
+ * holders (the exact holder string a release wants), TTL, age and where
+ * the age comes from, the states under the config's [rules], and whether
+ * the key is inside the target's patterns at all.  When the key and the
+ * holder are plain enough to paste, it ends with the release command.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/lockctl.h"
+#include "collectors/snapshot.h"
+
+static bool
+in_patterns(const struct target_conf *t, const char *key, size_t len)
+{
+    for (size_t i = 0; i < t->npatterns; i++)
+        if (class_glob_match(t->patterns[i], key, len))
+            return true;
+    return false;
+}
+
+/* s as one shell word in single quotes, when it is printable ASCII. */
+static bool
+shell_word(const char *s, size_t n, char *out, size_t outsz)
+{
+    size_t o = 0;
+
+    if (outsz < 3)
+        return false;
+    out[o++] = '\'';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c < 0x20 || c > 0x7e || o + 5 >= outsz)
+            return false;
+        if (c == '\'') {
+            memcpy(out + o, "'\\''", 4);
+            o += 4;
+        } else {
+            out[o++] = (char)c;
+        }
+    }
+    out[o++] = '\'';
+    out[o] = '\0';
+    return true;
+}
+
+static void
+hint(const struct lockctl *lc, const struct cli_lock *l)
+{
+    char key[TABLE_WIDTH + 8], holder[TABLE_WIDTH + 8], line[3 * TABLE_WIDTH];
+    const struct lock_holder *h;
+
+    if (l->view.nholders != 1)
+        return;
+    h = &l->view.holders[0];
+    if (h->id_truncated || !shell_word(l->key, l->keylen, key, sizeof(key)) ||
+        !shell_word(h->id, h->idlen, holder, sizeof(holder)))
+        return;
+    snprintf(line, sizeof(line), "release with: lockctl -t %s release %s --holder %s",
+             lc->t->name, key, holder);
+    if (strlen(line) <= TABLE_WIDTH)
+        printf("%s\n", line);
+}
+
+static const struct table_col show_cols[] = {
+    { "FIELD", 12, 0 },
+    { "VALUE", 0, TABLE_FLEX | TABLE_MIDDLE },
+};
+
+static int
+row(struct table *t, const char *field, const char *value, size_t len)
+{
+    const char *cells[2] = { field, value };
+    size_t lens[2] = { strlen(field), len };
+
+    return table_add(t, cells, lens);
+}
+
+static int
+rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool inpat)
+{
+    char buf[512], a[64], b[64];
+    size_t i;
+    int rc = 0;
+
+    session_address(lc, a, sizeof(a));
+    snprintf(buf, sizeof(buf), "%s (%s)", lc->t->name, a);
+    rc |= row(t, "key", l->key, l->keylen);
+    rc |= row(t, "target", buf, strlen(buf));
+    rc |= row(t, "patterns", inpat ? "the key is a lock (matches the target's patterns)"
+              : "NOT in the target's patterns: lockctl will not release it",
+              strlen(inpat ? "the key is a lock (matches the target's patterns)"
+                     : "NOT in the target's patterns: lockctl will not release it"));
+    rc |= row(t, "class", l->cls, strlen(l->cls));
+    snprintf(buf, sizeof(buf), "%s%s", l->fmt->name,
+             l->view.mode[0] ? (strcmp(l->view.mode, "read") == 0 ? " (read mode)"
+                                : " (write mode)") : "");
+    rc |= row(t, "format", buf, strlen(buf));
+    snprintf(buf, sizeof(buf), "held%s%s%s", l->states & LOCK_LEAKED ? ", leaked" : "",
+             l->states & LOCK_LONG ? ", long" : "",
+             l->states & LOCK_REENTRANT_HIGH ? ", reentrant_high" : "");
+    rc |= row(t, "state", buf, strlen(buf));
+    out_ttl(l->pttl_ms, a, sizeof(a));
+    rc |= row(t, "ttl", a, strlen(a));
+    out_duration(l->age_ms, a, sizeof(a));
+    snprintf(buf, sizeof(buf), "%s (from %s)", a,
+             strcmp(l->age_source, "acquired") == 0 ? "the acquisition time in the value"
+             : strcmp(l->age_source, "idletime") == 0 ? "OBJECT IDLETIME" : "nothing: unknown");
+    rc |= row(t, "age", buf, strlen(buf));
+    for (i = 0; i < l->view.nholders; i++) {
+        const struct lock_holder *h = &l->view.holders[i];
+        char field[32];
+
+        snprintf(field, sizeof(field), "holder%s", l->view.nholders > 1 ? "s" : "");
+        rc |= row(t, i == 0 ? field : "", h->id, h->idlen);
+        snprintf(buf, sizeof(buf), "%ld", h->count);
+        rc |= row(t, "  holds", buf, strlen(buf));
+    }
+    if (l->view.holders_total > l->view.nholders) {
+        snprintf(buf, sizeof(buf), "%zu more not shown", l->view.holders_total -
+                 l->view.nholders);
+        rc |= row(t, "", buf, strlen(buf));
+    }
+    if (l->view.host[0] != '\0')
+        rc |= row(t, "host", l->view.host, strlen(l->view.host));
+    if (l->view.pid > 0) {
+        snprintf(buf, sizeof(buf), "%ld", l->view.pid);
+        rc |= row(t, "pid", buf, strlen(buf));
+    }
+    if (l->view.thread >= 0) {
+        snprintf(buf, sizeof(buf), "%lld", l->view.thread);
+        rc |= row(t, "thread", buf, strlen(buf));
+    }
+    if (l->view.acquired_ms > 0) {
+        out_time(l->view.acquired_ms, b, sizeof(b));
+        rc |= row(t, "acquired", b, strlen(b));
+    }
+    if (l->value_truncated)
+        rc |= row(t, "note", "the value was read only in part (over 512 bytes or 64 fields)",
+                  strlen("the value was read only in part (over 512 bytes or 64 fields)"));
+    return rc;
+}
+
+int
+cmd_show(struct lockctl *lc, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "escaped", no_argument, NULL, 'e' },
+        { "help", no_argument, NULL, 'h' },
+        SESSION_LONG_OPTIONS,
+        { NULL, 0, NULL, 0 }
+    };
+    struct cli_lock l;
+    struct table t;
+    bool escaped = false, inpat;
+    char *key = NULL, err[512], addr[300];
+    const char *kp;
+    size_t keylen = 0;
+    int opt, rc;
+
+    memset(&l, 0, sizeof(l));
+    optind = 0;
+    while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "eh", opts, NULL)) != -1) {
+        if (session_common_option(lc, opt, optarg))
+            continue;
+        if (opt == 'e') {
+            escaped = true;
+        } else if (opt == 'h') {
+            lockctl_command_help("show", stdout);
+            return LOCKCTL_DONE;
+        } else {
+            lockctl_command_help("show", stderr);
+            return LOCKCTL_USAGE;
+        }
+    }
+    if (argc - optind != 1) {
+        lockctl_warnx("show: give exactly one KEY (see lockctl show --help)");
+        return LOCKCTL_USAGE;
+    }
+    if (escaped) {
+        if ((key = out_unescape(argv[optind], &keylen)) == NULL) {
+            lockctl_warnx("show: KEY is not valid percent-encoding (--escaped)");
+            return LOCKCTL_USAGE;
+        }
+    } else if ((key = strdup(argv[optind])) != NULL) {
+        keylen = strlen(key);
+    }
+    if (key == NULL) {
+        lockctl_warnx("out of memory");
+        return LOCKCTL_REDIS;
+    }
+    if ((rc = session_load(lc)) != LOCKCTL_DONE || (rc = session_connect(lc)) != LOCKCTL_DONE)
+        goto out;
+    kp = key;
+    if (inspect_keys(lc, &kp, &keylen, 1, out_now_ms(), &l, err, sizeof(err)) == -1) {
+        rc = session_redis_error(lc, err);
+        goto out;
+    }
+    inpat = in_patterns(lc->t, key, keylen);
+    session_address(lc, addr, sizeof(addr));
+    if (l.type == RAW_NONE) {
+        if (lc->json) {
+            json_t *o = json_object();
+
+            json_object_set_new(o, "target", json_string(lc->t->name));
+            json_object_set_new(o, "key", out_json_text(key, keylen));
+            json_object_set_new(o, "key_escaped", out_json_escaped(key, keylen));
+            json_object_set_new(o, "exists", json_false());
+            out_json_print(o);
+        } else {
+            char *safe = table_safe_text(key, keylen, NULL), *cut = NULL;
+
+            cut = safe ? table_cut(safe, 60, true) : NULL;
+            lockctl_warnx("no key \"%s\" on target %s (%s)", cut ? cut : "?", lc->t->name,
+                          addr);
+            free(safe);
+            free(cut);
+        }
+        rc = LOCKCTL_REFUSED;   /* nothing to show */
+        goto out;
+    }
+    if (lc->json) {
+        json_t *o = cli_lock_json(lc, &l);
+
+        if (o != NULL) {
+            json_object_set_new(o, "exists", json_true());
+            json_object_set_new(o, "in_patterns", json_boolean(inpat));
+        }
+        rc = out_json_print(o) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS;
+        goto out;
+    }
+    table_init(&t, show_cols, 2);
+    if (rows(&t, lc, &l, inpat) != 0) {
+        table_release(&t);
+        lockctl_warnx("out of memory");
+        rc = LOCKCTL_REDIS;
+        goto out;
+    }
+    table_print(&t, stdout, TABLE_WIDTH);
+    table_release(&t);
+    if (inpat)
+        hint(lc, &l);
+    rc = LOCKCTL_DONE;
+out:
+    cli_lock_release(&l);
+    free(key);
+    return rc;
+}

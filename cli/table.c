@@ -1,0 +1,316 @@
+/*
+ * table.c - lockctl's human output: tables that fit 100 columns, whatever
+ * the keys hold.
+ *
+ * Keys and holders are whatever bytes a client wrote, and lockctl prints
+ * them to an on-call engineer's terminal: an ESC sequence in a key could
+ * rewrite the screen, a newline could forge a row, a right-to-left
+ * override could make one key read as another.  Every cell therefore goes
+ * through table_safe_text(): valid UTF-8 only, and every character that
+ * moves the cursor, separates lines, reorders text or hides becomes U+FFFD.
+ *
+ * Widths are counted conservatively (a character from U+1100 up counts as
+ * two columns, except "…" and U+FFFD, which this file itself writes), so
+ * a line may come out a little shorter than 100 columns, never longer.
+ * Cells that do not fit are cut and marked with "…"; keys are cut in the
+ * middle, since both their ends tell locks apart (lock:order:…:1001).
+ *
+ * Nothing here talks to Redis or reads other lockctl files, so the unit
+ * tests compile this file as it is.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/lockctl.h"
+#include "collectors/keytext.h"
+
+#define ELLIPSIS     "\xe2\x80\xa6"     /* U+2026 */
+#define REPLACEMENT  "\xef\xbf\xbd"     /* U+FFFD */
+#define GAP          2                  /* spaces between columns */
+
+/* Decode one code point of valid UTF-8 at s; *len gets its bytes. */
+static unsigned long
+utf8_next(const unsigned char *s, size_t *len)
+{
+    if (s[0] < 0x80) {
+        *len = 1;
+        return s[0];
+    }
+    if ((s[0] & 0xe0) == 0xc0) {
+        *len = 2;
+        return ((unsigned long)(s[0] & 0x1f) << 6) | (s[1] & 0x3f);
+    }
+    if ((s[0] & 0xf0) == 0xe0) {
+        *len = 3;
+        return ((unsigned long)(s[0] & 0x0f) << 12) | ((unsigned long)(s[1] & 0x3f) << 6) |
+            (s[2] & 0x3f);
+    }
+    *len = 4;
+    return ((unsigned long)(s[0] & 0x07) << 18) | ((unsigned long)(s[1] & 0x3f) << 12) |
+        ((unsigned long)(s[2] & 0x3f) << 6) | (s[3] & 0x3f);
+}
+
+/* Characters a terminal would not just print in one place. */
+static bool
+unsafe(unsigned long cp)
+{
+    return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ||   /* C0, DEL, C1 */
+        cp == 0xad || cp == 0x61c ||                    /* soft hyphen, Arabic mark */
+        (cp >= 0x200b && cp <= 0x200f) ||               /* zero-width, LRM, RLM */
+        (cp >= 0x2028 && cp <= 0x202e) ||               /* separators, embeddings */
+        (cp >= 0x2060 && cp <= 0x2069) ||               /* joiners, isolates */
+        cp == 0xfeff;                                   /* BOM */
+}
+
+static size_t
+cp_width(unsigned long cp)
+{
+    /* Nothing below U+1100 is wide; above it, count two unless it is one
+     * of the two narrow characters this file writes. */
+    if (cp < 0x1100 || cp == 0x2026 || cp == 0xfffd)
+        return 1;
+    return 2;
+}
+
+char *
+table_safe_text(const char *p, size_t n, size_t *width)
+{
+    size_t need = KEYTEXT_SANITIZED_MAX(n), slen, i = 0, o = 0, w = 0, cl;
+    char *san = malloc(need), *out = NULL;
+
+    if (san == NULL)
+        return NULL;
+    slen = keytext_sanitize(san, need, p, n);
+    out = malloc(3 * slen + 1);
+    if (out == NULL)
+        goto done;
+    while (i < slen) {
+        unsigned long cp = utf8_next((const unsigned char *)san + i, &cl);
+
+        if (unsafe(cp)) {
+            memcpy(out + o, REPLACEMENT, 3);
+            o += 3;
+            w += 1;
+        } else {
+            memcpy(out + o, san + i, cl);
+            o += cl;
+            w += cp_width(cp);
+        }
+        i += cl;
+    }
+    out[o] = '\0';
+    if (width != NULL)
+        *width = w;
+done:
+    free(san);
+    return out;
+}
+
+size_t
+table_text_width(const char *s)
+{
+    size_t w = 0, cl;
+
+    while (*s != '\0') {
+        w += cp_width(utf8_next((const unsigned char *)s, &cl));
+        s += cl;
+    }
+    return w;
+}
+
+/* Bytes of the longest prefix of s at most budget columns wide. */
+static size_t
+prefix_fitting(const char *s, size_t budget)
+{
+    size_t i = 0, w = 0, cl, cw;
+
+    while (s[i] != '\0') {
+        cw = cp_width(utf8_next((const unsigned char *)s + i, &cl));
+        if (w + cw > budget)
+            break;
+        w += cw;
+        i += cl;
+    }
+    return i;
+}
+
+/* Byte offset of the shortest suffix start of s at most budget wide. */
+static size_t
+suffix_fitting(const char *s, size_t budget)
+{
+    size_t len = strlen(s), start = len, w = 0, cl;
+
+    while (start > 0) {
+        size_t j = start - 1;
+
+        while (j > 0 && ((unsigned char)s[j] & 0xc0) == 0x80)
+            j--;                /* back to the lead byte */
+        size_t cw = cp_width(utf8_next((const unsigned char *)s + j, &cl));
+
+        if (w + cw > budget)
+            break;
+        w += cw;
+        start = j;
+    }
+    return start;
+}
+
+char *
+table_cut(const char *s, size_t width, bool middle)
+{
+    size_t len = strlen(s), head, tail_at, tail_len;
+    char *out;
+
+    if (table_text_width(s) <= width)
+        return strdup(s);
+    if (width == 0)
+        return strdup("");
+    if (middle && width >= 5) {
+        size_t tail_budget = (width - 1) / 2;
+
+        head = prefix_fitting(s, width - 1 - tail_budget);
+        tail_at = suffix_fitting(s, tail_budget);
+        if (tail_at < head)
+            tail_at = head;
+    } else {
+        head = prefix_fitting(s, width - 1);
+        tail_at = len;
+    }
+    tail_len = len - tail_at;
+    out = malloc(head + 3 + tail_len + 1);
+    if (out == NULL)
+        return NULL;
+    memcpy(out, s, head);
+    memcpy(out + head, ELLIPSIS, 3);
+    memcpy(out + head + 3, s + tail_at, tail_len);
+    out[head + 3 + tail_len] = '\0';
+    return out;
+}
+
+void
+table_init(struct table *t, const struct table_col *cols, size_t ncols)
+{
+    memset(t, 0, sizeof(*t));
+    t->cols = cols;
+    t->ncols = ncols;
+}
+
+int
+table_add(struct table *t, const char *const *cells, const size_t *lens)
+{
+    size_t i;
+
+    if (t->nrows == t->cap) {
+        size_t ncap = t->cap ? 2 * t->cap : 16;
+        char **nc = realloc(t->cells, ncap * t->ncols * sizeof(*nc));
+
+        if (nc == NULL)
+            return -1;
+        t->cells = nc;
+        t->cap = ncap;
+    }
+    for (i = 0; i < t->ncols; i++) {
+        const char *c = cells[i] ? cells[i] : "";
+        size_t n = cells[i] == NULL ? 0 : lens ? lens[i] : strlen(cells[i]);
+        char *s = table_safe_text(c, n, NULL);
+
+        if (s == NULL) {
+            while (i-- > 0)
+                free(t->cells[t->nrows * t->ncols + i]);
+            return -1;
+        }
+        t->cells[t->nrows * t->ncols + i] = s;
+    }
+    t->nrows++;
+    return 0;
+}
+
+/* Column widths: each fixed column as wide as its widest cell (title
+ * included) up to its max; the flex column gets what is left of width. */
+static void
+layout(const struct table *t, size_t width, size_t *w)
+{
+    size_t used = 0, flex = t->ncols, i, r;
+
+    for (i = 0; i < t->ncols; i++) {
+        size_t m = table_text_width(t->cols[i].title);
+
+        for (r = 0; r < t->nrows; r++) {
+            size_t cw = table_text_width(t->cells[r * t->ncols + i]);
+
+            if (cw > m)
+                m = cw;
+        }
+        if (t->cols[i].flags & TABLE_FLEX) {
+            flex = i;
+            w[i] = m;
+            continue;
+        }
+        w[i] = m < t->cols[i].max ? m : t->cols[i].max;
+        used += w[i];
+    }
+    used += GAP * (t->ncols - 1);
+    if (flex < t->ncols) {
+        size_t room = used < width ? width - used : 1;
+
+        if (w[flex] > room)
+            w[flex] = room ? room : 1;
+        used += w[flex];
+    }
+    /* Fixed columns alone too wide (a tiny width): shrink from the right. */
+    for (i = t->ncols; used > width && i-- > 0;) {
+        size_t cut = used - width;
+
+        if (i == flex || w[i] <= 1)
+            continue;
+        cut = cut < w[i] - 1 ? cut : w[i] - 1;
+        w[i] -= cut;
+        used -= cut;
+    }
+}
+
+static void
+print_cell(FILE *fp, const char *s, size_t w, unsigned flags, bool last)
+{
+    char *cut = table_cut(s, w, (flags & TABLE_MIDDLE) != 0);
+    const char *txt = cut ? cut : "";
+    size_t tw = table_text_width(txt), pad = tw < w ? w - tw : 0;
+
+    if (flags & TABLE_RIGHT)
+        fprintf(fp, "%*s%s", (int)pad, "", txt);
+    else if (last)
+        fputs(txt, fp);
+    else
+        fprintf(fp, "%s%*s", txt, (int)pad, "");
+    free(cut);
+}
+
+void
+table_print(const struct table *t, FILE *fp, size_t width)
+{
+    size_t *w = calloc(t->ncols ? t->ncols : 1, sizeof(*w)), i, r;
+
+    if (w == NULL)
+        return;
+    layout(t, width, w);
+    for (r = 0; r <= t->nrows; r++) {
+        for (i = 0; i < t->ncols; i++) {
+            const char *s = r == 0 ? t->cols[i].title : t->cells[(r - 1) * t->ncols + i];
+
+            if (i > 0)
+                fprintf(fp, "%*s", GAP, "");
+            print_cell(fp, s, w[i], t->cols[i].flags, i + 1 == t->ncols);
+        }
+        fputc('\n', fp);
+    }
+    free(w);
+}
+
+void
+table_release(struct table *t)
+{
+    for (size_t i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    memset(t, 0, sizeof(*t));
+}
