@@ -1,0 +1,488 @@
+/*
+ * test_release.c - the pure parts of the guarded release and of lockctl's
+ * output: the script's arguments (KEYS, roles, ARGV), cluster slots, the
+ * outcome codes, the script text and SHA, the outcome JSON, and the
+ * 100-column tables with hostile keys.
+ *
+ * The guards themselves run in Redis and are tested against a real
+ * redis-server by tests/integration/test_release_script.py.  cli/table.c
+ * is not in the core archive the tests link with, so it is compiled in
+ * here as it is (it depends on nothing else of lockctl's).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "collectors/release.h"
+#include "cli/table.c"
+
+static char *pats[] = { "lock:*", "job-lock:*" };
+
+static void
+target(struct target_conf *t, enum target_mode mode)
+{
+    memset(t, 0, sizeof(*t));
+    t->name = "main";
+    snprintf(t->host, sizeof(t->host), "127.0.0.1");
+    t->port = 6379;
+    t->mode = mode;
+    t->patterns = pats;
+    t->npatterns = 2;
+}
+
+static void
+request(struct release_request *rq, const char *key, size_t keylen)
+{
+    memset(rq, 0, sizeof(*rq));
+    rq->action = RELEASE_ACTION_RELEASE;
+    rq->key = key;
+    rq->keylen = keylen;
+    rq->holder = "tok";
+    rq->holderlen = 3;
+    rq->operator_name = "alice";
+    rq->reason = "stuck";
+    rq->now_ms = 1700000000123;
+}
+
+/* argv[i] as a C string (test helper; args here hold no NUL unless said) */
+static int
+arg_is(const struct release_args *a, int i, const char *s)
+{
+    return a->argvlen[i] == strlen(s) && memcmp(a->argv[i], s, a->argvlen[i]) == 0;
+}
+
+/* ARGV[n] (1-based, as the script numbers them) */
+static int
+argv_index(const struct release_args *a, int n)
+{
+    return 3 + a->nkeys + n - 1;
+}
+
+/* ---- outcomes ----------------------------------------------------------------- */
+
+static void
+outcome_codes_round_trip(void **state)
+{
+    (void)state;
+    for (int o = 0; o < RELEASE_OUTCOME_COUNT; o++) {
+        const char *s = release_outcome_str((enum release_outcome)o);
+
+        assert_int_equal(release_outcome_parse(s, strlen(s)), o);
+        assert_non_null(release_outcome_message((enum release_outcome)o));
+    }
+    assert_string_equal(release_outcome_str(RELEASE_REFUSED_HOLDER), "holder_changed");
+    assert_string_equal(release_outcome_str(RELEASE_REFUSED_PATTERN), "pattern");
+    assert_string_equal(release_outcome_str(RELEASE_REFUSED_GONE), "gone");
+    assert_string_equal(release_outcome_str(RELEASE_REFUSED_NOT_LEAKED), "not_leaked");
+    assert_string_equal(release_outcome_str(RELEASE_REFUSED_TOO_YOUNG), "too_young");
+    assert_string_equal(release_outcome_str(RELEASE_REFUSED_WRONGTYPE), "wrongtype");
+    assert_string_equal(release_outcome_str(RELEASE_REFUSED_HAS_TTL), "has_ttl");
+    assert_string_equal(release_outcome_str(RELEASE_RELEASED), "released");
+    assert_string_equal(release_outcome_str(RELEASE_EXPIRED), "expired");
+    assert_string_equal(release_outcome_str((enum release_outcome)99), "error");
+    assert_int_equal(release_outcome_parse("releasedX", 9), -1);
+    assert_int_equal(release_outcome_parse("release", 7), -1);
+    assert_int_equal(release_outcome_parse("", 0), -1);
+    assert_true(strstr(release_outcome_message(RELEASE_REFUSED_HOLDER), "holder changed"));
+}
+
+static void
+outcome_classes(void **state)
+{
+    (void)state;
+    assert_true(release_outcome_done(RELEASE_RELEASED));
+    assert_true(release_outcome_done(RELEASE_EXPIRED));
+    assert_false(release_outcome_done(RELEASE_WOULD_RELEASE));
+    assert_false(release_outcome_done(RELEASE_ERROR));
+    for (int o = RELEASE_REFUSED_PATTERN; o <= RELEASE_REFUSED_HAS_TTL; o++) {
+        assert_true(release_outcome_refused((enum release_outcome)o));
+        assert_false(release_outcome_done((enum release_outcome)o));
+    }
+    assert_false(release_outcome_refused(RELEASE_RELEASED));
+    assert_false(release_outcome_refused(RELEASE_WOULD_EXPIRE));
+    assert_false(release_outcome_refused(RELEASE_ERROR));
+}
+
+/* ---- arguments ---------------------------------------------------------------- */
+
+static void
+args_standalone_release(void **state)
+{
+    struct target_conf t;
+    struct release_request rq;
+    struct release_args a;
+    int i;
+
+    (void)state;
+    target(&t, TARGET_STANDALONE);
+    request(&rq, "lock:order:1", 12);
+    assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
+    assert_true(arg_is(&a, 0, "EVALSHA"));
+    assert_true(arg_is(&a, 1, "abc"));
+    assert_int_equal(a.nkeys, 7);
+    assert_true(arg_is(&a, 2, "7"));
+    assert_true(arg_is(&a, 3, "lock:order:1"));
+    assert_true(arg_is(&a, 4, "lockwatch:audit"));
+    assert_true(arg_is(&a, 5, "redisson_lock__channel:{lock:order:1}"));
+    assert_true(arg_is(&a, 6, "redisson_rwlock:{lock:order:1}"));
+    assert_true(arg_is(&a, 7, "lockwatch_lock__channel:{lock:order:1}"));
+    assert_true(arg_is(&a, 8, "redisson_lock_queue:{lock:order:1}"));
+    assert_true(arg_is(&a, 9, "lock-signal:order:1"));
+    i = argv_index(&a, 1);
+    assert_true(arg_is(&a, i, "tok"));
+    assert_true(arg_is(&a, i + 1, "0"));            /* if_leaked */
+    assert_true(arg_is(&a, i + 2, "0"));            /* if_older_than */
+    assert_true(arg_is(&a, i + 3, "0"));            /* known age */
+    assert_true(arg_is(&a, i + 4, "0"));            /* dry run */
+    assert_true(arg_is(&a, i + 5, "0"));            /* cluster */
+    assert_true(arg_is(&a, i + 6, "1700000000123"));
+    assert_true(arg_is(&a, i + 7, "alice"));
+    assert_true(arg_is(&a, i + 8, "stuck"));
+    assert_true(arg_is(&a, i + 9, "main"));
+    assert_true(arg_is(&a, i + 10, "0"));           /* ttl */
+    assert_true(arg_is(&a, i + 11,
+                       "audit redisson redisson-rw liblockwatch redisson-queue signal"));
+    assert_true(arg_is(&a, i + 12, "2"));
+    assert_true(arg_is(&a, i + 13, "lock:*"));
+    assert_true(arg_is(&a, i + 14, "job-lock:*"));
+    assert_int_equal(a.argc, i + 15);
+    release_args_free(&a);
+}
+
+static void
+args_options_and_binary_key(void **state)
+{
+    struct target_conf t;
+    struct release_request rq;
+    struct release_args a;
+    const char key[] = "lock:{a\0b}\n";
+    int i;
+
+    (void)state;
+    target(&t, TARGET_STANDALONE);
+    request(&rq, key, sizeof(key) - 1);
+    rq.holder = "h\0x";
+    rq.holderlen = 3;
+    rq.if_leaked = true;
+    rq.if_older_than_ms = 600000;
+    rq.known_age_ms = 42;
+    assert_int_equal(release_build_args(&t, "audit", &rq, "abc", &a), 0);
+    /* binary-safe: the lengths carry the NUL */
+    assert_int_equal(a.argvlen[3], sizeof(key) - 1);
+    assert_memory_equal(a.argv[3], key, sizeof(key) - 1);
+    /* a key with '{' keeps its own hash tag: no braces added */
+    assert_int_equal(a.argvlen[5], strlen("redisson_lock__channel:") + sizeof(key) - 1);
+    assert_memory_equal(a.argv[5], "redisson_lock__channel:lock:{a\0b}\n",
+                        strlen("redisson_lock__channel:") + sizeof(key) - 1);
+    i = argv_index(&a, 1);
+    assert_int_equal(a.argvlen[i], 3);
+    assert_memory_equal(a.argv[i], "h\0x", 3);
+    assert_true(arg_is(&a, i + 1, "1"));
+    assert_true(arg_is(&a, i + 2, "600000"));
+    assert_true(arg_is(&a, i + 3, "42"));
+    release_args_free(&a);
+}
+
+static void
+args_dry_run_and_expire(void **state)
+{
+    struct target_conf t;
+    struct release_request rq;
+    struct release_args a;
+    int i;
+
+    (void)state;
+    target(&t, TARGET_STANDALONE);
+    request(&rq, "job-lock:default:x", 18);
+    rq.dry_run = true;
+    assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
+    /* no audit stream in a dry run; no signal list: not a lock:<name> key */
+    assert_int_equal(a.nkeys, 5);
+    i = argv_index(&a, 1);
+    assert_true(arg_is(&a, i + 4, "1"));
+    assert_true(arg_is(&a, i + 11, "redisson redisson-rw liblockwatch redisson-queue"));
+    release_args_free(&a);
+
+    request(&rq, "lock:a", 6);
+    rq.action = RELEASE_ACTION_EXPIRE;
+    rq.ttl_ms = 30000;
+    assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
+    assert_int_equal(a.nkeys, 2);   /* the lock and the audit stream: no wake-ups */
+    i = argv_index(&a, 1);
+    assert_true(arg_is(&a, i + 10, "30000"));
+    assert_true(arg_is(&a, i + 11, "audit"));
+    release_args_free(&a);
+}
+
+static void
+args_cluster_keeps_one_slot(void **state)
+{
+    struct target_conf t;
+    struct release_request rq;
+    struct release_args a;
+    unsigned slot;
+    int i, k;
+
+    (void)state;
+    target(&t, TARGET_CLUSTER);
+    request(&rq, "lock:order:1", 12);
+    assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
+    /* the audit stream and lock-signal:order:1 hash elsewhere: left out */
+    assert_int_equal(a.nkeys, 5);
+    slot = release_key_slot("lock:order:1", 12);
+    for (k = 0; k < a.nkeys; k++)
+        assert_int_equal(release_key_slot(a.argv[3 + k], a.argvlen[3 + k]), slot);
+    i = argv_index(&a, 1);
+    assert_true(arg_is(&a, i + 5, "1"));
+    assert_true(arg_is(&a, i + 11, "redisson redisson-rw liblockwatch redisson-queue"));
+    release_args_free(&a);
+
+    /* "a{" has a '{' but no tag: the prefixed channel hashes differently */
+    request(&rq, "lock:a{", 7);
+    assert_int_equal(release_build_args(&t, "audit", &rq, "abc", &a), 0);
+    assert_int_equal(a.nkeys, 1);
+    release_args_free(&a);
+}
+
+static void
+key_slots(void **state)
+{
+    (void)state;
+    /* values from CLUSTER KEYSLOT */
+    assert_int_equal(release_key_slot("foo", 3), 12182);
+    assert_int_equal(release_key_slot("bar", 3), 5061);
+    assert_int_equal(release_key_slot("{user1000}.following", 20),
+                     release_key_slot("{user1000}.followers", 20));
+    assert_int_equal(release_key_slot("{user1000}.following", 20),
+                     release_key_slot("user1000", 8));
+    /* an empty tag hashes the whole key */
+    assert_int_equal(release_key_slot("foo{}{bar}", 10) ==
+                     release_key_slot("bar", 3), 0);
+    assert_int_equal(release_key_slot("foo{{bar}}zap", 13), release_key_slot("{bar", 4));
+    assert_int_equal(release_key_slot("", 0), 0);
+}
+
+/* ---- script ------------------------------------------------------------------- */
+
+static void
+script_text_and_sha(void **state)
+{
+    char *r = NULL, *e = NULL, sha_r[41], sha_e[41], sha_r2[41];
+    size_t rl, el;
+
+    (void)state;
+    assert_int_equal(release_script(RELEASE_ACTION_RELEASE, &r, &rl, sha_r), 0);
+    assert_int_equal(release_script(RELEASE_ACTION_EXPIRE, &e, &el, sha_e), 0);
+    assert_int_equal(strlen(r), rl);
+    assert_int_equal(strlen(sha_r), 40);
+    assert_string_not_equal(sha_r, sha_e);
+    assert_non_null(strstr(r, "lw_glob_match"));
+    assert_non_null(strstr(r, "redis.call('del', lw_key)"));
+    assert_null(strstr(r, "pexpire', lw_key"));
+    assert_non_null(strstr(e, "redis.call('pexpire', lw_key"));
+    assert_null(strstr(e, "redis.call('del', lw_key)"));
+    free(r);
+    assert_int_equal(release_script(RELEASE_ACTION_RELEASE, &r, &rl, sha_r2), 0);
+    assert_string_equal(sha_r, sha_r2);
+    for (int i = 0; i < 40; i++)
+        assert_true((sha_r[i] >= '0' && sha_r[i] <= '9') || (sha_r[i] >= 'a' && sha_r[i] <= 'f'));
+    free(r);
+    free(e);
+}
+
+/* ---- JSON ---------------------------------------------------------------------- */
+
+static void
+result_json_hostile_bytes(void **state)
+{
+    struct release_request rq;
+    struct release_result res;
+    const char key[] = "lock:\"\\\n\x1b[2J\xff\0z";
+    json_t *o, *back;
+    json_error_t jerr;
+    char *s;
+
+    (void)state;
+    request(&rq, key, sizeof(key) - 1);
+    rq.holder = "\xc3\x28";
+    rq.holderlen = 2;
+    memset(&res, 0, sizeof(res));
+    res.outcome = RELEASE_REFUSED_HOLDER;
+    snprintf(res.type, sizeof(res.type), "string");
+    res.pttl_ms = -1;
+    res.idle_s = 7;
+    memcpy(res.old, "\x80\x81", 2);
+    res.oldlen = 2;
+    o = release_result_json("main", &rq, &res);
+    assert_non_null(o);
+    s = json_dumps(o, JSON_COMPACT);
+    assert_non_null(s);
+    back = json_loads(s, 0, &jerr);
+    assert_non_null(back);
+    assert_string_equal(json_string_value(json_object_get(back, "outcome")), "holder_changed");
+    assert_true(json_is_true(json_object_get(back, "refused")));
+    assert_true(json_is_false(json_object_get(back, "done")));
+    assert_string_equal(json_string_value(json_object_get(back, "key_escaped")),
+                        "lock:\"\\%0A%1B[2J%FF%00z");
+    assert_string_equal(json_string_value(json_object_get(back, "holder_escaped")), "%C3(");
+    assert_string_equal(json_string_value(json_object_get(back, "old_escaped")), "%80%81");
+    assert_int_equal(json_integer_value(json_object_get(back, "pttl_ms")), -1);
+    assert_null(json_object_get(back, "error"));
+    json_decref(back);
+    json_decref(o);
+    free(s);
+
+    res.outcome = RELEASE_ERROR;
+    snprintf(res.err, sizeof(res.err), "EVALSHA on h:1: NOPERM \xff");
+    o = release_result_json("main", &rq, &res);
+    assert_non_null(o);
+    assert_non_null(json_object_get(o, "error"));
+    assert_true(json_is_null(json_object_get(o, "type")));
+    json_decref(o);
+}
+
+/* ---- tables ------------------------------------------------------------------- */
+
+static void
+safe_text_neutralises_terminal_tricks(void **state)
+{
+    const char in[] = "a\x1b[31mb\nc\rd\x7f" "e\xc2\x9b" "f\xe2\x80\xae" "g\xe2\x80\x8b"
+                      "h\xff" "i\0j";
+    size_t w;
+    char *s;
+
+    (void)state;
+    s = table_safe_text(in, sizeof(in) - 1, &w);
+    assert_non_null(s);
+    assert_null(strchr(s, '\x1b'));
+    assert_null(strchr(s, '\n'));
+    assert_null(strchr(s, '\r'));
+    assert_null(strchr(s, '\x7f'));
+    assert_null(strstr(s, "\xe2\x80\xae"));     /* RLO */
+    assert_null(strstr(s, "\xe2\x80\x8b"));     /* zero width space */
+    assert_null(strstr(s, "\xc2\x9b"));         /* CSI (C1) */
+    assert_string_equal(s, "a\xef\xbf\xbd[31mb\xef\xbf\xbd" "c\xef\xbf\xbd" "d\xef\xbf\xbd"
+                        "e\xef\xbf\xbd" "f\xef\xbf\xbd" "g\xef\xbf\xbd" "h\xef\xbf\xbd"
+                        "i\xef\xbf\xbdj");
+    assert_int_equal(w, table_text_width(s));
+    free(s);
+}
+
+static void
+widths_are_never_underestimated(void **state)
+{
+    (void)state;
+    assert_int_equal(table_text_width("abc"), 3);
+    assert_int_equal(table_text_width("caf\xc3\xa9"), 4);
+    assert_int_equal(table_text_width("\xe6\x97\xa5\xe6\x9c\xac"), 4);   /* two CJK */
+    assert_int_equal(table_text_width("\xf0\x9f\x94\x92"), 2);           /* emoji */
+    assert_int_equal(table_text_width("\xe2\x80\xa6"), 1);               /* … */
+}
+
+static void
+cut_marks_and_fits(void **state)
+{
+    char *s;
+
+    (void)state;
+    s = table_cut("lock:order:0123456789:1001", 12, false);
+    assert_string_equal(s, "lock:order:\xe2\x80\xa6");
+    assert_int_equal(table_text_width(s), 12);
+    free(s);
+    s = table_cut("lock:order:0123456789:1001", 12, true);
+    assert_string_equal(s, "lock:o\xe2\x80\xa6:1001");
+    assert_int_equal(table_text_width(s), 12);
+    free(s);
+    s = table_cut("short", 12, true);
+    assert_string_equal(s, "short");
+    free(s);
+    /* wide characters are never split and never overflow */
+    s = table_cut("\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5", 6, false);
+    assert_true(table_text_width(s) <= 6);
+    assert_non_null(strstr(s, "\xe2\x80\xa6"));
+    free(s);
+    s = table_cut("abcdef", 1, true);
+    assert_string_equal(s, "\xe2\x80\xa6");
+    free(s);
+}
+
+static void
+table_fits_100_columns(void **state)
+{
+    static const struct table_col cols[] = {
+        { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE },
+        { "FORMAT", 12, 0 },
+        { "HOLDER", 22, TABLE_MIDDLE },
+        { "HOLDS", 5, TABLE_RIGHT },
+        { "STATE", 14, 0 },
+    };
+    char longkey[3000], *buf = NULL, *line, *save = NULL;
+    size_t len = 0, lines = 0;
+    struct table t;
+    FILE *fp;
+
+    (void)state;
+    memset(longkey, 'k', sizeof(longkey));
+    memcpy(longkey, "lock:", 5);
+    memcpy(longkey + sizeof(longkey) - 5, ":1001", 5);
+    table_init(&t, cols, 5);
+    {
+        const char *row1[5] = { longkey, "plain", "tok", "1", "leaked" };
+        size_t l1[5] = { sizeof(longkey), 5, 3, 1, 6 };
+        const char *row2[5] = { "lock:\n\x1b[2Jforged row\tx", "redisson",
+                                "8743c9c0-0795-4907-87fd-6c719a6b4586:57", "3", "held" };
+        const char *row3[5] = { "lock:\xe6\x97\xa5\xe6\x9c\xac\xe6\x97\xa5\xe6\x9c\xac"
+                                "\xe6\x97\xa5\xe6\x9c\xac\xe6\x97\xa5\xe6\x9c\xac\xe6\x97\xa5"
+                                "\xe6\x9c\xac\xe6\x97\xa5\xe6\x9c\xac\xe6\x97\xa5\xe6\x9c\xac"
+                                "\xe6\x97\xa5\xe6\x9c\xac\xe6\x97\xa5\xe6\x9c\xac\xe6\x97\xa5"
+                                "\xe6\x9c\xac\xe6\x97\xa5\xe6\x9c\xac\xe6\x97\xa5\xe6\x9c\xac"
+                                "\xe6\x97\xa5\xe6\x9c\xac\xe6\x97\xa5\xe6\x9c\xac\xe6\x97\xa5"
+                                "\xe6\x9c\xac\xe6\x97\xa5\xe6\x9c\xac\xe6\x97\xa5\xe6\x9c\xac",
+                                "plain", "\xff\xfe\xfd", "1", "long" };
+
+        assert_int_equal(table_add(&t, row1, l1), 0);
+        assert_int_equal(table_add(&t, row2, NULL), 0);
+        assert_int_equal(table_add(&t, row3, NULL), 0);
+    }
+    fp = open_memstream(&buf, &len);
+    assert_non_null(fp);
+    table_print(&t, fp, TABLE_WIDTH);
+    fclose(fp);
+    table_release(&t);
+    assert_non_null(strstr(buf, ":1001"));  /* the middle cut keeps the key's end */
+    assert_non_null(strstr(buf, "\xe2\x80\xa6"));
+    for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        assert_true(table_text_width(line) <= TABLE_WIDTH);
+        assert_null(strchr(line, '\x1b'));
+        lines++;
+    }
+    assert_int_equal(lines, 4);            /* header + 3 rows: no forged row */
+    free(buf);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(outcome_codes_round_trip),
+        cmocka_unit_test(outcome_classes),
+        cmocka_unit_test(args_standalone_release),
+        cmocka_unit_test(args_options_and_binary_key),
+        cmocka_unit_test(args_dry_run_and_expire),
+        cmocka_unit_test(args_cluster_keeps_one_slot),
+        cmocka_unit_test(key_slots),
+        cmocka_unit_test(script_text_and_sha),
+        cmocka_unit_test(result_json_hostile_bytes),
+        cmocka_unit_test(safe_text_neutralises_terminal_tricks),
+        cmocka_unit_test(widths_are_never_underestimated),
+        cmocka_unit_test(cut_marks_and_fits),
+        cmocka_unit_test(table_fits_100_columns),
+    };
+
+    return cmocka_run_group_tests_name("release", tests, NULL, NULL);
+}
