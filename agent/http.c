@@ -20,6 +20,7 @@
 
 #include "agent/alerts_http.h"
 #include "agent/log.h"
+#include "agent/release_http.h"
 #include "agent/render.h"
 #include "collectors/keytext.h"
 
@@ -225,16 +226,20 @@ static const char landing[] =
     "<li><a href=\"api/v1/locks?state=long\">/api/v1/locks?state=long</a></li>\n"
     "<li><a href=\"readyz\">/readyz</a></li>\n</ul></body></html>\n";
 
+/* The per-request state of the read endpoints; the release endpoint
+ * keeps its own (a body), freed in request_completed(). */
+static int first;
+
 static MHD_RESULT
 handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
        const char *version, const char *upload, size_t *upload_size, void **state)
 {
     struct http_server *h = cls;
-    static int first;
     char *b;
 
     (void)version;
-    (void)upload;
+    if (strcmp(url, RELEASE_HTTP_PATH) == 0)
+        return (MHD_RESULT)release_http(h->agent, c, method, upload, upload_size, state);
     if (*state == NULL) {       /* headers only so far; answer on the next call */
         *state = &first;
         return MHD_YES;
@@ -264,6 +269,18 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
         return reply(c, 200, CT_HTML, b, strlen(b));
     }
     return reply_text(c, 404, "not found: try /metrics, /healthz, /readyz or /api/v1/locks\n");
+}
+
+static void
+request_completed(void *cls, struct MHD_Connection *c, void **state,
+                  enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    if (*state != NULL && *state != &first)
+        release_http_free(*state);
+    *state = NULL;
 }
 
 static size_t
@@ -326,6 +343,7 @@ http_start(struct agent *a, const char *host, int port, char *err, size_t errlen
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)128,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
                             MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
+                            MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
                             MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                             MHD_OPTION_END);
     if (h->d == NULL) {

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "agent/alerts_http.h"
+#include "agent/release_http.h"
 #include "agent/render.h"
 #include "collectors/keytext.h"
 
@@ -459,6 +460,7 @@ render_metrics(const struct view *v, struct strbuf *sb)
     if (v->wait != NULL)
         render_wait(sb, v->wait);
     render_alert_metrics(v->alerts, sb);
+    render_release_metrics(v->releases, sb);
     free(off);
     return sb_failed(sb) ? -1 : 0;
 }

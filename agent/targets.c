@@ -330,6 +330,7 @@ agent_view(struct agent *a, struct view *v)
         goto fail;
     v->top_offenders = a->cfg->top_offenders;
     v->alerts = a->alerts;
+    v->releases = a->releases;
     for (i = 0; i < a->ntargets; i++) {
         struct target_rt *t = a->targets[i];
 

@@ -38,6 +38,8 @@ struct agent {
                                  * never replaced (it has its own lock) */
     struct alerts *alerts;      /* alert set, rules and sinks (alerts/alerts.h);
                                  * set at start, kept across reloads, own lock */
+    atomic_uint_fast64_t releases[3];   /* lockwatch_releases_total by result,
+                                         * RELEASES_* of agent/release_http.h */
 };
 
 struct view_target {
@@ -54,6 +56,7 @@ struct view {
                                      * off, or --once) */
     struct alerts *alerts;          /* the agent's, not a copy (own lock);
                                      * NULL in --once */
+    const atomic_uint_fast64_t *releases;   /* the agent's counters; NULL in --once */
 };
 
 /* Take ownership of cfg and start one scanner thread per target; create
