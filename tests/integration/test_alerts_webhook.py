@@ -6,6 +6,7 @@
     GET /api/v1/alerts and lockwatch_alerts_firing follow;
   - a receiver that answers 500 three times then 200 gets the notice on the
     4th try, with the same webhook-id each time (retry_base = 100ms);
+    Retry-After is honoured;
   - a receiver that hangs does not delay the scans (scan timestamps keep
     their interval), and SIGTERM still exits within the flush bound;
   - 410 Gone disables the sink (dropped, no more requests);
@@ -153,6 +154,20 @@ class Alerts(h.TestCase):
                     desc="sent 1")
         self.assertEqual(self.sink_count(ag, "flaky", "retried"), 3)
         self.assertEqual(self.sink_count(ag, "flaky", "dropped"), 0)
+
+    def test_retry_after_is_honoured(self):
+        rs = self.start_redis()
+        c = rs.client()
+        rcv = self.receiver(statuses=[503], retry_after=2)
+        ag = self.agent(rs, webhook_section("busy", rcv.url))
+        c.set(KEY, "tok")
+        ag.wait_for(lambda: len(rcv.snapshot()) >= 2, timeout=20, desc="the retry")
+        first, second = rcv.snapshot()[:2]
+        # retry_base is 100ms, so only Retry-After explains the wait
+        self.assertGreaterEqual(second.at - first.at, 1.9)
+        self.assertEqual(first.headers["webhook-id"], second.headers["webhook-id"])
+        ag.wait_for(lambda: self.sink_count(ag, "busy", "sent") == 1, timeout=5, desc="sent")
+        self.assertEqual(self.sink_count(ag, "busy", "retried"), 1)
 
     def test_hanging_receiver_does_not_delay_scans(self):
         rs = self.start_redis()
