@@ -571,7 +571,8 @@ notifier_configure(struct notifier *n, const struct notifier_sink_conf *conf, si
                 failed = true;
         }
     }
-    /* all settings, or none (a sink_set failure leaves that sink as it was) */
+    /* on ENOMEM the old list stays in force; a kept sink may then already
+     * have its new url, key or timeout, which is as good as the old ones */
     for (i = 0; i < nconf && !failed; i++)
         if (sink_set(list[i], &conf[i]) == -1)
             failed = true;
