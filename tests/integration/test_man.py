@@ -281,10 +281,15 @@ class AgentPage(unittest.TestCase):
 
     def test_http_paths_match_the_router(self):
         src = read(os.path.join(REPO, "agent", "http.c"))
-        exact = {p.rstrip("/") or "/" for p in re.findall(r'strcmp\(url, "([^"]+)"', src)}
+        macros = {}
+        for h in glob.glob(os.path.join(REPO, "agent", "*.h")):
+            macros.update(re.findall(r'^#define (\w+_PATH)\s+"([^"]+)"', read(h), re.M))
+        exact = set(re.findall(r'strcmp\(url, "([^"]+)"', src))
+        exact |= {macros[m] for m in re.findall(r"strcmp\(url, (\w+)\)", src) if m in macros}
+        exact = {p.rstrip("/") or "/" for p in exact}
         prefixes = set(re.findall(r'strncmp\(url, "([^"]+)"', src))
         endpoints = "\n".join(section(self.text, "HTTP ENDPOINTS"))
-        listed = set(re.findall(r"^       (/[\w/]*)", endpoints, re.M))
+        listed = set(re.findall(r"^       (?:POST )?(/[\w/]*)", endpoints, re.M))
         covered = set()
         for p in listed:
             if p in exact:
