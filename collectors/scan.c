@@ -17,20 +17,34 @@
  * turns.  That is how the scan, which sends twice the commands of the
  * SCAN + TYPE + PTTL floor in bench/, stays close to it.
  *
+ * One such stream runs per Redis node scanned.  A standalone target is
+ * one stream; a Sentinel target is one stream to the primary the
+ * sentinels name (resolved again on every reconnect, and the pass is
+ * retried once on the new primary when a failover cuts the connection);
+ * a cluster target is one stream per shard, each on its own thread,
+ * against the shard's primary (or a replica, READONLY, with
+ * scan_replicas), all recording into the one snapshot of the target.
+ * What the streams share (tracker, class set, snapshot, Redlock map) is
+ * guarded by one mutex taken once per lock recorded; everything else
+ * (connection, pipeline, pacing, counters) is the stream's own.
+ *
  * Pacing: work is measured in busy wall time since the last pause; once
- * a slice of PACE_SLICE_MS is used, the scanner stops sending SCANs, lets
+ * a slice of PACE_SLICE_MS is used, the stream stops sending SCANs, lets
  * the pipeline drain and sleeps busy * (1 - duty) / duty, so at most
- * scan_duty of wall time goes to the target.  max_keys_per_second is an
- * absolute cap applied the same way.  Sleeps are sliced so a stop request
- * is seen within 50 ms.
+ * scan_duty of each node's wall time goes to the scan.
+ * max_keys_per_second is an absolute cap for the whole target, shared
+ * equally by its streams.  Sleeps are sliced so a stop request is seen
+ * within 50 ms.
  *
  * SCAN may return a key twice in one pass and keys may vanish between
  * SCAN and the reads: duplicates are counted once (the tracker remembers
- * the pass that last saw a key) and vanished keys are counted and skipped.
+ * the pass that last saw a key; during a cluster resharding that holds
+ * across shards too) and vanished keys are counted and skipped.
  */
 #include "collectors/scan.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <hiredis.h>
 #include <stdio.h>
@@ -38,18 +52,38 @@
 #include <string.h>
 #include <time.h>
 
+#include "collectors/cluster.h"
 #include "collectors/formats.h"
 #include "collectors/keytext.h"
 #include "collectors/lockclass.h"
 #include "collectors/redisconn.h"
+#include "collectors/redlock.h"
+#include "collectors/sentinel.h"
 #include "collectors/tracker.h"
+
+/* A connection kept between scans, by the address it goes to. */
+struct node_conn {
+    char host[256];
+    int port;
+    redisContext *c;
+};
 
 struct scanner {
     char *name;
-    redisContext *c;
     struct tracker *tracker;
     struct scan_counters counters;
     uint32_t pass;
+    /* standalone and sentinel: the one connection, and where it goes */
+    redisContext *c;
+    char host[256];
+    int port;
+    size_t sentinel_first;      /* sentinel to ask first */
+    /* cluster: connections by node, and the nodes of the last topology
+     * (asked when the configured address does not answer) */
+    struct node_conn *conns;
+    size_t nconns;
+    struct cluster_node *known;
+    size_t nknown;
 };
 
 struct key_meta {
@@ -79,7 +113,7 @@ struct segment {
 
 #define SEG_RING (3 * INFLIGHT_MAX + 4)
 
-/* Everything one run needs, on the stack of scanner_run. */
+/* What the streams of one run share, on the stack of scanner_run. */
 struct run {
     struct scanner *sc;
     const struct target_conf *t;
@@ -87,13 +121,31 @@ struct run {
     const atomic_int *stop;
     struct snapshot *snap;
     struct class_set *classes;
+    struct redlock_map *rmap;   /* NULL unless the target is in a Redlock group */
     int64_t now_ms;
+    int64_t start_mono;
+    pthread_mutex_t mu;         /* guards sc->tracker, classes, snap, rmap */
+    char err[256];
+};
+
+/* One connection's scan: one node, its pipeline, its pacing. */
+struct stream {
+    struct run *r;
+    redisContext *c;
+    char host[256];             /* for messages */
+    int port;
+    bool readonly;              /* a cluster replica: send READONLY first */
+    long max_kps;               /* this stream's share of max_keys_per_second */
     int64_t start_mono;
     int64_t resume_mono;        /* end of the last pacing pause */
     uint64_t keys;              /* examined this run */
+    struct scan_counters cnt;   /* vanished, truncated, duplicates */
+    bool failed;
+    bool conn_lost;             /* failed on the connection (not a refusal) */
     char err[256];
+    double duration_s;
 
-    /* the stream */
+    /* the pipeline */
     struct batch pool[INFLIGHT_MAX];
     size_t inflight;
     struct segment ring[SEG_RING];
@@ -122,18 +174,22 @@ scan_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Set the run's error; messages are cut to fit, on purpose. */
-static void run_err(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Set an error; messages are cut to fit, on purpose. */
+static void set_err(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void
-run_err(struct run *r, const char *fmt, ...)
+set_err(char *buf, size_t size, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(r->err, sizeof(r->err), fmt, ap);
+    vsnprintf(buf, size, fmt, ap);
     va_end(ap);
 }
+
+#define run_err(r, ...) set_err((r)->err, sizeof((r)->err), __VA_ARGS__)
+#define stream_err(s, ...) set_err((s)->err, sizeof((s)->err), __VA_ARGS__)
 
 struct scanner *
 scanner_new(const char *target_name)
@@ -157,6 +213,8 @@ scanner_free(struct scanner *sc)
     if (sc == NULL)
         return;
     scanner_disconnect(sc);
+    free(sc->conns);
+    free(sc->known);
     tracker_free(sc->tracker);
     free(sc->name);
     free(sc);
@@ -171,29 +229,16 @@ scanner_name(const struct scanner *sc)
 void
 scanner_disconnect(struct scanner *sc)
 {
+    size_t i;
+
     if (sc->c != NULL) {
         redisFree(sc->c);
         sc->c = NULL;
     }
-}
-
-static int
-connect_target(struct run *r)
-{
-    struct scanner *sc = r->sc;
-    const struct target_conf *t = r->t;
-
-    if (sc->c != NULL)
-        return 0;
-    if (t->mode != TARGET_STANDALONE) {
-        snprintf(r->err, sizeof(r->err),
-                 "mode %s is not supported by this build (use mode = standalone)",
-                 t->mode == TARGET_CLUSTER ? "cluster" : "sentinel");
-        return -1;
-    }
-    /* timeouts, AUTH and SELECT as lockctl and the release endpoint do */
-    sc->c = redisconn_open(t, r->err, sizeof(r->err));
-    return sc->c != NULL ? 0 : -1;
+    for (i = 0; i < sc->nconns; i++)
+        if (sc->conns[i].c != NULL)
+            redisFree(sc->conns[i].c);
+    sc->nconns = 0;
 }
 
 static int
@@ -221,24 +266,23 @@ pause_ms(const struct run *r, int64_t ms)
 /* How long to pause now to keep to scan_duty and max_keys_per_second;
  * 0 while the current slice of work is not used up. */
 static int64_t
-pace_due(struct run *r)
+pace_due(struct stream *s)
 {
-    double duty = r->t->scan_duty;
-    int64_t now = scan_mono_ms(), busy = now - r->resume_mono, wait = 0;
+    double duty = s->r->t->scan_duty;
+    int64_t now = scan_mono_ms(), busy = now - s->resume_mono, wait = 0;
 
     if (duty > 0 && duty < 1 && busy >= PACE_SLICE_MS)
         wait = (int64_t)((double)busy * (1.0 - duty) / duty);
-    if (r->t->max_keys_per_second > 0) {
+    if (s->max_kps > 0) {
         /* the earliest time by which this many keys are allowed */
-        int64_t due = (int64_t)(r->keys * 1000 / (uint64_t)r->t->max_keys_per_second);
-        int64_t ahead = due - (now - r->start_mono);
+        int64_t due = (int64_t)(s->keys * 1000 / (uint64_t)s->max_kps);
+        int64_t ahead = due - (now - s->start_mono);
 
         if (ahead > wait)
             wait = ahead;
     }
     return wait;
 }
-
 static int
 batch_take(struct batch *b, redisReply *scan)
 {
@@ -320,30 +364,41 @@ type_of(const redisReply *rep)
     return RAW_OTHER;
 }
 
-/* Read one reply; -1 with r->err set on a connection error.  hiredis
+/* Read one reply; -1 with s->err set on a connection error.  hiredis
  * reports a command timeout as EAGAIN; say what it means. */
 static int
-get_reply(struct run *r, redisReply **rep)
+get_reply(struct stream *s, redisReply **rep)
 {
-    redisContext *c = r->sc->c;
+    redisContext *c = s->c;
     void *p = NULL;
 
     if (redisGetReply(c, &p) != REDIS_OK || p == NULL) {
         if (c->err == REDIS_ERR_IO && (strcmp(c->errstr, strerror(EAGAIN)) == 0 ||
                                        strcmp(c->errstr, strerror(EWOULDBLOCK)) == 0))
-            run_err(r, "read from %s:%d: timed out after %lld ms (command_timeout)",
-                    r->t->host, r->t->port, (long long)r->t->command_timeout_ms);
+            stream_err(s, "read from %s:%d: timed out after %lld ms (command_timeout)",
+                    s->host, s->port, (long long)s->r->t->command_timeout_ms);
         else
-            run_err(r, "read from %s:%d: %s", r->t->host, r->t->port,
+            stream_err(s, "read from %s:%d: %s", s->host, s->port,
                     c->errstr[0] ? c->errstr : "connection lost");
+        s->conn_lost = true;
         return -1;
     }
     *rep = p;
     return 0;
 }
 
+/* A cluster redirection or a slot in migration: the key is elsewhere. */
+static bool
+moved(const redisReply *rep)
+{
+    return rep->type == REDIS_REPLY_ERROR &&
+        ((rep->len >= 6 && memcmp(rep->str, "MOVED ", 6) == 0) ||
+         (rep->len >= 4 && memcmp(rep->str, "ASK ", 4) == 0) ||
+         (rep->len >= 8 && memcmp(rep->str, "TRYAGAIN", 8) == 0));
+}
+
 static int
-read_meta(struct run *r, struct batch *b)
+read_meta(struct stream *s, struct batch *b)
 {
     redisReply *rep;
     size_t i;
@@ -351,16 +406,26 @@ read_meta(struct run *r, struct batch *b)
     for (i = 0; i < b->n; i++) {
         struct key_meta *m = &b->meta[i];
 
-        if (get_reply(r, &rep) == -1)
+        if (get_reply(s, &rep) == -1)
             return -1;
         /* OBJECT IDLETIME fails under an LFU maxmemory-policy: age 0 */
         m->idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
         freeReplyObject(rep);
-        if (get_reply(r, &rep) == -1)
+        if (get_reply(s, &rep) == -1)
             return -1;
+        if (rep->type == REDIS_REPLY_ERROR && !moved(rep)) {
+            /* NOPERM, CLUSTERDOWN, LOADING...: this node cannot be read,
+             * and skipping its keys as vanished would hide that */
+            stream_err(s, "TYPE on %s:%d refused: %.*s", s->host, s->port,
+                       (int)(rep->len > 160 ? 160 : rep->len), rep->str);
+            freeReplyObject(rep);
+            return -1;
+        }
+        /* MOVED/ASK: the slot moved away since SCAN (resharding); the
+         * key is counted where it lives now, or vanished here */
         m->type = type_of(rep);
         freeReplyObject(rep);
-        if (get_reply(r, &rep) == -1)
+        if (get_reply(s, &rep) == -1)
             return -1;
         m->pttl = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
         freeReplyObject(rep);
@@ -371,14 +436,14 @@ read_meta(struct run *r, struct batch *b)
 }
 
 static void
-append_meta(struct run *r, const struct batch *b)
+append_meta(struct stream *s, const struct batch *b)
 {
     size_t i;
 
     for (i = 0; i < b->n; i++) {
-        append_key_cmd(r->sc->c, "OBJECT", "IDLETIME", b->meta[i].key, NULL, NULL, NULL);
-        append_key_cmd(r->sc->c, "TYPE", NULL, b->meta[i].key, NULL, NULL, NULL);
-        append_key_cmd(r->sc->c, "PTTL", NULL, b->meta[i].key, NULL, NULL, NULL);
+        append_key_cmd(s->c, "OBJECT", "IDLETIME", b->meta[i].key, NULL, NULL, NULL);
+        append_key_cmd(s->c, "TYPE", NULL, b->meta[i].key, NULL, NULL, NULL);
+        append_key_cmd(s->c, "PTTL", NULL, b->meta[i].key, NULL, NULL, NULL);
     }
 }
 
@@ -386,7 +451,7 @@ append_meta(struct run *r, const struct batch *b)
 #define STR(x) STR_(x)
 
 static void
-append_values(struct run *r, const struct batch *b)
+append_values(struct stream *s, const struct batch *b)
 {
     size_t i;
 
@@ -396,13 +461,13 @@ append_values(struct run *r, const struct batch *b)
         if (m->skip)
             continue;
         if (m->type == RAW_STRING)
-            append_key_cmd(r->sc->c, "GETRANGE", NULL, m->key, "0",
+            append_key_cmd(s->c, "GETRANGE", NULL, m->key, "0",
                            STR(RAW_VALUE_MAX), NULL);
         else if (m->type == RAW_HASH) {
             /* HLEN: the true holder count when there are more fields
              * than one bounded HSCAN returns */
-            append_key_cmd(r->sc->c, "HLEN", NULL, m->key, NULL, NULL, NULL);
-            append_key_cmd(r->sc->c, "HSCAN", NULL, m->key, "0", "COUNT",
+            append_key_cmd(s->c, "HLEN", NULL, m->key, NULL, NULL, NULL);
+            append_key_cmd(s->c, "HSCAN", NULL, m->key, "0", "COUNT",
                            STR(RAW_FIELDS_MAX));
         }
     }
@@ -436,10 +501,14 @@ judge(const struct run *r, const struct snap_lock *l, int64_t nottl_since_ms)
     return states;
 }
 
+/* Record one key: decode it (no lock needed), then, under the run's
+ * mutex, dedupe it, time its holder, intern its class, count and maybe
+ * keep it, and add it to the Redlock map. */
 static int
-record(struct run *r, const struct key_meta *m, const struct raw_lock *raw,
+record(struct stream *s, const struct key_meta *m, const struct raw_lock *raw,
        long long hlen)
 {
+    struct run *r = s->r;
     const struct scan_rules *rules = r->rules;
     struct snap_holder holders[HOLDERS_MAX];
     uint32_t hh[HOLDERS_MAX];
@@ -452,13 +521,9 @@ record(struct run *r, const struct key_meta *m, const struct raw_lock *raw,
     int64_t start_age;
     uint64_t kh;
     size_t i;
-    int ci;
+    int ci, rc = -1;
 
     kh = keytext_hash(raw->key, raw->keylen);
-    if (tracker_seen(r->sc->tracker, kh, r->sc->pass)) {
-        r->sc->counters.duplicates_total++;
-        return 0;
-    }
     fmt = formats_decode(raw, &view);
     /* fields past the read cap are holders too (the decoders saw only
      * the first RAW_FIELDS_MAX) */
@@ -469,34 +534,23 @@ record(struct run *r, const struct key_meta *m, const struct raw_lock *raw,
     if (view.acquired_ms > 0 && r->now_ms - view.acquired_ms > start_age)
         start_age = r->now_ms - view.acquired_ms;
     nh = holder_hashes(&view, hh);
-    if (tracker_visit(r->sc->tracker, kh, hh, nh, r->sc->pass,
-                      r->now_ms, start_age, raw->pttl >= 0, &tr) == -1)
-        return -1;
-
     class_of(raw->key, raw->keylen, rules->classes, rules->nclasses, cls, sizeof(cls));
-    ci = class_set_intern(r->classes, cls);
-    if (ci < 0)
-        return -1;
 
     memset(&l, 0, sizeof(l));
     l.key = raw->key;
     l.key_len = (uint32_t)(raw->keylen > SNAP_KEY_MAX ? SNAP_KEY_MAX : raw->keylen);
     if (l.key_len < raw->keylen)
         l.flags |= SNAP_KEY_TRUNCATED;
-    l.class_idx = (uint16_t)ci;
     l.format = (uint8_t)formats_index(fmt);
     l.pttl_ms = raw->pttl;
-    l.first_seen_ms = tr.first_seen_ms;
     l.acquired_ms = view.acquired_ms;
     l.pid = (int32_t)(view.pid > 0 && view.pid <= INT32_MAX ? view.pid : 0);
     l.thread = view.thread;
     l.max_count = view.max_count;
     l.holders_total = (uint32_t)(view.holders_total > UINT32_MAX ? UINT32_MAX
                                  : view.holders_total);
-    if (raw->value_truncated || raw->fields_truncated) {
+    if (raw->value_truncated || raw->fields_truncated)
         l.flags |= SNAP_VALUE_TRUNCATED;
-        r->sc->counters.truncated_total++;
-    }
     if (strcmp(view.mode, "read") == 0)
         l.flags |= SNAP_MODE_READ;
     else if (strcmp(view.mode, "write") == 0)
@@ -513,14 +567,41 @@ record(struct run *r, const struct key_meta *m, const struct raw_lock *raw,
     }
     l.holders = holders;
     l.nholders = (uint16_t)i;
+
+    pthread_mutex_lock(&r->mu);
+    if (tracker_seen(r->sc->tracker, kh, r->sc->pass)) {
+        s->cnt.duplicates_total++;
+        rc = 0;
+        goto out;
+    }
+    if (tracker_visit(r->sc->tracker, kh, hh, nh, r->sc->pass,
+                      r->now_ms, start_age, raw->pttl >= 0, &tr) == -1)
+        goto out;
+    if ((ci = class_set_intern(r->classes, cls)) < 0)
+        goto out;
+    if (l.flags & SNAP_VALUE_TRUNCATED)
+        s->cnt.truncated_total++;
+    l.class_idx = (uint16_t)ci;
+    l.first_seen_ms = tr.first_seen_ms;
     l.states = judge(r, &l, tr.nottl_since_ms);
-    return snapshot_add(r->snap, &l, r->now_ms);
+    if (snapshot_add(r->snap, &l, r->now_ms) == -1)
+        goto out;
+    /* a lock without a holder (a format that names none) still counts
+     * as held, by "nobody in particular", on each node */
+    if (r->rmap != NULL &&
+        redlock_map_add(r->rmap, raw->key, raw->keylen, kh, nh > 0 ? hh[0] : 1,
+                        tr.first_seen_ms, scan_now_ms(), raw->pttl) == -1)
+        goto out;
+    rc = 0;
+out:
+    pthread_mutex_unlock(&r->mu);
+    return rc;
 }
 
 /* Read the value replies of batch b (sent by append_values) and record
  * each key. */
 static int
-read_values(struct run *r, struct batch *b)
+read_values(struct stream *s, struct batch *b)
 {
     struct raw_field fields[RAW_FIELDS_MAX];
     struct raw_lock raw;
@@ -533,7 +614,7 @@ read_values(struct run *r, struct batch *b)
         struct key_meta *m = &b->meta[i];
 
         if (m->skip) {
-            r->sc->counters.vanished_total++;
+            s->cnt.vanished_total++;
             continue;
         }
         memset(&raw, 0, sizeof(raw));
@@ -544,7 +625,7 @@ read_values(struct run *r, struct batch *b)
         rep = NULL;
         hlen = -1;
         if (m->type == RAW_HASH) {
-            if (get_reply(r, &rep) == -1)
+            if (get_reply(s, &rep) == -1)
                 return -1;
             if (rep->type == REDIS_REPLY_INTEGER)
                 hlen = rep->integer;
@@ -552,11 +633,11 @@ read_values(struct run *r, struct batch *b)
             rep = NULL;
         }
         if (m->type == RAW_STRING || m->type == RAW_HASH) {
-            if (get_reply(r, &rep) == -1)
+            if (get_reply(s, &rep) == -1)
                 return -1;
             if (rep->type == REDIS_REPLY_ERROR) {
                 /* WRONGTYPE: replaced by another type since TYPE */
-                r->sc->counters.vanished_total++;
+                s->cnt.vanished_total++;
                 freeReplyObject(rep);
                 continue;
             }
@@ -574,13 +655,13 @@ read_values(struct run *r, struct batch *b)
             if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
                 rep->element[1]->type != REDIS_REPLY_ARRAY) {
                 freeReplyObject(rep);
-                r->sc->counters.vanished_total++;
+                s->cnt.vanished_total++;
                 continue;
             }
             arr = rep->element[1];
             if (arr->elements == 0) {
                 freeReplyObject(rep);   /* vanished between TYPE and HSCAN */
-                r->sc->counters.vanished_total++;
+                s->cnt.vanished_total++;
                 continue;
             }
             nf = 0;
@@ -602,11 +683,11 @@ read_values(struct run *r, struct batch *b)
             raw.fields = fields;
             raw.nfields = nf;
         }
-        rc = record(r, m, &raw, hlen);
+        rc = record(s, m, &raw, hlen);
         if (rep != NULL)
             freeReplyObject(rep);
         if (rc == -1) {
-            run_err(r, "out of memory recording locks");
+            stream_err(s, "out of memory recording locks");
             return -1;
         }
     }
@@ -622,22 +703,22 @@ valid_scan_reply(const redisReply *rep)
 }
 
 static void
-push(struct run *r, enum seg_kind kind, struct batch *b)
+push(struct stream *s, enum seg_kind kind, struct batch *b)
 {
     /* cannot overflow: at most one SCAN plus two segments per batch */
-    r->ring[(r->head + r->count) % SEG_RING].kind = kind;
-    r->ring[(r->head + r->count) % SEG_RING].b = b;
-    r->count++;
+    s->ring[(s->head + s->count) % SEG_RING].kind = kind;
+    s->ring[(s->head + s->count) % SEG_RING].b = b;
+    s->count++;
 }
 
 static int
-flush(struct run *r)
+flush(struct stream *s)
 {
     int done = 0;
 
     while (!done)
-        if (redisBufferWrite(r->sc->c, &done) == REDIS_ERR) {
-            run_err(r, "write to %s:%d: %s", r->t->host, r->t->port, r->sc->c->errstr);
+        if (redisBufferWrite(s->c, &done) == REDIS_ERR) {
+            stream_err(s, "write to %s:%d: %s", s->host, s->port, s->c->errstr);
             return -1;
         }
     return 0;
@@ -647,131 +728,131 @@ flush(struct run *r)
  * until the pipeline has drained, so Redis is idle (for us) while the
  * scanner sleeps. */
 static void
-maybe_scan(struct run *r)
+maybe_scan(struct stream *s)
 {
     char count[16];
     int64_t wait;
 
-    if (r->scan_done || r->scan_outstanding || r->inflight >= INFLIGHT_MAX)
+    if (s->scan_done || s->scan_outstanding || s->inflight >= INFLIGHT_MAX)
         return;
-    wait = pace_due(r);
+    wait = pace_due(s);
     if (wait > 0) {
-        if (r->count > 0)
+        if (s->count > 0)
             return;             /* drain first; called again after VALS */
-        pause_ms(r, wait);
-        r->resume_mono = scan_mono_ms();
+        pause_ms(s->r, wait);
+        s->resume_mono = scan_mono_ms();
     }
-    snprintf(count, sizeof(count), "%d", r->t->scan_count);
+    snprintf(count, sizeof(count), "%d", s->r->t->scan_count);
     {
-        const char *argv[6] = { "SCAN", r->cursor, "MATCH", r->t->patterns[r->pat],
+        const char *argv[6] = { "SCAN", s->cursor, "MATCH", s->r->t->patterns[s->pat],
                                 "COUNT", count };
 
-        redisAppendCommandArgv(r->sc->c, 6, argv, NULL);
+        redisAppendCommandArgv(s->c, 6, argv, NULL);
     }
-    push(r, SEG_SCAN, NULL);
-    r->scan_outstanding = true;
+    push(s, SEG_SCAN, NULL);
+    s->scan_outstanding = true;
 }
 
 static struct batch *
-free_batch(struct run *r)
+free_batch(struct stream *s)
 {
     size_t i;
 
     for (i = 0; i < INFLIGHT_MAX; i++)
-        if (!r->pool[i].busy)
-            return &r->pool[i];
+        if (!s->pool[i].busy)
+            return &s->pool[i];
     return NULL;
 }
 
 static int
-on_scan(struct run *r)
+on_scan(struct stream *s)
 {
-    const struct target_conf *t = r->t;
+    const struct target_conf *t = s->r->t;
     struct batch *b;
     redisReply *rep;
 
-    if (get_reply(r, &rep) == -1)
+    if (get_reply(s, &rep) == -1)
         return -1;
-    r->scan_outstanding = false;
+    s->scan_outstanding = false;
     if (!valid_scan_reply(rep)) {
         if (rep->type == REDIS_REPLY_ERROR)
-            run_err(r, "SCAN on %s:%d refused: %.*s", t->host, t->port,
+            stream_err(s, "SCAN on %s:%d refused: %.*s", s->host, s->port,
                     (int)(rep->len > 160 ? 160 : rep->len), rep->str);
         else
-            run_err(r, "SCAN on %s:%d: unexpected reply type %d", t->host, t->port, rep->type);
+            stream_err(s, "SCAN on %s:%d: unexpected reply type %d", s->host, s->port, rep->type);
         freeReplyObject(rep);
         return -1;
     }
-    snprintf(r->cursor, sizeof(r->cursor), "%.*s", (int)rep->element[0]->len,
+    snprintf(s->cursor, sizeof(s->cursor), "%.*s", (int)rep->element[0]->len,
              rep->element[0]->str);
-    if (strcmp(r->cursor, "0") == 0) {
-        if (++r->pat < t->npatterns)
-            snprintf(r->cursor, sizeof(r->cursor), "0");
+    if (strcmp(s->cursor, "0") == 0) {
+        if (++s->pat < t->npatterns)
+            snprintf(s->cursor, sizeof(s->cursor), "0");
         else
-            r->scan_done = true;
+            s->scan_done = true;
     }
     if (rep->element[1]->elements == 0) {
         freeReplyObject(rep);
     } else {
-        b = free_batch(r);      /* a SCAN is only sent with a batch free */
+        b = free_batch(s);      /* a SCAN is only sent with a batch free */
         if (b == NULL || batch_take(b, rep) == -1) {
             freeReplyObject(rep);
-            run_err(r, "out of memory");
+            stream_err(s, "out of memory");
             return -1;
         }
         b->busy = true;
-        r->inflight++;
-        r->keys += b->n;
-        append_meta(r, b);
-        push(r, SEG_META, b);
+        s->inflight++;
+        s->keys += b->n;
+        append_meta(s, b);
+        push(s, SEG_META, b);
     }
-    maybe_scan(r);
+    maybe_scan(s);
     return 0;
 }
 
 static int
-on_vals(struct run *r, struct batch *b)
+on_vals(struct stream *s, struct batch *b)
 {
-    if (read_values(r, b) == -1)
+    if (read_values(s, b) == -1)
         return -1;
     batch_clear(b);
     b->busy = false;
-    r->inflight--;
-    maybe_scan(r);
+    s->inflight--;
+    maybe_scan(s);
     return 0;
 }
 
 static int
-scan_all(struct run *r)
+scan_all(struct stream *s)
 {
     struct segment seg;
     size_t i;
     int rc = -1;
 
-    snprintf(r->cursor, sizeof(r->cursor), "0");
-    r->resume_mono = scan_mono_ms();
-    maybe_scan(r);
-    while (r->count > 0) {
-        if (stopped(r))
+    snprintf(s->cursor, sizeof(s->cursor), "0");
+    s->resume_mono = scan_mono_ms();
+    maybe_scan(s);
+    while (s->count > 0) {
+        if (stopped(s->r))
             goto out;
-        if (flush(r) == -1)
+        if (flush(s) == -1)
             goto out;
-        seg = r->ring[r->head];
-        r->head = (r->head + 1) % SEG_RING;
-        r->count--;
+        seg = s->ring[s->head];
+        s->head = (s->head + 1) % SEG_RING;
+        s->count--;
         switch (seg.kind) {
         case SEG_SCAN:
-            if (on_scan(r) == -1)
+            if (on_scan(s) == -1)
                 goto out;
             break;
         case SEG_META:
-            if (read_meta(r, seg.b) == -1)
+            if (read_meta(s, seg.b) == -1)
                 goto out;
-            append_values(r, seg.b);
-            push(r, SEG_VALS, seg.b);
+            append_values(s, seg.b);
+            push(s, SEG_VALS, seg.b);
             break;
         case SEG_VALS:
-            if (on_vals(r, seg.b) == -1)
+            if (on_vals(s, seg.b) == -1)
                 goto out;
             break;
         }
@@ -779,9 +860,9 @@ scan_all(struct run *r)
     rc = 0;
 out:
     for (i = 0; i < INFLIGHT_MAX; i++) {
-        batch_clear(&r->pool[i]);
-        free(r->pool[i].meta);
-        r->pool[i].meta = NULL;
+        batch_clear(&s->pool[i]);
+        free(s->pool[i].meta);
+        s->pool[i].meta = NULL;
     }
     return rc;
 }
@@ -794,7 +875,10 @@ out:
  * looks up the uuids it saw: one pipelined EXISTS per distinct uuid (at
  * most REGISTRY_UUIDS_MAX a scan, the rest are counted and skipped), then
  * one HMGET per lock whose uuid has a registry.  Two round trips a scan,
- * whatever the number of locks.
+ * whatever the number of locks.  In a cluster the registry key of a
+ * uuid lives in the slot of its hash tag, so each lookup goes to the
+ * stream of the shard that serves that slot (when that shard's scan
+ * failed, its clients' locks simply go without the registry's times).
  */
 #define REGISTRY_UUIDS_MAX  4096
 #define REGISTRY_CHUNK      1000
@@ -802,6 +886,7 @@ out:
 
 struct reg_lock {
     uint32_t lock;              /* index into snap->locks */
+    size_t stream;              /* where its registry key lives */
     char uuid[UUID_LEN + 1];
     const char *tid;
     size_t tidlen;
@@ -910,60 +995,42 @@ apply_registry(struct run *r, struct reg_lock *rl, redisReply *rep)
     }
 }
 
+/* The lookups of the locks in rl[0..n) whose registry lives on stream
+ * `want`, down that stream's connection. */
 static int
-registry_lookup(struct run *r)
+registry_stream(struct run *r, struct stream *st, size_t want, struct reg_lock *rl,
+                size_t n)
 {
     struct snapshot *s = r->snap;
-    const struct lock_format *rs = formats_by_name("redisson");
-    const struct lock_format *rw = formats_by_name("redisson-rw");
-    struct reg_lock *rl = NULL;
-    size_t n = 0, i, j, start, nuuid = 0, first;
+    size_t i, j, start, nuuid = 0, first;
     redisReply *rep;
-    int rc = -1;
 
-    if (s->nlocks > 0 && (rl = calloc(s->nlocks, sizeof(*rl))) == NULL)
-        goto out;
-    for (i = 0; i < s->nlocks; i++) {
-        const struct snap_lock *l = s->locks[i];
-        bool redisson = (rs != NULL && l->format == formats_index(rs)) ||
-            (rw != NULL && l->format == formats_index(rw));
-
-        if (l->nholders == 0 || !redisson)
-            continue;
-        if (!parse_holder(l->holders[0].id, l->holders[0].id_len, &rl[n]))
-            continue;
-        rl[n].lock = (uint32_t)i;
-        n++;
-    }
-    if (n == 0) {
-        rc = 0;
-        goto out;
-    }
-    qsort(rl, n, sizeof(*rl), reg_cmp);
-
-    /* EXISTS per distinct uuid; the answer is copied to its run of locks */
+    /* EXISTS per distinct uuid; the answer is copied to its run of locks
+     * (a uuid's locks are adjacent and share one stream) */
     for (start = 0; start < n; ) {
         size_t sent = 0, firsts[REGISTRY_CHUNK];
 
         for (i = start; i < n && sent < REGISTRY_CHUNK && nuuid < REGISTRY_UUIDS_MAX; ) {
-            firsts[sent++] = i;
-            append_registry_key(r->sc->c, "EXISTS", rl[i].uuid, NULL, NULL, 0);
-            nuuid++;
             for (j = i + 1; j < n && strcmp(rl[j].uuid, rl[i].uuid) == 0; j++)
                 ;
+            if (rl[i].stream == want) {
+                firsts[sent++] = i;
+                append_registry_key(st->c, "EXISTS", rl[i].uuid, NULL, NULL, 0);
+                nuuid++;
+            }
             i = j;
         }
         for (j = 0; j < sent; j++) {
             size_t k;
 
-            if (get_reply(r, &rep) == -1)
-                goto out;
+            if (get_reply(st, &rep) == -1)
+                return -1;
             first = firsts[j];
             for (k = first; k < n && strcmp(rl[k].uuid, rl[first].uuid) == 0; k++)
                 rl[k].exists = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
             freeReplyObject(rep);
         }
-        if (sent == 0 || nuuid >= REGISTRY_UUIDS_MAX)
+        if (i >= n || nuuid >= REGISTRY_UUIDS_MAX)
             break;
         start = i;
     }
@@ -979,14 +1046,14 @@ registry_lookup(struct run *r)
             size_t extralen[3], flen;
             char *f;
 
-            if (!rl[i].exists)
+            if (!rl[i].exists || rl[i].stream != want)
                 continue;
             flen = 3 + rl[i].tidlen + 1 + l->key_len;
             f = malloc(flen);
             if (f == NULL) {
                 while (sent > 0)
                     free(fields[--sent]);
-                goto out;
+                return -1;
             }
             memcpy(f, "at:", 3);
             memcpy(f + 3, rl[i].tid, rl[i].tidlen);
@@ -998,28 +1065,77 @@ registry_lookup(struct run *r)
             extralen[1] = 3;
             extra[2] = f;
             extralen[2] = flen;
-            append_registry_key(r->sc->c, "HMGET", rl[i].uuid, extra, extralen, 3);
+            append_registry_key(st->c, "HMGET", rl[i].uuid, extra, extralen, 3);
             fields[sent] = f;
             idx[sent++] = i;
         }
         start = i;
         for (j = 0; j < sent; j++) {
-            if (get_reply(r, &rep) == -1) {
+            if (get_reply(st, &rep) == -1) {
                 for (; j < sent; j++)
                     free(fields[j]);
-                goto out;
+                return -1;
             }
             apply_registry(r, &rl[idx[j]], rep);
             freeReplyObject(rep);
             free(fields[j]);
         }
     }
-    rc = 0;
-out:
-    free(rl);
-    return rc;
+    return 0;
 }
 
+/* Look up the registry of every retained Redisson-format lock.  streams
+ * are the run's (one per shard in a cluster, in topology order); topo is
+ * NULL outside a cluster.  A stream whose lookup fails is marked failed. */
+static int
+registry_lookup(struct run *r, struct stream *streams, size_t nstreams,
+                const struct cluster_topo *topo)
+{
+    struct snapshot *s = r->snap;
+    const struct lock_format *rs = formats_by_name("redisson");
+    const struct lock_format *rw = formats_by_name("redisson-rw");
+    struct reg_lock *rl = NULL;
+    size_t n = 0, i;
+
+    if (s->nlocks > 0 && (rl = calloc(s->nlocks, sizeof(*rl))) == NULL)
+        return -1;
+    for (i = 0; i < s->nlocks; i++) {
+        const struct snap_lock *l = s->locks[i];
+        bool redisson = (rs != NULL && l->format == formats_index(rs)) ||
+            (rw != NULL && l->format == formats_index(rw));
+
+        if (l->nholders == 0 || !redisson)
+            continue;
+        if (!parse_holder(l->holders[0].id, l->holders[0].id_len, &rl[n]))
+            continue;
+        rl[n].lock = (uint32_t)i;
+        rl[n].stream = 0;
+        if (topo != NULL) {
+            char key[sizeof("lockwatch:client:{}") + UUID_LEN];
+            unsigned slot;
+
+            snprintf(key, sizeof(key), "lockwatch:client:{%s}", rl[n].uuid);
+            slot = cluster_keyslot(key, strlen(key));
+            rl[n].stream = topo->slot_shard[slot];
+            if (rl[n].stream >= nstreams)
+                continue;       /* no shard serves it now */
+        }
+        n++;
+    }
+    if (n > 0)
+        qsort(rl, n, sizeof(*rl), reg_cmp);
+    for (i = 0; i < nstreams && n > 0; i++) {
+        if (streams[i].failed || streams[i].c == NULL)
+            continue;
+        if (registry_stream(r, &streams[i], i, rl, n) == -1) {
+            streams[i].failed = true;
+            if (streams[i].err[0] == '\0')
+                stream_err(&streams[i], "out of memory in the registry look-up");
+        }
+    }
+    free(rl);
+    return 0;
+}
 static int
 finish_snapshot(struct run *r)
 {
@@ -1050,17 +1166,294 @@ finish_snapshot(struct run *r)
     return 0;
 }
 
-struct snapshot *
-scanner_run(struct scanner *sc, const struct target_conf *target,
-            const struct scan_rules *rules, const atomic_int *stop)
+/* ---- connections and streams ------------------------------------------------ */
+
+/* Open the stream's connection unless it has one (kept from the last
+ * scan); a cluster replica is told READONLY so it answers for its keys. */
+static int
+stream_connect(struct stream *s)
+{
+    const char *argv[1] = { "READONLY" };
+    struct target_conf node;
+    redisReply *rep;
+    int rc = 0;
+
+    if (s->c != NULL)
+        return 0;
+    cluster_node_target(s->r->t, s->host, s->port, &node);
+    s->c = redisconn_open(&node, s->err, sizeof(s->err));
+    if (s->c == NULL) {
+        s->conn_lost = true;
+        return -1;
+    }
+    if (!s->readonly)
+        return 0;
+    rep = redisconn_command(s->c, &node, "READONLY", 1, argv, NULL, s->err, sizeof(s->err));
+    if (rep == NULL) {
+        s->conn_lost = true;
+        return -1;
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+        stream_err(s, "READONLY on %s:%d refused: %.*s (the ACL user needs +readonly)",
+                   s->host, s->port, (int)(rep->len > 120 ? 120 : rep->len), rep->str);
+        rc = -1;
+    }
+    freeReplyObject(rep);
+    return rc;
+}
+
+/* One node's whole pass: connect if needed, then the streamed scan. */
+static void
+stream_run(struct stream *s)
+{
+    s->start_mono = scan_mono_ms();
+    if (stream_connect(s) == -1 || scan_all(s) == -1)
+        s->failed = true;
+    s->duration_s = (double)(scan_mono_ms() - s->start_mono) / 1000.0;
+}
+
+static void *
+stream_main(void *arg)
+{
+    stream_run(arg);
+    return NULL;
+}
+
+/* Standalone and sentinel: one stream on the scanner's connection,
+ * opened (and, for sentinel, the primary resolved) when there is none.
+ * *had_conn says whether the connection predates this pass. */
+static int
+run_single(struct run *r, struct stream *st, bool *had_conn)
+{
+    struct scanner *sc = r->sc;
+    const struct target_conf *t = r->t;
+
+    *had_conn = sc->c != NULL;
+    if (sc->c == NULL) {
+        if (t->mode == TARGET_SENTINEL) {
+            sc->c = sentinel_open_primary(t, &sc->sentinel_first, sc->host,
+                                          sizeof(sc->host), &sc->port, r->err,
+                                          sizeof(r->err));
+        } else {
+            /* timeouts, AUTH and SELECT as lockctl and the release endpoint do */
+            sc->c = redisconn_open(t, r->err, sizeof(r->err));
+            snprintf(sc->host, sizeof(sc->host), "%s", t->host);
+            sc->port = t->port;
+        }
+        if (sc->c == NULL)
+            return -1;
+    }
+    st->r = r;
+    st->c = sc->c;
+    snprintf(st->host, sizeof(st->host), "%s", sc->host);
+    st->port = sc->port;
+    st->max_kps = t->max_keys_per_second;
+    stream_run(st);
+    return 0;
+}
+
+/* Take the kept connection to host:port, if there is one. */
+static redisContext *
+take_conn(struct scanner *sc, const char *host, int port)
+{
+    redisContext *c;
+    size_t i;
+
+    for (i = 0; i < sc->nconns; i++)
+        if (sc->conns[i].c != NULL && sc->conns[i].port == port &&
+            strcmp(sc->conns[i].host, host) == 0) {
+            c = sc->conns[i].c;
+            sc->conns[i].c = NULL;
+            return c;
+        }
+    return NULL;
+}
+
+/* Remember every node of topo as a discovery hint for next time. */
+static void
+remember_nodes(struct scanner *sc, const struct cluster_topo *topo)
+{
+    struct cluster_node *k;
+    size_t i, j, n = 0;
+
+    for (i = 0; i < topo->nshards; i++)
+        n += 1 + topo->shards[i].nreplicas;
+    if ((k = calloc(n ? n : 1, sizeof(*k))) == NULL)
+        return;                 /* keep the old hints */
+    for (i = 0, n = 0; i < topo->nshards; i++) {
+        k[n++] = topo->shards[i].primary;
+        for (j = 0; j < topo->shards[i].nreplicas; j++)
+            k[n++] = topo->shards[i].replicas[j];
+    }
+    free(sc->known);
+    sc->known = k;
+    sc->nknown = n;
+}
+
+/* The node of a shard to scan: its primary, or with scan_replicas its
+ * first healthy replica (the primary when it has none). */
+static const struct cluster_node *
+shard_node(const struct target_conf *t, const struct cluster_shard *sh, bool *replica)
+{
+    size_t i;
+
+    *replica = false;
+    if (t->scan_replicas)
+        for (i = 0; i < sh->nreplicas; i++)
+            if (sh->replicas[i].healthy) {
+                *replica = true;
+                return &sh->replicas[i];
+            }
+    return &sh->primary;
+}
+
+/* Cluster: discover the shards, then scan them all at once, one thread
+ * per shard.  -1 only when there is nothing to scan (r->err says why). */
+static int
+run_cluster(struct run *r, struct cluster_topo *topo, struct stream **out, size_t *nout)
+{
+    struct scanner *sc = r->sc;
+    const struct target_conf *t = r->t;
+    struct stream *st;
+    pthread_t *th = NULL;
+    bool *started = NULL;
+    size_t i, n;
+    long share;
+
+    if (cluster_discover(t, sc->known, sc->nknown, topo, r->err, sizeof(r->err)) == -1)
+        return -1;
+    remember_nodes(sc, topo);
+    n = topo->nshards;
+    if (n == 0) {
+        run_err(r, "cluster via %s: no shard serves any slot (is the cluster set up?)",
+                topo->via);
+        return -1;
+    }
+    st = calloc(n, sizeof(*st));
+    th = calloc(n, sizeof(*th));
+    started = calloc(n, sizeof(*started));
+    if (st == NULL || th == NULL || started == NULL) {
+        free(st);
+        free(th);
+        free(started);
+        run_err(r, "out of memory");
+        return -1;
+    }
+    share = t->max_keys_per_second > 0 ? t->max_keys_per_second / (long)n : 0;
+    if (t->max_keys_per_second > 0 && share < 1)
+        share = 1;
+    for (i = 0; i < n; i++) {
+        const struct cluster_node *node = shard_node(t, &topo->shards[i], &st[i].readonly);
+
+        st[i].r = r;
+        snprintf(st[i].host, sizeof(st[i].host), "%s", node->host);
+        st[i].port = node->port;
+        st[i].max_kps = share;
+        st[i].c = take_conn(sc, node->host, node->port);
+    }
+    /* connections to nodes no longer scanned */
+    scanner_disconnect(sc);
+    for (i = 0; i < n; i++)
+        started[i] = pthread_create(&th[i], NULL, stream_main, &st[i]) == 0;
+    for (i = 0; i < n; i++) {
+        if (started[i])
+            pthread_join(th[i], NULL);
+        else
+            stream_run(&st[i]);         /* no thread to spare: scan it here */
+    }
+    free(th);
+    free(started);
+    *out = st;
+    *nout = n;
+    return 0;
+}
+
+/* After a cluster pass: keep the good connections for the next one. */
+static void
+keep_conns(struct scanner *sc, struct stream *st, size_t n)
+{
+    struct node_conn *nc;
+    size_t i;
+
+    nc = realloc(sc->conns, (n ? n : 1) * sizeof(*nc));
+    if (nc != NULL)
+        sc->conns = nc;
+    sc->nconns = 0;
+    for (i = 0; i < n; i++) {
+        if (st[i].c == NULL)
+            continue;
+        if (st[i].failed || nc == NULL) {
+            redisFree(st[i].c);
+        } else {
+            snprintf(nc[sc->nconns].host, sizeof(nc[sc->nconns].host), "%s", st[i].host);
+            nc[sc->nconns].port = st[i].port;
+            nc[sc->nconns++].c = st[i].c;
+        }
+        st[i].c = NULL;
+    }
+}
+
+/* The per-shard results, for lockwatch_shard_up and readyz. */
+static int
+record_shards(struct snapshot *s, const struct cluster_topo *topo, const struct stream *st,
+              size_t n)
+{
+    size_t i;
+
+    if ((s->shards = calloc(n ? n : 1, sizeof(*s->shards))) == NULL)
+        return -1;
+    s->nshards = n;
+    for (i = 0; i < n; i++) {
+        struct snap_shard *sh = &s->shards[i];
+
+        snprintf(sh->shard, sizeof(sh->shard), "%s", topo->shards[i].ranges);
+        snprintf(sh->node, sizeof(sh->node), "%s:%d", st[i].host, st[i].port);
+        sh->replica = st[i].readonly;
+        sh->ok = !st[i].failed;
+        sh->keys = st[i].keys;
+        sh->duration_s = st[i].duration_s;
+        if (st[i].failed)
+            snprintf(sh->err, sizeof(sh->err), "%s", st[i].err[0] ? st[i].err : "scan failed");
+    }
+    return 0;
+}
+
+static void
+free_streams(struct stream *st, size_t n)
+{
+    size_t i, b;
+
+    for (i = 0; i < n; i++)
+        for (b = 0; b < INFLIGHT_MAX; b++) {
+            batch_clear(&st[i].pool[b]);
+            free(st[i].pool[b].meta);
+        }
+    free(st);
+}
+
+/*
+ * One pass over the target.  *retry is set when a Sentinel target lost a
+ * connection that predates the pass (a failover cuts the clients of the
+ * old primary): the caller may run the pass again at once, resolving the
+ * new primary, rather than report the target down.
+ */
+static struct snapshot *
+run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rules *rules,
+         const atomic_int *stop, bool *retry)
 {
     struct run r;
     struct snapshot *s;
+    struct stream *st = NULL;
+    struct cluster_topo topo;
+    size_t nst = 0, i, nok = 0;
+    bool had_conn = false, cluster = t->mode == TARGET_CLUSTER;
     int ok;
 
+    *retry = false;
     memset(&r, 0, sizeof(r));
+    memset(&topo, 0, sizeof(topo));
     r.sc = sc;
-    r.t = target;
+    r.t = t;
     r.rules = rules;
     r.stop = stop;
     r.start_mono = scan_mono_ms();
@@ -1073,31 +1466,81 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
      * is one consistent picture. */
     r.now_ms = s->started_ms;
     r.classes = class_set_new();
-    if (r.classes == NULL) {
+    if (rules->redlock_map)
+        r.rmap = redlock_map_new();
+    if (r.classes == NULL || (rules->redlock_map && r.rmap == NULL)) {
+        class_set_free(r.classes);
+        redlock_map_free(r.rmap);
         snapshot_unref(s);
         return NULL;
     }
+    pthread_mutex_init(&r.mu, NULL);
     sc->pass++;
     if (sc->pass == 0)
         sc->pass = 1;           /* 0 never marks a visited pass */
 
-    ok = connect_target(&r) == 0 && scan_all(&r) == 0;
+    if (cluster) {
+        ok = run_cluster(&r, &topo, &st, &nst) == 0;
+    } else if ((st = calloc(1, sizeof(*st))) == NULL) {
+        run_err(&r, "out of memory");
+        ok = 0;
+    } else {
+        nst = 1;
+        ok = run_single(&r, st, &had_conn) == 0;
+        if (ok)
+            snprintf(s->node, sizeof(s->node), "%s:%d", sc->host, sc->port);
+    }
     if (stopped(&r)) {
-        /* replies may still be in flight: the connection cannot be reused */
+        /* replies may still be in flight: the connections cannot be reused */
+        for (i = 0; i < nst && cluster; i++)
+            if (st[i].c != NULL)
+                redisFree(st[i].c);
         scanner_disconnect(sc);
+        free_streams(st, nst);
+        cluster_topo_clear(&topo);
         class_set_free(r.classes);
+        redlock_map_free(r.rmap);
+        pthread_mutex_destroy(&r.mu);
         snapshot_unref(s);
         return NULL;
     }
-    sc->counters.keys_total += r.keys;
-    s->keys_examined = r.keys;
-    if (ok && registry_lookup(&r) == -1)
+    for (i = 0; i < nst; i++) {
+        sc->counters.keys_total += st[i].keys;
+        sc->counters.vanished_total += st[i].cnt.vanished_total;
+        sc->counters.truncated_total += st[i].cnt.truncated_total;
+        sc->counters.duplicates_total += st[i].cnt.duplicates_total;
+        s->keys_examined += st[i].keys;
+    }
+    if (ok && registry_lookup(&r, st, nst, cluster ? &topo : NULL) == -1) {
+        run_err(&r, "out of memory in the registry look-up");
         ok = 0;
+    }
+    for (i = 0; i < nst; i++)
+        if (!st[i].failed)
+            nok++;
+    if (ok && !cluster && st[0].failed) {
+        run_err(&r, "%s", st[0].err[0] ? st[0].err : "scan failed");
+        *retry = t->mode == TARGET_SENTINEL && had_conn && st[0].conn_lost;
+        ok = 0;
+    } else if (ok && cluster) {
+        if (record_shards(s, &topo, st, nst) == -1) {
+            run_err(&r, "out of memory");
+            ok = 0;
+        } else if (nok == 0) {
+            /* a shard that fails marks only itself; all of them is the target */
+            run_err(&r, "every shard failed; %s: %s", s->shards[0].node, s->shards[0].err);
+            ok = 0;
+        }
+    }
+    if (cluster)
+        keep_conns(sc, st, nst);
     if (ok) {
         if (finish_snapshot(&r) == -1) {
             run_err(&r, "out of memory finishing the snapshot");
             ok = 0;
-        } else {
+        } else if (nok == nst) {
+            /* entries of a shard that failed must survive until it is
+             * scanned again: sweep only after a pass that saw everything */
             tracker_sweep(sc->tracker, sc->pass);
         }
     }
@@ -1105,19 +1548,48 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
     if (!ok) {
         /* A failed scan publishes no locks: a half-scanned picture would
          * under-count, and the target is reported down instead. */
-        scanner_disconnect(sc);
+        if (!cluster)
+            scanner_disconnect(sc);
         while (s->nlocks > 0)
             free(s->locks[--s->nlocks]);
         s->locks_total = 0;
         s->retained_bytes = 0;
         snprintf(s->err, sizeof(s->err), "%s", r.err[0] ? r.err : "scan failed");
-        sc->counters.scans_error++;
-    } else {
-        sc->counters.scans_ok++;
+        redlock_map_free(r.rmap);
+    } else if (r.rmap != NULL) {
+        redlock_map_finish(r.rmap);
+        s->redlock = r.rmap;
     }
     s->ok = ok;
+    free_streams(st, nst);
+    cluster_topo_clear(&topo);
+    pthread_mutex_destroy(&r.mu);
     s->finished_ms = scan_now_ms();
     s->duration_s = (double)(scan_mono_ms() - r.start_mono) / 1000.0;
+    return s;
+}
+
+struct snapshot *
+scanner_run(struct scanner *sc, const struct target_conf *target,
+            const struct scan_rules *rules, const atomic_int *stop)
+{
+    struct snapshot *s;
+    bool retry;
+
+    s = run_pass(sc, target, rules, stop, &retry);
+    if (s != NULL && !s->ok && retry) {
+        /* a failover cut the old primary's clients: the next primary is
+         * one sentinel question away, so scan it now instead of
+         * reporting the target down until the next interval */
+        snapshot_unref(s);
+        s = run_pass(sc, target, rules, stop, &retry);
+    }
+    if (s == NULL)
+        return NULL;
+    if (s->ok)
+        sc->counters.scans_ok++;
+    else
+        sc->counters.scans_error++;
     s->counters = sc->counters;
     return s;
 }

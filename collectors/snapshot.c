@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectors/redlock.h"
+
 struct snapshot *
 snapshot_new(const char *target)
 {
@@ -58,6 +60,8 @@ snapshot_unref(struct snapshot *s)
     for (i = 0; i < s->nlocks; i++)
         free(s->locks[i]);
     free(s->locks);
+    free(s->shards);
+    redlock_map_free(s->redlock);
     free(s->target);
     pthread_mutex_destroy(&s->ref_mu);
     free(s);

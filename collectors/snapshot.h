@@ -93,6 +93,19 @@ struct scan_counters {
     uint64_t duplicates_total;        /* keys SCAN returned twice in a pass */
 };
 
+/* One cluster shard's part of a scan (bounded by the shard count). */
+struct snap_shard {
+    char shard[64];                   /* its slot ranges, "0-5460" */
+    char node[280];                   /* "host:port" scanned */
+    bool replica;                     /* scanned a replica (scan_replicas) */
+    bool ok;
+    char err[256];                    /* why not, when !ok */
+    uint64_t keys;                    /* examined on this shard */
+    double duration_s;
+};
+
+struct redlock_map;
+
 struct snapshot {
     pthread_mutex_t ref_mu;
     int refs;
@@ -117,6 +130,15 @@ struct snapshot {
     struct snap_class *class_stats;   /* class_cap entries, nclasses used */
     size_t class_cap;
     uint64_t classes_overflowed;      /* keys counted as "other" by the cap */
+
+    char node[280];                   /* "host:port" scanned (standalone,
+                                       * sentinel: the primary); "" for a
+                                       * cluster or a failed connect */
+    struct snap_shard *shards;        /* cluster only: one per shard */
+    size_t nshards;
+    struct redlock_map *redlock;      /* every lock, compactly, when the
+                                       * target is in a [redlock] group;
+                                       * else NULL (collectors/redlock.h) */
 };
 
 struct snapshot *snapshot_new(const char *target);

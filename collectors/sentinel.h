@@ -1,0 +1,39 @@
+/*
+ * sentinel.h - find the current primary of a Sentinel-managed target.
+ *
+ * The Sentinel client protocol (redis.io "Sentinel client spec"): ask
+ * each sentinel in turn, with a short connect timeout, for
+ * SENTINEL GET-MASTER-ADDR-BY-NAME <master_name>; the first that answers
+ * with an address wins and is asked first next time.  Then connect to
+ * that address as to any target (timeouts, AUTH, SELECT) and confirm
+ * with ROLE that it is a primary: during a failover a sentinel can still
+ * name the old one.  Callers resolve again on every reconnect.
+ *
+ * Sentinels are asked without credentials: sentinel auth is separate
+ * from the data nodes' ACL and lockwatch has no setting for it (see
+ * docs/topologies.md).
+ */
+#ifndef LOCKWATCH_SENTINEL_H
+#define LOCKWATCH_SENTINEL_H
+
+#include <stddef.h>
+#include <hiredis.h>
+
+#include "conf/config.h"
+
+#define SENTINEL_CONNECT_TIMEOUT_MS 300     /* per sentinel */
+#define SENTINEL_ROLE_RETRIES       3       /* ROLE said replica: ask again */
+#define SENTINEL_RETRY_WAIT_MS      200
+
+/*
+ * Resolve t's primary and connect to it.  *first is the index of the
+ * sentinel to ask first (updated to the one that answered; keep it
+ * between calls, start at 0).  On success returns the connection and
+ * writes the primary's address to host/port; NULL with err set (naming
+ * each sentinel's answer) on failure.
+ */
+redisContext *sentinel_open_primary(const struct target_conf *t, size_t *first,
+                                    char *host, size_t hostlen, int *port,
+                                    char *err, size_t errlen);
+
+#endif
