@@ -75,6 +75,20 @@ get_reply(struct lockctl *lc, const char *what, redisReply **rep, char *err, siz
     return 0;
 }
 
+/* An error reply that is not about the key (NOAUTH, NOPERM, LOADING...):
+ * the read failed, as a lost connection would.  WRONGTYPE is about the
+ * key (it changed type meanwhile) and is not one. */
+static bool
+failed(const struct lockctl *lc, const char *what, const redisReply *rep, char *err,
+       size_t errlen)
+{
+    if (rep->type != REDIS_REPLY_ERROR || strncmp(rep->str, "WRONGTYPE", 9) == 0)
+        return false;
+    snprintf(err, errlen, "%s on %s:%d: %.*s", what, lc->t->host, lc->t->port,
+             (int)(rep->len > 200 ? 200 : rep->len), rep->str);
+    return true;
+}
+
 static void
 judge(const struct lockctl *lc, struct cli_lock *l, int64_t now_ms)
 {
@@ -192,9 +206,12 @@ inspect_keys(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         freeReplyObject(rep);
         if (get_reply(lc, "TYPE", &rep, err, errlen) == -1)
             goto out;
+        if (failed(lc, "TYPE", rep, err, errlen))
+            goto out;
         out[i].type = type_of(rep);
         freeReplyObject(rep);
-        if (get_reply(lc, "PTTL", &rep, err, errlen) == -1)
+        if (get_reply(lc, "PTTL", &rep, err, errlen) == -1 ||
+            failed(lc, "PTTL", rep, err, errlen))
             goto out;
         out[i].pttl_ms = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
         freeReplyObject(rep);
@@ -215,7 +232,8 @@ inspect_keys(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         if (out[i].type == RAW_HASH && get_reply(lc, "HLEN", &hlen, err, errlen) == -1)
             goto out;
         if ((out[i].type == RAW_STRING || out[i].type == RAW_HASH) &&
-            get_reply(lc, "read", &rep, err, errlen) == -1)
+            (get_reply(lc, "read", &rep, err, errlen) == -1 ||
+             failed(lc, out[i].type == RAW_HASH ? "HSCAN" : "GETRANGE", rep, err, errlen)))
             goto out;
         decode(lc, &out[i], hlen, rep, now_ms);
         if (hlen != NULL)

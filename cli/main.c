@@ -102,8 +102,8 @@ lockctl_command_help(const char *name, FILE *fp)
 {
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (strcmp(commands[i].name, name) == 0) {
-            fprintf(fp, "usage: lockctl [global options] %s\n\n%s\n%s", commands[i].synopsis,
-                    commands[i].help, global_help);
+            fprintf(fp, "usage: lockctl [global options]\n         %s\n\n%s\n%s",
+                    commands[i].synopsis, commands[i].help, global_help);
             return;
         }
 }
