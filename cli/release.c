@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli/lockctl.h"
+#include "collectors/redisconn.h"
 #include "collectors/release.h"
 
 #define REASON_MAX 512          /* bytes of --reason kept in the audit */
@@ -146,6 +147,48 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
     return rc;
 }
 
+/*
+ * The holder's age lockctl knows, for --if-older-than: the acquisition
+ * time the format encodes (tied to the holder's exact value, so it cannot
+ * go stale), and OBJECT IDLETIME as the read saw it before touching the
+ * key.  That read resets IDLETIME on servers without CLIENT NO-TOUCH, so
+ * the script alone would see the key as just used.  After a prompt, time
+ * has passed: IDLETIME is read again (OBJECT does not touch) and, if no
+ * one but us touched the key meanwhile, the two spans add up; if someone
+ * did, only the new span counts.  The script still takes the larger of
+ * this and its own IDLETIME, after checking the holder atomically.
+ */
+static int
+known_age(struct lockctl *lc, const struct change *ch, const struct cli_lock *l,
+          bool asked, int64_t read_ms, int64_t *age)
+{
+    int64_t now = out_now_ms(), idle_ms = l->idle_s > 0 ? l->idle_s * 1000 : 0;
+    char err[512];
+
+    *age = 0;
+    if (l->view.acquired_ms > 0 && l->view.acquired_ms < now)
+        *age = now - l->view.acquired_ms;
+    if (ch->older_ms <= 0 || l->idle_s < 0)
+        return LOCKCTL_DONE;
+    if (asked) {
+        const char *argv[3] = { "OBJECT", "IDLETIME", ch->key };
+        size_t lens[3] = { 6, 8, ch->keylen };
+        redisReply *r = redisconn_command(lc->c, lc->t, "OBJECT IDLETIME", 3, argv, lens,
+                                          err, sizeof(err));
+        int64_t since;
+
+        if (r == NULL)
+            return session_redis_error(lc, err);
+        since = r->type == REDIS_REPLY_INTEGER ? r->integer * 1000 : 0;
+        freeReplyObject(r);
+        /* IDLETIME counts whole seconds: allow one of slack */
+        idle_ms = since + 1000 >= now - read_ms ? idle_ms + since : since;
+    }
+    if (idle_ms > *age)
+        *age = idle_ms;
+    return LOCKCTL_DONE;
+}
+
 static int
 parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
 {
@@ -269,7 +312,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     char op[256], reason[REASON_MAX + 1], err[512];
     const char *kp;
     int rc;
-    bool read = false;
+    bool read = false, asked = false;
 
     memset(&ch, 0, sizeof(ch));
     memset(&l, 0, sizeof(l));
@@ -304,16 +347,20 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
             goto out;
         }
         read = true;
-        if (l.view.acquired_ms > 0 && l.view.acquired_ms < rq.now_ms &&
-            holds(&l, ch.holder, ch.holderlen))
-            rq.known_age_ms = rq.now_ms - l.view.acquired_ms;
     }
     /* nothing to ask about when the key is gone: the script refuses it */
-    if (!ch.yes && !ch.dry_run && read && l.type != RAW_NONE && !ask(lc, &ch, &l)) {
-        lockctl_warnx("%s: not confirmed; nothing was changed", cmd);
-        rc = LOCKCTL_REFUSED;
-        goto out;
+    if (!ch.yes && !ch.dry_run && read && l.type != RAW_NONE) {
+        if (!ask(lc, &ch, &l)) {
+            lockctl_warnx("%s: not confirmed; nothing was changed", cmd);
+            rc = LOCKCTL_REFUSED;
+            goto out;
+        }
+        asked = true;
     }
+    if (read && holds(&l, ch.holder, ch.holderlen) &&
+        (rc = known_age(lc, &ch, &l, asked, rq.now_ms, &rq.known_age_ms)) != LOCKCTL_DONE)
+        goto out;
+    rq.now_ms = out_now_ms();
 
     session_operator(op, sizeof(op));
     snprintf(reason, sizeof(reason), "%s", ch.reason);

@@ -1,0 +1,427 @@
+"""The guarded release and expire scripts against a real redis-server.
+
+- every refusal path (pattern, gone, holder_changed, wrongtype, not_leaked,
+  too_young, has_ttl) and every success, each audited, through lockctl;
+- the glob guard agrees with Redis' own SCAN MATCH on thousands of random
+  globs and keys (stars, '?', sets, ranges, escapes, bytes >= 0x80), and
+  hostile patterns from the config behave;
+- the wake-up of each format: Redisson RLock "0", RW lock "1", fair-lock
+  queue head, liblockwatch "0", python-redis-lock's signal list, Spring's
+  channel; none for polling formats; fencing counters never touched;
+- cluster mode (SPUBLISH as well, audit entry by a second command), through
+  the C driver over the same library function lockctl uses;
+- the race: 2,000 rounds of a takeover at a random moment around the
+  release never lose the new holder's lock (and the naive GET-then-DEL,
+  run the same way, does - so the test can see the bug);
+- bounded old values, the capped audit stream, EVALSHA after SCRIPT FLUSH,
+  and the least-privilege ACL documented in docs/lockctl.md.
+"""
+
+import hashlib
+import json
+import os
+import random
+import socket
+import subprocess
+import threading
+import time
+
+import harness as h
+import test_lockctl as lt
+
+LUA = os.path.join(h.REPO, "collectors", "lua")
+DRIVER = os.path.join(h.BUILD, "itests", "release_driver")
+UUID = lt.UUID
+
+
+def script(action):
+    """The script text exactly as collectors/release.c builds it."""
+    with open(os.path.join(LUA, "guard.lua")) as f:
+        guard = f.read()
+    with open(os.path.join(LUA, action + ".lua")) as f:
+        body = f.read()
+    return guard + "\n" + body
+
+
+def call(client, action, key, holder, *, companions=(("audit", "lockwatch:audit"),),
+         if_leaked=False, older_ms=0, known_ms=0, dry=False, cluster=False, ttl_ms=0,
+         patterns=("lock:*",), operator="test", reason="r", target="main"):
+    """Run the script with the documented KEYS/ARGV (guard.lua's header)."""
+    keys = [key] + [k for _, k in companions]
+    argv = [holder, "1" if if_leaked else "0", str(older_ms), str(known_ms),
+            "1" if dry else "0", "1" if cluster else "0", str(int(time.time() * 1000)),
+            operator, reason, target, str(ttl_ms), " ".join(r for r, _ in companions),
+            str(len(patterns))] + list(patterns)
+    return client.eval(script(action), len(keys), *keys, *argv)
+
+
+class Subscriber:
+    """A raw RESP connection that (S)SUBSCRIBEs or PSUBSCRIBEs and collects
+    pushes (python3-redis 4.3 has no SSUBSCRIBE)."""
+
+    def __init__(self, port, cmd, channel):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        ch = channel if isinstance(channel, bytes) else channel.encode()
+        c = cmd.encode()
+        self.s.sendall(b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(c), c, len(ch), ch))
+        self.buf = b""
+        self.wait_for(cmd.lower().encode())      # the subscribe confirmation
+
+    def wait_for(self, needle, timeout=5):
+        deadline = time.monotonic() + timeout
+        while needle not in self.buf:
+            self.s.settimeout(max(0.05, deadline - time.monotonic()))
+            try:
+                data = self.s.recv(65536)
+            except socket.timeout:
+                data = b""
+            self.buf += data
+            if time.monotonic() >= deadline:
+                raise AssertionError("no %r within %ss (got %r)" % (needle, timeout, self.buf))
+        return self.buf
+
+    def close(self):
+        self.s.close()
+
+
+class ReleaseScript(h.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.rs = self.start_redis()
+        self.c = self.rs.client()
+        self.cfg = lt.write_config(self.rs, patterns="lock:*,app:*,job-lock:*")
+
+    def lockctl(self, args, rc=None):
+        doc = lt.run_json(self, args, self.cfg, rc=rc if rc is not None else 0)
+        return doc
+
+    # -- guards ------------------------------------------------------------------
+
+    def test_every_refusal_path_and_success_audited(self):
+        c = self.c
+        c.set("user:1", "v")
+        c.set("lock:str", "tok")
+        c.hset("lock:hash", UUID + ":1", 1)
+        c.hset("lock:rw", mapping={"mode": "write", UUID + ":2:write": 1})
+        c.rpush("lock:list", "x")
+        c.set("lock:ttl", "tok", px=600000)
+        c.set("lock:young", "tok")
+        cases = [
+            (["release", "user:1", "--holder", "v"], 1, "pattern"),
+            (["release", "lock:none", "--holder", "v"], 1, "gone"),
+            (["release", "lock:str", "--holder", "other"], 1, "holder_changed"),
+            (["release", "lock:str", "--holder", "tok\n"], 1, "holder_changed"),
+            (["release", "lock:hash", "--holder", UUID + ":9"], 1, "holder_changed"),
+            (["release", "lock:rw", "--holder", "mode"], 1, "holder_changed"),
+            (["release", "lock:list", "--holder", "x"], 1, "wrongtype"),
+            (["release", "lock:ttl", "--holder", "tok", "--if-leaked"], 1, "not_leaked"),
+            (["release", "lock:young", "--holder", "tok", "--if-older-than", "1h"], 1,
+             "too_young"),
+            (["expire", "lock:ttl", "--holder", "tok", "--ttl", "5s"], 1, "has_ttl"),
+            (["expire", "lock:str", "--holder", "bad", "--ttl", "5s"], 1, "holder_changed"),
+            (["expire", "user:1", "--holder", "v", "--ttl", "5s"], 1, "pattern"),
+            (["expire", "lock:none", "--holder", "v", "--ttl", "5s"], 1, "gone"),
+            (["release", "lock:str", "--holder", "tok", "--if-leaked"], 0, "released"),
+            (["release", "lock:hash", "--holder", UUID + ":1"], 0, "released"),
+            # the RW write holder may be named without ":write"
+            (["release", "lock:rw", "--holder", UUID + ":2"], 0, "released"),
+            (["expire", "lock:young", "--holder", "tok", "--ttl", "5s"], 0, "expired"),
+        ]
+        for args, rc, outcome in cases:
+            doc = self.lockctl(args + ["--yes"], rc=rc)
+            self.assertEqual(doc["outcome"], outcome, args)
+            self.assertEqual(doc["refused"], rc == 1, args)
+        self.assertEqual(c.get("user:1"), b"v")
+        self.assertEqual(c.lrange("lock:list", 0, -1), [b"x"])
+        self.assertGreater(c.pttl("lock:ttl"), 500000)
+        self.assertFalse(c.exists("lock:str") or c.exists("lock:hash") or c.exists("lock:rw"))
+        self.assertTrue(0 < c.pttl("lock:young") <= 5000)
+        audit = [e["outcome"].decode() for _, e in lt.audit_entries(c)]
+        self.assertEqual(audit, [o for _, _, o in cases])
+
+    def test_too_young_then_old_enough(self):
+        self.c.set("lock:idle", "tok")
+        time.sleep(2.2)
+        doc = self.lockctl(["release", "lock:idle", "--holder", "tok", "--if-older-than",
+                            "1h", "--yes"], rc=1)
+        self.assertEqual(doc["outcome"], "too_young")
+        # that refusal read the key, and on Redis 7.0 (no CLIENT NO-TOUCH)
+        # a read resets IDLETIME: wait again before the condition can hold
+        time.sleep(2.2)
+        doc = self.lockctl(["release", "lock:idle", "--holder", "tok", "--if-older-than",
+                            "2s", "--yes"])
+        self.assertEqual(doc["outcome"], "released")
+
+    def test_if_older_than_uses_the_age_the_format_encodes(self):
+        # a watchdog keeps touching the key (IDLETIME ~0), but the lw1 token
+        # says it was taken 2 h ago: lockctl passes that age to the script
+        acquired = int(time.time() * 1000) - 2 * 3600 * 1000
+        tok = "lw1:web-3:4211:4230:%d:9f86d081884c7d65" % acquired
+        self.c.set("lock:renewed", tok, px=30000)
+        doc = self.lockctl(["release", "lock:renewed", "--holder", tok, "--if-older-than",
+                            "1h", "--yes"])
+        self.assertEqual(doc["outcome"], "released")
+        # without that age (the script alone), it is too young
+        self.c.set("lock:renewed", tok, px=30000)
+        r = call(self.c, "release", "lock:renewed", tok, older_ms=3600000)
+        self.assertEqual(r[0], b"too_young")
+        r = call(self.c, "release", "lock:renewed", tok, older_ms=3600000, known_ms=7200000)
+        self.assertEqual(r[0], b"released")
+
+    # -- the glob guard ----------------------------------------------------------
+
+    def test_glob_guard_agrees_with_scan_match(self):
+        rnd = random.Random(5)
+        probe = self.rs.client(db=1)
+        pat_alpha = [b"a", b"b", b"*", b"?", b"[", b"]", b"^", b"-", b"\\", b"\x80", b"\xff",
+                     b"c", b":"]
+        key_alpha = [b"a", b"b", b"c", b"-", b"^", b"]", b"[", b"\\", b"*", b"?", b"\x80",
+                     b"\xff", b":", b"\x00"]
+        sha = self.c.script_load(script("release"))
+        mismatches = []
+        for _ in range(2500):
+            pat = b"".join(rnd.choice(pat_alpha) for _ in range(rnd.randint(0, 8)))
+            key = b"".join(rnd.choice(key_alpha) for _ in range(rnd.randint(0, 7)))
+            probe.flushdb()
+            probe.set(key, b"v")
+            scan = set(probe.scan(0, match=pat, count=1000)[1])
+            r = self.c.evalsha(sha, 1, key, b"no-such-holder", "0", "0", "0", "1", "0", "1",
+                               "t", "r", "main", "0", "", "1", pat)
+            guard = r[0] != b"pattern"
+            if guard != (key in scan):
+                mismatches.append((pat, key, key in scan, guard))
+        self.assertEqual(mismatches, [])
+
+    def test_hostile_patterns_and_keys(self):
+        cfg = lt.write_config(self.rs, patterns=r"lock:[a-c]?\*x, job\[1\]:*, *:{tag}:*, "
+                                                r"[^l]ock:*")
+        table = [
+            (b"lock:ab*x", True), (b"lock:dx*x", False), (b"lock:abxx", False),
+            (b"job[1]:run", True), (b"job1:run", False), (b"jobx:run", False),
+            (b"x:{tag}:1", True), (b"x:{tag}", False),
+            (b"bock:1", True), (b"lock:1", False),
+            (b"lock:a\xff*x", True), (b"lock:a\n*x", True), (b"lock:a\x00*x", True),
+        ]
+        for key, inside in table:
+            self.c.set(key, b"tok")
+            doc = lt.run_json(self, ["release", "--escaped", h.escape_key(key), "--holder",
+                                     "tok", "--yes", "--dry-run"], cfg,
+                              rc=0 if inside else 1)
+            self.assertEqual(doc["outcome"], "would_release" if inside else "pattern", key)
+        # a hostile key far longer than any pattern: linear, refused quickly
+        big = b"lock:" + b"a" * 200000
+        self.c.set(big, b"tok")
+        t0 = time.monotonic()
+        r = call(self.c, "release", big, b"tok", patterns=("*a*a*a*a*a*b",), dry=True)
+        self.assertEqual(r[0], b"pattern")
+        self.assertLess(time.monotonic() - t0, 5)
+
+    # -- wake-ups ----------------------------------------------------------------
+
+    def test_wake_ups_per_format(self):
+        c, port = self.c, self.rs.port
+        # Redisson RW lock: "1" on redisson_rwlock:{K}
+        c.hset("lock:rw", mapping={"mode": "read", UUID + ":3": 2, UUID + ":4": 1})
+        sub = Subscriber(port, "SUBSCRIBE", "redisson_rwlock:{lock:rw}")
+        self.lockctl(["release", "lock:rw", "--holder", UUID + ":4", "--yes"])
+        sub.wait_for(b"redisson_rwlock:{lock:rw}\r\n$1\r\n1\r\n")
+        sub.close()
+        # liblockwatch: "0" on lockwatch_lock__channel:{K}
+        tok = "lw1:h:1:2:%d:0123456789abcdef" % int(time.time() * 1000)
+        c.set("lock:lw", tok, px=60000)
+        sub = Subscriber(port, "SUBSCRIBE", "lockwatch_lock__channel:{lock:lw}")
+        self.lockctl(["release", "lock:lw", "--holder", tok, "--yes"])
+        sub.wait_for(b"lockwatch_lock__channel:{lock:lw}\r\n$1\r\n0\r\n")
+        sub.close()
+        # a key with its own hash tag: no extra braces
+        c.hset("lock:{grp}:1", UUID + ":5", 1)
+        sub = Subscriber(port, "SUBSCRIBE", "redisson_lock__channel:lock:{grp}:1")
+        self.lockctl(["release", "lock:{grp}:1", "--holder", UUID + ":5", "--yes"])
+        sub.wait_for(b"redisson_lock__channel:lock:{grp}:1\r\n$1\r\n0\r\n")
+        sub.close()
+        # Redisson fair lock: the queue head's own channel too; queue kept
+        c.hset("lock:fair", UUID + ":6", 1)
+        c.rpush("redisson_lock_queue:{lock:fair}", UUID + ":7", UUID + ":8")
+        c.zadd("redisson_lock_timeout:{lock:fair}", {UUID + ":7": 1, UUID + ":8": 2})
+        head = "redisson_lock__channel:{lock:fair}:%s:7" % UUID
+        sub = Subscriber(port, "SUBSCRIBE", head)
+        self.lockctl(["release", "lock:fair", "--holder", UUID + ":6", "--yes"])
+        sub.wait_for(head.encode() + b"\r\n$1\r\n0\r\n")
+        sub.close()
+        self.assertEqual(c.llen("redisson_lock_queue:{lock:fair}"), 2)
+        self.assertEqual(c.zcard("redisson_lock_timeout:{lock:fair}"), 2)
+        # python-redis-lock: lock:<name>, 24 base64 chars; its signal list
+        c.set("lock:job", "q3Rv+/a0b1c2d3e4f5g6h7i8")
+        got = []
+        waiter = threading.Thread(target=lambda: got.append(
+            self.rs.client().blpop("lock-signal:job", timeout=10)))
+        waiter.start()
+        time.sleep(0.2)
+        self.lockctl(["release", "lock:job", "--holder", "q3Rv+/a0b1c2d3e4f5g6h7i8", "--yes"])
+        waiter.join(15)
+        self.assertEqual(got, [(b"lock-signal:job", b"1")])
+        c.set("lock:job2", "q3Rv+/a0b1c2d3e4f5g6h7i8")
+        self.lockctl(["release", "lock:job2", "--holder", "q3Rv+/a0b1c2d3e4f5g6h7i8", "--yes"])
+        self.assertEqual(c.lrange("lock-signal:job2", 0, -1), [b"1"])
+        self.assertTrue(0 < c.pttl("lock-signal:job2") <= 1000)
+        # Spring RedisLockRegistry PUB_SUB_LOCK: the key on <registry>-channel:<key>
+        spring_id = "1b4e28ba-2fa1-41d2-883f-0016d3cca427"
+        c.set("app:orders:42", spring_id)
+        sub = Subscriber(port, "PSUBSCRIBE", "app-channel:*")
+        self.lockctl(["release", "app:orders:42", "--holder", spring_id, "--yes"])
+        sub.wait_for(b"app-channel:app:orders:42\r\n$13\r\napp:orders:42\r\n")
+        sub.close()
+
+    def test_polling_formats_get_only_the_del_and_counters_stay(self):
+        c = self.c
+        c.set("job-lock:default:nightly", "ADDED:2026-08-21T12:30:37.810Z@host:%s" % UUID)
+        c.set("redisson_lock_token:{job-lock:default:nightly}", 5)
+        c.set("lockwatch_fence:{job-lock:default:nightly}", 6)
+        before = lt.snapshot_keys(c)
+        self.lockctl(["release", "job-lock:default:nightly", "--holder",
+                      "ADDED:2026-08-21T12:30:37.810Z@host:%s" % UUID, "--yes"])
+        after = lt.snapshot_keys(c)
+        del before[b"job-lock:default:nightly"]
+        self.assertEqual(after, before)
+
+    # -- cluster mode ------------------------------------------------------------
+
+    def test_cluster_mode_spublish_and_audit_by_second_command(self):
+        c, port = self.c, self.rs.port
+        c.hset("lock:c", UUID + ":1", 1)
+        sharded = Subscriber(port, "SSUBSCRIBE", "redisson_lock__channel:{lock:c}")
+        plain = Subscriber(port, "SUBSCRIBE", "redisson_lock__channel:{lock:c}")
+        p = subprocess.run([DRIVER, "once", "127.0.0.1", str(port), "cluster", "lock:c",
+                            UUID + ":1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc["outcome"], "released")
+        self.assertTrue(doc["audit_id"])
+        sharded.wait_for(b"smessage")
+        sharded.wait_for(b"redisson_lock__channel:{lock:c}\r\n$1\r\n0\r\n")
+        plain.wait_for(b"redisson_lock__channel:{lock:c}\r\n$1\r\n0\r\n")
+        sharded.close()
+        plain.close()
+        (eid, e), = lt.audit_entries(c)
+        self.assertEqual(eid.decode(), doc["audit_id"])
+        self.assertEqual((e["outcome"], e["key"], e["operator"], e["old"]),
+                         (b"released", b"lock:c", b"driver", (UUID + ":1=1").encode()))
+        # a refusal is audited the same way; a dry run not at all
+        p = subprocess.run([DRIVER, "once", "127.0.0.1", str(port), "cluster", "lock:c", "x"],
+                           stdout=subprocess.PIPE, timeout=30)
+        self.assertEqual(p.returncode, 1)
+        c.set("lock:d", "t")
+        p = subprocess.run([DRIVER, "once", "127.0.0.1", str(port), "cluster", "lock:d", "t",
+                            "dry"], stdout=subprocess.PIPE, timeout=30)
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual(json.loads(p.stdout)["outcome"], "would_release")
+        self.assertEqual([e["outcome"] for _, e in lt.audit_entries(c)],
+                         [b"released", b"gone"])
+
+    # -- the race ------------------------------------------------------------------
+
+    def test_race_never_deletes_the_new_holders_lock(self):
+        t0 = time.monotonic()
+        p = subprocess.run([DRIVER, "race", "127.0.0.1", str(self.rs.port), "2000"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        sys_out = p.stdout.decode() + p.stderr.decode()[-3000:]
+        self.assertEqual(p.returncode, 0, sys_out)
+        self.assertIn("violations 0", sys_out)
+        self.assertLess(time.monotonic() - t0, 60)
+        # every round left an audit entry, released or refused
+        outcomes = {}
+        for _, e in lt.audit_entries(self.c):
+            outcomes[e["outcome"]] = outcomes.get(e["outcome"], 0) + 1
+        self.assertEqual(sum(outcomes.values()), 2000, outcomes)
+        self.assertEqual(set(outcomes), {b"released", b"holder_changed"})
+        # the naive client-side check-then-delete, raced the same way, does
+        # delete new holders' locks: the test sees the bug it guards against
+        p = subprocess.run([DRIVER, "race-naive", "127.0.0.1", str(self.rs.port), "2000"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr[-2000:])
+
+    # -- bounds, caching, ACL --------------------------------------------------------
+
+    def test_old_values_are_bounded(self):
+        big = b"B" * 100000
+        self.c.set("lock:big", big)
+        doc = self.lockctl(["release", "lock:big", "--holder", "short", "--yes"], rc=1)
+        self.assertEqual(doc["outcome"], "holder_changed")
+        self.assertEqual(len(doc["old"]), 512)
+        r = call(self.c, "release", "lock:big", big)
+        self.assertEqual(r[0], b"released")
+        self.assertEqual(len(r[4]), 512)
+        entries = lt.audit_entries(self.c)
+        self.assertTrue(all(len(e["old"]) == 512 for _, e in entries))
+        self.c.hset("lock:wide", mapping={"%s:%d" % (UUID, i): i + 1 for i in range(500)})
+        r = call(self.c, "release", "lock:wide", UUID + ":7", dry=True)
+        self.assertEqual(r[0], b"would_release")
+        self.assertLessEqual(len(r[4]), 512)
+
+    def test_audit_stream_is_capped(self):
+        pipe = self.c.pipeline(transaction=False)
+        sha = self.c.script_load(script("release"))
+        for i in range(10600):
+            pipe.evalsha(sha, 2, "lock:none", "lockwatch:audit", "x", "0", "0", "0", "0", "0",
+                         "1", "t", "r", "main", "0", "audit", "1", "lock:*")
+            if i % 2000 == 1999:
+                pipe.execute()
+        pipe.execute()
+        n = self.c.xlen("lockwatch:audit")
+        self.assertTrue(10000 <= n < 10600, n)
+
+    def test_evalsha_survives_script_flush(self):
+        self.c.set("lock:a", "t")
+        self.c.script_flush()
+        doc = self.lockctl(["release", "lock:a", "--holder", "t", "--yes"])
+        self.assertEqual(doc["outcome"], "released")
+        # lockctl ran exactly the documented text (guard.lua + release.lua)
+        sha = hashlib.sha1(script("release").encode()).hexdigest()
+        self.assertEqual(self.c.script_exists(sha), [True])
+
+    def test_least_privilege_acl(self):
+        # the ACL line of docs/lockctl.md, on a server with requirepass
+        rs = self.start_redis(password="admin-pw")
+        admin = rs.client()
+        acl = ("lockctl on >ctl-pw resetkeys ~lock:* ~lockwatch:audit "
+               "~redisson_lock__channel:* ~redisson_rwlock:* ~lockwatch_lock__channel:* "
+               "~redisson_lock_queue:* ~lock-signal:* resetchannels &* -@all "
+               "+evalsha +eval +scan +type +pttl +object|idletime +getrange +get +strlen "
+               "+hlen +hscan +hexists +del +pexpire +xadd +xrevrange +publish +spublish "
+               "+lindex +lpush +ping +select +client|setname")
+        admin.execute_command("ACL", "SETUSER", *acl.split())
+        d = h._mkdtemp("lw-acl-")
+        pw = os.path.join(d, "ctl.pass")
+        with open(pw, "w") as f:
+            f.write("ctl-pw\n")
+        cfg = lt.write_config(url="redis://lockctl@127.0.0.1:%d/0" % rs.port,
+                              target_extra={"password_file": pw})
+        admin.set("lock:a", "tok")
+        admin.hset("lock:r", UUID + ":1", 1)
+        admin.set("user:secret", "s")
+        for args in (["list"], ["show", "lock:a"], ["audit"]):
+            p = lt.run(args, cfg)
+            self.assertEqual(p.returncode, 0, (args, p.stderr))
+        for key, holder in (("lock:a", "tok"), ("lock:r", UUID + ":1")):
+            doc = lt.run_json(self, ["release", key, "--holder", holder, "--yes"], cfg)
+            self.assertEqual(doc["outcome"], "released", doc)
+            self.assertEqual(doc["wake_errors"], 0)
+        # outside the ACL's keys the server refuses the EVALSHA itself
+        # (NOPERM, exit 3) before the script's own pattern guard could
+        doc = lt.run_json(self, ["release", "user:secret", "--holder", "s", "--yes"], cfg, rc=3)
+        self.assertEqual(doc["outcome"], "error")
+        self.assertIn("NOPERM", doc["error"])
+        self.assertEqual(admin.get("user:secret"), b"s")
+        # inside the ACL but outside the patterns: the script refuses
+        admin.set("lock-signal:x", "v")
+        doc = lt.run_json(self, ["release", "lock-signal:x", "--holder", "v", "--yes"], cfg,
+                          rc=1)
+        self.assertEqual(doc["outcome"], "pattern")
+        self.assertEqual([e["outcome"] for _, e in lt.audit_entries(admin)],
+                         [b"released", b"released", b"pattern"])
+
+
+if __name__ == "__main__":
+    h.main()
