@@ -390,7 +390,7 @@ class ReleaseScript(h.TestCase):
                "~redisson_lock_queue:* ~lock-signal:* resetchannels &* -@all "
                "+evalsha +eval +scan +type +pttl +object|idletime +getrange +get +strlen "
                "+hlen +hscan +hexists +del +pexpire +xadd +xrevrange +publish +spublish "
-               "+lindex +lpush +ping +select +client|setname")
+               "+lindex +lpush +ping +select")
         admin.execute_command("ACL", "SETUSER", *acl.split())
         d = h._mkdtemp("lw-acl-")
         pw = os.path.join(d, "ctl.pass")
