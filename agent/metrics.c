@@ -333,6 +333,104 @@ render_wait(struct strbuf *sb, const struct waitstats_view *w)
     }
 }
 
+static void
+shard_label(struct strbuf *sb, const char *name, const char *target,
+            const struct snap_shard *sh)
+{
+    target_label(sb, name, target);
+    sb_adds(sb, ",shard=\"");
+    label_str(sb, sh->shard);
+    sb_adds(sb, "\",node=\"");
+    label_str(sb, sh->node);
+    sb_adds(sb, "\"");
+}
+
+/*
+ * Cluster targets, per shard of the last scan.  Bounded by the shards of
+ * the cluster: shard is the slot ranges (stable across a failover), node
+ * the address scanned (a failover replaces the series, it does not add
+ * to them: every scan lists only the current shards).
+ */
+static void
+render_shards(struct strbuf *sb, const struct view *v)
+{
+    size_t i, k;
+
+    family(sb, "lockwatch_shard_up", "gauge",
+           "Cluster targets: 1 if the shard (its slot ranges) was scanned on node in the "
+           "target's last scan, 0 if that failed.");
+    for (i = 0; i < v->ntargets; i++) {
+        const struct snapshot *s = v->targets[i].snap;
+
+        for (k = 0; s != NULL && k < s->nshards; k++) {
+            shard_label(sb, "lockwatch_shard_up", s->target, &s->shards[k]);
+            sb_addf(sb, "} %d\n", s->shards[k].ok ? 1 : 0);
+        }
+    }
+    family(sb, "lockwatch_shard_scan_duration_seconds", "gauge",
+           "Cluster targets: wall time of the shard's part of the last scan (shards are "
+           "scanned in parallel).");
+    for (i = 0; i < v->ntargets; i++) {
+        const struct snapshot *s = v->targets[i].snap;
+
+        for (k = 0; s != NULL && k < s->nshards; k++) {
+            shard_label(sb, "lockwatch_shard_scan_duration_seconds", s->target, &s->shards[k]);
+            sb_addf(sb, "} %.6f\n", s->shards[k].duration_s);
+        }
+    }
+    family(sb, "lockwatch_shard_scan_keys", "gauge",
+           "Cluster targets: keys examined on the shard in the last scan.");
+    for (i = 0; i < v->ntargets; i++) {
+        const struct snapshot *s = v->targets[i].snap;
+
+        for (k = 0; s != NULL && k < s->nshards; k++) {
+            shard_label(sb, "lockwatch_shard_scan_keys", s->target, &s->shards[k]);
+            sb_addf(sb, "} %" PRIu64 "\n", s->shards[k].keys);
+        }
+    }
+}
+
+/* [redlock] groups, from their last comparison (absent until a quorum of
+ * members has been scanned). */
+static void
+render_redlock(struct strbuf *sb, const struct view *v)
+{
+    static const char *const states[] = { "consistent", "split", "under_quorum", "pending" };
+    size_t i, k;
+
+    family(sb, "lockwatch_redlock_inconsistent", "gauge",
+           "Keys of the Redlock group whose nodes disagree now: different holders at the "
+           "same time (split), or held on fewer than a quorum for longer than the TTL.");
+    for (i = 0; i < v->ngroups; i++) {
+        const struct redlock_report *r = v->groups[i].report;
+
+        if (r == NULL || !r->judged)
+            continue;
+        sb_adds(sb, "lockwatch_redlock_inconsistent{group=\"");
+        label_str(sb, v->groups[i].name);
+        sb_addf(sb, "\"} %" PRIu64 "\n", redlock_inconsistent(r));
+    }
+    family(sb, "lockwatch_redlock_keys", "gauge",
+           "Keys compared in the Redlock group's last comparison, by verdict (pending: under "
+           "quorum for less than the TTL so far).");
+    for (i = 0; i < v->ngroups; i++) {
+        const struct redlock_report *r = v->groups[i].report;
+        uint64_t n[4];
+
+        if (r == NULL || !r->judged)
+            continue;
+        n[0] = r->consistent;
+        n[1] = r->split;
+        n[2] = r->under_quorum;
+        n[3] = r->pending;
+        for (k = 0; k < 4; k++) {
+            sb_adds(sb, "lockwatch_redlock_keys{group=\"");
+            label_str(sb, v->groups[i].name);
+            sb_addf(sb, "\",state=\"%s\"} %" PRIu64 "\n", states[k], n[k]);
+        }
+    }
+}
+
 int
 render_metrics(const struct view *v, struct strbuf *sb)
 {
@@ -402,6 +500,8 @@ render_metrics(const struct view *v, struct strbuf *sb)
         sb_addf(sb, "} %" PRIu64 "\n", v->targets[i].snap->classes_overflowed);
     }
 
+    render_shards(sb, v);
+
     family(sb, "lockwatch_locks", "gauge",
            "Locks held now by class and format (from the last full scan).");
     for (i = 0; i < v->ntargets; i++) {
@@ -457,6 +557,7 @@ render_metrics(const struct view *v, struct strbuf *sb)
             label_capped(sb, l->holders[0].id, l->holders[0].id_len, OFFENDER_HOLDER_MAX);
         sb_adds(sb, "\"} 1\n");
     }
+    render_redlock(sb, v);
     if (v->wait != NULL)
         render_wait(sb, v->wait);
     render_alert_metrics(v->alerts, sb);
@@ -473,7 +574,16 @@ render_ready(const struct view *v, struct strbuf *reason)
 
     for (i = 0; i < v->ntargets; i++) {
         const struct snapshot *s = v->targets[i].snap;
+        size_t k;
 
+        /* a cluster target with a shard down is scanned, but not wholly */
+        for (k = 0; s != NULL && s->ok && k < s->nshards; k++) {
+            if (s->shards[k].ok)
+                continue;
+            ready = 0;
+            sb_addf(reason, "target %s: shard %s (%s): %s\n", v->targets[i].name,
+                    s->shards[k].shard, s->shards[k].node, s->shards[k].err);
+        }
         if (s != NULL && s->ok)
             continue;
         ready = 0;

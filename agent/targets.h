@@ -8,6 +8,10 @@
  * the threads, hands each surviving target (same name) its old scanner
  * (so first-seen times and counters survive) and starts them again.
  *
+ * A [redlock] group is compared again each time one of its members
+ * publishes a snapshot, on that member's thread (collectors/redlock.h);
+ * its report is published the same way as a snapshot.
+ *
  * The wait statistics (samples from clients over UDP) live beside the
  * targets for the life of the process: a reload hands them the new
  * [classes] rules and wait_window and keeps every counter.  The ingest
@@ -21,11 +25,13 @@
 #include <stdbool.h>
 
 #include "conf/config.h"
+#include "collectors/redlock.h"
 #include "collectors/scan.h"
 #include "collectors/snapshot.h"
 #include "collectors/waitstats.h"
 
 struct target_rt;
+struct group_rt;
 struct alerts;
 
 struct agent {
@@ -40,6 +46,8 @@ struct agent {
                                  * set at start, kept across reloads, own lock */
     atomic_uint_fast64_t releases[3];   /* lockwatch_releases_total by result,
                                          * RELEASES_* of agent/release_http.h */
+    struct group_rt **groups;   /* [redlock] groups, in config order */
+    size_t ngroups;
 };
 
 struct view_target {
@@ -47,9 +55,17 @@ struct view_target {
     struct snapshot *snap;      /* newest, or NULL before the first scan */
 };
 
+/* A [redlock] group and its newest comparison (NULL before the first). */
+struct view_group {
+    char *name;
+    struct redlock_report *report;
+};
+
 struct view {
     struct view_target *targets;
     size_t ntargets;
+    struct view_group *groups;
+    size_t ngroups;
     int top_offenders;
     int64_t now_ms;
     struct waitstats_view *wait;    /* NULL: no sample ingest (samples =
@@ -71,8 +87,10 @@ void agent_stop(struct agent *a);
 int agent_view(struct agent *a, struct view *v);
 void view_release(struct view *v);
 
-/* Scan every target of cfg once, in parallel, into a view (for --once).
- * Returns the number of targets whose scan failed, or -1 on ENOMEM. */
+/* Scan every target of cfg once, in parallel, into a view (for --once),
+ * and compare the [redlock] groups once (splits only: under-quorum needs
+ * time).  Returns the number of targets whose scan failed, or -1 on
+ * ENOMEM. */
 int targets_scan_once(const struct config *cfg, struct view *v);
 
 #endif

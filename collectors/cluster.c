@@ -157,7 +157,7 @@ static int
 add_range(struct cluster_topo *topo, size_t idx, long long lo, long long hi)
 {
     struct cluster_shard *sh = &topo->shards[idx];
-    char piece[32];
+    char piece[48];
     size_t have = strlen(sh->ranges), n;
     long long s;
 
@@ -173,8 +173,10 @@ add_range(struct cluster_topo *topo, size_t idx, long long lo, long long hi)
     n = strlen(piece);
     if (have + n < sizeof(sh->ranges)) {
         memcpy(sh->ranges + have, piece, n + 1);
-    } else if (have + 3 < sizeof(sh->ranges) &&
-               (have < 3 || strcmp(sh->ranges + have - 3, "...") != 0)) {
+    } else if (have < 3 || strcmp(sh->ranges + have - 3, "...") != 0) {
+        /* cut after a whole range so the text never shows a wrong one */
+        while (have > 0 && (have + 4 > sizeof(sh->ranges) || sh->ranges[have - 1] != ','))
+            have--;
         memcpy(sh->ranges + have, "...", 4);
     }
     return 0;
@@ -462,7 +464,7 @@ int
 cluster_discover(const struct target_conf *t, const struct cluster_node *hints,
                  size_t nhints, struct cluster_topo *out, char *err, size_t errlen)
 {
-    char one[256], all[768] = "";
+    char one[600], all[900] = "";
     size_t i, used = 0;
 
     for (i = 0; i <= nhints; i++) {

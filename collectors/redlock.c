@@ -103,7 +103,8 @@ entry_cmp(const void *a, const void *b)
 
     if (x->key_hash != y->key_hash)
         return x->key_hash < y->key_hash ? -1 : 1;
-    /* equal hashes: keep insertion order (the offset grows with it) */
+    /* equal hashes (the scan dedupes keys, so only a hash collision):
+     * the earlier observation first, and it is the one kept */
     return x->observed_ms < y->observed_ms ? -1 : x->observed_ms > y->observed_ms;
 }
 

@@ -72,7 +72,7 @@ void redlock_map_free(struct redlock_map *m);
 int redlock_map_add(struct redlock_map *m, const char *key, size_t keylen,
                     uint64_t key_hash, uint32_t holder_hash, int64_t first_seen_ms,
                     int64_t observed_ms, int64_t pttl_ms);
-/* Sort by key hash; a key recorded twice keeps its first record. */
+/* Sort by key hash; of two records of one hash the earlier is kept. */
 void redlock_map_finish(struct redlock_map *m);
 
 enum redlock_kind { REDLOCK_SPLIT, REDLOCK_UNDER_QUORUM };
