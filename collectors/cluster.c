@@ -414,6 +414,8 @@ cluster_node_target(const struct target_conf *t, const char *host, int port,
     *out = *t;
     snprintf(out->host, sizeof(out->host), "%s", host);
     out->port = port;
+    /* one node, reached as such (redisconn_open must not resolve again) */
+    out->mode = TARGET_STANDALONE;
 }
 
 /* Ask one node.  0, or -1 with why in err. */

@@ -109,7 +109,8 @@ bool cluster_parse_redirect(const redisReply *rep, bool *ask, unsigned *slot,
 redisContext *cluster_open_for_key(const struct target_conf *t, const char *key,
                                    size_t keylen, char *err, size_t errlen);
 
-/* A copy of t aimed at host:port (shallow: strings are shared with t). */
+/* A copy of t aimed at the one node host:port, mode standalone (shallow:
+ * strings are shared with t). */
 void cluster_node_target(const struct target_conf *t, const char *host, int port,
                          struct target_conf *out);
 

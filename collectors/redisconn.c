@@ -5,7 +5,9 @@
  * endpoint connect exactly as a scan does (same timeouts, same AUTH with
  * ACL user, same database) and report failures in the same words.  Every
  * connection also asks for CLIENT NO-TOUCH where the server has it (7.2+),
- * so that reading a lock's value does not make it look freshly used.
+ * so that reading a lock's value does not make it look freshly used.  A
+ * Sentinel target resolves its current primary first (sentinel.c), so
+ * every user of this file follows a failover.
  */
 #include "collectors/redisconn.h"
 
@@ -13,6 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
+
+#include "collectors/sentinel.h"
 
 static struct timeval
 ms_tv(int64_t ms)
@@ -81,6 +85,19 @@ redisconn_open(const struct target_conf *t, char *err, size_t errlen)
 {
     redisContext *c;
     char db[16];
+
+    if (t->mode == TARGET_SENTINEL) {
+        /* the primary the sentinels name now, ROLE-checked; sentinel.c
+         * connects to it through here with a standalone copy of t */
+        char host[256], tmp[512];
+        size_t first = 0;
+        int port;
+
+        c = sentinel_open_primary(t, &first, host, sizeof(host), &port, tmp, sizeof(tmp));
+        if (c == NULL && err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s", tmp);
+        return c;
+    }
 
     c = redisConnectWithTimeout(t->host, t->port, ms_tv(t->connect_timeout_ms));
     if (c == NULL || c->err) {

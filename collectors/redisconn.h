@@ -23,8 +23,10 @@
  * Connect to t's host and port, set the command timeout, AUTH, SELECT,
  * and CLIENT NO-TOUCH ON where the server knows it (7.2+; ignored before).
  * Returns a context the caller frees with redisFree(), or NULL with err
- * set.  Only the TCP address in t is used: mode (cluster, sentinel) is the
- * caller's business.  Thread-safe; err may be NULL.
+ * set.  mode = sentinel connects to the primary the sentinels name now
+ * (collectors/sentinel.h); mode = cluster connects to t's address, one
+ * node (cluster_open_for_key() in collectors/cluster.h finds a key's).
+ * Thread-safe; err may be NULL.
  */
 redisContext *redisconn_open(const struct target_conf *t, char *err, size_t errlen);
 

@@ -138,7 +138,7 @@ redisContext *
 sentinel_open_primary(const struct target_conf *t, size_t *first, char *host,
                       size_t hostlen, int *port, char *err, size_t errlen)
 {
-    char why[300], all[900];
+    char why[600], all[2000];
     struct target_conf node;
     redisContext *c = NULL;
     size_t i, k;
