@@ -1219,6 +1219,21 @@ stream_main(void *arg)
     return NULL;
 }
 
+/* Is the scanner's connection still to a primary?  (ROLE) */
+static bool
+still_primary(struct scanner *sc)
+{
+    redisReply *rep = redisCommand(sc->c, "ROLE");
+    bool yes;
+
+    yes = rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
+        rep->element[0]->type == REDIS_REPLY_STRING && rep->element[0]->len == 6 &&
+        memcmp(rep->element[0]->str, "master", 6) == 0;
+    if (rep != NULL)
+        freeReplyObject(rep);
+    return yes;
+}
+
 /* Standalone and sentinel: one stream on the scanner's connection,
  * opened (and, for sentinel, the primary resolved) when there is none.
  * *had_conn says whether the connection predates this pass. */
@@ -1228,6 +1243,20 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
     struct scanner *sc = r->sc;
     const struct target_conf *t = r->t;
 
+    /* A failover promotes a replica while the old primary may still call
+     * itself one (until the sentinels reconfigure it) and keeps answering
+     * reads: so each pass asks the sentinels where the primary is now and
+     * checks ROLE, two round trips a scan, and moves when either says so.
+     * Sentinels that do not answer leave the connection as it is. */
+    if (sc->c != NULL && t->mode == TARGET_SENTINEL) {
+        char host[256], why[512];
+        int port;
+
+        if ((sentinel_primary_addr(t, &sc->sentinel_first, host, sizeof(host), &port, why,
+                                   sizeof(why)) == 0 &&
+             (port != sc->port || strcmp(host, sc->host) != 0)) || !still_primary(sc))
+            scanner_disconnect(sc);
+    }
     *had_conn = sc->c != NULL;
     if (sc->c == NULL) {
         if (t->mode == TARGET_SENTINEL) {

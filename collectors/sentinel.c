@@ -134,6 +134,31 @@ sleep_ms(int64_t ms)
     nanosleep(&ts, NULL);
 }
 
+int
+sentinel_primary_addr(const struct target_conf *t, size_t *first, char *host, size_t hostlen,
+                      int *port, char *err, size_t errlen)
+{
+    char why[600], all[2000] = "";
+    size_t i, k;
+
+    if (t->nsentinels == 0) {
+        snprintf(err, errlen, "mode = sentinel needs sentinels");
+        return -1;
+    }
+    if (*first >= t->nsentinels)
+        *first = 0;
+    for (k = 0; k < t->nsentinels; k++) {
+        i = (*first + k) % t->nsentinels;
+        if (ask_sentinel(t, &t->sentinels[i], host, hostlen, port, why, sizeof(why)) == 0) {
+            *first = i;         /* the first responder is asked first next time */
+            return 0;
+        }
+        note(all, sizeof(all), why);
+    }
+    snprintf(err, errlen, "no sentinel named the primary of \"%s\": %s", t->master_name, all);
+    return -1;
+}
+
 redisContext *
 sentinel_open_primary(const struct target_conf *t, size_t *first, char *host,
                       size_t hostlen, int *port, char *err, size_t errlen)
@@ -141,31 +166,14 @@ sentinel_open_primary(const struct target_conf *t, size_t *first, char *host,
     char why[600], all[2000];
     struct target_conf node;
     redisContext *c = NULL;
-    size_t i, k;
     int round;
 
-    if (t->nsentinels == 0) {
-        snprintf(err, errlen, "mode = sentinel needs sentinels");
-        return NULL;
-    }
-    if (*first >= t->nsentinels)
-        *first = 0;
     for (round = 0; round < SENTINEL_ROLE_RETRIES; round++) {
         all[0] = '\0';
         if (round > 0)
             sleep_ms(SENTINEL_RETRY_WAIT_MS);
-        for (k = 0; k < t->nsentinels; k++) {
-            i = (*first + k) % t->nsentinels;
-            if (ask_sentinel(t, &t->sentinels[i], host, hostlen, port, why, sizeof(why)) == 0)
-                break;
-            note(all, sizeof(all), why);
-        }
-        if (k == t->nsentinels) {
-            snprintf(err, errlen, "no sentinel named the primary of \"%s\": %s",
-                     t->master_name, all);
+        if (sentinel_primary_addr(t, first, host, hostlen, port, err, errlen) == -1)
             return NULL;        /* no sentinel answers: retrying soon is the caller's */
-        }
-        *first = i;             /* the first responder is asked first next time */
         cluster_node_target(t, host, *port, &node);
         if ((c = redisconn_open(&node, why, sizeof(why))) == NULL) {
             note(all, sizeof(all), why);

@@ -26,6 +26,14 @@
 #define SENTINEL_RETRY_WAIT_MS      200
 
 /*
+ * Ask the sentinels (first responder first, as below) for the address of
+ * t's primary, without connecting to it.  0, or -1 with err naming each
+ * sentinel's answer.
+ */
+int sentinel_primary_addr(const struct target_conf *t, size_t *first, char *host,
+                          size_t hostlen, int *port, char *err, size_t errlen);
+
+/*
  * Resolve t's primary and connect to it.  *first is the index of the
  * sentinel to ask first (updated to the one that answered; keep it
  * between calls, start at 0).  On success returns the connection and

@@ -1,0 +1,200 @@
+"""Topologies for the integration tests: a Redis Cluster, a Sentinel set,
+and the cluster's hash slots, on top of harness.py (whose RedisServer,
+clean-up and polling they reuse).
+
+Everything runs on loopback, on free ports, in temp dirs, and is stopped by
+harness' clean-up (atexit, SIGTERM) as well as by the tests' own.
+Standard library and python3-redis only.
+"""
+
+import os
+import subprocess
+import time
+
+import redis
+
+import harness as h
+
+REDIS_CLI = "/usr/bin/redis-cli"
+
+
+# --------------------------------------------------------------------------
+# hash slots (the cluster spec's CRC16, XModem flavour)
+
+def crc16(data):
+    crc = 0
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else (crc << 1)
+            crc &= 0xFFFF
+    return crc
+
+
+def keyslot(key):
+    if isinstance(key, str):
+        key = key.encode("utf-8")
+    s = key.find(b"{")
+    if s >= 0:
+        e = key.find(b"}", s + 1)
+        if e > s + 1:
+            key = key[s + 1:e]
+    return crc16(key) % 16384
+
+
+# --------------------------------------------------------------------------
+# Redis Cluster
+
+class Cluster:
+    """n primaries (and replicas per primary) made into a cluster with
+    `redis-cli --cluster create`.  cluster-require-full-coverage is off so
+    the surviving shards keep answering when one primary is stopped."""
+
+    def __init__(self, primaries=3, replicas=0, node_timeout_ms=1000):
+        n = primaries * (1 + replicas)
+        self.nodes = []
+        for _ in range(n):
+            port = h.free_port()
+            self.nodes.append(h.RedisServer(port=port, args=[
+                "--cluster-enabled", "yes",
+                "--cluster-config-file", "nodes-%d.conf" % port,
+                "--cluster-node-timeout", str(node_timeout_ms),
+                "--cluster-require-full-coverage", "no",
+                "--cluster-allow-reads-when-down", "yes"]))
+        addrs = ["127.0.0.1:%d" % r.port for r in self.nodes]
+        p = subprocess.run([REDIS_CLI, "--cluster", "create"] + addrs +
+                           ["--cluster-replicas", str(replicas), "--cluster-yes"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=60)
+        if p.returncode != 0:
+            raise RuntimeError("redis-cli --cluster create failed:\n%s"
+                               % p.stdout.decode("utf-8", "replace"))
+        h.wait_until(self._all_ok, 30, desc="cluster_state:ok on every node")
+        self.refresh()
+
+    def _all_ok(self):
+        for r in self.nodes:
+            if not r.running:
+                continue
+            info = r.client().execute_command("CLUSTER", "INFO")
+            if isinstance(info, bytes):
+                info = info.decode()
+            if "cluster_state:ok" not in info:
+                return False
+        # every node must also agree on who serves every slot
+        return self._slot_map(self.live()[0]) is not None
+
+    def live(self):
+        return [r for r in self.nodes if r.running]
+
+    def _slot_map(self, node):
+        slots = node.client().execute_command("CLUSTER", "SLOTS")
+        owner = [None] * 16384
+        for entry in slots:
+            lo, hi, primary = entry[0], entry[1], entry[2]
+            port = primary[1]
+            for s in range(lo, hi + 1):
+                owner[s] = port
+        if any(o is None for o in owner):
+            return None
+        return owner
+
+    def refresh(self):
+        """Re-read which primary serves each slot."""
+        self.owner = self._slot_map(self.live()[0])
+        self.by_port = {r.port: r for r in self.nodes}
+
+    def primaries(self):
+        return sorted(set(self.owner), key=lambda p: p)
+
+    def node_of(self, key):
+        return self.by_port[self.owner[keyslot(key)]]
+
+    def load(self, commands, chunk=2000):
+        """Run (key, *args) commands, each on the primary of its key
+        (commands are tuples whose element 1 is the key)."""
+        per = {}
+        for cmd in commands:
+            port = self.owner[keyslot(cmd[1])]
+            per.setdefault(port, []).append(cmd)
+        for port, cmds in per.items():
+            h.load(self.by_port[port].client(), cmds, chunk=chunk)
+        return {p: len(c) for p, c in per.items()}
+
+    @property
+    def url(self):
+        return "redis://127.0.0.1:%d/0" % self.nodes[0].port
+
+    def stop(self):
+        for r in self.nodes:
+            r.kill()
+
+
+# --------------------------------------------------------------------------
+# Sentinel
+
+class Sentinel:
+    """`redis-server <conf> --sentinel` monitoring one primary as master_name.
+    Sentinel rewrites its config, so it lives in the temp dir."""
+
+    def __init__(self, master_port, master_name="mymaster", quorum=2,
+                 down_after_ms=1000, failover_timeout_ms=6000):
+        self.port = h.free_port()
+        self.dir = h._mkdtemp("lw-sentinel-")
+        self.conf = os.path.join(self.dir, "sentinel.conf")
+        self.logfile = os.path.join(self.dir, "sentinel.log")
+        with open(self.conf, "w") as f:
+            f.write("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\n"
+                    "sentinel monitor %s 127.0.0.1 %d %d\n"
+                    "sentinel down-after-milliseconds %s %d\n"
+                    "sentinel failover-timeout %s %d\n"
+                    "sentinel parallel-syncs %s 1\n"
+                    % (self.port, self.dir, self.logfile, master_name, master_port,
+                       quorum, master_name, down_after_ms, master_name,
+                       failover_timeout_ms, master_name))
+        self.proc = subprocess.Popen([h.REDIS_SERVER, self.conf, "--sentinel"],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        h._live_procs.append(self.proc)
+        h.wait_until(lambda: self.client().ping(), 10, desc="sentinel :%d PING" % self.port)
+
+    def client(self):
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5,
+                           socket_connect_timeout=2)
+
+    def master_port(self, name="mymaster"):
+        addr = self.client().execute_command("SENTINEL", "get-master-addr-by-name", name)
+        return int(addr[1]) if addr else None
+
+    def replicas(self, name="mymaster"):
+        return self.client().execute_command("SENTINEL", "REPLICAS", name)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        h._forget(self.proc)
+
+
+# --------------------------------------------------------------------------
+# lockctl
+
+LOCKCTL = os.path.join(h.BUILD, "bin", "lockctl")
+
+
+def lockctl(args, timeout=60):
+    """Run lockctl with args; CompletedProcess with stdout/stderr bytes."""
+    return subprocess.run([LOCKCTL] + list(args), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+
+
+def write_file(d, name, text, mode=0o600):
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+    return path
+
+
+def elapsed_since(t0):
+    return time.monotonic() - t0
