@@ -12,9 +12,12 @@
  * its length.
  *
  * The release itself is collectors/release.c, as for lockctl: the script
- * does every guard.  It runs on a connection opened for this request with
- * the target's connect and command timeouts, so an MHD worker is held at
- * most that long, and a slow Redis never blocks the scanner's connection.
+ * does every guard.  It runs on a connection opened for this request to
+ * the node that serves the key (release_connect(): the target, the
+ * sentinels' primary, the key's cluster shard) with the target's connect
+ * and command timeouts, so an MHD worker is held at most that long (plus
+ * the sentinels' or the cluster's discovery), and a slow Redis never
+ * blocks the scanner's connection.
  * The config is copied under the agent lock first: a reload meanwhile
  * frees the old one.  The holder age the agent knows (first seen by the
  * tracker, from the last snapshot) goes to the script with the request,
@@ -37,7 +40,6 @@
 #include "agent/log.h"
 #include "agent/targets.h"
 #include "collectors/keytext.h"
-#include "collectors/redisconn.h"
 #include "collectors/release.h"
 
 #define CT_JSON     "application/json"
@@ -295,6 +297,8 @@ target_clear(struct target_conf *t)
 
     free(t->name);
     free(t->user);
+    free(t->master_name);
+    free(t->sentinels);
     if (t->password != NULL) {
         explicit_bzero(t->password, strlen(t->password));
         free(t->password);
@@ -328,16 +332,19 @@ target_copy(struct agent *a, const char *name, struct target_conf *out)
         *out = *t;
         out->url = NULL;
         out->password_file = NULL;
-        out->sentinels = NULL;
-        out->nsentinels = 0;
-        out->master_name = NULL;
         out->name = strdup(t->name);
         out->user = t->user ? strdup(t->user) : NULL;
         out->password = t->password ? strdup(t->password) : NULL;
+        out->master_name = t->master_name ? strdup(t->master_name) : NULL;
+        out->sentinels = t->nsentinels ? calloc(t->nsentinels, sizeof(*t->sentinels)) : NULL;
+        if (out->sentinels != NULL)
+            memcpy(out->sentinels, t->sentinels, t->nsentinels * sizeof(*t->sentinels));
         out->patterns = calloc(t->npatterns ? t->npatterns : 1, sizeof(*out->patterns));
         out->npatterns = 0;
         if (out->name != NULL && (t->user == NULL || out->user != NULL) &&
-            (t->password == NULL || out->password != NULL) && out->patterns != NULL) {
+            (t->password == NULL || out->password != NULL) &&
+            (t->master_name == NULL || out->master_name != NULL) &&
+            (t->nsentinels == 0 || out->sentinels != NULL) && out->patterns != NULL) {
             for (i = 0; i < t->npatterns; i++) {
                 if ((out->patterns[i] = strdup(t->patterns[i])) == NULL)
                     break;
@@ -405,7 +412,7 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
       const struct req_state *st)
 {
     struct body b;
-    struct target_conf t;
+    struct target_conf t, node;
     struct release_request rq;
     struct release_result res;
     redisContext *rc = NULL;
@@ -447,17 +454,12 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
     rq.reason = b.reason;
 
     memset(&res, 0, sizeof(res));
-    if (t.mode != TARGET_STANDALONE) {
-        res.outcome = RELEASE_ERROR;
-        snprintf(res.err, sizeof(res.err), "mode %s is not supported by this build's release "
-                 "endpoint (use lockctl --url against the node)",
-                 config_target_mode_str(t.mode));
-        status = 503;
-    } else if ((rc = redisconn_open(&t, res.err, sizeof(res.err))) == NULL) {
+    /* the key's node: the target, its primary (sentinel), its shard (cluster) */
+    if ((rc = release_connect(&t, b.key, b.keylen, &node, res.err, sizeof(res.err))) == NULL) {
         res.outcome = RELEASE_ERROR;
         status = 503;           /* unreachable: try again later */
     } else {
-        release_run(rc, &t, sc->audit_stream, &rq, &res);
+        release_run(rc, &node, sc->audit_stream, &rq, &res);
         status = release_outcome_refused(res.outcome) ? 409
             : res.outcome == RELEASE_ERROR || res.audit_failed ? 502 : 200;
     }

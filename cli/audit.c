@@ -207,7 +207,9 @@ cmd_audit(struct lockctl *lc, int argc, char **argv)
         lockctl_warnx("audit: unexpected argument \"%s\"", argv[optind]);
         return LOCKCTL_USAGE;
     }
-    if ((rc = session_load(lc)) != LOCKCTL_DONE || (rc = session_connect(lc)) != LOCKCTL_DONE)
+    if ((rc = session_load(lc)) != LOCKCTL_DONE ||
+        (rc = session_connect_key(lc, lc->cfg->audit_stream,
+                                  strlen(lc->cfg->audit_stream))) != LOCKCTL_DONE)
         return rc;
     snprintf(count, sizeof(count), "%ld", limit);
     {

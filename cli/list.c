@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "cli/lockctl.h"
+#include "collectors/cluster.h"
 #include "collectors/keytext.h"
 #include "collectors/redisconn.h"
 #include "collectors/snapshot.h"
@@ -39,6 +40,7 @@ struct list_run {
     uint64_t *seen;
     size_t seen_cap, nseen;
     int64_t busy_since;         /* monotonic ms of the last pacing pause */
+    size_t nodes;               /* cluster primaries scanned (0: not a cluster) */
 };
 
 static int64_t
@@ -264,6 +266,63 @@ scan_pattern(struct list_run *lr, const char *pattern, char *err, size_t errlen)
     return 0;
 }
 
+/* Every pattern (or --pattern) on the node lc is connected to. */
+static int
+scan_patterns(struct list_run *lr)
+{
+    struct lockctl *lc = lr->lc;
+    char err[512];
+
+    if (lr->pattern != NULL) {
+        if (scan_pattern(lr, lr->pattern, err, sizeof(err)) == -1)
+            return session_redis_error(lc, err);
+        return LOCKCTL_DONE;
+    }
+    for (size_t i = 0; i < lc->t->npatterns && lr->complete; i++)
+        if (scan_pattern(lr, lc->t->patterns[i], err, sizeof(err)) == -1)
+            return session_redis_error(lc, err);
+    return LOCKCTL_DONE;
+}
+
+static int
+scan_node(struct list_run *lr)
+{
+    int rc = session_connect(lr->lc);
+
+    return rc != LOCKCTL_DONE ? rc : scan_patterns(lr);
+}
+
+/* A cluster: SCAN sees one node's keys, so every primary is scanned in
+ * turn (one connection at a time), into the one listing. */
+static int
+scan_cluster(struct list_run *lr)
+{
+    struct lockctl *lc = lr->lc;
+    struct target_conf *seed = lc->t;
+    struct cluster_topo topo;
+    char err[512];
+    int rc = LOCKCTL_DONE;
+
+    if (cluster_discover(seed, NULL, 0, &topo, err, sizeof(err)) == -1)
+        return session_redis_error(lc, err);
+    for (size_t i = 0; i < topo.nshards && rc == LOCKCTL_DONE && lr->complete; i++) {
+        cluster_node_target(seed, topo.shards[i].primary.host, topo.shards[i].primary.port,
+                            &lc->node);
+        lc->t = &lc->node;
+        if ((lc->c = redisconn_open(lc->t, err, sizeof(err))) == NULL) {
+            rc = session_redis_error(lc, err);
+            break;
+        }
+        rc = scan_patterns(lr);
+        redisFree(lc->c);
+        lc->c = NULL;
+    }
+    lr->nodes = topo.nshards;
+    cluster_topo_clear(&topo);
+    lc->t = seed;
+    return rc;
+}
+
 static int
 state_mask(const char *s, uint8_t *mask)
 {
@@ -332,6 +391,12 @@ print_table(struct list_run *lr, size_t count, const char *state)
     if (count > 0)
         table_print(&t, stdout, TABLE_WIDTH);
     table_release(&t);
+    if (lr->nodes > 0) {
+        size_t n = strlen(addr);
+
+        snprintf(addr + n, sizeof(addr) - n, ", %zu cluster primar%s", lr->nodes,
+                 lr->nodes == 1 ? "y" : "ies");
+    }
     printf("%zu of %llu lock%s (state %s) on target %s (%s); %llu key%s examined%s\n",
            count, (unsigned long long)lr->total, lr->total == 1 ? "" : "s", state,
            lr->lc->t->name, addr, (unsigned long long)lr->examined,
@@ -360,6 +425,8 @@ print_json(struct list_run *lr, size_t count, const char *state)
     }
     json_object_set_new(root, "target", json_string(lr->lc->t->name));
     json_object_set_new(root, "address", json_string(addr));
+    if (lr->nodes > 0)
+        json_object_set_new(root, "cluster_primaries", json_integer((json_int_t)lr->nodes));
     json_object_set_new(root, "state", json_string(state));
     json_object_set_new(root, "patterns", pats);
     pats = NULL;
@@ -392,7 +459,7 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
     };
     struct list_run lr;
     const char *state = "all";
-    char err[512], *end;
+    char *end;
     long limit = LIST_LIMIT_DEFAULT;
     size_t count, i;
     int opt, rc;
@@ -437,25 +504,13 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
     }
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
         return rc;
-    if ((rc = session_connect(lc)) != LOCKCTL_DONE)
-        return rc;
     lr.keep = calloc(LIST_KEEP_MAX, sizeof(*lr.keep));
     if (lr.keep == NULL) {
         lockctl_warnx("out of memory");
         return LOCKCTL_REDIS;
     }
     lr.busy_since = mono_ms();
-    rc = LOCKCTL_DONE;
-    if (lr.pattern != NULL) {
-        if (scan_pattern(&lr, lr.pattern, err, sizeof(err)) == -1)
-            rc = session_redis_error(lc, err);
-    } else {
-        for (i = 0; i < lc->t->npatterns && lr.complete; i++)
-            if (scan_pattern(&lr, lc->t->patterns[i], err, sizeof(err)) == -1) {
-                rc = session_redis_error(lc, err);
-                break;
-            }
-    }
+    rc = lc->t->mode == TARGET_CLUSTER ? scan_cluster(&lr) : scan_node(&lr);
     if (rc == LOCKCTL_DONE) {
         /* heap sort: moving the least bad to the end, one by one, leaves
          * the array worst first */

@@ -46,14 +46,19 @@ struct lockctl {
     struct target_conf *t;
     /* from session_connect() */
     redisContext *c;
+    struct target_conf node;    /* t aimed at the node connected to */
 };
 
 /* Load the config, pick the target, apply --url.  Prints what is wrong
  * and returns LOCKCTL_USAGE, or LOCKCTL_DONE. */
 int session_load(struct lockctl *lc);
-/* Connect to the target.  Prints "lockctl: target NAME: <what failed on
- * host:port>" and returns LOCKCTL_REDIS, or LOCKCTL_DONE. */
+/* Connect to the target (a sentinel target: its primary; a cluster: any
+ * primary).  Prints "lockctl: target NAME: <what failed on host:port>" and
+ * returns LOCKCTL_REDIS, or LOCKCTL_DONE. */
 int session_connect(struct lockctl *lc);
+/* Connect to the node that serves key (collectors/release.h
+ * release_connect()); lc->t then names that node. */
+int session_connect_key(struct lockctl *lc, const char *key, size_t keylen);
 /* Report a Redis failure (detail names the command and the address) and
  * return LOCKCTL_REDIS. */
 int session_redis_error(const struct lockctl *lc, const char *detail);

@@ -331,7 +331,8 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
         rc = LOCKCTL_USAGE;
         goto out;
     }
-    if ((rc = session_load(lc)) != LOCKCTL_DONE || (rc = session_connect(lc)) != LOCKCTL_DONE)
+    if ((rc = session_load(lc)) != LOCKCTL_DONE ||
+        (rc = session_connect_key(lc, ch.key, ch.keylen)) != LOCKCTL_DONE)
         goto out;
 
     memset(&rq, 0, sizeof(rq));

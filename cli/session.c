@@ -7,7 +7,9 @@
  * and lockwatchd always agree on what a target's patterns and password
  * are.  --url replaces only the target's address (and user, database):
  * its patterns, password_file and timeouts stay, so the guards are the
- * same whichever node on-call points lockctl at.
+ * same whichever node on-call points lockctl at.  Sentinel and cluster
+ * targets are resolved as the agent resolves them: the primary the
+ * sentinels name, the primary that serves the key's slot.
  */
 #include <errno.h>
 #include <pwd.h>
@@ -19,6 +21,7 @@
 
 #include "cli/lockctl.h"
 #include "collectors/redisconn.h"
+#include "collectors/release.h"
 #include "conf/options.h"
 
 void
@@ -107,12 +110,6 @@ session_load(struct lockctl *lc)
         if (lc->t->mode == TARGET_SENTINEL)
             lc->t->mode = TARGET_STANDALONE;
     }
-    if (lc->t->mode == TARGET_SENTINEL) {
-        lockctl_warnx("target %s: mode sentinel is not supported by lockctl in this build "
-                      "(pass --url redis://MASTER:PORT/DB with the current master)",
-                      lc->t->name);
-        return LOCKCTL_USAGE;
-    }
     return LOCKCTL_DONE;
 }
 
@@ -123,10 +120,29 @@ session_address(const struct lockctl *lc, char *buf, size_t len)
 }
 
 int
+session_connect_key(struct lockctl *lc, const char *key, size_t keylen)
+{
+    char err[512];
+    struct target_conf node;
+
+    /* standalone: the target; sentinel: the primary now; cluster: the
+     * primary of the key's slot.  From here on lc->t names that node (a
+     * shallow copy: patterns, password and name are still the config's). */
+    lc->c = release_connect(lc->t, key, keylen, &node, err, sizeof(err));
+    if (lc->c == NULL)
+        return session_redis_error(lc, err);
+    lc->node = node;
+    lc->t = &lc->node;
+    return LOCKCTL_DONE;
+}
+
+int
 session_connect(struct lockctl *lc)
 {
     char err[512];
 
+    if (lc->t->mode != TARGET_STANDALONE)
+        return session_connect_key(lc, "", 0);
     lc->c = redisconn_open(lc->t, err, sizeof(err));
     if (lc->c == NULL)
         return session_redis_error(lc, err);

@@ -194,7 +194,8 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         lockctl_warnx("out of memory");
         return LOCKCTL_REDIS;
     }
-    if ((rc = session_load(lc)) != LOCKCTL_DONE || (rc = session_connect(lc)) != LOCKCTL_DONE)
+    if ((rc = session_load(lc)) != LOCKCTL_DONE ||
+        (rc = session_connect_key(lc, key, keylen)) != LOCKCTL_DONE)
         goto out;
     kp = key;
     if (inspect_keys(lc, &kp, &keylen, 1, out_now_ms(), &l, err, sizeof(err)) == -1) {

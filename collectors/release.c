@@ -25,9 +25,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "collectors/cluster.h"
 #include "collectors/formats.h"
 #include "collectors/keytext.h"
 #include "collectors/redisconn.h"
+#include "collectors/sentinel.h"
 
 extern const char collectors_lua_guard_lua[];
 extern const char collectors_lua_release_lua[];
@@ -141,37 +143,52 @@ release_script(enum release_action action, char **text, size_t *len, char sha[41
     return 0;
 }
 
-/* ---- cluster slots ----------------------------------------------------------- */
-
-/* CRC16-CCITT (XModem), the hash Redis Cluster uses. */
-static uint16_t
-crc16(const unsigned char *p, size_t n)
-{
-    uint16_t crc = 0;
-
-    while (n-- > 0) {
-        crc ^= (uint16_t)(*p++ << 8);
-        for (int i = 0; i < 8; i++)
-            crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
-    }
-    return crc;
-}
+/* ---- connections ------------------------------------------------------------- */
 
 unsigned
 release_key_slot(const char *key, size_t keylen)
 {
-    const char *open = memchr(key, '{', keylen), *close;
+    return cluster_keyslot(key, keylen);
+}
 
-    /* Redis hashes only what is between the first '{' and the first '}'
-     * after it, when that is not empty. */
-    if (open != NULL) {
-        size_t rest = keylen - (size_t)(open - key) - 1;
+redisContext *
+release_connect(const struct target_conf *t, const char *key, size_t keylen,
+                struct target_conf *node, char *err, size_t errlen)
+{
+    struct cluster_topo topo;
+    const struct cluster_shard *sh;
+    redisContext *c = NULL;
+    size_t first = 0;
+    char host[256];
+    int port = 0;
 
-        close = memchr(open + 1, '}', rest);
-        if (close != NULL && close > open + 1)
-            return crc16((const unsigned char *)open + 1, (size_t)(close - open - 1)) & 16383;
+    *node = *t;
+    switch (t->mode) {
+    case TARGET_SENTINEL:
+        /* the primary the sentinels name now, confirmed with ROLE */
+        c = sentinel_open_primary(t, &first, host, sizeof(host), &port, err, errlen);
+        if (c != NULL)
+            cluster_node_target(t, host, port, node);
+        return c;
+    case TARGET_CLUSTER:
+        if (cluster_discover(t, NULL, 0, &topo, err, errlen) == -1)
+            return NULL;
+        sh = cluster_shard_of_slot(&topo, cluster_keyslot(key, keylen));
+        if (sh == NULL) {
+            snprintf(err, errlen, "cluster via %s: no node serves slot %u (check CLUSTER "
+                     "SHARDS)", topo.via, cluster_keyslot(key, keylen));
+        } else {
+            cluster_node_target(t, sh->primary.host, sh->primary.port, node);
+            /* still a cluster to release_run(): SPUBLISH wake-ups, and the
+             * audit entry on the stream's own node */
+            node->mode = TARGET_CLUSTER;
+            c = redisconn_open(node, err, errlen);
+        }
+        cluster_topo_clear(&topo);
+        return c;
+    default:
+        return redisconn_open(t, err, errlen);
     }
-    return crc16((const unsigned char *)key, keylen) & 16383;
 }
 
 /* ---- arguments --------------------------------------------------------------- */
@@ -456,14 +473,16 @@ parse_reply(const redisReply *r, struct release_result *res)
  * leaves a change without its entry: reported, never hidden.
  */
 static void
-cluster_audit(redisContext *c, const struct target_conf *t, const char *stream,
+cluster_audit(const struct target_conf *t, const char *stream,
               const struct release_request *req, struct release_result *res)
 {
     const char *argv[32];
     size_t len[32];
     char now[24], pttl[24], ttl[24];
     int n = 0;
-    redisReply *r;
+    redisReply *r = NULL;
+    redisContext *c;
+    struct target_conf node;
     char err[RELEASE_ERR_MAX];
 
 #define ARG(p, l) (argv[n] = (p), len[n] = (l), n++)
@@ -492,7 +511,10 @@ cluster_audit(redisContext *c, const struct target_conf *t, const char *stream,
     }
 #undef ARG
 #undef ARGS
-    r = redisconn_command(c, t, "XADD", n, argv, len, err, sizeof(err));
+    /* the stream's own node: it hashes to its own slot */
+    c = release_connect(t, stream, strlen(stream), &node, err, sizeof(err));
+    if (c != NULL)
+        r = redisconn_command(c, &node, "XADD", n, argv, len, err, sizeof(err));
     if (r == NULL || r->type != REDIS_REPLY_STRING) {
         res->audit_failed = true;
         set_err(res, "%s, but its audit entry (XADD %s) failed: %s",
@@ -503,6 +525,8 @@ cluster_audit(redisContext *c, const struct target_conf *t, const char *stream,
     }
     if (r != NULL)
         freeReplyObject(r);
+    if (c != NULL)
+        redisFree(c);
 }
 
 enum release_outcome
@@ -560,7 +584,7 @@ release_run(redisContext *c, const struct target_conf *t, const char *audit_stre
     }
     if (t->mode == TARGET_CLUSTER && !rq.dry_run && audit_stream != NULL &&
         audit_stream[0] != '\0')
-        cluster_audit(c, t, audit_stream, &rq, res);
+        cluster_audit(t, audit_stream, &rq, res);
 out:
     if (r != NULL)
         freeReplyObject(r);

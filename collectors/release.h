@@ -130,10 +130,21 @@ void release_args_free(struct release_args *a);
 unsigned release_key_slot(const char *key, size_t keylen);
 
 /*
- * Run the guarded release or expire on connection c (already connected to
- * t, e.g. by redisconn_open()).  Fills *res and returns res->outcome.  A
- * connection error leaves c in an unknown state: drop it.  audit_stream is
- * the config's [unlock] audit_stream.
+ * Connect to the node that serves key on target t, whatever t's mode:
+ * standalone, t's address; sentinel, the primary the sentinels name now
+ * (confirmed with ROLE); cluster, the primary of the key's slot.  *node
+ * gets a copy of t aimed at that node (shallow: strings are t's), to run
+ * release_run() with and to name in messages.  NULL with err set.
+ */
+redisContext *release_connect(const struct target_conf *t, const char *key, size_t keylen,
+                              struct target_conf *node, char *err, size_t errlen);
+
+/*
+ * Run the guarded release or expire on connection c (connected to t by
+ * release_connect(): in a cluster, to the key's node).  Fills *res and
+ * returns res->outcome.  A connection error leaves c in an unknown state:
+ * drop it.  audit_stream is the config's [unlock] audit_stream; in a
+ * cluster its entry is written on the stream's own node afterwards.
  */
 enum release_outcome release_run(redisContext *c, const struct target_conf *t,
                                  const char *audit_stream,

@@ -15,15 +15,7 @@
  *       The same race against a client-side GET, compare, DEL: the bug
  *       the guard prevents.  Exit 0 when it did delete a new holder's
  *       lock at least once (the race test can see the bug), 1 otherwise.
- *
- *   release_driver once HOST PORT MODE KEY HOLDER [dry]
- *       One release through release_run() with target "main", pattern
- *       lock:*, mode standalone or cluster (cluster: SPUBLISH wake-ups and
- *       the audit entry written by a second command; a standalone
- *       redis-server 7 serves both), audit stream lockwatch:audit.
- *       Prints the outcome JSON; exit 0 done, 1 refused, 3 error.
  */
-#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -251,53 +243,12 @@ race(const char *host, int port, long rounds, bool naive)
     return violations == 0 && other == 0 && released > 0 && changed > 0 ? 0 : 1;
 }
 
-/* ---- once ---------------------------------------------------------------- */
-
-static int
-once(const char *host, int port, const char *mode, const char *key, const char *holder,
-     bool dry)
-{
-    struct target_conf t;
-    struct release_request rq;
-    struct release_result res;
-    redisContext *c;
-    json_t *j;
-    char *s;
-
-    target_init(&t, host, port, strcmp(mode, "cluster") == 0 ? TARGET_CLUSTER
-                : TARGET_STANDALONE);
-    c = connect_or_die(&t);
-    memset(&rq, 0, sizeof(rq));
-    rq.action = RELEASE_ACTION_RELEASE;
-    rq.key = key;
-    rq.keylen = strlen(key);
-    rq.holder = holder;
-    rq.holderlen = strlen(holder);
-    rq.dry_run = dry;
-    rq.operator_name = "driver";
-    rq.reason = "test";
-    release_run(c, &t, "lockwatch:audit", &rq, &res);
-    redisFree(c);
-    j = release_result_json("main", &rq, &res);
-    s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    printf("%s\n", s ? s : "null");
-    free(s);
-    json_decref(j);
-    if (release_outcome_refused(res.outcome))
-        return 1;
-    return res.outcome == RELEASE_ERROR || res.audit_failed ? 3 : 0;
-}
-
 int
 main(int argc, char **argv)
 {
     if (argc == 5 && (strcmp(argv[1], "race") == 0 || strcmp(argv[1], "race-naive") == 0))
         return race(argv[2], (int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                     strcmp(argv[1], "race-naive") == 0);
-    if ((argc == 7 || argc == 8) && strcmp(argv[1], "once") == 0)
-        return once(argv[2], (int)strtol(argv[3], NULL, 10), argv[4], argv[5], argv[6],
-                    argc == 8 && strcmp(argv[7], "dry") == 0);
-    fprintf(stderr, "usage: release_driver race|race-naive HOST PORT ROUNDS\n"
-            "       release_driver once HOST PORT standalone|cluster KEY HOLDER [dry]\n");
+    fprintf(stderr, "usage: release_driver race|race-naive HOST PORT ROUNDS\n");
     return 2;
 }

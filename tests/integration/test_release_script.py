@@ -8,8 +8,10 @@
 - the wake-up of each format: Redisson RLock "0", RW lock "1", fair-lock
   queue head, liblockwatch "0", python-redis-lock's signal list, Spring's
   channel; none for polling formats; fencing counters never touched;
-- cluster mode (SPUBLISH as well, audit entry by a second command), through
-  the C driver over the same library function lockctl uses;
+- a real Redis Cluster: the release runs on the key's shard with SPUBLISH
+  as well, the audit entry goes to the stream's own shard by a second
+  command, list sees every shard; a Sentinel target releases on the
+  primary the sentinels name;
 - the race: 2,000 rounds of a takeover at a random moment around the
   release never lose the new holder's lock (and the naive GET-then-DEL,
   run the same way, does - so the test can see the bug);
@@ -53,6 +55,76 @@ def call(client, action, key, holder, *, companions=(("audit", "lockwatch:audit"
             operator, reason, target, str(ttl_ms), " ".join(r for r, _ in companions),
             str(len(patterns))] + list(patterns)
     return client.eval(script(action), len(keys), *keys, *argv)
+
+
+def bus_safe_port():
+    """A free port whose cluster bus port (+10000) is a valid, free port."""
+    for _ in range(200):
+        p = h.free_port()
+        if p + 10000 < 65536:
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", p + 10000))
+                return p
+            except OSError:
+                pass
+            finally:
+                s.close()
+    raise RuntimeError("no port with a free cluster bus port")
+
+
+class MiniCluster:
+    """Three primaries made into a Redis Cluster with redis-cli."""
+
+    def __init__(self, tc, n=3):
+        self.nodes = []
+        for _ in range(n):
+            port = bus_safe_port()
+            self.nodes.append(tc.start_redis(port=port, args=[
+                "--cluster-enabled", "yes", "--cluster-config-file", "nodes-%d.conf" % port,
+                "--cluster-node-timeout", "2000"]))
+        p = subprocess.run(["/usr/bin/redis-cli", "--cluster", "create"] +
+                           ["127.0.0.1:%d" % r.port for r in self.nodes] +
+                           ["--cluster-replicas", "0", "--cluster-yes"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=60)
+        if p.returncode != 0:
+            raise RuntimeError("redis-cli --cluster create: %s" % p.stdout.decode())
+        h.wait_until(lambda: all(b"cluster_state:ok" in r.client().execute_command(
+            "CLUSTER", "INFO") for r in self.nodes), 30, desc="cluster_state:ok")
+        self.owner = {}
+        for lo, hi, primary, *_ in self.nodes[0].client().execute_command("CLUSTER", "SLOTS"):
+            port = primary[1]
+            for slot in range(lo, hi + 1):
+                self.owner[slot] = port
+        self.by_port = {r.port: r for r in self.nodes}
+
+    @property
+    def url(self):
+        return self.nodes[0].url
+
+    def node_of(self, key):
+        return self.by_port[self.owner[keyslot(key)]]
+
+    def load(self, commands):
+        for cmd in commands:
+            self.node_of(cmd[1]).client().execute_command(*cmd)
+
+
+def keyslot(key):
+    """The cluster spec's hash slot (CRC16 XModem of the hash tag)."""
+    key = key.encode() if isinstance(key, str) else key
+    s = key.find(b"{")
+    if s >= 0:
+        e = key.find(b"}", s + 1)
+        if e > s + 1:
+            key = key[s + 1:e]
+    crc = 0
+    for b in key:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
+    return crc % 16384
 
 
 class Subscriber:
@@ -287,38 +359,69 @@ class ReleaseScript(h.TestCase):
 
     # -- cluster mode ------------------------------------------------------------
 
-    def test_cluster_mode_spublish_and_audit_by_second_command(self):
-        c, port = self.c, self.rs.port
-        c.hset("lock:c", UUID + ":1", 1)
-        sharded = Subscriber(port, "SSUBSCRIBE", "redisson_lock__channel:{lock:c}")
-        plain = Subscriber(port, "SUBSCRIBE", "redisson_lock__channel:{lock:c}")
-        p = subprocess.run([DRIVER, "once", "127.0.0.1", str(port), "cluster", "lock:c",
-                            UUID + ":1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=30)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        doc = json.loads(p.stdout)
-        self.assertEqual(doc["outcome"], "released")
+    def test_cluster_spublish_and_audit_on_the_streams_node(self):
+        cl = MiniCluster(self)
+        cfg = lt.write_config(url=cl.url, target_extra={"mode": "cluster"})
+        audit_node = cl.node_of("lockwatch:audit")
+        # a lock on another shard than the audit stream and the seed
+        key = next("lock:c%d" % i for i in range(1000)
+                   if cl.node_of("lock:c%d" % i) not in (audit_node, cl.nodes[0]))
+        node = cl.node_of(key)
+        node.client().hset(key, UUID + ":1", 1)
+        node.client().set("redisson_lock_token:{%s}" % key, 3)
+        chan = "redisson_lock__channel:{%s}" % key
+        sharded = Subscriber(node.port, "SSUBSCRIBE", chan)
+        plain = Subscriber(audit_node.port, "SUBSCRIBE", chan)   # PUBLISH reaches every node
+        doc = lt.run_json(self, ["release", key, "--holder", "nobody", "--yes"], cfg, rc=1)
+        self.assertEqual(doc["outcome"], "holder_changed")
+        doc = lt.run_json(self, ["release", key, "--holder", UUID + ":1", "--yes"], cfg)
+        self.assertEqual(doc["outcome"], "released", doc)
         self.assertTrue(doc["audit_id"])
         sharded.wait_for(b"smessage")
-        sharded.wait_for(b"redisson_lock__channel:{lock:c}\r\n$1\r\n0\r\n")
-        plain.wait_for(b"redisson_lock__channel:{lock:c}\r\n$1\r\n0\r\n")
+        sharded.wait_for(chan.encode() + b"\r\n$1\r\n0\r\n")
+        plain.wait_for(chan.encode() + b"\r\n$1\r\n0\r\n")
         sharded.close()
         plain.close()
-        (eid, e), = lt.audit_entries(c)
-        self.assertEqual(eid.decode(), doc["audit_id"])
-        self.assertEqual((e["outcome"], e["key"], e["operator"], e["old"]),
-                         (b"released", b"lock:c", b"driver", (UUID + ":1=1").encode()))
-        # a refusal is audited the same way; a dry run not at all
-        p = subprocess.run([DRIVER, "once", "127.0.0.1", str(port), "cluster", "lock:c", "x"],
-                           stdout=subprocess.PIPE, timeout=30)
-        self.assertEqual(p.returncode, 1)
-        c.set("lock:d", "t")
-        p = subprocess.run([DRIVER, "once", "127.0.0.1", str(port), "cluster", "lock:d", "t",
-                            "dry"], stdout=subprocess.PIPE, timeout=30)
-        self.assertEqual(p.returncode, 0)
-        self.assertEqual(json.loads(p.stdout)["outcome"], "would_release")
-        self.assertEqual([e["outcome"] for _, e in lt.audit_entries(c)],
-                         [b"released", b"gone"])
+        self.assertFalse(node.client().exists(key))
+        self.assertEqual(node.client().get("redisson_lock_token:{%s}" % key), b"3")
+        # the entries were written by a second command on the stream's node
+        entries = lt.audit_entries(audit_node.client())
+        self.assertEqual([e["outcome"] for _, e in entries], [b"holder_changed", b"released"])
+        self.assertEqual(entries[1][0].decode(), doc["audit_id"])
+        self.assertEqual(entries[1][1]["old"], (UUID + ":1=1").encode())
+        self.assertEqual([e["outcome"] for e in lt.run_json(self, ["audit"], cfg)["entries"]],
+                         ["released", "holder_changed"])
+        # a dry run writes no entry; list sees every shard
+        cl.load([("SET", "lock:k%d" % i, "t%d" % i) for i in range(30)])
+        doc = lt.run_json(self, ["release", "lock:k1", "--holder", "t1", "--dry-run"], cfg)
+        self.assertEqual(doc["outcome"], "would_release")
+        self.assertEqual(len(lt.audit_entries(audit_node.client())), 2)
+        doc = lt.run_json(self, ["list"], cfg)
+        self.assertEqual((doc["total"], doc["cluster_primaries"]), (30, 3))
+        self.assertEqual(lt.run_json(self, ["show", "lock:k7"], cfg)["holders"][0]["id"], "t7")
+
+    def test_sentinel_target_releases_on_the_primary(self):
+        replica = self.start_redis(args=["--replicaof", "127.0.0.1", str(self.rs.port)])
+        sport = h.free_port()
+        d = h._mkdtemp("lw-sentinel-")
+        conf = os.path.join(d, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor mymaster 127.0.0.1 "
+                    "%d 1\n" % (sport, d, self.rs.port))
+        proc = subprocess.Popen([h.REDIS_SERVER, conf, "--sentinel"], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        h._live_procs.append(proc)
+        self.addCleanup(proc.kill)
+        h.wait_until(lambda: h.redis.Redis(port=sport, socket_timeout=1).execute_command(
+            "SENTINEL", "get-master-addr-by-name", "mymaster"), 10, desc="sentinel up")
+        cfg = lt.write_config(url="redis://127.0.0.1:%d/0" % replica.port, target_extra={
+            "mode": "sentinel", "sentinels": "127.0.0.1:%d" % sport, "master_name": "mymaster"})
+        self.c.set("lock:s", "tok")
+        doc = lt.run_json(self, ["release", "lock:s", "--holder", "tok", "--yes"], cfg)
+        self.assertEqual(doc["outcome"], "released")
+        self.assertFalse(self.c.exists("lock:s"))
+        self.assertEqual(len(lt.audit_entries(self.c)), 1)
+        self.assertEqual(lt.run_json(self, ["audit"], cfg)["count"], 1)
 
     # -- the race ------------------------------------------------------------------
 
