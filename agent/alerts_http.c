@@ -20,6 +20,7 @@ void
 agent_alerts_tick(struct agent *a)
 {
     struct rules_target *t;
+    struct rules_group *g;
     struct view v;
     size_t i;
 
@@ -30,8 +31,11 @@ agent_alerts_tick(struct agent *a)
         return;
     }
     t = calloc(v.ntargets ? v.ntargets : 1, sizeof(*t));
-    if (t == NULL) {
+    g = calloc(v.ngroups ? v.ngroups : 1, sizeof(*g));
+    if (t == NULL || g == NULL) {
         log_warnx("alerts: out of memory; this evaluation is skipped");
+        free(t);
+        free(g);
         view_release(&v);
         return;
     }
@@ -39,8 +43,13 @@ agent_alerts_tick(struct agent *a)
         t[i].name = v.targets[i].name;
         t[i].snap = v.targets[i].snap;
     }
-    alerts_tick(a->alerts, t, v.ntargets, v.wait, v.now_ms);
+    for (i = 0; i < v.ngroups; i++) {
+        g[i].name = v.groups[i].name;
+        g[i].report = v.groups[i].report;
+    }
+    alerts_tick(a->alerts, t, v.ntargets, g, v.ngroups, v.wait, v.now_ms);
     free(t);
+    free(g);
     view_release(&v);
 }
 

@@ -28,6 +28,7 @@
 
 #include "agent/log.h"
 #include "alerts/alerts.h"
+#include "collectors/lockclass.h"
 
 struct target_rt {
     char *name;
@@ -127,6 +128,17 @@ publish(struct target_rt *t, struct snapshot *s)
     snapshot_unref(old);
 }
 
+/* The lock class of each detailed key, for the alert's class label. */
+static void
+issue_classes(struct redlock_report *rep, const struct scan_rules *rules)
+{
+    size_t i;
+
+    for (i = 0; i < rep->nissues; i++)
+        class_of(rep->issues[i].key, rep->issues[i].key_len, rules->classes,
+                 rules->nclasses, rep->issues[i].cls, sizeof(rep->issues[i].cls));
+}
+
 /* Compare group g on its members' newest snapshots and publish the report. */
 static void
 group_evaluate(struct group_rt *g)
@@ -154,6 +166,8 @@ group_evaluate(struct group_rt *g)
     pthread_mutex_lock(&g->mu);
     rep = redlock_compare(g->name, in, g->nmembers, g->state, scan_now_ms(),
                           g->no_ttl_validity_ms);
+    if (rep != NULL && g->nmembers > 0)
+        issue_classes(rep, &g->members[0]->rules);
     if (rep != NULL) {
         old = g->report;
         g->report = rep;
@@ -687,6 +701,12 @@ once_groups(const struct config *cfg, struct view *v)
             }
             v->groups[g].report = redlock_compare(rc->name, in, rc->ntargets, st,
                                                   v->now_ms, cfg->leak_grace_ms);
+            if (v->groups[g].report != NULL) {
+                struct scan_rules rules;
+
+                rules_from(&rules, cfg, rc->name);
+                issue_classes(v->groups[g].report, &rules);
+            }
         }
         free(in);
         redlock_state_free(st);

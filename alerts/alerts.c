@@ -275,6 +275,7 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
 
 void
 alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
+            const struct rules_group *groups, size_t ngroups,
             const struct waitstats_view *w, int64_t now_ms)
 {
     const struct alert_event *ev;
@@ -286,6 +287,7 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
     mark_fresh(a, targets, ntargets);
     alertset_begin(a->set, now_ms, mono_ms());
     rules_eval(a->set, &a->params, targets, ntargets, w, now_ms);
+    rules_eval_redlock(a->set, groups, ngroups, now_ms);
     if (alertset_end(a->set, a->repeat_ms, a->has_refresh, &ev, &nev) == -1)
         log_warnx("alerts: out of memory; some notices of this tick are missing");
     if (nev > 0 && a->nsinks > 0 && (list = malloc(nev * sizeof(*list))) == NULL)

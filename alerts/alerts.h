@@ -47,9 +47,11 @@ int alerts_configure(struct alerts *a, const struct config *cfg);
 
 /*
  * One evaluation.  targets[i].name and .snap describe every configured
- * target (fresh is computed here); w may be NULL.  now_ms is Unix time.
+ * target (fresh is computed here); groups[] every [redlock] group; w may
+ * be NULL.  now_ms is Unix time.
  */
 void alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
+                 const struct rules_group *groups, size_t ngroups,
                  const struct waitstats_view *w, int64_t now_ms);
 
 /* {"alerts": [...firing...], "total": n, "suppressed": k}; malloc'd.

@@ -45,6 +45,7 @@ static const char *const names[ALERT_NAMES] = {
     [ALERT_LOCK_REENTRANCY_HIGH] = "LockReentrancyHigh",
     [ALERT_LOCK_WAIT_P99_HIGH] = "LockWaitP99High",
     [ALERT_LOCK_TARGET_DOWN] = "LockTargetDown",
+    [ALERT_LOCK_REDLOCK_SPLIT] = "LockRedlockSplit",
 };
 
 const char *

@@ -53,6 +53,7 @@ enum alert_name {
     ALERT_LOCK_REENTRANCY_HIGH,
     ALERT_LOCK_WAIT_P99_HIGH,
     ALERT_LOCK_TARGET_DOWN,
+    ALERT_LOCK_REDLOCK_SPLIT,
     ALERT_NAMES                 /* count */
 };
 

@@ -394,6 +394,69 @@ eval_waits(struct alertset *set, const struct rules_params *p, const struct wait
 }
 
 void
+rules_eval_redlock(struct alertset *set, const struct rules_group *groups, size_t ngroups,
+                   int64_t now_ms)
+{
+    char sbuf[RULES_SUMMARY_MAX], dbuf[RULES_DESCRIPTION_MAX];
+    size_t g, i;
+
+    for (g = 0; g < ngroups; g++) {
+        const struct redlock_report *r = groups[g].report;
+
+        if (r == NULL || !r->judged) {
+            alertset_keep_target(set, groups[g].name);
+            continue;
+        }
+        for (i = 0; i < r->nissues; i++) {
+            const struct redlock_issue *is = &r->issues[i];
+            char *key = rules_key_label(is->key, is->key_len), *cls;
+            struct alert_labels lab = { ALERT_LOCK_REDLOCK_SPLIT, groups[g].name, NULL, key };
+            struct text sum, desc;
+            struct alert *a;
+
+            cls = sanitized(is->cls, strnlen(is->cls, sizeof(is->cls)));
+            lab.class_ = cls;
+            if (key == NULL || cls == NULL || (a = alertset_observe(set, &lab)) == NULL) {
+                free(key);
+                free(cls);
+                continue;
+            }
+            text_init(&sum, sbuf, sizeof(sbuf));
+            text_init(&desc, dbuf, sizeof(dbuf));
+            text_add(&sum, "Redlock group ");
+            text_add(&sum, groups[g].name);
+            text_add(&sum, is->kind == REDLOCK_SPLIT ? " has different holders of " :
+                     " holds without a quorum ");
+            text_add(&sum, key);
+            text_add(&desc, "Lock ");
+            text_add(&desc, key);
+            text_add(&desc, " (class ");
+            text_add(&desc, cls);
+            text_add(&desc, ") in Redlock group ");
+            text_add(&desc, groups[g].name);
+            if (is->kind == REDLOCK_SPLIT)
+                text_addf(&desc, ": %u different holders at the same time, the most common "
+                          "on %u of %zu nodes (quorum %zu). ", is->holders, is->best,
+                          r->members, r->quorum);
+            else {
+                text_addf(&desc, ": held on %u of %zu nodes (quorum %zu) for ", is->held,
+                          r->members, r->quorum);
+                text_duration(&desc, now_ms - is->since_ms);
+                text_add(&desc, ", longer than its TTL. ");
+            }
+            text_add(&desc, "Nodes: ");
+            text_add(&desc, is->nodes);
+            text_add(&desc, " (letters are holders, - not held, ? not scanned). Two clients "
+                     "may both believe they hold it: check them, then release the minority "
+                     "copies with lockctl on their nodes.");
+            alert_annotate(a, sbuf, dbuf);
+            free(key);
+            free(cls);
+        }
+    }
+}
+
+void
 rules_eval(struct alertset *set, const struct rules_params *p,
            const struct rules_target *targets, size_t ntargets,
            const struct waitstats_view *w, int64_t now_ms)

@@ -8,6 +8,8 @@
  *   LockWaitP99High     per class: window P99 > wait_p99 with at least
  *                       wait_min_samples waits in the window  {class}
  *   LockTargetDown      per target: its last scan failed      {target}
+ *   LockRedlockSplit    per key of a [redlock] group whose nodes disagree
+ *                       (collectors/redlock.h)  {target = the group, class, key}
  *
  * The lock states themselves (leak_grace, max_hold, max_reentrancy) are
  * judged by the scan; the rules only read them.  Per-lock alerts come from
@@ -32,6 +34,7 @@
 #include <stdint.h>
 
 #include "alerts/alertset.h"
+#include "collectors/redlock.h"
 #include "collectors/snapshot.h"
 #include "collectors/waitstats.h"
 
@@ -64,6 +67,20 @@ struct rules_target {
 void rules_eval(struct alertset *set, const struct rules_params *p,
                 const struct rules_target *targets, size_t ntargets,
                 const struct waitstats_view *w, int64_t now_ms);
+
+/* A [redlock] group and its newest comparison (NULL before the first). */
+struct rules_group {
+    const char *name;
+    const struct redlock_report *report;
+};
+
+/*
+ * Observe LockRedlockSplit for every inconsistent key a group's report
+ * details (at most REDLOCK_ISSUES_MAX a group).  A group not judged yet
+ * (fewer than a quorum of its members scanned) keeps its alerts' state.
+ */
+void rules_eval_redlock(struct alertset *set, const struct rules_group *groups,
+                        size_t ngroups, int64_t now_ms);
 
 /* A duration for people: "850ms", "42s", "5m 3s", "2h 0m", "3d 4h". */
 void rules_format_duration(int64_t ms, char *buf, size_t len);

@@ -88,6 +88,8 @@ struct redlock_issue {
     unsigned best;              /* nodes agreeing on the most common holder */
     unsigned held;              /* nodes holding it */
     int64_t since_ms;           /* under quorum since (split: observed) */
+    char cls[128];              /* its lock class (the caller fills it in:
+                                 * classes need the config) */
     char nodes[REDLOCK_NODES_TEXT];     /* "r1=A r2=A r3=B r4=B r5=-" */
 };
 
