@@ -22,6 +22,7 @@
 #include "agent/log.h"
 #include "agent/release_http.h"
 #include "agent/render.h"
+#include "agent/status.h"
 #include "collectors/keytext.h"
 
 #if MHD_VERSION < 0x00097002
@@ -217,14 +218,31 @@ serve_alerts(struct http_server *h, struct MHD_Connection *c)
     return reply_json(c, status, body, len);
 }
 
-static const char landing[] =
-    "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>lockwatch</title></head>\n"
-    "<body><h1>lockwatch</h1>\n<ul>\n"
-    "<li><a href=\"metrics\">/metrics</a> (Prometheus)</li>\n"
-    "<li><a href=\"api/v1/locks\">/api/v1/locks</a> (all locks, worst first)</li>\n"
-    "<li><a href=\"api/v1/locks?state=leaked\">/api/v1/locks?state=leaked</a></li>\n"
-    "<li><a href=\"api/v1/locks?state=long\">/api/v1/locks?state=long</a></li>\n"
-    "<li><a href=\"readyz\">/readyz</a></li>\n</ul></body></html>\n";
+/* The status page, with a policy that forbids any script: keys and
+ * holders on it are bytes from Redis (agent/status.h). */
+static MHD_RESULT
+serve_status(struct http_server *h, struct MHD_Connection *c)
+{
+    struct MHD_Response *r;
+    MHD_RESULT ret;
+    char *body;
+    size_t len;
+
+    if (status_page(h->agent, &body, &len) != 200)
+        return reply_text(c, 500, "internal error: status page too large or out of memory\n");
+    r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (r == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CT_HTML);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(r, "Content-Security-Policy", STATUS_CSP);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    ret = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ret;
+}
 
 /* The per-request state of the read endpoints; the release endpoint
  * keeps its own (a body), freed in request_completed(). */
@@ -235,7 +253,6 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
        const char *version, const char *upload, size_t *upload_size, void **state)
 {
     struct http_server *h = cls;
-    char *b;
 
     (void)version;
     if (strcmp(url, RELEASE_HTTP_PATH) == 0)
@@ -263,11 +280,8 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
         return serve_lock(h, c, url + 14);
     if (strcmp(url, "/api/v1/alerts") == 0)
         return serve_alerts(h, c);
-    if (strcmp(url, "/") == 0) {
-        if ((b = strdup(landing)) == NULL)
-            return MHD_NO;
-        return reply(c, 200, CT_HTML, b, strlen(b));
-    }
+    if (strcmp(url, "/") == 0)
+        return serve_status(h, c);
     return reply_text(c, 404, "not found: try /metrics, /healthz, /readyz or /api/v1/locks\n");
 }
 

@@ -307,6 +307,23 @@ class AgentPage(unittest.TestCase):
         page = set(re.findall(r"\b(Lock[A-Z]\w+)", self.text.replace("\u2010\n", "")))
         self.assertEqual(code, page)
 
+    def test_metric_families_match_the_code(self):
+        code = set()
+        for src in glob.glob(os.path.join(REPO, "agent", "*.c")):
+            text = read(src)
+            code |= set(re.findall(r'family\(sb, "lockwatch_(\w+)"', text))
+            code |= set(re.findall(r'"# HELP lockwatch_(\w+) ', text))
+        self.assertIn("locks_leaked", code)
+        metrics = " ".join(section(self.text, "METRICS"))
+        page = set(re.findall(r"(?<![\w{,])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?=[{,.;\s]|$)",
+                              metrics))
+        page |= set(re.findall(r"(?<![\w{,])([a-z]+)\{", metrics))
+        page = {m for m in page if m not in ("top_offenders",)}
+        self.assertEqual(sorted(code - page), [], "families the agent exports that "
+                         "lockwatchd.8 METRICS does not list")
+        self.assertEqual(sorted(page - code), [], "METRICS lists families the agent "
+                         "does not export")
+
     def test_exit_status_and_signals(self):
         status = "\n".join(section(self.text, "EXIT STATUS"))
         for code in ("0", "1", "2"):
