@@ -8,6 +8,7 @@ Standard library and python3-redis only.
 """
 
 import os
+import socket
 import subprocess
 import time
 
@@ -45,6 +46,30 @@ def keyslot(key):
 # --------------------------------------------------------------------------
 # Redis Cluster
 
+def _bindable(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def cluster_port():
+    """A free port whose cluster bus port (port + 10000) exists and is free
+    too (an ephemeral port above 55535 has none, and the node exits)."""
+    for _ in range(200):
+        port = h.free_port()
+        if port + 10000 <= 65535 and _bindable(port + 10000):
+            return port
+    for port in range(20000 + os.getpid() % 20000, 45000):
+        if _bindable(port) and _bindable(port + 10000):
+            return port
+    raise RuntimeError("no free port pair for a cluster node")
+
+
 class Cluster:
     """n primaries (and replicas per primary) made into a cluster with
     `redis-cli --cluster create`.  cluster-require-full-coverage is off so
@@ -54,7 +79,7 @@ class Cluster:
         n = primaries * (1 + replicas)
         self.nodes = []
         for _ in range(n):
-            port = h.free_port()
+            port = cluster_port()
             self.nodes.append(h.RedisServer(port=port, args=[
                 "--cluster-enabled", "yes",
                 "--cluster-config-file", "nodes-%d.conf" % port,

@@ -1,0 +1,155 @@
+"""mode = cluster: a 3-primary Redis Cluster made by the test
+(`redis-cli --cluster create`), 30,000 locks over all slots including
+Redisson-format hash-tagged keys.  Every lock is counted exactly once;
+the client registry is read on the shard of its own slot; stopping one
+primary marks its shard down (lockwatch_shard_up 0, readyz says which) and
+the other two stay scanned; lockctl releases a key on any shard."""
+
+import os
+import uuid
+
+import harness as h
+import topo
+
+PLAIN, REDISSON, LEAKED = 24000, 5000, 1000
+UUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"
+
+
+def keyspace():
+    cmds = []
+    for i in range(PLAIN):
+        cmds.append(("SET", "lock:c:%d" % i, "tok-%d" % i, "PX", "600000"))
+    for i in range(REDISSON):
+        k = "lock:{rs%d}" % i
+        cmds.append(("HSET", k, "%s:%d" % (uuid.UUID(int=i), 1), "1"))
+        cmds.append(("PEXPIRE", k, "600000"))
+    for i in range(LEAKED):
+        cmds.append(("SET", "lock:leak:{%d}" % i, "tok"))
+    for i in range(3000):
+        cmds.append(("SET", "other:%d" % i, "x"))
+    return cmds
+
+
+class ClusterMode(h.TestCase):
+
+    def test_cluster(self):
+        c = topo.Cluster(primaries=3)
+        self.addCleanup(c.stop)
+        self._redises.extend(c.nodes)
+        per_port = {}
+        for cmd in keyspace():
+            if cmd[0] == "PEXPIRE" or cmd[1].startswith("other:"):
+                continue
+            p = c.owner[topo.keyslot(cmd[1])]
+            per_port[p] = per_port.get(p, 0) + 1
+        c.load(keyspace())
+        self.assertEqual(len(per_port), 3, "the locks must cover every shard")
+
+        # A liblockwatch-registered Redisson holder whose registry key lives
+        # on another shard than its lock: the scanner must ask the right one.
+        lock_key = next("lock:{reg%d}" % i for i in range(1000)
+                        if c.owner[topo.keyslot("lock:{reg%d}" % i)] !=
+                        c.owner[topo.keyslot(UUID)])
+        c.load([("HSET", lock_key, UUID + ":7", "1"),
+                ("HSET", "lockwatch:client:{%s}" % UUID, "host", "app-7", "pid", "4242",
+                 "at:7:" + lock_key, "1790000000000")])
+        total = PLAIN + REDISSON + LEAKED + 1
+
+        ag = self.start_agent(targets=[("c", c.url)], scan_interval="1s",
+                              leak_grace="1s", max_hold="1h",
+                              target_extra={"mode": "cluster"},
+                              extra="[classes]\nlock:{rs* = lock:rs\nlock:{reg* = lock:reg\n"
+                                    "lock:leak:* = lock:leak\n")
+
+        def counted():
+            m = ag.metrics()
+            if h.msum(m, "lockwatch_scans_total", target="c", result="ok") < 2:
+                return None
+            return m if h.msum(m, "lockwatch_locks", target="c") == total else None
+        m = ag.wait_for(counted, 60, desc="%d locks counted on target c" % total)
+        self.assertEqual(h.msum(m, "lockwatch_locks", target="c", format="redisson"),
+                         REDISSON + 1)
+        self.assertEqual(h.msum(m, "lockwatch_locks_leaked", target="c"), LEAKED + 1)
+        self.assertEqual(h.msum(m, "lockwatch_target_up", target="c"), 1)
+        shards = h.select(m, "lockwatch_shard_up", target="c")
+        self.assertEqual(len(shards), 3, shards)
+        self.assertTrue(all(v == 1 for _, v in shards), shards)
+        self.assertEqual(sorted(int(l["node"].rsplit(":", 1)[1]) for l, _ in shards),
+                         sorted(per_port))
+        # keys examined: the lock keys of every shard, each counted once
+        self.assertGreaterEqual(h.msum(m, "lockwatch_shard_scan_keys", target="c"), total)
+        self.assertEqual(h.msum(m, "lockwatch_scan_duplicate_keys_total", target="c"), 0)
+        self.assertEqual(ag.get("/readyz")[0], 200)
+
+        # the registry on the uuid's shard gave the holder's host and pid
+        def registry():
+            st, j = ag.lock(lock_key, target="c")
+            return j if st == 200 and j.get("host") == "app-7" else None
+        j = ag.wait_for(registry, 20, desc="registry host of %s" % lock_key)
+        self.assertEqual(j["pid"], 4242)
+
+        # --once scans the cluster the same way
+        p = h.run_lockwatchd(["--once", "-c", ag.config_path], timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr.decode("utf-8", "replace"))
+        once = h.parse_metrics(p.stdout)
+        self.assertEqual(h.msum(once, "lockwatch_locks", target="c"), total)
+
+        # lockctl releases a key on any shard, whichever node the URL names
+        self.lockctl_release_everywhere(c, ag)
+        total -= 3
+
+        # Stop the primary the URL names: discovery falls back to the other
+        # nodes, its shard is down, the other two are still counted.
+        victim = c.nodes[0]
+        lost = sum(1 for k in self.lock_keys(lock_key)
+                   if c.owner[topo.keyslot(k)] == victim.port and k not in self.released)
+        victim.kill()
+
+        def degraded():
+            m = ag.metrics()
+            up = {int(l["node"].rsplit(":", 1)[1]): v
+                  for l, v in h.select(m, "lockwatch_shard_up", target="c")}
+            if up.get(victim.port) != 0 or sorted(up.values()) != [0, 1, 1]:
+                return None
+            return m if h.msum(m, "lockwatch_locks", target="c") == total - lost else None
+        m = ag.wait_for(degraded, 40, desc="shard of :%d down, %d locks left"
+                        % (victim.port, total - lost))
+        self.assertEqual(h.msum(m, "lockwatch_target_up", target="c"), 1)
+        st, _, body = ag.get("/readyz")
+        self.assertEqual(st, 503)
+        self.assertIn(b"shard", body)
+        self.assertIn(b":%d" % victim.port, body)
+
+    released = set()
+
+    @staticmethod
+    def lock_keys(extra):
+        keys = ["lock:c:%d" % i for i in range(PLAIN)]
+        keys += ["lock:{rs%d}" % i for i in range(REDISSON)]
+        keys += ["lock:leak:{%d}" % i for i in range(LEAKED)]
+        return keys + [extra]
+
+    def lockctl_release_everywhere(self, c, ag):
+        """lockctl -c (the agent's config, whose URL names one node) releases
+        a plain lock on each primary, and a Redisson lock, following the
+        cluster to the node that serves each key."""
+        done = set()
+        for i in range(PLAIN):
+            k = "lock:c:%d" % i
+            port = c.owner[topo.keyslot(k)]
+            if port in done:
+                continue
+            p = topo.lockctl(["-c", ag.config_path, "-t", "c", "--json", "release", k,
+                              "--holder", "tok-%d" % i, "--yes", "--reason", "test"])
+            self.assertEqual(p.returncode, 0, (k, port, p.stdout, p.stderr))
+            self.assertIn(b'"released"', p.stdout)
+            self.assertEqual(c.by_port[port].client().exists(k), 0)
+            self.released.add(k)
+            done.add(port)
+            if len(done) == 3:
+                break
+        self.assertEqual(len(done), 3)
+
+
+if __name__ == "__main__":
+    h.main()
