@@ -120,6 +120,34 @@ class ClusterMode(h.TestCase):
         self.assertIn(b"shard", body)
         self.assertIn(b":%d" % victim.port, body)
 
+    def test_scan_replicas(self):
+        """scan_replicas = yes: each shard is scanned on its replica
+        (READONLY), and every lock is still counted once."""
+        c = topo.Cluster(primaries=3, replicas=1)
+        self.addCleanup(c.stop)
+        self._redises.extend(c.nodes)
+        c.load([("SET", "lock:r:%d" % i, "tok", "PX", "600000") for i in range(3000)] +
+               [("SET", "lock:r:{%d}" % i, "tok") for i in range(300)])
+        primaries = set(c.primaries())
+        # replication is asynchronous: wait until every replica has the keys
+        def synced():
+            return sum(r.client().dbsize() for r in c.nodes) == 2 * 3300
+        h.wait_until(synced, 30, desc="replicas in sync")
+        ag = self.start_agent(targets=[("c", c.url)], scan_interval="1s",
+                              target_extra={"mode": "cluster", "scan_replicas": "yes"})
+
+        # a replica the cluster still reports "loading" (no offset gossiped
+        # yet) is passed over for its primary; once online it is scanned
+        def counted():
+            m = ag.metrics()
+            nodes = {int(l["node"].rsplit(":", 1)[1])
+                     for l, v in h.select(m, "lockwatch_shard_up", target="c") if v == 1}
+            if len(nodes) != 3 or nodes & primaries:
+                return None
+            return m if h.msum(m, "lockwatch_locks", target="c") == 3300 and \
+                h.msum(m, "lockwatch_locks_leaked", target="c") == 300 else None
+        ag.wait_for(counted, 40, desc="3300 locks (300 leaked) counted on the three replicas")
+
     released = set()
 
     @staticmethod
