@@ -136,7 +136,8 @@ print_table(const struct lockctl *lc, const redisReply *rep)
     if (n > 0)
         table_print(&t, stdout, TABLE_WIDTH);
     table_release(&t);
-    printf("%zu audit entr%s (newest first) from %s on target %s\n", n, n == 1 ? "y" : "ies",
+    table_line(stdout, TABLE_WIDTH, "%zu audit entr%s (newest first) from %s on target %s", n,
+               n == 1 ? "y" : "ies",
            lc->cfg->audit_stream, lc->t->name);
     return LOCKCTL_DONE;
 }

@@ -32,7 +32,7 @@ struct list_run {
     const char *pattern;        /* --pattern, or NULL */
     /* heap of the kept locks, least bad at [0] */
     struct cli_lock *keep;
-    size_t nkeep;
+    size_t nkeep, keep_cap;
     uint64_t total;             /* locks matching the state */
     uint64_t examined;
     bool complete;
@@ -82,12 +82,26 @@ sift_down(struct cli_lock *h, size_t n, size_t i)
     }
 }
 
-/* Keep l if it is among the worst LIST_KEEP_MAX; takes ownership. */
-static void
+/* Keep l if it is among the worst LIST_KEEP_MAX; takes ownership.  -1 on
+ * ENOMEM (l released). */
+static int
 offer(struct list_run *lr, struct cli_lock *l)
 {
-    struct cli_lock *h = lr->keep;
+    struct cli_lock *h;
 
+    if (lr->nkeep == lr->keep_cap && lr->keep_cap < LIST_KEEP_MAX) {
+        size_t ncap = lr->keep_cap ? 4 * lr->keep_cap : 64;
+
+        if (ncap > LIST_KEEP_MAX)
+            ncap = LIST_KEEP_MAX;
+        if ((h = realloc(lr->keep, ncap * sizeof(*h))) == NULL) {
+            cli_lock_release(l);
+            return -1;
+        }
+        lr->keep = h;
+        lr->keep_cap = ncap;
+    }
+    h = lr->keep;
     if (lr->nkeep < LIST_KEEP_MAX) {
         size_t i = lr->nkeep++;
 
@@ -99,15 +113,16 @@ offer(struct list_run *lr, struct cli_lock *l)
             h[(i - 1) / 2] = tmp;
             i = (i - 1) / 2;
         }
-        return;
+        return 0;
     }
     if (!worse(l, &h[0])) {
         cli_lock_release(l);
-        return;
+        return 0;
     }
     cli_lock_release(&h[0]);
     h[0] = *l;
     sift_down(h, lr->nkeep, 0);
+    return 0;
 }
 
 /* First time this key shows up in this listing?  -1 on ENOMEM. */
@@ -215,7 +230,11 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
             continue;
         }
         lr->total++;
-        offer(lr, &locks[i]);
+        if (offer(lr, &locks[i]) == -1) {
+            while (++i < n)
+                cli_lock_release(&locks[i]);
+            goto oom;
+        }
     }
     rc = 0;
     goto out;
@@ -397,7 +416,8 @@ print_table(struct list_run *lr, size_t count, const char *state)
         snprintf(addr + n, sizeof(addr) - n, ", %zu cluster primar%s", lr->nodes,
                  lr->nodes == 1 ? "y" : "ies");
     }
-    printf("%zu of %llu lock%s (state %s) on target %s (%s); %llu key%s examined%s\n",
+    table_line(stdout, TABLE_WIDTH,
+               "%zu of %llu lock%s (state %s) on target %s (%s); %llu key%s examined%s",
            count, (unsigned long long)lr->total, lr->total == 1 ? "" : "s", state,
            lr->lc->t->name, addr, (unsigned long long)lr->examined,
            lr->examined == 1 ? "" : "s",
@@ -504,11 +524,6 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
     }
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
         return rc;
-    lr.keep = calloc(LIST_KEEP_MAX, sizeof(*lr.keep));
-    if (lr.keep == NULL) {
-        lockctl_warnx("out of memory");
-        return LOCKCTL_REDIS;
-    }
     lr.busy_since = mono_ms();
     rc = lc->t->mode == TARGET_CLUSTER ? scan_cluster(&lr) : scan_node(&lr);
     if (rc == LOCKCTL_DONE) {

@@ -173,6 +173,10 @@ size_t table_text_width(const char *s);
 /* s (terminal-safe) cut to at most width columns, "…" marking the cut
  * (at the end, or in the middle when middle); malloc'd. */
 char *table_cut(const char *s, size_t width, bool middle);
+/* printf one line to fp, made terminal-safe and cut to width columns (for
+ * the lines around tables: footers, outcomes). */
+void table_line(FILE *fp, size_t width, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- output.c ---------------------------------------------------------------- */
 

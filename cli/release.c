@@ -132,11 +132,11 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
                       lc->t->name, addr, release_outcome_message(res->outcome),
                       release_outcome_str(res->outcome));
     } else {
-        printf("%s: %s on target %s (%s)\n", release_outcome_str(res->outcome),
-               key ? key : "?", lc->t->name, addr);
-        printf("%s\n", release_outcome_message(res->outcome));
+        table_line(stdout, TABLE_WIDTH, "%s: %s on target %s (%s)",
+                   release_outcome_str(res->outcome), key ? key : "?", lc->t->name, addr);
+        table_line(stdout, TABLE_WIDTH, "%s", release_outcome_message(res->outcome));
         if (res->audit_id[0] != '\0')
-            printf("audit entry %s\n", res->audit_id);
+            table_line(stdout, TABLE_WIDTH, "audit entry %s", res->audit_id);
         if (res->wake_errors > 0)
             lockctl_warnx("%lld wake-up(s) failed (an ACL without the channel?): waiters "
                           "retry when their own wait times out", res->wake_errors);

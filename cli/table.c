@@ -18,6 +18,7 @@
  * Nothing here talks to Redis or reads other lockctl files, so the unit
  * tests compile this file as it is.
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +186,26 @@ table_cut(const char *s, size_t width, bool middle)
     memcpy(out + head + 3, s + tail_at, tail_len);
     out[head + 3 + tail_len] = '\0';
     return out;
+}
+
+void
+table_line(FILE *fp, size_t width, const char *fmt, ...)
+{
+    char buf[2048], *safe, *cut = NULL;
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    safe = table_safe_text(buf, strlen(buf), NULL);
+    if (safe != NULL)
+        cut = table_cut(safe, width, false);
+    fprintf(fp, "%s\n", cut ? cut : "");
+    free(safe);
+    free(cut);
 }
 
 void

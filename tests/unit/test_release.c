@@ -465,6 +465,34 @@ table_fits_100_columns(void **state)
     free(buf);
 }
 
+static void
+lines_are_cut_and_safe(void **state)
+{
+    char *buf = NULL, big[400];
+    size_t len = 0;
+    FILE *fp;
+
+    (void)state;
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    fp = open_memstream(&buf, &len);
+    assert_non_null(fp);
+    table_line(fp, TABLE_WIDTH, "released: %s on target %s", big, "main\x1b[2J\n");
+    table_line(fp, TABLE_WIDTH, "short %d", 7);
+    fclose(fp);
+    assert_null(strchr(buf, '\x1b'));
+    {
+        char *nl = strchr(buf, '\n');
+
+        assert_non_null(nl);
+        *nl = '\0';
+        assert_int_equal(table_text_width(buf), TABLE_WIDTH);
+        assert_non_null(strstr(buf, "\xe2\x80\xa6"));
+        assert_string_equal(nl + 1, "short 7\n");
+    }
+    free(buf);
+}
+
 int
 main(void)
 {
@@ -482,6 +510,7 @@ main(void)
         cmocka_unit_test(widths_are_never_underestimated),
         cmocka_unit_test(cut_marks_and_fits),
         cmocka_unit_test(table_fits_100_columns),
+        cmocka_unit_test(lines_are_cut_and_safe),
     };
 
     return cmocka_run_group_tests_name("release", tests, NULL, NULL);
