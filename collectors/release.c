@@ -529,6 +529,46 @@ cluster_audit(const struct target_conf *t, const char *stream,
         redisFree(c);
 }
 
+#define RELEASE_REDIRECTS_MAX 2     /* MOVED/ASK hops followed */
+#define RELEASE_TRYAGAIN_MAX  20    /* TRYAGAIN retries, ... */
+#define RELEASE_TRYAGAIN_WAIT_MS 100    /* ... this far apart */
+
+/*
+ * EVALSHA the script on c (t names the node), EVAL when the server does
+ * not have it cached (restart, SCRIPT FLUSH, failover: EVAL caches it for
+ * the next EVALSHA).  asking: an ASK redirection led here, so each try is
+ * preceded by ASKING.  Returns the reply, or NULL with err set.
+ */
+static redisReply *
+run_script(redisContext *c, const struct target_conf *t, struct release_args *a,
+           const char *sha, const char *script, size_t slen, bool asking, const char **what,
+           char *err, size_t errlen)
+{
+    const char *asking_argv[1] = { "ASKING" };
+    redisReply *r;
+    int k;
+
+    for (k = 0; k < 2; k++) {
+        *what = k == 0 ? "EVALSHA" : "EVAL";
+        a->argv[0] = *what;
+        a->argvlen[0] = strlen(*what);
+        a->argv[1] = k == 0 ? sha : script;
+        a->argvlen[1] = k == 0 ? 40 : slen;
+        if (asking) {
+            r = redisconn_command(c, t, "ASKING", 1, asking_argv, NULL, err, errlen);
+            if (r == NULL)
+                return NULL;
+            freeReplyObject(r);
+        }
+        r = redisconn_command(c, t, *what, a->argc, a->argv, a->argvlen, err, errlen);
+        if (r == NULL || k == 1 || r->type != REDIS_REPLY_ERROR ||
+            strncmp(r->str, "NOSCRIPT", 8) != 0)
+            return r;
+        freeReplyObject(r);
+    }
+    return NULL;
+}
+
 enum release_outcome
 release_run(redisContext *c, const struct target_conf *t, const char *audit_stream,
             const struct release_request *req, struct release_result *res)
@@ -539,6 +579,12 @@ release_run(redisContext *c, const struct target_conf *t, const char *audit_stre
     size_t slen = 0;
     redisReply *r = NULL;
     const char *what = "EVALSHA";
+    struct target_conf hop, next;
+    redisContext *hc = c, *own = NULL;
+    char host[256];
+    unsigned slot;
+    bool ask = false;
+    int hops, port, tries = 0;
 
     memset(res, 0, sizeof(*res));
     memset(&a, 0, sizeof(a));
@@ -556,30 +602,48 @@ release_run(redisContext *c, const struct target_conf *t, const char *audit_stre
         set_err(res, "out of memory");
         goto out;
     }
-    r = redisconn_command(c, t, what, a.argc, a.argv, a.argvlen, res->err, sizeof(res->err));
-    if (r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-        /* Not cached on this server (restart, SCRIPT FLUSH, failover):
-         * EVAL runs it and caches it for the next EVALSHA. */
+    hop = *t;
+    for (hops = 0;; hops++) {
+        r = run_script(hc, &hop, &a, sha, script, slen, ask, &what, res->err,
+                       sizeof(res->err));
+        /* TRYAGAIN: the slot is being migrated and not every KEY is on one
+         * side yet; a slot migration takes moments, so wait a little */
+        while (r != NULL && r->type == REDIS_REPLY_ERROR && tries++ < RELEASE_TRYAGAIN_MAX &&
+               strncmp(r->str, "TRYAGAIN", 8) == 0) {
+            struct timespec ts = { 0, RELEASE_TRYAGAIN_WAIT_MS * 1000000L };
+
+            freeReplyObject(r);
+            nanosleep(&ts, NULL);
+            r = run_script(hc, &hop, &a, sha, script, slen, ask, &what, res->err,
+                           sizeof(res->err));
+        }
+        if (r == NULL || hops == RELEASE_REDIRECTS_MAX || t->mode != TARGET_CLUSTER ||
+            !cluster_parse_redirect(r, &ask, &slot, host, sizeof(host), &port))
+            break;
+        /* The slot moved (MOVED) or is moving (ASK) since the caller found
+         * its node: run the script where the cluster says, once more. */
         freeReplyObject(r);
-        what = "EVAL";
-        a.argv[0] = "EVAL";
-        a.argvlen[0] = 4;
-        a.argv[1] = script;
-        a.argvlen[1] = slen;
-        r = redisconn_command(c, t, what, a.argc, a.argv, a.argvlen, res->err,
-                              sizeof(res->err));
+        r = NULL;
+        cluster_node_target(t, host[0] != '\0' ? host : hop.host, port, &next);
+        next.mode = TARGET_CLUSTER;
+        if (own != NULL)
+            redisFree(own);
+        if ((own = redisconn_open(&next, res->err, sizeof(res->err))) == NULL)
+            goto out;
+        hop = next;
+        hc = own;
     }
     if (r == NULL)
         goto out;
     if (r->type == REDIS_REPLY_ERROR) {
-        set_err(res, "%s on %s:%d: %.*s", what, t->host, t->port,
+        set_err(res, "%s on %s:%d: %.*s", what, hop.host, hop.port,
                 (int)(r->len > 300 ? 300 : r->len), r->str);
         goto out;
     }
     if (parse_reply(r, res) == -1) {
         res->outcome = RELEASE_ERROR;
         set_err(res, "%s on %s:%d: unexpected reply from the release script", what,
-                t->host, t->port);
+                hop.host, hop.port);
         goto out;
     }
     if (t->mode == TARGET_CLUSTER && !rq.dry_run && audit_stream != NULL &&
@@ -588,6 +652,8 @@ release_run(redisContext *c, const struct target_conf *t, const char *audit_stre
 out:
     if (r != NULL)
         freeReplyObject(r);
+    if (own != NULL)
+        redisFree(own);
     release_args_free(&a);
     free(script);
     return res->outcome;

@@ -5,7 +5,10 @@ the client registry is read on the shard of its own slot; stopping one
 primary marks its shard down (lockwatch_shard_up 0, readyz says which) and
 the other two stay scanned; lockctl releases a key on any shard."""
 
+import http.client
+import json
 import os
+import threading
 import uuid
 
 import harness as h
@@ -55,21 +58,26 @@ class ClusterMode(h.TestCase):
                  "at:7:" + lock_key, "1790000000000")])
         total = PLAIN + REDISSON + LEAKED + 1
 
+        self.token = "t0ken-%d" % os.getpid()
+        token_file = topo.write_file(h._mkdtemp("lw-tok-"), "unlock.token", self.token + "\n")
         ag = self.start_agent(targets=[("c", c.url)], scan_interval="1s",
                               leak_grace="1s", max_hold="1h",
                               target_extra={"mode": "cluster"},
                               extra="[classes]\nlock:{rs* = lock:rs\nlock:{reg* = lock:reg\n"
-                                    "lock:leak:* = lock:leak\n")
+                                    "lock:leak:* = lock:leak\n\n[unlock]\nhttp = on\n"
+                                    "token_file = %s\n" % token_file)
 
         def counted():
             m = ag.metrics()
             if h.msum(m, "lockwatch_scans_total", target="c", result="ok") < 2:
                 return None
-            return m if h.msum(m, "lockwatch_locks", target="c") == total else None
-        m = ag.wait_for(counted, 60, desc="%d locks counted on target c" % total)
+            # leaks count once a scan is leak_grace past their first sight
+            return m if h.msum(m, "lockwatch_locks", target="c") == total and \
+                h.msum(m, "lockwatch_locks_leaked", target="c") == LEAKED + 1 else None
+        m = ag.wait_for(counted, 60, desc="%d locks (%d leaked) counted on target c"
+                        % (total, LEAKED + 1))
         self.assertEqual(h.msum(m, "lockwatch_locks", target="c", format="redisson"),
                          REDISSON + 1)
-        self.assertEqual(h.msum(m, "lockwatch_locks_leaked", target="c"), LEAKED + 1)
         self.assertEqual(h.msum(m, "lockwatch_target_up", target="c"), 1)
         shards = h.select(m, "lockwatch_shard_up", target="c")
         self.assertEqual(len(shards), 3, shards)
@@ -94,9 +102,11 @@ class ClusterMode(h.TestCase):
         once = h.parse_metrics(p.stdout)
         self.assertEqual(h.msum(once, "lockwatch_locks", target="c"), total)
 
-        # lockctl releases a key on any shard, whichever node the URL names
+        # lockctl releases a key on any shard, whichever node the URL names,
+        # and follows an ASK to a key whose slot is being migrated
         self.lockctl_release_everywhere(c, ag)
-        total -= 3
+        self.lockctl_follows_ask(c, ag)
+        total -= 4
 
         # Stop the primary the URL names: discovery falls back to the other
         # nodes, its shard is down, the other two are still counted.
@@ -156,6 +166,60 @@ class ClusterMode(h.TestCase):
         keys += ["lock:{rs%d}" % i for i in range(REDISSON)]
         keys += ["lock:leak:{%d}" % i for i in range(LEAKED)]
         return keys + [extra]
+
+    def lockctl_follows_ask(self, c, ag):
+        """A slot in migration: the key has moved to the importing node while
+        the migrating one still owns the slot, so the release script gets
+        ASK there and must run on the other node after ASKING."""
+        i = next(i for i in range(PLAIN) if "lock:c:%d" % i not in self.released and
+                 c.owner[topo.keyslot("lock:c:%d" % i)] != c.nodes[0].port)
+        key, slot = "lock:c:%d" % i, topo.keyslot("lock:c:%d" % i)
+        src = c.by_port[c.owner[slot]]
+        dst = next(n for n in c.nodes if n.port not in (src.port, c.nodes[0].port))
+        src_id = src.client().execute_command("CLUSTER", "MYID").decode()
+        dst_id = dst.client().execute_command("CLUSTER", "MYID").decode()
+        dst.client().execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+        src.client().execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+        src.client().execute_command("MIGRATE", "127.0.0.1", dst.port, key, 0, 5000)
+        # The release endpoint goes straight to the script (lockctl inspects
+        # the key first, on the node CLUSTER SHARDS names).  The script's
+        # KEYS are the lock and its wake-up companions: while the slot is
+        # migrating the importing node answers TRYAGAIN (not all of them
+        # are there) until the migration ends, which it does here 0.5 s in.
+        finisher = threading.Timer(0.5, self.finish_migration, (c, src, dst, slot, dst_id))
+        finisher.start()
+        self.addCleanup(finisher.join)
+        conn = http.client.HTTPConnection("127.0.0.1", ag.port, timeout=30)
+        conn.request("POST", "/api/v1/locks/release",
+                     body=json.dumps({"target": "c", "key": key, "holder": "tok-%d" % i,
+                                      "reason": "ask test"}),
+                     headers={"Authorization": "Bearer " + self.token,
+                              "Content-Type": "application/json"})
+        r = conn.getresponse()
+        body = r.read()
+        conn.close()
+        self.assertEqual(r.status, 200, body)
+        self.assertEqual(json.loads(body)["outcome"], "released", body)
+        pipe = dst.client().pipeline(transaction=False)
+        pipe.execute_command("ASKING")
+        pipe.exists(key)
+        self.assertEqual(pipe.execute()[1], 0)
+        self.released.add(key)
+        finisher.join()
+        h.wait_until(lambda: c._slot_map(c.nodes[0]) is not None and
+                     c._slot_map(c.nodes[0])[slot] == dst.port, 10, desc="slot moved")
+        c.refresh()
+
+    @staticmethod
+    def finish_migration(c, src, dst, slot, dst_id):
+        while True:
+            keys = src.client().execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000)
+            if not keys:
+                break
+            src.client().execute_command("MIGRATE", "127.0.0.1", dst.port, "", 0, 5000,
+                                         "KEYS", *keys)
+        for n in c.nodes:
+            n.client().execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
 
     def lockctl_release_everywhere(self, c, ag):
         """lockctl -c (the agent's config, whose URL names one node) releases
