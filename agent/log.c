@@ -26,20 +26,51 @@ log_init(int foreground, int verbose)
         openlog("lockwatchd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
+/*
+ * Messages may carry bytes from Redis (keys, holders) or the network: a
+ * control byte is written as \xNN so no key can forge a log line or send
+ * escape sequences to a terminal.  A backslash is doubled so the escape
+ * cannot be faked either.
+ */
+static void
+defang(char *out, size_t outsz, const char *in)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    unsigned char c;
+
+    for (; *in != '\0' && o + 5 < outsz; in++) {
+        c = (unsigned char)*in;
+        if (c < 0x20 || c == 0x7f) {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 0xf];
+        } else if (c == '\\') {
+            out[o++] = '\\';
+            out[o++] = '\\';
+        } else {
+            out[o++] = (char)c;
+        }
+    }
+    out[o] = '\0';
+}
+
 static void vlog(int, const char *, va_list, int) __attribute__((format(printf, 2, 0)));
 
 static void
 vlog(int pri, const char *fmt, va_list ap, int with_errno)
 {
-    char msg[1024];
+    char raw[1024], msg[4 * sizeof(raw)];
     int saved = errno;
     size_t n;
 
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     if (with_errno) {
-        n = strlen(msg);
-        snprintf(msg + n, sizeof(msg) - n, ": %s", strerror(saved));
+        n = strlen(raw);
+        snprintf(raw + n, sizeof(raw) - n, ": %s", strerror(saved));
     }
+    defang(msg, sizeof(msg), raw);
     if (log_foreground) {
         struct timespec ts;
         struct tm tm;
