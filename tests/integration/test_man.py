@@ -403,6 +403,12 @@ class LibraryPage(unittest.TestCase):
                     "-I", os.path.join(REPO, "client"), path]
             if os.path.exists(lib):
                 args += ["-o", os.path.join(d, "job"), lib] + hiredis + ["-pthread"]
+                # a sanitizer build of the library (SANITIZE=...) links with its runtime
+                undefined = run(["nm", "-u", lib]).stdout
+                sanitizers = [s for s, sym in (("address", "__asan_"), ("undefined", "__ubsan_"))
+                              if sym in undefined]
+                if sanitizers:
+                    args.append("-fsanitize=" + ",".join(sanitizers))
             else:
                 args += ["-c", "-o", os.path.join(d, "job.o")]
             r = run(args)
