@@ -136,6 +136,10 @@ class Browser:
              "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
              "--disable-background-networking", "--disable-component-update",
              "--disable-sync", "--metrics-recording-only", "--hide-scrollbars",
+             "--disable-extensions", "--disable-default-apps", "--no-pings",
+             "--disable-domain-reliability", "--disable-client-side-phishing-detection",
+             # loopback only: every host name but 127.0.0.1 fails to resolve
+             "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
              "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
              "--user-data-dir=" + self.profile, "--window-size=1400,1600", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log)
