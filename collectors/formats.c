@@ -18,17 +18,15 @@
 #include "collectors/keytext.h"
 
 const struct lock_format formats_table[] = {
-    { "redisson-rw",  fmt_redisson_rw_claims, fmt_redisson_rw_decode,
-      fmt_redisson_rw_wake_lua, "redisson_rwlock" },
-    { "redisson",     fmt_redisson_claims, fmt_redisson_decode,
-      fmt_redisson_wake_lua, "redisson_lock__channel" },
-    { "liblockwatch", fmt_lw1_claims, fmt_lw1_decode, NULL, NULL },
-    { "shedlock",     fmt_shedlock_claims, fmt_shedlock_decode, NULL, NULL },
-    { "redis-py",     fmt_redispy_claims, fmt_redispy_decode, NULL, NULL },
-    { "plain",        fmt_plain_claims, fmt_plain_decode, NULL, NULL },
+    { "redisson-rw",  fmt_redisson_rw_claims, fmt_redisson_rw_decode, "redisson_rwlock" },
+    { "redisson",     fmt_redisson_claims, fmt_redisson_decode, "redisson_lock__channel" },
+    { "liblockwatch", fmt_lw1_claims, fmt_lw1_decode, "lockwatch_lock__channel" },
+    { "shedlock",     fmt_shedlock_claims, fmt_shedlock_decode, NULL },
+    { "redis-py",     fmt_redispy_claims, fmt_redispy_decode, NULL },
+    { "plain",        fmt_plain_claims, fmt_plain_decode, NULL },
     /* Must stay last: it claims everything, so formats_decode() always
      * returns a row. */
-    { "unknown",      fmt_unknown_claims, fmt_unknown_decode, NULL, NULL },
+    { "unknown",      fmt_unknown_claims, fmt_unknown_decode, NULL },
 };
 
 const size_t formats_count = sizeof(formats_table) / sizeof(formats_table[0]);

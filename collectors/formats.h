@@ -93,22 +93,16 @@ struct lock_view {
 #define FORMATS_TIME_MAX_MS  INT64_C(4102444800000)  /* 2100-01-01T00:00:00Z */
 
 /*
- * The wake_lua contract (used by the guarded release, SPEC "Guarded
- * release").  A row's wake_lua is a Lua fragment that the release script
- * splices in right after it has deleted the lock.  The fragment
- *  - expects KEYS[1] = the lock key and KEYS[2] = the wake channel that
- *    formats_wake_channel() builds for that key.  The channel is passed as a
- *    KEY, not computed in Lua, so Redis Cluster's slot check accepts a
- *    SPUBLISH on it inside the script (Redisson's channels carry the lock
- *    name as a hash tag, so both land in one slot);
- *  - calls lw_wake(channel, message), which the enclosing script must
- *    define beforehand as a *local* function: PUBLISH message on channel,
- *    and in cluster mode SPUBLISH it too (Redisson >= 3.22 on Redis Cluster
- *    >= 7 listens only on the sharded channel);
- *  - reads no ARGV, defines no globals, has no return statement, and is a
- *    complete statement list (it can be spliced anywhere a statement can).
- * Rows whose clients poll (plain, shedlock, redis-py, ...) have wake_lua and
- * wake_channel NULL: deleting the key is all a waiter needs.
+ * Wake-ups after a forced release (SPEC "Guarded release").  A row's
+ * wake_channel is the prefix of the pub/sub channel its clients wait on;
+ * formats_wake_channel() builds the channel for a key the way Redisson
+ * does, so the channel hashes to the lock's cluster slot and can be passed
+ * to the release script as a KEY (SPUBLISH inside a script needs that).
+ * The message is the release script's business (collectors/lua/
+ * release.lua: "0" for an RLock or a liblockwatch lock, "1" for a
+ * Redisson read/write lock, which wakes every waiter).  Rows whose clients
+ * poll (plain, shedlock, redis-py, ...) have no channel: deleting the key
+ * is all a waiter needs.
  */
 
 struct lock_format {
@@ -117,7 +111,6 @@ struct lock_format {
     /* Fill *view (zeroed by the caller).  0, or -1 when the key is not a
      * lock after all (the next format is tried). */
     int (*decode)(const struct raw_lock *raw, struct lock_view *view);
-    const char *wake_lua;       /* fragment for the guarded release, or NULL */
     /* Prefix of the wake channel, Redisson style (see
      * formats_wake_channel()); NULL when the format has no wake-up. */
     const char *wake_channel;

@@ -212,7 +212,7 @@ static const struct companion {
 } companions[] = {
     { "redisson",       PREFIXED, "redisson",    NULL, NULL },
     { "redisson-rw",    PREFIXED, "redisson-rw", NULL, NULL },
-    { "liblockwatch",   PREFIXED, NULL, "lockwatch_lock__channel", NULL },
+    { "liblockwatch",   PREFIXED, "liblockwatch", NULL, NULL },
     { "redisson-queue", PREFIXED, NULL, "redisson_lock_queue", NULL },
     { "signal",         RENAMED,  NULL, "lock-signal:", "lock:" },
 };

@@ -57,8 +57,6 @@ bool fmt_redisson_rw_claims(const struct raw_lock *raw);
 int fmt_redisson_rw_decode(const struct raw_lock *raw, struct lock_view *view);
 bool fmt_redisson_claims(const struct raw_lock *raw);
 int fmt_redisson_decode(const struct raw_lock *raw, struct lock_view *view);
-extern const char fmt_redisson_rw_wake_lua[];
-extern const char fmt_redisson_wake_lua[];
 
 /* collectors/formats/liblockwatch.c */
 bool fmt_lw1_claims(const struct raw_lock *raw);

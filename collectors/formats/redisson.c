@@ -19,15 +19,6 @@
 
 #include "collectors/formats/formats_impl.h"
 
-/*
- * Waking waiters after a forced release (see the wake_lua contract in
- * formats.h).  RLock waiters take "0" (UNLOCK_MESSAGE: one waiter per
- * client instance, which is what a normal unlock sends).  RW waiters get
- * "1" (READ_UNLOCK_MESSAGE: every waiter) because after a forced release
- * any mix of readers and a writer may be queued.
- */
-const char fmt_redisson_wake_lua[] = "lw_wake(KEYS[2], '0')\n";
-const char fmt_redisson_rw_wake_lua[] = "lw_wake(KEYS[2], '1')\n";
 
 #define WRITE_SUFFIX     ":write"
 #define WRITE_SUFFIX_LEN (sizeof(WRITE_SUFFIX) - 1)
