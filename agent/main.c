@@ -72,7 +72,7 @@ run_once(const struct config *cfg)
 {
     struct view v;
     struct strbuf sb;
-    size_t i;
+    size_t i, k;
     int failed, rc = 0;
 
     failed = targets_scan_once(cfg, &v);
@@ -88,6 +88,13 @@ run_once(const struct config *cfg)
                     v.targets[i].name);
         else if (!s->ok)
             fprintf(stderr, "lockwatchd: target %s: scan failed: %s\n", s->target, s->err);
+        /* a cluster target with a shard down was not wholly scanned */
+        for (k = 0; s != NULL && s->ok && k < s->nshards; k++)
+            if (!s->shards[k].ok) {
+                fprintf(stderr, "lockwatchd: target %s: shard %s (%s) failed: %s\n",
+                        s->target, s->shards[k].shard, s->shards[k].node, s->shards[k].err);
+                failed++;
+            }
     }
     sb_init(&sb, RENDER_MAX_BYTES);
     if (render_metrics(&v, &sb) == -1) {
