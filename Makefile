@@ -13,6 +13,7 @@ PREFIX     ?= /usr/local
 DESTDIR    ?=
 SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
+MANDIR     ?= $(PREFIX)/share/man
 BUILD      ?= build
 
 CC         ?= cc
@@ -81,15 +82,20 @@ ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/itests/%)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
+# Man pages: packaging/man/*.[1-8], installed into man1..man8.  The OPTIONS
+# of lockwatch.ini.5 come from the option table through gen_ini5.
+MAN_PAGES := $(wildcard packaging/man/*.[1-8])
+GEN_INI5  := $(BUILD)/tools/gen_ini5
+
 LOCKWATCHD := $(BUILD)/bin/lockwatchd
 BINS       := $(LOCKWATCHD) $(LOCKCTL)
 
 ALL_OBJ := $(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/main.o $(UNIT_SRC:%.c=$(BUILD)/%.o) \
            $(BENCH_SRC:%.c=$(BUILD)/%.o) $(CLIENT_OBJ) $(EXAMPLE_SRC:%.c=$(BUILD)/%.o) \
-           $(ITEST_SRC:%.c=$(BUILD)/%.o)
+           $(ITEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/packaging/man/gen_ini5.o
 
-.PHONY: all deps test unit integration demo bench install uninstall clean check-deps
-all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN)
+.PHONY: all deps test unit integration demo bench install uninstall clean deb man
+all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(GEN_INI5)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -166,6 +172,15 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/liblockwatch-core.a $(LIBLW_A
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(TEST_LIBS)
 
+$(GEN_INI5): $(BUILD)/packaging/man/gen_ini5.o $(BUILD)/liblockwatch-core.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
+
+# After changing conf/options.c: rewrite the generated OPTIONS of
+# lockwatch.ini.5 (tests/integration/test_man.py fails until it is done).
+man: $(GEN_INI5)
+	$(GEN_INI5) -w packaging/man/lockwatch.ini.5
+
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/liblockwatch-core.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
@@ -176,7 +191,7 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/liblockwatch-core.a
 DEB_PKGS := gcc make pkg-config libhiredis-dev libmicrohttpd-dev libinih-dev \
             libjansson-dev libcurl4-openssl-dev libssl-dev libcmocka-dev \
             redis-server redis-tools prometheus prometheus-alertmanager python3 \
-            python3-redis procps time
+            python3-redis procps time man-db groff-base chromium debhelper dpkg-dev
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
@@ -187,6 +202,12 @@ deps:
 	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root, or install:" $$missing >&2; exit 1; fi; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+# --- Debian packages -------------------------------------------------------
+# lockwatch, liblockwatch0 and liblockwatch-dev in $(BUILD)/deb/, built from
+# a clean copy of the committed tree (packaging/deb-build).
+deb: deps
+	packaging/deb-build $(BUILD)/deb
 
 # --- tests -----------------------------------------------------------------
 test: deps
@@ -237,10 +258,14 @@ install: $(BINS) $(LIBLW)
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 	    packaging/systemd/lockwatchd.service > $(DESTDIR)$(UNITDIR)/lockwatchd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/lockwatchd.service
+	for page in $(MAN_PAGES); do \
+	    s=$${page##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s && \
+	    install -m 0644 $$page $(DESTDIR)$(MANDIR)/man$$s/; done
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/lockwatchd $(DESTDIR)$(UNITDIR)/lockwatchd.service
 	rm -f $(DESTDIR)$(PREFIX)/bin/lockctl
+	for page in $(notdir $(MAN_PAGES)); do rm -f $(DESTDIR)$(MANDIR)/man$${page##*.}/$$page; done
 	rm -f $(DESTDIR)$(PREFIX)/include/lockwatch.h $(DESTDIR)$(PREFIX)/lib/liblockwatch.a \
 	      $(DESTDIR)$(PREFIX)/lib/liblockwatch.so.0 $(DESTDIR)$(PREFIX)/lib/liblockwatch.so \
 	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/lockwatch.pc
