@@ -129,6 +129,8 @@ class ClusterMode(h.TestCase):
         self.assertEqual(st, 503)
         self.assertIn(b"shard", body)
         self.assertIn(b":%d" % victim.port, body)
+        rc, out = h.promtool_check(ag.metrics_text())
+        self.assertEqual(rc, 0, out)
 
     def test_scan_replicas(self):
         """scan_replicas = yes: each shard is scanned on its replica

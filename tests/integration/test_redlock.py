@@ -52,6 +52,8 @@ class Redlock(h.TestCase):
         self.assertIn("r1=A r2=A r3=B r4=B r5=-", a["annotations"]["description"])
         self.assertEqual(h.msum(ag.metrics(), "lockwatch_alerts_firing",
                                 alertname="LockRedlockSplit"), 1)
+        rc, out = h.promtool_check(ag.metrics_text())
+        self.assertEqual(rc, 0, out)
 
         # the nodes agree again: the minority copies go
         for n in nodes[:2]:
