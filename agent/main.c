@@ -119,6 +119,7 @@ main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     const char *path = CONFIG_DEFAULT_PATH;
+    static char *abspath;       /* lives as long as the process */
     bool explicit = false, foreground = false, check = false, once = false;
     struct config *cfg = NULL, *ncfg;
     struct http_server *http;
@@ -164,6 +165,10 @@ main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    /* The daemon changes directory to /: remember where a relative -c
+     * path pointed, so SIGHUP reloads the same file. */
+    if (explicit && path[0] != '/' && (abspath = realpath(path, NULL)) != NULL)
+        path = abspath;
     if (load(path, explicit, &cfg) == -1)
         return 2;
     if (check) {

@@ -721,7 +721,7 @@ validate(struct load *ld)
         case SECTION_UNLOCK:
             if (cfg->unlock_http && cfg->unlock_token == NULL)
                 fail(ld, line_of(in, "http"), in->label, "http", "on needs token_file "
-                     "(set token_file to a file holding the bearer token, mode 0600)");
+                     "(set token_file to a file holding the bearer token, readable only by lockwatchd)");
             break;
         default:
             break;

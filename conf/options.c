@@ -85,7 +85,7 @@ const struct config_option config_options[] = {
     { .section = SECTION_TARGET, .key = "password_file", .type = OPT_FILE,
       AT(struct target_conf, password_file), AT2(struct target_conf, password),
       .example = "/etc/lockwatch/main.pass", .holds = "the password",
-      .help = "file holding the Redis password alone on one line (mode 0600)" },
+      .help = "file with the Redis password alone on one line; only lockwatchd may read it" },
     { .section = SECTION_TARGET, .key = "mode", .type = OPT_ENUM,
       .def = "standalone", .names = mode_names,
       AT(struct target_conf, mode),
@@ -889,7 +889,7 @@ set_redis_url(void *base, const char *v, char *why, size_t len)
     aend = auth + strcspn(auth, "/");
     if (authority_has_password(auth, (size_t)(aend - auth))) {
         whyf(why, len, "a password in the URL is not allowed (put the password alone "
-             "on one line in a file, mode 0600, and set password_file to its path)");
+             "on one line in a file only lockwatchd can read, and set password_file to its path)");
         goto out;
     }
     if (strpbrk(v, "?#") != NULL) {
@@ -1008,10 +1008,10 @@ set_file(const struct config_option *o, void *base, const char *v, char *why, si
 
         if (e == EACCES)
             whyf(why, len, "cannot read \"%s\": %s (make it readable by the user "
-                 "lockwatch runs as, mode 0600)", v, strerror(e));
+                 "lockwatch runs as, e.g. 0640 root:lockwatch)", v, strerror(e));
         else
             whyf(why, len, "cannot read \"%s\": %s (create it with %s alone on one "
-                 "line, mode 0600)", v, strerror(e), o->holds);
+                 "line, readable by lockwatchd only)", v, strerror(e), o->holds);
         goto out;
     }
     if (!S_ISREG(st.st_mode)) {
