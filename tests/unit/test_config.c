@@ -526,8 +526,8 @@ test_password_in_url_refused(void **state)
         assert_int_equal(load_text(texts[i], &cfg, err, sizeof(err)), -1);
         assert_null(cfg);
         assert_string_equal(err, "x.ini:2: [target main] url: a password in the URL is not "
-                            "allowed (put the password alone on one line in a file, mode "
-                            "0600, and set password_file to its path)");
+                            "allowed (put the password alone on one line in a file only "
+                            "lockwatchd can read, and set password_file to its path)");
         assert_null(strstr(err, "s3cr3t"));
     }
     expect_error("[webhook w]\nurl = https://u:s3cr3t@hooks.example/x\n",
@@ -607,10 +607,12 @@ test_secret_files(void **state)
     expect_error("[agent]\n[target main]\nurl = redis://127.0.0.1:6379/0\n"
                  "password_file = /nope\n",
                  "x.ini:4: [target main] password_file: cannot read \"/nope\": No such file "
-                 "or directory (create it with the password alone on one line, mode 0600)");
+                 "or directory (create it with the password alone on one line, readable by "
+                 "lockwatchd only)");
     expect_error("[unlock]\ntoken_file = /nope/token\n",
                  "x.ini:2: [unlock] token_file: cannot read \"/nope/token\": No such file or "
-                 "directory (create it with the bearer token alone on one line, mode 0600)");
+                 "directory (create it with the bearer token alone on one line, readable by "
+                 "lockwatchd only)");
     expect_error("[target main]\npassword_file = main.pass\n",
                  "x.ini:2: [target main] password_file: \"main.pass\" is not an absolute "
                  "path (give the full path of the file holding the password, e.g. "
@@ -871,7 +873,7 @@ test_webhook_and_unlock_validation(void **state)
                  "e.g. url = https://hooks.example/lockwatch)");
     expect_error("[rules]\n[unlock]\nhttp = on\n",
                  "x.ini:3: [unlock] http: on needs token_file (set token_file to a file "
-                 "holding the bearer token, mode 0600)");
+                 "holding the bearer token, readable only by lockwatchd)");
 
     tmp_write(&secret, "whsec_abc\n");
     snprintf(text, sizeof(text), "[webhook w]\nurl = https://h/x\nformat = slack\n"
