@@ -84,6 +84,7 @@ struct scanner {
     size_t nconns;
     struct cluster_node *known;
     size_t nknown;
+    uint64_t conn_key;          /* how the connections were made (conn_key()) */
 };
 
 struct key_meta {
@@ -1168,6 +1169,31 @@ finish_snapshot(struct run *r)
 
 /* ---- connections and streams ------------------------------------------------ */
 
+/* A hash of everything in t that decides where and how the scanner
+ * connects: a reload that changes any of it must not reuse a connection
+ * made the old way (another server, user, password or database). */
+static uint64_t
+conn_key(const struct target_conf *t)
+{
+    char buf[1024];
+    uint64_t h;
+    size_t i;
+    int n;
+
+    n = snprintf(buf, sizeof(buf), "%d|%s|%d|%d|%s|%s|%d|%lld|%lld|%s", (int)t->mode,
+                 t->host, t->port, t->db, t->user ? t->user : "", t->master_name ?
+                 t->master_name : "", t->scan_replicas, (long long)t->connect_timeout_ms,
+                 (long long)t->command_timeout_ms, t->password ? t->password : "");
+    h = keytext_hash(buf, n > 0 ? ((size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf)) : 0);
+    for (i = 0; i < t->nsentinels; i++) {
+        n = snprintf(buf, sizeof(buf), "%016llx|%s|%d", (unsigned long long)h,
+                     t->sentinels[i].host, t->sentinels[i].port);
+        h = keytext_hash(buf, n > 0 ? ((size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf)) : 0);
+    }
+    explicit_bzero(buf, sizeof(buf));
+    return h;
+}
+
 /* Open the stream's connection unless it has one (kept from the last
  * scan); a cluster replica is told READONLY so it answers for its keys. */
 static int
@@ -1504,6 +1530,15 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         return NULL;
     }
     pthread_mutex_init(&r.mu, NULL);
+    if (conn_key(t) != sc->conn_key) {
+        /* first run, or a reload changed the address, mode or credentials */
+        scanner_disconnect(sc);
+        free(sc->known);
+        sc->known = NULL;
+        sc->nknown = 0;
+        sc->sentinel_first = 0;
+        sc->conn_key = conn_key(t);
+    }
     sc->pass++;
     if (sc->pass == 0)
         sc->pass = 1;           /* 0 never marks a visited pass */

@@ -91,6 +91,25 @@ max_keys_per_second = 2000
         self.assertGreaterEqual(h.msum(m, "lockwatch_scan_duration_seconds",
                                        target="throttled"), 7.0)
 
+    def test_reload_to_another_server(self):
+        """A reload that points a target at another server (or mode, user,
+        password) reconnects; it never goes on scanning the old one."""
+        a = self.start_redis()
+        b = self.start_redis(password="b-pass")
+        a.client().set("lock:on:a", "tok")
+        b.client().set("lock:on:b", "tok")
+        ag = self.start_agent(a, scan_interval="500ms")
+        ag.wait_for(lambda: ag.lock("lock:on:a")[0] == 200, 10, desc="lock:on:a")
+        pw = os.path.join(ag.dir, "b.pass")
+        with open(pw, "w") as f:
+            f.write("b-pass\n")
+        os.chmod(pw, 0o600)
+        ag.targets = [("main", b.url)]
+        ag.write_config(ag.render_config(target_extra={"password_file": pw}))
+        ag.reload()
+        ag.wait_for(lambda: ag.lock("lock:on:b")[0] == 200 and
+                    ag.lock("lock:on:a")[0] == 404, 10, desc="scanning b, not a")
+
 
 if __name__ == "__main__":
     h.main()
