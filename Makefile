@@ -224,14 +224,16 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@tests/demo/run $(BUILD)
 
-# Three benchmark drivers, each printing figures and ratios (never
-# pass/fail): the scan (floor, memory, gentleness), sample ingest, and the
-# client library (acquire/release rate, handoff latency).
+# Four benchmark drivers, each printing figures and ratios (never
+# pass/fail): the scan (floor, memory, gentleness), sample ingest, the
+# client library (acquire/release rate, handoff latency) and a cluster scan
+# against its shards' floors.
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run $(BUILD)
 	@bench/ingest $(BUILD)
-	@if [ -x bench/client ]; then bench/client $(BUILD); fi
+	@bench/client $(BUILD)
+	@bench/cluster $(BUILD)
 
 # --- install ---------------------------------------------------------------
 # The unit runs lockwatchd as the system user "lockwatch", which may read
