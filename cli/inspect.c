@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cli/lockctl.h"
+#include "collectors/cluster.h"
 #include "collectors/redisconn.h"
 #include "collectors/snapshot.h"
 
@@ -42,12 +43,18 @@ type_of(const redisReply *rep)
 }
 
 static void
-append(redisContext *c, const char *cmd, const char *sub, const char *key, size_t keylen,
-       const char *a1, const char *a2, const char *a3)
+append_cmd(const struct lockctl *lc, const char *cmd, const char *sub, const char *key,
+           size_t keylen, const char *a1, const char *a2, const char *a3)
 {
+    redisContext *c = lc->c;
     const char *argv[6];
     size_t len[6];
     int n = 0;
+
+    /* A slot in migration: the importing node serves a moved key only to
+     * a command right after ASKING. */
+    if (lc->asking)
+        redisAppendCommand(c, "ASKING");
 
     argv[n] = cmd, len[n++] = strlen(cmd);
     if (sub != NULL)
@@ -66,6 +73,15 @@ static int
 get_reply(struct lockctl *lc, const char *what, redisReply **rep, char *err, size_t errlen)
 {
     void *p = NULL;
+
+    if (lc->asking) {           /* the +OK of the ASKING sent before it */
+        if (redisGetReply(lc->c, &p) != REDIS_OK || p == NULL) {
+            redisconn_error(lc->c, lc->t, "ASKING", err, errlen);
+            return -1;
+        }
+        freeReplyObject(p);
+        p = NULL;
+    }
 
     if (redisGetReply(lc->c, &p) != REDIS_OK || p == NULL) {
         redisconn_error(lc->c, lc->t, what, err, errlen);
@@ -172,9 +188,16 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
     judge(lc, l, now_ms);
 }
 
-int
-inspect_keys(struct lockctl *lc, const char *const *keys, const size_t *lens, size_t n,
-             int64_t now_ms, struct cli_lock *out, char *err, size_t errlen)
+struct redirect {
+    bool seen, ask;
+    char host[256];
+    int port;
+};
+
+static int
+inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, size_t n,
+             int64_t now_ms, struct cli_lock *out, struct redirect *rd, char *err,
+             size_t errlen)
 {
     redisReply *rep = NULL, *hlen = NULL;
     size_t i;
@@ -194,9 +217,9 @@ inspect_keys(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         out[i].pttl_ms = -2;
         out[i].fmt = &formats_table[formats_count - 1];
         /* OBJECT IDLETIME before anything that touches the key */
-        append(lc->c, "OBJECT", "IDLETIME", keys[i], lens[i], NULL, NULL, NULL);
-        append(lc->c, "TYPE", NULL, keys[i], lens[i], NULL, NULL, NULL);
-        append(lc->c, "PTTL", NULL, keys[i], lens[i], NULL, NULL, NULL);
+        append_cmd(lc, "OBJECT", "IDLETIME", keys[i], lens[i], NULL, NULL, NULL);
+        append_cmd(lc, "TYPE", NULL, keys[i], lens[i], NULL, NULL, NULL);
+        append_cmd(lc, "PTTL", NULL, keys[i], lens[i], NULL, NULL, NULL);
     }
     for (i = 0; i < n; i++) {
         if (get_reply(lc, "OBJECT IDLETIME", &rep, err, errlen) == -1)
@@ -206,6 +229,17 @@ inspect_keys(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         freeReplyObject(rep);
         if (get_reply(lc, "TYPE", &rep, err, errlen) == -1)
             goto out;
+        {
+            unsigned slot;
+
+            if (cluster_parse_redirect(rep, &rd->ask, &slot, rd->host, sizeof(rd->host),
+                                       &rd->port)) {
+                rd->seen = true;    /* the key is served elsewhere */
+                snprintf(err, errlen, "TYPE on %s:%d: %.*s", lc->t->host, lc->t->port,
+                         (int)(rep->len > 200 ? 200 : rep->len), rep->str);
+                goto out;
+            }
+        }
         if (failed(lc, "TYPE", rep, err, errlen))
             goto out;
         out[i].type = type_of(rep);
@@ -221,10 +255,10 @@ inspect_keys(struct lockctl *lc, const char *const *keys, const size_t *lens, si
     }
     for (i = 0; i < n; i++) {
         if (out[i].type == RAW_STRING)
-            append(lc->c, "GETRANGE", NULL, keys[i], lens[i], "0", STR(RAW_VALUE_MAX), NULL);
+            append_cmd(lc, "GETRANGE", NULL, keys[i], lens[i], "0", STR(RAW_VALUE_MAX), NULL);
         else if (out[i].type == RAW_HASH) {
-            append(lc->c, "HLEN", NULL, keys[i], lens[i], NULL, NULL, NULL);
-            append(lc->c, "HSCAN", NULL, keys[i], lens[i], "0", "COUNT", STR(RAW_FIELDS_MAX));
+            append_cmd(lc, "HLEN", NULL, keys[i], lens[i], NULL, NULL, NULL);
+            append_cmd(lc, "HSCAN", NULL, keys[i], lens[i], "0", "COUNT", STR(RAW_FIELDS_MAX));
         }
     }
     for (i = 0; i < n; i++) {
@@ -252,6 +286,41 @@ out:
         for (i = 0; i < n; i++)
             cli_lock_release(&out[i]);
     return rc;
+}
+
+#define INSPECT_REDIRECTS_MAX 2
+
+/*
+ * In a cluster the key's slot may have moved (MOVED) or be moving (ASK)
+ * since lockctl looked up its node: follow at most two redirections, the
+ * way the release script does, so show and release work during a
+ * resharding.  The connection is replaced by one to the node that serves
+ * the key; after an ASK every read is preceded by ASKING.
+ */
+int
+inspect_keys(struct lockctl *lc, const char *const *keys, const size_t *lens, size_t n,
+             int64_t now_ms, struct cli_lock *out, char *err, size_t errlen)
+{
+    struct redirect rd;
+    redisContext *nc;
+    struct target_conf node;
+    int hops, rc;
+
+    for (hops = 0;; hops++) {
+        memset(&rd, 0, sizeof(rd));
+        rc = inspect_once(lc, keys, lens, n, now_ms, out, &rd, err, errlen);
+        if (rc == 0 || !rd.seen || hops == INSPECT_REDIRECTS_MAX)
+            return rc;
+        cluster_node_target(lc->t, rd.host[0] ? rd.host : lc->t->host, rd.port, &node);
+        nc = redisconn_open(&node, err, errlen);
+        if (nc == NULL)
+            return -1;
+        redisFree(lc->c);       /* replies of the cut pipeline are pending */
+        lc->c = nc;
+        lc->node = node;
+        lc->t = &lc->node;
+        lc->asking = rd.ask;
+    }
 }
 
 void

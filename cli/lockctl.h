@@ -47,6 +47,7 @@ struct lockctl {
     /* from session_connect() */
     redisContext *c;
     struct target_conf node;    /* t aimed at the node connected to */
+    bool asking;                /* an ASK led to c: ASKING before each read */
 };
 
 /* Load the config, pick the target, apply --url.  Prints what is wrong

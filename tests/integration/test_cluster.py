@@ -183,8 +183,12 @@ class ClusterMode(h.TestCase):
         dst.client().execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
         src.client().execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
         src.client().execute_command("MIGRATE", "127.0.0.1", dst.port, key, 0, 5000)
-        # The release endpoint goes straight to the script (lockctl inspects
-        # the key first, on the node CLUSTER SHARDS names).  The script's
+        # lockctl reads the key on the node CLUSTER SHARDS names, which
+        # answers ASK: it must follow to the importing node with ASKING.
+        p = topo.lockctl(["-c", ag.config_path, "-t", "c", "--json", "show", key])
+        self.assertEqual(p.returncode, 0, (p.stdout, p.stderr))
+        self.assertIn(b'"tok-%d"' % i, p.stdout)
+        # The release endpoint goes straight to the script.  The script's
         # KEYS are the lock and its wake-up companions: while the slot is
         # migrating the importing node answers TRYAGAIN (not all of them
         # are there) until the migration ends, which it does here 0.5 s in.
