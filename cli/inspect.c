@@ -22,6 +22,7 @@
 
 #include "cli/lockctl.h"
 #include "collectors/cluster.h"
+#include "collectors/rawread.h"
 #include "collectors/redisconn.h"
 #include "collectors/snapshot.h"
 
@@ -140,7 +141,6 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
 {
     struct raw_field fields[RAW_FIELDS_MAX];
     struct raw_lock raw;
-    size_t nf = 0, j;
 
     memset(&raw, 0, sizeof(raw));
     raw.key = l->key;
@@ -149,40 +149,14 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
     raw.pttl = l->pttl_ms;
     if (val != NULL && val->type == REDIS_REPLY_ERROR)
         raw.type = l->type = RAW_NONE;      /* replaced by another type meanwhile */
-    else if (l->type == RAW_STRING && val != NULL && val->type == REDIS_REPLY_STRING) {
-        raw.value = val->str;
-        raw.valuelen = val->len;
-        if (raw.valuelen > RAW_VALUE_MAX) {
-            raw.valuelen = RAW_VALUE_MAX;
-            raw.value_truncated = true;
-        }
-    } else if (l->type == RAW_HASH && val != NULL && val->type == REDIS_REPLY_ARRAY &&
-               val->elements == 2 && val->element[1]->type == REDIS_REPLY_ARRAY) {
-        const redisReply *arr = val->element[1];
-
-        for (j = 0; j + 1 < arr->elements; j += 2) {
-            if (nf == RAW_FIELDS_MAX) {
-                raw.fields_truncated = true;
-                break;
-            }
-            fields[nf].name = arr->element[j]->str;
-            fields[nf].namelen = arr->element[j]->len;
-            fields[nf].value = arr->element[j + 1]->str;
-            fields[nf].valuelen = arr->element[j + 1]->len;
-            nf++;
-        }
-        if (val->element[0]->type == REDIS_REPLY_STRING &&
-            !(val->element[0]->len == 1 && val->element[0]->str[0] == '0'))
-            raw.fields_truncated = true;
-        raw.fields = fields;
-        raw.nfields = nf;
-        if (nf == 0)
-            raw.type = l->type = RAW_NONE;  /* emptied meanwhile */
-    }
+    else if (l->type == RAW_STRING)
+        rawread_string(val, &raw);
+    else if (l->type == RAW_HASH && rawread_hash(val, fields, &raw) && raw.nfields == 0)
+        raw.type = l->type = RAW_NONE;      /* emptied meanwhile */
     l->fmt = formats_decode(&raw, &l->view);
-    if (raw.fields_truncated && hlen != NULL && hlen->type == REDIS_REPLY_INTEGER &&
-        l->view.holders_total > 0 && hlen->integer > (long long)nf)
-        l->view.holders_total += (size_t)(hlen->integer - (long long)nf);
+    rawread_count_cut_holders(&l->view, &raw,
+                              hlen != NULL && hlen->type == REDIS_REPLY_INTEGER ?
+                              hlen->integer : -1);
     l->value_truncated = raw.value_truncated || raw.fields_truncated;
     class_of(l->key, l->keylen, lc->cfg->classes, lc->cfg->nclasses, l->cls, sizeof(l->cls));
     judge(lc, l, now_ms);

@@ -56,6 +56,7 @@
 #include "collectors/formats.h"
 #include "collectors/keytext.h"
 #include "collectors/lockclass.h"
+#include "collectors/rawread.h"
 #include "collectors/redisconn.h"
 #include "collectors/redlock.h"
 #include "collectors/sentinel.h"
@@ -528,8 +529,7 @@ record(struct stream *s, const struct key_meta *m, const struct raw_lock *raw,
     fmt = formats_decode(raw, &view);
     /* fields past the read cap are holders too (the decoders saw only
      * the first RAW_FIELDS_MAX) */
-    if (raw->fields_truncated && view.holders_total > 0 && hlen > (long long)raw->nfields)
-        view.holders_total += (size_t)(hlen - (long long)raw->nfields);
+    rawread_count_cut_holders(&view, raw, hlen);
 
     start_age = m->idle_s > 0 ? m->idle_s * 1000 : 0;
     if (view.acquired_ms > 0 && r->now_ms - view.acquired_ms > start_age)
@@ -608,7 +608,7 @@ read_values(struct stream *s, struct batch *b)
     struct raw_lock raw;
     redisReply *rep;
     long long hlen;
-    size_t i, j, nf;
+    size_t i;
     int rc;
 
     for (i = 0; i < b->n; i++) {
@@ -643,46 +643,13 @@ read_values(struct stream *s, struct batch *b)
                 continue;
             }
         }
-        if (m->type == RAW_STRING && rep->type == REDIS_REPLY_STRING) {
-            raw.value = rep->str;
-            raw.valuelen = rep->len;
-            if (raw.valuelen > RAW_VALUE_MAX) {
-                raw.valuelen = RAW_VALUE_MAX;
-                raw.value_truncated = true;
-            }
-        } else if (m->type == RAW_HASH) {
-            const redisReply *arr;
-
-            if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
-                rep->element[1]->type != REDIS_REPLY_ARRAY) {
-                freeReplyObject(rep);
-                s->cnt.vanished_total++;
-                continue;
-            }
-            arr = rep->element[1];
-            if (arr->elements == 0) {
-                freeReplyObject(rep);   /* vanished between TYPE and HSCAN */
-                s->cnt.vanished_total++;
-                continue;
-            }
-            nf = 0;
-            for (j = 0; j + 1 < arr->elements; j += 2) {
-                if (nf == RAW_FIELDS_MAX) {
-                    raw.fields_truncated = true;
-                    break;
-                }
-                fields[nf].name = arr->element[j]->str;
-                fields[nf].namelen = arr->element[j]->len;
-                fields[nf].value = arr->element[j + 1]->str;
-                fields[nf].valuelen = arr->element[j + 1]->len;
-                nf++;
-            }
-            /* a non-zero cursor means more fields than one HSCAN gave */
-            if (rep->element[0]->type == REDIS_REPLY_STRING &&
-                !(rep->element[0]->len == 1 && rep->element[0]->str[0] == '0'))
-                raw.fields_truncated = true;
-            raw.fields = fields;
-            raw.nfields = nf;
+        if (m->type == RAW_STRING) {
+            rawread_string(rep, &raw);
+        } else if (m->type == RAW_HASH &&
+                   (!rawread_hash(rep, fields, &raw) || raw.nfields == 0)) {
+            freeReplyObject(rep);       /* gone between TYPE and HSCAN */
+            s->cnt.vanished_total++;
+            continue;
         }
         rc = record(s, m, &raw, hlen);
         if (rep != NULL)
