@@ -18,75 +18,29 @@
 
 #include "agent/render.h"
 #include "collectors/keytext.h"
+#include "collectors/lockjson.h"
 
 #define API_LIMIT_DEFAULT 100
 #define API_LIMIT_MAX     10000
-
-/* Raw bytes as a JSON string: sanitised UTF-8, or percent-encoded
- * (lossless) when escaped. */
-static json_t *
-json_bytes(const char *p, size_t n, bool escaped)
-{
-    char stack[512], *tmp = stack;
-    size_t need = escaped ? KEYTEXT_PERCENT_MAX(n) : KEYTEXT_SANITIZED_MAX(n), len;
-    json_t *j;
-
-    if (need > sizeof(stack) && (tmp = malloc(need)) == NULL)
-        return NULL;
-    len = escaped ? keytext_percent(tmp, need, p, n) : keytext_sanitize(tmp, need, p, n);
-    j = json_stringn(tmp, len);
-    if (tmp != stack)
-        free(tmp);
-    return j;
-}
-
-#define json_bytes_sanitized(p, n) json_bytes((p), (n), false)
-#define json_bytes_escaped(p, n)   json_bytes((p), (n), true)
-
-static json_t *
-json_time(int64_t ms)
-{
-    char date[32], buf[48];
-    time_t sec;
-    struct tm tm;
-
-    if (ms < 0)
-        ms = 0;
-    sec = (time_t)(ms / 1000);
-    if (gmtime_r(&sec, &tm) == NULL ||
-        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-        return json_null();
-    snprintf(buf, sizeof(buf), "%s.%03dZ", date, (int)(ms % 1000));
-    return json_string(buf);
-}
 
 static json_t *
 lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
 {
     const char *key = l->key;
-    json_t *o, *states, *holders, *h;
+    json_t *o, *holders, *h;
     size_t i;
 
     o = json_object();
-    states = json_array();
     holders = json_array();
-    if (o == NULL || states == NULL || holders == NULL)
+    if (o == NULL || holders == NULL)
         goto fail;
     json_object_set_new(o, "target", json_string(s->target));
-    json_object_set_new(o, "key", json_bytes_sanitized(key, l->key_len));
-    json_object_set_new(o, "key_escaped", json_bytes_escaped(key, l->key_len));
-    json_object_set_new(o, "class", json_bytes_sanitized(s->classes[l->class_idx],
+    json_object_set_new(o, "key", lockjson_text(key, l->key_len));
+    json_object_set_new(o, "key_escaped", lockjson_escaped(key, l->key_len));
+    json_object_set_new(o, "class", lockjson_text(s->classes[l->class_idx],
                                                          strlen(s->classes[l->class_idx])));
     json_object_set_new(o, "format", json_string(formats_table[l->format].name));
-    json_array_append_new(states, json_string("held"));
-    if (l->states & LOCK_LEAKED)
-        json_array_append_new(states, json_string("leaked"));
-    if (l->states & LOCK_LONG)
-        json_array_append_new(states, json_string("long"));
-    if (l->states & LOCK_REENTRANT_HIGH)
-        json_array_append_new(states, json_string("reentrant_high"));
-    json_object_set_new(o, "states", states);
-    states = NULL;
+    json_object_set_new(o, "states", lockjson_states(l->states));
     json_object_set_new(o, "pttl_ms", json_integer(l->pttl_ms));
     for (i = 0; i < l->nholders; i++) {
         const struct snap_holder *sh = &l->holders[i];
@@ -94,8 +48,8 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
         h = json_object();
         if (h == NULL)
             goto fail;
-        json_object_set_new(h, "id", json_bytes_sanitized(sh->id, sh->id_len));
-        json_object_set_new(h, "id_escaped", json_bytes_escaped(sh->id, sh->id_len));
+        json_object_set_new(h, "id", lockjson_text(sh->id, sh->id_len));
+        json_object_set_new(h, "id_escaped", lockjson_escaped(sh->id, sh->id_len));
         json_object_set_new(h, "count", json_integer(sh->count));
         if (sh->truncated)
             json_object_set_new(h, "id_truncated", json_true());
@@ -109,14 +63,14 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
         json_object_set_new(o, "mode", json_string("read"));
     else if (l->flags & SNAP_MODE_WRITE)
         json_object_set_new(o, "mode", json_string("write"));
-    json_object_set_new(o, "first_seen", json_time(l->first_seen_ms));
+    json_object_set_new(o, "first_seen", lockjson_time(l->first_seen_ms));
     json_object_set_new(o, "age_seconds", json_real((double)(now_ms - l->first_seen_ms) / 1000.0));
     json_object_set_new(o, "host", l->host_len ?
-                        json_bytes_sanitized(l->host, l->host_len) :
+                        lockjson_text(l->host, l->host_len) :
                         json_null());
     json_object_set_new(o, "pid", l->pid ? json_integer(l->pid) : json_null());
     json_object_set_new(o, "thread", l->thread >= 0 ? json_integer(l->thread) : json_null());
-    json_object_set_new(o, "acquired_at", l->acquired_ms ? json_time(l->acquired_ms) : json_null());
+    json_object_set_new(o, "acquired_at", l->acquired_ms ? lockjson_time(l->acquired_ms) : json_null());
     if (l->flags & SNAP_KEY_TRUNCATED)
         json_object_set_new(o, "key_truncated", json_true());
     if (l->flags & SNAP_VALUE_TRUNCATED)
@@ -124,7 +78,6 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
     return o;
 fail:
     json_decref(o);
-    json_decref(states);
     json_decref(holders);
     return NULL;
 }

@@ -13,6 +13,7 @@
  * into batches of SINK_BATCH_MAX alerts, one request each.
  */
 #include "alerts/alerts.h"
+#include "collectors/lockjson.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -325,9 +326,9 @@ alert_json(const struct alert *a)
     json_object_set_new(o, "labels", sink_json_labels(a));
     json_object_set_new(o, "annotations", sink_json_annotations(a));
     json_object_set_new(o, "state", json_string("firing"));
-    json_object_set_new(o, "startsAt", sink_json_time(a->starts_ms));
+    json_object_set_new(o, "startsAt", lockjson_time(a->starts_ms));
     json_object_set_new(o, "fingerprint", json_string(fp));
-    json_object_set_new(o, "lastSentAt", a->last_sent_ms ? sink_json_time(a->last_sent_ms) :
+    json_object_set_new(o, "lastSentAt", a->last_sent_ms ? lockjson_time(a->last_sent_ms) :
                         json_null());
     return o;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "alerts/sinks.h"
+#include "collectors/lockjson.h"
 
 #define AM_PATH "/api/v2/alerts"
 
@@ -38,8 +39,8 @@ am_render(const struct sink_batch *b, char **body, size_t *len)
             goto fail;
         json_object_set_new(o, "labels", sink_json_labels(a));
         json_object_set_new(o, "annotations", sink_json_annotations(a));
-        json_object_set_new(o, "startsAt", sink_json_time(a->starts_ms));
-        json_object_set_new(o, "endsAt", sink_json_time(a->state == ALERT_RESOLVED ?
+        json_object_set_new(o, "startsAt", lockjson_time(a->starts_ms));
+        json_object_set_new(o, "endsAt", lockjson_time(a->state == ALERT_RESOLVED ?
                                                         a->ends_ms :
                                                         b->now_ms + SINK_AM_VALID_MS));
         if (b->generator_url != NULL)

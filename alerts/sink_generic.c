@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "alerts/sinks.h"
+#include "collectors/lockjson.h"
 
 static const char *
 reason(enum alert_event_kind k)
@@ -58,9 +59,9 @@ generic_render(const struct sink_batch *b, char **body, size_t *len)
         json_object_set_new(o, "status", json_string(sink_alert_status(a)));
         json_object_set_new(o, "labels", sink_json_labels(a));
         json_object_set_new(o, "annotations", sink_json_annotations(a));
-        json_object_set_new(o, "startsAt", sink_json_time(a->starts_ms));
+        json_object_set_new(o, "startsAt", lockjson_time(a->starts_ms));
         if (a->state == ALERT_RESOLVED)
-            json_object_set_new(o, "endsAt", sink_json_time(a->ends_ms));
+            json_object_set_new(o, "endsAt", lockjson_time(a->ends_ms));
         json_object_set_new(o, "fingerprint", json_string(fp));
         if (b->generator_url != NULL)
             json_object_set_new(o, "generatorURL", json_string(b->generator_url));

@@ -125,23 +125,6 @@ out:
 }
 
 json_t *
-sink_json_time(int64_t ms)
-{
-    char date[32], buf[48];
-    time_t sec;
-    struct tm tm;
-
-    if (ms < 0)
-        ms = 0;
-    sec = (time_t)(ms / 1000);
-    if (gmtime_r(&sec, &tm) == NULL ||
-        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-        return json_null();
-    snprintf(buf, sizeof(buf), "%s.%03dZ", date, (int)(ms % 1000));
-    return json_string(buf);
-}
-
-json_t *
 sink_json_labels(const struct alert *a)
 {
     json_t *o = json_object();

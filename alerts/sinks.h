@@ -91,7 +91,6 @@ int sink_sign(const struct sink_key *key, const char *msg_id, int64_t ts,
               const char *body, size_t len, char *out, size_t outlen);
 
 /* Helpers the rows share. */
-json_t *sink_json_time(int64_t unix_ms);              /* RFC 3339, ms, UTC */
 json_t *sink_json_labels(const struct alert *a);
 json_t *sink_json_annotations(const struct alert *a);
 /* json_dumps into *body / *len, consuming root.  0 / -1. */

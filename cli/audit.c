@@ -69,17 +69,17 @@ entry_json(const redisReply *e)
     if (o == NULL)
         return NULL;
     json_object_set_new(o, "id", json_stringn(e->element[0]->str, e->element[0]->len));
-    json_object_set_new(o, "time", out_json_time(ms));
+    json_object_set_new(o, "time", lockjson_time(ms));
     json_object_set_new(o, "time_ms", json_integer(ms));
     for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         f = field(kv, texts[i]);
-        json_object_set_new(o, texts[i], f ? out_json_text(f->str, f->len) : json_null());
+        json_object_set_new(o, texts[i], f ? lockjson_text(f->str, f->len) : json_null());
     }
     for (i = 0; i < sizeof(bytes) / sizeof(bytes[0]); i++) {
         f = field(kv, bytes[i]);
         snprintf(esc, sizeof(esc), "%s_escaped", bytes[i]);
-        json_object_set_new(o, bytes[i], f ? out_json_text(f->str, f->len) : json_null());
-        json_object_set_new(o, esc, f ? out_json_escaped(f->str, f->len) : json_null());
+        json_object_set_new(o, bytes[i], f ? lockjson_text(f->str, f->len) : json_null());
+        json_object_set_new(o, esc, f ? lockjson_escaped(f->str, f->len) : json_null());
     }
     v = field_int(kv, "pttl", -3);
     json_object_set_new(o, "pttl_ms", v == -3 ? json_null() : json_integer(v));
@@ -159,7 +159,7 @@ print_json(const struct lockctl *lc, const redisReply *rep)
             goto oom;
     }
     json_object_set_new(root, "target", json_string(lc->t->name));
-    json_object_set_new(root, "stream", out_json_text(lc->cfg->audit_stream,
+    json_object_set_new(root, "stream", lockjson_text(lc->cfg->audit_stream,
                                                       strlen(lc->cfg->audit_stream)));
     json_object_set_new(root, "count", json_integer((json_int_t)json_array_size(arr)));
     json_object_set_new(root, "entries", arr);

@@ -313,33 +313,25 @@ cli_lock_state(const struct cli_lock *l)
 json_t *
 cli_lock_json(const struct lockctl *lc, const struct cli_lock *l)
 {
-    json_t *o = json_object(), *states = json_array(), *holders = json_array(), *h;
+    json_t *o = json_object(), *holders = json_array(), *h;
     size_t i;
 
-    if (o == NULL || states == NULL || holders == NULL)
+    if (o == NULL || holders == NULL)
         goto fail;
     json_object_set_new(o, "target", json_string(lc->t->name));
-    json_object_set_new(o, "key", out_json_text(l->key, l->keylen));
-    json_object_set_new(o, "key_escaped", out_json_escaped(l->key, l->keylen));
-    json_object_set_new(o, "class", out_json_text(l->cls, strlen(l->cls)));
+    json_object_set_new(o, "key", lockjson_text(l->key, l->keylen));
+    json_object_set_new(o, "key_escaped", lockjson_escaped(l->key, l->keylen));
+    json_object_set_new(o, "class", lockjson_text(l->cls, strlen(l->cls)));
     json_object_set_new(o, "format", json_string(l->fmt->name));
-    json_array_append_new(states, json_string("held"));
-    if (l->states & LOCK_LEAKED)
-        json_array_append_new(states, json_string("leaked"));
-    if (l->states & LOCK_LONG)
-        json_array_append_new(states, json_string("long"));
-    if (l->states & LOCK_REENTRANT_HIGH)
-        json_array_append_new(states, json_string("reentrant_high"));
-    json_object_set_new(o, "states", states);
-    states = NULL;
+    json_object_set_new(o, "states", lockjson_states(l->states));
     json_object_set_new(o, "pttl_ms", json_integer(l->pttl_ms));
     for (i = 0; i < l->view.nholders; i++) {
         const struct lock_holder *lh = &l->view.holders[i];
 
         if ((h = json_object()) == NULL)
             goto fail;
-        json_object_set_new(h, "id", out_json_text(lh->id, lh->idlen));
-        json_object_set_new(h, "id_escaped", out_json_escaped(lh->id, lh->idlen));
+        json_object_set_new(h, "id", lockjson_text(lh->id, lh->idlen));
+        json_object_set_new(h, "id_escaped", lockjson_escaped(lh->id, lh->idlen));
         json_object_set_new(h, "count", json_integer(lh->count));
         if (lh->id_truncated)
             json_object_set_new(h, "id_truncated", json_true());
@@ -359,13 +351,12 @@ cli_lock_json(const struct lockctl *lc, const struct cli_lock *l)
     json_object_set_new(o, "pid", l->view.pid ? json_integer(l->view.pid) : json_null());
     json_object_set_new(o, "thread", l->view.thread >= 0 ? json_integer(l->view.thread)
                         : json_null());
-    json_object_set_new(o, "acquired_at", out_json_time(l->view.acquired_ms));
+    json_object_set_new(o, "acquired_at", lockjson_time(l->view.acquired_ms));
     if (l->value_truncated)
         json_object_set_new(o, "value_truncated", json_true());
     return o;
 fail:
     json_decref(o);
-    json_decref(states);
     json_decref(holders);
     return NULL;
 }

@@ -450,7 +450,7 @@ print_json(struct list_run *lr, size_t count, const char *state)
     json_object_set_new(root, "state", json_string(state));
     json_object_set_new(root, "patterns", pats);
     pats = NULL;
-    json_object_set_new(root, "pattern", lr->pattern ? out_json_text(lr->pattern,
+    json_object_set_new(root, "pattern", lr->pattern ? lockjson_text(lr->pattern,
                         strlen(lr->pattern)) : json_null());
     json_object_set_new(root, "keys_examined", json_integer((json_int_t)lr->examined));
     json_object_set_new(root, "count", json_integer((json_int_t)count));

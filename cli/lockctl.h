@@ -22,6 +22,8 @@
 #include <hiredis.h>
 #include <jansson.h>
 
+#include "collectors/lockjson.h"
+
 #include "collectors/formats.h"
 #include "collectors/lockclass.h"
 #include "conf/config.h"
@@ -181,12 +183,7 @@ void table_line(FILE *fp, size_t width, const char *fmt, ...)
 
 /* ---- output.c ---------------------------------------------------------------- */
 
-/* Bytes as a JSON string: sanitised UTF-8 (lossy) or percent-encoded
- * (lossless, collectors/keytext.h).  NULL on ENOMEM. */
-json_t *out_json_text(const char *p, size_t n);
-json_t *out_json_escaped(const char *p, size_t n);
-/* Unix ms as "2026-08-21T12:30:37.810Z", or JSON null for 0. */
-json_t *out_json_time(int64_t ms);
+/* (Keys, holders and times as JSON values: collectors/lockjson.h.) */
 /* Print root to stdout (indented, one document) and free it.  0 / -1. */
 int out_json_print(json_t *root);
 /* A duration for people: "850ms", "12s", "4m05s", "3h02m", "2d04h". */

@@ -14,51 +14,6 @@
 #include "cli/lockctl.h"
 #include "collectors/keytext.h"
 
-json_t *
-out_json_text(const char *p, size_t n)
-{
-    size_t need = KEYTEXT_SANITIZED_MAX(n);
-    char *tmp = malloc(need);
-    json_t *j;
-
-    if (tmp == NULL)
-        return NULL;
-    j = json_stringn(tmp, keytext_sanitize(tmp, need, p, n));
-    free(tmp);
-    return j;
-}
-
-json_t *
-out_json_escaped(const char *p, size_t n)
-{
-    size_t need = KEYTEXT_PERCENT_MAX(n);
-    char *tmp = malloc(need);
-    json_t *j;
-
-    if (tmp == NULL)
-        return NULL;
-    j = json_stringn(tmp, keytext_percent(tmp, need, p, n));
-    free(tmp);
-    return j;
-}
-
-json_t *
-out_json_time(int64_t ms)
-{
-    char date[32], buf[48];
-    time_t sec;
-    struct tm tm;
-
-    if (ms <= 0)
-        return json_null();
-    sec = (time_t)(ms / 1000);
-    if (gmtime_r(&sec, &tm) == NULL ||
-        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-        return json_null();
-    snprintf(buf, sizeof(buf), "%s.%03dZ", date, (int)(ms % 1000));
-    return json_string(buf);
-}
-
 int
 out_json_print(json_t *root)
 {

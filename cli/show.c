@@ -209,8 +209,8 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
             json_t *o = json_object();
 
             json_object_set_new(o, "target", json_string(lc->t->name));
-            json_object_set_new(o, "key", out_json_text(key, keylen));
-            json_object_set_new(o, "key_escaped", out_json_escaped(key, keylen));
+            json_object_set_new(o, "key", lockjson_text(key, keylen));
+            json_object_set_new(o, "key_escaped", lockjson_escaped(key, keylen));
             json_object_set_new(o, "exists", json_false());
             out_json_print(o);
         } else {
