@@ -29,6 +29,7 @@
 #include "agent/render.h"
 #include "agent/strbuf.h"
 #include "alerts/alerts.h"
+#include "alerts/rules.h"
 #include "collectors/formats.h"
 #include "collectors/keytext.h"
 #include "collectors/snapshot.h"
@@ -127,27 +128,6 @@ esc_bytes(struct strbuf *sb, const char *p, size_t n, size_t max)
         sb_adds(sb, "\xe2\x80\xa6");
     if (tmp != stack)
         free(tmp);
-}
-
-/* 350ms, 12s, 5m 03s, 2h 05m, 3d 04h */
-static void
-fmt_dur(char *buf, size_t len, int64_t ms)
-{
-    int64_t s;
-
-    if (ms < 0)
-        ms = 0;
-    s = ms / 1000;
-    if (ms < 1000)
-        snprintf(buf, len, "%" PRId64 "ms", ms);
-    else if (s < 60)
-        snprintf(buf, len, "%" PRId64 "s", s);
-    else if (s < 3600)
-        snprintf(buf, len, "%" PRId64 "m %02" PRId64 "s", s / 60, s % 60);
-    else if (s < 86400)
-        snprintf(buf, len, "%" PRId64 "h %02" PRId64 "m", s / 3600, s % 3600 / 60);
-    else
-        snprintf(buf, len, "%" PRId64 "d %02" PRId64 "h", s / 86400, s % 86400 / 3600);
 }
 
 static void
@@ -399,12 +379,12 @@ render_state(struct strbuf *sb, const struct view *v, const char *config_path, s
         const struct snap_lock *l = rows[i].l;
         const struct snap_holder *h = release_holder(l, states[si].flag);
 
-        fmt_dur(age, sizeof(age), v->now_ms - l->first_seen_ms);
+        rules_format_duration(v->now_ms - l->first_seen_ms, age, sizeof(age));
         fmt_utc(when, sizeof(when), l->first_seen_ms);
         if (l->pttl_ms < 0)
             snprintf(ttl, sizeof(ttl), "none");
         else
-            fmt_dur(ttl, sizeof(ttl), l->pttl_ms);
+            rules_format_duration(l->pttl_ms, ttl, sizeof(ttl));
         sb_adds(sb, "<tr><td class=\"key\">");
         esc_bytes(sb, l->key, l->key_len, KEY_SHOW_MAX);
         sb_adds(sb, "</td><td>");
@@ -466,7 +446,7 @@ render_targets(struct strbuf *sb, const struct view *v)
                     "<td></td><td></td><td></td><td></td><td></td><td></td><td></td></tr>\n");
             continue;
         }
-        fmt_dur(ago, sizeof(ago), v->now_ms - s->finished_ms);
+        rules_format_duration(v->now_ms - s->finished_ms, ago, sizeof(ago));
         fmt_utc(when, sizeof(when), s->finished_ms);
         sb_addf(sb, "</td><td class=\"%s\">%s</td><td title=\"%s\">%s ago</td>"
                 "<td>%.3fs</td><td>%" PRIu64 "</td>",

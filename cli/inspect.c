@@ -29,20 +29,6 @@
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-static enum raw_type
-type_of(const redisReply *rep)
-{
-    if (rep->type != REDIS_REPLY_STATUS)
-        return RAW_NONE;
-    if (rep->len == 6 && memcmp(rep->str, "string", 6) == 0)
-        return RAW_STRING;
-    if (rep->len == 4 && memcmp(rep->str, "hash", 4) == 0)
-        return RAW_HASH;
-    if (rep->len == 4 && memcmp(rep->str, "none", 4) == 0)
-        return RAW_NONE;
-    return RAW_OTHER;
-}
-
 static void
 append_cmd(const struct lockctl *lc, const char *cmd, const char *sub, const char *key,
            size_t keylen, const char *a1, const char *a2, const char *a3)
@@ -216,7 +202,7 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         }
         if (failed(lc, "TYPE", rep, err, errlen))
             goto out;
-        out[i].type = type_of(rep);
+        out[i].type = rawread_type(rep);
         freeReplyObject(rep);
         if (get_reply(lc, "PTTL", &rep, err, errlen) == -1 ||
             failed(lc, "PTTL", rep, err, errlen))

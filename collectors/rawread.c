@@ -4,6 +4,22 @@
  */
 #include "collectors/rawread.h"
 
+#include <string.h>
+
+enum raw_type
+rawread_type(const redisReply *rep)
+{
+    if (rep == NULL || rep->type != REDIS_REPLY_STATUS)
+        return RAW_NONE;
+    if (rep->len == 6 && memcmp(rep->str, "string", 6) == 0)
+        return RAW_STRING;
+    if (rep->len == 4 && memcmp(rep->str, "hash", 4) == 0)
+        return RAW_HASH;
+    if (rep->len == 4 && memcmp(rep->str, "none", 4) == 0)
+        return RAW_NONE;
+    return RAW_OTHER;
+}
+
 bool
 rawread_string(const redisReply *rep, struct raw_lock *raw)
 {

@@ -15,6 +15,10 @@
 
 #include "collectors/formats.h"
 
+/* A TYPE reply as the decoders' type (RAW_NONE for a key that is gone
+ * or an error). */
+enum raw_type rawread_type(const redisReply *rep);
+
 /* A GETRANGE reply: fill raw's value.  false when rep is not a string. */
 bool rawread_string(const redisReply *rep, struct raw_lock *raw);
 

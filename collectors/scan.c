@@ -352,20 +352,6 @@ append_key_cmd(redisContext *c, const char *cmd, const char *sub,
     redisAppendCommandArgv(c, argc, argv, lens);
 }
 
-static enum raw_type
-type_of(const redisReply *rep)
-{
-    if (rep->type != REDIS_REPLY_STATUS)
-        return RAW_NONE;
-    if (rep->len == 6 && memcmp(rep->str, "string", 6) == 0)
-        return RAW_STRING;
-    if (rep->len == 4 && memcmp(rep->str, "hash", 4) == 0)
-        return RAW_HASH;
-    if (rep->len == 4 && memcmp(rep->str, "none", 4) == 0)
-        return RAW_NONE;
-    return RAW_OTHER;
-}
-
 /* Read one reply; -1 with s->err set on a connection error.  hiredis
  * reports a command timeout as EAGAIN; say what it means. */
 static int
@@ -425,7 +411,7 @@ read_meta(struct stream *s, struct batch *b)
         }
         /* MOVED/ASK: the slot moved away since SCAN (resharding); the
          * key is counted where it lives now, or vanished here */
-        m->type = type_of(rep);
+        m->type = rawread_type(rep);
         freeReplyObject(rep);
         if (get_reply(s, &rep) == -1)
             return -1;
