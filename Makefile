@@ -46,16 +46,20 @@ TEST_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(TEST_PKGS) 2>/dev/null)
 TEST_LIBS   = $(shell $(PKG_CONFIG) --libs $(TEST_PKGS) 2>/dev/null)
 
 # --- sources -------------------------------------------------------------
+# Layers, lowest first (tests/layering checks that no include runs up):
+# common/ (includes nothing of the project), conf/, collectors/*/, alerts/,
+# agent/.  Each layer is a set of folders; a new file in one is picked up.
+COMMON_SRC     := $(wildcard common/*.c)
 CONF_SRC       := $(wildcard conf/*.c)
-COLLECTORS_SRC := $(wildcard collectors/*.c collectors/formats/*.c)
-AGENT_SRC      := $(filter-out agent/main.c,$(wildcard agent/*.c))
-ALERTS_SRC     := $(wildcard alerts/*.c)
-CORE_SRC       := $(CONF_SRC) $(COLLECTORS_SRC) $(AGENT_SRC) $(ALERTS_SRC)
+COLLECTORS_SRC := $(wildcard collectors/*/*.c)
+ALERTS_SRC     := $(wildcard alerts/*.c alerts/*/*.c)
+AGENT_SRC      := $(filter-out agent/main.c,$(wildcard agent/*.c agent/*/*.c))
+CORE_SRC       := $(COMMON_SRC) $(CONF_SRC) $(COLLECTORS_SRC) $(ALERTS_SRC) $(AGENT_SRC)
 
 # Lua scripts live in their own .lua files and are embedded at build time:
-# collectors/lua/release.lua becomes the NUL-terminated array
-# `const char collectors_lua_release_lua[]` in $(BUILD)/gen/collectors/lua/release.lua.c.
-CORE_LUA       := $(wildcard collectors/lua/*.lua)
+# collectors/release/lua/release.lua becomes the NUL-terminated array
+# `const char collectors_release_lua_release_lua[]` in $(BUILD)/gen/collectors/release/lua/release.lua.c.
+CORE_LUA       := $(wildcard collectors/release/lua/*.lua)
 CLIENT_LUA     := $(wildcard client/lua/*.lua)
 CORE_OBJ       := $(CORE_SRC:%.c=$(BUILD)/%.o) $(CORE_LUA:%=$(BUILD)/gen/%.o)
 

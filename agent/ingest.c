@@ -28,8 +28,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "agent/log.h"
-#include "collectors/scan.h"
+#include "common/clock.h"
+#include "common/log.h"
 
 #define CTRL_SPACE CMSG_SPACE(sizeof(uint32_t))
 
@@ -122,7 +122,7 @@ drain(struct ingest *in)
                                             in->samples, SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX),
                                             &lines, &invalid);
             if (lines > 0)
-                waitstats_record(in->ws, in->samples, nvalid, lines, invalid, scan_mono_ms());
+                waitstats_record(in->ws, in->samples, nvalid, lines, invalid, clock_mono_ms());
         }
         if (n < INGEST_BATCH)
             break;

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "collectors/waitstats.h"
+#include "collectors/waits/waitstats.h"
 
 #define INGEST_BATCH    64                  /* datagrams per recvmmsg() */
 #define INGEST_RCVBUF   (4 * 1024 * 1024)   /* SO_RCVBUF asked for */

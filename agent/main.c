@@ -24,11 +24,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/alerts_http.h"
-#include "agent/http.h"
+#include "agent/http/alerts_http.h"
+#include "agent/http/http.h"
 #include "agent/ingest.h"
-#include "agent/log.h"
-#include "agent/render.h"
+#include "common/log.h"
+#include "agent/http/render.h"
 #include "agent/targets.h"
 #include "alerts/alerts.h"
 #include "conf/config.h"

@@ -26,9 +26,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/log.h"
+#include "common/log.h"
 #include "alerts/alerts.h"
-#include "collectors/lockclass.h"
+#include "collectors/locks/lockclass.h"
 
 struct target_rt {
     char *name;
@@ -164,7 +164,7 @@ group_evaluate(struct group_rt *g)
         in[i].map = snaps[i] != NULL && snaps[i]->ok ? snaps[i]->redlock : NULL;
     }
     pthread_mutex_lock(&g->mu);
-    rep = redlock_compare(g->name, in, g->nmembers, g->state, scan_now_ms(),
+    rep = redlock_compare(g->name, in, g->nmembers, g->state, clock_now_ms(),
                           g->no_ttl_validity_ms);
     if (rep != NULL && g->nmembers > 0)
         issue_classes(rep, &g->members[0]->rules);
@@ -228,7 +228,7 @@ target_main(void *arg)
 
     cap = t->conf->scan_interval_ms > 1000 ? t->conf->scan_interval_ms : 1000;
     while (!atomic_load(&t->stop)) {
-        start = scan_mono_ms();
+        start = clock_mono_ms();
         s = scanner_run(t->scanner, t->conf, &t->rules, &t->stop);
         if (s == NULL) {
             if (atomic_load(&t->stop))
@@ -244,7 +244,7 @@ target_main(void *arg)
             backoff = 0;
             log_debug("target %s: scanned %llu keys, %zu locks in %.3fs", t->name,
                       (unsigned long long)s->keys_examined, s->nlocks, s->duration_s);
-            wait = t->conf->scan_interval_ms - (scan_mono_ms() - start);
+            wait = t->conf->scan_interval_ms - (clock_mono_ms() - start);
         } else {
             if (!t->was_down)
                 log_warnx("target %s: scan failed: %s", t->name, s->err);
@@ -473,7 +473,7 @@ agent_start(struct agent *a, struct config *cfg)
 {
     memset(a, 0, sizeof(*a));
     pthread_mutex_init(&a->mu, NULL);
-    a->started_ms = scan_now_ms();
+    a->started_ms = clock_now_ms();
     if (!cfg->samples_off && (a->waits = waitstats_new(cfg)) == NULL)
         return -1;
     if ((a->alerts = alerts_new(cfg)) == NULL)
@@ -606,14 +606,14 @@ agent_view(struct agent *a, struct view *v)
         pthread_mutex_unlock(&g->mu);
     }
     pthread_mutex_unlock(&a->mu);
-    v->now_ms = scan_now_ms();
+    v->now_ms = clock_now_ms();
     /* a->waits is set once at start, so it needs no agent lock; the copy
      * takes the statistics' own lock. */
     if (a->waits != NULL) {
         v->wait = malloc(sizeof(*v->wait));
         if (v->wait == NULL)
             goto fail_unlocked;
-        if (waitstats_view(a->waits, scan_mono_ms(), v->wait) == -1) {
+        if (waitstats_view(a->waits, clock_mono_ms(), v->wait) == -1) {
             free(v->wait);
             v->wait = NULL;
             goto fail_unlocked;
@@ -750,7 +750,7 @@ targets_scan_once(const struct config *cfg, struct view *v)
     }
     free(jobs);
     v->top_offenders = cfg->top_offenders;
-    v->now_ms = scan_now_ms();
+    v->now_ms = clock_now_ms();
     if (once_groups(cfg, v) == -1)
         return -1;
     return failed;

@@ -9,7 +9,7 @@
  * (so first-seen times and counters survive) and starts them again.
  *
  * A [redlock] group is compared again each time one of its members
- * publishes a snapshot, on that member's thread (collectors/redlock.h);
+ * publishes a snapshot, on that member's thread (collectors/locks/redlock.h);
  * its report is published the same way as a snapshot.
  *
  * The wait statistics (samples from clients over UDP) live beside the
@@ -25,10 +25,10 @@
 #include <stdbool.h>
 
 #include "conf/config.h"
-#include "collectors/redlock.h"
-#include "collectors/scan.h"
-#include "collectors/snapshot.h"
-#include "collectors/waitstats.h"
+#include "collectors/locks/redlock.h"
+#include "collectors/scan/scan.h"
+#include "collectors/locks/snapshot.h"
+#include "collectors/waits/waitstats.h"
 
 struct target_rt;
 struct group_rt;
@@ -45,7 +45,7 @@ struct agent {
     struct alerts *alerts;      /* alert set, rules and sinks (alerts/alerts.h);
                                  * set at start, kept across reloads, own lock */
     atomic_uint_fast64_t releases[3];   /* lockwatch_releases_total by result,
-                                         * RELEASES_* of agent/release_http.h */
+                                         * RELEASES_* of agent/http/release_http.h */
     struct group_rt **groups;   /* [redlock] groups, in config order */
     size_t ngroups;
 };

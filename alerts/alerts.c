@@ -13,7 +13,7 @@
  * into batches of SINK_BATCH_MAX alerts, one request each.
  */
 #include "alerts/alerts.h"
-#include "collectors/lockjson.h"
+#include "collectors/locks/lockjson.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -25,7 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/log.h"
+#include "common/clock.h"
+#include "common/log.h"
 
 #define ALERTS_LOG_MAX 10     /* alert lines logged per tick */
 
@@ -66,14 +67,6 @@ alerts_global_cleanup(void)
     notifier_global_cleanup();
 }
 
-static int64_t
-mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* http://HOST:PORT/api/v1/alerts, the agent's own alert list.  A wildcard
  * listen address is no address to link to: the host name stands in. */
@@ -286,7 +279,7 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
 
     pthread_mutex_lock(&a->mu);
     mark_fresh(a, targets, ntargets);
-    alertset_begin(a->set, now_ms, mono_ms());
+    alertset_begin(a->set, now_ms, clock_mono_ms());
     rules_eval(a->set, &a->params, targets, ntargets, w, now_ms);
     rules_eval_redlock(a->set, groups, ngroups, now_ms);
     if (alertset_end(a->set, a->repeat_ms, a->has_refresh, &ev, &nev) == -1)

@@ -30,7 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/log.h"
+#include "common/clock.h"
+#include "common/log.h"
 
 #define POLL_MAX_MS 1000
 
@@ -82,14 +83,6 @@ struct notifier {
     size_t inflight;
 };
 
-static int64_t
-mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int64_t
 unix_s(void)
@@ -364,7 +357,7 @@ finish(struct notifier *n, struct transfer *x, CURLcode res)
     }
     log_debug("webhook %s: try %d failed (%s, HTTP %ld); next in %" PRId64 " ms", s->name,
               nt->tries, curl_easy_strerror(res), code, delay);
-    nt->due_mono = mono_ms() + delay;
+    nt->due_mono = clock_mono_ms() + delay;
     /* back at the head: a sink's notices go out in order */
     push_front(s, nt);
 }
@@ -421,7 +414,7 @@ notifier_main(void *arg)
 
     pthread_mutex_lock(&n->mu);
     for (;;) {
-        now = mono_ms();
+        now = clock_mono_ms();
         if (n->stopping && (now >= n->deadline_mono || idle(n)))
             break;
         wait = schedule(n, now);
@@ -482,7 +475,7 @@ notifier_new(void)
         return NULL;
     pthread_mutex_init(&n->mu, NULL);
     if (getrandom(&n->nonce, sizeof(n->nonce), GRND_NONBLOCK) != (ssize_t)sizeof(n->nonce))
-        n->nonce = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)mono_ms();
+        n->nonce = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)clock_mono_ms();
     n->rng = n->nonce | 1;
     if ((n->multi = curl_multi_init()) == NULL) {
         errno = ENOMEM;
@@ -704,7 +697,7 @@ notifier_free(struct notifier *n, int64_t flush_ms)
         return;
     pthread_mutex_lock(&n->mu);
     n->stopping = true;
-    n->deadline_mono = mono_ms() + flush_ms;
+    n->deadline_mono = clock_mono_ms() + flush_ms;
     pthread_mutex_unlock(&n->mu);
     if (n->started) {
         curl_multi_wakeup(n->multi);

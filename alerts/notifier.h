@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "alerts/sinks.h"
+#include "alerts/sinks/sinks.h"
 
 #define NOTIFY_QUEUE_MAX       1000
 #define NOTIFY_QUEUE_BYTES     (16u * 1024 * 1024)

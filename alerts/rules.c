@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectors/keytext.h"
+#include "common/keytext.h"
 
 /* A bounded text that stays valid UTF-8 when cut. */
 struct text {

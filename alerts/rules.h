@@ -9,7 +9,7 @@
  *                       wait_min_samples waits in the window  {class}
  *   LockTargetDown      per target: its last scan failed      {target}
  *   LockRedlockSplit    per key of a [redlock] group whose nodes disagree
- *                       (collectors/redlock.h)  {target = the group, class, key}
+ *                       (collectors/locks/redlock.h)  {target = the group, class, key}
  *
  * The lock states themselves (leak_grace, max_hold, max_reentrancy) are
  * judged by the scan; the rules only read them.  Per-lock alerts come from
@@ -34,9 +34,9 @@
 #include <stdint.h>
 
 #include "alerts/alertset.h"
-#include "collectors/redlock.h"
-#include "collectors/snapshot.h"
-#include "collectors/waitstats.h"
+#include "collectors/locks/redlock.h"
+#include "collectors/locks/snapshot.h"
+#include "collectors/waits/waitstats.h"
 
 #define RULES_KEY_LABEL_MAX     200
 #define RULES_HOLDER_TEXT_MAX   128

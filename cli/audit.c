@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cli/lockctl.h"
-#include "collectors/redisconn.h"
+#include "collectors/redis/conn.h"
 
 #define AUDIT_LIMIT_DEFAULT 20
 #define AUDIT_LIMIT_MAX     10000

@@ -21,10 +21,10 @@
 #include <string.h>
 
 #include "cli/lockctl.h"
-#include "collectors/cluster.h"
-#include "collectors/rawread.h"
-#include "collectors/redisconn.h"
-#include "collectors/snapshot.h"
+#include "collectors/redis/cluster.h"
+#include "collectors/redis/rawread.h"
+#include "collectors/redis/conn.h"
+#include "collectors/locks/snapshot.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)

@@ -15,10 +15,10 @@
 #include <time.h>
 
 #include "cli/lockctl.h"
-#include "collectors/cluster.h"
-#include "collectors/keytext.h"
-#include "collectors/redisconn.h"
-#include "collectors/snapshot.h"
+#include "collectors/redis/cluster.h"
+#include "common/keytext.h"
+#include "collectors/redis/conn.h"
+#include "collectors/locks/snapshot.h"
 
 #define LIST_LIMIT_DEFAULT 100
 #define LIST_LIMIT_MAX     10000
@@ -43,14 +43,6 @@ struct list_run {
     size_t nodes;               /* cluster primaries scanned (0: not a cluster) */
 };
 
-static int64_t
-mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static bool
 worse(const struct cli_lock *a, const struct cli_lock *b)
@@ -176,14 +168,14 @@ static void
 pace(struct list_run *lr)
 {
     double duty = lr->lc->t->scan_duty;
-    int64_t busy = mono_ms() - lr->busy_since;
+    int64_t busy = clock_mono_ms() - lr->busy_since;
 
     if (duty > 0 && duty < 1 && busy >= PACE_SLICE_MS) {
         int64_t wait = (int64_t)((double)busy * (1.0 - duty) / duty);
         struct timespec ts = { (time_t)(wait / 1000), (long)(wait % 1000) * 1000000L };
 
         nanosleep(&ts, NULL);
-        lr->busy_since = mono_ms();
+        lr->busy_since = clock_mono_ms();
     }
 }
 
@@ -222,7 +214,7 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
     }
     if ((locks = calloc(n, sizeof(*locks))) == NULL)
         goto oom;
-    if (inspect_keys(lr->lc, kp, kl, n, out_now_ms(), locks, err, errlen) == -1)
+    if (inspect_keys(lr->lc, kp, kl, n, clock_now_ms(), locks, err, errlen) == -1)
         goto out;
     for (i = 0; i < n; i++) {
         if (locks[i].type == RAW_NONE || !(locks[i].states & lr->mask)) {
@@ -524,7 +516,7 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
     }
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
         return rc;
-    lr.busy_since = mono_ms();
+    lr.busy_since = clock_mono_ms();
     rc = lc->t->mode == TARGET_CLUSTER ? scan_cluster(&lr) : scan_node(&lr);
     if (rc == LOCKCTL_DONE) {
         /* heap sort: moving the least bad to the end, one by one, leaves

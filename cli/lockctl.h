@@ -22,10 +22,11 @@
 #include <hiredis.h>
 #include <jansson.h>
 
-#include "collectors/lockjson.h"
+#include "collectors/locks/lockjson.h"
+#include "common/clock.h"
 
-#include "collectors/formats.h"
-#include "collectors/lockclass.h"
+#include "collectors/formats/formats.h"
+#include "collectors/locks/lockclass.h"
 #include "conf/config.h"
 
 enum {
@@ -59,7 +60,7 @@ int session_load(struct lockctl *lc);
  * primary).  Prints "lockctl: target NAME: <what failed on host:port>" and
  * returns LOCKCTL_REDIS, or LOCKCTL_DONE. */
 int session_connect(struct lockctl *lc);
-/* Connect to the node that serves key (collectors/release.h
+/* Connect to the node that serves key (collectors/release/release.h
  * release_connect()); lc->t then names that node. */
 int session_connect_key(struct lockctl *lc, const char *key, size_t keylen);
 /* Report a Redis failure (detail names the command and the address) and
@@ -105,7 +106,7 @@ struct cli_lock {
     char cls[CLASS_NAME_MAX];
     int64_t age_ms;
     const char *age_source;     /* "idletime", "acquired" or "unknown" */
-    uint8_t states;             /* LOCK_* of collectors/snapshot.h */
+    uint8_t states;             /* LOCK_* of collectors/locks/snapshot.h */
 };
 
 /*
@@ -183,7 +184,7 @@ void table_line(FILE *fp, size_t width, const char *fmt, ...)
 
 /* ---- output.c ---------------------------------------------------------------- */
 
-/* (Keys, holders and times as JSON values: collectors/lockjson.h.) */
+/* (Keys, holders and times as JSON values: collectors/locks/lockjson.h.) */
 /* Print root to stdout (indented, one document) and free it.  0 / -1. */
 int out_json_print(json_t *root);
 /* A duration for people: "850ms", "12s", "4m05s", "3h02m", "2d04h". */
@@ -195,8 +196,6 @@ void out_time(int64_t ms, char *buf, size_t len);
 /* Decode a --escaped argument (percent-encoding) into a malloc'd buffer.
  * NULL when malformed. */
 char *out_unescape(const char *s, size_t *len);
-/* Unix time in ms. */
-int64_t out_now_ms(void);
 
 /* ---- confirm.c --------------------------------------------------------------- */
 

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "cli/lockctl.h"
-#include "collectors/keytext.h"
+#include "common/keytext.h"
 
 int
 out_json_print(json_t *root)
@@ -91,11 +91,3 @@ out_unescape(const char *s, size_t *len)
     return out;
 }
 
-int64_t
-out_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}

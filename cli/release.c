@@ -1,7 +1,7 @@
 /*
  * release.c - lockctl release and lockctl expire: the guarded changes.
  *
- * Both hand the whole decision to the script in collectors/release.c: the
+ * Both hand the whole decision to the script in collectors/release/release.c: the
  * checks lockctl makes here (reading the lock for the prompt) are only
  * there to show the operator what they are about to do, and could be
  * stale by the time they answer.  The script re-checks everything
@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "cli/lockctl.h"
-#include "collectors/redisconn.h"
-#include "collectors/release.h"
+#include "collectors/redis/conn.h"
+#include "collectors/release/release.h"
 
 #define REASON_MAX 512          /* bytes of --reason kept in the audit */
 
@@ -162,7 +162,7 @@ static int
 known_age(struct lockctl *lc, const struct change *ch, const struct cli_lock *l,
           bool asked, int64_t read_ms, int64_t *age)
 {
-    int64_t now = out_now_ms(), idle_ms = l->idle_s > 0 ? l->idle_s * 1000 : 0;
+    int64_t now = clock_now_ms(), idle_ms = l->idle_s > 0 ? l->idle_s * 1000 : 0;
     char err[512];
 
     *age = 0;
@@ -336,7 +336,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
         goto out;
 
     memset(&rq, 0, sizeof(rq));
-    rq.now_ms = out_now_ms();
+    rq.now_ms = clock_now_ms();
     /* Read the lock (a key outside the patterns is not read: the script
      * refuses it without touching it) for the prompt and for the holder
      * age its format encodes, which OBJECT IDLETIME cannot see once a
@@ -361,7 +361,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     if (read && holds(&l, ch.holder, ch.holderlen) &&
         (rc = known_age(lc, &ch, &l, asked, rq.now_ms, &rq.known_age_ms)) != LOCKCTL_DONE)
         goto out;
-    rq.now_ms = out_now_ms();
+    rq.now_ms = clock_now_ms();
 
     session_operator(op, sizeof(op));
     snprintf(reason, sizeof(reason), "%s", ch.reason);

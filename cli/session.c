@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "cli/lockctl.h"
-#include "collectors/redisconn.h"
-#include "collectors/release.h"
+#include "collectors/redis/conn.h"
+#include "collectors/release/release.h"
 #include "conf/options.h"
 
 void

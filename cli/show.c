@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli/lockctl.h"
-#include "collectors/snapshot.h"
+#include "collectors/locks/snapshot.h"
 
 static bool
 in_patterns(const struct target_conf *t, const char *key, size_t len)
@@ -198,7 +198,7 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         (rc = session_connect_key(lc, key, keylen)) != LOCKCTL_DONE)
         goto out;
     kp = key;
-    if (inspect_keys(lc, &kp, &keylen, 1, out_now_ms(), &l, err, sizeof(err)) == -1) {
+    if (inspect_keys(lc, &kp, &keylen, 1, clock_now_ms(), &l, err, sizeof(err)) == -1) {
         rc = session_redis_error(lc, err);
         goto out;
     }

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "cli/lockctl.h"
-#include "collectors/keytext.h"
+#include "common/keytext.h"
 
 #define ELLIPSIS     "\xe2\x80\xa6"     /* U+2026 */
 #define REPLACEMENT  "\xef\xbf\xbd"     /* U+FFFD */

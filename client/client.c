@@ -49,23 +49,7 @@ lwc_clearerr(lw_error *err)
     }
 }
 
-int64_t
-lwc_mono_us(void)
-{
-    struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-int64_t
-lwc_unix_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 LW_API void
 lw_options_init(lw_options *o)

@@ -26,6 +26,7 @@
 #include <hiredis.h>
 
 #include "lockwatch.h"
+#include "common/clock.h"
 
 /* --- bounds ------------------------------------------------------------ */
 
@@ -59,8 +60,6 @@
 lw_status lwc_seterr(lw_error *err, lw_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void lwc_clearerr(lw_error *err);
-int64_t lwc_mono_us(void);
-int64_t lwc_unix_ms(void);
 
 /* --- Lua scripts (scripts.c) ------------------------------------------- */
 

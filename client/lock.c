@@ -139,7 +139,7 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
         int flags, bool try, lw_lock_t **out, lw_error *err)
 {
     const char *fn = try ? "lw_trylock" : "lw_lock";
-    int64_t t0 = lwc_mono_us(), now;
+    int64_t t0 = clock_mono_us(), now;
     struct lw_lock *lk = NULL;
     lw_status st;
 
@@ -158,7 +158,7 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
                   (flags & LW_REENTRANT) ? &lwc_kind_reentrant : &lwc_kind_plain,
                   lease_ms, flags, err);
     if (lk == NULL) {
-        lwc_report_wait(c, key, strlen(key), lwc_mono_us() - t0, LW_ERR);
+        lwc_report_wait(c, key, strlen(key), clock_mono_us() - t0, LW_ERR);
         return LW_ERR;
     }
 
@@ -167,7 +167,7 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
         st = lwc_wait_acquire(c, lk,
                               timeout_ms == LW_WAIT_FOREVER ? -1
                               : t0 + timeout_ms * 1000, err);
-    now = lwc_mono_us();
+    now = clock_mono_us();
     lk->waited_us = now - t0;
 
     if (st == LW_OK) {
@@ -238,7 +238,7 @@ lw_unlock(lw_lock_t *lk, lw_error *err)
         atomic_store(&lk->lost, 1);
 out:
     /* A no-op once the client is freed (its socket is closed). */
-    lwc_report_hold(c, lk->key, lk->keylen, lwc_mono_us() - lk->acquired_mono_us);
+    lwc_report_hold(c, lk->key, lk->keylen, clock_mono_us() - lk->acquired_mono_us);
     lwc_lock_unref(lk);
     return st;
 }

@@ -26,7 +26,7 @@ make_token(lw_client *c, struct lw_lock *lk, lw_error *err)
     memcpy(t.host, c->hostname, sizeof(t.host));
     t.pid = c->pid;
     t.thread = lk->tid;
-    t.acquired_ms = lwc_unix_ms();
+    t.acquired_ms = clock_now_ms();
     if (lwc_random(&t.random, sizeof(t.random)) != 0)
         return lwc_seterr(err, LW_ERR, "lw_lock %.200s: cannot read random "
                           "bytes for the token", lk->key);

@@ -134,7 +134,7 @@ rlock_attempt(lw_client *c, redisContext *ctx, struct lw_lock *lk,
     st = lwc_acquire_result(r, lk, pttl, err);
     freeReplyObject(r);
     if (st == LW_OK) {
-        lk->acquired_unix_ms = lwc_unix_ms();
+        lk->acquired_unix_ms = clock_now_ms();
         registry_acquired(c, ctx, lk);
     }
     return st;

@@ -281,7 +281,7 @@ enqueue(lw_client *c, const char *line, size_t len)
     if (rc != 0) {
         atomic_fetch_add_explicit(&c->stats.samples_dropped, 1, memory_order_relaxed);
     } else if (rep->first_us == 0) {
-        rep->first_us = lwc_mono_us();
+        rep->first_us = clock_mono_us();
         lwc_bg_arm_locked(c, rep->first_us + LWC_FLUSH_US);
     }
     pthread_mutex_unlock(&c->bg.mu);

@@ -6,7 +6,7 @@
  *
  *     lw1:<host>:<pid>:<thread>:<acquired_unix_ms>:<16 lowercase hex>
  *
- * whose grammar is a contract with lockwatchd (collectors/formats.h,
+ * whose grammar is a contract with lockwatchd (collectors/formats/formats.h,
  * collectors/formats/liblockwatch.c), which shows the holder's host, pid,
  * thread and acquisition time from it.  lwc_token_format() writes exactly
  * that grammar and refuses fields outside it, and lwc_token_parse() reads

@@ -181,7 +181,7 @@ drop:
 static int
 sub_wait(redisContext *ctx, const char *channel, size_t chlen, int64_t timeout_us)
 {
-    int64_t deadline = lwc_mono_us() + timeout_us;
+    int64_t deadline = clock_mono_us() + timeout_us;
 
     for (;;) {
         struct pollfd pfd = { .fd = ctx->fd, .events = POLLIN };
@@ -200,7 +200,7 @@ sub_wait(redisContext *ctx, const char *channel, size_t chlen, int64_t timeout_u
                 return 1;
             continue;
         }
-        left = deadline - lwc_mono_us();
+        left = deadline - clock_mono_us();
         if (left < 0)
             left = 0;
         ts.tv_sec = (time_t)(left / 1000000);
@@ -243,7 +243,7 @@ lwc_wait_acquire(lw_client *c, struct lw_lock *lk, int64_t deadline_us,
         st = lwc_attempt(c, lk, true, &pttl, err);
         if (st != LW_BUSY)
             break;
-        now = lwc_mono_us();
+        now = clock_mono_us();
         if (deadline_us >= 0 && now >= deadline_us) {
             st = LW_TIMEOUT;
             break;

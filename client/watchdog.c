@@ -107,7 +107,7 @@ lwc_bg_track(lw_client *c, struct lw_lock *lk)
         bg->nreentrant++;
     }
     if (bg->next_tick_us == 0 && (bg->nwatched > 0 || bg->nreentrant > 0)) {
-        bg->next_tick_us = lwc_mono_us() + period_us(c);
+        bg->next_tick_us = clock_mono_us() + period_us(c);
         lwc_bg_arm_locked(c, bg->next_tick_us);
     }
     pthread_mutex_unlock(&bg->mu);
@@ -261,7 +261,7 @@ tick_locked(lw_client *c)
     struct lw_lock **locks = NULL;
     int *result = NULL;
     size_t n = 0;
-    int64_t started = lwc_mono_us(), now;
+    int64_t started = clock_mono_us(), now;
     bool registry = bg->nreentrant > 0;
 
     if (bg->nwatched > 0) {
@@ -285,7 +285,7 @@ tick_locked(lw_client *c)
         renew(c, locks, n, registry, result);
 
     pthread_mutex_lock(&bg->mu);
-    now = lwc_mono_us();
+    now = clock_mono_us();
     for (size_t i = 0; i < n; i++) {
         struct lw_lock *lk = locks[i];
         bool lost;
@@ -326,7 +326,7 @@ bg_main(void *arg)
 
     pthread_mutex_lock(&bg->mu);
     while (!bg->stop) {
-        int64_t now = lwc_mono_us(), wake = INT64_MAX;
+        int64_t now = clock_mono_us(), wake = INT64_MAX;
 
         if (bg->rep.first_us != 0) {
             if (now >= bg->rep.first_us + LWC_FLUSH_US)

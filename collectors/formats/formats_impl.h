@@ -1,6 +1,6 @@
 /*
  * formats_impl.h - what the format decoders share, private to
- * collectors/formats.c and the files in collectors/formats/.
+ * collectors/formats/formats.c and the files in collectors/formats/.
  *
  * Each family file defines its rows' claims()/decode() functions and wake
  * fragments; formats.c puts them in the table and holds the small parsing
@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collectors/formats.h"
+#include "collectors/formats/formats.h"
 
 /* Length of a canonical textual UUID, 8-4-4-4-12. */
 #define FMT_UUID_LEN 36

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "collectors/formats/formats_impl.h"
-#include "collectors/keytext.h"
+#include "common/keytext.h"
 
 #define UUID1_HEX_LEN 32
 /* 100 ns ticks from the Gregorian reform (uuid1's epoch) to 1970-01-01. */

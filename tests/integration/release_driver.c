@@ -1,5 +1,5 @@
 /*
- * release_driver.c - drives collectors/release.c (the guarded release that
+ * release_driver.c - drives collectors/release/release.c (the guarded release that
  * lockctl and the agent run) for tests/integration/test_release*.py.
  *
  *   release_driver race HOST PORT ROUNDS
@@ -23,8 +23,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "collectors/redisconn.h"
-#include "collectors/release.h"
+#include "collectors/redis/conn.h"
+#include "collectors/release/release.h"
 
 static char *patterns[] = { "lock:*" };
 

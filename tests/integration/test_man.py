@@ -9,7 +9,7 @@ each says what the code does.
   that `lockwatchd -n` prints for a config using every section; its
   EXAMPLES config passes `lockwatchd -n`;
 - lockwatchd.8: the options of `lockwatchd -h`, the HTTP paths routed in
-  agent/http.c and the alert names of alerts/alertset.c;
+  agent/http/http.c and the alert names of alerts/alertset.c;
 - liblockwatch.3: the SYNOPSIS has every lw_ prototype of client/lockwatch.h,
   word for word, the statuses and flags are described, and the program under
   EXAMPLES compiles and links against the built library.
@@ -280,9 +280,9 @@ class AgentPage(unittest.TestCase):
             self.assertIn(o, synopsis)
 
     def test_http_paths_match_the_router(self):
-        src = read(os.path.join(REPO, "agent", "http.c"))
+        src = read(os.path.join(REPO, "agent", "http", "http.c"))
         macros = {}
-        for h in glob.glob(os.path.join(REPO, "agent", "*.h")):
+        for h in glob.glob(os.path.join(REPO, "agent", "http", "*.h")):
             macros.update(re.findall(r'^#define (\w+_PATH)\s+"([^"]+)"', read(h), re.M))
         exact = set(re.findall(r'strcmp\(url, "([^"]+)"', src))
         exact |= {macros[m] for m in re.findall(r"strcmp\(url, (\w+)\)", src) if m in macros}
@@ -296,7 +296,7 @@ class AgentPage(unittest.TestCase):
                 covered.add(p)
                 continue
             pre = [x for x in prefixes if p.startswith(x) and len(p) > len(x)]
-            self.assertTrue(pre, "%s is not routed in agent/http.c" % p)
+            self.assertTrue(pre, "%s is not routed in agent/http/http.c" % p)
             covered.update(pre)
         self.assertEqual(covered, exact | prefixes, "routed but not in the page")
 
@@ -309,7 +309,7 @@ class AgentPage(unittest.TestCase):
 
     def test_metric_families_match_the_code(self):
         code = set()
-        for src in glob.glob(os.path.join(REPO, "agent", "*.c")):
+        for src in glob.glob(os.path.join(REPO, "agent", "http", "*.c")):
             text = read(src)
             code |= set(re.findall(r'family\(sb, "lockwatch_(\w+)"', text))
             code |= set(re.findall(r'"# HELP lockwatch_(\w+) ', text))

@@ -31,13 +31,13 @@ import time
 import harness as h
 import test_lockctl as lt
 
-LUA = os.path.join(h.REPO, "collectors", "lua")
+LUA = os.path.join(h.REPO, "collectors", "release", "lua")
 DRIVER = os.path.join(h.BUILD, "itests", "release_driver")
 UUID = lt.UUID
 
 
 def script(action):
-    """The script text exactly as collectors/release.c builds it."""
+    """The script text exactly as collectors/release/release.c builds it."""
     with open(os.path.join(LUA, "guard.lua")) as f:
         guard = f.read()
     with open(os.path.join(LUA, action + ".lua")) as f:

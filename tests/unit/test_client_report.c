@@ -2,7 +2,7 @@
  * test_client_report.c - liblockwatch's sample reports: key
  * percent-encoding, the wait/hold lines, packing lines into datagrams of at
  * most 1432 bytes, agent address parsing; and that the agent's parser
- * (collectors/samples.c) reads back exactly what we wrote.
+ * (collectors/waits/samples.c) reads back exactly what we wrote.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "client/client_impl.h"
-#include "collectors/samples.h"
+#include "collectors/waits/samples.h"
 
 static void
 encode_escapes_the_protocol_set(void **state)

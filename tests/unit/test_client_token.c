@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "client/client_impl.h"
-#include "collectors/formats.h"
+#include "collectors/formats/formats.h"
 
 static struct lwc_token
 sample_token(void)

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collectors/cluster.h"
+#include "collectors/redis/cluster.h"
 
 /* ---- building replies ------------------------------------------------------ */
 

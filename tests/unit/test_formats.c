@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "collectors/formats.h"
+#include "collectors/formats/formats.h"
 
 #define RS_UUID "8743c9c0-0795-4907-87fd-6c719a6b4586"
 #define RS_UUID2 "1b4e28ba-2fa1-41d2-883f-0016d3cca427"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collectors/keytext.h"
+#include "common/keytext.h"
 
 static void
 sanitize_keeps_valid_utf8(void **state)

@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "collectors/keytext.h"
-#include "collectors/lockclass.h"
+#include "common/keytext.h"
+#include "collectors/locks/lockclass.h"
 
 #define BIG (64 * 1024)
 

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collectors/keytext.h"
-#include "collectors/redlock.h"
+#include "common/keytext.h"
+#include "collectors/locks/redlock.h"
 
 #define T0 1790000000000LL      /* a Unix ms "now" */
 

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collectors/release.h"
+#include "collectors/release/release.h"
 #include "cli/table.c"
 
 static char *pats[] = { "lock:*", "job-lock:*" };

@@ -13,8 +13,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "agent/render.h"
-#include "collectors/keytext.h"
+#include "agent/http/render.h"
+#include "common/keytext.h"
 
 #define NOW 1800000000000LL
 

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collectors/keytext.h"
-#include "collectors/samples.h"
+#include "common/keytext.h"
+#include "collectors/waits/samples.h"
 
 /* Parse a copy of a C-string line (the parser decodes in place). */
 static int

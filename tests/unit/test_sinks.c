@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "alerts/sinks.h"
+#include "alerts/sinks/sinks.h"
 
 #define NOW 1800000000000LL     /* 2027-01-15T08:00:00.000Z */
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collectors/sketch.h"
+#include "collectors/waits/sketch.h"
 
 /* 1% relative, plus room for the last bits of double rounding. */
 #define TOLERANCE (SKETCH_ALPHA + 1e-9)

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "collectors/snapshot.h"
+#include "collectors/locks/snapshot.h"
 
 #define NOW 1800000000000LL
 

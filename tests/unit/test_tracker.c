@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "collectors/tracker.h"
+#include "collectors/scan/tracker.h"
 
 /* one holder hash, as a one-element list */
 static const uint32_t *

@@ -15,8 +15,8 @@
 #include <pthread.h>
 #include <cmocka.h>
 
-#include "collectors/keytext.h"
-#include "collectors/waitstats.h"
+#include "common/keytext.h"
+#include "collectors/waits/waitstats.h"
 
 #define T0 5000000              /* a monotonic clock reading, ms */
 

@@ -1,0 +1,26 @@
+/*
+ * alerts_http.h - the agent's side of alerting: the once-a-second tick
+ * that feeds the rules, GET /api/v1/alerts, and the alert metric
+ * families in /metrics.
+ */
+#ifndef LOCKWATCH_ALERTS_HTTP_H
+#define LOCKWATCH_ALERTS_HTTP_H
+
+#include <stddef.h>
+
+#include "common/strbuf.h"
+#include "agent/targets.h"
+
+/* Evaluate the alert rules on the newest snapshots and wait statistics.
+ * Main thread, from the signal loop's tick; never on a scanner thread. */
+void agent_alerts_tick(struct agent *a);
+
+/* GET /api/v1/alerts: an HTTP status and a malloc'd JSON body. */
+int render_api_alerts(struct agent *a, char **body, size_t *len);
+
+/* lockwatch_alerts_firing{alertname}, lockwatch_alerts_suppressed and
+ * lockwatch_notifications_total{sink,result}.  Nothing when al is NULL
+ * (--once evaluates no alerts). */
+void render_alert_metrics(struct alerts *al, struct strbuf *sb);
+
+#endif

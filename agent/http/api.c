@@ -1,0 +1,268 @@
+/*
+ * api.c - the JSON lock API (/api/v1/locks and /api/v1/locks/{key}).
+ *
+ * JSON is built with jansson, never by hand.  Keys and holder ids are raw
+ * bytes, so every lock carries two forms: "key", sanitised to valid UTF-8
+ * for people, and "key_escaped", percent-encoded and lossless, for
+ * scripts (and for lockctl, which must address the exact key).
+ *
+ * Listing is worst first across targets: each snapshot is already sorted,
+ * so the targets' orders are merged without copying, and "total" is
+ * counted in one more pass.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/http/render.h"
+#include "common/keytext.h"
+#include "collectors/locks/lockjson.h"
+
+#define API_LIMIT_DEFAULT 100
+#define API_LIMIT_MAX     10000
+
+static json_t *
+lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
+{
+    const char *key = l->key;
+    json_t *o, *holders, *h;
+    size_t i;
+
+    o = json_object();
+    holders = json_array();
+    if (o == NULL || holders == NULL)
+        goto fail;
+    json_object_set_new(o, "target", json_string(s->target));
+    json_object_set_new(o, "key", lockjson_text(key, l->key_len));
+    json_object_set_new(o, "key_escaped", lockjson_escaped(key, l->key_len));
+    json_object_set_new(o, "class", lockjson_text(s->classes[l->class_idx],
+                                                         strlen(s->classes[l->class_idx])));
+    json_object_set_new(o, "format", json_string(formats_table[l->format].name));
+    json_object_set_new(o, "states", lockjson_states(l->states));
+    json_object_set_new(o, "pttl_ms", json_integer(l->pttl_ms));
+    for (i = 0; i < l->nholders; i++) {
+        const struct snap_holder *sh = &l->holders[i];
+
+        h = json_object();
+        if (h == NULL)
+            goto fail;
+        json_object_set_new(h, "id", lockjson_text(sh->id, sh->id_len));
+        json_object_set_new(h, "id_escaped", lockjson_escaped(sh->id, sh->id_len));
+        json_object_set_new(h, "count", json_integer(sh->count));
+        if (sh->truncated)
+            json_object_set_new(h, "id_truncated", json_true());
+        json_array_append_new(holders, h);
+    }
+    json_object_set_new(o, "holders", holders);
+    holders = NULL;
+    json_object_set_new(o, "holders_total", json_integer(l->holders_total));
+    json_object_set_new(o, "max_count", json_integer(l->max_count));
+    if (l->flags & SNAP_MODE_READ)
+        json_object_set_new(o, "mode", json_string("read"));
+    else if (l->flags & SNAP_MODE_WRITE)
+        json_object_set_new(o, "mode", json_string("write"));
+    json_object_set_new(o, "first_seen", lockjson_time(l->first_seen_ms));
+    json_object_set_new(o, "age_seconds", json_real((double)(now_ms - l->first_seen_ms) / 1000.0));
+    json_object_set_new(o, "host", l->host_len ?
+                        lockjson_text(l->host, l->host_len) :
+                        json_null());
+    json_object_set_new(o, "pid", l->pid ? json_integer(l->pid) : json_null());
+    json_object_set_new(o, "thread", l->thread >= 0 ? json_integer(l->thread) : json_null());
+    json_object_set_new(o, "acquired_at", l->acquired_ms ? lockjson_time(l->acquired_ms) : json_null());
+    if (l->flags & SNAP_KEY_TRUNCATED)
+        json_object_set_new(o, "key_truncated", json_true());
+    if (l->flags & SNAP_VALUE_TRUNCATED)
+        json_object_set_new(o, "value_truncated", json_true());
+    return o;
+fail:
+    json_decref(o);
+    json_decref(holders);
+    return NULL;
+}
+
+static int
+dump(json_t *root, int status, char **body, size_t *len)
+{
+    char *s = json_dumps(root, JSON_COMPACT);
+
+    json_decref(root);
+    if (s == NULL)
+        return 500;
+    *body = s;
+    *len = strlen(s);
+    return status;
+}
+
+int
+render_api_error(int status, const char *msg, char **body, size_t *len)
+{
+    json_t *o = json_pack("{s:s}", "error", msg);
+
+    if (o == NULL)
+        return 500;
+    return dump(o, status, body, len);
+}
+
+static int
+state_mask(const char *state, uint8_t *mask)
+{
+    if (state == NULL || strcmp(state, "all") == 0 || strcmp(state, "held") == 0)
+        *mask = LOCK_HELD;
+    else if (strcmp(state, "leaked") == 0)
+        *mask = LOCK_LEAKED;
+    else if (strcmp(state, "long") == 0)
+        *mask = LOCK_LONG;
+    else if (strcmp(state, "reentrant_high") == 0)
+        *mask = LOCK_REENTRANT_HIGH;
+    else
+        return -1;
+    return 0;
+}
+
+struct filter {
+    uint8_t mask;
+    const char *target;
+    const char *class_;
+};
+
+static bool
+target_matches(const struct view_target *t, const struct filter *f)
+{
+    return t->snap != NULL && t->snap->ok &&
+        (f->target == NULL || strcmp(t->name, f->target) == 0);
+}
+
+static bool
+lock_matches(const struct snapshot *s, const struct snap_lock *l, const struct filter *f)
+{
+    if (!(l->states & f->mask))
+        return false;
+    return f->class_ == NULL || strcmp(s->classes[l->class_idx], f->class_) == 0;
+}
+
+int
+render_api_locks(const struct view *v, const struct api_query *q, char **body, size_t *len)
+{
+    struct filter f;
+    size_t *pos = NULL, i, count = 0;
+    uint64_t total = 0;
+    bool complete = true;
+    json_t *root = NULL, *arr = NULL, *o;
+    long limit = API_LIMIT_DEFAULT;
+    char *end;
+
+    if (state_mask(q->state, &f.mask) == -1)
+        return render_api_error(400, "state must be one of leaked, long, reentrant_high, held, all",
+                                body, len);
+    if (q->limit != NULL) {
+        errno = 0;
+        limit = strtol(q->limit, &end, 10);
+        if (errno != 0 || end == q->limit || *end != '\0' || limit < 1 || limit > API_LIMIT_MAX)
+            return render_api_error(400, "limit must be an integer from 1 to 10000", body, len);
+    }
+    f.target = q->target;
+    f.class_ = q->class_;
+
+    pos = calloc(v->ntargets ? v->ntargets : 1, sizeof(*pos));
+    root = json_object();
+    arr = json_array();
+    if (pos == NULL || root == NULL || arr == NULL)
+        goto oom;
+
+    /* k-way merge of the per-target worst-first retained locks */
+    while (count < (size_t)limit) {
+        const struct snap_lock *best = NULL;
+        size_t bi = 0;
+
+        for (i = 0; i < v->ntargets; i++) {
+            const struct snapshot *s = v->targets[i].snap;
+
+            if (!target_matches(&v->targets[i], &f))
+                continue;
+            while (pos[i] < s->nlocks && !lock_matches(s, s->locks[pos[i]], &f))
+                pos[i]++;
+            if (pos[i] >= s->nlocks)
+                continue;
+            if (best == NULL || snapshot_worse(s->locks[pos[i]], best)) {
+                best = s->locks[pos[i]];
+                bi = i;
+            }
+        }
+        if (best == NULL)
+            break;
+        o = lock_json(v->targets[bi].snap, best, v->now_ms);
+        if (o == NULL || json_array_append_new(arr, o) == -1)
+            goto oom;
+        pos[bi]++;
+        count++;
+    }
+    /* totals come from the class counters, which count every lock, kept
+     * in detail or not */
+    for (i = 0; i < v->ntargets; i++) {
+        const struct snapshot *s = v->targets[i].snap;
+        size_t c;
+
+        if (!target_matches(&v->targets[i], &f))
+            continue;
+        if (!snapshot_complete(s))
+            complete = false;
+        for (c = 0; c < s->nclasses && c < s->class_cap; c++) {
+            const struct snap_class *st = &s->class_stats[c];
+
+            if (f.class_ != NULL && strcmp(s->classes[c], f.class_) != 0)
+                continue;
+            total += f.mask == LOCK_LEAKED ? st->leaked :
+                f.mask == LOCK_LONG ? st->long_held :
+                f.mask == LOCK_REENTRANT_HIGH ? st->reentrant_high : st->total;
+        }
+    }
+    free(pos);
+    json_object_set_new(root, "count", json_integer((json_int_t)count));
+    json_object_set_new(root, "total", json_integer((json_int_t)total));
+    /* false when a target counted more locks than it keeps in detail
+     * (SNAP_RETAIN_MAX, the worst ones): the list then holds the worst */
+    json_object_set_new(root, "complete", json_boolean(complete));
+    json_object_set_new(root, "locks", arr);
+    return dump(root, 200, body, len);
+oom:
+    free(pos);
+    json_decref(arr);
+    json_decref(root);
+    return 500;
+}
+
+int
+render_api_lock(const struct view *v, const char *key, size_t keylen,
+                const char *target, char **body, size_t *len)
+{
+    size_t i, k;
+    bool partial = false;
+
+    for (i = 0; i < v->ntargets; i++) {
+        const struct snapshot *s = v->targets[i].snap;
+
+        if (s == NULL || !s->ok || (target != NULL && strcmp(v->targets[i].name, target) != 0))
+            continue;
+        for (k = 0; k < s->nlocks; k++) {
+            const struct snap_lock *l = s->locks[k];
+
+            if (l->key_len == keylen && memcmp(l->key, key, keylen) == 0) {
+                json_t *o = lock_json(s, l, v->now_ms);
+
+                if (o == NULL)
+                    return 500;
+                return dump(o, 200, body, len);
+            }
+        }
+        if (!snapshot_complete(s))
+            partial = true;
+    }
+    if (partial)
+        return render_api_error(404, "not among the locks kept in detail (the worst "
+                                "10000 per target; healthy locks are only counted): "
+                                "use lockctl show KEY to read it from Redis", body, len);
+    return render_api_error(404, "no such lock in the last scan (check the key and ?target=)",
+                            body, len);
+}

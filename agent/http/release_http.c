@@ -1,0 +1,573 @@
+/*
+ * release_http.c - POST /api/v1/locks/release, the guarded release over
+ * HTTP, and the lockwatch_releases_total counter.
+ *
+ * The order of checks is the order of least surprise for an attacker and
+ * an operator alike: the feature off answers 404 like any unknown path;
+ * then the method; then the bearer token, before a byte of the body is
+ * read or stored (401 without it, 403 with another); then the body (at
+ * most RELEASE_HTTP_BODY_MAX bytes, 413 past it; 400 when it is not the
+ * JSON the contract says).  Tokens are compared as SHA-256 digests with
+ * CRYPTO_memcmp, so the time taken says nothing about the token, not even
+ * its length.
+ *
+ * The release itself is collectors/release/release.c, as for lockctl: the script
+ * does every guard.  It runs on a connection opened for this request to
+ * the node that serves the key (release_connect(): the target, the
+ * sentinels' primary, the key's cluster shard) with the target's connect
+ * and command timeouts, so an MHD worker is held at most that long (plus
+ * the sentinels' or the cluster's discovery), and a slow Redis never
+ * blocks the scanner's connection.
+ * The config is copied under the agent lock first: a reload meanwhile
+ * frees the old one.  The holder age the agent knows (first seen by the
+ * tracker, from the last snapshot) goes to the script with the request,
+ * so --if-older-than works for watchdog-renewed locks, whose OBJECT
+ * IDLETIME is always short.
+ */
+#include "agent/http/release_http.h"
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "agent/targets.h"
+#include "common/keytext.h"
+#include "collectors/release/release.h"
+
+#define CT_JSON     "application/json"
+#define REASON_MAX  512         /* bytes of reason kept for the audit */
+#define BEARER      "Bearer "
+
+/* Per request, between MHD's calls. */
+struct req_state {
+    char *body;
+    size_t len;
+    bool too_big;
+};
+
+/* What the request needs from the config, copied under the agent lock. */
+struct snapshot_conf {
+    bool on;
+    char *token;
+    char *audit_stream;
+};
+
+static int
+reply(struct MHD_Connection *c, unsigned int status, char *body, size_t len,
+      const char *hname, const char *hvalue)
+{
+    struct MHD_Response *r;
+    int ret;
+
+    if (body == NULL) {
+        static const char oom[] = "{\"error\":\"out of memory\"}";
+
+        status = 500;
+        body = strdup(oom);
+        len = sizeof(oom) - 1;
+        if (body == NULL)
+            return MHD_NO;
+    }
+    r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (r == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CT_JSON);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (hname != NULL)
+        MHD_add_response_header(r, hname, hvalue);
+    ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static int
+reply_json(struct MHD_Connection *c, unsigned int status, json_t *o)
+{
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+    json_decref(o);
+    return reply(c, status, s, s ? strlen(s) : 0, NULL, NULL);
+}
+
+static int
+reply_error(struct MHD_Connection *c, unsigned int status, const char *msg,
+            const char *hname, const char *hvalue)
+{
+    json_t *o = json_pack("{s:s}", "error", msg);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+    json_decref(o);
+    return reply(c, status, s, s ? strlen(s) : 0, hname, hvalue);
+}
+
+static void
+conf_clear(struct snapshot_conf *sc)
+{
+    if (sc->token != NULL) {
+        explicit_bzero(sc->token, strlen(sc->token));
+        free(sc->token);
+    }
+    free(sc->audit_stream);
+    memset(sc, 0, sizeof(*sc));
+}
+
+static int
+conf_copy(struct agent *a, struct snapshot_conf *sc)
+{
+    memset(sc, 0, sizeof(*sc));
+    pthread_mutex_lock(&a->mu);
+    sc->on = a->cfg->unlock_http;
+    if (sc->on) {
+        sc->token = strdup(a->cfg->unlock_token ? a->cfg->unlock_token : "");
+        sc->audit_stream = strdup(a->cfg->audit_stream);
+    }
+    pthread_mutex_unlock(&a->mu);
+    if (sc->on && (sc->token == NULL || sc->audit_stream == NULL)) {
+        conf_clear(sc);
+        return -1;
+    }
+    return 0;
+}
+
+/* Constant time in the token's bytes and length: compare digests. */
+static bool
+token_ok(const char *given, size_t glen, const char *want)
+{
+    unsigned char dg[EVP_MAX_MD_SIZE], dw[EVP_MAX_MD_SIZE];
+    unsigned int lg = 0, lw = 0;
+
+    if (want[0] == '\0')
+        return false;           /* never "any token" by accident */
+    if (EVP_Digest(given, glen, dg, &lg, EVP_sha256(), NULL) != 1 ||
+        EVP_Digest(want, strlen(want), dw, &lw, EVP_sha256(), NULL) != 1 || lg != lw)
+        return false;
+    return CRYPTO_memcmp(dg, dw, lg) == 0;
+}
+
+/* 0 authorised; else the HTTP status to answer (401, 403). */
+static unsigned int
+authorise(struct MHD_Connection *c, const struct snapshot_conf *sc)
+{
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                MHD_HTTP_HEADER_AUTHORIZATION);
+    size_t blen = strlen(BEARER);
+
+    if (h == NULL || strncasecmp(h, BEARER, blen) != 0)
+        return 401;
+    h += blen;
+    while (*h == ' ')
+        h++;
+    return token_ok(h, strlen(h), sc->token) ? 0 : 403;
+}
+
+/* "http:<peer address>", the operator in the audit entry. */
+static void
+peer_operator(struct MHD_Connection *c, char *buf, size_t len)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    char host[NI_MAXHOST];
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    socklen_t salen = sa == NULL ? 0 : sa->sa_family == AF_INET6 ?
+        (socklen_t)sizeof(struct sockaddr_in6) : (socklen_t)sizeof(struct sockaddr_in);
+
+    if (sa == NULL || getnameinfo(sa, salen, host, sizeof(host), NULL, 0, NI_NUMERICHOST) != 0)
+        snprintf(buf, len, "http");
+    else
+        snprintf(buf, len, "http:%s", host);
+}
+
+/* ---- the request body ----------------------------------------------------- */
+
+struct body {
+    const char *target;         /* NULL: the only target */
+    char *key, *holder;
+    size_t keylen, holderlen;
+    char reason[REASON_MAX + 1];
+    bool if_leaked, dry_run;
+    int64_t older_ms;
+};
+
+/* key or key_escaped into *out (malloc'd); NULL msg on success. */
+static const char *
+bytes_field(json_t *root, const char *name, const char *ename, char **out, size_t *len)
+{
+    json_t *plain = json_object_get(root, name), *esc = json_object_get(root, ename);
+    const char *s;
+    size_t n;
+
+    if ((plain == NULL) == (esc == NULL))
+        return name[0] == 'k' ? "give exactly one of key and key_escaped"
+                              : "give exactly one of holder and holder_escaped";
+    if (!json_is_string(plain ? plain : esc))
+        return name[0] == 'k' ? "key must be a string" : "holder must be a string";
+    s = json_string_value(plain ? plain : esc);
+    n = json_string_length(plain ? plain : esc);
+    if ((*out = malloc(n + 1)) == NULL)
+        return "out of memory";
+    if (plain != NULL) {
+        memcpy(*out, s, n);
+        *len = n;
+    } else if ((*len = keytext_unpercent(*out, s, n, 0)) == (size_t)-1) {
+        return name[0] == 'k' ? "key_escaped is not valid percent-encoding"
+                              : "holder_escaped is not valid percent-encoding";
+    }
+    (*out)[*len] = '\0';
+    return NULL;
+}
+
+/* Parse the body; NULL, or what is wrong with it (400). */
+static const char *
+parse_body(const char *buf, size_t len, struct body *b, json_t **rootp)
+{
+    static const char *const known[] = { "target", "key", "key_escaped", "holder",
+                                         "holder_escaped", "reason", "if_leaked",
+                                         "if_older_than", "dry_run" };
+    json_error_t jerr;
+    json_t *root, *v;
+    const char *k, *msg;
+
+    memset(b, 0, sizeof(*b));
+    root = *rootp = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL || !json_is_object(root))
+        return "the body must be a JSON object {target, key, holder, reason, if_leaked, "
+               "if_older_than}";
+    json_object_foreach(root, k, v) {
+        size_t i;
+
+        for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+            if (strcmp(k, known[i]) == 0)
+                break;
+        if (i == sizeof(known) / sizeof(known[0]))
+            return "unknown field (known: target, key, key_escaped, holder, holder_escaped, "
+                   "reason, if_leaked, if_older_than, dry_run)";
+    }
+    if ((v = json_object_get(root, "target")) != NULL) {
+        if (!json_is_string(v))
+            return "target must be a string";
+        b->target = json_string_value(v);
+    }
+    if ((msg = bytes_field(root, "key", "key_escaped", &b->key, &b->keylen)) != NULL ||
+        (msg = bytes_field(root, "holder", "holder_escaped", &b->holder, &b->holderlen)) != NULL)
+        return msg;
+    if (b->keylen == 0 || b->holderlen == 0)
+        return "key and holder must not be empty";
+    if ((v = json_object_get(root, "reason")) != NULL) {
+        if (!json_is_string(v))
+            return "reason must be a string";
+        snprintf(b->reason, sizeof(b->reason), "%s", json_string_value(v));
+    }
+    if ((v = json_object_get(root, "if_leaked")) != NULL) {
+        if (!json_is_boolean(v))
+            return "if_leaked must be true or false";
+        b->if_leaked = json_is_true(v);
+    }
+    if ((v = json_object_get(root, "dry_run")) != NULL) {
+        if (!json_is_boolean(v))
+            return "dry_run must be true or false";
+        b->dry_run = json_is_true(v);
+    }
+    if ((v = json_object_get(root, "if_older_than")) != NULL) {
+        if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+            json_integer_value(v) <= INT64_MAX / 1000)
+            b->older_ms = (int64_t)json_integer_value(v) * 1000;
+        else if (!json_is_string(v) ||
+                 config_parse_duration(json_string_value(v), &b->older_ms) == -1)
+            return "if_older_than must be a duration (\"10m\") or whole seconds";
+    }
+    return NULL;
+}
+
+/* ---- the target ------------------------------------------------------------- */
+
+static void
+target_clear(struct target_conf *t)
+{
+    size_t i;
+
+    free(t->name);
+    free(t->user);
+    free(t->master_name);
+    free(t->sentinels);
+    if (t->password != NULL) {
+        explicit_bzero(t->password, strlen(t->password));
+        free(t->password);
+    }
+    for (i = 0; i < t->npatterns; i++)
+        free(t->patterns[i]);
+    free(t->patterns);
+    memset(t, 0, sizeof(*t));
+}
+
+/*
+ * Copy the target named name (the only one when name is NULL) out of the
+ * live config: what a connection and the script need.  0 found, 1 no such
+ * target (or several and no name), -1 ENOMEM.
+ */
+static int
+target_copy(struct agent *a, const char *name, struct target_conf *out)
+{
+    const struct target_conf *t = NULL;
+    int rc = 1;
+    size_t i;
+
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&a->mu);
+    if (name != NULL)
+        t = config_target(a->cfg, name);
+    else if (a->cfg->ntargets == 1)
+        t = &a->cfg->targets[0];
+    if (t != NULL) {
+        rc = -1;
+        *out = *t;
+        out->url = NULL;
+        out->password_file = NULL;
+        out->name = strdup(t->name);
+        out->user = t->user ? strdup(t->user) : NULL;
+        out->password = t->password ? strdup(t->password) : NULL;
+        out->master_name = t->master_name ? strdup(t->master_name) : NULL;
+        out->sentinels = t->nsentinels ? calloc(t->nsentinels, sizeof(*t->sentinels)) : NULL;
+        if (out->sentinels != NULL)
+            memcpy(out->sentinels, t->sentinels, t->nsentinels * sizeof(*t->sentinels));
+        out->patterns = calloc(t->npatterns ? t->npatterns : 1, sizeof(*out->patterns));
+        out->npatterns = 0;
+        if (out->name != NULL && (t->user == NULL || out->user != NULL) &&
+            (t->password == NULL || out->password != NULL) &&
+            (t->master_name == NULL || out->master_name != NULL) &&
+            (t->nsentinels == 0 || out->sentinels != NULL) && out->patterns != NULL) {
+            for (i = 0; i < t->npatterns; i++) {
+                if ((out->patterns[i] = strdup(t->patterns[i])) == NULL)
+                    break;
+                out->npatterns = i + 1;
+            }
+            if (out->npatterns == t->npatterns)
+                rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&a->mu);
+    if (rc == -1)
+        target_clear(out);
+    return rc;
+}
+
+/* The holder's age as the agent's tracker knows it, or 0. */
+static int64_t
+known_age(struct agent *a, const char *target, const struct body *b)
+{
+    struct view v;
+    int64_t age = 0;
+    size_t i, k, h;
+
+    if (agent_view(a, &v) == -1)
+        return 0;
+    for (i = 0; i < v.ntargets && age == 0; i++) {
+        const struct snapshot *s = v.targets[i].snap;
+
+        if (s == NULL || !s->ok || strcmp(v.targets[i].name, target) != 0)
+            continue;
+        for (k = 0; k < s->nlocks; k++) {
+            const struct snap_lock *l = s->locks[k];
+
+            if (l->key_len != b->keylen || memcmp(l->key, b->key, b->keylen) != 0)
+                continue;
+            for (h = 0; h < l->nholders; h++)
+                if (!l->holders[h].truncated && l->holders[h].id_len == b->holderlen &&
+                    memcmp(l->holders[h].id, b->holder, b->holderlen) == 0 &&
+                    l->first_seen_ms > 0 && l->first_seen_ms < v.now_ms)
+                    age = v.now_ms - l->first_seen_ms;
+            break;
+        }
+    }
+    view_release(&v);
+    return age;
+}
+
+/* ---- the handler ------------------------------------------------------------ */
+
+static void
+count(struct agent *a, enum release_outcome o, bool dry)
+{
+    if (dry)
+        return;                 /* a dry run changes nothing: not a release */
+    if (o == RELEASE_RELEASED)
+        atomic_fetch_add(&a->releases[RELEASES_RELEASED], 1);
+    else if (release_outcome_refused(o))
+        atomic_fetch_add(&a->releases[RELEASES_REFUSED], 1);
+    else
+        atomic_fetch_add(&a->releases[RELEASES_ERROR], 1);
+}
+
+static int
+serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
+      const struct req_state *st)
+{
+    struct body b;
+    struct target_conf t, node;
+    struct release_request rq;
+    struct release_result res;
+    redisContext *rc = NULL;
+    json_t *root = NULL;
+    char op[NI_MAXHOST + 8], keylog[128];
+    const char *msg;
+    unsigned int status;
+    int found, ret;
+
+    memset(&t, 0, sizeof(t));
+    memset(&b, 0, sizeof(b));
+    if (st->too_big) {
+        ret = reply_error(c, 413, "the body is larger than 64 KiB", NULL, NULL);
+        goto done;
+    }
+    if ((msg = parse_body(st->body ? st->body : "", st->len, &b, &root)) != NULL) {
+        ret = reply_error(c, 400, msg, NULL, NULL);
+        goto done;
+    }
+    found = target_copy(a, b.target, &t);
+    if (found != 0) {
+        ret = found < 0 ? reply_error(c, 500, "out of memory", NULL, NULL)
+            : reply_error(c, 400, b.target ? "no such target" :
+                          "target is required (the agent has several)", NULL, NULL);
+        goto done;
+    }
+    peer_operator(c, op, sizeof(op));
+    memset(&rq, 0, sizeof(rq));
+    rq.action = RELEASE_ACTION_RELEASE;
+    rq.key = b.key;
+    rq.keylen = b.keylen;
+    rq.holder = b.holder;
+    rq.holderlen = b.holderlen;
+    rq.if_leaked = b.if_leaked;
+    rq.if_older_than_ms = b.older_ms;
+    rq.known_age_ms = known_age(a, t.name, &b);
+    rq.dry_run = b.dry_run;
+    rq.operator_name = op;
+    rq.reason = b.reason;
+
+    memset(&res, 0, sizeof(res));
+    /* the key's node: the target, its primary (sentinel), its shard (cluster) */
+    if ((rc = release_connect(&t, b.key, b.keylen, &node, res.err, sizeof(res.err))) == NULL) {
+        res.outcome = RELEASE_ERROR;
+        status = 503;           /* unreachable: try again later */
+    } else {
+        release_run(rc, &node, sc->audit_stream, &rq, &res);
+        status = release_outcome_refused(res.outcome) ? 409
+            : res.outcome == RELEASE_ERROR || res.audit_failed ? 502 : 200;
+    }
+    count(a, res.outcome, b.dry_run);
+    keytext_percent(keylog, sizeof(keylog), b.key, b.keylen);
+    log_info("release of %s on target %s by %s%s: %s%s%s", keylog, t.name, op,
+             b.dry_run ? " (dry run)" : "", release_outcome_str(res.outcome),
+             res.err[0] ? ": " : "", res.err);
+    ret = reply_json(c, status, release_result_json(t.name, &rq, &res));
+done:
+    if (rc != NULL)
+        redisFree(rc);
+    target_clear(&t);
+    json_decref(root);
+    free(b.key);
+    free(b.holder);
+    return ret;
+}
+
+int
+release_http(struct agent *a, struct MHD_Connection *c, const char *method,
+             const char *upload, size_t *upload_size, void **state)
+{
+    struct snapshot_conf sc;
+    struct req_state *st = *state;
+    unsigned int denied;
+    int ret;
+
+    if (st == NULL) {
+        /* Headers only so far: decide now whether to take a body at all. */
+        if (conf_copy(a, &sc) == -1)
+            return reply_error(c, 500, "out of memory", NULL, NULL);
+        if (!sc.on) {
+            conf_clear(&sc);
+            return reply_error(c, 404, "not found: the release endpoint is off ([unlock] "
+                               "http = off)", NULL, NULL);
+        }
+        if (strcmp(method, "POST") != 0) {
+            conf_clear(&sc);
+            return reply_error(c, 405, "method not allowed: use POST", MHD_HTTP_HEADER_ALLOW,
+                               "POST");
+        }
+        denied = authorise(c, &sc);
+        conf_clear(&sc);
+        if (denied == 401)
+            return reply_error(c, 401, "unauthorized: send Authorization: Bearer <token> "
+                               "([unlock] token_file)", MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                               "Bearer realm=\"lockwatch\"");
+        if (denied == 403)
+            return reply_error(c, 403, "forbidden: wrong token", NULL, NULL);
+        if ((st = calloc(1, sizeof(*st))) == NULL)
+            return MHD_NO;
+        *state = st;
+        return MHD_YES;
+    }
+    if (*upload_size != 0) {
+        if (!st->too_big && st->len + *upload_size <= RELEASE_HTTP_BODY_MAX) {
+            char *nb = realloc(st->body, st->len + *upload_size + 1);
+
+            if (nb == NULL)
+                return MHD_NO;
+            st->body = nb;
+            memcpy(st->body + st->len, upload, *upload_size);
+            st->len += *upload_size;
+        } else {
+            st->too_big = true; /* keep reading, keep nothing */
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    /* The whole body is in.  The config may have changed meanwhile (a
+     * reload turning the endpoint off, a new token): look again. */
+    if (conf_copy(a, &sc) == -1)
+        return reply_error(c, 500, "out of memory", NULL, NULL);
+    if (!sc.on)
+        ret = reply_error(c, 404, "not found: the release endpoint is off ([unlock] "
+                          "http = off)", NULL, NULL);
+    else if ((denied = authorise(c, &sc)) != 0)
+        ret = reply_error(c, denied, denied == 401 ? "unauthorized" : "forbidden: wrong token",
+                          NULL, NULL);
+    else
+        ret = serve(a, c, &sc, st);
+    conf_clear(&sc);
+    return ret;
+}
+
+void
+release_http_free(void *state)
+{
+    struct req_state *st = state;
+
+    if (st == NULL)
+        return;
+    free(st->body);
+    free(st);
+}
+
+void
+render_release_metrics(const atomic_uint_fast64_t *counters, struct strbuf *sb)
+{
+    static const char *const results[RELEASES_RESULTS] = { "released", "refused", "error" };
+
+    if (counters == NULL)
+        return;
+    sb_adds(sb, "# HELP lockwatch_releases_total Guarded releases over HTTP "
+            "(POST /api/v1/locks/release) by result; dry runs are not counted.\n"
+            "# TYPE lockwatch_releases_total counter\n");
+    for (int i = 0; i < RELEASES_RESULTS; i++)
+        sb_addf(sb, "lockwatch_releases_total{result=\"%s\"} %llu\n", results[i],
+                (unsigned long long)atomic_load(&counters[i]));
+}

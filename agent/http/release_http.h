@@ -1,0 +1,44 @@
+/*
+ * release_http.h - POST /api/v1/locks/release: the guarded release over
+ * HTTP (SPEC "Guarded release", "HTTP"), and lockwatch_releases_total.
+ *
+ * Off unless [unlock] http = on (404 otherwise).  When on, a request needs
+ * "Authorization: Bearer <token>" with the token of [unlock] token_file
+ * (401 without it, 403 with another), a JSON body of at most
+ * RELEASE_HTTP_BODY_MAX bytes, and runs the same script as lockctl
+ * (collectors/release/release.h) on a connection of its own, within the target's
+ * connect and command timeouts.  docs/lockctl.md "HTTP" has the contract.
+ */
+#ifndef LOCKWATCH_RELEASE_HTTP_H
+#define LOCKWATCH_RELEASE_HTTP_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "common/strbuf.h"
+
+#define RELEASE_HTTP_PATH      "/api/v1/locks/release"
+#define RELEASE_HTTP_BODY_MAX  (64 * 1024)
+
+/* Indexes of struct agent's releases[] (lockwatch_releases_total{result}). */
+enum { RELEASES_RELEASED, RELEASES_REFUSED, RELEASES_ERROR, RELEASES_RESULTS };
+
+struct agent;
+struct MHD_Connection;
+
+/*
+ * The MHD access handler for RELEASE_HTTP_PATH, called like any MHD
+ * handler (the first call with *state NULL, then with body chunks, then
+ * once with *upload_size 0).  It keeps its own per-request state in
+ * *state; the server's request-completed callback must hand any state it
+ * does not own itself to release_http_free().  Returns an MHD_Result.
+ */
+int release_http(struct agent *a, struct MHD_Connection *c, const char *method,
+                 const char *upload, size_t *upload_size, void **state);
+void release_http_free(void *state);
+
+/* lockwatch_releases_total{result} from the agent's counters; nothing when
+ * counters is NULL (--once serves no HTTP). */
+void render_release_metrics(const atomic_uint_fast64_t *counters, struct strbuf *sb);
+
+#endif

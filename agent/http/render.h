@@ -1,0 +1,37 @@
+/*
+ * render.h - what HTTP and --once show: the Prometheus exposition and the
+ * JSON lock API, both rendered from a view (immutable snapshots).
+ */
+#ifndef LOCKWATCH_RENDER_H
+#define LOCKWATCH_RENDER_H
+
+#include <stddef.h>
+
+#include "common/strbuf.h"
+#include "agent/targets.h"
+
+#define RENDER_MAX_BYTES   (256u * 1024 * 1024)  /* cap on one response */
+#define OFFENDER_KEY_MAX   200                   /* bytes of a key label */
+#define OFFENDER_HOLDER_MAX 128                  /* bytes of a holder label */
+
+/* Prometheus text format 0.0.4.  0, or -1 when the buffer failed. */
+int render_metrics(const struct view *v, struct strbuf *sb);
+
+/* Readiness: 1 ready, 0 not; reason lists each target that is not. */
+int render_ready(const struct view *v, struct strbuf *reason);
+
+/* The JSON API.  Each returns an HTTP status and a malloc'd body. */
+struct api_query {
+    const char *state;          /* NULL = all */
+    const char *target;         /* NULL = any */
+    const char *class_;         /* NULL = any */
+    const char *limit;          /* NULL = default */
+};
+int render_api_locks(const struct view *v, const struct api_query *q,
+                     char **body, size_t *len);
+int render_api_lock(const struct view *v, const char *key, size_t keylen,
+                    const char *target, char **body, size_t *len);
+/* {"error": msg} with the given status. */
+int render_api_error(int status, const char *msg, char **body, size_t *len);
+
+#endif

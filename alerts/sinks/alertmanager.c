@@ -1,0 +1,94 @@
+/*
+ * sink_alertmanager.c - format = alertmanager: Alertmanager's API v2.
+ *
+ * url is Alertmanager's base URL (http://am:9093); alerts are POSTed to
+ * <url>/api/v2/alerts as a JSON array of postable alerts:
+ *
+ *   [{"labels": {...}, "annotations": {...}, "startsAt": "...",
+ *     "endsAt": "...", "generatorURL": "..."}]
+ *
+ * Alertmanager forgets an alert at its endsAt, so a firing alert is
+ * posted with endsAt = now + 4m and re-posted every minute (EV_REFRESH)
+ * while it fires: two lost posts later it still fires, the way Prometheus
+ * does it (resend delay 1m, valid for 4 x that).  A resolved alert is
+ * posted with endsAt = the time it resolved, and re-posted on the same
+ * schedule for ALERTSET_RESOLVED_KEEP_MS (5 min), as Alertmanager's API
+ * documentation asks of clients.  Deduplication, grouping, repeat and
+ * routing are Alertmanager's job, so EV_REPEAT is not taken.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alerts/sinks/sinks.h"
+#include "collectors/locks/lockjson.h"
+
+#define AM_PATH "/api/v2/alerts"
+
+static int
+am_render(const struct sink_batch *b, char **body, size_t *len)
+{
+    json_t *list, *o;
+    size_t i;
+
+    if ((list = json_array()) == NULL)
+        return -1;
+    for (i = 0; i < b->n; i++) {
+        const struct alert *a = b->alerts[i];
+
+        if ((o = json_object()) == NULL)
+            goto fail;
+        json_object_set_new(o, "labels", sink_json_labels(a));
+        json_object_set_new(o, "annotations", sink_json_annotations(a));
+        json_object_set_new(o, "startsAt", lockjson_time(a->starts_ms));
+        json_object_set_new(o, "endsAt", lockjson_time(a->state == ALERT_RESOLVED ?
+                                                        a->ends_ms :
+                                                        b->now_ms + SINK_AM_VALID_MS));
+        if (b->generator_url != NULL)
+            json_object_set_new(o, "generatorURL", json_string(b->generator_url));
+        if (json_array_append_new(list, o) == -1)
+            goto fail;
+    }
+    return sink_dump(list, body, len);
+fail:
+    json_decref(list);
+    return -1;
+}
+
+static int
+am_headers(const struct sink_key *key, const char *msg_id, int64_t ts,
+           const char *body, size_t len, struct sink_headers *h)
+{
+    (void)key;
+    (void)msg_id;
+    (void)ts;
+    (void)body;
+    (void)len;
+    h->n = 0;
+    return sink_header(h, "Content-Type", "application/json");
+}
+
+/* <url>/api/v2/alerts, unless url already names that path. */
+static char *
+am_endpoint(const char *url)
+{
+    size_t n = strlen(url), plen = strlen(AM_PATH);
+    char *out;
+
+    if (n >= plen && strcmp(url + n - plen, AM_PATH) == 0)
+        return strdup(url);
+    while (n > 0 && url[n - 1] == '/')
+        n--;
+    if ((out = malloc(n + plen + 1)) == NULL)
+        return NULL;
+    memcpy(out, url, n);
+    memcpy(out + n, AM_PATH, plen + 1);
+    return out;
+}
+
+const struct sink_type sink_alertmanager = {
+    .name = "alertmanager",
+    .kinds = SINK_KIND(EV_FIRING) | SINK_KIND(EV_RESOLVED) | SINK_KIND(EV_REFRESH),
+    .render = am_render,
+    .headers = am_headers,
+    .endpoint = am_endpoint,
+};

@@ -1,0 +1,144 @@
+/*
+ * sink_slack.c - format = slack: a Slack incoming webhook.
+ *
+ * The body is Slack's documented minimal message, {"text": "..."}, in
+ * mrkdwn.  Slack reads &, < and > as markup (<url|label>, &lt;), so those
+ * three are escaped as &amp; &lt; &gt; in everything quoted from an alert;
+ * that is the escaping Slack documents, and with it a hostile key cannot
+ * forge a link or a mention.  A batch lists at most SLACK_LINES alerts,
+ * then "and N more", and the text stays under SLACK_TEXT_MAX bytes (Slack
+ * truncates long messages; cuts never split a UTF-8 sequence).
+ *
+ * The webhook URL is the secret here (it embeds the token): it is never
+ * logged, and metrics name the sink by its [webhook NAME].
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alerts/sinks/sinks.h"
+#include "common/keytext.h"
+
+#define SLACK_LINES     20
+#define SLACK_TEXT_MAX  3500
+
+struct out {
+    char *buf;
+    size_t len, cap;
+    bool full;
+};
+
+static void
+add_raw(struct out *o, const char *s, size_t n)
+{
+    if (o->full)
+        return;
+    if (o->len + n > o->cap) {
+        n = keytext_utf8_prefix(s, n, o->cap - o->len);
+        o->full = true;
+    }
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+}
+
+static void
+add(struct out *o, const char *s)
+{
+    add_raw(o, s, strlen(s));
+}
+
+/* Quoted text: &, <, > escaped; the escapes are never cut in half. */
+static void
+add_escaped(struct out *o, const char *s)
+{
+    const char *run = s;
+
+    for (; *s != '\0'; s++) {
+        const char *esc = *s == '&' ? "&amp;" : *s == '<' ? "&lt;" : *s == '>' ? "&gt;" :
+            NULL;
+
+        if (esc == NULL)
+            continue;
+        add_raw(o, run, (size_t)(s - run));
+        if (o->len + strlen(esc) > o->cap)
+            o->full = true;
+        add(o, esc);
+        run = s + 1;
+    }
+    add_raw(o, run, (size_t)(s - run));
+}
+
+static const char *
+heading(enum alert_event_kind k)
+{
+    switch (k) {
+    case EV_RESOLVED:
+        return "RESOLVED";
+    case EV_REPEAT:
+        return "FIRING, still";
+    default:
+        return "FIRING";
+    }
+}
+
+static int
+slack_render(const struct sink_batch *b, char **body, size_t *len)
+{
+    char buf[SLACK_TEXT_MAX + 1], num[64];
+    struct out o = { buf, 0, SLACK_TEXT_MAX, false };
+    size_t i;
+
+    add(&o, "*[");
+    add(&o, heading(b->kind));
+    add(&o, "]*");
+    if (b->n == 1) {
+        const struct alert *a = b->alerts[0];
+
+        add(&o, " *");
+        add(&o, alert_name_str(a->name));
+        add(&o, "*: ");
+        add_escaped(&o, a->summary);
+        add(&o, "\n");
+        add_escaped(&o, a->description);
+    } else {
+        snprintf(num, sizeof(num), " %zu lockwatch alerts", b->n);
+        add(&o, num);
+        for (i = 0; i < b->n && i < SLACK_LINES; i++) {
+            add(&o, "\n\xe2\x80\xa2 *");
+            add(&o, alert_name_str(b->alerts[i]->name));
+            add(&o, "*: ");
+            add_escaped(&o, b->alerts[i]->summary);
+        }
+        if (b->n > SLACK_LINES) {
+            snprintf(num, sizeof(num), "\nand %zu more", b->n - SLACK_LINES);
+            add(&o, num);
+        }
+    }
+    if (b->generator_url != NULL && !o.full) {
+        add(&o, "\n");
+        add_escaped(&o, b->generator_url);
+    }
+    buf[o.len] = '\0';
+    return sink_dump(json_pack("{s:s%}", "text", buf, o.len), body, len);
+}
+
+static int
+slack_headers(const struct sink_key *key, const char *msg_id, int64_t ts,
+              const char *body, size_t len, struct sink_headers *h)
+{
+    (void)key;
+    (void)msg_id;
+    (void)ts;
+    (void)body;
+    (void)len;
+    h->n = 0;
+    return sink_header(h, "Content-Type", "application/json");
+}
+
+const struct sink_type sink_slack = {
+    .name = "slack",
+    .kinds = SINK_KIND(EV_FIRING) | SINK_KIND(EV_REPEAT) | SINK_KIND(EV_RESOLVED),
+    .render = slack_render,
+    .headers = slack_headers,
+    .endpoint = sink_endpoint_as_is,
+};

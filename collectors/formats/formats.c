@@ -1,0 +1,203 @@
+/*
+ * formats.c - the table of lock formats and the walk that picks a row.
+ *
+ * The scanner hands every key it reads to formats_decode(), which asks each
+ * row in order whether it claims the key and lets the first one decode it.
+ * The order is the whole disambiguation policy: the hash formats check
+ * shapes that cannot overlap, and among string formats the ones with a
+ * recognisable structure (our own lw1 token, ShedLock's "ADDED:", a uuid1)
+ * come before "plain", which takes any string, and "unknown", which takes
+ * everything.  The per-format code lives in collectors/formats/, one file
+ * per family; the small parsing helpers they share live here.
+ */
+#include "collectors/formats/formats.h"
+
+#include <string.h>
+
+#include "collectors/formats/formats_impl.h"
+#include "common/keytext.h"
+
+const struct lock_format formats_table[] = {
+    { "redisson-rw",  fmt_redisson_rw_claims, fmt_redisson_rw_decode, "redisson_rwlock" },
+    { "redisson",     fmt_redisson_claims, fmt_redisson_decode, "redisson_lock__channel" },
+    { "liblockwatch", fmt_lw1_claims, fmt_lw1_decode, "lockwatch_lock__channel" },
+    { "shedlock",     fmt_shedlock_claims, fmt_shedlock_decode, NULL },
+    { "redis-py",     fmt_redispy_claims, fmt_redispy_decode, NULL },
+    { "plain",        fmt_plain_claims, fmt_plain_decode, NULL },
+    /* Must stay last: it claims everything, so formats_decode() always
+     * returns a row. */
+    { "unknown",      fmt_unknown_claims, fmt_unknown_decode, NULL },
+};
+
+const size_t formats_count = sizeof(formats_table) / sizeof(formats_table[0]);
+
+const struct lock_format *
+formats_decode(const struct raw_lock *raw, struct lock_view *view)
+{
+    const struct lock_format *last = &formats_table[formats_count - 1];
+
+    for (size_t i = 0; i < formats_count - 1; i++) {
+        const struct lock_format *f = &formats_table[i];
+
+        if (!f->claims(raw))
+            continue;
+        /* A decoder that fails part-way may have written into the view;
+         * the next row must start from a clean one. */
+        fmt_view_reset(view);
+        if (f->decode(raw, view) == 0)
+            return f;
+    }
+    fmt_view_reset(view);
+    (void)last->decode(raw, view);
+    return last;
+}
+
+size_t
+formats_index(const struct lock_format *fmt)
+{
+    return (size_t)(fmt - formats_table);
+}
+
+const struct lock_format *
+formats_by_name(const char *name)
+{
+    if (name == NULL)
+        return NULL;
+    for (size_t i = 0; i < formats_count; i++)
+        if (strcmp(formats_table[i].name, name) == 0)
+            return &formats_table[i];
+    return NULL;
+}
+
+long
+formats_wake_channel(const struct lock_format *fmt, const char *key,
+                     size_t keylen, char *out, size_t outlen)
+{
+    const char *prefix;
+    size_t plen, need;
+    bool tagged;
+
+    if (fmt == NULL || fmt->wake_channel == NULL || out == NULL ||
+        (key == NULL && keylen > 0))
+        return -1;
+    prefix = fmt->wake_channel;
+    plen = strlen(prefix);
+    /* Redisson keeps the lock and its channel in one cluster slot by
+     * wrapping the name in a hash tag, unless the name already has one. */
+    tagged = keylen > 0 && memchr(key, '{', keylen) != NULL;
+    need = plen + 1 + keylen + (tagged ? 0 : 2);
+    if (keylen > (size_t)0x7fffffff || need >= outlen)
+        return -1;
+
+    size_t n = 0;
+    memcpy(out + n, prefix, plen);
+    n += plen;
+    out[n++] = ':';
+    if (!tagged)
+        out[n++] = '{';
+    if (keylen > 0)
+        memcpy(out + n, key, keylen);
+    n += keylen;
+    if (!tagged)
+        out[n++] = '}';
+    out[n] = '\0';
+    return (long)n;
+}
+
+/* --- helpers shared by the family files ---------------------------------- */
+
+void
+fmt_view_reset(struct lock_view *view)
+{
+    memset(view, 0, sizeof(*view));
+    view->thread = -1;
+}
+
+void
+fmt_add_holder(struct lock_view *view, const char *id, size_t idlen,
+               bool truncated, long count)
+{
+    view->holders_total++;
+    if (count > view->max_count)
+        view->max_count = count;
+    if (view->nholders >= HOLDERS_MAX)
+        return;
+
+    struct lock_holder *h = &view->holders[view->nholders++];
+    size_t keep = idlen < HOLDER_ID_MAX - 1 ? idlen : HOLDER_ID_MAX - 1;
+
+    if (keep > 0)
+        memcpy(h->id, id, keep);
+    h->id[keep] = '\0';
+    h->idlen = keep;
+    h->id_truncated = truncated || keep < idlen;
+    h->count = count;
+}
+
+void
+fmt_set_host(struct lock_view *view, const char *host, size_t len)
+{
+    size_t keep = len < HOST_MAX - 1 ? len : HOST_MAX - 1;
+
+    if (keep > 0)
+        memcpy(view->host, host, keep);
+    view->host[keep] = '\0';
+}
+
+bool
+fmt_is_uuid(const char *s, size_t len, bool lowercase_only)
+{
+    if (len != FMT_UUID_LEN)
+        return false;
+    for (size_t i = 0; i < FMT_UUID_LEN; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (c != '-')
+                return false;
+        } else if (keytext_hexval(c) < 0 || (lowercase_only && c >= 'A' && c <= 'F')) {
+            return false;
+        }
+    }
+    return true;
+}
+
+int
+fmt_parse_udec(const char *s, size_t len, size_t maxdigits, bool canonical,
+               uint64_t *out)
+{
+    uint64_t v = 0;
+
+    /* 19 digits always fit in 64 bits, so no overflow check is needed. */
+    if (len == 0 || len > maxdigits || maxdigits > 19)
+        return -1;
+    if (canonical && len > 1 && s[0] == '0')
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int64_t
+fmt_days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    /* Shift the year to start in March so the leap day is the last day of
+     * the year; then each 400-year era has the same number of days. */
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (int64_t)(m > 2 ? m - 3 : m + 9) + 2) / 5 + (int64_t)d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+
+    return era * 146097 + doe - 719468;
+}
+
+bool
+fmt_time_plausible(int64_t ms)
+{
+    return ms >= FORMATS_TIME_MIN_MS && ms < FORMATS_TIME_MAX_MS;
+}

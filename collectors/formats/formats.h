@@ -1,0 +1,203 @@
+/*
+ * formats.h - the table of lock formats.
+ *
+ * A scan reads each key's type, PTTL and a bounded part of its value into a
+ * raw_lock; formats_decode() walks the table in order and lets the first
+ * format that claims the key decode it into a lock_view: who holds it, how
+ * many times (reentrancy), and where the format encodes them the holder's
+ * host, pid and acquisition time.  The order of the table settles
+ * ambiguity (a value that two formats could have written goes to the more
+ * specific one).  Adding a format is one new row and one new file in
+ * collectors/formats/.
+ *
+ * Decoders are pure: no I/O, no allocation, no global state.  Everything
+ * they produce is bounded; what does not fit is counted, not lost silently.
+ */
+#ifndef LOCKWATCH_FORMATS_H
+#define LOCKWATCH_FORMATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum raw_type { RAW_NONE, RAW_STRING, RAW_HASH, RAW_OTHER };
+
+/* Bounds on what the scanner reads per key. */
+#define RAW_VALUE_MAX   512     /* bytes of a string value read (GETRANGE) */
+#define RAW_FIELDS_MAX  64      /* hash fields read */
+#define HOLDERS_MAX     8       /* holders kept per lock */
+#define HOLDER_ID_MAX   160     /* bytes of a holder id kept */
+#define HOST_MAX        64
+
+struct raw_field {
+    const char *name;
+    size_t namelen;
+    const char *value;
+    size_t valuelen;
+};
+
+struct raw_lock {
+    const char *key;
+    size_t keylen;
+    enum raw_type type;
+    long long pttl;             /* ms; -1 no TTL */
+    /* RAW_STRING */
+    const char *value;
+    size_t valuelen;
+    bool value_truncated;       /* the value is longer than what was read */
+    /* RAW_HASH */
+    const struct raw_field *fields;
+    size_t nfields;
+    bool fields_truncated;      /* the hash has more fields than were read */
+};
+
+struct lock_holder {
+    char id[HOLDER_ID_MAX];     /* token, or "<uuid>:<thread>"; NUL-terminated */
+    size_t idlen;               /* bytes in id (may hold NUL bytes) */
+    bool id_truncated;
+    long count;                 /* reentrant hold count; 1 for plain locks */
+};
+
+struct lock_view {
+    struct lock_holder holders[HOLDERS_MAX];
+    size_t nholders;            /* kept in holders[] */
+    size_t holders_total;       /* found, may exceed HOLDERS_MAX */
+    long max_count;             /* highest hold count over all holders */
+    char mode[8];               /* "read"/"write" for rw locks, else "" */
+    /* identity, where the format encodes it */
+    char host[HOST_MAX];        /* "" when unknown */
+    long pid;                   /* 0 when unknown */
+    long long thread;           /* -1 when unknown */
+    int64_t acquired_ms;        /* Unix ms; 0 when unknown */
+};
+
+/*
+ * What a decoded view promises, whatever the format:
+ *  - holders[i].id holds holders[i].idlen bytes exactly as Redis stored them
+ *    (any bytes: NUL, newline, invalid UTF-8), followed by a NUL so the
+ *    common case can be printed; idlen <= HOLDER_ID_MAX - 1.  id_truncated
+ *    is set when the id was cut here or the scanner read only part of the
+ *    value (raw->value_truncated).  Render ids with their length, never
+ *    with strlen().
+ *  - holders_total counts every holder found in what the scanner read; a
+ *    hash read with fields_truncated may have more.
+ *  - host is printable ASCII (0x21..0x7e) or "".
+ *  - acquired_ms is 0 or within [FORMATS_TIME_MIN_MS, FORMATS_TIME_MAX_MS):
+ *    decoders reject encoded times outside it.  It comes from the holder's
+ *    clock, which may be ahead of ours: clamp it to "now" before using it
+ *    as the start of an age.
+ *  - pid, thread and host describe the holder when the format encodes
+ *    them and there is exactly one holder; otherwise 0, -1 and "".
+ */
+#define FORMATS_TIME_MIN_MS  INT64_C(946684800000)   /* 2000-01-01T00:00:00Z */
+#define FORMATS_TIME_MAX_MS  INT64_C(4102444800000)  /* 2100-01-01T00:00:00Z */
+
+/*
+ * Wake-ups after a forced release (SPEC "Guarded release").  A row's
+ * wake_channel is the prefix of the pub/sub channel its clients wait on;
+ * formats_wake_channel() builds the channel for a key the way Redisson
+ * does, so the channel hashes to the lock's cluster slot and can be passed
+ * to the release script as a KEY (SPUBLISH inside a script needs that).
+ * The message is the release script's business (collectors/release/lua/
+ * release.lua: "0" for an RLock or a liblockwatch lock, "1" for a
+ * Redisson read/write lock, which wakes every waiter).  Rows whose clients
+ * poll (plain, shedlock, redis-py, ...) have no channel: deleting the key
+ * is all a waiter needs.
+ */
+
+struct lock_format {
+    const char *name;           /* "plain", "redisson", ... (metric label) */
+    bool (*claims)(const struct raw_lock *raw);
+    /* Fill *view (zeroed by the caller).  0, or -1 when the key is not a
+     * lock after all (the next format is tried). */
+    int (*decode)(const struct raw_lock *raw, struct lock_view *view);
+    /* Prefix of the wake channel, Redisson style (see
+     * formats_wake_channel()); NULL when the format has no wake-up. */
+    const char *wake_channel;
+};
+
+/*
+ * The table, in claim order, and its length.  The last row is "unknown".
+ *
+ *   redisson-rw   hash: field mode = read|write, read holders <uuid>:<tid>,
+ *                 write holder <uuid>:<tid>:write, each -> hold count.
+ *                 view.mode is set; holder ids are the field names.
+ *                 Wakes with "1" on redisson_rwlock:{<key>} (wakes all).
+ *   redisson      hash: every field <uuid>:<tid> (lowercase uuid, tid an
+ *                 optionally negative decimal) -> positive hold count.
+ *                 thread = tid.  Wakes with "0" on
+ *                 redisson_lock__channel:{<key>}.
+ *   liblockwatch  string: an lw1 token (below); host, pid, thread and
+ *                 acquired_ms from the token.
+ *   shedlock      string: ADDED:<ISO-8601 UTC>@<hostname>[:<uuid>]; host
+ *                 (cut to HOST_MAX-1 bytes) and acquired_ms.
+ *   redis-py      string: 32 lowercase hex that is a uuid1 (char[12] '1',
+ *                 char[16] in [89ab]) with a time in range; acquired_ms
+ *                 from its timestamp.  host = "mac:xx:xx:xx:xx:xx:xx" when
+ *                 the node field is a real MAC (multicast bit clear); ""
+ *                 when Python fell back to a random node.  A random 32-hex
+ *                 token (node-redlock) passes this test about 1 in 64
+ *                 times, so the label is a strong hint, not proof.
+ *   plain         any other string: one holder, id = the value, count 1.
+ *   unknown       everything else (other types, hashes that fit no
+ *                 decoder, RAW_NONE); no holders.
+ *
+ * Holder ids are what the guarded release compares: the whole string
+ * value for string formats, the field name for hash formats.
+ */
+extern const struct lock_format formats_table[];
+extern const size_t formats_count;
+
+/*
+ * Decode raw with the first format that claims it.  Always returns a row
+ * (the "unknown" row when no other claims it) and fills *view; for
+ * "unknown" the view has no holders.
+ */
+const struct lock_format *formats_decode(const struct raw_lock *raw,
+                                         struct lock_view *view);
+
+/* Index of a row in formats_table (for compact storage).  fmt must point
+ * into formats_table. */
+size_t formats_index(const struct lock_format *fmt);
+
+/* The row named NAME ("redisson", ...), or NULL. */
+const struct lock_format *formats_by_name(const char *name);
+
+/*
+ * Write the channel on which fmt's waiters for lock KEY listen into out
+ * (keylen bytes of key, any bytes; out gets the channel bytes plus a NUL).
+ * Redisson's rule (RedissonObject.prefixName): "<prefix>:<key>" when the
+ * key already contains '{', else "<prefix>:{<key>}".  Returns the channel
+ * length, or -1 when fmt has no wake channel or out is too small.
+ */
+long formats_wake_channel(const struct lock_format *fmt,
+                          const char *key, size_t keylen,
+                          char *out, size_t outlen);
+
+/*
+ * The lw1 token: the value liblockwatch writes for a plain lock (SET key
+ * token NX PX ttl) and the contract between the client library and the
+ * "liblockwatch" row.  One line of printable ASCII, fields split by ':':
+ *
+ *     lw1:<host>:<pid>:<thread>:<acquired_unix_ms>:<random>
+ *
+ *   host      [A-Za-z0-9._-]{1,63}: gethostname() with every other byte
+ *             replaced by '-' and cut to 63 bytes (so it never holds ':')
+ *   pid       getpid(), decimal, 1..10 digits, no sign, no leading zero
+ *   thread    the OS thread id (gettid()), decimal, 1..19 digits, no sign,
+ *             no leading zero unless it is "0"
+ *   acquired  Unix ms (CLOCK_REALTIME) when the lock was first taken,
+ *             decimal, no leading zero, within [FORMATS_TIME_MIN_MS,
+ *             FORMATS_TIME_MAX_MS); renewals keep the token unchanged
+ *   random    16 lowercase hex digits (64 random bits, so two acquisitions
+ *             never share a token)
+ *
+ * e.g. "lw1:web-3.example.com:4211:4230:1795666320123:9f86d081884c7d65".
+ * At most 4+64+11+20+14+16 = 129 bytes, so it always fits a holder id.
+ * A value that breaks any rule is not ours and decodes as "plain".
+ */
+#define LW1_PREFIX          "lw1:"
+#define LW1_HOST_MAX        63
+#define LW1_RANDOM_HEX      16
+
+#endif

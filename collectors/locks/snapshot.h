@@ -1,0 +1,178 @@
+/*
+ * snapshot.h - the immutable result of one full scan of one target.
+ *
+ * A scan builds a snapshot privately and publishes it with one pointer
+ * swap; readers (HTTP, --once, later the rules) take a reference and
+ * render from it while the next scan builds the next one.  Nobody writes
+ * to a published snapshot.
+ *
+ * A snapshot counts every lock (per-class statistics) but keeps the
+ * details — key bytes, holders, identity — only for the worst
+ * SNAP_RETAIN_MAX locks, within SNAP_RETAIN_BYTES.  Memory therefore does
+ * not grow with the keyspace: a million healthy locks cost their class
+ * counters and the tracker's 24 bytes each, not a copy of every key (and
+ * while the next scan builds, the previous snapshot is still alive, so a
+ * full copy would cost twice).  What is not kept is counted.
+ */
+#ifndef LOCKWATCH_SNAPSHOT_H
+#define LOCKWATCH_SNAPSHOT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collectors/formats/formats.h"
+
+/* Lock states (a lock can be in several). */
+#define LOCK_HELD            0x01
+#define LOCK_LEAKED          0x02
+#define LOCK_LONG            0x04
+#define LOCK_REENTRANT_HIGH  0x08
+#define LOCK_BAD (LOCK_LEAKED | LOCK_LONG | LOCK_REENTRANT_HIGH)
+
+/* snap_lock.flags */
+#define SNAP_KEY_TRUNCATED     0x01   /* key longer than SNAP_KEY_MAX */
+#define SNAP_VALUE_TRUNCATED   0x02   /* value/fields cut by the read caps */
+#define SNAP_MODE_READ         0x04
+#define SNAP_MODE_WRITE        0x08
+
+#define SNAP_KEY_MAX       (128 * 1024)       /* key bytes kept per lock */
+#define SNAP_RETAIN_MAX    10000              /* locks kept in detail */
+#define SNAP_RETAIN_BYTES  (32u * 1024 * 1024)
+#define FORMATS_MAX        16                 /* bound on formats_count */
+
+struct snap_holder {
+    const char *id;                   /* id_len bytes, NUL after them */
+    uint16_t id_len;
+    uint16_t truncated;
+    int64_t count;
+};
+
+/* One lock.  Retained locks are single allocations owning their bytes;
+ * a candidate handed to snapshot_offer() points into the scan's buffers. */
+struct snap_lock {
+    const char *key;                  /* key_len bytes, NUL after them */
+    char *host;                       /* host_len bytes (0: unknown); in a
+                                       * retained lock a HOST_MAX area */
+    struct snap_holder *holders;
+    uint32_t key_len;
+    uint32_t holders_total;
+    uint16_t nholders;                /* kept, <= HOLDERS_MAX */
+    uint16_t class_idx;
+    uint8_t format;                   /* index into formats_table */
+    uint8_t states;
+    uint8_t flags;
+    uint8_t host_len;
+    int32_t pid;                      /* 0 unknown */
+    int64_t thread;                   /* -1 unknown */
+    int64_t max_count;
+    int64_t pttl_ms;                  /* -1 no TTL */
+    int64_t first_seen_ms;            /* Unix ms, current holder */
+    int64_t acquired_ms;              /* Unix ms from the format; 0 unknown */
+    size_t bytes;                     /* size of the allocation */
+};
+
+struct snap_class {
+    uint64_t locks[FORMATS_MAX];      /* by format index */
+    uint64_t total;
+    uint64_t leaked;
+    uint64_t long_held;
+    uint64_t reentrant_high;
+    int64_t oldest_ms;                /* oldest holder age; 0 when none */
+    int64_t max_reentrancy;
+};
+
+/* Cumulative per-target counters, carried from scan to scan. */
+struct scan_counters {
+    uint64_t scans_ok;
+    uint64_t scans_error;
+    uint64_t keys_total;              /* keys examined, all scans */
+    uint64_t vanished_total;          /* keys gone between SCAN and read */
+    uint64_t truncated_total;         /* values/fields cut by the caps */
+    uint64_t duplicates_total;        /* keys SCAN returned twice in a pass */
+};
+
+/* One cluster shard's part of a scan (bounded by the shard count). */
+struct snap_shard {
+    char shard[64];                   /* its slot ranges, "0-5460" */
+    char node[280];                   /* "host:port" scanned */
+    bool replica;                     /* scanned a replica (scan_replicas) */
+    bool ok;
+    char err[256];                    /* why not, when !ok */
+    uint64_t keys;                    /* examined on this shard */
+    double duration_s;
+};
+
+struct redlock_map;
+
+struct snapshot {
+    pthread_mutex_t ref_mu;
+    int refs;
+
+    char *target;
+    bool ok;
+    char err[256];                    /* why the scan failed, when !ok */
+    int64_t started_ms, finished_ms;  /* Unix ms; states are judged at started_ms */
+    double duration_s;
+    uint64_t keys_examined;           /* this scan */
+    struct scan_counters counters;
+
+    /* Retained locks: a min-heap (least bad at [0]) while the scan runs,
+     * worst first after snapshot_finish(). */
+    struct snap_lock **locks;
+    size_t nlocks, locks_cap;
+    size_t retained_bytes;
+    uint64_t locks_total;             /* every lock counted */
+
+    char **classes;                   /* class names; index = class_idx */
+    size_t nclasses;
+    struct snap_class *class_stats;   /* class_cap entries, nclasses used */
+    size_t class_cap;
+    uint64_t classes_overflowed;      /* keys counted as "other" by the cap */
+
+    char node[280];                   /* "host:port" scanned (standalone,
+                                       * sentinel: the primary); "" for a
+                                       * cluster or a failed connect */
+    struct snap_shard *shards;        /* cluster only: one per shard */
+    size_t nshards;
+    struct redlock_map *redlock;      /* every lock, compactly, when the
+                                       * target is in a [redlock] group;
+                                       * else NULL (collectors/locks/redlock.h) */
+};
+
+struct snapshot *snapshot_new(const char *target);
+/* Reference counting; snapshot_unref(NULL) is fine. */
+void snapshot_ref(struct snapshot *s);
+void snapshot_unref(struct snapshot *s);
+
+/*
+ * Count lock l in its class and keep a copy of it if it is among the
+ * worst seen so far (rank, then age, decide).  l and what it points to
+ * are only read.  -1 on ENOMEM.
+ */
+int snapshot_add(struct snapshot *s, const struct snap_lock *l, int64_t now_ms);
+
+/* A retained lock's states or first-seen time changed after it was
+ * added (the client registry back-dated it): fix it and its class. */
+void snapshot_restate(struct snapshot *s, struct snap_lock *l, uint8_t states,
+                      int64_t first_seen_ms, int64_t now_ms);
+
+/* Sort the retained locks worst first; call once at the end. */
+void snapshot_finish(struct snapshot *s);
+
+/* Did the snapshot keep every lock it counted? */
+static inline bool
+snapshot_complete(const struct snapshot *s)
+{
+    return s->nlocks == s->locks_total;
+}
+
+/* Worst state for labels: "leaked", "long", "reentrant_high" or "held". */
+const char *snapshot_worst_state(uint8_t states);
+/* Severity rank used for ordering; higher is worse. */
+int snapshot_rank(uint8_t states);
+/* Is a worse than b?  (rank, then the older holder) */
+bool snapshot_worse(const struct snap_lock *a, const struct snap_lock *b);
+
+#endif

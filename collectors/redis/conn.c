@@ -1,0 +1,144 @@
+/*
+ * redisconn.c - connect to a target: timeouts, AUTH, SELECT.
+ *
+ * Factored out of the scanner so that lockctl and the agent's release
+ * endpoint connect exactly as a scan does (same timeouts, same AUTH with
+ * ACL user, same database) and report failures in the same words.  Every
+ * connection also asks for CLIENT NO-TOUCH where the server has it (7.2+),
+ * so that reading a lock's value does not make it look freshly used.  A
+ * Sentinel target resolves its current primary first (sentinel.c), so
+ * every user of this file follows a failover.
+ */
+#include "collectors/redis/conn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "collectors/redis/sentinel.h"
+
+static struct timeval
+ms_tv(int64_t ms)
+{
+    struct timeval tv;
+
+    tv.tv_sec = (time_t)(ms / 1000);
+    tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
+    return tv;
+}
+
+void
+redisconn_error(const redisContext *c, const struct target_conf *t,
+                const char *what, char *err, size_t errlen)
+{
+    if (err == NULL || errlen == 0)
+        return;
+    /* hiredis reports a command timeout as EAGAIN; say what it means. */
+    if (c != NULL && c->err == REDIS_ERR_IO &&
+        (strcmp(c->errstr, strerror(EAGAIN)) == 0 ||
+         strcmp(c->errstr, strerror(EWOULDBLOCK)) == 0))
+        snprintf(err, errlen, "%s on %s:%d: timed out after %lld ms (command_timeout)",
+                 what, t->host, t->port, (long long)t->command_timeout_ms);
+    else
+        snprintf(err, errlen, "%s on %s:%d: %s", what, t->host, t->port,
+                 c == NULL ? "out of memory" : c->errstr[0] ? c->errstr : "connection lost");
+}
+
+redisReply *
+redisconn_command(redisContext *c, const struct target_conf *t, const char *what,
+                  int argc, const char **argv, const size_t *argvlen,
+                  char *err, size_t errlen)
+{
+    redisReply *rep = redisCommandArgv(c, argc, argv, argvlen);
+
+    if (rep == NULL)
+        redisconn_error(c, t, what, err, errlen);
+    return rep;
+}
+
+/* AUTH or SELECT; 0 when the server said OK.  Only the server's reply is
+ * quoted, never the arguments (the password). */
+static int
+setup_cmd(redisContext *c, const struct target_conf *t, int argc, const char **argv,
+          char *err, size_t errlen)
+{
+    redisReply *rep = redisCommandArgv(c, argc, argv, NULL);
+    int rc = 0;
+
+    if (rep == NULL) {
+        redisconn_error(c, t, argv[0], err, errlen);
+        return -1;
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s on %s:%d refused: %.*s", argv[0], t->host, t->port,
+                     (int)(rep->len > 160 ? 160 : rep->len), rep->str);
+        rc = -1;
+    }
+    freeReplyObject(rep);
+    return rc;
+}
+
+redisContext *
+redisconn_open(const struct target_conf *t, char *err, size_t errlen)
+{
+    redisContext *c;
+    char db[16];
+
+    if (t->mode == TARGET_SENTINEL) {
+        /* the primary the sentinels name now, ROLE-checked; sentinel.c
+         * connects to it through here with a standalone copy of t */
+        char host[256], tmp[512];
+        size_t first = 0;
+        int port;
+
+        c = sentinel_open_primary(t, &first, host, sizeof(host), &port, tmp, sizeof(tmp));
+        if (c == NULL && err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s", tmp);
+        return c;
+    }
+
+    c = redisConnectWithTimeout(t->host, t->port, ms_tv(t->connect_timeout_ms));
+    if (c == NULL || c->err) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "connect to %s:%d: %s", t->host, t->port,
+                     c ? c->errstr : "out of memory");
+        goto fail;
+    }
+    if (redisSetTimeout(c, ms_tv(t->command_timeout_ms)) != REDIS_OK) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "set timeout on %s:%d: %s", t->host, t->port, c->errstr);
+        goto fail;
+    }
+    if (t->password != NULL) {
+        const char *argv[3] = { "AUTH", t->user ? t->user : t->password, t->password };
+
+        if (setup_cmd(c, t, t->user ? 3 : 2, argv, err, errlen) == -1)
+            goto fail;
+    }
+    if (t->db != 0) {
+        const char *argv[2] = { "SELECT", db };
+
+        snprintf(db, sizeof(db), "%d", t->db);
+        if (setup_cmd(c, t, 2, argv, err, errlen) == -1)
+            goto fail;
+    }
+    /* Redis >= 7.2: our reads must not reset OBJECT IDLETIME, the only age
+     * a lock without an encoded acquisition time has.  Older servers
+     * answer with an error, which changes nothing. */
+    {
+        redisReply *rep = redisCommand(c, "CLIENT NO-TOUCH ON");
+
+        if (rep == NULL) {
+            redisconn_error(c, t, "CLIENT NO-TOUCH", err, errlen);
+            goto fail;
+        }
+        freeReplyObject(rep);
+    }
+    return c;
+fail:
+    if (c != NULL)
+        redisFree(c);
+    return NULL;
+}

@@ -1,0 +1,190 @@
+/*
+ * sentinel.c - the Sentinel client protocol (see sentinel.h).
+ *
+ * Every step is bounded: SENTINEL_CONNECT_TIMEOUT_MS per sentinel to
+ * connect and the target's command_timeout per command, and at most
+ * SENTINEL_ROLE_RETRIES rounds when the named node is not (yet) a
+ * primary, SENTINEL_RETRY_WAIT_MS apart.  A resolution therefore costs a
+ * scan at most a few seconds even when every sentinel is down.
+ */
+#include "collectors/redis/sentinel.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "collectors/redis/cluster.h"
+#include "collectors/redis/conn.h"
+
+static struct timeval
+ms_tv(int64_t ms)
+{
+    struct timeval tv;
+
+    tv.tv_sec = (time_t)(ms / 1000);
+    tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
+    return tv;
+}
+
+/* Append "; <text>" to a bounded message. */
+static void
+note(char *buf, size_t size, const char *text)
+{
+    size_t n = strlen(buf);
+
+    if (n + 3 < size)
+        snprintf(buf + n, size - n, "%s%s", n ? "; " : "", text);
+}
+
+/* Ask one sentinel.  0 with the address, or -1 with why in why. */
+static int
+ask_sentinel(const struct target_conf *t, const struct hostport *s, char *host,
+             size_t hostlen, int *port, char *why, size_t whylen)
+{
+    const char *argv[3] = { "SENTINEL", "get-master-addr-by-name", t->master_name };
+    int64_t to = t->connect_timeout_ms < SENTINEL_CONNECT_TIMEOUT_MS ?
+        t->connect_timeout_ms : SENTINEL_CONNECT_TIMEOUT_MS;
+    redisContext *c;
+    redisReply *rep = NULL;
+    long p = 0;
+    size_t i;
+    int rc = -1;
+
+    c = redisConnectWithTimeout(s->host, s->port, ms_tv(to));
+    if (c == NULL || c->err) {
+        snprintf(why, whylen, "sentinel %s:%d: %s", s->host, s->port,
+                 c ? c->errstr : "out of memory");
+        goto out;
+    }
+    redisSetTimeout(c, ms_tv(t->command_timeout_ms));
+    rep = redisCommandArgv(c, 3, argv, NULL);
+    if (rep == NULL) {
+        snprintf(why, whylen, "sentinel %s:%d: %s", s->host, s->port,
+                 c->errstr[0] ? c->errstr : "connection lost");
+        goto out;
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+        snprintf(why, whylen, "sentinel %s:%d refused: %.*s", s->host, s->port,
+                 (int)(rep->len > 120 ? 120 : rep->len), rep->str);
+        goto out;
+    }
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+        rep->element[0]->type != REDIS_REPLY_STRING ||
+        rep->element[1]->type != REDIS_REPLY_STRING ||
+        rep->element[0]->len == 0 || rep->element[0]->len >= hostlen) {
+        snprintf(why, whylen, "sentinel %s:%d does not know master_name \"%s\"",
+                 s->host, s->port, t->master_name);
+        goto out;
+    }
+    for (i = 0; i < rep->element[1]->len && p <= 65535; i++) {
+        char ch = rep->element[1]->str[i];
+
+        if (ch < '0' || ch > '9')
+            break;
+        p = p * 10 + (ch - '0');
+    }
+    if (i != rep->element[1]->len || p <= 0 || p > 65535) {
+        snprintf(why, whylen, "sentinel %s:%d gave a bad port", s->host, s->port);
+        goto out;
+    }
+    memcpy(host, rep->element[0]->str, rep->element[0]->len);
+    host[rep->element[0]->len] = '\0';
+    *port = (int)p;
+    rc = 0;
+out:
+    if (rep != NULL)
+        freeReplyObject(rep);
+    if (c != NULL)
+        redisFree(c);
+    return rc;
+}
+
+/* ROLE's first element is "master" on a primary. */
+static int
+is_primary(redisContext *c, const struct target_conf *node, char *why, size_t whylen)
+{
+    const char *argv[1] = { "ROLE" };
+    redisReply *rep = redisconn_command(c, node, "ROLE", 1, argv, NULL, why, whylen);
+    int rc = -1;
+
+    if (rep == NULL)
+        return -1;
+    if (rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
+        rep->element[0]->type == REDIS_REPLY_STRING && rep->element[0]->len == 6 &&
+        memcmp(rep->element[0]->str, "master", 6) == 0)
+        rc = 0;
+    else if (rep->type == REDIS_REPLY_ERROR)
+        snprintf(why, whylen, "ROLE on %s:%d refused: %.*s (the ACL user needs +role)",
+                 node->host, node->port, (int)(rep->len > 120 ? 120 : rep->len), rep->str);
+    else
+        snprintf(why, whylen, "%s:%d is not a primary (ROLE); a failover may be under way",
+                 node->host, node->port);
+    freeReplyObject(rep);
+    return rc;
+}
+
+static void
+sleep_ms(int64_t ms)
+{
+    struct timespec ts;
+
+    ts.tv_sec = (time_t)(ms / 1000);
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    nanosleep(&ts, NULL);
+}
+
+int
+sentinel_primary_addr(const struct target_conf *t, size_t *first, char *host, size_t hostlen,
+                      int *port, char *err, size_t errlen)
+{
+    char why[600], all[2000] = "";
+    size_t i, k;
+
+    if (t->nsentinels == 0) {
+        snprintf(err, errlen, "mode = sentinel needs sentinels");
+        return -1;
+    }
+    if (*first >= t->nsentinels)
+        *first = 0;
+    for (k = 0; k < t->nsentinels; k++) {
+        i = (*first + k) % t->nsentinels;
+        if (ask_sentinel(t, &t->sentinels[i], host, hostlen, port, why, sizeof(why)) == 0) {
+            *first = i;         /* the first responder is asked first next time */
+            return 0;
+        }
+        note(all, sizeof(all), why);
+    }
+    snprintf(err, errlen, "no sentinel named the primary of \"%s\": %s", t->master_name, all);
+    return -1;
+}
+
+redisContext *
+sentinel_open_primary(const struct target_conf *t, size_t *first, char *host,
+                      size_t hostlen, int *port, char *err, size_t errlen)
+{
+    char why[600], all[2000];
+    struct target_conf node;
+    redisContext *c = NULL;
+    int round;
+
+    for (round = 0; round < SENTINEL_ROLE_RETRIES; round++) {
+        all[0] = '\0';
+        if (round > 0)
+            sleep_ms(SENTINEL_RETRY_WAIT_MS);
+        if (sentinel_primary_addr(t, first, host, hostlen, port, err, errlen) == -1)
+            return NULL;        /* no sentinel answers: retrying soon is the caller's */
+        cluster_node_target(t, host, *port, &node);
+        if ((c = redisconn_open(&node, why, sizeof(why))) == NULL) {
+            note(all, sizeof(all), why);
+            continue;
+        }
+        if (is_primary(c, &node, why, sizeof(why)) == 0)
+            return c;
+        note(all, sizeof(all), why);
+        redisFree(c);
+        c = NULL;
+    }
+    snprintf(err, errlen, "primary of \"%s\" not reachable: %s", t->master_name, all);
+    return NULL;
+}

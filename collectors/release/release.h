@@ -1,0 +1,164 @@
+/*
+ * release.h - the guarded release and expire of one lock (SPEC "Guarded
+ * release"), shared by lockctl and the agent's POST /api/v1/locks/release.
+ *
+ * Both run one Lua script each (collectors/release/lua/guard.lua followed by
+ * release.lua or expire.lua) with EVALSHA, falling back to EVAL when the
+ * server does not have it cached (NOSCRIPT).  Every guard runs inside the
+ * script, atomically with the change: the key matches one of the target's
+ * patterns, the holder is the one the operator saw, and the optional
+ * conditions (--if-leaked, --if-older-than) hold.  The script answers with
+ * an outcome code; every refusal has its own (release_outcome_str()).
+ *
+ * The script contract (KEYS, ARGV, reply) is written at the top of
+ * guard.lua and in docs/lockctl.md.  This module builds the arguments
+ * (release_build_args(), pure, unit-tested), runs the script, and in
+ * cluster mode writes the audit entry with a second command, since the
+ * audit stream lives in another hash slot than the lock.
+ */
+#ifndef LOCKWATCH_RELEASE_H
+#define LOCKWATCH_RELEASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <hiredis.h>
+#include <jansson.h>
+
+#include "conf/config.h"
+
+enum release_action { RELEASE_ACTION_RELEASE, RELEASE_ACTION_EXPIRE };
+
+/* Outcomes, as the script spells them (release_outcome_str()). */
+enum release_outcome {
+    RELEASE_RELEASED,           /* "released": deleted, waiters woken, audited */
+    RELEASE_EXPIRED,            /* "expired": TTL set, audited */
+    RELEASE_WOULD_RELEASE,      /* dry run: every guard held */
+    RELEASE_WOULD_EXPIRE,
+    RELEASE_REFUSED_PATTERN,    /* "pattern": the key matches none of the target's patterns */
+    RELEASE_REFUSED_GONE,       /* "gone": no such key (any more) */
+    RELEASE_REFUSED_HOLDER,     /* "holder_changed": not held by that holder */
+    RELEASE_REFUSED_WRONGTYPE,  /* "wrongtype": neither a string nor a hash lock */
+    RELEASE_REFUSED_NOT_LEAKED, /* "not_leaked": --if-leaked, but it has a TTL */
+    RELEASE_REFUSED_TOO_YOUNG,  /* "too_young": --if-older-than not reached */
+    RELEASE_REFUSED_HAS_TTL,    /* "has_ttl": expire of a lock that has a TTL */
+    RELEASE_ERROR,              /* "error": Redis unreachable, script error... */
+    RELEASE_OUTCOME_COUNT
+};
+
+/* What to do.  Bytes are binary-safe (key and holder may hold any byte). */
+struct release_request {
+    enum release_action action;
+    const char *key;
+    size_t keylen;
+    const char *holder;         /* token (string lock) or field (hash lock) */
+    size_t holderlen;
+    bool if_leaked;
+    int64_t if_older_than_ms;   /* 0: no age condition */
+    int64_t known_age_ms;       /* holder age the caller knows (the agent's
+                                 * first-seen, the format's acquisition
+                                 * time); 0: unknown.  The script takes the
+                                 * larger of it and OBJECT IDLETIME. */
+    int64_t ttl_ms;             /* expire: the TTL to set (> 0) */
+    bool dry_run;               /* every guard, no write, no audit entry */
+    const char *operator_name;  /* who: a login name, "http:<peer>" */
+    const char *reason;         /* why (may be "") */
+    int64_t now_ms;             /* audit time, Unix ms; 0 = now */
+};
+
+#define RELEASE_OLD_MAX 512     /* bytes of the old value reported/audited */
+#define RELEASE_ERR_MAX 512
+
+struct release_result {
+    enum release_outcome outcome;
+    char type[16];              /* TYPE the script saw: "string", "hash",
+                                 * "none", ... ("" for a pattern refusal) */
+    long long pttl_ms;          /* -1 no TTL, -2 gone or not read; after an
+                                 * expire, the TTL set */
+    long long idle_s;           /* OBJECT IDLETIME, -1 unknown */
+    char old[RELEASE_OLD_MAX];  /* value, or "field=count ..." of a hash */
+    size_t oldlen;
+    char audit_id[64];          /* stream entry id; "" when none written */
+    long long wake_errors;      /* wake-ups that failed (ACL...); the
+                                 * release itself stands */
+    char err[RELEASE_ERR_MAX];  /* RELEASE_ERROR: what failed; also set
+                                 * when the release stands but its cluster
+                                 * audit entry failed (audit_failed) */
+    bool audit_failed;
+};
+
+/* "released", "holder_changed", ... ("error" for RELEASE_ERROR). */
+const char *release_outcome_str(enum release_outcome o);
+/* The outcome spelled s (n bytes), or -1. */
+int release_outcome_parse(const char *s, size_t n);
+/* A sentence for people: what the outcome means and what to do. */
+const char *release_outcome_message(enum release_outcome o);
+/* A guard refused (exit 1 / HTTP 409), as opposed to done or error. */
+bool release_outcome_refused(enum release_outcome o);
+/* The lock was changed (released or expired, not a dry run). */
+bool release_outcome_done(enum release_outcome o);
+
+/*
+ * The script for action: guard.lua followed by release.lua or expire.lua.
+ * *text is malloc'd (NUL-terminated, *len bytes); sha gets the 40 hex
+ * digits of its SHA-1, what EVALSHA names it by.  0, or -1 on ENOMEM.
+ */
+int release_script(enum release_action action, char **text, size_t *len, char sha[41]);
+
+/*
+ * The arguments of one EVALSHA: argv[0] "EVALSHA", argv[1] the SHA, then
+ * numkeys, KEYS and ARGV as guard.lua documents.  Companions (audit
+ * stream, wake channels, the fair-lock queue, the signal list) are given
+ * by role; in cluster mode (t->mode) the audit stream and every companion
+ * outside the lock's hash slot are left out.  Pure: no I/O.  The struct
+ * owns what it points to; free it with release_args_free().
+ */
+struct release_args {
+    int argc;
+    const char **argv;
+    size_t *argvlen;
+    char **owned;               /* strings built here */
+    size_t nowned;
+    int nkeys;
+};
+int release_build_args(const struct target_conf *t, const char *audit_stream,
+                       const struct release_request *req, const char *sha,
+                       struct release_args *a);
+void release_args_free(struct release_args *a);
+
+/* Redis Cluster hash slot of a key (CRC16 of the hash tag, mod 16384). */
+unsigned release_key_slot(const char *key, size_t keylen);
+
+/*
+ * Connect to the node that serves key on target t, whatever t's mode:
+ * standalone, t's address; sentinel, the primary the sentinels name now
+ * (confirmed with ROLE); cluster, the primary of the key's slot.  *node
+ * gets a copy of t aimed at that node (shallow: strings are t's), to run
+ * release_run() with and to name in messages.  NULL with err set.
+ */
+redisContext *release_connect(const struct target_conf *t, const char *key, size_t keylen,
+                              struct target_conf *node, char *err, size_t errlen);
+
+/*
+ * Run the guarded release or expire on connection c (connected to t by
+ * release_connect(): in a cluster, to the key's node).  Fills *res and
+ * returns res->outcome.  A connection error leaves c in an unknown state:
+ * drop it.  audit_stream is the config's [unlock] audit_stream; in a
+ * cluster its entry is written on the stream's own node afterwards.
+ */
+enum release_outcome release_run(redisContext *c, const struct target_conf *t,
+                                 const char *audit_stream,
+                                 const struct release_request *req,
+                                 struct release_result *res);
+
+/*
+ * The outcome as JSON, the same object for lockctl --json and the HTTP
+ * API (docs/lockctl.md "JSON"): target, action, key/key_escaped,
+ * holder/holder_escaped, outcome, done, refused, dry_run, message, type,
+ * pttl_ms, idle_seconds, old/old_escaped, audit_id, wake_errors, ttl_ms
+ * (expire), error (outcome "error").  NULL on ENOMEM.
+ */
+json_t *release_result_json(const char *target, const struct release_request *req,
+                            const struct release_result *res);
+
+#endif

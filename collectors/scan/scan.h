@@ -1,0 +1,60 @@
+/*
+ * scan.h - one full, paced scan of one Redis target into a snapshot.
+ *
+ * The scanner owns its Redis connections (one, or one per cluster shard),
+ * its first-seen tracker and the target's cumulative counters; all
+ * survive from scan to scan (and across config reloads, which hand the
+ * same scanner the new settings).  It is used by one thread at a time;
+ * a cluster scan runs one thread per shard inside scanner_run().
+ * Topologies: mode = standalone scans the URL's server; sentinel scans
+ * the primary the sentinels name (ROLE-checked, resolved again on every
+ * reconnect); cluster scans every shard's primary (or a replica with
+ * scan_replicas) in parallel into one snapshot, with a per-shard result
+ * in snapshot->shards.
+ */
+#ifndef LOCKWATCH_SCAN_H
+#define LOCKWATCH_SCAN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/clock.h"
+#include "conf/config.h"
+#include "collectors/locks/snapshot.h"
+
+struct scan_rules {
+    int64_t leak_grace_ms;
+    int64_t max_hold_ms;
+    long max_reentrancy;
+    const struct class_rule *classes;
+    size_t nclasses;
+    bool redlock_map;           /* fill snapshot->redlock (the target is in
+                                 * a [redlock] group) */
+};
+
+struct scanner;
+
+struct scanner *scanner_new(const char *target_name);
+void scanner_free(struct scanner *sc);
+const char *scanner_name(const struct scanner *sc);
+
+/*
+ * Scan every pattern of target once.  Returns a new snapshot (the caller
+ * owns one reference): ok with the locks found, or !ok with err saying
+ * what failed.  Returns NULL when *stop became true mid-scan (nothing to
+ * publish) or on memory exhaustion (errno ENOMEM).  Connections are
+ * opened on demand and kept open between scans; after an error they are
+ * dropped and the next call reconnects (a cluster's topology is
+ * discovered again on every call).  A cluster snapshot is ok while at
+ * least one shard was scanned; the shards that failed say so in
+ * snapshot->shards.
+ */
+struct snapshot *scanner_run(struct scanner *sc, const struct target_conf *target,
+                             const struct scan_rules *rules, const atomic_int *stop);
+
+/* Drop the connections (next run reconnects). */
+void scanner_disconnect(struct scanner *sc);
+
+
+#endif

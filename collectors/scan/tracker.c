@@ -1,0 +1,331 @@
+/*
+ * tracker.c - open-addressing hashes of tracked locks (see tracker.h).
+ *
+ * Two tables of the same 32-byte entry: one entry per lock key, and, for
+ * locks with several holders at once (shared read locks), one entry per
+ * (key, holder) so the lock's age can pass to the next-oldest holder when
+ * the timed one leaves.  Single-holder locks, nearly all of them, never
+ * touch the second table.
+ *
+ * Linear probing over power-of-two tables kept at most 70% full.  Hash 0
+ * marks an empty slot (keytext_hash never returns 0).  Sweeping re-packs
+ * a table in place, O(slots) once per completed pass: cheaper and simpler
+ * than tombstones, and it needs no second table.
+ */
+#include "collectors/scan/tracker.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* 32 bytes.  A 32-bit holder hash is enough: a collision only hides a
+ * holder change when the old and new holder collide, 1 in 4e9. */
+struct track_entry {
+    uint64_t key_hash;
+    int64_t first_seen_ms;
+    int64_t nottl_since_ms;
+    uint32_t holder_hash;
+    uint32_t pass;
+};
+
+struct table {
+    struct track_entry *slots;
+    size_t cap;                 /* power of two */
+    size_t count;
+};
+
+struct tracker {
+    struct table locks;
+    struct table holders;       /* (key, holder) of multi-holder locks */
+};
+
+#define TRACKER_MIN_CAP 1024
+
+static int
+table_init(struct table *tb)
+{
+    tb->slots = calloc(TRACKER_MIN_CAP, sizeof(*tb->slots));
+    tb->cap = TRACKER_MIN_CAP;
+    tb->count = 0;
+    return tb->slots ? 0 : -1;
+}
+
+struct tracker *
+tracker_new(void)
+{
+    struct tracker *t = calloc(1, sizeof(*t));
+
+    if (t == NULL)
+        return NULL;
+    if (table_init(&t->locks) == -1 || table_init(&t->holders) == -1) {
+        tracker_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void
+tracker_free(struct tracker *t)
+{
+    if (t == NULL)
+        return;
+    free(t->locks.slots);
+    free(t->holders.slots);
+    free(t);
+}
+
+static struct track_entry *
+find_slot(struct track_entry *slots, size_t cap, uint64_t hash)
+{
+    size_t i = (size_t)hash & (cap - 1);
+
+    while (slots[i].key_hash != 0 && slots[i].key_hash != hash)
+        i = (i + 1) & (cap - 1);
+    return &slots[i];
+}
+
+/* Move the entries into a table of new_cap slots (to grow). */
+static int
+rehash(struct table *tb, size_t new_cap)
+{
+    struct track_entry *ns;
+    size_t i, n = 0;
+
+    ns = calloc(new_cap, sizeof(*ns));
+    if (ns == NULL)
+        return -1;
+    for (i = 0; i < tb->cap; i++) {
+        struct track_entry *e = &tb->slots[i];
+
+        if (e->key_hash == 0)
+            continue;
+        *find_slot(ns, new_cap, e->key_hash) = *e;
+        n++;
+    }
+    free(tb->slots);
+    tb->slots = ns;
+    tb->cap = new_cap;
+    tb->count = n;
+    return 0;
+}
+
+/* The entry for hash, inserted (zeroed but for the hash) if absent;
+ * *fresh says which.  NULL on ENOMEM. */
+static struct track_entry *
+table_get(struct table *tb, uint64_t hash, int *fresh)
+{
+    struct track_entry *e;
+
+    if ((tb->count + 1) * 10 > tb->cap * 7 && rehash(tb, tb->cap * 2) == -1)
+        return NULL;
+    e = find_slot(tb->slots, tb->cap, hash);
+    *fresh = e->key_hash == 0;
+    if (*fresh) {
+        memset(e, 0, sizeof(*e));
+        e->key_hash = hash;
+        tb->count++;
+    }
+    return e;
+}
+
+static uint64_t
+pair_hash(uint64_t key_hash, uint32_t holder)
+{
+    uint64_t h = key_hash ^ ((uint64_t)holder * 0x9e3779b97f4a7c15ULL);
+
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 29;
+    return h ? h : 1;
+}
+
+/*
+ * Shared locks: remember when each holder was first seen; return the
+ * holder that has been there longest and its first-seen time (holders
+ * new in this visit count from now - start_age_ms).
+ */
+static int
+visit_holders(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
+              size_t n, uint32_t pass, int64_t since_ms, uint32_t *oldest,
+              int64_t *oldest_ms)
+{
+    struct track_entry *e;
+    size_t i;
+    int fresh;
+
+    *oldest_ms = INT64_MAX;
+    for (i = 0; i < n; i++) {
+        e = table_get(&t->holders, pair_hash(key_hash, holders[i]), &fresh);
+        if (e == NULL)
+            return -1;
+        if (fresh) {
+            e->holder_hash = holders[i];
+            e->first_seen_ms = since_ms;
+        }
+        e->pass = pass;
+        if (e->first_seen_ms < *oldest_ms) {
+            *oldest_ms = e->first_seen_ms;
+            *oldest = holders[i];
+        }
+    }
+    return 0;
+}
+
+/* Of the current holders, the one seen longest in the holders table (the
+ * lock had several holders before); 0 when none is there. */
+static int64_t
+oldest_known(const struct tracker *t, uint64_t key_hash, const uint32_t *holders,
+             size_t n, uint32_t *oldest)
+{
+    const struct track_entry *e;
+    int64_t best = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        e = find_slot(t->holders.slots, t->holders.cap, pair_hash(key_hash, holders[i]));
+        if (e->key_hash != 0 && (best == 0 || e->first_seen_ms < best)) {
+            best = e->first_seen_ms;
+            *oldest = holders[i];
+        }
+    }
+    return best;
+}
+
+static int
+holds(const uint32_t *holders, size_t n, uint32_t h)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (holders[i] == h)
+            return 1;
+    return n == 0 && h == 0;
+}
+
+int
+tracker_visit(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
+              size_t nholders, uint32_t pass, int64_t now_ms, int64_t start_age_ms,
+              int has_ttl, struct track_result *res)
+{
+    struct track_entry *e;
+    uint32_t oldest = nholders > 0 ? holders[0] : 0;
+    int64_t since, oldest_ms = 0;
+    int fresh;
+
+    if (start_age_ms < 0)
+        start_age_ms = 0;
+    since = now_ms - start_age_ms;
+    memset(res, 0, sizeof(*res));
+    e = table_get(&t->locks, key_hash, &fresh);
+    if (e == NULL)
+        return -1;
+    if (!fresh && e->pass == pass)
+        res->duplicate = 1;
+    if (nholders > 1) {
+        if (visit_holders(t, key_hash, holders, nholders, pass,
+                          fresh ? since : now_ms, &oldest, &oldest_ms) == -1)
+            return -1;
+        /* a brand-new lock: every holder dates from its start age */
+        if (fresh)
+            oldest_ms = since;
+    }
+
+    if (fresh || !holds(holders, nholders, e->holder_hash)) {
+        /* A new lock, or the timed holder left: the clock restarts with
+         * the holder that has been there longest, or back-dated by what
+         * Redis or the format says about the new holder's age. */
+        if (!fresh && nholders == 1)
+            oldest_ms = oldest_known(t, key_hash, holders, nholders, &oldest);
+        e->holder_hash = oldest;
+        e->first_seen_ms = !fresh && oldest_ms > 0 ? oldest_ms : since;
+        e->nottl_since_ms = has_ttl ? 0 : e->first_seen_ms;
+    } else if (!has_ttl && e->nottl_since_ms == 0) {
+        e->nottl_since_ms = now_ms;     /* lost its TTL (PERSIST) */
+    } else if (has_ttl) {
+        e->nottl_since_ms = 0;
+    }
+    e->pass = pass;
+    res->first_seen_ms = e->first_seen_ms;
+    res->nottl_since_ms = e->nottl_since_ms;
+    return 0;
+}
+
+int
+tracker_backdate(struct tracker *t, uint64_t key_hash, int64_t acquired_ms,
+                 struct track_result *res)
+{
+    struct track_entry *e = find_slot(t->locks.slots, t->locks.cap, key_hash);
+
+    memset(res, 0, sizeof(*res));
+    if (e->key_hash == 0)
+        return -1;
+    if (acquired_ms > 0 && acquired_ms < e->first_seen_ms) {
+        if (e->nottl_since_ms == e->first_seen_ms)
+            e->nottl_since_ms = acquired_ms;
+        e->first_seen_ms = acquired_ms;
+    }
+    res->first_seen_ms = e->first_seen_ms;
+    res->nottl_since_ms = e->nottl_since_ms;
+    return 0;
+}
+
+int
+tracker_seen(const struct tracker *t, uint64_t key_hash, uint32_t pass)
+{
+    size_t i = (size_t)key_hash & (t->locks.cap - 1);
+
+    while (t->locks.slots[i].key_hash != 0) {
+        if (t->locks.slots[i].key_hash == key_hash)
+            return t->locks.slots[i].pass == pass;
+        i = (i + 1) & (t->locks.cap - 1);
+    }
+    return 0;
+}
+
+/*
+ * Drop the entries not seen in `pass`, in place: no second table, so the
+ * sweep costs no memory at its peak.  Stale slots are emptied first; then
+ * every surviving entry is re-inserted, starting just after an empty slot
+ * so that each probe cluster is walked from its beginning.  A re-inserted
+ * entry only moves towards its home slot, into a slot already passed, so
+ * each entry is handled once.
+ */
+static void
+table_sweep(struct table *tb, uint32_t pass)
+{
+    size_t i, k, start = 0, mask = tb->cap - 1;
+    struct track_entry e;
+
+    for (i = 0; i < tb->cap; i++) {
+        if (tb->slots[i].key_hash != 0 && tb->slots[i].pass != pass) {
+            memset(&tb->slots[i], 0, sizeof(tb->slots[i]));
+            tb->count--;
+        }
+    }
+    for (i = 0; i < tb->cap; i++)
+        if (tb->slots[i].key_hash == 0) {
+            start = i;
+            break;
+        }
+    for (k = 1; k <= tb->cap; k++) {
+        i = (start + k) & mask;
+        if (tb->slots[i].key_hash == 0)
+            continue;
+        e = tb->slots[i];
+        tb->slots[i].key_hash = 0;
+        *find_slot(tb->slots, tb->cap, e.key_hash) = e;
+    }
+}
+
+size_t
+tracker_sweep(struct tracker *t, uint32_t pass)
+{
+    table_sweep(&t->locks, pass);
+    table_sweep(&t->holders, pass);
+    return t->locks.count;
+}
+
+size_t
+tracker_count(const struct tracker *t)
+{
+    return t->locks.count;
+}

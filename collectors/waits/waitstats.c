@@ -1,0 +1,322 @@
+/*
+ * waitstats.c - per-class wait and hold statistics behind one mutex.
+ *
+ * The writer is the ingest thread, one datagram (at most a few hundred
+ * samples) per lock hold, so a scrape waits a fraction of a millisecond at
+ * worst.  Classification (class_of + interning) runs under the same lock:
+ * the rules it reads change on reload, and the class table is what the
+ * renderers read, so a second lock would only add an ordering to get
+ * wrong.  What a reader needs is copied out in waitstats_view(); the heavy
+ * part of that, merging each class's window slices, is done under the lock
+ * because copying the slices out would cost more than merging them.
+ *
+ * Classes live for the life of the process (their histograms are
+ * cumulative counters), so the class set only ever grows, up to its cap.
+ */
+#include "collectors/waits/waitstats.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/keytext.h"
+
+const uint64_t waitstats_bounds_us[WAITSTATS_NBOUNDS] = {
+    500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
+    1000000, 2500000, 5000000, 10000000, 30000000, 60000000,
+};
+
+const char *const waitstats_bounds_le[WAITSTATS_NBOUNDS] = {
+    "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
+    "0.25", "0.5", "1", "2.5", "5", "10", "30", "60",
+};
+
+struct ws_class {
+    bool has_wait, has_hold;
+    struct wait_hist wait[SAMPLE_OUTCOMES];
+    struct wait_hist hold;
+    struct sketch_window win;
+};
+
+struct waitstats {
+    pthread_mutex_t mu;
+    struct class_set *set;
+    struct ws_class *cls[CLASS_MAX + 1];    /* by class_set index */
+    struct class_rule *rules;               /* our own copy */
+    size_t nrules;
+    int64_t window_ms;
+    size_t nused;                           /* classes that had a sample */
+    uint64_t received, invalid, kernel_drops, window_lost;
+    struct sketch merged;                   /* view's scratch, under mu */
+};
+
+size_t
+waitstats_class_bytes_max(void)
+{
+    return sizeof(struct ws_class) + WAITSTATS_SLICES * sizeof(struct sketch);
+}
+
+static void
+rules_free(struct class_rule *r, size_t n)
+{
+    size_t i;
+
+    if (r == NULL)
+        return;
+    for (i = 0; i < n; i++) {
+        free(r[i].glob);
+        free(r[i].name);
+    }
+    free(r);
+}
+
+static struct class_rule *
+rules_copy(const struct class_rule *src, size_t n)
+{
+    struct class_rule *r;
+    size_t i;
+
+    r = calloc(n ? n : 1, sizeof(*r));
+    if (r == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        r[i].glob = strdup(src[i].glob);
+        r[i].name = strdup(src[i].name);
+        if (r[i].glob == NULL || r[i].name == NULL) {
+            rules_free(r, i + 1);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+static struct ws_class *
+class_new(int64_t window_ms)
+{
+    struct ws_class *c = calloc(1, sizeof(*c));
+
+    if (c != NULL && sketch_window_init(&c->win, window_ms, WAITSTATS_SLICES) == -1) {
+        free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+static void
+class_free(struct ws_class *c)
+{
+    if (c == NULL)
+        return;
+    sketch_window_release(&c->win);
+    free(c);
+}
+
+struct waitstats *
+waitstats_new(const struct config *cfg)
+{
+    struct waitstats *ws = calloc(1, sizeof(*ws));
+
+    if (ws == NULL)
+        return NULL;
+    ws->window_ms = cfg->wait_window_ms > 0 ? cfg->wait_window_ms : 60000;
+    ws->set = class_set_new();
+    ws->rules = rules_copy(cfg->classes, cfg->nclasses);
+    ws->nrules = cfg->nclasses;
+    /* "other" exists from the start: it is where a sample goes when its
+     * own class cannot be allocated, so recording never fails. */
+    ws->cls[CLASS_OTHER_INDEX] = class_new(ws->window_ms);
+    if (ws->set == NULL || ws->rules == NULL || ws->cls[CLASS_OTHER_INDEX] == NULL) {
+        class_set_free(ws->set);
+        rules_free(ws->rules, ws->nrules);
+        class_free(ws->cls[CLASS_OTHER_INDEX]);
+        free(ws);
+        return NULL;
+    }
+    sketch_init(&ws->merged);
+    pthread_mutex_init(&ws->mu, NULL);
+    return ws;
+}
+
+void
+waitstats_free(struct waitstats *ws)
+{
+    size_t i;
+
+    if (ws == NULL)
+        return;
+    for (i = 0; i <= CLASS_MAX; i++)
+        class_free(ws->cls[i]);
+    class_set_free(ws->set);
+    rules_free(ws->rules, ws->nrules);
+    pthread_mutex_destroy(&ws->mu);
+    free(ws);
+}
+
+int
+waitstats_configure(struct waitstats *ws, const struct config *cfg)
+{
+    struct class_rule *nr, *old;
+    size_t nold, i;
+    int64_t window = cfg->wait_window_ms > 0 ? cfg->wait_window_ms : 60000;
+
+    nr = rules_copy(cfg->classes, cfg->nclasses);
+    if (nr == NULL)
+        return -1;
+    pthread_mutex_lock(&ws->mu);
+    old = ws->rules;
+    nold = ws->nrules;
+    ws->rules = nr;
+    ws->nrules = cfg->nclasses;
+    if (window != ws->window_ms) {
+        /* Slices of the old width cannot be re-cut into the new one. */
+        ws->window_ms = window;
+        for (i = 0; i <= CLASS_MAX; i++) {
+            if (ws->cls[i] == NULL)
+                continue;
+            sketch_window_release(&ws->cls[i]->win);
+            sketch_window_init(&ws->cls[i]->win, window, WAITSTATS_SLICES);
+        }
+    }
+    pthread_mutex_unlock(&ws->mu);
+    rules_free(old, nold);
+    return 0;
+}
+
+static void
+hist_add(struct wait_hist *h, uint64_t us)
+{
+    size_t i;
+
+    for (i = 0; i < WAITSTATS_NBOUNDS && us > waitstats_bounds_us[i]; i++)
+        ;
+    h->bucket[i]++;
+    h->count++;
+    h->sum_us += (double)us;
+}
+
+/*
+ * The class of a key, allocated on first use; "other" when that fails.
+ * class_of() returns valid UTF-8, so two raw names that differ only in
+ * invalid bytes ("a\xff", "a\xfe") are one class, not two classes
+ * rendered as the same series twice.
+ */
+static struct ws_class *
+class_for(struct waitstats *ws, const struct sample *s)
+{
+    char name[CLASS_NAME_MAX];
+    int idx;
+
+    class_of(s->key, s->keylen, ws->rules, ws->nrules, name, sizeof(name));
+    idx = class_set_intern(ws->set, name);
+    if (idx < 0 || idx > CLASS_MAX)
+        idx = CLASS_OTHER_INDEX;
+    if (ws->cls[idx] == NULL && (ws->cls[idx] = class_new(ws->window_ms)) == NULL)
+        idx = CLASS_OTHER_INDEX;
+    return ws->cls[idx];
+}
+
+void
+waitstats_record(struct waitstats *ws, const struct sample *s, size_t n,
+                 uint64_t lines, uint64_t invalid, int64_t now_ms)
+{
+    struct ws_class *c;
+    size_t i;
+
+    pthread_mutex_lock(&ws->mu);
+    ws->received += lines;
+    ws->invalid += invalid;
+    for (i = 0; i < n; i++) {
+        c = class_for(ws, &s[i]);
+        if (!c->has_wait && !c->has_hold)
+            ws->nused++;
+        if (s[i].kind == SAMPLE_HOLD) {
+            c->has_hold = true;
+            hist_add(&c->hold, s[i].us);
+            continue;
+        }
+        c->has_wait = true;
+        hist_add(&c->wait[(unsigned)s[i].outcome < SAMPLE_OUTCOMES ? s[i].outcome : SAMPLE_ERROR],
+                 s[i].us);
+        if (sketch_window_add(&c->win, now_ms, s[i].us) == -1)
+            ws->window_lost++;
+    }
+    pthread_mutex_unlock(&ws->mu);
+}
+
+void
+waitstats_set_kernel_drops(struct waitstats *ws, uint64_t total)
+{
+    pthread_mutex_lock(&ws->mu);
+    ws->kernel_drops = total;
+    pthread_mutex_unlock(&ws->mu);
+}
+
+int
+waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v)
+{
+    const size_t namesz = CLASS_NAME_MAX + 1;
+    size_t i, n = 0, room, bytes = sizeof(*ws);
+
+    memset(v, 0, sizeof(*v));
+    /* Allocate outside the lock for the classes in use, and go again in
+     * the rare case that more came into use meanwhile (at most
+     * CLASS_MAX + 1 times, classes never go away). */
+    for (;;) {
+        pthread_mutex_lock(&ws->mu);
+        room = ws->nused;
+        pthread_mutex_unlock(&ws->mu);
+        v->classes = calloc(room ? room : 1, sizeof(*v->classes));
+        v->names = malloc((room ? room : 1) * namesz);
+        if (v->classes == NULL || v->names == NULL) {
+            waitstats_view_release(v);
+            return -1;
+        }
+        pthread_mutex_lock(&ws->mu);
+        if (ws->nused <= room)
+            break;              /* holding mu */
+        pthread_mutex_unlock(&ws->mu);
+        waitstats_view_release(v);
+    }
+    for (i = 0; i <= CLASS_MAX; i++) {
+        const struct ws_class *c = ws->cls[i];
+        struct waitstats_class *out = &v->classes[n];
+        const char *name = class_set_name(ws->set, i);
+
+        if (c == NULL)
+            continue;
+        bytes += sizeof(*c) - sizeof(c->win) + sketch_window_bytes(&c->win);
+        if ((!c->has_wait && !c->has_hold) || name == NULL || n == room)
+            continue;
+        snprintf(v->names + n * namesz, namesz, "%s", name);
+        out->name = v->names + n * namesz;
+        out->has_wait = c->has_wait;
+        out->has_hold = c->has_hold;
+        memcpy(out->wait, c->wait, sizeof(out->wait));
+        out->hold = c->hold;
+        sketch_reset(&ws->merged);
+        sketch_window_merge(&c->win, now_ms, &ws->merged);
+        out->window_count = ws->merged.count;
+        if (sketch_quantile(&ws->merged, 0.99, &out->window_p99_us) == -1)
+            out->window_p99_us = 0.0;
+        n++;
+    }
+    v->nclasses = n;
+    v->received = ws->received;
+    v->invalid = ws->invalid;
+    v->class_overflowed = class_set_overflowed(ws->set);
+    v->kernel_drops = ws->kernel_drops;
+    v->window_lost = ws->window_lost;
+    v->window_ms = ws->window_ms;
+    v->bytes = bytes;
+    pthread_mutex_unlock(&ws->mu);
+    return 0;
+}
+
+void
+waitstats_view_release(struct waitstats_view *v)
+{
+    free(v->classes);
+    free(v->names);
+    memset(v, 0, sizeof(*v));
+}

@@ -1,0 +1,181 @@
+/*
+ * keytext.c - safe text forms of arbitrary Redis bytes (see keytext.h).
+ *
+ * The UTF-8 validator follows RFC 3629: it refuses overlong forms,
+ * surrogates (U+D800..U+DFFF) and code points above U+10FFFF, because
+ * Prometheus and JSON parsers refuse them too.
+ */
+#include "common/keytext.h"
+
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+static size_t
+utf8_seq(const unsigned char *s, size_t len)
+{
+    unsigned char c = s[0];
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf) {
+        if (len >= 2 && (s[1] & 0xc0) == 0x80)
+            return 2;
+        return 0;
+    }
+    if (c >= 0xe0 && c <= 0xef) {
+        if (len < 3 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
+            return 0;
+        if (c == 0xe0 && s[1] < 0xa0)
+            return 0;           /* overlong */
+        if (c == 0xed && s[1] >= 0xa0)
+            return 0;           /* surrogate */
+        return 3;
+    }
+    if (c >= 0xf0 && c <= 0xf4) {
+        if (len < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+            (s[3] & 0xc0) != 0x80)
+            return 0;
+        if (c == 0xf0 && s[1] < 0x90)
+            return 0;           /* overlong */
+        if (c == 0xf4 && s[1] >= 0x90)
+            return 0;           /* above U+10FFFF */
+        return 4;
+    }
+    return 0;
+}
+
+static void
+put(char *out, size_t outsz, size_t at, const char *src, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (at + i + 1 < outsz)
+            out[at + i] = src[i];
+}
+
+size_t
+keytext_sanitize(char *out, size_t outsz, const char *in, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)in;
+    size_t i = 0, o = 0, n;
+
+    while (i < len) {
+        n = utf8_seq(s + i, len - i);
+        if (n == 0 || (n == 1 && s[i] == 0)) {
+            /* U+FFFD; a NUL byte too, so the result is a C string */
+            put(out, outsz, o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+            continue;
+        }
+        put(out, outsz, o, in + i, n);
+        o += n;
+        i += n;
+    }
+    if (outsz > 0)
+        out[o < outsz ? o : outsz - 1] = '\0';
+    return o;
+}
+
+size_t
+keytext_percent(char *out, size_t outsz, const char *in, size_t len)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *s = (const unsigned char *)in;
+    size_t i, o = 0;
+    char esc[3];
+
+    for (i = 0; i < len; i++) {
+        if (s[i] < 0x21 || s[i] > 0x7e || s[i] == '%') {
+            esc[0] = '%';
+            esc[1] = hex[s[i] >> 4];
+            esc[2] = hex[s[i] & 0x0f];
+            put(out, outsz, o, esc, 3);
+            o += 3;
+        } else {
+            put(out, outsz, o, in + i, 1);
+            o++;
+        }
+    }
+    if (outsz > 0)
+        out[o < outsz ? o : outsz - 1] = '\0';
+    return o;
+}
+
+int
+keytext_hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+size_t
+keytext_unpercent(char *out, const char *in, size_t len, int plus_is_space)
+{
+    size_t i, o = 0;
+    int hi, lo;
+
+    for (i = 0; i < len; i++) {
+        if (in[i] == '%') {
+            if (i + 2 >= len)
+                return (size_t)-1;
+            hi = keytext_hexval((unsigned char)in[i + 1]);
+            lo = keytext_hexval((unsigned char)in[i + 2]);
+            if (hi < 0 || lo < 0)
+                return (size_t)-1;
+            out[o++] = (char)(hi << 4 | lo);
+            i += 2;
+        } else if (in[i] == '+' && plus_is_space) {
+            out[o++] = ' ';
+        } else {
+            out[o++] = in[i];
+        }
+    }
+    return o;
+}
+
+size_t
+keytext_utf8_prefix(const char *s, size_t len, size_t max)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, n;
+
+    if (len <= max)
+        return len;
+    while (i < max) {
+        n = utf8_seq(u + i, len - i);
+        if (n == 0)
+            n = 1;
+        if (i + n > max)
+            break;
+        i += n;
+    }
+    return i;
+}
+
+uint64_t
+keytext_hash(const void *p, size_t len)
+{
+    /* FNV-1a with a final avalanche (splitmix64 finaliser): cheap, and the
+     * tracker only needs a well-spread 64-bit value, not secrecy. */
+    const unsigned char *s = p;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        h ^= s[i];
+        h *= 0x100000001b3ULL;
+    }
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    return h ? h : 1;
+}

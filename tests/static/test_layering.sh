@@ -1,0 +1,51 @@
+#!/bin/sh
+# The house's layering rules, checked on the source tree (no build needed):
+#   common/      includes no project header but its own
+#   conf/        common/ and conf/ only
+#   collectors/  never agent/, alerts/ or cli/
+#   alerts/      never agent/ or cli/
+#   client/      its own headers and the header-only common/clock.h,
+#                common/lw1.h (liblockwatch links nothing of the agent)
+#   cli/         never agent/ or alerts/
+#   tests, bench never #include a .c file
+#   no production .c file over 1,000 lines
+# Prints each breach with file and line; exits 1 if there is one.
+set -u
+cd "$(dirname "$0")/../.."
+bad=0
+
+breach() { printf 'layering: %s\n' "$*"; bad=1; }
+
+# check DIR ALLOWED-REGEX: every #include "x/..." in DIR must match
+check() {
+    dir=$1 allowed=$2
+    grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "$dir" --include='*.[ch]' |
+    while IFS= read -r hit; do
+        inc=$(printf '%s\n' "$hit" | sed -E 's/.*#[[:space:]]*include[[:space:]]+"([^"]*)".*/\1/')
+        case "$inc" in */*) ;; *) continue ;; esac      # a sibling header: allowed
+        printf '%s\n' "$inc" | grep -qE "^($allowed)" ||
+            printf '%s: includes "%s", which %s/ may not\n' "${hit%%:*}:$(printf '%s' "$hit" | cut -d: -f2)" "$inc" "$dir"
+    done
+}
+
+out=$( {
+    check common 'common/'
+    check conf 'common/|conf/'
+    check collectors 'common/|conf/|collectors/'
+    check alerts 'common/|conf/|collectors/|alerts/'
+    check cli 'common/|conf/|collectors/|cli/'
+    check client 'common/clock\.h|common/lw1\.h|client/'
+    grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]*\.c"' tests bench packaging --include='*.[ch]' |
+        sed 's/$/ (a test links the object, never includes its .c)/'
+} )
+[ -n "$out" ] && { printf '%s\n' "$out" | sed 's/^/layering: /'; bad=1; }
+
+for f in $(find common conf collectors agent alerts cli client -name '*.c'); do
+    n=$(wc -l < "$f")
+    [ "$n" -gt 1000 ] && breach "$f has $n lines (a production .c stays under 1,000: split it by concern)"
+done
+
+if [ "$bad" -eq 0 ]; then
+    echo "layering: every include runs down, no test includes a .c, no file over 1,000 lines"
+fi
+exit "$bad"
