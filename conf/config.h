@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "conf/sink_formats.h"
+
 #define CONFIG_DEFAULT_PATH "/etc/lockwatch/lockwatch.ini"
 #define CONFIG_MAX_TARGETS  64
 #define CONFIG_ERR_LEN      512
@@ -66,7 +68,9 @@ struct redlock_conf {
     size_t ntargets;
 };
 
-enum sink_format { SINK_GENERIC, SINK_SLACK, SINK_ALERTMANAGER };
+#define SINK_FORMAT_ENUM(e, name, sym) SINK_##e,
+enum sink_format { SINK_FORMATS(SINK_FORMAT_ENUM) SINK_FORMAT_COUNT };
+#undef SINK_FORMAT_ENUM
 
 struct webhook_conf {
     char *name;

@@ -44,7 +44,9 @@
 static const char *const bool_yesno[] = { "no", "yes", NULL };
 static const char *const bool_onoff[] = { "off", "on", NULL };
 static const char *const mode_names[] = { "standalone", "cluster", "sentinel", NULL };
-static const char *const format_names[] = { "generic", "slack", "alertmanager", NULL };
+#define SINK_FORMAT_NAME(e, name, sym) name,
+static const char *const format_names[] = { SINK_FORMATS(SINK_FORMAT_NAME) NULL };
+#undef SINK_FORMAT_NAME
 
 #define AT(S, m)  .off = offsetof(S, m), .size = sizeof(((S *)0)->m)
 #define AT2(S, m) .off2 = offsetof(S, m)

@@ -20,11 +20,9 @@
 #include <string.h>
 #include <time.h>
 
-static const struct sink_type *const sink_types[] = {
-    [SINK_GENERIC] = &sink_generic,
-    [SINK_SLACK] = &sink_slack,
-    [SINK_ALERTMANAGER] = &sink_alertmanager,
-};
+#define SINK_ROW(e, name, sym) [SINK_##e] = &sym,
+static const struct sink_type *const sink_types[] = { SINK_FORMATS(SINK_ROW) };
+#undef SINK_ROW
 
 const struct sink_type *
 sink_type_of(enum sink_format f)

@@ -66,9 +66,10 @@ struct sink_type {
     char *(*endpoint)(const char *url);
 };
 
-extern const struct sink_type sink_generic;
-extern const struct sink_type sink_slack;
-extern const struct sink_type sink_alertmanager;
+/* One per row of SINK_FORMATS (conf/sink_formats.h), each in its file. */
+#define SINK_DECL(e, name, sym) extern const struct sink_type sym;
+SINK_FORMATS(SINK_DECL)
+#undef SINK_DECL
 
 /* The row for a configured format. */
 const struct sink_type *sink_type_of(enum sink_format f);
