@@ -17,17 +17,12 @@
 #include "collectors/formats/formats_impl.h"
 #include "common/keytext.h"
 
-const struct lock_format formats_table[] = {
-    { "redisson-rw",  fmt_redisson_rw_claims, fmt_redisson_rw_decode, "redisson_rwlock" },
-    { "redisson",     fmt_redisson_claims, fmt_redisson_decode, "redisson_lock__channel" },
-    { "liblockwatch", fmt_lw1_claims, fmt_lw1_decode, "lockwatch_lock__channel" },
-    { "shedlock",     fmt_shedlock_claims, fmt_shedlock_decode, NULL },
-    { "redis-py",     fmt_redispy_claims, fmt_redispy_decode, NULL },
-    { "plain",        fmt_plain_claims, fmt_plain_decode, NULL },
-    /* Must stay last: it claims everything, so formats_decode() always
-     * returns a row. */
-    { "unknown",      fmt_unknown_claims, fmt_unknown_decode, NULL },
-};
+/* One row per LOCK_FORMATS entry (formats_impl.h), in its order.  The
+ * last, "unknown", claims everything, so formats_decode() always returns
+ * a row. */
+#define FMT_ROW(name, id, wake) { name, fmt_##id##_claims, fmt_##id##_decode, wake },
+const struct lock_format formats_table[] = { LOCK_FORMATS(FMT_ROW) };
+#undef FMT_ROW
 
 const size_t formats_count = sizeof(formats_table) / sizeof(formats_table[0]);
 

@@ -52,28 +52,33 @@ int64_t fmt_days_from_civil(int64_t y, unsigned m, unsigned d);
 /* True when ms is an acquisition time a decoder may report. */
 bool fmt_time_plausible(int64_t ms);
 
-/* Family files: collectors/formats/redisson.c */
-bool fmt_redisson_rw_claims(const struct raw_lock *raw);
-int fmt_redisson_rw_decode(const struct raw_lock *raw, struct lock_view *view);
-bool fmt_redisson_claims(const struct raw_lock *raw);
-int fmt_redisson_decode(const struct raw_lock *raw, struct lock_view *view);
+/*
+ * The formats, in claim order: X(name, id, wake channel prefix or NULL).
+ * Row id's family file defines fmt_<id>_claims() and fmt_<id>_decode();
+ * this list makes their declarations below and formats_table in
+ * formats.c.  A new format is one row here and one file beside this one
+ * (CONTRIBUTING.md).  The order is the disambiguation policy (formats.c);
+ * "unknown" must stay last.
+ *
+ *   redisson-rw, redisson   redisson.c
+ *   liblockwatch            liblockwatch.c
+ *   shedlock                shedlock.c
+ *   redis-py                redispy.c
+ *   plain, unknown          plain.c
+ */
+#define LOCK_FORMATS(X)                                              \
+    X("redisson-rw",  redisson_rw, "redisson_rwlock")                 \
+    X("redisson",     redisson,    "redisson_lock__channel")          \
+    X("liblockwatch", lw1,         "lockwatch_lock__channel")         \
+    X("shedlock",     shedlock,    NULL)                              \
+    X("redis-py",     redispy,     NULL)                              \
+    X("plain",        plain,       NULL)                              \
+    X("unknown",      unknown,     NULL)
 
-/* collectors/formats/liblockwatch.c */
-bool fmt_lw1_claims(const struct raw_lock *raw);
-int fmt_lw1_decode(const struct raw_lock *raw, struct lock_view *view);
-
-/* collectors/formats/shedlock.c */
-bool fmt_shedlock_claims(const struct raw_lock *raw);
-int fmt_shedlock_decode(const struct raw_lock *raw, struct lock_view *view);
-
-/* collectors/formats/redispy.c */
-bool fmt_redispy_claims(const struct raw_lock *raw);
-int fmt_redispy_decode(const struct raw_lock *raw, struct lock_view *view);
-
-/* collectors/formats/plain.c: "plain" and the catch-all "unknown" */
-bool fmt_plain_claims(const struct raw_lock *raw);
-int fmt_plain_decode(const struct raw_lock *raw, struct lock_view *view);
-bool fmt_unknown_claims(const struct raw_lock *raw);
-int fmt_unknown_decode(const struct raw_lock *raw, struct lock_view *view);
+#define FMT_DECLARE(name, id, wake)                                  \
+    bool fmt_##id##_claims(const struct raw_lock *raw);              \
+    int fmt_##id##_decode(const struct raw_lock *raw, struct lock_view *view);
+LOCK_FORMATS(FMT_DECLARE)
+#undef FMT_DECLARE
 
 #endif
