@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "common/strbuf.h"
-#include "agent/targets.h"
+#include "agent/agent.h"
 
 /* Evaluate the alert rules on the newest snapshots and wait statistics.
  * Main thread, from the signal loop's tick; never on a scanner thread. */

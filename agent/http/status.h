@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "agent/targets.h"
+#include "agent/agent.h"
 
 /* No script, no frame, nothing fetched but the page itself and its
  * inline style. */
