@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "agent/http/render.h"
+#include "agent/http/routes.h"
 #include "common/keytext.h"
 #include "collectors/locks/lockjson.h"
 
@@ -265,4 +266,67 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
                                 "use lockctl show KEY to read it from Redis", body, len);
     return render_api_error(404, "no such lock in the last scan (check the key and ?target=)",
                             body, len);
+}
+
+/* GET /api/v1/locks[?state=&target=&class=&limit=] */
+void
+serve_locks(const struct http_request *rq, struct http_response *out)
+{
+    struct api_query q;
+    struct view v;
+    char *state, *target, *cls, *limit, *body = NULL;
+    size_t len = 0;
+    int bad = 0, status;
+
+    state = http_query(rq, "state", &bad);
+    target = http_query(rq, "target", &bad);
+    cls = http_query(rq, "class", &bad);
+    limit = http_query(rq, "limit", &bad);
+    if (bad) {
+        status = render_api_error(400, "malformed percent-encoding in the query", &body, &len);
+    } else if (agent_view(rq->agent, &v) == -1) {
+        status = 500;
+    } else {
+        q.state = state;
+        q.target = target;
+        q.class_ = cls;
+        q.limit = limit;
+        status = render_api_locks(&v, &q, &body, &len);
+        view_release(&v);
+    }
+    free(state);
+    free(target);
+    free(cls);
+    free(limit);
+    http_json(out, status, body, len);
+}
+
+/* GET /api/v1/locks/<percent-encoded key>[?target=] */
+void
+serve_lock(const struct http_request *rq, struct http_response *out)
+{
+    struct view v;
+    char *key, *target, *body = NULL;
+    size_t keylen, len = 0;
+    int bad = 0, status;
+
+    key = malloc(strlen(rq->rest) + 1);
+    if (key == NULL) {
+        http_text(out, 500, HTTP_OOM_TEXT);
+        return;
+    }
+    keylen = keytext_unpercent(key, rq->rest, strlen(rq->rest), 0);
+    target = http_query(rq, "target", &bad);
+    if (keylen == (size_t)-1 || bad) {
+        status = render_api_error(400, "malformed percent-encoding in the key or query",
+                                  &body, &len);
+    } else if (agent_view(rq->agent, &v) == -1) {
+        status = 500;
+    } else {
+        status = render_api_lock(&v, key, keylen, target, &body, &len);
+        view_release(&v);
+    }
+    free(key);
+    free(target);
+    http_json(out, status, body, len);
 }
