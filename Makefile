@@ -176,6 +176,9 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/liblockwatch-core.a $(LIBLW_A
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(TEST_LIBS)
 
+# test_agent fails allocations in turn: its link alone wraps the allocator.
+$(BUILD)/tests/test_agent: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup
+
 $(GEN_INI5): $(BUILD)/packaging/man/gen_ini5.o $(BUILD)/liblockwatch-core.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)

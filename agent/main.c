@@ -29,7 +29,7 @@
 #include "agent/ingest.h"
 #include "common/log.h"
 #include "agent/http/render.h"
-#include "agent/targets.h"
+#include "agent/agent.h"
 #include "alerts/alerts.h"
 #include "conf/config.h"
 
@@ -75,7 +75,7 @@ run_once(const struct config *cfg)
     size_t i, k;
     int failed, rc = 0;
 
-    failed = targets_scan_once(cfg, &v);
+    failed = agent_scan_once(cfg, &v);
     if (failed < 0) {
         fprintf(stderr, "lockwatchd: out of memory\n");
         return 1;

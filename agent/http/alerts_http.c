@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "agent/http/render.h"
+#include "agent/http/routes.h"
 #include "alerts/alerts.h"
 
 void
@@ -53,7 +54,8 @@ agent_alerts_tick(struct agent *a)
     view_release(&v);
 }
 
-int
+/* GET /api/v1/alerts: an HTTP status and a malloc'd JSON body. */
+static int
 render_api_alerts(struct agent *a, char **body, size_t *len)
 {
     if (a->alerts == NULL)
@@ -97,4 +99,14 @@ render_alert_metrics(struct alerts *al, struct strbuf *sb)
                     r == 0 ? st.sinks[i].sent : r == 1 ? st.sinks[i].retried :
                     st.sinks[i].dropped);
     alerts_stats_release(&st);
+}
+
+void
+serve_alerts(const struct http_request *rq, struct http_response *out)
+{
+    char *body = NULL;
+    size_t len = 0;
+    int status = render_api_alerts(rq->agent, &body, &len);
+
+    http_json(out, status, body, len);
 }

@@ -9,14 +9,11 @@
 #include <stddef.h>
 
 #include "common/strbuf.h"
-#include "agent/targets.h"
+#include "agent/agent.h"
 
 /* Evaluate the alert rules on the newest snapshots and wait statistics.
  * Main thread, from the signal loop's tick; never on a scanner thread. */
 void agent_alerts_tick(struct agent *a);
-
-/* GET /api/v1/alerts: an HTTP status and a malloc'd JSON body. */
-int render_api_alerts(struct agent *a, char **body, size_t *len);
 
 /* lockwatch_alerts_firing{alertname}, lockwatch_alerts_suppressed and
  * lockwatch_notifications_total{sink,result}.  Nothing when al is NULL

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "agent/http/render.h"
+#include "agent/http/routes.h"
 #include "common/keytext.h"
 #include "collectors/locks/lockjson.h"
 
@@ -29,52 +30,57 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
     const char *key = l->key;
     json_t *o, *holders, *h;
     size_t i;
+    int bad = 0;
 
     o = json_object();
     holders = json_array();
     if (o == NULL || holders == NULL)
         goto fail;
-    json_object_set_new(o, "target", json_string(s->target));
-    json_object_set_new(o, "key", lockjson_text(key, l->key_len));
-    json_object_set_new(o, "key_escaped", lockjson_escaped(key, l->key_len));
-    json_object_set_new(o, "class", lockjson_text(s->classes[l->class_idx],
-                                                         strlen(s->classes[l->class_idx])));
-    json_object_set_new(o, "format", json_string(formats_table[l->format].name));
-    json_object_set_new(o, "states", lockjson_states(l->states));
-    json_object_set_new(o, "pttl_ms", json_integer(l->pttl_ms));
+    bad |= json_object_set_new(o, "target", json_string(s->target));
+    bad |= json_object_set_new(o, "key", lockjson_text(key, l->key_len));
+    bad |= json_object_set_new(o, "key_escaped", lockjson_escaped(key, l->key_len));
+    bad |= json_object_set_new(o, "class", lockjson_text(s->classes[l->class_idx],
+                                                        strlen(s->classes[l->class_idx])));
+    bad |= json_object_set_new(o, "format", json_string(formats_table[l->format].name));
+    bad |= json_object_set_new(o, "states", lockjson_states(l->states));
+    bad |= json_object_set_new(o, "pttl_ms", json_integer(l->pttl_ms));
     for (i = 0; i < l->nholders; i++) {
         const struct snap_holder *sh = &l->holders[i];
 
         h = json_object();
         if (h == NULL)
             goto fail;
-        json_object_set_new(h, "id", lockjson_text(sh->id, sh->id_len));
-        json_object_set_new(h, "id_escaped", lockjson_escaped(sh->id, sh->id_len));
-        json_object_set_new(h, "count", json_integer(sh->count));
+        bad |= json_object_set_new(h, "id", lockjson_text(sh->id, sh->id_len));
+        bad |= json_object_set_new(h, "id_escaped", lockjson_escaped(sh->id, sh->id_len));
+        bad |= json_object_set_new(h, "count", json_integer(sh->count));
         if (sh->truncated)
-            json_object_set_new(h, "id_truncated", json_true());
-        json_array_append_new(holders, h);
+            bad |= json_object_set_new(h, "id_truncated", json_true());
+        bad |= json_array_append_new(holders, h);
     }
-    json_object_set_new(o, "holders", holders);
+    bad |= json_object_set_new(o, "holders", holders);     /* taken even on failure */
     holders = NULL;
-    json_object_set_new(o, "holders_total", json_integer(l->holders_total));
-    json_object_set_new(o, "max_count", json_integer(l->max_count));
+    bad |= json_object_set_new(o, "holders_total", json_integer(l->holders_total));
+    bad |= json_object_set_new(o, "max_count", json_integer(l->max_count));
     if (l->flags & SNAP_MODE_READ)
-        json_object_set_new(o, "mode", json_string("read"));
+        bad |= json_object_set_new(o, "mode", json_string("read"));
     else if (l->flags & SNAP_MODE_WRITE)
-        json_object_set_new(o, "mode", json_string("write"));
-    json_object_set_new(o, "first_seen", lockjson_time(l->first_seen_ms));
-    json_object_set_new(o, "age_seconds", json_real((double)(now_ms - l->first_seen_ms) / 1000.0));
-    json_object_set_new(o, "host", l->host_len ?
-                        lockjson_text(l->host, l->host_len) :
-                        json_null());
-    json_object_set_new(o, "pid", l->pid ? json_integer(l->pid) : json_null());
-    json_object_set_new(o, "thread", l->thread >= 0 ? json_integer(l->thread) : json_null());
-    json_object_set_new(o, "acquired_at", l->acquired_ms ? lockjson_time(l->acquired_ms) : json_null());
+        bad |= json_object_set_new(o, "mode", json_string("write"));
+    bad |= json_object_set_new(o, "first_seen", lockjson_time(l->first_seen_ms));
+    bad |= json_object_set_new(o, "age_seconds",
+                               json_real((double)(now_ms - l->first_seen_ms) / 1000.0));
+    bad |= json_object_set_new(o, "host", l->host_len ?
+                               lockjson_text(l->host, l->host_len) : json_null());
+    bad |= json_object_set_new(o, "pid", l->pid ? json_integer(l->pid) : json_null());
+    bad |= json_object_set_new(o, "thread",
+                               l->thread >= 0 ? json_integer(l->thread) : json_null());
+    bad |= json_object_set_new(o, "acquired_at",
+                               l->acquired_ms ? lockjson_time(l->acquired_ms) : json_null());
     if (l->flags & SNAP_KEY_TRUNCATED)
-        json_object_set_new(o, "key_truncated", json_true());
+        bad |= json_object_set_new(o, "key_truncated", json_true());
     if (l->flags & SNAP_VALUE_TRUNCATED)
-        json_object_set_new(o, "value_truncated", json_true());
+        bad |= json_object_set_new(o, "value_truncated", json_true());
+    if (bad)
+        goto fail;
     return o;
 fail:
     json_decref(o);
@@ -149,6 +155,7 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
     size_t *pos = NULL, i, count = 0;
     uint64_t total = 0;
     bool complete = true;
+    int bad;
     json_t *root = NULL, *arr = NULL, *o;
     long limit = API_LIMIT_DEFAULT;
     char *end;
@@ -219,12 +226,16 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
         }
     }
     free(pos);
-    json_object_set_new(root, "count", json_integer((json_int_t)count));
-    json_object_set_new(root, "total", json_integer((json_int_t)total));
+    bad = json_object_set_new(root, "count", json_integer((json_int_t)count));
+    bad |= json_object_set_new(root, "total", json_integer((json_int_t)total));
     /* false when a target counted more locks than it keeps in detail
      * (SNAP_RETAIN_MAX, the worst ones): the list then holds the worst */
-    json_object_set_new(root, "complete", json_boolean(complete));
-    json_object_set_new(root, "locks", arr);
+    bad |= json_object_set_new(root, "complete", json_boolean(complete));
+    bad |= json_object_set_new(root, "locks", arr);     /* arr is root's, even on failure */
+    if (bad) {
+        json_decref(root);
+        return 500;
+    }
     return dump(root, 200, body, len);
 oom:
     free(pos);
@@ -265,4 +276,67 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
                                 "use lockctl show KEY to read it from Redis", body, len);
     return render_api_error(404, "no such lock in the last scan (check the key and ?target=)",
                             body, len);
+}
+
+/* GET /api/v1/locks[?state=&target=&class=&limit=] */
+void
+serve_locks(const struct http_request *rq, struct http_response *out)
+{
+    struct api_query q;
+    struct view v;
+    char *state, *target, *cls, *limit, *body = NULL;
+    size_t len = 0;
+    int bad = 0, status;
+
+    state = http_query(rq, "state", &bad);
+    target = http_query(rq, "target", &bad);
+    cls = http_query(rq, "class", &bad);
+    limit = http_query(rq, "limit", &bad);
+    if (bad) {
+        status = render_api_error(400, "malformed percent-encoding in the query", &body, &len);
+    } else if (agent_view(rq->agent, &v) == -1) {
+        status = 500;
+    } else {
+        q.state = state;
+        q.target = target;
+        q.class_ = cls;
+        q.limit = limit;
+        status = render_api_locks(&v, &q, &body, &len);
+        view_release(&v);
+    }
+    free(state);
+    free(target);
+    free(cls);
+    free(limit);
+    http_json(out, status, body, len);
+}
+
+/* GET /api/v1/locks/<percent-encoded key>[?target=] */
+void
+serve_lock(const struct http_request *rq, struct http_response *out)
+{
+    struct view v;
+    char *key, *target, *body = NULL;
+    size_t keylen, len = 0;
+    int bad = 0, status;
+
+    key = malloc(strlen(rq->rest) + 1);
+    if (key == NULL) {
+        http_text(out, 500, HTTP_OOM_TEXT);
+        return;
+    }
+    keylen = keytext_unpercent(key, rq->rest, strlen(rq->rest), 0);
+    target = http_query(rq, "target", &bad);
+    if (keylen == (size_t)-1 || bad) {
+        status = render_api_error(400, "malformed percent-encoding in the key or query",
+                                  &body, &len);
+    } else if (agent_view(rq->agent, &v) == -1) {
+        status = 500;
+    } else {
+        status = render_api_lock(&v, key, keylen, target, &body, &len);
+        view_release(&v);
+    }
+    free(key);
+    free(target);
+    http_json(out, status, body, len);
 }

@@ -1,5 +1,6 @@
 /*
- * http.c - request routing and responses over libmicrohttpd.
+ * http.c - the HTTP server over libmicrohttpd: the route table, the one
+ * dispatcher that walks it, and the answers it sends.
  *
  * MHD runs its own polling thread and a small thread pool; a request only
  * takes a view (references to immutable snapshots, copied under a short
@@ -18,12 +19,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "agent/http/alerts_http.h"
-#include "common/log.h"
 #include "agent/http/release_http.h"
-#include "agent/http/render.h"
-#include "agent/http/status.h"
+#include "agent/http/routes.h"
 #include "common/keytext.h"
+#include "common/log.h"
 
 #if MHD_VERSION < 0x00097002
 typedef int MHD_RESULT;
@@ -36,54 +35,110 @@ struct http_server {
     struct agent *agent;
 };
 
-#define CT_TEXT     "text/plain; charset=utf-8"
-#define CT_METRICS  "text/plain; version=0.0.4; charset=utf-8"
-#define CT_JSON     "application/json"
-#define CT_HTML     "text/html; charset=utf-8"
+/*
+ * The routes.  The dispatcher takes the first row whose path is the URL
+ * (ROUTE_EXACT) or starts it (ROUTE_PREFIX; the handler gets the rest),
+ * so an exact path under a prefix comes before the prefix.
+ *
+ * A read route (read set) answers the methods listed, 405 any other; it
+ * is answered once the headers are in, and a body sent with it is read
+ * and dropped.  A body route (body set, methods NULL) is MHD's handler for
+ * the whole request and checks the method itself (the release endpoint
+ * answers 404 while it is off, before the method); what it keeps in its
+ * state is freed with body_free.  A URL no row matches is answered like a
+ * read route's: 405 for a method other than GET or HEAD, else 404.
+ *
+ * Adding a route: one row here, its handler in the file of its concern,
+ * declared in agent/http/routes.h (and the path in lockwatchd.8, which
+ * tests/integration/test_man.py holds to this table).
+ */
+typedef int (*http_body_fn)(struct agent *a, struct MHD_Connection *c, const char *method,
+                            const char *upload, size_t *upload_size, void **state);
 
-static MHD_RESULT
-reply(struct MHD_Connection *c, unsigned int status, const char *ctype,
-      char *body, size_t len)
+enum route_match { ROUTE_EXACT, ROUTE_PREFIX };
+
+struct route {
+    const char *methods;        /* space-separated */
+    const char *path;
+    enum route_match match;
+    http_read_fn read;
+    http_body_fn body;
+    void (*body_free)(void *state);
+};
+
+#define READ_METHODS "GET HEAD"
+
+static const struct route routes[] = {
+    /* methods      path                match         read           body          body_free */
+    { NULL,         RELEASE_HTTP_PATH,  ROUTE_EXACT,  NULL,          release_http, release_http_free },
+    { READ_METHODS, "/metrics",         ROUTE_EXACT,  serve_metrics, NULL,         NULL },
+    { READ_METHODS, "/healthz",         ROUTE_EXACT,  serve_healthz, NULL,         NULL },
+    { READ_METHODS, "/readyz",          ROUTE_EXACT,  serve_ready,   NULL,         NULL },
+    { READ_METHODS, "/api/v1/locks",    ROUTE_EXACT,  serve_locks,   NULL,         NULL },
+    { READ_METHODS, "/api/v1/locks/",   ROUTE_EXACT,  serve_locks,   NULL,         NULL },
+    { READ_METHODS, "/api/v1/locks/",   ROUTE_PREFIX, serve_lock,    NULL,         NULL },
+    { READ_METHODS, "/api/v1/alerts",   ROUTE_EXACT,  serve_alerts,  NULL,         NULL },
+    { READ_METHODS, "/",                ROUTE_EXACT,  serve_status,  NULL,         NULL },
+};
+
+#define NOT_FOUND_TEXT "not found: try /metrics, /healthz, /readyz or /api/v1/locks\n"
+#define METHOD_TEXT    "method not allowed: lockwatch's read endpoints take GET\n"
+
+static const struct route *
+route_for(const char *url)
 {
-    struct MHD_Response *r;
-    MHD_RESULT ret;
+    size_t i, n;
 
-    r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (r == NULL) {
-        free(body);
-        return MHD_NO;
+    for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        n = strlen(routes[i].path);
+        if (routes[i].match == ROUTE_EXACT ? strcmp(url, routes[i].path) == 0 :
+            strncmp(url, routes[i].path, n) == 0)
+            return &routes[i];
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ret;
+    return NULL;
 }
 
-static MHD_RESULT
-reply_text(struct MHD_Connection *c, unsigned int status, const char *text)
+/* Is method one of the space-separated list? */
+static bool
+method_in(const char *list, const char *method)
 {
-    char *b = strdup(text);
+    size_t n = strlen(method);
+    const char *p = list;
 
-    if (b == NULL)
-        return MHD_NO;
-    return reply(c, status, CT_TEXT, b, strlen(b));
+    while ((p = strstr(p, method)) != NULL) {
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return true;
+        p += n;
+    }
+    return false;
 }
 
-static MHD_RESULT
-reply_json(struct MHD_Connection *c, int status, char *body, size_t len)
+void
+http_text(struct http_response *out, unsigned int status, const char *text)
 {
-    if (status >= 500 && body == NULL)
-        return reply_text(c, 500, "internal error: out of memory\n");
-    return reply(c, (unsigned int)status, CT_JSON, body, len);
+    out->status = status;
+    out->ctype = HTTP_CT_TEXT;
+    out->body = strdup(text);
+    out->len = out->body != NULL ? strlen(out->body) : 0;
 }
 
-/* Decoded query value (caller frees), NULL when absent; *bad on a
- * malformed escape. */
-static char *
-query(struct MHD_Connection *c, const char *name, int *bad)
+void
+http_json(struct http_response *out, int status, char *body, size_t len)
 {
-    const char *raw = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+    if (status >= 500 && body == NULL) {
+        http_text(out, 500, HTTP_OOM_TEXT);
+        return;
+    }
+    out->status = (unsigned int)status;
+    out->ctype = HTTP_CT_JSON;
+    out->body = body;
+    out->len = len;
+}
+
+char *
+http_query(const struct http_request *rq, const char *name, int *bad)
+{
+    const char *raw = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
     size_t n;
     char *out;
 
@@ -108,192 +163,104 @@ query(struct MHD_Connection *c, const char *name, int *bad)
     return out;
 }
 
+/* Send out (its body is MHD's from here on). */
 static MHD_RESULT
-serve_metrics(struct http_server *h, struct MHD_Connection *c)
-{
-    struct view v;
-    struct strbuf sb;
-    char *body;
-    size_t len;
-
-    if (agent_view(h->agent, &v) == -1)
-        return reply_text(c, 500, "internal error: out of memory\n");
-    sb_init(&sb, RENDER_MAX_BYTES);
-    if (render_metrics(&v, &sb) == -1) {
-        view_release(&v);
-        sb_release(&sb);
-        return reply_text(c, 500, "internal error: exposition too large or out of memory\n");
-    }
-    view_release(&v);
-    body = sb_detach(&sb, &len);
-    return reply(c, 200, CT_METRICS, body, len);
-}
-
-static MHD_RESULT
-serve_ready(struct http_server *h, struct MHD_Connection *c)
-{
-    struct view v;
-    struct strbuf sb;
-    char *body;
-    size_t len;
-    int ready;
-
-    if (agent_view(h->agent, &v) == -1)
-        return reply_text(c, 500, "internal error: out of memory\n");
-    sb_init(&sb, 1 << 20);
-    ready = render_ready(&v, &sb);
-    view_release(&v);
-    if (ready)
-        sb_adds(&sb, "ready\n");
-    body = sb_detach(&sb, &len);
-    return reply(c, ready ? 200 : 503, CT_TEXT, body, len);
-}
-
-static MHD_RESULT
-serve_locks(struct http_server *h, struct MHD_Connection *c)
-{
-    struct api_query q;
-    struct view v;
-    char *state, *target, *cls, *limit, *body = NULL;
-    size_t len = 0;
-    int bad = 0, status;
-
-    state = query(c, "state", &bad);
-    target = query(c, "target", &bad);
-    cls = query(c, "class", &bad);
-    limit = query(c, "limit", &bad);
-    if (bad) {
-        status = render_api_error(400, "malformed percent-encoding in the query", &body, &len);
-    } else if (agent_view(h->agent, &v) == -1) {
-        status = 500;
-    } else {
-        q.state = state;
-        q.target = target;
-        q.class_ = cls;
-        q.limit = limit;
-        status = render_api_locks(&v, &q, &body, &len);
-        view_release(&v);
-    }
-    free(state);
-    free(target);
-    free(cls);
-    free(limit);
-    return reply_json(c, status, body, len);
-}
-
-static MHD_RESULT
-serve_lock(struct http_server *h, struct MHD_Connection *c, const char *enc)
-{
-    struct view v;
-    char *key, *target, *body = NULL;
-    size_t keylen, len = 0;
-    int bad = 0, status;
-
-    key = malloc(strlen(enc) + 1);
-    if (key == NULL)
-        return reply_text(c, 500, "internal error: out of memory\n");
-    keylen = keytext_unpercent(key, enc, strlen(enc), 0);
-    target = query(c, "target", &bad);
-    if (keylen == (size_t)-1 || bad) {
-        status = render_api_error(400, "malformed percent-encoding in the key or query",
-                                  &body, &len);
-    } else if (agent_view(h->agent, &v) == -1) {
-        status = 500;
-    } else {
-        status = render_api_lock(&v, key, keylen, target, &body, &len);
-        view_release(&v);
-    }
-    free(key);
-    free(target);
-    return reply_json(c, status, body, len);
-}
-
-static MHD_RESULT
-serve_alerts(struct http_server *h, struct MHD_Connection *c)
-{
-    char *body = NULL;
-    size_t len = 0;
-    int status = render_api_alerts(h->agent, &body, &len);
-
-    return reply_json(c, status, body, len);
-}
-
-/* The status page, with a policy that forbids any script: keys and
- * holders on it are bytes from Redis (agent/http/status.h). */
-static MHD_RESULT
-serve_status(struct http_server *h, struct MHD_Connection *c)
+reply(struct MHD_Connection *c, const struct http_response *out)
 {
     struct MHD_Response *r;
     MHD_RESULT ret;
-    char *body;
-    size_t len;
+    size_t i;
 
-    if (status_page(h->agent, &body, &len) != 200)
-        return reply_text(c, 500, "internal error: status page too large or out of memory\n");
-    r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (out->body == NULL)
+        return MHD_NO;
+    r = MHD_create_response_from_buffer(out->len, out->body, MHD_RESPMEM_MUST_FREE);
     if (r == NULL) {
-        free(body);
+        free(out->body);
         return MHD_NO;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CT_HTML);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, out->ctype);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    MHD_add_response_header(r, "Content-Security-Policy", STATUS_CSP);
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    ret = MHD_queue_response(c, 200, r);
+    for (i = 0; out->headers != NULL && out->headers[i] != NULL; i += 2)
+        MHD_add_response_header(r, out->headers[i], out->headers[i + 1]);
+    ret = MHD_queue_response(c, out->status, r);
     MHD_destroy_response(r);
     return ret;
 }
 
-/* The per-request state of the read endpoints; the release endpoint
- * keeps its own (a body), freed in request_completed(). */
-static int first;
+static MHD_RESULT
+reply_text(struct MHD_Connection *c, unsigned int status, const char *text)
+{
+    struct http_response out = { 0 };
+
+    http_text(&out, status, text);
+    return reply(c, &out);
+}
+
+/*
+ * What MHD keeps in *state between the calls for one request: &read_state
+ * for a read route (or no route) once its headers are in; for a body
+ * route, a struct body_state holding the route's own state.
+ */
+static int read_state;
+
+struct body_state {
+    const struct route *route;
+    void *state;
+};
 
 static MHD_RESULT
 handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
        const char *version, const char *upload, size_t *upload_size, void **state)
 {
     struct http_server *h = cls;
+    const struct route *r = route_for(url);
+    struct http_response out = { 0 };
+    struct http_request rq;
+    struct body_state *bs;
 
     (void)version;
-    if (strcmp(url, RELEASE_HTTP_PATH) == 0)
-        return (MHD_RESULT)release_http(h->agent, c, method, upload, upload_size, state);
+    if (r != NULL && r->body != NULL) {
+        if ((bs = *state) == NULL) {
+            if ((bs = calloc(1, sizeof(*bs))) == NULL)
+                return MHD_NO;
+            bs->route = r;
+            *state = bs;
+        }
+        return (MHD_RESULT)r->body(h->agent, c, method, upload, upload_size, &bs->state);
+    }
     if (*state == NULL) {       /* headers only so far; answer on the next call */
-        *state = &first;
+        *state = &read_state;
         return MHD_YES;
     }
     if (*upload_size != 0) {
-        *upload_size = 0;       /* no endpoint here takes a body */
+        *upload_size = 0;       /* no read route takes a body */
         return MHD_YES;
     }
-    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-        return reply_text(c, 405, "method not allowed: lockwatch's read endpoints take GET\n");
-
-    if (strcmp(url, "/metrics") == 0)
-        return serve_metrics(h, c);
-    if (strcmp(url, "/healthz") == 0)
-        return reply_text(c, 200, "ok\n");
-    if (strcmp(url, "/readyz") == 0)
-        return serve_ready(h, c);
-    if (strcmp(url, "/api/v1/locks") == 0 || strcmp(url, "/api/v1/locks/") == 0)
-        return serve_locks(h, c);
-    if (strncmp(url, "/api/v1/locks/", 14) == 0)
-        return serve_lock(h, c, url + 14);
-    if (strcmp(url, "/api/v1/alerts") == 0)
-        return serve_alerts(h, c);
-    if (strcmp(url, "/") == 0)
-        return serve_status(h, c);
-    return reply_text(c, 404, "not found: try /metrics, /healthz, /readyz or /api/v1/locks\n");
+    if (!method_in(r != NULL ? r->methods : READ_METHODS, method))
+        return reply_text(c, 405, METHOD_TEXT);
+    if (r == NULL)
+        return reply_text(c, 404, NOT_FOUND_TEXT);
+    rq.agent = h->agent;
+    rq.rest = url + strlen(r->path);
+    rq.conn = c;
+    r->read(&rq, &out);
+    return reply(c, &out);
 }
 
 static void
 request_completed(void *cls, struct MHD_Connection *c, void **state,
                   enum MHD_RequestTerminationCode toe)
 {
+    struct body_state *bs = *state;
+
     (void)cls;
     (void)c;
     (void)toe;
-    if (*state != NULL && *state != &first)
-        release_http_free(*state);
+    if (bs != NULL && *state != &read_state) {
+        if (bs->state != NULL)
+            bs->route->body_free(bs->state);
+        free(bs);
+    }
     *state = NULL;
 }
 

@@ -6,7 +6,7 @@
 #ifndef LOCKWATCH_HTTP_H
 #define LOCKWATCH_HTTP_H
 
-#include "agent/targets.h"
+#include "agent/agent.h"
 
 struct http_server;
 

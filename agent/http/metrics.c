@@ -23,6 +23,7 @@
 #include "agent/http/alerts_http.h"
 #include "agent/http/release_http.h"
 #include "agent/http/render.h"
+#include "agent/http/routes.h"
 #include "common/keytext.h"
 
 static void
@@ -566,33 +567,25 @@ render_metrics(const struct view *v, struct strbuf *sb)
     return sb_failed(sb) ? -1 : 0;
 }
 
-int
-render_ready(const struct view *v, struct strbuf *reason)
+void
+serve_metrics(const struct http_request *rq, struct http_response *out)
 {
-    size_t i;
-    int ready = 1;
+    struct strbuf sb;
+    struct view v;
 
-    for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
-        size_t k;
-
-        /* a cluster target with a shard down is scanned, but not wholly */
-        for (k = 0; s != NULL && s->ok && k < s->nshards; k++) {
-            if (s->shards[k].ok)
-                continue;
-            ready = 0;
-            sb_addf(reason, "target %s: shard %s (%s): %s\n", v->targets[i].name,
-                    s->shards[k].shard, s->shards[k].node, s->shards[k].err);
-        }
-        if (s != NULL && s->ok)
-            continue;
-        ready = 0;
-        sb_addf(reason, "target %s: %s\n", v->targets[i].name,
-                s == NULL ? "no scan has completed yet" : s->err);
+    if (agent_view(rq->agent, &v) == -1) {
+        http_text(out, 500, HTTP_OOM_TEXT);
+        return;
     }
-    if (v->ntargets == 0) {
-        ready = 0;
-        sb_adds(reason, "no targets configured\n");
+    sb_init(&sb, RENDER_MAX_BYTES);
+    if (render_metrics(&v, &sb) == -1) {
+        view_release(&v);
+        sb_release(&sb);
+        http_text(out, 500, "internal error: exposition too large or out of memory\n");
+        return;
     }
-    return ready;
+    view_release(&v);
+    out->status = 200;
+    out->ctype = HTTP_CT_METRICS;
+    out->body = sb_detach(&sb, &out->len);
 }

@@ -38,7 +38,7 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
-#include "agent/targets.h"
+#include "agent/agent.h"
 #include "common/keytext.h"
 #include "collectors/release/release.h"
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "common/strbuf.h"
-#include "agent/targets.h"
+#include "agent/agent.h"
 
 #define RENDER_MAX_BYTES   (256u * 1024 * 1024)  /* cap on one response */
 #define OFFENDER_KEY_MAX   200                   /* bytes of a key label */

@@ -1,5 +1,15 @@
 /*
- * status.c - the status page (GET /), rendered from a view.
+ * status.c - the status page (GET /), what on-call looks at first,
+ * rendered from a view.
+ *
+ * One self-contained HTML page: the targets (up or down, last scan), the
+ * alerts firing in the agent, and the worst locks of each bad state
+ * (leaked, long, reentrant_high) with key, class, format, holder, host and
+ * pid where the format encodes them, age, TTL and the exact lockctl
+ * commands to inspect and release each one.  Read-only: the page has no
+ * forms and no script, loads nothing from elsewhere, refreshes itself with
+ * a meta refresh, and is sent with a Content-Security-Policy that forbids
+ * every script (STATUS_CSP).
  *
  * Everything on the page comes from the same immutable snapshots as
  * /metrics and /api/v1/locks, plus the alert set's own JSON (the one
@@ -16,8 +26,6 @@
  * printable ASCII (percent-encoded with --escaped when a key or holder is
  * not), single-quoted for the shell, then escaped for HTML like the rest.
  */
-#include "agent/http/status.h"
-
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -27,12 +35,21 @@
 #include <time.h>
 
 #include "agent/http/render.h"
+#include "agent/http/routes.h"
 #include "common/strbuf.h"
 #include "alerts/alerts.h"
 #include "alerts/rules.h"
 #include "collectors/formats/formats.h"
 #include "common/keytext.h"
 #include "collectors/locks/snapshot.h"
+
+/* No script, no frame, nothing fetched but the page itself and its
+ * inline style. */
+#define STATUS_CSP "default-src 'none'; style-src 'unsafe-inline'; " \
+                   "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+#define STATUS_REFRESH_S  15            /* the page reloads itself this often */
+#define STATUS_MAX_BYTES  (8u << 20)    /* cap on the page */
+#define STATUS_ALERTS_MAX 100           /* alerts listed; the rest counted */
 #include "conf/config.h"
 
 #define KEY_SHOW_MAX     300    /* bytes of a key shown; the rest is cut with ... */
@@ -580,7 +597,9 @@ render_page(struct strbuf *sb, const struct view *v, const char *config_path)
     sb_adds(sb, "</body></html>\n");
 }
 
-int
+/* The page for the agent's state now into a malloc'd body: 200, or 500
+ * (out of memory, page over the cap) with *body NULL. */
+static int
 status_page(struct agent *a, char **body, size_t *len)
 {
     struct strbuf sb;
@@ -607,4 +626,28 @@ status_page(struct agent *a, char **body, size_t *len)
     }
     *body = sb_detach(&sb, len);
     return 200;
+}
+
+/* The page, with a policy that forbids any script: keys and holders on
+ * it are bytes from Redis. */
+void
+serve_status(const struct http_request *rq, struct http_response *out)
+{
+    static const char *const headers[] = {
+        "Content-Security-Policy", STATUS_CSP,
+        "X-Content-Type-Options", "nosniff",
+        NULL,
+    };
+    char *body;
+    size_t len;
+
+    if (status_page(rq->agent, &body, &len) != 200) {
+        http_text(out, 500, "internal error: status page too large or out of memory\n");
+        return;
+    }
+    out->status = 200;
+    out->ctype = HTTP_CT_HTML;
+    out->body = body;
+    out->len = len;
+    out->headers = headers;
 }

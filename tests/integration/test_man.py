@@ -284,10 +284,29 @@ class AgentPage(unittest.TestCase):
         macros = {}
         for h in glob.glob(os.path.join(REPO, "agent", "http", "*.h")):
             macros.update(re.findall(r'^#define (\w+_PATH)\s+"([^"]+)"', read(h), re.M))
-        exact = set(re.findall(r'strcmp\(url, "([^"]+)"', src))
-        exact |= {macros[m] for m in re.findall(r"strcmp\(url, (\w+)\)", src) if m in macros}
-        exact = {p.rstrip("/") or "/" for p in exact}
-        prefixes = set(re.findall(r'strncmp\(url, "([^"]+)"', src))
+        # the route table: one row {methods, path, match, read, body, body_free}
+        m = re.search(r"static const struct route routes\[\] = \{(.*?)\n\};", src, re.S)
+        self.assertIsNotNone(m, "no route table (static const struct route routes[]) in "
+                                "agent/http/http.c")
+        body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+        rows = re.findall(r"\{([^{}]*)\}", body)
+        self.assertTrue(rows, "the route table has no rows")
+        exact, prefixes = set(), set()
+        for row in rows:
+            cols = [c.strip() for c in row.split(",")]
+            self.assertEqual(len(cols), 6, "route row {%s}: expected 6 columns" % row)
+            path, match = cols[1], cols[2]
+            if path.startswith('"'):
+                path = path.strip('"')
+            else:
+                self.assertIn(path, macros, "route row {%s}: %s is no *_PATH macro of "
+                                            "agent/http/*.h" % (row, path))
+                path = macros[path]
+            self.assertIn(match, ("ROUTE_EXACT", "ROUTE_PREFIX"), row)
+            if match == "ROUTE_EXACT":
+                exact.add(path.rstrip("/") or "/")
+            else:
+                prefixes.add(path)
         endpoints = "\n".join(section(self.text, "HTTP ENDPOINTS"))
         listed = set(re.findall(r"^       (?:POST )?(/[\w/]*)", endpoints, re.M))
         covered = set()

@@ -1,5 +1,6 @@
 /*
- * targets.c - scanner threads, snapshot publication and reload.
+ * agent.c - the running agent: its scanner threads, snapshot publication,
+ * start, reload and stop, the view HTTP renders, and --once.
  *
  * Each target thread loops: scan, publish, wait.  The wait is the rest of
  * scan_interval after a good scan, or a capped exponential backoff after
@@ -9,26 +10,22 @@
  * thread, connection and timeouts.
  *
  * Publication is one pointer swap under the target's mutex; readers take
- * a reference and render without holding any lock.
- *
- * Redlock groups: a member target, right after publishing, compares its
- * group again with the newest snapshot of every member (each one taken by
- * reference under its own mutex, one at a time) and publishes the
- * group's report under the group's mutex, which also serialises the
- * group's state (since when keys are under quorum).  The comparison is a
- * merge of sorted maps, milliseconds for 100k locks, so it costs the
- * member's thread little and needs no thread of its own.
+ * a reference and render without holding any lock.  Right after
+ * publishing, a target compares the [redlock] groups it is a member of
+ * (agent/groups.c) on its own thread.
  */
-#include "agent/targets.h"
+#include "agent/agent.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "common/log.h"
+#include "agent/groups.h"
 #include "alerts/alerts.h"
-#include "collectors/locks/lockclass.h"
+#include "collectors/scan/scan.h"
+#include "common/clock.h"
+#include "common/log.h"
 
 struct target_rt {
     char *name;
@@ -47,34 +44,10 @@ struct target_rt {
     size_t ngroups;
 };
 
-struct group_rt {
-    char *name;
-    struct target_rt **members;         /* into agent->targets, group order */
-    size_t nmembers;
-    int64_t no_ttl_validity_ms;         /* leak_grace */
-    pthread_mutex_t mu;                 /* guards state and report */
-    struct redlock_state *state;
-    struct redlock_report *report;
-    bool was_inconsistent;
-};
-
-/* Is target `name` a member of a [redlock] group of cfg? */
-static bool
-in_redlock_group(const struct config *cfg, const char *name)
-{
-    size_t i, j;
-
-    for (i = 0; i < cfg->nredlocks; i++)
-        for (j = 0; j < cfg->redlocks[i].ntargets; j++)
-            if (strcmp(cfg->redlocks[i].targets[j], name) == 0)
-                return true;
-    return false;
-}
-
 static void
 rules_from(struct scan_rules *r, const struct config *cfg, const char *target)
 {
-    r->redlock_map = in_redlock_group(cfg, target);
+    r->redlock_map = groups_has_member(cfg, target);
     r->leak_grace_ms = cfg->leak_grace_ms;
     r->max_hold_ms = cfg->max_hold_ms;
     r->max_reentrancy = cfg->max_reentrancy;
@@ -126,74 +99,6 @@ publish(struct target_rt *t, struct snapshot *s)
     t->snap = s;
     pthread_mutex_unlock(&t->mu);
     snapshot_unref(old);
-}
-
-/* The lock class of each detailed key, for the alert's class label. */
-static void
-issue_classes(struct redlock_report *rep, const struct scan_rules *rules)
-{
-    size_t i;
-
-    for (i = 0; i < rep->nissues; i++)
-        class_of(rep->issues[i].key, rep->issues[i].key_len, rules->classes,
-                 rules->nclasses, rep->issues[i].cls, sizeof(rep->issues[i].cls));
-}
-
-/* Compare group g on its members' newest snapshots and publish the report. */
-static void
-group_evaluate(struct group_rt *g)
-{
-    struct redlock_input *in = calloc(g->nmembers, sizeof(*in));
-    struct snapshot **snaps = calloc(g->nmembers, sizeof(*snaps));
-    struct redlock_report *rep = NULL, *old = NULL;
-    size_t i;
-
-    if (in == NULL || snaps == NULL) {
-        log_warnx("redlock %s: out of memory; this comparison is skipped", g->name);
-        goto out;
-    }
-    for (i = 0; i < g->nmembers; i++) {
-        struct target_rt *m = g->members[i];
-
-        pthread_mutex_lock(&m->mu);
-        snaps[i] = m->snap;
-        if (snaps[i] != NULL)
-            snapshot_ref(snaps[i]);
-        pthread_mutex_unlock(&m->mu);
-        in[i].target = m->name;
-        in[i].map = snaps[i] != NULL && snaps[i]->ok ? snaps[i]->redlock : NULL;
-    }
-    pthread_mutex_lock(&g->mu);
-    rep = redlock_compare(g->name, in, g->nmembers, g->state, clock_now_ms(),
-                          g->no_ttl_validity_ms);
-    if (rep != NULL && g->nmembers > 0)
-        issue_classes(rep, &g->members[0]->rules);
-    if (rep != NULL) {
-        old = g->report;
-        g->report = rep;
-        if (rep->judged && (redlock_inconsistent(rep) > 0) != g->was_inconsistent) {
-            g->was_inconsistent = redlock_inconsistent(rep) > 0;
-            if (g->was_inconsistent)
-                log_warnx("redlock %s: %llu key(s) inconsistent (%llu split, %llu under "
-                          "quorum), e.g. %s: %s", g->name,
-                          (unsigned long long)redlock_inconsistent(rep),
-                          (unsigned long long)rep->split,
-                          (unsigned long long)rep->under_quorum,
-                          rep->nissues ? rep->issues[0].key : "?",
-                          rep->nissues ? rep->issues[0].nodes : "?");
-            else
-                log_info("redlock %s: the nodes agree again", g->name);
-        }
-    }
-    pthread_mutex_unlock(&g->mu);
-    if (rep == NULL)
-        log_warnx("redlock %s: out of memory; this comparison is skipped", g->name);
-    redlock_report_unref(old);
-out:
-    for (i = 0; snaps != NULL && i < g->nmembers; i++)
-        snapshot_unref(snaps[i]);
-    free(snaps);
-    free(in);
 }
 
 /* Wait ms or until asked to stop. */
@@ -261,7 +166,7 @@ target_main(void *arg)
         }
         publish(t, s);
         for (i = 0; i < t->ngroups; i++)
-            group_evaluate(t->groups[i]);
+            group_compare(t->groups[i]);
         target_wait(t, wait);
     }
     return NULL;
@@ -337,99 +242,44 @@ fail:
     return -1;
 }
 
-static void
-group_free(struct group_rt *g)
-{
-    if (g == NULL)
-        return;
-    redlock_report_unref(g->report);
-    redlock_state_free(g->state);
-    pthread_mutex_destroy(&g->mu);
-    free(g->members);
-    free(g->name);
-    free(g);
-}
-
-static struct target_rt *
-target_named(struct agent *a, const char *name)
-{
-    size_t i;
-
-    for (i = 0; i < a->ntargets; i++)
-        if (strcmp(a->targets[i]->name, name) == 0)
-            return a->targets[i];
-    return NULL;
-}
-
 /*
  * Build a->groups for a->cfg over a->targets, keeping the state and
- * report of groups whose name stays (old[0..nold)); the old list's other
- * groups are freed.  Threads must be stopped.
+ * report of groups whose name stays (the old list is consumed).  On
+ * ENOMEM a has no groups until the next reload.  Threads must be stopped.
  */
 static int
 build_groups(struct agent *a, struct group_rt **old, size_t nold)
 {
-    const struct config *cfg = a->cfg;
-    struct group_rt **list;
-    size_t i, j;
+    struct group_member *cand;
+    size_t i;
+    int rc = -1;
 
-    list = calloc(cfg->nredlocks ? cfg->nredlocks : 1, sizeof(*list));
-    if (list == NULL)
-        return -1;
-    for (i = 0; i < cfg->nredlocks; i++) {
-        const struct redlock_conf *rc = &cfg->redlocks[i];
-        struct group_rt *g = NULL;
-
-        for (j = 0; j < nold && g == NULL; j++)
-            if (old[j] != NULL && strcmp(old[j]->name, rc->name) == 0) {
-                g = old[j];
-                old[j] = NULL;
-            }
-        if (g == NULL) {
-            if ((g = calloc(1, sizeof(*g))) == NULL ||
-                (g->name = strdup(rc->name)) == NULL ||
-                (g->state = redlock_state_new()) == NULL) {
-                if (g != NULL) {
-                    free(g->name);
-                    free(g);
-                }
-                goto fail;
-            }
-            pthread_mutex_init(&g->mu, NULL);
-        }
-        list[i] = g;
-        free(g->members);
-        g->nmembers = 0;
-        if ((g->members = calloc(rc->ntargets, sizeof(*g->members))) == NULL)
-            goto fail;
-        for (j = 0; j < rc->ntargets; j++)
-            if ((g->members[g->nmembers] = target_named(a, rc->targets[j])) != NULL)
-                g->nmembers++;
-        g->no_ttl_validity_ms = cfg->leak_grace_ms;
-    }
-    for (j = 0; j < nold; j++)
-        group_free(old[j]);
-    free(old);
-    a->groups = list;
-    a->ngroups = cfg->nredlocks;
-    return 0;
-fail:
-    for (i = 0; i < cfg->nredlocks; i++)
-        group_free(list[i]);
-    for (j = 0; j < nold; j++)
-        group_free(old[j]);
-    free(old);
-    free(list);
     a->groups = NULL;
     a->ngroups = 0;
-    return -1;
+    cand = calloc(a->ntargets ? a->ntargets : 1, sizeof(*cand));
+    if (cand == NULL) {
+        groups_free(old, nold);
+        return -1;
+    }
+    for (i = 0; i < a->ntargets; i++) {
+        cand[i].name = a->targets[i]->name;
+        cand[i].mu = &a->targets[i]->mu;
+        cand[i].snap = &a->targets[i]->snap;
+    }
+    if (groups_build(a->cfg, cand, a->ntargets, old, nold, &a->groups) == 0) {
+        a->ngroups = a->cfg->nredlocks;
+        rc = 0;
+    }
+    free(cand);
+    return rc;
 }
 
-/* Tell each target the groups it is a member of. */
+/* Tell each target the groups it is a member of.  On ENOMEM no target
+ * is told any (none keeps a list that may name freed groups). */
 static int
 link_groups(struct agent *a)
 {
-    size_t i, g, k;
+    size_t i, g;
 
     for (i = 0; i < a->ntargets; i++) {
         struct target_rt *t = a->targets[i];
@@ -437,19 +287,29 @@ link_groups(struct agent *a)
         free(t->groups);
         t->groups = NULL;
         t->ngroups = 0;
-        for (g = 0; g < a->ngroups; g++)
-            for (k = 0; k < a->groups[g]->nmembers; k++)
-                if (a->groups[g]->members[k] == t) {
-                    struct group_rt **ng = realloc(t->groups,
-                                                   (t->ngroups + 1) * sizeof(*ng));
+    }
+    for (i = 0; i < a->ntargets; i++) {
+        struct target_rt *t = a->targets[i];
 
-                    if (ng == NULL)
-                        return -1;
-                    t->groups = ng;
-                    t->groups[t->ngroups++] = a->groups[g];
-                }
+        for (g = 0; g < a->ngroups; g++) {
+            struct group_rt **ng;
+
+            if (!group_has_member(a->groups[g], t->name))
+                continue;
+            if ((ng = realloc(t->groups, (t->ngroups + 1) * sizeof(*ng))) == NULL)
+                goto fail;
+            t->groups = ng;
+            t->groups[t->ngroups++] = a->groups[g];
+        }
     }
     return 0;
+fail:
+    for (i = 0; i < a->ntargets; i++) {
+        free(a->targets[i]->groups);
+        a->targets[i]->groups = NULL;
+        a->targets[i]->ngroups = 0;
+    }
+    return -1;
 }
 
 static int
@@ -554,9 +414,7 @@ agent_stop(struct agent *a)
     for (i = 0; i < a->ntargets; i++)
         target_free(a->targets[i]);
     free(a->targets);
-    for (i = 0; i < a->ngroups; i++)
-        group_free(a->groups[i]);
-    free(a->groups);
+    groups_free(a->groups, a->ngroups);
     config_free(a->cfg);
     waitstats_free(a->waits);
     alerts_free(a->alerts);     /* a bounded last chance for queued notices */
@@ -594,16 +452,9 @@ agent_view(struct agent *a, struct view *v)
     if (v->groups == NULL)
         goto fail;
     for (i = 0; i < a->ngroups; i++) {
-        struct group_rt *g = a->groups[i];
-
-        if ((v->groups[i].name = strdup(g->name)) == NULL)
+        if (group_view(a->groups[i], &v->groups[i]) == -1)
             goto fail;
         v->ngroups = i + 1;
-        pthread_mutex_lock(&g->mu);
-        v->groups[i].report = g->report;
-        if (g->report != NULL)
-            redlock_report_ref(g->report);
-        pthread_mutex_unlock(&g->mu);
     }
     pthread_mutex_unlock(&a->mu);
     v->now_ms = clock_now_ms();
@@ -672,66 +523,22 @@ once_main(void *arg)
     return NULL;
 }
 
-/* --once: compare each group once on the snapshots of the view. */
-static int
-once_groups(const struct config *cfg, struct view *v)
-{
-    struct redlock_input *in;
-    struct redlock_state *st;
-    size_t g, j, k;
-
-    v->groups = calloc(cfg->nredlocks ? cfg->nredlocks : 1, sizeof(*v->groups));
-    if (v->groups == NULL)
-        return -1;
-    for (g = 0; g < cfg->nredlocks; g++) {
-        const struct redlock_conf *rc = &cfg->redlocks[g];
-
-        if ((v->groups[g].name = strdup(rc->name)) == NULL)
-            return -1;
-        v->ngroups = g + 1;
-        in = calloc(rc->ntargets, sizeof(*in));
-        st = redlock_state_new();
-        if (in != NULL && st != NULL) {
-            for (j = 0; j < rc->ntargets; j++) {
-                in[j].target = rc->targets[j];
-                for (k = 0; k < v->ntargets; k++)
-                    if (strcmp(v->targets[k].name, rc->targets[j]) == 0 &&
-                        v->targets[k].snap != NULL && v->targets[k].snap->ok)
-                        in[j].map = v->targets[k].snap->redlock;
-            }
-            v->groups[g].report = redlock_compare(rc->name, in, rc->ntargets, st,
-                                                  v->now_ms, cfg->leak_grace_ms);
-            if (v->groups[g].report != NULL) {
-                struct scan_rules rules;
-
-                rules_from(&rules, cfg, rc->name);
-                issue_classes(v->groups[g].report, &rules);
-            }
-        }
-        free(in);
-        redlock_state_free(st);
-        if (v->groups[g].report == NULL)
-            return -1;
-    }
-    return 0;
-}
-
+/*
+ * The targets are scanned on threads of their own and all joined before
+ * anything else is allocated, so a failure past that point has only
+ * snapshots and names to drop.
+ */
 int
-targets_scan_once(const struct config *cfg, struct view *v)
+agent_scan_once(const struct config *cfg, struct view *v)
 {
+    size_t n = cfg->ntargets ? cfg->ntargets : 1, i;
     struct once_job *jobs;
-    size_t i;
     int failed = 0;
 
     memset(v, 0, sizeof(*v));
-    jobs = calloc(cfg->ntargets ? cfg->ntargets : 1, sizeof(*jobs));
-    v->targets = calloc(cfg->ntargets ? cfg->ntargets : 1, sizeof(*v->targets));
-    if (jobs == NULL || v->targets == NULL) {
-        free(jobs);
-        free(v->targets);
-        v->targets = NULL;
-        return -1;
-    }
+    jobs = calloc(n, sizeof(*jobs));
+    if (jobs == NULL)
+        goto nomem;
     for (i = 0; i < cfg->ntargets; i++) {
         jobs[i].conf = &cfg->targets[i];
         rules_from(&jobs[i].rules, cfg, cfg->targets[i].name);
@@ -739,19 +546,31 @@ targets_scan_once(const struct config *cfg, struct view *v)
         if (!jobs[i].started)
             once_main(&jobs[i]);
     }
-    for (i = 0; i < cfg->ntargets; i++) {
+    for (i = 0; i < cfg->ntargets; i++)
         if (jobs[i].started)
             pthread_join(jobs[i].thread, NULL);
-        v->targets[i].name = strdup(cfg->targets[i].name);
+    if ((v->targets = calloc(n, sizeof(*v->targets))) == NULL)
+        goto nomem;
+    for (i = 0; i < cfg->ntargets; i++) {
+        if ((v->targets[i].name = strdup(cfg->targets[i].name)) == NULL)
+            goto nomem;
         v->targets[i].snap = jobs[i].snap;
+        jobs[i].snap = NULL;
         v->ntargets = i + 1;
-        if (jobs[i].snap == NULL || !jobs[i].snap->ok)
+        if (v->targets[i].snap == NULL || !v->targets[i].snap->ok)
             failed++;
     }
-    free(jobs);
     v->top_offenders = cfg->top_offenders;
     v->now_ms = clock_now_ms();
-    if (once_groups(cfg, v) == -1)
-        return -1;
+    if (groups_compare_once(cfg, v) == -1)
+        goto nomem;
+    free(jobs);
     return failed;
+nomem:
+    for (i = 0; jobs != NULL && i < cfg->ntargets; i++)
+        snapshot_unref(jobs[i].snap);
+    free(jobs);
+    view_release(v);
+    errno = ENOMEM;
+    return -1;
 }

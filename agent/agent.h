@@ -1,6 +1,7 @@
 /*
- * targets.h - the agent's running targets: one scanner thread per target,
- * each publishing immutable snapshots, and the config they run under.
+ * agent.h - the running agent: one scanner thread per target, each
+ * publishing immutable snapshots, the [redlock] groups compared on them,
+ * and the config they all run under; and --once, the same scan done once.
  *
  * HTTP and --once never touch a scanner; they take a "view": the list of
  * targets with a reference to each one's newest snapshot, plus the few
@@ -9,16 +10,16 @@
  * (so first-seen times and counters survive) and starts them again.
  *
  * A [redlock] group is compared again each time one of its members
- * publishes a snapshot, on that member's thread (collectors/locks/redlock.h);
- * its report is published the same way as a snapshot.
+ * publishes a snapshot, on that member's thread (agent/groups.h); its
+ * report is published the same way as a snapshot.
  *
  * The wait statistics (samples from clients over UDP) live beside the
  * targets for the life of the process: a reload hands them the new
  * [classes] rules and wait_window and keeps every counter.  The ingest
  * thread that feeds them is started and stopped by main (agent/ingest.h).
  */
-#ifndef LOCKWATCH_TARGETS_H
-#define LOCKWATCH_TARGETS_H
+#ifndef LOCKWATCH_AGENT_H
+#define LOCKWATCH_AGENT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,7 +27,6 @@
 
 #include "conf/config.h"
 #include "collectors/locks/redlock.h"
-#include "collectors/scan/scan.h"
 #include "collectors/locks/snapshot.h"
 #include "collectors/waits/waitstats.h"
 
@@ -87,10 +87,14 @@ void agent_stop(struct agent *a);
 int agent_view(struct agent *a, struct view *v);
 void view_release(struct view *v);
 
-/* Scan every target of cfg once, in parallel, into a view (for --once),
- * and compare the [redlock] groups once (splits only: under-quorum needs
- * time).  Returns the number of targets whose scan failed, or -1 on
- * ENOMEM. */
-int targets_scan_once(const struct config *cfg, struct view *v);
+/*
+ * --once: scan every target of cfg once, in parallel, into v, and compare
+ * the [redlock] groups once (splits only: under quorum needs time).  A
+ * target whose scan could not even start for want of memory has a NULL
+ * snap.  Returns the number of targets whose scan failed, with v to be
+ * released by view_release(); or -1 with errno ENOMEM and v empty (there
+ * is nothing to release then).
+ */
+int agent_scan_once(const struct config *cfg, struct view *v);
 
 #endif

@@ -1,0 +1,70 @@
+/*
+ * health.c - GET /healthz and GET /readyz: is the process up, and has
+ * every target's last scan succeeded.
+ *
+ * /healthz says only that the process answers.  /readyz is 200 "ready"
+ * once every target (every shard of a cluster target) was scanned whole
+ * by its last scan, and 503 otherwise with one line per target that is
+ * not, saying why; an agent with no targets is never ready.
+ */
+#include "agent/http/render.h"
+#include "agent/http/routes.h"
+
+void
+serve_healthz(const struct http_request *rq, struct http_response *out)
+{
+    (void)rq;
+    http_text(out, 200, "ok\n");
+}
+
+void
+serve_ready(const struct http_request *rq, struct http_response *out)
+{
+    struct strbuf sb;
+    struct view v;
+    int ready;
+
+    if (agent_view(rq->agent, &v) == -1) {
+        http_text(out, 500, HTTP_OOM_TEXT);
+        return;
+    }
+    sb_init(&sb, 1 << 20);
+    ready = render_ready(&v, &sb);
+    view_release(&v);
+    if (ready)
+        sb_adds(&sb, "ready\n");
+    out->status = ready ? 200 : 503;
+    out->ctype = HTTP_CT_TEXT;
+    out->body = sb_detach(&sb, &out->len);
+}
+
+int
+render_ready(const struct view *v, struct strbuf *reason)
+{
+    size_t i;
+    int ready = 1;
+
+    for (i = 0; i < v->ntargets; i++) {
+        const struct snapshot *s = v->targets[i].snap;
+        size_t k;
+
+        /* a cluster target with a shard down is scanned, but not wholly */
+        for (k = 0; s != NULL && s->ok && k < s->nshards; k++) {
+            if (s->shards[k].ok)
+                continue;
+            ready = 0;
+            sb_addf(reason, "target %s: shard %s (%s): %s\n", v->targets[i].name,
+                    s->shards[k].shard, s->shards[k].node, s->shards[k].err);
+        }
+        if (s != NULL && s->ok)
+            continue;
+        ready = 0;
+        sb_addf(reason, "target %s: %s\n", v->targets[i].name,
+                s == NULL ? "no scan has completed yet" : s->err);
+    }
+    if (v->ntargets == 0) {
+        ready = 0;
+        sb_adds(reason, "no targets configured\n");
+    }
+    return ready;
+}
