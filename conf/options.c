@@ -213,9 +213,3 @@ config_sink_format_str(enum sink_format format)
 {
     return (unsigned)format < ARRAY_LEN(format_names) - 1 ? format_names[format] : "?";
 }
-
-const char *
-config_target_mode_str(enum target_mode mode)
-{
-    return (unsigned)mode < ARRAY_LEN(mode_names) - 1 ? mode_names[mode] : "?";
-}

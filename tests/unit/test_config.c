@@ -242,7 +242,6 @@ test_option_table(void **state)
     assert_string_equal(config_section_name(SECTION_TARGET), "target");
     assert_true(config_section_named(SECTION_WEBHOOK));
     assert_false(config_section_named(SECTION_RULES));
-    assert_string_equal(config_target_mode_str(TARGET_SENTINEL), "sentinel");
     assert_string_equal(config_sink_format_str(SINK_ALERTMANAGER), "alertmanager");
 }
 
