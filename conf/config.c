@@ -1,6 +1,16 @@
 /*
  * config.c - load, validate, print and free the lockwatch configuration.
  *
+ * What a key means is not written here: every key is a row of the option
+ * table (options.c) and its value type (optvalue.c) parses, prints and
+ * frees it.  This file walks the table: for the built-in defaults, for
+ * each key line of the file, for the keys every named section must have,
+ * for -n (config_print writes every option of every section, so its
+ * output loads back to the same values) and for config_free.  The only
+ * per-key knowledge here is in the checks that span keys (below) and the
+ * free-form [classes]; config_target finds a [target] by name for the
+ * agent and lockctl.
+ *
  * The file is INI, read with inih (Debian's libinih 55).  inih hands the
  * handler a section, a key and a value but no line number
  * (INI_HANDLER_LINENO is 0 in the packaged build), so we feed it through

@@ -167,9 +167,7 @@ int config_parse_duration(const char *s, int64_t *ms);
 /* Find a target by name; NULL when absent. */
 const struct target_conf *config_target(const struct config *cfg, const char *name);
 
-/* "standalone", "cluster", "sentinel"; "generic", "slack", "alertmanager":
- * the spelling the config file uses. */
-const char *config_target_mode_str(enum target_mode mode);
+/* "generic", "slack", "alertmanager": the spelling the config file uses. */
 const char *config_sink_format_str(enum sink_format format);
 
 #endif

@@ -7,7 +7,10 @@
  * parser reads the file and the defaults), its bounds, where the parsed
  * value is stored in the section's struct, and a line of help.  The loader
  * (config.c), the -n dump (config_print) and the man page all walk this
- * table, so adding an option is one row here and one field in config.h.
+ * table, so adding an option is one row in options.c and one field in
+ * config.h.  The value types are a table too (optvalue.c, one row of
+ * set/clear/format/describe per enum option_type); the functions below
+ * that take a row dispatch through it.
  *
  * [classes] has no row: it is free-form "glob = name" pairs.
  */
@@ -62,8 +65,15 @@ enum option_type {
     OPT_HTTP_URL,
     OPT_LIST,
     OPT_ENUM,
-    OPT_FILE
+    OPT_FILE,
+    OPT_TYPE_COUNT              /* not a type: sizes the table in optvalue.c */
 };
+
+/* DURATION bounds are milliseconds; rows spell them with these. */
+#define MS_S 1000LL
+#define MS_M (60 * MS_S)
+#define MS_H (60 * MS_M)
+#define MS_D (24 * MS_H)
 
 #define OPT_REQUIRED 0x1u       /* every instance of the section must set it */
 #define OPT_OFF      0x2u       /* HOSTPORT: "off" is allowed */
@@ -91,7 +101,8 @@ const char *config_section_name(enum config_section s);
 /* True for the sections written [kind NAME]. */
 bool config_section_named(enum config_section s);
 
-/* "duration", "integer", ... for the man page. */
+/* "duration", "integer", ... for the man page; "?" for a value that is
+ * not a type. */
 const char *option_type_name(enum option_type t);
 
 /*
@@ -116,7 +127,8 @@ int option_set(const struct config_option *o, void *base, const char *value,
  * Write O's value in BASE as it would be written in the file (secrets:
  * the file path, never the contents).  compact joins lists with "," rather
  * than ", ".  Returns 1 when written, 0 when the option is unset (nothing
- * to write), -1 when buf is too small.
+ * to write), -1 when buf is too small (or out of memory); on 0 and -1 buf
+ * holds "".
  */
 int option_format(const struct config_option *o, const void *base, bool compact,
                   char *buf, size_t len);

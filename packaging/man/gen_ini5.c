@@ -20,79 +20,26 @@
  * check, so a new or changed option that is not in the page fails the
  * tests instead of drifting.
  *
- * Builds with nothing but conf/options.c (which needs only libc):
- *   cc -std=c11 -I. -D_DEFAULT_SOURCE packaging/man/gen_ini5.c conf/options.c
+ * Builds with nothing but the option table, its value types and the
+ * bounded buffer (all of which need only libc):
+ *   cc -std=c11 -I. -D_DEFAULT_SOURCE packaging/man/gen_ini5.c conf/options.c \
+ *      conf/optvalue.c conf/optsyntax.c conf/secretfile.c common/strbuf.c
  */
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strbuf.h"
 #include "conf/options.h"
 
 #define BEGIN_MARK ".\\\" BEGIN GENERATED OPTIONS"
 #define END_MARK   ".\\\" END GENERATED OPTIONS"
 #define PAGE_MAX   (1024 * 1024)    /* a man page; anything bigger is the wrong file */
-
-/* A growing output buffer; on allocation failure `failed` is set and
- * further writes are ignored, so callers check once at the end. */
-struct out {
-    char *buf;
-    size_t len, cap;
-    int failed;
-};
-
-static void
-out_add(struct out *o, const char *s, size_t n)
-{
-    char *nb;
-    size_t ncap;
-
-    if (o->failed)
-        return;
-    if (o->len + n + 1 > o->cap) {
-        ncap = o->cap ? o->cap : 4096;
-        while (ncap < o->len + n + 1)
-            ncap *= 2;
-        if ((nb = realloc(o->buf, ncap)) == NULL) {
-            o->failed = 1;
-            return;
-        }
-        o->buf = nb;
-        o->cap = ncap;
-    }
-    memcpy(o->buf + o->len, s, n);
-    o->len += n;
-    o->buf[o->len] = '\0';
-}
-
-static void
-out_puts(struct out *o, const char *s)
-{
-    out_add(o, s, strlen(s));
-}
-
-static void out_printf(struct out *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-out_printf(struct out *o, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof(line)) {
-        o->failed = 1;
-        return;
-    }
-    out_add(o, line, (size_t)n);
-}
+/* The page rewritten: the hand-written text around a generated block of a
+ * few kilobytes, so twice the page cap is never reached by a real page. */
+#define OUT_MAX    (2 * PAGE_MAX)
 
 /*
  * Text from the table as roff: a backslash becomes \e and a dash that
@@ -101,13 +48,13 @@ out_printf(struct out *o, const char *fmt, ...)
  * a leading '.' or '\'' cannot be taken for a request.
  */
 static void
-out_text(struct out *o, const char *s)
+add_text(struct strbuf *o, const char *s)
 {
     for (; *s != '\0'; s++) {
         if (*s == '\\')
-            out_puts(o, "\\e");
+            sb_adds(o, "\\e");
         else
-            out_add(o, s, 1);
+            sb_add(o, s, 1);
     }
 }
 
@@ -116,23 +63,23 @@ out_text(struct out *o, const char *s)
  * it starts with a key name ("mode = sentinel: ..."), a URL or a list of
  * values ("a | b"); ending in a full stop. */
 static void
-out_sentence(struct out *o, const char *help)
+add_sentence(struct strbuf *o, const char *help)
 {
     size_t w = strspn(help, "abcdefghijklmnopqrstuvwxyz-");
     size_t n = strlen(help);
     char first[2] = { 0, 0 };
 
-    out_puts(o, "\\&");
+    sb_adds(o, "\\&");
     if (w > 0 && help[w] == ' ' && help[w + 1] != '=' && help[w + 1] != '|') {
         first[0] = (char)toupper((unsigned char)help[0]);
-        out_puts(o, first);
-        out_text(o, help + 1);
+        sb_adds(o, first);
+        add_text(o, help + 1);
     } else {
-        out_text(o, help);
+        add_text(o, help);
     }
     if (n > 0 && help[n - 1] != '.')
-        out_puts(o, ".");
-    out_puts(o, "\n");
+        sb_adds(o, ".");
+    sb_adds(o, "\n");
 }
 
 /* True when help only lists the choices ("generic | slack | alertmanager"),
@@ -160,51 +107,51 @@ help_is_choices(const struct config_option *opt)
 }
 
 static void
-gen_option(struct out *o, const struct config_option *opt)
+gen_option(struct strbuf *o, const struct config_option *opt)
 {
     char desc[256];
 
     option_describe(opt, desc, sizeof(desc));
-    out_puts(o, ".TP\n");
-    out_printf(o, "\\fB%s\\fR = \\fI%s\\fR", opt->key, option_type_name(opt->type));
+    sb_adds(o, ".TP\n");
+    sb_addf(o, "\\fB%s\\fR = \\fI%s\\fR", opt->key, option_type_name(opt->type));
     if (opt->flags & OPT_REQUIRED) {
-        out_puts(o, " (required)\n");
+        sb_adds(o, " (required)\n");
     } else if (opt->def != NULL) {
-        out_puts(o, " (default \\fB");
-        out_text(o, opt->def);
-        out_puts(o, "\\fR)\n");
+        sb_adds(o, " (default \\fB");
+        add_text(o, opt->def);
+        sb_adds(o, "\\fR)\n");
     } else {
-        out_puts(o, " (not set by default)\n");
+        sb_adds(o, " (not set by default)\n");
     }
     if (!help_is_choices(opt))
-        out_sentence(o, opt->help);
-    out_puts(o, ".br\nValues: ");
-    out_text(o, desc);
-    out_puts(o, ".\n");
+        add_sentence(o, opt->help);
+    sb_adds(o, ".br\nValues: ");
+    add_text(o, desc);
+    sb_adds(o, ".\n");
     if (opt->def == NULL && opt->example != NULL) {
-        out_puts(o, ".br\nExample: \\fB");
-        out_printf(o, "%s = ", opt->key);
-        out_text(o, opt->example);
-        out_puts(o, "\\fR\n");
+        sb_adds(o, ".br\nExample: \\fB");
+        sb_addf(o, "%s = ", opt->key);
+        add_text(o, opt->example);
+        sb_adds(o, "\\fR\n");
     }
 }
 
 /* The generated block, markers included. */
 static void
-gen_options(struct out *o)
+gen_options(struct strbuf *o)
 {
     size_t i, nrows;
     int s;
 
-    out_puts(o, BEGIN_MARK ": packaging/man/gen_ini5 from conf/options.c;"
+    sb_adds(o, BEGIN_MARK ": packaging/man/gen_ini5 from conf/options.c;"
              " edit the table, not these lines\n");
     for (s = 0; s < SECTION_COUNT; s++) {
         const char *name = config_section_name((enum config_section)s);
 
         if (config_section_named((enum config_section)s))
-            out_printf(o, ".SS \"[%s \\fINAME\\fP]\"\n", name);
+            sb_addf(o, ".SS \"[%s \\fINAME\\fP]\"\n", name);
         else
-            out_printf(o, ".SS \"[%s]\"\n", name);
+            sb_addf(o, ".SS \"[%s]\"\n", name);
         nrows = 0;
         for (i = 0; i < config_noptions; i++) {
             if ((int)config_options[i].section != s)
@@ -213,10 +160,10 @@ gen_options(struct out *o)
             nrows++;
         }
         if (nrows == 0)
-            out_puts(o, "No fixed keys: each line is \\fIGLOB\\fR = \\fICLASS\\fR,"
+            sb_adds(o, "No fixed keys: each line is \\fIGLOB\\fR = \\fICLASS\\fR,"
                      " see\n.B LOCK CLASSES\nbelow.\n");
     }
-    out_puts(o, END_MARK "\n");
+    sb_adds(o, END_MARK "\n");
 }
 
 static char *
@@ -281,7 +228,7 @@ first_difference(const char *a, const char *b)
 }
 
 static int
-write_page(const char *path, const struct out *o)
+write_page(const char *path, const struct strbuf *o)
 {
     char tmp[4096];
     FILE *fp;
@@ -320,7 +267,7 @@ usage(void)
 int
 main(int argc, char **argv)
 {
-    struct out o = { NULL, 0, 0, 0 };
+    struct strbuf o;
     const char *path, *begin, *end, *after;
     char *page = NULL;
     size_t len = 0, diff;
@@ -335,6 +282,7 @@ main(int argc, char **argv)
         return 2;
     }
     path = argv[argc - 1];
+    sb_init(&o, OUT_MAX);
     if ((page = read_page(path, &len)) == NULL)
         goto out;
     begin = find_line(page, BEGIN_MARK);
@@ -347,11 +295,12 @@ main(int argc, char **argv)
     after = strchr(end, '\n');
     after = after != NULL ? after + 1 : end + strlen(end);
 
-    out_add(&o, page, (size_t)(begin - page));
+    sb_add(&o, page, (size_t)(begin - page));
     gen_options(&o);
-    out_puts(&o, after);
-    if (o.failed) {
-        fprintf(stderr, "gen_ini5: out of memory\n");
+    sb_adds(&o, after);
+    if (sb_failed(&o)) {
+        fprintf(stderr, "gen_ini5: %s: out of memory, or the page would grow past %d "
+                "bytes\n", path, OUT_MAX);
         goto out;
     }
     if (check) {
@@ -372,6 +321,6 @@ main(int argc, char **argv)
     rc = 0;
 out:
     free(page);
-    free(o.buf);
+    sb_release(&o);
     return rc;
 }

@@ -124,8 +124,10 @@ class IniPage(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="lw-man-")
         cls.gen = os.path.join(cls.tmp, "gen_ini5")
         r = run(["cc"] + CFLAGS + ["-I", REPO, "-o", cls.gen,
-                                   os.path.join(MAN, "gen_ini5.c"),
-                                   os.path.join(REPO, "conf", "options.c")], cwd=REPO)
+                                   os.path.join(MAN, "gen_ini5.c")] +
+                [os.path.join(REPO, f) for f in ("conf/options.c", "conf/optvalue.c",
+                                                 "conf/optsyntax.c", "conf/secretfile.c",
+                                                 "common/strbuf.c")], cwd=REPO)
         if r.returncode != 0:
             raise AssertionError("building gen_ini5: " + r.stdout + r.stderr)
         cls.page = os.path.join(MAN, "lockwatch.ini.5")
