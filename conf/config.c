@@ -50,6 +50,7 @@
 
 #include <ini.h>
 
+#include "common/strbuf.h"
 #include "conf/options.h"
 
 #define BUILTIN_PATH "(built-in defaults)"
@@ -296,8 +297,16 @@ open_section(struct load *ld, const char *kind, size_t klen, const char *name, s
             sec = (enum config_section)i;
     }
     if (sec == SECTION_COUNT) {
-        fail(ld, ld->lineno, label, NULL, "unknown section (allowed: [agent], "
-             "[target NAME], [redlock NAME], [rules], [classes], [webhook NAME], [unlock])");
+        struct strbuf names;
+
+        sb_init(&names, CONFIG_ERR_LEN);
+        for (i = 0; i < SECTION_COUNT; i++)
+            sb_addf(&names, "%s[%s%s]", i > 0 ? ", " : "",
+                    config_section_name((enum config_section)i),
+                    config_section_named((enum config_section)i) ? " NAME" : "");
+        fail(ld, ld->lineno, label, NULL, "unknown section (allowed: %s)",
+             sb_failed(&names) || names.buf == NULL ? "see lockwatch.ini(5)" : names.buf);
+        sb_release(&names);
         return -1;
     }
     if (config_section_named(sec) && nlen == 0) {
