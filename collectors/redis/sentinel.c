@@ -14,7 +14,6 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "collectors/redis/cluster.h"
 #include "collectors/redis/conn.h"
 
 static struct timeval
@@ -100,9 +99,9 @@ out:
     return rc;
 }
 
-/* ROLE's first element is "master" on a primary. */
-static int
-is_primary(redisContext *c, const struct target_conf *node, char *why, size_t whylen)
+int
+sentinel_is_primary(redisContext *c, const struct target_conf *node, char *why,
+                    size_t whylen)
 {
     const char *argv[1] = { "ROLE" };
     redisReply *rep = redisconn_command(c, node, "ROLE", 1, argv, NULL, why, whylen);
@@ -174,12 +173,12 @@ sentinel_open_primary(const struct target_conf *t, size_t *first, char *host,
             sleep_ms(SENTINEL_RETRY_WAIT_MS);
         if (sentinel_primary_addr(t, first, host, hostlen, port, err, errlen) == -1)
             return NULL;        /* no sentinel answers: retrying soon is the caller's */
-        cluster_node_target(t, host, *port, &node);
+        redisconn_node(t, host, *port, &node);
         if ((c = redisconn_open(&node, why, sizeof(why))) == NULL) {
             note(all, sizeof(all), why);
             continue;
         }
-        if (is_primary(c, &node, why, sizeof(why)) == 0)
+        if (sentinel_is_primary(c, &node, why, sizeof(why)) == 0)
             return c;
         note(all, sizeof(all), why);
         redisFree(c);
