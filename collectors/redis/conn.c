@@ -16,8 +16,8 @@
 #include <string.h>
 #include <sys/time.h>
 
-static struct timeval
-ms_tv(int64_t ms)
+struct timeval
+redisconn_tv(int64_t ms)
 {
     struct timeval tv;
 
@@ -94,14 +94,14 @@ redisconn_open(const struct target_conf *t, char *err, size_t errlen)
     redisContext *c;
     char db[16];
 
-    c = redisConnectWithTimeout(t->host, t->port, ms_tv(t->connect_timeout_ms));
+    c = redisConnectWithTimeout(t->host, t->port, redisconn_tv(t->connect_timeout_ms));
     if (c == NULL || c->err) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "connect to %s:%d: %s", t->host, t->port,
                      c ? c->errstr : "out of memory");
         goto fail;
     }
-    if (redisSetTimeout(c, ms_tv(t->command_timeout_ms)) != REDIS_OK) {
+    if (redisSetTimeout(c, redisconn_tv(t->command_timeout_ms)) != REDIS_OK) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "set timeout on %s:%d: %s", t->host, t->port, c->errstr);
         goto fail;

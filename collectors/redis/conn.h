@@ -17,6 +17,8 @@
 #define LOCKWATCH_REDISCONN_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/time.h>
 #include <hiredis.h>
 
 #include "conf/config.h"
@@ -41,6 +43,9 @@ redisContext *redisconn_open(const struct target_conf *t, char *err, size_t errl
  */
 void redisconn_node(const struct target_conf *t, const char *host, int port,
                     struct target_conf *out);
+
+/* ms milliseconds as the struct timeval hiredis' timeouts take. */
+struct timeval redisconn_tv(int64_t ms);
 
 /*
  * Describe why a command named what failed on c (redisCommand returned

@@ -16,16 +16,6 @@
 
 #include "collectors/redis/conn.h"
 
-static struct timeval
-ms_tv(int64_t ms)
-{
-    struct timeval tv;
-
-    tv.tv_sec = (time_t)(ms / 1000);
-    tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
-    return tv;
-}
-
 /* Append "; <text>" to a bounded message. */
 static void
 note(char *buf, size_t size, const char *text)
@@ -50,13 +40,13 @@ ask_sentinel(const struct target_conf *t, const struct hostport *s, char *host,
     size_t i;
     int rc = -1;
 
-    c = redisConnectWithTimeout(s->host, s->port, ms_tv(to));
+    c = redisConnectWithTimeout(s->host, s->port, redisconn_tv(to));
     if (c == NULL || c->err) {
         snprintf(why, whylen, "sentinel %s:%d: %s", s->host, s->port,
                  c ? c->errstr : "out of memory");
         goto out;
     }
-    redisSetTimeout(c, ms_tv(t->command_timeout_ms));
+    redisSetTimeout(c, redisconn_tv(t->command_timeout_ms));
     rep = redisCommandArgv(c, 3, argv, NULL);
     if (rep == NULL) {
         snprintf(why, whylen, "sentinel %s:%d: %s", s->host, s->port,
