@@ -476,7 +476,7 @@ cluster_audit(const struct target_conf *t, const char *stream,
 #undef ARG
 #undef ARGS
     /* the stream's own node: it hashes to its own slot */
-    c = release_connect(t, stream, strlen(stream), &node, err, sizeof(err));
+    c = target_open(t, stream, strlen(stream), NULL, &node, err, sizeof(err));
     if (c != NULL)
         r = redisconn_command(c, &node, "XADD", n, argv, len, err, sizeof(err));
     if (r == NULL || r->type != REDIS_REPLY_STRING) {
