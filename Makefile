@@ -63,8 +63,12 @@ CORE_LUA       := $(wildcard collectors/release/lua/*.lua)
 CLIENT_LUA     := $(wildcard client/lua/*.lua)
 CORE_OBJ       := $(CORE_SRC:%.c=$(BUILD)/%.o) $(CORE_LUA:%=$(BUILD)/gen/%.o)
 
-# lockctl, the on-call CLI: cli/*.c
+# lockctl, the on-call CLI: cli/*.c.  Everything but main.c goes into an
+# archive that lockctl and the unit tests link, so a test of table.c or
+# session.c links the object instead of compiling the .c in.
 CLI_SRC        := $(wildcard cli/*.c)
+CLI_OBJ        := $(filter-out $(BUILD)/cli/main.o,$(CLI_SRC:%.c=$(BUILD)/%.o))
+LIBLOCKCTL     := $(if $(CLI_SRC),$(BUILD)/liblockctl.a)
 LOCKCTL        := $(if $(CLI_SRC),$(BUILD)/bin/lockctl)
 
 # liblockwatch: the client library (client/*.c), built position-independent
@@ -168,11 +172,16 @@ $(LOCKWATCHD): $(BUILD)/agent/main.o $(BUILD)/liblockwatch-core.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
-$(BUILD)/bin/lockctl: $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/liblockwatch-core.a
+$(BUILD)/liblockctl.a: $(CLI_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/bin/lockctl: $(BUILD)/cli/main.o $(LIBLOCKCTL) $(BUILD)/liblockwatch-core.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/liblockwatch-core.a $(LIBLW_A)
+# liblockctl.a before the core archive: its objects call into the core.
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBLOCKCTL) $(BUILD)/liblockwatch-core.a $(LIBLW_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(TEST_LIBS)
 

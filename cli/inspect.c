@@ -271,7 +271,7 @@ inspect_keys(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         rc = inspect_once(lc, keys, lens, n, now_ms, out, &rd, err, errlen);
         if (rc == 0 || !rd.seen || hops == INSPECT_REDIRECTS_MAX)
             return rc;
-        cluster_node_target(lc->t, rd.host[0] ? rd.host : lc->t->host, rd.port, &node);
+        redisconn_node(lc->t, rd.host[0] ? rd.host : lc->t->host, rd.port, &node);
         nc = redisconn_open(&node, err, errlen);
         if (nc == NULL)
             return -1;

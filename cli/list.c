@@ -317,8 +317,8 @@ scan_cluster(struct list_run *lr)
     if (cluster_discover(seed, NULL, 0, &topo, err, sizeof(err)) == -1)
         return session_redis_error(lc, err);
     for (size_t i = 0; i < topo.nshards && rc == LOCKCTL_DONE && lr->complete; i++) {
-        cluster_node_target(seed, topo.shards[i].primary.host, topo.shards[i].primary.port,
-                            &lc->node);
+        redisconn_node(seed, topo.shards[i].primary.host, topo.shards[i].primary.port,
+                       &lc->node);
         lc->t = &lc->node;
         if ((lc->c = redisconn_open(lc->t, err, sizeof(err))) == NULL) {
             rc = session_redis_error(lc, err);

@@ -56,12 +56,13 @@ struct lockctl {
 /* Load the config, pick the target, apply --url.  Prints what is wrong
  * and returns LOCKCTL_USAGE, or LOCKCTL_DONE. */
 int session_load(struct lockctl *lc);
-/* Connect to the target (a sentinel target: its primary; a cluster: any
- * primary).  Prints "lockctl: target NAME: <what failed on host:port>" and
- * returns LOCKCTL_REDIS, or LOCKCTL_DONE. */
+/* Connect to the target (a sentinel target: its primary; a cluster: the
+ * primary of slot 0); lc->t then names that node.  Prints "lockctl:
+ * target NAME: <what failed on host:port>" and returns LOCKCTL_REDIS, or
+ * LOCKCTL_DONE. */
 int session_connect(struct lockctl *lc);
-/* Connect to the node that serves key (collectors/release/release.h
- * release_connect()); lc->t then names that node. */
+/* Connect to the node that serves key (target_open() of
+ * collectors/redis/target.h); lc->t then names that node. */
 int session_connect_key(struct lockctl *lc, const char *key, size_t keylen);
 /* Report a Redis failure (detail names the command and the address) and
  * return LOCKCTL_REDIS. */

@@ -20,8 +20,7 @@
 #include <unistd.h>
 
 #include "cli/lockctl.h"
-#include "collectors/redis/conn.h"
-#include "collectors/release/release.h"
+#include "collectors/redis/target.h"
 #include "conf/options.h"
 
 void
@@ -126,9 +125,10 @@ session_connect_key(struct lockctl *lc, const char *key, size_t keylen)
     struct target_conf node;
 
     /* standalone: the target; sentinel: the primary now; cluster: the
-     * primary of the key's slot.  From here on lc->t names that node (a
-     * shallow copy: patterns, password and name are still the config's). */
-    lc->c = release_connect(lc->t, key, keylen, &node, err, sizeof(err));
+     * primary of the key's slot (no key: slot 0's).  From here on lc->t
+     * names that node (a shallow copy: patterns, password and name are
+     * still the config's). */
+    lc->c = target_open(lc->t, key, keylen, NULL, &node, err, sizeof(err));
     if (lc->c == NULL)
         return session_redis_error(lc, err);
     lc->node = node;
@@ -139,14 +139,7 @@ session_connect_key(struct lockctl *lc, const char *key, size_t keylen)
 int
 session_connect(struct lockctl *lc)
 {
-    char err[512];
-
-    if (lc->t->mode != TARGET_STANDALONE)
-        return session_connect_key(lc, "", 0);
-    lc->c = redisconn_open(lc->t, err, sizeof(err));
-    if (lc->c == NULL)
-        return session_redis_error(lc, err);
-    return LOCKCTL_DONE;
+    return session_connect_key(lc, NULL, 0);
 }
 
 int

@@ -16,7 +16,8 @@
  * middle, since both their ends tell locks apart (lock:order:…:1001).
  *
  * Nothing here talks to Redis or reads other lockctl files, so the unit
- * tests compile this file as it is.
+ * tests link this file's object (from liblockctl.a) with nothing else of
+ * lockctl's.
  */
 #include <stdarg.h>
 #include <stdlib.h>

@@ -27,13 +27,14 @@
 
 #include "lockwatch.h"
 #include "common/clock.h"
+#include "common/lw1.h"
 
 /* --- bounds ------------------------------------------------------------ */
 
-#define LWC_HOST_MAX     63     /* token host field, bytes */
+#define LWC_HOST_MAX     LW1_HOST_MAX   /* token host field, bytes */
 #define LWC_UUID_LEN     36
-#define LWC_TOKEN_MAX    160    /* an lw1 token is at most 129 bytes */
-#define LWC_RANDOM_HEX   16
+#define LWC_TOKEN_MAX    160    /* an lw1 token is at most LW1_TOKEN_LEN_MAX */
+#define LWC_RANDOM_HEX   LW1_RANDOM_HEX
 #define LWC_DGRAM_MAX    1432   /* one UDP payload (SPEC: keep <= 1432) */
 #define LWC_FLUSH_US     100000 /* a buffered sample waits at most this */
 #define LWC_POOL_MAX     4      /* idle pub/sub connections kept per client */

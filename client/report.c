@@ -6,7 +6,9 @@
  *     lw1 hold <key> <microseconds>\n
  *
  * <key> is percent-encoded (bytes below 0x21, above 0x7e, and '%' as %XX,
- * uppercase hex), so a line is always one line of printable ASCII.
+ * uppercase hex: lw1_key_byte_escaped() of common/lw1.h, the rule the
+ * agent's parser holds lines to), so a line is always one line of
+ * printable ASCII.
  *
  * Lines are batched into datagrams of at most LWC_DGRAM_MAX (1432) bytes,
  * which fits one Ethernet frame over IPv4 or IPv6 without fragmenting.  A
@@ -34,7 +36,7 @@
 #include "client_impl.h"
 
 #define DEFAULT_AGENT "127.0.0.1:9717"
-#define US_MAX ((int64_t)1 << 53)     /* the agent's limit for a duration */
+#define US_MAX ((int64_t)LW1_US_MAX)  /* the agent's limit for a duration */
 
 static const char HEX[] = "0123456789ABCDEF";
 
@@ -46,7 +48,7 @@ lwc_key_encode(char *out, size_t cap, const char *key, size_t keylen)
     for (size_t i = 0; i < keylen; i++) {
         unsigned char b = (unsigned char)key[i];
 
-        if (b < 0x21 || b > 0x7e || b == '%') {
+        if (lw1_key_byte_escaped(b)) {
             if (n + 3 <= cap) {
                 out[n] = '%';
                 out[n + 1] = HEX[b >> 4];
@@ -73,10 +75,10 @@ format_line(char *out, size_t cap, const char *kind, const char *key,
     size_t oclen = outcome != NULL ? strlen(outcome) : 0;
     size_t n = 0, k;
 
-    if (cap < 4 + kindlen + 1)
+    if (cap < sizeof(LW1_VERSION) + kindlen + 1)
         return 0;
-    memcpy(out, "lw1 ", 4);
-    n = 4;
+    memcpy(out, LW1_VERSION " ", sizeof(LW1_VERSION));
+    n = sizeof(LW1_VERSION);
     memcpy(out + n, kind, kindlen);
     n += kindlen;
     out[n++] = ' ';
@@ -102,17 +104,17 @@ size_t
 lwc_line_wait(char *out, size_t cap, const char *key, size_t keylen,
               uint64_t us, lw_status outcome)
 {
-    const char *oc = outcome == LW_OK ? "ok" :
-                     (outcome == LW_TIMEOUT || outcome == LW_BUSY) ? "timeout" :
-                     "error";
+    const char *oc = outcome == LW_OK ? LW1_OUTCOME_OK :
+                     (outcome == LW_TIMEOUT || outcome == LW_BUSY) ? LW1_OUTCOME_TIMEOUT :
+                     LW1_OUTCOME_ERROR;
 
-    return format_line(out, cap, "wait", key, keylen, us, oc);
+    return format_line(out, cap, LW1_VERB_WAIT, key, keylen, us, oc);
 }
 
 size_t
 lwc_line_hold(char *out, size_t cap, const char *key, size_t keylen, uint64_t us)
 {
-    return format_line(out, cap, "hold", key, keylen, us, NULL);
+    return format_line(out, cap, LW1_VERB_HOLD, key, keylen, us, NULL);
 }
 
 int

@@ -8,10 +8,10 @@
  *
  * whose grammar is a contract with lockwatchd (collectors/formats/formats.h,
  * collectors/formats/liblockwatch.c), which shows the holder's host, pid,
- * thread and acquisition time from it.  lwc_token_format() writes exactly
- * that grammar and refuses fields outside it, and lwc_token_parse() reads
- * it back just as strictly (the unit tests round-trip both and check the
- * agent's decoder agrees).
+ * thread and acquisition time from it.  Its rules are common/lw1.h, which
+ * both sides compile: lwc_token_format() writes exactly that grammar and
+ * refuses fields outside it, and lwc_token_parse() reads it back with the
+ * agent's own parser, lw1_token_parse() (the unit tests round-trip both).
  *
  * The 64 random bits make every acquisition's token unique, which is what
  * compare-and-delete relies on; they come from getrandom(), or
@@ -24,11 +24,6 @@
 #include <unistd.h>
 
 #include "client_impl.h"
-
-/* The agent rejects acquisition times outside [2000, 2100). */
-#define TOKEN_TIME_MIN_MS INT64_C(946684800000)
-#define TOKEN_TIME_MAX_MS INT64_C(4102444800000)
-#define TOKEN_PREFIX "lw1:"
 
 static const char hexdigits[] = "0123456789abcdef";
 
@@ -101,20 +96,13 @@ lwc_uuid4(char out[LWC_UUID_LEN + 1])
     return 0;
 }
 
-static bool
-host_byte_ok(unsigned char ch)
-{
-    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-           (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
-}
-
 size_t
 lwc_host_sanitize(char out[LWC_HOST_MAX + 1], const char *in)
 {
     size_t n = 0;
 
     for (; in != NULL && in[n] != '\0' && n < LWC_HOST_MAX; n++)
-        out[n] = host_byte_ok((unsigned char)in[n]) ? in[n] : '-';
+        out[n] = lw1_host_byte_ok((unsigned char)in[n]) ? in[n] : '-';
     if (n == 0) {
         memcpy(out, "localhost", sizeof("localhost"));
         return sizeof("localhost") - 1;
@@ -164,14 +152,14 @@ lwc_token_format(char *out, size_t cap, const struct lwc_token *t)
     if (hostlen == 0 || hostlen > LWC_HOST_MAX)
         return -1;
     for (size_t i = 0; i < hostlen; i++)
-        if (!host_byte_ok((unsigned char)t->host[i]))
+        if (!lw1_host_byte_ok((unsigned char)t->host[i]))
             return -1;
     if (t->pid < 1 || t->pid > INT32_MAX || t->thread < 0 ||
-        t->acquired_ms < TOKEN_TIME_MIN_MS || t->acquired_ms >= TOKEN_TIME_MAX_MS)
+        t->acquired_ms < LW1_TIME_MIN_MS || t->acquired_ms >= LW1_TIME_MAX_MS)
         return -1;
 
-    memcpy(buf, TOKEN_PREFIX, sizeof(TOKEN_PREFIX) - 1);
-    n = sizeof(TOKEN_PREFIX) - 1;
+    memcpy(buf, LW1_PREFIX, sizeof(LW1_PREFIX) - 1);
+    n = sizeof(LW1_PREFIX) - 1;
     memcpy(buf + n, t->host, hostlen);
     n += hostlen;
     buf[n++] = ':';
@@ -190,72 +178,18 @@ lwc_token_format(char *out, size_t cap, const struct lwc_token *t)
     return (int)n;
 }
 
-/* Canonical unsigned decimal: 1..maxdigits digits, no leading zero unless
- * the number is 0. */
-static int
-parse_udec(const char *s, size_t len, size_t maxdigits, uint64_t *out)
-{
-    uint64_t v = 0;
-
-    if (len == 0 || len > maxdigits || (len > 1 && s[0] == '0'))
-        return -1;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
 int
 lwc_token_parse(const char *s, size_t len, struct lwc_token *t)
 {
-    const char *f[6];
-    size_t flen[6], nf = 0, pos = 0;
-    uint64_t pid, thread, ms, rnd = 0;
+    struct lw1_token tok;
 
-    if (s == NULL || len < sizeof(TOKEN_PREFIX) - 1 ||
-        memcmp(s, TOKEN_PREFIX, sizeof(TOKEN_PREFIX) - 1) != 0)
+    if (lw1_token_parse(s, len, &tok) != 0)
         return -1;
-    for (;;) {
-        const char *colon = memchr(s + pos, ':', len - pos);
-        size_t stop = colon != NULL ? (size_t)(colon - s) : len;
-
-        if (nf == 6)
-            return -1;
-        f[nf] = s + pos;
-        flen[nf++] = stop - pos;
-        if (colon == NULL)
-            break;
-        pos = stop + 1;
-    }
-    if (nf != 6 || flen[1] == 0 || flen[1] > LWC_HOST_MAX)
-        return -1;
-    for (size_t i = 0; i < flen[1]; i++)
-        if (!host_byte_ok((unsigned char)f[1][i]))
-            return -1;
-    if (parse_udec(f[2], flen[2], 10, &pid) != 0 || pid == 0 || pid > INT32_MAX)
-        return -1;
-    if (parse_udec(f[3], flen[3], 19, &thread) != 0 || thread > (uint64_t)INT64_MAX)
-        return -1;
-    if (parse_udec(f[4], flen[4], 13, &ms) != 0 ||
-        ms < (uint64_t)TOKEN_TIME_MIN_MS || ms >= (uint64_t)TOKEN_TIME_MAX_MS)
-        return -1;
-    if (flen[5] != LWC_RANDOM_HEX)
-        return -1;
-    for (size_t i = 0; i < LWC_RANDOM_HEX; i++) {
-        const char *d = memchr(hexdigits, f[5][i], sizeof(hexdigits) - 1);
-
-        if (f[5][i] == '\0' || d == NULL)
-            return -1;
-        rnd = (rnd << 4) | (uint64_t)(d - hexdigits);
-    }
-    memcpy(t->host, f[1], flen[1]);
-    t->host[flen[1]] = '\0';
-    t->pid = (long)pid;
-    t->thread = (long long)thread;
-    t->acquired_ms = (int64_t)ms;
-    t->random = rnd;
+    memcpy(t->host, tok.host, tok.hostlen);
+    t->host[tok.hostlen] = '\0';
+    t->pid = (long)tok.pid;
+    t->thread = (long long)tok.thread;
+    t->acquired_ms = (int64_t)tok.acquired_ms;
+    t->random = tok.random;
     return 0;
 }

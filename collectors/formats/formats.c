@@ -157,26 +157,6 @@ fmt_is_uuid(const char *s, size_t len, bool lowercase_only)
     return true;
 }
 
-int
-fmt_parse_udec(const char *s, size_t len, size_t maxdigits, bool canonical,
-               uint64_t *out)
-{
-    uint64_t v = 0;
-
-    /* 19 digits always fit in 64 bits, so no overflow check is needed. */
-    if (len == 0 || len > maxdigits || maxdigits > 19)
-        return -1;
-    if (canonical && len > 1 && s[0] == '0')
-        return -1;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
 int64_t
 fmt_days_from_civil(int64_t y, unsigned m, unsigned d)
 {

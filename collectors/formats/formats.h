@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/lw1.h"
+
 enum raw_type { RAW_NONE, RAW_STRING, RAW_HASH, RAW_OTHER };
 
 /* Bounds on what the scanner reads per key. */
@@ -89,8 +91,9 @@ struct lock_view {
  *  - pid, thread and host describe the holder when the format encodes
  *    them and there is exactly one holder; otherwise 0, -1 and "".
  */
-#define FORMATS_TIME_MIN_MS  INT64_C(946684800000)   /* 2000-01-01T00:00:00Z */
-#define FORMATS_TIME_MAX_MS  INT64_C(4102444800000)  /* 2100-01-01T00:00:00Z */
+/* The lw1 token's range (common/lw1.h), held to by every format. */
+#define FORMATS_TIME_MIN_MS  LW1_TIME_MIN_MS          /* 2000-01-01T00:00:00Z */
+#define FORMATS_TIME_MAX_MS  LW1_TIME_MAX_MS          /* 2100-01-01T00:00:00Z */
 
 /*
  * Wake-ups after a forced release (SPEC "Guarded release").  A row's
@@ -194,10 +197,9 @@ long formats_wake_channel(const struct lock_format *fmt,
  *
  * e.g. "lw1:web-3.example.com:4211:4230:1795666320123:9f86d081884c7d65".
  * At most 4+64+11+20+14+16 = 129 bytes, so it always fits a holder id.
- * A value that breaks any rule is not ours and decodes as "plain".
+ * A value that breaks any rule is not ours and decodes as "plain".  The
+ * rules are lw1_token_parse() of common/lw1.h (LW1_PREFIX, LW1_HOST_MAX,
+ * LW1_RANDOM_HEX), the parser liblockwatch itself reads tokens back with.
  */
-#define LW1_PREFIX          "lw1:"
-#define LW1_HOST_MAX        63
-#define LW1_RANDOM_HEX      16
 
 #endif

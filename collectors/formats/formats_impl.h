@@ -38,13 +38,8 @@ bool fmt_is_uuid(const char *s, size_t len, bool lowercase_only);
 
 /* The value of one hex digit, or -1. */
 
-/*
- * Parse len bytes as an unsigned decimal with at most maxdigits digits
- * (maxdigits <= 19, so the result fits) and no sign.  canonical also
- * rejects leading zeros ("0" itself is allowed).  0 / -1.
- */
-int fmt_parse_udec(const char *s, size_t len, size_t maxdigits,
-                   bool canonical, uint64_t *out);
+/* Unsigned decimals are parsed with lw1_parse_udec() (common/lw1.h, via
+ * formats.h): one rule for the agent's decoders and the client library. */
 
 /* Days from 1970-01-01 to the given proleptic Gregorian date. */
 int64_t fmt_days_from_civil(int64_t y, unsigned m, unsigned d);

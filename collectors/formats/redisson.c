@@ -54,7 +54,7 @@ parse_lock_name(const char *s, size_t len, long long *tid)
         t++;
         tlen--;
     }
-    if (fmt_parse_udec(t, tlen, 19, false, &mag) == -1)
+    if (lw1_parse_udec(t, tlen, 19, false, &mag) == -1)
         return false;
     if (neg) {
         if (mag > (uint64_t)INT64_MAX + 1)
@@ -74,7 +74,7 @@ parse_count(const char *s, size_t len, long *count)
 {
     uint64_t v;
 
-    if (s == NULL || fmt_parse_udec(s, len, 18, true, &v) == -1)
+    if (s == NULL || lw1_parse_udec(s, len, 18, true, &v) == -1)
         return false;
     if (v == 0 || v > (uint64_t)LONG_MAX)
         return false;

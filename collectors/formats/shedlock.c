@@ -31,7 +31,7 @@ digits(const char *s, size_t n, unsigned *out)
 {
     uint64_t v;
 
-    if (fmt_parse_udec(s, n, n, false, &v) == -1)
+    if (lw1_parse_udec(s, n, n, false, &v) == -1)
         return false;
     *out = (unsigned)v;
     return true;

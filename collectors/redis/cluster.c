@@ -411,10 +411,7 @@ void
 cluster_node_target(const struct target_conf *t, const char *host, int port,
                     struct target_conf *out)
 {
-    *out = *t;
-    snprintf(out->host, sizeof(out->host), "%s", host);
-    out->port = port;
-    /* one node, reached as such (redisconn_open must not resolve again) */
+    redisconn_node(t, host, port, out);
     out->mode = TARGET_STANDALONE;
 }
 
@@ -429,7 +426,7 @@ discover_at(const struct target_conf *t, const char *host, int port,
     const char *shards[2] = { "CLUSTER", "SHARDS" }, *slots[2] = { "CLUSTER", "SLOTS" };
     int rc = -1;
 
-    cluster_node_target(t, host, port, &node);
+    redisconn_node(t, host, port, &node);
     if ((c = redisconn_open(&node, err, errlen)) == NULL)
         goto out;
     rep = redisconn_command(c, &node, "CLUSTER SHARDS", 2, shards, NULL, err, errlen);
@@ -535,29 +532,4 @@ cluster_parse_redirect(const redisReply *rep, bool *ask, unsigned *slot,
     host[hl] = '\0';
     *port = (int)v;
     return true;
-}
-
-redisContext *
-cluster_open_for_key(const struct target_conf *t, const char *key, size_t keylen,
-                     char *err, size_t errlen)
-{
-    struct cluster_topo topo;
-    const struct cluster_shard *sh;
-    struct target_conf node;
-    redisContext *c = NULL;
-    unsigned slot = cluster_keyslot(key, keylen);
-
-    if (cluster_discover(t, NULL, 0, &topo, err, errlen) == -1)
-        return NULL;
-    sh = cluster_shard_of_slot(&topo, slot);
-    if (sh == NULL) {
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "cluster via %s: no node serves slot %u (the cluster "
-                     "is missing a shard; check CLUSTER SHARDS)", topo.via, slot);
-    } else {
-        cluster_node_target(t, sh->primary.host, sh->primary.port, &node);
-        c = redisconn_open(&node, err, errlen);
-    }
-    cluster_topo_clear(&topo);
-    return c;
 }

@@ -9,7 +9,8 @@
  * one entry per shard that owns slots, with its primary, its replicas and
  * its slot ranges, plus a slot -> shard table.  The parsers are pure
  * (tests/unit/test_cluster.c feeds them hand-built reply trees); only
- * cluster_discover() and cluster_open_for_key() touch the network.
+ * cluster_discover() touches the network.  Which node serves a key is
+ * target_open()'s to answer (target.h), with the topology found here.
  *
  * A node's address is its preferred endpoint, else its ip; an unknown or
  * empty one means "the address you asked", as the cluster spec says for
@@ -100,17 +101,10 @@ int cluster_discover(const struct target_conf *t, const struct cluster_node *hin
 bool cluster_parse_redirect(const redisReply *rep, bool *ask, unsigned *slot,
                             char *host, size_t hostlen, int *port);
 
-/*
- * Connect to the primary that serves key in t's cluster (discovery, then
- * redisconn_open() on that node).  For lockctl and the release endpoint,
- * which then follow any MOVED/ASK with cluster_parse_redirect().  NULL
- * with err set on failure.
- */
-redisContext *cluster_open_for_key(const struct target_conf *t, const char *key,
-                                   size_t keylen, char *err, size_t errlen);
-
 /* A copy of t aimed at the one node host:port, mode standalone (shallow:
- * strings are shared with t). */
+ * strings are shared with t): redisconn_node() with the mode dropped.
+ * The scanner's shard streams open their nodes with it; new code uses
+ * redisconn_node(), which keeps the mode. */
 void cluster_node_target(const struct target_conf *t, const char *host, int port,
                          struct target_conf *out);
 

@@ -1,13 +1,13 @@
 /*
- * redisconn.c - connect to a target: timeouts, AUTH, SELECT.
+ * conn.c - connect to one node of a target: timeouts, AUTH, SELECT.
  *
  * Factored out of the scanner so that lockctl and the agent's release
  * endpoint connect exactly as a scan does (same timeouts, same AUTH with
  * ACL user, same database) and report failures in the same words.  Every
  * connection also asks for CLIENT NO-TOUCH where the server has it (7.2+),
- * so that reading a lock's value does not make it look freshly used.  A
- * Sentinel target resolves its current primary first (sentinel.c), so
- * every user of this file follows a failover.
+ * so that reading a lock's value does not make it look freshly used.
+ * This is the bottom of collectors/redis: sentinel.c, cluster.c and
+ * target.c call it, and it calls none of them.
  */
 #include "collectors/redis/conn.h"
 
@@ -16,10 +16,8 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "collectors/redis/sentinel.h"
-
-static struct timeval
-ms_tv(int64_t ms)
+struct timeval
+redisconn_tv(int64_t ms)
 {
     struct timeval tv;
 
@@ -80,33 +78,30 @@ setup_cmd(redisContext *c, const struct target_conf *t, int argc, const char **a
     return rc;
 }
 
+void
+redisconn_node(const struct target_conf *t, const char *host, int port,
+               struct target_conf *out)
+{
+    *out = *t;
+    if (host != out->host)
+        snprintf(out->host, sizeof(out->host), "%s", host);
+    out->port = port;
+}
+
 redisContext *
 redisconn_open(const struct target_conf *t, char *err, size_t errlen)
 {
     redisContext *c;
     char db[16];
 
-    if (t->mode == TARGET_SENTINEL) {
-        /* the primary the sentinels name now, ROLE-checked; sentinel.c
-         * connects to it through here with a standalone copy of t */
-        char host[256], tmp[512];
-        size_t first = 0;
-        int port;
-
-        c = sentinel_open_primary(t, &first, host, sizeof(host), &port, tmp, sizeof(tmp));
-        if (c == NULL && err != NULL && errlen > 0)
-            snprintf(err, errlen, "%s", tmp);
-        return c;
-    }
-
-    c = redisConnectWithTimeout(t->host, t->port, ms_tv(t->connect_timeout_ms));
+    c = redisConnectWithTimeout(t->host, t->port, redisconn_tv(t->connect_timeout_ms));
     if (c == NULL || c->err) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "connect to %s:%d: %s", t->host, t->port,
                      c ? c->errstr : "out of memory");
         goto fail;
     }
-    if (redisSetTimeout(c, ms_tv(t->command_timeout_ms)) != REDIS_OK) {
+    if (redisSetTimeout(c, redisconn_tv(t->command_timeout_ms)) != REDIS_OK) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "set timeout on %s:%d: %s", t->host, t->port, c->errstr);
         goto fail;

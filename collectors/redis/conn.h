@@ -1,12 +1,14 @@
 /*
- * redisconn.h - open a connection to a configured Redis target.
+ * conn.h - open a connection to one Redis node of a configured target.
  *
- * The scanner, lockctl and the agent's release endpoint all connect the
- * same way: TCP connect within connect_timeout, every command within
- * command_timeout, AUTH with the target's user and password (read from
- * password_file; never from the URL or argv), SELECT of the URL's
- * database.  Error texts name what failed and the address, and never
- * contain the password, e.g.
+ * The scanner, lockctl and the agent's release endpoint all connect to a
+ * node the same way: TCP connect within connect_timeout, every command
+ * within command_timeout, AUTH with the target's user and password (read
+ * from password_file; never from the URL or argv), SELECT of the URL's
+ * database.  This file knows nothing of modes: which node a sentinel or
+ * cluster target means is target.h's question, asked above this file.
+ * Error texts name what failed and the address, and never contain the
+ * password, e.g.
  *     connect to 127.0.0.1:6379: Connection refused
  *     AUTH on 127.0.0.1:6379 refused: WRONGPASS invalid username-password pair
  *     EVALSHA on 127.0.0.1:6379: timed out after 2000 ms (command_timeout)
@@ -15,20 +17,35 @@
 #define LOCKWATCH_REDISCONN_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/time.h>
 #include <hiredis.h>
 
 #include "conf/config.h"
 
 /*
- * Connect to t's host and port, set the command timeout, AUTH, SELECT,
- * and CLIENT NO-TOUCH ON where the server knows it (7.2+; ignored before).
- * Returns a context the caller frees with redisFree(), or NULL with err
- * set.  mode = sentinel connects to the primary the sentinels name now
- * (collectors/redis/sentinel.h); mode = cluster connects to t's address, one
- * node (cluster_open_for_key() in collectors/redis/cluster.h finds a key's).
+ * Connect to t's host and port, whatever t's mode, set the command
+ * timeout, AUTH, SELECT, and CLIENT NO-TOUCH ON where the server knows it
+ * (7.2+; ignored before).  Returns a context the caller frees with
+ * redisFree(), or NULL with err set.  To open a sentinel or cluster
+ * target by what its mode means, use target_open() (target.h).
  * Thread-safe; err may be NULL.
  */
 redisContext *redisconn_open(const struct target_conf *t, char *err, size_t errlen);
+
+/*
+ * *out = a copy of t aimed at the one node host:port, to open with
+ * redisconn_open() and to name in messages (shallow: strings are shared
+ * with t, which must outlive it).  The mode is kept: it says what the
+ * node belongs to (a cluster node still answers with redirections and
+ * keeps one script's keys in one slot), and opening a node never resolves
+ * anything again.
+ */
+void redisconn_node(const struct target_conf *t, const char *host, int port,
+                    struct target_conf *out);
+
+/* ms milliseconds as the struct timeval hiredis' timeouts take. */
+struct timeval redisconn_tv(int64_t ms);
 
 /*
  * Describe why a command named what failed on c (redisCommand returned

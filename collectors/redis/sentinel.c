@@ -14,18 +14,7 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "collectors/redis/cluster.h"
 #include "collectors/redis/conn.h"
-
-static struct timeval
-ms_tv(int64_t ms)
-{
-    struct timeval tv;
-
-    tv.tv_sec = (time_t)(ms / 1000);
-    tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
-    return tv;
-}
 
 /* Append "; <text>" to a bounded message. */
 static void
@@ -51,13 +40,13 @@ ask_sentinel(const struct target_conf *t, const struct hostport *s, char *host,
     size_t i;
     int rc = -1;
 
-    c = redisConnectWithTimeout(s->host, s->port, ms_tv(to));
+    c = redisConnectWithTimeout(s->host, s->port, redisconn_tv(to));
     if (c == NULL || c->err) {
         snprintf(why, whylen, "sentinel %s:%d: %s", s->host, s->port,
                  c ? c->errstr : "out of memory");
         goto out;
     }
-    redisSetTimeout(c, ms_tv(t->command_timeout_ms));
+    redisSetTimeout(c, redisconn_tv(t->command_timeout_ms));
     rep = redisCommandArgv(c, 3, argv, NULL);
     if (rep == NULL) {
         snprintf(why, whylen, "sentinel %s:%d: %s", s->host, s->port,
@@ -100,9 +89,9 @@ out:
     return rc;
 }
 
-/* ROLE's first element is "master" on a primary. */
-static int
-is_primary(redisContext *c, const struct target_conf *node, char *why, size_t whylen)
+int
+sentinel_is_primary(redisContext *c, const struct target_conf *node, char *why,
+                    size_t whylen)
 {
     const char *argv[1] = { "ROLE" };
     redisReply *rep = redisconn_command(c, node, "ROLE", 1, argv, NULL, why, whylen);
@@ -174,12 +163,12 @@ sentinel_open_primary(const struct target_conf *t, size_t *first, char *host,
             sleep_ms(SENTINEL_RETRY_WAIT_MS);
         if (sentinel_primary_addr(t, first, host, hostlen, port, err, errlen) == -1)
             return NULL;        /* no sentinel answers: retrying soon is the caller's */
-        cluster_node_target(t, host, *port, &node);
+        redisconn_node(t, host, *port, &node);
         if ((c = redisconn_open(&node, why, sizeof(why))) == NULL) {
             note(all, sizeof(all), why);
             continue;
         }
-        if (is_primary(c, &node, why, sizeof(why)) == 0)
+        if (sentinel_is_primary(c, &node, why, sizeof(why)) == 0)
             return c;
         note(all, sizeof(all), why);
         redisFree(c);

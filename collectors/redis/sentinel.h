@@ -44,4 +44,12 @@ redisContext *sentinel_open_primary(const struct target_conf *t, size_t *first,
                                     char *host, size_t hostlen, int *port,
                                     char *err, size_t errlen);
 
+/*
+ * Does node (c's address) say with ROLE that it is a primary?  0, or -1
+ * with why set: a replica (a failover under way), ROLE refused (the ACL
+ * user needs +role), or the connection failed (then drop c).
+ */
+int sentinel_is_primary(redisContext *c, const struct target_conf *node, char *why,
+                        size_t whylen);
+
 #endif

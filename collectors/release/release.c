@@ -25,12 +25,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "collectors/redis/cluster.h"
 #include "collectors/formats/formats.h"
+#include "collectors/redis/cluster.h"
+#include "collectors/redis/conn.h"
+#include "collectors/redis/target.h"
 #include "common/clock.h"
 #include "common/keytext.h"
-#include "collectors/redis/conn.h"
-#include "collectors/redis/sentinel.h"
 
 extern const char collectors_release_lua_guard_lua[];
 extern const char collectors_release_lua_release_lua[];
@@ -156,40 +156,7 @@ redisContext *
 release_connect(const struct target_conf *t, const char *key, size_t keylen,
                 struct target_conf *node, char *err, size_t errlen)
 {
-    struct cluster_topo topo;
-    const struct cluster_shard *sh;
-    redisContext *c = NULL;
-    size_t first = 0;
-    char host[256];
-    int port = 0;
-
-    *node = *t;
-    switch (t->mode) {
-    case TARGET_SENTINEL:
-        /* the primary the sentinels name now, confirmed with ROLE */
-        c = sentinel_open_primary(t, &first, host, sizeof(host), &port, err, errlen);
-        if (c != NULL)
-            cluster_node_target(t, host, port, node);
-        return c;
-    case TARGET_CLUSTER:
-        if (cluster_discover(t, NULL, 0, &topo, err, errlen) == -1)
-            return NULL;
-        sh = cluster_shard_of_slot(&topo, cluster_keyslot(key, keylen));
-        if (sh == NULL) {
-            snprintf(err, errlen, "cluster via %s: no node serves slot %u (check CLUSTER "
-                     "SHARDS)", topo.via, cluster_keyslot(key, keylen));
-        } else {
-            cluster_node_target(t, sh->primary.host, sh->primary.port, node);
-            /* still a cluster to release_run(): SPUBLISH wake-ups, and the
-             * audit entry on the stream's own node */
-            node->mode = TARGET_CLUSTER;
-            c = redisconn_open(node, err, errlen);
-        }
-        cluster_topo_clear(&topo);
-        return c;
-    default:
-        return redisconn_open(t, err, errlen);
-    }
+    return target_open(t, key, keylen, NULL, node, err, errlen);
 }
 
 /* ---- arguments --------------------------------------------------------------- */
@@ -509,7 +476,7 @@ cluster_audit(const struct target_conf *t, const char *stream,
 #undef ARG
 #undef ARGS
     /* the stream's own node: it hashes to its own slot */
-    c = release_connect(t, stream, strlen(stream), &node, err, sizeof(err));
+    c = target_open(t, stream, strlen(stream), NULL, &node, err, sizeof(err));
     if (c != NULL)
         r = redisconn_command(c, &node, "XADD", n, argv, len, err, sizeof(err));
     if (r == NULL || r->type != REDIS_REPLY_STRING) {
@@ -617,8 +584,7 @@ release_run(redisContext *c, const struct target_conf *t, const char *audit_stre
          * its node: run the script where the cluster says, once more. */
         freeReplyObject(r);
         r = NULL;
-        cluster_node_target(t, host[0] != '\0' ? host : hop.host, port, &next);
-        next.mode = TARGET_CLUSTER;
+        redisconn_node(t, host[0] != '\0' ? host : hop.host, port, &next);
         if (own != NULL)
             redisFree(own);
         if ((own = redisconn_open(&next, res->err, sizeof(res->err))) == NULL)

@@ -131,9 +131,10 @@ unsigned release_key_slot(const char *key, size_t keylen);
 
 /*
  * Connect to the node that serves key on target t, whatever t's mode:
- * standalone, t's address; sentinel, the primary the sentinels name now
- * (confirmed with ROLE); cluster, the primary of the key's slot.  *node
- * gets a copy of t aimed at that node (shallow: strings are t's), to run
+ * target_open() of collectors/redis/target.h (standalone, t's address;
+ * sentinel, the primary the sentinels name now, confirmed with ROLE;
+ * cluster, the primary of the key's slot).  *node gets a copy of t aimed
+ * at that node (shallow: strings are t's, mode kept), to run
  * release_run() with and to name in messages.  NULL with err set.
  */
 redisContext *release_connect(const struct target_conf *t, const char *key, size_t keylen,

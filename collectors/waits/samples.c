@@ -5,18 +5,21 @@
  * the parser reads each byte once, never past len, never allocates, and
  * treats every deviation from samples.h's grammar as an invalid line.  A
  * bad line never spoils its neighbours: the datagram is cut at '\n' first
- * and each line stands alone.
+ * and each line stands alone.  The rules of single fields (which bytes a
+ * line may hold, the microseconds, the words) are common/lw1.h's, the
+ * header liblockwatch writes its lines with.
  */
 #include "collectors/waits/samples.h"
 
-#include "common/keytext.h"
-
 #include <string.h>
 
+#include "common/keytext.h"
+#include "common/lw1.h"
+
 static const char *const outcome_names[SAMPLE_OUTCOMES] = {
-    [SAMPLE_OK] = "ok",
-    [SAMPLE_TIMEOUT] = "timeout",
-    [SAMPLE_ERROR] = "error",
+    [SAMPLE_OK] = LW1_OUTCOME_OK,
+    [SAMPLE_TIMEOUT] = LW1_OUTCOME_TIMEOUT,
+    [SAMPLE_ERROR] = LW1_OUTCOME_ERROR,
 };
 
 const char *
@@ -39,26 +42,6 @@ decode_key(char *p, size_t n)
     size_t o = keytext_unpercent(p, p, n, 0);   /* in place: o <= i always */
 
     return o == (size_t)-1 ? 0 : o;
-}
-
-/* Digits only, 1..16 of them (2^53 has 16), value <= SAMPLES_US_MAX. */
-static int
-parse_us(const char *p, size_t n, uint64_t *out)
-{
-    uint64_t v = 0;
-    size_t i;
-
-    if (n == 0 || n > 16)
-        return -1;
-    for (i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return -1;
-        v = v * 10 + (uint64_t)(p[i] - '0');
-    }
-    if (v > SAMPLES_US_MAX)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 #define FIELDS_MAX 5
@@ -84,13 +67,13 @@ samples_parse_line(char *line, size_t len, struct sample *out)
             flen[nf] = i - start;
             nf++;
             start = i + 1;
-        } else if (c < 0x21 || c > 0x7e) {
+        } else if (!lw1_line_byte_ok(c)) {
             return -1;
         }
     }
-    if (nf < 4 || !field_is(f[0], flen[0], "lw1"))
+    if (nf < 4 || !field_is(f[0], flen[0], LW1_VERSION))
         return -1;
-    if (field_is(f[1], flen[1], "wait")) {
+    if (field_is(f[1], flen[1], LW1_VERB_WAIT)) {
         if (nf != 5)
             return -1;
         for (o = 0; o < SAMPLE_OUTCOMES; o++)
@@ -100,7 +83,7 @@ samples_parse_line(char *line, size_t len, struct sample *out)
             return -1;
         out->kind = SAMPLE_WAIT;
         out->outcome = o;
-    } else if (field_is(f[1], flen[1], "hold")) {
+    } else if (field_is(f[1], flen[1], LW1_VERB_HOLD)) {
         if (nf != 4)
             return -1;
         out->kind = SAMPLE_HOLD;
@@ -108,7 +91,7 @@ samples_parse_line(char *line, size_t len, struct sample *out)
     } else {
         return -1;
     }
-    if (parse_us(f[3], flen[3], &out->us) == -1)
+    if (lw1_parse_us(f[3], flen[3], &out->us) == -1)
         return -1;
     /* Decode last: the fields above are checked on the original bytes. */
     out->keylen = decode_key(f[2], flen[2]);

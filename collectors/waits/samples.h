@@ -15,7 +15,8 @@
  *    escaped, and bytes below 0x21, above 0x7e and '%' must be) and not
  *    empty once decoded;
  *  - <microseconds> is decimal digits only (no sign, no point, no
- *    exponent), at most 2^53;
+ *    exponent), at most 16 of them and at most 2^53 (LW1_US_MAX of
+ *    common/lw1.h, the header the client writes its lines with);
  *  - a wait line has exactly 5 fields, a hold line exactly 4;
  *  - a line is at most SAMPLES_LINE_MAX bytes, terminator excluded.
  * Lines end in "\n" or "\r\n"; the last line of a datagram may have no
@@ -34,7 +35,6 @@
 
 #define SAMPLES_DATAGRAM_MAX 8192   /* bytes of a datagram the agent reads */
 #define SAMPLES_LINE_MAX     4096   /* bytes of a line, terminator excluded */
-#define SAMPLES_US_MAX       ((uint64_t)1 << 53)
 /* "lw1 hold k 0\n": no line that parses is shorter. */
 #define SAMPLES_LINE_MIN     13
 /* Room for every valid line of a datagram of len bytes. */
