@@ -13,7 +13,7 @@
  *
  * The release itself is collectors/release/release.c, as for lockctl: the script
  * does every guard.  It runs on a connection opened for this request to
- * the node that serves the key (release_connect(): the target, the
+ * the node that serves the key (target_open(): the target, the
  * sentinels' primary, the key's cluster shard) with the target's connect
  * and command timeouts, so an MHD worker is held at most that long (plus
  * the sentinels' or the cluster's discovery), and a slow Redis never
@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "agent/agent.h"
 #include "common/keytext.h"
+#include "collectors/redis/target.h"
 #include "collectors/release/release.h"
 
 #define CT_JSON     "application/json"
@@ -455,7 +456,7 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
 
     memset(&res, 0, sizeof(res));
     /* the key's node: the target, its primary (sentinel), its shard (cluster) */
-    if ((rc = release_connect(&t, b.key, b.keylen, &node, res.err, sizeof(res.err))) == NULL) {
+    if ((rc = target_open(&t, b.key, b.keylen, NULL, &node, res.err, sizeof(res.err))) == NULL) {
         res.outcome = RELEASE_ERROR;
         status = 503;           /* unreachable: try again later */
     } else {

@@ -152,13 +152,6 @@ release_key_slot(const char *key, size_t keylen)
     return cluster_keyslot(key, keylen);
 }
 
-redisContext *
-release_connect(const struct target_conf *t, const char *key, size_t keylen,
-                struct target_conf *node, char *err, size_t errlen)
-{
-    return target_open(t, key, keylen, NULL, node, err, errlen);
-}
-
 /* ---- arguments --------------------------------------------------------------- */
 
 /*

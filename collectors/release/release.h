@@ -130,19 +130,9 @@ void release_args_free(struct release_args *a);
 unsigned release_key_slot(const char *key, size_t keylen);
 
 /*
- * Connect to the node that serves key on target t, whatever t's mode:
- * target_open() of collectors/redis/target.h (standalone, t's address;
- * sentinel, the primary the sentinels name now, confirmed with ROLE;
- * cluster, the primary of the key's slot).  *node gets a copy of t aimed
- * at that node (shallow: strings are t's, mode kept), to run
- * release_run() with and to name in messages.  NULL with err set.
- */
-redisContext *release_connect(const struct target_conf *t, const char *key, size_t keylen,
-                              struct target_conf *node, char *err, size_t errlen);
-
-/*
  * Run the guarded release or expire on connection c (connected to t by
- * release_connect(): in a cluster, to the key's node).  Fills *res and
+ * target_open() of collectors/redis/target.h: in a cluster, to the key's
+ * node).  Fills *res and
  * returns res->outcome.  A connection error leaves c in an unknown state:
  * drop it.  audit_stream is the config's [unlock] audit_stream; in a
  * cluster its entry is written on the stream's own node afterwards.
