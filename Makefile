@@ -176,6 +176,10 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/liblockwatch-core.a $(LIBLW_A
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(TEST_LIBS)
 
+# test_alerts fails allocations on purpose: in that binary alone the linker
+# sends the project's malloc/calloc/realloc/strdup calls to its wrappers.
+$(BUILD)/tests/test_alerts: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup
+
 $(GEN_INI5): $(BUILD)/packaging/man/gen_ini5.o $(BUILD)/liblockwatch-core.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
