@@ -2,11 +2,12 @@
  * rules.c - judging which alerts hold and writing their texts (see
  * rules.h for the rules).
  *
- * Texts are built in fixed buffers by a small appender that never cuts a
- * UTF-8 sequence, because every label and annotation ends up in JSON,
- * whose encoders refuse invalid UTF-8 (jansson returns NULL), and in a
- * Slack message.  Everything quoted from Redis (keys, holders, hosts,
- * class names, scan errors) is sanitised first.
+ * Texts are strbufs capped at RULES_SUMMARY_MAX / RULES_DESCRIPTION_MAX
+ * and cut at a UTF-8 character boundary (alerts/text.h), because every
+ * label and annotation ends up in JSON, whose encoders refuse invalid
+ * UTF-8 (jansson returns NULL), and in a Slack message.  Everything quoted
+ * from Redis (keys, holders, hosts, class names, scan errors) is sanitised
+ * first.
  */
 #include "alerts/rules.h"
 
@@ -16,46 +17,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alerts/text.h"
 #include "common/keytext.h"
 
-/* A bounded text that stays valid UTF-8 when cut. */
-struct text {
-    char *buf;
-    size_t len, cap;            /* cap includes the NUL */
-};
-
+/* Start a summary and a description. */
 static void
-text_init(struct text *t, char *buf, size_t cap)
+texts_init(struct strbuf *sum, struct strbuf *desc)
 {
-    t->buf = buf;
-    t->cap = cap;
-    t->len = 0;
-    buf[0] = '\0';
+    sb_init(sum, RULES_SUMMARY_MAX);
+    sb_init(desc, RULES_DESCRIPTION_MAX);
 }
 
-/* Append n bytes of valid UTF-8, cut at a character boundary. */
+/* Hand the texts to the alert and release them; out of memory keeps the
+ * alert's previous texts. */
 static void
-text_addn(struct text *t, const char *s, size_t n)
+texts_annotate(struct alert *a, struct strbuf *sum, struct strbuf *desc)
 {
-    size_t room = t->cap - 1 - t->len;
-
-    if (n > room)
-        n = keytext_utf8_prefix(s, n, room);
-    memcpy(t->buf + t->len, s, n);
-    t->len += n;
-    t->buf[t->len] = '\0';
-}
-
-static void
-text_add(struct text *t, const char *s)
-{
-    text_addn(t, s, strlen(s));
+    if (!sb_failed(sum) && !sb_failed(desc) && sum->buf != NULL && desc->buf != NULL)
+        alert_annotate(a, sum->buf, desc->buf);
+    sb_release(sum);
+    sb_release(desc);
 }
 
 /* Arbitrary bytes, sanitised to UTF-8: at most max (<= RULES_HOLDER_TEXT_MAX)
  * input bytes, and an ellipsis when cut. */
 static void
-text_bytes(struct text *t, const char *p, size_t n, size_t max)
+text_bytes(struct strbuf *t, const char *p, size_t n, size_t max)
 {
     char stack[KEYTEXT_SANITIZED_MAX(RULES_HOLDER_TEXT_MAX)];
     size_t take = n, len;
@@ -65,15 +52,15 @@ text_bytes(struct text *t, const char *p, size_t n, size_t max)
     if (take > max)
         take = keytext_utf8_prefix(p, n, max);
     len = keytext_sanitize(stack, sizeof(stack), p, take);
-    text_addn(t, stack, len);
+    text_add(t, stack, len);
     if (take < n)
-        text_add(t, "\xe2\x80\xa6");
+        text_adds(t, "\xe2\x80\xa6");
 }
 
 /* Formats for numbers and ASCII only: the output is cut as bytes. */
 __attribute__((format(printf, 2, 3)))
 static void
-text_addf(struct text *t, const char *fmt, ...)
+text_addf(struct strbuf *t, const char *fmt, ...)
 {
     char tmp[256];
     va_list ap;
@@ -84,7 +71,7 @@ text_addf(struct text *t, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return;
-    text_addn(t, tmp, strlen(tmp));
+    text_add(t, tmp, strlen(tmp));
 }
 
 void
@@ -108,12 +95,12 @@ rules_format_duration(int64_t ms, char *buf, size_t len)
 }
 
 static void
-text_duration(struct text *t, int64_t ms)
+text_duration(struct strbuf *t, int64_t ms)
 {
     char buf[64];
 
     rules_format_duration(ms, buf, sizeof(buf));
-    text_add(t, buf);
+    text_adds(t, buf);
 }
 
 static char *
@@ -152,36 +139,36 @@ rules_key_label(const char *key, size_t keylen)
 
 /* "holder tok (host web-1, pid 42)" and how many more there are. */
 static void
-text_holder(struct text *t, const struct snap_lock *l)
+text_holder(struct strbuf *t, const struct snap_lock *l)
 {
     if (l->nholders == 0) {
-        text_add(t, "no holder recorded");
+        text_adds(t, "no holder recorded");
         return;
     }
-    text_add(t, "holder ");
+    text_adds(t, "holder ");
     text_bytes(t, l->holders[0].id, l->holders[0].id_len, RULES_HOLDER_TEXT_MAX);
     if (l->host_len > 0 || l->pid != 0) {
-        text_add(t, " (");
+        text_adds(t, " (");
         if (l->host_len > 0) {
-            text_add(t, "host ");
+            text_adds(t, "host ");
             text_bytes(t, l->host, l->host_len, HOST_MAX);
         }
         if (l->pid != 0)
             text_addf(t, "%spid %" PRId32, l->host_len > 0 ? ", " : "", l->pid);
-        text_add(t, ")");
+        text_adds(t, ")");
     }
     if (l->holders_total > 1)
         text_addf(t, " and %" PRIu32 " more", l->holders_total - 1);
 }
 
 static void
-text_ttl(struct text *t, const struct snap_lock *l)
+text_ttl(struct strbuf *t, const struct snap_lock *l)
 {
     if (l->pttl_ms < 0) {
-        text_add(t, "no TTL");
+        text_adds(t, "no TTL");
         return;
     }
-    text_add(t, "TTL ");
+    text_adds(t, "TTL ");
     text_duration(t, l->pttl_ms);
 }
 
@@ -196,74 +183,72 @@ struct lock_ctx {
 static void
 annotate_lock(struct alert *a, const struct lock_ctx *c)
 {
-    char sbuf[RULES_SUMMARY_MAX], dbuf[RULES_DESCRIPTION_MAX];
-    struct text sum, desc;
+    struct strbuf sum, desc;
     const struct snap_lock *l = c->l;
     int64_t age = c->now_ms - l->first_seen_ms;
 
-    text_init(&sum, sbuf, sizeof(sbuf));
-    text_init(&desc, dbuf, sizeof(dbuf));
-    text_add(&desc, "Lock ");
-    text_add(&desc, c->key);
-    text_add(&desc, " (class ");
-    text_add(&desc, c->class_);
-    text_add(&desc, ", target ");
-    text_add(&desc, c->target);
-    text_add(&desc, ", format ");
-    text_add(&desc, l->format < formats_count ? formats_table[l->format].name : "unknown");
-    text_add(&desc, "): ");
+    texts_init(&sum, &desc);
+    text_adds(&desc, "Lock ");
+    text_adds(&desc, c->key);
+    text_adds(&desc, " (class ");
+    text_adds(&desc, c->class_);
+    text_adds(&desc, ", target ");
+    text_adds(&desc, c->target);
+    text_adds(&desc, ", format ");
+    text_adds(&desc, l->format < formats_count ? formats_table[l->format].name : "unknown");
+    text_adds(&desc, "): ");
     switch (a->name) {
     case ALERT_LOCK_LEAKED:
-        text_add(&sum, "Lock ");
-        text_add(&sum, c->key);
-        text_add(&sum, " on ");
-        text_add(&sum, c->target);
-        text_add(&sum, " has no TTL and will never expire");
-        text_add(&desc, "no TTL for at least leak_grace (");
+        text_adds(&sum, "Lock ");
+        text_adds(&sum, c->key);
+        text_adds(&sum, " on ");
+        text_adds(&sum, c->target);
+        text_adds(&sum, " has no TTL and will never expire");
+        text_adds(&desc, "no TTL for at least leak_grace (");
         text_duration(&desc, c->p->leak_grace_ms);
-        text_add(&desc, "); ");
+        text_adds(&desc, "); ");
         text_holder(&desc, l);
-        text_add(&desc, ", held for ");
+        text_adds(&desc, ", held for ");
         text_duration(&desc, age);
-        text_add(&desc, ". Nothing will release it if its holder died: check the holder, "
+        text_adds(&desc, ". Nothing will release it if its holder died: check the holder, "
                  "then lockctl release (or lockctl expire to give it a TTL).");
         break;
     case ALERT_LOCK_HELD_TOO_LONG:
-        text_add(&sum, "Lock ");
-        text_add(&sum, c->key);
-        text_add(&sum, " on ");
-        text_add(&sum, c->target);
-        text_add(&sum, " held for ");
+        text_adds(&sum, "Lock ");
+        text_adds(&sum, c->key);
+        text_adds(&sum, " on ");
+        text_adds(&sum, c->target);
+        text_adds(&sum, " held for ");
         text_duration(&sum, age);
-        text_add(&desc, "the same ");
+        text_adds(&desc, "the same ");
         text_holder(&desc, l);
-        text_add(&desc, " has held it for ");
+        text_adds(&desc, " has held it for ");
         text_duration(&desc, age);
-        text_add(&desc, ", longer than max_hold (");
+        text_adds(&desc, ", longer than max_hold (");
         text_duration(&desc, c->p->max_hold_ms);
-        text_add(&desc, "); ");
+        text_adds(&desc, "); ");
         text_ttl(&desc, l);
-        text_add(&desc, ". A watchdog may be renewing a lock whose work is stuck.");
+        text_adds(&desc, ". A watchdog may be renewing a lock whose work is stuck.");
         break;
     case ALERT_LOCK_REENTRANCY_HIGH:
-        text_add(&sum, "Lock ");
-        text_add(&sum, c->key);
-        text_add(&sum, " on ");
-        text_add(&sum, c->target);
+        text_adds(&sum, "Lock ");
+        text_adds(&sum, c->key);
+        text_adds(&sum, " on ");
+        text_adds(&sum, c->target);
         text_addf(&sum, " taken %" PRId64 " times by one holder", l->max_count);
         text_addf(&desc, "a hold count of %" PRId64 ", at or above max_reentrancy (%ld); ",
                   l->max_count, c->p->max_reentrancy);
         text_holder(&desc, l);
-        text_add(&desc, ", held for ");
+        text_adds(&desc, ", held for ");
         text_duration(&desc, age);
-        text_add(&desc, ", ");
+        text_adds(&desc, ", ");
         text_ttl(&desc, l);
-        text_add(&desc, ". A code path takes the lock more often than it releases it.");
+        text_adds(&desc, ". A code path takes the lock more often than it releases it.");
         break;
     default:
         break;
     }
-    alert_annotate(a, sbuf, dbuf);
+    texts_annotate(a, &sum, &desc);
 }
 
 static void
@@ -333,63 +318,59 @@ static void
 eval_target_down(struct alertset *set, const char *target, const struct snapshot *s)
 {
     struct alert_labels lab = { ALERT_LOCK_TARGET_DOWN, target, NULL, NULL };
-    char sbuf[RULES_SUMMARY_MAX], dbuf[RULES_DESCRIPTION_MAX];
-    struct text sum, desc;
+    struct strbuf sum, desc;
     struct alert *a;
     char *err;
 
     if ((a = alertset_observe(set, &lab)) == NULL)
         return;
-    text_init(&sum, sbuf, sizeof(sbuf));
-    text_init(&desc, dbuf, sizeof(dbuf));
-    text_add(&sum, "Target ");
-    text_add(&sum, target);
-    text_add(&sum, " cannot be scanned");
-    text_add(&desc, "The last scan of target ");
-    text_add(&desc, target);
-    text_add(&desc, " failed: ");
+    texts_init(&sum, &desc);
+    text_adds(&sum, "Target ");
+    text_adds(&sum, target);
+    text_adds(&sum, " cannot be scanned");
+    text_adds(&desc, "The last scan of target ");
+    text_adds(&desc, target);
+    text_adds(&desc, " failed: ");
     err = sanitized(s->err, strnlen(s->err, sizeof(s->err)));
-    text_add(&desc, err != NULL ? err : "(out of memory)");
+    text_adds(&desc, err != NULL ? err : "(out of memory)");
     free(err);
-    text_add(&desc, ". Its lock alerts keep their state until a scan succeeds again.");
-    alert_annotate(a, sbuf, dbuf);
+    text_adds(&desc, ". Its lock alerts keep their state until a scan succeeds again.");
+    texts_annotate(a, &sum, &desc);
 }
 
 static void
 eval_waits(struct alertset *set, const struct rules_params *p, const struct waitstats_view *w)
 {
-    char sbuf[RULES_SUMMARY_MAX], dbuf[RULES_DESCRIPTION_MAX];
     double limit_us = (double)p->wait_p99_ms * 1000.0;
     size_t i;
 
     for (i = 0; i < w->nclasses; i++) {
         const struct waitstats_class *c = &w->classes[i];
         struct alert_labels lab = { ALERT_LOCK_WAIT_P99_HIGH, NULL, c->name, NULL };
-        struct text sum, desc;
+        struct strbuf sum, desc;
         struct alert *a;
 
         if (c->window_count < (uint64_t)p->wait_min_samples || c->window_p99_us <= limit_us)
             continue;
         if ((a = alertset_observe(set, &lab)) == NULL)
             continue;
-        text_init(&sum, sbuf, sizeof(sbuf));
-        text_init(&desc, dbuf, sizeof(dbuf));
-        text_add(&sum, "P99 acquire wait of lock class ");
-        text_add(&sum, c->name);
-        text_add(&sum, " is ");
+        texts_init(&sum, &desc);
+        text_adds(&sum, "P99 acquire wait of lock class ");
+        text_adds(&sum, c->name);
+        text_adds(&sum, " is ");
         text_duration(&sum, (int64_t)(c->window_p99_us / 1000.0));
-        text_add(&desc, "Over the last wait_window (");
+        text_adds(&desc, "Over the last wait_window (");
         text_duration(&desc, p->wait_window_ms);
-        text_add(&desc, "), clients waited ");
+        text_adds(&desc, "), clients waited ");
         text_duration(&desc, (int64_t)(c->window_p99_us / 1000.0));
-        text_add(&desc, " or less in 99% of ");
+        text_adds(&desc, " or less in 99% of ");
         text_addf(&desc, "%" PRIu64, c->window_count);
-        text_add(&desc, " acquires of class ");
-        text_add(&desc, c->name);
-        text_add(&desc, ", above wait_p99 (");
+        text_adds(&desc, " acquires of class ");
+        text_adds(&desc, c->name);
+        text_adds(&desc, ", above wait_p99 (");
         text_duration(&desc, p->wait_p99_ms);
-        text_add(&desc, "). Holders keep the lock too long or too many clients contend.");
-        alert_annotate(a, sbuf, dbuf);
+        text_adds(&desc, "). Holders keep the lock too long or too many clients contend.");
+        texts_annotate(a, &sum, &desc);
     }
 }
 
@@ -397,7 +378,6 @@ void
 rules_eval_redlock(struct alertset *set, const struct rules_group *groups, size_t ngroups,
                    int64_t now_ms)
 {
-    char sbuf[RULES_SUMMARY_MAX], dbuf[RULES_DESCRIPTION_MAX];
     size_t g, i;
 
     for (g = 0; g < ngroups; g++) {
@@ -411,7 +391,7 @@ rules_eval_redlock(struct alertset *set, const struct rules_group *groups, size_
             const struct redlock_issue *is = &r->issues[i];
             char *key = rules_key_label(is->key, is->key_len), *cls;
             struct alert_labels lab = { ALERT_LOCK_REDLOCK_SPLIT, groups[g].name, NULL, key };
-            struct text sum, desc;
+            struct strbuf sum, desc;
             struct alert *a;
 
             cls = sanitized(is->cls, strnlen(is->cls, sizeof(is->cls)));
@@ -421,19 +401,18 @@ rules_eval_redlock(struct alertset *set, const struct rules_group *groups, size_
                 free(cls);
                 continue;
             }
-            text_init(&sum, sbuf, sizeof(sbuf));
-            text_init(&desc, dbuf, sizeof(dbuf));
-            text_add(&sum, "Redlock group ");
-            text_add(&sum, groups[g].name);
-            text_add(&sum, is->kind == REDLOCK_SPLIT ? " has different holders of " :
+            texts_init(&sum, &desc);
+            text_adds(&sum, "Redlock group ");
+            text_adds(&sum, groups[g].name);
+            text_adds(&sum, is->kind == REDLOCK_SPLIT ? " has different holders of " :
                      " holds without a quorum ");
-            text_add(&sum, key);
-            text_add(&desc, "Lock ");
-            text_add(&desc, key);
-            text_add(&desc, " (class ");
-            text_add(&desc, cls);
-            text_add(&desc, ") in Redlock group ");
-            text_add(&desc, groups[g].name);
+            text_adds(&sum, key);
+            text_adds(&desc, "Lock ");
+            text_adds(&desc, key);
+            text_adds(&desc, " (class ");
+            text_adds(&desc, cls);
+            text_adds(&desc, ") in Redlock group ");
+            text_adds(&desc, groups[g].name);
             if (is->kind == REDLOCK_SPLIT)
                 text_addf(&desc, ": %u different holders at the same time, the most common "
                           "on %u of %zu nodes (quorum %zu). ", is->holders, is->best,
@@ -442,14 +421,14 @@ rules_eval_redlock(struct alertset *set, const struct rules_group *groups, size_
                 text_addf(&desc, ": held on %u of %zu nodes (quorum %zu) for ", is->held,
                           r->members, r->quorum);
                 text_duration(&desc, now_ms - is->since_ms);
-                text_add(&desc, ", longer than its TTL. ");
+                text_adds(&desc, ", longer than its TTL. ");
             }
-            text_add(&desc, "Nodes: ");
-            text_add(&desc, is->nodes);
-            text_add(&desc, " (letters are holders, - not held, ? not scanned). Two clients "
+            text_adds(&desc, "Nodes: ");
+            text_adds(&desc, is->nodes);
+            text_adds(&desc, " (letters are holders, - not held, ? not scanned). Two clients "
                      "may both believe they hold it: check them, then release the minority "
                      "copies with lockctl on their nodes.");
-            alert_annotate(a, sbuf, dbuf);
+            texts_annotate(a, &sum, &desc);
             free(key);
             free(cls);
         }
