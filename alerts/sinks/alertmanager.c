@@ -1,5 +1,5 @@
 /*
- * sink_alertmanager.c - format = alertmanager: Alertmanager's API v2.
+ * alertmanager.c - format = alertmanager: Alertmanager's API v2.
  *
  * url is Alertmanager's base URL (http://am:9093); alerts are POSTed to
  * <url>/api/v2/alerts as a JSON array of postable alerts:

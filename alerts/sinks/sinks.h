@@ -1,6 +1,6 @@
 /*
  * sinks.h - where notices go: the table of sink formats ([webhook NAME]
- * format = generic | slack | alertmanager), one row and one file each.
+ * format =), one row and one file each.
  *
  * A row says which events the format takes, how a batch of alerts becomes
  * a request body, which headers one delivery attempt carries (signing
@@ -9,8 +9,10 @@
  * functions: no network, no clock, no locks, so tests/unit/test_sinks.c
  * checks every byte.  The notifier (notifier.c) does the sending.
  *
- * Adding a format: one file alerts/sink_NAME.c defining a struct
- * sink_type, one row in sinks.c, one name in conf's format list.
+ * Adding a format: one row X(NAME, "name", sink_name) in
+ * conf/sink_formats.h, which makes the enum, the name format = accepts,
+ * the declaration below and the row in sinks.c; and one file
+ * alerts/sinks/name.c defining const struct sink_type sink_name.
  */
 #ifndef LOCKWATCH_SINKS_H
 #define LOCKWATCH_SINKS_H
