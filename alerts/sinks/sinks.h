@@ -100,6 +100,10 @@ json_t *sink_json_annotations(const struct alert *a);
 int sink_dump(json_t *root, char **body, size_t *len);
 /* Append one header line; -1 if it does not fit. */
 int sink_header(struct sink_headers *h, const char *name, const char *value);
+/* Headers of an unsigned JSON post: Content-Type alone (a row's headers
+ * for a format that does not sign). */
+int sink_headers_json(const struct sink_key *key, const char *msg_id, int64_t ts,
+                      const char *body, size_t len, struct sink_headers *h);
 /* The configured url as is (generic and slack POST there). */
 char *sink_endpoint_as_is(const char *url);
 /* "firing" / "resolved" for an alert as of a batch */

@@ -121,23 +121,10 @@ slack_render(const struct sink_batch *b, char **body, size_t *len)
     return rc;
 }
 
-static int
-slack_headers(const struct sink_key *key, const char *msg_id, int64_t ts,
-              const char *body, size_t len, struct sink_headers *h)
-{
-    (void)key;
-    (void)msg_id;
-    (void)ts;
-    (void)body;
-    (void)len;
-    h->n = 0;
-    return sink_header(h, "Content-Type", "application/json");
-}
-
 const struct sink_type sink_slack = {
     .name = "slack",
     .kinds = SINK_KIND(EV_FIRING) | SINK_KIND(EV_REPEAT) | SINK_KIND(EV_RESOLVED),
     .render = slack_render,
-    .headers = slack_headers,
+    .headers = sink_headers_json,
     .endpoint = sink_endpoint_as_is,
 };
