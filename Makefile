@@ -100,7 +100,8 @@ BINS       := $(LOCKWATCHD) $(LOCKCTL)
 
 ALL_OBJ := $(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/main.o $(UNIT_SRC:%.c=$(BUILD)/%.o) \
            $(BENCH_SRC:%.c=$(BUILD)/%.o) $(CLIENT_OBJ) $(EXAMPLE_SRC:%.c=$(BUILD)/%.o) \
-           $(ITEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/packaging/man/gen_ini5.o
+           $(ITEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/packaging/man/gen_ini5.o \
+           $(BUILD)/tests/unit/failalloc.o
 
 .PHONY: all deps test unit integration demo bench install uninstall clean deb man
 all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(GEN_INI5)
@@ -185,8 +186,12 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBLOCKCTL) $(BUILD)/liblockwatch-co
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(TEST_LIBS)
 
-# test_agent fails allocations in turn: its link alone wraps the allocator.
-$(BUILD)/tests/test_agent: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup
+# test_agent and test_alerts fail allocations in turn: in those binaries
+# alone the linker sends the project's malloc/calloc/realloc/strdup calls to
+# the wrappers of tests/unit/failalloc.c.
+FAILALLOC_TESTS := $(BUILD)/tests/test_agent $(BUILD)/tests/test_alerts
+$(FAILALLOC_TESTS): private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup
+$(FAILALLOC_TESTS): $(BUILD)/tests/unit/failalloc.o
 
 $(GEN_INI5): $(BUILD)/packaging/man/gen_ini5.o $(BUILD)/liblockwatch-core.a
 	@mkdir -p $(@D)

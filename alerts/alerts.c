@@ -167,11 +167,13 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     pthread_mutex_unlock(&a->mu);
     rc = 0;
 out:
-    sinks_free(sinks, n);
-    for (i = 0; i < cap; i++) {
+    /* any of the arrays may be missing here, and a row may be half made:
+     * the arrays are calloc'd, so every row past the made ones is empty */
+    sinks_free(sinks, cap);
+    for (i = 0; keys != NULL && i < cap; i++)
         sink_key_clear(&keys[i]);
+    for (i = 0; urls != NULL && i < cap; i++)
         free(urls[i]);
-    }
     free(keys);
     free(urls);
     free(nc);
@@ -200,18 +202,22 @@ seen_free(struct seen_target *s, size_t n)
 {
     size_t i;
 
+    if (s == NULL)
+        return;
     for (i = 0; i < n; i++)
         free(s[i].name);
     free(s);
 }
 
 /* Mark each target fresh when its snapshot was not judged before, and
- * remember the current ones.  On ENOMEM everything counts as fresh. */
+ * remember the current ones.  On ENOMEM nothing is remembered, so every
+ * target counts as fresh at the next tick. */
 static void
 mark_fresh(struct alerts *a, struct rules_target *t, size_t n)
 {
     struct seen_target *now = calloc(n ? n : 1, sizeof(*now));
     size_t i, j;
+    bool failed = now == NULL;
 
     for (i = 0; i < n; i++) {
         const struct snapshot *s = t[i].snap;
@@ -222,15 +228,23 @@ mark_fresh(struct alerts *a, struct rules_target *t, size_t n)
         for (j = 0; j < a->nseen; j++)
             if (strcmp(a->seen[j].name, t[i].name) == 0)
                 t[i].fresh = a->seen[j].scans != scans || a->seen[j].finished_ms != fin;
-        if (now != NULL) {
+        if (!failed) {
             now[i].name = strdup(t[i].name);
             now[i].scans = scans;
             now[i].finished_ms = fin;
+            failed = now[i].name == NULL;
         }
     }
     seen_free(a->seen, a->nseen);
+    a->seen = NULL;
+    a->nseen = 0;
+    if (failed) {
+        /* a row without a name would be handed to strcmp next tick */
+        seen_free(now, n);
+        return;
+    }
     a->seen = now;
-    a->nseen = now != NULL ? n : 0;
+    a->nseen = n;
 }
 
 /* Render and queue one kind's alerts for every sink that takes it. */

@@ -39,14 +39,9 @@ struct alertset {
     size_t nev, evcap;
 };
 
-static const char *const names[ALERT_NAMES] = {
-    [ALERT_LOCK_LEAKED] = "LockLeaked",
-    [ALERT_LOCK_HELD_TOO_LONG] = "LockHeldTooLong",
-    [ALERT_LOCK_REENTRANCY_HIGH] = "LockReentrancyHigh",
-    [ALERT_LOCK_WAIT_P99_HIGH] = "LockWaitP99High",
-    [ALERT_LOCK_TARGET_DOWN] = "LockTargetDown",
-    [ALERT_LOCK_REDLOCK_SPLIT] = "LockRedlockSplit",
-};
+#define ALERT_KIND_NAME(e, name, scope, holds, texts) [ALERT_##e] = name,
+static const char *const names[ALERT_NAMES] = { ALERT_KINDS(ALERT_KIND_NAME) };
+#undef ALERT_KIND_NAME
 
 const char *
 alert_name_str(enum alert_name n)

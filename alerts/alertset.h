@@ -43,19 +43,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alerts/alert_kinds.h"
+
 #define ALERTSET_FIRING_MAX       10000
 #define ALERTSET_RESOLVED_KEEP_MS (5 * 60 * 1000)
 #define ALERTSET_REFRESH_MS       (60 * 1000)
 
-enum alert_name {
-    ALERT_LOCK_LEAKED,
-    ALERT_LOCK_HELD_TOO_LONG,
-    ALERT_LOCK_REENTRANCY_HIGH,
-    ALERT_LOCK_WAIT_P99_HIGH,
-    ALERT_LOCK_TARGET_DOWN,
-    ALERT_LOCK_REDLOCK_SPLIT,
-    ALERT_NAMES                 /* count */
-};
+/* One per row of ALERT_KINDS (alerts/alert_kinds.h); ALERT_NAMES counts them. */
+#define ALERT_KIND_ENUM(e, name, scope, holds, texts) ALERT_##e,
+enum alert_name { ALERT_KINDS(ALERT_KIND_ENUM) ALERT_NAMES };
+#undef ALERT_KIND_ENUM
 
 /* "LockLeaked", ... */
 const char *alert_name_str(enum alert_name n);

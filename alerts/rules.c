@@ -1,12 +1,21 @@
 /*
  * rules.c - judging which alerts hold and writing their texts (see
- * rules.h for the rules).
+ * rules.h for when, alert_kinds.h for the kinds).
  *
- * Texts are built in fixed buffers by a small appender that never cuts a
- * UTF-8 sequence, because every label and annotation ends up in JSON,
- * whose encoders refuse invalid UTF-8 (jansson returns NULL), and in a
- * Slack message.  Everything quoted from Redis (keys, holders, hosts,
- * class names, scan errors) is sanitised first.
+ * The rule table is made from ALERT_KINDS: per kind its scope, a holds()
+ * that judges one subject and a texts() that writes the summary and the
+ * description.  The walkers at the end go over the subjects of each scope
+ * (the bad locks of fresh snapshots, the targets, the wait classes, the
+ * keys of Redlock reports), fill in a rule_ctx with the subject and its
+ * labels, and judge() runs every row of that scope on it; so a kind is
+ * one row and its two functions here, and a walker knows no kind.
+ *
+ * Texts are strbufs capped at RULES_SUMMARY_MAX / RULES_DESCRIPTION_MAX
+ * and cut at a UTF-8 character boundary (alerts/text.h), because every
+ * label and annotation ends up in JSON, whose encoders refuse invalid
+ * UTF-8 (jansson returns NULL), and in a Slack message.  Everything quoted
+ * from Redis (keys, holders, hosts, class names, scan errors) is sanitised
+ * first.
  */
 #include "alerts/rules.h"
 
@@ -16,46 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alerts/text.h"
 #include "common/keytext.h"
-
-/* A bounded text that stays valid UTF-8 when cut. */
-struct text {
-    char *buf;
-    size_t len, cap;            /* cap includes the NUL */
-};
-
-static void
-text_init(struct text *t, char *buf, size_t cap)
-{
-    t->buf = buf;
-    t->cap = cap;
-    t->len = 0;
-    buf[0] = '\0';
-}
-
-/* Append n bytes of valid UTF-8, cut at a character boundary. */
-static void
-text_addn(struct text *t, const char *s, size_t n)
-{
-    size_t room = t->cap - 1 - t->len;
-
-    if (n > room)
-        n = keytext_utf8_prefix(s, n, room);
-    memcpy(t->buf + t->len, s, n);
-    t->len += n;
-    t->buf[t->len] = '\0';
-}
-
-static void
-text_add(struct text *t, const char *s)
-{
-    text_addn(t, s, strlen(s));
-}
 
 /* Arbitrary bytes, sanitised to UTF-8: at most max (<= RULES_HOLDER_TEXT_MAX)
  * input bytes, and an ellipsis when cut. */
 static void
-text_bytes(struct text *t, const char *p, size_t n, size_t max)
+text_bytes(struct strbuf *t, const char *p, size_t n, size_t max)
 {
     char stack[KEYTEXT_SANITIZED_MAX(RULES_HOLDER_TEXT_MAX)];
     size_t take = n, len;
@@ -65,15 +41,15 @@ text_bytes(struct text *t, const char *p, size_t n, size_t max)
     if (take > max)
         take = keytext_utf8_prefix(p, n, max);
     len = keytext_sanitize(stack, sizeof(stack), p, take);
-    text_addn(t, stack, len);
+    text_add(t, stack, len);
     if (take < n)
-        text_add(t, "\xe2\x80\xa6");
+        text_adds(t, "\xe2\x80\xa6");
 }
 
 /* Formats for numbers and ASCII only: the output is cut as bytes. */
 __attribute__((format(printf, 2, 3)))
 static void
-text_addf(struct text *t, const char *fmt, ...)
+text_addf(struct strbuf *t, const char *fmt, ...)
 {
     char tmp[256];
     va_list ap;
@@ -84,7 +60,7 @@ text_addf(struct text *t, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return;
-    text_addn(t, tmp, strlen(tmp));
+    text_add(t, tmp, strlen(tmp));
 }
 
 void
@@ -108,12 +84,12 @@ rules_format_duration(int64_t ms, char *buf, size_t len)
 }
 
 static void
-text_duration(struct text *t, int64_t ms)
+text_duration(struct strbuf *t, int64_t ms)
 {
     char buf[64];
 
     rules_format_duration(ms, buf, sizeof(buf));
-    text_add(t, buf);
+    text_adds(t, buf);
 }
 
 static char *
@@ -152,134 +128,304 @@ rules_key_label(const char *key, size_t keylen)
 
 /* "holder tok (host web-1, pid 42)" and how many more there are. */
 static void
-text_holder(struct text *t, const struct snap_lock *l)
+text_holder(struct strbuf *t, const struct snap_lock *l)
 {
     if (l->nholders == 0) {
-        text_add(t, "no holder recorded");
+        text_adds(t, "no holder recorded");
         return;
     }
-    text_add(t, "holder ");
+    text_adds(t, "holder ");
     text_bytes(t, l->holders[0].id, l->holders[0].id_len, RULES_HOLDER_TEXT_MAX);
     if (l->host_len > 0 || l->pid != 0) {
-        text_add(t, " (");
+        text_adds(t, " (");
         if (l->host_len > 0) {
-            text_add(t, "host ");
+            text_adds(t, "host ");
             text_bytes(t, l->host, l->host_len, HOST_MAX);
         }
         if (l->pid != 0)
             text_addf(t, "%spid %" PRId32, l->host_len > 0 ? ", " : "", l->pid);
-        text_add(t, ")");
+        text_adds(t, ")");
     }
     if (l->holders_total > 1)
         text_addf(t, " and %" PRIu32 " more", l->holders_total - 1);
 }
 
 static void
-text_ttl(struct text *t, const struct snap_lock *l)
+text_ttl(struct strbuf *t, const struct snap_lock *l)
 {
     if (l->pttl_ms < 0) {
-        text_add(t, "no TTL");
+        text_adds(t, "no TTL");
         return;
     }
-    text_add(t, "TTL ");
+    text_adds(t, "TTL ");
     text_duration(t, l->pttl_ms);
 }
 
-struct lock_ctx {
+/* What rules are judged on: the scope's subject and its labels.  A walker
+ * sets the fields of its scope (alert_kinds.h) and leaves the rest NULL,
+ * so the label fields are exactly the instance's labels. */
+struct rule_ctx {
     const struct rules_params *p;
-    const struct snapshot *s;
-    const struct snap_lock *l;
-    const char *target, *class_, *key;
     int64_t now_ms;
+    const char *target;                 /* LOCK, TARGET; GROUP: the group */
+    const char *class_;                 /* LOCK, CLASS, GROUP (sanitised) */
+    const char *key;                    /* LOCK, GROUP: the key label */
+    const struct snapshot *snap;        /* LOCK, TARGET */
+    const struct snap_lock *lock;       /* LOCK */
+    const struct waitstats_class *wait; /* CLASS */
+    const struct redlock_report *report;    /* GROUP */
+    const struct redlock_issue *issue;      /* GROUP */
 };
 
-static void
-annotate_lock(struct alert *a, const struct lock_ctx *c)
-{
-    char sbuf[RULES_SUMMARY_MAX], dbuf[RULES_DESCRIPTION_MAX];
-    struct text sum, desc;
-    const struct snap_lock *l = c->l;
-    int64_t age = c->now_ms - l->first_seen_ms;
+enum rule_scope { SCOPE_LOCK, SCOPE_TARGET, SCOPE_CLASS, SCOPE_GROUP };
 
-    text_init(&sum, sbuf, sizeof(sbuf));
-    text_init(&desc, dbuf, sizeof(dbuf));
-    text_add(&desc, "Lock ");
-    text_add(&desc, c->key);
-    text_add(&desc, " (class ");
-    text_add(&desc, c->class_);
-    text_add(&desc, ", target ");
-    text_add(&desc, c->target);
-    text_add(&desc, ", format ");
-    text_add(&desc, l->format < formats_count ? formats_table[l->format].name : "unknown");
-    text_add(&desc, "): ");
-    switch (a->name) {
-    case ALERT_LOCK_LEAKED:
-        text_add(&sum, "Lock ");
-        text_add(&sum, c->key);
-        text_add(&sum, " on ");
-        text_add(&sum, c->target);
-        text_add(&sum, " has no TTL and will never expire");
-        text_add(&desc, "no TTL for at least leak_grace (");
-        text_duration(&desc, c->p->leak_grace_ms);
-        text_add(&desc, "); ");
-        text_holder(&desc, l);
-        text_add(&desc, ", held for ");
-        text_duration(&desc, age);
-        text_add(&desc, ". Nothing will release it if its holder died: check the holder, "
-                 "then lockctl release (or lockctl expire to give it a TTL).");
-        break;
-    case ALERT_LOCK_HELD_TOO_LONG:
-        text_add(&sum, "Lock ");
-        text_add(&sum, c->key);
-        text_add(&sum, " on ");
-        text_add(&sum, c->target);
-        text_add(&sum, " held for ");
-        text_duration(&sum, age);
-        text_add(&desc, "the same ");
-        text_holder(&desc, l);
-        text_add(&desc, " has held it for ");
-        text_duration(&desc, age);
-        text_add(&desc, ", longer than max_hold (");
-        text_duration(&desc, c->p->max_hold_ms);
-        text_add(&desc, "); ");
-        text_ttl(&desc, l);
-        text_add(&desc, ". A watchdog may be renewing a lock whose work is stuck.");
-        break;
-    case ALERT_LOCK_REENTRANCY_HIGH:
-        text_add(&sum, "Lock ");
-        text_add(&sum, c->key);
-        text_add(&sum, " on ");
-        text_add(&sum, c->target);
-        text_addf(&sum, " taken %" PRId64 " times by one holder", l->max_count);
-        text_addf(&desc, "a hold count of %" PRId64 ", at or above max_reentrancy (%ld); ",
-                  l->max_count, c->p->max_reentrancy);
-        text_holder(&desc, l);
-        text_add(&desc, ", held for ");
-        text_duration(&desc, age);
-        text_add(&desc, ", ");
-        text_ttl(&desc, l);
-        text_add(&desc, ". A code path takes the lock more often than it releases it.");
-        break;
-    default:
-        break;
-    }
-    alert_annotate(a, sbuf, dbuf);
+/* LOCK: "Lock K (class C, target T, format F): ", how every lock
+ * description starts. */
+static void
+lock_intro(const struct rule_ctx *c, struct strbuf *desc)
+{
+    const struct snap_lock *l = c->lock;
+
+    text_adds(desc, "Lock ");
+    text_adds(desc, c->key);
+    text_adds(desc, " (class ");
+    text_adds(desc, c->class_);
+    text_adds(desc, ", target ");
+    text_adds(desc, c->target);
+    text_adds(desc, ", format ");
+    text_adds(desc, l->format < formats_count ? formats_table[l->format].name : "unknown");
+    text_adds(desc, "): ");
+}
+
+/* LOCK: "Lock K on T", how every lock summary starts. */
+static void
+lock_subject(const struct rule_ctx *c, struct strbuf *sum)
+{
+    text_adds(sum, "Lock ");
+    text_adds(sum, c->key);
+    text_adds(sum, " on ");
+    text_adds(sum, c->target);
+}
+
+static int64_t
+lock_age(const struct rule_ctx *c)
+{
+    return c->now_ms - c->lock->first_seen_ms;
+}
+
+static bool
+leaked_holds(const struct rule_ctx *c)
+{
+    return (c->lock->states & LOCK_LEAKED) != 0;
 }
 
 static void
-eval_locks(struct alertset *set, const struct rules_params *p, const char *target,
-           const struct snapshot *s, int64_t now_ms)
+leaked_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
 {
-    static const struct {
-        uint8_t state;
-        enum alert_name name;
-    } per_lock[] = {
-        { LOCK_LEAKED, ALERT_LOCK_LEAKED },
-        { LOCK_LONG, ALERT_LOCK_HELD_TOO_LONG },
-        { LOCK_REENTRANT_HIGH, ALERT_LOCK_REENTRANCY_HIGH },
-    };
+    lock_subject(c, sum);
+    text_adds(sum, " has no TTL and will never expire");
+    lock_intro(c, desc);
+    text_adds(desc, "no TTL for at least leak_grace (");
+    text_duration(desc, c->p->leak_grace_ms);
+    text_adds(desc, "); ");
+    text_holder(desc, c->lock);
+    text_adds(desc, ", held for ");
+    text_duration(desc, lock_age(c));
+    text_adds(desc, ". Nothing will release it if its holder died: check the holder, "
+              "then lockctl release (or lockctl expire to give it a TTL).");
+}
+
+static bool
+long_holds(const struct rule_ctx *c)
+{
+    return (c->lock->states & LOCK_LONG) != 0;
+}
+
+static void
+long_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    lock_subject(c, sum);
+    text_adds(sum, " held for ");
+    text_duration(sum, lock_age(c));
+    lock_intro(c, desc);
+    text_adds(desc, "the same ");
+    text_holder(desc, c->lock);
+    text_adds(desc, " has held it for ");
+    text_duration(desc, lock_age(c));
+    text_adds(desc, ", longer than max_hold (");
+    text_duration(desc, c->p->max_hold_ms);
+    text_adds(desc, "); ");
+    text_ttl(desc, c->lock);
+    text_adds(desc, ". A watchdog may be renewing a lock whose work is stuck.");
+}
+
+static bool
+reentrant_holds(const struct rule_ctx *c)
+{
+    return (c->lock->states & LOCK_REENTRANT_HIGH) != 0;
+}
+
+static void
+reentrant_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct snap_lock *l = c->lock;
+
+    lock_subject(c, sum);
+    text_addf(sum, " taken %" PRId64 " times by one holder", l->max_count);
+    lock_intro(c, desc);
+    text_addf(desc, "a hold count of %" PRId64 ", at or above max_reentrancy (%ld); ",
+              l->max_count, c->p->max_reentrancy);
+    text_holder(desc, l);
+    text_adds(desc, ", held for ");
+    text_duration(desc, lock_age(c));
+    text_adds(desc, ", ");
+    text_ttl(desc, l);
+    text_adds(desc, ". A code path takes the lock more often than it releases it.");
+}
+
+static bool
+wait_holds(const struct rule_ctx *c)
+{
+    const struct waitstats_class *w = c->wait;
+
+    return w->window_count >= (uint64_t)c->p->wait_min_samples &&
+        w->window_p99_us > (double)c->p->wait_p99_ms * 1000.0;
+}
+
+static void
+wait_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct waitstats_class *w = c->wait;
+    int64_t p99_ms = (int64_t)(w->window_p99_us / 1000.0);
+
+    text_adds(sum, "P99 acquire wait of lock class ");
+    text_adds(sum, c->class_);
+    text_adds(sum, " is ");
+    text_duration(sum, p99_ms);
+    text_adds(desc, "Over the last wait_window (");
+    text_duration(desc, c->p->wait_window_ms);
+    text_adds(desc, "), clients waited ");
+    text_duration(desc, p99_ms);
+    text_adds(desc, " or less in 99% of ");
+    text_addf(desc, "%" PRIu64, w->window_count);
+    text_adds(desc, " acquires of class ");
+    text_adds(desc, c->class_);
+    text_adds(desc, ", above wait_p99 (");
+    text_duration(desc, c->p->wait_p99_ms);
+    text_adds(desc, "). Holders keep the lock too long or too many clients contend.");
+}
+
+static bool
+down_holds(const struct rule_ctx *c)
+{
+    return !c->snap->ok;
+}
+
+static void
+down_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct snapshot *s = c->snap;
+    char *err;
+
+    text_adds(sum, "Target ");
+    text_adds(sum, c->target);
+    text_adds(sum, " cannot be scanned");
+    text_adds(desc, "The last scan of target ");
+    text_adds(desc, c->target);
+    text_adds(desc, " failed: ");
+    err = sanitized(s->err, strnlen(s->err, sizeof(s->err)));
+    text_adds(desc, err != NULL ? err : "(out of memory)");
+    free(err);
+    text_adds(desc, ". Its lock alerts keep their state until a scan succeeds again.");
+}
+
+/* Every key a report details is one its nodes disagree on. */
+static bool
+split_holds(const struct rule_ctx *c)
+{
+    return c->issue->kind == REDLOCK_SPLIT || c->issue->kind == REDLOCK_UNDER_QUORUM;
+}
+
+static void
+split_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct redlock_issue *is = c->issue;
+    const struct redlock_report *r = c->report;
+
+    text_adds(sum, "Redlock group ");
+    text_adds(sum, c->target);
+    text_adds(sum, is->kind == REDLOCK_SPLIT ? " has different holders of " :
+              " holds without a quorum ");
+    text_adds(sum, c->key);
+    text_adds(desc, "Lock ");
+    text_adds(desc, c->key);
+    text_adds(desc, " (class ");
+    text_adds(desc, c->class_);
+    text_adds(desc, ") in Redlock group ");
+    text_adds(desc, c->target);
+    if (is->kind == REDLOCK_SPLIT) {
+        text_addf(desc, ": %u different holders at the same time, the most common "
+                  "on %u of %zu nodes (quorum %zu). ", is->holders, is->best, r->members,
+                  r->quorum);
+    } else {
+        text_addf(desc, ": held on %u of %zu nodes (quorum %zu) for ", is->held, r->members,
+                  r->quorum);
+        text_duration(desc, c->now_ms - is->since_ms);
+        text_adds(desc, ", longer than its TTL. ");
+    }
+    text_adds(desc, "Nodes: ");
+    text_adds(desc, is->nodes);
+    text_adds(desc, " (letters are holders, - not held, ? not scanned). Two clients "
+              "may both believe they hold it: check them, then release the minority "
+              "copies with lockctl on their nodes.");
+}
+
+/* The rule table: one row per alert kind, made from ALERT_KINDS. */
+struct rule {
+    enum rule_scope scope;
+    bool (*holds)(const struct rule_ctx *c);
+    void (*texts)(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc);
+};
+
+#define RULE_ROW(e, name, scope, holds, texts) [ALERT_##e] = { SCOPE_##scope, holds, texts },
+static const struct rule rules[ALERT_NAMES] = { ALERT_KINDS(RULE_ROW) };
+#undef RULE_ROW
+
+/* Observe every kind of this scope that holds for c's subject, and write
+ * its texts (capped, cut at a character boundary; out of memory keeps an
+ * instance's previous texts). */
+static void
+judge(struct alertset *set, enum rule_scope scope, const struct rule_ctx *c)
+{
+    size_t k;
+
+    for (k = 0; k < ALERT_NAMES; k++) {
+        const struct rule *r = &rules[k];
+        struct alert_labels lab = { (enum alert_name)k, c->target, c->class_, c->key };
+        struct strbuf sum, desc;
+        struct alert *a;
+
+        if (r->scope != scope || !r->holds(c))
+            continue;
+        if ((a = alertset_observe(set, &lab)) == NULL)
+            continue;
+        sb_init(&sum, RULES_SUMMARY_MAX);
+        sb_init(&desc, RULES_DESCRIPTION_MAX);
+        r->texts(c, &sum, &desc);
+        if (!sb_failed(&sum) && !sb_failed(&desc) && sum.buf != NULL && desc.buf != NULL)
+            alert_annotate(a, sum.buf, desc.buf);
+        sb_release(&sum);
+        sb_release(&desc);
+    }
+}
+
+/* The LOCK scope: the bad locks a fresh snapshot keeps in detail. */
+static void
+judge_locks(struct alertset *set, const struct rules_params *p, const char *target,
+            const struct snapshot *s, int64_t now_ms)
+{
     char **classes;
-    size_t i, k, nclasses = s->nclasses;
+    size_t i, nclasses = s->nclasses;
 
     /* class names once per snapshot, not once per lock */
     classes = calloc(nclasses ? nclasses : 1, sizeof(*classes));
@@ -293,29 +439,17 @@ eval_locks(struct alertset *set, const struct rules_params *p, const char *targe
      * no more bad ones */
     for (i = 0; i < s->nlocks && (s->locks[i]->states & LOCK_BAD); i++) {
         const struct snap_lock *l = s->locks[i];
-        struct lock_ctx c;
+        struct rule_ctx c = { .p = p, .now_ms = now_ms, .target = target, .snap = s,
+                              .lock = l };
         char *key;
 
         if (l->class_idx >= nclasses)
             continue;
         if ((key = rules_key_label(l->key, l->key_len)) == NULL)
             continue;
-        c.p = p;
-        c.s = s;
-        c.l = l;
-        c.target = target;
         c.class_ = classes[l->class_idx];
         c.key = key;
-        c.now_ms = now_ms;
-        for (k = 0; k < sizeof(per_lock) / sizeof(per_lock[0]); k++) {
-            struct alert_labels lab = { per_lock[k].name, target, c.class_, key };
-            struct alert *a;
-
-            if (!(l->states & per_lock[k].state))
-                continue;
-            if ((a = alertset_observe(set, &lab)) != NULL)
-                annotate_lock(a, &c);
-        }
+        judge(set, SCOPE_LOCK, &c);
         free(key);
     }
     goto out;
@@ -329,75 +463,10 @@ out:
     free(classes);
 }
 
-static void
-eval_target_down(struct alertset *set, const char *target, const struct snapshot *s)
-{
-    struct alert_labels lab = { ALERT_LOCK_TARGET_DOWN, target, NULL, NULL };
-    char sbuf[RULES_SUMMARY_MAX], dbuf[RULES_DESCRIPTION_MAX];
-    struct text sum, desc;
-    struct alert *a;
-    char *err;
-
-    if ((a = alertset_observe(set, &lab)) == NULL)
-        return;
-    text_init(&sum, sbuf, sizeof(sbuf));
-    text_init(&desc, dbuf, sizeof(dbuf));
-    text_add(&sum, "Target ");
-    text_add(&sum, target);
-    text_add(&sum, " cannot be scanned");
-    text_add(&desc, "The last scan of target ");
-    text_add(&desc, target);
-    text_add(&desc, " failed: ");
-    err = sanitized(s->err, strnlen(s->err, sizeof(s->err)));
-    text_add(&desc, err != NULL ? err : "(out of memory)");
-    free(err);
-    text_add(&desc, ". Its lock alerts keep their state until a scan succeeds again.");
-    alert_annotate(a, sbuf, dbuf);
-}
-
-static void
-eval_waits(struct alertset *set, const struct rules_params *p, const struct waitstats_view *w)
-{
-    char sbuf[RULES_SUMMARY_MAX], dbuf[RULES_DESCRIPTION_MAX];
-    double limit_us = (double)p->wait_p99_ms * 1000.0;
-    size_t i;
-
-    for (i = 0; i < w->nclasses; i++) {
-        const struct waitstats_class *c = &w->classes[i];
-        struct alert_labels lab = { ALERT_LOCK_WAIT_P99_HIGH, NULL, c->name, NULL };
-        struct text sum, desc;
-        struct alert *a;
-
-        if (c->window_count < (uint64_t)p->wait_min_samples || c->window_p99_us <= limit_us)
-            continue;
-        if ((a = alertset_observe(set, &lab)) == NULL)
-            continue;
-        text_init(&sum, sbuf, sizeof(sbuf));
-        text_init(&desc, dbuf, sizeof(dbuf));
-        text_add(&sum, "P99 acquire wait of lock class ");
-        text_add(&sum, c->name);
-        text_add(&sum, " is ");
-        text_duration(&sum, (int64_t)(c->window_p99_us / 1000.0));
-        text_add(&desc, "Over the last wait_window (");
-        text_duration(&desc, p->wait_window_ms);
-        text_add(&desc, "), clients waited ");
-        text_duration(&desc, (int64_t)(c->window_p99_us / 1000.0));
-        text_add(&desc, " or less in 99% of ");
-        text_addf(&desc, "%" PRIu64, c->window_count);
-        text_add(&desc, " acquires of class ");
-        text_add(&desc, c->name);
-        text_add(&desc, ", above wait_p99 (");
-        text_duration(&desc, p->wait_p99_ms);
-        text_add(&desc, "). Holders keep the lock too long or too many clients contend.");
-        alert_annotate(a, sbuf, dbuf);
-    }
-}
-
 void
 rules_eval_redlock(struct alertset *set, const struct rules_group *groups, size_t ngroups,
                    int64_t now_ms)
 {
-    char sbuf[RULES_SUMMARY_MAX], dbuf[RULES_DESCRIPTION_MAX];
     size_t g, i;
 
     for (g = 0; g < ngroups; g++) {
@@ -409,47 +478,13 @@ rules_eval_redlock(struct alertset *set, const struct rules_group *groups, size_
         }
         for (i = 0; i < r->nissues; i++) {
             const struct redlock_issue *is = &r->issues[i];
-            char *key = rules_key_label(is->key, is->key_len), *cls;
-            struct alert_labels lab = { ALERT_LOCK_REDLOCK_SPLIT, groups[g].name, NULL, key };
-            struct text sum, desc;
-            struct alert *a;
+            char *key = rules_key_label(is->key, is->key_len);
+            char *cls = sanitized(is->cls, strnlen(is->cls, sizeof(is->cls)));
+            struct rule_ctx c = { .now_ms = now_ms, .target = groups[g].name, .class_ = cls,
+                                  .key = key, .report = r, .issue = is };
 
-            cls = sanitized(is->cls, strnlen(is->cls, sizeof(is->cls)));
-            lab.class_ = cls;
-            if (key == NULL || cls == NULL || (a = alertset_observe(set, &lab)) == NULL) {
-                free(key);
-                free(cls);
-                continue;
-            }
-            text_init(&sum, sbuf, sizeof(sbuf));
-            text_init(&desc, dbuf, sizeof(dbuf));
-            text_add(&sum, "Redlock group ");
-            text_add(&sum, groups[g].name);
-            text_add(&sum, is->kind == REDLOCK_SPLIT ? " has different holders of " :
-                     " holds without a quorum ");
-            text_add(&sum, key);
-            text_add(&desc, "Lock ");
-            text_add(&desc, key);
-            text_add(&desc, " (class ");
-            text_add(&desc, cls);
-            text_add(&desc, ") in Redlock group ");
-            text_add(&desc, groups[g].name);
-            if (is->kind == REDLOCK_SPLIT)
-                text_addf(&desc, ": %u different holders at the same time, the most common "
-                          "on %u of %zu nodes (quorum %zu). ", is->holders, is->best,
-                          r->members, r->quorum);
-            else {
-                text_addf(&desc, ": held on %u of %zu nodes (quorum %zu) for ", is->held,
-                          r->members, r->quorum);
-                text_duration(&desc, now_ms - is->since_ms);
-                text_add(&desc, ", longer than its TTL. ");
-            }
-            text_add(&desc, "Nodes: ");
-            text_add(&desc, is->nodes);
-            text_add(&desc, " (letters are holders, - not held, ? not scanned). Two clients "
-                     "may both believe they hold it: check them, then release the minority "
-                     "copies with lockctl on their nodes.");
-            alert_annotate(a, sbuf, dbuf);
+            if (key != NULL && cls != NULL)
+                judge(set, SCOPE_GROUP, &c);
             free(key);
             free(cls);
         }
@@ -465,18 +500,24 @@ rules_eval(struct alertset *set, const struct rules_params *p,
 
     for (i = 0; i < ntargets; i++) {
         const struct rules_target *t = &targets[i];
+        struct rule_ctx c = { .p = p, .now_ms = now_ms, .target = t->name, .snap = t->snap };
 
         if (t->snap == NULL) {
             alertset_keep_target(set, t->name);
-        } else if (!t->snap->ok) {
-            eval_target_down(set, t->name, t->snap);
-            alertset_keep_target(set, t->name);
-        } else if (!t->fresh) {
-            alertset_keep_target(set, t->name);
-        } else {
-            eval_locks(set, p, t->name, t->snap, now_ms);
+            continue;
         }
+        judge(set, SCOPE_TARGET, &c);
+        /* a failed scan or a snapshot judged before: nothing new is known
+         * about the locks */
+        if (!t->snap->ok || !t->fresh)
+            alertset_keep_target(set, t->name);
+        else
+            judge_locks(set, p, t->name, t->snap, now_ms);
     }
-    if (w != NULL)
-        eval_waits(set, p, w);
+    for (i = 0; w != NULL && i < w->nclasses; i++) {
+        struct rule_ctx c = { .p = p, .now_ms = now_ms, .class_ = w->classes[i].name,
+                              .wait = &w->classes[i] };
+
+        judge(set, SCOPE_CLASS, &c);
+    }
 }

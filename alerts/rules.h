@@ -1,15 +1,7 @@
 /*
  * rules.h - the alert rules: which alerts hold, judged from the newest
- * snapshots and the wait statistics (SPEC "Alerts").
- *
- *   LockLeaked          per lock: state leaked       {target, class, key}
- *   LockHeldTooLong     per lock: state long         {target, class, key}
- *   LockReentrancyHigh  per lock: state reentrant_high {target, class, key}
- *   LockWaitP99High     per class: window P99 > wait_p99 with at least
- *                       wait_min_samples waits in the window  {class}
- *   LockTargetDown      per target: its last scan failed      {target}
- *   LockRedlockSplit    per key of a [redlock] group whose nodes disagree
- *                       (collectors/locks/redlock.h)  {target = the group, class, key}
+ * snapshots and the wait statistics (SPEC "Alerts").  The kinds, their
+ * conditions and labels are the rows of ALERT_KINDS (alerts/alert_kinds.h).
  *
  * The lock states themselves (leak_grace, max_hold, max_reentrancy) are
  * judged by the scan; the rules only read them.  Per-lock alerts come from
@@ -75,9 +67,10 @@ struct rules_group {
 };
 
 /*
- * Observe LockRedlockSplit for every inconsistent key a group's report
- * details (at most REDLOCK_ISSUES_MAX a group).  A group not judged yet
- * (fewer than a quorum of its members scanned) keeps its alerts' state.
+ * Observe the GROUP kinds (LockRedlockSplit) for every inconsistent key
+ * a group's report details (at most REDLOCK_ISSUES_MAX a group).  A group
+ * not judged yet (fewer than a quorum of its members scanned) keeps its
+ * alerts' state.
  */
 void rules_eval_redlock(struct alertset *set, const struct rules_group *groups,
                         size_t ngroups, int64_t now_ms);

@@ -1,5 +1,5 @@
 /*
- * sink_alertmanager.c - format = alertmanager: Alertmanager's API v2.
+ * alertmanager.c - format = alertmanager: Alertmanager's API v2.
  *
  * url is Alertmanager's base URL (http://am:9093); alerts are POSTed to
  * <url>/api/v2/alerts as a JSON array of postable alerts:
@@ -54,19 +54,6 @@ fail:
     return -1;
 }
 
-static int
-am_headers(const struct sink_key *key, const char *msg_id, int64_t ts,
-           const char *body, size_t len, struct sink_headers *h)
-{
-    (void)key;
-    (void)msg_id;
-    (void)ts;
-    (void)body;
-    (void)len;
-    h->n = 0;
-    return sink_header(h, "Content-Type", "application/json");
-}
-
 /* <url>/api/v2/alerts, unless url already names that path. */
 static char *
 am_endpoint(const char *url)
@@ -89,6 +76,6 @@ const struct sink_type sink_alertmanager = {
     .name = "alertmanager",
     .kinds = SINK_KIND(EV_FIRING) | SINK_KIND(EV_RESOLVED) | SINK_KIND(EV_REFRESH),
     .render = am_render,
-    .headers = am_headers,
+    .headers = sink_headers_json,
     .endpoint = am_endpoint,
 };

@@ -1,5 +1,5 @@
 /*
- * sink_generic.c - format = generic: signed JSON for any HTTP receiver.
+ * generic.c - format = generic: signed JSON for any HTTP receiver.
  *
  * Body (docs/alerts.md has the full description):
  *

@@ -177,6 +177,19 @@ sink_header(struct sink_headers *h, const char *name, const char *value)
     return 0;
 }
 
+int
+sink_headers_json(const struct sink_key *key, const char *msg_id, int64_t ts,
+                  const char *body, size_t len, struct sink_headers *h)
+{
+    (void)key;
+    (void)msg_id;
+    (void)ts;
+    (void)body;
+    (void)len;
+    h->n = 0;
+    return sink_header(h, "Content-Type", "application/json");
+}
+
 char *
 sink_endpoint_as_is(const char *url)
 {

@@ -1,6 +1,6 @@
 /*
  * sinks.h - where notices go: the table of sink formats ([webhook NAME]
- * format = generic | slack | alertmanager), one row and one file each.
+ * format =), one row and one file each.
  *
  * A row says which events the format takes, how a batch of alerts becomes
  * a request body, which headers one delivery attempt carries (signing
@@ -9,8 +9,10 @@
  * functions: no network, no clock, no locks, so tests/unit/test_sinks.c
  * checks every byte.  The notifier (notifier.c) does the sending.
  *
- * Adding a format: one file alerts/sink_NAME.c defining a struct
- * sink_type, one row in sinks.c, one name in conf's format list.
+ * Adding a format: one row X(NAME, "name", sink_name) in
+ * conf/sink_formats.h, which makes the enum, the name format = accepts,
+ * the declaration below and the row in sinks.c; and one file
+ * alerts/sinks/name.c defining const struct sink_type sink_name.
  */
 #ifndef LOCKWATCH_SINKS_H
 #define LOCKWATCH_SINKS_H
@@ -98,6 +100,10 @@ json_t *sink_json_annotations(const struct alert *a);
 int sink_dump(json_t *root, char **body, size_t *len);
 /* Append one header line; -1 if it does not fit. */
 int sink_header(struct sink_headers *h, const char *name, const char *value);
+/* Headers of an unsigned JSON post: Content-Type alone (a row's headers
+ * for a format that does not sign). */
+int sink_headers_json(const struct sink_key *key, const char *msg_id, int64_t ts,
+                      const char *body, size_t len, struct sink_headers *h);
 /* The configured url as is (generic and slack POST there). */
 char *sink_endpoint_as_is(const char *url);
 /* "firing" / "resolved" for an alert as of a batch */

@@ -1,5 +1,5 @@
 /*
- * sink_slack.c - format = slack: a Slack incoming webhook.
+ * slack.c - format = slack: a Slack incoming webhook.
  *
  * The body is Slack's documented minimal message, {"text": "..."}, in
  * mrkdwn.  Slack reads &, < and > as markup (<url|label>, &lt;), so those
@@ -17,28 +17,23 @@
 #include <string.h>
 
 #include "alerts/sinks/sinks.h"
-#include "common/keytext.h"
+#include "alerts/text.h"
 
 #define SLACK_LINES     20
 #define SLACK_TEXT_MAX  3500
 
+/* The message: once one piece is cut, nothing more is added, so the text
+ * never goes on past a gap. */
 struct out {
-    char *buf;
-    size_t len, cap;
+    struct strbuf sb;
     bool full;
 };
 
 static void
 add_raw(struct out *o, const char *s, size_t n)
 {
-    if (o->full)
-        return;
-    if (o->len + n > o->cap) {
-        n = keytext_utf8_prefix(s, n, o->cap - o->len);
+    if (!o->full && !text_add(&o->sb, s, n))
         o->full = true;
-    }
-    memcpy(o->buf + o->len, s, n);
-    o->len += n;
 }
 
 static void
@@ -60,7 +55,7 @@ add_escaped(struct out *o, const char *s)
         if (esc == NULL)
             continue;
         add_raw(o, run, (size_t)(s - run));
-        if (o->len + strlen(esc) > o->cap)
+        if (strlen(esc) > text_room(&o->sb))
             o->full = true;
         add(o, esc);
         run = s + 1;
@@ -84,10 +79,12 @@ heading(enum alert_event_kind k)
 static int
 slack_render(const struct sink_batch *b, char **body, size_t *len)
 {
-    char buf[SLACK_TEXT_MAX + 1], num[64];
-    struct out o = { buf, 0, SLACK_TEXT_MAX, false };
+    struct out o = { .full = false };
+    char num[64];
     size_t i;
+    int rc = -1;
 
+    sb_init(&o.sb, SLACK_TEXT_MAX + 1);
     add(&o, "*[");
     add(&o, heading(b->kind));
     add(&o, "]*");
@@ -118,27 +115,16 @@ slack_render(const struct sink_batch *b, char **body, size_t *len)
         add(&o, "\n");
         add_escaped(&o, b->generator_url);
     }
-    buf[o.len] = '\0';
-    return sink_dump(json_pack("{s:s%}", "text", buf, o.len), body, len);
-}
-
-static int
-slack_headers(const struct sink_key *key, const char *msg_id, int64_t ts,
-              const char *body, size_t len, struct sink_headers *h)
-{
-    (void)key;
-    (void)msg_id;
-    (void)ts;
-    (void)body;
-    (void)len;
-    h->n = 0;
-    return sink_header(h, "Content-Type", "application/json");
+    if (!sb_failed(&o.sb))
+        rc = sink_dump(json_pack("{s:s%}", "text", o.sb.buf, o.sb.len), body, len);
+    sb_release(&o.sb);
+    return rc;
 }
 
 const struct sink_type sink_slack = {
     .name = "slack",
     .kinds = SINK_KIND(EV_FIRING) | SINK_KIND(EV_REPEAT) | SINK_KIND(EV_RESOLVED),
     .render = slack_render,
-    .headers = slack_headers,
+    .headers = sink_headers_json,
     .endpoint = sink_endpoint_as_is,
 };

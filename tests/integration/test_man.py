@@ -322,9 +322,11 @@ class AgentPage(unittest.TestCase):
         self.assertEqual(covered, exact | prefixes, "routed but not in the page")
 
     def test_alert_names_match_the_code(self):
-        src = read(os.path.join(REPO, "alerts", "alertset.c"))
-        code = set(re.findall(r'\] = "(Lock\w+)"', src))
+        src = read(os.path.join(REPO, "alerts", "alert_kinds.h"))
+        rows = re.findall(r'^\s*X\(\s*\w+\s*,\s*"(\w+)"', src, re.M)
+        code = set(rows)
         self.assertTrue(code)
+        self.assertEqual(len(rows), len(code), "an alertname twice in ALERT_KINDS")
         page = set(re.findall(r"\b(Lock[A-Z]\w+)", self.text.replace("\u2010\n", "")))
         self.assertEqual(code, page)
 

@@ -5,11 +5,8 @@
  * empty view, or in a whole view, with nothing leaked (LSan checks that
  * under SANITIZE=address).
  *
- * The failures are injected by the linker: this binary alone is linked
- * with --wrap for malloc, calloc, realloc and strdup (the Makefile's rule
- * for $(BUILD)/tests/test_agent), so every call from the project's own
- * objects lands in the __wrap_ functions below, which the linker names.
- * Only the thread that armed the injection is counted: the scans run on
+ * The failures are injected by the linker (tests/unit/failalloc.h).  Only
+ * the thread that armed the injection is counted: the scans run on
  * threads of their own, and whether those fail is the scanner's business.
  *
  * The targets are two ports on 127.0.0.1 that refuse connections, in one
@@ -29,77 +26,9 @@
 #include <cmocka.h>
 
 #include "agent/agent.h"
+#include "tests/unit/failalloc.h"
 
 #define TARGET_A "once-a"
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-char *__wrap_strdup(const char *s);
-
-/* The injection, per thread: fail the fail_at'th allocation counted from
- * arming (0: none), or every strdup of fail_strdup_of. */
-static _Thread_local long fail_at;
-static _Thread_local long calls;
-static _Thread_local bool failed_one;
-static _Thread_local const char *fail_strdup_of;
-
-static bool
-inject(void)
-{
-    if (fail_at == 0 || ++calls != fail_at)
-        return false;
-    failed_one = true;
-    return true;
-}
-
-void *
-__wrap_malloc(size_t n)
-{
-    return inject() ? NULL : __real_malloc(n);
-}
-
-void *
-__wrap_calloc(size_t n, size_t size)
-{
-    return inject() ? NULL : __real_calloc(n, size);
-}
-
-void *
-__wrap_realloc(void *p, size_t n)
-{
-    return inject() ? NULL : __real_realloc(p, n);
-}
-
-char *
-__wrap_strdup(const char *s)
-{
-    if (fail_strdup_of != NULL && strcmp(s, fail_strdup_of) == 0) {
-        failed_one = true;
-        return NULL;
-    }
-    return inject() ? NULL : __real_strdup(s);
-}
-
-static void
-arm(long nth, const char *strdup_of)
-{
-    fail_at = nth;
-    calls = 0;
-    failed_one = false;
-    fail_strdup_of = strdup_of;
-}
-
-static void
-disarm(void)
-{
-    fail_at = 0;
-    fail_strdup_of = NULL;
-}
 
 static int
 setup(void **state)
@@ -158,11 +87,10 @@ once_reports_enomem_when_a_target_name_cannot_be_copied(void **state)
     struct view v;
     int rc;
 
-    arm(0, TARGET_A);
+    failalloc_arm(0, TARGET_A);
     errno = 0;
     rc = agent_scan_once(cfg, &v);
-    disarm();
-    assert_true(failed_one);
+    assert_true(failalloc_disarm());
     assert_int_equal(rc, -1);
     assert_int_equal(errno, ENOMEM);
     assert_empty(&v);
@@ -197,11 +125,10 @@ once_survives_every_allocation_failing_in_turn(void **state)
     int rc;
 
     for (nth = 1; nth < 100000; nth++) {
-        arm(nth, NULL);
+        failalloc_arm((unsigned long)nth, NULL);
         errno = 0;
         rc = agent_scan_once(cfg, &v);
-        disarm();
-        if (!failed_one) {                  /* past the last allocation */
+        if (!failalloc_disarm()) {                  /* past the last allocation */
             assert_int_equal(rc, 2);
             view_release(&v);
             break;
