@@ -18,6 +18,7 @@
 #include "collectors/redis/cluster.h"
 #include "common/keytext.h"
 #include "collectors/redis/conn.h"
+#include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
 
 #define LIST_LIMIT_DEFAULT 100
@@ -154,15 +155,6 @@ first_sighting(struct list_run *lr, const char *key, size_t len)
     return 1;
 }
 
-static bool
-in_target_patterns(const struct target_conf *t, const char *key, size_t len)
-{
-    for (size_t i = 0; i < t->npatterns; i++)
-        if (class_glob_match(t->patterns[i], key, len))
-            return true;
-    return false;
-}
-
 /* Sleep to keep to the target's scan_duty (as the agent's scanner does). */
 static void
 pace(struct list_run *lr)
@@ -198,7 +190,7 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
 
         if (k->type != REDIS_REPLY_STRING)
             continue;
-        if (lr->pattern != NULL && !in_target_patterns(lr->lc->t, k->str, k->len))
+        if (lr->pattern != NULL && !lockstate_in_patterns(lr->lc->t, k->str, k->len))
             continue;           /* --pattern narrows within the locks, never beyond */
         if ((first = first_sighting(lr, k->str, k->len)) < 0)
             goto oom;
@@ -332,22 +324,6 @@ scan_cluster(struct list_run *lr)
     cluster_topo_clear(&topo);
     lc->t = seed;
     return rc;
-}
-
-static int
-state_mask(const char *s, uint8_t *mask)
-{
-    static const struct { const char *name; uint8_t mask; } states[] = {
-        { "all", LOCK_HELD }, { "held", LOCK_HELD }, { "leaked", LOCK_LEAKED },
-        { "long", LOCK_LONG }, { "reentrant_high", LOCK_REENTRANT_HIGH },
-    };
-
-    for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
-        if (strcmp(s, states[i].name) == 0) {
-            *mask = states[i].mask;
-            return 0;
-        }
-    return -1;
 }
 
 static const struct table_col list_cols[] = {
@@ -510,7 +486,7 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
         lockctl_warnx("list: unexpected argument \"%s\"", argv[optind]);
         return LOCKCTL_USAGE;
     }
-    if (state_mask(state, &lr.mask) == -1) {
+    if (lockstate_mask(state, &lr.mask) == -1) {
         lockctl_warnx("list: --state must be leaked, long, reentrant_high or all");
         return LOCKCTL_USAGE;
     }
