@@ -37,7 +37,6 @@ struct scanner;
 
 struct scanner *scanner_new(const char *target_name);
 void scanner_free(struct scanner *sc);
-const char *scanner_name(const struct scanner *sc);
 
 /*
  * Scan every pattern of target once.  Returns a new snapshot (the caller
