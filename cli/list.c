@@ -20,12 +20,12 @@
 #include "collectors/redis/conn.h"
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
+#include "collectors/scan/scan.h"
 
 #define LIST_LIMIT_DEFAULT 100
 #define LIST_LIMIT_MAX     10000
 #define LIST_KEEP_MAX      LIST_LIMIT_MAX
 #define LIST_EXAMINE_MAX   1000000
-#define PACE_SLICE_MS      20
 
 struct list_run {
     struct lockctl *lc;
@@ -155,15 +155,13 @@ first_sighting(struct list_run *lr, const char *key, size_t len)
     return 1;
 }
 
-/* Sleep to keep to the target's scan_duty (as the agent's scanner does). */
+/* Sleep to keep to the target's scan_duty, by the agent's rule. */
 static void
 pace(struct list_run *lr)
 {
-    double duty = lr->lc->t->scan_duty;
-    int64_t busy = clock_mono_ms() - lr->busy_since;
+    int64_t wait = scan_duty_pause(lr->lc->t->scan_duty, clock_mono_ms() - lr->busy_since);
 
-    if (duty > 0 && duty < 1 && busy >= PACE_SLICE_MS) {
-        int64_t wait = (int64_t)((double)busy * (1.0 - duty) / duty);
+    if (wait > 0) {
         struct timespec ts = { (time_t)(wait / 1000), (long)(wait % 1000) * 1000000L };
 
         nanosleep(&ts, NULL);

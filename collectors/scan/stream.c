@@ -41,8 +41,6 @@
 
 #include "common/clock.h"
 
-#define PACE_SLICE_MS   20      /* busy time between pacing decisions */
-
 bool
 scan_stopped(const struct run *r)
 {
@@ -65,16 +63,22 @@ pause_ms(const struct run *r, int64_t ms)
     }
 }
 
+int64_t
+scan_duty_pause(double duty, int64_t busy_ms)
+{
+    if (duty > 0 && duty < 1 && busy_ms >= PACE_SLICE_MS)
+        return (int64_t)((double)busy_ms * (1.0 - duty) / duty);
+    return 0;
+}
+
 /* How long to pause now to keep to scan_duty and max_keys_per_second;
  * 0 while the current slice of work is not used up. */
 static int64_t
 pace_due(struct stream *s)
 {
-    double duty = s->r->t->scan_duty;
-    int64_t now = clock_mono_ms(), busy = now - s->resume_mono, wait = 0;
+    int64_t now = clock_mono_ms();
+    int64_t wait = scan_duty_pause(s->r->t->scan_duty, now - s->resume_mono);
 
-    if (duty > 0 && duty < 1 && busy >= PACE_SLICE_MS)
-        wait = (int64_t)((double)busy * (1.0 - duty) / duty);
     if (s->max_kps > 0) {
         /* the earliest time by which this many keys are allowed */
         int64_t due = (int64_t)(s->keys * 1000 / (uint64_t)s->max_kps);
