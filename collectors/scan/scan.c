@@ -86,7 +86,6 @@ scanner_disconnect(struct scanner *sc)
     sc->nconns = 0;
 }
 
-
 /* A hash of everything in t that decides where and how the scanner
  * connects: a reload that changes any of it must not reuse a connection
  * made the old way (another server, user, password or database). */
