@@ -85,6 +85,10 @@ test_leaked(void **state)
         assert_int_equal(lockstate_judge(&none, &f), LOCK_HELD);
         f.nottl_ms = 0;                         /* just lost it, grace 0 */
         assert_int_equal(lockstate_judge(&none, &f), LOCK_HELD | LOCK_LEAKED);
+        /* unknown stays unknown even under rules no config allows */
+        none.leak_grace_ms = -1000;
+        f.nottl_ms = -1;
+        assert_int_equal(lockstate_judge(&none, &f), LOCK_HELD);
     }
     /* leaked does not need a holder: the key itself never goes away */
     f.nottl_ms = GRACE;
