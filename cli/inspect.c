@@ -12,10 +12,11 @@
  * by a watchdog (PEXPIRE touches it) therefore looks young unless its
  * format says when it was taken; docs/lockctl.md says so.
  *
- * States use the config's [rules]: leaked = no TTL and at least
- * leak_grace old (the agent measures the time without a TTL; here the
- * holder's age stands in for it), long = older than max_hold,
- * reentrant_high = a hold count at or above max_reentrancy.
+ * States use the config's [rules] and the agent's judge
+ * (collectors/locks/lockstate.h): leaked = no TTL and at least leak_grace
+ * old (the agent measures the time without a TTL; here the holder's age
+ * stands in for it), long = older than max_hold, reentrant_high = a hold
+ * count at or above max_reentrancy.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "collectors/redis/cluster.h"
 #include "collectors/redis/rawread.h"
 #include "collectors/redis/conn.h"
+#include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
 
 #define STR_(x) #x
@@ -92,32 +94,29 @@ failed(const struct lockctl *lc, const char *what, const redisReply *rep, char *
     return true;
 }
 
+/* The age and states of l from what lockctl reads now: with no tracker,
+ * the holder's starting age is both how long it has held the lock and how
+ * long the key has gone without a TTL. */
 static void
 judge(const struct lockctl *lc, struct cli_lock *l, int64_t now_ms)
 {
     const struct config *cfg = lc->cfg;
-    int64_t idle_ms = l->idle_s > 0 ? l->idle_s * 1000 : 0;
+    const struct lockstate_rules rules = {
+        .leak_grace_ms = cfg->leak_grace_ms,
+        .max_hold_ms = cfg->max_hold_ms,
+        .max_reentrancy = cfg->max_reentrancy,
+    };
+    struct lockstate_facts f;
+    bool acquired;
 
-    l->age_ms = idle_ms;
-    l->age_source = l->idle_s >= 0 ? "idletime" : "unknown";
-    if (l->view.acquired_ms > 0) {
-        /* the holder's clock may be ahead of ours: never a negative age */
-        int64_t acq = now_ms - l->view.acquired_ms;
-
-        if (acq < 0)
-            acq = 0;
-        if (acq >= l->age_ms) {
-            l->age_ms = acq;
-            l->age_source = "acquired";
-        }
-    }
-    l->states = LOCK_HELD;
-    if (l->pttl_ms == -1 && l->age_ms >= cfg->leak_grace_ms)
-        l->states |= LOCK_LEAKED;
-    if (l->view.nholders > 0 && l->age_ms > cfg->max_hold_ms)
-        l->states |= LOCK_LONG;
-    if (cfg->max_reentrancy > 0 && l->view.max_count >= cfg->max_reentrancy)
-        l->states |= LOCK_REENTRANT_HIGH;
+    l->age_ms = lockstate_start_age(l->idle_s, l->view.acquired_ms, now_ms, &acquired);
+    l->age_source = acquired ? "acquired" : l->idle_s >= 0 ? "idletime" : "unknown";
+    f.pttl_ms = l->pttl_ms;
+    f.nholders = l->view.nholders;
+    f.max_count = l->view.max_count;
+    f.held_ms = l->age_ms;
+    f.nottl_ms = l->age_ms;
+    l->states = lockstate_judge(&rules, &f);
 }
 
 /* Decode the value replies of lock l (string: one; hash: HLEN, HSCAN). */

@@ -18,13 +18,14 @@
 #include "collectors/redis/cluster.h"
 #include "common/keytext.h"
 #include "collectors/redis/conn.h"
+#include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
+#include "collectors/scan/scan.h"
 
 #define LIST_LIMIT_DEFAULT 100
 #define LIST_LIMIT_MAX     10000
 #define LIST_KEEP_MAX      LIST_LIMIT_MAX
 #define LIST_EXAMINE_MAX   1000000
-#define PACE_SLICE_MS      20
 
 struct list_run {
     struct lockctl *lc;
@@ -154,24 +155,13 @@ first_sighting(struct list_run *lr, const char *key, size_t len)
     return 1;
 }
 
-static bool
-in_target_patterns(const struct target_conf *t, const char *key, size_t len)
-{
-    for (size_t i = 0; i < t->npatterns; i++)
-        if (class_glob_match(t->patterns[i], key, len))
-            return true;
-    return false;
-}
-
-/* Sleep to keep to the target's scan_duty (as the agent's scanner does). */
+/* Sleep to keep to the target's scan_duty, by the agent's rule. */
 static void
 pace(struct list_run *lr)
 {
-    double duty = lr->lc->t->scan_duty;
-    int64_t busy = clock_mono_ms() - lr->busy_since;
+    int64_t wait = scan_duty_pause(lr->lc->t->scan_duty, clock_mono_ms() - lr->busy_since);
 
-    if (duty > 0 && duty < 1 && busy >= PACE_SLICE_MS) {
-        int64_t wait = (int64_t)((double)busy * (1.0 - duty) / duty);
+    if (wait > 0) {
         struct timespec ts = { (time_t)(wait / 1000), (long)(wait % 1000) * 1000000L };
 
         nanosleep(&ts, NULL);
@@ -198,7 +188,7 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
 
         if (k->type != REDIS_REPLY_STRING)
             continue;
-        if (lr->pattern != NULL && !in_target_patterns(lr->lc->t, k->str, k->len))
+        if (lr->pattern != NULL && !lockstate_in_patterns(lr->lc->t, k->str, k->len))
             continue;           /* --pattern narrows within the locks, never beyond */
         if ((first = first_sighting(lr, k->str, k->len)) < 0)
             goto oom;
@@ -332,22 +322,6 @@ scan_cluster(struct list_run *lr)
     cluster_topo_clear(&topo);
     lc->t = seed;
     return rc;
-}
-
-static int
-state_mask(const char *s, uint8_t *mask)
-{
-    static const struct { const char *name; uint8_t mask; } states[] = {
-        { "all", LOCK_HELD }, { "held", LOCK_HELD }, { "leaked", LOCK_LEAKED },
-        { "long", LOCK_LONG }, { "reentrant_high", LOCK_REENTRANT_HIGH },
-    };
-
-    for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
-        if (strcmp(s, states[i].name) == 0) {
-            *mask = states[i].mask;
-            return 0;
-        }
-    return -1;
 }
 
 static const struct table_col list_cols[] = {
@@ -510,7 +484,7 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
         lockctl_warnx("list: unexpected argument \"%s\"", argv[optind]);
         return LOCKCTL_USAGE;
     }
-    if (state_mask(state, &lr.mask) == -1) {
+    if (lockstate_mask(state, &lr.mask) == -1) {
         lockctl_warnx("list: --state must be leaked, long, reentrant_high or all");
         return LOCKCTL_USAGE;
     }

@@ -12,16 +12,8 @@
 #include <string.h>
 
 #include "cli/lockctl.h"
+#include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
-
-static bool
-in_patterns(const struct target_conf *t, const char *key, size_t len)
-{
-    for (size_t i = 0; i < t->npatterns; i++)
-        if (class_glob_match(t->patterns[i], key, len))
-            return true;
-    return false;
-}
 
 /* s as one shell word in single quotes, when it is printable ASCII. */
 static bool
@@ -202,7 +194,7 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         rc = session_redis_error(lc, err);
         goto out;
     }
-    inpat = in_patterns(lc->t, key, keylen);
+    inpat = lockstate_in_patterns(lc->t, key, keylen);
     session_address(lc, addr, sizeof(addr));
     if (l.type == RAW_NONE) {
         if (lc->json) {

@@ -1,171 +1,39 @@
 /*
- * scan.c - a full scan of one target, fast and gentle.
+ * scan.c - a full scan of one target: the runs by topology and the
+ * connections kept between them.
  *
- * Per SCAN batch the scanner needs, for each key: OBJECT IDLETIME (read
- * before anything touches the key, since a GET would reset it), TYPE and
- * PTTL; then, by type, a bounded read of the value (GETRANGE of at most
- * RAW_VALUE_MAX+1 bytes, or one HSCAN of at most ~RAW_FIELDS_MAX fields).
+ * One stream (stream.c: the pipelined SCAN / META / VALS pass with its
+ * pacing) runs per Redis node scanned.  A standalone target is one
+ * stream; a Sentinel target is one stream to the primary the sentinels
+ * name (resolved again on every reconnect, and the pass is retried once
+ * on the new primary when a failover cuts the connection); a cluster
+ * target is one stream per shard, each on its own thread, against the
+ * shard's primary (or a replica, READONLY, with scan_replicas), all
+ * recording (record.c) into the one snapshot of the target.  After the
+ * streams, one client-registry look-up (registry.c) completes the
+ * Redisson-format locks, and the snapshot is finished.
  *
- * The commands are streamed, not sent in lock-step rounds.  Three kinds of
- * segment go down one connection in a FIFO: SCAN (next cursor), META
- * (IDLETIME, TYPE, PTTL of a batch) and VALS (the value reads of a batch
- * whose types are known).  Reading a SCAN reply sends the batch's META and
- * the next SCAN at once; reading a META sends its VALS; reading VALS
- * records the locks.  Up to INFLIGHT_MAX batches are between their SCAN
- * and their VALS, so Redis always has queued work while the scanner
- * decodes and Redis and the scanner run in parallel instead of taking
- * turns.  That is how the scan, which sends twice the commands of the
- * SCAN + TYPE + PTTL floor in bench/, stays close to it.
- *
- * One such stream runs per Redis node scanned.  A standalone target is
- * one stream; a Sentinel target is one stream to the primary the
- * sentinels name (resolved again on every reconnect, and the pass is
- * retried once on the new primary when a failover cuts the connection);
- * a cluster target is one stream per shard, each on its own thread,
- * against the shard's primary (or a replica, READONLY, with
- * scan_replicas), all recording into the one snapshot of the target.
- * What the streams share (tracker, class set, snapshot, Redlock map) is
- * guarded by one mutex taken once per lock recorded; everything else
- * (connection, pipeline, pacing, counters) is the stream's own.
- *
- * Pacing: work is measured in busy wall time since the last pause; once
- * a slice of PACE_SLICE_MS is used, the stream stops sending SCANs, lets
- * the pipeline drain and sleeps busy * (1 - duty) / duty, so at most
- * scan_duty of each node's wall time goes to the scan.
- * max_keys_per_second is an absolute cap for the whole target, shared
- * equally by its streams.  Sleeps are sliced so a stop request is seen
- * within 50 ms.
- *
- * SCAN may return a key twice in one pass and keys may vanish between
- * SCAN and the reads: duplicates are counted once (the tracker remembers
- * the pass that last saw a key; during a cluster resharding that holds
- * across shards too) and vanished keys are counted and skipped.
+ * Connections survive from scan to scan: the standalone or Sentinel one
+ * in the scanner, a cluster's by node address (taken by the stream of
+ * the shard on that node, put back when its pass went well).  A config
+ * reload that changes where or how the scanner connects (conn_key())
+ * drops them all.  open_by_mode() is the one place a connection is
+ * opened.
  */
-#include "collectors/scan/scan.h"
+#include "collectors/scan/scan_impl.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
-#include <hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "collectors/redis/cluster.h"
-#include "collectors/formats/formats.h"
-#include "common/keytext.h"
-#include "collectors/locks/lockclass.h"
-#include "collectors/redis/rawread.h"
 #include "collectors/redis/conn.h"
-#include "collectors/locks/redlock.h"
 #include "collectors/redis/sentinel.h"
-#include "collectors/scan/tracker.h"
+#include "common/clock.h"
+#include "common/keytext.h"
 
-/* A connection kept between scans, by the address it goes to. */
-struct node_conn {
-    char host[256];
-    int port;
-    redisContext *c;
-};
-
-struct scanner {
-    char *name;
-    struct tracker *tracker;
-    struct scan_counters counters;
-    uint32_t pass;
-    /* standalone and sentinel: the one connection, and where it goes */
-    redisContext *c;
-    char host[256];
-    int port;
-    size_t sentinel_first;      /* sentinel to ask first */
-    /* cluster: connections by node, and the nodes of the last topology
-     * (asked when the configured address does not answer) */
-    struct node_conn *conns;
-    size_t nconns;
-    struct cluster_node *known;
-    size_t nknown;
-    uint64_t conn_key;          /* how the connections were made (conn_key()) */
-};
-
-struct key_meta {
-    const redisReply *key;      /* element of the batch's SCAN reply */
-    enum raw_type type;
-    long long pttl;
-    long long idle_s;
-    bool skip;                  /* vanished or unreadable */
-};
-
-struct batch {
-    redisReply *scan;           /* owns the key strings */
-    struct key_meta *meta;
-    size_t n, cap;
-    bool busy;
-};
-
-#define INFLIGHT_MAX    4       /* batches between SCAN and VALS */
-#define PACE_SLICE_MS   20      /* busy time between pacing decisions */
-
-enum seg_kind { SEG_SCAN, SEG_META, SEG_VALS };
-
-struct segment {
-    enum seg_kind kind;
-    struct batch *b;
-};
-
-#define SEG_RING (3 * INFLIGHT_MAX + 4)
-
-/* What the streams of one run share, on the stack of scanner_run. */
-struct run {
-    struct scanner *sc;
-    const struct target_conf *t;
-    const struct scan_rules *rules;
-    const atomic_int *stop;
-    struct snapshot *snap;
-    struct class_set *classes;
-    struct redlock_map *rmap;   /* NULL unless the target is in a Redlock group */
-    int64_t now_ms;
-    int64_t start_mono;
-    pthread_mutex_t mu;         /* guards sc->tracker, classes, snap, rmap */
-    char err[256];
-};
-
-/* One connection's scan: one node, its pipeline, its pacing. */
-struct stream {
-    struct run *r;
-    redisContext *c;
-    char host[256];             /* for messages */
-    int port;
-    bool readonly;              /* a cluster replica: send READONLY first */
-    long max_kps;               /* this stream's share of max_keys_per_second */
-    int64_t start_mono;
-    int64_t resume_mono;        /* end of the last pacing pause */
-    uint64_t keys;              /* examined this run */
-    struct scan_counters cnt;   /* vanished, truncated, duplicates */
-    bool failed;
-    bool conn_lost;             /* failed on the connection (not a refusal) */
-    char err[256];
-    double duration_s;
-
-    /* the pipeline */
-    struct batch pool[INFLIGHT_MAX];
-    size_t inflight;
-    struct segment ring[SEG_RING];
-    size_t head, count;
-    size_t pat;                 /* pattern being scanned */
-    char cursor[32];
-    bool scan_outstanding;
-    bool scan_done;
-};
-
-
-
-/* Set an error; messages are cut to fit, on purpose. */
-static void set_err(char *buf, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *buf, size_t size, const char *fmt, ...)
+void
+scan_errf(char *buf, size_t size, const char *fmt, ...)
 {
     va_list ap;
 
@@ -173,9 +41,6 @@ set_err(char *buf, size_t size, const char *fmt, ...)
     vsnprintf(buf, size, fmt, ap);
     va_end(ap);
 }
-
-#define run_err(r, ...) set_err((r)->err, sizeof((r)->err), __VA_ARGS__)
-#define stream_err(s, ...) set_err((s)->err, sizeof((s)->err), __VA_ARGS__)
 
 struct scanner *
 scanner_new(const char *target_name)
@@ -206,12 +71,6 @@ scanner_free(struct scanner *sc)
     free(sc);
 }
 
-const char *
-scanner_name(const struct scanner *sc)
-{
-    return sc->name;
-}
-
 void
 scanner_disconnect(struct scanner *sc)
 {
@@ -226,885 +85,6 @@ scanner_disconnect(struct scanner *sc)
             redisFree(sc->conns[i].c);
     sc->nconns = 0;
 }
-
-static int
-stopped(const struct run *r)
-{
-    return r->stop != NULL && atomic_load(r->stop);
-}
-
-/* Sleep ms in slices, returning early when asked to stop. */
-static void
-pause_ms(const struct run *r, int64_t ms)
-{
-    struct timespec ts;
-    int64_t slice;
-
-    while (ms > 0 && !stopped(r)) {
-        slice = ms > 50 ? 50 : ms;
-        ts.tv_sec = 0;
-        ts.tv_nsec = (long)slice * 1000000L;
-        nanosleep(&ts, NULL);
-        ms -= slice;
-    }
-}
-
-/* How long to pause now to keep to scan_duty and max_keys_per_second;
- * 0 while the current slice of work is not used up. */
-static int64_t
-pace_due(struct stream *s)
-{
-    double duty = s->r->t->scan_duty;
-    int64_t now = clock_mono_ms(), busy = now - s->resume_mono, wait = 0;
-
-    if (duty > 0 && duty < 1 && busy >= PACE_SLICE_MS)
-        wait = (int64_t)((double)busy * (1.0 - duty) / duty);
-    if (s->max_kps > 0) {
-        /* the earliest time by which this many keys are allowed */
-        int64_t due = (int64_t)(s->keys * 1000 / (uint64_t)s->max_kps);
-        int64_t ahead = due - (now - s->start_mono);
-
-        if (ahead > wait)
-            wait = ahead;
-    }
-    return wait;
-}
-static int
-batch_take(struct batch *b, redisReply *scan)
-{
-    redisReply *keys = scan->element[1];
-    size_t i;
-
-    b->scan = scan;
-    b->n = 0;
-    if (keys->elements > b->cap) {
-        struct key_meta *m = realloc(b->meta, keys->elements * sizeof(*m));
-
-        if (m == NULL)
-            return -1;
-        b->meta = m;
-        b->cap = keys->elements;
-    }
-    for (i = 0; i < keys->elements; i++) {
-        if (keys->element[i]->type != REDIS_REPLY_STRING)
-            continue;
-        memset(&b->meta[b->n], 0, sizeof(b->meta[b->n]));
-        b->meta[b->n].key = keys->element[i];
-        b->n++;
-    }
-    return 0;
-}
-
-static void
-batch_clear(struct batch *b)
-{
-    if (b->scan != NULL)
-        freeReplyObject(b->scan);
-    b->scan = NULL;
-    b->n = 0;
-}
-
-static void
-append_key_cmd(redisContext *c, const char *cmd, const char *sub,
-               const redisReply *key, const char *a1, const char *a2,
-               const char *a3)
-{
-    const char *argv[6];
-    size_t lens[6];
-    int argc = 0;
-
-    argv[argc] = cmd;
-    lens[argc++] = strlen(cmd);
-    if (sub != NULL) {
-        argv[argc] = sub;
-        lens[argc++] = strlen(sub);
-    }
-    argv[argc] = key->str;
-    lens[argc++] = key->len;
-    if (a1 != NULL) {
-        argv[argc] = a1;
-        lens[argc++] = strlen(a1);
-    }
-    if (a2 != NULL) {
-        argv[argc] = a2;
-        lens[argc++] = strlen(a2);
-    }
-    if (a3 != NULL) {
-        argv[argc] = a3;
-        lens[argc++] = strlen(a3);
-    }
-    redisAppendCommandArgv(c, argc, argv, lens);
-}
-
-/* Read one reply; -1 with s->err set on a connection error.  hiredis
- * reports a command timeout as EAGAIN; say what it means. */
-static int
-get_reply(struct stream *s, redisReply **rep)
-{
-    redisContext *c = s->c;
-    void *p = NULL;
-
-    if (redisGetReply(c, &p) != REDIS_OK || p == NULL) {
-        if (c->err == REDIS_ERR_IO && (strcmp(c->errstr, strerror(EAGAIN)) == 0 ||
-                                       strcmp(c->errstr, strerror(EWOULDBLOCK)) == 0))
-            stream_err(s, "read from %s:%d: timed out after %lld ms (command_timeout)",
-                    s->host, s->port, (long long)s->r->t->command_timeout_ms);
-        else
-            stream_err(s, "read from %s:%d: %s", s->host, s->port,
-                    c->errstr[0] ? c->errstr : "connection lost");
-        s->conn_lost = true;
-        return -1;
-    }
-    *rep = p;
-    return 0;
-}
-
-/* A cluster redirection or a slot in migration: the key is elsewhere. */
-static bool
-moved(const redisReply *rep)
-{
-    return rep->type == REDIS_REPLY_ERROR &&
-        ((rep->len >= 6 && memcmp(rep->str, "MOVED ", 6) == 0) ||
-         (rep->len >= 4 && memcmp(rep->str, "ASK ", 4) == 0) ||
-         (rep->len >= 8 && memcmp(rep->str, "TRYAGAIN", 8) == 0));
-}
-
-static int
-read_meta(struct stream *s, struct batch *b)
-{
-    redisReply *rep;
-    size_t i;
-
-    for (i = 0; i < b->n; i++) {
-        struct key_meta *m = &b->meta[i];
-
-        if (get_reply(s, &rep) == -1)
-            return -1;
-        /* OBJECT IDLETIME fails under an LFU maxmemory-policy: age 0 */
-        m->idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
-        freeReplyObject(rep);
-        if (get_reply(s, &rep) == -1)
-            return -1;
-        if (rep->type == REDIS_REPLY_ERROR && !moved(rep)) {
-            /* NOPERM, CLUSTERDOWN, LOADING...: this node cannot be read,
-             * and skipping its keys as vanished would hide that */
-            stream_err(s, "TYPE on %s:%d refused: %.*s", s->host, s->port,
-                       (int)(rep->len > 160 ? 160 : rep->len), rep->str);
-            freeReplyObject(rep);
-            return -1;
-        }
-        /* MOVED/ASK: the slot moved away since SCAN (resharding); the
-         * key is counted where it lives now, or vanished here */
-        m->type = rawread_type(rep);
-        freeReplyObject(rep);
-        if (get_reply(s, &rep) == -1)
-            return -1;
-        m->pttl = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
-        freeReplyObject(rep);
-        if (m->type == RAW_NONE || m->pttl == -2)
-            m->skip = true;
-    }
-    return 0;
-}
-
-static void
-append_meta(struct stream *s, const struct batch *b)
-{
-    size_t i;
-
-    for (i = 0; i < b->n; i++) {
-        append_key_cmd(s->c, "OBJECT", "IDLETIME", b->meta[i].key, NULL, NULL, NULL);
-        append_key_cmd(s->c, "TYPE", NULL, b->meta[i].key, NULL, NULL, NULL);
-        append_key_cmd(s->c, "PTTL", NULL, b->meta[i].key, NULL, NULL, NULL);
-    }
-}
-
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
-static void
-append_values(struct stream *s, const struct batch *b)
-{
-    size_t i;
-
-    for (i = 0; i < b->n; i++) {
-        const struct key_meta *m = &b->meta[i];
-
-        if (m->skip)
-            continue;
-        if (m->type == RAW_STRING)
-            append_key_cmd(s->c, "GETRANGE", NULL, m->key, "0",
-                           STR(RAW_VALUE_MAX), NULL);
-        else if (m->type == RAW_HASH) {
-            /* HLEN: the true holder count when there are more fields
-             * than one bounded HSCAN returns */
-            append_key_cmd(s->c, "HLEN", NULL, m->key, NULL, NULL, NULL);
-            append_key_cmd(s->c, "HSCAN", NULL, m->key, "0", "COUNT",
-                           STR(RAW_FIELDS_MAX));
-        }
-    }
-}
-
-/* 32-bit hashes of the holders, for the tracker. */
-static size_t
-holder_hashes(const struct lock_view *v, uint32_t *out)
-{
-    size_t i;
-
-    for (i = 0; i < v->nholders && i < HOLDERS_MAX; i++)
-        out[i] = (uint32_t)keytext_hash(v->holders[i].id, v->holders[i].idlen);
-    return i;
-}
-
-/* The states of a lock at the scan's time. */
-static uint8_t
-judge(const struct run *r, const struct snap_lock *l, int64_t nottl_since_ms)
-{
-    const struct scan_rules *rules = r->rules;
-    uint8_t states = LOCK_HELD;
-
-    if (l->pttl_ms == -1 && nottl_since_ms > 0 &&
-        r->now_ms - nottl_since_ms >= rules->leak_grace_ms)
-        states |= LOCK_LEAKED;
-    if (l->nholders > 0 && r->now_ms - l->first_seen_ms > rules->max_hold_ms)
-        states |= LOCK_LONG;
-    if (rules->max_reentrancy > 0 && l->max_count >= rules->max_reentrancy)
-        states |= LOCK_REENTRANT_HIGH;
-    return states;
-}
-
-/* Record one key: decode it (no lock needed), then, under the run's
- * mutex, dedupe it, time its holder, intern its class, count and maybe
- * keep it, and add it to the Redlock map. */
-static int
-record(struct stream *s, const struct key_meta *m, const struct raw_lock *raw,
-       long long hlen)
-{
-    struct run *r = s->r;
-    const struct scan_rules *rules = r->rules;
-    struct snap_holder holders[HOLDERS_MAX];
-    uint32_t hh[HOLDERS_MAX];
-    size_t nh;
-    const struct lock_format *fmt;
-    struct lock_view view;
-    struct track_result tr;
-    struct snap_lock l;
-    char cls[CLASS_NAME_MAX];
-    int64_t start_age;
-    uint64_t kh;
-    size_t i;
-    int ci, rc = -1;
-
-    kh = keytext_hash(raw->key, raw->keylen);
-    fmt = formats_decode(raw, &view);
-    /* fields past the read cap are holders too (the decoders saw only
-     * the first RAW_FIELDS_MAX) */
-    rawread_count_cut_holders(&view, raw, hlen);
-
-    start_age = m->idle_s > 0 ? m->idle_s * 1000 : 0;
-    if (view.acquired_ms > 0 && r->now_ms - view.acquired_ms > start_age)
-        start_age = r->now_ms - view.acquired_ms;
-    nh = holder_hashes(&view, hh);
-    class_of(raw->key, raw->keylen, rules->classes, rules->nclasses, cls, sizeof(cls));
-
-    memset(&l, 0, sizeof(l));
-    l.key = raw->key;
-    l.key_len = (uint32_t)(raw->keylen > SNAP_KEY_MAX ? SNAP_KEY_MAX : raw->keylen);
-    if (l.key_len < raw->keylen)
-        l.flags |= SNAP_KEY_TRUNCATED;
-    l.format = (uint8_t)formats_index(fmt);
-    l.pttl_ms = raw->pttl;
-    l.acquired_ms = view.acquired_ms;
-    l.pid = (int32_t)(view.pid > 0 && view.pid <= INT32_MAX ? view.pid : 0);
-    l.thread = view.thread;
-    l.max_count = view.max_count;
-    l.holders_total = (uint32_t)(view.holders_total > UINT32_MAX ? UINT32_MAX
-                                 : view.holders_total);
-    if (raw->value_truncated || raw->fields_truncated)
-        l.flags |= SNAP_VALUE_TRUNCATED;
-    if (strcmp(view.mode, "read") == 0)
-        l.flags |= SNAP_MODE_READ;
-    else if (strcmp(view.mode, "write") == 0)
-        l.flags |= SNAP_MODE_WRITE;
-    if (view.host[0] != '\0') {
-        l.host = view.host;
-        l.host_len = (uint8_t)strnlen(view.host, sizeof(view.host));
-    }
-    for (i = 0; i < view.nholders && i < HOLDERS_MAX; i++) {
-        holders[i].id = view.holders[i].id;
-        holders[i].id_len = (uint16_t)view.holders[i].idlen;
-        holders[i].truncated = view.holders[i].id_truncated;
-        holders[i].count = view.holders[i].count;
-    }
-    l.holders = holders;
-    l.nholders = (uint16_t)i;
-
-    pthread_mutex_lock(&r->mu);
-    if (tracker_seen(r->sc->tracker, kh, r->sc->pass)) {
-        s->cnt.duplicates_total++;
-        rc = 0;
-        goto out;
-    }
-    if (tracker_visit(r->sc->tracker, kh, hh, nh, r->sc->pass,
-                      r->now_ms, start_age, raw->pttl >= 0, &tr) == -1)
-        goto out;
-    if ((ci = class_set_intern(r->classes, cls)) < 0)
-        goto out;
-    if (l.flags & SNAP_VALUE_TRUNCATED)
-        s->cnt.truncated_total++;
-    l.class_idx = (uint16_t)ci;
-    l.first_seen_ms = tr.first_seen_ms;
-    l.states = judge(r, &l, tr.nottl_since_ms);
-    if (snapshot_add(r->snap, &l, r->now_ms) == -1)
-        goto out;
-    /* a lock without a holder (a format that names none) still counts
-     * as held, by "nobody in particular", on each node */
-    if (r->rmap != NULL &&
-        redlock_map_add(r->rmap, raw->key, raw->keylen, kh, nh > 0 ? hh[0] : 1,
-                        tr.first_seen_ms, clock_now_ms(), raw->pttl) == -1)
-        goto out;
-    rc = 0;
-out:
-    pthread_mutex_unlock(&r->mu);
-    return rc;
-}
-
-/* Read the value replies of batch b (sent by append_values) and record
- * each key. */
-static int
-read_values(struct stream *s, struct batch *b)
-{
-    struct raw_field fields[RAW_FIELDS_MAX];
-    struct raw_lock raw;
-    redisReply *rep;
-    long long hlen;
-    size_t i;
-    int rc;
-
-    for (i = 0; i < b->n; i++) {
-        struct key_meta *m = &b->meta[i];
-
-        if (m->skip) {
-            s->cnt.vanished_total++;
-            continue;
-        }
-        memset(&raw, 0, sizeof(raw));
-        raw.key = m->key->str;
-        raw.keylen = m->key->len;
-        raw.type = m->type;
-        raw.pttl = m->pttl;
-        rep = NULL;
-        hlen = -1;
-        if (m->type == RAW_HASH) {
-            if (get_reply(s, &rep) == -1)
-                return -1;
-            if (rep->type == REDIS_REPLY_INTEGER)
-                hlen = rep->integer;
-            freeReplyObject(rep);
-            rep = NULL;
-        }
-        if (m->type == RAW_STRING || m->type == RAW_HASH) {
-            if (get_reply(s, &rep) == -1)
-                return -1;
-            if (rep->type == REDIS_REPLY_ERROR) {
-                /* WRONGTYPE: replaced by another type since TYPE */
-                s->cnt.vanished_total++;
-                freeReplyObject(rep);
-                continue;
-            }
-        }
-        if (m->type == RAW_STRING) {
-            rawread_string(rep, &raw);
-        } else if (m->type == RAW_HASH &&
-                   (!rawread_hash(rep, fields, &raw) || raw.nfields == 0)) {
-            freeReplyObject(rep);       /* gone between TYPE and HSCAN */
-            s->cnt.vanished_total++;
-            continue;
-        }
-        rc = record(s, m, &raw, hlen);
-        if (rep != NULL)
-            freeReplyObject(rep);
-        if (rc == -1) {
-            stream_err(s, "out of memory recording locks");
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static int
-valid_scan_reply(const redisReply *rep)
-{
-    return rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-        rep->element[0]->type == REDIS_REPLY_STRING &&
-        rep->element[1]->type == REDIS_REPLY_ARRAY;
-}
-
-static void
-push(struct stream *s, enum seg_kind kind, struct batch *b)
-{
-    /* cannot overflow: at most one SCAN plus two segments per batch */
-    s->ring[(s->head + s->count) % SEG_RING].kind = kind;
-    s->ring[(s->head + s->count) % SEG_RING].b = b;
-    s->count++;
-}
-
-static int
-flush(struct stream *s)
-{
-    int done = 0;
-
-    while (!done)
-        if (redisBufferWrite(s->c, &done) == REDIS_ERR) {
-            stream_err(s, "write to %s:%d: %s", s->host, s->port, s->c->errstr);
-            return -1;
-        }
-    return 0;
-}
-
-/* Send the next SCAN if one is due and allowed now.  A pacing pause waits
- * until the pipeline has drained, so Redis is idle (for us) while the
- * scanner sleeps. */
-static void
-maybe_scan(struct stream *s)
-{
-    char count[16];
-    int64_t wait;
-
-    if (s->scan_done || s->scan_outstanding || s->inflight >= INFLIGHT_MAX)
-        return;
-    wait = pace_due(s);
-    if (wait > 0) {
-        if (s->count > 0)
-            return;             /* drain first; called again after VALS */
-        pause_ms(s->r, wait);
-        s->resume_mono = clock_mono_ms();
-    }
-    snprintf(count, sizeof(count), "%d", s->r->t->scan_count);
-    {
-        const char *argv[6] = { "SCAN", s->cursor, "MATCH", s->r->t->patterns[s->pat],
-                                "COUNT", count };
-
-        redisAppendCommandArgv(s->c, 6, argv, NULL);
-    }
-    push(s, SEG_SCAN, NULL);
-    s->scan_outstanding = true;
-}
-
-static struct batch *
-free_batch(struct stream *s)
-{
-    size_t i;
-
-    for (i = 0; i < INFLIGHT_MAX; i++)
-        if (!s->pool[i].busy)
-            return &s->pool[i];
-    return NULL;
-}
-
-static int
-on_scan(struct stream *s)
-{
-    const struct target_conf *t = s->r->t;
-    struct batch *b;
-    redisReply *rep;
-
-    if (get_reply(s, &rep) == -1)
-        return -1;
-    s->scan_outstanding = false;
-    if (!valid_scan_reply(rep)) {
-        if (rep->type == REDIS_REPLY_ERROR)
-            stream_err(s, "SCAN on %s:%d refused: %.*s", s->host, s->port,
-                    (int)(rep->len > 160 ? 160 : rep->len), rep->str);
-        else
-            stream_err(s, "SCAN on %s:%d: unexpected reply type %d", s->host, s->port, rep->type);
-        freeReplyObject(rep);
-        return -1;
-    }
-    snprintf(s->cursor, sizeof(s->cursor), "%.*s", (int)rep->element[0]->len,
-             rep->element[0]->str);
-    if (strcmp(s->cursor, "0") == 0) {
-        if (++s->pat < t->npatterns)
-            snprintf(s->cursor, sizeof(s->cursor), "0");
-        else
-            s->scan_done = true;
-    }
-    if (rep->element[1]->elements == 0) {
-        freeReplyObject(rep);
-    } else {
-        b = free_batch(s);      /* a SCAN is only sent with a batch free */
-        if (b == NULL || batch_take(b, rep) == -1) {
-            freeReplyObject(rep);
-            stream_err(s, "out of memory");
-            return -1;
-        }
-        b->busy = true;
-        s->inflight++;
-        s->keys += b->n;
-        append_meta(s, b);
-        push(s, SEG_META, b);
-    }
-    maybe_scan(s);
-    return 0;
-}
-
-static int
-on_vals(struct stream *s, struct batch *b)
-{
-    if (read_values(s, b) == -1)
-        return -1;
-    batch_clear(b);
-    b->busy = false;
-    s->inflight--;
-    maybe_scan(s);
-    return 0;
-}
-
-static int
-scan_all(struct stream *s)
-{
-    struct segment seg;
-    size_t i;
-    int rc = -1;
-
-    snprintf(s->cursor, sizeof(s->cursor), "0");
-    s->resume_mono = clock_mono_ms();
-    maybe_scan(s);
-    while (s->count > 0) {
-        if (stopped(s->r))
-            goto out;
-        if (flush(s) == -1)
-            goto out;
-        seg = s->ring[s->head];
-        s->head = (s->head + 1) % SEG_RING;
-        s->count--;
-        switch (seg.kind) {
-        case SEG_SCAN:
-            if (on_scan(s) == -1)
-                goto out;
-            break;
-        case SEG_META:
-            if (read_meta(s, seg.b) == -1)
-                goto out;
-            append_values(s, seg.b);
-            push(s, SEG_VALS, seg.b);
-            break;
-        case SEG_VALS:
-            if (on_vals(s, seg.b) == -1)
-                goto out;
-            break;
-        }
-    }
-    rc = 0;
-out:
-    for (i = 0; i < INFLIGHT_MAX; i++) {
-        batch_clear(&s->pool[i]);
-        free(s->pool[i].meta);
-        s->pool[i].meta = NULL;
-    }
-    return rc;
-}
-
-/*
- * The client registry.  Redisson-format fields carry only a client uuid
- * and a thread id; liblockwatch also writes, per client handle, a hash
- * lockwatch:client:{<uuid>} with the holder's host and pid and, per held
- * lock, at:<thread>:<key> = acquisition Unix ms.  After a pass the scanner
- * looks up the uuids it saw: one pipelined EXISTS per distinct uuid (at
- * most REGISTRY_UUIDS_MAX a scan, the rest are counted and skipped), then
- * one HMGET per lock whose uuid has a registry.  Two round trips a scan,
- * whatever the number of locks.  In a cluster the registry key of a
- * uuid lives in the slot of its hash tag, so each lookup goes to the
- * stream of the shard that serves that slot (when that shard's scan
- * failed, its clients' locks simply go without the registry's times).
- */
-#define REGISTRY_UUIDS_MAX  4096
-#define REGISTRY_CHUNK      1000
-#define UUID_LEN            36
-
-struct reg_lock {
-    uint32_t lock;              /* index into snap->locks */
-    size_t stream;              /* where its registry key lives */
-    char uuid[UUID_LEN + 1];
-    const char *tid;
-    size_t tidlen;
-    int exists;
-};
-
-static int
-reg_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct reg_lock *)a)->uuid, ((const struct reg_lock *)b)->uuid);
-}
-
-/* "<uuid>:<tid>" or "<uuid>:<tid>:write" */
-static bool
-parse_holder(const char *id, size_t len, struct reg_lock *rl)
-{
-    const char *end = id + len, *p;
-
-    if (len < UUID_LEN + 2 || id[UUID_LEN] != ':')
-        return false;
-    if (len > 6 && memcmp(end - 6, ":write", 6) == 0)
-        end -= 6;
-    for (p = id + UUID_LEN + 1; p < end; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p == '-' && p == id + UUID_LEN + 1)))
-            return false;
-    if (end == id + UUID_LEN + 1)
-        return false;
-    memcpy(rl->uuid, id, UUID_LEN);
-    rl->uuid[UUID_LEN] = '\0';
-    rl->tid = id + UUID_LEN + 1;
-    rl->tidlen = (size_t)(end - rl->tid);
-    return true;
-}
-
-static bool
-parse_decimal(const redisReply *rep, int64_t max, int64_t *out)
-{
-    int64_t v = 0;
-    size_t i;
-
-    if (rep->type != REDIS_REPLY_STRING || rep->len == 0 || rep->len > 19)
-        return false;
-    for (i = 0; i < rep->len; i++) {
-        if (rep->str[i] < '0' || rep->str[i] > '9')
-            return false;
-        v = v * 10 + (rep->str[i] - '0');
-    }
-    if (v <= 0 || v > max)
-        return false;
-    *out = v;
-    return true;
-}
-
-static void
-append_registry_key(redisContext *c, const char *cmd, const char *uuid,
-                    const char **extra, const size_t *extralen, int nextra)
-{
-    char key[sizeof("lockwatch:client:{}") + UUID_LEN];
-    const char *argv[6];
-    size_t lens[6];
-    int i, argc = 0;
-
-    snprintf(key, sizeof(key), "lockwatch:client:{%s}", uuid);
-    argv[argc] = cmd;
-    lens[argc++] = strlen(cmd);
-    argv[argc] = key;
-    lens[argc++] = strlen(key);
-    for (i = 0; i < nextra && argc < 6; i++) {
-        argv[argc] = extra[i];
-        lens[argc++] = extralen[i];
-    }
-    redisAppendCommandArgv(c, argc, argv, lens);
-}
-
-static void
-apply_registry(struct run *r, struct reg_lock *rl, redisReply *rep)
-{
-    struct snapshot *s = r->snap;
-    struct snap_lock *l = s->locks[rl->lock];
-    struct track_result tr;
-    int64_t pid, at;
-
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3)
-        return;
-    /* a retained lock has a HOST_MAX area for this */
-    if (l->host_len == 0 && rep->element[0]->type == REDIS_REPLY_STRING &&
-        rep->element[0]->len > 0) {
-        size_t hl = rep->element[0]->len > HOST_MAX - 1 ? HOST_MAX - 1 : rep->element[0]->len;
-
-        memcpy(l->host, rep->element[0]->str, hl);
-        l->host[hl] = '\0';
-        l->host_len = (uint8_t)hl;
-    }
-    if (l->pid == 0 && parse_decimal(rep->element[1], INT32_MAX, &pid))
-        l->pid = (int32_t)pid;
-    if (parse_decimal(rep->element[2], FORMATS_TIME_MAX_MS - 1, &at) &&
-        at >= FORMATS_TIME_MIN_MS) {
-        l->acquired_ms = at;
-        if (tracker_backdate(r->sc->tracker, keytext_hash(l->key, l->key_len), at, &tr) == 0) {
-            struct snap_lock tmp = *l;
-
-            tmp.first_seen_ms = tr.first_seen_ms;
-            snapshot_restate(s, l, judge(r, &tmp, tr.nottl_since_ms), tr.first_seen_ms,
-                             r->now_ms);
-        }
-    }
-}
-
-/* The lookups of the locks in rl[0..n) whose registry lives on stream
- * `want`, down that stream's connection. */
-static int
-registry_stream(struct run *r, struct stream *st, size_t want, struct reg_lock *rl,
-                size_t n)
-{
-    struct snapshot *s = r->snap;
-    size_t i, j, start, nuuid = 0, first;
-    redisReply *rep;
-
-    /* EXISTS per distinct uuid; the answer is copied to its run of locks
-     * (a uuid's locks are adjacent and share one stream) */
-    for (start = 0; start < n; ) {
-        size_t sent = 0, firsts[REGISTRY_CHUNK];
-
-        for (i = start; i < n && sent < REGISTRY_CHUNK && nuuid < REGISTRY_UUIDS_MAX; ) {
-            for (j = i + 1; j < n && strcmp(rl[j].uuid, rl[i].uuid) == 0; j++)
-                ;
-            if (rl[i].stream == want) {
-                firsts[sent++] = i;
-                append_registry_key(st->c, "EXISTS", rl[i].uuid, NULL, NULL, 0);
-                nuuid++;
-            }
-            i = j;
-        }
-        for (j = 0; j < sent; j++) {
-            size_t k;
-
-            if (get_reply(st, &rep) == -1)
-                return -1;
-            first = firsts[j];
-            for (k = first; k < n && strcmp(rl[k].uuid, rl[first].uuid) == 0; k++)
-                rl[k].exists = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
-            freeReplyObject(rep);
-        }
-        if (i >= n || nuuid >= REGISTRY_UUIDS_MAX)
-            break;
-        start = i;
-    }
-
-    /* HMGET host pid at:<tid>:<key> for the locks of registered clients */
-    for (start = 0; start < n; ) {
-        size_t idx[REGISTRY_CHUNK], sent = 0;
-        char *fields[REGISTRY_CHUNK];
-
-        for (i = start; i < n && sent < REGISTRY_CHUNK; i++) {
-            const struct snap_lock *l = s->locks[rl[i].lock];
-            const char *extra[3];
-            size_t extralen[3], flen;
-            char *f;
-
-            if (!rl[i].exists || rl[i].stream != want)
-                continue;
-            flen = 3 + rl[i].tidlen + 1 + l->key_len;
-            f = malloc(flen);
-            if (f == NULL) {
-                while (sent > 0)
-                    free(fields[--sent]);
-                return -1;
-            }
-            memcpy(f, "at:", 3);
-            memcpy(f + 3, rl[i].tid, rl[i].tidlen);
-            f[3 + rl[i].tidlen] = ':';
-            memcpy(f + 4 + rl[i].tidlen, l->key, l->key_len);
-            extra[0] = "host";
-            extralen[0] = 4;
-            extra[1] = "pid";
-            extralen[1] = 3;
-            extra[2] = f;
-            extralen[2] = flen;
-            append_registry_key(st->c, "HMGET", rl[i].uuid, extra, extralen, 3);
-            fields[sent] = f;
-            idx[sent++] = i;
-        }
-        start = i;
-        for (j = 0; j < sent; j++) {
-            if (get_reply(st, &rep) == -1) {
-                for (; j < sent; j++)
-                    free(fields[j]);
-                return -1;
-            }
-            apply_registry(r, &rl[idx[j]], rep);
-            freeReplyObject(rep);
-            free(fields[j]);
-        }
-    }
-    return 0;
-}
-
-/* Look up the registry of every retained Redisson-format lock.  streams
- * are the run's (one per shard in a cluster, in topology order); topo is
- * NULL outside a cluster.  A stream whose lookup fails is marked failed. */
-static int
-registry_lookup(struct run *r, struct stream *streams, size_t nstreams,
-                const struct cluster_topo *topo)
-{
-    struct snapshot *s = r->snap;
-    const struct lock_format *rs = formats_by_name("redisson");
-    const struct lock_format *rw = formats_by_name("redisson-rw");
-    struct reg_lock *rl = NULL;
-    size_t n = 0, i;
-
-    if (s->nlocks > 0 && (rl = calloc(s->nlocks, sizeof(*rl))) == NULL)
-        return -1;
-    for (i = 0; i < s->nlocks; i++) {
-        const struct snap_lock *l = s->locks[i];
-        bool redisson = (rs != NULL && l->format == formats_index(rs)) ||
-            (rw != NULL && l->format == formats_index(rw));
-
-        if (l->nholders == 0 || !redisson)
-            continue;
-        if (!parse_holder(l->holders[0].id, l->holders[0].id_len, &rl[n]))
-            continue;
-        rl[n].lock = (uint32_t)i;
-        rl[n].stream = 0;
-        if (topo != NULL) {
-            char key[sizeof("lockwatch:client:{}") + UUID_LEN];
-            unsigned slot;
-
-            snprintf(key, sizeof(key), "lockwatch:client:{%s}", rl[n].uuid);
-            slot = cluster_keyslot(key, strlen(key));
-            rl[n].stream = topo->slot_shard[slot];
-            if (rl[n].stream >= nstreams)
-                continue;       /* no shard serves it now */
-        }
-        n++;
-    }
-    if (n > 0)
-        qsort(rl, n, sizeof(*rl), reg_cmp);
-    for (i = 0; i < nstreams && n > 0; i++) {
-        if (streams[i].failed || streams[i].c == NULL)
-            continue;
-        if (registry_stream(r, &streams[i], i, rl, n) == -1) {
-            streams[i].failed = true;
-            if (streams[i].err[0] == '\0')
-                stream_err(&streams[i], "out of memory in the registry look-up");
-        }
-    }
-    free(rl);
-    return 0;
-}
-static int
-finish_snapshot(struct run *r)
-{
-    struct snapshot *s = r->snap;
-    size_t i, n = class_set_count(r->classes);
-
-    s->classes = calloc(n ? n : 1, sizeof(*s->classes));
-    if (s->classes == NULL)
-        return -1;
-    for (i = 0; i < n; i++) {
-        s->classes[i] = strdup(class_set_name(r->classes, i));
-        if (s->classes[i] == NULL)
-            return -1;
-        s->nclasses = i + 1;
-    }
-    /* class_stats grow with the highest index used; make it cover them all */
-    if (s->class_cap < n) {
-        struct snap_class *nc = realloc(s->class_stats, n * sizeof(*nc));
-
-        if (nc == NULL)
-            return -1;
-        memset(nc + s->class_cap, 0, (n - s->class_cap) * sizeof(*nc));
-        s->class_stats = nc;
-        s->class_cap = n;
-    }
-    s->classes_overflowed = class_set_overflowed(r->classes);
-    snapshot_finish(s);
-    return 0;
-}
-
-/* ---- connections and streams ------------------------------------------------ */
 
 /* A hash of everything in t that decides where and how the scanner
  * connects: a reload that changes any of it must not reuse a connection
@@ -1131,8 +111,39 @@ conn_key(const struct target_conf *t)
     return h;
 }
 
-/* Open the stream's connection unless it has one (kept from the last
- * scan); a cluster replica is told READONLY so it answers for its keys. */
+/*
+ * Open a connection the way the target's mode says: sentinel, to the
+ * primary the sentinels name now; cluster, to the node host:port (a
+ * shard's primary or replica, with the target's credentials and
+ * timeouts); standalone, to the URL's server.  host and port say where
+ * it went (for cluster, where to go).  Timeouts, AUTH and SELECT as
+ * lockctl and the release endpoint do.  NULL with err set on failure.
+ * The cluster case touches nothing of sc: the shards' threads call it
+ * at once.
+ */
+static redisContext *
+open_by_mode(struct scanner *sc, const struct target_conf *t, char *host, size_t hostlen,
+             int *port, char *err, size_t errlen)
+{
+    struct target_conf node;
+
+    switch (t->mode) {
+    case TARGET_SENTINEL:
+        return sentinel_open_primary(t, &sc->sentinel_first, host, hostlen, port, err, errlen);
+    case TARGET_CLUSTER:
+        cluster_node_target(t, host, *port, &node);
+        return redisconn_open(&node, err, errlen);
+    default:
+        snprintf(host, hostlen, "%s", t->host);
+        *port = t->port;
+        return redisconn_open(t, err, errlen);
+    }
+}
+
+/* Open the stream's connection unless it has one (the scanner's, for the
+ * one stream of standalone and sentinel; one kept from the last scan, for
+ * a cluster shard's); a cluster replica is told READONLY so it answers
+ * for its keys. */
 static int
 stream_connect(struct stream *s)
 {
@@ -1143,14 +154,15 @@ stream_connect(struct stream *s)
 
     if (s->c != NULL)
         return 0;
-    cluster_node_target(s->r->t, s->host, s->port, &node);
-    s->c = redisconn_open(&node, s->err, sizeof(s->err));
+    s->c = open_by_mode(s->r->sc, s->r->t, s->host, sizeof(s->host), &s->port, s->err,
+                        sizeof(s->err));
     if (s->c == NULL) {
         s->conn_lost = true;
         return -1;
     }
     if (!s->readonly)
         return 0;
+    cluster_node_target(s->r->t, s->host, s->port, &node);
     rep = redisconn_command(s->c, &node, "READONLY", 1, argv, NULL, s->err, sizeof(s->err));
     if (rep == NULL) {
         s->conn_lost = true;
@@ -1165,12 +177,13 @@ stream_connect(struct stream *s)
     return rc;
 }
 
-/* One node's whole pass: connect if needed, then the streamed scan. */
+/* One node's whole pass: connect if needed, then the streamed scan
+ * (which releases its batches, so a stream is freed with free()). */
 static void
 stream_run(struct stream *s)
 {
     s->start_mono = clock_mono_ms();
-    if (stream_connect(s) == -1 || scan_all(s) == -1)
+    if (stream_connect(s) == -1 || stream_scan(s) == -1)
         s->failed = true;
     s->duration_s = (double)(clock_mono_ms() - s->start_mono) / 1000.0;
 }
@@ -1222,16 +235,8 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
     }
     *had_conn = sc->c != NULL;
     if (sc->c == NULL) {
-        if (t->mode == TARGET_SENTINEL) {
-            sc->c = sentinel_open_primary(t, &sc->sentinel_first, sc->host,
-                                          sizeof(sc->host), &sc->port, r->err,
-                                          sizeof(r->err));
-        } else {
-            /* timeouts, AUTH and SELECT as lockctl and the release endpoint do */
-            sc->c = redisconn_open(t, r->err, sizeof(r->err));
-            snprintf(sc->host, sizeof(sc->host), "%s", t->host);
-            sc->port = t->port;
-        }
+        sc->c = open_by_mode(sc, t, sc->host, sizeof(sc->host), &sc->port, r->err,
+                             sizeof(r->err));
         if (sc->c == NULL)
             return -1;
     }
@@ -1410,19 +415,6 @@ record_shards(struct snapshot *s, const struct cluster_topo *topo, const struct 
     return 0;
 }
 
-static void
-free_streams(struct stream *st, size_t n)
-{
-    size_t i, b;
-
-    for (i = 0; i < n; i++)
-        for (b = 0; b < INFLIGHT_MAX; b++) {
-            batch_clear(&st[i].pool[b]);
-            free(st[i].pool[b].meta);
-        }
-    free(st);
-}
-
 /*
  * One pass over the target.  *retry is set when a Sentinel target lost a
  * connection that predates the pass (a failover cuts the clients of the
@@ -1447,6 +439,9 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
     r.sc = sc;
     r.t = t;
     r.rules = rules;
+    r.judge.leak_grace_ms = rules->leak_grace_ms;
+    r.judge.max_hold_ms = rules->max_hold_ms;
+    r.judge.max_reentrancy = rules->max_reentrancy;
     r.stop = stop;
     r.start_mono = clock_mono_ms();
     s = snapshot_new(sc->name);
@@ -1491,13 +486,13 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         if (ok)
             snprintf(s->node, sizeof(s->node), "%s:%d", sc->host, sc->port);
     }
-    if (stopped(&r)) {
+    if (scan_stopped(&r)) {
         /* replies may still be in flight: the connections cannot be reused */
         for (i = 0; i < nst && cluster; i++)
             if (st[i].c != NULL)
                 redisFree(st[i].c);
         scanner_disconnect(sc);
-        free_streams(st, nst);
+        free(st);
         cluster_topo_clear(&topo);
         class_set_free(r.classes);
         redlock_map_free(r.rmap);
@@ -1536,7 +531,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
     if (cluster)
         keep_conns(sc, st, nst);
     if (ok) {
-        if (finish_snapshot(&r) == -1) {
+        if (record_finish(&r) == -1) {
             run_err(&r, "out of memory finishing the snapshot");
             ok = 0;
         } else if (nok == nst) {
@@ -1562,7 +557,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         s->redlock = r.rmap;
     }
     s->ok = ok;
-    free_streams(st, nst);
+    free(st);
     cluster_topo_clear(&topo);
     pthread_mutex_destroy(&r.mu);
     s->finished_ms = clock_now_ms();

@@ -37,7 +37,6 @@ struct scanner;
 
 struct scanner *scanner_new(const char *target_name);
 void scanner_free(struct scanner *sc);
-const char *scanner_name(const struct scanner *sc);
 
 /*
  * Scan every pattern of target once.  Returns a new snapshot (the caller
@@ -55,6 +54,16 @@ struct snapshot *scanner_run(struct scanner *sc, const struct target_conf *targe
 
 /* Drop the connections (next run reconnects). */
 void scanner_disconnect(struct scanner *sc);
+
+/*
+ * The duty-cycle pacing every scan of Redis keeps to (the agent's streams
+ * and lockctl list): after busy_ms of work since the last pause, how long
+ * to pause so that at most duty (0 < duty <= 1, scan_duty) of the wall
+ * time goes to the scan.  0 (go on) until a slice of PACE_SLICE_MS has
+ * been used, so pauses are few and Redis sees bursts of a slice at most.
+ */
+#define PACE_SLICE_MS   20
+int64_t scan_duty_pause(double duty, int64_t busy_ms);
 
 
 #endif

@@ -7,6 +7,7 @@
 #   client/      its own headers and the header-only common/clock.h,
 #                common/lw1.h (liblockwatch links nothing of the agent)
 #   cli/         never agent/ or alerts/
+#   a *_impl.h is included only from its own folder (and unit tests)
 #   tests, bench never #include a .c file
 #   no production .c file over 1,000 lines
 # Prints each breach with file and line; exits 1 if there is one.
@@ -35,6 +36,15 @@ out=$( {
     check alerts 'common/|conf/|collectors/|alerts/'
     check cli 'common/|conf/|collectors/|cli/'
     check client 'common/clock\.h|common/lw1\.h|client/'
+    # an internal header (*_impl.h) belongs to its folder: no production
+    # file elsewhere includes it (unit tests may)
+    grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]*/[^"/]*_impl\.h"' \
+        common conf collectors agent alerts cli client --include='*.[ch]' |
+    while IFS= read -r hit; do
+        inc=$(printf '%s\n' "$hit" | sed -E 's/.*#[[:space:]]*include[[:space:]]+"([^"]*)".*/\1/')
+        [ "$(dirname "${hit%%:*}")" = "$(dirname "$inc")" ] ||
+            printf '%s: includes "%s", internal to %s/\n' "${hit%%:*}" "$inc" "$(dirname "$inc")"
+    done
     grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]*\.c"' tests bench packaging --include='*.[ch]' |
         sed 's/$/ (a test links the object, never includes its .c)/'
 } )

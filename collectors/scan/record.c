@@ -1,0 +1,176 @@
+/*
+ * record.c - per key of a scan: decode, class, track, judge, snapshot.
+ *
+ * The stream (stream.c) hands over each key whose value it has read.
+ * Decoding it (the format table), deriving its class name and hashing
+ * its holders need nothing shared, so they happen outside the run's
+ * mutex; then, under it and once per key, the key is deduped (SCAN may
+ * return a key twice in one pass: the tracker remembers the pass that
+ * last saw a key, and during a cluster resharding that holds across
+ * shards too), its holder timed by the tracker, its class interned, its
+ * states judged by collectors/locks/lockstate.c, and it is counted (and
+ * maybe kept) in the snapshot and added to the Redlock map.  At the end
+ * of the run the class names go to the snapshot.
+ *
+ * Recording allocates nothing per key of its own: the candidate lock, its
+ * holders and its class name live on the stack and point into the
+ * stream's reply buffers; the snapshot copies only the locks it keeps,
+ * and the tracker and the class set grow by their own rules.
+ */
+#include "collectors/scan/scan_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/formats/formats.h"
+#include "common/clock.h"
+#include "common/keytext.h"
+
+/* 32-bit hashes of the holders, for the tracker. */
+static size_t
+holder_hashes(const struct lock_view *v, uint32_t *out)
+{
+    size_t i;
+
+    for (i = 0; i < v->nholders && i < HOLDERS_MAX; i++)
+        out[i] = (uint32_t)keytext_hash(v->holders[i].id, v->holders[i].idlen);
+    return i;
+}
+
+uint8_t
+record_states(const struct run *r, const struct snap_lock *l, int64_t first_seen_ms,
+              int64_t nottl_since_ms)
+{
+    struct lockstate_facts f;
+
+    f.pttl_ms = l->pttl_ms;
+    f.nholders = l->nholders;
+    f.max_count = l->max_count;
+    f.held_ms = r->now_ms - first_seen_ms;
+    f.nottl_ms = nottl_since_ms > 0 ? r->now_ms - nottl_since_ms : -1;
+    return lockstate_judge(&r->judge, &f);
+}
+
+/* Record one key: decode it (no lock needed), then, under the run's
+ * mutex, dedupe it, time its holder, intern its class, count and maybe
+ * keep it, and add it to the Redlock map. */
+int
+record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *raw,
+           long long hlen)
+{
+    struct run *r = s->r;
+    const struct scan_rules *rules = r->rules;
+    struct snap_holder holders[HOLDERS_MAX];
+    uint32_t hh[HOLDERS_MAX];
+    size_t nh;
+    const struct lock_format *fmt;
+    struct lock_view view;
+    struct track_result tr;
+    struct snap_lock l;
+    char cls[CLASS_NAME_MAX];
+    int64_t start_age;
+    uint64_t kh;
+    size_t i;
+    int ci, rc = -1;
+
+    kh = keytext_hash(raw->key, raw->keylen);
+    fmt = formats_decode(raw, &view);
+    /* fields past the read cap are holders too (the decoders saw only
+     * the first RAW_FIELDS_MAX) */
+    rawread_count_cut_holders(&view, raw, hlen);
+
+    start_age = lockstate_start_age(m->idle_s, view.acquired_ms, r->now_ms, NULL);
+    nh = holder_hashes(&view, hh);
+    class_of(raw->key, raw->keylen, rules->classes, rules->nclasses, cls, sizeof(cls));
+
+    memset(&l, 0, sizeof(l));
+    l.key = raw->key;
+    l.key_len = (uint32_t)(raw->keylen > SNAP_KEY_MAX ? SNAP_KEY_MAX : raw->keylen);
+    if (l.key_len < raw->keylen)
+        l.flags |= SNAP_KEY_TRUNCATED;
+    l.format = (uint8_t)formats_index(fmt);
+    l.pttl_ms = raw->pttl;
+    l.acquired_ms = view.acquired_ms;
+    l.pid = (int32_t)(view.pid > 0 && view.pid <= INT32_MAX ? view.pid : 0);
+    l.thread = view.thread;
+    l.max_count = view.max_count;
+    l.holders_total = (uint32_t)(view.holders_total > UINT32_MAX ? UINT32_MAX
+                                 : view.holders_total);
+    if (raw->value_truncated || raw->fields_truncated)
+        l.flags |= SNAP_VALUE_TRUNCATED;
+    if (strcmp(view.mode, "read") == 0)
+        l.flags |= SNAP_MODE_READ;
+    else if (strcmp(view.mode, "write") == 0)
+        l.flags |= SNAP_MODE_WRITE;
+    if (view.host[0] != '\0') {
+        l.host = view.host;
+        l.host_len = (uint8_t)strnlen(view.host, sizeof(view.host));
+    }
+    for (i = 0; i < view.nholders && i < HOLDERS_MAX; i++) {
+        holders[i].id = view.holders[i].id;
+        holders[i].id_len = (uint16_t)view.holders[i].idlen;
+        holders[i].truncated = view.holders[i].id_truncated;
+        holders[i].count = view.holders[i].count;
+    }
+    l.holders = holders;
+    l.nholders = (uint16_t)i;
+
+    pthread_mutex_lock(&r->mu);
+    if (tracker_seen(r->sc->tracker, kh, r->sc->pass)) {
+        s->cnt.duplicates_total++;
+        rc = 0;
+        goto out;
+    }
+    if (tracker_visit(r->sc->tracker, kh, hh, nh, r->sc->pass,
+                      r->now_ms, start_age, raw->pttl >= 0, &tr) == -1)
+        goto out;
+    if ((ci = class_set_intern(r->classes, cls)) < 0)
+        goto out;
+    if (l.flags & SNAP_VALUE_TRUNCATED)
+        s->cnt.truncated_total++;
+    l.class_idx = (uint16_t)ci;
+    l.first_seen_ms = tr.first_seen_ms;
+    l.states = record_states(r, &l, tr.first_seen_ms, tr.nottl_since_ms);
+    if (snapshot_add(r->snap, &l, r->now_ms) == -1)
+        goto out;
+    /* a lock without a holder (a format that names none) still counts
+     * as held, by "nobody in particular", on each node */
+    if (r->rmap != NULL &&
+        redlock_map_add(r->rmap, raw->key, raw->keylen, kh, nh > 0 ? hh[0] : 1,
+                        tr.first_seen_ms, clock_now_ms(), raw->pttl) == -1)
+        goto out;
+    rc = 0;
+out:
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+int
+record_finish(struct run *r)
+{
+    struct snapshot *s = r->snap;
+    size_t i, n = class_set_count(r->classes);
+
+    s->classes = calloc(n ? n : 1, sizeof(*s->classes));
+    if (s->classes == NULL)
+        return -1;
+    for (i = 0; i < n; i++) {
+        s->classes[i] = strdup(class_set_name(r->classes, i));
+        if (s->classes[i] == NULL)
+            return -1;
+        s->nclasses = i + 1;
+    }
+    /* class_stats grow with the highest index used; make it cover them all */
+    if (s->class_cap < n) {
+        struct snap_class *nc = realloc(s->class_stats, n * sizeof(*nc));
+
+        if (nc == NULL)
+            return -1;
+        memset(nc + s->class_cap, 0, (n - s->class_cap) * sizeof(*nc));
+        s->class_stats = nc;
+        s->class_cap = n;
+    }
+    s->classes_overflowed = class_set_overflowed(r->classes);
+    snapshot_finish(s);
+    return 0;
+}

@@ -1,0 +1,193 @@
+/*
+ * scan_impl.h - what the files of the scanner share; internal to
+ * collectors/scan/ (nothing outside it includes this).
+ *
+ * One scanner_run() is a run: the target, its rules, the snapshot being
+ * built and what the streams record into together.  A stream is one
+ * connection's pass over one Redis node: its pipeline of SCAN / META /
+ * VALS segments, its pacing and its counters.
+ *
+ *   scan.c      the runs by topology, connections kept between scans,
+ *               the public API of scan.h
+ *   stream.c    the pipelined segment stream and its pacing
+ *   record.c    per key: decode, class, track, judge, snapshot
+ *   registry.c  the Redisson holders' client-registry look-up
+ *   tracker.c   first-seen times across scans (tracker.h)
+ *
+ * What a run's streams share (the scanner's tracker, the class set, the
+ * snapshot, the Redlock map) is guarded by run.mu, taken once per lock
+ * recorded; everything in a stream is its own thread's.
+ */
+#ifndef LOCKWATCH_SCAN_IMPL_H
+#define LOCKWATCH_SCAN_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <hiredis.h>
+
+#include "collectors/locks/lockclass.h"
+#include "collectors/locks/lockstate.h"
+#include "collectors/locks/redlock.h"
+#include "collectors/redis/cluster.h"
+#include "collectors/redis/rawread.h"
+#include "collectors/scan/scan.h"
+#include "collectors/scan/tracker.h"
+
+/* A connection kept between scans, by the address it goes to. */
+struct node_conn {
+    char host[256];
+    int port;
+    redisContext *c;
+};
+
+struct scanner {
+    char *name;
+    struct tracker *tracker;
+    struct scan_counters counters;
+    uint32_t pass;
+    /* standalone and sentinel: the one connection, and where it goes */
+    redisContext *c;
+    char host[256];
+    int port;
+    size_t sentinel_first;      /* sentinel to ask first */
+    /* cluster: connections by node, and the nodes of the last topology
+     * (asked when the configured address does not answer) */
+    struct node_conn *conns;
+    size_t nconns;
+    struct cluster_node *known;
+    size_t nknown;
+    uint64_t conn_key;          /* how the connections were made (conn_key()) */
+};
+
+/* What the streams of one run share, on the stack of scanner_run. */
+struct run {
+    struct scanner *sc;
+    const struct target_conf *t;
+    const struct scan_rules *rules;
+    struct lockstate_rules judge;   /* rules' states part, for lockstate_judge() */
+    const atomic_int *stop;
+    struct snapshot *snap;
+    struct class_set *classes;
+    struct redlock_map *rmap;   /* NULL unless the target is in a Redlock group */
+    int64_t now_ms;             /* the scan's start: every state is judged at it */
+    int64_t start_mono;
+    pthread_mutex_t mu;         /* guards sc->tracker, classes, snap, rmap */
+    char err[256];
+};
+
+/* One key of a SCAN batch, once its META replies are read. */
+struct key_meta {
+    const redisReply *key;      /* element of the batch's SCAN reply */
+    enum raw_type type;
+    long long pttl;
+    long long idle_s;
+    bool skip;                  /* vanished or unreadable */
+};
+
+struct batch {
+    redisReply *scan;           /* owns the key strings */
+    struct key_meta *meta;
+    size_t n, cap;
+    bool busy;
+};
+
+#define INFLIGHT_MAX    4       /* batches between SCAN and VALS */
+
+enum seg_kind { SEG_SCAN, SEG_META, SEG_VALS };
+
+struct segment {
+    enum seg_kind kind;
+    struct batch *b;
+};
+
+/* at most one SCAN plus two segments per batch in flight */
+#define SEG_RING (3 * INFLIGHT_MAX + 4)
+
+/* One connection's scan: one node, its pipeline, its pacing. */
+struct stream {
+    struct run *r;
+    redisContext *c;
+    char host[256];             /* for messages */
+    int port;
+    bool readonly;              /* a cluster replica: send READONLY first */
+    long max_kps;               /* this stream's share of max_keys_per_second */
+    int64_t start_mono;
+    int64_t resume_mono;        /* end of the last pacing pause */
+    uint64_t keys;              /* examined this run */
+    struct scan_counters cnt;   /* vanished, truncated, duplicates */
+    bool failed;
+    bool conn_lost;             /* failed on the connection (not a refusal) */
+    char err[256];
+    double duration_s;
+
+    /* the pipeline */
+    struct batch pool[INFLIGHT_MAX];
+    size_t inflight;
+    struct segment ring[SEG_RING];
+    size_t head, count;
+    size_t pat;                 /* pattern being scanned */
+    char cursor[32];
+    bool scan_outstanding;
+    bool scan_done;
+};
+
+/* ---- scan.c ------------------------------------------------------------------- */
+
+/* snprintf into an error buffer; messages are cut to fit, on purpose. */
+void scan_errf(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define run_err(r, ...) scan_errf((r)->err, sizeof((r)->err), __VA_ARGS__)
+#define stream_err(s, ...) scan_errf((s)->err, sizeof((s)->err), __VA_ARGS__)
+
+/* ---- stream.c ----------------------------------------------------------------- */
+
+/* Has the agent asked the run to stop? */
+bool scan_stopped(const struct run *r);
+
+/*
+ * Stream every pattern of the target through s->c (connected, and
+ * READONLY where it must be), recording each key.  0 when the pass is
+ * complete; -1 with s->err set (s->conn_lost when the connection failed),
+ * or when the run was asked to stop.  The batches are released either way.
+ */
+int stream_scan(struct stream *s);
+
+/* Read one reply on s->c: 0, or -1 with s->err set and s->conn_lost. */
+int stream_reply(struct stream *s, redisReply **rep);
+
+/* ---- record.c ----------------------------------------------------------------- */
+
+/*
+ * Record one key of s's pass whose value was read into raw (hlen: HLEN of
+ * a hash, else -1): decode, class, dedupe and time it, judge it, count it
+ * in the snapshot and maybe keep it, add it to the Redlock map.  Takes
+ * run.mu.  0, or -1 on ENOMEM.
+ */
+int record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *raw,
+               long long hlen);
+
+/* The states of l at the scan's time, its holder first seen at
+ * first_seen_ms and the key without a TTL since nottl_since_ms (0: it
+ * has one). */
+uint8_t record_states(const struct run *r, const struct snap_lock *l, int64_t first_seen_ms,
+                      int64_t nottl_since_ms);
+
+/* Hand the run's class names to the snapshot and sort it.  0, or -1 on
+ * ENOMEM. */
+int record_finish(struct run *r);
+
+/* ---- registry.c --------------------------------------------------------------- */
+
+/*
+ * Look up the client registry of every retained Redisson-format lock and
+ * back-date (and judge again) the locks it knows better.  streams are the
+ * run's (one per shard in a cluster, in topology order); topo is NULL
+ * outside a cluster.  A stream whose look-up fails is marked failed.
+ * 0, or -1 on ENOMEM.
+ */
+int registry_lookup(struct run *r, struct stream *streams, size_t nstreams,
+                    const struct cluster_topo *topo);
+
+#endif

@@ -1,0 +1,502 @@
+/*
+ * stream.c - one node's pass: the pipelined SCAN / META / VALS stream and
+ * its pacing.
+ *
+ * Per SCAN batch the scanner needs, for each key: OBJECT IDLETIME (read
+ * before anything touches the key, since a GET would reset it), TYPE and
+ * PTTL; then, by type, a bounded read of the value (GETRANGE of at most
+ * RAW_VALUE_MAX+1 bytes, or one HSCAN of at most ~RAW_FIELDS_MAX fields).
+ *
+ * The commands are streamed, not sent in lock-step rounds.  Three kinds of
+ * segment go down one connection in a FIFO: SCAN (next cursor), META
+ * (IDLETIME, TYPE, PTTL of a batch) and VALS (the value reads of a batch
+ * whose types are known).  Reading a SCAN reply sends the batch's META and
+ * the next SCAN at once; reading a META sends its VALS; reading VALS
+ * records the locks (record.c).  Up to INFLIGHT_MAX batches are between
+ * their SCAN and their VALS, so Redis always has queued work while the
+ * scanner decodes and Redis and the scanner run in parallel instead of
+ * taking turns.  That is how the scan, which sends twice the commands of
+ * the SCAN + TYPE + PTTL floor in bench/, stays close to it.  The batches
+ * are a fixed pool of INFLIGHT_MAX per stream whose key arrays grow to the
+ * largest batch and are then reused: no allocation per key.
+ *
+ * Pacing: work is measured in busy wall time since the last pause; once
+ * a slice of PACE_SLICE_MS is used, the stream stops sending SCANs, lets
+ * the pipeline drain and sleeps busy * (1 - duty) / duty, so at most
+ * scan_duty of each node's wall time goes to the scan.
+ * max_keys_per_second is an absolute cap for the whole target, shared
+ * equally by its streams (scan.c gives each its share).  Sleeps are
+ * sliced so a stop request is seen within 50 ms.
+ *
+ * Keys may vanish between SCAN and the reads (or change type, or a
+ * cluster slot may move away): they are counted as vanished and skipped.
+ */
+#include "collectors/scan/scan_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+
+bool
+scan_stopped(const struct run *r)
+{
+    return r->stop != NULL && atomic_load(r->stop);
+}
+
+/* Sleep ms in slices, returning early when asked to stop. */
+static void
+pause_ms(const struct run *r, int64_t ms)
+{
+    struct timespec ts;
+    int64_t slice;
+
+    while (ms > 0 && !scan_stopped(r)) {
+        slice = ms > 50 ? 50 : ms;
+        ts.tv_sec = 0;
+        ts.tv_nsec = (long)slice * 1000000L;
+        nanosleep(&ts, NULL);
+        ms -= slice;
+    }
+}
+
+int64_t
+scan_duty_pause(double duty, int64_t busy_ms)
+{
+    if (duty > 0 && duty < 1 && busy_ms >= PACE_SLICE_MS)
+        return (int64_t)((double)busy_ms * (1.0 - duty) / duty);
+    return 0;
+}
+
+/* How long to pause now to keep to scan_duty and max_keys_per_second;
+ * 0 while the current slice of work is not used up. */
+static int64_t
+pace_due(struct stream *s)
+{
+    int64_t now = clock_mono_ms();
+    int64_t wait = scan_duty_pause(s->r->t->scan_duty, now - s->resume_mono);
+
+    if (s->max_kps > 0) {
+        /* the earliest time by which this many keys are allowed */
+        int64_t due = (int64_t)(s->keys * 1000 / (uint64_t)s->max_kps);
+        int64_t ahead = due - (now - s->start_mono);
+
+        if (ahead > wait)
+            wait = ahead;
+    }
+    return wait;
+}
+
+static int
+batch_take(struct batch *b, redisReply *scan)
+{
+    redisReply *keys = scan->element[1];
+    size_t i;
+
+    b->scan = scan;
+    b->n = 0;
+    if (keys->elements > b->cap) {
+        struct key_meta *m = realloc(b->meta, keys->elements * sizeof(*m));
+
+        if (m == NULL)
+            return -1;
+        b->meta = m;
+        b->cap = keys->elements;
+    }
+    for (i = 0; i < keys->elements; i++) {
+        if (keys->element[i]->type != REDIS_REPLY_STRING)
+            continue;
+        memset(&b->meta[b->n], 0, sizeof(b->meta[b->n]));
+        b->meta[b->n].key = keys->element[i];
+        b->n++;
+    }
+    return 0;
+}
+
+static void
+batch_clear(struct batch *b)
+{
+    if (b->scan != NULL)
+        freeReplyObject(b->scan);
+    b->scan = NULL;
+    b->n = 0;
+}
+
+static void
+append_key_cmd(redisContext *c, const char *cmd, const char *sub,
+               const redisReply *key, const char *a1, const char *a2,
+               const char *a3)
+{
+    const char *argv[6];
+    size_t lens[6];
+    int argc = 0;
+
+    argv[argc] = cmd;
+    lens[argc++] = strlen(cmd);
+    if (sub != NULL) {
+        argv[argc] = sub;
+        lens[argc++] = strlen(sub);
+    }
+    argv[argc] = key->str;
+    lens[argc++] = key->len;
+    if (a1 != NULL) {
+        argv[argc] = a1;
+        lens[argc++] = strlen(a1);
+    }
+    if (a2 != NULL) {
+        argv[argc] = a2;
+        lens[argc++] = strlen(a2);
+    }
+    if (a3 != NULL) {
+        argv[argc] = a3;
+        lens[argc++] = strlen(a3);
+    }
+    redisAppendCommandArgv(c, argc, argv, lens);
+}
+
+/* hiredis reports a command timeout as EAGAIN; say what it means. */
+int
+stream_reply(struct stream *s, redisReply **rep)
+{
+    redisContext *c = s->c;
+    void *p = NULL;
+
+    if (redisGetReply(c, &p) != REDIS_OK || p == NULL) {
+        if (c->err == REDIS_ERR_IO && (strcmp(c->errstr, strerror(EAGAIN)) == 0 ||
+                                       strcmp(c->errstr, strerror(EWOULDBLOCK)) == 0))
+            stream_err(s, "read from %s:%d: timed out after %lld ms (command_timeout)",
+                    s->host, s->port, (long long)s->r->t->command_timeout_ms);
+        else
+            stream_err(s, "read from %s:%d: %s", s->host, s->port,
+                    c->errstr[0] ? c->errstr : "connection lost");
+        s->conn_lost = true;
+        return -1;
+    }
+    *rep = p;
+    return 0;
+}
+
+/* A cluster redirection or a slot in migration: the key is elsewhere. */
+static bool
+moved(const redisReply *rep)
+{
+    return rep->type == REDIS_REPLY_ERROR &&
+        ((rep->len >= 6 && memcmp(rep->str, "MOVED ", 6) == 0) ||
+         (rep->len >= 4 && memcmp(rep->str, "ASK ", 4) == 0) ||
+         (rep->len >= 8 && memcmp(rep->str, "TRYAGAIN", 8) == 0));
+}
+
+static int
+read_meta(struct stream *s, struct batch *b)
+{
+    redisReply *rep;
+    size_t i;
+
+    for (i = 0; i < b->n; i++) {
+        struct key_meta *m = &b->meta[i];
+
+        if (stream_reply(s, &rep) == -1)
+            return -1;
+        /* OBJECT IDLETIME fails under an LFU maxmemory-policy: age 0 */
+        m->idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+        freeReplyObject(rep);
+        if (stream_reply(s, &rep) == -1)
+            return -1;
+        if (rep->type == REDIS_REPLY_ERROR && !moved(rep)) {
+            /* NOPERM, CLUSTERDOWN, LOADING...: this node cannot be read,
+             * and skipping its keys as vanished would hide that */
+            stream_err(s, "TYPE on %s:%d refused: %.*s", s->host, s->port,
+                       (int)(rep->len > 160 ? 160 : rep->len), rep->str);
+            freeReplyObject(rep);
+            return -1;
+        }
+        /* MOVED/ASK: the slot moved away since SCAN (resharding); the
+         * key is counted where it lives now, or vanished here */
+        m->type = rawread_type(rep);
+        freeReplyObject(rep);
+        if (stream_reply(s, &rep) == -1)
+            return -1;
+        m->pttl = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
+        freeReplyObject(rep);
+        if (m->type == RAW_NONE || m->pttl == -2)
+            m->skip = true;
+    }
+    return 0;
+}
+
+static void
+append_meta(struct stream *s, const struct batch *b)
+{
+    size_t i;
+
+    for (i = 0; i < b->n; i++) {
+        append_key_cmd(s->c, "OBJECT", "IDLETIME", b->meta[i].key, NULL, NULL, NULL);
+        append_key_cmd(s->c, "TYPE", NULL, b->meta[i].key, NULL, NULL, NULL);
+        append_key_cmd(s->c, "PTTL", NULL, b->meta[i].key, NULL, NULL, NULL);
+    }
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static void
+append_values(struct stream *s, const struct batch *b)
+{
+    size_t i;
+
+    for (i = 0; i < b->n; i++) {
+        const struct key_meta *m = &b->meta[i];
+
+        if (m->skip)
+            continue;
+        if (m->type == RAW_STRING)
+            append_key_cmd(s->c, "GETRANGE", NULL, m->key, "0",
+                           STR(RAW_VALUE_MAX), NULL);
+        else if (m->type == RAW_HASH) {
+            /* HLEN: the true holder count when there are more fields
+             * than one bounded HSCAN returns */
+            append_key_cmd(s->c, "HLEN", NULL, m->key, NULL, NULL, NULL);
+            append_key_cmd(s->c, "HSCAN", NULL, m->key, "0", "COUNT",
+                           STR(RAW_FIELDS_MAX));
+        }
+    }
+}
+
+/* Read the value replies of batch b (sent by append_values) and record
+ * each key. */
+static int
+read_values(struct stream *s, struct batch *b)
+{
+    struct raw_field fields[RAW_FIELDS_MAX];
+    struct raw_lock raw;
+    redisReply *rep;
+    long long hlen;
+    size_t i;
+    int rc;
+
+    for (i = 0; i < b->n; i++) {
+        struct key_meta *m = &b->meta[i];
+
+        if (m->skip) {
+            s->cnt.vanished_total++;
+            continue;
+        }
+        memset(&raw, 0, sizeof(raw));
+        raw.key = m->key->str;
+        raw.keylen = m->key->len;
+        raw.type = m->type;
+        raw.pttl = m->pttl;
+        rep = NULL;
+        hlen = -1;
+        if (m->type == RAW_HASH) {
+            if (stream_reply(s, &rep) == -1)
+                return -1;
+            if (rep->type == REDIS_REPLY_INTEGER)
+                hlen = rep->integer;
+            freeReplyObject(rep);
+            rep = NULL;
+        }
+        if (m->type == RAW_STRING || m->type == RAW_HASH) {
+            if (stream_reply(s, &rep) == -1)
+                return -1;
+            if (rep->type == REDIS_REPLY_ERROR) {
+                /* WRONGTYPE: replaced by another type since TYPE */
+                s->cnt.vanished_total++;
+                freeReplyObject(rep);
+                continue;
+            }
+        }
+        if (m->type == RAW_STRING) {
+            rawread_string(rep, &raw);
+        } else if (m->type == RAW_HASH &&
+                   (!rawread_hash(rep, fields, &raw) || raw.nfields == 0)) {
+            freeReplyObject(rep);       /* gone between TYPE and HSCAN */
+            s->cnt.vanished_total++;
+            continue;
+        }
+        rc = record_key(s, m, &raw, hlen);
+        if (rep != NULL)
+            freeReplyObject(rep);
+        if (rc == -1) {
+            stream_err(s, "out of memory recording locks");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+valid_scan_reply(const redisReply *rep)
+{
+    return rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[0]->type == REDIS_REPLY_STRING &&
+        rep->element[1]->type == REDIS_REPLY_ARRAY;
+}
+
+static void
+push(struct stream *s, enum seg_kind kind, struct batch *b)
+{
+    /* cannot overflow: at most one SCAN plus two segments per batch (SEG_RING) */
+    s->ring[(s->head + s->count) % SEG_RING].kind = kind;
+    s->ring[(s->head + s->count) % SEG_RING].b = b;
+    s->count++;
+}
+
+static int
+flush(struct stream *s)
+{
+    int done = 0;
+
+    while (!done)
+        if (redisBufferWrite(s->c, &done) == REDIS_ERR) {
+            stream_err(s, "write to %s:%d: %s", s->host, s->port, s->c->errstr);
+            return -1;
+        }
+    return 0;
+}
+
+/* Send the next SCAN if one is due and allowed now.  A pacing pause waits
+ * until the pipeline has drained, so Redis is idle (for us) while the
+ * scanner sleeps. */
+static void
+maybe_scan(struct stream *s)
+{
+    char count[16];
+    int64_t wait;
+
+    if (s->scan_done || s->scan_outstanding || s->inflight >= INFLIGHT_MAX)
+        return;
+    wait = pace_due(s);
+    if (wait > 0) {
+        if (s->count > 0)
+            return;             /* drain first; called again after VALS */
+        pause_ms(s->r, wait);
+        s->resume_mono = clock_mono_ms();
+    }
+    snprintf(count, sizeof(count), "%d", s->r->t->scan_count);
+    {
+        const char *argv[6] = { "SCAN", s->cursor, "MATCH", s->r->t->patterns[s->pat],
+                                "COUNT", count };
+
+        redisAppendCommandArgv(s->c, 6, argv, NULL);
+    }
+    push(s, SEG_SCAN, NULL);
+    s->scan_outstanding = true;
+}
+
+static struct batch *
+free_batch(struct stream *s)
+{
+    size_t i;
+
+    for (i = 0; i < INFLIGHT_MAX; i++)
+        if (!s->pool[i].busy)
+            return &s->pool[i];
+    return NULL;
+}
+
+static int
+on_scan(struct stream *s)
+{
+    const struct target_conf *t = s->r->t;
+    struct batch *b;
+    redisReply *rep;
+
+    if (stream_reply(s, &rep) == -1)
+        return -1;
+    s->scan_outstanding = false;
+    if (!valid_scan_reply(rep)) {
+        if (rep->type == REDIS_REPLY_ERROR)
+            stream_err(s, "SCAN on %s:%d refused: %.*s", s->host, s->port,
+                    (int)(rep->len > 160 ? 160 : rep->len), rep->str);
+        else
+            stream_err(s, "SCAN on %s:%d: unexpected reply type %d", s->host, s->port, rep->type);
+        freeReplyObject(rep);
+        return -1;
+    }
+    snprintf(s->cursor, sizeof(s->cursor), "%.*s", (int)rep->element[0]->len,
+             rep->element[0]->str);
+    if (strcmp(s->cursor, "0") == 0) {
+        if (++s->pat < t->npatterns)
+            snprintf(s->cursor, sizeof(s->cursor), "0");
+        else
+            s->scan_done = true;
+    }
+    if (rep->element[1]->elements == 0) {
+        freeReplyObject(rep);
+    } else {
+        b = free_batch(s);      /* a SCAN is only sent with a batch free */
+        if (b == NULL || batch_take(b, rep) == -1) {
+            freeReplyObject(rep);
+            stream_err(s, "out of memory");
+            return -1;
+        }
+        b->busy = true;
+        s->inflight++;
+        s->keys += b->n;
+        append_meta(s, b);
+        push(s, SEG_META, b);
+    }
+    maybe_scan(s);
+    return 0;
+}
+
+static int
+on_vals(struct stream *s, struct batch *b)
+{
+    if (read_values(s, b) == -1)
+        return -1;
+    batch_clear(b);
+    b->busy = false;
+    s->inflight--;
+    maybe_scan(s);
+    return 0;
+}
+
+int
+stream_scan(struct stream *s)
+{
+    struct segment seg;
+    size_t i;
+    int rc = -1;
+
+    snprintf(s->cursor, sizeof(s->cursor), "0");
+    s->resume_mono = clock_mono_ms();
+    maybe_scan(s);
+    while (s->count > 0) {
+        if (scan_stopped(s->r))
+            goto out;
+        if (flush(s) == -1)
+            goto out;
+        seg = s->ring[s->head];
+        s->head = (s->head + 1) % SEG_RING;
+        s->count--;
+        switch (seg.kind) {
+        case SEG_SCAN:
+            if (on_scan(s) == -1)
+                goto out;
+            break;
+        case SEG_META:
+            if (read_meta(s, seg.b) == -1)
+                goto out;
+            append_values(s, seg.b);
+            push(s, SEG_VALS, seg.b);
+            break;
+        case SEG_VALS:
+            if (on_vals(s, seg.b) == -1)
+                goto out;
+            break;
+        }
+    }
+    rc = 0;
+out:
+    for (i = 0; i < INFLIGHT_MAX; i++) {
+        batch_clear(&s->pool[i]);
+        free(s->pool[i].meta);
+        s->pool[i].meta = NULL;
+    }
+    return rc;
+}
