@@ -18,6 +18,7 @@
 
 #include "cli/lockctl.h"
 #include "collectors/redis/conn.h"
+#include "collectors/locks/lockstate.h"
 #include "collectors/release/release.h"
 
 #define REASON_MAX 512          /* bytes of --reason kept in the audit */
@@ -31,15 +32,6 @@ struct change {
     int64_t older_ms, ttl_ms;
     const char *reason;
 };
-
-static bool
-in_patterns(const struct target_conf *t, const char *key, size_t len)
-{
-    for (size_t i = 0; i < t->npatterns; i++)
-        if (class_glob_match(t->patterns[i], key, len))
-            return true;
-    return false;
-}
 
 static bool
 holds(const struct cli_lock *l, const char *holder, size_t n)
@@ -341,7 +333,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
      * refuses it without touching it) for the prompt and for the holder
      * age its format encodes, which OBJECT IDLETIME cannot see once a
      * watchdog has renewed the lock. */
-    if (in_patterns(lc->t, ch.key, ch.keylen)) {
+    if (lockstate_in_patterns(lc->t, ch.key, ch.keylen)) {
         kp = ch.key;
         if (inspect_keys(lc, &kp, &ch.keylen, 1, rq.now_ms, &l, err, sizeof(err)) == -1) {
             rc = session_redis_error(lc, err);

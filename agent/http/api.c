@@ -20,6 +20,7 @@
 #include "agent/http/routes.h"
 #include "common/keytext.h"
 #include "collectors/locks/lockjson.h"
+#include "collectors/locks/lockstate.h"
 
 #define API_LIMIT_DEFAULT 100
 #define API_LIMIT_MAX     10000
@@ -111,22 +112,6 @@ render_api_error(int status, const char *msg, char **body, size_t *len)
     return dump(o, status, body, len);
 }
 
-static int
-state_mask(const char *state, uint8_t *mask)
-{
-    if (state == NULL || strcmp(state, "all") == 0 || strcmp(state, "held") == 0)
-        *mask = LOCK_HELD;
-    else if (strcmp(state, "leaked") == 0)
-        *mask = LOCK_LEAKED;
-    else if (strcmp(state, "long") == 0)
-        *mask = LOCK_LONG;
-    else if (strcmp(state, "reentrant_high") == 0)
-        *mask = LOCK_REENTRANT_HIGH;
-    else
-        return -1;
-    return 0;
-}
-
 struct filter {
     uint8_t mask;
     const char *target;
@@ -160,7 +145,7 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
     long limit = API_LIMIT_DEFAULT;
     char *end;
 
-    if (state_mask(q->state, &f.mask) == -1)
+    if (lockstate_mask(q->state != NULL ? q->state : "all", &f.mask) == -1)
         return render_api_error(400, "state must be one of leaked, long, reentrant_high, held, all",
                                 body, len);
     if (q->limit != NULL) {

@@ -407,14 +407,6 @@ cluster_shard_of_slot(const struct cluster_topo *topo, unsigned slot)
 
 /* ---- the network ----------------------------------------------------------- */
 
-void
-cluster_node_target(const struct target_conf *t, const char *host, int port,
-                    struct target_conf *out)
-{
-    redisconn_node(t, host, port, out);
-    out->mode = TARGET_STANDALONE;
-}
-
 /* Ask one node.  0, or -1 with why in err. */
 static int
 discover_at(const struct target_conf *t, const char *host, int port,

@@ -101,11 +101,5 @@ int cluster_discover(const struct target_conf *t, const struct cluster_node *hin
 bool cluster_parse_redirect(const redisReply *rep, bool *ask, unsigned *slot,
                             char *host, size_t hostlen, int *port);
 
-/* A copy of t aimed at the one node host:port, mode standalone (shallow:
- * strings are shared with t): redisconn_node() with the mode dropped.
- * The scanner's shard streams open their nodes with it; new code uses
- * redisconn_node(), which keeps the mode. */
-void cluster_node_target(const struct target_conf *t, const char *host, int port,
-                         struct target_conf *out);
 
 #endif

@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "collectors/redis/conn.h"
-#include "collectors/redis/sentinel.h"
+#include "collectors/redis/target.h"
 #include "common/clock.h"
 #include "common/keytext.h"
 
@@ -112,32 +112,31 @@ conn_key(const struct target_conf *t)
 }
 
 /*
- * Open a connection the way the target's mode says: sentinel, to the
- * primary the sentinels name now; cluster, to the node host:port (a
- * shard's primary or replica, with the target's credentials and
- * timeouts); standalone, to the URL's server.  host and port say where
- * it went (for cluster, where to go).  Timeouts, AUTH and SELECT as
- * lockctl and the release endpoint do.  NULL with err set on failure.
- * The cluster case touches nothing of sc: the shards' threads call it
- * at once.
+ * Open a stream's connection.  A cluster shard's node is already known
+ * (host:port, a primary or a replica from the discovery): it is opened
+ * as one node with the target's credentials and timeouts, touching
+ * nothing of sc, since the shards' threads call this at once.  Otherwise
+ * target_open() (collectors/redis/target.h) goes where the mode says:
+ * the URL's server, or the primary the sentinels name now; host and port
+ * say where it went.  NULL with err set on failure.
  */
 static redisContext *
 open_by_mode(struct scanner *sc, const struct target_conf *t, char *host, size_t hostlen,
              int *port, char *err, size_t errlen)
 {
     struct target_conf node;
+    redisContext *c;
 
-    switch (t->mode) {
-    case TARGET_SENTINEL:
-        return sentinel_open_primary(t, &sc->sentinel_first, host, hostlen, port, err, errlen);
-    case TARGET_CLUSTER:
-        cluster_node_target(t, host, *port, &node);
+    if (t->mode == TARGET_CLUSTER) {
+        redisconn_node(t, host, *port, &node);
         return redisconn_open(&node, err, errlen);
-    default:
-        snprintf(host, hostlen, "%s", t->host);
-        *port = t->port;
-        return redisconn_open(t, err, errlen);
     }
+    c = target_open(t, NULL, 0, &sc->sentinel_first, &node, err, errlen);
+    if (c != NULL) {
+        snprintf(host, hostlen, "%s", node.host);
+        *port = node.port;
+    }
+    return c;
 }
 
 /* Open the stream's connection unless it has one (the scanner's, for the
@@ -162,7 +161,7 @@ stream_connect(struct stream *s)
     }
     if (!s->readonly)
         return 0;
-    cluster_node_target(s->r->t, s->host, s->port, &node);
+    redisconn_node(s->r->t, s->host, s->port, &node);
     rep = redisconn_command(s->c, &node, "READONLY", 1, argv, NULL, s->err, sizeof(s->err));
     if (rep == NULL) {
         s->conn_lost = true;
@@ -195,21 +194,6 @@ stream_main(void *arg)
     return NULL;
 }
 
-/* Is the scanner's connection still to a primary?  (ROLE) */
-static bool
-still_primary(struct scanner *sc)
-{
-    redisReply *rep = redisCommand(sc->c, "ROLE");
-    bool yes;
-
-    yes = rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
-        rep->element[0]->type == REDIS_REPLY_STRING && rep->element[0]->len == 6 &&
-        memcmp(rep->element[0]->str, "master", 6) == 0;
-    if (rep != NULL)
-        freeReplyObject(rep);
-    return yes;
-}
-
 /* Standalone and sentinel: one stream on the scanner's connection,
  * opened (and, for sentinel, the primary resolved) when there is none.
  * *had_conn says whether the connection predates this pass. */
@@ -223,14 +207,13 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
      * itself one (until the sentinels reconfigure it) and keeps answering
      * reads: so each pass asks the sentinels where the primary is now and
      * checks ROLE, two round trips a scan, and moves when either says so.
-     * Sentinels that do not answer leave the connection as it is. */
-    if (sc->c != NULL && t->mode == TARGET_SENTINEL) {
-        char host[256], why[512];
-        int port;
+     * Sentinels that do not answer leave the connection as it is
+     * (target_still_current(); no I/O for the other modes). */
+    if (sc->c != NULL) {
+        struct target_conf node;
 
-        if ((sentinel_primary_addr(t, &sc->sentinel_first, host, sizeof(host), &port, why,
-                                   sizeof(why)) == 0 &&
-             (port != sc->port || strcmp(host, sc->host) != 0)) || !still_primary(sc))
+        redisconn_node(t, sc->host, sc->port, &node);
+        if (!target_still_current(t, &sc->sentinel_first, sc->c, &node))
             scanner_disconnect(sc);
     }
     *had_conn = sc->c != NULL;
