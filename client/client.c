@@ -266,7 +266,7 @@ lw_connect(const lw_options *opts, lw_error *err)
     }
     lwc_hostname(c->hostname);
     c->pid = (long)getpid();
-    (void)lwc_prefixed_name(c->registry_key, sizeof(c->registry_key),
+    (void)prefix_name(c->registry_key, sizeof(c->registry_key),
                             "lockwatch:client", c->id, LWC_UUID_LEN);
 
     if (lwc_report_open(c, opts->agent, opts->report != 0, err) != LW_OK)

@@ -27,6 +27,7 @@
 
 #include "lockwatch.h"
 #include "common/clock.h"
+#include "common/prefixname.h"
 #include "common/lw1.h"
 
 /* --- bounds ------------------------------------------------------------ */
@@ -258,7 +259,7 @@ bool lwc_reply_is_noscript(const redisReply *r);
 /* Copy an error reply's text into *err as LW_ERR, naming what. */
 lw_status lwc_reply_error(const redisReply *r, const char *what, lw_error *err);
 
-/* --- identity and names (token.c, names.c) ------------------------------ */
+/* --- identity and names (token.c) --------------------------------------- */
 
 struct lwc_token {
     char host[LWC_HOST_MAX + 1];
@@ -284,11 +285,8 @@ int lwc_token_format(char *out, size_t cap, const struct lwc_token *t);
 /* Parse one (strict: exactly the grammar lwc_token_format writes). */
 int lwc_token_parse(const char *s, size_t len, struct lwc_token *t);
 
-/* Redisson's prefixName(): "<prefix>:<key>" when key holds '{', else
- * "<prefix>:{<key>}".  Writes at most cap bytes incl. NUL; returns the
- * length it needs (excluding NUL), like snprintf. */
-size_t lwc_prefixed_name(char *out, size_t cap, const char *prefix,
-                         const char *key, size_t keylen);
+/* Companion names (channels, fence counters, the registry key):
+ * prefix_name() of common/prefixname.h, Redisson's prefixName(). */
 
 /* --- options (client.c) -------------------------------------------------- */
 

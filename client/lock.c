@@ -23,8 +23,8 @@ lock_new(lw_client *c, const char *key, size_t keylen,
          const struct lwc_kind *kind, long long lease_ms, int flags,
          lw_error *err)
 {
-    size_t chlen = lwc_prefixed_name(NULL, 0, kind->channel_prefix, key, keylen);
-    size_t fklen = lwc_prefixed_name(NULL, 0, LWC_FENCE_PREFIX, key, keylen);
+    size_t chlen = prefix_name(NULL, 0, kind->channel_prefix, key, keylen);
+    size_t fklen = prefix_name(NULL, 0, LWC_FENCE_PREFIX, key, keylen);
     struct lw_lock *lk;
     char *p;
 
@@ -39,10 +39,10 @@ lock_new(lw_client *c, const char *key, size_t keylen,
     lk->key = p;
     lk->keylen = keylen;
     p += keylen + 1;
-    lk->channellen = lwc_prefixed_name(p, chlen + 1, kind->channel_prefix, key, keylen);
+    lk->channellen = prefix_name(p, chlen + 1, kind->channel_prefix, key, keylen);
     lk->channel = p;
     p += chlen + 1;
-    lk->fence_keylen = lwc_prefixed_name(p, fklen + 1, LWC_FENCE_PREFIX, key, keylen);
+    lk->fence_keylen = prefix_name(p, fklen + 1, LWC_FENCE_PREFIX, key, keylen);
     lk->fence_key = p;
 
     lk->client = c;

@@ -13,7 +13,7 @@
  *
  * Keys a script touches are passed in KEYS, never built in Lua, so each
  * script stays correct on a Redis Cluster shard (the lock, its wake channel
- * and its fence counter share a hash tag; see names.c).
+ * and its fence counter share a hash tag; see common/prefixname.h).
  *
  * The reentrant scripts are Redisson's RLock scripts (RedissonLock.java) in
  * effect: the same hash, the same field, the same counts and TTLs, and the

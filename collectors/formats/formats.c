@@ -16,6 +16,7 @@
 
 #include "collectors/formats/formats_impl.h"
 #include "common/keytext.h"
+#include "common/prefixname.h"
 
 /* One row per LOCK_FORMATS entry (formats_impl.h), in its order.  The
  * last, "unknown", claims everything, so formats_decode() always returns
@@ -68,35 +69,13 @@ long
 formats_wake_channel(const struct lock_format *fmt, const char *key,
                      size_t keylen, char *out, size_t outlen)
 {
-    const char *prefix;
-    size_t plen, need;
-    bool tagged;
+    size_t n;
 
-    if (fmt == NULL || fmt->wake_channel == NULL || out == NULL ||
-        (key == NULL && keylen > 0))
+    if (fmt == NULL || fmt->wake_channel == NULL || out == NULL || outlen == 0 ||
+        (key == NULL && keylen > 0) || keylen > (size_t)0x7fffffff)
         return -1;
-    prefix = fmt->wake_channel;
-    plen = strlen(prefix);
-    /* Redisson keeps the lock and its channel in one cluster slot by
-     * wrapping the name in a hash tag, unless the name already has one. */
-    tagged = keylen > 0 && memchr(key, '{', keylen) != NULL;
-    need = plen + 1 + keylen + (tagged ? 0 : 2);
-    if (keylen > (size_t)0x7fffffff || need >= outlen)
-        return -1;
-
-    size_t n = 0;
-    memcpy(out + n, prefix, plen);
-    n += plen;
-    out[n++] = ':';
-    if (!tagged)
-        out[n++] = '{';
-    if (keylen > 0)
-        memcpy(out + n, key, keylen);
-    n += keylen;
-    if (!tagged)
-        out[n++] = '}';
-    out[n] = '\0';
-    return (long)n;
+    n = prefix_name(out, outlen, fmt->wake_channel, key, keylen);
+    return n < outlen ? (long)n : -1;
 }
 
 /* --- helpers shared by the family files ---------------------------------- */

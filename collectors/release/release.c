@@ -31,6 +31,7 @@
 #include "collectors/redis/target.h"
 #include "common/clock.h"
 #include "common/keytext.h"
+#include "common/prefixname.h"
 
 extern const char collectors_release_lua_guard_lua[];
 extern const char collectors_release_lua_release_lua[];
@@ -221,8 +222,7 @@ companion_key(struct release_args *a, const struct companion *c, const char *key
               size_t keylen, size_t *outlen, bool *oom)
 {
     const char *prefix = c->prefix;
-    size_t plen, n = 0, need;
-    bool tagged;
+    size_t plen, need;
     char *p;
 
     if (c->format != NULL) {
@@ -245,21 +245,10 @@ companion_key(struct release_args *a, const struct companion *c, const char *key
         *outlen = plen + keylen - flen;
         return p;
     }
-    tagged = keylen > 0 && memchr(key, '{', keylen) != NULL;
-    need = plen + 1 + keylen + (tagged ? 0 : 2);
+    need = prefix_name(NULL, 0, prefix, key, keylen);
     if ((p = own(a, need)) == NULL)
         goto oom;
-    memcpy(p, prefix, plen);
-    n = plen;
-    p[n++] = ':';
-    if (!tagged)
-        p[n++] = '{';
-    if (keylen > 0)
-        memcpy(p + n, key, keylen);
-    n += keylen;
-    if (!tagged)
-        p[n++] = '}';
-    *outlen = n;
+    *outlen = prefix_name(p, need + 1, prefix, key, keylen);
     return p;
 oom:
     *oom = true;

@@ -5,7 +5,8 @@
 #   collectors/  never agent/, alerts/ or cli/
 #   alerts/      never agent/ or cli/
 #   client/      its own headers and the header-only common/clock.h,
-#                common/lw1.h (liblockwatch links nothing of the agent)
+#                common/lw1.h, common/prefixname.h (liblockwatch links
+#                nothing of the agent)
 #   cli/         never agent/ or alerts/
 #   a *_impl.h is included only from its own folder (and unit tests)
 #   tests, bench never #include a .c file
@@ -35,7 +36,7 @@ out=$( {
     check collectors 'common/|conf/|collectors/'
     check alerts 'common/|conf/|collectors/|alerts/'
     check cli 'common/|conf/|collectors/|cli/'
-    check client 'common/clock\.h|common/lw1\.h|client/'
+    check client 'common/clock\.h|common/lw1\.h|common/prefixname\.h|client/'
     # an internal header (*_impl.h) belongs to its folder: no production
     # file elsewhere includes it (unit tests may)
     grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]*/[^"/]*_impl\.h"' \

@@ -274,21 +274,21 @@ prefixed_names_follow_redisson(void **state)
     char out[64];
 
     (void)state;
-    assert_int_equal(lwc_prefixed_name(out, sizeof(out), "redisson_lock__channel",
+    assert_int_equal(prefix_name(out, sizeof(out), "redisson_lock__channel",
                                        "lock:a", 6), 31);
     assert_string_equal(out, "redisson_lock__channel:{lock:a}");
-    lwc_prefixed_name(out, sizeof(out), "lockwatch_fence", "lock:{t}:a", 10);
+    prefix_name(out, sizeof(out), "lockwatch_fence", "lock:{t}:a", 10);
     assert_string_equal(out, "lockwatch_fence:lock:{t}:a");
-    lwc_prefixed_name(out, sizeof(out), "p", "a{", 2);
+    prefix_name(out, sizeof(out), "p", "a{", 2);
     assert_string_equal(out, "p:a{");
     /* too small: the length it needs, and an empty string */
-    assert_int_equal(lwc_prefixed_name(out, 5, "prefix", "key", 3), 12);
+    assert_int_equal(prefix_name(out, 5, "prefix", "key", 3), 12);
     assert_string_equal(out, "");
-    assert_int_equal(lwc_prefixed_name(NULL, 0, "prefix", "key", 3), 12);
-    assert_int_equal(lwc_prefixed_name(out, 13, "prefix", "key", 3), 12);
+    assert_int_equal(prefix_name(NULL, 0, "prefix", "key", 3), 12);
+    assert_int_equal(prefix_name(out, 13, "prefix", "key", 3), 12);
     assert_string_equal(out, "prefix:{key}");
     /* binary keys are copied as they are */
-    assert_int_equal(lwc_prefixed_name(out, sizeof(out), "p", "a\0b", 3), 7);
+    assert_int_equal(prefix_name(out, sizeof(out), "p", "a\0b", 3), 7);
     assert_memory_equal(out, "p:{a\0b}", 8);
 }
 
