@@ -28,11 +28,16 @@ class Redlock(h.TestCase):
                               scan_interval="1s", max_hold="1h",
                               extra="[redlock %s]\ntargets = %s\n" % (GROUP, ", ".join(names)))
 
+        # The group is compared as each member's scan lands: wait for a
+        # report that has all four keys (lock:order:4 exists on r5 alone,
+        # whose first scan may come after r1-r4 already show the split).
         def split():
             m = ag.metrics()
             v = h.select(m, "lockwatch_redlock_inconsistent", group=GROUP)
-            return m if v and v[0][1] == 1 else None
-        m = ag.wait_for(split, 20, desc="lockwatch_redlock_inconsistent{group=%s} == 1" % GROUP)
+            seen = sum(n for _, n in h.select(m, "lockwatch_redlock_keys", group=GROUP))
+            return m if v and v[0][1] == 1 and seen == 4 else None
+        m = ag.wait_for(split, 20, desc="lockwatch_redlock_inconsistent{group=%s} == 1 "
+                        "with all four keys reported" % GROUP)
         keys = {l["state"]: v for l, v in h.select(m, "lockwatch_redlock_keys", group=GROUP)}
         self.assertEqual(keys["split"], 1, keys)
         self.assertEqual(keys["consistent"], 2, keys)      # lock:order:1 and :3
