@@ -121,17 +121,8 @@ static char *
 escaped_member(const json_t *o, const char *name, size_t *len)
 {
     const char *s = json_string_value(json_object_get(o, name));
-    char *out;
 
-    if (s == NULL || (out = malloc(strlen(s) + 1)) == NULL)
-        return NULL;
-    *len = keytext_unpercent(out, s, strlen(s), 0);
-    if (*len == (size_t)-1) {
-        free(out);
-        return NULL;
-    }
-    out[*len] = '\0';
-    return out;
+    return s != NULL ? out_unescape(s, len) : NULL;
 }
 
 /* One lock object of the API.  1 taken, 0 skipped (not one lockctl can
@@ -344,78 +335,87 @@ url_fail(struct agent_view *av)
     snprintf(av->err, sizeof(av->err), "out of memory");
 }
 
-int
-agent_fetch_list(const struct lockctl *lc, struct agent_view *av)
+/*
+ * One GET of the API.  0 when the agent answered with its JSON (a 404
+ * with an "error" answers "not among its locks" when missing_ok), its
+ * locks added to av and *next its next_offset (0: none); -1 with av->err.
+ */
+static int
+request(struct agent_view *av, const char *url, bool missing_ok, long long *next)
 {
-    char *target = NULL;
-    struct strbuf url;
     json_t *doc = NULL;
-    long long offset = 0;
-    int rc = -1, page;
+    const json_t *no;
+    long status = get_json(av, url, &doc);
+    int rc = -1;
 
-    sb_init(&url, 4096);
-    if ((target = curl_easy_escape(NULL, lc->t->name, 0)) == NULL) {
-        url_fail(av);
+    *next = 0;
+    if (status == -1)
+        goto out;
+    if (missing_ok && status == 404 && json_is_string(json_object_get(doc, "error"))) {
+        rc = 0;
         goto out;
     }
-    for (page = 0; page < AGENT_PAGES_MAX; page++) {
-        const json_t *next;
-        long status;
-
-        sb_release(&url);
-        sb_init(&url, 4096);
-        sb_addf(&url, "%s/api/v1/locks?target=%s&state=all&limit=%d", av->url, target,
-                AGENT_PAGE_LIMIT);
-        if (offset > 0)
-            sb_addf(&url, "&offset=%lld", offset);
-        if (sb_failed(&url)) {
-            url_fail(av);
-            goto out;
-        }
-        if ((status = get_json(av, url.buf, &doc)) == -1)
-            goto out;
-        if (status != 200) {
-            status_error(av, status, doc);
-            goto out;
-        }
-        if (agent_add_json(av, doc, av->err, sizeof(av->err)) == -1 ||
-            !json_is_array(json_object_get(doc, "locks"))) {
-            if (!json_is_array(json_object_get(doc, "locks")))
-                snprintf(av->err, sizeof(av->err), "its answer has no \"locks\" list");
-            goto out;
-        }
-        next = json_object_get(doc, "next_offset");
-        if (!json_is_integer(next) || json_integer_value(next) <= offset ||
-            av->nlocks >= AGENT_LOCKS_MAX)
-            break;
-        offset = json_integer_value(next);
-        json_decref(doc);
-        doc = NULL;
+    if (status != 200) {
+        status_error(av, status, doc);
+        goto out;
     }
-    if (page == AGENT_PAGES_MAX || av->nlocks >= AGENT_LOCKS_MAX)
-        av->truncated = true;
-    av->answered = true;
-    av->err[0] = '\0';
+    if (!missing_ok && !json_is_array(json_object_get(doc, "locks"))) {
+        snprintf(av->err, sizeof(av->err), "its answer has no \"locks\" list");
+        goto out;
+    }
+    if (agent_add_json(av, doc, av->err, sizeof(av->err)) == -1)
+        goto out;
+    no = json_object_get(doc, "next_offset");
+    if (json_is_integer(no) && json_integer_value(no) > 0)
+        *next = json_integer_value(no);
     rc = 0;
 out:
     json_decref(doc);
-    curl_free(target);
-    sb_release(&url);
     return rc;
+}
+
+int
+agent_fetch_list(const struct lockctl *lc, struct agent_view *av)
+{
+    char *target = curl_easy_escape(NULL, lc->t->name, 0), url[1024];
+    long long offset = 0, next;
+    int page;
+
+    if (target == NULL) {
+        url_fail(av);
+        return -1;
+    }
+    for (page = 0; page < AGENT_PAGES_MAX; page++) {
+        snprintf(url, sizeof(url), "%s/api/v1/locks?target=%.600s&state=all&limit=%d", av->url,
+                 target, AGENT_PAGE_LIMIT);
+        if (offset > 0)
+            snprintf(url + strlen(url), sizeof(url) - strlen(url), "&offset=%lld", offset);
+        if (request(av, url, false, &next) == -1) {
+            curl_free(target);
+            return -1;
+        }
+        /* an agent that does not page gives no next_offset: one page */
+        if (next <= offset || av->nlocks >= AGENT_LOCKS_MAX)
+            break;
+        offset = next;
+    }
+    curl_free(target);
+    if (page == AGENT_PAGES_MAX || av->nlocks >= AGENT_LOCKS_MAX)
+        av->truncated = true;
+    av->answered = true;
+    return 0;
 }
 
 int
 agent_fetch_lock(const struct lockctl *lc, const char *key, size_t keylen,
                  struct agent_view *av)
 {
-    char *target = NULL, *ekey = NULL;
+    char *target = curl_easy_escape(NULL, lc->t->name, 0), *ekey = NULL;
     struct strbuf url;
-    json_t *doc = NULL;
-    long status;
+    long long next;
     int rc = -1;
 
     sb_init(&url, 4 * 1024 * 1024);
-    target = curl_easy_escape(NULL, lc->t->name, 0);
     ekey = keylen <= INT32_MAX ? curl_easy_escape(NULL, key, (int)keylen) : NULL;
     if (target == NULL || ekey == NULL) {
         url_fail(av);
@@ -426,21 +426,11 @@ agent_fetch_lock(const struct lockctl *lc, const char *key, size_t keylen,
         snprintf(av->err, sizeof(av->err), "the key is too long to ask about");
         goto out;
     }
-    if ((status = get_json(av, url.buf, &doc)) == -1)
+    if (request(av, url.buf, true, &next) == -1)
         goto out;
-    if (status == 404 && json_is_string(json_object_get(doc, "error"))) {
-        rc = 0;                 /* answered: not among its locks */
-    } else if (status != 200) {
-        status_error(av, status, doc);
-        goto out;
-    } else if (agent_add_json(av, doc, av->err, sizeof(av->err)) == -1) {
-        goto out;
-    }
     av->answered = true;
-    av->err[0] = '\0';
     rc = 0;
 out:
-    json_decref(doc);
     curl_free(target);
     curl_free(ekey);
     sb_release(&url);
@@ -472,17 +462,19 @@ agent_consult(const struct lockctl *lc, struct agent_view *av, const char *key,
 void
 agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp)
 {
-    if (av->answered)
-        table_line(fp, TABLE_WIDTH, "age_source: agent (%s): %llu lock%s judged with its "
-                   "first-seen and no-TTL-since times%s", av->url,
-                   (unsigned long long)from_agent, from_agent == 1 ? "" : "s",
-                   av->truncated ? " (its list was cut at the cap)" : "");
-    else if (av->asked)
-        table_line(fp, TABLE_WIDTH, "age_source: redis: the agent at %s did not answer (%s); "
-                   "\">=\" ages are only lower bounds", av->url, av->err);
+    if (av->answered) {
+        table_line(fp, TABLE_WIDTH, "age_source: agent at %s (%llu lock%s judged with its "
+                   "times)%s", av->url, (unsigned long long)from_agent,
+                   from_agent == 1 ? "" : "s", av->truncated ? "; its list was cut" : "");
+        return;
+    }
+    if (av->asked)
+        table_line(fp, TABLE_WIDTH, "age_source: redis: the agent at %s did not answer: %s",
+                   av->url, av->err);
     else
-        table_line(fp, TABLE_WIDTH, "age_source: redis (--agent off): \">=\" ages are only "
-                   "lower bounds");
+        table_line(fp, TABLE_WIDTH, "age_source: redis (--agent off)");
+    table_line(fp, TABLE_WIDTH, "ages marked \">=\" are from OBJECT IDLETIME: only lower "
+               "bounds");
 }
 
 json_t *

@@ -397,16 +397,18 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
             verdict_judge(&rules, &l, agent_find(&av, ch.key, ch.keylen), rq.now_ms);
         }
     }
+    rq.action = action;
+    rq.key = ch.key;
+    rq.keylen = ch.keylen;
+    rq.holder = ch.holder;
+    rq.holderlen = ch.holderlen;
+    rq.if_leaked = ch.if_leaked;
+    rq.if_older_than_ms = ch.older_ms;
+    rq.ttl_ms = ch.ttl_ms;
+    rq.dry_run = ch.dry_run;
     /* a TTL, a gone key or another holder: the script refuses, audited */
     if (ch.if_leaked && read && l.type != RAW_NONE && l.pttl_ms == -1 &&
         holds(&l, ch.holder, ch.holderlen) && !(l.states & LOCK_LEAKED)) {
-        rq.key = ch.key;
-        rq.keylen = ch.keylen;
-        rq.holder = ch.holder;
-        rq.holderlen = ch.holderlen;
-        rq.action = action;
-        rq.if_leaked = true;
-        rq.dry_run = ch.dry_run;
         rc = refuse_not_leaked(lc, &ch, &rq, &l);
         goto out;
     }
@@ -426,15 +428,6 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
 
     session_operator(op, sizeof(op));
     snprintf(reason, sizeof(reason), "%s", ch.reason);
-    rq.action = action;
-    rq.key = ch.key;
-    rq.keylen = ch.keylen;
-    rq.holder = ch.holder;
-    rq.holderlen = ch.holderlen;
-    rq.if_leaked = ch.if_leaked;
-    rq.if_older_than_ms = ch.older_ms;
-    rq.ttl_ms = ch.ttl_ms;
-    rq.dry_run = ch.dry_run;
     rq.operator_name = op;
     rq.reason = reason;
     release_run(lc->c, lc->t, lc->cfg->audit_stream, &rq, &res);
