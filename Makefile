@@ -282,6 +282,9 @@ fuzz: deps
 
 fuzz-build: $(FUZZ_BIN)
 
+# the harness objects are intermediates of a pattern rule: keep them
+.SECONDARY: $(FUZZ_SRC:%.c=$(FUZZ_BUILD)/%.o)
+
 $(FUZZ_BUILD)/gen/%.lua.o: $(BUILD)/gen/%.lua.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<

@@ -28,24 +28,38 @@
 #include "common/lw1.h"
 #include "fuzz/fuzz.h"
 
+/* The next line of the datagram from *pos, as samples.h defines lines
+ * ("\n" or "\r\n"; a truncated datagram's unterminated tail is none):
+ * its start and length at *start, *ll.  false past the last. */
+static bool
+next_line(const char *buf, size_t len, bool truncated, size_t *pos, size_t *start,
+          size_t *ll)
+{
+    const char *nl;
+    size_t end;
+
+    if (*pos >= len)
+        return false;
+    nl = memchr(buf + *pos, '\n', len - *pos);
+    if (nl == NULL && truncated)
+        return false;
+    end = nl != NULL ? (size_t)(nl - buf) : len;
+    *start = *pos;
+    *ll = end - *pos;
+    if (*ll > 0 && buf[end - 1] == '\r')
+        (*ll)--;
+    *pos = end + 1;
+    return true;
+}
+
 static uint64_t
 count_lines(const char *buf, size_t len, bool truncated)
 {
-    size_t pos = 0, end, n;
+    size_t pos = 0, start, ll;
     uint64_t lines = 0;
-    const char *nl;
 
-    while (pos < len) {
-        nl = memchr(buf + pos, '\n', len - pos);
-        if (nl == NULL && truncated)
-            break;
-        end = nl != NULL ? (size_t)(nl - buf) : len;
-        n = end - pos;
-        if (n > 0 && buf[end - 1] == '\r')
-            n--;
-        lines += n > 0;
-        pos = end + 1;
-    }
+    while (next_line(buf, len, truncated, &pos, &start, &ll))
+        lines += ll > 0;
     return lines + (truncated ? 1 : 0);
 }
 
@@ -63,27 +77,18 @@ check_line_by_line(const char *orig, size_t len, bool truncated,
                    const struct sample *got, size_t n)
 {
     char *line = malloc(len + 1);
-    size_t pos = 0, end, ll, k = 0;
+    size_t pos = 0, start, ll, k = 0;
     struct sample s;
-    const char *nl;
 
     FUZZ_CHECK(line != NULL);
-    while (pos < len) {
-        nl = memchr(orig + pos, '\n', len - pos);
-        if (nl == NULL && truncated)
-            break;
-        end = nl != NULL ? (size_t)(nl - orig) : len;
-        ll = end - pos;
-        if (ll > 0 && orig[end - 1] == '\r')
-            ll--;
-        if (ll > 0) {
-            memcpy(line, orig + pos, ll);
-            if (samples_parse_line(line, ll, &s) == 0) {
-                FUZZ_CHECK(k < n && same_sample(&s, &got[k]));
-                k++;
-            }
+    while (next_line(orig, len, truncated, &pos, &start, &ll)) {
+        if (ll == 0)
+            continue;
+        memcpy(line, orig + start, ll);
+        if (samples_parse_line(line, ll, &s) == 0) {
+            FUZZ_CHECK(k < n && same_sample(&s, &got[k]));
+            k++;
         }
-        pos = end + 1;
     }
     FUZZ_CHECK(k == n);
     free(line);
