@@ -109,10 +109,13 @@ rules_key_label(const char *key, size_t keylen)
     char tail[32], *head, *out;
     size_t cut, hl;
 
-    if (keylen <= RULES_KEY_LABEL_MAX)
+    if (keylen <= RULES_KEY_LABEL_MAX && keytext_sanitize(NULL, 0, key, keylen) == keylen)
         return sanitized(key, keylen);
-    /* the same cut as the offender metric's key label */
-    cut = keytext_utf8_prefix(key, keylen, RULES_KEY_LABEL_MAX - 20);
+    /* the same cut as the offender metric's key label, and the same hash
+     * when sanitising would change the key, so two keys that differ only
+     * in invalid bytes never share an alert */
+    cut = keytext_utf8_prefix(key, keylen,
+                              keylen <= RULES_KEY_LABEL_MAX ? keylen : RULES_KEY_LABEL_MAX - 20);
     snprintf(tail, sizeof(tail), "\xe2\x80\xa6#%016" PRIx64, keytext_hash(key, keylen));
     if ((head = sanitized(key, cut)) == NULL)
         return NULL;

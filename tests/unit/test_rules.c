@@ -193,7 +193,9 @@ hostile_keys_make_valid_labels(void **state)
             assert_non_null(strstr(a->key, "\xe2\x80\xa6#"));
         } else {
             seen_nul++;
-            assert_string_equal(a->key, "lock:\xef\xbf\xbd\xef\xbf\xbd\n\"x");
+            /* sanitising changed the key: the label carries its hash */
+            assert_int_equal(strncmp(a->key, "lock:\xef\xbf\xbd\xef\xbf\xbd\n\"x\xe2\x80\xa6#", 18), 0);
+            assert_int_equal(strlen(a->key), 18 + 16);
         }
     }
     assert_int_equal(seen_long, 1);
