@@ -39,9 +39,7 @@ def keyspace():
 class ClusterMode(h.TestCase):
 
     def test_cluster(self):
-        c = topo.Cluster(primaries=3)
-        self.addCleanup(c.stop)
-        self._redises.extend(c.nodes)
+        c = topo.start_cluster(self, primaries=3)
         per_port = {}
         for cmd in keyspace():
             if cmd[0] == "PEXPIRE" or cmd[1].startswith("other:"):
@@ -138,9 +136,7 @@ class ClusterMode(h.TestCase):
     def test_scan_replicas(self):
         """scan_replicas = yes: each shard is scanned on its replica
         (READONLY), and every lock is still counted once."""
-        c = topo.Cluster(primaries=3, replicas=1)
-        self.addCleanup(c.stop)
-        self._redises.extend(c.nodes)
+        c = topo.start_cluster(self, primaries=3, replicas=1)
         c.load([("SET", "lock:r:%d" % i, "tok", "PX", "600000") for i in range(3000)] +
                [("SET", "lock:r:{%d}" % i, "tok") for i in range(300)])
         primaries = set(c.primaries())
@@ -167,9 +163,7 @@ class ClusterMode(h.TestCase):
         """LockShardDown: stopping one primary of three fires one alert for
         its shard, naming its slots and node, delivered to a webhook, while
         the target stays up; restarting it resolves the alert."""
-        c = topo.Cluster(primaries=3)
-        self.addCleanup(c.stop)
-        self._redises.extend(c.nodes)
+        c = topo.start_cluster(self, primaries=3)
         c.load([("SET", "lock:s:%d" % i, "tok", "PX", "600000") for i in range(300)])
         rcv = Receiver()
         self.addCleanup(rcv.stop)

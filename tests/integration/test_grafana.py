@@ -226,9 +226,7 @@ class Dashboard(h.TestCase):
             r = self.start_redis()
             r.client().set("lock:pay:1", "holder-" + holder, px=600000)
             members.append(("r%d" % (i + 1), r.url))
-        cluster = topo.Cluster(primaries=3)
-        self.addCleanup(cluster.stop)
-        self._redises.extend(cluster.nodes)
+        cluster = topo.start_cluster(self)
         cluster.load([("SET", "lock:shard:%d" % i, "tok", "PX", "600000") for i in range(300)])
 
         rcv = Receiver()
