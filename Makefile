@@ -23,6 +23,30 @@ PKG_CONFIG ?= pkg-config
 PKGS       := hiredis libmicrohttpd inih jansson libcurl libcrypto
 TEST_PKGS  := cmocka
 
+# --- dependency check --------------------------------------------------------
+# A build needs the libraries above (and a compiler).  Without them it stops
+# here with one line naming what is missing, rather than at the first
+# "jansson.h: No such file".  deps, clean, uninstall, and the goals that run
+# deps first (test, demo, deb, bench: their own build is a sub-make, checked
+# then) do not need them.  DEB_<pkg-config name> is the Debian package.
+DEB_hiredis       := libhiredis-dev
+DEB_libmicrohttpd := libmicrohttpd-dev
+DEB_inih          := libinih-dev
+DEB_jansson       := libjansson-dev
+DEB_libcurl       := libcurl4-openssl-dev
+DEB_libcrypto     := libssl-dev
+DEB_cmocka        := libcmocka-dev
+NO_DEPS_GOALS     := deps clean uninstall test demo deb bench
+ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
+HAVE_CC      := $(shell command -v $(CC) >/dev/null 2>&1 && echo y)
+HAVE_PKGCONF := $(shell command -v $(PKG_CONFIG) >/dev/null 2>&1 && echo y)
+MISSING_DEPS := $(if $(HAVE_CC),,gcc) $(if $(HAVE_PKGCONF),$(foreach p,$(PKGS) $(TEST_PKGS),\
+                  $(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(DEB_$(p)))),pkg-config)
+ifneq ($(strip $(MISSING_DEPS)),)
+$(error missing $(strip $(MISSING_DEPS)): run `make deps` (as root) to install them)
+endif
+endif
+
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wformat=2 -Wvla -fno-common
 ifeq ($(CI),true)
