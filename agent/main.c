@@ -83,6 +83,7 @@ run_once(const struct config *cfg)
 {
     struct view v;
     struct strbuf sb;
+    char safe[LOG_DEFANG_MAX(sizeof(((struct snapshot *)0)->err))];
     size_t i, k;
     int failed, rc = 0;
 
@@ -97,13 +98,17 @@ run_once(const struct config *cfg)
         if (s == NULL)
             fprintf(stderr, "lockwatchd: target %s: scan failed: out of memory\n",
                     v.targets[i].name);
-        else if (!s->ok)
-            fprintf(stderr, "lockwatchd: target %s: scan failed: %s\n", s->target, s->err);
+        else if (!s->ok) {
+            /* the error quotes Redis's reply: escaped as the log is */
+            log_defang(safe, sizeof(safe), s->err);
+            fprintf(stderr, "lockwatchd: target %s: scan failed: %s\n", s->target, safe);
+        }
         /* a cluster target with a shard down was not wholly scanned */
         for (k = 0; s != NULL && s->ok && k < s->nshards; k++)
             if (!s->shards[k].ok) {
+                log_defang(safe, sizeof(safe), s->shards[k].err);
                 fprintf(stderr, "lockwatchd: target %s: shard %s (%s) failed: %s\n",
-                        s->target, s->shards[k].shard, s->shards[k].node, s->shards[k].err);
+                        s->target, s->shards[k].shard, s->shards[k].node, safe);
                 failed++;
             }
     }
