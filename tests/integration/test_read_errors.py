@@ -15,15 +15,12 @@ A real redis-server with an ACL user for the scanner:
     counted as vanished, and no scan fails and no read error is counted.
 """
 
-import os
 import threading
 import time
 
 import harness as h
 
-FULL_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "-@all", "+scan", "+type",
-            "+pttl", "+object|idletime", "+getrange", "+hlen", "+hscan", "+exists",
-            "+hmget", "+ping"]
+FULL_ACL = h.SCANNER_ACL
 NARROW_ACL = [a for a in FULL_ACL if a not in ("+getrange", "+hscan")]
 UUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"
 STRINGS, HASHES = 14, 7
@@ -42,24 +39,12 @@ class ReadErrors(h.TestCase):
     def scanner_user(self, rs, acl):
         c = rs.client()
         c.execute_command("ACL", "SETUSER", "lockwatch", "reset", "on", ">s3cret-scan", *acl)
-        d = h._mkdtemp("lw-readerr-")
-        pw = os.path.join(d, "scan.pass")
-        with open(pw, "w") as f:
-            f.write("s3cret-scan\n")
-        return c, pw
+        return c
 
     def test_refused_reads_fail_the_scan_once(self):
         rs = self.start_redis()
-        c, pw = self.scanner_user(rs, NARROW_ACL)
-        leak(c)
-        d = h._mkdtemp("lw-readerr-")
-        cfg = os.path.join(d, "lockwatch.ini")
-        with open(cfg, "w") as f:
-            f.write(h.config_text(h.free_port(),
-                                  [("main", "redis://lockwatch@127.0.0.1:%d/0" % rs.port)],
-                                  target_extra={"password_file": pw},
-                                  leak_grace="1s", max_hold="1h"))
-        p = h.run_lockwatchd(["--once", "-c", cfg], timeout=60)
+        leak(self.scanner_user(rs, NARROW_ACL))
+        p = h.once_as_user(rs, "lockwatch", "s3cret-scan", leak_grace="1s", max_hold="1h")
         err = p.stderr.decode("utf-8", "replace")
         self.assertEqual(p.returncode, 1, err)
         self.assertIn("refused: NOPERM", err)
@@ -76,10 +61,11 @@ class ReadErrors(h.TestCase):
 
     def test_leaks_stay_visible_when_reads_are_refused(self):
         rs = self.start_redis()
-        c, pw = self.scanner_user(rs, FULL_ACL)
+        c = self.scanner_user(rs, FULL_ACL)
         leak(c)
         ag = self.start_agent(targets=[("main", "redis://lockwatch@127.0.0.1:%d/0" % rs.port)],
-                              target_extra={"password_file": pw}, scan_interval="300ms",
+                              target_extra={"password_file": h.password_file("s3cret-scan")},
+                              scan_interval="300ms",
                               leak_grace="1s", max_hold="1h")
 
         def alerts(name):
