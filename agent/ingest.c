@@ -13,7 +13,13 @@
  * unless we may use SO_RCVBUFFORCE) to ride out bursts and scrapes, and
  * SO_RXQ_OVFL, which makes the kernel tell us on each datagram how many it
  * has dropped so far: that count is exported, so loss is visible instead
- * of looking like a quiet service.
+ * of looking like a quiet service.  A count that rides on datagrams stays
+ * stale after the last one, though, and the datagrams of a burst that
+ * filled the queue were queued before the drops they would report: so
+ * every DROPS_TICK_MS, and after each drain, the thread also reads the
+ * kernel's counter itself (SO_MEMINFO's SK_MEMINFO_DROPS, the same
+ * sk_drops SO_RXQ_OVFL reports), and a burst's loss shows within that
+ * tick even if no datagram follows it.
  */
 #include "agent/ingest.h"
 
@@ -27,11 +33,16 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <linux/sock_diag.h>
 
 #include "common/clock.h"
 #include "common/log.h"
 
 #define CTRL_SPACE CMSG_SPACE(sizeof(uint32_t))
+
+/* How often the idle thread reads the kernel's drop counter (poll's
+ * timeout): four times a second, so a loss shows within a second. */
+#define DROPS_TICK_MS 250
 
 struct ingest {
     int fd;
@@ -51,8 +62,22 @@ struct ingest {
 
     uint32_t drops_seen;        /* the kernel's counter, last value */
     uint64_t drops;             /* its running total (it wraps at 2^32) */
+    uint64_t drops_published;   /* what waitstats has */
+    bool meminfo_off;           /* SO_MEMINFO refused: datagrams only */
     bool warned_errno;
 };
+
+/* A reading v of the kernel's drop counter.  Datagrams carry the value of
+ * when they were queued, older than SO_MEMINFO's and than other datagrams
+ * of their batch: only a forward step (mod 2^32) is news. */
+static void
+add_drops(struct ingest *in, uint32_t v)
+{
+    if ((uint32_t)(v - in->drops_seen) < UINT32_C(0x80000000)) {
+        in->drops += (uint32_t)(v - in->drops_seen);
+        in->drops_seen = v;
+    }
+}
 
 /* The kernel's drop count, from a datagram's SO_RXQ_OVFL message. */
 static void
@@ -65,13 +90,39 @@ note_drops(struct ingest *in, struct msghdr *h)
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_RXQ_OVFL)
             continue;
         memcpy(&v, CMSG_DATA(c), sizeof(v));
-        /* datagrams may carry counts from before other datagrams of the
-         * same batch; only a forward step (mod 2^32) is news */
-        if ((uint32_t)(v - in->drops_seen) < UINT32_C(0x80000000)) {
-            in->drops += (uint32_t)(v - in->drops_seen);
-            in->drops_seen = v;
-        }
+        add_drops(in, v);
     }
+}
+
+/* The kernel's drop count now, whether or not a datagram came. */
+static void
+poll_drops(struct ingest *in)
+{
+    uint32_t mem[SK_MEMINFO_VARS];
+    socklen_t len = sizeof(mem);
+
+    if (in->meminfo_off)
+        return;
+    if (getsockopt(in->fd, SOL_SOCKET, SO_MEMINFO, mem, &len) == -1 ||
+        len <= SK_MEMINFO_DROPS * sizeof(mem[0])) {
+        log_warn("samples: SO_MEMINFO (drops show only when a later datagram comes)");
+        in->meminfo_off = true;
+        return;
+    }
+    add_drops(in, mem[SK_MEMINFO_DROPS]);
+}
+
+/* Hand a new drop total to waitstats; warn at the first loss. */
+static void
+publish_drops(struct ingest *in)
+{
+    if (in->drops == in->drops_published)
+        return;
+    waitstats_set_kernel_drops(in->ws, in->drops);
+    if (in->drops_published == 0)
+        log_warnx("samples: the kernel dropped datagrams (receive buffer full); "
+                  "see lockwatch_samples_dropped_datagrams_total");
+    in->drops_published = in->drops;
 }
 
 static void
@@ -98,7 +149,7 @@ prepare(struct ingest *in)
 static int
 drain(struct ingest *in)
 {
-    uint64_t drops_before = in->drops, lines, invalid;
+    uint64_t lines, invalid;
     int rounds, n, i;
 
     for (rounds = 0; rounds < 64; rounds++) {
@@ -127,12 +178,6 @@ drain(struct ingest *in)
         if (n < INGEST_BATCH)
             break;
     }
-    if (in->drops != drops_before) {
-        waitstats_set_kernel_drops(in->ws, in->drops);
-        if (drops_before == 0)
-            log_warnx("samples: the kernel dropped datagrams (receive buffer full); "
-                      "see lockwatch_samples_dropped_datagrams_total");
-    }
     return 0;
 }
 
@@ -147,7 +192,7 @@ ingest_main(void *arg)
     pfd[1].fd = in->wake[0];
     pfd[1].events = POLLIN;
     for (;;) {
-        if (poll(pfd, 2, -1) == -1) {
+        if (poll(pfd, 2, DROPS_TICK_MS) == -1) {
             if (errno == EINTR)
                 continue;
             log_warn("samples: poll");
@@ -155,13 +200,14 @@ ingest_main(void *arg)
         }
         if (pfd[1].revents != 0)
             break;
-        if (pfd[0].revents == 0)
-            continue;
-        if (drain(in) == -1 && !in->warned_errno) {
+        if (pfd[0].revents != 0 && drain(in) == -1 && !in->warned_errno) {
             /* ICMP errors and the like: not fatal, say so once */
             log_warn("samples: recvmmsg");
             in->warned_errno = true;
         }
+        /* after a drain or a quiet tick alike */
+        poll_drops(in);
+        publish_drops(in);
     }
     return NULL;
 }

@@ -53,15 +53,26 @@ usage(FILE *fp)
             CONFIG_DEFAULT_PATH);
 }
 
+/*
+ * Load the config.  The error quotes bytes of the file, which may be
+ * control bytes (an ESC sequence aimed at the operator's terminal): at a
+ * reload it goes through the log, at start (before the log is set up,
+ * and for -n) to stderr, escaped by the log's own rule either way.
+ */
 static int
-load(const char *path, bool explicit, struct config **cfg)
+load(const char *path, bool explicit, bool reload, struct config **cfg)
 {
-    char err[CONFIG_ERR_LEN];
+    char err[CONFIG_ERR_LEN], safe[LOG_DEFANG_MAX(CONFIG_ERR_LEN)];
 
     if (!explicit && access(path, F_OK) == -1 && errno == ENOENT)
         path = NULL;            /* no system config: built-in defaults */
     if (config_load(path, cfg, err, sizeof(err)) == -1) {
-        fprintf(stderr, "lockwatchd: %s\n", err);
+        if (reload) {
+            log_warnx("reload: %s", err);
+        } else {
+            log_defang(safe, sizeof(safe), err);
+            fprintf(stderr, "lockwatchd: %s\n", safe);
+        }
         return -1;
     }
     return 0;
@@ -72,6 +83,7 @@ run_once(const struct config *cfg)
 {
     struct view v;
     struct strbuf sb;
+    char safe[LOG_DEFANG_MAX(sizeof(((struct snapshot *)0)->err))];
     size_t i, k;
     int failed, rc = 0;
 
@@ -86,13 +98,17 @@ run_once(const struct config *cfg)
         if (s == NULL)
             fprintf(stderr, "lockwatchd: target %s: scan failed: out of memory\n",
                     v.targets[i].name);
-        else if (!s->ok)
-            fprintf(stderr, "lockwatchd: target %s: scan failed: %s\n", s->target, s->err);
+        else if (!s->ok) {
+            /* the error quotes Redis's reply: escaped as the log is */
+            log_defang(safe, sizeof(safe), s->err);
+            fprintf(stderr, "lockwatchd: target %s: scan failed: %s\n", s->target, safe);
+        }
         /* a cluster target with a shard down was not wholly scanned */
         for (k = 0; s != NULL && s->ok && k < s->nshards; k++)
             if (!s->shards[k].ok) {
+                log_defang(safe, sizeof(safe), s->shards[k].err);
                 fprintf(stderr, "lockwatchd: target %s: shard %s (%s) failed: %s\n",
-                        s->target, s->shards[k].shard, s->shards[k].node, s->shards[k].err);
+                        s->target, s->shards[k].shard, s->shards[k].node, safe);
                 failed++;
             }
     }
@@ -109,6 +125,16 @@ run_once(const struct config *cfg)
     return rc != 0 || failed > 0 ? 1 : 0;
 }
 
+/* The options of the command line, as parsed. */
+struct options {
+    const char *path;           /* the config file (absolute when -c was relative) */
+    bool explicit;              /* -c given */
+    bool foreground, check, once;
+    int verbose;
+};
+
+static int serve(const struct options *opt);
+
 int
 main(int argc, char **argv)
 {
@@ -118,36 +144,27 @@ main(int argc, char **argv)
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
-    const char *path = CONFIG_DEFAULT_PATH;
-    static char *abspath;       /* lives as long as the process */
-    bool explicit = false, foreground = false, check = false, once = false;
-    struct config *cfg = NULL, *ncfg;
-    struct http_server *http;
-    struct ingest *ingest = NULL;
-    struct agent agent;
-    sigset_t set;
-    siginfo_t info;
-    struct timespec tick = { 1, 0 };
-    char err[512];
-    int ch, verbose = 0, sig;
+    struct options opt = { .path = CONFIG_DEFAULT_PATH };
+    char *abspath = NULL;
+    int ch, rc;
 
     while ((ch = getopt_long(argc, argv, "c:dnvhV", longopts, NULL)) != -1) {
         switch (ch) {
         case 'c':
-            path = optarg;
-            explicit = true;
+            opt.path = optarg;
+            opt.explicit = true;
             break;
         case 'd':
-            foreground = true;
+            opt.foreground = true;
             break;
         case 'n':
-            check = true;
+            opt.check = true;
             break;
         case 'v':
-            verbose++;
+            opt.verbose++;
             break;
         case 'o':
-            once = true;
+            opt.once = true;
             break;
         case 'h':
             usage(stdout);
@@ -167,25 +184,47 @@ main(int argc, char **argv)
     }
     /* The daemon changes directory to /: remember where a relative -c
      * path pointed, so SIGHUP reloads the same file. */
-    if (explicit && path[0] != '/' && (abspath = realpath(path, NULL)) != NULL)
-        path = abspath;
-    if (load(path, explicit, &cfg) == -1)
+    if (opt.explicit && opt.path[0] != '/' && (abspath = realpath(opt.path, NULL)) != NULL)
+        opt.path = abspath;
+    rc = serve(&opt);
+    free(abspath);
+    return rc;
+}
+
+/* Everything after the command line: -n, --once, or the daemon until
+ * SIGTERM; the exit status. */
+static int
+serve(const struct options *opt)
+{
+    const char *path = opt->path;
+    bool explicit = opt->explicit;
+    struct config *cfg = NULL, *ncfg;
+    struct http_server *http;
+    struct ingest *ingest = NULL;
+    struct agent agent;
+    sigset_t set;
+    siginfo_t info;
+    struct timespec tick = { 1, 0 };
+    char err[512];
+    int sig;
+
+    if (load(path, explicit, false, &cfg) == -1)
         return 2;
-    if (check) {
+    if (opt->check) {
         config_print(cfg, stdout);
         config_free(cfg);
         return 0;
     }
     signal(SIGPIPE, SIG_IGN);
-    if (once) {
+    if (opt->once) {
         int rc = run_once(cfg);
 
         config_free(cfg);
         return rc;
     }
 
-    log_init(foreground, verbose);
-    if (!foreground && daemon(0, 0) == -1)
+    log_init(opt->foreground, opt->verbose);
+    if (!opt->foreground && daemon(0, 0) == -1)
         fatal("daemon");
 
     /* Block the signals we wait for before any thread exists, so every
@@ -233,8 +272,19 @@ main(int argc, char **argv)
             continue;           /* the tick, or EINTR */
         if (sig == SIGHUP) {
             log_info("SIGHUP: reloading %s", explicit ? path : "the configuration");
-            if (load(path, explicit, &ncfg) == -1) {
+            if (load(path, explicit, true, &ncfg) == -1) {
                 log_warnx("reload failed; the previous configuration stays in effect");
+                continue;
+            }
+            if (ncfg->default_target && !agent.cfg->default_target) {
+                /* a file cut short mid-deploy must not swap every
+                 * configured target for the built-in local Redis */
+                log_warnx("reload refused: %s has no [target] section (truncated?), which "
+                          "would replace the %zu configured target(s) with the built-in "
+                          "default; the previous configuration stays in effect (restart "
+                          "to watch the built-in default on purpose)",
+                          ncfg->path, agent.cfg->ntargets);
+                config_free(ncfg);
                 continue;
             }
             if (strcmp(ncfg->listen_host, agent.cfg->listen_host) != 0 ||

@@ -21,7 +21,7 @@
 
 #include "cli/lockctl.h"
 #include "collectors/redis/cluster.h"
-#include "common/keytext.h"
+#include "common/keyhash.h"
 #include "collectors/redis/conn.h"
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
@@ -120,7 +120,7 @@ offer(struct list_run *lr, struct cli_lock *l)
 static int
 first_sighting(struct list_run *lr, const char *key, size_t len)
 {
-    uint64_t h = keytext_hash(key, len), *tab;
+    uint64_t h = keyhash(key, len), *tab;
     size_t i, mask;
 
     if (2 * (lr->nseen + 1) > lr->seen_cap) {
@@ -143,8 +143,9 @@ first_sighting(struct list_run *lr, const char *key, size_t len)
         lr->seen_cap = ncap;
     }
     mask = lr->seen_cap - 1;
-    /* keytext_hash is never 0, so 0 marks a free slot; two keys with one
-     * 64-bit hash would be listed once, which a listing can live with */
+    /* keyhash is never 0, so 0 marks a free slot; it is keyed per
+     * process, so no one can craft a key that shares another's hash and
+     * have that one left out (by chance: 2^-64 a pair) */
     for (i = h & mask; lr->seen[i] != 0; i = (i + 1) & mask)
         if (lr->seen[i] == h)
             return 0;

@@ -21,6 +21,7 @@
 
 #include "cli/lockctl.h"
 #include "collectors/redis/target.h"
+#include "common/log.h"
 #include "conf/options.h"
 
 void
@@ -81,7 +82,11 @@ session_load(struct lockctl *lc)
     if (lc->config_path == NULL && access(path, F_OK) == -1 && errno == ENOENT)
         path = NULL;            /* no system config: the agent's built-in defaults */
     if (config_load(path, &lc->cfg, err, sizeof(err)) == -1) {
-        lockctl_warnx("%s", err);
+        /* the error quotes the file's bytes: escaped as the agent's log is */
+        char safe[LOG_DEFANG_MAX(sizeof(err))];
+
+        log_defang(safe, sizeof(safe), err);
+        lockctl_warnx("%s", safe);
         return LOCKCTL_USAGE;
     }
     if (lc->target_name != NULL) {

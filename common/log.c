@@ -1,5 +1,6 @@
 /*
- * log.c - stderr or syslog logging for lockwatchd.
+ * log.c - stderr or syslog logging for lockwatchd, and the escaping of
+ * control bytes every message goes through.
  *
  * The settings are process-wide by nature (there is one stderr and one
  * syslog connection); they are written once at start-up, before any
@@ -27,26 +28,32 @@ log_init(int foreground, int verbose)
 }
 
 /*
- * Messages may carry bytes from Redis (keys, holders) or the network: a
- * control byte is written as \xNN so no key can forge a log line or send
- * escape sequences to a terminal.  A backslash is doubled so the escape
- * cannot be faked either.
+ * Messages may carry bytes from Redis (keys, holders), the network or a
+ * config file: a control byte is written as \xNN so nothing can forge a
+ * log line or send escape sequences to a terminal.  A backslash is
+ * doubled so the escape cannot be faked either.  What does not fit is
+ * cut at a whole character of the output.
  */
-static void
-defang(char *out, size_t outsz, const char *in)
+void
+log_defang(char *out, size_t outsz, const char *in)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
+    size_t o = 0, need;
     unsigned char c;
 
-    for (; *in != '\0' && o + 5 < outsz; in++) {
+    if (outsz == 0)
+        return;
+    for (; *in != '\0'; in++) {
         c = (unsigned char)*in;
-        if (c < 0x20 || c == 0x7f) {
+        need = c < 0x20 || c == 0x7f ? 4 : c == '\\' ? 2 : 1;
+        if (o + need >= outsz)
+            break;
+        if (need == 4) {
             out[o++] = '\\';
             out[o++] = 'x';
             out[o++] = hex[c >> 4];
             out[o++] = hex[c & 0xf];
-        } else if (c == '\\') {
+        } else if (need == 2) {
             out[o++] = '\\';
             out[o++] = '\\';
         } else {
@@ -70,7 +77,7 @@ vlog(int pri, const char *fmt, va_list ap, int with_errno)
         n = strlen(raw);
         snprintf(raw + n, sizeof(raw) - n, ": %s", strerror(saved));
     }
-    defang(msg, sizeof(msg), raw);
+    log_defang(msg, sizeof(msg), raw);
     if (log_foreground) {
         struct timespec ts;
         struct tm tm;

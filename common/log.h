@@ -3,12 +3,27 @@
  *
  * In the foreground (-d) messages go to stderr, otherwise to syslog.
  * log_warn() appends strerror(errno); log_warnx() does not.  fatal() and
- * fatalx() log and exit 1.  Secrets never reach these functions.
+ * fatalx() log and exit 1.  Secrets never reach these functions.  Every
+ * message is escaped by log_defang() first.
  */
 #ifndef LOCKWATCH_LOG_H
 #define LOCKWATCH_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
+
+/* Worst-case size of log_defang's output for an input of n bytes, NUL
+ * included (each byte may become \xNN). */
+#define LOG_DEFANG_MAX(n) (4 * (n) + 1)
+
+/*
+ * Copy in to out (outsz bytes, NUL included) with each control byte
+ * written as \xNN and each backslash doubled: the escaping every log
+ * message gets, for text that reaches a terminal another way (the config
+ * errors lockwatchd and lockctl print to stderr).  The output is cut
+ * whole at outsz.
+ */
+void log_defang(char *out, size_t outsz, const char *in);
 
 void log_init(int foreground, int verbose);
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -6,7 +6,9 @@
  * frees it.  This file walks the table: for the built-in defaults, for
  * each key line of the file, for the keys every named section must have,
  * for -n (config_print writes every option of every section, so its
- * output loads back to the same values) and for config_free.  The only
+ * output loads back to the same values, but for the webhook URLs' user
+ * info and query, which may be tokens and are masked) and for
+ * config_free.  The only
  * per-key knowledge here is in the checks that span keys (below) and the
  * free-form [classes]; config_target finds a [target] by name for the
  * agent and lockctl.
@@ -828,8 +830,11 @@ config_load(const char *path, struct config **out, char *err, size_t errlen)
     if (path != NULL && parse_file(&ld) == -1)
         goto out;
     /* SPEC: with no [target] at all, watch the local Redis. */
-    if (cfg->ntargets == 0 && new_named(&ld, SECTION_TARGET, "default", 7, &idx) == -1)
-        goto out;
+    if (cfg->ntargets == 0) {
+        if (new_named(&ld, SECTION_TARGET, "default", 7, &idx) == -1)
+            goto out;
+        cfg->default_target = true;
+    }
     if (validate(&ld) == -1)
         goto out;
     *out = cfg;
@@ -935,7 +940,7 @@ config_print(const struct config *cfg, FILE *fp)
 
     fprintf(fp, "; lockwatch effective configuration, from %s\n"
             "; every option is shown; secret files are shown by path, never by "
-            "contents\n", cfg->path);
+            "contents;\n; webhook URLs without their user info and query (***)\n", cfg->path);
     print_section(fp, "[agent]", SECTION_AGENT, cfg);
     for (i = 0; i < cfg->ntargets; i++) {
         snprintf(label, sizeof(label), "[target %s]", cfg->targets[i].name);

@@ -95,6 +95,7 @@ struct config {
 
     struct target_conf *targets;    /* at least one: "default" when the file has none */
     size_t ntargets;
+    bool default_target;        /* the file has no [target]: targets is the built-in one */
 
     struct redlock_conf *redlocks;
     size_t nredlocks;

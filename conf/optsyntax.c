@@ -1,7 +1,7 @@
 /*
  * optsyntax.c - the text grammars of option values: durations, comma
- * separated lists, host:port, and whether a URL carries a password (see
- * optsyntax.h).
+ * separated lists, host:port, whether a URL carries a password, and a URL
+ * with its user info, query and fragment masked (see optsyntax.h).
  *
  * Nothing here knows an option row or a message: the value types in
  * optvalue.c decide what a refusal says.  The two public duration helpers
@@ -286,4 +286,33 @@ authority_has_password(const char *auth, size_t n)
         if (*c == '@')
             at = c;
     return at != NULL && memchr(auth, ':', (size_t)(at - auth)) != NULL;
+}
+
+void
+url_mask(const char *url, struct strbuf *sb)
+{
+    const char *sep = strstr(url, "://"), *auth = url, *at = NULL, *c, *end;
+    size_t alen;
+
+    if (sep != NULL && (size_t)(sep - url) == strcspn(url, ":/?#")) {
+        auth = sep + 3;
+        sb_add(sb, url, (size_t)(auth - url));
+    }
+    alen = strcspn(auth, "/?#");
+    /* the user info ends at the authority's last '@' (a host has none) */
+    for (c = auth; c < auth + alen; c++)
+        if (*c == '@')
+            at = c;
+    if (at != NULL) {
+        sb_adds(sb, URL_MASK "@");
+        auth = at + 1;
+    }
+    end = auth + strcspn(auth, "?#");
+    sb_add(sb, auth, (size_t)(end - auth));
+    if (*end == '?') {
+        sb_adds(sb, "?" URL_MASK);
+        end += strcspn(end, "#");
+    }
+    if (*end == '#')
+        sb_adds(sb, "#" URL_MASK);
 }

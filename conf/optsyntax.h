@@ -2,8 +2,8 @@
  * optsyntax.h - the text grammars option values are written in, internal
  * to conf/.
  *
- * Pure functions on strings: durations, comma separated lists, host:port
- * and the user info of a URL.  They know nothing of option rows, of where
+ * Pure functions on strings: durations, comma separated lists, host:port,
+ * the user info of a URL and a URL with its secrets masked.  They know nothing of option rows, of where
  * a value is stored or of the messages a refusal gets; the value types in
  * optvalue.c call them and turn their results into stored fields and
  * "what is wrong (what is allowed)" text.
@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/strbuf.h"
 
 /* Why a duration did not parse; each gets its own message. */
 enum dur_status { DUR_OK, DUR_SYNTAX, DUR_NEGATIVE, DUR_NO_UNIT, DUR_FRACTION, DUR_RANGE };
@@ -46,5 +48,18 @@ int split_hostport(const char *s, size_t n, char *host, size_t hostlen, int *por
 /* Whether the N bytes at AUTH, the part of a URL between "scheme://" and
  * the path, carry a password in their user info ("user:pw@", ":pw@"). */
 bool authority_has_password(const char *auth, size_t n);
+
+/* What url_mask writes in place of a masked part. */
+#define URL_MASK "***"
+
+/*
+ * Append URL to SB with the parts that may carry a bearer secret
+ * replaced by URL_MASK: the user info (https://TOKEN@host/p becomes
+ * https://URL_MASK@host/p), the query (?a=b becomes ?URL_MASK) and the
+ * fragment (likewise after '#').  Scheme, host, port and path
+ * stay, so the output still says where the requests go.  Text that is not
+ * a scheme and authority is masked past any '?' or '#' all the same.
+ */
+void url_mask(const char *url, struct strbuf *sb);
 
 #endif

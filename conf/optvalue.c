@@ -149,7 +149,7 @@ clear_string(const struct config_option *o, void *base)
     *str_field(base, o->off) = NULL;
 }
 
-/* STRING, HTTP_URL and FILE: the string at off (for FILE the path; the
+/* STRING and FILE: the string at off (for FILE the path; the
  * contents stay secret). */
 static int
 format_string(const struct config_option *o, const void *base, const char *sep,
@@ -752,6 +752,19 @@ describe_redis_url(const struct config_option *o, char *buf, size_t len)
     snprintf(buf, len, "redis://[user@]host[:port][/db]");
 }
 
+/* HTTP_URL: as written, but a webhook URL's user info and query are how
+ * many services take a token (a bearer secret), so -n masks them. */
+static int
+format_http_url(const struct config_option *o, const void *base, const char *sep,
+                struct strbuf *sb)
+{
+    (void)sep;
+    if (*cstr_field(base, o->off) == NULL)
+        return 0;
+    url_mask(*cstr_field(base, o->off), sb);
+    return 1;
+}
+
 /* Webhook URLs go to libcurl; only http(s) makes sense for a POST, and
  * credentials in the URL would be printed by -n, so they are refused. */
 static int
@@ -776,7 +789,15 @@ set_http_url(const struct config_option *o, void *base, const char *v, char *why
         goto bad;
     return set_string(o, base, v, why, len);
 bad:
-    whyf(why, len, "\"%s\" is not an http:// or https:// URL (e.g. %s)", v, o->example);
+    {
+        struct strbuf masked;
+
+        sb_init(&masked, 512);
+        url_mask(v, &masked);
+        whyf(why, len, "\"%s\" is not an http:// or https:// URL (e.g. %s)",
+             masked.failed ? "(too long)" : masked.buf != NULL ? masked.buf : "", o->example);
+        sb_release(&masked);
+    }
     return -1;
 }
 
@@ -860,7 +881,7 @@ static const struct value_type value_types[OPT_TYPE_COUNT] = {
                         format_hostports, describe_hostports },
     [OPT_REDIS_URL] = { "Redis URL", set_redis_url, clear_redis_url, format_redis_url,
                         describe_redis_url },
-    [OPT_HTTP_URL]  = { "HTTP URL", set_http_url, clear_string, format_string,
+    [OPT_HTTP_URL]  = { "HTTP URL", set_http_url, clear_string, format_http_url,
                         describe_http_url },
     [OPT_LIST]      = { "list", set_list, clear_list, format_list, describe_list },
     [OPT_ENUM]      = { "choice", set_enum, clear_int, format_enum, describe_enum },

@@ -495,6 +495,23 @@ render_metrics(const struct view *v, struct strbuf *sb)
            "Lock values or hash fields cut by the per-key read caps.");
     counter(sb, v, "lockwatch_scan_truncated_values_total",
             offsetof(struct scan_counters, truncated_total));
+    family(sb, "lockwatch_scan_read_errors_total", "counter",
+           "Reads of a key's type or value refused with an error reply other than WRONGTYPE, "
+           "by error code; each fails its scan.");
+    for (i = 0; i < v->ntargets; i++) {
+        const struct snapshot *s = v->targets[i].snap;
+        size_t k;
+
+        /* a kind appears once it happened: 8 zero series a target for
+         * what nearly never happens would be noise */
+        for (k = 0; s != NULL && k < SCAN_READ_KINDS; k++) {
+            if (s->counters.read_errors[k] == 0)
+                continue;
+            target_label(sb, "lockwatch_scan_read_errors_total", v->targets[i].name);
+            sb_addf(sb, ",kind=\"%s\"} %" PRIu64 "\n",
+                    scan_read_error_name((enum scan_read_error)k), s->counters.read_errors[k]);
+        }
+    }
 
     family(sb, "lockwatch_class_overflow_keys", "gauge",
            "Keys counted in class \"other\" because the target reached its class cap (last scan).");

@@ -1,5 +1,6 @@
 /*
- * snapshot.c - counting, retaining, ordering and freeing scan snapshots.
+ * snapshot.c - counting, retaining, ordering and freeing scan snapshots,
+ * and the names of the read errors their counters are kept by.
  *
  * Retention is a bounded min-heap keyed on badness: the root is the least
  * bad lock kept, so a new lock is kept only if it is worse than the root,
@@ -13,6 +14,31 @@
 #include <string.h>
 
 #include "collectors/locks/redlock.h"
+
+static const char *const read_error_names[SCAN_READ_KINDS] = {
+#define X(id, name) [SCAN_READ_##id] = name,
+    SCAN_READ_ERRORS(X)
+#undef X
+};
+
+const char *
+scan_read_error_name(enum scan_read_error k)
+{
+    return (unsigned)k < SCAN_READ_KINDS ? read_error_names[k] : "other";
+}
+
+enum scan_read_error
+scan_read_error_of(const char *str, size_t len)
+{
+    size_t n = 0, k;
+
+    while (n < len && str[n] != ' ')
+        n++;
+    for (k = 0; k < SCAN_READ_OTHER; k++)
+        if (strlen(read_error_names[k]) == n && memcmp(read_error_names[k], str, n) == 0)
+            return (enum scan_read_error)k;
+    return SCAN_READ_OTHER;
+}
 
 struct snapshot *
 snapshot_new(const char *target)

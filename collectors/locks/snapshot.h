@@ -85,6 +85,36 @@ struct snap_class {
     int64_t max_reentrancy;
 };
 
+/*
+ * The kinds of error reply that refuse a read of a key's type or value
+ * (TYPE, HLEN, GETRANGE, HSCAN), by Redis's error code: the kind label of
+ * lockwatch_scan_read_errors_total.  WRONGTYPE (the key changed type) and
+ * cluster redirections (its slot moved) are not refusals.  A code not in
+ * the table is "other", so the label stays bounded.
+ */
+#define SCAN_READ_ERRORS(X)                                                 \
+    X(NOPERM, "NOPERM")             /* the ACL user may not run it */       \
+    X(NOAUTH, "NOAUTH")             /* not authenticated */                 \
+    X(LOADING, "LOADING")           /* Redis is loading its dataset */      \
+    X(BUSY, "BUSY")                 /* a script or function runs */         \
+    X(MASTERDOWN, "MASTERDOWN")     /* a replica lost its primary */        \
+    X(CLUSTERDOWN, "CLUSTERDOWN")   /* the cluster cannot serve */          \
+    X(ERR, "ERR")                   /* Redis's generic error */             \
+    X(OTHER, "other")
+
+enum scan_read_error {
+#define X(id, name) SCAN_READ_##id,
+    SCAN_READ_ERRORS(X)
+#undef X
+    SCAN_READ_KINDS
+};
+
+/* The kind's label value ("NOPERM", ..., "other"). */
+const char *scan_read_error_name(enum scan_read_error k);
+
+/* The kind of an error reply's text (len bytes at str): its first word. */
+enum scan_read_error scan_read_error_of(const char *str, size_t len);
+
 /* Cumulative per-target counters, carried from scan to scan. */
 struct scan_counters {
     uint64_t scans_ok;
@@ -93,6 +123,7 @@ struct scan_counters {
     uint64_t vanished_total;          /* keys gone between SCAN and read */
     uint64_t truncated_total;         /* values/fields cut by the caps */
     uint64_t duplicates_total;        /* keys SCAN returned twice in a pass */
+    uint64_t read_errors[SCAN_READ_KINDS];  /* reads refused, by kind */
 };
 
 /* One cluster shard's part of a scan (bounded by the shard count). */

@@ -7,7 +7,8 @@
  * mutex; then, under it and once per key, the key is deduped (SCAN may
  * return a key twice in one pass: the tracker remembers the pass that
  * last saw a key, and during a cluster resharding that holds across
- * shards too), its holder timed by the tracker, its class interned, its
+ * shards too; keys and holders go by common/keyhash.h's keyed hash, so
+ * a key crafted to collide with another cannot make it a "duplicate"), its holder timed by the tracker, its class interned, its
  * states judged by collectors/locks/lockstate.c, and it is counted (and
  * maybe kept) in the snapshot and added to the Redlock map.  At the end
  * of the run the class names go to the snapshot.
@@ -24,7 +25,7 @@
 
 #include "collectors/formats/formats.h"
 #include "common/clock.h"
-#include "common/keytext.h"
+#include "common/keyhash.h"
 
 /* 32-bit hashes of the holders, for the tracker. */
 static size_t
@@ -33,7 +34,7 @@ holder_hashes(const struct lock_view *v, uint32_t *out)
     size_t i;
 
     for (i = 0; i < v->nholders && i < HOLDERS_MAX; i++)
-        out[i] = (uint32_t)keytext_hash(v->holders[i].id, v->holders[i].idlen);
+        out[i] = (uint32_t)keyhash(v->holders[i].id, v->holders[i].idlen);
     return i;
 }
 
@@ -73,7 +74,7 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
     size_t i;
     int ci, rc = -1;
 
-    kh = keytext_hash(raw->key, raw->keylen);
+    kh = keyhash(raw->key, raw->keylen);
     fmt = formats_decode(raw, &view);
     /* fields past the read cap are holders too (the decoders saw only
      * the first RAW_FIELDS_MAX) */

@@ -412,7 +412,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
     struct snapshot *s;
     struct stream *st = NULL;
     struct cluster_topo topo;
-    size_t nst = 0, i, nok = 0;
+    size_t nst = 0, i, k, nok = 0;
     bool had_conn = false, cluster = t->mode == TARGET_CLUSTER;
     int ok;
 
@@ -488,6 +488,8 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         sc->counters.vanished_total += st[i].cnt.vanished_total;
         sc->counters.truncated_total += st[i].cnt.truncated_total;
         sc->counters.duplicates_total += st[i].cnt.duplicates_total;
+        for (k = 0; k < SCAN_READ_KINDS; k++)
+            sc->counters.read_errors[k] += st[i].cnt.read_errors[k];
         s->keys_examined += st[i].keys;
     }
     if (ok && registry_lookup(&r, st, nst, cluster ? &topo : NULL) == -1) {

@@ -116,7 +116,9 @@ struct stream {
     int64_t start_mono;
     int64_t resume_mono;        /* end of the last pacing pause */
     uint64_t keys;              /* examined this run */
-    struct scan_counters cnt;   /* vanished, truncated, duplicates */
+    struct scan_counters cnt;   /* vanished, truncated, duplicates, read errors */
+    uint64_t refused;           /* value reads refused this pass */
+    char refused_err[200];      /* the first of them */
     bool failed;
     bool conn_lost;             /* failed on the connection (not a refusal) */
     char err[256];

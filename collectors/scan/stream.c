@@ -30,6 +30,13 @@
  *
  * Keys may vanish between SCAN and the reads (or change type, or a
  * cluster slot may move away): they are counted as vanished and skipped.
+ * Any other error reply to a read (NOPERM from an ACL without +getrange,
+ * LOADING, BUSY, MASTERDOWN, ...) is not a key that went away but a key
+ * the scanner cannot judge, which may be a leak: it is counted by kind
+ * (lockwatch_scan_read_errors_total), and the pass, read to its end so
+ * every refusal is counted, fails with the first one as its error, so the
+ * target is down (target_up 0, /readyz, LockTargetDown) rather than
+ * reported clean.  A refused TYPE fails the pass at once.
  */
 #include "collectors/scan/scan_impl.h"
 
@@ -189,6 +196,36 @@ moved(const redisReply *rep)
          (rep->len >= 8 && memcmp(rep->str, "TRYAGAIN", 8) == 0));
 }
 
+/* WRONGTYPE: the key was replaced by another type since TYPE. */
+static bool
+wrongtype(const redisReply *rep)
+{
+    return rep->type == REDIS_REPLY_ERROR && rep->len >= 9 &&
+        memcmp(rep->str, "WRONGTYPE", 9) == 0;
+}
+
+/* Count the error reply rep to cmd as a refused read. */
+static void
+count_refusal(struct stream *s, const char *cmd, const redisReply *rep)
+{
+    s->cnt.read_errors[scan_read_error_of(rep->str, rep->len)]++;
+    if (s->refused++ == 0)
+        scan_errf(s->refused_err, sizeof(s->refused_err), "%s on %s:%d refused: %.*s", cmd,
+                  s->host, s->port, (int)(rep->len > 120 ? 120 : rep->len), rep->str);
+}
+
+/* A value read's error reply: false when it only says the key changed
+ * type or moved (vanished here); true, counted, when it refused the
+ * read. */
+static bool
+read_refused(struct stream *s, const char *cmd, const redisReply *rep)
+{
+    if (wrongtype(rep) || moved(rep))
+        return false;
+    count_refusal(s, cmd, rep);
+    return true;
+}
+
 static int
 read_meta(struct stream *s, struct batch *b)
 {
@@ -208,8 +245,8 @@ read_meta(struct stream *s, struct batch *b)
         if (rep->type == REDIS_REPLY_ERROR && !moved(rep)) {
             /* NOPERM, CLUSTERDOWN, LOADING...: this node cannot be read,
              * and skipping its keys as vanished would hide that */
-            stream_err(s, "TYPE on %s:%d refused: %.*s", s->host, s->port,
-                       (int)(rep->len > 160 ? 160 : rep->len), rep->str);
+            count_refusal(s, "TYPE", rep);
+            stream_err(s, "%s", s->refused_err);
             freeReplyObject(rep);
             return -1;
         }
@@ -275,6 +312,7 @@ read_values(struct stream *s, struct batch *b)
     redisReply *rep;
     long long hlen;
     size_t i;
+    bool refused;
     int rc;
 
     for (i = 0; i < b->n; i++) {
@@ -291,20 +329,30 @@ read_values(struct stream *s, struct batch *b)
         raw.pttl = m->pttl;
         rep = NULL;
         hlen = -1;
+        refused = false;
         if (m->type == RAW_HASH) {
             if (stream_reply(s, &rep) == -1)
                 return -1;
             if (rep->type == REDIS_REPLY_INTEGER)
                 hlen = rep->integer;
+            else if (rep->type == REDIS_REPLY_ERROR)
+                refused = read_refused(s, "HLEN", rep);
             freeReplyObject(rep);
             rep = NULL;
         }
         if (m->type == RAW_STRING || m->type == RAW_HASH) {
+            /* the HSCAN is read even after a refused HLEN: it is in the
+             * pipeline, and its refusal counts too */
             if (stream_reply(s, &rep) == -1)
                 return -1;
-            if (rep->type == REDIS_REPLY_ERROR) {
-                /* WRONGTYPE: replaced by another type since TYPE */
-                s->cnt.vanished_total++;
+            if (rep->type == REDIS_REPLY_ERROR &&
+                read_refused(s, m->type == RAW_HASH ? "HSCAN" : "GETRANGE", rep))
+                refused = true;
+            if (refused || rep->type == REDIS_REPLY_ERROR) {
+                /* refused: counted above, and the pass will fail; else
+                 * the key changed type or moved since TYPE */
+                if (!refused)
+                    s->cnt.vanished_total++;
                 freeReplyObject(rep);
                 continue;
             }
@@ -490,6 +538,14 @@ stream_scan(struct stream *s)
                 goto out;
             break;
         }
+    }
+    if (s->refused > 0) {
+        /* read to the end, so every refusal is counted; but a pass that
+         * could not read every lock cannot say there is no leak */
+        stream_err(s, "%s (%llu read%s refused this pass: those keys cannot be judged; "
+                   "see lockwatch_scan_read_errors_total)", s->refused_err,
+                   (unsigned long long)s->refused, s->refused == 1 ? "" : "s");
+        goto out;
     }
     rc = 0;
 out:

@@ -8,7 +8,7 @@
  * touch the second table.
  *
  * Linear probing over power-of-two tables kept at most 70% full.  Hash 0
- * marks an empty slot (keytext_hash never returns 0).  Sweeping re-packs
+ * marks an empty slot (keyhash never returns 0).  Sweeping re-packs
  * a table in place, O(slots) once per completed pass: cheaper and simpler
  * than tombstones, and it needs no second table.
  */

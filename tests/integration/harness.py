@@ -619,6 +619,32 @@ class Agent:
                              % (url_key(raw_key), urllib.parse.quote(target)))
 
 
+# The least-privilege scanner of README "Redis permissions" (keep in step).
+SCANNER_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "-@all", "+scan", "+type",
+               "+pttl", "+object|idletime", "+getrange", "+hlen", "+hscan", "+exists",
+               "+hmget", "+ping"]
+
+
+def password_file(password):
+    """A file in a fresh temp dir holding password alone, for password_file."""
+    path = os.path.join(_mkdtemp("lw-pass-"), "scan.pass")
+    with open(path, "w") as f:
+        f.write(password + "\n")
+    return path
+
+
+def once_as_user(redis_server, user, password, **cfg):
+    """lockwatchd --once on redis_server's target "main" as ACL user `user`
+    (password in a password_file); keyword arguments go to config_text().
+    The CompletedProcess."""
+    path = os.path.join(_mkdtemp("lw-once-"), "lockwatch.ini")
+    with open(path, "w") as f:
+        f.write(config_text(free_port(),
+                            [("main", "redis://%s@127.0.0.1:%d/0" % (user, redis_server.port))],
+                            target_extra={"password_file": password_file(password)}, **cfg))
+    return run_lockwatchd(["--once", "-c", path], timeout=60)
+
+
 def run_lockwatchd(args, timeout=30):
     """Run lockwatchd with args; CompletedProcess with stdout/stderr bytes."""
     if not os.access(LOCKWATCHD, os.X_OK):

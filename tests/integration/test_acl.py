@@ -4,14 +4,10 @@ write command, no key outside ~lock:* and ~lockwatch:client:*).  Every
 lock format, the registry look-up and the value caps must work under it,
 with no NOPERM anywhere."""
 
-import os
-
 import harness as h
 
 # Keep in step with README.md "Redis permissions".
-SCANNER_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "-@all", "+scan", "+type",
-               "+pttl", "+object|idletime", "+getrange", "+hlen", "+hscan", "+exists",
-               "+hmget", "+ping"]
+SCANNER_ACL = h.SCANNER_ACL
 
 UUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"
 
@@ -32,17 +28,7 @@ class Acl(h.TestCase):
             "host": "app-7", "pid": "4242", "at:7:lock:rl:1": "1790000000000"})
         c.set("secret:1", "not for the scanner")
 
-        d = h._mkdtemp("lw-acl-")
-        pw = os.path.join(d, "scan.pass")
-        with open(pw, "w") as f:
-            f.write("s3cret-scan\n")
-        cfg = os.path.join(d, "lockwatch.ini")
-        with open(cfg, "w") as f:
-            f.write(h.config_text(h.free_port(),
-                                  [("main", "redis://lockwatch@127.0.0.1:%d/0" % rs.port)],
-                                  target_extra={"password_file": pw},
-                                  leak_grace="1s", max_hold="1h"))
-        p = h.run_lockwatchd(["--once", "-c", cfg], timeout=60)
+        p = h.once_as_user(rs, "lockwatch", "s3cret-scan", leak_grace="1s", max_hold="1h")
         err = p.stderr.decode("utf-8", "replace")
         self.assertEqual(p.returncode, 0, err)
         self.assertNotIn("NOPERM", err)

@@ -166,6 +166,34 @@ class ConfigErrors(h.TestCase):
         self.assertRegex(out, r"(?m)^\s*scan_count\s*=")       # a default filled in
         self.assertRegex(out, r"(?m)^\s*wait_p99\s*=")         # a default filled in
 
+    def test_webhook_url_token_masked(self):
+        # a webhook URL with a token in its user info or query is a bearer
+        # secret: -n says where it goes, never the token
+        text = good_config(h.free_port()) + (
+            "\n[webhook hook]\nurl = https://%s@hooks.example:8443/in?token=%s&x=1\n"
+            "format = slack\n" % (SECRET, SECRET))
+        rc, out, err = self.check(self.write("hook.ini", text))
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn(SECRET[:12], out)
+        self.assertNotIn(SECRET[:12], err)
+        self.assertRegex(out, r"(?m)^url\s*= https://\*\*\*@hooks\.example:8443/in\?\*\*\*$")
+        # the masked output still passes -n
+        rc2, _, err2 = self.check(self.write("again.ini", out))
+        self.assertEqual(rc2, 0, err2)
+
+    def test_control_bytes_in_an_error_are_escaped(self):
+        # an ESC sequence in a bad line must not reach the terminal raw
+        text = good_config(h.free_port()).replace(
+            "max_hold = 5s", "max_hold = 5\x1b]0;owned\x07\x1b[2J")
+        path = self.write("esc.ini", text)
+        for args in (["-n", "-c", path], ["-d", "-c", path]):
+            p = h.run_lockwatchd(args, timeout=20)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertNotIn(b"\x1b", p.stderr)
+            self.assertNotIn(b"\x07", p.stderr)
+            self.assertIn(b"max_hold", p.stderr)
+            self.assertIn(b"\\x1b]0;owned\\x07\\x1b[2J", p.stderr)
+
     def test_effective_config_is_itself_valid(self):
         path = self.write("good.ini", good_config(h.free_port()))
         rc, out, err = self.check(path)

@@ -4,7 +4,8 @@ SIGHUP with a changed config (max_hold 60s -> 2s) is applied: a lock held
 for a few seconds, not `long` before, becomes `long` after.  Tracked state
 survives: that lock's age keeps growing across the reload.  SIGHUP with a
 broken config keeps the old config running (process alive, still scanning,
-old max_hold still in force).  SIGTERM exits 0 quickly.
+old max_hold still in force), and so does a file with no [target] left.
+SIGTERM exits 0 quickly.
 """
 
 import signal
@@ -160,6 +161,47 @@ class Reload(h.TestCase):
             self.assertGreaterEqual(h.msum(m, "lockwatch_scans_total", target="main",
                                            result="ok"), ok0 + 2)
             self.assertEqual(h.msum(m, "lockwatch_locks", target="main"), 100000)
+
+    def test_reload_without_target_refused(self):
+        # A file cut short mid-deploy (no [target] left) must not swap the
+        # configured target for the built-in 127.0.0.1:6379: the reload is
+        # refused, said so, and "main" keeps being scanned.  A reload whose
+        # error quotes control bytes logs them escaped.
+        rs = self.start_redis()
+        rs.client().set("lock:1", "t1", px=600000)
+        ag = self.start_agent(rs, scan_interval="300ms", leak_grace="1h", max_hold="1h")
+        ag.wait_ready()
+        full = ag.render_config()
+        ag.write_config(full[:full.index("[target main]")])
+        ag.reload()
+        ag.wait_for(lambda: "reload refused" in ag.log_tail(50), timeout=10,
+                    desc="the refused reload logged")
+        log = ag.log_tail(50)
+        self.assertIn("no [target] section", log)
+        self.assertIn("1 configured target(s)", log)
+        self.assertNotIn("reloaded:", log)
+        ag.wait_scans(2)
+        m = ag.metrics()
+        self.assertEqual(h.msum(m, "lockwatch_target_up", target="main"), 1)
+        self.assertEqual(h.select(m, "lockwatch_target_up", target="default"), [])
+        self.assertEqual(h.msum(m, "lockwatch_locks", target="main"), 1)
+        self.assertEqual(ag.get("/readyz")[0], 200)
+
+        ag.write_config(full.replace("max_hold = 1h", "max_hold = 1h\x1b[2J"))
+        ag.reload()
+        ag.wait_for(lambda: "max_hold" in ag.log_tail(5), timeout=10,
+                    desc="the bad reload logged")
+        with open(ag.logfile, "rb") as f:
+            raw = f.read()
+        self.assertNotIn(b"\x1b", raw)
+        self.assertIn(b"\\x1b[2J", raw)
+
+        # the whole file again: taken
+        ag.write_config(full)
+        ag.reload()
+        ag.wait_for(lambda: "reloaded: 1 target(s)" in ag.log_tail(5), timeout=10,
+                    desc="the good reload taken")
+        self.assertTrue(ag.alive)
 
     def test_sigint_stops_cleanly(self):
         rs = self.start_redis()

@@ -91,6 +91,8 @@ expect_error_prefix(const char *text, const char *prefix)
         fail_msg("error \"%s\" does not start with \"%s\"", err, prefix);
 }
 
+static char *print_to_string(const struct config *cfg);
+
 static struct config *
 expect_load(const char *text)
 {
@@ -184,6 +186,11 @@ test_empty_file_defaults(void **state)
     config_free(cfg);
     cfg = expect_load("; only comments\n# and blank lines\n\n   \n[agent]\n[rules]\n");
     check_defaults(cfg);
+    assert_true(cfg->default_target);
+    config_free(cfg);
+    /* a file with a [target] is not the built-in default, whatever its name */
+    cfg = expect_load("[target default]\n");
+    assert_false(cfg->default_target);
     config_free(cfg);
 }
 
@@ -552,6 +559,53 @@ test_http_url(void **state)
                  "(e.g. https://hooks.example/lockwatch)");
     expect_error_prefix("[webhook w]\nurl = https:///x\n", "x.ini:2: [webhook w] url: ");
     expect_error_prefix("[webhook w]\nurl = hooks.example\n", "x.ini:2: [webhook w] url: ");
+}
+
+/* -n shows where a webhook goes, never a token in its user info or query. */
+static void
+test_http_url_masked(void **state)
+{
+    static const struct {
+        const char *url, *shown;
+    } cases[] = {
+        { "https://hooks.example/lockwatch", "https://hooks.example/lockwatch" },
+        { "https://hooks.example:8443/a/b?token=s3cret", "https://hooks.example:8443/a/b?***" },
+        { "https://s3cret@hooks.example/x", "https://***@hooks.example/x" },
+        { "http://s3cret@hooks.example?k=s3cret#s3cret", "http://***@hooks.example?***#***" },
+        { "https://hooks.example/x#s3cret", "https://hooks.example/x#***" },
+        { "https://a@b@hooks.example/p?q", "https://***@hooks.example/p?***" },
+        { "https://hooks.example/p/a@b", "https://hooks.example/p/a@b" },
+    };
+    char text[256], val[256];
+    const struct config_option *o = NULL;
+    struct config *cfg;
+    char *out;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < config_noptions; i++)
+        if (config_options[i].section == SECTION_WEBHOOK &&
+            strcmp(config_options[i].key, "url") == 0)
+            o = &config_options[i];
+    assert_non_null(o);
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(text, sizeof(text), "[webhook w]\nurl = %s\n", cases[i].url);
+        cfg = expect_load(text);
+        /* the sinks get the URL as written */
+        assert_string_equal(cfg->webhooks[0].url, cases[i].url);
+        assert_int_equal(option_format(o, &cfg->webhooks[0], false, val, sizeof(val)), 1);
+        assert_string_equal(val, cases[i].shown);
+        out = print_to_string(cfg);
+        assert_null(strstr(out, "s3cret"));
+        snprintf(text, sizeof(text), "%-19s = %s\n", "url", cases[i].shown);
+        assert_non_null(strstr(out, text));
+        free(out);
+        config_free(cfg);
+    }
+    /* nor does a refusal quote a token back */
+    expect_error("[webhook w]\nurl = ftp://hooks.example/x?token=s3cret\n",
+                 "x.ini:2: [webhook w] url: \"ftp://hooks.example/x?***\" is not an http:// "
+                 "or https:// URL (e.g. https://hooks.example/lockwatch)");
 }
 
 static void
@@ -1183,6 +1237,7 @@ main(void)
         cmocka_unit_test(test_redis_url),
         cmocka_unit_test(test_password_in_url_refused),
         cmocka_unit_test(test_http_url),
+        cmocka_unit_test(test_http_url_masked),
         cmocka_unit_test(test_list_values),
         cmocka_unit_test(test_string_values),
         cmocka_unit_test(test_secret_files),

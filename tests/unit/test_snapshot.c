@@ -116,6 +116,40 @@ byte_budget_is_kept(void **state)
     snapshot_unref(s);
 }
 
+/* An error reply's code picks its kind; anything else is "other", so the
+ * kind label of lockwatch_scan_read_errors_total stays bounded. */
+static void
+read_error_kinds(void **state)
+{
+    static const struct {
+        const char *reply, *kind;
+    } cases[] = {
+        { "NOPERM User lockwatch has no permissions to run the 'getrange' command", "NOPERM" },
+        { "NOPERM", "NOPERM" },
+        { "LOADING Redis is loading the dataset in memory", "LOADING" },
+        { "BUSY Redis is busy running a script.", "BUSY" },
+        { "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+          "MASTERDOWN" },
+        { "CLUSTERDOWN The cluster is down", "CLUSTERDOWN" },
+        { "NOAUTH Authentication required.", "NOAUTH" },
+        { "ERR unknown command", "ERR" },
+        { "ERRX not a code we know", "other" },
+        { "NOPERMS", "other" },
+        { "OOM command not allowed", "other" },
+        { "", "other" },
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        assert_string_equal(scan_read_error_name(scan_read_error_of(cases[i].reply,
+                                                                    strlen(cases[i].reply))),
+                            cases[i].kind);
+    /* the length bounds the match, not a NUL */
+    assert_string_equal(scan_read_error_name(scan_read_error_of("BUSYGROUP x", 4)), "BUSY");
+    assert_string_equal(scan_read_error_name(SCAN_READ_KINDS), "other");
+}
+
 int
 main(void)
 {
@@ -123,6 +157,7 @@ main(void)
         cmocka_unit_test(counts_all_keeps_the_worst),
         cmocka_unit_test(retained_copy_owns_its_bytes),
         cmocka_unit_test(restate_fixes_the_class_counts),
+        cmocka_unit_test(read_error_kinds),
         cmocka_unit_test(byte_budget_is_kept),
     };
 
