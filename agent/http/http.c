@@ -263,7 +263,9 @@ reply_refused(struct MHD_Connection *c, const char *url, const char *why)
     size_t len = 0;
 
     if (strncmp(url, "/api/", 5) == 0) {
-        http_json(&out, render_api_error(503, why, &body, &len), body, len);
+        int status = render_api_error(503, why, &body, &len);
+
+        http_json(&out, status, body, len);
     } else {
         http_text(&out, 503, why);
         if (out.body != NULL && out.status == 503) {
