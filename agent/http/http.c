@@ -301,6 +301,8 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                 return MHD_NO;
             bs->route = r;
             *state = bs;
+        } else if (*upload_size == 0) {
+            guard_answered(h->guard, conn_guard(c));    /* the whole body is in */
         }
         return (MHD_RESULT)r->body(h->agent, c, method, upload, upload_size, &bs->state);
     }

@@ -1,7 +1,8 @@
 /*
  * test_render.c - /metrics and JSON rendering from hand-built snapshots:
  * escaping of hostile keys, bounded offender labels, series that do not
- * grow with the number of locks, worst-first ordering and filters.
+ * grow with the number of locks, worst-first ordering and filters, and
+ * the lock list's pages (offset, next_offset, the byte cap).
  */
 #include <setjmp.h>
 #include <stdarg.h>
