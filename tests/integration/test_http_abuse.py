@@ -28,9 +28,9 @@ probes' timing in this one:
 Every figure measured is printed (stderr) for the report.
 """
 
+import http.client
 import json
 import multiprocessing
-import os
 import selectors
 import socket
 import sys
@@ -42,41 +42,6 @@ SLOW_CLIENTS = 300
 BURST = 1000
 PROBES = 30
 RUN_SECONDS = 24
-
-
-def vm_rss_mb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    raise AssertionError("no VmRSS for pid %d" % pid)
-
-
-def probe(port, path, timeout=1.0):
-    """One GET on a fresh connection: (status or None, seconds)."""
-    t0 = time.monotonic()
-    s = None
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        s.sendall(("GET %s HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n"
-                   % path).encode())
-        data = b""
-        while True:
-            left = timeout - (time.monotonic() - t0)
-            if left <= 0:
-                return None, time.monotonic() - t0
-            s.settimeout(left)
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        line = data.split(b"\r\n", 1)[0].split()
-        return (int(line[1]) if len(line) >= 2 else None), time.monotonic() - t0
-    except OSError:
-        return None, time.monotonic() - t0
-    finally:
-        if s is not None:
-            s.close()
 
 
 # ---------------------------------------------------------------------------
@@ -249,7 +214,7 @@ class Abuse(h.TestCase):
         ag = self.start_agent(r, scan_interval="2s")
         ag.wait_ready()
         pid = ag.proc.pid
-        rss0 = vm_rss_mb(pid)
+        rss0 = h.vm_rss_mb(pid)
 
         slow, slow_out = start_child(slowloris, ag.port, slow_sources, SLOW_CLIENTS, 2.0, RUN_SECONDS + 2)
         time.sleep(1.0)         # the slow clients are in
@@ -263,8 +228,8 @@ class Abuse(h.TestCase):
         for i in range(PROBES):
             t0 = time.monotonic()
             for p in paths:
-                got[p].append(probe(ag.port, p))
-            rss_max = max(rss_max, vm_rss_mb(pid))
+                got[p].append(h.timed_get(ag.port, p))
+            rss_max = max(rss_max, h.vm_rss_mb(pid))
             time.sleep(max(0.0, min(gap - (time.monotonic() - t0), t_end - time.monotonic())))
 
         burst.join(30)
@@ -316,8 +281,9 @@ class Abuse(h.TestCase):
         limit of 64: each holds its slot the whole 10 s of
         http_request_timeout) and bursts from eight (125 each): 1,300
         connections at once, over http_max_connections (1024), so some wait
-        in the listen queue; within the per-client limit the API's budget
-        answers some 200 and the rest 503 busy."""
+        in the listen queue.  Each address's first 64 burst connections
+        are answered 200 (or 503 busy when the API's budget is spent), the
+        rest 503 client_limit."""
         outcomes, rejected = self.abuse(["127.0.0.%d" % i for i in range(2, 7)],
                                         ["127.0.0.%d" % i for i in range(10, 18)])
         self.assertGreater(outcomes.get("200", 0), 0, outcomes)
@@ -360,7 +326,6 @@ class Abuse(h.TestCase):
                          before + 1)
 
         # keep-alive: each complete request is answered, the deadline is per request
-        import http.client
         c = http.client.HTTPConnection("127.0.0.1", ag.port, timeout=5)
         for _ in range(3):
             c.request("GET", "/healthz")

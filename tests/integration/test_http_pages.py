@@ -38,33 +38,6 @@ def key_of(i):
     return "lock:big:%04d:" % i + "k" * (KEYLEN - 14)
 
 
-def vm_rss_mb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    raise AssertionError("no VmRSS")
-
-
-def timed_get(port, path, timeout=1.0):
-    t0 = time.monotonic()
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
-        data = b""
-        while time.monotonic() - t0 < timeout:
-            s.settimeout(max(0.01, timeout - (time.monotonic() - t0)))
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        s.close()
-        line = data.split(b"\r\n", 1)[0].split()
-        return (int(line[1]) if len(line) >= 2 else None), time.monotonic() - t0
-    except OSError:
-        return None, time.monotonic() - t0
-
-
 class SlowReader:
     """A GET of path whose answer is read 64 KiB at a time, when told."""
 
@@ -167,7 +140,7 @@ class Pages(h.TestCase):
         ag = self.agent
         pid = ag.proc.pid
         self.assertEqual(ag.get("/api/v1/locks?limit=10000", timeout=30)[0], 200)
-        rss0 = vm_rss_mb(pid)
+        rss0 = h.vm_rss_mb(pid)
         path = "/api/v1/locks?limit=10000"
         readers = [SlowReader(ag.port, path) for _ in range(READERS)]
         extra = []
@@ -177,8 +150,8 @@ class Pages(h.TestCase):
             while time.monotonic() < t_end:
                 for r in readers:
                     r.nibble()
-                probes.append(timed_get(ag.port, "/metrics"))
-                rss_max = max(rss_max, vm_rss_mb(pid))
+                probes.append(h.timed_get(ag.port, "/metrics"))
+                rss_max = max(rss_max, h.vm_rss_mb(pid))
                 time.sleep(0.5)
             for r in readers:
                 self.assertEqual(r.status(), 200)
