@@ -7,6 +7,8 @@
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make SANITIZE=address,undefined   build with sanitizers
 #   make WERROR=1   warnings are errors (CI sets this)
+#   make fuzz       build the libFuzzer harnesses (fuzz/) with clang and run
+#                   each for FUZZ_SECONDS (default 60)
 
 VERSION    := 0.1.0
 PREFIX     ?= /usr/local
@@ -20,6 +22,30 @@ CC         ?= cc
 PKG_CONFIG ?= pkg-config
 PKGS       := hiredis libmicrohttpd inih jansson libcurl libcrypto
 TEST_PKGS  := cmocka
+
+# --- dependency check --------------------------------------------------------
+# A build needs the libraries above (and a compiler).  Without them it stops
+# here with one line naming what is missing, rather than at the first
+# "jansson.h: No such file".  deps, clean, uninstall, and the goals that run
+# deps first (test, demo, deb, bench: their own build is a sub-make, checked
+# then) do not need them.  DEB_<pkg-config name> is the Debian package.
+DEB_hiredis       := libhiredis-dev
+DEB_libmicrohttpd := libmicrohttpd-dev
+DEB_inih          := libinih-dev
+DEB_jansson       := libjansson-dev
+DEB_libcurl       := libcurl4-openssl-dev
+DEB_libcrypto     := libssl-dev
+DEB_cmocka        := libcmocka-dev
+NO_DEPS_GOALS     := deps clean uninstall test demo deb bench
+ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
+HAVE_CC      := $(shell command -v $(CC) >/dev/null 2>&1 && echo y)
+HAVE_PKGCONF := $(shell command -v $(PKG_CONFIG) >/dev/null 2>&1 && echo y)
+MISSING_DEPS := $(if $(HAVE_CC),,gcc) $(if $(HAVE_PKGCONF),$(foreach p,$(PKGS) $(TEST_PKGS),\
+                  $(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(DEB_$(p)))),pkg-config)
+ifneq ($(strip $(MISSING_DEPS)),)
+$(error missing $(strip $(MISSING_DEPS)): run `make deps` (as root) to install them)
+endif
+endif
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wformat=2 -Wvla -fno-common
@@ -212,7 +238,8 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/liblockwatch-core.a
 DEB_PKGS := gcc make pkg-config libhiredis-dev libmicrohttpd-dev libinih-dev \
             libjansson-dev libcurl4-openssl-dev libssl-dev libcmocka-dev \
             redis-server redis-tools prometheus prometheus-alertmanager python3 \
-            python3-redis procps time man-db groff-base chromium debhelper dpkg-dev
+            python3-redis procps time man-db groff-base chromium debhelper dpkg-dev \
+            clang libclang-rt-14-dev
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
@@ -255,6 +282,50 @@ bench: deps
 	@bench/ingest $(BUILD)
 	@bench/client $(BUILD)
 	@bench/cluster $(BUILD)
+
+# --- fuzzing -----------------------------------------------------------------
+# One libFuzzer harness per fuzz/fuzz_<name>.c, seeded from
+# fuzz/corpus/<name>/.  The project's sources are compiled again with clang
+# into $(FUZZ_BUILD) (coverage-instrumented, ASan + UBSan, every UBSan
+# report fatal) and linked into each harness; the gcc build is untouched.
+# fuzz/run runs each harness for FUZZ_SECONDS and prints one line per
+# harness; any finding fails it (CI: .ci/run, FUZZ_SECONDS=30).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := $(BUILD)/fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -std=c11 -O1 -g $(WARN) -pthread -MMD -MP $(FUZZ_SAN)
+FUZZ_SRC     := $(wildcard fuzz/fuzz_*.c)
+FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/bin/%)
+FUZZ_CORE    := $(CORE_SRC:%.c=$(FUZZ_BUILD)/%.o) $(CORE_LUA:%=$(FUZZ_BUILD)/gen/%.o)
+
+.PHONY: fuzz fuzz-build
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-build
+	@fuzz/run $(FUZZ_BUILD)/bin $(FUZZ_SECONDS)
+
+fuzz-build: $(FUZZ_BIN)
+
+# the harness objects are intermediates of a pattern rule: keep them
+.SECONDARY: $(FUZZ_SRC:%.c=$(FUZZ_BUILD)/%.o)
+
+$(FUZZ_BUILD)/gen/%.lua.o: $(BUILD)/gen/%.lua.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DEP_CFLAGS) -c -o $@ $<
+
+$(FUZZ_BUILD)/libcore.a: $(FUZZ_CORE)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(FUZZ_BUILD)/bin/%: $(FUZZ_BUILD)/fuzz/%.o $(FUZZ_BUILD)/libcore.a
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -pthread $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(DEP_LIBS)
+
+-include $(FUZZ_CORE:.o=.d) $(FUZZ_SRC:%.c=$(FUZZ_BUILD)/%.d)
 
 # --- install ---------------------------------------------------------------
 # The unit runs lockwatchd as the system user "lockwatch", which may read

@@ -10,6 +10,9 @@
  *                LOCK    a bad lock (LOCK_BAD) that a target's new snapshot
  *                        keeps in detail        {target, class, key}
  *                TARGET  a target's newest snapshot, every tick   {target}
+ *                SHARD   a shard of a cluster target's new snapshot
+ *                        {target, shard = its slot ranges, node = the
+ *                        address scanned}; bounded by the cluster's shards
  *                CLASS   a lock class's wait statistics, every tick {class}
  *                GROUP   a key that a [redlock] group's report details
  *                        {target = the group, class, key}
@@ -39,6 +42,8 @@
     X(LOCK_WAIT_P99_HIGH,   "LockWaitP99High",    CLASS,  wait_holds,      wait_texts)      \
     /* the last scan failed */                                                          \
     X(LOCK_TARGET_DOWN,     "LockTargetDown",     TARGET, down_holds,      down_texts)      \
+    /* a cluster shard failed in a scan that reached the others */                    \
+    X(LOCK_SHARD_DOWN,      "LockShardDown",      SHARD,  shard_down_holds, shard_down_texts) \
     /* the group's nodes disagree on the key (collectors/locks/redlock.h) */            \
     X(LOCK_REDLOCK_SPLIT,   "LockRedlockSplit",   GROUP,  split_holds,     split_texts)
 

@@ -83,12 +83,16 @@ alert_fingerprint(const struct alert_labels *l)
 {
     uint64_t h = FNV_OFFSET;
 
-    /* already in name order: alertname < class < key < target */
+    /* already in name order: alertname < class < key < node < shard < target */
     h = fnv_label(h, "alertname", alert_name_str(l->name));
     if (l->class_ != NULL)
         h = fnv_label(h, "class", l->class_);
     if (l->key != NULL)
         h = fnv_label(h, "key", l->key);
+    if (l->node != NULL)
+        h = fnv_label(h, "node", l->node);
+    if (l->shard != NULL)
+        h = fnv_label(h, "shard", l->shard);
     if (l->target != NULL)
         h = fnv_label(h, "target", l->target);
     return h;
@@ -106,7 +110,8 @@ static bool
 same_labels(const struct alert *a, const struct alert_labels *l)
 {
     return a->name == l->name && str_eq(a->target, l->target) &&
-        str_eq(a->class_, l->class_) && str_eq(a->key, l->key);
+        str_eq(a->class_, l->class_) && str_eq(a->key, l->key) &&
+        str_eq(a->shard, l->shard) && str_eq(a->node, l->node);
 }
 
 static void
@@ -117,6 +122,8 @@ alert_free(struct alert *a)
     free(a->target);
     free(a->class_);
     free(a->key);
+    free(a->shard);
+    free(a->node);
     free(a->summary);
     free(a->description);
     free(a);
@@ -148,6 +155,8 @@ alert_new(const struct alert_labels *l, uint64_t fp)
     a->target = dup_or_null(l->target, &failed);
     a->class_ = dup_or_null(l->class_, &failed);
     a->key = dup_or_null(l->key, &failed);
+    a->shard = dup_or_null(l->shard, &failed);
+    a->node = dup_or_null(l->node, &failed);
     a->summary = dup_or_null("", &failed);
     a->description = dup_or_null("", &failed);
     if (failed) {
@@ -342,7 +351,7 @@ kept(const struct alertset *set, const struct alert *a)
 {
     size_t i;
 
-    if (a->key == NULL || a->target == NULL)
+    if ((a->key == NULL && a->shard == NULL) || a->target == NULL)
         return false;
     for (i = 0; i < set->nkeep; i++)
         if (strcmp(set->keep[i], a->target) == 0)

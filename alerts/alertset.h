@@ -2,7 +2,7 @@
  * alertset.h - the set of alert instances and their lifecycle.
  *
  * An alert instance is one alertname with one set of labels (alertname,
- * target, class, key; absent labels are NULL).  Its identity is the
+ * target, class, key, shard, node; absent labels are NULL).  Its identity is the
  * fingerprint of those labels, computed the way Alertmanager computes it
  * (labels sorted by name, FNV-1a 64 over name 0xff value 0xff), so the
  * fingerprint lockwatch shows is the one Alertmanager shows.
@@ -66,12 +66,15 @@ struct alert_labels {
     const char *target;
     const char *class_;
     const char *key;
+    const char *shard;              /* a cluster shard's slot ranges */
+    const char *node;               /* the address its shard was scanned on */
 };
 
 struct alert {
     uint64_t fp;
     enum alert_name name;
     char *target, *class_, *key;    /* NULL when absent */
+    char *shard, *node;             /* NULL when absent */
     char *summary, *description;    /* never NULL */
     enum alert_state state;
     int64_t starts_ms;              /* Unix ms */
@@ -118,8 +121,8 @@ struct alert *alertset_observe(struct alertset *set, const struct alert_labels *
  * ones stay). */
 int alert_annotate(struct alert *a, const char *summary, const char *description);
 
-/* Alerts carrying this target label and a key label (per-lock alerts)
- * keep their state this tick even if not observed.  The string must stay
+/* Alerts carrying this target label and a key or a shard label (per-lock
+ * and per-shard alerts) keep their state this tick even if not observed.  The string must stay
  * valid until alertset_end(). */
 void alertset_keep_target(struct alertset *set, const char *target);
 

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alerts/pace.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -55,6 +56,7 @@ struct nsink {
     struct notice *head, *tail;
     size_t queued, bytes;
     uint64_t sent, retried, dropped;
+    struct pace pace;           /* its attempts' ends (type->min_interval_ms) */
     bool disabled;              /* 410 Gone: until the next reload */
     bool failing;               /* for logging transitions only */
     bool removed;               /* in the graveyard */
@@ -298,6 +300,7 @@ finish(struct notifier *n, struct transfer *x, CURLcode res)
     free(x);
     n->inflight--;
     s->xfer = NULL;
+    pace_ended(&s->pace, clock_mono_ms());
 
     if (s->removed) {
         /* the sink left the config while this was in flight */
@@ -375,11 +378,37 @@ idle(const struct notifier *n)
     return true;
 }
 
+/*
+ * When s's head notice may start, due at due: for a rate-limited format,
+ * not before its spacing after the last attempt to the same URL by any
+ * sink, and INT64_MAX while another sink's request to that URL is in
+ * flight (its end wakes the thread).  Sinks are few; mu held.
+ */
+static int64_t
+start_at(const struct notifier *n, const struct nsink *s, int64_t due)
+{
+    const struct pace *last = &s->pace;
+    size_t i;
+
+    if (s->type->min_interval_ms <= 0)
+        return due;
+    for (i = 0; i < n->nsinks; i++) {
+        const struct nsink *o = n->sinks[i];
+
+        if (o == s || strcmp(o->url, s->url) != 0)
+            continue;
+        if (o->xfer != NULL)
+            return INT64_MAX;
+        last = pace_later(last, &o->pace);
+    }
+    return pace_start_at(s->type->min_interval_ms, last, due);
+}
+
 /* Start what is due; return how long the thread may sleep.  mu held. */
 static int64_t
 schedule(struct notifier *n, int64_t now)
 {
-    int64_t wait = POLL_MAX_MS;
+    int64_t wait = POLL_MAX_MS, at;
     size_t i;
 
     for (i = 0; i < n->nsinks; i++) {
@@ -391,12 +420,14 @@ schedule(struct notifier *n, int64_t now)
             s->dropped += drop_queue(s);
             continue;
         }
-        if (n->stopping || s->head->due_mono <= now) {
+        /* at shutdown retries wait no more, the receiver's rate limit still holds */
+        at = start_at(n, s, n->stopping ? now : s->head->due_mono);
+        if (at <= now) {
             start(n, s, now);
             continue;
         }
-        if (s->head->due_mono - now < wait)
-            wait = s->head->due_mono - now;
+        if (at - now < wait)
+            wait = at - now;
     }
     if (n->stopping && n->deadline_mono - now < wait)
         wait = n->deadline_mono - now;

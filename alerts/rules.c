@@ -5,8 +5,8 @@
  * The rule table is made from ALERT_KINDS: per kind its scope, a holds()
  * that judges one subject and a texts() that writes the summary and the
  * description.  The walkers at the end go over the subjects of each scope
- * (the bad locks of fresh snapshots, the targets, the wait classes, the
- * keys of Redlock reports), fill in a rule_ctx with the subject and its
+ * (the bad locks of fresh snapshots, the targets, the shards of fresh
+ * cluster snapshots, the wait classes, the keys of Redlock reports), fill in a rule_ctx with the subject and its
  * labels, and judge() runs every row of that scope on it; so a kind is
  * one row and its two functions here, and a walker knows no kind.
  *
@@ -109,10 +109,13 @@ rules_key_label(const char *key, size_t keylen)
     char tail[32], *head, *out;
     size_t cut, hl;
 
-    if (keylen <= RULES_KEY_LABEL_MAX)
+    if (keylen <= RULES_KEY_LABEL_MAX && keytext_sanitize(NULL, 0, key, keylen) == keylen)
         return sanitized(key, keylen);
-    /* the same cut as the offender metric's key label */
-    cut = keytext_utf8_prefix(key, keylen, RULES_KEY_LABEL_MAX - 20);
+    /* the same cut as the offender metric's key label, and the same hash
+     * when sanitising would change the key, so two keys that differ only
+     * in invalid bytes never share an alert */
+    cut = keytext_utf8_prefix(key, keylen,
+                              keylen <= RULES_KEY_LABEL_MAX ? keylen : RULES_KEY_LABEL_MAX - 20);
     snprintf(tail, sizeof(tail), "\xe2\x80\xa6#%016" PRIx64, keytext_hash(key, keylen));
     if ((head = sanitized(key, cut)) == NULL)
         return NULL;
@@ -170,14 +173,16 @@ struct rule_ctx {
     const char *target;                 /* LOCK, TARGET; GROUP: the group */
     const char *class_;                 /* LOCK, CLASS, GROUP (sanitised) */
     const char *key;                    /* LOCK, GROUP: the key label */
-    const struct snapshot *snap;        /* LOCK, TARGET */
+    const char *shard, *node;           /* SHARD (sanitised) */
+    const struct snapshot *snap;        /* LOCK, TARGET, SHARD */
+    const struct snap_shard *sh;        /* SHARD */
     const struct snap_lock *lock;       /* LOCK */
     const struct waitstats_class *wait; /* CLASS */
     const struct redlock_report *report;    /* GROUP */
     const struct redlock_issue *issue;      /* GROUP */
 };
 
-enum rule_scope { SCOPE_LOCK, SCOPE_TARGET, SCOPE_CLASS, SCOPE_GROUP };
+enum rule_scope { SCOPE_LOCK, SCOPE_TARGET, SCOPE_SHARD, SCOPE_CLASS, SCOPE_GROUP };
 
 /* LOCK: "Lock K (class C, target T, format F): ", how every lock
  * description starts. */
@@ -339,6 +344,40 @@ down_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
     text_adds(desc, ". Its lock alerts keep their state until a scan succeeds again.");
 }
 
+static bool
+shard_down_holds(const struct rule_ctx *c)
+{
+    return !c->sh->ok;
+}
+
+static void
+shard_down_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    char *err;
+
+    text_adds(sum, "Shard ");
+    text_adds(sum, c->shard);
+    text_adds(sum, " of target ");
+    text_adds(sum, c->target);
+    text_adds(sum, " (node ");
+    text_adds(sum, c->node);
+    text_adds(sum, ") cannot be scanned");
+    text_adds(desc, "The last scan of cluster target ");
+    text_adds(desc, c->target);
+    text_adds(desc, " could not scan the shard of slots ");
+    text_adds(desc, c->shard);
+    text_adds(desc, c->sh->replica ? " on its replica " : " on its primary ");
+    text_adds(desc, c->node);
+    text_adds(desc, ": ");
+    err = sanitized(c->sh->err, strnlen(c->sh->err, sizeof(c->sh->err)));
+    text_adds(desc, err != NULL ? err : "(out of memory)");
+    free(err);
+    text_addf(desc, ". The other %zu shards were scanned; the locks of these slots are "
+              "missing from the counts and keep their alerts' state until the shard is "
+              "scanned again. Check the node and the cluster (CLUSTER INFO, CLUSTER SHARDS).",
+              c->snap->nshards - 1);
+}
+
 /* Every key a report details is one its nodes disagree on. */
 static bool
 split_holds(const struct rule_ctx *c)
@@ -401,7 +440,8 @@ judge(struct alertset *set, enum rule_scope scope, const struct rule_ctx *c)
 
     for (k = 0; k < ALERT_NAMES; k++) {
         const struct rule *r = &rules[k];
-        struct alert_labels lab = { (enum alert_name)k, c->target, c->class_, c->key };
+        struct alert_labels lab = { (enum alert_name)k, c->target, c->class_, c->key,
+                                    c->shard, c->node };
         struct strbuf sum, desc;
         struct alert *a;
 
@@ -463,6 +503,29 @@ out:
     free(classes);
 }
 
+/* The SHARD scope: every shard of a cluster target's fresh snapshot. */
+static void
+judge_shards(struct alertset *set, const struct rules_params *p, const char *target,
+             const struct snapshot *s, int64_t now_ms)
+{
+    size_t k;
+
+    for (k = 0; k < s->nshards; k++) {
+        const struct snap_shard *sh = &s->shards[k];
+        char *shard = sanitized(sh->shard, strnlen(sh->shard, sizeof(sh->shard)));
+        char *node = sanitized(sh->node, strnlen(sh->node, sizeof(sh->node)));
+        struct rule_ctx c = { .p = p, .now_ms = now_ms, .target = target, .snap = s,
+                              .sh = sh, .shard = shard, .node = node };
+
+        if (shard != NULL && node != NULL)
+            judge(set, SCOPE_SHARD, &c);
+        else
+            alertset_keep_target(set, target);
+        free(shard);
+        free(node);
+    }
+}
+
 void
 rules_eval_redlock(struct alertset *set, const struct rules_group *groups, size_t ngroups,
                    int64_t now_ms)
@@ -509,10 +572,12 @@ rules_eval(struct alertset *set, const struct rules_params *p,
         judge(set, SCOPE_TARGET, &c);
         /* a failed scan or a snapshot judged before: nothing new is known
          * about the locks */
-        if (!t->snap->ok || !t->fresh)
+        if (!t->snap->ok || !t->fresh) {
             alertset_keep_target(set, t->name);
-        else
+        } else {
+            judge_shards(set, p, t->name, t->snap, now_ms);
             judge_locks(set, p, t->name, t->snap, now_ms);
+        }
     }
     for (i = 0; w != NULL && i < w->nclasses; i++) {
         struct rule_ctx c = { .p = p, .now_ms = now_ms, .class_ = w->classes[i].name,

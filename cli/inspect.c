@@ -12,11 +12,9 @@
  * by a watchdog (PEXPIRE touches it) therefore looks young unless its
  * format says when it was taken; docs/lockctl.md says so.
  *
- * States use the config's [rules] and the agent's judge
- * (collectors/locks/lockstate.h): leaked = no TTL and at least leak_grace
- * old (the agent measures the time without a TTL; here the holder's age
- * stands in for it), long = older than max_hold, reentrant_high = a hold
- * count at or above max_reentrancy.
+ * States use the config's [rules] and the agent's judge, through
+ * verdict.c: judged here from what was read, and again there when the
+ * agent answers with its first-seen and no-TTL-since times.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -94,31 +92,6 @@ failed(const struct lockctl *lc, const char *what, const redisReply *rep, char *
     return true;
 }
 
-/* The age and states of l from what lockctl reads now: with no tracker,
- * the holder's starting age is both how long it has held the lock and how
- * long the key has gone without a TTL. */
-static void
-judge(const struct lockctl *lc, struct cli_lock *l, int64_t now_ms)
-{
-    const struct config *cfg = lc->cfg;
-    const struct lockstate_rules rules = {
-        .leak_grace_ms = cfg->leak_grace_ms,
-        .max_hold_ms = cfg->max_hold_ms,
-        .max_reentrancy = cfg->max_reentrancy,
-    };
-    struct lockstate_facts f;
-    bool acquired;
-
-    l->age_ms = lockstate_start_age(l->idle_s, l->view.acquired_ms, now_ms, &acquired);
-    l->age_source = acquired ? "acquired" : l->idle_s >= 0 ? "idletime" : "unknown";
-    f.pttl_ms = l->pttl_ms;
-    f.nholders = l->view.nholders;
-    f.max_count = l->view.max_count;
-    f.held_ms = l->age_ms;
-    f.nottl_ms = l->age_ms;
-    l->states = lockstate_judge(&rules, &f);
-}
-
 /* Decode the value replies of lock l (string: one; hash: HLEN, HSCAN). */
 static void
 decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val,
@@ -144,7 +117,11 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
                               hlen->integer : -1);
     l->value_truncated = raw.value_truncated || raw.fields_truncated;
     class_of(l->key, l->keylen, lc->cfg->classes, lc->cfg->nclasses, l->cls, sizeof(l->cls));
-    judge(lc, l, now_ms);
+    {
+        const struct lockstate_rules rules = verdict_rules(lc->cfg);
+
+        verdict_judge(&rules, l, NULL, now_ms);
+    }
 }
 
 struct redirect {
@@ -330,6 +307,11 @@ cli_lock_json(const struct lockctl *lc, const struct cli_lock *l)
         json_object_set_new(o, "mode", json_string(l->view.mode));
     json_object_set_new(o, "age_seconds", json_real((double)l->age_ms / 1000.0));
     json_object_set_new(o, "age_source", json_string(l->age_source));
+    json_object_set_new(o, "age_lower_bound", json_boolean(l->age_lower_bound));
+    json_object_set_new(o, "first_seen", lockjson_time(l->first_seen_ms));
+    json_object_set_new(o, "nottl_seconds", l->nottl_ms >= 0 ?
+                        json_real((double)l->nottl_ms / 1000.0) : json_null());
+    json_object_set_new(o, "leak_unknown", json_boolean(l->leak_unknown));
     json_object_set_new(o, "idle_seconds", l->idle_s >= 0 ? json_integer(l->idle_s)
                         : json_null());
     json_object_set_new(o, "host", l->view.host[0] ? json_string(l->view.host) : json_null());

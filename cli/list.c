@@ -3,8 +3,13 @@
  *
  * A bounded SCAN of the target's patterns (or of --pattern, kept within
  * them), the reads of inspect.c per SCAN batch, and a bounded heap of the
- * worst LIST_KEEP_MAX locks (leaked, then long, then reentrant_high, then
- * held; older first).  The scan examines at most LIST_EXAMINE_MAX keys and
+ * worst LIST_KEEP_MAX locks (verdict_verdict_worse(): leaked, then long, then
+ * reentrant_high, then held; older first).  Before the scan it asks the
+ * agent (agent.c) for its first-seen and no-TTL-since times, and judges
+ * each lock with them where the agent names the holder read now; when
+ * the agent does not answer, ages from OBJECT IDLETIME are lower bounds
+ * and --state leaked also lists the locks without a TTL whose leak is
+ * unknown.  The scan examines at most LIST_EXAMINE_MAX keys and
  * says so when it stops there ("complete": false), and it keeps to the
  * target's scan_duty like the agent, so a lockctl list during an incident
  * cannot become the incident.
@@ -42,18 +47,11 @@ struct list_run {
     size_t seen_cap, nseen;
     int64_t busy_since;         /* monotonic ms of the last pacing pause */
     size_t nodes;               /* cluster primaries scanned (0: not a cluster) */
+    struct lockstate_rules rules;
+    struct agent_view av;       /* what the agent knows */
+    uint64_t from_agent;        /* listed locks judged with the agent's times */
+    uint64_t leak_unknown;      /* listed locks without a TTL, leak unknown */
 };
-
-
-static bool
-worse(const struct cli_lock *a, const struct cli_lock *b)
-{
-    int ra = snapshot_rank(a->states), rb = snapshot_rank(b->states);
-
-    if (ra != rb)
-        return ra > rb;
-    return a->age_ms > b->age_ms;
-}
 
 static void
 sift_down(struct cli_lock *h, size_t n, size_t i)
@@ -62,9 +60,9 @@ sift_down(struct cli_lock *h, size_t n, size_t i)
         size_t l = 2 * i + 1, r = l + 1, m = i;
         struct cli_lock tmp;
 
-        if (l < n && worse(&h[m], &h[l]))
+        if (l < n && verdict_worse(&h[m], &h[l]))
             m = l;
-        if (r < n && worse(&h[m], &h[r]))
+        if (r < n && verdict_worse(&h[m], &h[r]))
             m = r;
         if (m == i)
             return;
@@ -99,7 +97,7 @@ offer(struct list_run *lr, struct cli_lock *l)
         size_t i = lr->nkeep++;
 
         h[i] = *l;
-        while (i > 0 && worse(&h[(i - 1) / 2], &h[i])) {
+        while (i > 0 && verdict_worse(&h[(i - 1) / 2], &h[i])) {
             struct cli_lock tmp = h[i];
 
             h[i] = h[(i - 1) / 2];
@@ -108,7 +106,7 @@ offer(struct list_run *lr, struct cli_lock *l)
         }
         return 0;
     }
-    if (!worse(l, &h[0])) {
+    if (!verdict_worse(l, &h[0])) {
         cli_lock_release(l);
         return 0;
     }
@@ -207,11 +205,19 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
     if (inspect_keys(lr->lc, kp, kl, n, clock_now_ms(), locks, err, errlen) == -1)
         goto out;
     for (i = 0; i < n; i++) {
-        if (locks[i].type == RAW_NONE || !(locks[i].states & lr->mask)) {
+        bool agent = false;
+
+        if (locks[i].type != RAW_NONE && lr->av.answered)
+            agent = verdict_judge(&lr->rules, &locks[i],
+                                  agent_find(&lr->av, locks[i].key, locks[i].keylen),
+                                  clock_now_ms());
+        if (locks[i].type == RAW_NONE || !verdict_selected(&locks[i], lr->mask)) {
             cli_lock_release(&locks[i]);   /* gone meanwhile, or not asked for */
             continue;
         }
         lr->total++;
+        lr->from_agent += agent;
+        lr->leak_unknown += locks[i].leak_unknown;
         if (offer(lr, &locks[i]) == -1) {
             while (++i < n)
                 cli_lock_release(&locks[i]);
@@ -330,7 +336,7 @@ static const struct table_col list_cols[] = {
     { "HOLDER", 22, TABLE_MIDDLE },
     { "HOLDS", 5, TABLE_RIGHT },
     { "TTL", 7, TABLE_RIGHT },
-    { "AGE", 7, TABLE_RIGHT },
+    { "AGE", 10, TABLE_RIGHT },
     { "STATE", 14, 0 },
 };
 
@@ -358,14 +364,14 @@ print_table(struct list_run *lr, size_t count, const char *state)
         }
         snprintf(holds, sizeof(holds), "%ld", l->view.max_count);
         out_ttl(l->pttl_ms, ttl, sizeof(ttl));
-        out_duration(l->age_ms, age, sizeof(age));
+        verdict_age(l, age, sizeof(age));
         cells[0] = l->key, lens[0] = l->keylen;
         cells[1] = l->fmt->name, lens[1] = strlen(l->fmt->name);
         cells[2] = holder, lens[2] = hlen;
         cells[3] = holds, lens[3] = strlen(holds);
         cells[4] = ttl, lens[4] = strlen(ttl);
         cells[5] = age, lens[5] = strlen(age);
-        cells[6] = cli_lock_state(l), lens[6] = strlen(cells[6]);
+        cells[6] = verdict_state(l), lens[6] = strlen(cells[6]);
         if (table_add(&t, cells, lens) == -1) {
             table_release(&t);
             lockctl_warnx("out of memory");
@@ -388,6 +394,11 @@ print_table(struct list_run *lr, size_t count, const char *state)
            lr->lc->t->name, addr, (unsigned long long)lr->examined,
            lr->examined == 1 ? "" : "s",
            lr->complete ? "" : "; stopped at the cap: narrow it with --pattern");
+    agent_print_note(&lr->av, lr->from_agent, stdout);
+    if (lr->leak_unknown > 0)
+        table_line(stdout, TABLE_WIDTH, "leaked? = no TTL, for how long is unknown (%llu "
+                   "lock%s): check it before waiting for an alert",
+                   (unsigned long long)lr->leak_unknown, lr->leak_unknown == 1 ? "" : "s");
     return LOCKCTL_DONE;
 }
 
@@ -422,6 +433,9 @@ print_json(struct list_run *lr, size_t count, const char *state)
     json_object_set_new(root, "count", json_integer((json_int_t)count));
     json_object_set_new(root, "total", json_integer((json_int_t)lr->total));
     json_object_set_new(root, "complete", json_boolean(lr->complete));
+    json_object_set_new(root, "age_source", json_string(lr->av.answered ? "agent" : "redis"));
+    json_object_set_new(root, "agent", agent_json(&lr->av, lr->from_agent));
+    json_object_set_new(root, "leak_unknown", json_integer((json_int_t)lr->leak_unknown));
     json_object_set_new(root, "locks", locks);
     return out_json_print(root) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS;
 oom:
@@ -490,6 +504,9 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
     }
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
         return rc;
+    lr.rules = verdict_rules(lc->cfg);
+    if ((rc = agent_consult(lc, &lr.av, NULL, 0)) != LOCKCTL_DONE)
+        return rc;
     lr.busy_since = clock_mono_ms();
     rc = lc->t->mode == TARGET_CLUSTER ? scan_cluster(&lr) : scan_node(&lr);
     if (rc == LOCKCTL_DONE) {
@@ -509,5 +526,6 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
         cli_lock_release(&lr.keep[i]);
     free(lr.keep);
     free(lr.seen);
+    agent_view_release(&lr.av);
     return rc;
 }

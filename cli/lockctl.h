@@ -6,10 +6,13 @@
  * (config, target, connection, who the operator is), inspect.c (reading
  * and judging locks), list.c, show.c, release.c (release and expire),
  * audit.c, table.c (100-column tables, safe for hostile keys), output.c
- * (JSON and human formatting) and confirm.c (the terminal prompt).
+ * (JSON and human formatting), confirm.c (the terminal prompt), agent.c
+ * (what the agent's API knows of the locks) and verdict.c (ages, states
+ * and order from what lockctl read and what the agent knows).
  *
  * It talks to Redis directly, so it works when the agent is down, and
- * reads the agent's config.  Exit codes (SPEC "On-call CLI") are the
+ * reads the agent's config; when the agent answers, it also asks it for
+ * what only the agent knows (first-seen and no-TTL-since times).  Exit codes (SPEC "On-call CLI") are the
  * LOCKCTL_* values below; every command returns one.
  */
 #ifndef LOCKWATCH_LOCKCTL_H
@@ -27,6 +30,7 @@
 
 #include "collectors/formats/formats.h"
 #include "collectors/locks/lockclass.h"
+#include "collectors/locks/lockstate.h"
 #include "conf/config.h"
 
 enum {
@@ -43,6 +47,7 @@ struct lockctl {
     const char *config_path;    /* -c; NULL: the default, or built-in defaults */
     const char *target_name;    /* -t; NULL: the first target */
     const char *url;            /* --url: overrides the target's url */
+    const char *agent;          /* --agent URL, or "off"; NULL: [agent] listen */
     bool json;                  /* --json */
     /* from session_load() */
     struct config *cfg;
@@ -81,9 +86,11 @@ void session_address(const struct lockctl *lc, char *buf, size_t len);
 int session_common_option(struct lockctl *lc, int opt, const char *arg);
 #define SESSION_OPT_JSON  0x100
 #define SESSION_OPT_URL   0x101
+#define SESSION_OPT_AGENT 0x102
 #define SESSION_LONG_OPTIONS \
     { "json", no_argument, NULL, SESSION_OPT_JSON }, \
     { "url", required_argument, NULL, SESSION_OPT_URL }, \
+    { "agent", required_argument, NULL, SESSION_OPT_AGENT }, \
     { "config", required_argument, NULL, 'c' }, \
     { "target", required_argument, NULL, 't' }
 #define SESSION_SHORT_OPTIONS "c:t:"
@@ -93,8 +100,9 @@ void lockctl_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- inspect.c --------------------------------------------------------------- */
 
-/* One lock as lockctl reads it: no tracker, so the holder's age is the
- * larger of OBJECT IDLETIME and the acquisition time the format encodes. */
+/* One lock as lockctl reads it.  Without the agent (no tracker) the
+ * holder's age is the larger of OBJECT IDLETIME and the acquisition time
+ * the format encodes; with it, the agent's first-seen time (verdict.c). */
 struct cli_lock {
     char *key;                  /* keylen bytes + NUL, owned */
     size_t keylen;
@@ -106,7 +114,14 @@ struct cli_lock {
     bool value_truncated;
     char cls[CLASS_NAME_MAX];
     int64_t age_ms;
-    const char *age_source;     /* "idletime", "acquired" or "unknown" */
+    const char *age_source;     /* "agent", "idletime", "acquired" or "unknown" */
+    bool age_lower_bound;       /* age_ms is only "at least" (from IDLETIME,
+                                 * which any read of the key resets) */
+    int64_t first_seen_ms;      /* the agent's, Unix ms; 0 without it */
+    int64_t nottl_ms;           /* without a TTL this long; -1 it has one,
+                                 * or nobody knows */
+    bool leak_unknown;          /* no TTL, not judged leaked, and how long
+                                 * it has gone without one is unknown */
     uint8_t states;             /* LOCK_* of collectors/locks/snapshot.h */
 };
 
@@ -124,6 +139,100 @@ void cli_lock_release(struct cli_lock *l);
 json_t *cli_lock_json(const struct lockctl *lc, const struct cli_lock *l);
 /* Worst state of l: "leaked", "long", "reentrant_high", "held". */
 const char *cli_lock_state(const struct cli_lock *l);
+
+/* ---- agent.c ----------------------------------------------------------------- */
+
+/* What the agent's API says of one lock (only what lockctl cannot read
+ * from Redis, and what ties it to the holder it was measured for). */
+struct agent_lock {
+    char *key;                  /* keylen bytes + NUL, owned */
+    size_t keylen;
+    char *holder;               /* first holder's id bytes + NUL, owned;
+                                 * NULL when the format names none */
+    size_t holderlen;
+    int64_t first_seen_ms;      /* Unix ms the agent first saw this holder */
+    int64_t nottl_since_ms;     /* Unix ms since it has had no TTL; 0: it had one */
+};
+
+#define AGENT_LOCKS_MAX     100000  /* locks taken from the agent, all pages */
+#define AGENT_BODY_MAX      (64u * 1024 * 1024) /* bytes of one answer */
+#define AGENT_CONNECT_MS    300     /* an agent that does not answer by then is down */
+#define AGENT_TIMEOUT_MS    10000   /* one whole request */
+
+/* The agent as lockctl saw it in this run. */
+struct agent_view {
+    char url[320];              /* base URL, "http://host:port"; "" when off */
+    bool asked;                 /* a request was made */
+    bool answered;              /* ... and the agent answered with JSON */
+    char err[320];              /* why not, when asked && !answered */
+    struct agent_lock *locks;
+    size_t nlocks, cap;
+    size_t *index;              /* open addressing: 1 + position, 0 free */
+    size_t index_cap;
+    bool truncated;             /* AGENT_LOCKS_MAX reached */
+};
+
+/* The agent's base URL for lc: --agent, else [agent] listen (a wildcard
+ * address means 127.0.0.1).  0, 1 when lockctl is told not to ask
+ * (--agent off), -1 when --agent is not an http:// URL (message in err). */
+int agent_base_url(const struct lockctl *lc, char *buf, size_t len, char *err, size_t errlen);
+/* Every lock of lc's target the agent keeps in detail (GET
+ * /api/v1/locks?target=&state=all&limit=, following next_offset when the
+ * agent pages).  0 answered, -1 not (av->err says why; av->answered false). */
+int agent_fetch_list(const struct lockctl *lc, struct agent_view *av);
+/* One lock (GET /api/v1/locks/{key}?target=).  0 answered (found or
+ * not), -1 not. */
+int agent_fetch_lock(const struct lockctl *lc, const char *key, size_t keylen,
+                     struct agent_view *av);
+/* Add the locks of an API answer (its "locks" array, or one lock object)
+ * to av.  0, or -1 with err set when it is not the API's JSON. */
+int agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errlen);
+/* The agent's lock named key, or NULL. */
+const struct agent_lock *agent_find(const struct agent_view *av, const char *key,
+                                    size_t keylen);
+void agent_view_release(struct agent_view *av);
+/*
+ * Ask the agent for a command: its base URL (agent_base_url()), then the
+ * target's locks (key NULL) or one lock.  An agent that does not answer
+ * is no error (av->answered says); a bad --agent is: message printed,
+ * LOCKCTL_USAGE.  Else LOCKCTL_DONE.
+ */
+int agent_consult(const struct lockctl *lc, struct agent_view *av, const char *key,
+                  size_t keylen);
+/* One line for people after a listing: where ages came from (from_agent
+ * locks judged with the agent's times), or why not and what that means. */
+void agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp);
+/* The same as JSON: {"url", "answered", "error", "locks_known",
+ * "judged", "truncated"}; NULL on ENOMEM. */
+json_t *agent_json(const struct agent_view *av, uint64_t from_agent);
+
+/* ---- verdict.c --------------------------------------------------------------- */
+
+/* The [rules] of cfg, for lockstate_judge(). */
+struct lockstate_rules verdict_rules(const struct config *cfg);
+/*
+ * Age and states of l at now_ms, judged by collectors/locks/lockstate.c:
+ * from the agent's times when a is not NULL and names l's current holder
+ * (age_source "agent"), else from what lockctl read (the starting age;
+ * from IDLETIME it is a lower bound).  A lock with no TTL that is not
+ * judged leaked while its time without a TTL is only a lower bound is
+ * leak_unknown.  Returns true when the agent's times were used.
+ */
+bool verdict_judge(const struct lockstate_rules *rules, struct cli_lock *l,
+                   const struct agent_lock *a, int64_t now_ms);
+/* Does a name l's current holder (the first one, byte for byte)? */
+bool verdict_same_holder(const struct cli_lock *l, const struct agent_lock *a);
+/* Worst first: leaked, long, reentrant_high (by snapshot_rank()), then
+ * held; within one rank a leak_unknown lock first, then the older. */
+bool verdict_worse(const struct cli_lock *a, const struct cli_lock *b);
+/* Is l listed under the states of mask (lockstate_mask())?  --state
+ * leaked also lists the leak_unknown locks. */
+bool verdict_selected(const struct cli_lock *l, uint8_t mask);
+/* The state lockctl shows: cli_lock_state(), or "leaked?" for a
+ * leak_unknown lock whose worst state is held. */
+const char *verdict_state(const struct cli_lock *l);
+/* An age for people: out_duration(), with ">= " when a lower bound. */
+void verdict_age(const struct cli_lock *l, char *buf, size_t len);
 
 /* ---- commands ---------------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /*
  * main.c - lockctl, the on-call CLI: global options and the command table.
  *
- *   lockctl [-c FILE] [-t TARGET] [--url redis://...] [--json] COMMAND [ARGS]
+ *   lockctl [-c FILE] [-t TARGET] [--url redis://...] [--agent URL|off] [--json]
+ *           COMMAND [ARGS]
  *
  * Commands are rows of a table (name, function, synopsis, help); each
  * command parses its own options in its own file and also takes the
@@ -27,15 +28,18 @@ static const struct command {
       "list [--state leaked|long|reentrant_high|all] [--pattern GLOB] [--limit N]",
       "List the target's locks, worst first (leaked, long, reentrant_high, held; older\n"
       "first), read from Redis now with a bounded SCAN of the target's patterns.\n"
-      "  --state S       only locks in state S (default all)\n"
+      "  --state S       only locks in state S (default all); leaked also lists, as\n"
+      "                  leaked?, the locks without a TTL for an unknown time\n"
       "  --pattern GLOB  scan GLOB instead of the target's patterns (keys must still\n"
       "                  match one of them)\n"
       "  --limit N       show at most N locks (1..10000, default 100)\n"
-      "Ages are the larger of OBJECT IDLETIME and the acquisition time the format\n"
-      "encodes; states follow the config's [rules].\n" },
+      "Ages and no-TTL times come from the agent when it answers (age_source: agent);\n"
+      "else from OBJECT IDLETIME (a lower bound, shown \">= 12s\") or the acquisition\n"
+      "time the format encodes.  States follow the config's [rules].\n" },
     { "show", cmd_show, "show KEY [--escaped]",
-      "Show one lock: format, holders (the exact --holder a release needs), TTL, age,\n"
-      "states, and whether the key is inside the target's patterns.\n"
+      "Show one lock: format, holders (the exact --holder a release needs), TTL, age\n"
+      "(the agent's when it answers), states, and whether the key is inside the\n"
+      "target's patterns.\n"
       "  --escaped       KEY is percent-encoded (as key_escaped in --json output)\n"
       "Exit 1 when there is no such key.\n" },
     { "release", cmd_release,
@@ -47,7 +51,8 @@ static const struct command {
       "touched.\n"
       "  --holder H          the token (string lock) or <uuid>:<thread> field (hash\n"
       "                      lock), as lockctl show prints it\n"
-      "  --if-leaked         only if the lock has no TTL\n"
+      "  --if-leaked         only if the lock is leaked as list --state leaked judges\n"
+      "                      it: no TTL for at least leak_grace\n"
       "  --if-older-than DUR only if the holder is at least DUR old (OBJECT IDLETIME,\n"
       "                      or the acquisition time the format encodes)\n"
       "  --reason TEXT       why, for the audit entry\n"
@@ -82,6 +87,9 @@ static const char global_help[] =
     "  --url redis://[user@]host[:port][/db]\n"
     "                      talk to this address instead of the target's url (its\n"
     "                      patterns, password_file and timeouts still apply)\n"
+    "  --agent http://host:port|off\n"
+    "                      the agent list and show ask for first-seen and no-TTL\n"
+    "                      times (default: [agent] listen; off: do not ask)\n"
     "  --json              machine-readable output (see docs/lockctl.md)\n"
     "  -h, --help          help; lockctl COMMAND --help for a command\n"
     "  -V, --version       the version\n";
@@ -89,7 +97,8 @@ static const char global_help[] =
 static void
 usage(FILE *fp)
 {
-    fprintf(fp, "usage: lockctl [-c FILE] [-t TARGET] [--url redis://...] [--json] COMMAND\n");
+    fprintf(fp, "usage: lockctl [-c FILE] [-t TARGET] [--url redis://...] [--agent URL] [--json] "
+            "COMMAND\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(fp, "  %s\n", commands[i].synopsis);
     fprintf(fp, "%s", global_help);

@@ -10,7 +10,8 @@
  * A terminal gets a prompt; anything else must say --yes (exit 2
  * otherwise), so a script or a pipe never releases a lock by accident.
  * --dry-run runs every guard in the script and changes nothing: no
- * prompt, no audit entry.
+ * prompt, no audit entry.  --if-leaked is list --state leaked's
+ * definition (refuse_not_leaked()).
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "cli/lockctl.h"
 #include "collectors/redis/conn.h"
 #include "collectors/locks/lockstate.h"
+#include "collectors/locks/snapshot.h"
 #include "collectors/release/release.h"
 
 #define REASON_MAX 512          /* bytes of --reason kept in the audit */
@@ -181,6 +183,52 @@ known_age(struct lockctl *lc, const struct change *ch, const struct cli_lock *l,
     return LOCKCTL_DONE;
 }
 
+/*
+ * --if-leaked means what list --state leaked means: no TTL, and without
+ * one for at least leak_grace, judged by the one judge with the agent's
+ * no-TTL-since time when it answers.  The script checks the no-TTL half
+ * atomically; the time half is checked here, before it, since only the
+ * agent knows it.  A lock without a TTL that is not leaked yet, or whose
+ * time without a TTL is unknown (leaked? in list), is refused here with
+ * not_leaked: nothing ran, so nothing is audited.
+ */
+static int
+refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
+                  const struct release_request *rq, const struct cli_lock *l)
+{
+    struct release_result res;
+    char msg[400], age[40], grace[32], addr[300], *key;
+
+    out_duration(lc->cfg->leak_grace_ms, grace, sizeof(grace));
+    verdict_age(l, age, sizeof(age));
+    if (l->leak_unknown)
+        snprintf(msg, sizeof(msg), "refused: --if-leaked, but how long the lock has had no TTL "
+                 "is unknown (its age is %s, from %s; leak_grace is %s); nothing was changed",
+                 age, l->age_source, grace);
+    else
+        snprintf(msg, sizeof(msg), "refused: --if-leaked, but the lock has had no TTL for "
+                 "less than leak_grace (%s; its age is %s, from %s); nothing was changed",
+                 grace, age, l->age_source);
+    if (lc->json) {
+        json_t *o;
+
+        memset(&res, 0, sizeof(res));
+        res.outcome = RELEASE_REFUSED_NOT_LEAKED;
+        res.pttl_ms = l->pttl_ms;
+        res.idle_s = l->idle_s;
+        snprintf(res.type, sizeof(res.type), "%s", l->type == RAW_HASH ? "hash" : "string");
+        if ((o = release_result_json(lc->t->name, rq, &res)) != NULL)
+            json_object_set_new(o, "message", json_string(msg));
+        return out_json_print(o) == 0 ? LOCKCTL_REFUSED : LOCKCTL_REDIS;
+    }
+    session_address(lc, addr, sizeof(addr));
+    key = shown(ch->key, ch->keylen, 60);
+    lockctl_warnx("%s %s on target %s (%s): %s [%s]", ch->cmd, key ? key : "?", lc->t->name,
+                  addr, msg, release_outcome_str(RELEASE_REFUSED_NOT_LEAKED));
+    free(key);
+    return LOCKCTL_REFUSED;
+}
+
 static int
 parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
 {
@@ -299,6 +347,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
 {
     struct change ch;
     struct cli_lock l;
+    struct agent_view av;
     struct release_request rq;
     struct release_result res;
     char op[256], reason[REASON_MAX + 1], err[512];
@@ -308,6 +357,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
 
     memset(&ch, 0, sizeof(ch));
     memset(&l, 0, sizeof(l));
+    memset(&av, 0, sizeof(av));
     ch.action = action;
     ch.cmd = cmd;
     rc = parse(lc, &ch, argc, argv);
@@ -324,6 +374,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
         goto out;
     }
     if ((rc = session_load(lc)) != LOCKCTL_DONE ||
+        (ch.if_leaked && (rc = agent_consult(lc, &av, ch.key, ch.keylen)) != LOCKCTL_DONE) ||
         (rc = session_connect_key(lc, ch.key, ch.keylen)) != LOCKCTL_DONE)
         goto out;
 
@@ -340,6 +391,26 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
             goto out;
         }
         read = true;
+        if (l.type != RAW_NONE && av.answered) {
+            const struct lockstate_rules rules = verdict_rules(lc->cfg);
+
+            verdict_judge(&rules, &l, agent_find(&av, ch.key, ch.keylen), rq.now_ms);
+        }
+    }
+    rq.action = action;
+    rq.key = ch.key;
+    rq.keylen = ch.keylen;
+    rq.holder = ch.holder;
+    rq.holderlen = ch.holderlen;
+    rq.if_leaked = ch.if_leaked;
+    rq.if_older_than_ms = ch.older_ms;
+    rq.ttl_ms = ch.ttl_ms;
+    rq.dry_run = ch.dry_run;
+    /* a TTL, a gone key or another holder: the script refuses, audited */
+    if (ch.if_leaked && read && l.type != RAW_NONE && l.pttl_ms == -1 &&
+        holds(&l, ch.holder, ch.holderlen) && !(l.states & LOCK_LEAKED)) {
+        rc = refuse_not_leaked(lc, &ch, &rq, &l);
+        goto out;
     }
     /* nothing to ask about when the key is gone: the script refuses it */
     if (!ch.yes && !ch.dry_run && read && l.type != RAW_NONE) {
@@ -357,21 +428,13 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
 
     session_operator(op, sizeof(op));
     snprintf(reason, sizeof(reason), "%s", ch.reason);
-    rq.action = action;
-    rq.key = ch.key;
-    rq.keylen = ch.keylen;
-    rq.holder = ch.holder;
-    rq.holderlen = ch.holderlen;
-    rq.if_leaked = ch.if_leaked;
-    rq.if_older_than_ms = ch.older_ms;
-    rq.ttl_ms = ch.ttl_ms;
-    rq.dry_run = ch.dry_run;
     rq.operator_name = op;
     rq.reason = reason;
     release_run(lc->c, lc->t, lc->cfg->audit_stream, &rq, &res);
     rc = report(lc, &ch, &rq, &res);
 out:
     cli_lock_release(&l);
+    agent_view_release(&av);
     free(ch.key);
     free(ch.holder);
     return rc;

@@ -51,6 +51,9 @@ session_common_option(struct lockctl *lc, int opt, const char *arg)
     case SESSION_OPT_JSON:
         lc->json = true;
         return 1;
+    case SESSION_OPT_AGENT:
+        lc->agent = arg;
+        return 1;
     default:
         return 0;
     }

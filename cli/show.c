@@ -3,7 +3,9 @@
  *
  * Everything an on-call engineer needs before a release: the format and
  * holders (the exact holder string a release wants), TTL, age and where
- * the age comes from, the states under the config's [rules], and whether
+ * the age comes from (the agent's first-seen time when the agent answers
+ * and names this holder; else what Redis says, IDLETIME being a lower
+ * bound), the states under the config's [rules], and whether
  * the key is inside the target's patterns at all.  When the key and the
  * holder are plain enough to paste, it ends with the release command.
  */
@@ -93,17 +95,28 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
              l->view.mode[0] ? (strcmp(l->view.mode, "read") == 0 ? " (read mode)"
                                 : " (write mode)") : "");
     rc |= row(t, "format", buf, strlen(buf));
-    snprintf(buf, sizeof(buf), "held%s%s%s", l->states & LOCK_LEAKED ? ", leaked" : "",
+    snprintf(buf, sizeof(buf), "held%s%s%s%s", l->states & LOCK_LEAKED ? ", leaked" : "",
              l->states & LOCK_LONG ? ", long" : "",
-             l->states & LOCK_REENTRANT_HIGH ? ", reentrant_high" : "");
+             l->states & LOCK_REENTRANT_HIGH ? ", reentrant_high" : "",
+             l->leak_unknown ? ", leaked? (no TTL, for how long is unknown)" : "");
     rc |= row(t, "state", buf, strlen(buf));
     out_ttl(l->pttl_ms, a, sizeof(a));
     rc |= row(t, "ttl", a, strlen(a));
-    out_duration(l->age_ms, a, sizeof(a));
-    snprintf(buf, sizeof(buf), "%s (from %s)", a,
+    verdict_age(l, a, sizeof(a));
+    if (l->first_seen_ms > 0)
+        out_time(l->first_seen_ms, b, sizeof(b));
+    snprintf(buf, sizeof(buf), "%s (from %s%s%s)", a,
+             l->first_seen_ms > 0 ? "the agent: first seen " : 
              strcmp(l->age_source, "acquired") == 0 ? "the acquisition time in the value"
-             : strcmp(l->age_source, "idletime") == 0 ? "OBJECT IDLETIME" : "nothing: unknown");
+             : strcmp(l->age_source, "idletime") == 0 ? "OBJECT IDLETIME, a lower bound"
+             : "nothing: unknown", l->first_seen_ms > 0 ? b : "",
+             l->first_seen_ms > 0 ? "; age_source: agent" : "");
     rc |= row(t, "age", buf, strlen(buf));
+    if (l->nottl_ms >= 0 && l->first_seen_ms > 0) {
+        out_duration(l->nottl_ms, a, sizeof(a));
+        snprintf(buf, sizeof(buf), "%s (the agent's no-TTL-since time)", a);
+        rc |= row(t, "no ttl for", buf, strlen(buf));
+    }
     for (i = 0; i < l->view.nholders; i++) {
         const struct lock_holder *h = &l->view.holders[i];
         char field[32];
@@ -148,14 +161,16 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         { NULL, 0, NULL, 0 }
     };
     struct cli_lock l;
+    struct agent_view av;
     struct table t;
-    bool escaped = false, inpat;
+    bool escaped = false, inpat, from_agent = false;
     char *key = NULL, err[512], addr[300];
     const char *kp;
     size_t keylen = 0;
     int opt, rc;
 
     memset(&l, 0, sizeof(l));
+    memset(&av, 0, sizeof(av));
     optind = 0;
     while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "eh", opts, NULL)) != -1) {
         if (session_common_option(lc, opt, optarg))
@@ -187,12 +202,18 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         return LOCKCTL_REDIS;
     }
     if ((rc = session_load(lc)) != LOCKCTL_DONE ||
+        (rc = agent_consult(lc, &av, key, keylen)) != LOCKCTL_DONE ||
         (rc = session_connect_key(lc, key, keylen)) != LOCKCTL_DONE)
         goto out;
     kp = key;
     if (inspect_keys(lc, &kp, &keylen, 1, clock_now_ms(), &l, err, sizeof(err)) == -1) {
         rc = session_redis_error(lc, err);
         goto out;
+    }
+    if (l.type != RAW_NONE && av.answered) {
+        const struct lockstate_rules rules = verdict_rules(lc->cfg);
+
+        from_agent = verdict_judge(&rules, &l, agent_find(&av, key, keylen), clock_now_ms());
     }
     inpat = lockstate_in_patterns(lc->t, key, keylen);
     session_address(lc, addr, sizeof(addr));
@@ -223,6 +244,7 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         if (o != NULL) {
             json_object_set_new(o, "exists", json_true());
             json_object_set_new(o, "in_patterns", json_boolean(inpat));
+            json_object_set_new(o, "agent", agent_json(&av, from_agent));
         }
         rc = out_json_print(o) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS;
         goto out;
@@ -236,11 +258,17 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
     }
     table_print(&t, stdout, TABLE_WIDTH);
     table_release(&t);
+    if (av.answered && !from_agent)
+        table_line(stdout, TABLE_WIDTH, "the agent at %s has no times for this holder (not "
+                   "in its last scan, or not kept in detail)", av.url);
+    else
+        agent_print_note(&av, from_agent, stdout);
     if (inpat)
         hint(lc, &l);
     rc = LOCKCTL_DONE;
 out:
     cli_lock_release(&l);
+    agent_view_release(&av);
     free(key);
     return rc;
 }

@@ -525,6 +525,11 @@ on_class(struct load *ld, const struct instance *in)
              "lock:order:* = order)");
         return -1;
     }
+    if (name[0] == ';') {
+        fail(ld, ld->lineno, in->label, glob, "a class name may not begin with ';' (-n "
+             "would print it as a comment; e.g. lock:order:* = order)");
+        return -1;
+    }
     if (name[0] == '\0' || strlen(name) > CONFIG_CLASS_NAME_MAX) {
         fail(ld, ld->lineno, in->label, glob, "%s class name (write GLOB = CLASS, CLASS "
              "of 1 to %d bytes, e.g. lock:order:* = order)",
@@ -609,6 +614,12 @@ on_key(void *user, const char *section, const char *name, const char *value)
         return 0;
     }
     o = &config_options[i];
+    /* inih keeps "key =;x" as ";x", but -n writes "key = ;x", a comment */
+    if (value[0] == ';') {
+        fail(ld, ld->lineno, in->label, name, "a value may not begin with ';' (it would "
+             "read back as a comment)");
+        return 0;
+    }
     if (in->key_line[i] != 0) {
         fail(ld, ld->lineno, in->label, name, "given twice (first at line %d; keep one)",
              in->key_line[i]);

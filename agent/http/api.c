@@ -94,6 +94,10 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
     bad |= json_object_set_new(o, "first_seen", lockjson_time(l->first_seen_ms));
     bad |= json_object_set_new(o, "age_seconds",
                                json_real((double)(now_ms - l->first_seen_ms) / 1000.0));
+    bad |= json_object_set_new(o, "first_seen_ms", json_integer(l->first_seen_ms));
+    bad |= json_object_set_new(o, "nottl_since", lockjson_time(l->nottl_since_ms));
+    bad |= json_object_set_new(o, "nottl_since_ms", l->nottl_since_ms > 0 ?
+                               json_integer(l->nottl_since_ms) : json_null());
     bad |= json_object_set_new(o, "host", l->host_len ?
                                lockjson_text(l->host, l->host_len) : json_null());
     bad |= json_object_set_new(o, "pid", l->pid ? json_integer(l->pid) : json_null());

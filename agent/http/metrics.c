@@ -5,8 +5,9 @@
  * only (classes are capped per target), plus lockwatch_lock_offender_info
  * for the top_offenders worst locks across all targets.  Label values are
  * sanitised to valid UTF-8 and escaped (\\, \", \n); offender keys and
- * holders are cut at a byte cap and, when cut, end in a short hash of the
- * full bytes so two long keys never collapse into one series.
+ * holders are cut at a byte cap and, when cut or when sanitising changed
+ * them (invalid UTF-8, a NUL), end in a short hash of the full bytes, so
+ * two keys never collapse into one series.
  *
  * Lock gauges come from each target's last full scan, which runs on its
  * own schedule (a SCAN of a large keyspace is too slow for a scrape); the
@@ -59,18 +60,21 @@ label_str(struct strbuf *sb, const char *s)
     label_value(sb, s, strlen(s));
 }
 
-/* A label of at most max bytes: longer values become prefix + "…#hash". */
+/* A label of at most max bytes: longer values become prefix + "…#hash",
+ * and so do values that sanitising would change (each invalid byte grows
+ * to a 3-byte U+FFFD), since "a\xff" and "a\xfe" would otherwise both be
+ * "a\uFFFD" and one series. */
 static void
 label_capped(struct strbuf *sb, const char *p, size_t n, size_t max)
 {
     char tail[32];
     size_t cut;
 
-    if (n <= max) {
+    if (n <= max && keytext_sanitize(NULL, 0, p, n) == n) {
         label_value(sb, p, n);
         return;
     }
-    cut = keytext_utf8_prefix(p, n, max - 20);
+    cut = keytext_utf8_prefix(p, n, n <= max ? n : max - 20);
     label_value(sb, p, cut);
     snprintf(tail, sizeof(tail), "\xe2\x80\xa6#%016" PRIx64, keytext_hash(p, n));
     sb_adds(sb, tail);

@@ -138,6 +138,10 @@ sink_json_labels(const struct alert *a)
         json_object_set_new(o, "class", json_string(a->class_));
     if (a->key != NULL)
         json_object_set_new(o, "key", json_string(a->key));
+    if (a->shard != NULL)
+        json_object_set_new(o, "shard", json_string(a->shard));
+    if (a->node != NULL)
+        json_object_set_new(o, "node", json_string(a->node));
     return o;
 }
 

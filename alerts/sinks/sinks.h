@@ -66,6 +66,9 @@ struct sink_type {
     /* The URL to POST to, given the configured url (malloc'd; NULL on
      * ENOMEM). */
     char *(*endpoint)(const char *url);
+    /* The receiver's rate limit as the least spacing between requests to
+     * one URL, kept by the notifier (alerts/pace.h); 0: none. */
+    int64_t min_interval_ms;
 };
 
 /* One per row of SINK_FORMATS (conf/sink_formats.h), each in its file. */

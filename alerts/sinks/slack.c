@@ -9,6 +9,10 @@
  * then "and N more", and the text stays under SLACK_TEXT_MAX bytes (Slack
  * truncates long messages; cuts never split a UTF-8 sequence).
  *
+ * Slack accepts one message per second per incoming webhook and answers
+ * 429 past that; the row's min_interval_ms makes the notifier keep to it
+ * (queued, not dropped: alerts/pace.h).
+ *
  * The webhook URL is the secret here (it embeds the token): it is never
  * logged, and metrics name the sink by its [webhook NAME].
  */
@@ -21,6 +25,7 @@
 
 #define SLACK_LINES     20
 #define SLACK_TEXT_MAX  3500
+#define SLACK_INTERVAL_MS 1000  /* Slack: 1 message per second per webhook */
 
 /* The message: once one piece is cut, nothing more is added, so the text
  * never goes on past a gap. */
@@ -127,4 +132,5 @@ const struct sink_type sink_slack = {
     .render = slack_render,
     .headers = sink_headers_json,
     .endpoint = sink_endpoint_as_is,
+    .min_interval_ms = SLACK_INTERVAL_MS,
 };

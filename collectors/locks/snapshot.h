@@ -69,6 +69,8 @@ struct snap_lock {
     int64_t max_count;
     int64_t pttl_ms;                  /* -1 no TTL */
     int64_t first_seen_ms;            /* Unix ms, current holder */
+    int64_t nottl_since_ms;           /* Unix ms since the key has had no
+                                       * TTL; 0 while it has one */
     int64_t acquired_ms;              /* Unix ms from the format; 0 unknown */
     size_t bytes;                     /* size of the allocation */
 };

@@ -130,6 +130,7 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
         s->cnt.truncated_total++;
     l.class_idx = (uint16_t)ci;
     l.first_seen_ms = tr.first_seen_ms;
+    l.nottl_since_ms = tr.nottl_since_ms;
     l.states = record_states(r, &l, tr.first_seen_ms, tr.nottl_since_ms);
     if (snapshot_add(r->snap, &l, r->now_ms) == -1)
         goto out;

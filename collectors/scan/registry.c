@@ -132,9 +132,11 @@ apply_registry(struct run *r, struct reg_lock *rl, redisReply *rep)
     if (parse_decimal(rep->element[2], FORMATS_TIME_MAX_MS - 1, &at) &&
         at >= FORMATS_TIME_MIN_MS) {
         l->acquired_ms = at;
-        if (tracker_backdate(r->sc->tracker, keytext_hash(l->key, l->key_len), at, &tr) == 0)
+        if (tracker_backdate(r->sc->tracker, keytext_hash(l->key, l->key_len), at, &tr) == 0) {
             snapshot_restate(s, l, record_states(r, l, tr.first_seen_ms, tr.nottl_since_ms),
                              tr.first_seen_ms, r->now_ms);
+            l->nottl_since_ms = tr.nottl_since_ms;
+        }
     }
 }
 

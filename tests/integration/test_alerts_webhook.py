@@ -79,7 +79,8 @@ class Alerts(h.TestCase):
         m = ag.metrics()
         self.assertEqual(sorted(l["alertname"] for l, v in h.select(m, "lockwatch_alerts_firing")),
                          sorted(["LockLeaked", "LockHeldTooLong", "LockReentrancyHigh",
-                                 "LockWaitP99High", "LockTargetDown", "LockRedlockSplit"]))
+                                 "LockWaitP99High", "LockTargetDown", "LockShardDown",
+                                 "LockRedlockSplit"]))
         self.assertEqual(h.msum(m, "lockwatch_alerts_firing"), 0)
 
         c.set(KEY, "tok-invoice")              # no TTL: a leak after leak_grace

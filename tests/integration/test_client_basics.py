@@ -315,6 +315,9 @@ class BasicsTest(harness.TestCase):
         self.assertTrue(a.cmd("lock a l3 %s 0 100 reentrant" % key).startswith("TIMEOUT"))
         b.ok("unlock l2")
         a.ok("free a")
+        # free flushes; the datagram may still be on its way to the sink
+        harness.wait_until(lambda: len(sink.lines()) >= 4, 2, interval=0.02,
+                           desc="4 report lines")
         lines = sink.lines()
         self.assertEqual(len(lines), 4, lines)
         w = lines[0].split(" ")

@@ -3,7 +3,9 @@
 Redisson-format hash-tagged keys.  Every lock is counted exactly once;
 the client registry is read on the shard of its own slot; stopping one
 primary marks its shard down (lockwatch_shard_up 0, readyz says which) and
-the other two stay scanned; lockctl releases a key on any shard."""
+the other two stay scanned; lockctl releases a key on any shard.  A shard
+that cannot be scanned raises LockShardDown, naming its slots and node,
+which resolves when the shard is back."""
 
 import http.client
 import json
@@ -13,6 +15,7 @@ import uuid
 
 import harness as h
 import topo
+from alerts_receiver import Receiver
 
 PLAIN, REDISSON, LEAKED = 24000, 5000, 1000
 UUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"
@@ -36,9 +39,7 @@ def keyspace():
 class ClusterMode(h.TestCase):
 
     def test_cluster(self):
-        c = topo.Cluster(primaries=3)
-        self.addCleanup(c.stop)
-        self._redises.extend(c.nodes)
+        c = topo.start_cluster(self, primaries=3)
         per_port = {}
         for cmd in keyspace():
             if cmd[0] == "PEXPIRE" or cmd[1].startswith("other:"):
@@ -135,9 +136,7 @@ class ClusterMode(h.TestCase):
     def test_scan_replicas(self):
         """scan_replicas = yes: each shard is scanned on its replica
         (READONLY), and every lock is still counted once."""
-        c = topo.Cluster(primaries=3, replicas=1)
-        self.addCleanup(c.stop)
-        self._redises.extend(c.nodes)
+        c = topo.start_cluster(self, primaries=3, replicas=1)
         c.load([("SET", "lock:r:%d" % i, "tok", "PX", "600000") for i in range(3000)] +
                [("SET", "lock:r:{%d}" % i, "tok") for i in range(300)])
         primaries = set(c.primaries())
@@ -159,6 +158,63 @@ class ClusterMode(h.TestCase):
             return m if h.msum(m, "lockwatch_locks", target="c") == 3300 and \
                 h.msum(m, "lockwatch_locks_leaked", target="c") == 300 else None
         ag.wait_for(counted, 40, desc="3300 locks (300 leaked) counted on the three replicas")
+
+    def test_shard_down_alert(self):
+        """LockShardDown: stopping one primary of three fires one alert for
+        its shard, naming its slots and node, delivered to a webhook, while
+        the target stays up; restarting it resolves the alert."""
+        c = topo.start_cluster(self, primaries=3)
+        c.load([("SET", "lock:s:%d" % i, "tok", "PX", "600000") for i in range(300)])
+        rcv = Receiver()
+        self.addCleanup(rcv.stop)
+        ag = self.start_agent(targets=[("c", c.url)], scan_interval="500ms",
+                              target_extra={"mode": "cluster"},
+                              extra="[webhook oncall]\nurl = %s\nretry_base = 100ms\n" % rcv.url)
+        victim = c.nodes[2]
+        node = "127.0.0.1:%d" % victim.port
+
+        def shard_of_victim():
+            for l, v in h.select(ag.metrics(), "lockwatch_shard_up", target="c"):
+                if l["node"] == node and v == 1:
+                    return l["shard"]
+            return None
+        slots = ag.wait_for(shard_of_victim, 30, desc="the shard of %s scanned" % node)
+        self.assertEqual(self.shard_alerts(ag), [])
+
+        victim.kill()
+
+        def fired():
+            return [a for _, b in rcv.notices("firing") for a in b["alerts"]
+                    if a["labels"]["alertname"] == "LockShardDown"]
+        sent = ag.wait_for(fired, 40, desc="LockShardDown for %s (%s)" % (slots, node))
+        self.assertEqual(len(sent), 1, sent)
+        self.assertEqual(sent[0]["labels"], {"alertname": "LockShardDown", "target": "c",
+                                             "shard": slots, "node": node})
+        self.assertIn(slots, sent[0]["annotations"]["summary"])
+        self.assertIn(node, sent[0]["annotations"]["summary"])
+        firing = self.shard_alerts(ag)
+        self.assertEqual([a["labels"] for a in firing], [sent[0]["labels"]])
+        self.assertEqual(firing[0]["fingerprint"], sent[0]["fingerprint"])
+        m = ag.metrics()
+        self.assertEqual(h.msum(m, "lockwatch_alerts_firing", alertname="LockShardDown"), 1)
+        self.assertEqual(h.msum(m, "lockwatch_alerts_firing", alertname="LockTargetDown"), 0)
+        self.assertEqual(h.msum(m, "lockwatch_target_up", target="c"), 1)
+
+        victim.restart()
+
+        def resolved():
+            return [a for _, b in rcv.notices("resolved") for a in b["alerts"]
+                    if a["labels"]["alertname"] == "LockShardDown"]
+        back = ag.wait_for(resolved, 60, desc="LockShardDown resolved after the restart")
+        self.assertEqual(back[0]["labels"], sent[0]["labels"])
+        self.assertEqual(self.shard_alerts(ag), [])
+        self.assertEqual(len(fired()), 1)
+
+    @staticmethod
+    def shard_alerts(ag):
+        st, body = ag.get_json("/api/v1/alerts")
+        assert st == 200, body
+        return [a for a in body["alerts"] if a["labels"]["alertname"] == "LockShardDown"]
 
     released = set()
 

@@ -2,7 +2,9 @@
 Prometheus rules, checked against a real Prometheus.
 
 A throwaway redis-server holds leaked, long-held and deeply reentrant locks;
-lockwatchd scans it, ingests `lw1 wait` / `lw1 hold` samples sent over UDP
+three more form a [redlock] group with a split key, and a 3-primary Redis
+Cluster is a target of its own (so the Redlock and per-shard panels have
+data); lockwatchd scans them all, ingests `lw1 wait` / `lw1 hold` samples sent over UDP
 while the test runs, and notifies a loopback webhook.  Debian's prometheus,
 started on a free loopback port with a config that scrapes that agent every
 second (and loads packaging/prometheus/lockwatch-rules.yml when present),
@@ -35,6 +37,7 @@ import urllib.parse
 import urllib.request
 
 import harness as h
+import topo
 from alerts_receiver import Receiver
 from client_helpers import closed_udp_port
 
@@ -45,7 +48,7 @@ RUUID = "3f2c9a1e-8b7d-4c6e-9f10-2a3b4c5d6e7f"
 
 # What Grafana puts in for the built-in variables and for "All" (allValue).
 SUBSTITUTE = {"$__rate_interval": "15s", "$__interval": "1s", "$__range": "1m",
-              "$target": ".*", "$class": ".*"}
+              "$target": ".*", "$class": ".*", "$group": ".*"}
 
 
 def panels(dash):
@@ -182,7 +185,7 @@ class Dashboard(h.TestCase):
         ids = [p["id"] for p in panels(self.dash)]
         self.assertEqual(len(ids), len(set(ids)), "panel ids repeat")
         names = {v["name"] for v in self.dash["templating"]["list"]}
-        self.assertEqual(names, {"datasource", "target", "class"})
+        self.assertEqual(names, {"datasource", "target", "class", "group"})
         for p in panels(self.dash):
             g = p["gridPos"]
             self.assertLessEqual(g["x"] + g["w"], 24, p["title"])
@@ -196,7 +199,11 @@ class Dashboard(h.TestCase):
                        "lockwatch_lock_max_reentrancy", "lockwatch_acquire_wait_seconds_bucket",
                        "lockwatch_acquire_wait_p99_seconds", "lockwatch_target_up",
                        "lockwatch_scan_duration_seconds", "lockwatch_scans_total",
-                       "lockwatch_notifications_total", "lockwatch_alerts_firing"):
+                       "lockwatch_notifications_total", "lockwatch_alerts_firing",
+                       # issue 14: Redlock groups and cluster shards
+                       "lockwatch_redlock_inconsistent", "lockwatch_redlock_keys",
+                       "lockwatch_shard_up", "lockwatch_shard_scan_duration_seconds",
+                       "lockwatch_shard_scan_keys"):
             self.assertIn(needle, exprs)
         self.assertIn("histogram_quantile(0.99", exprs)
         self.assertIn("Top offenders", titles)
@@ -213,12 +220,25 @@ class Dashboard(h.TestCase):
         c.hset("lock:rlock:7", "%s:1" % RUUID, "20")
         c.pexpire("lock:rlock:7", 600000)
 
+        # a Redlock group of three nodes; lock:pay:1 has two holders at once
+        members = []
+        for i, holder in enumerate(("a", "b", "a")):
+            r = self.start_redis()
+            r.client().set("lock:pay:1", "holder-" + holder, px=600000)
+            members.append(("r%d" % (i + 1), r.url))
+        cluster = topo.start_cluster(self)
+        cluster.load([("SET", "lock:shard:%d" % i, "tok", "PX", "600000") for i in range(300)])
+
         rcv = Receiver()
         self.addCleanup(rcv.stop)
         udp = closed_udp_port()
-        ag = h.Agent(rs, start=False, samples="127.0.0.1:%d" % udp, scan_interval="500ms",
+        ag = h.Agent(targets=[("main", rs.url)] + members, start=False,
+                     samples="127.0.0.1:%d" % udp, scan_interval="500ms",
                      leak_grace="1s", max_hold="1s",
-                     extra="[webhook oncall]\nurl = %s\nretry_base = 100ms\n" % rcv.url)
+                     extra="[webhook oncall]\nurl = %s\nretry_base = 100ms\n\n"
+                           "[redlock orders]\ntargets = r1, r2, r3\n\n"
+                           "[target c]\nurl = %s\nmode = cluster\npatterns = lock:*\n"
+                           "scan_interval = 500ms\n" % (rcv.url, cluster.url))
         self._agents.append(ag)
         self.addCleanup(self._stop_agent, ag)
         ag.start()
@@ -290,6 +310,15 @@ class Dashboard(h.TestCase):
         self.assertIn("main", found["target"])
         self.assertIn("lock:order:*", found["class"])
         self.assertIn("lock:invoice:*", found["class"])    # from samples only
+        self.assertIn("c", found["target"])
+        self.assertEqual(found["group"], {"orders"})
+        # the Redlock panels see the split key, the shard panels three shards
+        inconsistent = prom.query(fill([e for t, e in exprs
+                                        if t == "Redlock keys inconsistent"][0]))
+        self.assertEqual(float(inconsistent["data"]["result"][0]["value"][1]), 1)
+        shards = prom.query(fill([e for t, e in exprs if t == "Shard up"][0]))
+        self.assertEqual(len([r for r in shards["data"]["result"]
+                              if r["metric"]["target"] == "c"]), 3)
 
         if rules is None:
             return

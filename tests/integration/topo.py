@@ -213,6 +213,14 @@ def lockctl(args, timeout=60):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
 
 
+def start_cluster(test, primaries=3, replicas=0):
+    """A Cluster whose nodes stop with test (a harness TestCase)."""
+    c = Cluster(primaries=primaries, replicas=replicas)
+    test.addCleanup(c.stop)
+    test._redises.extend(c.nodes)
+    return c
+
+
 def write_file(d, name, text, mode=0o600):
     path = os.path.join(d, name)
     with open(path, "w") as f:

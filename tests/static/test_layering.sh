@@ -9,7 +9,7 @@
 #                nothing of the agent)
 #   cli/         never agent/ or alerts/
 #   a *_impl.h is included only from its own folder (and unit tests)
-#   tests, bench never #include a .c file
+#   tests, bench, fuzz never #include a .c file
 #   no production .c file over 1,000 lines
 # Prints each breach with file and line; exits 1 if there is one.
 set -u
@@ -46,7 +46,7 @@ out=$( {
         [ "$(dirname "${hit%%:*}")" = "$(dirname "$inc")" ] ||
             printf '%s: includes "%s", internal to %s/\n' "${hit%%:*}" "$inc" "$(dirname "$inc")"
     done
-    grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]*\.c"' tests bench packaging --include='*.[ch]' |
+    grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]*\.c"' tests bench packaging fuzz --include='*.[ch]' |
         sed 's/$/ (a test links the object, never includes its .c)/'
 } )
 [ -n "$out" ] && { printf '%s\n' "$out" | sed 's/^/layering: /'; bad=1; }

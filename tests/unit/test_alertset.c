@@ -21,7 +21,7 @@
 static struct alert_labels
 leak(const char *key)
 {
-    struct alert_labels l = { ALERT_LOCK_LEAKED, "main", "lock:x:*", key };
+    struct alert_labels l = { ALERT_LOCK_LEAKED, "main", "lock:x:*", key, NULL, NULL };
 
     return l;
 }
@@ -47,7 +47,7 @@ static void
 fingerprint_is_alertmanagers(void **state)
 {
     struct alert_labels l = leak("lock:x:1");
-    struct alert_labels down = { ALERT_LOCK_TARGET_DOWN, "main", NULL, NULL };
+    struct alert_labels down = { ALERT_LOCK_TARGET_DOWN, "main", NULL, NULL, NULL, NULL };
 
     (void)state;
     /* prometheus/common model.LabelSet.Fingerprint of the same labels */
@@ -117,7 +117,7 @@ keep_target(void **state)
 {
     struct alertset *set = alertset_new();
     struct alert_labels l = leak("lock:x:1");
-    struct alert_labels down = { ALERT_LOCK_TARGET_DOWN, "main", NULL, NULL };
+    struct alert_labels down = { ALERT_LOCK_TARGET_DOWN, "main", NULL, NULL, NULL, NULL };
     const struct alert_event *ev;
     size_t nev;
 

@@ -156,8 +156,9 @@ hostile_keys_are_escaped(void **state)
     view_of(&v, &s, 1, 20);
     text = metrics_of(&v);
     assert_exposition_lines_well_formed(text);
-    assert_non_null(strstr(text, "key=\"lock:\\\"q\\\\b\\nn\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz\""));
-    assert_non_null(strstr(text, "holder=\"tok\\\"\\n\xef\xbf\xbd\""));
+    /* sanitised, and marked with the hash of the real bytes it stands for */
+    assert_non_null(strstr(text, "key=\"lock:\\\"q\\\\b\\nn\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz\xe2\x80\xa6#"));
+    assert_non_null(strstr(text, "holder=\"tok\\\"\\n\xef\xbf\xbd\xe2\x80\xa6#"));
     /* the 64 KiB key is cut to the label cap and marked with a hash */
     assert_null(strstr(text, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
     assert_non_null(strstr(text, "\xe2\x80\xa6#"));
@@ -195,6 +196,31 @@ series_do_not_grow_with_locks(void **state)
     free(tb);
     view_release(&va);
     view_release(&vb);
+}
+
+/* Found by fuzz/fuzz_render.c: "lock:a\xff" and "lock:a\xfe" both sanitise
+ * to "lock:a\uFFFD"; without the hash they were one series, twice. */
+static void
+keys_that_sanitise_alike_stay_two_series(void **state)
+{
+    struct snapshot *s = new_snap("main", "lock:*");
+    struct view v;
+    char *text, *a, *b;
+
+    (void)state;
+    add_lock(s, "lock:a\xff", 7, "t", 1, LOCK_LEAKED, 60000, 1);
+    add_lock(s, "lock:a\xfe", 7, "t", 1, LOCK_LEAKED, 50000, 1);
+    view_of(&v, &s, 1, 20);
+    text = metrics_of(&v);
+    assert_exposition_lines_well_formed(text);
+    a = strstr(text, "key=\"lock:a\xef\xbf\xbd\xe2\x80\xa6#");
+    assert_non_null(a);
+    b = strstr(a + 1, "key=\"lock:a\xef\xbf\xbd\xe2\x80\xa6#");
+    assert_non_null(b);
+    /* the hashes differ, so the two label sets do */
+    assert_memory_not_equal(a, b, strlen("key=\"lock:a\xef\xbf\xbd\xe2\x80\xa6#") + 16);
+    free(text);
+    view_release(&v);
 }
 
 static void
@@ -436,6 +462,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hostile_keys_are_escaped),
         cmocka_unit_test(series_do_not_grow_with_locks),
+        cmocka_unit_test(keys_that_sanitise_alike_stay_two_series),
         cmocka_unit_test(offenders_are_worst_first_across_targets),
         cmocka_unit_test(api_lists_filters_and_stays_valid_json),
         cmocka_unit_test(api_pages_hold_every_lock_once),

@@ -1,0 +1,488 @@
+/*
+ * agent.c - what the agent's API knows of the locks, for list and show.
+ *
+ * The agent keeps what lockctl cannot read from Redis: when it first saw
+ * a lock's current holder and since when the key has had no TTL (its
+ * tracker's times, across scans).  lockctl asks for them over the JSON API
+ * with libcurl: GET /api/v1/locks?target=&state=all&limit= (following
+ * next_offset while an agent that pages gives one) and GET
+ * /api/v1/locks/{key}?target=.  The base URL is --agent, else the
+ * config's [agent] listen (a wildcard address means 127.0.0.1).
+ *
+ * An agent that is down must not slow on-call down: the connect timeout
+ * is AGENT_CONNECT_MS and a whole request AGENT_TIMEOUT_MS; answers are
+ * capped at AGENT_BODY_MAX bytes and AGENT_LOCKS_MAX locks (what is cut
+ * is said: truncated).  No proxy, no redirect, plain GETs with no
+ * credentials: lockctl never sends a secret to the agent.  Anything but
+ * the API's JSON (another service on the port, an error page) is "the
+ * agent did not answer", with the reason kept for the fallback message.
+ */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/lockctl.h"
+#include "common/keytext.h"
+#include "common/strbuf.h"
+
+#define AGENT_PAGE_LIMIT 10000      /* the API's largest limit */
+#define AGENT_PAGES_MAX  (AGENT_LOCKS_MAX / AGENT_PAGE_LIMIT + 1)
+
+static bool
+wildcard(const char *host)
+{
+    return host[0] == '\0' || strcmp(host, "*") == 0 || strcmp(host, "0.0.0.0") == 0 ||
+        strcmp(host, "::") == 0;
+}
+
+int
+agent_base_url(const struct lockctl *lc, char *buf, size_t len, char *err, size_t errlen)
+{
+    const char *host;
+    size_t n;
+
+    buf[0] = '\0';
+    if (lc->agent != NULL) {
+        if (strcmp(lc->agent, "off") == 0)
+            return 1;
+        n = strlen(lc->agent);
+        while (n > 0 && lc->agent[n - 1] == '/')
+            n--;
+        if (strncmp(lc->agent, "http://", 7) != 0 || n <= 7 || n >= len ||
+            memchr(lc->agent, '@', n) != NULL || memchr(lc->agent, '?', n) != NULL ||
+            memchr(lc->agent + 7, '/', n - 7) != NULL) {
+            snprintf(err, errlen, "--agent must be off or http://host:port (no user, "
+                     "path or query), not \"%.100s\"", lc->agent);
+            return -1;
+        }
+        memcpy(buf, lc->agent, n);
+        buf[n] = '\0';
+        return 0;
+    }
+    host = wildcard(lc->cfg->listen_host) ? "127.0.0.1" : lc->cfg->listen_host;
+    snprintf(buf, len, strchr(host, ':') != NULL ? "http://[%s]:%d" : "http://%s:%d", host,
+             lc->cfg->listen_port);
+    return 0;
+}
+
+/* ---- the locks taken ---------------------------------------------------------- */
+
+static int
+index_put(struct agent_view *av, size_t pos)
+{
+    const struct agent_lock *a = &av->locks[pos];
+    size_t mask, i;
+
+    if (2 * (av->nlocks + 1) > av->index_cap) {
+        size_t ncap = av->index_cap ? 2 * av->index_cap : 1024, *tab;
+
+        if ((tab = calloc(ncap, sizeof(*tab))) == NULL)
+            return -1;
+        free(av->index);
+        av->index = tab;
+        av->index_cap = ncap;
+        for (size_t k = 0; k < pos; k++) {
+            const struct agent_lock *b = &av->locks[k];
+
+            for (i = keytext_hash(b->key, b->keylen) & (ncap - 1); tab[i] != 0;
+                 i = (i + 1) & (ncap - 1))
+                ;
+            tab[i] = k + 1;
+        }
+    }
+    mask = av->index_cap - 1;
+    for (i = keytext_hash(a->key, a->keylen) & mask; av->index[i] != 0; i = (i + 1) & mask)
+        ;
+    av->index[i] = pos + 1;
+    return 0;
+}
+
+const struct agent_lock *
+agent_find(const struct agent_view *av, const char *key, size_t keylen)
+{
+    size_t mask, i;
+
+    if (av->index_cap == 0)
+        return NULL;
+    mask = av->index_cap - 1;
+    for (i = keytext_hash(key, keylen) & mask; av->index[i] != 0; i = (i + 1) & mask) {
+        const struct agent_lock *a = &av->locks[av->index[i] - 1];
+
+        if (a->keylen == keylen && memcmp(a->key, key, keylen) == 0)
+            return a;
+    }
+    return NULL;
+}
+
+/* The bytes of a percent-encoded string member (key_escaped, id_escaped):
+ * malloc'd, NUL after them.  NULL when missing or malformed. */
+static char *
+escaped_member(const json_t *o, const char *name, size_t *len)
+{
+    const char *s = json_string_value(json_object_get(o, name));
+
+    return s != NULL ? out_unescape(s, len) : NULL;
+}
+
+/* One lock object of the API.  1 taken, 0 skipped (not one lockctl can
+ * match: a cut key, no first_seen_ms), -1 ENOMEM. */
+static int
+add_lock(struct agent_view *av, const json_t *o)
+{
+    struct agent_lock a;
+    const json_t *holders = json_object_get(o, "holders"), *fs, *nt;
+
+    memset(&a, 0, sizeof(a));
+    fs = json_object_get(o, "first_seen_ms");
+    nt = json_object_get(o, "nottl_since_ms");
+    if (!json_is_integer(fs) || json_is_true(json_object_get(o, "key_truncated")))
+        return 0;
+    a.first_seen_ms = json_integer_value(fs);
+    a.nottl_since_ms = json_is_integer(nt) ? json_integer_value(nt) : 0;
+    if ((a.key = escaped_member(o, "key_escaped", &a.keylen)) == NULL)
+        return 0;
+    if (json_array_size(holders) > 0) {
+        a.holder = escaped_member(json_array_get(holders, 0), "id_escaped", &a.holderlen);
+        if (a.holder == NULL) {
+            free(a.key);
+            return 0;
+        }
+    }
+    if (agent_find(av, a.key, a.keylen) != NULL) {
+        free(a.key);            /* a page boundary moved under a rescan */
+        free(a.holder);
+        return 0;
+    }
+    if (av->nlocks == av->cap) {
+        size_t ncap = av->cap ? 2 * av->cap : 256;
+        struct agent_lock *nl = realloc(av->locks, ncap * sizeof(*nl));
+
+        if (nl == NULL)
+            goto oom;
+        av->locks = nl;
+        av->cap = ncap;
+    }
+    av->locks[av->nlocks] = a;
+    if (index_put(av, av->nlocks) == -1)
+        goto oom;
+    av->nlocks++;
+    return 1;
+oom:
+    free(a.key);
+    free(a.holder);
+    return -1;
+}
+
+int
+agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errlen)
+{
+    const json_t *locks = json_object_get(doc, "locks"), *o;
+    size_t i;
+
+    if (!json_is_object(doc)) {
+        snprintf(err, errlen, "its answer is not a JSON object");
+        return -1;
+    }
+    if (locks == NULL) {        /* one lock */
+        if (!json_is_string(json_object_get(doc, "key_escaped"))) {
+            snprintf(err, errlen, "its answer is not a lock of the lockwatch API");
+            return -1;
+        }
+        return add_lock(av, doc) == -1 ? (snprintf(err, errlen, "out of memory"), -1) : 0;
+    }
+    if (!json_is_array(locks)) {
+        snprintf(err, errlen, "its answer's \"locks\" is not an array");
+        return -1;
+    }
+    json_array_foreach(locks, i, o) {
+        if (av->nlocks >= AGENT_LOCKS_MAX) {
+            av->truncated = true;
+            break;
+        }
+        if (add_lock(av, o) == -1) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void
+agent_view_release(struct agent_view *av)
+{
+    for (size_t i = 0; i < av->nlocks; i++) {
+        free(av->locks[i].key);
+        free(av->locks[i].holder);
+    }
+    free(av->locks);
+    free(av->index);
+    av->locks = NULL;
+    av->index = NULL;
+    av->nlocks = av->cap = av->index_cap = 0;
+}
+
+/* ---- HTTP ------------------------------------------------------------------------ */
+
+struct body {
+    char *p;
+    size_t len, cap;
+    bool over;
+};
+
+static size_t
+collect(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    struct body *b = ud;
+    size_t n = size * nmemb;
+
+    if (b->len + n + 1 > AGENT_BODY_MAX) {
+        b->over = true;
+        return 0;               /* aborts the transfer */
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t ncap = b->cap ? b->cap : 64 * 1024;
+        char *np;
+
+        while (ncap < b->len + n + 1)
+            ncap *= 2;
+        if ((np = realloc(b->p, ncap)) == NULL)
+            return 0;
+        b->p = np;
+        b->cap = ncap;
+    }
+    memcpy(b->p + b->len, ptr, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return n;
+}
+
+/*
+ * GET url and parse the JSON answer into *doc.  Returns the HTTP status
+ * with *doc set (a JSON answer, even an error one), or -1 with av->err
+ * saying what went wrong (no connection, a timeout, not JSON).
+ */
+static long
+get_json(struct agent_view *av, const char *url, json_t **doc)
+{
+    static bool initialised;
+    struct body b = { NULL, 0, 0, false };
+    CURL *h = NULL;
+    CURLcode cc;
+    json_error_t je;
+    long status = -1;
+
+    *doc = NULL;
+    av->asked = true;
+    if (!initialised) {
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+            snprintf(av->err, sizeof(av->err), "libcurl could not start");
+            return -1;
+        }
+        initialised = true;
+    }
+    if ((h = curl_easy_init()) == NULL) {
+        snprintf(av->err, sizeof(av->err), "out of memory");
+        return -1;
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)AGENT_CONNECT_MS);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)AGENT_TIMEOUT_MS);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_PROXY, "");
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+#else
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)CURLPROTO_HTTP);
+#endif
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "lockctl/" LOCKWATCH_VERSION);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    cc = curl_easy_perform(h);
+    if (cc != CURLE_OK) {
+        snprintf(av->err, sizeof(av->err), "%s", b.over ? "its answer is over the size cap"
+                 : curl_easy_strerror(cc));
+        goto out;
+    }
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    *doc = json_loadb(b.p ? b.p : "", b.len, 0, &je);
+    if (*doc == NULL) {
+        snprintf(av->err, sizeof(av->err), "HTTP %ld, and the answer is not JSON (is it the "
+                 "lockwatch agent?)", status);
+        status = -1;
+    }
+out:
+    curl_easy_cleanup(h);
+    free(b.p);
+    return status;
+}
+
+/* "HTTP 500: <the API's error>" into av->err. */
+static void
+status_error(struct agent_view *av, long status, const json_t *doc)
+{
+    const char *msg = json_string_value(json_object_get(doc, "error"));
+
+    snprintf(av->err, sizeof(av->err), "HTTP %ld%s%.200s", status, msg ? ": " : "",
+             msg ? msg : "");
+}
+
+static void
+url_fail(struct agent_view *av)
+{
+    snprintf(av->err, sizeof(av->err), "out of memory");
+}
+
+/*
+ * One GET of the API.  0 when the agent answered with its JSON (a 404
+ * with an "error" answers "not among its locks" when missing_ok), its
+ * locks added to av and *next its next_offset (0: none); -1 with av->err.
+ */
+static int
+request(struct agent_view *av, const char *url, bool missing_ok, long long *next)
+{
+    json_t *doc = NULL;
+    const json_t *no;
+    long status = get_json(av, url, &doc);
+    int rc = -1;
+
+    *next = 0;
+    if (status == -1)
+        goto out;
+    if (missing_ok && status == 404 && json_is_string(json_object_get(doc, "error"))) {
+        rc = 0;
+        goto out;
+    }
+    if (status != 200) {
+        status_error(av, status, doc);
+        goto out;
+    }
+    if (!missing_ok && !json_is_array(json_object_get(doc, "locks"))) {
+        snprintf(av->err, sizeof(av->err), "its answer has no \"locks\" list");
+        goto out;
+    }
+    if (agent_add_json(av, doc, av->err, sizeof(av->err)) == -1)
+        goto out;
+    no = json_object_get(doc, "next_offset");
+    if (json_is_integer(no) && json_integer_value(no) > 0)
+        *next = json_integer_value(no);
+    rc = 0;
+out:
+    json_decref(doc);
+    return rc;
+}
+
+int
+agent_fetch_list(const struct lockctl *lc, struct agent_view *av)
+{
+    char *target = curl_easy_escape(NULL, lc->t->name, 0), url[1024];
+    long long offset = 0, next;
+    int page;
+
+    if (target == NULL) {
+        url_fail(av);
+        return -1;
+    }
+    for (page = 0; page < AGENT_PAGES_MAX; page++) {
+        snprintf(url, sizeof(url), "%s/api/v1/locks?target=%.600s&state=all&limit=%d", av->url,
+                 target, AGENT_PAGE_LIMIT);
+        if (offset > 0)
+            snprintf(url + strlen(url), sizeof(url) - strlen(url), "&offset=%lld", offset);
+        if (request(av, url, false, &next) == -1) {
+            curl_free(target);
+            return -1;
+        }
+        /* an agent that does not page gives no next_offset: one page */
+        if (next <= offset || av->nlocks >= AGENT_LOCKS_MAX)
+            break;
+        offset = next;
+    }
+    curl_free(target);
+    if (page == AGENT_PAGES_MAX || av->nlocks >= AGENT_LOCKS_MAX)
+        av->truncated = true;
+    av->answered = true;
+    return 0;
+}
+
+int
+agent_fetch_lock(const struct lockctl *lc, const char *key, size_t keylen,
+                 struct agent_view *av)
+{
+    char *target = curl_easy_escape(NULL, lc->t->name, 0), *ekey = NULL;
+    struct strbuf url;
+    long long next;
+    int rc = -1;
+
+    sb_init(&url, 4 * 1024 * 1024);
+    ekey = keylen <= INT32_MAX ? curl_easy_escape(NULL, key, (int)keylen) : NULL;
+    if (target == NULL || ekey == NULL) {
+        url_fail(av);
+        goto out;
+    }
+    sb_addf(&url, "%s/api/v1/locks/%s?target=%s", av->url, ekey, target);
+    if (sb_failed(&url)) {
+        snprintf(av->err, sizeof(av->err), "the key is too long to ask about");
+        goto out;
+    }
+    if (request(av, url.buf, true, &next) == -1)
+        goto out;
+    av->answered = true;
+    rc = 0;
+out:
+    curl_free(target);
+    curl_free(ekey);
+    sb_release(&url);
+    return rc;
+}
+
+/* ---- for the commands ----------------------------------------------------------- */
+
+int
+agent_consult(const struct lockctl *lc, struct agent_view *av, const char *key,
+              size_t keylen)
+{
+    char err[320];
+    int r = agent_base_url(lc, av->url, sizeof(av->url), err, sizeof(err));
+
+    if (r == -1) {
+        lockctl_warnx("%s", err);
+        return LOCKCTL_USAGE;
+    }
+    if (r == 0) {
+        if (key == NULL)
+            agent_fetch_list(lc, av);
+        else
+            agent_fetch_lock(lc, key, keylen, av);
+    }
+    return LOCKCTL_DONE;
+}
+
+void
+agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp)
+{
+    if (av->answered) {
+        table_line(fp, TABLE_WIDTH, "age_source: agent at %s (%llu lock%s judged with its "
+                   "times)%s", av->url, (unsigned long long)from_agent,
+                   from_agent == 1 ? "" : "s", av->truncated ? "; its list was cut" : "");
+        return;
+    }
+    if (av->asked)
+        table_line(fp, TABLE_WIDTH, "age_source: redis: the agent at %s did not answer: %s",
+                   av->url, av->err);
+    else
+        table_line(fp, TABLE_WIDTH, "age_source: redis (--agent off)");
+    table_line(fp, TABLE_WIDTH, "ages marked \">=\" are from OBJECT IDLETIME: only lower "
+               "bounds");
+}
+
+json_t *
+agent_json(const struct agent_view *av, uint64_t from_agent)
+{
+    return json_pack("{s:s?,s:b,s:s?,s:I,s:I,s:b}", "url", av->url[0] ? av->url : NULL,
+                     "answered", av->answered, "error",
+                     av->asked && !av->answered ? av->err : NULL,
+                     "locks_known", (json_int_t)av->nlocks, "judged", (json_int_t)from_agent,
+                     "truncated", av->truncated);
+}

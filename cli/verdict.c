@@ -1,0 +1,119 @@
+/*
+ * verdict.c - a lock's age, states and place in a listing, from what
+ * lockctl read from Redis and what the agent knows.
+ *
+ * The judge is collectors/locks/lockstate.c, the agent's own: lockctl
+ * and the agent can differ only in what they know, never in how they
+ * judge.  What lockctl knows alone is the starting age (the larger of
+ * OBJECT IDLETIME and the acquisition time the format encodes); any read
+ * of a key resets IDLETIME on Redis before 7.2 (the agent's scans too),
+ * so an age from it is only a lower bound and a lock without a TTL that
+ * looks younger than leak_grace may still be a leak: leak_unknown, shown
+ * as such rather than hidden.  What the agent adds, when it names the
+ * holder lockctl read, is when that holder was first seen and since when
+ * the key has had no TTL; the facts that change (PTTL, holders, counts)
+ * are lockctl's own, read now.  Pure functions: no I/O, no clock.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/lockctl.h"
+#include "collectors/locks/lockstate.h"
+#include "collectors/locks/snapshot.h"
+
+struct lockstate_rules
+verdict_rules(const struct config *cfg)
+{
+    struct lockstate_rules r = {
+        .leak_grace_ms = cfg->leak_grace_ms,
+        .max_hold_ms = cfg->max_hold_ms,
+        .max_reentrancy = cfg->max_reentrancy,
+    };
+
+    return r;
+}
+
+bool
+verdict_same_holder(const struct cli_lock *l, const struct agent_lock *a)
+{
+    const struct lock_holder *h;
+
+    if (l->view.nholders == 0)
+        return a->holder == NULL;
+    if (a->holder == NULL)
+        return false;
+    h = &l->view.holders[0];
+    return !h->id_truncated && h->idlen == a->holderlen &&
+        memcmp(h->id, a->holder, a->holderlen) == 0;
+}
+
+bool
+verdict_judge(const struct lockstate_rules *rules, struct cli_lock *l,
+              const struct agent_lock *a, int64_t now_ms)
+{
+    struct lockstate_facts f;
+    bool acquired, agent = a != NULL && a->first_seen_ms > 0 && verdict_same_holder(l, a);
+
+    l->first_seen_ms = 0;
+    if (agent) {
+        l->first_seen_ms = a->first_seen_ms;
+        l->age_ms = now_ms > a->first_seen_ms ? now_ms - a->first_seen_ms : 0;
+        l->age_source = "agent";
+        l->age_lower_bound = false;
+        /* the agent saw a TTL and the key has none now: it lost it since
+         * that scan, for how long nobody knows */
+        l->nottl_ms = l->pttl_ms != -1 ? -1 : a->nottl_since_ms <= 0 ? -1
+            : now_ms > a->nottl_since_ms ? now_ms - a->nottl_since_ms : 0;
+    } else {
+        l->age_ms = lockstate_start_age(l->idle_s, l->view.acquired_ms, now_ms, &acquired);
+        l->age_source = acquired ? "acquired" : l->idle_s >= 0 ? "idletime" : "unknown";
+        l->age_lower_bound = !acquired;
+        /* with no tracker, the holder's age stands in for the time
+         * without a TTL */
+        l->nottl_ms = l->pttl_ms == -1 ? l->age_ms : -1;
+    }
+    f.pttl_ms = l->pttl_ms;
+    f.nholders = l->view.nholders;
+    f.max_count = l->view.max_count;
+    f.held_ms = l->age_ms;
+    f.nottl_ms = l->nottl_ms;
+    l->states = lockstate_judge(rules, &f);
+    l->leak_unknown = l->pttl_ms == -1 && !(l->states & LOCK_LEAKED) &&
+        (l->nottl_ms < 0 || (!agent && l->age_lower_bound));
+    return agent;
+}
+
+bool
+verdict_worse(const struct cli_lock *a, const struct cli_lock *b)
+{
+    int ra = snapshot_rank(a->states), rb = snapshot_rank(b->states);
+
+    if (ra != rb)
+        return ra > rb;
+    if (a->leak_unknown != b->leak_unknown)
+        return a->leak_unknown;
+    return a->age_ms > b->age_ms;
+}
+
+bool
+verdict_selected(const struct cli_lock *l, uint8_t mask)
+{
+    return (l->states & mask) != 0 || ((mask & LOCK_LEAKED) && l->leak_unknown);
+}
+
+const char *
+verdict_state(const struct cli_lock *l)
+{
+    if (l->leak_unknown && !(l->states & LOCK_BAD))
+        return "leaked?";
+    return cli_lock_state(l);
+}
+
+void
+verdict_age(const struct cli_lock *l, char *buf, size_t len)
+{
+    char d[32];
+
+    out_duration(l->age_ms, d, sizeof(d));
+    snprintf(buf, len, "%s%s", l->age_lower_bound ? ">= " : "", d);
+}

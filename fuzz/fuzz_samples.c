@@ -1,0 +1,179 @@
+/*
+ * fuzz_samples.c - libFuzzer harness for the sample line parser
+ * (collectors/waits/samples.c), the first code to touch what anyone on the
+ * network sends to the agent's UDP port.  The first byte says whether the
+ * datagram arrived truncated (MSG_TRUNC); the rest is the datagram.
+ *
+ * Invariants, beyond not crashing:
+ *  - the counts add up: lines == samples + invalid, and lines is the
+ *    number of non-empty lines counted independently here (plus the cut
+ *    part of a truncated datagram);
+ *  - the datagram parser agrees, sample by sample, with parsing each line
+ *    alone, and with a smaller output array it keeps the first outcap
+ *    samples and counts the rest invalid;
+ *  - every sample is within the grammar (key not empty, microseconds at
+ *    most 2^53, a hold's outcome "ok") and its key points into the
+ *    datagram;
+ *  - every sample round-trips: written back as a line with the key
+ *    percent-encoded, it parses to the same sample (or is refused only
+ *    for being longer than SAMPLES_LINE_MAX).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/waits/samples.h"
+#include "common/keytext.h"
+#include "common/lw1.h"
+#include "fuzz/fuzz.h"
+
+/* The next line of the datagram from *pos, as samples.h defines lines
+ * ("\n" or "\r\n"; a truncated datagram's unterminated tail is none):
+ * its start and length at *start, *ll.  false past the last. */
+static bool
+next_line(const char *buf, size_t len, bool truncated, size_t *pos, size_t *start,
+          size_t *ll)
+{
+    const char *nl;
+    size_t end;
+
+    if (*pos >= len)
+        return false;
+    nl = memchr(buf + *pos, '\n', len - *pos);
+    if (nl == NULL && truncated)
+        return false;
+    end = nl != NULL ? (size_t)(nl - buf) : len;
+    *start = *pos;
+    *ll = end - *pos;
+    if (*ll > 0 && buf[end - 1] == '\r')
+        (*ll)--;
+    *pos = end + 1;
+    return true;
+}
+
+static uint64_t
+count_lines(const char *buf, size_t len, bool truncated)
+{
+    size_t pos = 0, start, ll;
+    uint64_t lines = 0;
+
+    while (next_line(buf, len, truncated, &pos, &start, &ll))
+        lines += ll > 0;
+    return lines + (truncated ? 1 : 0);
+}
+
+static bool
+same_sample(const struct sample *a, const struct sample *b)
+{
+    return a->kind == b->kind && a->outcome == b->outcome && a->us == b->us &&
+        a->keylen == b->keylen && memcmp(a->key, b->key, a->keylen) == 0;
+}
+
+/* Parse each line of the original datagram alone, in order, and compare
+ * with what the datagram parser returned. */
+static void
+check_line_by_line(const char *orig, size_t len, bool truncated,
+                   const struct sample *got, size_t n)
+{
+    char *line = malloc(len + 1);
+    size_t pos = 0, start, ll, k = 0;
+    struct sample s;
+
+    FUZZ_CHECK(line != NULL);
+    while (next_line(orig, len, truncated, &pos, &start, &ll)) {
+        if (ll == 0)
+            continue;
+        memcpy(line, orig + start, ll);
+        if (samples_parse_line(line, ll, &s) == 0) {
+            FUZZ_CHECK(k < n && same_sample(&s, &got[k]));
+            k++;
+        }
+    }
+    FUZZ_CHECK(k == n);
+    free(line);
+}
+
+static void
+check_round_trip(const struct sample *s)
+{
+    size_t klen = keytext_percent(NULL, 0, s->key, s->keylen);
+    size_t cap = klen + 64, len;
+    char *line = malloc(cap);
+    struct sample back;
+    int w;
+
+    FUZZ_CHECK(line != NULL);
+    w = snprintf(line, cap, "lw1 %s ", s->kind == SAMPLE_WAIT ? "wait" : "hold");
+    len = (size_t)w;
+    len += keytext_percent(line + len, cap - len, s->key, s->keylen);
+    if (s->kind == SAMPLE_WAIT)
+        w = snprintf(line + len, cap - len, " %" PRIu64 " %s", s->us,
+                     sample_outcome_str(s->outcome));
+    else
+        w = snprintf(line + len, cap - len, " %" PRIu64, s->us);
+    len += (size_t)w;
+    FUZZ_CHECK(len < cap);
+    if (len > SAMPLES_LINE_MAX) {
+        FUZZ_CHECK(samples_parse_line(line, len, &back) == -1);
+    } else {
+        FUZZ_CHECK(samples_parse_line(line, len, &back) == 0);
+        FUZZ_CHECK(same_sample(s, &back));
+    }
+    free(line);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    bool truncated;
+    size_t len, cap, n, i, n2, small;
+    char *buf, *buf2;
+    struct sample *out, *out2;
+    uint64_t lines, invalid, lines2, invalid2;
+
+    if (size == 0)
+        return 0;
+    truncated = data[0] & 1;
+    data++;
+    size--;
+    len = size < SAMPLES_DATAGRAM_MAX ? size : SAMPLES_DATAGRAM_MAX;
+    cap = SAMPLES_MAX_PER(len);
+    buf = malloc(len + 1);
+    buf2 = malloc(len + 1);
+    out = calloc(cap, sizeof(*out));
+    out2 = calloc(cap, sizeof(*out2));
+    FUZZ_CHECK(buf != NULL && buf2 != NULL && out != NULL && out2 != NULL);
+    memcpy(buf, data, len);
+    memcpy(buf2, data, len);
+
+    n = samples_parse_datagram(buf, len, truncated, out, cap, &lines, &invalid);
+    FUZZ_CHECK(n <= cap);
+    FUZZ_CHECK(lines == n + invalid);
+    FUZZ_CHECK(lines == count_lines((const char *)data, len, truncated));
+    for (i = 0; i < n; i++) {
+        const struct sample *s = &out[i];
+
+        FUZZ_CHECK(s->kind == SAMPLE_WAIT || s->kind == SAMPLE_HOLD);
+        FUZZ_CHECK((unsigned)s->outcome < SAMPLE_OUTCOMES);
+        FUZZ_CHECK(s->kind == SAMPLE_WAIT || s->outcome == SAMPLE_OK);
+        FUZZ_CHECK(s->us <= LW1_US_MAX);
+        FUZZ_CHECK(s->keylen >= 1 && s->key >= buf && s->key + s->keylen <= buf + len);
+        check_round_trip(s);
+    }
+    check_line_by_line((const char *)data, len, truncated, out, n);
+
+    /* Room for fewer samples than there are: the first ones are kept, the
+     * rest are invalid lines, and nothing else changes. */
+    small = n / 2;
+    n2 = samples_parse_datagram(buf2, len, truncated, out2, small, &lines2, &invalid2);
+    FUZZ_CHECK(n2 == small && lines2 == lines && invalid2 == lines - small);
+    for (i = 0; i < n2; i++)
+        FUZZ_CHECK(same_sample(&out[i], &out2[i]));
+
+    free(buf);
+    free(buf2);
+    free(out);
+    free(out2);
+    return 0;
+}

@@ -1,0 +1,177 @@
+"""lockctl asks the agent for what only the agent knows (issue 14's scenario).
+
+A real redis-server and a real lockwatchd with two leaked locks among
+ordinary held ones.  The agent's own scans keep resetting OBJECT IDLETIME
+(Redis before 7.2), so from Redis alone the leaks look young; the test
+also touches them itself before each lockctl run, so that holds on any
+Redis version.
+
+- with the agent up: `list --state leaked` shows both leaks with
+  age_source agent; `show KEY` says leaked with the agent's age; plain
+  `list` puts them first (worst first); `release --if-leaked --dry-run`
+  would release a leak and refuses a no-TTL lock the agent has not yet
+  seen without a TTL for leak_grace (the same definition as the listing);
+- with the agent stopped: the fallback marks IDLETIME ages as lower bounds
+  (">= ") and `list --state leaked` includes the no-TTL locks whose age is
+  unknown (leaked?), and says the agent did not answer; --if-leaked refuses
+  such a lock;
+- an HTTP server that is not the agent (HTML answers) is a clear fallback,
+  not a crash; --agent must be an http:// URL (exit 2).
+"""
+
+import http.server
+import threading
+
+import harness as h
+import test_lockctl as t
+
+LEAKS = ["lock:invoice:4711", "lock:cron:nightly-report"]
+HELD = ["lock:ok:%d" % i for i in range(20)]
+
+
+class NotTheAgent(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"<html><body>hello</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+class LockctlAgent(h.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.r = self.start_redis()
+        self.c = self.r.client()
+        for k in LEAKS:
+            self.c.set(k, "tok-" + k)                 # no TTL: leaks
+        for k in HELD:
+            self.c.set(k, "tok-" + k, px=600000)
+        self.ag = self.start_agent(self.r, leak_grace="2s", max_hold="1h")
+        self.cfg = self.ag.config_path
+
+        def both_leaked():
+            st, doc = self.ag.get_json("/api/v1/locks?state=leaked")
+            return st == 200 and sorted(l["key"] for l in doc["locks"]) == sorted(LEAKS)
+        self.ag.wait_for(both_leaked, timeout=30, desc="the agent calls both locks leaked")
+
+    def touch(self):
+        """What the agent's scans do on Redis < 7.2: reset IDLETIME."""
+        for k in LEAKS + HELD:
+            self.c.get(k)
+
+    def test_agent_up_then_down(self):
+        # agent up: leaked, with the agent's ages
+        self.touch()
+        doc = t.run_json(self, ["list", "--state", "leaked"], self.cfg)
+        self.assertEqual(doc["age_source"], "agent")
+        self.assertTrue(doc["agent"]["answered"], doc["agent"])
+        self.assertEqual(sorted(l["key"] for l in doc["locks"]), sorted(LEAKS))
+        for l in doc["locks"]:
+            self.assertEqual(l["age_source"], "agent", l)
+            self.assertIn("leaked", l["states"], l)
+            self.assertFalse(l["age_lower_bound"], l)
+            self.assertGreaterEqual(l["nottl_seconds"], 2.0, l)
+            self.assertIsNotNone(l["first_seen"], l)
+
+        self.touch()
+        p = t.run(["show", LEAKS[0]], self.cfg)
+        out = p.stdout.decode()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        state = [ln for ln in out.splitlines() if ln.startswith("state")]
+        self.assertTrue(state and "leaked" in state[0], out)
+        age = [ln for ln in out.splitlines() if ln.startswith("age ")]
+        self.assertTrue(age and "the agent" in age[0] and "age_source: agent" in age[0], out)
+        self.touch()
+        one = t.run_json(self, ["show", LEAKS[0]], self.cfg)
+        self.assertEqual(one["age_source"], "agent")
+        self.assertIn("leaked", one["states"])
+        self.assertGreaterEqual(one["age_seconds"], 2.0)
+
+        # worst first: the two leaks lead the plain listing
+        self.touch()
+        doc = t.run_json(self, ["list"], self.cfg)
+        self.assertEqual(doc["count"], len(LEAKS) + len(HELD))
+        self.assertEqual(sorted(l["key"] for l in doc["locks"][:2]), sorted(LEAKS))
+        self.assertTrue(all("leaked" not in l["states"] for l in doc["locks"][2:]))
+        ages = [l["age_seconds"] for l in doc["locks"][2:]]
+        self.assertEqual(ages, sorted(ages, reverse=True), "held locks not by age")
+
+        # --if-leaked: the listing's definition
+        self.touch()
+        doc = t.run_json(self, ["release", LEAKS[0], "--holder", "tok-" + LEAKS[0],
+                                "--if-leaked", "--dry-run"], self.cfg)
+        self.assertEqual(doc["outcome"], "would_release", doc)
+        self.c.set("lock:fresh", "tok-fresh")         # no TTL, seconds old at most
+        doc = t.run_json(self, ["release", "lock:fresh", "--holder", "tok-fresh",
+                                "--if-leaked", "--dry-run"], self.cfg, rc=1)
+        self.assertEqual(doc["outcome"], "not_leaked", doc)
+        self.assertEqual(self.c.get("lock:fresh"), b"tok-fresh")
+        self.c.delete("lock:fresh")
+
+        # agent down: lower bounds, and the unknown leaks are listed, marked
+        self.ag.stop()
+        self.touch()
+        doc = t.run_json(self, ["list", "--state", "leaked"], self.cfg)
+        self.assertEqual(doc["age_source"], "redis")
+        self.assertFalse(doc["agent"]["answered"])
+        self.assertTrue(doc["agent"]["error"], doc["agent"])
+        self.assertEqual(sorted(l["key"] for l in doc["locks"]), sorted(LEAKS))
+        for l in doc["locks"]:
+            self.assertEqual(l["age_source"], "idletime", l)
+            self.assertTrue(l["age_lower_bound"], l)
+            self.assertTrue(l["leak_unknown"], l)
+            self.assertNotIn("leaked", l["states"], l)
+        self.assertEqual(doc["leak_unknown"], len(LEAKS))
+
+        self.touch()
+        p = t.run(["list", "--state", "leaked"], self.cfg)
+        out = p.stdout.decode()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = [ln for ln in out.splitlines() if ln.startswith("lock:")]
+        self.assertEqual(len(rows), 2, out)
+        for ln in rows:
+            self.assertIn(">= ", ln)
+            self.assertIn("leaked?", ln)
+        self.assertIn("did not answer", out)
+        self.assertTrue(all(t.width(ln) <= 100 for ln in out.splitlines()), out)
+
+        self.touch()
+        p = t.run(["release", LEAKS[1], "--holder", "tok-" + LEAKS[1], "--if-leaked",
+                   "--yes"], self.cfg)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(b"not_leaked", p.stderr)
+        self.assertIn(b"unknown", p.stderr)
+        self.assertEqual(self.c.get(LEAKS[1]), b"tok-" + LEAKS[1].encode())
+
+    def test_not_the_agent(self):
+        srv = http.server.HTTPServer(("127.0.0.1", 0), NotTheAgent)
+        th = threading.Thread(target=srv.serve_forever, daemon=True)
+        th.start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        url = "http://127.0.0.1:%d" % srv.server_address[1]
+        self.touch()
+        doc = t.run_json(self, ["list", "--state", "leaked", "--agent", url], self.cfg)
+        self.assertFalse(doc["agent"]["answered"])
+        self.assertIn("not JSON", doc["agent"]["error"])
+        self.assertEqual(sorted(l["key"] for l in doc["locks"]), sorted(LEAKS))
+        self.assertTrue(all(l["leak_unknown"] for l in doc["locks"]))
+        p = t.run(["show", LEAKS[0], "--agent", url], self.cfg)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"did not answer", p.stdout)
+
+        p = t.run(["list", "--agent", "ftp://127.0.0.1:1"], self.cfg)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"--agent must be", p.stderr)
+        doc = t.run_json(self, ["list", "--agent", "off"], self.cfg)
+        self.assertEqual(doc["age_source"], "redis")
+        self.assertIsNone(doc["agent"]["url"])
+
+
+if __name__ == "__main__":
+    h.main()
