@@ -15,8 +15,8 @@
  * or before the lock that would take it over API_PAGE_MAX_BYTES, always at
  * a lock boundary; "next_offset" is where the next page starts (null when
  * this one holds the last lock).  Each lock is dumped on its own and its
- * tree freed at once, so making a page costs the page's bytes and one
- * lock's tree, never a tree of the whole list.  The object around the
+ * tree freed at once, so making a page costs the page's bytes (in one
+ * buffer) and one lock's tree, never a tree of the whole list.  The object around the
  * locks is dumped by jansson too ("locks" last, an empty array) and the
  * locks are put inside its brackets.
  */
@@ -318,19 +318,16 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
     elen = strlen(env);
     if (elen < 3 || strcmp(env + elen - 3, "[]}") != 0)
         goto oom;
-    {
-        struct strbuf out;
-
-        sb_init(&out, API_PAGE_MAX_BYTES);
-        sb_add(&out, env, elen - 2);
-        sb_add(&out, page.buf != NULL ? page.buf : "", page.len);
-        sb_adds(&out, "]}");
-        if (sb_failed(&out) || sb_failed(&page)) {
-            sb_release(&out);
-            goto oom;
-        }
-        *body = sb_detach(&out, len);
-    }
+    /* envelope + locks + "]}" in place: the page's bytes are not copied
+     * to a second buffer (append the tail and room for the head, shift) */
+    elen -= 2;                                  /* up to and with the '[' */
+    sb_add(&page, "]}", 2);
+    sb_add(&page, env, elen);
+    if (sb_failed(&page))
+        goto oom;
+    memmove(page.buf + elen, page.buf, page.len - elen);
+    memcpy(page.buf, env, elen);
+    *body = sb_detach(&page, len);
     free(env);
     free(pos);
     sb_release(&page);
