@@ -267,16 +267,10 @@ reply_refused(struct MHD_Connection *c, const char *url, const char *why)
 
         http_json(&out, status, body, len);
     } else {
-        http_text(&out, 503, why);
-        if (out.body != NULL && out.status == 503) {
-            char *nl = realloc(out.body, out.len + 2);
+        char line[256];
 
-            if (nl != NULL) {
-                nl[out.len++] = '\n';
-                nl[out.len] = '\0';
-                out.body = nl;
-            }
-        }
+        snprintf(line, sizeof(line), "%s\n", why);
+        http_text(&out, 503, line);
     }
     out.headers = retry_after;
     return reply(c, &out);

@@ -354,6 +354,7 @@ class Abuse(h.TestCase):
             st, headers, body = ag.get("/")
             self.assertEqual(st, 503)
             self.assertEqual(headers.get("retry-after"), "1")
+            self.assertTrue(body.startswith(b"too many connections from your address"), body)
             for p in ("/metrics", "/healthz", "/readyz"):
                 self.assertEqual(ag.get(p)[0], 200, p)
 
