@@ -200,6 +200,7 @@ serve(const struct options *opt)
     bool explicit = opt->explicit;
     struct config *cfg = NULL, *ncfg;
     struct http_server *http;
+    struct http_limits limits;
     struct ingest *ingest = NULL;
     struct agent agent;
     sigset_t set;
@@ -240,7 +241,12 @@ serve(const struct options *opt)
         fatalx("cannot initialise libcurl");
     if (agent_start(&agent, cfg) == -1)
         fatal("starting the scanner threads");
-    http = http_start(&agent, agent.cfg->listen_host, agent.cfg->listen_port, err, sizeof(err));
+    limits.max_connections = (unsigned int)agent.cfg->http_max_connections;
+    limits.max_connections_per_client = (unsigned int)agent.cfg->http_max_connections_per_client;
+    limits.request_timeout_ms = agent.cfg->http_request_timeout_ms;
+    limits.max_api_requests = (unsigned int)agent.cfg->http_max_api_requests;
+    http = http_start(&agent, agent.cfg->listen_host, agent.cfg->listen_port, &limits,
+                      err, sizeof(err));
     if (http == NULL) {
         log_warnx("%s", err);
         agent_stop(&agent);
@@ -290,6 +296,12 @@ serve(const struct options *opt)
             if (strcmp(ncfg->listen_host, agent.cfg->listen_host) != 0 ||
                 ncfg->listen_port != agent.cfg->listen_port)
                 log_warnx("reload: a new listen address takes effect only after a restart");
+            if (ncfg->http_max_connections != agent.cfg->http_max_connections ||
+                ncfg->http_max_connections_per_client !=
+                agent.cfg->http_max_connections_per_client ||
+                ncfg->http_request_timeout_ms != agent.cfg->http_request_timeout_ms ||
+                ncfg->http_max_api_requests != agent.cfg->http_max_api_requests)
+                log_warnx("reload: new http_* limits take effect only after a restart");
             if (ncfg->samples_off != agent.cfg->samples_off ||
                 strcmp(ncfg->samples_host, agent.cfg->samples_host) != 0 ||
                 ncfg->samples_port != agent.cfg->samples_port)

@@ -92,6 +92,10 @@ struct config {
     char samples_host[256];
     int samples_port;
     int top_offenders;
+    int http_max_connections;
+    int http_max_connections_per_client;
+    int64_t http_request_timeout_ms;
+    int http_max_api_requests;
 
     struct target_conf *targets;    /* at least one: "default" when the file has none */
     size_t ntargets;

@@ -9,6 +9,16 @@
  * Listing is worst first across targets: each snapshot is already sorted,
  * so the targets' orders are merged without copying, and "total" is
  * counted in one more pass.
+ *
+ * A list is a page, bounded in bytes as well as in locks: ?offset= skips
+ * that many matching locks of the order, and a page ends at ?limit= locks
+ * or before the lock that would take it over API_PAGE_MAX_BYTES, always at
+ * a lock boundary; "next_offset" is where the next page starts (null when
+ * this one holds the last lock).  Each lock is dumped on its own and its
+ * tree freed at once, so making a page costs the page's bytes (in one
+ * buffer) and one lock's tree, never a tree of the whole list.  The object around the
+ * locks is dumped by jansson too ("locks" last, an empty array) and the
+ * locks are put inside its brackets.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -19,11 +29,26 @@
 #include "agent/http/render.h"
 #include "agent/http/routes.h"
 #include "common/keytext.h"
+#include "common/strbuf.h"
+#include "collectors/formats/formats.h"
 #include "collectors/locks/lockjson.h"
 #include "collectors/locks/lockstate.h"
 
 #define API_LIMIT_DEFAULT 100
 #define API_LIMIT_MAX     10000
+#define API_OFFSET_MAX    1000000000L
+#define API_ENVELOPE_MAX  512           /* bytes of the object around the locks */
+
+/*
+ * One lock's JSON is at most: its key twice, as text (6 bytes a byte at
+ * worst, a control byte as \u00XX) and percent-encoded (3), the same for
+ * each kept holder id and the host, plus fixed fields well under 64 KiB.
+ * A page therefore always has room for its first lock.
+ */
+#define API_LOCK_MAX_BYTES ((size_t)9 * (SNAP_KEY_MAX + HOLDERS_MAX * HOLDER_ID_MAX + HOST_MAX) + \
+                            64 * 1024)
+_Static_assert(API_LOCK_MAX_BYTES + API_ENVELOPE_MAX < API_PAGE_MAX_BYTES,
+               "a page must have room for the largest lock");
 
 static json_t *
 lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
@@ -137,99 +162,180 @@ lock_matches(const struct snapshot *s, const struct snap_lock *l, const struct f
     return f->class_ == NULL || strcmp(s->classes[l->class_idx], f->class_) == 0;
 }
 
-int
-render_api_locks(const struct view *v, const struct api_query *q, char **body, size_t *len)
+/* A bounded whole number from a query value; -1 when it is not one. */
+static long
+query_long(const char *text, long lo, long hi)
 {
-    struct filter f;
-    size_t *pos = NULL, i, count = 0;
-    uint64_t total = 0;
-    bool complete = true;
-    int bad;
-    json_t *root = NULL, *arr = NULL, *o;
-    long limit = API_LIMIT_DEFAULT;
     char *end;
+    long n;
 
-    if (lockstate_mask(q->state != NULL ? q->state : "all", &f.mask) == -1)
-        return render_api_error(400, "state must be one of leaked, long, reentrant_high, held, all",
-                                body, len);
-    if (q->limit != NULL) {
-        errno = 0;
-        limit = strtol(q->limit, &end, 10);
-        if (errno != 0 || end == q->limit || *end != '\0' || limit < 1 || limit > API_LIMIT_MAX)
-            return render_api_error(400, "limit must be an integer from 1 to 10000", body, len);
-    }
-    f.target = q->target;
-    f.class_ = q->class_;
+    errno = 0;
+    n = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || n < lo || n > hi)
+        return -1;
+    return n;
+}
 
-    pos = calloc(v->ntargets ? v->ntargets : 1, sizeof(*pos));
-    root = json_object();
-    arr = json_array();
-    if (pos == NULL || root == NULL || arr == NULL)
-        goto oom;
+/* The next lock of the worst-first merge of the matching targets' locks
+ * (pos[i] is where target i's list stands), or NULL when none is left;
+ * *which says whose it is. */
+static const struct snap_lock *
+merge_next(const struct view *v, const struct filter *f, size_t *pos, size_t *which)
+{
+    const struct snap_lock *best = NULL;
+    size_t i;
 
-    /* k-way merge of the per-target worst-first retained locks */
-    while (count < (size_t)limit) {
-        const struct snap_lock *best = NULL;
-        size_t bi = 0;
-
-        for (i = 0; i < v->ntargets; i++) {
-            const struct snapshot *s = v->targets[i].snap;
-
-            if (!target_matches(&v->targets[i], &f))
-                continue;
-            while (pos[i] < s->nlocks && !lock_matches(s, s->locks[pos[i]], &f))
-                pos[i]++;
-            if (pos[i] >= s->nlocks)
-                continue;
-            if (best == NULL || snapshot_worse(s->locks[pos[i]], best)) {
-                best = s->locks[pos[i]];
-                bi = i;
-            }
-        }
-        if (best == NULL)
-            break;
-        o = lock_json(v->targets[bi].snap, best, v->now_ms);
-        if (o == NULL || json_array_append_new(arr, o) == -1)
-            goto oom;
-        pos[bi]++;
-        count++;
-    }
-    /* totals come from the class counters, which count every lock, kept
-     * in detail or not */
     for (i = 0; i < v->ntargets; i++) {
         const struct snapshot *s = v->targets[i].snap;
-        size_t c;
 
-        if (!target_matches(&v->targets[i], &f))
+        if (!target_matches(&v->targets[i], f))
+            continue;
+        while (pos[i] < s->nlocks && !lock_matches(s, s->locks[pos[i]], f))
+            pos[i]++;
+        if (pos[i] >= s->nlocks)
+            continue;
+        if (best == NULL || snapshot_worse(s->locks[pos[i]], best)) {
+            best = s->locks[pos[i]];
+            *which = i;
+        }
+    }
+    return best;
+}
+
+/* Matching locks counted in the class counters (kept in detail or not);
+ * *complete false when a matching target counted more than it keeps. */
+static uint64_t
+matching_total(const struct view *v, const struct filter *f, bool *complete)
+{
+    uint64_t total = 0;
+    size_t i, c;
+
+    *complete = true;
+    for (i = 0; i < v->ntargets; i++) {
+        const struct snapshot *s = v->targets[i].snap;
+
+        if (!target_matches(&v->targets[i], f))
             continue;
         if (!snapshot_complete(s))
-            complete = false;
+            *complete = false;
         for (c = 0; c < s->nclasses && c < s->class_cap; c++) {
             const struct snap_class *st = &s->class_stats[c];
 
-            if (f.class_ != NULL && strcmp(s->classes[c], f.class_) != 0)
+            if (f->class_ != NULL && strcmp(s->classes[c], f->class_) != 0)
                 continue;
-            total += f.mask == LOCK_LEAKED ? st->leaked :
-                f.mask == LOCK_LONG ? st->long_held :
-                f.mask == LOCK_REENTRANT_HIGH ? st->reentrant_high : st->total;
+            total += f->mask == LOCK_LEAKED ? st->leaked :
+                f->mask == LOCK_LONG ? st->long_held :
+                f->mask == LOCK_REENTRANT_HIGH ? st->reentrant_high : st->total;
         }
     }
-    free(pos);
+    return total;
+}
+
+/* The page's object with an empty "locks" last, dumped; NULL on ENOMEM. */
+static char *
+page_envelope(size_t count, uint64_t total, bool complete, long offset, bool more)
+{
+    json_t *root = json_object();
+    char *s = NULL;
+    int bad;
+
+    if (root == NULL)
+        return NULL;
     bad = json_object_set_new(root, "count", json_integer((json_int_t)count));
     bad |= json_object_set_new(root, "total", json_integer((json_int_t)total));
     /* false when a target counted more locks than it keeps in detail
      * (SNAP_RETAIN_MAX, the worst ones): the list then holds the worst */
     bad |= json_object_set_new(root, "complete", json_boolean(complete));
-    bad |= json_object_set_new(root, "locks", arr);     /* arr is root's, even on failure */
-    if (bad) {
-        json_decref(root);
-        return 500;
-    }
-    return dump(root, 200, body, len);
-oom:
-    free(pos);
-    json_decref(arr);
+    bad |= json_object_set_new(root, "offset", json_integer(offset));
+    bad |= json_object_set_new(root, "next_offset", more ?
+                               json_integer((json_int_t)offset + (json_int_t)count) :
+                               json_null());
+    bad |= json_object_set_new(root, "locks", json_array());
+    if (!bad)
+        s = json_dumps(root, JSON_COMPACT);
     json_decref(root);
+    return s;
+}
+
+int
+render_api_locks(const struct view *v, const struct api_query *q, char **body, size_t *len)
+{
+    struct filter f;
+    struct strbuf page;
+    size_t *pos = NULL, bi = 0, count = 0, skipped = 0, elen;
+    uint64_t total;
+    bool complete, more = false;
+    long limit = API_LIMIT_DEFAULT, offset = 0;
+    const struct snap_lock *l;
+    char *env = NULL, *text;
+    json_t *o;
+
+    if (lockstate_mask(q->state != NULL ? q->state : "all", &f.mask) == -1)
+        return render_api_error(400, "state must be one of leaked, long, reentrant_high, held, all",
+                                body, len);
+    if (q->limit != NULL && (limit = query_long(q->limit, 1, API_LIMIT_MAX)) == -1)
+        return render_api_error(400, "limit must be an integer from 1 to 10000", body, len);
+    if (q->offset != NULL && (offset = query_long(q->offset, 0, API_OFFSET_MAX)) == -1)
+        return render_api_error(400, "offset must be an integer from 0 to 1000000000 "
+                                "(the next_offset of the previous page)", body, len);
+    f.target = q->target;
+    f.class_ = q->class_;
+
+    sb_init(&page, API_PAGE_MAX_BYTES);
+    if ((pos = calloc(v->ntargets ? v->ntargets : 1, sizeof(*pos))) == NULL)
+        goto oom;
+    while ((l = merge_next(v, &f, pos, &bi)) != NULL) {
+        if (skipped < (size_t)offset) {
+            skipped++;
+            pos[bi]++;
+            continue;
+        }
+        if (count == (size_t)limit) {
+            more = true;
+            break;
+        }
+        if ((o = lock_json(v->targets[bi].snap, l, v->now_ms)) == NULL)
+            goto oom;
+        text = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        if (text == NULL)
+            goto oom;
+        if (page.len + strlen(text) + 1 + API_ENVELOPE_MAX > API_PAGE_MAX_BYTES) {
+            free(text);
+            more = true;
+            break;
+        }
+        if (count > 0)
+            sb_add(&page, ",", 1);
+        sb_adds(&page, text);
+        free(text);
+        pos[bi]++;
+        count++;
+    }
+    total = matching_total(v, &f, &complete);
+    if ((env = page_envelope(count, total, complete, offset, more)) == NULL)
+        goto oom;
+    elen = strlen(env);
+    if (elen < 3 || strcmp(env + elen - 3, "[]}") != 0)
+        goto oom;
+    /* envelope + locks + "]}" in place: the page's bytes are not copied
+     * to a second buffer (append the tail and room for the head, shift) */
+    elen -= 2;                                  /* up to and with the '[' */
+    sb_add(&page, "]}", 2);
+    sb_add(&page, env, elen);
+    if (sb_failed(&page))
+        goto oom;
+    memmove(page.buf + elen, page.buf, page.len - elen);
+    memcpy(page.buf, env, elen);
+    *body = sb_detach(&page, len);
+    free(env);
+    free(pos);
+    sb_release(&page);
+    return 200;
+oom:
+    free(env);
+    free(pos);
+    sb_release(&page);
     return 500;
 }
 
@@ -267,13 +373,13 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
                             body, len);
 }
 
-/* GET /api/v1/locks[?state=&target=&class=&limit=] */
+/* GET /api/v1/locks[?state=&target=&class=&limit=&offset=] */
 void
 serve_locks(const struct http_request *rq, struct http_response *out)
 {
     struct api_query q;
     struct view v;
-    char *state, *target, *cls, *limit, *body = NULL;
+    char *state, *target, *cls, *limit, *offset, *body = NULL;
     size_t len = 0;
     int bad = 0, status;
 
@@ -281,6 +387,7 @@ serve_locks(const struct http_request *rq, struct http_response *out)
     target = http_query(rq, "target", &bad);
     cls = http_query(rq, "class", &bad);
     limit = http_query(rq, "limit", &bad);
+    offset = http_query(rq, "offset", &bad);
     if (bad) {
         status = render_api_error(400, "malformed percent-encoding in the query", &body, &len);
     } else if (agent_view(rq->agent, &v) == -1) {
@@ -290,6 +397,7 @@ serve_locks(const struct http_request *rq, struct http_response *out)
         q.target = target;
         q.class_ = cls;
         q.limit = limit;
+        q.offset = offset;
         status = render_api_locks(&v, &q, &body, &len);
         view_release(&v);
     }
@@ -297,6 +405,7 @@ serve_locks(const struct http_request *rq, struct http_response *out)
     free(target);
     free(cls);
     free(limit);
+    free(offset);
     http_json(out, status, body, len);
 }
 

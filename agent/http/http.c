@@ -6,6 +6,16 @@
  * takes a view (references to immutable snapshots, copied under a short
  * lock) and renders it, so a slow client never holds up a scan.
  *
+ * Admission (agent/http/guard.c) keeps the probes answering under abuse:
+ * every request has a deadline for its whole headers and body; the
+ * expensive answers (rows marked HEAVY: the JSON API and the status page)
+ * share a budget and are answered 503 with Retry-After when it is spent
+ * or when the connection is over its client's limit; /metrics, /healthz
+ * and /readyz are never refused, so a flood of API requests or slow
+ * clients cannot make an orchestrator restart a healthy agent.  At
+ * http_max_connections libmicrohttpd stops accepting and new connections
+ * wait in the kernel's listen queue rather than being reset.
+ *
  * MHD's default URL unescaping stops at the first NUL byte and cannot
  * represent every key; the server is given an identity unescaper, and
  * paths and query values are percent-decoded here, binary-safe.
@@ -17,9 +27,12 @@
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
+#include "agent/http/guard.h"
 #include "agent/http/release_http.h"
+#include "agent/http/render.h"
 #include "agent/http/routes.h"
 #include "common/keytext.h"
 #include "common/log.h"
@@ -33,7 +46,17 @@ typedef enum MHD_Result MHD_RESULT;
 struct http_server {
     struct MHD_Daemon *d;
     struct agent *agent;
+    struct http_guard *guard;
 };
+
+/* MHD's worker threads.  Four, so that a probe finds a thread free while
+ * others render the largest API pages. */
+#define HTTP_THREADS 4
+/* Idle time (seconds) after which MHD drops a connection: a reader that
+ * stopped reading, or a keep-alive connection nobody uses. */
+#define HTTP_IDLE_TIMEOUT 30
+/* Descriptors kept free of HTTP connections for Redis, webhooks, logs. */
+#define HTTP_FD_RESERVE 256
 
 /*
  * The routes.  The dispatcher takes the first row whose path is the URL
@@ -47,6 +70,10 @@ struct http_server {
  * answers 404 while it is off, before the method); what it keeps in its
  * state is freed with body_free.  A URL no row matches is answered like a
  * read route's: 405 for a method other than GET or HEAD, else 404.
+ *
+ * A HEAVY row's answer is made only within the budget of expensive
+ * answers (guard.h); a cheap row must stay cheap: bounded work, a few
+ * kilobytes or so, whatever the number of locks.
  *
  * Adding a route: one row here, its handler in the file of its concern,
  * declared in agent/http/routes.h (and the path in lockwatchd.8, which
@@ -64,25 +91,34 @@ struct route {
     http_read_fn read;
     http_body_fn body;
     void (*body_free)(void *state);
+    bool heavy;                 /* in the budget of expensive answers */
 };
+
+#define HEAVY true
 
 #define READ_METHODS "GET HEAD"
 
 static const struct route routes[] = {
-    /* methods      path                match         read           body          body_free */
-    { NULL,         RELEASE_HTTP_PATH,  ROUTE_EXACT,  NULL,          release_http, release_http_free },
-    { READ_METHODS, "/metrics",         ROUTE_EXACT,  serve_metrics, NULL,         NULL },
-    { READ_METHODS, "/healthz",         ROUTE_EXACT,  serve_healthz, NULL,         NULL },
-    { READ_METHODS, "/readyz",          ROUTE_EXACT,  serve_ready,   NULL,         NULL },
-    { READ_METHODS, "/api/v1/locks",    ROUTE_EXACT,  serve_locks,   NULL,         NULL },
-    { READ_METHODS, "/api/v1/locks/",   ROUTE_EXACT,  serve_locks,   NULL,         NULL },
-    { READ_METHODS, "/api/v1/locks/",   ROUTE_PREFIX, serve_lock,    NULL,         NULL },
-    { READ_METHODS, "/api/v1/alerts",   ROUTE_EXACT,  serve_alerts,  NULL,         NULL },
-    { READ_METHODS, "/",                ROUTE_EXACT,  serve_status,  NULL,         NULL },
+    /* methods      path                match         read           body          body_free          heavy */
+    { NULL,         RELEASE_HTTP_PATH,  ROUTE_EXACT,  NULL,          release_http, release_http_free, false },
+    { READ_METHODS, "/metrics",         ROUTE_EXACT,  serve_metrics, NULL,         NULL,              false },
+    { READ_METHODS, "/healthz",         ROUTE_EXACT,  serve_healthz, NULL,         NULL,              false },
+    { READ_METHODS, "/readyz",          ROUTE_EXACT,  serve_ready,   NULL,         NULL,              false },
+    { READ_METHODS, "/api/v1/locks",    ROUTE_EXACT,  serve_locks,   NULL,         NULL,              HEAVY },
+    { READ_METHODS, "/api/v1/locks/",   ROUTE_EXACT,  serve_locks,   NULL,         NULL,              HEAVY },
+    { READ_METHODS, "/api/v1/locks/",   ROUTE_PREFIX, serve_lock,    NULL,         NULL,              HEAVY },
+    { READ_METHODS, "/api/v1/alerts",   ROUTE_EXACT,  serve_alerts,  NULL,         NULL,              HEAVY },
+    { READ_METHODS, "/",                ROUTE_EXACT,  serve_status,  NULL,         NULL,              HEAVY },
 };
 
 #define NOT_FOUND_TEXT "not found: try /metrics, /healthz, /readyz or /api/v1/locks\n"
 #define METHOD_TEXT    "method not allowed: lockwatch's read endpoints take GET\n"
+#define BUSY_TEXT      "busy: the agent is making as many API answers as it allows " \
+                       "(http_max_api_requests); retry after 1 s"
+#define OVER_TEXT      "too many connections from your address " \
+                       "(http_max_connections_per_client); close some and retry after 1 s"
+
+static const char *const retry_after[] = { "Retry-After", GUARD_RETRY_AFTER, NULL };
 
 static const struct route *
 route_for(const char *url)
@@ -208,6 +244,38 @@ struct body_state {
     void *state;
 };
 
+/* The guard's record of a connection (NULL when it had no memory). */
+static struct guard_conn *
+conn_guard(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+    return ci != NULL ? ci->socket_context : NULL;
+}
+
+/* 503 with Retry-After, in the route's own dialect: JSON under /api/. */
+static MHD_RESULT
+reply_refused(struct MHD_Connection *c, const char *url, const char *why)
+{
+    struct http_response out = { 0 };
+    char *body = NULL;
+    size_t len = 0;
+
+    if (strncmp(url, "/api/", 5) == 0) {
+        int status = render_api_error(503, why, &body, &len);
+
+        http_json(&out, status, body, len);
+    } else {
+        char line[256];
+
+        snprintf(line, sizeof(line), "%s\n", why);
+        http_text(&out, 503, line);
+    }
+    out.headers = retry_after;
+    return reply(c, &out);
+}
+
 static MHD_RESULT
 handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
        const char *version, const char *upload, size_t *upload_size, void **state)
@@ -216,6 +284,8 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
     const struct route *r = route_for(url);
     struct http_response out = { 0 };
     struct http_request rq;
+    struct guard_stats st;
+    struct guard_conn *gc;
     struct body_state *bs;
 
     (void)version;
@@ -225,6 +295,8 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                 return MHD_NO;
             bs->route = r;
             *state = bs;
+        } else if (*upload_size == 0) {
+            guard_answered(h->guard, conn_guard(c));    /* the whole body is in */
         }
         return (MHD_RESULT)r->body(h->agent, c, method, upload, upload_size, &bs->state);
     }
@@ -236,13 +308,27 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
         *upload_size = 0;       /* no read route takes a body */
         return MHD_YES;
     }
+    gc = conn_guard(c);
+    guard_answered(h->guard, gc);
     if (!method_in(r != NULL ? r->methods : READ_METHODS, method))
         return reply_text(c, 405, METHOD_TEXT);
     if (r == NULL)
         return reply_text(c, 404, NOT_FOUND_TEXT);
+    if (r->heavy) {
+        switch (guard_heavy(h->guard, gc)) {
+        case GUARD_OK:
+            break;
+        case GUARD_BUSY:
+            return reply_refused(c, url, BUSY_TEXT);
+        case GUARD_OVER_CLIENT:
+            return reply_refused(c, url, OVER_TEXT);
+        }
+    }
+    guard_stats(h->guard, &st);
     rq.agent = h->agent;
     rq.rest = url + strlen(r->path);
     rq.conn = c;
+    rq.http = &st;
     r->read(&rq, &out);
     return reply(c, &out);
 }
@@ -251,10 +337,9 @@ static void
 request_completed(void *cls, struct MHD_Connection *c, void **state,
                   enum MHD_RequestTerminationCode toe)
 {
+    struct http_server *h = cls;
     struct body_state *bs = *state;
 
-    (void)cls;
-    (void)c;
     (void)toe;
     if (bs != NULL && *state != &read_state) {
         if (bs->state != NULL)
@@ -262,6 +347,58 @@ request_completed(void *cls, struct MHD_Connection *c, void **state,
         free(bs);
     }
     *state = NULL;
+    guard_done(h->guard, conn_guard(c));
+}
+
+/* Connections open and close here: the guard's record of each. */
+static void
+notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                  enum MHD_ConnectionNotificationCode toe)
+{
+    struct http_server *h = cls;
+    const union MHD_ConnectionInfo *fd, *addr;
+
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        *socket_context = fd == NULL ? NULL :
+            guard_open(h->guard, fd->connect_fd, addr != NULL ? addr->client_addr : NULL);
+        if (*socket_context == NULL)
+            log_warnx("http: out of memory: a connection is served without a request deadline");
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        guard_close(h->guard, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/*
+ * Each connection is a descriptor: raise the soft limit so that
+ * max_connections fit with HTTP_FD_RESERVE to spare (systemd starts
+ * services at 1024), or cut max_connections to what the hard limit leaves.
+ */
+static unsigned int
+fit_descriptors(unsigned int want)
+{
+    struct rlimit rl;
+    rlim_t need = (rlim_t)want + HTTP_FD_RESERVE;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+        return want;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == -1 && getrlimit(RLIMIT_NOFILE, &rl) == -1)
+            return want;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        unsigned int fit = rl.rlim_cur > 2 * HTTP_FD_RESERVE ?
+            (unsigned int)(rl.rlim_cur - HTTP_FD_RESERVE) : (unsigned int)(rl.rlim_cur / 2);
+
+        log_warnx("http: the descriptor limit (%llu) leaves room for %u HTTP connections, "
+                  "not http_max_connections = %u: raise LimitNOFILE",
+                  (unsigned long long)rl.rlim_cur, fit, want);
+        return fit;
+    }
+    return want;
 }
 
 static size_t
@@ -292,12 +429,15 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 #pragma GCC diagnostic pop
 
 struct http_server *
-http_start(struct agent *a, const char *host, int port, char *err, size_t errlen)
+http_start(struct agent *a, const char *host, int port, const struct http_limits *lim,
+           char *err, size_t errlen)
 {
     struct addrinfo hints, *res = NULL;
     struct http_server *h = NULL;
     char portstr[16];
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    struct guard_limits gl;
+    unsigned int maxconn;
     int rc;
 
     memset(&hints, 0, sizeof(hints));
@@ -316,20 +456,31 @@ http_start(struct agent *a, const char *host, int port, char *err, size_t errlen
         goto out;
     }
     h->agent = a;
+    gl.per_client = lim->max_connections_per_client;
+    gl.request_timeout_ms = lim->request_timeout_ms;
+    gl.heavy_max = lim->max_api_requests;
+    if ((h->guard = guard_new(&gl, err, errlen)) == NULL) {
+        free(h);
+        h = NULL;
+        goto out;
+    }
+    maxconn = fit_descriptors(lim->max_connections);
     if (res->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     h->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, h,
                             MHD_OPTION_SOCK_ADDR, res->ai_addr,
-                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)2,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned int)128,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)HTTP_THREADS,
+                            MHD_OPTION_CONNECTION_LIMIT, maxconn,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_IDLE_TIMEOUT,
                             MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
-                            MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
+                            MHD_OPTION_NOTIFY_COMPLETED, request_completed, h,
+                            MHD_OPTION_NOTIFY_CONNECTION, notify_connection, h,
                             MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                             MHD_OPTION_END);
     if (h->d == NULL) {
         snprintf(err, errlen, "cannot listen on %s:%d (in use, or not an address of this host?)",
                  host, port);
+        guard_free(h->guard);
         free(h);
         h = NULL;
     }
@@ -344,5 +495,6 @@ http_stop(struct http_server *h)
     if (h == NULL)
         return;
     MHD_stop_daemon(h->d);
+    guard_free(h->guard);
     free(h);
 }

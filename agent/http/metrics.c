@@ -15,13 +15,15 @@
  *
  * The wait families (histograms and P99 per lock class, sample counters)
  * come last, from the view's copy of the wait statistics, and only when
- * the agent ingests samples.
+ * the agent ingests samples.  The HTTP server's own admission counters
+ * are added by the /metrics route only (--once serves no HTTP).
  */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent/http/alerts_http.h"
+#include "agent/http/guard.h"
 #include "agent/http/release_http.h"
 #include "agent/http/render.h"
 #include "agent/http/routes.h"
@@ -588,6 +590,26 @@ render_metrics(const struct view *v, struct strbuf *sb)
     return sb_failed(sb) ? -1 : 0;
 }
 
+/* The HTTP server's admission counters (agent/http/guard.h). */
+static void
+render_http(const struct guard_stats *st, struct strbuf *sb)
+{
+    family(sb, "lockwatch_http_connections", "gauge",
+           "HTTP connections open now (at most http_max_connections).");
+    sb_addf(sb, "lockwatch_http_connections %" PRIu64 "\n", st->open);
+    family(sb, "lockwatch_http_request_timeouts_total", "counter",
+           "HTTP connections closed because a request's headers and body were not in "
+           "within http_request_timeout (1s over http_max_connections_per_client).");
+    sb_addf(sb, "lockwatch_http_request_timeouts_total %" PRIu64 "\n", st->timeouts);
+    family(sb, "lockwatch_http_rejected_total", "counter",
+           "API and status page requests answered 503 with Retry-After: busy "
+           "(http_max_api_requests in flight) or client_limit "
+           "(over http_max_connections_per_client).");
+    sb_addf(sb, "lockwatch_http_rejected_total{reason=\"busy\"} %" PRIu64 "\n", st->busy);
+    sb_addf(sb, "lockwatch_http_rejected_total{reason=\"client_limit\"} %" PRIu64 "\n",
+            st->over_client);
+}
+
 void
 serve_metrics(const struct http_request *rq, struct http_response *out)
 {
@@ -606,6 +628,13 @@ serve_metrics(const struct http_request *rq, struct http_response *out)
         return;
     }
     view_release(&v);
+    if (rq->http != NULL)
+        render_http(rq->http, &sb);
+    if (sb_failed(&sb)) {
+        sb_release(&sb);
+        http_text(out, 500, "internal error: exposition too large or out of memory\n");
+        return;
+    }
     out->status = 200;
     out->ctype = HTTP_CT_METRICS;
     out->body = sb_detach(&sb, &out->len);

@@ -11,6 +11,7 @@
 #include "agent/agent.h"
 
 #define RENDER_MAX_BYTES   (256u * 1024 * 1024)  /* cap on one response */
+#define API_PAGE_MAX_BYTES (8u * 1024 * 1024)    /* cap on one page of the lock list */
 #define OFFENDER_KEY_MAX   200                   /* bytes of a key label */
 #define OFFENDER_HOLDER_MAX 128                  /* bytes of a holder label */
 
@@ -20,12 +21,14 @@ int render_metrics(const struct view *v, struct strbuf *sb);
 /* Readiness: 1 ready, 0 not; reason lists each target that is not. */
 int render_ready(const struct view *v, struct strbuf *reason);
 
-/* The JSON API.  Each returns an HTTP status and a malloc'd body. */
+/* The JSON API.  Each returns an HTTP status and a malloc'd body.  A list
+ * is one page of at most API_PAGE_MAX_BYTES (api.c). */
 struct api_query {
     const char *state;          /* NULL = all */
     const char *target;         /* NULL = any */
     const char *class_;         /* NULL = any */
     const char *limit;          /* NULL = default */
+    const char *offset;         /* NULL = 0: the first page */
 };
 int render_api_locks(const struct view *v, const struct api_query *q,
                      char **body, size_t *len);

@@ -25,12 +25,14 @@
 #define HTTP_OOM_TEXT    "internal error: out of memory\n"
 
 struct MHD_Connection;
+struct guard_stats;
 
 struct http_request {
     struct agent *agent;
     const char *rest;               /* the path past a prefix route's prefix,
                                      * still percent-encoded; "" for an exact route */
     struct MHD_Connection *conn;    /* for http_query() */
+    const struct guard_stats *http; /* the server's admission counters */
 };
 
 /* The answer; the router sends it with Cache-Control: no-store. */

@@ -131,6 +131,54 @@ def _short(v, n=400):
     return s if len(s) <= n else s[:n] + "..."
 
 
+def sanitized():
+    """True when lockwatchd is an ASan build (CI's second pass): its memory
+    figures are ASan's shadow and quarantine, so RSS bounds do not apply."""
+    try:
+        with open(LOCKWATCHD, "rb") as f:
+            return b"AddressSanitizer" in f.read()
+    except OSError:
+        return False
+
+
+def vm_rss_mb(pid):
+    """A process's resident set (VmRSS of /proc/PID/status), in MB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
+def timed_get(port, path, timeout=1.0):
+    """One GET on a fresh connection to 127.0.0.1:port, the whole answer
+    read within timeout seconds: (status, or None when there was no whole
+    answer in time, and the seconds it took)."""
+    t0 = time.monotonic()
+    s = None
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        s.sendall(("GET %s HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n"
+                   % path).encode())
+        data = b""
+        while True:
+            left = timeout - (time.monotonic() - t0)
+            if left <= 0:
+                return None, time.monotonic() - t0
+            s.settimeout(left)
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        line = data.split(b"\r\n", 1)[0].split()
+        return (int(line[1]) if len(line) >= 2 else None), time.monotonic() - t0
+    except OSError:
+        return None, time.monotonic() - t0
+    finally:
+        if s is not None:
+            s.close()
+
+
 # --------------------------------------------------------------------------
 # redis-server
 

@@ -1,7 +1,8 @@
 /*
  * test_render.c - /metrics and JSON rendering from hand-built snapshots:
  * escaping of hostile keys, bounded offender labels, series that do not
- * grow with the number of locks, worst-first ordering and filters.
+ * grow with the number of locks, worst-first ordering and filters, and
+ * the lock list's pages (offset, next_offset, the byte cap).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -248,12 +249,146 @@ offenders_are_worst_first_across_targets(void **state)
     view_release(&v);
 }
 
+/* The page of q as parsed JSON (status 200 asserted); *blen its bytes. */
+static json_t *
+page_of(const struct view *v, const struct api_query *q, size_t *blen)
+{
+    json_error_t jerr;
+    json_t *root;
+    char *body;
+    size_t len;
+
+    assert_int_equal(render_api_locks(v, q, &body, &len), 200);
+    root = json_loadb(body, len, 0, &jerr);
+    assert_non_null(root);
+    free(body);
+    if (blen != NULL)
+        *blen = len;
+    return root;
+}
+
+static void
+api_pages_hold_every_lock_once(void **state)
+{
+    struct snapshot *s = new_snap("main", "lock:*");
+    struct api_query q = { NULL, NULL, NULL, "3", NULL };
+    char keys[10][16], off[16];
+    int seen[10] = { 0 }, pages = 0, i;
+    json_int_t next = 0;
+    struct view v;
+    json_t *root;
+    char *body;
+    size_t len;
+
+    (void)state;
+    for (i = 0; i < 10; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "lock:%d", i);
+        add_lock(s, keys[i], strlen(keys[i]), "t", 1, 0, 1000 * (i + 1), 1);
+    }
+    view_of(&v, &s, 1, 20);
+    for (;;) {
+        json_t *locks, *no;
+        size_t k;
+
+        snprintf(off, sizeof(off), "%lld", (long long)next);
+        q.offset = off;
+        root = page_of(&v, &q, NULL);
+        locks = json_object_get(root, "locks");
+        assert_int_equal(json_integer_value(json_object_get(root, "offset")), next);
+        assert_int_equal(json_integer_value(json_object_get(root, "count")),
+                         json_array_size(locks));
+        assert_int_equal(json_integer_value(json_object_get(root, "total")), 10);
+        for (k = 0; k < json_array_size(locks); k++) {
+            const char *key = json_string_value(json_object_get(json_array_get(locks, k), "key"));
+
+            assert_non_null(key);
+            seen[atoi(key + 5)]++;
+        }
+        pages++;
+        no = json_object_get(root, "next_offset");
+        assert_non_null(no);
+        if (json_is_null(no)) {
+            json_decref(root);
+            break;
+        }
+        assert_int_equal(json_integer_value(no), next + 3);
+        next = json_integer_value(no);
+        json_decref(root);
+        assert_true(pages < 10);
+    }
+    assert_int_equal(pages, 4);
+    for (i = 0; i < 10; i++)
+        assert_int_equal(seen[i], 1);
+
+    q.offset = "-1";
+    assert_int_equal(render_api_locks(&v, &q, &body, &len), 400);
+    assert_non_null(strstr(body, "next_offset"));
+    free(body);
+    q.offset = "20";
+    root = page_of(&v, &q, NULL);
+    assert_int_equal(json_array_size(json_object_get(root, "locks")), 0);
+    assert_true(json_is_null(json_object_get(root, "next_offset")));
+    json_decref(root);
+    view_release(&v);
+}
+
+/* Keys of SNAP_KEY_MAX control bytes (each 6 bytes of JSON text, 3 more
+ * escaped): a page of all of them would be far over the cap. */
+static void
+api_page_is_cut_at_the_byte_cap(void **state)
+{
+    struct snapshot *s = new_snap("main", "lock:*");
+    struct api_query q = { NULL, NULL, NULL, NULL, NULL };
+    char *keys[12], off[16];
+    size_t blen, seen = 0;
+    json_int_t next = 0;
+    struct view v;
+    int i, pages = 0;
+
+    (void)state;
+    for (i = 0; i < 12; i++) {
+        keys[i] = malloc(SNAP_KEY_MAX);
+        assert_non_null(keys[i]);
+        memset(keys[i], '\x01', SNAP_KEY_MAX);
+        memcpy(keys[i], "lock:", 5);
+        keys[i][5] = (char)('a' + i);
+        add_lock(s, keys[i], SNAP_KEY_MAX, "t", 1, 0, 1000 * (i + 1), 1);
+    }
+    view_of(&v, &s, 1, 20);
+    for (;;) {
+        json_t *root, *no;
+
+        snprintf(off, sizeof(off), "%lld", (long long)next);
+        q.offset = off;
+        root = page_of(&v, &q, &blen);
+        assert_true(blen <= API_PAGE_MAX_BYTES);
+        assert_true(json_array_size(json_object_get(root, "locks")) > 0);
+        seen += json_array_size(json_object_get(root, "locks"));
+        pages++;
+        no = json_object_get(root, "next_offset");
+        if (json_is_null(no)) {
+            json_decref(root);
+            break;
+        }
+        assert_int_equal(json_integer_value(no), next +
+                         (json_int_t)json_array_size(json_object_get(root, "locks")));
+        next = json_integer_value(no);
+        json_decref(root);
+        assert_true(pages < 12);
+    }
+    assert_true(pages >= 2);
+    assert_int_equal(seen, 12);
+    view_release(&v);
+    for (i = 0; i < 12; i++)
+        free(keys[i]);
+}
+
 static void
 api_lists_filters_and_stays_valid_json(void **state)
 {
     static const char bad[] = "lock:\xff\"\n";
     struct snapshot *s = new_snap("main", "lock:*");
-    struct api_query q = { "leaked", NULL, NULL, NULL };
+    struct api_query q = { "leaked", NULL, NULL, NULL, NULL };
     struct view v;
     json_t *root, *locks;
     json_error_t jerr;
@@ -330,6 +465,8 @@ main(void)
         cmocka_unit_test(keys_that_sanitise_alike_stay_two_series),
         cmocka_unit_test(offenders_are_worst_first_across_targets),
         cmocka_unit_test(api_lists_filters_and_stays_valid_json),
+        cmocka_unit_test(api_pages_hold_every_lock_once),
+        cmocka_unit_test(api_page_is_cut_at_the_byte_cap),
         cmocka_unit_test(ready_names_targets_that_are_not),
     };
 
