@@ -27,7 +27,10 @@
 #include "common/strbuf.h"
 
 #define AGENT_PAGE_LIMIT 10000      /* the API's largest limit */
-#define AGENT_PAGES_MAX  (AGENT_LOCKS_MAX / AGENT_PAGE_LIMIT + 1)
+/* A page ends at AGENT_PAGE_LIMIT locks or at the agent's byte cap (8 MiB:
+ * with 16 KiB keys a few hundred locks), so the number of pages is bounded
+ * by the locks, each page but the last holding at least one. */
+#define AGENT_PAGES_MAX  AGENT_LOCKS_MAX
 
 static bool
 wildcard(const char *host)
