@@ -361,14 +361,18 @@ target_copy(struct agent *a, const char *name, struct target_conf *out)
     return rc;
 }
 
-/* The holder's age as the agent's tracker knows it, or 0. */
+/* The holder's age as the agent's tracker knows it, or 0.  *not_leaked:
+ * the agent's last scan did not judge the lock leaked although it saw no
+ * TTL, or did not see the lock at all (a lock with a TTL is left to the
+ * script, which refuses it as every client's release does). */
 static int64_t
-known_age(struct agent *a, const char *target, const struct body *b)
+known_age(struct agent *a, const char *target, const struct body *b, bool *not_leaked)
 {
     struct view v;
     int64_t age = 0;
     size_t i, k, h;
 
+    *not_leaked = true;
     if (agent_view(a, &v) == -1)
         return 0;
     for (i = 0; i < v.ntargets && age == 0; i++) {
@@ -381,6 +385,7 @@ known_age(struct agent *a, const char *target, const struct body *b)
 
             if (l->key_len != b->keylen || memcmp(l->key, b->key, b->keylen) != 0)
                 continue;
+            *not_leaked = l->pttl_ms == -1 && !(l->states & LOCK_LEAKED);
             for (h = 0; h < l->nholders; h++)
                 if (!l->holders[h].truncated && l->holders[h].id_len == b->holderlen &&
                     memcmp(l->holders[h].id, b->holder, b->holderlen) == 0 &&
@@ -417,10 +422,11 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
     struct release_request rq;
     struct release_result res;
     redisContext *rc = NULL;
-    json_t *root = NULL;
+    json_t *root = NULL, *out;
     char op[NI_MAXHOST + 8], keylog[128];
-    const char *msg;
+    const char *msg, *refusal = NULL;
     unsigned int status;
+    bool not_leaked;
     int found, ret;
 
     memset(&t, 0, sizeof(t));
@@ -449,14 +455,25 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
     rq.holderlen = b.holderlen;
     rq.if_leaked = b.if_leaked;
     rq.if_older_than_ms = b.older_ms;
-    rq.known_age_ms = known_age(a, t.name, &b);
+    rq.known_age_ms = known_age(a, t.name, &b, &not_leaked);
     rq.dry_run = b.dry_run;
     rq.operator_name = op;
     rq.reason = b.reason;
 
     memset(&res, 0, sizeof(res));
-    /* the key's node: the target, its primary (sentinel), its shard (cluster) */
-    if ((rc = target_open(&t, b.key, b.keylen, NULL, &node, res.err, sizeof(res.err))) == NULL) {
+    if (b.if_leaked && not_leaked) {
+        /* if_leaked means what lockctl and the API call leaked: no TTL for
+         * leak_grace, judged by the agent's last scan (lockstate.c).  The
+         * script would check only that there is no TTL now; nothing runs
+         * and nothing is audited. */
+        res.outcome = RELEASE_REFUSED_NOT_LEAKED;
+        res.pttl_ms = -2;
+        res.idle_s = -1;
+        refusal = "refused: if_leaked, but the agent's last scan does not judge the lock "
+                  "leaked (no TTL for leak_grace); nothing was changed";
+        status = 409;
+    } else if ((rc = target_open(&t, b.key, b.keylen, NULL, &node, res.err,
+                                 sizeof(res.err))) == NULL) {
         res.outcome = RELEASE_ERROR;
         status = 503;           /* unreachable: try again later */
     } else {
@@ -464,12 +481,16 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
         status = release_outcome_refused(res.outcome) ? 409
             : res.outcome == RELEASE_ERROR || res.audit_failed ? 502 : 200;
     }
-    count(a, res.outcome, b.dry_run);
+    if (refusal == NULL)        /* counted: the attempts that ran */
+        count(a, res.outcome, b.dry_run);
     keytext_percent(keylog, sizeof(keylog), b.key, b.keylen);
     log_info("release of %s on target %s by %s%s: %s%s%s", keylog, t.name, op,
              b.dry_run ? " (dry run)" : "", release_outcome_str(res.outcome),
              res.err[0] ? ": " : "", res.err);
-    ret = reply_json(c, status, release_result_json(t.name, &rq, &res));
+    out = release_result_json(t.name, &rq, &res);
+    if (out != NULL && refusal != NULL)
+        json_object_set_new(out, "message", json_string(refusal));
+    ret = reply_json(c, status, out);
 done:
     if (rc != NULL)
         redisFree(rc);

@@ -150,6 +150,20 @@ class ReleaseHttp(h.TestCase):
             ({"key_escaped": h.escape_key(b"lock:bin\x00\xff\n"),
               "holder_escaped": h.escape_key(b"t\x00k")}, 200, "released"),
         ]
+        # if_leaked is the agent's "leaked": no TTL for leak_grace (3s here) in
+        # its last scan, as for lockctl and ?state=leaked.  lock:a is judged so
+        # before its release below; a lock just made is not, though it has no
+        # TTL either, and nothing runs for it (no audit entry).
+        def leaked_a():
+            st, j = ag.get_json("/api/v1/locks?state=leaked")
+            return st == 200 and any(l["key"] == "lock:a" for l in j["locks"])
+        ag.wait_for(leaked_a, 15, desc="lock:a judged leaked")
+        c.set("lock:fresh", "f")
+        st, _, doc = post(ag, {"key": "lock:fresh", "holder": "f", "if_leaked": True})
+        self.assertEqual((st, doc.get("outcome")), (409, "not_leaked"), doc)
+        self.assertIn("leak_grace", doc["message"])
+        self.assertEqual(c.get("lock:fresh"), b"f")
+        self.assertFalse(c.exists("lockwatch:audit"))
         for body, status, outcome in cases:
             st, _, doc = post(ag, body)
             self.assertEqual((st, doc.get("outcome")), (status, outcome), (body, doc))
