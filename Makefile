@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # lockwatch - non-recursive Makefile.
 #
 #   make            build everything into build/

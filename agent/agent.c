@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * agent.c - the running agent: its scanner threads, snapshot publication,
  * start, reload and stop, the view HTTP renders, and --once.

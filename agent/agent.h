@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * agent.h - the running agent: one scanner thread per target, each
  * publishing immutable snapshots, the [redlock] groups compared on them,

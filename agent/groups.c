@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * groups.c - the [redlock] groups of the agent: building them over the
  * running targets, comparing them and publishing their reports, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * groups.h - the agent's [redlock] groups: each one compares the newest
  * snapshots of its member targets (collectors/locks/redlock.h) and

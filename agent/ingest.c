@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ingest.c - read sample datagrams with recvmmsg() and count them.
  *

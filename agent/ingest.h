@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ingest.h - the UDP listener for wait/hold samples ([agent] samples).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alert_kinds.h - the one list of alert kinds (SPEC "Alerts").
  *

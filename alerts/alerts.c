@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alerts.c - the tick that runs the rules, turns the alert set's events
  * into notices per sink, and queues them (see alerts.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alerts.h - the agent's alerting: the alert set, the rules' settings and
  * the notifier with its sinks, behind one handle.

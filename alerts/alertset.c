@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alertset.c - alert instances, their state machine and their events (see
  * alertset.h for the lifecycle).

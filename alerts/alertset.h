@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alertset.h - the set of alert instances and their lifecycle.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * notifier.c - the notifier thread: per-sink queues, libcurl multi,
  * retries with backoff (see notifier.h for the contract).

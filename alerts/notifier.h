@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * notifier.h - delivering notices to the sinks, on a thread of its own.
  *

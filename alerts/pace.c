@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pace.c - the spacing between deliveries to one receiver (see pace.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pace.h - the least spacing between the deliveries to one receiver: when
  * a sink whose receiver limits its rate (Slack: one message per second per

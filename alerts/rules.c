@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rules.c - judging which alerts hold and writing their texts (see
  * rules.h for when, alert_kinds.h for the kinds).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rules.h - the alert rules: which alerts hold, judged from the newest
  * snapshots and the wait statistics (SPEC "Alerts").  The kinds, their

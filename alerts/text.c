@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * text.c - appends onto a strbuf that cut at a UTF-8 character boundary
  * instead of failing at the cap (see text.h).

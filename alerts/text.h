@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * text.h - alert texts on the one bounded buffer (common/strbuf.h), cut
  * the way alert texts must be cut.

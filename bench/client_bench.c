@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * client_bench.c - liblockwatch's cost next to a bare hiredis lock loop,
  * and how fast a released lock reaches its next waiter (SPEC "Performance

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ingest_bench.c - a load generator for the agent's sample ingest: the
  * sending half of `bench/ingest`, which starts the agent, runs this at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * scan_floor.c - the floor the agent's full scan is measured against.
  *

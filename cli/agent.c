@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * agent.c - what the agent's API knows of the locks, for list and show.
  *

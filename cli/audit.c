@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * audit.c - lockctl audit: the newest entries of the audit stream.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * confirm.c - the "are you sure?" before lockctl changes a lock.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * inspect.c - read locks from Redis and judge them, as the agent would.
  *

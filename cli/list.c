@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * list.c - lockctl list: the target's locks, worst first.
  *

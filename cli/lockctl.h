@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lockctl.h - what the files of lockctl, the on-call CLI, share.
  *

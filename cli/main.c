@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * main.c - lockctl, the on-call CLI: global options and the command table.
  *

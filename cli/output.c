@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * output.c - how lockctl writes things: JSON (with jansson, never by hand)
  * and the short human forms of durations, TTLs and times.

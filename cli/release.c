@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * release.c - lockctl release and lockctl expire: the guarded changes.
  *

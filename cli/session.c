@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * session.c - what every lockctl command starts from: the config the agent
  * reads, one target out of it, a connection, and the operator's name.

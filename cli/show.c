@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * show.c - lockctl show KEY: one lock, read from Redis now.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * table.c - lockctl's human output: tables that fit 100 columns, whatever
  * the keys hold.

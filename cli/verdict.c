@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * verdict.c - a lock's age, states and place in a listing, from what
  * lockctl read from Redis and what the agent knows.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * client.c - the client handle: options and their validation, connecting,
  * freeing, errors, counters.

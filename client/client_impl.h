@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * client_impl.h - liblockwatch's insides, shared by the client sources and the unit
  * tests.  Never installed: the public API is lockwatch.h alone.

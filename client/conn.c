@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * conn.c - Redis connections: connecting (AUTH, SELECT, timeouts), the
  * shared command connection, and running the lock scripts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lock.c - the lock calls every kind shares: lw_lock / lw_trylock /
  * lw_unlock / lw_extend and the lock object's accessors.

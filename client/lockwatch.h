@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lockwatch.h - liblockwatch, a Redis lock client for C that reports how
  * long its callers waited for each lock and how long they held it.

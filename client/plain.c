@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plain.c - plain locks: a string key holding the holder's lw1 token.
  *

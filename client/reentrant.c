@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reentrant.c - reentrant locks in Redisson's RLock wire format, and the
  * holder registry that tells lockwatchd who holds them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * report.c - wait and hold samples to lockwatchd over UDP (SPEC "Wait and
  * hold samples"):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * scripts.c - the table of Lua scripts behind every lock operation that
  * must be atomic on the server.

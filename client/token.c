@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * token.c - who holds a lock: the lw1 token, the client UUID, the host
  * name, the thread id, and the random bits behind them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * wait.c - waiting for a lock: pub/sub wake-ups with a bounded re-check.
  *

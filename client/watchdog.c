@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * watchdog.c - the client's background thread: it renews watchdog locks,
  * keeps the holder registry alive, and flushes buffered samples.

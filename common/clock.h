@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * clock.h - the process's two clocks, in milliseconds.
  *

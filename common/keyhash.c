@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * keyhash.c - SipHash-2-4 (Aumasson and Bernstein, 2012) under a random
  * per-process key (see keyhash.h).

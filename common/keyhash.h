@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * keyhash.h - the keyed hash by which the scanner (and lockctl list) tell
  * keys and holders apart within a pass.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * keytext.c - safe text forms of arbitrary Redis bytes (see keytext.h).
  *

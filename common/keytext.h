@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * keytext.h - lock keys and holder ids as text, safely.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * log.c - stderr or syslog logging for lockwatchd, and the escaping of
  * control bytes every message goes through.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * log.h - the agent's logging, in the OpenBSD daemon manner.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lw1.h - the lw1 grammar that liblockwatch writes and the agent reads:
  * the holder token of a plain lock and the fields of a sample line.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * prefixname.h - the name of a lock's companion key or channel, as
  * Redisson's prefixName() (RedissonObject.java) makes it.

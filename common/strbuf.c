@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * strbuf.c - bounded growable buffer (see strbuf.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * strbuf.h - a growable byte buffer with a hard cap.
  *

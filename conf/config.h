@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config.h - the lockwatch configuration: one table of options drives
  * parsing, validation, defaults and the effective-config dump (-n).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * options.h - the table of lockwatch config options and the value types
  * it is written in.

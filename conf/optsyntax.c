@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * optsyntax.c - the text grammars of option values: durations, comma
  * separated lists, host:port, whether a URL carries a password, and a URL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * optsyntax.h - the text grammars option values are written in, internal
  * to conf/.

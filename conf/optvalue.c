@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * optvalue.c - the value types of config options: how each parses a value
  * into its row's fields, frees it, writes it back as the file would say

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * secretfile.c - read a password or token from its file (see secretfile.h).
  *

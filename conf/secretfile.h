@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * secretfile.h - read a password or token from its file, internal to
  * conf/ (the FILE value type in optvalue.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sink_formats.h - the one list of alert sink formats.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz.h - what every libFuzzer harness in fuzz/ shares: a reader that
  * turns the fuzzer's bytes into the fields a harness builds its input

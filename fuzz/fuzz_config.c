@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_config.c - libFuzzer harness for the config loader (conf/): the
  * fuzzer's bytes are a lockwatch.ini, loaded through config_load() from a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_formats.c - libFuzzer harness for every lock-format decoder
  * (collectors/formats/): the fuzzer's bytes become a raw_lock of string,

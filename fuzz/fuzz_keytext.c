@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_keytext.c - libFuzzer harness for common/keytext.c: the text forms
  * every Redis key and holder id takes on its way to a label, JSON, a URL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_options.c - libFuzzer harness for the value grammars of the option
  * table (conf/options.c, optvalue.c, optsyntax.c): durations, integers,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_render.c - libFuzzer harness for the renderers of agent/http/: the
  * Prometheus exposition (metrics.c) and the JSON lock API (api.c, with

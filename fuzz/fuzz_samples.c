@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_samples.c - libFuzzer harness for the sample line parser
  * (collectors/waits/samples.c), the first code to touch what anyone on the

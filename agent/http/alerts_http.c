@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alerts_http.c - where the agent meets alerts/: the tick, the JSON list
  * of firing alerts and the alert metrics.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alerts_http.h - the agent's side of alerting: the once-a-second tick
  * that feeds the rules, GET /api/v1/alerts, and the alert metric

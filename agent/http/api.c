@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * api.c - the JSON lock API (/api/v1/locks and /api/v1/locks/{key}).
  *

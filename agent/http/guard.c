@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * guard.c - the HTTP server's admission control: request deadlines,
  * connections per client address, and the budget of expensive answers.

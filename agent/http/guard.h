@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * guard.h - admission control for the HTTP server: who may hold a
  * connection, for how long, and who may have an expensive answer made.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * health.c - GET /healthz and GET /readyz: is the process up, and has
  * every target's last scan succeeded.

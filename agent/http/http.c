@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * http.c - the HTTP server over libmicrohttpd: the route table, the one
  * dispatcher that walks it, and the answers it sends.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * http.h - the agent's HTTP server (libmicrohttpd): /metrics, /healthz,
  * /readyz, the JSON API and the landing page.  Every handler renders a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * metrics.c - the /metrics exposition (Prometheus text format 0.0.4).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * release_http.c - POST /api/v1/locks/release, the guarded release over
  * HTTP, and the lockwatch_releases_total counter.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * release_http.h - POST /api/v1/locks/release: the guarded release over
  * HTTP (SPEC "Guarded release", "HTTP"), and lockwatch_releases_total.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * render.h - what HTTP and --once show: the Prometheus exposition and the
  * JSON lock API, both rendered from a view (immutable snapshots).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * routes.h - the contract between the router (agent/http/http.c) and the
  * handlers of its read routes: what a handler is given, what it gives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * status.c - the status page (GET /), what on-call looks at first,
  * rendered from a view.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alertmanager.c - format = alertmanager: Alertmanager's API v2.
  *

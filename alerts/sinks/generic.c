@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * generic.c - format = generic: signed JSON for any HTTP receiver.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sinks.c - the table of sink formats and what the rows share: JSON for
  * labels, annotations and times, and Standard Webhooks signing.

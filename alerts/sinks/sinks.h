@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sinks.h - where notices go: the table of sink formats ([webhook NAME]
  * format =), one row and one file each.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * slack.c - format = slack: a Slack incoming webhook.
  *

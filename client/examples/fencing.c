@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fencing.c - liblockwatch example: fencing tokens.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lock_timeout.c - liblockwatch example: wait for a lock, but not forever.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reentrant.c - liblockwatch example: a reentrant lock shared with Java
  * services that use Redisson.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * try_lock.c - liblockwatch example: do a job only if nobody else is
  * doing it right now.

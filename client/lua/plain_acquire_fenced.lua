@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- liblockwatch: take a plain lock and a fencing token in one atomic step.
 -- KEYS[1] lock, KEYS[2] fence counter (lockwatch_fence:{key});
 -- ARGV[1] lw1 token, ARGV[2] lease ms.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- liblockwatch: extend a plain lock only if it still holds our token (also
 -- the watchdog's renewal).  KEYS[1] lock; ARGV[1] lw1 token, ARGV[2] lease ms.
 -- 1 extended, 0 not ours.

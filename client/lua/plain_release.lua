@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- liblockwatch: release a plain lock only if it still holds our token, and
 -- wake the waiters.  KEYS[1] lock, KEYS[2] wake channel
 -- (lockwatch_lock__channel:{key}); ARGV[1] lw1 token.

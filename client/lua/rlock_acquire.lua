@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- liblockwatch: take a reentrant lock, Redisson's RLock acquire in effect:
 -- take it when the hash does not exist or our field is in it, HINCRBY the
 -- field, PEXPIRE the lease.  KEYS[1] lock hash, KEYS[2] fence counter;

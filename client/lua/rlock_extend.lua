@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- liblockwatch: extend a reentrant lock if our field is still in it, as
 -- Redisson's watchdog renewal (LockTask) does.  KEYS[1] lock hash;
 -- ARGV[1] "<uuid>:<thread>", ARGV[2] lease ms.  1 extended, 0 not ours.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- liblockwatch: release one hold of a reentrant lock, Redisson's RLock
 -- unlock without its retry latch (we never retry an unlock).
 -- KEYS[1] lock hash, KEYS[2] wake channel (redisson_lock__channel:{key});

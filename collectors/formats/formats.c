@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * formats.c - the table of lock formats and the walk that picks a row.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * formats_impl.h - what the format decoders share, private to
  * collectors/formats/formats.c and the files in collectors/formats/.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * liblockwatch.c - the lw1 token our own client library writes as the
  * value of a plain lock.

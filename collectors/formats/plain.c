@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plain.c - the two catch-all rows: "plain" and "unknown".
  *

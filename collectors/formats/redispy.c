@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redispy.c - redis-py's Lock, whose default token is uuid.uuid1().hex.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redisson.c - Redisson's hash locks: RLock (and everything stored like it:
  * FencedLock, SpinLock, NonReentrantLock, the FairLock hash) and the

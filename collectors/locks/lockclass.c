@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lockclass.c - lock classes: from a key to the bounded name its metrics
  * are kept under.

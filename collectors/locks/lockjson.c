@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lockjson.c - lock data as JSON values (see lockjson.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lockjson.h - lock data as JSON values (jansson), one way for every
  * producer: the agent's API, lockctl --json and the alert payloads.

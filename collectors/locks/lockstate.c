@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lockstate.c - the one judge of a lock's state and the one pattern check.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lockstate.h - the one judge of a lock's state and the one pattern check.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redlock.c - the per-target lock maps and the comparison across the
  * members of a Redlock group (see redlock.h for the rules).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redlock.h - Redlock consistency: do the independent nodes of a
  * [redlock NAME] group agree on who holds each lock?

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * snapshot.c - counting, retaining, ordering and freeing scan snapshots,
  * and the names of the read errors their counters are kept by.

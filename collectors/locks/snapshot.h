@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * snapshot.h - the immutable result of one full scan of one target.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cluster.c - hash slots, CLUSTER SHARDS / CLUSTER SLOTS parsing,
  * discovery and redirections (see cluster.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cluster.h - Redis Cluster topology: hash slots, shard discovery and
  * redirections, for the scanner (one scan per shard), lockctl and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * conn.c - connect to one node of a target: timeouts, AUTH, SELECT.
  *

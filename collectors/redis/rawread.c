@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rawread.c - value replies to raw_lock, shared by the scanner and lockctl
  * (see rawread.h).

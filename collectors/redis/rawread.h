@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rawread.h - a key's value replies (GETRANGE, HLEN + HSCAN) as a raw_lock.
  *

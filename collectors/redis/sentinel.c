@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sentinel.c - the Sentinel client protocol (see sentinel.h).
  *

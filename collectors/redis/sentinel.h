@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sentinel.h - find the current primary of a Sentinel-managed target.
  *

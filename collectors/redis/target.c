@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * target.c - from a target's mode to a connected node (see target.h).
  *

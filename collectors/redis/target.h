@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * target.h - open a configured target, or the node that serves a key, by
  * the target's mode.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * release.c - run the guarded release / expire script and read its answer.
  *

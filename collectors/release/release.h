@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * release.h - the guarded release and expire of one lock (SPEC "Guarded
  * release"), shared by lockctl and the agent's POST /api/v1/locks/release.

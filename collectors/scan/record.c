@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * record.c - per key of a scan: decode, class, track, judge, snapshot.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * registry.c - the client registry: when and where a Redisson-format
  * lock's holder took it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * scan.c - a full scan of one target: the runs by topology and the
  * connections kept between them.

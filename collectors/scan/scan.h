@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * scan.h - one full, paced scan of one Redis target into a snapshot.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * scan_impl.h - what the files of the scanner share; internal to
  * collectors/scan/ (nothing outside it includes this).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stream.c - one node's pass: the pipelined SCAN / META / VALS stream and
  * its pacing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tracker.c - open-addressing hashes of tracked locks (see tracker.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tracker.h - first-seen time per (key, holder) across scans.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * samples.c - the strict parser of the sample line protocol.
  *

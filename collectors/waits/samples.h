@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * samples.h - the wait/hold sample line protocol (SPEC "Wait and hold
  * samples"; docs/line-protocol.md is the user-facing description).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sketch.c - the log-bucket quantile sketch and its sliding window.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sketch.h - a fixed-size log-bucket quantile sketch of durations in
  * microseconds, and a sliding window made of a ring of such sketches.

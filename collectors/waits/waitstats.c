@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * waitstats.c - per-class wait and hold statistics behind one mutex.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * waitstats.h - acquire-wait and hold-time statistics per lock class, fed
  * by the samples clients send (SPEC "Wait and hold samples").

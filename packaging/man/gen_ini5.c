@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gen_ini5.c - keep the OPTIONS section of lockwatch.ini(5) in step with
  * the config option table (conf/options.c, config_options[]).

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """tests/demo/workload.py - the lock traffic `make demo` shows lockwatchd.
 
     workload.py --port PORT [--host 127.0.0.1] [--ready FILE]

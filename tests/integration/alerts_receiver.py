@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Local HTTP receivers for the alert tests (tests/integration/test_alerts*.py).
 
 A Receiver is a Python http.server on a free loopback port, on its own thread,

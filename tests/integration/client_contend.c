@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * client_contend.c - N threads contend for one liblockwatch lock (driver
  * for test_client_contention.py).

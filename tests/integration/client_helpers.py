@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Helpers for the liblockwatch integration tests (test_client_*.py).
 
 Shell drives build/itests/client_shell (tests/integration/client_shell.c), a

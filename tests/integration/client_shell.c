@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * client_shell.c - a line-driven liblockwatch driver for the Python
  * integration tests (test_client_*.py).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Shared harness for the lockwatch integration tests.
 
 Every test program starts its own throwaway redis-server (Debian's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * release_driver.c - drives collectors/release/release.c (the guarded release that
  * lockctl and the agent run) for tests/integration/test_release*.py.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The agent scans with the least privileges README documents: a Redis ACL
 user that may read lock keys and the client registry, and nothing else (no
 write command, no key outside ~lock:* and ~lockwatch:client:*).  Every

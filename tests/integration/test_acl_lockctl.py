@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The two least-privilege Redis ACL users README documents: the scanner
 (read-only) and lockctl's (the guarded release: EVALSHA/EVAL of its
 script, the wake-ups, the audit stream).  lockctl with its user releases

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Alerts pushed to a real Alertmanager (issue 4 acceptance, SPEC "Alerts",
 format = alertmanager).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """LockWaitP99High (issue 4 acceptance, SPEC "Alerts"): a class's P99 acquire
 wait over wait_window above wait_p99, with at least wait_min_samples waits.
 

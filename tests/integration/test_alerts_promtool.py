@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The shipped Prometheus rules (packaging/prometheus/lockwatch-rules.yml):
 `promtool check rules` accepts them, `promtool test rules` passes their unit
 tests (lockwatch-rules.test.yml), every alertname the agent raises has a rule,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Slack's rate limit, kept by the sink (issue 14): one message per second
 per incoming webhook.
 

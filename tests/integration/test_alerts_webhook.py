@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Alerts delivered to webhooks (issue 4 acceptance, SPEC "Alerts").
 
   - a leaked lock produces exactly one `firing` notice at a local receiver,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Scanning a keyspace that changes under the scan.
 
 Writers keep taking and dropping locks (short TTLs, DELs, type changes of the

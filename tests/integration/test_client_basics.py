@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """liblockwatch against a real redis-server: the watchdog, fencing tokens,
 trylock and timeouts, waiting (pub/sub wake-ups and the bounded re-check),
 the lw1 token and the holder registry as the agent reads them, and the UDP

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """liblockwatch under contention, end to end with the agent.
 
 8 threads share one client and contend for lock:contend, each holding it

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The liblockwatch examples (client/examples/*.c, built into
 build/examples/) run against a throwaway redis-server and exit 0, reporting
 to a UDP socket of the test's own (LOCKWATCH_AGENT)."""

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """liblockwatch: a holder whose watchdog stops renewing loses the lock.
 
 The holder is a client_shell process holding a watchdog lock (lease 0,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """liblockwatch's reentrant locks are Redisson RLocks on the wire.
 
 Redisson's own acquire and unlock scripts (client_helpers.REDISSON_*, from

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """liblockwatch: a handle whose lock was taken over never touches the new
 holder's lock.  Its release (and extend) answers LW_LOST, and the new
 holder's value / field is still there afterwards, for plain and reentrant

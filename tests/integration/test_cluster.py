@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """mode = cluster: a 3-primary Redis Cluster made by the test
 (`redis-cli --cluster create`), 30,000 locks over all slots including
 Redisson-format hash-tagged keys.  Every lock is counted exactly once;

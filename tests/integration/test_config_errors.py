@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """lockwatchd -n: config check.
 
 A bad duration, an unknown key, a missing password_file: exit 2 and stderr

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Debian packages: packaging/deb-build (what `make deb` runs) builds
 lockwatch, liblockwatch0 and liblockwatch-dev from a clean copy of the
 committed tree; unpacked into a scratch root with `dpkg -x`, the packaged

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Lock formats as the scan decodes them, end to end.
 
 One lock of each kind the agent knows (plain, Redisson RLock, Redisson

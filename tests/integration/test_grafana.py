@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Grafana dashboard (packaging/grafana/lockwatch.json) and the shipped
 Prometheus rules, checked against a real Prometheus.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Holder age: a watchdog-renewed lock becomes `long`; a new holder restarts
 the clock.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Hostile key names and holder tokens never break /metrics or the JSON API.
 
 Keys with '"', '\\', a newline, invalid UTF-8, '%' and a space, a NUL byte,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The HTTP server under abusive clients: slowloris, connection bursts,
 the per-client limit and the request deadline.
 

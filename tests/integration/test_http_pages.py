@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The lock list is paged and bounded: ?offset= and next_offset, the
 8 MiB page cap, and what slow readers of the largest pages cost.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Acceptance tests for the agent's sample ingest (SPEC "Wait and hold samples",
 issue 3 "The agent side"): a real lockwatchd with [agent] samples on a free
 UDP port, real datagrams from real sockets.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """make install: honours DESTDIR and PREFIX, installs the agent, the example
 config (which the installed agent accepts), the systemd unit with its paths
 filled in, and the client library with its header and pkg-config file."""

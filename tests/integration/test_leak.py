@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The leak clock: `leaked` = no TTL for at least leak_grace.
 
 A lock that loses its TTL (PERSIST) is not leaked before leak_grace and is

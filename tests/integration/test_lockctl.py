@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """lockctl, the on-call CLI, against a real redis-server (issue 5's acceptance).
 
 - release with the wrong holder exits 1, says the holder changed, leaves the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """lockctl asks the agent for what only the agent knows (issue 14's scenario).
 
 A real redis-server and a real lockwatchd with two leaked locks among

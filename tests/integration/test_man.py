@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The man pages under packaging/man/: each renders without a warning, and
 each says what the code does.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Many targets, each with its own interval, rate cap and credentials,
 scanned concurrently: a slow target - one whose server is SIGSTOPped (it
 accepts connections and never answers), and one throttled by a tiny

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """lockwatchd --once: one scan of every target, the exposition on stdout.
 
 Against a live redis-server with a few locks: exit 0, stdout passes

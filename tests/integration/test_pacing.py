@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Scan pacing: scan_count, max_keys_per_second and scan_duty do what they say.
 
 - scan_count is the SCAN COUNT hint: a full pass over N keys takes about

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A refused read never hides a leak (issue 12, point 3).
 
 A real redis-server with an ACL user for the scanner:

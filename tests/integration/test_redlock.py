@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """[redlock NAME]: five independent redis-servers, one target each, one
 group.  A key held by the same token on 3 of 5 is consistent; different
 tokens on 2 and 2 fire LockRedlockSplit and raise

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """POST /api/v1/locks/release, the guarded release over HTTP.
 
 - off by default: 404, with or without a token; a reload turning it off

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The guarded release and expire scripts against a real redis-server.
 
 - every refusal path (pattern, gone, holder_changed, wrongtype, not_leaked,

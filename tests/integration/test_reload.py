@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """SIGHUP reload and SIGTERM.
 
 SIGHUP with a changed config (max_hold 60s -> 2s) is applied: a lock held

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Issue 2 acceptance: one scan over a mixed keyspace.
 
 1,000 plain locks with a TTL, 7 without, 5 Redisson hash locks with hold

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """mode = sentinel: a primary, a replica and three sentinels started by the
 test.  The agent finds the primary through the sentinels (its URL names no
 server that matters), finds the leaks there, and after SENTINEL FAILOVER

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The status page (GET /) as a person sees it, in headless Chromium.
 
 A throwaway redis-server holds a leaked lock, a lock with a hostile key

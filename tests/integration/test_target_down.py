@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A target going down, and coming back, without an agent restart.
 
 kill -9 of the target's redis-server: lockwatch_target_up{target="main"}

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Topologies for the integration tests: a Redis Cluster, a Sentinel set,
 and the cluster's hash slots, on top of harness.py (whose RedisServer,
 clean-up and polling they reuse).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The house's layering rules, checked on the source tree (no build needed):
 #   common/      includes no project header but its own
 #   conf/        common/ and conf/ only

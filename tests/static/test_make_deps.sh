@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # `make` on a machine without the build dependencies stops before compiling,
 # with one line naming the missing Debian packages and `make deps`; `make
 # deps` and `make clean` still work there.  The machine without them is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * failalloc.c - the linker's --wrap targets for malloc, calloc, realloc
  * and strdup, failing the allocation failalloc_arm() chose (failalloc.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * failalloc.h - allocation failures on demand, for the unit tests of
  * out-of-memory paths (test_agent, test_alerts).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_agent.c - the agent's --once path (agent_scan_once) when memory
  * runs out: every allocation it makes on the calling thread is failed in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_alerts.c - the alerts handle when memory runs out: alerts_new,
  * alerts_configure and alerts_tick with the first, the second, ... the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_alertset.c - alert instances: fingerprints, the firing / repeat /
  * resolved lifecycle, keeping a target's alerts, the cap, and the

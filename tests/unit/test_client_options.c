@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_client_options.c - liblockwatch's options: defaults, validation
  * (every refusal names the option), and the argument checks of the public

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_client_report.c - liblockwatch's sample reports: key
  * percent-encoding, the wait/hold lines, packing lines into datagrams of at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_client_token.c - liblockwatch's holder identity: the lw1 token
  * (format, strict parse, round trip, and agreement with the agent's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_cluster.c - hash slots, CLUSTER SHARDS / CLUSTER SLOTS parsing and
  * redirections, from hand-built reply trees (the shapes Redis 7.0 and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_config.c - unit tests of the config module (conf/config.c,
  * conf/options.c): defaults, every value type good and bad, the exact

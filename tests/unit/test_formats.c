@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_formats.c - the lock-format table: every row's positive and negative
  * cases with values shaped like what the real clients write, the order

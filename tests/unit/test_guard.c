@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_guard.c - HTTP admission (agent/http/guard.c) on socketpairs: a
  * request past its deadline has its socket shut down and is counted, an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_keyhash.c - the keyed key hash: SipHash-2-4 against the reference
  * vectors of its paper, and a key that differs per process.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_keytext.c - sanitising, percent-encoding and hashing of raw bytes.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_lockclass.c - lock classes: derivation from keys, [classes] rules
  * and their order, the glob dialect (checked case by case against what

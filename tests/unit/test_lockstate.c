@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_lockstate.c - the one judge of lock states and the one pattern
  * check: each state at, just under and just past its threshold, states

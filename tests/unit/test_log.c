@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_log.c - the escaping every log message and every config error gets
  * (log_defang): control bytes as \xNN, backslashes doubled, output cut

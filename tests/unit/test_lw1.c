@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_lw1.c - common/lw1.h, the grammar liblockwatch and the agent
  * share: unsigned decimals at their edges (empty, too long, the largest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_notifier.c - the notifier's bounded queue and its shutdown bound,
  * against a loopback socket that listens but never answers (the kernel

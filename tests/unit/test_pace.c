@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_pace.c - the spacing between deliveries to a rate-limited receiver
  * (alerts/pace.h), with the clock passed in: a burst waits its turn one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_redlock.c - Redlock group comparison: consistent, split, under
  * quorum past its validity, unknown members, caps.  Pure: maps are built

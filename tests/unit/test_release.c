@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_release.c - the pure parts of the guarded release and of lockctl's
  * output: the script's arguments (KEYS, roles, ARGV), cluster slots, the

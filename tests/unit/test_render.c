@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_render.c - /metrics and JSON rendering from hand-built snapshots:
  * escaping of hostile keys, bounded offender labels, series that do not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_rules.c - which alerts the rules raise from snapshots and wait
  * statistics, with which labels and texts.

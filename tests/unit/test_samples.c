@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_samples.c - the sample line protocol parser: good lines, every
  * kind of malformed line, mixed datagrams (the valid lines still count),

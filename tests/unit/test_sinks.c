@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_sinks.c - what each sink format sends: bodies, headers, Standard
  * Webhooks signatures (the spec's own test vector), Slack's escaping and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_sketch.c - the log-bucket quantile sketch and its sliding window:
  * quantiles against exact nearest-rank values (uniform, log-uniform,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_snapshot.c - counting every lock, keeping the worst in detail.
  */

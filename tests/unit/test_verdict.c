@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_verdict.c - lockctl's verdict on a lock (cli/verdict.c) and the
  * agent data it merges (cli/agent.c's pure half): the agent's times used

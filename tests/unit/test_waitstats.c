@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_waitstats.c - per-class wait and hold statistics: histogram
  * buckets and cumulativeness, outcomes kept apart, the class cap folding

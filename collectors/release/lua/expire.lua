@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- expire.lua - the guarded expire, run after guard.lua: the gentle twin of
 -- the release.  It gives a lock that has no TTL (a leak) the TTL in
 -- ARGV[11], under the same guards, and audits it.  A lock that already has

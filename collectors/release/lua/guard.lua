@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- guard.lua - the guards of lockwatch's guarded release and expire.
 --
 -- This file is not a script on its own: collectors/release/release.c runs

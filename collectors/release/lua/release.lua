@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- release.lua - the guarded release (force-unlock), run after guard.lua.
 --
 -- When every guard holds: write the audit entry, DEL the lock, then wake
