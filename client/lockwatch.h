@@ -151,6 +151,15 @@ typedef struct lw_stats {
                                  * (a release that did not publish, or none) */
     uint64_t renewals;          /* successful watchdog renewals */
     uint64_t locks_lost;        /* locks the watchdog found lost */
+    uint64_t reconnects;        /* command connections opened again after
+                                 * one broke or the server closed it */
+    uint64_t lost_replies;      /* acquires whose reply never came (command
+                                 * timeout, broken connection) */
+    uint64_t orphans_undone;    /* of those, settled: undone on Redis (if
+                                 * they had taken the lock) */
+    uint64_t orphans_dropped;   /* of those, given up: more than 32 waited
+                                 * for a connection, or the undo failed; the
+                                 * lock, if taken, expires after its lease */
 } lw_stats;
 
 /*
