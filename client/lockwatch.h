@@ -15,7 +15,9 @@
  *              field "<client uuid>:<thread id>" counts the holds.  A C
  *              service and a Java service using Redisson's RLock can share
  *              one lock.  The holder's identity goes to a small registry
- *              hash, lockwatch:client:{<client uuid>}.
+ *              hash, lockwatch:client:{<client uuid>}.  Nested holds never
+ *              shorten the lock: an inner acquire, release or renewal only
+ *              ever raises its TTL, never cuts it to a shorter lease.
  *
  * A lock taken with lease_ms == 0 is renewed by the client's watchdog every
  * lease/3 (default lease 30 s) until it is released; if a renewal finds the
@@ -40,6 +42,13 @@
  * threads sharing a client never see each other's errors.  The library
  * never aborts, never prints and never raises signals (it sends with
  * MSG_NOSIGNAL and hiredis).
+ *
+ * Faults.  An acquire whose reply was lost (command timeout, broken
+ * connection) is undone on Redis as soon as the connection is usable again
+ * (a settle script sent right behind it on the same connection), so it
+ * never leaves a lock nobody owns.  After Redis restarts, the next call
+ * reconnects (scripts loaded again) and works; a waiting lw_lock() keeps
+ * waiting across the restart.  docs/fencing.md has the details and limits.
  *
  * Keys are NUL-terminated strings of 1..LW_KEY_MAX bytes.
  *
@@ -203,18 +212,30 @@ LW_API void lw_client_free(lw_client *c);
  *             thread id) may take it again, and each lw_lock() needs its
  *             own lw_unlock().  Without it, a plain lock (not reentrant:
  *             taking it twice from one thread waits for yourself).
- *             LW_FENCING: also INCR the counter lockwatch_fence:{<key>}
- *             atomically with the acquisition and return it as
- *             lw_lock_fence(); it only ever grows (release never deletes it).
+ *             LW_FENCING: also take a fencing token from the counter
+ *             lockwatch_fence:{<key>} atomically with the acquisition and
+ *             return it as lw_lock_fence(): the counter's next value, but
+ *             at least the server's clock in microseconds, so every token
+ *             is greater than every token issued for the key before it,
+ *             also across a Redis restart without persistence and a
+ *             failover to a lagging replica, as long as the servers' clocks
+ *             do not go back across the loss (docs/fencing.md).  Tokens are
+ *             not dense: compare them, do not count with them.  Release
+ *             never deletes the counter.
  *
  * While waiting, the call sleeps on a pub/sub wake-up sent by the releasing
  * client (liblockwatch and Redisson publish one), re-checking at least
  * every 50..250 ms and when the holder's TTL runs out, so a release by a
- * client that does not publish is still noticed quickly.
+ * client that does not publish is still noticed quickly.  A wait survives
+ * Redis going away: attempts that fail on the connection are re-tried at
+ * the re-check interval until the deadline, and the wake-up subscription is
+ * opened again, so the lock is taken as soon as Redis is back and it is
+ * free.
  *
  * Returns LW_OK and *out = a new lock object (owned by the caller; give it
  * back with lw_unlock), or LW_TIMEOUT (*out = NULL) when the lock was not
- * free within timeout_ms, or LW_ERR with *err filled.  Each call with valid
+ * free within timeout_ms, or LW_ERR with *err filled (also when the
+ * deadline passed while Redis was unreachable).  Each call with valid
  * arguments reports one wait sample (outcome ok, timeout or error).
  */
 LW_API lw_status lw_lock(lw_client *c, const char *key, long long lease_ms,
@@ -245,7 +266,8 @@ LW_API lw_status lw_trylock(lw_client *c, const char *key, long long lease_ms,
 LW_API lw_status lw_unlock(lw_lock_t *lock, lw_error *err);
 
 /*
- * Set the lock's remaining time to lease_ms (> 0) if it is still ours.
+ * Set the lock's remaining time to lease_ms (> 0) if it is still ours (a
+ * reentrant lock's is only raised, never cut: other holds share it).
  * The lock's lease becomes lease_ms; a watchdog-renewed lock stays renewed
  * by the watchdog (at the client's default lease).
  * Returns LW_OK, LW_LOST (not ours any more; the lock is marked lost) or
@@ -253,7 +275,7 @@ LW_API lw_status lw_unlock(lw_lock_t *lock, lw_error *err);
  */
 LW_API lw_status lw_extend(lw_lock_t *lock, long long lease_ms, lw_error *err);
 
-/* The fencing token taken with LW_FENCING (>= 1), else 0. */
+/* The fencing token taken with LW_FENCING (>= 1; see lw_lock), else 0. */
 LW_API long long lw_lock_fence(const lw_lock_t *lock);
 
 /*
