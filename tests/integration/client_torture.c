@@ -57,6 +57,8 @@
 #include <hiredis.h>
 #include <lockwatch.h>
 
+#include "common/clock.h"
+
 #define REDIS_SERVER "/usr/bin/redis-server"
 #define NKEYS        6          /* kinds by index % 3: plain, reentrant, fenced */
 #define MAX_SLOTS    64         /* procs x threads */
@@ -98,15 +100,6 @@ static int nprocs = 4, nthreads = 3;
 static unsigned long long seed;
 static pid_t redis_pid = -1;
 static char tmpdir[64];
-
-static int64_t
-mono_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static void
 sleep_us(int64_t us)
@@ -179,7 +172,7 @@ static int
 redis_start(void)
 {
     char port[16];
-    int64_t deadline = mono_us() + 10000000;
+    int64_t deadline = clock_mono_us() + 10000000;
 
     snprintf(port, sizeof(port), "%d", redis_port);
     redis_pid = fork();
@@ -197,7 +190,7 @@ redis_start(void)
               "--dir", tmpdir, "--save", "", "--appendonly", "no", (char *)NULL);
         _exit(127);
     }
-    while (mono_us() < deadline) {
+    while (clock_mono_us() < deadline) {
         redisContext *c = redis_open(500);
         redisReply *r = c != NULL ? redisCommand(c, "PING") : NULL;
         int up = r != NULL && r->type == REDIS_REPLY_STATUS;
@@ -236,7 +229,7 @@ static void
 slot_enter(struct worker *w, int k, int gen, int64_t deadline, const char *holder)
 {
     struct slot *s = &sh->slots[w->proc * nthreads + w->thread];
-    int64_t now = mono_us();
+    int64_t now = clock_mono_us();
 
     /* Another holder inside with its lease still running, in the same Redis
      * lifetime, is a broken mutual exclusion. */
@@ -246,8 +239,12 @@ slot_enter(struct worker *w, int k, int gen, int64_t deadline, const char *holde
 
         if (o == s || d == 0 || atomic_load(&o->key) != k)
             continue;
-        if (d > now && gen >= 0 && atomic_load(&o->gen) == gen)
+        if (d > now && gen >= 0 && atomic_load(&o->gen) == gen) {
             atomic_fetch_add(&sh->overlaps, 1);
+            fprintf(stderr, "torture: OVERLAP on key %d: %s entered while %s "
+                    "had %lld ms of lease left\n", k, holder, o->holder,
+                    (long long)(d - now) / 1000);
+        }
         else
             atomic_fetch_add(&sh->expired_takeovers, 1);
     }
@@ -289,12 +286,15 @@ nested(struct worker *w, redisContext *probe, const char *key, int gen,
         return;
     r = redisCommand(probe, "PTTL %s", key);
     if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer >= 0) {
-        int64_t left_ms = (deadline - mono_us()) / 1000;
+        int64_t left_ms = (deadline - clock_mono_us()) / 1000;
 
         /* 100 ms of slack for the round trip and a busy machine. */
         if (left_ms > 200 && r->integer < left_ms - 100 &&
-            !atomic_load(&sh->redis_down))
+            !atomic_load(&sh->redis_down)) {
             atomic_fetch_add(&sh->nested_cut, 1);
+            fprintf(stderr, "torture: NESTED CUT on %s: TTL %lld ms, outer hold "
+                    "has %lld ms left\n", key, r->integer, (long long)left_ms);
+        }
     }
     if (r != NULL)
         freeReplyObject(r);
@@ -313,7 +313,10 @@ worker_thread(void *arg)
         int flags = kind == 1 ? LW_REENTRANT : kind == 2 ? LW_FENCING : 0;
         long long lease = between(&w->rng, 0, 9) == 0 ? LONG_LEASE_MS : LEASE_MS;
         int gen = atomic_load(&sh->gen);
-        int64_t t0 = mono_us(), deadline;
+        /* Tokens issued before this call began; a token registered later
+         * by a thread paused meanwhile does not count against ours. */
+        long long before = atomic_load(&sh->keys[k].max_fence);
+        int64_t t0 = clock_mono_us(), deadline, owned_until;
         lw_lock_t *lk = NULL;
         lw_error err;
         lw_status st;
@@ -334,7 +337,10 @@ worker_thread(void *arg)
         atomic_fetch_add(&sh->acquired, 1);
         if (atomic_load(&sh->gen) != gen)
             gen = -1;               /* a restart during the call: unknown */
+        /* The lease ran from the SET, between t0 and now: it has surely
+         * not ended before deadline, and surely ended by owned_until. */
         deadline = t0 + lease * 1000;
+        owned_until = clock_mono_us() + lease * 1000 + 100000;
         if (kind == 2) {
             long long f = lw_lock_fence(lk);
             long long prev = atomic_load(&sh->keys[k].max_fence);
@@ -342,8 +348,11 @@ worker_thread(void *arg)
             while (f > prev &&
                    !atomic_compare_exchange_weak(&sh->keys[k].max_fence, &prev, f))
                 ;
-            if (f <= prev)
+            if (f <= before) {
                 atomic_fetch_add(&sh->stale_unexposed, 1);
+                fprintf(stderr, "torture: STALE UNEXPOSED on key %d: token %lld "
+                        "after %lld was issued\n", k, f, before);
+            }
         }
         slot_enter(w, k, gen, deadline, lw_lock_token(lk));
         /* Mostly short holds; some long enough to be caught by a pause. */
@@ -359,10 +368,10 @@ worker_thread(void *arg)
             sleep_us(lease * 1000 + 100000);
             atomic_fetch_add(&sh->expired_on_purpose, 1);
         }
-        if (lw_unlock(lk, NULL) == LW_ERR && mono_us() < deadline)
+        if (lw_unlock(lk, NULL) == LW_ERR && clock_mono_us() < owned_until)
             /* Redis did not answer the release: the lock is still ours
              * until its lease ends, not an orphan. */
-            sleep_us(deadline - mono_us() + 50000);
+            sleep_us(owned_until - clock_mono_us());
         slot_released(w);
         sleep_us(between(&w->rng, 0, 5000));
     }
@@ -434,7 +443,7 @@ holder_live(const char *id, size_t len, int k)
 static void
 watch_once(redisContext **pc, struct watch *wt, const bool *paused)
 {
-    int64_t now = mono_us();
+    int64_t now = clock_mono_us();
     char key[64];
 
     bool any_paused = false, settled = now - wt->quiet_since >= SLOW_US;
@@ -481,6 +490,8 @@ watch_once(redisContext **pc, struct watch *wt, const bool *paused)
         else if (wt->free_since[k] > 0 && now - wt->free_since[k] > SLOW_US) {
             wt->slow_waiters++;
             wt->free_since[k] = -1;     /* once per free spell */
+            fprintf(stderr, "torture: SLOW WAITER on key %d: free for more than "
+                    "1 s while a running worker waits\n", k);
         }
         if (!foreign || any_paused)
             wt->foreign_since[k] = 0;
@@ -489,6 +500,8 @@ watch_once(redisContext **pc, struct watch *wt, const bool *paused)
         else if (wt->foreign_since[k] > 0 && now - wt->foreign_since[k] > ORPHAN_US) {
             wt->orphans++;
             wt->foreign_since[k] = -1;
+            fprintf(stderr, "torture: ORPHAN on key %d: held for more than %d ms "
+                    "by an id no live lock object has\n", k, ORPHAN_US / 1000);
         }
     }
 }
@@ -498,14 +511,14 @@ watch_once(redisContext **pc, struct watch *wt, const bool *paused)
 static int
 pick_holder(uint64_t *rng)
 {
-    int64_t until = mono_us() + 200000;
+    int64_t until = clock_mono_us() + 200000;
 
     do {
         for (int i = 0; i < nprocs * nthreads; i++)
             if (atomic_load(&sh->slots[i].deadline_us) != 0)
                 return i / nthreads;
         sleep_us(1000);
-    } while (mono_us() < until);
+    } while (clock_mono_us() < until);
     return (int)between(rng, 0, nprocs - 1);
 }
 
@@ -513,9 +526,9 @@ pick_holder(uint64_t *rng)
 static void
 watch_for(redisContext **pc, struct watch *wt, const bool *paused, int64_t us)
 {
-    int64_t end = mono_us() + us;
+    int64_t end = clock_mono_us() + us;
 
-    while (mono_us() < end) {
+    while (clock_mono_us() < end) {
         watch_once(pc, wt, paused);
         sleep_us(20000);
     }
@@ -595,9 +608,9 @@ main(int argc, char **argv)
         if (workers[p] == 0)
             _exit(worker_main(p));
     }
-    wt.quiet_since = mono_us();
-    end = mono_us() + (int64_t)seconds * 1000000;
-    while (mono_us() < end) {
+    wt.quiet_since = clock_mono_us();
+    end = clock_mono_us() + (int64_t)seconds * 1000000;
+    while (clock_mono_us() < end) {
         int kind = (int)between(&rng, 0, 3);
 
         watch_for(&wc, &wt, paused, between(&rng, 300000, 1200000));
@@ -642,7 +655,7 @@ main(int argc, char **argv)
             atomic_store(&sh->redis_down, 0);
         }
         faults[kind]++;
-        wt.quiet_since = mono_us();
+        wt.quiet_since = clock_mono_us();
     }
 
     /* Quiet for a while (still watching), then stop and let every worker
@@ -667,8 +680,11 @@ main(int argc, char **argv)
 
         key_name(key, sizeof(key), k);
         r = redisCommand(wc, "EXISTS %s", key);
-        if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+        if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
             left += (uint64_t)r->integer;
+            fprintf(stderr, "torture: ORPHAN: %s still exists after every worker "
+                    "released everything\n", key);
+        }
         if (r != NULL)
             freeReplyObject(r);
     }

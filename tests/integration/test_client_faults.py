@@ -157,38 +157,33 @@ class FaultsTest(harness.TestCase):
 
     # --- nested leases never shorten the hold ---------------------------
 
-    def test_nested_short_lease_does_not_shorten_outer(self):
-        key = "lock:nested:short"
-        w = self.shell("w")
-        w.ok("lock w outer %s 60000 1000 reentrant" % key)
-        w.ok("lock w inner %s 200 1000 reentrant" % key)
-        self.assertGreater(self.r.pttl(key), 55000)
+    def check_nested(self, key, outer_ms, inner_ms, lease=30000, renew_s=0):
+        """Outer hold, then an inner one: after the inner acquire, its
+        watchdog renewals (renew_s) and its release, the TTL is still at
+        least what is left of the longer of the two leases."""
+        w = self.shell("w", "lease=%d" % lease)
+        longest = max(outer_ms, inner_ms or lease)
+        w.ok("lock w outer %s %d 1000 reentrant" % (key, outer_ms))
+        w.ok("lock w inner %s %d 1000 reentrant" % (key, inner_ms))
+        self.assertGreater(self.r.pttl(key), longest - 5000)
+        if renew_s:
+            time.sleep(renew_s)
+            self.assertGreater(w.stats("w")["renewals"], 0)
+            self.assertGreater(self.r.pttl(key), longest - 5000)
         w.ok("unlock inner")
-        self.assertGreater(self.r.pttl(key), 55000)
+        self.assertGreater(self.r.pttl(key), outer_ms - 5000 - renew_s * 1000)
         w.ok("unlock outer")
         self.assertEqual(self.r.exists(key), 0)
 
+    def test_nested_short_lease_does_not_shorten_outer(self):
+        self.check_nested("lock:nested:short", 60000, 200)
+
     def test_nested_default_lease_does_not_shorten_outer(self):
-        key = "lock:nested:default"
-        w = self.shell("w", "lease=3000")
-        w.ok("lock w outer %s 60000 1000 reentrant" % key)
-        w.ok("lock w inner %s 0 1000 reentrant" % key)
-        self.assertGreater(self.r.pttl(key), 55000)
-        time.sleep(1.2)             # the watchdog renews the inner hold
-        self.assertGreater(w.stats("w")["renewals"], 0)
-        self.assertGreater(self.r.pttl(key), 55000)
-        w.ok("unlock inner")
-        self.assertGreater(self.r.pttl(key), 55000)
-        w.ok("unlock outer")
+        # the inner hold is watchdog-renewed (lease 3 s, every 1 s)
+        self.check_nested("lock:nested:default", 60000, 0, lease=3000, renew_s=1.2)
 
     def test_nested_longer_lease_extends(self):
-        key = "lock:nested:longer"
-        w = self.shell("w")
-        w.ok("lock w outer %s 2000 1000 reentrant" % key)
-        w.ok("lock w inner %s 60000 1000 reentrant" % key)
-        self.assertGreater(self.r.pttl(key), 55000)
-        w.ok("unlock inner")
-        w.ok("unlock outer")
+        self.check_nested("lock:nested:longer", 2000, 60000)
 
     # --- fencing across a restart ----------------------------------------
 
