@@ -155,6 +155,27 @@ class FaultsTest(harness.TestCase):
         w.ok("unlock l1")
         self.assertTrue(holder.cmd("unlock l1").startswith("LOST"))
 
+    def test_waiter_resubscribes_after_restart(self):
+        """A waiter's wake-up subscription broken by a restart is opened
+        again: a release after the restart wakes it by pub/sub."""
+        key = "lock:restart:resub"
+        holder = self.shell("h")
+        holder.ok("lock h l1 %s 60000 1000 -" % key)
+        w = self.shell("w")
+        w.send("lock w l1 %s 60000 20000 -" % key)
+        time.sleep(0.3)
+        self.redis.restart()
+        h2 = self.shell("h2")
+        h2.ok("lock h2 l2 %s 60000 5000 -" % key)
+        # the waiter retries within 250 ms and subscribes again meanwhile
+        time.sleep(1.0)
+        h2.ok("unlock l2")
+        ans = w.recv(timeout=10)
+        self.assertTrue(ans.startswith("OK"), ans)
+        self.assertGreaterEqual(w.stats("w")["wakeups"], 1)
+        w.ok("unlock l1")
+        self.assertTrue(holder.cmd("unlock l1").startswith("LOST"))
+
     # --- nested leases never shorten the hold ---------------------------
 
     def check_nested(self, key, outer_ms, inner_ms, lease=30000, renew_s=0):
