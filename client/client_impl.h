@@ -170,7 +170,7 @@ struct lw_client {
      * sent after a command that timed out, and every reply up to the one
      * that echoes cmd_marker is stale */
     bool cmd_sync;
-    char cmd_marker[48];
+    char cmd_marker[sizeof("lwc-settle:") + LWC_UUID_LEN + 1 + 20];
     size_t cmd_markerlen;
     uint64_t marker_seq;
     struct lwc_orphan lost;         /* the acquire just failed, if any */

@@ -158,7 +158,8 @@ settle_append(lw_client *c, redisContext *ctx, const struct lwc_orphan *o,
     return redisAppendCommandArgv(ctx, argc, argv, lens) == REDIS_OK ? 0 : -1;
 }
 
-/* A fresh marker for c->cmd_marker: never equal to a reply of ours. */
+/* A fresh marker for c->cmd_marker: never equal to a reply of ours.  The
+ * array has room for the prefix, the UUID, ':' and 20 digits. */
 static void
 new_marker(lw_client *c)
 {
@@ -169,7 +170,7 @@ new_marker(lw_client *c)
     memcpy(c->cmd_marker + n, c->id, LWC_UUID_LEN);
     n += LWC_UUID_LEN;
     c->cmd_marker[n++] = ':';
-    n += lwc_fmt_u64(c->cmd_marker + n, ++c->marker_seq % 1000000000ULL);
+    n += lwc_fmt_u64(c->cmd_marker + n, ++c->marker_seq);
     c->cmd_marker[n] = '\0';
     c->cmd_markerlen = n;
 }
