@@ -47,6 +47,8 @@
 #define LWC_LIMBO_MAX    32     /* lost acquires awaiting undo on a new
                                  * connection; more are counted, dropped */
 #define LWC_SYNC_MAX     16     /* replies read to find a settle marker */
+#define LWC_IDLE_CHECK_US 1000  /* a command connection idle this long is
+                                 * checked for a close before it is used */
 
 /* Re-check interval of a waiting lw_lock(): starts here, doubles up to the
  * cap.  A release that publishes wakes the waiter at once; this only bounds
@@ -169,6 +171,7 @@ struct lw_client {
     /* lost replies on it (settle.c), under cmd_mu: a settle script was
      * sent after a command that timed out, and every reply up to the one
      * that echoes cmd_marker is stale */
+    int64_t cmd_used_us;            /* when the last command on it ended */
     bool cmd_sync;
     char cmd_marker[sizeof("lwc-settle:") + LWC_UUID_LEN + 1 + 20];
     size_t cmd_markerlen;

@@ -142,6 +142,7 @@ lwc_cmd_put(lw_client *c, redisContext *ctx)
 {
     if (ctx != NULL && ctx->err)
         lwc_settle_after_error(c);
+    c->cmd_used_us = clock_mono_us();
     pthread_mutex_unlock(&c->cmd_mu);
 }
 

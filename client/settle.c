@@ -286,10 +286,12 @@ lwc_settle_sync(lw_client *c, lw_error *err)
         drop_cmd(c);
         return 0;
     }
-    {
+    if (clock_mono_us() - c->cmd_used_us >= LWC_IDLE_CHECK_US) {
         /* Nothing is owed on this connection, so anything readable is the
          * server closing it (a restart, a timeout, CLIENT KILL): reconnect
-         * now instead of failing the command. */
+         * now instead of failing the command.  A connection that answered
+         * less than LWC_IDLE_CHECK_US ago is trusted, which keeps the
+         * system call off a busy client's path. */
         struct pollfd pfd = { .fd = ctx->fd, .events = POLLIN };
 
         if (poll(&pfd, 1, 0) != 0)
