@@ -43,12 +43,13 @@
  * never aborts, never prints and never raises signals (it sends with
  * MSG_NOSIGNAL and hiredis).
  *
- * Faults.  An acquire whose reply was lost (command timeout, broken
- * connection) is undone on Redis as soon as the connection is usable again
- * (a settle script sent right behind it on the same connection), so it
- * never leaves a lock nobody owns.  After Redis restarts, the next call
- * reconnects (scripts loaded again) and works; a waiting lw_lock() keeps
- * waiting across the restart.  docs/fencing.md has the details and limits.
+ * Faults.  An acquire whose reply was lost is undone on Redis, so it never
+ * leaves a lock nobody owns: after a command timeout by a script sent right
+ * behind it on the same connection, which Redis runs as soon as it resumes;
+ * after a broken connection first thing on the next one the client opens.
+ * After Redis restarts, the next call reconnects (scripts loaded again) and
+ * works; a waiting lw_lock() keeps waiting across the restart.
+ * docs/fencing.md has the details and the limits.
  *
  * Keys are NUL-terminated strings of 1..LW_KEY_MAX bytes.
  *
