@@ -305,8 +305,8 @@ void lwc_orphan_note(lw_client *c, const struct lw_lock *lk);
  * settle) or drop it (broken: what needs undoing goes to the limbo). */
 void lwc_settle_after_error(lw_client *c);
 /* With cmd_mu held and c->cmd set: read the stale replies up to the
- * pending settle's.  0 in step, -1 (with *err) Redis still silent or the
- * connection broke (then dropped). */
+ * pending settle's, or drop a connection the server closed.  0: in step,
+ * or c->cmd dropped (connect afresh); -1 (with *err): Redis still silent. */
 int lwc_settle_sync(lw_client *c, lw_error *err);
 /* With cmd_mu held, on a new c->cmd: undo what the limbo holds. */
 void lwc_limbo_replay(lw_client *c);

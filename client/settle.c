@@ -257,14 +257,17 @@ lwc_settle_sync(lw_client *c, lw_error *err)
             bool marker;
 
             if (redisGetReply(ctx, &v) != REDIS_OK) {
-                lwc_seterr(err, LW_ERR, "command connection: Redis at %s:%d has "
-                           "not answered a command sent before (busy, paused or "
-                           "unreachable: %s); nothing new was sent", c->host,
-                           c->port, ctx->errstr);
-                if (timed_out(ctx))
-                    clear_ctx_error(ctx);
-                else
+                if (!timed_out(ctx)) {
+                    /* Broken (a restart, say): what it owed goes to the
+                     * limbo, and the caller connects afresh. */
                     drop_cmd(c);
+                    return 0;
+                }
+                lwc_seterr(err, LW_ERR, "command connection: Redis at %s:%d has "
+                           "not answered a command sent before within the "
+                           "command timeout (busy or paused); nothing new was "
+                           "sent", c->host, c->port);
+                clear_ctx_error(ctx);
                 return -1;
             }
             r = v;
