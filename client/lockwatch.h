@@ -260,9 +260,11 @@ LW_API lw_status lw_trylock(lw_client *c, const char *key, long long lease_ms,
  * redisson_lock__channel:{<key>} (reentrant, as Redisson does).
  *
  * Returns LW_OK; LW_LOST when the lock had expired or was taken over (the
- * new holder's lock is left alone); LW_ERR when Redis could not be asked
- * (the lock, no longer renewed, expires after its lease) or the client was
- * freed.  Reports one hold sample.  NULL is a no-op returning LW_OK.
+ * new holder's lock is left alone); LW_ERR when Redis did not answer (a
+ * release that timed out on a paused Redis still runs when it resumes;
+ * otherwise the lock, no longer renewed, expires after its lease) or the
+ * client was freed.  Reports one hold sample.  NULL is a no-op returning
+ * LW_OK.
  */
 LW_API lw_status lw_unlock(lw_lock_t *lock, lw_error *err);
 
