@@ -44,6 +44,15 @@ class FaultsTest(harness.TestCase):
         else:
             self.r.set(key, "someone-else", px=FOREIGN_LEASE_MS)
 
+    def expect_lock(self, w, key, since, within):
+        """w's pending 'lock w l1 KEY ...' answers OK within `within` s of
+        `since`, holding key in Redis; then releases it."""
+        ans = w.recv(timeout=20)
+        self.assertTrue(ans.startswith("OK"), ans)
+        self.assertLess(time.monotonic() - since, within)
+        self.assertEqual(self.r.get(key), ans.split("token=")[1])
+        w.ok("unlock l1")
+
     # --- orphan after a lost acquire reply -------------------------------
 
     def check_no_orphan(self, key, flags):
@@ -113,12 +122,7 @@ class FaultsTest(harness.TestCase):
             time.sleep(PAUSE_S)
         finally:
             self.redis.resume()
-        t_resume = time.monotonic()
-        ans = w.recv(timeout=10)
-        self.assertTrue(ans.startswith("OK"), ans)
-        self.assertLess(time.monotonic() - t_resume, 1.5)
-        self.assertEqual(self.r.get(key), ans.split("token=")[1])
-        w.ok("unlock l1")
+        self.expect_lock(w, key, since=time.monotonic(), within=1.5)
 
     # --- reconnect after a restart --------------------------------------
 
@@ -139,32 +143,28 @@ class FaultsTest(harness.TestCase):
                 for f in sorted(os.listdir(lua))]
         self.assertEqual(self.r.script_exists(*shas), [True] * len(shas))
 
-    def test_waiter_across_restart_gets_free_lock(self):
-        key = "lock:restart:wait"
-        holder = self.shell("h")
-        holder.ok("lock h l1 %s 30000 1000 -" % key)
-        w = self.shell("w")
-        w.send("lock w l1 %s 30000 20000 -" % key)
-        time.sleep(0.3)
-        self.redis.restart()        # no persistence: the lock is gone
-        t_up = time.monotonic()
-        ans = w.recv(timeout=20)
-        self.assertTrue(ans.startswith("OK"), ans)
-        self.assertLess(time.monotonic() - t_up, 1.0)
-        self.assertEqual(self.r.get(key), ans.split("token=")[1])
-        w.ok("unlock l1")
-        self.assertTrue(holder.cmd("unlock l1").startswith("LOST"))
-
-    def test_waiter_resubscribes_after_restart(self):
-        """A waiter's wake-up subscription broken by a restart is opened
-        again: a release after the restart wakes it by pub/sub."""
-        key = "lock:restart:resub"
+    def wait_through_restart(self, key):
+        """A holder h and a waiter w blocked on key; Redis restarted
+        (without persistence: the lock is gone) while w waits."""
         holder = self.shell("h")
         holder.ok("lock h l1 %s 60000 1000 -" % key)
         w = self.shell("w")
         w.send("lock w l1 %s 60000 20000 -" % key)
         time.sleep(0.3)
         self.redis.restart()
+        return holder, w
+
+    def test_waiter_across_restart_gets_free_lock(self):
+        key = "lock:restart:wait"
+        holder, w = self.wait_through_restart(key)
+        self.expect_lock(w, key, since=time.monotonic(), within=1.0)
+        self.assertTrue(holder.cmd("unlock l1").startswith("LOST"))
+
+    def test_waiter_resubscribes_after_restart(self):
+        """A waiter's wake-up subscription broken by a restart is opened
+        again: a release after the restart wakes it by pub/sub."""
+        key = "lock:restart:resub"
+        holder, w = self.wait_through_restart(key)
         h2 = self.shell("h2")
         h2.ok("lock h2 l2 %s 60000 5000 -" % key)
         # the waiter retries within 250 ms and subscribes again meanwhile
