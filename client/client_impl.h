@@ -118,6 +118,8 @@ struct lwc_bg {
     struct lw_lock *reentrant;      /* live reentrant locks (registry) */
     size_t nreentrant;
     int64_t next_tick_us;           /* 0: no renewal tick armed */
+    int64_t settle_us;              /* 0, or when to open the command
+                                     * connection to undo the limbo */
     int64_t sleep_until_us;         /* the thread sleeps until then
                                      * (INT64_MAX: until signalled); 0 while
                                      * it is awake and will look again */
@@ -310,6 +312,10 @@ void lwc_settle_after_error(lw_client *c);
 int lwc_settle_sync(lw_client *c, lw_error *err);
 /* With cmd_mu held, on a new c->cmd: undo what the limbo holds. */
 void lwc_limbo_replay(lw_client *c);
+/* From the background thread, nothing held: connect the command connection
+ * if the limbo holds something, so it is undone without waiting for the
+ * program's next call; asks for another try while some is left. */
+void lwc_limbo_retry(lw_client *c);
 /* Free what the orphan slots own (client teardown). */
 void lwc_orphans_free(lw_client *c);
 bool lwc_reply_is_noscript(const redisReply *r);

@@ -46,7 +46,8 @@
  * Faults.  An acquire whose reply was lost is undone on Redis, so it never
  * leaves a lock nobody owns: after a command timeout by a script sent right
  * behind it on the same connection, which Redis runs as soon as it resumes;
- * after a broken connection first thing on the next one the client opens.
+ * after a broken connection first thing on the next one the client opens
+ * (the background thread opens it within 250 ms if no call comes first).
  * After Redis restarts, the next call reconnects (scripts loaded again) and
  * works; a waiting lw_lock() keeps waiting across the restart.
  * docs/fencing.md has the details and the limits.

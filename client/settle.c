@@ -27,7 +27,8 @@
  * A connection that broke (EOF, reset) cannot carry the settle: what it
  * would have undone goes to the limbo (LWC_LIMBO_MAX entries; more are
  * counted in orphans_dropped) and is settled first thing on the next
- * connection.  A broken connection is closed by the server side or the
+ * connection: the program's next call, or the background thread, which
+ * tries every LWC_RECHECK_MAX_US while the limbo holds something.  A broken connection is closed by the server side or the
  * network, after which the server runs nothing more from it, so there the
  * order holds too; docs/fencing.md lists the limits.
  *
@@ -82,6 +83,18 @@ lwc_orphan_note(lw_client *c, const struct lw_lock *lk)
     o->used = true;
 }
 
+/* Have the background thread open the command connection in a while. */
+static void
+limbo_arm(lw_client *c)
+{
+    pthread_mutex_lock(&c->bg.mu);
+    if (c->bg.settle_us == 0) {
+        c->bg.settle_us = clock_mono_us() + LWC_RECHECK_MAX_US;
+        lwc_bg_arm_locked(c, c->bg.settle_us);
+    }
+    pthread_mutex_unlock(&c->bg.mu);
+}
+
 /* Move *from into a free limbo slot (or count it dropped). */
 static void
 limbo_put(lw_client *c, struct lwc_orphan *from)
@@ -92,6 +105,7 @@ limbo_put(lw_client *c, struct lwc_orphan *from)
         if (!c->limbo[i].used) {
             c->limbo[i] = *from;
             memset(from, 0, sizeof(*from));
+            limbo_arm(c);
             return;
         }
     atomic_fetch_add_explicit(&c->stats.orphans_dropped, 1, memory_order_relaxed);
@@ -329,4 +343,23 @@ lwc_limbo_replay(lw_client *c)
         freeReplyObject(v);
         orphan_clear(o);
     }
+}
+
+void
+lwc_limbo_retry(lw_client *c)
+{
+    redisContext *ctx;
+    bool left = false;
+
+    if (atomic_load(&c->closed))
+        return;
+    ctx = lwc_cmd_get(c, NULL);     /* a new connection replays the limbo */
+    if (ctx != NULL)
+        lwc_cmd_put(c, ctx);
+    pthread_mutex_lock(&c->cmd_mu);
+    for (size_t i = 0; i < LWC_LIMBO_MAX; i++)
+        left |= c->limbo[i].used;
+    if (left)
+        limbo_arm(c);
+    pthread_mutex_unlock(&c->cmd_mu);
 }

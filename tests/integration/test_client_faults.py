@@ -10,6 +10,7 @@ is SIGTERM and a new redis-server on the same port, without persistence."""
 
 import hashlib
 import os
+import socket
 import sys
 import time
 
@@ -89,6 +90,36 @@ class FaultsTest(harness.TestCase):
 
     def test_no_orphan_reentrant(self):
         self.check_no_orphan("lock:orphan:reentrant", "reentrant")
+
+    def test_no_orphan_after_broken_connection(self):
+        """The server runs the acquire and closes the connection before the
+        reply leaves (CLIENT KILL in the same event-loop turn): the lost
+        attempt is undone on a new connection by the background thread,
+        without the program calling again."""
+        key = "lock:orphan:broken"
+        before = {c["id"] for c in self.r.client_list()}
+        w = self.shell("w", "cmd_timeout=5000")
+        ids = [c["id"] for c in self.r.client_list() if c["id"] not in before]
+        self.assertEqual(len(ids), 1, ids)     # the shell's command connection
+        admin = socket.create_connection(("127.0.0.1", self.redis.port))
+        self.addCleanup(admin.close)
+        self.redis.pause()
+        try:
+            w.send("lock w l1 %s 30000 0 -" % key)
+            time.sleep(0.3)     # the SET waits in Redis's socket, then the kill
+            admin.sendall(b"CLIENT KILL ID %s\r\n" % ids[0].encode())
+            time.sleep(0.3)
+        finally:
+            self.redis.resume()
+        ans = w.recv(timeout=10)
+        self.assertTrue(ans.startswith("ERR"), ans)
+        harness.wait_until(lambda: self.r.exists(key) == 0, 3, interval=0.02,
+                           desc="the lost attempt's lock to be undone")
+        harness.wait_until(lambda: w.stats("w")["orphans_undone"] == 1, 3,
+                           interval=0.05, desc="the undo to be counted")
+        st = w.stats("w")
+        self.assertEqual(st["lost_replies"], 1)
+        self.assertGreaterEqual(st["reconnects"], 1)
 
     def test_nested_lost_reply_keeps_outer_hold(self):
         """A nested acquire whose reply was lost is undone back to the
