@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * settle.c - lost replies on the command connection: keeping it in step
  * after a command timeout, and undoing an acquire whose reply never came,

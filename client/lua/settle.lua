@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- liblockwatch: undo an acquire whose reply was lost (command timeout or a
 -- broken connection), so it cannot leave a lock no live handle owns.
 -- Sent on the same connection right after the lost command, or, when that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * client_torture.c - liblockwatch under random faults (`make torture`).
  *
