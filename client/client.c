@@ -153,6 +153,7 @@ client_destroy(lw_client *c)
 {
     if (c->cmd != NULL)
         redisFree(c->cmd);
+    lwc_orphans_free(c);
     lwc_pool_close(c);
     lwc_report_close(c);
     if (c->sync_ready) {
@@ -327,6 +328,10 @@ lw_client_stats(const lw_client *c, lw_stats *out)
     out->rechecks = atomic_load(&m->stats.rechecks);
     out->renewals = atomic_load(&m->stats.renewals);
     out->locks_lost = atomic_load(&m->stats.locks_lost);
+    out->reconnects = atomic_load(&m->stats.reconnects);
+    out->lost_replies = atomic_load(&m->stats.lost_replies);
+    out->orphans_undone = atomic_load(&m->stats.orphans_undone);
+    out->orphans_dropped = atomic_load(&m->stats.orphans_dropped);
 }
 
 LW_API const char *

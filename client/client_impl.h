@@ -45,6 +45,11 @@
 #define LWC_LEASE_MIN_MS 30     /* a shorter lease cannot be renewed in time */
 #define LWC_LEASE_MAX_MS (1LL << 40)
 #define LWC_TIMEOUT_MAX_MS 86400000   /* connect/command timeouts: a day */
+#define LWC_LIMBO_MAX    32     /* lost acquires awaiting undo on a new
+                                 * connection; more are counted, dropped */
+#define LWC_SYNC_MAX     16     /* replies read to find a settle marker */
+#define LWC_IDLE_CHECK_US 1000  /* a command connection idle this long is
+                                 * checked for a close before it is used */
 
 /* Re-check interval of a waiting lw_lock(): starts here, doubles up to the
  * cap.  A release that publishes wakes the waiter at once; this only bounds
@@ -73,6 +78,7 @@ enum lwc_script_id {
     LWC_RLOCK_ACQUIRE,
     LWC_RLOCK_RELEASE,
     LWC_RLOCK_EXTEND,
+    LWC_SETTLE,
     LWC_SCRIPT_COUNT
 };
 
@@ -113,6 +119,8 @@ struct lwc_bg {
     struct lw_lock *reentrant;      /* live reentrant locks (registry) */
     size_t nreentrant;
     int64_t next_tick_us;           /* 0: no renewal tick armed */
+    int64_t settle_us;              /* 0, or when to open the command
+                                     * connection to undo the limbo */
     int64_t sleep_until_us;         /* the thread sleeps until then
                                      * (INT64_MAX: until signalled); 0 while
                                      * it is awake and will look again */
@@ -123,6 +131,19 @@ struct lwc_bg {
 struct lwc_stats {
     atomic_uint_fast64_t samples_sent, samples_dropped, datagrams_sent;
     atomic_uint_fast64_t wakeups, rechecks, renewals, locks_lost;
+    atomic_uint_fast64_t reconnects, lost_replies, orphans_undone,
+                         orphans_dropped;
+};
+
+/* An acquire whose reply was lost (settle.c): what undoing it needs. */
+struct lwc_orphan {
+    bool used;
+    bool rlock;                     /* reentrant: cut the field's count */
+    long long tid;
+    char holder[LWC_TOKEN_MAX];
+    size_t holderlen;
+    char *names;                    /* key '\0' wake channel '\0' (owned) */
+    size_t keylen, channellen;
 };
 
 struct lw_client {
@@ -149,6 +170,18 @@ struct lw_client {
     /* the command connection, shared by all threads */
     pthread_mutex_t cmd_mu;
     redisContext *cmd;
+
+    /* lost replies on it (settle.c), under cmd_mu: a settle script was
+     * sent after a command that timed out, and every reply up to the one
+     * that echoes cmd_marker is stale */
+    int64_t cmd_used_us;            /* when the last command on it ended */
+    bool cmd_sync;
+    char cmd_marker[sizeof("lwc-settle:") + LWC_UUID_LEN + 1 + 20];
+    size_t cmd_markerlen;
+    uint64_t marker_seq;
+    struct lwc_orphan lost;         /* the acquire just failed, if any */
+    struct lwc_orphan settling;     /* the one the pending settle undoes */
+    struct lwc_orphan limbo[LWC_LIMBO_MAX]; /* to undo on a new connection */
 
     /* idle pub/sub connections for waiters (wait.c) */
     pthread_mutex_t pool_mu;
@@ -223,9 +256,11 @@ struct lw_lock {
     char names[];
 };
 
-/* One attempt on the command connection (lock.c). */
+/* One attempt on the command connection (lock.c).  On LW_ERR, *transient
+ * (when not NULL) says whether it was the connection (Redis down, paused,
+ * restarting), so a waiter may keep trying. */
 lw_status lwc_attempt(lw_client *c, struct lw_lock *lk, bool want_pttl,
-                      long long *pttl, lw_error *err);
+                      long long *pttl, bool *transient, lw_error *err);
 /* The {ok, n, fence} reply of an acquire script: LW_OK (holds and fence
  * set), LW_BUSY (*pttl = n when pttl is not NULL) or LW_ERR. */
 lw_status lwc_acquire_result(const redisReply *r, struct lw_lock *lk,
@@ -238,9 +273,13 @@ void lwc_mark_lost(struct lw_lock *lk);
 /* A new connection with AUTH and SELECT done, or NULL with *err. */
 redisContext *lwc_redis_connect(const lw_client *c, const char *what,
                                 lw_error *err);
-/* The command connection, locked; connects if needed.  NULL with *err. */
+/* The command connection, locked; connects if needed (loading the scripts
+ * and undoing lost acquires), drops one the server closed, and first reads
+ * the stale replies of a command that timed out.  NULL with *err (then
+ * unlocked). */
 redisContext *lwc_cmd_get(lw_client *c, lw_error *err);
-/* Unlock it; a connection in error state is dropped (reconnect next time). */
+/* Unlock it.  After a command timeout the connection is kept and a settle
+ * sent on it (settle.c); a broken one is dropped (reconnect next time). */
 void lwc_cmd_put(lw_client *c, redisContext *ctx);
 /* A reply, or NULL with *err (the connection is then unusable). */
 redisReply *lwc_command(redisContext *ctx, int argc, const char **argv,
@@ -256,6 +295,30 @@ int lwc_eval_append(lw_client *c, redisContext *ctx, enum lwc_script_id id,
  * (EVAL is used).  -1 with *err when the connection broke or the server
  * wants a password. */
 int lwc_scripts_load(lw_client *c, redisContext *ctx, lw_error *err);
+/* The same on a new connection after lw_connect(): the SHA1s are known
+ * (a script's SHA1 is its source's), so only the server's cache is
+ * filled, and nothing other threads read is written.  0 or -1. */
+int lwc_scripts_reload(lw_client *c, redisContext *ctx, lw_error *err);
+
+/* --- lost replies (settle.c) -------------------------------------------- */
+
+/* With cmd_mu held: the acquire lk just sent got no reply. */
+void lwc_orphan_note(lw_client *c, const struct lw_lock *lk);
+/* With cmd_mu held, c->cmd in error state: keep it (a timeout: send a
+ * settle) or drop it (broken: what needs undoing goes to the limbo). */
+void lwc_settle_after_error(lw_client *c);
+/* With cmd_mu held and c->cmd set: read the stale replies up to the
+ * pending settle's, or drop a connection the server closed.  0: in step,
+ * or c->cmd dropped (connect afresh); -1 (with *err): Redis still silent. */
+int lwc_settle_sync(lw_client *c, lw_error *err);
+/* With cmd_mu held, on a new c->cmd: undo what the limbo holds. */
+void lwc_limbo_replay(lw_client *c);
+/* From the background thread, nothing held: connect the command connection
+ * if the limbo holds something, so it is undone without waiting for the
+ * program's next call; asks for another try while some is left. */
+void lwc_limbo_retry(lw_client *c);
+/* Free what the orphan slots own (client teardown). */
+void lwc_orphans_free(lw_client *c);
 bool lwc_reply_is_noscript(const redisReply *r);
 /* Copy an error reply's text into *err as LW_ERR, naming what. */
 lw_status lwc_reply_error(const redisReply *r, const char *what, lw_error *err);

@@ -13,9 +13,10 @@
  * after reaching the server (SET NX, a release) may have taken effect.
  *
  * Scripts run by EVALSHA with the SHA1 that SCRIPT LOAD returned at
- * connect.  A NOSCRIPT answer (server restarted, SCRIPT FLUSH, failover to
- * a replica that never saw the script) falls back to EVAL, which also puts
- * the script back in the server's cache for the next EVALSHA.
+ * connect, and loaded again on every new command connection.  A NOSCRIPT
+ * answer (SCRIPT FLUSH, failover to a replica that never saw the script, a
+ * restart seen first by another connection) falls back to EVAL, which also
+ * puts the script back in the server's cache for the next EVALSHA.
  */
 #include <string.h>
 
@@ -110,8 +111,26 @@ redisContext *
 lwc_cmd_get(lw_client *c, lw_error *err)
 {
     pthread_mutex_lock(&c->cmd_mu);
-    if (c->cmd == NULL)
+    if (c->cmd != NULL && lwc_settle_sync(c, err) != 0) {
+        pthread_mutex_unlock(&c->cmd_mu);
+        return NULL;
+    }
+    if (c->cmd == NULL) {
         c->cmd = lwc_redis_connect(c, "command connection", err);
+        if (c->cmd != NULL && lwc_scripts_reload(c, c->cmd, err) != 0) {
+            redisFree(c->cmd);
+            c->cmd = NULL;
+        }
+        if (c->cmd != NULL) {
+            atomic_fetch_add_explicit(&c->stats.reconnects, 1,
+                                      memory_order_relaxed);
+            lwc_limbo_replay(c);
+            if (c->cmd == NULL)
+                lwc_seterr(err, LW_ERR, "command connection: Redis at %s:%d "
+                           "dropped the connection right after connecting",
+                           c->host, c->port);
+        }
+    }
     if (c->cmd == NULL) {
         pthread_mutex_unlock(&c->cmd_mu);
         return NULL;
@@ -122,10 +141,9 @@ lwc_cmd_get(lw_client *c, lw_error *err)
 void
 lwc_cmd_put(lw_client *c, redisContext *ctx)
 {
-    if (ctx != NULL && ctx->err) {
-        redisFree(ctx);
-        c->cmd = NULL;
-    }
+    if (ctx != NULL && ctx->err)
+        lwc_settle_after_error(c);
+    c->cmd_used_us = clock_mono_us();
     pthread_mutex_unlock(&c->cmd_mu);
 }
 
@@ -277,4 +295,33 @@ lwc_scripts_load(lw_client *c, redisContext *ctx, lw_error *err)
         freeReplyObject(r);
     }
     return rc;
+}
+
+int
+lwc_scripts_reload(lw_client *c, redisContext *ctx, lw_error *err)
+{
+    int appended = 0;
+
+    for (int i = 0; i < LWC_SCRIPT_COUNT; i++) {
+        const char *argv[3] = { "SCRIPT", "LOAD", lwc_scripts[i].src };
+        size_t lens[3] = { 6, 4, strlen(lwc_scripts[i].src) };
+
+        if (c->sha[i][0] == '\0')
+            continue;           /* refused at connect: EVAL it is */
+        if (redisAppendCommandArgv(ctx, 3, argv, lens) != REDIS_OK)
+            break;
+        appended++;
+    }
+    for (int i = 0; i < appended; i++) {
+        void *v = NULL;
+
+        if (redisGetReply(ctx, &v) != REDIS_OK) {
+            lwc_seterr(err, LW_ERR, "command connection: Redis at %s:%d dropped "
+                       "the connection while loading scripts: %s", c->host,
+                       c->port, ctx->errstr);
+            return -1;
+        }
+        freeReplyObject(v);
+    }
+    return 0;
 }

@@ -79,14 +79,22 @@ lwc_mark_lost(struct lw_lock *lk)
 
 lw_status
 lwc_attempt(lw_client *c, struct lw_lock *lk, bool want_pttl, long long *pttl,
-            lw_error *err)
+            bool *transient, lw_error *err)
 {
     redisContext *ctx = lwc_cmd_get(c, err);
     lw_status st;
 
+    if (transient != NULL)
+        *transient = ctx == NULL;
     if (ctx == NULL)
         return LW_ERR;
     st = lk->kind->attempt(c, ctx, lk, want_pttl, pttl, err);
+    if (st == LW_ERR && ctx->err) {
+        /* The acquire may have reached Redis and may still run there. */
+        lwc_orphan_note(c, lk);
+        if (transient != NULL)
+            *transient = true;
+    }
     lwc_cmd_put(c, ctx);
     return st;
 }
@@ -142,6 +150,7 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
     const char *fn = try ? "lw_trylock" : "lw_lock";
     int64_t t0 = clock_mono_us(), now;
     struct lw_lock *lk = NULL;
+    bool transient = false;
     lw_status st;
 
     lwc_clearerr(err);
@@ -163,8 +172,8 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
         return LW_ERR;
     }
 
-    st = lwc_attempt(c, lk, false, NULL, err);
-    if (st == LW_BUSY && !try && timeout_ms != 0)
+    st = lwc_attempt(c, lk, false, NULL, &transient, err);
+    if ((st == LW_BUSY || (st == LW_ERR && transient)) && !try && timeout_ms != 0)
         st = lwc_wait_acquire(c, lk,
                               timeout_ms == LW_WAIT_FOREVER ? -1
                               : t0 + timeout_ms * 1000, err);

@@ -16,7 +16,9 @@
  *              field "<client uuid>:<thread id>" counts the holds.  A C
  *              service and a Java service using Redisson's RLock can share
  *              one lock.  The holder's identity goes to a small registry
- *              hash, lockwatch:client:{<client uuid>}.
+ *              hash, lockwatch:client:{<client uuid>}.  Nested holds never
+ *              shorten the lock: an inner acquire, release or renewal only
+ *              ever raises its TTL, never cuts it to a shorter lease.
  *
  * A lock taken with lease_ms == 0 is renewed by the client's watchdog every
  * lease/3 (default lease 30 s) until it is released; if a renewal finds the
@@ -41,6 +43,15 @@
  * threads sharing a client never see each other's errors.  The library
  * never aborts, never prints and never raises signals (it sends with
  * MSG_NOSIGNAL and hiredis).
+ *
+ * Faults.  An acquire whose reply was lost is undone on Redis, so it never
+ * leaves a lock nobody owns: after a command timeout by a script sent right
+ * behind it on the same connection, which Redis runs as soon as it resumes;
+ * after a broken connection first thing on the next one the client opens
+ * (the background thread opens it within 250 ms if no call comes first).
+ * After Redis restarts, the next call reconnects (scripts loaded again) and
+ * works; a waiting lw_lock() keeps waiting across the restart.
+ * docs/fencing.md has the details and the limits.
  *
  * Keys are NUL-terminated strings of 1..LW_KEY_MAX bytes.
  *
@@ -152,6 +163,15 @@ typedef struct lw_stats {
                                  * (a release that did not publish, or none) */
     uint64_t renewals;          /* successful watchdog renewals */
     uint64_t locks_lost;        /* locks the watchdog found lost */
+    uint64_t reconnects;        /* command connections opened again after
+                                 * one broke or the server closed it */
+    uint64_t lost_replies;      /* acquires whose reply never came (command
+                                 * timeout, broken connection) */
+    uint64_t orphans_undone;    /* of those, settled: undone on Redis (if
+                                 * they had taken the lock) */
+    uint64_t orphans_dropped;   /* of those, given up: more than 32 waited
+                                 * for a connection, or the undo failed; the
+                                 * lock, if taken, expires after its lease */
 } lw_stats;
 
 /*
@@ -195,18 +215,30 @@ LW_API void lw_client_free(lw_client *c);
  *             thread id) may take it again, and each lw_lock() needs its
  *             own lw_unlock().  Without it, a plain lock (not reentrant:
  *             taking it twice from one thread waits for yourself).
- *             LW_FENCING: also INCR the counter lockwatch_fence:{<key>}
- *             atomically with the acquisition and return it as
- *             lw_lock_fence(); it only ever grows (release never deletes it).
+ *             LW_FENCING: also take a fencing token from the counter
+ *             lockwatch_fence:{<key>} atomically with the acquisition and
+ *             return it as lw_lock_fence(): the counter's next value, but
+ *             at least the server's clock in microseconds, so every token
+ *             is greater than every token issued for the key before it,
+ *             also across a Redis restart without persistence and a
+ *             failover to a lagging replica, as long as the servers' clocks
+ *             do not go back across the loss (docs/fencing.md).  Tokens are
+ *             not dense: compare them, do not count with them.  Release
+ *             never deletes the counter.
  *
  * While waiting, the call sleeps on a pub/sub wake-up sent by the releasing
  * client (liblockwatch and Redisson publish one), re-checking at least
  * every 50..250 ms and when the holder's TTL runs out, so a release by a
- * client that does not publish is still noticed quickly.
+ * client that does not publish is still noticed quickly.  A wait survives
+ * Redis going away: attempts that fail on the connection are re-tried at
+ * the re-check interval until the deadline, and the wake-up subscription is
+ * opened again, so the lock is taken as soon as Redis is back and it is
+ * free.
  *
  * Returns LW_OK and *out = a new lock object (owned by the caller; give it
  * back with lw_unlock), or LW_TIMEOUT (*out = NULL) when the lock was not
- * free within timeout_ms, or LW_ERR with *err filled.  Each call with valid
+ * free within timeout_ms, or LW_ERR with *err filled (also when the
+ * deadline passed while Redis was unreachable).  Each call with valid
  * arguments reports one wait sample (outcome ok, timeout or error).
  */
 LW_API lw_status lw_lock(lw_client *c, const char *key, long long lease_ms,
@@ -230,14 +262,17 @@ LW_API lw_status lw_trylock(lw_client *c, const char *key, long long lease_ms,
  * redisson_lock__channel:{<key>} (reentrant, as Redisson does).
  *
  * Returns LW_OK; LW_LOST when the lock had expired or was taken over (the
- * new holder's lock is left alone); LW_ERR when Redis could not be asked
- * (the lock, no longer renewed, expires after its lease) or the client was
- * freed.  Reports one hold sample.  NULL is a no-op returning LW_OK.
+ * new holder's lock is left alone); LW_ERR when Redis did not answer (a
+ * release that timed out on a paused Redis still runs when it resumes;
+ * otherwise the lock, no longer renewed, expires after its lease) or the
+ * client was freed.  Reports one hold sample.  NULL is a no-op returning
+ * LW_OK.
  */
 LW_API lw_status lw_unlock(lw_lock_t *lock, lw_error *err);
 
 /*
- * Set the lock's remaining time to lease_ms (> 0) if it is still ours.
+ * Set the lock's remaining time to lease_ms (> 0) if it is still ours (a
+ * reentrant lock's is only raised, never cut: other holds share it).
  * The lock's lease becomes lease_ms; a watchdog-renewed lock stays renewed
  * by the watchdog (at the client's default lease).
  * Returns LW_OK, LW_LOST (not ours any more; the lock is marked lost) or
@@ -245,7 +280,7 @@ LW_API lw_status lw_unlock(lw_lock_t *lock, lw_error *err);
  */
 LW_API lw_status lw_extend(lw_lock_t *lock, long long lease_ms, lw_error *err);
 
-/* The fencing token taken with LW_FENCING (>= 1), else 0. */
+/* The fencing token taken with LW_FENCING (>= 1; see lw_lock), else 0. */
 LW_API long long lw_lock_fence(const lw_lock_t *lock);
 
 /*

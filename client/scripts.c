@@ -17,11 +17,13 @@
  * and its fence counter share a hash tag; see common/prefixname.h).
  *
  * The reentrant scripts are Redisson's RLock scripts (RedissonLock.java) in
- * effect: the same hash, the same field, the same counts and TTLs, and the
- * same "0" published on redisson_lock__channel:{name} when the last hold
- * goes, so Redisson clients and this library can share a lock.  Only the
- * return values differ, because we also return the hold count and the
- * fence.
+ * effect: the same hash, the same field, the same counts, and the same "0"
+ * published on redisson_lock__channel:{name} when the last hold goes, so
+ * Redisson clients and this library can share a lock.  The return values
+ * differ (we also return the hold count and the fence), and so do the TTLs
+ * in one way: ours never cut a hold's TTL to a shorter inner lease, as
+ * Redisson's PEXPIRE does.  settle.lua undoes an acquire whose reply was
+ * lost (settle.c).
  */
 #include "client_impl.h"
 
@@ -37,6 +39,7 @@ LWC_LUA(plain_extend);
 LWC_LUA(rlock_acquire);
 LWC_LUA(rlock_release);
 LWC_LUA(rlock_extend);
+LWC_LUA(settle);
 
 const struct lwc_script lwc_scripts[LWC_SCRIPT_COUNT] = {
     [LWC_PLAIN_ACQUIRE_FENCED] = { "plain acquire", client_lua_plain_acquire_fenced_lua },
@@ -45,4 +48,5 @@ const struct lwc_script lwc_scripts[LWC_SCRIPT_COUNT] = {
     [LWC_RLOCK_ACQUIRE]        = { "reentrant acquire", client_lua_rlock_acquire_lua },
     [LWC_RLOCK_RELEASE]        = { "reentrant release", client_lua_rlock_release_lua },
     [LWC_RLOCK_EXTEND]         = { "reentrant extend", client_lua_rlock_extend_lua },
+    [LWC_SETTLE]               = { "settle", client_lua_settle_lua },
 };

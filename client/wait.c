@@ -39,7 +39,15 @@
  * has, and it needs no queue in Redis.
  *
  * If SUBSCRIBE is impossible (an ACL without pub/sub, say), the wait falls
- * back to the re-check interval alone.
+ * back to the re-check interval alone, trying to subscribe again once per
+ * LWC_RECHECK_MAX_US.
+ *
+ * Redis going away (a restart, a pause past the command timeout) does not
+ * end a wait: an attempt that fails on the connection is re-tried at the
+ * re-check interval until the deadline, and a broken subscription is
+ * opened again, so a waiter blocked across a restart takes the lock as
+ * soon as Redis is back and the lock free.  A wait that reaches its
+ * deadline on such a failure returns LW_ERR with that failure's message.
  *
  * A pooled connection is returned after an UNSUBSCRIBE that is sent but not
  * waited for (its confirmation would cost the lock holder a round trip);
@@ -234,21 +242,36 @@ lwc_wait_acquire(lw_client *c, struct lw_lock *lk, int64_t deadline_us,
 {
     redisContext *sub = sub_open(c, lk->channel, lk->channellen);
     int64_t interval = LWC_RECHECK_MIN_US;
+    int64_t resub_us = 0;           /* next try at SUBSCRIBE when sub is NULL */
     lw_status st;
 
     for (;;) {
         long long pttl = -1;
+        bool transient = false;
         int64_t now, w;
         int rc;
 
-        st = lwc_attempt(c, lk, true, &pttl, err);
-        if (st != LW_BUSY)
+        if (sub == NULL && clock_mono_us() >= resub_us) {
+            /* Restore the subscription a Redis restart broke (or try the
+             * first time again); at most once per re-check interval. */
+            sub = sub_open(c, lk->channel, lk->channellen);
+            resub_us = clock_mono_us() + LWC_RECHECK_MAX_US;
+        }
+        st = lwc_attempt(c, lk, true, &pttl, &transient, err);
+        if (st != LW_BUSY && !(st == LW_ERR && transient))
             break;
         now = clock_mono_us();
         if (deadline_us >= 0 && now >= deadline_us) {
-            st = LW_TIMEOUT;
+            /* A wait that ends on a connection error says so (err holds
+             * it); one that ends on a holder is a timeout. */
+            if (st == LW_BUSY)
+                st = LW_TIMEOUT;
             break;
         }
+        if (st == LW_ERR)
+            pttl = -1;              /* Redis down or paused: re-check */
+        else
+            lwc_clearerr(err);
         if (pttl == -2)
             continue;               /* gone since the attempt: try again */
         w = interval;
@@ -276,6 +299,7 @@ lwc_wait_acquire(lw_client *c, struct lw_lock *lk, int64_t deadline_us,
         } else {
             redisFree(sub);
             sub = NULL;
+            resub_us = 0;
         }
     }
     if (sub != NULL)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * watchdog.c - the client's background thread: it renews watchdog locks,
- * keeps the holder registry alive, and flushes buffered samples.
+ * keeps the holder registry alive, flushes buffered samples, and undoes
+ * lost acquires a broken connection left in the limbo (settle.c).
  *
  * One thread per client handle, started by lw_connect() and joined by
  * lw_client_free(); it sleeps on a condition variable (CLOCK_MONOTONIC)
@@ -13,7 +14,9 @@
  *     Redis connection (LWC_RENEW_BATCH per round trip), and PEXPIREs the
  *     registry key lockwatch:client:{<uuid>} to 3 x the lease while
  *     reentrant locks are held;
- *   - LWC_FLUSH_US after the first sample of a batch was buffered.
+ *   - LWC_FLUSH_US after the first sample of a batch was buffered;
+ *   - every LWC_RECHECK_MAX_US while the limbo holds a lost acquire: it
+ *     opens the command connection, which undoes the limbo first.
  * When nothing is held and nothing buffered it sleeps until signalled, so
  * an idle client costs no wake-ups.  Callers signal it only when they need
  * it earlier than it planned to wake (lwc_bg_arm_locked), so a tight lock
@@ -334,6 +337,17 @@ bg_main(void *arg)
                 lwc_report_flush_locked(c);
             else
                 wake = bg->rep.first_us + LWC_FLUSH_US;
+        }
+        if (bg->settle_us != 0) {
+            if (now >= bg->settle_us) {
+                bg->settle_us = 0;
+                pthread_mutex_unlock(&bg->mu);
+                lwc_limbo_retry(c);
+                pthread_mutex_lock(&bg->mu);
+                continue;
+            }
+            if (bg->settle_us < wake)
+                wake = bg->settle_us;
         }
         if (bg->next_tick_us != 0) {
             if (now >= bg->next_tick_us) {

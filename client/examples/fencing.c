@@ -7,10 +7,11 @@
  * A lock can expire while its holder is paused (GC, swap, a stopped VM);
  * the holder then wakes up and writes, believing it still holds the lock.
  * A fencing token stops that: with LW_FENCING every acquisition also gets
- * the next value of the counter lockwatch_fence:{<key>}, taken atomically
- * with the lock, and the storage refuses a write carrying a smaller token
- * than one it has already seen.  The counter only grows (releases never
- * delete it).  Here the "storage" is a variable in this program.
+ * a token from the counter lockwatch_fence:{<key>}, taken atomically with
+ * the lock, and the storage refuses a write carrying a smaller token than
+ * one it has already seen.  Tokens only grow, also across a Redis restart
+ * that lost the counter (docs/fencing.md).  Here the "storage" is a
+ * variable in this program.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -23,7 +23,8 @@
  *   lost L                         -> 0 | 1
  *   stats C                        -> sent=.. dropped=.. datagrams=..
  *                                     wakeups=.. rechecks=.. renewals=..
- *                                     lost=..
+ *                                     lost=.. reconnects=.. lost_replies=..
+ *                                     orphans_undone=.. orphans_dropped=..
  *   tid                            -> the OS thread id of this shell
  *   free C                         -> OK
  *   quit
@@ -359,11 +360,14 @@ cmd_stats(char **arg, int n)
     }
     lw_client_stats(nc->c, &s);
     say("sent=%llu dropped=%llu datagrams=%llu wakeups=%llu rechecks=%llu "
-        "renewals=%llu lost=%llu",
+        "renewals=%llu lost=%llu reconnects=%llu lost_replies=%llu "
+        "orphans_undone=%llu orphans_dropped=%llu",
         (unsigned long long)s.samples_sent, (unsigned long long)s.samples_dropped,
         (unsigned long long)s.datagrams_sent, (unsigned long long)s.wakeups,
         (unsigned long long)s.rechecks, (unsigned long long)s.renewals,
-        (unsigned long long)s.locks_lost);
+        (unsigned long long)s.locks_lost, (unsigned long long)s.reconnects,
+        (unsigned long long)s.lost_replies, (unsigned long long)s.orphans_undone,
+        (unsigned long long)s.orphans_dropped);
 }
 
 int

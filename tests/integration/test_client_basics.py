@@ -90,8 +90,9 @@ class BasicsTest(harness.TestCase):
 
     def test_fencing_key_follows_brace_rule(self):
         sh = self.shell()
-        sh.ok("lock a l1 lock:{tag}:x 5000 1000 fencing")
-        self.assertEqual(self.r.get("lockwatch_fence:lock:{tag}:x"), "1")
+        ans = sh.ok("lock a l1 lock:{tag}:x 5000 1000 fencing")
+        self.assertEqual(self.r.get("lockwatch_fence:lock:{tag}:x"),
+                         parse_kv(ans)["fence"])
         sh.ok("unlock l1")
 
     # --- trylock and timeouts -------------------------------------------
