@@ -137,7 +137,7 @@ def sanitized():
     figures are ASan's shadow and quarantine, so RSS bounds do not apply."""
     try:
         with open(LOCKWATCHD, "rb") as f:
-            return b"AddressSanitizer" in f.read()
+            return b"__asan_init" in f.read()
     except OSError:
         return False
 
