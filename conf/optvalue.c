@@ -459,6 +459,15 @@ set_list(const struct config_option *o, void *base, const char *v, char *why, si
         whyf(why, len, "out of memory");
         return -1;
     }
+    /* -n writes the items joined by ", ": one that began with ';' would
+     * read back as the start of a comment */
+    for (size_t i = 0; i < n; i++)
+        if (items[i][0] == ';') {
+            whyf(why, len, "\"%s\": an item may not begin with ';' (it would read back as a "
+                 "comment)", v);
+            free_list(items, n);
+            return -1;
+        }
     free_list(*(char ***)field(base, o->off), *(size_t *)field(base, o->off2));
     *(char ***)field(base, o->off) = items;
     *(size_t *)field(base, o->off2) = n;

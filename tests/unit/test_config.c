@@ -625,6 +625,10 @@ test_list_values(void **state)
     expect_error("[target a]\npatterns = lock:*,,x\n",
                  "x.ini:2: [target a] patterns: \"lock:*,,x\" has an empty item (use comma "
                  "separated values, e.g. lock:*)");
+    /* -n joins items with ", ": ";x" would come back as a comment */
+    expect_error("[target a]\npatterns = lock:*,;x\n",
+                 "x.ini:2: [target a] patterns: \"lock:*,;x\": an item may not begin with ';' "
+                 "(it would read back as a comment)");
     expect_error("[target a]\npatterns =\n",
                  "x.ini:2: [target a] patterns: no pattern given (list at least one glob of "
                  "lock keys, e.g. lock:*)");
