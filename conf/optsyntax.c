@@ -289,6 +289,15 @@ authority_has_password(const char *auth, size_t n)
     return at != NULL && memchr(auth, ':', (size_t)(at - auth)) != NULL;
 }
 
+/* The mask for a part of n bytes: URL_MASK, or as many '*' as the part
+ * had when it is shorter, so a masked line is never longer than the
+ * configured one (-n's output must load back within the line limit). */
+static void
+mask_part(struct strbuf *sb, size_t n)
+{
+    sb_add(sb, URL_MASK, n < sizeof(URL_MASK) - 1 ? n : sizeof(URL_MASK) - 1);
+}
+
 void
 url_mask(const char *url, struct strbuf *sb)
 {
@@ -305,15 +314,21 @@ url_mask(const char *url, struct strbuf *sb)
         if (*c == '@')
             at = c;
     if (at != NULL) {
-        sb_adds(sb, URL_MASK "@");
+        mask_part(sb, (size_t)(at - auth));
+        sb_adds(sb, "@");
         auth = at + 1;
     }
     end = auth + strcspn(auth, "?#");
     sb_add(sb, auth, (size_t)(end - auth));
     if (*end == '?') {
-        sb_adds(sb, "?" URL_MASK);
-        end += strcspn(end, "#");
+        size_t qlen = strcspn(end + 1, "#");
+
+        sb_adds(sb, "?");
+        mask_part(sb, qlen);
+        end += 1 + qlen;
     }
-    if (*end == '#')
-        sb_adds(sb, "#" URL_MASK);
+    if (*end == '#') {
+        sb_adds(sb, "#");
+        mask_part(sb, strlen(end + 1));
+    }
 }

@@ -574,7 +574,9 @@ test_http_url_masked(void **state)
         { "https://s3cret@hooks.example/x", "https://***@hooks.example/x" },
         { "http://s3cret@hooks.example?k=s3cret#s3cret", "http://***@hooks.example?***#***" },
         { "https://hooks.example/x#s3cret", "https://hooks.example/x#***" },
-        { "https://a@b@hooks.example/p?q", "https://***@hooks.example/p?***" },
+        { "https://a@b@hooks.example/p?q", "https://***@hooks.example/p?*" },
+        /* a part shorter than *** keeps its length: -n's line never grows */
+        { "https://t@hooks.example/p?ab#c", "https://*@hooks.example/p?**#*" },
         { "https://hooks.example/p/a@b", "https://hooks.example/p/a@b" },
     };
     char text[256], val[256];
