@@ -955,8 +955,12 @@ config_print(const struct config *cfg, FILE *fp)
     fprintf(fp, "\n[classes]\n");
     if (cfg->nclasses == 0)
         fprintf(fp, "; none: every key's class is derived from the key\n");
-    for (i = 0; i < cfg->nclasses; i++)
-        fprintf(fp, "%s = %s\n", cfg->classes[i].glob, cfg->classes[i].name);
+    for (i = 0; i < cfg->nclasses; i++) {
+        const char *g = cfg->classes[i].glob, *n = cfg->classes[i].name;
+
+        /* within what read_line accepts, as print_section keeps options */
+        fprintf(fp, strlen(g) + 3 + strlen(n) > LINE_MAX_CHARS ? "%s=%s\n" : "%s = %s\n", g, n);
+    }
     for (i = 0; i < cfg->nwebhooks; i++) {
         snprintf(label, sizeof(label), "[webhook %s]", cfg->webhooks[i].name);
         print_section(fp, label, SECTION_WEBHOOK, &cfg->webhooks[i]);
