@@ -298,8 +298,8 @@ bench: deps
 # into $(FUZZ_BUILD) (coverage-instrumented, ASan + UBSan, every UBSan
 # report fatal) and linked into each harness; the gcc build is untouched.
 # fuzz/run runs each harness for FUZZ_SECONDS and prints one line per
-# harness; any finding fails it (CI: .ci/run, FUZZ_SECONDS=30 with a fixed
-# FUZZ_SEED, so what CI runs replays exactly; unset, each run explores afresh).
+# harness; any finding fails it (CI: .ci/run, a fixed FUZZ_SEED and FUZZ_RUNS,
+# so what CI runs replays exactly; unset, each run explores afresh).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := $(BUILD)/fuzz
