@@ -129,13 +129,13 @@ release_precheck(const struct target_conf *t, const char *key, size_t keylen, ch
                  size_t whylen)
 {
     struct helper_key hk;
-    char shown[200], owner[200];
+    char shown[KEYTEXT_PERCENT_MAX(120)], owner[KEYTEXT_PERCENT_MAX(120)];
 
     if (why != NULL && whylen > 0)
         why[0] = '\0';
     if (key == NULL)
         return -1;
-    keytext_sanitize(shown, sizeof(shown), key, keylen > 120 ? 120 : keylen);
+    keytext_percent(shown, sizeof(shown), key, keylen > 120 ? 120 : keylen);
     if (lock_key_excluded(t, key, keylen)) {
         if (why != NULL)
             snprintf(why, whylen, "refused: %s%s matches the target's exclude_patterns (not "
@@ -144,7 +144,7 @@ release_precheck(const struct target_conf *t, const char *key, size_t keylen, ch
     }
     if (formats_helper(key, keylen, RAW_NONE, &hk) == HELPER_NONE)
         return -1;
-    keytext_sanitize(owner, sizeof(owner), hk.owner, hk.ownerlen > 120 ? 120 : hk.ownerlen);
+    keytext_percent(owner, sizeof(owner), hk.owner, hk.ownerlen > 120 ? 120 : hk.ownerlen);
     if (why != NULL)
         snprintf(why, whylen, "refused: %s%s is %s %s%s%s%s, not a lock: releasing or "
                  "expiring it alone would break that lock; release the lock itself. Nothing "
