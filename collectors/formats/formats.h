@@ -133,7 +133,8 @@ struct lock_format {
 /*
  * The table, in claim order, and its length.  The last row is "unknown".
  *
- *   redisson-rw   hash: field mode = read|write, read holders <uuid>:<tid>,
+ *   redisson-rw   hash: field mode = read|write (or raw.mode, read apart,
+ *                 when the fields read do not hold it), read holders <uuid>:<tid>,
  *                 write holder <uuid>:<tid>:write, each -> hold count.
  *                 view.mode is set; holder ids are the field names.
  *                 Wakes with "1" on redisson_rwlock:{<key>} (wakes all).
@@ -146,12 +147,28 @@ struct lock_format {
  *   shedlock      string: ADDED:<ISO-8601 UTC>@<hostname>[:<uuid>]; host
  *                 (cut to HOST_MAX-1 bytes) and acquired_ms.
  *   redis-py      string: 32 lowercase hex that is a uuid1 (char[12] '1',
- *                 char[16] in [89ab]) with a time in range; acquired_ms
+ *                 char[16] in [89ab]) with a time in range and, when the
+ *                 scan's time is known (raw.now_ms), at most ~3 years
+ *                 before it and a day after; acquired_ms
  *                 from its timestamp.  host = "mac:xx:xx:xx:xx:xx:xx" when
  *                 the node field is a real MAC (multicast bit clear); ""
  *                 when Python fell back to a random node.  A random 32-hex
  *                 token (node-redlock) passes this test about 1 in 64
  *                 times, so the label is a strong hint, not proof.
+ *   node-redlock  string: 32 lowercase hex that redis-py did not take
+ *                 (randomBytes(16)); no time, no host.
+ *   redsync       string: 24 standard base64 ending "==" (16 bytes).
+ *   python-redis-lock  string under "lock:": 24 base64, no padding (18
+ *                 bytes); its "lock-signal:<name>" list is a helper key.
+ *   redis-semaphore  string under "mutex:": a lowercase v4 UUID, maybe
+ *                 "-<suffix>"; or a zset under "semaphore:" whose members
+ *                 (each a holder) score a Unix ms (the last refresh: no
+ *                 acquisition time).
+ *   pottery       string under "redlock:": a lowercase v4 UUID.
+ *   spring        string: a lowercase v4 UUID (RedisLockRegistry's clientId).
+ *   redisson-fair, redisson-fenced, redisson-permit-semaphore  claim no
+ *                 value: the scan gives a "redisson" or "plain" lock one of
+ *                 them by its helper keys (formats_kin(), below).
  *   plain         any other string: one holder, id = the value, count 1.
  *   unknown       everything else (other types, hashes that fit no
  *                 decoder, RAW_NONE); no holders.
@@ -207,7 +224,7 @@ long formats_wake_channel(const struct lock_format *fmt,
  * a lock X without '{', else the lock name itself; every Redisson tag holds
  * a '{'.  A helper key is never a lock, a leak or a class member, and never
  * a release/expire target: the scanner counts it to its lock
- * ("companions"), release refuses it naming its lock.
+ * ("helper_keys"), release refuses it naming its lock.
  */
 enum helper_kind {
     HELPER_NONE,
