@@ -54,11 +54,6 @@ struct raw_lock {
     const struct raw_field *fields;
     size_t nfields;
     bool fields_truncated;      /* the hash has more fields than were read */
-    /* RAW_HASH: HGET <key> mode, read apart from the fields so a Redisson
-     * read/write lock with more readers than RAW_FIELDS_MAX is still told
-     * by its mode; NULL when the hash has no such field */
-    const char *mode;
-    size_t modelen;
     /* The scan's time (Unix ms), 0 when unknown: a decoder may use it to
      * reject an encoded acquisition time no real holder could have. */
     int64_t now_ms;
@@ -133,10 +128,14 @@ struct lock_format {
 /*
  * The table, in claim order, and its length.  The last row is "unknown".
  *
- *   redisson-rw   hash: field mode = read|write (or raw.mode, read apart,
- *                 when the fields read do not hold it), read holders <uuid>:<tid>,
+ *   redisson-rw   hash: field mode = read|write, read holders <uuid>:<tid>,
  *                 write holder <uuid>:<tid>:write, each -> hold count.
  *                 view.mode is set; holder ids are the field names.
+ *                 A hash cut by the read cap (more fields than one HSCAN
+ *                 gives, so Redis keeps it as a hashtable and "mode" may
+ *                 not be among those read) whose fields are all holders
+ *                 is a read lock: an RLock or a write lock has one holder
+ *                 (a writer re-entering as reader: two), never 65.
  *                 Wakes with "1" on redisson_rwlock:{<key>} (wakes all).
  *   redisson      hash: every field <uuid>:<tid> (lowercase uuid, tid an
  *                 optionally negative decimal) -> positive hold count.
@@ -260,6 +259,12 @@ struct helper_key {
  */
 enum helper_kind formats_helper(const char *key, size_t keylen, enum raw_type type,
                                 struct helper_key *out);
+
+/* Does the scanner read a zset's members (ZCARD + ZRANGE) for KEY?  Only
+ * for the zset format there is (redis-semaphore's "semaphore:<key>"):
+ * other zsets under the patterns are "unknown" unread, so the agent's ACL
+ * needs +zcard +zrange only where such semaphores live. */
+bool formats_reads_zset(const char *key, size_t keylen);
 
 /* The row a lock decoded as fmt becomes given the kinds of its helper
  * keys (a bit set, 1u << kind): "redisson" with a fence-token helper is

@@ -670,8 +670,8 @@ class Agent:
 
 # The least-privilege scanner of README "Redis permissions" (keep in step).
 SCANNER_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "-@all", "+scan", "+type",
-               "+pttl", "+object|idletime", "+getrange", "+hlen", "+hscan", "+exists",
-               "+hmget", "+ping"]
+               "+pttl", "+object|idletime", "+getrange", "+hlen", "+hscan", "+zcard",
+               "+zrange", "+exists", "+hmget", "+ping"]
 
 
 def password_file(password):

@@ -19,7 +19,7 @@ import topo
 # +client|no-touch for Redis 7.2+; 7.0 does not know the subcommand).
 SCANNER_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "resetchannels", "-@all",
                "+scan", "+type", "+pttl", "+object|idletime", "+getrange", "+hlen", "+hscan",
-               "+exists", "+hmget", "+ping", "+role", "+readonly", "+cluster|shards",
+               "+zcard", "+zrange", "+exists", "+hmget", "+ping", "+role", "+readonly", "+cluster|shards",
                "+cluster|slots"]
 LOCKCTL_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "~lockwatch:audit",
                "~redisson_lock__channel:*", "~redisson_rwlock:*", "~lockwatch_lock__channel:*",
@@ -27,7 +27,7 @@ LOCKCTL_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "~lockwatch:audit"
                "resetchannels", "&redisson_lock__channel:*", "&redisson_rwlock:*",
                "&lockwatch_lock__channel:*",
                "-@all", "+scan", "+type", "+pttl", "+object|idletime", "+getrange", "+hlen",
-               "+hscan", "+exists", "+hmget", "+ping", "+role", "+readonly",
+               "+hscan", "+zcard", "+zrange", "+exists", "+hmget", "+ping", "+role", "+readonly",
                "+cluster|shards", "+cluster|slots",
                "+evalsha", "+eval", "+get", "+strlen", "+hexists", "+del", "+pexpire",
                "+lindex", "+lpush", "+publish", "+spublish", "+xadd", "+xrevrange"]

@@ -204,6 +204,13 @@ class FormatsClients(h.TestCase):
         doc = tl.run_json(self, ["list", "--limit", "1000"], cfg)
         listed = sorted(l["key"] for l in doc["locks"])
         self.assertEqual(listed, sorted(list(want) + ["stats:counter"]))  # not excluded here
+        doc = tl.run_json(self, ["show", tkey], cfg)
+        self.assertEqual(doc["helper_kind"], "rwlock-timeout")
+        self.assertIn("read/write lock rw-lock", doc["not_a_lock"])
+        p = tl.run(["show", "redisson_lock_token:{fenced-lock}"], cfg)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"NOT a lock", p.stdout)
+        self.assertNotIn(b"release with:", p.stdout)
         shown = tl.run_json(self, ["show", "rw-lock"], cfg)
         self.assertEqual((shown["format"], shown["mode"], shown["holders_total"]),
                          ("redisson-rw", "read", READERS))

@@ -500,7 +500,8 @@ class ReleaseScript(h.TestCase):
                "~redisson_lock__channel:* ~redisson_rwlock:* ~lockwatch_lock__channel:* "
                "~redisson_lock_queue:* ~lock-signal:* resetchannels &* -@all "
                "+evalsha +eval +scan +type +pttl +object|idletime +getrange +get +strlen "
-               "+hlen +hscan +hexists +del +pexpire +xadd +xrevrange +publish +spublish "
+               "+hlen +hscan +zcard +zrange +hexists +del +pexpire +xadd +xrevrange +publish "
+               "+spublish "
                "+lindex +lpush +ping +select")
         admin.execute_command("ACL", "SETUSER", *acl.split())
         d = h._mkdtemp("lw-acl-")

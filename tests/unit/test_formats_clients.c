@@ -165,12 +165,12 @@ test_semaphore_zset(void **state)
     assert_string_equal(formats_decode(&raw, &v)->name, "unknown");
 }
 
-/* The read/write lock's mode read apart: 64 readers read, "mode" not
- * among them. */
+/* A read lock with more readers than one HSCAN returns: "mode" may not
+ * be among the 64 fields read, and so many holders make it a read lock. */
 static void
-test_rw_mode_apart(void **state)
+test_rw_many_readers(void **state)
 {
-    static char names[RAW_FIELDS_MAX][48];
+    static char names[RAW_FIELDS_MAX][64];
     struct raw_field f[RAW_FIELDS_MAX];
     struct raw_lock raw;
     struct lock_view v;
@@ -191,20 +191,18 @@ test_rw_mode_apart(void **state)
     raw.fields = f;
     raw.nfields = RAW_FIELDS_MAX;
     raw.fields_truncated = true;
-    /* without the mode it looks like an RLock */
-    assert_string_equal(formats_decode(&raw, &v)->name, "redisson");
-    raw.mode = "read";
-    raw.modelen = 4;
     assert_string_equal(formats_decode(&raw, &v)->name, "redisson-rw");
     assert_string_equal(v.mode, "read");
     assert_int_equal(v.holders_total, RAW_FIELDS_MAX);
-    raw.mode = "write";
-    raw.modelen = 5;
-    assert_string_equal(formats_decode(&raw, &v)->name, "redisson-rw");
-    assert_string_equal(v.mode, "write");
-    /* a mode no RW lock writes: neither RW lock nor RLock */
-    raw.mode = "reader";
-    raw.modelen = 6;
+    assert_int_equal(v.thread, -1);
+    /* read whole, so many holder fields and no mode: what it always was */
+    raw.fields_truncated = false;
+    assert_string_equal(formats_decode(&raw, &v)->name, "redisson");
+    /* a writer among them and no mode: not a read lock, and too big to be
+     * anything else Redisson writes */
+    raw.fields_truncated = true;
+    snprintf(names[3], sizeof(names[3]), RS_UUID ":7:write");
+    f[3].namelen = strlen(names[3]);
     assert_string_equal(formats_decode(&raw, &v)->name, "unknown");
 }
 
@@ -348,13 +346,25 @@ static void
 test_release_precheck(void **state)
 {
     char *excl[] = { "lock:stats:*", "lock:meta:?" };
+    char *pats[] = { "lock:*", "redisson_lock_*", "lock-signal:*" };
     struct target_conf t;
     char why[512];
     (void)state;
 
     memset(&t, 0, sizeof(t));
+    t.patterns = pats;
+    t.npatterns = 3;
     t.exclude_patterns = excl;
     t.nexclude_patterns = 2;
+    /* outside the patterns: the script's "pattern" refusal, audited */
+    {
+        static const char outside[] = "{rw}:" RS_UUID ":1:rwlock_timeout:1";
+
+        assert_int_equal(formats_helper(outside, sizeof(outside) - 1, RAW_STRING, NULL),
+                         HELPER_RW_TIMEOUT);
+        assert_int_equal(release_precheck(&t, outside, sizeof(outside) - 1, why, sizeof(why)),
+                         -1);
+    }
     assert_int_equal(release_precheck(&t, "lock:stats:hits", 15, why, sizeof(why)),
                      RELEASE_REFUSED_EXCLUDED);
     assert_non_null(strstr(why, "exclude_patterns"));
@@ -455,8 +465,6 @@ test_recorded_values(void **state)
         raw.pttl = 29796;
         raw.fields = f;
         raw.nfields = 3;
-        raw.mode = "write";
-        raw.modelen = 5;
         assert_string_equal(formats_decode(&raw, &v)->name, "redisson-rw");
         assert_string_equal(v.mode, "write");
         assert_int_equal(v.holders_total, 2);
@@ -482,7 +490,7 @@ main(void)
         cmocka_unit_test(test_token_rows),
         cmocka_unit_test(test_redispy_time_window),
         cmocka_unit_test(test_semaphore_zset),
-        cmocka_unit_test(test_rw_mode_apart),
+        cmocka_unit_test(test_rw_many_readers),
         cmocka_unit_test(test_helpers),
         cmocka_unit_test(test_owner_hashes),
         cmocka_unit_test(test_kin),
