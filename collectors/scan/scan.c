@@ -499,6 +499,12 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         run_err(&r, "out of memory in the registry look-up");
         ok = 0;
     }
+    /* helper keys: those the pass saw, then those outside the patterns */
+    helperkeys_finish(&r, ok);
+    if (ok && helperkeys_probe(&r, st, nst, cluster ? &topo : NULL) == -1) {
+        run_err(&r, "out of memory probing helper keys");
+        ok = 0;
+    }
     for (i = 0; i < nst; i++)
         if (!st[i].failed)
             nok++;
@@ -518,7 +524,6 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
     }
     if (cluster)
         keep_conns(sc, st, nst);
-    helperkeys_finish(&r, ok);
     if (ok) {
         if (record_finish(&r) == -1) {
             run_err(&r, "out of memory finishing the snapshot");

@@ -225,6 +225,47 @@ class FormatsClients(h.TestCase):
         self.assertEqual(h.msum(m, "lockwatch_locks_leaked", **{"class": "permits"}), 0)
         self.assertEqual(h.msum(m, "lockwatch_locks", format="redisson-permit-semaphore"), 1)
 
+    def test_helpers_outside_the_patterns(self):
+        """patterns = lock:* (the common config) does not cover Redisson's
+        redisson_lock_token:{lock:x} or {lock:x}:timeout: the agent asks
+        for them, and an ACL that does not let it changes only that."""
+        rs = self.start_redis()
+        c = rs.client()
+        now_ms = int(time.time() * 1000)
+        c.hset("lock:fenced", "%s:23" % RUUID, "1")
+        c.pexpire("lock:fenced", 30000)
+        c.set("redisson_lock_token:{lock:fenced}", "2")
+        c.hset("lock:fair", "%s:24" % RUUID, "1")
+        c.pexpire("lock:fair", 30000)
+        c.rpush("redisson_lock_queue:{lock:fair}", "%s:25" % RUUID2)
+        c.zadd("redisson_lock_timeout:{lock:fair}", {"%s:25" % RUUID2: now_ms + 300000})
+        c.hset("lock:rlock", "%s:26" % RUUID, "1")
+        c.pexpire("lock:rlock", 30000)
+        c.set("lock:pexp", "0")
+        c.zadd("{lock:pexp}:timeout", {os.urandom(16): now_ms + 60000})
+        c.set("lock:sem", "3")                  # RSemaphore: a number, like a token
+        want = {"lock:fenced": "redisson-fenced", "lock:fair": "redisson-fair",
+                "lock:rlock": "redisson", "lock:pexp": "redisson-permit-semaphore",
+                "lock:sem": "plain"}
+        cfg = tl.write_config(rs, patterns="lock:*", leak_grace="0s")
+        p = h.run_lockwatchd(["--once", "-c", cfg], timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = h.parse_metrics(p.stdout)
+        for key, fmt in want.items():
+            self.assertEqual(h.msum(m, "lockwatch_locks", **{"class": key, "format": fmt}), 1,
+                             (key, fmt, h.select(m, "lockwatch_locks", **{"class": key})))
+        self.assertEqual(h.msum(m, "lockwatch_locks_leaked", **{"class": "lock:pexp"}), 0)
+        self.assertEqual(h.msum(m, "lockwatch_locks_leaked", **{"class": "lock:sem"}), 1)
+        # the scanner ACL of README "Redis permissions": ~lock:* only
+        c.execute_command("ACL", "SETUSER", "lockwatch", "on", ">scan-pw", *h.SCANNER_ACL)
+        p = h.once_as_user(rs, "lockwatch", "scan-pw", patterns="lock:*")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = h.parse_metrics(p.stdout)
+        self.assertEqual(h.msum(m, "lockwatch_target_up", target="main"), 1)
+        self.assertEqual(h.msum(m, "lockwatch_locks", **{"class": "lock:fenced",
+                                                          "format": "redisson"}), 1)
+        self.assertEqual(h.msum(m, "lockwatch_locks"), len(want))
+
     def test_exclude_patterns(self):
         rs = self.start_redis()
         c = rs.client()
