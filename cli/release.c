@@ -120,8 +120,10 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
     if (rc == LOCKCTL_REDIS && !res->audit_failed) {
         session_redis_error(lc, res->err);
     } else if (rc == LOCKCTL_REFUSED) {
+        /* a refusal without Redis says why in err (naming the lock) */
         lockctl_warnx("%s %s on target %s (%s): %s [%s]", ch->cmd, key ? key : "?",
-                      lc->t->name, addr, release_outcome_message(res->outcome),
+                      lc->t->name, addr, res->err[0] != '\0' ? res->err
+                      : release_outcome_message(res->outcome),
                       release_outcome_str(res->outcome));
     } else {
         table_line(stdout, TABLE_WIDTH, "%s: %s on target %s (%s)",

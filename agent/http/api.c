@@ -88,6 +88,9 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
     holders = NULL;
     bad |= json_object_set_new(o, "holders_total", json_integer(l->holders_total));
     bad |= json_object_set_new(o, "max_count", json_integer(l->max_count));
+    /* helper keys of this lock seen by the scan (queue, token counter,
+     * reader timeout keys...): part of the lock, never locks themselves */
+    bad |= json_object_set_new(o, "companions", json_integer(l->companions));
     if (l->flags & SNAP_MODE_READ)
         bad |= json_object_set_new(o, "mode", json_string("read"));
     else if (l->flags & SNAP_MODE_WRITE)

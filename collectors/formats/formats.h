@@ -23,11 +23,13 @@
 
 #include "common/lw1.h"
 
-enum raw_type { RAW_NONE, RAW_STRING, RAW_HASH, RAW_OTHER };
+/* RAW_ZSET's members and scores are read into fields (name = member,
+ * value = score as Redis prints it). */
+enum raw_type { RAW_NONE, RAW_STRING, RAW_HASH, RAW_OTHER, RAW_ZSET };
 
 /* Bounds on what the scanner reads per key. */
 #define RAW_VALUE_MAX   512     /* bytes of a string value read (GETRANGE) */
-#define RAW_FIELDS_MAX  64      /* hash fields read */
+#define RAW_FIELDS_MAX  64      /* hash fields (zset members) read */
 #define HOLDERS_MAX     8       /* holders kept per lock */
 #define HOLDER_ID_MAX   160     /* bytes of a holder id kept */
 #define HOST_MAX        64
@@ -52,6 +54,14 @@ struct raw_lock {
     const struct raw_field *fields;
     size_t nfields;
     bool fields_truncated;      /* the hash has more fields than were read */
+    /* RAW_HASH: HGET <key> mode, read apart from the fields so a Redisson
+     * read/write lock with more readers than RAW_FIELDS_MAX is still told
+     * by its mode; NULL when the hash has no such field */
+    const char *mode;
+    size_t modelen;
+    /* The scan's time (Unix ms), 0 when unknown: a decoder may use it to
+     * reject an encoded acquisition time no real holder could have. */
+    int64_t now_ms;
 };
 
 struct lock_holder {
@@ -177,6 +187,88 @@ const struct lock_format *formats_by_name(const char *name);
 long formats_wake_channel(const struct lock_format *fmt,
                           const char *key, size_t keylen,
                           char *out, size_t outlen);
+
+/*
+ * Helper keys: keys a client writes beside its lock that are not locks
+ * (formats_helper() knows the shapes):
+ *
+ *   fair-queue       redisson_lock_queue:<tag>              Redisson FairLock waiters (list)
+ *   fair-timeout     redisson_lock_timeout:<tag>            their deadlines (zset)
+ *   fence-token      redisson_lock_token:<tag>              FencedLock token counter (string)
+ *   unlock-latch     redisson_unlock_latch:<tag>:<32 hex>   idempotent unlock (string, ~20 s)
+ *   rwlock-timeout   <tag>:<uuid>:<tid>:rwlock_timeout:<n>  one per read hold of an RW lock
+ *   permit-timeout   <tag>:timeout (zset only)              PermitExpirableSemaphore permits
+ *   signal-list      lock-signal:<name>                     python-redis-lock's wake list;
+ *                                                           its lock is lock:<name>
+ *   client-registry  lockwatch:client:{<uuid>}              liblockwatch's registry of one
+ *                                                           client; belongs to its locks
+ *
+ * <tag> is what Redisson's prefixName()/suffixName() put there: "{X}" for
+ * a lock X without '{', else the lock name itself; every Redisson tag holds
+ * a '{'.  A helper key is never a lock, a leak or a class member, and never
+ * a release/expire target: the scanner counts it to its lock
+ * ("companions"), release refuses it naming its lock.
+ */
+enum helper_kind {
+    HELPER_NONE,
+    HELPER_FAIR_QUEUE,
+    HELPER_FAIR_TIMEOUT,
+    HELPER_FENCE_TOKEN,
+    HELPER_UNLOCK_LATCH,
+    HELPER_RW_TIMEOUT,
+    HELPER_PERMIT_TIMEOUT,
+    HELPER_SIGNAL_LIST,
+    HELPER_CLIENT_REGISTRY,
+    HELPER_KINDS
+};
+
+/* How a helper names its lock. */
+enum helper_owner_style {
+    HELPER_OWNER_REDISSON,      /* owner = the lock's name */
+    HELPER_OWNER_LOCK_PREFIX,   /* owner = the lock's name after "lock:" */
+    HELPER_OWNER_CLIENT,        /* owner = a client uuid: every lock it holds */
+};
+
+struct helper_key {
+    enum helper_kind kind;
+    enum helper_owner_style style;
+    const char *owner;          /* ownerlen bytes inside the key */
+    size_t ownerlen;
+};
+
+/*
+ * Is KEY (keylen bytes) a helper key?  type is its TYPE when known
+ * (RAW_NONE: unknown; the permit-timeout shape needs RAW_ZSET).  Fills
+ * *out (may be NULL) and returns the kind, HELPER_NONE when it is not one.
+ */
+enum helper_kind formats_helper(const char *key, size_t keylen, enum raw_type type,
+                                struct helper_key *out);
+
+/* The row a lock decoded as fmt becomes given the kinds of its helper
+ * keys (a bit set, 1u << kind): "redisson" with a fence-token helper is
+ * "redisson-fenced", with a fair-queue or fair-timeout one
+ * "redisson-fair"; "plain" with a permit-timeout one is
+ * "redisson-permit-semaphore".  Otherwise fmt itself. */
+const struct lock_format *formats_kin(const struct lock_format *fmt, unsigned helper_kinds);
+
+/* "fair-queue", ... ; and a phrase for messages, to be followed by the
+ * owning lock's name ("the waiting queue of Redisson fair lock"). */
+const char *formats_helper_name(enum helper_kind k);
+const char *formats_helper_what(enum helper_kind k);
+
+/* The hash by which a helper finds its lock: hash (the scanner's keyhash)
+ * of the owner bytes, mixed with the style. */
+uint64_t formats_owner_hash(enum helper_owner_style style,
+                            uint64_t (*hash)(const void *, size_t),
+                            const char *owner, size_t len);
+
+/* Every owner hash a helper of lock KEY can have, given the ids of its
+ * holders (nids of them, at most HOLDERS_MAX looked at); their count. */
+#define FORMATS_OWNER_HASHES_MAX (3 + HOLDERS_MAX)
+size_t formats_lock_owner_hashes(const char *key, size_t keylen, const char *const *ids,
+                                 const size_t *idlens, size_t nids,
+                                 uint64_t (*hash)(const void *, size_t),
+                                 uint64_t out[FORMATS_OWNER_HASHES_MAX]);
 
 /*
  * The lw1 token: the value liblockwatch writes for a plain lock (SET key

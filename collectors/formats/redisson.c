@@ -101,7 +101,8 @@ scan_rlock(const struct raw_lock *raw, struct lock_view *view)
     size_t n = fields_to_read(raw);
     long long tid = -1;
 
-    if (raw->type != RAW_HASH || n == 0)
+    /* a hash with a mode field is a read/write lock, never an RLock */
+    if (raw->type != RAW_HASH || n == 0 || raw->mode != NULL)
         return -1;
     for (size_t i = 0; i < n; i++) {
         const struct raw_field *f = &raw->fields[i];
@@ -116,6 +117,19 @@ scan_rlock(const struct raw_lock *raw, struct lock_view *view)
     if (view != NULL && view->holders_total == 1)
         view->thread = tid;
     return 0;
+}
+
+/* "read" or "write" as the mode field spells it, else NULL. */
+static const char *
+mode_of(const char *v, size_t len)
+{
+    if (v == NULL)
+        return NULL;
+    if (len == 4 && memcmp(v, "read", 4) == 0)
+        return "read";
+    if (len == 5 && memcmp(v, "write", 5) == 0)
+        return "write";
+    return NULL;
 }
 
 /* Walk an RW lock hash; see scan_rlock() for the view == NULL rule. */
@@ -134,13 +148,7 @@ scan_rwlock(const struct raw_lock *raw, struct lock_view *view)
         long count;
 
         if (field_is(f, "mode")) {
-            if (mode != NULL || f->value == NULL)
-                return -1;
-            if (f->valuelen == 4 && memcmp(f->value, "read", 4) == 0)
-                mode = "read";
-            else if (f->valuelen == 5 && memcmp(f->value, "write", 5) == 0)
-                mode = "write";
-            else
+            if (mode != NULL || (mode = mode_of(f->value, f->valuelen)) == NULL)
                 return -1;
             continue;
         }
@@ -154,7 +162,12 @@ scan_rwlock(const struct raw_lock *raw, struct lock_view *view)
         if (view != NULL)
             fmt_add_holder(view, f->name, f->namelen, false, count);
     }
-    /* Without "mode" this is not an RW lock; it may be a plain RLock. */
+    /* With more readers than one HSCAN returns, "mode" may not be among
+     * the fields read; the scanner reads it apart (raw->mode).  Without
+     * it this is not an RW lock; it may be a plain RLock. */
+    if (mode == NULL && raw->mode != NULL &&
+        (mode = mode_of(raw->mode, raw->modelen)) == NULL)
+        return -1;
     if (mode == NULL)
         return -1;
     if (view != NULL) {

@@ -305,6 +305,21 @@ snapshot_restate(struct snapshot *s, struct snap_lock *l, uint8_t states,
     l->first_seen_ms = first_seen_ms;
 }
 
+void
+snapshot_reformat(struct snapshot *s, struct snap_lock *l, uint8_t format)
+{
+    struct snap_class *c = l->class_idx < s->class_cap ? &s->class_stats[l->class_idx] : NULL;
+
+    if (format == l->format || format >= FORMATS_MAX)
+        return;
+    if (c != NULL) {
+        if (c->locks[l->format] > 0)
+            c->locks[l->format]--;
+        c->locks[format]++;
+    }
+    l->format = format;
+}
+
 static int
 worst_first(const void *a, const void *b)
 {

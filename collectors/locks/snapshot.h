@@ -73,6 +73,8 @@ struct snap_lock {
     int64_t nottl_since_ms;           /* Unix ms since the key has had no
                                        * TTL; 0 while it has one */
     int64_t acquired_ms;              /* Unix ms from the format; 0 unknown */
+    uint32_t companions;              /* helper keys of this lock seen in
+                                       * the scan (formats_helper()) */
     size_t bytes;                     /* size of the allocation */
 };
 
@@ -124,6 +126,7 @@ struct scan_counters {
     uint64_t vanished_total;          /* keys gone between SCAN and read */
     uint64_t truncated_total;         /* values/fields cut by the caps */
     uint64_t duplicates_total;        /* keys SCAN returned twice in a pass */
+    uint64_t helpers_total;           /* helper keys seen (not locks) */
     uint64_t read_errors[SCAN_READ_KINDS];  /* reads refused, by kind */
 };
 
@@ -191,6 +194,10 @@ int snapshot_add(struct snapshot *s, const struct snap_lock *l, int64_t now_ms);
  * added (the client registry back-dated it): fix it and its class. */
 void snapshot_restate(struct snapshot *s, struct snap_lock *l, uint8_t states,
                       int64_t first_seen_ms, int64_t now_ms);
+
+/* A retained lock is a kin of its decoded format (formats_kin()): move
+ * it to row format in its class's per-format count. */
+void snapshot_reformat(struct snapshot *s, struct snap_lock *l, uint8_t format);
 
 /* Sort the retained locks worst first; call once at the end. */
 void snapshot_finish(struct snapshot *s);

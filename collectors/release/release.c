@@ -34,6 +34,8 @@
 #include "common/clock.h"
 #include "common/keytext.h"
 #include "common/prefixname.h"
+#include "collectors/formats/formats.h"
+#include "collectors/locks/lockclass.h"
 
 extern const char collectors_release_lua_guard_lua[];
 extern const char collectors_release_lua_formats_lua[];
@@ -80,6 +82,13 @@ static const struct outcome_row {
     [RELEASE_REFUSED_HAS_TTL] = { "has_ttl", false, true,
         "refused: the lock already has a TTL; expire only gives a TTL to a lock that has "
         "none (a leak). Nothing was changed" },
+    [RELEASE_REFUSED_EXCLUDED] = { "excluded", false, true,
+        "refused: the key matches the target's exclude_patterns, so it is not a lock "
+        "lockwatch may touch; nothing was changed" },
+    [RELEASE_REFUSED_HELPER] = { "helper_key", false, true,
+        "refused: the key is a helper key of a lock (its queue, timeout set, token counter, "
+        "reader timeout key or signal list), not a lock; releasing or expiring it alone "
+        "would break that lock. Release the lock itself; nothing was changed" },
     [RELEASE_ERROR] = { "error", false, false,
         "error: the release could not run (see the error); nothing is known to have changed" },
 };
@@ -116,6 +125,39 @@ bool
 release_outcome_done(enum release_outcome o)
 {
     return (unsigned)o < RELEASE_OUTCOME_COUNT && outcomes[o].done;
+}
+
+/* ---- refusals without Redis --------------------------------------------------- */
+
+int
+release_precheck(const struct target_conf *t, const char *key, size_t keylen, char *why,
+                 size_t whylen)
+{
+    struct helper_key hk;
+    char shown[KEYTEXT_PERCENT_MAX(120)], owner[KEYTEXT_PERCENT_MAX(120)];
+
+    if (why != NULL && whylen > 0)
+        why[0] = '\0';
+    if (key == NULL)
+        return -1;
+    keytext_percent(shown, sizeof(shown), key, keylen > 120 ? 120 : keylen);
+    if (lock_key_excluded(t, key, keylen)) {
+        if (why != NULL)
+            snprintf(why, whylen, "refused: %s%s matches the target's exclude_patterns (not "
+                     "a lock); nothing was changed", shown, keylen > 120 ? "..." : "");
+        return RELEASE_REFUSED_EXCLUDED;
+    }
+    if (formats_helper(key, keylen, RAW_NONE, &hk) == HELPER_NONE)
+        return -1;
+    keytext_percent(owner, sizeof(owner), hk.owner, hk.ownerlen > 120 ? 120 : hk.ownerlen);
+    if (why != NULL)
+        snprintf(why, whylen, "refused: %s%s is %s %s%s%s%s, not a lock: releasing or "
+                 "expiring it alone would break that lock; release the lock itself. Nothing "
+                 "was changed", shown, keylen > 120 ? "..." : "", formats_helper_what(hk.kind),
+                 hk.style == HELPER_OWNER_LOCK_PREFIX ? "lock:" : "", owner,
+                 hk.ownerlen > 120 ? "..." : "",
+                 hk.style == HELPER_OWNER_CLIENT ? " (every lock of that client)" : "");
+    return RELEASE_REFUSED_HELPER;
 }
 
 /* ---- the script ------------------------------------------------------------ */
@@ -676,6 +718,14 @@ release_run(redisContext *c, const struct target_conf *t, const char *audit_stre
     res->holders_left = -1;
     if (rq.now_ms <= 0)
         rq.now_ms = clock_now_ms();
+    {
+        int pre = release_precheck(t, rq.key, rq.keylen, res->err, sizeof(res->err));
+
+        if (pre >= 0) {
+            res->outcome = (enum release_outcome)pre;
+            goto out;
+        }
+    }
     if (release_script(rq.action, &script, &slen, sha) == -1 ||
         release_build_args(t, audit_stream, &rq, sha, &a) == -1) {
         set_err(res, "out of memory");
@@ -754,6 +804,14 @@ json_text(const char *p, size_t n, bool escaped)
     return j;
 }
 
+/* A refusal release_precheck() explained in res->err. */
+static bool
+refused_why(const struct release_result *res)
+{
+    return (res->outcome == RELEASE_REFUSED_EXCLUDED || res->outcome == RELEASE_REFUSED_HELPER) &&
+           res->err[0] != '\0';
+}
+
 json_t *
 release_result_json(const char *target, const struct release_request *req,
                     const struct release_result *res)
@@ -777,7 +835,8 @@ release_result_json(const char *target, const struct release_request *req,
                             json_boolean(release_outcome_refused(res->outcome))) == -1 ||
         json_object_set_new(o, "dry_run", json_boolean(req->dry_run)) == -1 ||
         json_object_set_new(o, "message",
-                            json_string(release_outcome_message(res->outcome))) == -1 ||
+                            json_string(refused_why(res) ? res->err
+                                        : release_outcome_message(res->outcome))) == -1 ||
         json_object_set_new(o, "type", err || res->type[0] == '\0' ? json_null()
                             : json_string(res->type)) == -1 ||
         json_object_set_new(o, "pttl_ms", err || res->pttl_ms == -2 ? json_null()
@@ -801,7 +860,7 @@ release_result_json(const char *target, const struct release_request *req,
     if (req->action == RELEASE_ACTION_EXPIRE &&
         json_object_set_new(o, "ttl_ms", json_integer(req->ttl_ms)) == -1)
         goto fail;
-    if (res->err[0] != '\0' &&
+    if (res->err[0] != '\0' && !refused_why(res) &&
         json_object_set_new(o, "error", json_text(res->err, strlen(res->err), false)) == -1)
         goto fail;
     return o;

@@ -44,6 +44,9 @@ enum release_outcome {
     RELEASE_REFUSED_NOT_LEAKED, /* "not_leaked": --if-leaked, but it has a TTL */
     RELEASE_REFUSED_TOO_YOUNG,  /* "too_young": --if-older-than not reached */
     RELEASE_REFUSED_HAS_TTL,    /* "has_ttl": expire of a lock that has a TTL */
+    RELEASE_REFUSED_EXCLUDED,   /* "excluded": the key matches the target's exclude_patterns */
+    RELEASE_REFUSED_HELPER,     /* "helper_key": a helper key of a lock (formats_helper()),
+                                 * never released or expired on its own; err names its lock */
     RELEASE_ERROR,              /* "error": Redis unreachable, script error... */
     RELEASE_OUTCOME_COUNT
 };
@@ -96,6 +99,17 @@ struct release_result {
                                  * (0: the key was deleted); -1 unknown */
     long long purged;           /* dead waiters dropped from a fair queue */
 };
+
+/*
+ * The refusals that need no Redis: a key in the target's exclude_patterns,
+ * or a helper key (formats_helper(): a fair lock's queue, a fenced lock's
+ * token counter, a reader's rwlock_timeout key, ...), whose release or
+ * expire would break its lock.  Returns the refusal and writes a sentence
+ * naming the owning lock into why, or -1 when the key may be tried.
+ * release_run() checks this first.  Pure.
+ */
+int release_precheck(const struct target_conf *t, const char *key, size_t keylen,
+                     char *why, size_t whylen);
 
 /* "released", "holder_changed", ... ("error" for RELEASE_ERROR). */
 const char *release_outcome_str(enum release_outcome o);

@@ -72,6 +72,7 @@ struct run {
     struct snapshot *snap;
     struct class_set *classes;
     struct redlock_map *rmap;   /* NULL unless the target is in a Redlock group */
+    struct companions *comp;    /* helper keys by their lock (companions.c) */
     int64_t now_ms;             /* the scan's start: every state is judged at it */
     int64_t start_mono;
     pthread_mutex_t mu;         /* guards sc->tracker, classes, snap, rmap */
@@ -85,6 +86,8 @@ struct key_meta {
     long long pttl;
     long long idle_s;
     bool skip;                  /* vanished or unreadable */
+    bool helper;                /* a helper key (formats_helper()): counted
+                                 * to its lock, its value not read */
 };
 
 struct batch {
@@ -180,6 +183,17 @@ uint8_t record_states(const struct run *r, const struct snap_lock *l, int64_t fi
 /* Hand the run's class names to the snapshot and sort it.  0, or -1 on
  * ENOMEM. */
 int record_finish(struct run *r);
+
+/* ---- companions.c ------------------------------------------------------------ */
+
+/* Count helper key m (formats_helper()) to its lock.  Takes run.mu.  0,
+ * or -1 on ENOMEM. */
+int record_helper(struct stream *s, const struct key_meta *m);
+
+/* With attach, give every retained lock of the run's snapshot its
+ * companions count and the format its helpers prove; free the run's
+ * helper table either way.  Call once the streams are done. */
+void companions_finish(struct run *r, bool attach);
 
 /* ---- registry.c --------------------------------------------------------------- */
 
