@@ -231,20 +231,17 @@ static const struct companion {
     const char *format;         /* formats_table row with the prefix, or NULL */
     const char *prefix;         /* or the suffix (SUFFIXED) */
     const char *from;           /* RENAMED */
-    bool guessed;               /* passed when the format is not known: the
-                                 * rows the script may pick by what it sees
-                                 * (never a semaphore's) use it */
 } companions[] = {
-    { "redisson",         PREFIXED, "redisson",    NULL, NULL, true },
-    { "redisson-v2",      LEGACY,   NULL, "redisson_lock__channel__", NULL, true },
-    { "redisson-rw",      PREFIXED, "redisson-rw", NULL, NULL, true },
-    { "redisson-rw-v2",   LEGACY,   NULL, "redisson_rwlock__", NULL, true },
-    { "liblockwatch",     PREFIXED, "liblockwatch", NULL, NULL, true },
-    { "redisson-queue",   PREFIXED, NULL, "redisson_lock_queue", NULL, true },
-    { "redisson-timeout", PREFIXED, NULL, "redisson_lock_timeout", NULL, true },
-    { "redisson-sc",      PREFIXED, NULL, "redisson_sc", NULL, false },
-    { "permits",          SUFFIXED, NULL, "timeout", NULL, false },
-    { "signal",           RENAMED,  NULL, "lock-signal:", "lock:", true },
+    { "redisson",         PREFIXED, "redisson",    NULL, NULL },
+    { "redisson-v2",      LEGACY,   NULL, "redisson_lock__channel__", NULL },
+    { "redisson-rw",      PREFIXED, "redisson-rw", NULL, NULL },
+    { "redisson-rw-v2",   LEGACY,   NULL, "redisson_rwlock__", NULL },
+    { "liblockwatch",     PREFIXED, "liblockwatch", NULL, NULL },
+    { "redisson-queue",   PREFIXED, NULL, "redisson_lock_queue", NULL },
+    { "redisson-timeout", PREFIXED, NULL, "redisson_lock_timeout", NULL },
+    { "redisson-sc",      PREFIXED, NULL, "redisson_sc", NULL },
+    { "permits",          SUFFIXED, NULL, "timeout", NULL },
+    { "signal",           RENAMED,  NULL, "lock-signal:", "lock:" },
 };
 
 #define NCOMPANIONS (sizeof(companions) / sizeof(companions[0]))
@@ -273,7 +270,7 @@ static const struct release_format {
     { "liblockwatch",              "liblockwatch" },
     { "python-redis-lock",         "signal" },
     { "spring",                    "" },
-    { "plain",                     "liblockwatch signal" },
+    { "plain",                     "liblockwatch signal redisson-sc permits" },
     { "shedlock",                  "" },
     { "redis-py",                  "" },
     { "node-redlock",              "" },
@@ -300,7 +297,7 @@ format_uses(const struct release_format *f, const struct companion *c)
     const char *p;
 
     if (f == NULL)
-        return c->guessed;
+        return true;
     for (p = f->roles; (p = strstr(p, c->role)) != NULL; p += n)
         if ((p == f->roles || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
             return true;

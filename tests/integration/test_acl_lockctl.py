@@ -21,7 +21,8 @@ SCANNER_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "resetchannels", "
                "+scan", "+type", "+pttl", "+object|idletime", "+getrange", "+hlen", "+hscan",
                "+exists", "+hmget", "+ping", "+role", "+readonly", "+cluster|shards",
                "+cluster|slots"]
-LOCKCTL_ACL = ["resetkeys", "~lock:*", "~{lock:*}:*", "~lockwatch:client:*", "~lockwatch:audit",
+LOCKCTL_ACL = ["resetkeys", "~lock:*", "~{lock:*}:*", "~lockwatch:client:*",
+               "~lockwatch:audit",
                "~redisson_lock__channel*", "~redisson_rwlock*", "~lockwatch_lock__channel:*",
                "~redisson_lock_queue:*", "~redisson_lock_timeout:*", "~redisson_sc:*",
                "~lock-signal:*",
@@ -32,7 +33,8 @@ LOCKCTL_ACL = ["resetkeys", "~lock:*", "~{lock:*}:*", "~lockwatch:client:*", "~l
                "+cluster|shards", "+cluster|slots",
                "+evalsha", "+eval", "+get", "+strlen", "+hexists", "+hget", "+hgetall",
                "+hset", "+hdel", "+del", "+pexpire", "+incrby", "+zscore", "+zrem", "+zcard",
-               "+zrange", "+lindex", "+lpop", "+lpush", "+publish", "+spublish", "+xadd",
+               "+zrange", "+lindex", "+lpop", "+lpush", "+pubsub|numsub", "+publish",
+               "+spublish", "+xadd",
                "+xrevrange"]
 
 UUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"

@@ -370,6 +370,25 @@ class ReleaseFormats(h.TestCase):
         sub.wait_for(b"$1\r\n2\r\n")
         sub.close()
 
+    def test_semaphore_read_as_plain_is_never_deleted(self):
+        # lockctl reads one key: a semaphore's count shows as a plain token
+        c, key = self.c, "lock:seen-plain"
+        c.set(key, 1)
+        c.zadd("{%s}:timeout" % key, {b"\x07" * 16: now_ms() + 60000})
+        doc = self.lockctl(["release", key, "--holder", "1"], rc=1)
+        self.assertEqual((doc["outcome"], doc["format"]),
+                         ("holder_changed", "redisson-permit-semaphore"))
+        self.assertEqual(c.get(key), b"1")
+        # an RSemaphore with a waiter on its channel: one permit back
+        key2 = "lock:waited-on"
+        c.set(key2, 0)
+        waiter = rs.Subscriber(self.rs.port, "SUBSCRIBE", "redisson_sc:{%s}" % key2)
+        doc = self.lockctl(["release", key2, "--holder", "0"])
+        self.assertEqual((doc["outcome"], doc["format"]), ("released", "redisson-semaphore"))
+        self.assertEqual(c.get(key2), b"1")
+        waiter.wait_for(b"redisson_sc:{%s}\r\n$1\r\n1\r\n" % key2.encode())
+        waiter.close()
+
     def test_redis_semaphore_zset_member(self):
         c, key = self.c, "semaphore:jobs"
         c.zadd(key, {UUID: now_ms(), UUID2: now_ms()})

@@ -512,7 +512,7 @@ class ReleaseScript(h.TestCase):
                "+evalsha +eval +scan +type +pttl +object|idletime +getrange +get +strlen "
                "+hlen +hscan +hexists +hget +hgetall +hset +hdel +del +pexpire +incrby "
                "+zscore +zrem +zcard +zrange +xadd +xrevrange +publish +spublish "
-               "+lindex +lpop +lpush +ping +select")
+               "+lindex +lpop +lpush +pubsub|numsub +ping +select")
         admin.execute_command("ACL", "SETUSER", *acl.split())
         d = h._mkdtemp("lw-acl-")
         pw = os.path.join(d, "ctl.pass")
@@ -537,8 +537,8 @@ class ReleaseScript(h.TestCase):
         self.assertIn("NOPERM", doc["error"])
         self.assertEqual(admin.get("user:secret"), b"s")
         # inside the ACL but outside the patterns: the script refuses
-        admin.set("lock-signal:x", "v")
-        doc = lt.run_json(self, ["release", "lock-signal:x", "--holder", "v", "--yes"], cfg,
+        admin.set("redisson_sc:x", "v")
+        doc = lt.run_json(self, ["release", "redisson_sc:x", "--holder", "v", "--yes"], cfg,
                           rc=1)
         self.assertEqual(doc["outcome"], "pattern")
         self.assertEqual([e["outcome"] for _, e in lt.audit_entries(admin)],

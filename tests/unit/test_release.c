@@ -125,8 +125,8 @@ args_standalone_release(void **state)
     assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
     assert_true(arg_is(&a, 0, "EVALSHA"));
     assert_true(arg_is(&a, 1, "abc"));
-    assert_int_equal(a.nkeys, 10);
-    assert_true(arg_is(&a, 2, "10"));
+    assert_int_equal(a.nkeys, 12);
+    assert_true(arg_is(&a, 2, "12"));
     assert_true(arg_is(&a, 3, "lock:order:1"));
     assert_true(arg_is(&a, 4, "lockwatch:audit"));
     assert_true(arg_is(&a, 5, "redisson_lock__channel:{lock:order:1}"));
@@ -136,7 +136,9 @@ args_standalone_release(void **state)
     assert_true(arg_is(&a, 9, "lockwatch_lock__channel:{lock:order:1}"));
     assert_true(arg_is(&a, 10, "redisson_lock_queue:{lock:order:1}"));
     assert_true(arg_is(&a, 11, "redisson_lock_timeout:{lock:order:1}"));
-    assert_true(arg_is(&a, 12, "lock-signal:order:1"));
+    assert_true(arg_is(&a, 12, "redisson_sc:{lock:order:1}"));
+    assert_true(arg_is(&a, 13, "{lock:order:1}:timeout"));
+    assert_true(arg_is(&a, 14, "lock-signal:order:1"));
     i = argv_index(&a, 1);
     assert_true(arg_is(&a, i, "tok"));
     assert_true(arg_is(&a, i + 1, "0"));            /* if_leaked */
@@ -151,7 +153,7 @@ args_standalone_release(void **state)
     assert_true(arg_is(&a, i + 10, "0"));           /* ttl */
     assert_true(arg_is(&a, i + 11,
                        "audit redisson redisson-v2 redisson-rw redisson-rw-v2 liblockwatch "
-                       "redisson-queue redisson-timeout signal"));
+                       "redisson-queue redisson-timeout redisson-sc permits signal"));
     assert_true(arg_is(&a, i + 12, "2"));
     assert_true(arg_is(&a, i + 13, "lock:*"));
     assert_true(arg_is(&a, i + 14, "job-lock:*"));
@@ -294,11 +296,11 @@ args_dry_run_and_expire(void **state)
     rq.dry_run = true;
     assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
     /* no audit stream in a dry run; no signal list: not a lock:<name> key */
-    assert_int_equal(a.nkeys, 8);
+    assert_int_equal(a.nkeys, 10);
     i = argv_index(&a, 1);
     assert_true(arg_is(&a, i + 4, "1"));
     assert_true(arg_is(&a, i + 11, "redisson redisson-v2 redisson-rw redisson-rw-v2 "
-                       "liblockwatch redisson-queue redisson-timeout"));
+                       "liblockwatch redisson-queue redisson-timeout redisson-sc permits"));
     release_args_free(&a);
 
     request(&rq, "lock:a", 6);
@@ -326,14 +328,14 @@ args_cluster_keeps_one_slot(void **state)
     request(&rq, "lock:order:1", 12);
     assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
     /* the audit stream and lock-signal:order:1 hash elsewhere: left out */
-    assert_int_equal(a.nkeys, 8);
+    assert_int_equal(a.nkeys, 10);
     slot = release_key_slot("lock:order:1", 12);
     for (k = 0; k < a.nkeys; k++)
         assert_int_equal(release_key_slot(a.argv[3 + k], a.argvlen[3 + k]), slot);
     i = argv_index(&a, 1);
     assert_true(arg_is(&a, i + 5, "1"));
     assert_true(arg_is(&a, i + 11, "redisson redisson-v2 redisson-rw redisson-rw-v2 "
-                       "liblockwatch redisson-queue redisson-timeout"));
+                       "liblockwatch redisson-queue redisson-timeout redisson-sc permits"));
     release_args_free(&a);
 
     /* "a{" has a '{' but no tag: the prefixed channels hash differently;

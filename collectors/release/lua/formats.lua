@@ -34,7 +34,9 @@
 --   liblockwatch, python-redis-lock, spring  DEL, and their wake-up.
 --   plain         DEL; the wake-up is chosen by the value's shape (lw1
 --                 token, python-redis-lock token, Spring UUID) since
---                 those formats' values also decode as plain.
+--                 those formats' values also decode as plain.  A count
+--                 with a permits set or a semaphore waiter is released as
+--                 that semaphore instead (never deleted).
 --
 -- Wake channels of older Redisson versions (2.x: redisson_lock__channel__
 -- {K}, redisson_rwlock__{K}) get the same message as the current ones: a
@@ -306,8 +308,29 @@ lw_rows['python-redis-lock'] = { types = { string = true }, held = lw_string_hel
                                  release = lw_del_then(lw_wake_signal) }
 lw_rows['spring'] = { types = { string = true }, held = lw_string_held,
                       release = lw_del_then(lw_wake_spring) }
+-- A count under a lock pattern may be a Redisson semaphore that decodes
+-- as a plain token (lockctl reads one key): deleting it would take every
+-- permit.  Its permits set {K}:timeout, or a waiter on redisson_sc:{K},
+-- says which it is; a plain RSemaphore nobody waits on cannot be told.
+local function lw_plain_refine()
+    if not lw_is_count() then return nil end
+    local z = lw_first('permits')
+    if z ~= nil and redis.call('type', z).ok == 'zset' then
+        return 'redisson-permit-semaphore'
+    end
+    local ch = lw_first('redisson-sc')
+    if ch ~= nil then
+        local n = redis.pcall('pubsub', 'numsub', ch)
+        if type(n) == 'table' and tonumber(n[2]) ~= nil and tonumber(n[2]) > 0 then
+            return 'redisson-semaphore'
+        end
+    end
+    return nil
+end
+
 local lw_plain = {
     types = { string = true },
+    refine = lw_plain_refine,
     held = lw_string_held,
     release = lw_del_then(function()
         local v = lw.value

@@ -226,6 +226,7 @@ end
 --   sees()   the shape the format has (nil: any key of those types)
 --   held()   whether ARGV[1] names a holder of it now; sets lw.old
 --   expire   false when the expire may not touch it (a semaphore)
+--   refine() nil, or the name of the row the key really is (checked once)
 --   release() the release of that one holder (the guards all held)
 -- lw_detect lists, in order, the rows tried when the caller named no
 -- format it has a row for.
@@ -275,6 +276,15 @@ local function lw_pick(action)
             end
         end
         if row == nil then return nil, 'wrongtype' end
+    end
+    -- a row may see that the key is really another format's (a semaphore
+    -- whose count decodes as a plain token)
+    if row.refine ~= nil then
+        local other = row.refine()
+        if other ~= nil then
+            row = lw_rows[other]
+            lw.format = other
+        end
     end
     if action == 'expire' and row.expire == false then
         lw.format = ''
