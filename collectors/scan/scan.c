@@ -499,6 +499,10 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         run_err(&r, "out of memory in the registry look-up");
         ok = 0;
     }
+    if (ok && waiters_lookup(&r, st, nst, cluster ? &topo : NULL) == -1) {
+        run_err(&r, "out of memory in the waiters look-up");
+        ok = 0;
+    }
     for (i = 0; i < nst; i++)
         if (!st[i].failed)
             nok++;
