@@ -39,8 +39,9 @@ static const struct command {
       "time the format encodes.  States follow the config's [rules].\n" },
     { "show", cmd_show, "show KEY [--escaped]",
       "Show one lock: format, holders (the exact --holder a release needs), TTL, age\n"
-      "(the agent's when it answers), states, and whether the key is inside the\n"
-      "target's patterns.\n"
+      "(the agent's when it answers), states, whether the key is inside the\n"
+      "target's patterns, and who waits where Redis shows it (a fair lock's queue,\n"
+      "the clients subscribed to its wake channel).\n"
       "  --escaped       KEY is percent-encoded (as key_escaped in --json output)\n"
       "Exit 1 when there is no such key.\n" },
     { "release", cmd_release,

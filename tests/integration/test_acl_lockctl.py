@@ -17,10 +17,11 @@ import topo
 
 # Keep both in step with README.md "Redis permissions" (which adds
 # +client|no-touch for Redis 7.2+; 7.0 does not know the subcommand).
-SCANNER_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "resetchannels", "-@all",
+SCANNER_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "~redisson_lock_queue:*",
+               "resetchannels", "-@all",
                "+scan", "+type", "+pttl", "+object|idletime", "+getrange", "+hlen", "+hscan",
-               "+exists", "+hmget", "+ping", "+role", "+readonly", "+cluster|shards",
-               "+cluster|slots"]
+               "+hget", "+exists", "+hmget", "+llen", "+pubsub|numsub", "+ping", "+role",
+               "+readonly", "+cluster|shards", "+cluster|slots"]
 LOCKCTL_ACL = ["resetkeys", "~lock:*", "~{lock:*}:*", "~lockwatch:client:*",
                "~lockwatch:audit",
                "~redisson_lock__channel*", "~redisson_rwlock*", "~lockwatch_lock__channel:*",
@@ -29,7 +30,7 @@ LOCKCTL_ACL = ["resetkeys", "~lock:*", "~{lock:*}:*", "~lockwatch:client:*",
                "resetchannels", "&redisson_lock__channel*", "&redisson_rwlock*",
                "&lockwatch_lock__channel:*", "&redisson_sc:*",
                "-@all", "+scan", "+type", "+pttl", "+object|idletime", "+getrange", "+hlen",
-               "+hscan", "+exists", "+hmget", "+ping", "+role", "+readonly",
+               "+hscan", "+exists", "+hmget", "+llen", "+ping", "+role", "+readonly",
                "+cluster|shards", "+cluster|slots",
                "+evalsha", "+eval", "+get", "+strlen", "+hexists", "+hget", "+hgetall",
                "+hset", "+hdel", "+del", "+pexpire", "+incrby", "+zscore", "+zrem", "+zcard",
