@@ -114,15 +114,29 @@ read_waiting(struct lockctl *lc, const struct cli_lock *l, struct waiting *w, ch
     }
     if (!failed && l->fmt->wake_channel != NULL &&
         (name = prefixed(l->fmt->wake_channel, l, &n)) != NULL) {
-        const char *argv[3] = { "PUBSUB", "NUMSUB", name };
-        size_t lens[3] = { 6, 6, n };
+        /* and the 2.x name of a Redisson channel, "<prefix>__{K}" */
+        bool redisson = strncmp(l->fmt->wake_channel, "redisson_", 9) == 0 &&
+            strcmp(l->fmt->wake_channel, "redisson_sc") != 0;
+        size_t plen = strlen(l->fmt->wake_channel), olen = plen + 4 + l->keylen;
+        char *old = redisson ? malloc(olen + 1) : NULL;
+        const char *argv[4] = { "PUBSUB", "NUMSUB", name, old };
+        size_t lens[4] = { 6, 6, n, olen };
 
-        if ((r = ask(lc, 3, argv, lens, err, errlen, &failed)) != NULL) {
-            if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-                r->element[1]->type == REDIS_REPLY_INTEGER)
-                w->subscribed = r->element[1]->integer;
+        if (old != NULL) {
+            memcpy(old, l->fmt->wake_channel, plen);
+            memcpy(old + plen, "__{", 3);
+            memcpy(old + plen + 3, l->key, l->keylen);
+            old[olen - 1] = '}';
+            old[olen] = '\0';
+        }
+        if ((r = ask(lc, old != NULL ? 4 : 3, argv, lens, err, errlen, &failed)) != NULL) {
+            for (size_t i = 1; r->type == REDIS_REPLY_ARRAY && i < r->elements; i += 2)
+                if (r->element[i]->type == REDIS_REPLY_INTEGER)
+                    w->subscribed = (w->subscribed > 0 ? w->subscribed : 0) +
+                        r->element[i]->integer;
             freeReplyObject(r);
         }
+        free(old);
         free(name);
     }
     return failed ? -1 : 0;

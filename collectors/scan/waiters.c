@@ -11,9 +11,12 @@
  *     RLock has none, and LLEN of a missing key is 0);
  *   - every lock whose format has a wake channel (Redisson locks, RW
  *     locks, permit semaphores, liblockwatch): PUBSUB NUMSUB of that
- *     channel, the clients subscribed to its unlock message.  Redisson
- *     subscribes once per client instance and channel, however many of
- *     its threads wait, so this counts waiting clients, not threads.
+ *     channel, the clients subscribed to its unlock message, and for
+ *     Redisson locks and RW locks also of the 2.x name
+ *     (redisson_lock__channel__{K}, redisson_rwlock__{K}), summed.
+ *     Redisson subscribes once per client instance and channel, however
+ *     many of its threads wait, so this counts waiting clients, not
+ *     threads.
  * The lock's waiters are the larger of the two (a FairLock's waiters
  * listen on channels of their own, which its queue already counts).
  * Bounded: one PUBSUB NUMSUB per WAITERS_BATCH channels, at most
@@ -42,11 +45,41 @@
 struct wait_lock {
     uint32_t lock;              /* index into snap->locks */
     size_t stream;              /* the shard that serves its slot */
-    char *channel;              /* its wake channel, or NULL */
-    size_t chlen;
+    char *channel[2];           /* its wake channels (current, 2.x), or NULL */
+    size_t chlen[2];
     bool queue;                 /* a Redisson hash: ask its fair queue */
     long long queued, subscribed;   /* -1: not asked or refused */
 };
+
+/* The 2.x name of a Redisson wake channel prefix ("<prefix>__{K}"), or
+ * NULL. */
+static const char *
+legacy_prefix(const char *prefix)
+{
+    if (strcmp(prefix, "redisson_lock__channel") == 0)
+        return "redisson_lock__channel__";
+    if (strcmp(prefix, "redisson_rwlock") == 0)
+        return "redisson_rwlock__";
+    return NULL;
+}
+
+/* "<prefix>{<key>}", malloc'd. */
+static char *
+legacy_name(const char *prefix, const char *key, size_t keylen, size_t *len)
+{
+    size_t plen = strlen(prefix);
+    char *p = malloc(plen + keylen + 3);
+
+    if (p == NULL)
+        return NULL;
+    memcpy(p, prefix, plen);
+    p[plen] = '{';
+    memcpy(p + plen + 1, key, keylen);
+    p[plen + 1 + keylen] = '}';
+    p[plen + 2 + keylen] = '\0';
+    *len = plen + 2 + keylen;
+    return p;
+}
 
 static bool
 redisson_hash(const struct lock_format *f)
@@ -101,13 +134,14 @@ ask_queues(struct run *r, struct stream *st, size_t want, struct wait_lock *w, s
 }
 
 /* PUBSUB NUMSUB of the channels of this stream's locks, WAITERS_BATCH a
- * command; the reply is channel, count pairs in the order asked. */
+ * command; the reply is channel, count pairs in the order asked, and a
+ * lock's channels add up. */
 static int
 ask_channels(struct run *r, struct stream *st, size_t want, struct wait_lock *w, size_t n)
 {
-    size_t i = 0, j;
+    size_t pos = 0, j;          /* channel c of lock i is pos 2i + c */
 
-    while (i < n) {
+    while (pos < 2 * n) {
         const char *argv[2 + WAITERS_BATCH];
         size_t lens[2 + WAITERS_BATCH], idx[WAITERS_BATCH], k = 0;
         redisReply *rep;
@@ -116,12 +150,14 @@ ask_channels(struct run *r, struct stream *st, size_t want, struct wait_lock *w,
         lens[0] = 6;
         argv[1] = "NUMSUB";
         lens[1] = 6;
-        for (; i < n && k < WAITERS_BATCH; i++) {
-            if (w[i].channel == NULL || w[i].stream != want)
+        for (; pos < 2 * n && k < WAITERS_BATCH; pos++) {
+            const struct wait_lock *x = &w[pos / 2];
+
+            if (x->channel[pos % 2] == NULL || x->stream != want)
                 continue;
-            argv[2 + k] = w[i].channel;
-            lens[2 + k] = w[i].chlen;
-            idx[k++] = i;
+            argv[2 + k] = x->channel[pos % 2];
+            lens[2 + k] = x->chlen[pos % 2];
+            idx[k++] = pos / 2;
         }
         if (k == 0)
             break;
@@ -129,9 +165,14 @@ ask_channels(struct run *r, struct stream *st, size_t want, struct wait_lock *w,
         if (stream_reply(st, &rep) == -1)
             return -1;
         if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 * k) {
-            for (j = 0; j < k; j++)
-                if (rep->element[2 * j + 1]->type == REDIS_REPLY_INTEGER)
-                    w[idx[j]].subscribed = rep->element[2 * j + 1]->integer;
+            for (j = 0; j < k; j++) {
+                const redisReply *e = rep->element[2 * j + 1];
+
+                if (e->type != REDIS_REPLY_INTEGER)
+                    continue;
+                w[idx[j]].subscribed = (w[idx[j]].subscribed > 0 ? w[idx[j]].subscribed : 0) +
+                    e->integer;
+            }
         } else {
             r->sc->counters.waiter_errors_total++;
         }
@@ -191,22 +232,28 @@ waiters_lookup(struct run *r, struct stream *streams, size_t nstreams,
         if (f->wake_channel != NULL && nch < WAITERS_MAX) {
             /* formats_wake_channel() names it by prefixName(), as here */
             size_t need = prefix_name(NULL, 0, f->wake_channel, l->key, l->key_len);
+            const char *old = legacy_prefix(f->wake_channel);
             long got;
 
-            if ((x->channel = malloc(need + 1)) == NULL) {
+            if ((x->channel[0] = malloc(need + 1)) == NULL) {
                 rc = -1;
                 goto out;
             }
-            got = formats_wake_channel(f, l->key, l->key_len, x->channel, need + 1);
+            got = formats_wake_channel(f, l->key, l->key_len, x->channel[0], need + 1);
             if (got < 0) {
-                free(x->channel);
-                x->channel = NULL;
+                free(x->channel[0]);
+                x->channel[0] = NULL;
             } else {
-                x->chlen = (size_t)got;
+                x->chlen[0] = (size_t)got;
                 nch++;
             }
+            if (old != NULL && x->channel[0] != NULL &&
+                (x->channel[1] = legacy_name(old, l->key, l->key_len, &x->chlen[1])) == NULL) {
+                rc = -1;
+                goto out;
+            }
         }
-        if (x->queue || x->channel != NULL)
+        if (x->queue || x->channel[0] != NULL)
             n++;
     }
     for (i = 0; i < nstreams && n > 0; i++) {
@@ -222,8 +269,10 @@ waiters_lookup(struct run *r, struct stream *streams, size_t nstreams,
     for (i = 0; i < n; i++)
         apply(r, &w[i]);
 out:
-    for (i = 0; w != NULL && i < s->nlocks; i++)
-        free(w[i].channel);
+    for (i = 0; w != NULL && i < s->nlocks; i++) {
+        free(w[i].channel[0]);
+        free(w[i].channel[1]);
+    }
     free(w);
     return rc;
 }
