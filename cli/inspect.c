@@ -95,8 +95,8 @@ failed(const struct lockctl *lc, const char *what, const redisReply *rep, char *
 
 /* Decode the value replies of lock l (string: one; hash: HLEN, HSCAN). */
 static void
-decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *mode,
-       redisReply *val, int64_t now_ms)
+decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val,
+       int64_t now_ms)
 {
     struct raw_field fields[RAW_FIELDS_MAX];
     struct raw_lock raw;
@@ -113,13 +113,13 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *mod
         rawread_string(val, &raw);
     else if (l->type == RAW_HASH && rawread_hash(val, fields, &raw) && raw.nfields == 0)
         raw.type = l->type = RAW_NONE;      /* emptied meanwhile */
-    else if (l->type == RAW_ZSET &&
+    else if (l->type == RAW_ZSET && val != NULL &&
              (!rawread_zset(val, fields, &raw, hlen != NULL &&
                             hlen->type == REDIS_REPLY_INTEGER ? hlen->integer : -1) ||
               raw.nfields == 0))
         raw.type = l->type = RAW_NONE;      /* emptied or changed meanwhile */
-    if (l->type == RAW_HASH)
-        rawread_mode(mode, &raw);
+    else if (l->type == RAW_ZSET && val == NULL)
+        raw.type = RAW_OTHER;               /* a zset no format reads */
     l->fmt = formats_decode(&raw, &l->view);
     rawread_count_cut_holders(&l->view, &raw,
                               hlen != NULL && hlen->type == REDIS_REPLY_INTEGER ?
@@ -133,6 +133,13 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *mod
     }
 }
 
+/* Is l a zset whose members a format reads (formats_reads_zset())? */
+static bool
+read_zset(const struct cli_lock *l)
+{
+    return l->type == RAW_ZSET && formats_reads_zset(l->key, l->keylen);
+}
+
 struct redirect {
     bool seen, ask;
     char host[256];
@@ -144,7 +151,7 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
              int64_t now_ms, struct cli_lock *out, struct redirect *rd, char *err,
              size_t errlen)
 {
-    redisReply *rep = NULL, *hlen = NULL, *mode = NULL;
+    redisReply *rep = NULL, *hlen = NULL;
     size_t i;
     int rc = -1;
 
@@ -202,44 +209,37 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         if (out[i].type == RAW_STRING)
             append_cmd(lc, "GETRANGE", NULL, keys[i], lens[i], "0", STR(RAW_VALUE_MAX), NULL);
         else if (out[i].type == RAW_HASH) {
-            /* as the scanner reads it (collectors/scan/stream.c) */
             append_cmd(lc, "HLEN", NULL, keys[i], lens[i], NULL, NULL, NULL);
-            append_cmd(lc, "HGET", NULL, keys[i], lens[i], "mode", NULL, NULL);
             append_cmd(lc, "HSCAN", NULL, keys[i], lens[i], "0", "COUNT", STR(RAW_FIELDS_MAX));
-        } else if (out[i].type == RAW_ZSET) {
+        } else if (read_zset(&out[i])) {
+            /* as the scanner reads it (collectors/scan/stream.c) */
             append_cmd(lc, "ZCARD", NULL, keys[i], lens[i], NULL, NULL, NULL);
             append_cmd(lc, "ZRANGE", NULL, keys[i], lens[i], "0", STR(RAW_FIELDS_LAST),
                        "WITHSCORES");
         }
     }
     for (i = 0; i < n; i++) {
-        bool many = out[i].type == RAW_HASH || out[i].type == RAW_ZSET;
+        bool many = out[i].type == RAW_HASH || read_zset(&out[i]);
 
-        hlen = mode = rep = NULL;
+        hlen = rep = NULL;
         if (many && get_reply(lc, "HLEN", &hlen, err, errlen) == -1)
-            goto out;
-        if (out[i].type == RAW_HASH && get_reply(lc, "HGET", &mode, err, errlen) == -1)
             goto out;
         if ((out[i].type == RAW_STRING || many) &&
             (get_reply(lc, "read", &rep, err, errlen) == -1 ||
              failed(lc, out[i].type == RAW_HASH ? "HSCAN" : out[i].type == RAW_ZSET ?
                     "ZRANGE" : "GETRANGE", rep, err, errlen)))
             goto out;
-        decode(lc, &out[i], hlen, mode, rep, now_ms);
+        decode(lc, &out[i], hlen, rep, now_ms);
         if (hlen != NULL)
             freeReplyObject(hlen);
-        if (mode != NULL)
-            freeReplyObject(mode);
         if (rep != NULL)
             freeReplyObject(rep);
     }
-    hlen = mode = rep = NULL;
+    hlen = rep = NULL;
     rc = 0;
 out:
     if (hlen != NULL)
         freeReplyObject(hlen);
-    if (mode != NULL)
-        freeReplyObject(mode);
     if (rep != NULL)
         freeReplyObject(rep);
     if (rc == -1)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli/lockctl.h"
+#include "collectors/locks/lockclass.h"
 #include "collectors/locks/lockjson.h"
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
@@ -228,6 +229,31 @@ row(struct table *t, const char *field, const char *value, size_t len)
     return table_add(t, cells, lens);
 }
 
+/* Is the key not a lock after all (exclude_patterns, a helper key)?  A
+ * sentence for the patterns row in out, else "". */
+static bool
+not_a_lock(const struct lockctl *lc, const struct cli_lock *l, char *out, size_t outsz)
+{
+    struct helper_key hk;
+    char *owner;
+
+    out[0] = '\0';
+    if (lock_key_excluded(lc->t, l->key, l->keylen)) {
+        snprintf(out, outsz, "NOT a lock: the key matches the target's exclude_patterns; "
+                 "lockctl will not release it");
+        return true;
+    }
+    if (formats_helper(l->key, l->keylen, l->type, &hk) == HELPER_NONE)
+        return false;
+    owner = table_safe_text(hk.owner, hk.ownerlen, NULL);
+    snprintf(out, outsz, "NOT a lock: %s %s%s (helper key %s); lockctl will not release or "
+             "expire it", formats_helper_what(hk.kind),
+             hk.style == HELPER_OWNER_LOCK_PREFIX ? "lock:" : "", owner ? owner : "?",
+             formats_helper_name(hk.kind));
+    free(owner);
+    return true;
+}
+
 static int
 rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool inpat,
      const struct waiting *w)
@@ -240,10 +266,11 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
     snprintf(buf, sizeof(buf), "%s (%s)", lc->t->name, a);
     rc |= row(t, "key", l->key, l->keylen);
     rc |= row(t, "target", buf, strlen(buf));
-    rc |= row(t, "patterns", inpat ? "the key is a lock (matches the target's patterns)"
-              : "NOT in the target's patterns: lockctl will not release it",
-              strlen(inpat ? "the key is a lock (matches the target's patterns)"
-                     : "NOT in the target's patterns: lockctl will not release it"));
+    if (!not_a_lock(lc, l, buf, sizeof(buf)))
+        snprintf(buf, sizeof(buf), "%s", inpat
+                 ? "the key is a lock (matches the target's patterns)"
+                 : "NOT in the target's patterns: lockctl will not release it");
+    rc |= row(t, "patterns", buf, strlen(buf));
     rc |= row(t, "class", l->cls, strlen(l->cls));
     snprintf(buf, sizeof(buf), "%s%s", l->fmt->name,
              l->view.mode[0] ? (strcmp(l->view.mode, "read") == 0 ? " (read mode)"
@@ -421,6 +448,14 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
             waiting_json(o, &w);
             json_object_set_new(o, "exists", json_true());
             json_object_set_new(o, "in_patterns", json_boolean(inpat));
+            if (not_a_lock(lc, &l, err, sizeof(err))) {
+                struct helper_key hk;
+
+                json_object_set_new(o, "not_a_lock", json_string(err));
+                if (formats_helper(l.key, l.keylen, l.type, &hk) != HELPER_NONE)
+                    json_object_set_new(o, "helper_kind",
+                                        json_string(formats_helper_name(hk.kind)));
+            }
             json_object_set_new(o, "agent", agent_json(&av, from_agent));
         }
         rc = out_json_print(o) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS;
@@ -440,7 +475,7 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
                    "in its last scan, or not kept in detail)", av.url);
     else
         agent_print_note(&av, from_agent, stdout);
-    if (inpat)
+    if (inpat && !not_a_lock(lc, &l, err, sizeof(err)))
         hint(lc, &l);
     rc = LOCKCTL_DONE;
 out:

@@ -8,8 +8,8 @@
  * Input layout: one byte of type and truncation flags, eight bytes of
  * PTTL, the key, then for a string its value (a two-byte length) and for
  * a hash (a zset when flag 16 is set) a field count and each field's name
- * and value; then, for a hash with flag 32, the mode read apart (HGET),
- * and with flag 64 six bytes of the scan's time (raw.now_ms).
+ * and value; then, with flag 64, six bytes of the scan's time
+ * (raw.now_ms).
  *
  * The key also goes through formats_helper(): the owner it names lies
  * inside the key, a helper kind has a name, and formats_kin() of any
@@ -180,8 +180,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         raw.fields = fields;
         raw.fields_truncated = head & 8;
-        if (raw.type == RAW_HASH && (head & 32))
-            raw.mode = fz_bytes(&in, 16, &raw.modelen);
     }
     if (head & 64)
         raw.now_ms = (int64_t)fz_u64(&in, 6);

@@ -90,7 +90,7 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
     bad |= json_object_set_new(o, "max_count", json_integer(l->max_count));
     /* helper keys of this lock seen by the scan (queue, token counter,
      * reader timeout keys...): part of the lock, never locks themselves */
-    bad |= json_object_set_new(o, "companions", json_integer(l->companions));
+    bad |= json_object_set_new(o, "helper_keys", json_integer(l->helper_keys));
     /* clients waiting, where Redis shows it: a fair lock's queue, or the
      * subscribers of its wake channel (collectors/scan/waiters.c); null
      * when the format shows none (its clients poll) or it was not asked */

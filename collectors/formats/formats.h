@@ -54,11 +54,6 @@ struct raw_lock {
     const struct raw_field *fields;
     size_t nfields;
     bool fields_truncated;      /* the hash has more fields than were read */
-    /* RAW_HASH: HGET <key> mode, read apart from the fields so a Redisson
-     * read/write lock with more readers than RAW_FIELDS_MAX is still told
-     * by its mode; NULL when the hash has no such field */
-    const char *mode;
-    size_t modelen;
     /* The scan's time (Unix ms), 0 when unknown: a decoder may use it to
      * reject an encoded acquisition time no real holder could have. */
     int64_t now_ms;
@@ -136,6 +131,11 @@ struct lock_format {
  *   redisson-rw   hash: field mode = read|write, read holders <uuid>:<tid>,
  *                 write holder <uuid>:<tid>:write, each -> hold count.
  *                 view.mode is set; holder ids are the field names.
+ *                 A hash cut by the read cap (more fields than one HSCAN
+ *                 gives, so Redis keeps it as a hashtable and "mode" may
+ *                 not be among those read) whose fields are all holders
+ *                 is a read lock: an RLock or a write lock has one holder
+ *                 (a writer re-entering as reader: two), never 65.
  *                 Wakes with "1" on redisson_rwlock:{<key>} (wakes all).
  *   redisson      hash: every field <uuid>:<tid> (lowercase uuid, tid an
  *                 optionally negative decimal) -> positive hold count.
@@ -146,12 +146,28 @@ struct lock_format {
  *   shedlock      string: ADDED:<ISO-8601 UTC>@<hostname>[:<uuid>]; host
  *                 (cut to HOST_MAX-1 bytes) and acquired_ms.
  *   redis-py      string: 32 lowercase hex that is a uuid1 (char[12] '1',
- *                 char[16] in [89ab]) with a time in range; acquired_ms
+ *                 char[16] in [89ab]) with a time in range and, when the
+ *                 scan's time is known (raw.now_ms), at most ~3 years
+ *                 before it and a day after; acquired_ms
  *                 from its timestamp.  host = "mac:xx:xx:xx:xx:xx:xx" when
  *                 the node field is a real MAC (multicast bit clear); ""
  *                 when Python fell back to a random node.  A random 32-hex
  *                 token (node-redlock) passes this test about 1 in 64
  *                 times, so the label is a strong hint, not proof.
+ *   node-redlock  string: 32 lowercase hex that redis-py did not take
+ *                 (randomBytes(16)); no time, no host.
+ *   redsync       string: 24 standard base64 ending "==" (16 bytes).
+ *   python-redis-lock  string under "lock:": 24 base64, no padding (18
+ *                 bytes); its "lock-signal:<name>" list is a helper key.
+ *   redis-semaphore  string under "mutex:": a lowercase v4 UUID, maybe
+ *                 "-<suffix>"; or a zset under "semaphore:" whose members
+ *                 (each a holder) score a Unix ms (the last refresh: no
+ *                 acquisition time).
+ *   pottery       string under "redlock:": a lowercase v4 UUID.
+ *   spring        string: a lowercase v4 UUID (RedisLockRegistry's clientId).
+ *   redisson-fair, redisson-fenced, redisson-permit-semaphore  claim no
+ *                 value: the scan gives a "redisson" or "plain" lock one of
+ *                 them by its helper keys (formats_kin(), below).
  *   plain         any other string: one holder, id = the value, count 1.
  *   unknown       everything else (other types, hashes that fit no
  *                 decoder, RAW_NONE); no holders.
@@ -207,7 +223,7 @@ long formats_wake_channel(const struct lock_format *fmt,
  * a lock X without '{', else the lock name itself; every Redisson tag holds
  * a '{'.  A helper key is never a lock, a leak or a class member, and never
  * a release/expire target: the scanner counts it to its lock
- * ("companions"), release refuses it naming its lock.
+ * ("helper_keys"), release refuses it naming its lock.
  */
 enum helper_kind {
     HELPER_NONE,
@@ -243,6 +259,12 @@ struct helper_key {
  */
 enum helper_kind formats_helper(const char *key, size_t keylen, enum raw_type type,
                                 struct helper_key *out);
+
+/* Does the scanner read a zset's members (ZCARD + ZRANGE) for KEY?  Only
+ * for the zset format there is (redis-semaphore's "semaphore:<key>"):
+ * other zsets under the patterns are "unknown" unread, so the agent's ACL
+ * needs +zcard +zrange only where such semaphores live. */
+bool formats_reads_zset(const char *key, size_t keylen);
 
 /* The row a lock decoded as fmt becomes given the kinds of its helper
  * keys (a bit set, 1u << kind): "redisson" with a fence-token helper is

@@ -15,6 +15,8 @@
  *
  * The key prefixes are required: a UUID string alone is Spring's shape.
  */
+#include <string.h>
+
 #include "collectors/formats/formats_impl.h"
 
 static size_t
@@ -81,4 +83,10 @@ fmt_redissemaphore_decode(const struct raw_lock *raw, struct lock_view *view)
         return 0;
     }
     return walk_semaphore(raw, view);
+}
+
+bool
+formats_reads_zset(const char *key, size_t keylen)
+{
+    return key != NULL && keylen > 10 && memcmp(key, "semaphore:", 10) == 0;
 }

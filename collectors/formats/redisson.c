@@ -101,8 +101,8 @@ scan_rlock(const struct raw_lock *raw, struct lock_view *view)
     size_t n = fields_to_read(raw);
     long long tid = -1;
 
-    /* a hash with a mode field is a read/write lock, never an RLock */
-    if (raw->type != RAW_HASH || n == 0 || raw->mode != NULL)
+    /* more holders than one HSCAN gives: a read lock (scan_rwlock()) */
+    if (raw->type != RAW_HASH || n == 0 || raw->fields_truncated)
         return -1;
     for (size_t i = 0; i < n; i++) {
         const struct raw_field *f = &raw->fields[i];
@@ -139,6 +139,7 @@ scan_rwlock(const struct raw_lock *raw, struct lock_view *view)
     size_t n = fields_to_read(raw);
     const char *mode = NULL;
     long long tid = -1;
+    bool saw_write = false;
 
     if (raw->type != RAW_HASH || n == 0)
         return -1;
@@ -154,8 +155,10 @@ scan_rwlock(const struct raw_lock *raw, struct lock_view *view)
         }
         if (nlen > WRITE_SUFFIX_LEN && f->name != NULL &&
             memcmp(f->name + nlen - WRITE_SUFFIX_LEN, WRITE_SUFFIX,
-                   WRITE_SUFFIX_LEN) == 0)
+                   WRITE_SUFFIX_LEN) == 0) {
             nlen -= WRITE_SUFFIX_LEN;
+            saw_write = true;
+        }
         if (!parse_lock_name(f->name, nlen, &tid) ||
             !parse_count(f->value, f->valuelen, &count))
             return -1;
@@ -163,11 +166,10 @@ scan_rwlock(const struct raw_lock *raw, struct lock_view *view)
             fmt_add_holder(view, f->name, f->namelen, false, count);
     }
     /* With more readers than one HSCAN returns, "mode" may not be among
-     * the fields read; the scanner reads it apart (raw->mode).  Without
-     * it this is not an RW lock; it may be a plain RLock. */
-    if (mode == NULL && raw->mode != NULL &&
-        (mode = mode_of(raw->mode, raw->modelen)) == NULL)
-        return -1;
+     * the fields read; then so many holders make it a read lock (formats.h).
+     * Otherwise, without "mode" this is not an RW lock; it may be an RLock. */
+    if (mode == NULL && raw->fields_truncated && !saw_write)
+        mode = "read";
     if (mode == NULL)
         return -1;
     if (view != NULL) {

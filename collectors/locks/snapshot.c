@@ -306,7 +306,7 @@ snapshot_restate(struct snapshot *s, struct snap_lock *l, uint8_t states,
 }
 
 void
-snapshot_reformat(struct snapshot *s, struct snap_lock *l, uint8_t format)
+snapshot_reformat(struct snapshot *s, struct snap_lock *l, uint8_t format, bool ttl_optional)
 {
     struct snap_class *c = l->class_idx < s->class_cap ? &s->class_stats[l->class_idx] : NULL;
 
@@ -316,7 +316,11 @@ snapshot_reformat(struct snapshot *s, struct snap_lock *l, uint8_t format)
         if (c->locks[l->format] > 0)
             c->locks[l->format]--;
         c->locks[format]++;
+        if (ttl_optional && (l->states & LOCK_LEAKED) && c->leaked > 0)
+            c->leaked--;
     }
+    if (ttl_optional)
+        l->states &= (uint8_t)~LOCK_LEAKED;
     l->format = format;
 }
 

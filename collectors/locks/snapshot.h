@@ -75,7 +75,7 @@ struct snap_lock {
     int64_t nottl_since_ms;           /* Unix ms since the key has had no
                                        * TTL; 0 while it has one */
     int64_t acquired_ms;              /* Unix ms from the format; 0 unknown */
-    uint32_t companions;              /* helper keys of this lock seen in
+    uint32_t helper_keys;             /* helper keys of this lock seen in
                                        * the scan (formats_helper()) */
     uint32_t waiters;                 /* clients waiting, where Redis shows
                                        * it (SNAP_WAITERS_KNOWN) */
@@ -203,8 +203,11 @@ void snapshot_restate(struct snapshot *s, struct snap_lock *l, uint8_t states,
                       int64_t first_seen_ms, int64_t now_ms);
 
 /* A retained lock is a kin of its decoded format (formats_kin()): move
- * it to row format in its class's per-format count. */
-void snapshot_reformat(struct snapshot *s, struct snap_lock *l, uint8_t format);
+ * it to row format in its class's per-format count.  ttl_optional: that
+ * format lives without a TTL by design (a semaphore), so no TTL is no
+ * leak: the state and its class count are taken back. */
+void snapshot_reformat(struct snapshot *s, struct snap_lock *l, uint8_t format,
+                       bool ttl_optional);
 
 /* Sort the retained locks worst first; call once at the end. */
 void snapshot_finish(struct snapshot *s);

@@ -94,15 +94,6 @@ rawread_zset(const redisReply *rep, struct raw_field *fields, struct raw_lock *r
 }
 
 void
-rawread_mode(const redisReply *rep, struct raw_lock *raw)
-{
-    if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
-        raw->mode = rep->str;
-        raw->modelen = rep->len > 16 ? 16 : rep->len;
-    }
-}
-
-void
 rawread_count_cut_holders(struct lock_view *view, const struct raw_lock *raw, long long hlen)
 {
     long long rest = hlen - (long long)raw->nfields;

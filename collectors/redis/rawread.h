@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * rawread.h - a key's value replies (GETRANGE; HLEN + HGET mode + HSCAN;
+ * rawread.h - a key's value replies (GETRANGE; HLEN + HSCAN;
  * ZCARD + ZRANGE WITHSCORES) as a raw_lock.
  *
  * The scanner and lockctl read a lock the same way and must decode it the
@@ -36,9 +36,6 @@ bool rawread_hash(const redisReply *rep, struct raw_field *fields, struct raw_lo
  * there were more.  false when rep is not such a reply. */
 bool rawread_zset(const redisReply *rep, struct raw_field *fields, struct raw_lock *raw,
                   long long zcard);
-
-/* An HGET <hash> mode reply: raw->mode when the field exists. */
-void rawread_mode(const redisReply *rep, struct raw_lock *raw);
 
 /* The decoders saw only the first RAW_FIELDS_MAX fields: the rest of an
  * HLEN of hlen (-1 unknown) are holders too. */

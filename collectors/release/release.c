@@ -36,6 +36,7 @@
 #include "common/prefixname.h"
 #include "collectors/formats/formats.h"
 #include "collectors/locks/lockclass.h"
+#include "collectors/locks/lockstate.h"
 
 extern const char collectors_release_lua_guard_lua[];
 extern const char collectors_release_lua_formats_lua[];
@@ -138,7 +139,8 @@ release_precheck(const struct target_conf *t, const char *key, size_t keylen, ch
 
     if (why != NULL && whylen > 0)
         why[0] = '\0';
-    if (key == NULL)
+    /* a key outside the patterns is the script's to refuse (and audit) */
+    if (key == NULL || t == NULL || !lockstate_in_patterns(t, key, keylen))
         return -1;
     keytext_percent(shown, sizeof(shown), key, keylen > 120 ? 120 : keylen);
     if (lock_key_excluded(t, key, keylen)) {

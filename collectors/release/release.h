@@ -105,7 +105,8 @@ struct release_result {
  * or a helper key (formats_helper(): a fair lock's queue, a fenced lock's
  * token counter, a reader's rwlock_timeout key, ...), whose release or
  * expire would break its lock.  Returns the refusal and writes a sentence
- * naming the owning lock into why, or -1 when the key may be tried.
+ * naming the owning lock into why, or -1 when the key may be tried (a key
+ * outside the target's patterns too: the script refuses it, audited).
  * release_run() checks this first.  Pure.
  */
 int release_precheck(const struct target_conf *t, const char *key, size_t keylen,

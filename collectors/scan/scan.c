@@ -480,7 +480,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         cluster_topo_clear(&topo);
         class_set_free(r.classes);
         redlock_map_free(r.rmap);
-        companions_finish(&r, false);
+        helperkeys_finish(&r, false);
         pthread_mutex_destroy(&r.mu);
         snapshot_unref(s);
         return NULL;
@@ -522,7 +522,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
     }
     if (cluster)
         keep_conns(sc, st, nst);
-    companions_finish(&r, ok);
+    helperkeys_finish(&r, ok);
     if (ok) {
         if (record_finish(&r) == -1) {
             run_err(&r, "out of memory finishing the snapshot");

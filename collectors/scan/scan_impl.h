@@ -73,7 +73,7 @@ struct run {
     struct snapshot *snap;
     struct class_set *classes;
     struct redlock_map *rmap;   /* NULL unless the target is in a Redlock group */
-    struct companions *comp;    /* helper keys by their lock (companions.c) */
+    struct helper_table *comp;  /* helper keys by their lock (helperkeys.c) */
     int64_t now_ms;             /* the scan's start: every state is judged at it */
     int64_t start_mono;
     pthread_mutex_t mu;         /* guards sc->tracker, classes, snap, rmap */
@@ -185,16 +185,16 @@ uint8_t record_states(const struct run *r, const struct snap_lock *l, int64_t fi
  * ENOMEM. */
 int record_finish(struct run *r);
 
-/* ---- companions.c ------------------------------------------------------------ */
+/* ---- helperkeys.c ------------------------------------------------------------ */
 
 /* Count helper key m (formats_helper()) to its lock.  Takes run.mu.  0,
  * or -1 on ENOMEM. */
 int record_helper(struct stream *s, const struct key_meta *m);
 
 /* With attach, give every retained lock of the run's snapshot its
- * companions count and the format its helpers prove; free the run's
+ * helper_keys count and the format its helpers prove; free the run's
  * helper table either way.  Call once the streams are done. */
-void companions_finish(struct run *r, bool attach);
+void helperkeys_finish(struct run *r, bool attach);
 
 /* ---- registry.c --------------------------------------------------------------- */
 

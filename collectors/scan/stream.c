@@ -300,13 +300,12 @@ append_values(struct stream *s, const struct batch *b)
                            STR(RAW_VALUE_MAX), NULL);
         else if (m->type == RAW_HASH) {
             /* HLEN: the true holder count when there are more fields
-             * than one bounded HSCAN returns; HGET mode: a read/write
-             * lock's mode, which that HSCAN may not return */
+             * than one bounded HSCAN returns */
             append_key_cmd(s->c, "HLEN", NULL, m->key, NULL, NULL, NULL);
-            append_key_cmd(s->c, "HGET", NULL, m->key, "mode", NULL, NULL);
             append_key_cmd(s->c, "HSCAN", NULL, m->key, "0", "COUNT",
                            STR(RAW_FIELDS_MAX));
-        } else if (m->type == RAW_ZSET) {
+        } else if (m->type == RAW_ZSET && formats_reads_zset(m->key->str, m->key->len)) {
+            /* only a zset format's keys: any other zset is unknown, unread */
             append_key_cmd(s->c, "ZCARD", NULL, m->key, NULL, NULL, NULL);
             append_key_cmd(s->c, "ZRANGE", NULL, m->key, "0", STR(RAW_FIELDS_LAST),
                            "WITHSCORES");
@@ -344,7 +343,7 @@ read_values(struct stream *s, struct batch *b)
 {
     struct raw_field fields[RAW_FIELDS_MAX];
     struct raw_lock raw;
-    redisReply *len, *mode, *rep;
+    redisReply *len, *rep;
     long long n;
     size_t i;
     bool refused, ok;
@@ -370,31 +369,30 @@ read_values(struct stream *s, struct batch *b)
         raw.type = m->type;
         raw.pttl = m->pttl;
         raw.now_ms = s->r->now_ms;
-        len = mode = rep = NULL;
+        if (raw.type == RAW_ZSET && !formats_reads_zset(raw.key, raw.keylen))
+            raw.type = RAW_OTHER;       /* not read (append_values) */
+        len = rep = NULL;
         refused = false;
         /* every reply in the pipeline is read, even after a refusal: each
          * refusal counts */
-        if (m->type == RAW_HASH &&
-            (value_reply(s, "HLEN", &len, &refused) == -1 ||
-             value_reply(s, "HGET", &mode, &refused) == -1))
+        if (raw.type == RAW_HASH && value_reply(s, "HLEN", &len, &refused) == -1)
             goto lost;
-        if (m->type == RAW_ZSET && value_reply(s, "ZCARD", &len, &refused) == -1)
+        if (raw.type == RAW_ZSET && value_reply(s, "ZCARD", &len, &refused) == -1)
             goto lost;
-        if ((m->type == RAW_STRING || m->type == RAW_HASH || m->type == RAW_ZSET) &&
-            value_reply(s, m->type == RAW_HASH ? "HSCAN" : m->type == RAW_ZSET ? "ZRANGE"
+        if ((raw.type == RAW_STRING || raw.type == RAW_HASH || raw.type == RAW_ZSET) &&
+            value_reply(s, raw.type == RAW_HASH ? "HSCAN" : raw.type == RAW_ZSET ? "ZRANGE"
                            : "GETRANGE", &rep, &refused) == -1)
             goto lost;
         n = reply_int(len);
         ok = true;
         if (refused) {
             ok = false;         /* counted; the pass will fail */
-        } else if (m->type == RAW_STRING) {
+        } else if (raw.type == RAW_STRING) {
             ok = rawread_string(rep, &raw);
-        } else if (m->type == RAW_HASH) {
+        } else if (raw.type == RAW_HASH) {
             /* empty: gone between TYPE and HSCAN */
             ok = rawread_hash(rep, fields, &raw) && raw.nfields > 0;
-            rawread_mode(mode, &raw);
-        } else if (m->type == RAW_ZSET) {
+        } else if (raw.type == RAW_ZSET) {
             ok = rawread_zset(rep, fields, &raw, n) && raw.nfields > 0;
         }
         if (!ok && !refused)
@@ -402,8 +400,6 @@ read_values(struct stream *s, struct batch *b)
         rc = ok ? record_key(s, m, &raw, n) : 0;
         if (len != NULL)
             freeReplyObject(len);
-        if (mode != NULL)
-            freeReplyObject(mode);
         if (rep != NULL)
             freeReplyObject(rep);
         if (rc == -1) {
@@ -415,8 +411,6 @@ read_values(struct stream *s, struct batch *b)
 lost:
     if (len != NULL)
         freeReplyObject(len);
-    if (mode != NULL)
-        freeReplyObject(mode);
     return -1;
 }
 

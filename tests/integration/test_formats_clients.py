@@ -12,7 +12,7 @@ written here with redis-py, byte for byte as the libraries' sources say
 
 - lockwatchd --once and the API list exactly the locks, each with its
   format, holders, counts and mode; no helper key is a lock, a leak or a
-  class member, each is counted to its lock ("companions"); the fair lock,
+  class member, each is counted to its lock ("helper_keys"); the fair lock,
   the fenced lock and the permit semaphore take their format from them;
 - node-redlock tokens shaped like a uuid1 get no acquisition time;
 - exclude_patterns keys are never listed, counted or released;
@@ -45,7 +45,7 @@ def uuid1_shaped_random(rng):
 
 
 def write_layouts(c, now_ms):
-    """Write every layout; returns {lock key: (format, companions)}."""
+    """Write every layout; returns {lock key: (format, helper keys)}."""
     want = {}
     # Redisson RLock (watchdog lease), with an unlock latch and the
     # liblockwatch client registry of its holder's uuid (which counts to
@@ -156,7 +156,7 @@ class FormatsClients(h.TestCase):
         self.assertEqual(body["total"], len(want))
         for key, (fmt, comp) in want.items():
             l = locks[key]
-            self.assertEqual((key, l["format"], l["companions"]), (key, fmt, comp), l)
+            self.assertEqual((key, l["format"], l["helper_keys"]), (key, fmt, comp), l)
             self.assertEqual(l["states"], ["held"], l)    # no helper made a leak
         rwl = locks["rw-lock"]
         self.assertEqual((rwl["mode"], rwl["holders_total"]), ("read", READERS))
@@ -204,9 +204,26 @@ class FormatsClients(h.TestCase):
         doc = tl.run_json(self, ["list", "--limit", "1000"], cfg)
         listed = sorted(l["key"] for l in doc["locks"])
         self.assertEqual(listed, sorted(list(want) + ["stats:counter"]))  # not excluded here
+        doc = tl.run_json(self, ["show", tkey], cfg)
+        self.assertEqual(doc["helper_kind"], "rwlock-timeout")
+        self.assertIn("read/write lock rw-lock", doc["not_a_lock"])
+        p = tl.run(["show", "redisson_lock_token:{fenced-lock}"], cfg)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"NOT a lock", p.stdout)
+        self.assertNotIn(b"release with:", p.stdout)
         shown = tl.run_json(self, ["show", "rw-lock"], cfg)
         self.assertEqual((shown["format"], shown["mode"], shown["holders_total"]),
                          ("redisson-rw", "read", READERS))
+
+        # leak_grace 0s: keys without a TTL leak at once, but a permit
+        # semaphore lives without one by design
+        cfg0 = tl.write_config(rs, patterns="*", leak_grace="0s")
+        p = h.run_lockwatchd(["--once", "-c", cfg0], timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = h.parse_metrics(p.stdout)
+        self.assertEqual(h.msum(m, "lockwatch_locks_leaked", **{"class": "rp-lock"}), 1)
+        self.assertEqual(h.msum(m, "lockwatch_locks_leaked", **{"class": "permits"}), 0)
+        self.assertEqual(h.msum(m, "lockwatch_locks", format="redisson-permit-semaphore"), 1)
 
     def test_exclude_patterns(self):
         rs = self.start_redis()

@@ -165,12 +165,12 @@ test_semaphore_zset(void **state)
     assert_string_equal(formats_decode(&raw, &v)->name, "unknown");
 }
 
-/* The read/write lock's mode read apart: 64 readers read, "mode" not
- * among them. */
+/* A read lock with more readers than one HSCAN returns: "mode" may not
+ * be among the 64 fields read, and so many holders make it a read lock. */
 static void
-test_rw_mode_apart(void **state)
+test_rw_many_readers(void **state)
 {
-    static char names[RAW_FIELDS_MAX][48];
+    static char names[RAW_FIELDS_MAX][64];
     struct raw_field f[RAW_FIELDS_MAX];
     struct raw_lock raw;
     struct lock_view v;
@@ -191,20 +191,18 @@ test_rw_mode_apart(void **state)
     raw.fields = f;
     raw.nfields = RAW_FIELDS_MAX;
     raw.fields_truncated = true;
-    /* without the mode it looks like an RLock */
-    assert_string_equal(formats_decode(&raw, &v)->name, "redisson");
-    raw.mode = "read";
-    raw.modelen = 4;
     assert_string_equal(formats_decode(&raw, &v)->name, "redisson-rw");
     assert_string_equal(v.mode, "read");
     assert_int_equal(v.holders_total, RAW_FIELDS_MAX);
-    raw.mode = "write";
-    raw.modelen = 5;
-    assert_string_equal(formats_decode(&raw, &v)->name, "redisson-rw");
-    assert_string_equal(v.mode, "write");
-    /* a mode no RW lock writes: neither RW lock nor RLock */
-    raw.mode = "reader";
-    raw.modelen = 6;
+    assert_int_equal(v.thread, -1);
+    /* read whole, so many holder fields and no mode: what it always was */
+    raw.fields_truncated = false;
+    assert_string_equal(formats_decode(&raw, &v)->name, "redisson");
+    /* a writer among them and no mode: not a read lock, and too big to be
+     * anything else Redisson writes */
+    raw.fields_truncated = true;
+    snprintf(names[3], sizeof(names[3]), RS_UUID ":7:write");
+    f[3].namelen = strlen(names[3]);
     assert_string_equal(formats_decode(&raw, &v)->name, "unknown");
 }
 
@@ -240,9 +238,11 @@ test_helpers(void **state)
     static const struct helper_case not_helpers[] = {
         { "redisson_lock_queue:fair-lock", RAW_OTHER, HELPER_NONE, NULL },     /* no tag */
         { "redisson_lock_queue:", RAW_OTHER, HELPER_NONE, NULL },
-        { "redisson_unlock_latch:{orders}:0123456789abcdef0123456789abcdeX", RAW_STRING, HELPER_NONE, NULL },
+        { "redisson_unlock_latch:{orders}:0123456789abcdef0123456789abcdeX", RAW_STRING,
+          HELPER_NONE, NULL },
         { "{rw-lock}:" RS_UUID ":57:rwlock_timeout:", RAW_STRING, HELPER_NONE, NULL },
-        { "{rw-lock}:8743c9c0-0795-4907-87fd-6c719a6b458:57:rwlock_timeout:1", RAW_STRING, HELPER_NONE, NULL },
+        { "{rw-lock}:8743c9c0-0795-4907-87fd-6c719a6b458:57:rwlock_timeout:1", RAW_STRING,
+          HELPER_NONE, NULL },
         { "rw-lock:" RS_UUID ":57:rwlock_timeout:1", RAW_STRING, HELPER_NONE, NULL },   /* no tag */
         { "{permits}:timeout", RAW_STRING, HELPER_NONE, NULL },    /* only a zset */
         { "{permits}:timeout", RAW_NONE, HELPER_NONE, NULL },
@@ -346,13 +346,25 @@ static void
 test_release_precheck(void **state)
 {
     char *excl[] = { "lock:stats:*", "lock:meta:?" };
+    char *pats[] = { "lock:*", "redisson_lock_*", "lock-signal:*" };
     struct target_conf t;
     char why[512];
     (void)state;
 
     memset(&t, 0, sizeof(t));
+    t.patterns = pats;
+    t.npatterns = 3;
     t.exclude_patterns = excl;
     t.nexclude_patterns = 2;
+    /* outside the patterns: the script's "pattern" refusal, audited */
+    {
+        static const char outside[] = "{rw}:" RS_UUID ":1:rwlock_timeout:1";
+
+        assert_int_equal(formats_helper(outside, sizeof(outside) - 1, RAW_STRING, NULL),
+                         HELPER_RW_TIMEOUT);
+        assert_int_equal(release_precheck(&t, outside, sizeof(outside) - 1, why, sizeof(why)),
+                         -1);
+    }
     assert_int_equal(release_precheck(&t, "lock:stats:hits", 15, why, sizeof(why)),
                      RELEASE_REFUSED_EXCLUDED);
     assert_non_null(strstr(why, "exclude_patterns"));
@@ -385,6 +397,92 @@ test_release_precheck(void **state)
     }
 }
 
+static enum helper_kind
+helper_of(const char *key, enum raw_type type)
+{
+    return formats_helper(key, strlen(key), type, NULL);
+}
+
+/* Values the real clients wrote (h-interop's recorded layouts: redsync
+ * 4.18.1, node-redlock 4.2.0, redis-semaphore 5.8.0, redis-py 5.2.1,
+ * python-redis-lock 4.0.0, pottery 3.0.1, ShedLock 6.10.0, Spring
+ * Integration 6.5.5, Redisson 3.16.8 and 3.52.0). */
+static void
+test_recorded_values(void **state)
+{
+    struct raw_lock raw;
+    struct lock_view v;
+    (void)state;
+
+    assert_token("lock:gs", "Yz0ty/0lXWYA9oDFojMxuw==", "redsync");
+    assert_token("lock:nr", "85fe3d66c169c15af92a9c44702deb5c", "node-redlock");
+    assert_token("lock:nr", "448d536210d99ede02805c23540e5275", "node-redlock");
+    assert_token("lock:job1", "FmeUcxmG0V4KljrWhCgS/O+R", "python-redis-lock");
+    assert_token("lock:job2", "wEltSNN9FsCGJKXQVKnjwP1g", "python-redis-lock");
+    assert_token("redlock:job3", "78783941-1923-4e68-b920-95af3452b70b", "pottery");
+    assert_token("mutex:lock:m", "a66683d1-6fe7-4439-ad5e-bad81766d748", "redis-semaphore");
+    assert_token("lock:spring:orders", "b8435da5-b1ec-4a6a-b4bd-53845383abe9", "spring");
+    /* redis-py 5.2.1's uuid1, taken at 1796173821.419 (scan a minute on) */
+    raw = str_raw("lock:rp", "254e6f9eeded11f1b3bb02fc00000001");
+    raw.now_ms = INT64_C(1796173881000);
+    assert_string_equal(formats_decode(&raw, &v)->name, "redis-py");
+    assert_true(v.acquired_ms > INT64_C(1796173821000) &&
+                v.acquired_ms < INT64_C(1796173822000));
+    /* ShedLock 6.10.0 */
+    raw = str_raw("job-lock:prod:job1",
+                  "ADDED:2026-12-02T01:10:32.003Z@vm:0dbcd51a-da1d-477a-9226-8f7aa903c2fc");
+    assert_string_equal(formats_decode(&raw, &v)->name, "shedlock");
+    assert_string_equal(v.host, "vm");
+    {
+        /* redis-semaphore 5.8.0 Semaphore */
+        struct raw_field f[2] = {
+            { "93394e11-05ed-4d9a-8e59-fe2a049a9370", 36, "1796173827500", 13 },
+            { "d8bec271-707e-4c58-8f7b-6089bc915d47", 36, "1796173827501", 13 },
+        };
+
+        memset(&raw, 0, sizeof(raw));
+        raw.key = "semaphore:lock:s";
+        raw.keylen = strlen(raw.key);
+        raw.type = RAW_ZSET;
+        raw.pttl = 29799;
+        raw.fields = f;
+        raw.nfields = 2;
+        assert_string_equal(formats_decode(&raw, &v)->name, "redis-semaphore");
+        assert_int_equal(v.holders_total, 2);
+    }
+    {
+        /* Redisson 3.52.0: a write lock re-entered as a reader */
+        struct raw_field f[3] = {
+            { "4787535f-82b7-4f16-b08d-f3aa031f7208:24", 39, "1", 1 },
+            { "4787535f-82b7-4f16-b08d-f3aa031f7208:24:write", 45, "1", 1 },
+            { "mode", 4, "write", 5 },
+        };
+
+        memset(&raw, 0, sizeof(raw));
+        raw.key = "lock:rw";
+        raw.keylen = 7;
+        raw.type = RAW_HASH;
+        raw.pttl = 29796;
+        raw.fields = f;
+        raw.nfields = 3;
+        assert_string_equal(formats_decode(&raw, &v)->name, "redisson-rw");
+        assert_string_equal(v.mode, "write");
+        assert_int_equal(v.holders_total, 2);
+    }
+    /* the helper keys both Redisson versions left beside their locks */
+    assert_int_equal(helper_of("redisson_lock_queue:{lock:fair}", RAW_OTHER), HELPER_FAIR_QUEUE);
+    assert_int_equal(helper_of("redisson_lock_timeout:{lock:fair}", RAW_ZSET),
+                     HELPER_FAIR_TIMEOUT);
+    assert_int_equal(helper_of("redisson_lock_token:{lock:fenced}", RAW_STRING),
+                     HELPER_FENCE_TOKEN);
+    assert_int_equal(helper_of("redisson_unlock_latch:{lock:rw}:46b65a1f074f9217e7a21239fe500ea8",
+                               RAW_STRING), HELPER_UNLOCK_LATCH);
+    assert_int_equal(helper_of("{lock:rw}:4787535f-82b7-4f16-b08d-f3aa031f7208:23:rwlock_timeout:1",
+                               RAW_STRING), HELPER_RW_TIMEOUT);
+    assert_int_equal(helper_of("{lock:pexp}:timeout", RAW_ZSET), HELPER_PERMIT_TIMEOUT);
+    assert_int_equal(helper_of("lock-signal:job1", RAW_OTHER), HELPER_SIGNAL_LIST);
+}
+
 int
 main(void)
 {
@@ -392,11 +490,12 @@ main(void)
         cmocka_unit_test(test_token_rows),
         cmocka_unit_test(test_redispy_time_window),
         cmocka_unit_test(test_semaphore_zset),
-        cmocka_unit_test(test_rw_mode_apart),
+        cmocka_unit_test(test_rw_many_readers),
         cmocka_unit_test(test_helpers),
         cmocka_unit_test(test_owner_hashes),
         cmocka_unit_test(test_kin),
         cmocka_unit_test(test_release_precheck),
+        cmocka_unit_test(test_recorded_values),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

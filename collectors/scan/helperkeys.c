@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * companions.c - helper keys counted to their locks.
+ * helperkeys.c - helper keys counted to their locks.
  *
  * A helper key (collectors/formats/helpers.c: a fair lock's queue, a
  * fenced lock's token counter, a reader's rwlock_timeout key, ...) is not
  * a lock: the stream does not read its value and does not record it.  It
  * is noted here as (its own hash, its lock's owner hash, its kind), 16
  * bytes, whatever order SCAN returns keys in; once the streams are done,
- * companions_finish() drops the keys SCAN returned twice and gives every
+ * helperkeys_finish() drops the keys SCAN returned twice and gives every
  * retained lock the count of its helpers, and the format its helpers
  * prove (formats_kin(): a hash lock with a fencing token is
  * "redisson-fenced").  Locks counted but not retained keep their count
@@ -30,7 +30,7 @@ struct comp_entry {
     uint8_t kind;
 };
 
-struct companions {
+struct helper_table {
     struct comp_entry *e;
     size_t n, cap;
 };
@@ -83,7 +83,7 @@ by_owner(const void *a, const void *b)
 
 /* The first entry of owner h in the sorted table, or n. */
 static size_t
-find(const struct companions *c, uint64_t h)
+find(const struct helper_table *c, uint64_t h)
 {
     size_t lo = 0, hi = c->n;
 
@@ -99,9 +99,9 @@ find(const struct companions *c, uint64_t h)
 }
 
 void
-companions_finish(struct run *r, bool attach)
+helperkeys_finish(struct run *r, bool attach)
 {
-    struct companions *c = r->comp;
+    struct helper_table *c = r->comp;
     struct snapshot *snap = r->snap;
     size_t i, j, k;
 
@@ -135,11 +135,12 @@ companions_finish(struct run *r, bool attach)
                         count++;
                     kinds |= 1u << c->e[j].kind;
                 }
-            l->companions = count;
+            l->helper_keys = count;
             if (kinds != 0) {
                 const struct lock_format *f = formats_kin(&formats_table[l->format], kinds);
 
-                snapshot_reformat(snap, l, (uint8_t)formats_index(f));
+                snapshot_reformat(snap, l, (uint8_t)formats_index(f),
+                                  strcmp(f->name, "redisson-permit-semaphore") == 0);
             }
         }
     }
