@@ -30,6 +30,7 @@ import time
 
 import harness as h
 import test_lockctl as lt
+import test_release_http as th
 import test_release_script as rs
 
 UUID = lt.UUID
@@ -260,6 +261,55 @@ class ReleaseFormats(h.TestCase):
         doc = self.lockctl(["release", key, "--holder", r])
         self.assertEqual(doc["holders_left"], 1)
         self.assertEqual(c.hgetall(key), {b"mode": b"write", (w + ":write").encode(): b"1"})
+
+    def test_http_release_of_one_reader_as_the_agent_saw_it(self):
+        c, key = self.c, "lock:http-rw"
+        a, b = UUID + ":1", UUID2 + ":2"
+        for field in (a, b, b):
+            self.read_lock(key, field)
+        path = th.token_file()
+        ag = self.start_agent(self.rs, scan_interval="1s", leak_grace="1h", max_hold="1h",
+                              extra=th.unlock_section(path))
+
+        def seen():
+            st, body = ag.get_json("/api/v1/locks?state=all")
+            return st == 200 and any(l["key"] == key and l["format"] == "redisson-rw"
+                                     for l in body["locks"])
+        ag.wait_for(seen, timeout=30, desc="the RW lock in the agent's scan")
+        st, _, doc = th.post(ag, {"key": key, "holder": a + ":write"})
+        self.assertEqual((st, doc["outcome"]), (409, "holder_changed"), doc)
+        st, _, doc = th.post(ag, {"key": key, "holder": a})
+        self.assertEqual((st, doc["outcome"], doc["format"], doc["holders_left"]),
+                         (200, "released", "redisson-rw", 1), doc)
+        self.assertEqual(c.hgetall(key), {b"mode": b"read", b.encode(): b"2"})
+        self.assertEqual(self.timeouts(key, a), [])
+        self.assertEqual(len(self.timeouts(key, b)), 2)
+
+    def test_cluster_reader_release_and_waiters_on_the_keys_shard(self):
+        cl = rs.MiniCluster(self)
+        cfg = lt.write_config(url=cl.url, target_extra={"mode": "cluster"})
+        key = next("lock:c%d" % i for i in range(1000)
+                   if cl.node_of("lock:c%d" % i) is not cl.nodes[0])
+        node = cl.node_of(key).client()
+        a, b = UUID + ":1", UUID2 + ":2"
+        for field in (a, a, b):
+            self.assertIsNone(node.eval(READ_LOCK, 2, key,
+                                        "{%s}:%s:rwlock_timeout" % (key, field), LEASE,
+                                        field, field + ":write"))
+        waiter = rs.Subscriber(cl.node_of(key).port, "SSUBSCRIBE", "redisson_rwlock:{%s}" % key)
+        plain = rs.Subscriber(cl.node_of(key).port, "SUBSCRIBE", "redisson_rwlock:{%s}" % key)
+        doc = lt.run_json(self, ["show", key], cfg)
+        self.assertEqual((doc["format"], doc["waiters"]), ("redisson-rw", 1), doc)
+        doc = lt.run_json(self, ["release", key, "--holder", a, "--yes"], cfg)
+        self.assertEqual((doc["outcome"], doc["holders_left"]), ("released", 1), doc)
+        self.assertEqual(node.hgetall(key), {b"mode": b"read", b.encode(): b"1"})
+        self.assertEqual(node.keys("{%s}:%s:*" % (key, a)), [])
+        doc = lt.run_json(self, ["release", key, "--holder", b, "--yes"], cfg)
+        self.assertEqual(doc["deleted"], True, doc)
+        waiter.wait_for(b"smessage")            # SPUBLISH, Redisson >= 3.22 on Cluster 7
+        plain.wait_for(b"$1\r\n1\r\n")      # PUBLISH, older clients
+        waiter.close()
+        plain.close()
 
     # -- Redisson fair lock ------------------------------------------------------
 
