@@ -299,7 +299,17 @@ class ReleaseFormats(h.TestCase):
         waiter = rs.Subscriber(cl.node_of(key).port, "SSUBSCRIBE", "redisson_rwlock:{%s}" % key)
         plain = rs.Subscriber(cl.node_of(key).port, "SUBSCRIBE", "redisson_rwlock:{%s}" % key)
         doc = lt.run_json(self, ["show", key], cfg)
-        self.assertEqual((doc["format"], doc["waiters"]), ("redisson-rw", 1), doc)
+        # both: the sharded subscriber (SHARDNUMSUB) and the plain one
+        self.assertEqual((doc["format"], doc["waiters"]), ("redisson-rw", 2), doc)
+        # the agent's scan asks the key's shard too
+        ag = self.start_agent(targets=[("main", cl.url)], target_extra={"mode": "cluster"},
+                              scan_interval="1s", leak_grace="1h", max_hold="1h")
+
+        def waiters():
+            st, body = ag.get_json("/api/v1/locks?state=all")
+            got = [l["waiters"] for l in body["locks"] if l["key"] == key]
+            return st == 200 and got == [2]
+        ag.wait_for(waiters, timeout=30, desc="the RW lock's two waiters in the agent")
         doc = lt.run_json(self, ["release", key, "--holder", a, "--yes"], cfg)
         self.assertEqual((doc["outcome"], doc["holders_left"]), ("released", 1), doc)
         self.assertEqual(node.hgetall(key), {b"mode": b"read", b.encode(): b"1"})
