@@ -14,10 +14,11 @@ fields, timeout keys, queues and channels are the ones a Redisson user has.
   then deletes the lock as if nothing had happened;
 - a writer that also took reads: releasing the writer turns mode to read
   and wakes the waiters ("1"), its read hold stays;
-- a fair lock whose queue head is a dead waiter (its turn timed out): the
-  dead head is dropped, the live waiter behind it is woken on its own
-  channel (current and 2.x names) and can then take the lock with
-  Redisson's own acquire;
+- a fair lock whose queue head is a dead waiter (its turn timed out, or
+  its client died and nobody listens on its channel): the dead head is
+  dropped, the live waiter behind it is woken on its own channel (current
+  and 2.x names) and can then take the lock with Redisson's own acquire;
+  a live head keeps its place;
 - semaphores: one permit back, published on redisson_sc:{K}; a permit
   semaphore's permit id leaves the timeout set; redis-semaphore's zset
   loses only that member; expire refuses them;
@@ -359,6 +360,26 @@ class ReleaseFormats(h.TestCase):
         self.assertIsNone(self.fair(key, live))
         self.assertEqual(c.hgetall(key), {live.encode(): b"1"})
         self.assertFalse(c.exists(queue))
+
+    def test_fair_lock_head_whose_client_died(self):
+        # the head's client died: its turn is minutes ahead (ttl + the
+        # 5 min fairLockWaitTimeout) but nobody listens on its channel any
+        # more; the waiter behind it is subscribed and is the one woken
+        c, key = self.c, "lock:fair-died"
+        holder, dead, live = UUID + ":1", UUID + ":2", UUID2 + ":3"
+        queue = "redisson_lock_queue:{%s}" % key
+        self.assertIsNone(self.fair(key, holder))
+        self.assertIsNotNone(self.fair(key, dead))
+        self.assertIsNotNone(self.fair(key, live))
+        self.assertGreater(c.zscore("redisson_lock_timeout:{%s}" % key, dead), now_ms() + 60000)
+        chan = "redisson_lock__channel:{%s}:%s" % (key, live)
+        woken = rs.Subscriber(self.rs.port, "SUBSCRIBE", chan)
+        doc = self.lockctl(["release", key, "--holder", holder])
+        self.assertEqual((doc["deleted"], doc["purged_waiters"]), (True, 1), doc)
+        woken.wait_for(chan.encode() + b"\r\n$1\r\n0\r\n")
+        woken.close()
+        self.assertEqual(c.lrange(queue, 0, -1), [live.encode()])
+        self.assertIsNone(self.fair(key, live))
 
     def test_fair_lock_live_head_kept(self):
         c, key = self.c, "lock:fair2"

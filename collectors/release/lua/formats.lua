@@ -20,10 +20,11 @@
 --   redisson      the holder's field of an RLock / FencedLock / SpinLock /
 --                 FairLock hash (the key goes with its last holder).  The
 --                 fencing counter is never touched.  A fair lock's queue
---                 first loses the waiters whose turn timed out (score <=
---                 now: they stopped retrying), as RedissonFairLock's own
---                 unlock does, so the live waiter behind a dead head is
---                 the one woken, on its own channel.
+--                 first loses its dead heads - their turn timed out (as
+--                 RedissonFairLock's own unlock drops them) or nobody is
+--                 subscribed to their channel (the client died) - so the
+--                 live waiter behind a dead head is the one woken, on its
+--                 own channel.
 --   redisson-semaphore         one permit back: INCRBY 1, the new count
 --                 published on redisson_sc:{K}.  The holder is the count
 --                 the operator saw (an RSemaphore names no holders).
@@ -148,20 +149,42 @@ end
 
 -- ---- Redisson RLock, FencedLock, SpinLock, FairLock -------------------------
 
--- The fair lock's next live waiter: drop heads whose turn timed out (or
--- that the timeout set does not know), as RedissonFairLock's unlock does
--- before it publishes.  Scores are epoch ms from the clients' clocks,
--- compared with the caller's (ARGV[7]).
+-- Whether anybody listens for waiter w's turn: a waiting Redisson thread
+-- is subscribed to its own channel <channel>:<w> (either version's name;
+-- sharded in a cluster with Redisson >= 3.22).  An error (an ACL without
+-- +pubsub|numsub) counts as listening: such a head is kept.
+local function lw_listens(w)
+    local asked = false
+    for _, role in ipairs({ 'redisson', 'redisson-v2' }) do
+        for _, ch in ipairs(lw_role[role] or {}) do
+            for _, sub in ipairs(lw_cluster and { 'numsub', 'shardnumsub' } or { 'numsub' }) do
+                local r = redis.pcall('pubsub', sub, ch .. ':' .. w)
+                if type(r) ~= 'table' or r.err then return true end
+                asked = true
+                if (tonumber(r[2]) or 0) > 0 then return true end
+            end
+        end
+    end
+    return not asked        -- no channel to ask: assume it listens
+end
+
+-- The fair lock's next live waiter.  Heads are dropped from the queue and
+-- the timeout set while they are dead: their turn timed out (score <=
+-- now, or no score), as RedissonFairLock's own unlock drops them, or
+-- nobody listens for their turn (the waiting client died: its
+-- subscription went with its connection, while its score stays minutes
+-- ahead).  Scores are epoch ms from the clients' clocks, compared with
+-- the caller's (ARGV[7]).  The waiters behind keep their scores.
 local function lw_fair_head()
     local q, z = lw_first('redisson-queue'), lw_first('redisson-timeout')
     if q == nil then return nil end
     for _ = 1, LW_PURGE_MAX do
         local head = redis.call('lindex', q, 0)
         if type(head) ~= 'string' then return nil end
-        if z == nil then return head end
-        local t = tonumber(redis.call('zscore', z, head))
-        if t ~= nil and t > lw_now then return head end
-        redis.call('zrem', z, head)
+        local t = lw_now + 1
+        if z ~= nil then t = tonumber(redis.call('zscore', z, head)) end
+        if t ~= nil and t > lw_now and lw_listens(head) then return head end
+        if z ~= nil then redis.call('zrem', z, head) end
         redis.call('lpop', q)
         lw.purged = lw.purged + 1
     end
