@@ -321,6 +321,21 @@ class ReleaseFormats(h.TestCase):
         plain.wait_for(b"$1\r\n1\r\n")      # PUBLISH, older clients
         waiter.close()
         plain.close()
+        # a fair lock on that shard: its dead head (nobody listens, not even
+        # sharded) is dropped, the live one (SSUBSCRIBEd) woken by SPUBLISH
+        fair = next("lock:f%d" % i for i in range(1000)
+                    if cl.node_of("lock:f%d" % i) is cl.node_of(key))
+        for field in (UUID + ":1", UUID + ":2", UUID2 + ":3"):
+            node.eval(FAIR_LOCK, 3, fair, "redisson_lock_queue:{%s}" % fair,
+                      "redisson_lock_timeout:{%s}" % fair, LEASE, field, 300000, now_ms())
+        chan = "redisson_lock__channel:{%s}:%s:3" % (fair, UUID2)
+        live = rs.Subscriber(cl.node_of(fair).port, "SSUBSCRIBE", chan)
+        doc = lt.run_json(self, ["release", fair, "--holder", UUID + ":1", "--yes"], cfg)
+        self.assertEqual((doc["deleted"], doc["purged_waiters"]), (True, 1), doc)
+        live.wait_for(b"smessage")
+        live.close()
+        self.assertEqual(node.lrange("redisson_lock_queue:{%s}" % fair, 0, -1),
+                         [(UUID2 + ":3").encode()])
 
     # -- Redisson fair lock ------------------------------------------------------
 
