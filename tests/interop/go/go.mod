@@ -1,14 +1,15 @@
 module lockwatch/interop
 
-go 1.26.0
+go 1.19
 
 require (
-	github.com/go-redsync/redsync/v4 v4.18.1
-	github.com/redis/go-redis/v9 v9.23.0
+	github.com/go-redsync/redsync/v4 v4.8.2
+	github.com/redis/go-redis/v9 v9.0.5
 )
 
 require (
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	github.com/cespare/xxhash/v2 v2.2.0 // indirect
+	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+	github.com/hashicorp/errwrap v1.1.0 // indirect
+	github.com/hashicorp/go-multierror v1.1.1 // indirect
 )

@@ -55,7 +55,7 @@ func (c *client) run(actor, op, kind, name string, opt map[string]string) (strin
 			tries = 1 << 20
 		}
 		m := c.rs.NewMutex(name, redsync.WithExpiry(time.Duration(lease)*time.Millisecond),
-			redsync.WithTries(tries), redsync.WithRetryDelay(50*time.Millisecond))
+			redsync.WithTries(tries))
 		if err := m.LockContext(context.Background()); err != nil {
 			return "", err
 		}

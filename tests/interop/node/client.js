@@ -26,15 +26,15 @@ async function run(actor, op, kind, name, opt) {
   if (op === 'lock' || op === 'trylock') {
     const blocking = op === 'lock';
     if (kind === 'redlock') {
-      const rl = new Redlock(clients, { retryCount: blocking ? 100000 : 0, retryDelay: 50,
-        retryJitter: 10, driftFactor: 0.01 });
+      const rl = new Redlock(clients, { retryCount: blocking ? 100000 : 0,
+      });
       const lk = await rl.lock(name, lease);
       held.set(id, lk);
       return `value=${lk.value}`;
     }
     let lk;
     const o = { lockTimeout: lease, acquireTimeout: blocking ? 600000 : 1,
-      retryInterval: 50, refreshInterval: 0 };
+      refreshInterval: 0 };
     if (kind === 'mutex') lk = new Mutex(redis, name, o);
     else if (kind === 'semaphore') lk = new Semaphore(redis, name, Number(opt.limit || 2), o);
     else throw new Error(`unknown kind ${kind}`);

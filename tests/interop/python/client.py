@@ -38,7 +38,7 @@ class Client:
         if op in ("lock", "trylock"):
             blocking = op == "lock"
             if kind == "redispy":
-                lk = self.r.lock(name, timeout=lease / 1000.0 if lease else None, sleep=0.05)
+                lk = self.r.lock(name, timeout=lease / 1000.0 if lease else None)
                 got = lk.acquire(blocking=blocking)
                 info = "token=%s" % (lk.local.token.decode() if got else "")
             elif kind == "prl":
