@@ -14,12 +14,13 @@ JAVA = os.environ.get("JAVA", "java")
 
 # name -> (what it is, pinned version as the runner reports it)
 CLIENTS = {
+    "redisson-legacy": "Redisson 2.2.13, the pre-2016-07 channel names (java/redisson-legacy/pom.xml)",
     "redisson-old": "Redisson 3.16.8 (tests/interop/java/redisson-old/pom.xml)",
     "redisson-new": "Redisson 3.52.0 (tests/interop/java/redisson-new/pom.xml)",
     "spring": "ShedLock 6.10.0 + Spring Integration RedisLockRegistry 6.5.5 (java/spring/pom.xml)",
     "python": "redis-py 5.2.1, python-redis-lock 4.0.0, pottery 3.0.1 (python/requirements.txt)",
     "node": "redlock 4.2.0, redis-semaphore 5.8.0 on ioredis (node/package-lock.json)",
-    "go": "go-redsync/redsync v4 on go-redis v9 (go/go.mod)",
+    "go": "go-redsync/redsync v4.8.2 on go-redis v9.0.5 (go/go.mod; builds with Debian 12's Go 1.19)",
 }
 
 
@@ -33,6 +34,8 @@ def _java(module, main, args):
 
 def argv(kind, ports, extra=()):
     urls = ["redis://127.0.0.1:%d" % p for p in ports]
+    if kind == "redisson-legacy":
+        return _java(kind, "lwinterop.RedissonLegacyMain", urls[:1])
     if kind in ("redisson-old", "redisson-new"):
         return _java(kind, "lwinterop.RedissonClientMain", urls[:1])
     if kind == "spring":

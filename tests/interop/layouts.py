@@ -133,6 +133,49 @@ def redisson(kind, out):
         rs.kill()
 
 
+def redisson_legacy(out):
+    kind = "redisson-legacy"
+    rs = harness.RedisServer()
+    try:
+        rec = clientproc.LayoutRecorder(rs.port, clients.CLIENTS[kind])
+        a = clients.start(kind, rs.port, name=kind + "#1")
+        b = clients.start(kind, rs.port, name=kind + "#2")
+        rec.note("# client #1: %s\n# client #2: %s\n" % (a.ready["info"], b.ready["info"]))
+        r = rec.r
+        a.do("a1 lock rlock lock:rlock")
+        a.do("a1 lock rlock lock:rlock")
+        rec.step("RLock: #1 a1 lock() twice")
+        w = b.pending("b1 lock rlock lock:rlock")
+        _until(lambda: r.pubsub_numsub("redisson_lock__channel__{lock:rlock}")[0][1] >= 1,
+               desc="#2 subscribed")
+        rec.step("RLock: #2 b1 waits in lock()")
+        a.do("a1 unlock rlock lock:rlock")
+        a.do("a1 unlock rlock lock:rlock")
+        _wait(w)
+        rec.step("RLock: a1 unlocks twice; b1 acquires")
+        b.do("b1 unlock rlock lock:rlock")
+        r.flushall()
+        a.do("a1 lock read lock:rw")
+        b.do("b1 lock read lock:rw")
+        b.do("b1 lock read lock:rw")
+        rec.step("RReadWriteLock: #1 a1 read, #2 b1 read twice")
+        ww = a.pending("a2 lock write lock:rw")
+        _until(lambda: r.pubsub_numsub("redisson_rwlock__{lock:rw}")[0][1] >= 1, desc="writer subscribed")
+        rec.step("RReadWriteLock: a2 waits for write")
+        a.do("a1 unlock read lock:rw")
+        b.do("b1 unlock read lock:rw")
+        b.do("b1 unlock read lock:rw")
+        _wait(ww)
+        rec.step("RReadWriteLock: readers gone; a2 holds write")
+        a.do("a2 unlock write lock:rw")
+        rec.step("RReadWriteLock: a2 unlocks write")
+        a.close()
+        b.close()
+        rec.write(out)
+    finally:
+        rs.kill()
+
+
 def python(out):
     rs = harness.RedisServer()
     try:
@@ -287,11 +330,12 @@ def spring(out):
 
 
 ALL = {
+    "redisson-legacy": lambda d: redisson_legacy(os.path.join(d, "redisson-2.2.13.txt")),
     "redisson-old": lambda d: redisson("redisson-old", os.path.join(d, "redisson-3.16.8.txt")),
     "redisson-new": lambda d: redisson("redisson-new", os.path.join(d, "redisson-3.52.0.txt")),
     "python": lambda d: python(os.path.join(d, "python-redispy-5.2.1-prl-4.0.0-pottery-3.0.1.txt")),
     "node": lambda d: node(os.path.join(d, "node-redlock-4.2.0-redis-semaphore-5.8.0.txt")),
-    "go": lambda d: go(os.path.join(d, "go-redsync-4.18.1.txt")),
+    "go": lambda d: go(os.path.join(d, "go-redsync-4.8.2.txt")),
     "spring": lambda d: spring(os.path.join(d, "spring-shedlock-6.10.0-integration-6.5.5.txt")),
 }
 

@@ -149,6 +149,14 @@ def iso_ms(s):
         tzinfo=datetime.timezone.utc).timestamp()
 
 
+def chan(kind, base, key):
+    """The unlock channel a Redisson version's waiters subscribe to:
+    base "lock" (redisson_lock__channel) or "rw" (redisson_rwlock)."""
+    if kind == "redisson-legacy":
+        return {"lock": "redisson_lock__channel__{%s}", "rw": "redisson_rwlock__{%s}"}[base] % key
+    return {"lock": "redisson_lock__channel:{%s}", "rw": "redisson_rwlock:{%s}"}[base] % key
+
+
 def redisson_field(proc, ev):
     """<uuid>:<thread id> of the holder that answered ev."""
     rid = proc.ready["info"].split("id=")[1].strip()
@@ -255,7 +263,7 @@ def redisson_rlock(kind):
         R.check(scen, "... and the lock is untouched", env.r.hget("lock:rlock", field) == "2",
                 env.r.hgetall("lock:rlock"))
         pend = b.pending("b1 lock rlock lock:rlock")
-        until(lambda: numsub(env.r, "redisson_lock__channel:{lock:rlock}") >= 1, desc="b1 subscribed")
+        until(lambda: numsub(env.r, chan(kind, "lock", "lock:rlock")) >= 1, desc="b1 subscribed")
         ev2 = wake(env, scen, "RLock waiter", "lock:rlock", field, pend)
         if ev2:
             lk = env.show("lock:rlock")
@@ -281,13 +289,13 @@ def redisson_rw(kind):
                 holders(lk))
         expect_locks(env, scen, ["lock:rw"])
         wpend = a.pending("a2 lock write lock:rw")
-        until(lambda: numsub(env.r, "redisson_rwlock:{lock:rw}") >= 1, desc="writer subscribed")
+        until(lambda: numsub(env.r, chan(kind, "rw", "lock:rw")) >= 1, desc="writer subscribed")
         rc, body, err = env.release("lock:rw", fa)
         R.check(scen, "lockctl release of reader A exits 0", rc == 0, "exit %s %r %s" % (rc, body, err))
         h = env.r.hgetall("lock:rw")
         R.check(scen, "reader B keeps its hold (count 2) and mode stays read",
                 h.get(fb) == "2" and h.get("mode") == "read" and fa not in h, h)
-        R.check(scen, "A's timeout key is gone, B's two remain",
+        R.check(scen, "A's timeout key is gone, B's two remain", kind == "redisson-legacy" or
                 not env.r.exists("{lock:rw}:%s:rwlock_timeout:1" % fa)
                 and env.r.exists("{lock:rw}:%s:rwlock_timeout:1" % fb)
                 and env.r.exists("{lock:rw}:%s:rwlock_timeout:2" % fb),
@@ -318,7 +326,7 @@ def redisson_rw(kind):
         # a reader released by lockctl wakes a waiting writer
         fr = redisson_field(b, b.do("b2 lock read lock:rw"))
         wpend = a.pending("a3 lock write lock:rw")
-        until(lambda: numsub(env.r, "redisson_rwlock:{lock:rw}") >= 1, desc="writer subscribed")
+        until(lambda: numsub(env.r, chan(kind, "rw", "lock:rw")) >= 1, desc="writer subscribed")
         wake(env, scen, "writer behind the only reader", "lock:rw", fr, wpend)
     finally:
         env.close()
@@ -657,8 +665,10 @@ def liblockwatch_registry():
 SCENARIOS = [
     ("redisson-new/rlock", lambda: redisson_rlock("redisson-new")),
     ("redisson-old/rlock", lambda: redisson_rlock("redisson-old")),
+    ("redisson-legacy/rlock", lambda: redisson_rlock("redisson-legacy")),
     ("redisson-new/rw", lambda: redisson_rw("redisson-new")),
     ("redisson-old/rw", lambda: redisson_rw("redisson-old")),
+    ("redisson-legacy/rw", lambda: redisson_rw("redisson-legacy")),
     ("redisson-new/readers", lambda: redisson_readers("redisson-new")),
     ("redisson-old/readers", lambda: redisson_readers("redisson-old")),
     ("redisson-new/helpers", lambda: redisson_helpers("redisson-new")),
