@@ -54,4 +54,7 @@ def start(kind, port, *more_ports, extra=(), name=None):
     env = dict(os.environ)
     if kind == "node":
         env["NODE_PATH"] = os.path.join(IDIR, "node", "node_modules")
-    return ClientProc(name or kind, argv(kind, (port,) + more_ports, extra), env=env)
+    cp = ClientProc(name or kind, argv(kind, (port,) + more_ports, extra), env=env)
+    import harness               # killed at exit like the servers the harness starts
+    harness._live_procs.append(cp.proc)
+    return cp

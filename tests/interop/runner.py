@@ -7,6 +7,7 @@
 
 import argparse
 import os
+import signal
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -15,6 +16,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 
 
 def main():
+    # SIGTERM (make's or CI's timeout) ends the run through atexit, which
+    # kills every client, redis-server and agent the run started
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     ap = argparse.ArgumentParser()
     ap.add_argument("--layouts", metavar="DIR")
     ap.add_argument("--only", default="")

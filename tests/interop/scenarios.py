@@ -377,7 +377,10 @@ def redisson_helpers(kind):
         b.do("b3 lock read lock:rw")
         a.do("a1 lock spin lock:spin")
         expected = {"lock:rlock": "redisson", "lock:fair": "redisson-fair", "lock:rw": "redisson-rw",
-                    "lock:spin": "redisson", "lock:sem": "redisson-semaphore",
+                    "lock:spin": "redisson",
+                    # h-formats (FORMAT-NAMES.txt): an RSemaphore is a decimal string that
+                    # cannot be told from a numeric token, so it is no row of its own
+                    "lock:sem": "plain",
                     "lock:pexp": "redisson-permit-semaphore"}
         if new:
             a.do("a1 lock fenced lock:fenced")

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 module lockwatch/interop
 
 go 1.19
