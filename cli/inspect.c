@@ -106,12 +106,20 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
     raw.keylen = l->keylen;
     raw.type = l->type;
     raw.pttl = l->pttl_ms;
+    raw.now_ms = now_ms;
     if (val != NULL && val->type == REDIS_REPLY_ERROR)
         raw.type = l->type = RAW_NONE;      /* replaced by another type meanwhile */
     else if (l->type == RAW_STRING)
         rawread_string(val, &raw);
     else if (l->type == RAW_HASH && rawread_hash(val, fields, &raw) && raw.nfields == 0)
         raw.type = l->type = RAW_NONE;      /* emptied meanwhile */
+    else if (l->type == RAW_ZSET && val != NULL &&
+             (!rawread_zset(val, fields, &raw, hlen != NULL &&
+                            hlen->type == REDIS_REPLY_INTEGER ? hlen->integer : -1) ||
+              raw.nfields == 0))
+        raw.type = l->type = RAW_NONE;      /* emptied or changed meanwhile */
+    else if (l->type == RAW_ZSET && val == NULL)
+        raw.type = RAW_OTHER;               /* a zset no format reads */
     l->fmt = formats_decode(&raw, &l->view);
     rawread_count_cut_holders(&l->view, &raw,
                               hlen != NULL && hlen->type == REDIS_REPLY_INTEGER ?
@@ -123,6 +131,13 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
 
         verdict_judge(&rules, l, NULL, now_ms);
     }
+}
+
+/* Is l a zset whose members a format reads (formats_reads_zset())? */
+static bool
+read_zset(const struct cli_lock *l)
+{
+    return l->type == RAW_ZSET && formats_reads_zset(l->key, l->keylen);
 }
 
 struct redirect {
@@ -196,15 +211,23 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         else if (out[i].type == RAW_HASH) {
             append_cmd(lc, "HLEN", NULL, keys[i], lens[i], NULL, NULL, NULL);
             append_cmd(lc, "HSCAN", NULL, keys[i], lens[i], "0", "COUNT", STR(RAW_FIELDS_MAX));
+        } else if (read_zset(&out[i])) {
+            /* as the scanner reads it (collectors/scan/stream.c) */
+            append_cmd(lc, "ZCARD", NULL, keys[i], lens[i], NULL, NULL, NULL);
+            append_cmd(lc, "ZRANGE", NULL, keys[i], lens[i], "0", STR(RAW_FIELDS_LAST),
+                       "WITHSCORES");
         }
     }
     for (i = 0; i < n; i++) {
+        bool many = out[i].type == RAW_HASH || read_zset(&out[i]);
+
         hlen = rep = NULL;
-        if (out[i].type == RAW_HASH && get_reply(lc, "HLEN", &hlen, err, errlen) == -1)
+        if (many && get_reply(lc, "HLEN", &hlen, err, errlen) == -1)
             goto out;
-        if ((out[i].type == RAW_STRING || out[i].type == RAW_HASH) &&
+        if ((out[i].type == RAW_STRING || many) &&
             (get_reply(lc, "read", &rep, err, errlen) == -1 ||
-             failed(lc, out[i].type == RAW_HASH ? "HSCAN" : "GETRANGE", rep, err, errlen)))
+             failed(lc, out[i].type == RAW_HASH ? "HSCAN" : out[i].type == RAW_ZSET ?
+                    "ZRANGE" : "GETRANGE", rep, err, errlen)))
             goto out;
         decode(lc, &out[i], hlen, rep, now_ms);
         if (hlen != NULL)

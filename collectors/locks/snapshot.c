@@ -305,6 +305,25 @@ snapshot_restate(struct snapshot *s, struct snap_lock *l, uint8_t states,
     l->first_seen_ms = first_seen_ms;
 }
 
+void
+snapshot_reformat(struct snapshot *s, struct snap_lock *l, uint8_t format, bool ttl_optional)
+{
+    struct snap_class *c = l->class_idx < s->class_cap ? &s->class_stats[l->class_idx] : NULL;
+
+    if (format == l->format || format >= FORMATS_MAX)
+        return;
+    if (c != NULL) {
+        if (c->locks[l->format] > 0)
+            c->locks[l->format]--;
+        c->locks[format]++;
+        if (ttl_optional && (l->states & LOCK_LEAKED) && c->leaked > 0)
+            c->leaked--;
+    }
+    if (ttl_optional)
+        l->states &= (uint8_t)~LOCK_LEAKED;
+    l->format = format;
+}
+
 static int
 worst_first(const void *a, const void *b)
 {

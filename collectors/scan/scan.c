@@ -480,6 +480,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         cluster_topo_clear(&topo);
         class_set_free(r.classes);
         redlock_map_free(r.rmap);
+        helperkeys_finish(&r, false);
         pthread_mutex_destroy(&r.mu);
         snapshot_unref(s);
         return NULL;
@@ -489,12 +490,17 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         sc->counters.vanished_total += st[i].cnt.vanished_total;
         sc->counters.truncated_total += st[i].cnt.truncated_total;
         sc->counters.duplicates_total += st[i].cnt.duplicates_total;
+        sc->counters.helpers_total += st[i].cnt.helpers_total;
         for (k = 0; k < SCAN_READ_KINDS; k++)
             sc->counters.read_errors[k] += st[i].cnt.read_errors[k];
         s->keys_examined += st[i].keys;
     }
     if (ok && registry_lookup(&r, st, nst, cluster ? &topo : NULL) == -1) {
         run_err(&r, "out of memory in the registry look-up");
+        ok = 0;
+    }
+    if (ok && waiters_lookup(&r, st, nst, cluster ? &topo : NULL) == -1) {
+        run_err(&r, "out of memory in the waiters look-up");
         ok = 0;
     }
     for (i = 0; i < nst; i++)
@@ -516,6 +522,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
     }
     if (cluster)
         keep_conns(sc, st, nst);
+    helperkeys_finish(&r, ok);
     if (ok) {
         if (record_finish(&r) == -1) {
             run_err(&r, "out of memory finishing the snapshot");
