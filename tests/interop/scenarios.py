@@ -314,15 +314,21 @@ def redisson_rw(kind):
         except ClientError as e:
             R.check(scen, "then the waiting writer acquires", False, e)
             return
-        a.do("a2 lock read lock:rw")                # write-then-read reentry
-        lk = env.show("lock:rw")
-        R.check(scen, "write-then-read: mode write, one holder (the writer's thread)",
-                lk.get("mode") == "write" and len({h["id"].split(":write")[0] for h in lk["holders"]}) == 1,
-                lk)
-        a.do("a2 unlock write lock:rw")
-        lk = env.show("lock:rw")
-        R.check(scen, "writer drops write, keeps read: mode read", lk.get("mode") == "read", lk)
-        a.do("a2 unlock read lock:rw")
+        if kind != "redisson-legacy":               # 2.2's writer cannot also take read
+            a.do("a2 lock read lock:rw")            # write-then-read reentry
+            lk = env.show("lock:rw")
+            R.check(scen, "write-then-read: mode write, one holder (the writer's thread)",
+                    lk.get("mode") == "write"
+                    and len({h["id"].split(":write")[0] for h in lk["holders"]}) == 1, lk)
+            a.do("a2 unlock write lock:rw")
+            lk = env.show("lock:rw")
+            R.check(scen, "writer drops write, keeps read: mode read", lk.get("mode") == "read", lk)
+            a.do("a2 unlock read lock:rw")
+        else:
+            lk = env.show("lock:rw")
+            R.check(scen, "the writer holds: mode write, one holder", lk.get("mode") == "write"
+                    and len(lk.get("holders", [])) == 1, lk)
+            a.do("a2 unlock write lock:rw")
         # a reader released by lockctl wakes a waiting writer
         fr = redisson_field(b, b.do("b2 lock read lock:rw"))
         wpend = a.pending("a3 lock write lock:rw")
@@ -393,12 +399,19 @@ def redisson_helpers(kind):
         a.do("a1 acquire pexp lock:pexp lease=60000")
         b.do("b1x acquire pexp lock:pexp")
         got = expect_locks(env, scen, list(expected))
+        env.start_agent()
+        api = env.api_locks()
+        R.check(scen, "API /api/v1/locks?state=all: exactly the real locks",
+                sorted(api) == sorted(expected), sorted(api))
         for key, fmt in sorted(expected.items()):
-            if key in got:
-                expect_format(env, scen, key, fmt, got[key])
-        if "lock:pexp" in got:
-            R.check(scen, "lock:pexp: 2 permits in use = 2 holders", got["lock:pexp"].get("holders_total") == 2,
-                    got["lock:pexp"].get("holders"))
+            for where, locks in (("lockctl list", got), ("API", api)):
+                if key in locks:
+                    R.check(scen, "%s: %s says format %s" % (key, where, fmt), locks[key].get("format") == fmt,
+                            "format %r (holders %r)" % (locks[key].get("format"), locks[key].get("holders")))
+        for where, locks in (("lockctl list", got), ("API", api)):
+            if "lock:pexp" in locks:
+                R.check(scen, "lock:pexp: %s says 2 permits in use = 2 holders" % where,
+                        locks["lock:pexp"].get("holders_total") == 2, locks["lock:pexp"].get("holders"))
         if "lock:fair" in got:
             lk = env.show("lock:fair")
             R.check(scen, "lock:fair: its holder is a1, its 2 queued waiters are waiters",
@@ -408,10 +421,6 @@ def redisson_helpers(kind):
         for fmt in expected.values():
             byfmt[fmt] = byfmt.get(fmt, 0) + 1
         expect_once(env, scen, byfmt)
-        env.start_agent()
-        api = env.api_locks()
-        R.check(scen, "API /api/v1/locks?state=all: exactly the real locks",
-                sorted(api) == sorted(expected), sorted(api))
         # reproduction 5: helper keys are never release/expire targets
         helpers = sorted(k for k in env.r.scan_iter("*") if k not in expected and k != "lock:gone")
         R.check(scen, "the helper keys exist (queue, timeout set, rwlock_timeout%s)"
@@ -567,7 +576,6 @@ def node_clients():
         R.check(scen, "semaphore:lock:s: 2 holders, the Semaphore's identifiers",
                 sorted(h["id"] for h in lk.get("holders", [])) == ids and lk.get("holders_total") == 2,
                 lk.get("holders"))
-        expect_acquired(scen, "semaphore:lock:s", lk, e1["t"])
         expect_locks(env, scen, list(vals) + ["mutex:lock:m", "semaphore:lock:s"])
         w = m.pending("w lock redlock lock:nr:1 lease=30000")
         time.sleep(0.3)

@@ -33,8 +33,7 @@ async function run(actor, op, kind, name, opt) {
       return `value=${lk.value}`;
     }
     let lk;
-    const o = { lockTimeout: lease, acquireTimeout: blocking ? 600000 : 1,
-      refreshInterval: 0 };
+    const o = { lockTimeout: lease, acquireTimeout: blocking ? 600000 : 1 };
     if (kind === 'mutex') lk = new Mutex(redis, name, o);
     else if (kind === 'semaphore') lk = new Semaphore(redis, name, Number(opt.limit || 2), o);
     else throw new Error(`unknown kind ${kind}`);
