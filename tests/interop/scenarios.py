@@ -166,7 +166,13 @@ def redisson_field(proc, ev):
 
 def wake(env, scen, label, key, holder, pend, extra=()):
     """lockctl release of holder; the real library's waiter pend must
-    acquire within WAKE_BOUND.  Prints the measured time."""
+    acquire within WAKE_BOUND.  Prints the measured time.  First a release
+    naming another holder must be refused and change nothing."""
+    before = env.rb.dump(key)
+    rc, body, err = env.release(key, holder + "-not-me", *extra)
+    R.check(scen, "%s: lockctl release --holder <another> is refused (exit 1), lock unchanged" % label,
+            rc == 1 and env.rb.dump(key) == before and pend.done() is None,
+            "exit %s %r %s" % (rc, body, err))
     t0 = time.time()
     rc, body, err = env.release(key, holder, *extra)
     t_rel = time.time() - t0
@@ -673,6 +679,66 @@ def liblockwatch_registry():
         env.close()
 
 
+def node_redlock_3():
+    """node-redlock on three nodes, watched as a [redlock] group."""
+    scen = "node/redlock-3-nodes"
+    nodes = [harness.RedisServer() for _ in range(3)]
+    names = ["n1", "n2", "n3"]
+    ag = c = None
+    try:
+        c = clients.start("node", *[n.port for n in nodes], name="node3")
+        ev = c.do("a lock redlock lock:order:1 lease=60000")
+        val = ev["info"].split("value=")[1]
+        R.check(scen, "the lock is on all three nodes",
+                all(n.client(decode_responses=True).get("lock:order:1") == val for n in nodes))
+        ag = harness.Agent(targets=list(zip(names, [n.url for n in nodes])), samples="off",
+                           patterns=PATTERNS, scan_interval="500ms", max_hold="60s",
+                           extra="[redlock orders]\ntargets = %s\n" % ", ".join(names))
+
+        def consistent():
+            m = ag.metrics()
+            keys = {l["state"]: v for l, v in harness.select(m, "lockwatch_redlock_keys", group="orders")}
+            return m if keys.get("consistent") == 1 else None
+        try:
+            m = ag.wait_for(consistent, 20, desc="lockwatch_redlock_keys{state=consistent} == 1")
+            R.check(scen, "[redlock orders]: the lock is consistent, nothing split",
+                    harness.msum(m, "lockwatch_redlock_inconsistent", group="orders") == 0,
+                    harness.select(m, "lockwatch_redlock_inconsistent"))
+        except AssertionError as e:
+            R.check(scen, "[redlock orders]: the lock is consistent, nothing split", False, e)
+        for name in names:
+            st, body = ag.lock("lock:order:1", target=name)
+            R.check(scen, "API on %s: format node-redlock, holder its value" % name,
+                    st == 200 and body.get("format") == "node-redlock" and holders(body) == [(val, 1)],
+                    (st, body))
+    finally:
+        if c is not None:
+            c.kill()
+        if ag is not None:
+            ag.kill()
+        for n in nodes:
+            n.kill()
+
+
+def exclude_patterns():
+    """exclude_patterns: a team's own key under the lock prefix is no lock."""
+    scen = "exclude-patterns"
+    env = Env(scen, target_extra={"exclude_patterns": "lock:stats:*"})
+    try:
+        p = env.client("python", name="p")
+        p.do("a lock redispy lock:rp lease=30000")
+        env.r.set("lock:stats:hits", "42")
+        expect_locks(env, scen, ["lock:rp"])
+        rc, body, err = env.release("lock:stats:hits", "42")
+        R.check(scen, "lockctl release of an excluded key is refused (exit 1), the key stays",
+                rc == 1 and env.r.get("lock:stats:hits") == "42", "exit %s %r %s" % (rc, body, err))
+        m = env.once()
+        R.check(scen, "lockwatchd --once counts one lock", harness.msum(m, "lockwatch_locks") == 1,
+                harness.select(m, "lockwatch_locks"))
+    finally:
+        env.close()
+
+
 SCENARIOS = [
     ("redisson-new/rlock", lambda: redisson_rlock("redisson-new")),
     ("redisson-old/rlock", lambda: redisson_rlock("redisson-old")),
@@ -688,9 +754,11 @@ SCENARIOS = [
     ("redisson-old/fair", lambda: redisson_fair("redisson-old")),
     ("python", python_clients),
     ("node", node_clients),
+    ("node/redlock-3", node_redlock_3),
     ("go", go_client),
     ("spring", spring_clients),
     ("liblockwatch", liblockwatch_registry),
+    ("exclude-patterns", exclude_patterns),
 ]
 
 
