@@ -484,6 +484,13 @@ class ReleaseFormats(h.TestCase):
         self.assertEqual(c.get(key2), b"1")
         waiter.wait_for(b"redisson_sc:{%s}\r\n$1\r\n1\r\n" % key2.encode())
         waiter.close()
+        # nobody waits on it: expire still never gives a count a TTL
+        doc = self.lockctl(["expire", key2, "--holder", "1", "--ttl", "1s"], rc=1)
+        self.assertEqual(doc["outcome"], "wrongtype")
+        self.assertEqual((c.get(key2), c.pttl(key2)), (b"1", -1))
+        c.set("lock:tok", "tok")
+        doc = self.lockctl(["expire", "lock:tok", "--holder", "tok", "--ttl", "30s"])
+        self.assertEqual(doc["outcome"], "expired")
 
     def test_redis_semaphore_zset_member(self):
         c, key = self.c, "semaphore:jobs"

@@ -15,8 +15,9 @@
 --                 "mode" is set to what is left (write while a writer
 --                 holds, else read), the hash TTL to the longest lease
 --                 left (as RedissonReadLock's unlock does); the key is
---                 deleted when no holder is left.  Wake-up "1" (all
---                 waiters) when the key goes or turns from write to read.
+--                 deleted when no holder is left.  Wake-ups "0" and "1"
+--                 (all waiters; 2.x knows only "0") when the key goes or
+--                 turns from write to read.
 --   redisson      the holder's field of an RLock / FencedLock / SpinLock /
 --                 FairLock hash (the key goes with its last holder).  The
 --                 fencing counter is never touched.  A fair lock's queue
@@ -37,7 +38,8 @@
 --                 token, python-redis-lock token, Spring UUID) since
 --                 those formats' values also decode as plain.  A count
 --                 with a permits set or a semaphore waiter is released as
---                 that semaphore instead (never deleted).
+--                 that semaphore instead (never deleted), and expire never
+--                 gives a count a TTL.
 --
 -- Wake channels of older Redisson versions (2.x: redisson_lock__channel__
 -- {K}, redisson_rwlock__{K}) get the same message as the current ones: a
@@ -82,9 +84,16 @@ local function lw_rw_timeouts(field, n)
     return cur, old
 end
 
+-- "0" (UNLOCK_MESSAGE: one waiter per client) is what every version's
+-- LockPubSub knows; "1" (READ_UNLOCK_MESSAGE: every waiter) came later
+-- and 2.x ignores it.  Both, on both names: a waiter woken twice retries.
 local function lw_rw_wake()
-    lw_each('redisson-rw', function(ch) lw_publish(ch, '1', true) end)
-    lw_each('redisson-rw-v2', function(ch) lw_publish(ch, '1', true) end)
+    for _, role in ipairs({ 'redisson-rw', 'redisson-rw-v2' }) do
+        lw_each(role, function(ch)
+            lw_publish(ch, '0', true)
+            lw_publish(ch, '1', true)
+        end)
+    end
 end
 
 local function lw_is_writer(field)
@@ -355,6 +364,9 @@ local lw_plain = {
     types = { string = true },
     refine = lw_plain_refine,
     held = lw_string_held,
+    -- a bare count is more likely a semaphore (or a counter) than a lock
+    -- token: a TTL would take it away whole, so expire leaves it alone
+    expire = function() return not lw_is_count() end,
     release = lw_del_then(function()
         local v = lw.value
         if string.sub(v, 1, 4) == 'lw1:' then
