@@ -37,7 +37,7 @@ DEB_jansson       := libjansson-dev
 DEB_libcurl       := libcurl4-openssl-dev
 DEB_libcrypto     := libssl-dev
 DEB_cmocka        := libcmocka-dev
-NO_DEPS_GOALS     := deps clean uninstall test demo deb bench
+NO_DEPS_GOALS     := deps clean uninstall test demo deb bench interop
 ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 HAVE_CC      := $(shell command -v $(CC) >/dev/null 2>&1 && echo y)
 HAVE_PKGCONF := $(shell command -v $(PKG_CONFIG) >/dev/null 2>&1 && echo y)
@@ -130,7 +130,7 @@ ALL_OBJ := $(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/main.o $(UNIT_
            $(ITEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/packaging/man/gen_ini5.o \
            $(BUILD)/tests/unit/failalloc.o
 
-.PHONY: all deps test unit integration demo bench install uninstall clean deb man torture
+.PHONY: all deps test unit integration demo bench install uninstall clean deb man torture interop
 all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(GEN_INI5)
 
 $(BUILD)/%.o: %.c
@@ -240,7 +240,8 @@ DEB_PKGS := gcc make pkg-config libhiredis-dev libmicrohttpd-dev libinih-dev \
             libjansson-dev libcurl4-openssl-dev libssl-dev libcmocka-dev \
             redis-server redis-tools prometheus prometheus-alertmanager python3 \
             python3-redis procps time man-db groff-base chromium debhelper dpkg-dev \
-            clang libclang-rt-14-dev
+            clang libclang-rt-14-dev \
+            openjdk-17-jdk-headless maven python3-venv nodejs golang-go
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
@@ -251,6 +252,9 @@ deps:
 	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root, or install:" $$missing >&2; exit 1; fi; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+	@# npm: Debian's package, unless a nodejs that ships its own npm is there
+	@command -v npm >/dev/null 2>&1 || { echo "make deps: installing npm"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
 
 # --- Debian packages -------------------------------------------------------
 # lockwatch, liblockwatch0 and liblockwatch-dev in $(BUILD)/deb/, built from
@@ -276,6 +280,15 @@ integration: all
 TORTURE_SECONDS ?= 60
 torture: all
 	@$(BUILD)/itests/client_torture --seconds $(TORTURE_SECONDS) $(TORTURE_ARGS)
+
+# The real clients in their own languages (tests/interop/README.md):
+# fetches the pinned versions into $(BUILD)/interop/ (caches there too),
+# then runs every scenario against a throwaway redis-server.
+interop: deps
+	@$(MAKE) --no-print-directory all
+	@tests/interop/fetch $(BUILD)/interop
+	@LOCKWATCH_BUILD=$(abspath $(BUILD)) LOCKWATCH_INTEROP_DIR=$(abspath $(BUILD))/interop \
+	  /usr/bin/python3 tests/interop/runner.py
 
 demo: deps
 	@$(MAKE) --no-print-directory all

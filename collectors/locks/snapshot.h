@@ -37,6 +37,8 @@
 #define SNAP_VALUE_TRUNCATED   0x02   /* value/fields cut by the read caps */
 #define SNAP_MODE_READ         0x04
 #define SNAP_MODE_WRITE        0x08
+#define SNAP_WAITERS_KNOWN     0x10   /* waiters was looked up (waiters.c) */
+#define SNAP_WAITERS_QUEUE     0x20   /* ... and is a fair lock's queue length */
 
 #define SNAP_KEY_MAX       (128 * 1024)       /* key bytes kept per lock */
 #define SNAP_RETAIN_MAX    10000              /* locks kept in detail */
@@ -75,6 +77,8 @@ struct snap_lock {
     int64_t acquired_ms;              /* Unix ms from the format; 0 unknown */
     uint32_t helper_keys;             /* helper keys of this lock seen in
                                        * the scan (formats_helper()) */
+    uint32_t waiters;                 /* clients waiting, where Redis shows
+                                       * it (SNAP_WAITERS_KNOWN) */
     size_t bytes;                     /* size of the allocation */
 };
 
@@ -86,6 +90,8 @@ struct snap_class {
     uint64_t reentrant_high;
     int64_t oldest_ms;                /* oldest holder age; 0 when none */
     int64_t max_reentrancy;
+    uint64_t waiters;                 /* of the retained locks whose
+                                       * waiters are known */
 };
 
 /*
@@ -127,6 +133,7 @@ struct scan_counters {
     uint64_t truncated_total;         /* values/fields cut by the caps */
     uint64_t duplicates_total;        /* keys SCAN returned twice in a pass */
     uint64_t helpers_total;           /* helper keys seen (not locks) */
+    uint64_t waiter_errors_total;     /* waiter look-ups refused (waiters.c) */
     uint64_t read_errors[SCAN_READ_KINDS];  /* reads refused, by kind */
 };
 

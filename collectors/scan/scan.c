@@ -505,6 +505,11 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         run_err(&r, "out of memory probing helper keys");
         ok = 0;
     }
+    /* after the formats the helpers give (the waiters of a fair lock) */
+    if (ok && waiters_lookup(&r, st, nst, cluster ? &topo : NULL) == -1) {
+        run_err(&r, "out of memory in the waiters look-up");
+        ok = 0;
+    }
     for (i = 0; i < nst; i++)
         if (!st[i].failed)
             nok++;

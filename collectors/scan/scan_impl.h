@@ -13,6 +13,7 @@
  *   stream.c    the pipelined segment stream and its pacing
  *   record.c    per key: decode, class, track, judge, snapshot
  *   registry.c  the Redisson holders' client-registry look-up
+ *   waiters.c   the waiters of each kept lock (fair queues, PUBSUB NUMSUB)
  *   tracker.c   first-seen times across scans (tracker.h)
  *
  * What a run's streams share (the scanner's tracker, the class set, the
@@ -214,5 +215,17 @@ int helperkeys_probe(struct run *r, struct stream *streams, size_t nstreams,
  */
 int registry_lookup(struct run *r, struct stream *streams, size_t nstreams,
                     const struct cluster_topo *topo);
+
+/* ---- waiters.c ---------------------------------------------------------------- */
+
+/*
+ * Look up how many wait for every retained lock (a Redisson fair lock's
+ * queue length, PUBSUB NUMSUB of a wake channel) and sum them per class.
+ * streams and topo as for registry_lookup().  A stream whose connection
+ * fails is marked failed; error replies are counted, never fatal.  0, or
+ * -1 on ENOMEM.
+ */
+int waiters_lookup(struct run *r, struct stream *streams, size_t nstreams,
+                   const struct cluster_topo *topo);
 
 #endif
