@@ -170,8 +170,11 @@ struct probe {
     uint32_t lock;              /* index into snap->locks */
     size_t stream;
     uint8_t kind;
+    bool seen;                  /* inside the patterns: the pass counted it */
     char *name;                 /* the helper key */
     size_t namelen;
+    long long count;            /* EXISTS, or ZCARD of a permits zset */
+    redisReply *members;        /* ZRANGE 0 HOLDERS_MAX-1 of a permits zset */
 };
 
 /* A plain lock whose value is a decimal (a Redisson semaphore's permits). */
@@ -211,8 +214,7 @@ suffix_name(char *out, size_t cap, const char *key, size_t keylen, const char *s
 }
 
 static int
-add_probe(struct probe **pv, size_t *n, size_t *cap, uint32_t lock, size_t stream,
-          enum helper_kind kind, const char *name, size_t len)
+add_probe(struct probe **pv, size_t *n, size_t *cap, const struct probe *pr)
 {
     if (*n == *cap) {
         size_t nc = *cap ? *cap * 2 : 64;
@@ -223,21 +225,23 @@ add_probe(struct probe **pv, size_t *n, size_t *cap, uint32_t lock, size_t strea
         *pv = p;
         *cap = nc;
     }
-    if (((*pv)[*n].name = malloc(len + 1)) == NULL)
+    (*pv)[*n] = *pr;
+    if (((*pv)[*n].name = malloc(pr->namelen + 1)) == NULL)
         return -1;
-    memcpy((*pv)[*n].name, name, len + 1);
-    (*pv)[*n].namelen = len;
-    (*pv)[*n].lock = lock;
-    (*pv)[*n].stream = stream;
-    (*pv)[*n].kind = (uint8_t)kind;
+    memcpy((*pv)[*n].name, pr->name, pr->namelen + 1);
     (*n)++;
     return 0;
 }
 
-/* The probes of stream `want`: EXISTS each, PROBE_CHUNK to a round trip;
- * an error reply (an ACL without those keys) only means "not known". */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+_Static_assert(HOLDERS_LAST + 1 == HOLDERS_MAX, "HOLDERS_LAST");
+
+/* The probes of stream `want`, PROBE_CHUNK to a round trip: EXISTS, or
+ * for a permits zset ZCARD and its first HOLDERS_MAX members.  An error
+ * reply (an ACL without those keys) only means "not known". */
 static int
-probe_stream(struct stream *st, size_t want, struct probe *pv, size_t n, uint8_t *found)
+probe_stream(struct stream *st, size_t want, struct probe *pv, size_t n)
 {
     size_t start = 0, i;
 
@@ -245,25 +249,68 @@ probe_stream(struct stream *st, size_t want, struct probe *pv, size_t n, uint8_t
         size_t idx[PROBE_CHUNK], sent = 0;
 
         for (i = start; i < n && sent < PROBE_CHUNK; i++) {
-            const char *argv[2] = { "EXISTS", pv[i].name };
-            size_t lens[2] = { 6, pv[i].namelen };
+            const char *argv[5] = { "EXISTS", pv[i].name, "0", STR(HOLDERS_LAST),
+                                    NULL };
+            size_t lens[5] = { 6, pv[i].namelen, 1, strlen(STR(HOLDERS_LAST)), 0 };
 
             if (pv[i].stream != want)
                 continue;
-            redisAppendCommandArgv(st->c, 2, argv, lens);
+            if (pv[i].kind == HELPER_PERMIT_TIMEOUT) {
+                argv[0] = "ZCARD";
+                lens[0] = 5;
+                redisAppendCommandArgv(st->c, 2, argv, lens);
+                argv[0] = "ZRANGE";
+                lens[0] = 6;
+                redisAppendCommandArgv(st->c, 4, argv, lens);
+            } else {
+                redisAppendCommandArgv(st->c, 2, argv, lens);
+            }
             idx[sent++] = i;
         }
         start = i;
         for (size_t j = 0; j < sent; j++) {
+            struct probe *pr = &pv[idx[j]];
             redisReply *rep;
 
             if (stream_reply(st, &rep) == -1)
                 return -1;
-            found[idx[j]] = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+            pr->count = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
             freeReplyObject(rep);
+            if (pr->kind != HELPER_PERMIT_TIMEOUT)
+                continue;
+            if (stream_reply(st, &rep) == -1)
+                return -1;
+            if (rep->type == REDIS_REPLY_ARRAY)
+                pr->members = rep;
+            else
+                freeReplyObject(rep);
         }
     }
     return 0;
+}
+
+/* A permit semaphore's holders are its permits in use: the members of
+ * its permits zset (ids of 16 raw bytes, or 32 hex before 3.17). */
+static int
+permit_holders(struct snapshot *s, const struct probe *pr)
+{
+    struct snap_holder h[HOLDERS_MAX];
+    size_t n = 0;
+
+    for (size_t j = 0; pr->members != NULL && j < pr->members->elements && n < HOLDERS_MAX;
+         j++) {
+        const redisReply *e = pr->members->element[j];
+
+        if (e->type != REDIS_REPLY_STRING)
+            continue;
+        h[n].id = e->str;
+        h[n].id_len = (uint16_t)(e->len < HOLDER_ID_MAX - 1 ? e->len : HOLDER_ID_MAX - 1);
+        h[n].truncated = e->len > h[n].id_len;
+        h[n].count = 1;
+        n++;
+    }
+    return snapshot_reholder(s, pr->lock, h, n,
+                             (uint32_t)(pr->count > UINT32_MAX ? UINT32_MAX : pr->count));
 }
 
 int
@@ -277,73 +324,78 @@ helperkeys_probe(struct run *r, struct stream *streams, size_t nstreams,
     struct snapshot *s = r->snap;
     const struct lock_format *rs = formats_by_name("redisson");
     const struct lock_format *pl = formats_by_name("plain");
+    const struct lock_format *ps = formats_by_name("redisson-permit-semaphore");
     struct probe *pv = NULL;
-    uint8_t *found = NULL;
     size_t n = 0, cap = 0, i, k;
     char name[PROBE_NAME_MAX + 64];
     int rc = -1;
 
     for (i = 0; i < s->nlocks; i++) {
         const struct snap_lock *l = s->locks[i];
-        size_t stream = 0, len;
+        struct probe pr;
 
         if ((l->flags & SNAP_KEY_TRUNCATED) || l->key_len > PROBE_NAME_MAX)
             continue;
+        memset(&pr, 0, sizeof(pr));
+        pr.lock = (uint32_t)i;
         if (topo != NULL) {
             /* a helper has the lock's hash tag: the lock's shard */
-            stream = topo->slot_shard[cluster_keyslot(l->key, l->key_len)];
-            if (stream >= nstreams)
+            pr.stream = topo->slot_shard[cluster_keyslot(l->key, l->key_len)];
+            if (pr.stream >= nstreams)
                 continue;
         }
         for (k = 0; k < 3; k++) {
-            enum helper_kind kind;
-
             if (k < 2 && l->format == formats_index(rs)) {
-                kind = rs_helpers[k].kind;
-                len = prefix_name(name, sizeof(name), rs_helpers[k].prefix, l->key, l->key_len);
-            } else if (k == 2 && l->format == formats_index(pl) && decimal_holder(l)) {
-                kind = HELPER_PERMIT_TIMEOUT;
-                len = suffix_name(name, sizeof(name), l->key, l->key_len, "timeout");
+                pr.kind = (uint8_t)rs_helpers[k].kind;
+                pr.namelen = prefix_name(name, sizeof(name), rs_helpers[k].prefix, l->key,
+                                         l->key_len);
+            } else if (k == 2 && ((l->format == formats_index(pl) && decimal_holder(l)) ||
+                                  l->format == formats_index(ps))) {
+                pr.kind = HELPER_PERMIT_TIMEOUT;
+                pr.namelen = suffix_name(name, sizeof(name), l->key, l->key_len, "timeout");
             } else {
                 continue;
             }
-            /* inside the patterns the scan saw it already; excluded: never read */
-            if (len == 0 || len >= sizeof(name) || lockstate_in_patterns(r->t, name, len) ||
-                lock_key_excluded(r->t, name, len))
+            pr.name = name;
+            if (pr.namelen == 0 || pr.namelen >= sizeof(name) ||
+                lock_key_excluded(r->t, name, pr.namelen))
+                continue;       /* excluded: never read */
+            /* inside the patterns the pass saw it; a permits zset is
+             * still asked for its permits (its value was not read) */
+            pr.seen = lockstate_in_patterns(r->t, name, pr.namelen);
+            if (pr.seen && pr.kind != HELPER_PERMIT_TIMEOUT)
                 continue;
-            if (add_probe(&pv, &n, &cap, (uint32_t)i, stream, kind, name, len) == -1)
+            if (add_probe(&pv, &n, &cap, &pr) == -1)
                 goto out;
         }
     }
-    if (n == 0) {
-        rc = 0;
-        goto out;
-    }
-    if ((found = calloc(n, 1)) == NULL)
-        goto out;
-    for (i = 0; i < nstreams; i++) {
+    for (i = 0; i < nstreams && n > 0; i++) {
         if (streams[i].failed || streams[i].c == NULL)
             continue;
-        if (probe_stream(&streams[i], i, pv, n, found) == -1)
+        if (probe_stream(&streams[i], i, pv, n) == -1)
             streams[i].failed = true;
     }
     for (i = 0; i < n; i++) {
         struct snap_lock *l = s->locks[pv[i].lock];
         const struct lock_format *f;
 
-        if (!found[i])
+        if (pv[i].count <= 0)
             continue;
-        if (l->helper_keys < UINT32_MAX)
+        if (!pv[i].seen && l->helper_keys < UINT32_MAX)
             l->helper_keys++;
         f = formats_kin(&formats_table[l->format], 1u << pv[i].kind);
         snapshot_reformat(s, l, (uint8_t)formats_index(f),
                           strcmp(f->name, "redisson-permit-semaphore") == 0);
+        if (pv[i].kind == HELPER_PERMIT_TIMEOUT && permit_holders(s, &pv[i]) == -1)
+            goto out;
     }
     rc = 0;
 out:
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n; i++) {
         free(pv[i].name);
+        if (pv[i].members != NULL)
+            freeReplyObject(pv[i].members);
+    }
     free(pv);
-    free(found);
     return rc;
 }
