@@ -76,19 +76,26 @@ class Cluster:
     `redis-cli --cluster create`.  cluster-require-full-coverage is off so
     the surviving shards keep answering when one primary is stopped."""
 
-    def __init__(self, primaries=3, replicas=0, node_timeout_ms=1000):
+    def __init__(self, primaries=3, replicas=0, node_timeout_ms=1000, tls=None):
+        """tls: a harness.TLSCerts: every node TLS-only, the cluster bus and
+        replication over TLS too."""
         n = primaries * (1 + replicas)
         self.nodes = []
+        tls_args = ["--tls-cluster", "yes", "--tls-replication", "yes"] if tls else []
         for _ in range(n):
             port = cluster_port()
-            self.nodes.append(h.RedisServer(port=port, args=[
+            self.nodes.append(h.RedisServer(port=port, tls=tls, args=[
                 "--cluster-enabled", "yes",
                 "--cluster-config-file", "nodes-%d.conf" % port,
                 "--cluster-node-timeout", str(node_timeout_ms),
                 "--cluster-require-full-coverage", "no",
-                "--cluster-allow-reads-when-down", "yes"]))
+                "--cluster-allow-reads-when-down", "yes"] + tls_args))
         addrs = ["127.0.0.1:%d" % r.port for r in self.nodes]
-        p = subprocess.run([REDIS_CLI, "--cluster", "create"] + addrs +
+        cli = [REDIS_CLI]
+        if tls:
+            cli += ["--tls", "--cacert", tls.ca, "--cert", tls.client_crt, "--key",
+                    tls.client_key, "--insecure"]
+        p = subprocess.run(cli + ["--cluster", "create"] + addrs +
                            ["--cluster-replicas", str(replicas), "--cluster-yes"],
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, timeout=60)
@@ -149,7 +156,7 @@ class Cluster:
 
     @property
     def url(self):
-        return "redis://127.0.0.1:%d/0" % self.nodes[0].port
+        return self.nodes[0].url
 
     def stop(self):
         for r in self.nodes:
