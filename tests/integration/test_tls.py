@@ -13,11 +13,15 @@ openssl in the test's temp dir (harness.TLSCerts).
 - a liblockwatch lock and unlock over TLS;
 - a cluster of three TLS nodes, verified against the URL's host name
   (localhost) although the nodes announce 127.0.0.1;
-- tls_verify = off is warned at start and shown by -n.
+- a Sentinel target whose sentinel and primary speak TLS only;
+- tls_verify = off is warned at start and shown by -n;
+- lockwatch.pc's Requires.private names hiredis_ssl and openssl only when
+  TLS is built in.
 
 In a build without TLS (hiredis 0.14, no hiredis_ssl) these skip with the
-reason printed, and test_refused_without_tls checks the clear refusal
-instead (it runs in both builds, with the answer each should give).
+reason printed, and test_refused_without_tls (lockwatchd) and
+test_liblockwatch_refuses_tls_without_it check the clear refusal instead
+(the first runs in both builds, with the answer each should give).
 """
 
 import os
@@ -30,7 +34,7 @@ from test_lockctl import run as lockctl, write_config
 
 BUILT, WHY = h.tls_built()
 if not BUILT:
-    print("test_tls: TLS tests skipped: %s" % WHY, flush=True)
+    print("skipped: TLS tests (%s)" % WHY, flush=True)
 needs_tls = unittest.skipUnless(BUILT, "built without TLS: " + WHY)
 
 
@@ -66,6 +70,22 @@ class TLSTest(h.TestCase):
             self.assertIn(b"TLS (rediss://) is not supported by this build", r.stderr)
             self.assertIn(b"built without hiredis_ssl", r.stderr)
             self.assertIn(b"make deps-hiredis-tls", r.stderr)
+
+    def test_pc_requires_match_the_build(self):
+        with open(os.path.join(h.BUILD, "lib", "lockwatch.pc")) as f:
+            req = [ln for ln in f if ln.startswith("Requires.private:")]
+        self.assertEqual(len(req), 1, req)
+        want = "hiredis hiredis_ssl openssl" if BUILT else "hiredis"
+        self.assertEqual(req[0].split(":", 1)[1].split(), want.split())
+
+    @unittest.skipIf(BUILT, "built with TLS: test_liblockwatch_lock_over_tls instead")
+    def test_liblockwatch_refuses_tls_without_it(self):
+        rs = self.start_redis()
+        sh = Shell(self, rs.port)
+        ans = sh.cmd("connect a agent=off tls")
+        self.assertTrue(ans.startswith("ERR"), ans)
+        self.assertIn("tls is not supported by this build of liblockwatch", ans)
+        self.assertIn("built without hiredis_ssl", ans)
 
     @needs_tls
     def test_agent_scans_over_tls(self):
@@ -189,6 +209,21 @@ class TLSTest(h.TestCase):
         ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="c") == 30,
                     timeout=60, desc="all 30 locks of three TLS shards")
         self.assertEqual(h.msum(ag.metrics(), "lockwatch_target_up", target="c"), 1)
+
+
+    @needs_tls
+    def test_sentinel_over_tls(self):
+        rs = self.start_redis(tls=self.certs)
+        rs.client().set("lock:tls:s", "holder-s", px=60000)
+        sn = topo.Sentinel(rs.port, quorum=1, tls=self.certs)
+        self.addCleanup(sn.kill)
+        h.wait_until(lambda: sn.master_port() == rs.port, 20, desc="sentinel knows the master")
+        te = self.certs.target_extra()
+        te.update(mode="sentinel", sentinels="127.0.0.1:%d" % sn.port, master_name="mymaster")
+        ag = self.start_agent(targets=[("main", "rediss://127.0.0.1/0")], target_extra=te)
+        ag.wait_scans(1)
+        self.assertEqual(target_up(ag), 1)
+        self.assertEqual(ag.lock("lock:tls:s")[0], 200)
 
 
 if __name__ == "__main__":

@@ -171,8 +171,11 @@ class Sentinel:
     Sentinel rewrites its config, so it lives in the temp dir."""
 
     def __init__(self, master_port, master_name="mymaster", quorum=2,
-                 down_after_ms=1000, failover_timeout_ms=6000):
+                 down_after_ms=1000, failover_timeout_ms=6000, tls=None):
+        """tls: a harness.TLSCerts: the sentinel listens with TLS only and
+        talks TLS to the servers it monitors."""
         self.port = h.free_port()
+        self.tls = tls
         self.dir = h._mkdtemp("lw-sentinel-")
         self.conf = os.path.join(self.dir, "sentinel.conf")
         self.logfile = os.path.join(self.dir, "sentinel.log")
@@ -185,6 +188,10 @@ class Sentinel:
                     % (self.port, self.dir, self.logfile, master_name, master_port,
                        quorum, master_name, down_after_ms, master_name,
                        failover_timeout_ms, master_name))
+            if tls:
+                f.write("port 0\ntls-port %d\ntls-cert-file %s\ntls-key-file %s\n"
+                        "tls-ca-cert-file %s\ntls-replication yes\ntls-auth-clients yes\n"
+                        % (self.port, tls.server_crt, tls.server_key, tls.ca))
         self.proc = subprocess.Popen([h.REDIS_SERVER, self.conf, "--sentinel"],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
@@ -193,7 +200,8 @@ class Sentinel:
 
     def client(self):
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5,
-                           socket_connect_timeout=2)
+                           socket_connect_timeout=2,
+                           **(self.tls.redis_kw() if self.tls else {}))
 
     def master_port(self, name="mymaster"):
         addr = self.client().execute_command("SENTINEL", "get-master-addr-by-name", name)
