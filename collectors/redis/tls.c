@@ -162,6 +162,8 @@ redisconn_tls(redisContext *c, const struct target_conf *t, const char *host, in
 
     if (t->tls_server_name != NULL)
         name = t->tls_server_name;
+    /* the reason texts ("wrong version number") for the messages */
+    OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS, NULL);
     ERR_clear_error();
     if ((ctx = make_ctx(t, err, errlen)) == NULL)
         return -1;
@@ -175,6 +177,10 @@ redisconn_tls(redisContext *c, const struct target_conf *t, const char *host, in
     }
     if (redisInitiateSSL(c, ssl) == REDIS_OK)
         return 0;               /* c owns ssl now */
+    /* hiredis quotes OpenSSL's reason, "(null)" when there is none: a
+     * plaintext server answers the ClientHello with an error and closes */
+    if (strstr(c->errstr, "(null)") != NULL)
+        snprintf(c->errstr, sizeof(c->errstr), "the server's answer is not TLS");
     vr = SSL_get_verify_result(ssl);
     if (vr != X509_V_OK)
         snprintf(err, errlen, "TLS handshake with %s:%d failed: certificate verify failed: "

@@ -8,6 +8,7 @@ openssl in the test's temp dir (harness.TLSCerts).
   (lockwatch_target_up 0, /readyz 503) with the certificate error and
   OpenSSL's reason in the log, and nothing in plaintext;
 - no client certificate: the server refuses, the target is down;
+- rediss:// to a plaintext port is an error, and nothing is sent in plaintext;
 - a SIGHUP reload reads a renewed (fixed) CA file: the target comes up;
 - lockctl list and release over TLS (--url rediss:// and --tls-* options);
 - a liblockwatch lock and unlock over TLS;
@@ -177,6 +178,19 @@ class TLSTest(h.TestCase):
         p = lockctl(tls + ["list"], config=plain)
         self.assertEqual(p.returncode, 2)
         self.assertIn(b"only used with TLS", p.stderr)
+
+    @needs_tls
+    def test_plaintext_port_is_an_error_not_a_downgrade(self):
+        rs = self.start_redis()             # plaintext only
+        rs.client().set("lock:plain:1", "x")
+        before = rs.client().info("stats")["total_commands_processed"]
+        p = lockctl(["--url", "rediss://127.0.0.1:%d/0" % rs.port, "list"],
+                    config=write_config(rs))
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn(b"the server's answer is not TLS", p.stderr)
+        # lockctl sent no command in plaintext (only this INFO ran since)
+        after = rs.client().info("stats")["total_commands_processed"]
+        self.assertEqual(after, before + 1)
 
     @needs_tls
     def test_liblockwatch_lock_over_tls(self):
