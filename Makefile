@@ -279,7 +279,7 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/liblockwatch-core.a
 DEB_PKGS := gcc make pkg-config libhiredis-dev libmicrohttpd-dev libinih-dev \
             libjansson-dev libcurl4-openssl-dev libssl-dev libcmocka-dev \
             redis-server redis-tools prometheus prometheus-alertmanager python3 \
-            python3-redis procps time man-db groff-base chromium debhelper dpkg-dev \
+            python3-redis procps time man-db groff-base chromium debhelper dpkg-dev openssl \
             clang libclang-rt-14-dev
 
 # hiredis with TLS: Debian bookworm's libhiredis-dev is 0.14 (no TLS).  A
