@@ -96,13 +96,14 @@ lwc_tls_connect(const lw_client *c, redisContext *ctx, const char *what, lw_erro
 {
     unsigned char addr[16];
     const char *name = c->tls_name;
-    bool ip = inet_pton(AF_INET, name, addr) == 1 || inet_pton(AF_INET6, name, addr) == 1;
     SSL *ssl;
     long vr;
+    bool ip;
     int ok;
 
     if (c->tls_ctx == NULL)
-        return LW_OK;
+        return LW_OK;           /* no TLS asked for */
+    ip = inet_pton(AF_INET, name, addr) == 1 || inet_pton(AF_INET6, name, addr) == 1;
     ERR_clear_error();
     if ((ssl = SSL_new(c->tls_ctx)) == NULL)
         return lwc_seterr(err, LW_ERR, "%s: cannot create a TLS session: %s", what, reason());
