@@ -178,9 +178,10 @@ redisconn_tls(redisContext *c, const struct target_conf *t, const char *host, in
     if (redisInitiateSSL(c, ssl) == REDIS_OK)
         return 0;               /* c owns ssl now */
     /* hiredis quotes OpenSSL's reason, "(null)" when there is none: a
-     * plaintext server answers the ClientHello with an error and closes */
+     * plaintext server waits for the end of the "command" the ClientHello
+     * began, or answers it with an error, never with a ServerHello */
     if (strstr(c->errstr, "(null)") != NULL)
-        snprintf(c->errstr, sizeof(c->errstr), "the server's answer is not TLS");
+        snprintf(c->errstr, sizeof(c->errstr), "no TLS answer from the server");
     vr = SSL_get_verify_result(ssl);
     if (vr != X509_V_OK)
         snprintf(err, errlen, "TLS handshake with %s:%d failed: certificate verify failed: "
