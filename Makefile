@@ -8,6 +8,8 @@
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make SANITIZE=address,undefined   build with sanitizers
 #   make WERROR=1   warnings are errors (CI sets this)
+#   make deps-hiredis-tls   build hiredis 1.2 with TLS once (bookworm has 0.14)
+#   make HIREDIS_PREFIX=DIR build against the hiredis under DIR (TLS with 1.x)
 #   make fuzz       build the libFuzzer harnesses (fuzz/) with clang and run
 #                   each for FUZZ_SECONDS (default 60)
 
