@@ -430,6 +430,8 @@ def redisson_helpers(kind):
             byfmt[fmt] = byfmt.get(fmt, 0) + 1
         # the keys without a TTL (queue, timeout set, token, semaphores) idle past
         # leak_grace: were any of them taken for a lock, it would be a leak now
+        env.agent.stop()            # its scans read the keys, so they would never idle
+        env.agent = None
         nottl = [k for k in env.r.scan_iter("*") if env.r.pttl(k) == -1]
         until(lambda: all(env.r.object("idletime", k) >= 2 for k in nottl), timeout=30,
               desc="keys without TTL idle 2 s (leak_grace 1 s)")
