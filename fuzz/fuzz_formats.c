@@ -144,11 +144,17 @@ check_helper(const struct raw_lock *raw)
         FUZZ_CHECK(formats_helper(raw->key, raw->keylen, RAW_NONE, NULL) == k ||
                    k == HELPER_PERMIT_TIMEOUT);
     }
-    for (size_t i = 0; i < formats_count; i++) {
-        const struct lock_format *f = formats_kin(&formats_table[i], 1u << k);
+}
 
-        FUZZ_CHECK(f >= formats_table && f < formats_table + formats_count);
-    }
+/* The row a lock decoded as fmt becomes with the key's helper kind (as if
+ * it were its own helper) stays in the table. */
+static void
+check_kin(const struct raw_lock *raw, const struct lock_format *fmt)
+{
+    enum helper_kind k = formats_helper(raw->key, raw->keylen, raw->type, NULL);
+    const struct lock_format *f = formats_kin(fmt, 1u << k);
+
+    FUZZ_CHECK(f >= formats_table && f < formats_table + formats_count);
 }
 
 int
@@ -193,6 +199,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(f1 == f2 && memcmp(v1, v2, sizeof(*v1)) == 0);
     FUZZ_CHECK(f1->claims(&raw));
     check_wake(&raw, f1);
+    check_kin(&raw, f1);
 
     free(v1);
     free(v2);
