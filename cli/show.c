@@ -130,7 +130,12 @@ read_waiting(struct lockctl *lc, const struct cli_lock *l, struct waiting *w, ch
             old[olen - 1] = '}';
             old[olen] = '\0';
         }
-        if ((r = ask(lc, old != NULL ? 4 : 3, argv, lens, err, errlen, &failed)) != NULL) {
+        /* NUMSUB, and in a cluster SHARDNUMSUB (sharded subscribers) */
+        for (int q = 0; q < (lc->t->mode == TARGET_CLUSTER ? 2 : 1) && !failed; q++) {
+            argv[1] = q == 0 ? "NUMSUB" : "SHARDNUMSUB";
+            lens[1] = strlen(argv[1]);
+            if ((r = ask(lc, old != NULL ? 4 : 3, argv, lens, err, errlen, &failed)) == NULL)
+                continue;
             for (size_t i = 1; r->type == REDIS_REPLY_ARRAY && i < r->elements; i += 2)
                 if (r->element[i]->type == REDIS_REPLY_INTEGER)
                     w->subscribed = (w->subscribed > 0 ? w->subscribed : 0) +

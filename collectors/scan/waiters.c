@@ -23,9 +23,10 @@
  * WAITERS_MAX channels and WAITERS_MAX queues a scan (the locks past them,
  * and formats whose clients poll, have waiters unknown); all pipelined, so
  * a few round trips a scan whatever the number of locks.  In a cluster
- * each look-up goes to the shard that serves the lock's slot (a client
- * subscribed to another node is not seen there; sharded subscribers of
- * Redisson >= 3.22 on Redis Cluster 7 are not counted).  An error reply
+ * each look-up goes to the shard that serves the lock's slot, and PUBSUB
+ * SHARDNUMSUB of the same channels counts the sharded subscribers
+ * (Redisson >= 3.22 on Redis Cluster 7); a client subscribed to another
+ * node with a plain SUBSCRIBE is not seen there.  An error reply
  * (an ACL without +pubsub|numsub or +llen) leaves the locks it covers
  * unknown and is counted (lockwatch_scan_waiter_errors_total); it never
  * fails the pass.
@@ -133,11 +134,13 @@ ask_queues(struct run *r, struct stream *st, size_t want, struct wait_lock *w, s
     return 0;
 }
 
-/* PUBSUB NUMSUB of the channels of this stream's locks, WAITERS_BATCH a
- * command; the reply is channel, count pairs in the order asked, and a
- * lock's channels add up. */
+/* PUBSUB NUMSUB (and in a cluster SHARDNUMSUB) of the channels of this
+ * stream's locks, WAITERS_BATCH a command; the reply is channel, count
+ * pairs in the order asked, and a lock's channels and both kinds of
+ * subscriber add up. */
 static int
-ask_channels(struct run *r, struct stream *st, size_t want, struct wait_lock *w, size_t n)
+ask_channels(struct run *r, struct stream *st, size_t want, struct wait_lock *w, size_t n,
+             bool sharded)
 {
     size_t pos = 0, j;          /* channel c of lock i is pos 2i + c */
 
@@ -162,21 +165,27 @@ ask_channels(struct run *r, struct stream *st, size_t want, struct wait_lock *w,
         if (k == 0)
             break;
         redisAppendCommandArgv(st->c, (int)(2 + k), argv, lens);
-        if (stream_reply(st, &rep) == -1)
-            return -1;
-        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 * k) {
-            for (j = 0; j < k; j++) {
-                const redisReply *e = rep->element[2 * j + 1];
-
-                if (e->type != REDIS_REPLY_INTEGER)
-                    continue;
-                w[idx[j]].subscribed = (w[idx[j]].subscribed > 0 ? w[idx[j]].subscribed : 0) +
-                    e->integer;
-            }
-        } else {
-            r->sc->counters.waiter_errors_total++;
+        if (sharded) {
+            argv[1] = "SHARDNUMSUB";
+            lens[1] = 11;
+            redisAppendCommandArgv(st->c, (int)(2 + k), argv, lens);
         }
-        freeReplyObject(rep);
+        for (int q = 0; q < (sharded ? 2 : 1); q++) {
+            if (stream_reply(st, &rep) == -1)
+                return -1;
+            if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 * k) {
+                for (j = 0; j < k; j++) {
+                    const redisReply *e = rep->element[2 * j + 1];
+                    struct wait_lock *x = &w[idx[j]];
+
+                    if (e->type == REDIS_REPLY_INTEGER)
+                        x->subscribed = (x->subscribed > 0 ? x->subscribed : 0) + e->integer;
+                }
+            } else {
+                r->sc->counters.waiter_errors_total++;
+            }
+            freeReplyObject(rep);
+        }
     }
     return 0;
 }
@@ -260,7 +269,7 @@ waiters_lookup(struct run *r, struct stream *streams, size_t nstreams,
         if (streams[i].failed || streams[i].c == NULL)
             continue;
         if (ask_queues(r, &streams[i], i, w, n) == -1 ||
-            ask_channels(r, &streams[i], i, w, n) == -1) {
+            ask_channels(r, &streams[i], i, w, n, topo != NULL) == -1) {
             streams[i].failed = true;
             if (streams[i].err[0] == '\0')
                 stream_err(&streams[i], "out of memory in the waiters look-up");

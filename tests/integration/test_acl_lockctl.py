@@ -34,7 +34,8 @@ LOCKCTL_ACL = ["resetkeys", "~lock:*", "~{lock:*}:*", "~lockwatch:client:*",
                "+cluster|shards", "+cluster|slots",
                "+evalsha", "+eval", "+get", "+strlen", "+hexists", "+hget", "+hgetall",
                "+hset", "+hdel", "+del", "+pexpire", "+incrby", "+zscore", "+zrem", "+zcard",
-               "+zrange", "+lindex", "+lpop", "+lpush", "+pubsub|numsub", "+publish",
+               "+zrange", "+lindex", "+lpop", "+lpush", "+pubsub|numsub",
+               "+pubsub|shardnumsub", "+publish",
                "+spublish", "+xadd",
                "+xrevrange"]
 

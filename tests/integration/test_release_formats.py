@@ -14,10 +14,11 @@ fields, timeout keys, queues and channels are the ones a Redisson user has.
   then deletes the lock as if nothing had happened;
 - a writer that also took reads: releasing the writer turns mode to read
   and wakes the waiters ("1"), its read hold stays;
-- a fair lock whose queue head is a dead waiter (its turn timed out): the
-  dead head is dropped, the live waiter behind it is woken on its own
-  channel (current and 2.x names) and can then take the lock with
-  Redisson's own acquire;
+- a fair lock whose queue head is a dead waiter (its turn timed out, or
+  its client died and nobody listens on its channel): the dead head is
+  dropped, the live waiter behind it is woken on its own channel (current
+  and 2.x names) and can then take the lock with Redisson's own acquire;
+  a live head keeps its place;
 - semaphores: one permit back, published on redisson_sc:{K}; a permit
   semaphore's permit id leaves the timeout set; redis-semaphore's zset
   loses only that member; expire refuses them;
@@ -30,6 +31,7 @@ import time
 
 import harness as h
 import test_lockctl as lt
+import test_release_http as th
 import test_release_script as rs
 
 UUID = lt.UUID
@@ -261,6 +263,80 @@ class ReleaseFormats(h.TestCase):
         self.assertEqual(doc["holders_left"], 1)
         self.assertEqual(c.hgetall(key), {b"mode": b"write", (w + ":write").encode(): b"1"})
 
+    def test_http_release_of_one_reader_as_the_agent_saw_it(self):
+        c, key = self.c, "lock:http-rw"
+        a, b = UUID + ":1", UUID2 + ":2"
+        for field in (a, b, b):
+            self.read_lock(key, field)
+        path = th.token_file()
+        ag = self.start_agent(self.rs, scan_interval="1s", leak_grace="1h", max_hold="1h",
+                              extra=th.unlock_section(path))
+
+        def seen():
+            st, body = ag.get_json("/api/v1/locks?state=all")
+            return st == 200 and any(l["key"] == key and l["format"] == "redisson-rw"
+                                     for l in body["locks"])
+        ag.wait_for(seen, timeout=30, desc="the RW lock in the agent's scan")
+        st, _, doc = th.post(ag, {"key": key, "holder": a + ":write"})
+        self.assertEqual((st, doc["outcome"]), (409, "holder_changed"), doc)
+        st, _, doc = th.post(ag, {"key": key, "holder": a})
+        self.assertEqual((st, doc["outcome"], doc["format"], doc["holders_left"]),
+                         (200, "released", "redisson-rw", 1), doc)
+        self.assertEqual(c.hgetall(key), {b"mode": b"read", b.encode(): b"2"})
+        self.assertEqual(self.timeouts(key, a), [])
+        self.assertEqual(len(self.timeouts(key, b)), 2)
+
+    def test_cluster_reader_release_and_waiters_on_the_keys_shard(self):
+        cl = rs.MiniCluster(self)
+        cfg = lt.write_config(url=cl.url, target_extra={"mode": "cluster"})
+        key = next("lock:c%d" % i for i in range(1000)
+                   if cl.node_of("lock:c%d" % i) is not cl.nodes[0])
+        node = cl.node_of(key).client()
+        a, b = UUID + ":1", UUID2 + ":2"
+        for field in (a, a, b):
+            self.assertIsNone(node.eval(READ_LOCK, 2, key,
+                                        "{%s}:%s:rwlock_timeout" % (key, field), LEASE,
+                                        field, field + ":write"))
+        waiter = rs.Subscriber(cl.node_of(key).port, "SSUBSCRIBE", "redisson_rwlock:{%s}" % key)
+        plain = rs.Subscriber(cl.node_of(key).port, "SUBSCRIBE", "redisson_rwlock:{%s}" % key)
+        doc = lt.run_json(self, ["show", key], cfg)
+        # both: the sharded subscriber (SHARDNUMSUB) and the plain one
+        self.assertEqual((doc["format"], doc["waiters"]), ("redisson-rw", 2), doc)
+        # the agent's scan asks the key's shard too
+        ag = self.start_agent(targets=[("main", cl.url)], target_extra={"mode": "cluster"},
+                              scan_interval="1s", leak_grace="1h", max_hold="1h")
+
+        def waiters():
+            st, body = ag.get_json("/api/v1/locks?state=all")
+            got = [l["waiters"] for l in body["locks"] if l["key"] == key]
+            return st == 200 and got == [2]
+        ag.wait_for(waiters, timeout=30, desc="the RW lock's two waiters in the agent")
+        doc = lt.run_json(self, ["release", key, "--holder", a, "--yes"], cfg)
+        self.assertEqual((doc["outcome"], doc["holders_left"]), ("released", 1), doc)
+        self.assertEqual(node.hgetall(key), {b"mode": b"read", b.encode(): b"1"})
+        self.assertEqual(node.keys("{%s}:%s:*" % (key, a)), [])
+        doc = lt.run_json(self, ["release", key, "--holder", b, "--yes"], cfg)
+        self.assertEqual(doc["deleted"], True, doc)
+        waiter.wait_for(b"smessage")            # SPUBLISH, Redisson >= 3.22 on Cluster 7
+        plain.wait_for(b"$1\r\n1\r\n")      # PUBLISH, older clients
+        waiter.close()
+        plain.close()
+        # a fair lock on that shard: its dead head (nobody listens, not even
+        # sharded) is dropped, the live one (SSUBSCRIBEd) woken by SPUBLISH
+        fair = next("lock:f%d" % i for i in range(1000)
+                    if cl.node_of("lock:f%d" % i) is cl.node_of(key))
+        for field in (UUID + ":1", UUID + ":2", UUID2 + ":3"):
+            node.eval(FAIR_LOCK, 3, fair, "redisson_lock_queue:{%s}" % fair,
+                      "redisson_lock_timeout:{%s}" % fair, LEASE, field, 300000, now_ms())
+        chan = "redisson_lock__channel:{%s}:%s:3" % (fair, UUID2)
+        live = rs.Subscriber(cl.node_of(fair).port, "SSUBSCRIBE", chan)
+        doc = lt.run_json(self, ["release", fair, "--holder", UUID + ":1", "--yes"], cfg)
+        self.assertEqual((doc["deleted"], doc["purged_waiters"]), (True, 1), doc)
+        live.wait_for(b"smessage")
+        live.close()
+        self.assertEqual(node.lrange("redisson_lock_queue:{%s}" % fair, 0, -1),
+                         [(UUID2 + ":3").encode()])
+
     # -- Redisson fair lock ------------------------------------------------------
 
     def fair(self, key, field, wait=300000, now=None):
@@ -299,6 +375,26 @@ class ReleaseFormats(h.TestCase):
         self.assertIsNone(self.fair(key, live))
         self.assertEqual(c.hgetall(key), {live.encode(): b"1"})
         self.assertFalse(c.exists(queue))
+
+    def test_fair_lock_head_whose_client_died(self):
+        # the head's client died: its turn is minutes ahead (ttl + the
+        # 5 min fairLockWaitTimeout) but nobody listens on its channel any
+        # more; the waiter behind it is subscribed and is the one woken
+        c, key = self.c, "lock:fair-died"
+        holder, dead, live = UUID + ":1", UUID + ":2", UUID2 + ":3"
+        queue = "redisson_lock_queue:{%s}" % key
+        self.assertIsNone(self.fair(key, holder))
+        self.assertIsNotNone(self.fair(key, dead))
+        self.assertIsNotNone(self.fair(key, live))
+        self.assertGreater(c.zscore("redisson_lock_timeout:{%s}" % key, dead), now_ms() + 60000)
+        chan = "redisson_lock__channel:{%s}:%s" % (key, live)
+        woken = rs.Subscriber(self.rs.port, "SUBSCRIBE", chan)
+        doc = self.lockctl(["release", key, "--holder", holder])
+        self.assertEqual((doc["deleted"], doc["purged_waiters"]), (True, 1), doc)
+        woken.wait_for(chan.encode() + b"\r\n$1\r\n0\r\n")
+        woken.close()
+        self.assertEqual(c.lrange(queue, 0, -1), [live.encode()])
+        self.assertIsNone(self.fair(key, live))
 
     def test_fair_lock_live_head_kept(self):
         c, key = self.c, "lock:fair2"
@@ -388,6 +484,13 @@ class ReleaseFormats(h.TestCase):
         self.assertEqual(c.get(key2), b"1")
         waiter.wait_for(b"redisson_sc:{%s}\r\n$1\r\n1\r\n" % key2.encode())
         waiter.close()
+        # nobody waits on it: expire still never gives a count a TTL
+        doc = self.lockctl(["expire", key2, "--holder", "1", "--ttl", "1s"], rc=1)
+        self.assertEqual(doc["outcome"], "wrongtype")
+        self.assertEqual((c.get(key2), c.pttl(key2)), (b"1", -1))
+        c.set("lock:tok", "tok")
+        doc = self.lockctl(["expire", "lock:tok", "--holder", "tok", "--ttl", "30s"])
+        self.assertEqual(doc["outcome"], "expired")
 
     def test_redis_semaphore_zset_member(self):
         c, key = self.c, "semaphore:jobs"

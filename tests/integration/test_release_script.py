@@ -512,7 +512,7 @@ class ReleaseScript(h.TestCase):
                "+evalsha +eval +scan +type +pttl +object|idletime +getrange +get +strlen "
                "+hlen +hscan +hexists +hget +hgetall +hset +hdel +del +pexpire +incrby "
                "+zscore +zrem +zcard +zrange +xadd +xrevrange +publish +spublish "
-               "+lindex +lpop +lpush +pubsub|numsub +ping +select")
+               "+lindex +lpop +lpush +pubsub|numsub +pubsub|shardnumsub +ping +select")
         admin.execute_command("ACL", "SETUSER", *acl.split())
         d = h._mkdtemp("lw-acl-")
         pw = os.path.join(d, "ctl.pass")

@@ -15,15 +15,17 @@
 --                 "mode" is set to what is left (write while a writer
 --                 holds, else read), the hash TTL to the longest lease
 --                 left (as RedissonReadLock's unlock does); the key is
---                 deleted when no holder is left.  Wake-up "1" (all
---                 waiters) when the key goes or turns from write to read.
+--                 deleted when no holder is left.  Wake-ups "0" and "1"
+--                 (all waiters; 2.x knows only "0") when the key goes or
+--                 turns from write to read.
 --   redisson      the holder's field of an RLock / FencedLock / SpinLock /
 --                 FairLock hash (the key goes with its last holder).  The
 --                 fencing counter is never touched.  A fair lock's queue
---                 first loses the waiters whose turn timed out (score <=
---                 now: they stopped retrying), as RedissonFairLock's own
---                 unlock does, so the live waiter behind a dead head is
---                 the one woken, on its own channel.
+--                 first loses its dead heads - their turn timed out (as
+--                 RedissonFairLock's own unlock drops them) or nobody is
+--                 subscribed to their channel (the client died) - so the
+--                 live waiter behind a dead head is the one woken, on its
+--                 own channel.
 --   redisson-semaphore         one permit back: INCRBY 1, the new count
 --                 published on redisson_sc:{K}.  The holder is the count
 --                 the operator saw (an RSemaphore names no holders).
@@ -36,7 +38,8 @@
 --                 token, python-redis-lock token, Spring UUID) since
 --                 those formats' values also decode as plain.  A count
 --                 with a permits set or a semaphore waiter is released as
---                 that semaphore instead (never deleted).
+--                 that semaphore instead (never deleted), and expire never
+--                 gives a count a TTL.
 --
 -- Wake channels of older Redisson versions (2.x: redisson_lock__channel__
 -- {K}, redisson_rwlock__{K}) get the same message as the current ones: a
@@ -81,9 +84,16 @@ local function lw_rw_timeouts(field, n)
     return cur, old
 end
 
+-- "0" (UNLOCK_MESSAGE: one waiter per client) is what every version's
+-- LockPubSub knows; "1" (READ_UNLOCK_MESSAGE: every waiter) came later
+-- and 2.x ignores it.  Both, on both names: a waiter woken twice retries.
 local function lw_rw_wake()
-    lw_each('redisson-rw', function(ch) lw_publish(ch, '1', true) end)
-    lw_each('redisson-rw-v2', function(ch) lw_publish(ch, '1', true) end)
+    for _, role in ipairs({ 'redisson-rw', 'redisson-rw-v2' }) do
+        lw_each(role, function(ch)
+            lw_publish(ch, '0', true)
+            lw_publish(ch, '1', true)
+        end)
+    end
 end
 
 local function lw_is_writer(field)
@@ -148,20 +158,42 @@ end
 
 -- ---- Redisson RLock, FencedLock, SpinLock, FairLock -------------------------
 
--- The fair lock's next live waiter: drop heads whose turn timed out (or
--- that the timeout set does not know), as RedissonFairLock's unlock does
--- before it publishes.  Scores are epoch ms from the clients' clocks,
--- compared with the caller's (ARGV[7]).
+-- Whether anybody listens for waiter w's turn: a waiting Redisson thread
+-- is subscribed to its own channel <channel>:<w> (either version's name;
+-- sharded in a cluster with Redisson >= 3.22).  An error (an ACL without
+-- +pubsub|numsub) counts as listening: such a head is kept.
+local function lw_listens(w)
+    local asked = false
+    for _, role in ipairs({ 'redisson', 'redisson-v2' }) do
+        for _, ch in ipairs(lw_role[role] or {}) do
+            for _, sub in ipairs(lw_cluster and { 'numsub', 'shardnumsub' } or { 'numsub' }) do
+                local r = redis.pcall('pubsub', sub, ch .. ':' .. w)
+                if type(r) ~= 'table' or r.err then return true end
+                asked = true
+                if (tonumber(r[2]) or 0) > 0 then return true end
+            end
+        end
+    end
+    return not asked        -- no channel to ask: assume it listens
+end
+
+-- The fair lock's next live waiter.  Heads are dropped from the queue and
+-- the timeout set while they are dead: their turn timed out (score <=
+-- now, or no score), as RedissonFairLock's own unlock drops them, or
+-- nobody listens for their turn (the waiting client died: its
+-- subscription went with its connection, while its score stays minutes
+-- ahead).  Scores are epoch ms from the clients' clocks, compared with
+-- the caller's (ARGV[7]).  The waiters behind keep their scores.
 local function lw_fair_head()
     local q, z = lw_first('redisson-queue'), lw_first('redisson-timeout')
     if q == nil then return nil end
     for _ = 1, LW_PURGE_MAX do
         local head = redis.call('lindex', q, 0)
         if type(head) ~= 'string' then return nil end
-        if z == nil then return head end
-        local t = tonumber(redis.call('zscore', z, head))
-        if t ~= nil and t > lw_now then return head end
-        redis.call('zrem', z, head)
+        local t = lw_now + 1
+        if z ~= nil then t = tonumber(redis.call('zscore', z, head)) end
+        if t ~= nil and t > lw_now and lw_listens(head) then return head end
+        if z ~= nil then redis.call('zrem', z, head) end
         redis.call('lpop', q)
         lw.purged = lw.purged + 1
     end
@@ -332,6 +364,9 @@ local lw_plain = {
     types = { string = true },
     refine = lw_plain_refine,
     held = lw_string_held,
+    -- a bare count is more likely a semaphore (or a counter) than a lock
+    -- token: a TTL would take it away whole, so expire leaves it alone
+    expire = function() return not lw_is_count() end,
     release = lw_del_then(function()
         local v = lw.value
         if string.sub(v, 1, 4) == 'lw1:' then

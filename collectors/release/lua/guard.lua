@@ -225,7 +225,8 @@ end
 --   types    the TYPEs it applies to, e.g. { string = true }
 --   sees()   the shape the format has (nil: any key of those types)
 --   held()   whether ARGV[1] names a holder of it now; sets lw.old
---   expire   false when the expire may not touch it (a semaphore)
+--   expire   false when the expire may not touch it (a semaphore), or a
+--            function saying whether it may
 --   refine() nil, or the name of the row the key really is (checked once)
 --   release() the release of that one holder (the guards all held)
 -- lw_detect lists, in order, the rows tried when the caller named no
@@ -286,7 +287,8 @@ local function lw_pick(action)
             lw.format = other
         end
     end
-    if action == 'expire' and row.expire == false then
+    if action == 'expire' and (row.expire == false or
+                               (type(row.expire) == 'function' and not row.expire())) then
         lw.format = ''
         return nil, 'wrongtype'
     end
