@@ -68,7 +68,7 @@ DEB_libcrypto     := libssl-dev
 DEB_openssl       := libssl-dev
 DEB_hiredis_ssl   := libhiredis-dev (1.x, or make deps-hiredis-tls)
 DEB_cmocka        := libcmocka-dev
-NO_DEPS_GOALS     := deps deps-hiredis-tls clean uninstall test demo deb bench
+NO_DEPS_GOALS     := deps deps-hiredis-tls clean uninstall test demo deb bench interop
 ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 HAVE_CC      := $(shell command -v $(CC) >/dev/null 2>&1 && echo y)
 HAVE_PKGCONF := $(shell command -v $(lastword $(PKG_CONFIG)) >/dev/null 2>&1 && echo y)
@@ -162,7 +162,7 @@ ALL_OBJ := $(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/main.o $(UNIT_
            $(BUILD)/tests/unit/failalloc.o
 
 .PHONY: all deps test unit integration demo bench install uninstall clean deb man torture \
-        deps-hiredis-tls
+        deps-hiredis-tls interop
 all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(GEN_INI5)
 
 # Which hiredis and whether TLS: rewritten only when that changes, so that
@@ -282,7 +282,8 @@ DEB_PKGS := gcc make pkg-config libhiredis-dev libmicrohttpd-dev libinih-dev \
             libjansson-dev libcurl4-openssl-dev libssl-dev libcmocka-dev \
             redis-server redis-tools prometheus prometheus-alertmanager python3 \
             python3-redis procps time man-db groff-base chromium debhelper dpkg-dev openssl \
-            clang libclang-rt-14-dev
+            clang libclang-rt-14-dev \
+            openjdk-17-jdk-headless maven python3-venv nodejs golang-go
 
 # hiredis with TLS: Debian bookworm's libhiredis-dev is 0.14 (no TLS).  A
 # distribution with hiredis >= 1.0 and its hiredis_ssl (libhiredis-dev on
@@ -306,6 +307,9 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 	$(if $(filter yes,$(HIREDIS_TLS)),@$(MAKE) --no-print-directory deps-hiredis-tls)
+	@# npm: Debian's package, unless a nodejs that ships its own npm is there
+	@command -v npm >/dev/null 2>&1 || { echo "make deps: installing npm"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
 
 # --- Debian packages -------------------------------------------------------
 # lockwatch, liblockwatch0 and liblockwatch-dev in $(BUILD)/deb/, built from
@@ -331,6 +335,15 @@ integration: all
 TORTURE_SECONDS ?= 60
 torture: all
 	@$(BUILD)/itests/client_torture --seconds $(TORTURE_SECONDS) $(TORTURE_ARGS)
+
+# The real clients in their own languages (tests/interop/README.md):
+# fetches the pinned versions into $(BUILD)/interop/ (caches there too),
+# then runs every scenario against a throwaway redis-server.
+interop: deps
+	@$(MAKE) --no-print-directory all
+	@tests/interop/fetch $(BUILD)/interop
+	@LOCKWATCH_BUILD=$(abspath $(BUILD)) LOCKWATCH_INTEROP_DIR=$(abspath $(BUILD))/interop \
+	  /usr/bin/python3 tests/interop/runner.py
 
 demo: deps
 	@$(MAKE) --no-print-directory all

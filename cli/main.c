@@ -40,19 +40,22 @@ static const struct command {
       "time the format encodes.  States follow the config's [rules].\n" },
     { "show", cmd_show, "show KEY [--escaped]",
       "Show one lock: format, holders (the exact --holder a release needs), TTL, age\n"
-      "(the agent's when it answers), states, and whether the key is inside the\n"
-      "target's patterns.\n"
+      "(the agent's when it answers), states, whether the key is inside the\n"
+      "target's patterns, and who waits where Redis shows it (a fair lock's queue,\n"
+      "the clients subscribed to its wake channel).\n"
       "  --escaped       KEY is percent-encoded (as key_escaped in --json output)\n"
       "Exit 1 when there is no such key.\n" },
     { "release", cmd_release,
       "release KEY --holder H [--if-leaked] [--if-older-than DUR] [--reason TEXT]\n"
       "          [--yes] [--dry-run] [--escaped]",
-      "Release (delete) a stuck lock through the guarded script: only if KEY matches\n"
-      "the target's patterns and is still held by H, atomically; then wake the\n"
-      "waiters its format has and append an audit entry.  Fencing counters are never\n"
-      "touched.\n"
-      "  --holder H          the token (string lock) or <uuid>:<thread> field (hash\n"
-      "                      lock), as lockctl show prints it\n"
+      "Release one holder of a stuck lock through the guarded script: only if KEY\n"
+      "matches the target's patterns and H holds it, atomically; then wake the\n"
+      "waiters its format has and append an audit entry.  Only H's hold goes (one\n"
+      "reader of a read/write lock, one permit of a semaphore); the key is deleted\n"
+      "when no holder is left.  Fencing counters are never touched.\n"
+      "  --holder H          exactly as lockctl show prints it: the token (string\n"
+      "                      lock), the field (hash lock: <uuid>:<thread>, a RW\n"
+      "                      writer's <uuid>:<thread>:write), the permit id\n"
       "  --if-leaked         only if the lock is leaked as list --state leaked judges\n"
       "                      it: no TTL for at least leak_grace\n"
       "  --if-older-than DUR only if the holder is at least DUR old (OBJECT IDLETIME,\n"

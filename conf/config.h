@@ -49,6 +49,8 @@ struct target_conf {
     char *master_name;
     char **patterns;            /* at least one */
     size_t npatterns;
+    char **exclude_patterns;    /* may be none */
+    size_t nexclude_patterns;
     int64_t scan_interval_ms;
     int scan_count;
     double scan_duty;           /* 0 < duty <= 1 */

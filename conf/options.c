@@ -118,6 +118,11 @@ const struct config_option config_options[] = {
       .def = "lock:*",
       AT(struct target_conf, patterns), AT2(struct target_conf, npatterns),
       .help = "comma separated globs of lock keys; release refuses other keys" },
+    { .section = SECTION_TARGET, .key = "exclude_patterns", .type = OPT_LIST,
+      AT(struct target_conf, exclude_patterns), AT2(struct target_conf, nexclude_patterns),
+      .example = "lock:stats:*, lock:*:meta",
+      .help = "comma separated globs of keys that are not locks: never read, listed or "
+              "released" },
     { .section = SECTION_TARGET, .key = "scan_interval", .type = OPT_DURATION,
       .def = "15s", .min = 100, .max = MS_D,
       AT(struct target_conf, scan_interval_ms),
