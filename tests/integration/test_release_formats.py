@@ -419,7 +419,7 @@ class ReleaseFormats(h.TestCase):
         subs = [rs.Subscriber(self.rs.port, "SUBSCRIBE", ch) for ch in
                 ("redisson_lock__channel:{%s}" % key, "redisson_lock__channel__{%s}" % key)]
         doc = self.lockctl(["release", key, "--holder", UUID + ":5"])
-        # its fencing counter makes it a fenced lock (lockctl asks for it)
+        # lockctl sees its fencing counter: a fenced lock, released as one
         self.assertEqual((doc["format"], doc["deleted"]), ("redisson-fenced", True))
         self.assertEqual(c.get("redisson_lock_token:{%s}" % key), b"6")
         for s in subs:

@@ -50,6 +50,18 @@ public final class Driver {
         return b.append('"').toString();
     }
 
+    /** The version of the jar a class came from, read from the jar's file name (some jars
+     *  carry no Implementation-Version): ".../shedlock-core-6.10.0.jar" gives "6.10.0". */
+    public static String jarVersion(Class<?> c) {
+        try {
+            String f = new java.io.File(c.getProtectionDomain().getCodeSource().getLocation().toURI()).getName();
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("-([0-9][^-]*)\\.jar$").matcher(f);
+            return m.find() ? m.group(1) : f;
+        } catch (Exception e) {
+            return "?";
+        }
+    }
+
     public static long optLong(Map<String, String> opt, String k, long dflt) {
         String v = opt.get(k);
         return v == null ? dflt : Long.parseLong(v);

@@ -93,7 +93,7 @@ public final class RedissonClientMain {
         Config cfg = new Config();
         cfg.useSingleServer().setAddress(args[0]).setConnectionMinimumIdleSize(2).setConnectionPoolSize(8);
         client = Redisson.create(cfg);
-        String version = Redisson.class.getPackage().getImplementationVersion();
+        String version = Driver.jarVersion(Redisson.class);
         Driver.serve(RedissonClientMain::handle, "redisson " + version + " id=" + client.getId());
         client.shutdown();
     }

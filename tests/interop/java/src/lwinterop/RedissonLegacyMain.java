@@ -54,7 +54,7 @@ public final class RedissonLegacyMain {
         Field f = Class.forName("org.redisson.RedissonLock").getDeclaredField("id");
         f.setAccessible(true);
         Driver.serve(RedissonLegacyMain::handle, "redisson "
-                + Redisson.class.getPackage().getImplementationVersion() + " id=" + f.get(probe));
+                + Driver.jarVersion(Redisson.class) + " id=" + f.get(probe));
         client.shutdown();
     }
 }

@@ -72,9 +72,9 @@ public final class SpringClientMain {
         shed = new RedisLockProvider(cf, env);
         registry = new RedisLockRegistry(cf, regKey, 30000);
         Driver.serve(SpringClientMain::handle, "shedlock "
-                + RedisLockProvider.class.getPackage().getImplementationVersion()
+                + Driver.jarVersion(RedisLockProvider.class)
                 + " spring-integration-redis "
-                + RedisLockRegistry.class.getPackage().getImplementationVersion()
+                + Driver.jarVersion(RedisLockRegistry.class)
                 + " env=" + env + " registry=" + regKey);
         registry.destroy();
         cf.destroy();
