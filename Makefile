@@ -5,6 +5,7 @@
 #   make test       install missing packages, build, run unit + integration tests
 #   make demo       install missing packages, build, run the demo on a throwaway Redis
 #   make bench      the benchmarks in bench/ (figures, never pass/fail)
+#   make interop    the real clients (Java, Python, Node, Go) against lockwatch (tests/interop/)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make SANITIZE=address,undefined   build with sanitizers
 #   make WERROR=1   warnings are errors (CI sets this)
