@@ -543,9 +543,14 @@ def python_clients():
         p.do("e lock prl job9 lease=30000")
         p.do("e unlock prl job9")
         expect_locks(env, scen, ["lock:rp", "lock:job1", "redlock:job3", "lock:rp-nottl"])
-        until(lambda: "leaked" in env.show("lock:rp-nottl").get("states", []), timeout=15,
-              desc="lock:rp-nottl leaked after leak_grace")
-        R.check(scen, "redis-py lock without a timeout is leaked after leak_grace", True)
+        try:
+            until(lambda: "leaked" in env.show("lock:rp-nottl").get("states", []), timeout=15,
+                  desc="lock:rp-nottl leaked after leak_grace")
+            leaked = None
+        except AssertionError as e:
+            leaked = e
+        R.check(scen, "redis-py lock without a timeout is leaked after leak_grace (3 s)", leaked is None,
+                leaked)
         tok2 = env.r.get("lock:rp-nottl")
         rc, body, err = env.lockctl("expire", "lock:rp-nottl", "--ttl", "30s", "--holder", tok2, "--yes")
         R.check(scen, "lockctl expire gives the leaked redis-py lock a TTL, its token unchanged",
