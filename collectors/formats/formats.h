@@ -31,6 +31,7 @@ enum raw_type { RAW_NONE, RAW_STRING, RAW_HASH, RAW_OTHER, RAW_ZSET };
 #define RAW_VALUE_MAX   512     /* bytes of a string value read (GETRANGE) */
 #define RAW_FIELDS_MAX  64      /* hash fields (zset members) read */
 #define HOLDERS_MAX     8       /* holders kept per lock */
+#define HOLDERS_LAST    7       /* HOLDERS_MAX - 1, spelled for a ZRANGE stop */
 #define HOLDER_ID_MAX   160     /* bytes of a holder id kept */
 #define HOST_MAX        64
 

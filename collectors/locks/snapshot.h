@@ -209,6 +209,13 @@ void snapshot_restate(struct snapshot *s, struct snap_lock *l, uint8_t states,
 void snapshot_reformat(struct snapshot *s, struct snap_lock *l, uint8_t format,
                        bool ttl_optional);
 
+/* Give retained lock i other holders (n of them, at most HOLDERS_MAX
+ * kept; total counted), as a format given by helper keys knows them (a
+ * permit semaphore's permits).  Before snapshot_finish().  -1 on ENOMEM
+ * (the lock is left as it was). */
+int snapshot_reholder(struct snapshot *s, size_t i, const struct snap_holder *holders, size_t n,
+                      uint32_t total);
+
 /* Sort the retained locks worst first; call once at the end. */
 void snapshot_finish(struct snapshot *s);
 

@@ -499,6 +499,13 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         run_err(&r, "out of memory in the registry look-up");
         ok = 0;
     }
+    /* helper keys: those the pass saw, then those outside the patterns */
+    helperkeys_finish(&r, ok);
+    if (ok && helperkeys_probe(&r, st, nst, cluster ? &topo : NULL) == -1) {
+        run_err(&r, "out of memory probing helper keys");
+        ok = 0;
+    }
+    /* after the formats the helpers give (the waiters of a fair lock) */
     if (ok && waiters_lookup(&r, st, nst, cluster ? &topo : NULL) == -1) {
         run_err(&r, "out of memory in the waiters look-up");
         ok = 0;
@@ -522,7 +529,6 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
     }
     if (cluster)
         keep_conns(sc, st, nst);
-    helperkeys_finish(&r, ok);
     if (ok) {
         if (record_finish(&r) == -1) {
             run_err(&r, "out of memory finishing the snapshot");

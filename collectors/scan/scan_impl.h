@@ -196,6 +196,14 @@ int record_helper(struct stream *s, const struct key_meta *m);
  * helper table either way.  Call once the streams are done. */
 void helperkeys_finish(struct run *r, bool attach);
 
+/* EXISTS the helpers that make a format (fencing counter, fair-lock
+ * queue, permits zset) of retained locks when they are outside the
+ * target's patterns, and count them.  streams and topo as for
+ * registry_lookup(); a stream whose connection fails is marked failed.
+ * 0, or -1 on ENOMEM. */
+int helperkeys_probe(struct run *r, struct stream *streams, size_t nstreams,
+                     const struct cluster_topo *topo);
+
 /* ---- registry.c --------------------------------------------------------------- */
 
 /*

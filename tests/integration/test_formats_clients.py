@@ -44,6 +44,9 @@ def uuid1_shaped_random(rng):
             return v
 
 
+permit_id = bytes(range(0xf0, 0x100))        # 16 raw bytes, as Redisson 3.17+ writes
+
+
 def write_layouts(c, now_ms):
     """Write every layout; returns {lock key: (format, helper keys)}."""
     want = {}
@@ -92,7 +95,7 @@ def write_layouts(c, now_ms):
     want["rw-w"] = ("redisson-rw", 2)            # + the client registry
     # RPermitExpirableSemaphore: 3 permits left, one in use until +60 s
     c.set("permits", "3")
-    c.zadd("{permits}:timeout", {os.urandom(16): now_ms + 60000})
+    c.zadd("{permits}:timeout", {permit_id: now_ms + 60000})
     want["permits"] = ("redisson-permit-semaphore", 1)
     # redis-py Lock(timeout=None): uuid1 token, no TTL
     c.set("rp-lock", uuid.uuid1().hex)
@@ -165,6 +168,10 @@ class FormatsClients(h.TestCase):
         self.assertEqual(sorted(x["id"] for x in rww["holders"]),
                          ["%s:5" % RUUID, "%s:5:write" % RUUID])
         self.assertEqual(locks["semaphore:pool"]["holders_total"], 2)
+        # a permit semaphore's holders are its permits in use
+        self.assertEqual(locks["permits"]["holders_total"], 1)
+        self.assertEqual(locks["permits"]["holders"][0]["id_escaped"],
+                         h.escape_key(permit_id))
         for i in range(40):
             self.assertIsNone(locks["nr:%d" % i]["acquired_at"], locks["nr:%d" % i])
         self.assertIsNotNone(locks["rp-lock"]["acquired_at"])
@@ -224,6 +231,55 @@ class FormatsClients(h.TestCase):
         self.assertEqual(h.msum(m, "lockwatch_locks_leaked", **{"class": "rp-lock"}), 1)
         self.assertEqual(h.msum(m, "lockwatch_locks_leaked", **{"class": "permits"}), 0)
         self.assertEqual(h.msum(m, "lockwatch_locks", format="redisson-permit-semaphore"), 1)
+
+    def test_helpers_outside_the_patterns(self):
+        """patterns = lock:* (the common config) does not cover Redisson's
+        redisson_lock_token:{lock:x} or {lock:x}:timeout: the agent asks
+        for them, and an ACL that does not let it changes only that."""
+        rs = self.start_redis()
+        c = rs.client()
+        now_ms = int(time.time() * 1000)
+        c.hset("lock:fenced", "%s:23" % RUUID, "1")
+        c.pexpire("lock:fenced", 30000)
+        c.set("redisson_lock_token:{lock:fenced}", "2")
+        c.hset("lock:fair", "%s:24" % RUUID, "1")
+        c.pexpire("lock:fair", 30000)
+        c.rpush("redisson_lock_queue:{lock:fair}", "%s:25" % RUUID2)
+        c.zadd("redisson_lock_timeout:{lock:fair}", {"%s:25" % RUUID2: now_ms + 300000})
+        c.hset("lock:rlock", "%s:26" % RUUID, "1")
+        c.pexpire("lock:rlock", 30000)
+        c.set("lock:pexp", "0")
+        c.zadd("{lock:pexp}:timeout", {os.urandom(16): now_ms + 60000,
+                                       os.urandom(16): 922337203685477})
+        c.set("lock:sem", "3")                  # RSemaphore: a number, like a token
+        want = {"lock:fenced": "redisson-fenced", "lock:fair": "redisson-fair",
+                "lock:rlock": "redisson", "lock:pexp": "redisson-permit-semaphore",
+                "lock:sem": "plain"}
+        cfg = tl.write_config(rs, patterns="lock:*", leak_grace="0s")
+        p = h.run_lockwatchd(["--once", "-c", cfg], timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = h.parse_metrics(p.stdout)
+        for key, fmt in want.items():
+            self.assertEqual(h.msum(m, "lockwatch_locks", **{"class": key, "format": fmt}), 1,
+                             (key, fmt, h.select(m, "lockwatch_locks", **{"class": key})))
+        # lockctl list and show ask for the same helpers
+        doc = tl.run_json(self, ["list"], cfg)
+        listed = {l["key"]: l for l in doc["locks"]}
+        self.assertEqual({k: l["format"] for k, l in listed.items()}, want)
+        self.assertEqual(listed["lock:pexp"]["holders_total"], 2)
+        self.assertEqual(tl.run_json(self, ["show", "lock:fenced"], cfg)["format"],
+                         "redisson-fenced")
+        self.assertEqual(h.msum(m, "lockwatch_locks_leaked", **{"class": "lock:pexp"}), 0)
+        self.assertEqual(h.msum(m, "lockwatch_locks_leaked", **{"class": "lock:sem"}), 1)
+        # the scanner ACL of README "Redis permissions": ~lock:* only
+        c.execute_command("ACL", "SETUSER", "lockwatch", "on", ">scan-pw", *h.SCANNER_ACL)
+        p = h.once_as_user(rs, "lockwatch", "scan-pw", patterns="lock:*")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = h.parse_metrics(p.stdout)
+        self.assertEqual(h.msum(m, "lockwatch_target_up", target="main"), 1)
+        self.assertEqual(h.msum(m, "lockwatch_locks", **{"class": "lock:fenced",
+                                                          "format": "redisson"}), 1)
+        self.assertEqual(h.msum(m, "lockwatch_locks"), len(want))
 
     def test_exclude_patterns(self):
         rs = self.start_redis()
