@@ -419,7 +419,8 @@ class ReleaseFormats(h.TestCase):
         subs = [rs.Subscriber(self.rs.port, "SUBSCRIBE", ch) for ch in
                 ("redisson_lock__channel:{%s}" % key, "redisson_lock__channel__{%s}" % key)]
         doc = self.lockctl(["release", key, "--holder", UUID + ":5"])
-        self.assertEqual((doc["format"], doc["deleted"]), ("redisson", True))
+        # lockctl sees its fencing counter: a fenced lock, released as one
+        self.assertEqual((doc["format"], doc["deleted"]), ("redisson-fenced", True))
         for s in subs:
             s.wait_for(b"$1\r\n0\r\n")
             s.close()
