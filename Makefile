@@ -5,6 +5,7 @@
 #   make test       install missing packages, build, run unit + integration tests
 #   make demo       install missing packages, build, run the demo on a throwaway Redis
 #   make bench      the benchmarks in bench/ (figures, never pass/fail)
+#   make interop    the real clients (Java, Python, Node, Go) against lockwatch (tests/interop/)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make SANITIZE=address,undefined   build with sanitizers
 #   make WERROR=1   warnings are errors (CI sets this)
@@ -306,10 +307,10 @@ deps:
 	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root, or install:" $$missing >&2; exit 1; fi; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	$(if $(filter yes,$(HIREDIS_TLS)),@$(MAKE) --no-print-directory deps-hiredis-tls)
 	@# npm: Debian's package, unless a nodejs that ships its own npm is there
 	@command -v npm >/dev/null 2>&1 || { echo "make deps: installing npm"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
+	$(if $(filter yes,$(HIREDIS_TLS)),@$(MAKE) --no-print-directory deps-hiredis-tls)
 
 # --- Debian packages -------------------------------------------------------
 # lockwatch, liblockwatch0 and liblockwatch-dev in $(BUILD)/deb/, built from
