@@ -24,6 +24,7 @@
 #include "collectors/redis/cluster.h"
 #include "collectors/redis/rawread.h"
 #include "collectors/redis/conn.h"
+#include "collectors/locks/lockclass.h"
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
 #include "common/prefixname.h"
@@ -122,6 +123,12 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
     else if (l->type == RAW_ZSET && val == NULL)
         raw.type = RAW_OTHER;               /* a zset no format reads */
     l->fmt = formats_decode(&raw, &l->view);
+    if (strcmp(l->fmt->name, "plain") == 0 && lock_key_semaphore(lc->t, l->key, l->keylen)) {
+        const struct lock_format *sem = formats_semaphore(&raw, &l->view);
+
+        if (sem != NULL)
+            l->fmt = sem;
+    }
     rawread_count_cut_holders(&l->view, &raw,
                               hlen != NULL && hlen->type == REDIS_REPLY_INTEGER ?
                               hlen->integer : -1);
@@ -418,6 +425,7 @@ cli_lock_json(const struct lockctl *lc, const struct cli_lock *l)
 {
     json_t *o = json_object(), *holders = json_array(), *h;
     size_t i;
+    long long permits;
 
     if (o == NULL || holders == NULL)
         goto fail;
@@ -444,6 +452,10 @@ cli_lock_json(const struct lockctl *lc, const struct cli_lock *l)
     holders = NULL;
     json_object_set_new(o, "holders_total", json_integer((json_int_t)l->view.holders_total));
     json_object_set_new(o, "max_count", json_integer(l->view.max_count));
+    if (l->view.nholders == 1 &&
+        formats_permits_available(l->fmt, l->view.holders[0].id, l->view.holders[0].idlen,
+                                  &permits))
+        json_object_set_new(o, "permits_available", json_integer(permits));
     if (l->view.mode[0] != '\0')
         json_object_set_new(o, "mode", json_string(l->view.mode));
     json_object_set_new(o, "age_seconds", json_real((double)l->age_ms / 1000.0));

@@ -265,6 +265,7 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
 {
     char buf[512], a[64], b[64];
     size_t i;
+    long long permits;
     int rc = 0;
 
     session_address(lc, a, sizeof(a));
@@ -281,6 +282,13 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
              l->view.mode[0] ? (strcmp(l->view.mode, "read") == 0 ? " (read mode)"
                                 : " (write mode)") : "");
     rc |= row(t, "format", buf, strlen(buf));
+    if (l->view.nholders == 1 &&
+        formats_permits_available(l->fmt, l->view.holders[0].id, l->view.holders[0].idlen,
+                                  &permits)) {
+        snprintf(buf, sizeof(buf), "%lld (a Redisson semaphore: never leaked or long)",
+                 permits);
+        rc |= row(t, "permits available", buf, strlen(buf));
+    }
     snprintf(buf, sizeof(buf), "held%s%s%s%s", l->states & LOCK_LEAKED ? ", leaked" : "",
              l->states & LOCK_LONG ? ", long" : "",
              l->states & LOCK_REENTRANT_HIGH ? ", reentrant_high" : "",

@@ -78,8 +78,9 @@ verdict_judge(const struct lockstate_rules *rules, struct cli_lock *l,
     f.max_count = l->view.max_count;
     f.held_ms = l->age_ms;
     f.nottl_ms = l->nottl_ms;
+    f.semaphore = l->fmt != NULL && strcmp(l->fmt->name, "redisson-semaphore") == 0;
     l->states = lockstate_judge(rules, &f);
-    l->leak_unknown = l->pttl_ms == -1 && !(l->states & LOCK_LEAKED) &&
+    l->leak_unknown = !f.semaphore && l->pttl_ms == -1 && !(l->states & LOCK_LEAKED) &&
         (l->nottl_ms < 0 || (!agent && l->age_lower_bound));
     return agent;
 }

@@ -51,6 +51,8 @@ struct target_conf {
     size_t npatterns;
     char **exclude_patterns;    /* may be none */
     size_t nexclude_patterns;
+    char **semaphore_patterns;  /* may be none: Redisson RSemaphore keys */
+    size_t nsemaphore_patterns;
     int64_t scan_interval_ms;
     int scan_count;
     double scan_duty;           /* 0 < duty <= 1 */

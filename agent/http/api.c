@@ -88,6 +88,15 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
     holders = NULL;
     bad |= json_object_set_new(o, "holders_total", json_integer(l->holders_total));
     bad |= json_object_set_new(o, "max_count", json_integer(l->max_count));
+    {
+        /* a Redisson semaphore (semaphore_patterns): its count */
+        long long permits;
+
+        if (l->nholders == 1 &&
+            formats_permits_available(&formats_table[l->format], l->holders[0].id,
+                                      l->holders[0].id_len, &permits))
+            bad |= json_object_set_new(o, "permits_available", json_integer(permits));
+    }
     /* helper keys of this lock seen by the scan (queue, token counter,
      * reader timeout keys...): part of the lock, never locks themselves */
     bad |= json_object_set_new(o, "helper_keys", json_integer(l->helper_keys));

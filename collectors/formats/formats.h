@@ -166,6 +166,9 @@ struct lock_format {
  *                 acquisition time).
  *   pottery       string under "redlock:": a lowercase v4 UUID.
  *   spring        string: a lowercase v4 UUID (RedisLockRegistry's clientId).
+ *   redisson-semaphore  claims no value: a string holding a decimal under
+ *                 the target's semaphore_patterns (formats_semaphore());
+ *                 the holder is the count (permits available).
  *   redisson-fair, redisson-fenced, redisson-permit-semaphore  claim no
  *                 value: the scan gives a "redisson" or "plain" lock one of
  *                 them by its helper keys (formats_kin(), below).
@@ -270,9 +273,23 @@ bool formats_reads_zset(const char *key, size_t keylen);
 /* The row a lock decoded as fmt becomes given the kinds of its helper
  * keys (a bit set, 1u << kind): "redisson" with a fence-token helper is
  * "redisson-fenced", with a fair-queue or fair-timeout one
- * "redisson-fair"; "plain" with a permit-timeout one is
+ * "redisson-fair"; "plain" or "redisson-semaphore" with a permit-timeout one is
  * "redisson-permit-semaphore".  Otherwise fmt itself. */
 const struct lock_format *formats_kin(const struct lock_format *fmt, unsigned helper_kinds);
+
+/*
+ * A Redisson RSemaphore (a key in the target's semaphore_patterns): the
+ * "redisson-semaphore" row with *view filled (one holder, the count, as
+ * the guarded release compares it) when raw is a string holding a whole
+ * decimal integer; NULL (view untouched) otherwise: the key keeps the row
+ * formats_decode() gives it.
+ */
+const struct lock_format *formats_semaphore(const struct raw_lock *raw, struct lock_view *view);
+
+/* A "redisson-semaphore" lock's permits available, from its holder id:
+ * true and *out set, false for any other row or an id not a decimal. */
+bool formats_permits_available(const struct lock_format *fmt, const char *id, size_t idlen,
+                               long long *out);
 
 /* "fair-queue", ... ; and a phrase for messages, to be followed by the
  * owning lock's name ("the waiting queue of Redisson fair lock"). */

@@ -81,6 +81,8 @@ bool fmt_time_plausible(int64_t ms);
  *   redisson-fair, -fenced, -permit-semaphore   redisson_kin.c (never
  *                           claimed from a value: the scanner gives a
  *                           lock one of them by its helper keys)
+ *   redisson-semaphore      redisson_semaphore.c (claimed by no value:
+ *                           the target's semaphore_patterns say)
  *   liblockwatch            liblockwatch.c
  *   shedlock                shedlock.c
  *   redis-py                redispy.c
@@ -98,6 +100,7 @@ bool fmt_time_plausible(int64_t ms);
     X("redisson-fair", redisson_fair, "redisson_lock__channel")       \
     X("redisson-fenced", redisson_fenced, "redisson_lock__channel")   \
     X("redisson-permit-semaphore", redisson_psem, "redisson_sc")      \
+    X("redisson-semaphore", redisson_sem, "redisson_sc")              \
     X("liblockwatch", lw1,         "lockwatch_lock__channel")         \
     X("shedlock",     shedlock,    NULL)                              \
     X("redis-py",     redispy,     NULL)                              \

@@ -49,7 +49,8 @@ formats_kin(const struct lock_format *fmt, unsigned helper_kinds)
             to = "redisson-fenced";
         else if (helper_kinds & ((1u << HELPER_FAIR_QUEUE) | (1u << HELPER_FAIR_TIMEOUT)))
             to = "redisson-fair";
-    } else if (strcmp(fmt->name, "plain") == 0 &&
+    } else if ((strcmp(fmt->name, "plain") == 0 ||
+                strcmp(fmt->name, "redisson-semaphore") == 0) &&
                (helper_kinds & (1u << HELPER_PERMIT_TIMEOUT))) {
         to = "redisson-permit-semaphore";
     }

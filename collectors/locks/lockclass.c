@@ -552,3 +552,12 @@ lock_key_excluded(const struct target_conf *t, const char *key, size_t keylen)
             return true;
     return false;
 }
+
+bool
+lock_key_semaphore(const struct target_conf *t, const char *key, size_t keylen)
+{
+    for (size_t i = 0; t != NULL && i < t->nsemaphore_patterns; i++)
+        if (class_glob_match(t->semaphore_patterns[i], key, keylen))
+            return true;
+    return false;
+}

@@ -62,6 +62,10 @@ bool class_glob_match(const char *glob, const char *s, size_t slen);
  * Such a key is never read, listed, counted or released. */
 bool lock_key_excluded(const struct target_conf *t, const char *key, size_t keylen);
 
+/* Does KEY match one of the target's semaphore_patterns?  Such a key
+ * holding a decimal integer is a Redisson RSemaphore (formats_semaphore()). */
+bool lock_key_semaphore(const struct target_conf *t, const char *key, size_t keylen);
+
 /*
  * A bounded set of class names, interned in insertion order: "other" at
  * CLASS_OTHER_INDEX, then up to CLASS_MAX more.  A hash table, so interning

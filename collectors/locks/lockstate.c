@@ -23,9 +23,10 @@ lockstate_judge(const struct lockstate_rules *rules, const struct lockstate_fact
 {
     uint8_t states = LOCK_HELD;
 
-    if (f->pttl_ms == -1 && f->nottl_ms >= 0 && f->nottl_ms >= rules->leak_grace_ms)
+    if (!f->semaphore && f->pttl_ms == -1 && f->nottl_ms >= 0 &&
+        f->nottl_ms >= rules->leak_grace_ms)
         states |= LOCK_LEAKED;
-    if (f->nholders > 0 && f->held_ms > rules->max_hold_ms)
+    if (!f->semaphore && f->nholders > 0 && f->held_ms > rules->max_hold_ms)
         states |= LOCK_LONG;
     if (rules->max_reentrancy > 0 && f->max_count >= rules->max_reentrancy)
         states |= LOCK_REENTRANT_HIGH;

@@ -36,6 +36,8 @@ struct lockstate_facts {
     int64_t held_ms;            /* how long the current holder has held it */
     int64_t nottl_ms;           /* how long the key has been without a TTL;
                                  * negative when it has one or nobody knows */
+    bool semaphore;             /* a Redisson semaphore (redisson-semaphore):
+                                 * no TTL by design, its "holder" is a count */
 };
 
 /*
@@ -43,7 +45,7 @@ struct lockstate_facts {
  * LOCK_HELD; LOCK_LEAKED when it has no TTL and has been without one for
  * at least leak_grace; LOCK_LONG when a named holder has held it for
  * more than max_hold; LOCK_REENTRANT_HIGH when max_reentrancy is set and
- * a hold count is at or above it.
+ * a hold count is at or above it.  A semaphore is never leaked or long.
  */
 uint8_t lockstate_judge(const struct lockstate_rules *rules, const struct lockstate_facts *f);
 

@@ -43,7 +43,7 @@
 #define SNAP_KEY_MAX       (128 * 1024)       /* key bytes kept per lock */
 #define SNAP_RETAIN_MAX    10000              /* locks kept in detail */
 #define SNAP_RETAIN_BYTES  (32u * 1024 * 1024)
-#define FORMATS_MAX        16                 /* bound on formats_count */
+#define FORMATS_MAX        24                 /* bound on formats_count */
 
 struct snap_holder {
     const char *id;                   /* id_len bytes, NUL after them */

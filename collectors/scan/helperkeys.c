@@ -325,6 +325,7 @@ helperkeys_probe(struct run *r, struct stream *streams, size_t nstreams,
     const struct lock_format *rs = formats_by_name("redisson");
     const struct lock_format *pl = formats_by_name("plain");
     const struct lock_format *ps = formats_by_name("redisson-permit-semaphore");
+    const struct lock_format *rsem = formats_by_name("redisson-semaphore");
     struct probe *pv = NULL;
     size_t n = 0, cap = 0, i, k;
     char name[PROBE_NAME_MAX + 64];
@@ -350,7 +351,8 @@ helperkeys_probe(struct run *r, struct stream *streams, size_t nstreams,
                 pr.namelen = prefix_name(name, sizeof(name), rs_helpers[k].prefix, l->key,
                                          l->key_len);
             } else if (k == 2 && ((l->format == formats_index(pl) && decimal_holder(l)) ||
-                                  l->format == formats_index(ps))) {
+                                  l->format == formats_index(ps) ||
+                                  l->format == formats_index(rsem))) {
                 pr.kind = HELPER_PERMIT_TIMEOUT;
                 pr.namelen = suffix_name(name, sizeof(name), l->key, l->key_len, "timeout");
             } else {

@@ -50,6 +50,8 @@ record_states(const struct run *r, const struct snap_lock *l, int64_t first_seen
     f.max_count = l->max_count;
     f.held_ms = r->now_ms - first_seen_ms;
     f.nottl_ms = nottl_since_ms > 0 ? r->now_ms - nottl_since_ms : -1;
+    f.semaphore = l->format < formats_count &&
+        strcmp(formats_table[l->format].name, "redisson-semaphore") == 0;
     return lockstate_judge(&r->judge, &f);
 }
 
@@ -77,6 +79,13 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
 
     kh = keyhash(raw->key, raw->keylen);
     fmt = formats_decode(raw, &view);
+    /* the operator says which counts are Redisson semaphores */
+    if (strcmp(fmt->name, "plain") == 0 && lock_key_semaphore(r->t, raw->key, raw->keylen)) {
+        const struct lock_format *sem = formats_semaphore(raw, &view);
+
+        if (sem != NULL)
+            fmt = sem;
+    }
     /* fields past the read cap are holders too (the decoders saw only
      * the first RAW_FIELDS_MAX) */
     rawread_count_cut_holders(&view, raw, hlen);
