@@ -126,8 +126,7 @@ const struct config_option config_options[] = {
     { .section = SECTION_TARGET, .key = "semaphore_patterns", .type = OPT_LIST,
       AT(struct target_conf, semaphore_patterns), AT2(struct target_conf, nsemaphore_patterns),
       .example = "lock:sem:*",
-      .help = "comma separated globs of keys that are Redisson semaphores: a decimal value "
-              "there is the permits available, never leaked or long" },
+      .help = "comma separated globs of Redisson RSemaphore keys: never leaked or long" },
     { .section = SECTION_TARGET, .key = "scan_interval", .type = OPT_DURATION,
       .def = "15s", .min = 100, .max = MS_D,
       AT(struct target_conf, scan_interval_ms),

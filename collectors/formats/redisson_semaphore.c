@@ -12,6 +12,8 @@
  * docs/lockctl.md, "redisson-semaphore"); lockstate never judges this row
  * leaked or long.
  */
+#include <limits.h>
+
 #include "collectors/formats/formats_impl.h"
 
 bool
@@ -74,10 +76,10 @@ formats_permits_available(const struct lock_format *fmt, const char *id, size_t 
         return false;
     if (idlen > 0 && id[0] == '-')
         neg = true, i = 1;
-    if (idlen == i || idlen - i > 18)
+    if (idlen == i || idlen - i > 19)
         return false;
     for (; i < idlen; i++) {
-        if (id[i] < '0' || id[i] > '9')
+        if (id[i] < '0' || id[i] > '9' || n > (LLONG_MAX - (id[i] - '0')) / 10)
             return false;
         n = n * 10 + (id[i] - '0');
     }

@@ -24,6 +24,7 @@
 
 #include "conf/config.h"
 #include "conf/options.h"
+#include "collectors/locks/lockclass.h"
 
 struct tmp {
     char path[32];
@@ -644,6 +645,22 @@ test_list_values(void **state)
     expect_error("[target a]\npatterns =\n",
                  "x.ini:2: [target a] patterns: no pattern given (list at least one glob of "
                  "lock keys, e.g. lock:*)");
+
+    /* semaphore_patterns: none by default, a list like patterns */
+    cfg = expect_load("[target a]\npatterns = lock:*\n");
+    assert_int_equal(cfg->targets[0].nsemaphore_patterns, 0);
+    config_free(cfg);
+    cfg = expect_load("[target a]\nsemaphore_patterns = lock:sem* , lock:permits:*\n");
+    assert_int_equal(cfg->targets[0].nsemaphore_patterns, 2);
+    assert_string_equal(cfg->targets[0].semaphore_patterns[0], "lock:sem*");
+    assert_string_equal(cfg->targets[0].semaphore_patterns[1], "lock:permits:*");
+    assert_true(lock_key_semaphore(&cfg->targets[0], "lock:sem", 8));
+    assert_true(lock_key_semaphore(&cfg->targets[0], "lock:permits:a", 14));
+    assert_false(lock_key_semaphore(&cfg->targets[0], "lock:se", 7));
+    config_free(cfg);
+    expect_error("[target a]\nsemaphore_patterns = lock:sem*,,x\n",
+                 "x.ini:2: [target a] semaphore_patterns: \"lock:sem*,,x\" has an empty item "
+                 "(use comma separated values, e.g. lock:sem:*)");
 }
 
 static void

@@ -142,7 +142,8 @@ test_table_order(void **state)
 {
     static const char *const order[] = {
         "redisson-rw", "redisson", "redisson-fair", "redisson-fenced",
-        "redisson-permit-semaphore", "liblockwatch", "shedlock", "redis-py",
+        "redisson-permit-semaphore", "redisson-semaphore", "liblockwatch", "shedlock",
+        "redis-py",
         "node-redlock", "redsync", "python-redis-lock", "redis-semaphore", "pottery",
         "spring", "plain", "unknown",
     };
@@ -913,6 +914,65 @@ test_unknown(void **state)
     assert_true(formats_table[formats_count - 1].claims(&raw));
 }
 
+/* A Redisson RSemaphore: no value claims it; under semaphore_patterns
+ * formats_semaphore() takes a whole decimal and nothing else. */
+static void
+test_redisson_semaphore(void **state)
+{
+    static const char *const counts[] = { "0", "7", "-3", "1234567890123456789" };
+    static const char *const not_counts[] = { "", "-", "7a", " 7", "+7", "1.5",
+                                              "12345678901234567890", "lw1:x" };
+    const struct lock_format *sem = formats_by_name("redisson-semaphore");
+    struct raw_lock raw;
+    struct lock_view v;
+    long long permits;
+    (void)state;
+
+    assert_non_null(sem);
+    assert_string_equal(sem->wake_channel, "redisson_sc");
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+        raw = string_raw(counts[i], strlen(counts[i]), false);
+        raw.pttl = -1;
+        /* the value alone: still plain */
+        assert_false(sem->claims(&raw));
+        assert_string_equal(decode(&raw, &v)->name, "plain");
+        assert_ptr_equal(formats_semaphore(&raw, &v), sem);
+        assert_int_equal(v.nholders, 1);
+        assert_int_equal(v.holders_total, 1);
+        assert_int_equal(v.holders[0].idlen, strlen(counts[i]));
+        assert_memory_equal(v.holders[0].id, counts[i], strlen(counts[i]));
+        assert_int_equal(v.acquired_ms, 0);
+        assert_true(formats_permits_available(sem, v.holders[0].id, v.holders[0].idlen,
+                                              &permits));
+        assert_int_equal(permits, strtoll(counts[i], NULL, 10));
+        /* the same id under another row is no count */
+        assert_false(formats_permits_available(formats_by_name("plain"), v.holders[0].id,
+                                               v.holders[0].idlen, &permits));
+        free_string_raw(&raw);
+    }
+    for (size_t i = 0; i < sizeof(not_counts) / sizeof(not_counts[0]); i++) {
+        raw = string_raw(not_counts[i], strlen(not_counts[i]), false);
+        v.nholders = 99;
+        assert_null(formats_semaphore(&raw, &v));
+        assert_int_equal(v.nholders, 99);      /* untouched */
+        free_string_raw(&raw);
+    }
+    /* a value cut by the read cap is not known to be a count */
+    raw = string_raw("12", 2, true);
+    assert_null(formats_semaphore(&raw, &v));
+    free_string_raw(&raw);
+    /* not a string */
+    memset(&raw, 0, sizeof(raw));
+    raw.key = "lock:sem";
+    raw.keylen = 8;
+    raw.type = RAW_HASH;
+    assert_null(formats_semaphore(&raw, &v));
+    /* its permits zset still makes it a permit-expirable semaphore */
+    assert_string_equal(formats_kin(sem, 1u << HELPER_PERMIT_TIMEOUT)->name,
+                        "redisson-permit-semaphore");
+    assert_ptr_equal(formats_kin(sem, 1u << HELPER_FENCE_TOKEN), sem);
+}
+
 static void
 test_ambiguity(void **state)
 {
@@ -1030,6 +1090,7 @@ main(void)
         cmocka_unit_test(test_plain_binary),
         cmocka_unit_test(test_unknown),
         cmocka_unit_test(test_ambiguity),
+        cmocka_unit_test(test_redisson_semaphore),
         cmocka_unit_test(test_random_inputs),
     };
 

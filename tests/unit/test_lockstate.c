@@ -56,6 +56,22 @@ test_held(void **state)
     assert_int_equal(lockstate_judge(&rules, &f), LOCK_HELD);
 }
 
+/* A Redisson semaphore has no TTL by design and its "holder" is a
+ * count: never leaked or long; reentrant_high still applies as to any. */
+static void
+test_semaphore(void **state)
+{
+    struct lockstate_facts f = healthy();
+
+    (void)state;
+    f.pttl_ms = -1;
+    f.nottl_ms = 10 * GRACE;
+    f.held_ms = rules.max_hold_ms + 1;
+    assert_int_equal(lockstate_judge(&rules, &f), LOCK_HELD | LOCK_LEAKED | LOCK_LONG);
+    f.semaphore = true;
+    assert_int_equal(lockstate_judge(&rules, &f), LOCK_HELD);
+}
+
 static void
 test_leaked(void **state)
 {
@@ -259,6 +275,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_held),
         cmocka_unit_test(test_leaked),
+        cmocka_unit_test(test_semaphore),
         cmocka_unit_test(test_long),
         cmocka_unit_test(test_reentrant_high),
         cmocka_unit_test(test_states_together),
