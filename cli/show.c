@@ -285,9 +285,9 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
     if (l->view.nholders == 1 &&
         formats_permits_available(l->fmt, l->view.holders[0].id, l->view.holders[0].idlen,
                                   &permits)) {
-        snprintf(buf, sizeof(buf), "%lld (a Redisson semaphore: never leaked or long)",
-                 permits);
-        rc |= row(t, "permits available", buf, strlen(buf));
+        snprintf(buf, sizeof(buf), "%lld available (a Redisson semaphore: never leaked "
+                 "or long)", permits);
+        rc |= row(t, "permits", buf, strlen(buf));
     }
     snprintf(buf, sizeof(buf), "held%s%s%s%s", l->states & LOCK_LEAKED ? ", leaked" : "",
              l->states & LOCK_LONG ? ", long" : "",
