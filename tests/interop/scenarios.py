@@ -388,7 +388,8 @@ def redisson_helpers(kind):
     """Reproduction 3: of N real Redisson locks, N locks - no helper key as a
     lock or a leak.  Also reproduction 5 (expire/release on helper keys)."""
     scen = kind + "/helper-keys"
-    env = Env(scen, leak_grace="1s")
+    # an idle RSemaphore cannot be told from a numeric token: the operator says
+    env = Env(scen, leak_grace="1s", target_extra={"semaphore_patterns": "lock:sem"})
     new = kind == "redisson-new"
     try:
         a = env.client(kind, name="a")
@@ -407,9 +408,9 @@ def redisson_helpers(kind):
         a.do("a1 lock spin lock:spin")
         expected = {"lock:rlock": "redisson", "lock:fair": "redisson-fair", "lock:rw": "redisson-rw",
                     "lock:spin": "redisson",
-                    # h-formats (FORMAT-NAMES.txt): an RSemaphore is a decimal string that
-                    # cannot be told from a numeric token, so it is no row of its own
-                    "lock:sem": "plain",
+                    # a decimal string that only semaphore_patterns tells from a
+                    # numeric token (without the option: plain, checked below)
+                    "lock:sem": "redisson-semaphore",
                     "lock:pexp": "redisson-permit-semaphore"}
         if new:
             a.do("a1 lock fenced lock:fenced")
@@ -450,15 +451,27 @@ def redisson_helpers(kind):
         nottl = [k for k in env.r.scan_iter("*") if env.r.pttl(k) == -1]
         until(lambda: all(env.r.object("idletime", k) >= 2 for k in nottl), timeout=30,
               desc="keys without TTL idle 2 s (leak_grace 1 s)")
-        m = expect_once(env, scen, byfmt, leak_allowed=("lock:sem",))
+        # the limit, documented: without semaphore_patterns it is a plain leaked lock
+        nosem = os.path.join(env.dir, "no-semaphore-patterns.ini")
+        with open(nosem, "w") as f:
+            f.write(harness.config_text(harness.free_port(), [("main", env.rs.url)],
+                                        **{k: v for k, v in env.cfg.items() if k != "target_extra"}))
+        p = subprocess.run([LOCKCTL, "-c", nosem, "--agent", "off", "--json", "show", "lock:sem"],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+        try:
+            lk = json.loads(p.stdout) if p.returncode == 0 else {}
+        except ValueError:
+            lk = {}
+        R.check(scen, "without semaphore_patterns lock:sem is plain and leaked (the documented limit)",
+                lk.get("format") == "plain" and "leaked" in lk.get("states", []),
+                "exit %s: %s %s" % (p.returncode, p.stdout[-400:], p.stderr[-400:]))
+        m = expect_once(env, scen, byfmt)
         R.check(scen, "lockwatchd --once: lockwatch_lock_waiters{class=\"lock:fair\"} = 2 (its queue)",
                 harness.msum(m, "lockwatch_lock_waiters", **{"class": "lock:fair"}) == 2,
                 harness.select(m, "lockwatch_lock_waiters"))
         R.check(scen, "lockwatchd --once: the RSemaphore lock:sem (no TTL by design) is not leaked",
                 not harness.msum(m, "lockwatch_locks_leaked", **{"class": "lock:sem"}),
-                harness.select(m, "lockwatch_locks_leaked", **{"class": "lock:sem"}),
-                xfail="an idle RSemaphore (a count, no TTL, nobody waiting) cannot be told from a "
-                      "plain lock with a numeric token and no TTL (docs/formats.md)")
+                harness.select(m, "lockwatch_locks_leaked", **{"class": "lock:sem"}))
         # reproduction 5: helper keys are never release/expire targets
         helpers = sorted(k for k in env.r.scan_iter("*") if k not in expected and k != "lock:gone")
         R.check(scen, "the helper keys exist (queue, timeout set, rwlock_timeout%s)"
