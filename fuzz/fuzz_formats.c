@@ -200,6 +200,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(f1->claims(&raw));
     check_wake(&raw, f1);
     check_kin(&raw, f1);
+    /* semaphore_patterns: a count, one holder whose id gives it back */
+    memset(v2, 0x5a, sizeof(*v2));
+    f2 = formats_semaphore(&raw, v2);
+    if (f2 != NULL) {
+        long long permits;
+
+        FUZZ_CHECK(strcmp(f2->name, "redisson-semaphore") == 0 && !f2->claims(&raw));
+        FUZZ_CHECK(strcmp(f1->name, "plain") == 0 && v2->nholders == 1 &&
+                   v2->holders_total == 1 && v2->holders[0].idlen == raw.valuelen);
+        FUZZ_CHECK(formats_permits_available(f2, v2->holders[0].id, v2->holders[0].idlen,
+                                             &permits));
+        FUZZ_CHECK(!formats_permits_available(f1, v2->holders[0].id, v2->holders[0].idlen,
+                                              &permits));
+    }
 
     free(v1);
     free(v2);

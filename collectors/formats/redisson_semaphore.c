@@ -2,7 +2,7 @@
 /*
  * redisson_semaphore.c - the "redisson-semaphore" row: a Redisson
  * RSemaphore, a string holding the number of permits available (a decimal
- * integer, negative after reducePermits), no TTL by design.
+ * integer of up to 18 digits, negative after reducePermits), no TTL by design.
  *
  * Redis cannot tell it from a plain lock whose token is a number, so no
  * value claims this row by itself: a key the operator names in the
@@ -12,8 +12,6 @@
  * docs/lockctl.md, "redisson-semaphore"); lockstate never judges this row
  * leaked or long.
  */
-#include <limits.h>
-
 #include "collectors/formats/formats_impl.h"
 
 bool
@@ -23,23 +21,26 @@ fmt_redisson_sem_claims(const struct raw_lock *raw)
     return false;
 }
 
-/* An optionally negative decimal of 1 to 19 digits, read whole. */
+/* An optionally negative decimal of 1 to 18 digits (lw1_parse_udec). */
+static bool
+parse_count(const char *s, size_t len, long long *out)
+{
+    bool neg = len > 0 && s[0] == '-';
+    uint64_t u;
+
+    if (s == NULL || lw1_parse_udec(s + neg, len - neg, 18, false, &u) != 0)
+        return false;
+    *out = neg ? -(long long)u : (long long)u;
+    return true;
+}
+
 static bool
 is_count(const struct raw_lock *raw)
 {
-    size_t i = 0, digits;
+    long long n;
 
-    if (raw->type != RAW_STRING || raw->value == NULL || !fmt_whole_string(raw))
-        return false;
-    if (raw->valuelen > 0 && raw->value[0] == '-')
-        i = 1;
-    digits = raw->valuelen - i;
-    if (digits == 0 || digits > 19)
-        return false;
-    for (; i < raw->valuelen; i++)
-        if (raw->value[i] < '0' || raw->value[i] > '9')
-            return false;
-    return true;
+    return raw->type == RAW_STRING && raw->value != NULL && fmt_whole_string(raw) &&
+           parse_count(raw->value, raw->valuelen, &n);
 }
 
 int
@@ -68,21 +69,7 @@ bool
 formats_permits_available(const struct lock_format *fmt, const char *id, size_t idlen,
                           long long *out)
 {
-    long long n = 0;
-    size_t i = 0;
-    bool neg = false;
-
     if (fmt == NULL || id == NULL || fmt != formats_by_name("redisson-semaphore"))
         return false;
-    if (idlen > 0 && id[0] == '-')
-        neg = true, i = 1;
-    if (idlen == i || idlen - i > 19)
-        return false;
-    for (; i < idlen; i++) {
-        if (id[i] < '0' || id[i] > '9' || n > (LLONG_MAX - (id[i] - '0')) / 10)
-            return false;
-        n = n * 10 + (id[i] - '0');
-    }
-    *out = neg ? -n : n;
-    return true;
+    return parse_count(id, idlen, out);
 }

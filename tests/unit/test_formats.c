@@ -919,9 +919,10 @@ test_unknown(void **state)
 static void
 test_redisson_semaphore(void **state)
 {
-    static const char *const counts[] = { "0", "7", "-3", "1234567890123456789" };
-    static const char *const not_counts[] = { "", "-", "7a", " 7", "+7", "1.5",
-                                              "12345678901234567890", "lw1:x" };
+    static const char *const counts[] = { "0", "7", "-3", "123456789012345678",
+                                          "-123456789012345678" };
+    static const char *const not_counts[] = { "", "-", "7a", " 7", "+7", "1.5", "--1",
+                                              "1234567890123456789", "lw1:x" };
     const struct lock_format *sem = formats_by_name("redisson-semaphore");
     struct raw_lock raw;
     struct lock_view v;
