@@ -64,6 +64,17 @@
 
 /* --- errors and time (client.c) ---------------------------------------- */
 
+/* Debug tracing of the lost-reply machinery: built only with -DLWC_TRACE. */
+#ifdef LWC_TRACE
+#include <stdio.h>
+#include <unistd.h>
+#define LWC_T(fmt, ...) fprintf(stderr, "lwc %lld pid %ld tid %lld: " fmt "\n", \
+                                (long long)clock_mono_us(), (long)getpid(), \
+                                lwc_gettid(), __VA_ARGS__)
+#else
+#define LWC_T(fmt, ...) ((void)0)
+#endif
+
 /* Fill *err (may be NULL) and return status. */
 lw_status lwc_seterr(lw_error *err, lw_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -89,6 +89,8 @@ lwc_attempt(lw_client *c, struct lw_lock *lk, bool want_pttl, long long *pttl,
     if (ctx == NULL)
         return LW_ERR;
     st = lk->kind->attempt(c, ctx, lk, want_pttl, pttl, err);
+    LWC_T("attempt %s holder %s: %d%s", lk->key, lk->holder, (int)st,
+          ctx->err ? " (conn error)" : "");
     if (st == LW_ERR && ctx->err) {
         /* The acquire may have reached Redis and may still run there. */
         lwc_orphan_note(c, lk);
@@ -241,6 +243,8 @@ lw_unlock(lw_lock_t *lk, lw_error *err)
         goto out;
     }
     st = lk->kind->release(c, ctx, lk, err);
+    LWC_T("release %s holder %s: %d%s", lk->key, lk->holder, (int)st,
+          ctx->err ? " (conn error)" : "");
     lwc_cmd_put(c, ctx);
     if (st == LW_OK)
         lwc_clearerr(err);

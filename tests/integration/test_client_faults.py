@@ -160,6 +160,37 @@ class FaultsTest(harness.TestCase):
         w.ok("unlock outer")
         self.assertEqual(self.r.exists(key), 0)
 
+    def test_nested_lost_reply_after_outer_expired(self):
+        """The torture's orphan (seed 103): an outer hold whose lease ends
+        while Redis is paused, a nested acquire sent meanwhile (its reply
+        lost), and the outer unlock made before Redis answers.  When Redis
+        resumes, the nested acquire finds the key expired and takes it
+        afresh; the undo must remove that hold, though the outer lock
+        object was alive when the undo was sent, and no hold may be left
+        for the same thread's next lock to build on."""
+        key = "lock:orphan:nested-expired"
+        w = self.shell("w", "cmd_timeout=%d" % CMD_TIMEOUT_MS)
+        w.ok("lock w outer %s 400 1000 reentrant" % key)
+        self.redis.pause()
+        try:
+            ans = w.cmd("lock w inner %s 60000 0 reentrant" % key)
+            self.assertTrue(ans.startswith("ERR"), ans)
+            ans = w.cmd("unlock outer")
+            self.assertTrue(ans.startswith("ERR"), ans)
+            time.sleep(0.8)             # past the outer lease
+        finally:
+            self.redis.resume()
+        t_resume = time.monotonic()
+        harness.wait_until(lambda: self.r.exists(key) == 0, 2, interval=0.01,
+                           desc="the nested attempt's fresh hold to be undone")
+        self.assertLess(time.monotonic() - t_resume, 1.0)
+        # the same thread's next hold is a first hold, released in one go
+        ans = w.ok("lock w again %s 60000 1000 reentrant" % key)
+        field = ans.split("token=")[1]
+        self.assertEqual(self.r.hgetall(key), {field: "1"})
+        w.ok("unlock again")
+        self.assertEqual(self.r.exists(key), 0)
+
     def test_waiter_across_pause_gets_lock_on_resume(self):
         key = "lock:pause:wait"
         w = self.shell("w", "cmd_timeout=%d" % CMD_TIMEOUT_MS)
