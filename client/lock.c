@@ -239,6 +239,16 @@ lw_unlock(lw_lock_t *lk, lw_error *err)
     }
     ctx = lwc_cmd_get(c, err);
     if (ctx == NULL) {
+        /* Redis silent behind a lost reply: the release waits in line and
+         * runs when it resumes, instead of leaving the lock (and, for a
+         * reentrant one, a hold the thread's next lock would build on) for
+         * a whole lease. */
+        if (lwc_release_queue(c, lk))
+            lwc_seterr(err, LW_ERR, "lw_unlock %.200s: Redis at %s:%d has not "
+                       "answered a command sent before within the command "
+                       "timeout (busy or paused); the release was sent behind "
+                       "it and runs when Redis resumes", lk->key, c->host,
+                       c->port);
         st = LW_ERR;
         goto out;
     }

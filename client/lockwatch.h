@@ -263,7 +263,9 @@ LW_API lw_status lw_trylock(lw_client *c, const char *key, long long lease_ms,
  *
  * Returns LW_OK; LW_LOST when the lock had expired or was taken over (the
  * new holder's lock is left alone); LW_ERR when Redis did not answer (a
- * release that timed out on a paused Redis still runs when it resumes;
+ * release that timed out on a paused Redis still runs when it resumes, and
+ * so does one made while Redis had not answered an earlier command yet: it
+ * is sent behind that command, up to 4 at a time per client;
  * otherwise the lock, no longer renewed, expires after its lease) or the
  * client was freed.  Reports one hold sample.  NULL is a no-op returning
  * LW_OK.

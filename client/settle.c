@@ -236,15 +236,35 @@ drop_cmd(lw_client *c)
         redisFree(c->cmd);
     c->cmd = NULL;
     c->cmd_sync = false;
+    c->cmd_queued = 0;
     limbo_put(c, &c->settling);
     limbo_put(c, &c->lost);
+}
+
+/* Hand what c->cmd has buffered to the kernel now, so Redis runs it as
+ * soon as it resumes, whether or not anyone calls again.  A full socket
+ * buffer only means the rest goes with the next read. */
+static void
+flush_cmd(lw_client *c)
+{
+    redisContext *ctx = c->cmd;
+    int done = 0;
+
+    while (!done)
+        if (redisBufferWrite(ctx, &done) != REDIS_OK) {
+            if (!timed_out(ctx)) {
+                drop_cmd(c);
+                return;
+            }
+            clear_ctx_error(ctx);
+            break;
+        }
 }
 
 void
 lwc_settle_after_error(lw_client *c)
 {
     redisContext *ctx = c->cmd;
-    int done = 0;
 
     if (c->lost.used)
         atomic_fetch_add_explicit(&c->stats.lost_replies, 1, memory_order_relaxed);
@@ -263,18 +283,50 @@ lwc_settle_after_error(lw_client *c)
     LWC_T("settle appended %s for %s", c->cmd_marker,
           c->settling.used ? c->settling.holder : "-");
     c->cmd_sync = true;
-    /* Hand it to the kernel now, so Redis runs it as soon as it resumes,
-     * whether or not anyone calls again.  A full socket buffer only means
-     * the rest goes with the next read. */
-    while (!done)
-        if (redisBufferWrite(ctx, &done) != REDIS_OK) {
-            if (!timed_out(ctx)) {
-                drop_cmd(c);
-                return;
-            }
-            clear_ctx_error(ctx);
-            break;
+    flush_cmd(c);
+}
+
+/* The queued release's script, by its source (a NOSCRIPT would be one more
+ * reply to skip, and the release would not have run). */
+static int
+release_append(redisContext *ctx, const struct lw_lock *lk)
+{
+    bool rlock = lk->kind == &lwc_kind_reentrant;
+    const char *src = lwc_scripts[rlock ? LWC_RLOCK_RELEASE : LWC_PLAIN_RELEASE].src;
+    char lease[24];
+    const char *argv[7] = { "EVAL", src, "2", lk->key, lk->channel, lk->holder,
+                            lease };
+    size_t lens[7] = { 4, strlen(src), 1, lk->keylen, lk->channellen,
+                       lk->holderlen, 0 };
+
+    lens[6] = lwc_fmt_u64(lease, (uint64_t)lk->lease_ms);
+    return redisAppendCommandArgv(ctx, rlock ? 7 : 6, argv, lens) == REDIS_OK ? 0 : -1;
+}
+
+bool
+lwc_release_queue(lw_client *c, const struct lw_lock *lk)
+{
+    bool queued = false;
+
+    pthread_mutex_lock(&c->cmd_mu);
+    if (c->cmd != NULL && c->cmd_sync && c->cmd_queued < LWC_QUEUE_MAX &&
+        lk->holderlen > 0) {
+        /* The release and a new marker behind it: every reply before the
+         * new marker (the old one's too) is stale. */
+        new_marker(c);
+        if (release_append(c->cmd, lk) != 0 ||
+            settle_append(c, c->cmd, NULL, true, c->cmd_marker,
+                          c->cmd_markerlen) != 0) {
+            drop_cmd(c);
+        } else {
+            c->cmd_queued++;
+            queued = true;
+            LWC_T("release queued %s holder %s", lk->key, lk->holder);
+            flush_cmd(c);
         }
+    }
+    pthread_mutex_unlock(&c->cmd_mu);
+    return queued;
 }
 
 int
@@ -315,6 +367,7 @@ lwc_settle_sync(lw_client *c, lw_error *err)
                                               memory_order_relaxed);
                 orphan_clear(&c->settling);
                 c->cmd_sync = false;
+                c->cmd_queued = 0;
                 return 0;
             }
         }

@@ -191,6 +191,35 @@ class FaultsTest(harness.TestCase):
         w.ok("unlock again")
         self.assertEqual(self.r.exists(key), 0)
 
+    def test_unlock_while_silent_runs_on_resume(self):
+        """An unlock made while Redis has not answered an earlier command
+        (nothing can be read, so nothing new would be sent) is queued
+        behind it and runs when Redis resumes, instead of leaving the lock
+        for its whole lease; a reentrant one leaves no hold behind."""
+        w = self.shell("w", "cmd_timeout=%d" % CMD_TIMEOUT_MS)
+        keys = ("lock:silent:plain", "lock:silent:reentrant")
+        w.ok("lock w p %s 60000 1000 -" % keys[0])
+        w.ok("lock w r %s 60000 1000 reentrant" % keys[1])
+        self.redis.pause()
+        try:
+            ans = w.cmd("trylock w other lock:silent:other 60000 -")
+            self.assertTrue(ans.startswith("ERR"), ans)
+            for name in ("p", "r"):
+                ans = w.cmd("unlock %s" % name)
+                self.assertTrue(ans.startswith("ERR") and "runs when Redis resumes" in ans,
+                                ans)
+        finally:
+            self.redis.resume()
+        t_resume = time.monotonic()
+        harness.wait_until(lambda: self.r.exists(*keys, "lock:silent:other") == 0, 2,
+                           interval=0.01, desc="the queued releases to run")
+        self.assertLess(time.monotonic() - t_resume, 1.0)
+        # the connection is in step: the next lock is a first hold
+        ans = w.ok("lock w again %s 60000 1000 reentrant" % keys[1])
+        self.assertEqual(self.r.hgetall(keys[1]), {ans.split("token=")[1]: "1"})
+        w.ok("unlock again")
+        self.assertEqual(self.r.exists(keys[1]), 0)
+
     def test_waiter_across_pause_gets_lock_on_resume(self):
         key = "lock:pause:wait"
         w = self.shell("w", "cmd_timeout=%d" % CMD_TIMEOUT_MS)
