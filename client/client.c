@@ -50,6 +50,43 @@ lwc_clearerr(lw_error *err)
     }
 }
 
+/*
+ * hiredis writes with write(2), so a write on a connection the server
+ * closed (a restart) raises SIGPIPE on the writing thread, which kills a
+ * program that does not ignore it.  Every public call that may write to
+ * Redis blocks SIGPIPE on its thread for its duration, takes back one it
+ * raised (sigtimedwait, no wait), and restores the thread's mask.  A
+ * SIGPIPE already pending when the call began is left alone.
+ */
+void
+lwc_sigpipe_block(struct lwc_sigpipe *s)
+{
+    sigset_t pipe, pending;
+
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    s->restore = pthread_sigmask(SIG_BLOCK, &pipe, &s->old) == 0 &&
+                 !sigismember(&s->old, SIGPIPE);
+    s->was_pending = !s->restore && sigpending(&pending) == 0 &&
+                     sigismember(&pending, SIGPIPE);
+}
+
+void
+lwc_sigpipe_restore(struct lwc_sigpipe *s)
+{
+    sigset_t pipe, pending;
+    struct timespec zero = { 0, 0 };
+
+    if (!s->was_pending && sigpending(&pending) == 0 &&
+        sigismember(&pending, SIGPIPE)) {
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        (void)sigtimedwait(&pipe, NULL, &zero);
+    }
+    if (s->restore)
+        (void)pthread_sigmask(SIG_SETMASK, &s->old, NULL);
+}
+
 
 
 LW_API void
@@ -198,8 +235,8 @@ dup_or_null(const char *s, bool *oom)
     return d;
 }
 
-LW_API lw_client *
-lw_connect(const lw_options *opts, lw_error *err)
+static lw_client *
+connect_client(const lw_options *opts, lw_error *err)
 {
     lw_options defaults;
     lw_client *c = NULL;
@@ -286,6 +323,18 @@ lw_connect(const lw_options *opts, lw_error *err)
 fail:
     client_destroy(c);
     return NULL;
+}
+
+LW_API lw_client *
+lw_connect(const lw_options *opts, lw_error *err)
+{
+    struct lwc_sigpipe sp;
+    lw_client *c;
+
+    lwc_sigpipe_block(&sp);         /* the background thread inherits it */
+    c = connect_client(opts, err);
+    lwc_sigpipe_restore(&sp);
+    return c;
 }
 
 LW_API void

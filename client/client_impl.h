@@ -16,6 +16,7 @@
 #define LOCKWATCH_CLIENT_IMPL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -65,6 +66,16 @@
 #define LWC_RLOCK_CHANNEL   "redisson_lock__channel"
 
 /* --- errors and time (client.c) ---------------------------------------- */
+
+/* SIGPIPE blocked on the calling thread while a public call may write to
+ * Redis (client.c). */
+struct lwc_sigpipe {
+    sigset_t old;
+    bool restore;                   /* it was not blocked before */
+    bool was_pending;
+};
+void lwc_sigpipe_block(struct lwc_sigpipe *s);
+void lwc_sigpipe_restore(struct lwc_sigpipe *s);
 
 /* Debug tracing of the lost-reply machinery: built only with -DLWC_TRACE. */
 #ifdef LWC_TRACE

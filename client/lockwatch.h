@@ -41,8 +41,12 @@
  * unless the status is LW_OK, a one-line message that says what failed, on
  * what, and what to do.  The message lives in the caller's struct, so
  * threads sharing a client never see each other's errors.  The library
- * never aborts, never prints and never raises signals (it sends with
- * MSG_NOSIGNAL and hiredis).
+ * never aborts, never prints and never raises signals: it sends samples
+ * with MSG_NOSIGNAL, and since hiredis writes with write(2), which raises
+ * SIGPIPE on a connection the server closed, every call that may write to
+ * Redis blocks SIGPIPE on the calling thread while it runs and takes back
+ * one it raised (the thread's mask is restored; a SIGPIPE the caller had
+ * pending already is left alone).
  *
  * Faults.  An acquire whose reply was lost is undone on Redis, so it never
  * leaves a lock nobody owns: after a command timeout by a script sent right
