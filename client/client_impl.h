@@ -67,15 +67,8 @@
 
 /* --- errors and time (client.c) ---------------------------------------- */
 
-/* SIGPIPE blocked on the calling thread while a public call may write to
- * Redis (client.c). */
-struct lwc_sigpipe {
-    sigset_t old;
-    bool restore;                   /* it was not blocked before */
-    bool was_pending;
-};
-void lwc_sigpipe_block(struct lwc_sigpipe *s);
-void lwc_sigpipe_restore(struct lwc_sigpipe *s);
+/* SIGPIPE to SIG_IGN if it is at its default action (client.c says why). */
+void lwc_sigpipe_ignore_default(void);
 
 /* Debug tracing of the lost-reply machinery: built only with -DLWC_TRACE. */
 #ifdef LWC_TRACE

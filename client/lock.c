@@ -208,30 +208,18 @@ LW_API lw_status
 lw_lock(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
         int flags, lw_lock_t **out, lw_error *err)
 {
-    struct lwc_sigpipe sp;
-    lw_status st;
-
-    lwc_sigpipe_block(&sp);
-    st = acquire(c, key, lease_ms, timeout_ms, flags, false, out, err);
-    lwc_sigpipe_restore(&sp);
-    return st;
+    return acquire(c, key, lease_ms, timeout_ms, flags, false, out, err);
 }
 
 LW_API lw_status
 lw_trylock(lw_client *c, const char *key, long long lease_ms, int flags,
            lw_lock_t **out, lw_error *err)
 {
-    struct lwc_sigpipe sp;
-    lw_status st;
-
-    lwc_sigpipe_block(&sp);
-    st = acquire(c, key, lease_ms, 0, flags, true, out, err);
-    lwc_sigpipe_restore(&sp);
-    return st;
+    return acquire(c, key, lease_ms, 0, flags, true, out, err);
 }
 
-static lw_status
-release(lw_lock_t *lk, lw_error *err)
+LW_API lw_status
+lw_unlock(lw_lock_t *lk, lw_error *err)
 {
     lw_client *c;
     redisContext *ctx;
@@ -280,19 +268,7 @@ out:
 }
 
 LW_API lw_status
-lw_unlock(lw_lock_t *lk, lw_error *err)
-{
-    struct lwc_sigpipe sp;
-    lw_status st;
-
-    lwc_sigpipe_block(&sp);
-    st = release(lk, err);
-    lwc_sigpipe_restore(&sp);
-    return st;
-}
-
-static lw_status
-extend(lw_lock_t *lk, long long lease_ms, lw_error *err)
+lw_extend(lw_lock_t *lk, long long lease_ms, lw_error *err)
 {
     char lease[24];
     const char *kv[3];
@@ -338,18 +314,6 @@ extend(lw_lock_t *lk, long long lease_ms, lw_error *err)
                         "ours (it expired or was taken over)", lk->key);
     }
     freeReplyObject(r);
-    return st;
-}
-
-LW_API lw_status
-lw_extend(lw_lock_t *lk, long long lease_ms, lw_error *err)
-{
-    struct lwc_sigpipe sp;
-    lw_status st;
-
-    lwc_sigpipe_block(&sp);
-    st = extend(lk, lease_ms, err);
-    lwc_sigpipe_restore(&sp);
     return st;
 }
 

@@ -327,13 +327,7 @@ bg_main(void *arg)
 {
     lw_client *c = arg;
     struct lwc_bg *bg = &c->bg;
-    sigset_t pipe;
 
-    /* Our own thread: SIGPIPE stays blocked (client.c says why); one raised
-     * here stays pending on this thread, never delivered. */
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    (void)pthread_sigmask(SIG_BLOCK, &pipe, NULL);
     pthread_mutex_lock(&bg->mu);
     while (!bg->stop) {
         int64_t now = clock_mono_us(), wake = INT64_MAX;
