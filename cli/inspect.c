@@ -26,6 +26,7 @@
 #include "collectors/redis/conn.h"
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
+#include "common/prefixname.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -106,12 +107,20 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
     raw.keylen = l->keylen;
     raw.type = l->type;
     raw.pttl = l->pttl_ms;
+    raw.now_ms = now_ms;
     if (val != NULL && val->type == REDIS_REPLY_ERROR)
         raw.type = l->type = RAW_NONE;      /* replaced by another type meanwhile */
     else if (l->type == RAW_STRING)
         rawread_string(val, &raw);
     else if (l->type == RAW_HASH && rawread_hash(val, fields, &raw) && raw.nfields == 0)
         raw.type = l->type = RAW_NONE;      /* emptied meanwhile */
+    else if (l->type == RAW_ZSET && val != NULL &&
+             (!rawread_zset(val, fields, &raw, hlen != NULL &&
+                            hlen->type == REDIS_REPLY_INTEGER ? hlen->integer : -1) ||
+              raw.nfields == 0))
+        raw.type = l->type = RAW_NONE;      /* emptied or changed meanwhile */
+    else if (l->type == RAW_ZSET && val == NULL)
+        raw.type = RAW_OTHER;               /* a zset no format reads */
     l->fmt = formats_decode(&raw, &l->view);
     rawread_count_cut_holders(&l->view, &raw,
                               hlen != NULL && hlen->type == REDIS_REPLY_INTEGER ?
@@ -123,6 +132,127 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
 
         verdict_judge(&rules, l, NULL, now_ms);
     }
+}
+
+/* Is l a zset whose members a format reads (formats_reads_zset())? */
+static bool
+read_zset(const struct cli_lock *l)
+{
+    return l->type == RAW_ZSET && formats_reads_zset(l->key, l->keylen);
+}
+
+/*
+ * The formats helper keys give (formats_kin(), as the agent's scan does
+ * in collectors/scan/helperkeys.c): one more pipelined round trip for the
+ * locks that may be one - EXISTS of a "redisson" lock's fencing counter
+ * and fair-lock queue, ZCARD and the first HOLDERS_MAX members of a
+ * "plain" count's permits zset (its permits in use are its holders).  An
+ * error reply (an ACL without those keys) leaves the lock as it was.
+ */
+#define KIN_NAME_MAX 1024
+
+static size_t
+kin_name(const struct cli_lock *l, int k, char *out, size_t cap)
+{
+    static const char *const prefixes[2] = { "redisson_lock_token", "redisson_lock_queue" };
+    bool braced;
+    size_t n = 0;
+
+    if (l->keylen > KIN_NAME_MAX)
+        return 0;
+    if (k < 2)
+        return strcmp(l->fmt->name, "redisson") == 0
+            ? prefix_name(out, cap, prefixes[k], l->key, l->keylen) : 0;
+    if (strcmp(l->fmt->name, "plain") != 0 || l->view.nholders != 1 ||
+        l->view.holders[0].idlen == 0 || l->view.holders[0].idlen > 19 ||
+        strspn(l->view.holders[0].id, "0123456789") != l->view.holders[0].idlen)
+        return 0;
+    braced = memchr(l->key, '{', l->keylen) != NULL;
+    if (!braced)
+        out[n++] = '{';
+    memcpy(out + n, l->key, l->keylen);
+    n += l->keylen;
+    if (!braced)
+        out[n++] = '}';
+    memcpy(out + n, ":timeout", 9);
+    return n + 8;
+}
+
+static void
+kin_permits(struct cli_lock *l, long long zcard, const redisReply *members)
+{
+    struct lock_view *v = &l->view;
+
+    v->nholders = 0;
+    v->holders_total = zcard > 0 ? (size_t)zcard : 0;
+    v->max_count = 1;
+    for (size_t j = 0; members != NULL && members->type == REDIS_REPLY_ARRAY &&
+         j < members->elements && v->nholders < HOLDERS_MAX; j++) {
+        const redisReply *e = members->element[j];
+        struct lock_holder *h = &v->holders[v->nholders];
+        size_t keep;
+
+        if (e->type != REDIS_REPLY_STRING)
+            continue;
+        keep = e->len < HOLDER_ID_MAX - 1 ? e->len : HOLDER_ID_MAX - 1;
+        memcpy(h->id, e->str, keep);
+        h->id[keep] = '\0';
+        h->idlen = keep;
+        h->id_truncated = keep < e->len;
+        h->count = 1;
+        v->nholders++;
+    }
+    /* a semaphore lives without a TTL by design */
+    l->states &= (uint8_t)~LOCK_LEAKED;
+    l->leak_unknown = false;
+}
+
+static int
+kin_probe(struct lockctl *lc, struct cli_lock *out, size_t n, char *err, size_t errlen)
+{
+    char name[KIN_NAME_MAX + 64];
+    size_t i, len;
+    int k;
+
+    for (i = 0; i < n; i++)
+        for (k = 0; k < 3 && out[i].type != RAW_NONE; k++) {
+            if ((len = kin_name(&out[i], k, name, sizeof(name))) == 0 || len >= sizeof(name))
+                continue;
+            if (k < 2) {
+                append_cmd(lc, "EXISTS", NULL, name, len, NULL, NULL, NULL);
+            } else {
+                append_cmd(lc, "ZCARD", NULL, name, len, NULL, NULL, NULL);
+                append_cmd(lc, "ZRANGE", NULL, name, len, "0", STR(HOLDERS_LAST), NULL);
+            }
+        }
+    for (i = 0; i < n; i++) {
+        const struct lock_format *f = out[i].fmt;
+        unsigned kinds = 0;
+
+        for (k = 0; k < 3 && out[i].type != RAW_NONE; k++) {
+            redisReply *rep, *members = NULL;
+            long long got;
+
+            if ((len = kin_name(&out[i], k, name, sizeof(name))) == 0 || len >= sizeof(name))
+                continue;
+            if (get_reply(lc, "EXISTS", &rep, err, errlen) == -1)
+                return -1;
+            got = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+            freeReplyObject(rep);
+            if (k == 2 && get_reply(lc, "ZRANGE", &members, err, errlen) == -1)
+                return -1;
+            if (got > 0) {
+                kinds |= 1u << (k == 0 ? HELPER_FENCE_TOKEN : k == 1 ? HELPER_FAIR_QUEUE
+                                : HELPER_PERMIT_TIMEOUT);
+                if (k == 2)
+                    kin_permits(&out[i], got, members);
+            }
+            if (members != NULL)
+                freeReplyObject(members);
+        }
+        out[i].fmt = formats_kin(f, kinds);
+    }
+    return 0;
 }
 
 struct redirect {
@@ -196,15 +326,23 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         else if (out[i].type == RAW_HASH) {
             append_cmd(lc, "HLEN", NULL, keys[i], lens[i], NULL, NULL, NULL);
             append_cmd(lc, "HSCAN", NULL, keys[i], lens[i], "0", "COUNT", STR(RAW_FIELDS_MAX));
+        } else if (read_zset(&out[i])) {
+            /* as the scanner reads it (collectors/scan/stream.c) */
+            append_cmd(lc, "ZCARD", NULL, keys[i], lens[i], NULL, NULL, NULL);
+            append_cmd(lc, "ZRANGE", NULL, keys[i], lens[i], "0", STR(RAW_FIELDS_LAST),
+                       "WITHSCORES");
         }
     }
     for (i = 0; i < n; i++) {
+        bool many = out[i].type == RAW_HASH || read_zset(&out[i]);
+
         hlen = rep = NULL;
-        if (out[i].type == RAW_HASH && get_reply(lc, "HLEN", &hlen, err, errlen) == -1)
+        if (many && get_reply(lc, "HLEN", &hlen, err, errlen) == -1)
             goto out;
-        if ((out[i].type == RAW_STRING || out[i].type == RAW_HASH) &&
+        if ((out[i].type == RAW_STRING || many) &&
             (get_reply(lc, "read", &rep, err, errlen) == -1 ||
-             failed(lc, out[i].type == RAW_HASH ? "HSCAN" : "GETRANGE", rep, err, errlen)))
+             failed(lc, out[i].type == RAW_HASH ? "HSCAN" : out[i].type == RAW_ZSET ?
+                    "ZRANGE" : "GETRANGE", rep, err, errlen)))
             goto out;
         decode(lc, &out[i], hlen, rep, now_ms);
         if (hlen != NULL)
@@ -213,6 +351,8 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
             freeReplyObject(rep);
     }
     hlen = rep = NULL;
+    if (kin_probe(lc, out, n, err, errlen) == -1)
+        goto out;
     rc = 0;
 out:
     if (hlen != NULL)

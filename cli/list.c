@@ -24,6 +24,7 @@
 #include "collectors/redis/cluster.h"
 #include "common/keyhash.h"
 #include "collectors/redis/conn.h"
+#include "collectors/locks/lockclass.h"
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
 #include "collectors/scan/scan.h"
@@ -190,6 +191,10 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
             continue;
         if (lr->pattern != NULL && !lockstate_in_patterns(lr->lc->t, k->str, k->len))
             continue;           /* --pattern narrows within the locks, never beyond */
+        /* exclude_patterns: not locks; helper keys belong to their lock */
+        if (lock_key_excluded(lr->lc->t, k->str, k->len) ||
+            formats_helper(k->str, k->len, RAW_NONE, NULL) != HELPER_NONE)
+            continue;
         if ((first = first_sighting(lr, k->str, k->len)) < 0)
             goto oom;
         if (!first)
@@ -213,7 +218,8 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
             agent = verdict_judge(&lr->rules, &locks[i],
                                   agent_find(&lr->av, locks[i].key, locks[i].keylen),
                                   clock_now_ms());
-        if (locks[i].type == RAW_NONE || !verdict_selected(&locks[i], lr->mask)) {
+        if (locks[i].type == RAW_NONE || !verdict_selected(&locks[i], lr->mask) ||
+            formats_helper(locks[i].key, locks[i].keylen, locks[i].type, NULL) != HELPER_NONE) {
             cli_lock_release(&locks[i]);   /* gone meanwhile, or not asked for */
             continue;
         }

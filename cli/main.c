@@ -13,6 +13,7 @@
  * unreachable or error.
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,19 +40,22 @@ static const struct command {
       "time the format encodes.  States follow the config's [rules].\n" },
     { "show", cmd_show, "show KEY [--escaped]",
       "Show one lock: format, holders (the exact --holder a release needs), TTL, age\n"
-      "(the agent's when it answers), states, and whether the key is inside the\n"
-      "target's patterns.\n"
+      "(the agent's when it answers), states, whether the key is inside the\n"
+      "target's patterns, and who waits where Redis shows it (a fair lock's queue,\n"
+      "the clients subscribed to its wake channel).\n"
       "  --escaped       KEY is percent-encoded (as key_escaped in --json output)\n"
       "Exit 1 when there is no such key.\n" },
     { "release", cmd_release,
       "release KEY --holder H [--if-leaked] [--if-older-than DUR] [--reason TEXT]\n"
       "          [--yes] [--dry-run] [--escaped]",
-      "Release (delete) a stuck lock through the guarded script: only if KEY matches\n"
-      "the target's patterns and is still held by H, atomically; then wake the\n"
-      "waiters its format has and append an audit entry.  Fencing counters are never\n"
-      "touched.\n"
-      "  --holder H          the token (string lock) or <uuid>:<thread> field (hash\n"
-      "                      lock), as lockctl show prints it\n"
+      "Release one holder of a stuck lock through the guarded script: only if KEY\n"
+      "matches the target's patterns and H holds it, atomically; then wake the\n"
+      "waiters its format has and append an audit entry.  Only H's hold goes (one\n"
+      "reader of a read/write lock, one permit of a semaphore); the key is deleted\n"
+      "when no holder is left.  Fencing counters are never touched.\n"
+      "  --holder H          exactly as lockctl show prints it: the token (string\n"
+      "                      lock), the field (hash lock: <uuid>:<thread>, a RW\n"
+      "                      writer's <uuid>:<thread>:write), the permit id\n"
       "  --if-leaked         only if the lock is leaked as list --state leaked judges\n"
       "                      it: no TTL for at least leak_grace\n"
       "  --if-older-than DUR only if the holder is at least DUR old (OBJECT IDLETIME,\n"
@@ -87,7 +91,12 @@ static const char global_help[] =
     "  -t, --target NAME   the [target NAME] to use (default: the first)\n"
     "  --url redis://[user@]host[:port][/db]\n"
     "                      talk to this address instead of the target's url (its\n"
-    "                      patterns, password_file and timeouts still apply)\n"
+    "                      patterns, password_file, timeouts and tls_* still apply);\n"
+    "                      rediss:// for TLS\n"
+    "  --tls-ca-file FILE, --tls-ca-dir DIR, --tls-cert-file FILE, --tls-key-file FILE,\n"
+    "  --tls-server-name NAME, --tls-verify on|off\n"
+    "                      replace the target's tls_* setting of the same name\n"
+    "                      (lockwatch.ini(5)); only with a rediss:// url\n"
     "  --agent http://host:port|off\n"
     "                      the agent list and show ask for first-seen and no-TTL\n"
     "                      times (default: [agent] listen; off: do not ask)\n"
@@ -131,6 +140,9 @@ main(int argc, char **argv)
     int opt, rc;
 
     memset(&lc, 0, sizeof(lc));
+    /* Over TLS, OpenSSL writes with write(2): a server that closed the
+     * connection must give an error, not kill lockctl. */
+    signal(SIGPIPE, SIG_IGN);
     /* "+": stop at the command; its options are its own */
     while ((opt = getopt_long(argc, argv, "+" SESSION_SHORT_OPTIONS "hV", opts, NULL)) != -1) {
         if (session_common_option(&lc, opt, optarg))

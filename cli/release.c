@@ -46,10 +46,6 @@ holds(const struct cli_lock *l, const char *holder, size_t n)
             continue;
         if (h->idlen == n && memcmp(h->id, holder, n) == 0)
             return true;
-        /* a Redisson write holder's field is "<uuid>:<tid>:write" */
-        if (h->idlen == n + 6 && memcmp(h->id, holder, n) == 0 &&
-            memcmp(h->id + n, ":write", 6) == 0)
-            return true;
     }
     return false;
 }
@@ -87,7 +83,8 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
     if (ch->action == RELEASE_ACTION_EXPIRE)
         snprintf(q, sizeof(q), "Give it a TTL of %s?", newttl);
     else
-        snprintf(q, sizeof(q), "Release it (delete the key and wake its waiters)?");
+        snprintf(q, sizeof(q), "Release that holder (the key is deleted when no other "
+                 "holder is left) and wake its waiters?");
     yes = confirm_ask(q);
     free(key);
     free(holder);
@@ -123,13 +120,24 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
     if (rc == LOCKCTL_REDIS && !res->audit_failed) {
         session_redis_error(lc, res->err);
     } else if (rc == LOCKCTL_REFUSED) {
+        /* a refusal without Redis says why in err (naming the lock) */
         lockctl_warnx("%s %s on target %s (%s): %s [%s]", ch->cmd, key ? key : "?",
-                      lc->t->name, addr, release_outcome_message(res->outcome),
+                      lc->t->name, addr, res->err[0] != '\0' ? res->err
+                      : release_outcome_message(res->outcome),
                       release_outcome_str(res->outcome));
     } else {
         table_line(stdout, TABLE_WIDTH, "%s: %s on target %s (%s)",
                    release_outcome_str(res->outcome), key ? key : "?", lc->t->name, addr);
         table_line(stdout, TABLE_WIDTH, "%s", release_outcome_message(res->outcome));
+        if (res->outcome == RELEASE_RELEASED && res->holders_left > 0)
+            table_line(stdout, TABLE_WIDTH, "kept: %lld other holder(s) still hold it (%s)",
+                       res->holders_left, res->format);
+        else if (res->outcome == RELEASE_RELEASED && res->holders_left == 0)
+            table_line(stdout, TABLE_WIDTH, "the key was deleted: no holder was left (%s)",
+                       res->format);
+        if (res->purged > 0)
+            table_line(stdout, TABLE_WIDTH, "%lld dead waiter(s) dropped from the fair "
+                       "queue (their turn had timed out)", res->purged);
         if (res->audit_id[0] != '\0')
             table_line(stdout, TABLE_WIDTH, "audit entry %s", res->audit_id);
         if (res->wake_errors > 0)
@@ -403,6 +411,9 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     rq.keylen = ch.keylen;
     rq.holder = ch.holder;
     rq.holderlen = ch.holderlen;
+    /* release it as what it was read as; the script refuses when its
+     * shape changed since */
+    rq.format = read && l.type != RAW_NONE && l.fmt != NULL ? l.fmt->name : NULL;
     rq.if_leaked = ch.if_leaked;
     rq.if_older_than_ms = ch.older_ms;
     rq.ttl_ms = ch.ttl_ms;

@@ -7,7 +7,9 @@
  * the age comes from (the agent's first-seen time when the agent answers
  * and names this holder; else what Redis says, IDLETIME being a lower
  * bound), the states under the config's [rules], and whether
- * the key is inside the target's patterns at all.  When the key and the
+ * the key is inside the target's patterns at all, and who waits for it
+ * where Redis shows it (a Redisson fair lock's queue, in order; the
+ * clients subscribed to its format's wake channel).  When the key and the
  * holder are plain enough to paste, it ends with the release command.
  */
 #include <getopt.h>
@@ -15,8 +17,164 @@
 #include <string.h>
 
 #include "cli/lockctl.h"
+#include "collectors/locks/lockclass.h"
+#include "collectors/locks/lockjson.h"
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
+#include "collectors/redis/conn.h"
+#include "common/prefixname.h"
+
+#define SHOW_QUEUE_MAX 8        /* fair-queue waiters listed */
+
+/* Who waits, where Redis shows it; -1: not shown (polling clients) or
+ * refused. */
+struct waiting {
+    long long queued, subscribed;
+    char *queue[SHOW_QUEUE_MAX];
+    size_t queuelen[SHOW_QUEUE_MAX], nqueue;
+};
+
+static void
+waiting_release(struct waiting *w)
+{
+    for (size_t i = 0; i < w->nqueue; i++)
+        free(w->queue[i]);
+}
+
+/* One command on lockctl's connection; NULL on a connection error (err
+ * set) or an error reply (counted as not shown). */
+static redisReply *
+ask(struct lockctl *lc, int argc, const char **argv, const size_t *lens, char *err,
+    size_t errlen, bool *conn_failed)
+{
+    redisReply *r = redisconn_command(lc->c, lc->t, argv[0], argc, argv, lens, err, errlen);
+
+    if (r == NULL) {
+        *conn_failed = true;
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* A name made of prefix and the key by prefixName(); malloc'd. */
+static char *
+prefixed(const char *prefix, const struct cli_lock *l, size_t *len)
+{
+    size_t need = prefix_name(NULL, 0, prefix, l->key, l->keylen);
+    char *p = malloc(need + 1);
+
+    if (p != NULL)
+        *len = prefix_name(p, need + 1, prefix, l->key, l->keylen);
+    return p;
+}
+
+/* The same look-ups as the agent's scanner (collectors/scan/waiters.c),
+ * plus the first SHOW_QUEUE_MAX of a fair queue.  0, or -1 when the
+ * connection failed. */
+static int
+read_waiting(struct lockctl *lc, const struct cli_lock *l, struct waiting *w, char *err,
+             size_t errlen)
+{
+    bool failed = false, hash = strcmp(l->fmt->name, "redisson") == 0 ||
+        strcmp(l->fmt->name, "redisson-fair") == 0 || strcmp(l->fmt->name, "redisson-fenced") == 0;
+    redisReply *r;
+    size_t n = 0;
+    char *name;
+
+    memset(w, 0, sizeof(*w));
+    w->queued = w->subscribed = -1;
+    if (hash && (name = prefixed("redisson_lock_queue", l, &n)) != NULL) {
+        const char *argv[4] = { "LRANGE", name, "0", "7" };
+        size_t lens[4] = { 6, n, 1, 1 };
+
+        if ((r = ask(lc, 4, argv, lens, err, errlen, &failed)) != NULL) {
+            for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements &&
+                 w->nqueue < SHOW_QUEUE_MAX; i++) {
+                const redisReply *e = r->element[i];
+
+                if (e->type != REDIS_REPLY_STRING ||
+                    (w->queue[w->nqueue] = malloc(e->len + 1)) == NULL)
+                    continue;
+                memcpy(w->queue[w->nqueue], e->str, e->len);
+                w->queuelen[w->nqueue++] = e->len;
+            }
+            freeReplyObject(r);
+        }
+        argv[0] = "LLEN";
+        lens[0] = 4;
+        if (!failed && (r = ask(lc, 2, argv, lens, err, errlen, &failed)) != NULL) {
+            if (r->type == REDIS_REPLY_INTEGER)
+                w->queued = r->integer;
+            freeReplyObject(r);
+        }
+        free(name);
+    }
+    if (!failed && l->fmt->wake_channel != NULL &&
+        (name = prefixed(l->fmt->wake_channel, l, &n)) != NULL) {
+        /* and the 2.x name of a Redisson channel, "<prefix>__{K}" */
+        bool redisson = strncmp(l->fmt->wake_channel, "redisson_", 9) == 0 &&
+            strcmp(l->fmt->wake_channel, "redisson_sc") != 0;
+        size_t plen = strlen(l->fmt->wake_channel), olen = plen + 4 + l->keylen;
+        char *old = redisson ? malloc(olen + 1) : NULL;
+        const char *argv[4] = { "PUBSUB", "NUMSUB", name, old };
+        size_t lens[4] = { 6, 6, n, olen };
+
+        if (old != NULL) {
+            memcpy(old, l->fmt->wake_channel, plen);
+            memcpy(old + plen, "__{", 3);
+            memcpy(old + plen + 3, l->key, l->keylen);
+            old[olen - 1] = '}';
+            old[olen] = '\0';
+        }
+        /* NUMSUB, and in a cluster SHARDNUMSUB (sharded subscribers) */
+        for (int q = 0; q < (lc->t->mode == TARGET_CLUSTER ? 2 : 1) && !failed; q++) {
+            argv[1] = q == 0 ? "NUMSUB" : "SHARDNUMSUB";
+            lens[1] = strlen(argv[1]);
+            if ((r = ask(lc, old != NULL ? 4 : 3, argv, lens, err, errlen, &failed)) == NULL)
+                continue;
+            for (size_t i = 1; r->type == REDIS_REPLY_ARRAY && i < r->elements; i += 2)
+                if (r->element[i]->type == REDIS_REPLY_INTEGER)
+                    w->subscribed = (w->subscribed > 0 ? w->subscribed : 0) +
+                        r->element[i]->integer;
+            freeReplyObject(r);
+        }
+        free(old);
+        free(name);
+    }
+    return failed ? -1 : 0;
+}
+
+static long long
+waiting_count(const struct waiting *w)
+{
+    return w->queued > w->subscribed ? w->queued : w->subscribed;
+}
+
+/* The JSON fields waiters, waiters_source and queue (as the agent's API
+ * names the first two). */
+static void
+waiting_json(json_t *o, const struct waiting *w)
+{
+    long long n = waiting_count(w);
+    json_t *q = json_array();
+
+    json_object_set_new(o, "waiters", n < 0 ? json_null() : json_integer(n));
+    json_object_set_new(o, "waiters_source", n < 0 ? json_null() :
+                        json_string(w->queued > 0 && w->queued >= w->subscribed ? "queue"
+                                    : "pubsub"));
+    for (size_t i = 0; q != NULL && i < w->nqueue; i++) {
+        json_t *e = json_object();
+
+        json_object_set_new(e, "id", lockjson_text(w->queue[i], w->queuelen[i]));
+        json_object_set_new(e, "id_escaped", lockjson_escaped(w->queue[i], w->queuelen[i]));
+        json_array_append_new(q, e);
+    }
+    json_object_set_new(o, "queue", w->queued < 0 ? (json_decref(q), json_null()) : q);
+}
 
 /* s as one shell word in single quotes, when it is printable ASCII. */
 static bool
@@ -76,8 +234,34 @@ row(struct table *t, const char *field, const char *value, size_t len)
     return table_add(t, cells, lens);
 }
 
+/* Is the key not a lock after all (exclude_patterns, a helper key)?  A
+ * sentence for the patterns row in out, else "". */
+static bool
+not_a_lock(const struct lockctl *lc, const struct cli_lock *l, char *out, size_t outsz)
+{
+    struct helper_key hk;
+    char *owner;
+
+    out[0] = '\0';
+    if (lock_key_excluded(lc->t, l->key, l->keylen)) {
+        snprintf(out, outsz, "NOT a lock: the key matches the target's exclude_patterns; "
+                 "lockctl will not release it");
+        return true;
+    }
+    if (formats_helper(l->key, l->keylen, l->type, &hk) == HELPER_NONE)
+        return false;
+    owner = table_safe_text(hk.owner, hk.ownerlen, NULL);
+    snprintf(out, outsz, "NOT a lock: %s %s%s (helper key %s); lockctl will not release or "
+             "expire it", formats_helper_what(hk.kind),
+             hk.style == HELPER_OWNER_LOCK_PREFIX ? "lock:" : "", owner ? owner : "?",
+             formats_helper_name(hk.kind));
+    free(owner);
+    return true;
+}
+
 static int
-rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool inpat)
+rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool inpat,
+     const struct waiting *w)
 {
     char buf[512], a[64], b[64];
     size_t i;
@@ -87,10 +271,11 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
     snprintf(buf, sizeof(buf), "%s (%s)", lc->t->name, a);
     rc |= row(t, "key", l->key, l->keylen);
     rc |= row(t, "target", buf, strlen(buf));
-    rc |= row(t, "patterns", inpat ? "the key is a lock (matches the target's patterns)"
-              : "NOT in the target's patterns: lockctl will not release it",
-              strlen(inpat ? "the key is a lock (matches the target's patterns)"
-                     : "NOT in the target's patterns: lockctl will not release it"));
+    if (!not_a_lock(lc, l, buf, sizeof(buf)))
+        snprintf(buf, sizeof(buf), "%s", inpat
+                 ? "the key is a lock (matches the target's patterns)"
+                 : "NOT in the target's patterns: lockctl will not release it");
+    rc |= row(t, "patterns", buf, strlen(buf));
     rc |= row(t, "class", l->cls, strlen(l->cls));
     snprintf(buf, sizeof(buf), "%s%s", l->fmt->name,
              l->view.mode[0] ? (strcmp(l->view.mode, "read") == 0 ? " (read mode)"
@@ -146,6 +331,22 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
         out_time(l->view.acquired_ms, b, sizeof(b));
         rc |= row(t, "acquired", b, strlen(b));
     }
+    if (waiting_count(w) < 0) {
+        rc |= row(t, "waiting", "not shown by Redis (its clients poll)",
+                  strlen("not shown by Redis (its clients poll)"));
+    } else {
+        snprintf(buf, sizeof(buf), "%lld (%s)", waiting_count(w),
+                 w->queued > 0 && w->queued >= w->subscribed ? "the fair lock's queue, in order"
+                 : "clients subscribed to its wake channel");
+        rc |= row(t, "waiting", buf, strlen(buf));
+        for (i = 0; i < w->nqueue; i++)
+            rc |= row(t, i == 0 ? "  queue" : "", w->queue[i], w->queuelen[i]);
+        if (w->queued > (long long)w->nqueue) {
+            snprintf(buf, sizeof(buf), "%lld more in the queue", w->queued -
+                     (long long)w->nqueue);
+            rc |= row(t, "", buf, strlen(buf));
+        }
+    }
     if (l->value_truncated)
         rc |= row(t, "note", "the value was read only in part (over 512 bytes or 64 fields)",
                   strlen("the value was read only in part (over 512 bytes or 64 fields)"));
@@ -163,6 +364,7 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
     };
     struct cli_lock l;
     struct agent_view av;
+    struct waiting w;
     struct table t;
     bool escaped = false, inpat, from_agent = false;
     char *key = NULL, err[512], addr[300];
@@ -172,6 +374,7 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
 
     memset(&l, 0, sizeof(l));
     memset(&av, 0, sizeof(av));
+    memset(&w, 0, sizeof(w));
     optind = 0;
     while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "eh", opts, NULL)) != -1) {
         if (session_common_option(lc, opt, optarg))
@@ -239,19 +442,32 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         rc = LOCKCTL_REFUSED;   /* nothing to show */
         goto out;
     }
+    if (read_waiting(lc, &l, &w, err, sizeof(err)) == -1) {
+        rc = session_redis_error(lc, err);
+        goto out;
+    }
     if (lc->json) {
         json_t *o = cli_lock_json(lc, &l);
 
         if (o != NULL) {
+            waiting_json(o, &w);
             json_object_set_new(o, "exists", json_true());
             json_object_set_new(o, "in_patterns", json_boolean(inpat));
+            if (not_a_lock(lc, &l, err, sizeof(err))) {
+                struct helper_key hk;
+
+                json_object_set_new(o, "not_a_lock", json_string(err));
+                if (formats_helper(l.key, l.keylen, l.type, &hk) != HELPER_NONE)
+                    json_object_set_new(o, "helper_kind",
+                                        json_string(formats_helper_name(hk.kind)));
+            }
             json_object_set_new(o, "agent", agent_json(&av, from_agent));
         }
         rc = out_json_print(o) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS;
         goto out;
     }
     table_init(&t, show_cols, 2);
-    if (rows(&t, lc, &l, inpat) != 0) {
+    if (rows(&t, lc, &l, inpat, &w) != 0) {
         table_release(&t);
         lockctl_warnx("out of memory");
         rc = LOCKCTL_REDIS;
@@ -264,10 +480,11 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
                    "in its last scan, or not kept in detail)", av.url);
     else
         agent_print_note(&av, from_agent, stdout);
-    if (inpat)
+    if (inpat && !not_a_lock(lc, &l, err, sizeof(err)))
         hint(lc, &l);
     rc = LOCKCTL_DONE;
 out:
+    waiting_release(&w);
     cli_lock_release(&l);
     agent_view_release(&av);
     free(key);

@@ -7,7 +7,13 @@
  *
  * Input layout: one byte of type and truncation flags, eight bytes of
  * PTTL, the key, then for a string its value (a two-byte length) and for
- * a hash a field count and each field's name and value.
+ * a hash (a zset when flag 16 is set) a field count and each field's name
+ * and value; then, with flag 64, six bytes of the scan's time
+ * (raw.now_ms).
+ *
+ * The key also goes through formats_helper(): the owner it names lies
+ * inside the key, a helper kind has a name, and formats_kin() of any
+ * row and kinds stays in the table.
  *
  * Invariants, beyond not crashing: the promises of formats.h's "What a
  * decoded view promises".  Holder ids are the exact bytes the value or a
@@ -41,7 +47,7 @@ check_holder_bytes(const struct raw_lock *raw, const struct lock_holder *h)
         FUZZ_CHECK(h->id_truncated == (raw->value_truncated || keep < raw->valuelen));
         return;
     }
-    FUZZ_CHECK(raw->type == RAW_HASH);
+    FUZZ_CHECK(raw->type == RAW_HASH || raw->type == RAW_ZSET);
     for (i = 0; i < raw->nfields; i++) {
         const struct raw_field *f = &raw->fields[i];
         size_t keep = f->namelen < HOLDER_ID_MAX - 1 ? f->namelen : HOLDER_ID_MAX - 1;
@@ -73,7 +79,7 @@ check_view(const struct raw_lock *raw, const struct lock_format *fmt,
     }
     if (v->holders_total <= HOLDERS_MAX)
         FUZZ_CHECK(v->max_count == maxc);
-    if (raw->type == RAW_HASH)
+    if (raw->type == RAW_HASH || raw->type == RAW_ZSET)
         FUZZ_CHECK(v->holders_total <= raw->nfields);
 
     hostlen = strnlen(v->host, HOST_MAX);
@@ -122,6 +128,35 @@ check_wake(const struct raw_lock *raw, const struct lock_format *fmt)
     FUZZ_CHECK(formats_wake_channel(fmt, raw->key, raw->keylen, chan, w) == -1);
 }
 
+static void
+check_helper(const struct raw_lock *raw)
+{
+    struct helper_key hk;
+    enum helper_kind k = formats_helper(raw->key, raw->keylen, raw->type, &hk);
+
+    FUZZ_CHECK((unsigned)k < HELPER_KINDS && hk.kind == k);
+    FUZZ_CHECK(strcmp(formats_helper_name(k), "none") != 0 || k == HELPER_NONE);
+    if (k != HELPER_NONE) {
+        FUZZ_CHECK(hk.owner >= raw->key && hk.ownerlen <= raw->keylen &&
+                   hk.owner + hk.ownerlen <= raw->key + raw->keylen);
+        /* the same key, type unknown: the same answer, or none (only the
+         * permit-timeout shape needs its type) */
+        FUZZ_CHECK(formats_helper(raw->key, raw->keylen, RAW_NONE, NULL) == k ||
+                   k == HELPER_PERMIT_TIMEOUT);
+    }
+}
+
+/* The row a lock decoded as fmt becomes with the key's helper kind (as if
+ * it were its own helper) stays in the table. */
+static void
+check_kin(const struct raw_lock *raw, const struct lock_format *fmt)
+{
+    enum helper_kind k = formats_helper(raw->key, raw->keylen, raw->type, NULL);
+    const struct lock_format *f = formats_kin(fmt, 1u << k);
+
+    FUZZ_CHECK(f >= formats_table && f < formats_table + formats_count);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -136,12 +171,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(v1 != NULL && v2 != NULL);
     memset(&raw, 0, sizeof(raw));
     raw.type = (enum raw_type)(head & 3);
+    if (raw.type == RAW_HASH && (head & 16))
+        raw.type = RAW_ZSET;
     raw.pttl = (long long)fz_u64(&in, 8);
     raw.key = fz_bytes(&in, KEY_MAX, &raw.keylen);
     if (raw.type == RAW_STRING) {
         raw.value = fz_bytes(&in, RAW_VALUE_MAX, &raw.valuelen);
         raw.value_truncated = head & 4;
-    } else if (raw.type == RAW_HASH) {
+    } else if (raw.type == RAW_HASH || raw.type == RAW_ZSET) {
         raw.nfields = fz_u8(&in) % (RAW_FIELDS_MAX + 1);
         for (i = 0; i < raw.nfields; i++) {
             fields[i].name = fz_bytes(&in, 255, &fields[i].namelen);
@@ -150,6 +187,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         raw.fields = fields;
         raw.fields_truncated = head & 8;
     }
+    if (head & 64)
+        raw.now_ms = (int64_t)fz_u64(&in, 6);
+    check_helper(&raw);
 
     memset(v1, 0xa5, sizeof(*v1));
     memset(v2, 0x5a, sizeof(*v2));
@@ -159,6 +199,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(f1 == f2 && memcmp(v1, v2, sizeof(*v1)) == 0);
     FUZZ_CHECK(f1->claims(&raw));
     check_wake(&raw, f1);
+    check_kin(&raw, f1);
 
     free(v1);
     free(v2);

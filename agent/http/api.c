@@ -88,6 +88,17 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
     holders = NULL;
     bad |= json_object_set_new(o, "holders_total", json_integer(l->holders_total));
     bad |= json_object_set_new(o, "max_count", json_integer(l->max_count));
+    /* helper keys of this lock seen by the scan (queue, token counter,
+     * reader timeout keys...): part of the lock, never locks themselves */
+    bad |= json_object_set_new(o, "helper_keys", json_integer(l->helper_keys));
+    /* clients waiting, where Redis shows it: a fair lock's queue, or the
+     * subscribers of its wake channel (collectors/scan/waiters.c); null
+     * when the format shows none (its clients poll) or it was not asked */
+    bad |= json_object_set_new(o, "waiters", (l->flags & SNAP_WAITERS_KNOWN) ?
+                               json_integer(l->waiters) : json_null());
+    bad |= json_object_set_new(o, "waiters_source", !(l->flags & SNAP_WAITERS_KNOWN)
+                               ? json_null() : json_string((l->flags & SNAP_WAITERS_QUEUE)
+                                                           ? "queue" : "pubsub"));
     if (l->flags & SNAP_MODE_READ)
         bad |= json_object_set_new(o, "mode", json_string("read"));
     else if (l->flags & SNAP_MODE_WRITE)

@@ -125,7 +125,7 @@ has_locks(const struct view_target *t)
 }
 
 /* One gauge per (target, class) from the class stats. */
-enum class_field { CF_LEAKED, CF_LONG, CF_OLDEST, CF_REENTRANCY };
+enum class_field { CF_LEAKED, CF_LONG, CF_OLDEST, CF_REENTRANCY, CF_WAITERS };
 
 static void
 class_gauge(struct strbuf *sb, const struct view *v, const char *name,
@@ -156,6 +156,9 @@ class_gauge(struct strbuf *sb, const struct view *v, const char *name,
                 break;
             case CF_REENTRANCY:
                 sb_addf(sb, "} %" PRId64 "\n", st->max_reentrancy);
+                break;
+            case CF_WAITERS:
+                sb_addf(sb, "} %" PRIu64 "\n", st->waiters);
                 break;
             }
         }
@@ -494,6 +497,11 @@ render_metrics(const struct view *v, struct strbuf *sb)
            "Keys SCAN returned more than once in one pass (counted once).");
     counter(sb, v, "lockwatch_scan_duplicate_keys_total",
             offsetof(struct scan_counters, duplicates_total));
+    family(sb, "lockwatch_scan_waiter_errors_total", "counter",
+           "Waiter look-ups (PUBSUB NUMSUB, LLEN of a fair queue) refused with an error reply; "
+           "those locks' waiters are unknown.");
+    counter(sb, v, "lockwatch_scan_waiter_errors_total",
+            offsetof(struct scan_counters, waiter_errors_total));
     family(sb, "lockwatch_scan_truncated_values_total", "counter",
            "Lock values or hash fields cut by the per-key read caps.");
     counter(sb, v, "lockwatch_scan_truncated_values_total",
@@ -559,6 +567,10 @@ render_metrics(const struct view *v, struct strbuf *sb)
     family(sb, "lockwatch_lock_max_reentrancy", "gauge",
            "Highest reentrant hold count in the class (from the last full scan).");
     class_gauge(sb, v, "lockwatch_lock_max_reentrancy", CF_REENTRANCY);
+    family(sb, "lockwatch_lock_waiters", "gauge",
+           "Clients waiting for the class's locks where Redis shows it: fair-lock queues and "
+           "wake-channel subscribers, over the locks kept in detail (from the last full scan).");
+    class_gauge(sb, v, "lockwatch_lock_waiters", CF_WAITERS);
 
     family(sb, "lockwatch_lock_offender_info", "gauge",
            "The top_offenders worst locks (leaked, long or reentrant_high); always 1.");

@@ -41,6 +41,7 @@
 #include "common/log.h"
 #include "agent/agent.h"
 #include "common/keytext.h"
+#include "collectors/formats/formats.h"
 #include "collectors/redis/target.h"
 #include "collectors/release/release.h"
 
@@ -362,18 +363,21 @@ target_copy(struct agent *a, const char *name, struct target_conf *out)
     return rc;
 }
 
-/* The holder's age as the agent's tracker knows it, or 0.  *not_leaked:
+/* The holder's age as the agent's tracker knows it, or 0; *format: the
+ * lock's format in the agent's last scan, or NULL.  *not_leaked:
  * the agent's last scan did not judge the lock leaked although it saw no
  * TTL, or did not see the lock at all (a lock with a TTL is left to the
  * script, which refuses it as every client's release does). */
 static int64_t
-known_age(struct agent *a, const char *target, const struct body *b, bool *not_leaked)
+known_age(struct agent *a, const char *target, const struct body *b, bool *not_leaked,
+          const char **format)
 {
     struct view v;
     int64_t age = 0;
     size_t i, k, h;
 
     *not_leaked = true;
+    *format = NULL;
     if (agent_view(a, &v) == -1)
         return 0;
     for (i = 0; i < v.ntargets && age == 0; i++) {
@@ -387,6 +391,11 @@ known_age(struct agent *a, const char *target, const struct body *b, bool *not_l
             if (l->key_len != b->keylen || memcmp(l->key, b->key, b->keylen) != 0)
                 continue;
             *not_leaked = l->pttl_ms == -1 && !(l->states & LOCK_LEAKED);
+            /* the format of the agent's last scan: the script releases it
+             * as that, and refuses if its shape changed since (the name
+             * is a row of the static format table: it outlives the view) */
+            if (l->format < formats_count)
+                *format = formats_table[l->format].name;
             for (h = 0; h < l->nholders; h++)
                 if (!l->holders[h].truncated && l->holders[h].id_len == b->holderlen &&
                     memcmp(l->holders[h].id, b->holder, b->holderlen) == 0 &&
@@ -456,7 +465,7 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
     rq.holderlen = b.holderlen;
     rq.if_leaked = b.if_leaked;
     rq.if_older_than_ms = b.older_ms;
-    rq.known_age_ms = known_age(a, t.name, &b, &not_leaked);
+    rq.known_age_ms = known_age(a, t.name, &b, &not_leaked, &rq.format);
     rq.dry_run = b.dry_run;
     rq.operator_name = op;
     rq.reason = b.reason;

@@ -389,7 +389,8 @@ render_state(struct strbuf *sb, const struct view *v, const char *config_path, s
         return;
     }
     sb_adds(sb, "<table><thead><tr><th>key</th><th>target</th><th>class</th><th>format</th>"
-            "<th>holder</th><th>host / pid</th><th>age</th><th>TTL</th><th>lockctl</th>"
+            "<th>holder</th><th>host / pid</th><th>age</th><th>TTL</th><th>waiting</th>"
+            "<th>lockctl</th>"
             "</tr></thead><tbody>\n");
     shown = nrows < (size_t)v->top_offenders ? nrows : (size_t)v->top_offenders;
     for (i = 0; i < shown; i++) {
@@ -432,6 +433,13 @@ render_state(struct strbuf *sb, const struct view *v, const char *config_path, s
             sb_adds(sb, "\xe2\x80\x94");
         sb_addf(sb, "</td><td title=\"holder first seen %s\">%s</td><td>%s</td>", when, age,
                 ttl);
+        /* where Redis shows it (a fair queue, wake-channel subscribers) */
+        if (l->flags & SNAP_WAITERS_KNOWN)
+            sb_addf(sb, "<td title=\"%s\">%" PRIu32 "</td>", (l->flags & SNAP_WAITERS_QUEUE)
+                    ? "fair-lock queue" : "clients subscribed to its wake channel", l->waiters);
+        else
+            sb_adds(sb, "<td title=\"its clients poll: Redis does not show them\">"
+                    "\xe2\x80\x94</td>");
         commands_cell(sb, config_path, s, l, states[si].flag);
         sb_adds(sb, "</tr>\n");
     }

@@ -156,3 +156,65 @@ fmt_time_plausible(int64_t ms)
 {
     return ms >= FORMATS_TIME_MIN_MS && ms < FORMATS_TIME_MAX_MS;
 }
+
+bool
+fmt_is_uuid4(const char *s, size_t len)
+{
+    return fmt_is_uuid(s, len, true) && s[14] == '4' &&
+           (s[19] == '8' || s[19] == '9' || s[19] == 'a' || s[19] == 'b');
+}
+
+bool
+fmt_is_base64(const char *s, size_t len, size_t pad)
+{
+    if (s == NULL || len <= pad || len % 4 != 0)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (i >= len - pad) {
+            if (c != '=')
+                return false;
+        } else if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                     (c >= '0' && c <= '9') || c == '+' || c == '/')) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool
+fmt_is_hex32(const char *s, size_t len)
+{
+    if (s == NULL || len != 32)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+bool
+fmt_whole_string(const struct raw_lock *raw)
+{
+    return raw->type == RAW_STRING && !raw->value_truncated && raw->value != NULL;
+}
+
+bool
+fmt_key_has_prefix(const struct raw_lock *raw, const char *prefix)
+{
+    size_t n = strlen(prefix);
+
+    return raw->key != NULL && raw->keylen > n && memcmp(raw->key, prefix, n) == 0;
+}
+
+int
+fmt_decode_token(const struct raw_lock *raw, struct lock_view *view,
+                 bool (*claims)(const struct raw_lock *))
+{
+    fmt_view_reset(view);
+    if (!claims(raw))
+        return -1;
+    fmt_add_holder(view, raw->value, raw->valuelen, false, 1);
+    return 0;
+}

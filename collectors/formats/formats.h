@@ -23,12 +23,15 @@
 
 #include "common/lw1.h"
 
-enum raw_type { RAW_NONE, RAW_STRING, RAW_HASH, RAW_OTHER };
+/* RAW_ZSET's members and scores are read into fields (name = member,
+ * value = score as Redis prints it). */
+enum raw_type { RAW_NONE, RAW_STRING, RAW_HASH, RAW_OTHER, RAW_ZSET };
 
 /* Bounds on what the scanner reads per key. */
 #define RAW_VALUE_MAX   512     /* bytes of a string value read (GETRANGE) */
-#define RAW_FIELDS_MAX  64      /* hash fields read */
+#define RAW_FIELDS_MAX  64      /* hash fields (zset members) read */
 #define HOLDERS_MAX     8       /* holders kept per lock */
+#define HOLDERS_LAST    7       /* HOLDERS_MAX - 1, spelled for a ZRANGE stop */
 #define HOLDER_ID_MAX   160     /* bytes of a holder id kept */
 #define HOST_MAX        64
 
@@ -52,6 +55,9 @@ struct raw_lock {
     const struct raw_field *fields;
     size_t nfields;
     bool fields_truncated;      /* the hash has more fields than were read */
+    /* The scan's time (Unix ms), 0 when unknown: a decoder may use it to
+     * reject an encoded acquisition time no real holder could have. */
+    int64_t now_ms;
 };
 
 struct lock_holder {
@@ -126,6 +132,11 @@ struct lock_format {
  *   redisson-rw   hash: field mode = read|write, read holders <uuid>:<tid>,
  *                 write holder <uuid>:<tid>:write, each -> hold count.
  *                 view.mode is set; holder ids are the field names.
+ *                 A hash cut by the read cap (more fields than one HSCAN
+ *                 gives, so Redis keeps it as a hashtable and "mode" may
+ *                 not be among those read) whose fields are all holders
+ *                 is a read lock: an RLock or a write lock has one holder
+ *                 (a writer re-entering as reader: two), never 65.
  *                 Wakes with "1" on redisson_rwlock:{<key>} (wakes all).
  *   redisson      hash: every field <uuid>:<tid> (lowercase uuid, tid an
  *                 optionally negative decimal) -> positive hold count.
@@ -136,12 +147,28 @@ struct lock_format {
  *   shedlock      string: ADDED:<ISO-8601 UTC>@<hostname>[:<uuid>]; host
  *                 (cut to HOST_MAX-1 bytes) and acquired_ms.
  *   redis-py      string: 32 lowercase hex that is a uuid1 (char[12] '1',
- *                 char[16] in [89ab]) with a time in range; acquired_ms
+ *                 char[16] in [89ab]) with a time in range and, when the
+ *                 scan's time is known (raw.now_ms), at most ~3 years
+ *                 before it and a day after; acquired_ms
  *                 from its timestamp.  host = "mac:xx:xx:xx:xx:xx:xx" when
  *                 the node field is a real MAC (multicast bit clear); ""
  *                 when Python fell back to a random node.  A random 32-hex
  *                 token (node-redlock) passes this test about 1 in 64
  *                 times, so the label is a strong hint, not proof.
+ *   node-redlock  string: 32 lowercase hex that redis-py did not take
+ *                 (randomBytes(16)); no time, no host.
+ *   redsync       string: 24 standard base64 ending "==" (16 bytes).
+ *   python-redis-lock  string under "lock:": 24 base64, no padding (18
+ *                 bytes); its "lock-signal:<name>" list is a helper key.
+ *   redis-semaphore  string under "mutex:": a lowercase v4 UUID, maybe
+ *                 "-<suffix>"; or a zset under "semaphore:" whose members
+ *                 (each a holder) score a Unix ms (the last refresh: no
+ *                 acquisition time).
+ *   pottery       string under "redlock:": a lowercase v4 UUID.
+ *   spring        string: a lowercase v4 UUID (RedisLockRegistry's clientId).
+ *   redisson-fair, redisson-fenced, redisson-permit-semaphore  claim no
+ *                 value: the scan gives a "redisson" or "plain" lock one of
+ *                 them by its helper keys (formats_kin(), below).
  *   plain         any other string: one holder, id = the value, count 1.
  *   unknown       everything else (other types, hashes that fit no
  *                 decoder, RAW_NONE); no holders.
@@ -177,6 +204,94 @@ const struct lock_format *formats_by_name(const char *name);
 long formats_wake_channel(const struct lock_format *fmt,
                           const char *key, size_t keylen,
                           char *out, size_t outlen);
+
+/*
+ * Helper keys: keys a client writes beside its lock that are not locks
+ * (formats_helper() knows the shapes):
+ *
+ *   fair-queue       redisson_lock_queue:<tag>              Redisson FairLock waiters (list)
+ *   fair-timeout     redisson_lock_timeout:<tag>            their deadlines (zset)
+ *   fence-token      redisson_lock_token:<tag>              FencedLock token counter (string)
+ *   unlock-latch     redisson_unlock_latch:<tag>:<32 hex>   idempotent unlock (string, ~20 s)
+ *   rwlock-timeout   <tag>:<uuid>:<tid>:rwlock_timeout:<n>  one per read hold of an RW lock
+ *   permit-timeout   <tag>:timeout (zset only)              PermitExpirableSemaphore permits
+ *   signal-list      lock-signal:<name>                     python-redis-lock's wake list;
+ *                                                           its lock is lock:<name>
+ *   client-registry  lockwatch:client:{<uuid>}              liblockwatch's registry of one
+ *                                                           client; belongs to its locks
+ *
+ * <tag> is what Redisson's prefixName()/suffixName() put there: "{X}" for
+ * a lock X without '{', else the lock name itself; every Redisson tag holds
+ * a '{'.  A helper key is never a lock, a leak or a class member, and never
+ * a release/expire target: the scanner counts it to its lock
+ * ("helper_keys"), release refuses it naming its lock.
+ */
+enum helper_kind {
+    HELPER_NONE,
+    HELPER_FAIR_QUEUE,
+    HELPER_FAIR_TIMEOUT,
+    HELPER_FENCE_TOKEN,
+    HELPER_UNLOCK_LATCH,
+    HELPER_RW_TIMEOUT,
+    HELPER_PERMIT_TIMEOUT,
+    HELPER_SIGNAL_LIST,
+    HELPER_CLIENT_REGISTRY,
+    HELPER_KINDS
+};
+
+/* How a helper names its lock. */
+enum helper_owner_style {
+    HELPER_OWNER_REDISSON,      /* owner = the lock's name */
+    HELPER_OWNER_LOCK_PREFIX,   /* owner = the lock's name after "lock:" */
+    HELPER_OWNER_CLIENT,        /* owner = a client uuid: every lock it holds */
+};
+
+struct helper_key {
+    enum helper_kind kind;
+    enum helper_owner_style style;
+    const char *owner;          /* ownerlen bytes inside the key */
+    size_t ownerlen;
+};
+
+/*
+ * Is KEY (keylen bytes) a helper key?  type is its TYPE when known
+ * (RAW_NONE: unknown; the permit-timeout shape needs RAW_ZSET).  Fills
+ * *out (may be NULL) and returns the kind, HELPER_NONE when it is not one.
+ */
+enum helper_kind formats_helper(const char *key, size_t keylen, enum raw_type type,
+                                struct helper_key *out);
+
+/* Does the scanner read a zset's members (ZCARD + ZRANGE) for KEY?  Only
+ * for the zset format there is (redis-semaphore's "semaphore:<key>"):
+ * other zsets under the patterns are "unknown" unread, so the agent's ACL
+ * needs +zcard +zrange only where such semaphores live. */
+bool formats_reads_zset(const char *key, size_t keylen);
+
+/* The row a lock decoded as fmt becomes given the kinds of its helper
+ * keys (a bit set, 1u << kind): "redisson" with a fence-token helper is
+ * "redisson-fenced", with a fair-queue or fair-timeout one
+ * "redisson-fair"; "plain" with a permit-timeout one is
+ * "redisson-permit-semaphore".  Otherwise fmt itself. */
+const struct lock_format *formats_kin(const struct lock_format *fmt, unsigned helper_kinds);
+
+/* "fair-queue", ... ; and a phrase for messages, to be followed by the
+ * owning lock's name ("the waiting queue of Redisson fair lock"). */
+const char *formats_helper_name(enum helper_kind k);
+const char *formats_helper_what(enum helper_kind k);
+
+/* The hash by which a helper finds its lock: hash (the scanner's keyhash)
+ * of the owner bytes, mixed with the style. */
+uint64_t formats_owner_hash(enum helper_owner_style style,
+                            uint64_t (*hash)(const void *, size_t),
+                            const char *owner, size_t len);
+
+/* Every owner hash a helper of lock KEY can have, given the ids of its
+ * holders (nids of them, at most HOLDERS_MAX looked at); their count. */
+#define FORMATS_OWNER_HASHES_MAX (3 + HOLDERS_MAX)
+size_t formats_lock_owner_hashes(const char *key, size_t keylen, const char *const *ids,
+                                 const size_t *idlens, size_t nids,
+                                 uint64_t (*hash)(const void *, size_t),
+                                 uint64_t out[FORMATS_OWNER_HASHES_MAX]);
 
 /*
  * The lw1 token: the value liblockwatch writes for a plain lock (SET key

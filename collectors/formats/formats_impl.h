@@ -37,7 +37,28 @@ void fmt_set_host(struct lock_view *view, const char *host, size_t len);
 /* 36 bytes of 8-4-4-4-12 hex; lowercase_only rejects A-F. */
 bool fmt_is_uuid(const char *s, size_t len, bool lowercase_only);
 
-/* The value of one hex digit, or -1. */
+/* 36 bytes of a lowercase RFC 4122 version 4 UUID (what Java's
+ * UUID.randomUUID().toString(), Node's crypto.randomUUID() and Python's
+ * str(uuid.uuid4()) write). */
+bool fmt_is_uuid4(const char *s, size_t len);
+
+/* len bytes of standard base64 (A-Z a-z 0-9 + /) followed by exactly pad
+ * '=' bytes (counted in len). */
+bool fmt_is_base64(const char *s, size_t len, size_t pad);
+
+/* 32 lowercase hex digits. */
+bool fmt_is_hex32(const char *s, size_t len);
+
+/* A string value read whole (not cut by the read cap). */
+bool fmt_whole_string(const struct raw_lock *raw);
+
+/* Decode a string row whose holder is the whole value: one holder, count
+ * 1, nothing else known; -1 unless claims(raw). */
+int fmt_decode_token(const struct raw_lock *raw, struct lock_view *view,
+                     bool (*claims)(const struct raw_lock *));
+
+/* Does the key start with the literal prefix (and hold more after it)? */
+bool fmt_key_has_prefix(const struct raw_lock *raw, const char *prefix);
 
 /* Unsigned decimals are parsed with lw1_parse_udec() (common/lw1.h, via
  * formats.h): one rule for the agent's decoders and the client library. */
@@ -57,17 +78,35 @@ bool fmt_time_plausible(int64_t ms);
  * "unknown" must stay last.
  *
  *   redisson-rw, redisson   redisson.c
+ *   redisson-fair, -fenced, -permit-semaphore   redisson_kin.c (never
+ *                           claimed from a value: the scanner gives a
+ *                           lock one of them by its helper keys)
  *   liblockwatch            liblockwatch.c
  *   shedlock                shedlock.c
  *   redis-py                redispy.c
+ *   node-redlock            noderedlock.c
+ *   redsync                 redsync.c
+ *   python-redis-lock       pyredislock.c
+ *   redis-semaphore         redissemaphore.c
+ *   pottery                 pottery.c
+ *   spring                  spring.c
  *   plain, unknown          plain.c
  */
 #define LOCK_FORMATS(X)                                              \
     X("redisson-rw",  redisson_rw, "redisson_rwlock")                 \
     X("redisson",     redisson,    "redisson_lock__channel")          \
+    X("redisson-fair", redisson_fair, "redisson_lock__channel")       \
+    X("redisson-fenced", redisson_fenced, "redisson_lock__channel")   \
+    X("redisson-permit-semaphore", redisson_psem, "redisson_sc")      \
     X("liblockwatch", lw1,         "lockwatch_lock__channel")         \
     X("shedlock",     shedlock,    NULL)                              \
     X("redis-py",     redispy,     NULL)                              \
+    X("node-redlock", noderedlock, NULL)                              \
+    X("redsync",      redsync,     NULL)                              \
+    X("python-redis-lock", pyredislock, NULL)                         \
+    X("redis-semaphore", redissemaphore, NULL)                        \
+    X("pottery",      pottery,     NULL)                              \
+    X("spring",       spring,      NULL)                              \
     X("plain",        plain,       NULL)                              \
     X("unknown",      unknown,     NULL)
 

@@ -10,7 +10,9 @@
  * node-redlock's random 32-hex tokens look the same; only the version and
  * variant nibbles tell them apart, and a random token passes that test one
  * time in 64.  Requiring a plausible timestamp on top makes a false match
- * rarer still, but the "redis-py" label remains a hint, not proof.
+ * rarer still (with the scan's time, a time within REDISPY_AGE_MAX_MS
+ * before it: about 1 in 80,000 random tokens), but the "redis-py" label
+ * remains a hint, not proof.
  */
 #include <string.h>
 
@@ -18,6 +20,11 @@
 #include "common/keytext.h"
 
 #define UUID1_HEX_LEN 32
+/* How far from the scan's time a uuid1's time may be: held up to ~3 years
+ * (a lock without a TTL that old is still shown, as "node-redlock" or
+ * "plain", only without its time), or ahead by a day of clock skew. */
+#define REDISPY_AGE_MAX_MS   (INT64_C(3) * 366 * 86400 * 1000)
+#define REDISPY_AHEAD_MAX_MS (INT64_C(86400) * 1000)
 /* 100 ns ticks from the Gregorian reform (uuid1's epoch) to 1970-01-01. */
 #define UUID1_UNIX_OFFSET UINT64_C(0x01B21DD213814000)
 
@@ -65,6 +72,12 @@ parse_uuid1_hex(const struct raw_lock *raw, struct uuid1 *out)
         return -1;
     out->unix_ms = (int64_t)((ticks - UUID1_UNIX_OFFSET) / 10000);
     if (!fmt_time_plausible(out->unix_ms))
+        return -1;
+    /* A random 32-hex token (node-redlock) passes the nibble test 1 time
+     * in 64 and then decodes to a time anywhere in 1582..5236: only a
+     * time near the scan's makes it a uuid1 worth believing. */
+    if (raw->now_ms > 0 && (out->unix_ms < raw->now_ms - REDISPY_AGE_MAX_MS ||
+                            out->unix_ms > raw->now_ms + REDISPY_AHEAD_MAX_MS))
         return -1;
     for (size_t i = 0; i < 6; i++)
         out->node[i] = (unsigned char)hex_field(s + 20 + 2 * i, 2);

@@ -101,7 +101,8 @@ scan_rlock(const struct raw_lock *raw, struct lock_view *view)
     size_t n = fields_to_read(raw);
     long long tid = -1;
 
-    if (raw->type != RAW_HASH || n == 0)
+    /* more holders than one HSCAN gives: a read lock (scan_rwlock()) */
+    if (raw->type != RAW_HASH || n == 0 || raw->fields_truncated)
         return -1;
     for (size_t i = 0; i < n; i++) {
         const struct raw_field *f = &raw->fields[i];
@@ -118,6 +119,19 @@ scan_rlock(const struct raw_lock *raw, struct lock_view *view)
     return 0;
 }
 
+/* "read" or "write" as the mode field spells it, else NULL. */
+static const char *
+mode_of(const char *v, size_t len)
+{
+    if (v == NULL)
+        return NULL;
+    if (len == 4 && memcmp(v, "read", 4) == 0)
+        return "read";
+    if (len == 5 && memcmp(v, "write", 5) == 0)
+        return "write";
+    return NULL;
+}
+
 /* Walk an RW lock hash; see scan_rlock() for the view == NULL rule. */
 static int
 scan_rwlock(const struct raw_lock *raw, struct lock_view *view)
@@ -125,6 +139,7 @@ scan_rwlock(const struct raw_lock *raw, struct lock_view *view)
     size_t n = fields_to_read(raw);
     const char *mode = NULL;
     long long tid = -1;
+    bool saw_write = false;
 
     if (raw->type != RAW_HASH || n == 0)
         return -1;
@@ -134,27 +149,27 @@ scan_rwlock(const struct raw_lock *raw, struct lock_view *view)
         long count;
 
         if (field_is(f, "mode")) {
-            if (mode != NULL || f->value == NULL)
-                return -1;
-            if (f->valuelen == 4 && memcmp(f->value, "read", 4) == 0)
-                mode = "read";
-            else if (f->valuelen == 5 && memcmp(f->value, "write", 5) == 0)
-                mode = "write";
-            else
+            if (mode != NULL || (mode = mode_of(f->value, f->valuelen)) == NULL)
                 return -1;
             continue;
         }
         if (nlen > WRITE_SUFFIX_LEN && f->name != NULL &&
             memcmp(f->name + nlen - WRITE_SUFFIX_LEN, WRITE_SUFFIX,
-                   WRITE_SUFFIX_LEN) == 0)
+                   WRITE_SUFFIX_LEN) == 0) {
             nlen -= WRITE_SUFFIX_LEN;
+            saw_write = true;
+        }
         if (!parse_lock_name(f->name, nlen, &tid) ||
             !parse_count(f->value, f->valuelen, &count))
             return -1;
         if (view != NULL)
             fmt_add_holder(view, f->name, f->namelen, false, count);
     }
-    /* Without "mode" this is not an RW lock; it may be a plain RLock. */
+    /* With more readers than one HSCAN returns, "mode" may not be among
+     * the fields read; then so many holders make it a read lock (formats.h).
+     * Otherwise, without "mode" this is not an RW lock; it may be an RLock. */
+    if (mode == NULL && raw->fields_truncated && !saw_write)
+        mode = "read";
     if (mode == NULL)
         return -1;
     if (view != NULL) {

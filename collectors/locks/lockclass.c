@@ -543,3 +543,12 @@ class_set_overflowed(const struct class_set *set)
 {
     return set != NULL ? set->overflowed : 0;
 }
+
+bool
+lock_key_excluded(const struct target_conf *t, const char *key, size_t keylen)
+{
+    for (size_t i = 0; t != NULL && i < t->nexclude_patterns; i++)
+        if (class_glob_match(t->exclude_patterns[i], key, keylen))
+            return true;
+    return false;
+}

@@ -58,6 +58,10 @@ size_t class_of(const char *key, size_t keylen,
  */
 bool class_glob_match(const char *glob, const char *s, size_t slen);
 
+/* Does KEY match one of the target's exclude_patterns (class_glob_match)?
+ * Such a key is never read, listed, counted or released. */
+bool lock_key_excluded(const struct target_conf *t, const char *key, size_t keylen);
+
 /*
  * A bounded set of class names, interned in insertion order: "other" at
  * CLASS_OTHER_INDEX, then up to CLASS_MAX more.  A hash table, so interning

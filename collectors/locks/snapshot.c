@@ -305,6 +305,48 @@ snapshot_restate(struct snapshot *s, struct snap_lock *l, uint8_t states,
     l->first_seen_ms = first_seen_ms;
 }
 
+void
+snapshot_reformat(struct snapshot *s, struct snap_lock *l, uint8_t format, bool ttl_optional)
+{
+    struct snap_class *c = l->class_idx < s->class_cap ? &s->class_stats[l->class_idx] : NULL;
+
+    if (format == l->format || format >= FORMATS_MAX)
+        return;
+    if (c != NULL) {
+        if (c->locks[l->format] > 0)
+            c->locks[l->format]--;
+        c->locks[format]++;
+        if (ttl_optional && (l->states & LOCK_LEAKED) && c->leaked > 0)
+            c->leaked--;
+    }
+    if (ttl_optional)
+        l->states &= (uint8_t)~LOCK_LEAKED;
+    l->format = format;
+}
+
+int
+snapshot_reholder(struct snapshot *s, size_t i, const struct snap_holder *holders, size_t n,
+                  uint32_t total)
+{
+    struct snap_lock tmp, *c, *old = s->locks[i];
+    int64_t maxc = 0;
+
+    tmp = *old;
+    tmp.holders = (struct snap_holder *)holders;
+    tmp.nholders = (uint16_t)(n < HOLDERS_MAX ? n : HOLDERS_MAX);
+    tmp.holders_total = total;
+    for (size_t k = 0; k < tmp.nholders; k++)
+        if (holders[k].count > maxc)
+            maxc = holders[k].count;
+    tmp.max_count = maxc;
+    if ((c = copy_lock(&tmp)) == NULL)
+        return -1;
+    s->retained_bytes = s->retained_bytes - old->bytes + c->bytes;
+    s->locks[i] = c;
+    free(old);
+    return 0;
+}
+
 static int
 worst_first(const void *a, const void *b)
 {

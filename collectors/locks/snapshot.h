@@ -37,6 +37,8 @@
 #define SNAP_VALUE_TRUNCATED   0x02   /* value/fields cut by the read caps */
 #define SNAP_MODE_READ         0x04
 #define SNAP_MODE_WRITE        0x08
+#define SNAP_WAITERS_KNOWN     0x10   /* waiters was looked up (waiters.c) */
+#define SNAP_WAITERS_QUEUE     0x20   /* ... and is a fair lock's queue length */
 
 #define SNAP_KEY_MAX       (128 * 1024)       /* key bytes kept per lock */
 #define SNAP_RETAIN_MAX    10000              /* locks kept in detail */
@@ -73,6 +75,10 @@ struct snap_lock {
     int64_t nottl_since_ms;           /* Unix ms since the key has had no
                                        * TTL; 0 while it has one */
     int64_t acquired_ms;              /* Unix ms from the format; 0 unknown */
+    uint32_t helper_keys;             /* helper keys of this lock seen in
+                                       * the scan (formats_helper()) */
+    uint32_t waiters;                 /* clients waiting, where Redis shows
+                                       * it (SNAP_WAITERS_KNOWN) */
     size_t bytes;                     /* size of the allocation */
 };
 
@@ -84,6 +90,8 @@ struct snap_class {
     uint64_t reentrant_high;
     int64_t oldest_ms;                /* oldest holder age; 0 when none */
     int64_t max_reentrancy;
+    uint64_t waiters;                 /* of the retained locks whose
+                                       * waiters are known */
 };
 
 /*
@@ -124,6 +132,8 @@ struct scan_counters {
     uint64_t vanished_total;          /* keys gone between SCAN and read */
     uint64_t truncated_total;         /* values/fields cut by the caps */
     uint64_t duplicates_total;        /* keys SCAN returned twice in a pass */
+    uint64_t helpers_total;           /* helper keys seen (not locks) */
+    uint64_t waiter_errors_total;     /* waiter look-ups refused (waiters.c) */
     uint64_t read_errors[SCAN_READ_KINDS];  /* reads refused, by kind */
 };
 
@@ -191,6 +201,20 @@ int snapshot_add(struct snapshot *s, const struct snap_lock *l, int64_t now_ms);
  * added (the client registry back-dated it): fix it and its class. */
 void snapshot_restate(struct snapshot *s, struct snap_lock *l, uint8_t states,
                       int64_t first_seen_ms, int64_t now_ms);
+
+/* A retained lock is a kin of its decoded format (formats_kin()): move
+ * it to row format in its class's per-format count.  ttl_optional: that
+ * format lives without a TTL by design (a semaphore), so no TTL is no
+ * leak: the state and its class count are taken back. */
+void snapshot_reformat(struct snapshot *s, struct snap_lock *l, uint8_t format,
+                       bool ttl_optional);
+
+/* Give retained lock i other holders (n of them, at most HOLDERS_MAX
+ * kept; total counted), as a format given by helper keys knows them (a
+ * permit semaphore's permits).  Before snapshot_finish().  -1 on ENOMEM
+ * (the lock is left as it was). */
+int snapshot_reholder(struct snapshot *s, size_t i, const struct snap_holder *holders, size_t n,
+                      uint32_t total);
 
 /* Sort the retained locks worst first; call once at the end. */
 void snapshot_finish(struct snapshot *s);

@@ -16,6 +16,8 @@ rawread_type(const redisReply *rep)
         return RAW_STRING;
     if (rep->len == 4 && memcmp(rep->str, "hash", 4) == 0)
         return RAW_HASH;
+    if (rep->len == 4 && memcmp(rep->str, "zset", 4) == 0)
+        return RAW_ZSET;
     if (rep->len == 4 && memcmp(rep->str, "none", 4) == 0)
         return RAW_NONE;
     return RAW_OTHER;
@@ -65,9 +67,49 @@ rawread_hash(const redisReply *rep, struct raw_field *fields, struct raw_lock *r
     return true;
 }
 
+bool
+rawread_zset(const redisReply *rep, struct raw_field *fields, struct raw_lock *raw,
+             long long zcard)
+{
+    size_t j, nf = 0;
+
+    if (rep == NULL || rep->type != REDIS_REPLY_ARRAY)
+        return false;
+    for (j = 0; j + 1 < rep->elements && nf < RAW_FIELDS_MAX; j += 2) {
+        /* RESP3 would give doubles; the scanner speaks RESP2 */
+        if (rep->element[j]->type != REDIS_REPLY_STRING ||
+            rep->element[j + 1]->type != REDIS_REPLY_STRING)
+            return false;
+        fields[nf].name = rep->element[j]->str;
+        fields[nf].namelen = rep->element[j]->len;
+        fields[nf].value = rep->element[j + 1]->str;
+        fields[nf].valuelen = rep->element[j + 1]->len;
+        nf++;
+    }
+    if (zcard > (long long)nf || j + 1 < rep->elements)
+        raw->fields_truncated = true;
+    raw->fields = fields;
+    raw->nfields = nf;
+    return true;
+}
+
 void
 rawread_count_cut_holders(struct lock_view *view, const struct raw_lock *raw, long long hlen)
 {
-    if (raw->fields_truncated && view->holders_total > 0 && hlen > (long long)raw->nfields)
-        view->holders_total += (size_t)(hlen - (long long)raw->nfields);
+    long long rest = hlen - (long long)raw->nfields;
+
+    if (!raw->fields_truncated || view->holders_total == 0 || rest <= 0)
+        return;
+    /* a read/write lock's mode field is in HLEN but holds nothing; when it
+     * was not among the fields read it is in the rest */
+    if (view->mode[0] != '\0') {
+        bool seen = false;
+
+        for (size_t i = 0; i < raw->nfields && !seen; i++)
+            seen = raw->fields[i].namelen == 4 && memcmp(raw->fields[i].name, "mode", 4) == 0;
+        if (!seen)
+            rest--;
+    }
+    if (rest > 0)
+        view->holders_total += (size_t)rest;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * rawread.h - a key's value replies (GETRANGE, HLEN + HSCAN) as a raw_lock.
+ * rawread.h - a key's value replies (GETRANGE; HLEN + HSCAN;
+ * ZCARD + ZRANGE WITHSCORES) as a raw_lock.
  *
  * The scanner and lockctl read a lock the same way and must decode it the
  * same way: the value cut at RAW_VALUE_MAX bytes, at most RAW_FIELDS_MAX
@@ -26,6 +27,15 @@ bool rawread_string(const redisReply *rep, struct raw_lock *raw);
 /* An HSCAN reply: fill raw's fields from fields[RAW_FIELDS_MAX].  false
  * when rep is not an HSCAN reply; raw->nfields 0 when the hash is gone. */
 bool rawread_hash(const redisReply *rep, struct raw_field *fields, struct raw_lock *raw);
+
+/* RAW_FIELDS_MAX - 1 spelled for a command line: ZRANGE's stop. */
+#define RAW_FIELDS_LAST 63
+
+/* A ZRANGE key 0 RAW_FIELDS_MAX-1 WITHSCORES reply (RESP2): fill raw's
+ * fields with members and scores; zcard (ZCARD, -1 unknown) says whether
+ * there were more.  false when rep is not such a reply. */
+bool rawread_zset(const redisReply *rep, struct raw_field *fields, struct raw_lock *raw,
+                  long long zcard);
 
 /* The decoders saw only the first RAW_FIELDS_MAX fields: the rest of an
  * HLEN of hlen (-1 unknown) are holders too. */

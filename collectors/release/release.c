@@ -27,14 +27,19 @@
 #include <time.h>
 
 #include "collectors/formats/formats.h"
+#include "collectors/locks/lockstate.h"
 #include "collectors/redis/cluster.h"
 #include "collectors/redis/conn.h"
 #include "collectors/redis/target.h"
 #include "common/clock.h"
 #include "common/keytext.h"
 #include "common/prefixname.h"
+#include "collectors/formats/formats.h"
+#include "collectors/locks/lockclass.h"
+#include "collectors/locks/lockstate.h"
 
 extern const char collectors_release_lua_guard_lua[];
+extern const char collectors_release_lua_formats_lua[];
 extern const char collectors_release_lua_release_lua[];
 extern const char collectors_release_lua_expire_lua[];
 
@@ -48,7 +53,8 @@ static const struct outcome_row {
     const char *message;
 } outcomes[RELEASE_OUTCOME_COUNT] = {
     [RELEASE_RELEASED] = { "released", true, false,
-        "released: the lock was deleted, its waiters woken and the release audited" },
+        "released: that holder's hold was removed (the key deleted when no holder was "
+        "left), its waiters woken and the release audited" },
     [RELEASE_EXPIRED] = { "expired", true, false,
         "expired: the lock now has the TTL given; the change was audited" },
     [RELEASE_WOULD_RELEASE] = { "would_release", false, false,
@@ -65,7 +71,9 @@ static const struct outcome_row {
         "changed hands since you looked); nothing was changed. Look again with "
         "lockctl show KEY" },
     [RELEASE_REFUSED_WRONGTYPE] = { "wrongtype", false, true,
-        "refused: the key is neither a string nor a hash lock; nothing was changed" },
+        "refused: the key is not a lock lockwatch can do that to (neither a string nor a "
+        "hash lock, nor a semaphore of a known format; expire never applies to a "
+        "semaphore); nothing was changed" },
     [RELEASE_REFUSED_NOT_LEAKED] = { "not_leaked", false, true,
         "refused: --if-leaked, but the lock has a TTL (it will expire on its own); "
         "nothing was changed" },
@@ -75,6 +83,13 @@ static const struct outcome_row {
     [RELEASE_REFUSED_HAS_TTL] = { "has_ttl", false, true,
         "refused: the lock already has a TTL; expire only gives a TTL to a lock that has "
         "none (a leak). Nothing was changed" },
+    [RELEASE_REFUSED_EXCLUDED] = { "excluded", false, true,
+        "refused: the key matches the target's exclude_patterns, so it is not a lock "
+        "lockwatch may touch; nothing was changed" },
+    [RELEASE_REFUSED_HELPER] = { "helper_key", false, true,
+        "refused: the key is a helper key of a lock (its queue, timeout set, token counter, "
+        "reader timeout key or signal list), not a lock; releasing or expiring it alone "
+        "would break that lock. Release the lock itself; nothing was changed" },
     [RELEASE_ERROR] = { "error", false, false,
         "error: the release could not run (see the error); nothing is known to have changed" },
 };
@@ -113,25 +128,68 @@ release_outcome_done(enum release_outcome o)
     return (unsigned)o < RELEASE_OUTCOME_COUNT && outcomes[o].done;
 }
 
+/* ---- refusals without Redis --------------------------------------------------- */
+
+int
+release_precheck(const struct target_conf *t, const char *key, size_t keylen, char *why,
+                 size_t whylen)
+{
+    struct helper_key hk;
+    char shown[KEYTEXT_PERCENT_MAX(120)], owner[KEYTEXT_PERCENT_MAX(120)];
+
+    if (why != NULL && whylen > 0)
+        why[0] = '\0';
+    /* a key outside the patterns is the script's to refuse (and audit) */
+    if (key == NULL || t == NULL || !lockstate_in_patterns(t, key, keylen))
+        return -1;
+    keytext_percent(shown, sizeof(shown), key, keylen > 120 ? 120 : keylen);
+    if (lock_key_excluded(t, key, keylen)) {
+        if (why != NULL)
+            snprintf(why, whylen, "refused: %s%s matches the target's exclude_patterns (not "
+                     "a lock); nothing was changed", shown, keylen > 120 ? "..." : "");
+        return RELEASE_REFUSED_EXCLUDED;
+    }
+    if (formats_helper(key, keylen, RAW_NONE, &hk) == HELPER_NONE)
+        return -1;
+    keytext_percent(owner, sizeof(owner), hk.owner, hk.ownerlen > 120 ? 120 : hk.ownerlen);
+    if (why != NULL)
+        snprintf(why, whylen, "refused: %s%s is %s %s%s%s%s, not a lock: releasing or "
+                 "expiring it alone would break that lock; release the lock itself. Nothing "
+                 "was changed", shown, keylen > 120 ? "..." : "", formats_helper_what(hk.kind),
+                 hk.style == HELPER_OWNER_LOCK_PREFIX ? "lock:" : "", owner,
+                 hk.ownerlen > 120 ? "..." : "",
+                 hk.style == HELPER_OWNER_CLIENT ? " (every lock of that client)" : "");
+    return RELEASE_REFUSED_HELPER;
+}
+
 /* ---- the script ------------------------------------------------------------ */
 
 int
 release_script(enum release_action action, char **text, size_t *len, char sha[41])
 {
-    const char *body = action == RELEASE_ACTION_EXPIRE ? collectors_release_lua_expire_lua
-                                                       : collectors_release_lua_release_lua;
-    size_t glen = strlen(collectors_release_lua_guard_lua), blen = strlen(body);
+    const char *parts[3] = {
+        collectors_release_lua_guard_lua, collectors_release_lua_formats_lua,
+        action == RELEASE_ACTION_EXPIRE ? collectors_release_lua_expire_lua
+                                        : collectors_release_lua_release_lua,
+    };
+    size_t plen[3], total = 0, at = 0;
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     char *t;
 
-    t = malloc(glen + blen + 2);
+    for (int i = 0; i < 3; i++)
+        total += (plen[i] = strlen(parts[i])) + (i > 0);
+    t = malloc(total + 1);
     if (t == NULL)
         return -1;
-    memcpy(t, collectors_release_lua_guard_lua, glen);
-    t[glen] = '\n';
-    memcpy(t + glen + 1, body, blen + 1);
-    if (EVP_Digest(t, glen + 1 + blen, md, &mdlen, EVP_sha1(), NULL) != 1 || mdlen != 20) {
+    for (int i = 0; i < 3; i++) {
+        if (i > 0)
+            t[at++] = '\n';
+        memcpy(t + at, parts[i], plen[i]);
+        at += plen[i];
+    }
+    t[at] = '\0';
+    if (EVP_Digest(t, total, md, &mdlen, EVP_sha1(), NULL) != 1 || mdlen != 20) {
         free(t);
         errno = ENOMEM;
         return -1;
@@ -142,7 +200,7 @@ release_script(enum release_action action, char **text, size_t *len, char sha[41
     }
     sha[40] = '\0';
     *text = t;
-    *len = glen + 1 + blen;
+    *len = total;
     return 0;
 }
 
@@ -159,29 +217,94 @@ release_key_slot(const char *key, size_t keylen)
 /*
  * The companions of a lock, by role.  PREFIXED rows follow Redisson's
  * prefixName(): "<prefix>:{<key>}", or "<prefix>:<key>" when the key
- * already has a '{' (so the companion shares the lock's slot).  RENAMED
- * rows exist only for keys starting with `from`, which is replaced by the
- * prefix (python-redis-lock: lock:<name> -> lock-signal:<name>).  Channel
- * prefixes of formats the decoder table knows come from that table.
+ * already has a '{' (so the companion shares the lock's slot).  LEGACY
+ * rows are the names of Redisson 2.x, "<prefix>{<key>}" always.  SUFFIXED
+ * rows follow suffixName(): "{<key>}:<suffix>", or "<key>:<suffix>" for
+ * a key with a '{'.  RENAMED rows exist only for keys starting with
+ * `from`, which is replaced by the prefix (python-redis-lock: lock:<name>
+ * -> lock-signal:<name>).  Channel prefixes of formats the decoder table
+ * knows come from that table.
  */
-enum companion_kind { PREFIXED, RENAMED };
+enum companion_kind { PREFIXED, LEGACY, SUFFIXED, RENAMED };
 
 static const struct companion {
-    const char *role;           /* as guard.lua and release.lua name it */
+    const char *role;           /* as guard.lua and formats.lua name it */
     enum companion_kind kind;
     const char *format;         /* formats_table row with the prefix, or NULL */
-    const char *prefix;
+    const char *prefix;         /* or the suffix (SUFFIXED) */
     const char *from;           /* RENAMED */
 } companions[] = {
-    { "redisson",       PREFIXED, "redisson",    NULL, NULL },
-    { "redisson-rw",    PREFIXED, "redisson-rw", NULL, NULL },
-    { "liblockwatch",   PREFIXED, "liblockwatch", NULL, NULL },
-    { "redisson-queue", PREFIXED, NULL, "redisson_lock_queue", NULL },
-    { "signal",         RENAMED,  NULL, "lock-signal:", "lock:" },
+    { "redisson",         PREFIXED, "redisson",    NULL, NULL },
+    { "redisson-v2",      LEGACY,   NULL, "redisson_lock__channel__", NULL },
+    { "redisson-rw",      PREFIXED, "redisson-rw", NULL, NULL },
+    { "redisson-rw-v2",   LEGACY,   NULL, "redisson_rwlock__", NULL },
+    { "liblockwatch",     PREFIXED, "liblockwatch", NULL, NULL },
+    { "redisson-queue",   PREFIXED, NULL, "redisson_lock_queue", NULL },
+    { "redisson-timeout", PREFIXED, NULL, "redisson_lock_timeout", NULL },
+    { "redisson-sc",      PREFIXED, NULL, "redisson_sc", NULL },
+    { "permits",          SUFFIXED, NULL, "timeout", NULL },
+    { "signal",           RENAMED,  NULL, "lock-signal:", "lock:" },
 };
 
 #define NCOMPANIONS (sizeof(companions) / sizeof(companions[0]))
 #define ARGV_FIXED  13          /* ARGV[1..13] before the patterns */
+
+/*
+ * The release table on the C side: per format (the decoder table's name),
+ * the companions its row in formats.lua uses.  A request whose format has
+ * no row here (or none at all) passes every companion that applies and no
+ * format, and the script picks the row by what it sees; one whose format
+ * has a row passes the format, and the script releases the lock as that.
+ * tests/unit/test_release.c checks that this table and formats.lua name
+ * the same formats.
+ */
+static const struct release_format {
+    const char *format;
+    const char *roles;          /* companions, space separated */
+} release_formats[] = {
+    { "redisson-rw",               "redisson-rw redisson-rw-v2" },
+    { "redisson",                  "redisson redisson-v2 redisson-queue redisson-timeout" },
+    { "redisson-fair",             "redisson redisson-v2 redisson-queue redisson-timeout" },
+    { "redisson-fenced",           "redisson redisson-v2" },
+    { "redisson-semaphore",        "redisson-sc" },
+    { "redisson-permit-semaphore", "permits redisson-sc" },
+    { "redis-semaphore",           "" },
+    { "liblockwatch",              "liblockwatch" },
+    { "python-redis-lock",         "signal" },
+    { "spring",                    "" },
+    { "plain",                     "liblockwatch signal redisson-sc permits" },
+    { "shedlock",                  "" },
+    { "redis-py",                  "" },
+    { "node-redlock",              "" },
+    { "redsync",                   "" },
+    { "pottery",                   "" },
+};
+
+#define NRELEASE_FORMATS (sizeof(release_formats) / sizeof(release_formats[0]))
+
+bool
+release_format_known(const char *format)
+{
+    for (size_t i = 0; format != NULL && i < NRELEASE_FORMATS; i++)
+        if (strcmp(release_formats[i].format, format) == 0)
+            return true;
+    return false;
+}
+
+/* Whether row f (NULL: no format) uses companion c. */
+static bool
+format_uses(const struct release_format *f, const struct companion *c)
+{
+    size_t n = strlen(c->role);
+    const char *p;
+
+    if (f == NULL)
+        return true;
+    for (p = f->roles; (p = strstr(p, c->role)) != NULL; p += n)
+        if ((p == f->roles || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return true;
+    return false;
+}
 
 /* A new owned string of n bytes (plus NUL) in a, or NULL. */
 static char *
@@ -246,6 +369,33 @@ companion_key(struct release_args *a, const struct companion *c, const char *key
         *outlen = plen + keylen - flen;
         return p;
     }
+    if (c->kind == LEGACY || c->kind == SUFFIXED) {
+        bool braced = c->kind == SUFFIXED && memchr(key, '{', keylen) != NULL;
+
+        need = plen + keylen + (braced ? 1 : c->kind == SUFFIXED ? 3 : 2);
+        if ((p = own(a, need)) == NULL)
+            goto oom;
+        *outlen = 0;
+        if (c->kind == LEGACY) {
+            memcpy(p, prefix, plen);
+            *outlen = plen;
+            p[(*outlen)++] = '{';
+            memcpy(p + *outlen, key, keylen);
+            *outlen += keylen;
+            p[(*outlen)++] = '}';
+        } else {
+            if (!braced)
+                p[(*outlen)++] = '{';
+            memcpy(p + *outlen, key, keylen);
+            *outlen += keylen;
+            if (!braced)
+                p[(*outlen)++] = '}';
+            p[(*outlen)++] = ':';
+            memcpy(p + *outlen, prefix, plen);
+            *outlen += plen;
+        }
+        return p;
+    }
     need = prefix_name(NULL, 0, prefix, key, keylen);
     if ((p = own(a, need)) == NULL)
         goto oom;
@@ -281,9 +431,13 @@ release_build_args(const struct target_conf *t, const char *audit_stream,
     bool cluster = t->mode == TARGET_CLUSTER, oom = false;
     unsigned slot = cluster ? release_key_slot(req->key, req->keylen) : 0;
     int64_t now = req->now_ms;
+    const struct release_format *f = NULL;
 
+    for (i = 0; req->format != NULL && i < NRELEASE_FORMATS; i++)
+        if (strcmp(release_formats[i].format, req->format) == 0)
+            f = &release_formats[i];
     memset(a, 0, sizeof(*a));
-    max_args = 3 + 1 + NCOMPANIONS + 1 + ARGV_FIXED + t->npatterns;
+    max_args = 3 + 1 + NCOMPANIONS + 1 + ARGV_FIXED + t->npatterns + 1;
     a->argv = calloc(max_args, sizeof(*a->argv));
     a->argvlen = calloc(max_args, sizeof(*a->argvlen));
     a->owned = calloc(NCOMPANIONS + 16, sizeof(*a->owned));
@@ -299,10 +453,17 @@ release_build_args(const struct target_conf *t, const char *audit_stream,
         cklen[ncomp++] = strlen(audit_stream);
         rlen += (size_t)snprintf(roles + rlen, sizeof(roles) - rlen, "%s", AUDIT_ROLE);
     }
-    if (req->action == RELEASE_ACTION_RELEASE) {
+    /* a key outside the patterns is refused before any companion is
+     * touched: none is passed (an ACL need not cover names made of it) */
+    if (req->action == RELEASE_ACTION_RELEASE &&
+        lockstate_in_patterns(t, req->key, req->keylen)) {
         for (i = 0; i < NCOMPANIONS; i++) {
             size_t n = 0;
-            char *k = companion_key(a, &companions[i], req->key, req->keylen, &n, &oom);
+            char *k;
+
+            if (!format_uses(f, &companions[i]))
+                continue;
+            k = companion_key(a, &companions[i], req->key, req->keylen, &n, &oom);
 
             if (oom)
                 goto oom;
@@ -353,6 +514,8 @@ release_build_args(const struct target_conf *t, const char *audit_stream,
         goto oom;
     for (i = 0; i < t->npatterns; i++)
         push(a, t->patterns[i], strlen(t->patterns[i]));
+    if (f != NULL)                                                      /* 14+n */
+        push(a, f->format, strlen(f->format));
     return 0;
 oom:
     release_args_free(a);
@@ -381,36 +544,48 @@ is_str(const redisReply *r)
     return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS;
 }
 
+/* A reply string into a fixed buffer of cap bytes, cut and NUL-ended. */
+static void
+reply_text(char *out, size_t cap, const redisReply *e)
+{
+    size_t n = e->len < cap ? e->len : cap - 1;
+
+    memcpy(out, e->str, n);
+    out[n] = '\0';
+}
+
+/* The shape of the script's reply: 's' a string, 'i' an integer. */
+static const char REPLY_SHAPE[] = "ssiissisii";
+
 /* Read the script's { outcome, type, pttl, idle_s, old, audit_id,
- * wake_errors }.  0, or -1 when it is not that shape. */
+ * wake_errors, format, left, purged }.  0, or -1 when it is not that
+ * shape. */
 static int
 parse_reply(const redisReply *r, struct release_result *res)
 {
     int o;
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7 || !is_str(r->element[0]) ||
-        !is_str(r->element[1]) || r->element[2]->type != REDIS_REPLY_INTEGER ||
-        r->element[3]->type != REDIS_REPLY_INTEGER || !is_str(r->element[4]) ||
-        !is_str(r->element[5]) || r->element[6]->type != REDIS_REPLY_INTEGER)
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != sizeof(REPLY_SHAPE) - 1)
         return -1;
+    for (size_t i = 0; i < r->elements; i++)
+        if (REPLY_SHAPE[i] == 's' ? !is_str(r->element[i])
+            : r->element[i]->type != REDIS_REPLY_INTEGER)
+            return -1;
     o = release_outcome_parse(r->element[0]->str, r->element[0]->len);
     if (o < 0 || o == RELEASE_ERROR)
         return -1;
     res->outcome = (enum release_outcome)o;
-    snprintf(res->type, sizeof(res->type), "%.*s",
-             (int)(r->element[1]->len < sizeof(res->type) ? r->element[1]->len
-                                                          : sizeof(res->type) - 1),
-             r->element[1]->str);
+    reply_text(res->type, sizeof(res->type), r->element[1]);
     res->pttl_ms = r->element[2]->integer;
     res->idle_s = r->element[3]->integer;
     res->oldlen = r->element[4]->len < RELEASE_OLD_MAX ? r->element[4]->len : RELEASE_OLD_MAX;
     if (res->oldlen > 0)
         memcpy(res->old, r->element[4]->str, res->oldlen);
-    snprintf(res->audit_id, sizeof(res->audit_id), "%.*s",
-             (int)(r->element[5]->len < sizeof(res->audit_id) ? r->element[5]->len
-                                                              : sizeof(res->audit_id) - 1),
-             r->element[5]->str);
+    reply_text(res->audit_id, sizeof(res->audit_id), r->element[5]);
     res->wake_errors = r->element[6]->integer;
+    reply_text(res->format, sizeof(res->format), r->element[7]);
+    res->holders_left = r->element[8]->integer;
+    res->purged = r->element[9]->integer;
     return 0;
 }
 
@@ -452,6 +627,7 @@ cluster_audit(const struct target_conf *t, const char *stream,
     ARGS("pttl"); ARGS(pttl);
     ARGS("old"); ARG(res->old, res->oldlen);
     ARGS("outcome"); ARGS(release_outcome_str(res->outcome));
+    ARGS("format"); ARGS(res->format);
     if (req->action == RELEASE_ACTION_EXPIRE) {
         ARGS("ttl");
         ARGS(ttl);
@@ -538,8 +714,17 @@ release_run(redisContext *c, const struct target_conf *t, const char *audit_stre
     res->outcome = RELEASE_ERROR;
     res->pttl_ms = -2;
     res->idle_s = -1;
+    res->holders_left = -1;
     if (rq.now_ms <= 0)
         rq.now_ms = clock_now_ms();
+    {
+        int pre = release_precheck(t, rq.key, rq.keylen, res->err, sizeof(res->err));
+
+        if (pre >= 0) {
+            res->outcome = (enum release_outcome)pre;
+            goto out;
+        }
+    }
     if (release_script(rq.action, &script, &slen, sha) == -1 ||
         release_build_args(t, audit_stream, &rq, sha, &a) == -1) {
         set_err(res, "out of memory");
@@ -618,6 +803,14 @@ json_text(const char *p, size_t n, bool escaped)
     return j;
 }
 
+/* A refusal release_precheck() explained in res->err. */
+static bool
+refused_why(const struct release_result *res)
+{
+    return (res->outcome == RELEASE_REFUSED_EXCLUDED || res->outcome == RELEASE_REFUSED_HELPER) &&
+           res->err[0] != '\0';
+}
+
 json_t *
 release_result_json(const char *target, const struct release_request *req,
                     const struct release_result *res)
@@ -641,7 +834,8 @@ release_result_json(const char *target, const struct release_request *req,
                             json_boolean(release_outcome_refused(res->outcome))) == -1 ||
         json_object_set_new(o, "dry_run", json_boolean(req->dry_run)) == -1 ||
         json_object_set_new(o, "message",
-                            json_string(release_outcome_message(res->outcome))) == -1 ||
+                            json_string(refused_why(res) ? res->err
+                                        : release_outcome_message(res->outcome))) == -1 ||
         json_object_set_new(o, "type", err || res->type[0] == '\0' ? json_null()
                             : json_string(res->type)) == -1 ||
         json_object_set_new(o, "pttl_ms", err || res->pttl_ms == -2 ? json_null()
@@ -652,12 +846,20 @@ release_result_json(const char *target, const struct release_request *req,
         json_object_set_new(o, "old_escaped", json_text(res->old, res->oldlen, true)) == -1 ||
         json_object_set_new(o, "audit_id", res->audit_id[0] ? json_string(res->audit_id)
                             : json_null()) == -1 ||
-        json_object_set_new(o, "wake_errors", json_integer(res->wake_errors)) == -1)
+        json_object_set_new(o, "wake_errors", json_integer(res->wake_errors)) == -1 ||
+        json_object_set_new(o, "format", res->format[0] ? json_string(res->format)
+                            : json_null()) == -1)
+        goto fail;
+    if (res->outcome == RELEASE_RELEASED &&
+        (json_object_set_new(o, "holders_left", res->holders_left < 0 ? json_null()
+                             : json_integer(res->holders_left)) == -1 ||
+         json_object_set_new(o, "deleted", json_boolean(res->holders_left == 0)) == -1 ||
+         json_object_set_new(o, "purged_waiters", json_integer(res->purged)) == -1))
         goto fail;
     if (req->action == RELEASE_ACTION_EXPIRE &&
         json_object_set_new(o, "ttl_ms", json_integer(req->ttl_ms)) == -1)
         goto fail;
-    if (res->err[0] != '\0' &&
+    if (res->err[0] != '\0' && !refused_why(res) &&
         json_object_set_new(o, "error", json_text(res->err, strlen(res->err), false)) == -1)
         goto fail;
     return o;

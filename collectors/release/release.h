@@ -3,8 +3,9 @@
  * release.h - the guarded release and expire of one lock (SPEC "Guarded
  * release"), shared by lockctl and the agent's POST /api/v1/locks/release.
  *
- * Both run one Lua script each (collectors/release/lua/guard.lua followed by
- * release.lua or expire.lua) with EVALSHA, falling back to EVAL when the
+ * Both run one Lua script each (collectors/release/lua/guard.lua, then
+ * formats.lua - the release table, per format what releasing one holder
+ * means - then release.lua or expire.lua) with EVALSHA, falling back to EVAL when the
  * server does not have it cached (NOSCRIPT).  Every guard runs inside the
  * script, atomically with the change: the key matches one of the target's
  * patterns, the holder is the one the operator saw, and the optional
@@ -43,6 +44,9 @@ enum release_outcome {
     RELEASE_REFUSED_NOT_LEAKED, /* "not_leaked": --if-leaked, but it has a TTL */
     RELEASE_REFUSED_TOO_YOUNG,  /* "too_young": --if-older-than not reached */
     RELEASE_REFUSED_HAS_TTL,    /* "has_ttl": expire of a lock that has a TTL */
+    RELEASE_REFUSED_EXCLUDED,   /* "excluded": the key matches the target's exclude_patterns */
+    RELEASE_REFUSED_HELPER,     /* "helper_key": a helper key of a lock (formats_helper()),
+                                 * never released or expired on its own; err names its lock */
     RELEASE_ERROR,              /* "error": Redis unreachable, script error... */
     RELEASE_OUTCOME_COUNT
 };
@@ -52,8 +56,12 @@ struct release_request {
     enum release_action action;
     const char *key;
     size_t keylen;
-    const char *holder;         /* token (string lock) or field (hash lock) */
+    const char *holder;         /* token (string lock), field (hash lock),
+                                 * member (zset semaphore), permit id */
     size_t holderlen;
+    const char *format;         /* the decoder's format name for the lock
+                                 * ("redisson-rw", ...), or NULL: the
+                                 * script then picks by what it sees */
     bool if_leaked;
     int64_t if_older_than_ms;   /* 0: no age condition */
     int64_t known_age_ms;       /* holder age the caller knows (the agent's
@@ -86,7 +94,23 @@ struct release_result {
                                  * when the release stands but its cluster
                                  * audit entry failed (audit_failed) */
     bool audit_failed;
+    char format[32];            /* the release-table row the script used */
+    long long holders_left;     /* after a release: holders still holding
+                                 * (0: the key was deleted); -1 unknown */
+    long long purged;           /* dead waiters dropped from a fair queue */
 };
+
+/*
+ * The refusals that need no Redis: a key in the target's exclude_patterns,
+ * or a helper key (formats_helper(): a fair lock's queue, a fenced lock's
+ * token counter, a reader's rwlock_timeout key, ...), whose release or
+ * expire would break its lock.  Returns the refusal and writes a sentence
+ * naming the owning lock into why, or -1 when the key may be tried (a key
+ * outside the target's patterns too: the script refuses it, audited).
+ * release_run() checks this first.  Pure.
+ */
+int release_precheck(const struct target_conf *t, const char *key, size_t keylen,
+                     char *why, size_t whylen);
 
 /* "released", "holder_changed", ... ("error" for RELEASE_ERROR). */
 const char *release_outcome_str(enum release_outcome o);
@@ -94,13 +118,16 @@ const char *release_outcome_str(enum release_outcome o);
 int release_outcome_parse(const char *s, size_t n);
 /* A sentence for people: what the outcome means and what to do. */
 const char *release_outcome_message(enum release_outcome o);
+/* Whether the C release table has a row for format (release.c). */
+bool release_format_known(const char *format);
 /* A guard refused (exit 1 / HTTP 409), as opposed to done or error. */
 bool release_outcome_refused(enum release_outcome o);
 /* The lock was changed (released or expired, not a dry run). */
 bool release_outcome_done(enum release_outcome o);
 
 /*
- * The script for action: guard.lua followed by release.lua or expire.lua.
+ * The script for action: guard.lua, formats.lua, then release.lua or
+ * expire.lua, joined by newlines.
  * *text is malloc'd (NUL-terminated, *len bytes); sha gets the 40 hex
  * digits of its SHA-1, what EVALSHA names it by.  0, or -1 on ENOMEM.
  */
@@ -147,7 +174,8 @@ enum release_outcome release_run(redisContext *c, const struct target_conf *t,
  * The outcome as JSON, the same object for lockctl --json and the HTTP
  * API (docs/lockctl.md "JSON"): target, action, key/key_escaped,
  * holder/holder_escaped, outcome, done, refused, dry_run, message, type,
- * pttl_ms, idle_seconds, old/old_escaped, audit_id, wake_errors, ttl_ms
+ * pttl_ms, idle_seconds, old/old_escaped, audit_id, wake_errors, format,
+ * holders_left, deleted and purged_waiters (outcome "released"), ttl_ms
  * (expire), error (outcome "error").  NULL on ENOMEM.
  */
 json_t *release_result_json(const char *target, const struct release_request *req,

@@ -480,6 +480,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         cluster_topo_clear(&topo);
         class_set_free(r.classes);
         redlock_map_free(r.rmap);
+        helperkeys_finish(&r, false);
         pthread_mutex_destroy(&r.mu);
         snapshot_unref(s);
         return NULL;
@@ -489,12 +490,24 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         sc->counters.vanished_total += st[i].cnt.vanished_total;
         sc->counters.truncated_total += st[i].cnt.truncated_total;
         sc->counters.duplicates_total += st[i].cnt.duplicates_total;
+        sc->counters.helpers_total += st[i].cnt.helpers_total;
         for (k = 0; k < SCAN_READ_KINDS; k++)
             sc->counters.read_errors[k] += st[i].cnt.read_errors[k];
         s->keys_examined += st[i].keys;
     }
     if (ok && registry_lookup(&r, st, nst, cluster ? &topo : NULL) == -1) {
         run_err(&r, "out of memory in the registry look-up");
+        ok = 0;
+    }
+    /* helper keys: those the pass saw, then those outside the patterns */
+    helperkeys_finish(&r, ok);
+    if (ok && helperkeys_probe(&r, st, nst, cluster ? &topo : NULL) == -1) {
+        run_err(&r, "out of memory probing helper keys");
+        ok = 0;
+    }
+    /* after the formats the helpers give (the waiters of a fair lock) */
+    if (ok && waiters_lookup(&r, st, nst, cluster ? &topo : NULL) == -1) {
+        run_err(&r, "out of memory in the waiters look-up");
         ok = 0;
     }
     for (i = 0; i < nst; i++)

@@ -13,6 +13,7 @@
  *   stream.c    the pipelined segment stream and its pacing
  *   record.c    per key: decode, class, track, judge, snapshot
  *   registry.c  the Redisson holders' client-registry look-up
+ *   waiters.c   the waiters of each kept lock (fair queues, PUBSUB NUMSUB)
  *   tracker.c   first-seen times across scans (tracker.h)
  *
  * What a run's streams share (the scanner's tracker, the class set, the
@@ -72,6 +73,7 @@ struct run {
     struct snapshot *snap;
     struct class_set *classes;
     struct redlock_map *rmap;   /* NULL unless the target is in a Redlock group */
+    struct helper_table *comp;  /* helper keys by their lock (helperkeys.c) */
     int64_t now_ms;             /* the scan's start: every state is judged at it */
     int64_t start_mono;
     pthread_mutex_t mu;         /* guards sc->tracker, classes, snap, rmap */
@@ -85,6 +87,8 @@ struct key_meta {
     long long pttl;
     long long idle_s;
     bool skip;                  /* vanished or unreadable */
+    bool helper;                /* a helper key (formats_helper()): counted
+                                 * to its lock, its value not read */
 };
 
 struct batch {
@@ -181,6 +185,25 @@ uint8_t record_states(const struct run *r, const struct snap_lock *l, int64_t fi
  * ENOMEM. */
 int record_finish(struct run *r);
 
+/* ---- helperkeys.c ------------------------------------------------------------ */
+
+/* Count helper key m (formats_helper()) to its lock.  Takes run.mu.  0,
+ * or -1 on ENOMEM. */
+int record_helper(struct stream *s, const struct key_meta *m);
+
+/* With attach, give every retained lock of the run's snapshot its
+ * helper_keys count and the format its helpers prove; free the run's
+ * helper table either way.  Call once the streams are done. */
+void helperkeys_finish(struct run *r, bool attach);
+
+/* EXISTS the helpers that make a format (fencing counter, fair-lock
+ * queue, permits zset) of retained locks when they are outside the
+ * target's patterns, and count them.  streams and topo as for
+ * registry_lookup(); a stream whose connection fails is marked failed.
+ * 0, or -1 on ENOMEM. */
+int helperkeys_probe(struct run *r, struct stream *streams, size_t nstreams,
+                     const struct cluster_topo *topo);
+
 /* ---- registry.c --------------------------------------------------------------- */
 
 /*
@@ -192,5 +215,17 @@ int record_finish(struct run *r);
  */
 int registry_lookup(struct run *r, struct stream *streams, size_t nstreams,
                     const struct cluster_topo *topo);
+
+/* ---- waiters.c ---------------------------------------------------------------- */
+
+/*
+ * Look up how many wait for every retained lock (a Redisson fair lock's
+ * queue length, PUBSUB NUMSUB of a wake channel) and sum them per class.
+ * streams and topo as for registry_lookup().  A stream whose connection
+ * fails is marked failed; error replies are counted, never fatal.  0, or
+ * -1 on ENOMEM.
+ */
+int waiters_lookup(struct run *r, struct stream *streams, size_t nstreams,
+                   const struct cluster_topo *topo);
 
 #endif

@@ -99,7 +99,7 @@ pace_due(struct stream *s)
 }
 
 static int
-batch_take(struct batch *b, redisReply *scan)
+batch_take(struct batch *b, redisReply *scan, const struct target_conf *t)
 {
     redisReply *keys = scan->element[1];
     size_t i;
@@ -115,7 +115,9 @@ batch_take(struct batch *b, redisReply *scan)
         b->cap = keys->elements;
     }
     for (i = 0; i < keys->elements; i++) {
-        if (keys->element[i]->type != REDIS_REPLY_STRING)
+        /* exclude_patterns: never read, listed or counted */
+        if (keys->element[i]->type != REDIS_REPLY_STRING ||
+            lock_key_excluded(t, keys->element[i]->str, keys->element[i]->len))
             continue;
         memset(&b->meta[b->n], 0, sizeof(b->meta[b->n]));
         b->meta[b->n].key = keys->element[i];
@@ -261,6 +263,8 @@ read_meta(struct stream *s, struct batch *b)
         freeReplyObject(rep);
         if (m->type == RAW_NONE || m->pttl == -2)
             m->skip = true;
+        else if (formats_helper(m->key->str, m->key->len, m->type, NULL) != HELPER_NONE)
+            m->helper = true;
     }
     return 0;
 }
@@ -277,6 +281,7 @@ append_meta(struct stream *s, const struct batch *b)
     }
 }
 
+_Static_assert(RAW_FIELDS_LAST + 1 == RAW_FIELDS_MAX, "ZRANGE stop");
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -288,7 +293,7 @@ append_values(struct stream *s, const struct batch *b)
     for (i = 0; i < b->n; i++) {
         const struct key_meta *m = &b->meta[i];
 
-        if (m->skip)
+        if (m->skip || m->helper)
             continue;
         if (m->type == RAW_STRING)
             append_key_cmd(s->c, "GETRANGE", NULL, m->key, "0",
@@ -299,8 +304,36 @@ append_values(struct stream *s, const struct batch *b)
             append_key_cmd(s->c, "HLEN", NULL, m->key, NULL, NULL, NULL);
             append_key_cmd(s->c, "HSCAN", NULL, m->key, "0", "COUNT",
                            STR(RAW_FIELDS_MAX));
+        } else if (m->type == RAW_ZSET && formats_reads_zset(m->key->str, m->key->len)) {
+            /* only a zset format's keys: any other zset is unknown, unread */
+            append_key_cmd(s->c, "ZCARD", NULL, m->key, NULL, NULL, NULL);
+            append_key_cmd(s->c, "ZRANGE", NULL, m->key, "0", STR(RAW_FIELDS_LAST),
+                           "WITHSCORES");
         }
     }
+}
+
+/* Read one reply of a value read into *rep (NULL after an error reply
+ * it counted or that says the key changed); *refused is set when Redis
+ * refused the read.  -1 when the connection failed. */
+static int
+value_reply(struct stream *s, const char *cmd, redisReply **rep, bool *refused)
+{
+    if (stream_reply(s, rep) == -1)
+        return -1;
+    if ((*rep)->type == REDIS_REPLY_ERROR) {
+        if (read_refused(s, cmd, *rep))
+            *refused = true;
+        freeReplyObject(*rep);
+        *rep = NULL;
+    }
+    return 0;
+}
+
+static long long
+reply_int(const redisReply *rep)
+{
+    return rep != NULL && rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
 }
 
 /* Read the value replies of batch b (sent by append_values) and record
@@ -310,10 +343,10 @@ read_values(struct stream *s, struct batch *b)
 {
     struct raw_field fields[RAW_FIELDS_MAX];
     struct raw_lock raw;
-    redisReply *rep;
-    long long hlen;
+    redisReply *len, *rep;
+    long long n;
     size_t i;
-    bool refused;
+    bool refused, ok;
     int rc;
 
     for (i = 0; i < b->n; i++) {
@@ -323,50 +356,50 @@ read_values(struct stream *s, struct batch *b)
             s->cnt.vanished_total++;
             continue;
         }
+        if (m->helper) {
+            if (record_helper(s, m) == -1) {
+                stream_err(s, "out of memory recording locks");
+                return -1;
+            }
+            continue;
+        }
         memset(&raw, 0, sizeof(raw));
         raw.key = m->key->str;
         raw.keylen = m->key->len;
         raw.type = m->type;
         raw.pttl = m->pttl;
-        rep = NULL;
-        hlen = -1;
+        raw.now_ms = s->r->now_ms;
+        if (raw.type == RAW_ZSET && !formats_reads_zset(raw.key, raw.keylen))
+            raw.type = RAW_OTHER;       /* not read (append_values) */
+        len = rep = NULL;
         refused = false;
-        if (m->type == RAW_HASH) {
-            if (stream_reply(s, &rep) == -1)
-                return -1;
-            if (rep->type == REDIS_REPLY_INTEGER)
-                hlen = rep->integer;
-            else if (rep->type == REDIS_REPLY_ERROR)
-                refused = read_refused(s, "HLEN", rep);
-            freeReplyObject(rep);
-            rep = NULL;
+        /* every reply in the pipeline is read, even after a refusal: each
+         * refusal counts */
+        if (raw.type == RAW_HASH && value_reply(s, "HLEN", &len, &refused) == -1)
+            goto lost;
+        if (raw.type == RAW_ZSET && value_reply(s, "ZCARD", &len, &refused) == -1)
+            goto lost;
+        if ((raw.type == RAW_STRING || raw.type == RAW_HASH || raw.type == RAW_ZSET) &&
+            value_reply(s, raw.type == RAW_HASH ? "HSCAN" : raw.type == RAW_ZSET ? "ZRANGE"
+                           : "GETRANGE", &rep, &refused) == -1)
+            goto lost;
+        n = reply_int(len);
+        ok = true;
+        if (refused) {
+            ok = false;         /* counted; the pass will fail */
+        } else if (raw.type == RAW_STRING) {
+            ok = rawread_string(rep, &raw);
+        } else if (raw.type == RAW_HASH) {
+            /* empty: gone between TYPE and HSCAN */
+            ok = rawread_hash(rep, fields, &raw) && raw.nfields > 0;
+        } else if (raw.type == RAW_ZSET) {
+            ok = rawread_zset(rep, fields, &raw, n) && raw.nfields > 0;
         }
-        if (m->type == RAW_STRING || m->type == RAW_HASH) {
-            /* the HSCAN is read even after a refused HLEN: it is in the
-             * pipeline, and its refusal counts too */
-            if (stream_reply(s, &rep) == -1)
-                return -1;
-            if (rep->type == REDIS_REPLY_ERROR &&
-                read_refused(s, m->type == RAW_HASH ? "HSCAN" : "GETRANGE", rep))
-                refused = true;
-            if (refused || rep->type == REDIS_REPLY_ERROR) {
-                /* refused: counted above, and the pass will fail; else
-                 * the key changed type or moved since TYPE */
-                if (!refused)
-                    s->cnt.vanished_total++;
-                freeReplyObject(rep);
-                continue;
-            }
-        }
-        if (m->type == RAW_STRING) {
-            rawread_string(rep, &raw);
-        } else if (m->type == RAW_HASH &&
-                   (!rawread_hash(rep, fields, &raw) || raw.nfields == 0)) {
-            freeReplyObject(rep);       /* gone between TYPE and HSCAN */
-            s->cnt.vanished_total++;
-            continue;
-        }
-        rc = record_key(s, m, &raw, hlen);
+        if (!ok && !refused)
+            s->cnt.vanished_total++;    /* changed type, moved or emptied */
+        rc = ok ? record_key(s, m, &raw, n) : 0;
+        if (len != NULL)
+            freeReplyObject(len);
         if (rep != NULL)
             freeReplyObject(rep);
         if (rc == -1) {
@@ -375,6 +408,10 @@ read_values(struct stream *s, struct batch *b)
         }
     }
     return 0;
+lost:
+    if (len != NULL)
+        freeReplyObject(len);
+    return -1;
 }
 
 static int
@@ -478,7 +515,7 @@ on_scan(struct stream *s)
         freeReplyObject(rep);
     } else {
         b = free_batch(s);      /* a SCAN is only sent with a batch free */
-        if (b == NULL || batch_take(b, rep) == -1) {
+        if (b == NULL || batch_take(b, rep, t) == -1) {
             freeReplyObject(rep);
             stream_err(s, "out of memory");
             return -1;

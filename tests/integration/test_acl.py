@@ -28,6 +28,11 @@ class Acl(h.TestCase):
         c.hset("lockwatch:client:{%s}" % UUID, mapping={
             "host": "app-7", "pid": "4242", "at:7:lock:rl:1": "1790000000000"})
         c.set("secret:1", "not for the scanner")
+        # a client waiting for the RLock, subscribed to its wake channel
+        waiter = rs.client().pubsub()
+        waiter.subscribe("redisson_lock__channel:{lock:rl:1}")
+        h.wait_until(lambda: waiter.get_message(timeout=0.1) is not None, 10,
+                     desc="the waiter's subscription")
 
         p = h.once_as_user(rs, "lockwatch", "s3cret-scan", leak_grace="1s", max_hold="1h")
         err = p.stderr.decode("utf-8", "replace")
@@ -44,6 +49,11 @@ class Acl(h.TestCase):
         # so the lock is months old, not as young as its idle time.
         self.assertGreater(h.msum(m, "lockwatch_lock_oldest_holder_seconds", target="main",
                                   **{"class": "lock:rl:*"}), 86400)
+        # The waiters look-ups are within the ACL too.
+        self.assertEqual(h.msum(m, "lockwatch_scan_waiter_errors_total", target="main"), 0)
+        self.assertEqual(h.msum(m, "lockwatch_lock_waiters", target="main",
+                                **{"class": "lock:rl:*"}), 1)
+        waiter.close()
         # And the user really is that narrow.
         import redis
         scanner = redis.Redis(host="127.0.0.1", port=rs.port, username="lockwatch",

@@ -17,20 +17,27 @@ import topo
 
 # Keep both in step with README.md "Redis permissions" (which adds
 # +client|no-touch for Redis 7.2+; 7.0 does not know the subcommand).
-SCANNER_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "resetchannels", "-@all",
+SCANNER_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "~redisson_lock_queue:*",
+               "resetchannels", "-@all",
                "+scan", "+type", "+pttl", "+object|idletime", "+getrange", "+hlen", "+hscan",
-               "+exists", "+hmget", "+ping", "+role", "+readonly", "+cluster|shards",
-               "+cluster|slots"]
-LOCKCTL_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "~lockwatch:audit",
-               "~redisson_lock__channel:*", "~redisson_rwlock:*", "~lockwatch_lock__channel:*",
-               "~redisson_lock_queue:*", "~lock-signal:*",
-               "resetchannels", "&redisson_lock__channel:*", "&redisson_rwlock:*",
-               "&lockwatch_lock__channel:*",
+               "+zcard", "+zrange", "+exists", "+hmget", "+llen", "+pubsub|numsub", "+ping",
+               "+role", "+readonly", "+cluster|shards", "+cluster|slots"]
+LOCKCTL_ACL = ["resetkeys", "~lock:*", "~{lock:*}:*", "~lockwatch:client:*",
+               "~lockwatch:audit",
+               "~redisson_lock__channel*", "~redisson_rwlock*", "~lockwatch_lock__channel:*",
+               "~redisson_lock_queue:*", "~redisson_lock_timeout:*", "~redisson_sc:*",
+               "~lock-signal:*",
+               "resetchannels", "&redisson_lock__channel*", "&redisson_rwlock*",
+               "&lockwatch_lock__channel:*", "&redisson_sc:*",
                "-@all", "+scan", "+type", "+pttl", "+object|idletime", "+getrange", "+hlen",
-               "+hscan", "+exists", "+hmget", "+ping", "+role", "+readonly",
+               "+hscan", "+exists", "+hmget", "+llen", "+ping", "+role", "+readonly",
                "+cluster|shards", "+cluster|slots",
-               "+evalsha", "+eval", "+get", "+strlen", "+hexists", "+del", "+pexpire",
-               "+lindex", "+lpush", "+publish", "+spublish", "+xadd", "+xrevrange"]
+               "+evalsha", "+eval", "+get", "+strlen", "+hexists", "+hget", "+hgetall",
+               "+hset", "+hdel", "+del", "+pexpire", "+incrby", "+zscore", "+zrem", "+zcard",
+               "+zrange", "+lindex", "+lpop", "+lpush", "+pubsub|numsub",
+               "+pubsub|shardnumsub", "+publish",
+               "+spublish", "+xadd",
+               "+xrevrange"]
 
 UUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"
 

@@ -39,22 +39,24 @@ UUID = lt.UUID
 
 def script(action):
     """The script text exactly as collectors/release/release.c builds it."""
-    with open(os.path.join(LUA, "guard.lua")) as f:
-        guard = f.read()
-    with open(os.path.join(LUA, action + ".lua")) as f:
-        body = f.read()
-    return guard + "\n" + body
+    parts = []
+    for name in ("guard", "formats", action):
+        with open(os.path.join(LUA, name + ".lua")) as f:
+            parts.append(f.read())
+    return "\n".join(parts)
 
 
 def call(client, action, key, holder, *, companions=(("audit", "lockwatch:audit"),),
          if_leaked=False, older_ms=0, known_ms=0, dry=False, cluster=False, ttl_ms=0,
-         patterns=("lock:*",), operator="test", reason="r", target="main"):
+         patterns=("lock:*",), operator="test", reason="r", target="main", fmt=None,
+         now_ms=None):
     """Run the script with the documented KEYS/ARGV (guard.lua's header)."""
     keys = [key] + [k for _, k in companions]
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
     argv = [holder, "1" if if_leaked else "0", str(older_ms), str(known_ms),
-            "1" if dry else "0", "1" if cluster else "0", str(int(time.time() * 1000)),
+            "1" if dry else "0", "1" if cluster else "0", str(now),
             operator, reason, target, str(ttl_ms), " ".join(r for r, _ in companions),
-            str(len(patterns))] + list(patterns)
+            str(len(patterns))] + list(patterns) + ([fmt] if fmt is not None else [])
     return client.eval(script(action), len(keys), *keys, *argv)
 
 
@@ -200,8 +202,9 @@ class ReleaseScript(h.TestCase):
             None,
             (["release", "lock:str", "--holder", "tok", "--if-leaked"], 0, "released"),
             (["release", "lock:hash", "--holder", UUID + ":1"], 0, "released"),
-            # the RW write holder may be named without ":write"
-            (["release", "lock:rw", "--holder", UUID + ":2"], 0, "released"),
+            # the RW write holder must be named exactly, ":write" and all
+            (["release", "lock:rw", "--holder", UUID + ":2"], 1, "holder_changed"),
+            (["release", "lock:rw", "--holder", UUID + ":2:write"], 0, "released"),
             (["expire", "lock:young", "--holder", "tok", "--ttl", "5s"], 0, "expired"),
         ]
         for case in cases:
@@ -301,10 +304,15 @@ class ReleaseScript(h.TestCase):
 
     def test_wake_ups_per_format(self):
         c, port = self.c, self.rs.port
-        # Redisson RW lock: "1" on redisson_rwlock:{K}
+        # Redisson RW lock: "1" on redisson_rwlock:{K} once its last holder goes
         c.hset("lock:rw", mapping={"mode": "read", UUID + ":3": 2, UUID + ":4": 1})
         sub = Subscriber(port, "SUBSCRIBE", "redisson_rwlock:{lock:rw}")
-        self.lockctl(["release", "lock:rw", "--holder", UUID + ":4", "--yes"])
+        doc = self.lockctl(["release", "lock:rw", "--holder", UUID + ":4", "--yes"])
+        self.assertEqual((doc["format"], doc["holders_left"], doc["deleted"]),
+                         ("redisson-rw", 1, False))
+        self.assertEqual(c.hget("lock:rw", UUID + ":3"), b"2")
+        doc = self.lockctl(["release", "lock:rw", "--holder", UUID + ":3", "--yes"])
+        self.assertEqual((doc["holders_left"], doc["deleted"]), (0, True))
         sub.wait_for(b"redisson_rwlock:{lock:rw}\r\n$1\r\n1\r\n")
         sub.close()
         # liblockwatch: "0" on lockwatch_lock__channel:{K}
@@ -323,7 +331,8 @@ class ReleaseScript(h.TestCase):
         # Redisson fair lock: the queue head's own channel too; queue kept
         c.hset("lock:fair", UUID + ":6", 1)
         c.rpush("redisson_lock_queue:{lock:fair}", UUID + ":7", UUID + ":8")
-        c.zadd("redisson_lock_timeout:{lock:fair}", {UUID + ":7": 1, UUID + ":8": 2})
+        later = int(time.time() * 1000) + 300000     # both turns still to come
+        c.zadd("redisson_lock_timeout:{lock:fair}", {UUID + ":7": later, UUID + ":8": later + 1})
         head = "redisson_lock__channel:{lock:fair}:%s:7" % UUID
         sub = Subscriber(port, "SUBSCRIBE", head)
         self.lockctl(["release", "lock:fair", "--holder", UUID + ":6", "--yes"])
@@ -496,12 +505,14 @@ class ReleaseScript(h.TestCase):
         # the ACL line of docs/lockctl.md, on a server with requirepass
         rs = self.start_redis(password="admin-pw")
         admin = rs.client()
-        acl = ("lockctl on >ctl-pw resetkeys ~lock:* ~lockwatch:audit "
-               "~redisson_lock__channel:* ~redisson_rwlock:* ~lockwatch_lock__channel:* "
-               "~redisson_lock_queue:* ~lock-signal:* resetchannels &* -@all "
+        acl = ("lockctl on >ctl-pw resetkeys ~lock:* ~{lock:*}:* ~lockwatch:audit "
+               "~redisson_lock__channel* ~redisson_rwlock* ~lockwatch_lock__channel:* "
+               "~redisson_lock_queue:* ~redisson_lock_timeout:* ~redisson_sc:* ~lock-signal:* "
+               "resetchannels &* -@all "
                "+evalsha +eval +scan +type +pttl +object|idletime +getrange +get +strlen "
-               "+hlen +hscan +hexists +del +pexpire +xadd +xrevrange +publish +spublish "
-               "+lindex +lpush +ping +select")
+               "+hlen +hscan +hexists +hget +hgetall +hset +hdel +del +pexpire +incrby "
+               "+zscore +zrem +zcard +zrange +xadd +xrevrange +publish +spublish "
+               "+lindex +lpop +lpush +pubsub|numsub +pubsub|shardnumsub +ping +select")
         admin.execute_command("ACL", "SETUSER", *acl.split())
         d = h._mkdtemp("lw-acl-")
         pw = os.path.join(d, "ctl.pass")
@@ -526,8 +537,8 @@ class ReleaseScript(h.TestCase):
         self.assertIn("NOPERM", doc["error"])
         self.assertEqual(admin.get("user:secret"), b"s")
         # inside the ACL but outside the patterns: the script refuses
-        admin.set("lock-signal:x", "v")
-        doc = lt.run_json(self, ["release", "lock-signal:x", "--holder", "v", "--yes"], cfg,
+        admin.set("redisson_sc:x", "v")
+        doc = lt.run_json(self, ["release", "redisson_sc:x", "--holder", "v", "--yes"], cfg,
                           rc=1)
         self.assertEqual(doc["outcome"], "pattern")
         self.assertEqual([e["outcome"] for _, e in lt.audit_entries(admin)],

@@ -125,15 +125,20 @@ args_standalone_release(void **state)
     assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
     assert_true(arg_is(&a, 0, "EVALSHA"));
     assert_true(arg_is(&a, 1, "abc"));
-    assert_int_equal(a.nkeys, 7);
-    assert_true(arg_is(&a, 2, "7"));
+    assert_int_equal(a.nkeys, 12);
+    assert_true(arg_is(&a, 2, "12"));
     assert_true(arg_is(&a, 3, "lock:order:1"));
     assert_true(arg_is(&a, 4, "lockwatch:audit"));
     assert_true(arg_is(&a, 5, "redisson_lock__channel:{lock:order:1}"));
-    assert_true(arg_is(&a, 6, "redisson_rwlock:{lock:order:1}"));
-    assert_true(arg_is(&a, 7, "lockwatch_lock__channel:{lock:order:1}"));
-    assert_true(arg_is(&a, 8, "redisson_lock_queue:{lock:order:1}"));
-    assert_true(arg_is(&a, 9, "lock-signal:order:1"));
+    assert_true(arg_is(&a, 6, "redisson_lock__channel__{lock:order:1}"));
+    assert_true(arg_is(&a, 7, "redisson_rwlock:{lock:order:1}"));
+    assert_true(arg_is(&a, 8, "redisson_rwlock__{lock:order:1}"));
+    assert_true(arg_is(&a, 9, "lockwatch_lock__channel:{lock:order:1}"));
+    assert_true(arg_is(&a, 10, "redisson_lock_queue:{lock:order:1}"));
+    assert_true(arg_is(&a, 11, "redisson_lock_timeout:{lock:order:1}"));
+    assert_true(arg_is(&a, 12, "redisson_sc:{lock:order:1}"));
+    assert_true(arg_is(&a, 13, "{lock:order:1}:timeout"));
+    assert_true(arg_is(&a, 14, "lock-signal:order:1"));
     i = argv_index(&a, 1);
     assert_true(arg_is(&a, i, "tok"));
     assert_true(arg_is(&a, i + 1, "0"));            /* if_leaked */
@@ -147,12 +152,100 @@ args_standalone_release(void **state)
     assert_true(arg_is(&a, i + 9, "main"));
     assert_true(arg_is(&a, i + 10, "0"));           /* ttl */
     assert_true(arg_is(&a, i + 11,
-                       "audit redisson redisson-rw liblockwatch redisson-queue signal"));
+                       "audit redisson redisson-v2 redisson-rw redisson-rw-v2 liblockwatch "
+                       "redisson-queue redisson-timeout redisson-sc permits signal"));
     assert_true(arg_is(&a, i + 12, "2"));
     assert_true(arg_is(&a, i + 13, "lock:*"));
     assert_true(arg_is(&a, i + 14, "job-lock:*"));
-    assert_int_equal(a.argc, i + 15);
+    assert_int_equal(a.argc, i + 15);      /* no format: the script picks the row */
     release_args_free(&a);
+}
+
+/* A format with a row: only its companions, and its name after the patterns. */
+static void
+args_per_format_row(void **state)
+{
+    static const struct {
+        const char *format, *roles, *key1;
+    } rows[] = {
+        { "redisson-rw", "audit redisson-rw redisson-rw-v2", "redisson_rwlock:{lock:q}" },
+        { "redisson-fair", "audit redisson redisson-v2 redisson-queue redisson-timeout",
+          "redisson_lock__channel:{lock:q}" },
+        { "redisson-permit-semaphore", "audit redisson-sc permits", "redisson_sc:{lock:q}" },
+        { "redisson-semaphore", "audit redisson-sc", "redisson_sc:{lock:q}" },
+        { "python-redis-lock", "audit signal", "lock-signal:q" },
+        { "shedlock", "audit", NULL },
+    };
+    struct target_conf t;
+    struct release_request rq;
+    struct release_args a;
+    int i;
+
+    (void)state;
+    target(&t, TARGET_STANDALONE);
+    for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+        request(&rq, "lock:q", 6);
+        rq.format = rows[r].format;
+        assert_true(release_format_known(rows[r].format));
+        assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
+        i = argv_index(&a, 1);
+        assert_true(arg_is(&a, i + 11, rows[r].roles));
+        if (rows[r].key1 != NULL)
+            assert_true(arg_is(&a, 5, rows[r].key1));
+        assert_int_equal(a.argc, i + 16);
+        assert_true(arg_is(&a, i + 15, rows[r].format));
+        release_args_free(&a);
+    }
+    /* suffixName: {K}:timeout, or K:timeout for a key with its own tag */
+    request(&rq, "lock:{g}", 8);
+    rq.format = "redisson-permit-semaphore";
+    assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
+    assert_true(arg_is(&a, 6, "lock:{g}:timeout"));
+    release_args_free(&a);
+    /* a format without a row: as if none was given */
+    request(&rq, "lock:q", 6);
+    rq.format = "unknown";
+    assert_false(release_format_known("unknown"));
+    assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
+    assert_int_equal(a.argc, argv_index(&a, 1) + 15);
+    release_args_free(&a);
+    /* a key outside the patterns: refused before anything else is touched */
+    request(&rq, "user:1", 6);
+    assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
+    assert_int_equal(a.nkeys, 2);
+    release_args_free(&a);
+}
+
+extern const char collectors_release_lua_formats_lua[];
+
+/* The C release table and formats.lua's lw_rows name the same formats. */
+static void
+release_tables_agree(void **state)
+{
+    static const char *names[] = {
+        "redisson-rw", "redisson", "redisson-fair", "redisson-fenced", "redisson-semaphore",
+        "redisson-permit-semaphore", "redis-semaphore", "liblockwatch", "python-redis-lock",
+        "spring", "plain", "shedlock", "redis-py", "node-redlock", "redsync", "pottery",
+    };
+    const char *lua = collectors_release_lua_formats_lua, *p;
+    char quoted[64];
+    size_t rows = 0;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        assert_true(release_format_known(names[i]));
+        snprintf(quoted, sizeof(quoted), "'%s'", names[i]);
+        assert_non_null(strstr(lua, quoted));
+    }
+    for (p = lua; (p = strstr(p, "lw_rows['")) != NULL; p++) {
+        const char *e = strchr(p + 9, '\'');
+
+        assert_non_null(e);
+        snprintf(quoted, sizeof(quoted), "%.*s", (int)(e - p - 9), p + 9);
+        assert_true(release_format_known(quoted));
+        rows++;
+    }
+    assert_true(rows >= 7);
 }
 
 static void
@@ -203,10 +296,11 @@ args_dry_run_and_expire(void **state)
     rq.dry_run = true;
     assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
     /* no audit stream in a dry run; no signal list: not a lock:<name> key */
-    assert_int_equal(a.nkeys, 5);
+    assert_int_equal(a.nkeys, 10);
     i = argv_index(&a, 1);
     assert_true(arg_is(&a, i + 4, "1"));
-    assert_true(arg_is(&a, i + 11, "redisson redisson-rw liblockwatch redisson-queue"));
+    assert_true(arg_is(&a, i + 11, "redisson redisson-v2 redisson-rw redisson-rw-v2 "
+                       "liblockwatch redisson-queue redisson-timeout redisson-sc permits"));
     release_args_free(&a);
 
     request(&rq, "lock:a", 6);
@@ -234,19 +328,24 @@ args_cluster_keeps_one_slot(void **state)
     request(&rq, "lock:order:1", 12);
     assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
     /* the audit stream and lock-signal:order:1 hash elsewhere: left out */
-    assert_int_equal(a.nkeys, 5);
+    assert_int_equal(a.nkeys, 10);
     slot = release_key_slot("lock:order:1", 12);
     for (k = 0; k < a.nkeys; k++)
         assert_int_equal(release_key_slot(a.argv[3 + k], a.argvlen[3 + k]), slot);
     i = argv_index(&a, 1);
     assert_true(arg_is(&a, i + 5, "1"));
-    assert_true(arg_is(&a, i + 11, "redisson redisson-rw liblockwatch redisson-queue"));
+    assert_true(arg_is(&a, i + 11, "redisson redisson-v2 redisson-rw redisson-rw-v2 "
+                       "liblockwatch redisson-queue redisson-timeout redisson-sc permits"));
     release_args_free(&a);
 
-    /* "a{" has a '{' but no tag: the prefixed channel hashes differently */
+    /* "a{" has a '{' but no tag: the prefixed channels hash differently;
+     * the 2.x names "<prefix>{lock:a{}" have the tag "lock:a{", which
+     * hashes as the key does */
     request(&rq, "lock:a{", 7);
     assert_int_equal(release_build_args(&t, "audit", &rq, "abc", &a), 0);
-    assert_int_equal(a.nkeys, 1);
+    assert_int_equal(a.nkeys, 3);
+    i = argv_index(&a, 1);
+    assert_true(arg_is(&a, i + 11, "redisson-v2 redisson-rw-v2"));
     release_args_free(&a);
 }
 
@@ -282,11 +381,14 @@ script_text_and_sha(void **state)
     assert_int_equal(strlen(r), rl);
     assert_int_equal(strlen(sha_r), 40);
     assert_string_not_equal(sha_r, sha_e);
+    /* guard.lua, formats.lua, then the action's body */
     assert_non_null(strstr(r, "lw_glob_match"));
-    assert_non_null(strstr(r, "redis.call('del', lw_key)"));
-    assert_null(strstr(r, "pexpire', lw_key"));
-    assert_non_null(strstr(e, "redis.call('pexpire', lw_key"));
-    assert_null(strstr(e, "redis.call('del', lw_key)"));
+    assert_non_null(strstr(r, "lw_rows['redisson-semaphore']"));
+    assert_true(strstr(r, "lw_rows['redisson-semaphore']") > strstr(r, "lw_glob_match"));
+    assert_non_null(strstr(r, "lw_row.release()"));
+    assert_null(strstr(r, "lw_audit('expire'"));
+    assert_non_null(strstr(e, "redis.call('pexpire', lw_key, lw_ttl_ms)"));
+    assert_null(strstr(e, "lw_row.release()"));
     free(r);
     assert_int_equal(release_script(RELEASE_ACTION_RELEASE, &r, &rl, sha_r2), 0);
     assert_string_equal(sha_r, sha_r2);
@@ -501,6 +603,8 @@ main(void)
         cmocka_unit_test(outcome_codes_round_trip),
         cmocka_unit_test(outcome_classes),
         cmocka_unit_test(args_standalone_release),
+        cmocka_unit_test(args_per_format_row),
+        cmocka_unit_test(release_tables_agree),
         cmocka_unit_test(args_options_and_binary_key),
         cmocka_unit_test(args_dry_run_and_expire),
         cmocka_unit_test(args_cluster_keeps_one_slot),

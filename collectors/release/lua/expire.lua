@@ -1,13 +1,15 @@
 -- SPDX-License-Identifier: BSD-3-Clause
--- expire.lua - the guarded expire, run after guard.lua: the gentle twin of
--- the release.  It gives a lock that has no TTL (a leak) the TTL in
--- ARGV[11], under the same guards, and audits it.  A lock that already has
--- a TTL is refused ("has_ttl"): its holder's own lease or watchdog is in
--- charge, and an operator's TTL would only shorten or stretch it.  Nothing
--- else changes: no wake-up (the lock is still held until the TTL runs
--- out, and waiters retry on their own when it does).
+-- expire.lua - the guarded expire, run after guard.lua and formats.lua:
+-- the gentle twin of the release.  It gives a lock that has no TTL (a
+-- leak) the TTL in ARGV[11], under the same guards, and audits it.  A
+-- lock that already has a TTL is refused ("has_ttl"): its holder's own
+-- lease or watchdog is in charge, and an operator's TTL would only
+-- shorten or stretch it.  Nothing else changes: no wake-up (the lock is
+-- still held until the TTL runs out, and waiters retry on their own when
+-- it does).  A semaphore is refused (wrongtype): a TTL on it would take
+-- every permit with it.
 
-lw_check()
+lw_check('expire')
 if lw.refusal == nil and lw.pttl ~= -1 then
     lw.refusal = 'has_ttl'
 end

@@ -2,8 +2,9 @@
 -- guard.lua - the guards of lockwatch's guarded release and expire.
 --
 -- This file is not a script on its own: collectors/release/release.c runs
--- guard.lua followed by release.lua (the release script) or by expire.lua
--- (the expire script), as one text, with one SHA.  Keeping the guards in
+-- guard.lua, then formats.lua (the release table), then release.lua (the
+-- release script) or expire.lua (the expire script), as one text, with
+-- one SHA.  Keeping the guards in
 -- one place means a fix to the glob matcher or to a guard reaches both.
 -- Everything here is local: the script defines no globals.
 --
@@ -32,12 +33,24 @@
 --   ARGV[11]  ms: the TTL to set (expire; "0" for release)
 --   ARGV[12]  companion roles, space separated, one per KEYS[2..]
 --   ARGV[13]  number of patterns n; ARGV[14 .. 13+n] the target's globs
--- Reply: { outcome, type, pttl, idle_s, old, audit_id, wake_errors }
+--   ARGV[14+n] optional: the format the caller decoded the lock as
+--             ("redisson-rw", "plain", ...).  The script then releases it
+--             as that format's row of lw_rows (formats.lua) and refuses
+--             with holder_changed when the key no longer has that shape;
+--             without it, or for a format without a row, the row is
+--             chosen by what the script sees.
+-- Reply: { outcome, type, pttl, idle_s, old, audit_id, wake_errors,
+--          format, left, purged }
 --   outcome   released | expired | would_release | would_expire, or the
 --             refusal: pattern | gone | holder_changed | wrongtype |
 --             not_leaked | too_young | has_ttl
---   old       the value (string lock) or "field=count ..." (hash lock),
---             at most 512 bytes; audit_id "" when nothing was written.
+--   old       the value (string lock), "field=count ..." (hash lock) or
+--             "member=score ..." (zset semaphore), at most 512 bytes;
+--             audit_id "" when nothing was written.
+--   format    the row the script used ("" for a pattern or type refusal)
+--   left      holders still holding the key after a release (0: the key
+--             was deleted; -1: not a release, or not counted)
+--   purged    dead waiters dropped from a fair lock's queue
 
 local LW_OLD_MAX = 512
 local LW_HASH_FIELDS = 64
@@ -68,10 +81,11 @@ do
     if i ~= #KEYS then
         return redis.error_reply('ERR lockwatch release: KEYS and roles differ')
     end
-    if #ARGV ~= 13 + lw_npat then
+    if #ARGV ~= 13 + lw_npat and #ARGV ~= 14 + lw_npat then
         return redis.error_reply('ERR lockwatch release: wrong number of arguments')
     end
 end
+local lw_format = ARGV[14 + lw_npat] or ''
 
 -- Redis' glob dialect (stringmatchlen in util.c), as SCAN MATCH applies it.
 -- The glob is first cut into tokens, exactly as stringmatchlen walks it:
@@ -185,7 +199,7 @@ end
 
 -- The lock as the guards saw it.
 local lw = { refusal = nil, type = '', pttl = -2, idle = -1, old = '', rw = false,
-             value = nil, audit_id = '', wake_errors = 0 }
+             value = nil, audit_id = '', wake_errors = 0, format = '', left = -1 }
 
 local function lw_cut(s)
     if #s > LW_OLD_MAX then return string.sub(s, 1, LW_OLD_MAX) end
@@ -206,9 +220,85 @@ local function lw_hash_old()
     return lw_cut(table.concat(parts, ' '))
 end
 
+-- The release table, keyed by format name; formats.lua (run between this
+-- file and release.lua / expire.lua) fills it.  A row is
+--   types    the TYPEs it applies to, e.g. { string = true }
+--   sees()   the shape the format has (nil: any key of those types)
+--   held()   whether ARGV[1] names a holder of it now; sets lw.old
+--   expire   false when the expire may not touch it (a semaphore), or a
+--            function saying whether it may
+--   refine() nil, or the name of the row the key really is (checked once)
+--   release() the release of that one holder (the guards all held)
+-- lw_detect lists, in order, the rows tried when the caller named no
+-- format it has a row for.
+local lw_rows = {}
+local lw_detect = {}
+
+-- The holder check of a string lock: the whole value.  STRLEN first: a
+-- huge value that cannot be the holder is never read.
+local function lw_string_held()
+    if redis.call('strlen', lw_key) ~= #lw_holder then
+        lw.old = redis.call('getrange', lw_key, 0, LW_OLD_MAX - 1)
+        return false
+    end
+    lw.value = redis.call('get', lw_key)
+    lw.old = lw_cut(lw.value)
+    return lw.value == lw_holder
+end
+
+-- The holder check of a hash lock: exactly that field (never "mode").
+local function lw_field_held()
+    lw.old = lw_hash_old()
+    return lw_holder ~= 'mode' and lw_holder ~= '' and
+        redis.call('hexists', lw_key, lw_holder) == 1
+end
+
+-- The row for this key: the caller's format when it has a row and the key
+-- still has its shape; otherwise the first row of lw_detect that fits.
+-- Returns the row, or nil and the refusal.
+local function lw_pick(action)
+    local row = lw_rows[lw_format]
+    if row ~= nil then
+        if not row.types[lw.type] then
+            if lw.type ~= 'string' and lw.type ~= 'hash' and lw.type ~= 'zset' then
+                return nil, 'wrongtype'
+            end
+            return nil, 'holder_changed'    -- not what the caller saw
+        end
+        if row.sees ~= nil and not row.sees() then return nil, 'holder_changed' end
+        lw.format = lw_format
+    else
+        for _, name in ipairs(lw_detect) do
+            local r = lw_rows[name]
+            if r.types[lw.type] and (r.sees == nil or r.sees()) then
+                row = r
+                lw.format = name
+                break
+            end
+        end
+        if row == nil then return nil, 'wrongtype' end
+    end
+    -- a row may see that the key is really another format's (a semaphore
+    -- whose count decodes as a plain token)
+    if row.refine ~= nil then
+        local other = row.refine()
+        if other ~= nil then
+            row = lw_rows[other]
+            lw.format = other
+        end
+    end
+    if action == 'expire' and (row.expire == false or
+                               (type(row.expire) == 'function' and not row.expire())) then
+        lw.format = ''
+        return nil, 'wrongtype'
+    end
+    return row
+end
+
 -- Run the guards in the SPEC's order.  Sets lw.refusal, or leaves it nil
--- when every guard holds.  Nothing here writes.
-local function lw_check()
+-- when every guard holds, and returns the format's row.  Nothing here
+-- writes.
+local function lw_check(action)
     local matched = false
     for j = 1, lw_npat do
         if lw_glob_match(ARGV[13 + j], lw_key) then
@@ -220,7 +310,7 @@ local function lw_check()
         -- Not a lock: never read it (an ACL limited to the lock patterns
         -- would refuse the read anyway).
         lw.refusal = 'pattern'
-        return
+        return nil
     end
     -- OBJECT IDLETIME first: any read below resets it.  Under an LFU
     -- maxmemory-policy it fails; the age is then the caller's alone.
@@ -230,52 +320,37 @@ local function lw_check()
     lw.pttl = redis.call('pttl', lw_key)
     if lw.type == 'none' then
         lw.refusal = 'gone'
-        return
+        return nil
     end
-    if lw.type == 'string' then
-        -- STRLEN first: a huge value that cannot be the holder is never read.
-        if redis.call('strlen', lw_key) ~= #lw_holder then
-            local v = redis.call('getrange', lw_key, 0, LW_OLD_MAX - 1)
-            lw.old = v
-            lw.refusal = 'holder_changed'
-            return
+    lw.rw = lw.type == 'hash' and redis.call('hexists', lw_key, 'mode') == 1
+    local row, why = lw_pick(action)
+    if row ~= nil and lw.rw then lw.format = 'redisson-rw' end
+    if row == nil then
+        lw.refusal = why
+        if lw.type == 'string' then
+            lw.old = redis.call('getrange', lw_key, 0, LW_OLD_MAX - 1)
+        elseif lw.type == 'hash' then
+            lw.old = lw_hash_old()
         end
-        lw.value = redis.call('get', lw_key)
-        lw.old = lw_cut(lw.value)
-        if lw.value ~= lw_holder then
-            lw.refusal = 'holder_changed'
-            return
-        end
-    elseif lw.type == 'hash' then
-        lw.rw = redis.call('hexists', lw_key, 'mode') == 1
-        lw.old = lw_hash_old()
-        local held = lw_holder ~= 'mode' and lw_holder ~= '' and
-            redis.call('hexists', lw_key, lw_holder) == 1
-        -- A Redisson RW write holder's field ends in ":write"; accept the
-        -- "<uuid>:<tid>" the operator may have copied without it.
-        if not held and lw.rw and lw_holder ~= '' then
-            held = redis.call('hexists', lw_key, lw_holder .. ':write') == 1
-        end
-        if not held then
-            lw.refusal = 'holder_changed'
-            return
-        end
-    else
-        lw.refusal = 'wrongtype'
-        return
+        return nil
+    end
+    if not row.held() then
+        lw.refusal = 'holder_changed'
+        return nil
     end
     if lw_if_leaked and lw.pttl ~= -1 then
         lw.refusal = 'not_leaked'
-        return
+        return row
     end
     if lw_older_ms > 0 then
         local age = lw_known_age_ms
         if lw.idle >= 0 and lw.idle * 1000 > age then age = lw.idle * 1000 end
         if age < lw_older_ms then
             lw.refusal = 'too_young'
-            return
+            return row
         end
     end
+    return row
 end
 
 -- The audit entry, written before any change so that a failed XADD (OOM,
@@ -289,7 +364,7 @@ local function lw_audit(action, outcome)
                    'time', ARGV[7], 'operator', ARGV[8], 'reason', ARGV[9],
                    'action', action, 'target', ARGV[10], 'key', lw_key,
                    'holder', lw_holder, 'type', lw.type, 'pttl', tostring(lw.pttl),
-                   'old', lw.old, 'outcome', outcome }
+                   'old', lw.old, 'outcome', outcome, 'format', lw.format }
     if action == 'expire' then
         args[#args + 1] = 'ttl'
         args[#args + 1] = tostring(lw_ttl_ms)
@@ -309,5 +384,6 @@ local function lw_publish(ch, msg, sharded)
 end
 
 local function lw_reply(outcome)
-    return { outcome, lw.type, lw.pttl, lw.idle, lw.old, lw.audit_id, lw.wake_errors }
+    return { outcome, lw.type, lw.pttl, lw.idle, lw.old, lw.audit_id, lw.wake_errors,
+             lw.format, lw.left, lw.purged or 0 }
 end

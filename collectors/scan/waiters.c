@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * waiters.c - how many wait for each lock, where Redis shows it without
+ * any instrumentation of the clients.
+ *
+ * After a pass (scan.c calls waiters_lookup() once the streams are done,
+ * beside the registry look-up) the scanner asks, for the locks the
+ * snapshot kept:
+ *   - a Redisson hash lock (RLock, FairLock, FencedLock): LLEN of its fair
+ *     queue redisson_lock_queue:{K}, the FairLock's waiters in order (an
+ *     RLock has none, and LLEN of a missing key is 0);
+ *   - every lock whose format has a wake channel (Redisson locks, RW
+ *     locks, permit semaphores, liblockwatch): PUBSUB NUMSUB of that
+ *     channel, the clients subscribed to its unlock message, and for
+ *     Redisson locks and RW locks also of the 2.x name
+ *     (redisson_lock__channel__{K}, redisson_rwlock__{K}), summed.
+ *     Redisson subscribes once per client instance and channel, however
+ *     many of its threads wait, so this counts waiting clients, not
+ *     threads.
+ * The lock's waiters are the larger of the two (a FairLock's waiters
+ * listen on channels of their own, which its queue already counts).
+ * Bounded: one PUBSUB NUMSUB per WAITERS_BATCH channels, at most
+ * WAITERS_MAX channels and WAITERS_MAX queues a scan (the locks past them,
+ * and formats whose clients poll, have waiters unknown); all pipelined, so
+ * a few round trips a scan whatever the number of locks.  In a cluster
+ * each look-up goes to the shard that serves the lock's slot, and PUBSUB
+ * SHARDNUMSUB of the same channels counts the sharded subscribers
+ * (Redisson >= 3.22 on Redis Cluster 7); a client subscribed to another
+ * node with a plain SUBSCRIBE is not seen there.  An error reply
+ * (an ACL without +pubsub|numsub or +llen) leaves the locks it covers
+ * unknown and is counted (lockwatch_scan_waiter_errors_total); it never
+ * fails the pass.
+ */
+#include "collectors/scan/scan_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/formats/formats.h"
+#include "common/prefixname.h"
+
+#define WAITERS_MAX    4096     /* channels, and queues, asked per scan */
+#define WAITERS_BATCH  256      /* channels per PUBSUB NUMSUB */
+#define WAITERS_CHUNK  1000     /* LLENs in flight */
+
+struct wait_lock {
+    uint32_t lock;              /* index into snap->locks */
+    size_t stream;              /* the shard that serves its slot */
+    char *channel[2];           /* its wake channels (current, 2.x), or NULL */
+    size_t chlen[2];
+    bool queue;                 /* a Redisson hash: ask its fair queue */
+    long long queued, subscribed;   /* -1: not asked or refused */
+};
+
+/* The 2.x name of a Redisson wake channel prefix ("<prefix>__{K}"), or
+ * NULL. */
+static const char *
+legacy_prefix(const char *prefix)
+{
+    if (strcmp(prefix, "redisson_lock__channel") == 0)
+        return "redisson_lock__channel__";
+    if (strcmp(prefix, "redisson_rwlock") == 0)
+        return "redisson_rwlock__";
+    return NULL;
+}
+
+/* "<prefix>{<key>}", malloc'd. */
+static char *
+legacy_name(const char *prefix, const char *key, size_t keylen, size_t *len)
+{
+    size_t plen = strlen(prefix);
+    char *p = malloc(plen + keylen + 3);
+
+    if (p == NULL)
+        return NULL;
+    memcpy(p, prefix, plen);
+    p[plen] = '{';
+    memcpy(p + plen + 1, key, keylen);
+    p[plen + 1 + keylen] = '}';
+    p[plen + 2 + keylen] = '\0';
+    *len = plen + 2 + keylen;
+    return p;
+}
+
+static bool
+redisson_hash(const struct lock_format *f)
+{
+    return strcmp(f->name, "redisson") == 0 || strcmp(f->name, "redisson-fair") == 0 ||
+           strcmp(f->name, "redisson-fenced") == 0;
+}
+
+/* LLEN of the fair queue of every queue lock on this stream. */
+static int
+ask_queues(struct run *r, struct stream *st, size_t want, struct wait_lock *w, size_t n)
+{
+    size_t i = 0, j;
+
+    while (i < n) {
+        size_t idx[WAITERS_CHUNK], sent = 0;
+
+        for (; i < n && sent < WAITERS_CHUNK; i++) {
+            const struct snap_lock *l = r->snap->locks[w[i].lock];
+            size_t need;
+            char *q;
+            const char *argv[2];
+            size_t lens[2];
+
+            if (!w[i].queue || w[i].stream != want)
+                continue;
+            need = prefix_name(NULL, 0, "redisson_lock_queue", l->key, l->key_len);
+            if ((q = malloc(need + 1)) == NULL)
+                return -1;
+            prefix_name(q, need + 1, "redisson_lock_queue", l->key, l->key_len);
+            argv[0] = "LLEN";
+            lens[0] = 4;
+            argv[1] = q;
+            lens[1] = need;
+            redisAppendCommandArgv(st->c, 2, argv, lens);
+            free(q);
+            idx[sent++] = i;
+        }
+        for (j = 0; j < sent; j++) {
+            redisReply *rep;
+
+            if (stream_reply(st, &rep) == -1)
+                return -1;
+            if (rep->type == REDIS_REPLY_INTEGER)
+                w[idx[j]].queued = rep->integer;
+            else
+                r->sc->counters.waiter_errors_total++;
+            freeReplyObject(rep);
+        }
+    }
+    return 0;
+}
+
+/* PUBSUB NUMSUB (and in a cluster SHARDNUMSUB) of the channels of this
+ * stream's locks, WAITERS_BATCH a command; the reply is channel, count
+ * pairs in the order asked, and a lock's channels and both kinds of
+ * subscriber add up. */
+static int
+ask_channels(struct run *r, struct stream *st, size_t want, struct wait_lock *w, size_t n,
+             bool sharded)
+{
+    size_t pos = 0, j;          /* channel c of lock i is pos 2i + c */
+
+    while (pos < 2 * n) {
+        const char *argv[2 + WAITERS_BATCH];
+        size_t lens[2 + WAITERS_BATCH], idx[WAITERS_BATCH], k = 0;
+        redisReply *rep;
+
+        argv[0] = "PUBSUB";
+        lens[0] = 6;
+        argv[1] = "NUMSUB";
+        lens[1] = 6;
+        for (; pos < 2 * n && k < WAITERS_BATCH; pos++) {
+            const struct wait_lock *x = &w[pos / 2];
+
+            if (x->channel[pos % 2] == NULL || x->stream != want)
+                continue;
+            argv[2 + k] = x->channel[pos % 2];
+            lens[2 + k] = x->chlen[pos % 2];
+            idx[k++] = pos / 2;
+        }
+        if (k == 0)
+            break;
+        redisAppendCommandArgv(st->c, (int)(2 + k), argv, lens);
+        if (sharded) {
+            argv[1] = "SHARDNUMSUB";
+            lens[1] = 11;
+            redisAppendCommandArgv(st->c, (int)(2 + k), argv, lens);
+        }
+        for (int q = 0; q < (sharded ? 2 : 1); q++) {
+            if (stream_reply(st, &rep) == -1)
+                return -1;
+            if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 * k) {
+                for (j = 0; j < k; j++) {
+                    const redisReply *e = rep->element[2 * j + 1];
+                    struct wait_lock *x = &w[idx[j]];
+
+                    if (e->type == REDIS_REPLY_INTEGER)
+                        x->subscribed = (x->subscribed > 0 ? x->subscribed : 0) + e->integer;
+                }
+            } else {
+                r->sc->counters.waiter_errors_total++;
+            }
+            freeReplyObject(rep);
+        }
+    }
+    return 0;
+}
+
+/* The lock's waiters from what was asked, and its class's sum. */
+static void
+apply(struct run *r, const struct wait_lock *w)
+{
+    struct snapshot *s = r->snap;
+    struct snap_lock *l = s->locks[w->lock];
+    long long v = w->queued > w->subscribed ? w->queued : w->subscribed;
+
+    if (v < 0)
+        return;
+    if (v > UINT32_MAX)
+        v = UINT32_MAX;
+    l->waiters = (uint32_t)v;
+    l->flags |= SNAP_WAITERS_KNOWN;
+    if (w->queued > 0 && w->queued >= w->subscribed)
+        l->flags |= SNAP_WAITERS_QUEUE;
+    if (l->class_idx < s->class_cap)
+        s->class_stats[l->class_idx].waiters += (uint64_t)v;
+}
+
+int
+waiters_lookup(struct run *r, struct stream *streams, size_t nstreams,
+               const struct cluster_topo *topo)
+{
+    struct snapshot *s = r->snap;
+    struct wait_lock *w = NULL;
+    size_t n = 0, nch = 0, nq = 0, i;
+    int rc = 0;
+
+    if (s->nlocks > 0 && (w = calloc(s->nlocks, sizeof(*w))) == NULL)
+        return -1;
+    for (i = 0; i < s->nlocks; i++) {
+        const struct snap_lock *l = s->locks[i];
+        const struct lock_format *f = &formats_table[l->format < formats_count ? l->format
+                                                     : formats_count - 1];
+        struct wait_lock *x = &w[n];
+
+        x->lock = (uint32_t)i;
+        x->queued = x->subscribed = -1;
+        if (topo != NULL) {
+            x->stream = topo->slot_shard[cluster_keyslot(l->key, l->key_len)];
+            if (x->stream >= nstreams)
+                continue;       /* no shard serves it now */
+        }
+        if (redisson_hash(f) && nq < WAITERS_MAX) {
+            x->queue = true;
+            nq++;
+        }
+        if (f->wake_channel != NULL && nch < WAITERS_MAX) {
+            /* formats_wake_channel() names it by prefixName(), as here */
+            size_t need = prefix_name(NULL, 0, f->wake_channel, l->key, l->key_len);
+            const char *old = legacy_prefix(f->wake_channel);
+            long got;
+
+            if ((x->channel[0] = malloc(need + 1)) == NULL) {
+                rc = -1;
+                goto out;
+            }
+            got = formats_wake_channel(f, l->key, l->key_len, x->channel[0], need + 1);
+            if (got < 0) {
+                free(x->channel[0]);
+                x->channel[0] = NULL;
+            } else {
+                x->chlen[0] = (size_t)got;
+                nch++;
+            }
+            if (old != NULL && x->channel[0] != NULL &&
+                (x->channel[1] = legacy_name(old, l->key, l->key_len, &x->chlen[1])) == NULL) {
+                rc = -1;
+                goto out;
+            }
+        }
+        if (x->queue || x->channel[0] != NULL)
+            n++;
+    }
+    for (i = 0; i < nstreams && n > 0; i++) {
+        if (streams[i].failed || streams[i].c == NULL)
+            continue;
+        if (ask_queues(r, &streams[i], i, w, n) == -1 ||
+            ask_channels(r, &streams[i], i, w, n, topo != NULL) == -1) {
+            streams[i].failed = true;
+            if (streams[i].err[0] == '\0')
+                stream_err(&streams[i], "out of memory in the waiters look-up");
+        }
+    }
+    for (i = 0; i < n; i++)
+        apply(r, &w[i]);
+out:
+    for (i = 0; w != NULL && i < s->nlocks; i++) {
+        free(w[i].channel[0]);
+        free(w[i].channel[1]);
+    }
+    free(w);
+    return rc;
+}
