@@ -16,6 +16,7 @@
 #define LOCKWATCH_CLIENT_IMPL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -47,7 +48,9 @@
 #define LWC_TIMEOUT_MAX_MS 86400000   /* connect/command timeouts: a day */
 #define LWC_LIMBO_MAX    32     /* lost acquires awaiting undo on a new
                                  * connection; more are counted, dropped */
-#define LWC_SYNC_MAX     16     /* replies read to find a settle marker */
+#define LWC_QUEUE_MAX    4      /* releases queued behind a silent Redis */
+#define LWC_SYNC_MAX     (16 + 2 * LWC_QUEUE_MAX)   /* replies read to find
+                                 * a settle marker */
 #define LWC_IDLE_CHECK_US 1000  /* a command connection idle this long is
                                  * checked for a close before it is used */
 
@@ -63,6 +66,20 @@
 #define LWC_RLOCK_CHANNEL   "redisson_lock__channel"
 
 /* --- errors and time (client.c) ---------------------------------------- */
+
+/* SIGPIPE to SIG_IGN if it is at its default action (client.c says why). */
+void lwc_sigpipe_ignore_default(void);
+
+/* Debug tracing of the lost-reply machinery: built only with -DLWC_TRACE. */
+#ifdef LWC_TRACE
+#include <stdio.h>
+#include <unistd.h>
+#define LWC_T(fmt, ...) fprintf(stderr, "lwc %lld pid %ld tid %lld: " fmt "\n", \
+                                (long long)clock_mono_us(), (long)getpid(), \
+                                lwc_gettid(), __VA_ARGS__)
+#else
+#define LWC_T(fmt, ...) ((void)0)
+#endif
 
 /* Fill *err (may be NULL) and return status. */
 lw_status lwc_seterr(lw_error *err, lw_status status, const char *fmt, ...)
@@ -180,6 +197,7 @@ struct lw_client {
      * that echoes cmd_marker is stale */
     int64_t cmd_used_us;            /* when the last command on it ended */
     bool cmd_sync;
+    int cmd_queued;                 /* releases queued behind the settle */
     char cmd_marker[sizeof("lwc-settle:") + LWC_UUID_LEN + 1 + 20];
     size_t cmd_markerlen;
     uint64_t marker_seq;
@@ -311,6 +329,10 @@ void lwc_orphan_note(lw_client *c, const struct lw_lock *lk);
 /* With cmd_mu held, c->cmd in error state: keep it (a timeout: send a
  * settle) or drop it (broken: what needs undoing goes to the limbo). */
 void lwc_settle_after_error(lw_client *c);
+/* Nothing held: when the command connection waits for a silent Redis (a
+ * settle pending), append lk's release behind it, so Redis runs it in order
+ * when it resumes (at most LWC_QUEUE_MAX at a time).  true when queued. */
+bool lwc_release_queue(lw_client *c, const struct lw_lock *lk);
 /* With cmd_mu held and c->cmd set: read the stale replies up to the
  * pending settle's, or drop a connection the server closed.  0: in step,
  * or c->cmd dropped (connect afresh); -1 (with *err): Redis still silent. */

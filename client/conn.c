@@ -127,6 +127,7 @@ lwc_cmd_get(lw_client *c, lw_error *err)
         if (c->cmd != NULL) {
             atomic_fetch_add_explicit(&c->stats.reconnects, 1,
                                       memory_order_relaxed);
+            LWC_T("cmd connected fd %d", c->cmd->fd);
             lwc_limbo_replay(c);
             if (c->cmd == NULL)
                 lwc_seterr(err, LW_ERR, "command connection: Redis at %s:%d "

@@ -89,6 +89,8 @@ lwc_attempt(lw_client *c, struct lw_lock *lk, bool want_pttl, long long *pttl,
     if (ctx == NULL)
         return LW_ERR;
     st = lk->kind->attempt(c, ctx, lk, want_pttl, pttl, err);
+    LWC_T("attempt %s holder %s: %d%s", lk->key, lk->holder, (int)st,
+          ctx->err ? " (conn error)" : "");
     if (st == LW_ERR && ctx->err) {
         /* The acquire may have reached Redis and may still run there. */
         lwc_orphan_note(c, lk);
@@ -237,10 +239,22 @@ lw_unlock(lw_lock_t *lk, lw_error *err)
     }
     ctx = lwc_cmd_get(c, err);
     if (ctx == NULL) {
+        /* Redis silent behind a lost reply: the release waits in line and
+         * runs when it resumes, instead of leaving the lock (and, for a
+         * reentrant one, a hold the thread's next lock would build on) for
+         * a whole lease. */
+        if (lwc_release_queue(c, lk))
+            lwc_seterr(err, LW_ERR, "lw_unlock %.200s: Redis at %s:%d has not "
+                       "answered a command sent before within the command "
+                       "timeout (busy or paused); the release was sent behind "
+                       "it and runs when Redis resumes", lk->key, c->host,
+                       c->port);
         st = LW_ERR;
         goto out;
     }
     st = lk->kind->release(c, ctx, lk, err);
+    LWC_T("release %s holder %s: %d%s", lk->key, lk->holder, (int)st,
+          ctx->err ? " (conn error)" : "");
     lwc_cmd_put(c, ctx);
     if (st == LW_OK)
         lwc_clearerr(err);

@@ -41,8 +41,12 @@
  * unless the status is LW_OK, a one-line message that says what failed, on
  * what, and what to do.  The message lives in the caller's struct, so
  * threads sharing a client never see each other's errors.  The library
- * never aborts, never prints and never raises signals (it sends with
- * MSG_NOSIGNAL and hiredis).
+ * never aborts, never prints and never raises signals of its own (it sends
+ * samples with MSG_NOSIGNAL).  hiredis writes with write(2), which raises
+ * SIGPIPE on a connection the server closed (a restart), and SIGPIPE's
+ * default action ends the program; so lw_connect() sets SIGPIPE to SIG_IGN
+ * when it is at that default (a write then fails with EPIPE, like any
+ * broken connection).  A program's own SIGPIPE handler is left alone.
  *
  * Faults.  An acquire whose reply was lost is undone on Redis, so it never
  * leaves a lock nobody owns: after a command timeout by a script sent right
@@ -204,7 +208,8 @@ LW_API void lw_options_init(lw_options *opts);
  * connect on demand), load the lock scripts, open the reporting socket and
  * start the client's background thread (watchdog and report flushing).
  * Also picks this client's random UUID v4, the "<uuid>" of its reentrant
- * lock fields and of its registry key.
+ * lock fields and of its registry key, and sets SIGPIPE to SIG_IGN if it is
+ * at its default action (see Errors above).
  *
  * Returns a new client, owned by the caller (free with lw_client_free), or
  * NULL with *err filled: invalid options, unreadable password_file,
@@ -283,7 +288,9 @@ LW_API lw_status lw_trylock(lw_client *c, const char *key, long long lease_ms,
  *
  * Returns LW_OK; LW_LOST when the lock had expired or was taken over (the
  * new holder's lock is left alone); LW_ERR when Redis did not answer (a
- * release that timed out on a paused Redis still runs when it resumes;
+ * release that timed out on a paused Redis still runs when it resumes, and
+ * so does one made while Redis had not answered an earlier command yet: it
+ * is sent behind that command, up to 4 at a time per client;
  * otherwise the lock, no longer renewed, expires after its lease) or the
  * client was freed.  Reports one hold sample.  NULL is a no-op returning
  * LW_OK.

@@ -17,8 +17,12 @@
  * keep the connection, and append the settle script (lua/settle.lua) right
  * behind the lost command.  Redis runs a connection's commands in order, so
  * the settle runs after the lost acquire whatever happens: it deletes our
- * token if the SET took it (plain), or cuts our field back to the holds the
- * thread really has (reentrant), and publishes the wake-up a release would.
+ * token if the SET took it (plain), or takes back the one hold the acquire
+ * added if our field is there (reentrant: only this client writes the
+ * field, and nothing of ours runs in between, so the field is there only if
+ * the lost acquire took it; counting the thread's live lock objects instead
+ * is wrong when an outer hold expired meanwhile and the lost acquire took
+ * the lock afresh), and publishes the wake-up a release would.
  * The settle echoes a marker unique to this client; the next user of the
  * connection reads and drops every reply up to the marker's before it sends
  * anything, so no stale reply is ever taken for a fresh one.  While Redis
@@ -28,7 +32,9 @@
  * A connection that broke (EOF, reset) cannot carry the settle: what it
  * would have undone goes to the limbo (LWC_LIMBO_MAX entries; more are
  * counted in orphans_dropped) and is settled first thing on the next
- * connection: the program's next call, or the background thread, which
+ * connection (a reentrant field is cut back to the holds of the thread's
+ * live lock objects, since whether the lost acquire ran is unknown there):
+ * the program's next call, or the background thread, which
  * tries every LWC_RECHECK_MAX_US while the limbo holds something.  A broken connection is closed by the server side or the
  * network, after which the server runs nothing more from it, so there the
  * order holds too; docs/fencing.md lists the limits.
@@ -82,6 +88,7 @@ lwc_orphan_note(lw_client *c, const struct lw_lock *lk)
     o->rlock = lk->kind == &lwc_kind_reentrant;
     o->tid = lk->tid;
     o->used = true;
+    LWC_T("lost reply: key %s holder %s", o->names, o->holder);
 }
 
 /* Have the background thread open the command connection in a while. */
@@ -128,10 +135,13 @@ live_holds(lw_client *c, const struct lwc_orphan *o)
     return n;
 }
 
-/* Append EVAL settle for o (NULL: only the marker) to ctx.  0 or -1. */
+/* Append EVAL settle for o (NULL: only the marker) to ctx.  adjacent: it
+ * goes right behind o's lost acquire on the same connection, so a
+ * reentrant hold is undone exactly (one hold off); otherwise the count is
+ * cut to the holds the thread's live lock objects have.  0 or -1. */
 static int
 settle_append(lw_client *c, redisContext *ctx, const struct lwc_orphan *o,
-              const char *marker, size_t markerlen)
+              bool adjacent, const char *marker, size_t markerlen)
 {
     char holds[24];
     const char *kv[6];
@@ -156,12 +166,14 @@ settle_append(lw_client *c, redisContext *ctx, const struct lwc_orphan *o,
     kv[n] = marker;
     kvlen[n++] = markerlen;
     if (o != NULL && o->used) {
-        kv[n] = o->rlock ? "rlock" : "plain";
-        kvlen[n++] = 5;
+        kv[n] = !o->rlock ? "plain" : adjacent ? "rlock" : "rlock-cut";
+        kvlen[n] = strlen(kv[n]);
+        n++;
         kv[n] = o->holder;
         kvlen[n++] = o->holderlen;
         kv[n] = holds;
-        kvlen[n++] = lwc_fmt_u64(holds, (uint64_t)(o->rlock ? live_holds(c, o) : 0));
+        kvlen[n++] = lwc_fmt_u64(holds, (uint64_t)(o->rlock && !adjacent ?
+                                                   live_holds(c, o) : 0));
     } else {
         kv[n] = "none";
         kvlen[n++] = 4;
@@ -217,38 +229,27 @@ clear_ctx_error(redisContext *ctx)
 static void
 drop_cmd(lw_client *c)
 {
+    LWC_T("drop cmd (err %d %s): settling %s lost %s", c->cmd ? c->cmd->err : -1,
+          c->cmd ? c->cmd->errstr : "", c->settling.used ? c->settling.holder : "-",
+          c->lost.used ? c->lost.holder : "-");
     if (c->cmd != NULL)
         redisFree(c->cmd);
     c->cmd = NULL;
     c->cmd_sync = false;
+    c->cmd_queued = 0;
     limbo_put(c, &c->settling);
     limbo_put(c, &c->lost);
 }
 
-void
-lwc_settle_after_error(lw_client *c)
+/* Hand what c->cmd has buffered to the kernel now, so Redis runs it as
+ * soon as it resumes, whether or not anyone calls again.  A full socket
+ * buffer only means the rest goes with the next read. */
+static void
+flush_cmd(lw_client *c)
 {
     redisContext *ctx = c->cmd;
     int done = 0;
 
-    if (c->lost.used)
-        atomic_fetch_add_explicit(&c->stats.lost_replies, 1, memory_order_relaxed);
-    if (!timed_out(ctx) || c->cmd_sync) {
-        drop_cmd(c);
-        return;
-    }
-    clear_ctx_error(ctx);
-    new_marker(c);
-    if (settle_append(c, ctx, &c->lost, c->cmd_marker, c->cmd_markerlen) != 0) {
-        drop_cmd(c);
-        return;
-    }
-    c->settling = c->lost;
-    memset(&c->lost, 0, sizeof(c->lost));
-    c->cmd_sync = true;
-    /* Hand it to the kernel now, so Redis runs it as soon as it resumes,
-     * whether or not anyone calls again.  A full socket buffer only means
-     * the rest goes with the next read. */
     while (!done)
         if (redisBufferWrite(ctx, &done) != REDIS_OK) {
             if (!timed_out(ctx)) {
@@ -258,6 +259,74 @@ lwc_settle_after_error(lw_client *c)
             clear_ctx_error(ctx);
             break;
         }
+}
+
+void
+lwc_settle_after_error(lw_client *c)
+{
+    redisContext *ctx = c->cmd;
+
+    if (c->lost.used)
+        atomic_fetch_add_explicit(&c->stats.lost_replies, 1, memory_order_relaxed);
+    if (!timed_out(ctx) || c->cmd_sync) {
+        drop_cmd(c);
+        return;
+    }
+    clear_ctx_error(ctx);
+    new_marker(c);
+    if (settle_append(c, ctx, &c->lost, true, c->cmd_marker, c->cmd_markerlen) != 0) {
+        drop_cmd(c);
+        return;
+    }
+    c->settling = c->lost;
+    memset(&c->lost, 0, sizeof(c->lost));
+    LWC_T("settle appended %s for %s", c->cmd_marker,
+          c->settling.used ? c->settling.holder : "-");
+    c->cmd_sync = true;
+    flush_cmd(c);
+}
+
+/* The queued release's script, by its source (a NOSCRIPT would be one more
+ * reply to skip, and the release would not have run). */
+static int
+release_append(redisContext *ctx, const struct lw_lock *lk)
+{
+    bool rlock = lk->kind == &lwc_kind_reentrant;
+    const char *src = lwc_scripts[rlock ? LWC_RLOCK_RELEASE : LWC_PLAIN_RELEASE].src;
+    char lease[24];
+    const char *argv[7] = { "EVAL", src, "2", lk->key, lk->channel, lk->holder,
+                            lease };
+    size_t lens[7] = { 4, strlen(src), 1, lk->keylen, lk->channellen,
+                       lk->holderlen, 0 };
+
+    lens[6] = lwc_fmt_u64(lease, (uint64_t)lk->lease_ms);
+    return redisAppendCommandArgv(ctx, rlock ? 7 : 6, argv, lens) == REDIS_OK ? 0 : -1;
+}
+
+bool
+lwc_release_queue(lw_client *c, const struct lw_lock *lk)
+{
+    bool queued = false;
+
+    pthread_mutex_lock(&c->cmd_mu);
+    if (c->cmd != NULL && c->cmd_sync && c->cmd_queued < LWC_QUEUE_MAX &&
+        lk->holderlen > 0) {
+        /* The release and a new marker behind it: every reply before the
+         * new marker (the old one's too) is stale. */
+        new_marker(c);
+        if (release_append(c->cmd, lk) != 0 ||
+            settle_append(c, c->cmd, NULL, true, c->cmd_marker,
+                          c->cmd_markerlen) != 0) {
+            drop_cmd(c);
+        } else {
+            c->cmd_queued++;
+            queued = true;
+            LWC_T("release queued %s holder %s", lk->key, lk->holder);
+            flush_cmd(c);
+        }
+    }
+    pthread_mutex_unlock(&c->cmd_mu);
+    return queued;
 }
 
 int
@@ -278,6 +347,7 @@ lwc_settle_sync(lw_client *c, lw_error *err)
                     drop_cmd(c);
                     return 0;
                 }
+                LWC_T("settle sync: still silent (%s)", c->cmd_marker);
                 lwc_seterr(err, LW_ERR, "command connection: Redis at %s:%d has "
                            "not answered a command sent before within the "
                            "command timeout (busy or paused); nothing new was "
@@ -289,6 +359,7 @@ lwc_settle_sync(lw_client *c, lw_error *err)
             marker = r->type == REDIS_REPLY_STRING &&
                      r->len == c->cmd_markerlen &&
                      memcmp(r->str, c->cmd_marker, r->len) == 0;
+            LWC_T("settle sync: reply type %d%s", r->type, marker ? " (marker)" : "");
             freeReplyObject(r);
             if (marker) {
                 if (c->settling.used)
@@ -296,6 +367,7 @@ lwc_settle_sync(lw_client *c, lw_error *err)
                                               memory_order_relaxed);
                 orphan_clear(&c->settling);
                 c->cmd_sync = false;
+                c->cmd_queued = 0;
                 return 0;
             }
         }
@@ -312,8 +384,10 @@ lwc_settle_sync(lw_client *c, lw_error *err)
          * system call off a busy client's path. */
         struct pollfd pfd = { .fd = ctx->fd, .events = POLLIN };
 
-        if (poll(&pfd, 1, 0) != 0)
+        if (poll(&pfd, 1, 0) != 0) {
+            LWC_T("idle cmd readable: %s", "dropped");
             drop_cmd(c);
+        }
     }
     return 0;
 }
@@ -328,13 +402,14 @@ lwc_limbo_replay(lw_client *c)
         if (!o->used)
             continue;
         new_marker(c);
-        if (settle_append(c, c->cmd, o, c->cmd_marker, c->cmd_markerlen) != 0 ||
+        if (settle_append(c, c->cmd, o, false, c->cmd_marker, c->cmd_markerlen) != 0 ||
             redisGetReply(c->cmd, &v) != REDIS_OK) {
             /* Keep it for the next connection; this one is gone. */
             redisFree(c->cmd);
             c->cmd = NULL;
             return;
         }
+        LWC_T("limbo undo %s: reply type %d", o->holder, ((redisReply *)v)->type);
         if (((redisReply *)v)->type == REDIS_REPLY_STRING)
             atomic_fetch_add_explicit(&c->stats.orphans_undone, 1,
                                       memory_order_relaxed);

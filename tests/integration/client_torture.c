@@ -20,15 +20,20 @@
  *                   holder's lease had not expired (less Redlock's clock
  *                   drift allowance, 1% + 2 ms), in the same Redis
  *                   lifetime (a restart without persistence forgets every
- *                   lock, which is not the library's doing).  Must be 0.
+ *                   lock, which is not the library's doing), unless the
+ *                   entering thread's process was paused during its lw_lock
+ *                   (its lease may have run out between its SET and its
+ *                   entry: a stale holder, counted apart as a late entry,
+ *                   which only a fencing token can expose).  Must be 0.
  *   stale_unexposed an acquisition got a fencing token not greater than one
  *                   issued before: a stale holder with the larger token
  *                   would not be exposed by it.  Must be 0.
- *   orphans         a lock held in Redis by a holder id no live lock
- *                   object has, for longer than ORPHAN_US while Redis is up
- *                   and no worker paused (a lost acquire would hold it for
- *                   its whole lease); or any lock left after every worker
- *                   released everything and exited.  Must be 0.
+ *   orphans         a lock held in Redis by one holder id that no live lock
+ *                   object has, at every look for longer than ORPHAN_US
+ *                   while Redis is up and no worker paused (a lost acquire
+ *                   would hold it for its whole lease); or any lock left
+ *                   after every worker released everything and exited.
+ *                   Must be 0.
  *   slow_waiters    a lock free in Redis for more than 1 s while a thread of
  *                   a running worker waited for it, Redis up.  Must be 0.
  *   nested_cut      an inner reentrant hold left the TTL below what the
@@ -70,6 +75,7 @@
 #define ORPHAN_US    600000     /* an acquired lock's holder registers in
                                  * microseconds; an orphan lives a lease */
 #define SLOW_US      1000000
+#define LOOK_GAP_US  200000     /* looks further apart start a spell again */
 
 struct slot {
     _Atomic int64_t deadline_us;    /* 0: not inside */
@@ -88,9 +94,10 @@ struct shared {
     atomic_int stop;
     atomic_int gen;                     /* Redis lifetime, bumped at restart */
     atomic_int redis_down;              /* paused or restarting */
+    atomic_int pause_epoch[MAX_SLOTS / 2];  /* per worker: bumped at SIGSTOP */
     atomic_uint_fast64_t acquired, overlaps, expired_takeovers;
     atomic_uint_fast64_t stale_unexposed, stale_rejected, nested_cut;
-    atomic_uint_fast64_t lock_errors, timeouts, expired_on_purpose;
+    atomic_uint_fast64_t lock_errors, timeouts, expired_on_purpose, late_entries;
     atomic_uint_fast64_t lost_replies, orphans_undone, orphans_dropped;
     struct keystat keys[NKEYS];
     struct slot slots[MAX_SLOTS];
@@ -228,23 +235,27 @@ struct worker {
 };
 
 static void
-slot_enter(struct worker *w, int k, int gen, int64_t deadline, const char *holder)
+slot_enter(struct worker *w, int k, int gen, int epoch, int64_t deadline,
+           const char *holder)
 {
     struct slot *s = &sh->slots[w->proc * nthreads + w->thread];
     int64_t now = clock_mono_us();
+    int found = 0;
 
     /* Another holder inside with its lease still running, in the same Redis
      * lifetime, is a broken mutual exclusion. */
-    for (int i = 0; i < nprocs * nthreads; i++) {
+    for (int i = 0; i < nprocs * nthreads && gen >= 0; i++) {
         struct slot *o = &sh->slots[i];
         int64_t d = atomic_load(&o->deadline_us);
 
         if (o == s || d == 0 || atomic_load(&o->key) != k)
             continue;
-        if (d > now && gen >= 0 && atomic_load(&o->gen) == gen) {
-            atomic_fetch_add(&sh->overlaps, 1);
-            fprintf(stderr, "torture: OVERLAP on key %d: %s entered while %s "
-                    "had %lld ms of lease left\n", k, holder, o->holder,
+        if (d > now && atomic_load(&o->gen) == gen) {
+            found++;
+            fprintf(stderr, "torture: %s on key %d: %s entered while %s "
+                    "had %lld ms of lease left\n",
+                    atomic_load(&sh->pause_epoch[w->proc]) != epoch ?
+                    "late entry" : "OVERLAP", k, holder, o->holder,
                     (long long)(d - now) / 1000);
         }
         else
@@ -255,6 +266,14 @@ slot_enter(struct worker *w, int k, int gen, int64_t deadline, const char *holde
     atomic_store(&s->gen, gen);
     atomic_store(&s->deadline_us, deadline);
     atomic_store(&s->holding, 1);
+    /* Unless this process was paused (SIGSTOP) since the lw_lock call began:
+     * then the lease may have run out between the SET and here, and this
+     * thread is a stale holder, which no lease can stop and a fencing token
+     * exposes (stale_rejected); counted apart. */
+    if (atomic_load(&sh->pause_epoch[w->proc]) != epoch)
+        atomic_fetch_add(&sh->late_entries, (uint64_t)found);
+    else
+        atomic_fetch_add(&sh->overlaps, (uint64_t)found);
 }
 
 static void
@@ -315,6 +334,7 @@ worker_thread(void *arg)
         int flags = kind == 1 ? LW_REENTRANT : kind == 2 ? LW_FENCING : 0;
         long long lease = between(&w->rng, 0, 9) == 0 ? LONG_LEASE_MS : LEASE_MS;
         int gen = atomic_load(&sh->gen);
+        int epoch = atomic_load(&sh->pause_epoch[w->proc]);
         /* Tokens issued before this call began; a token registered later
          * by a thread paused meanwhile does not count against ours. */
         long long before = atomic_load(&sh->keys[k].max_fence);
@@ -359,7 +379,7 @@ worker_thread(void *arg)
                         "after %lld was issued\n", k, f, before);
             }
         }
-        slot_enter(w, k, gen, deadline, lw_lock_token(lk));
+        slot_enter(w, k, gen, epoch, deadline, lw_lock_token(lk));
         /* Mostly short holds; some long enough to be caught by a pause. */
         sleep_us(between(&w->rng, 0, 9) == 0 ? between(&w->rng, 50000, 300000)
                                               : between(&w->rng, 0, 20000));
@@ -426,8 +446,13 @@ worker_main(int proc)
 
 struct watch {
     int64_t free_since[NKEYS];          /* 0: held (or unknown) */
-    int64_t foreign_since[NKEYS];       /* held by an id no slot has */
+    /* A holder id no slot has, seen on the key at every look since
+     * foreign_since (0: none; -1: counted already) */
+    int64_t foreign_since[NKEYS];
+    char foreign_id[NKEYS][HOLDER_MAX];
+    int64_t last_look;                  /* when every key was last looked at */
     int64_t quiet_since;                /* Redis up and no worker paused */
+    uint64_t looks, sightings, gaps;
     uint64_t slow_waiters, orphans;
 };
 
@@ -444,12 +469,61 @@ holder_live(const char *id, size_t len, int k)
     return false;
 }
 
+/* The first holder id in r (a GET or HKEYS reply) that no slot has, into
+ * out; false when every holder is live or the key is free. */
+static bool
+foreign_holder(const redisReply *r, int k, char *out, size_t cap)
+{
+    if (r->type == REDIS_REPLY_STRING && !holder_live(r->str, r->len, k)) {
+        snprintf(out, cap, "%.*s", (int)r->len, r->str);
+        return true;
+    }
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+        if (r->element[i]->type == REDIS_REPLY_STRING &&
+            !holder_live(r->element[i]->str, r->element[i]->len, k)) {
+            snprintf(out, cap, "%.*s", (int)r->element[i]->len, r->element[i]->str);
+            return true;
+        }
+    return false;
+}
+
+/*
+ * An orphan is one holder id, the same at every look, that no slot has for
+ * more than ORPHAN_US of looks no more than LOOK_GAP_US apart.  A look
+ * often finds a holder between its SET and its registration in a slot
+ * (microseconds, but right after Redis resumes many replies wait to be
+ * read); only an id that stays unregistered is an orphan.  While the
+ * parent does not look (it pauses Redis, sleeps in DEBUG SLEEP, restarts
+ * Redis), holders come and go unseen, so a spell begins again after such a
+ * gap: the id a look finds after it is timed from then.
+ */
+static void
+watch_foreign(struct watch *wt, int k, int64_t now, bool foreign, const char *id)
+{
+    if (!foreign) {
+        wt->foreign_since[k] = 0;
+        return;
+    }
+    if (wt->foreign_since[k] == 0 || strcmp(wt->foreign_id[k], id) != 0) {
+        wt->sightings++;
+        wt->foreign_since[k] = now;
+        snprintf(wt->foreign_id[k], sizeof(wt->foreign_id[k]), "%s", id);
+        return;
+    }
+    if (wt->foreign_since[k] > 0 && now - wt->foreign_since[k] > ORPHAN_US) {
+        wt->orphans++;
+        fprintf(stderr, "torture: ORPHAN on key %d: held for more than %d ms by "
+                "%s, which no live lock object has\n", k, ORPHAN_US / 1000, id);
+        wt->foreign_since[k] = -1;      /* once per holder */
+    }
+}
+
 /* One look at every key, with a connection that may be NULL (reopened). */
 static void
 watch_once(redisContext **pc, struct watch *wt, const bool *paused)
 {
     int64_t now = clock_mono_us();
-    char key[64];
+    char key[64], id[HOLDER_MAX];
 
     bool any_paused = false, settled = now - wt->quiet_since >= SLOW_US;
 
@@ -459,13 +533,17 @@ watch_once(redisContext **pc, struct watch *wt, const bool *paused)
         *pc = redis_open(300);
     if (!settled)
         memset(wt->free_since, 0, sizeof(wt->free_since));
+    if (wt->last_look != 0 && now - wt->last_look > LOOK_GAP_US) {
+        wt->gaps++;
+        memset(wt->foreign_since, 0, sizeof(wt->foreign_since));
+    }
     if (any_paused || *pc == NULL)
         memset(wt->foreign_since, 0, sizeof(wt->foreign_since));
     if (*pc == NULL)
         return;
     for (int k = 0; k < NKEYS; k++) {
         redisReply *r;
-        bool waiting = false, foreign = false, held;
+        bool waiting = false, foreign, held;
 
         key_name(key, sizeof(key), k);
         r = redisCommand(*pc, k % 3 == 1 ? "HKEYS %s" : "GET %s", key);
@@ -476,14 +554,7 @@ watch_once(redisContext **pc, struct watch *wt, const bool *paused)
         }
         held = (r->type == REDIS_REPLY_ARRAY && r->elements > 0) ||
                r->type == REDIS_REPLY_STRING;
-        if (r->type == REDIS_REPLY_STRING)
-            foreign = !holder_live(r->str, r->len, k);
-        else if (r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
-            foreign = true;
-            for (size_t i = 0; i < r->elements; i++)
-                if (holder_live(r->element[i]->str, r->element[i]->len, k))
-                    foreign = false;
-        }
+        foreign = foreign_holder(r, k, id, sizeof(id));
         freeReplyObject(r);
         for (int p = 0; p < nprocs; p++)
             if (!paused[p] && atomic_load(&sh->keys[k].waiting[p]) > 0)
@@ -498,17 +569,10 @@ watch_once(redisContext **pc, struct watch *wt, const bool *paused)
             fprintf(stderr, "torture: SLOW WAITER on key %d: free for more than "
                     "1 s while a running worker waits\n", k);
         }
-        if (!foreign || any_paused)
-            wt->foreign_since[k] = 0;
-        else if (wt->foreign_since[k] == 0)
-            wt->foreign_since[k] = now;
-        else if (wt->foreign_since[k] > 0 && now - wt->foreign_since[k] > ORPHAN_US) {
-            wt->orphans++;
-            wt->foreign_since[k] = -1;
-            fprintf(stderr, "torture: ORPHAN on key %d: held for more than %d ms "
-                    "by an id no live lock object has\n", k, ORPHAN_US / 1000);
-        }
+        watch_foreign(wt, k, now, foreign && !any_paused, id);
     }
+    wt->looks++;
+    wt->last_look = clock_mono_us();
 }
 
 /* A worker process with a thread inside a critical section now, if one
@@ -623,6 +687,7 @@ main(int argc, char **argv)
             int p = pick_holder(&rng);
 
             paused[p] = true;
+            atomic_fetch_add(&sh->pause_epoch[p], 1);
             kill(workers[p], SIGSTOP);
             watch_for(&wc, &wt, paused, LEASE_MS * 1000 + between(&rng, 200000, 800000));
             kill(workers[p], SIGCONT);
@@ -713,9 +778,16 @@ main(int argc, char **argv)
            (unsigned long long)sh->expired_takeovers,
            (unsigned long long)sh->expired_on_purpose,
            (unsigned long long)sh->stale_rejected);
-    printf("torture: %llu lost replies, %llu undone, %llu given up\n",
+    printf("torture: %llu lost replies, %llu undone, %llu given up; %llu entries "
+           "while another lease ran, by a thread paused during its lw_lock (stale "
+           "holders)\n",
            (unsigned long long)sh->lost_replies, (unsigned long long)sh->orphans_undone,
-           (unsigned long long)sh->orphans_dropped);
+           (unsigned long long)sh->orphans_dropped,
+           (unsigned long long)sh->late_entries);
+    printf("torture: watcher: %llu looks, %llu sightings of an unregistered "
+           "holder, %llu gaps of more than %d ms between looks\n",
+           (unsigned long long)wt.looks, (unsigned long long)wt.sightings,
+           (unsigned long long)wt.gaps, LOOK_GAP_US / 1000);
     printf("torture: overlaps %llu, stale_unexposed %llu, orphans %llu, "
            "slow_waiters %llu, nested_cut %llu  (all must be 0)\n",
            (unsigned long long)sh->overlaps, (unsigned long long)sh->stale_unexposed,

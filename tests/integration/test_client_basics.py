@@ -342,6 +342,9 @@ class BasicsTest(harness.TestCase):
         sh.ok("lock a l1 lock:env 5000 1000 -")
         sh.ok("unlock l1")
         sh.ok("free a")
+        # the datagram is sent by then, but the sink's thread reads it later
+        harness.wait_until(lambda: len(sink.lines()) >= 2, 5, interval=0.01,
+                           desc="the wait and hold samples at the sink")
         self.assertEqual(len(sink.lines()), 2, sink.lines())
 
     def test_reporting_off_sends_nothing(self):

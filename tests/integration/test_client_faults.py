@@ -160,6 +160,66 @@ class FaultsTest(harness.TestCase):
         w.ok("unlock outer")
         self.assertEqual(self.r.exists(key), 0)
 
+    def test_nested_lost_reply_after_outer_expired(self):
+        """The torture's orphan (seed 103): an outer hold whose lease ends
+        while Redis is paused, a nested acquire sent meanwhile (its reply
+        lost), and the outer unlock made before Redis answers.  When Redis
+        resumes, the nested acquire finds the key expired and takes it
+        afresh; the undo must remove that hold, though the outer lock
+        object was alive when the undo was sent, and no hold may be left
+        for the same thread's next lock to build on."""
+        key = "lock:orphan:nested-expired"
+        w = self.shell("w", "cmd_timeout=%d" % CMD_TIMEOUT_MS)
+        w.ok("lock w outer %s 400 1000 reentrant" % key)
+        self.redis.pause()
+        try:
+            ans = w.cmd("lock w inner %s 60000 0 reentrant" % key)
+            self.assertTrue(ans.startswith("ERR"), ans)
+            ans = w.cmd("unlock outer")
+            self.assertTrue(ans.startswith("ERR"), ans)
+            time.sleep(0.8)             # past the outer lease
+        finally:
+            self.redis.resume()
+        t_resume = time.monotonic()
+        harness.wait_until(lambda: self.r.exists(key) == 0, 2, interval=0.01,
+                           desc="the nested attempt's fresh hold to be undone")
+        self.assertLess(time.monotonic() - t_resume, 1.0)
+        # the same thread's next hold is a first hold, released in one go
+        ans = w.ok("lock w again %s 60000 1000 reentrant" % key)
+        field = ans.split("token=")[1]
+        self.assertEqual(self.r.hgetall(key), {field: "1"})
+        w.ok("unlock again")
+        self.assertEqual(self.r.exists(key), 0)
+
+    def test_unlock_while_silent_runs_on_resume(self):
+        """An unlock made while Redis has not answered an earlier command
+        (nothing can be read, so nothing new would be sent) is queued
+        behind it and runs when Redis resumes, instead of leaving the lock
+        for its whole lease; a reentrant one leaves no hold behind."""
+        w = self.shell("w", "cmd_timeout=%d" % CMD_TIMEOUT_MS)
+        keys = ("lock:silent:plain", "lock:silent:reentrant")
+        w.ok("lock w p %s 60000 1000 -" % keys[0])
+        w.ok("lock w r %s 60000 1000 reentrant" % keys[1])
+        self.redis.pause()
+        try:
+            ans = w.cmd("trylock w other lock:silent:other 60000 -")
+            self.assertTrue(ans.startswith("ERR"), ans)
+            for name in ("p", "r"):
+                ans = w.cmd("unlock %s" % name)
+                self.assertTrue(ans.startswith("ERR") and "runs when Redis resumes" in ans,
+                                ans)
+        finally:
+            self.redis.resume()
+        t_resume = time.monotonic()
+        harness.wait_until(lambda: self.r.exists(*keys, "lock:silent:other") == 0, 2,
+                           interval=0.01, desc="the queued releases to run")
+        self.assertLess(time.monotonic() - t_resume, 1.0)
+        # the connection is in step: the next lock is a first hold
+        ans = w.ok("lock w again %s 60000 1000 reentrant" % keys[1])
+        self.assertEqual(self.r.hgetall(keys[1]), {ans.split("token=")[1]: "1"})
+        w.ok("unlock again")
+        self.assertEqual(self.r.exists(keys[1]), 0)
+
     def test_waiter_across_pause_gets_lock_on_resume(self):
         key = "lock:pause:wait"
         w = self.shell("w", "cmd_timeout=%d" % CMD_TIMEOUT_MS)
