@@ -28,6 +28,9 @@
 
 enum target_mode { TARGET_STANDALONE, TARGET_CLUSTER, TARGET_SENTINEL };
 
+/* incremental =: follow keyspace notifications between full scans */
+enum target_incremental { INCR_OFF, INCR_ON, INCR_AUTO };
+
 struct hostport {
     char host[256];
     int port;
@@ -56,6 +59,8 @@ struct target_conf {
     bool scan_replicas;
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
+    enum target_incremental incremental;
+    int64_t reconcile_interval_ms;  /* full scan this often while following */
 };
 
 struct class_rule {

@@ -439,6 +439,46 @@ render_redlock(struct strbuf *sb, const struct view *v)
     }
 }
 
+/* Follow mode (keyspace notifications), per target that has a snapshot. */
+static void
+follow_metrics(struct strbuf *sb, const struct view *v)
+{
+    static const struct {
+        const char *name, *type, *help;
+    } fam[] = {
+        { "lockwatch_follow_active", "gauge",
+          "1 while the target follows keyspace notifications between full scans, else 0." },
+        { "lockwatch_follow_events_total", "counter",
+          "Keyspace notifications received for the target's lock and registry keys." },
+        { "lockwatch_follow_lag_seconds", "gauge",
+          "Follow mode: first event to the publication of its change, last publication." },
+        { "lockwatch_reconcile_fixed_keys_total", "counter",
+          "Keys a full scan in follow mode found changed without a notification." },
+        { "lockwatch_follow_overflows_total", "counter",
+          "Times the pending set of changed keys hit its cap (each ends in a full scan)." },
+    };
+    size_t f, i;
+
+    for (f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+        family(sb, fam[f].name, fam[f].type, fam[f].help);
+        for (i = 0; i < v->ntargets; i++) {
+            const struct snap_follow *fo;
+
+            if (v->targets[i].snap == NULL)
+                continue;
+            fo = &v->targets[i].snap->follow;
+            target_label(sb, fam[f].name, v->targets[i].name);
+            switch (f) {
+            case 0: sb_addf(sb, "} %d\n", fo->active ? 1 : 0); break;
+            case 1: sb_addf(sb, "} %" PRIu64 "\n", fo->events_total); break;
+            case 2: sb_addf(sb, "} %.6f\n", fo->lag_s); break;
+            case 3: sb_addf(sb, "} %" PRIu64 "\n", fo->fixed_total); break;
+            default: sb_addf(sb, "} %" PRIu64 "\n", fo->overflows_total); break;
+            }
+        }
+    }
+}
+
 int
 render_metrics(const struct view *v, struct strbuf *sb)
 {
@@ -482,6 +522,8 @@ render_metrics(const struct view *v, struct strbuf *sb)
         target_label(sb, "lockwatch_scans_total", v->targets[i].name);
         sb_addf(sb, ",result=\"error\"} %" PRIu64 "\n", s ? s->counters.scans_error : 0);
     }
+
+    follow_metrics(sb, v);
 
     family(sb, "lockwatch_scan_keys_total", "counter",
            "Keys examined (returned by SCAN for the lock patterns), all scans.");

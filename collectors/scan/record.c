@@ -70,7 +70,7 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
     struct track_result tr;
     struct snap_lock l;
     char cls[CLASS_NAME_MAX];
-    int64_t start_age;
+    int64_t start_age, seen_ms;
     uint64_t kh;
     size_t i;
     int ci, rc = -1;
@@ -81,7 +81,9 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
      * the first RAW_FIELDS_MAX) */
     rawread_count_cut_holders(&view, raw, hlen);
 
-    start_age = lockstate_start_age(m->idle_s, view.acquired_ms, r->now_ms, NULL);
+    /* a key follow mode re-read is timed from its read, not the publish */
+    seen_ms = m->read_ms > 0 ? m->read_ms : r->now_ms;
+    start_age = lockstate_start_age(m->idle_s, view.acquired_ms, seen_ms, NULL);
     nh = holder_hashes(&view, hh);
     class_of(raw->key, raw->keylen, rules->classes, rules->nclasses, cls, sizeof(cls));
 
@@ -124,9 +126,11 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
         goto out;
     }
     if (tracker_visit(r->sc->tracker, kh, hh, nh, r->sc->pass,
-                      r->now_ms, start_age, raw->pttl >= 0, &tr) == -1)
+                      seen_ms, start_age, raw->pttl >= 0, &tr) == -1)
         goto out;
     if ((ci = class_set_intern(r->classes, cls)) < 0)
+        goto out;
+    if (r->fill != NULL && follow_keep(r->fill, m, raw, hlen, seen_ms) == -1)
         goto out;
     if (l.flags & SNAP_VALUE_TRUNCATED)
         s->cnt.truncated_total++;

@@ -165,6 +165,8 @@ append_key_cmd(redisContext *c, const char *cmd, const char *sub,
     redisAppendCommandArgv(c, argc, argv, lens);
 }
 
+static int flush(struct stream *s);
+
 /* hiredis reports a command timeout as EAGAIN; say what it means. */
 int
 stream_reply(struct stream *s, redisReply **rep)
@@ -366,7 +368,7 @@ read_values(struct stream *s, struct batch *b)
             s->cnt.vanished_total++;
             continue;
         }
-        rc = record_key(s, m, &raw, hlen);
+        rc = s->on_key != NULL ? s->on_key(s, m, &raw, hlen) : record_key(s, m, &raw, hlen);
         if (rep != NULL)
             freeReplyObject(rep);
         if (rc == -1) {
@@ -375,6 +377,18 @@ read_values(struct stream *s, struct batch *b)
         }
     }
     return 0;
+}
+
+int
+stream_read_batch(struct stream *s, struct batch *b)
+{
+    append_meta(s, b);
+    if (flush(s) == -1 || read_meta(s, b) == -1)
+        return -1;
+    append_values(s, b);
+    if (flush(s) == -1)
+        return -1;
+    return read_values(s, b);
 }
 
 static int
