@@ -149,9 +149,23 @@ ksub_open(const struct target_conf *node, char *const *patterns, size_t npattern
         }
         rep = p;
         if (rep->type == REDIS_REPLY_ERROR) {
+            char need[600];
+            size_t j, at = 0;
+
+            /* Redis' ACL compares a PSUBSCRIBE pattern with the user's
+             * channel patterns literally: name each one */
+            need[0] = '\0';
+            for (j = 0; j < n && at < sizeof(need); j++) {
+                int w = snprintf(need + at, sizeof(need) - at, "%s&%s", j ? " " : "",
+                                 chans[j]);
+
+                if (w < 0)
+                    break;
+                at += (size_t)w;
+            }
             snprintf(err, errlen, "PSUBSCRIBE on %s refused: %.*s (the ACL user needs "
-                     "+psubscribe and the channels &%s)", k->where,
-                     (int)(rep->len > 120 ? 120 : rep->len), rep->str, chans[i]);
+                     "+psubscribe and, exactly, %s)", k->where,
+                     (int)(rep->len > 100 ? 100 : rep->len), rep->str, need);
             goto fail;
         }
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3) {

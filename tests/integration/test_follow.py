@@ -1,0 +1,240 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Follow mode (incremental =): keyspace notifications keep the lock view
+current between full scans.
+
+With notify-keyspace-events covering Kg$hxe the agent follows after its
+first scan: a new lock appears, a deleted one disappears, PERSIST and
+PEXPIRE change the TTL state, a lock that lost its TTL is leaked
+leak_grace after that, all with no SCAN between reconciles (INFO
+commandstats).  auto falls back to scanning with one log line naming the
+setting when notifications are off; an ACL that denies CONFIG GET still
+follows (on trust) when notifications flow, and falls back when a
+reconcile finds what no notification said; a flood past the pending cap
+is counted and ends in a full scan that finds every key; a lost
+subscriber connection is followed by a full scan; Sentinel: after a
+failover the agent follows the new primary.  Every wait is for an event,
+bounded by a deadline.
+"""
+
+import time
+
+import harness as h
+import topo
+
+NOTIFY = ["--notify-keyspace-events", "Kg$hxe"]
+# README "Follow mode": what follow mode adds to the scanner's ACL (Redis
+# compares PSUBSCRIBE patterns with the user's channel patterns literally)
+FOLLOW_ACL = ["+psubscribe", "&__keyspace@0__:lock:*", "&__keyspace@0__:lockwatch:client:*"]
+
+
+def scan_calls(client):
+    st = client.info("commandstats").get("cmdstat_scan")
+    return int(st["calls"]) if st else 0
+
+
+class Follow(h.TestCase):
+
+    def following(self, ag, target="main"):
+        return h.msum(ag.metrics(), "lockwatch_follow_active", target=target) == 1
+
+    def wait_following(self, ag, target="main", timeout=20):
+        ag.wait_for(lambda: self.following(ag, target), timeout,
+                    desc="lockwatch_follow_active{target=%s} == 1" % target)
+
+    def state(self, ag, key):
+        st, lk = ag.lock(key)
+        return lk if st == 200 else None
+
+    def test_follow_lifecycle(self):
+        rs = self.start_redis(args=NOTIFY)
+        c = rs.client()
+        c.set("lock:a", "tok-a", px=600000)
+        c.set("unrelated", "x")
+        ag = self.start_agent(rs, scan_interval="1s", leak_grace="2s", max_hold="1h",
+                              target_extra={"reconcile_interval": "1h"})
+        self.wait_following(ag)
+        ag.wait_for(lambda: self.state(ag, "lock:a"), 10, desc="lock:a seen")
+        scans = scan_calls(c)
+        scans_ok = ag.scans_ok()
+
+        # a new lock appears
+        c.set("lock:b", "tok-b", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:b"), 5, desc="new lock:b appears")
+        # a deleted lock disappears
+        c.delete("lock:a")
+        ag.wait_for(lambda: ag.lock("lock:a")[0] == 404, 5, desc="deleted lock:a gone")
+
+        # PERSIST: no TTL now, leaked leak_grace after it
+        c.persist("lock:b")
+        t_lost = time.monotonic()
+        ag.wait_for(lambda: self.state(ag, "lock:b")["pttl_ms"] == -1, 5,
+                    desc="PTTL -1 after PERSIST")
+        if time.monotonic() - t_lost < 1.4:
+            self.assertNotIn("leaked", self.state(ag, "lock:b")["states"])
+        ag.wait_for(lambda: "leaked" in self.state(ag, "lock:b")["states"], 8,
+                    desc="lock:b leaked after leak_grace")
+        self.assertGreaterEqual(time.monotonic() - t_lost, 2.0 - 0.3, "leaked before grace")
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_leaked", target="main"), 1)
+
+        # PEXPIRE: a TTL again, no longer leaked
+        c.pexpire("lock:b", 600000)
+        ag.wait_for(lambda: "leaked" not in self.state(ag, "lock:b")["states"], 5,
+                    desc="not leaked once it has a TTL")
+        self.assertGreater(self.state(ag, "lock:b")["pttl_ms"], 0)
+
+        # a hash lock (Redisson's shape), written field by field
+        c.hset("lock:r", "0c5d2ba9-2f3a-4f6e-9a61-1b2c3d4e5f60:1", 1)
+        c.pexpire("lock:r", 600000)
+        ag.wait_for(lambda: (self.state(ag, "lock:r") or {}).get("format") == "redisson", 5,
+                    desc="hash lock read as redisson")
+        c.hincrby("lock:r", "0c5d2ba9-2f3a-4f6e-9a61-1b2c3d4e5f60:1", 1)
+        ag.wait_for(lambda: self.state(ag, "lock:r")["max_count"] == 2, 5,
+                    desc="HINCRBY seen")
+        c.rename("lock:r", "lock:r2")
+        ag.wait_for(lambda: ag.lock("lock:r")[0] == 404 and self.state(ag, "lock:r2"), 5,
+                    desc="RENAME followed")
+        c.set("lock:short", "t", px=300)
+        ag.wait_for(lambda: self.state(ag, "lock:short"), 5, desc="short lock seen")
+        ag.wait_for(lambda: ag.lock("lock:short")[0] == 404, 5, desc="expired lock gone")
+
+        # a key outside the patterns changes nothing
+        c.set("unrelated", "y")
+        m = ag.metrics()
+        self.assertEqual(h.msum(m, "lockwatch_locks", target="main"), 2)
+        self.assertGreater(h.msum(m, "lockwatch_follow_events_total", target="main"), 5)
+        self.assertLess(h.msum(m, "lockwatch_follow_lag_seconds", target="main"), 1.0)
+
+        # all of that without a scan, although scan_interval is 1s
+        self.assertEqual(scan_calls(c), scans, "SCAN ran between reconciles")
+        self.assertEqual(ag.scans_ok(), scans_ok)
+        self.assertEqual(h.msum(m, "lockwatch_reconcile_fixed_keys_total", target="main"), 0)
+
+        # the subscriber connection dropped: a full scan at once, then following again
+        c.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+        ag.wait_for(lambda: ag.scans_ok() > scans_ok, 10, desc="a full scan after the loss")
+        self.wait_following(ag)
+        self.assertGreater(scan_calls(c), scans)
+        c.set("lock:c", "tok-c", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:c"), 5, desc="lock:c after resubscribing")
+
+    def test_auto_falls_back_when_notifications_are_off(self):
+        rs = self.start_redis()
+        rs.client().set("lock:a", "t")
+        ag = self.start_agent(rs, scan_interval="300ms")
+        ag.wait_scans(3)
+        self.assertFalse(self.following(ag))
+        lines = [l for l in ag.log_tail(200).splitlines() if "notify-keyspace-events" in l]
+        self.assertEqual(len(lines), 1, ag.log_tail(50))
+        self.assertIn("Kg$hxe", lines[0])
+        self.assertIn('lacks "Kg$hxe"', lines[0])
+
+    def test_off_never_subscribes(self):
+        rs = self.start_redis(args=NOTIFY)
+        ag = self.start_agent(rs, scan_interval="300ms", target_extra={"incremental": "off"})
+        ag.wait_scans(2)
+        self.assertFalse(self.following(ag))
+        self.assertEqual(rs.client().pubsub_numpat(), 0)
+
+    def acl_user(self, rs, extra):
+        pw = "s3cret-follow"
+        rs.client().acl_setuser("scan", enabled=True, passwords=["+" + pw], reset=True)
+        rs.client().execute_command("ACL", "SETUSER", "scan", *(h.SCANNER_ACL + extra))
+        return pw
+
+    def test_acl_denied_config_get_follows_on_trust(self):
+        rs = self.start_redis(args=NOTIFY)
+        pw = self.acl_user(rs, FOLLOW_ACL)
+        ag = self.start_agent(targets=[("main", "redis://scan@127.0.0.1:%d/0" % rs.port)],
+                              scan_interval="1s",
+                              target_extra={"password_file": h.password_file(pw)})
+        self.wait_following(ag)
+        self.assertIn("on trust", ag.log_tail(50))
+        rs.client().set("lock:n", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:n"), 5, desc="event-driven lock")
+
+    def test_acl_denied_config_get_without_notifications_falls_back(self):
+        rs = self.start_redis()
+        pw = self.acl_user(rs, FOLLOW_ACL)
+        ag = self.start_agent(targets=[("main", "redis://scan@127.0.0.1:%d/0" % rs.port)],
+                              scan_interval="500ms",
+                              target_extra={"password_file": h.password_file(pw)})
+        self.wait_following(ag)
+        rs.client().set("lock:n", "t", px=600000)
+        # no notification comes; the next reconcile (scan_interval while
+        # unproven) finds the lock and gives up following
+        ag.wait_for(lambda: self.state(ag, "lock:n"), 10, desc="lock found by a scan")
+        ag.wait_for(lambda: not self.following(ag), 10, desc="back to scanning")
+        self.assertIn("none arrived", ag.log_tail(50))
+
+    def test_flood_past_the_cap_is_counted_and_reconciled(self):
+        rs = self.start_redis(args=NOTIFY)
+        c = rs.client()
+        ag = self.start_agent(rs, scan_interval="1s")
+        self.wait_following(ag)
+        base = ag.scans_ok()
+        n = 150000
+        # one script: the notifications of every SET arrive in one burst
+        c.eval("for i = 1, tonumber(ARGV[1]) do redis.call('SET', 'lock:f:' .. i, 't', "
+               "'PX', 600000) end", 0, n)
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_follow_overflows_total",
+                                   target="main") >= 1, 30, desc="the pending cap hit")
+        ag.wait_for(lambda: ag.scans_ok() > base, 30, desc="a reconcile after the flood")
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="main") == n,
+                    60, desc="every flooded lock counted")
+        self.wait_following(ag, timeout=60)
+
+    def test_acl_without_psubscribe_scans_with_the_additions_named(self):
+        rs = self.start_redis(args=NOTIFY)
+        pw = self.acl_user(rs, [])
+        ag = self.start_agent(targets=[("main", "redis://scan@127.0.0.1:%d/0" % rs.port)],
+                              scan_interval="300ms",
+                              target_extra={"password_file": h.password_file(pw)})
+        ag.wait_scans(3)
+        self.assertFalse(self.following(ag))
+        lines = [l for l in ag.log_tail(100).splitlines() if "PSUBSCRIBE" in l]
+        self.assertEqual(len(lines), 1, ag.log_tail(50))
+        for need in ["+psubscribe"] + ["&__keyspace@0__:lock:*",
+                                       "&__keyspace@0__:lockwatch:client:*"]:
+            self.assertIn(need, lines[0])
+
+    def test_sentinel_failover_follows_the_new_primary(self):
+        primary = self.start_redis(args=NOTIFY)
+        replica = self.start_redis(args=NOTIFY + ["--replicaof", "127.0.0.1",
+                                                  str(primary.port)])
+        h.wait_until(lambda: replica.client().info("replication").get(
+            "master_link_status") == "up", 20, desc="replica in sync")
+        sentinels = [topo.Sentinel(primary.port) for _ in range(3)]
+        for s in sentinels:
+            self.addCleanup(s.kill)
+
+        def ready(s):
+            flat = s.client().execute_command("SENTINEL", "MASTER", "mymaster")
+            info = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+            return len(s.replicas()) == 1 and int(info["num-other-sentinels"]) == 2
+        for s in sentinels:
+            h.wait_until(lambda s=s: ready(s), 30, desc="sentinel :%d ready" % s.port)
+        ag = self.start_agent(targets=[("main", "redis://127.0.0.1:1/0")],
+                              scan_interval="1s",
+                              target_extra={
+                                  "mode": "sentinel",
+                                  "sentinels": ",".join("127.0.0.1:%d" % s.port
+                                                        for s in sentinels),
+                                  "master_name": "mymaster"})
+        self.wait_following(ag)
+        primary.client().set("lock:before", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:before"), 5, desc="lock on the old primary")
+        sentinels[0].client().execute_command("SENTINEL", "FAILOVER", "mymaster")
+        h.wait_until(lambda: sentinels[0].master_port() == replica.port, 30,
+                     desc="replica promoted")
+        h.wait_until(lambda: replica.client().info("replication")["role"] == "master", 30,
+                     desc="replica is primary")
+        ag.wait_for(lambda: h.select(ag.metrics(), "lockwatch_follow_active", target="main")
+                    and replica.client().pubsub_numpat() >= 1, 30,
+                    desc="subscribed on the new primary")
+        replica.client().set("lock:after", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:after"), 10, desc="lock on the new primary")
+        self.wait_following(ag)
+
+
+if __name__ == "__main__":
+    h.main()
