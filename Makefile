@@ -4,7 +4,8 @@
 #   make            build everything into build/
 #   make test       install missing packages, build, run unit + integration tests
 #   make demo       install missing packages, build, run the demo on a throwaway Redis
-#   make bench      the benchmarks in bench/ (figures, never pass/fail)
+#   make bench      the benchmarks in bench/ (figures, never pass/fail);
+#                   make bench-follow runs only follow mode's
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make SANITIZE=address,undefined   build with sanitizers
 #   make WERROR=1   warnings are errors (CI sets this)
@@ -37,7 +38,7 @@ DEB_jansson       := libjansson-dev
 DEB_libcurl       := libcurl4-openssl-dev
 DEB_libcrypto     := libssl-dev
 DEB_cmocka        := libcmocka-dev
-NO_DEPS_GOALS     := deps clean uninstall test demo deb bench
+NO_DEPS_GOALS     := deps clean uninstall test demo deb bench bench-follow
 ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 HAVE_CC      := $(shell command -v $(CC) >/dev/null 2>&1 && echo y)
 HAVE_PKGCONF := $(shell command -v $(PKG_CONFIG) >/dev/null 2>&1 && echo y)
@@ -130,7 +131,7 @@ ALL_OBJ := $(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/main.o $(UNIT_
            $(ITEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/packaging/man/gen_ini5.o \
            $(BUILD)/tests/unit/failalloc.o
 
-.PHONY: all deps test unit integration demo bench install uninstall clean deb man torture
+.PHONY: all deps test unit integration demo bench bench-follow install uninstall clean deb man torture
 all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(GEN_INI5)
 
 $(BUILD)/%.o: %.c
@@ -281,16 +282,22 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@tests/demo/run $(BUILD)
 
-# Four benchmark drivers, each printing figures and ratios (never
+# Five benchmark drivers, each printing figures and ratios (never
 # pass/fail): the scan (floor, memory, gentleness), sample ingest, the
-# client library (acquire/release rate, handoff latency) and a cluster scan
-# against its shards' floors.
+# client library (acquire/release rate, handoff latency), a cluster scan
+# against its shards' floors, and follow mode against scanning.
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run $(BUILD)
 	@bench/ingest $(BUILD)
 	@bench/client $(BUILD)
 	@bench/cluster $(BUILD)
+	@bench/follow $(BUILD)
+
+# Follow mode against scanning (issue 15's figures; ~10 minutes).
+bench-follow: deps
+	@$(MAKE) --no-print-directory all
+	@bench/follow $(BUILD)
 
 # --- fuzzing -----------------------------------------------------------------
 # One libFuzzer harness per fuzz/fuzz_<name>.c, seeded from
