@@ -112,7 +112,10 @@ struct follow {
     uint64_t events_total;
 
     /* the target's thread's own */
-    struct keymap *locks;       /* NULL: not following */
+    bool following;             /* subscribed, and a full scan filled locks */
+    struct keymap *locks;       /* the records; kept across a lost
+                                 * subscription, so the reconcile after it
+                                 * counts what it fixed */
     int64_t reconcile_mono;     /* last full scan */
     enum reconcile_why why;
     unsigned drift_streak;
@@ -242,11 +245,12 @@ reader_main(void *arg)
     return NULL;
 }
 
-/* Stop the reader and close the subscription; the lock map is dropped
- * too (without the events it is not current). */
+/* Stop the reader and close the subscription.  The lock map stays (a
+ * reconcile compares with it) but is no longer followed. */
 static void
 unsubscribe(struct follow *fw)
 {
+    fw->following = false;
     if (fw->th_running) {
         atomic_store(&fw->th_quit, 1);
         pthread_join(fw->th, NULL);
@@ -255,8 +259,6 @@ unsubscribe(struct follow *fw)
     ksub_close(fw->sub);
     fw->sub = NULL;
     fw->sub_key = 0;
-    keymap_free(fw->locks, frec_free);
-    fw->locks = NULL;
     pthread_mutex_lock(&fw->mu);
     keymap_free(fw->pending, NULL);
     fw->pending = keymap_new(FOLLOW_PENDING_MAX);
@@ -266,6 +268,15 @@ unsubscribe(struct follow *fw)
     pthread_mutex_unlock(&fw->mu);
 }
 
+/* Not following any more: the records go too. */
+static void
+stop_following(struct follow *fw)
+{
+    unsubscribe(fw);
+    keymap_free(fw->locks, frec_free);
+    fw->locks = NULL;
+}
+
 void
 follow_free(struct scanner *sc)
 {
@@ -273,7 +284,7 @@ follow_free(struct scanner *sc)
 
     if (fw == NULL)
         return;
-    unsubscribe(fw);
+    stop_following(fw);
     keymap_free(fw->pending, NULL);
     pthread_mutex_destroy(&fw->mu);
     pthread_cond_destroy(&fw->cv);
@@ -362,10 +373,10 @@ follow_attach(struct run *r)
     int rc;
 
     if (t->incremental == INCR_OFF || r->stop == NULL) {
-        if (sc->fw != NULL)
-            unsubscribe(sc->fw);
-        if (sc->fw != NULL)
+        if (sc->fw != NULL) {
+            stop_following(sc->fw);
             sc->fw->note[0] = '\0';
+        }
         return;
     }
     if ((fw = follow_get(sc)) == NULL)
@@ -374,7 +385,10 @@ follow_attach(struct run *r)
     if (fw->gave_up && fw->gave_up_key == key)
         return;
     fw->gave_up = false;
-    if (fw->sub != NULL && fw->sub_key == key && !fw->sub_lost)
+    pthread_mutex_lock(&fw->mu);
+    lost = fw->sub_lost;
+    pthread_mutex_unlock(&fw->mu);
+    if (fw->sub != NULL && fw->sub_key == key && !lost)
         goto fill;
     unsubscribe(fw);
     redisconn_node(t, sc->host, sc->port, &node);
@@ -470,7 +484,7 @@ follow_scanned(struct run *r, struct snapshot *s)
                  (unsigned long long)fixed, fixed == 1 ? "" : "s");
             keymap_free(r->fill, frec_free);
             r->fill = NULL;
-            unsubscribe(fw);
+            stop_following(fw);
             fw->gave_up = true;
             fw->gave_up_key = sub_key_of(r->sc, r->t);
             fw->why = WHY_NONE;
@@ -488,6 +502,7 @@ follow_scanned(struct run *r, struct snapshot *s)
     keymap_free(fw->locks, frec_free);
     fw->locks = r->fill;
     r->fill = NULL;
+    fw->following = fw->sub != NULL;
     fw->why = WHY_NONE;
     fw->reconcile_mono = clock_mono_ms();
     fw->scan_started_ms = s->started_ms;
@@ -506,7 +521,7 @@ follow_stamp(struct scanner *sc, struct snapshot *s)
     pthread_mutex_lock(&fw->mu);
     s->follow.events_total = fw->events_total;
     pthread_mutex_unlock(&fw->mu);
-    s->follow.active = fw->locks != NULL;
+    s->follow.active = fw->following;
     s->follow.fixed_total = fw->fixed_total;
     s->follow.overflows_total = fw->overflows_total;
     s->follow.reconciles_total = fw->reconciles_total;
@@ -607,7 +622,7 @@ reread_chunk(struct run *r, const char **keys, const size_t *lens, size_t n)
  * Take the pending set and re-read its keys.  *oldest gets the mono time
  * of the earliest event applied (unchanged when none).  1 when a record
  * changed or the registry must be asked again, 0 when nothing did, -1
- * when the re-reads failed (r->err) or the pending set overflowed
+ * when the re-reads failed (r->err), -2 when the pending set overflowed
  * (both: a full scan now).
  */
 static int
@@ -624,12 +639,14 @@ apply_pending(struct run *r, int64_t *oldest)
         return 0;               /* try again next tick */
     pthread_mutex_lock(&fw->mu);
     if (fw->overflow) {
+        /* what is pending is lost anyway: a full scan reads it all, and
+         * the events from now on are kept for after it */
+        keymap_free(fw->pending, NULL);
+        fw->pending = fresh;
+        fw->overflow = false;
         pthread_mutex_unlock(&fw->mu);
-        keymap_free(fresh, NULL);
         fw->overflows_total++;
-        snprintf(r->err, sizeof(r->err), "more than %d keys changed before they could be "
-                 "re-read", FOLLOW_PENDING_MAX);
-        return -1;
+        return -2;
     }
     batch = fw->pending;
     fw->pending = fresh;
@@ -810,7 +827,7 @@ scanner_follow(struct scanner *sc, const struct target_conf *t, const struct sca
     bool dirty = false, lost;
     int rc;
 
-    if (fw == NULL || fw->locks == NULL || sc->c == NULL)
+    if (fw == NULL || !fw->following || sc->c == NULL)
         return -1;
     memset(&r, 0, sizeof(r));
     r.sc = sc;
@@ -834,8 +851,13 @@ scanner_follow(struct scanner *sc, const struct target_conf *t, const struct sca
             return 0;
         }
         rc = apply_pending(&r, &oldest);
+        if (rc == -2) {
+            fw->why = WHY_LOSS;         /* the subscription stays */
+            return 0;
+        }
         if (rc == -1) {
-            /* the connection or the pending cap: a full scan repairs both */
+            /* a broken connection or a refused read: the full scan
+             * reconnects, or fails and says why */
             unsubscribe(fw);
             scanner_disconnect(sc);
             return 0;
