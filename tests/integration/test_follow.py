@@ -117,6 +117,50 @@ class Follow(h.TestCase):
         c.set("lock:c", "tok-c", px=600000)
         ag.wait_for(lambda: self.state(ag, "lock:c"), 5, desc="lock:c after resubscribing")
 
+    def test_drift_is_counted_and_named(self):
+        rs = self.start_redis(args=NOTIFY)
+        c = rs.client()
+        ag = self.start_agent(rs, scan_interval="1s",
+                              target_extra={"reconcile_interval": "1s"})
+        self.wait_following(ag)
+        # the operator turns notifications off: changes go unannounced
+        c.config_set("notify-keyspace-events", "")
+        n = [0]
+
+        def drifted():
+            n[0] += 1
+            c.set("lock:quiet:%d" % n[0], "t", px=600000)
+            st, _, body = ag.get("/readyz")
+            return st == 200 and b"follow drift" in body
+        ag.wait_for(drifted, 20, interval=0.3, desc="drift named in /readyz")
+        self.assertGreaterEqual(h.msum(ag.metrics(), "lockwatch_reconcile_fixed_keys_total",
+                                       target="main"), 2)
+        self.assertIn("follow drift", ag.log_tail(50))
+        # the reconciles keep the view whole meanwhile
+        ag.wait_for(lambda: self.state(ag, "lock:quiet:%d" % n[0]), 5, desc="quiet lock found")
+        # notifications back: the next clean reconcile clears it
+        c.config_set("notify-keyspace-events", "Kg$hxe")
+        ag.wait_for(lambda: b"follow drift" not in ag.get("/readyz")[2], 10,
+                    desc="drift cleared")
+
+    def test_redis_restart_then_reconcile_and_follow_again(self):
+        rs = self.start_redis(args=NOTIFY)
+        ag = self.start_agent(rs, scan_interval="1s")
+        self.wait_following(ag)
+        rs.client().set("lock:old", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:old"), 5, desc="lock:old")
+        base = ag.scans_ok()
+        rs.kill()
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_target_up", target="main") == 0,
+                    10, desc="target down while Redis is")
+        rs.restart()
+        ag.wait_for(lambda: ag.scans_ok() > base, 15, desc="a full scan after the restart")
+        self.wait_following(ag)
+        # the restarted server has no data: the reconcile dropped lock:old
+        self.assertEqual(ag.lock("lock:old")[0], 404)
+        rs.client().set("lock:new", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:new"), 5, desc="lock:new from events")
+
     def test_auto_falls_back_when_notifications_are_off(self):
         rs = self.start_redis()
         rs.client().set("lock:a", "t")
