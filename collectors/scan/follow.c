@@ -49,10 +49,18 @@
  * and goes back to scanning when such a reconcile finds drift while no
  * notification ever came.
  *
- * Cluster targets scan (follow mode covers standalone and Sentinel
- * targets).  lockwatchd --once never follows.
+ * A cluster target subscribes on every shard's primary (each publishes
+ * its own keyspace events) and re-reads each key on the primary serving
+ * its slot; a topology that changes (checked every scan_interval), like
+ * a lost subscription, means a reconcile.  With scan_replicas a cluster
+ * scans (a replica may not yet have what its primary's event
+ * announced).  lockwatchd --once never follows.
+ *
+ * followread.c holds the records, the re-reads and the snapshots made
+ * from them; this file the subscriptions, the attaching to a full scan,
+ * the reconcile's count and the loop.
  */
-#include "collectors/scan/scan_impl.h"
+#include "collectors/scan/follow_impl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -60,155 +68,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "collectors/locks/lockclass.h"
 #include "collectors/redis/conn.h"
-#include "collectors/redis/ksub.h"
 #include "collectors/redis/target.h"
-#include "collectors/scan/keymap.h"
 #include "common/clock.h"
 #include "common/keytext.h"
 
-#define FOLLOW_PENDING_MAX  65536   /* keys awaiting a re-read */
-#define FOLLOW_READ_BATCH   256     /* keys re-read per pipeline */
-#define FOLLOW_PUBLISH_MS   250     /* at most one snapshot from events per this */
-#define FOLLOW_TICK_MS      50      /* the loop wakes at least this often */
-#define REGISTRY_PREFIX     "lockwatch:client:"
-#define DRIFT_STREAK        2       /* scheduled reconciles with fixes in a row */
-
-/* One lock key as last read: enough to decode and judge it again. */
-struct frec {
-    enum raw_type type;
-    long long pttl;
-    int64_t read_mono, read_ms;
-    long long idle_s, hlen;
-    bool value_truncated, fields_truncated;
-    char *value;
-    size_t valuelen;
-    struct raw_field *fields;
-    size_t nfields;
-    uint64_t content;           /* type, value and TTL-or-not, hashed */
-};
-
-enum reconcile_why { WHY_NONE, WHY_SCHEDULED, WHY_LOSS };
-
-struct follow {
-    /* the subscription */
-    struct ksub *sub;
-    uint64_t sub_key;           /* node, credentials and patterns subscribed */
-    bool verified;              /* CONFIG GET said the setting covers it */
-    bool gave_up;               /* auto: not again until the config changes */
-    uint64_t gave_up_key;
-    pthread_t th;
-    bool th_running;
-    atomic_int th_quit;
-
-    /* shared with the reader thread, under mu */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct keymap *pending;
-    bool overflow;
-    bool sub_lost;
-    char sub_err[256];
-    uint64_t events_total;
-
-    /* the target's thread's own */
-    bool following;             /* subscribed, and a full scan filled locks */
-    struct keymap *locks;       /* the records; kept across a lost
-                                 * subscription, so the reconcile after it
-                                 * counts what it fixed */
-    int64_t reconcile_mono;     /* last full scan */
-    enum reconcile_why why;
-    unsigned drift_streak;
-    uint64_t fixed_total, overflows_total, reconciles_total;
-    double lag_s;
-    bool registry_dirty;
-    /* the last full scan's figures, for the snapshots made from events */
-    int64_t scan_started_ms, scan_finished_ms;
-    double scan_duration_s;
-    uint64_t scan_keys;
-    char note[400];
-};
-
-/* ---- records ------------------------------------------------------------------ */
-
-static void
-frec_free(void *p)
-{
-    free(p);
-}
-
-static uint64_t
-frec_content(const struct frec *f)
-{
-    uint64_t h = keytext_hash(f->value, f->valuelen) ^ ((uint64_t)f->type << 56) ^
-        (f->pttl >= 0 ? 0x9e3779b97f4a7c15ULL : 0);
-    size_t i;
-
-    for (i = 0; i < f->nfields; i++) {
-        h = h * 0x100000001b3ULL ^ keytext_hash(f->fields[i].name, f->fields[i].namelen);
-        h = h * 0x100000001b3ULL ^ keytext_hash(f->fields[i].value, f->fields[i].valuelen);
-    }
-    return h;
-}
-
-/* One allocation: the record, its fields, then the bytes they point to. */
-static struct frec *
-frec_new(const struct key_meta *m, const struct raw_lock *raw, long long hlen, int64_t read_ms)
-{
-    size_t bytes = sizeof(struct frec) + raw->nfields * sizeof(struct raw_field) +
-        raw->valuelen + 1, i;
-    struct frec *f;
-    char *p;
-
-    for (i = 0; i < raw->nfields; i++)
-        bytes += raw->fields[i].namelen + raw->fields[i].valuelen + 2;
-    if ((f = calloc(1, bytes)) == NULL)
-        return NULL;
-    f->type = raw->type;
-    f->pttl = raw->pttl;
-    f->read_mono = clock_mono_ms();
-    f->read_ms = read_ms;
-    f->idle_s = m->idle_s;
-    f->hlen = hlen;
-    f->value_truncated = raw->value_truncated;
-    f->fields_truncated = raw->fields_truncated;
-    f->fields = (struct raw_field *)(f + 1);
-    f->nfields = raw->nfields;
-    p = (char *)(f->fields + raw->nfields);
-    for (i = 0; i < raw->nfields; i++) {
-        f->fields[i].name = p;
-        f->fields[i].namelen = raw->fields[i].namelen;
-        memcpy(p, raw->fields[i].name, raw->fields[i].namelen);
-        p += raw->fields[i].namelen + 1;
-        f->fields[i].value = p;
-        f->fields[i].valuelen = raw->fields[i].valuelen;
-        memcpy(p, raw->fields[i].value, raw->fields[i].valuelen);
-        p += raw->fields[i].valuelen + 1;
-    }
-    f->value = p;
-    f->valuelen = raw->valuelen;
-    if (raw->valuelen > 0)
-        memcpy(p, raw->value, raw->valuelen);
-    f->content = frec_content(f);
-    return f;
-}
-
-int
-follow_keep(struct keymap *fill, const struct key_meta *m, const struct raw_lock *raw,
-            long long hlen, int64_t read_ms)
-{
-    struct frec *f = frec_new(m, raw, hlen, read_ms);
-    void *old = NULL;
-
-    if (f == NULL || keymap_put(fill, raw->key, raw->keylen, f, 0, &old) == -1) {
-        free(f);
-        return -1;
-    }
-    free(old);
-    return 0;
-}
-
-/* ---- the reader thread -------------------------------------------------------- */
+/* ---- the reader threads ------------------------------------------------------- */
 
 static void
 on_event(void *arg, const char *key, size_t keylen, const char *event, size_t evlen)
@@ -229,14 +94,16 @@ on_event(void *arg, const char *key, size_t keylen, const char *event, size_t ev
 static void *
 reader_main(void *arg)
 {
-    struct follow *fw = arg;
+    struct fsub *fs = arg;
+    struct follow *fw = fs->fw;
     char err[256];
 
     while (!atomic_load(&fw->th_quit)) {
-        if (ksub_read(fw->sub, 100, on_event, fw, err, sizeof(err)) == -1) {
+        if (ksub_read(fs->k, 100, on_event, fw, err, sizeof(err)) == -1) {
             pthread_mutex_lock(&fw->mu);
+            if (!fw->sub_lost)
+                snprintf(fw->sub_err, sizeof(fw->sub_err), "%s", err);
             fw->sub_lost = true;
-            snprintf(fw->sub_err, sizeof(fw->sub_err), "%s", err);
             pthread_cond_signal(&fw->cv);
             pthread_mutex_unlock(&fw->mu);
             break;
@@ -245,19 +112,23 @@ reader_main(void *arg)
     return NULL;
 }
 
-/* Stop the reader and close the subscription.  The lock map stays (a
- * reconcile compares with it) but is no longer followed. */
+/* Stop the readers and close the subscriptions.  The records stay (a
+ * reconcile compares with them) but are no longer followed. */
 static void
 unsubscribe(struct follow *fw)
 {
+    size_t i;
+
     fw->following = false;
-    if (fw->th_running) {
-        atomic_store(&fw->th_quit, 1);
-        pthread_join(fw->th, NULL);
-        fw->th_running = false;
+    atomic_store(&fw->th_quit, 1);
+    for (i = 0; i < fw->nsubs; i++) {
+        if (fw->subs[i].th_running)
+            pthread_join(fw->subs[i].th, NULL);
+        fw->subs[i].th_running = false;
+        ksub_close(fw->subs[i].k);
+        fw->subs[i].k = NULL;
     }
-    ksub_close(fw->sub);
-    fw->sub = NULL;
+    fw->nsubs = 0;
     fw->sub_key = 0;
     pthread_mutex_lock(&fw->mu);
     keymap_free(fw->pending, NULL);
@@ -277,6 +148,16 @@ stop_following(struct follow *fw)
     fw->locks = NULL;
 }
 
+static void
+forget_topology(struct follow *fw)
+{
+    cluster_topo_clear(&fw->topo);
+    memset(&fw->topo, 0, sizeof(fw->topo));
+    free(fw->shards);
+    fw->shards = NULL;
+    fw->nshards = 0;
+}
+
 void
 follow_free(struct scanner *sc)
 {
@@ -285,6 +166,7 @@ follow_free(struct scanner *sc)
     if (fw == NULL)
         return;
     stop_following(fw);
+    forget_topology(fw);
     keymap_free(fw->pending, NULL);
     pthread_mutex_destroy(&fw->mu);
     pthread_cond_destroy(&fw->cv);
@@ -313,18 +195,24 @@ follow_get(struct scanner *sc)
 
 /* ---- attaching to a pass ------------------------------------------------------- */
 
-/* What the subscription depends on: where, as whom, which patterns. */
+/* What the subscriptions depend on: where, as whom, which patterns. */
 static uint64_t
-sub_key_of(const struct scanner *sc, const struct target_conf *t)
+sub_key_of(const struct scanner *sc, const struct target_conf *t,
+           const struct target_conf *nodes, size_t n)
 {
     char buf[600];
     uint64_t h;
     size_t i;
-    int n;
+    int w;
 
-    n = snprintf(buf, sizeof(buf), "%016llx|%s|%d|%d", (unsigned long long)sc->conn_key,
-                 sc->host, sc->port, (int)t->incremental);
-    h = keytext_hash(buf, n > 0 && (size_t)n < sizeof(buf) ? (size_t)n : 0);
+    w = snprintf(buf, sizeof(buf), "%016llx|%d", (unsigned long long)sc->conn_key,
+                 (int)t->incremental);
+    h = keytext_hash(buf, w > 0 && (size_t)w < sizeof(buf) ? (size_t)w : 0);
+    for (i = 0; i < n; i++) {
+        w = snprintf(buf, sizeof(buf), "%s|%d", nodes[i].host, nodes[i].port);
+        h = h * 0x100000001b3ULL ^ keytext_hash(buf, w > 0 && (size_t)w < sizeof(buf) ?
+                                                 (size_t)w : 0);
+    }
     for (i = 0; i < t->npatterns; i++)
         h = h * 0x100000001b3ULL ^ keytext_hash(t->patterns[i], strlen(t->patterns[i]));
     return h | 1;
@@ -332,42 +220,95 @@ sub_key_of(const struct scanner *sc, const struct target_conf *t)
 
 #define note(fw, ...) scan_errf((fw)->note, sizeof((fw)->note), __VA_ARGS__)
 
+/* Subscribe on every node, each with its reader thread.  false (nothing
+ * subscribed, fw->note saying why) when one cannot be. */
 static bool
-subscribe(struct follow *fw, struct run *r, const struct target_conf *node)
+subscribe(struct follow *fw, const struct target_conf *t, const struct target_conf *nodes,
+          size_t n)
 {
-    const struct target_conf *t = r->t;
     char *pats[65];
     char err[256];
-    size_t i, n = 0;
+    size_t i, np = 0;
 
-    for (i = 0; i < t->npatterns && n < 64; i++)
-        pats[n++] = t->patterns[i];
-    pats[n++] = (char *)REGISTRY_PREFIX "*";
-    if ((fw->sub = ksub_open(node, pats, n, err, sizeof(err))) == NULL) {
-        note(fw, "not following keyspace notifications: %s; scanning every scan_interval",
-             err);
-        return false;
-    }
+    for (i = 0; i < t->npatterns && np < 64; i++)
+        pats[np++] = t->patterns[i];
+    pats[np++] = (char *)REGISTRY_PREFIX "*";
     atomic_store(&fw->th_quit, 0);
-    if (pthread_create(&fw->th, NULL, reader_main, fw) != 0) {
-        ksub_close(fw->sub);
-        fw->sub = NULL;
-        note(fw, "not following keyspace notifications: no thread for the subscriber; "
-             "scanning every scan_interval");
-        return false;
+    for (i = 0; i < n; i++) {
+        struct fsub *fs = &fw->subs[fw->nsubs];
+
+        fs->fw = fw;
+        if ((fs->k = ksub_open(&nodes[i], pats, np, err, sizeof(err))) == NULL) {
+            note(fw, "not following keyspace notifications: %s; scanning every "
+                 "scan_interval", err);
+            goto fail;
+        }
+        fw->nsubs++;
+        if (pthread_create(&fs->th, NULL, reader_main, fs) != 0) {
+            note(fw, "not following keyspace notifications: no thread for the subscriber; "
+                 "scanning every scan_interval");
+            goto fail;
+        }
+        fs->th_running = true;
     }
-    fw->th_running = true;
     return true;
+fail:
+    unsubscribe(fw);
+    return false;
 }
 
-void
-follow_attach(struct run *r)
+/*
+ * CONFIG GET on every node (on c for a single node, else on a connection
+ * of its own): 1 when all cover what is needed, 0 when one does not
+ * (fw->note says which and what to add), -1 when one did not say (err),
+ * -2 when c broke.
+ */
+static int
+check_flags(struct follow *fw, redisContext *c, const struct target_conf *nodes, size_t n,
+            char *err, size_t errlen)
+{
+    char flags[64], missing[16];
+    size_t i;
+    bool lost;
+    int rc, all = 1;
+
+    for (i = 0; i < n; i++) {
+        redisContext *own = c != NULL ? c : redisconn_open(&nodes[i], err, errlen);
+
+        if (own == NULL)
+            return -1;
+        rc = ksub_server_flags(own, &nodes[i], flags, sizeof(flags), missing,
+                               sizeof(missing), &lost, err, errlen);
+        if (own != c)
+            redisFree(own);
+        if (rc == -1 && lost && c != NULL)
+            return -2;
+        if (rc == 0) {
+            note(fw, "not following keyspace notifications: %s:%d has "
+                 "notify-keyspace-events \"%s\", which lacks \"%s\" (set it to include "
+                 KSUB_FLAGS_NEEDED ", e.g. notify-keyspace-events " KSUB_FLAGS_NEEDED
+                 "; README \"Follow mode\"); scanning every scan_interval", nodes[i].host,
+                 nodes[i].port, flags, missing);
+            return 0;
+        }
+        if (rc == -1)
+            all = -1;
+    }
+    return all;
+}
+
+/*
+ * Decide whether the pass's target follows, on nodes (the one node c is
+ * connected to, or a cluster's primaries with c NULL), subscribe before
+ * the pass reads a key, and give the run a map to fill.
+ */
+static void
+attach(struct run *r, redisContext *c, const struct target_conf *nodes, size_t n)
 {
     const struct target_conf *t = r->t;
     struct scanner *sc = r->sc;
-    struct target_conf node;
     struct follow *fw;
-    char flags[64], missing[16], err[256];
+    char err[256] = "";
     uint64_t key;
     bool lost;
     int rc;
@@ -381,32 +322,26 @@ follow_attach(struct run *r)
     }
     if ((fw = follow_get(sc)) == NULL)
         return;                 /* out of memory: this pass scans */
-    key = sub_key_of(sc, t);
+    key = sub_key_of(sc, t, nodes, n);
     if (fw->gave_up && fw->gave_up_key == key)
         return;
     fw->gave_up = false;
     pthread_mutex_lock(&fw->mu);
     lost = fw->sub_lost;
     pthread_mutex_unlock(&fw->mu);
-    if (fw->sub != NULL && fw->sub_key == key && !lost)
+    if (fw->nsubs > 0 && fw->sub_key == key && !lost)
         goto fill;
     unsubscribe(fw);
-    redisconn_node(t, sc->host, sc->port, &node);
-    rc = ksub_server_flags(sc->c, &node, flags, sizeof(flags), missing, sizeof(missing),
-                           &lost, err, sizeof(err));
-    if (rc == -1 && lost)
+    rc = check_flags(fw, c, nodes, n, err, sizeof(err));
+    if (rc == -2)
         return;                 /* the pass will fail on the connection */
     if (rc == 0) {
-        note(fw, "not following keyspace notifications: %s:%d has notify-keyspace-events "
-             "\"%s\", which lacks \"%s\" (set it to include " KSUB_FLAGS_NEEDED ", e.g. "
-             "notify-keyspace-events " KSUB_FLAGS_NEEDED "; README \"Follow mode\"); "
-             "scanning every scan_interval", sc->host, sc->port, flags, missing);
         fw->gave_up = true;
         fw->gave_up_key = key;
         return;
     }
     fw->verified = rc == 1;
-    if (!subscribe(fw, r, &node)) {
+    if (!subscribe(fw, t, nodes, n)) {
         if (t->incremental == INCR_AUTO) {
             fw->gave_up = true;
             fw->gave_up_key = key;
@@ -425,6 +360,40 @@ follow_attach(struct run *r)
         fw->why = WHY_LOSS;     /* a new subscription: whatever came before is lost */
 fill:
     r->fill = keymap_new(0);
+}
+
+void
+follow_attach(struct run *r)
+{
+    struct target_conf node;
+
+    redisconn_node(r->t, r->sc->host, r->sc->port, &node);
+    attach(r, r->sc->c, &node, 1);
+}
+
+void
+follow_attach_cluster(struct run *r, const struct cluster_topo *topo)
+{
+    struct target_conf nodes[FOLLOW_NODES_MAX];
+    size_t i;
+
+    if (r->t->incremental != INCR_OFF && r->stop != NULL &&
+        (r->t->scan_replicas || topo->nshards > FOLLOW_NODES_MAX)) {
+        struct follow *fw = follow_get(r->sc);
+
+        if (fw != NULL) {
+            stop_following(fw);
+            note(fw, "not following keyspace notifications: %s; scanning every "
+                 "scan_interval", r->t->scan_replicas ? "scan_replicas = yes (a replica "
+                 "may not yet have what its primary's notification announced)" :
+                 "more shards than follow mode subscribes to (64)");
+        }
+        return;
+    }
+    for (i = 0; i < topo->nshards; i++)
+        redisconn_node(r->t, topo->shards[i].primary.host, topo->shards[i].primary.port,
+                       &nodes[i]);
+    attach(r, NULL, nodes, topo->nshards);
 }
 
 /* ---- after a full scan ---------------------------------------------------------- */
@@ -453,19 +422,53 @@ count_fixed(struct follow *fw, struct keymap *old, struct keymap *now)
     return fixed;
 }
 
+/* A cluster pass that saw every shard: keep its topology and report. */
+static int
+keep_topology(struct follow *fw, const struct cluster_topo *topo, const struct snapshot *s)
+{
+    struct cluster_topo copy;
+
+    memset(&copy, 0, sizeof(copy));
+    copy.shards = calloc(topo->nshards ? topo->nshards : 1, sizeof(*copy.shards));
+    copy.slot_shard = calloc(CLUSTER_SLOTS, sizeof(*copy.slot_shard));
+    if (copy.shards == NULL || copy.slot_shard == NULL) {
+        cluster_topo_clear(&copy);
+        return -1;
+    }
+    memcpy(copy.shards, topo->shards, topo->nshards * sizeof(*copy.shards));
+    memcpy(copy.slot_shard, topo->slot_shard, CLUSTER_SLOTS * sizeof(*copy.slot_shard));
+    copy.nshards = topo->nshards;
+    forget_topology(fw);
+    if ((fw->shards = calloc(s->nshards ? s->nshards : 1, sizeof(*fw->shards))) == NULL) {
+        cluster_topo_clear(&copy);
+        return -1;
+    }
+    memcpy(fw->shards, s->shards, s->nshards * sizeof(*fw->shards));
+    fw->nshards = s->nshards;
+    fw->topo = copy;
+    return 0;
+}
+
 void
-follow_scanned(struct run *r, struct snapshot *s)
+follow_scanned(struct run *r, struct snapshot *s, const struct cluster_topo *topo)
 {
     struct follow *fw = r->sc->fw;
     uint64_t fixed = 0, events;
+    size_t i;
+    bool whole = s != NULL && s->ok;
 
     if (r->fill == NULL)
         return;
-    if (fw == NULL || s == NULL || !s->ok) {
+    for (i = 0; whole && s->shards != NULL && i < s->nshards; i++)
+        whole = s->shards[i].ok;        /* a shard not read has no records */
+    fw = fw != NULL && whole && topo != NULL && keep_topology(fw, topo, s) == -1 ? NULL : fw;
+    if (fw != NULL)
+        fw->cluster = topo != NULL;
+    if (fw == NULL || !whole) {
         keymap_free(r->fill, frec_free);
         r->fill = NULL;
-        if (fw != NULL)
-            unsubscribe(fw);    /* the pass dropped its connection: start over */
+        if (r->sc->fw != NULL)
+            unsubscribe(r->sc->fw);     /* the pass failed: start over */
         return;
     }
     if (fw->locks != NULL) {
@@ -486,7 +489,7 @@ follow_scanned(struct run *r, struct snapshot *s)
             r->fill = NULL;
             stop_following(fw);
             fw->gave_up = true;
-            fw->gave_up_key = sub_key_of(r->sc, r->t);
+            fw->gave_up_key = fw->sub_key;
             fw->why = WHY_NONE;
             return;
         }
@@ -502,7 +505,7 @@ follow_scanned(struct run *r, struct snapshot *s)
     keymap_free(fw->locks, frec_free);
     fw->locks = r->fill;
     r->fill = NULL;
-    fw->following = fw->sub != NULL;
+    fw->following = fw->nsubs > 0;
     fw->why = WHY_NONE;
     fw->reconcile_mono = clock_mono_ms();
     fw->scan_started_ms = s->started_ms;
@@ -530,273 +533,6 @@ follow_stamp(struct scanner *sc, struct snapshot *s)
     snprintf(s->follow.note, sizeof(s->follow.note), "%s", fw->note);
 }
 
-/* ---- re-reading the keys of events ---------------------------------------------- */
-
-struct reread {
-    struct follow *fw;
-    bool *found;
-    const struct key_meta *base;
-};
-
-static int
-reread_key(struct stream *s, const struct key_meta *m, const struct raw_lock *raw,
-           long long hlen)
-{
-    struct reread *rr = s->on_key_arg;
-    struct frec *f = frec_new(m, raw, hlen, clock_now_ms());
-    void *old = NULL;
-
-    if (f == NULL || keymap_put(rr->fw->locks, raw->key, raw->keylen, f, 0, &old) == -1) {
-        free(f);
-        return -1;
-    }
-    free(old);
-    rr->found[m - rr->base] = true;
-    return 0;
-}
-
-static bool
-matches(const struct target_conf *t, const char *key, size_t len)
-{
-    size_t i;
-
-    for (i = 0; i < t->npatterns; i++)
-        if (class_glob_match(t->patterns[i], key, len))
-            return true;
-    return false;
-}
-
-/* Re-read n keys (keys[i], lens[i]) and replace or drop their records.
- * 0, or -1 when the connection failed or a read was refused. */
-static int
-reread_chunk(struct run *r, const char **keys, const size_t *lens, size_t n)
-{
-    struct scanner *sc = r->sc;
-    redisReply reps[FOLLOW_READ_BATCH];
-    struct key_meta meta[FOLLOW_READ_BATCH];
-    bool found[FOLLOW_READ_BATCH];
-    struct stream st;
-    struct batch b;
-    struct reread rr;
-    size_t i;
-    void *old;
-    int rc;
-
-    memset(&st, 0, sizeof(st));
-    memset(&b, 0, sizeof(b));
-    memset(meta, 0, n * sizeof(meta[0]));
-    memset(found, 0, sizeof(found));
-    for (i = 0; i < n; i++) {
-        memset(&reps[i], 0, sizeof(reps[i]));
-        reps[i].type = REDIS_REPLY_STRING;
-        reps[i].str = (char *)keys[i];
-        reps[i].len = lens[i];
-        meta[i].key = &reps[i];
-    }
-    b.meta = meta;
-    b.n = n;
-    rr.fw = sc->fw;
-    rr.found = found;
-    rr.base = meta;
-    st.r = r;
-    st.c = sc->c;
-    snprintf(st.host, sizeof(st.host), "%s", sc->host);
-    st.port = sc->port;
-    st.on_key = reread_key;
-    st.on_key_arg = &rr;
-    rc = stream_read_batch(&st, &b);
-    for (i = 0; i < SCAN_READ_KINDS; i++)
-        sc->counters.read_errors[i] += st.cnt.read_errors[i];
-    if (rc == -1 || st.refused > 0) {
-        snprintf(r->err, sizeof(r->err), "%s", st.refused > 0 ? st.refused_err : st.err);
-        return -1;
-    }
-    /* what was not handed over is gone (or no longer a string or hash) */
-    for (i = 0; i < n; i++)
-        if (!found[i] && keymap_del(sc->fw->locks, keys[i], lens[i], &old))
-            free(old);
-    return 0;
-}
-
-/*
- * Take the pending set and re-read its keys.  *oldest gets the mono time
- * of the earliest event applied (unchanged when none).  1 when a record
- * changed or the registry must be asked again, 0 when nothing did, -1
- * when the re-reads failed (r->err), -2 when the pending set overflowed
- * (both: a full scan now).
- */
-static int
-apply_pending(struct run *r, int64_t *oldest)
-{
-    struct follow *fw = r->sc->fw;
-    struct keymap *batch, *fresh;
-    const char *keys[FOLLOW_READ_BATCH], *k;
-    size_t lens[FOLLOW_READ_BATCH], n = 0, len, pos = 0;
-    int64_t stamp;
-    int changed = 0;
-
-    if ((fresh = keymap_new(FOLLOW_PENDING_MAX)) == NULL)
-        return 0;               /* try again next tick */
-    pthread_mutex_lock(&fw->mu);
-    if (fw->overflow) {
-        /* what is pending is lost anyway: a full scan reads it all, and
-         * the events from now on are kept for after it */
-        keymap_free(fw->pending, NULL);
-        fw->pending = fresh;
-        fw->overflow = false;
-        pthread_mutex_unlock(&fw->mu);
-        fw->overflows_total++;
-        return -2;
-    }
-    batch = fw->pending;
-    fw->pending = fresh;
-    pthread_mutex_unlock(&fw->mu);
-    while (keymap_next(batch, &pos, &k, &len, NULL, &stamp)) {
-        if (!matches(r->t, k, len)) {
-            if (len >= sizeof(REGISTRY_PREFIX) - 1 &&
-                memcmp(k, REGISTRY_PREFIX, sizeof(REGISTRY_PREFIX) - 1) == 0)
-                fw->registry_dirty = true;
-            continue;           /* outside the patterns: nothing to re-read */
-        }
-        if (*oldest == 0 || stamp < *oldest)
-            *oldest = stamp;
-        keys[n] = k;
-        lens[n++] = len;
-        changed = 1;
-        if (n == FOLLOW_READ_BATCH) {
-            if (reread_chunk(r, keys, lens, n) == -1)
-                goto fail;
-            n = 0;
-        }
-    }
-    if (n > 0 && reread_chunk(r, keys, lens, n) == -1)
-        goto fail;
-    keymap_free(batch, NULL);
-    if (fw->registry_dirty)
-        changed = 1;
-    return changed;
-fail:
-    keymap_free(batch, NULL);
-    return -1;
-}
-
-/* ---- snapshots from the map ------------------------------------------------------ */
-
-/*
- * A snapshot of the map, made as a scan makes one: every record through
- * record_key() (timed at its read), the registry look-up, the finish.
- * *next_due_ms gets the earliest Unix ms at which a kept lock's state
- * changes by time alone.  NULL on ENOMEM, or with r->err set when the
- * registry look-up failed on the connection.
- */
-static struct snapshot *
-snapshot_from_map(struct scanner *sc, const struct target_conf *t,
-                  const struct scan_rules *rules, const atomic_int *stop,
-                  int64_t *next_due_ms, char *err, size_t errlen)
-{
-    struct follow *fw = sc->fw;
-    struct run r;
-    struct stream st;
-    struct snapshot *s;
-    struct raw_lock raw;
-    struct key_meta m;
-    redisReply keyrep;
-    const char *k;
-    size_t len, pos = 0, i;
-    void *v;
-    int64_t now_mono = clock_mono_ms();
-    int ok = 1;
-
-    memset(&st, 0, sizeof(st));
-    if ((s = run_begin(&r, sc, t, rules, stop)) == NULL)
-        return NULL;
-    sc->pass++;
-    if (sc->pass == 0)
-        sc->pass = 1;
-    st.r = &r;
-    st.c = sc->c;
-    snprintf(st.host, sizeof(st.host), "%s", sc->host);
-    st.port = sc->port;
-    while (ok && keymap_next(fw->locks, &pos, &k, &len, &v, NULL)) {
-        const struct frec *f = v;
-
-        memset(&keyrep, 0, sizeof(keyrep));
-        keyrep.type = REDIS_REPLY_STRING;
-        keyrep.str = (char *)k;
-        keyrep.len = len;
-        memset(&m, 0, sizeof(m));
-        m.key = &keyrep;
-        m.type = f->type;
-        m.idle_s = f->idle_s;
-        m.read_ms = f->read_ms;
-        memset(&raw, 0, sizeof(raw));
-        raw.key = k;
-        raw.keylen = len;
-        raw.type = f->type;
-        /* the TTL as it stands now; the expiry's event removes the key */
-        raw.pttl = f->pttl;
-        if (f->pttl >= 0) {
-            raw.pttl = f->pttl - (now_mono - f->read_mono);
-            if (raw.pttl < 1)
-                raw.pttl = 1;
-        }
-        m.pttl = raw.pttl;
-        raw.value = f->value;
-        raw.valuelen = f->valuelen;
-        raw.value_truncated = f->value_truncated;
-        raw.fields = f->fields;
-        raw.nfields = f->nfields;
-        raw.fields_truncated = f->fields_truncated;
-        if (record_key(&st, &m, &raw, f->hlen) == -1)
-            ok = 0;
-    }
-    if (ok && registry_lookup(&r, &st, 1, NULL) == -1)
-        ok = 0;
-    if (ok && st.failed) {
-        snprintf(err, errlen, "%s", st.err[0] ? st.err : "registry look-up failed");
-        ok = 0;
-    }
-    if (ok && record_finish(&r) == -1)
-        ok = 0;
-    class_set_free(r.classes);
-    pthread_mutex_destroy(&r.mu);
-    if (!ok) {
-        redlock_map_free(r.rmap);
-        snapshot_unref(s);
-        return NULL;
-    }
-    tracker_sweep(sc->tracker, sc->pass);
-    if (r.rmap != NULL) {
-        redlock_map_finish(r.rmap);
-        s->redlock = r.rmap;
-    }
-    s->ok = true;
-    snprintf(s->node, sizeof(s->node), "%s:%d", sc->host, sc->port);
-    /* the scan figures stay those of the last full scan */
-    s->started_ms = fw->scan_started_ms;
-    s->finished_ms = fw->scan_finished_ms;
-    s->duration_s = fw->scan_duration_s;
-    s->keys_examined = fw->scan_keys;
-    *next_due_ms = r.now_ms + t->scan_interval_ms;
-    for (i = 0; i < s->nlocks; i++) {
-        const struct snap_lock *l = s->locks[i];
-        int64_t due;
-
-        if (!(l->states & LOCK_LEAKED) && l->nottl_since_ms > 0) {
-            due = l->nottl_since_ms + rules->leak_grace_ms + 1;
-            if (due < *next_due_ms)
-                *next_due_ms = due;
-        }
-        if (!(l->states & LOCK_LONG) && l->nholders > 0) {
-            due = l->first_seen_ms + rules->max_hold_ms + 1;
-            if (due < *next_due_ms)
-                *next_due_ms = due;
-        }
-    }
-    s->follow.from_events = true;
-    return s;
-}
-
 /* ---- the follow loop --------------------------------------------------------------- */
 
 /* Wait up to ms for an event (or a stop). */
@@ -817,6 +553,37 @@ wait_event(struct follow *fw, int64_t ms)
     pthread_mutex_unlock(&fw->mu);
 }
 
+/* Do the nodes followed still serve the target?  Sentinel: the primary
+ * the sentinels name, ROLE-checked (target.h).  Cluster: the same
+ * primaries serving the same slots (a discovery, CLUSTER SHARDS).  A
+ * discovery that fails says nothing: the re-reads will tell. */
+static bool
+moved_on(struct scanner *sc, const struct target_conf *t)
+{
+    struct follow *fw = sc->fw;
+    struct cluster_topo now;
+    struct target_conf node;
+    char err[256];
+    size_t i;
+    bool moved = false;
+
+    if (t->mode == TARGET_SENTINEL) {
+        redisconn_node(t, sc->host, sc->port, &node);
+        return !target_still_current(t, &sc->sentinel_first, sc->c, &node);
+    }
+    memset(&now, 0, sizeof(now));
+    if (cluster_discover(t, sc->known, sc->nknown, &now, err, sizeof(err)) == -1)
+        return false;
+    if (now.nshards != fw->topo.nshards ||
+        memcmp(now.slot_shard, fw->topo.slot_shard, CLUSTER_SLOTS * sizeof(*now.slot_shard)))
+        moved = true;
+    for (i = 0; !moved && i < now.nshards; i++)
+        moved = now.shards[i].primary.port != fw->topo.shards[i].primary.port ||
+            strcmp(now.shards[i].primary.host, fw->topo.shards[i].primary.host) != 0;
+    cluster_topo_clear(&now);
+    return moved;
+}
+
 int
 scanner_follow(struct scanner *sc, const struct target_conf *t, const struct scan_rules *rules,
                const atomic_int *stop, scan_publish_fn *publish, void *arg)
@@ -827,7 +594,7 @@ scanner_follow(struct scanner *sc, const struct target_conf *t, const struct sca
     bool dirty = false, lost;
     int rc;
 
-    if (fw == NULL || !fw->following || sc->c == NULL)
+    if (fw == NULL || !fw->following || (!fw->cluster && sc->c == NULL))
         return -1;
     memset(&r, 0, sizeof(r));
     r.sc = sc;
@@ -850,7 +617,7 @@ scanner_follow(struct scanner *sc, const struct target_conf *t, const struct sca
             unsubscribe(fw);
             return 0;
         }
-        rc = apply_pending(&r, &oldest);
+        rc = follow_apply_pending(&r, &oldest);
         if (rc == -2) {
             fw->why = WHY_LOSS;         /* the subscription stays */
             return 0;
@@ -868,10 +635,9 @@ scanner_follow(struct scanner *sc, const struct target_conf *t, const struct sca
         if ((dirty && now - last_pub >= FOLLOW_PUBLISH_MS) ||
             (next_due > 0 && clock_now_ms() >= next_due)) {
             struct snapshot *s;
-            char err[256] = "";
 
             fw->registry_dirty = false;
-            s = snapshot_from_map(sc, t, rules, stop, &next_due, err, sizeof(err));
+            s = follow_snapshot(sc, t, rules, stop, &next_due);
             if (s == NULL) {
                 unsubscribe(fw);
                 scanner_disconnect(sc);
@@ -900,14 +666,13 @@ scanner_follow(struct scanner *sc, const struct target_conf *t, const struct sca
             fw->why = WHY_SCHEDULED;
             return 0;
         }
-        if (t->mode == TARGET_SENTINEL && now - check >= t->scan_interval_ms) {
-            struct target_conf node;
-
+        if (t->mode != TARGET_STANDALONE && now - check >= t->scan_interval_ms) {
             check = now;
-            redisconn_node(t, sc->host, sc->port, &node);
-            if (!target_still_current(t, &sc->sentinel_first, sc->c, &node)) {
+            if (moved_on(sc, t)) {
+                fw->why = WHY_LOSS;
                 unsubscribe(fw);
-                scanner_disconnect(sc);
+                if (t->mode == TARGET_SENTINEL)
+                    scanner_disconnect(sc);
                 return 0;
             }
         }

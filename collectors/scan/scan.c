@@ -336,6 +336,7 @@ run_cluster(struct run *r, struct cluster_topo *topo, struct stream **out, size_
     }
     /* connections to nodes no longer scanned */
     scanner_disconnect(sc);
+    follow_attach_cluster(r, topo);
     for (i = 0; i < n; i++)
         started[i] = pthread_create(&th[i], NULL, stream_main, &st[i]) == 0;
     for (i = 0; i < n; i++) {
@@ -489,7 +490,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
             if (st[i].c != NULL)
                 redisFree(st[i].c);
         scanner_disconnect(sc);
-        follow_scanned(&r, NULL);
+        follow_scanned(&r, NULL, NULL);
         free(st);
         cluster_topo_clear(&topo);
         class_set_free(r.classes);
@@ -557,7 +558,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         s->redlock = r.rmap;
     }
     s->ok = ok;
-    follow_scanned(&r, s);
+    follow_scanned(&r, s, cluster ? &topo : NULL);
     free(st);
     cluster_topo_clear(&topo);
     pthread_mutex_destroy(&r.mu);

@@ -15,6 +15,7 @@
  *   registry.c  the Redisson holders' client-registry look-up
  *   tracker.c   first-seen times across scans (tracker.h)
  *   follow.c    follow mode: keyspace events between full scans
+ *   followread.c  its records, re-reads and snapshots (follow_impl.h)
  *   keymap.c    the bounded key map follow mode keeps (keymap.h)
  *
  * What a run's streams share (the scanner's tracker, the class set, the
@@ -232,9 +233,14 @@ void follow_attach(struct run *r);
 int follow_keep(struct keymap *fill, const struct key_meta *m, const struct raw_lock *raw,
                 long long hlen, int64_t read_ms);
 
-/* After a pass with r->fill: the new lock map (what it had to fix
- * counted), or, when the pass failed, follow mode dropped. */
-void follow_scanned(struct run *r, struct snapshot *s);
+/* Cluster, once the topology is known: follow_attach() on every
+ * shard's primary. */
+void follow_attach_cluster(struct run *r, const struct cluster_topo *topo);
+
+/* After a pass with r->fill (s NULL: it was stopped; topo: a cluster's):
+ * the new lock map (what it had to fix counted), or, when the pass failed
+ * or missed a shard, the subscriptions dropped. */
+void follow_scanned(struct run *r, struct snapshot *s, const struct cluster_topo *topo);
 
 /* Follow mode's figures into a snapshot about to be returned. */
 void follow_stamp(struct scanner *sc, struct snapshot *s);

@@ -279,6 +279,48 @@ class Follow(h.TestCase):
         ag.wait_for(lambda: self.state(ag, "lock:after"), 10, desc="lock on the new primary")
         self.wait_following(ag)
 
+    def test_cluster_follows_every_primary_and_topology_changes(self):
+        cl = topo.start_cluster(self, primaries=3, replicas=1)
+        for n in cl.nodes:
+            n.client().config_set("notify-keyspace-events", "Kg$hxe")
+        ag = self.start_agent(targets=[("main", cl.url)], scan_interval="1s",
+                              target_extra={"mode": "cluster"})
+        self.wait_following(ag)
+        for p in cl.primaries():
+            self.assertGreaterEqual(cl.by_port[p].client().pubsub_numpat(), 1)
+        scans = {p: scan_calls(cl.by_port[p].client()) for p in cl.primaries()}
+        keys = {}
+        for i in range(200):
+            k = "lock:c:%d" % i
+            keys.setdefault(cl.owner[topo.keyslot(k)], k)
+        self.assertEqual(len(keys), 3)
+        for k in keys.values():
+            cl.node_of(k).client().set(k, "t", px=600000)
+        ag.wait_for(lambda: all(self.state(ag, k) for k in keys.values()), 10,
+                    desc="a new lock on every shard")
+        first = list(keys.values())[0]
+        cl.node_of(first).client().delete(first)
+        ag.wait_for(lambda: ag.lock(first)[0] == 404, 5, desc="deleted lock gone")
+        for p in cl.primaries():
+            self.assertEqual(scan_calls(cl.by_port[p].client()), scans[p],
+                             "SCAN on :%d between reconciles" % p)
+        # a failover: a replica takes over a shard; the agent reconciles and
+        # follows the new primary
+        base = ag.scans_ok()
+        old = cl.node_of(first).port
+        replica = [n for n in cl.nodes if n.port != old and n.client().info(
+            "replication").get("master_port") == old][0]
+        replica.client().execute_command("CLUSTER", "FAILOVER")
+        h.wait_until(lambda: replica.client().info("replication")["role"] == "master", 30,
+                     desc="replica promoted")
+        ag.wait_for(lambda: ag.scans_ok() > base, 20, desc="a reconcile after the failover")
+        self.wait_following(ag)
+        ag.wait_for(lambda: replica.client().pubsub_numpat() >= 1, 20,
+                    desc="subscribed on the new primary")
+        replica.client().set(first, "t2", px=600000)
+        ag.wait_for(lambda: (self.state(ag, first) or {}).get("holders", [{}])[0].get("id")
+                    == "t2", 10, desc="a lock on the new primary from events")
+
 
 if __name__ == "__main__":
     h.main()
