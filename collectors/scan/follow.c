@@ -590,7 +590,9 @@ scanner_follow(struct scanner *sc, const struct target_conf *t, const struct sca
 {
     struct follow *fw = sc->fw;
     struct run r;
-    int64_t last_pub = 0, check = clock_mono_ms(), oldest = 0, next_due = 0, interval;
+    /* next_due 1: a first snapshot from the records at once, which finds
+     * when the scan's locks change state by time alone */
+    int64_t last_pub = 0, check = clock_mono_ms(), oldest = 0, next_due = 1, interval;
     bool dirty = false, lost;
     int rc;
 

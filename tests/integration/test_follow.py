@@ -117,6 +117,18 @@ class Follow(h.TestCase):
         c.set("lock:c", "tok-c", px=600000)
         ag.wait_for(lambda: self.state(ag, "lock:c"), 5, desc="lock:c after resubscribing")
 
+    def test_a_leak_found_by_the_first_scan_is_judged_without_events(self):
+        rs = self.start_redis(args=NOTIFY)
+        rs.client().set("lock:nottl", "t")
+        t0 = time.monotonic()
+        ag = self.start_agent(rs, scan_interval="1h", leak_grace="2s",
+                              target_extra={"reconcile_interval": "1h"})
+        self.wait_following(ag)
+        ag.wait_for(lambda: "leaked" in (self.state(ag, "lock:nottl") or {}).get("states", []),
+                    8, desc="leaked leak_grace after the first scan, with no event")
+        self.assertGreaterEqual(time.monotonic() - t0, 2.0 - 0.3)
+        self.assertEqual(ag.scans_ok(), 1)
+
     def test_drift_is_counted_and_named(self):
         rs = self.start_redis(args=NOTIFY)
         c = rs.client()
