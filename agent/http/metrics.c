@@ -439,44 +439,58 @@ render_redlock(struct strbuf *sb, const struct view *v)
     }
 }
 
-/* Follow mode (keyspace notifications), per target that has a snapshot. */
+/* One series per target with a snapshot: the uint64_t at off in its
+ * follow-mode figures (struct snap_follow). */
+static void
+follow_counter(struct strbuf *sb, const struct view *v, const char *name, size_t off)
+{
+    size_t i;
+
+    for (i = 0; i < v->ntargets; i++) {
+        uint64_t n;
+
+        if (v->targets[i].snap == NULL)
+            continue;
+        memcpy(&n, (const char *)&v->targets[i].snap->follow + off, sizeof(n));
+        target_label(sb, name, v->targets[i].name);
+        sb_addf(sb, "} %" PRIu64 "\n", n);
+    }
+}
+
+/* Follow mode (keyspace notifications between full scans), per target. */
 static void
 follow_metrics(struct strbuf *sb, const struct view *v)
 {
-    static const struct {
-        const char *name, *type, *help;
-    } fam[] = {
-        { "lockwatch_follow_active", "gauge",
-          "1 while the target follows keyspace notifications between full scans, else 0." },
-        { "lockwatch_follow_events_total", "counter",
-          "Keyspace notifications received for the target's lock and registry keys." },
-        { "lockwatch_follow_lag_seconds", "gauge",
-          "Follow mode: first event to the publication of its change, last publication." },
-        { "lockwatch_reconcile_fixed_keys_total", "counter",
-          "Keys a full scan in follow mode found changed without a notification." },
-        { "lockwatch_follow_overflows_total", "counter",
-          "Times the pending set of changed keys hit its cap (each ends in a full scan)." },
-    };
-    size_t f, i;
+    size_t i;
 
-    for (f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
-        family(sb, fam[f].name, fam[f].type, fam[f].help);
-        for (i = 0; i < v->ntargets; i++) {
-            const struct snap_follow *fo;
-
-            if (v->targets[i].snap == NULL)
-                continue;
-            fo = &v->targets[i].snap->follow;
-            target_label(sb, fam[f].name, v->targets[i].name);
-            switch (f) {
-            case 0: sb_addf(sb, "} %d\n", fo->active ? 1 : 0); break;
-            case 1: sb_addf(sb, "} %" PRIu64 "\n", fo->events_total); break;
-            case 2: sb_addf(sb, "} %.6f\n", fo->lag_s); break;
-            case 3: sb_addf(sb, "} %" PRIu64 "\n", fo->fixed_total); break;
-            default: sb_addf(sb, "} %" PRIu64 "\n", fo->overflows_total); break;
-            }
-        }
+    family(sb, "lockwatch_follow_active", "gauge",
+           "1 while the target follows keyspace notifications between full scans, else 0.");
+    for (i = 0; i < v->ntargets; i++) {
+        if (v->targets[i].snap == NULL)
+            continue;
+        target_label(sb, "lockwatch_follow_active", v->targets[i].name);
+        sb_addf(sb, "} %d\n", v->targets[i].snap->follow.active ? 1 : 0);
     }
+    family(sb, "lockwatch_follow_lag_seconds", "gauge",
+           "Follow mode: first event to the publication of its change, last publication.");
+    for (i = 0; i < v->ntargets; i++) {
+        if (v->targets[i].snap == NULL)
+            continue;
+        target_label(sb, "lockwatch_follow_lag_seconds", v->targets[i].name);
+        sb_addf(sb, "} %.6f\n", v->targets[i].snap->follow.lag_s);
+    }
+    family(sb, "lockwatch_follow_events_total", "counter",
+           "Keyspace notifications received for the target's lock and registry keys.");
+    follow_counter(sb, v, "lockwatch_follow_events_total",
+                   offsetof(struct snap_follow, events_total));
+    family(sb, "lockwatch_reconcile_fixed_keys_total", "counter",
+           "Keys a full scan in follow mode found changed without a notification.");
+    follow_counter(sb, v, "lockwatch_reconcile_fixed_keys_total",
+                   offsetof(struct snap_follow, fixed_total));
+    family(sb, "lockwatch_follow_overflows_total", "counter",
+           "Times the pending set of changed keys hit its cap (each ends in a full scan).");
+    follow_counter(sb, v, "lockwatch_follow_overflows_total",
+                   offsetof(struct snap_follow, overflows_total));
 }
 
 int

@@ -485,11 +485,13 @@ follow_scanned(struct run *r, struct snapshot *s, const struct cluster_topo *top
                  "found %llu key%s changed (is notify-keyspace-events set to include "
                  KSUB_FLAGS_NEEDED "?  README \"Follow mode\"); scanning every scan_interval",
                  (unsigned long long)fixed, fixed == 1 ? "" : "s");
+            uint64_t key = fw->sub_key;         /* unsubscribing clears it */
+
             keymap_free(r->fill, frec_free);
             r->fill = NULL;
             stop_following(fw);
             fw->gave_up = true;
-            fw->gave_up_key = fw->sub_key;
+            fw->gave_up_key = key;
             fw->why = WHY_NONE;
             return;
         }

@@ -220,7 +220,11 @@ class Follow(h.TestCase):
         # unproven) finds the lock and gives up following
         ag.wait_for(lambda: self.state(ag, "lock:n"), 10, desc="lock found by a scan")
         ag.wait_for(lambda: not self.following(ag), 10, desc="back to scanning")
-        self.assertIn("none arrived", ag.log_tail(50))
+        # and it stays there (until a reload), saying so once
+        ag.wait_scans(3)
+        self.assertFalse(self.following(ag))
+        lines = [l for l in ag.log_tail(200).splitlines() if "none arrived" in l]
+        self.assertEqual(len(lines), 1, ag.log_tail(50))
 
     def test_flood_past_the_cap_is_counted_and_reconciled(self):
         rs = self.start_redis(args=NOTIFY)
