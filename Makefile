@@ -305,7 +305,7 @@ bench-follow: deps
 # into $(FUZZ_BUILD) (coverage-instrumented, ASan + UBSan, every UBSan
 # report fatal) and linked into each harness; the gcc build is untouched.
 # fuzz/run runs each harness for FUZZ_SECONDS and prints one line per
-# harness; any finding fails it (CI: .ci/run, a fixed FUZZ_SEED and FUZZ_RUNS,
+# harness; any finding fails it (CI: .ci/run, FUZZ_SEED=1 and FUZZ_RUNS=fixed (fuzz/<name>.runs),
 # so what CI runs replays exactly; unset, each run explores afresh).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60

@@ -269,7 +269,15 @@ describe_int(const struct config_option *o, char *buf, size_t len)
     snprintf(buf, len, "a whole number from %" PRId64 " to %" PRId64, o->min, o->max);
 }
 
-/* A share, written with a % sign so "25" can never be read as 25 times. */
+/*
+ * A share, written with a % sign so "25" can never be read as 25 times.
+ * The floor keeps every accepted value printable by format_percent()
+ * without an exponent (which the grammar above would refuse on reading
+ * -n's output back); a share below it is no pacing anyone can mean.
+ */
+#define PERCENT_MIN   0.001
+#define PERCENT_RANGE "from 0.001%% to 100%%"
+
 static int
 set_percent(const struct config_option *o, void *base, const char *v, char *why, size_t len)
 {
@@ -280,7 +288,7 @@ set_percent(const struct config_option *o, void *base, const char *v, char *why,
     double d;
 
     if (*p == '-') {
-        whyf(why, len, "\"%s\" is out of range (allowed: above 0%% up to 100%%)", v);
+        whyf(why, len, "\"%s\" is out of range (allowed: " PERCENT_RANGE ")", v);
         return -1;
     }
     while (isdigit((unsigned char)*p))
@@ -298,8 +306,8 @@ set_percent(const struct config_option *o, void *base, const char *v, char *why,
     num[n] = '\0';
     errno = 0;
     d = strtod(num, &end);
-    if (end != num + n || errno == ERANGE || !(d > 0.0 && d <= 100.0)) {
-        whyf(why, len, "\"%s\" is out of range (allowed: above 0%% up to 100%%)", v);
+    if (end != num + n || errno == ERANGE || !(d >= PERCENT_MIN && d <= 100.0)) {
+        whyf(why, len, "\"%s\" is out of range (allowed: " PERCENT_RANGE ")", v);
         return -1;
     }
     d /= 100.0;
@@ -324,7 +332,7 @@ static void
 describe_percent(const struct config_option *o, char *buf, size_t len)
 {
     (void)o;
-    snprintf(buf, len, "a percentage above 0%% up to 100%%");
+    snprintf(buf, len, "a percentage " PERCENT_RANGE);
 }
 
 /* ---- yes/no and choices --------------------------------------------------- */

@@ -370,18 +370,24 @@ test_percent_values(void **state)
 
     (void)state;
     cfg = expect_load("[target a]\nscan_duty = 12.5%\n[target b]\nscan_duty = 100%\n"
-                      "[target c]\nscan_duty = 0.5%\n");
+                      "[target c]\nscan_duty = 0.5%\n[target d]\nscan_duty = 0.001%\n");
     assert_true(cfg->targets[0].scan_duty == 0.125);
     assert_true(cfg->targets[1].scan_duty == 1.0);
     assert_true(cfg->targets[2].scan_duty == 0.005);
+    assert_true(cfg->targets[3].scan_duty == 0.001 / 100.0);
     config_free(cfg);
 
     expect_error("[target a]\nscan_duty = 0%\n",
-                 "x.ini:2: [target a] scan_duty: \"0%\" is out of range (allowed: above 0% "
-                 "up to 100%)");
+                 "x.ini:2: [target a] scan_duty: \"0%\" is out of range (allowed: from 0.001% "
+                 "to 100%)");
+    /* Below the floor: -n would print it with an exponent, which reads back
+     * as no percentage at all. */
+    expect_error("[target a]\nscan_duty = 0.000090002%\n",
+                 "x.ini:2: [target a] scan_duty: \"0.000090002%\" is out of range (allowed: "
+                 "from 0.001% to 100%)");
     expect_error("[target a]\nscan_duty = 100.5%\n",
-                 "x.ini:2: [target a] scan_duty: \"100.5%\" is out of range (allowed: above "
-                 "0% up to 100%)");
+                 "x.ini:2: [target a] scan_duty: \"100.5%\" is out of range (allowed: from "
+                 "0.001% to 100%)");
     expect_error("[target a]\nscan_duty = 25\n",
                  "x.ini:2: [target a] scan_duty: \"25\" is not a percentage (use a number "
                  "followed by %, e.g. 25%)");
