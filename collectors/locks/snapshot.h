@@ -148,6 +148,9 @@ struct snap_follow {
                                        * without an event */
     uint64_t overflows_total;         /* pending-set caps hit (each: a scan) */
     uint64_t reconciles_total;        /* full scans while following */
+    uint64_t published_total;         /* snapshots made from events: with the
+                                       * scan counts, what tells the alert
+                                       * rules a snapshot is new */
     double lag_s;                     /* first event to publication, last one */
     bool drift;                       /* reconciles keep finding drift */
     char note[400];                   /* why not following, or the drift;

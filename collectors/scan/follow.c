@@ -530,6 +530,7 @@ follow_stamp(struct scanner *sc, struct snapshot *s)
     s->follow.fixed_total = fw->fixed_total;
     s->follow.overflows_total = fw->overflows_total;
     s->follow.reconciles_total = fw->reconciles_total;
+    s->follow.published_total = fw->published_total;
     s->follow.lag_s = fw->lag_s;
     s->follow.drift = fw->drift_streak >= DRIFT_STREAK;
     snprintf(s->follow.note, sizeof(s->follow.note), "%s", fw->note);
@@ -652,6 +653,7 @@ scanner_follow(struct scanner *sc, const struct target_conf *t, const struct sca
                 fw->lag_s = (double)(now - oldest) / 1000.0;
             oldest = 0;
             s->counters = sc->counters;
+            fw->published_total++;
             follow_stamp(sc, s);
             publish(arg, s);
             last_pub = now;

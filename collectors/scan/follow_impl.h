@@ -81,7 +81,7 @@ struct follow {
     int64_t reconcile_mono;     /* last full scan */
     enum reconcile_why why;
     unsigned drift_streak;
-    uint64_t fixed_total, overflows_total, reconciles_total;
+    uint64_t fixed_total, overflows_total, reconciles_total, published_total;
     double lag_s;
     bool registry_dirty;
     /* cluster: the topology of the last full scan, and its shards' report */

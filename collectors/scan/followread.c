@@ -437,22 +437,12 @@ follow_snapshot(struct scanner *sc, const struct target_conf *t,
         s->redlock = r.rmap;
     }
     s->ok = true;
+    /* at the latest a scan_interval from now, as a scan would */
     *next_due_ms = r.now_ms + t->scan_interval_ms;
-    for (i = 0; i < s->nlocks; i++) {
-        const struct snap_lock *l = s->locks[i];
-        int64_t due;
-
-        if (!(l->states & LOCK_LEAKED) && l->nottl_since_ms > 0) {
-            due = l->nottl_since_ms + rules->leak_grace_ms + 1;
-            if (due < *next_due_ms)
-                *next_due_ms = due;
-        }
-        if (!(l->states & LOCK_LONG) && l->nholders > 0) {
-            due = l->first_seen_ms + rules->max_hold_ms + 1;
-            if (due < *next_due_ms)
-                *next_due_ms = due;
-        }
-    }
+    if (r.next_due_ms > 0 && r.next_due_ms < *next_due_ms)
+        *next_due_ms = r.next_due_ms;
+    if (*next_due_ms <= r.now_ms)
+        *next_due_ms = r.now_ms + FOLLOW_PUBLISH_MS;    /* never a busy loop */
     s->follow.from_events = true;
     return s;
 }

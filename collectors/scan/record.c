@@ -53,6 +53,26 @@ record_states(const struct run *r, const struct snap_lock *l, int64_t first_seen
     return lockstate_judge(&r->judge, &f);
 }
 
+/* Follow mode publishes again when a lock is due to turn leaked or long
+ * by time alone, so keep the earliest such time of the run (every lock,
+ * not only those the snapshot keeps).  Under run.mu. */
+static void
+note_due(struct run *r, const struct snap_lock *l)
+{
+    int64_t due;
+
+    if (!(l->states & LOCK_LEAKED) && l->nottl_since_ms > 0) {
+        due = l->nottl_since_ms + r->judge.leak_grace_ms + 1;
+        if (r->next_due_ms == 0 || due < r->next_due_ms)
+            r->next_due_ms = due;
+    }
+    if (!(l->states & LOCK_LONG) && l->nholders > 0) {
+        due = l->first_seen_ms + r->judge.max_hold_ms + 1;
+        if (r->next_due_ms == 0 || due < r->next_due_ms)
+            r->next_due_ms = due;
+    }
+}
+
 /* Record one key: decode it (no lock needed), then, under the run's
  * mutex, dedupe it, time its holder, intern its class, count and maybe
  * keep it, and add it to the Redlock map. */
@@ -138,6 +158,7 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
     l.first_seen_ms = tr.first_seen_ms;
     l.nottl_since_ms = tr.nottl_since_ms;
     l.states = record_states(r, &l, tr.first_seen_ms, tr.nottl_since_ms);
+    note_due(r, &l);
     if (snapshot_add(r->snap, &l, r->now_ms) == -1)
         goto out;
     /* a lock without a holder (a format that names none) still counts

@@ -82,6 +82,8 @@ struct run {
     char err[256];
     struct keymap *fill;        /* follow mode: every lock of the pass, kept
                                  * (follow_keep()); NULL otherwise */
+    int64_t next_due_ms;        /* the earliest Unix ms a lock recorded will
+                                 * change state by time alone (0: none) */
 };
 
 /* One key of a SCAN batch, once its META replies are read. */

@@ -74,6 +74,10 @@ class Follow(h.TestCase):
         ag.wait_for(lambda: "leaked" in self.state(ag, "lock:b")["states"], 8,
                     desc="lock:b leaked after leak_grace")
         self.assertGreaterEqual(time.monotonic() - t_lost, 2.0 - 0.3, "leaked before grace")
+        # the alert rules judge snapshots made from events as they judge scans
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_alerts_firing",
+                                   alertname="LockLeaked") >= 1, 5,
+                    desc="LockLeaked firing from events")
         self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_leaked", target="main"), 1)
 
         # PEXPIRE: a TTL again, no longer leaked
