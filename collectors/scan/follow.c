@@ -117,6 +117,7 @@ reader_main(void *arg)
 static void
 unsubscribe(struct follow *fw)
 {
+    struct keymap *fresh;
     size_t i;
 
     fw->following = false;
@@ -130,9 +131,14 @@ unsubscribe(struct follow *fw)
     }
     fw->nsubs = 0;
     fw->sub_key = 0;
+    fresh = keymap_new(FOLLOW_PENDING_MAX);
     pthread_mutex_lock(&fw->mu);
-    keymap_free(fw->pending, NULL);
-    fw->pending = keymap_new(FOLLOW_PENDING_MAX);
+    if (fresh != NULL) {
+        /* on ENOMEM the old set stays: never NULL, and a little stale at
+         * worst (its keys are re-read once more) */
+        keymap_free(fw->pending, NULL);
+        fw->pending = fresh;
+    }
     fw->overflow = false;
     fw->sub_lost = false;
     fw->sub_err[0] = '\0';
