@@ -127,7 +127,7 @@ const struct config_option config_options[] = {
     { .section = SECTION_TARGET, .key = "incremental", .type = OPT_ENUM,
       .def = "auto", .names = incremental_names,
       AT(struct target_conf, incremental),
-      .help = "follow keyspace notifications between full scans (auto: when the server sends them)" },
+      .help = "follow keyspace notifications between scans (auto: if the server sends them)" },
     { .section = SECTION_TARGET, .key = "reconcile_interval", .type = OPT_DURATION,
       .def = "1h", .min = MS_S, .max = MS_D,
       AT(struct target_conf, reconcile_interval_ms),
