@@ -9,6 +9,8 @@
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make SANITIZE=address,undefined   build with sanitizers
 #   make WERROR=1   warnings are errors (CI sets this)
+#   make deps-hiredis-tls   build hiredis 1.2 with TLS once (bookworm has 0.14)
+#   make HIREDIS_PREFIX=DIR build against the hiredis under DIR (TLS with 1.x)
 #   make fuzz       build the libFuzzer harnesses (fuzz/) with clang and run
 #                   each for FUZZ_SECONDS (default 60)
 
@@ -25,6 +27,33 @@ PKG_CONFIG ?= pkg-config
 PKGS       := hiredis libmicrohttpd inih jansson libcurl libcrypto
 TEST_PKGS  := cmocka
 
+# --- hiredis and TLS -----------------------------------------------------------
+# hiredis 0.14 (Debian bookworm) or 1.x, found by pkg-config.  With 1.x and
+# hiredis_ssl, TLS to Redis (rediss://) is compiled in (LOCKWATCH_TLS);
+# otherwise a rediss:// URL is refused with the reason.  HIREDIS_PREFIX=DIR
+# builds against a hiredis installed under DIR (e.g. the one `make
+# deps-hiredis-tls` builds into HIREDIS_CACHE); the binaries then find its
+# libraries through an rpath.  TLS=no builds without TLS whatever hiredis is.
+# Objects are rebuilt when the choice changes ($(BUILD)/hiredis.stamp).
+HIREDIS_CACHE   ?= /var/cache/lockwatch
+HIREDIS_TLS_VERSION ?= 1.2.0
+HIREDIS_PREFIX  ?=
+ifneq ($(HIREDIS_PREFIX),)
+override PKG_CONFIG := env PKG_CONFIG_PATH=$(HIREDIS_PREFIX)/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH)) $(PKG_CONFIG)
+HIREDIS_RPATH   := -Wl,-rpath,$(HIREDIS_PREFIX)/lib
+endif
+HIREDIS_VERSION := $(shell $(PKG_CONFIG) --modversion hiredis 2>/dev/null)
+TLS ?= $(if $(and $(filter-out 0,$(firstword $(subst ., ,$(HIREDIS_VERSION)))),\
+          $(shell $(PKG_CONFIG) --exists hiredis_ssl && echo y)),yes,no)
+ifeq ($(TLS),yes)
+PKGS       += hiredis_ssl openssl
+CPPFLAGS   += -DLOCKWATCH_TLS=1
+HIREDIS_PKGS := hiredis hiredis_ssl openssl
+else
+HIREDIS_PKGS := hiredis
+endif
+CPPFLAGS   += -DLOCKWATCH_HIREDIS='"$(HIREDIS_VERSION)"'
+
 # --- dependency check --------------------------------------------------------
 # A build needs the libraries above (and a compiler).  Without them it stops
 # here with one line naming what is missing, rather than at the first
@@ -37,11 +66,13 @@ DEB_inih          := libinih-dev
 DEB_jansson       := libjansson-dev
 DEB_libcurl       := libcurl4-openssl-dev
 DEB_libcrypto     := libssl-dev
+DEB_openssl       := libssl-dev
+DEB_hiredis_ssl   := libhiredis-dev (1.x, or make deps-hiredis-tls)
 DEB_cmocka        := libcmocka-dev
-NO_DEPS_GOALS     := deps clean uninstall test demo deb bench bench-follow
+NO_DEPS_GOALS     := deps deps-hiredis-tls clean uninstall test demo deb bench bench-follow
 ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 HAVE_CC      := $(shell command -v $(CC) >/dev/null 2>&1 && echo y)
-HAVE_PKGCONF := $(shell command -v $(PKG_CONFIG) >/dev/null 2>&1 && echo y)
+HAVE_PKGCONF := $(shell command -v $(lastword $(PKG_CONFIG)) >/dev/null 2>&1 && echo y)
 MISSING_DEPS := $(if $(HAVE_CC),,gcc) $(if $(HAVE_PKGCONF),$(foreach p,$(PKGS) $(TEST_PKGS),\
                   $(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(DEB_$(p)))),pkg-config)
 ifneq ($(strip $(MISSING_DEPS)),)
@@ -62,7 +93,7 @@ OPT      ?= -O2 -g
 CPPFLAGS += -I. -D_DEFAULT_SOURCE -D_GNU_SOURCE -DLOCKWATCH_VERSION='"$(VERSION)"' \
             -DLOCKWATCH_SYSCONFDIR='"$(SYSCONFDIR)"'
 CFLAGS   += -std=c11 $(OPT) $(WARN) -pthread -MMD -MP
-LDFLAGS  += -pthread
+LDFLAGS  += -pthread $(HIREDIS_RPATH)
 ifneq ($(SANITIZE),)
 CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS  += -fsanitize=$(SANITIZE)
@@ -131,14 +162,25 @@ ALL_OBJ := $(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/main.o $(UNIT_
            $(ITEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/packaging/man/gen_ini5.o \
            $(BUILD)/tests/unit/failalloc.o
 
-.PHONY: all deps test unit integration demo bench bench-follow install uninstall clean deb man torture
+.PHONY: all deps test unit integration demo bench bench-follow install uninstall clean deb man \
+        torture deps-hiredis-tls
 all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(GEN_INI5)
 
-$(BUILD)/%.o: %.c
+# Which hiredis and whether TLS: rewritten only when that changes, so that
+# switching HIREDIS_PREFIX or TLS rebuilds every object.
+HIREDIS_STAMP := $(BUILD)/hiredis.stamp
+HIREDIS_SAYS  := $(HIREDIS_VERSION) tls=$(TLS) $(HIREDIS_PREFIX)
+ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
+ifneq ($(shell cat $(HIREDIS_STAMP) 2>/dev/null),$(strip $(HIREDIS_SAYS)))
+$(shell mkdir -p $(BUILD) && echo '$(strip $(HIREDIS_SAYS))' > $(HIREDIS_STAMP))
+endif
+endif
+
+$(BUILD)/%.o: %.c $(HIREDIS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEP_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/unit/%.o: tests/unit/%.c
+$(BUILD)/tests/unit/%.o: tests/unit/%.c $(HIREDIS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEP_CFLAGS) $(TEST_CFLAGS) -c -o $@ $<
 
@@ -157,9 +199,9 @@ $(BUILD)/pic/gen/%.lua.o: $(BUILD)/gen/%.lua.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -c -o $@ $<
 
-$(BUILD)/pic/%.o: %.c
+$(BUILD)/pic/%.o: %.c $(HIREDIS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden $(shell $(PKG_CONFIG) --cflags hiredis) -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden $(shell $(PKG_CONFIG) --cflags $(HIREDIS_PKGS)) -c -o $@ $<
 
 $(LIBLW_A): $(CLIENT_OBJ)
 	@mkdir -p $(@D)
@@ -168,26 +210,26 @@ $(LIBLW_A): $(CLIENT_OBJ)
 
 $(LIBLW_SO): $(CLIENT_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,liblockwatch.so.0 -o $@ $^ $(shell $(PKG_CONFIG) --libs hiredis)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,liblockwatch.so.0 -o $@ $^ $(shell $(PKG_CONFIG) --libs $(HIREDIS_PKGS))
 	ln -sf liblockwatch.so.0 $(BUILD)/lib/liblockwatch.so
 
-$(BUILD)/lib/lockwatch.pc: client/lockwatch.pc.in
+$(BUILD)/lib/lockwatch.pc: client/lockwatch.pc.in $(HIREDIS_STAMP)
 	@mkdir -p $(@D)
-	sed 's|@PREFIX@|$(PREFIX)|g; s|@VERSION@|$(VERSION)|g' $< > $@
+	sed 's|@PREFIX@|$(PREFIX)|g; s|@VERSION@|$(VERSION)|g; s|@REQUIRES@|$(HIREDIS_PKGS)|g' $< > $@
 
 # Examples and integration drivers see the client only as users do:
 # #include <lockwatch.h>.
-$(BUILD)/client/examples/%.o: client/examples/%.c
+$(BUILD)/client/examples/%.o: client/examples/%.c $(HIREDIS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Iclient $(CFLAGS) $(DEP_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/integration/%.o: tests/integration/%.c
+$(BUILD)/tests/integration/%.o: tests/integration/%.c $(HIREDIS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Iclient $(CFLAGS) $(DEP_CFLAGS) -c -o $@ $<
 
 $(BUILD)/examples/%: $(BUILD)/client/examples/%.o $(LIBLW_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs hiredis)
+	$(CC) $(LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs $(HIREDIS_PKGS))
 
 $(BUILD)/itests/%: $(BUILD)/tests/integration/%.o $(BUILD)/liblockwatch-core.a $(LIBLW_A)
 	@mkdir -p $(@D)
@@ -240,8 +282,20 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/liblockwatch-core.a
 DEB_PKGS := gcc make pkg-config libhiredis-dev libmicrohttpd-dev libinih-dev \
             libjansson-dev libcurl4-openssl-dev libssl-dev libcmocka-dev \
             redis-server redis-tools prometheus prometheus-alertmanager python3 \
-            python3-redis procps time man-db groff-base chromium debhelper dpkg-dev \
+            python3-redis procps time man-db groff-base chromium debhelper dpkg-dev openssl \
             clang libclang-rt-14-dev
+
+# hiredis with TLS: Debian bookworm's libhiredis-dev is 0.14 (no TLS).  A
+# distribution with hiredis >= 1.0 and its hiredis_ssl (libhiredis-dev on
+# trixie, Ubuntu 22.04+) needs nothing more: TLS is compiled in.  On
+# bookworm, `make deps-hiredis-tls` (or `make deps HIREDIS_TLS=yes`) builds
+# Debian trixie's hiredis $(HIREDIS_TLS_VERSION) source package with USE_SSL=1 into
+# $(HIREDIS_CACHE)/hiredis-$(HIREDIS_TLS_VERSION)/prefix once (packaging/hiredis-tls: a
+# private apt source list, the system's apt sources untouched, checksums
+# checked against the signed index and the .dsc); then build with
+# `make HIREDIS_PREFIX=$(HIREDIS_CACHE)/hiredis-$(HIREDIS_TLS_VERSION)/prefix`.
+deps-hiredis-tls:
+	@HIREDIS_TLS_VERSION=$(HIREDIS_TLS_VERSION) packaging/hiredis-tls $(HIREDIS_CACHE) >/dev/null
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
@@ -252,6 +306,7 @@ deps:
 	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root, or install:" $$missing >&2; exit 1; fi; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+	$(if $(filter yes,$(HIREDIS_TLS)),@$(MAKE) --no-print-directory deps-hiredis-tls)
 
 # --- Debian packages -------------------------------------------------------
 # lockwatch, liblockwatch0 and liblockwatch-dev in $(BUILD)/deb/, built from

@@ -32,6 +32,7 @@
 #include "agent/http/render.h"
 #include "agent/agent.h"
 #include "alerts/alerts.h"
+#include "collectors/redis/tls.h"
 #include "conf/config.h"
 
 static void
@@ -171,7 +172,9 @@ main(int argc, char **argv)
             usage(stdout);
             return 0;
         case 'V':
-            printf("lockwatchd %s\n", LOCKWATCH_VERSION);
+            printf("lockwatchd %s\nhiredis %s, TLS (rediss://): %s\n", LOCKWATCH_VERSION,
+                   LOCKWATCH_HIREDIS, redisconn_tls_built() ? "yes" :
+                   "no (built without hiredis_ssl)");
             return 0;
         default:
             usage(stderr);

@@ -43,6 +43,11 @@ enum {
 
 /* ---- session.c --------------------------------------------------------------- */
 
+/* --tls-ca-file, --tls-ca-dir, --tls-cert-file, --tls-key-file,
+ * --tls-server-name, --tls-verify: the [target] key of the same name with
+ * '_' for '-' (session.c), parsed as the config file's value is. */
+#define SESSION_TLS_OPTIONS 6
+
 struct lockctl {
     /* global options */
     const char *config_path;    /* -c; NULL: the default, or built-in defaults */
@@ -50,6 +55,8 @@ struct lockctl {
     const char *url;            /* --url: overrides the target's url */
     const char *agent;          /* --agent URL, or "off"; NULL: [agent] listen */
     bool json;                  /* --json */
+    const char *tls[SESSION_TLS_OPTIONS]; /* --tls-ca-file ...: override the
+                                 * target's tls_ca_file ... (NULL: keep) */
     /* from session_load() */
     struct config *cfg;
     struct target_conf *t;
@@ -88,10 +95,17 @@ int session_common_option(struct lockctl *lc, int opt, const char *arg);
 #define SESSION_OPT_JSON  0x100
 #define SESSION_OPT_URL   0x101
 #define SESSION_OPT_AGENT 0x102
+#define SESSION_OPT_TLS   0x110     /* + 0 .. SESSION_TLS_OPTIONS - 1 */
 #define SESSION_LONG_OPTIONS \
     { "json", no_argument, NULL, SESSION_OPT_JSON }, \
     { "url", required_argument, NULL, SESSION_OPT_URL }, \
     { "agent", required_argument, NULL, SESSION_OPT_AGENT }, \
+    { "tls-ca-file", required_argument, NULL, SESSION_OPT_TLS + 0 }, \
+    { "tls-ca-dir", required_argument, NULL, SESSION_OPT_TLS + 1 }, \
+    { "tls-cert-file", required_argument, NULL, SESSION_OPT_TLS + 2 }, \
+    { "tls-key-file", required_argument, NULL, SESSION_OPT_TLS + 3 }, \
+    { "tls-server-name", required_argument, NULL, SESSION_OPT_TLS + 4 }, \
+    { "tls-verify", required_argument, NULL, SESSION_OPT_TLS + 5 }, \
     { "config", required_argument, NULL, 'c' }, \
     { "target", required_argument, NULL, 't' }
 #define SESSION_SHORT_OPTIONS "c:t:"

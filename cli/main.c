@@ -13,6 +13,7 @@
  * unreachable or error.
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +88,12 @@ static const char global_help[] =
     "  -t, --target NAME   the [target NAME] to use (default: the first)\n"
     "  --url redis://[user@]host[:port][/db]\n"
     "                      talk to this address instead of the target's url (its\n"
-    "                      patterns, password_file and timeouts still apply)\n"
+    "                      patterns, password_file, timeouts and tls_* still apply);\n"
+    "                      rediss:// for TLS\n"
+    "  --tls-ca-file FILE, --tls-ca-dir DIR, --tls-cert-file FILE, --tls-key-file FILE,\n"
+    "  --tls-server-name NAME, --tls-verify on|off\n"
+    "                      replace the target's tls_* setting of the same name\n"
+    "                      (lockwatch.ini(5)); only with a rediss:// url\n"
     "  --agent http://host:port|off\n"
     "                      the agent list and show ask for first-seen and no-TTL\n"
     "                      times (default: [agent] listen; off: do not ask)\n"
@@ -131,6 +137,9 @@ main(int argc, char **argv)
     int opt, rc;
 
     memset(&lc, 0, sizeof(lc));
+    /* Over TLS, OpenSSL writes with write(2): a server that closed the
+     * connection must give an error, not kill lockctl. */
+    signal(SIGPIPE, SIG_IGN);
     /* "+": stop at the command; its options are its own */
     while ((opt = getopt_long(argc, argv, "+" SESSION_SHORT_OPTIONS "hV", opts, NULL)) != -1) {
         if (session_common_option(&lc, opt, optarg))

@@ -8,7 +8,9 @@
  * and lockwatchd always agree on what a target's patterns and password
  * are.  --url replaces only the target's address (and user, database):
  * its patterns, password_file and timeouts stay, so the guards are the
- * same whichever node on-call points lockctl at.  Sentinel and cluster
+ * same whichever node on-call points lockctl at.  A rediss:// target uses
+ * its tls_* settings; --tls-ca-file and the other --tls-* options replace
+ * them one by one, parsed as the file's keys are.  Sentinel and cluster
  * targets are resolved as the agent resolves them: the primary the
  * sentinels name, the primary that serves the key's slot.
  */
@@ -57,20 +59,66 @@ session_common_option(struct lockctl *lc, int opt, const char *arg)
         lc->agent = arg;
         return 1;
     default:
+        if (opt >= SESSION_OPT_TLS && opt < SESSION_OPT_TLS + SESSION_TLS_OPTIONS) {
+            lc->tls[opt - SESSION_OPT_TLS] = arg;
+            return 1;
+        }
         return 0;
     }
 }
 
-/* The option row of [target] url, so --url is parsed (and checked: no
- * password in it) exactly as the config file's url is. */
+/* The option row of [target] KEY, so --url is parsed (and checked: no
+ * password in it) exactly as the config file's url is, and --tls-* as the
+ * tls_* keys. */
 static const struct config_option *
-url_option(void)
+target_option(const char *key)
 {
     for (size_t i = 0; i < config_noptions; i++)
         if (config_options[i].section == SECTION_TARGET &&
-            strcmp(config_options[i].key, "url") == 0)
+            strcmp(config_options[i].key, key) == 0)
             return &config_options[i];
     return NULL;
+}
+
+/* The --tls-* options in the order of lc->tls, as [target] keys. */
+static const char *const tls_keys[SESSION_TLS_OPTIONS] = {
+    "tls_ca_file", "tls_ca_dir", "tls_cert_file", "tls_key_file", "tls_server_name",
+    "tls_verify"
+};
+
+/* Apply --tls-*: 0, or -1 with the message printed. */
+static int
+apply_tls(struct lockctl *lc)
+{
+    const struct config_option *o;
+    char why[512], opt[32];
+    bool any = false;
+
+    for (size_t i = 0; i < SESSION_TLS_OPTIONS; i++) {
+        if (lc->tls[i] == NULL)
+            continue;
+        any = true;
+        snprintf(opt, sizeof(opt), "--%s", tls_keys[i]);
+        for (char *p = opt; *p != '\0'; p++)
+            if (*p == '_')
+                *p = '-';
+        o = target_option(tls_keys[i]);
+        if (o == NULL || option_set(o, lc->t, lc->tls[i], why, sizeof(why)) == -1) {
+            lockctl_warnx("%s: %s", opt, o ? why : "not supported");
+            return -1;
+        }
+    }
+    if (any && !lc->t->tls) {
+        lockctl_warnx("--tls-*: only used with TLS (give --url rediss://..., or a target "
+                      "whose url is rediss://)");
+        return -1;
+    }
+    if ((lc->t->tls_cert_file == NULL) != (lc->t->tls_key_file == NULL)) {
+        lockctl_warnx("a client certificate needs both --tls-cert-file and --tls-key-file "
+                      "(or tls_cert_file and tls_key_file)");
+        return -1;
+    }
+    return 0;
 }
 
 int
@@ -108,7 +156,7 @@ session_load(struct lockctl *lc)
         lc->t = &lc->cfg->targets[0];   /* config_load guarantees one */
     }
     if (lc->url != NULL) {
-        uo = url_option();
+        uo = target_option("url");
         if (uo == NULL || option_set(uo, lc->t, lc->url, why, sizeof(why)) == -1) {
             lockctl_warnx("--url: %s", uo ? why : "not supported");
             return LOCKCTL_USAGE;
@@ -118,6 +166,11 @@ session_load(struct lockctl *lc)
         if (lc->t->mode == TARGET_SENTINEL)
             lc->t->mode = TARGET_STANDALONE;
     }
+    if (apply_tls(lc) == -1)
+        return LOCKCTL_USAGE;
+    if (lc->t->tls && !lc->t->tls_verify)
+        lockctl_warnx("warning: target %s: tls_verify = off: the server's certificate is "
+                      "not checked", lc->t->name);
     return LOCKCTL_DONE;
 }
 

@@ -64,6 +64,7 @@ lw_options_init(lw_options *o)
     o->command_timeout_ms = 5000;
     o->report = 1;
     o->default_lease_ms = 30000;
+    o->tls_verify = 1;
 }
 
 lw_status
@@ -161,6 +162,7 @@ client_destroy(lw_client *c)
         pthread_mutex_destroy(&c->pool_mu);
         lwc_bg_destroy(c);
     }
+    lwc_tls_free(c);
     free(c->host);
     free(c->username);
     if (c->password != NULL) {
@@ -272,6 +274,8 @@ lw_connect(const lw_options *opts, lw_error *err)
                             "lockwatch:client", c->id, LWC_UUID_LEN);
 
     if (lwc_report_open(c, opts->agent, opts->report != 0, err) != LW_OK)
+        goto fail;
+    if (lwc_tls_setup(c, opts, err) != LW_OK)
         goto fail;
 
     c->cmd = lwc_redis_connect(c, "lw_connect", err);

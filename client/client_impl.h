@@ -157,6 +157,10 @@ struct lw_client {
     long long default_lease_ms;
     lw_lost_cb on_lost;
     void *on_lost_data;
+    /* TLS (tls.c): an SSL_CTX *, NULL without TLS; the name verified */
+    void *tls_ctx;
+    char *tls_name;
+    bool tls_verify;
 
     /* identity */
     char id[LWC_UUID_LEN + 1];
@@ -355,6 +359,14 @@ int lwc_token_parse(const char *s, size_t len, struct lwc_token *t);
 /* --- options (client.c) -------------------------------------------------- */
 
 lw_status lwc_options_check(const lw_options *o, lw_error *err);
+
+/* tls.c: build c's TLS context from o (nothing when o->tls is 0; LW_ERR
+ * with the reason in a build without TLS); run the handshake on a freshly
+ * connected ctx (nothing without TLS); free the context. */
+lw_status lwc_tls_setup(lw_client *c, const lw_options *o, lw_error *err);
+lw_status lwc_tls_connect(const lw_client *c, redisContext *ctx, const char *what,
+                          lw_error *err);
+void lwc_tls_free(lw_client *c);
 
 /* --- reporting (report.c) ------------------------------------------------ */
 

@@ -49,6 +49,9 @@ lwc_redis_connect(const lw_client *c, const char *what, lw_error *err)
     }
     /* Keepalive only helps notice a dead peer; not worth failing over. */
     (void)redisEnableKeepAlive(ctx);
+    /* TLS (tls.c) before anything is sent; never a plaintext retry */
+    if (lwc_tls_connect(c, ctx, what, err) != LW_OK)
+        goto fail;
 
     if (c->password != NULL) {
         const char *argv[3] = { "AUTH", NULL, NULL };

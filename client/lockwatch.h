@@ -55,7 +55,10 @@
  *
  * Keys are NUL-terminated strings of 1..LW_KEY_MAX bytes.
  *
- * Requires hiredis (0.14 or later).  Link with `pkg-config --libs lockwatch`.
+ * Requires hiredis (0.14 or later; TLS needs 1.x with hiredis_ssl).  Link
+ * with `pkg-config --libs lockwatch`.  Over TLS, OpenSSL writes with
+ * write(2): a program that talks TLS to Redis should ignore SIGPIPE, or a
+ * write to a connection the server closed may raise it.
  */
 #ifndef LOCKWATCH_H
 #define LOCKWATCH_H
@@ -150,6 +153,23 @@ typedef struct lw_options {
 
     lw_lost_cb on_lost;         /* NULL: no callback (lw_lock_is_lost only) */
     void *on_lost_data;         /* passed to on_lost */
+
+    /* TLS to Redis (a server with tls-port; rediss:// elsewhere).  Only in
+     * a liblockwatch built against hiredis 1.x with hiredis_ssl
+     * (lw_tls_supported()); otherwise tls = 1 makes lw_connect() fail with
+     * LW_ERR saying so.  The files are PEM and read by lw_connect(). */
+    int tls;                    /* nonzero: TLS; 0 */
+    const char *tls_ca_file;    /* CAs of the server's certificate; NULL
+                                 * (and no tls_ca_dir): the system's */
+    const char *tls_ca_dir;     /* hashed CA directory (c_rehash); NULL */
+    const char *tls_cert_file;  /* client certificate (chain), for servers
+                                 * that require one; NULL */
+    const char *tls_key_file;   /* its private key; NULL */
+    const char *tls_server_name;/* SNI and the name the certificate must
+                                 * carry; NULL: host */
+    int tls_verify;             /* check the certificate and its name; 1.
+                                 * 0 only for tests: anyone on the path can
+                                 * pose as the server */
 } lw_options;
 
 /* Counters of one client handle, from lw_client_stats(). */
@@ -316,6 +336,9 @@ LW_API const char *lw_strerror(lw_status status);
 
 /* The library version, "MAJOR.MINOR.PATCH". */
 LW_API const char *lw_version(void);
+
+/* 1 when this liblockwatch has TLS (lw_options.tls), else 0. */
+LW_API int lw_tls_supported(void);
 
 #ifdef __cplusplus
 }

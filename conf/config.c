@@ -50,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <ini.h>
 
@@ -657,6 +658,34 @@ given(const struct instance *in, const char *key)
     return i >= 0 && in->key_line[i] != 0;
 }
 
+/* The tls_ keys: only with rediss://, a client certificate with its key,
+ * a CA directory that is one. */
+static void
+check_tls(struct load *ld, const struct instance *in, const struct target_conf *t)
+{
+    static const char *const keys[] = { "tls_ca_file", "tls_ca_dir", "tls_cert_file",
+                                         "tls_key_file", "tls_server_name", "tls_verify" };
+    struct stat st;
+
+    if (!t->tls) {
+        /* tls_verify = on is the default, which -n writes for every
+         * target: only off is a setting without effect */
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+            if (given(in, keys[i]) && (strcmp(keys[i], "tls_verify") != 0 || !t->tls_verify))
+                fail(ld, line_of(in, keys[i]), in->label, keys[i], "only used with TLS "
+                     "(write the url as rediss://..., or remove it)");
+        return;
+    }
+    if ((t->tls_cert_file == NULL) != (t->tls_key_file == NULL))
+        fail(ld, line_of(in, t->tls_cert_file ? "tls_cert_file" : "tls_key_file"), in->label,
+             t->tls_cert_file ? "tls_key_file" : "tls_cert_file", "missing (a client "
+             "certificate needs both tls_cert_file and tls_key_file)");
+    if (t->tls_ca_dir != NULL && (stat(t->tls_ca_dir, &st) == -1 || !S_ISDIR(st.st_mode)))
+        fail(ld, line_of(in, "tls_ca_dir"), in->label, "tls_ca_dir", "\"%s\" is not a "
+             "directory (give a directory of hashed CA certificates, e.g. /etc/ssl/certs)",
+             t->tls_ca_dir);
+}
+
 static void
 check_target(struct load *ld, const struct instance *in, const struct target_conf *t)
 {
@@ -687,6 +716,7 @@ check_target(struct load *ld, const struct instance *in, const struct target_con
     if (t->mode == TARGET_CLUSTER && t->db != 0)
         fail(ld, line_of(in, "url"), in->label, "url", "Redis Cluster has only database "
              "0 (remove \"/%d\" from the URL)", t->db);
+    check_tls(ld, in, t);
 }
 
 static void

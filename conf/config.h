@@ -59,6 +59,21 @@ struct target_conf {
     bool scan_replicas;
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
+    /* TLS: url = rediss://.  The PEM files are read at load time (a reload
+     * reads renewed ones); tls_key is a secret, never printed. */
+    bool tls;
+    char tls_name[256];         /* the name the certificate must carry when
+                                 * tls_server_name is unset: the URL's host
+                                 * (a sentinel's primary: its address) */
+    char *tls_ca_file;          /* NULL: the system's CAs (and tls_ca_dir) */
+    char *tls_ca;               /* its PEM text */
+    char *tls_ca_dir;           /* hashed CA directory (c_rehash), or NULL */
+    char *tls_cert_file;        /* client certificate (chain), or NULL */
+    char *tls_cert;
+    char *tls_key_file;         /* its private key, or NULL */
+    char *tls_key;              /* never printed */
+    char *tls_server_name;      /* SNI and the name verified, or NULL */
+    bool tls_verify;            /* off: no verification (warned at start) */
     enum target_incremental incremental;
     int64_t reconcile_interval_ms;  /* full scan this often while following */
 };

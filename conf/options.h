@@ -53,6 +53,8 @@ enum config_section {
  *   ENUM       enum of `size` bytes at off; names[] in value order
  *   FILE       char *path at off, char *contents at off2 (a secret: the
  *              file is read at load time, contents are never printed)
+ *   PEM        as FILE, for a PEM file (certificate, CA bundle, private
+ *              key): read whole at load time, never printed
  */
 enum option_type {
     OPT_DURATION,
@@ -67,6 +69,7 @@ enum option_type {
     OPT_LIST,
     OPT_ENUM,
     OPT_FILE,
+    OPT_PEM,
     OPT_TYPE_COUNT              /* not a type: sizes the table in optvalue.c */
 };
 

@@ -651,8 +651,11 @@ describe_hostports(const struct config_option *o, char *buf, size_t len)
 /* ---- URLs ----------------------------------------------------------------- */
 
 /*
- * redis://[user@]host[:port][/db].  Stored in the target's url (as
- * written, for -n), user, host, port and db.  A password in the URL is
+ * redis://[user@]host[:port][/db], or rediss:// for TLS (refused with the
+ * reason in a build without it).  Stored in the target's url (as
+ * written, for -n), user, host, port, db and tls; the host is also the
+ * name a TLS certificate must carry (tls_name) unless tls_server_name says
+ * otherwise.  A password in the URL is
  * refused without repeating the URL, so the secret does not end up in a
  * log: SPEC "password never in the URL".
  */
@@ -666,6 +669,7 @@ set_redis_url(const struct config_option *o, void *base, const char *v, char *wh
     char *url = NULL, *user = NULL;
     int port = 6379, rc = -1;
     long db = 0;
+    bool tls = false;
 
     (void)o;
     auth = sep != NULL ? sep + 3 : v;
@@ -681,12 +685,18 @@ set_redis_url(const struct config_option *o, void *base, const char *v, char *wh
         goto out;
     }
     if (sep != NULL && (size_t)(sep - v) == 6 && strncasecmp(v, "rediss", 6) == 0) {
-        whyf(why, len, "\"%s\": TLS (rediss://) is not supported by this build (use "
-             "redis://, through a local TLS tunnel if needed)", v);
+#ifdef LOCKWATCH_TLS
+        tls = true;
+#else
+        whyf(why, len, "\"%s\": TLS (rediss://) is not supported by this build (it was "
+             "built without hiredis_ssl: build lockwatch against hiredis 1.x with "
+             "hiredis_ssl, e.g. make deps-hiredis-tls, or use redis:// through a local TLS "
+             "tunnel)", v);
         goto out;
-    }
-    if (sep == NULL || (size_t)(sep - v) != 5 || strncasecmp(v, "redis", 5) != 0)
+#endif
+    } else if (sep == NULL || (size_t)(sep - v) != 5 || strncasecmp(v, "redis", 5) != 0) {
         goto bad;
+    }
     for (c = auth; c < aend; c++)
         if (*c == '@')
             at = c;
@@ -719,8 +729,10 @@ set_redis_url(const struct config_option *o, void *base, const char *v, char *wh
     t->url = url;
     t->user = user;
     memcpy(t->host, host, strlen(host) + 1);
+    memcpy(t->tls_name, host, strlen(host) + 1);
     t->port = port;
     t->db = (int)db;
+    t->tls = tls;
     url = user = NULL;
     rc = 0;
     goto out;
@@ -745,8 +757,9 @@ clear_redis_url(const struct config_option *o, void *base)
     free(t->url);
     free(t->user);
     t->url = t->user = NULL;
-    t->host[0] = '\0';
+    t->host[0] = t->tls_name[0] = '\0';
     t->port = t->db = 0;
+    t->tls = false;
 }
 
 static int
@@ -767,7 +780,7 @@ static void
 describe_redis_url(const struct config_option *o, char *buf, size_t len)
 {
     (void)o;
-    snprintf(buf, len, "redis://[user@]host[:port][/db]");
+    snprintf(buf, len, "redis://[user@]host[:port][/db], or rediss:// for TLS");
 }
 
 /* HTTP_URL: as written, but a webhook URL's user info and query are how
@@ -826,44 +839,6 @@ describe_http_url(const struct config_option *o, char *buf, size_t len)
     snprintf(buf, len, "an http:// or https:// URL");
 }
 
-/* ---- secret files --------------------------------------------------------- */
-
-/* The path at off, the secret it holds at off2 (secretfile.c reads it). */
-static int
-set_file(const struct config_option *o, void *base, const char *v, char *why, size_t len)
-{
-    char *secret = NULL, *path = NULL;
-
-    if (secret_file_read(v, o->holds, o->example, &secret, why, len) == -1)
-        return -1;
-    path = strdup(v);
-    if (path == NULL) {
-        secret_free(secret);
-        whyf(why, len, "out of memory");
-        return -1;
-    }
-    free(*str_field(base, o->off));
-    secret_free(*str_field(base, o->off2));
-    *str_field(base, o->off) = path;
-    *str_field(base, o->off2) = secret;
-    return 0;
-}
-
-static void
-clear_file(const struct config_option *o, void *base)
-{
-    free(*str_field(base, o->off));
-    secret_free(*str_field(base, o->off2));
-    *str_field(base, o->off) = NULL;
-    *str_field(base, o->off2) = NULL;
-}
-
-static void
-describe_file(const struct config_option *o, char *buf, size_t len)
-{
-    snprintf(buf, len, "the absolute path of a file holding %s", o->holds);
-}
-
 /* ---- the table ------------------------------------------------------------ */
 
 /*
@@ -903,8 +878,10 @@ static const struct value_type value_types[OPT_TYPE_COUNT] = {
                         describe_http_url },
     [OPT_LIST]      = { "list", set_list, clear_list, format_list, describe_list },
     [OPT_ENUM]      = { "choice", set_enum, clear_int, format_enum, describe_enum },
-    [OPT_FILE]      = { "secret file", set_file, clear_file, format_string,
-                        describe_file },
+    [OPT_FILE]      = { "secret file", optfile_set_secret, optfile_clear, format_string,
+                        optfile_describe_secret },
+    [OPT_PEM]       = { "PEM file", optfile_set_pem, optfile_clear, format_string,
+                        optfile_describe_pem },
 };
 
 /* The row of type T; NULL for a type without one. */

@@ -1,16 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * secretfile.c - read a password or token from its file (see secretfile.h).
+ * secretfile.c - the FILE and PEM value types: a password or token, or a
+ * PEM file (a TLS certificate, CA bundle or private key), read from the
+ * file a config key names (see secretfile.h).
  *
  * The file is read whole at load time, not at use, so a missing or
  * unreadable file fails -n and a reload instead of the first AUTH at
- * 3 a.m.  Trailing newlines are dropped (editors add one); anything else
- * is the secret, byte for byte.  Every copy of the bytes is wiped before
- * it is freed, and the path, never the contents, goes into messages.
+ * 3 a.m., and a reload (SIGHUP) reads renewed certificates.  For a
+ * password, trailing newlines are dropped (editors add one); anything else
+ * is the secret, byte for byte.  A PEM file is kept whole.  Every copy of
+ * the bytes is wiped before it is freed, and the path, never the contents,
+ * goes into messages.
  */
 #include "conf/secretfile.h"
 
+#include "conf/options.h"
+
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +28,9 @@
 /* A secret file holds one password or token; anything bigger is the wrong
  * file, and a hard cap keeps a mistaken path (/dev/zero) from eating memory. */
 #define SECRET_MAX 4096
+/* A PEM file: a certificate chain or CA bundle (Debian's whole
+ * ca-certificates bundle is about 220 KB). */
+#define PEM_MAX (1024 * 1024)
 
 void
 secret_free(char *s)
@@ -31,9 +41,19 @@ secret_free(char *s)
     }
 }
 
-int
-secret_file_read(const char *path, const char *holds, const char *example,
-                 char **secret, char *why, size_t len)
+/* What a kind of file holds, for the reader and its messages. */
+struct file_kind {
+    size_t max;
+    bool pem;                   /* keep newlines; must hold a PEM block */
+    const char *shape;          /* "alone on one line", "in PEM form" */
+};
+
+static const struct file_kind secret_kind = { SECRET_MAX, false, "alone on one line" };
+static const struct file_kind pem_kind = { PEM_MAX, true, "in PEM form (-----BEGIN ...)" };
+
+static int
+file_read(const struct file_kind *k, const char *path, const char *holds,
+          const char *example, char **secret, char *why, size_t len)
 {
     char *buf = NULL;
     struct stat st;
@@ -54,46 +74,51 @@ secret_file_read(const char *path, const char *holds, const char *example,
             snprintf(why, len, "cannot read \"%s\": %s (make it readable by the user "
                      "lockwatch runs as, e.g. 0640 root:lockwatch)", path, strerror(e));
         else
-            snprintf(why, len, "cannot read \"%s\": %s (create it with %s alone on one "
-                     "line, readable by lockwatchd only)", path, strerror(e), holds);
+            snprintf(why, len, "cannot read \"%s\": %s (create it with %s %s, readable "
+                     "by lockwatchd only)", path, strerror(e), holds, k->shape);
         goto out;
     }
     if (!S_ISREG(st.st_mode)) {
-        snprintf(why, len, "\"%s\" is not a regular file (it should hold %s alone on one "
-                 "line)", path, holds);
+        snprintf(why, len, "\"%s\" is not a regular file (it should hold %s %s)", path,
+                 holds, k->shape);
         goto out;
     }
-    buf = malloc(SECRET_MAX + 1);
+    buf = malloc(k->max + 1);
     if (buf == NULL)
         goto oom;
-    while (n < SECRET_MAX + 1) {
-        ssize_t r = read(fd, buf + n, SECRET_MAX + 1 - n);
+    while (n < k->max + 1) {
+        ssize_t r = read(fd, buf + n, k->max + 1 - n);
 
         if (r == -1 && errno == EINTR)
             continue;
         if (r == -1) {
-            snprintf(why, len, "cannot read \"%s\": %s (it should hold %s alone on one "
-                     "line)", path, strerror(errno), holds);
+            snprintf(why, len, "cannot read \"%s\": %s (it should hold %s %s)", path,
+                     strerror(errno), holds, k->shape);
             goto out;
         }
         if (r == 0)
             break;
         n += (size_t)r;
     }
-    if (n > SECRET_MAX) {
-        snprintf(why, len, "\"%s\" is larger than %d bytes (it should hold %s alone on "
-                 "one line)", path, SECRET_MAX, holds);
+    if (n > k->max) {
+        snprintf(why, len, "\"%s\" is larger than %zu bytes (it should hold %s %s)",
+                 path, k->max, holds, k->shape);
         goto out;
     }
     if (memchr(buf, '\0', n) != NULL) {
-        snprintf(why, len, "\"%s\" contains a NUL byte (it should hold %s alone on one "
-                 "line)", path, holds);
+        snprintf(why, len, "\"%s\" contains a NUL byte (it should hold %s %s)", path,
+                 holds, k->shape);
         goto out;
     }
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+    while (!k->pem && n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         n--;
+    if (k->pem && n > 0 && memmem(buf, n, "-----BEGIN ", 11) == NULL) {
+        snprintf(why, len, "\"%s\" is not a PEM file (it should hold %s %s)", path,
+                 holds, k->shape);
+        goto out;
+    }
     if (n == 0) {
-        snprintf(why, len, "\"%s\" is empty (put %s in it, alone on one line)", path, holds);
+        snprintf(why, len, "\"%s\" is empty (put %s in it, %s)", path, holds, k->shape);
         goto out;
     }
     *secret = strndup(buf, n);
@@ -105,10 +130,77 @@ oom:
     snprintf(why, len, "out of memory");
 out:
     if (buf != NULL) {
-        explicit_bzero(buf, SECRET_MAX + 1);
+        explicit_bzero(buf, k->max + 1);
         free(buf);
     }
     if (fd != -1)
         close(fd);
     return rc;
+}
+
+/* ---- the FILE and PEM value types (optvalue.c's table) -------------------- */
+
+static char **
+path_field(void *base, size_t off)
+{
+    return (char **)(void *)((char *)base + off);
+}
+
+/* The path at off, what the file holds at off2; nothing changes on -1. */
+static int
+set_from(const struct file_kind *k, const struct config_option *o, void *base,
+         const char *v, char *why, size_t len)
+{
+    char *contents = NULL, *path = NULL;
+
+    if (file_read(k, v, o->holds, o->example, &contents, why, len) == -1)
+        return -1;
+    path = strdup(v);
+    if (path == NULL) {
+        secret_free(contents);
+        snprintf(why, len, "out of memory");
+        return -1;
+    }
+    optfile_clear(o, base);
+    *path_field(base, o->off) = path;
+    *path_field(base, o->off2) = contents;
+    return 0;
+}
+
+int
+optfile_set_secret(const struct config_option *o, void *base, const char *v, char *why,
+                   size_t len)
+{
+    return set_from(&secret_kind, o, base, v, why, len);
+}
+
+/* A PEM file is read at load time too, so a reload reads a renewed
+ * certificate; its text is wiped when freed (a private key is a secret,
+ * and the others are treated alike). */
+int
+optfile_set_pem(const struct config_option *o, void *base, const char *v, char *why,
+                size_t len)
+{
+    return set_from(&pem_kind, o, base, v, why, len);
+}
+
+void
+optfile_clear(const struct config_option *o, void *base)
+{
+    free(*path_field(base, o->off));
+    secret_free(*path_field(base, o->off2));
+    *path_field(base, o->off) = NULL;
+    *path_field(base, o->off2) = NULL;
+}
+
+void
+optfile_describe_secret(const struct config_option *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "the absolute path of a file holding %s", o->holds);
+}
+
+void
+optfile_describe_pem(const struct config_option *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "the absolute path of a PEM file holding %s", o->holds);
 }

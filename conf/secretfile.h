@@ -1,24 +1,35 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * secretfile.h - read a password or token from its file, internal to
- * conf/ (the FILE value type in optvalue.c).
+ * secretfile.h - read a password or token, or a PEM file, from its file,
+ * internal to conf/ (the FILE and PEM value types in optvalue.c).
  *
- * Ownership: a secret from secret_file_read is the caller's and is given
- * back with secret_free, which wipes it before freeing.
+ * Ownership: what set stores belongs to the section's struct and is given
+ * back with optfile_clear (or secret_free), which wipes it before freeing.
  */
 #ifndef LOCKWATCH_SECRETFILE_H
 #define LOCKWATCH_SECRETFILE_H
 
 #include <stddef.h>
 
+struct config_option;
+
 /*
- * Read the secret in PATH (absolute) into *secret.  HOLDS says what the
- * file holds ("the password") and EXAMPLE is a path to suggest, both for
- * messages.  Returns 0, or -1 with why set to "what is wrong (what to
- * do)" and *secret untouched.
+ * The FILE and PEM value types (rows of optvalue.c's table): set reads the
+ * file named by V (absolute path) and stores the path at o->off, what it
+ * holds at o->off2.  FILE: a password or token, one line, trailing
+ * newlines dropped, at most 4 KiB.  PEM: a certificate, CA bundle or
+ * private key, kept whole, at most 1 MiB, with a "-----BEGIN " line.
+ * o->holds says what the file holds ("the password") and o->example is a
+ * path to suggest, both for messages.  0, or -1 with why set to "what is
+ * wrong (what to do)" and nothing changed.  clear wipes and frees both.
  */
-int secret_file_read(const char *path, const char *holds, const char *example,
-                     char **secret, char *why, size_t whylen);
+int optfile_set_secret(const struct config_option *o, void *base, const char *v,
+                       char *why, size_t len);
+int optfile_set_pem(const struct config_option *o, void *base, const char *v,
+                    char *why, size_t len);
+void optfile_clear(const struct config_option *o, void *base);
+void optfile_describe_secret(const struct config_option *o, char *buf, size_t len);
+void optfile_describe_pem(const struct config_option *o, char *buf, size_t len);
 
 /* Wipe and free a secret; NULL is fine. */
 void secret_free(char *s);

@@ -192,7 +192,7 @@ parse_shard_node(const redisReply *m, const char *via_host, struct cluster_node 
                  bool *is_primary)
 {
     char ip[256] = "", endpoint[256] = "";
-    long long port = -1;
+    long long port = -1, tls_port = -1;
     size_t i;
 
     memset(n, 0, sizeof(*n));
@@ -207,6 +207,8 @@ parse_shard_node(const redisReply *m, const char *via_host, struct cluster_node 
             reply_str(v, n->id, sizeof(n->id));
         else if (reply_is(k, "port"))
             reply_int(v, 0, 65535, &port);
+        else if (reply_is(k, "tls-port"))
+            reply_int(v, 0, 65535, &tls_port);
         else if (reply_is(k, "ip"))
             reply_str(v, ip, sizeof(ip));
         else if (reply_is(k, "endpoint"))
@@ -216,6 +218,9 @@ parse_shard_node(const redisReply *m, const char *via_host, struct cluster_node 
         else if (reply_is(k, "health"))
             n->healthy = reply_is(v, "online");
     }
+    n->tls_port = tls_port > 0 ? (int)tls_port : 0;
+    if (port <= 0)
+        port = tls_port;        /* a TLS-only node (port 0) */
     if (port <= 0)
         return false;
     n->port = (int)port;
@@ -408,6 +413,23 @@ cluster_shard_of_slot(const struct cluster_topo *topo, unsigned slot)
 
 /* ---- the network ----------------------------------------------------------- */
 
+/* rediss://: talk to each node on its TLS port where SHARDS gave one (a
+ * node with both ports announces both; SLOTS asked over TLS already gives
+ * the TLS port). */
+static void
+use_tls_ports(struct cluster_topo *topo)
+{
+    for (size_t i = 0; i < topo->nshards; i++) {
+        struct cluster_shard *sh = &topo->shards[i];
+
+        if (sh->primary.tls_port > 0)
+            sh->primary.port = sh->primary.tls_port;
+        for (size_t j = 0; j < sh->nreplicas; j++)
+            if (sh->replicas[j].tls_port > 0)
+                sh->replicas[j].port = sh->replicas[j].tls_port;
+    }
+}
+
 /* Ask one node.  0, or -1 with why in err. */
 static int
 discover_at(const struct target_conf *t, const char *host, int port,
@@ -443,6 +465,8 @@ discover_at(const struct target_conf *t, const char *host, int port,
     }
     rc = cluster_parse_slots(rep, host, out, err, errlen);
 out:
+    if (rc == 0 && t->tls)
+        use_tls_ports(out);
     if (rep != NULL)
         freeReplyObject(rep);
     if (c != NULL)

@@ -36,7 +36,8 @@
 struct cluster_node {
     char id[48];                      /* node id (40 hex), "" when unknown */
     char host[256];
-    int port;
+    int port;                         /* "port"; a TLS-only node: "tls-port" */
+    int tls_port;                     /* SHARDS "tls-port", 0 when none */
     bool healthy;                     /* SHARDS health "online"; SLOTS: true */
 };
 

@@ -7,10 +7,13 @@
  * ACL user, same database) and report failures in the same words.  Every
  * connection also asks for CLIENT NO-TOUCH where the server has it (7.2+),
  * so that reading a lock's value does not make it look freshly used.
- * This is the bottom of collectors/redis: sentinel.c, cluster.c and
- * target.c call it, and it calls none of them.
+ * A rediss:// target gets its TLS handshake (tls.c) right after the TCP
+ * connect, before AUTH.  This is the bottom of collectors/redis (with
+ * tls.c): sentinel.c, cluster.c and target.c call it, and it calls none of
+ * them.
  */
 #include "collectors/redis/conn.h"
+#include "collectors/redis/tls.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -40,8 +43,14 @@ redisconn_error(const redisContext *c, const struct target_conf *t,
         snprintf(err, errlen, "%s on %s:%d: timed out after %lld ms (command_timeout)",
                  what, t->host, t->port, (long long)t->command_timeout_ms);
     else
-        snprintf(err, errlen, "%s on %s:%d: %s", what, t->host, t->port,
-                 c == NULL ? "out of memory" : c->errstr[0] ? c->errstr : "connection lost");
+        snprintf(err, errlen, "%s on %s:%d: %s%s", what, t->host, t->port,
+                 c == NULL ? "out of memory" : c->errstr[0] ? c->errstr : "connection lost",
+                 /* TLS 1.3: a server that wants a client certificate
+                  * accepts the handshake, then drops the connection */
+                 t->tls && t->tls_cert == NULL && c != NULL &&
+                 (c->err == REDIS_ERR_IO || c->err == REDIS_ERR_EOF) ?
+                 " (over TLS: does the server require a client certificate? set "
+                 "tls_cert_file and tls_key_file)" : "");
 }
 
 redisReply *
@@ -87,13 +96,18 @@ redisconn_node(const struct target_conf *t, const char *host, int port,
     if (host != out->host)
         snprintf(out->host, sizeof(out->host), "%s", host);
     out->port = port;
+    /* A sentinel target's node is the address the sentinels gave: there
+     * is no other name to check its certificate against (tls_server_name
+     * overrides it).  A cluster node keeps the URL's host. */
+    if (t->mode == TARGET_SENTINEL && host != out->tls_name)
+        snprintf(out->tls_name, sizeof(out->tls_name), "%s", host);
 }
 
 redisContext *
 redisconn_open(const struct target_conf *t, char *err, size_t errlen)
 {
     redisContext *c;
-    char db[16];
+    char db[16], scratch[64];
 
     c = redisConnectWithTimeout(t->host, t->port, redisconn_tv(t->connect_timeout_ms));
     if (c == NULL || c->err) {
@@ -107,6 +121,12 @@ redisconn_open(const struct target_conf *t, char *err, size_t errlen)
             snprintf(err, errlen, "set timeout on %s:%d: %s", t->host, t->port, c->errstr);
         goto fail;
     }
+    /* rediss://: the handshake, bounded by the command timeout; never a
+     * fall back to plaintext. */
+    if (t->tls && redisconn_tls(c, t, t->host, t->port, t->tls_name[0] ? t->tls_name : t->host,
+                                err != NULL ? err : scratch,
+                                err != NULL ? errlen : sizeof(scratch)) == -1)
+        goto fail;
     if (t->password != NULL) {
         const char *argv[3] = { "AUTH", t->user ? t->user : t->password, t->password };
 

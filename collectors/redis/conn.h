@@ -6,7 +6,9 @@
  * node the same way: TCP connect within connect_timeout, every command
  * within command_timeout, AUTH with the target's user and password (read
  * from password_file; never from the URL or argv), SELECT of the URL's
- * database.  This file knows nothing of modes: which node a sentinel or
+ * database, and for a rediss:// URL the TLS handshake first (tls.h: the
+ * certificate checked against tls_server_name, else the URL's host).
+ * This file knows nothing of modes: which node a sentinel or
  * cluster target means is target.h's question, asked above this file.
  * Error texts name what failed and the address, and never contain the
  * password, e.g.

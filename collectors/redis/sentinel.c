@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "collectors/redis/conn.h"
+#include "collectors/redis/tls.h"
 
 /* Append "; <text>" to a bounded message. */
 static void
@@ -48,6 +49,16 @@ ask_sentinel(const struct target_conf *t, const struct hostport *s, char *host,
         goto out;
     }
     redisSetTimeout(c, redisconn_tv(t->command_timeout_ms));
+    /* rediss://: sentinels speak TLS too; each is checked against its
+     * address as written in sentinels (or tls_server_name). */
+    if (t->tls) {
+        int n = snprintf(why, whylen, "sentinel: ");
+
+        if (n < 0 || (size_t)n >= whylen ||
+            redisconn_tls(c, t, s->host, s->port, s->host, why + n, whylen - (size_t)n) == -1)
+            goto out;
+        why[0] = '\0';
+    }
     rep = redisCommandArgv(c, 3, argv, NULL);
     if (rep == NULL) {
         snprintf(why, whylen, "sentinel %s:%d: %s", s->host, s->port,

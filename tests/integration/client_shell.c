@@ -9,7 +9,8 @@
  * (flushed), so a test can hold locks, wait, pause the process (SIGSTOP)
  * and look at Redis between steps.  Names are the test's own labels.
  *
- *   connect C [lease=MS] [agent=ADDR|off] [cmd_timeout=MS]
+ *   connect C [lease=MS] [agent=ADDR|off] [cmd_timeout=MS] [password_file=F]
+ *             [tls] [tls_ca_file=F] [tls_cert_file=F] [tls_key_file=F] [tls_server_name=N]
  *                                  -> OK <client uuid> | ERR <message>
  *   lock C L KEY LEASE TIMEOUT FLAGS   FLAGS: - | reentrant | fencing |
  *                                         reentrant,fencing
@@ -162,7 +163,7 @@ cmd_connect(char **arg, int n)
     lw_error err;
 
     if (n < 2) {
-        say("ERR usage: connect C [lease=MS] [agent=ADDR|off]");
+        say("ERR usage: connect C [lease=MS] [agent=ADDR|off] [tls tls_ca_file=F ...]");
         return;
     }
     lw_options_init(&o);
@@ -180,6 +181,16 @@ cmd_connect(char **arg, int n)
             o.command_timeout_ms = (int)num(arg[i] + 12);
         else if (strncmp(arg[i], "password_file=", 14) == 0)
             o.password_file = arg[i] + 14;
+        else if (strcmp(arg[i], "tls") == 0)
+            o.tls = 1;
+        else if (strncmp(arg[i], "tls_ca_file=", 12) == 0)
+            o.tls_ca_file = arg[i] + 12;
+        else if (strncmp(arg[i], "tls_cert_file=", 14) == 0)
+            o.tls_cert_file = arg[i] + 14;
+        else if (strncmp(arg[i], "tls_key_file=", 13) == 0)
+            o.tls_key_file = arg[i] + 13;
+        else if (strncmp(arg[i], "tls_server_name=", 16) == 0)
+            o.tls_server_name = arg[i] + 16;
     }
     if (find_client(arg[1], 0) != NULL) {
         say("ERR client %s exists", arg[1]);

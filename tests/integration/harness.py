@@ -183,15 +183,113 @@ def timed_get(port, path, timeout=1.0):
 # --------------------------------------------------------------------------
 # redis-server
 
-class RedisServer:
-    """A throwaway redis-server on 127.0.0.1:<free port>, in a temp dir."""
+# --------------------------------------------------------------------------
+# TLS: certificates made by openssl in a temp dir, and whether the build has TLS
 
-    def __init__(self, port=None, start=True, args=(), password=None):
+def tls_built():
+    """(True, "") when lockwatchd was built with TLS (hiredis 1.x with
+    hiredis_ssl), else (False, the reason lockwatchd -V gives)."""
+    r = subprocess.run([LOCKWATCHD, "-V"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=30)
+    out = r.stdout.decode("utf-8", "replace")
+    m = re.search(r"TLS \(rediss://\): (.*)", out)
+    if m is None:
+        return False, "lockwatchd -V does not say whether TLS is built in: %r" % out
+    return m.group(1).strip() == "yes", out.strip().replace("\n", "; ")
+
+
+class TLSCerts:
+    """A test CA and, signed by it, a server certificate and a client
+    certificate, made with openssl in a fresh temp dir (EC P-256, fast).
+
+    names: the server certificate's subjectAltName entries ("DNS:localhost",
+    "IP:127.0.0.1").  Attributes are paths: ca, server_crt, server_key,
+    client_crt, client_key.  other_ca() makes a second, unrelated CA;
+    expired_server() a server certificate whose validity ended."""
+
+    def __init__(self, names=("DNS:localhost", "IP:127.0.0.1")):
+        self.dir = _mkdtemp("lw-tls-")
+        self.names = list(names)
+        self.ca, self.ca_key = self._ca("ca", "lockwatch test CA")
+        self.server_crt, self.server_key = self._leaf("server", "localhost", self.names)
+        self.client_crt, self.client_key = self._leaf("client", "lockwatch-client", None,
+                                                      usage="clientAuth")
+
+    def _openssl(self, *args):
+        r = subprocess.run(["openssl"] + list(args), cwd=self.dir, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError("openssl %s: %s" % (" ".join(args), r.stdout.decode()))
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def _ca(self, base, cn):
+        self._openssl("req", "-x509", "-new", "-nodes", "-newkey", "ec", "-pkeyopt",
+                      "ec_paramgen_curve:P-256", "-keyout", base + ".key", "-out",
+                      base + ".crt", "-days", "3650", "-subj", "/CN=" + cn)
+        return self.path(base + ".crt"), self.path(base + ".key")
+
+    def _leaf(self, base, cn, names, usage="serverAuth,clientAuth", days=365, ca=None,
+              ca_key=None):
+        ext = self.path(base + ".ext")
+        with open(ext, "w") as f:
+            f.write("basicConstraints=CA:FALSE\nextendedKeyUsage=%s\n" % usage)
+            if names:
+                f.write("subjectAltName=%s\n" % ",".join(names))
+        self._openssl("req", "-new", "-nodes", "-newkey", "ec", "-pkeyopt",
+                      "ec_paramgen_curve:P-256", "-keyout", base + ".key", "-out",
+                      base + ".csr", "-subj", "/CN=" + cn)
+        self._openssl("x509", "-req", "-in", base + ".csr", "-CA", ca or self.ca, "-CAkey",
+                      ca_key or self.ca_key, "-CAcreateserial", "-out", base + ".crt",
+                      "-days", str(days), "-extfile", ext)
+        return self.path(base + ".crt"), self.path(base + ".key")
+
+    def other_ca(self):
+        """A second CA that signed nothing of this set: its certificate's path."""
+        return self._ca("other-ca", "unrelated CA")[0]
+
+    def expired_server(self):
+        """(crt, key): a server certificate from the same CA whose validity
+        ended a day ago (openssl x509 -days -1)."""
+        return self._leaf("expired", "localhost", self.names, days=-1)
+
+    def target_extra(self, client_cert=True):
+        """The [target] TLS keys that trust this CA (and present the client
+        certificate)."""
+        extra = {"tls_ca_file": self.ca}
+        if client_cert:
+            extra.update(tls_cert_file=self.client_crt, tls_key_file=self.client_key)
+        return extra
+
+    def server_args(self, port, crt=None, key=None, auth_clients="yes"):
+        """redis-server arguments: TLS only on port (--port 0), client
+        certificates required."""
+        return ["--port", "0", "--tls-port", str(port),
+                "--tls-cert-file", crt or self.server_crt,
+                "--tls-key-file", key or self.server_key,
+                "--tls-ca-cert-file", self.ca, "--tls-auth-clients", auth_clients]
+
+    def redis_kw(self):
+        """redis-py keyword arguments for a client of a server these made."""
+        return dict(ssl=True, ssl_ca_certs=self.ca, ssl_certfile=self.client_crt,
+                    ssl_keyfile=self.client_key, ssl_cert_reqs="none")
+
+
+class RedisServer:
+    """A throwaway redis-server on 127.0.0.1:<free port>, in a temp dir.
+    RedisServer(tls=TLSCerts()) listens with TLS only (see TLSCerts)."""
+
+    def __init__(self, port=None, start=True, args=(), password=None, tls=None,
+                 tls_crt=None, tls_key=None):
         """args: extra redis-server arguments.  password: requirepass, also
-        used by client() and the PING that waits for start-up."""
+        used by client() and the PING that waits for start-up.  tls: a
+        TLSCerts; tls_crt/tls_key: another server certificate of it."""
         self.port = port or free_port()
         self.extra_args = list(args)
         self.password = password
+        self.tls = tls
+        self.tls_crt, self.tls_key = tls_crt, tls_key
         self.dir = _mkdtemp("lw-redis-")
         self.logfile = os.path.join(self.dir, "redis.log")
         self.proc = None
@@ -203,6 +301,8 @@ class RedisServer:
         args = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
                 "--dir", self.dir, "--save", "", "--appendonly", "no",
                 "--daemonize", "no", "--logfile", self.logfile] + self.extra_args
+        if self.tls is not None:
+            args += self.tls.server_args(self.port, self.tls_crt, self.tls_key)
         if self.password:
             args += ["--requirepass", self.password]
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
@@ -217,7 +317,8 @@ class RedisServer:
                                       tail(self.logfile)))
             try:
                 c = redis.Redis(host="127.0.0.1", port=self.port, password=self.password,
-                                socket_timeout=1, socket_connect_timeout=1)
+                                socket_timeout=1, socket_connect_timeout=1,
+                                **(self.tls.redis_kw() if self.tls else {}))
                 if c.ping():
                     c.close()
                     return self
@@ -235,12 +336,14 @@ class RedisServer:
 
     @property
     def url(self):
-        return "redis://127.0.0.1:%d/0" % self.port
+        return "%s://127.0.0.1:%d/0" % ("rediss" if self.tls else "redis", self.port)
 
     def client(self, **kw):
         kw.setdefault("socket_timeout", 30)
         kw.setdefault("socket_connect_timeout", 5)
         kw.setdefault("password", self.password)
+        for k, v in (self.tls.redis_kw() if self.tls else {}).items():
+            kw.setdefault(k, v)
         return redis.Redis(host="127.0.0.1", port=self.port, **kw)
 
     def stop(self, timeout=10):

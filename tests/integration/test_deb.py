@@ -96,8 +96,9 @@ class DebianPackages(unittest.TestCase):
         self.assertIn("[agent]", r.stdout)
         self.assertIn("[target main]", r.stdout)
         r = run([agent, "--version"])
-        self.assertEqual((r.returncode, r.stdout.strip()),
+        self.assertEqual((r.returncode, r.stdout.splitlines()[0]),
                          (0, "lockwatchd " + self.version.rsplit("-", 1)[0]))
+        self.assertRegex(r.stdout.splitlines()[1], r"^hiredis \S+, TLS \(rediss://\): ")
 
     def test_conffiles(self):
         self.assertEqual(self.control("lockwatch", "conffiles").split(),

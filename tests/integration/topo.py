@@ -76,19 +76,26 @@ class Cluster:
     `redis-cli --cluster create`.  cluster-require-full-coverage is off so
     the surviving shards keep answering when one primary is stopped."""
 
-    def __init__(self, primaries=3, replicas=0, node_timeout_ms=1000):
+    def __init__(self, primaries=3, replicas=0, node_timeout_ms=1000, tls=None):
+        """tls: a harness.TLSCerts: every node TLS-only, the cluster bus and
+        replication over TLS too."""
         n = primaries * (1 + replicas)
         self.nodes = []
+        tls_args = ["--tls-cluster", "yes", "--tls-replication", "yes"] if tls else []
         for _ in range(n):
             port = cluster_port()
-            self.nodes.append(h.RedisServer(port=port, args=[
+            self.nodes.append(h.RedisServer(port=port, tls=tls, args=[
                 "--cluster-enabled", "yes",
                 "--cluster-config-file", "nodes-%d.conf" % port,
                 "--cluster-node-timeout", str(node_timeout_ms),
                 "--cluster-require-full-coverage", "no",
-                "--cluster-allow-reads-when-down", "yes"]))
+                "--cluster-allow-reads-when-down", "yes"] + tls_args))
         addrs = ["127.0.0.1:%d" % r.port for r in self.nodes]
-        p = subprocess.run([REDIS_CLI, "--cluster", "create"] + addrs +
+        cli = [REDIS_CLI]
+        if tls:
+            cli += ["--tls", "--cacert", tls.ca, "--cert", tls.client_crt, "--key",
+                    tls.client_key, "--insecure"]
+        p = subprocess.run(cli + ["--cluster", "create"] + addrs +
                            ["--cluster-replicas", str(replicas), "--cluster-yes"],
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, timeout=60)
@@ -149,7 +156,7 @@ class Cluster:
 
     @property
     def url(self):
-        return "redis://127.0.0.1:%d/0" % self.nodes[0].port
+        return self.nodes[0].url
 
     def stop(self):
         for r in self.nodes:
@@ -164,8 +171,11 @@ class Sentinel:
     Sentinel rewrites its config, so it lives in the temp dir."""
 
     def __init__(self, master_port, master_name="mymaster", quorum=2,
-                 down_after_ms=1000, failover_timeout_ms=6000):
+                 down_after_ms=1000, failover_timeout_ms=6000, tls=None):
+        """tls: a harness.TLSCerts: the sentinel listens with TLS only and
+        talks TLS to the servers it monitors."""
         self.port = h.free_port()
+        self.tls = tls
         self.dir = h._mkdtemp("lw-sentinel-")
         self.conf = os.path.join(self.dir, "sentinel.conf")
         self.logfile = os.path.join(self.dir, "sentinel.log")
@@ -178,6 +188,10 @@ class Sentinel:
                     % (self.port, self.dir, self.logfile, master_name, master_port,
                        quorum, master_name, down_after_ms, master_name,
                        failover_timeout_ms, master_name))
+            if tls:
+                f.write("port 0\ntls-port %d\ntls-cert-file %s\ntls-key-file %s\n"
+                        "tls-ca-cert-file %s\ntls-replication yes\ntls-auth-clients yes\n"
+                        % (self.port, tls.server_crt, tls.server_key, tls.ca))
         self.proc = subprocess.Popen([h.REDIS_SERVER, self.conf, "--sentinel"],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
@@ -186,7 +200,8 @@ class Sentinel:
 
     def client(self):
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5,
-                           socket_connect_timeout=2)
+                           socket_connect_timeout=2,
+                           **(self.tls.redis_kw() if self.tls else {}))
 
     def master_port(self, name="mymaster"):
         addr = self.client().execute_command("SENTINEL", "get-master-addr-by-name", name)

@@ -508,10 +508,14 @@ test_redis_url(void **state)
     expect_error("[target a]\nurl = http://h:6379\n",
                  "x.ini:2: [target a] url: \"http://h:6379\" is not a Redis URL (use "
                  "redis://[user@]host[:port][/db], e.g. redis://127.0.0.1:6379/0)");
+#ifndef LOCKWATCH_TLS
+    /* built without hiredis_ssl: the refusal names the reason and the fix */
     expect_error("[target a]\nurl = rediss://h:6379\n",
                  "x.ini:2: [target a] url: \"rediss://h:6379\": TLS (rediss://) is not "
-                 "supported by this build (use redis://, through a local TLS tunnel if "
-                 "needed)");
+                 "supported by this build (it was built without hiredis_ssl: build lockwatch "
+                 "against hiredis 1.x with hiredis_ssl, e.g. make deps-hiredis-tls, or use "
+                 "redis:// through a local TLS tunnel)");
+#endif
     expect_error_prefix("[target a]\nurl = redis://h:abc\n", "x.ini:2: [target a] url: "
                         "\"redis://h:abc\" is not a Redis URL");
     expect_error_prefix("[target a]\nurl = redis://h/x\n", "x.ini:2: [target a] url: "
@@ -697,6 +701,64 @@ test_secret_files(void **state)
 
     tmp_remove(&pw);
     tmp_remove(&empty);
+}
+
+/* The tls_ keys: PEM files read at load time, refused without rediss://,
+ * a certificate needs its key.  In a build without TLS the url itself is
+ * refused (test_redis_url), so only the rules that do not need one run. */
+static void
+test_tls_keys(void **state)
+{
+    char text[512], expected[CONFIG_ERR_LEN];
+    struct tmp ca, notpem;
+    struct config *cfg;
+
+    (void)state;
+    (void)expected;             /* used with TLS only */
+    tmp_write(&ca, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+    tmp_write(&notpem, "just a line\n");
+
+    /* tls_verify = on (the default, which -n prints) is fine on redis:// */
+    cfg = expect_load("[target a]\nurl = redis://h:6379\ntls_verify = on\n");
+    assert_false(cfg->targets[0].tls);
+    assert_true(cfg->targets[0].tls_verify);
+    config_free(cfg);
+    expect_error("[target a]\nurl = redis://h:6379\ntls_verify = off\n",
+                 "x.ini:3: [target a] tls_verify: only used with TLS (write the url as "
+                 "rediss://..., or remove it)");
+    snprintf(text, sizeof(text), "[target a]\nurl = redis://h\ntls_ca_file = %s\n", ca.path);
+    expect_error(text, "x.ini:3: [target a] tls_ca_file: only used with TLS (write the url "
+                 "as rediss://..., or remove it)");
+#ifdef LOCKWATCH_TLS
+    snprintf(text, sizeof(text), "[target a]\nurl = rediss://u@redis.example:6380/2\n"
+             "tls_ca_file = %s\ntls_server_name = r.example\n", ca.path);
+    cfg = expect_load(text);
+    assert_true(cfg->targets[0].tls);
+    assert_string_equal(cfg->targets[0].host, "redis.example");
+    assert_string_equal(cfg->targets[0].tls_name, "redis.example");
+    assert_int_equal(cfg->targets[0].port, 6380);
+    assert_string_equal(cfg->targets[0].tls_ca_file, ca.path);
+    assert_non_null(strstr(cfg->targets[0].tls_ca, "BEGIN CERTIFICATE"));
+    assert_string_equal(cfg->targets[0].tls_server_name, "r.example");
+    assert_true(cfg->targets[0].tls_verify);
+    config_free(cfg);
+
+    snprintf(text, sizeof(text), "[target a]\nurl = rediss://h\ntls_ca_file = %s\n",
+             notpem.path);
+    snprintf(expected, sizeof(expected), "x.ini:3: [target a] tls_ca_file: \"%s\" is not a "
+             "PEM file (it should hold the CA certificates in PEM form (-----BEGIN ...))",
+             notpem.path);
+    expect_error(text, expected);
+    snprintf(text, sizeof(text), "[target a]\nurl = rediss://h\ntls_cert_file = %s\n",
+             ca.path);
+    expect_error(text, "x.ini:3: [target a] tls_key_file: missing (a client certificate "
+                 "needs both tls_cert_file and tls_key_file)");
+    expect_error("[target a]\nurl = rediss://h\ntls_ca_dir = /nonexistent/certs\n",
+                 "x.ini:3: [target a] tls_ca_dir: \"/nonexistent/certs\" is not a directory "
+                 "(give a directory of hashed CA certificates, e.g. /etc/ssl/certs)");
+#endif
+    tmp_remove(&ca);
+    tmp_remove(&notpem);
 }
 
 /* ---- error lines ---------------------------------------------------------- */
@@ -1255,6 +1317,7 @@ main(void)
         cmocka_unit_test(test_list_values),
         cmocka_unit_test(test_string_values),
         cmocka_unit_test(test_secret_files),
+        cmocka_unit_test(test_tls_keys),
         cmocka_unit_test(test_unknown_key),
         cmocka_unit_test(test_unknown_section),
         cmocka_unit_test(test_section_errors),
