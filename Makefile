@@ -4,7 +4,8 @@
 #   make            build everything into build/
 #   make test       install missing packages, build, run unit + integration tests
 #   make demo       install missing packages, build, run the demo on a throwaway Redis
-#   make bench      the benchmarks in bench/ (figures, never pass/fail)
+#   make bench      the benchmarks in bench/ (figures, never pass/fail);
+#                   make bench-follow runs only follow mode's
 #   make interop    the real clients (Java, Python, Node, Go) against lockwatch (tests/interop/)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make SANITIZE=address,undefined   build with sanitizers
@@ -69,7 +70,7 @@ DEB_libcrypto     := libssl-dev
 DEB_openssl       := libssl-dev
 DEB_hiredis_ssl   := libhiredis-dev (1.x, or make deps-hiredis-tls)
 DEB_cmocka        := libcmocka-dev
-NO_DEPS_GOALS     := deps deps-hiredis-tls clean uninstall test demo deb bench interop
+NO_DEPS_GOALS     := deps deps-hiredis-tls clean uninstall test demo deb bench bench-follow interop
 ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 HAVE_CC      := $(shell command -v $(CC) >/dev/null 2>&1 && echo y)
 HAVE_PKGCONF := $(shell command -v $(lastword $(PKG_CONFIG)) >/dev/null 2>&1 && echo y)
@@ -162,8 +163,8 @@ ALL_OBJ := $(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/main.o $(UNIT_
            $(ITEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/packaging/man/gen_ini5.o \
            $(BUILD)/tests/unit/failalloc.o
 
-.PHONY: all deps test unit integration demo bench install uninstall clean deb man torture \
-        deps-hiredis-tls interop
+.PHONY: all deps test unit integration demo bench bench-follow install uninstall clean deb man \
+        torture deps-hiredis-tls interop
 all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(GEN_INI5)
 
 # Which hiredis and whether TLS: rewritten only when that changes, so that
@@ -350,16 +351,22 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@tests/demo/run $(BUILD)
 
-# Four benchmark drivers, each printing figures and ratios (never
+# Five benchmark drivers, each printing figures and ratios (never
 # pass/fail): the scan (floor, memory, gentleness), sample ingest, the
-# client library (acquire/release rate, handoff latency) and a cluster scan
-# against its shards' floors.
+# client library (acquire/release rate, handoff latency), a cluster scan
+# against its shards' floors, and follow mode against scanning.
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run $(BUILD)
 	@bench/ingest $(BUILD)
 	@bench/client $(BUILD)
 	@bench/cluster $(BUILD)
+	@bench/follow $(BUILD)
+
+# Follow mode against scanning (issue 15's figures; ~10 minutes).
+bench-follow: deps
+	@$(MAKE) --no-print-directory all
+	@bench/follow $(BUILD)
 
 # --- fuzzing -----------------------------------------------------------------
 # One libFuzzer harness per fuzz/fuzz_<name>.c, seeded from

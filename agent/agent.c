@@ -10,6 +10,10 @@
  * that.  A target that is down never stops the others: each has its own
  * thread, connection and timeouts.
  *
+ * A target in follow mode (incremental =, collectors/scan/follow.c) stays
+ * in scanner_follow() after a good scan, publishing snapshots made from
+ * keyspace events, and scans again when it returns (a reconcile).
+ *
  * Publication is one pointer swap under the target's mutex; readers take
  * a reference and render without holding any lock.  Right after
  * publishing, a target compares the [redlock] groups it is a member of
@@ -41,6 +45,8 @@ struct target_rt {
     struct snapshot *snap;
     bool was_down;
     char node[280];                     /* last node scanned, for the log */
+    char follow_note[400];              /* follow mode's last note, logged once */
+    bool following;                     /* for the log: follow mode on */
     struct group_rt **groups;           /* the groups it is a member of */
     size_t ngroups;
 };
@@ -102,6 +108,43 @@ publish(struct target_rt *t, struct snapshot *s)
     snapshot_unref(old);
 }
 
+/* Follow mode's news, each said once: a note (why it does not follow, or
+ * drift) when it changes, and the start and end of following. */
+static void
+log_follow(struct target_rt *t, const struct snapshot *s)
+{
+    if (strcmp(s->follow.note, t->follow_note) != 0) {
+        if (s->follow.note[0] != '\0') {
+            if (s->follow.drift || t->conf->incremental == INCR_ON)
+                log_warnx("target %s: %s", t->name, s->follow.note);
+            else
+                log_info("target %s: %s", t->name, s->follow.note);
+        }
+        snprintf(t->follow_note, sizeof(t->follow_note), "%s", s->follow.note);
+    }
+    if (s->follow.active != t->following && s->ok) {
+        if (s->follow.active)
+            log_info("target %s: following keyspace notifications on %s; a full scan every "
+                     "reconcile_interval", t->name, s->node);
+        else
+            log_info("target %s: no longer following keyspace notifications; scanning",
+                     t->name);
+        t->following = s->follow.active;
+    }
+}
+
+static void
+publish_cb(void *arg, struct snapshot *s)
+{
+    struct target_rt *t = arg;
+    size_t i;
+
+    log_follow(t, s);
+    publish(t, s);
+    for (i = 0; i < t->ngroups; i++)
+        group_compare(t->groups[i]);
+}
+
 /* Wait ms or until asked to stop. */
 static void
 target_wait(struct target_rt *t, int64_t ms)
@@ -131,6 +174,7 @@ target_main(void *arg)
     int64_t backoff = 0, cap, start, wait;
     struct snapshot *s;
     size_t i;
+    bool ok;
 
     cap = t->conf->scan_interval_ms > 1000 ? t->conf->scan_interval_ms : 1000;
     while (!atomic_load(&t->stop)) {
@@ -165,9 +209,14 @@ target_main(void *arg)
                 log_info("target %s: now scanning %s (was %s)", t->name, s->node, t->node);
             snprintf(t->node, sizeof(t->node), "%s", s->node);
         }
+        ok = s->ok;
+        log_follow(t, s);
         publish(t, s);
         for (i = 0; i < t->ngroups; i++)
             group_compare(t->groups[i]);
+        /* follow mode: current from events until a full scan is due */
+        if (ok && scanner_follow(t->scanner, t->conf, &t->rules, &t->stop, publish_cb, t) == 0)
+            continue;
         target_wait(t, wait);
     }
     return NULL;

@@ -222,7 +222,9 @@ mark_fresh(struct alerts *a, struct rules_target *t, size_t n)
 
     for (i = 0; i < n; i++) {
         const struct snapshot *s = t[i].snap;
-        uint64_t scans = s ? s->counters.scans_ok + s->counters.scans_error : 0;
+        /* a snapshot follow mode made from events is new too */
+        uint64_t scans = s ? s->counters.scans_ok + s->counters.scans_error +
+            s->follow.published_total : 0;
         int64_t fin = s ? s->finished_ms : 0;
 
         t[i].fresh = true;

@@ -28,6 +28,9 @@
 
 enum target_mode { TARGET_STANDALONE, TARGET_CLUSTER, TARGET_SENTINEL };
 
+/* incremental =: follow keyspace notifications between full scans */
+enum target_incremental { INCR_OFF, INCR_ON, INCR_AUTO };
+
 struct hostport {
     char host[256];
     int port;
@@ -75,6 +78,8 @@ struct target_conf {
     char *tls_key;              /* never printed */
     char *tls_server_name;      /* SNI and the name verified, or NULL */
     bool tls_verify;            /* off: no verification (warned at start) */
+    enum target_incremental incremental;
+    int64_t reconcile_interval_ms;  /* full scan this often while following */
 };
 
 struct class_rule {

@@ -25,6 +25,7 @@
 static const char *const bool_yesno[] = { "no", "yes", NULL };
 static const char *const bool_onoff[] = { "off", "on", NULL };
 static const char *const mode_names[] = { "standalone", "cluster", "sentinel", NULL };
+static const char *const incremental_names[] = { "off", "on", "auto", NULL };
 #define SINK_FORMAT_NAME(e, name, sym) name,
 static const char *const format_names[] = { SINK_FORMATS(SINK_FORMAT_NAME) NULL };
 #undef SINK_FORMAT_NAME
@@ -155,6 +156,14 @@ const struct config_option config_options[] = {
       .def = "5s", .min = 10, .max = 10 * MS_M,
       AT(struct target_conf, command_timeout_ms),
       .help = "give up waiting for a Redis reply after this long" },
+    { .section = SECTION_TARGET, .key = "incremental", .type = OPT_ENUM,
+      .def = "auto", .names = incremental_names,
+      AT(struct target_conf, incremental),
+      .help = "follow keyspace notifications between scans (auto: if the server sends them)" },
+    { .section = SECTION_TARGET, .key = "reconcile_interval", .type = OPT_DURATION,
+      .def = "1h", .min = MS_S, .max = MS_D,
+      AT(struct target_conf, reconcile_interval_ms),
+      .help = "while following: a full scan this often, to repair lost notifications" },
 
     /* [redlock NAME] */
     { .section = SECTION_REDLOCK, .key = "targets", .type = OPT_LIST,

@@ -6,7 +6,9 @@
  * /healthz says only that the process answers.  /readyz is 200 "ready"
  * once every target (every shard of a cluster target) was scanned whole
  * by its last scan, and 503 otherwise with one line per target that is
- * not, saying why; an agent with no targets is never ready.
+ * not, saying why; an agent with no targets is never ready.  A target in
+ * follow mode whose reconciles keep finding drift gets a line too, above
+ * "ready" (its view is still whole: each reconcile repairs it).
  */
 #include "agent/http/render.h"
 #include "agent/http/routes.h"
@@ -57,6 +59,10 @@ render_ready(const struct view *v, struct strbuf *reason)
             sb_addf(reason, "target %s: shard %s (%s): %s\n", v->targets[i].name,
                     s->shards[k].shard, s->shards[k].node, s->shards[k].err);
         }
+        /* follow mode losing events is said, but the view is still whole
+         * as of the last full scan: not a reason to take the agent out */
+        if (s != NULL && s->ok && s->follow.drift)
+            sb_addf(reason, "target %s: %s\n", v->targets[i].name, s->follow.note);
         if (s != NULL && s->ok)
             continue;
         ready = 0;

@@ -442,6 +442,60 @@ render_redlock(struct strbuf *sb, const struct view *v)
     }
 }
 
+/* One series per target with a snapshot: the uint64_t at off in its
+ * follow-mode figures (struct snap_follow). */
+static void
+follow_counter(struct strbuf *sb, const struct view *v, const char *name, size_t off)
+{
+    size_t i;
+
+    for (i = 0; i < v->ntargets; i++) {
+        uint64_t n;
+
+        if (v->targets[i].snap == NULL)
+            continue;
+        memcpy(&n, (const char *)&v->targets[i].snap->follow + off, sizeof(n));
+        target_label(sb, name, v->targets[i].name);
+        sb_addf(sb, "} %" PRIu64 "\n", n);
+    }
+}
+
+/* Follow mode (keyspace notifications between full scans), per target. */
+static void
+follow_metrics(struct strbuf *sb, const struct view *v)
+{
+    size_t i;
+
+    family(sb, "lockwatch_follow_active", "gauge",
+           "1 while the target follows keyspace notifications between full scans, else 0.");
+    for (i = 0; i < v->ntargets; i++) {
+        if (v->targets[i].snap == NULL)
+            continue;
+        target_label(sb, "lockwatch_follow_active", v->targets[i].name);
+        sb_addf(sb, "} %d\n", v->targets[i].snap->follow.active ? 1 : 0);
+    }
+    family(sb, "lockwatch_follow_lag_seconds", "gauge",
+           "Follow mode: first event to the publication of its change, last publication.");
+    for (i = 0; i < v->ntargets; i++) {
+        if (v->targets[i].snap == NULL)
+            continue;
+        target_label(sb, "lockwatch_follow_lag_seconds", v->targets[i].name);
+        sb_addf(sb, "} %.6f\n", v->targets[i].snap->follow.lag_s);
+    }
+    family(sb, "lockwatch_follow_events_total", "counter",
+           "Keyspace notifications received for the target's lock and registry keys.");
+    follow_counter(sb, v, "lockwatch_follow_events_total",
+                   offsetof(struct snap_follow, events_total));
+    family(sb, "lockwatch_reconcile_fixed_keys_total", "counter",
+           "Keys a full scan in follow mode found changed without a notification.");
+    follow_counter(sb, v, "lockwatch_reconcile_fixed_keys_total",
+                   offsetof(struct snap_follow, fixed_total));
+    family(sb, "lockwatch_follow_overflows_total", "counter",
+           "Times the pending set of changed keys hit its cap (each ends in a full scan).");
+    follow_counter(sb, v, "lockwatch_follow_overflows_total",
+                   offsetof(struct snap_follow, overflows_total));
+}
+
 int
 render_metrics(const struct view *v, struct strbuf *sb)
 {
@@ -485,6 +539,8 @@ render_metrics(const struct view *v, struct strbuf *sb)
         target_label(sb, "lockwatch_scans_total", v->targets[i].name);
         sb_addf(sb, ",result=\"error\"} %" PRIu64 "\n", s ? s->counters.scans_error : 0);
     }
+
+    follow_metrics(sb, v);
 
     family(sb, "lockwatch_scan_keys_total", "counter",
            "Keys examined (returned by SCAN for the lock patterns), all scans.");

@@ -148,6 +148,25 @@ struct snap_shard {
     double duration_s;
 };
 
+/* Follow mode (keyspace notifications between full scans), per target;
+ * all zero for a target that scans. */
+struct snap_follow {
+    bool active;                      /* following when this was published */
+    bool from_events;                 /* published from events, not a scan */
+    uint64_t events_total;            /* notifications received */
+    uint64_t fixed_total;             /* keys full scans found changed
+                                       * without an event */
+    uint64_t overflows_total;         /* pending-set caps hit (each: a scan) */
+    uint64_t reconciles_total;        /* full scans while following */
+    uint64_t published_total;         /* snapshots made from events: with the
+                                       * scan counts, what tells the alert
+                                       * rules a snapshot is new */
+    double lag_s;                     /* first event to publication, last one */
+    bool drift;                       /* reconciles keep finding drift */
+    char note[400];                   /* why not following, or the drift;
+                                       * "" when there is nothing to say */
+};
+
 struct redlock_map;
 
 struct snapshot {
@@ -180,6 +199,7 @@ struct snapshot {
                                        * cluster or a failed connect */
     struct snap_shard *shards;        /* cluster only: one per shard */
     size_t nshards;
+    struct snap_follow follow;
     struct redlock_map *redlock;      /* every lock, compactly, when the
                                        * target is in a [redlock] group;
                                        * else NULL (collectors/locks/redlock.h) */

@@ -55,6 +55,26 @@ record_states(const struct run *r, const struct snap_lock *l, int64_t first_seen
     return lockstate_judge(&r->judge, &f);
 }
 
+/* Follow mode publishes again when a lock is due to turn leaked or long
+ * by time alone, so keep the earliest such time of the run (every lock,
+ * not only those the snapshot keeps).  Under run.mu. */
+static void
+note_due(struct run *r, const struct snap_lock *l)
+{
+    int64_t due;
+
+    if (!(l->states & LOCK_LEAKED) && l->nottl_since_ms > 0) {
+        due = l->nottl_since_ms + r->judge.leak_grace_ms + 1;
+        if (r->next_due_ms == 0 || due < r->next_due_ms)
+            r->next_due_ms = due;
+    }
+    if (!(l->states & LOCK_LONG) && l->nholders > 0) {
+        due = l->first_seen_ms + r->judge.max_hold_ms + 1;
+        if (r->next_due_ms == 0 || due < r->next_due_ms)
+            r->next_due_ms = due;
+    }
+}
+
 /* Record one key: decode it (no lock needed), then, under the run's
  * mutex, dedupe it, time its holder, intern its class, count and maybe
  * keep it, and add it to the Redlock map. */
@@ -72,7 +92,7 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
     struct track_result tr;
     struct snap_lock l;
     char cls[CLASS_NAME_MAX];
-    int64_t start_age;
+    int64_t start_age, seen_ms;
     uint64_t kh;
     size_t i;
     int ci, rc = -1;
@@ -90,7 +110,9 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
      * the first RAW_FIELDS_MAX) */
     rawread_count_cut_holders(&view, raw, hlen);
 
-    start_age = lockstate_start_age(m->idle_s, view.acquired_ms, r->now_ms, NULL);
+    /* a key follow mode re-read is timed from its read, not the publish */
+    seen_ms = m->read_ms > 0 ? m->read_ms : r->now_ms;
+    start_age = lockstate_start_age(m->idle_s, view.acquired_ms, seen_ms, NULL);
     nh = holder_hashes(&view, hh);
     class_of(raw->key, raw->keylen, rules->classes, rules->nclasses, cls, sizeof(cls));
 
@@ -133,9 +155,11 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
         goto out;
     }
     if (tracker_visit(r->sc->tracker, kh, hh, nh, r->sc->pass,
-                      r->now_ms, start_age, raw->pttl >= 0, &tr) == -1)
+                      seen_ms, start_age, raw->pttl >= 0, &tr) == -1)
         goto out;
     if ((ci = class_set_intern(r->classes, cls)) < 0)
+        goto out;
+    if (r->fill != NULL && follow_keep(r->fill, m, raw, hlen, seen_ms) == -1)
         goto out;
     if (l.flags & SNAP_VALUE_TRUNCATED)
         s->cnt.truncated_total++;
@@ -143,6 +167,7 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
     l.first_seen_ms = tr.first_seen_ms;
     l.nottl_since_ms = tr.nottl_since_ms;
     l.states = record_states(r, &l, tr.first_seen_ms, tr.nottl_since_ms);
+    note_due(r, &l);
     if (snapshot_add(r->snap, &l, r->now_ms) == -1)
         goto out;
     /* a lock without a holder (a format that names none) still counts

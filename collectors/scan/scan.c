@@ -64,6 +64,7 @@ scanner_free(struct scanner *sc)
 {
     if (sc == NULL)
         return;
+    follow_free(sc);
     scanner_disconnect(sc);
     free(sc->conns);
     free(sc->known);
@@ -229,6 +230,7 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
     snprintf(st->host, sizeof(st->host), "%s", sc->host);
     st->port = sc->port;
     st->max_kps = t->max_keys_per_second;
+    follow_attach(r);
     stream_run(st);
     return 0;
 }
@@ -334,6 +336,7 @@ run_cluster(struct run *r, struct cluster_topo *topo, struct stream **out, size_
     }
     /* connections to nodes no longer scanned */
     scanner_disconnect(sc);
+    follow_attach_cluster(r, topo);
     for (i = 0; i < n; i++)
         started[i] = pthread_create(&th[i], NULL, stream_main, &st[i]) == 0;
     for (i = 0; i < n; i++) {
@@ -399,6 +402,42 @@ record_shards(struct snapshot *s, const struct cluster_topo *topo, const struct 
     return 0;
 }
 
+struct snapshot *
+run_begin(struct run *r, struct scanner *sc, const struct target_conf *t,
+          const struct scan_rules *rules, const atomic_int *stop)
+{
+    struct snapshot *s;
+
+    memset(r, 0, sizeof(*r));
+    r->sc = sc;
+    r->t = t;
+    r->rules = rules;
+    r->judge.leak_grace_ms = rules->leak_grace_ms;
+    r->judge.max_hold_ms = rules->max_hold_ms;
+    r->judge.max_reentrancy = rules->max_reentrancy;
+    r->stop = stop;
+    r->start_mono = clock_mono_ms();
+    s = snapshot_new(sc->name);
+    if (s == NULL)
+        return NULL;
+    r->snap = s;
+    s->started_ms = clock_now_ms();
+    /* States are judged against the time the run started, so one run is
+     * one consistent picture. */
+    r->now_ms = s->started_ms;
+    r->classes = class_set_new();
+    if (rules->redlock_map)
+        r->rmap = redlock_map_new();
+    if (r->classes == NULL || (rules->redlock_map && r->rmap == NULL)) {
+        class_set_free(r->classes);
+        redlock_map_free(r->rmap);
+        snapshot_unref(s);
+        return NULL;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    return s;
+}
+
 /*
  * One pass over the target.  *retry is set when a Sentinel target lost a
  * connection that predates the pass (a failover cuts the clients of the
@@ -418,34 +457,9 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
     int ok;
 
     *retry = false;
-    memset(&r, 0, sizeof(r));
     memset(&topo, 0, sizeof(topo));
-    r.sc = sc;
-    r.t = t;
-    r.rules = rules;
-    r.judge.leak_grace_ms = rules->leak_grace_ms;
-    r.judge.max_hold_ms = rules->max_hold_ms;
-    r.judge.max_reentrancy = rules->max_reentrancy;
-    r.stop = stop;
-    r.start_mono = clock_mono_ms();
-    s = snapshot_new(sc->name);
-    if (s == NULL)
+    if ((s = run_begin(&r, sc, t, rules, stop)) == NULL)
         return NULL;
-    r.snap = s;
-    s->started_ms = clock_now_ms();
-    /* States are judged against the time the scan started, so one scan
-     * is one consistent picture. */
-    r.now_ms = s->started_ms;
-    r.classes = class_set_new();
-    if (rules->redlock_map)
-        r.rmap = redlock_map_new();
-    if (r.classes == NULL || (rules->redlock_map && r.rmap == NULL)) {
-        class_set_free(r.classes);
-        redlock_map_free(r.rmap);
-        snapshot_unref(s);
-        return NULL;
-    }
-    pthread_mutex_init(&r.mu, NULL);
     if (conn_key(t) != sc->conn_key) {
         /* first run, or a reload changed the address, mode or credentials */
         scanner_disconnect(sc);
@@ -476,6 +490,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
             if (st[i].c != NULL)
                 redisFree(st[i].c);
         scanner_disconnect(sc);
+        follow_scanned(&r, NULL, NULL);
         free(st);
         cluster_topo_clear(&topo);
         class_set_free(r.classes);
@@ -556,6 +571,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         s->redlock = r.rmap;
     }
     s->ok = ok;
+    follow_scanned(&r, s, cluster ? &topo : NULL);
     free(st);
     cluster_topo_clear(&topo);
     pthread_mutex_destroy(&r.mu);
@@ -586,5 +602,6 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
     else
         sc->counters.scans_error++;
     s->counters = sc->counters;
+    follow_stamp(sc, s);
     return s;
 }

@@ -15,6 +15,9 @@
  *   registry.c  the Redisson holders' client-registry look-up
  *   waiters.c   the waiters of each kept lock (fair queues, PUBSUB NUMSUB)
  *   tracker.c   first-seen times across scans (tracker.h)
+ *   follow.c    follow mode: keyspace events between full scans
+ *   followread.c  its records, re-reads and snapshots (follow_impl.h)
+ *   keymap.c    the bounded key map follow mode keeps (keymap.h)
  *
  * What a run's streams share (the scanner's tracker, the class set, the
  * snapshot, the Redlock map) is guarded by run.mu, taken once per lock
@@ -61,6 +64,7 @@ struct scanner {
     struct cluster_node *known;
     size_t nknown;
     uint64_t conn_key;          /* how the connections were made (conn_key()) */
+    struct follow *fw;          /* follow mode's state; NULL until wanted */
 };
 
 /* What the streams of one run share, on the stack of scanner_run. */
@@ -78,6 +82,10 @@ struct run {
     int64_t start_mono;
     pthread_mutex_t mu;         /* guards sc->tracker, classes, snap, rmap */
     char err[256];
+    struct keymap *fill;        /* follow mode: every lock of the pass, kept
+                                 * (follow_keep()); NULL otherwise */
+    int64_t next_due_ms;        /* the earliest Unix ms a lock recorded will
+                                 * change state by time alone (0: none) */
 };
 
 /* One key of a SCAN batch, once its META replies are read. */
@@ -89,6 +97,7 @@ struct key_meta {
     bool skip;                  /* vanished or unreadable */
     bool helper;                /* a helper key (formats_helper()): counted
                                  * to its lock, its value not read */
+    int64_t read_ms;            /* Unix ms it was read; 0: the run's now_ms */
 };
 
 struct batch {
@@ -138,6 +147,12 @@ struct stream {
     char cursor[32];
     bool scan_outstanding;
     bool scan_done;
+
+    /* where read keys go: record_key() when NULL (follow mode's re-reads
+     * keep them instead); arg is the caller's */
+    int (*on_key)(struct stream *s, const struct key_meta *m, const struct raw_lock *raw,
+                  long long hlen);
+    void *on_key_arg;
 };
 
 /* ---- scan.c ------------------------------------------------------------------- */
@@ -147,6 +162,11 @@ void scan_errf(char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define run_err(r, ...) scan_errf((r)->err, sizeof((r)->err), __VA_ARGS__)
 #define stream_err(s, ...) scan_errf((s)->err, sizeof((s)->err), __VA_ARGS__)
+
+/* Begin a run of sc over t: *r set up (classes, Redlock map, mutex) with
+ * a new snapshot, its start time now.  NULL on ENOMEM. */
+struct snapshot *run_begin(struct run *r, struct scanner *sc, const struct target_conf *t,
+                           const struct scan_rules *rules, const atomic_int *stop);
 
 /* ---- stream.c ----------------------------------------------------------------- */
 
@@ -160,6 +180,14 @@ bool scan_stopped(const struct run *r);
  * or when the run was asked to stop.  The batches are released either way.
  */
 int stream_scan(struct stream *s);
+
+/*
+ * Read the keys of b (b->meta[i].key set, the rest zeroed) on s->c in two
+ * round trips (META, then the values), handing each key that is there to
+ * s->on_key.  0, or -1 with s->err set (s->conn_lost when the connection
+ * failed; a refused read is counted in s->cnt and s->refused).
+ */
+int stream_read_batch(struct stream *s, struct batch *b);
 
 /* Read one reply on s->c: 0, or -1 with s->err set and s->conn_lost. */
 int stream_reply(struct stream *s, redisReply **rep);
@@ -227,5 +255,34 @@ int registry_lookup(struct run *r, struct stream *streams, size_t nstreams,
  */
 int waiters_lookup(struct run *r, struct stream *streams, size_t nstreams,
                    const struct cluster_topo *topo);
+
+/* ---- follow.c ----------------------------------------------------------------- */
+
+struct keymap;
+
+/* Standalone and sentinel, once the pass's connection is up: decide
+ * whether this target follows, subscribe (before the pass, so no event
+ * of it is lost) and give the run a map to fill (r->fill). */
+void follow_attach(struct run *r);
+
+/* Keep a copy of one read key in map fill (from record_key()).  0, or -1
+ * on ENOMEM. */
+int follow_keep(struct keymap *fill, const struct key_meta *m, const struct raw_lock *raw,
+                long long hlen, int64_t read_ms);
+
+/* Cluster, once the topology is known: follow_attach() on every
+ * shard's primary. */
+void follow_attach_cluster(struct run *r, const struct cluster_topo *topo);
+
+/* After a pass with r->fill (s NULL: it was stopped; topo: a cluster's):
+ * the new lock map (what it had to fix counted), or, when the pass failed
+ * or missed a shard, the subscriptions dropped. */
+void follow_scanned(struct run *r, struct snapshot *s, const struct cluster_topo *topo);
+
+/* Follow mode's figures into a snapshot about to be returned. */
+void follow_stamp(struct scanner *sc, struct snapshot *s);
+
+/* Stop following (the subscriber, its thread, the lock map). */
+void follow_free(struct scanner *sc);
 
 #endif

@@ -167,6 +167,8 @@ append_key_cmd(redisContext *c, const char *cmd, const char *sub,
     redisAppendCommandArgv(c, argc, argv, lens);
 }
 
+static int flush(struct stream *s);
+
 /* hiredis reports a command timeout as EAGAIN; say what it means. */
 int
 stream_reply(struct stream *s, redisReply **rep)
@@ -357,7 +359,21 @@ read_values(struct stream *s, struct batch *b)
             continue;
         }
         if (m->helper) {
-            if (record_helper(s, m) == -1) {
+            /* counted to its lock; follow mode keeps its name (no value) */
+            memset(&raw, 0, sizeof(raw));
+            raw.key = m->key->str;
+            raw.keylen = m->key->len;
+            raw.type = m->type;
+            raw.pttl = m->pttl;
+            rc = record_helper(s, m);
+            if (rc == 0 && s->on_key != NULL) {
+                rc = s->on_key(s, m, &raw, -1);
+            } else if (rc == 0 && s->r->fill != NULL) {
+                pthread_mutex_lock(&s->r->mu);     /* the map is the run's */
+                rc = follow_keep(s->r->fill, m, &raw, -1, s->r->now_ms);
+                pthread_mutex_unlock(&s->r->mu);
+            }
+            if (rc == -1) {
                 stream_err(s, "out of memory recording locks");
                 return -1;
             }
@@ -397,7 +413,7 @@ read_values(struct stream *s, struct batch *b)
         }
         if (!ok && !refused)
             s->cnt.vanished_total++;    /* changed type, moved or emptied */
-        rc = ok ? record_key(s, m, &raw, n) : 0;
+        rc = !ok ? 0 : s->on_key != NULL ? s->on_key(s, m, &raw, n) : record_key(s, m, &raw, n);
         if (len != NULL)
             freeReplyObject(len);
         if (rep != NULL)
@@ -412,6 +428,18 @@ lost:
     if (len != NULL)
         freeReplyObject(len);
     return -1;
+}
+
+int
+stream_read_batch(struct stream *s, struct batch *b)
+{
+    append_meta(s, b);
+    if (flush(s) == -1 || read_meta(s, b) == -1)
+        return -1;
+    append_values(s, b);
+    if (flush(s) == -1)
+        return -1;
+    return read_values(s, b);
 }
 
 static int

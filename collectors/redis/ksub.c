@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ksub.c - the keyspace-notification subscriber of ksub.h: the flag check,
+ * the channel parser, CONFIG GET, PSUBSCRIBE and the polled reader.
+ */
+#include "collectors/redis/ksub.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/redis/conn.h"
+
+#define CHANNEL_PREFIX  "__keyspace@"
+#define PATTERN_MAX     1100    /* bytes of one channel pattern */
+#define PSUB_ARGS_MAX   64      /* patterns of one PSUBSCRIBE */
+
+struct ksub {
+    redisContext *c;
+    int db;
+    char where[300];            /* "host:port", for messages */
+};
+
+bool
+ksub_flags_cover(const char *flags, size_t len, char *missing, size_t msize)
+{
+    /* A (all) stands for g$lshzxet: every class but K, E, m, n, d */
+    const char *need = KSUB_FLAGS_NEEDED, *all = "g$lshzxet";
+    bool has_all = memchr(flags, 'A', len) != NULL, ok = true;
+    size_t i, n = 0;
+
+    for (i = 0; need[i] != '\0'; i++) {
+        bool has = memchr(flags, need[i], len) != NULL ||
+            (has_all && strchr(all, need[i]) != NULL);
+
+        if (has)
+            continue;
+        ok = false;
+        if (n + 1 < msize)
+            missing[n++] = need[i];
+    }
+    if (msize > 0)
+        missing[n] = '\0';
+    return ok;
+}
+
+int
+ksub_channel_key(const char *ch, size_t len, int db, const char **key, size_t *keylen)
+{
+    size_t plen = sizeof(CHANNEL_PREFIX) - 1, i;
+    long v = 0;
+
+    if (len < plen + 4 || memcmp(ch, CHANNEL_PREFIX, plen) != 0)
+        return -1;
+    for (i = plen; i < len && ch[i] >= '0' && ch[i] <= '9' && i < plen + 6; i++)
+        v = v * 10 + (ch[i] - '0');
+    if (i == plen || v != db || len - i < 3 || memcmp(ch + i, "__:", 3) != 0)
+        return -1;
+    *key = ch + i + 3;
+    *keylen = len - i - 3;
+    return 0;
+}
+
+int
+ksub_server_flags(redisContext *c, const struct target_conf *node, char *flags, size_t fsize,
+                  char *missing, size_t msize, bool *lost, char *err, size_t errlen)
+{
+    const char *argv[3] = { "CONFIG", "GET", "notify-keyspace-events" };
+    redisReply *rep;
+    int rc = -1;
+
+    *lost = false;
+    rep = redisconn_command(c, node, "CONFIG GET", 3, argv, NULL, err, errlen);
+    if (rep == NULL) {
+        *lost = true;
+        return -1;
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+        snprintf(err, errlen, "CONFIG GET notify-keyspace-events on %s:%d refused: %.*s",
+                 node->host, node->port, (int)(rep->len > 120 ? 120 : rep->len), rep->str);
+    } else if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+               rep->element[1]->type != REDIS_REPLY_STRING) {
+        snprintf(err, errlen, "CONFIG GET notify-keyspace-events on %s:%d: unexpected reply",
+                 node->host, node->port);
+    } else {
+        snprintf(flags, fsize, "%.*s", (int)rep->element[1]->len, rep->element[1]->str);
+        rc = ksub_flags_cover(rep->element[1]->str, rep->element[1]->len, missing, msize)
+            ? 1 : 0;
+    }
+    freeReplyObject(rep);
+    return rc;
+}
+
+void
+ksub_close(struct ksub *k)
+{
+    if (k == NULL)
+        return;
+    if (k->c != NULL)
+        redisFree(k->c);
+    free(k);
+}
+
+struct ksub *
+ksub_open(const struct target_conf *node, char *const *patterns, size_t npatterns,
+          char *err, size_t errlen)
+{
+    char chans[PSUB_ARGS_MAX][PATTERN_MAX];
+    const char *argv[PSUB_ARGS_MAX + 1];
+    size_t lens[PSUB_ARGS_MAX + 1], i, n;
+    struct ksub *k;
+    redisReply *rep = NULL;
+    void *p;
+
+    if ((k = calloc(1, sizeof(*k))) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    k->db = node->db;
+    snprintf(k->where, sizeof(k->where), "%s:%d", node->host, node->port);
+    n = npatterns < PSUB_ARGS_MAX ? npatterns : PSUB_ARGS_MAX;
+    argv[0] = "PSUBSCRIBE";
+    lens[0] = strlen(argv[0]);
+    for (i = 0; i < n; i++) {
+        int w = snprintf(chans[i], sizeof(chans[i]), CHANNEL_PREFIX "%d__:%s", node->db,
+                         patterns[i]);
+
+        if (w < 0 || (size_t)w >= sizeof(chans[i])) {
+            snprintf(err, errlen, "pattern %.60s...: too long for a channel pattern",
+                     patterns[i]);
+            goto fail;
+        }
+        argv[i + 1] = chans[i];
+        lens[i + 1] = (size_t)w;
+    }
+    if ((k->c = redisconn_open(node, err, errlen)) == NULL)
+        goto fail;
+    if (redisAppendCommandArgv(k->c, (int)n + 1, argv, lens) != REDIS_OK) {
+        redisconn_error(k->c, node, "PSUBSCRIBE", err, errlen);
+        goto fail;
+    }
+    for (i = 0; i < n; i++) {
+        p = NULL;
+        if (redisGetReply(k->c, &p) != REDIS_OK || p == NULL) {
+            redisconn_error(k->c, node, "PSUBSCRIBE", err, errlen);
+            goto fail;
+        }
+        rep = p;
+        if (rep->type == REDIS_REPLY_ERROR) {
+            char need[600];
+            size_t j, at = 0;
+
+            /* Redis' ACL compares a PSUBSCRIBE pattern with the user's
+             * channel patterns literally: name each one */
+            need[0] = '\0';
+            for (j = 0; j < n && at < sizeof(need); j++) {
+                int w = snprintf(need + at, sizeof(need) - at, "%s&%s", j ? " " : "",
+                                 chans[j]);
+
+                if (w < 0)
+                    break;
+                at += (size_t)w;
+            }
+            snprintf(err, errlen, "PSUBSCRIBE on %s refused: %.*s (the ACL user needs "
+                     "+psubscribe and, exactly, %s)", k->where,
+                     (int)(rep->len > 100 ? 100 : rep->len), rep->str, need);
+            goto fail;
+        }
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3) {
+            snprintf(err, errlen, "PSUBSCRIBE on %s: unexpected reply", k->where);
+            goto fail;
+        }
+        freeReplyObject(rep);
+        rep = NULL;
+    }
+    return k;
+fail:
+    if (rep != NULL)
+        freeReplyObject(rep);
+    ksub_close(k);
+    return NULL;
+}
+
+/* One reply of a subscribed connection: a pmessage on a keyspace channel
+ * of our database goes to fn; anything else is ignored. */
+static void
+deliver(const struct ksub *k, const redisReply *rep, ksub_event_fn *fn, void *arg)
+{
+    const char *key;
+    size_t keylen;
+
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 ||
+        rep->element[0]->type != REDIS_REPLY_STRING || rep->element[0]->len != 8 ||
+        memcmp(rep->element[0]->str, "pmessage", 8) != 0 ||
+        rep->element[2]->type != REDIS_REPLY_STRING ||
+        rep->element[3]->type != REDIS_REPLY_STRING)
+        return;
+    if (ksub_channel_key(rep->element[2]->str, rep->element[2]->len, k->db, &key,
+                         &keylen) == -1)
+        return;
+    fn(arg, key, keylen, rep->element[3]->str, rep->element[3]->len);
+}
+
+/* Hand over every reply hiredis has read already.  -1 on a protocol error. */
+static int
+drain(struct ksub *k, ksub_event_fn *fn, void *arg, char *err, size_t errlen)
+{
+    void *p;
+
+    for (;;) {
+        p = NULL;
+        if (redisGetReplyFromReader(k->c, &p) != REDIS_OK) {
+            snprintf(err, errlen, "subscriber on %s: %s", k->where,
+                     k->c->errstr[0] ? k->c->errstr : "protocol error");
+            return -1;
+        }
+        if (p == NULL)
+            return 0;
+        deliver(k, p, fn, arg);
+        freeReplyObject(p);
+    }
+}
+
+int
+ksub_read(struct ksub *k, int timeout_ms, ksub_event_fn *fn, void *arg, char *err,
+          size_t errlen)
+{
+    struct pollfd pfd;
+    int n;
+
+    if (drain(k, fn, arg, err, errlen) == -1)
+        return -1;
+    pfd.fd = k->c->fd;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    n = poll(&pfd, 1, timeout_ms);
+    if (n < 0) {
+        if (errno == EINTR)
+            return 0;
+        snprintf(err, errlen, "poll: %s", strerror(errno));
+        return -1;
+    }
+    if (n == 0)
+        return 0;
+    if (redisBufferRead(k->c) != REDIS_OK) {
+        snprintf(err, errlen, "subscriber connection to %s lost: %s (a restart, a failover, "
+                 "or the server's client-output-buffer-limit for pubsub)", k->where,
+                 k->c->errstr[0] ? k->c->errstr : "closed");
+        return -1;
+    }
+    return drain(k, fn, arg, err, errlen);
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ksub.h - keyspace notifications: the server's setting, the subscriber
+ * connection, and the channel names it delivers.
+ *
+ * Follow mode (collectors/scan/follow.c) learns which lock keys changed
+ * from Redis' keyspace notifications: a PSUBSCRIBE to
+ * __keyspace@<db>__:<pattern> for each of the target's patterns (and the
+ * client registry keys) delivers, per write to a matching key, a message
+ * on __keyspace@<db>__:<key> whose payload is the event ("set", "hset",
+ * "expire", "del", "expired", ...).  What the lock formats' clients do
+ * (SET, SET PX, DEL, PEXPIRE, PERSIST, HSET, HINCRBY, HDEL, RENAME, and
+ * the same from Lua), and what Redis does to them (expire, evict), is
+ * covered by the classes K (keyspace channel), g (generic: del, expire,
+ * persist, rename_from/_to), $ (string: set, setrange, ...), h (hash:
+ * hset, hincrby, hdel, ...), l (list: the fair-lock queues and signal
+ * lists that are helper keys), z (sorted set: redis-semaphore's
+ * semaphores, permit sets), x (expired) and e (evicted): the minimal
+ * notify-keyspace-events is "Kg$lhzxe" ("KA" covers it too; A = g$lshzxet).
+ *
+ * The subscriber is its own connection (a subscribed RESP2 connection
+ * runs no other command), opened like any other (conn.h), read with a
+ * poll() timeout so its owner can stop it.  Pub/sub is at-most-once: a
+ * lost connection (restart, failover, client-output-buffer-limit pubsub)
+ * loses what was in flight, and the caller must scan again.  The agent
+ * never changes the server's configuration.
+ */
+#ifndef LOCKWATCH_KSUB_H
+#define LOCKWATCH_KSUB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <hiredis.h>
+
+#include "conf/config.h"
+
+/* The notify-keyspace-events classes follow mode needs, in the order
+ * messages name them. */
+#define KSUB_FLAGS_NEEDED "Kg$lhzxe"
+
+/*
+ * Do the notify-keyspace-events flags (len bytes, as CONFIG GET returns
+ * them) cover KSUB_FLAGS_NEEDED?  When not, missing gets the classes
+ * that are not there (e.g. "Kx"), NUL-terminated.  Pure.
+ */
+bool ksub_flags_cover(const char *flags, size_t len, char *missing, size_t msize);
+
+/*
+ * The key of a keyspace channel "__keyspace@<db>__:<key>" (len bytes):
+ * 0 with *key pointing into ch; -1 when ch is not a keyspace channel of
+ * database db.  Pure.
+ */
+int ksub_channel_key(const char *ch, size_t len, int db, const char **key, size_t *keylen);
+
+/*
+ * CONFIG GET notify-keyspace-events on c: 1 when it covers what follow
+ * mode needs, 0 when not (flags holds the server's value, missing what
+ * to add), -1 when the server did not say (err: an ACL that denies
+ * CONFIG, a managed Redis that renames it, a broken connection; *lost
+ * tells the last apart: c must then be dropped).
+ */
+int ksub_server_flags(redisContext *c, const struct target_conf *node, char *flags,
+                      size_t fsize, char *missing, size_t msize, bool *lost, char *err,
+                      size_t errlen);
+
+struct ksub;
+
+/*
+ * Open a subscriber to node (conn.h's redisconn_open: AUTH, SELECT, the
+ * timeouts) and PSUBSCRIBE __keyspace@<db>__:<pattern> for each of the
+ * npatterns patterns, waiting for every confirmation.  NULL with err set
+ * (a refused PSUBSCRIBE names the ACL additions it needs).
+ */
+struct ksub *ksub_open(const struct target_conf *node, char *const *patterns,
+                       size_t npatterns, char *err, size_t errlen);
+
+/* One event: the key (keylen bytes) and the event name (evlen bytes),
+ * both only valid during the call. */
+typedef void ksub_event_fn(void *arg, const char *key, size_t keylen, const char *event,
+                           size_t evlen);
+
+/*
+ * Wait up to timeout_ms for messages and hand each to fn.  0 (including
+ * when nothing came), -1 with err set when the connection is gone (it
+ * must then be closed).  Messages on other channels are ignored.
+ */
+int ksub_read(struct ksub *k, int timeout_ms, ksub_event_fn *fn, void *arg, char *err,
+              size_t errlen);
+
+void ksub_close(struct ksub *k);
+
+#endif

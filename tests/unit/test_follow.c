@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_follow.c - follow mode's pure pieces: the notify-keyspace-events
+ * check and the keyspace channel parser (collectors/redis/ksub.h), and the
+ * coalescing, capped key map of the pending set (collectors/scan/keymap.h).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "collectors/redis/ksub.h"
+#include "collectors/scan/keymap.h"
+
+static void
+flags_cover(void **state)
+{
+    static const struct {
+        const char *flags;
+        int ok;
+        const char *missing;
+    } cases[] = {
+        { "Kg$lhzxe", 1, "" },
+        { "Kg$hxe", 0, "lz" },          /* zset locks and list helpers unseen */
+        { "KA", 1, "" },
+        { "AK", 1, "" },
+        { "KEA", 1, "" },
+        { "Kgxe$hzl", 1, "" },
+        { "KA$", 1, "" },
+        { "", 0, "Kg$lhzxe" },
+        { "A", 0, "K" },                /* keyevent-only would need E; K is a must */
+        { "EA", 0, "K" },
+        { "Kg$lhz", 0, "xe" },
+        { "Kgx", 0, "$lhze" },
+        { "K$lhzxe", 0, "g" },            /* no del, expire, persist, rename */
+        { "gKlhzxe", 0, "$" },
+        { "Klszt", 0, "g$hxe" },
+    };
+    char missing[16];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int ok = ksub_flags_cover(cases[i].flags, strlen(cases[i].flags), missing,
+                                  sizeof(missing));
+
+        if (ok != cases[i].ok || strcmp(missing, cases[i].missing) != 0)
+            fail_msg("flags \"%s\": %d missing \"%s\", want %d \"%s\"", cases[i].flags, ok,
+                     missing, cases[i].ok, cases[i].missing);
+    }
+    /* a short buffer is cut, still NUL-terminated */
+    assert_false(ksub_flags_cover("", 0, missing, 3));
+    assert_string_equal(missing, "Kg");
+}
+
+static void
+channel_key(void **state)
+{
+    const char *key;
+    size_t len;
+    static const char bin[] = "__keyspace@0__:lock:\0x\n";
+
+    (void)state;
+    assert_int_equal(ksub_channel_key("__keyspace@0__:lock:a", 21, 0, &key, &len), 0);
+    assert_int_equal(len, 6);
+    assert_memory_equal(key, "lock:a", 6);
+    assert_int_equal(ksub_channel_key("__keyspace@12__:x", 17, 12, &key, &len), 0);
+    assert_int_equal(len, 1);
+    assert_int_equal(key[0], 'x');
+    /* a binary key is kept whole */
+    assert_int_equal(ksub_channel_key(bin, sizeof(bin) - 1, 0, &key, &len), 0);
+    assert_int_equal(len, 8);
+    assert_memory_equal(key, "lock:\0x\n", 8);
+    /* an empty key is still a key */
+    assert_int_equal(ksub_channel_key("__keyspace@0__:", 15, 0, &key, &len), 0);
+    assert_int_equal(len, 0);
+    /* another database, the keyevent channel, garbage */
+    assert_int_equal(ksub_channel_key("__keyspace@1__:lock:a", 21, 0, &key, &len), -1);
+    assert_int_equal(ksub_channel_key("__keyevent@0__:set", 18, 0, &key, &len), -1);
+    assert_int_equal(ksub_channel_key("__keyspace@__:a", 15, 0, &key, &len), -1);
+    assert_int_equal(ksub_channel_key("__keyspace@0_:a", 15, 0, &key, &len), -1);
+    assert_int_equal(ksub_channel_key("__keyspace@0", 12, 0, &key, &len), -1);
+    assert_int_equal(ksub_channel_key("__keyspace@99999999__:a", 23, 0, &key, &len), -1);
+}
+
+static void
+keymap_coalesces(void **state)
+{
+    struct keymap *m = keymap_new(0);
+    int64_t stamp;
+    void *v, *old;
+
+    (void)state;
+    assert_non_null(m);
+    assert_int_equal(keymap_put(m, "lock:a", 6, NULL, 10, NULL), 1);
+    /* a burst for one key is one entry with the first stamp */
+    assert_int_equal(keymap_put(m, "lock:a", 6, NULL, 20, NULL), 0);
+    assert_int_equal(keymap_put(m, "lock:a", 6, (void *)m, 30, &old), 0);
+    assert_null(old);
+    assert_int_equal(keymap_count(m), 1);
+    assert_true(keymap_get(m, "lock:a", 6, &v, &stamp));
+    assert_int_equal(stamp, 10);
+    assert_ptr_equal(v, m);
+    /* keys differ by every byte, length included */
+    assert_int_equal(keymap_put(m, "lock:a\0", 7, NULL, 1, NULL), 1);
+    assert_int_equal(keymap_put(m, "lock:", 5, NULL, 1, NULL), 1);
+    assert_int_equal(keymap_count(m), 3);
+    assert_true(keymap_del(m, "lock:a", 6, &v));
+    assert_ptr_equal(v, m);
+    assert_false(keymap_get(m, "lock:a", 6, NULL, NULL));
+    assert_false(keymap_del(m, "lock:a", 6, NULL));
+    assert_true(keymap_get(m, "lock:a\0", 7, NULL, NULL));
+    assert_int_equal(keymap_count(m), 2);
+    keymap_free(m, NULL);
+}
+
+static void
+keymap_cap(void **state)
+{
+    struct keymap *m = keymap_new(100);
+    char key[32];
+    int i;
+
+    (void)state;
+    for (i = 0; i < 100; i++) {
+        int n = snprintf(key, sizeof(key), "lock:%d", i);
+
+        assert_int_equal(keymap_put(m, key, (size_t)n, NULL, i, NULL), 1);
+    }
+    errno = 0;
+    assert_int_equal(keymap_put(m, "lock:new", 8, NULL, 0, NULL), -1);
+    assert_int_equal(errno, ENOSPC);
+    assert_int_equal(keymap_count(m), 100);
+    /* a key already there is still coalesced at the cap */
+    assert_int_equal(keymap_put(m, "lock:7", 6, NULL, 0, NULL), 0);
+    assert_true(keymap_del(m, "lock:7", 6, NULL));
+    assert_int_equal(keymap_put(m, "lock:new", 8, NULL, 0, NULL), 1);
+    keymap_free(m, NULL);
+}
+
+/* The number after "k" in a key of keymap_churn (len bytes). */
+static int
+key_number(const char *k, size_t len)
+{
+    int v = 0;
+    size_t i;
+
+    for (i = 1; i < len; i++)
+        v = v * 10 + (k[i] - '0');
+    return v;
+}
+
+/* Churn: many puts and deletes keep every survivor findable (the
+ * backward-shift deletion), nothing deleted comes back, and an iteration
+ * sees each key once. */
+static void
+keymap_churn(void **state)
+{
+    enum { N = 20000 };
+    struct keymap *m = keymap_new(0);
+    char key[32], *expect, *seen;
+    const char *k;
+    size_t len, pos = 0, count = 0;
+    int i, n;
+
+    (void)state;
+    expect = calloc(N, 1);
+    seen = calloc(N, 1);
+    assert_true(m != NULL && expect != NULL && seen != NULL);
+    for (i = 0; i < N; i++) {
+        n = snprintf(key, sizeof(key), "k%d", i);
+        assert_int_equal(keymap_put(m, key, (size_t)n, NULL, 0, NULL), 1);
+        expect[i] = 1;
+        if (i % 3 == 0) {
+            n = snprintf(key, sizeof(key), "k%d", i / 2);
+            assert_int_equal(keymap_del(m, key, (size_t)n, NULL), expect[i / 2] == 1);
+            expect[i / 2] = 0;
+        }
+    }
+    while (keymap_next(m, &pos, &k, &len, NULL, NULL)) {
+        int v = key_number(k, len);
+
+        assert_true(v >= 0 && v < N);
+        assert_int_equal(seen[v], 0);
+        seen[v] = 1;
+        count++;
+    }
+    assert_int_equal(count, keymap_count(m));
+    for (i = 0; i < N; i++) {
+        n = snprintf(key, sizeof(key), "k%d", i);
+        assert_int_equal(seen[i], expect[i]);
+        assert_int_equal(keymap_get(m, key, (size_t)n, NULL, NULL), expect[i] == 1);
+    }
+    free(expect);
+    free(seen);
+    keymap_free(m, NULL);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(flags_cover),
+        cmocka_unit_test(channel_key),
+        cmocka_unit_test(keymap_coalesces),
+        cmocka_unit_test(keymap_cap),
+        cmocka_unit_test(keymap_churn),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
