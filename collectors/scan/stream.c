@@ -365,10 +365,10 @@ read_values(struct stream *s, struct batch *b)
             raw.keylen = m->key->len;
             raw.type = m->type;
             raw.pttl = m->pttl;
-            rc = record_helper(s, m);
-            if (rc == 0 && s->on_key != NULL) {
+            if (s->on_key != NULL) {
+                /* a re-read: the snapshot replays the kept name */
                 rc = s->on_key(s, m, &raw, -1);
-            } else if (rc == 0 && s->r->fill != NULL) {
+            } else if ((rc = record_helper(s, m)) == 0 && s->r->fill != NULL) {
                 pthread_mutex_lock(&s->r->mu);     /* the map is the run's */
                 rc = follow_keep(s->r->fill, m, &raw, -1, s->r->now_ms);
                 pthread_mutex_unlock(&s->r->mu);
