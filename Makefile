@@ -340,12 +340,15 @@ torture: all
 
 # The real clients in their own languages (tests/interop/README.md):
 # fetches the pinned versions into $(BUILD)/interop/ (caches there too),
-# then runs every scenario against a throwaway redis-server.
+# then runs every scenario against a throwaway redis-server, then the
+# reporters' tests (tests/interop/reporters/run).
 interop: deps
 	@$(MAKE) --no-print-directory all
 	@tests/interop/fetch $(BUILD)/interop
 	@LOCKWATCH_BUILD=$(abspath $(BUILD)) LOCKWATCH_INTEROP_DIR=$(abspath $(BUILD))/interop \
 	  /usr/bin/python3 tests/interop/runner.py
+	@LOCKWATCH_BUILD=$(abspath $(BUILD)) LOCKWATCH_INTEROP_DIR=$(abspath $(BUILD))/interop \
+	  tests/interop/reporters/run
 
 demo: deps
 	@$(MAKE) --no-print-directory all
