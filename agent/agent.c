@@ -55,9 +55,7 @@ static void
 rules_from(struct scan_rules *r, const struct config *cfg, const char *target)
 {
     r->redlock_map = groups_has_member(cfg, target);
-    r->leak_grace_ms = cfg->leak_grace_ms;
-    r->max_hold_ms = cfg->max_hold_ms;
-    r->max_reentrancy = cfg->max_reentrancy;
+    r->judge = cfg->rules.judge;
     r->classes = cfg->classes;
     r->nclasses = cfg->nclasses;
 }
