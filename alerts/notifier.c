@@ -361,7 +361,7 @@ finish(struct notifier *n, struct transfer *x, CURLcode res)
     }
     log_debug("webhook %s: try %d failed (%s, HTTP %ld); next in %" PRId64 " ms", s->name,
               nt->tries, curl_easy_strerror(res), code, delay);
-    nt->due_mono = clock_mono_ms() + delay;
+    nt->due_mono = clock_deadline(delay);
     /* back at the head: a sink's notices go out in order */
     push_front(s, nt);
 }
@@ -729,7 +729,7 @@ notifier_free(struct notifier *n, int64_t flush_ms)
         return;
     pthread_mutex_lock(&n->mu);
     n->stopping = true;
-    n->deadline_mono = clock_mono_ms() + flush_ms;
+    n->deadline_mono = clock_deadline(flush_ms > 0 ? flush_ms : 0);    /* bounded, always */
     pthread_mutex_unlock(&n->mu);
     if (n->started) {
         curl_multi_wakeup(n->multi);
