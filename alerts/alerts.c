@@ -138,8 +138,7 @@ alerts_configure(struct alerts *a, const struct config *cfg)
         nc[n].type = t;
         nc[n].url = urls[n];
         nc[n].key = &keys[n];
-        nc[n].timeout_ms = w->timeout_ms;
-        nc[n].retry_base_ms = w->retry_base_ms;
+        nc[n].delivery = w->delivery;
         n++;
     }
     pthread_mutex_lock(&a->mu);

@@ -53,7 +53,7 @@ struct nsink {
     const struct sink_type *type;
     char *url;
     struct sink_key key;
-    int64_t timeout_ms, retry_base_ms;
+    struct webhook_delivery delivery;
     struct notice *head, *tail;
     size_t queued, bytes;
     uint64_t sent, retried, dropped;
@@ -187,7 +187,7 @@ rng_next(struct notifier *n)
 static int64_t
 backoff_ms(struct notifier *n, const struct nsink *s, int tries)
 {
-    int64_t ceiling = s->retry_base_ms;
+    int64_t ceiling = s->delivery.retry_base_ms;
     int i;
 
     for (i = 1; i < tries && ceiling < NOTIFY_BACKOFF_CAP_MS; i++)
@@ -213,7 +213,7 @@ start(struct notifier *n, struct nsink *s, int64_t now)
     struct transfer *x = NULL;
     struct sink_headers h;
     struct notice *nt;
-    int64_t timeout = s->timeout_ms;
+    int64_t timeout = s->delivery.timeout_ms;
     size_t i;
 
     nt = pop_front(s);
@@ -565,8 +565,9 @@ sink_set(struct nsink *s, const struct notifier_sink_conf *c)
     sink_key_clear(&s->key);
     s->url = url;
     s->key = key;
-    s->timeout_ms = c->timeout_ms;
-    s->retry_base_ms = c->retry_base_ms > 0 ? c->retry_base_ms : 1000;
+    s->delivery = c->delivery;
+    if (s->delivery.retry_base_ms <= 0)
+        s->delivery.retry_base_ms = 1000;
     s->disabled = false;
     return 0;
 }

@@ -125,14 +125,21 @@ struct rules_conf {
     int64_t repeat_interval_ms;
 };
 
+/* How a [webhook]'s notices are delivered: the notifier (alerts/notifier.h)
+ * keeps a whole copy per sink, swapped on reload; a new delivery setting
+ * is one field here. */
+struct webhook_delivery {
+    int64_t timeout_ms;         /* one attempt */
+    int64_t retry_base_ms;      /* first retry waits up to this (full jitter) */
+};
+
 struct webhook_conf {
     char *name;
     char *url;
     enum sink_format format;
     char *secret_file;
     char *secret;               /* read from secret_file; never printed */
-    int64_t timeout_ms;
-    int64_t retry_base_ms;      /* first retry waits up to this (full jitter) */
+    struct webhook_delivery delivery;
 };
 
 struct config {

@@ -217,11 +217,11 @@ const struct config_option config_options[] = {
       .help = "format = generic: file holding the HMAC-SHA256 signing secret" },
     { .section = SECTION_WEBHOOK, .key = "timeout", .type = OPT_DURATION,
       .def = "10s", .min = 100, .max = 5 * MS_M,
-      AT(struct webhook_conf, timeout_ms),
+      AT(struct webhook_conf, delivery.timeout_ms),
       .help = "give up on one delivery attempt after this long" },
     { .section = SECTION_WEBHOOK, .key = "retry_base", .type = OPT_DURATION,
       .def = "1s", .min = 10, .max = MS_M,
-      AT(struct webhook_conf, retry_base_ms),
+      AT(struct webhook_conf, delivery.retry_base_ms),
       .help = "first retry within this, doubling per try up to 5m (full jitter)" },
 
     /* [unlock] */

@@ -441,7 +441,7 @@ test_enum_values(void **state)
     assert_int_equal(cfg->targets[0].mode, TARGET_CLUSTER);
     assert_int_equal(cfg->webhooks[0].format, SINK_SLACK);
     assert_int_equal(cfg->webhooks[1].format, SINK_ALERTMANAGER);
-    assert_int_equal(cfg->webhooks[0].timeout_ms, 10000);
+    assert_int_equal(cfg->webhooks[0].delivery.timeout_ms, 10000);
     config_free(cfg);
 
     expect_error("[target a]\nmode = master\n",
