@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agent/groups.h"
 #include "alerts/alerts.h"
@@ -55,9 +54,7 @@ static void
 rules_from(struct scan_rules *r, const struct config *cfg, const char *target)
 {
     r->redlock_map = groups_has_member(cfg, target);
-    r->leak_grace_ms = cfg->leak_grace_ms;
-    r->max_hold_ms = cfg->max_hold_ms;
-    r->max_reentrancy = cfg->max_reentrancy;
+    r->judge = cfg->rules.judge;
     r->classes = cfg->classes;
     r->nclasses = cfg->nclasses;
 }
@@ -71,14 +68,13 @@ target_new(const char *name)
         return NULL;
     t->name = strdup(name);
     t->scanner = scanner_new(name);
-    if (t->name == NULL || t->scanner == NULL) {
+    if (t->name == NULL || t->scanner == NULL || clock_cond_init(&t->cv) != 0) {
         free(t->name);
         scanner_free(t->scanner);
         free(t);
         return NULL;
     }
     pthread_mutex_init(&t->mu, NULL);
-    pthread_cond_init(&t->cv, NULL);
     return t;
 }
 
@@ -145,24 +141,19 @@ publish_cb(void *arg, struct snapshot *s)
         group_compare(t->groups[i]);
 }
 
-/* Wait ms or until asked to stop. */
+/* Wait ms or until asked to stop.  The deadline is monotonic: a wall
+ * clock stepped back must not hold a scanner back for as long. */
 static void
 target_wait(struct target_rt *t, int64_t ms)
 {
-    struct timespec ts;
+    int64_t deadline;
 
     if (ms <= 0)
         return;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    deadline = clock_deadline(ms);
     pthread_mutex_lock(&t->mu);
     while (!atomic_load(&t->stop))
-        if (pthread_cond_timedwait(&t->cv, &t->mu, &ts) == ETIMEDOUT)
+        if (clock_cond_wait_until(&t->cv, &t->mu, deadline) == ETIMEDOUT)
             break;
     pthread_mutex_unlock(&t->mu);
 }

@@ -25,9 +25,10 @@ struct group_rt {
     char *name;
     struct group_member *members;       /* group order; agent.c's targets */
     size_t nmembers;
-    int64_t no_ttl_validity_ms;         /* leak_grace */
-    const struct class_rule *classes;   /* the config's [classes] */
-    size_t nclasses;
+    const struct config *cfg;           /* the running one: its [rules] leak_grace
+                                         * (how long a key without a TTL counts)
+                                         * and [classes]; a reload rebuilds the
+                                         * groups with the new one */
     pthread_mutex_t mu;                 /* guards state and report */
     struct redlock_state *state;
     struct redlock_report *report;
@@ -143,9 +144,7 @@ groups_build(const struct config *cfg, const struct group_member *targets, size_
             goto fail;
         if (group_set_members(list[i], rc, targets, ntargets) == -1)
             goto fail;
-        list[i]->no_ttl_validity_ms = cfg->leak_grace_ms;
-        list[i]->classes = cfg->classes;
-        list[i]->nclasses = cfg->nclasses;
+        list[i]->cfg = cfg;
     }
     groups_free(old, nold);
     *out = list;
@@ -212,9 +211,9 @@ group_compare(struct group_rt *g)
     }
     pthread_mutex_lock(&g->mu);
     rep = redlock_compare(g->name, in, g->nmembers, g->state, clock_now_ms(),
-                          g->no_ttl_validity_ms);
+                          g->cfg->rules.judge.leak_grace_ms);
     if (rep != NULL) {
-        issue_classes(rep, g->classes, g->nclasses);
+        issue_classes(rep, g->cfg->classes, g->cfg->nclasses);
         old = g->report;
         g->report = rep;
         log_turn(g, rep);
@@ -264,7 +263,8 @@ compare_once(const struct config *cfg, const struct redlock_conf *rc, const stru
                 v->targets[k].snap != NULL && v->targets[k].snap->ok)
                 in[j].map = v->targets[k].snap->redlock;
     }
-    rep = redlock_compare(rc->name, in, rc->ntargets, st, v->now_ms, cfg->leak_grace_ms);
+    rep = redlock_compare(rc->name, in, rc->ntargets, st, v->now_ms,
+                          cfg->rules.judge.leak_grace_ms);
     if (rep != NULL)
         issue_classes(rep, cfg->classes, cfg->nclasses);
 out:

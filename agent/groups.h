@@ -38,6 +38,9 @@ bool groups_has_member(const struct config *cfg, const char *target);
  * list of cfg->nredlocks.  A group of old[0..nold) whose name stays is
  * reused, with its state and last report; every other old group is freed
  * and so is old itself, on failure too.  No comparison may run meanwhile.
+ * The groups read cfg's [rules] and [classes] when they compare: cfg must
+ * outlive every comparison until the next groups_build() (a reload stops
+ * the targets, which compare, before it frees the old config).
  * 0, or -1 on ENOMEM with *out NULL.
  */
 int groups_build(const struct config *cfg, const struct group_member *targets,

@@ -46,8 +46,8 @@ struct alerts {
     pthread_mutex_t mu;
     struct alertset *set;
     struct notifier *notifier;
-    struct rules_params params;
-    int64_t repeat_ms;
+    struct rules_conf rules;        /* the config's [rules], copied whole: a
+                                     * reload frees the config it came from */
     char *generator_url;
     struct alerts_sink *sinks;      /* the notifier's, in the same order */
     size_t nsinks;
@@ -138,8 +138,7 @@ alerts_configure(struct alerts *a, const struct config *cfg)
         nc[n].type = t;
         nc[n].url = urls[n];
         nc[n].key = &keys[n];
-        nc[n].timeout_ms = w->timeout_ms;
-        nc[n].retry_base_ms = w->retry_base_ms;
+        nc[n].delivery = w->delivery;
         n++;
     }
     pthread_mutex_lock(&a->mu);
@@ -147,13 +146,7 @@ alerts_configure(struct alerts *a, const struct config *cfg)
         pthread_mutex_unlock(&a->mu);
         goto out;
     }
-    a->params.leak_grace_ms = cfg->leak_grace_ms;
-    a->params.max_hold_ms = cfg->max_hold_ms;
-    a->params.max_reentrancy = cfg->max_reentrancy;
-    a->params.wait_p99_ms = cfg->wait_p99_ms;
-    a->params.wait_window_ms = cfg->wait_window_ms;
-    a->params.wait_min_samples = cfg->wait_min_samples;
-    a->repeat_ms = cfg->repeat_interval_ms;
+    a->rules = cfg->rules;
     free(a->generator_url);
     a->generator_url = gen;
     gen = NULL;
@@ -297,9 +290,9 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
     pthread_mutex_lock(&a->mu);
     mark_fresh(a, targets, ntargets);
     alertset_begin(a->set, now_ms, clock_mono_ms());
-    rules_eval(a->set, &a->params, targets, ntargets, w, now_ms);
+    rules_eval(a->set, &a->rules, targets, ntargets, w, now_ms);
     rules_eval_redlock(a->set, groups, ngroups, now_ms);
-    if (alertset_end(a->set, a->repeat_ms, a->has_refresh, &ev, &nev) == -1)
+    if (alertset_end(a->set, a->rules.repeat_interval_ms, a->has_refresh, &ev, &nev) == -1)
         log_warnx("alerts: out of memory; some notices of this tick are missing");
     if (nev > 0 && a->nsinks > 0 && (list = malloc(nev * sizeof(*list))) == NULL)
         log_warnx("alerts: out of memory; the notices of this tick are missing");

@@ -53,7 +53,7 @@ struct nsink {
     const struct sink_type *type;
     char *url;
     struct sink_key key;
-    int64_t timeout_ms, retry_base_ms;
+    struct webhook_delivery delivery;
     struct notice *head, *tail;
     size_t queued, bytes;
     uint64_t sent, retried, dropped;
@@ -187,7 +187,7 @@ rng_next(struct notifier *n)
 static int64_t
 backoff_ms(struct notifier *n, const struct nsink *s, int tries)
 {
-    int64_t ceiling = s->retry_base_ms;
+    int64_t ceiling = s->delivery.retry_base_ms;
     int i;
 
     for (i = 1; i < tries && ceiling < NOTIFY_BACKOFF_CAP_MS; i++)
@@ -213,7 +213,7 @@ start(struct notifier *n, struct nsink *s, int64_t now)
     struct transfer *x = NULL;
     struct sink_headers h;
     struct notice *nt;
-    int64_t timeout = s->timeout_ms;
+    int64_t timeout = s->delivery.timeout_ms;
     size_t i;
 
     nt = pop_front(s);
@@ -361,7 +361,7 @@ finish(struct notifier *n, struct transfer *x, CURLcode res)
     }
     log_debug("webhook %s: try %d failed (%s, HTTP %ld); next in %" PRId64 " ms", s->name,
               nt->tries, curl_easy_strerror(res), code, delay);
-    nt->due_mono = clock_mono_ms() + delay;
+    nt->due_mono = clock_deadline(delay);
     /* back at the head: a sink's notices go out in order */
     push_front(s, nt);
 }
@@ -565,8 +565,9 @@ sink_set(struct nsink *s, const struct notifier_sink_conf *c)
     sink_key_clear(&s->key);
     s->url = url;
     s->key = key;
-    s->timeout_ms = c->timeout_ms;
-    s->retry_base_ms = c->retry_base_ms > 0 ? c->retry_base_ms : 1000;
+    s->delivery = c->delivery;
+    if (s->delivery.retry_base_ms <= 0)
+        s->delivery.retry_base_ms = 1000;
     s->disabled = false;
     return 0;
 }
@@ -729,7 +730,7 @@ notifier_free(struct notifier *n, int64_t flush_ms)
         return;
     pthread_mutex_lock(&n->mu);
     n->stopping = true;
-    n->deadline_mono = clock_mono_ms() + flush_ms;
+    n->deadline_mono = clock_deadline(flush_ms > 0 ? flush_ms : 0);    /* bounded, always */
     pthread_mutex_unlock(&n->mu);
     if (n->started) {
         curl_multi_wakeup(n->multi);

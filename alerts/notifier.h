@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "alerts/sinks/sinks.h"
+#include "conf/config.h"
 
 #define NOTIFY_QUEUE_MAX       1000
 #define NOTIFY_QUEUE_BYTES     (16u * 1024 * 1024)
@@ -53,8 +54,7 @@ struct notifier_sink_conf {
     const struct sink_type *type;
     const char *url;                /* the endpoint to POST to */
     const struct sink_key *key;     /* signing key (generic); bytes NULL: none */
-    int64_t timeout_ms;
-    int64_t retry_base_ms;
+    struct webhook_delivery delivery;   /* the [webhook]'s; retry_base <= 0: 1s */
 };
 
 struct notifier_stats {

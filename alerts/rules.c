@@ -169,7 +169,7 @@ text_ttl(struct strbuf *t, const struct snap_lock *l)
  * sets the fields of its scope (alert_kinds.h) and leaves the rest NULL,
  * so the label fields are exactly the instance's labels. */
 struct rule_ctx {
-    const struct rules_params *p;
+    const struct rules_conf *p;
     int64_t now_ms;
     const char *target;                 /* LOCK, TARGET; GROUP: the group */
     const char *class_;                 /* LOCK, CLASS, GROUP (sanitised) */
@@ -232,7 +232,7 @@ leaked_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
     text_adds(sum, " has no TTL and will never expire");
     lock_intro(c, desc);
     text_adds(desc, "no TTL for at least leak_grace (");
-    text_duration(desc, c->p->leak_grace_ms);
+    text_duration(desc, c->p->judge.leak_grace_ms);
     text_adds(desc, "); ");
     text_holder(desc, c->lock);
     text_adds(desc, ", held for ");
@@ -259,7 +259,7 @@ long_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
     text_adds(desc, " has held it for ");
     text_duration(desc, lock_age(c));
     text_adds(desc, ", longer than max_hold (");
-    text_duration(desc, c->p->max_hold_ms);
+    text_duration(desc, c->p->judge.max_hold_ms);
     text_adds(desc, "); ");
     text_ttl(desc, c->lock);
     text_adds(desc, ". A watchdog may be renewing a lock whose work is stuck.");
@@ -280,7 +280,7 @@ reentrant_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *des
     text_addf(sum, " taken %" PRId64 " times by one holder", l->max_count);
     lock_intro(c, desc);
     text_addf(desc, "a hold count of %" PRId64 ", at or above max_reentrancy (%ld); ",
-              l->max_count, c->p->max_reentrancy);
+              l->max_count, c->p->judge.max_reentrancy);
     text_holder(desc, l);
     text_adds(desc, ", held for ");
     text_duration(desc, lock_age(c));
@@ -462,7 +462,7 @@ judge(struct alertset *set, enum rule_scope scope, const struct rule_ctx *c)
 
 /* The LOCK scope: the bad locks a fresh snapshot keeps in detail. */
 static void
-judge_locks(struct alertset *set, const struct rules_params *p, const char *target,
+judge_locks(struct alertset *set, const struct rules_conf *p, const char *target,
             const struct snapshot *s, int64_t now_ms)
 {
     char **classes;
@@ -506,7 +506,7 @@ out:
 
 /* The SHARD scope: every shard of a cluster target's fresh snapshot. */
 static void
-judge_shards(struct alertset *set, const struct rules_params *p, const char *target,
+judge_shards(struct alertset *set, const struct rules_conf *p, const char *target,
              const struct snapshot *s, int64_t now_ms)
 {
     size_t k;
@@ -556,7 +556,7 @@ rules_eval_redlock(struct alertset *set, const struct rules_group *groups, size_
 }
 
 void
-rules_eval(struct alertset *set, const struct rules_params *p,
+rules_eval(struct alertset *set, const struct rules_conf *p,
            const struct rules_target *targets, size_t ntargets,
            const struct waitstats_view *w, int64_t now_ms)
 {

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "alerts/alertset.h"
+#include "conf/config.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/locks/snapshot.h"
 #include "collectors/waits/waitstats.h"
@@ -36,16 +37,6 @@
 #define RULES_SUMMARY_MAX       512
 #define RULES_DESCRIPTION_MAX   2048
 
-/* The [rules] settings; the lock-state ones are only quoted in texts. */
-struct rules_params {
-    int64_t leak_grace_ms;
-    int64_t max_hold_ms;
-    long max_reentrancy;
-    int64_t wait_p99_ms;
-    int64_t wait_window_ms;
-    long wait_min_samples;
-};
-
 struct rules_target {
     const char *name;
     const struct snapshot *snap;    /* newest; NULL before the first scan */
@@ -54,10 +45,11 @@ struct rules_target {
 
 /*
  * Observe every alert that holds into set, which the caller has begun
- * (alertset_begin) and will end.  w may be NULL (no sample ingest).
- * now_ms is the Unix time the texts measure ages against.
+ * (alertset_begin) and will end, under the [rules] p (the config's; its
+ * lock-state rules are only quoted in texts).  w may be NULL (no sample
+ * ingest).  now_ms is the Unix time the texts measure ages against.
  */
-void rules_eval(struct alertset *set, const struct rules_params *p,
+void rules_eval(struct alertset *set, const struct rules_conf *p,
                 const struct rules_target *targets, size_t ntargets,
                 const struct waitstats_view *w, int64_t now_ms);
 

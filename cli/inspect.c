@@ -134,11 +134,7 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
                               hlen->integer : -1);
     l->value_truncated = raw.value_truncated || raw.fields_truncated;
     class_of(l->key, l->keylen, lc->cfg->classes, lc->cfg->nclasses, l->cls, sizeof(l->cls));
-    {
-        const struct lockstate_rules rules = verdict_rules(lc->cfg);
-
-        verdict_judge(&rules, l, NULL, now_ms);
-    }
+    verdict_judge(&lc->cfg->rules.judge, l, NULL, now_ms);
 }
 
 /* Is l a zset whose members a format reads (formats_reads_zset())? */

@@ -49,7 +49,7 @@ struct list_run {
     size_t seen_cap, nseen;
     int64_t busy_since;         /* monotonic ms of the last pacing pause */
     size_t nodes;               /* cluster primaries scanned (0: not a cluster) */
-    struct lockstate_rules rules;
+    const struct lockstate_rules *rules;    /* the config's [rules] */
     struct agent_view av;       /* what the agent knows */
     uint64_t from_agent;        /* listed locks judged with the agent's times */
     uint64_t leak_unknown;      /* listed locks without a TTL, leak unknown */
@@ -215,7 +215,7 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
         bool agent = false;
 
         if (locks[i].type != RAW_NONE && lr->av.answered)
-            agent = verdict_judge(&lr->rules, &locks[i],
+            agent = verdict_judge(lr->rules, &locks[i],
                                   agent_find(&lr->av, locks[i].key, locks[i].keylen),
                                   clock_now_ms());
         if (locks[i].type == RAW_NONE || !verdict_selected(&locks[i], lr->mask) ||
@@ -512,7 +512,7 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
     }
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
         return rc;
-    lr.rules = verdict_rules(lc->cfg);
+    lr.rules = &lc->cfg->rules.judge;
     if ((rc = agent_consult(lc, &lr.av, NULL, 0)) != LOCKCTL_DONE)
         return rc;
     lr.busy_since = clock_mono_ms();

@@ -223,15 +223,14 @@ json_t *agent_json(const struct agent_view *av, uint64_t from_agent);
 
 /* ---- verdict.c --------------------------------------------------------------- */
 
-/* The [rules] of cfg, for lockstate_judge(). */
-struct lockstate_rules verdict_rules(const struct config *cfg);
 /*
- * Age and states of l at now_ms, judged by collectors/locks/lockstate.c:
- * from the agent's times when a is not NULL and names l's current holder
- * (age_source "agent"), else from what lockctl read (the starting age;
- * from IDLETIME it is a lower bound).  A lock with no TTL that is not
- * judged leaked while its time without a TTL is only a lower bound is
- * leak_unknown.  Returns true when the agent's times were used.
+ * Age and states of l at now_ms under rules (the config's cfg->rules.judge),
+ * judged by collectors/locks/lockstate.c: from the agent's times when a is
+ * not NULL and names l's current holder (age_source "agent"), else from
+ * what lockctl read (the starting age; from IDLETIME it is a lower bound).
+ * A lock with no TTL that is not judged leaked while its time without a
+ * TTL is only a lower bound is leak_unknown.  Returns true when the
+ * agent's times were used.
  */
 bool verdict_judge(const struct lockstate_rules *rules, struct cli_lock *l,
                    const struct agent_lock *a, int64_t now_ms);

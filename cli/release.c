@@ -208,7 +208,7 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
     struct release_result res;
     char msg[400], age[40], grace[32], addr[300], *key;
 
-    out_duration(lc->cfg->leak_grace_ms, grace, sizeof(grace));
+    out_duration(lc->cfg->rules.judge.leak_grace_ms, grace, sizeof(grace));
     verdict_age(l, age, sizeof(age));
     if (l->leak_unknown)
         snprintf(msg, sizeof(msg), "refused: --if-leaked, but how long the lock has had no TTL "
@@ -400,11 +400,9 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
             goto out;
         }
         read = true;
-        if (l.type != RAW_NONE && av.answered) {
-            const struct lockstate_rules rules = verdict_rules(lc->cfg);
-
-            verdict_judge(&rules, &l, agent_find(&av, ch.key, ch.keylen), rq.now_ms);
-        }
+        if (l.type != RAW_NONE && av.answered)
+            verdict_judge(&lc->cfg->rules.judge, &l, agent_find(&av, ch.key, ch.keylen),
+                          rq.now_ms);
     }
     rq.action = action;
     rq.key = ch.key;

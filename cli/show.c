@@ -422,11 +422,9 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         rc = session_redis_error(lc, err);
         goto out;
     }
-    if (l.type != RAW_NONE && av.answered) {
-        const struct lockstate_rules rules = verdict_rules(lc->cfg);
-
-        from_agent = verdict_judge(&rules, &l, agent_find(&av, key, keylen), clock_now_ms());
-    }
+    if (l.type != RAW_NONE && av.answered)
+        from_agent = verdict_judge(&lc->cfg->rules.judge, &l, agent_find(&av, key, keylen),
+                                   clock_now_ms());
     inpat = lockstate_in_patterns(lc->t, key, keylen);
     session_address(lc, addr, sizeof(addr));
     if (l.type == RAW_NONE) {

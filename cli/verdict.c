@@ -22,18 +22,6 @@
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
 
-struct lockstate_rules
-verdict_rules(const struct config *cfg)
-{
-    struct lockstate_rules r = {
-        .leak_grace_ms = cfg->leak_grace_ms,
-        .max_hold_ms = cfg->max_hold_ms,
-        .max_reentrancy = cfg->max_reentrancy,
-    };
-
-    return r;
-}
-
 bool
 verdict_same_holder(const struct cli_lock *l, const struct agent_lock *a)
 {

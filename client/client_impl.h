@@ -120,7 +120,8 @@ struct lwc_report {
     struct sockaddr_storage addr;
     socklen_t addrlen;
     struct lwc_batch batch;         /* under bg.mu */
-    int64_t first_us;               /* when batch got its first line; 0 empty */
+    int64_t flush_us;               /* batch is sent by then (LWC_FLUSH_US after
+                                     * its first line); 0 empty */
 };
 
 /* The client's background thread: watchdog renewals, registry refresh,
@@ -433,8 +434,9 @@ void lwc_bg_arm_locked(lw_client *c, int64_t deadline_us);
 
 /* --- waiting (wait.c) ----------------------------------------------------- */
 
-/* Retry lk until it is ours or deadline_us (monotonic; < 0: never) passes,
- * sleeping on pub/sub wake-ups in between.  LW_OK, LW_TIMEOUT or LW_ERR. */
+/* Retry lk until it is ours or deadline_us (monotonic, clock_deadline_us();
+ * INT64_MAX: never) passes, sleeping on pub/sub wake-ups in between.
+ * LW_OK, LW_TIMEOUT or LW_ERR. */
 lw_status lwc_wait_acquire(lw_client *c, struct lw_lock *lk, int64_t deadline_us,
                            lw_error *err);
 void lwc_pool_close(lw_client *c);

@@ -150,7 +150,7 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
         int flags, bool try, lw_lock_t **out, lw_error *err)
 {
     const char *fn = try ? "lw_trylock" : "lw_lock";
-    int64_t t0 = clock_mono_us(), now;
+    int64_t t0 = clock_mono_us(), now, deadline_us;
     struct lw_lock *lk = NULL;
     bool transient = false;
     lw_status st;
@@ -165,6 +165,9 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
         return lwc_seterr(err, LW_ERR, "%s %.200s: timeout_ms %lld is negative "
                           "(LW_WAIT_FOREVER waits without limit)", fn, key,
                           timeout_ms);
+    /* from the call, as waited_us counts (nothing above waits);
+     * LW_WAIT_FOREVER, negative, never passes */
+    deadline_us = clock_deadline_us(timeout_ms * 1000);
 
     lk = lock_new(c, key, strlen(key),
                   (flags & LW_REENTRANT) ? &lwc_kind_reentrant : &lwc_kind_plain,
@@ -176,9 +179,7 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
 
     st = lwc_attempt(c, lk, false, NULL, &transient, err);
     if ((st == LW_BUSY || (st == LW_ERR && transient)) && !try && timeout_ms != 0)
-        st = lwc_wait_acquire(c, lk,
-                              timeout_ms == LW_WAIT_FOREVER ? -1
-                              : t0 + timeout_ms * 1000, err);
+        st = lwc_wait_acquire(c, lk, deadline_us, err);
     now = clock_mono_us();
     lk->waited_us = now - t0;
 

@@ -188,7 +188,7 @@ lwc_report_open(lw_client *c, const char *agent, bool on, lw_error *err)
 
     rep->fd = -1;
     lwc_batch_reset(&rep->batch);
-    rep->first_us = 0;
+    rep->flush_us = 0;
     if (!on)
         return LW_OK;
     if (addr == NULL) {
@@ -262,7 +262,7 @@ lwc_report_flush_locked(lw_client *c)
                                   memory_order_relaxed);
     }
     lwc_batch_reset(&rep->batch);
-    rep->first_us = 0;
+    rep->flush_us = 0;
 }
 
 static void
@@ -283,9 +283,9 @@ enqueue(lw_client *c, const char *line, size_t len)
     }
     if (rc != 0) {
         atomic_fetch_add_explicit(&c->stats.samples_dropped, 1, memory_order_relaxed);
-    } else if (rep->first_us == 0) {
-        rep->first_us = clock_mono_us();
-        lwc_bg_arm_locked(c, rep->first_us + LWC_FLUSH_US);
+    } else if (rep->flush_us == 0) {
+        rep->flush_us = clock_deadline_us(LWC_FLUSH_US);
+        lwc_bg_arm_locked(c, rep->flush_us);
     }
     pthread_mutex_unlock(&c->bg.mu);
 }

@@ -97,7 +97,7 @@ limbo_arm(lw_client *c)
 {
     pthread_mutex_lock(&c->bg.mu);
     if (c->bg.settle_us == 0) {
-        c->bg.settle_us = clock_mono_us() + LWC_RECHECK_MAX_US;
+        c->bg.settle_us = clock_deadline_us(LWC_RECHECK_MAX_US);
         lwc_bg_arm_locked(c, c->bg.settle_us);
     }
     pthread_mutex_unlock(&c->bg.mu);

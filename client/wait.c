@@ -190,7 +190,7 @@ drop:
 static int
 sub_wait(redisContext *ctx, const char *channel, size_t chlen, int64_t timeout_us)
 {
-    int64_t deadline = clock_mono_us() + timeout_us;
+    int64_t deadline = clock_deadline_us(timeout_us);
 
     for (;;) {
         struct pollfd pfd = { .fd = ctx->fd, .events = POLLIN };
@@ -209,9 +209,7 @@ sub_wait(redisContext *ctx, const char *channel, size_t chlen, int64_t timeout_u
                 return 1;
             continue;
         }
-        left = deadline - clock_mono_us();
-        if (left < 0)
-            left = 0;
+        left = clock_left_us(deadline);
         ts.tv_sec = (time_t)(left / 1000000);
         ts.tv_nsec = (long)(left % 1000000) * 1000;
         rc = ppoll(&pfd, 1, &ts, NULL);
@@ -255,13 +253,13 @@ lwc_wait_acquire(lw_client *c, struct lw_lock *lk, int64_t deadline_us,
             /* Restore the subscription a Redis restart broke (or try the
              * first time again); at most once per re-check interval. */
             sub = sub_open(c, lk->channel, lk->channellen);
-            resub_us = clock_mono_us() + LWC_RECHECK_MAX_US;
+            resub_us = clock_deadline_us(LWC_RECHECK_MAX_US);
         }
         st = lwc_attempt(c, lk, true, &pttl, &transient, err);
         if (st != LW_BUSY && !(st == LW_ERR && transient))
             break;
         now = clock_mono_us();
-        if (deadline_us >= 0 && now >= deadline_us) {
+        if (now >= deadline_us) {
             /* A wait that ends on a connection error says so (err holds
              * it); one that ends on a holder is a timeout. */
             if (st == LW_BUSY)
@@ -277,7 +275,7 @@ lwc_wait_acquire(lw_client *c, struct lw_lock *lk, int64_t deadline_us,
         w = interval;
         if (pttl >= 0 && pttl * 1000 + 1000 < w)
             w = pttl * 1000 + 1000; /* it expires first: be there */
-        if (deadline_us >= 0 && deadline_us - now < w)
+        if (deadline_us - now < w)
             w = deadline_us - now;
 
         if (sub != NULL) {

@@ -39,7 +39,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "client_impl.h"
 
@@ -47,23 +46,14 @@ int
 lwc_bg_init(lw_client *c)
 {
     struct lwc_bg *bg = &c->bg;
-    pthread_condattr_t ca;
-    int rc = -1;
 
-    if (pthread_condattr_init(&ca) != 0)
+    if (clock_cond_init(&bg->cond) != 0)
         return -1;
-    if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0)
-        goto out;
-    if (pthread_cond_init(&bg->cond, &ca) != 0)
-        goto out;
     if (pthread_mutex_init(&bg->mu, NULL) != 0) {
         pthread_cond_destroy(&bg->cond);
-        goto out;
+        return -1;
     }
-    rc = 0;
-out:
-    pthread_condattr_destroy(&ca);
-    return rc;
+    return 0;
 }
 
 void
@@ -111,7 +101,7 @@ lwc_bg_track(lw_client *c, struct lw_lock *lk)
         bg->nreentrant++;
     }
     if (bg->next_tick_us == 0 && (bg->nwatched > 0 || bg->nreentrant > 0)) {
-        bg->next_tick_us = clock_mono_us() + period_us(c);
+        bg->next_tick_us = clock_deadline_us(period_us(c));
         lwc_bg_arm_locked(c, bg->next_tick_us);
     }
     pthread_mutex_unlock(&bg->mu);
@@ -332,11 +322,11 @@ bg_main(void *arg)
     while (!bg->stop) {
         int64_t now = clock_mono_us(), wake = INT64_MAX;
 
-        if (bg->rep.first_us != 0) {
-            if (now >= bg->rep.first_us + LWC_FLUSH_US)
+        if (bg->rep.flush_us != 0) {
+            if (now >= bg->rep.flush_us)
                 lwc_report_flush_locked(c);
             else
-                wake = bg->rep.first_us + LWC_FLUSH_US;
+                wake = bg->rep.flush_us;
         }
         if (bg->settle_us != 0) {
             if (now >= bg->settle_us) {
@@ -358,16 +348,10 @@ bg_main(void *arg)
                 wake = bg->next_tick_us;
         }
         bg->sleep_until_us = wake;
-        if (wake == INT64_MAX) {
-            pthread_cond_wait(&bg->cond, &bg->mu);
-        } else {
-            struct timespec ts = {
-                .tv_sec = (time_t)(wake / 1000000),
-                .tv_nsec = (long)(wake % 1000000) * 1000,
-            };
-
-            (void)pthread_cond_timedwait(&bg->cond, &bg->mu, &ts);
-        }
+        /* the wait counts in ms: round up, since a wake-up before wake
+         * would find nothing due and wait again */
+        (void)clock_cond_wait_until(&bg->cond, &bg->mu,
+                                    wake == INT64_MAX ? INT64_MAX : (wake + 999) / 1000);
         bg->sleep_until_us = 0;
     }
     lwc_report_flush_locked(c);

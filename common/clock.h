@@ -8,7 +8,8 @@
  * stretches one.  Header-only (static inline) so that liblockwatch, which
  * links nothing of the agent, uses the same two.
  *
- * Deadlines are monotonic ms (clock_deadline()); every timed wait on a
+ * Deadlines are monotonic ms (clock_deadline(); the client's are us,
+ * clock_deadline_us()), INT64_MAX for never; every timed wait on a
  * condition variable waits for one with clock_cond_wait_until(), on a
  * condition variable made by clock_cond_init() (its timed waits count on
  * CLOCK_MONOTONIC: a wall clock stepped back would otherwise stall the
@@ -70,6 +71,24 @@ clock_left(int64_t deadline_ms)
     int64_t now = clock_mono_ms();
 
     return deadline_ms > now ? deadline_ms - now : 0;
+}
+
+/* The same two in microseconds (clock_mono_us()), for liblockwatch, whose
+ * waits, leases and samples count in them. */
+static inline int64_t
+clock_deadline_us(int64_t timeout_us)
+{
+    if (timeout_us < 0)
+        return INT64_MAX;
+    return clock_mono_us() + timeout_us;
+}
+
+static inline int64_t
+clock_left_us(int64_t deadline_us)
+{
+    int64_t now = clock_mono_us();
+
+    return deadline_us > now ? deadline_us - now : 0;
 }
 
 /* Initialise cv so that its timed waits count on CLOCK_MONOTONIC.  0, or

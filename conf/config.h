@@ -97,14 +97,49 @@ struct redlock_conf {
 enum sink_format { SINK_FORMATS(SINK_FORMAT_ENUM) SINK_FORMAT_COUNT };
 #undef SINK_FORMAT_ENUM
 
+/*
+ * The [rules] that decide a lock's states, for the one judge
+ * (collectors/locks/lockstate.h lockstate_judge()).  Defined here, where
+ * the config holds it, so that every user of these rules (the scanner,
+ * the Redlock groups, the alert texts, lockctl) takes this one struct
+ * from the config, whole, and a new state rule is one field here.
+ */
+struct lockstate_rules {
+    int64_t leak_grace_ms;      /* no TTL for this long: leaked */
+    int64_t max_hold_ms;        /* one holder for longer: long */
+    long max_reentrancy;        /* a hold count at or above it (0: off): reentrant_high */
+};
+
+/*
+ * [rules], the one home of every rule setting.  Its users keep either a
+ * pointer into the running config or a whole-struct copy made in one
+ * assignment (the alert rules, which outlive a reload's old config), so
+ * a reload swaps all of it at once and a new setting is added once: a
+ * field here and a row in conf/options.c.
+ */
+struct rules_conf {
+    struct lockstate_rules judge;   /* leak_grace, max_hold, max_reentrancy */
+    int64_t wait_p99_ms;
+    int64_t wait_window_ms;
+    long wait_min_samples;
+    int64_t repeat_interval_ms;
+};
+
+/* How a [webhook]'s notices are delivered: the notifier (alerts/notifier.h)
+ * keeps a whole copy per sink, swapped on reload; a new delivery setting
+ * is one field here. */
+struct webhook_delivery {
+    int64_t timeout_ms;         /* one attempt */
+    int64_t retry_base_ms;      /* first retry waits up to this (full jitter) */
+};
+
 struct webhook_conf {
     char *name;
     char *url;
     enum sink_format format;
     char *secret_file;
     char *secret;               /* read from secret_file; never printed */
-    int64_t timeout_ms;
-    int64_t retry_base_ms;      /* first retry waits up to this (full jitter) */
+    struct webhook_delivery delivery;
 };
 
 struct config {
@@ -129,14 +164,7 @@ struct config {
     struct redlock_conf *redlocks;
     size_t nredlocks;
 
-    /* [rules] */
-    int64_t leak_grace_ms;
-    int64_t max_hold_ms;
-    long max_reentrancy;
-    int64_t wait_p99_ms;
-    int64_t wait_window_ms;
-    long wait_min_samples;
-    int64_t repeat_interval_ms;
+    struct rules_conf rules;    /* [rules] */
 
     /* [classes], in file order: first match wins */
     struct class_rule *classes;

@@ -152,7 +152,7 @@ arm(struct http_guard *g, struct guard_conn *gc)
 
     if (gc->armed)
         return;
-    gc->deadline_ms = clock_mono_ms() + l->timeout_ms;
+    gc->deadline_ms = clock_deadline(l->timeout_ms);
     gc->prev = l->tail;
     gc->next = NULL;
     if (l->tail != NULL)
@@ -203,17 +203,10 @@ static void *
 deadline_thread(void *arg)
 {
     struct http_guard *g = arg;
-    struct timespec ts;
 
     pthread_mutex_lock(&g->mu);
     while (!g->stop) {
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += GUARD_TICK_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+        (void)clock_cond_wait_until(&g->cv, &g->mu, clock_deadline(GUARD_TICK_MS));
         expire(g, clock_mono_ms());
     }
     pthread_mutex_unlock(&g->mu);
@@ -224,7 +217,6 @@ struct http_guard *
 guard_new(const struct guard_limits *lim, char *err, size_t errlen)
 {
     struct http_guard *g = calloc(1, sizeof(*g));
-    pthread_condattr_t ca;
     int rc;
 
     if (g == NULL) {
@@ -235,11 +227,13 @@ guard_new(const struct guard_limits *lim, char *err, size_t errlen)
     g->lists[LIST_NORMAL].timeout_ms = lim->request_timeout_ms;
     g->lists[LIST_SHORT].timeout_ms = lim->request_timeout_ms < GUARD_OVER_CLIENT_TIMEOUT_MS ?
         lim->request_timeout_ms : GUARD_OVER_CLIENT_TIMEOUT_MS;
+    if ((rc = clock_cond_init(&g->cv)) != 0) {
+        snprintf(err, errlen, "cannot make the HTTP deadline thread's condition variable: %s",
+                 strerror(rc));
+        free(g);
+        return NULL;
+    }
     pthread_mutex_init(&g->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->cv, &ca);
-    pthread_condattr_destroy(&ca);
     if ((rc = pthread_create(&g->thread, NULL, deadline_thread, g)) != 0) {
         snprintf(err, errlen, "cannot start the HTTP deadline thread: %s", strerror(rc));
         pthread_cond_destroy(&g->cv);

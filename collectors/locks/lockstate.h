@@ -21,12 +21,8 @@
 
 #include "conf/config.h"
 
-/* The [rules] that decide the states. */
-struct lockstate_rules {
-    int64_t leak_grace_ms;      /* no TTL for this long: leaked */
-    int64_t max_hold_ms;        /* one holder for longer: long */
-    long max_reentrancy;        /* a hold count at or above it (0: off): reentrant_high */
-};
+/* The [rules] that decide the states, struct lockstate_rules, are the
+ * config's own (conf/config.h, cfg->rules.judge): callers pass that. */
 
 /* What the caller knows of one lock at the time it judges it. */
 struct lockstate_facts {

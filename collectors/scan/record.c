@@ -52,7 +52,7 @@ record_states(const struct run *r, const struct snap_lock *l, int64_t first_seen
     f.nottl_ms = nottl_since_ms > 0 ? r->now_ms - nottl_since_ms : -1;
     f.semaphore = l->format < formats_count &&
         strcmp(formats_table[l->format].name, "redisson-semaphore") == 0;
-    return lockstate_judge(&r->judge, &f);
+    return lockstate_judge(&r->rules->judge, &f);
 }
 
 /* Follow mode publishes again when a lock is due to turn leaked or long
@@ -64,12 +64,12 @@ note_due(struct run *r, const struct snap_lock *l)
     int64_t due;
 
     if (!(l->states & LOCK_LEAKED) && l->nottl_since_ms > 0) {
-        due = l->nottl_since_ms + r->judge.leak_grace_ms + 1;
+        due = l->nottl_since_ms + r->rules->judge.leak_grace_ms + 1;
         if (r->next_due_ms == 0 || due < r->next_due_ms)
             r->next_due_ms = due;
     }
     if (!(l->states & LOCK_LONG) && l->nholders > 0) {
-        due = l->first_seen_ms + r->judge.max_hold_ms + 1;
+        due = l->first_seen_ms + r->rules->judge.max_hold_ms + 1;
         if (r->next_due_ms == 0 || due < r->next_due_ms)
             r->next_due_ms = due;
     }

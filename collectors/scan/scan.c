@@ -412,9 +412,6 @@ run_begin(struct run *r, struct scanner *sc, const struct target_conf *t,
     r->sc = sc;
     r->t = t;
     r->rules = rules;
-    r->judge.leak_grace_ms = rules->leak_grace_ms;
-    r->judge.max_hold_ms = rules->max_hold_ms;
-    r->judge.max_reentrancy = rules->max_reentrancy;
     r->stop = stop;
     r->start_mono = clock_mono_ms();
     s = snapshot_new(sc->name);

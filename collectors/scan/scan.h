@@ -24,10 +24,12 @@
 #include "conf/config.h"
 #include "collectors/locks/snapshot.h"
 
+/* What a scan judges and classifies by.  judge is the config's [rules]
+ * state part, copied whole (cfg->rules.judge); classes point into the
+ * config, which outlives the scans that use it (a reload stops them
+ * first). */
 struct scan_rules {
-    int64_t leak_grace_ms;
-    int64_t max_hold_ms;
-    long max_reentrancy;
+    struct lockstate_rules judge;
     const struct class_rule *classes;
     size_t nclasses;
     bool redlock_map;           /* fill snapshot->redlock (the target is in

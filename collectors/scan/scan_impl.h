@@ -72,7 +72,6 @@ struct run {
     struct scanner *sc;
     const struct target_conf *t;
     const struct scan_rules *rules;
-    struct lockstate_rules judge;   /* rules' states part, for lockstate_judge() */
     const atomic_int *stop;
     struct snapshot *snap;
     struct class_set *classes;

@@ -120,7 +120,7 @@ waitstats_new(const struct config *cfg)
 
     if (ws == NULL)
         return NULL;
-    ws->window_ms = cfg->wait_window_ms > 0 ? cfg->wait_window_ms : 60000;
+    ws->window_ms = cfg->rules.wait_window_ms > 0 ? cfg->rules.wait_window_ms : 60000;
     ws->set = class_set_new();
     ws->rules = rules_copy(cfg->classes, cfg->nclasses);
     ws->nrules = cfg->nclasses;
@@ -159,7 +159,7 @@ waitstats_configure(struct waitstats *ws, const struct config *cfg)
 {
     struct class_rule *nr, *old;
     size_t nold, i;
-    int64_t window = cfg->wait_window_ms > 0 ? cfg->wait_window_ms : 60000;
+    int64_t window = cfg->rules.wait_window_ms > 0 ? cfg->rules.wait_window_ms : 60000;
 
     nr = rules_copy(cfg->classes, cfg->nclasses);
     if (nr == NULL)

@@ -29,9 +29,9 @@
 #define NOW 1800000000000LL
 
 static struct webhook_conf hooks[] = {
-    { "oncall", "http://127.0.0.1:9/hook", SINK_GENERIC, NULL, "s3cret", 1000, 100 },
-    { "chat", "http://127.0.0.1:9/slack", SINK_SLACK, NULL, NULL, 1000, 100 },
-    { "am", "http://127.0.0.1:9", SINK_ALERTMANAGER, NULL, NULL, 1000, 100 },
+    { "oncall", "http://127.0.0.1:9/hook", SINK_GENERIC, NULL, "s3cret", { 1000, 100 } },
+    { "chat", "http://127.0.0.1:9/slack", SINK_SLACK, NULL, NULL, { 1000, 100 } },
+    { "am", "http://127.0.0.1:9", SINK_ALERTMANAGER, NULL, NULL, { 1000, 100 } },
 };
 
 static void
@@ -40,13 +40,13 @@ conf(struct config *cfg, size_t nhooks)
     memset(cfg, 0, sizeof(*cfg));
     strcpy(cfg->listen_host, "127.0.0.1");
     cfg->listen_port = 9717;
-    cfg->leak_grace_ms = 30000;
-    cfg->max_hold_ms = 300000;
-    cfg->max_reentrancy = 16;
-    cfg->wait_p99_ms = 1000;
-    cfg->wait_window_ms = 60000;
-    cfg->wait_min_samples = 20;
-    cfg->repeat_interval_ms = 3600000;
+    cfg->rules.judge.leak_grace_ms = 30000;
+    cfg->rules.judge.max_hold_ms = 300000;
+    cfg->rules.judge.max_reentrancy = 16;
+    cfg->rules.wait_p99_ms = 1000;
+    cfg->rules.wait_window_ms = 60000;
+    cfg->rules.wait_min_samples = 20;
+    cfg->rules.repeat_interval_ms = 3600000;
     cfg->webhooks = hooks;
     cfg->nwebhooks = nhooks;
 }

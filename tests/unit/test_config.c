@@ -146,13 +146,13 @@ check_defaults(const struct config *cfg)
     assert_ptr_equal(config_target(cfg, "default"), &cfg->targets[0]);
     assert_null(config_target(cfg, "main"));
     assert_int_equal(cfg->nredlocks, 0);
-    assert_int_equal(cfg->leak_grace_ms, 30000);
-    assert_int_equal(cfg->max_hold_ms, 300000);
-    assert_int_equal(cfg->max_reentrancy, 16);
-    assert_int_equal(cfg->wait_p99_ms, 1000);
-    assert_int_equal(cfg->wait_window_ms, 60000);
-    assert_int_equal(cfg->wait_min_samples, 20);
-    assert_int_equal(cfg->repeat_interval_ms, 3600000);
+    assert_int_equal(cfg->rules.judge.leak_grace_ms, 30000);
+    assert_int_equal(cfg->rules.judge.max_hold_ms, 300000);
+    assert_int_equal(cfg->rules.judge.max_reentrancy, 16);
+    assert_int_equal(cfg->rules.wait_p99_ms, 1000);
+    assert_int_equal(cfg->rules.wait_window_ms, 60000);
+    assert_int_equal(cfg->rules.wait_min_samples, 20);
+    assert_int_equal(cfg->rules.repeat_interval_ms, 3600000);
     assert_int_equal(cfg->nclasses, 0);
     assert_int_equal(cfg->nwebhooks, 0);
     assert_false(cfg->unlock_http);
@@ -300,10 +300,10 @@ test_duration_values(void **state)
     (void)state;
     cfg = expect_load("[rules]\nmax_hold = 1.5m\nleak_grace = 0\nwait_p99 = 250ms\n"
                       "repeat_interval = 2d\n");
-    assert_int_equal(cfg->max_hold_ms, 90000);
-    assert_int_equal(cfg->leak_grace_ms, 0);
-    assert_int_equal(cfg->wait_p99_ms, 250);
-    assert_int_equal(cfg->repeat_interval_ms, 172800000);
+    assert_int_equal(cfg->rules.judge.max_hold_ms, 90000);
+    assert_int_equal(cfg->rules.judge.leak_grace_ms, 0);
+    assert_int_equal(cfg->rules.wait_p99_ms, 250);
+    assert_int_equal(cfg->rules.repeat_interval_ms, 172800000);
     config_free(cfg);
 
     expect_error("[rules]\n\nmax_hold = 5x\n",
@@ -339,7 +339,7 @@ test_int_values(void **state)
     assert_int_equal(cfg->top_offenders, 1000);
     assert_int_equal(cfg->targets[0].scan_count, 1);
     assert_int_equal(cfg->targets[0].max_keys_per_second, 5000);
-    assert_int_equal(cfg->max_reentrancy, 3);
+    assert_int_equal(cfg->rules.judge.max_reentrancy, 3);
     config_free(cfg);
 
     expect_error("[agent]\ntop_offenders = 0\n",
@@ -441,7 +441,7 @@ test_enum_values(void **state)
     assert_int_equal(cfg->targets[0].mode, TARGET_CLUSTER);
     assert_int_equal(cfg->webhooks[0].format, SINK_SLACK);
     assert_int_equal(cfg->webhooks[1].format, SINK_ALERTMANAGER);
-    assert_int_equal(cfg->webhooks[0].timeout_ms, 10000);
+    assert_int_equal(cfg->webhooks[0].delivery.timeout_ms, 10000);
     config_free(cfg);
 
     expect_error("[target a]\nmode = master\n",

@@ -71,8 +71,8 @@ queue_is_bounded_and_shutdown_is_bounded(void **state)
     c.type = &sink_generic;
     c.url = url;
     c.key = &none;
-    c.timeout_ms = 60000;
-    c.retry_base_ms = 1000;
+    c.delivery.timeout_ms = 60000;
+    c.delivery.retry_base_ms = 1000;
     assert_int_equal(notifier_configure(n, &c, 1), 0);
     for (i = 0; i < NOTIFY_QUEUE_MAX + 10; i++)
         notifier_enqueue(n, 0, strdup("{}"), 2);

@@ -17,8 +17,8 @@
 #define NOW  1800000000000LL
 #define MONO 1000000LL
 
-static const struct rules_params params = {
-    .leak_grace_ms = 30000, .max_hold_ms = 300000, .max_reentrancy = 16,
+static const struct rules_conf params = {
+    .judge = { .leak_grace_ms = 30000, .max_hold_ms = 300000, .max_reentrancy = 16 },
     .wait_p99_ms = 1000, .wait_window_ms = 60000, .wait_min_samples = 20,
 };
 

@@ -27,7 +27,7 @@ config_with(struct config *cfg, struct class_rule *rules, size_t n, int64_t wind
     memset(cfg, 0, sizeof(*cfg));
     cfg->classes = rules;
     cfg->nclasses = n;
-    cfg->wait_window_ms = window_ms;
+    cfg->rules.wait_window_ms = window_ms;
 }
 
 static struct sample
