@@ -52,18 +52,6 @@ struct wait_lock {
     long long queued, subscribed;   /* -1: not asked or refused */
 };
 
-/* The 2.x name of a Redisson wake channel prefix ("<prefix>__{K}"), or
- * NULL. */
-static const char *
-legacy_prefix(const char *prefix)
-{
-    if (strcmp(prefix, "redisson_lock__channel") == 0)
-        return "redisson_lock__channel__";
-    if (strcmp(prefix, "redisson_rwlock") == 0)
-        return "redisson_rwlock__";
-    return NULL;
-}
-
 /* "<prefix>{<key>}", malloc'd. */
 static char *
 legacy_name(const char *prefix, const char *key, size_t keylen, size_t *len)
@@ -80,13 +68,6 @@ legacy_name(const char *prefix, const char *key, size_t keylen, size_t *len)
     p[plen + 2 + keylen] = '\0';
     *len = plen + 2 + keylen;
     return p;
-}
-
-static bool
-redisson_hash(const struct lock_format *f)
-{
-    return strcmp(f->name, "redisson") == 0 || strcmp(f->name, "redisson-fair") == 0 ||
-           strcmp(f->name, "redisson-fenced") == 0;
 }
 
 /* LLEN of the fair queue of every queue lock on this stream. */
@@ -107,10 +88,10 @@ ask_queues(struct run *r, struct stream *st, size_t want, struct wait_lock *w, s
 
             if (!w[i].queue || w[i].stream != want)
                 continue;
-            need = prefix_name(NULL, 0, "redisson_lock_queue", l->key, l->key_len);
+            need = formats_helper_lock_name(HELPER_FAIR_QUEUE, l->key, l->key_len, NULL, 0);
             if ((q = malloc(need + 1)) == NULL)
                 return -1;
-            prefix_name(q, need + 1, "redisson_lock_queue", l->key, l->key_len);
+            formats_helper_lock_name(HELPER_FAIR_QUEUE, l->key, l->key_len, q, need + 1);
             argv[0] = "LLEN";
             lens[0] = 4;
             argv[1] = q;
@@ -234,14 +215,14 @@ waiters_lookup(struct run *r, struct stream *streams, size_t nstreams,
             if (x->stream >= nstreams)
                 continue;       /* no shard serves it now */
         }
-        if (redisson_hash(f) && nq < WAITERS_MAX) {
+        if (f->waiters == FMT_WAITERS_QUEUE && nq < WAITERS_MAX) {
             x->queue = true;
             nq++;
         }
-        if (f->wake_channel != NULL && nch < WAITERS_MAX) {
+        if (f->waiters != FMT_WAITERS_NONE && f->wake_channel != NULL && nch < WAITERS_MAX) {
             /* formats_wake_channel() names it by prefixName(), as here */
             size_t need = prefix_name(NULL, 0, f->wake_channel, l->key, l->key_len);
-            const char *old = legacy_prefix(f->wake_channel);
+            const char *old = f->wake_legacy;
             long got;
 
             if ((x->channel[0] = malloc(need + 1)) == NULL) {
