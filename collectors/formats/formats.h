@@ -8,7 +8,8 @@
  * many times (reentrancy), and where the format encodes them the holder's
  * host, pid and acquisition time.  The order of the table settles
  * ambiguity (a value that two formats could have written goes to the more
- * specific one).  Adding a format is one new row and one new file in
+ * specific one).  Adding a format is one new row (formats_impl.h: its
+ * columns, below, carry all it does differently) and one new file in
  * collectors/formats/.
  *
  * Decoders are pure: no I/O, no allocation, no global state.  Everything
@@ -126,7 +127,7 @@ struct lock_view {
 enum fmt_waiters {
     FMT_WAITERS_UNSET,
     FMT_WAITERS_NONE,           /* its clients poll: nothing to count */
-    FMT_WAITERS_CHANNEL,        /* subscribers of its wake channel (.wake) */
+    FMT_WAITERS_CHANNEL,        /* subscribers of its wake channel (FMT_WAKE) */
     FMT_WAITERS_QUEUE,          /* the same, and the length of its fair-queue
                                  * helper (a Redisson FairLock's waiters) */
 };

@@ -16,10 +16,11 @@
  *
  * A helper outside the target's patterns (with patterns = lock:*, the
  * fencing counter redisson_lock_token:{lock:x} is) is never scanned, so
- * helperkeys_probe() asks for the ones that make a format: for each
- * retained "redisson" lock EXISTS of its token counter and fair-lock
- * queue, for each "plain" lock holding a decimal (a Redisson semaphore's
- * permits) EXISTS of its permits zset.  Pipelined, PROBE_CHUNK to a round
+ * helperkeys_probe() asks for the ones that make a format, as the rows'
+ * kin columns say (formats_kin_probes()): for each retained "redisson"
+ * lock EXISTS of its token counter and fair-lock queue, for each "plain"
+ * lock holding a decimal and each semaphore (a Redisson semaphore's
+ * permits) ZCARD and the first members of its permits zset.  Pipelined, PROBE_CHUNK to a round
  * trip, on the lock's own shard (a helper shares its hash tag); bounded by
  * the retained locks.  An error reply (an ACL without those keys) leaves
  * the lock as it was.

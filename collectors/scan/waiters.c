@@ -6,14 +6,15 @@
  * After a pass (scan.c calls waiters_lookup() once the streams are done,
  * beside the registry look-up) the scanner asks, for the locks the
  * snapshot kept:
- *   - a Redisson hash lock (RLock, FairLock, FencedLock): LLEN of its fair
- *     queue redisson_lock_queue:{K}, the FairLock's waiters in order (an
- *     RLock has none, and LLEN of a missing key is 0);
- *   - every lock whose format has a wake channel (Redisson locks, RW
- *     locks, permit semaphores, liblockwatch): PUBSUB NUMSUB of that
- *     channel, the clients subscribed to its unlock message, and for
- *     Redisson locks and RW locks also of the 2.x name
- *     (redisson_lock__channel__{K}, redisson_rwlock__{K}), summed.
+ *   - a lock whose row's waiters column is FMT_WAITERS_QUEUE (a Redisson
+ *     RLock, FairLock, FencedLock): LLEN of its fair queue
+ *     redisson_lock_queue:{K}, the FairLock's waiters in order (an RLock
+ *     has none, and LLEN of a missing key is 0);
+ *   - every lock whose row has a waiters source and a wake channel
+ *     (Redisson locks, RW locks, semaphores, liblockwatch): PUBSUB NUMSUB
+ *     of that channel, the clients subscribed to its unlock message, and
+ *     of the row's legacy name where it has one (Redisson 2.x:
+ *     redisson_lock__channel__{K}, redisson_rwlock__{K}), summed.
  *     Redisson subscribes once per client instance and channel, however
  *     many of its threads wait, so this counts waiting clients, not
  *     threads.
