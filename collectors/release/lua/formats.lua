@@ -224,6 +224,11 @@ end
 -- have read too few fields of a big hash to see it).
 local lw_redisson = {
     types = { hash = true },
+    -- a hash with "mode" is reported as what it is, whatever the caller saw
+    label = function()
+        if lw.rw then return 'redisson-rw' end
+        return nil
+    end,
     held = lw_field_held,
     release = function()
         if lw.rw then return lw_rw_release() end
