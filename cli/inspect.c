@@ -25,6 +25,7 @@
 #include "collectors/redis/rawread.h"
 #include "collectors/redis/conn.h"
 #include "collectors/locks/lockclass.h"
+#include "collectors/locks/lockfacts.h"
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
 #include "common/prefixname.h"
@@ -122,16 +123,8 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
         raw.type = l->type = RAW_NONE;      /* emptied or changed meanwhile */
     else if (l->type == RAW_ZSET && val == NULL)
         raw.type = RAW_OTHER;               /* a zset no format reads */
-    l->fmt = formats_decode(&raw, &l->view);
-    if (strcmp(l->fmt->name, "plain") == 0 && lock_key_semaphore(lc->t, l->key, l->keylen)) {
-        const struct lock_format *sem = formats_semaphore(&raw, &l->view);
-
-        if (sem != NULL)
-            l->fmt = sem;
-    }
-    rawread_count_cut_holders(&l->view, &raw,
-                              hlen != NULL && hlen->type == REDIS_REPLY_INTEGER ?
-                              hlen->integer : -1);
+    l->fmt = lockfacts_decode(lc->t, &raw, hlen != NULL && hlen->type == REDIS_REPLY_INTEGER ?
+                              hlen->integer : -1, &l->view);
     l->value_truncated = raw.value_truncated || raw.fields_truncated;
     class_of(l->key, l->keylen, lc->cfg->classes, lc->cfg->nclasses, l->cls, sizeof(l->cls));
     verdict_judge(&lc->cfg->rules.judge, l, NULL, now_ms);
@@ -147,38 +140,29 @@ read_zset(const struct cli_lock *l)
 /*
  * The formats helper keys give (formats_kin(), as the agent's scan does
  * in collectors/scan/helperkeys.c): one more pipelined round trip for the
- * locks that may be one - EXISTS of a "redisson" lock's fencing counter
- * and fair-lock queue, ZCARD and the first HOLDERS_MAX members of a
- * "plain" count's permits zset (its permits in use are its holders).  An
- * error reply (an ACL without those keys) leaves the lock as it was.
+ * locks that may be one, asking for the helpers formats_kin_probes()
+ * names - EXISTS of a "redisson" lock's fencing counter and fair-lock
+ * queue, ZCARD and the first HOLDERS_MAX members of a count's permits
+ * zset (its permits in use are its holders).  An error reply (an ACL
+ * without those keys) leaves the lock as it was.
  */
 #define KIN_NAME_MAX 1024
 
-static size_t
-kin_name(const struct cli_lock *l, int k, char *out, size_t cap)
+/* Is the lock's one holder a count (the kin rows that need one)? */
+static bool
+count_holder(const struct lock_view *v)
 {
-    static const char *const prefixes[2] = { "redisson_lock_token", "redisson_lock_queue" };
-    bool braced;
-    size_t n = 0;
+    return v->nholders == 1 && v->holders[0].idlen > 0 && v->holders[0].idlen <= 19 &&
+        strspn(v->holders[0].id, "0123456789") == v->holders[0].idlen;
+}
 
-    if (l->keylen > KIN_NAME_MAX)
+/* The helpers looked up for lock l, in order; how many. */
+static size_t
+kin_kinds(const struct cli_lock *l, enum helper_kind kinds[HELPER_KINDS])
+{
+    if (l->type == RAW_NONE || l->keylen > KIN_NAME_MAX)
         return 0;
-    if (k < 2)
-        return strcmp(l->fmt->name, "redisson") == 0
-            ? prefix_name(out, cap, prefixes[k], l->key, l->keylen) : 0;
-    if (strcmp(l->fmt->name, "plain") != 0 || l->view.nholders != 1 ||
-        l->view.holders[0].idlen == 0 || l->view.holders[0].idlen > 19 ||
-        strspn(l->view.holders[0].id, "0123456789") != l->view.holders[0].idlen)
-        return 0;
-    braced = memchr(l->key, '{', l->keylen) != NULL;
-    if (!braced)
-        out[n++] = '{';
-    memcpy(out + n, l->key, l->keylen);
-    n += l->keylen;
-    if (!braced)
-        out[n++] = '}';
-    memcpy(out + n, ":timeout", 9);
-    return n + 8;
+    return formats_kin_probes(l->fmt, count_holder(&l->view), kinds);
 }
 
 static void
@@ -210,51 +194,71 @@ kin_permits(struct cli_lock *l, long long zcard, const redisReply *members)
     l->leak_unknown = false;
 }
 
+static void
+kin_send(struct lockctl *lc, const struct cli_lock *l)
+{
+    enum helper_kind kinds[HELPER_KINDS];
+    char name[KIN_NAME_MAX + 64];
+    size_t k, nk = kin_kinds(l, kinds), len;
+
+    for (k = 0; k < nk; k++) {
+        if ((len = formats_helper_lock_name(kinds[k], l->key, l->keylen, name,
+                                            sizeof(name))) == 0 || len >= sizeof(name))
+            continue;
+        if (!formats_helper_holds_holders(kinds[k])) {
+            append_cmd(lc, "EXISTS", NULL, name, len, NULL, NULL, NULL);
+        } else {
+            append_cmd(lc, "ZCARD", NULL, name, len, NULL, NULL, NULL);
+            append_cmd(lc, "ZRANGE", NULL, name, len, "0", STR(HOLDERS_LAST), NULL);
+        }
+    }
+}
+
+/* Read what kin_send() asked for l; its row becomes what they prove. */
+static int
+kin_read(struct lockctl *lc, struct cli_lock *l, char *err, size_t errlen)
+{
+    enum helper_kind kinds[HELPER_KINDS];
+    char name[KIN_NAME_MAX + 64];
+    size_t k, nk = kin_kinds(l, kinds), len;
+    unsigned found = 0;
+
+    for (k = 0; k < nk; k++) {
+        redisReply *rep, *members = NULL;
+        bool holders = formats_helper_holds_holders(kinds[k]);
+        long long got;
+
+        if ((len = formats_helper_lock_name(kinds[k], l->key, l->keylen, name,
+                                            sizeof(name))) == 0 || len >= sizeof(name))
+            continue;
+        if (get_reply(lc, "EXISTS", &rep, err, errlen) == -1)
+            return -1;
+        got = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+        freeReplyObject(rep);
+        if (holders && get_reply(lc, "ZRANGE", &members, err, errlen) == -1)
+            return -1;
+        if (got > 0) {
+            found |= 1u << kinds[k];
+            if (holders)
+                kin_permits(l, got, members);
+        }
+        if (members != NULL)
+            freeReplyObject(members);
+    }
+    l->fmt = lockfacts_kin(l->fmt, found, NULL);
+    return 0;
+}
+
 static int
 kin_probe(struct lockctl *lc, struct cli_lock *out, size_t n, char *err, size_t errlen)
 {
-    char name[KIN_NAME_MAX + 64];
-    size_t i, len;
-    int k;
+    size_t i;
 
     for (i = 0; i < n; i++)
-        for (k = 0; k < 3 && out[i].type != RAW_NONE; k++) {
-            if ((len = kin_name(&out[i], k, name, sizeof(name))) == 0 || len >= sizeof(name))
-                continue;
-            if (k < 2) {
-                append_cmd(lc, "EXISTS", NULL, name, len, NULL, NULL, NULL);
-            } else {
-                append_cmd(lc, "ZCARD", NULL, name, len, NULL, NULL, NULL);
-                append_cmd(lc, "ZRANGE", NULL, name, len, "0", STR(HOLDERS_LAST), NULL);
-            }
-        }
-    for (i = 0; i < n; i++) {
-        const struct lock_format *f = out[i].fmt;
-        unsigned kinds = 0;
-
-        for (k = 0; k < 3 && out[i].type != RAW_NONE; k++) {
-            redisReply *rep, *members = NULL;
-            long long got;
-
-            if ((len = kin_name(&out[i], k, name, sizeof(name))) == 0 || len >= sizeof(name))
-                continue;
-            if (get_reply(lc, "EXISTS", &rep, err, errlen) == -1)
-                return -1;
-            got = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
-            freeReplyObject(rep);
-            if (k == 2 && get_reply(lc, "ZRANGE", &members, err, errlen) == -1)
-                return -1;
-            if (got > 0) {
-                kinds |= 1u << (k == 0 ? HELPER_FENCE_TOKEN : k == 1 ? HELPER_FAIR_QUEUE
-                                : HELPER_PERMIT_TIMEOUT);
-                if (k == 2)
-                    kin_permits(&out[i], got, members);
-            }
-            if (members != NULL)
-                freeReplyObject(members);
-        }
-        out[i].fmt = formats_kin(f, kinds);
-    }
+        kin_send(lc, &out[i]);
+    for (i = 0; i < n; i++)
+        if (kin_read(lc, &out[i], err, errlen) == -1)
+            return -1;
     return 0;
 }
 

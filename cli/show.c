@@ -79,8 +79,7 @@ static int
 read_waiting(struct lockctl *lc, const struct cli_lock *l, struct waiting *w, char *err,
              size_t errlen)
 {
-    bool failed = false, hash = strcmp(l->fmt->name, "redisson") == 0 ||
-        strcmp(l->fmt->name, "redisson-fair") == 0 || strcmp(l->fmt->name, "redisson-fenced") == 0;
+    bool failed = false, hash = l->fmt->waiters == FMT_WAITERS_QUEUE;
     redisReply *r;
     size_t n = 0;
     char *name;
@@ -116,8 +115,7 @@ read_waiting(struct lockctl *lc, const struct cli_lock *l, struct waiting *w, ch
     if (!failed && l->fmt->wake_channel != NULL &&
         (name = prefixed(l->fmt->wake_channel, l, &n)) != NULL) {
         /* and the 2.x name of a Redisson channel, "<prefix>__{K}" */
-        bool redisson = strncmp(l->fmt->wake_channel, "redisson_", 9) == 0 &&
-            strcmp(l->fmt->wake_channel, "redisson_sc") != 0;
+        bool redisson = l->fmt->wake_legacy != NULL;
         size_t plen = strlen(l->fmt->wake_channel), olen = plen + 4 + l->keylen;
         char *old = redisson ? malloc(olen + 1) : NULL;
         const char *argv[4] = { "PUBSUB", "NUMSUB", name, old };

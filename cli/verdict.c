@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli/lockctl.h"
+#include "collectors/locks/lockfacts.h"
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
 
@@ -61,12 +62,8 @@ verdict_judge(const struct lockstate_rules *rules, struct cli_lock *l,
          * without a TTL */
         l->nottl_ms = l->pttl_ms == -1 ? l->age_ms : -1;
     }
-    f.pttl_ms = l->pttl_ms;
-    f.nholders = l->view.nholders;
-    f.max_count = l->view.max_count;
-    f.held_ms = l->age_ms;
-    f.nottl_ms = l->nottl_ms;
-    f.semaphore = l->fmt != NULL && strcmp(l->fmt->name, "redisson-semaphore") == 0;
+    lockfacts_fill(&f, l->fmt, l->pttl_ms, l->view.nholders, l->view.max_count, l->age_ms,
+                   l->nottl_ms);
     l->states = lockstate_judge(rules, &f);
     l->leak_unknown = !f.semaphore && l->pttl_ms == -1 && !(l->states & LOCK_LEAKED) &&
         (l->nottl_ms < 0 || (!agent && l->age_lower_bound));

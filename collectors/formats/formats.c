@@ -19,14 +19,20 @@
 #include "common/keytext.h"
 #include "common/prefixname.h"
 
+const char fmt_release_detect[] = "(detect)";
+
 /* One row per LOCK_FORMATS entry (formats_impl.h), in its order.  The
  * last, "unknown", claims everything, so formats_decode() always returns
  * a row. */
-#define FMT_ROW(name, id, wake) { name, fmt_##id##_claims, fmt_##id##_decode, wake },
+#define FMT_ROW(fname, id, ...)                                                \
+    { .name = fname, .claims = fmt_##id##_claims, .decode = fmt_##id##_decode, \
+      __VA_ARGS__ },
 const struct lock_format formats_table[] = { LOCK_FORMATS(FMT_ROW) };
 #undef FMT_ROW
 
 const size_t formats_count = sizeof(formats_table) / sizeof(formats_table[0]);
+_Static_assert(sizeof(formats_table) / sizeof(formats_table[0]) == FMT_ID_COUNT,
+               "enum fmt_id follows the table");
 
 const struct lock_format *
 formats_decode(const struct raw_lock *raw, struct lock_view *view)
@@ -62,6 +68,101 @@ formats_by_name(const char *name)
         return NULL;
     for (size_t i = 0; i < formats_count; i++)
         if (strcmp(formats_table[i].name, name) == 0)
+            return &formats_table[i];
+    return NULL;
+}
+
+/* --- the columns ---------------------------------------------------------- */
+
+/* What a row's columns must say, and how they must agree; the name of the
+ * first column that does not. */
+const char *
+formats_row_check(const struct lock_format *f)
+{
+    if (f->name == NULL || f->name[0] == '\0')
+        return "name";
+    if (f->claims == NULL || f->decode == NULL)
+        return "claims/decode";
+    if (f->holds == 0)
+        return "holds";
+    if (f->helpers == 0)
+        return "helpers";
+    if (!f->kin.set)
+        return "kin";
+    if (f->waiters == FMT_WAITERS_UNSET)
+        return "waiters";
+    if (f->semaphore == FMT_SEM_UNSET)
+        return "semaphore";
+    if (f->wake_role == NULL)
+        return "wake";
+    if (f->release == NULL)
+        return "release";
+    if (f->proves == FMT_PROVES_UNSET)
+        return "proves";
+    /* a channel is counted and woken; only a channel can be counted */
+    if ((f->wake_channel != NULL) != (f->waiters != FMT_WAITERS_NONE) ||
+        (f->wake_channel != NULL && (f->wake_role[0] == '\0' || f->wake_message == NULL)))
+        return "wake (a waiters source needs its channel, role and message)";
+    if ((f->kin.from != 0) != (f->kin.helpers != 0) || (f->kin.helpers & ~f->helpers))
+        return "kin (its helpers must be among the row's helpers)";
+    if (f->kin.from != 0 && f->proves != FMT_PROVES_NOTHING)
+        return "proves (a kin row claims no value)";
+    return NULL;
+}
+
+const struct lock_format *
+formats_kin(const struct lock_format *fmt, unsigned helper_kinds)
+{
+    size_t i, from;
+
+    if (fmt == NULL || fmt < formats_table || fmt >= formats_table + formats_count)
+        return fmt;
+    from = formats_index(fmt);
+    /* the later row wins: "redisson-fenced" over "redisson-fair" */
+    for (i = formats_count; i-- > 0;) {
+        const struct fmt_kin *k = &formats_table[i].kin;
+
+        if ((k->from & (1u << from)) && (k->helpers & helper_kinds))
+            return &formats_table[i];
+    }
+    return fmt;
+}
+
+size_t
+formats_kin_probes(const struct lock_format *fmt, bool count,
+                   enum helper_kind out[HELPER_KINDS])
+{
+    unsigned seen = 0;
+    size_t i, n = 0, from;
+
+    if (fmt == NULL || fmt < formats_table || fmt >= formats_table + formats_count)
+        return 0;
+    from = formats_index(fmt);
+    for (i = formats_count; i-- > 0;) {
+        const struct lock_format *t = &formats_table[i];
+        unsigned want = 0;
+
+        if ((t->kin.from & (1u << from)) && (count || !t->kin.count))
+            want = t->kin.helpers;
+        else if (t == fmt)
+            want = t->kin.helpers;      /* only those that hold holders, below */
+        for (int k = 0; k < HELPER_KINDS; k++) {
+            if (!(want & (1u << k)) || (seen & (1u << k)) ||
+                formats_helper_lock_name((enum helper_kind)k, "k", 1, NULL, 0) == 0 ||
+                (t == fmt && !formats_helper_holds_holders((enum helper_kind)k)))
+                continue;
+            seen |= 1u << k;
+            out[n++] = (enum helper_kind)k;
+        }
+    }
+    return n;
+}
+
+const struct lock_format *
+formats_wake_row(const char *role)
+{
+    for (size_t i = 0; role != NULL && role[0] != '\0' && i < formats_count; i++)
+        if (strcmp(formats_table[i].wake_role, role) == 0)
             return &formats_table[i];
     return NULL;
 }

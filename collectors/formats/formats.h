@@ -8,7 +8,8 @@
  * many times (reentrancy), and where the format encodes them the holder's
  * host, pid and acquisition time.  The order of the table settles
  * ambiguity (a value that two formats could have written goes to the more
- * specific one).  Adding a format is one new row and one new file in
+ * specific one).  Adding a format is one new row (formats_impl.h: its
+ * columns, below, carry all it does differently) and one new file in
  * collectors/formats/.
  *
  * Decoders are pure: no I/O, no allocation, no global state.  Everything
@@ -103,17 +104,108 @@ struct lock_view {
 #define FORMATS_TIME_MAX_MS  LW1_TIME_MAX_MS          /* 2100-01-01T00:00:00Z */
 
 /*
- * Wake-ups after a forced release (SPEC "Guarded release").  A row's
- * wake_channel is the prefix of the pub/sub channel its clients wait on;
- * formats_wake_channel() builds the channel for a key the way Redisson
- * does, so the channel hashes to the lock's cluster slot and can be passed
- * to the release script as a KEY (SPUBLISH inside a script needs that).
- * The message is the release script's business (collectors/release/lua/
- * release.lua: "0" for an RLock or a liblockwatch lock, "1" for a
- * Redisson read/write lock, which wakes every waiter).  Rows whose clients
- * poll (plain, shedlock, redis-py, ...) have no channel: deleting the key
- * is all a waiter needs.
+ * A row is the whole of a format: every place that behaves differently per
+ * format asks one of these columns, never the row's name (STYLE.md: curl's
+ * transfer engine never asks "is this FTP?").  A column left out of a row
+ * is 0, which every column reserves for "missing": formats_row_check()
+ * names the first one missing, and tests/unit/test_formats.c fails on it.
  */
+
+/* What the row's key holds (a bit set of these). */
+#define FMT_HOLDS_STRING  (1u << 0)
+#define FMT_HOLDS_HASH    (1u << 1)
+#define FMT_HOLDS_ZSET    (1u << 2)
+#define FMT_HOLDS_OTHER   (1u << 3)   /* any other type ("unknown") */
+
+/* A set of helper kinds (enum helper_kind, below): 1u << kind each.  Bit 0
+ * (HELPER_NONE) says "none" so that an empty set is not a missing column. */
+#define FMT_HELPER(kind)  (1u << (kind))
+#define FMT_HELPERS_NONE  FMT_HELPER(HELPER_NONE)
+
+/* Where the row's waiters show in Redis (collectors/scan/waiters.c and
+ * lockctl show count them there). */
+enum fmt_waiters {
+    FMT_WAITERS_UNSET,
+    FMT_WAITERS_NONE,           /* its clients poll: nothing to count */
+    FMT_WAITERS_CHANNEL,        /* subscribers of its wake channel (FMT_WAKE) */
+    FMT_WAITERS_QUEUE,          /* the same, and the length of its fair-queue
+                                 * helper (a Redisson FairLock's waiters) */
+};
+
+/* How the judge (collectors/locks/lockstate.c) treats the row. */
+enum fmt_semaphore {
+    FMT_SEM_UNSET,
+    FMT_SEM_NO,                 /* a lock: leaked, long and reentrant apply */
+    FMT_SEM_COUNT,              /* a count of permits, no TTL by design: the
+                                 * one "holder" is the count, so never
+                                 * leaked and never long */
+    FMT_SEM_PERMITS,            /* permits in use are its holders (read from
+                                 * a helper), no TTL by design: never
+                                 * leaked; a permit held too long is long */
+};
+
+/* What a value that the row claims proves. */
+enum fmt_proves {
+    FMT_PROVES_UNSET,
+    FMT_PROVES_LAYOUT,          /* a structure only that client writes: the
+                                 * label and any time or host read from it
+                                 * are facts */
+    FMT_PROVES_SHAPE,           /* a shape other clients may write too: the
+                                 * label (and redis-py's time) is a strong
+                                 * hint, not proof */
+    FMT_PROVES_FALLBACK,        /* any string the rows above left: the
+                                 * holder token and nothing else.  A count
+                                 * under the target's semaphore_patterns is
+                                 * a semaphore instead (formats_semaphore()) */
+    FMT_PROVES_NOTHING,         /* claims no value: the row is given by helper
+                                 * keys (.kin), by semaphore_patterns, or is
+                                 * "unknown" */
+};
+
+/*
+ * Wake-ups after a forced release (SPEC "Guarded release"): the pub/sub
+ * channel a format's waiters listen on.  channel is its prefix;
+ * formats_wake_channel() builds the channel for a key the way Redisson
+ * does, so it hashes to the lock's cluster slot and can be passed to the
+ * release script as a KEY (SPUBLISH inside a script needs that).  legacy
+ * is the prefix of Redisson 2.x's name, "<legacy>{<key>}", also woken and
+ * counted.  role is the release script's companion role for the channel
+ * (guard.lua; "<role>-v2" for the legacy name; rows sharing a channel
+ * share the role).  message and sharded say what the release script
+ * (collectors/release/lua/formats.lua) publishes there and whether it
+ * SPUBLISHes too in a cluster: they describe, the Lua row does.  A row
+ * whose clients poll, or wake some other way (python-redis-lock's signal
+ * list, Spring's registry channel: the release row does those), has
+ * FMT_WAKE_NONE (role "").
+ */
+#define FMT_WAKE(role, channel, legacy, message)                              \
+    .wake_role = role, .wake_channel = channel, .wake_legacy = legacy,        \
+    .wake_message = message, .wake_sharded = true
+#define FMT_WAKE_NONE .wake_role = ""
+
+/*
+ * Kin: a row no value claims, that a lock of another row becomes when it
+ * has certain helper keys (formats_kin()).  from is the set of rows it is
+ * made from (FMT_ROW_BIT()), helpers the kinds that make it; count says
+ * that a lock of a from row is only looked at for them when its one holder
+ * is a decimal (a count of permits).  Rows without kin have from == 0 and
+ * set.  Where several kin rows fit, the later row in the table wins.
+ */
+struct fmt_kin {
+    unsigned from;
+    unsigned helpers;
+    bool count;
+    bool set;
+};
+#define FMT_KIN_NONE { 0, 0, false, true }
+#define FMT_KIN(from, helpers, count) { from, helpers, count, true }
+
+/* The release column: the companions (space-separated roles of
+ * collectors/release/release.c) the format's row of the release table
+ * uses; "" for none.  FMT_RELEASE_DETECT: the format has no release row;
+ * the script picks one by what it sees (every companion is passed). */
+extern const char fmt_release_detect[];
+#define FMT_RELEASE_DETECT fmt_release_detect
 
 struct lock_format {
     const char *name;           /* "plain", "redisson", ... (metric label) */
@@ -121,10 +213,28 @@ struct lock_format {
     /* Fill *view (zeroed by the caller).  0, or -1 when the key is not a
      * lock after all (the next format is tried). */
     int (*decode)(const struct raw_lock *raw, struct lock_view *view);
-    /* Prefix of the wake channel, Redisson style (see
-     * formats_wake_channel()); NULL when the format has no wake-up. */
-    const char *wake_channel;
+    unsigned holds;             /* FMT_HOLDS_* */
+    unsigned helpers;           /* helper kinds its clients write beside it */
+    struct fmt_kin kin;
+    enum fmt_waiters waiters;
+    enum fmt_semaphore semaphore;
+    const char *wake_role;      /* FMT_WAKE(): "" for none, NULL missing */
+    const char *wake_channel;   /* prefix, or NULL: no wake channel */
+    const char *wake_legacy;    /* Redisson 2.x prefix, or NULL */
+    const char *wake_message;   /* what a release publishes there */
+    bool wake_sharded;          /* SPUBLISHed as well in a cluster */
+    const char *release;        /* companions, or FMT_RELEASE_DETECT */
+    enum fmt_proves proves;
+    /* Holder ids are a Redisson client's "<uuid>:<tid>" (":write"): the
+     * client registry (lockwatch:client:{<uuid>}) may know when and where
+     * it took the lock (collectors/scan/registry.c). */
+    bool registry;
 };
+
+/* The first column row f lacks ("release", "waiters", ...), or NULL when
+ * it has them all and they agree with each other (a waiters source
+ * without a wake channel, a row claimed by no value with no kin, ...). */
+const char *formats_row_check(const struct lock_format *f);
 
 /*
  * The table, in claim order, and its length.  The last row is "unknown".
@@ -271,23 +381,51 @@ enum helper_kind formats_helper(const char *key, size_t keylen, enum raw_type ty
 bool formats_reads_zset(const char *key, size_t keylen);
 
 /* The row a lock decoded as fmt becomes given the kinds of its helper
- * keys (a bit set, 1u << kind): "redisson" with a fence-token helper is
+ * keys (a bit set, 1u << kind): the last row whose kin column names fmt
+ * and one of those kinds ("redisson" with a fence-token helper is
  * "redisson-fenced", with a fair-queue or fair-timeout one
- * "redisson-fair"; "plain" or "redisson-semaphore" with a permit-timeout one is
- * "redisson-permit-semaphore".  Otherwise fmt itself. */
+ * "redisson-fair"; "plain" or "redisson-semaphore" with a permit-timeout
+ * one "redisson-permit-semaphore").  Otherwise fmt itself. */
 const struct lock_format *formats_kin(const struct lock_format *fmt, unsigned helper_kinds);
 
 /*
+ * The helper keys a reader looks up for a lock of row fmt whose helpers it
+ * may not have seen (outside the patterns), in the order they are to be
+ * applied: the probe-able kinds (formats_helper_lock_name()) that would
+ * make it a kin row, the later kin row's first, and those of fmt's own
+ * kin that hold its holders (a permit semaphore's permits).  count: the
+ * lock's one holder is a decimal (kin rows with .count need it).  Fills
+ * out, returns how many.
+ */
+size_t formats_kin_probes(const struct lock_format *fmt, bool count,
+                          enum helper_kind out[HELPER_KINDS]);
+
+/* The name of lock KEY's helper of kind k into out (cap bytes, NUL-ended
+ * when it fits), Redisson's prefixName() or suffixName() of the key;
+ * returns the name's length (>= cap: did not fit), or 0 for a kind that
+ * is not named from its lock alone (it is then never probed). */
+size_t formats_helper_lock_name(enum helper_kind k, const char *key, size_t keylen,
+                                char *out, size_t cap);
+
+/* Does a helper of kind k hold its lock's holders (a permit-timeout zset:
+ * its members are the permits in use)? */
+bool formats_helper_holds_holders(enum helper_kind k);
+
+/* The row whose wake column has companion role ROLE ("redisson", ...):
+ * the first in table order, or NULL. */
+const struct lock_format *formats_wake_row(const char *role);
+
+/*
  * A Redisson RSemaphore (a key in the target's semaphore_patterns): the
- * "redisson-semaphore" row with *view filled (one holder, the count, as
+ * row with FMT_SEM_COUNT ("redisson-semaphore") with *view filled (one holder, the count, as
  * the guarded release compares it) when raw is a string holding a whole
  * decimal integer; NULL (view untouched) otherwise: the key keeps the row
  * formats_decode() gives it.
  */
 const struct lock_format *formats_semaphore(const struct raw_lock *raw, struct lock_view *view);
 
-/* A "redisson-semaphore" lock's permits available, from its holder id:
- * true and *out set, false for any other row or an id not a decimal. */
+/* A FMT_SEM_COUNT lock's permits available, from its holder id: true and
+ * *out set, false for any other row or an id not a decimal. */
 bool formats_permits_available(const struct lock_format *fmt, const char *id, size_t idlen,
                                long long *out);
 

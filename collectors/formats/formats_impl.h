@@ -70,18 +70,21 @@ int64_t fmt_days_from_civil(int64_t y, unsigned m, unsigned d);
 bool fmt_time_plausible(int64_t ms);
 
 /*
- * The formats, in claim order: X(name, id, wake channel prefix or NULL).
- * Row id's family file defines fmt_<id>_claims() and fmt_<id>_decode();
- * this list makes their declarations below and formats_table in
- * formats.c.  A new format is one row here and one file beside this one
- * (CONTRIBUTING.md).  The order is the disambiguation policy (formats.c);
- * "unknown" must stay last.
+ * The formats, in claim order: X(name, id, columns...).  Row id's family
+ * file defines fmt_<id>_claims() and fmt_<id>_decode(); this list makes
+ * their declarations below, enum fmt_id, and formats_table in formats.c.
+ * The columns are designated initializers of struct lock_format
+ * (formats.h says what each means); a column left out is 0, "missing",
+ * and formats_row_check() (tests/unit/test_formats.c) names it.  A new
+ * format is one row here and one file beside this one (CONTRIBUTING.md).
+ * The order is the disambiguation policy (formats.c); "unknown" must stay
+ * last.
  *
  *   redisson-rw, redisson   redisson.c
  *   redisson-fair, -fenced, -permit-semaphore   redisson_kin.c (never
  *                           claimed from a value: the scanner gives a
- *                           lock one of them by its helper keys)
- *   redisson-semaphore      redisson_semaphore.c (claimed by no value:
+ *                           lock one of them by its helper keys, .kin)
+ *   redisson-semaphore      redisson_rsemaphore.c (claimed by no value:
  *                           the target's semaphore_patterns say)
  *   liblockwatch            liblockwatch.c
  *   shedlock                shedlock.c
@@ -89,32 +92,93 @@ bool fmt_time_plausible(int64_t ms);
  *   node-redlock            noderedlock.c
  *   redsync                 redsync.c
  *   python-redis-lock       pyredislock.c
- *   redis-semaphore         redissemaphore.c
+ *   redis-semaphore         node_redis_semaphore.c
  *   pottery                 pottery.c
  *   spring                  spring.c
  *   plain, unknown          plain.c
  */
-#define LOCK_FORMATS(X)                                              \
-    X("redisson-rw",  redisson_rw, "redisson_rwlock")                 \
-    X("redisson",     redisson,    "redisson_lock__channel")          \
-    X("redisson-fair", redisson_fair, "redisson_lock__channel")       \
-    X("redisson-fenced", redisson_fenced, "redisson_lock__channel")   \
-    X("redisson-permit-semaphore", redisson_psem, "redisson_sc")      \
-    X("redisson-semaphore", redisson_sem, "redisson_sc")              \
-    X("liblockwatch", lw1,         "lockwatch_lock__channel")         \
-    X("shedlock",     shedlock,    NULL)                              \
-    X("redis-py",     redispy,     NULL)                              \
-    X("node-redlock", noderedlock, NULL)                              \
-    X("redsync",      redsync,     NULL)                              \
-    X("python-redis-lock", pyredislock, NULL)                         \
-    X("redis-semaphore", redissemaphore, NULL)                        \
-    X("pottery",      pottery,     NULL)                              \
-    X("spring",       spring,      NULL)                              \
-    X("plain",        plain,       NULL)                              \
-    X("unknown",      unknown,     NULL)
+#define RS_CHANNEL                                                             \
+    FMT_WAKE("redisson", "redisson_lock__channel", "redisson_lock__channel__", "0")
+#define RS_RELEASE  "redisson redisson-v2 redisson-queue redisson-timeout"
+#define SC_CHANNEL  FMT_WAKE("redisson-sc", "redisson_sc", NULL, "the new count")
+#define FMT_COLUMNS_POLL                                                       \
+    .helpers = FMT_HELPERS_NONE, .kin = FMT_KIN_NONE, .waiters = FMT_WAITERS_NONE, \
+    .semaphore = FMT_SEM_NO, FMT_WAKE_NONE
 
-#define FMT_DECLARE(name, id, wake)                                  \
-    bool fmt_##id##_claims(const struct raw_lock *raw);              \
+#define LOCK_FORMATS(X)                                                        \
+    X("redisson-rw", redisson_rw, .holds = FMT_HOLDS_HASH,                     \
+      .helpers = FMT_HELPER(HELPER_RW_TIMEOUT) | FMT_HELPER(HELPER_UNLOCK_LATCH), \
+      .kin = FMT_KIN_NONE, .waiters = FMT_WAITERS_CHANNEL, .semaphore = FMT_SEM_NO, \
+      FMT_WAKE("redisson-rw", "redisson_rwlock", "redisson_rwlock__", "0 and 1"), \
+      .release = "redisson-rw redisson-rw-v2", .proves = FMT_PROVES_LAYOUT,    \
+      .registry = true)                                                        \
+    X("redisson", redisson, .holds = FMT_HOLDS_HASH,                           \
+      .helpers = FMT_HELPER(HELPER_UNLOCK_LATCH), .kin = FMT_KIN_NONE,         \
+      .waiters = FMT_WAITERS_QUEUE, .semaphore = FMT_SEM_NO, RS_CHANNEL, \
+      .release = RS_RELEASE, .proves = FMT_PROVES_LAYOUT, .registry = true)    \
+    X("redisson-fair", redisson_fair, .holds = FMT_HOLDS_HASH,                 \
+      .helpers = FMT_HELPER(HELPER_FAIR_QUEUE) | FMT_HELPER(HELPER_FAIR_TIMEOUT) | \
+                 FMT_HELPER(HELPER_UNLOCK_LATCH),                              \
+      .kin = FMT_KIN(FMT_ROW_BIT(redisson), FMT_HELPER(HELPER_FAIR_QUEUE) |    \
+                     FMT_HELPER(HELPER_FAIR_TIMEOUT), false),                  \
+      .waiters = FMT_WAITERS_QUEUE, .semaphore = FMT_SEM_NO, RS_CHANNEL, \
+      .release = RS_RELEASE, .proves = FMT_PROVES_NOTHING, .registry = true)   \
+    X("redisson-fenced", redisson_fenced, .holds = FMT_HOLDS_HASH,             \
+      .helpers = FMT_HELPER(HELPER_FENCE_TOKEN) | FMT_HELPER(HELPER_UNLOCK_LATCH), \
+      .kin = FMT_KIN(FMT_ROW_BIT(redisson), FMT_HELPER(HELPER_FENCE_TOKEN), false), \
+      .waiters = FMT_WAITERS_QUEUE, .semaphore = FMT_SEM_NO, RS_CHANNEL, \
+      .release = "redisson redisson-v2", .proves = FMT_PROVES_NOTHING,         \
+      .registry = true)                                                        \
+    X("redisson-permit-semaphore", redisson_psem, .holds = FMT_HOLDS_STRING,   \
+      .helpers = FMT_HELPER(HELPER_PERMIT_TIMEOUT),                            \
+      .kin = FMT_KIN(FMT_ROW_BIT(plain) | FMT_ROW_BIT(redisson_sem),           \
+                     FMT_HELPER(HELPER_PERMIT_TIMEOUT), true),                 \
+      .waiters = FMT_WAITERS_CHANNEL, .semaphore = FMT_SEM_PERMITS,            \
+      SC_CHANNEL, .release = "permits redisson-sc",                    \
+      .proves = FMT_PROVES_NOTHING)                                            \
+    X("redisson-semaphore", redisson_sem, .holds = FMT_HOLDS_STRING,           \
+      .helpers = FMT_HELPERS_NONE, .kin = FMT_KIN_NONE,                        \
+      .waiters = FMT_WAITERS_CHANNEL, .semaphore = FMT_SEM_COUNT,              \
+      SC_CHANNEL, .release = "redisson-sc", .proves = FMT_PROVES_NOTHING) \
+    X("liblockwatch", lw1, .holds = FMT_HOLDS_STRING,                          \
+      .helpers = FMT_HELPER(HELPER_CLIENT_REGISTRY), .kin = FMT_KIN_NONE,      \
+      .waiters = FMT_WAITERS_CHANNEL, .semaphore = FMT_SEM_NO,                 \
+      FMT_WAKE("liblockwatch", "lockwatch_lock__channel", NULL, "0"),  \
+      .release = "liblockwatch", .proves = FMT_PROVES_LAYOUT)                  \
+    X("shedlock", shedlock, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,       \
+      .release = "", .proves = FMT_PROVES_LAYOUT)                              \
+    X("redis-py", redispy, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,        \
+      .release = "", .proves = FMT_PROVES_SHAPE)                               \
+    X("node-redlock", noderedlock, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL, \
+      .release = "", .proves = FMT_PROVES_SHAPE)                               \
+    X("redsync", redsync, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,         \
+      .release = "", .proves = FMT_PROVES_SHAPE)                               \
+    X("python-redis-lock", pyredislock, .holds = FMT_HOLDS_STRING,             \
+      .helpers = FMT_HELPER(HELPER_SIGNAL_LIST), .kin = FMT_KIN_NONE,          \
+      .waiters = FMT_WAITERS_NONE, .semaphore = FMT_SEM_NO, FMT_WAKE_NONE, \
+      .release = "signal", .proves = FMT_PROVES_SHAPE)                         \
+    X("redis-semaphore", node_redis_semaphore, .holds = FMT_HOLDS_STRING | FMT_HOLDS_ZSET, \
+      FMT_COLUMNS_POLL, .release = "", .proves = FMT_PROVES_SHAPE)             \
+    X("pottery", pottery, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,         \
+      .release = "", .proves = FMT_PROVES_SHAPE)                               \
+    X("spring", spring, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,           \
+      .release = "", .proves = FMT_PROVES_SHAPE)                               \
+    X("plain", plain, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,             \
+      .release = "liblockwatch signal redisson-sc permits",                    \
+      .proves = FMT_PROVES_FALLBACK)                                           \
+    X("unknown", unknown, .holds = FMT_HOLDS_HASH | FMT_HOLDS_ZSET | FMT_HOLDS_OTHER, \
+      FMT_COLUMNS_POLL, .release = FMT_RELEASE_DETECT, .proves = FMT_PROVES_NOTHING)
+
+/* enum fmt_id: FMT_ID_<id>, a row's index in formats_table; FMT_ROW_BIT()
+ * names a set of rows (the kin column's "from"). */
+#define FMT_ENUM(name, id, ...) FMT_ID_##id,
+enum fmt_id { LOCK_FORMATS(FMT_ENUM) FMT_ID_COUNT };
+#undef FMT_ENUM
+#define FMT_ROW_BIT(id) (1u << FMT_ID_##id)
+_Static_assert(FMT_ID_COUNT <= 32, "FMT_ROW_BIT() needs a row to fit an unsigned");
+
+#define FMT_DECLARE(name, id, ...)                                             \
+    bool fmt_##id##_claims(const struct raw_lock *raw);                        \
     int fmt_##id##_decode(const struct raw_lock *raw, struct lock_view *view);
 LOCK_FORMATS(FMT_DECLARE)
 #undef FMT_DECLARE

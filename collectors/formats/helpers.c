@@ -16,29 +16,80 @@
 
 #include "collectors/formats/formats_impl.h"
 #include "common/keytext.h"
+#include "common/prefixname.h"
+
+/* How a reader names a lock's helper to look it up (probe) when the scan
+ * did not see it: Redisson's prefixName() or suffixName() of the lock.
+ * Only the helpers whose presence changes a lock's row (formats_kin()) are
+ * probed, and of the fair lock's two only the queue: its timeout set
+ * lives and dies with it. */
+enum probe_style { NOT_PROBED, PROBE_PREFIXED, PROBE_SUFFIXED };
 
 static const struct {
     const char *name;
     const char *what;
+    enum probe_style probe;
+    const char *affix;          /* the probe's prefix or suffix */
+    bool holders;               /* its members are the lock's holders */
 } kinds[HELPER_KINDS] = {
-    [HELPER_NONE] = { "none", "not a helper key" },
+    [HELPER_NONE] = { "none", "not a helper key", NOT_PROBED, NULL, false },
     [HELPER_FAIR_QUEUE] = { "fair-queue",
-        "the waiting queue of Redisson fair lock" },
+        "the waiting queue of Redisson fair lock", PROBE_PREFIXED, "redisson_lock_queue",
+        false },
     [HELPER_FAIR_TIMEOUT] = { "fair-timeout",
-        "the waiters' timeout set of Redisson fair lock" },
+        "the waiters' timeout set of Redisson fair lock", NOT_PROBED, NULL, false },
     [HELPER_FENCE_TOKEN] = { "fence-token",
-        "the fencing token counter of Redisson fenced lock" },
+        "the fencing token counter of Redisson fenced lock", PROBE_PREFIXED,
+        "redisson_lock_token", false },
     [HELPER_UNLOCK_LATCH] = { "unlock-latch",
-        "an unlock latch (Redisson's idempotent unlock) of lock" },
+        "an unlock latch (Redisson's idempotent unlock) of lock", NOT_PROBED, NULL, false },
     [HELPER_RW_TIMEOUT] = { "rwlock-timeout",
-        "a reader's timeout key of Redisson read/write lock" },
+        "a reader's timeout key of Redisson read/write lock", NOT_PROBED, NULL, false },
     [HELPER_PERMIT_TIMEOUT] = { "permit-timeout",
-        "the expiring permits of Redisson permit-expirable semaphore" },
+        "the expiring permits of Redisson permit-expirable semaphore", PROBE_SUFFIXED,
+        "timeout", true },
     [HELPER_SIGNAL_LIST] = { "signal-list",
-        "the waiters' signal list of python-redis-lock lock" },
+        "the waiters' signal list of python-redis-lock lock", NOT_PROBED, NULL, false },
     [HELPER_CLIENT_REGISTRY] = { "client-registry",
-        "liblockwatch's client registry of the client holding lock(s) as" },
+        "liblockwatch's client registry of the client holding lock(s) as", NOT_PROBED, NULL,
+        false },
 };
+
+size_t
+formats_helper_lock_name(enum helper_kind k, const char *key, size_t keylen, char *out,
+                         size_t cap)
+{
+    bool braced;
+    size_t slen, need, n = 0;
+
+    if ((unsigned)k >= HELPER_KINDS || kinds[k].probe == NOT_PROBED || key == NULL)
+        return 0;
+    if (kinds[k].probe == PROBE_PREFIXED)
+        return prefix_name(out, cap, kinds[k].affix, key, keylen);
+    /* suffixName(): the tag, then ":<suffix>" */
+    braced = memchr(key, '{', keylen) != NULL;
+    slen = strlen(kinds[k].affix);
+    need = keylen + slen + 1 + (braced ? 0 : 2);
+    if (out == NULL || need >= cap)
+        return need;
+    if (!braced)
+        out[n++] = '{';
+    memcpy(out + n, key, keylen);
+    n += keylen;
+    if (!braced)
+        out[n++] = '}';
+    out[n++] = ':';
+    memcpy(out + n, kinds[k].affix, slen);
+    n += slen;
+    out[n] = '\0';
+    return n;
+}
+
+bool
+formats_helper_holds_holders(enum helper_kind k)
+{
+    return (unsigned)k < HELPER_KINDS && kinds[k].holders;
+}
 
 const char *
 formats_helper_name(enum helper_kind k)

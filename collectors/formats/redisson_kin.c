@@ -12,11 +12,10 @@
  *                              with its permit-timeout zset of permits in
  *                              use (RPermitExpirableSemaphore)
  *
- * These rows claim nothing from a value alone; formats_kin() says which
- * one a decoded lock becomes given the kinds of its helpers.
+ * These rows claim nothing from a value alone; their kin column
+ * (formats_impl.h) says which rows and helper kinds make them, and
+ * formats_kin() (formats.c) walks it.
  */
-#include <string.h>
-
 #include "collectors/formats/formats_impl.h"
 
 /* A row that no value claims. */
@@ -36,23 +35,3 @@
 KIN_ROW(redisson_fair)
 KIN_ROW(redisson_fenced)
 KIN_ROW(redisson_psem)
-
-const struct lock_format *
-formats_kin(const struct lock_format *fmt, unsigned helper_kinds)
-{
-    const char *to = NULL;
-
-    if (fmt == NULL)
-        return NULL;
-    if (strcmp(fmt->name, "redisson") == 0) {
-        if (helper_kinds & (1u << HELPER_FENCE_TOKEN))
-            to = "redisson-fenced";
-        else if (helper_kinds & ((1u << HELPER_FAIR_QUEUE) | (1u << HELPER_FAIR_TIMEOUT)))
-            to = "redisson-fair";
-    } else if ((strcmp(fmt->name, "plain") == 0 ||
-                strcmp(fmt->name, "redisson-semaphore") == 0) &&
-               (helper_kinds & (1u << HELPER_PERMIT_TIMEOUT))) {
-        to = "redisson-permit-semaphore";
-    }
-    return to != NULL ? formats_by_name(to) : fmt;
-}

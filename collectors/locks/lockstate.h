@@ -32,7 +32,7 @@ struct lockstate_facts {
     int64_t held_ms;            /* how long the current holder has held it */
     int64_t nottl_ms;           /* how long the key has been without a TTL;
                                  * negative when it has one or nobody knows */
-    bool semaphore;             /* a Redisson semaphore (redisson-semaphore):
+    bool semaphore;             /* a count of permits (the row's FMT_SEM_COUNT, lockfacts_fill()):
                                  * no TTL by design, its "holder" is a count */
 };
 

@@ -34,9 +34,7 @@
 #include "common/clock.h"
 #include "common/keytext.h"
 #include "common/prefixname.h"
-#include "collectors/formats/formats.h"
 #include "collectors/locks/lockclass.h"
-#include "collectors/locks/lockstate.h"
 
 extern const char collectors_release_lua_guard_lua[];
 extern const char collectors_release_lua_formats_lua[];
@@ -222,26 +220,27 @@ release_key_slot(const char *key, size_t keylen)
  * rows follow suffixName(): "{<key>}:<suffix>", or "<key>:<suffix>" for
  * a key with a '{'.  RENAMED rows exist only for keys starting with
  * `from`, which is replaced by the prefix (python-redis-lock: lock:<name>
- * -> lock-signal:<name>).  Channel prefixes of formats the decoder table
- * knows come from that table.
+ * -> lock-signal:<name>).  A wake channel is not spelled here: `wake`
+ * names the role of a format row's wake column (formats.h), whose
+ * channel (or, for LEGACY, Redisson 2.x name) is the prefix.
  */
 enum companion_kind { PREFIXED, LEGACY, SUFFIXED, RENAMED };
 
 static const struct companion {
     const char *role;           /* as guard.lua and formats.lua name it */
     enum companion_kind kind;
-    const char *format;         /* formats_table row with the prefix, or NULL */
+    const char *wake;           /* a wake column's role, or NULL */
     const char *prefix;         /* or the suffix (SUFFIXED) */
     const char *from;           /* RENAMED */
 } companions[] = {
-    { "redisson",         PREFIXED, "redisson",    NULL, NULL },
-    { "redisson-v2",      LEGACY,   NULL, "redisson_lock__channel__", NULL },
-    { "redisson-rw",      PREFIXED, "redisson-rw", NULL, NULL },
-    { "redisson-rw-v2",   LEGACY,   NULL, "redisson_rwlock__", NULL },
+    { "redisson",         PREFIXED, "redisson",     NULL, NULL },
+    { "redisson-v2",      LEGACY,   "redisson",     NULL, NULL },
+    { "redisson-rw",      PREFIXED, "redisson-rw",  NULL, NULL },
+    { "redisson-rw-v2",   LEGACY,   "redisson-rw",  NULL, NULL },
     { "liblockwatch",     PREFIXED, "liblockwatch", NULL, NULL },
     { "redisson-queue",   PREFIXED, NULL, "redisson_lock_queue", NULL },
     { "redisson-timeout", PREFIXED, NULL, "redisson_lock_timeout", NULL },
-    { "redisson-sc",      PREFIXED, NULL, "redisson_sc", NULL },
+    { "redisson-sc",      PREFIXED, "redisson-sc",  NULL, NULL },
     { "permits",          SUFFIXED, NULL, "timeout", NULL },
     { "signal",           RENAMED,  NULL, "lock-signal:", "lock:" },
 };
@@ -250,58 +249,70 @@ static const struct companion {
 #define ARGV_FIXED  13          /* ARGV[1..13] before the patterns */
 
 /*
- * The release table on the C side: per format (the decoder table's name),
- * the companions its row in formats.lua uses.  A request whose format has
- * no row here (or none at all) passes every companion that applies and no
- * format, and the script picks the row by what it sees; one whose format
- * has a row passes the format, and the script releases the lock as that.
- * tests/unit/test_release.c checks that this table and formats.lua name
- * the same formats.
+ * The release table on the C side is the format table's release column
+ * (formats.h): per format, the companions its row in formats.lua uses.
+ * A request whose format has no release row (FMT_RELEASE_DETECT, or no
+ * format at all) passes every companion that applies and no format, and
+ * the script picks the row by what it sees; one whose format has a row
+ * passes the format, and the script releases the lock as that.
+ * tests/unit/test_release.c checks that every row with a release column
+ * has its formats.lua row and that formats.lua has no other.
  */
-static const struct release_format {
-    const char *format;
-    const char *roles;          /* companions, space separated */
-} release_formats[] = {
-    { "redisson-rw",               "redisson-rw redisson-rw-v2" },
-    { "redisson",                  "redisson redisson-v2 redisson-queue redisson-timeout" },
-    { "redisson-fair",             "redisson redisson-v2 redisson-queue redisson-timeout" },
-    { "redisson-fenced",           "redisson redisson-v2" },
-    { "redisson-semaphore",        "redisson-sc" },
-    { "redisson-permit-semaphore", "permits redisson-sc" },
-    { "redis-semaphore",           "" },
-    { "liblockwatch",              "liblockwatch" },
-    { "python-redis-lock",         "signal" },
-    { "spring",                    "" },
-    { "plain",                     "liblockwatch signal redisson-sc permits" },
-    { "shedlock",                  "" },
-    { "redis-py",                  "" },
-    { "node-redlock",              "" },
-    { "redsync",                   "" },
-    { "pottery",                   "" },
-};
+static const struct lock_format *
+release_row(const char *format)
+{
+    const struct lock_format *f = formats_by_name(format);
 
-#define NRELEASE_FORMATS (sizeof(release_formats) / sizeof(release_formats[0]))
+    return f != NULL && f->release != NULL && f->release != FMT_RELEASE_DETECT ? f : NULL;
+}
 
 bool
 release_format_known(const char *format)
 {
-    for (size_t i = 0; format != NULL && i < NRELEASE_FORMATS; i++)
-        if (strcmp(release_formats[i].format, format) == 0)
-            return true;
-    return false;
+    return release_row(format) != NULL;
+}
+
+const char *
+release_companion_unknown(void)
+{
+    for (size_t i = 0; i < formats_count; i++) {
+        const struct lock_format *f = &formats_table[i];
+        const char *p = f->release;
+
+        while (p != NULL && f->release != FMT_RELEASE_DETECT && *p != '\0') {
+            size_t n = strcspn(p, " "), j;
+
+            for (j = 0; j < NCOMPANIONS; j++)
+                if (strlen(companions[j].role) == n && memcmp(companions[j].role, p, n) == 0)
+                    break;
+            if (j == NCOMPANIONS)
+                return f->name;
+            p += n + (p[n] == ' ');
+        }
+        if (f->wake_role != NULL && f->wake_role[0] != '\0') {
+            bool found = false;
+
+            for (size_t j = 0; j < NCOMPANIONS; j++)
+                found |= companions[j].wake != NULL &&
+                    strcmp(companions[j].wake, f->wake_role) == 0;
+            if (!found)
+                return f->name;
+        }
+    }
+    return NULL;
 }
 
 /* Whether row f (NULL: no format) uses companion c. */
 static bool
-format_uses(const struct release_format *f, const struct companion *c)
+format_uses(const struct lock_format *f, const struct companion *c)
 {
     size_t n = strlen(c->role);
     const char *p;
 
     if (f == NULL)
         return true;
-    for (p = f->roles; (p = strstr(p, c->role)) != NULL; p += n)
-        if ((p == f->roles || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+    for (p = f->release; (p = strstr(p, c->role)) != NULL; p += n)
+        if ((p == f->release || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
             return true;
     return false;
 }
@@ -349,12 +360,12 @@ companion_key(struct release_args *a, const struct companion *c, const char *key
     size_t plen, need;
     char *p;
 
-    if (c->format != NULL) {
-        const struct lock_format *f = formats_by_name(c->format);
+    if (c->wake != NULL) {
+        const struct lock_format *f = formats_wake_row(c->wake);
 
-        if (f == NULL || f->wake_channel == NULL)
+        prefix = f == NULL ? NULL : c->kind == LEGACY ? f->wake_legacy : f->wake_channel;
+        if (prefix == NULL)
             return NULL;
-        prefix = f->wake_channel;
     }
     plen = strlen(prefix);
     if (c->kind == RENAMED) {
@@ -431,11 +442,8 @@ release_build_args(const struct target_conf *t, const char *audit_stream,
     bool cluster = t->mode == TARGET_CLUSTER, oom = false;
     unsigned slot = cluster ? release_key_slot(req->key, req->keylen) : 0;
     int64_t now = req->now_ms;
-    const struct release_format *f = NULL;
+    const struct lock_format *f = release_row(req->format);
 
-    for (i = 0; req->format != NULL && i < NRELEASE_FORMATS; i++)
-        if (strcmp(release_formats[i].format, req->format) == 0)
-            f = &release_formats[i];
     memset(a, 0, sizeof(*a));
     max_args = 3 + 1 + NCOMPANIONS + 1 + ARGV_FIXED + t->npatterns + 1;
     a->argv = calloc(max_args, sizeof(*a->argv));
@@ -515,7 +523,7 @@ release_build_args(const struct target_conf *t, const char *audit_stream,
     for (i = 0; i < t->npatterns; i++)
         push(a, t->patterns[i], strlen(t->patterns[i]));
     if (f != NULL)                                                      /* 14+n */
-        push(a, f->format, strlen(f->format));
+        push(a, f->name, strlen(f->name));
     return 0;
 oom:
     release_args_free(a);

@@ -118,8 +118,14 @@ const char *release_outcome_str(enum release_outcome o);
 int release_outcome_parse(const char *s, size_t n);
 /* A sentence for people: what the outcome means and what to do. */
 const char *release_outcome_message(enum release_outcome o);
-/* Whether the C release table has a row for format (release.c). */
+/* Whether format has a row of the release table (its release column in
+ * the format table, formats.h, is not FMT_RELEASE_DETECT). */
 bool release_format_known(const char *format);
+
+/* The first format whose release column names a companion role release.c
+ * does not know, or whose wake column's role no companion passes; NULL
+ * when there is none (tests/unit/test_release.c). */
+const char *release_companion_unknown(void);
 /* A guard refused (exit 1 / HTTP 409), as opposed to done or error. */
 bool release_outcome_refused(enum release_outcome o);
 /* The lock was changed (released or expired, not a dry run). */

@@ -16,10 +16,11 @@
  *
  * A helper outside the target's patterns (with patterns = lock:*, the
  * fencing counter redisson_lock_token:{lock:x} is) is never scanned, so
- * helperkeys_probe() asks for the ones that make a format: for each
- * retained "redisson" lock EXISTS of its token counter and fair-lock
- * queue, for each "plain" lock holding a decimal (a Redisson semaphore's
- * permits) EXISTS of its permits zset.  Pipelined, PROBE_CHUNK to a round
+ * helperkeys_probe() asks for the ones that make a format, as the rows'
+ * kin columns say (formats_kin_probes()): for each retained "redisson"
+ * lock EXISTS of its token counter and fair-lock queue, for each "plain"
+ * lock holding a decimal and each semaphore (a Redisson semaphore's
+ * permits) ZCARD and the first members of its permits zset.  Pipelined, PROBE_CHUNK to a round
  * trip, on the lock's own shard (a helper shares its hash tag); bounded by
  * the retained locks.  An error reply (an ACL without those keys) leaves
  * the lock as it was.
@@ -30,6 +31,7 @@
 #include <string.h>
 
 #include "collectors/formats/formats.h"
+#include "collectors/locks/lockfacts.h"
 #include "collectors/locks/lockstate.h"
 #include "common/keyhash.h"
 #include "common/prefixname.h"
@@ -149,10 +151,11 @@ helperkeys_finish(struct run *r, bool attach)
                 }
             l->helper_keys = count;
             if (kinds != 0) {
-                const struct lock_format *f = formats_kin(&formats_table[l->format], kinds);
+                bool ttl_optional;
+                const struct lock_format *f = lockfacts_kin(&formats_table[l->format], kinds,
+                                                            &ttl_optional);
 
-                snapshot_reformat(snap, l, (uint8_t)formats_index(f),
-                                  strcmp(f->name, "redisson-permit-semaphore") == 0);
+                snapshot_reformat(snap, l, (uint8_t)formats_index(f), ttl_optional);
             }
         }
     }
@@ -189,28 +192,6 @@ decimal_holder(const struct snap_lock *l)
         if (h->id[i] < '0' || h->id[i] > '9')
             return false;
     return h->id_len > (h->id[0] == '-' ? 1u : 0u);
-}
-
-/* Redisson's suffixName(name, suffix): the tag, then ":<suffix>". */
-static size_t
-suffix_name(char *out, size_t cap, const char *key, size_t keylen, const char *suffix)
-{
-    bool braced = memchr(key, '{', keylen) != NULL;
-    size_t slen = strlen(suffix), n = 0;
-
-    if (keylen + slen + 4 > cap)
-        return 0;
-    if (!braced)
-        out[n++] = '{';
-    memcpy(out + n, key, keylen);
-    n += keylen;
-    if (!braced)
-        out[n++] = '}';
-    out[n++] = ':';
-    memcpy(out + n, suffix, slen);
-    n += slen;
-    out[n] = '\0';
-    return n;
 }
 
 static int
@@ -255,7 +236,7 @@ probe_stream(struct stream *st, size_t want, struct probe *pv, size_t n)
 
             if (pv[i].stream != want)
                 continue;
-            if (pv[i].kind == HELPER_PERMIT_TIMEOUT) {
+            if (formats_helper_holds_holders(pv[i].kind)) {
                 argv[0] = "ZCARD";
                 lens[0] = 5;
                 redisAppendCommandArgv(st->c, 2, argv, lens);
@@ -276,7 +257,7 @@ probe_stream(struct stream *st, size_t want, struct probe *pv, size_t n)
                 return -1;
             pr->count = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
             freeReplyObject(rep);
-            if (pr->kind != HELPER_PERMIT_TIMEOUT)
+            if (!formats_helper_holds_holders(pr->kind))
                 continue;
             if (stream_reply(st, &rep) == -1)
                 return -1;
@@ -317,17 +298,10 @@ int
 helperkeys_probe(struct run *r, struct stream *streams, size_t nstreams,
                  const struct cluster_topo *topo)
 {
-    static const struct { enum helper_kind kind; const char *prefix; } rs_helpers[] = {
-        { HELPER_FENCE_TOKEN, "redisson_lock_token" },
-        { HELPER_FAIR_QUEUE, "redisson_lock_queue" },
-    };
     struct snapshot *s = r->snap;
-    const struct lock_format *rs = formats_by_name("redisson");
-    const struct lock_format *pl = formats_by_name("plain");
-    const struct lock_format *ps = formats_by_name("redisson-permit-semaphore");
-    const struct lock_format *rsem = formats_by_name("redisson-semaphore");
     struct probe *pv = NULL;
-    size_t n = 0, cap = 0, i, k;
+    size_t n = 0, cap = 0, i, k, nk;
+    enum helper_kind kinds[HELPER_KINDS];
     char name[PROBE_NAME_MAX + 64];
     int rc = -1;
 
@@ -345,19 +319,11 @@ helperkeys_probe(struct run *r, struct stream *streams, size_t nstreams,
             if (pr.stream >= nstreams)
                 continue;
         }
-        for (k = 0; k < 3; k++) {
-            if (k < 2 && l->format == formats_index(rs)) {
-                pr.kind = (uint8_t)rs_helpers[k].kind;
-                pr.namelen = prefix_name(name, sizeof(name), rs_helpers[k].prefix, l->key,
-                                         l->key_len);
-            } else if (k == 2 && ((l->format == formats_index(pl) && decimal_holder(l)) ||
-                                  l->format == formats_index(ps) ||
-                                  l->format == formats_index(rsem))) {
-                pr.kind = HELPER_PERMIT_TIMEOUT;
-                pr.namelen = suffix_name(name, sizeof(name), l->key, l->key_len, "timeout");
-            } else {
-                continue;
-            }
+        nk = formats_kin_probes(&formats_table[l->format], decimal_holder(l), kinds);
+        for (k = 0; k < nk; k++) {
+            pr.kind = (uint8_t)kinds[k];
+            pr.namelen = formats_helper_lock_name(kinds[k], l->key, l->key_len, name,
+                                                  sizeof(name));
             pr.name = name;
             if (pr.namelen == 0 || pr.namelen >= sizeof(name) ||
                 lock_key_excluded(r->t, name, pr.namelen))
@@ -365,7 +331,7 @@ helperkeys_probe(struct run *r, struct stream *streams, size_t nstreams,
             /* inside the patterns the pass saw it; a permits zset is
              * still asked for its permits (its value was not read) */
             pr.seen = lockstate_in_patterns(r->t, name, pr.namelen);
-            if (pr.seen && pr.kind != HELPER_PERMIT_TIMEOUT)
+            if (pr.seen && !formats_helper_holds_holders(pr.kind))
                 continue;
             if (add_probe(&pv, &n, &cap, &pr) == -1)
                 goto out;
@@ -380,15 +346,15 @@ helperkeys_probe(struct run *r, struct stream *streams, size_t nstreams,
     for (i = 0; i < n; i++) {
         struct snap_lock *l = s->locks[pv[i].lock];
         const struct lock_format *f;
+        bool ttl_optional;
 
         if (pv[i].count <= 0)
             continue;
         if (!pv[i].seen && l->helper_keys < UINT32_MAX)
             l->helper_keys++;
-        f = formats_kin(&formats_table[l->format], 1u << pv[i].kind);
-        snapshot_reformat(s, l, (uint8_t)formats_index(f),
-                          strcmp(f->name, "redisson-permit-semaphore") == 0);
-        if (pv[i].kind == HELPER_PERMIT_TIMEOUT && permit_holders(s, &pv[i]) == -1)
+        f = lockfacts_kin(&formats_table[l->format], 1u << pv[i].kind, &ttl_optional);
+        snapshot_reformat(s, l, (uint8_t)formats_index(f), ttl_optional);
+        if (formats_helper_holds_holders(pv[i].kind) && permit_holders(s, &pv[i]) == -1)
             goto out;
     }
     rc = 0;

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "collectors/formats/formats.h"
+#include "collectors/locks/lockfacts.h"
 #include "common/clock.h"
 #include "common/keyhash.h"
 
@@ -45,13 +46,9 @@ record_states(const struct run *r, const struct snap_lock *l, int64_t first_seen
 {
     struct lockstate_facts f;
 
-    f.pttl_ms = l->pttl_ms;
-    f.nholders = l->nholders;
-    f.max_count = l->max_count;
-    f.held_ms = r->now_ms - first_seen_ms;
-    f.nottl_ms = nottl_since_ms > 0 ? r->now_ms - nottl_since_ms : -1;
-    f.semaphore = l->format < formats_count &&
-        strcmp(formats_table[l->format].name, "redisson-semaphore") == 0;
+    lockfacts_fill(&f, l->format < formats_count ? &formats_table[l->format] : NULL,
+                   l->pttl_ms, l->nholders, l->max_count, r->now_ms - first_seen_ms,
+                   nottl_since_ms > 0 ? r->now_ms - nottl_since_ms : -1);
     return lockstate_judge(&r->rules->judge, &f);
 }
 
@@ -98,17 +95,8 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
     int ci, rc = -1;
 
     kh = keyhash(raw->key, raw->keylen);
-    fmt = formats_decode(raw, &view);
-    /* the operator says which counts are Redisson semaphores */
-    if (strcmp(fmt->name, "plain") == 0 && lock_key_semaphore(r->t, raw->key, raw->keylen)) {
-        const struct lock_format *sem = formats_semaphore(raw, &view);
-
-        if (sem != NULL)
-            fmt = sem;
-    }
-    /* fields past the read cap are holders too (the decoders saw only
-     * the first RAW_FIELDS_MAX) */
-    rawread_count_cut_holders(&view, raw, hlen);
+    /* the format (and the target's semaphore_patterns), the holders */
+    fmt = lockfacts_decode(r->t, raw, hlen, &view);
 
     /* a key follow mode re-read is timed from its read, not the publish */
     seen_ms = m->read_ms > 0 ? m->read_ms : r->now_ms;

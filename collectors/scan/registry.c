@@ -235,8 +235,6 @@ registry_lookup(struct run *r, struct stream *streams, size_t nstreams,
                 const struct cluster_topo *topo)
 {
     struct snapshot *s = r->snap;
-    const struct lock_format *rs = formats_by_name("redisson");
-    const struct lock_format *rw = formats_by_name("redisson-rw");
     struct reg_lock *rl = NULL;
     size_t n = 0, i;
 
@@ -244,8 +242,7 @@ registry_lookup(struct run *r, struct stream *streams, size_t nstreams,
         return -1;
     for (i = 0; i < s->nlocks; i++) {
         const struct snap_lock *l = s->locks[i];
-        bool redisson = (rs != NULL && l->format == formats_index(rs)) ||
-            (rw != NULL && l->format == formats_index(rw));
+        bool redisson = l->format < formats_count && formats_table[l->format].registry;
 
         if (l->nholders == 0 || !redisson)
             continue;

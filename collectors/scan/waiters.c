@@ -6,14 +6,15 @@
  * After a pass (scan.c calls waiters_lookup() once the streams are done,
  * beside the registry look-up) the scanner asks, for the locks the
  * snapshot kept:
- *   - a Redisson hash lock (RLock, FairLock, FencedLock): LLEN of its fair
- *     queue redisson_lock_queue:{K}, the FairLock's waiters in order (an
- *     RLock has none, and LLEN of a missing key is 0);
- *   - every lock whose format has a wake channel (Redisson locks, RW
- *     locks, permit semaphores, liblockwatch): PUBSUB NUMSUB of that
- *     channel, the clients subscribed to its unlock message, and for
- *     Redisson locks and RW locks also of the 2.x name
- *     (redisson_lock__channel__{K}, redisson_rwlock__{K}), summed.
+ *   - a lock whose row's waiters column is FMT_WAITERS_QUEUE (a Redisson
+ *     RLock, FairLock, FencedLock): LLEN of its fair queue
+ *     redisson_lock_queue:{K}, the FairLock's waiters in order (an RLock
+ *     has none, and LLEN of a missing key is 0);
+ *   - every lock whose row has a waiters source and a wake channel
+ *     (Redisson locks, RW locks, semaphores, liblockwatch): PUBSUB NUMSUB
+ *     of that channel, the clients subscribed to its unlock message, and
+ *     of the row's legacy name where it has one (Redisson 2.x:
+ *     redisson_lock__channel__{K}, redisson_rwlock__{K}), summed.
  *     Redisson subscribes once per client instance and channel, however
  *     many of its threads wait, so this counts waiting clients, not
  *     threads.
@@ -52,18 +53,6 @@ struct wait_lock {
     long long queued, subscribed;   /* -1: not asked or refused */
 };
 
-/* The 2.x name of a Redisson wake channel prefix ("<prefix>__{K}"), or
- * NULL. */
-static const char *
-legacy_prefix(const char *prefix)
-{
-    if (strcmp(prefix, "redisson_lock__channel") == 0)
-        return "redisson_lock__channel__";
-    if (strcmp(prefix, "redisson_rwlock") == 0)
-        return "redisson_rwlock__";
-    return NULL;
-}
-
 /* "<prefix>{<key>}", malloc'd. */
 static char *
 legacy_name(const char *prefix, const char *key, size_t keylen, size_t *len)
@@ -80,13 +69,6 @@ legacy_name(const char *prefix, const char *key, size_t keylen, size_t *len)
     p[plen + 2 + keylen] = '\0';
     *len = plen + 2 + keylen;
     return p;
-}
-
-static bool
-redisson_hash(const struct lock_format *f)
-{
-    return strcmp(f->name, "redisson") == 0 || strcmp(f->name, "redisson-fair") == 0 ||
-           strcmp(f->name, "redisson-fenced") == 0;
 }
 
 /* LLEN of the fair queue of every queue lock on this stream. */
@@ -107,10 +89,10 @@ ask_queues(struct run *r, struct stream *st, size_t want, struct wait_lock *w, s
 
             if (!w[i].queue || w[i].stream != want)
                 continue;
-            need = prefix_name(NULL, 0, "redisson_lock_queue", l->key, l->key_len);
+            need = formats_helper_lock_name(HELPER_FAIR_QUEUE, l->key, l->key_len, NULL, 0);
             if ((q = malloc(need + 1)) == NULL)
                 return -1;
-            prefix_name(q, need + 1, "redisson_lock_queue", l->key, l->key_len);
+            formats_helper_lock_name(HELPER_FAIR_QUEUE, l->key, l->key_len, q, need + 1);
             argv[0] = "LLEN";
             lens[0] = 4;
             argv[1] = q;
@@ -234,14 +216,14 @@ waiters_lookup(struct run *r, struct stream *streams, size_t nstreams,
             if (x->stream >= nstreams)
                 continue;       /* no shard serves it now */
         }
-        if (redisson_hash(f) && nq < WAITERS_MAX) {
+        if (f->waiters == FMT_WAITERS_QUEUE && nq < WAITERS_MAX) {
             x->queue = true;
             nq++;
         }
-        if (f->wake_channel != NULL && nch < WAITERS_MAX) {
+        if (f->waiters != FMT_WAITERS_NONE && f->wake_channel != NULL && nch < WAITERS_MAX) {
             /* formats_wake_channel() names it by prefixName(), as here */
             size_t need = prefix_name(NULL, 0, f->wake_channel, l->key, l->key_len);
-            const char *old = legacy_prefix(f->wake_channel);
+            const char *old = f->wake_legacy;
             long got;
 
             if ((x->channel[0] = malloc(need + 1)) == NULL) {

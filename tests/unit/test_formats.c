@@ -161,6 +161,93 @@ test_table_order(void **state)
     assert_null(formats_by_name(NULL));
 }
 
+/* Every row has every column, and they agree (formats_row_check()): a
+ * format added without one fails here, naming it. */
+static void
+test_rows_have_every_column(void **state)
+{
+    size_t counts = 0;
+
+    (void)state;
+    for (size_t i = 0; i < formats_count; i++) {
+        const char *missing = formats_row_check(&formats_table[i]);
+
+        if (missing != NULL)
+            fail_msg("format '%s': no %s column", formats_table[i].name, missing);
+        counts += formats_table[i].semaphore == FMT_SEM_COUNT;
+    }
+    /* formats_semaphore() gives the one row semaphore_patterns make */
+    assert_int_equal(counts, 1);
+}
+
+/* A row made without a column is caught, and the column named. */
+static void
+test_row_check_names_the_column(void **state)
+{
+    struct lock_format f = formats_table[formats_count - 1];
+
+    (void)state;
+    assert_null(formats_row_check(&f));
+    f.release = NULL;
+    assert_string_equal(formats_row_check(&f), "release");
+    f = formats_table[formats_count - 1];
+    f.waiters = FMT_WAITERS_UNSET;
+    assert_string_equal(formats_row_check(&f), "waiters");
+    f = formats_table[formats_count - 1];
+    f.wake_role = NULL;
+    assert_string_equal(formats_row_check(&f), "wake");
+    f = formats_table[formats_count - 1];
+    f.kin.set = false;
+    assert_string_equal(formats_row_check(&f), "kin");
+    f = formats_table[formats_count - 1];
+    f.proves = FMT_PROVES_UNSET;
+    assert_string_equal(formats_row_check(&f), "proves");
+    /* a waiters source without a channel disagrees */
+    f = formats_table[formats_count - 1];
+    f.waiters = FMT_WAITERS_CHANNEL;
+    assert_non_null(formats_row_check(&f));
+}
+
+/* What readers look up beside a lock, from the kin columns, in the order
+ * the scanner always did: the fencing counter before the fair queue. */
+static void
+test_kin_probes(void **state)
+{
+    enum helper_kind k[HELPER_KINDS];
+    char name[64];
+
+    (void)state;
+    assert_int_equal(formats_kin_probes(formats_by_name("redisson"), false, k), 2);
+    assert_int_equal(k[0], HELPER_FENCE_TOKEN);
+    assert_int_equal(k[1], HELPER_FAIR_QUEUE);
+    assert_int_equal(formats_kin_probes(formats_by_name("plain"), false, k), 0);
+    assert_int_equal(formats_kin_probes(formats_by_name("plain"), true, k), 1);
+    assert_int_equal(k[0], HELPER_PERMIT_TIMEOUT);
+    assert_int_equal(formats_kin_probes(formats_by_name("redisson-permit-semaphore"), false,
+                                        k), 1);
+    assert_int_equal(k[0], HELPER_PERMIT_TIMEOUT);
+    assert_int_equal(formats_kin_probes(formats_by_name("redisson-fenced"), false, k), 0);
+    assert_int_equal(formats_kin_probes(formats_by_name("redisson-rw"), true, k), 0);
+    assert_int_equal(formats_helper_lock_name(HELPER_FENCE_TOKEN, "a", 1, name, sizeof(name)),
+                     strlen("redisson_lock_token:{a}"));
+    assert_string_equal(name, "redisson_lock_token:{a}");
+    assert_int_equal(formats_helper_lock_name(HELPER_PERMIT_TIMEOUT, "s{x}", 4, name,
+                                              sizeof(name)), 12);
+    assert_string_equal(name, "s{x}:timeout");
+    assert_int_equal(formats_helper_lock_name(HELPER_PERMIT_TIMEOUT, "s", 1, name,
+                                              sizeof(name)), 11);
+    assert_string_equal(name, "{s}:timeout");
+    assert_int_equal(formats_helper_lock_name(HELPER_FAIR_TIMEOUT, "a", 1, name, sizeof(name)),
+                     0);
+    assert_true(formats_helper_holds_holders(HELPER_PERMIT_TIMEOUT));
+    assert_false(formats_helper_holds_holders(HELPER_FAIR_QUEUE));
+    assert_ptr_equal(formats_wake_row("redisson"), formats_by_name("redisson"));
+    assert_ptr_equal(formats_wake_row("redisson-sc"),
+                     formats_by_name("redisson-permit-semaphore"));
+    assert_null(formats_wake_row(""));
+    assert_null(formats_wake_row("nope"));
+}
+
 /* --- Redisson RLock --------------------------------------------------------- */
 
 static void
@@ -1069,6 +1156,9 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_order),
+        cmocka_unit_test(test_rows_have_every_column),
+        cmocka_unit_test(test_row_check_names_the_column),
+        cmocka_unit_test(test_kin_probes),
         cmocka_unit_test(test_redisson_basic),
         cmocka_unit_test(test_redisson_thread_ids),
         cmocka_unit_test(test_redisson_two_holders),

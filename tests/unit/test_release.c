@@ -19,6 +19,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "collectors/formats/formats.h"
 #include "collectors/release/release.h"
 #include "cli/lockctl.h"
 
@@ -246,6 +247,51 @@ release_tables_agree(void **state)
         rows++;
     }
     assert_true(rows >= 7);
+}
+
+/* The release table is the format table's release column: every format has
+ * one; every one but FMT_RELEASE_DETECT has exactly one formats.lua row
+ * (a statement starting a line: lw_rows['<name>'] = ...), and formats.lua
+ * has no row for anything else.  Each failure names the format. */
+static void
+release_column_and_lua_rows(void **state)
+{
+    const char *lua = collectors_release_lua_formats_lua, *p, *unknown;
+    char quoted[160];
+    size_t rows = 0, want = 0;
+
+    (void)state;
+    for (size_t i = 0; i < formats_count; i++) {
+        const struct lock_format *f = &formats_table[i];
+        const char *at;
+
+        if (f->release == NULL)
+            fail_msg("format '%s': no release column", f->name);
+        if (f->release == FMT_RELEASE_DETECT)
+            continue;
+        want++;
+        snprintf(quoted, sizeof(quoted), "\nlw_rows['%s'] =", f->name);
+        if ((at = strstr(lua, quoted)) == NULL)
+            fail_msg("format '%s': a release column but no row in formats.lua", f->name);
+        if (strstr(at + 1, quoted) != NULL)
+            fail_msg("format '%s': two rows in formats.lua", f->name);
+        assert_true(release_format_known(f->name));
+    }
+    for (p = lua; (p = strstr(p, "\nlw_rows['")) != NULL; p++) {
+        const char *e = strchr(p + 10, '\'');
+        const struct lock_format *f;
+
+        assert_non_null(e);
+        snprintf(quoted, sizeof(quoted), "%.*s", (int)(e - p - 10), p + 10);
+        f = formats_by_name(quoted);
+        if (f == NULL || f->release == NULL || f->release == FMT_RELEASE_DETECT)
+            fail_msg("formats.lua: row '%s' is no format with a release column", quoted);
+        rows++;
+    }
+    assert_int_equal(rows, want);
+    if ((unknown = release_companion_unknown()) != NULL)
+        fail_msg("format '%s': its release or wake column names a companion release.c "
+                 "does not have", unknown);
 }
 
 static void
@@ -605,6 +651,7 @@ main(void)
         cmocka_unit_test(args_standalone_release),
         cmocka_unit_test(args_per_format_row),
         cmocka_unit_test(release_tables_agree),
+        cmocka_unit_test(release_column_and_lua_rows),
         cmocka_unit_test(args_options_and_binary_key),
         cmocka_unit_test(args_dry_run_and_expire),
         cmocka_unit_test(args_cluster_keeps_one_slot),

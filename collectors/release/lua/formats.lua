@@ -4,8 +4,12 @@
 --
 -- Run between guard.lua and release.lua / expire.lua (one text, one SHA;
 -- collectors/release/release.c joins them).  Each row of lw_rows is keyed
--- by the format's name in the decoder table (collectors/formats/
--- formats_impl.h); guard.lua's header says what a row holds.  A release
+-- by the format's name in the format table (collectors/formats/
+-- formats_impl.h), whose release column names the companions the row
+-- uses; guard.lua's header says what a row holds.  Every row is one
+-- assignment to lw_rows, keyed by the quoted name, at the start of a
+-- line: tests/unit/test_release.c reads them and fails unless they are
+-- exactly the formats with a release column.  A release
 -- only ever takes what belongs to the holder named in ARGV[1]:
 --
 --   redisson-rw   one holder's field of a Redisson RReadWriteLock (a
@@ -220,15 +224,21 @@ end
 -- have read too few fields of a big hash to see it).
 local lw_redisson = {
     types = { hash = true },
+    -- a hash with "mode" is reported as what it is, whatever the caller saw
+    label = function()
+        if lw.rw then return 'redisson-rw' end
+        return nil
+    end,
     held = lw_field_held,
     release = function()
         if lw.rw then return lw_rw_release() end
         return lw_redisson_release()
     end,
 }
-for _, name in ipairs({ 'redisson-rw', 'redisson', 'redisson-fair', 'redisson-fenced' }) do
-    lw_rows[name] = lw_redisson
-end
+lw_rows['redisson-rw'] = lw_redisson
+lw_rows['redisson'] = lw_redisson
+lw_rows['redisson-fair'] = lw_redisson
+lw_rows['redisson-fenced'] = lw_redisson
 
 -- ---- semaphores ---------------------------------------------------------------
 
@@ -381,9 +391,11 @@ local lw_plain = {
 lw_rows['plain'] = lw_plain
 -- formats whose clients poll: the DEL is all their waiters need (the
 -- shape-based wake-ups of plain cost nothing when nobody listens)
-for _, name in ipairs({ 'shedlock', 'redis-py', 'node-redlock', 'redsync', 'pottery' }) do
-    lw_rows[name] = lw_plain
-end
+lw_rows['shedlock'] = lw_plain
+lw_rows['redis-py'] = lw_plain
+lw_rows['node-redlock'] = lw_plain
+lw_rows['redsync'] = lw_plain
+lw_rows['pottery'] = lw_plain
 
 -- Tried in this order when the caller named no format with a row.  A
 -- semaphore is never guessed: its value looks like any counter's.

@@ -228,6 +228,8 @@ end
 --   expire   false when the expire may not touch it (a semaphore), or a
 --            function saying whether it may
 --   refine() nil, or the name of the row the key really is (checked once)
+--   label()  optional: the format to report and audit for what the guards
+--            saw, when it is not the row's own name (nil: the row's)
 --   release() the release of that one holder (the guards all held)
 -- lw_detect lists, in order, the rows tried when the caller named no
 -- format it has a row for.
@@ -324,7 +326,7 @@ local function lw_check(action)
     end
     lw.rw = lw.type == 'hash' and redis.call('hexists', lw_key, 'mode') == 1
     local row, why = lw_pick(action)
-    if row ~= nil and lw.rw then lw.format = 'redisson-rw' end
+    if row ~= nil and row.label ~= nil then lw.format = row.label() or lw.format end
     if row == nil then
         lw.refusal = why
         if lw.type == 'string' then

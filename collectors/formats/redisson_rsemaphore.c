@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * redisson_semaphore.c - the "redisson-semaphore" row: a Redisson
+ * redisson_rsemaphore.c - the "redisson-semaphore" row: a Redisson
  * RSemaphore, a string holding the number of permits available (a decimal
  * integer of up to 18 digits, negative after reducePermits), no TTL by design.
  *
@@ -9,8 +9,8 @@
  * target's semaphore_patterns is decoded here (formats_semaphore()), and
  * one whose value is not a decimal integer keeps the row its value gives.
  * The one "holder" is the count seen (what the guarded release compares:
- * docs/lockctl.md, "redisson-semaphore"); lockstate never judges this row
- * leaked or long.
+ * docs/lockctl.md, "redisson-semaphore"); its semaphore column
+ * (FMT_SEM_COUNT) says lockstate never judges it leaked or long.
  */
 #include "collectors/formats/formats_impl.h"
 
@@ -53,10 +53,20 @@ fmt_redisson_sem_decode(const struct raw_lock *raw, struct lock_view *view)
     return 0;
 }
 
+/* The row semaphore_patterns give a count: the one with FMT_SEM_COUNT. */
+static const struct lock_format *
+count_row(void)
+{
+    for (size_t i = 0; i < formats_count; i++)
+        if (formats_table[i].semaphore == FMT_SEM_COUNT)
+            return &formats_table[i];
+    return NULL;
+}
+
 const struct lock_format *
 formats_semaphore(const struct raw_lock *raw, struct lock_view *view)
 {
-    const struct lock_format *f = formats_by_name("redisson-semaphore");
+    const struct lock_format *f = count_row();
     struct lock_view v;
 
     if (f == NULL || fmt_redisson_sem_decode(raw, &v) == -1)
@@ -69,7 +79,7 @@ bool
 formats_permits_available(const struct lock_format *fmt, const char *id, size_t idlen,
                           long long *out)
 {
-    if (fmt == NULL || id == NULL || fmt != formats_by_name("redisson-semaphore"))
+    if (fmt == NULL || id == NULL || fmt->semaphore != FMT_SEM_COUNT)
         return false;
     return parse_count(id, idlen, out);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * redissemaphore.c - redis-semaphore (npm, swarthy): Mutex and Semaphore.
+ * node_redis_semaphore.c - redis-semaphore (npm, swarthy): Mutex and Semaphore.
  *
  *   Mutex      key "mutex:<key>", a string: the identifier,
  *              crypto.randomUUID() or "<uuid>-<identifierSuffix>" (or one
@@ -65,7 +65,7 @@ walk_semaphore(const struct raw_lock *raw, struct lock_view *view)
 }
 
 bool
-fmt_redissemaphore_claims(const struct raw_lock *raw)
+fmt_node_redis_semaphore_claims(const struct raw_lock *raw)
 {
     if (raw->type == RAW_STRING)
         return mutex_value(raw);
@@ -73,7 +73,7 @@ fmt_redissemaphore_claims(const struct raw_lock *raw)
 }
 
 int
-fmt_redissemaphore_decode(const struct raw_lock *raw, struct lock_view *view)
+fmt_node_redis_semaphore_decode(const struct raw_lock *raw, struct lock_view *view)
 {
     fmt_view_reset(view);
     if (raw->type == RAW_STRING) {
