@@ -20,6 +20,37 @@
 #include <string.h>
 #include <sys/time.h>
 
+int
+redisconn_lfu(redisContext *c)
+{
+    static const char field[] = "maxmemory_policy:";
+    redisReply *rep = redisCommand(c, "INFO memory");
+    const char *p, *end;
+    int lfu = 0;
+
+    if (rep == NULL)
+        return -1;
+    if (rep->type == REDIS_REPLY_STRING && rep->str != NULL) {
+        end = rep->str + rep->len;
+        p = memmem(rep->str, rep->len, field, sizeof(field) - 1);
+        if (p != NULL) {
+            p += sizeof(field) - 1;
+            /* allkeys-lfu, volatile-lfu */
+            for (; p + 3 <= end && *p != '\r' && *p != '\n'; p++)
+                if (memcmp(p, "lfu", 3) == 0)
+                    lfu = 1;
+        }
+    }
+    freeReplyObject(rep);
+    return lfu;
+}
+
+bool
+redisconn_lfu_error(const char *str, size_t len)
+{
+    return str != NULL && memmem(str, len, "LFU", 3) != NULL;
+}
+
 struct timeval
 redisconn_tv(int64_t ms)
 {

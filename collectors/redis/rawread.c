@@ -94,6 +94,26 @@ rawread_zset(const redisReply *rep, struct raw_field *fields, struct raw_lock *r
 }
 
 void
+rawread_mode(const redisReply *rep, struct raw_lock *raw)
+{
+    const redisReply *e;
+
+    raw->mode_read = false;
+    raw->mode = NULL;
+    raw->modelen = 0;
+    if (rep == NULL || rep->type != REDIS_REPLY_ARRAY || rep->elements != 1)
+        return;
+    e = rep->element[0];
+    if (e->type == REDIS_REPLY_NIL) {
+        raw->mode_read = true;
+    } else if (e->type == REDIS_REPLY_STRING) {
+        raw->mode_read = true;
+        raw->mode = e->str;
+        raw->modelen = e->len;
+    }
+}
+
+void
 rawread_count_cut_holders(struct lock_view *view, const struct raw_lock *raw, long long hlen)
 {
     long long rest = hlen - (long long)raw->nfields;

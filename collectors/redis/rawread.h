@@ -28,6 +28,11 @@ bool rawread_string(const redisReply *rep, struct raw_lock *raw);
  * when rep is not an HSCAN reply; raw->nfields 0 when the hash is gone. */
 bool rawread_hash(const redisReply *rep, struct raw_field *fields, struct raw_lock *raw);
 
+/* An HMGET key mode reply (sent beside HSCAN: a hash cut by the read cap
+ * may not show "mode" among the fields read): fill raw's mode.  An error
+ * reply (refused, or a key that changed type) leaves it unread. */
+void rawread_mode(const redisReply *rep, struct raw_lock *raw);
+
 /* RAW_FIELDS_MAX - 1 spelled for a command line: ZRANGE's stop. */
 #define RAW_FIELDS_LAST 63
 

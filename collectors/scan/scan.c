@@ -549,6 +549,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
             /* entries of a shard that failed must survive until it is
              * scanned again: sweep only after a pass that saw everything */
             tracker_sweep(sc->tracker, sc->pass);
+            sc->looked_ms = r.now_ms;   /* a holder not seen in it came later */
         }
     }
     class_set_free(r.classes);

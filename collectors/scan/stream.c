@@ -47,6 +47,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "collectors/redis/conn.h"
 #include "common/clock.h"
 
 bool
@@ -242,9 +243,17 @@ read_meta(struct stream *s, struct batch *b)
 
         if (stream_reply(s, &rep) == -1)
             return -1;
-        /* OBJECT IDLETIME fails under an LFU maxmemory-policy: age 0 */
-        m->idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
-        freeReplyObject(rep);
+        m->idle_s = -1;
+        if (b->idle) {
+            if (stream_reply(s, &rep) == -1)
+                return -1;
+            /* an LFU maxmemory-policy (set since the pass began): stop
+             * asking; any error is an unknown age */
+            if (rep->type == REDIS_REPLY_ERROR && redisconn_lfu_error(rep->str, rep->len))
+                s->no_idle = true;
+            m->idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
+            freeReplyObject(rep);
+        }
         if (stream_reply(s, &rep) == -1)
             return -1;
         if (rep->type == REDIS_REPLY_ERROR && !moved(rep)) {
@@ -272,12 +281,14 @@ read_meta(struct stream *s, struct batch *b)
 }
 
 static void
-append_meta(struct stream *s, const struct batch *b)
+append_meta(struct stream *s, struct batch *b)
 {
     size_t i;
 
+    b->idle = !s->no_idle;
     for (i = 0; i < b->n; i++) {
-        append_key_cmd(s->c, "OBJECT", "IDLETIME", b->meta[i].key, NULL, NULL, NULL);
+        if (b->idle)
+            append_key_cmd(s->c, "OBJECT", "IDLETIME", b->meta[i].key, NULL, NULL, NULL);
         append_key_cmd(s->c, "TYPE", NULL, b->meta[i].key, NULL, NULL, NULL);
         append_key_cmd(s->c, "PTTL", NULL, b->meta[i].key, NULL, NULL, NULL);
     }
@@ -306,6 +317,8 @@ append_values(struct stream *s, const struct batch *b)
             append_key_cmd(s->c, "HLEN", NULL, m->key, NULL, NULL, NULL);
             append_key_cmd(s->c, "HSCAN", NULL, m->key, "0", "COUNT",
                            STR(RAW_FIELDS_MAX));
+            /* "mode" on its own: a cut hash may not show it (formats.h) */
+            append_key_cmd(s->c, "HMGET", NULL, m->key, "mode", NULL, NULL);
         } else if (m->type == RAW_ZSET && formats_reads_zset(m->key->str, m->key->len)) {
             /* only a zset format's keys: any other zset is unknown, unread */
             append_key_cmd(s->c, "ZCARD", NULL, m->key, NULL, NULL, NULL);
@@ -345,7 +358,7 @@ read_values(struct stream *s, struct batch *b)
 {
     struct raw_field fields[RAW_FIELDS_MAX];
     struct raw_lock raw;
-    redisReply *len, *rep;
+    redisReply *len, *rep, *mode;
     long long n;
     size_t i;
     bool refused, ok;
@@ -387,7 +400,7 @@ read_values(struct stream *s, struct batch *b)
         raw.now_ms = s->r->now_ms;
         if (raw.type == RAW_ZSET && !formats_reads_zset(raw.key, raw.keylen))
             raw.type = RAW_OTHER;       /* not read (append_values) */
-        len = rep = NULL;
+        len = rep = mode = NULL;
         refused = false;
         /* every reply in the pipeline is read, even after a refusal: each
          * refusal counts */
@@ -399,6 +412,9 @@ read_values(struct stream *s, struct batch *b)
             value_reply(s, raw.type == RAW_HASH ? "HSCAN" : raw.type == RAW_ZSET ? "ZRANGE"
                            : "GETRANGE", &rep, &refused) == -1)
             goto lost;
+        /* an HMGET refused leaves the mode unread: not a refusal of the key */
+        if (raw.type == RAW_HASH && stream_reply(s, &mode) == -1)
+            goto lost;
         n = reply_int(len);
         ok = true;
         if (refused) {
@@ -408,6 +424,7 @@ read_values(struct stream *s, struct batch *b)
         } else if (raw.type == RAW_HASH) {
             /* empty: gone between TYPE and HSCAN */
             ok = rawread_hash(rep, fields, &raw) && raw.nfields > 0;
+            rawread_mode(mode, &raw);
         } else if (raw.type == RAW_ZSET) {
             ok = rawread_zset(rep, fields, &raw, n) && raw.nfields > 0;
         }
@@ -418,6 +435,8 @@ read_values(struct stream *s, struct batch *b)
             freeReplyObject(len);
         if (rep != NULL)
             freeReplyObject(rep);
+        if (mode != NULL)
+            freeReplyObject(mode);
         if (rc == -1) {
             stream_err(s, "out of memory recording locks");
             return -1;
@@ -427,6 +446,8 @@ read_values(struct stream *s, struct batch *b)
 lost:
     if (len != NULL)
         freeReplyObject(len);
+    if (rep != NULL)
+        freeReplyObject(rep);
     return -1;
 }
 
@@ -575,9 +596,16 @@ stream_scan(struct stream *s)
 {
     struct segment seg;
     size_t i;
-    int rc = -1;
+    int rc = -1, lfu;
 
     snprintf(s->cursor, sizeof(s->cursor), "0");
+    /* once a pass: under an LFU policy OBJECT IDLETIME is not asked */
+    if ((lfu = redisconn_lfu(s->c)) == -1) {
+        stream_err(s, "INFO memory on %s:%d: %s", s->host, s->port, s->c->errstr);
+        s->conn_lost = true;
+        goto out;
+    }
+    s->no_idle = lfu == 1;
     s->resume_mono = clock_mono_ms();
     maybe_scan(s);
     while (s->count > 0) {

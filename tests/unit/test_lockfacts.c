@@ -49,18 +49,18 @@ semaphore_patterns_override_a_fallback_count(void **state)
     (void)state;
     target(&t);
     string_raw(&raw, "sem:a", "5");
-    f = lockfacts_decode(&t, &raw, -1, &v);
+    f = lockfacts_decode(&t, &raw, -1, &v, NULL);
     assert_int_equal(f->semaphore, FMT_SEM_COUNT);
     assert_string_equal(f->name, "redisson-semaphore");
     /* not a count: the row its value gives */
     string_raw(&raw, "sem:a", "token");
-    assert_string_equal(lockfacts_decode(&t, &raw, -1, &v)->name, "plain");
+    assert_string_equal(lockfacts_decode(&t, &raw, -1, &v, NULL)->name, "plain");
     /* outside the patterns: plain */
     string_raw(&raw, "lock:a", "5");
-    assert_string_equal(lockfacts_decode(&t, &raw, -1, &v)->name, "plain");
+    assert_string_equal(lockfacts_decode(&t, &raw, -1, &v, NULL)->name, "plain");
     /* a row that proves more than a fallback keeps it (a lw1 token) */
     string_raw(&raw, "sem:b", "lw1:h:1:2:1795666320123:9f86d081884c7d65");
-    assert_string_equal(lockfacts_decode(&t, &raw, -1, &v)->name, "liblockwatch");
+    assert_string_equal(lockfacts_decode(&t, &raw, -1, &v, NULL)->name, "liblockwatch");
 }
 
 static void
@@ -73,6 +73,7 @@ cut_hash_counts_every_holder(void **state)
     };
     struct raw_lock raw;
     struct lock_view v;
+    struct lockfacts_src src;
 
     (void)state;
     target(&t);
@@ -84,11 +85,23 @@ cut_hash_counts_every_holder(void **state)
     raw.fields = fields;
     raw.nfields = 2;
     raw.fields_truncated = true;
-    /* a cut hash of holders only is a read lock (formats.h), whose "mode"
-     * field, unread, is in HLEN without being a holder */
-    assert_string_equal(lockfacts_decode(&t, &raw, 70, &v)->name, "redisson-rw");
+    /* a cut hash whose "mode", read on its own, says read: a read lock,
+     * its "mode" field in HLEN without being a holder */
+    raw.mode_read = true;
+    raw.mode = "read";
+    raw.modelen = 4;
+    assert_string_equal(lockfacts_decode(&t, &raw, 70, &v, &src)->name, "redisson-rw");
     assert_int_equal(v.nholders, 2);
     assert_int_equal(v.holders_total, 69);
+    assert_int_equal(src.source, FMT_SOURCE_PROVEN);
+    /* without "mode" (issue 23): not a read lock, whatever its size; every
+     * field is a holder, and "redisson" is only a guess */
+    raw.mode = NULL;
+    raw.modelen = 0;
+    assert_string_equal(lockfacts_decode(&t, &raw, 70, &v, &src)->name, "redisson");
+    assert_string_equal(v.mode, "");
+    assert_int_equal(v.holders_total, 70);
+    assert_int_equal(src.source, FMT_SOURCE_GUESSED);
 }
 
 static void
