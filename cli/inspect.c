@@ -461,6 +461,9 @@ cli_lock_json(const struct lockctl *lc, const struct cli_lock *l)
     json_object_set_new(o, "key_escaped", lockjson_escaped(l->key, l->keylen));
     json_object_set_new(o, "class", lockjson_text(l->cls, strlen(l->cls)));
     json_object_set_new(o, "format", json_string(l->fmt->name));
+    json_object_set_new(o, "format_source", json_string(formats_source_name(l->src.source)));
+    if (l->src.contradicts)
+        json_object_set_new(o, "format_contradicts", json_true());
     json_object_set_new(o, "states", lockjson_states(l->states));
     json_object_set_new(o, "pttl_ms", json_integer(l->pttl_ms));
     for (i = 0; i < l->view.nholders; i++) {

@@ -276,9 +276,14 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
                  : "NOT in the target's patterns: lockctl will not release it");
     rc |= row(t, "patterns", buf, strlen(buf));
     rc |= row(t, "class", l->cls, strlen(l->cls));
-    snprintf(buf, sizeof(buf), "%s%s", l->fmt->name,
+    snprintf(buf, sizeof(buf), "%s%s, %s%s", l->fmt->name,
              l->view.mode[0] ? (strcmp(l->view.mode, "read") == 0 ? " (read mode)"
-                                : " (write mode)") : "");
+                                : " (write mode)") : "",
+             l->src.source == FMT_SOURCE_DECLARED ? "declared by format_patterns"
+             : l->src.source == FMT_SOURCE_PROVEN ? "proven by its layout"
+             : "guessed from the value's shape (released by compare-and-delete)",
+             l->src.contradicts ? "; the value is NOT the format format_patterns declare"
+             : "");
     rc |= row(t, "format", buf, strlen(buf));
     if (l->view.nholders == 1 &&
         formats_permits_available(l->fmt, l->view.holders[0].id, l->view.holders[0].idlen,

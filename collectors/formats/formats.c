@@ -75,6 +75,18 @@ formats_declarable(const struct lock_format *fmt)
     return fmt != NULL && fmt->proves != FMT_PROVES_NOTHING && fmt->proves != FMT_PROVES_UNSET;
 }
 
+const char *
+formats_source_name(enum fmt_source s)
+{
+    static const char *const names[] = {
+        [FMT_SOURCE_GUESSED] = "guessed",
+        [FMT_SOURCE_PROVEN] = "proven",
+        [FMT_SOURCE_DECLARED] = "declared",
+    };
+
+    return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "guessed";
+}
+
 size_t
 formats_index(const struct lock_format *fmt)
 {

@@ -190,6 +190,10 @@ enum fmt_source {
                                  * semaphore_patterns) say so */
 };
 
+/* "guessed", "proven", "declared" (the API's words); "guessed" for any
+ * other value. */
+const char *formats_source_name(enum fmt_source s);
+
 /*
  * Wake-ups after a forced release (SPEC "Guarded release"): the pub/sub
  * channel a format's waiters listen on.  channel is its prefix;

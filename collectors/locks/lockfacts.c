@@ -18,18 +18,6 @@
 #include "collectors/locks/lockclass.h"
 #include "collectors/redis/rawread.h"
 
-const char *
-lockfacts_source_name(enum fmt_source s)
-{
-    static const char *const names[] = {
-        [FMT_SOURCE_GUESSED] = "guessed",
-        [FMT_SOURCE_PROVEN] = "proven",
-        [FMT_SOURCE_DECLARED] = "declared",
-    };
-
-    return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "guessed";
-}
-
 const struct lock_format *
 lockfacts_declared(const struct target_conf *t, const char *key, size_t keylen)
 {

@@ -32,9 +32,6 @@
 #include "collectors/locks/lockstate.h"
 #include "conf/config.h"
 
-/* "guessed", "proven", "declared"; "guessed" for anything else. */
-const char *lockfacts_source_name(enum fmt_source s);
-
 /* What the builder says about a read beside the view. */
 struct lockfacts_src {
     enum fmt_source source;

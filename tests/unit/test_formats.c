@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "collectors/formats/formats.h"
+#include "conf/options.h"
 
 #define RS_UUID "8743c9c0-0795-4907-87fd-6c719a6b4586"
 #define RS_UUID2 "1b4e28ba-2fa1-41d2-883f-0016d3cca427"
@@ -157,6 +158,30 @@ assert_format_of_hash(struct hash_fixture *h, const char *want)
 }
 
 /* --- the table ------------------------------------------------------------ */
+
+/* format_patterns may name exactly the rows that claim values, in table
+ * order (conf/options.c lists them: conf/ may not include the table). */
+static void
+test_declarable_names(void **state)
+{
+    const struct config_option *o = NULL;
+    size_t i, k = 0;
+    (void)state;
+
+    for (i = 0; i < config_noptions; i++)
+        if (config_options[i].section == SECTION_TARGET &&
+            strcmp(config_options[i].key, "format_patterns") == 0)
+            o = &config_options[i];
+    assert_non_null(o);
+    for (i = 0; i < formats_count; i++) {
+        if (!formats_declarable(&formats_table[i]))
+            continue;
+        assert_non_null(o->names[k]);
+        assert_string_equal(o->names[k], formats_table[i].name);
+        k++;
+    }
+    assert_null(o->names[k]);
+}
 
 static void
 test_table_order(void **state)
@@ -1193,6 +1218,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_order),
+        cmocka_unit_test(test_declarable_names),
         cmocka_unit_test(test_rows_have_every_column),
         cmocka_unit_test(test_row_check_names_the_column),
         cmocka_unit_test(test_kin_probes),
