@@ -241,8 +241,6 @@ read_meta(struct stream *s, struct batch *b)
     for (i = 0; i < b->n; i++) {
         struct key_meta *m = &b->meta[i];
 
-        if (stream_reply(s, &rep) == -1)
-            return -1;
         m->idle_s = -1;
         if (b->idle) {
             if (stream_reply(s, &rep) == -1)
