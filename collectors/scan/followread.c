@@ -69,6 +69,11 @@ frec_new(const struct key_meta *m, const struct raw_lock *raw, long long hlen, i
     f->hlen = hlen;
     f->value_truncated = raw->value_truncated;
     f->fields_truncated = raw->fields_truncated;
+    f->mode_read = raw->mode_read;
+    f->modelen = raw->mode == NULL ? 0 : raw->modelen < sizeof(f->mode) ? raw->modelen
+        : sizeof(f->mode);
+    if (f->modelen > 0)
+        memcpy(f->mode, raw->mode, f->modelen);
     f->fields = (struct raw_field *)(f + 1);
     f->nfields = raw->nfields;
     p = (char *)(f->fields + raw->nfields);
@@ -418,6 +423,9 @@ follow_snapshot(struct scanner *sc, const struct target_conf *t,
         raw.fields = f->fields;
         raw.nfields = f->nfields;
         raw.fields_truncated = f->fields_truncated;
+        raw.mode_read = f->mode_read;
+        raw.mode = f->mode_read && f->modelen > 0 ? f->mode : NULL;
+        raw.modelen = f->modelen;
         if (record_key(&st, &m, &raw, f->hlen) == -1)
             ok = 0;
     }
