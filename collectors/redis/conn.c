@@ -21,26 +21,33 @@
 #include <sys/time.h>
 
 int
-redisconn_lfu(redisContext *c)
+redisconn_lfu_reply(const redisReply *rep)
 {
     static const char field[] = "maxmemory_policy:";
-    redisReply *rep = redisCommand(c, "INFO memory");
     const char *p, *end;
-    int lfu = 0;
+
+    if (rep == NULL || rep->type != REDIS_REPLY_STRING || rep->str == NULL)
+        return 0;
+    end = rep->str + rep->len;
+    p = memmem(rep->str, rep->len, field, sizeof(field) - 1);
+    if (p == NULL)
+        return 0;
+    /* allkeys-lfu, volatile-lfu */
+    for (p += sizeof(field) - 1; p + 3 <= end && *p != '\r' && *p != '\n'; p++)
+        if (memcmp(p, "lfu", 3) == 0)
+            return 1;
+    return 0;
+}
+
+int
+redisconn_lfu(redisContext *c)
+{
+    redisReply *rep = redisCommand(c, "INFO memory");
+    int lfu;
 
     if (rep == NULL)
         return -1;
-    if (rep->type == REDIS_REPLY_STRING && rep->str != NULL) {
-        end = rep->str + rep->len;
-        p = memmem(rep->str, rep->len, field, sizeof(field) - 1);
-        if (p != NULL) {
-            p += sizeof(field) - 1;
-            /* allkeys-lfu, volatile-lfu */
-            for (; p + 3 <= end && *p != '\r' && *p != '\n'; p++)
-                if (memcmp(p, "lfu", 3) == 0)
-                    lfu = 1;
-        }
-    }
+    lfu = redisconn_lfu_reply(rep);
     freeReplyObject(rep);
     return lfu;
 }

@@ -57,6 +57,10 @@ void redisconn_node(const struct target_conf *t, const char *host, int port,
  */
 int redisconn_lfu(redisContext *c);
 
+/* The same for an INFO memory reply read some other way (a pipeline): 1
+ * LFU, 0 not or unknown (an error reply). */
+int redisconn_lfu_reply(const redisReply *rep);
+
 /* Is an OBJECT IDLETIME error reply (len bytes at str) the one an LFU
  * policy gives ("...LFU maxmemory policy..."): stop asking. */
 bool redisconn_lfu_error(const char *str, size_t len);

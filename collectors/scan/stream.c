@@ -593,17 +593,17 @@ int
 stream_scan(struct stream *s)
 {
     struct segment seg;
+    redisReply *info;
     size_t i;
-    int rc = -1, lfu;
+    int rc = -1;
 
     snprintf(s->cursor, sizeof(s->cursor), "0");
     /* once a pass: under an LFU policy OBJECT IDLETIME is not asked */
-    if ((lfu = redisconn_lfu(s->c)) == -1) {
-        stream_err(s, "INFO memory on %s:%d: %s", s->host, s->port, s->c->errstr);
-        s->conn_lost = true;
+    redisAppendCommand(s->c, "INFO memory");
+    if (flush(s) == -1 || stream_reply(s, &info) == -1)
         goto out;
-    }
-    s->no_idle = lfu == 1;
+    s->no_idle = redisconn_lfu_reply(info) == 1;
+    freeReplyObject(info);
     s->resume_mono = clock_mono_ms();
     maybe_scan(s);
     while (s->count > 0) {
