@@ -128,6 +128,7 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
     l->fmt = lockfacts_decode(lc->t, &raw, hlen != NULL && hlen->type == REDIS_REPLY_INTEGER ?
                               hlen->integer : -1, &l->view, &l->src);
     /* the idle time of a value Redis may share is not this key's */
+    l->idle_shared = l->idle_s >= 0 && lockfacts_value_shared(&raw);
     l->idle_s = lockfacts_idle_s(&raw, l->idle_s);
     l->value_truncated = raw.value_truncated || raw.fields_truncated;
     class_of(l->key, l->keylen, lc->cfg->classes, lc->cfg->nclasses, l->cls, sizeof(l->cls));

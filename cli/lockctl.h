@@ -127,6 +127,8 @@ struct cli_lock {
     enum raw_type type;         /* RAW_NONE: gone */
     long long pttl_ms;
     long long idle_s;           /* -1 unknown */
+    bool idle_shared;           /* IDLETIME dropped: the value may be one of
+                                 * Redis's shared integers (lockfacts.h) */
     const struct lock_format *fmt;
     struct lockfacts_src src;   /* where fmt came from (lockfacts_decode()) */
     struct lock_view view;

@@ -306,6 +306,7 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
              l->first_seen_ms > 0 ? "the agent: first seen " : 
              strcmp(l->age_source, "acquired") == 0 ? "the acquisition time in the value"
              : strcmp(l->age_source, "idletime") == 0 ? "OBJECT IDLETIME, a lower bound"
+             : l->idle_shared ? "nothing: a shared integer's IDLETIME is not the key's"
              : "nothing: unknown", l->first_seen_ms > 0 ? b : "",
              l->first_seen_ms > 0 ? "; age_source: agent" : "");
     rc |= row(t, "age", buf, strlen(buf));
