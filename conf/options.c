@@ -10,7 +10,7 @@
  * exactly as a file would say them.  Values are stored at offsets into the
  * section's struct (config.h), so the loader needs no per-key code; the
  * only per-key knowledge outside this table is the cross-key validation in
- * config.c (sentinel mode needs sentinels, and so on).  How each value
+ * configcheck.c (sentinel mode needs sentinels, and so on).  How each value
  * type parses, frees, prints and describes its value is in optvalue.c.
  *
  * Also here, because the table is written in them: the sections, and the
