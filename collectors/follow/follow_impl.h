@@ -7,9 +7,12 @@
  *                 a full scan, what a reconcile fixed, the follow loop
  *   followread.c  the lock records, the re-reads of the keys named in
  *                 events, the snapshots made from the records
+ *   keymap.c      the bounded key map of the records and the pending set
  *
- * struct follow is the scanner's (sc->fw): the target's thread owns all
- * of it but the part under mu, which the reader threads write.
+ * struct follow hangs on the scanner it hooks (follow_new(); the
+ * scanner's release hook frees it): the target's thread owns all of it
+ * but the part under mu, which the reader threads write, and fill, which
+ * a cluster pass's stream threads write under the run's mutex.
  */
 #ifndef LOCKWATCH_FOLLOW_IMPL_H
 #define LOCKWATCH_FOLLOW_IMPL_H
