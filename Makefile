@@ -107,8 +107,10 @@ TEST_LIBS   = $(shell $(PKG_CONFIG) --libs $(TEST_PKGS) 2>/dev/null)
 
 # --- sources -------------------------------------------------------------
 # Layers, lowest first (tests/layering checks that no include runs up):
-# common/ (includes nothing of the project), conf/, collectors/*/, alerts/,
-# agent/.  Each layer is a set of folders; a new file in one is picked up.
+# common/ (includes nothing of the project), conf/, collectors/*/ (redis,
+# formats, locks, scan, follow above scan, waits, release: CONTRIBUTING.md),
+# alerts/, agent/.  Each layer is a set of folders; a new file or folder in
+# one is picked up.
 COMMON_SRC     := $(wildcard common/*.c)
 CONF_SRC       := $(wildcard conf/*.c)
 COLLECTORS_SRC := $(wildcard collectors/*/*.c)
