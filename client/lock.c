@@ -335,7 +335,9 @@ lw_extend(lw_lock_t *lk, long long lease_ms, lw_error *err)
         pthread_mutex_unlock(&c->bg.mu);
         st = LW_OK;
     } else {
-        if (atomic_load(&lk->lost) == 0)
+        /* exchange: the watchdog may find it lost at the same moment, and
+         * the agent hears of a loss once */
+        if (atomic_exchange(&lk->lost, 1) == 0)
             lwc_report_lost(c, lk, true, clock_mono_us() - lk->acquired_mono_us,
                             lwc_lease_overrun(c, lk, clock_mono_us()));
         lwc_mark_lost(lk);

@@ -11,7 +11,7 @@
  * space that follows it (the time, its "\n" and every line), cut to its
  * first LW1_MAC_BYTES bytes: 128 bits are far beyond what an attacker can
  * guess within the 60 s a timestamp is accepted, and the line stays short
- * (58 bytes of the 1432 a datagram should hold).
+ * (52 bytes of the 1432 a datagram should hold).
  *
  * Header-only (static inline) for the same reason as lw1.h: liblockwatch
  * links nothing of the agent.  Both sides link libcrypto.  Pure: no I/O.
