@@ -436,6 +436,15 @@ waitstats_samples_key(struct waitstats *ws, uint64_t *gen, void *key, size_t *ke
 }
 
 void
+waitstats_waiting_each(struct waitstats *ws,
+                       void (*fn)(const struct waiting_pair *p, void *arg), void *arg)
+{
+    pthread_mutex_lock(&ws->mu);
+    waiting_each(ws->waiting, fn, arg);
+    pthread_mutex_unlock(&ws->mu);
+}
+
+void
 waitstats_reject(struct waitstats *ws, enum sampleauth_verdict why)
 {
     if ((unsigned)why >= SAMPLEAUTH_REJECTS)

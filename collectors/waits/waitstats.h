@@ -165,6 +165,14 @@ void waitstats_record(struct waitstats *ws, const struct sample *s, size_t n,
  */
 bool waitstats_samples_key(struct waitstats *ws, uint64_t *gen, void *key, size_t *keylen);
 
+/*
+ * Call fn on each (owner, key) pair of the waiting table, least recently
+ * updated first, with the mutex held (fn must be quick and must not call
+ * back into ws).  For the wait-for graph (issue 26).
+ */
+void waitstats_waiting_each(struct waitstats *ws,
+                            void (*fn)(const struct waiting_pair *p, void *arg), void *arg);
+
 /* Count a datagram the key check rejected (and nothing else of it). */
 void waitstats_reject(struct waitstats *ws, enum sampleauth_verdict why);
 

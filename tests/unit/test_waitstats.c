@@ -562,6 +562,14 @@ sources_table_is_bounded(void **state)
 }
 
 static void
+count_waiting(const struct waiting_pair *p, void *arg)
+{
+    size_t *n = arg;
+
+    *n += p->waiting;
+}
+
+static void
 events_and_rejects(void **state)
 {
     struct config cfg;
@@ -598,6 +606,12 @@ events_and_rejects(void **state)
     assert_int_equal(v.events[WS_EVENT_LOST_RENEWAL], 1);
     assert_int_equal(v.events[WS_EVENT_LOST_EXPIRED], 1);
     assert_int_equal(v.waiting_now, 2);
+    {
+        size_t nw = 0;
+
+        waitstats_waiting_each(ws, count_waiting, &nw);
+        assert_int_equal(nw, 2);
+    }
     assert_int_equal(v.nclasses, 0);        /* events make no class */
     assert_int_equal(v.received, 5);        /* = invalid + histograms + events */
     assert_false(v.keyed);
