@@ -218,10 +218,10 @@ config_load(const char *path, struct config **out, char *err, size_t errlen)
         goto out;
     }
     ld.cfg = cfg;
-    if (apply_defaults(&ld, SECTION_AGENT, cfg) == -1 ||
-        apply_defaults(&ld, SECTION_RULES, cfg) == -1 ||
-        apply_defaults(&ld, SECTION_UNLOCK, cfg) == -1)
-        goto out;
+    /* the unnamed sections live in struct config itself */
+    for (i = 0; i < SECTION_COUNT; i++)
+        if (!config_section_named(i) && apply_defaults(&ld, i, cfg) == -1)
+            goto out;
     if (path != NULL && parse_file(&ld) == -1)
         goto out;
     /* SPEC: with no [target] at all, watch the local Redis. */

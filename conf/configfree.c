@@ -44,9 +44,9 @@ config_free(struct config *cfg)
         free(cfg->classes[i].glob);
         free(cfg->classes[i].name);
     }
-    clear_section(SECTION_AGENT, cfg);
-    clear_section(SECTION_RULES, cfg);
-    clear_section(SECTION_UNLOCK, cfg);
+    for (i = 0; i < SECTION_COUNT; i++)
+        if (!config_section_named(i))
+            clear_section(i, cfg);
     free(cfg->targets);
     free(cfg->redlocks);
     free(cfg->webhooks);

@@ -82,4 +82,5 @@ config_print(const struct config *cfg, FILE *fp)
         print_section(fp, label, SECTION_WEBHOOK, &cfg->webhooks[i]);
     }
     print_section(fp, "[unlock]", SECTION_UNLOCK, cfg);
+    print_section(fp, "[samples]", SECTION_SAMPLES, cfg);
 }

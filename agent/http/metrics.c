@@ -298,6 +298,31 @@ scalar(struct metrics_out *o, const struct metric_family *mf)
     add_value(o->sb, o->source[mf->source], mf);
 }
 
+/* Datagrams rejected by the key check, by reason (a row of SRC_WAIT_KEYED:
+ * only while [samples] key_file is set). */
+static void
+samples_rejected(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct waitstats_view *w = o->v->wait;
+    int k;
+
+    for (k = 0; k < SAMPLEAUTH_REJECTS; k++)
+        sb_addf(o->sb, "%s{reason=\"%s\"} %" PRIu64 "\n", mf->name,
+                sampleauth_reason_str((enum sampleauth_verdict)k), w->rejected[k]);
+}
+
+/* waiting and lost lines, by kind. */
+static void
+samples_events(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct waitstats_view *w = o->v->wait;
+    int k;
+
+    for (k = 0; k < WS_EVENTS; k++)
+        sb_addf(o->sb, "%s{kind=\"%s\"} %" PRIu64 "\n", mf->name,
+                waitstats_event_names[k], w->events[k]);
+}
+
 /* --- targets and their last scans ------------------------------------------ */
 
 static void
@@ -770,8 +795,24 @@ const struct metric_family metric_families[] = {
       "lockwatch_samples_received_total)." },
     { "lockwatch_samples_class_overflow_total", "counter", SRC_WAIT, scalar,
       offsetof(struct waitstats_view, class_overflowed), VAL_U64,
-      "Valid samples counted in class \"other\" because the wait statistics already "
-      "hold the class cap (200)." },
+      "Valid samples counted in class \"other\" because a class cap refused their class "
+      "(200 classes, 150 derived, 32 new per source)." },
+    { "lockwatch_samples_sources", "gauge", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, sources), VAL_SIZE,
+      "Sample senders (addresses) tracked for the per-source class budget (at most 256)." },
+    { "lockwatch_samples_sources_over_budget", "gauge", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, sources_over_budget), VAL_SIZE,
+      "Tracked senders that had a new class refused because their budget (32) was spent." },
+    { "lockwatch_samples_rejected_total", "counter", SRC_WAIT_KEYED, samples_rejected, 0,
+      VAL_U64, "Sample datagrams rejected whole by the [samples] key_file check, by reason." },
+    { "lockwatch_samples_events_total", "counter", SRC_WAIT, samples_events, 0, VAL_U64,
+      "waiting and lost lines received, by kind (they add to no histogram)." },
+    { "lockwatch_samples_waiting", "gauge", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, waiting_now), VAL_SIZE,
+      "(owner, key) pairs whose latest waiting line is a start: owners waiting now." },
+    { "lockwatch_samples_waiting_evicted_total", "counter", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, waiting_evicted), VAL_U64,
+      "(owner, key) pairs evicted from the full 4096-pair waiting table." },
     { "lockwatch_samples_dropped_datagrams_total", "counter", SRC_WAIT, scalar,
       offsetof(struct waitstats_view, kernel_drops), VAL_U64,
       "Sample datagrams the kernel dropped because the agent's receive buffer was full "
@@ -825,6 +866,7 @@ render_metrics_http(const struct view *v, const struct guard_stats *http, struct
     o.v = v;
     o.source[SRC_VIEW] = v;
     o.source[SRC_WAIT] = v->wait;
+    o.source[SRC_WAIT_KEYED] = v->wait != NULL && v->wait->keyed ? v->wait : NULL;
     o.source[SRC_RELEASES] = v->releases;
     o.source[SRC_HTTP] = http;
     if (v->alerts != NULL) {

@@ -26,6 +26,7 @@ struct metrics_out;
 enum metric_source {
     SRC_VIEW,           /* the targets' snapshots and the Redlock groups: always */
     SRC_WAIT,           /* the wait statistics: only when the agent ingests samples */
+    SRC_WAIT_KEYED,     /* the same, only while [samples] key_file is set */
     SRC_ALERTS,         /* the alerts' counts: not in --once */
     SRC_RELEASES,       /* the guarded-release counters: not in --once */
     SRC_HTTP,           /* the HTTP server's admission counters: the /metrics route only */

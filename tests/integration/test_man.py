@@ -423,7 +423,9 @@ class LibraryPage(unittest.TestCase):
             path = os.path.join(d, "job.c")
             with open(path, "w") as f:
                 f.write(src)
-            hiredis = run(["pkg-config", "--cflags", "--libs", "hiredis"]).stdout.split()
+            # what lockwatch.pc requires: hiredis, and libcrypto (signed samples)
+            hiredis = run(["pkg-config", "--cflags", "--libs", "hiredis",
+                           "libcrypto"]).stdout.split()
             args = ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror",
                     "-I", os.path.join(REPO, "client"), path]
             if os.path.exists(lib):

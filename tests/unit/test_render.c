@@ -527,6 +527,7 @@ some_waits(void)
     w->classes[1].name = w->names + 6;
     w->received = 65;
     w->invalid = 1;
+    w->keyed = true;            /* so the key check's family renders too */
     w->classes[0].has_wait = true;
     for (o = 0; o < SAMPLE_OUTCOMES; o++) {
         w->classes[0].wait[o].bucket[3] = 2;
