@@ -36,6 +36,8 @@ TEST_PKGS  := cmocka
 # deps-hiredis-tls` builds into HIREDIS_CACHE); the binaries then find its
 # libraries through an rpath.  TLS=no builds without TLS whatever hiredis is.
 # Objects are rebuilt when the choice changes ($(BUILD)/hiredis.stamp).
+# HIREDIS_PKGS is what liblockwatch links: always libcrypto too, for the
+# HMAC of signed sample datagrams (openssl brings it with TLS).
 HIREDIS_CACHE   ?= /var/cache/lockwatch
 HIREDIS_TLS_VERSION ?= 1.2.0
 HIREDIS_PREFIX  ?=
@@ -51,7 +53,7 @@ PKGS       += hiredis_ssl openssl
 CPPFLAGS   += -DLOCKWATCH_TLS=1
 HIREDIS_PKGS := hiredis hiredis_ssl openssl
 else
-HIREDIS_PKGS := hiredis
+HIREDIS_PKGS := hiredis libcrypto
 endif
 CPPFLAGS   += -DLOCKWATCH_HIREDIS='"$(HIREDIS_VERSION)"'
 

@@ -6,7 +6,7 @@
 #   collectors/  never agent/, alerts/ or cli/
 #   alerts/      never agent/ or cli/
 #   client/      its own headers and the header-only common/clock.h,
-#                common/lw1.h, common/prefixname.h (liblockwatch links
+#                common/lw1.h, common/lw1mac.h, common/prefixname.h (liblockwatch links
 #                nothing of the agent)
 #   cli/         never agent/ or alerts/
 #   a *_impl.h is included only from its own folder (and unit tests)
@@ -37,7 +37,7 @@ out=$( {
     check collectors 'common/|conf/|collectors/'
     check alerts 'common/|conf/|collectors/|alerts/'
     check cli 'common/|conf/|collectors/|cli/'
-    check client 'common/clock\.h|common/lw1\.h|common/prefixname\.h|client/'
+    check client 'common/clock\.h|common/lw1\.h|common/lw1mac\.h|common/prefixname\.h|client/'
     # an internal header (*_impl.h) belongs to its folder: no production
     # file elsewhere includes it (unit tests may)
     grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]*/[^"/]*_impl\.h"' \
