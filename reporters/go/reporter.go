@@ -4,7 +4,9 @@
 // drops the line and counts it, the caller never waits) drained by one
 // goroutine that packs lines into datagrams of at most 1432 bytes, signs
 // them when a key is set, and sends each to every destination when the next
-// line would not fit or every 200 ms. A failed send drops the datagram and
+// line would not fit or every 200 ms. The lock path wakes it only when the
+// queue holds about a datagram's worth of lines (wakeAt). A failed send
+// drops the datagram and
 // counts it; nothing is retried. The goroutine never keeps a program alive
 // (Go exits when main returns); Close flushes what is queued.
 package reporter
@@ -25,6 +27,11 @@ const (
 	FlushEvery = 200 * time.Millisecond
 	defaultQueue = 8192
 	sendTimeout  = 50 * time.Millisecond
+	// wakeAt: the queue length at which the lock path wakes the sending
+	// goroutine (about a datagram's worth). Waking it for every line would
+	// cost a goroutine switch per lock call, most of the reporter's price
+	// on a busy machine; below this the 200 ms tick sends.
+	wakeAt = 32
 )
 
 // Stats are the reporter's counters, all since it was made.
@@ -43,6 +50,7 @@ type Reporter struct {
 	process string
 	tap     func(string)
 	queue   chan string
+	wake    chan struct{}
 	conn    *net.UDPConn
 	dests   []*net.UDPAddr
 	key     []byte
@@ -108,6 +116,7 @@ func New(c Config) *Reporter {
 		n = defaultQueue
 	}
 	r.queue = make(chan string, n)
+	r.wake = make(chan struct{}, 1)
 	r.enabled = true
 	go r.run()
 	return r
@@ -156,6 +165,12 @@ func (r *Reporter) emit(line string) {
 	select {
 	case r.queue <- line:
 		atomic.AddUint64(&r.queued, 1)
+		if len(r.queue) >= wakeAt {
+			select {
+			case r.wake <- struct{}{}:
+			default:
+			}
+		}
 	default:
 		atomic.AddUint64(&r.droppedFull, 1)
 	}
@@ -217,22 +232,25 @@ func (r *Reporter) run() {
 			flush()
 		}
 	}
+	drain := func() {
+		for {
+			select {
+			case l := <-r.queue:
+				add(l)
+			default:
+				return
+			}
+		}
+	}
 	for {
 		select {
-		case l := <-r.queue:
-			add(l)
+		case <-r.wake:
+			drain() // full datagrams go now, the rest waits for the tick
 		case <-tick.C:
+			drain()
 			flush()
 		case <-r.done:
-			for {
-				select {
-				case l := <-r.queue:
-					add(l)
-					continue
-				default:
-				}
-				break
-			}
+			drain()
 			flush()
 			r.conn.Close()
 			return
