@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import java.util.logging.Logger;
 
@@ -24,7 +25,8 @@ import java.util.logging.Logger;
  * it); one daemon thread packs the lines into datagrams of at most 1432
  * bytes (the mac line included), signs them when a key is set, and sends
  * each to every destination on a non-blocking channel when the next line
- * would not fit or every 200 ms. A failed send drops the datagram and counts
+ * would not fit or every 200 ms; the lock path wakes it only when a
+ * datagram's worth of lines waits ({@link #WAKE_AT}). A failed send drops the datagram and counts
  * its lines; nothing is retried. A reporter whose configuration cannot work
  * (no destination resolves, an unreadable key) is off, with one warning.
  */
@@ -34,6 +36,13 @@ public final class Reporter implements AutoCloseable {
     /** How often a partial datagram is sent, in milliseconds. */
     public static final long FLUSH_MS = 200;
     private static final Logger LOG = Logger.getLogger("io.lockwatch.reporter");
+    /**
+     * The queue length at which the lock path wakes the sending thread
+     * (about a datagram's worth). Waking it for every line would cost a
+     * thread switch per lock call, most of the reporter's price on a busy
+     * machine; below this the 200 ms tick sends.
+     */
+    static final int WAKE_AT = 32;
     private static volatile Reporter defaultReporter;
 
     private final String process;
@@ -202,8 +211,12 @@ public final class Reporter implements AutoCloseable {
             }
         }
         if (sender == null || closed) return;
-        if (queue.offer(line)) queued.incrementAndGet();
-        else droppedFull.incrementAndGet();
+        if (queue.offer(line)) {
+            queued.incrementAndGet();
+            if (queue.size() >= WAKE_AT) LockSupport.unpark(sender);
+        } else {
+            droppedFull.incrementAndGet();
+        }
     }
 
     /** Waits up to timeoutMs until every line queued so far was sent or dropped (tests). */
@@ -222,7 +235,7 @@ public final class Reporter implements AutoCloseable {
     public void close() {
         if (sender == null || closed) return;
         closed = true;
-        sender.interrupt();
+        LockSupport.unpark(sender);
         try {
             sender.join(1000);
         } catch (InterruptedException e) {
@@ -245,18 +258,9 @@ public final class Reporter implements AutoCloseable {
         int lines = 0;
         long nextFlush = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(FLUSH_MS);
         for (;;) {
-            String line = null;
             boolean stopping = closed;
-            if (!stopping) {
-                try {
-                    long left = nextFlush - System.nanoTime();
-                    line = left > 0 ? queue.poll(left, TimeUnit.NANOSECONDS) : queue.poll();
-                } catch (InterruptedException e) {
-                    stopping = true;
-                }
-            }
-            if (stopping) line = queue.poll();
-            if (line != null) {
+            String line;
+            while ((line = queue.poll()) != null) { // full datagrams go as they fill
                 int n = line.length() + 1;
                 if (lines > 0 && len + n > room) {
                     send(signer, buf, len, lines);
@@ -273,15 +277,17 @@ public final class Reporter implements AutoCloseable {
                     len = 0;
                     lines = 0;
                 }
-                if (!stopping && System.nanoTime() < nextFlush) continue;
             }
-            if (line == null || System.nanoTime() >= nextFlush) {
+            long now = System.nanoTime();
+            if (stopping || now - nextFlush >= 0) { // the tick: the partial datagram goes too
                 if (lines > 0) send(signer, buf, len, lines);
                 len = 0;
                 lines = 0;
-                nextFlush = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(FLUSH_MS);
+                nextFlush = now + TimeUnit.MILLISECONDS.toNanos(FLUSH_MS);
+                if (stopping) break;
             }
-            if (stopping && line == null) break;
+            // until the tick, or until the lock path says a datagram's worth waits
+            LockSupport.parkNanos(this, nextFlush - now);
         }
         try {
             channel.close();
