@@ -22,7 +22,7 @@ import (
 type Mutex struct {
 	m     *redsync.Mutex
 	r     *Reporter
-	party string // the party when the context names none
+	owner0 string // the owner id when the context names no party (made once)
 
 	// the current holding
 	held     bool
@@ -39,7 +39,7 @@ func WrapMutex(m *redsync.Mutex) *Mutex { return Default().WrapMutex(m) }
 // numbering the wrapped mutexes, unless the context of a call names the
 // party (WithOwner).
 func (r *Reporter) WrapMutex(m *redsync.Mutex) *Mutex {
-	return &Mutex{m: m, r: r, party: r.newParty('m')}
+	return &Mutex{m: m, r: r, owner0: r.owner(r.newParty('m'))}
 }
 
 // Unwrap returns the redsync mutex.
@@ -63,7 +63,10 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 		return m.m.LockContext(ctx)
 	}
 	key := m.m.Name()
-	owner := m.r.owner(partyFrom(ctx, m.party))
+	owner := m.owner0
+	if p := partyFrom(ctx, ""); p != "" {
+		owner = m.r.owner(p)
+	}
 	m.r.emit(waitingLine(key, owner, "", "start"))
 	t0 := time.Now()
 	err := m.m.LockContext(ctx)
