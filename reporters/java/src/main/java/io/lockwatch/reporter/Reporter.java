@@ -26,7 +26,7 @@ import java.util.logging.Logger;
  * bytes (the mac line included), signs them when a key is set, and sends
  * each to every destination on a non-blocking channel when the next line
  * would not fit or every 200 ms; the lock path wakes it only when a
- * datagram's worth of lines waits ({@link #WAKE_AT}). A failed send drops the datagram and counts
+ * few datagrams' worth of lines wait ({@link #WAKE_AT}). A failed send drops the datagram and counts
  * its lines; nothing is retried. A reporter whose configuration cannot work
  * (no destination resolves, an unreadable key) is off, with one warning.
  */
@@ -38,11 +38,11 @@ public final class Reporter implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger("io.lockwatch.reporter");
     /**
      * The queue length at which the lock path wakes the sending thread
-     * (about a datagram's worth). Waking it for every line would cost a
-     * thread switch per lock call, most of the reporter's price on a busy
-     * machine; below this the 200 ms tick sends.
+     * (a few datagrams' worth, far below the queue's 8192). Waking it for
+     * every line would cost a thread switch per lock call, most of the
+     * reporter's price on a busy machine; below this the 200 ms tick sends.
      */
-    static final int WAKE_AT = 32;
+    static final int WAKE_AT = 256;
     private static volatile Reporter defaultReporter;
 
     private final String process;
@@ -286,7 +286,7 @@ public final class Reporter implements AutoCloseable {
                 nextFlush = now + TimeUnit.MILLISECONDS.toNanos(FLUSH_MS);
                 if (stopping) break;
             }
-            // until the tick, or until the lock path says a datagram's worth waits
+            // until the tick, or until the lock path says WAKE_AT lines wait
             LockSupport.parkNanos(this, nextFlush - now);
         }
         try {
