@@ -25,9 +25,9 @@ import java.util.logging.Logger;
  * it); one daemon thread packs the lines into datagrams of at most 1432
  * bytes (the mac line included), signs them when a key is set, and sends
  * each to every destination on a non-blocking channel when the next line
- * would not fit or every 200 ms; the lock path wakes it only when a
- * few datagrams' worth of lines wait ({@link #WAKE_AT}). A failed send drops the datagram and counts
- * its lines; nothing is retried. A reporter whose configuration cannot work
+ * would not fit or every 200 ms; the lock path wakes it only when a few
+ * datagrams' worth of lines wait ({@link #WAKE_AT}). A failed send drops
+ * the datagram and counts its lines; nothing is retried. A reporter whose configuration cannot work
  * (no destination resolves, an unreadable key) is off, with one warning.
  */
 public final class Reporter implements AutoCloseable {
