@@ -31,7 +31,7 @@ public final class ReportingLockRegistry implements ExpirableLockRegistry, Renew
     private final Reporter rep;
     private final String prefix;   // "<registry key>:" or ""
     private final String clientId; // "" when not known
-    private final long leaseNanos; // 0 when not known
+    private volatile long leaseNanos; // 0 when not known (a renewal scheduler renews it)
 
     public ReportingLockRegistry(LockRegistry delegate) {
         this(delegate, Reporter.get());
@@ -93,6 +93,13 @@ public final class ReportingLockRegistry implements ExpirableLockRegistry, Renew
             throw e;
         }
         if (h != null && leaseNanos > 0) h.leaseEndNanos = System.nanoTime() + leaseNanos;
+    }
+
+    @Override
+    public void setRenewalTaskScheduler(org.springframework.scheduling.TaskScheduler scheduler) {
+        if (!(d instanceof RenewableLockRegistry)) throw new UnsupportedOperationException("the wrapped registry does not renew locks");
+        ((RenewableLockRegistry) d).setRenewalTaskScheduler(scheduler);
+        leaseNanos = 0; // renewed in the background from now on: its end is not known here
     }
 
     /** The reporting Lock that obtain() returns. */
