@@ -121,7 +121,17 @@ public final class Reporter implements AutoCloseable {
         sender.start();
     }
 
+    /**
+     * The host's name, from the kernel when it says (Linux): getLocalHost()
+     * may ask DNS, and a slow resolver must not delay the first lock call.
+     */
     private static String hostname() {
+        try {
+            String h = Files.readString(Paths.get("/proc/sys/kernel/hostname")).trim();
+            if (!h.isEmpty()) return h;
+        } catch (Exception | Error e) {
+            // not Linux: ask the JDK
+        }
         try {
             return InetAddress.getLocalHost().getHostName();
         } catch (Exception e) {
