@@ -129,7 +129,7 @@ public final class Reporter implements AutoCloseable {
         try {
             String h = Files.readString(Paths.get("/proc/sys/kernel/hostname")).trim();
             if (!h.isEmpty()) return h;
-        } catch (Exception | Error e) {
+        } catch (IOException | RuntimeException e) {
             // not Linux: ask the JDK
         }
         try {
