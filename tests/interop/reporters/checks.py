@@ -12,8 +12,9 @@ libraries through the reporter and prints one JSON object per mode:
            program timed itself (within 1% or 1 ms: those include the
            wrapper's own nanoseconds and the scheduler's)
   down     agent down / port closed / name unresolvable: the same results
-           as the bare library, no call blocked (max extra per call below
-           DOWN_MAX_EXTRA_MS); the per-call medians are printed
+           as the bare library, no call blocked (the P99 per call through the
+           reporter at most DOWN_MAX_EXTRA_MS over the bare library's); the
+           per-call medians and maxima are printed
   lost     a lease that runs out while held and is taken by another: the
            agent counts lost_* and waiting_* events
   burst    with [samples] key_file: signed samples are counted; signed with
@@ -38,7 +39,7 @@ import harness  # noqa: E402
 from harness import msum, select  # noqa: E402
 
 CONTEND_SECONDS = float(os.environ.get("LOCKWATCH_CONTEND_SECONDS", "12"))
-DOWN_MAX_EXTRA_MS = 50.0
+DOWN_MAX_EXTRA_MS = 50.0  # the P99 of calls through the reporter over the bare library's
 KEY = b"reporter interop key, not a secret"
 
 
@@ -110,7 +111,9 @@ def contend(c, redis, agent, udp):
             c.check(False, "class %s: no P99 (agent %s, reported %s)" % (k, agent_p99, rep))
             continue
         rel = abs(agent_p99 - rep) / rep
-        c.check(rel <= 0.01, "class %s: agent P99 %.0f us vs the reported waits' P99 %d us (%.2f%%)"
+        # DDSketch with alpha = 1% is within 1% of the exact value, to the last
+        # bit when the value sits on a bucket's edge: allow the float's rounding
+        c.check(rel <= 0.01 + 1e-9, "class %s: agent P99 %.0f us vs the reported waits' P99 %d us (%.2f%%)"
                 % (k, agent_p99, rep, 100 * rel))
         relm = abs(agent_p99 - meas) / meas if meas else 1
         c.check(relm <= 0.01 or abs(agent_p99 - meas) <= 1000,
@@ -123,12 +126,15 @@ def down(c, redis, agent, udp):
              ("address unresolvable", "lockwatch-nowhere.invalid:9717")]
     for what, dest in cases:
         r = c.run("down", redis, {"LOCKWATCH_SAMPLES": dest})
-        extra_ms = (r["max_wrapped_us"] - r["max_bare_us"]) / 1000
+        # a reporter that blocked (DNS, a blocking send) would slow many calls;
+        # one scheduler or GC stall on a busy machine slows one: the P99 tells
+        extra_ms = (r["p99_wrapped_us"] - r["p99_bare_us"]) / 1000
         c.check(r["errors_bare"] == 0 and r["errors_wrapped"] == 0 and extra_ms <= DOWN_MAX_EXTRA_MS,
-                "%s: %d calls each, no error; per call median %.0f us bare, %.0f us wrapped; max %.1f vs %.1f ms; "
-                "reporter start %.1f ms" % (what, r["ops"], r["median_bare_us"], r["median_wrapped_us"],
-                                              r["max_bare_us"] / 1000, r["max_wrapped_us"] / 1000,
-                                              r["start_us"] / 1000))
+                "%s: %d calls each, no error; per call median %.0f us bare, %.0f us wrapped; P99 %.1f vs %.1f ms; "
+                "max %.1f vs %.1f ms; reporter start %.1f ms"
+                % (what, r["ops"], r["median_bare_us"], r["median_wrapped_us"], r["p99_bare_us"] / 1000,
+                   r["p99_wrapped_us"] / 1000, r["max_bare_us"] / 1000, r["max_wrapped_us"] / 1000,
+                   r["start_us"] / 1000))
 
 
 def lost(c, redis, agent, udp, want_kinds):

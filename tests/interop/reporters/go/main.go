@@ -78,6 +78,15 @@ func p99(v []int64) int64 {
 	return s[int(math.Ceil(0.99*float64(len(s))))-1]
 }
 
+func p99f(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[int(math.Ceil(0.99*float64(len(s))))-1]
+}
+
 func median(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
@@ -266,7 +275,8 @@ func down(client *goredislib.Client, rs *redsync.Redsync) {
 		return m
 	}
 	emit(map[string]interface{}{"ops": len(tb), "errors_bare": errsBare, "errors_wrapped": errsWrapped,
-		"median_bare_us": median(tb), "median_wrapped_us": median(tw), "max_bare_us": max(tb),
+		"median_bare_us": median(tb), "median_wrapped_us": median(tw), "p99_bare_us": p99f(tb),
+		"p99_wrapped_us": p99f(tw), "max_bare_us": max(tb),
 		"max_wrapped_us": max(tw), "enabled": rep.Enabled(), "start_us": float64(made) / 1e3, "stats": rep.Stats()})
 }
 

@@ -102,6 +102,12 @@ public final class ReporterCheck {
         return s[(int) Math.ceil(0.99 * s.length) - 1];
     }
 
+    static double p99f(List<Double> v) {
+        double[] s = v.stream().mapToDouble(Double::doubleValue).toArray();
+        Arrays.sort(s);
+        return s.length == 0 ? 0 : s[(int) Math.ceil(0.99 * s.length) - 1];
+    }
+
     static double median(List<Double> v) {
         double[] s = v.stream().mapToDouble(Double::doubleValue).toArray();
         Arrays.sort(s);
@@ -234,6 +240,8 @@ public final class ReporterCheck {
         res.put("errors_wrapped", ew);
         res.put("median_bare_us", median(tb));
         res.put("median_wrapped_us", median(tw));
+        res.put("p99_bare_us", p99f(tb));
+        res.put("p99_wrapped_us", p99f(tw));
         res.put("max_bare_us", tb.stream().mapToDouble(Double::doubleValue).max().orElse(0));
         res.put("max_wrapped_us", tw.stream().mapToDouble(Double::doubleValue).max().orElse(0));
         res.put("enabled", rep.enabled());
