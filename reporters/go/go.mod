@@ -6,6 +6,7 @@ go 1.19
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/go-redsync/redsync/v4 v4.8.2
+	github.com/redis/go-redis/v9 v9.0.5
 )
 
 require (
@@ -13,5 +14,4 @@ require (
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
-	github.com/redis/go-redis/v9 v9.0.5 // indirect
 )

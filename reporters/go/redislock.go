@@ -82,7 +82,10 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opt 
 	case err == nil:
 		o = OK
 		holder = l.Token()
-	case errors.Is(err, redislock.ErrNotObtained):
+	case errors.Is(err, redislock.ErrNotObtained), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, context.Canceled):
+		// a retrying Obtain gives up with the context's error, not
+		// ErrNotObtained (its context gets a deadline of ttl when it has none)
 		o = Timeout
 	}
 	if mayWait {

@@ -20,8 +20,8 @@ import (
 
 // Mutex is a reporting *redsync.Mutex.
 type Mutex struct {
-	m     *redsync.Mutex
-	r     *Reporter
+	m      *redsync.Mutex
+	r      *Reporter
 	owner0 string // the owner id when the context names no party (made once)
 
 	// the current holding

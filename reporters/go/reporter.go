@@ -24,7 +24,7 @@ const (
 	// MaxDatagram is the largest datagram sent, mac line included.
 	MaxDatagram = 1432
 	// FlushEvery is how often a partial datagram is sent.
-	FlushEvery = 200 * time.Millisecond
+	FlushEvery   = 200 * time.Millisecond
 	defaultQueue = 8192
 	sendTimeout  = 50 * time.Millisecond
 	// wakeAt: the queue length at which the lock path wakes the sending

@@ -47,9 +47,9 @@ var (
 
 // waits collects the waits the reporter reported, per key, from its tap.
 type waits struct {
-	mu  sync.Mutex
-	us  map[string][]int64
-	out map[string]int
+	mu            sync.Mutex
+	us            map[string][]int64
+	out           map[string]int
 	lost, waiting int
 }
 
@@ -392,8 +392,8 @@ func bench(client *goredislib.Client, rs *redsync.Redsync) {
 	}
 	rep.Flush(5 * time.Second)
 	emit(map[string]interface{}{
-		"redsync":   map[string]float64{"bare_us": median(rb), "wrapped_us": median(rw), "ratio": median(rr)},
-		"redislock": map[string]float64{"bare_us": median(lb), "wrapped_us": median(lw), "ratio": median(lr)},
+		"redsync":       map[string]float64{"bare_us": median(rb), "wrapped_us": median(rw), "ratio": median(rr)},
+		"redislock":     map[string]float64{"bare_us": median(lb), "wrapped_us": median(lw), "ratio": median(lr)},
 		"ops_per_round": float64(*n), "rounds": float64(*rounds), "enabled": boolf(rep.Enabled()), "stats": rep.Stats(),
 	})
 }
