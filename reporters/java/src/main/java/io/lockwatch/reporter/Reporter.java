@@ -61,13 +61,26 @@ public final class Reporter implements AutoCloseable {
     private final AtomicLong droppedFull = new AtomicLong();
     private final AtomicLong droppedSend = new AtomicLong();
 
-    /** The process's reporter, made from the environment on first use. */
+    /**
+     * The process's reporter, made from the environment on first use; a
+     * shutdown hook sends what it has queued when the JVM exits.
+     */
     public static Reporter get() {
         Reporter r = defaultReporter;
         if (r == null) {
             synchronized (Reporter.class) {
                 r = defaultReporter;
-                if (r == null) defaultReporter = r = new Reporter(Config.fromEnv());
+                if (r == null) {
+                    defaultReporter = r = new Reporter(Config.fromEnv());
+                    if (r.sender != null) { // at exit, send what is queued (best effort, up to a second)
+                        Reporter closing = r;
+                        try {
+                            Runtime.getRuntime().addShutdownHook(new Thread(closing::close, "lockwatch-reporter-exit"));
+                        } catch (IllegalStateException | SecurityException e) {
+                            // already shutting down, or not allowed: nothing to flush into
+                        }
+                    }
+                }
             }
         }
         return r;
