@@ -854,10 +854,10 @@ config_load(const char *path, struct config **out, char *err, size_t errlen)
         goto out;
     }
     ld.cfg = cfg;
-    if (apply_defaults(&ld, SECTION_AGENT, cfg) == -1 ||
-        apply_defaults(&ld, SECTION_RULES, cfg) == -1 ||
-        apply_defaults(&ld, SECTION_UNLOCK, cfg) == -1)
-        goto out;
+    /* the unnamed sections live in struct config itself */
+    for (i = 0; i < SECTION_COUNT; i++)
+        if (!config_section_named(i) && apply_defaults(&ld, i, cfg) == -1)
+            goto out;
     if (path != NULL && parse_file(&ld) == -1)
         goto out;
     /* SPEC: with no [target] at all, watch the local Redis. */
@@ -905,9 +905,9 @@ config_free(struct config *cfg)
         free(cfg->classes[i].glob);
         free(cfg->classes[i].name);
     }
-    clear_section(SECTION_AGENT, cfg);
-    clear_section(SECTION_RULES, cfg);
-    clear_section(SECTION_UNLOCK, cfg);
+    for (i = 0; i < SECTION_COUNT; i++)
+        if (!config_section_named(i))
+            clear_section(i, cfg);
     free(cfg->targets);
     free(cfg->redlocks);
     free(cfg->webhooks);
@@ -996,4 +996,5 @@ config_print(const struct config *cfg, FILE *fp)
         print_section(fp, label, SECTION_WEBHOOK, &cfg->webhooks[i]);
     }
     print_section(fp, "[unlock]", SECTION_UNLOCK, cfg);
+    print_section(fp, "[samples]", SECTION_SAMPLES, cfg);
 }

@@ -31,6 +31,7 @@ enum config_section {
     SECTION_CLASSES,            /* free-form, no option rows */
     SECTION_WEBHOOK,            /* [webhook NAME], repeatable */
     SECTION_UNLOCK,
+    SECTION_SAMPLES,
     SECTION_COUNT
 };
 
@@ -87,7 +88,7 @@ struct config_option {
     const char *key;
     enum option_type type;
     const char *def;            /* default as written in the file; NULL: unset */
-    int64_t min, max;           /* DURATION (ms) and INT bounds, inclusive */
+    int64_t min, max;           /* DURATION (ms) and INT bounds, inclusive; FILE: min bytes */
     unsigned flags;             /* OPT_* */
     const char *const *names;   /* ENUM values / BOOL spelling, NULL-terminated */
     size_t off, size, off2, off3;
