@@ -299,9 +299,33 @@ render_wait(struct strbuf *sb, const struct waitstats_view *w)
            "lockwatch_samples_received_total).");
     sb_addf(sb, "lockwatch_samples_invalid_total %" PRIu64 "\n", w->invalid);
     family(sb, "lockwatch_samples_class_overflow_total", "counter",
-           "Valid samples counted in class \"other\" because the wait statistics already "
-           "hold the class cap (200).");
+           "Valid samples counted in class \"other\" because a class cap refused their class "
+           "(200 classes, 150 derived, 32 new per source).");
     sb_addf(sb, "lockwatch_samples_class_overflow_total %" PRIu64 "\n", w->class_overflowed);
+    family(sb, "lockwatch_samples_sources", "gauge",
+           "Sample senders (addresses) tracked for the per-source class budget (at most 256).");
+    sb_addf(sb, "lockwatch_samples_sources %zu\n", w->sources);
+    family(sb, "lockwatch_samples_sources_over_budget", "gauge",
+           "Tracked senders that had a new class refused because their budget (32) was spent.");
+    sb_addf(sb, "lockwatch_samples_sources_over_budget %zu\n", w->sources_over_budget);
+    if (w->keyed) {
+        family(sb, "lockwatch_samples_rejected_total", "counter",
+               "Sample datagrams rejected whole by the [samples] key_file check, by reason.");
+        for (o = 0; o < SAMPLEAUTH_REJECTS; o++)
+            sb_addf(sb, "lockwatch_samples_rejected_total{reason=\"%s\"} %" PRIu64 "\n",
+                    sampleauth_reason_str((enum sampleauth_verdict)o), w->rejected[o]);
+    }
+    family(sb, "lockwatch_samples_events_total", "counter",
+           "waiting and lost lines received, by kind (they add to no histogram).");
+    for (o = 0; o < WS_EVENTS; o++)
+        sb_addf(sb, "lockwatch_samples_events_total{kind=\"%s\"} %" PRIu64 "\n",
+                waitstats_event_names[o], w->events[o]);
+    family(sb, "lockwatch_samples_waiting", "gauge",
+           "(owner, key) pairs whose latest waiting line is a start: owners waiting now.");
+    sb_addf(sb, "lockwatch_samples_waiting %zu\n", w->waiting_now);
+    family(sb, "lockwatch_samples_waiting_evicted_total", "counter",
+           "(owner, key) pairs evicted from the full 4096-pair waiting table.");
+    sb_addf(sb, "lockwatch_samples_waiting_evicted_total %" PRIu64 "\n", w->waiting_evicted);
     family(sb, "lockwatch_samples_dropped_datagrams_total", "counter",
            "Sample datagrams the kernel dropped because the agent's receive buffer was full "
            "(in no other counter).");

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "common/keytext.h"
+#include "common/lw1.h"
 
 const uint64_t waitstats_bounds_us[WAITSTATS_NBOUNDS] = {
     500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
@@ -80,6 +81,9 @@ struct waitstats {
     uint64_t events[WS_EVENTS];
     uint64_t rejected[SAMPLEAUTH_REJECTS];
     bool keyed;
+    char *key;                              /* the [samples] key; NULL: none */
+    size_t keylen;
+    uint64_t keygen;                        /* bumped when key changes */
     struct waiting_table *waiting;
 };
 
@@ -144,6 +148,34 @@ class_free(struct ws_class *c)
     free(c);
 }
 
+/* Take cfg's samples key (a copy; the old one is wiped).  Under mu or
+ * before ws is shared.  -1 on ENOMEM, nothing changed. */
+static int
+set_key(struct waitstats *ws, const struct config *cfg)
+{
+    const char *k = cfg->samples_key;
+    size_t n = k != NULL ? strlen(k) : 0;
+    char *copy = NULL;
+
+    if (n > LW1_KEY_MAX)
+        n = LW1_KEY_MAX;        /* the loader caps it at 4 KiB already */
+    if (n == ws->keylen && (n == 0 || memcmp(k, ws->key, n) == 0))
+        return 0;
+    if (n > 0 && (copy = malloc(n)) == NULL)
+        return -1;
+    if (n > 0)
+        memcpy(copy, k, n);
+    if (ws->key != NULL) {
+        explicit_bzero(ws->key, ws->keylen);
+        free(ws->key);
+    }
+    ws->key = copy;
+    ws->keylen = n;
+    ws->keyed = n > 0;
+    ws->keygen++;
+    return 0;
+}
+
 /* Intern the class names of the rules, so they have places before any
  * derived class can take them.  Under mu (or before ws is shared). */
 static void
@@ -178,10 +210,13 @@ waitstats_new(const struct config *cfg)
         free(ws);
         return NULL;
     }
-    ws->keyed = cfg->samples_key != NULL;
-    reserve_rule_classes(ws);
     sketch_init(&ws->merged);
     pthread_mutex_init(&ws->mu, NULL);
+    if (set_key(ws, cfg) == -1) {
+        waitstats_free(ws);
+        return NULL;
+    }
+    reserve_rule_classes(ws);
     return ws;
 }
 
@@ -197,6 +232,10 @@ waitstats_free(struct waitstats *ws)
     class_set_free(ws->set);
     rules_free(ws->rules, ws->nrules);
     waiting_free(ws->waiting);
+    if (ws->key != NULL) {
+        explicit_bzero(ws->key, ws->keylen);
+        free(ws->key);
+    }
     pthread_mutex_destroy(&ws->mu);
     free(ws);
 }
@@ -212,11 +251,15 @@ waitstats_configure(struct waitstats *ws, const struct config *cfg)
     if (nr == NULL)
         return -1;
     pthread_mutex_lock(&ws->mu);
+    if (set_key(ws, cfg) == -1) {
+        pthread_mutex_unlock(&ws->mu);
+        rules_free(nr, cfg->nclasses);
+        return -1;
+    }
     old = ws->rules;
     nold = ws->nrules;
     ws->rules = nr;
     ws->nrules = cfg->nclasses;
-    ws->keyed = cfg->samples_key != NULL;
     reserve_rule_classes(ws);
     if (window != ws->window_ms) {
         /* Slices of the old width cannot be re-cut into the new one. */
@@ -373,6 +416,23 @@ waitstats_record(struct waitstats *ws, const struct sample *s, size_t n,
                  uint64_t lines, uint64_t invalid, int64_t now_ms)
 {
     waitstats_record_from(ws, NULL, s, n, lines, invalid, now_ms);
+}
+
+bool
+waitstats_samples_key(struct waitstats *ws, uint64_t *gen, void *key, size_t *keylen)
+{
+    bool changed;
+
+    pthread_mutex_lock(&ws->mu);
+    changed = *gen != ws->keygen;
+    if (changed) {
+        if (ws->keylen > 0)
+            memcpy(key, ws->key, ws->keylen);
+        *keylen = ws->keylen;
+        *gen = ws->keygen;
+    }
+    pthread_mutex_unlock(&ws->mu);
+    return changed;
 }
 
 void

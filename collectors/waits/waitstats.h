@@ -155,6 +155,16 @@ void waitstats_record_from(struct waitstats *ws, const struct sample_source *src
 void waitstats_record(struct waitstats *ws, const struct sample *s, size_t n,
                       uint64_t lines, uint64_t invalid, int64_t now_ms);
 
+/*
+ * The [samples] key the ingest checks datagrams with, kept here because
+ * waitstats_new/configure are where a (re)loaded config reaches the
+ * samples side.  When the key changed since generation *gen (start with
+ * 0), copy it to key (room for LW1_KEY_MAX bytes), set *keylen (0: no
+ * key) and *gen, and return true; else false, nothing written.  One
+ * mutex acquisition: call it once per batch, not per datagram.
+ */
+bool waitstats_samples_key(struct waitstats *ws, uint64_t *gen, void *key, size_t *keylen);
+
 /* Count a datagram the key check rejected (and nothing else of it). */
 void waitstats_reject(struct waitstats *ws, enum sampleauth_verdict why);
 
