@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// node-redlock (4.x) reporting: instrumentRedlock(redlock) replaces the
+// instance's own acquire/lock, acquireWithOptions/lockWithOptions,
+// release/unlock, extend and disposer with reporting versions that call the
+// library's, and adds using() (redlock 4 has none: it is redlock 5's shape,
+// built from the library's acquire, extend and release only).  Patching the
+// instance, not wrapping it, matters: a Lock's own lock.unlock() and
+// lock.extend() call lock.redlock.unlock/extend, so they are reported too.
+//
+// Holder id: the lock's value (redlock makes it inside acquire, so the
+// `waiting ... start` line says `-`).  Lease clock: lock.expiration.  Lost:
+// an extend that fails is `renewal` (`expired` when the lock's expiration
+// had already passed), a release that fails is `expired`; the library's
+// LockError still reaches the caller.  A multi-resource lock reports each
+// resource as its own key.
+'use strict';
+
+const { Holding, reportAcquire, party, runAs, now } = require('./holding');
+const reporter = require('./reporter');
+
+const INSTRUMENTED = Symbol('lockwatch.instrumented');
+
+function keysOf(resource) {
+  return Array.isArray(resource) ? resource : [resource];
+}
+
+function isLockError(err) {
+  return err !== null && typeof err === 'object' && err.name === 'LockError';
+}
+
+function instrumentRedlock(rl) {
+  if (rl[INSTRUMENTED]) return rl;
+  const proto = Object.getPrototypeOf(rl);
+  const origLock = proto._lock && proto.lockWithOptions ? proto.lockWithOptions : null;
+  const origUnlock = proto.unlock;
+  const origExtend = proto.extend;
+  const holdings = new WeakMap();   // Lock -> [Holding per resource]
+
+  function acquire(resource, ttl, options, callback) {
+    if (typeof options === 'function') { callback = options; options = {}; }
+    options = options || {};
+    const rep = reporter.get();
+    if (rep === null) return origLock.call(rl, resource, ttl, options, callback);
+    const keys = keysOf(resource);
+    const owner = party();
+    const retries = options.retryCount || rl.retryCount;
+    const mayWait = retries !== 0;
+    if (mayWait) for (const k of keys) rep.put(['waiting', k, owner, null, 'start']);
+    const t0 = now();
+    const p = origLock.call(rl, resource, ttl, options).then((lock) => {
+      const t1 = now();
+      const hs = [];
+      for (const k of keys) {
+        reportAcquire(rep, k, owner, lock.value, mayWait, t0, t1, 'ok');
+        hs.push(new Holding(k, owner, lock.value, t1, lock.expiration));
+      }
+      holdings.set(lock, hs);
+      return lock;
+    }, (err) => {
+      const t1 = now();
+      const outcome = isLockError(err) ? 'timeout' : 'error';
+      for (const k of keys) reportAcquire(rep, k, owner, null, mayWait, t0, t1, outcome);
+      throw err;
+    });
+    return callback ? p.nodeify(callback) : p;
+  }
+
+  function unlock(lock, callback) {
+    const hs = lock ? holdings.get(lock) : undefined;
+    const rep = hs ? reporter.get() : null;
+    if (rep === null) return origUnlock.call(rl, lock, callback);
+    holdings.delete(lock);
+    const p = origUnlock.call(rl, lock).then((v) => {
+      const t = now();
+      for (const h of hs) h.reportHold(rep, t);
+      return v;
+    }, (err) => {
+      const t = now();
+      const wall = Date.now();
+      for (const h of hs) { h.reportLost(rep, 'expired', t, wall); h.reportHold(rep, t); }
+      throw err;
+    });
+    return callback ? p.nodeify(callback) : p;
+  }
+
+  function extend(lock, ttl, callback) {
+    const hs = lock ? holdings.get(lock) : undefined;
+    const rep = hs ? reporter.get() : null;
+    if (rep === null) return origExtend.call(rl, lock, ttl, callback);
+    const expiredAlready = lock.expiration < Date.now();
+    const p = origExtend.call(rl, lock, ttl).then((l) => {
+      for (const h of hs) h.leaseEnd = lock.expiration;
+      return l;
+    }, (err) => {
+      const t = now();
+      const wall = Date.now();
+      for (const h of hs) h.reportLost(rep, expiredAlready ? 'expired' : 'renewal', t, wall);
+      throw err;
+    });
+    return callback ? p.nodeify(callback) : p;
+  }
+
+  // redlock 5's using(): acquire, extend automatically `threshold` ms before
+  // the lease ends, run routine(signal), release.  A failed extension aborts
+  // the signal (signal.error is the LockError) and is reported `lost`.
+  // The routine runs as one owner: locks taken inside it share its party.
+  function using(resource, ttl, settings, routine) {
+    if (typeof settings === 'function') { routine = settings; settings = {}; }
+    const threshold = settings && settings.automaticExtensionThreshold !== undefined
+      ? settings.automaticExtensionThreshold : 500;
+    return runAs(party(), async () => {
+      const lock = await acquire(resource, ttl, settings || {});
+      const controller = new AbortController();
+      const signal = controller.signal;
+      let timer = null;
+      let extending = null;
+      const schedule = () => {
+        timer = setTimeout(() => {
+          extending = extend(lock, ttl).then(schedule, (err) => {
+            signal.error = err;
+            controller.abort(err);
+          });
+        }, Math.max(0, lock.expiration - Date.now() - threshold));
+      };
+      schedule();
+      try {
+        return await routine(signal);
+      } finally {
+        clearTimeout(timer);
+        if (extending) await extending.catch(() => {});
+        if (!signal.aborted) await unlock(lock);
+      }
+    });
+  }
+
+  function disposer(resource, ttl, errorHandler) {
+    errorHandler = errorHandler || function () {};
+    return acquire(resource, ttl, {}).disposer((lock) => unlock(lock).catch(errorHandler));
+  }
+
+  if (!origLock) throw new TypeError('instrumentRedlock: not a node-redlock 4 instance');
+  rl.acquire = rl.lock = (resource, ttl, callback) => acquire(resource, ttl, {}, callback);
+  rl.acquireWithOptions = rl.lockWithOptions = acquire;
+  rl.release = rl.unlock = unlock;
+  rl.extend = extend;
+  rl.disposer = disposer;
+  rl.using = using;
+  Object.defineProperty(rl, INSTRUMENTED, { value: true });
+  return rl;
+}
+
+module.exports = { instrumentRedlock };
