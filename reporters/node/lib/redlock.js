@@ -128,7 +128,10 @@ function instrumentRedlock(rl) {
       } finally {
         clearTimeout(timer);
         if (extending) await extending.catch(() => {});
-        if (!signal.aborted) await unlock(lock);
+        // a lost lock is released too (its hold line; the loss is already
+        // reported and the routine saw the signal): that failure is not thrown
+        if (signal.aborted) await unlock(lock).catch(() => {});
+        else await unlock(lock);
       }
     });
   }
