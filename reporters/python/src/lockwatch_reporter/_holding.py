@@ -57,7 +57,6 @@ def outcome_of(result):
 
 
 def report_acquire(rep, key, party, holder, may_wait, t0, t1, outcome):
-    """The lines of an acquire call that returned (or raised: `error`)."""
-    if may_wait:
-        rep.put(("waiting", key, party, holder, outcome))
-    rep.put(("wait", key, (t1 - t0) // 1000, outcome))
+    """The lines of an acquire call that returned (or raised: `error`):
+    `waiting <outcome>` when it may wait, and `wait`; one queued tuple."""
+    rep.put(("acquired", key, party, holder, (t1 - t0) // 1000, outcome, may_wait))

@@ -34,6 +34,7 @@ class Reporter:
                  start=True):
         self.config = config
         self.capacity = capacity
+        self._wake_at = capacity >> 2  # wake the sender early, well before full
         self.flush_seconds = flush_seconds
         self._q = collections.deque()
         self._wake = threading.Event()
@@ -77,13 +78,14 @@ class Reporter:
             except Exception:
                 pass
         q = self._q
-        if len(q) >= self.capacity:
-            with self._count_lock:
-                self._dropped_full += 1
+        n = len(q)
+        if n < self.capacity:
+            q.append(event)
+            if n == self._wake_at:
+                self._wake.set()
             return
-        q.append(event)
-        if len(q) == self.capacity >> 1:
-            self._wake.set()
+        with self._count_lock:
+            self._dropped_full += 1
 
     # ---- sender thread ------------------------------------------------
     def _run(self):
@@ -97,7 +99,10 @@ class Reporter:
         with self._flush_lock:
             q = self._q
             lines = []
-            n = 0
+            n = bad = 0
+            emit = _wire.emit
+            process = self._process
+            _wire.new_batch()
             while True:
                 try:
                     ev = q.popleft()
@@ -105,15 +110,14 @@ class Reporter:
                     break
                 n += 1
                 try:
-                    lines.append(_wire.line(ev, self._process))
+                    emit(ev, process, lines)
                 except Exception:
-                    pass  # a value the encoder cannot take: dropped, counted below
+                    bad += 1  # a value the encoder cannot take: dropped, counted
             if not n:
                 return
             key = self.config.key
             budget = _wire.MAX_DATAGRAM - (_wire.MAC_LINE_LEN if key else 0)
             sent = failed = datagrams = 0
-            bad = n - len(lines)
             for body in _wire.pack(lines, budget):
                 nl = body.count(b"\n")
                 if key:
@@ -146,7 +150,8 @@ class Reporter:
             pass
 
     def stats(self):
-        """Counters: queued (events taken off the queue), sent (lines in a
+        """Counters: queued (events taken off the queue; an acquire's
+        `waiting` end and `wait` lines are one event), sent (lines in a
         datagram at least one destination accepted), datagrams,
         dropped_queue_full, dropped_send_failed, pending (in the queue now)."""
         with self._count_lock:

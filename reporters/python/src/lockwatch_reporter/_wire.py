@@ -9,6 +9,7 @@ vector, and the sender thread (_sender.py) is their only other caller.
 
 import hashlib
 import hmac
+import re
 
 MAX_DATAGRAM = 1432
 # "lw1 mac " + 32 hex + " " + unix seconds (10 digits until 2286) + "\n"
@@ -40,22 +41,55 @@ def to_bytes(v):
     return str(v).encode("utf-8", "surrogateescape")
 
 
+_NEEDS_ESCAPE = re.compile(rb"[^\x21-\x24\x26-\x7e]")
+_CACHE_MAX = 4096
+_cache = {}
+
+
+def _encode(raw):
+    return raw if _NEEDS_ESCAPE.search(raw) is None else b"".join(_TABLE[b] for b in raw)
+
+
 def pct(v):
-    """v (str, bytes or anything str() takes) percent-encoded for a field."""
-    raw = to_bytes(v)
-    if all(0x21 <= b <= 0x7E and b != 0x25 for b in raw):
-        return raw
-    return b"".join(_TABLE[b] for b in raw)
+    """v (str, bytes or anything str() takes) percent-encoded for a field.
+    Keys and owners repeat, so results are cached (bounded: the cache is
+    emptied when full); the check is one C-speed regex search."""
+    try:
+        return _cache[v]
+    except (KeyError, TypeError):
+        pass
+    out = _encode(to_bytes(v))
+    try:
+        if len(_cache) >= _CACHE_MAX:
+            _cache.clear()
+        _cache[v] = out
+    except TypeError:
+        pass
+    return out
+
+
+_holders = {}
 
 
 def holder_field(v):
-    """A holder id: `-` when not known, an id that really is `-` as %2D."""
+    """A holder id: `-` when not known, an id that really is `-` as %2D.
+    Each id appears in a few lines of one batch (waiting, hold): a per-batch
+    cache (emptied by new_batch()) encodes it once."""
     if v is None:
         return b"-"
-    raw = to_bytes(v)
-    if raw == b"-":
-        return b"%2D"
-    return pct(raw) if raw else b"-"
+    h = _holders.get(v)
+    if h is None:
+        raw = to_bytes(v)
+        if raw == b"-":
+            h = b"%2D"
+        else:
+            h = _encode(raw) if raw else b"-"
+        _holders[v] = h
+    return h
+
+
+def new_batch():
+    _holders.clear()
 
 
 def us(v):
@@ -68,27 +102,92 @@ def us(v):
     return b"%d" % v
 
 
+_heads = {}
+
+
+def _head(verb, key, party, process):
+    """The constant start of a line, `lw1 <verb> <key> [<owner> ]`, cached
+    per (verb, key, party, process): a busy service repeats a few of them, and
+    building them once keeps the sender thread's cost per line small."""
+    k = (verb, key, party, process)
+    h = _heads.get(k)
+    if h is None:
+        if party is None:
+            h = b"lw1 %s %s " % (verb, pct(key))
+        else:
+            h = b"lw1 %s %s %s%s " % (verb, pct(key), process, pct(party))
+        if len(_heads) >= _CACHE_MAX:
+            _heads.clear()
+        _heads[k] = h
+    return h
+
+
+_PHASES = {p: b" " + p.encode() for p in ("start", "ok", "timeout", "error",
+                                          "renewal", "expired")}
+
+
 def line(event, process):
     """The text of one event tuple (see _sender.Reporter.put), without the
-    terminator.  process is the already encoded `<process>` part."""
+    terminator.  process is the already encoded `<process>/` part."""
     kind = event[0]
     if kind == "wait":
         _, key, t, outcome = event
-        return b"lw1 wait %s %s %s" % (pct(key), us(t), outcome.encode())
-    if kind == "hold":
-        _, key, t, party, holder = event
-        return b"lw1 hold %s %s %s%s %s" % (pct(key), us(t), process, pct(party),
-                                             holder_field(holder))
+        return _head(b"wait", key, None, process) + us(t) + _PHASES[outcome]
     if kind == "waiting":
         _, key, party, holder, phase = event
-        return b"lw1 waiting %s %s%s %s %s" % (pct(key), process, pct(party),
-                                               holder_field(holder), phase.encode())
+        return _head(b"waiting", key, party, process) + holder_field(holder) + _PHASES[phase]
+    if kind == "hold":
+        _, key, t, party, holder = event
+        return b"%s%s %s%s %s" % (_head(b"hold", key, None, process), us(t), process,
+                                  pct(party), holder_field(holder))
     if kind == "lost":
         _, key, party, holder, held, overrun, reason = event
-        return b"lw1 lost %s %s%s %s %s %s %s" % (
-            pct(key), process, pct(party), holder_field(holder), us(held),
-            b"-" if overrun is None else us(overrun), reason.encode())
+        return b"%s%s %s %s%s" % (
+            _head(b"lost", key, party, process), holder_field(holder), us(held),
+            b"-" if overrun is None else us(overrun), _PHASES[reason])
     raise ValueError("unknown event %r" % (kind,))
+
+
+def emit(event, process, out):
+    """Append the line(s) of one event to out: an `acquired` event (an
+    acquire call that returned: key, party, holder, us, outcome, may_wait)
+    is its `waiting <outcome>` line (when the call may wait) and its `wait`
+    line, so the lock path queues one tuple for both.  The three events of
+    every lock cycle (waiting start, acquired, hold) take the short paths
+    here: this loop is the sender thread's whole cost."""
+    kind = event[0]
+    if kind == "acquired":
+        _, key, party, holder, t, outcome, may_wait = event
+        ph = _PHASES[outcome]
+        if may_wait:
+            out.append(_head(b"waiting", key, party, process) + holder_field(holder) + ph)
+        out.append(_head(b"wait", key, None, process)
+                   + (b"%d" % t if 0 <= t <= 9007199254740992 else us(t)) + ph)
+    elif kind == "waiting":
+        out.append(_head(b"waiting", event[1], event[2], process) + holder_field(event[3])
+                   + _PHASES[event[4]])
+    elif kind == "hold":
+        _, key, t, party, holder = event
+        out.append(_head(b"hold", key, None, process)
+                   + (b"%d" % t if 0 <= t <= 9007199254740992 else us(t))
+                   + _owner_mid(party, process) + holder_field(holder))
+    else:
+        out.append(line(event, process))
+
+
+_owners = {}
+
+
+def _owner_mid(party, process):
+    """` <owner> ` of a hold line, cached per (party, process)."""
+    k = (party, process)
+    o = _owners.get(k)
+    if o is None:
+        o = b" %s%s " % (process, pct(party))
+        if len(_owners) >= _CACHE_MAX:
+            _owners.clear()
+        _owners[k] = o
+    return o
 
 
 def owner_prefix(process):

@@ -37,11 +37,11 @@ def tap_waits():
     waits = {}
     glock = threading.Lock()
 
-    def tap(ev):
-        if ev[0] == "wait":
+    def tap(ev):  # an acquire call's event: ("acquired", key, party, holder, us, ...)
+        if ev[0] == "acquired":
             key = ev[1].decode() if isinstance(ev[1], bytes) else ev[1]
             with glock:
-                waits.setdefault(key, []).append(ev[2] // 1)
+                waits.setdefault(key, []).append(ev[4])
     rep = _sender.get()
     rep.tap = tap
     return waits
