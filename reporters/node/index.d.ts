@@ -29,6 +29,8 @@ export interface Reporter {
   tap: ((event: unknown[]) => void) | null;
   flush(): void;
   close(): void;
+  /** Resolves once every destination is resolved and connected (or given up). */
+  ready(): Promise<void>;
   stats(): ReporterStats;
 }
 

@@ -50,9 +50,9 @@ class Holding {
 }
 
 // The lines of an acquire call that returned (outcome ok/timeout) or failed.
+// One queued event for both (lib/wire.js emit()).
 function reportAcquire(rep, key, owner, holder, mayWait, t0, t1, outcome) {
-  if (mayWait) rep.put(['waiting', key, owner, holder, outcome]);
-  rep.put(['wait', key, (t1 - t0) * 1000, outcome]);
+  rep.put(['acquired', key, owner, holder, (t1 - t0) * 1000, outcome, mayWait]);
 }
 
 module.exports = { Holding, reportAcquire, party, runAs, now, als };

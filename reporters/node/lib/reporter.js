@@ -31,16 +31,19 @@ class Reporter {
     this.capacity = capacity;
     this._q = [];
     this._prefix = wire.pct(cfg.process) + '/';
-    this._targets = [];      // {family, address, port}, once resolved
+    this._targets = [];      // {sock, connected}: connected UDP sockets
     this._pendingLookups = 0;
-    this._socks = {};
     this._timer = null;
     this._soon = null;
     this.counts = { queued: 0, sent: 0, datagrams: 0, droppedQueueFull: 0, droppedSendFailed: 0 };
     // Test hook: called with each event on the lock path when set
     // (tests/interop/reporters/node records the waits it reports).
     this.tap = null;
+    this._ready = null;
+    this.ready = () => this._ready || Promise.resolve();
     if (!this.enabled || !start) return;
+    // ready(): resolves once every destination is connected or given up
+    this._ready = new Promise((resolve) => { this._readyResolve = resolve; });
     for (const d of cfg.destinations) this._resolve(d);
     this._timer = setInterval(() => this.flush(), flushMs);
     this._timer.unref();
@@ -48,25 +51,46 @@ class Reporter {
     process.on('beforeExit', this._onExit);
   }
 
+  // Resolve (once) and connect one UDP socket per destination: a connected
+  // socket sends without an address lookup per datagram, which would cost
+  // more than the rest of a flush.  Until every destination is connected
+  // (or given up), flush() waits and lines stay queued (bounded).
   _resolve(d) {
+    this._pendingLookups++;
+    const done = (err, address, family) => {
+      if (err) {
+        config.warn(`LOCKWATCH_SAMPLES: ${d.host}:${d.port}: ${err.code || err.message}; not sending there`);
+        this._settled();
+        return;
+      }
+      try {
+        const sock = dgram.createSocket(family === 6 ? 'udp6' : 'udp4');
+        const target = { sock, connected: false };
+        sock.on('error', () => { this.counts.droppedSendFailed++; });
+        sock.unref();
+        sock.connect(d.port, address, () => { target.connected = true; this._targets.push(target); this._settled(); });
+      } catch (e) {
+        config.warn(`LOCKWATCH_SAMPLES: ${d.host}:${d.port}: ${e.message}; not sending there`);
+        this._settled();
+      }
+    };
     const fam = net.isIP(d.host);
     if (fam) {
-      this._targets.push({ family: fam, address: d.host, port: d.port });
+      done(null, d.host, fam);
       return;
     }
-    this._pendingLookups++;
     try {
-      dns.lookup(d.host, (err, address, family) => {
-        this._pendingLookups--;
-        if (err) config.warn(`LOCKWATCH_SAMPLES: ${d.host}:${d.port} does not resolve (${err.code}); not sending there`);
-        else this._targets.push({ family, address, port: d.port });
-        if (this._pendingLookups === 0 && this._targets.length === 0) this._disable();
-      });
+      dns.lookup(d.host, done);
     } catch (e) {
-      this._pendingLookups--;
-      config.warn(`LOCKWATCH_SAMPLES: ${d.host}: ${e.message}`);
-      if (this._pendingLookups === 0 && this._targets.length === 0) this._disable();
+      done(e);
     }
+  }
+
+  _settled() {
+    this._pendingLookups--;
+    if (this._pendingLookups > 0) return;
+    if (this._targets.length === 0) this._disable();
+    this._readyResolve();
   }
 
   _disable() {
@@ -93,17 +117,6 @@ class Reporter {
     }
   }
 
-  _sock(family) {
-    let s = this._socks[family];
-    if (!s) {
-      s = dgram.createSocket(family === 6 ? 'udp6' : 'udp4');
-      s.on('error', () => { this.counts.droppedSendFailed++; });
-      s.unref();
-      this._socks[family] = s;
-    }
-    return s;
-  }
-
   // Send everything queued now (the interval, beforeExit, tests).
   flush() {
     try {
@@ -113,15 +126,13 @@ class Reporter {
       this.counts.queued += evs.length;
       const lines = [];
       for (const ev of evs) {
-        try { lines.push(wire.line(ev, this._prefix)); } catch (_) { this.counts.droppedSendFailed++; }
+        try { wire.emit(ev, this._prefix, lines); } catch (_) { this.counts.droppedSendFailed++; }
       }
       const key = this.config.key;
       const budget = wire.MAX_DATAGRAM - (key ? wire.MAC_LINE_LEN : 0);
-      for (let body of wire.pack(lines, budget)) {
-        let nl = 0;
-        for (const c of body) if (c === 0x0a) nl++;
-        if (key) body = wire.sign(key, body, Math.floor(Date.now() / 1000));
-        this._send(body, nl);
+      for (const d of wire.packCounted(lines, budget)) {
+        const body = key ? wire.sign(key, d.body, Math.floor(Date.now() / 1000)) : d.body;
+        this._send(body, d.lines);
       }
     } catch (_) { /* never throw into a timer either */ }
   }
@@ -141,14 +152,15 @@ class Reporter {
     };
     for (const t of this._targets) {
       try {
-        this._sock(t.family).send(body, t.port, t.address, done);
+        t.sock.send(body, done);
       } catch (e) {
         done(e);
       }
     }
   }
 
-  // Flush and stop the interval (sockets are closed once idle).
+  // Flush and stop the interval (the unref'd sockets stay for the sends
+  // in flight; they never keep the process alive).
   close() {
     if (this._timer !== null) { clearInterval(this._timer); this._timer = null; }
     if (this._onExit) { process.removeListener('beforeExit', this._onExit); this._onExit = null; }

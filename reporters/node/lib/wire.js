@@ -59,23 +59,65 @@ function line(ev, prefix) {
 }
 
 // Encoded lines into datagram bodies of at most budget bytes, each line
-// ended by \n; a line longer than the budget goes alone.
-function pack(lines, budget = MAX_DATAGRAM) {
+// ended by \n; a line longer than the budget goes alone.  Lines are ASCII
+// (everything else is percent-encoded), so a string's length is its size.
+// Returns [{body: Buffer, lines: count}].
+function packCounted(lines, budget = MAX_DATAGRAM) {
   const out = [];
-  let cur = [];
-  let size = 0;
+  let cur = '';
+  let n = 0;
   for (const ln of lines) {
-    const n = Buffer.byteLength(ln) + 1;
-    if (cur.length && size + n > budget) {
-      out.push(Buffer.from(cur.join('\n') + '\n'));
-      cur = [];
-      size = 0;
+    if (n && cur.length + ln.length + 1 > budget) {
+      out.push({ body: Buffer.from(cur, 'latin1'), lines: n });
+      cur = '';
+      n = 0;
     }
-    cur.push(ln);
-    size += n;
+    cur += ln + '\n';
+    n++;
   }
-  if (cur.length) out.push(Buffer.from(cur.join('\n') + '\n'));
+  if (n) out.push({ body: Buffer.from(cur, 'latin1'), lines: n });
   return out;
+}
+
+function pack(lines, budget = MAX_DATAGRAM) {
+  return packCounted(lines, budget).map((d) => d.body);
+}
+
+// Line heads (`lw1 <verb> <key> [<owner> ]`) and owner fields repeat: cached
+// (bounded: emptied when full), so the flush's cost per line stays small.
+const CACHE_MAX = 4096;
+let heads = new Map();
+
+function head(verb, key, party, prefix) {
+  const k = `${verb} ${key} ${party} ${prefix}`;
+  let h = heads.get(k);
+  if (h === undefined) {
+    h = party === null ? `lw1 ${verb} ${pct(key)} ` : `lw1 ${verb} ${pct(key)} ${prefix}${pct(party)} `;
+    if (heads.size >= CACHE_MAX) heads = new Map();
+    heads.set(k, h);
+  }
+  return h;
+}
+
+// Append the line(s) of one event to out.  An `acquired` event (an acquire
+// call that returned: key, party, holder, us, outcome, mayWait) is its
+// `waiting <outcome>` line (when the call may wait) and its `wait` line, so
+// the lock path queues one array for both.
+function emit(ev, prefix, out) {
+  switch (ev[0]) {
+    case 'acquired':
+      if (ev[6]) out.push(head('waiting', ev[1], ev[2], prefix) + holderField(ev[3]) + ' ' + ev[5]);
+      out.push(head('wait', ev[1], null, prefix) + us(ev[4]) + ' ' + ev[5]);
+      return;
+    case 'waiting':
+      out.push(head('waiting', ev[1], ev[2], prefix) + holderField(ev[3]) + ' ' + ev[4]);
+      return;
+    case 'hold':
+      out.push(head('hold', ev[1], null, prefix) + us(ev[2]) + ' ' + prefix + pct(ev[3]) + ' ' + holderField(ev[4]));
+      return;
+    default:
+      out.push(line(ev, prefix));
+  }
 }
 
 // The signed datagram: `lw1 mac <32 hex> <unix>\n` + body, the MAC being
@@ -86,4 +128,4 @@ function sign(key, body, unixSeconds) {
   return Buffer.concat([Buffer.from(`lw1 mac ${mac} `), signed]);
 }
 
-module.exports = { MAX_DATAGRAM, MAC_LINE_LEN, pct, holderField, us, line, pack, sign };
+module.exports = { MAX_DATAGRAM, MAC_LINE_LEN, pct, holderField, us, line, emit, pack, packCounted, sign };

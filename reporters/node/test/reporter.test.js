@@ -58,15 +58,17 @@ test('key file', () => {
   fs.rmSync(d, { recursive: true });
 });
 
-function reporterTo(s, extra = {}, opts = {}) {
+async function reporterTo(s, extra = {}, opts = {}) {
   const { port } = s.address();
-  return new Reporter({ enabled: true, destinations: [{ host: '127.0.0.1', port }], key: null,
+  const r = new Reporter({ enabled: true, destinations: [{ host: '127.0.0.1', port }], key: null,
     process: 'h:1', ...extra }, { flushMs: 10000, ...opts });
+  await r.ready();
+  return r;
 }
 
 test('batches lines into datagrams', async () => {
   const s = await sink();
-  const r = reporterTo(s);
+  const r = await reporterTo(s);
   for (let i = 0; i < 200; i++) r.put(['wait', `lock:k:${i}`, i, 'ok']);
   r.flush();
   await sleep(100);
@@ -83,7 +85,7 @@ test('batches lines into datagrams', async () => {
 test('signs every datagram', async () => {
   const s = await sink();
   const key = Buffer.from('lockwatch test key: not a secret');
-  const r = reporterTo(s, { key });
+  const r = await reporterTo(s, { key });
   for (let i = 0; i < 100; i++) r.put(['hold', 'lock:k', i, 1, 'tok']);
   r.flush();
   await sleep(100);
@@ -100,7 +102,7 @@ test('signs every datagram', async () => {
 
 test('a full queue drops and counts', async () => {
   const s = await sink();
-  const r = reporterTo(s, {}, { capacity: 10 });
+  const r = await reporterTo(s, {}, { capacity: 10 });
   for (let i = 0; i < 25; i++) r.put(['wait', 'k', i, 'ok']);
   assert.strictEqual(r.stats().droppedQueueFull, 15);
   r.flush();
@@ -113,7 +115,7 @@ test('a full queue drops and counts', async () => {
 test('an unresolvable destination turns the reporter off, never throws', async () => {
   const r = new Reporter(config.load({ samples: 'no-such-host.invalid:9717' }), { flushMs: 10000 });
   r.put(['wait', 'k', 1, 'ok']);
-  await sleep(1500);
+  await r.ready();
   assert.strictEqual(r.enabled, false);
   r.put(['wait', 'k', 1, 'ok']);
   r.flush();
@@ -126,6 +128,7 @@ test('a closed port: sends fail quietly, counted', async () => {
   s.close();
   const r = new Reporter({ enabled: true, destinations: [{ host: '127.0.0.1', port }], key: null, process: 'h' },
     { flushMs: 10000 });
+  await r.ready();
   for (let i = 0; i < 3; i++) { r.put(['wait', 'k', 1, 'ok']); r.flush(); await sleep(20); }
   const st = r.stats();
   assert.strictEqual(st.queued, 3);

@@ -43,6 +43,18 @@ test('lines', () => {
   assert.throws(() => wire.line(['nope'], ''));
 });
 
+test('emit: an acquire call is its waiting end and wait lines', () => {
+  const out = [];
+  wire.emit(['acquired', 'k', 3, 'tok', 15.4, 'timeout', true], 'h:1/', out);
+  wire.emit(['acquired', 'k', 3, 'tok', 15.6, 'ok', false], 'h:1/', out);
+  wire.emit(['waiting', 'k', 3, null, 'start'], 'h:1/', out);
+  wire.emit(['hold', 'k', 12, 3, 'tok'], 'h:1/', out);
+  wire.emit(['lost', 'k', 3, 'tok', 99, null, 'renewal'], 'h:1/', out);
+  assert.deepStrictEqual(out, ['lw1 waiting k h:1/3 tok timeout', 'lw1 wait k 15 timeout',
+    'lw1 wait k 16 ok', 'lw1 waiting k h:1/3 - start', 'lw1 hold k 12 h:1/3 tok',
+    'lw1 lost k h:1/3 tok 99 - renewal']);
+});
+
 test('packing into datagrams of at most 1432 bytes', () => {
   const lines = Array(30).fill('x'.repeat(100));
   const dgs = wire.pack(lines);

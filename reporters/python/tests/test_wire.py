@@ -49,6 +49,22 @@ class Wire(unittest.TestCase):
         self.assertEqual(_wire.line(("wait", "k", 2 ** 60, "ok"), p),
                          b"lw1 wait k 9007199254740992 ok")
 
+    def test_emit(self):
+        out = []
+        p = b"h:1/"
+        _wire.emit(("acquired", "k", 3, b"tok", 15, "timeout", True), p, out)
+        _wire.emit(("acquired", "k", 3, b"tok", 16, "ok", False), p, out)
+        _wire.emit(("waiting", "k", 3, None, "start"), p, out)
+        _wire.emit(("hold", "k", 12, 3, b"tok"), p, out)
+        _wire.emit(("hold", "k", -1, 3, b"-"), p, out)
+        _wire.emit(("lost", "k", 3, b"tok", 99, None, "renewal"), p, out)
+        self.assertEqual(out, [b"lw1 waiting k h:1/3 tok timeout", b"lw1 wait k 15 timeout",
+                               b"lw1 wait k 16 ok", b"lw1 waiting k h:1/3 - start",
+                               b"lw1 hold k 12 h:1/3 tok", b"lw1 hold k 0 h:1/3 %2D",
+                               b"lw1 lost k h:1/3 tok 99 - renewal"])
+        _wire.emit(("hold", "k", 1, 3, b"tok"), b"other:2/", out)
+        self.assertEqual(out[-1], b"lw1 hold k 1 other:2/3 tok")
+
     def test_pack(self):
         lines = [b"x" * 100] * 30
         dgs = _wire.pack(lines)

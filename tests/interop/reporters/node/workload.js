@@ -22,7 +22,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 function tapWaits() {
   const waits = {};
   lw.reporter().tap = (ev) => {
-    if (ev[0] === 'wait') (waits[ev[1]] = waits[ev[1]] || []).push(Math.round(ev[2]));
+    // an acquire call's event: ['acquired', key, party, holder, us, outcome, mayWait]
+    if (ev[0] === 'acquired') (waits[ev[1]] = waits[ev[1]] || []).push(Math.round(ev[4]));
   };
   return waits;
 }
