@@ -86,13 +86,26 @@ class Wrappers(unittest.TestCase):
         self.assertFalse(b.acquire(blocking=False))
         self.assertFalse(b.acquire(blocking_timeout=0.01, sleep=0.005))
         a.release()
-        self.assertEqual(self.kinds(), ["waiting:start", "waiting:ok", "wait:ok", "wait:timeout",
+        # no waiting lines for an acquire whose first attempt got the lock
+        self.assertEqual(self.kinds(), ["wait:ok", "wait:timeout",
                                         "waiting:start", "waiting:timeout", "wait:timeout",
                                         "hold"])
-        token = r.data.get("lock:a") or self.evs[1][3]
-        self.assertEqual(self.evs[0][3], token)          # the start line knows the holder
-        self.assertEqual(self.evs[-1][4], token)
-        self.assertEqual(self.evs[0][2], threading.get_ident())
+        self.assertEqual(self.evs[0][3], self.evs[-1][4])   # the holder id: a's token
+        self.assertEqual(self.evs[2][3], self.evs[3][3])    # b's start and end: b's token
+        self.assertNotEqual(self.evs[2][3], self.evs[0][3])
+        self.assertEqual(self.evs[2][2], threading.get_ident())
+
+    def test_waiting_start_when_the_first_attempt_fails(self):
+        r = FakeRedis()
+        r.data["lock:w"] = b"other"
+        a = ReportingLock(r, "lock:w", timeout=10, sleep=0.005)
+        t = threading.Timer(0.05, lambda: r.data.pop("lock:w"))
+        t.start()
+        self.assertTrue(a.acquire())
+        t.join()
+        a.release()
+        self.assertEqual(self.kinds(), ["waiting:start", "waiting:ok", "wait:ok", "hold"])
+        self.assertGreaterEqual(self.evs[1][4], 40000)   # us, from the call's start
 
     def test_lost_at_release_and_extend(self):
         r = FakeRedis()
@@ -103,8 +116,8 @@ class Wrappers(unittest.TestCase):
             a.extend(5)
         with self.assertRaises(LockNotOwnedError):
             a.release()
-        self.assertEqual(self.kinds()[3:], ["lost:renewal", "hold"])   # lost once per holding
-        self.assertEqual(self.evs[2][5], 0)   # found before the lease's end: overrun 0
+        self.assertEqual(self.kinds(), ["wait:ok", "lost:renewal", "hold"])  # lost once per holding
+        self.assertEqual(self.evs[1][5], 0)   # found before the lease's end: overrun 0
 
     def test_off_is_the_library(self):
         _sender.configure(samples="off")

@@ -41,21 +41,35 @@ class ReportingLock(Lock):
         party = threading.get_ident()
         may_wait = self.blocking if blocking is None else blocking
         key = self.name
-        if may_wait:
-            rep.put(("waiting", key, party, holder, "start"))
+        # `waiting ... start` goes out when the first attempt finds the lock
+        # taken (do_acquire below), as liblockwatch does: an acquire that
+        # does not wait costs no waiting lines
+        w = [rep, key, party, holder, False] if may_wait else None
+        self.local.lw_wait = w
         t0 = _now()
         try:
             got = super().acquire(sleep=sleep, blocking=blocking,
                                   blocking_timeout=blocking_timeout, token=token)
         except BaseException:
-            report_acquire(rep, key, party, holder, may_wait, t0, _now(), "error")
+            self.local.lw_wait = None
+            report_acquire(rep, key, party, holder, w is not None and w[4], t0, _now(), "error")
             raise
         t1 = _now()
-        outcome = outcome_of(got)
-        report_acquire(rep, key, party, holder, may_wait, t0, t1, outcome)
+        self.local.lw_wait = None
+        waited = w is not None and w[4]
+        report_acquire(rep, key, party, holder, waited, t0, t1, outcome_of(got))
         if got:
             self.local.lw_holding = Holding(key, party, self.local.token, t1,
                                             _lease_ns(self.timeout))
+        return got
+
+    def do_acquire(self, token):
+        got = super().do_acquire(token)
+        if not got:
+            w = getattr(self.local, "lw_wait", None)
+            if w is not None and not w[4]:
+                w[4] = True
+                w[0].put(("waiting", w[1], w[2], w[3], "start"))
         return got
 
     def _holding(self):
