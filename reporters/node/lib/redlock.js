@@ -7,8 +7,8 @@
 // instance, not wrapping it, matters: a Lock's own lock.unlock() and
 // lock.extend() call lock.redlock.unlock/extend, so they are reported too.
 //
-// Holder id: the lock's value (redlock makes it inside acquire, so the
-// `waiting ... start` line says `-`).  Lease clock: lock.expiration.  Lost:
+// Holder id: the lock's value (redlock makes it inside acquire; the
+// `waiting ... start` line, sent when the first attempt fails, has it).  Lease clock: lock.expiration.  Lost:
 // an extend that fails is `renewal` (`expired` when the lock's expiration
 // had already passed), a release that fails is `expired`; the library's
 // LockError still reaches the caller.  A multi-resource lock reports each
@@ -34,7 +34,31 @@ function instrumentRedlock(rl) {
   const origLock = proto._lock && proto.lockWithOptions ? proto.lockWithOptions : null;
   const origUnlock = proto.unlock;
   const origExtend = proto.extend;
+  const origExec = typeof proto._executeScript === 'function' ? proto._executeScript : null;
   const holdings = new WeakMap();   // Lock -> [Holding per resource]
+
+  // `waiting ... start` goes out when the first attempt finds the lock taken,
+  // as liblockwatch does (an acquire that gets the lock at once costs no
+  // waiting lines), and then knows the holder id: the first attempt's
+  // scripts are sent synchronously from inside the library's acquire, while
+  // attemptCtx names the call; their replies say whether it got the lock.
+  let attemptCtx = null;
+  function startWaiting(ctx, holder) {
+    ctx.started = true;
+    ctx.holder = holder;
+    for (const k of ctx.keys) ctx.rep.put(['waiting', k, ctx.owner, holder, 'start']);
+  }
+  function executeScript(server, name, args, callback) {
+    const ctx = attemptCtx;
+    if (ctx === null || name !== 'lockScript') return origExec.call(rl, server, name, args, callback);
+    const holder = args[args.length - 2];
+    return origExec.call(rl, server, name, args, (err, result) => {
+      if (!ctx.started && (err || !(result === ctx.n || result === String(ctx.n)))) {
+        try { startWaiting(ctx, holder); } catch (_) { /* never in the library's way */ }
+      }
+      callback(err, result);
+    });
+  }
 
   function acquire(resource, ttl, options, callback) {
     if (typeof options === 'function') { callback = options; options = {}; }
@@ -44,12 +68,21 @@ function instrumentRedlock(rl) {
     const keys = keysOf(resource);
     const owner = party();
     const retries = options.retryCount || rl.retryCount;
-    const mayWait = retries !== 0;
-    if (mayWait) for (const k of keys) rep.put(['waiting', k, owner, null, 'start']);
+    // ctx.started: a `waiting ... start` was sent (see executeScript)
+    const ctx = { rep, keys, owner, n: keys.length, started: false };
+    if (retries !== 0 && !origExec) startWaiting(ctx, null);
     const t0 = now();
-    const p = origLock.call(rl, resource, ttl, options).then((lock) => {
+    let p0;
+    attemptCtx = retries !== 0 ? ctx : null;
+    try {
+      p0 = origLock.call(rl, resource, ttl, options);
+    } finally {
+      attemptCtx = null;
+    }
+    const p = p0.then((lock) => {
       const t1 = now();
       const hs = [];
+      const mayWait = ctx.started;
       for (const k of keys) {
         reportAcquire(rep, k, owner, lock.value, mayWait, t0, t1, 'ok');
         hs.push(new Holding(k, owner, lock.value, t1, lock.expiration));
@@ -59,7 +92,7 @@ function instrumentRedlock(rl) {
     }, (err) => {
       const t1 = now();
       const outcome = isLockError(err) ? 'timeout' : 'error';
-      for (const k of keys) reportAcquire(rep, k, owner, null, mayWait, t0, t1, outcome);
+      for (const k of keys) reportAcquire(rep, k, owner, ctx.holder || null, ctx.started, t0, t1, outcome);
       throw err;
     });
     return callback ? p.nodeify(callback) : p;
@@ -148,6 +181,7 @@ function instrumentRedlock(rl) {
   rl.extend = extend;
   rl.disposer = disposer;
   rl.using = using;
+  if (origExec) rl._executeScript = executeScript;
   Object.defineProperty(rl, INSTRUMENTED, { value: true });
   return rl;
 }

@@ -155,3 +155,40 @@ test('redis-semaphore: acquire once through acquire(), lost via onLockLost, expi
   m4.ok = false;
   await assert.rejects(m4.loseIt(), /Lost/);
 });
+
+// Like redlock 4: the first attempt's script is sent synchronously from
+// inside lockWithOptions through this._executeScript; a retry comes later.
+class ScriptedRedlock extends FakeRedlock {
+  _executeScript(server, name, args, cb) {
+    setImmediate(() => cb(null, this.held.has(args[1]) ? 0 : 1));
+  }
+  lockWithOptions(resource, ttl) {
+    const value = 'v' + Math.random();
+    return bb(new Promise((resolve, reject) => {
+      const attempt = (n) => this._executeScript(null, 'lockScript', [1, resource, value, ttl], (err, r) => {
+        if (r === 1) {
+          this.held.set(resource, value);
+          const lock = { redlock: this, resource, value, expiration: Date.now() + ttl };
+          lock.unlock = (cb) => this.unlock(lock, cb);
+          return resolve(lock);
+        }
+        if (n >= 3) return reject(new LockError('Exceeded 3 attempts'));
+        setTimeout(() => attempt(n + 1), 5);
+      });
+      attempt(1);
+    }));
+  }
+}
+
+test('redlock: waiting start only when the first attempt finds the lock taken', async () => {
+  const evs = capture();
+  const rl = instrumentRedlock(new ScriptedRedlock());
+  const a = await rl.acquire('lock:s', 1000);
+  assert.deepStrictEqual(kinds(evs), ['wait:ok']);
+  setTimeout(() => a.unlock(), 8);
+  const b = await rl.acquire('lock:s', 1000);
+  assert.deepStrictEqual(kinds(evs), ['wait:ok', 'waiting:start', 'hold', 'waiting:ok', 'wait:ok']);
+  const start = evs.find((e) => e[0] === 'waiting');
+  assert.strictEqual(start[3], b.value);
+  await b.unlock();
+});
