@@ -133,6 +133,30 @@ class Sending(unittest.TestCase):
         r.put(("wait", "k", 1, "ok"))
         self.assertEqual(r.stats()["pending"], 1)
 
+    @unittest.skipUnless(hasattr(os, "fork"), "no fork")
+    def test_forked_child_gets_its_own_reporter(self):
+        sink = udp_sink()
+        parent = _sender.configure(samples="127.0.0.1:%d" % sink.getsockname()[1])
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report one line, exit without atexit
+            try:
+                child = _sender.get()
+                ok = child is not None and child is not parent and child._thread.is_alive()
+                child.put(("wait", "lock:child", 7, "ok"))
+                child.flush()
+                os.write(w, b"1" if ok else b"0")
+            finally:
+                os._exit(0)
+        os.close(w)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.read(r, 1), b"1")
+        os.close(r)
+        d = recv_all(sink)
+        self.assertEqual(len(d), 1)
+        self.assertTrue(d[0].startswith(b"lw1 wait lock:child 7 ok"))
+        _sender.configure(samples="off")
+
     def test_off_reporter(self):
         r = _sender.configure(samples="off")
         self.assertFalse(r.config.enabled)

@@ -9,13 +9,14 @@ budget of docs/reporters.md), so it only builds a tuple and appends it to a
 deque (atomic under the GIL, no lock taken); formatting, percent-encoding,
 signing and the system calls all happen on the sender thread.  The thread is
 a daemon, so it never keeps the process alive; an atexit hook flushes what is
-queued, best effort.  A full queue drops the event and counts it; a failed
-send drops the datagram and counts its lines; nothing is ever retried or
-raised into the application.
+queued, best effort; a forked child gets a reporter of its own.  A full queue
+drops the event and counts it; a failed send drops the datagram and counts
+its lines; nothing is ever retried or raised into the application.
 """
 
 import atexit
 import collections
+import os
 import socket
 import threading
 import time
@@ -175,10 +176,14 @@ def get():
     return r if r.config.enabled else None
 
 
+_settings = None
+
+
 def configure(samples=None, key_file=None, owner=None, **kw):
     """(Re)make the process's reporter with these settings (None: from the
     environment).  Returns it; its config.enabled says whether it reports."""
-    global _reporter
+    global _reporter, _settings
+    _settings = (samples, key_file, owner, kw)
     with _reporter_lock:
         old = _reporter
         try:
@@ -198,4 +203,22 @@ def _at_exit():
         r.close()
 
 
+def _after_fork_in_child():
+    # A forked worker (gunicorn, celery, multiprocessing) has no sender
+    # thread and another pid: it gets a reporter of its own, with the same
+    # settings, and drops what its parent had queued (the parent sends it).
+    global _reporter, _reporter_lock
+    _reporter_lock = threading.Lock()
+    if _reporter is None:
+        return
+    _reporter = None
+    samples, key_file, owner, kw = _settings
+    try:
+        configure(samples, key_file, owner, **kw)
+    except Exception:
+        pass
+
+
 atexit.register(_at_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
