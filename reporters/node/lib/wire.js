@@ -83,20 +83,33 @@ function pack(lines, budget = MAX_DATAGRAM) {
   return packCounted(lines, budget).map((d) => d.body);
 }
 
-// Line heads (`lw1 <verb> <key> [<owner> ]`) and owner fields repeat: cached
-// (bounded: emptied when full), so the flush's cost per line stays small.
+// Keys and owners repeat: their encoded forms are cached (bounded: emptied
+// when full) in maps keyed by the raw values themselves, so the flush's
+// cost per line stays small (no cache key is built per line).
 const CACHE_MAX = 4096;
-let heads = new Map();
+let keys = new Map();     // key -> encoded key
+let owners = new Map();   // party -> encoded `<process>/<party>` (per prefix)
+let ownersPrefix = null;
 
-function head(verb, key, party, prefix) {
-  const k = `${verb} ${key} ${party} ${prefix}`;
-  let h = heads.get(k);
-  if (h === undefined) {
-    h = party === null ? `lw1 ${verb} ${pct(key)} ` : `lw1 ${verb} ${pct(key)} ${prefix}${pct(party)} `;
-    if (heads.size >= CACHE_MAX) heads = new Map();
-    heads.set(k, h);
+function encKey(key) {
+  let k = keys.get(key);
+  if (k === undefined) {
+    k = pct(key);
+    if (keys.size >= CACHE_MAX) keys = new Map();
+    keys.set(key, k);
   }
-  return h;
+  return k;
+}
+
+function encOwner(party, prefix) {
+  if (prefix !== ownersPrefix) { owners = new Map(); ownersPrefix = prefix; }
+  let o = owners.get(party);
+  if (o === undefined) {
+    o = prefix + pct(party);
+    if (owners.size >= CACHE_MAX) owners = new Map();
+    owners.set(party, o);
+  }
+  return o;
 }
 
 // Append the line(s) of one event to out.  An `acquired` event (an acquire
@@ -106,14 +119,14 @@ function head(verb, key, party, prefix) {
 function emit(ev, prefix, out) {
   switch (ev[0]) {
     case 'acquired':
-      if (ev[6]) out.push(head('waiting', ev[1], ev[2], prefix) + holderField(ev[3]) + ' ' + ev[5]);
-      out.push(head('wait', ev[1], null, prefix) + us(ev[4]) + ' ' + ev[5]);
+      if (ev[6]) out.push('lw1 waiting ' + encKey(ev[1]) + ' ' + encOwner(ev[2], prefix) + ' ' + holderField(ev[3]) + ' ' + ev[5]);
+      out.push('lw1 wait ' + encKey(ev[1]) + ' ' + us(ev[4]) + ' ' + ev[5]);
       return;
     case 'waiting':
-      out.push(head('waiting', ev[1], ev[2], prefix) + holderField(ev[3]) + ' ' + ev[4]);
+      out.push('lw1 waiting ' + encKey(ev[1]) + ' ' + encOwner(ev[2], prefix) + ' ' + holderField(ev[3]) + ' ' + ev[4]);
       return;
     case 'hold':
-      out.push(head('hold', ev[1], null, prefix) + us(ev[2]) + ' ' + prefix + pct(ev[3]) + ' ' + holderField(ev[4]));
+      out.push('lw1 hold ' + encKey(ev[1]) + ' ' + us(ev[2]) + ' ' + encOwner(ev[3], prefix) + ' ' + holderField(ev[4]));
       return;
     default:
       out.push(line(ev, prefix));
