@@ -18,6 +18,8 @@ import subprocess
 import tempfile
 import unittest
 
+import testmain
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CHANGELOG = os.path.join(REPO, "packaging", "debian", "changelog")
@@ -185,4 +187,4 @@ class DebianPackages(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    testmain.main()
