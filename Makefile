@@ -3,7 +3,7 @@
 #
 #   make            build everything into build/
 #   make test       install missing packages, build, run unit + integration tests
-#                   (TEST_JOBS=N test programs at once, default 4: tests/run-all)
+#                   (TEST_JOBS=N test programs at once, default 6: tests/run-all)
 #   make demo       install missing packages, build, run the demo on a throwaway Redis
 #   make bench      the benchmarks in bench/ (figures: timing never fails it,
 #                   a failing agent or tool does);
