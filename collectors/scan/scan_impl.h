@@ -36,7 +36,7 @@
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/redis/cluster.h"
-#include "collectors/redis/rawread.h"
+#include "collectors/formats/rawread.h"
 #include "collectors/scan/scan.h"
 #include "collectors/scan/scanrun.h"
 #include "collectors/scan/tracker.h"

@@ -27,6 +27,8 @@ import subprocess
 import tempfile
 import unittest
 
+import testmain
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("LOCKWATCH_BUILD") or os.path.join(REPO, "build")
@@ -444,4 +446,4 @@ class LibraryPage(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    testmain.main()

@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: serial (a reload mid-scan must be followed by two paced scans of 100,000 keys
+#   (scan_duty 20%) within 30 s; that is throughput, which neighbours take)
 """SIGHUP reload and SIGTERM.
 
 SIGHUP with a changed config (max_hold 60s -> 2s) is applied: a lock held
