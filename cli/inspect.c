@@ -22,7 +22,7 @@
 
 #include "cli/lockctl.h"
 #include "collectors/redis/cluster.h"
-#include "collectors/redis/rawread.h"
+#include "collectors/formats/rawread.h"
 #include "collectors/redis/conn.h"
 #include "collectors/locks/lockclass.h"
 #include "collectors/locks/lockfacts.h"
@@ -273,6 +273,25 @@ struct redirect {
     int port;
 };
 
+/* Once a session: under an LFU maxmemory-policy OBJECT IDLETIME is an
+ * error, so it is not asked (lc->lfu).  -1 with err set when the
+ * connection failed. */
+static int
+read_policy(struct lockctl *lc, char *err, size_t errlen)
+{
+    int lfu;
+
+    if (lc->policy_known)
+        return 0;
+    if ((lfu = redisconn_lfu(lc->c)) == -1) {
+        redisconn_error(lc->c, lc->t, "INFO memory", err, errlen);
+        return -1;
+    }
+    lc->lfu = lfu == 1;
+    lc->policy_known = true;
+    return 0;
+}
+
 static int
 inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, size_t n,
              int64_t now_ms, struct cli_lock *out, struct redirect *rd, char *err,
@@ -283,17 +302,8 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
     int rc = -1;
 
     memset(out, 0, n * sizeof(*out));
-    /* once a session: under an LFU policy OBJECT IDLETIME is an error */
-    if (!lc->policy_known) {
-        int lfu = redisconn_lfu(lc->c);
-
-        if (lfu == -1) {
-            redisconn_error(lc->c, lc->t, "INFO memory", err, errlen);
-            goto out;
-        }
-        lc->lfu = lfu == 1;
-        lc->policy_known = true;
-    }
+    if (read_policy(lc, err, errlen) == -1)
+        goto out;
     for (i = 0; i < n; i++) {
         out[i].key = malloc(lens[i] + 1);
         if (out[i].key == NULL) {

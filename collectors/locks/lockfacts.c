@@ -16,7 +16,7 @@
 #include "collectors/locks/lockfacts.h"
 
 #include "collectors/locks/lockclass.h"
-#include "collectors/redis/rawread.h"
+#include "collectors/formats/rawread.h"
 
 const struct lock_format *
 lockfacts_declared(const struct target_conf *t, const char *key, size_t keylen)
