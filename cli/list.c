@@ -253,11 +253,9 @@ scan_pattern(struct list_run *lr, const char *pattern, char *err, size_t errlen)
     do {
         const char *argv[6] = { "SCAN", cursor, "MATCH", pattern, "COUNT", count };
 
-        rep = redisCommandArgv(lr->lc->c, 6, argv, NULL);
-        if (rep == NULL) {
-            redisconn_error(lr->lc->c, lr->lc->t, "SCAN", err, errlen);
+        rep = redisconn_command(lr->lc->c, lr->lc->t, "SCAN", 6, argv, NULL, err, errlen);
+        if (rep == NULL)
             return -1;
-        }
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
             rep->element[0]->type != REDIS_REPLY_STRING ||
             rep->element[1]->type != REDIS_REPLY_ARRAY) {

@@ -36,6 +36,7 @@
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/redis/cluster.h"
+#include "collectors/redis/conn.h"
 #include "collectors/redis/rawread.h"
 #include "collectors/scan/scan.h"
 #include "collectors/scan/tracker.h"
@@ -65,6 +66,9 @@ struct scanner {
     size_t nknown;
     uint64_t conn_key;          /* how the connections were made (conn_key()) */
     struct follow *fw;          /* follow mode's state; NULL until wanted */
+    struct redisconn_scope scope;   /* the full scan under way: scan_timeout
+                                     * from its start and the stop flag, for
+                                     * every read of every thread (scan.c) */
 };
 
 /* What the streams of one run share, on the stack of scanner_run. */
@@ -94,6 +98,8 @@ struct key_meta {
     long long pttl;
     long long idle_s;
     bool skip;                  /* vanished or unreadable */
+    bool unread;                /* skipped because a read was refused (not
+                                 * vanished: the pass fails) */
     bool helper;                /* a helper key (formats_helper()): counted
                                  * to its lock, its value not read */
     int64_t read_ms;            /* Unix ms it was read; 0: the run's now_ms */
