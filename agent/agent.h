@@ -53,7 +53,8 @@ struct agent {
 
 struct view_target {
     char *name;
-    struct snapshot *snap;      /* newest, or NULL before the first scan */
+    struct snapshot *snap;      /* newest, or NULL before the first scan;
+                                 * whose locks to show: snapshot_shown(snap) */
 };
 
 /* A [redlock] group and its newest comparison (NULL before the first). */

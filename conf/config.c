@@ -713,10 +713,6 @@ check_target(struct load *ld, const struct instance *in, const struct target_con
     if (t->scan_replicas && t->mode != TARGET_CLUSTER)
         fail(ld, line_of(in, "scan_replicas"), in->label, "scan_replicas", "only used "
              "with mode = cluster (set mode = cluster, or scan_replicas = no)");
-    if (t->scan_timeout_ms <= t->command_timeout_ms)
-        fail(ld, line_of(in, given(in, "scan_timeout") ? "scan_timeout" : "command_timeout"),
-             in->label, "scan_timeout", "must be longer than command_timeout (%lld ms), "
-             "which one reply may take", (long long)t->command_timeout_ms);
     if (t->mode == TARGET_CLUSTER && t->db != 0)
         fail(ld, line_of(in, "url"), in->label, "url", "Redis Cluster has only database "
              "0 (remove \"/%d\" from the URL)", t->db);

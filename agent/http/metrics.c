@@ -118,10 +118,13 @@ class_used(const struct snap_class *c)
     return false;
 }
 
+/* A target has locks to show once a scan succeeded: after a failure,
+ * the last good scan's (stale; lockwatch_target_up says 0), so a series
+ * does not vanish, nor an alert on it resolve, while the agent is blind. */
 static bool
 has_locks(const struct view_target *t)
 {
-    return t->snap != NULL && t->snap->ok;
+    return snapshot_shown(t->snap) != NULL;
 }
 
 /* One gauge per (target, class) from the class stats. */
@@ -134,7 +137,7 @@ class_gauge(struct strbuf *sb, const struct view *v, const char *name,
     size_t i, c;
 
     for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
+        const struct snapshot *s = snapshot_shown(v->targets[i].snap);
 
         if (!has_locks(&v->targets[i]))
             continue;
@@ -202,7 +205,7 @@ pick_offenders(const struct view *v, struct offender *out, size_t n)
         size_t bi = 0;
 
         for (i = 0; i < v->ntargets; i++) {
-            const struct snapshot *s = v->targets[i].snap;
+            const struct snapshot *s = snapshot_shown(v->targets[i].snap);
             const struct snap_lock *l;
 
             if (!has_locks(&v->targets[i]) || pos[i] >= s->nlocks)
@@ -218,7 +221,7 @@ pick_offenders(const struct view *v, struct offender *out, size_t n)
         }
         if (best == NULL)
             break;
-        out[got].s = v->targets[bi].snap;
+        out[got].s = snapshot_shown(v->targets[bi].snap);
         out[got].l = best;
         got++;
         pos[bi]++;
@@ -509,7 +512,7 @@ render_metrics(const struct view *v, struct strbuf *sb)
            "1 if the last scan of the target succeeded, 0 if it failed or none finished yet.");
     for (i = 0; i < v->ntargets; i++) {
         target_label(sb, "lockwatch_target_up", v->targets[i].name);
-        sb_addf(sb, "} %d\n", has_locks(&v->targets[i]) ? 1 : 0);
+        sb_addf(sb, "} %d\n", v->targets[i].snap != NULL && v->targets[i].snap->ok ? 1 : 0);
     }
 
     family(sb, "lockwatch_scan_duration_seconds", "gauge",
@@ -528,6 +531,17 @@ render_metrics(const struct view *v, struct strbuf *sb)
             continue;
         target_label(sb, "lockwatch_last_scan_timestamp_seconds", v->targets[i].name);
         sb_addf(sb, "} %.3f\n", (double)v->targets[i].snap->finished_ms / 1000.0);
+    }
+
+    family(sb, "lockwatch_target_last_success_timestamp_seconds", "gauge",
+           "Unix time the target's last successful scan finished: the age of the lock "
+           "values shown while lockwatch_target_up is 0 (absent before the first).");
+    for (i = 0; i < v->ntargets; i++) {
+        if (v->targets[i].snap == NULL || v->targets[i].snap->last_success_ms == 0)
+            continue;
+        target_label(sb, "lockwatch_target_last_success_timestamp_seconds",
+                     v->targets[i].name);
+        sb_addf(sb, "} %.3f\n", (double)v->targets[i].snap->last_success_ms / 1000.0);
     }
 
     family(sb, "lockwatch_scans_total", "counter", "Full scans by result.");
@@ -586,7 +600,7 @@ render_metrics(const struct view *v, struct strbuf *sb)
         if (!has_locks(&v->targets[i]))
             continue;
         target_label(sb, "lockwatch_class_overflow_keys", v->targets[i].name);
-        sb_addf(sb, "} %" PRIu64 "\n", v->targets[i].snap->classes_overflowed);
+        sb_addf(sb, "} %" PRIu64 "\n", snapshot_shown(v->targets[i].snap)->classes_overflowed);
     }
 
     render_shards(sb, v);
@@ -594,7 +608,7 @@ render_metrics(const struct view *v, struct strbuf *sb)
     family(sb, "lockwatch_locks", "gauge",
            "Locks held now by class and format (from the last full scan).");
     for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
+        const struct snapshot *s = snapshot_shown(v->targets[i].snap);
 
         if (!has_locks(&v->targets[i]))
             continue;
