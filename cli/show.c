@@ -383,8 +383,14 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
     memset(&w, 0, sizeof(w));
     optind = 0;
     while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "eh", opts, NULL)) != -1) {
-        if (session_common_option(lc, opt, optarg))
-            continue;
+        {
+            int common = session_common_option(lc, opt, optarg);
+
+            if (common < 0)
+                return LOCKCTL_USAGE;   /* a bad value: said */
+            if (common > 0)
+                continue;
+        }
         if (opt == 'e') {
             escaped = true;
         } else if (opt == 'h') {

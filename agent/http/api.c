@@ -281,6 +281,7 @@ stale_targets(const struct view *v, const struct filter *f)
                                                               strlen(v->targets[i].name)));
         bad |= json_object_set_new(o, "stale_since", lockjson_time(s->stale_since_ms));
         bad |= json_object_set_new(o, "last_success", lockjson_time(s->last_success_ms));
+        bad |= json_object_set_new(o, "last_success_ms", json_integer(s->last_success_ms));
         bad |= json_object_set_new(o, "reason", lockjson_text(s->err, strlen(s->err)));
         bad |= json_array_append_new(a, o);
     }

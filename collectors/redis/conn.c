@@ -359,10 +359,15 @@ redisconn_node(const struct target_conf *t, const char *host, int port,
 redisContext *
 redisconn_open(const struct target_conf *t, char *err, size_t errlen)
 {
+    const struct redisconn_scope *sc = cur_scope;
+    int64_t connect_ms = t->connect_timeout_ms;
     redisContext *c;
     char db[16], scratch[64];
 
-    c = redisConnectWithTimeout(t->host, t->port, redisconn_tv(t->connect_timeout_ms));
+    /* the connect too ends by the scope's deadline */
+    if (sc != NULL && sc->deadline_ms != INT64_MAX && clock_left(sc->deadline_ms) < connect_ms)
+        connect_ms = clock_left(sc->deadline_ms) > 0 ? clock_left(sc->deadline_ms) : 1;
+    c = redisConnectWithTimeout(t->host, t->port, redisconn_tv(connect_ms));
     if (c == NULL || c->err) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "connect to %s:%d: %s", t->host, t->port,
