@@ -157,7 +157,7 @@ const struct config_option config_options[] = {
       AT(struct target_conf, command_timeout_ms),
       .help = "give up waiting for a Redis reply after this long" },
     { .section = SECTION_TARGET, .key = "scan_timeout", .type = OPT_DURATION,
-      .def = "60s", .min = MS_S, .max = MS_D,
+      .def = "1m", .min = MS_S, .max = MS_D,
       AT(struct target_conf, scan_timeout_ms),
       .help = "a whole scan pass gives up after this long: the target is down, the reason "
               "named" },

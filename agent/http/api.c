@@ -44,8 +44,8 @@
 #define API_LIMIT_DEFAULT 100
 #define API_LIMIT_MAX     10000
 #define API_OFFSET_MAX    1000000000L
-#define API_ENVELOPE_MAX  (64 * 1024)   /* bytes of the object around the locks
-                                         * (its "stale" array: 64 targets) */
+#define API_ENVELOPE_MAX  512           /* bytes of the object around the locks,
+                                         * besides its "stale" array (measured) */
 
 /*
  * One lock's JSON is at most: its key twice, as text (6 bytes a byte at
@@ -325,7 +325,7 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
 {
     struct filter f;
     struct strbuf page;
-    size_t *pos = NULL, bi = 0, count = 0, skipped = 0, elen;
+    size_t *pos = NULL, bi = 0, count = 0, skipped = 0, elen, reserve;
     uint64_t total;
     bool complete, more = false;
     long limit = API_LIMIT_DEFAULT, offset = 0;
@@ -347,6 +347,17 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
     sb_init(&page, API_PAGE_MAX_BYTES);
     if ((pos = calloc(v->ntargets ? v->ntargets : 1, sizeof(*pos))) == NULL)
         goto oom;
+    {
+        /* room for the "stale" array too (64 targets: a few dozen KiB) */
+        json_t *st = stale_targets(v, &f);
+
+        text = st != NULL ? json_dumps(st, JSON_COMPACT) : NULL;
+        json_decref(st);
+        if (text == NULL)
+            goto oom;
+        reserve = API_ENVELOPE_MAX + strlen(text);
+        free(text);
+    }
     while ((l = merge_next(v, &f, pos, &bi)) != NULL) {
         if (skipped < (size_t)offset) {
             skipped++;
@@ -369,7 +380,7 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
         json_decref(o);
         if (text == NULL)
             goto oom;
-        if (page.len + strlen(text) + 1 + API_ENVELOPE_MAX > API_PAGE_MAX_BYTES) {
+        if (page.len + strlen(text) + 1 + reserve > API_PAGE_MAX_BYTES) {
             free(text);
             more = true;
             break;

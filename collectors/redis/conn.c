@@ -36,9 +36,14 @@
  */
 static _Thread_local const struct redisconn_scope *cur_scope;
 static _Thread_local size_t guard_objects;
+static _Thread_local size_t guard_cost;         /* this reply's charge to the budget */
 static _Thread_local bool guard_armed;
-static _Thread_local bool guard_tripped;
-static _Thread_local unsigned long long guard_asked;   /* elements an array wanted */
+static _Thread_local const char *guard_tripped; /* which limit, once one is hit */
+static _Thread_local unsigned long long guard_asked;   /* objects an array wanted */
+
+/* What the replies being read now are charged, on every thread: the one
+ * process-wide resource here, as the memory they take is. */
+static atomic_size_t budget_used;
 
 /* hiredis' own object functions, which the guard delegates to: the same
  * table for every context, taken from the first one guarded. */
@@ -59,8 +64,23 @@ redisconn_scope_leave(const struct redisconn_scope *prev)
     cur_scope = prev;
 }
 
-/* One more object for the reply being read; false (refuse it) past the
- * cap. */
+/* Charge the reply being read n bytes; false (and guard_tripped) when
+ * the shared budget cannot take them. */
+static bool
+guard_charge(size_t n)
+{
+    size_t used = atomic_fetch_add(&budget_used, n);
+
+    guard_cost += n;
+    if (used + n > REDISCONN_BUDGET_BYTES) {
+        guard_tripped = "budget";
+        return false;
+    }
+    return true;
+}
+
+/* n more objects for the reply being read; false (refuse them) past a
+ * limit. */
 static bool
 guard_count(unsigned long long n)
 {
@@ -68,12 +88,12 @@ guard_count(unsigned long long n)
         return true;
     if (n > REDISCONN_REPLY_OBJECTS_MAX - guard_objects ||
         guard_objects >= REDISCONN_REPLY_OBJECTS_MAX) {
-        guard_tripped = true;
+        guard_tripped = "objects";
         guard_asked = n;
         return false;
     }
     guard_objects += n;
-    return true;
+    return guard_charge((size_t)n * REDISCONN_OBJECT_COST);
 }
 
 static void *
@@ -226,7 +246,8 @@ redisconn_get_reply(redisContext *c, redisReply **rep)
         return -1;
     guard_armed = true;
     guard_objects = 0;
-    guard_tripped = false;
+    guard_cost = 0;
+    guard_tripped = NULL;
     if (redisGetReplyFromReader(c, &p) == REDIS_ERR)
         goto out;
     if (p != NULL) {
@@ -253,6 +274,8 @@ redisconn_get_reply(redisContext *c, redisReply **rep)
                       REDISCONN_REPLY_BYTES_MAX >> 20);
             goto out;
         }
+        if (!guard_charge(buffered(c) - before))
+            goto out;
         if (redisGetReplyFromReader(c, &p) == REDIS_ERR)
             goto out;
         if (p != NULL)
@@ -260,9 +283,20 @@ redisconn_get_reply(redisContext *c, redisReply **rep)
     }
     rc = 0;
 out:
-    if (rc == -1 && guard_tripped)
+    if (rc == -1 && guard_tripped != NULL && strcmp(guard_tripped, "objects") == 0)
         fail_with(c, REDIS_ERR_OTHER, "a reply of over %u objects (an array of %llu): "
                   "refused (the reply limit)", REDISCONN_REPLY_OBJECTS_MAX, guard_asked);
+#if HIREDIS_MAJOR >= 1
+    else if (rc == -1 && c->err == REDIS_ERR_PROTOCOL && strstr(c->errstr, "out of range"))
+        /* hiredis' own maxelements check, set to the same limit */
+        fail_with(c, REDIS_ERR_OTHER, "a reply of over %u objects: refused (the reply "
+                  "limit)", REDISCONN_REPLY_OBJECTS_MAX);
+#endif
+    else if (rc == -1 && guard_tripped != NULL)
+        fail_with(c, REDIS_ERR_OTHER, "replies being read hold the whole reply budget "
+                  "(%u MiB): refused (the reply limit)", REDISCONN_BUDGET_BYTES >> 20);
+    atomic_fetch_sub(&budget_used, guard_cost);
+    guard_cost = 0;
     guard_armed = false;
     if (rc == 0)
         *rep = p;

@@ -69,18 +69,24 @@ redisReply *redisconn_command(redisContext *c, const struct target_conf *t,
                               const size_t *argvlen, char *err, size_t errlen);
 
 /*
- * Reply limits: what one reply may make the process hold, whoever sends
- * it.  A reply of more than REDISCONN_REPLY_BYTES_MAX bytes on the wire,
- * or that makes more than REDISCONN_REPLY_OBJECTS_MAX reply objects
+ * Reply limits: what replies may make the process hold, whoever sends
+ * them.  A reply of more than REDISCONN_REPLY_BYTES_MAX bytes on the
+ * wire, or that makes more than REDISCONN_REPLY_OBJECTS_MAX reply objects
  * (array elements, strings, integers; an array header announcing more is
  * refused before anything is allocated for it), fails the read with a
- * message naming the limit.  An object costs about 64 bytes whatever its
- * size on the wire (a 4-byte ":1\r\n" too), so both are needed: together
- * they bound a reply below ~16 MiB.  The largest legitimate reply is a
- * SCAN batch: scan_count (at most 100,000) keys.
+ * message naming the limit.  And all the replies being read at once, on
+ * every thread, share REDISCONN_BUDGET_BYTES, each charged its bytes on
+ * the wire and REDISCONN_OBJECT_COST per object (an object costs about
+ * that whatever its size on the wire: a 4-byte ":1\r\n" too): a read
+ * that would go past it fails naming the budget.  So several hostile
+ * targets together cannot take the agent past ~50 MiB of replies in the
+ * making, while one legitimate large reply (the largest is a SCAN page:
+ * scan_count keys, e.g. 600 keys of 16 KiB) still fits.
  */
-#define REDISCONN_REPLY_BYTES_MAX   (8u << 20)
-#define REDISCONN_REPLY_OBJECTS_MAX (128u << 10)
+#define REDISCONN_REPLY_BYTES_MAX   (32u << 20)
+#define REDISCONN_REPLY_OBJECTS_MAX (256u << 10)
+#define REDISCONN_BUDGET_BYTES      (48u << 20)
+#define REDISCONN_OBJECT_COST       64u
 
 /*
  * A scope: the one deadline every read of this thread keeps to while it
