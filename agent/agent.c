@@ -31,6 +31,7 @@
 
 #include "agent/groups.h"
 #include "alerts/alerts.h"
+#include "collectors/redis/conn.h"
 #include "collectors/scan/scan.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -246,9 +247,21 @@ target_main(void *arg)
         publish(t, s);
         for (i = 0; i < t->ngroups; i++)
             group_compare(t->groups[i]);
-        /* follow mode: current from events until a full scan is due */
-        if (ok && scanner_follow(t->scanner, t->conf, &t->rules, &t->stop, publish_cb, t) == 0)
-            continue;
+        /* follow mode: current from events until a full scan is due; its
+         * reads see a stop request as a scan's do (no deadline: it runs
+         * until the next full scan) */
+        if (ok) {
+            struct redisconn_scope fs = { .deadline_ms = INT64_MAX,
+                                          .idle_ms = t->conf->command_timeout_ms,
+                                          .stop = &t->stop, .what = "follow mode" };
+            const struct redisconn_scope *prev = redisconn_scope_enter(&fs);
+            int followed = scanner_follow(t->scanner, t->conf, &t->rules, &t->stop,
+                                          publish_cb, t);
+
+            redisconn_scope_leave(prev);
+            if (followed == 0)
+                continue;
+        }
         target_wait(t, wait);
     }
     return NULL;

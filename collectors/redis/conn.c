@@ -30,15 +30,16 @@
 #include "common/clock.h"
 
 /*
- * The thread's scope, and the count of reply objects made for the reply
- * being read.  guard_armed is true only inside redisconn_get_reply(): a
- * read outside it (follow mode's subscriber) is not counted.
+ * The thread's scope, and what the reply being read has made so far
+ * (objects, its charge to the budget, which limit it hit).  guard_armed
+ * is true only inside redisconn_get_reply(): a read outside it (follow
+ * mode's subscriber, which reads with hiredis' own loop) is not counted.
  */
 static _Thread_local const struct redisconn_scope *cur_scope;
 static _Thread_local size_t guard_objects;
 static _Thread_local size_t guard_cost;         /* this reply's charge to the budget */
 static _Thread_local bool guard_armed;
-static _Thread_local const char *guard_tripped; /* which limit, once one is hit */
+static _Thread_local enum { TRIP_NONE, TRIP_OBJECTS, TRIP_BUDGET } guard_tripped;
 static _Thread_local unsigned long long guard_asked;   /* objects an array wanted */
 
 /* What the replies being read now are charged, on every thread: the one
@@ -73,7 +74,7 @@ guard_charge(size_t n)
 
     guard_cost += n;
     if (used + n > REDISCONN_BUDGET_BYTES) {
-        guard_tripped = "budget";
+        guard_tripped = TRIP_BUDGET;
         return false;
     }
     return true;
@@ -88,7 +89,7 @@ guard_count(unsigned long long n)
         return true;
     if (n > REDISCONN_REPLY_OBJECTS_MAX - guard_objects ||
         guard_objects >= REDISCONN_REPLY_OBJECTS_MAX) {
-        guard_tripped = "objects";
+        guard_tripped = TRIP_OBJECTS;
         guard_asked = n;
         return false;
     }
@@ -247,7 +248,7 @@ redisconn_get_reply(redisContext *c, redisReply **rep)
     guard_armed = true;
     guard_objects = 0;
     guard_cost = 0;
-    guard_tripped = NULL;
+    guard_tripped = TRIP_NONE;
     if (redisGetReplyFromReader(c, &p) == REDIS_ERR)
         goto out;
     if (p != NULL) {
@@ -283,7 +284,7 @@ redisconn_get_reply(redisContext *c, redisReply **rep)
     }
     rc = 0;
 out:
-    if (rc == -1 && guard_tripped != NULL && strcmp(guard_tripped, "objects") == 0)
+    if (rc == -1 && guard_tripped == TRIP_OBJECTS)
         fail_with(c, REDIS_ERR_OTHER, "a reply of over %u objects (an array of %llu): "
                   "refused (the reply limit)", REDISCONN_REPLY_OBJECTS_MAX, guard_asked);
 #if HIREDIS_MAJOR >= 1
@@ -292,7 +293,7 @@ out:
         fail_with(c, REDIS_ERR_OTHER, "a reply of over %u objects: refused (the reply "
                   "limit)", REDISCONN_REPLY_OBJECTS_MAX);
 #endif
-    else if (rc == -1 && guard_tripped != NULL)
+    else if (rc == -1 && guard_tripped == TRIP_BUDGET)
         fail_with(c, REDIS_ERR_OTHER, "replies being read hold the whole reply budget "
                   "(%u MiB): refused (the reply limit)", REDISCONN_BUDGET_BYTES >> 20);
     atomic_fetch_sub(&budget_used, guard_cost);
