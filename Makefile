@@ -3,8 +3,10 @@
 #
 #   make            build everything into build/
 #   make test       install missing packages, build, run unit + integration tests
+#                   (TEST_JOBS=N test programs at once, default 6: tests/run-all)
 #   make demo       install missing packages, build, run the demo on a throwaway Redis
-#   make bench      the benchmarks in bench/ (figures, never pass/fail);
+#   make bench      the benchmarks in bench/ (figures: timing never fails it,
+#                   a failing agent or tool does);
 #                   make bench-follow runs only follow mode's
 #   make interop    the real clients (Java, Python, Node, Go) against lockwatch (tests/interop/)
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -36,6 +38,8 @@ TEST_PKGS  := cmocka
 # deps-hiredis-tls` builds into HIREDIS_CACHE); the binaries then find its
 # libraries through an rpath.  TLS=no builds without TLS whatever hiredis is.
 # Objects are rebuilt when the choice changes ($(BUILD)/hiredis.stamp).
+# HIREDIS_PKGS is what liblockwatch links: always libcrypto too, for the
+# HMAC of signed sample datagrams (openssl brings it with TLS).
 HIREDIS_CACHE   ?= /var/cache/lockwatch
 HIREDIS_TLS_VERSION ?= 1.2.0
 HIREDIS_PREFIX  ?=
@@ -51,7 +55,7 @@ PKGS       += hiredis_ssl openssl
 CPPFLAGS   += -DLOCKWATCH_TLS=1
 HIREDIS_PKGS := hiredis hiredis_ssl openssl
 else
-HIREDIS_PKGS := hiredis
+HIREDIS_PKGS := hiredis libcrypto
 endif
 CPPFLAGS   += -DLOCKWATCH_HIREDIS='"$(HIREDIS_VERSION)"'
 
@@ -107,8 +111,10 @@ TEST_LIBS   = $(shell $(PKG_CONFIG) --libs $(TEST_PKGS) 2>/dev/null)
 
 # --- sources -------------------------------------------------------------
 # Layers, lowest first (tests/layering checks that no include runs up):
-# common/ (includes nothing of the project), conf/, collectors/*/, alerts/,
-# agent/.  Each layer is a set of folders; a new file in one is picked up.
+# common/ (includes nothing of the project), conf/, collectors/*/ (redis,
+# formats, locks, scan, follow above scan, waits, release: CONTRIBUTING.md),
+# alerts/, agent/.  Each layer is a set of folders; a new file or folder in
+# one is picked up.
 COMMON_SRC     := $(wildcard common/*.c)
 CONF_SRC       := $(wildcard conf/*.c)
 COLLECTORS_SRC := $(wildcard collectors/*/*.c)
@@ -354,8 +360,9 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@tests/demo/run $(BUILD)
 
-# Five benchmark drivers, each printing figures and ratios (never
-# pass/fail): the scan (floor, memory, gentleness), sample ingest, the
+# Five benchmark drivers, each printing figures and ratios (timing is never
+# pass/fail; an agent that crashes or exits non-zero, or a tool that fails,
+# ends the run with exit 1): the scan (floor, memory, gentleness), sample ingest, the
 # client library (acquire/release rate, handoff latency), a cluster scan
 # against its shards' floors, and follow mode against scanning.
 bench: deps

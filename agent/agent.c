@@ -10,8 +10,8 @@
  * that.  A target that is down never stops the others: each has its own
  * thread, connection and timeouts.
  *
- * A target in follow mode (incremental =, collectors/scan/follow.c) stays
- * in scanner_follow() after a good scan, publishing snapshots made from
+ * A target in follow mode (incremental =, collectors/follow/) stays in
+ * follow_run() after a good scan, publishing snapshots made from
  * keyspace events, and scans again when it returns (a reconcile).
  *
  * Publication is one pointer swap under the target's mutex; readers take
@@ -31,6 +31,7 @@
 
 #include "agent/groups.h"
 #include "alerts/alerts.h"
+#include "collectors/follow/follow.h"
 #include "collectors/redis/conn.h"
 #include "collectors/scan/scan.h"
 #include "common/clock.h"
@@ -39,6 +40,7 @@
 struct target_rt {
     char *name;
     struct scanner *scanner;
+    struct follow *follow;              /* the scanner's (it frees it) */
     const struct target_conf *conf;     /* into agent->cfg */
     struct scan_rules rules;
     pthread_t thread;
@@ -76,7 +78,10 @@ target_new(const char *name)
         return NULL;
     t->name = strdup(name);
     t->scanner = scanner_new(name);
-    if (t->name == NULL || t->scanner == NULL || clock_cond_init(&t->cv) != 0) {
+    if (t->scanner != NULL)
+        t->follow = follow_new(t->scanner);
+    if (t->name == NULL || t->scanner == NULL || t->follow == NULL ||
+        clock_cond_init(&t->cv) != 0) {
         free(t->name);
         scanner_free(t->scanner);
         free(t);
@@ -255,8 +260,7 @@ target_main(void *arg)
                                           .idle_ms = t->conf->command_timeout_ms,
                                           .stop = &t->stop, .what = "follow mode" };
             const struct redisconn_scope *prev = redisconn_scope_enter(&fs);
-            int followed = scanner_follow(t->scanner, t->conf, &t->rules, &t->stop,
-                                          publish_cb, t);
+            int followed = follow_run(t->follow, t->conf, &t->rules, &t->stop, publish_cb, t);
 
             redisconn_scope_leave(prev);
             if (followed == 0)

@@ -21,6 +21,12 @@
  * kernel's counter itself (SO_MEMINFO's SK_MEMINFO_DROPS, the same
  * sk_drops SO_RXQ_OVFL reports), and a burst's loss shows within that
  * tick even if no datagram follows it.
+ *
+ * With a [samples] key, each datagram's mac line is checked
+ * (sampleauth.c) before any of its lines is parsed, and a datagram that
+ * fails is counted as rejected and nothing else.  The key is copied from
+ * waitstats once per batch (it changes only on reload).  Each datagram's
+ * sender address is its source for the per-source class budget.
  */
 #include "agent/ingest.h"
 
@@ -34,10 +40,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <netinet/in.h>
 #include <linux/sock_diag.h>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/lw1.h"
 
 #define CTRL_SPACE CMSG_SPACE(sizeof(uint32_t))
 
@@ -60,6 +68,11 @@ struct ingest {
         char bytes[CTRL_SPACE];
     } ctrl[INGEST_BATCH];
     struct sample *samples;     /* SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX) */
+    struct sockaddr_storage from[INGEST_BATCH];
+
+    unsigned char key[LW1_KEY_MAX];     /* waitstats' copy, wiped at stop */
+    size_t keylen;              /* 0: no key, datagrams are not checked */
+    uint64_t keygen;
 
     uint32_t drops_seen;        /* the kernel's counter, last value */
     uint64_t drops;             /* its running total (it wraps at 2^32) */
@@ -139,10 +152,51 @@ prepare(struct ingest *in)
         memset(h, 0, sizeof(*h));
         h->msg_iov = &in->iov[i];
         h->msg_iovlen = 1;
+        h->msg_name = &in->from[i];
+        h->msg_namelen = sizeof(in->from[i]);
         h->msg_control = in->ctrl[i].bytes;
         h->msg_controllen = sizeof(in->ctrl[i].bytes);
         in->msgs[i].msg_len = 0;
     }
+}
+
+/* The sender of a datagram, without its port. */
+static void
+source_of(const struct msghdr *h, struct sample_source *src)
+{
+    const struct sockaddr *sa = h->msg_name;
+
+    memset(src, 0, sizeof(*src));
+    if (h->msg_namelen >= sizeof(struct sockaddr_in) && sa->sa_family == AF_INET) {
+        src->family = AF_INET;
+        memcpy(src->addr, &((const struct sockaddr_in *)h->msg_name)->sin_addr, 4);
+    } else if (h->msg_namelen >= sizeof(struct sockaddr_in6) && sa->sa_family == AF_INET6) {
+        src->family = AF_INET6;
+        memcpy(src->addr, &((const struct sockaddr_in6 *)h->msg_name)->sin6_addr, 16);
+    }
+}
+
+/* Check, parse and count one datagram of len bytes in buf. */
+static void
+take(struct ingest *in, struct msghdr *h, char *buf, size_t len, int64_t now_s)
+{
+    struct sample_source src;
+    enum sampleauth_verdict v;
+    uint64_t lines, invalid;
+    bool truncated = (h->msg_flags & MSG_TRUNC) != 0;
+    size_t skip, nvalid;
+
+    v = sampleauth_check(in->key, in->keylen, buf, len, truncated, now_s, &skip);
+    if (v != SAMPLEAUTH_OK) {
+        waitstats_reject(in->ws, v);
+        return;
+    }
+    nvalid = samples_parse_datagram(buf + skip, len - skip, truncated, in->samples,
+                                    SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX), &lines, &invalid);
+    if (lines == 0)
+        return;
+    source_of(h, &src);
+    waitstats_record_from(in->ws, &src, in->samples, nvalid, lines, invalid, clock_mono_ms());
 }
 
 /* Read and count until the socket is empty (or a few batches, so that a
@@ -150,10 +204,12 @@ prepare(struct ingest *in)
 static int
 drain(struct ingest *in)
 {
-    uint64_t lines, invalid;
     int rounds, n, i;
+    int64_t now_s;
 
     for (rounds = 0; rounds < 64; rounds++) {
+        (void)waitstats_samples_key(in->ws, &in->keygen, in->key, &in->keylen);
+        now_s = clock_now_ms() / 1000;
         prepare(in);
         n = recvmmsg(in->fd, in->msgs, INGEST_BATCH, MSG_DONTWAIT, NULL);
         if (n == -1) {
@@ -165,16 +221,12 @@ drain(struct ingest *in)
         }
         for (i = 0; i < n; i++) {
             struct msghdr *h = &in->msgs[i].msg_hdr;
-            size_t len = in->msgs[i].msg_len, nvalid;
+            size_t len = in->msgs[i].msg_len;
 
             note_drops(in, h);
             if (len > SAMPLES_DATAGRAM_MAX)
                 len = SAMPLES_DATAGRAM_MAX;
-            nvalid = samples_parse_datagram(in->buf[i], len, (h->msg_flags & MSG_TRUNC) != 0,
-                                            in->samples, SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX),
-                                            &lines, &invalid);
-            if (lines > 0)
-                waitstats_record(in->ws, in->samples, nvalid, lines, invalid, clock_mono_ms());
+            take(in, h, in->buf[i], len, now_s);
         }
         if (n < INGEST_BATCH)
             break;
@@ -331,5 +383,6 @@ ingest_stop(struct ingest *in)
         close(in->wake[1]);
     free(in->buf);
     free(in->samples);
+    explicit_bzero(in->key, sizeof(in->key));
     free(in);
 }

@@ -203,25 +203,114 @@ main(int argc, char **argv)
     return rc;
 }
 
+/*
+ * The daemon's threads, in the start order: scanners, HTTP, then the
+ * sample listener (unless samples = off).  0, or -1 when an address could
+ * not be had (logged; what had started is stopped).
+ */
+static int
+start(struct agent *agent, struct config *cfg, struct http_server **http,
+      struct ingest **ingest)
+{
+    struct http_limits limits;
+    char err[512];
+
+    /* libcurl's global set-up is not thread-safe: before any thread */
+    if (alerts_global_init() == -1)
+        fatalx("cannot initialise libcurl");
+    if (agent_start(agent, cfg) == -1)
+        fatal("starting the scanner threads");
+    limits.max_connections = (unsigned int)agent->cfg->http_max_connections;
+    limits.max_connections_per_client = (unsigned int)agent->cfg->http_max_connections_per_client;
+    limits.request_timeout_ms = agent->cfg->http_request_timeout_ms;
+    limits.max_api_requests = (unsigned int)agent->cfg->http_max_api_requests;
+    *http = http_start(agent, agent->cfg->listen_host, agent->cfg->listen_port, &limits,
+                       err, sizeof(err));
+    if (*http == NULL) {
+        log_warnx("%s", err);
+        agent_stop(agent);
+        return -1;
+    }
+    if (agent->waits != NULL) {
+        *ingest = ingest_start(agent->waits, agent->cfg->samples_host, agent->cfg->samples_port,
+                               err, sizeof(err));
+        if (*ingest == NULL) {
+            log_warnx("%s", err);
+            http_stop(*http);
+            agent_stop(agent);
+            return -1;
+        }
+        log_info("started: %zu target(s), http on %s:%d, samples on udp %s:%d",
+                 agent->cfg->ntargets, agent->cfg->listen_host, agent->cfg->listen_port,
+                 agent->cfg->samples_host, agent->cfg->samples_port);
+    } else {
+        log_info("started: %zu target(s), http on %s:%d, samples off", agent->cfg->ntargets,
+                 agent->cfg->listen_host, agent->cfg->listen_port);
+    }
+    return 0;
+}
+
+/*
+ * SIGHUP: load the file again and hand it to the agent.  A file that does
+ * not load, or that would swap the configured targets for the built-in
+ * default, leaves the running config in charge; what only a restart
+ * changes (addresses, HTTP limits) is said in the log.
+ */
+static void
+reload(struct agent *agent, const char *path, bool explicit)
+{
+    struct config *ncfg;
+
+    log_info("SIGHUP: reloading %s", explicit ? path : "the configuration");
+    if (load(path, explicit, true, &ncfg) == -1) {
+        log_warnx("reload failed; the previous configuration stays in effect");
+        return;
+    }
+    if (ncfg->default_target && !agent->cfg->default_target) {
+        /* a file cut short mid-deploy must not swap every
+         * configured target for the built-in local Redis */
+        log_warnx("reload refused: %s has no [target] section (truncated?), which "
+                  "would replace the %zu configured target(s) with the built-in "
+                  "default; the previous configuration stays in effect (restart "
+                  "to watch the built-in default on purpose)",
+                  ncfg->path, agent->cfg->ntargets);
+        config_free(ncfg);
+        return;
+    }
+    if (strcmp(ncfg->listen_host, agent->cfg->listen_host) != 0 ||
+        ncfg->listen_port != agent->cfg->listen_port)
+        log_warnx("reload: a new listen address takes effect only after a restart");
+    if (ncfg->http_max_connections != agent->cfg->http_max_connections ||
+        ncfg->http_max_connections_per_client !=
+        agent->cfg->http_max_connections_per_client ||
+        ncfg->http_request_timeout_ms != agent->cfg->http_request_timeout_ms ||
+        ncfg->http_max_api_requests != agent->cfg->http_max_api_requests)
+        log_warnx("reload: new http_* limits take effect only after a restart");
+    if (ncfg->samples_off != agent->cfg->samples_off ||
+        strcmp(ncfg->samples_host, agent->cfg->samples_host) != 0 ||
+        ncfg->samples_port != agent->cfg->samples_port)
+        log_warnx("reload: a new samples address takes effect only after a restart");
+    if (agent_reload(agent, ncfg) == -1)
+        log_warn("reload");
+    else
+        log_info("reloaded: %zu target(s)", agent->cfg->ntargets);
+}
+
 /* Everything after the command line: -n, --once, or the daemon until
  * SIGTERM; the exit status. */
 static int
 serve(const struct options *opt)
 {
-    const char *path = opt->path;
-    bool explicit = opt->explicit;
-    struct config *cfg = NULL, *ncfg;
-    struct http_server *http;
-    struct http_limits limits;
+    struct config *cfg = NULL;
+    struct http_server *http = NULL;
     struct ingest *ingest = NULL;
     struct agent agent;
     sigset_t set;
     siginfo_t info;
     struct timespec tick = { 1, 0 };
-    char err[512];
     int sig;
 
-    if (load(path, explicit, false, &cfg) == -1)
+    if (load(opt->path, opt->explicit, false, &cfg) == -1)
         return 2;
     if (opt->check) {
         config_print(cfg, stdout);
@@ -247,39 +336,8 @@ serve(const struct options *opt)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-
-    /* libcurl's global set-up is not thread-safe: before any thread */
-    if (alerts_global_init() == -1)
-        fatalx("cannot initialise libcurl");
-    if (agent_start(&agent, cfg) == -1)
-        fatal("starting the scanner threads");
-    limits.max_connections = (unsigned int)agent.cfg->http_max_connections;
-    limits.max_connections_per_client = (unsigned int)agent.cfg->http_max_connections_per_client;
-    limits.request_timeout_ms = agent.cfg->http_request_timeout_ms;
-    limits.max_api_requests = (unsigned int)agent.cfg->http_max_api_requests;
-    http = http_start(&agent, agent.cfg->listen_host, agent.cfg->listen_port, &limits,
-                      err, sizeof(err));
-    if (http == NULL) {
-        log_warnx("%s", err);
-        agent_stop(&agent);
+    if (start(&agent, cfg, &http, &ingest) == -1)
         return 1;
-    }
-    if (agent.waits != NULL) {
-        ingest = ingest_start(agent.waits, agent.cfg->samples_host, agent.cfg->samples_port,
-                              err, sizeof(err));
-        if (ingest == NULL) {
-            log_warnx("%s", err);
-            http_stop(http);
-            agent_stop(&agent);
-            return 1;
-        }
-        log_info("started: %zu target(s), http on %s:%d, samples on udp %s:%d",
-                 agent.cfg->ntargets, agent.cfg->listen_host, agent.cfg->listen_port,
-                 agent.cfg->samples_host, agent.cfg->samples_port);
-    } else {
-        log_info("started: %zu target(s), http on %s:%d, samples off", agent.cfg->ntargets,
-                 agent.cfg->listen_host, agent.cfg->listen_port);
-    }
 
     for (;;) {
         sig = sigtimedwait(&set, &info, &tick);
@@ -289,39 +347,7 @@ serve(const struct options *opt)
         if (sig == -1)
             continue;           /* the tick, or EINTR */
         if (sig == SIGHUP) {
-            log_info("SIGHUP: reloading %s", explicit ? path : "the configuration");
-            if (load(path, explicit, true, &ncfg) == -1) {
-                log_warnx("reload failed; the previous configuration stays in effect");
-                continue;
-            }
-            if (ncfg->default_target && !agent.cfg->default_target) {
-                /* a file cut short mid-deploy must not swap every
-                 * configured target for the built-in local Redis */
-                log_warnx("reload refused: %s has no [target] section (truncated?), which "
-                          "would replace the %zu configured target(s) with the built-in "
-                          "default; the previous configuration stays in effect (restart "
-                          "to watch the built-in default on purpose)",
-                          ncfg->path, agent.cfg->ntargets);
-                config_free(ncfg);
-                continue;
-            }
-            if (strcmp(ncfg->listen_host, agent.cfg->listen_host) != 0 ||
-                ncfg->listen_port != agent.cfg->listen_port)
-                log_warnx("reload: a new listen address takes effect only after a restart");
-            if (ncfg->http_max_connections != agent.cfg->http_max_connections ||
-                ncfg->http_max_connections_per_client !=
-                agent.cfg->http_max_connections_per_client ||
-                ncfg->http_request_timeout_ms != agent.cfg->http_request_timeout_ms ||
-                ncfg->http_max_api_requests != agent.cfg->http_max_api_requests)
-                log_warnx("reload: new http_* limits take effect only after a restart");
-            if (ncfg->samples_off != agent.cfg->samples_off ||
-                strcmp(ncfg->samples_host, agent.cfg->samples_host) != 0 ||
-                ncfg->samples_port != agent.cfg->samples_port)
-                log_warnx("reload: a new samples address takes effect only after a restart");
-            if (agent_reload(&agent, ncfg) == -1)
-                log_warn("reload");
-            else
-                log_info("reloaded: %zu target(s)", agent.cfg->ntargets);
+            reload(&agent, opt->path, opt->explicit);
             continue;
         }
         log_info("%s: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");

@@ -22,7 +22,7 @@
 
 #include "cli/lockctl.h"
 #include "collectors/redis/cluster.h"
-#include "collectors/redis/rawread.h"
+#include "collectors/formats/rawread.h"
 #include "collectors/redis/conn.h"
 #include "collectors/locks/lockclass.h"
 #include "collectors/locks/lockfacts.h"

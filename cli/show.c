@@ -359,8 +359,10 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
     return rc;
 }
 
-int
-cmd_show(struct lockctl *lc, int argc, char **argv)
+/* The command line: --escaped and exactly one KEY, into *key (malloc'd).
+ * LOCKCTL_DONE to go on, -1 after --help, or the exit status. */
+static int
+parse(struct lockctl *lc, int argc, char **argv, char **key, size_t *keylen)
 {
     static const struct option opts[] = {
         { "escaped", no_argument, NULL, 'e' },
@@ -368,19 +370,9 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         SESSION_LONG_OPTIONS,
         { NULL, 0, NULL, 0 }
     };
-    struct cli_lock l;
-    struct agent_view av;
-    struct waiting w;
-    struct table t;
-    bool escaped = false, inpat, from_agent = false;
-    char *key = NULL, err[512], addr[300];
-    const char *kp;
-    size_t keylen = 0;
-    int opt, rc;
+    bool escaped = false;
+    int opt;
 
-    memset(&l, 0, sizeof(l));
-    memset(&av, 0, sizeof(av));
-    memset(&w, 0, sizeof(w));
     optind = 0;
     while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "eh", opts, NULL)) != -1) {
         {
@@ -395,7 +387,7 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
             escaped = true;
         } else if (opt == 'h') {
             lockctl_command_help("show", stdout);
-            return LOCKCTL_DONE;
+            return -1;
         } else {
             lockctl_command_help("show", stderr);
             return LOCKCTL_USAGE;
@@ -406,17 +398,117 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         return LOCKCTL_USAGE;
     }
     if (escaped) {
-        if ((key = out_unescape(argv[optind], &keylen)) == NULL) {
+        if ((*key = out_unescape(argv[optind], keylen)) == NULL) {
             lockctl_warnx("show: KEY is not valid percent-encoding (--escaped)");
             return LOCKCTL_USAGE;
         }
-    } else if ((key = strdup(argv[optind])) != NULL) {
-        keylen = strlen(key);
+    } else if ((*key = strdup(argv[optind])) != NULL) {
+        *keylen = strlen(*key);
     }
-    if (key == NULL) {
+    if (*key == NULL) {
         lockctl_warnx("out of memory");
         return LOCKCTL_REDIS;
     }
+    return LOCKCTL_DONE;
+}
+
+/* No such key on the target: say so (in JSON, "exists": false). */
+static int
+show_missing(const struct lockctl *lc, const char *key, size_t keylen)
+{
+    char addr[300];
+
+    session_address(lc, addr, sizeof(addr));
+    if (lc->json) {
+        json_t *o = json_object();
+
+        json_object_set_new(o, "target", json_string(lc->t->name));
+        json_object_set_new(o, "key", lockjson_text(key, keylen));
+        json_object_set_new(o, "key_escaped", lockjson_escaped(key, keylen));
+        json_object_set_new(o, "exists", json_false());
+        out_json_print(o);
+    } else {
+        char *safe = table_safe_text(key, keylen, NULL), *cut = NULL;
+
+        cut = safe ? table_cut(safe, 60, true) : NULL;
+        lockctl_warnx("no key \"%s\" on target %s (%s)", cut ? cut : "?", lc->t->name,
+                      addr);
+        free(safe);
+        free(cut);
+    }
+    return LOCKCTL_REFUSED;     /* nothing to show */
+}
+
+/* The lock as one JSON object: the lock API's fields, its waiters, and
+ * whether it is a lock at all. */
+static int
+show_json(const struct lockctl *lc, const struct cli_lock *l, const struct waiting *w,
+          const struct agent_view *av, bool inpat, bool from_agent)
+{
+    json_t *o = cli_lock_json(lc, l);
+    char why[512];
+
+    if (o != NULL) {
+        waiting_json(o, w);
+        json_object_set_new(o, "exists", json_true());
+        json_object_set_new(o, "in_patterns", json_boolean(inpat));
+        if (not_a_lock(lc, l, why, sizeof(why))) {
+            struct helper_key hk;
+
+            json_object_set_new(o, "not_a_lock", json_string(why));
+            if (formats_helper(l->key, l->keylen, l->type, &hk) != HELPER_NONE)
+                json_object_set_new(o, "helper_kind",
+                                    json_string(formats_helper_name(hk.kind)));
+        }
+        json_object_set_new(o, "agent", agent_json(av, from_agent));
+    }
+    return out_json_print(o) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS;
+}
+
+/* The lock as a FIELD / VALUE table, the agent's note, and the release
+ * command when it can be pasted. */
+static int
+show_table(const struct lockctl *lc, const struct cli_lock *l, const struct waiting *w,
+           const struct agent_view *av, bool inpat, bool from_agent)
+{
+    struct table t;
+    char why[512];
+
+    table_init(&t, show_cols, 2);
+    if (rows(&t, lc, l, inpat, w) != 0) {
+        table_release(&t);
+        lockctl_warnx("out of memory");
+        return LOCKCTL_REDIS;
+    }
+    table_print(&t, stdout, TABLE_WIDTH);
+    table_release(&t);
+    if (av->answered && !from_agent)
+        table_line(stdout, TABLE_WIDTH, "the agent at %s has no times for this holder (not "
+                   "in its last scan, or not kept in detail)", av->url);
+    else
+        agent_print_note(av, from_agent, stdout);
+    if (inpat && !not_a_lock(lc, l, why, sizeof(why)))
+        hint(lc, l);
+    return LOCKCTL_DONE;
+}
+
+int
+cmd_show(struct lockctl *lc, int argc, char **argv)
+{
+    struct cli_lock l;
+    struct agent_view av;
+    struct waiting w;
+    bool inpat, from_agent = false;
+    char *key = NULL, err[512];
+    const char *kp;
+    size_t keylen = 0;
+    int rc;
+
+    memset(&l, 0, sizeof(l));
+    memset(&av, 0, sizeof(av));
+    memset(&w, 0, sizeof(w));
+    if ((rc = parse(lc, argc, argv, &key, &keylen)) != LOCKCTL_DONE)
+        return rc == -1 ? LOCKCTL_DONE : rc;
     if ((rc = session_load(lc)) != LOCKCTL_DONE ||
         (rc = agent_consult(lc, &av, key, keylen)) != LOCKCTL_DONE ||
         (rc = session_connect_key(lc, key, keylen)) != LOCKCTL_DONE)
@@ -430,69 +522,18 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         from_agent = verdict_judge(&lc->cfg->rules.judge, &l, agent_find(&av, key, keylen),
                                    clock_now_ms());
     inpat = lockstate_in_patterns(lc->t, key, keylen);
-    session_address(lc, addr, sizeof(addr));
     if (l.type == RAW_NONE) {
-        if (lc->json) {
-            json_t *o = json_object();
-
-            json_object_set_new(o, "target", json_string(lc->t->name));
-            json_object_set_new(o, "key", lockjson_text(key, keylen));
-            json_object_set_new(o, "key_escaped", lockjson_escaped(key, keylen));
-            json_object_set_new(o, "exists", json_false());
-            out_json_print(o);
-        } else {
-            char *safe = table_safe_text(key, keylen, NULL), *cut = NULL;
-
-            cut = safe ? table_cut(safe, 60, true) : NULL;
-            lockctl_warnx("no key \"%s\" on target %s (%s)", cut ? cut : "?", lc->t->name,
-                          addr);
-            free(safe);
-            free(cut);
-        }
-        rc = LOCKCTL_REFUSED;   /* nothing to show */
+        rc = show_missing(lc, key, keylen);
         goto out;
     }
     if (read_waiting(lc, &l, &w, err, sizeof(err)) == -1) {
         rc = session_redis_error(lc, err);
         goto out;
     }
-    if (lc->json) {
-        json_t *o = cli_lock_json(lc, &l);
-
-        if (o != NULL) {
-            waiting_json(o, &w);
-            json_object_set_new(o, "exists", json_true());
-            json_object_set_new(o, "in_patterns", json_boolean(inpat));
-            if (not_a_lock(lc, &l, err, sizeof(err))) {
-                struct helper_key hk;
-
-                json_object_set_new(o, "not_a_lock", json_string(err));
-                if (formats_helper(l.key, l.keylen, l.type, &hk) != HELPER_NONE)
-                    json_object_set_new(o, "helper_kind",
-                                        json_string(formats_helper_name(hk.kind)));
-            }
-            json_object_set_new(o, "agent", agent_json(&av, from_agent));
-        }
-        rc = out_json_print(o) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS;
-        goto out;
-    }
-    table_init(&t, show_cols, 2);
-    if (rows(&t, lc, &l, inpat, &w) != 0) {
-        table_release(&t);
-        lockctl_warnx("out of memory");
-        rc = LOCKCTL_REDIS;
-        goto out;
-    }
-    table_print(&t, stdout, TABLE_WIDTH);
-    table_release(&t);
-    if (av.answered && !from_agent)
-        table_line(stdout, TABLE_WIDTH, "the agent at %s has no times for this holder (not "
-                   "in its last scan, or not kept in detail)", av.url);
+    if (lc->json)
+        rc = show_json(lc, &l, &w, &av, inpat, from_agent);
     else
-        agent_print_note(&av, from_agent, stdout);
-    if (inpat && !not_a_lock(lc, &l, err, sizeof(err)))
-        hint(lc, &l);
-    rc = LOCKCTL_DONE;
+        rc = show_table(lc, &l, &w, &av, inpat, from_agent);
 out:
     waiting_release(&w);
     cli_lock_release(&l);

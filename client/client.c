@@ -243,7 +243,7 @@ lw_connect(const lw_options *opts, lw_error *err)
         lwc_seterr(err, LW_ERR, "lw_connect: out of memory");
         return NULL;
     }
-    c->bg.rep.fd = -1;
+    c->bg.rep.ndest = 0;
     atomic_init(&c->refs, 1);
     atomic_init(&c->closed, false);
     if (pthread_mutex_init(&c->cmd_mu, NULL) != 0) {

@@ -31,6 +31,7 @@
 #include "common/clock.h"
 #include "common/prefixname.h"
 #include "common/lw1.h"
+#include "common/lw1mac.h"
 
 /* --- bounds ------------------------------------------------------------ */
 
@@ -40,6 +41,10 @@
 #define LWC_RANDOM_HEX   LW1_RANDOM_HEX
 #define LWC_DGRAM_MAX    1432   /* one UDP payload (SPEC: keep <= 1432) */
 #define LWC_FLUSH_US     100000 /* a buffered sample waits at most this */
+#define LWC_DEST_MAX     8      /* LOCKWATCH_SAMPLES destinations */
+#define LWC_OWNER_MAX    200    /* bytes of LOCKWATCH_OWNER */
+/* "lw1 mac <32 hex> <unix seconds>\n": room kept in a signed datagram */
+#define LWC_MAC_LINE_MAX (LW1_MAC_COVER_OFF + LW1_MAC_TIME_DIGITS + 1)
 #define LWC_POOL_MAX     4      /* idle pub/sub connections kept per client */
 #define LWC_RENEW_BATCH  128    /* renewals pipelined per round trip */
 #define LWC_PASSWORD_MAX 1024
@@ -108,17 +113,29 @@ extern const struct lwc_script lwc_scripts[LWC_SCRIPT_COUNT];
 
 /* --- the client --------------------------------------------------------- */
 
-/* A datagram being filled: '\n'-terminated lines, at most LWC_DGRAM_MAX. */
+/* A datagram being filled: '\n'-terminated lines, at most limit bytes
+ * (0: LWC_DGRAM_MAX; less when a mac line will go in front). */
 struct lwc_batch {
     char buf[LWC_DGRAM_MAX];
     size_t len;
+    size_t limit;
     unsigned lines;
 };
 
-struct lwc_report {
-    int fd;                         /* -1: reporting off */
+/* One LOCKWATCH_SAMPLES destination, its own socket (its own family). */
+struct lwc_dest {
+    int fd;
     struct sockaddr_storage addr;
     socklen_t addrlen;
+};
+
+struct lwc_report {
+    struct lwc_dest dest[LWC_DEST_MAX];
+    size_t ndest;                   /* 0: reporting off */
+    unsigned char key[LW1_KEY_MAX]; /* LOCKWATCH_KEY_FILE; wiped at close */
+    size_t keylen;                  /* 0: datagrams go unsigned */
+    char owner[3 * LWC_OWNER_MAX + 1];  /* <process> of owner ids, encoded */
+    size_t ownerlen;
     struct lwc_batch batch;         /* under bg.mu */
     int64_t flush_us;               /* batch is sent by then (LWC_FLUSH_US after
                                      * its first line); 0 empty */
@@ -258,7 +275,8 @@ struct lw_lock {
     int64_t acquired_mono_us;
     int64_t acquired_unix_ms;
     int64_t waited_us;
-    int64_t renewed_mono_us;        /* last successful renewal (bg thread) */
+    int64_t renewed_mono_us;        /* last successful renewal or
+                                     * lw_extend (under bg.mu) */
     atomic_int lost;
     atomic_int refs;                /* the caller + the watchdog while busy */
 
@@ -278,6 +296,10 @@ struct lw_lock {
     size_t fence_keylen;
     char names[];
 };
+
+/* How long past lk's lease end now_us is (0 before it): lease end is its
+ * last renewal plus its lease (lock.c). */
+int64_t lwc_lease_overrun(lw_client *c, const struct lw_lock *lk, int64_t now_us);
 
 /* One attempt on the command connection (lock.c).  On LW_ERR, *transient
  * (when not NULL) says whether it was the connection (Redis down, paused,
@@ -415,7 +437,31 @@ lw_status lwc_report_open(lw_client *c, const char *agent, bool on,
 void lwc_report_close(lw_client *c);
 void lwc_report_wait(lw_client *c, const char *key, size_t keylen, int64_t us,
                      lw_status outcome);
-void lwc_report_hold(lw_client *c, const char *key, size_t keylen, int64_t us);
+/* The hold of lk, released (or found lost) now: the 6-field line. */
+void lwc_report_hold(lw_client *c, const struct lw_lock *lk, int64_t us);
+/* lk's wait begins (start) or ends with outcome: "lw1 waiting" lines. */
+void lwc_report_waiting(lw_client *c, const struct lw_lock *lk, bool start,
+                        lw_status outcome);
+/* lk found lost: renewal (a renewal/extension said not ours) or expired
+ * (lease ran out while held); overrun_us < 0: not known. */
+void lwc_report_lost(lw_client *c, const struct lw_lock *lk, bool renewal,
+                     int64_t held_us, int64_t overrun_us);
+/* The sample lines with an owner (unit-tested): owner is the encoded
+ * owner field, holder raw bytes (holderlen 0: "-").  Length, or 0 when the
+ * line exceeds cap. */
+size_t lwc_line_hold_owned(char *out, size_t cap, const char *key, size_t keylen,
+                           uint64_t us, const char *owner, size_t ownerlen,
+                           const char *holder, size_t holderlen);
+size_t lwc_line_waiting(char *out, size_t cap, const char *key, size_t keylen,
+                        const char *owner, size_t ownerlen, const char *holder,
+                        size_t holderlen, bool start, lw_status outcome);
+size_t lwc_line_lost(char *out, size_t cap, const char *key, size_t keylen,
+                     const char *owner, size_t ownerlen, const char *holder,
+                     size_t holderlen, uint64_t held_us, int64_t overrun_us, bool renewal);
+/* Put the mac line for the batch body at unix time now_s in front of it,
+ * into out (room LWC_DGRAM_MAX); the datagram's length, or 0. */
+size_t lwc_sign(const unsigned char *key, size_t keylen, const char *body, size_t len,
+                int64_t now_s, char *out);
 /* Send the batch now; called with bg.mu held. */
 void lwc_report_flush_locked(lw_client *c);
 

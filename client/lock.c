@@ -70,6 +70,17 @@ lwc_lock_unref(struct lw_lock *lk)
     lwc_client_unref(c);
 }
 
+int64_t
+lwc_lease_overrun(lw_client *c, const struct lw_lock *lk, int64_t now_us)
+{
+    int64_t end;
+
+    pthread_mutex_lock(&c->bg.mu);
+    end = lk->renewed_mono_us + lk->lease_ms * 1000;
+    pthread_mutex_unlock(&c->bg.mu);
+    return now_us > end ? now_us - end : 0;
+}
+
 void
 lwc_mark_lost(struct lw_lock *lk)
 {
@@ -152,7 +163,7 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
     const char *fn = try ? "lw_trylock" : "lw_lock";
     int64_t t0 = clock_mono_us(), now, deadline_us;
     struct lw_lock *lk = NULL;
-    bool transient = false;
+    bool transient = false, waited = false;
     lw_status st;
 
     lwc_clearerr(err);
@@ -178,8 +189,14 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
     }
 
     st = lwc_attempt(c, lk, false, NULL, &transient, err);
-    if ((st == LW_BUSY || (st == LW_ERR && transient)) && !try && timeout_ms != 0)
+    if ((st == LW_BUSY || (st == LW_ERR && transient)) && !try && timeout_ms != 0) {
+        /* Only an acquire that really waits says so (docs/reporters.md):
+         * an uncontended lock costs no extra line.  The holder id is the
+         * first attempt's token; the end line carries the final one. */
+        waited = true;
+        lwc_report_waiting(c, lk, true, LW_OK);
         st = lwc_wait_acquire(c, lk, deadline_us, err);
+    }
     now = clock_mono_us();
     lk->waited_us = now - t0;
 
@@ -188,6 +205,8 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
         lk->renewed_mono_us = now;
         if (lk->watchdog || lk->kind == &lwc_kind_reentrant)
             lwc_bg_track(c, lk);
+        if (waited)
+            lwc_report_waiting(c, lk, false, LW_OK);
         lwc_report_wait(c, lk->key, lk->keylen, lk->waited_us, LW_OK);
         *out = lk;
         lwc_clearerr(err);
@@ -200,6 +219,8 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
     else if (st == LW_TIMEOUT)
         lwc_seterr(err, LW_TIMEOUT, "%s %.200s: still held by someone else after "
                    "%lld ms", fn, key, timeout_ms);
+    if (waited)
+        lwc_report_waiting(c, lk, false, st);
     lwc_report_wait(c, lk->key, lk->keylen, lk->waited_us, st);
     lwc_lock_unref(lk);
     return st;
@@ -259,11 +280,13 @@ lw_unlock(lw_lock_t *lk, lw_error *err)
     lwc_cmd_put(c, ctx);
     if (st == LW_OK)
         lwc_clearerr(err);
-    else if (st == LW_LOST)
-        atomic_store(&lk->lost, 1);
+    else if (st == LW_LOST && atomic_exchange(&lk->lost, 1) == 0)
+        /* the release found the lease run out before anyone noticed */
+        lwc_report_lost(c, lk, false, clock_mono_us() - lk->acquired_mono_us,
+                        lwc_lease_overrun(c, lk, clock_mono_us()));
 out:
     /* A no-op once the client is freed (its socket is closed). */
-    lwc_report_hold(c, lk->key, lk->keylen, clock_mono_us() - lk->acquired_mono_us);
+    lwc_report_hold(c, lk, clock_mono_us() - lk->acquired_mono_us);
     lwc_lock_unref(lk);
     return st;
 }
@@ -307,9 +330,17 @@ lw_extend(lw_lock_t *lk, long long lease_ms, lw_error *err)
     if (r->type != REDIS_REPLY_INTEGER) {
         st = lwc_reply_error(r, "lw_extend", err);
     } else if (r->integer == 1) {
+        pthread_mutex_lock(&c->bg.mu);      /* renewed_mono_us: bg.mu */
         lk->lease_ms = lease_ms;
+        lk->renewed_mono_us = clock_mono_us();
+        pthread_mutex_unlock(&c->bg.mu);
         st = LW_OK;
     } else {
+        /* exchange: the watchdog may find it lost at the same moment, and
+         * the agent hears of a loss once */
+        if (atomic_exchange(&lk->lost, 1) == 0)
+            lwc_report_lost(c, lk, true, clock_mono_us() - lk->acquired_mono_us,
+                            lwc_lease_overrun(c, lk, clock_mono_us()));
         lwc_mark_lost(lk);
         st = lwc_seterr(err, LW_LOST, "lw_extend %.200s: the lock is no longer "
                         "ours (it expired or was taken over)", lk->key);

@@ -27,8 +27,13 @@
  * after it unless lw_extend() is called.
  *
  * Every acquisition reports "lw1 wait <key> <us> <ok|timeout|error>" and
- * every release "lw1 hold <key> <us>" to the agent over UDP (see
- * lw_options.agent).  Reporting never blocks and never fails a lock call.
+ * every release "lw1 hold <key> <us> <owner> <holder>" to the agent over
+ * UDP (see lw_options.agent); an acquire that has to wait also reports
+ * "lw1 waiting ... start" and its end, and a lock found lost (watchdog,
+ * lw_extend, or a release after the lease ran out) "lw1 lost ..."
+ * (docs/line-protocol.md, docs/reporters.md).  LOCKWATCH_KEY_FILE signs
+ * every datagram; LOCKWATCH_OWNER names the process in owner ids.
+ * Reporting never blocks and never fails a lock call.
  *
  * Threads.  A client handle may be used by any number of threads at once:
  * commands share one Redis connection behind a mutex; the watchdog and each
@@ -147,9 +152,12 @@ typedef struct lw_options {
                                  * (not each read: a server answering a
                                  * byte at a time times out too); 5000 */
 
-    /* Where to send wait/hold samples: "host:port" ("[v6addr]:port").
-     * NULL: the environment variable LOCKWATCH_AGENT, else
-     * "127.0.0.1:9717".  Resolved once, by lw_connect(). */
+    /* Where to send wait/hold samples: "host:port" ("[v6addr]:port"), or
+     * several, comma-separated (up to 8; each gets every datagram).
+     * NULL: the environment variable LOCKWATCH_SAMPLES ("off" or empty:
+     * no reporting), else LOCKWATCH_AGENT, else "127.0.0.1:9717".
+     * Resolved once, by lw_connect(), which fails on an address that does
+     * not parse or resolve, or an unreadable LOCKWATCH_KEY_FILE. */
     const char *agent;
     int report;                 /* nonzero: send samples (default 1) */
 
@@ -180,10 +188,11 @@ typedef struct lw_options {
 
 /* Counters of one client handle, from lw_client_stats(). */
 typedef struct lw_stats {
-    uint64_t samples_sent;      /* lines handed to the kernel */
+    uint64_t samples_sent;      /* lines handed to the kernel (for at
+                                 * least one destination) */
     uint64_t samples_dropped;   /* lines lost: socket full (EAGAIN), send
                                  * error, or a line longer than a datagram */
-    uint64_t datagrams_sent;
+    uint64_t datagrams_sent;    /* per destination */
     uint64_t wakeups;           /* pub/sub wake-ups seen by waiting lw_lock */
     uint64_t rechecks;          /* waits that ended by the re-check interval
                                  * (a release that did not publish, or none) */

@@ -4,7 +4,14 @@
  * hold samples"):
  *
  *     lw1 wait <key> <microseconds> <ok|timeout|error>\n
- *     lw1 hold <key> <microseconds>\n
+ *     lw1 hold <key> <microseconds> <owner> <holder>\n
+ *     lw1 waiting <key> <owner> <holder> <start|ok|timeout|error>\n
+ *     lw1 lost <key> <owner> <holder> <held-us> <overrun-us|-> <renewal|expired>\n
+ *
+ * (docs/line-protocol.md; docs/reporters.md is the contract this follows).
+ * The owner is <process>/<thread>: LOCKWATCH_OWNER or <host>:<pid>, and
+ * the thread that acquired; the holder is the lock's token (plain) or
+ * "<uuid>:<tid>" field (reentrant), what Redis shows while we hold it.
  *
  * <key> is percent-encoded (bytes below 0x21, above 0x7e, and '%' as %XX,
  * uppercase hex: lw1_key_byte_escaped() of common/lw1.h, the rule the
@@ -27,8 +34,17 @@
  * kernel will not take (EAGAIN, ENOBUFS, any error) is dropped and its lines
  * counted in samples_dropped.  A line longer than a datagram (a very long
  * key) is dropped and counted too.
+ *
+ * Destinations: LOCKWATCH_SAMPLES (host:port[,host:port...], up to
+ * LWC_DEST_MAX, one socket each so IPv4 and IPv6 mix), else the agent
+ * option / LOCKWATCH_AGENT as before; every datagram goes to each.  With
+ * LOCKWATCH_KEY_FILE each datagram is signed (common/lw1mac.h): the batch
+ * keeps LWC_MAC_LINE_MAX bytes free and the flush writes the mac line in
+ * front, one HMAC per datagram (about one per 15 samples), not per lock
+ * call.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,12 +134,162 @@ lwc_line_hold(char *out, size_t cap, const char *key, size_t keylen, uint64_t us
     return format_line(out, cap, LW1_VERB_HOLD, key, keylen, us, NULL);
 }
 
+/* A bounded line being written: over once anything did not fit. */
+struct out {
+    char *p;
+    size_t cap, n;
+    bool over;
+};
+
+static void
+put(struct out *o, const char *s, size_t len)
+{
+    if (o->over || len > o->cap - o->n) {
+        o->over = true;
+        return;
+    }
+    memcpy(o->p + o->n, s, len);
+    o->n += len;
+}
+
+static void
+put_word(struct out *o, const char *w)
+{
+    put(o, " ", 1);
+    put(o, w, strlen(w));
+}
+
+static void
+put_enc(struct out *o, const char *s, size_t len)
+{
+    size_t k;
+
+    put(o, " ", 1);
+    if (o->over)
+        return;
+    k = lwc_key_encode(o->p + o->n, o->cap - o->n, s, len);
+    if (k > o->cap - o->n)
+        o->over = true;
+    else
+        o->n += k;
+}
+
+static void
+put_u64(struct out *o, uint64_t v)
+{
+    char num[20];
+
+    put(o, " ", 1);
+    put(o, num, lwc_fmt_u64(num, v));
+}
+
+/* "lw1 <verb> <key> <owner> <holder>" (owner already encoded). */
+static void
+put_head(struct out *o, const char *verb, const char *key, size_t keylen,
+         const char *owner, size_t ownerlen, const char *holder, size_t holderlen)
+{
+    put(o, LW1_VERSION, sizeof(LW1_VERSION) - 1);
+    put_word(o, verb);
+    put_enc(o, key, keylen);
+    put(o, " ", 1);
+    put(o, owner, ownerlen);
+    if (holderlen == 0)
+        put_word(o, LW1_UNKNOWN);
+    else
+        put_enc(o, holder, holderlen);
+}
+
+static size_t
+finish(struct out *o)
+{
+    put(o, "\n", 1);
+    return o->over ? 0 : o->n;
+}
+
+static const char *
+outcome_word(lw_status st)
+{
+    return st == LW_OK ? LW1_OUTCOME_OK :
+           (st == LW_TIMEOUT || st == LW_BUSY) ? LW1_OUTCOME_TIMEOUT : LW1_OUTCOME_ERROR;
+}
+
+size_t
+lwc_line_hold_owned(char *out, size_t cap, const char *key, size_t keylen, uint64_t us,
+                    const char *owner, size_t ownerlen, const char *holder, size_t holderlen)
+{
+    struct out o = { out, cap, 0, false };
+
+    put(&o, LW1_VERSION " " LW1_VERB_HOLD, sizeof(LW1_VERSION " " LW1_VERB_HOLD) - 1);
+    put_enc(&o, key, keylen);
+    put_u64(&o, us);
+    put(&o, " ", 1);
+    put(&o, owner, ownerlen);
+    if (holderlen == 0)
+        put_word(&o, LW1_UNKNOWN);
+    else
+        put_enc(&o, holder, holderlen);
+    return finish(&o);
+}
+
+size_t
+lwc_line_waiting(char *out, size_t cap, const char *key, size_t keylen,
+                 const char *owner, size_t ownerlen, const char *holder, size_t holderlen,
+                 bool start, lw_status outcome)
+{
+    struct out o = { out, cap, 0, false };
+
+    put_head(&o, LW1_VERB_WAITING, key, keylen, owner, ownerlen, holder, holderlen);
+    put_word(&o, start ? LW1_PHASE_START : outcome_word(outcome));
+    return finish(&o);
+}
+
+size_t
+lwc_line_lost(char *out, size_t cap, const char *key, size_t keylen,
+              const char *owner, size_t ownerlen, const char *holder, size_t holderlen,
+              uint64_t held_us, int64_t overrun_us, bool renewal)
+{
+    struct out o = { out, cap, 0, false };
+
+    put_head(&o, LW1_VERB_LOST, key, keylen, owner, ownerlen, holder, holderlen);
+    put_u64(&o, held_us > LW1_US_MAX ? LW1_US_MAX : held_us);
+    if (overrun_us < 0)
+        put_word(&o, LW1_UNKNOWN);
+    else
+        put_u64(&o, (uint64_t)overrun_us > LW1_US_MAX ? LW1_US_MAX : (uint64_t)overrun_us);
+    put_word(&o, renewal ? LW1_LOST_RENEWAL : LW1_LOST_EXPIRED);
+    return finish(&o);
+}
+
+size_t
+lwc_sign(const unsigned char *key, size_t keylen, const char *body, size_t len,
+         int64_t now_s, char *out)
+{
+    unsigned char mac[LW1_MAC_BYTES];
+    char num[20];
+    size_t tn = lwc_fmt_u64(num, (uint64_t)(now_s < 0 ? 0 : now_s)), head;
+
+    head = LW1_MAC_COVER_OFF + tn + 1;
+    if (head + len > LWC_DGRAM_MAX)
+        return 0;
+    memcpy(out, LW1_MAC_PREFIX, LW1_MAC_PREFIX_LEN);
+    out[LW1_MAC_COVER_OFF - 1] = ' ';
+    memcpy(out + LW1_MAC_COVER_OFF, num, tn);
+    out[head - 1] = '\n';
+    memcpy(out + head, body, len);
+    if (lw1_mac(key, keylen, out + LW1_MAC_COVER_OFF, tn + 1 + len, mac) != 0)
+        return 0;
+    lw1_mac_hex(mac, out + LW1_MAC_PREFIX_LEN);
+    return head + len;
+}
+
 int
 lwc_batch_append(struct lwc_batch *b, const char *line, size_t len)
 {
-    if (len == 0 || len > sizeof(b->buf))
+    size_t cap = b->limit != 0 && b->limit < sizeof(b->buf) ? b->limit : sizeof(b->buf);
+
+    if (len == 0 || len > cap)
         return -1;
-    if (b->len + len > sizeof(b->buf))
+    if (b->len + len > cap)
         return 1;
     memcpy(b->buf + b->len, line, len);
     b->len += len;
@@ -176,34 +342,86 @@ lwc_parse_hostport(const char *s, char *host, size_t hostcap, int *port)
     return 0;
 }
 
-lw_status
-lwc_report_open(lw_client *c, const char *agent, bool on, lw_error *err)
+/* Read LOCKWATCH_KEY_FILE into rep->key: one line, trailing newlines
+ * dropped, LW1_KEY_MIN..LW1_KEY_MAX bytes, no NUL. */
+static lw_status
+read_key(struct lwc_report *rep, const char *path, lw_error *err)
+{
+    char buf[LW1_KEY_MAX + 2];
+    size_t n = 0;
+    ssize_t r;
+    int fd;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return lwc_seterr(err, LW_ERR, "reporting: cannot read LOCKWATCH_KEY_FILE "
+                          "\"%.200s\": %s", path, strerror(errno));
+    while (n < sizeof(buf) && ((r = read(fd, buf + n, sizeof(buf) - n)) > 0 ||
+                               (r < 0 && errno == EINTR)))
+        if (r > 0)
+            n += (size_t)r;
+    close(fd);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        n--;
+    if (n < LW1_KEY_MIN || n > LW1_KEY_MAX || memchr(buf, '\0', n) != NULL ||
+        memchr(buf, '\n', n) != NULL) {
+        explicit_bzero(buf, sizeof(buf));
+        return lwc_seterr(err, LW_ERR, "reporting: LOCKWATCH_KEY_FILE \"%.200s\" must "
+                          "hold one line of %d to %d bytes (e.g. openssl rand -hex 32)",
+                          path, LW1_KEY_MIN, LW1_KEY_MAX);
+    }
+    memcpy(rep->key, buf, n);
+    rep->keylen = n;
+    explicit_bzero(buf, sizeof(buf));
+    rep->batch.limit = LWC_DGRAM_MAX - LWC_MAC_LINE_MAX;
+    return LW_OK;
+}
+
+/* The <process> part of owner ids: LOCKWATCH_OWNER, else <host>:<pid>. */
+static lw_status
+set_owner(lw_client *c, lw_error *err)
 {
     struct lwc_report *rep = &c->bg.rep;
+    const char *o = getenv("LOCKWATCH_OWNER");
+    char pid[24];
+    size_t n;
+
+    if (o != NULL && o[0] != '\0') {
+        n = strlen(o);
+        if (n > LWC_OWNER_MAX)
+            return lwc_seterr(err, LW_ERR, "reporting: LOCKWATCH_OWNER is %zu bytes "
+                              "(at most %d)", n, LWC_OWNER_MAX);
+        rep->ownerlen = lwc_key_encode(rep->owner, sizeof(rep->owner) - 1, o, n);
+        return LW_OK;
+    }
+    n = strlen(c->hostname);        /* [A-Za-z0-9._-]: nothing to escape */
+    memcpy(rep->owner, c->hostname, n);
+    rep->owner[n++] = ':';
+    pid[lwc_fmt_u64(pid, (uint64_t)c->pid)] = '\0';
+    memcpy(rep->owner + n, pid, strlen(pid));
+    rep->ownerlen = n + strlen(pid);
+    return LW_OK;
+}
+
+/* Resolve one "host:port" into a new destination. */
+static lw_status
+add_dest(struct lwc_report *rep, const char *addr, size_t len, const char *from,
+         lw_error *err)
+{
     struct addrinfo hints, *res = NULL;
-    const char *addr = agent, *from = "the agent option";
-    char host[256], portstr[8];
+    char one[300], host[256], portstr[8];
+    struct lwc_dest *d;
     lw_status st = LW_ERR;
     int port, rc;
 
-    rep->fd = -1;
-    lwc_batch_reset(&rep->batch);
-    rep->flush_us = 0;
-    if (!on)
-        return LW_OK;
-    if (addr == NULL) {
-        addr = getenv("LOCKWATCH_AGENT");
-        from = "LOCKWATCH_AGENT";
-    }
-    if (addr == NULL || addr[0] == '\0') {
-        addr = DEFAULT_AGENT;
-        from = "the default";
-    }
-    if (lwc_parse_hostport(addr, host, sizeof(host), &port) != 0) {
-        lwc_seterr(err, LW_ERR, "reporting: bad agent address \"%.64s\" (from "
-                   "%s): expected host:port or [ipv6]:port", addr, from);
-        goto out;
-    }
+    if (len >= sizeof(one) || rep->ndest == LWC_DEST_MAX)
+        return lwc_seterr(err, LW_ERR, "reporting: %s: too long, or more than %d "
+                          "destinations", from, LWC_DEST_MAX);
+    memcpy(one, addr, len);
+    one[len] = '\0';
+    if (lwc_parse_hostport(one, host, sizeof(host), &port) != 0)
+        return lwc_seterr(err, LW_ERR, "reporting: bad agent address \"%.64s\" (from "
+                          "%s): expected host:port or [ipv6]:port", one, from);
     portstr[lwc_fmt_u64(portstr, (uint64_t)port)] = '\0';
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
@@ -216,18 +434,20 @@ lwc_report_open(lw_client *c, const char *agent, bool on, lw_error *err)
                    from, gai_strerror(rc));
         goto out;
     }
-    if (res->ai_addrlen > sizeof(rep->addr)) {
+    d = &rep->dest[rep->ndest];
+    if (res->ai_addrlen > sizeof(d->addr)) {
         lwc_seterr(err, LW_ERR, "reporting: agent address too long");
         goto out;
     }
-    rep->fd = socket(res->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (rep->fd < 0) {
+    d->fd = socket(res->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (d->fd < 0) {
         lwc_seterr(err, LW_ERR, "reporting: cannot open a UDP socket: %s",
                    strerror(errno));
         goto out;
     }
-    memcpy(&rep->addr, res->ai_addr, res->ai_addrlen);
-    rep->addrlen = res->ai_addrlen;
+    memcpy(&d->addr, res->ai_addr, res->ai_addrlen);
+    d->addrlen = res->ai_addrlen;
+    rep->ndest++;
     st = LW_OK;
 out:
     if (res != NULL)
@@ -235,32 +455,90 @@ out:
     return st;
 }
 
+lw_status
+lwc_report_open(lw_client *c, const char *agent, bool on, lw_error *err)
+{
+    struct lwc_report *rep = &c->bg.rep;
+    const char *list = agent, *from = "the agent option", *keyfile, *p, *comma;
+
+    rep->ndest = 0;
+    rep->keylen = 0;
+    lwc_batch_reset(&rep->batch);
+    rep->batch.limit = 0;
+    rep->flush_us = 0;
+    if (!on)
+        return LW_OK;
+    if (list == NULL && (list = getenv("LOCKWATCH_SAMPLES")) != NULL) {
+        from = "LOCKWATCH_SAMPLES";
+        if (list[0] == '\0' || strcmp(list, "off") == 0)
+            return LW_OK;       /* docs/reporters.md: empty or off turns it off */
+    }
+    if (list == NULL) {
+        list = getenv("LOCKWATCH_AGENT");
+        from = "LOCKWATCH_AGENT";
+    }
+    if (list == NULL || list[0] == '\0') {
+        list = DEFAULT_AGENT;
+        from = "the default";
+    }
+    for (p = list;; p = comma + 1) {
+        comma = strchr(p, ',');
+        if (add_dest(rep, p, comma != NULL ? (size_t)(comma - p) : strlen(p), from,
+                     err) != LW_OK)
+            goto fail;
+        if (comma == NULL)
+            break;
+    }
+    if (set_owner(c, err) != LW_OK)
+        goto fail;
+    keyfile = getenv("LOCKWATCH_KEY_FILE");
+    if (keyfile != NULL && keyfile[0] != '\0' && read_key(rep, keyfile, err) != LW_OK)
+        goto fail;
+    return LW_OK;
+fail:
+    lwc_report_close(c);
+    return LW_ERR;
+}
+
 void
 lwc_report_close(lw_client *c)
 {
-    if (c->bg.rep.fd >= 0)
-        close(c->bg.rep.fd);
-    c->bg.rep.fd = -1;
+    struct lwc_report *rep = &c->bg.rep;
+
+    for (size_t i = 0; i < rep->ndest; i++)
+        close(rep->dest[i].fd);
+    rep->ndest = 0;
+    explicit_bzero(rep->key, sizeof(rep->key));
+    rep->keylen = 0;
 }
 
 void
 lwc_report_flush_locked(lw_client *c)
 {
     struct lwc_report *rep = &c->bg.rep;
-    ssize_t r;
+    char signed_buf[LWC_DGRAM_MAX];
+    const char *p = rep->batch.buf;
+    size_t len = rep->batch.len, took = 0;
 
-    if (rep->batch.len == 0)
+    if (len == 0)
         return;
-    r = sendto(rep->fd, rep->batch.buf, rep->batch.len, MSG_DONTWAIT | MSG_NOSIGNAL,
-               (const struct sockaddr *)&rep->addr, rep->addrlen);
-    if (r == (ssize_t)rep->batch.len) {
-        atomic_fetch_add_explicit(&c->stats.samples_sent, rep->batch.lines,
-                                  memory_order_relaxed);
-        atomic_fetch_add_explicit(&c->stats.datagrams_sent, 1, memory_order_relaxed);
-    } else {
-        atomic_fetch_add_explicit(&c->stats.samples_dropped, rep->batch.lines,
-                                  memory_order_relaxed);
+    if (rep->keylen > 0) {
+        len = lwc_sign(rep->key, rep->keylen, rep->batch.buf, rep->batch.len,
+                       clock_now_ms() / 1000, signed_buf);
+        p = signed_buf;
     }
+    for (size_t i = 0; i < rep->ndest && len > 0; i++) {
+        const struct lwc_dest *d = &rep->dest[i];
+
+        if (sendto(d->fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL,
+                   (const struct sockaddr *)&d->addr, d->addrlen) == (ssize_t)len) {
+            took++;
+            atomic_fetch_add_explicit(&c->stats.datagrams_sent, 1, memory_order_relaxed);
+        }
+    }
+    /* lines count as sent when any destination took them */
+    atomic_fetch_add_explicit(took > 0 ? &c->stats.samples_sent : &c->stats.samples_dropped,
+                              rep->batch.lines, memory_order_relaxed);
     lwc_batch_reset(&rep->batch);
     rep->flush_us = 0;
 }
@@ -296,20 +574,64 @@ lwc_report_wait(lw_client *c, const char *key, size_t keylen, int64_t us,
 {
     char line[LWC_DGRAM_MAX];
 
-    if (c->bg.rep.fd < 0)
+    if (c->bg.rep.ndest == 0)
         return;
     enqueue(c, line, lwc_line_wait(line, sizeof(line), key, keylen,
                                    (uint64_t)(us < 0 ? 0 : us > US_MAX ? US_MAX : us),
                                    outcome));
 }
 
-void
-lwc_report_hold(lw_client *c, const char *key, size_t keylen, int64_t us)
-{
-    char line[LWC_DGRAM_MAX];
+#define OWNER_FIELD_MAX (3 * LWC_OWNER_MAX + 1 + 24)
 
-    if (c->bg.rep.fd < 0)
+/* lk's owner field, "<process>/<tid>", into out (OWNER_FIELD_MAX). */
+static size_t
+owner_of(const lw_client *c, const struct lw_lock *lk, char *out)
+{
+    size_t n = c->bg.rep.ownerlen;
+
+    memcpy(out, c->bg.rep.owner, n);
+    out[n++] = '/';
+    return n + lwc_fmt_u64(out + n, (uint64_t)(lk->tid < 0 ? 0 : lk->tid));
+}
+
+void
+lwc_report_hold(lw_client *c, const struct lw_lock *lk, int64_t us)
+{
+    char line[LWC_DGRAM_MAX], owner[OWNER_FIELD_MAX];
+    size_t on;
+
+    if (c->bg.rep.ndest == 0)
         return;
-    enqueue(c, line, lwc_line_hold(line, sizeof(line), key, keylen,
-                                   (uint64_t)(us < 0 ? 0 : us > US_MAX ? US_MAX : us)));
+    on = owner_of(c, lk, owner);
+    enqueue(c, line, lwc_line_hold_owned(line, sizeof(line), lk->key, lk->keylen,
+                                         (uint64_t)(us < 0 ? 0 : us > US_MAX ? US_MAX : us),
+                                         owner, on, lk->holder, lk->holderlen));
+}
+
+void
+lwc_report_waiting(lw_client *c, const struct lw_lock *lk, bool start, lw_status outcome)
+{
+    char line[LWC_DGRAM_MAX], owner[OWNER_FIELD_MAX];
+    size_t on;
+
+    if (c->bg.rep.ndest == 0)
+        return;
+    on = owner_of(c, lk, owner);
+    enqueue(c, line, lwc_line_waiting(line, sizeof(line), lk->key, lk->keylen, owner, on,
+                                      lk->holder, lk->holderlen, start, outcome));
+}
+
+void
+lwc_report_lost(lw_client *c, const struct lw_lock *lk, bool renewal, int64_t held_us,
+                int64_t overrun_us)
+{
+    char line[LWC_DGRAM_MAX], owner[OWNER_FIELD_MAX];
+    size_t on;
+
+    if (c->bg.rep.ndest == 0)
+        return;
+    on = owner_of(c, lk, owner);
+    enqueue(c, line, lwc_line_lost(line, sizeof(line), lk->key, lk->keylen, owner, on,
+                                   lk->holder, lk->holderlen,
+                                   (uint64_t)(held_us < 0 ? 0 : held_us), overrun_us, renewal));
 }

@@ -254,17 +254,20 @@ tick_locked(lw_client *c)
     struct lwc_bg *bg = &c->bg;
     struct lw_lock **locks = NULL;
     int *result = NULL;
+    int64_t *overrun = NULL;        /* of a lost lock: past its lease end */
     size_t n = 0;
     int64_t started = clock_mono_us(), now;
-    bool registry = bg->nreentrant > 0;
+    bool registry = bg->nreentrant > 0, renewal;
 
     if (bg->nwatched > 0) {
         locks = calloc(bg->nwatched, sizeof(*locks));
         result = calloc(bg->nwatched, sizeof(*result));
-        if (locks == NULL || result == NULL) {
+        overrun = calloc(bg->nwatched, sizeof(*overrun));
+        if (locks == NULL || result == NULL || overrun == NULL) {
             /* Try again soon; the lease still has two periods to go. */
             free(locks);
             free(result);
+            free(overrun);
             bg->next_tick_us = started + period_us(c) / 4 + 1;
             return;
         }
@@ -290,25 +293,33 @@ tick_locked(lw_client *c)
         }
         lost = result[i] == 0 ||
                (result[i] < 0 && now - lk->renewed_mono_us >= c->default_lease_ms * 1000);
+        renewal = result[i] == 0;
         result[i] = 0;
         if (lost && lk->watched) {
             unwatch_locked(bg, lk);
-            atomic_store(&lk->lost, 1);
             atomic_fetch_add_explicit(&c->stats.locks_lost, 1, memory_order_relaxed);
-            result[i] = 1;                  /* tell on_lost below */
+            /* tell on_lost below, and the agent once (renewal: 1, the
+             * lease ran out with Redis unreachable: 2) */
+            result[i] = atomic_exchange(&lk->lost, 1) == 0 ? (renewal ? 1 : 2) : 3;
+            overrun[i] = now - (lk->renewed_mono_us + c->default_lease_ms * 1000);
         }
     }
     bg->next_tick_us = (bg->nwatched > 0 || bg->nreentrant > 0)
                        ? started + period_us(c) : 0;
     pthread_mutex_unlock(&bg->mu);
 
-    for (size_t i = 0; i < n; i++)
-        if (result[i] == 1 && c->on_lost != NULL)
+    for (size_t i = 0; i < n; i++) {
+        if (result[i] == 1 || result[i] == 2)
+            lwc_report_lost(c, locks[i], result[i] == 1, now - locks[i]->acquired_mono_us,
+                            overrun[i] > 0 ? overrun[i] : 0);
+        if (result[i] != 0 && c->on_lost != NULL)
             c->on_lost(locks[i], locks[i]->key, c->on_lost_data);
+    }
     for (size_t i = 0; i < n; i++)
         lwc_lock_unref(locks[i]);
     free(locks);
     free(result);
+    free(overrun);
     pthread_mutex_lock(&bg->mu);
 }
 

@@ -18,7 +18,12 @@
  * A sample line (docs/line-protocol.md):
  *
  *     lw1 wait <key> <microseconds> <ok|timeout|error>
- *     lw1 hold <key> <microseconds>
+ *     lw1 hold <key> <microseconds> [<owner> <holder>]
+ *     lw1 waiting <key> <owner> <holder> <start|ok|timeout|error>
+ *     lw1 lost <key> <owner> <holder> <held-us> <overrun-us|-> <renewal|expired>
+ *
+ * and a signed datagram's first line, lw1 mac <32 hex> <unix-seconds>
+ * (common/lw1mac.h computes the mac).
  */
 #ifndef LOCKWATCH_LW1_H
 #define LOCKWATCH_LW1_H
@@ -144,6 +149,16 @@ lw1_token_parse(const char *s, size_t len, struct lw1_token *t)
 #define LW1_VERSION         "lw1"
 #define LW1_VERB_WAIT       "wait"
 #define LW1_VERB_HOLD       "hold"
+#define LW1_VERB_WAITING    "waiting"
+#define LW1_VERB_LOST       "lost"
+#define LW1_PHASE_START     "start"
+#define LW1_LOST_RENEWAL    "renewal"
+#define LW1_LOST_EXPIRED    "expired"
+#define LW1_UNKNOWN         "-"         /* holder id or overrun not known */
+#define LW1_OWNER_MAX       256         /* bytes of an owner, decoded */
+#define LW1_HOLDER_MAX      512         /* bytes of a holder id, decoded */
+#define LW1_KEY_MIN         16          /* bytes of a samples key */
+#define LW1_KEY_MAX         4096
 #define LW1_OUTCOME_OK      "ok"
 #define LW1_OUTCOME_TIMEOUT "timeout"
 #define LW1_OUTCOME_ERROR   "error"

@@ -179,6 +179,10 @@ struct config {
     char *unlock_token_file;
     char *unlock_token;         /* never printed */
     char *audit_stream;
+
+    /* [samples] */
+    char *samples_key_file;     /* NULL when none: samples are not checked */
+    char *samples_key;          /* read from samples_key_file; never printed */
 };
 
 /*

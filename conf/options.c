@@ -10,7 +10,7 @@
  * exactly as a file would say them.  Values are stored at offsets into the
  * section's struct (config.h), so the loader needs no per-key code; the
  * only per-key knowledge outside this table is the cross-key validation in
- * config.c (sentinel mode needs sentinels, and so on).  How each value
+ * configcheck.c (sentinel mode needs sentinels, and so on).  How each value
  * type parses, frees, prints and describes its value is in optvalue.c.
  *
  * Also here, because the table is written in them: the sections, and the
@@ -18,6 +18,7 @@
  */
 #include "conf/options.h"
 
+#include "common/lw1.h"
 #include "conf/config.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -242,6 +243,13 @@ const struct config_option config_options[] = {
       .def = "lockwatch:audit",
       AT(struct config, audit_stream),
       .help = "capped Redis stream of every release and expire" },
+
+    /* [samples] */
+    { .section = SECTION_SAMPLES, .key = "key_file", .type = OPT_FILE,
+      .min = LW1_KEY_MIN,   /* bytes: a shorter MAC key is guessable */
+      AT(struct config, samples_key_file), AT2(struct config, samples_key),
+      .example = "/etc/lockwatch/samples.key", .holds = "the samples key",
+      .help = "shared key, one line of 16+ bytes: accept only sample datagrams signed with it" },
 };
 
 const size_t config_noptions = ARRAY_LEN(config_options);
@@ -257,6 +265,7 @@ static const struct {
     [SECTION_CLASSES] = { "classes", false },
     [SECTION_WEBHOOK] = { "webhook", true },
     [SECTION_UNLOCK]  = { "unlock", false },
+    [SECTION_SAMPLES] = { "samples", false },
 };
 
 const char *

@@ -7,11 +7,11 @@
  * its type, its default (written as it would be in the file, so the same
  * parser reads the file and the defaults), its bounds, where the parsed
  * value is stored in the section's struct, and a line of help.  The loader
- * (config.c), the -n dump (config_print) and the man page all walk this
- * table, so adding an option is one row in options.c and one field in
- * config.h.  The value types are a table too (optvalue.c, one row of
- * set/clear/format/describe per enum option_type); the functions below
- * that take a row dispatch through it.
+ * (config.c, configread.c), the -n dump (config_print) and the man page
+ * all walk this table, so adding an option is one row in options.c and one
+ * field in config.h.  The value types are a table too (optvalue.c, one
+ * row of set/clear/format/describe per enum option_type); the functions
+ * below that take a row dispatch through it.
  *
  * [classes] has no row: it is free-form "glob = name" pairs.
  */
@@ -31,6 +31,7 @@ enum config_section {
     SECTION_CLASSES,            /* free-form, no option rows */
     SECTION_WEBHOOK,            /* [webhook NAME], repeatable */
     SECTION_UNLOCK,
+    SECTION_SAMPLES,
     SECTION_COUNT
 };
 
@@ -87,7 +88,7 @@ struct config_option {
     const char *key;
     enum option_type type;
     const char *def;            /* default as written in the file; NULL: unset */
-    int64_t min, max;           /* DURATION (ms) and INT bounds, inclusive */
+    int64_t min, max;           /* DURATION (ms) and INT bounds, inclusive; FILE: min bytes */
     unsigned flags;             /* OPT_* */
     const char *const *names;   /* ENUM values / BOOL spelling, NULL-terminated */
     size_t off, size, off2, off3;

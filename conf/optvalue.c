@@ -11,8 +11,8 @@
  * option row's offsets (what each type stores where is written above enum
  * option_type in options.h); the grammars they parse are in optsyntax.c.
  *
- * Errors come back as "what is wrong (what is allowed)"; config.c prefixes
- * file, line, section and key.  A value that may carry a secret (a URL with
+ * Errors come back as "what is wrong (what is allowed)"; the loader
+ * (config.c's fail) prefixes file, line, section and key.  A value that may carry a secret (a URL with
  * a password, a URL with a query string) is never echoed in a message; a
  * secret file's contents are read, and wiped when freed, by secretfile.c.
  */

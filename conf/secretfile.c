@@ -155,6 +155,13 @@ set_from(const struct file_kind *k, const struct config_option *o, void *base,
 
     if (file_read(k, v, o->holds, o->example, &contents, why, len) == -1)
         return -1;
+    /* a row's min is the shortest secret it takes (a MAC key: 16 bytes) */
+    if (o->min > 0 && strlen(contents) < (size_t)o->min) {
+        snprintf(why, len, "%s in \"%s\" is shorter than %lld bytes (write a longer one, "
+                 "e.g. openssl rand -hex 32 > %s)", o->holds, v, (long long)o->min, v);
+        secret_free(contents);
+        return -1;
+    }
     path = strdup(v);
     if (path == NULL) {
         secret_free(contents);

@@ -17,7 +17,7 @@ struct config_option;
  * The FILE and PEM value types (rows of optvalue.c's table): set reads the
  * file named by V (absolute path) and stores the path at o->off, what it
  * holds at o->off2.  FILE: a password or token, one line, trailing
- * newlines dropped, at most 4 KiB.  PEM: a certificate, CA bundle or
+ * newlines dropped, at most 4 KiB, at least o->min bytes when min > 0.  PEM: a certificate, CA bundle or
  * private key, kept whole, at most 1 MiB, with a "-----BEGIN " line.
  * o->holds says what the file holds ("the password") and o->example is a
  * path to suggest, both for messages.  0, or -1 with why set to "what is

@@ -16,14 +16,18 @@
  *    most 2^53, a hold's outcome "ok") and its key points into the
  *    datagram;
  *  - every sample round-trips: written back as a line with the key
- *    percent-encoded, it parses to the same sample (or is refused only
- *    for being longer than SAMPLES_LINE_MAX).
+ *    (owner, holder) percent-encoded, it parses to the same sample (or is
+ *    refused only for being longer than SAMPLES_LINE_MAX);
+ *  - the signature check (sampleauth.c) never reads past the datagram,
+ *    and with a key accepts nothing unsigned; without one it skips
+ *    exactly a leading mac line.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectors/waits/sampleauth.h"
 #include "collectors/waits/samples.h"
 #include "common/keytext.h"
 #include "common/lw1.h"
@@ -65,10 +69,20 @@ count_lines(const char *buf, size_t len, bool truncated)
 }
 
 static bool
+same_bytes(const char *a, size_t alen, const char *b, size_t blen)
+{
+    return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
+}
+
+static bool
 same_sample(const struct sample *a, const struct sample *b)
 {
     return a->kind == b->kind && a->outcome == b->outcome && a->us == b->us &&
-        a->keylen == b->keylen && memcmp(a->key, b->key, a->keylen) == 0;
+        a->start == b->start && a->reason == b->reason &&
+        a->overrun_known == b->overrun_known && a->overrun_us == b->overrun_us &&
+        same_bytes(a->key, a->keylen, b->key, b->keylen) &&
+        same_bytes(a->owner, a->ownerlen, b->owner, b->ownerlen) &&
+        same_bytes(a->holder, a->holderlen, b->holder, b->holderlen);
 }
 
 /* Parse each line of the original datagram alone, in order, and compare
@@ -95,25 +109,62 @@ check_line_by_line(const char *orig, size_t len, bool truncated,
     free(line);
 }
 
+/* Append " " and the percent-encoding of p (or "-" when plen is 0). */
+static size_t
+put_field(char *line, size_t cap, size_t len, const char *p, size_t plen)
+{
+    if (len + 2 > cap)
+        return cap;
+    line[len++] = ' ';
+    if (plen == 0) {
+        line[len++] = '-';
+        return len;
+    }
+    return len + keytext_percent(line + len, cap - len, p, plen);
+}
+
 static void
 check_round_trip(const struct sample *s)
 {
-    size_t klen = keytext_percent(NULL, 0, s->key, s->keylen);
-    size_t cap = klen + 64, len;
+    static const char *const verbs[] = { "wait", "hold", "waiting", "lost" };
+    size_t cap = 3 * (s->keylen + s->ownerlen + s->holderlen) + 128, len;
     char *line = malloc(cap);
     struct sample back;
     int w;
 
     FUZZ_CHECK(line != NULL);
-    w = snprintf(line, cap, "lw1 %s ", s->kind == SAMPLE_WAIT ? "wait" : "hold");
-    len = (size_t)w;
-    len += keytext_percent(line + len, cap - len, s->key, s->keylen);
-    if (s->kind == SAMPLE_WAIT)
-        w = snprintf(line + len, cap - len, " %" PRIu64 " %s", s->us,
-                     sample_outcome_str(s->outcome));
-    else
-        w = snprintf(line + len, cap - len, " %" PRIu64, s->us);
-    len += (size_t)w;
+    w = snprintf(line, cap, "lw1 %s", verbs[s->kind]);
+    len = put_field(line, cap, (size_t)w, s->key, s->keylen);
+    switch (s->kind) {
+    case SAMPLE_WAIT:
+        len += (size_t)snprintf(line + len, cap - len, " %" PRIu64 " %s", s->us,
+                                sample_outcome_str(s->outcome));
+        break;
+    case SAMPLE_HOLD:
+        len += (size_t)snprintf(line + len, cap - len, " %" PRIu64, s->us);
+        if (s->ownerlen > 0) {
+            len = put_field(line, cap, len, s->owner, s->ownerlen);
+            len = put_field(line, cap, len, s->holder, s->holderlen);
+        }
+        break;
+    case SAMPLE_WAITING:
+        len = put_field(line, cap, len, s->owner, s->ownerlen);
+        len = put_field(line, cap, len, s->holder, s->holderlen);
+        len += (size_t)snprintf(line + len, cap - len, " %s",
+                                s->start ? "start" : sample_outcome_str(s->outcome));
+        break;
+    case SAMPLE_LOST:
+        len = put_field(line, cap, len, s->owner, s->ownerlen);
+        len = put_field(line, cap, len, s->holder, s->holderlen);
+        len += (size_t)snprintf(line + len, cap - len, " %" PRIu64, s->us);
+        if (s->overrun_known)
+            len += (size_t)snprintf(line + len, cap - len, " %" PRIu64, s->overrun_us);
+        else
+            len += (size_t)snprintf(line + len, cap - len, " -");
+        len += (size_t)snprintf(line + len, cap - len, " %s",
+                                sample_lost_reason_str(s->reason));
+        break;
+    }
     FUZZ_CHECK(len < cap);
     if (len > SAMPLES_LINE_MAX) {
         FUZZ_CHECK(samples_parse_line(line, len, &back) == -1);
@@ -122,6 +173,30 @@ check_round_trip(const struct sample *s)
         FUZZ_CHECK(same_sample(s, &back));
     }
     free(line);
+}
+
+/* The signature check on the same bytes (a copy sized exactly, so ASan
+ * sees a read past the end). */
+static void
+check_auth(const uint8_t *data, size_t len, bool truncated)
+{
+    static const char key[] = "fuzz key, sixteen bytes or more";
+    char *copy = malloc(len ? len : 1);
+    size_t skip = 0;
+    enum sampleauth_verdict v;
+
+    FUZZ_CHECK(copy != NULL);
+    memcpy(copy, data, len);
+    v = sampleauth_check(key, sizeof(key) - 1, copy, len, truncated, 1767225600, &skip);
+    FUZZ_CHECK(v <= SAMPLEAUTH_OK);
+    if (v == SAMPLEAUTH_OK)
+        FUZZ_CHECK(!truncated && len > 8 && memcmp(copy, "lw1 mac ", 8) == 0 && skip <= len &&
+                   copy[skip - 1] == '\n');
+    v = sampleauth_check("", 0, copy, len, truncated, 0, &skip);
+    FUZZ_CHECK(v == SAMPLEAUTH_OK && skip <= len);
+    if (skip > 0)
+        FUZZ_CHECK(memcmp(copy, "lw1 mac ", 8) == 0);
+    free(copy);
 }
 
 int
@@ -155,14 +230,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (i = 0; i < n; i++) {
         const struct sample *s = &out[i];
 
-        FUZZ_CHECK(s->kind == SAMPLE_WAIT || s->kind == SAMPLE_HOLD);
+        FUZZ_CHECK((unsigned)s->kind <= SAMPLE_LOST);
         FUZZ_CHECK((unsigned)s->outcome < SAMPLE_OUTCOMES);
-        FUZZ_CHECK(s->kind == SAMPLE_WAIT || s->outcome == SAMPLE_OK);
+        FUZZ_CHECK(s->kind == SAMPLE_WAIT || s->kind == SAMPLE_WAITING ||
+                   s->outcome == SAMPLE_OK);
+        FUZZ_CHECK(s->ownerlen <= LW1_OWNER_MAX && s->holderlen <= LW1_HOLDER_MAX);
+        FUZZ_CHECK(s->ownerlen == 0 || (s->owner >= buf && s->owner + s->ownerlen <= buf + len));
+        FUZZ_CHECK(s->holderlen == 0 ||
+                   (s->holder >= buf && s->holder + s->holderlen <= buf + len));
         FUZZ_CHECK(s->us <= LW1_US_MAX);
         FUZZ_CHECK(s->keylen >= 1 && s->key >= buf && s->key + s->keylen <= buf + len);
         check_round_trip(s);
     }
     check_line_by_line((const char *)data, len, truncated, out, n);
+    check_auth(data, len, truncated);
 
     /* Room for fewer samples than there are: the first ones are kept, the
      * rest are invalid lines, and nothing else changes. */

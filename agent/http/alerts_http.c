@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * alerts_http.c - where the agent meets alerts/: the tick, the JSON list
- * of firing alerts and the alert metrics.
+ * alerts_http.c - where the agent meets alerts/: the tick and the JSON
+ * list of firing alerts (the alert metrics are rows of metrics.c).
  *
  * The tick takes the same kind of view HTTP renders from (references to
  * the newest snapshots, a copy of the wait statistics), so the rules read
@@ -10,7 +10,6 @@
  */
 #include "agent/http/alerts_http.h"
 
-#include <inttypes.h>
 #include <stdlib.h>
 
 #include "common/log.h"
@@ -64,42 +63,6 @@ render_api_alerts(struct agent *a, char **body, size_t *len)
     if (alerts_render_json(a->alerts, body, len) == -1)
         return 500;
     return 200;
-}
-
-void
-render_alert_metrics(struct alerts *al, struct strbuf *sb)
-{
-    static const char *const results[] = { "sent", "retried", "dropped" };
-    struct alerts_stats st;
-    size_t i, r;
-    int n;
-
-    if (al == NULL)
-        return;
-    if (alerts_stats(al, &st) == -1) {
-        sb->failed = true;
-        return;
-    }
-    sb_adds(sb, "# HELP lockwatch_alerts_firing Alerts firing now, by alertname (every "
-            "alertname is always present).\n# TYPE lockwatch_alerts_firing gauge\n");
-    for (n = 0; n < ALERT_NAMES; n++)
-        sb_addf(sb, "lockwatch_alerts_firing{alertname=\"%s\"} %zu\n",
-                alert_name_str((enum alert_name)n), st.firing[n]);
-    sb_adds(sb, "# HELP lockwatch_alerts_suppressed Alerts whose condition holds but that "
-            "were not raised because 10000 already fire (last evaluation).\n"
-            "# TYPE lockwatch_alerts_suppressed gauge\n");
-    sb_addf(sb, "lockwatch_alerts_suppressed %zu\n", st.suppressed);
-    sb_adds(sb, "# HELP lockwatch_notifications_total Notices per [webhook] sink: sent "
-            "(2xx), retried (a failed try tried again), dropped (never delivered).\n"
-            "# TYPE lockwatch_notifications_total counter\n");
-    /* sink names are [a-zA-Z0-9_.-] (conf checks), no escaping needed */
-    for (i = 0; i < st.nsinks; i++)
-        for (r = 0; r < 3; r++)
-            sb_addf(sb, "lockwatch_notifications_total{sink=\"%s\",result=\"%s\"} %" PRIu64
-                    "\n", st.sinks[i].name, results[r],
-                    r == 0 ? st.sinks[i].sent : r == 1 ? st.sinks[i].retried :
-                    st.sinks[i].dropped);
-    alerts_stats_release(&st);
 }
 
 void

@@ -2,6 +2,14 @@
 /*
  * metrics.c - the /metrics exposition (Prometheus text format 0.0.4).
  *
+ * Every family is a row of metric_families[] (the table at the end; its
+ * columns are described in metrics.h): render_metrics_http walks it,
+ * writes each row's HELP and TYPE and calls the row's sample renderer.
+ * Most rows share a renderer that reads one field of a snapshot, a class,
+ * a shard or a counter set at the row's offset, so a new metric of that
+ * shape is one row; a family with labels of its own has its renderer
+ * above the table, and writes the row's name.
+ *
  * Cardinality is bounded by construction: per-target and per-class series
  * only (classes are capped per target), plus lockwatch_lock_offender_info
  * for the top_offenders worst locks across all targets.  Label values are
@@ -14,20 +22,25 @@
  * own schedule (a SCAN of a large keyspace is too slow for a scrape); the
  * HELP texts say so.
  *
- * The wait families (histograms and P99 per lock class, sample counters)
- * come last, from the view's copy of the wait statistics, and only when
- * the agent ingests samples.  The HTTP server's own admission counters
- * are added by the /metrics route only (--once serves no HTTP).
+ * After the scan families come those of other sources, each left out
+ * whole when this render has not got it: the wait families (histograms
+ * and P99 per lock class, sample counters) from the view's copy of the
+ * wait statistics, only when the agent ingests samples; the alert and
+ * release counters, not in --once; and the HTTP server's own admission
+ * counters, added by the /metrics route only (--once serves no HTTP).
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/http/alerts_http.h"
+#include "agent/http/metrics.h"
+
 #include "agent/http/guard.h"
 #include "agent/http/release_http.h"
 #include "agent/http/render.h"
 #include "agent/http/routes.h"
+#include "alerts/alerts.h"
 #include "common/keytext.h"
 
 static void
@@ -82,12 +95,6 @@ label_capped(struct strbuf *sb, const char *p, size_t n, size_t max)
 }
 
 static void
-family(struct strbuf *sb, const char *name, const char *type, const char *help)
-{
-    sb_addf(sb, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void
 target_label(struct strbuf *sb, const char *name, const char *target)
 {
     sb_adds(sb, name);
@@ -120,20 +127,119 @@ class_used(const struct snap_class *c)
 
 /* A target has locks to show once a scan succeeded: after a failure,
  * the last good scan's (stale; lockwatch_target_up says 0), so a series
- * does not vanish, nor an alert on it resolve, while the agent is blind. */
+ * does not vanish, nor an alert on it resolve, while the agent is blind.
+ * Lock series read snapshot_shown(), never the failed snapshot. */
 static bool
 has_locks(const struct view_target *t)
 {
     return snapshot_shown(t->snap) != NULL;
 }
 
-/* One gauge per (target, class) from the class stats. */
-enum class_field { CF_LEAKED, CF_LONG, CF_OLDEST, CF_REENTRANCY, CF_WAITERS };
+
+/* What the sample renderers write to and read from: the view, and each
+ * source of metric_families[] (NULL when this render has not got it). */
+struct metrics_out {
+    struct strbuf *sb;
+    const struct view *v;
+    const void *source[SRC_COUNT];
+    struct alerts_stats alerts;     /* source[SRC_ALERTS] when taken */
+};
+
+/* --- the shared renderers: a value the row points at, per target, class,
+ * shard, or once ---------------------------------------------------------- */
+
+/* The value at offset mf->at of p, as mf->value says, and the line's end. */
+static void
+add_value(struct strbuf *sb, const void *p, const struct metric_family *mf)
+{
+    const char *at = (const char *)p + mf->at;
+    uint64_t u;
+    int64_t i;
+    size_t z;
+    double d;
+    bool b;
+
+    switch (mf->value) {
+    case VAL_U64:
+        memcpy(&u, at, sizeof(u));
+        sb_addf(sb, "%" PRIu64 "\n", u);
+        break;
+    case VAL_I64:
+        memcpy(&i, at, sizeof(i));
+        sb_addf(sb, "%" PRId64 "\n", i);
+        break;
+    case VAL_SIZE:
+        memcpy(&z, at, sizeof(z));
+        sb_addf(sb, "%zu\n", z);
+        break;
+    case VAL_BOOL:
+        memcpy(&b, at, sizeof(b));
+        sb_addf(sb, "%d\n", b ? 1 : 0);
+        break;
+    case VAL_SECONDS:
+        memcpy(&d, at, sizeof(d));
+        sb_addf(sb, "%.6f\n", d);
+        break;
+    case VAL_MS:
+        memcpy(&i, at, sizeof(i));
+        sb_addf(sb, "%.3f\n", (double)i / 1000.0);
+        break;
+    }
+}
+
+/* Which targets a per-target row has a series for. */
+enum target_filter {
+    EVERY_TARGET,               /* all; 0 for a target not scanned yet */
+    SCANNED_TARGETS,            /* those with a snapshot, ok or not */
+    UP_TARGETS,                 /* with a good scan to show (the last, or the
+                                 * last good one: stale) */
+};
+
+/* A field of struct snapshot (mf->at), per target. */
+static void
+target_values(struct metrics_out *o, const struct metric_family *mf, enum target_filter which)
+{
+    static const struct snapshot none;  /* every counter 0 */
+    const struct view *v = o->v;
+    size_t i;
+
+    for (i = 0; i < v->ntargets; i++) {
+        const struct snapshot *s = which == UP_TARGETS ? snapshot_shown(v->targets[i].snap)
+            : v->targets[i].snap;
+
+        if ((which != EVERY_TARGET && s == NULL) ||
+            (which == UP_TARGETS && !has_locks(&v->targets[i])))
+            continue;
+        target_label(o->sb, mf->name, v->targets[i].name);
+        sb_adds(o->sb, "} ");
+        add_value(o->sb, s != NULL ? s : &none, mf);
+    }
+}
 
 static void
-class_gauge(struct strbuf *sb, const struct view *v, const char *name,
-            enum class_field f)
+every_target(struct metrics_out *o, const struct metric_family *mf)
 {
+    target_values(o, mf, EVERY_TARGET);
+}
+
+static void
+scanned_targets(struct metrics_out *o, const struct metric_family *mf)
+{
+    target_values(o, mf, SCANNED_TARGETS);
+}
+
+static void
+up_targets(struct metrics_out *o, const struct metric_family *mf)
+{
+    target_values(o, mf, UP_TARGETS);
+}
+
+/* A field of struct snap_class (mf->at), per (target, class) of the
+ * targets whose last scan succeeded. */
+static void
+class_values(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct view *v = o->v;
     size_t i, c;
 
     for (i = 0; i < v->ntargets; i++) {
@@ -146,43 +252,177 @@ class_gauge(struct strbuf *sb, const struct view *v, const char *name,
 
             if (!class_used(st))
                 continue;
-            target_class_label(sb, name, s->target, s->classes[c]);
-            switch (f) {
-            case CF_LEAKED:
-                sb_addf(sb, "} %" PRIu64 "\n", st->leaked);
-                break;
-            case CF_LONG:
-                sb_addf(sb, "} %" PRIu64 "\n", st->long_held);
-                break;
-            case CF_OLDEST:
-                sb_addf(sb, "} %.3f\n", (double)st->oldest_ms / 1000.0);
-                break;
-            case CF_REENTRANCY:
-                sb_addf(sb, "} %" PRId64 "\n", st->max_reentrancy);
-                break;
-            case CF_WAITERS:
-                sb_addf(sb, "} %" PRIu64 "\n", st->waiters);
-                break;
-            }
+            target_class_label(o->sb, mf->name, s->target, s->classes[c]);
+            sb_adds(o->sb, "} ");
+            add_value(o->sb, st, mf);
         }
     }
 }
 
-/* Cumulative target counters. */
 static void
-counter(struct strbuf *sb, const struct view *v, const char *name,
-        size_t offset)
+shard_label(struct strbuf *sb, const char *name, const char *target,
+            const struct snap_shard *sh)
 {
-    size_t i;
+    target_label(sb, name, target);
+    sb_adds(sb, ",shard=\"");
+    label_str(sb, sh->shard);
+    sb_adds(sb, "\",node=\"");
+    label_str(sb, sh->node);
+    sb_adds(sb, "\"");
+}
+
+/*
+ * A field of struct snap_shard (mf->at), per shard of the cluster
+ * targets' last scans.  Bounded by the shards of the cluster: shard is
+ * the slot ranges (stable across a failover), node the address scanned
+ * (a failover replaces the series, it does not add to them: every scan
+ * lists only the current shards).
+ */
+static void
+shard_values(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct view *v = o->v;
+    size_t i, k;
 
     for (i = 0; i < v->ntargets; i++) {
         const struct snapshot *s = v->targets[i].snap;
-        uint64_t val = 0;
 
-        if (s != NULL)
-            memcpy(&val, (const char *)&s->counters + offset, sizeof(val));
-        target_label(sb, name, v->targets[i].name);
-        sb_addf(sb, "} %" PRIu64 "\n", val);
+        for (k = 0; s != NULL && k < s->nshards; k++) {
+            shard_label(o->sb, mf->name, s->target, &s->shards[k]);
+            sb_adds(o->sb, "} ");
+            add_value(o->sb, &s->shards[k], mf);
+        }
+    }
+}
+
+/* A field (mf->at) of the row's source, one series without labels. */
+static void
+scalar(struct metrics_out *o, const struct metric_family *mf)
+{
+    sb_adds(o->sb, mf->name);
+    sb_adds(o->sb, " ");
+    add_value(o->sb, o->source[mf->source], mf);
+}
+
+/* Datagrams rejected by the key check, by reason (a row of SRC_WAIT_KEYED:
+ * only while [samples] key_file is set). */
+static void
+samples_rejected(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct waitstats_view *w = o->v->wait;
+    int k;
+
+    for (k = 0; k < SAMPLEAUTH_REJECTS; k++)
+        sb_addf(o->sb, "%s{reason=\"%s\"} %" PRIu64 "\n", mf->name,
+                sampleauth_reason_str((enum sampleauth_verdict)k), w->rejected[k]);
+}
+
+/* waiting and lost lines, by kind. */
+static void
+samples_events(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct waitstats_view *w = o->v->wait;
+    int k;
+
+    for (k = 0; k < WS_EVENTS; k++)
+        sb_addf(o->sb, "%s{kind=\"%s\"} %" PRIu64 "\n", mf->name,
+                waitstats_event_names[k], w->events[k]);
+}
+
+/* --- targets and their last scans ------------------------------------------ */
+
+static void
+build_info(struct metrics_out *o, const struct metric_family *mf)
+{
+    sb_addf(o->sb, "%s{version=\"%s\"} 1\n", mf->name, LOCKWATCH_VERSION);
+}
+
+static void
+target_up(struct metrics_out *o, const struct metric_family *mf)
+{
+    size_t i;
+
+    for (i = 0; i < o->v->ntargets; i++) {
+        target_label(o->sb, mf->name, o->v->targets[i].name);
+        sb_addf(o->sb, "} %d\n",
+                o->v->targets[i].snap != NULL && o->v->targets[i].snap->ok ? 1 : 0);
+    }
+}
+
+/* When the last good scan finished, for the targets that had one: the
+ * age of the lock series while target_up is 0. */
+static void
+last_success(struct metrics_out *o, const struct metric_family *mf)
+{
+    size_t i;
+
+    for (i = 0; i < o->v->ntargets; i++) {
+        const struct snapshot *s = o->v->targets[i].snap;
+
+        if (s == NULL || s->last_success_ms == 0)
+            continue;
+        target_label(o->sb, mf->name, o->v->targets[i].name);
+        sb_adds(o->sb, "} ");
+        add_value(o->sb, s, mf);
+    }
+}
+
+static void
+scans_by_result(struct metrics_out *o, const struct metric_family *mf)
+{
+    size_t i;
+
+    for (i = 0; i < o->v->ntargets; i++) {
+        const struct snapshot *s = o->v->targets[i].snap;
+
+        target_label(o->sb, mf->name, o->v->targets[i].name);
+        sb_addf(o->sb, ",result=\"ok\"} %" PRIu64 "\n", s ? s->counters.scans_ok : 0);
+        target_label(o->sb, mf->name, o->v->targets[i].name);
+        sb_addf(o->sb, ",result=\"error\"} %" PRIu64 "\n", s ? s->counters.scans_error : 0);
+    }
+}
+
+static void
+read_errors_by_kind(struct metrics_out *o, const struct metric_family *mf)
+{
+    size_t i, k;
+
+    for (i = 0; i < o->v->ntargets; i++) {
+        const struct snapshot *s = o->v->targets[i].snap;
+
+        /* a kind appears once it happened: 8 zero series a target for
+         * what nearly never happens would be noise */
+        for (k = 0; s != NULL && k < SCAN_READ_KINDS; k++) {
+            if (s->counters.read_errors[k] == 0)
+                continue;
+            target_label(o->sb, mf->name, o->v->targets[i].name);
+            sb_addf(o->sb, ",kind=\"%s\"} %" PRIu64 "\n",
+                    scan_read_error_name((enum scan_read_error)k), s->counters.read_errors[k]);
+        }
+    }
+}
+
+/* --- locks ------------------------------------------------------------------ */
+
+static void
+locks_by_format(struct metrics_out *o, const struct metric_family *mf)
+{
+    size_t i, c, f;
+
+    for (i = 0; i < o->v->ntargets; i++) {
+        const struct snapshot *s = snapshot_shown(o->v->targets[i].snap);
+
+        if (!has_locks(&o->v->targets[i]))
+            continue;
+        for (c = 0; c < s->nclasses && c < s->class_cap; c++)
+            for (f = 0; f < formats_count && f < FORMATS_MAX; f++) {
+                if (s->class_stats[c].locks[f] == 0)
+                    continue;
+                target_class_label(o->sb, mf->name, s->target, s->classes[c]);
+                sb_adds(o->sb, ",format=\"");
+                label_str(o->sb, formats_table[f].name);
+                sb_addf(o->sb, "\"} %" PRIu64 "\n", s->class_stats[c].locks[f]);
+            }
     }
 }
 
@@ -228,6 +468,83 @@ pick_offenders(const struct view *v, struct offender *out, size_t n)
     }
     free(pos);
     return got;
+}
+
+/* The top_offenders worst locks across all targets, one series each. */
+static void
+offenders(struct metrics_out *o, const struct metric_family *mf)
+{
+    struct offender *off;
+    size_t i, noff;
+
+    if (o->v->top_offenders <= 0)
+        return;
+    off = calloc((size_t)o->v->top_offenders, sizeof(*off));
+    if (off == NULL) {
+        o->sb->failed = true;
+        return;
+    }
+    noff = pick_offenders(o->v, off, (size_t)o->v->top_offenders);
+    for (i = 0; i < noff; i++) {
+        const struct snapshot *s = off[i].s;
+        const struct snap_lock *l = off[i].l;
+
+        target_label(o->sb, mf->name, s->target);
+        sb_adds(o->sb, ",key=\"");
+        label_capped(o->sb, l->key, l->key_len, OFFENDER_KEY_MAX);
+        sb_adds(o->sb, "\",class=\"");
+        label_str(o->sb, s->classes[l->class_idx]);
+        sb_addf(o->sb, "\",state=\"%s\",holder=\"", snapshot_worst_state(l->states));
+        if (l->nholders > 0)
+            label_capped(o->sb, l->holders[0].id, l->holders[0].id_len, OFFENDER_HOLDER_MAX);
+        sb_adds(o->sb, "\"} 1\n");
+    }
+    free(off);
+}
+
+/* --- [redlock] groups, from their last comparison (absent until a quorum
+ * of members has been scanned) ---------------------------------------------- */
+
+static void
+redlock_inconsistent_keys(struct metrics_out *o, const struct metric_family *mf)
+{
+    size_t i;
+
+    for (i = 0; i < o->v->ngroups; i++) {
+        const struct redlock_report *r = o->v->groups[i].report;
+
+        if (r == NULL || !r->judged)
+            continue;
+        sb_adds(o->sb, mf->name);
+        sb_adds(o->sb, "{group=\"");
+        label_str(o->sb, o->v->groups[i].name);
+        sb_addf(o->sb, "\"} %" PRIu64 "\n", redlock_inconsistent(r));
+    }
+}
+
+static void
+redlock_keys_by_state(struct metrics_out *o, const struct metric_family *mf)
+{
+    static const char *const states[] = { "consistent", "split", "under_quorum", "pending" };
+    size_t i, k;
+
+    for (i = 0; i < o->v->ngroups; i++) {
+        const struct redlock_report *r = o->v->groups[i].report;
+        uint64_t n[4];
+
+        if (r == NULL || !r->judged)
+            continue;
+        n[0] = r->consistent;
+        n[1] = r->split;
+        n[2] = r->under_quorum;
+        n[3] = r->pending;
+        for (k = 0; k < 4; k++) {
+            sb_adds(o->sb, mf->name);
+            sb_adds(o->sb, "{group=\"");
+            label_str(o->sb, o->v->groups[i].name);
+            sb_addf(o->sb, "\",state=\"%s\"} %" PRIu64 "\n", states[k], n[k]);
+        }
+    }
 }
 
 /* --- wait statistics, from the samples clients send ------------------------ */
@@ -288,409 +605,322 @@ wait_histogram(struct strbuf *sb, const char *name, const char *cls, const char 
  * 201 x (3 + 1) x 19 histogram series.
  */
 static void
-render_wait(struct strbuf *sb, const struct waitstats_view *w)
+wait_histograms(struct metrics_out *o, const struct metric_family *mf)
 {
+    const struct waitstats_view *w = o->v->wait;
     size_t i;
-    int o;
+    int k;
 
-    family(sb, "lockwatch_samples_received_total", "counter",
-           "Sample lines received over UDP, valid or not (a datagram cut at 8192 bytes counts "
-           "its cut part as one line); valid ones are in the wait and hold histograms.");
-    sb_addf(sb, "lockwatch_samples_received_total %" PRIu64 "\n", w->received);
-    family(sb, "lockwatch_samples_invalid_total", "counter",
-           "Sample lines dropped as malformed (also counted in "
-           "lockwatch_samples_received_total).");
-    sb_addf(sb, "lockwatch_samples_invalid_total %" PRIu64 "\n", w->invalid);
-    family(sb, "lockwatch_samples_class_overflow_total", "counter",
-           "Valid samples counted in class \"other\" because the wait statistics already "
-           "hold the class cap (200).");
-    sb_addf(sb, "lockwatch_samples_class_overflow_total %" PRIu64 "\n", w->class_overflowed);
-    family(sb, "lockwatch_samples_dropped_datagrams_total", "counter",
-           "Sample datagrams the kernel dropped because the agent's receive buffer was full "
-           "(in no other counter).");
-    sb_addf(sb, "lockwatch_samples_dropped_datagrams_total %" PRIu64 "\n", w->kernel_drops);
-
-    family(sb, "lockwatch_acquire_wait_seconds", "histogram",
-           "Time clients waited to acquire a lock, by lock class and outcome, since start.");
     for (i = 0; i < w->nclasses; i++) {
         if (!w->classes[i].has_wait)
             continue;
-        for (o = 0; o < SAMPLE_OUTCOMES; o++)
-            wait_histogram(sb, "lockwatch_acquire_wait_seconds", w->classes[i].name,
-                           sample_outcome_str((enum sample_outcome)o), &w->classes[i].wait[o]);
+        for (k = 0; k < SAMPLE_OUTCOMES; k++)
+            wait_histogram(o->sb, mf->name, w->classes[i].name,
+                           sample_outcome_str((enum sample_outcome)k), &w->classes[i].wait[k]);
     }
-    family(sb, "lockwatch_hold_seconds", "histogram",
-           "Time clients held a lock, by lock class, since start.");
+}
+
+static void
+hold_histograms(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct waitstats_view *w = o->v->wait;
+    size_t i;
+
     for (i = 0; i < w->nclasses; i++)
         if (w->classes[i].has_hold)
-            wait_histogram(sb, "lockwatch_hold_seconds", w->classes[i].name, NULL,
-                           &w->classes[i].hold);
+            wait_histogram(o->sb, mf->name, w->classes[i].name, NULL, &w->classes[i].hold);
+}
 
-    family(sb, "lockwatch_acquire_wait_p99_seconds", "gauge",
-           "P99 acquire wait (nearest rank, within 1%; all outcomes) over the last "
-           "wait_window; absent for a class without waits in the window.");
+static void
+wait_p99(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct waitstats_view *w = o->v->wait;
+    size_t i;
+
     for (i = 0; i < w->nclasses; i++) {
         if (w->classes[i].window_count == 0)
             continue;
-        class_series(sb, "lockwatch_acquire_wait_p99_seconds", "", w->classes[i].name, NULL);
-        sb_adds(sb, "} ");
-        add_double(sb, w->classes[i].window_p99_us / 1e6);
-        sb_adds(sb, "\n");
+        class_series(o->sb, mf->name, "", w->classes[i].name, NULL);
+        sb_adds(o->sb, "} ");
+        add_double(o->sb, w->classes[i].window_p99_us / 1e6);
+        sb_adds(o->sb, "\n");
     }
-    family(sb, "lockwatch_acquire_wait_window_samples", "gauge",
-           "Acquire waits (all outcomes) in the last wait_window, behind the P99 gauge.");
+}
+
+static void
+wait_window_samples(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct waitstats_view *w = o->v->wait;
+    size_t i;
+
     for (i = 0; i < w->nclasses; i++) {
         if (w->classes[i].window_count == 0)
             continue;
-        class_series(sb, "lockwatch_acquire_wait_window_samples", "", w->classes[i].name, NULL);
-        sb_addf(sb, "} %" PRIu64 "\n", w->classes[i].window_count);
+        class_series(o->sb, mf->name, "", w->classes[i].name, NULL);
+        sb_addf(o->sb, "} %" PRIu64 "\n", w->classes[i].window_count);
     }
 }
 
+/* --- alerts, guarded releases and the HTTP server ------------------------- */
+
 static void
-shard_label(struct strbuf *sb, const char *name, const char *target,
-            const struct snap_shard *sh)
+alerts_firing(struct metrics_out *o, const struct metric_family *mf)
 {
-    target_label(sb, name, target);
-    sb_adds(sb, ",shard=\"");
-    label_str(sb, sh->shard);
-    sb_adds(sb, "\",node=\"");
-    label_str(sb, sh->node);
-    sb_adds(sb, "\"");
+    int n;
+
+    for (n = 0; n < ALERT_NAMES; n++)
+        sb_addf(o->sb, "%s{alertname=\"%s\"} %zu\n", mf->name,
+                alert_name_str((enum alert_name)n), o->alerts.firing[n]);
 }
 
-/*
- * Cluster targets, per shard of the last scan.  Bounded by the shards of
- * the cluster: shard is the slot ranges (stable across a failover), node
- * the address scanned (a failover replaces the series, it does not add
- * to them: every scan lists only the current shards).
- */
 static void
-render_shards(struct strbuf *sb, const struct view *v)
+notifications(struct metrics_out *o, const struct metric_family *mf)
 {
-    size_t i, k;
+    static const char *const results[] = { "sent", "retried", "dropped" };
+    const struct alerts_stats *st = &o->alerts;
+    size_t i, r;
 
-    family(sb, "lockwatch_shard_up", "gauge",
-           "Cluster targets: 1 if the shard (its slot ranges) was scanned on node in the "
-           "target's last scan, 0 if that failed.");
-    for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
-
-        for (k = 0; s != NULL && k < s->nshards; k++) {
-            shard_label(sb, "lockwatch_shard_up", s->target, &s->shards[k]);
-            sb_addf(sb, "} %d\n", s->shards[k].ok ? 1 : 0);
-        }
-    }
-    family(sb, "lockwatch_shard_scan_duration_seconds", "gauge",
-           "Cluster targets: wall time of the shard's part of the last scan (shards are "
-           "scanned in parallel).");
-    for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
-
-        for (k = 0; s != NULL && k < s->nshards; k++) {
-            shard_label(sb, "lockwatch_shard_scan_duration_seconds", s->target, &s->shards[k]);
-            sb_addf(sb, "} %.6f\n", s->shards[k].duration_s);
-        }
-    }
-    family(sb, "lockwatch_shard_scan_keys", "gauge",
-           "Cluster targets: keys examined on the shard in the last scan.");
-    for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
-
-        for (k = 0; s != NULL && k < s->nshards; k++) {
-            shard_label(sb, "lockwatch_shard_scan_keys", s->target, &s->shards[k]);
-            sb_addf(sb, "} %" PRIu64 "\n", s->shards[k].keys);
-        }
-    }
+    /* sink names are [a-zA-Z0-9_.-] (conf checks), no escaping needed */
+    for (i = 0; i < st->nsinks; i++)
+        for (r = 0; r < 3; r++)
+            sb_addf(o->sb, "%s{sink=\"%s\",result=\"%s\"} %" PRIu64 "\n", mf->name,
+                    st->sinks[i].name, results[r],
+                    r == 0 ? st->sinks[i].sent : r == 1 ? st->sinks[i].retried :
+                    st->sinks[i].dropped);
 }
 
-/* [redlock] groups, from their last comparison (absent until a quorum of
- * members has been scanned). */
+/* struct agent's releases[], indexed by RELEASES_* (release_http.h). */
 static void
-render_redlock(struct strbuf *sb, const struct view *v)
+releases_by_result(struct metrics_out *o, const struct metric_family *mf)
 {
-    static const char *const states[] = { "consistent", "split", "under_quorum", "pending" };
-    size_t i, k;
+    static const char *const results[RELEASES_RESULTS] = { "released", "refused", "error" };
+    const atomic_uint_fast64_t *counters = o->v->releases;
 
-    family(sb, "lockwatch_redlock_inconsistent", "gauge",
-           "Keys of the Redlock group whose nodes disagree now: different holders at the "
-           "same time (split), or held on fewer than a quorum for longer than the TTL.");
-    for (i = 0; i < v->ngroups; i++) {
-        const struct redlock_report *r = v->groups[i].report;
-
-        if (r == NULL || !r->judged)
-            continue;
-        sb_adds(sb, "lockwatch_redlock_inconsistent{group=\"");
-        label_str(sb, v->groups[i].name);
-        sb_addf(sb, "\"} %" PRIu64 "\n", redlock_inconsistent(r));
-    }
-    family(sb, "lockwatch_redlock_keys", "gauge",
-           "Keys compared in the Redlock group's last comparison, by verdict (pending: under "
-           "quorum for less than the TTL so far).");
-    for (i = 0; i < v->ngroups; i++) {
-        const struct redlock_report *r = v->groups[i].report;
-        uint64_t n[4];
-
-        if (r == NULL || !r->judged)
-            continue;
-        n[0] = r->consistent;
-        n[1] = r->split;
-        n[2] = r->under_quorum;
-        n[3] = r->pending;
-        for (k = 0; k < 4; k++) {
-            sb_adds(sb, "lockwatch_redlock_keys{group=\"");
-            label_str(sb, v->groups[i].name);
-            sb_addf(sb, "\",state=\"%s\"} %" PRIu64 "\n", states[k], n[k]);
-        }
-    }
+    for (int i = 0; i < RELEASES_RESULTS; i++)
+        sb_addf(o->sb, "%s{result=\"%s\"} %llu\n", mf->name, results[i],
+                (unsigned long long)atomic_load(&counters[i]));
 }
 
-/* One series per target with a snapshot: the uint64_t at off in its
- * follow-mode figures (struct snap_follow). */
 static void
-follow_counter(struct strbuf *sb, const struct view *v, const char *name, size_t off)
+http_rejected(struct metrics_out *o, const struct metric_family *mf)
 {
+    const struct guard_stats *st = o->source[SRC_HTTP];
+
+    sb_addf(o->sb, "%s{reason=\"busy\"} %" PRIu64 "\n", mf->name, st->busy);
+    sb_addf(o->sb, "%s{reason=\"client_limit\"} %" PRIu64 "\n", mf->name, st->over_client);
+}
+
+/* --- the table -------------------------------------------------------------- */
+
+const struct metric_family metric_families[] = {
+    { "lockwatch_build_info", "gauge", SRC_VIEW, build_info, 0, VAL_U64,
+      "Build information; always 1." },
+    { "lockwatch_target_up", "gauge", SRC_VIEW, target_up, 0, VAL_U64,
+      "1 if the last scan of the target succeeded, 0 if it failed or none finished yet." },
+    { "lockwatch_scan_duration_seconds", "gauge", SRC_VIEW, scanned_targets,
+      offsetof(struct snapshot, duration_s), VAL_SECONDS,
+      "Wall time of the target's last full scan, pacing pauses included." },
+    { "lockwatch_last_scan_timestamp_seconds", "gauge", SRC_VIEW, scanned_targets,
+      offsetof(struct snapshot, finished_ms), VAL_MS,
+      "Unix time the target's last scan finished (ok or not)." },
+    { "lockwatch_target_last_success_timestamp_seconds", "gauge", SRC_VIEW, last_success,
+      offsetof(struct snapshot, last_success_ms), VAL_MS,
+      "Unix time the target's last successful scan finished: the age of the lock series "
+      "shown while lockwatch_target_up is 0 (absent before the first)." },
+    { "lockwatch_scans_total", "counter", SRC_VIEW, scans_by_result, 0, VAL_U64,
+      "Full scans by result." },
+
+    /* follow mode (keyspace notifications between full scans) */
+    { "lockwatch_follow_active", "gauge", SRC_VIEW, scanned_targets,
+      offsetof(struct snapshot, follow.active), VAL_BOOL,
+      "1 while the target follows keyspace notifications between full scans, else 0." },
+    { "lockwatch_follow_lag_seconds", "gauge", SRC_VIEW, scanned_targets,
+      offsetof(struct snapshot, follow.lag_s), VAL_SECONDS,
+      "Follow mode: first event to the publication of its change, last publication." },
+    { "lockwatch_follow_events_total", "counter", SRC_VIEW, scanned_targets,
+      offsetof(struct snapshot, follow.events_total), VAL_U64,
+      "Keyspace notifications received for the target's lock and registry keys." },
+    { "lockwatch_reconcile_fixed_keys_total", "counter", SRC_VIEW, scanned_targets,
+      offsetof(struct snapshot, follow.fixed_total), VAL_U64,
+      "Keys a full scan in follow mode found changed without a notification." },
+    { "lockwatch_follow_overflows_total", "counter", SRC_VIEW, scanned_targets,
+      offsetof(struct snapshot, follow.overflows_total), VAL_U64,
+      "Times the pending set of changed keys hit its cap (each ends in a full scan)." },
+
+    /* cumulative scan counters */
+    { "lockwatch_scan_keys_total", "counter", SRC_VIEW, every_target,
+      offsetof(struct snapshot, counters.keys_total), VAL_U64,
+      "Keys examined (returned by SCAN for the lock patterns), all scans." },
+    { "lockwatch_scan_vanished_keys_total", "counter", SRC_VIEW, every_target,
+      offsetof(struct snapshot, counters.vanished_total), VAL_U64,
+      "Keys that disappeared between SCAN and the reads of their type and value." },
+    { "lockwatch_scan_duplicate_keys_total", "counter", SRC_VIEW, every_target,
+      offsetof(struct snapshot, counters.duplicates_total), VAL_U64,
+      "Keys SCAN returned more than once in one pass (counted once)." },
+    { "lockwatch_scan_waiter_errors_total", "counter", SRC_VIEW, every_target,
+      offsetof(struct snapshot, counters.waiter_errors_total), VAL_U64,
+      "Waiter look-ups (PUBSUB NUMSUB, LLEN of a fair queue) refused with an error reply; "
+      "those locks' waiters are unknown." },
+    { "lockwatch_scan_truncated_values_total", "counter", SRC_VIEW, every_target,
+      offsetof(struct snapshot, counters.truncated_total), VAL_U64,
+      "Lock values or hash fields cut by the per-key read caps." },
+    { "lockwatch_scan_read_errors_total", "counter", SRC_VIEW, read_errors_by_kind, 0, VAL_U64,
+      "Reads of a key's type or value refused with an error reply other than WRONGTYPE, "
+      "by error code; each fails its scan." },
+    { "lockwatch_class_overflow_keys", "gauge", SRC_VIEW, up_targets,
+      offsetof(struct snapshot, classes_overflowed), VAL_U64,
+      "Keys counted in class \"other\" because the target reached its class cap (last scan)." },
+
+    /* cluster targets, per shard of the last scan */
+    { "lockwatch_shard_up", "gauge", SRC_VIEW, shard_values,
+      offsetof(struct snap_shard, ok), VAL_BOOL,
+      "Cluster targets: 1 if the shard (its slot ranges) was scanned on node in the "
+      "target's last scan, 0 if that failed." },
+    { "lockwatch_shard_scan_duration_seconds", "gauge", SRC_VIEW, shard_values,
+      offsetof(struct snap_shard, duration_s), VAL_SECONDS,
+      "Cluster targets: wall time of the shard's part of the last scan (shards are "
+      "scanned in parallel)." },
+    { "lockwatch_shard_scan_keys", "gauge", SRC_VIEW, shard_values,
+      offsetof(struct snap_shard, keys), VAL_U64,
+      "Cluster targets: keys examined on the shard in the last scan." },
+
+    /* locks, per (target, class) */
+    { "lockwatch_locks", "gauge", SRC_VIEW, locks_by_format, 0, VAL_U64,
+      "Locks held now by class and format (from the last full scan)." },
+    { "lockwatch_locks_leaked", "gauge", SRC_VIEW, class_values,
+      offsetof(struct snap_class, leaked), VAL_U64,
+      "Locks without a TTL for at least leak_grace (from the last full scan)." },
+    { "lockwatch_locks_long_held", "gauge", SRC_VIEW, class_values,
+      offsetof(struct snap_class, long_held), VAL_U64,
+      "Locks held by the same holder for longer than max_hold (from the last full scan)." },
+    { "lockwatch_lock_oldest_holder_seconds", "gauge", SRC_VIEW, class_values,
+      offsetof(struct snap_class, oldest_ms), VAL_MS,
+      "Age of the oldest current holder in the class (from the last full scan)." },
+    { "lockwatch_lock_max_reentrancy", "gauge", SRC_VIEW, class_values,
+      offsetof(struct snap_class, max_reentrancy), VAL_I64,
+      "Highest reentrant hold count in the class (from the last full scan)." },
+    { "lockwatch_lock_waiters", "gauge", SRC_VIEW, class_values,
+      offsetof(struct snap_class, waiters), VAL_U64,
+      "Clients waiting for the class's locks where Redis shows it: fair-lock queues and "
+      "wake-channel subscribers, over the locks kept in detail (from the last full scan)." },
+    { "lockwatch_lock_offender_info", "gauge", SRC_VIEW, offenders, 0, VAL_U64,
+      "The top_offenders worst locks (leaked, long or reentrant_high); always 1." },
+
+    { "lockwatch_redlock_inconsistent", "gauge", SRC_VIEW, redlock_inconsistent_keys, 0, VAL_U64,
+      "Keys of the Redlock group whose nodes disagree now: different holders at the "
+      "same time (split), or held on fewer than a quorum for longer than the TTL." },
+    { "lockwatch_redlock_keys", "gauge", SRC_VIEW, redlock_keys_by_state, 0, VAL_U64,
+      "Keys compared in the Redlock group's last comparison, by verdict (pending: under "
+      "quorum for less than the TTL so far)." },
+
+    /* samples from clients */
+    { "lockwatch_samples_received_total", "counter", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, received), VAL_U64,
+      "Sample lines received over UDP, valid or not (a datagram cut at 8192 bytes counts "
+      "its cut part as one line); valid ones are in the wait and hold histograms." },
+    { "lockwatch_samples_invalid_total", "counter", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, invalid), VAL_U64,
+      "Sample lines dropped as malformed (also counted in "
+      "lockwatch_samples_received_total)." },
+    { "lockwatch_samples_class_overflow_total", "counter", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, class_overflowed), VAL_U64,
+      "Valid samples counted in class \"other\" because a class cap refused their class "
+      "(200 classes, 150 derived, 32 new per source)." },
+    { "lockwatch_samples_sources", "gauge", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, sources), VAL_SIZE,
+      "Sample senders (addresses) tracked for the per-source class budget (at most 256)." },
+    { "lockwatch_samples_sources_over_budget", "gauge", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, sources_over_budget), VAL_SIZE,
+      "Tracked senders that had a new class refused because their budget (32) was spent." },
+    { "lockwatch_samples_rejected_total", "counter", SRC_WAIT_KEYED, samples_rejected, 0,
+      VAL_U64, "Sample datagrams rejected whole by the [samples] key_file check, by reason." },
+    { "lockwatch_samples_events_total", "counter", SRC_WAIT, samples_events, 0, VAL_U64,
+      "waiting and lost lines received, by kind (they add to no histogram)." },
+    { "lockwatch_samples_waiting", "gauge", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, waiting_now), VAL_SIZE,
+      "(owner, key) pairs whose latest waiting line is a start: owners waiting now." },
+    { "lockwatch_samples_waiting_evicted_total", "counter", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, waiting_evicted), VAL_U64,
+      "(owner, key) pairs evicted from the full 4096-pair waiting table." },
+    { "lockwatch_samples_dropped_datagrams_total", "counter", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, kernel_drops), VAL_U64,
+      "Sample datagrams the kernel dropped because the agent's receive buffer was full "
+      "(in no other counter)." },
+    { "lockwatch_acquire_wait_seconds", "histogram", SRC_WAIT, wait_histograms, 0, VAL_U64,
+      "Time clients waited to acquire a lock, by lock class and outcome, since start." },
+    { "lockwatch_hold_seconds", "histogram", SRC_WAIT, hold_histograms, 0, VAL_U64,
+      "Time clients held a lock, by lock class, since start." },
+    { "lockwatch_acquire_wait_p99_seconds", "gauge", SRC_WAIT, wait_p99, 0, VAL_U64,
+      "P99 acquire wait (nearest rank, within 1%; all outcomes) over the last "
+      "wait_window; absent for a class without waits in the window." },
+    { "lockwatch_acquire_wait_window_samples", "gauge", SRC_WAIT, wait_window_samples, 0,
+      VAL_U64,
+      "Acquire waits (all outcomes) in the last wait_window, behind the P99 gauge." },
+
+    { "lockwatch_alerts_firing", "gauge", SRC_ALERTS, alerts_firing, 0, VAL_U64,
+      "Alerts firing now, by alertname (every alertname is always present)." },
+    { "lockwatch_alerts_suppressed", "gauge", SRC_ALERTS, scalar,
+      offsetof(struct alerts_stats, suppressed), VAL_SIZE,
+      "Alerts whose condition holds but that were not raised because 10000 already fire "
+      "(last evaluation)." },
+    { "lockwatch_notifications_total", "counter", SRC_ALERTS, notifications, 0, VAL_U64,
+      "Notices per [webhook] sink: sent (2xx), retried (a failed try tried again), dropped "
+      "(never delivered)." },
+    { "lockwatch_releases_total", "counter", SRC_RELEASES, releases_by_result, 0, VAL_U64,
+      "Guarded releases over HTTP (POST /api/v1/locks/release) by result; dry runs are not "
+      "counted." },
+
+    { "lockwatch_http_connections", "gauge", SRC_HTTP, scalar,
+      offsetof(struct guard_stats, open), VAL_U64,
+      "HTTP connections open now (at most http_max_connections)." },
+    { "lockwatch_http_request_timeouts_total", "counter", SRC_HTTP, scalar,
+      offsetof(struct guard_stats, timeouts), VAL_U64,
+      "HTTP connections closed because a request's headers and body were not in "
+      "within http_request_timeout (1s over http_max_connections_per_client)." },
+    { "lockwatch_http_rejected_total", "counter", SRC_HTTP, http_rejected, 0, VAL_U64,
+      "API and status page requests answered 503 with Retry-After: busy "
+      "(http_max_api_requests in flight) or client_limit "
+      "(over http_max_connections_per_client)." },
+};
+const size_t metric_nfamilies = sizeof(metric_families) / sizeof(metric_families[0]);
+
+int
+render_metrics_http(const struct view *v, const struct guard_stats *http, struct strbuf *sb)
+{
+    struct metrics_out o;
     size_t i;
 
-    for (i = 0; i < v->ntargets; i++) {
-        uint64_t n;
-
-        if (v->targets[i].snap == NULL)
-            continue;
-        memcpy(&n, (const char *)&v->targets[i].snap->follow + off, sizeof(n));
-        target_label(sb, name, v->targets[i].name);
-        sb_addf(sb, "} %" PRIu64 "\n", n);
+    memset(&o, 0, sizeof(o));
+    o.sb = sb;
+    o.v = v;
+    o.source[SRC_VIEW] = v;
+    o.source[SRC_WAIT] = v->wait;
+    o.source[SRC_WAIT_KEYED] = v->wait != NULL && v->wait->keyed ? v->wait : NULL;
+    o.source[SRC_RELEASES] = v->releases;
+    o.source[SRC_HTTP] = http;
+    if (v->alerts != NULL) {
+        if (alerts_stats(v->alerts, &o.alerts) == -1)
+            sb->failed = true;
+        else
+            o.source[SRC_ALERTS] = &o.alerts;
     }
-}
+    for (i = 0; i < metric_nfamilies && !sb_failed(sb); i++) {
+        const struct metric_family *mf = &metric_families[i];
 
-/* Follow mode (keyspace notifications between full scans), per target. */
-static void
-follow_metrics(struct strbuf *sb, const struct view *v)
-{
-    size_t i;
-
-    family(sb, "lockwatch_follow_active", "gauge",
-           "1 while the target follows keyspace notifications between full scans, else 0.");
-    for (i = 0; i < v->ntargets; i++) {
-        if (v->targets[i].snap == NULL)
+        if (o.source[mf->source] == NULL)
             continue;
-        target_label(sb, "lockwatch_follow_active", v->targets[i].name);
-        sb_addf(sb, "} %d\n", v->targets[i].snap->follow.active ? 1 : 0);
+        sb_addf(sb, "# HELP %s %s\n# TYPE %s %s\n", mf->name, mf->help, mf->name, mf->type);
+        mf->samples(&o, mf);
     }
-    family(sb, "lockwatch_follow_lag_seconds", "gauge",
-           "Follow mode: first event to the publication of its change, last publication.");
-    for (i = 0; i < v->ntargets; i++) {
-        if (v->targets[i].snap == NULL)
-            continue;
-        target_label(sb, "lockwatch_follow_lag_seconds", v->targets[i].name);
-        sb_addf(sb, "} %.6f\n", v->targets[i].snap->follow.lag_s);
-    }
-    family(sb, "lockwatch_follow_events_total", "counter",
-           "Keyspace notifications received for the target's lock and registry keys.");
-    follow_counter(sb, v, "lockwatch_follow_events_total",
-                   offsetof(struct snap_follow, events_total));
-    family(sb, "lockwatch_reconcile_fixed_keys_total", "counter",
-           "Keys a full scan in follow mode found changed without a notification.");
-    follow_counter(sb, v, "lockwatch_reconcile_fixed_keys_total",
-                   offsetof(struct snap_follow, fixed_total));
-    family(sb, "lockwatch_follow_overflows_total", "counter",
-           "Times the pending set of changed keys hit its cap (each ends in a full scan).");
-    follow_counter(sb, v, "lockwatch_follow_overflows_total",
-                   offsetof(struct snap_follow, overflows_total));
+    if (o.source[SRC_ALERTS] != NULL)
+        alerts_stats_release(&o.alerts);
+    return sb_failed(sb) ? -1 : 0;
 }
 
 int
 render_metrics(const struct view *v, struct strbuf *sb)
 {
-    struct offender *off = NULL;
-    size_t i, c, f, noff;
-
-    family(sb, "lockwatch_build_info", "gauge", "Build information; always 1.");
-    sb_addf(sb, "lockwatch_build_info{version=\"%s\"} 1\n", LOCKWATCH_VERSION);
-
-    family(sb, "lockwatch_target_up", "gauge",
-           "1 if the last scan of the target succeeded, 0 if it failed or none finished yet.");
-    for (i = 0; i < v->ntargets; i++) {
-        target_label(sb, "lockwatch_target_up", v->targets[i].name);
-        sb_addf(sb, "} %d\n", v->targets[i].snap != NULL && v->targets[i].snap->ok ? 1 : 0);
-    }
-
-    family(sb, "lockwatch_scan_duration_seconds", "gauge",
-           "Wall time of the target's last full scan, pacing pauses included.");
-    for (i = 0; i < v->ntargets; i++) {
-        if (v->targets[i].snap == NULL)
-            continue;
-        target_label(sb, "lockwatch_scan_duration_seconds", v->targets[i].name);
-        sb_addf(sb, "} %.6f\n", v->targets[i].snap->duration_s);
-    }
-
-    family(sb, "lockwatch_last_scan_timestamp_seconds", "gauge",
-           "Unix time the target's last scan finished (ok or not).");
-    for (i = 0; i < v->ntargets; i++) {
-        if (v->targets[i].snap == NULL)
-            continue;
-        target_label(sb, "lockwatch_last_scan_timestamp_seconds", v->targets[i].name);
-        sb_addf(sb, "} %.3f\n", (double)v->targets[i].snap->finished_ms / 1000.0);
-    }
-
-    family(sb, "lockwatch_target_last_success_timestamp_seconds", "gauge",
-           "Unix time the target's last successful scan finished: the age of the lock "
-           "values shown while lockwatch_target_up is 0 (absent before the first).");
-    for (i = 0; i < v->ntargets; i++) {
-        if (v->targets[i].snap == NULL || v->targets[i].snap->last_success_ms == 0)
-            continue;
-        target_label(sb, "lockwatch_target_last_success_timestamp_seconds",
-                     v->targets[i].name);
-        sb_addf(sb, "} %.3f\n", (double)v->targets[i].snap->last_success_ms / 1000.0);
-    }
-
-    family(sb, "lockwatch_scans_total", "counter", "Full scans by result.");
-    for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
-
-        target_label(sb, "lockwatch_scans_total", v->targets[i].name);
-        sb_addf(sb, ",result=\"ok\"} %" PRIu64 "\n", s ? s->counters.scans_ok : 0);
-        target_label(sb, "lockwatch_scans_total", v->targets[i].name);
-        sb_addf(sb, ",result=\"error\"} %" PRIu64 "\n", s ? s->counters.scans_error : 0);
-    }
-
-    follow_metrics(sb, v);
-
-    family(sb, "lockwatch_scan_keys_total", "counter",
-           "Keys examined (returned by SCAN for the lock patterns), all scans.");
-    counter(sb, v, "lockwatch_scan_keys_total", offsetof(struct scan_counters, keys_total));
-    family(sb, "lockwatch_scan_vanished_keys_total", "counter",
-           "Keys that disappeared between SCAN and the reads of their type and value.");
-    counter(sb, v, "lockwatch_scan_vanished_keys_total",
-            offsetof(struct scan_counters, vanished_total));
-    family(sb, "lockwatch_scan_duplicate_keys_total", "counter",
-           "Keys SCAN returned more than once in one pass (counted once).");
-    counter(sb, v, "lockwatch_scan_duplicate_keys_total",
-            offsetof(struct scan_counters, duplicates_total));
-    family(sb, "lockwatch_scan_waiter_errors_total", "counter",
-           "Waiter look-ups (PUBSUB NUMSUB, LLEN of a fair queue) refused with an error reply; "
-           "those locks' waiters are unknown.");
-    counter(sb, v, "lockwatch_scan_waiter_errors_total",
-            offsetof(struct scan_counters, waiter_errors_total));
-    family(sb, "lockwatch_scan_truncated_values_total", "counter",
-           "Lock values or hash fields cut by the per-key read caps.");
-    counter(sb, v, "lockwatch_scan_truncated_values_total",
-            offsetof(struct scan_counters, truncated_total));
-    family(sb, "lockwatch_scan_read_errors_total", "counter",
-           "Reads of a key's type or value refused with an error reply other than WRONGTYPE, "
-           "by error code; each fails its scan.");
-    for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
-        size_t k;
-
-        /* a kind appears once it happened: 8 zero series a target for
-         * what nearly never happens would be noise */
-        for (k = 0; s != NULL && k < SCAN_READ_KINDS; k++) {
-            if (s->counters.read_errors[k] == 0)
-                continue;
-            target_label(sb, "lockwatch_scan_read_errors_total", v->targets[i].name);
-            sb_addf(sb, ",kind=\"%s\"} %" PRIu64 "\n",
-                    scan_read_error_name((enum scan_read_error)k), s->counters.read_errors[k]);
-        }
-    }
-
-    family(sb, "lockwatch_class_overflow_keys", "gauge",
-           "Keys counted in class \"other\" because the target reached its class cap (last scan).");
-    for (i = 0; i < v->ntargets; i++) {
-        if (!has_locks(&v->targets[i]))
-            continue;
-        target_label(sb, "lockwatch_class_overflow_keys", v->targets[i].name);
-        sb_addf(sb, "} %" PRIu64 "\n", snapshot_shown(v->targets[i].snap)->classes_overflowed);
-    }
-
-    render_shards(sb, v);
-
-    family(sb, "lockwatch_locks", "gauge",
-           "Locks held now by class and format (from the last full scan).");
-    for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = snapshot_shown(v->targets[i].snap);
-
-        if (!has_locks(&v->targets[i]))
-            continue;
-        for (c = 0; c < s->nclasses; c++)
-            for (f = 0; f < formats_count && f < FORMATS_MAX; f++) {
-                if (c >= s->class_cap)
-                    break;
-                if (s->class_stats[c].locks[f] == 0)
-                    continue;
-                target_class_label(sb, "lockwatch_locks", s->target, s->classes[c]);
-                sb_adds(sb, ",format=\"");
-                label_str(sb, formats_table[f].name);
-                sb_addf(sb, "\"} %" PRIu64 "\n", s->class_stats[c].locks[f]);
-            }
-    }
-
-    family(sb, "lockwatch_locks_leaked", "gauge",
-           "Locks without a TTL for at least leak_grace (from the last full scan).");
-    class_gauge(sb, v, "lockwatch_locks_leaked", CF_LEAKED);
-    family(sb, "lockwatch_locks_long_held", "gauge",
-           "Locks held by the same holder for longer than max_hold (from the last full scan).");
-    class_gauge(sb, v, "lockwatch_locks_long_held", CF_LONG);
-    family(sb, "lockwatch_lock_oldest_holder_seconds", "gauge",
-           "Age of the oldest current holder in the class (from the last full scan).");
-    class_gauge(sb, v, "lockwatch_lock_oldest_holder_seconds", CF_OLDEST);
-    family(sb, "lockwatch_lock_max_reentrancy", "gauge",
-           "Highest reentrant hold count in the class (from the last full scan).");
-    class_gauge(sb, v, "lockwatch_lock_max_reentrancy", CF_REENTRANCY);
-    family(sb, "lockwatch_lock_waiters", "gauge",
-           "Clients waiting for the class's locks where Redis shows it: fair-lock queues and "
-           "wake-channel subscribers, over the locks kept in detail (from the last full scan).");
-    class_gauge(sb, v, "lockwatch_lock_waiters", CF_WAITERS);
-
-    family(sb, "lockwatch_lock_offender_info", "gauge",
-           "The top_offenders worst locks (leaked, long or reentrant_high); always 1.");
-    if (v->top_offenders > 0 &&
-        (off = calloc((size_t)v->top_offenders, sizeof(*off))) == NULL) {
-        sb->failed = true;
-        return -1;
-    }
-    noff = off ? pick_offenders(v, off, (size_t)v->top_offenders) : 0;
-    for (i = 0; i < noff; i++) {
-        const struct snapshot *s = off[i].s;
-        const struct snap_lock *l = off[i].l;
-
-        target_label(sb, "lockwatch_lock_offender_info", s->target);
-        sb_adds(sb, ",key=\"");
-        label_capped(sb, l->key, l->key_len, OFFENDER_KEY_MAX);
-        sb_adds(sb, "\",class=\"");
-        label_str(sb, s->classes[l->class_idx]);
-        sb_addf(sb, "\",state=\"%s\",holder=\"", snapshot_worst_state(l->states));
-        if (l->nholders > 0)
-            label_capped(sb, l->holders[0].id, l->holders[0].id_len, OFFENDER_HOLDER_MAX);
-        sb_adds(sb, "\"} 1\n");
-    }
-    render_redlock(sb, v);
-    if (v->wait != NULL)
-        render_wait(sb, v->wait);
-    render_alert_metrics(v->alerts, sb);
-    render_release_metrics(v->releases, sb);
-    free(off);
-    return sb_failed(sb) ? -1 : 0;
-}
-
-/* The HTTP server's admission counters (agent/http/guard.h). */
-static void
-render_http(const struct guard_stats *st, struct strbuf *sb)
-{
-    family(sb, "lockwatch_http_connections", "gauge",
-           "HTTP connections open now (at most http_max_connections).");
-    sb_addf(sb, "lockwatch_http_connections %" PRIu64 "\n", st->open);
-    family(sb, "lockwatch_http_request_timeouts_total", "counter",
-           "HTTP connections closed because a request's headers and body were not in "
-           "within http_request_timeout (1s over http_max_connections_per_client).");
-    sb_addf(sb, "lockwatch_http_request_timeouts_total %" PRIu64 "\n", st->timeouts);
-    family(sb, "lockwatch_http_rejected_total", "counter",
-           "API and status page requests answered 503 with Retry-After: busy "
-           "(http_max_api_requests in flight) or client_limit "
-           "(over http_max_connections_per_client).");
-    sb_addf(sb, "lockwatch_http_rejected_total{reason=\"busy\"} %" PRIu64 "\n", st->busy);
-    sb_addf(sb, "lockwatch_http_rejected_total{reason=\"client_limit\"} %" PRIu64 "\n",
-            st->over_client);
+    return render_metrics_http(v, NULL, sb);
 }
 
 void
@@ -698,22 +928,16 @@ serve_metrics(const struct http_request *rq, struct http_response *out)
 {
     struct strbuf sb;
     struct view v;
+    int rc;
 
     if (agent_view(rq->agent, &v) == -1) {
         http_text(out, 500, HTTP_OOM_TEXT);
         return;
     }
     sb_init(&sb, RENDER_MAX_BYTES);
-    if (render_metrics(&v, &sb) == -1) {
-        view_release(&v);
-        sb_release(&sb);
-        http_text(out, 500, "internal error: exposition too large or out of memory\n");
-        return;
-    }
+    rc = render_metrics_http(&v, rq->http, &sb);
     view_release(&v);
-    if (rq->http != NULL)
-        render_http(rq->http, &sb);
-    if (sb_failed(&sb)) {
+    if (rc == -1) {
         sb_release(&sb);
         http_text(out, 500, "internal error: exposition too large or out of memory\n");
         return;

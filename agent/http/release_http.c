@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * release_http.c - POST /api/v1/locks/release, the guarded release over
- * HTTP, and the lockwatch_releases_total counter.
+ * HTTP; it counts each answer in struct agent's releases[] (exported as
+ * lockwatch_releases_total).
  *
  * The order of checks is the order of least surprise for an attacker and
  * an operator alike: the feature off answers 404 like any unknown path;
@@ -613,19 +614,4 @@ release_http_free(void *state)
         return;
     free(st->body);
     free(st);
-}
-
-void
-render_release_metrics(const atomic_uint_fast64_t *counters, struct strbuf *sb)
-{
-    static const char *const results[RELEASES_RESULTS] = { "released", "refused", "error" };
-
-    if (counters == NULL)
-        return;
-    sb_adds(sb, "# HELP lockwatch_releases_total Guarded releases over HTTP "
-            "(POST /api/v1/locks/release) by result; dry runs are not counted.\n"
-            "# TYPE lockwatch_releases_total counter\n");
-    for (int i = 0; i < RELEASES_RESULTS; i++)
-        sb_addf(sb, "lockwatch_releases_total{result=\"%s\"} %llu\n", results[i],
-                (unsigned long long)atomic_load(&counters[i]));
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * release_http.h - POST /api/v1/locks/release: the guarded release over
- * HTTP (SPEC "Guarded release", "HTTP"), and lockwatch_releases_total.
+ * HTTP (SPEC "Guarded release", "HTTP"), and the counters behind
+ * lockwatch_releases_total (a row of metrics.c).
  *
  * Off unless [unlock] http = on (404 otherwise).  When on, a request needs
  * "Authorization: Bearer <token>" with the token of [unlock] token_file
@@ -13,10 +14,7 @@
 #ifndef LOCKWATCH_RELEASE_HTTP_H
 #define LOCKWATCH_RELEASE_HTTP_H
 
-#include <stdatomic.h>
 #include <stddef.h>
-
-#include "common/strbuf.h"
 
 #define RELEASE_HTTP_PATH      "/api/v1/locks/release"
 #define RELEASE_HTTP_BODY_MAX  (64 * 1024)
@@ -41,9 +39,5 @@ struct MHD_Connection;
 int release_http(struct agent *a, struct MHD_Connection *c, const char *method,
                  const char *upload, size_t *upload_size, void **state);
 void release_http_free(void *state);
-
-/* lockwatch_releases_total{result} from the agent's counters; nothing when
- * counters is NULL (--once serves no HTTP). */
-void render_release_metrics(const atomic_uint_fast64_t *counters, struct strbuf *sb);
 
 #endif

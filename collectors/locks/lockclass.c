@@ -524,6 +524,17 @@ class_set_intern(struct class_set *set, const char *name)
     return add_name(set, name, len, h, slot);
 }
 
+int
+class_set_find(const struct class_set *set, const char *name)
+{
+    size_t slot;
+
+    if (set == NULL || name == NULL)
+        return -1;
+    slot = find_slot(set, name, name_hash(name, strlen(name)));
+    return set->slots[slot] != 0 ? set->slots[slot] - 1 : -1;
+}
+
 size_t
 class_set_count(const struct class_set *set)
 {

@@ -82,6 +82,8 @@ void class_set_free(struct class_set *set);
  * the set is full or name is NULL.  Returns -1 only on allocation failure
  * (or a NULL set). */
 int class_set_intern(struct class_set *set, const char *name);
+/* Index of name if the set holds it, else -1 (nothing is added). */
+int class_set_find(const struct class_set *set, const char *name);
 /* Names in the set, "other" included: 1 .. CLASS_MAX + 1. */
 size_t class_set_count(const struct class_set *set);
 /* The name at idx, valid until class_set_free(); NULL past the end. */

@@ -12,7 +12,7 @@
 #include "collectors/locks/lockfacts.h"
 
 #include "collectors/locks/lockclass.h"
-#include "collectors/redis/rawread.h"
+#include "collectors/formats/rawread.h"
 
 const struct lock_format *
 lockfacts_decode(const struct target_conf *t, const struct raw_lock *raw, long long hlen,

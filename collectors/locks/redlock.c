@@ -181,11 +181,25 @@ overlap(const struct redlock_entry *a, const struct redlock_entry *b)
 struct cmp {
     const struct redlock_input *in;
     size_t n;
+    size_t *pos;                        /* per member: its next entry in the merge */
     const struct redlock_entry **at;    /* per member: its entry for the key, or NULL */
     uint64_t *distinct;                 /* holder hashes, first-appearance order */
     unsigned *count;
     struct redlock_issue *split, *uq;   /* REDLOCK_ISSUES_MAX each */
     size_t nsplit, nuq;
+    size_t sp;                          /* the state's entry for the key, or past it */
+    struct uq *next;                    /* the next state: keys under quorum now */
+    size_t nnext, capnext;
+};
+
+/* One key of the merge, as the members see it. */
+struct cmp_key {
+    uint64_t hash;
+    size_t unknown;             /* members that may hold it unseen: not
+                                 * scanned, or their map was cut */
+    size_t ndistinct;           /* holders */
+    unsigned best;              /* members that agree on the most common holder */
+    unsigned held;              /* members that hold it at all */
 };
 
 static void
@@ -272,27 +286,174 @@ free_issues(struct redlock_issue *v, size_t n)
         free(v[i].key);
 }
 
+/*
+ * The next key of the k-way merge, smallest hash first: c->at says which
+ * members hold it, and each of those moves past it.  false when every
+ * map is done.
+ */
+static bool
+merge_next(struct cmp *c, size_t unknown_base, struct cmp_key *ck)
+{
+    const struct redlock_input *in = c->in;
+    bool any = false;
+    size_t i;
+
+    ck->hash = UINT64_MAX;
+    for (i = 0; i < c->n; i++)
+        if (in[i].map != NULL && c->pos[i] < in[i].map->n &&
+            (!any || in[i].map->e[c->pos[i]].key_hash < ck->hash)) {
+            ck->hash = in[i].map->e[c->pos[i]].key_hash;
+            any = true;
+        }
+    if (!any)
+        return false;
+    ck->unknown = unknown_base;
+    for (i = 0; i < c->n; i++) {
+        c->at[i] = NULL;
+        if (in[i].map == NULL)
+            continue;
+        if (c->pos[i] < in[i].map->n && in[i].map->e[c->pos[i]].key_hash == ck->hash)
+            c->at[i] = &in[i].map->e[c->pos[i]++];
+        else if (in[i].map->dropped > 0)
+            ck->unknown++;      /* its map is cut: it may hold the key */
+    }
+    return true;
+}
+
+/* Who holds the key: its distinct holders (c->distinct), how many members
+ * hold it, and how many agree on the most common holder. */
+static void
+count_holders(struct cmp *c, struct cmp_key *ck)
+{
+    size_t i, k;
+
+    ck->ndistinct = 0;
+    ck->best = ck->held = 0;
+    for (i = 0; i < c->n; i++) {
+        if (c->at[i] == NULL)
+            continue;
+        ck->held++;
+        for (k = 0; k < ck->ndistinct && c->distinct[k] != c->at[i]->holder_hash; k++)
+            ;
+        if (k == ck->ndistinct) {
+            c->distinct[ck->ndistinct] = c->at[i]->holder_hash;
+            c->count[ck->ndistinct++] = 0;
+        }
+        if (++c->count[k] > ck->best)
+            ck->best = c->count[k];
+    }
+}
+
+/* Did two members hold the key for different holders at one moment? */
+static bool
+split_now(const struct cmp *c, size_t ndistinct)
+{
+    size_t i, k;
+
+    for (i = 0; i < c->n && ndistinct > 1; i++)
+        for (k = i + 1; k < c->n; k++)
+            if (c->at[i] != NULL && c->at[k] != NULL &&
+                c->at[i]->holder_hash != c->at[k]->holder_hash &&
+                overlap(c->at[i], c->at[k]))
+                return true;
+    return false;
+}
+
+/*
+ * A key held on fewer than a quorum, even counting the members that may
+ * hold it unseen: since when (the state's entry, else now) and for how
+ * long a client may believe it holds it (the state's, else the longest
+ * TTL seen, else no_ttl_validity_ms).  It goes into the next state; it is
+ * under quorum once past that validity, pending until then.  0, or -1 on
+ * ENOMEM.
+ */
+static int
+judge_minority(struct cmp *c, struct redlock_report *r, const struct redlock_state *st,
+               const struct cmp_key *ck, int64_t now_ms, int64_t no_ttl_validity_ms)
+{
+    int64_t since = now_ms, validity = -1;
+    size_t i;
+
+    /* the state entry for the key, if any (both sorted by hash) */
+    while (c->sp < st->n && st->v[c->sp].key_hash < ck->hash)
+        c->sp++;
+    if (c->sp < st->n && st->v[c->sp].key_hash == ck->hash) {
+        since = st->v[c->sp].since_ms;
+        validity = st->v[c->sp].validity_ms;
+    } else {
+        for (i = 0; i < c->n; i++)
+            if (c->at[i] != NULL && c->at[i]->pttl_ms > validity)
+                validity = c->at[i]->pttl_ms;
+        if (validity < 0)
+            validity = no_ttl_validity_ms;
+    }
+    if (c->nnext == c->capnext) {
+        size_t ncap = c->capnext ? c->capnext * 2 : 64;
+        struct uq *nv = realloc(c->next, ncap * sizeof(*nv));
+
+        if (nv == NULL)
+            return -1;
+        c->next = nv;
+        c->capnext = ncap;
+    }
+    c->next[c->nnext].key_hash = ck->hash;
+    c->next[c->nnext].since_ms = since;
+    c->next[c->nnext++].validity_ms = validity;
+    if (now_ms - since > validity) {
+        r->under_quorum++;
+        return add_issue(c, REDLOCK_UNDER_QUORUM, ck->hash, ck->ndistinct, ck->best, ck->held,
+                         since);
+    }
+    r->pending++;
+    return 0;
+}
+
+/* The report's issues, split keys first, then under-quorum ones, to the
+ * cap; the group's state becomes the next one.  0, or -1 on ENOMEM with
+ * nothing moved. */
+static int
+finish(struct cmp *c, struct redlock_report *r, struct redlock_state *st)
+{
+    size_t i;
+
+    r->issues = calloc(c->nsplit + c->nuq ? c->nsplit + c->nuq : 1, sizeof(*r->issues));
+    if (r->issues == NULL)
+        return -1;
+    for (i = 0; i < c->nsplit; i++)
+        r->issues[r->nissues++] = c->split[i];
+    for (i = 0; i < c->nuq && r->nissues < REDLOCK_ISSUES_MAX; i++)
+        r->issues[r->nissues++] = c->uq[i];
+    for (; i < c->nuq; i++)
+        free(c->uq[i].key);
+    c->nsplit = c->nuq = 0;     /* moved into the report */
+    free(st->v);
+    st->v = c->next;
+    st->n = c->nnext;
+    c->next = NULL;
+    return 0;
+}
+
 struct redlock_report *
 redlock_compare(const char *group, const struct redlock_input *in, size_t n,
                 struct redlock_state *st, int64_t now_ms, int64_t no_ttl_validity_ms)
 {
     struct redlock_report *r = NULL;
+    struct cmp_key ck;
     struct cmp c;
-    size_t *pos = NULL, i, k, sp = 0, nnext = 0, capnext = 0, unknown_base = 0;
-    struct uq *next = NULL;
+    size_t i, unknown_base = 0;
     int ok = 0;
 
     memset(&c, 0, sizeof(c));
     c.in = in;
     c.n = n;
     r = calloc(1, sizeof(*r));
-    pos = calloc(n ? n : 1, sizeof(*pos));
+    c.pos = calloc(n ? n : 1, sizeof(*c.pos));
     c.at = calloc(n ? n : 1, sizeof(*c.at));
     c.distinct = calloc(n ? n : 1, sizeof(*c.distinct));
     c.count = calloc(n ? n : 1, sizeof(*c.count));
     c.split = calloc(REDLOCK_ISSUES_MAX, sizeof(*c.split));
     c.uq = calloc(REDLOCK_ISSUES_MAX, sizeof(*c.uq));
-    if (r == NULL || pos == NULL || c.at == NULL || c.distinct == NULL || c.count == NULL ||
+    if (r == NULL || c.pos == NULL || c.at == NULL || c.distinct == NULL || c.count == NULL ||
         c.split == NULL || c.uq == NULL || (r->group = strdup(group)) == NULL)
         goto out;
     atomic_init(&r->refs, 1);
@@ -311,111 +472,22 @@ redlock_compare(const char *group, const struct redlock_input *in, size_t n,
         goto out;
     }
 
-    for (;;) {
-        uint64_t h = UINT64_MAX;
-        bool any = false, split = false;
-        size_t ndistinct = 0, unknown = unknown_base;
-        unsigned best = 0, held = 0;
-
-        for (i = 0; i < n; i++)
-            if (in[i].map != NULL && pos[i] < in[i].map->n &&
-                (!any || in[i].map->e[pos[i]].key_hash < h)) {
-                h = in[i].map->e[pos[i]].key_hash;
-                any = true;
-            }
-        if (!any)
-            break;
-        for (i = 0; i < n; i++) {
-            c.at[i] = NULL;
-            if (in[i].map == NULL)
-                continue;
-            if (pos[i] < in[i].map->n && in[i].map->e[pos[i]].key_hash == h)
-                c.at[i] = &in[i].map->e[pos[i]++];
-            else if (in[i].map->dropped > 0)
-                unknown++;      /* its map is cut: it may hold the key */
-        }
+    while (merge_next(&c, unknown_base, &ck)) {
         r->keys++;
-        for (i = 0; i < n; i++) {
-            if (c.at[i] == NULL)
-                continue;
-            held++;
-            for (k = 0; k < ndistinct && c.distinct[k] != c.at[i]->holder_hash; k++)
-                ;
-            if (k == ndistinct) {
-                c.distinct[ndistinct] = c.at[i]->holder_hash;
-                c.count[ndistinct++] = 0;
-            }
-            if (++c.count[k] > best)
-                best = c.count[k];
-        }
-        for (i = 0; i < n && !split && ndistinct > 1; i++)
-            for (k = i + 1; k < n && !split; k++)
-                if (c.at[i] != NULL && c.at[k] != NULL &&
-                    c.at[i]->holder_hash != c.at[k]->holder_hash &&
-                    overlap(c.at[i], c.at[k]))
-                    split = true;
-
-        /* the state entry for h, if any (both sorted by hash) */
-        while (sp < st->n && st->v[sp].key_hash < h)
-            sp++;
-
-        if (split) {
+        count_holders(&c, &ck);
+        if (split_now(&c, ck.ndistinct)) {
             r->split++;
-            if (add_issue(&c, REDLOCK_SPLIT, h, ndistinct, best, held, now_ms) == -1)
+            if (add_issue(&c, REDLOCK_SPLIT, ck.hash, ck.ndistinct, ck.best, ck.held,
+                          now_ms) == -1)
                 goto out;
-        } else if ((size_t)best + unknown >= r->quorum) {
+        } else if ((size_t)ck.best + ck.unknown >= r->quorum) {
             r->consistent++;
-        } else {
-            int64_t since = now_ms, validity = -1;
-
-            if (sp < st->n && st->v[sp].key_hash == h) {
-                since = st->v[sp].since_ms;
-                validity = st->v[sp].validity_ms;
-            } else {
-                for (i = 0; i < n; i++)
-                    if (c.at[i] != NULL && c.at[i]->pttl_ms > validity)
-                        validity = c.at[i]->pttl_ms;
-                if (validity < 0)
-                    validity = no_ttl_validity_ms;
-            }
-            if (nnext == capnext) {
-                size_t ncap = capnext ? capnext * 2 : 64;
-                struct uq *nv = realloc(next, ncap * sizeof(*nv));
-
-                if (nv == NULL)
-                    goto out;
-                next = nv;
-                capnext = ncap;
-            }
-            next[nnext].key_hash = h;
-            next[nnext].since_ms = since;
-            next[nnext++].validity_ms = validity;
-            if (now_ms - since > validity) {
-                r->under_quorum++;
-                if (add_issue(&c, REDLOCK_UNDER_QUORUM, h, ndistinct, best, held,
-                              since) == -1)
-                    goto out;
-            } else {
-                r->pending++;
-            }
+        } else if (judge_minority(&c, r, st, &ck, now_ms, no_ttl_validity_ms) == -1) {
+            goto out;
         }
     }
-
-    /* the report: split keys first, then under-quorum ones, to the cap */
-    r->issues = calloc(c.nsplit + c.nuq ? c.nsplit + c.nuq : 1, sizeof(*r->issues));
-    if (r->issues == NULL)
+    if (finish(&c, r, st) == -1)
         goto out;
-    for (i = 0; i < c.nsplit; i++)
-        r->issues[r->nissues++] = c.split[i];
-    for (i = 0; i < c.nuq && r->nissues < REDLOCK_ISSUES_MAX; i++)
-        r->issues[r->nissues++] = c.uq[i];
-    for (; i < c.nuq; i++)
-        free(c.uq[i].key);
-    c.nsplit = c.nuq = 0;       /* moved into the report */
-    free(st->v);
-    st->v = next;
-    st->n = nnext;
-    next = NULL;
     ok = 1;
 out:
     free_issues(c.split, c.nsplit);
@@ -425,8 +497,8 @@ out:
     free(c.at);
     free(c.distinct);
     free(c.count);
-    free(pos);
-    free(next);
+    free(c.pos);
+    free(c.next);
     if (!ok) {
         if (r != NULL) {
             atomic_init(&r->refs, 1);

@@ -3,7 +3,7 @@
  * ksub.h - keyspace notifications: the server's setting, the subscriber
  * connection, and the channel names it delivers.
  *
- * Follow mode (collectors/scan/follow.c) learns which lock keys changed
+ * Follow mode (collectors/follow/) learns which lock keys changed
  * from Redis' keyspace notifications: a PSUBSCRIBE to
  * __keyspace@<db>__:<pattern> for each of the target's patterns (and the
  * client registry keys) delivers, per write to a matching key, a message

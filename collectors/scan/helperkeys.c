@@ -50,20 +50,19 @@ struct helper_table {
 };
 
 int
-record_helper(struct stream *s, const struct key_meta *m)
+record_helper(struct run *r, const struct scan_key *k, struct scan_counters *cnt)
 {
-    struct run *r = s->r;
     struct helper_key hk;
     struct comp_entry ce;
     int rc = 0;
 
-    if (formats_helper(m->key->str, m->key->len, m->type, &hk) == HELPER_NONE)
+    if (formats_helper(k->key, k->keylen, k->type, &hk) == HELPER_NONE)
         return 0;
     ce.owner = formats_owner_hash(hk.style, keyhash, hk.owner, hk.ownerlen);
-    ce.self = keyhash(m->key->str, m->key->len);
+    ce.self = keyhash(k->key, k->keylen);
     ce.kind = (uint8_t)hk.kind;
     pthread_mutex_lock(&r->mu);
-    s->cnt.helpers_total++;
+    cnt->helpers_total++;
     if (r->comp == NULL && (r->comp = calloc(1, sizeof(*r->comp))) == NULL) {
         rc = -1;
     } else if (r->comp->n == r->comp->cap && r->comp->cap < COMPANIONS_MAX) {

@@ -2,7 +2,9 @@
 /*
  * record.c - per key of a scan: decode, class, track, judge, snapshot.
  *
- * The stream (stream.c) hands over each key whose value it has read.
+ * The stream (stream.c) hands over each key whose value it has read, a
+ * replay (scanner_replay()) each key a layer above kept, in the same
+ * parsed values (struct scan_key of scanrun.h).
  * Decoding it (the format table), deriving its class name and hashing
  * its holders need nothing shared, so they happen outside the run's
  * mutex; then, under it and once per key, the key is deduped (SCAN may
@@ -76,10 +78,9 @@ note_due(struct run *r, const struct snap_lock *l)
  * mutex, dedupe it, time its holder, intern its class, count and maybe
  * keep it, and add it to the Redlock map. */
 int
-record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *raw,
-           long long hlen)
+record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
+           long long hlen, struct scan_counters *cnt)
 {
-    struct run *r = s->r;
     const struct scan_rules *rules = r->rules;
     struct snap_holder holders[HOLDERS_MAX];
     uint32_t hh[HOLDERS_MAX];
@@ -99,8 +100,8 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
     fmt = lockfacts_decode(r->t, raw, hlen, &view);
 
     /* a key follow mode re-read is timed from its read, not the publish */
-    seen_ms = m->read_ms > 0 ? m->read_ms : r->now_ms;
-    start_age = lockstate_start_age(m->idle_s, view.acquired_ms, seen_ms, NULL);
+    seen_ms = k->read_ms > 0 ? k->read_ms : r->now_ms;
+    start_age = lockstate_start_age(k->idle_s, view.acquired_ms, seen_ms, NULL);
     nh = holder_hashes(&view, hh);
     class_of(raw->key, raw->keylen, rules->classes, rules->nclasses, cls, sizeof(cls));
 
@@ -138,7 +139,7 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
 
     pthread_mutex_lock(&r->mu);
     if (tracker_seen(r->sc->tracker, kh, r->sc->pass)) {
-        s->cnt.duplicates_total++;
+        cnt->duplicates_total++;
         rc = 0;
         goto out;
     }
@@ -147,10 +148,10 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
         goto out;
     if ((ci = class_set_intern(r->classes, cls)) < 0)
         goto out;
-    if (r->fill != NULL && follow_keep(r->fill, m, raw, hlen, seen_ms) == -1)
+    if (r->keeping && r->sc->hooks.keep(r->sc->hooks_arg, k, raw, hlen, seen_ms) == -1)
         goto out;
     if (l.flags & SNAP_VALUE_TRUNCATED)
-        s->cnt.truncated_total++;
+        cnt->truncated_total++;
     l.class_idx = (uint16_t)ci;
     l.first_seen_ms = tr.first_seen_ms;
     l.nottl_since_ms = tr.nottl_since_ms;
@@ -167,6 +168,23 @@ record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
     rc = 0;
 out:
     pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+int
+scan_record(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
+            long long hlen, struct scan_counters *cnt)
+{
+    int rc;
+
+    if (!k->helper)
+        return record_key(r, k, raw, hlen, cnt);
+    if ((rc = record_helper(r, k, cnt)) == 0 && r->keeping) {
+        /* the helper's name only: a replay counts it to its lock again */
+        pthread_mutex_lock(&r->mu);
+        rc = r->sc->hooks.keep(r->sc->hooks_arg, k, raw, -1, r->now_ms);
+        pthread_mutex_unlock(&r->mu);
+    }
     return rc;
 }
 

@@ -74,13 +74,21 @@ scanner_free(struct scanner *sc)
 {
     if (sc == NULL)
         return;
-    follow_free(sc);
+    if (sc->hooks.release != NULL)
+        sc->hooks.release(sc->hooks_arg);
     scanner_disconnect(sc);
     free(sc->conns);
     free(sc->known);
     tracker_free(sc->tracker);
     free(sc->name);
     free(sc);
+}
+
+void
+scanner_set_hooks(struct scanner *sc, const struct scan_hooks *h, void *arg)
+{
+    sc->hooks = *h;
+    sc->hooks_arg = arg;
 }
 
 void
@@ -210,6 +218,49 @@ stream_main(void *arg)
     return NULL;
 }
 
+/* What the hooks are told of r's pass: c, host and port for standalone
+ * and sentinel, topo for a cluster. */
+static void
+pass_of(const struct run *r, redisContext *c, const char *host, int port,
+        const struct cluster_topo *topo, struct scan_pass *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->t = r->t;
+    p->stop = r->stop;
+    p->conn_key = r->sc->conn_key;
+    p->c = c;
+    p->host = host;
+    p->port = port;
+    p->topo = topo;
+    p->start_mono = r->start_mono;
+}
+
+/* The pass knows its nodes: ask the hooks whether to keep its keys. */
+static void
+attach_hooks(struct run *r, redisContext *c, const char *host, int port,
+             const struct cluster_topo *topo)
+{
+    struct scan_pass p;
+
+    if (r->sc->hooks.attach == NULL)
+        return;
+    pass_of(r, c, host, port, topo, &p);
+    r->keeping = r->sc->hooks.attach(r->sc->hooks_arg, &p) && r->sc->hooks.keep != NULL;
+}
+
+/* The pass is over (s NULL: it was stopped): tell the hooks that kept. */
+static void
+scanned_hooks(struct run *r, struct snapshot *s, const struct cluster_topo *topo)
+{
+    struct scan_pass p;
+
+    if (!r->keeping || r->sc->hooks.scanned == NULL)
+        return;
+    pass_of(r, r->sc->c, r->sc->host, r->sc->port, topo, &p);
+    r->sc->hooks.scanned(r->sc->hooks_arg, &p, s);
+    r->keeping = false;
+}
+
 /* Standalone and sentinel: one stream on the scanner's connection,
  * opened (and, for sentinel, the primary resolved) when there is none.
  * *had_conn says whether the connection predates this pass. */
@@ -244,7 +295,7 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
     snprintf(st->host, sizeof(st->host), "%s", sc->host);
     st->port = sc->port;
     st->max_kps = t->max_keys_per_second;
-    follow_attach(r);
+    attach_hooks(r, sc->c, sc->host, sc->port, NULL);
     stream_run(st);
     return 0;
 }
@@ -350,7 +401,7 @@ run_cluster(struct run *r, struct cluster_topo *topo, struct stream **out, size_
     }
     /* connections to nodes no longer scanned */
     scanner_disconnect(sc);
-    follow_attach_cluster(r, topo);
+    attach_hooks(r, NULL, NULL, 0, topo);
     for (i = 0; i < n; i++)
         started[i] = pthread_create(&th[i], NULL, stream_main, &st[i]) == 0;
     for (i = 0; i < n; i++) {
@@ -449,6 +500,160 @@ run_begin(struct run *r, struct scanner *sc, const struct target_conf *t,
     return s;
 }
 
+/* A reload that changed the address, mode or credentials (or the first
+ * run): no connection or discovery hint made the old way is reused. */
+static void
+check_conn_key(struct scanner *sc, const struct target_conf *t)
+{
+    if (conn_key(t) == sc->conn_key)
+        return;
+    scanner_disconnect(sc);
+    free(sc->known);
+    sc->known = NULL;
+    sc->nknown = 0;
+    sc->sentinel_first = 0;
+    sc->conn_key = conn_key(t);
+}
+
+/* The pass was asked to stop: nothing to publish, and the connections
+ * cannot be reused (replies may still be in flight). */
+static void
+pass_stopped(struct run *r, struct stream *st, size_t nst, struct cluster_topo *topo)
+{
+    size_t i;
+
+    for (i = 0; i < nst && r->t->mode == TARGET_CLUSTER; i++)
+        if (st[i].c != NULL)
+            redisFree(st[i].c);
+    scanner_disconnect(r->sc);
+    scanned_hooks(r, NULL, NULL);
+    free(st);
+    cluster_topo_clear(topo);
+    class_set_free(r->classes);
+    redlock_map_free(r->rmap);
+    helperkeys_finish(r, false);
+    pthread_mutex_destroy(&r->mu);
+    snapshot_unref(r->snap);
+}
+
+/* The streams' counts into the scanner's counters and the snapshot. */
+static void
+add_counts(struct scanner *sc, struct snapshot *s, const struct stream *st, size_t nst)
+{
+    size_t i, k;
+
+    for (i = 0; i < nst; i++) {
+        sc->counters.keys_total += st[i].keys;
+        sc->counters.vanished_total += st[i].cnt.vanished_total;
+        sc->counters.truncated_total += st[i].cnt.truncated_total;
+        sc->counters.duplicates_total += st[i].cnt.duplicates_total;
+        sc->counters.helpers_total += st[i].cnt.helpers_total;
+        for (k = 0; k < SCAN_READ_KINDS; k++)
+            sc->counters.read_errors[k] += st[i].cnt.read_errors[k];
+        s->keys_examined += st[i].keys;
+    }
+}
+
+/* After the streams, what completes the retained locks: the registry
+ * look-up, the helper keys (those the pass saw, then those outside the
+ * patterns), then the waiters (after the formats the helpers give).
+ * false with r->err set on ENOMEM. */
+static bool
+complete_locks(struct run *r, struct stream *st, size_t nst, const struct cluster_topo *topo,
+               bool ok)
+{
+    if (ok && registry_lookup(r, st, nst, topo) == -1) {
+        run_err(r, "out of memory in the registry look-up");
+        ok = false;
+    }
+    helperkeys_finish(r, ok);
+    if (ok && helperkeys_probe(r, st, nst, topo) == -1) {
+        run_err(r, "out of memory probing helper keys");
+        ok = false;
+    }
+    if (ok && waiters_lookup(r, st, nst, topo) == -1) {
+        run_err(r, "out of memory in the waiters look-up");
+        ok = false;
+    }
+    return ok;
+}
+
+/* Did the streams read the target?  A single node's failure is the
+ * target's (*retry when a Sentinel target lost a connection that predates
+ * the pass); a cluster's shards say each for itself, and all of them
+ * failing is the target's.  *nok gets the streams that did not fail. */
+static bool
+streams_verdict(struct run *r, const struct cluster_topo *topo, struct stream *st, size_t nst,
+                bool had_conn, size_t *nok, bool *retry)
+{
+    struct snapshot *s = r->snap;
+    size_t i;
+
+    for (i = 0, *nok = 0; i < nst; i++)
+        if (!st[i].failed)
+            (*nok)++;
+    if (r->t->mode != TARGET_CLUSTER) {
+        if (!st[0].failed)
+            return true;
+        run_err(r, "%s", st[0].err[0] ? st[0].err : "scan failed");
+        *retry = r->t->mode == TARGET_SENTINEL && had_conn && st[0].conn_lost;
+        return false;
+    }
+    if (record_shards(s, topo, st, nst) == -1) {
+        run_err(r, "out of memory");
+        return false;
+    }
+    if (*nok == 0) {
+        /* a shard that fails marks only itself; all of them is the target */
+        run_err(r, "every shard failed; %s: %s", s->shards[0].node, s->shards[0].err);
+        return false;
+    }
+    return true;
+}
+
+/* The end of a pass that was not stopped: a good one's snapshot finished
+ * (and the tracker swept when it saw everything), a failed one's emptied
+ * with its error; the hooks told; the run's state freed. */
+static void
+pass_end(struct run *r, bool ok, size_t nok, size_t nst, const struct cluster_topo *topo)
+{
+    struct scanner *sc = r->sc;
+    struct snapshot *s = r->snap;
+    bool cluster = r->t->mode == TARGET_CLUSTER;
+
+    if (ok) {
+        if (record_finish(r) == -1) {
+            run_err(r, "out of memory finishing the snapshot");
+            ok = false;
+        } else if (nok == nst) {
+            /* entries of a shard that failed must survive until it is
+             * scanned again: sweep only after a pass that saw everything */
+            tracker_sweep(sc->tracker, sc->pass);
+        }
+    }
+    class_set_free(r->classes);
+    if (!ok) {
+        /* A failed scan publishes no locks: a half-scanned picture would
+         * under-count, and the target is reported down instead. */
+        if (!cluster)
+            scanner_disconnect(sc);
+        while (s->nlocks > 0)
+            free(s->locks[--s->nlocks]);
+        s->locks_total = 0;
+        s->retained_bytes = 0;
+        snprintf(s->err, sizeof(s->err), "%s", r->err[0] ? r->err : "scan failed");
+        redlock_map_free(r->rmap);
+    } else if (r->rmap != NULL) {
+        redlock_map_finish(r->rmap);
+        s->redlock = r->rmap;
+    }
+    s->ok = ok;
+    scanned_hooks(r, s, cluster ? topo : NULL);
+    pthread_mutex_destroy(&r->mu);
+    s->finished_ms = clock_now_ms();
+    s->duration_s = (double)(clock_mono_ms() - r->start_mono) / 1000.0;
+}
+
 /*
  * One pass over the target.  *retry is set when a Sentinel target lost a
  * connection that predates the pass (a failover cuts the clients of the
@@ -463,23 +668,15 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
     struct snapshot *s;
     struct stream *st = NULL;
     struct cluster_topo topo;
-    size_t nst = 0, i, k, nok = 0;
+    size_t nst = 0, nok = 0;
     bool had_conn = false, cluster = t->mode == TARGET_CLUSTER;
-    int ok;
+    bool ok;
 
     *retry = false;
     memset(&topo, 0, sizeof(topo));
     if ((s = run_begin(&r, sc, t, rules, stop)) == NULL)
         return NULL;
-    if (conn_key(t) != sc->conn_key) {
-        /* first run, or a reload changed the address, mode or credentials */
-        scanner_disconnect(sc);
-        free(sc->known);
-        sc->known = NULL;
-        sc->nknown = 0;
-        sc->sentinel_first = 0;
-        sc->conn_key = conn_key(t);
-    }
+    check_conn_key(sc, t);
     sc->pass++;
     if (sc->pass == 0)
         sc->pass = 1;           /* 0 never marks a visited pass */
@@ -488,7 +685,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         ok = run_cluster(&r, &topo, &st, &nst) == 0;
     } else if ((st = calloc(1, sizeof(*st))) == NULL) {
         run_err(&r, "out of memory");
-        ok = 0;
+        ok = false;
     } else {
         nst = 1;
         ok = run_single(&r, st, &had_conn) == 0;
@@ -496,98 +693,20 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
             snprintf(s->node, sizeof(s->node), "%s:%d", sc->host, sc->port);
     }
     if (scan_stopped(&r)) {
-        /* replies may still be in flight: the connections cannot be reused */
-        for (i = 0; i < nst && cluster; i++)
-            if (st[i].c != NULL)
-                redisFree(st[i].c);
-        scanner_disconnect(sc);
-        follow_scanned(&r, NULL, NULL);
-        free(st);
-        cluster_topo_clear(&topo);
-        class_set_free(r.classes);
-        redlock_map_free(r.rmap);
-        helperkeys_finish(&r, false);
-        pthread_mutex_destroy(&r.mu);
-        snapshot_unref(s);
+        pass_stopped(&r, st, nst, &topo);
         return NULL;
     }
-    for (i = 0; i < nst; i++) {
-        sc->counters.keys_total += st[i].keys;
-        sc->counters.vanished_total += st[i].cnt.vanished_total;
-        sc->counters.truncated_total += st[i].cnt.truncated_total;
-        sc->counters.duplicates_total += st[i].cnt.duplicates_total;
-        sc->counters.helpers_total += st[i].cnt.helpers_total;
-        for (k = 0; k < SCAN_READ_KINDS; k++)
-            sc->counters.read_errors[k] += st[i].cnt.read_errors[k];
-        s->keys_examined += st[i].keys;
-    }
-    if (ok && registry_lookup(&r, st, nst, cluster ? &topo : NULL) == -1) {
-        run_err(&r, "out of memory in the registry look-up");
-        ok = 0;
-    }
-    /* helper keys: those the pass saw, then those outside the patterns */
-    helperkeys_finish(&r, ok);
-    if (ok && helperkeys_probe(&r, st, nst, cluster ? &topo : NULL) == -1) {
-        run_err(&r, "out of memory probing helper keys");
-        ok = 0;
-    }
-    /* after the formats the helpers give (the waiters of a fair lock) */
-    if (ok && waiters_lookup(&r, st, nst, cluster ? &topo : NULL) == -1) {
-        run_err(&r, "out of memory in the waiters look-up");
-        ok = 0;
-    }
-    for (i = 0; i < nst; i++)
-        if (!st[i].failed)
-            nok++;
-    if (ok && !cluster && st[0].failed) {
-        run_err(&r, "%s", st[0].err[0] ? st[0].err : "scan failed");
-        *retry = t->mode == TARGET_SENTINEL && had_conn && st[0].conn_lost;
-        ok = 0;
-    } else if (ok && cluster) {
-        if (record_shards(s, &topo, st, nst) == -1) {
-            run_err(&r, "out of memory");
-            ok = 0;
-        } else if (nok == 0) {
-            /* a shard that fails marks only itself; all of them is the target */
-            run_err(&r, "every shard failed; %s: %s", s->shards[0].node, s->shards[0].err);
-            ok = 0;
-        }
-    }
+    add_counts(sc, s, st, nst);
+    ok = complete_locks(&r, st, nst, cluster ? &topo : NULL, ok);
+    if (ok)
+        ok = streams_verdict(&r, &topo, st, nst, had_conn, &nok, retry);
+    else
+        nok = 0;
     if (cluster)
         keep_conns(sc, st, nst);
-    if (ok) {
-        if (record_finish(&r) == -1) {
-            run_err(&r, "out of memory finishing the snapshot");
-            ok = 0;
-        } else if (nok == nst) {
-            /* entries of a shard that failed must survive until it is
-             * scanned again: sweep only after a pass that saw everything */
-            tracker_sweep(sc->tracker, sc->pass);
-        }
-    }
-    class_set_free(r.classes);
-    if (!ok) {
-        /* A failed scan publishes no locks: a half-scanned picture would
-         * under-count, and the target is reported down instead. */
-        if (!cluster)
-            scanner_disconnect(sc);
-        while (s->nlocks > 0)
-            free(s->locks[--s->nlocks]);
-        s->locks_total = 0;
-        s->retained_bytes = 0;
-        snprintf(s->err, sizeof(s->err), "%s", r.err[0] ? r.err : "scan failed");
-        redlock_map_free(r.rmap);
-    } else if (r.rmap != NULL) {
-        redlock_map_finish(r.rmap);
-        s->redlock = r.rmap;
-    }
-    s->ok = ok;
-    follow_scanned(&r, s, cluster ? &topo : NULL);
+    pass_end(&r, ok, nok, nst, &topo);
     free(st);
     cluster_topo_clear(&topo);
-    pthread_mutex_destroy(&r.mu);
-    s->finished_ms = clock_now_ms();
-    s->duration_s = (double)(clock_mono_ms() - r.start_mono) / 1000.0;
     return s;
 }
 
@@ -621,6 +740,7 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
     else
         sc->counters.scans_error++;
     s->counters = sc->counters;
-    follow_stamp(sc, s);
+    if (sc->hooks.stamp != NULL)
+        sc->hooks.stamp(sc->hooks_arg, s);
     return s;
 }

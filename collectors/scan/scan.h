@@ -58,20 +58,6 @@ struct snapshot *scanner_run(struct scanner *sc, const struct target_conf *targe
 /* Hand over a snapshot to publish (the callee owns the reference). */
 typedef void scan_publish_fn(void *arg, struct snapshot *s);
 
-/*
- * Follow mode (incremental =, collectors/scan/follow.c): after a good
- * scanner_run() that subscribed to the target's keyspace notifications,
- * keep the lock view current from events, handing a new snapshot to
- * publish whenever something changed (at most every 250 ms) or a lock's
- * state is due to change by time, until a full scan is due: then 0, and
- * the caller runs scanner_run() at once (the reconcile).  0 too when
- * *stop became true.  -1 at once when the target is not following (scan
- * mode: wait scan_interval as before).
- */
-int scanner_follow(struct scanner *sc, const struct target_conf *target,
-                   const struct scan_rules *rules, const atomic_int *stop,
-                   scan_publish_fn *publish, void *arg);
-
 /* Drop the connections (next run reconnects). */
 void scanner_disconnect(struct scanner *sc);
 

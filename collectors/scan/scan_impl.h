@@ -15,9 +15,9 @@
  *   registry.c  the Redisson holders' client-registry look-up
  *   waiters.c   the waiters of each kept lock (fair queues, PUBSUB NUMSUB)
  *   tracker.c   first-seen times across scans (tracker.h)
- *   follow.c    follow mode: keyspace events between full scans
- *   followread.c  its records, re-reads and snapshots (follow_impl.h)
- *   keymap.c    the bounded key map follow mode keeps (keymap.h)
+ *
+ * scanrun.h is what a layer above drives (follow mode, collectors/follow/):
+ * the per-key step, the hooks a full scan calls, re-reads and replays.
  *
  * What a run's streams share (the scanner's tracker, the class set, the
  * snapshot, the Redlock map) is guarded by run.mu, taken once per lock
@@ -36,9 +36,10 @@
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/redis/cluster.h"
+#include "collectors/formats/rawread.h"
 #include "collectors/redis/conn.h"
-#include "collectors/redis/rawread.h"
 #include "collectors/scan/scan.h"
+#include "collectors/scan/scanrun.h"
 #include "collectors/scan/tracker.h"
 
 /* A connection kept between scans, by the address it goes to. */
@@ -65,7 +66,8 @@ struct scanner {
     struct cluster_node *known;
     size_t nknown;
     uint64_t conn_key;          /* how the connections were made (conn_key()) */
-    struct follow *fw;          /* follow mode's state; NULL until wanted */
+    struct scan_hooks hooks;    /* scanner_set_hooks(); all NULL without */
+    void *hooks_arg;
     struct redisconn_scope scope;   /* the full scan under way: scan_timeout
                                      * from its start and the stop flag, for
                                      * every read of every thread (scan.c) */
@@ -85,24 +87,18 @@ struct run {
     int64_t start_mono;
     pthread_mutex_t mu;         /* guards sc->tracker, classes, snap, rmap */
     char err[256];
-    struct keymap *fill;        /* follow mode: every lock of the pass, kept
-                                 * (follow_keep()); NULL otherwise */
+    bool keeping;               /* the hooks' attach() asked for every key
+                                 * recorded (hooks.keep()) */
     int64_t next_due_ms;        /* the earliest Unix ms a lock recorded will
                                  * change state by time alone (0: none) */
 };
 
 /* One key of a SCAN batch, once its META replies are read. */
 struct key_meta {
-    const redisReply *key;      /* element of the batch's SCAN reply */
-    enum raw_type type;
-    long long pttl;
-    long long idle_s;
+    struct scan_key k;          /* its key points into the batch's SCAN reply */
     bool skip;                  /* vanished or unreadable */
     bool unread;                /* skipped because a read was refused (not
                                  * vanished: the pass fails) */
-    bool helper;                /* a helper key (formats_helper()): counted
-                                 * to its lock, its value not read */
-    int64_t read_ms;            /* Unix ms it was read; 0: the run's now_ms */
 };
 
 struct batch {
@@ -153,10 +149,9 @@ struct stream {
     bool scan_outstanding;
     bool scan_done;
 
-    /* where read keys go: record_key() when NULL (follow mode's re-reads
-     * keep them instead); arg is the caller's */
-    int (*on_key)(struct stream *s, const struct key_meta *m, const struct raw_lock *raw,
-                  long long hlen);
+    /* where read keys go: the per-key step when NULL (scanner_reread()
+     * hands them to its caller instead, with their index in the batch) */
+    scan_key_fn *on_key;
     void *on_key_arg;
 };
 
@@ -187,7 +182,7 @@ bool scan_stopped(const struct run *r);
 int stream_scan(struct stream *s);
 
 /*
- * Read the keys of b (b->meta[i].key set, the rest zeroed) on s->c in two
+ * Read the keys of b (b->meta[i].k.key set, the rest zeroed) on s->c in two
  * round trips (META, then the values), handing each key that is there to
  * s->on_key.  0, or -1 with s->err set (s->conn_lost when the connection
  * failed; a refused read is counted in s->cnt and s->refused).
@@ -200,13 +195,14 @@ int stream_reply(struct stream *s, redisReply **rep);
 /* ---- record.c ----------------------------------------------------------------- */
 
 /*
- * Record one key of s's pass whose value was read into raw (hlen: HLEN of
- * a hash, else -1): decode, class, dedupe and time it, judge it, count it
- * in the snapshot and maybe keep it, add it to the Redlock map.  Takes
- * run.mu.  0, or -1 on ENOMEM.
+ * Record one lock key of run r whose value was read into raw (hlen: HLEN
+ * of a hash, else -1): decode, class, dedupe and time it, judge it, count
+ * it in the snapshot and maybe keep it, add it to the Redlock map, and
+ * hand it to hooks.keep() when the run is keeping.  Takes run.mu.  0, or
+ * -1 on ENOMEM.  (scan_record() of scanrun.h is the step for any key.)
  */
-int record_key(struct stream *s, const struct key_meta *m, const struct raw_lock *raw,
-               long long hlen);
+int record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
+               long long hlen, struct scan_counters *cnt);
 
 /* The states of l at the scan's time, its holder first seen at
  * first_seen_ms and the key without a TTL since nottl_since_ms (0: it
@@ -220,9 +216,9 @@ int record_finish(struct run *r);
 
 /* ---- helperkeys.c ------------------------------------------------------------ */
 
-/* Count helper key m (formats_helper()) to its lock.  Takes run.mu.  0,
+/* Count helper key k (formats_helper()) to its lock.  Takes run.mu.  0,
  * or -1 on ENOMEM. */
-int record_helper(struct stream *s, const struct key_meta *m);
+int record_helper(struct run *r, const struct scan_key *k, struct scan_counters *cnt);
 
 /* With attach, give every retained lock of the run's snapshot its
  * helper_keys count and the format its helpers prove; free the run's
@@ -260,34 +256,5 @@ int registry_lookup(struct run *r, struct stream *streams, size_t nstreams,
  */
 int waiters_lookup(struct run *r, struct stream *streams, size_t nstreams,
                    const struct cluster_topo *topo);
-
-/* ---- follow.c ----------------------------------------------------------------- */
-
-struct keymap;
-
-/* Standalone and sentinel, once the pass's connection is up: decide
- * whether this target follows, subscribe (before the pass, so no event
- * of it is lost) and give the run a map to fill (r->fill). */
-void follow_attach(struct run *r);
-
-/* Keep a copy of one read key in map fill (from record_key()).  0, or -1
- * on ENOMEM. */
-int follow_keep(struct keymap *fill, const struct key_meta *m, const struct raw_lock *raw,
-                long long hlen, int64_t read_ms);
-
-/* Cluster, once the topology is known: follow_attach() on every
- * shard's primary. */
-void follow_attach_cluster(struct run *r, const struct cluster_topo *topo);
-
-/* After a pass with r->fill (s NULL: it was stopped; topo: a cluster's):
- * the new lock map (what it had to fix counted), or, when the pass failed
- * or missed a shard, the subscriptions dropped. */
-void follow_scanned(struct run *r, struct snapshot *s, const struct cluster_topo *topo);
-
-/* Follow mode's figures into a snapshot about to be returned. */
-void follow_stamp(struct scanner *sc, struct snapshot *s);
-
-/* Stop following (the subscriber, its thread, the lock map). */
-void follow_free(struct scanner *sc);
 
 #endif

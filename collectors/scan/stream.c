@@ -120,7 +120,8 @@ batch_take(struct batch *b, redisReply *scan, const struct target_conf *t)
             lock_key_excluded(t, keys->element[i]->str, keys->element[i]->len))
             continue;
         memset(&b->meta[b->n], 0, sizeof(b->meta[b->n]));
-        b->meta[b->n].key = keys->element[i];
+        b->meta[b->n].k.key = keys->element[i]->str;
+        b->meta[b->n].k.keylen = keys->element[i]->len;
         b->n++;
     }
     return 0;
@@ -137,7 +138,7 @@ batch_clear(struct batch *b)
 
 static void
 append_key_cmd(redisContext *c, const char *cmd, const char *sub,
-               const redisReply *key, const char *a1, const char *a2,
+               const struct scan_key *key, const char *a1, const char *a2,
                const char *a3)
 {
     const char *argv[6];
@@ -150,8 +151,8 @@ append_key_cmd(redisContext *c, const char *cmd, const char *sub,
         argv[argc] = sub;
         lens[argc++] = strlen(sub);
     }
-    argv[argc] = key->str;
-    lens[argc++] = key->len;
+    argv[argc] = key->key;
+    lens[argc++] = key->keylen;
     if (a1 != NULL) {
         argv[argc] = a1;
         lens[argc++] = strlen(a1);
@@ -245,7 +246,7 @@ read_meta(struct stream *s, struct batch *b)
         if (stream_reply(s, &rep) == -1)
             return -1;
         /* OBJECT IDLETIME fails under an LFU maxmemory-policy: age 0 */
-        m->idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+        m->k.idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
         freeReplyObject(rep);
         if (stream_reply(s, &rep) == -1)
             return -1;
@@ -259,7 +260,7 @@ read_meta(struct stream *s, struct batch *b)
         }
         /* MOVED/ASK: the slot moved away since SCAN (resharding); the
          * key is counted where it lives now, or vanished here */
-        m->type = rawread_type(rep);
+        m->k.type = rawread_type(rep);
         freeReplyObject(rep);
         if (stream_reply(s, &rep) == -1)
             return -1;
@@ -269,7 +270,7 @@ read_meta(struct stream *s, struct batch *b)
          * refusal, counted, and the pass fails naming it, never a key
          * that vanished. */
         if (rep->type == REDIS_REPLY_INTEGER) {
-            m->pttl = rep->integer;
+            m->k.pttl = rep->integer;
         } else if (!moved(rep)) {
             if (rep->type == REDIS_REPLY_ERROR) {
                 count_refusal(s, "PTTL", rep);
@@ -280,15 +281,15 @@ read_meta(struct stream *s, struct batch *b)
                               "reply of type %d, not an integer", s->host, s->port, rep->type);
             }
             m->unread = true;
-            m->pttl = -2;
+            m->k.pttl = -2;
         } else {
-            m->pttl = -2;
+            m->k.pttl = -2;
         }
         freeReplyObject(rep);
-        if (m->type == RAW_NONE || m->pttl == -2)
+        if (m->k.type == RAW_NONE || m->k.pttl == -2)
             m->skip = true;
-        else if (formats_helper(m->key->str, m->key->len, m->type, NULL) != HELPER_NONE)
-            m->helper = true;
+        else if (formats_helper(m->k.key, m->k.keylen, m->k.type, NULL) != HELPER_NONE)
+            m->k.helper = true;
     }
     return 0;
 }
@@ -299,9 +300,9 @@ append_meta(struct stream *s, const struct batch *b)
     size_t i;
 
     for (i = 0; i < b->n; i++) {
-        append_key_cmd(s->c, "OBJECT", "IDLETIME", b->meta[i].key, NULL, NULL, NULL);
-        append_key_cmd(s->c, "TYPE", NULL, b->meta[i].key, NULL, NULL, NULL);
-        append_key_cmd(s->c, "PTTL", NULL, b->meta[i].key, NULL, NULL, NULL);
+        append_key_cmd(s->c, "OBJECT", "IDLETIME", &b->meta[i].k, NULL, NULL, NULL);
+        append_key_cmd(s->c, "TYPE", NULL, &b->meta[i].k, NULL, NULL, NULL);
+        append_key_cmd(s->c, "PTTL", NULL, &b->meta[i].k, NULL, NULL, NULL);
     }
 }
 
@@ -317,21 +318,21 @@ append_values(struct stream *s, const struct batch *b)
     for (i = 0; i < b->n; i++) {
         const struct key_meta *m = &b->meta[i];
 
-        if (m->skip || m->helper)
+        if (m->skip || m->k.helper)
             continue;
-        if (m->type == RAW_STRING)
-            append_key_cmd(s->c, "GETRANGE", NULL, m->key, "0",
+        if (m->k.type == RAW_STRING)
+            append_key_cmd(s->c, "GETRANGE", NULL, &m->k, "0",
                            STR(RAW_VALUE_MAX), NULL);
-        else if (m->type == RAW_HASH) {
+        else if (m->k.type == RAW_HASH) {
             /* HLEN: the true holder count when there are more fields
              * than one bounded HSCAN returns */
-            append_key_cmd(s->c, "HLEN", NULL, m->key, NULL, NULL, NULL);
-            append_key_cmd(s->c, "HSCAN", NULL, m->key, "0", "COUNT",
+            append_key_cmd(s->c, "HLEN", NULL, &m->k, NULL, NULL, NULL);
+            append_key_cmd(s->c, "HSCAN", NULL, &m->k, "0", "COUNT",
                            STR(RAW_FIELDS_MAX));
-        } else if (m->type == RAW_ZSET && formats_reads_zset(m->key->str, m->key->len)) {
+        } else if (m->k.type == RAW_ZSET && formats_reads_zset(m->k.key, m->k.keylen)) {
             /* only a zset format's keys: any other zset is unknown, unread */
-            append_key_cmd(s->c, "ZCARD", NULL, m->key, NULL, NULL, NULL);
-            append_key_cmd(s->c, "ZRANGE", NULL, m->key, "0", STR(RAW_FIELDS_LAST),
+            append_key_cmd(s->c, "ZCARD", NULL, &m->k, NULL, NULL, NULL);
+            append_key_cmd(s->c, "ZRANGE", NULL, &m->k, "0", STR(RAW_FIELDS_LAST),
                            "WITHSCORES");
         }
     }
@@ -381,21 +382,15 @@ read_values(struct stream *s, struct batch *b)
                 s->cnt.vanished_total++;
             continue;
         }
-        if (m->helper) {
-            /* counted to its lock; follow mode keeps its name (no value) */
+        if (m->k.helper) {
+            /* counted to its lock, its name only (no value) */
             memset(&raw, 0, sizeof(raw));
-            raw.key = m->key->str;
-            raw.keylen = m->key->len;
-            raw.type = m->type;
-            raw.pttl = m->pttl;
-            if (s->on_key != NULL) {
-                /* a re-read: the snapshot replays the kept name */
-                rc = s->on_key(s, m, &raw, -1);
-            } else if ((rc = record_helper(s, m)) == 0 && s->r->fill != NULL) {
-                pthread_mutex_lock(&s->r->mu);     /* the map is the run's */
-                rc = follow_keep(s->r->fill, m, &raw, -1, s->r->now_ms);
-                pthread_mutex_unlock(&s->r->mu);
-            }
+            raw.key = m->k.key;
+            raw.keylen = m->k.keylen;
+            raw.type = m->k.type;
+            raw.pttl = m->k.pttl;
+            rc = s->on_key != NULL ? s->on_key(s->on_key_arg, i, &m->k, &raw, -1)
+                : scan_record(s->r, &m->k, &raw, -1, &s->cnt);
             if (rc == -1) {
                 stream_err(s, "out of memory recording locks");
                 return -1;
@@ -403,10 +398,10 @@ read_values(struct stream *s, struct batch *b)
             continue;
         }
         memset(&raw, 0, sizeof(raw));
-        raw.key = m->key->str;
-        raw.keylen = m->key->len;
-        raw.type = m->type;
-        raw.pttl = m->pttl;
+        raw.key = m->k.key;
+        raw.keylen = m->k.keylen;
+        raw.type = m->k.type;
+        raw.pttl = m->k.pttl;
         raw.now_ms = s->r->now_ms;
         if (raw.type == RAW_ZSET && !formats_reads_zset(raw.key, raw.keylen))
             raw.type = RAW_OTHER;       /* not read (append_values) */
@@ -436,7 +431,8 @@ read_values(struct stream *s, struct batch *b)
         }
         if (!ok && !refused)
             s->cnt.vanished_total++;    /* changed type, moved or emptied */
-        rc = !ok ? 0 : s->on_key != NULL ? s->on_key(s, m, &raw, n) : record_key(s, m, &raw, n);
+        rc = !ok ? 0 : s->on_key != NULL ? s->on_key(s->on_key_arg, i, &m->k, &raw, n)
+            : scan_record(s->r, &m->k, &raw, n, &s->cnt);
         if (len != NULL)
             freeReplyObject(len);
         if (rep != NULL)

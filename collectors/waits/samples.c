@@ -29,76 +29,176 @@ sample_outcome_str(enum sample_outcome o)
     return (unsigned)o < SAMPLE_OUTCOMES ? outcome_names[o] : "?";
 }
 
+static const char *const reason_names[SAMPLE_LOST_REASONS] = {
+    [SAMPLE_LOST_RENEWAL] = LW1_LOST_RENEWAL,
+    [SAMPLE_LOST_EXPIRED] = LW1_LOST_EXPIRED,
+};
+
+const char *
+sample_lost_reason_str(enum sample_lost_reason r)
+{
+    return (unsigned)r < SAMPLE_LOST_REASONS ? reason_names[r] : "?";
+}
+
 static bool
 field_is(const char *p, size_t n, const char *word)
 {
     return strlen(word) == n && memcmp(p, word, n) == 0;
 }
 
-/* Decode the key field in place; its decoded length, or 0 when malformed
- * (an empty key is malformed too). */
+/* Index of the word p[0..n) in names[0..count), or -1. */
+static int
+word_index(const char *p, size_t n, const char *const *names, int count)
+{
+    for (int i = 0; i < count; i++)
+        if (field_is(p, n, names[i]))
+            return i;
+    return -1;
+}
+
+/* Decode a percent-encoded field in place; its decoded length, or 0 when
+ * malformed, empty or longer than max. */
 static size_t
-decode_key(char *p, size_t n)
+decode_field(char *p, size_t n, size_t max)
 {
     size_t o = keytext_unpercent(p, p, n, 0);   /* in place: o <= i always */
 
-    return o == (size_t)-1 ? 0 : o;
+    return o == (size_t)-1 || o > max ? 0 : o;
 }
 
-#define FIELDS_MAX 5
+#define FIELDS_MAX 8
+
+/* One line split into fields (pointers into the line). */
+struct fields {
+    char *f[FIELDS_MAX];
+    size_t len[FIELDS_MAX];
+    size_t n;
+};
+
+/* The <owner> <holder> pair at fields i and i+1. */
+static int
+parse_owner_holder(struct fields *fl, size_t i, struct sample *out)
+{
+    out->ownerlen = decode_field(fl->f[i], fl->len[i], LW1_OWNER_MAX);
+    if (out->ownerlen == 0)
+        return -1;
+    out->owner = fl->f[i];
+    if (field_is(fl->f[i + 1], fl->len[i + 1], LW1_UNKNOWN))
+        return 0;               /* not known: holder NULL, holderlen 0 */
+    out->holderlen = decode_field(fl->f[i + 1], fl->len[i + 1], LW1_HOLDER_MAX);
+    if (out->holderlen == 0)
+        return -1;
+    out->holder = fl->f[i + 1];
+    return 0;
+}
+
+static int
+parse_wait(struct fields *fl, struct sample *out)
+{
+    int o = word_index(fl->f[4], fl->len[4], outcome_names, SAMPLE_OUTCOMES);
+
+    if (o < 0)
+        return -1;
+    out->outcome = (enum sample_outcome)o;
+    return lw1_parse_us(fl->f[3], fl->len[3], &out->us);
+}
+
+static int
+parse_hold(struct fields *fl, struct sample *out)
+{
+    if (lw1_parse_us(fl->f[3], fl->len[3], &out->us) == -1)
+        return -1;
+    return fl->n == 6 ? parse_owner_holder(fl, 4, out) : 0;
+}
+
+static int
+parse_waiting(struct fields *fl, struct sample *out)
+{
+    int o = -1;
+
+    out->start = field_is(fl->f[5], fl->len[5], LW1_PHASE_START);
+    if (!out->start && (o = word_index(fl->f[5], fl->len[5], outcome_names,
+                                       SAMPLE_OUTCOMES)) < 0)
+        return -1;
+    out->outcome = out->start ? SAMPLE_OK : (enum sample_outcome)o;
+    return parse_owner_holder(fl, 3, out);
+}
+
+static int
+parse_lost(struct fields *fl, struct sample *out)
+{
+    int r = word_index(fl->f[7], fl->len[7], reason_names, SAMPLE_LOST_REASONS);
+
+    if (r < 0 || lw1_parse_us(fl->f[5], fl->len[5], &out->us) == -1)
+        return -1;
+    out->reason = (enum sample_lost_reason)r;
+    if (!field_is(fl->f[6], fl->len[6], LW1_UNKNOWN)) {
+        if (lw1_parse_us(fl->f[6], fl->len[6], &out->overrun_us) == -1)
+            return -1;
+        out->overrun_known = true;
+    }
+    return parse_owner_holder(fl, 3, out);
+}
+
+/* The verbs: how many fields each line has and what reads the rest.  Each
+ * parse checks its words and numbers before it decodes any field in place
+ * (decoding one field never moves another). */
+static const struct verb {
+    const char *word;
+    enum sample_kind kind;
+    size_t nmin, nmax;
+    int (*parse)(struct fields *fl, struct sample *out);
+} verbs[] = {
+    { LW1_VERB_WAIT, SAMPLE_WAIT, 5, 5, parse_wait },
+    { LW1_VERB_HOLD, SAMPLE_HOLD, 4, 6, parse_hold },
+    { LW1_VERB_WAITING, SAMPLE_WAITING, 6, 6, parse_waiting },
+    { LW1_VERB_LOST, SAMPLE_LOST, 8, 8, parse_lost },
+};
 
 int
 samples_parse_line(char *line, size_t len, struct sample *out)
 {
-    char *f[FIELDS_MAX];
-    size_t flen[FIELDS_MAX], nf = 0, i, start = 0;
-    enum sample_outcome o;
+    struct fields fl;
+    const struct verb *v = NULL;
+    size_t i, start = 0;
 
     if (len == 0 || len > SAMPLES_LINE_MAX)
         return -1;
     /* Split on single spaces; an empty field (two spaces, a leading or
-     * trailing one) or a sixth field is malformed. */
+     * trailing one) or a ninth field is malformed. */
+    fl.n = 0;
     for (i = 0; i <= len; i++) {
         unsigned char c = i < len ? (unsigned char)line[i] : ' ';
 
         if (c == ' ') {
-            if (i == start || nf == FIELDS_MAX)
+            if (i == start || fl.n == FIELDS_MAX)
                 return -1;
-            f[nf] = line + start;
-            flen[nf] = i - start;
-            nf++;
+            fl.f[fl.n] = line + start;
+            fl.len[fl.n] = i - start;
+            fl.n++;
             start = i + 1;
         } else if (!lw1_line_byte_ok(c)) {
             return -1;
         }
     }
-    if (nf < 4 || !field_is(f[0], flen[0], LW1_VERSION))
+    if (fl.n < 4 || !field_is(fl.f[0], fl.len[0], LW1_VERSION))
         return -1;
-    if (field_is(f[1], flen[1], LW1_VERB_WAIT)) {
-        if (nf != 5)
-            return -1;
-        for (o = 0; o < SAMPLE_OUTCOMES; o++)
-            if (field_is(f[4], flen[4], outcome_names[o]))
-                break;
-        if (o == SAMPLE_OUTCOMES)
-            return -1;
-        out->kind = SAMPLE_WAIT;
-        out->outcome = o;
-    } else if (field_is(f[1], flen[1], LW1_VERB_HOLD)) {
-        if (nf != 4)
-            return -1;
-        out->kind = SAMPLE_HOLD;
-        out->outcome = SAMPLE_OK;
-    } else {
+    for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+        if (field_is(fl.f[1], fl.len[1], verbs[i].word))
+            v = &verbs[i];
+    /* a 5-field hold is neither form */
+    if (v == NULL || fl.n < v->nmin || fl.n > v->nmax || (v->kind == SAMPLE_HOLD && fl.n == 5))
         return -1;
-    }
-    if (lw1_parse_us(f[3], flen[3], &out->us) == -1)
+    memset(out, 0, sizeof(*out));
+    out->kind = v->kind;
+    out->outcome = SAMPLE_OK;
+    if (v->parse(&fl, out) == -1)
         return -1;
-    /* Decode last: the fields above are checked on the original bytes. */
-    out->keylen = decode_key(f[2], flen[2]);
+    /* The key last: the fields above were checked on the original bytes. */
+    out->keylen = decode_field(fl.f[2], fl.len[2], SAMPLES_LINE_MAX);
     if (out->keylen == 0)
         return -1;
-    out->key = f[2];
+    out->key = fl.f[2];
     return 0;
 }
 

@@ -4,21 +4,28 @@
  * samples"; docs/line-protocol.md is the user-facing description).
  *
  *     lw1 wait <key> <microseconds> <ok|timeout|error>
- *     lw1 hold <key> <microseconds>
+ *     lw1 hold <key> <microseconds> [<owner> <holder>]
+ *     lw1 waiting <key> <owner> <holder> <start|ok|timeout|error>
+ *     lw1 lost <key> <owner> <holder> <held-us> <overrun-us|-> <renewal|expired>
  *
  * One sample per line, several lines per datagram.  Parsing is strict so
  * that a reporter bug shows up as lockwatch_samples_invalid_total rather
  * than as plausible-looking numbers:
  *  - fields are separated by exactly one space; every other byte of a
  *    line must be printable ASCII (0x21..0x7e);
- *  - the version is "lw1", the verb "wait" or "hold", nothing else;
+ *  - the version is "lw1", the verb "wait", "hold", "waiting" or "lost",
+ *    nothing else (a "mac" line is sampleauth.c's, first line only);
  *  - <key> is percent-encoded (%XX, either hex case; any byte may be
  *    escaped, and bytes below 0x21, above 0x7e and '%' must be) and not
  *    empty once decoded;
  *  - <microseconds> is decimal digits only (no sign, no point, no
  *    exponent), at most 16 of them and at most 2^53 (LW1_US_MAX of
  *    common/lw1.h, the header the client writes its lines with);
- *  - a wait line has exactly 5 fields, a hold line exactly 4;
+ *  - a wait line has exactly 5 fields, a hold line 4 or 6, a waiting line
+ *    6, a lost line 8;
+ *  - <owner> and <holder> are percent-encoded as keys are, at most
+ *    LW1_OWNER_MAX and LW1_HOLDER_MAX bytes decoded; a bare "-" holder
+ *    (and a "-" overrun) means not known;
  *  - a line is at most SAMPLES_LINE_MAX bytes, terminator excluded.
  * Lines end in "\n" or "\r\n"; the last line of a datagram may have no
  * terminator.  Empty lines are skipped and are not samples at all.
@@ -41,7 +48,14 @@
 /* Room for every valid line of a datagram of len bytes. */
 #define SAMPLES_MAX_PER(len) ((len) / SAMPLES_LINE_MIN + 1)
 
-enum sample_kind { SAMPLE_WAIT, SAMPLE_HOLD };
+enum sample_kind {
+    SAMPLE_WAIT,
+    SAMPLE_HOLD,
+    SAMPLE_WAITING,             /* a wait begins (start) or ends (outcome) */
+    SAMPLE_LOST                 /* a held lock was found lost */
+};
+
+enum sample_lost_reason { SAMPLE_LOST_RENEWAL, SAMPLE_LOST_EXPIRED, SAMPLE_LOST_REASONS };
 
 enum sample_outcome {
     SAMPLE_OK,
@@ -50,12 +64,25 @@ enum sample_outcome {
     SAMPLE_OUTCOMES             /* count; hold samples carry SAMPLE_OK */
 };
 
+/*
+ * A parsed line.  key, owner and holder point at decoded bytes in the
+ * caller's buffer, not NUL-terminated.  ownerlen is 0 on a 4-field hold
+ * and on wait; holderlen is 0 there and when the holder was "-".
+ */
 struct sample {
     enum sample_kind kind;
-    enum sample_outcome outcome;
-    uint64_t us;
-    const char *key;            /* decoded bytes, not NUL-terminated */
+    enum sample_outcome outcome;    /* wait, waiting end; OK otherwise */
+    uint64_t us;                /* wait, hold; lost: held */
+    const char *key;
     size_t keylen;              /* >= 1 */
+    const char *owner;
+    size_t ownerlen;
+    const char *holder;
+    size_t holderlen;
+    bool start;                 /* waiting: start (else an end, outcome) */
+    bool overrun_known;         /* lost: overrun_us is set */
+    uint64_t overrun_us;
+    enum sample_lost_reason reason;     /* lost */
 };
 
 /*
@@ -85,5 +112,7 @@ size_t samples_parse_datagram(char *buf, size_t len, bool truncated,
 
 /* "ok", "timeout", "error" (the protocol's and the metrics' spelling). */
 const char *sample_outcome_str(enum sample_outcome o);
+/* "renewal", "expired". */
+const char *sample_lost_reason_str(enum sample_lost_reason r);
 
 #endif

@@ -13,6 +13,10 @@
  *
  * Classes live for the life of the process (their histograms are
  * cumulative counters), so the class set only ever grows, up to its cap.
+ * Which places a class may take is decided here (waitstats.h says the
+ * rules): class_set only knows its own cap, so a new derived name is
+ * looked up first and interned only when its source and the derived
+ * places have room.
  */
 #include "collectors/waits/waitstats.h"
 
@@ -22,6 +26,7 @@
 #include <string.h>
 
 #include "common/keytext.h"
+#include "common/lw1.h"
 
 const uint64_t waitstats_bounds_us[WAITSTATS_NBOUNDS] = {
     500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
@@ -40,6 +45,23 @@ struct ws_class {
     struct sketch_window win;
 };
 
+const char *const waitstats_event_names[WS_EVENTS] = {
+    [WS_EVENT_WAITING_START] = "waiting_start",
+    [WS_EVENT_WAITING_END] = "waiting_end",
+    [WS_EVENT_LOST_RENEWAL] = "lost_renewal",
+    [WS_EVENT_LOST_EXPIRED] = "lost_expired",
+};
+
+/* A source's budget of derived classes; [WAITSTATS_SOURCES] is shared by
+ * every source past the table. */
+struct ws_source {
+    struct sample_source addr;
+    uint16_t created;           /* derived classes it added */
+    bool over;                  /* it had one refused */
+};
+
+#define SOURCE_SLOTS 512        /* power of two, twice WAITSTATS_SOURCES */
+
 struct waitstats {
     pthread_mutex_t mu;
     struct class_set *set;
@@ -50,6 +72,19 @@ struct waitstats {
     size_t nused;                           /* classes that had a sample */
     uint64_t received, invalid, kernel_drops, window_lost;
     struct sketch merged;                   /* view's scratch, under mu */
+
+    size_t nderived;                        /* places taken by derived classes */
+    uint64_t refused;                       /* samples folded into "other" */
+    struct ws_source sources[WAITSTATS_SOURCES + 1];
+    uint16_t source_slot[SOURCE_SLOTS];     /* index + 1; 0 = empty */
+    size_t nsources, nover;
+    uint64_t events[WS_EVENTS];
+    uint64_t rejected[SAMPLEAUTH_REJECTS];
+    bool keyed;
+    char *key;                              /* the [samples] key; NULL: none */
+    size_t keylen;
+    uint64_t keygen;                        /* bumped when key changes */
+    struct waiting_table *waiting;
 };
 
 size_t
@@ -113,6 +148,44 @@ class_free(struct ws_class *c)
     free(c);
 }
 
+/* Take cfg's samples key (a copy; the old one is wiped).  Under mu or
+ * before ws is shared.  -1 on ENOMEM, nothing changed. */
+static int
+set_key(struct waitstats *ws, const struct config *cfg)
+{
+    const char *k = cfg->samples_key;
+    size_t n = k != NULL ? strlen(k) : 0;
+    char *copy = NULL;
+
+    if (n > LW1_KEY_MAX)
+        n = LW1_KEY_MAX;        /* the loader caps it at 4 KiB already */
+    if (n == ws->keylen && (n == 0 || memcmp(k, ws->key, n) == 0))
+        return 0;
+    if (n > 0 && (copy = malloc(n)) == NULL)
+        return -1;
+    if (n > 0)
+        memcpy(copy, k, n);
+    if (ws->key != NULL) {
+        explicit_bzero(ws->key, ws->keylen);
+        free(ws->key);
+    }
+    ws->key = copy;
+    ws->keylen = n;
+    ws->keyed = n > 0;
+    ws->keygen++;
+    return 0;
+}
+
+/* Intern the class names of the rules, so they have places before any
+ * derived class can take them.  Under mu (or before ws is shared). */
+static void
+reserve_rule_classes(struct waitstats *ws)
+{
+    for (size_t i = 0; i < ws->nrules; i++)
+        if (ws->rules[i].name != NULL)
+            (void)class_set_intern(ws->set, ws->rules[i].name);
+}
+
 struct waitstats *
 waitstats_new(const struct config *cfg)
 {
@@ -127,15 +200,23 @@ waitstats_new(const struct config *cfg)
     /* "other" exists from the start: it is where a sample goes when its
      * own class cannot be allocated, so recording never fails. */
     ws->cls[CLASS_OTHER_INDEX] = class_new(ws->window_ms);
-    if (ws->set == NULL || ws->rules == NULL || ws->cls[CLASS_OTHER_INDEX] == NULL) {
+    ws->waiting = waiting_new();
+    if (ws->set == NULL || ws->rules == NULL || ws->cls[CLASS_OTHER_INDEX] == NULL ||
+        ws->waiting == NULL) {
         class_set_free(ws->set);
         rules_free(ws->rules, ws->nrules);
         class_free(ws->cls[CLASS_OTHER_INDEX]);
+        waiting_free(ws->waiting);
         free(ws);
         return NULL;
     }
     sketch_init(&ws->merged);
     pthread_mutex_init(&ws->mu, NULL);
+    if (set_key(ws, cfg) == -1) {
+        waitstats_free(ws);
+        return NULL;
+    }
+    reserve_rule_classes(ws);
     return ws;
 }
 
@@ -150,6 +231,11 @@ waitstats_free(struct waitstats *ws)
         class_free(ws->cls[i]);
     class_set_free(ws->set);
     rules_free(ws->rules, ws->nrules);
+    waiting_free(ws->waiting);
+    if (ws->key != NULL) {
+        explicit_bzero(ws->key, ws->keylen);
+        free(ws->key);
+    }
     pthread_mutex_destroy(&ws->mu);
     free(ws);
 }
@@ -165,10 +251,16 @@ waitstats_configure(struct waitstats *ws, const struct config *cfg)
     if (nr == NULL)
         return -1;
     pthread_mutex_lock(&ws->mu);
+    if (set_key(ws, cfg) == -1) {
+        pthread_mutex_unlock(&ws->mu);
+        rules_free(nr, cfg->nclasses);
+        return -1;
+    }
     old = ws->rules;
     nold = ws->nrules;
     ws->rules = nr;
     ws->nrules = cfg->nclasses;
+    reserve_rule_classes(ws);
     if (window != ws->window_ms) {
         /* Slices of the old width cannot be re-cut into the new one. */
         ws->window_ms = window;
@@ -196,20 +288,70 @@ hist_add(struct wait_hist *h, uint64_t us)
     h->sum_us += (double)us;
 }
 
+/* The budget of src: its own entry (added while the table has room), the
+ * shared one past the table; NULL for a sender with no budget. */
+static struct ws_source *
+source_of(struct waitstats *ws, const struct sample_source *src)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    size_t i, slot;
+
+    if (src == NULL)
+        return NULL;
+    h = (h ^ (unsigned)src->family) * UINT64_C(0x100000001b3);
+    for (i = 0; i < sizeof(src->addr); i++)
+        h = (h ^ src->addr[i]) * UINT64_C(0x100000001b3);
+    for (slot = (size_t)h & (SOURCE_SLOTS - 1);; slot = (slot + 1) & (SOURCE_SLOTS - 1)) {
+        uint16_t v = ws->source_slot[slot];
+
+        if (v == 0)
+            break;
+        if (ws->sources[v - 1].addr.family == src->family &&
+            memcmp(ws->sources[v - 1].addr.addr, src->addr, sizeof(src->addr)) == 0)
+            return &ws->sources[v - 1];
+    }
+    if (ws->nsources == WAITSTATS_SOURCES)
+        return &ws->sources[WAITSTATS_SOURCES];
+    ws->sources[ws->nsources].addr = *src;
+    ws->source_slot[slot] = (uint16_t)(ws->nsources + 1);
+    return &ws->sources[ws->nsources++];
+}
+
 /*
- * The class of a key, allocated on first use; "other" when that fails.
- * class_of() returns valid UTF-8, so two raw names that differ only in
- * invalid bytes ("a\xff", "a\xfe") are one class, not two classes
- * rendered as the same series twice.
+ * The class of a key, allocated on first use; "other" when that fails or
+ * a cap refuses a new derived class.  class_of() returns valid UTF-8, so
+ * two raw names that differ only in invalid bytes ("a\xff", "a\xfe") are
+ * one class, not two classes rendered as the same series twice.
  */
 static struct ws_class *
-class_for(struct waitstats *ws, const struct sample *s)
+class_for(struct waitstats *ws, const struct sample *s, struct ws_source *src)
 {
     char name[CLASS_NAME_MAX];
     int idx;
 
     class_of(s->key, s->keylen, ws->rules, ws->nrules, name, sizeof(name));
-    idx = class_set_intern(ws->set, name);
+    idx = class_set_find(ws->set, name);
+    if (idx < 0) {
+        /* A name not interned is derived: configured names were interned
+         * at configure time (unless the whole set was full then). */
+        if (ws->nderived >= WAITSTATS_DERIVED_MAX ||
+            (src != NULL && src->created >= WAITSTATS_SOURCE_CLASSES)) {
+            if (src != NULL && !src->over && ws->nderived < WAITSTATS_DERIVED_MAX) {
+                src->over = true;
+                ws->nover++;
+            }
+            idx = CLASS_OTHER_INDEX;
+        } else {
+            idx = class_set_intern(ws->set, name);
+            if (idx > CLASS_OTHER_INDEX && idx <= CLASS_MAX) {
+                ws->nderived++;
+                if (src != NULL)
+                    src->created++;
+            }
+        }
+        if (idx == CLASS_OTHER_INDEX)
+            ws->refused++;
+    }
     if (idx < 0 || idx > CLASS_MAX)
         idx = CLASS_OTHER_INDEX;
     if (ws->cls[idx] == NULL && (ws->cls[idx] = class_new(ws->window_ms)) == NULL)
@@ -217,23 +359,47 @@ class_for(struct waitstats *ws, const struct sample *s)
     return ws->cls[idx];
 }
 
-void
-waitstats_record(struct waitstats *ws, const struct sample *s, size_t n,
-                 uint64_t lines, uint64_t invalid, int64_t now_ms)
+/* A waiting or lost line: counted per kind, waiting ones kept per pair. */
+static void
+record_event(struct waitstats *ws, const struct sample *s, int64_t now_ms)
 {
+    enum waitstats_event ev;
+
+    if (s->kind == SAMPLE_WAITING) {
+        ev = s->start ? WS_EVENT_WAITING_START : WS_EVENT_WAITING_END;
+        (void)waiting_note(ws->waiting, s, now_ms);   /* ENOMEM: not kept */
+    } else {
+        ev = s->reason == SAMPLE_LOST_RENEWAL ? WS_EVENT_LOST_RENEWAL : WS_EVENT_LOST_EXPIRED;
+    }
+    ws->events[ev]++;
+}
+
+void
+waitstats_record_from(struct waitstats *ws, const struct sample_source *from,
+                      const struct sample *s, size_t n,
+                      uint64_t lines, uint64_t invalid, int64_t now_ms)
+{
+    struct ws_source *src;
     struct ws_class *c;
     size_t i;
 
     pthread_mutex_lock(&ws->mu);
+    src = source_of(ws, from);
     ws->received += lines;
     ws->invalid += invalid;
     for (i = 0; i < n; i++) {
-        c = class_for(ws, &s[i]);
+        if (s[i].kind == SAMPLE_WAITING || s[i].kind == SAMPLE_LOST) {
+            record_event(ws, &s[i], now_ms);
+            continue;
+        }
+        c = class_for(ws, &s[i], src);
         if (!c->has_wait && !c->has_hold)
             ws->nused++;
         if (s[i].kind == SAMPLE_HOLD) {
             c->has_hold = true;
             hist_add(&c->hold, s[i].us);
+            if (s[i].ownerlen > 0)
+                (void)waiting_note(ws->waiting, &s[i], now_ms);
             continue;
         }
         c->has_wait = true;
@@ -242,6 +408,49 @@ waitstats_record(struct waitstats *ws, const struct sample *s, size_t n,
         if (sketch_window_add(&c->win, now_ms, s[i].us) == -1)
             ws->window_lost++;
     }
+    pthread_mutex_unlock(&ws->mu);
+}
+
+void
+waitstats_record(struct waitstats *ws, const struct sample *s, size_t n,
+                 uint64_t lines, uint64_t invalid, int64_t now_ms)
+{
+    waitstats_record_from(ws, NULL, s, n, lines, invalid, now_ms);
+}
+
+bool
+waitstats_samples_key(struct waitstats *ws, uint64_t *gen, void *key, size_t *keylen)
+{
+    bool changed;
+
+    pthread_mutex_lock(&ws->mu);
+    changed = *gen != ws->keygen;
+    if (changed) {
+        if (ws->keylen > 0)
+            memcpy(key, ws->key, ws->keylen);
+        *keylen = ws->keylen;
+        *gen = ws->keygen;
+    }
+    pthread_mutex_unlock(&ws->mu);
+    return changed;
+}
+
+void
+waitstats_waiting_each(struct waitstats *ws,
+                       void (*fn)(const struct waiting_pair *p, void *arg), void *arg)
+{
+    pthread_mutex_lock(&ws->mu);
+    waiting_each(ws->waiting, fn, arg);
+    pthread_mutex_unlock(&ws->mu);
+}
+
+void
+waitstats_reject(struct waitstats *ws, enum sampleauth_verdict why)
+{
+    if ((unsigned)why >= SAMPLEAUTH_REJECTS)
+        return;
+    pthread_mutex_lock(&ws->mu);
+    ws->rejected[why]++;
     pthread_mutex_unlock(&ws->mu);
 }
 
@@ -305,7 +514,15 @@ waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v)
     v->nclasses = n;
     v->received = ws->received;
     v->invalid = ws->invalid;
-    v->class_overflowed = class_set_overflowed(ws->set);
+    v->class_overflowed = ws->refused;
+    memcpy(v->events, ws->events, sizeof(v->events));
+    v->keyed = ws->keyed;
+    memcpy(v->rejected, ws->rejected, sizeof(v->rejected));
+    v->waiting_now = waiting_waiting(ws->waiting);
+    v->waiting_evicted = waiting_evicted(ws->waiting);
+    v->sources = ws->nsources;
+    v->sources_over_budget = ws->nover;
+    bytes += waiting_bytes(ws->waiting);
     v->kernel_drops = ws->kernel_drops;
     v->window_lost = ws->window_lost;
     v->window_ms = ws->window_ms;

@@ -13,9 +13,24 @@
  *
  * Classes: a sample's key goes through class_of() with the [classes]
  * rules, the name is made valid UTF-8 (invalid bytes become U+FFFD, as
- * in every label) and interned in one class_set shared by every sender: the first CLASS_MAX classes seen since start keep their own
- * statistics, later ones count as "other" (class_overflowed says how many
- * samples that folded).  Only classes that had a sample are reported.
+ * in every label) and interned in one class_set (CLASS_MAX places) shared
+ * by every sender, which no sender can fill on its own:
+ *  - the names of the [classes] rules are interned first, at start and at
+ *    every reload, so a configured class always has its place;
+ *  - classes no rule names (derived from keys) take at most
+ *    WAITSTATS_DERIVED_MAX places, leaving room for rules a reload adds;
+ *  - each source (sender address) may add at most WAITSTATS_SOURCE_CLASSES
+ *    derived classes; WAITSTATS_SOURCES sources are tracked, later ones
+ *    share one more budget.
+ * A sample whose class a cap refuses counts as "other" (class_overflowed
+ * says how many samples folded).  Only classes that had a sample are
+ * reported.
+ *
+ * `waiting` and `lost` lines add to no class: they are counted per kind
+ * (events[]) and `waiting` lines (and 6-field holds) kept per (owner, key)
+ * in a waiting_table (waiting.h) for the wait-for graph.  Datagrams that
+ * a key check refused are counted per reason (rejected[]) and nothing
+ * else.
  *
  * Memory per class: a class's histograms and window frame cost about
  * 1.2 KiB, allocated at its first sample, and each window slice about
@@ -36,12 +51,34 @@
 #include <stdint.h>
 
 #include "collectors/locks/lockclass.h"
+#include "collectors/waits/sampleauth.h"
 #include "collectors/waits/samples.h"
 #include "collectors/waits/sketch.h"
+#include "collectors/waits/waiting.h"
 #include "conf/config.h"
 
 #define WAITSTATS_SLICES    12      /* window slices: 12 x 5 s for 1 m */
 #define WAITSTATS_NBOUNDS   16      /* finite histogram bounds; +Inf is extra */
+#define WAITSTATS_DERIVED_MAX   150 /* places for classes no rule names */
+#define WAITSTATS_SOURCE_CLASSES 32 /* derived classes one source may add */
+#define WAITSTATS_SOURCES       256 /* sources tracked; more share one budget */
+
+/* The kinds of lockwatch_samples_events_total, in label order. */
+enum waitstats_event {
+    WS_EVENT_WAITING_START,
+    WS_EVENT_WAITING_END,
+    WS_EVENT_LOST_RENEWAL,
+    WS_EVENT_LOST_EXPIRED,
+    WS_EVENTS
+};
+extern const char *const waitstats_event_names[WS_EVENTS];
+
+/* Where a datagram came from: the sender's address without its port
+ * (ports are ephemeral; one host is one source). */
+struct sample_source {
+    int family;                 /* AF_INET, AF_INET6; 0: unknown */
+    unsigned char addr[16];     /* AF_INET: the first 4 bytes */
+};
 
 /* The histogram bounds, in us and as the `le` label text (seconds). */
 extern const uint64_t waitstats_bounds_us[WAITSTATS_NBOUNDS];
@@ -72,6 +109,13 @@ struct waitstats_view {
     uint64_t received;          /* lines, valid or not */
     uint64_t invalid;           /* malformed lines */
     uint64_t class_overflowed;  /* valid samples folded into "other" */
+    uint64_t events[WS_EVENTS]; /* waiting and lost lines, per kind */
+    bool keyed;                 /* [samples] key_file is set */
+    uint64_t rejected[SAMPLEAUTH_REJECTS];  /* datagrams, per reason */
+    size_t waiting_now;         /* (owner, key) pairs waiting now */
+    uint64_t waiting_evicted;   /* pairs evicted from the full table */
+    size_t sources;             /* sources tracked for the class budget */
+    size_t sources_over_budget; /* of which had a new class refused */
     uint64_t kernel_drops;      /* datagrams the kernel dropped (receive
                                  * buffer full), as the ingest reports it */
     uint64_t window_lost;       /* waits missing from the window (ENOMEM) */
@@ -89,20 +133,48 @@ void waitstats_free(struct waitstats *ws);
 
 /*
  * Take a reloaded config's [classes] rules and wait_window (a copy; cfg
- * is not kept).  Statistics are kept: the rules apply to samples from now
- * on, and a changed window restarts every class's window (the histograms
+ * is not kept), and whether it has a samples key (for the rejected
+ * counters' presence).  Statistics are kept: the rules apply to samples
+ * from now on (their class names are interned now, while there is room),
+ * and a changed window restarts every class's window (the histograms
  * stay).  0, or -1 on ENOMEM with nothing changed.
  */
 int waitstats_configure(struct waitstats *ws, const struct config *cfg);
 
 /*
- * Count one datagram: n valid samples, lines = every non-empty line of it
- * (invalid ones included), invalid = the malformed ones.  now_ms is a
- * monotonic clock reading (the window's time).  Never fails: a class that
- * cannot be allocated counts as "other".
+ * Count one datagram from src: n valid samples, lines = every non-empty
+ * line of it (invalid ones included), invalid = the malformed ones.
+ * now_ms is a monotonic clock reading (the window's time).  Never fails:
+ * a class that cannot be allocated counts as "other".  src NULL: a sender
+ * with no per-source budget (tests, benches); the ingest always passes
+ * one.  waitstats_record is waitstats_record_from with src NULL.
  */
+void waitstats_record_from(struct waitstats *ws, const struct sample_source *src,
+                           const struct sample *s, size_t n,
+                           uint64_t lines, uint64_t invalid, int64_t now_ms);
 void waitstats_record(struct waitstats *ws, const struct sample *s, size_t n,
                       uint64_t lines, uint64_t invalid, int64_t now_ms);
+
+/*
+ * The [samples] key the ingest checks datagrams with, kept here because
+ * waitstats_new/configure are where a (re)loaded config reaches the
+ * samples side.  When the key changed since generation *gen (start with
+ * 0), copy it to key (room for LW1_KEY_MAX bytes), set *keylen (0: no
+ * key) and *gen, and return true; else false, nothing written.  One
+ * mutex acquisition: call it once per batch, not per datagram.
+ */
+bool waitstats_samples_key(struct waitstats *ws, uint64_t *gen, void *key, size_t *keylen);
+
+/*
+ * Call fn on each (owner, key) pair of the waiting table, least recently
+ * updated first, with the mutex held (fn must be quick and must not call
+ * back into ws).  For the wait-for graph (issue 26).
+ */
+void waitstats_waiting_each(struct waitstats *ws,
+                            void (*fn)(const struct waiting_pair *p, void *arg), void *arg);
+
+/* Count a datagram the key check rejected (and nothing else of it). */
+void waitstats_reject(struct waitstats *ws, enum sampleauth_verdict why);
 
 /* The ingest thread's running total of kernel-dropped datagrams. */
 void waitstats_set_kernel_drops(struct waitstats *ws, uint64_t total);

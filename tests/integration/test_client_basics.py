@@ -1,15 +1,19 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: serial (wake-ups within 0.1 s, lock cycles within 0.2 s, timeouts within 150 ms)
 """liblockwatch against a real redis-server: the watchdog, fencing tokens,
 trylock and timeouts, waiting (pub/sub wake-ups and the bounded re-check),
 the lw1 token and the holder registry as the agent reads them, and the UDP
 reports (on, off, to nowhere)."""
 
+import hashlib
+import hmac
 import os
 import re
 import socket
 import sys
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -307,7 +311,7 @@ class BasicsTest(harness.TestCase):
         b = self.shell("b", extra="agent=off")
         key = "lock:r\u00e9p%x"
         enc = "lock:r%C3%A9p%25x"
-        a.ok("lock a l1 %s 5000 1000 -" % key)
+        token = a.ok("lock a l1 %s 5000 1000 -" % key).split("token=")[1].split()[0]
         a.ok("unlock l1")
         # flushed within 100 ms of the first buffered line, without a close
         harness.wait_until(lambda: len(sink.lines()) >= 2, 2, interval=0.02,
@@ -318,22 +322,85 @@ class BasicsTest(harness.TestCase):
         b.ok("unlock l2")
         a.ok("free a")
         # free flushes; the datagram may still be on its way to the sink
-        harness.wait_until(lambda: len(sink.lines()) >= 4, 2, interval=0.02,
-                           desc="4 report lines")
+        harness.wait_until(lambda: len(sink.lines()) >= 6, 2, interval=0.02,
+                           desc="6 report lines")
         lines = sink.lines()
-        self.assertEqual(len(lines), 4, lines)
+        self.assertEqual(len(lines), 6, lines)
         w = lines[0].split(" ")
         self.assertEqual((w[0], w[1], w[2], w[4]), ("lw1", "wait", enc, "ok"))
         self.assertLess(int(w[3]), 1000000)
+        # the hold names its owner (<host>:<pid>/<thread>) and the token
         h = lines[1].split(" ")
-        self.assertEqual((h[0], h[1], h[2], len(h)), ("lw1", "hold", enc, 4))
+        self.assertEqual((h[0], h[1], h[2], len(h)), ("lw1", "hold", enc, 6))
+        host, pid, tid = token.split(":")[1:4]
+        self.assertEqual(h[4], "%s:%s/%s" % (host, pid, tid))
+        self.assertEqual(urllib.parse.unquote(h[5]), token)
+        # a try-lock that does not wait sends no waiting lines
         self.assertTrue(lines[2].startswith("lw1 wait %s " % enc) and lines[2].endswith(" timeout"))
-        t = lines[3].split(" ")
+        # a lock that waits: waiting start, waiting timeout, then the wait
+        ws, we = lines[3].split(" "), lines[4].split(" ")
+        self.assertEqual((ws[1], ws[2], ws[3], ws[5]), ("waiting", enc, h[4], "start"))
+        self.assertEqual((we[1], we[2], we[3], we[5]), ("waiting", enc, h[4], "timeout"))
+        self.assertTrue(urllib.parse.unquote(ws[4]).endswith(":%s" % tid))   # <uuid>:<tid>
+        t = lines[5].split(" ")
         self.assertEqual(t[4], "timeout")
         self.assertGreaterEqual(int(t[3]), 100000)
         for d in sink.datagrams:
             self.assertLessEqual(len(d), 1432)
             self.assertTrue(d.endswith(b"\n"))
+
+    def test_reports_to_every_LOCKWATCH_SAMPLES_destination_signed(self):
+        sinks = [UdpSink(self), UdpSink(self)]
+        keyfile = os.path.join(self._tmp(), "samples.key")
+        key = b"client test key, 32 bytes long.."
+        with open(keyfile, "wb") as f:
+            f.write(key + b"\n")
+        sh = Shell(self, self.redis.port,
+                   env={"LOCKWATCH_SAMPLES": ",".join(s.address for s in sinks),
+                        "LOCKWATCH_AGENT": "127.0.0.1:9", "LOCKWATCH_KEY_FILE": keyfile,
+                        "LOCKWATCH_OWNER": "pod 7"})
+        sh.ok("connect a")
+        sh.ok("lock a l1 lock:multi 5000 1000 -")
+        sh.ok("unlock l1")
+        sh.ok("free a")
+        for sink in sinks:
+            harness.wait_until(lambda: len(sink.datagrams) >= 1, 5, interval=0.01,
+                               desc="a datagram at each destination")
+            d = sink.datagrams[0]
+            head, _, rest = d.partition(b"\n")
+            f = head.split(b" ")
+            self.assertEqual((f[0], f[1], len(f[2]), len(f)), (b"lw1", b"mac", 32, 4))
+            self.assertLess(abs(int(f[3]) - time.time()), 5)
+            cover = d[len(b"lw1 mac ") + 33:]
+            self.assertEqual(hmac.new(key, cover, hashlib.sha256).hexdigest()[:32].encode(),
+                             f[2])
+            lines = rest.decode().split("\n")
+            self.assertTrue(lines[0].startswith("lw1 wait lock:multi "), lines)
+            self.assertTrue(lines[1].startswith("lw1 hold lock:multi "), lines)
+            self.assertTrue(lines[1].split(" ")[4].startswith("pod%207/"), lines[1])
+            self.assertLessEqual(len(d), 1432)
+
+    def test_bad_LOCKWATCH_KEY_FILE_is_an_error(self):
+        short = os.path.join(self._tmp(), "short.key")
+        with open(short, "w") as f:
+            f.write("short\n")
+        for path, says in ((short, "must hold one line of 16"),
+                           ("/nonexistent/samples.key", "cannot read LOCKWATCH_KEY_FILE")):
+            sh = Shell(self, self.redis.port, env={"LOCKWATCH_KEY_FILE": path})
+            ans = sh.cmd("connect a")
+            self.assertIn(says, ans)
+            self.assertNotIn("short\n", ans)
+
+    def test_LOCKWATCH_SAMPLES_off_sends_nothing(self):
+        sink = UdpSink(self)
+        sh = Shell(self, self.redis.port, env={"LOCKWATCH_AGENT": sink.address,
+                                               "LOCKWATCH_SAMPLES": "off"})
+        sh.ok("connect a")
+        sh.ok("lock a l1 lock:off2 5000 1000 -")
+        sh.ok("unlock l1")
+        sh.ok("free a")
+        time.sleep(0.3)
+        self.assertEqual(sink.datagrams, [])
 
     def test_reports_go_to_LOCKWATCH_AGENT(self):
         sink = UdpSink(self)

@@ -2,8 +2,10 @@
 /*
  * test_client_report.c - liblockwatch's sample reports: key
  * percent-encoding, the wait/hold lines, packing lines into datagrams of at
- * most 1432 bytes, agent address parsing; and that the agent's parser
- * (collectors/waits/samples.c) reads back exactly what we wrote.
+ * most 1432 bytes, agent address parsing; the waiting / lost / owned hold
+ * lines and the signed datagram (the docs' test vector); and that the
+ * agent's parser (collectors/waits/samples.c) and signature check
+ * (sampleauth.c) read back exactly what we wrote.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 #include <cmocka.h>
 
 #include "client/client_impl.h"
+#include "collectors/waits/sampleauth.h"
 #include "collectors/waits/samples.h"
 
 static void
@@ -232,6 +235,93 @@ hostport_parsing(void **state)
     assert_int_equal(lwc_parse_hostport("abcdefg:1", host, 8, &port), 0);
 }
 
+
+static void
+event_lines_read_back(void **state)
+{
+    char line[LWC_DGRAM_MAX];
+    struct sample s;
+    size_t n;
+
+    (void)state;
+    n = lwc_line_waiting(line, sizeof(line), "lock:a b", 8, "h:1/7", 5, "lw1:h:1:7:x", 11,
+                         true, LW_OK);
+    assert_int_equal(n, strlen("lw1 waiting lock:a%20b h:1/7 lw1:h:1:7:x start\n"));
+    assert_memory_equal(line, "lw1 waiting lock:a%20b h:1/7 lw1:h:1:7:x start\n", n);
+    assert_int_equal(samples_parse_line(line, n - 1, &s), 0);
+    assert_true(s.start);
+    n = lwc_line_waiting(line, sizeof(line), "k", 1, "o/1", 3, NULL, 0, false, LW_TIMEOUT);
+    assert_memory_equal(line, "lw1 waiting k o/1 - timeout\n", n);
+    assert_int_equal(samples_parse_line(line, n - 1, &s), 0);
+    assert_int_equal(s.outcome, SAMPLE_TIMEOUT);
+    assert_int_equal(s.holderlen, 0);
+    n = lwc_line_lost(line, sizeof(line), "k", 1, "o/1", 3, "t%", 2, 1500, -1, true);
+    assert_memory_equal(line, "lw1 lost k o/1 t%25 1500 - renewal\n", n);
+    assert_int_equal(samples_parse_line(line, n - 1, &s), 0);
+    assert_int_equal(s.reason, SAMPLE_LOST_RENEWAL);
+    assert_false(s.overrun_known);
+    n = lwc_line_lost(line, sizeof(line), "k", 1, "o/1", 3, "t", 1, 9, 250, false);
+    assert_memory_equal(line, "lw1 lost k o/1 t 9 250 expired\n", n);
+    n = lwc_line_hold_owned(line, sizeof(line), "k", 1, 42, "o/1", 3, "t", 1);
+    assert_memory_equal(line, "lw1 hold k 42 o/1 t\n", n);
+    assert_int_equal(samples_parse_line(line, n - 1, &s), 0);
+    assert_int_equal(s.ownerlen, 3);
+    /* too small: refused, never cut */
+    assert_int_equal(lwc_line_hold_owned(line, 19, "k", 1, 42, "o/1", 3, "t", 1), 0);
+    assert_int_equal(lwc_line_lost(line, 20, "k", 1, "o/1", 3, "t", 1, 9, 250, false), 0);
+}
+
+/* docs/line-protocol.md's test vector, signed by the client's code. */
+static void
+signed_datagram_matches_the_vector(void **state)
+{
+    static const char body[] =
+        "lw1 waiting lock:order:1001 web-1%3A4242%2F7 "
+        "lw1:web-1:4242:7:1767225599000:00112233aabbccdd start\n"
+        "lw1 wait lock:order:1001 1500 ok\n";
+    static const char mac[] = "lw1 mac 9a6b14256927f71a491d5d3289777ad9 1767225600\n";
+    const char *key = "lockwatch test key: not a secret";
+    char out[LWC_DGRAM_MAX];
+    size_t n, skip;
+
+    (void)state;
+    n = lwc_sign((const unsigned char *)key, strlen(key), body, strlen(body), 1767225600, out);
+    assert_int_equal(n, strlen(mac) + strlen(body));
+    assert_memory_equal(out, mac, strlen(mac));
+    assert_int_equal(sampleauth_check(key, strlen(key), out, n, false, 1767225600, &skip),
+                     SAMPLEAUTH_OK);
+    /* a full batch under the signed limit still fits with its mac line */
+    assert_true(LWC_DGRAM_MAX - LWC_MAC_LINE_MAX + strlen(mac) <= LWC_DGRAM_MAX);
+    memset(out, 0, sizeof(out));
+    {
+        char big[LWC_DGRAM_MAX];
+
+        memset(big, 'x', sizeof(big));
+        assert_int_equal(lwc_sign((const unsigned char *)key, 32, big,
+                                  LWC_DGRAM_MAX - LWC_MAC_LINE_MAX, 1767225600, out),
+                         LWC_DGRAM_MAX - LWC_MAC_LINE_MAX + strlen(mac));
+        assert_int_equal(lwc_sign((const unsigned char *)key, 32, big, LWC_DGRAM_MAX - 10,
+                                  1767225600, out), 0);
+    }
+}
+
+static void
+batch_keeps_room_for_the_mac(void **state)
+{
+    struct lwc_batch *b = calloc(1, sizeof(*b));
+    char line[100];
+
+    (void)state;
+    assert_non_null(b);
+    memset(line, 'a', sizeof(line));
+    b->limit = LWC_DGRAM_MAX - LWC_MAC_LINE_MAX;
+    while (lwc_batch_append(b, line, sizeof(line)) == 0)
+        ;
+    assert_true(b->len <= LWC_DGRAM_MAX - LWC_MAC_LINE_MAX);
+    assert_true(b->len + sizeof(line) > LWC_DGRAM_MAX - LWC_MAC_LINE_MAX);
+    free(b);
+}
+
 int
 main(void)
 {
@@ -245,6 +335,9 @@ main(void)
         cmocka_unit_test(batch_refuses_what_can_never_fit),
         cmocka_unit_test(agent_reads_a_full_batch),
         cmocka_unit_test(hostport_parsing),
+        cmocka_unit_test(event_lines_read_back),
+        cmocka_unit_test(signed_datagram_matches_the_vector),
+        cmocka_unit_test(batch_keeps_room_for_the_mac),
     };
 
     return cmocka_run_group_tests_name("client_report", tests, NULL, NULL);

@@ -801,11 +801,11 @@ test_unknown_section(void **state)
     (void)state;
     expect_error("[agent]\n[tagret main]\nurl = redis://h\n",
                  "x.ini:2: [tagret main]: unknown section (allowed: [agent], [target NAME], "
-                 "[redlock NAME], [rules], [classes], [webhook NAME], [unlock])");
+                 "[redlock NAME], [rules], [classes], [webhook NAME], [unlock], [samples])");
     /* inih never calls the handler for a section without keys: still found */
     expect_error("[agent]\n\n[alerts]\n",
                  "x.ini:3: [alerts]: unknown section (allowed: [agent], [target NAME], "
-                 "[redlock NAME], [rules], [classes], [webhook NAME], [unlock])");
+                 "[redlock NAME], [rules], [classes], [webhook NAME], [unlock], [samples])");
 }
 
 static void
@@ -1108,6 +1108,7 @@ assert_same_config(const struct config *a, const struct config *b)
         case SECTION_AGENT:
         case SECTION_RULES:
         case SECTION_UNLOCK:
+        case SECTION_SAMPLES:
             ra = option_format(o, a, false, va, sizeof(va));
             rb = option_format(o, b, false, vb, sizeof(vb));
             assert_int_equal(ra, rb);

@@ -2,7 +2,7 @@
 /*
  * test_follow.c - follow mode's pure pieces: the notify-keyspace-events
  * check and the keyspace channel parser (collectors/redis/ksub.h), and the
- * coalescing, capped key map of the pending set (collectors/scan/keymap.h).
+ * coalescing, capped key map of the pending set (collectors/follow/keymap.h).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "collectors/redis/ksub.h"
-#include "collectors/scan/keymap.h"
+#include "collectors/follow/keymap.h"
 
 static void
 flags_cover(void **state)

@@ -7,6 +7,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,7 +16,10 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "agent/http/guard.h"
+#include "agent/http/metrics.h"
 #include "agent/http/render.h"
+#include "alerts/alerts.h"
 #include "common/keytext.h"
 
 #define NOW 1800000000000LL
@@ -457,6 +461,292 @@ ready_names_targets_that_are_not(void **state)
     view_release(&v);
 }
 
+/* --- the family table ------------------------------------------------------- */
+
+/* One lock with a single holder, in class cls and format row format. */
+static void
+add_lock_as(struct snapshot *s, const char *key, const char *holder, uint32_t cls,
+            uint8_t format, uint8_t states, int64_t age_ms, int64_t count)
+{
+    struct snap_holder h;
+    struct snap_lock l;
+
+    memset(&l, 0, sizeof(l));
+    memset(&h, 0, sizeof(h));
+    l.key = key;
+    l.key_len = (uint32_t)strlen(key);
+    l.class_idx = cls;
+    l.format = format;
+    l.states = LOCK_HELD | states;
+    l.pttl_ms = (states & LOCK_LEAKED) ? -1 : 30000;
+    l.first_seen_ms = NOW - age_ms;
+    l.max_count = count;
+    l.holders_total = 1;
+    l.thread = -1;
+    h.id = holder;
+    h.id_len = (uint16_t)strlen(holder);
+    h.count = count;
+    l.holders = &h;
+    l.nholders = 1;
+    assert_int_equal(snapshot_add(s, &l, NOW), 0);
+}
+
+static struct redlock_report *
+judged_report(const char *group, bool judged)
+{
+    struct redlock_report *r = calloc(1, sizeof(*r));
+
+    assert_non_null(r);
+    atomic_init(&r->refs, 1);
+    r->group = strdup(group);
+    r->judged = judged;
+    r->members = 3;
+    r->scanned = 3;
+    r->quorum = 2;
+    r->consistent = 9;
+    r->split = 2;
+    r->under_quorum = 1;
+    r->pending = 3;
+    return r;
+}
+
+/* Wait statistics of two classes, one with waits, one with holds. */
+static struct waitstats_view *
+some_waits(void)
+{
+    static const char names[] = "order\0lock:job:*";
+    struct waitstats_view *w = calloc(1, sizeof(*w));
+    int o;
+
+    assert_non_null(w);
+    w->names = malloc(sizeof(names));
+    memcpy(w->names, names, sizeof(names));
+    w->nclasses = 2;
+    w->classes = calloc(2, sizeof(*w->classes));
+    w->classes[0].name = w->names;
+    w->classes[1].name = w->names + 6;
+    w->received = 65;
+    w->invalid = 1;
+    w->keyed = true;            /* so the key check's family renders too */
+    w->classes[0].has_wait = true;
+    for (o = 0; o < SAMPLE_OUTCOMES; o++) {
+        w->classes[0].wait[o].bucket[3] = 2;
+        w->classes[0].wait[o].count = 2;
+        w->classes[0].wait[o].sum_us = 2468.0;
+    }
+    w->classes[0].window_count = 6;
+    w->classes[0].window_p99_us = 1234.0;
+    w->classes[1].has_hold = true;
+    w->classes[1].hold.bucket[5] = 1;
+    w->classes[1].hold.count = 1;
+    w->classes[1].hold.sum_us = 99.0;
+    return w;
+}
+
+/* A view with a sample of every family: a target up with classes in two
+ * formats, a read error, follow figures and offenders; a target down; a
+ * cluster target with shards; one not scanned yet; a judged Redlock
+ * group; wait statistics; alerts; release counters. */
+static void
+full_view(struct view *v, struct alerts **al, atomic_uint_fast64_t *releases)
+{
+    static const char *const classes[] = { "lock:order:*", "lock:job:*" };
+    static struct webhook_conf hook = { .name = "oncall", .url = "http://127.0.0.1:9/hook",
+                                        .format = SINK_GENERIC,
+                                        .delivery = { .timeout_ms = 1000,
+                                                      .retry_base_ms = 100 } };
+    struct snapshot *m = snapshot_new("main"), *d = snapshot_new("down"),
+                    *c = snapshot_new("cl");
+    struct config cfg;
+    size_t i;
+
+    assert_non_null(m);
+    assert_non_null(d);
+    assert_non_null(c);
+    m->ok = c->ok = true;
+    /* the agent stamps these when it publishes (agent.c) */
+    m->last_success_ms = c->last_success_ms = 1790000000000;
+    m->classes = calloc(2, sizeof(char *));
+    for (i = 0; i < 2; i++)
+        m->classes[i] = strdup(classes[i]);
+    m->nclasses = 2;
+    add_lock_as(m, "lock:order:1", "tok-a", 0, 0, LOCK_LEAKED, 60000, 1);
+    add_lock_as(m, "lock:order:2", "tok-b", 0, 1, LOCK_LONG, 900000, 1);
+    add_lock_as(m, "lock:job:1", "tok-c", 1, 1, LOCK_REENTRANT_HIGH, 5000, 20);
+    m->counters.read_errors[0] = 2;
+    m->follow.active = true;
+    m->follow.events_total = 11;
+    snapshot_finish(m);
+    snapshot_finish(d);
+    c->classes = calloc(1, sizeof(char *));
+    c->classes[0] = strdup("lock:cl:*");
+    c->nclasses = 1;
+    add_lock_as(c, "lock:cl:1", "v1", 0, 0, 0, 1000, 1);
+    c->nshards = 2;
+    c->shards = calloc(2, sizeof(*c->shards));
+    snprintf(c->shards[0].shard, sizeof(c->shards[0].shard), "0-8191");
+    snprintf(c->shards[0].node, sizeof(c->shards[0].node), "127.0.0.1:7000");
+    c->shards[0].ok = true;
+    snprintf(c->shards[1].shard, sizeof(c->shards[1].shard), "8192-16383");
+    snprintf(c->shards[1].node, sizeof(c->shards[1].node), "127.0.0.1:7001");
+    snapshot_finish(c);
+
+    memset(v, 0, sizeof(*v));
+    v->ntargets = 4;
+    v->targets = calloc(4, sizeof(*v->targets));
+    v->targets[0].name = strdup("main");
+    v->targets[0].snap = m;
+    v->targets[1].name = strdup("down");
+    v->targets[1].snap = d;
+    v->targets[2].name = strdup("cl");
+    v->targets[2].snap = c;
+    v->targets[3].name = strdup("new");
+    v->ngroups = 2;
+    v->groups = calloc(2, sizeof(*v->groups));
+    v->groups[0].name = strdup("g");
+    v->groups[0].report = judged_report("g", true);
+    v->groups[1].name = strdup("young");
+    v->groups[1].report = judged_report("young", false);
+    v->top_offenders = 20;
+    v->now_ms = NOW;
+    v->wait = some_waits();
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.webhooks = &hook;
+    cfg.nwebhooks = 1;
+    assert_non_null(*al = alerts_new(&cfg));
+    v->alerts = *al;
+    for (i = 0; i < 3; i++)
+        atomic_init(&releases[i], i);
+    v->releases = releases;
+}
+
+static const struct metric_family *
+row_named(const char *name, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < metric_nfamilies; i++)
+        if (strlen(metric_families[i].name) == len &&
+            memcmp(metric_families[i].name, name, len) == 0)
+            return &metric_families[i];
+    return NULL;
+}
+
+/* The metric name a sample line begins with belongs to family mf. */
+static bool
+sample_of(const struct metric_family *mf, const char *line, size_t len)
+{
+    static const char *const suffixes[] = { "_bucket", "_sum", "_count" };
+    size_t n = strlen(mf->name), i;
+
+    if (len < n || memcmp(line, mf->name, n) != 0)
+        return false;
+    if (len == n)
+        return true;
+    if (strcmp(mf->type, "histogram") != 0)
+        return false;
+    for (i = 0; i < 3; i++)
+        if (len - n == strlen(suffixes[i]) && memcmp(line + n, suffixes[i], len - n) == 0)
+            return true;
+    return false;
+}
+
+/* A metric rendered without a row would show up as a sample under the
+ * row above it with another name, or as a HELP no row has. */
+static void
+every_family_is_one_row(void **state)
+{
+    struct guard_stats http = { 3, 4, 5, 6 };
+    atomic_uint_fast64_t releases[3];
+    size_t *helps, *types, *samples, i;
+    const struct metric_family *cur = NULL;
+    struct alerts *al;
+    struct strbuf sb;
+    struct view v;
+    const char *p, *nl;
+    char *text;
+
+    (void)state;
+    full_view(&v, &al, releases);
+    sb_init(&sb, RENDER_MAX_BYTES);
+    assert_int_equal(render_metrics_http(&v, &http, &sb), 0);
+    text = sb_detach(&sb, NULL);
+    helps = calloc(metric_nfamilies, sizeof(size_t));
+    types = calloc(metric_nfamilies, sizeof(size_t));
+    samples = calloc(metric_nfamilies, sizeof(size_t));
+    for (p = text; *p != '\0'; p = nl + 1) {
+        const struct metric_family *mf;
+        const char *name, *end;
+
+        nl = strchr(p, '\n');
+        assert_non_null(nl);
+        if (strncmp(p, "# HELP ", 7) == 0 || strncmp(p, "# TYPE ", 7) == 0) {
+            name = p + 7;
+            end = memchr(name, ' ', (size_t)(nl - name));
+            assert_non_null(end);
+            mf = row_named(name, (size_t)(end - name));
+            if (mf == NULL)
+                fail_msg("a family without a row: %.*s", (int)(nl - p), p);
+            if (p[2] == 'H') {
+                assert_true(strncmp(end + 1, mf->help, strlen(mf->help)) == 0);
+                helps[mf - metric_families]++;
+            } else {
+                assert_int_equal(nl - end - 1, strlen(mf->type));
+                assert_memory_equal(end + 1, mf->type, strlen(mf->type));
+                types[mf - metric_families]++;
+            }
+            cur = mf;
+            continue;
+        }
+        assert_true(*p != '#');
+        end = p + strcspn(p, "{ ");
+        if (cur == NULL || !sample_of(cur, p, (size_t)(end - p)))
+            fail_msg("a sample that is not of the row above it (%s): %.*s",
+                     cur != NULL ? cur->name : "none", (int)(nl - p), p);
+        samples[cur - metric_families]++;
+    }
+    for (i = 0; i < metric_nfamilies; i++) {
+        if (helps[i] != 1 || types[i] != 1 || samples[i] == 0)
+            fail_msg("%s: %zu HELP, %zu TYPE, %zu samples (want 1, 1, some)",
+                     metric_families[i].name, helps[i], types[i], samples[i]);
+        /* one row a name: the first row of that name is this one */
+        assert_ptr_equal(row_named(metric_families[i].name, strlen(metric_families[i].name)),
+                         &metric_families[i]);
+    }
+    free(helps);
+    free(types);
+    free(samples);
+    free(text);
+    view_release(&v);
+    alerts_free(al);
+}
+
+/* Without a source, its families are left out whole: --once renders
+ * neither wait, alert, release nor HTTP families. */
+static void
+families_without_their_source_are_left_out(void **state)
+{
+    struct snapshot *s = new_snap("main", "lock:*");
+    struct view v;
+    size_t i;
+    char *text;
+
+    (void)state;
+    view_of(&v, &s, 1, 20);
+    text = metrics_of(&v);
+    for (i = 0; i < metric_nfamilies; i++) {
+        char help[128];
+
+        snprintf(help, sizeof(help), "# HELP %s ", metric_families[i].name);
+        if (metric_families[i].source == SRC_VIEW)
+            assert_non_null(strstr(text, help));
+        else
+            assert_null(strstr(text, help));
+    }
+    free(text);
+    view_release(&v);
+}
+
 int
 main(void)
 {
@@ -469,6 +759,8 @@ main(void)
         cmocka_unit_test(api_pages_hold_every_lock_once),
         cmocka_unit_test(api_page_is_cut_at_the_byte_cap),
         cmocka_unit_test(ready_names_targets_that_are_not),
+        cmocka_unit_test(every_family_is_one_row),
+        cmocka_unit_test(families_without_their_source_are_left_out),
     };
 
     return cmocka_run_group_tests_name("render", tests, NULL, NULL);

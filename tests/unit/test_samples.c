@@ -2,7 +2,10 @@
 /*
  * test_samples.c - the sample line protocol parser: good lines, every
  * kind of malformed line, mixed datagrams (the valid lines still count),
- * percent-decoding of hostile bytes, line endings and the size limits.
+ * percent-decoding of hostile bytes, line endings and the size limits;
+ * the waiting / lost / 6-field hold lines of issue 25, the mac line
+ * (docs/line-protocol.md's test vector, every refusal) and the waiting
+ * table.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +17,9 @@
 #include <cmocka.h>
 
 #include "common/keytext.h"
+#include "collectors/waits/sampleauth.h"
 #include "collectors/waits/samples.h"
+#include "collectors/waits/waiting.h"
 
 /* Parse a copy of a C-string line (the parser decodes in place). */
 static int
@@ -282,6 +287,309 @@ limits(void **state)
     assert_int_equal(invalid, lines - 10);
 }
 
+
+static void
+event_lines(void **state)
+{
+    struct sample s;
+    char buf[512];
+
+    (void)state;
+    assert_int_equal(parse("lw1 waiting lock:a web-1%3A42%2F7 tok%20en start", &s, buf,
+                           sizeof(buf)), 0);
+    assert_int_equal(s.kind, SAMPLE_WAITING);
+    assert_true(s.start);
+    assert_int_equal(s.keylen, 6);
+    assert_memory_equal(s.key, "lock:a", 6);
+    assert_int_equal(s.ownerlen, 10);
+    assert_memory_equal(s.owner, "web-1:42/7", 10);
+    assert_int_equal(s.holderlen, 6);
+    assert_memory_equal(s.holder, "tok en", 6);
+
+    assert_int_equal(parse("lw1 waiting k o - start", &s, buf, sizeof(buf)), 0);
+    assert_int_equal(s.holderlen, 0);           /* "-": not known */
+    assert_int_equal(parse("lw1 waiting k o %2D start", &s, buf, sizeof(buf)), 0);
+    assert_int_equal(s.holderlen, 1);           /* a real "-" id */
+    assert_memory_equal(s.holder, "-", 1);
+    assert_int_equal(parse("lw1 waiting k o h timeout", &s, buf, sizeof(buf)), 0);
+    assert_false(s.start);
+    assert_int_equal(s.outcome, SAMPLE_TIMEOUT);
+    assert_int_equal(parse("lw1 waiting k o h ok", &s, buf, sizeof(buf)), 0);
+    assert_int_equal(s.outcome, SAMPLE_OK);
+    assert_int_equal(parse("lw1 waiting k o h error", &s, buf, sizeof(buf)), 0);
+    assert_int_equal(s.outcome, SAMPLE_ERROR);
+
+    assert_int_equal(parse("lw1 lost lock:a o h 30000000 1500 expired", &s, buf, sizeof(buf)), 0);
+    assert_int_equal(s.kind, SAMPLE_LOST);
+    assert_int_equal(s.us, 30000000);
+    assert_true(s.overrun_known);
+    assert_int_equal(s.overrun_us, 1500);
+    assert_int_equal(s.reason, SAMPLE_LOST_EXPIRED);
+    assert_int_equal(parse("lw1 lost k o h 5 - renewal", &s, buf, sizeof(buf)), 0);
+    assert_false(s.overrun_known);
+    assert_int_equal(s.reason, SAMPLE_LOST_RENEWAL);
+    assert_string_equal(sample_lost_reason_str(s.reason), "renewal");
+
+    assert_int_equal(parse("lw1 hold k 20 own hol", &s, buf, sizeof(buf)), 0);
+    assert_int_equal(s.kind, SAMPLE_HOLD);
+    assert_int_equal(s.us, 20);
+    assert_int_equal(s.ownerlen, 3);
+    assert_int_equal(s.holderlen, 3);
+    assert_int_equal(parse("lw1 hold k 20", &s, buf, sizeof(buf)), 0);
+    assert_int_equal(s.ownerlen, 0);            /* the old form: no owner */
+}
+
+static void
+event_lines_malformed(void **state)
+{
+    static const char *const bad[] = {
+        "lw1 waiting k o h",                    /* 5 fields */
+        "lw1 waiting k o h start x",            /* 7 fields */
+        "lw1 waiting k o h begin",              /* unknown phase */
+        "lw1 waiting k o h START",              /* case */
+        "lw1 waiting k - h start",              /* index 4: valid, see below */
+        "lw1 waiting k %zz h start",            /* bad escape in owner */
+        "lw1 waiting k o %zz start",            /* bad escape in holder */
+        "lw1 waiting k %00 h start x",
+        "lw1 lost k o h 5 - gone",              /* unknown reason */
+        "lw1 lost k o h 5 -1 expired",          /* signed overrun */
+        "lw1 lost k o h - 5 expired",           /* held must be known */
+        "lw1 lost k o h 5 5",                   /* 7 fields */
+        "lw1 lost k o h 5 5 expired x",         /* 9 fields */
+        "lw1 lost k o h 9007199254740993 0 expired",    /* held above 2^53 */
+        "lw1 hold k 20 own",                    /* 5-field hold */
+        "lw1 hold k 20 own hol x",              /* 7-field hold */
+        "lw1 hold k 20 %zz hol",
+        "lw1 mac 00000000000000000000000000000000 1767225600",  /* not first: a sample line */
+        "lw1 Waiting k o h start",
+    };
+    struct sample s;
+    char buf[512];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (i == 4)
+            continue;   /* an owner "-" is just the byte "-": valid, checked below */
+        if (parse(bad[i], &s, buf, sizeof(buf)) != -1)
+            fail_msg("accepted: %s", bad[i]);
+    }
+    assert_int_equal(parse(bad[4], &s, buf, sizeof(buf)), 0);
+    assert_int_equal(s.ownerlen, 1);
+}
+
+static void
+event_field_limits(void **state)
+{
+    struct sample s;
+    char line[2048], *p;
+    size_t n;
+
+    (void)state;
+    /* owner: 256 bytes decoded is the most; escapes count decoded */
+    for (n = 256; n <= 257; n++) {
+        p = line + snprintf(line, sizeof(line), "lw1 waiting k ");
+        for (size_t i = 0; i < n; i++)
+            p += snprintf(p, 4, "%%41");
+        snprintf(p, 16, " h start");
+        assert_int_equal(samples_parse_line(line, strlen(line), &s), n == 256 ? 0 : -1);
+    }
+    /* holder: 512 */
+    for (n = 512; n <= 513; n++) {
+        p = line + snprintf(line, sizeof(line), "lw1 waiting k o ");
+        memset(p, 'h', n);
+        snprintf(p + n, 16, " start");
+        assert_int_equal(samples_parse_line(line, strlen(line), &s), n == 512 ? 0 : -1);
+        if (n == 512)
+            assert_int_equal(s.holderlen, 512);
+    }
+}
+
+/* docs/line-protocol.md "Signed datagrams": the vector every reporter checks. */
+#define VEC_KEY  "lockwatch test key: not a secret"
+#define VEC_BODY "lw1 waiting lock:order:1001 web-1%3A4242%2F7 " \
+                 "lw1:web-1:4242:7:1767225599000:00112233aabbccdd start\n" \
+                 "lw1 wait lock:order:1001 1500 ok\n"
+#define VEC_MAC  "lw1 mac 9a6b14256927f71a491d5d3289777ad9 1767225600\n"
+#define VEC_TIME 1767225600
+
+static void
+mac_test_vector(void **state)
+{
+    char out[512];
+    size_t n, skip = 99;
+
+    (void)state;
+    n = sampleauth_sign(VEC_KEY, strlen(VEC_KEY), VEC_BODY, strlen(VEC_BODY), VEC_TIME,
+                        out, sizeof(out));
+    assert_int_equal(n, strlen(VEC_MAC VEC_BODY));
+    assert_memory_equal(out, VEC_MAC VEC_BODY, n);
+    assert_int_equal(sampleauth_check(VEC_KEY, strlen(VEC_KEY), out, n, false, VEC_TIME, &skip),
+                     SAMPLEAUTH_OK);
+    assert_int_equal(skip, strlen(VEC_MAC));
+    /* too small a buffer */
+    assert_int_equal(sampleauth_sign(VEC_KEY, 32, VEC_BODY, strlen(VEC_BODY), VEC_TIME, out, 60),
+                     0);
+}
+
+static enum sampleauth_verdict
+check(const char *dgram, int64_t now, size_t *skip)
+{
+    return sampleauth_check(VEC_KEY, strlen(VEC_KEY), dgram, strlen(dgram), false, now, skip);
+}
+
+static void
+mac_refusals(void **state)
+{
+    char d[512];
+    size_t skip;
+
+    (void)state;
+    /* the window: 60 s either way */
+    assert_int_equal(check(VEC_MAC VEC_BODY, VEC_TIME + 60, &skip), SAMPLEAUTH_OK);
+    assert_int_equal(check(VEC_MAC VEC_BODY, VEC_TIME - 60, &skip), SAMPLEAUTH_OK);
+    assert_int_equal(check(VEC_MAC VEC_BODY, VEC_TIME + 61, &skip), SAMPLEAUTH_STALE);
+    assert_int_equal(check(VEC_MAC VEC_BODY, VEC_TIME - 61, &skip), SAMPLEAUTH_STALE);
+    /* no mac line at all, or not first */
+    assert_int_equal(check(VEC_BODY, VEC_TIME, &skip), SAMPLEAUTH_UNSIGNED);
+    assert_int_equal(check("lw1 wait k 1 ok\n" VEC_MAC, VEC_TIME, &skip), SAMPLEAUTH_UNSIGNED);
+    assert_int_equal(check("", VEC_TIME, &skip), SAMPLEAUTH_UNSIGNED);
+    /* one body byte changed, one mac digit changed, the time changed */
+    snprintf(d, sizeof(d), "%s%s", VEC_MAC, VEC_BODY);
+    d[strlen(d) - 3] = 'x';
+    assert_int_equal(check(d, VEC_TIME, &skip), SAMPLEAUTH_BAD_MAC);
+    assert_int_equal(check("lw1 mac 9a6b14256927f71a491d5d3289777ad8 1767225600\n" VEC_BODY,
+                           VEC_TIME, &skip), SAMPLEAUTH_BAD_MAC);
+    assert_int_equal(check("lw1 mac 9a6b14256927f71a491d5d3289777ad9 1767225601\n" VEC_BODY,
+                           VEC_TIME, &skip), SAMPLEAUTH_BAD_MAC);
+    /* malformed mac lines */
+    assert_int_equal(check("lw1 mac 9A6B14256927F71A491D5D3289777AD9 1767225600\n" VEC_BODY,
+                           VEC_TIME, &skip), SAMPLEAUTH_BAD_MAC);       /* upper case */
+    assert_int_equal(check("lw1 mac 9a6b14256927f71a491d5d3289777ad9 1767225600\r\n" VEC_BODY,
+                           VEC_TIME, &skip), SAMPLEAUTH_BAD_MAC);       /* \r\n */
+    assert_int_equal(check("lw1 mac 9a6b14256927f71a491d5d3289777ad9  1767225600\n" VEC_BODY,
+                           VEC_TIME, &skip), SAMPLEAUTH_BAD_MAC);
+    assert_int_equal(check("lw1 mac 9a6b14256927f71a491d5d3289777a 1767225600\n" VEC_BODY,
+                           VEC_TIME, &skip), SAMPLEAUTH_BAD_MAC);       /* short mac */
+    assert_int_equal(check("lw1 mac 9a6b14256927f71a491d5d3289777ad9 01767225600\n" VEC_BODY,
+                           VEC_TIME, &skip), SAMPLEAUTH_BAD_MAC);       /* leading zero */
+    assert_int_equal(check("lw1 mac 9a6b14256927f71a491d5d3289777ad9\n" VEC_BODY,
+                           VEC_TIME, &skip), SAMPLEAUTH_BAD_MAC);       /* no time */
+    assert_int_equal(check("lw1 mac 9a6b14256927f71a491d5d3289777ad9 1767225600", VEC_TIME,
+                           &skip), SAMPLEAUTH_BAD_MAC);                 /* no newline */
+    assert_int_equal(check("lw1 mac 9a6b14256927f71a491d5d3289777ad9 1767225600 x\n" VEC_BODY,
+                           VEC_TIME, &skip), SAMPLEAUTH_BAD_MAC);
+    /* a different key */
+    assert_int_equal(sampleauth_check("another key, also 32 bytes long", 31, VEC_MAC VEC_BODY,
+                                      strlen(VEC_MAC VEC_BODY), false, VEC_TIME, &skip),
+                     SAMPLEAUTH_BAD_MAC);
+    /* cut by the kernel: cannot be checked */
+    assert_int_equal(sampleauth_check(VEC_KEY, strlen(VEC_KEY), VEC_MAC VEC_BODY,
+                                      strlen(VEC_MAC VEC_BODY), true, VEC_TIME, &skip),
+                     SAMPLEAUTH_TRUNCATED);
+    assert_string_equal(sampleauth_reason_str(SAMPLEAUTH_UNSIGNED), "unsigned");
+    assert_string_equal(sampleauth_reason_str(SAMPLEAUTH_BAD_MAC), "bad_mac");
+    assert_string_equal(sampleauth_reason_str(SAMPLEAUTH_STALE), "stale");
+    assert_string_equal(sampleauth_reason_str(SAMPLEAUTH_TRUNCATED), "truncated");
+}
+
+static void
+mac_without_key(void **state)
+{
+    size_t skip = 99;
+
+    (void)state;
+    /* a leading mac line is skipped unread, even a wrong one */
+    assert_int_equal(sampleauth_check("", 0, "lw1 mac junk\nlw1 wait k 1 ok\n", 29, false, 0,
+                                      &skip), SAMPLEAUTH_OK);
+    assert_int_equal(skip, 13);
+    assert_int_equal(sampleauth_check("", 0, "lw1 wait k 1 ok\n", 16, false, 0, &skip),
+                     SAMPLEAUTH_OK);
+    assert_int_equal(skip, 0);
+    assert_int_equal(sampleauth_check("", 0, "lw1 mac x", 9, true, 0, &skip), SAMPLEAUTH_OK);
+    assert_int_equal(skip, 9);
+}
+
+static struct sample
+ev(const char *owner, const char *key, const char *holder, bool start)
+{
+    struct sample s = { .kind = SAMPLE_WAITING, .key = key, .keylen = strlen(key),
+                        .owner = owner, .ownerlen = strlen(owner), .holder = holder,
+                        .holderlen = holder != NULL ? strlen(holder) : 0, .start = start };
+
+    return s;
+}
+
+struct seen {
+    size_t n;
+    char last_owner[64];
+    bool last_waiting;
+};
+
+static void
+count_pair(const struct waiting_pair *p, void *arg)
+{
+    struct seen *s = arg;
+
+    s->n++;
+    snprintf(s->last_owner, sizeof(s->last_owner), "%.*s", (int)p->ownerlen, p->owner);
+    s->last_waiting = p->waiting;
+}
+
+static void
+waiting_table(void **state)
+{
+    struct waiting_table *t = waiting_new();
+    struct sample s;
+    struct seen seen;
+    char owner[32];
+    size_t i;
+
+    (void)state;
+    assert_non_null(t);
+    s = ev("a/1", "lock:x", "tok1", true);
+    assert_int_equal(waiting_note(t, &s, 1), 0);
+    s = ev("b/2", "lock:x", NULL, true);
+    assert_int_equal(waiting_note(t, &s, 2), 0);
+    assert_int_equal(waiting_count(t), 2);
+    assert_int_equal(waiting_waiting(t), 2);
+    /* a's wait ends with the lock: still a pair, no longer waiting; its
+     * holder id grows in place */
+    s = ev("a/1", "lock:x", "a-much-longer-holder-token", false);
+    assert_int_equal(waiting_note(t, &s, 3), 0);
+    assert_int_equal(waiting_count(t), 2);
+    assert_int_equal(waiting_waiting(t), 1);
+    memset(&seen, 0, sizeof(seen));
+    waiting_each(t, count_pair, &seen);
+    assert_int_equal(seen.n, 2);
+    assert_string_equal(seen.last_owner, "a/1");        /* most recent last */
+    assert_false(seen.last_waiting);
+    /* a 6-field hold ends the pair; a 4-field one and a wait change nothing */
+    s = ev("a/1", "lock:x", "tok1", false);
+    s.kind = SAMPLE_HOLD;
+    assert_int_equal(waiting_note(t, &s, 4), 0);
+    assert_int_equal(waiting_count(t), 1);
+    s.ownerlen = 0;
+    assert_int_equal(waiting_note(t, &s, 4), 0);
+    s = ev("b/2", "lock:x", NULL, false);
+    s.kind = SAMPLE_WAIT;
+    assert_int_equal(waiting_note(t, &s, 4), 0);
+    assert_int_equal(waiting_count(t), 1);
+    assert_int_equal(waiting_waiting(t), 1);
+    /* bounded: the oldest pair goes, counted */
+    for (i = 0; i < WAITING_MAX + 10; i++) {
+        snprintf(owner, sizeof(owner), "o/%zu", i);
+        s = ev(owner, "lock:y", "h", true);
+        assert_int_equal(waiting_note(t, &s, (int64_t)(10 + i)), 0);
+    }
+    assert_int_equal(waiting_count(t), WAITING_MAX);
+    assert_int_equal(waiting_evicted(t), 11);           /* b/2 and o/0..o/9 */
+    assert_int_equal(waiting_waiting(t), WAITING_MAX);
+    assert_true(waiting_bytes(t) > sizeof(void *) * WAITING_MAX);
+    waiting_free(t);
+    waiting_free(NULL);
+}
+
 int
 main(void)
 {
@@ -294,6 +602,13 @@ main(void)
         cmocka_unit_test(line_endings),
         cmocka_unit_test(truncated_datagram),
         cmocka_unit_test(limits),
+        cmocka_unit_test(event_lines),
+        cmocka_unit_test(event_lines_malformed),
+        cmocka_unit_test(event_field_limits),
+        cmocka_unit_test(mac_test_vector),
+        cmocka_unit_test(mac_refusals),
+        cmocka_unit_test(mac_without_key),
+        cmocka_unit_test(waiting_table),
     };
 
     return cmocka_run_group_tests_name("samples", tests, NULL, NULL);

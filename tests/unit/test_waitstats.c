@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "common/keytext.h"
+#include "common/lw1.h"
 #include "collectors/waits/waitstats.h"
 
 #define T0 5000000              /* a monotonic clock reading, ms */
@@ -33,7 +34,8 @@ config_with(struct config *cfg, struct class_rule *rules, size_t n, int64_t wind
 static struct sample
 wait_sample(const char *key, uint64_t us, enum sample_outcome o)
 {
-    struct sample s = { SAMPLE_WAIT, o, us, key, strlen(key) };
+    struct sample s = { .kind = SAMPLE_WAIT, .outcome = o, .us = us, .key = key,
+                        .keylen = strlen(key) };
 
     return s;
 }
@@ -41,7 +43,8 @@ wait_sample(const char *key, uint64_t us, enum sample_outcome o)
 static struct sample
 hold_sample(const char *key, uint64_t us)
 {
-    struct sample s = { SAMPLE_HOLD, SAMPLE_OK, us, key, strlen(key) };
+    struct sample s = { .kind = SAMPLE_HOLD, .outcome = SAMPLE_OK, .us = us, .key = key,
+                        .keylen = strlen(key) };
 
     return s;
 }
@@ -184,14 +187,15 @@ class_cap_folds_into_other(void **state)
             record1(ws, wait_sample(key, 100, SAMPLE_OK), T0);
         }
     assert_int_equal(waitstats_view(ws, T0, &v), 0);
-    assert_int_equal(v.nclasses, CLASS_MAX + 1);
+    /* derived classes take at most WAITSTATS_DERIVED_MAX places */
+    assert_int_equal(v.nclasses, WAITSTATS_DERIVED_MAX + 1);
     assert_non_null(find(&v, "svc0:lock:*"));
-    assert_non_null(find(&v, "svc199:lock:*"));
-    assert_null(find(&v, "svc200:lock:*"));
+    assert_non_null(find(&v, "svc149:lock:*"));
+    assert_null(find(&v, "svc150:lock:*"));
     c = find(&v, CLASS_OTHER);
     assert_non_null(c);
-    assert_int_equal(c->wait[SAMPLE_OK].count, 50 * 3);
-    assert_int_equal(v.class_overflowed, 50 * 3);
+    assert_int_equal(c->wait[SAMPLE_OK].count, 100 * 3);
+    assert_int_equal(v.class_overflowed, 100 * 3);
     for (i = 0; i < v.nclasses; i++)
         total += v.classes[i].wait[SAMPLE_OK].count;
     assert_int_equal(total, 750);
@@ -267,7 +271,7 @@ class_names_are_valid_utf8(void **state)
     for (i = 30; i < 120; i += 31)
         key[i] = ':';
     {
-        struct sample s = { SAMPLE_HOLD, SAMPLE_OK, 1, key, 123 };
+        struct sample s = { .kind = SAMPLE_HOLD, .us = 1, .key = key, .keylen = 123 };
 
         record1(ws, s, T0);
     }
@@ -438,10 +442,206 @@ concurrent_views_are_consistent(void **state)
     assert_int_equal(waitstats_view(r.ws, T0 + 20000, &v), 0);
     assert_int_equal(v.received, 20000 * 11);
     assert_int_equal(v.invalid, 20000 * 3);
-    assert_int_equal(v.nclasses, CLASS_MAX + 1);
+    assert_int_equal(v.nclasses, WAITSTATS_DERIVED_MAX + 1);
     waitstats_view_release(&v);
     waitstats_free(r.ws);
     pthread_mutex_destroy(&r.mu);
+}
+
+
+static struct sample_source
+source(unsigned char last)
+{
+    struct sample_source src = { .family = 2 /* AF_INET */, .addr = { 10, 0, 0, last } };
+
+    return src;
+}
+
+static void
+record_from(struct waitstats *ws, unsigned char who, const char *key)
+{
+    struct sample_source src = source(who);
+    struct sample s = wait_sample(key, 100, SAMPLE_OK);
+
+    waitstats_record_from(ws, &src, &s, 1, 1, 0, T0);
+}
+
+/* Issue 25: one source cannot fill the table, nor push a configured class
+ * into "other"; other sources keep their own budgets. */
+static void
+class_budget_per_source(void **state)
+{
+    struct class_rule rules[] = { { .glob = (char *)"pay:*", .name = (char *)"payments" } };
+    struct config cfg;
+    struct waitstats *ws;
+    struct waitstats_view v;
+    char key[64];
+    size_t i;
+
+    (void)state;
+    config_with(&cfg, rules, 1, 60000);
+    ws = waitstats_new(&cfg);
+    assert_non_null(ws);
+    for (i = 0; i < 10000; i++) {
+        snprintf(key, sizeof(key), "spoof%zu:lock", i);
+        record_from(ws, 66, key);
+    }
+    /* the configured class still gets its own series, from anyone */
+    record_from(ws, 66, "pay:1001");
+    record_from(ws, 7, "pay:1002");
+    /* another source still has its budget */
+    record_from(ws, 7, "orders:1");
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_non_null(find(&v, "payments"));
+    assert_int_equal(find(&v, "payments")->wait[SAMPLE_OK].count, 2);
+    assert_non_null(find(&v, "orders:*"));
+    assert_non_null(find(&v, "spoof31:lock"));
+    assert_null(find(&v, "spoof32:lock"));
+    assert_int_equal(find(&v, CLASS_OTHER)->wait[SAMPLE_OK].count, 10000 - 32);
+    assert_int_equal(v.class_overflowed, 10000 - 32);
+    assert_int_equal(v.sources, 2);
+    assert_int_equal(v.sources_over_budget, 1);
+    /* 32 + orders + payments + other */
+    assert_int_equal(v.nclasses, 32 + 3);
+    waitstats_view_release(&v);
+
+    /* many sources: the derived places run out at 150, never the
+     * configured ones; a rule added by a reload still finds a place */
+    for (i = 0; i < 300; i++) {
+        snprintf(key, sizeof(key), "many%zu:lock", i);
+        record_from(ws, (unsigned char)(100 + i % 50), key);
+    }
+    {
+        struct class_rule more[] = {
+            { .glob = (char *)"pay:*", .name = (char *)"payments" },
+            { .glob = (char *)"inv:*", .name = (char *)"inventory" },
+        };
+
+        config_with(&cfg, more, 2, 60000);
+        assert_int_equal(waitstats_configure(ws, &cfg), 0);
+    }
+    record_from(ws, 66, "inv:9");
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_non_null(find(&v, "inventory"));
+    assert_int_equal(v.nclasses, WAITSTATS_DERIVED_MAX + 3);
+    waitstats_view_release(&v);
+    waitstats_free(ws);
+}
+
+/* More than WAITSTATS_SOURCES senders share one more budget. */
+static void
+sources_table_is_bounded(void **state)
+{
+    struct config cfg;
+    struct waitstats *ws;
+    struct waitstats_view v;
+    struct sample_source src;
+    struct sample s;
+    char key[64];
+    size_t i;
+
+    (void)state;
+    config_with(&cfg, NULL, 0, 60000);
+    ws = waitstats_new(&cfg);
+    for (i = 0; i < WAITSTATS_SOURCES + 40; i++) {
+        src = source(0);
+        src.addr[2] = (unsigned char)(i >> 8);
+        src.addr[3] = (unsigned char)i;
+        /* sources past the table: the same key each, so one shared class */
+        snprintf(key, sizeof(key), i < WAITSTATS_SOURCES ? "x:k" : "late%zu:k", i);
+        s = wait_sample(key, 1, SAMPLE_OK);
+        waitstats_record_from(ws, &src, &s, 1, 1, 0, T0);
+    }
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_int_equal(v.sources, WAITSTATS_SOURCES);
+    /* the 40 late sources shared a budget of 32 */
+    assert_int_equal(v.class_overflowed, 40 - 32);
+    assert_int_equal(v.sources_over_budget, 1);
+    waitstats_view_release(&v);
+    waitstats_free(ws);
+}
+
+static void
+count_waiting(const struct waiting_pair *p, void *arg)
+{
+    size_t *n = arg;
+
+    *n += p->waiting;
+}
+
+static void
+events_and_rejects(void **state)
+{
+    struct config cfg;
+    struct waitstats *ws;
+    struct waitstats_view v;
+    struct sample s[4];
+    unsigned char key[LW1_KEY_MAX];
+    size_t keylen = 99;
+    uint64_t gen = 0;
+
+    (void)state;
+    config_with(&cfg, NULL, 0, 60000);
+    ws = waitstats_new(&cfg);
+    /* no key: nothing to copy, no rejected family */
+    assert_false(waitstats_samples_key(ws, &gen, key, &keylen));
+    memset(s, 0, sizeof(s));
+    s[0].kind = SAMPLE_WAITING;
+    s[0].start = true;
+    s[0].key = "lock:a";
+    s[0].keylen = 6;
+    s[0].owner = "o/1";
+    s[0].ownerlen = 3;
+    s[1] = s[0];
+    s[1].owner = "o/2";
+    s[2] = s[0];
+    s[2].kind = SAMPLE_LOST;
+    s[2].reason = SAMPLE_LOST_RENEWAL;
+    s[3] = s[2];
+    s[3].reason = SAMPLE_LOST_EXPIRED;
+    waitstats_record(ws, s, 4, 5, 1, T0);
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_int_equal(v.events[WS_EVENT_WAITING_START], 2);
+    assert_int_equal(v.events[WS_EVENT_WAITING_END], 0);
+    assert_int_equal(v.events[WS_EVENT_LOST_RENEWAL], 1);
+    assert_int_equal(v.events[WS_EVENT_LOST_EXPIRED], 1);
+    assert_int_equal(v.waiting_now, 2);
+    {
+        size_t nw = 0;
+
+        waitstats_waiting_each(ws, count_waiting, &nw);
+        assert_int_equal(nw, 2);
+    }
+    assert_int_equal(v.nclasses, 0);        /* events make no class */
+    assert_int_equal(v.received, 5);        /* = invalid + histograms + events */
+    assert_false(v.keyed);
+    waitstats_view_release(&v);
+
+    /* a key arrives by reload: copied once per change */
+    cfg.samples_key = (char *)"0123456789abcdef0123";
+    assert_int_equal(waitstats_configure(ws, &cfg), 0);
+    assert_true(waitstats_samples_key(ws, &gen, key, &keylen));
+    assert_int_equal(keylen, 20);
+    assert_memory_equal(key, "0123456789abcdef0123", 20);
+    assert_false(waitstats_samples_key(ws, &gen, key, &keylen));
+    assert_int_equal(waitstats_configure(ws, &cfg), 0);     /* same key: no change */
+    assert_false(waitstats_samples_key(ws, &gen, key, &keylen));
+    waitstats_reject(ws, SAMPLEAUTH_BAD_MAC);
+    waitstats_reject(ws, SAMPLEAUTH_BAD_MAC);
+    waitstats_reject(ws, SAMPLEAUTH_UNSIGNED);
+    waitstats_reject(ws, SAMPLEAUTH_OK);                    /* not a reason: ignored */
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_true(v.keyed);
+    assert_int_equal(v.rejected[SAMPLEAUTH_BAD_MAC], 2);
+    assert_int_equal(v.rejected[SAMPLEAUTH_UNSIGNED], 1);
+    assert_int_equal(v.received, 5);
+    waitstats_view_release(&v);
+    /* and goes away again */
+    cfg.samples_key = NULL;
+    assert_int_equal(waitstats_configure(ws, &cfg), 0);
+    assert_true(waitstats_samples_key(ws, &gen, key, &keylen));
+    assert_int_equal(keylen, 0);
+    waitstats_free(ws);
 }
 
 int
@@ -455,6 +655,9 @@ main(void)
         cmocka_unit_test(class_names_are_valid_utf8),
         cmocka_unit_test(window_p99),
         cmocka_unit_test(concurrent_views_are_consistent),
+        cmocka_unit_test(class_budget_per_source),
+        cmocka_unit_test(sources_table_is_bounded),
+        cmocka_unit_test(events_and_rejects),
     };
 
     return cmocka_run_group_tests_name("waitstats", tests, NULL, NULL);

@@ -1,26 +1,34 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * follow_impl.h - what the two files of follow mode share; internal to
- * collectors/scan/.
+ * follow_impl.h - what the files of follow mode share; internal to
+ * collectors/follow/.
  *
  *   follow.c      the subscriptions and their reader threads, attaching to
  *                 a full scan, what a reconcile fixed, the follow loop
  *   followread.c  the lock records, the re-reads of the keys named in
  *                 events, the snapshots made from the records
+ *   keymap.c      the bounded key map of the records and the pending set
  *
- * struct follow is the scanner's (sc->fw): the target's thread owns all
- * of it but the part under mu, which the reader threads write.
+ * struct follow hangs on the scanner it hooks (follow_new(); the
+ * scanner's release hook frees it): the target's thread owns all of it
+ * but the part under mu, which the reader threads write, and fill, which
+ * a cluster pass's stream threads write under the run's mutex.
  */
 #ifndef LOCKWATCH_FOLLOW_IMPL_H
 #define LOCKWATCH_FOLLOW_IMPL_H
 
-#include "collectors/scan/scan_impl.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 
+#include "collectors/follow/follow.h"
+#include "collectors/follow/keymap.h"
 #include "collectors/redis/ksub.h"
-#include "collectors/scan/keymap.h"
+#include "collectors/scan/scanrun.h"
 
 #define FOLLOW_PENDING_MAX  65536   /* keys awaiting a re-read */
-#define FOLLOW_READ_BATCH   256     /* keys re-read per pipeline */
+#define FOLLOW_READ_BATCH   SCAN_REREAD_MAX     /* keys re-read per pipeline */
 #define FOLLOW_PUBLISH_MS   250     /* at most one snapshot from events per this */
 #define FOLLOW_TICK_MS      50      /* the loop wakes at least this often */
 #define FOLLOW_NODES_MAX    64      /* subscriptions: cluster primaries */
@@ -56,6 +64,9 @@ struct fsub {
 };
 
 struct follow {
+    struct scanner *sc;         /* whose full scans this follows (it owns us) */
+    bool wanted;                /* a target of the scanner asked to follow once */
+
     /* the subscriptions */
     struct fsub subs[FOLLOW_NODES_MAX];
     size_t nsubs;
@@ -75,6 +86,8 @@ struct follow {
     uint64_t events_total;
 
     /* the target's thread's own */
+    struct keymap *fill;        /* the records of the full scan under way
+                                 * (its keep hook, under the run's mutex) */
     bool following;             /* subscribed, and a full scan filled locks */
     struct keymap *locks;       /* the records; kept across a lost
                                  * subscription, so the reconcile after it
@@ -97,29 +110,42 @@ struct follow {
     char note[400];
 };
 
+/* ---- follow.c ------------------------------------------------------------------- */
+
+/* snprintf into fw->note; a note is cut to fit, on purpose. */
+void follow_note(struct follow *fw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* ---- followread.c ---------------------------------------------------------------- */
 
 void frec_free(void *p);
 
-/*
- * Take the pending set and re-read its keys on the connections the last
- * full scan kept (a cluster's by the shard that serves the key's slot).
- * *oldest gets the mono time of the earliest event applied (unchanged
- * when none).  1 when a record changed or the registry must be asked
- * again, 0 when nothing did, -1 when a re-read failed (r->err), -2 when
- * the pending set overflowed: both mean a full scan now.
- */
-int follow_apply_pending(struct run *r, int64_t *oldest);
+/* Keep a copy of key k, read at read_ms, in fw->fill (the full scan's
+ * keep hook).  0, or -1 on ENOMEM. */
+int follow_keep(struct follow *fw, const struct scan_key *k, const struct raw_lock *raw,
+                long long hlen, int64_t read_ms);
 
 /*
- * A snapshot of the records, made as a scan makes one: every record
- * through record_key() (timed at its read), the registry look-up, the
- * finish.  *next_due_ms gets the earliest Unix ms at which a kept lock's
- * state changes by time alone (at most scan_interval away).  NULL on
- * ENOMEM or when the registry look-up failed on a connection.
+ * Take the pending set and re-read its keys of target t on the
+ * connections the last full scan kept (a cluster's by the shard that
+ * serves the key's slot).  *oldest gets the mono time of the earliest
+ * event applied (unchanged when none).  1 when a record changed or the
+ * registry must be asked again, 0 when nothing did, -1 when a re-read
+ * failed (err), -2 when the pending set overflowed: both mean a full scan
+ * now.
  */
-struct snapshot *follow_snapshot(struct scanner *sc, const struct target_conf *t,
+int follow_apply_pending(struct follow *fw, const struct target_conf *t, int64_t *oldest,
+                         char *err, size_t errlen);
+
+/*
+ * A snapshot of the records, made as a scan makes one (scanner_replay():
+ * every record through the per-key step, timed at its read, the registry
+ * look-up, the finish), with the last full scan's figures.  *due_mono
+ * gets the monotonic deadline by which a kept lock's state changes by
+ * time alone (at most scan_interval away).  NULL on ENOMEM or when a
+ * look-up failed on a connection.
+ */
+struct snapshot *follow_snapshot(struct follow *fw, const struct target_conf *t,
                                  const struct scan_rules *rules, const atomic_int *stop,
-                                 int64_t *next_due_ms);
+                                 int64_t *due_mono);
 
 #endif

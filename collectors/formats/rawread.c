@@ -3,7 +3,7 @@
  * rawread.c - value replies to raw_lock, shared by the scanner and lockctl
  * (see rawread.h).
  */
-#include "collectors/redis/rawread.h"
+#include "collectors/formats/rawread.h"
 
 #include <string.h>
 

@@ -5,7 +5,7 @@
  * re-reads of the keys named in events, and the snapshots made from the
  * records exactly as a scan makes one.
  *
- * Re-reads use the scanner's own pipelined reads (stream_read_batch():
+ * Re-reads use the scanner's own pipelined reads (scanner_reread():
  * OBJECT IDLETIME, TYPE, PTTL, then GETRANGE or HLEN + HSCAN), up to
  * FOLLOW_READ_BATCH keys a pipeline, on the connections the last full
  * scan kept; in a cluster each key goes to the primary of the shard that
@@ -14,8 +14,10 @@
  * refused read fails the re-reads, so the full scan that follows reports
  * it as a scan does.  Only keys matching the target's patterns are read;
  * an event on a client registry key asks for a new registry look-up.
+ * A snapshot hands each record to the scanner's per-key step as the
+ * values it was read as (scanner_replay()).
  */
-#include "collectors/scan/follow_impl.h"
+#include "collectors/follow/follow_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +51,7 @@ frec_content(const struct frec *f)
 
 /* One allocation: the record, its fields, then the bytes they point to. */
 static struct frec *
-frec_new(const struct key_meta *m, const struct raw_lock *raw, long long hlen, int64_t read_ms)
+frec_new(const struct scan_key *k, const struct raw_lock *raw, long long hlen, int64_t read_ms)
 {
     size_t bytes = sizeof(struct frec) + raw->nfields * sizeof(struct raw_field) +
         raw->valuelen + 1, i;
@@ -61,11 +63,11 @@ frec_new(const struct key_meta *m, const struct raw_lock *raw, long long hlen, i
     if ((f = calloc(1, bytes)) == NULL)
         return NULL;
     f->type = raw->type;
-    f->helper = m->helper;
+    f->helper = k->helper;
     f->pttl = raw->pttl;
     f->read_mono = clock_mono_ms();
     f->read_ms = read_ms;
-    f->idle_s = m->idle_s;
+    f->idle_s = k->idle_s;
     f->hlen = hlen;
     f->value_truncated = raw->value_truncated;
     f->fields_truncated = raw->fields_truncated;
@@ -91,13 +93,13 @@ frec_new(const struct key_meta *m, const struct raw_lock *raw, long long hlen, i
 }
 
 int
-follow_keep(struct keymap *fill, const struct key_meta *m, const struct raw_lock *raw,
+follow_keep(struct follow *fw, const struct scan_key *k, const struct raw_lock *raw,
             long long hlen, int64_t read_ms)
 {
-    struct frec *f = frec_new(m, raw, hlen, read_ms);
+    struct frec *f = frec_new(k, raw, hlen, read_ms);
     void *old = NULL;
 
-    if (f == NULL || keymap_put(fill, raw->key, raw->keylen, f, 0, &old) == -1) {
+    if (f == NULL || keymap_put(fw->fill, raw->key, raw->keylen, f, 0, &old) == -1) {
         free(f);
         return -1;
     }
@@ -110,15 +112,14 @@ follow_keep(struct keymap *fill, const struct key_meta *m, const struct raw_lock
 struct reread {
     struct follow *fw;
     bool *found;
-    const struct key_meta *base;
 };
 
 static int
-reread_key(struct stream *s, const struct key_meta *m, const struct raw_lock *raw,
+reread_key(void *arg, size_t i, const struct scan_key *k, const struct raw_lock *raw,
            long long hlen)
 {
-    struct reread *rr = s->on_key_arg;
-    struct frec *f = frec_new(m, raw, hlen, clock_now_ms());
+    struct reread *rr = arg;
+    struct frec *f = frec_new(k, raw, hlen, clock_now_ms());
     void *old = NULL;
 
     if (f == NULL || keymap_put(rr->fw->locks, raw->key, raw->keylen, f, 0, &old) == -1) {
@@ -126,7 +127,7 @@ reread_key(struct stream *s, const struct key_meta *m, const struct raw_lock *ra
         return -1;
     }
     free(old);
-    rr->found[m - rr->base] = true;
+    rr->found[i] = true;
     return 0;
 }
 
@@ -141,56 +142,28 @@ matches(const struct target_conf *t, const char *key, size_t len)
     return false;
 }
 
-/* Re-read n keys (keys[i], lens[i]) on c (to host:port) and replace or
- * drop their records.  0, or -1 when the connection failed or a read was
- * refused. */
+/* Re-read n keys (keys[i], lens[i]) of t on c (to host:port) and replace
+ * or drop their records.  0, or -1 (err) when the connection failed or a
+ * read was refused. */
 static int
-reread_chunk(struct run *r, redisContext *c, const char *host, int port, const char **keys,
-             const size_t *lens, size_t n)
+reread_chunk(struct follow *fw, const struct target_conf *t, redisContext *c, const char *host,
+             int port, const char **keys, const size_t *lens, size_t n, char *err,
+             size_t errlen)
 {
-    struct scanner *sc = r->sc;
-    redisReply reps[FOLLOW_READ_BATCH];
-    struct key_meta meta[FOLLOW_READ_BATCH];
     bool found[FOLLOW_READ_BATCH];
-    struct stream st;
-    struct batch b;
     struct reread rr;
     size_t i;
     void *old;
-    int rc;
 
-    memset(&st, 0, sizeof(st));
-    memset(&b, 0, sizeof(b));
-    memset(meta, 0, n * sizeof(meta[0]));
     memset(found, 0, sizeof(found));
-    for (i = 0; i < n; i++) {
-        memset(&reps[i], 0, sizeof(reps[i]));
-        reps[i].type = REDIS_REPLY_STRING;
-        reps[i].str = (char *)keys[i];
-        reps[i].len = lens[i];
-        meta[i].key = &reps[i];
-    }
-    b.meta = meta;
-    b.n = n;
-    rr.fw = sc->fw;
+    rr.fw = fw;
     rr.found = found;
-    rr.base = meta;
-    st.r = r;
-    st.c = c;
-    snprintf(st.host, sizeof(st.host), "%s", host);
-    st.port = port;
-    st.on_key = reread_key;
-    st.on_key_arg = &rr;
-    rc = stream_read_batch(&st, &b);
-    for (i = 0; i < SCAN_READ_KINDS; i++)
-        sc->counters.read_errors[i] += st.cnt.read_errors[i];
-    if (rc == -1 || st.refused > 0) {
-        snprintf(r->err, sizeof(r->err), "%s", st.refused > 0 ? st.refused_err : st.err);
+    if (scanner_reread(fw->sc, t, c, host, port, keys, lens, n, reread_key, &rr, err,
+                       errlen) == -1)
         return -1;
-    }
     /* what was not handed over is gone (or no longer a string or hash) */
     for (i = 0; i < n; i++)
-        if (!found[i] && keymap_del(sc->fw->locks, keys[i], lens[i], &old))
+        if (!found[i] && keymap_del(fw->locks, keys[i], lens[i], &old))
             free(old);
     return 0;
 }
@@ -198,25 +171,16 @@ reread_chunk(struct run *r, redisContext *c, const char *host, int port, const c
 /* The connection the last full scan kept to shard i's primary (cluster),
  * or the one connection; NULL when there is none. */
 static redisContext *
-conn_of(struct scanner *sc, size_t shard, const char **host, int *port)
+conn_of(const struct follow *fw, size_t shard, const char **host, int *port)
 {
-    const struct follow *fw = sc->fw;
     const struct cluster_node *p;
-    size_t i;
 
-    if (!fw->cluster) {
-        *host = sc->host;
-        *port = sc->port;
-        return sc->c;
-    }
+    if (!fw->cluster)
+        return scanner_conn(fw->sc, host, port);
     p = &fw->topo.shards[shard].primary;
     *host = p->host;
     *port = p->port;
-    for (i = 0; i < sc->nconns; i++)
-        if (sc->conns[i].c != NULL && sc->conns[i].port == p->port &&
-            strcmp(sc->conns[i].host, p->host) == 0)
-            return sc->conns[i].c;
-    return NULL;
+    return scanner_node_conn(fw->sc, p->host, p->port);
 }
 
 /* Keys gathered for one node, re-read FOLLOW_READ_BATCH at a time. */
@@ -226,29 +190,38 @@ struct bucket {
     size_t n;
 };
 
+struct apply {
+    struct follow *fw;
+    const struct target_conf *t;
+    char *err;
+    size_t errlen;
+};
+
 static int
-flush_bucket(struct run *r, struct bucket *b, size_t shard)
+flush_bucket(const struct apply *a, struct bucket *b, size_t shard)
 {
     const char *host;
     int port;
-    redisContext *c = conn_of(r->sc, shard, &host, &port);
+    redisContext *c = conn_of(a->fw, shard, &host, &port);
 
     if (b->n == 0)
         return 0;
     if (c == NULL) {
-        snprintf(r->err, sizeof(r->err), "no connection to %s:%d to re-read keys", host, port);
+        snprintf(a->err, a->errlen, "no connection to %s:%d to re-read keys", host, port);
         return -1;
     }
-    if (reread_chunk(r, c, host, port, b->keys, b->lens, b->n) == -1)
+    if (reread_chunk(a->fw, a->t, c, host, port, b->keys, b->lens, b->n, a->err,
+                     a->errlen) == -1)
         return -1;
     b->n = 0;
     return 0;
 }
 
 int
-follow_apply_pending(struct run *r, int64_t *oldest)
+follow_apply_pending(struct follow *fw, const struct target_conf *t, int64_t *oldest,
+                     char *err, size_t errlen)
 {
-    struct follow *fw = r->sc->fw;
+    const struct apply a = { fw, t, err, errlen };
     struct keymap *batch, *fresh;
     struct bucket *buckets;
     const char *k;
@@ -278,7 +251,7 @@ follow_apply_pending(struct run *r, int64_t *oldest)
     fw->pending = fresh;
     pthread_mutex_unlock(&fw->mu);
     while (keymap_next(batch, &pos, &k, &len, NULL, &stamp)) {
-        if (!matches(r->t, k, len)) {
+        if (!matches(t, k, len)) {
             if (len >= sizeof(REGISTRY_PREFIX) - 1 &&
                 memcmp(k, REGISTRY_PREFIX, sizeof(REGISTRY_PREFIX) - 1) == 0)
                 fw->registry_dirty = true;
@@ -287,7 +260,7 @@ follow_apply_pending(struct run *r, int64_t *oldest)
         if (fw->cluster) {
             shard = fw->topo.slot_shard[cluster_keyslot(k, len)];
             if (shard >= nb) {
-                snprintf(r->err, sizeof(r->err), "a key's slot is served by no shard known");
+                snprintf(err, errlen, "a key's slot is served by no shard known");
                 goto out;       /* the topology changed: a full scan */
             }
         }
@@ -296,11 +269,11 @@ follow_apply_pending(struct run *r, int64_t *oldest)
         changed = 1;
         buckets[shard].keys[buckets[shard].n] = k;
         buckets[shard].lens[buckets[shard].n++] = len;
-        if (buckets[shard].n == FOLLOW_READ_BATCH && flush_bucket(r, &buckets[shard], shard) == -1)
+        if (buckets[shard].n == FOLLOW_READ_BATCH && flush_bucket(&a, &buckets[shard], shard) == -1)
             goto out;
     }
     for (i = 0; i < nb; i++)
-        if (flush_bucket(r, &buckets[i], i) == -1)
+        if (flush_bucket(&a, &buckets[i], i) == -1)
             goto out;
     if (fw->registry_dirty)
         changed = 1;
@@ -313,42 +286,21 @@ out:
 
 /* ---- snapshots from the map ------------------------------------------------------ */
 
-/* The streams the registry look-up sends on: one per shard in topology
- * order (cluster), or the one connection's.  NULL when a shard has no
- * connection kept. */
-static struct stream *
-registry_streams(struct run *r, size_t *n)
-{
-    struct follow *fw = r->sc->fw;
-    struct stream *st;
-    const char *host;
-    size_t i;
-
-    *n = fw->cluster ? fw->topo.nshards : 1;
-    if ((st = calloc(*n ? *n : 1, sizeof(*st))) == NULL)
-        return NULL;
-    for (i = 0; i < *n; i++) {
-        st[i].r = r;
-        if ((st[i].c = conn_of(r->sc, i, &host, &st[i].port)) == NULL) {
-            free(st);
-            return NULL;
-        }
-        snprintf(st[i].host, sizeof(st[i].host), "%s", host);
-    }
-    return st;
-}
-
 /* Snapshot s has the last full scan's figures (the scan metrics stay
  * those of the last full scan) and, for a cluster, its shards' report. */
 static int
-scan_figures(const struct follow *fw, const struct scanner *sc, struct snapshot *s)
+scan_figures(const struct follow *fw, struct snapshot *s)
 {
+    const char *host;
+    int port;
+
     s->started_ms = fw->scan_started_ms;
     s->finished_ms = fw->scan_finished_ms;
     s->duration_s = fw->scan_duration_s;
     s->keys_examined = fw->scan_keys;
     if (!fw->cluster) {
-        snprintf(s->node, sizeof(s->node), "%s:%d", sc->host, sc->port);
+        (void)scanner_conn(fw->sc, &host, &port);
+        snprintf(s->node, sizeof(s->node), "%s:%d", host, port);
         return 0;
     }
     if ((s->shards = calloc(fw->nshards ? fw->nshards : 1, sizeof(*s->shards))) == NULL)
@@ -358,48 +310,28 @@ scan_figures(const struct follow *fw, const struct scanner *sc, struct snapshot 
     return 0;
 }
 
-struct snapshot *
-follow_snapshot(struct scanner *sc, const struct target_conf *t,
-                const struct scan_rules *rules, const atomic_int *stop, int64_t *next_due_ms)
+/* Hand every record to the per-key step, in the values it was read as. */
+static int
+replay_records(void *arg, struct run *r, struct scan_counters *cnt)
 {
-    struct follow *fw = sc->fw;
-    struct run r;
-    struct stream st, *streams = NULL;
-    struct snapshot *s;
+    const struct follow *fw = arg;
     struct raw_lock raw;
-    struct key_meta m;
-    redisReply keyrep;
+    struct scan_key key;
     const char *k;
-    size_t len, pos = 0, i, nstreams = 0;
+    size_t len, pos = 0;
     void *v;
     int64_t now_mono = clock_mono_ms();
-    int ok = 1;
 
-    memset(&st, 0, sizeof(st));
-    if ((s = run_begin(&r, sc, t, rules, stop)) == NULL)
-        return NULL;
-    sc->pass++;
-    if (sc->pass == 0)
-        sc->pass = 1;
-    st.r = &r;
-    while (ok && keymap_next(fw->locks, &pos, &k, &len, &v, NULL)) {
+    while (keymap_next(fw->locks, &pos, &k, &len, &v, NULL)) {
         const struct frec *f = v;
 
-        memset(&keyrep, 0, sizeof(keyrep));
-        keyrep.type = REDIS_REPLY_STRING;
-        keyrep.str = (char *)k;
-        keyrep.len = len;
-        memset(&m, 0, sizeof(m));
-        m.key = &keyrep;
-        m.type = f->type;
-        m.idle_s = f->idle_s;
-        m.read_ms = f->read_ms;
-        if (f->helper) {
-            m.helper = true;
-            if (record_helper(&st, &m) == -1)
-                ok = 0;
-            continue;
-        }
+        memset(&key, 0, sizeof(key));
+        key.key = k;
+        key.keylen = len;
+        key.type = f->type;
+        key.idle_s = f->idle_s;
+        key.read_ms = f->read_ms;
+        key.helper = f->helper;
         memset(&raw, 0, sizeof(raw));
         raw.key = k;
         raw.keylen = len;
@@ -411,53 +343,43 @@ follow_snapshot(struct scanner *sc, const struct target_conf *t,
             if (raw.pttl < 1)
                 raw.pttl = 1;
         }
-        m.pttl = raw.pttl;
+        key.pttl = raw.pttl;
         raw.value = f->value;
         raw.valuelen = f->valuelen;
         raw.value_truncated = f->value_truncated;
         raw.fields = f->fields;
         raw.nfields = f->nfields;
         raw.fields_truncated = f->fields_truncated;
-        if (record_key(&st, &m, &raw, f->hlen) == -1)
-            ok = 0;
+        if (scan_record(r, &key, &raw, f->hlen, cnt) == -1)
+            return -1;
     }
-    if (ok && (streams = registry_streams(&r, &nstreams)) == NULL)
-        ok = 0;
-    if (ok && registry_lookup(&r, streams, nstreams, fw->cluster ? &fw->topo : NULL) == -1)
-        ok = 0;
-    /* as a full scan does: the helper keys kept, those outside the
-     * patterns, then the waiters (after the formats the helpers give) */
-    helperkeys_finish(&r, ok);
-    if (ok && helperkeys_probe(&r, streams, nstreams, fw->cluster ? &fw->topo : NULL) == -1)
-        ok = 0;
-    if (ok && waiters_lookup(&r, streams, nstreams, fw->cluster ? &fw->topo : NULL) == -1)
-        ok = 0;
-    for (i = 0; ok && i < nstreams; i++)
-        if (streams[i].failed)
-            ok = 0;             /* a connection failed: a full scan says what */
-    free(streams);
-    if (ok && (record_finish(&r) == -1 || scan_figures(fw, sc, s) == -1))
-        ok = 0;
-    class_set_free(r.classes);
-    pthread_mutex_destroy(&r.mu);
-    if (!ok) {
-        redlock_map_free(r.rmap);
+    return 0;
+}
+
+struct snapshot *
+follow_snapshot(struct follow *fw, const struct target_conf *t,
+                const struct scan_rules *rules, const atomic_int *stop, int64_t *due_mono)
+{
+    struct snapshot *s;
+    int64_t start_mono = clock_mono_ms(), now_ms, next_due_ms, left;
+
+    s = scanner_replay(fw->sc, t, rules, stop, fw->cluster ? &fw->topo : NULL, replay_records,
+                       (void *)fw, &now_ms, &next_due_ms);
+    if (s == NULL)
+        return NULL;
+    if (scan_figures(fw, s) == -1) {
         snapshot_unref(s);
         return NULL;
     }
-    tracker_sweep(sc->tracker, sc->pass);
-    if (r.rmap != NULL) {
-        redlock_map_finish(r.rmap);
-        s->redlock = r.rmap;
-    }
-    s->ok = true;
-    /* at the latest a scan_interval from now, as a scan would */
-    *next_due_ms = r.now_ms + t->scan_interval_ms;
-    if (r.next_due_ms > 0 && r.next_due_ms < *next_due_ms)
-        *next_due_ms = r.next_due_ms;
-    if (*next_due_ms <= r.now_ms)
-        *next_due_ms = r.now_ms + FOLLOW_PUBLISH_MS;    /* never a busy loop */
+    /* at the latest a scan_interval from now, as a scan would; the states
+     * were judged at now_ms, so the wait is counted from then, on the
+     * monotonic clock */
+    left = t->scan_interval_ms;
+    if (next_due_ms > 0 && next_due_ms - now_ms < left)
+        left = next_due_ms - now_ms;
+    if (left <= 0)
+        left = FOLLOW_PUBLISH_MS;       /* never a busy loop */
+    *due_mono = start_mono + left;
     s->follow.from_events = true;
     return s;
 }
-

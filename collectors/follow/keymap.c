@@ -3,7 +3,7 @@
  * keymap.c - the bounded key map of keymap.h: open addressing on the
  * keyed hash, linear probing, backward-shift deletion, grown at 3/4 full.
  */
-#include "collectors/scan/keymap.h"
+#include "collectors/follow/keymap.h"
 
 #include <errno.h>
 #include <stdlib.h>

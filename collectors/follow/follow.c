@@ -4,12 +4,14 @@
  * current between full scans, so the cost to Redis follows lock churn,
  * not keyspace size.
  *
+ * Follow mode sits above the scanner and hooks into its full scans
+ * (collectors/scan/scanrun.h; the scanner knows nothing of follow mode).
  * A full scan in follow mode (incremental = on, or auto when the server's
  * notify-keyspace-events covers ksub.h's KSUB_FLAGS_NEEDED) subscribes
- * first (follow_attach(), before the pass reads a key, so nothing the
+ * first (the attach hook, before the pass reads a key, so nothing the
  * pass misses goes unannounced) and keeps a copy of every lock it read
- * (follow_keep(): type, PTTL, IDLETIME, the bounded value or fields, when
- * it was read) in a key map.  From then on, scanner_follow():
+ * (the keep hook, follow_keep(): type, PTTL, IDLETIME, the bounded value
+ * or fields, when it was read) in a key map.  From then on, follow_run():
  *
  *   - a reader thread takes the subscriber's messages and puts the keys
  *     in the pending set, coalescing a burst for one key into one entry
@@ -18,7 +20,7 @@
  *     growing with the flood;
  *   - the target's thread re-reads the pending keys that match the
  *     target's patterns, FOLLOW_READ_BATCH at a time, with the scanner's
- *     own pipelined reads (stream_read_batch(): OBJECT IDLETIME, TYPE,
+ *     own pipelined reads (scanner_reread(): OBJECT IDLETIME, TYPE,
  *     PTTL, then GETRANGE or HLEN + HSCAN), and replaces or drops their
  *     records; an event on a client registry key only asks for a new
  *     look-up.  The event's name is not trusted to say what happened: a
@@ -27,14 +29,15 @@
  *     whenever a lock's state is due to change by time alone (leak_grace
  *     after it lost its TTL, max_hold after its holder came), a new
  *     snapshot is made from the map exactly as a scan makes one
- *     (record_key() per lock with the time it was read, the registry
- *     look-up, record_finish()), so the states, first-seen times,
+ *     (scanner_replay(): the scanner's per-key step per lock with the
+ *     time it was read, the registry look-up, the finish), so the states,
+ *     first-seen times,
  *     metrics, alerts and API downstream are the same.  A key's first
  *     sighting and its loss of TTL are timed at its re-read, which follows
  *     the event within the lag (lockwatch_follow_lag_seconds), not a scan
  *     later.
  *
- * Pub/sub is at-most-once, so scanner_follow() returns for a full scan
+ * Pub/sub is at-most-once, so follow_run() returns for a full scan
  * (a reconcile) every reconcile_interval, and at once when events may
  * have been lost: the subscriber connection broke (a restart, a Sentinel
  * failover, the server's pubsub output-buffer limit), the data
@@ -60,9 +63,10 @@
  * from them; this file the subscriptions, the attaching to a full scan,
  * the reconcile's count and the loop.
  */
-#include "collectors/scan/follow_impl.h"
+#include "collectors/follow/follow_impl.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,54 +168,44 @@ forget_topology(struct follow *fw)
     fw->nshards = 0;
 }
 
-void
-follow_free(struct scanner *sc)
+/* The scanner goes (its release hook): so does its follow mode. */
+static void
+follow_free(void *arg)
 {
-    struct follow *fw = sc->fw;
+    struct follow *fw = arg;
 
-    if (fw == NULL)
-        return;
     stop_following(fw);
     forget_topology(fw);
+    keymap_free(fw->fill, frec_free);
     keymap_free(fw->pending, NULL);
     pthread_mutex_destroy(&fw->mu);
     pthread_cond_destroy(&fw->cv);
     free(fw);
-    sc->fw = NULL;
 }
 
-static struct follow *
-follow_get(struct scanner *sc)
+void
+follow_note(struct follow *fw, const char *fmt, ...)
 {
-    struct follow *fw;
+    va_list ap;
 
-    if (sc->fw != NULL)
-        return sc->fw;
-    if ((fw = calloc(1, sizeof(*fw))) == NULL)
-        return NULL;
-    if ((fw->pending = keymap_new(FOLLOW_PENDING_MAX)) == NULL) {
-        free(fw);
-        return NULL;
-    }
-    pthread_mutex_init(&fw->mu, NULL);
-    pthread_cond_init(&fw->cv, NULL);
-    sc->fw = fw;
-    return fw;
+    va_start(ap, fmt);
+    vsnprintf(fw->note, sizeof(fw->note), fmt, ap);
+    va_end(ap);
 }
 
 /* ---- attaching to a pass ------------------------------------------------------- */
 
 /* What the subscriptions depend on: where, as whom, which patterns. */
 static uint64_t
-sub_key_of(const struct scanner *sc, const struct target_conf *t,
-           const struct target_conf *nodes, size_t n)
+sub_key_of(uint64_t conn_key, const struct target_conf *t, const struct target_conf *nodes,
+           size_t n)
 {
     char buf[600];
     uint64_t h;
     size_t i;
     int w;
 
-    w = snprintf(buf, sizeof(buf), "%016llx|%d", (unsigned long long)sc->conn_key,
+    w = snprintf(buf, sizeof(buf), "%016llx|%d", (unsigned long long)conn_key,
                  (int)t->incremental);
     h = keytext_hash(buf, w > 0 && (size_t)w < sizeof(buf) ? (size_t)w : 0);
     for (i = 0; i < n; i++) {
@@ -224,7 +218,7 @@ sub_key_of(const struct scanner *sc, const struct target_conf *t,
     return h | 1;
 }
 
-#define note(fw, ...) scan_errf((fw)->note, sizeof((fw)->note), __VA_ARGS__)
+
 
 /* Subscribe on every node, each with its reader thread.  false (nothing
  * subscribed, fw->note saying why) when one cannot be. */
@@ -245,13 +239,13 @@ subscribe(struct follow *fw, const struct target_conf *t, const struct target_co
 
         fs->fw = fw;
         if ((fs->k = ksub_open(&nodes[i], pats, np, err, sizeof(err))) == NULL) {
-            note(fw, "not following keyspace notifications: %s; scanning every "
+            follow_note(fw, "not following keyspace notifications: %s; scanning every "
                  "scan_interval", err);
             goto fail;
         }
         fw->nsubs++;
         if (pthread_create(&fs->th, NULL, reader_main, fs) != 0) {
-            note(fw, "not following keyspace notifications: no thread for the subscriber; "
+            follow_note(fw, "not following keyspace notifications: no thread for the subscriber; "
                  "scanning every scan_interval");
             goto fail;
         }
@@ -290,7 +284,7 @@ check_flags(struct follow *fw, redisContext *c, const struct target_conf *nodes,
         if (rc == -1 && lost && c != NULL)
             return -2;
         if (rc == 0) {
-            note(fw, "not following keyspace notifications: %s:%d has "
+            follow_note(fw, "not following keyspace notifications: %s:%d has "
                  "notify-keyspace-events \"%s\", which lacks \"%s\" (set it to include "
                  KSUB_FLAGS_NEEDED ", e.g. notify-keyspace-events " KSUB_FLAGS_NEEDED
                  "; README \"Follow mode\"); scanning every scan_interval", nodes[i].host,
@@ -304,33 +298,32 @@ check_flags(struct follow *fw, redisContext *c, const struct target_conf *nodes,
 }
 
 /*
- * Decide whether the pass's target follows, on nodes (the one node c is
+ * Decide whether pass p's target follows, on nodes (the one node c is
  * connected to, or a cluster's primaries with c NULL), subscribe before
- * the pass reads a key, and give the run a map to fill.
+ * the pass reads a key, and make the map the pass fills.  true when it
+ * follows (the pass keeps its keys).
  */
-static void
-attach(struct run *r, redisContext *c, const struct target_conf *nodes, size_t n)
+static bool
+attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
+       const struct target_conf *nodes, size_t n)
 {
-    const struct target_conf *t = r->t;
-    struct scanner *sc = r->sc;
-    struct follow *fw;
+    const struct target_conf *t = p->t;
     char err[256] = "";
     uint64_t key;
     bool lost;
     int rc;
 
-    if (t->incremental == INCR_OFF || r->stop == NULL) {
-        if (sc->fw != NULL) {
-            stop_following(sc->fw);
-            sc->fw->note[0] = '\0';
+    if (t->incremental == INCR_OFF || p->stop == NULL) {
+        if (fw->wanted) {
+            stop_following(fw);
+            fw->note[0] = '\0';
         }
-        return;
+        return false;
     }
-    if ((fw = follow_get(sc)) == NULL)
-        return;                 /* out of memory: this pass scans */
-    key = sub_key_of(sc, t, nodes, n);
+    fw->wanted = true;
+    key = sub_key_of(p->conn_key, t, nodes, n);
     if (fw->gave_up && fw->gave_up_key == key)
-        return;
+        return false;
     fw->gave_up = false;
     pthread_mutex_lock(&fw->mu);
     lost = fw->sub_lost;
@@ -340,11 +333,11 @@ attach(struct run *r, redisContext *c, const struct target_conf *nodes, size_t n
     unsubscribe(fw);
     rc = check_flags(fw, c, nodes, n, err, sizeof(err));
     if (rc == -2)
-        return;                 /* the pass will fail on the connection */
+        return false;           /* the pass will fail on the connection */
     if (rc == 0) {
         fw->gave_up = true;
         fw->gave_up_key = key;
-        return;
+        return false;
     }
     fw->verified = rc == 1;
     if (!subscribe(fw, t, nodes, n)) {
@@ -352,54 +345,60 @@ attach(struct run *r, redisContext *c, const struct target_conf *nodes, size_t n
             fw->gave_up = true;
             fw->gave_up_key = key;
         }
-        return;
+        return false;
     }
     fw->sub_key = key;
     if (fw->verified)
         fw->note[0] = '\0';
     else if (t->incremental == INCR_AUTO)
-        note(fw, "following keyspace notifications on trust: %s; a full scan every "
-             "scan_interval until the first notification arrives", err);
+        follow_note(fw, "following keyspace notifications on trust: %s; a full scan every "
+                    "scan_interval until the first notification arrives", err);
     else
-        note(fw, "following keyspace notifications on trust (incremental = on): %s", err);
+        follow_note(fw, "following keyspace notifications on trust (incremental = on): %s",
+                    err);
     if (fw->why == WHY_NONE)
         fw->why = WHY_LOSS;     /* a new subscription: whatever came before is lost */
 fill:
-    r->fill = keymap_new(0);
+    keymap_free(fw->fill, frec_free);
+    fw->fill = keymap_new(0);
+    return fw->fill != NULL;
 }
 
-void
-follow_attach(struct run *r)
+/* The attach hook: standalone and sentinel once the pass's connection is
+ * up, a cluster once the topology is known (on every shard's primary). */
+static bool
+attach_hook(void *arg, const struct scan_pass *p)
 {
-    struct target_conf node;
-
-    redisconn_node(r->t, r->sc->host, r->sc->port, &node);
-    attach(r, r->sc->c, &node, 1);
-}
-
-void
-follow_attach_cluster(struct run *r, const struct cluster_topo *topo)
-{
+    struct follow *fw = arg;
     struct target_conf nodes[FOLLOW_NODES_MAX];
+    const struct cluster_topo *topo = p->topo;
     size_t i;
 
-    if (r->t->incremental != INCR_OFF && r->stop != NULL &&
-        (r->t->scan_replicas || topo->nshards > FOLLOW_NODES_MAX)) {
-        struct follow *fw = follow_get(r->sc);
-
-        if (fw != NULL) {
-            stop_following(fw);
-            note(fw, "not following keyspace notifications: %s; scanning every "
-                 "scan_interval", r->t->scan_replicas ? "scan_replicas = yes (a replica "
-                 "may not yet have what its primary's notification announced)" :
-                 "more shards than follow mode subscribes to (64)");
-        }
-        return;
+    if (topo == NULL) {
+        redisconn_node(p->t, p->host, p->port, &nodes[0]);
+        return attach(fw, p, p->c, nodes, 1);
+    }
+    if (p->t->incremental != INCR_OFF && p->stop != NULL &&
+        (p->t->scan_replicas || topo->nshards > FOLLOW_NODES_MAX)) {
+        fw->wanted = true;
+        stop_following(fw);
+        follow_note(fw, "not following keyspace notifications: %s; scanning every "
+                    "scan_interval", p->t->scan_replicas ? "scan_replicas = yes (a replica "
+                    "may not yet have what its primary's notification announced)" :
+                    "more shards than follow mode subscribes to (64)");
+        return false;
     }
     for (i = 0; i < topo->nshards; i++)
-        redisconn_node(r->t, topo->shards[i].primary.host, topo->shards[i].primary.port,
+        redisconn_node(p->t, topo->shards[i].primary.host, topo->shards[i].primary.port,
                        &nodes[i]);
-    attach(r, NULL, nodes, topo->nshards);
+    return attach(fw, p, NULL, nodes, topo->nshards);
+}
+
+static int
+keep_hook(void *arg, const struct scan_key *k, const struct raw_lock *raw, long long hlen,
+          int64_t read_ms)
+{
+    return follow_keep(arg, k, raw, hlen, read_ms);
 }
 
 /* ---- after a full scan ---------------------------------------------------------- */
@@ -455,30 +454,59 @@ keep_topology(struct follow *fw, const struct cluster_topo *topo, const struct s
     return 0;
 }
 
-void
-follow_scanned(struct run *r, struct snapshot *s, const struct cluster_topo *topo)
+/* The pass failed (or could not be kept): start over. */
+static void
+drop_fill(struct follow *fw)
 {
-    struct follow *fw = r->sc->fw;
+    keymap_free(fw->fill, frec_free);
+    fw->fill = NULL;
+    unsubscribe(fw);
+}
+
+/* Auto, unverified, and a scheduled reconcile fixed keys while no
+ * notification ever came: the setting does not cover it; scan. */
+static void
+give_up(struct follow *fw, uint64_t fixed)
+{
+    uint64_t key = fw->sub_key;         /* unsubscribing clears it */
+
+    follow_note(fw, "not following keyspace notifications: none arrived, and a full scan "
+                "found %llu key%s changed (is notify-keyspace-events set to include "
+                KSUB_FLAGS_NEEDED "?  README \"Follow mode\"); scanning every scan_interval",
+                (unsigned long long)fixed, fixed == 1 ? "" : "s");
+    keymap_free(fw->fill, frec_free);
+    fw->fill = NULL;
+    stop_following(fw);
+    fw->gave_up = true;
+    fw->gave_up_key = key;
+    fw->why = WHY_NONE;
+}
+
+/* The scanned hook: after a pass attach_hook() said to keep. */
+static void
+scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
+{
+    struct follow *fw = arg;
+    const struct cluster_topo *topo = p->topo;
     uint64_t fixed = 0, events;
     size_t i;
     bool whole = s != NULL && s->ok;
 
-    if (r->fill == NULL)
+    if (fw->fill == NULL)
         return;
     for (i = 0; whole && s->shards != NULL && i < s->nshards; i++)
         whole = s->shards[i].ok;        /* a shard not read has no records */
-    fw = fw != NULL && whole && topo != NULL && keep_topology(fw, topo, s) == -1 ? NULL : fw;
-    if (fw != NULL)
-        fw->cluster = topo != NULL;
-    if (fw == NULL || !whole) {
-        keymap_free(r->fill, frec_free);
-        r->fill = NULL;
-        if (r->sc->fw != NULL)
-            unsubscribe(r->sc->fw);     /* the pass failed: start over */
+    if (whole && topo != NULL && keep_topology(fw, topo, s) == -1) {
+        drop_fill(fw);
+        return;
+    }
+    fw->cluster = topo != NULL;
+    if (!whole) {
+        drop_fill(fw);
         return;
     }
     if (fw->locks != NULL) {
-        fixed = count_fixed(fw, fw->locks, r->fill);
+        fixed = count_fixed(fw, fw->locks, fw->fill);
         fw->fixed_total += fixed;
         fw->reconciles_total++;
     }
@@ -486,48 +514,40 @@ follow_scanned(struct run *r, struct snapshot *s, const struct cluster_topo *top
     events = fw->events_total;
     pthread_mutex_unlock(&fw->mu);
     if (fw->why == WHY_SCHEDULED && fixed > 0) {
-        if (!fw->verified && events == 0 && r->t->incremental == INCR_AUTO) {
-            note(fw, "not following keyspace notifications: none arrived, and a full scan "
-                 "found %llu key%s changed (is notify-keyspace-events set to include "
-                 KSUB_FLAGS_NEEDED "?  README \"Follow mode\"); scanning every scan_interval",
-                 (unsigned long long)fixed, fixed == 1 ? "" : "s");
-            uint64_t key = fw->sub_key;         /* unsubscribing clears it */
-
-            keymap_free(r->fill, frec_free);
-            r->fill = NULL;
-            stop_following(fw);
-            fw->gave_up = true;
-            fw->gave_up_key = key;
-            fw->why = WHY_NONE;
+        if (!fw->verified && events == 0 && p->t->incremental == INCR_AUTO) {
+            give_up(fw, fixed);
             return;
         }
         if (++fw->drift_streak >= DRIFT_STREAK)
-            note(fw, "follow drift: %u full scans in a row found keys changed without a "
-                 "notification (%llu this time; lockwatch_reconcile_fixed_keys_total): "
-                 "events are being lost", fw->drift_streak, (unsigned long long)fixed);
+            follow_note(fw, "follow drift: %u full scans in a row found keys changed without "
+                        "a notification (%llu this time; lockwatch_reconcile_fixed_keys_total)"
+                        ": events are being lost", fw->drift_streak,
+                        (unsigned long long)fixed);
     } else if (fw->why == WHY_SCHEDULED) {
         if (fw->drift_streak >= DRIFT_STREAK)
             fw->note[0] = '\0';
         fw->drift_streak = 0;
     }
     keymap_free(fw->locks, frec_free);
-    fw->locks = r->fill;
-    r->fill = NULL;
+    fw->locks = fw->fill;
+    fw->fill = NULL;
     fw->following = fw->nsubs > 0;
     fw->why = WHY_NONE;
     fw->reconcile_mono = clock_mono_ms();
     fw->scan_started_ms = s->started_ms;
     fw->scan_finished_ms = clock_now_ms();
-    fw->scan_duration_s = (double)(clock_mono_ms() - r->start_mono) / 1000.0;
+    fw->scan_duration_s = (double)(clock_mono_ms() - p->start_mono) / 1000.0;
     fw->scan_keys = s->keys_examined;
 }
 
-void
-follow_stamp(struct scanner *sc, struct snapshot *s)
+/* The stamp hook: follow mode's figures into a snapshot about to be
+ * returned. */
+static void
+follow_stamp(void *arg, struct snapshot *s)
 {
-    struct follow *fw = sc->fw;
+    struct follow *fw = arg;
 
-    if (fw == NULL)
+    if (!fw->wanted)
         return;
     pthread_mutex_lock(&fw->mu);
     s->follow.events_total = fw->events_total;
@@ -542,152 +562,162 @@ follow_stamp(struct scanner *sc, struct snapshot *s)
     snprintf(s->follow.note, sizeof(s->follow.note), "%s", fw->note);
 }
 
+struct follow *
+follow_new(struct scanner *sc)
+{
+    static const struct scan_hooks hooks = {
+        .attach = attach_hook,
+        .keep = keep_hook,
+        .scanned = scanned_hook,
+        .stamp = follow_stamp,
+        .release = follow_free,
+    };
+    struct follow *fw;
+
+    if ((fw = calloc(1, sizeof(*fw))) == NULL)
+        return NULL;
+    if ((fw->pending = keymap_new(FOLLOW_PENDING_MAX)) == NULL) {
+        free(fw);
+        return NULL;
+    }
+    /* the loop's timed wait counts on the monotonic clock */
+    if (clock_cond_init(&fw->cv) != 0) {
+        keymap_free(fw->pending, NULL);
+        free(fw);
+        return NULL;
+    }
+    pthread_mutex_init(&fw->mu, NULL);
+    fw->sc = sc;
+    scanner_set_hooks(sc, &hooks, fw);
+    return fw;
+}
+
 /* ---- the follow loop --------------------------------------------------------------- */
 
-/* Wait up to ms for an event (or a stop). */
+/* Wait until the monotonic deadline for an event (or a stop). */
 static void
-wait_event(struct follow *fw, int64_t ms)
+wait_event(struct follow *fw, int64_t deadline)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)ms * 1000000L;
-    while (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&fw->mu);
     if (keymap_count(fw->pending) == 0 && !fw->sub_lost && !fw->overflow)
-        pthread_cond_timedwait(&fw->cv, &fw->mu, &ts);
+        (void)clock_cond_wait_until(&fw->cv, &fw->mu, deadline);
     pthread_mutex_unlock(&fw->mu);
 }
 
-/* Do the nodes followed still serve the target?  Sentinel: the primary
- * the sentinels name, ROLE-checked (target.h).  Cluster: the same
- * primaries serving the same slots (a discovery, CLUSTER SHARDS).  A
- * discovery that fails says nothing: the re-reads will tell. */
-static bool
-moved_on(struct scanner *sc, const struct target_conf *t)
-{
-    struct follow *fw = sc->fw;
-    struct cluster_topo now;
-    struct target_conf node;
-    char err[256];
-    size_t i;
-    bool moved = false;
+/* What the loop keeps between its ticks. */
+struct loop {
+    int64_t last_pub;           /* mono ms of the last snapshot published */
+    int64_t check;              /* mono ms the nodes were last checked */
+    int64_t oldest;             /* mono ms of the oldest event applied since */
+    int64_t due;                /* mono deadline: a lock changes state by time */
+    int64_t interval;           /* the reconcile interval in force */
+    bool dirty;                 /* a record changed since the last snapshot */
+};
 
-    if (t->mode == TARGET_SENTINEL) {
-        redisconn_node(t, sc->host, sc->port, &node);
-        return !target_still_current(t, &sc->sentinel_first, sc->c, &node);
+/* One tick's snapshot, when a record changed (at most every
+ * FOLLOW_PUBLISH_MS) or a lock's state is due to change.  0 (published
+ * or not due), -1 when the snapshot could not be made (a full scan). */
+static int
+maybe_publish(struct follow *fw, struct loop *lp, const struct target_conf *t,
+              const struct scan_rules *rules, const atomic_int *stop, scan_publish_fn *publish,
+              void *arg)
+{
+    struct snapshot *s;
+    int64_t now = clock_mono_ms();
+
+    if (!(lp->dirty && now - lp->last_pub >= FOLLOW_PUBLISH_MS) && clock_left(lp->due) > 0)
+        return 0;
+    fw->registry_dirty = false;
+    if ((s = follow_snapshot(fw, t, rules, stop, &lp->due)) == NULL)
+        return -1;
+    now = clock_mono_ms();
+    if (lp->oldest > 0)
+        fw->lag_s = (double)(now - lp->oldest) / 1000.0;
+    lp->oldest = 0;
+    fw->published_total++;
+    follow_stamp(fw, s);
+    publish(arg, s);
+    lp->last_pub = now;
+    lp->dirty = false;
+    return 0;
+}
+
+/* Is a full scan due at now: a scheduled reconcile, or (Sentinel,
+ * cluster; every scan_interval) nodes that no longer serve the target? */
+static bool
+reconcile_due(struct follow *fw, struct loop *lp, const struct target_conf *t, int64_t now)
+{
+    /* unverified auto: a reconcile every scan_interval until an event
+     * proves the notifications arrive */
+    pthread_mutex_lock(&fw->mu);
+    if (!fw->verified && fw->events_total == 0 && t->incremental == INCR_AUTO &&
+        t->scan_interval_ms < lp->interval)
+        lp->interval = t->scan_interval_ms;
+    else if (fw->events_total > 0)
+        lp->interval = t->reconcile_interval_ms;
+    pthread_mutex_unlock(&fw->mu);
+    if (now - fw->reconcile_mono >= lp->interval) {
+        fw->why = WHY_SCHEDULED;
+        return true;
     }
-    memset(&now, 0, sizeof(now));
-    if (cluster_discover(t, sc->known, sc->nknown, &now, err, sizeof(err)) == -1)
-        return false;
-    if (now.nshards != fw->topo.nshards ||
-        memcmp(now.slot_shard, fw->topo.slot_shard, CLUSTER_SLOTS * sizeof(*now.slot_shard)))
-        moved = true;
-    for (i = 0; !moved && i < now.nshards; i++)
-        moved = now.shards[i].primary.port != fw->topo.shards[i].primary.port ||
-            strcmp(now.shards[i].primary.host, fw->topo.shards[i].primary.host) != 0;
-    cluster_topo_clear(&now);
-    return moved;
+    if (t->mode != TARGET_STANDALONE && now - lp->check >= t->scan_interval_ms) {
+        lp->check = now;
+        if (scanner_moved(fw->sc, t, &fw->topo)) {
+            fw->why = WHY_LOSS;
+            unsubscribe(fw);
+            if (t->mode == TARGET_SENTINEL)
+                scanner_disconnect(fw->sc);
+            return true;
+        }
+    }
+    return false;
 }
 
 int
-scanner_follow(struct scanner *sc, const struct target_conf *t, const struct scan_rules *rules,
-               const atomic_int *stop, scan_publish_fn *publish, void *arg)
+follow_run(struct follow *fw, const struct target_conf *t, const struct scan_rules *rules,
+           const atomic_int *stop, scan_publish_fn *publish, void *arg)
 {
-    struct follow *fw = sc->fw;
-    struct run r;
-    /* next_due 1: a first snapshot from the records at once, which finds
-     * when the scan's locks change state by time alone */
-    int64_t last_pub = 0, check = clock_mono_ms(), oldest = 0, next_due = 1, interval;
-    bool dirty = false, lost;
-    int rc;
+    struct loop lp;
+    char err[256];
+    const char *host;
+    int port, rc;
+    bool lost;
 
-    if (fw == NULL || !fw->following || (!fw->cluster && sc->c == NULL))
+    if (!fw->following || (!fw->cluster && scanner_conn(fw->sc, &host, &port) == NULL))
         return -1;
-    memset(&r, 0, sizeof(r));
-    r.sc = sc;
-    r.t = t;
-    r.rules = rules;
-    r.stop = stop;
-    interval = t->reconcile_interval_ms;
+    memset(&lp, 0, sizeof(lp));
+    lp.check = clock_mono_ms();
+    /* due now: a first snapshot from the records at once, which finds
+     * when the scan's locks change state by time alone */
+    lp.due = clock_deadline(0);
+    lp.interval = t->reconcile_interval_ms;
     while (!atomic_load(stop)) {
-        int64_t now;
-
-        wait_event(fw, FOLLOW_TICK_MS);
+        wait_event(fw, clock_deadline(FOLLOW_TICK_MS));
         if (atomic_load(stop))
             break;
         pthread_mutex_lock(&fw->mu);
         lost = fw->sub_lost;
-        if (lost)
-            snprintf(r.err, sizeof(r.err), "%s", fw->sub_err);
         pthread_mutex_unlock(&fw->mu);
         if (lost) {
             unsubscribe(fw);
             return 0;
         }
-        rc = follow_apply_pending(&r, &oldest);
+        rc = follow_apply_pending(fw, t, &lp.oldest, err, sizeof(err));
         if (rc == -2) {
             fw->why = WHY_LOSS;         /* the subscription stays */
             return 0;
         }
-        if (rc == -1) {
-            /* a broken connection or a refused read: the full scan
-             * reconnects, or fails and says why */
-            unsubscribe(fw);
-            scanner_disconnect(sc);
-            return 0;
-        }
         if (rc == 1)
-            dirty = true;
-        now = clock_mono_ms();
-        if ((dirty && now - last_pub >= FOLLOW_PUBLISH_MS) ||
-            (next_due > 0 && clock_now_ms() >= next_due)) {
-            struct snapshot *s;
-
-            fw->registry_dirty = false;
-            s = follow_snapshot(sc, t, rules, stop, &next_due);
-            if (s == NULL) {
-                unsubscribe(fw);
-                scanner_disconnect(sc);
-                return 0;
-            }
-            now = clock_mono_ms();
-            if (oldest > 0)
-                fw->lag_s = (double)(now - oldest) / 1000.0;
-            oldest = 0;
-            s->counters = sc->counters;
-            fw->published_total++;
-            follow_stamp(sc, s);
-            publish(arg, s);
-            last_pub = now;
-            dirty = false;
-        }
-        /* unverified auto: a reconcile every scan_interval until an event
-         * proves the notifications arrive */
-        pthread_mutex_lock(&fw->mu);
-        if (!fw->verified && fw->events_total == 0 && t->incremental == INCR_AUTO &&
-            t->scan_interval_ms < interval)
-            interval = t->scan_interval_ms;
-        else if (fw->events_total > 0)
-            interval = t->reconcile_interval_ms;
-        pthread_mutex_unlock(&fw->mu);
-        if (now - fw->reconcile_mono >= interval) {
-            fw->why = WHY_SCHEDULED;
+            lp.dirty = true;
+        if (rc == -1 || maybe_publish(fw, &lp, t, rules, stop, publish, arg) == -1) {
+            /* a broken connection, a refused read or a snapshot that
+             * failed: the full scan reconnects, or fails and says why */
+            unsubscribe(fw);
+            scanner_disconnect(fw->sc);
             return 0;
         }
-        if (t->mode != TARGET_STANDALONE && now - check >= t->scan_interval_ms) {
-            check = now;
-            if (moved_on(sc, t)) {
-                fw->why = WHY_LOSS;
-                unsubscribe(fw);
-                if (t->mode == TARGET_SENTINEL)
-                    scanner_disconnect(sc);
-                return 0;
-            }
-        }
+        if (reconcile_due(fw, &lp, t, clock_mono_ms()))
+            return 0;
     }
     return 0;
 }

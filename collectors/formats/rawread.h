@@ -7,7 +7,8 @@
  * same way: the value cut at RAW_VALUE_MAX bytes, at most RAW_FIELDS_MAX
  * hash fields, truncation flagged, and holders past the field cap counted
  * from HLEN.  The raw_lock points into the replies: keep them alive while
- * it is used.
+ * it is used.  It sits with the decoders because it fills their input
+ * (formats.h); collectors/redis/, a layer below, knows connections only.
  */
 #ifndef LOCKWATCH_RAWREAD_H
 #define LOCKWATCH_RAWREAD_H

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * scanrun.c - the scanner driven from above (scanrun.h): the connections
+ * the last pass kept, re-reads of named keys with the stream's own
+ * pipelined reads, snapshots replayed through the per-key step, and
+ * whether the nodes of the last pass still serve the target.
+ *
+ * A re-read is one batch of the stream (stream_read_batch()) on a kept
+ * connection, its keys handed to the caller instead of recorded; a
+ * replay is a run (run_begin()) whose keys come from the caller instead
+ * of a pass, completed exactly as a pass's are (registry, helper keys,
+ * waiters, finish), so whichever path made a snapshot, it says the same.
+ */
+#include "collectors/scan/scan_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/redis/conn.h"
+#include "collectors/redis/target.h"
+#include "common/clock.h"
+
+redisContext *
+scanner_conn(const struct scanner *sc, const char **host, int *port)
+{
+    *host = sc->host;
+    *port = sc->port;
+    return sc->c;
+}
+
+redisContext *
+scanner_node_conn(const struct scanner *sc, const char *host, int port)
+{
+    size_t i;
+
+    for (i = 0; i < sc->nconns; i++)
+        if (sc->conns[i].c != NULL && sc->conns[i].port == port &&
+            strcmp(sc->conns[i].host, host) == 0)
+            return sc->conns[i].c;
+    return NULL;
+}
+
+int
+scanner_reread(struct scanner *sc, const struct target_conf *t, redisContext *c,
+               const char *host, int port, const char *const *keys, const size_t *lens,
+               size_t n, scan_key_fn *each, void *arg, char *err, size_t errlen)
+{
+    struct key_meta meta[SCAN_REREAD_MAX];
+    struct stream st;
+    struct batch b;
+    struct run r;
+    size_t i;
+    int rc;
+
+    if (n > SCAN_REREAD_MAX) {
+        scan_errf(err, errlen, "%zu keys to re-read at once (at most %d)", n, SCAN_REREAD_MAX);
+        return -1;
+    }
+    /* a run of its own: nothing is recorded, and the values are not
+     * decoded here (raw.now_ms stays 0, as the replay's) */
+    memset(&r, 0, sizeof(r));
+    r.sc = sc;
+    r.t = t;
+    memset(&st, 0, sizeof(st));
+    memset(&b, 0, sizeof(b));
+    memset(meta, 0, n * sizeof(meta[0]));
+    for (i = 0; i < n; i++) {
+        meta[i].k.key = keys[i];
+        meta[i].k.keylen = lens[i];
+    }
+    b.meta = meta;
+    b.n = n;
+    st.r = &r;
+    st.c = c;
+    snprintf(st.host, sizeof(st.host), "%s", host);
+    st.port = port;
+    st.on_key = each;
+    st.on_key_arg = arg;
+    rc = stream_read_batch(&st, &b);
+    for (i = 0; i < SCAN_READ_KINDS; i++)
+        sc->counters.read_errors[i] += st.cnt.read_errors[i];
+    if (rc == -1 || st.refused > 0) {
+        scan_errf(err, errlen, "%s", st.refused > 0 ? st.refused_err : st.err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The streams a replay's look-ups send on: one per shard of topo in its
+ * order, or the one connection's.  NULL when one has no connection kept
+ * (or on ENOMEM). */
+static struct stream *
+replay_streams(struct run *r, const struct cluster_topo *topo, size_t *n)
+{
+    struct scanner *sc = r->sc;
+    struct stream *st;
+    const char *host;
+    size_t i;
+
+    *n = topo != NULL ? topo->nshards : 1;
+    if ((st = calloc(*n ? *n : 1, sizeof(*st))) == NULL)
+        return NULL;
+    for (i = 0; i < *n; i++) {
+        st[i].r = r;
+        if (topo != NULL) {
+            host = topo->shards[i].primary.host;
+            st[i].port = topo->shards[i].primary.port;
+            st[i].c = scanner_node_conn(sc, host, st[i].port);
+        } else {
+            st[i].c = scanner_conn(sc, &host, &st[i].port);
+        }
+        if (st[i].c == NULL) {
+            free(st);
+            return NULL;
+        }
+        snprintf(st[i].host, sizeof(st[i].host), "%s", host);
+    }
+    return st;
+}
+
+struct snapshot *
+scanner_replay(struct scanner *sc, const struct target_conf *t, const struct scan_rules *rules,
+               const atomic_int *stop, const struct cluster_topo *topo, scan_replay_fn *each,
+               void *arg, int64_t *now_ms, int64_t *next_due_ms)
+{
+    struct scan_counters scratch;       /* a replay's counts are not a scan's */
+    struct stream *streams = NULL;
+    struct snapshot *s;
+    struct run r;
+    size_t i, nstreams = 0;
+    int ok = 1;
+
+    if ((s = run_begin(&r, sc, t, rules, stop)) == NULL)
+        return NULL;
+    sc->pass++;
+    if (sc->pass == 0)
+        sc->pass = 1;
+    memset(&scratch, 0, sizeof(scratch));
+    if (each(arg, &r, &scratch) == -1)
+        ok = 0;
+    if (ok && (streams = replay_streams(&r, topo, &nstreams)) == NULL)
+        ok = 0;
+    if (ok && registry_lookup(&r, streams, nstreams, topo) == -1)
+        ok = 0;
+    /* as a full scan does: the helper keys kept, those outside the
+     * patterns, then the waiters (after the formats the helpers give) */
+    helperkeys_finish(&r, ok);
+    if (ok && helperkeys_probe(&r, streams, nstreams, topo) == -1)
+        ok = 0;
+    if (ok && waiters_lookup(&r, streams, nstreams, topo) == -1)
+        ok = 0;
+    for (i = 0; ok && i < nstreams; i++)
+        if (streams[i].failed)
+            ok = 0;             /* a connection failed: a full scan says what */
+    free(streams);
+    if (ok && record_finish(&r) == -1)
+        ok = 0;
+    class_set_free(r.classes);
+    pthread_mutex_destroy(&r.mu);
+    if (!ok) {
+        redlock_map_free(r.rmap);
+        snapshot_unref(s);
+        return NULL;
+    }
+    tracker_sweep(sc->tracker, sc->pass);
+    if (r.rmap != NULL) {
+        redlock_map_finish(r.rmap);
+        s->redlock = r.rmap;
+    }
+    s->ok = true;
+    s->counters = sc->counters;
+    *now_ms = r.now_ms;
+    *next_due_ms = r.next_due_ms;
+    return s;
+}
+
+bool
+scanner_moved(struct scanner *sc, const struct target_conf *t, const struct cluster_topo *topo)
+{
+    struct cluster_topo now;
+    struct target_conf node;
+    char err[256];
+    size_t i;
+    bool moved = false;
+
+    if (t->mode == TARGET_STANDALONE)
+        return false;
+    if (t->mode == TARGET_SENTINEL) {
+        redisconn_node(t, sc->host, sc->port, &node);
+        return !target_still_current(t, &sc->sentinel_first, sc->c, &node);
+    }
+    memset(&now, 0, sizeof(now));
+    if (cluster_discover(t, sc->known, sc->nknown, &now, err, sizeof(err)) == -1)
+        return false;
+    if (now.nshards != topo->nshards ||
+        memcmp(now.slot_shard, topo->slot_shard, CLUSTER_SLOTS * sizeof(*now.slot_shard)))
+        moved = true;
+    for (i = 0; !moved && i < now.nshards; i++)
+        moved = now.shards[i].primary.port != topo->shards[i].primary.port ||
+            strcmp(now.shards[i].primary.host, topo->shards[i].primary.host) != 0;
+    cluster_topo_clear(&now);
+    return moved;
+}

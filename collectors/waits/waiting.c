@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * waiting.c - a bounded hash table of (owner, key) pairs with LRU eviction.
+ *
+ * Entries live in a fixed array of WAITING_MAX; a chained hash over
+ * WAITING_BUCKETS heads finds a pair, and a doubly-linked list in update
+ * order says which pair to evict.  Indices instead of pointers keep the
+ * bookkeeping small.  The hash is unseeded FNV-1a over bytes senders
+ * choose, so a sender could aim every pair at one chain; a chain holds at
+ * most WAITING_MAX entries, so that costs at most a few thousand compares
+ * per line, and with a key file set only trusted senders get this far.
+ */
+#include "collectors/waits/waiting.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define WAITING_BUCKETS 8192    /* power of two, twice WAITING_MAX */
+#define NIL UINT32_MAX
+
+struct entry {
+    char *bytes;                /* owner, key, holder back to back */
+    size_t cap;                 /* bytes allocated */
+    size_t ownerlen, keylen, holderlen;
+    uint64_t hash;
+    bool waiting;
+    enum sample_outcome outcome;
+    int64_t at_ms;
+    uint32_t chain;             /* next in its bucket */
+    uint32_t prev, next;        /* update order: older, newer */
+};
+
+struct waiting_table {
+    struct entry e[WAITING_MAX];
+    uint32_t bucket[WAITING_BUCKETS];
+    uint32_t free_head;         /* unused entries, chained by .chain */
+    uint32_t oldest, newest;
+    size_t count, nwaiting, bytes;
+    uint64_t evicted;
+};
+
+struct waiting_table *
+waiting_new(void)
+{
+    struct waiting_table *t = calloc(1, sizeof(*t));
+    uint32_t i;
+
+    if (t == NULL)
+        return NULL;
+    for (i = 0; i < WAITING_BUCKETS; i++)
+        t->bucket[i] = NIL;
+    for (i = 0; i < WAITING_MAX; i++)
+        t->e[i].chain = i + 1 < WAITING_MAX ? i + 1 : NIL;
+    t->free_head = 0;
+    t->oldest = t->newest = NIL;
+    return t;
+}
+
+void
+waiting_free(struct waiting_table *t)
+{
+    if (t == NULL)
+        return;
+    for (size_t i = 0; i < WAITING_MAX; i++)
+        free(t->e[i].bytes);
+    free(t);
+}
+
+static uint64_t
+hash_pair(const struct sample *s)
+{
+    /* FNV-1a over owner, a separator no decoded byte sequence can fake by
+     * itself (the lengths go in too), then key. */
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    size_t i;
+
+    for (i = 0; i < s->ownerlen; i++)
+        h = (h ^ (unsigned char)s->owner[i]) * UINT64_C(0x100000001b3);
+    h = (h ^ s->ownerlen) * UINT64_C(0x100000001b3);
+    for (i = 0; i < s->keylen; i++)
+        h = (h ^ (unsigned char)s->key[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+static bool
+same_pair(const struct entry *e, const struct sample *s, uint64_t h)
+{
+    return e->hash == h && e->ownerlen == s->ownerlen && e->keylen == s->keylen &&
+           memcmp(e->bytes, s->owner, s->ownerlen) == 0 &&
+           memcmp(e->bytes + e->ownerlen, s->key, s->keylen) == 0;
+}
+
+static void
+list_unlink(struct waiting_table *t, uint32_t i)
+{
+    struct entry *e = &t->e[i];
+
+    if (e->prev != NIL)
+        t->e[e->prev].next = e->next;
+    else
+        t->oldest = e->next;
+    if (e->next != NIL)
+        t->e[e->next].prev = e->prev;
+    else
+        t->newest = e->prev;
+}
+
+static void
+list_push(struct waiting_table *t, uint32_t i)
+{
+    struct entry *e = &t->e[i];
+
+    e->prev = t->newest;
+    e->next = NIL;
+    if (t->newest != NIL)
+        t->e[t->newest].next = i;
+    else
+        t->oldest = i;
+    t->newest = i;
+}
+
+/* Take entry i out of its bucket, the list and the counts; keep its
+ * allocation for reuse. */
+static void
+remove_entry(struct waiting_table *t, uint32_t i)
+{
+    struct entry *e = &t->e[i];
+    uint32_t *p = &t->bucket[e->hash & (WAITING_BUCKETS - 1)];
+
+    while (*p != i)
+        p = &t->e[*p].chain;
+    *p = e->chain;
+    list_unlink(t, i);
+    if (e->waiting)
+        t->nwaiting--;
+    t->count--;
+    e->chain = t->free_head;
+    t->free_head = i;
+}
+
+static uint32_t
+find(const struct waiting_table *t, const struct sample *s, uint64_t h)
+{
+    uint32_t i;
+
+    for (i = t->bucket[h & (WAITING_BUCKETS - 1)]; i != NIL; i = t->e[i].chain)
+        if (same_pair(&t->e[i], s, h))
+            return i;
+    return NIL;
+}
+
+int
+waiting_note(struct waiting_table *t, const struct sample *s, int64_t now_ms)
+{
+    uint64_t h;
+    uint32_t i;
+    struct entry *e;
+    size_t need;
+
+    if (s->ownerlen == 0 || (s->kind != SAMPLE_WAITING && s->kind != SAMPLE_HOLD))
+        return 0;
+    h = hash_pair(s);
+    i = find(t, s, h);
+    if (s->kind == SAMPLE_HOLD) {
+        if (i != NIL)
+            remove_entry(t, i);
+        return 0;
+    }
+    need = s->ownerlen + s->keylen + s->holderlen;
+    if (i == NIL) {
+        if (t->free_head == NIL) {
+            remove_entry(t, t->oldest);
+            t->evicted++;
+        }
+        i = t->free_head;
+        e = &t->e[i];
+        if (e->cap < need) {
+            char *b = realloc(e->bytes, need);
+
+            if (b == NULL)
+                return -1;      /* e stays on the free list */
+            t->bytes += need - e->cap;
+            e->bytes = b;
+            e->cap = need;
+        }
+        t->free_head = e->chain;
+        e->hash = h;
+        e->ownerlen = s->ownerlen;
+        e->keylen = s->keylen;
+        memcpy(e->bytes, s->owner, s->ownerlen);
+        memcpy(e->bytes + s->ownerlen, s->key, s->keylen);
+        e->chain = t->bucket[h & (WAITING_BUCKETS - 1)];
+        t->bucket[h & (WAITING_BUCKETS - 1)] = i;
+        e->waiting = false;
+        t->count++;
+        list_push(t, i);
+    } else {
+        e = &t->e[i];
+        if (e->cap < need) {
+            char *b = realloc(e->bytes, need);
+
+            if (b == NULL) {
+                remove_entry(t, i);     /* a stale holder is worse than none */
+                return -1;
+            }
+            t->bytes += need - e->cap;
+            e->bytes = b;
+            e->cap = need;
+        }
+        list_unlink(t, i);
+        list_push(t, i);
+    }
+    if (s->holderlen > 0)
+        memcpy(e->bytes + e->ownerlen + e->keylen, s->holder, s->holderlen);
+    e->holderlen = s->holderlen;
+    if (e->waiting != s->start) {
+        if (s->start)
+            t->nwaiting++;
+        else
+            t->nwaiting--;
+    }
+    e->waiting = s->start;
+    e->outcome = s->outcome;
+    e->at_ms = now_ms;
+    return 0;
+}
+
+size_t
+waiting_count(const struct waiting_table *t)
+{
+    return t->count;
+}
+
+size_t
+waiting_waiting(const struct waiting_table *t)
+{
+    return t->nwaiting;
+}
+
+uint64_t
+waiting_evicted(const struct waiting_table *t)
+{
+    return t->evicted;
+}
+
+size_t
+waiting_bytes(const struct waiting_table *t)
+{
+    return sizeof(*t) + t->bytes;
+}
+
+void
+waiting_each(const struct waiting_table *t,
+             void (*fn)(const struct waiting_pair *p, void *arg), void *arg)
+{
+    struct waiting_pair p;
+    uint32_t i;
+
+    for (i = t->oldest; i != NIL; i = t->e[i].next) {
+        const struct entry *e = &t->e[i];
+
+        p.owner = e->bytes;
+        p.ownerlen = e->ownerlen;
+        p.key = e->bytes + e->ownerlen;
+        p.keylen = e->keylen;
+        p.holder = e->bytes + e->ownerlen + e->keylen;
+        p.holderlen = e->holderlen;
+        p.waiting = e->waiting;
+        p.outcome = e->outcome;
+        p.at_ms = e->at_ms;
+        fn(&p, arg);
+    }
+}

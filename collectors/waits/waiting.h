@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * waiting.h - the latest `waiting` line of each (owner, key) pair, the
+ * table the wait-for graph of issue 26 reads (docs/line-protocol.md
+ * "Owners and holder ids").
+ *
+ * A `waiting` line (start or end) sets its pair's entry: the holder id the
+ * owner will write, whether it is waiting now, the outcome of its end, and
+ * when it came.  A 6-field `hold` ends the pair (the owner released the
+ * key), and so removes it.  The table holds at most WAITING_MAX pairs;
+ * when a new pair finds it full the least recently updated pair goes, and
+ * waiting_evicted() counts it.
+ *
+ * Memory: each pair is one allocation of its owner, key and holder bytes
+ * (at most ~4.9 KiB with the protocol's longest fields), made when the
+ * pair is first seen or grows, so at most WAITING_MAX of them.
+ *
+ * Not thread-safe: its owner (waitstats) holds its mutex around every call.
+ */
+#ifndef LOCKWATCH_WAITING_H
+#define LOCKWATCH_WAITING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collectors/waits/samples.h"
+
+#define WAITING_MAX 4096        /* (owner, key) pairs kept */
+
+struct waiting_table;
+
+/* One pair as waiting_each() shows it; pointers valid during the call. */
+struct waiting_pair {
+    const char *owner, *key, *holder;   /* bytes, not NUL-terminated */
+    size_t ownerlen, keylen, holderlen; /* holderlen 0: not known */
+    bool waiting;               /* its latest line was a start */
+    enum sample_outcome outcome;        /* when !waiting */
+    int64_t at_ms;              /* monotonic time of its latest line */
+};
+
+/* NULL on ENOMEM.  Free with waiting_free (NULL is fine). */
+struct waiting_table *waiting_new(void);
+void waiting_free(struct waiting_table *t);
+
+/*
+ * Take one parsed line: a SAMPLE_WAITING sets its pair, a SAMPLE_HOLD with
+ * an owner removes its pair, anything else is ignored.  now_ms: monotonic.
+ * 0, or -1 when the pair could not be allocated (then it is not kept).
+ */
+int waiting_note(struct waiting_table *t, const struct sample *s, int64_t now_ms);
+
+size_t waiting_count(const struct waiting_table *t);         /* pairs held */
+size_t waiting_waiting(const struct waiting_table *t);       /* of which waiting */
+uint64_t waiting_evicted(const struct waiting_table *t);     /* pairs evicted */
+size_t waiting_bytes(const struct waiting_table *t);         /* memory held */
+
+/* Call fn on each pair, least recently updated first. */
+void waiting_each(const struct waiting_table *t,
+                  void (*fn)(const struct waiting_pair *p, void *arg), void *arg);
+
+#endif

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * configcheck.c - the checks that span keys, run once the whole file is
+ * read (config_load): every named section has its required keys; a target
+ * in sentinel mode names its sentinels and master; a key that only matters
+ * with another (the tls_ keys, sentinels, master_name, scan_replicas,
+ * secret_file) is refused without it; a Redlock group names at least two
+ * defined targets, each once; [unlock] http = on has its token.
+ *
+ * Each error points at the key's line, or at the section header's when
+ * the value is a default (struct instance keeps the line of every key).
+ * A new rule between keys goes in check_target() or validate().
+ */
+#include <string.h>
+#include <sys/stat.h>
+
+#include "conf/config_impl.h"
+#include "conf/options.h"
+
+/* Where to point at for KEY: its line, or the section header's when the
+ * value is a default. */
+static int
+line_of(const struct instance *in, const char *key)
+{
+    int i = find_option(in->sec, key);
+
+    return i >= 0 && in->key_line[i] != 0 ? in->key_line[i] : in->line;
+}
+
+static bool
+given(const struct instance *in, const char *key)
+{
+    int i = find_option(in->sec, key);
+
+    return i >= 0 && in->key_line[i] != 0;
+}
+
+/* The tls_ keys: only with rediss://, a client certificate with its key,
+ * a CA directory that is one. */
+static void
+check_tls(struct load *ld, const struct instance *in, const struct target_conf *t)
+{
+    static const char *const keys[] = { "tls_ca_file", "tls_ca_dir", "tls_cert_file",
+                                         "tls_key_file", "tls_server_name", "tls_verify" };
+    struct stat st;
+
+    if (!t->tls) {
+        /* tls_verify = on is the default, which -n writes for every
+         * target: only off is a setting without effect */
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+            if (given(in, keys[i]) && (strcmp(keys[i], "tls_verify") != 0 || !t->tls_verify))
+                fail(ld, line_of(in, keys[i]), in->label, keys[i], "only used with TLS "
+                     "(write the url as rediss://..., or remove it)");
+        return;
+    }
+    if ((t->tls_cert_file == NULL) != (t->tls_key_file == NULL))
+        fail(ld, line_of(in, t->tls_cert_file ? "tls_cert_file" : "tls_key_file"), in->label,
+             t->tls_cert_file ? "tls_key_file" : "tls_cert_file", "missing (a client "
+             "certificate needs both tls_cert_file and tls_key_file)");
+    if (t->tls_ca_dir != NULL && (stat(t->tls_ca_dir, &st) == -1 || !S_ISDIR(st.st_mode)))
+        fail(ld, line_of(in, "tls_ca_dir"), in->label, "tls_ca_dir", "\"%s\" is not a "
+             "directory (give a directory of hashed CA certificates, e.g. /etc/ssl/certs)",
+             t->tls_ca_dir);
+}
+
+static void
+check_target(struct load *ld, const struct instance *in, const struct target_conf *t)
+{
+    if (t->npatterns == 0)
+        fail(ld, line_of(in, "patterns"), in->label, "patterns", "no pattern given (list "
+             "at least one glob of lock keys, e.g. lock:*)");
+    if (t->mode == TARGET_SENTINEL) {
+        if (t->nsentinels == 0)
+            fail(ld, line_of(in, "mode"), in->label, "sentinels", "missing (mode = "
+                 "sentinel needs the sentinels as host:port, comma separated, e.g. "
+                 "127.0.0.1:26379)");
+        if (t->master_name == NULL)
+            fail(ld, line_of(in, "mode"), in->label, "master_name", "missing (mode = "
+                 "sentinel needs the name the sentinels monitor, e.g. mymaster)");
+    } else {
+        /* A key that is silently ignored is worse than a refusal: whoever
+         * wrote it believes it does something. */
+        if (given(in, "sentinels"))
+            fail(ld, line_of(in, "sentinels"), in->label, "sentinels", "only used with "
+                 "mode = sentinel (set mode = sentinel, or remove it)");
+        if (given(in, "master_name"))
+            fail(ld, line_of(in, "master_name"), in->label, "master_name", "only used "
+                 "with mode = sentinel (set mode = sentinel, or remove it)");
+    }
+    if (t->scan_replicas && t->mode != TARGET_CLUSTER)
+        fail(ld, line_of(in, "scan_replicas"), in->label, "scan_replicas", "only used "
+             "with mode = cluster (set mode = cluster, or scan_replicas = no)");
+    if (t->mode == TARGET_CLUSTER && t->db != 0)
+        fail(ld, line_of(in, "url"), in->label, "url", "Redis Cluster has only database "
+             "0 (remove \"/%d\" from the URL)", t->db);
+    check_tls(ld, in, t);
+}
+
+static void
+check_redlock(struct load *ld, const struct instance *in, const struct redlock_conf *r)
+{
+    int line = line_of(in, "targets");
+    size_t i, j;
+
+    if (r->ntargets < 2) {
+        fail(ld, line, in->label, "targets", "names %zu target%s (a Redlock group needs "
+             "at least 2, e.g. r1, r2, r3)", r->ntargets, r->ntargets == 1 ? "" : "s");
+        return;
+    }
+    for (i = 0; i < r->ntargets; i++) {
+        if (config_target(ld->cfg, r->targets[i]) == NULL) {
+            fail(ld, line, in->label, "targets", "\"%s\" is not a defined target (add a "
+                 "[target %s] section, or remove it from the list)", r->targets[i],
+                 r->targets[i]);
+            return;
+        }
+        for (j = 0; j < i; j++) {
+            if (strcmp(r->targets[i], r->targets[j]) == 0) {
+                fail(ld, line, in->label, "targets", "names \"%s\" twice (list each "
+                     "target once)", r->targets[i]);
+                return;
+            }
+        }
+    }
+}
+
+int
+validate(struct load *ld)
+{
+    struct config *cfg = ld->cfg;
+    size_t i, k;
+
+    for (i = 0; i < ld->ninst && !ld->failed; i++) {
+        const struct instance *in = &ld->inst[i];
+        void *base = instance_base(cfg, in->sec, in->idx);
+
+        for (k = 0; k < config_noptions; k++) {
+            const struct config_option *o = &config_options[k];
+
+            if (o->section == in->sec && (o->flags & OPT_REQUIRED) && in->key_line[k] == 0)
+                fail(ld, in->line, in->label, o->key, "missing (every [%s NAME] needs "
+                     "%s, e.g. %s = %s)", config_section_name(in->sec), o->key, o->key,
+                     o->example);
+        }
+        switch (in->sec) {
+        case SECTION_TARGET:
+            check_target(ld, in, base);
+            break;
+        case SECTION_REDLOCK:
+            check_redlock(ld, in, base);
+            break;
+        case SECTION_WEBHOOK: {
+            const struct webhook_conf *w = base;
+
+            if (w->secret_file != NULL && w->format != SINK_GENERIC)
+                fail(ld, line_of(in, "secret_file"), in->label, "secret_file", "only "
+                     "used with format = generic (remove it; %s messages are not "
+                     "signed)", config_sink_format_str(w->format));
+            break;
+        }
+        case SECTION_UNLOCK:
+            if (cfg->unlock_http && cfg->unlock_token == NULL)
+                fail(ld, line_of(in, "http"), in->label, "http", "on needs token_file "
+                     "(set token_file to a file holding the bearer token, readable only by lockwatchd)");
+            break;
+        default:
+            break;
+        }
+    }
+    return ld->failed ? -1 : 0;
+}
