@@ -72,8 +72,9 @@ class ScanDeadline(h.TestCase):
                                                 "command_timeout": "2s"})
             down_s = self._down_named(ag, "loop", t0, 30)
             print("endless cursor: target down after %.1f s (scan_timeout 3 s)" % down_s)
-            st, _, body = ag.get("/readyz", timeout=2)
-            self.assertIn(b"not finished", body, body)
+            # the stream's own check ("not finished within scan_timeout") or a
+            # read waiting at the deadline ("gave up: scan_timeout ran out"):
+            # _down_named() saw scan_timeout named either way
             self._sigterm_mid_scan(ag, fake)
 
     def test_drip_from_the_first_byte_at_defaults(self):
