@@ -15,7 +15,11 @@
  * keyspace events, and scans again when it returns (a reconcile).
  *
  * Publication is one pointer swap under the target's mutex; readers take
- * a reference and render without holding any lock.  Right after
+ * a reference and render without holding any lock.  What was known stays
+ * visible: a failed scan's snapshot keeps a reference to the target's last
+ * good one, stamped with when the view went stale, and every renderer
+ * shows its locks marked stale (view_target.shown) while the target is
+ * reported down with the reason.  Right after
  * publishing, a target compares the [redlock] groups it is a member of
  * (agent/groups.c) on its own thread.
  */
@@ -28,6 +32,7 @@
 #include "agent/groups.h"
 #include "alerts/alerts.h"
 #include "collectors/follow/follow.h"
+#include "collectors/redis/conn.h"
 #include "collectors/scan/scan.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -44,7 +49,10 @@ struct target_rt {
     pthread_mutex_t mu;                 /* guards snap, and the cv */
     pthread_cond_t cv;
     struct snapshot *snap;
+    struct snapshot *last_good;         /* the last ok snapshot published */
+    int64_t stale_since_ms;             /* first failure since it; 0: fresh */
     bool was_down;
+    char down_err[256];                 /* the reason last logged */
     char node[280];                     /* last node scanned, for the log */
     char follow_note[400];              /* follow mode's last note, logged once */
     bool following;                     /* for the log: follow mode on */
@@ -89,6 +97,7 @@ target_free(struct target_rt *t)
     if (t == NULL)
         return;
     snapshot_unref(t->snap);
+    snapshot_unref(t->last_good);
     free(t->groups);
     scanner_free(t->scanner);
     pthread_mutex_destroy(&t->mu);
@@ -97,11 +106,36 @@ target_free(struct target_rt *t)
     free(t);
 }
 
+/* Stamp s with its freshness before anyone else sees it: an ok snapshot
+ * becomes the last good one; a failed one keeps it, and when the view
+ * went stale. */
+static void
+stamp_freshness(struct target_rt *t, struct snapshot *s)
+{
+    if (s->ok) {
+        s->last_success_ms = s->finished_ms;
+        snapshot_ref(s);
+        snapshot_unref(t->last_good);
+        t->last_good = s;
+        t->stale_since_ms = 0;
+        return;
+    }
+    if (t->stale_since_ms == 0)
+        t->stale_since_ms = s->finished_ms;
+    s->stale_since_ms = t->stale_since_ms;
+    if (t->last_good != NULL && s->last_good == NULL) {
+        snapshot_ref(t->last_good);
+        s->last_good = t->last_good;
+        s->last_success_ms = t->last_good->finished_ms;
+    }
+}
+
 static void
 publish(struct target_rt *t, struct snapshot *s)
 {
     struct snapshot *old;
 
+    stamp_freshness(t, s);
     pthread_mutex_lock(&t->mu);
     old = t->snap;
     t->snap = s;
@@ -192,8 +226,16 @@ target_main(void *arg)
                       (unsigned long long)s->keys_examined, s->nlocks, s->duration_s);
             wait = t->conf->scan_interval_ms - (clock_mono_ms() - start);
         } else {
-            if (!t->was_down)
-                log_warnx("target %s: scan failed: %s", t->name, s->err);
+            /* said again whenever the reason changes */
+            if (!t->was_down || strcmp(s->err, t->down_err) != 0) {
+                if (t->last_good != NULL)
+                    log_warnx("target %s: scan failed: %s (showing the last good scan, "
+                              "%lld s old, marked stale)", t->name, s->err,
+                              (long long)((clock_now_ms() - t->last_good->finished_ms) / 1000));
+                else
+                    log_warnx("target %s: scan failed: %s", t->name, s->err);
+                snprintf(t->down_err, sizeof(t->down_err), "%s", s->err);
+            }
             t->was_down = true;
             backoff = backoff == 0 ? 500 : backoff * 2;
             if (backoff > cap)
@@ -210,9 +252,20 @@ target_main(void *arg)
         publish(t, s);
         for (i = 0; i < t->ngroups; i++)
             group_compare(t->groups[i]);
-        /* follow mode: current from events until a full scan is due */
-        if (ok && follow_run(t->follow, t->conf, &t->rules, &t->stop, publish_cb, t) == 0)
-            continue;
+        /* follow mode: current from events until a full scan is due; its
+         * reads see a stop request as a scan's do (no deadline: it runs
+         * until the next full scan) */
+        if (ok) {
+            struct redisconn_scope fs = { .deadline_ms = INT64_MAX,
+                                          .idle_ms = t->conf->command_timeout_ms,
+                                          .stop = &t->stop, .what = "follow mode" };
+            const struct redisconn_scope *prev = redisconn_scope_enter(&fs);
+            int followed = follow_run(t->follow, t->conf, &t->rules, &t->stop, publish_cb, t);
+
+            redisconn_scope_leave(prev);
+            if (followed == 0)
+                continue;
+        }
         target_wait(t, wait);
     }
     return NULL;

@@ -47,13 +47,16 @@ struct agent {
                                  * set at start, kept across reloads, own lock */
     atomic_uint_fast64_t releases[3];   /* lockwatch_releases_total by result,
                                          * RELEASES_* of agent/http/release_http.h */
+    atomic_int releases_running;        /* HTTP releases under way (at most
+                                         * RELEASE_HTTP_RUNNING_MAX) */
     struct group_rt **groups;   /* [redlock] groups, in config order */
     size_t ngroups;
 };
 
 struct view_target {
     char *name;
-    struct snapshot *snap;      /* newest, or NULL before the first scan */
+    struct snapshot *snap;      /* newest, or NULL before the first scan;
+                                 * whose locks to show: snapshot_shown(snap) */
 };
 
 /* A [redlock] group and its newest comparison (NULL before the first). */

@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +150,13 @@ main(int argc, char **argv)
     struct options opt = { .path = CONFIG_DEFAULT_PATH };
     char *abspath = NULL;
     int ch, rc;
+
+    /* Large buffers (a reply being read, up to the reply limits of
+     * collectors/redis/conn.h) are mmapped and given back when freed:
+     * glibc would otherwise raise its threshold after the first and keep
+     * such buffers in each scanner thread's arena, so a hostile target's
+     * refused replies would stay in RSS. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
     while ((ch = getopt_long(argc, argv, "c:dnvhV", longopts, NULL)) != -1) {
         switch (ch) {

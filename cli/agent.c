@@ -144,6 +144,23 @@ add_lock(struct agent_view *av, const json_t *o)
         return 0;
     a.first_seen_ms = json_integer_value(fs);
     a.nottl_since_ms = json_is_integer(nt) ? json_integer_value(nt) : 0;
+    a.stale = json_is_true(json_object_get(o, "stale"));
+    {
+        const json_t *st;
+        size_t i, n = 0;
+
+        json_array_foreach(json_object_get(o, "states"), i, st) {
+            const char *name = json_string_value(st);
+            int w;
+
+            if (name == NULL)
+                continue;
+            w = snprintf(a.states + n, sizeof(a.states) - n, "%s%s", n ? "," : "", name);
+            if (w < 0 || (size_t)w >= sizeof(a.states) - n)
+                break;          /* cut at a name: the list is for people */
+            n += (size_t)w;
+        }
+    }
     if ((a.key = escaped_member(o, "key_escaped", &a.keylen)) == NULL)
         return 0;
     if (json_array_size(holders) > 0) {
@@ -198,6 +215,18 @@ agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errle
     if (!json_is_array(locks)) {
         snprintf(err, errlen, "its answer's \"locks\" is not an array");
         return -1;
+    }
+    {
+        /* the agent cannot scan the target now: its view is the last
+         * known, and it says why */
+        const json_t *st = json_array_get(json_object_get(doc, "stale"), 0);
+        const char *why = json_string_value(json_object_get(st, "reason"));
+
+        if (st != NULL) {
+            snprintf(av->stale_reason, sizeof(av->stale_reason), "%s",
+                     why != NULL && why[0] ? why : "its scans fail");
+            av->last_success_ms = json_integer_value(json_object_get(st, "last_success_ms"));
+        }
     }
     json_array_foreach(locks, i, o) {
         if (av->nlocks >= AGENT_LOCKS_MAX) {
@@ -292,7 +321,17 @@ get_json(struct agent_view *av, const char *url, json_t **doc)
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)AGENT_CONNECT_MS);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)AGENT_TIMEOUT_MS);
+    {
+        /* within lockctl's whole deadline too */
+        int64_t left = av->deadline_ms > 0 ? clock_left(av->deadline_ms) : AGENT_TIMEOUT_MS;
+
+        if (left <= 0) {
+            snprintf(av->err, sizeof(av->err), "lockctl's --timeout ran out");
+            goto out;
+        }
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(left < AGENT_TIMEOUT_MS ? left :
+                                                       AGENT_TIMEOUT_MS));
+    }
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(h, CURLOPT_PROXY, "");
@@ -449,6 +488,8 @@ agent_consult(const struct lockctl *lc, struct agent_view *av, const char *key,
 {
     char err[320];
     int r = agent_base_url(lc, av->url, sizeof(av->url), err, sizeof(err));
+
+    av->deadline_ms = lc->scope.deadline_ms;
 
     if (r == -1) {
         lockctl_warnx("%s", err);

@@ -188,8 +188,14 @@ cmd_audit(struct lockctl *lc, int argc, char **argv)
 
     optind = 0;
     while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "n:h", opts, NULL)) != -1) {
-        if (session_common_option(lc, opt, optarg))
-            continue;
+        {
+            int common = session_common_option(lc, opt, optarg);
+
+            if (common < 0)
+                return LOCKCTL_USAGE;   /* a bad value: said */
+            if (common > 0)
+                continue;
+        }
         if (opt == 'n') {
             limit = strtol(optarg, &end, 10);
             if (end == optarg || *end != '\0' || limit < 1 || limit > AUDIT_LIMIT_MAX) {

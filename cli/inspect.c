@@ -63,10 +63,10 @@ append_cmd(const struct lockctl *lc, const char *cmd, const char *sub, const cha
 static int
 get_reply(struct lockctl *lc, const char *what, redisReply **rep, char *err, size_t errlen)
 {
-    void *p = NULL;
+    redisReply *p = NULL;
 
     if (lc->asking) {           /* the +OK of the ASKING sent before it */
-        if (redisGetReply(lc->c, &p) != REDIS_OK || p == NULL) {
+        if (redisconn_get_reply(lc->c, &p) == -1 || p == NULL) {
             redisconn_error(lc->c, lc->t, "ASKING", err, errlen);
             return -1;
         }
@@ -74,7 +74,7 @@ get_reply(struct lockctl *lc, const char *what, redisReply **rep, char *err, siz
         p = NULL;
     }
 
-    if (redisGetReply(lc->c, &p) != REDIS_OK || p == NULL) {
+    if (redisconn_get_reply(lc->c, &p) == -1 || p == NULL) {
         redisconn_error(lc->c, lc->t, what, err, errlen);
         return -1;
     }

@@ -23,6 +23,7 @@
 #include "cli/lockctl.h"
 #include "collectors/redis/cluster.h"
 #include "common/keyhash.h"
+#include "common/keytext.h"
 #include "collectors/redis/conn.h"
 #include "collectors/locks/lockclass.h"
 #include "collectors/locks/lockstate.h"
@@ -253,11 +254,9 @@ scan_pattern(struct list_run *lr, const char *pattern, char *err, size_t errlen)
     do {
         const char *argv[6] = { "SCAN", cursor, "MATCH", pattern, "COUNT", count };
 
-        rep = redisCommandArgv(lr->lc->c, 6, argv, NULL);
-        if (rep == NULL) {
-            redisconn_error(lr->lc->c, lr->lc->t, "SCAN", err, errlen);
+        rep = redisconn_command(lr->lc->c, lr->lc->t, "SCAN", 6, argv, NULL, err, errlen);
+        if (rep == NULL)
             return -1;
-        }
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
             rep->element[0]->type != REDIS_REPLY_STRING ||
             rep->element[1]->type != REDIS_REPLY_ARRAY) {
@@ -410,6 +409,103 @@ print_table(struct list_run *lr, size_t count, const char *state)
     return LOCKCTL_DONE;
 }
 
+/* Whether the comma-separated states have state ("all": any). */
+static bool
+has_state(const char *states, const char *state)
+{
+    size_t n = strlen(state);
+    const char *p = states;
+
+    if (strcmp(state, "all") == 0)
+        return true;
+    while ((p = strstr(p, state)) != NULL) {
+        if ((p == states || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+            return true;
+        p += n;
+    }
+    return false;
+}
+
+/*
+ * Redis did not answer, but the agent did: its view, said to be the
+ * agent's and, when it cannot scan the target either, the last known one
+ * (from its last good scan, with why it is blind).  The exit code stays
+ * LOCKCTL_REDIS: the locks were not read now.
+ */
+static void
+print_last_known(struct list_run *lr, size_t limit, const char *state)
+{
+    const struct agent_view *av = &lr->av;
+    json_t *root, *locks, *o;
+    char ago[32] = "";
+    size_t i, n = 0;
+
+    if (av->stale_reason[0] && av->last_success_ms > 0)
+        snprintf(ago, sizeof(ago), "%lld s", (long long)((clock_now_ms() -
+                                                          av->last_success_ms) / 1000));
+    if (!lr->lc->json) {
+        if (av->stale_reason[0])
+            printf("LAST KNOWN (stale): the agent at %s cannot scan target %s either (%s); "
+                   "its last good scan%s%s%s:\n", av->url, lr->lc->t->name, av->stale_reason,
+                   ago[0] ? ", " : "", ago, ago[0] ? " ago" : "");
+        else
+            printf("FROM THE AGENT at %s (its last scan; Redis did not answer lockctl):\n",
+                   av->url);
+        for (i = 0; i < av->nlocks && n < limit; i++) {
+            const struct agent_lock *a = &av->locks[i];
+            char key[256], holder[128];
+
+            if (!has_state(a->states, state))
+                continue;
+            keytext_sanitize(key, sizeof(key), a->key, a->keylen);
+            keytext_sanitize(holder, sizeof(holder), a->holder ? a->holder : "",
+                              a->holder ? a->holderlen : 0);
+            printf("  %-40s %-24s %s\n", key, a->states[0] ? a->states : "held",
+                   a->holder ? holder : "-");
+            n++;
+        }
+        if (n == 0)
+            printf("  (none %s)\n", strcmp(state, "all") == 0 ? "kept" : state);
+        return;
+    }
+    root = json_object();
+    locks = json_array();
+    for (i = 0; root != NULL && locks != NULL && i < av->nlocks && n < limit; i++) {
+        const struct agent_lock *a = &av->locks[i];
+
+        if (!has_state(a->states, state))
+            continue;
+        if ((o = json_object()) == NULL)
+            break;
+        json_object_set_new(o, "key", lockjson_text(a->key, a->keylen));
+        json_object_set_new(o, "key_escaped", lockjson_escaped(a->key, a->keylen));
+        json_object_set_new(o, "holder", a->holder ? lockjson_text(a->holder, a->holderlen)
+                            : json_null());
+        json_object_set_new(o, "states", json_string(a->states));
+        json_object_set_new(o, "first_seen_ms", json_integer(a->first_seen_ms));
+        json_object_set_new(o, "stale", json_boolean(a->stale));
+        json_array_append_new(locks, o);
+        n++;
+    }
+    if (root == NULL || locks == NULL) {
+        json_decref(root);
+        json_decref(locks);
+        return;
+    }
+    json_object_set_new(root, "target", json_string(lr->lc->t->name));
+    json_object_set_new(root, "source", json_string("agent"));
+    json_object_set_new(root, "redis", json_string("unreachable"));
+    json_object_set_new(root, "stale", json_boolean(av->stale_reason[0] != '\0'));
+    json_object_set_new(root, "stale_reason", av->stale_reason[0] ?
+                        json_string(av->stale_reason) : json_null());
+    json_object_set_new(root, "last_success_ms", av->last_success_ms > 0 ?
+                        json_integer(av->last_success_ms) : json_null());
+    json_object_set_new(root, "state", json_string(state));
+    json_object_set_new(root, "count", json_integer((json_int_t)n));
+    json_object_set_new(root, "locks", locks);
+    out_json_print(root);
+}
+
 static int
 print_json(struct list_run *lr, size_t count, const char *state)
 {
@@ -477,8 +573,14 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
     lr.complete = true;
     optind = 0;
     while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "s:p:n:h", opts, NULL)) != -1) {
-        if (session_common_option(lc, opt, optarg))
-            continue;
+        {
+            int common = session_common_option(lc, opt, optarg);
+
+            if (common < 0)
+                return LOCKCTL_USAGE;   /* a bad value: said */
+            if (common > 0)
+                continue;
+        }
         switch (opt) {
         case 's':
             state = optarg;
@@ -529,6 +631,8 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
         }
         count = lr.nkeep < (size_t)limit ? lr.nkeep : (size_t)limit;
         rc = lc->json ? print_json(&lr, count, state) : print_table(&lr, count, state);
+    } else if (rc == LOCKCTL_REDIS && lr.av.answered) {
+        print_last_known(&lr, (size_t)limit, state);
     }
     for (i = 0; i < lr.nkeep; i++)
         cli_lock_release(&lr.keep[i]);

@@ -33,6 +33,7 @@
 #include "collectors/locks/lockclass.h"
 #include "collectors/locks/lockfacts.h"
 #include "collectors/locks/lockstate.h"
+#include "collectors/redis/conn.h"
 #include "conf/config.h"
 
 enum {
@@ -56,6 +57,9 @@ struct lockctl {
     const char *url;            /* --url: overrides the target's url */
     const char *agent;          /* --agent URL, or "off"; NULL: [agent] listen */
     bool json;                  /* --json */
+    struct redisconn_scope scope;   /* the whole command's deadline (--timeout,
+                                     * else LOCKCTL_TIMEOUT_MS), which every
+                                     * Redis read keeps to (main.c enters it) */
     const char *tls[SESSION_TLS_OPTIONS]; /* --tls-ca-file ...: override the
                                  * target's tls_ca_file ... (NULL: keep) */
     /* from session_load() */
@@ -95,14 +99,21 @@ void session_address(const struct lockctl *lc, char *buf, size_t len);
  * command): returns 1 when opt was one of them, 0 when not, -1 on a bad
  * value (message printed). */
 int session_common_option(struct lockctl *lc, int opt, const char *arg);
+/* Set the whole command's deadline to ms from now (lc->scope). */
+void session_deadline(struct lockctl *lc, int64_t ms);
 #define SESSION_OPT_JSON  0x100
 #define SESSION_OPT_URL   0x101
 #define SESSION_OPT_AGENT 0x102
+#define SESSION_OPT_TIMEOUT 0x103
+/* The whole command's default deadline: every Redis read and the agent's
+ * answers keep to it (a drip-feeding server cannot hold lockctl). */
+#define LOCKCTL_TIMEOUT_MS 15000
 #define SESSION_OPT_TLS   0x110     /* + 0 .. SESSION_TLS_OPTIONS - 1 */
 #define SESSION_LONG_OPTIONS \
     { "json", no_argument, NULL, SESSION_OPT_JSON }, \
     { "url", required_argument, NULL, SESSION_OPT_URL }, \
     { "agent", required_argument, NULL, SESSION_OPT_AGENT }, \
+    { "timeout", required_argument, NULL, SESSION_OPT_TIMEOUT }, \
     { "tls-ca-file", required_argument, NULL, SESSION_OPT_TLS + 0 }, \
     { "tls-ca-dir", required_argument, NULL, SESSION_OPT_TLS + 1 }, \
     { "tls-cert-file", required_argument, NULL, SESSION_OPT_TLS + 2 }, \
@@ -173,6 +184,9 @@ struct agent_lock {
     size_t holderlen;
     int64_t first_seen_ms;      /* Unix ms the agent first saw this holder */
     int64_t nottl_since_ms;     /* Unix ms since it has had no TTL; 0: it had one */
+    char states[64];            /* the agent's states, comma separated */
+    bool stale;                 /* from the agent's last good scan of a target
+                                 * it cannot scan now */
 };
 
 #define AGENT_LOCKS_MAX     100000  /* locks taken from the agent, all pages */
@@ -191,6 +205,10 @@ struct agent_view {
     size_t *index;              /* open addressing: 1 + position, 0 free */
     size_t index_cap;
     bool truncated;             /* AGENT_LOCKS_MAX reached */
+    char stale_reason[256];     /* the agent cannot scan the target now: why
+                                 * ("" when its view is fresh) */
+    int64_t last_success_ms;    /* then: Unix ms of its last good scan (0: none) */
+    int64_t deadline_ms;        /* lockctl's deadline (monotonic); 0: none */
 };
 
 /* The agent's base URL for lc: --agent, else [agent] listen (a wildcard

@@ -100,6 +100,8 @@ static const char global_help[] =
     "  --agent http://host:port|off\n"
     "                      the agent list and show ask for first-seen and no-TTL\n"
     "                      times (default: [agent] listen; off: do not ask)\n"
+    "  --timeout DURATION  the whole command's deadline (default 15s): every Redis\n"
+    "                      read and the agent's answers keep to it\n"
     "  --json              machine-readable output (see docs/lockctl.md)\n"
     "  -h, --help          help; lockctl COMMAND --help for a command\n"
     "  -V, --version       the version\n";
@@ -140,13 +142,22 @@ main(int argc, char **argv)
     int opt, rc;
 
     memset(&lc, 0, sizeof(lc));
+    /* the whole command's deadline: every Redis read keeps to it */
+    session_deadline(&lc, LOCKCTL_TIMEOUT_MS);
+    redisconn_scope_enter(&lc.scope);
     /* Over TLS, OpenSSL writes with write(2): a server that closed the
      * connection must give an error, not kill lockctl. */
     signal(SIGPIPE, SIG_IGN);
     /* "+": stop at the command; its options are its own */
     while ((opt = getopt_long(argc, argv, "+" SESSION_SHORT_OPTIONS "hV", opts, NULL)) != -1) {
-        if (session_common_option(&lc, opt, optarg))
-            continue;
+        {
+            int common = session_common_option(&lc, opt, optarg);
+
+            if (common < 0)
+                return LOCKCTL_USAGE;   /* a bad value: said */
+            if (common > 0)
+                continue;
+        }
         switch (opt) {
         case 'h':
             usage(stdout);

@@ -260,8 +260,14 @@ parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
 
     optind = 0;
     while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "H:r:yeh", opts, NULL)) != -1) {
-        if (session_common_option(lc, opt, optarg))
-            continue;
+        {
+            int common = session_common_option(lc, opt, optarg);
+
+            if (common < 0)
+                return LOCKCTL_USAGE;   /* a bad value: said */
+            if (common > 0)
+                continue;
+        }
         switch (opt) {
         case 'H':
             holder = optarg;

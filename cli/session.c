@@ -39,6 +39,14 @@ lockctl_warnx(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+void
+session_deadline(struct lockctl *lc, int64_t ms)
+{
+    lc->scope.deadline_ms = clock_deadline(ms);
+    snprintf(lc->scope.what, sizeof(lc->scope.what), "lockctl's --timeout (%lld ms)",
+             (long long)ms);
+}
+
 int
 session_common_option(struct lockctl *lc, int opt, const char *arg)
 {
@@ -58,6 +66,17 @@ session_common_option(struct lockctl *lc, int opt, const char *arg)
     case SESSION_OPT_AGENT:
         lc->agent = arg;
         return 1;
+    case SESSION_OPT_TIMEOUT: {
+        int64_t ms;
+
+        if (config_parse_duration(arg, &ms) == -1 || ms < 100) {
+            lockctl_warnx("--timeout must be a duration of 100ms or more (e.g. 15s), not "
+                          "\"%.60s\"", arg);
+            return -1;
+        }
+        session_deadline(lc, ms);
+        return 1;
+    }
     default:
         if (opt >= SESSION_OPT_TLS && opt < SESSION_OPT_TLS + SESSION_TLS_OPTIONS) {
             lc->tls[opt - SESSION_OPT_TLS] = arg;
@@ -155,6 +174,9 @@ session_load(struct lockctl *lc)
     } else {
         lc->t = &lc->cfg->targets[0];   /* config_load guarantees one */
     }
+    /* a silent server still fails after command_timeout, as hiredis' own
+     * read timeout would say; the deadline bounds the whole command */
+    lc->scope.idle_ms = lc->t->command_timeout_ms;
     if (lc->url != NULL) {
         uo = target_option("url");
         if (uo == NULL || option_set(uo, lc->t, lc->url, why, sizeof(why)) == -1) {

@@ -381,8 +381,14 @@ parse(struct lockctl *lc, int argc, char **argv, char **key, size_t *keylen)
 
     optind = 0;
     while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "eh", opts, NULL)) != -1) {
-        if (session_common_option(lc, opt, optarg))
-            continue;
+        {
+            int common = session_common_option(lc, opt, optarg);
+
+            if (common < 0)
+                return LOCKCTL_USAGE;   /* a bad value: said */
+            if (common > 0)
+                continue;
+        }
         if (opt == 'e') {
             escaped = true;
         } else if (opt == 'h') {

@@ -327,6 +327,9 @@ redisContext *lwc_cmd_get(lw_client *c, lw_error *err);
  * sent on it (settle.c); a broken one is dropped (reconnect next time). */
 void lwc_cmd_put(lw_client *c, redisContext *ctx);
 /* A reply, or NULL with *err (the connection is then unusable). */
+/* The next reply on ctx, as redisGetReply(), but the connection's timeout
+ * bounds the whole reply, not each read (conn.c). */
+int lwc_get_reply(redisContext *ctx, void **out);
 redisReply *lwc_command(redisContext *ctx, int argc, const char **argv,
                         const size_t *lens, const char *what, lw_error *err);
 /* Run a script by EVALSHA, falling back to EVAL on NOSCRIPT. */

@@ -17,10 +17,69 @@
  * answer (SCRIPT FLUSH, failover to a replica that never saw the script, a
  * restart seen first by another connection) falls back to EVAL, which also
  * puts the script back in the server's cache for the next EVALSHA.
+ *
+ * Every reply is read by lwc_get_reply(): hiredis' timeout counts per
+ * read, so a server answering one byte at a time held a call for as long
+ * as it liked (the try_lock example took 115 s); here the connection's
+ * timeout (command_timeout_ms; a waiter's own for its subscriber) is the
+ * budget of the whole reply, and running out reads as hiredis' own
+ * timeout does (EAGAIN), so the callers' handling of a silent server
+ * applies unchanged.
  */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "client_impl.h"
+#include "common/clock.h"
+
+int
+lwc_get_reply(redisContext *ctx, void **out)
+{
+    struct timeval tv = { 0, 0 };
+    socklen_t tvlen = sizeof(tv);
+    struct pollfd pfd;
+    int64_t deadline = INT64_MAX, left;
+    int done = 0, rc;
+
+    *out = NULL;
+    if (redisGetReplyFromReader(ctx, out) == REDIS_ERR)
+        return REDIS_ERR;
+    if (*out != NULL)
+        return REDIS_OK;        /* already buffered: no clock, no syscall */
+    while (!done)
+        if (redisBufferWrite(ctx, &done) == REDIS_ERR)
+            return REDIS_ERR;
+    if (getsockopt(ctx->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &tvlen) == 0 &&
+        (tv.tv_sec > 0 || tv.tv_usec > 0))
+        deadline = clock_deadline((int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000);
+    for (;;) {
+        left = deadline == INT64_MAX ? -1 : clock_left(deadline);
+        if (left == 0) {
+            ctx->err = REDIS_ERR_IO;
+            snprintf(ctx->errstr, sizeof(ctx->errstr), "%s", strerror(EAGAIN));
+            return REDIS_ERR;
+        }
+        pfd.fd = ctx->fd;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        rc = poll(&pfd, 1, left < 0 ? -1 : (int)(left > INT_MAX ? INT_MAX : left));
+        if (rc == 0 || (rc < 0 && errno == EINTR))
+            continue;
+        if (rc < 0) {
+            ctx->err = REDIS_ERR_IO;
+            snprintf(ctx->errstr, sizeof(ctx->errstr), "poll: %s", strerror(errno));
+            return REDIS_ERR;
+        }
+        if (redisBufferRead(ctx) == REDIS_ERR ||
+            redisGetReplyFromReader(ctx, out) == REDIS_ERR)
+            return REDIS_ERR;
+        if (*out != NULL)
+            return REDIS_OK;
+    }
+}
 
 #define EVAL_ARGV_MAX 12
 
@@ -155,8 +214,12 @@ redisReply *
 lwc_command(redisContext *ctx, int argc, const char **argv, const size_t *lens,
             const char *what, lw_error *err)
 {
-    redisReply *r = redisCommandArgv(ctx, argc, argv, lens);
+    void *v = NULL;
+    redisReply *r = NULL;
 
+    if (redisAppendCommandArgv(ctx, argc, argv, lens) == REDIS_OK &&
+        lwc_get_reply(ctx, &v) == REDIS_OK)
+        r = v;
     if (r == NULL)
         lwc_seterr(err, LW_ERR, "%s: Redis connection failed: %s (Redis "
                    "stopped, the network dropped, or the command timeout "
@@ -278,7 +341,7 @@ lwc_scripts_load(lw_client *c, redisContext *ctx, lw_error *err)
         void *v = NULL;
         redisReply *r;
 
-        if (redisGetReply(ctx, &v) != REDIS_OK) {
+        if (lwc_get_reply(ctx, &v) != REDIS_OK) {
             lwc_seterr(err, LW_ERR, "lw_connect: Redis at %s:%d dropped the "
                        "connection while loading scripts: %s", c->host, c->port,
                        ctx->errstr);
@@ -319,7 +382,7 @@ lwc_scripts_reload(lw_client *c, redisContext *ctx, lw_error *err)
     for (int i = 0; i < appended; i++) {
         void *v = NULL;
 
-        if (redisGetReply(ctx, &v) != REDIS_OK) {
+        if (lwc_get_reply(ctx, &v) != REDIS_OK) {
             lwc_seterr(err, LW_ERR, "command connection: Redis at %s:%d dropped "
                        "the connection while loading scripts: %s", c->host,
                        c->port, ctx->errstr);

@@ -148,7 +148,9 @@ typedef struct lw_options {
                                  * (first line); not with password */
     int db;                     /* SELECT db; 0 */
     int connect_timeout_ms;     /* TCP connect to Redis; 2000 */
-    int command_timeout_ms;     /* one command round trip; 5000 */
+    int command_timeout_ms;     /* one command round trip, the whole reply
+                                 * (not each read: a server answering a
+                                 * byte at a time times out too); 5000 */
 
     /* Where to send wait/hold samples: "host:port" ("[v6addr]:port"), or
      * several, comma-separated (up to 8; each gets every datagram).

@@ -82,14 +82,14 @@ plain_attempt(lw_client *c, redisContext *ctx, struct lw_lock *lk,
             /* One round trip for both: a waiter needs the holder's TTL. */
             if (redisAppendCommandArgv(ctx, 6, argv, lens) != REDIS_OK ||
                 redisAppendCommandArgv(ctx, 2, pargv, plens) != REDIS_OK ||
-                redisGetReply(ctx, &v) != REDIS_OK) {
+                lwc_get_reply(ctx, &v) != REDIS_OK) {
                 st = lwc_seterr(err, LW_ERR, "lw_lock SET: Redis connection "
                                 "failed: %s", ctx->errstr);
                 goto out;
             }
             set = v;
             v = NULL;
-            if (redisGetReply(ctx, &v) != REDIS_OK) {
+            if (lwc_get_reply(ctx, &v) != REDIS_OK) {
                 st = lwc_seterr(err, LW_ERR, "lw_lock PTTL: Redis connection "
                                 "failed: %s", ctx->errstr);
                 goto out;

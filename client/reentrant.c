@@ -52,7 +52,7 @@ discard_replies(redisContext *ctx, int n)
     for (int i = 0; i < n; i++) {
         void *v = NULL;
 
-        if (redisGetReply(ctx, &v) != REDIS_OK)
+        if (lwc_get_reply(ctx, &v) != REDIS_OK)
             return;
         freeReplyObject(v);
     }

@@ -340,7 +340,7 @@ lwc_settle_sync(lw_client *c, lw_error *err)
             redisReply *r;
             bool marker;
 
-            if (redisGetReply(ctx, &v) != REDIS_OK) {
+            if (lwc_get_reply(ctx, &v) != REDIS_OK) {
                 if (!timed_out(ctx)) {
                     /* Broken (a restart, say): what it owed goes to the
                      * limbo, and the caller connects afresh. */
@@ -403,7 +403,7 @@ lwc_limbo_replay(lw_client *c)
             continue;
         new_marker(c);
         if (settle_append(c, c->cmd, o, false, c->cmd_marker, c->cmd_markerlen) != 0 ||
-            redisGetReply(c->cmd, &v) != REDIS_OK) {
+            lwc_get_reply(c->cmd, &v) != REDIS_OK) {
             /* Keep it for the next connection; this one is gone. */
             redisFree(c->cmd);
             c->cmd = NULL;

@@ -124,7 +124,7 @@ subscribe(redisContext *ctx, const char *channel, size_t chlen)
         redisReply *r;
         bool done, refused;
 
-        if (redisGetReply(ctx, &v) != REDIS_OK)
+        if (lwc_get_reply(ctx, &v) != REDIS_OK)
             return -1;
         r = v;
         refused = r->type == REDIS_REPLY_ERROR;

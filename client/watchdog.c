@@ -209,7 +209,7 @@ renew(lw_client *c, struct lw_lock **locks, size_t n, bool registry, int *result
             void *v = NULL;
             redisReply *r;
 
-            if (redisGetReply(bg->redis, &v) != REDIS_OK)
+            if (lwc_get_reply(bg->redis, &v) != REDIS_OK)
                 goto broken;
             r = v;
             if (start + k < end) {

@@ -68,6 +68,7 @@ struct target_conf {
     bool scan_replicas;
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
+    int64_t scan_timeout_ms;    /* a whole scan pass gives up after this */
     /* TLS: url = rediss://.  The PEM files are read at load time (a reload
      * reads renewed ones); tls_key is a secret, never printed. */
     bool tls;

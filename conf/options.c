@@ -171,6 +171,11 @@ const struct config_option config_options[] = {
       .def = "5s", .min = 10, .max = 10 * MS_M,
       AT(struct target_conf, command_timeout_ms),
       .help = "give up waiting for a Redis reply after this long" },
+    { .section = SECTION_TARGET, .key = "scan_timeout", .type = OPT_DURATION,
+      .def = "1m", .min = MS_S, .max = MS_D,
+      AT(struct target_conf, scan_timeout_ms),
+      .help = "a whole scan pass gives up after this long: the target is down, the reason "
+              "named" },
     { .section = SECTION_TARGET, .key = "incremental", .type = OPT_ENUM,
       .def = "auto", .names = incremental_names,
       AT(struct target_conf, incremental),

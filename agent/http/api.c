@@ -20,6 +20,12 @@
  * buffer) and one lock's tree, never a tree of the whole list.  The object around the
  * locks is dumped by jansson too ("locks" last, an empty array) and the
  * locks are put inside its brackets.
+ *
+ * A target whose last scan failed shows its last good scan's locks
+ * (snapshot_shown()), each marked "stale": true; the page is then
+ * "complete": false and its "stale" array names each such target, since
+ * when, its last success and the reason, so nobody reads "no leak" from a
+ * target the agent cannot see.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -38,7 +44,8 @@
 #define API_LIMIT_DEFAULT 100
 #define API_LIMIT_MAX     10000
 #define API_OFFSET_MAX    1000000000L
-#define API_ENVELOPE_MAX  512           /* bytes of the object around the locks */
+#define API_ENVELOPE_MAX  512           /* bytes of the object around the locks,
+                                         * besides its "stale" array (measured) */
 
 /*
  * One lock's JSON is at most: its key twice, as text (6 bytes a byte at
@@ -175,7 +182,7 @@ struct filter {
 static bool
 target_matches(const struct view_target *t, const struct filter *f)
 {
-    return t->snap != NULL && t->snap->ok &&
+    return snapshot_shown(t->snap) != NULL &&
         (f->target == NULL || strcmp(t->name, f->target) == 0);
 }
 
@@ -211,7 +218,7 @@ merge_next(const struct view *v, const struct filter *f, size_t *pos, size_t *wh
     size_t i;
 
     for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
+        const struct snapshot *s = snapshot_shown(v->targets[i].snap);
 
         if (!target_matches(&v->targets[i], f))
             continue;
@@ -237,12 +244,12 @@ matching_total(const struct view *v, const struct filter *f, bool *complete)
 
     *complete = true;
     for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
+        const struct snapshot *s = snapshot_shown(v->targets[i].snap);
 
         if (!target_matches(&v->targets[i], f))
             continue;
-        if (!snapshot_complete(s))
-            *complete = false;
+        if (!snapshot_complete(s) || !v->targets[i].snap->ok)
+            *complete = false;          /* or stale: not known to be all */
         for (c = 0; c < s->nclasses && c < s->class_cap; c++) {
             const struct snap_class *st = &s->class_stats[c];
 
@@ -256,9 +263,43 @@ matching_total(const struct view *v, const struct filter *f, bool *complete)
     return total;
 }
 
+/* The stale targets among those f matches: [{target, stale_since,
+ * last_success, reason}], empty when every view is fresh. */
+static json_t *
+stale_targets(const struct view *v, const struct filter *f)
+{
+    json_t *a = json_array(), *o;
+    size_t i;
+    int bad = 0;
+
+    for (i = 0; a != NULL && i < v->ntargets; i++) {
+        const struct snapshot *s = v->targets[i].snap;
+
+        if (!target_matches(&v->targets[i], f) || s->ok)
+            continue;
+        if ((o = json_object()) == NULL) {
+            bad = 1;
+            break;
+        }
+        bad |= json_object_set_new(o, "target", lockjson_text(v->targets[i].name,
+                                                              strlen(v->targets[i].name)));
+        bad |= json_object_set_new(o, "stale_since", lockjson_time(s->stale_since_ms));
+        bad |= json_object_set_new(o, "last_success", lockjson_time(s->last_success_ms));
+        bad |= json_object_set_new(o, "last_success_ms", json_integer(s->last_success_ms));
+        bad |= json_object_set_new(o, "reason", lockjson_text(s->err, strlen(s->err)));
+        bad |= json_array_append_new(a, o);
+    }
+    if (bad) {
+        json_decref(a);
+        return NULL;
+    }
+    return a;
+}
+
 /* The page's object with an empty "locks" last, dumped; NULL on ENOMEM. */
 static char *
-page_envelope(size_t count, uint64_t total, bool complete, long offset, bool more)
+page_envelope(const struct view *v, const struct filter *f, size_t count, uint64_t total,
+              bool complete, long offset, bool more)
 {
     json_t *root = json_object();
     char *s = NULL;
@@ -271,6 +312,7 @@ page_envelope(size_t count, uint64_t total, bool complete, long offset, bool mor
     /* false when a target counted more locks than it keeps in detail
      * (SNAP_RETAIN_MAX, the worst ones): the list then holds the worst */
     bad |= json_object_set_new(root, "complete", json_boolean(complete));
+    bad |= json_object_set_new(root, "stale", stale_targets(v, f));
     bad |= json_object_set_new(root, "offset", json_integer(offset));
     bad |= json_object_set_new(root, "next_offset", more ?
                                json_integer((json_int_t)offset + (json_int_t)count) :
@@ -287,7 +329,7 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
 {
     struct filter f;
     struct strbuf page;
-    size_t *pos = NULL, bi = 0, count = 0, skipped = 0, elen;
+    size_t *pos = NULL, bi = 0, count = 0, skipped = 0, elen, reserve;
     uint64_t total;
     bool complete, more = false;
     long limit = API_LIMIT_DEFAULT, offset = 0;
@@ -309,6 +351,17 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
     sb_init(&page, API_PAGE_MAX_BYTES);
     if ((pos = calloc(v->ntargets ? v->ntargets : 1, sizeof(*pos))) == NULL)
         goto oom;
+    {
+        /* room for the "stale" array too (64 targets: a few dozen KiB) */
+        json_t *st = stale_targets(v, &f);
+
+        text = st != NULL ? json_dumps(st, JSON_COMPACT) : NULL;
+        json_decref(st);
+        if (text == NULL)
+            goto oom;
+        reserve = API_ENVELOPE_MAX + strlen(text);
+        free(text);
+    }
     while ((l = merge_next(v, &f, pos, &bi)) != NULL) {
         if (skipped < (size_t)offset) {
             skipped++;
@@ -319,13 +372,19 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
             more = true;
             break;
         }
-        if ((o = lock_json(v->targets[bi].snap, l, v->now_ms)) == NULL)
+        if ((o = lock_json(snapshot_shown(v->targets[bi].snap), l, v->now_ms)) == NULL)
             goto oom;
+        if (!v->targets[bi].snap->ok && (json_object_set_new(o, "stale", json_true()) ||
+                                         json_object_set_new(o, "stale_since", lockjson_time(
+                                             v->targets[bi].snap->stale_since_ms)))) {
+            json_decref(o);
+            goto oom;
+        }
         text = json_dumps(o, JSON_COMPACT);
         json_decref(o);
         if (text == NULL)
             goto oom;
-        if (page.len + strlen(text) + 1 + API_ENVELOPE_MAX > API_PAGE_MAX_BYTES) {
+        if (page.len + strlen(text) + 1 + reserve > API_PAGE_MAX_BYTES) {
             free(text);
             more = true;
             break;
@@ -338,7 +397,7 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
         count++;
     }
     total = matching_total(v, &f, &complete);
-    if ((env = page_envelope(count, total, complete, offset, more)) == NULL)
+    if ((env = page_envelope(v, &f, count, total, complete, offset, more)) == NULL)
         goto oom;
     elen = strlen(env);
     if (elen < 3 || strcmp(env + elen - 3, "[]}") != 0)
@@ -372,9 +431,9 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
     bool partial = false;
 
     for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
+        const struct snapshot *s = snapshot_shown(v->targets[i].snap);
 
-        if (s == NULL || !s->ok || (target != NULL && strcmp(v->targets[i].name, target) != 0))
+        if (s == NULL || (target != NULL && strcmp(v->targets[i].name, target) != 0))
             continue;
         for (k = 0; k < s->nlocks; k++) {
             const struct snap_lock *l = s->locks[k];
@@ -384,6 +443,13 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
 
                 if (o == NULL)
                     return 500;
+                if (!v->targets[i].snap->ok &&
+                    (json_object_set_new(o, "stale", json_true()) ||
+                     json_object_set_new(o, "stale_since",
+                                         lockjson_time(v->targets[i].snap->stale_since_ms)))) {
+                    json_decref(o);
+                    return 500;
+                }
                 return dump(o, 200, body, len);
             }
         }

@@ -66,8 +66,12 @@ render_ready(const struct view *v, struct strbuf *reason)
         if (s != NULL && s->ok)
             continue;
         ready = 0;
-        sb_addf(reason, "target %s: %s\n", v->targets[i].name,
+        sb_addf(reason, "target %s: %s", v->targets[i].name,
                 s == NULL ? "no scan has completed yet" : s->err);
+        if (s != NULL && s->last_good != NULL)
+            sb_addf(reason, " (stale: the last good scan, %lld s old, is shown)",
+                    (long long)((v->now_ms - s->last_success_ms) / 1000));
+        sb_adds(reason, "\n");
     }
     if (v->ntargets == 0) {
         ready = 0;

@@ -125,10 +125,14 @@ class_used(const struct snap_class *c)
     return false;
 }
 
+/* A target has locks to show once a scan succeeded: after a failure,
+ * the last good scan's (stale; lockwatch_target_up says 0), so a series
+ * does not vanish, nor an alert on it resolve, while the agent is blind.
+ * Lock series read snapshot_shown(), never the failed snapshot. */
 static bool
 has_locks(const struct view_target *t)
 {
-    return t->snap != NULL && t->snap->ok;
+    return snapshot_shown(t->snap) != NULL;
 }
 
 
@@ -187,7 +191,8 @@ add_value(struct strbuf *sb, const void *p, const struct metric_family *mf)
 enum target_filter {
     EVERY_TARGET,               /* all; 0 for a target not scanned yet */
     SCANNED_TARGETS,            /* those with a snapshot, ok or not */
-    UP_TARGETS,                 /* those whose last scan succeeded */
+    UP_TARGETS,                 /* with a good scan to show (the last, or the
+                                 * last good one: stale) */
 };
 
 /* A field of struct snapshot (mf->at), per target. */
@@ -199,7 +204,8 @@ target_values(struct metrics_out *o, const struct metric_family *mf, enum target
     size_t i;
 
     for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
+        const struct snapshot *s = which == UP_TARGETS ? snapshot_shown(v->targets[i].snap)
+            : v->targets[i].snap;
 
         if ((which != EVERY_TARGET && s == NULL) ||
             (which == UP_TARGETS && !has_locks(&v->targets[i])))
@@ -237,7 +243,7 @@ class_values(struct metrics_out *o, const struct metric_family *mf)
     size_t i, c;
 
     for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
+        const struct snapshot *s = snapshot_shown(v->targets[i].snap);
 
         if (!has_locks(&v->targets[i]))
             continue;
@@ -338,7 +344,26 @@ target_up(struct metrics_out *o, const struct metric_family *mf)
 
     for (i = 0; i < o->v->ntargets; i++) {
         target_label(o->sb, mf->name, o->v->targets[i].name);
-        sb_addf(o->sb, "} %d\n", has_locks(&o->v->targets[i]) ? 1 : 0);
+        sb_addf(o->sb, "} %d\n",
+                o->v->targets[i].snap != NULL && o->v->targets[i].snap->ok ? 1 : 0);
+    }
+}
+
+/* When the last good scan finished, for the targets that had one: the
+ * age of the lock series while target_up is 0. */
+static void
+last_success(struct metrics_out *o, const struct metric_family *mf)
+{
+    size_t i;
+
+    for (i = 0; i < o->v->ntargets; i++) {
+        const struct snapshot *s = o->v->targets[i].snap;
+
+        if (s == NULL || s->last_success_ms == 0)
+            continue;
+        target_label(o->sb, mf->name, o->v->targets[i].name);
+        sb_adds(o->sb, "} ");
+        add_value(o->sb, s, mf);
     }
 }
 
@@ -385,7 +410,7 @@ locks_by_format(struct metrics_out *o, const struct metric_family *mf)
     size_t i, c, f;
 
     for (i = 0; i < o->v->ntargets; i++) {
-        const struct snapshot *s = o->v->targets[i].snap;
+        const struct snapshot *s = snapshot_shown(o->v->targets[i].snap);
 
         if (!has_locks(&o->v->targets[i]))
             continue;
@@ -420,7 +445,7 @@ pick_offenders(const struct view *v, struct offender *out, size_t n)
         size_t bi = 0;
 
         for (i = 0; i < v->ntargets; i++) {
-            const struct snapshot *s = v->targets[i].snap;
+            const struct snapshot *s = snapshot_shown(v->targets[i].snap);
             const struct snap_lock *l;
 
             if (!has_locks(&v->targets[i]) || pos[i] >= s->nlocks)
@@ -436,7 +461,7 @@ pick_offenders(const struct view *v, struct offender *out, size_t n)
         }
         if (best == NULL)
             break;
-        out[got].s = v->targets[bi].snap;
+        out[got].s = snapshot_shown(v->targets[bi].snap);
         out[got].l = best;
         got++;
         pos[bi]++;
@@ -698,6 +723,10 @@ const struct metric_family metric_families[] = {
     { "lockwatch_last_scan_timestamp_seconds", "gauge", SRC_VIEW, scanned_targets,
       offsetof(struct snapshot, finished_ms), VAL_MS,
       "Unix time the target's last scan finished (ok or not)." },
+    { "lockwatch_target_last_success_timestamp_seconds", "gauge", SRC_VIEW, last_success,
+      offsetof(struct snapshot, last_success_ms), VAL_MS,
+      "Unix time the target's last successful scan finished: the age of the lock series "
+      "shown while lockwatch_target_up is 0 (absent before the first)." },
     { "lockwatch_scans_total", "counter", SRC_VIEW, scans_by_result, 0, VAL_U64,
       "Full scans by result." },
 

@@ -16,10 +16,16 @@
  * The release itself is collectors/release/release.c, as for lockctl: the script
  * does every guard.  It runs on a connection opened for this request to
  * the node that serves the key (target_open(): the target, the
- * sentinels' primary, the key's cluster shard) with the target's connect
- * and command timeouts, so an MHD worker is held at most that long (plus
- * the sentinels' or the cluster's discovery), and a slow Redis never
- * blocks the scanner's connection.
+ * sentinels' primary, the key's cluster shard), and a slow Redis never
+ * blocks the scanner's connection.  It runs on an MHD worker, which the
+ * probes share, so it is held on two sides: at most
+ * RELEASE_HTTP_RUNNING_MAX releases run at once (half the workers; one
+ * more is answered 503 with Retry-After at once), and each has one
+ * deadline for all its Redis I/O, discovery included: the target's
+ * command_timeout from its start (a redisconn scope), plus the TCP connect
+ * (connect_timeout).  A stalled or drip-feeding Redis thus holds at most
+ * two workers for that long, and /healthz, /readyz and /metrics always
+ * find a free one.
  * The config is copied under the agent lock first: a reload meanwhile
  * frees the old one.  The holder age the agent knows (first seen by the
  * tracker, from the last snapshot) goes to the script with the request,
@@ -43,7 +49,9 @@
 #include "agent/agent.h"
 #include "common/keytext.h"
 #include "collectors/formats/formats.h"
+#include "collectors/redis/conn.h"
 #include "collectors/redis/target.h"
+#include "common/clock.h"
 #include "collectors/release/release.h"
 
 #define CT_JSON     "application/json"
@@ -486,14 +494,32 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
         refusal = "refused: if_leaked, but the agent's last scan does not judge the lock "
                   "leaked (no TTL for leak_grace); nothing was changed";
         status = 409;
-    } else if ((rc = target_open(&t, b.key, b.keylen, NULL, &node, res.err,
-                                 sizeof(res.err))) == NULL) {
-        res.outcome = RELEASE_ERROR;
-        status = 503;           /* unreachable: try again later */
+    } else if (atomic_fetch_add(&a->releases_running, 1) >= RELEASE_HTTP_RUNNING_MAX) {
+        atomic_fetch_sub(&a->releases_running, 1);
+        log_warnx("release on target %s by %s: %d releases already running; answered 503",
+                  t.name, op, RELEASE_HTTP_RUNNING_MAX);
+        ret = reply_error(c, 503, "busy: releases already running (Redis may be slow); "
+                          "retry", MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        goto done;
     } else {
-        release_run(rc, &node, sc->audit_stream, &rq, &res);
-        status = release_outcome_refused(res.outcome) ? 409
-            : res.outcome == RELEASE_ERROR || res.audit_failed ? 502 : 200;
+        struct redisconn_scope scope = { .deadline_ms = clock_deadline(t.command_timeout_ms),
+                                         .idle_ms = t.command_timeout_ms, .stop = NULL };
+        const struct redisconn_scope *prev;
+
+        snprintf(scope.what, sizeof(scope.what), "the release's deadline (command_timeout, "
+                 "%lld ms); it may or may not have run", (long long)t.command_timeout_ms);
+        prev = redisconn_scope_enter(&scope);
+        if ((rc = target_open(&t, b.key, b.keylen, NULL, &node, res.err,
+                              sizeof(res.err))) == NULL) {
+            res.outcome = RELEASE_ERROR;
+            status = 503;           /* unreachable: try again later */
+        } else {
+            release_run(rc, &node, sc->audit_stream, &rq, &res);
+            status = release_outcome_refused(res.outcome) ? 409
+                : res.outcome == RELEASE_ERROR || res.audit_failed ? 502 : 200;
+        }
+        redisconn_scope_leave(prev);
+        atomic_fetch_sub(&a->releases_running, 1);
     }
     if (refusal == NULL)        /* counted: the attempts that ran */
         count(a, res.outcome, b.dry_run);

@@ -18,6 +18,10 @@
 
 #define RELEASE_HTTP_PATH      "/api/v1/locks/release"
 #define RELEASE_HTTP_BODY_MAX  (64 * 1024)
+/* Releases running at once: half of the HTTP workers at most, so a stalled
+ * Redis never holds the workers the probes need; one more is answered 503
+ * with Retry-After (README "Design"). */
+#define RELEASE_HTTP_RUNNING_MAX 2
 
 /* Indexes of struct agent's releases[] (lockwatch_releases_total{result}). */
 enum { RELEASES_RELEASED, RELEASES_REFUSED, RELEASES_ERROR, RELEASES_RESULTS };

@@ -83,6 +83,7 @@ static const char style[] =
     "code{display:block;font-size:12px;background:#f6f6f8;padding:.15em .3em;margin:.1em 0;"
     "white-space:pre-wrap}"
     ".up{color:#137333;font-weight:600}.down{color:#b3261e;font-weight:600}"
+    ".stale{color:#8a5a00}"
     ".waiting{color:#8a6d00;font-weight:600}"
     ".firing{color:#b3261e;font-weight:600}.none{color:#555}"
     ".summary span{display:inline-block;margin-right:1.5em}"
@@ -344,6 +345,46 @@ state_total(const struct snapshot *s, uint8_t flag)
     return n;
 }
 
+/* Whether s is shown in place of a failed scan (a stale view). */
+static bool
+stale_target(const struct view *v, const struct snapshot *s)
+{
+    size_t i;
+
+    for (i = 0; i < v->ntargets; i++)
+        if (v->targets[i].snap != NULL && !v->targets[i].snap->ok &&
+            v->targets[i].snap->last_good == s)
+            return true;
+    return false;
+}
+
+/* One line per target whose last scan failed: its locks below are the
+ * last good scan's, "last known N ago", and why it cannot see now. */
+static void
+stale_note(struct strbuf *sb, const struct view *v)
+{
+    char ago[32];
+    size_t i;
+
+    for (i = 0; i < v->ntargets; i++) {
+        const struct snapshot *s = v->targets[i].snap;
+
+        if (s == NULL || s->ok)
+            continue;
+        sb_adds(sb, "<p class=\"stale\">target ");
+        esc_str(sb, v->targets[i].name);
+        if (s->last_good != NULL) {
+            rules_format_duration(v->now_ms - s->last_success_ms, ago, sizeof(ago));
+            sb_addf(sb, ": <b>last known %s ago</b> (its locks here are from then); ", ago);
+        } else {
+            sb_adds(sb, ": <b>never scanned</b> (its locks are unknown); ");
+        }
+        sb_adds(sb, "scans failing: ");
+        esc_bytes(sb, s->err, strnlen(s->err, sizeof(s->err)), sizeof(s->err));
+        sb_adds(sb, "</p>\n");
+    }
+}
+
 static void
 render_state(struct strbuf *sb, const struct view *v, const char *config_path, size_t si)
 {
@@ -353,9 +394,9 @@ render_state(struct strbuf *sb, const struct view *v, const char *config_path, s
     char age[32], ttl[32], when[40];
 
     for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
+        const struct snapshot *s = snapshot_shown(v->targets[i].snap);
 
-        if (s == NULL || !s->ok)
+        if (s == NULL)
             continue;
         total += state_total(s, states[si].flag);
         for (j = 0; j < s->nlocks; j++) {
@@ -383,6 +424,7 @@ render_state(struct strbuf *sb, const struct view *v, const char *config_path, s
 
     sb_addf(sb, "<section id=\"%s\"><h2>%s (%" PRIu64 ")</h2>\n<p class=\"meta\">%s</p>\n",
             states[si].id, states[si].title, total, states[si].why);
+    stale_note(sb, v);
     if (nrows == 0) {
         sb_adds(sb, "<p class=\"none\">None.</p></section>\n");
         free(rows);
@@ -408,6 +450,8 @@ render_state(struct strbuf *sb, const struct view *v, const char *config_path, s
         esc_bytes(sb, l->key, l->key_len, KEY_SHOW_MAX);
         sb_adds(sb, "</td><td>");
         esc_str(sb, s->target);
+        if (stale_target(v, s))
+            sb_adds(sb, " <span class=\"stale\">(last known)</span>");
         sb_adds(sb, "</td><td>");
         esc_bytes(sb, s->classes[l->class_idx], strlen(s->classes[l->class_idx]), KEY_SHOW_MAX);
         sb_adds(sb, "</td><td>");
@@ -494,6 +538,16 @@ render_targets(struct strbuf *sb, const struct view *v)
                         s->format_contradictions == 1 ? "" : "s");
             else
                 sb_adds(sb, "<td></td>");
+        } else if (s->last_good != NULL) {
+            /* what was known stays, said to be old */
+            sb_addf(sb, "<td class=\"stale\">%" PRIu64 "</td>", s->last_good->locks_total);
+            for (k = 0; k < NSTATES; k++)
+                sb_addf(sb, "<td class=\"stale\">%" PRIu64 "</td>",
+                        state_total(s->last_good, states[k].flag));
+            rules_format_duration(v->now_ms - s->last_success_ms, ago, sizeof(ago));
+            sb_addf(sb, "<td>last known %s ago; ", ago);
+            esc_bytes(sb, s->err, strnlen(s->err, sizeof(s->err)), sizeof(s->err));
+            sb_adds(sb, "</td>");
         } else {
             sb_adds(sb, "<td></td><td></td><td></td><td></td><td>");
             esc_bytes(sb, s->err, strnlen(s->err, sizeof(s->err)), sizeof(s->err));
@@ -573,18 +627,19 @@ static void
 render_page(struct strbuf *sb, const struct view *v, const char *config_path)
 {
     struct strbuf body;
-    size_t i, up = 0, firing = 0, si;
+    size_t i, up = 0, stale = 0, firing = 0, si;
     uint64_t bad[NSTATES] = { 0 };
     char now[40];
 
     for (i = 0; i < v->ntargets; i++) {
-        const struct snapshot *s = v->targets[i].snap;
+        const struct snapshot *s = snapshot_shown(v->targets[i].snap);
 
-        if (s != NULL && s->ok) {
+        if (v->targets[i].snap != NULL && v->targets[i].snap->ok)
             up++;
-            for (si = 0; si < NSTATES; si++)
-                bad[si] += state_total(s, states[si].flag);
-        }
+        else if (v->targets[i].snap != NULL)
+            stale++;
+        for (si = 0; s != NULL && si < NSTATES; si++)
+            bad[si] += state_total(s, states[si].flag);
     }
     /* the sections first, so the summary at the top can count the alerts */
     sb_init(&body, STATUS_MAX_BYTES);
@@ -603,7 +658,11 @@ render_page(struct strbuf *sb, const struct view *v, const char *config_path)
     sb_addf(sb, "<p class=\"summary\"><span>targets up: <b>%zu / %zu</b></span>"
             "<span>alerts firing: <b>%zu</b></span>", up, v->ntargets, firing);
     for (si = 0; si < NSTATES; si++)
-        sb_addf(sb, "<span>%s: <b>%" PRIu64 "</b></span>", states[si].id, bad[si]);
+        sb_addf(sb, "<span>%s: <b>%" PRIu64 "</b>%s</span>", states[si].id, bad[si],
+                stale > 0 ? " (incl. last known)" : "");
+    if (stale > 0)
+        sb_addf(sb, "<span class=\"stale\">blind: <b>%zu</b> target%s down, showing the "
+                "last known view</span>", stale, stale == 1 ? "" : "s");
     sb_addf(sb, "</p>\n<p class=\"meta\">lockwatchd %s, %s; this page reloads every %d s."
             "</p>\n<nav><a href=\"metrics\">/metrics</a><a href=\"api/v1/locks\">"
             "/api/v1/locks</a><a href=\"api/v1/alerts\">/api/v1/alerts</a>"

@@ -89,6 +89,7 @@ snapshot_unref(struct snapshot *s)
     free(s->locks);
     free(s->shards);
     redlock_map_free(s->redlock);
+    snapshot_unref(s->last_good);
     free(s->target);
     pthread_mutex_destroy(&s->ref_mu);
     free(s);

@@ -207,7 +207,24 @@ struct snapshot {
     struct redlock_map *redlock;      /* every lock, compactly, when the
                                        * target is in a [redlock] group;
                                        * else NULL (collectors/locks/redlock.h) */
+
+    /* Freshness, set by the agent when it publishes (agent/agent.c).  A
+     * failed scan keeps a reference to the target's last good snapshot,
+     * whose locks stay visible marked stale (snapshot_shown()). */
+    struct snapshot *last_good;       /* !ok: the last ok snapshot, or NULL */
+    int64_t stale_since_ms;           /* !ok: Unix ms of the first failed scan
+                                       * since the last good one; 0 when ok */
+    int64_t last_success_ms;          /* finished_ms of the last ok scan (this
+                                       * one's when ok); 0: none yet */
 };
+
+/* The snapshot whose locks to show for s: s itself when its scan
+ * succeeded, else the last good one it keeps (stale), else NULL. */
+static inline const struct snapshot *
+snapshot_shown(const struct snapshot *s)
+{
+    return s == NULL ? NULL : s->ok ? s : s->last_good;
+}
 
 struct snapshot *snapshot_new(const char *target);
 /* Reference counting; snapshot_unref(NULL) is fine. */

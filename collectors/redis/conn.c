@@ -8,7 +8,11 @@
  * connection also asks for CLIENT NO-TOUCH where the server has it (7.2+),
  * so that reading a lock's value does not make it look freshly used.
  * A rediss:// target gets its TLS handshake (tls.c) right after the TCP
- * connect, before AUTH.  This is the bottom of collectors/redis (with
+ * connect, before AUTH.  Every reply is read through redisconn_get_reply(),
+ * which keeps to the thread's scope (a whole-operation deadline and a stop
+ * flag) and to the reply limits, so no server sizes our memory or holds a
+ * scan, a release or lockctl past its deadline by answering one byte at a
+ * time.  This is the bottom of collectors/redis (with
  * tls.c): sentinel.c, cluster.c and target.c call it, and it calls none of
  * them.
  */
@@ -16,9 +20,289 @@
 #include "collectors/redis/tls.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
+
+#include "common/clock.h"
+
+/*
+ * The thread's scope, and what the reply being read has made so far
+ * (objects, its charge to the budget, which limit it hit).  guard_armed
+ * is true only inside redisconn_get_reply(): a read outside it (follow
+ * mode's subscriber, which reads with hiredis' own loop) is not counted.
+ */
+static _Thread_local const struct redisconn_scope *cur_scope;
+static _Thread_local size_t guard_objects;
+static _Thread_local size_t guard_cost;         /* this reply's charge to the budget */
+static _Thread_local bool guard_armed;
+static _Thread_local enum { TRIP_NONE, TRIP_OBJECTS, TRIP_BUDGET } guard_tripped;
+static _Thread_local unsigned long long guard_asked;   /* objects an array wanted */
+
+/* What the replies being read now are charged, on every thread: the one
+ * process-wide resource here, as the memory they take is. */
+static atomic_size_t budget_used;
+
+/* hiredis' own object functions, which the guard delegates to: the same
+ * table for every context, taken from the first one guarded. */
+static _Atomic(redisReplyObjectFunctions *) base_fns;
+
+const struct redisconn_scope *
+redisconn_scope_enter(const struct redisconn_scope *s)
+{
+    const struct redisconn_scope *prev = cur_scope;
+
+    cur_scope = s;
+    return prev;
+}
+
+void
+redisconn_scope_leave(const struct redisconn_scope *prev)
+{
+    cur_scope = prev;
+}
+
+/* Charge the reply being read n bytes; false (and guard_tripped) when
+ * the shared budget cannot take them. */
+static bool
+guard_charge(size_t n)
+{
+    size_t used = atomic_fetch_add(&budget_used, n);
+
+    guard_cost += n;
+    if (used + n > REDISCONN_BUDGET_BYTES) {
+        guard_tripped = TRIP_BUDGET;
+        return false;
+    }
+    return true;
+}
+
+/* n more objects for the reply being read; false (refuse them) past a
+ * limit. */
+static bool
+guard_count(unsigned long long n)
+{
+    if (!guard_armed)
+        return true;
+    if (n > REDISCONN_REPLY_OBJECTS_MAX - guard_objects ||
+        guard_objects >= REDISCONN_REPLY_OBJECTS_MAX) {
+        guard_tripped = TRIP_OBJECTS;
+        guard_asked = n;
+        return false;
+    }
+    guard_objects += n;
+    return guard_charge((size_t)n * REDISCONN_OBJECT_COST);
+}
+
+static void *
+guard_string(const redisReadTask *task, char *str, size_t len)
+{
+    return guard_count(1) ? atomic_load(&base_fns)->createString(task, str, len) : NULL;
+}
+
+static void *
+guard_integer(const redisReadTask *task, long long v)
+{
+    return guard_count(1) ? atomic_load(&base_fns)->createInteger(task, v) : NULL;
+}
+
+static void *
+guard_nil(const redisReadTask *task)
+{
+    return guard_count(1) ? atomic_load(&base_fns)->createNil(task) : NULL;
+}
+
+static void
+guard_free(void *obj)
+{
+    atomic_load(&base_fns)->freeObject(obj);
+}
+
+/* An array's header announces its elements: refuse it before hiredis
+ * allocates the element vector (a "*2000000000" header is 16 GB). */
+#if HIREDIS_MAJOR >= 1
+static void *
+guard_array(const redisReadTask *task, size_t n)
+{
+    return guard_count(1 + (unsigned long long)n) ?
+        atomic_load(&base_fns)->createArray(task, n) : NULL;
+}
+
+static void *
+guard_double(const redisReadTask *task, double d, char *str, size_t len)
+{
+    return guard_count(1) ? atomic_load(&base_fns)->createDouble(task, d, str, len) : NULL;
+}
+
+static void *
+guard_bool(const redisReadTask *task, int b)
+{
+    return guard_count(1) ? atomic_load(&base_fns)->createBool(task, b) : NULL;
+}
+
+static redisReplyObjectFunctions guard_fns = {
+    guard_string, guard_array, guard_integer, guard_double, guard_nil, guard_bool,
+    guard_free
+};
+#else
+static void *
+guard_array(const redisReadTask *task, int n)
+{
+    return guard_count(1 + (unsigned long long)(n > 0 ? n : 0)) ?
+        atomic_load(&base_fns)->createArray(task, n) : NULL;
+}
+
+static redisReplyObjectFunctions guard_fns = {
+    guard_string, guard_array, guard_integer, guard_nil, guard_free
+};
+#endif
+
+void
+redisconn_guard(redisContext *c)
+{
+    redisReplyObjectFunctions *expected = NULL;
+
+    if (c == NULL || c->reader == NULL || c->reader->fn == NULL || c->reader->fn == &guard_fns)
+        return;
+    atomic_compare_exchange_strong(&base_fns, &expected, c->reader->fn);
+    if (atomic_load(&base_fns) != c->reader->fn)
+        return;                 /* another table than hiredis' own: leave it */
+    c->reader->fn = &guard_fns;
+#if HIREDIS_MAJOR >= 1
+    /* 1.x checks an array header itself too */
+    c->reader->maxelements = REDISCONN_REPLY_OBJECTS_MAX;
+#endif
+}
+
+/* Fail c with a message of our own, in c->errstr as hiredis' own. */
+__attribute__((format(printf, 3, 4)))
+static int
+fail_with(redisContext *c, int err, const char *fmt, ...)
+{
+    va_list ap;
+
+    c->err = err;
+    va_start(ap, fmt);
+    vsnprintf(c->errstr, sizeof(c->errstr), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static size_t
+buffered(const redisContext *c)
+{
+    return c->reader->len > c->reader->pos ? c->reader->len - c->reader->pos : 0;
+}
+
+/* Wait until c's socket has bytes, within the scope: 0, or -1 with c
+ * failed (stop, deadline, or no byte within idle_ms: EAGAIN, as a
+ * hiredis read timeout reports it). */
+static int
+wait_readable(redisContext *c, const struct redisconn_scope *sc, int64_t idle_deadline)
+{
+    struct pollfd pfd;
+    int64_t left;
+    int rc;
+
+    for (;;) {
+        if (sc->stop != NULL && atomic_load(sc->stop))
+            return fail_with(c, REDIS_ERR_OTHER, "stopped");
+        if (sc->deadline_ms != INT64_MAX && clock_left(sc->deadline_ms) == 0)
+            return fail_with(c, REDIS_ERR_OTHER, "gave up: %s ran out", sc->what);
+        if (idle_deadline != INT64_MAX && clock_left(idle_deadline) == 0) {
+            c->err = REDIS_ERR_IO;
+            snprintf(c->errstr, sizeof(c->errstr), "%s", strerror(EAGAIN));
+            return -1;
+        }
+        left = idle_deadline == INT64_MAX ? INT_MAX : clock_left(idle_deadline);
+        if (sc->deadline_ms != INT64_MAX && clock_left(sc->deadline_ms) < left)
+            left = clock_left(sc->deadline_ms);
+        if (sc->stop != NULL && left > REDISCONN_STOP_TICK_MS)
+            left = REDISCONN_STOP_TICK_MS;
+        pfd.fd = c->fd;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        rc = poll(&pfd, 1, (int)(left > INT_MAX ? INT_MAX : left));
+        if (rc > 0)
+            return 0;
+        if (rc < 0 && errno != EINTR)
+            return fail_with(c, REDIS_ERR_IO, "poll: %s", strerror(errno));
+    }
+}
+
+int
+redisconn_get_reply(redisContext *c, redisReply **rep)
+{
+    const struct redisconn_scope *sc = cur_scope;
+    int64_t idle_deadline = INT64_MAX;
+    size_t inreply, before;
+    void *p = NULL;
+    int done = 0, rc = -1;
+
+    *rep = NULL;
+    if (c == NULL || c->err)
+        return -1;
+    guard_armed = true;
+    guard_objects = 0;
+    guard_cost = 0;
+    guard_tripped = TRIP_NONE;
+    if (redisGetReplyFromReader(c, &p) == REDIS_ERR)
+        goto out;
+    if (p != NULL) {
+        rc = 0;                 /* already buffered: the common case */
+        goto out;
+    }
+    while (!done)
+        if (redisBufferWrite(c, &done) == REDIS_ERR)
+            goto out;
+    inreply = buffered(c);
+    for (;;) {
+        if (sc != NULL) {
+            if (sc->idle_ms > 0)
+                idle_deadline = clock_deadline(sc->idle_ms);
+            if (wait_readable(c, sc, idle_deadline) == -1)
+                goto out;
+        }
+        before = buffered(c);
+        if (redisBufferRead(c) == REDIS_ERR)
+            goto out;
+        inreply += buffered(c) - before;
+        if (inreply > REDISCONN_REPLY_BYTES_MAX) {
+            fail_with(c, REDIS_ERR_OTHER, "a reply of over %u MiB: refused (the reply limit)",
+                      REDISCONN_REPLY_BYTES_MAX >> 20);
+            goto out;
+        }
+        if (!guard_charge(buffered(c) - before))
+            goto out;
+        if (redisGetReplyFromReader(c, &p) == REDIS_ERR)
+            goto out;
+        if (p != NULL)
+            break;
+    }
+    rc = 0;
+out:
+    if (rc == -1 && guard_tripped == TRIP_OBJECTS)
+        fail_with(c, REDIS_ERR_OTHER, "a reply of over %u objects (an array of %llu): "
+                  "refused (the reply limit)", REDISCONN_REPLY_OBJECTS_MAX, guard_asked);
+#if HIREDIS_MAJOR >= 1
+    else if (rc == -1 && c->err == REDIS_ERR_PROTOCOL && strstr(c->errstr, "out of range"))
+        /* hiredis' own maxelements check, set to the same limit */
+        fail_with(c, REDIS_ERR_OTHER, "a reply of over %u objects: refused (the reply "
+                  "limit)", REDISCONN_REPLY_OBJECTS_MAX);
+#endif
+    else if (rc == -1 && guard_tripped == TRIP_BUDGET)
+        fail_with(c, REDIS_ERR_OTHER, "replies being read hold the whole reply budget "
+                  "(%u MiB): refused (the reply limit)", REDISCONN_BUDGET_BYTES >> 20);
+    atomic_fetch_sub(&budget_used, guard_cost);
+    guard_cost = 0;
+    guard_armed = false;
+    if (rc == 0)
+        *rep = p;
+    return rc;
+}
 
 int
 redisconn_lfu_reply(const redisReply *rep)
@@ -96,10 +380,13 @@ redisconn_command(redisContext *c, const struct target_conf *t, const char *what
                   int argc, const char **argv, const size_t *argvlen,
                   char *err, size_t errlen)
 {
-    redisReply *rep = redisCommandArgv(c, argc, argv, argvlen);
+    redisReply *rep = NULL;
 
-    if (rep == NULL)
+    if (redisAppendCommandArgv(c, argc, argv, argvlen) != REDIS_OK ||
+        redisconn_get_reply(c, &rep) == -1) {
         redisconn_error(c, t, what, err, errlen);
+        return NULL;
+    }
     return rep;
 }
 
@@ -109,10 +396,11 @@ static int
 setup_cmd(redisContext *c, const struct target_conf *t, int argc, const char **argv,
           char *err, size_t errlen)
 {
-    redisReply *rep = redisCommandArgv(c, argc, argv, NULL);
+    redisReply *rep = NULL;
     int rc = 0;
 
-    if (rep == NULL) {
+    if (redisAppendCommandArgv(c, argc, argv, NULL) != REDIS_OK ||
+        redisconn_get_reply(c, &rep) == -1) {
         redisconn_error(c, t, argv[0], err, errlen);
         return -1;
     }
@@ -144,16 +432,22 @@ redisconn_node(const struct target_conf *t, const char *host, int port,
 redisContext *
 redisconn_open(const struct target_conf *t, char *err, size_t errlen)
 {
+    const struct redisconn_scope *sc = cur_scope;
+    int64_t connect_ms = t->connect_timeout_ms;
     redisContext *c;
     char db[16], scratch[64];
 
-    c = redisConnectWithTimeout(t->host, t->port, redisconn_tv(t->connect_timeout_ms));
+    /* the connect too ends by the scope's deadline */
+    if (sc != NULL && sc->deadline_ms != INT64_MAX && clock_left(sc->deadline_ms) < connect_ms)
+        connect_ms = clock_left(sc->deadline_ms) > 0 ? clock_left(sc->deadline_ms) : 1;
+    c = redisConnectWithTimeout(t->host, t->port, redisconn_tv(connect_ms));
     if (c == NULL || c->err) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "connect to %s:%d: %s", t->host, t->port,
                      c ? c->errstr : "out of memory");
         goto fail;
     }
+    redisconn_guard(c);
     if (redisSetTimeout(c, redisconn_tv(t->command_timeout_ms)) != REDIS_OK) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "set timeout on %s:%d: %s", t->host, t->port, c->errstr);
@@ -182,9 +476,11 @@ redisconn_open(const struct target_conf *t, char *err, size_t errlen)
      * a lock without an encoded acquisition time has.  Older servers
      * answer with an error, which changes nothing. */
     {
-        redisReply *rep = redisCommand(c, "CLIENT NO-TOUCH ON");
+        const char *argv[3] = { "CLIENT", "NO-TOUCH", "ON" };
+        redisReply *rep = NULL;
 
-        if (rep == NULL) {
+        if (redisAppendCommandArgv(c, 3, argv, NULL) != REDIS_OK ||
+            redisconn_get_reply(c, &rep) == -1) {
             redisconn_error(c, t, "CLIENT NO-TOUCH", err, errlen);
             goto fail;
         }

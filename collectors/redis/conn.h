@@ -19,6 +19,7 @@
 #ifndef LOCKWATCH_REDISCONN_H
 #define LOCKWATCH_REDISCONN_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/time.h>
@@ -84,5 +85,65 @@ void redisconn_error(const redisContext *c, const struct target_conf *t,
 redisReply *redisconn_command(redisContext *c, const struct target_conf *t,
                               const char *what, int argc, const char **argv,
                               const size_t *argvlen, char *err, size_t errlen);
+
+/*
+ * Reply limits: what replies may make the process hold, whoever sends
+ * them.  A reply of more than REDISCONN_REPLY_BYTES_MAX bytes on the
+ * wire, or that makes more than REDISCONN_REPLY_OBJECTS_MAX reply objects
+ * (array elements, strings, integers; an array header announcing more is
+ * refused before anything is allocated for it), fails the read with a
+ * message naming the limit.  And all the replies being read at once, on
+ * every thread, share REDISCONN_BUDGET_BYTES, each charged its bytes on
+ * the wire and REDISCONN_OBJECT_COST per object (an object costs about
+ * that whatever its size on the wire: a 4-byte ":1\r\n" too): a read
+ * that would go past it fails naming the budget.  So several hostile
+ * targets together cannot take the agent past ~50 MiB of replies in the
+ * making, while one legitimate large reply (the largest is a SCAN page:
+ * scan_count keys, e.g. 600 keys of 16 KiB) still fits.
+ */
+#define REDISCONN_REPLY_BYTES_MAX   (32u << 20)
+#define REDISCONN_REPLY_OBJECTS_MAX (256u << 10)
+#define REDISCONN_BUDGET_BYTES      (48u << 20)
+#define REDISCONN_OBJECT_COST       64u
+
+/*
+ * A scope: the one deadline every read of this thread keeps to while it
+ * is entered (a scan's scan_timeout, lockctl's --timeout, a release's
+ * deadline), the command timeout between bytes, and a stop flag seen
+ * within REDISCONN_STOP_TICK_MS.  It is per thread because everything
+ * below a scan (the stream, cluster discovery, sentinel questions, the
+ * registry look-up) reads through redisconn_get_reply() without knowing
+ * whose work it is; a cluster shard's thread enters its run's scope.
+ * Outside any scope a read waits as hiredis does (command_timeout per
+ * read), still within the reply limits.
+ */
+#define REDISCONN_STOP_TICK_MS 200
+
+struct redisconn_scope {
+    int64_t deadline_ms;        /* monotonic (clock_deadline()); INT64_MAX: none */
+    int64_t idle_ms;            /* the longest wait for the next byte (command_timeout) */
+    const atomic_int *stop;     /* non-zero: give up; NULL: never asked */
+    char what[80];              /* names the deadline in the error, e.g.
+                                 * "scan_timeout (60000 ms)" */
+};
+
+/* Enter scope s for this thread (s must outlive it); returns the scope
+ * it replaces, to give back to redisconn_scope_leave(). */
+const struct redisconn_scope *redisconn_scope_enter(const struct redisconn_scope *s);
+void redisconn_scope_leave(const struct redisconn_scope *prev);
+
+/*
+ * The next reply on c (after redisAppendCommand*()), as redisGetReply()
+ * but within this thread's scope and the reply limits: 0 with *rep set,
+ * or -1 with c->err and c->errstr saying why (the scope's deadline, a
+ * stop, a limit, or hiredis' own error; a silent server reads as
+ * hiredis' EAGAIN, which redisconn_error() words as command_timeout).
+ * After -1 the connection is mid-reply: drop it.  Costs nothing while
+ * replies are already buffered; a wait adds one poll() per read.
+ */
+int redisconn_get_reply(redisContext *c, redisReply **rep);
+
+/* Install the reply-object guard on c (redisconn_open() does). */
+void redisconn_guard(redisContext *c);
 
 #endif

@@ -59,8 +59,9 @@ ask_sentinel(const struct target_conf *t, const struct hostport *s, char *host,
             goto out;
         why[0] = '\0';
     }
-    rep = redisCommandArgv(c, 3, argv, NULL);
-    if (rep == NULL) {
+    redisconn_guard(c);
+    if (redisAppendCommandArgv(c, 3, argv, NULL) != REDIS_OK ||
+        redisconn_get_reply(c, &rep) == -1) {
         snprintf(why, whylen, "sentinel %s:%d: %s", s->host, s->port,
                  c->errstr[0] ? c->errstr : "connection lost");
         goto out;

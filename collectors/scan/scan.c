@@ -20,6 +20,15 @@
  * reload that changes where or how the scanner connects (conn_key())
  * drops them all.  open_by_mode() is the one place a connection is
  * opened.
+ *
+ * A full scan has one deadline, scan_timeout from its start: every read
+ * of it, on every shard's thread, keeps to it (the scanner's
+ * redisconn_scope), and the stream stops sending at it, so neither a
+ * server answering a byte at a time nor a SCAN cursor that never comes
+ * back to 0 holds the target: the scan fails naming scan_timeout and the
+ * target is down.  The same scope carries the stop flag, so a SIGTERM
+ * ends a scan within REDISCONN_STOP_TICK_MS whatever the server does.
+ * It costs a clock read per segment and nothing per key.
  */
 #include "collectors/scan/scan_impl.h"
 
@@ -52,6 +61,7 @@ scanner_new(const char *target_name)
         return NULL;
     sc->name = strdup(target_name);
     sc->tracker = tracker_new();
+    sc->scope.deadline_ms = INT64_MAX;
     if (sc->name == NULL || sc->tracker == NULL) {
         scanner_free(sc);
         return NULL;
@@ -200,7 +210,11 @@ stream_run(struct stream *s)
 static void *
 stream_main(void *arg)
 {
-    stream_run(arg);
+    struct stream *s = arg;
+    const struct redisconn_scope *prev = redisconn_scope_enter(&s->r->sc->scope);
+
+    stream_run(s);
+    redisconn_scope_leave(prev);
     return NULL;
 }
 
@@ -701,9 +715,16 @@ struct snapshot *
 scanner_run(struct scanner *sc, const struct target_conf *target,
             const struct scan_rules *rules, const atomic_int *stop)
 {
+    const struct redisconn_scope *prev;
     struct snapshot *s;
     bool retry;
 
+    sc->scope.deadline_ms = clock_deadline(target->scan_timeout_ms);
+    sc->scope.idle_ms = target->command_timeout_ms;
+    sc->scope.stop = stop;
+    snprintf(sc->scope.what, sizeof(sc->scope.what), "scan_timeout (%lld ms)",
+             (long long)target->scan_timeout_ms);
+    prev = redisconn_scope_enter(&sc->scope);
     s = run_pass(sc, target, rules, stop, &retry);
     if (s != NULL && !s->ok && retry) {
         /* a failover cut the old primary's clients: the next primary is
@@ -712,6 +733,7 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
         snapshot_unref(s);
         s = run_pass(sc, target, rules, stop, &retry);
     }
+    redisconn_scope_leave(prev);
     if (s == NULL)
         return NULL;
     if (s->ok)

@@ -37,6 +37,7 @@
 #include "collectors/locks/redlock.h"
 #include "collectors/redis/cluster.h"
 #include "collectors/formats/rawread.h"
+#include "collectors/redis/conn.h"
 #include "collectors/scan/scan.h"
 #include "collectors/scan/scanrun.h"
 #include "collectors/scan/tracker.h"
@@ -71,6 +72,9 @@ struct scanner {
     uint64_t conn_key;          /* how the connections were made (conn_key()) */
     struct scan_hooks hooks;    /* scanner_set_hooks(); all NULL without */
     void *hooks_arg;
+    struct redisconn_scope scope;   /* the full scan under way: scan_timeout
+                                     * from its start and the stop flag, for
+                                     * every read of every thread (scan.c) */
 };
 
 /* What the streams of one run share, on the stack of scanner_run. */
@@ -97,6 +101,8 @@ struct run {
 struct key_meta {
     struct scan_key k;          /* its key points into the batch's SCAN reply */
     bool skip;                  /* vanished or unreadable */
+    bool unread;                /* skipped because a read was refused (not
+                                 * vanished: the pass fails) */
 };
 
 struct batch {

@@ -171,14 +171,16 @@ append_key_cmd(redisContext *c, const char *cmd, const char *sub,
 
 static int flush(struct stream *s);
 
-/* hiredis reports a command timeout as EAGAIN; say what it means. */
+/* hiredis reports a command timeout as EAGAIN; say what it means.  The
+ * read keeps to the thread's scope (a full scan's scan_timeout) and the
+ * reply limits (collectors/redis/conn.h). */
 int
 stream_reply(struct stream *s, redisReply **rep)
 {
     redisContext *c = s->c;
-    void *p = NULL;
+    redisReply *p = NULL;
 
-    if (redisGetReply(c, &p) != REDIS_OK || p == NULL) {
+    if (redisconn_get_reply(c, &p) == -1 || p == NULL) {
         if (c->err == REDIS_ERR_IO && (strcmp(c->errstr, strerror(EAGAIN)) == 0 ||
                                        strcmp(c->errstr, strerror(EWOULDBLOCK)) == 0))
             stream_err(s, "read from %s:%d: timed out after %lld ms (command_timeout)",
@@ -269,7 +271,27 @@ read_meta(struct stream *s, struct batch *b)
         freeReplyObject(rep);
         if (stream_reply(s, &rep) == -1)
             return -1;
-        m->k.pttl = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
+        /* Only the integer -2 says the key is gone.  A refused PTTL
+         * (NOPERM: an ACL without +pttl) or a reply of another type
+         * says nothing about the key, which may be a leak: it is a
+         * refusal, counted, and the pass fails naming it, never a key
+         * that vanished. */
+        if (rep->type == REDIS_REPLY_INTEGER) {
+            m->k.pttl = rep->integer;
+        } else if (!moved(rep)) {
+            if (rep->type == REDIS_REPLY_ERROR) {
+                count_refusal(s, "PTTL", rep);
+            } else {
+                s->cnt.read_errors[SCAN_READ_OTHER]++;
+                if (s->refused++ == 0)
+                    scan_errf(s->refused_err, sizeof(s->refused_err), "PTTL on %s:%d: a "
+                              "reply of type %d, not an integer", s->host, s->port, rep->type);
+            }
+            m->unread = true;
+            m->k.pttl = -2;
+        } else {
+            m->k.pttl = -2;
+        }
         freeReplyObject(rep);
         if (m->k.type == RAW_NONE || m->k.pttl == -2)
             m->skip = true;
@@ -367,7 +389,8 @@ read_values(struct stream *s, struct batch *b)
         struct key_meta *m = &b->meta[i];
 
         if (m->skip) {
-            s->cnt.vanished_total++;
+            if (!m->unread)
+                s->cnt.vanished_total++;
             continue;
         }
         if (m->k.helper) {
@@ -605,6 +628,14 @@ stream_scan(struct stream *s)
     while (s->count > 0) {
         if (scan_stopped(s->r))
             goto out;
+        if (clock_left(s->r->sc->scope.deadline_ms) == 0) {
+            /* a cursor that never returns to 0, or a server too slow
+             * for the keyspace: give up rather than freeze the target */
+            stream_err(s, "scan of %s:%d not finished within %s after %llu keys (raise "
+                       "scan_timeout if a full scan needs longer)", s->host, s->port,
+                       s->r->sc->scope.what, (unsigned long long)s->keys);
+            goto out;
+        }
         if (flush(s) == -1)
             goto out;
         seg = s->ring[s->head];

@@ -564,6 +564,8 @@ full_view(struct view *v, struct alerts **al, atomic_uint_fast64_t *releases)
     assert_non_null(d);
     assert_non_null(c);
     m->ok = c->ok = true;
+    /* the agent stamps these when it publishes (agent.c) */
+    m->last_success_ms = c->last_success_ms = 1790000000000;
     m->classes = calloc(2, sizeof(char *));
     for (i = 0; i < 2; i++)
         m->classes[i] = strdup(classes[i]);

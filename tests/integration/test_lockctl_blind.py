@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# run-all: serial (measures how long lockctl takes against a drip-feeding server)
+"""lockctl never hangs and never goes blind silently.
+
+- A whole-command deadline: against a server that answers one byte every
+  0.5 s, `lockctl list` ends within --timeout (and within the default 15 s
+  without it), exit 3, the message naming --timeout.
+- Redis down, the agent up: `lockctl list` prints the agent's last-known
+  view, marked stale with the agent's reason (table and --json), exit 3
+  (the locks were not read now).
+"""
+
+import json
+import time
+
+import harness as h
+import test_lockctl as lt
+from fake_redis import FakeRedis
+
+
+class LockctlBlind(h.TestCase):
+
+    def timed(self, args, config, limit):
+        t0 = time.monotonic()
+        p = lt.run(args, config, timeout=limit + 20)
+        took = time.monotonic() - t0
+        return p, took
+
+    def test_deadline_against_a_drip_feeding_server(self):
+        with FakeRedis("drip", on={"SCAN"}) as fake:
+            cfg = lt.write_config(url=fake.url)
+            p, took = self.timed(["--agent", "off", "--timeout", "3s", "list"], cfg, 3)
+            print("lockctl list --timeout 3s against a drip: %.2f s, exit %d" %
+                  (took, p.returncode))
+            self.assertEqual(p.returncode, 3, p.stderr)
+            self.assertLess(took, 4.0)
+            self.assertIn(b"--timeout", p.stderr)
+            p, took = self.timed(["--agent", "off", "list"], cfg, 15)
+            print("lockctl list (default deadline) against a drip: %.2f s, exit %d" %
+                  (took, p.returncode))
+            self.assertEqual(p.returncode, 3, p.stderr)
+            self.assertLess(took, 16.0)
+            p = lt.run(["--timeout", "soon", "list"], cfg)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(b"--timeout", p.stderr)
+
+    def test_redis_down_shows_the_agents_last_known_view(self):
+        rs = self.start_redis()
+        c = rs.client()
+        c.set("lock:leak:1", "tok-1")
+        c.set("lock:held:1", "tok-2", px=600000)
+        ag = self.start_agent(rs, scan_interval="500ms", leak_grace="1s", max_hold="1h")
+        ag.wait_for(lambda: ag.get_json("/api/v1/locks?state=leaked")[1]["count"] == 1,
+                    timeout=20, desc="the agent sees the leak")
+        rs.kill()
+        ag.wait_for(lambda: ag.get("/readyz")[0] == 503, timeout=20, desc="target down")
+        p = lt.run(["list", "--state", "leaked"], ag.config_path)
+        out = p.stdout.decode("utf-8", "replace")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("LAST KNOWN (stale)", out)
+        self.assertIn("lock:leak:1", out)
+        self.assertNotIn("lock:held:1", out)
+        p = lt.run(["list", "--json"], ag.config_path)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        doc = json.loads(p.stdout.decode())
+        self.assertEqual(doc["source"], "agent")
+        self.assertTrue(doc["stale"], doc)
+        self.assertTrue(doc["stale_reason"], doc)
+        self.assertIsInstance(doc["last_success_ms"], int)
+        self.assertEqual(sorted(l["key"] for l in doc["locks"]), ["lock:held:1", "lock:leak:1"])
+        self.assertTrue(all(l["stale"] for l in doc["locks"]), doc)
+
+
+if __name__ == "__main__":
+    h.main()
