@@ -156,22 +156,33 @@ main(int argc, char **argv)
             return LOCKCTL_DONE;
         default:
             usage(stderr);
+            if (lc.json)
+                out_json_error(LOCKCTL_USAGE);
             return LOCKCTL_USAGE;
         }
     }
     if (optind >= argc) {
         usage(stderr);
+        if (lc.json) {
+            out_error_remember("no command given");
+            out_json_error(LOCKCTL_USAGE);
+        }
         return LOCKCTL_USAGE;
     }
+    lc.argv0 = argv[0];
     for (size_t i = 0; i < NCOMMANDS; i++) {
         if (strcmp(commands[i].name, argv[optind]) != 0)
             continue;
         rc = commands[i].run(&lc, argc - optind, argv + optind);
         session_close(&lc);
+        if (lc.json)
+            out_json_error(rc);
         fflush(stdout);
         return rc;
     }
     lockctl_warnx("unknown command \"%s\" (commands: list, show, release, expire, audit; "
                   "see lockctl --help)", argv[optind]);
+    if (lc.json)
+        out_json_error(LOCKCTL_USAGE);
     return LOCKCTL_USAGE;
 }

@@ -23,6 +23,7 @@
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
 #include "collectors/release/release.h"
+#include "common/keytext.h"
 
 #define REASON_MAX 512          /* bytes of --reason kept in the audit */
 
@@ -126,20 +127,20 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
                       : release_outcome_message(res->outcome),
                       release_outcome_str(res->outcome));
     } else {
-        table_line(stdout, TABLE_WIDTH, "%s: %s on target %s (%s)",
+        table_line(stdout, lockctl_width(lc), "%s: %s on target %s (%s)",
                    release_outcome_str(res->outcome), key ? key : "?", lc->t->name, addr);
-        table_line(stdout, TABLE_WIDTH, "%s", release_outcome_message(res->outcome));
+        table_line(stdout, lockctl_width(lc), "%s", release_outcome_message(res->outcome));
         if (res->outcome == RELEASE_RELEASED && res->holders_left > 0)
-            table_line(stdout, TABLE_WIDTH, "kept: %lld other holder(s) still hold it (%s)",
+            table_line(stdout, lockctl_width(lc), "kept: %lld other holder(s) still hold it (%s)",
                        res->holders_left, res->format);
         else if (res->outcome == RELEASE_RELEASED && res->holders_left == 0)
-            table_line(stdout, TABLE_WIDTH, "the key was deleted: no holder was left (%s)",
+            table_line(stdout, lockctl_width(lc), "the key was deleted: no holder was left (%s)",
                        res->format);
         if (res->purged > 0)
-            table_line(stdout, TABLE_WIDTH, "%lld dead waiter(s) dropped from the fair "
+            table_line(stdout, lockctl_width(lc), "%lld dead waiter(s) dropped from the fair "
                        "queue (their turn had timed out)", res->purged);
         if (res->audit_id[0] != '\0')
-            table_line(stdout, TABLE_WIDTH, "audit entry %s", res->audit_id);
+            table_line(stdout, lockctl_width(lc), "audit entry %s", res->audit_id);
         if (res->wake_errors > 0)
             lockctl_warnx("%lld wake-up(s) failed (an ACL without the channel?): waiters "
                           "retry when their own wait times out", res->wake_errors);
@@ -238,11 +239,36 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
     return LOCKCTL_REFUSED;
 }
 
+/* --holder-hex: the holder's bytes (any, NUL included); malloc'd, NULL
+ * when not hex. */
+static char *
+hex_decode(const char *s, size_t *len)
+{
+    size_t n = strlen(s);
+    char *out;
+
+    if (n == 0 || n % 2 != 0 || (out = malloc(n / 2 + 1)) == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i += 2) {
+        int hi = keytext_hexval((unsigned char)s[i]), lo = keytext_hexval((unsigned char)s[i + 1]);
+
+        if (hi < 0 || lo < 0) {
+            free(out);
+            return NULL;
+        }
+        out[i / 2] = (char)(hi << 4 | lo);
+    }
+    out[n / 2] = '\0';
+    *len = n / 2;
+    return out;
+}
+
 static int
 parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
 {
     static const struct option opts[] = {
         { "holder", required_argument, NULL, 'H' },
+        { "holder-hex", required_argument, NULL, 'X' },
         { "if-leaked", no_argument, NULL, 'L' },
         { "if-older-than", required_argument, NULL, 'O' },
         { "ttl", required_argument, NULL, 'T' },
@@ -255,7 +281,7 @@ parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
         { NULL, 0, NULL, 0 }
     };
     bool expire = ch->action == RELEASE_ACTION_EXPIRE;
-    const char *holder = NULL;
+    const char *holder = NULL, *holder_hex = NULL;
     int opt;
 
     optind = 0;
@@ -265,6 +291,9 @@ parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
         switch (opt) {
         case 'H':
             holder = optarg;
+            break;
+        case 'X':
+            holder_hex = optarg;
             break;
         case 'L':
             if (expire)
@@ -312,18 +341,32 @@ parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
         lockctl_warnx("%s: give exactly one KEY (see lockctl %s --help)", ch->cmd, ch->cmd);
         return LOCKCTL_USAGE;
     }
-    if (holder == NULL || holder[0] == '\0') {
+    if (holder != NULL && holder_hex != NULL) {
+        lockctl_warnx("%s: give --holder or --holder-hex, not both", ch->cmd);
+        return LOCKCTL_USAGE;
+    }
+    if ((holder == NULL || holder[0] == '\0') && holder_hex == NULL) {
         lockctl_warnx("%s: --holder is required: the token (string lock) or the "
                       "<uuid>:<thread> field (hash lock) you saw with lockctl show", ch->cmd);
+        out_error_hint("lockctl show KEY ends with the release command to paste");
         return LOCKCTL_USAGE;
     }
     if (expire && ch->ttl_ms <= 0) {
         lockctl_warnx("expire: --ttl is required (e.g. --ttl 30s)");
         return LOCKCTL_USAGE;
     }
+    if (holder_hex != NULL) {
+        if ((ch->holder = hex_decode(holder_hex, &ch->holderlen)) == NULL) {
+            lockctl_warnx("%s: --holder-hex \"%.64s\" is not an even number of hex digits",
+                          ch->cmd, holder_hex);
+            return LOCKCTL_USAGE;
+        }
+        holder = "";            /* taken */
+    }
     if (ch->escaped) {
         ch->key = out_unescape(argv[optind], &ch->keylen);
-        ch->holder = out_unescape(holder, &ch->holderlen);
+        if (ch->holder == NULL)
+            ch->holder = out_unescape(holder, &ch->holderlen);
         if (ch->key == NULL || ch->holder == NULL) {
             lockctl_warnx("%s: KEY and --holder must be percent-encoded with --escaped",
                           ch->cmd);
@@ -331,13 +374,13 @@ parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
         }
     } else {
         ch->key = strdup(argv[optind]);
-        ch->holder = strdup(holder);
+        if (ch->holder == NULL && (ch->holder = strdup(holder)) != NULL)
+            ch->holderlen = strlen(ch->holder);
         if (ch->key == NULL || ch->holder == NULL) {
             lockctl_warnx("out of memory");
             return LOCKCTL_REDIS;
         }
         ch->keylen = strlen(ch->key);
-        ch->holderlen = strlen(ch->holder);
     }
     if (ch->holderlen == 0) {
         lockctl_warnx("%s: --holder must not be empty", ch->cmd);
