@@ -64,6 +64,79 @@ shown(const char *p, size_t n, size_t width)
     return cut ? cut : strdup("?");
 }
 
+#define NEXT_HOLDERS_MAX 3      /* current holders offered a command */
+
+/* Print to stderr what to paste instead: command (release / expire) on
+ * the same key for holder h, with extra words (e.g. "--ttl", "30s"). */
+static void
+next_command(const struct lockctl *lc, const struct change *ch, const char *cmd,
+             const char *holder, size_t holderlen, const char *const *extra)
+{
+    struct pasteline pl;
+
+    paste_init(&pl, lc, cmd);
+    paste_key_holder(&pl, ch->key, ch->keylen, holder, holderlen);
+    for (; extra != NULL && *extra != NULL; extra++)
+        paste_word(&pl, *extra);
+    if (!pl.failed)
+        paste_print(stderr, &pl, lockctl_width(lc));
+    paste_release(&pl);
+}
+
+/* The holders l has now, each with the command that releases it: the
+ * next step after a --holder that does not hold the lock. */
+static void
+current_holders(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
+{
+    size_t n = l->view.nholders;
+
+    if (l->type == RAW_NONE || n == 0) {
+        table_line(stderr, lockctl_width(lc), "next: nothing to release: the key %s",
+                   l->type == RAW_NONE ? "is gone" : "names no holder lockctl can read");
+        return;
+    }
+    for (size_t i = 0; i < n && i < NEXT_HOLDERS_MAX; i++) {
+        const struct lock_holder *h = &l->view.holders[i];
+        char *who = shown(h->id, h->idlen, 60);
+
+        table_line(stderr, lockctl_width(lc), "next: it is held by %s now; if that is the "
+                   "one to free, %s it with:", who ? who : "?", ch->cmd);
+        free(who);
+        if (!h->id_truncated)
+            next_command(lc, ch, ch->cmd, h->id, h->idlen,
+                         ch->action == RELEASE_ACTION_EXPIRE ?
+                         (const char *const[]){ "--ttl", "30s", NULL } : NULL);
+    }
+    if (l->view.holders_total > NEXT_HOLDERS_MAX)
+        table_line(stderr, lockctl_width(lc), "(%zu holders in all: lockctl show KEY lists "
+                   "them)", l->view.holders_total);
+}
+
+/*
+ * A --holder that does not hold the lock as it was just read: refused
+ * before the prompt (asking "release it?" about a holder that is not
+ * there, then blaming a change of hands, helps nobody), with the holder
+ * it has now and the command for that one.  Nothing ran, so nothing is
+ * audited; with --yes or --dry-run the script decides and audits as ever.
+ */
+static int
+refuse_wrong_holder(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
+{
+    char addr[300], *key = shown(ch->key, ch->keylen, 60);
+    char *holder = shown(ch->holder, ch->holderlen, 48);
+
+    session_address(lc, addr, sizeof(addr));
+    lockctl_warnx("%s %s on target %s (%s): refused before asking: %s does not hold it now; "
+                  "nothing was changed [%s]", ch->cmd, key ? key : "?", lc->t->name, addr,
+                  holder ? holder : "?", release_outcome_str(RELEASE_REFUSED_HOLDER));
+    out_error_hint("lockctl show KEY names the holder it has now and ends with the command "
+                   "that releases it");
+    current_holders(lc, ch, l);
+    free(key);
+    free(holder);
+    return LOCKCTL_REFUSED;
+}
+
 static bool
 ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 {
@@ -73,14 +146,11 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 
     session_address(lc, addr, sizeof(addr));
     out_ttl(l->pttl_ms, ttl, sizeof(ttl));
-    out_duration(l->age_ms, age, sizeof(age));
     out_duration(ch->ttl_ms, newttl, sizeof(newttl));
-    fprintf(stderr, "%s %s on target %s (%s)\n  holder %s\n  format %s, TTL %s, age %s%s\n",
+    verdict_age(l, age, sizeof(age));
+    fprintf(stderr, "%s %s on target %s (%s)\n  holder %s\n  format %s, TTL %s, age %s\n",
             ch->action == RELEASE_ACTION_EXPIRE ? "Expire" : "Release", key ? key : "?",
-            lc->t->name, addr, holder ? holder : "?", l->fmt->name, ttl, age,
-            l->type == RAW_NONE ? " (the key does not exist now)"
-            : holds(l, ch->holder, ch->holderlen) ? ""
-            : " (NOT held by that holder now)");
+            lc->t->name, addr, holder ? holder : "?", l->fmt->name, ttl, age);
     if (ch->action == RELEASE_ACTION_EXPIRE)
         snprintf(q, sizeof(q), "Give it a TTL of %s?", newttl);
     else
@@ -94,7 +164,7 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 
 static int
 report(const struct lockctl *lc, const struct change *ch, const struct release_request *rq,
-       const struct release_result *res)
+       const struct release_result *res, const struct cli_lock *read)
 {
     char addr[300], *key;
     int rc;
@@ -126,6 +196,8 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
                       lc->t->name, addr, res->err[0] != '\0' ? res->err
                       : release_outcome_message(res->outcome),
                       release_outcome_str(res->outcome));
+        if (res->outcome == RELEASE_REFUSED_HOLDER && read != NULL)
+            current_holders(lc, ch, read);
     } else {
         table_line(stdout, lockctl_width(lc), "%s: %s on target %s (%s)",
                    release_outcome_str(res->outcome), key ? key : "?", lc->t->name, addr);
@@ -213,8 +285,8 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
     verdict_age(l, age, sizeof(age));
     if (l->leak_unknown)
         snprintf(msg, sizeof(msg), "refused: --if-leaked, but how long the lock has had no TTL "
-                 "is unknown (its age is %s, from %s; leak_grace is %s); nothing was changed",
-                 age, l->age_source, grace);
+                 "is unknown (no agent times; its age is %s, from %s, only a lower bound; "
+                 "leak_grace is %s); nothing was changed", age, l->age_source, grace);
     else
         snprintf(msg, sizeof(msg), "refused: --if-leaked, but the lock has had no TTL for "
                  "less than leak_grace (%s; its age is %s, from %s); nothing was changed",
@@ -227,8 +299,14 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
         res.pttl_ms = l->pttl_ms;
         res.idle_s = l->idle_s;
         snprintf(res.type, sizeof(res.type), "%s", l->type == RAW_HASH ? "hash" : "string");
-        if ((o = release_result_json(lc->t->name, rq, &res)) != NULL)
+        if ((o = release_result_json(lc->t->name, rq, &res)) != NULL) {
             json_object_set_new(o, "message", json_string(msg));
+            json_object_set_new(o, "hint", json_string(l->leak_unknown ?
+                "start the agent and retry, or give the lock a TTL with lockctl expire "
+                "KEY --holder H --ttl 30s, or release it without --if-leaked" :
+                "wait until it has had no TTL for leak_grace, or give it a TTL with "
+                "lockctl expire, or release it without --if-leaked"));
+        }
         return out_json_print(o) == 0 ? LOCKCTL_REFUSED : LOCKCTL_REDIS;
     }
     session_address(lc, addr, sizeof(addr));
@@ -236,6 +314,16 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
     lockctl_warnx("%s %s on target %s (%s): %s [%s]", ch->cmd, key ? key : "?", lc->t->name,
                   addr, msg, release_outcome_str(RELEASE_REFUSED_NOT_LEAKED));
     free(key);
+    table_line(stderr, lockctl_width(lc), "next: %s; or, having checked the holder (lockctl "
+               "show KEY), give the lock a TTL so that it expires on its own unless its "
+               "holder renews it:", l->leak_unknown ? "start the agent (lockwatchd: it knows "
+               "since when the lock has had no TTL) and retry" : "wait until it has had no "
+               "TTL for leak_grace and retry");
+    next_command(lc, ch, "expire", ch->holder, ch->holderlen,
+                 (const char *const[]){ "--ttl", "30s", NULL });
+    table_line(stderr, lockctl_width(lc), "or release it now without --if-leaked (you are "
+               "asked to confirm):");
+    next_command(lc, ch, "release", ch->holder, ch->holderlen, NULL);
     return LOCKCTL_REFUSED;
 }
 
@@ -465,6 +553,11 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
         rc = refuse_not_leaked(lc, &ch, &rq, &l);
         goto out;
     }
+    if (!ch.yes && !ch.dry_run && read && l.type != RAW_NONE &&
+        !holds(&l, ch.holder, ch.holderlen)) {
+        rc = refuse_wrong_holder(lc, &ch, &l);
+        goto out;
+    }
     /* nothing to ask about when the key is gone: the script refuses it */
     if (!ch.yes && !ch.dry_run && read && l.type != RAW_NONE) {
         if (!ask(lc, &ch, &l)) {
@@ -484,7 +577,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     rq.operator_name = op;
     rq.reason = reason;
     release_run(lc->c, lc->t, lc->cfg->audit_stream, &rq, &res);
-    rc = report(lc, &ch, &rq, &res);
+    rc = report(lc, &ch, &rq, &res, read ? &l : NULL);
 out:
     cli_lock_release(&l);
     agent_view_release(&av);

@@ -209,6 +209,12 @@ session_load(struct lockctl *lc)
     }
     if (apply_tls(lc) == -1)
         return LOCKCTL_USAGE;
+    /* Said once, on stderr: a newcomer otherwise cannot tell why lockctl
+     * looks at 127.0.0.1:6379 (stdout stays what scripts parse; -q) */
+    if (path == NULL)
+        lockctl_note(lc, "no config file (no -c, and %s does not exist): using the built-in "
+                     "defaults, target %s at %s:%d; give -c FILE for yours", CONFIG_DEFAULT_PATH,
+                     lc->t->name, lc->t->host, lc->t->port);
     if (lc->t->tls && !lc->t->tls_verify)
         lockctl_warnx("warning: target %s: tls_verify = off: the server's certificate is "
                       "not checked", lc->t->name);
