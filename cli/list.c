@@ -345,7 +345,7 @@ static const struct table_col list_cols[] = {
     { "HOLDS", 5, TABLE_RIGHT, 0 },
     { "TTL", 7, TABLE_RIGHT, 0 },
     { "AGE", 10, TABLE_RIGHT, 0 },
-    { "STATE", 14, TABLE_WRAP, 7 },
+    { "STATE", 28, TABLE_WRAP, 7 },
 };
 
 static int

@@ -140,6 +140,12 @@ main(int argc, char **argv)
     int opt, rc;
 
     memset(&lc, 0, sizeof(lc));
+    /* --json anywhere asks for a JSON error too, even when an option
+     * before it is what fails (each command stops at its first bad one) */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-ojson") == 0 ||
+            (strcmp(argv[i], "-o") == 0 && i + 1 < argc && strcmp(argv[i + 1], "json") == 0))
+            lc.json = true;
     /* Over TLS, OpenSSL writes with write(2): a server that closed the
      * connection must give an error, not kill lockctl. */
     signal(SIGPIPE, SIG_IGN);

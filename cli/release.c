@@ -351,6 +351,42 @@ hex_decode(const char *s, size_t *len)
     return out;
 }
 
+/* KEY and the holder into ch (malloc'd): --escaped percent-decodes both,
+ * --holder-hex gives the holder's bytes in hex.  LOCKCTL_DONE, or the exit
+ * status with the message printed. */
+static int
+take_key_holder(struct change *ch, const char *arg, const char *holder, const char *holder_hex)
+{
+    if (holder_hex != NULL) {
+        if ((ch->holder = hex_decode(holder_hex, &ch->holderlen)) == NULL) {
+            lockctl_warnx("%s: --holder-hex \"%.64s\" is not an even number of hex digits",
+                          ch->cmd, holder_hex);
+            return LOCKCTL_USAGE;
+        }
+        holder = "";            /* taken */
+    }
+    if (ch->escaped) {
+        ch->key = out_unescape(arg, &ch->keylen);
+        if (ch->holder == NULL)
+            ch->holder = out_unescape(holder, &ch->holderlen);
+        if (ch->key == NULL || ch->holder == NULL) {
+            lockctl_warnx("%s: KEY and --holder must be percent-encoded with --escaped",
+                          ch->cmd);
+            return LOCKCTL_USAGE;
+        }
+    } else {
+        ch->key = strdup(arg);
+        if (ch->holder == NULL && (ch->holder = strdup(holder)) != NULL)
+            ch->holderlen = strlen(ch->holder);
+        if (ch->key == NULL || ch->holder == NULL) {
+            lockctl_warnx("out of memory");
+            return LOCKCTL_REDIS;
+        }
+        ch->keylen = strlen(ch->key);
+    }
+    return LOCKCTL_DONE;
+}
+
 static int
 parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
 {
@@ -370,7 +406,7 @@ parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
     };
     bool expire = ch->action == RELEASE_ACTION_EXPIRE;
     const char *holder = NULL, *holder_hex = NULL;
-    int opt;
+    int opt, rc;
 
     optind = 0;
     while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "H:r:yeh", opts, NULL)) != -1) {
@@ -443,33 +479,8 @@ parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
         lockctl_warnx("expire: --ttl is required (e.g. --ttl 30s)");
         return LOCKCTL_USAGE;
     }
-    if (holder_hex != NULL) {
-        if ((ch->holder = hex_decode(holder_hex, &ch->holderlen)) == NULL) {
-            lockctl_warnx("%s: --holder-hex \"%.64s\" is not an even number of hex digits",
-                          ch->cmd, holder_hex);
-            return LOCKCTL_USAGE;
-        }
-        holder = "";            /* taken */
-    }
-    if (ch->escaped) {
-        ch->key = out_unescape(argv[optind], &ch->keylen);
-        if (ch->holder == NULL)
-            ch->holder = out_unescape(holder, &ch->holderlen);
-        if (ch->key == NULL || ch->holder == NULL) {
-            lockctl_warnx("%s: KEY and --holder must be percent-encoded with --escaped",
-                          ch->cmd);
-            return LOCKCTL_USAGE;
-        }
-    } else {
-        ch->key = strdup(argv[optind]);
-        if (ch->holder == NULL && (ch->holder = strdup(holder)) != NULL)
-            ch->holderlen = strlen(ch->holder);
-        if (ch->key == NULL || ch->holder == NULL) {
-            lockctl_warnx("out of memory");
-            return LOCKCTL_REDIS;
-        }
-        ch->keylen = strlen(ch->key);
-    }
+    if ((rc = take_key_holder(ch, argv[optind], holder, holder_hex)) != LOCKCTL_DONE)
+        return rc;
     if (ch->holderlen == 0) {
         lockctl_warnx("%s: --holder must not be empty", ch->cmd);
         return LOCKCTL_USAGE;

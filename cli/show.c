@@ -469,7 +469,7 @@ release_lines(const struct lockctl *lc, const struct cli_lock *l, bool inpat)
     }
     if (l->view.holders_total > SHOW_RELEASE_MAX)
         table_line(stdout, width, "the other %zu holders: the same command with their "
-                   "holder (lockctl show --json lists holder_escaped)",
+                   "holder (lockctl show --json lists their id_escaped)",
                    l->view.holders_total - SHOW_RELEASE_MAX);
 }
 

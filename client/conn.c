@@ -176,7 +176,7 @@ timeout_text(const redisContext *ctx, char *buf, size_t len)
         tv.tv_sec = tv.tv_usec = 0;
     snprintf(buf, len, writing ? "write to Redis timed out after %lld ms (command_timeout_ms; "
              "the server is not reading: busy, paused or unreachable)"
-             : "no reply from Redis within %lld ms (command_timeout_ms)",
+             : "read from Redis timed out after %lld ms (command_timeout_ms: no reply)",
              (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000);
     return 1;
 }

@@ -46,7 +46,8 @@ redisconn_error(const redisContext *c, const struct target_conf *t,
         snprintf(err, errlen, c->obuf != NULL && sdslen(c->obuf) > 0
                  ? "%s on %s:%d: write to Redis timed out after %lld ms (command_timeout; "
                    "the server is not reading: busy, paused or unreachable)"
-                 : "%s on %s:%d: no reply from Redis within %lld ms (command_timeout)",
+                 : "%s on %s:%d: read from Redis timed out after %lld ms (command_timeout: "
+                   "no reply)",
                  what, t->host, t->port, (long long)t->command_timeout_ms);
     else
         snprintf(err, errlen, "%s on %s:%d: %s%s", what, t->host, t->port,
