@@ -310,22 +310,30 @@ table_add(struct table *t, const char *const *cells, const size_t *lens)
     return 0;
 }
 
+/* Columns of the widest cell of column i, its title included. */
+static size_t
+widest(const struct table *t, size_t i)
+{
+    size_t m = table_text_width(t->cols[i].title);
+
+    for (size_t r = 0; r < t->nrows; r++) {
+        size_t cw = table_text_width(t->cells[r * t->ncols + i]);
+
+        if (cw > m)
+            m = cw;
+    }
+    return m;
+}
+
 /* Column widths: each fixed column as wide as its widest cell (title
  * included) up to its max; the flex column gets what is left of width. */
 static void
 layout(const struct table *t, size_t width, size_t *w)
 {
-    size_t used = 0, flex = t->ncols, i, r;
+    size_t used = 0, flex = t->ncols, i, want, m;
 
     for (i = 0; i < t->ncols; i++) {
-        size_t m = table_text_width(t->cols[i].title);
-
-        for (r = 0; r < t->nrows; r++) {
-            size_t cw = table_text_width(t->cells[r * t->ncols + i]);
-
-            if (cw > m)
-                m = cw;
-        }
+        m = widest(t, i);
         if (t->cols[i].flags & TABLE_FLEX) {
             flex = i;
             w[i] = m;
@@ -338,13 +346,14 @@ layout(const struct table *t, size_t width, size_t *w)
     used += GAP * (t->ncols - 1);
     /* A narrow terminal: shrinkable columns (min > 0) give way, right to
      * left, down to their min, before the flex column (the key) gets less
-     * than FLEX_MIN. */
-    for (i = t->ncols; flex < t->ncols && used + FLEX_MIN > width && i-- > 0;) {
+     * than FLEX_MIN (or than its widest cell, when that is less). */
+    want = flex < t->ncols && w[flex] < FLEX_MIN ? w[flex] : FLEX_MIN;
+    for (i = t->ncols; flex < t->ncols && used + want > width && i-- > 0;) {
         size_t give;
 
         if (t->cols[i].min == 0 || w[i] <= t->cols[i].min)
             continue;
-        give = used + FLEX_MIN - width;
+        give = used + want - width;
         give = give < w[i] - t->cols[i].min ? give : w[i] - t->cols[i].min;
         w[i] -= give;
         used -= give;
@@ -355,6 +364,15 @@ layout(const struct table *t, size_t width, size_t *w)
         if (w[flex] > room)
             w[flex] = room ? room : 1;
         used += w[flex];
+    }
+    /* Room left over: a wrapped column narrower than its text takes it,
+     * so a sentence wraps no more than the terminal makes it. */
+    for (i = 0; i < t->ncols && used < width; i++) {
+        if (!(t->cols[i].flags & TABLE_WRAP) || i == flex || (m = widest(t, i)) <= w[i])
+            continue;
+        m = m - w[i] < width - used ? m - w[i] : width - used;
+        w[i] += m;
+        used += m;
     }
     /* Fixed columns alone too wide (a tiny width): shrink from the right. */
     for (i = t->ncols; used > width && i-- > 0;) {
