@@ -20,7 +20,7 @@
  *
  * Widths are counted conservatively (a character from U+1100 up counts as
  * two columns, except "…" and U+FFFD, which this file itself writes), so
- * a line may come out a little shorter than 100 columns, never longer.
+ * a line may come out a little narrower than its width, never wider.
  * Cells that do not fit are cut and marked with "…"; keys are cut in the
  * middle, since both their ends tell locks apart (lock:order:…:1001).
  *
