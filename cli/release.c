@@ -302,8 +302,9 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
         if ((o = release_result_json(lc->t->name, rq, &res)) != NULL) {
             json_object_set_new(o, "message", json_string(msg));
             json_object_set_new(o, "hint", json_string(l->leak_unknown ?
-                "start the agent and retry, or give the lock a TTL with lockctl expire "
-                "KEY --holder H --ttl 30s, or release it without --if-leaked" :
+                "retry once the agent has seen the lock without a TTL (start it, or wait for "
+                "its next scan), or give the lock a TTL with lockctl expire KEY --holder H "
+                "--ttl 30s, or release it without --if-leaked" :
                 "wait until it has had no TTL for leak_grace, or give it a TTL with "
                 "lockctl expire, or release it without --if-leaked"));
         }
@@ -316,8 +317,9 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
     free(key);
     table_line(stderr, lockctl_width(lc), "next: %s; or, having checked the holder (lockctl "
                "show KEY), give the lock a TTL so that it expires on its own unless its "
-               "holder renews it:", l->leak_unknown ? "start the agent (lockwatchd: it knows "
-               "since when the lock has had no TTL) and retry" : "wait until it has had no "
+               "holder renews it:", l->leak_unknown ? "retry once the agent has seen the lock "
+               "without a TTL (start lockwatchd if it is down, or wait for its next scan if it "
+               "just started: it records since when a lock has had no TTL)" : "wait until it has had no "
                "TTL for leak_grace and retry");
     next_command(lc, ch, "expire", ch->holder, ch->holderlen,
                  (const char *const[]){ "--ttl", "30s", NULL });

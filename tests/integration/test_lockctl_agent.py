@@ -150,7 +150,7 @@ class LockctlAgent(h.TestCase):
         self.assertIn(b"not_leaked", p.stderr)
         self.assertIn(b"unknown", p.stderr)
         # ... and names the next step: the agent, expire, or a plain release
-        self.assertIn(b"start the agent", p.stderr)
+        self.assertIn(b"start lockwatchd if it is down", p.stderr.replace(b"\n  ", b" "))
         self.assertIn(b" expire " + LEAKS[1].encode(), p.stderr.replace(b"\\\n    ", b""))
         self.assertEqual(self.c.get(LEAKS[1]), b"tok-" + LEAKS[1].encode())
 

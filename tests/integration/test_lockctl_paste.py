@@ -331,7 +331,7 @@ class LockctlPaste(h.TestCase):
         self.assertEqual(p.returncode, 1)
         err = p.stderr.decode()
         self.assertIn("not_leaked", err)
-        self.assertIn("start the agent", err.replace("\n  ", " "))
+        self.assertIn("start lockwatchd if it is down", err.replace("\n  ", " "))
         cmds = commands(err)
         self.assertEqual(len(cmds), 2, err)
         self.assertIn(" expire ", cmds[0])
