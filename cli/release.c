@@ -51,6 +51,19 @@ holds(const struct cli_lock *l, const char *holder, size_t n)
     return false;
 }
 
+/* Did the read see every holder whole (no holder past the read cap, no
+ * id cut short)?  Only then is "not among them" a fact to refuse on. */
+static bool
+holders_complete(const struct cli_lock *l)
+{
+    if (l->value_truncated || l->view.holders_total != l->view.nholders)
+        return false;
+    for (size_t i = 0; i < l->view.nholders; i++)
+        if (l->view.holders[i].id_truncated)
+            return false;
+    return true;
+}
+
 /* s, terminal-safe and cut to width columns; malloc'd ("?" on ENOMEM). */
 static char *
 shown(const char *p, size_t n, size_t width)
@@ -148,9 +161,12 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
     out_ttl(l->pttl_ms, ttl, sizeof(ttl));
     out_duration(ch->ttl_ms, newttl, sizeof(newttl));
     verdict_age(l, age, sizeof(age));
-    fprintf(stderr, "%s %s on target %s (%s)\n  holder %s\n  format %s, TTL %s, age %s\n",
+    /* a holder past what the read saw: the script checks every one */
+    fprintf(stderr, "%s %s on target %s (%s)\n  holder %s%s\n  format %s, TTL %s, age %s\n",
             ch->action == RELEASE_ACTION_EXPIRE ? "Expire" : "Release", key ? key : "?",
-            lc->t->name, addr, holder ? holder : "?", l->fmt->name, ttl, age);
+            lc->t->name, addr, holder ? holder : "?",
+            holds(l, ch->holder, ch->holderlen) ? "" : " (not among the holders read; the "
+            "release checks them all)", l->fmt->name, ttl, age);
     if (ch->action == RELEASE_ACTION_EXPIRE)
         snprintf(q, sizeof(q), "Give it a TTL of %s?", newttl);
     else
@@ -566,7 +582,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
         rc = refuse_not_leaked(lc, &ch, &rq, &l);
         goto out;
     }
-    if (!ch.yes && !ch.dry_run && read && l.type != RAW_NONE &&
+    if (!ch.yes && !ch.dry_run && read && l.type != RAW_NONE && holders_complete(&l) &&
         !holds(&l, ch.holder, ch.holderlen)) {
         rc = refuse_wrong_holder(lc, &ch, &l);
         goto out;
