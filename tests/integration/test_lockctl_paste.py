@@ -318,6 +318,24 @@ class LockctlPaste(h.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn(b"held by tok-right", p.stderr)
 
+    def test_holder_past_the_read_cap_is_still_asked(self):
+        # 100 readers: lockctl reads 64 fields; one it did not see is not
+        # "wrong", the script checks every field
+        cfg = self.cfg(patterns="lock:*")
+        fields = {"mode": "read"}
+        fields.update({"%s:%d" % (lt.UUID, 100 + i): "1" for i in range(100)})
+        self.c.hset("lock:many", mapping=fields)
+        self.c.pexpire("lock:many", 600000)
+        seen = set(x["id"] for x in lt.run_json(self, ["show", "lock:many"], cfg)["holders"])
+        unseen = [f for f in fields if f != "mode" and f not in seen]
+        self.assertTrue(unseen)
+        rc, o, e = paste(" ".join([lt.LOCKCTL, "-c", cfg, "release", "lock:many", "--holder",
+                                   unseen[0]]), answer=b"y\n")
+        self.assertEqual(rc, 0, e)
+        self.assertIn(b"[y/N]", e)
+        self.assertFalse(self.c.hexists("lock:many", unseen[0]))
+        self.assertEqual(self.c.hlen("lock:many"), 100)
+
     def test_agent_down_ages_unknown_and_if_leaked_next_step(self):
         cfg = self.cfg(patterns="lock:*", leak_grace="1s")
         self.c.set("lock:nottl", "tok-n")
