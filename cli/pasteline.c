@@ -12,7 +12,8 @@
  * a key that is not printable ASCII goes percent-encoded with --escaped,
  * a holder that is not (rslock's and walrus's random bytes) as
  * --holder-hex, since neither a terminal nor a shell argument carries
- * every byte (NUL, escape sequences).
+ * every byte (NUL, escape sequences); a key that starts with '-' goes
+ * last, after "--", so that getopt does not take it for options.
  *
  * A line wider than the terminal is continued with " \" at word
  * boundaries (the next line indented); a word wider than a line is split
@@ -116,7 +117,7 @@ void
 paste_key_holder(struct pasteline *pl, const char *key, size_t keylen, const char *holder,
                  size_t holderlen)
 {
-    bool escaped = !printable(key, keylen);
+    bool escaped = !printable(key, keylen), dashed = keylen > 0 && key[0] == '-';
     char *enc = malloc(escaped ? KEYTEXT_PERCENT_MAX(keylen) : 1);
     char *hex = malloc(2 * holderlen + 1);
 
@@ -124,12 +125,11 @@ paste_key_holder(struct pasteline *pl, const char *key, size_t keylen, const cha
         pl->failed = true;
         goto out;
     }
-    if (escaped) {
+    if (escaped)
         keytext_percent(enc, KEYTEXT_PERCENT_MAX(keylen), key, keylen);
-        word(pl, enc, strlen(enc));
-    } else {
-        word(pl, key, keylen);
-    }
+    /* a key that looks like an option goes last, after "--" */
+    if (!dashed)
+        word(pl, escaped ? enc : key, escaped ? strlen(enc) : keylen);
     if (!printable(holder, holderlen) || escaped) {
         /* hex is the same under --escaped, which decodes only --holder */
         for (size_t i = 0; i < holderlen; i++) {
@@ -145,6 +145,10 @@ paste_key_holder(struct pasteline *pl, const char *key, size_t keylen, const cha
     }
     if (escaped)
         paste_word(pl, "--escaped");
+    if (dashed) {
+        paste_word(pl, "--");
+        word(pl, escaped ? enc : key, escaped ? strlen(enc) : keylen);
+    }
 out:
     free(enc);
     free(hex);

@@ -162,7 +162,7 @@ class LockctlPaste(h.TestCase):
 
     def show(self, cfg, key, cols=80, escaped=False, extra=()):
         args = [lt.LOCKCTL, "-c", cfg, "-t", "main", "show"] + list(extra)
-        args += ["--escaped", h.escape_key(key)] if escaped else [key]
+        args += ["--escaped", "--", h.escape_key(key)] if escaped else ["--", key]
         p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            stdin=subprocess.DEVNULL, env=env_cols(cols), timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -170,7 +170,7 @@ class LockctlPaste(h.TestCase):
 
     def holders(self, cfg, key):
         """The key's holders as bytes (show --json), or None when it is gone."""
-        p = lt.run(["show", "--escaped", h.escape_key(key), "--json"], cfg)
+        p = lt.run(["show", "--escaped", "--json", "--", h.escape_key(key)], cfg)
         if p.returncode == 1:
             return None
         doc = json.loads(p.stdout)
@@ -212,6 +212,7 @@ class LockctlPaste(h.TestCase):
         self.c.set("walrus-lock", b"\x00" + os.urandom(15))
         self.c.set("lock:it's \"quoted\" $HOME `x` & spaces", "tok-q", px=600000)
         self.c.set(b"lock:bin\xff\x01key", b"tok-b", px=600000)
+        self.c.set("-lock:dash", "--tok", px=600000)           # looks like options
         self.c.set("lock:" + "long-" * 30, "tok-" + "t" * 90, px=600000)
         self.c.delete("stats:counter")           # not a lock (test_formats_clients excludes it)
         cfg = self.cfg()
@@ -219,6 +220,7 @@ class LockctlPaste(h.TestCase):
                                                                       "lock:rslock",
                                                                       "walrus-lock"]
         keys += ["lock:it's \"quoted\" $HOME `x` & spaces", "lock:" + "long-" * 30]
+        keys += ["-lock:dash"]
         lines = {}
         for k in keys:
             with self.subTest(key=k):
