@@ -505,21 +505,22 @@ agent_consult(const struct lockctl *lc, struct agent_view *av, const char *key,
 }
 
 void
-agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp)
+agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp, size_t width)
 {
     if (av->answered) {
-        table_line(fp, TABLE_WIDTH, "age_source: agent at %s (%llu lock%s judged with its "
+        table_line(fp, width, "age_source: agent at %s (%llu lock%s judged with its "
                    "times)%s", av->url, (unsigned long long)from_agent,
                    from_agent == 1 ? "" : "s", av->truncated ? "; its list was cut" : "");
         return;
     }
     if (av->asked)
-        table_line(fp, TABLE_WIDTH, "age_source: redis: the agent at %s did not answer: %s",
+        table_line(fp, width, "age_source: redis: the agent at %s did not answer: %s",
                    av->url, av->err);
     else
-        table_line(fp, TABLE_WIDTH, "age_source: redis (--agent off)");
-    table_line(fp, TABLE_WIDTH, "ages marked \">=\" are from OBJECT IDLETIME: only lower "
-               "bounds");
+        table_line(fp, width, "age_source: redis (--agent off)");
+    table_line(fp, width, "ages marked \">=\" are from OBJECT IDLETIME: only lower bounds "
+               "(any read or lease renewal resets it); \"unknown\": under a second, which says "
+               "nothing. For real ages start the agent (lockwatchd) or use --agent URL");
 }
 
 json_t *

@@ -90,12 +90,12 @@ entry_json(const redisReply *e)
 }
 
 static const struct table_col audit_cols[] = {
-    { "TIME (UTC)", 14, 0 },
-    { "OPERATOR", 12, 0 },
-    { "ACTION", 7, 0 },
-    { "OUTCOME", 14, 0 },
-    { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE },
-    { "REASON", 18, 0 },
+    { "TIME (UTC)", 14, 0, 0 },
+    { "OPERATOR", 12, 0, 8 },
+    { "ACTION", 7, 0, 0 },
+    { "OUTCOME", 14, 0, 0 },
+    { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE, 0 },
+    { "REASON", 18, TABLE_WRAP, 12 },
 };
 
 static int
@@ -135,9 +135,9 @@ print_table(const struct lockctl *lc, const redisReply *rep)
         n++;
     }
     if (n > 0)
-        table_print(&t, stdout, TABLE_WIDTH);
+        table_print(&t, stdout, lockctl_width(lc));
     table_release(&t);
-    table_line(stdout, TABLE_WIDTH, "%zu audit entr%s (newest first) from %s on target %s", n,
+    table_line(stdout, lockctl_width(lc), "%zu audit entr%s (newest first) from %s on target %s", n,
                n == 1 ? "y" : "ies",
            lc->cfg->audit_stream, lc->t->name);
     return LOCKCTL_DONE;

@@ -82,6 +82,35 @@ get_reply(struct lockctl *lc, const char *what, redisReply **rep, char *err, siz
     return 0;
 }
 
+/*
+ * A reply whose type the command never gives (TYPE answers a status, PTTL
+ * an integer, OBJECT IDLETIME an integer, nil or an error): the replies
+ * are out of step with the commands (an unsolicited reply from a proxy or
+ * a misbehaving server), and every reply after it answers another
+ * command.  Reading on would turn it into "no such key"; it is a protocol
+ * error, and the connection is dropped.  allowed is a bit set of
+ * (1u << REDIS_REPLY_*); errors are judged by failed().
+ */
+static bool
+out_of_step(const struct lockctl *lc, const char *what, const redisReply *rep,
+            unsigned allowed, char *err, size_t errlen)
+{
+    static const char *const names[] = {
+        [REDIS_REPLY_STRING] = "a bulk string", [REDIS_REPLY_ARRAY] = "an array",
+        [REDIS_REPLY_INTEGER] = "an integer", [REDIS_REPLY_NIL] = "nil",
+        [REDIS_REPLY_STATUS] = "a status", [REDIS_REPLY_ERROR] = "an error",
+    };
+    const char *got = rep->type >= 0 && (size_t)rep->type < sizeof(names) / sizeof(names[0]) &&
+        names[rep->type] != NULL ? names[rep->type] : "an unknown reply type";
+
+    if (rep->type == REDIS_REPLY_ERROR || (allowed & (1u << rep->type)) != 0)
+        return false;
+    snprintf(err, errlen, "%s on %s:%d: protocol error: %s reply, which %s never gives: the "
+             "replies are out of step with the commands (an unsolicited reply from a proxy "
+             "or the server?); nothing was judged", what, lc->t->host, lc->t->port, got, what);
+    return true;
+}
+
 /* An error reply that is not about the key (NOAUTH, NOPERM, LOADING...):
  * the read failed, as a lost connection would.  WRONGTYPE is about the
  * key (it changed type meanwhile) and is not one. */
@@ -324,7 +353,9 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
     }
     for (i = 0; i < n; i++) {
         if (!lc->lfu) {
-            if (get_reply(lc, "OBJECT IDLETIME", &rep, err, errlen) == -1)
+            if (get_reply(lc, "OBJECT IDLETIME", &rep, err, errlen) == -1 ||
+                out_of_step(lc, "OBJECT IDLETIME", rep, 1u << REDIS_REPLY_INTEGER |
+                            1u << REDIS_REPLY_NIL, err, errlen))
                 goto out;
             /* an error (an ACL, a policy changed since): unknown */
             out[i].idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
@@ -343,12 +374,14 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
                 goto out;
             }
         }
-        if (failed(lc, "TYPE", rep, err, errlen))
+        if (failed(lc, "TYPE", rep, err, errlen) ||
+            out_of_step(lc, "TYPE", rep, 1u << REDIS_REPLY_STATUS, err, errlen))
             goto out;
         out[i].type = rawread_type(rep);
         freeReplyObject(rep);
         if (get_reply(lc, "PTTL", &rep, err, errlen) == -1 ||
-            failed(lc, "PTTL", rep, err, errlen))
+            failed(lc, "PTTL", rep, err, errlen) ||
+            out_of_step(lc, "PTTL", rep, 1u << REDIS_REPLY_INTEGER, err, errlen))
             goto out;
         out[i].pttl_ms = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
         freeReplyObject(rep);

@@ -338,13 +338,13 @@ scan_cluster(struct list_run *lr)
 }
 
 static const struct table_col list_cols[] = {
-    { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE },
-    { "FORMAT", 12, 0 },
-    { "HOLDER", 22, TABLE_MIDDLE },
-    { "HOLDS", 5, TABLE_RIGHT },
-    { "TTL", 7, TABLE_RIGHT },
-    { "AGE", 10, TABLE_RIGHT },
-    { "STATE", 14, 0 },
+    { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE, 0 },
+    { "FORMAT", 12, 0, 8 },
+    { "HOLDER", 22, TABLE_MIDDLE, 10 },
+    { "HOLDS", 5, TABLE_RIGHT, 0 },
+    { "TTL", 7, TABLE_RIGHT, 0 },
+    { "AGE", 10, TABLE_RIGHT, 0 },
+    { "STATE", 28, TABLE_WRAP, 7 },
 };
 
 static int
@@ -357,7 +357,7 @@ print_table(struct list_run *lr, size_t count, const char *state)
     table_init(&t, list_cols, sizeof(list_cols) / sizeof(list_cols[0]));
     for (i = 0; i < count; i++) {
         const struct cli_lock *l = &lr->keep[i];
-        char holder[HOLDER_ID_MAX + 32], holds[24], ttl[24], age[24];
+        char holder[HOLDER_ID_MAX + 32], holds[24], ttl[24], age[24], states[64];
         size_t hlen = 0;
         const char *cells[7];
         size_t lens[7];
@@ -378,7 +378,8 @@ print_table(struct list_run *lr, size_t count, const char *state)
         cells[3] = holds, lens[3] = strlen(holds);
         cells[4] = ttl, lens[4] = strlen(ttl);
         cells[5] = age, lens[5] = strlen(age);
-        cells[6] = verdict_state(l), lens[6] = strlen(cells[6]);
+        verdict_states(l, states, sizeof(states));
+        cells[6] = states, lens[6] = strlen(states);
         if (table_add(&t, cells, lens) == -1) {
             table_release(&t);
             lockctl_warnx("out of memory");
@@ -387,7 +388,7 @@ print_table(struct list_run *lr, size_t count, const char *state)
     }
     session_address(lr->lc, addr, sizeof(addr));
     if (count > 0)
-        table_print(&t, stdout, TABLE_WIDTH);
+        table_print(&t, stdout, lockctl_width(lr->lc));
     table_release(&t);
     if (lr->nodes > 0) {
         size_t n = strlen(addr);
@@ -395,15 +396,15 @@ print_table(struct list_run *lr, size_t count, const char *state)
         snprintf(addr + n, sizeof(addr) - n, ", %zu cluster primar%s", lr->nodes,
                  lr->nodes == 1 ? "y" : "ies");
     }
-    table_line(stdout, TABLE_WIDTH,
+    table_line(stdout, lockctl_width(lr->lc),
                "%zu of %llu lock%s (state %s) on target %s (%s); %llu key%s examined%s",
            count, (unsigned long long)lr->total, lr->total == 1 ? "" : "s", state,
            lr->lc->t->name, addr, (unsigned long long)lr->examined,
            lr->examined == 1 ? "" : "s",
            lr->complete ? "" : "; stopped at the cap: narrow it with --pattern");
-    agent_print_note(&lr->av, lr->from_agent, stdout);
+    agent_print_note(&lr->av, lr->from_agent, stdout, lockctl_width(lr->lc));
     if (lr->leak_unknown > 0)
-        table_line(stdout, TABLE_WIDTH, "leaked? = no TTL, for how long is unknown (%llu "
+        table_line(stdout, lockctl_width(lr->lc), "leaked? = no TTL, for how long is unknown (%llu "
                    "lock%s): check it before waiting for an alert",
                    (unsigned long long)lr->leak_unknown, lr->leak_unknown == 1 ? "" : "s");
     return LOCKCTL_DONE;

@@ -6,7 +6,8 @@
  * src/tool_*.c: main.c (options and the command table), session.c
  * (config, target, connection, who the operator is), inspect.c (reading
  * and judging locks), list.c, show.c, release.c (release and expire),
- * audit.c, table.c (100-column tables, safe for hostile keys), output.c
+ * audit.c, table.c (tables the width of the terminal, safe for hostile
+ * keys), pasteline.c (the commands it prints to paste), output.c
  * (JSON and human formatting), confirm.c (the terminal prompt), agent.c
  * (what the agent's API knows of the locks) and verdict.c (ages, states
  * and order from what lockctl read and what the agent knows).
@@ -56,7 +57,12 @@ struct lockctl {
     const char *target_name;    /* -t; NULL: the first target */
     const char *url;            /* --url: overrides the target's url */
     const char *agent;          /* --agent URL, or "off"; NULL: [agent] listen */
-    bool json;                  /* --json */
+    bool json;                  /* --json, -o json */
+    bool wide;                  /* -o wide: nothing cut or wrapped */
+    bool quiet;                 /* -q: no notes on stderr (errors stay) */
+    bool bad_option;            /* a common option's value was refused */
+    const char *argv0;          /* how lockctl was run, for the commands it
+                                 * prints to paste (pasteline.c) */
     struct redisconn_scope scope;   /* the whole command's deadline (--timeout,
                                      * else LOCKCTL_TIMEOUT_MS), which every
                                      * Redis read keeps to (main.c enters it) */
@@ -96,8 +102,8 @@ void session_operator(char *buf, size_t len);
 void session_address(const struct lockctl *lc, char *buf, size_t len);
 
 /* Common options every command also takes (so --json may follow the
- * command): returns 1 when opt was one of them, 0 when not, -1 on a bad
- * value (message printed). */
+ * command): returns 1 when opt was one of them, 0 when not.  A bad value
+ * is printed and sets bad_option, which session_load() refuses (exit 2). */
 int session_common_option(struct lockctl *lc, int opt, const char *arg);
 /* Set the whole command's deadline to ms from now (lc->scope). */
 void session_deadline(struct lockctl *lc, int64_t ms);
@@ -109,6 +115,8 @@ void session_deadline(struct lockctl *lc, int64_t ms);
  * answers keep to it (a drip-feeding server cannot hold lockctl). */
 #define LOCKCTL_TIMEOUT_MS 15000
 #define SESSION_OPT_TLS   0x110     /* + 0 .. SESSION_TLS_OPTIONS - 1 */
+#define SESSION_OPT_OUTPUT 'o'
+#define SESSION_OPT_QUIET 'q' 
 #define SESSION_LONG_OPTIONS \
     { "json", no_argument, NULL, SESSION_OPT_JSON }, \
     { "url", required_argument, NULL, SESSION_OPT_URL }, \
@@ -121,11 +129,20 @@ void session_deadline(struct lockctl *lc, int64_t ms);
     { "tls-server-name", required_argument, NULL, SESSION_OPT_TLS + 4 }, \
     { "tls-verify", required_argument, NULL, SESSION_OPT_TLS + 5 }, \
     { "config", required_argument, NULL, 'c' }, \
-    { "target", required_argument, NULL, 't' }
-#define SESSION_SHORT_OPTIONS "c:t:"
+    { "target", required_argument, NULL, 't' }, \
+    { "output", required_argument, NULL, 'o' }, \
+    { "quiet", no_argument, NULL, 'q' }
+#define SESSION_SHORT_OPTIONS "c:t:o:q"
 
-/* Print "lockctl: " + message to stderr. */
+/* Print "lockctl: " + message to stderr.  The last one that is not a
+ * "warning:" or "note:" is the error a --json run reports (jsonerr.c). */
 void lockctl_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A note for people (-q silences it): "lockctl: note: " + message. */
+void lockctl_note(const struct lockctl *lc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The width human output fits (table_terminal_width(), TABLE_WIDE with
+ * -o wide). */
+size_t lockctl_width(const struct lockctl *lc);
 
 /* ---- inspect.c --------------------------------------------------------------- */
 
@@ -240,7 +257,8 @@ int agent_consult(const struct lockctl *lc, struct agent_view *av, const char *k
                   size_t keylen);
 /* One line for people after a listing: where ages came from (from_agent
  * locks judged with the agent's times), or why not and what that means. */
-void agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp);
+void agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp,
+                      size_t width);
 /* The same as JSON: {"url", "answered", "error", "locks_known",
  * "judged", "truncated"}; NULL on ENOMEM. */
 json_t *agent_json(const struct agent_view *av, uint64_t from_agent);
@@ -269,7 +287,14 @@ bool verdict_selected(const struct cli_lock *l, uint8_t mask);
 /* The state lockctl shows: cli_lock_state(), or "leaked?" for a
  * leak_unknown lock whose worst state is held. */
 const char *verdict_state(const struct cli_lock *l);
-/* An age for people: out_duration(), with ">= " when a lower bound. */
+/* Every state of l for people, worst first: "leaked, long", "leaked?",
+ * "held" (list's STATE column; cli_lock_state() is only the worst). */
+void verdict_states(const struct cli_lock *l, char *buf, size_t len);
+/* Is l's age only a lower bound under a second (IDLETIME just reset, no
+ * agent): nothing known? */
+bool verdict_age_unknown(const struct cli_lock *l);
+/* An age for people: out_duration(), with ">= " when a lower bound,
+ * "unknown" when verdict_age_unknown(). */
 void verdict_age(const struct cli_lock *l, char *buf, size_t len);
 
 /* ---- commands ---------------------------------------------------------------- */
@@ -285,16 +310,23 @@ void lockctl_command_help(const char *name, FILE *fp);
 
 /* ---- table.c ----------------------------------------------------------------- */
 
-#define TABLE_WIDTH 100         /* columns every human output fits in */
+#define TABLE_WIDTH 100         /* columns of human output to a pipe or file */
+#define TABLE_WIDTH_MIN 20      /* narrower $COLUMNS / terminals are ignored */
+#define TABLE_WIDTH_MAX 1000
+#define TABLE_WIDE (1u << 20)   /* -o wide: nothing is cut or wrapped */
+#define TABLE_COLS_MAX 16       /* columns of one table */
 
 #define TABLE_RIGHT   0x1u      /* right-aligned (numbers) */
 #define TABLE_FLEX    0x2u      /* takes the width the others leave */
 #define TABLE_MIDDLE  0x4u      /* cut in the middle (keys: both ends tell) */
+#define TABLE_WRAP    0x8u      /* wrapped onto more lines, never cut */
 
 struct table_col {
     const char *title;
     size_t max;                 /* widest it may get (not TABLE_FLEX) */
     unsigned flags;
+    size_t min;                 /* > 0: may shrink to this on a narrow
+                                 * terminal so the flex column keeps room */
 };
 
 struct table {
@@ -309,8 +341,16 @@ void table_init(struct table *t, const struct table_col *cols, size_t ncols);
  * terminal here.  0, or -1 on ENOMEM. */
 int table_add(struct table *t, const char *const *cells, const size_t *lens);
 /* Print within width columns: every line, header included, is at most
- * width columns; cells too wide are cut and marked with "…". */
+ * width columns; TABLE_WRAP cells go on over more lines, other cells too
+ * wide are cut and marked with "…". */
 void table_print(const struct table *t, FILE *fp, size_t width);
+/* The width human output fits: $COLUMNS (TABLE_WIDTH_MIN..MAX), else the
+ * terminal's (TIOCGWINSZ on stdout), else TABLE_WIDTH (a pipe, a file). */
+size_t table_terminal_width(void);
+/* The next line of terminal-safe s wrapped at width columns: its bytes
+ * (cut after the last space that fits, else hard at width), *skip the
+ * spaces after it. */
+size_t table_wrap_next(const char *s, size_t width, size_t *skip);
 void table_release(struct table *t);
 
 /*
@@ -325,8 +365,9 @@ size_t table_text_width(const char *s);
 /* s (terminal-safe) cut to at most width columns, "…" marking the cut
  * (at the end, or in the middle when middle); malloc'd. */
 char *table_cut(const char *s, size_t width, bool middle);
-/* printf one line to fp, made terminal-safe and cut to width columns (for
- * the lines around tables: footers, outcomes). */
+/* printf one sentence to fp, made terminal-safe and wrapped at spaces to
+ * width columns, continuation lines indented (for the lines around
+ * tables: footers, outcomes). */
 void table_line(FILE *fp, size_t width, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -335,6 +376,13 @@ void table_line(FILE *fp, size_t width, const char *fmt, ...)
 /* (Keys, holders and times as JSON values: collectors/locks/lockjson.h.) */
 /* Print root to stdout (indented, one document) and free it.  0 / -1. */
 int out_json_print(json_t *root);
+/* Remember msg as the error of this run (lockctl_warnx() does). */
+void out_error_remember(const char *msg);
+/* What to do about the error just remembered (the JSON error's "hint"). */
+void out_error_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A --json run that exits rc (1..3) without having printed its JSON:
+ * {"error": <the last error>, "hint": ..., "exit": rc} on stdout. */
+void out_json_error(int rc);
 /* A duration for people: "850ms", "12s", "4m05s", "3h02m", "2d04h". */
 void out_duration(int64_t ms, char *buf, size_t len);
 /* A TTL: "none" for -1, "gone" for -2, else out_duration(). */
@@ -344,6 +392,35 @@ void out_time(int64_t ms, char *buf, size_t len);
 /* Decode a --escaped argument (percent-encoding) into a malloc'd buffer.
  * NULL when malformed. */
 char *out_unescape(const char *s, size_t *len);
+
+/* ---- pasteline.c ------------------------------------------------------------ */
+
+#define PASTE_WORDS_MAX 40
+
+/* A command to paste: shell words, each quoted as it needs. */
+struct pasteline {
+    char *words[PASTE_WORDS_MAX];
+    bool quoted[PASTE_WORDS_MAX];
+    size_t n;
+    bool failed;                /* ENOMEM, too many words, or a control
+                                 * character in an option: do not print */
+};
+
+/* lockctl as it was run (lc->argv0 when it holds a '/'), the options that
+ * chose this run's Redis (-c, -t, --url, --tls-*), then command. */
+void paste_init(struct pasteline *pl, const struct lockctl *lc, const char *command);
+/* One word (printable ASCII, else pl->failed). */
+void paste_word(struct pasteline *pl, const char *s);
+/* KEY and the holder option: a key that is not printable ASCII
+ * percent-encoded with --escaped; a holder that is not, or under
+ * --escaped, as --holder-hex. */
+void paste_key_holder(struct pasteline *pl, const char *key, size_t keylen,
+                      const char *holder, size_t holderlen);
+/* Print within width columns, continued with " \" (sh joins the lines). */
+void paste_print(FILE *fp, const struct pasteline *pl, size_t width);
+/* The line as one string (malloc'd; NULL on ENOMEM). */
+char *paste_text(const struct pasteline *pl);
+void paste_release(struct pasteline *pl);
 
 /* ---- confirm.c --------------------------------------------------------------- */
 

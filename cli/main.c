@@ -3,7 +3,7 @@
  * main.c - lockctl, the on-call CLI: global options and the command table.
  *
  *   lockctl [-c FILE] [-t TARGET] [--url redis://...] [--agent URL|off] [--json]
- *           COMMAND [ARGS]
+ *           [-o wide|json] [-q] COMMAND [ARGS]
  *
  * Commands are rows of a table (name, function, synopsis, help); each
  * command parses its own options in its own file and also takes the
@@ -37,17 +37,21 @@ static const struct command {
       "  --limit N       show at most N locks (1..10000, default 100)\n"
       "Ages and no-TTL times come from the agent when it answers (age_source: agent);\n"
       "else from OBJECT IDLETIME (a lower bound, shown \">= 12s\") or the acquisition\n"
-      "time the format encodes.  States follow the config's [rules].\n" },
+      "time the format encodes; one under a second says nothing and reads \"unknown\".\n"
+      "States follow the config's [rules]; STATE shows every state of a lock.\n" },
     { "show", cmd_show, "show KEY [--escaped]",
       "Show one lock: format, holders (the exact --holder a release needs), TTL, age\n"
       "(the agent's when it answers), states, whether the key is inside the\n"
       "target's patterns, and who waits where Redis shows it (a fair lock's queue,\n"
       "the clients subscribed to its wake channel).\n"
       "  --escaped       KEY is percent-encoded (as key_escaped in --json output)\n"
+      "It ends with the release command for the holder, to paste as it stands: lockctl\n"
+      "as run, with -c, -t, --url and --tls-* as given, shell-quoted, a binary holder\n"
+      "as --holder-hex, continued with \\ when wider than the terminal.\n"
       "Exit 1 when there is no such key.\n" },
     { "release", cmd_release,
-      "release KEY --holder H [--if-leaked] [--if-older-than DUR] [--reason TEXT]\n"
-      "          [--yes] [--dry-run] [--escaped]",
+      "release KEY --holder H|--holder-hex HEX [--if-leaked] [--if-older-than DUR]\n"
+      "          [--reason TEXT] [--yes] [--dry-run] [--escaped]",
       "Release one holder of a stuck lock through the guarded script: only if KEY\n"
       "matches the target's patterns and H holds it, atomically; then wake the\n"
       "waiters its format has and append an audit entry.  Only H's hold goes (one\n"
@@ -55,9 +59,14 @@ static const struct command {
       "when no holder is left.  Fencing counters are never touched.\n"
       "  --holder H          exactly as lockctl show prints it: the token (string\n"
       "                      lock), the field (hash lock: <uuid>:<thread>, a RW\n"
-      "                      writer's <uuid>:<thread>:write), the permit id\n"
+      "                      writer's <uuid>:<thread>:write), the permit id; one\n"
+      "                      that does not hold the lock is refused before the prompt,\n"
+      "                      naming the holder it has now\n"
+      "  --holder-hex HEX    the holder's bytes in hex (binary tokens)\n"
       "  --if-leaked         only if the lock is leaked as list --state leaked judges\n"
-      "                      it: no TTL for at least leak_grace\n"
+      "                      it: no TTL for at least leak_grace (when that is not\n"
+      "                      known, the refusal names the next step: the agent, or\n"
+      "                      lockctl expire)\n"
       "  --if-older-than DUR only if the holder is at least DUR old (OBJECT IDLETIME,\n"
       "                      or the acquisition time the format encodes)\n"
       "  --reason TEXT       why, for the audit entry\n"
@@ -66,12 +75,13 @@ static const struct command {
       "  --escaped           KEY and H are percent-encoded (for binary keys)\n"
       "Exit 0 released, 1 refused by a guard (the reason is printed), 3 Redis error.\n" },
     { "expire", cmd_expire,
-      "expire KEY --ttl DUR --holder H [--reason TEXT] [--yes] [--dry-run] [--escaped]",
+      "expire KEY --ttl DUR --holder H|--holder-hex HEX [--reason TEXT] [--yes]\n"
+      "          [--dry-run] [--escaped]",
       "Give a leaked lock (one without a TTL) a TTL of DUR, under the same guards as\n"
       "release, and audit it.  A lock that already has a TTL is refused (has_ttl):\n"
       "its holder's lease is in charge.\n"
       "  --ttl DUR       the TTL to set, e.g. 30s\n"
-      "  --holder H      as for release\n"
+      "  --holder H      as for release (or --holder-hex HEX)\n"
       "  --reason TEXT   why, for the audit entry\n"
       "  --yes           do not ask (required when stdin is not a terminal)\n"
       "  --dry-run       run every guard, change nothing, write no audit entry\n"
@@ -87,7 +97,7 @@ static const struct command {
 static const char global_help[] =
     "Global options (before or after the command):\n"
     "  -c, --config FILE   config (default " CONFIG_DEFAULT_PATH "; when it does not\n"
-    "                      exist, the agent's built-in defaults)\n"
+    "                      exist, the agent's built-in defaults, noted on stderr)\n"
     "  -t, --target NAME   the [target NAME] to use (default: the first)\n"
     "  --url redis://[user@]host[:port][/db]\n"
     "                      talk to this address instead of the target's url (its\n"
@@ -102,15 +112,20 @@ static const char global_help[] =
     "                      times (default: [agent] listen; off: do not ask)\n"
     "  --timeout DURATION  the whole command's deadline (default 15s): every Redis\n"
     "                      read and the agent's answers keep to it\n"
-    "  --json              machine-readable output (see docs/lockctl.md)\n"
+    "  --json              machine-readable output (see docs/lockctl.md); a failure\n"
+    "                      prints {\"error\", \"hint\", \"exit\"} with the same exit code\n"
+    "  -o wide|json        wide: every cell and sentence whole, whatever the width\n"
+    "                      (else: $COLUMNS, the terminal's, or 100 to a pipe); json:\n"
+    "                      --json\n"
+    "  -q, --quiet         no notes on stderr (errors and warnings stay)\n"
     "  -h, --help          help; lockctl COMMAND --help for a command\n"
     "  -V, --version       the version\n";
 
 static void
 usage(FILE *fp)
 {
-    fprintf(fp, "usage: lockctl [-c FILE] [-t TARGET] [--url redis://...] [--agent URL] [--json] "
-            "COMMAND\n");
+    fprintf(fp, "usage: lockctl [-c FILE] [-t TARGET] [--url redis://...] [--agent URL] [--json]\n"
+            "               [-o wide|json] [-q] COMMAND\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(fp, "  %s\n", commands[i].synopsis);
     fprintf(fp, "%s", global_help);
@@ -142,6 +157,12 @@ main(int argc, char **argv)
     int opt, rc;
 
     memset(&lc, 0, sizeof(lc));
+    /* --json anywhere asks for a JSON error too, even when an option
+     * before it is what fails (each command stops at its first bad one) */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-ojson") == 0 ||
+            (strcmp(argv[i], "-o") == 0 && i + 1 < argc && strcmp(argv[i + 1], "json") == 0))
+            lc.json = true;
     /* the whole command's deadline: every Redis read keeps to it */
     session_deadline(&lc, LOCKCTL_TIMEOUT_MS);
     redisconn_scope_enter(&lc.scope);
@@ -167,22 +188,33 @@ main(int argc, char **argv)
             return LOCKCTL_DONE;
         default:
             usage(stderr);
+            if (lc.json)
+                out_json_error(LOCKCTL_USAGE);
             return LOCKCTL_USAGE;
         }
     }
     if (optind >= argc) {
         usage(stderr);
+        if (lc.json) {
+            out_error_remember("no command given");
+            out_json_error(LOCKCTL_USAGE);
+        }
         return LOCKCTL_USAGE;
     }
+    lc.argv0 = argv[0];
     for (size_t i = 0; i < NCOMMANDS; i++) {
         if (strcmp(commands[i].name, argv[optind]) != 0)
             continue;
         rc = commands[i].run(&lc, argc - optind, argv + optind);
         session_close(&lc);
+        if (lc.json)
+            out_json_error(rc);
         fflush(stdout);
         return rc;
     }
     lockctl_warnx("unknown command \"%s\" (commands: list, show, release, expire, audit; "
                   "see lockctl --help)", argv[optind]);
+    if (lc.json)
+        out_json_error(LOCKCTL_USAGE);
     return LOCKCTL_USAGE;
 }

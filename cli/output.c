@@ -7,13 +7,72 @@
  * agent's API does: sanitised UTF-8 for people ("key") and percent-encoded
  * for programs ("key_escaped"), which is also what lockctl --escaped and
  * the HTTP API's key_escaped take back.
+ *
+ * A --json run that fails still prints one JSON document on stdout, an
+ * error object {"error", "hint", "exit"} with the same exit code, so a
+ * script that parses stdout never has to scrape stderr (kubectl -o json
+ * habits).  The error is the last one lockctl_warnx() printed; lockctl is
+ * one short process that runs one command, so that one remembered
+ * message is a file-level static rather than a field threaded through
+ * every error path.
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli/lockctl.h"
 #include "common/keytext.h"
+
+static struct {
+    char error[1024];           /* the last error printed */
+    char hint[512];             /* what to do about it, when known */
+    bool printed;               /* a JSON document went to stdout */
+} last;
+
+void
+out_error_remember(const char *msg)
+{
+    snprintf(last.error, sizeof(last.error), "%s", msg);
+    last.hint[0] = '\0';
+}
+
+void
+out_error_hint(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(last.hint, sizeof(last.hint), fmt, ap);
+    va_end(ap);
+}
+
+/* What to do, by exit code, when the error said nothing more. */
+static const char *const default_hints[] = {
+    [LOCKCTL_REFUSED] = "nothing was changed; the error says which guard refused",
+    [LOCKCTL_USAGE] = "see lockctl --help, or lockctl COMMAND --help",
+    [LOCKCTL_REDIS] = "check that Redis answers at the target's address (the error names "
+        "it), the target's password_file and ACL, and command_timeout",
+};
+
+void
+out_json_error(int rc)
+{
+    const char *hint = last.hint;
+    json_t *o;
+
+    if (last.printed || rc <= 0 || rc > LOCKCTL_REDIS)
+        return;
+    if (hint[0] == '\0')
+        hint = default_hints[rc];
+    o = json_pack("{s:s, s:s, s:i}", "error", last.error[0] != '\0' ? last.error
+                  : rc == LOCKCTL_USAGE ? "bad usage (an unknown option or a missing argument)"
+                  : "failed", "hint", hint, "exit", rc);
+    if (o == NULL)              /* not UTF-8: the message quoted bytes */
+        o = json_pack("{s:s, s:s, s:i}", "error", "failed (the message is not UTF-8; "
+                      "see stderr)", "hint", hint, "exit", rc);
+    out_json_print(o);
+}
 
 int
 out_json_print(json_t *root)
@@ -23,6 +82,7 @@ out_json_print(json_t *root)
 
     if (root == NULL)
         return -1;
+    last.printed = true;
     /* 15 significant digits: ages in seconds print as 349406.222, not
      * as the nearest binary fraction */
     s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));

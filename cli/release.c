@@ -23,6 +23,7 @@
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
 #include "collectors/release/release.h"
+#include "common/keytext.h"
 
 #define REASON_MAX 512          /* bytes of --reason kept in the audit */
 
@@ -50,6 +51,19 @@ holds(const struct cli_lock *l, const char *holder, size_t n)
     return false;
 }
 
+/* Did the read see every holder whole (no holder past the read cap, no
+ * id cut short)?  Only then is "not among them" a fact to refuse on. */
+static bool
+holders_complete(const struct cli_lock *l)
+{
+    if (l->value_truncated || l->view.holders_total != l->view.nholders)
+        return false;
+    for (size_t i = 0; i < l->view.nholders; i++)
+        if (l->view.holders[i].id_truncated)
+            return false;
+    return true;
+}
+
 /* s, terminal-safe and cut to width columns; malloc'd ("?" on ENOMEM). */
 static char *
 shown(const char *p, size_t n, size_t width)
@@ -63,6 +77,79 @@ shown(const char *p, size_t n, size_t width)
     return cut ? cut : strdup("?");
 }
 
+#define NEXT_HOLDERS_MAX 3      /* current holders offered a command */
+
+/* Print to stderr what to paste instead: command (release / expire) on
+ * the same key for holder h, with extra words (e.g. "--ttl", "30s"). */
+static void
+next_command(const struct lockctl *lc, const struct change *ch, const char *cmd,
+             const char *holder, size_t holderlen, const char *const *extra)
+{
+    struct pasteline pl;
+
+    paste_init(&pl, lc, cmd);
+    paste_key_holder(&pl, ch->key, ch->keylen, holder, holderlen);
+    for (; extra != NULL && *extra != NULL; extra++)
+        paste_word(&pl, *extra);
+    if (!pl.failed)
+        paste_print(stderr, &pl, lockctl_width(lc));
+    paste_release(&pl);
+}
+
+/* The holders l has now, each with the command that releases it: the
+ * next step after a --holder that does not hold the lock. */
+static void
+current_holders(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
+{
+    size_t n = l->view.nholders;
+
+    if (l->type == RAW_NONE || n == 0) {
+        table_line(stderr, lockctl_width(lc), "next: nothing to release: the key %s",
+                   l->type == RAW_NONE ? "is gone" : "names no holder lockctl can read");
+        return;
+    }
+    for (size_t i = 0; i < n && i < NEXT_HOLDERS_MAX; i++) {
+        const struct lock_holder *h = &l->view.holders[i];
+        char *who = shown(h->id, h->idlen, 60);
+
+        table_line(stderr, lockctl_width(lc), "next: it is held by %s now; if that is the "
+                   "one to free, %s it with:", who ? who : "?", ch->cmd);
+        free(who);
+        if (!h->id_truncated)
+            next_command(lc, ch, ch->cmd, h->id, h->idlen,
+                         ch->action == RELEASE_ACTION_EXPIRE ?
+                         (const char *const[]){ "--ttl", "30s", NULL } : NULL);
+    }
+    if (l->view.holders_total > NEXT_HOLDERS_MAX)
+        table_line(stderr, lockctl_width(lc), "(%zu holders in all: lockctl show KEY lists "
+                   "them)", l->view.holders_total);
+}
+
+/*
+ * A --holder that does not hold the lock as it was just read: refused
+ * before the prompt (asking "release it?" about a holder that is not
+ * there, then blaming a change of hands, helps nobody), with the holder
+ * it has now and the command for that one.  Nothing ran, so nothing is
+ * audited; with --yes or --dry-run the script decides and audits as ever.
+ */
+static int
+refuse_wrong_holder(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
+{
+    char addr[300], *key = shown(ch->key, ch->keylen, 60);
+    char *holder = shown(ch->holder, ch->holderlen, 48);
+
+    session_address(lc, addr, sizeof(addr));
+    lockctl_warnx("%s %s on target %s (%s): refused before asking: %s does not hold it now; "
+                  "nothing was changed [%s]", ch->cmd, key ? key : "?", lc->t->name, addr,
+                  holder ? holder : "?", release_outcome_str(RELEASE_REFUSED_HOLDER));
+    out_error_hint("lockctl show KEY names the holder it has now and ends with the command "
+                   "that releases it");
+    current_holders(lc, ch, l);
+    free(key);
+    free(holder);
+    return LOCKCTL_REFUSED;
+}
+
 static bool
 ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 {
@@ -72,14 +159,14 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 
     session_address(lc, addr, sizeof(addr));
     out_ttl(l->pttl_ms, ttl, sizeof(ttl));
-    out_duration(l->age_ms, age, sizeof(age));
     out_duration(ch->ttl_ms, newttl, sizeof(newttl));
-    fprintf(stderr, "%s %s on target %s (%s)\n  holder %s\n  format %s, TTL %s, age %s%s\n",
+    verdict_age(l, age, sizeof(age));
+    /* a holder past what the read saw: the script checks every one */
+    fprintf(stderr, "%s %s on target %s (%s)\n  holder %s%s\n  format %s, TTL %s, age %s\n",
             ch->action == RELEASE_ACTION_EXPIRE ? "Expire" : "Release", key ? key : "?",
-            lc->t->name, addr, holder ? holder : "?", l->fmt->name, ttl, age,
-            l->type == RAW_NONE ? " (the key does not exist now)"
-            : holds(l, ch->holder, ch->holderlen) ? ""
-            : " (NOT held by that holder now)");
+            lc->t->name, addr, holder ? holder : "?",
+            holds(l, ch->holder, ch->holderlen) ? "" : " (not among the holders read; the "
+            "release checks them all)", l->fmt->name, ttl, age);
     if (ch->action == RELEASE_ACTION_EXPIRE)
         snprintf(q, sizeof(q), "Give it a TTL of %s?", newttl);
     else
@@ -93,7 +180,7 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 
 static int
 report(const struct lockctl *lc, const struct change *ch, const struct release_request *rq,
-       const struct release_result *res)
+       const struct release_result *res, const struct cli_lock *read)
 {
     char addr[300], *key;
     int rc;
@@ -125,21 +212,23 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
                       lc->t->name, addr, res->err[0] != '\0' ? res->err
                       : release_outcome_message(res->outcome),
                       release_outcome_str(res->outcome));
+        if (res->outcome == RELEASE_REFUSED_HOLDER && read != NULL)
+            current_holders(lc, ch, read);
     } else {
-        table_line(stdout, TABLE_WIDTH, "%s: %s on target %s (%s)",
+        table_line(stdout, lockctl_width(lc), "%s: %s on target %s (%s)",
                    release_outcome_str(res->outcome), key ? key : "?", lc->t->name, addr);
-        table_line(stdout, TABLE_WIDTH, "%s", release_outcome_message(res->outcome));
+        table_line(stdout, lockctl_width(lc), "%s", release_outcome_message(res->outcome));
         if (res->outcome == RELEASE_RELEASED && res->holders_left > 0)
-            table_line(stdout, TABLE_WIDTH, "kept: %lld other holder(s) still hold it (%s)",
+            table_line(stdout, lockctl_width(lc), "kept: %lld other holder(s) still hold it (%s)",
                        res->holders_left, res->format);
         else if (res->outcome == RELEASE_RELEASED && res->holders_left == 0)
-            table_line(stdout, TABLE_WIDTH, "the key was deleted: no holder was left (%s)",
+            table_line(stdout, lockctl_width(lc), "the key was deleted: no holder was left (%s)",
                        res->format);
         if (res->purged > 0)
-            table_line(stdout, TABLE_WIDTH, "%lld dead waiter(s) dropped from the fair "
+            table_line(stdout, lockctl_width(lc), "%lld dead waiter(s) dropped from the fair "
                        "queue (their turn had timed out)", res->purged);
         if (res->audit_id[0] != '\0')
-            table_line(stdout, TABLE_WIDTH, "audit entry %s", res->audit_id);
+            table_line(stdout, lockctl_width(lc), "audit entry %s", res->audit_id);
         if (res->wake_errors > 0)
             lockctl_warnx("%lld wake-up(s) failed (an ACL without the channel?): waiters "
                           "retry when their own wait times out", res->wake_errors);
@@ -212,8 +301,8 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
     verdict_age(l, age, sizeof(age));
     if (l->leak_unknown)
         snprintf(msg, sizeof(msg), "refused: --if-leaked, but how long the lock has had no TTL "
-                 "is unknown (its age is %s, from %s; leak_grace is %s); nothing was changed",
-                 age, l->age_source, grace);
+                 "is unknown (no agent times; its age is %s, from %s, only a lower bound; "
+                 "leak_grace is %s); nothing was changed", age, l->age_source, grace);
     else
         snprintf(msg, sizeof(msg), "refused: --if-leaked, but the lock has had no TTL for "
                  "less than leak_grace (%s; its age is %s, from %s); nothing was changed",
@@ -226,8 +315,15 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
         res.pttl_ms = l->pttl_ms;
         res.idle_s = l->idle_s;
         snprintf(res.type, sizeof(res.type), "%s", l->type == RAW_HASH ? "hash" : "string");
-        if ((o = release_result_json(lc->t->name, rq, &res)) != NULL)
+        if ((o = release_result_json(lc->t->name, rq, &res)) != NULL) {
             json_object_set_new(o, "message", json_string(msg));
+            json_object_set_new(o, "hint", json_string(l->leak_unknown ?
+                "retry once the agent has seen the lock without a TTL (start it, or wait for "
+                "its next scan), or give the lock a TTL with lockctl expire KEY --holder H "
+                "--ttl 30s, or release it without --if-leaked" :
+                "wait until it has had no TTL for leak_grace, or give it a TTL with "
+                "lockctl expire, or release it without --if-leaked"));
+        }
         return out_json_print(o) == 0 ? LOCKCTL_REFUSED : LOCKCTL_REDIS;
     }
     session_address(lc, addr, sizeof(addr));
@@ -235,7 +331,78 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
     lockctl_warnx("%s %s on target %s (%s): %s [%s]", ch->cmd, key ? key : "?", lc->t->name,
                   addr, msg, release_outcome_str(RELEASE_REFUSED_NOT_LEAKED));
     free(key);
+    table_line(stderr, lockctl_width(lc), "next: %s; or, having checked the holder (lockctl "
+               "show KEY), give the lock a TTL so that it expires on its own unless its "
+               "holder renews it:", l->leak_unknown ? "retry once the agent has seen the lock "
+               "without a TTL (start lockwatchd if it is down, or wait for its next scan if it "
+               "just started: it records since when a lock has had no TTL)" : "wait until it has had no "
+               "TTL for leak_grace and retry");
+    next_command(lc, ch, "expire", ch->holder, ch->holderlen,
+                 (const char *const[]){ "--ttl", "30s", NULL });
+    table_line(stderr, lockctl_width(lc), "or release it now without --if-leaked (you are "
+               "asked to confirm):");
+    next_command(lc, ch, "release", ch->holder, ch->holderlen, NULL);
     return LOCKCTL_REFUSED;
+}
+
+/* --holder-hex: the holder's bytes (any, NUL included); malloc'd, NULL
+ * when not hex. */
+static char *
+hex_decode(const char *s, size_t *len)
+{
+    size_t n = strlen(s);
+    char *out;
+
+    if (n == 0 || n % 2 != 0 || (out = malloc(n / 2 + 1)) == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i += 2) {
+        int hi = keytext_hexval((unsigned char)s[i]), lo = keytext_hexval((unsigned char)s[i + 1]);
+
+        if (hi < 0 || lo < 0) {
+            free(out);
+            return NULL;
+        }
+        out[i / 2] = (char)(hi << 4 | lo);
+    }
+    out[n / 2] = '\0';
+    *len = n / 2;
+    return out;
+}
+
+/* KEY and the holder into ch (malloc'd): --escaped percent-decodes both,
+ * --holder-hex gives the holder's bytes in hex.  LOCKCTL_DONE, or the exit
+ * status with the message printed. */
+static int
+take_key_holder(struct change *ch, const char *arg, const char *holder, const char *holder_hex)
+{
+    if (holder_hex != NULL) {
+        if ((ch->holder = hex_decode(holder_hex, &ch->holderlen)) == NULL) {
+            lockctl_warnx("%s: --holder-hex \"%.64s\" is not an even number of hex digits",
+                          ch->cmd, holder_hex);
+            return LOCKCTL_USAGE;
+        }
+        holder = "";            /* taken */
+    }
+    if (ch->escaped) {
+        ch->key = out_unescape(arg, &ch->keylen);
+        if (ch->holder == NULL)
+            ch->holder = out_unescape(holder, &ch->holderlen);
+        if (ch->key == NULL || ch->holder == NULL) {
+            lockctl_warnx("%s: KEY and --holder must be percent-encoded with --escaped",
+                          ch->cmd);
+            return LOCKCTL_USAGE;
+        }
+    } else {
+        ch->key = strdup(arg);
+        if (ch->holder == NULL && (ch->holder = strdup(holder)) != NULL)
+            ch->holderlen = strlen(ch->holder);
+        if (ch->key == NULL || ch->holder == NULL) {
+            lockctl_warnx("out of memory");
+            return LOCKCTL_REDIS;
+        }
+        ch->keylen = strlen(ch->key);
+    }
+    return LOCKCTL_DONE;
 }
 
 static int
@@ -243,6 +410,7 @@ parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
 {
     static const struct option opts[] = {
         { "holder", required_argument, NULL, 'H' },
+        { "holder-hex", required_argument, NULL, 'X' },
         { "if-leaked", no_argument, NULL, 'L' },
         { "if-older-than", required_argument, NULL, 'O' },
         { "ttl", required_argument, NULL, 'T' },
@@ -255,8 +423,8 @@ parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
         { NULL, 0, NULL, 0 }
     };
     bool expire = ch->action == RELEASE_ACTION_EXPIRE;
-    const char *holder = NULL;
-    int opt;
+    const char *holder = NULL, *holder_hex = NULL;
+    int opt, rc;
 
     optind = 0;
     while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "H:r:yeh", opts, NULL)) != -1) {
@@ -271,6 +439,9 @@ parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
         switch (opt) {
         case 'H':
             holder = optarg;
+            break;
+        case 'X':
+            holder_hex = optarg;
             break;
         case 'L':
             if (expire)
@@ -318,33 +489,22 @@ parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
         lockctl_warnx("%s: give exactly one KEY (see lockctl %s --help)", ch->cmd, ch->cmd);
         return LOCKCTL_USAGE;
     }
-    if (holder == NULL || holder[0] == '\0') {
+    if (holder != NULL && holder_hex != NULL) {
+        lockctl_warnx("%s: give --holder or --holder-hex, not both", ch->cmd);
+        return LOCKCTL_USAGE;
+    }
+    if ((holder == NULL || holder[0] == '\0') && holder_hex == NULL) {
         lockctl_warnx("%s: --holder is required: the token (string lock) or the "
                       "<uuid>:<thread> field (hash lock) you saw with lockctl show", ch->cmd);
+        out_error_hint("lockctl show KEY ends with the release command to paste");
         return LOCKCTL_USAGE;
     }
     if (expire && ch->ttl_ms <= 0) {
         lockctl_warnx("expire: --ttl is required (e.g. --ttl 30s)");
         return LOCKCTL_USAGE;
     }
-    if (ch->escaped) {
-        ch->key = out_unescape(argv[optind], &ch->keylen);
-        ch->holder = out_unescape(holder, &ch->holderlen);
-        if (ch->key == NULL || ch->holder == NULL) {
-            lockctl_warnx("%s: KEY and --holder must be percent-encoded with --escaped",
-                          ch->cmd);
-            return LOCKCTL_USAGE;
-        }
-    } else {
-        ch->key = strdup(argv[optind]);
-        ch->holder = strdup(holder);
-        if (ch->key == NULL || ch->holder == NULL) {
-            lockctl_warnx("out of memory");
-            return LOCKCTL_REDIS;
-        }
-        ch->keylen = strlen(ch->key);
-        ch->holderlen = strlen(ch->holder);
-    }
+    if ((rc = take_key_holder(ch, argv[optind], holder, holder_hex)) != LOCKCTL_DONE)
+        return rc;
     if (ch->holderlen == 0) {
         lockctl_warnx("%s: --holder must not be empty", ch->cmd);
         return LOCKCTL_USAGE;
@@ -429,6 +589,11 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
         rc = refuse_not_leaked(lc, &ch, &rq, &l);
         goto out;
     }
+    if (!ch.yes && !ch.dry_run && read && l.type != RAW_NONE && holders_complete(&l) &&
+        !holds(&l, ch.holder, ch.holderlen)) {
+        rc = refuse_wrong_holder(lc, &ch, &l);
+        goto out;
+    }
     /* nothing to ask about when the key is gone: the script refuses it */
     if (!ch.yes && !ch.dry_run && read && l.type != RAW_NONE) {
         if (!ask(lc, &ch, &l)) {
@@ -448,7 +613,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     rq.operator_name = op;
     rq.reason = reason;
     release_run(lc->c, lc->t, lc->cfg->audit_stream, &rq, &res);
-    rc = report(lc, &ch, &rq, &res);
+    rc = report(lc, &ch, &rq, &res, read ? &l : NULL);
 out:
     cli_lock_release(&l);
     agent_view_release(&av);

@@ -30,13 +30,36 @@
 void
 lockctl_warnx(const char *fmt, ...)
 {
+    char msg[2048];
     va_list ap;
 
-    fputs("lockctl: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    fprintf(stderr, "lockctl: %s\n", msg);
+    /* the error a --json run turns into {"error": ...} on stdout */
+    if (strncmp(msg, "warning:", 8) != 0 && strncmp(msg, "note:", 5) != 0)
+        out_error_remember(msg);
+}
+
+void
+lockctl_note(const struct lockctl *lc, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+
+    if (lc->quiet)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "lockctl: note: %s\n", msg);
+}
+
+size_t
+lockctl_width(const struct lockctl *lc)
+{
+    return lc->wide ? TABLE_WIDE : table_terminal_width();
 }
 
 void
@@ -63,6 +86,22 @@ session_common_option(struct lockctl *lc, int opt, const char *arg)
     case SESSION_OPT_JSON:
         lc->json = true;
         return 1;
+    case SESSION_OPT_QUIET:
+        lc->quiet = true;
+        return 1;
+    case SESSION_OPT_OUTPUT:
+        if (strcmp(arg, "wide") == 0) {
+            lc->wide = true;
+        } else if (strcmp(arg, "json") == 0) {
+            lc->json = true;
+        } else {
+            /* reported now, refused by session_load(): every command's
+             * option loop then treats it as its own */
+            lockctl_warnx("-o \"%s\": the output is wide (full text, no width limit) or "
+                          "json (as --json)", arg);
+            lc->bad_option = true;
+        }
+        return 1;
     case SESSION_OPT_AGENT:
         lc->agent = arg;
         return 1;
@@ -72,7 +111,8 @@ session_common_option(struct lockctl *lc, int opt, const char *arg)
         if (config_parse_duration(arg, &ms) == -1 || ms < 100) {
             lockctl_warnx("--timeout must be a duration of 100ms or more (e.g. 15s), not "
                           "\"%.60s\"", arg);
-            return -1;
+            lc->bad_option = true;      /* refused by session_load() */
+            return 1;
         }
         session_deadline(lc, ms);
         return 1;
@@ -147,6 +187,8 @@ session_load(struct lockctl *lc)
     const char *path = lc->config_path ? lc->config_path : CONFIG_DEFAULT_PATH;
     const struct config_option *uo;
 
+    if (lc->bad_option)
+        return LOCKCTL_USAGE;
     if (lc->config_path == NULL && access(path, F_OK) == -1 && errno == ENOENT)
         path = NULL;            /* no system config: the agent's built-in defaults */
     if (config_load(path, &lc->cfg, err, sizeof(err)) == -1) {
@@ -190,6 +232,12 @@ session_load(struct lockctl *lc)
     }
     if (apply_tls(lc) == -1)
         return LOCKCTL_USAGE;
+    /* Said once, on stderr: a newcomer otherwise cannot tell why lockctl
+     * looks at 127.0.0.1:6379 (stdout stays what scripts parse; -q) */
+    if (path == NULL)
+        lockctl_note(lc, "no config file (no -c, and %s does not exist): using the built-in "
+                     "defaults, target %s at %s:%d; give -c FILE for yours", CONFIG_DEFAULT_PATH,
+                     lc->t->name, lc->t->host, lc->t->port);
     if (lc->t->tls && !lc->t->tls_verify)
         lockctl_warnx("warning: target %s: tls_verify = off: the server's certificate is "
                       "not checked", lc->t->name);

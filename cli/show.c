@@ -9,8 +9,9 @@
  * bound), the states under the config's [rules], and whether
  * the key is inside the target's patterns at all, and who waits for it
  * where Redis shows it (a Redisson fair lock's queue, in order; the
- * clients subscribed to its format's wake channel).  When the key and the
- * holder are plain enough to paste, it ends with the release command.
+ * clients subscribed to its format's wake channel).  It ends with the
+ * release command for its holder, to paste as it stands (pasteline.c), or
+ * says why there is none.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -174,53 +175,9 @@ waiting_json(json_t *o, const struct waiting *w)
     json_object_set_new(o, "queue", w->queued < 0 ? (json_decref(q), json_null()) : q);
 }
 
-/* s as one shell word in single quotes, when it is printable ASCII. */
-static bool
-shell_word(const char *s, size_t n, char *out, size_t outsz)
-{
-    size_t o = 0;
-
-    if (outsz < 3)
-        return false;
-    out[o++] = '\'';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        if (c < 0x20 || c > 0x7e || o + 5 >= outsz)
-            return false;
-        if (c == '\'') {
-            memcpy(out + o, "'\\''", 4);
-            o += 4;
-        } else {
-            out[o++] = (char)c;
-        }
-    }
-    out[o++] = '\'';
-    out[o] = '\0';
-    return true;
-}
-
-static void
-hint(const struct lockctl *lc, const struct cli_lock *l)
-{
-    char key[TABLE_WIDTH + 8], holder[TABLE_WIDTH + 8], line[3 * TABLE_WIDTH];
-    const struct lock_holder *h;
-
-    if (l->view.nholders != 1)
-        return;
-    h = &l->view.holders[0];
-    if (h->id_truncated || !shell_word(l->key, l->keylen, key, sizeof(key)) ||
-        !shell_word(h->id, h->idlen, holder, sizeof(holder)))
-        return;
-    snprintf(line, sizeof(line), "release with: lockctl -t %s release %s --holder %s",
-             lc->t->name, key, holder);
-    if (strlen(line) <= TABLE_WIDTH)
-        printf("%s\n", line);
-}
-
 static const struct table_col show_cols[] = {
-    { "FIELD", 12, 0 },
-    { "VALUE", 0, TABLE_FLEX | TABLE_MIDDLE },
+    { "FIELD", 12, 0, 0 },
+    { "VALUE", 0, TABLE_FLEX | TABLE_WRAP, 0 },
 };
 
 static int
@@ -302,13 +259,17 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
     verdict_age(l, a, sizeof(a));
     if (l->first_seen_ms > 0)
         out_time(l->first_seen_ms, b, sizeof(b));
-    snprintf(buf, sizeof(buf), "%s (from %s%s%s)", a,
-             l->first_seen_ms > 0 ? "the agent: first seen " : 
-             strcmp(l->age_source, "acquired") == 0 ? "the acquisition time in the value"
-             : strcmp(l->age_source, "idletime") == 0 ? "OBJECT IDLETIME, a lower bound"
-             : l->idle_shared ? "nothing: a shared integer's IDLETIME is not the key's"
-             : "nothing: unknown", l->first_seen_ms > 0 ? b : "",
-             l->first_seen_ms > 0 ? "; age_source: agent" : "");
+    if (verdict_age_unknown(l) && !l->idle_shared && l->idle_s >= 0)
+        snprintf(buf, sizeof(buf), "unknown (no agent times; OBJECT IDLETIME, %llds, is only a "
+                 "lower bound: any read or lease renewal resets it)", l->idle_s);
+    else
+        snprintf(buf, sizeof(buf), "%s (from %s%s%s)", a,
+                 l->first_seen_ms > 0 ? "the agent: first seen " :
+                 strcmp(l->age_source, "acquired") == 0 ? "the acquisition time in the value"
+                 : strcmp(l->age_source, "idletime") == 0 ? "OBJECT IDLETIME, a lower bound"
+                 : l->idle_shared ? "nothing: a shared integer's IDLETIME is not the key's"
+                 : "nothing: unknown", l->first_seen_ms > 0 ? b : "",
+                 l->first_seen_ms > 0 ? "; age_source: agent" : "");
     rc |= row(t, "age", buf, strlen(buf));
     if (l->nottl_ms >= 0 && l->first_seen_ms > 0) {
         out_duration(l->nottl_ms, a, sizeof(a));
@@ -471,6 +432,58 @@ show_json(const struct lockctl *lc, const struct cli_lock *l, const struct waiti
     return out_json_print(o) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS;
 }
 
+#define SHOW_RELEASE_MAX 3      /* holders given their own release line */
+
+/*
+ * The release command for each holder (the first SHOW_RELEASE_MAX), to
+ * paste as it stands (pasteline.c), or why there is none.  Always the
+ * last lines of show's human output.
+ */
+static void
+release_lines(const struct lockctl *lc, const struct cli_lock *l, bool inpat)
+{
+    size_t width = lockctl_width(lc), n = l->view.nholders;
+    char why[512];
+
+    if (!inpat || not_a_lock(lc, l, why, sizeof(why))) {
+        table_line(stdout, width, "no release command: %s", inpat ? "the key is not a lock"
+                   : "the key is outside the target's patterns");
+        return;
+    }
+    if (n == 0) {
+        table_line(stdout, width, "no release command: the format names no holder (lockctl "
+                   "show --json shows the value)");
+        return;
+    }
+    for (size_t i = 0; i < n && i < SHOW_RELEASE_MAX; i++) {
+        const struct lock_holder *h = &l->view.holders[i];
+        struct pasteline pl;
+
+        if (h->id_truncated) {
+            table_line(stdout, width, "no release command for holder %zu: its id is longer "
+                       "than lockctl reads", i + 1);
+            continue;
+        }
+        paste_init(&pl, lc, "release");
+        paste_key_holder(&pl, l->key, l->keylen, h->id, h->idlen);
+        if (n > 1)
+            table_line(stdout, width, "release holder %zu of %zu with:", i + 1,
+                       l->view.holders_total);
+        else
+            table_line(stdout, width, "release with:");
+        if (pl.failed)
+            table_line(stdout, width, "  (not printable: an option holds a control "
+                       "character)");
+        else
+            paste_print(stdout, &pl, width);
+        paste_release(&pl);
+    }
+    if (l->view.holders_total > SHOW_RELEASE_MAX)
+        table_line(stdout, width, "the other %zu holders: the same command with their "
+                   "holder (lockctl show --json lists their id_escaped)",
+                   l->view.holders_total - SHOW_RELEASE_MAX);
+}
+
 /* The lock as a FIELD / VALUE table, the agent's note, and the release
  * command when it can be pasted. */
 static int
@@ -478,7 +491,6 @@ show_table(const struct lockctl *lc, const struct cli_lock *l, const struct wait
            const struct agent_view *av, bool inpat, bool from_agent)
 {
     struct table t;
-    char why[512];
 
     table_init(&t, show_cols, 2);
     if (rows(&t, lc, l, inpat, w) != 0) {
@@ -486,15 +498,14 @@ show_table(const struct lockctl *lc, const struct cli_lock *l, const struct wait
         lockctl_warnx("out of memory");
         return LOCKCTL_REDIS;
     }
-    table_print(&t, stdout, TABLE_WIDTH);
+    table_print(&t, stdout, lockctl_width(lc));
     table_release(&t);
     if (av->answered && !from_agent)
-        table_line(stdout, TABLE_WIDTH, "the agent at %s has no times for this holder (not "
+        table_line(stdout, lockctl_width(lc), "the agent at %s has no times for this holder (not "
                    "in its last scan, or not kept in detail)", av->url);
     else
-        agent_print_note(av, from_agent, stdout);
-    if (inpat && !not_a_lock(lc, l, why, sizeof(why)))
-        hint(lc, l);
+        agent_print_note(av, from_agent, stdout, lockctl_width(lc));
+    release_lines(lc, l, inpat);
     return LOCKCTL_DONE;
 }
 

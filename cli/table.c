@@ -1,7 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * table.c - lockctl's human output: tables that fit 100 columns, whatever
+ * table.c - lockctl's human output: tables that fit the terminal, whatever
  * the keys hold.
+ *
+ * The width is the terminal's, as kubectl and systemctl take it: $COLUMNS,
+ * else TIOCGWINSZ on stdout, else (a pipe, a file) TABLE_WIDTH, 100, so what
+ * scripts and tests read from a pipe stays what it was; -o wide lifts the
+ * limit.  Sentences (footers, outcomes, show's values) wrap at spaces onto
+ * continuation lines rather than being cut: an on-call engineer at 80
+ * columns reads all of "its waiters woke"; only keys and holders in list's
+ * columns are cut, in the middle, with the whole text one -o wide away.
  *
  * Keys and holders are whatever bytes a client wrote, and lockctl prints
  * them to an on-call engineer's terminal: an ESC sequence in a key could
@@ -12,7 +20,7 @@
  *
  * Widths are counted conservatively (a character from U+1100 up counts as
  * two columns, except "…" and U+FFFD, which this file itself writes), so
- * a line may come out a little shorter than 100 columns, never longer.
+ * a line may come out a little narrower than its width, never wider.
  * Cells that do not fit are cut and marked with "…"; keys are cut in the
  * middle, since both their ends tell locks apart (lock:order:…:1001).
  *
@@ -23,6 +31,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "cli/lockctl.h"
 #include "common/keytext.h"
@@ -30,6 +40,28 @@
 #define ELLIPSIS     "\xe2\x80\xa6"     /* U+2026 */
 #define REPLACEMENT  "\xef\xbf\xbd"     /* U+FFFD */
 #define GAP          2                  /* spaces between columns */
+#define FLEX_MIN     24                 /* columns the flex column is given
+                                         * before shrinkable columns shrink */
+#define CONT_INDENT  2                  /* continuation lines of a sentence */
+
+size_t
+table_terminal_width(void)
+{
+    const char *env = getenv("COLUMNS");
+    struct winsize ws;
+
+    if (env != NULL && env[0] != '\0') {
+        char *end;
+        long v = strtol(env, &end, 10);
+
+        if (*end == '\0' && v >= TABLE_WIDTH_MIN && v <= TABLE_WIDTH_MAX)
+            return (size_t)v;
+    }
+    if (isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 &&
+        ws.ws_col >= TABLE_WIDTH_MIN)
+        return ws.ws_col > TABLE_WIDTH_MAX ? TABLE_WIDTH_MAX : ws.ws_col;
+    return TABLE_WIDTH;
+}
 
 /* Decode one code point of valid UTF-8 at s; *len gets its bytes. */
 static unsigned long
@@ -190,24 +222,54 @@ table_cut(const char *s, size_t width, bool middle)
     return out;
 }
 
+size_t
+table_wrap_next(const char *s, size_t width, size_t *skip)
+{
+    size_t fit, brk;
+
+    *skip = 0;
+    if (table_text_width(s) <= width)
+        return strlen(s);
+    fit = prefix_fitting(s, width > 0 ? width : 1);
+    if (fit == 0)               /* one character wider than width */
+        for (fit = 1; ((unsigned char)s[fit] & 0xc0) == 0x80; fit++)
+            ;
+    /* the last space that fits (or the one right after), else a hard break */
+    for (brk = fit + 1; brk-- > 1;)
+        if (s[brk] == ' ')
+            break;
+    if (brk == 0)
+        return fit;
+    *skip = strspn(s + brk, " ");
+    return brk;
+}
+
 void
 table_line(FILE *fp, size_t width, const char *fmt, ...)
 {
-    char buf[2048], *safe, *cut = NULL;
+    char buf[2048], *safe;
+    const char *p;
     va_list ap;
-    int n;
+    size_t n, skip, indent = 0;
+    int rc;
 
     va_start(ap, fmt);
-    n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    rc = vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (rc < 0)
         return;
-    safe = table_safe_text(buf, strlen(buf), NULL);
-    if (safe != NULL)
-        cut = table_cut(safe, width, false);
-    fprintf(fp, "%s\n", cut ? cut : "");
+    if ((safe = table_safe_text(buf, strlen(buf), NULL)) == NULL)
+        return;
+    /* whole words per line; continuation lines indented, so a wrapped
+     * sentence still reads as one */
+    p = safe;
+    do {
+        n = table_wrap_next(p, width > indent + 8 ? width - indent : 8, &skip);
+        fprintf(fp, "%*s%.*s\n", (int)indent, "", (int)n, p);
+        p += n + skip;
+        indent = CONT_INDENT;
+    } while (*p != '\0');
     free(safe);
-    free(cut);
 }
 
 void
@@ -248,37 +310,69 @@ table_add(struct table *t, const char *const *cells, const size_t *lens)
     return 0;
 }
 
+/* Columns of the widest cell of column i, its title included. */
+static size_t
+widest(const struct table *t, size_t i)
+{
+    size_t m = table_text_width(t->cols[i].title);
+
+    for (size_t r = 0; r < t->nrows; r++) {
+        size_t cw = table_text_width(t->cells[r * t->ncols + i]);
+
+        if (cw > m)
+            m = cw;
+    }
+    return m;
+}
+
 /* Column widths: each fixed column as wide as its widest cell (title
  * included) up to its max; the flex column gets what is left of width. */
 static void
 layout(const struct table *t, size_t width, size_t *w)
 {
-    size_t used = 0, flex = t->ncols, i, r;
+    size_t used = 0, flex = t->ncols, i, want, m;
 
     for (i = 0; i < t->ncols; i++) {
-        size_t m = table_text_width(t->cols[i].title);
-
-        for (r = 0; r < t->nrows; r++) {
-            size_t cw = table_text_width(t->cells[r * t->ncols + i]);
-
-            if (cw > m)
-                m = cw;
-        }
+        m = widest(t, i);
         if (t->cols[i].flags & TABLE_FLEX) {
             flex = i;
             w[i] = m;
             continue;
         }
-        w[i] = m < t->cols[i].max ? m : t->cols[i].max;
+        /* -o wide: every column as wide as its widest cell */
+        w[i] = m < t->cols[i].max || width >= TABLE_WIDE ? m : t->cols[i].max;
         used += w[i];
     }
     used += GAP * (t->ncols - 1);
+    /* A narrow terminal: shrinkable columns (min > 0) give way, right to
+     * left, down to their min, before the flex column (the key) gets less
+     * than FLEX_MIN (or than its widest cell, when that is less). */
+    want = flex < t->ncols && w[flex] < FLEX_MIN ? w[flex] : FLEX_MIN;
+    for (i = t->ncols; flex < t->ncols && used + want > width && i-- > 0;) {
+        size_t give;
+
+        if (t->cols[i].min == 0 || w[i] <= t->cols[i].min)
+            continue;
+        give = used + want - width;
+        give = give < w[i] - t->cols[i].min ? give : w[i] - t->cols[i].min;
+        w[i] -= give;
+        used -= give;
+    }
     if (flex < t->ncols) {
         size_t room = used < width ? width - used : 1;
 
         if (w[flex] > room)
             w[flex] = room ? room : 1;
         used += w[flex];
+    }
+    /* Room left over: a wrapped column narrower than its text takes it,
+     * so a sentence wraps no more than the terminal makes it. */
+    for (i = 0; i < t->ncols && used < width; i++) {
+        if (!(t->cols[i].flags & TABLE_WRAP) || i == flex || (m = widest(t, i)) <= w[i])
+            continue;
+        m = m - w[i] < width - used ? m - w[i] : width - used;
+        w[i] += m;
+        used += m;
     }
     /* Fixed columns alone too wide (a tiny width): shrink from the right. */
     for (i = t->ncols; used > width && i-- > 0;) {
@@ -308,24 +402,59 @@ print_cell(FILE *fp, const char *s, size_t w, unsigned flags, bool last)
     free(cut);
 }
 
+/* One row: a TABLE_WRAP cell goes on over as many lines as it needs (the
+ * other cells blank there); every other cell is cut to its width. */
+static void
+print_row(const struct table *t, FILE *fp, const char *const *cells, const size_t *w)
+{
+    const char *rest[TABLE_COLS_MAX];
+    bool more = true, first = true;
+    size_t i, n, skip;
+
+    for (i = 0; i < t->ncols && i < TABLE_COLS_MAX; i++)
+        rest[i] = cells[i];
+    while (more) {
+        more = false;
+        for (i = 0; i < t->ncols && i < TABLE_COLS_MAX; i++) {
+            const char *c = rest[i];
+            char *part = NULL;
+
+            if (i > 0)
+                fprintf(fp, "%*s", GAP, "");
+            if (t->cols[i].flags & TABLE_WRAP) {
+                n = table_wrap_next(c, w[i], &skip);
+                if ((part = malloc(n + 1)) != NULL) {
+                    memcpy(part, c, n);
+                    part[n] = '\0';
+                }
+                rest[i] = c + n + skip;
+                more |= *rest[i] != '\0';
+                c = part ? part : "";
+            } else if (!first) {
+                c = "";
+            }
+            print_cell(fp, c, w[i], t->cols[i].flags, i + 1 == t->ncols);
+            free(part);
+        }
+        fputc('\n', fp);
+        first = false;
+    }
+}
+
 void
 table_print(const struct table *t, FILE *fp, size_t width)
 {
     size_t *w = calloc(t->ncols ? t->ncols : 1, sizeof(*w)), i, r;
+    const char *title[TABLE_COLS_MAX];
 
     if (w == NULL)
         return;
     layout(t, width, w);
-    for (r = 0; r <= t->nrows; r++) {
-        for (i = 0; i < t->ncols; i++) {
-            const char *s = r == 0 ? t->cols[i].title : t->cells[(r - 1) * t->ncols + i];
-
-            if (i > 0)
-                fprintf(fp, "%*s", GAP, "");
-            print_cell(fp, s, w[i], t->cols[i].flags, i + 1 == t->ncols);
-        }
-        fputc('\n', fp);
-    }
+    for (i = 0; i < t->ncols && i < TABLE_COLS_MAX; i++)
+        title[i] = t->cols[i].title;
+    print_row(t, fp, title, w);
+    for (r = 0; r < t->nrows; r++)
+        print_row(t, fp, (const char *const *)t->cells + r * t->ncols, w);
     free(w);
 }
 

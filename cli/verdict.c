@@ -97,10 +97,35 @@ verdict_state(const struct cli_lock *l)
 }
 
 void
+verdict_states(const struct cli_lock *l, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s%s%s", l->states & LOCK_LEAKED ? "leaked, " : "",
+             l->states & LOCK_LONG ? "long, " : "",
+             l->states & LOCK_REENTRANT_HIGH ? "reentrant_high, " : "",
+             l->leak_unknown ? "leaked?, " : "");
+    if (buf[0] == '\0')
+        snprintf(buf, len, "held");
+    else
+        buf[strlen(buf) - 2] = '\0';   /* the last ", " */
+}
+
+bool
+verdict_age_unknown(const struct cli_lock *l)
+{
+    return l->age_lower_bound && l->age_ms < 1000;
+}
+
+void
 verdict_age(const struct cli_lock *l, char *buf, size_t len)
 {
     char d[32];
 
+    /* ">= 0ms" reads as an age and says nothing: IDLETIME was just reset
+     * (the agent's own reads on Redis < 7.2, a watchdog's renewal) */
+    if (verdict_age_unknown(l)) {
+        snprintf(buf, len, "unknown");
+        return;
+    }
     out_duration(l->age_ms, d, sizeof(d));
     snprintf(buf, len, "%s%s", l->age_lower_bound ? ">= " : "", d);
 }

@@ -31,6 +31,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "client_impl.h"
 #include "common/clock.h"
@@ -210,17 +211,47 @@ lwc_cmd_put(lw_client *c, redisContext *ctx)
     pthread_mutex_unlock(&c->cmd_mu);
 }
 
+/*
+ * hiredis reports a passed socket timeout as EAGAIN, "Resource temporarily
+ * unavailable", which names neither the timeout nor the direction.  The
+ * timeout is the socket's own (redisSetTimeout() set SO_SNDTIMEO and
+ * SO_RCVTIMEO to command_timeout_ms); bytes left in the output buffer
+ * mean the write timed out (the server is not reading).  0 when ctx's
+ * error is not a timeout.
+ */
+static int
+timeout_text(const redisContext *ctx, char *buf, size_t len)
+{
+    struct timeval tv = { 0, 0 };
+    socklen_t tl = sizeof(tv);
+    bool writing = ctx->obuf != NULL && sdslen(ctx->obuf) > 0;
+
+    if (ctx->err != REDIS_ERR_IO || (strcmp(ctx->errstr, strerror(EAGAIN)) != 0 &&
+                                     strcmp(ctx->errstr, strerror(EWOULDBLOCK)) != 0))
+        return 0;
+    if (getsockopt(ctx->fd, SOL_SOCKET, writing ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, &tl) == -1)
+        tv.tv_sec = tv.tv_usec = 0;
+    snprintf(buf, len, writing ? "write to Redis timed out after %lld ms (command_timeout_ms; "
+             "the server is not reading: busy, paused or unreachable)"
+             : "read from Redis timed out after %lld ms (command_timeout_ms: no reply)",
+             (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000);
+    return 1;
+}
+
 redisReply *
 lwc_command(redisContext *ctx, int argc, const char **argv, const size_t *lens,
             const char *what, lw_error *err)
 {
     void *v = NULL;
     redisReply *r = NULL;
+    char why[200];
 
     if (redisAppendCommandArgv(ctx, argc, argv, lens) == REDIS_OK &&
         lwc_get_reply(ctx, &v) == REDIS_OK)
         r = v;
-    if (r == NULL)
+    if (r == NULL && timeout_text(ctx, why, sizeof(why)))
+        lwc_seterr(err, LW_ERR, "%s: %s", what, why);
+    else if (r == NULL)
         lwc_seterr(err, LW_ERR, "%s: Redis connection failed: %s (Redis "
                    "stopped, the network dropped, or the command timeout "
                    "passed)", what, ctx->errstr[0] ? ctx->errstr : "no reply");

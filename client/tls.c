@@ -123,6 +123,15 @@ lwc_tls_connect(const lw_client *c, redisContext *ctx, const char *what, lw_erro
     }
     if (redisInitiateSSL(ctx, ssl) == REDIS_OK)
         return LW_OK;           /* ctx owns ssl now */
+    /* hiredis quotes OpenSSL's reason, "SSL_connect failed: (null)" when
+     * OpenSSL queued none: say what that means (a plaintext server never
+     * answers a ClientHello with a ServerHello) */
+    if (strstr(ctx->errstr, "(null)") != NULL)
+        snprintf(ctx->errstr, sizeof(ctx->errstr), "SSL_connect failed: %s",
+                 ERR_peek_last_error() != 0 && ERR_reason_error_string(ERR_peek_last_error())
+                 ? ERR_reason_error_string(ERR_peek_last_error())
+                 : "no TLS answer from the server (a plaintext port, or the server closed "
+                   "the connection)");
     vr = SSL_get_verify_result(ssl);
     if (vr != X509_V_OK)
         lwc_seterr(err, LW_ERR, "%s: TLS handshake with Redis at %s:%d failed: certificate "

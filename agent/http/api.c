@@ -173,6 +173,48 @@ render_api_error(int status, const char *msg, char **body, size_t *len)
     return dump(o, status, body, len);
 }
 
+/*
+ * ?target= naming no configured target: 400 naming the ones there are,
+ * not an empty page that reads as "no locks" ("complete": true would
+ * then be a lie about a target that does not exist).  A target still
+ * before its first scan is known.  0 when target is NULL or known.
+ */
+static int
+unknown_target(const struct view *v, const char *target, char **body, size_t *len)
+{
+    struct strbuf sb;
+    char *msg;
+    size_t n;
+    int status;
+
+    if (target == NULL)
+        return 0;
+    for (size_t i = 0; i < v->ntargets; i++)
+        if (strcmp(v->targets[i].name, target) == 0)
+            return 0;
+    sb_init(&sb, 2048);
+    sb_adds(&sb, "no target \"");
+    /* the query's bytes, echoed: printable ASCII only (JSON wants UTF-8) */
+    for (n = 0; target[n] != '\0' && n < 128; n++)
+        sb_add(&sb, (unsigned char)target[n] >= 0x20 && (unsigned char)target[n] < 0x7f ?
+               target + n : "?", 1);
+    sb_adds(&sb, "\" (known targets: ");
+    for (size_t i = 0; i < v->ntargets; i++) {
+        if (i > 0)
+            sb_adds(&sb, ", ");
+        sb_adds(&sb, v->targets[i].name);
+    }
+    sb_adds(&sb, ")");
+    if (sb_failed(&sb) || (msg = sb_detach(&sb, &n)) == NULL) {
+        sb_release(&sb);
+        return 500;
+    }
+    status = render_api_error(400, msg, body, len);
+    free(msg);
+    sb_release(&sb);
+    return status;
+}
+
 struct filter {
     uint8_t mask;
     const char *target;
@@ -336,6 +378,7 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
     const struct snap_lock *l;
     char *env = NULL, *text;
     json_t *o;
+    int status;
 
     if (lockstate_mask(q->state != NULL ? q->state : "all", &f.mask) == -1)
         return render_api_error(400, "state must be one of leaked, long, reentrant_high, held, all",
@@ -345,6 +388,8 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
     if (q->offset != NULL && (offset = query_long(q->offset, 0, API_OFFSET_MAX)) == -1)
         return render_api_error(400, "offset must be an integer from 0 to 1000000000 "
                                 "(the next_offset of the previous page)", body, len);
+    if ((status = unknown_target(v, q->target, body, len)) != 0)
+        return status;
     f.target = q->target;
     f.class_ = q->class_;
 
@@ -429,7 +474,10 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
 {
     size_t i, k;
     bool partial = false;
+    int status;
 
+    if ((status = unknown_target(v, target, body, len)) != 0)
+        return status;
     for (i = 0; i < v->ntargets; i++) {
         const struct snapshot *s = snapshot_shown(v->targets[i].snap);
 

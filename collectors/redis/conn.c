@@ -358,11 +358,18 @@ redisconn_error(const redisContext *c, const struct target_conf *t,
 {
     if (err == NULL || errlen == 0)
         return;
-    /* hiredis reports a command timeout as EAGAIN; say what it means. */
+    /* hiredis reports a command timeout as EAGAIN ("Resource temporarily
+     * unavailable"); say what it means, and which way: bytes still in the
+     * output buffer mean the write timed out (the server is not reading),
+     * an empty one that no reply came. */
     if (c != NULL && c->err == REDIS_ERR_IO &&
         (strcmp(c->errstr, strerror(EAGAIN)) == 0 ||
          strcmp(c->errstr, strerror(EWOULDBLOCK)) == 0))
-        snprintf(err, errlen, "%s on %s:%d: timed out after %lld ms (command_timeout)",
+        snprintf(err, errlen, c->obuf != NULL && sdslen(c->obuf) > 0
+                 ? "%s on %s:%d: write to Redis timed out after %lld ms (command_timeout; "
+                   "the server is not reading: busy, paused or unreachable)"
+                 : "%s on %s:%d: read from Redis timed out after %lld ms (command_timeout: "
+                   "no reply)",
                  what, t->host, t->port, (long long)t->command_timeout_ms);
     else
         snprintf(err, errlen, "%s on %s:%d: %s%s", what, t->host, t->port,

@@ -65,9 +65,9 @@ static const struct outcome_row {
     [RELEASE_REFUSED_GONE] = { "gone", false, true,
         "refused: there is no such key (released or expired already?); nothing was changed" },
     [RELEASE_REFUSED_HOLDER] = { "holder_changed", false, true,
-        "refused: the holder changed - the lock is not held by the holder you gave (it "
-        "changed hands since you looked); nothing was changed. Look again with "
-        "lockctl show KEY" },
+        "refused: the holder changed - the lock is not held by the holder you gave (a "
+        "mistyped holder, or it changed hands since you looked); nothing was changed. "
+        "Look again with lockctl show KEY" },
     [RELEASE_REFUSED_WRONGTYPE] = { "wrongtype", false, true,
         "refused: the key is not a lock lockwatch can do that to (neither a string nor a "
         "hash lock, nor a semaphore of a known format; expire never applies to a "

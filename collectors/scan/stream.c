@@ -504,7 +504,13 @@ flush(struct stream *s)
 
     while (!done)
         if (redisBufferWrite(s->c, &done) == REDIS_ERR) {
-            stream_err(s, "write to %s:%d: %s", s->host, s->port, s->c->errstr);
+            if (s->c->err == REDIS_ERR_IO && (strcmp(s->c->errstr, strerror(EAGAIN)) == 0 ||
+                                              strcmp(s->c->errstr, strerror(EWOULDBLOCK)) == 0))
+                stream_err(s, "write to %s:%d timed out after %lld ms (command_timeout; the "
+                           "server is not reading)", s->host, s->port,
+                           (long long)s->r->t->command_timeout_ms);
+            else
+                stream_err(s, "write to %s:%d: %s", s->host, s->port, s->c->errstr);
             return -1;
         }
     return 0;

@@ -172,10 +172,15 @@ class Formats(h.TestCase):
         self.assertEqual(st, 200, body)
         self.assertEqual(sorted(l["key"] for l in body["locks"]), ["lock:deep:1", "lock:deep:2"])
         self.assertEqual(body["total"], 2)
+        # A mistyped target is a 400 naming the known ones (issue 24), for
+        # the list and for one lock; not an empty "complete" page.
         st, body = ag.get_json("/api/v1/locks?target=nosuchtarget")
-        self.assertIn(st, (200, 404), body)
-        if st == 200:
-            self.assertEqual(body["total"], 0)
+        self.assertEqual(st, 400, body)
+        self.assertIn('no target "nosuchtarget"', body["error"])
+        self.assertIn("known targets: ", body["error"])
+        st, body = ag.get_json("/api/v1/locks/lock%3Adeep%3A1?target=nosuchtarget")
+        self.assertEqual(st, 400, body)
+        self.assertIn("known targets: ", body["error"])
 
         # Reentrancy drops below the threshold: no longer reentrant_high.
         c.hset("lock:deep:1", "%s:1" % RUUID, "3")

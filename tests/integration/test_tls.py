@@ -208,6 +208,14 @@ class TLSTest(h.TestCase):
                                           self.certs.client_key))
         self.assertTrue(ans.startswith("ERR"), ans)
         self.assertIn("certificate verify failed", ans)
+        # a plaintext port: OpenSSL's reason or what it means, never
+        # hiredis's "SSL_connect failed: (null)" (issue 24)
+        plain = self.start_redis()
+        sh2 = Shell(self, plain.port)
+        ans = sh2.cmd("connect c agent=off tls tls_ca_file=%s" % self.certs.ca)
+        self.assertTrue(ans.startswith("ERR"), ans)
+        self.assertNotIn("(null)", ans)
+        self.assertIn("TLS handshake", ans)
 
     @needs_tls
     def test_cluster_of_three_tls_nodes(self):

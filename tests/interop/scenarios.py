@@ -13,6 +13,7 @@ acquires within 1 s of `lockctl release` (each measurement is printed).
 import datetime
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -179,10 +180,35 @@ def redisson_field(proc, ev):
     return "%s:%s" % (rid, tid)
 
 
+def pasted_releases(env, key):
+    """The argv a shell makes of each release command `lockctl show KEY`
+    ends with, at 80 columns (issue 24: they paste as they stand)."""
+    p = subprocess.run([LOCKCTL, "-c", env.config, "--agent", "off", "show", key],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, COLUMNS="80"))
+    lines, out = p.stdout.split("\n"), []
+    for i, ln in enumerate(lines):
+        if ln.startswith("release ") and ln.endswith(" with:") and i + 1 < len(lines):
+            j, cmd = i + 1, lines[i + 1]
+            while cmd.endswith("\\") and j + 1 < len(lines):
+                j += 1
+                cmd += "\n" + lines[j]
+            out.append(shlex.split(cmd.replace("\\\n", "")))     # sh drops backslash-newline
+    return out
+
+
 def wake(env, scen, label, key, holder, pend, extra=()):
     """lockctl release of holder; the real library's waiter pend must
     acquire within WAKE_BOUND.  Prints the measured time.  First a release
     naming another holder must be refused and change nothing."""
+    hb = holder if isinstance(holder, bytes) else holder.encode("utf-8", "surrogateescape")
+    want = [("--holder", hb.decode("utf-8", "replace")), ("--holder-hex", hb.hex())]
+    argvs = pasted_releases(env, key)
+    R.check(scen, "%s: lockctl show ends with a release command for the holder that a shell "
+            "reads as KEY and --holder" % label,
+            any("release" in a and key in a and any(
+                o in a and a.index(o) + 1 < len(a) and a[a.index(o) + 1] == v for o, v in want)
+                for a in argvs), argvs)
     before = env.rb.dump(key)
     rc, body, err = env.release(key, holder + "-not-me", *extra)
     R.check(scen, "%s: lockctl release --holder <another> is refused (exit 1), lock unchanged" % label,

@@ -564,11 +564,11 @@ static void
 table_fits_100_columns(void **state)
 {
     static const struct table_col cols[] = {
-        { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE },
-        { "FORMAT", 12, 0 },
-        { "HOLDER", 22, TABLE_MIDDLE },
-        { "HOLDS", 5, TABLE_RIGHT },
-        { "STATE", 14, 0 },
+        { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE, 0 },
+        { "FORMAT", 12, 0, 0 },
+        { "HOLDER", 22, TABLE_MIDDLE, 0 },
+        { "HOLDS", 5, TABLE_RIGHT, 0 },
+        { "STATE", 14, 0, 0 },
     };
     char longkey[3000], *buf = NULL, *line, *save = NULL;
     size_t len = 0, lines = 0;
@@ -614,11 +614,14 @@ table_fits_100_columns(void **state)
     free(buf);
 }
 
+/* Sentences around tables wrap at spaces (issue 24: nothing is cut);
+ * a word wider than the line is broken; every line fits, nothing moves
+ * the cursor. */
 static void
-lines_are_cut_and_safe(void **state)
+lines_are_wrapped_and_safe(void **state)
 {
-    char *buf = NULL, big[400];
-    size_t len = 0;
+    char *buf = NULL, big[400], *line, *save = NULL;
+    size_t len = 0, xs = 0, lines = 0;
     FILE *fp;
 
     (void)state;
@@ -626,19 +629,53 @@ lines_are_cut_and_safe(void **state)
     big[sizeof(big) - 1] = '\0';
     fp = open_memstream(&buf, &len);
     assert_non_null(fp);
-    table_line(fp, TABLE_WIDTH, "released: %s on target %s", big, "main\x1b[2J\n");
+    table_line(fp, 80, "released: %s on target %s", big, "main\x1b[2J\n");
+    table_line(fp, 80, "its waiters woke and the audit entry says why the agent did not "
+               "answer, all of it");
     table_line(fp, TABLE_WIDTH, "short %d", 7);
     fclose(fp);
     assert_null(strchr(buf, '\x1b'));
-    {
-        char *nl = strchr(buf, '\n');
-
-        assert_non_null(nl);
-        *nl = '\0';
-        assert_int_equal(table_text_width(buf), TABLE_WIDTH);
-        assert_non_null(strstr(buf, "\xe2\x80\xa6"));
-        assert_string_equal(nl + 1, "short 7\n");
+    assert_null(strstr(buf, "\xe2\x80\xa6"));
+    assert_non_null(strstr(buf, "all of\n  it\n"));
+    assert_non_null(strstr(buf, "\n  "));     /* continuation lines indented */
+    for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        assert_true(table_text_width(line) <= 80);
+        for (const char *p = line; *p != '\0'; p++)
+            xs += *p == 'x';
+        lines++;
     }
+    assert_int_equal(xs, sizeof(big) - 1);
+    assert_true(lines >= 7);
+    free(buf);
+}
+
+/* A TABLE_WRAP column goes on over lines; at 80 columns nothing is wider. */
+static void
+table_wraps_at_80(void **state)
+{
+    static const struct table_col cols[] = {
+        { "FIELD", 12, 0, 0 },
+        { "VALUE", 0, TABLE_FLEX | TABLE_WRAP, 0 },
+    };
+    const char *cells[2] = { "state", "held, leaked, long, and a sentence long enough to "
+                             "need a second line at eighty columns, then a third one too" };
+    char *buf = NULL, *line, *save = NULL;
+    size_t len = 0, n = 0;
+    struct table t;
+    FILE *fp;
+
+    (void)state;
+    table_init(&t, cols, 2);
+    assert_int_equal(table_add(&t, cells, NULL), 0);
+    fp = open_memstream(&buf, &len);
+    table_print(&t, fp, 80);
+    table_print(&t, fp, TABLE_WIDE);
+    fclose(fp);
+    table_release(&t);
+    assert_non_null(strstr(buf, "state  held, leaked"));
+    for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
+        n += table_text_width(line) > 80;
+    assert_int_equal(n, 1);     /* only the -o wide line */
     free(buf);
 }
 
@@ -662,7 +699,8 @@ main(void)
         cmocka_unit_test(widths_are_never_underestimated),
         cmocka_unit_test(cut_marks_and_fits),
         cmocka_unit_test(table_fits_100_columns),
-        cmocka_unit_test(lines_are_cut_and_safe),
+        cmocka_unit_test(lines_are_wrapped_and_safe),
+        cmocka_unit_test(table_wraps_at_80),
     };
 
     return cmocka_run_group_tests_name("release", tests, NULL, NULL);

@@ -437,7 +437,16 @@ api_lists_filters_and_stays_valid_json(void **state)
     free(body);
     assert_int_equal(render_api_lock(&v, "lock:none", 9, NULL, &body, &len), 404);
     free(body);
-    assert_int_equal(render_api_lock(&v, "lock:x", 6, "other", &body, &len), 404);
+    assert_int_equal(render_api_lock(&v, "lock:x", 6, "other", &body, &len), 400);
+    assert_non_null(strstr(body, "known targets: main"));
+    free(body);
+    q.limit = NULL;
+    q.target = "typo";
+    assert_int_equal(render_api_locks(&v, &q, &body, &len), 400);
+    assert_non_null(strstr(body, "no target \\\"typo\\\" (known targets: main)"));
+    free(body);
+    q.target = "main";
+    assert_int_equal(render_api_locks(&v, &q, &body, &len), 200);
     free(body);
     view_release(&v);
 }

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pasteline.c - the commands lockctl prints for an operator to paste.
+ *
+ * show ends with the release command for the lock it showed, and a
+ * refusal names the command to run instead.  Pasted into a shell as it
+ * stands, such a line must do what it says (issue 24): so it starts with
+ * lockctl as it was run (argv[0] when it names a path, so build/bin/lockctl
+ * pastes where lockctl is not on PATH), then every option that chose the
+ * Redis this run talked to (-c, -t, --url, --tls-*), then the command's
+ * words.  Every word is one shell word in single quotes ('\'' for a quote);
+ * a key that is not printable ASCII goes percent-encoded with --escaped,
+ * a holder that is not (rslock's and walrus's random bytes) as
+ * --holder-hex, since neither a terminal nor a shell argument carries
+ * every byte (NUL, escape sequences); a key that starts with '-' goes
+ * last, after "--", so that getopt does not take it for options.
+ *
+ * A line wider than the terminal is continued with " \" at word
+ * boundaries (the next line indented); a word wider than a line is split
+ * inside, closing and reopening its quotes around the backslash-newline,
+ * which sh removes (POSIX 2.2.1), so the pieces join into the one word.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/lockctl.h"
+#include "common/keytext.h"
+#include "common/strbuf.h"
+
+#define PASTE_INDENT 4          /* continuation lines between words */
+
+/* Can c stand in a word lockctl writes without quotes? */
+static bool
+bare(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+        strchr("-_./:=@%+,", c) != NULL;
+}
+
+static bool
+printable(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+            return false;
+    return true;
+}
+
+/* Add s as one word: bare when it can be, else single-quoted. */
+static void
+word(struct pasteline *pl, const char *s, size_t n)
+{
+    struct strbuf sb;
+    bool quote = n == 0;
+
+    if (pl->n == PASTE_WORDS_MAX) {
+        pl->failed = true;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        quote |= !bare((unsigned char)s[i]);
+    sb_init(&sb, 16 * 1024);
+    if (quote)
+        sb_add(&sb, "'", 1);
+    for (size_t i = 0; i < n; i++)
+        sb_add(&sb, s[i] == '\'' ? "'\\''" : s + i, s[i] == '\'' ? 4 : 1);
+    if (quote)
+        sb_add(&sb, "'", 1);
+    pl->quoted[pl->n] = quote;
+    if (sb_failed(&sb) || (pl->words[pl->n] = sb_detach(&sb, NULL)) == NULL)
+        pl->failed = true;
+    else
+        pl->n++;
+    sb_release(&sb);
+}
+
+void
+paste_word(struct pasteline *pl, const char *s)
+{
+    if (!printable(s, strlen(s)))
+        pl->failed = true;      /* a control character: not pasteable */
+    else
+        word(pl, s, strlen(s));
+}
+
+void
+paste_init(struct pasteline *pl, const struct lockctl *lc, const char *command)
+{
+    static const char *const tls_opts[SESSION_TLS_OPTIONS] = {
+        "--tls-ca-file", "--tls-ca-dir", "--tls-cert-file", "--tls-key-file",
+        "--tls-server-name", "--tls-verify"
+    };
+
+    memset(pl, 0, sizeof(*pl));
+    paste_word(pl, lc->argv0 != NULL && strchr(lc->argv0, '/') != NULL ? lc->argv0
+               : "lockctl");
+    if (lc->config_path != NULL) {
+        paste_word(pl, "-c");
+        paste_word(pl, lc->config_path);
+    }
+    /* the target by name, whichever node it resolved to */
+    paste_word(pl, "-t");
+    paste_word(pl, lc->t != NULL ? lc->t->name : lc->target_name);
+    if (lc->url != NULL) {
+        paste_word(pl, "--url");
+        paste_word(pl, lc->url);
+    }
+    for (size_t i = 0; i < SESSION_TLS_OPTIONS; i++)
+        if (lc->tls[i] != NULL) {
+            paste_word(pl, tls_opts[i]);
+            paste_word(pl, lc->tls[i]);
+        }
+    paste_word(pl, command);
+}
+
+void
+paste_key_holder(struct pasteline *pl, const char *key, size_t keylen, const char *holder,
+                 size_t holderlen)
+{
+    bool escaped = !printable(key, keylen), dashed = keylen > 0 && key[0] == '-';
+    char *enc = malloc(escaped ? KEYTEXT_PERCENT_MAX(keylen) : 1);
+    char *hex = malloc(2 * holderlen + 1);
+
+    if (enc == NULL || hex == NULL) {
+        pl->failed = true;
+        goto out;
+    }
+    if (escaped)
+        keytext_percent(enc, KEYTEXT_PERCENT_MAX(keylen), key, keylen);
+    /* a key that looks like an option goes last, after "--" */
+    if (!dashed)
+        word(pl, escaped ? enc : key, escaped ? strlen(enc) : keylen);
+    if (!printable(holder, holderlen) || escaped) {
+        /* hex is the same under --escaped, which decodes only --holder */
+        for (size_t i = 0; i < holderlen; i++) {
+            hex[2 * i] = "0123456789abcdef"[(unsigned char)holder[i] >> 4];
+            hex[2 * i + 1] = "0123456789abcdef"[(unsigned char)holder[i] & 0xf];
+        }
+        hex[2 * holderlen] = '\0';
+        paste_word(pl, "--holder-hex");
+        word(pl, hex, 2 * holderlen);
+    } else {
+        paste_word(pl, "--holder");
+        word(pl, holder, holderlen);
+    }
+    if (escaped)
+        paste_word(pl, "--escaped");
+    if (dashed) {
+        paste_word(pl, "--");
+        word(pl, escaped ? enc : key, escaped ? strlen(enc) : keylen);
+    }
+out:
+    free(enc);
+    free(hex);
+}
+
+/* Split word w over lines of at most width columns, the first piece
+ * starting at column col: returns the column after the last piece. */
+static size_t
+split_word(FILE *fp, const char *w, bool quoted, size_t col, size_t width)
+{
+    size_t len = strlen(w), i = 0, close = quoted ? 2 : 1;     /* "'\" or "\" */
+
+    while (i < len) {
+        size_t room = width > col + close ? width - col - close : 1, take = 0;
+
+        /* whole characters, and never inside a '\'' */
+        while (i + take < len && take < room) {
+            size_t step = strncmp(w + i + take, "'\\''", 4) == 0 && i + take > 0 ? 4 : 1;
+
+            if (take + step > room && take > 0)
+                break;
+            take += step;
+        }
+        if (i + take >= len || len - i - take <= (quoted ? 1u : 0u)) {
+            fwrite(w + i, 1, len - i, fp);      /* the rest, its closing quote too */
+            return col + (len - i);
+        }
+        fwrite(w + i, 1, take, fp);
+        fputs(quoted ? "'\\\n'" : "\\\n", fp);
+        i += take;
+        col = quoted ? 1 : 0;
+    }
+    return col;
+}
+
+void
+paste_print(FILE *fp, const struct pasteline *pl, size_t width)
+{
+    size_t col = 0;
+
+    for (size_t i = 0; i < pl->n; i++) {
+        size_t wl = strlen(pl->words[i]);
+
+        if (i > 0 && col + 1 + wl + 2 > width && col > PASTE_INDENT) {
+            fprintf(fp, " \\\n%*s", PASTE_INDENT, "");
+            col = PASTE_INDENT;
+        } else if (i > 0) {
+            fputc(' ', fp);
+            col++;
+        }
+        if (col + wl + 2 > width)
+            col = split_word(fp, pl->words[i], pl->quoted[i], col, width);
+        else {
+            fputs(pl->words[i], fp);
+            col += wl;
+        }
+    }
+    fputc('\n', fp);
+}
+
+char *
+paste_text(const struct pasteline *pl)
+{
+    struct strbuf sb;
+    char *s;
+
+    sb_init(&sb, 1024 * 1024);
+    for (size_t i = 0; i < pl->n; i++) {
+        if (i > 0)
+            sb_add(&sb, " ", 1);
+        sb_adds(&sb, pl->words[i]);
+    }
+    s = sb_failed(&sb) ? NULL : sb_detach(&sb, NULL);
+    sb_release(&sb);
+    return s;
+}
+
+void
+paste_release(struct pasteline *pl)
+{
+    for (size_t i = 0; i < pl->n; i++)
+        free(pl->words[i]);
+    memset(pl, 0, sizeof(*pl));
+}

@@ -1,0 +1,424 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""lockctl at 3 a.m. (issue 24): every command pastes, fits, and says what
+to do next.  Against a real redis-server (and lockwatchd where it says).
+
+- `lockctl show` ends with a release command that, pasted into a shell as
+  it stands (`sh -c`, at a terminal answering "y"), releases the lock: for
+  every client layout tests/integration/test_formats_clients.py writes
+  byte for byte as the libraries do (the formats of `make interop`: the
+  Redisson locks, read/write and permit semaphore, redis-py, pottery,
+  node-redlock, redis-semaphore, redsync, ShedLock, Spring), for
+  liblockwatch, for binary tokens (rslock, walrus:
+  --holder-hex), a key with quotes and spaces, a binary key (--escaped),
+  and at 80 columns where the line is continued with `\\`; with -c and -t
+  as lockctl was run;
+- `COLUMNS=80` and `COLUMNS=200`: no line of list or show is wider, no
+  sentence is cut ("…" only inside list's key and holder cells); -o wide
+  prints everything whole; `list --state long` shows every state of a lock;
+- a --holder that does not hold the lock is refused before the prompt,
+  naming the holder it has and the command for it;
+- with the agent down, ages under a second read "unknown", and a
+  `release --if-leaked` refusal names the next step (expire, or release
+  without it), both as pasteable commands;
+- `--json` failures print a JSON error object with the exit code;
+- an unsolicited reply (a proxy that injects one) is a protocol error in
+  `lockctl show`, not "no key";
+- no config file: one note on stderr, none with -q, stdout unchanged.
+"""
+
+import json
+import os
+import pty
+import re
+import select
+import socket
+import subprocess
+import threading
+import time
+
+import harness as h
+import test_formats_clients as fc
+import test_lockctl as lt
+
+ELLIPSIS = "\u2026"
+
+
+def release_blocks(out):
+    """The commands show printed after "release ... with:" lines, each as
+    its text (continuation lines kept: sh joins them)."""
+    lines = out.split("\n")
+    blocks = []
+    i = 0
+    while i < len(lines):
+        if re.match(r"^release (holder \d+ of \d+ )?with:$", lines[i]):
+            j = i + 1
+            cmd = [lines[j]]
+            while cmd[-1].endswith("\\"):
+                j += 1
+                cmd.append(lines[j])
+            blocks.append("\n".join(cmd))
+            i = j
+        i += 1
+    return blocks
+
+
+def commands(text):
+    """The lockctl command lines in text (a refusal's next steps), each
+    with its continuation lines."""
+    out, cur = [], None
+    for ln in text.split("\n"):
+        if cur is not None:
+            cur.append(ln)
+        elif ln.startswith(lt.LOCKCTL):
+            cur = [ln]
+        else:
+            continue
+        if not ln.endswith("\\"):
+            out.append("\n".join(cur))
+            cur = None
+    return out
+
+
+def paste(line, answer=b"y\n", env=None):
+    """sh -c line at a terminal that answers `answer`: (rc, stdout, stderr)."""
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen(["sh", "-c", line], stdin=slave, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env)
+        os.close(slave)
+        slave = None
+        os.write(master, answer)
+        out, err = p.communicate(timeout=30)
+        return p.returncode, out, err
+    finally:
+        os.close(master)
+        if slave is not None:
+            os.close(slave)
+
+
+def env_cols(n):
+    return dict(os.environ, COLUMNS=str(n))
+
+
+class InjectingProxy:
+    """A TCP proxy to a Redis that puts one extra integer reply in front of
+    the answer to the first command naming OBJECT: what a misbehaving proxy
+    does, which leaves every later reply answering the wrong command."""
+
+    def __init__(self, port):
+        self.port_to = port
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(4)
+        self.port = self.ls.getsockname()[1]
+        self.stop = False
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while not self.stop:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.pump, args=(c,), daemon=True).start()
+
+    def pump(self, c):
+        s = socket.create_connection(("127.0.0.1", self.port_to))
+        injected = False
+        try:
+            while True:
+                r, _, _ = select.select([c, s], [], [], 10)
+                if not r:
+                    return
+                for x in r:
+                    data = x.recv(65536)
+                    if not data:
+                        return
+                    if x is c:
+                        if not injected and b"OBJECT" in data:
+                            injected = True
+                            c.sendall(b":7\r\n")
+                        s.sendall(data)
+                    else:
+                        c.sendall(data)
+        finally:
+            c.close()
+            s.close()
+
+    def close(self):
+        self.stop = True
+        self.ls.close()
+
+
+class LockctlPaste(h.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.rs = self.start_redis()
+        self.c = self.rs.client()
+
+    def cfg(self, patterns="*", extra="", **rules):
+        return lt.write_config(self.rs, patterns=patterns, extra=extra, **rules)
+
+    def show(self, cfg, key, cols=80, escaped=False, extra=()):
+        args = [lt.LOCKCTL, "-c", cfg, "-t", "main", "show"] + list(extra)
+        args += ["--escaped", "--", h.escape_key(key)] if escaped else ["--", key]
+        p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           stdin=subprocess.DEVNULL, env=env_cols(cols), timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.decode("utf-8")
+
+    def holders(self, cfg, key):
+        """The key's holders as bytes (show --json), or None when it is gone."""
+        p = lt.run(["show", "--escaped", "--json", "--", h.escape_key(key)], cfg)
+        if p.returncode == 1:
+            return None
+        doc = json.loads(p.stdout)
+        return [bytes(h.unescape_key(x["id_escaped"])) for x in doc["holders"]]
+
+    def assert_fits(self, out, cols):
+        for line in out.split("\n"):
+            self.assertLessEqual(lt.width(line), cols, "line over %d: %r" % (cols, line))
+
+    def assert_pastes(self, cfg, key, cols=80, escaped=False):
+        """show key's first release command, pasted, takes its holder away."""
+        kb = key if isinstance(key, bytes) else key.encode()
+        before = self.holders(cfg, kb)
+        self.assertTrue(before, "no holders for %r" % key)
+        out = self.show(cfg, key, cols, escaped)
+        self.assert_fits(out, cols)
+        blocks = release_blocks(out)
+        self.assertTrue(blocks, "no release line for %r:\n%s" % (key, out))
+        self.assertIn(lt.LOCKCTL, blocks[0])
+        self.assertIn("-c", blocks[0].split())
+        rc, o, e = paste(blocks[0])
+        self.assertEqual(rc, 0, "%r: %s\n%s\n%s" % (key, blocks[0], o, e))
+        self.assertIn(b"[y/N]", e)
+        after = self.holders(cfg, kb)
+        self.assertTrue(after is None or before[0] not in after,
+                        "%r: %r still holds it: %r" % (key, before[0], after))
+        return blocks[0]
+
+    # -- the release line --------------------------------------------------------
+
+    def test_every_client_layout_pastes(self):
+        now_ms = int(time.time() * 1000)
+        want = fc.write_layouts(self.c, now_ms)
+        # and what write_layouts has not: liblockwatch, binary tokens
+        # (rslock, walrus), awkward keys
+        self.c.set("lock:lw", "lw1:web-3:4211:4230:%d:9f86d081884c7d65" % (now_ms - 5000),
+                   px=600000)
+        self.c.set("lock:rslock", bytes([0, 1, 2, 0x27, 0xff]) + os.urandom(15), px=600000)
+        self.c.set("walrus-lock", b"\x00" + os.urandom(15))
+        self.c.set("lock:it's \"quoted\" $HOME `x` & spaces", "tok-q", px=600000)
+        self.c.set(b"lock:bin\xff\x01key", b"tok-b", px=600000)
+        self.c.set("-lock:dash", "--tok", px=600000)           # looks like options
+        self.c.set("lock:" + "long-" * 30, "tok-" + "t" * 90, px=600000)
+        self.c.delete("stats:counter")           # not a lock (test_formats_clients excludes it)
+        cfg = self.cfg()
+        keys = sorted(k for k in want if not k.startswith("nr:")) + ["nr:0", "lock:lw",
+                                                                      "lock:rslock",
+                                                                      "walrus-lock"]
+        keys += ["lock:it's \"quoted\" $HOME `x` & spaces", "lock:" + "long-" * 30]
+        keys += ["-lock:dash"]
+        lines = {}
+        for k in keys:
+            with self.subTest(key=k):
+                lines[k] = self.assert_pastes(cfg, k)
+        self.assertIn("--holder-hex", lines["lock:rslock"])
+        self.assertIn("--holder-hex", lines["walrus-lock"])
+        self.assertIn("\\\n", lines["lock:" + "long-" * 30])      # continued at 80
+        self.assert_pastes(cfg, b"lock:bin\xff\x01key", escaped=True)
+
+    def test_release_line_keeps_target_and_wide_is_one_line(self):
+        path = h._mkdtemp("lw-paste-")
+        cfg = os.path.join(path, "two targets.ini")
+        with open(cfg, "w") as f:
+            f.write(h.config_text(h.free_port(), [("first", "redis://127.0.0.1:1"),
+                                                  ("main", self.rs.url)],
+                                  patterns="lock:*", leak_grace="1s", max_hold="1h"))
+        self.c.set("lock:t", "tok-t", px=600000)
+        out = self.show(cfg, "lock:t", cols=200)
+        block = release_blocks(out)[0]
+        self.assertIn("'%s'" % cfg, block)              # quoted: it has a space
+        self.assertIn("-t main", block)
+        rc, o, e = paste(block)
+        self.assertEqual(rc, 0, e)
+        self.assertFalse(self.c.exists("lock:t"))
+        # -o wide: nothing continued
+        self.c.set("lock:" + "w" * 150, "tok-" + "h" * 100, px=600000)
+        out = self.show(cfg, "lock:" + "w" * 150, cols=80, extra=["-o", "wide"])
+        block = release_blocks(out)[0]
+        self.assertNotIn("\n", block)
+        self.assertIn("w" * 150, out.split("\n")[1])
+
+    # -- widths ------------------------------------------------------------------
+
+    def test_80_and_200_columns(self):
+        cfg = self.cfg(patterns="lock:*", leak_grace="1s", max_hold="2s",
+                       max_reentrancy="2")
+        self.c.hset("lock:orders:42", "%s:57" % lt.UUID, "5")        # reentrant_high
+        self.c.set("lock:payments:settlement:2026-12-02:batch-000017", "tok-" + "x" * 40)
+        self.c.set("lock:short", "tok", px=600000)
+        time.sleep(4.5)                 # long and leaked (IDLETIME counts whole seconds,
+                                        # and an age from it is one second less)
+        # every state in the STATE column, at 200 where it is not wrapped
+        # (first: every read resets IDLETIME on Redis < 7.2, and the ages
+        # here are IDLETIME's)
+        p = subprocess.run([lt.LOCKCTL, "-c", cfg, "list", "--state", "long"],
+                           stdout=subprocess.PIPE, env=env_cols(200), timeout=30)
+        row = [ln for ln in p.stdout.decode().split("\n") if ln.startswith("lock:orders:42")]
+        self.assertTrue(row, p.stdout)
+        self.assertIn("leaked, long, reentrant_high", row[0])
+        for cols in (80, 200):
+            with self.subTest(cols=cols):
+                p = subprocess.run([lt.LOCKCTL, "-c", cfg, "--agent", "off", "list"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env=env_cols(cols), timeout=30)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                out = p.stdout.decode()
+                self.assert_fits(out, cols)
+                body = [ln for ln in out.split("\n") if not ln.startswith("lock:")]
+                self.assertFalse(any(ELLIPSIS in ln for ln in body), out)
+                self.assertIn("start the agent", out.replace("\n  ", " "))
+                out = self.show(cfg, "lock:payments:settlement:2026-12-02:batch-000017", cols)
+                self.assertNotIn(ELLIPSIS, out)
+                self.assertIn("lock:payments:settlement:2026-12-02:batch-000017", out)
+        # -o wide: the whole holder, even at 80
+        p = subprocess.run([lt.LOCKCTL, "-c", cfg, "-o", "wide", "list"],
+                           stdout=subprocess.PIPE, env=env_cols(80), timeout=30)
+        self.assertIn(b"tok-" + b"x" * 40, p.stdout)
+        # a pipe without COLUMNS keeps 100
+        env = dict(os.environ)
+        env.pop("COLUMNS", None)
+        p = subprocess.run([lt.LOCKCTL, "-c", cfg, "list"], stdout=subprocess.PIPE,
+                           env=env, timeout=30)
+        self.assert_fits(p.stdout.decode(), 100)
+
+    # -- next steps --------------------------------------------------------------
+
+    def test_wrong_holder_refused_before_the_prompt(self):
+        cfg = self.cfg(patterns="lock:*")
+        self.c.set("lock:w", "tok-right", px=600000)
+        rc, o, e = paste(" ".join([lt.LOCKCTL, "-c", cfg, "release", "lock:w", "--holder",
+                                   "tok-wrong"]), answer=b"y\n")
+        self.assertEqual(rc, 1, e)
+        self.assertNotIn(b"[y/N]", e)
+        self.assertIn(b"refused before asking", e)
+        self.assertIn(b"held by tok-right", e)
+        self.assertNotIn(b"changed hands", e)
+        line = commands(e.decode())[0]
+        self.assertIn("--holder tok-right", line)
+        self.assertEqual(self.c.get("lock:w"), b"tok-right")
+        self.assertEqual(self.c.xlen("lockwatch:audit") if self.c.exists("lockwatch:audit")
+                         else 0, 0)
+        rc, o, e = paste(line)
+        self.assertEqual(rc, 0, e)
+        self.assertFalse(self.c.exists("lock:w"))
+        # --yes: the script refuses (audited), and the next step is named
+        self.c.set("lock:w", "tok-right")
+        p = lt.run(["release", "lock:w", "--holder", "tok-wrong", "--yes"], cfg)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"held by tok-right", p.stderr)
+
+    def test_holder_past_the_read_cap_is_still_asked(self):
+        # 100 readers: lockctl reads 64 fields; one it did not see is not
+        # "wrong", the script checks every field
+        cfg = self.cfg(patterns="lock:*")
+        fields = {"mode": "read"}
+        fields.update({"%s:%d" % (lt.UUID, 100 + i): "1" for i in range(100)})
+        self.c.hset("lock:many", mapping=fields)
+        self.c.pexpire("lock:many", 600000)
+        seen = set(x["id"] for x in lt.run_json(self, ["show", "lock:many"], cfg)["holders"])
+        unseen = [f for f in fields if f != "mode" and f not in seen]
+        self.assertTrue(unseen)
+        rc, o, e = paste(" ".join([lt.LOCKCTL, "-c", cfg, "release", "lock:many", "--holder",
+                                   unseen[0]]), answer=b"y\n")
+        self.assertEqual(rc, 0, e)
+        self.assertIn(b"[y/N]", e)
+        self.assertFalse(self.c.hexists("lock:many", unseen[0]))
+        self.assertEqual(self.c.hlen("lock:many"), 100)
+
+    def test_agent_down_ages_unknown_and_if_leaked_next_step(self):
+        cfg = self.cfg(patterns="lock:*", leak_grace="1s")
+        self.c.set("lock:nottl", "tok-n")
+        self.c.get("lock:nottl")                  # what a scan does: IDLETIME 0
+        out = self.show(cfg, "lock:nottl", 200)
+        age = [ln for ln in out.split("\n") if ln.startswith("age ")][0]
+        self.assertIn("unknown", age)
+        self.assertNotIn(">= 0ms", out)
+        self.assertIn("lower bound", age)
+        p = lt.run(["release", "lock:nottl", "--holder", "tok-n", "--if-leaked", "--yes"], cfg)
+        self.assertEqual(p.returncode, 1)
+        err = p.stderr.decode()
+        self.assertIn("not_leaked", err)
+        self.assertIn("start lockwatchd if it is down", err.replace("\n  ", " "))
+        cmds = commands(err)
+        self.assertEqual(len(cmds), 2, err)
+        self.assertIn(" expire ", cmds[0])
+        self.assertIn("--ttl 30s", cmds[0])
+        rc, o, e = paste(cmds[0])
+        self.assertEqual(rc, 0, e)
+        self.assertGreater(self.c.pttl("lock:nottl"), 20000)
+        doc = lt.run_json(self, ["release", "lock:other", "--holder", "x", "--if-leaked",
+                                 "--yes"], cfg, rc=1)
+        self.assertTrue(doc["outcome"], doc)
+
+    # -- JSON errors, messages, config note -------------------------------------
+
+    def test_json_errors(self):
+        cfg = self.cfg(patterns="lock:*")
+        cases = [
+            (["list", "--state", "bogus"], 2),
+            (["show"], 2),
+            (["show", "lock:none"], 1),
+            (["release", "lock:x"], 2),
+            (["expire", "lock:x", "--holder", "h"], 2),
+            (["audit", "--limit", "0"], 2),
+            (["-o", "bogus", "list"], 2),
+            (["nosuchcommand"], 2),
+        ]
+        for args, rc in cases:
+            with self.subTest(args=args):
+                p = lt.run(args + ["--json"] if args[0] != "nosuchcommand"
+                           else ["--json"] + args, cfg)
+                self.assertEqual(p.returncode, rc, p.stderr)
+                doc = json.loads(p.stdout)
+                if "error" in doc:
+                    self.assertTrue(doc["error"], doc)
+                    self.assertTrue(doc["hint"], doc)
+                    self.assertEqual(doc["exit"], rc)
+        self.rs.stop()
+        p = lt.run(["list", "--json"], cfg)
+        self.assertEqual(p.returncode, 3)
+        doc = json.loads(p.stdout)
+        self.assertIn("127.0.0.1", doc["error"])
+        self.assertEqual(doc["exit"], 3)
+
+    def test_unsolicited_reply_is_a_protocol_error(self):
+        self.c.set("lock:p", "tok-p", px=600000)
+        proxy = InjectingProxy(self.rs.port)
+        self.addCleanup(proxy.close)
+        cfg = lt.write_config(url="redis://127.0.0.1:%d" % proxy.port, patterns="lock:*")
+        p = lt.run(["show", "lock:p", "--agent", "off"], cfg)
+        self.assertEqual(p.returncode, 3, (p.stdout, p.stderr))
+        self.assertIn(b"protocol error", p.stderr)
+        self.assertNotIn(b"no key", p.stdout + p.stderr)
+
+    def test_no_config_note(self):
+        env = dict(os.environ, COLUMNS="200")
+        if os.path.exists("/etc/lockwatch/lockwatch.ini"):
+            self.skipTest("skipped: /etc/lockwatch/lockwatch.ini exists here")
+        self.c.set("lock:n", "tok", px=600000)
+        base = [lt.LOCKCTL, "--url", self.rs.url, "--agent", "off"]
+        p = subprocess.run(base + ["list", "--json"], capture_output=True, env=env, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr.count(b"note: no config file"), 1, p.stderr)
+        json.loads(p.stdout)                       # stdout stays one document
+        p = subprocess.run(base + ["-q", "list"], capture_output=True, env=env, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn(b"note:", p.stderr)
+
+
+if __name__ == "__main__":
+    h.main()
