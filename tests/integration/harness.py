@@ -650,7 +650,27 @@ class Agent:
         os.replace(tmp, self.config_path)
 
     # process
-    def start(self, timeout=15):
+    def _port_taken(self, retries):
+        """True when lockwatchd could not listen because another program
+        (a test running beside this one) took the free port between
+        free_port() and the bind, and the config is ours to rewrite: then a
+        new port is chosen and written."""
+        if retries <= 0:
+            return False
+        try:
+            with open(self.config_path) as f:
+                ours = f.read() == self.render_config()
+            with open(self.logfile, "rb") as f:
+                taken = (b"cannot listen on 127.0.0.1:%d " % self.port) in f.read()
+        except OSError:
+            return False
+        if not (ours and taken):
+            return False
+        self.port = free_port()
+        self.write_config(self.render_config())
+        return True
+
+    def start(self, timeout=15, retries=3):
         if not os.access(LOCKWATCHD, os.X_OK):
             raise RuntimeError("%s is not built (run make)" % LOCKWATCHD)
         self._log = open(self.logfile, "ab")
@@ -662,6 +682,8 @@ class Agent:
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
+                if self._port_taken(retries):
+                    return self.start(timeout, retries - 1)
                 raise AssertionError("lockwatchd exited %s at start-up:\n%s"
                                      % (self.proc.returncode, self.log_tail()))
             try:
