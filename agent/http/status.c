@@ -40,6 +40,7 @@
 #include "common/strbuf.h"
 #include "alerts/alerts.h"
 #include "alerts/rules.h"
+#include "alerts/text.h"
 #include "collectors/formats/formats.h"
 #include "common/keytext.h"
 #include "collectors/locks/snapshot.h"
@@ -398,12 +399,12 @@ render_state(struct strbuf *sb, const struct view *v, const char *config_path, s
         const struct snap_lock *l = rows[i].l;
         const struct snap_holder *h = release_holder(l, states[si].flag);
 
-        rules_format_duration(v->now_ms - l->first_seen_ms, age, sizeof(age));
+        text_format_duration(v->now_ms - l->first_seen_ms, age, sizeof(age));
         fmt_utc(when, sizeof(when), l->first_seen_ms);
         if (l->pttl_ms < 0)
             snprintf(ttl, sizeof(ttl), "none");
         else
-            rules_format_duration(l->pttl_ms, ttl, sizeof(ttl));
+            text_format_duration(l->pttl_ms, ttl, sizeof(ttl));
         sb_adds(sb, "<tr><td class=\"key\">");
         esc_bytes(sb, l->key, l->key_len, KEY_SHOW_MAX);
         sb_adds(sb, "</td><td>");
@@ -472,7 +473,7 @@ render_targets(struct strbuf *sb, const struct view *v)
                     "<td></td><td></td><td></td><td></td><td></td><td></td><td></td></tr>\n");
             continue;
         }
-        rules_format_duration(v->now_ms - s->finished_ms, ago, sizeof(ago));
+        text_format_duration(v->now_ms - s->finished_ms, ago, sizeof(ago));
         fmt_utc(when, sizeof(when), s->finished_ms);
         sb_addf(sb, "</td><td class=\"%s\">%s</td><td title=\"%s\">%s ago</td>"
                 "<td>%.3fs</td><td>%" PRIu64 "</td>",

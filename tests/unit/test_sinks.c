@@ -115,7 +115,9 @@ generic_body_and_headers(void **state)
                                                           "alertname")), "LockLeaked");
     assert_string_equal(json_string_value(json_object_get(json_object_get(al, "labels"),
                                                           "key")), "lock:x:1");
-    assert_int_equal(json_object_size(json_object_get(al, "labels")), 4);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(al, "labels"),
+                                                          "severity")), "warning");
+    assert_int_equal(json_object_size(json_object_get(al, "labels")), 5);
     assert_string_equal(json_string_value(json_object_get(json_object_get(al, "annotations"),
                                                           "summary")), "Lock lock:x:1 leaked");
     json_decref(j);
@@ -221,7 +223,7 @@ alertmanager_body(void **state)
     x = json_array_get(j, 1);
     assert_string_equal(json_string_value(json_object_get(x, "endsAt")),
                         "2027-01-15T07:59:59.000Z");           /* when it resolved */
-    assert_int_equal(json_object_size(json_object_get(x, "labels")), 2);
+    assert_int_equal(json_object_size(json_object_get(x, "labels")), 3);   /* + severity */
     json_decref(j);
 
     url = sink_alertmanager.endpoint("http://am:9093");
