@@ -81,13 +81,18 @@ static const char style[] =
     "th,td{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}"
     "th{background:#f4f4f6;font-weight:600}"
     "td.key,code{font-family:ui-monospace,monospace;overflow-wrap:anywhere}"
+    /* a narrow window squeezes the wide columns, never the keys below 16
+     * characters (overflow-wrap:anywhere would let them shrink to one) */
+    "td.key,td.cmd{min-width:16ch}"
     "code{display:block;font-size:12px;background:#f6f6f8;padding:.15em .3em;margin:.1em 0;"
     "white-space:pre-wrap}"
     ".up{color:#137333;font-weight:600}.down{color:#b3261e;font-weight:600}"
     ".waiting{color:#8a6d00;font-weight:600}"
     ".firing{color:#b3261e;font-weight:600}.none{color:#555}"
     ".summary span{display:inline-block;margin-right:1.5em}"
-    "nav a{margin-right:1em}";
+    "nav a{margin-right:1em}"
+    /* a narrow window: less margin and padding, so the columns above fit */
+    "@media (max-width:1000px){body{margin:.6em}th,td{padding:.25em .25em}}";
 
 /* Valid UTF-8 as HTML text (attribute-safe too). */
 static void
@@ -269,7 +274,7 @@ commands_cell(struct strbuf *sb, const char *config_path, const struct snapshot 
     struct strbuf cmd;
     bool pct;
 
-    sb_adds(sb, "<td>");
+    sb_adds(sb, "<td class=\"cmd\">");
     if ((l->flags & SNAP_KEY_TRUNCATED) || l->key_len > COMMAND_KEY_MAX) {
         sb_adds(sb, "key too long for a command line: ");
         sb_init(&cmd, 4096);
@@ -502,10 +507,40 @@ label(json_t *alert, const char *group, const char *name)
     return s != NULL ? s : "";
 }
 
+/* Where an alert goes on the page: its kind's severity (critical first),
+ * then its kind's row in ALERT_KINDS (leaked, long, reentrant, wait, ...);
+ * an unknown name first of all.  Not the names: the table's columns. */
+static int
+alert_rank(json_t *alert)
+{
+    const char *name = label(alert, "labels", "alertname");
+    int n;
+
+    for (n = 0; n < ALERT_NAMES; n++)
+        if (strcmp(name, alert_name_str((enum alert_name)n)) == 0)
+            return 1 + (int)alert_severity_of((enum alert_name)n) * ALERT_NAMES + n;
+    return 0;
+}
+
+/* Worst first; within one kind the oldest first (startsAt is ISO 8601 UTC
+ * with milliseconds: it sorts as text). */
+static int
+alert_cmp(const void *pa, const void *pb)
+{
+    json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
+    int ra = alert_rank(a), rb = alert_rank(b);
+    const char *sa = json_string_value(json_object_get(a, "startsAt"));
+    const char *sb = json_string_value(json_object_get(b, "startsAt"));
+
+    if (ra != rb)
+        return ra < rb ? -1 : 1;
+    return strcmp(sa != NULL ? sa : "", sb != NULL ? sb : "");
+}
+
 static void
 render_alerts(struct strbuf *sb, const struct view *v, size_t *firing)
 {
-    json_t *root = NULL, *list, *a;
+    json_t *root = NULL, *list, *a, **order;
     char *body = NULL;
     size_t len = 0, i;
 
@@ -531,11 +566,19 @@ render_alerts(struct strbuf *sb, const struct view *v, size_t *firing)
         json_decref(root);
         return;
     }
+    /* worst first: the one that paged is at the top, not below the fold */
+    if ((order = malloc(*firing * sizeof(*order))) == NULL) {
+        sb->failed = true;
+        json_decref(root);
+        return;
+    }
+    json_array_foreach(list, i, a)
+        order[i] = a;
+    qsort(order, *firing, sizeof(*order), alert_cmp);
     sb_adds(sb, "<table><thead><tr><th>alert</th><th>target</th><th>class</th><th>key</th>"
             "<th>summary</th><th>since</th></tr></thead><tbody>\n");
-    json_array_foreach(list, i, a) {
-        if (i >= STATUS_ALERTS_MAX)
-            break;
+    for (i = 0; i < *firing && i < STATUS_ALERTS_MAX; i++) {
+        a = order[i];
         sb_adds(sb, "<tr><td class=\"firing\">");
         esc_str(sb, label(a, "labels", "alertname"));
         sb_adds(sb, "</td><td>");
@@ -552,6 +595,7 @@ render_alerts(struct strbuf *sb, const struct view *v, size_t *firing)
         sb_adds(sb, "</td></tr>\n");
     }
     sb_adds(sb, "</tbody></table>\n");
+    free(order);
     if (*firing > STATUS_ALERTS_MAX)
         sb_addf(sb, "<p class=\"meta\">%zu more: <a href=\"api/v1/alerts\">/api/v1/alerts</a>"
                 "</p>\n", *firing - STATUS_ALERTS_MAX);
