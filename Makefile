@@ -312,7 +312,9 @@ DEPS_GROUPS       ?= build demo test deb fuzz interop
 DEB_PKGS          := $(sort $(foreach g,$(DEPS_GROUPS),$(DEB_GROUP_$(g))))
 # A dpkg lock held by another apt run (unattended-upgrades, a parallel job)
 # is waited for up to DPKG_LOCK_WAIT seconds (apt >= 1.9.11: bookworm's 2.6
-# has DPkg::Lock::Timeout) rather than failing at once.
+# has DPkg::Lock::Timeout) rather than failing at once; apt-get update,
+# whose lists lock that option may not cover, is tried again every 20 s,
+# 6 times.  A failure after that ends with APT_LOCK_HINT.
 DPKG_LOCK_WAIT    ?= 120
 APT_GET           := DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=$(DPKG_LOCK_WAIT)
 APT_LOCK_HINT     := make deps: apt-get failed. If another apt or dpkg run holds its lock \
@@ -339,7 +341,10 @@ deps:
 	if [ -n "$$missing" ]; then \
 	  echo "make deps ($(strip $(DEPS_GROUPS))): installing" $$missing; \
 	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root, or install:" $$missing >&2; exit 1; fi; \
-	  { $(APT_GET) update -qq && $(APT_GET) install -y -qq --no-install-recommends $$missing; } || \
+	  apt_update() { n=0; until $(APT_GET) update -qq; do n=$$((n + 1)); [ $$n -lt 6 ] || return 1; \
+	    echo "make deps: apt-get update failed (another apt run may hold its lock); again in 20 s" >&2; \
+	    sleep 20; done; }; \
+	  { apt_update && $(APT_GET) install -y -qq --no-install-recommends $$missing; } || \
 	  { echo "$(APT_LOCK_HINT)" >&2; exit 1; }; \
 	fi
 	@# npm (interop only): Debian's package, unless a nodejs that ships its own npm is there
