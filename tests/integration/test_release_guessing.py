@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: heavy (20,000 HTTP requests and 10,000 release scripts back to back: a core for
+# half a minute; its limits are per minute, which a busy neighbour does not move)
 """The release endpoint under abuse (issue 24).
 
 - Guessing the token: 10,000 wrong tokens from one address.  After
