@@ -74,7 +74,8 @@ DEB_libcrypto     := libssl-dev
 DEB_openssl       := libssl-dev
 DEB_hiredis_ssl   := libhiredis-dev (1.x, or make deps-hiredis-tls)
 DEB_cmocka        := libcmocka-dev
-NO_DEPS_GOALS     := deps deps-hiredis-tls clean uninstall test demo deb bench bench-follow interop
+NO_DEPS_GOALS     := deps deps-list deps-hiredis-tls deps-demo deps-test deps-deb deps-fuzz deps-interop \
+                     deps-bench clean uninstall test demo deb bench bench-follow interop
 ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 HAVE_CC      := $(shell command -v $(CC) >/dev/null 2>&1 && echo y)
 HAVE_PKGCONF := $(shell command -v $(lastword $(PKG_CONFIG)) >/dev/null 2>&1 && echo y)
@@ -284,14 +285,43 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/liblockwatch-core.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
 # --- packages --------------------------------------------------------------
-# Debian packages the build, the tests and the demo need.  `make deps`
-# installs the missing ones and does nothing when all are there.
-DEB_PKGS := gcc make pkg-config libhiredis-dev libmicrohttpd-dev libinih-dev \
-            libjansson-dev libcurl4-openssl-dev libssl-dev libcmocka-dev \
-            redis-server redis-tools prometheus prometheus-alertmanager python3 \
-            python3-redis procps time man-db groff-base chromium debhelper dpkg-dev openssl \
-            clang libclang-rt-14-dev \
-            openjdk-17-jdk-headless maven python3-venv nodejs golang-go
+# Debian packages by what needs them: each goal installs its groups only, so
+# `make demo` brings no JDK, Go, Node, Chromium or Prometheus (tests/static/
+# test_make_deps_groups.sh simulates the installs with apt-get -s).
+#   build      compile and link (every goal that builds)
+#   demo       the demo's throwaway redis-server and its Python workload
+#   test       the unit and integration tests (make test): redis, Python, the
+#              man-page, packaging and TLS tools, Chromium for the status
+#              page's screenshot test, promtool/Prometheus/Alertmanager for
+#              the tests that run them
+#   deb        make deb (and deps-hiredis-tls: dpkg-source)
+#   fuzz       make fuzz: clang and its sanitizer runtimes
+#   bench      make bench: the demo's packages and GNU time
+#   interop    make interop: the real clients' toolchains (JDK, Maven, Go,
+#              Node; npm below)
+# `make deps` installs every group; `make deps DEPS_GROUPS="build demo"`
+# only those.
+DEB_GROUP_build   := gcc make pkg-config libhiredis-dev libmicrohttpd-dev libinih-dev \
+                     libjansson-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
+DEB_GROUP_demo    := redis-server redis-tools python3 python3-redis procps
+DEB_GROUP_test    := $(DEB_GROUP_demo) time man-db groff-base debhelper dpkg-dev openssl \
+                     chromium prometheus prometheus-alertmanager
+DEB_GROUP_deb     := debhelper dpkg-dev
+DEB_GROUP_fuzz    := clang libclang-rt-14-dev
+DEB_GROUP_interop := $(DEB_GROUP_demo) openjdk-17-jdk-headless maven python3-venv nodejs golang-go
+DEB_GROUP_bench   := $(DEB_GROUP_demo) time
+DEPS_GROUPS       ?= build demo test deb fuzz interop
+DEB_PKGS          := $(sort $(foreach g,$(DEPS_GROUPS),$(DEB_GROUP_$(g))))
+# A dpkg lock held by another apt run (unattended-upgrades, a parallel job)
+# is waited for up to DPKG_LOCK_WAIT seconds (apt >= 1.9.11: bookworm's 2.6
+# has DPkg::Lock::Timeout) rather than failing at once; apt-get update,
+# whose lists lock that option may not cover, is tried again every 20 s,
+# 6 times.  A failure after that ends with APT_LOCK_HINT.
+DPKG_LOCK_WAIT    ?= 120
+APT_GET           := DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=$(DPKG_LOCK_WAIT)
+APT_LOCK_HINT     := make deps: apt-get failed. If another apt or dpkg run holds its lock \
+                     (ps -C apt-get,apt,dpkg,unattended-upgr shows it), wait for it to end and \
+                     run make again; DPKG_LOCK_WAIT=SECONDS waits longer (now $(DPKG_LOCK_WAIT))
 
 # hiredis with TLS: Debian bookworm's libhiredis-dev is 0.14 (no TLS).  A
 # distribution with hiredis >= 1.0 and its hiredis_ssl (libhiredis-dev on
@@ -303,6 +333,7 @@ DEB_PKGS := gcc make pkg-config libhiredis-dev libmicrohttpd-dev libinih-dev \
 # checked against the signed index and the .dsc); then build with
 # `make HIREDIS_PREFIX=$(HIREDIS_CACHE)/hiredis-$(HIREDIS_TLS_VERSION)/prefix`.
 deps-hiredis-tls:
+	@$(MAKE) --no-print-directory deps DEPS_GROUPS="build deb" HIREDIS_TLS=no
 	@HIREDIS_TLS_VERSION=$(HIREDIS_TLS_VERSION) packaging/hiredis-tls $(HIREDIS_CACHE) >/dev/null
 
 deps:
@@ -310,23 +341,37 @@ deps:
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
 	  done); \
 	if [ -n "$$missing" ]; then \
-	  echo "make deps: installing" $$missing; \
+	  echo "make deps ($(strip $(DEPS_GROUPS))): installing" $$missing; \
 	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root, or install:" $$missing >&2; exit 1; fi; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  apt_update() { n=0; until $(APT_GET) update -qq; do n=$$((n + 1)); [ $$n -lt 6 ] || return 1; \
+	    echo "make deps: apt-get update failed (another apt run may hold its lock); again in 20 s" >&2; \
+	    sleep 20; done; }; \
+	  { apt_update && $(APT_GET) install -y -qq --no-install-recommends $$missing; } || \
+	  { echo "$(APT_LOCK_HINT)" >&2; exit 1; }; \
 	fi
-	@# npm: Debian's package, unless a nodejs that ships its own npm is there
-	@command -v npm >/dev/null 2>&1 || { echo "make deps: installing npm"; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
+	@# npm (interop only): Debian's package, unless a nodejs that ships its own npm is there
+	$(if $(filter interop,$(DEPS_GROUPS)),@command -v npm >/dev/null 2>&1 || { echo "make deps: installing npm"; \
+	  $(APT_GET) install -y -qq --no-install-recommends npm || { echo "$(APT_LOCK_HINT)" >&2; exit 1; }; })
 	$(if $(filter yes,$(HIREDIS_TLS)),@$(MAKE) --no-print-directory deps-hiredis-tls)
+
+# The package list of DEPS_GROUPS, one line (tests/static/test_make_deps_groups.sh).
+.PHONY: deps-list
+deps-list:
+	@echo $(DEB_PKGS)
+
+# Each goal's own packages: deps with its groups only.
+.PHONY: deps-demo deps-test deps-deb deps-fuzz deps-interop deps-bench
+deps-demo deps-test deps-deb deps-fuzz deps-interop deps-bench:
+	@$(MAKE) --no-print-directory deps DEPS_GROUPS="build $(@:deps-%=%)"
 
 # --- Debian packages -------------------------------------------------------
 # lockwatch, liblockwatch0 and liblockwatch-dev in $(BUILD)/deb/, built from
 # a clean copy of the committed tree (packaging/deb-build).
-deb: deps
+deb: deps-deb
 	packaging/deb-build $(BUILD)/deb
 
 # --- tests -----------------------------------------------------------------
-test: deps
+test: deps-test
 	@$(MAKE) --no-print-directory all
 	@tests/run-all $(BUILD)
 
@@ -348,7 +393,7 @@ torture: all
 # fetches the pinned versions into $(BUILD)/interop/ (caches there too),
 # then runs every scenario against a throwaway redis-server, then the
 # reporters' tests (tests/interop/reporters/run).
-interop: deps
+interop: deps-interop
 	@$(MAKE) --no-print-directory all
 	@tests/interop/fetch $(BUILD)/interop
 	@LOCKWATCH_BUILD=$(abspath $(BUILD)) LOCKWATCH_INTEROP_DIR=$(abspath $(BUILD))/interop \
@@ -356,7 +401,7 @@ interop: deps
 	@LOCKWATCH_BUILD=$(abspath $(BUILD)) LOCKWATCH_INTEROP_DIR=$(abspath $(BUILD))/interop \
 	  tests/interop/reporters/run
 
-demo: deps
+demo: deps-demo
 	@$(MAKE) --no-print-directory all
 	@tests/demo/run $(BUILD)
 
@@ -365,7 +410,7 @@ demo: deps
 # ends the run with exit 1): the scan (floor, memory, gentleness), sample ingest, the
 # client library (acquire/release rate, handoff latency), a cluster scan
 # against its shards' floors, and follow mode against scanning.
-bench: deps
+bench: deps-bench
 	@$(MAKE) --no-print-directory all
 	@bench/run $(BUILD)
 	@bench/ingest $(BUILD)
@@ -374,7 +419,7 @@ bench: deps
 	@bench/follow $(BUILD)
 
 # Follow mode against scanning (issue 15's figures; ~10 minutes).
-bench-follow: deps
+bench-follow: deps-bench
 	@$(MAKE) --no-print-directory all
 	@bench/follow $(BUILD)
 
@@ -396,7 +441,7 @@ FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/bin/%)
 FUZZ_CORE    := $(CORE_SRC:%.c=$(FUZZ_BUILD)/%.o) $(CORE_LUA:%=$(FUZZ_BUILD)/gen/%.o)
 
 .PHONY: fuzz fuzz-build
-fuzz: deps
+fuzz: deps-fuzz
 	@$(MAKE) --no-print-directory fuzz-build
 	@fuzz/run $(FUZZ_BUILD)/bin $(FUZZ_SECONDS)
 

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "agent/groups.h"
+#include "agent/http/throttle.h"
 #include "alerts/alerts.h"
 #include "collectors/follow/follow.h"
 #include "collectors/redis/conn.h"
@@ -442,6 +443,8 @@ agent_start(struct agent *a, struct config *cfg)
         return -1;
     if ((a->alerts = alerts_new(cfg)) == NULL)
         return -1;
+    if ((a->throttle = throttle_new()) == NULL)
+        return -1;
     if (build_targets(cfg, NULL, 0, &a->targets) == -1)
         return -1;
     a->cfg = cfg;
@@ -522,6 +525,7 @@ agent_stop(struct agent *a)
     config_free(a->cfg);
     waitstats_free(a->waits);
     alerts_free(a->alerts);     /* a bounded last chance for queued notices */
+    throttle_free(a->throttle);
     pthread_mutex_destroy(&a->mu);
     memset(a, 0, sizeof(*a));
 }
@@ -539,6 +543,7 @@ agent_view(struct agent *a, struct view *v)
     v->top_offenders = a->cfg->top_offenders;
     v->alerts = a->alerts;
     v->releases = a->releases;
+    v->throttle = a->throttle;
     for (i = 0; i < a->ntargets; i++) {
         struct target_rt *t = a->targets[i];
 

@@ -34,6 +34,7 @@
 struct target_rt;
 struct group_rt;
 struct alerts;
+struct throttle;
 
 struct agent {
     pthread_mutex_t mu;         /* guards cfg and targets */
@@ -51,6 +52,8 @@ struct agent {
                                          * RELEASE_HTTP_RUNNING_MAX) */
     struct group_rt **groups;   /* [redlock] groups, in config order */
     size_t ngroups;
+    struct throttle *throttle;  /* release-token guessing per client
+                                 * (agent/http/throttle.h); own lock */
 };
 
 struct view_target {
@@ -77,6 +80,7 @@ struct view {
     struct alerts *alerts;          /* the agent's, not a copy (own lock);
                                      * NULL in --once */
     const atomic_uint_fast64_t *releases;   /* the agent's counters; NULL in --once */
+    struct throttle *throttle;      /* the agent's, own lock; NULL in --once */
 };
 
 /* Take ownership of cfg and start one scanner thread per target; create

@@ -62,6 +62,15 @@ usage(FILE *fp)
  * reload it goes through the log, at start (before the log is set up,
  * and for -n) to stderr, escaped by the log's own rule either way.
  */
+/* A config warning (config_warnings): a log line, on stderr before the
+ * log is set up (-n), escaped like every other. */
+static void
+warn_line(void *arg, const char *msg)
+{
+    (void)arg;
+    log_warnx("warning: %s", msg);
+}
+
 static int
 load(const char *path, bool explicit, bool reload, struct config **cfg)
 {
@@ -78,6 +87,8 @@ load(const char *path, bool explicit, bool reload, struct config **cfg)
         }
         return -1;
     }
+    /* -n and the daemon alike: stderr before the log is set up */
+    config_warnings(*cfg, warn_line, NULL);
     return 0;
 }
 

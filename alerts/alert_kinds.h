@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * alert_kinds.h - the one list of alert kinds (SPEC "Alerts").
+ * alert_kinds.h - the one list of alert kinds (docs/alerts.md).
  *
- * Each row is X(ENUM_SUFFIX, "alertname", scope, holds, texts):
+ * Each row is X(ENUM_SUFFIX, "alertname", severity, scope, holds, texts):
  *
  *   alertname  the alertname label, as sent, exported and documented
  *              (docs/alerts.md, lockwatchd.8; tests/integration/test_man.py
  *              reads the names from here)
+ *   severity   CRITICAL or WARNING (enum alert_severity, worst first): the
+ *              severity label the sinks send, the same value as the shipped
+ *              Prometheus rules' (test_alerts_promtool compares them), and
+ *              with the row order the status page's worst-first order
  *   scope      what one instance is about, which fixes its labels:
  *                LOCK    a bad lock (LOCK_BAD) that a target's new snapshot
  *                        keeps in detail        {target, class, key}
@@ -24,9 +28,10 @@
  *
  * holds and texts are functions in alerts/rules.c, which walks the
  * subjects of each scope (rules.h says when).  The list makes enum
- * alert_name (alertset.h), alert_name_str (alertset.c) and the rule table
- * (rules.c); the row order is the enum's and the order in which the kinds
- * of one subject are judged.  A new kind is one row here plus its holds
+ * alert_name (alertset.h), alert_name_str and alert_severity_of
+ * (alertset.c) and the rule table (rules.c); the row order is the enum's,
+ * the order in which the kinds of one subject are judged, and within one
+ * severity the order of the status page (the worse kind first).  A new kind is one row here plus its holds
  * and texts in rules.c.
  */
 #ifndef LOCKWATCH_ALERT_KINDS_H
@@ -34,18 +39,18 @@
 
 #define ALERT_KINDS(X)                                                                  \
     /* state leaked: no TTL for leak_grace */                                           \
-    X(LOCK_LEAKED,          "LockLeaked",         LOCK,   leaked_holds,    leaked_texts)    \
+    X(LOCK_LEAKED,          "LockLeaked",         WARNING,  LOCK,   leaked_holds,    leaked_texts)    \
     /* state long: the same holder for longer than max_hold */                          \
-    X(LOCK_HELD_TOO_LONG,   "LockHeldTooLong",    LOCK,   long_holds,      long_texts)      \
+    X(LOCK_HELD_TOO_LONG,   "LockHeldTooLong",    WARNING,  LOCK,   long_holds,      long_texts)      \
     /* state reentrant_high: a hold count at or above max_reentrancy */                 \
-    X(LOCK_REENTRANCY_HIGH, "LockReentrancyHigh", LOCK,   reentrant_holds, reentrant_texts) \
+    X(LOCK_REENTRANCY_HIGH, "LockReentrancyHigh", WARNING,  LOCK,   reentrant_holds, reentrant_texts) \
     /* the window P99 above wait_p99, with at least wait_min_samples waits */           \
-    X(LOCK_WAIT_P99_HIGH,   "LockWaitP99High",    CLASS,  wait_holds,      wait_texts)      \
+    X(LOCK_WAIT_P99_HIGH,   "LockWaitP99High",    WARNING,  CLASS,  wait_holds,      wait_texts)      \
     /* the last scan failed */                                                          \
-    X(LOCK_TARGET_DOWN,     "LockTargetDown",     TARGET, down_holds,      down_texts)      \
+    X(LOCK_TARGET_DOWN,     "LockTargetDown",     CRITICAL, TARGET, down_holds,      down_texts)      \
     /* a cluster shard failed in a scan that reached the others */                    \
-    X(LOCK_SHARD_DOWN,      "LockShardDown",      SHARD,  shard_down_holds, shard_down_texts) \
+    X(LOCK_SHARD_DOWN,      "LockShardDown",      CRITICAL, SHARD,  shard_down_holds, shard_down_texts) \
     /* the group's nodes disagree on the key (collectors/locks/redlock.h) */            \
-    X(LOCK_REDLOCK_SPLIT,   "LockRedlockSplit",   GROUP,  split_holds,     split_texts)
+    X(LOCK_REDLOCK_SPLIT,   "LockRedlockSplit",   CRITICAL, GROUP,  split_holds,     split_texts)
 
 #endif

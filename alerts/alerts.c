@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alerts/text.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -277,6 +278,24 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
     }
 }
 
+/* One log line per alert that started or ended; a resolved one says what
+ * it was about and since when, not its firing text again. */
+static void
+log_event(const struct alert_event *e)
+{
+    struct strbuf t;
+
+    if (e->kind == EV_FIRING) {
+        log_info("alert firing: %s: %s", alert_name_str(e->alert->name), e->alert->summary);
+        return;
+    }
+    sb_init(&t, 1024);
+    text_resolved(&t, e->alert);
+    log_info("alert resolved: %s: %s", alert_name_str(e->alert->name),
+             sb_failed(&t) || t.buf == NULL ? "(out of memory)" : t.buf);
+    sb_release(&t);
+}
+
 void
 alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
             const struct rules_group *groups, size_t ngroups,
@@ -308,8 +327,7 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
         if (ev[i].kind != EV_FIRING && ev[i].kind != EV_RESOLVED)
             continue;
         if (n++ < ALERTS_LOG_MAX)
-            log_info("alert %s: %s: %s", ev[i].kind == EV_FIRING ? "firing" : "resolved",
-                     alert_name_str(ev[i].alert->name), ev[i].alert->summary);
+            log_event(&ev[i]);
     }
     if (n > ALERTS_LOG_MAX)
         log_info("alerts: %zu more started or ended in this evaluation", n - ALERTS_LOG_MAX);

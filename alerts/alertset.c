@@ -40,14 +40,37 @@ struct alertset {
     size_t nev, evcap;
 };
 
-#define ALERT_KIND_NAME(e, name, scope, holds, texts) [ALERT_##e] = name,
+#define ALERT_KIND_NAME(e, name, severity, scope, holds, texts) [ALERT_##e] = name,
 static const char *const names[ALERT_NAMES] = { ALERT_KINDS(ALERT_KIND_NAME) };
 #undef ALERT_KIND_NAME
+
+#define ALERT_KIND_SEVERITY(e, name, severity, scope, holds, texts) \
+    [ALERT_##e] = ALERT_SEVERITY_##severity,
+static const enum alert_severity severities[ALERT_NAMES] = { ALERT_KINDS(ALERT_KIND_SEVERITY) };
+#undef ALERT_KIND_SEVERITY
+
+static const char *const severity_names[ALERT_SEVERITIES] = {
+    [ALERT_SEVERITY_CRITICAL] = "critical",
+    [ALERT_SEVERITY_WARNING] = "warning",
+};
 
 const char *
 alert_name_str(enum alert_name n)
 {
     return (unsigned)n < ALERT_NAMES ? names[n] : "unknown";
+}
+
+enum alert_severity
+alert_severity_of(enum alert_name n)
+{
+    /* an unknown kind counts as the worst: never hidden below the others */
+    return (unsigned)n < ALERT_NAMES ? severities[n] : ALERT_SEVERITY_CRITICAL;
+}
+
+const char *
+alert_severity_str(enum alert_severity s)
+{
+    return (unsigned)s < ALERT_SEVERITIES ? severity_names[s] : "unknown";
 }
 
 /* prometheus/common model: FNV-1a 64, labels sorted by name, each as
@@ -84,7 +107,8 @@ alert_fingerprint(const struct alert_labels *l)
 {
     uint64_t h = FNV_OFFSET;
 
-    /* already in name order: alertname < class < key < node < shard < target */
+    /* already in name order: alertname < class < key < node < severity <
+     * shard < target (every label the sinks send: sink_json_labels) */
     h = fnv_label(h, "alertname", alert_name_str(l->name));
     if (l->class_ != NULL)
         h = fnv_label(h, "class", l->class_);
@@ -92,6 +116,7 @@ alert_fingerprint(const struct alert_labels *l)
         h = fnv_label(h, "key", l->key);
     if (l->node != NULL)
         h = fnv_label(h, "node", l->node);
+    h = fnv_label(h, "severity", alert_severity_str(alert_severity_of(l->name)));
     if (l->shard != NULL)
         h = fnv_label(h, "shard", l->shard);
     if (l->target != NULL)

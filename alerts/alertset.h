@@ -51,12 +51,19 @@
 #define ALERTSET_REFRESH_MS       (60 * 1000)
 
 /* One per row of ALERT_KINDS (alerts/alert_kinds.h); ALERT_NAMES counts them. */
-#define ALERT_KIND_ENUM(e, name, scope, holds, texts) ALERT_##e,
+#define ALERT_KIND_ENUM(e, name, severity, scope, holds, texts) ALERT_##e,
 enum alert_name { ALERT_KINDS(ALERT_KIND_ENUM) ALERT_NAMES };
 #undef ALERT_KIND_ENUM
 
 /* "LockLeaked", ... */
 const char *alert_name_str(enum alert_name n);
+
+/* An alert kind's severity (its row of ALERT_KINDS), worst first: the
+ * enum's order is the order the status page lists them in. */
+enum alert_severity { ALERT_SEVERITY_CRITICAL, ALERT_SEVERITY_WARNING, ALERT_SEVERITIES };
+enum alert_severity alert_severity_of(enum alert_name n);
+/* "critical" / "warning": the severity label, as the Prometheus rules write it */
+const char *alert_severity_str(enum alert_severity s);
 
 enum alert_state { ALERT_FIRING, ALERT_RESOLVED };
 

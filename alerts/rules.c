@@ -64,35 +64,6 @@ text_addf(struct strbuf *t, const char *fmt, ...)
     text_add(t, tmp, strlen(tmp));
 }
 
-void
-rules_format_duration(int64_t ms, char *buf, size_t len)
-{
-    int64_t s;
-
-    if (ms < 0)
-        ms = 0;
-    s = ms / 1000;
-    if (ms < 1000)
-        snprintf(buf, len, "%" PRId64 "ms", ms);
-    else if (s < 60)
-        snprintf(buf, len, "%" PRId64 "s", s);
-    else if (s < 3600)
-        snprintf(buf, len, "%" PRId64 "m %" PRId64 "s", s / 60, s % 60);
-    else if (s < 86400)
-        snprintf(buf, len, "%" PRId64 "h %" PRId64 "m", s / 3600, (s % 3600) / 60);
-    else
-        snprintf(buf, len, "%" PRId64 "d %" PRId64 "h", s / 86400, (s % 86400) / 3600);
-}
-
-static void
-text_duration(struct strbuf *t, int64_t ms)
-{
-    char buf[64];
-
-    rules_format_duration(ms, buf, sizeof(buf));
-    text_adds(t, buf);
-}
-
 static char *
 sanitized(const char *p, size_t n)
 {
@@ -302,16 +273,17 @@ static void
 wait_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
 {
     const struct waitstats_class *w = c->wait;
-    int64_t p99_ms = (int64_t)(w->window_p99_us / 1000.0);
+    double p99_ms = w->window_p99_us / 1000.0;
 
+    /* shown with the decimals that make it read above wait_p99 */
     text_adds(sum, "P99 acquire wait of lock class ");
     text_adds(sum, c->class_);
     text_adds(sum, " is ");
-    text_duration(sum, p99_ms);
+    text_duration_above(sum, p99_ms, c->p->wait_p99_ms);
     text_adds(desc, "Over the last wait_window (");
     text_duration(desc, c->p->wait_window_ms);
     text_adds(desc, "), clients waited ");
-    text_duration(desc, p99_ms);
+    text_duration_above(desc, p99_ms, c->p->wait_p99_ms);
     text_adds(desc, " or less in 99% of ");
     text_addf(desc, "%" PRIu64, w->window_count);
     text_adds(desc, " acquires of class ");
@@ -427,7 +399,7 @@ struct rule {
     void (*texts)(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc);
 };
 
-#define RULE_ROW(e, name, scope, holds, texts) [ALERT_##e] = { SCOPE_##scope, holds, texts },
+#define RULE_ROW(e, name, severity, scope, holds, texts) [ALERT_##e] = { SCOPE_##scope, holds, texts },
 static const struct rule rules[ALERT_NAMES] = { ALERT_KINDS(RULE_ROW) };
 #undef RULE_ROW
 

@@ -68,8 +68,6 @@ struct rules_group {
 void rules_eval_redlock(struct alertset *set, const struct rules_group *groups,
                         size_t ngroups, int64_t now_ms);
 
-/* A duration for people: "850ms", "42s", "5m 3s", "2h 0m", "3d 4h". */
-void rules_format_duration(int64_t ms, char *buf, size_t len);
 
 /*
  * A key as an alert's key label: sanitised UTF-8, cut as described above.

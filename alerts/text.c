@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * text.c - appends onto a strbuf that cut at a UTF-8 character boundary
- * instead of failing at the cap (see text.h).
+ * instead of failing at the cap (see text.h), and the house format of a
+ * duration: every alert text, the log and the status page write one the
+ * same way ("850ms", "42s", "5m 3s", "2h 1m", "3d 4h").
  */
 #include "alerts/text.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
+#include "alerts/alertset.h"
 #include "common/keytext.h"
 
 size_t
@@ -31,4 +37,109 @@ bool
 text_adds(struct strbuf *sb, const char *s)
 {
     return text_add(sb, s, strlen(s));
+}
+
+void
+text_format_duration(int64_t ms, char *buf, size_t len)
+{
+    int64_t s;
+
+    if (ms < 0)
+        ms = 0;
+    s = ms / 1000;
+    if (ms < 1000)
+        snprintf(buf, len, "%" PRId64 "ms", ms);
+    else if (s < 60)
+        snprintf(buf, len, "%" PRId64 "s", s);
+    else if (s < 3600)
+        snprintf(buf, len, "%" PRId64 "m %" PRId64 "s", s / 60, s % 60);
+    else if (s < 86400)
+        snprintf(buf, len, "%" PRId64 "h %" PRId64 "m", s / 3600, (s % 3600) / 60);
+    else
+        snprintf(buf, len, "%" PRId64 "d %" PRId64 "h", s / 86400, (s % 86400) / 3600);
+}
+
+void
+text_duration(struct strbuf *t, int64_t ms)
+{
+    char buf[64];
+
+    text_format_duration(ms, buf, sizeof(buf));
+    text_adds(t, buf);
+}
+
+/*
+ * A value judged above a limit must read above it: 1.4 s against a 1 s
+ * limit is "1.4s", not the house format's "1s".  Under a minute, in the
+ * limit's unit (ms below 1 s, else s), with the fewest decimals (0..3) at
+ * which the value, cut down, is already above the limit; at 3 decimals
+ * still level, rounded up (the value is above, by less than shown).
+ */
+void
+text_duration_above(struct strbuf *t, double value_ms, int64_t limit_ms)
+{
+    char buf[64];
+    bool in_s = value_ms >= 1000.0;
+    double v = in_s ? value_ms / 1000.0 : value_ms;
+    double lim = in_s ? (double)limit_ms / 1000.0 : (double)limit_ms;
+    double scale = 1.0, cut;
+    int d;
+
+    if (!(value_ms > (double)limit_ms) || value_ms >= 60000.0) {
+        text_duration(t, (int64_t)value_ms);
+        return;
+    }
+    for (d = 0; d <= 3; d++, scale *= 10.0) {
+        cut = (double)(int64_t)(v * scale) / scale;     /* positive: cut down */
+        if (cut > lim) {
+            snprintf(buf, sizeof(buf), "%.*f%s", d, cut, in_s ? "s" : "ms");
+            text_adds(t, buf);
+            return;
+        }
+    }
+    cut = (double)((int64_t)(v * 1000.0) + 1) / 1000.0;  /* rounded up */
+    snprintf(buf, sizeof(buf), "%.3f%s", cut, in_s ? "s" : "ms");
+    text_adds(t, buf);
+}
+
+void
+text_since(struct strbuf *t, int64_t start_ms, int64_t end_ms)
+{
+    char when[32];
+    time_t secs = (time_t)(start_ms / 1000);
+    struct tm tm;
+
+    if (gmtime_r(&secs, &tm) == NULL || strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(when, sizeof(when), "%" PRId64 " ms after the epoch", start_ms);
+    text_adds(t, "after ");
+    text_duration(t, end_ms - start_ms);
+    text_adds(t, " (firing since ");
+    text_adds(t, when);
+    text_adds(t, ")");
+}
+
+void
+text_resolved(struct strbuf *t, const struct alert *a)
+{
+    /* what it was about, from its labels: the firing summary is not
+     * repeated (it described a state that is over) */
+    if (a->key != NULL) {
+        text_adds(t, "lock ");
+        text_adds(t, a->key);
+    } else if (a->shard != NULL) {
+        text_adds(t, "shard ");
+        text_adds(t, a->shard);
+    } else if (a->class_ != NULL) {
+        text_adds(t, "lock class ");
+        text_adds(t, a->class_);
+    } else {
+        text_adds(t, "target ");
+        text_adds(t, a->target != NULL ? a->target : "?");
+    }
+    if (a->target != NULL && (a->key != NULL || a->shard != NULL)) {
+        text_adds(t, " on ");
+        text_adds(t, a->target);
+    }
+    text_adds(t, ": resolved ");
+    text_since(t, a->starts_ms, a->ends_ms);
 }

@@ -238,4 +238,16 @@ const struct target_conf *config_target(const struct config *cfg, const char *na
 /* "generic", "slack", "alertmanager": the spelling the config file uses. */
 const char *config_sink_format_str(enum sink_format format);
 
+/*
+ * What a valid config may still get dangerously wrong (configwarn.c): the
+ * release endpoint on a non-loopback listener, a release token under
+ * CONFIG_TOKEN_MIN bytes, secret and key files (password_file, token_file,
+ * tls_key_file, key_file, secret_file) that others may read.  emit gets
+ * one line per finding (no prefix); returns how many.  lockwatchd calls it
+ * at -n and at every load of the daemon.
+ */
+#define CONFIG_TOKEN_MIN 16
+typedef void (*config_warn_fn)(void *arg, const char *msg);
+int config_warnings(const struct config *cfg, config_warn_fn emit, void *arg);
+
 #endif

@@ -252,11 +252,13 @@ const struct config_option config_options[] = {
     { .section = SECTION_UNLOCK, .key = "token_file", .type = OPT_FILE,
       AT(struct config, unlock_token_file), AT2(struct config, unlock_token),
       .example = "/etc/lockwatch/unlock.token", .holds = "the bearer token",
-      .help = "file holding the bearer token for the release API" },
+      .help = "the release API's bearer token: >= 16 bytes, mode 0600 or 0640 "
+              "root:lockwatch" },
     { .section = SECTION_UNLOCK, .key = "audit_stream", .type = OPT_STRING,
       .def = "lockwatch:audit",
       AT(struct config, audit_stream),
-      .help = "capped Redis stream of every release and expire" },
+      .help = "capped Redis stream of every release and expire (and refusals, "
+              "bounded)" },
 
     /* [samples] */
     { .section = SECTION_SAMPLES, .key = "key_file", .type = OPT_FILE,

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,43 @@ out:
     if (fd != -1)
         close(fd);
     return rc;
+}
+
+/* The group may read a secret when it is the agent's own group or the
+ * packaged "lockwatch" one (0640 root:lockwatch, as the messages above
+ * suggest); any other group, or everyone, is more than the agent. */
+static bool
+trusted_group(gid_t gid)
+{
+    struct group gr, *res = NULL;
+    char buf[1024];
+
+    if (gid == getegid() || gid == 0)
+        return true;
+    if (getgrgid_r(gid, &gr, buf, sizeof(buf), &res) != 0 || res == NULL)
+        return false;
+    return strcmp(gr.gr_name, "lockwatch") == 0;
+}
+
+int
+secretfile_exposure(const char *path, char *why, size_t len)
+{
+    struct stat st;
+
+    if (path == NULL || stat(path, &st) == -1)
+        return -1;
+    if (st.st_mode & S_IROTH) {
+        snprintf(why, len, "\"%s\" is readable by every user (mode %04o): chmod 0640 it, "
+                 "owned by root:lockwatch", path, (unsigned)(st.st_mode & 07777));
+        return 1;
+    }
+    if ((st.st_mode & S_IRGRP) && !trusted_group(st.st_gid)) {
+        snprintf(why, len, "\"%s\" is readable by group %u (mode %04o), not only by "
+                 "lockwatchd: chgrp lockwatch it, or chmod 0600", path, (unsigned)st.st_gid,
+                 (unsigned)(st.st_mode & 07777));
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- the FILE and PEM value types (optvalue.c's table) -------------------- */

@@ -31,6 +31,16 @@ void optfile_clear(const struct config_option *o, void *base);
 void optfile_describe_secret(const struct config_option *o, char *buf, size_t len);
 void optfile_describe_pem(const struct config_option *o, char *buf, size_t len);
 
+/*
+ * Who else may read the secret or key file at path: 1 with "what and what
+ * to do" in why when others may read it (world-readable, or
+ * group-readable by a group other than the agent's own or "lockwatch":
+ * root:lockwatch 0640 is the recommended mode), 0 when only the owner and
+ * the agent's group may, -1 when it cannot be looked at now (nothing to
+ * say: the load already read it).
+ */
+int secretfile_exposure(const char *path, char *why, size_t len);
+
 /* Wipe and free a secret; NULL is fine. */
 void secret_free(char *s);
 

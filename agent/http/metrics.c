@@ -40,6 +40,7 @@
 #include "agent/http/release_http.h"
 #include "agent/http/render.h"
 #include "agent/http/routes.h"
+#include "agent/http/throttle.h"
 #include "alerts/alerts.h"
 #include "common/keytext.h"
 
@@ -701,6 +702,17 @@ releases_by_result(struct metrics_out *o, const struct metric_family *mf)
                 (unsigned long long)atomic_load(&counters[i]));
 }
 
+/* The agent's release-token throttle (throttle.h). */
+static void
+release_auth_failures(struct metrics_out *o, const struct metric_family *mf)
+{
+    struct throttle_stats st;
+
+    throttle_stats((struct throttle *)o->source[SRC_THROTTLE], &st);
+    sb_addf(o->sb, "%s{result=\"wrong_token\"} %" PRIu64 "\n", mf->name, st.wrong_token);
+    sb_addf(o->sb, "%s{result=\"rate_limited\"} %" PRIu64 "\n", mf->name, st.rate_limited);
+}
+
 static void
 http_rejected(struct metrics_out *o, const struct metric_family *mf)
 {
@@ -869,6 +881,10 @@ const struct metric_family metric_families[] = {
     { "lockwatch_releases_total", "counter", SRC_RELEASES, releases_by_result, 0, VAL_U64,
       "Guarded releases over HTTP (POST /api/v1/locks/release) by result; dry runs are not "
       "counted." },
+    { "lockwatch_release_auth_failures_total", "counter", SRC_THROTTLE, release_auth_failures,
+      0, VAL_U64,
+      "Release requests refused before their body: wrong_token (a missing or wrong bearer "
+      "token, 401/403) or rate_limited (429: too many wrong tokens from the address)." },
 
     { "lockwatch_http_connections", "gauge", SRC_HTTP, scalar,
       offsetof(struct guard_stats, open), VAL_U64,
@@ -897,6 +913,7 @@ render_metrics_http(const struct view *v, const struct guard_stats *http, struct
     o.source[SRC_WAIT] = v->wait;
     o.source[SRC_WAIT_KEYED] = v->wait != NULL && v->wait->keyed ? v->wait : NULL;
     o.source[SRC_RELEASES] = v->releases;
+    o.source[SRC_THROTTLE] = v->throttle;
     o.source[SRC_HTTP] = http;
     if (v->alerts != NULL) {
         if (alerts_stats(v->alerts, &o.alerts) == -1)

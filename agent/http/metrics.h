@@ -29,6 +29,7 @@ enum metric_source {
     SRC_WAIT_KEYED,     /* the same, only while [samples] key_file is set */
     SRC_ALERTS,         /* the alerts' counts: not in --once */
     SRC_RELEASES,       /* the guarded-release counters: not in --once */
+    SRC_THROTTLE,       /* the release endpoint's token throttle: not in --once */
     SRC_HTTP,           /* the HTTP server's admission counters: the /metrics route only */
     SRC_COUNT
 };

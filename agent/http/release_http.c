@@ -45,8 +45,10 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "agent/agent.h"
+#include "agent/http/throttle.h"
 #include "common/keytext.h"
 #include "collectors/formats/formats.h"
 #include "collectors/redis/conn.h"
@@ -180,6 +182,32 @@ authorise(struct MHD_Connection *c, const struct snapshot_conf *sc)
     while (*h == ' ')
         h++;
     return token_ok(h, strlen(h), sc->token) ? 0 : 403;
+}
+
+static const struct sockaddr *
+peer_addr(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+    return ci != NULL ? ci->client_addr : NULL;
+}
+
+/* Wrong tokens from this client too often: 429 with Retry-After, before
+ * the token is looked at (throttle.h).  MHD_YES/NO when answered, -1 not. */
+static int
+refuse_guessing(struct agent *a, struct MHD_Connection *c)
+{
+    char after[24], msg[160];
+    int64_t wait_s = throttle_check(a->throttle, peer_addr(c), clock_mono_ms());
+
+    if (wait_s <= 0)
+        return -1;
+    snprintf(after, sizeof(after), "%lld", (long long)wait_s);
+    snprintf(msg, sizeof(msg), "too many requests: %d wrong tokens from this address within "
+             "%ds; try again in %llds", THROTTLE_FAILS, THROTTLE_WINDOW_MS / 1000,
+             (long long)wait_s);
+    return reply_error(c, 429, msg, MHD_HTTP_HEADER_RETRY_AFTER, after);
 }
 
 /* "http:<peer address>", the operator in the audit entry. */
@@ -564,8 +592,14 @@ release_http(struct agent *a, struct MHD_Connection *c, const char *method,
             return reply_error(c, 405, "method not allowed: use POST", MHD_HTTP_HEADER_ALLOW,
                                "POST");
         }
+        if ((ret = refuse_guessing(a, c)) != -1) {
+            conf_clear(&sc);
+            return ret;
+        }
         denied = authorise(c, &sc);
         conf_clear(&sc);
+        if (denied != 0)
+            throttle_fail(a->throttle, peer_addr(c), clock_mono_ms());
         if (denied == 401)
             return reply_error(c, 401, "unauthorized: send Authorization: Bearer <token> "
                                "([unlock] token_file)", MHD_HTTP_HEADER_WWW_AUTHENTICATE,
@@ -599,9 +633,11 @@ release_http(struct agent *a, struct MHD_Connection *c, const char *method,
     if (!sc.on)
         ret = reply_error(c, 404, "not found: the release endpoint is off ([unlock] "
                           "http = off)", NULL, NULL);
-    else if ((denied = authorise(c, &sc)) != 0)
+    else if ((denied = authorise(c, &sc)) != 0) {
+        throttle_fail(a->throttle, peer_addr(c), clock_mono_ms());
         ret = reply_error(c, denied, denied == 401 ? "unauthorized" : "forbidden: wrong token",
                           NULL, NULL);
+    }
     else
         ret = serve(a, c, &sc, st);
     conf_clear(&sc);

@@ -40,6 +40,7 @@
 #include "common/strbuf.h"
 #include "alerts/alerts.h"
 #include "alerts/rules.h"
+#include "alerts/text.h"
 #include "collectors/formats/formats.h"
 #include "common/keytext.h"
 #include "collectors/locks/snapshot.h"
@@ -80,6 +81,9 @@ static const char style[] =
     "th,td{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}"
     "th{background:#f4f4f6;font-weight:600}"
     "td.key,code{font-family:ui-monospace,monospace;overflow-wrap:anywhere}"
+    /* a narrow window squeezes the wide columns, never the keys below 16
+     * characters (overflow-wrap:anywhere would let them shrink to one) */
+    "td.key,td.cmd{min-width:16ch}"
     "code{display:block;font-size:12px;background:#f6f6f8;padding:.15em .3em;margin:.1em 0;"
     "white-space:pre-wrap}"
     ".up{color:#137333;font-weight:600}.down{color:#b3261e;font-weight:600}"
@@ -87,7 +91,9 @@ static const char style[] =
     ".waiting{color:#8a6d00;font-weight:600}"
     ".firing{color:#b3261e;font-weight:600}.none{color:#555}"
     ".summary span{display:inline-block;margin-right:1.5em}"
-    "nav a{margin-right:1em}";
+    "nav a{margin-right:1em}"
+    /* a narrow window: less margin and padding, so the columns above fit */
+    "@media (max-width:1000px){body{margin:.6em}th,td{padding:.25em .25em}}";
 
 /* Valid UTF-8 as HTML text (attribute-safe too). */
 static void
@@ -269,7 +275,7 @@ commands_cell(struct strbuf *sb, const char *config_path, const struct snapshot 
     struct strbuf cmd;
     bool pct;
 
-    sb_adds(sb, "<td>");
+    sb_adds(sb, "<td class=\"cmd\">");
     if ((l->flags & SNAP_KEY_TRUNCATED) || l->key_len > COMMAND_KEY_MAX) {
         sb_adds(sb, "key too long for a command line: ");
         sb_init(&cmd, 4096);
@@ -440,12 +446,12 @@ render_state(struct strbuf *sb, const struct view *v, const char *config_path, s
         const struct snap_lock *l = rows[i].l;
         const struct snap_holder *h = release_holder(l, states[si].flag);
 
-        rules_format_duration(v->now_ms - l->first_seen_ms, age, sizeof(age));
+        text_format_duration(v->now_ms - l->first_seen_ms, age, sizeof(age));
         fmt_utc(when, sizeof(when), l->first_seen_ms);
         if (l->pttl_ms < 0)
             snprintf(ttl, sizeof(ttl), "none");
         else
-            rules_format_duration(l->pttl_ms, ttl, sizeof(ttl));
+            text_format_duration(l->pttl_ms, ttl, sizeof(ttl));
         sb_adds(sb, "<tr><td class=\"key\">");
         esc_bytes(sb, l->key, l->key_len, KEY_SHOW_MAX);
         sb_adds(sb, "</td><td>");
@@ -505,7 +511,7 @@ static void
 render_targets(struct strbuf *sb, const struct view *v)
 {
     size_t i, k;
-    char ago[32], when[40];
+    char ago[32], took[32], when[40];
 
     sb_adds(sb, "<section id=\"targets\"><h2>Targets</h2>\n<table><thead><tr><th>target</th>"
             "<th>state</th><th>last scan</th><th>duration</th><th>keys</th><th>locks</th>"
@@ -521,11 +527,13 @@ render_targets(struct strbuf *sb, const struct view *v)
                     "<td></td><td></td><td></td><td></td><td></td><td></td><td></td></tr>\n");
             continue;
         }
-        rules_format_duration(v->now_ms - s->finished_ms, ago, sizeof(ago));
+        text_format_duration(v->now_ms - s->finished_ms, ago, sizeof(ago));
+        /* the house format (alerts/text.h), as every duration on the page */
+        text_format_duration((int64_t)(s->duration_s * 1000.0), took, sizeof(took));
         fmt_utc(when, sizeof(when), s->finished_ms);
         sb_addf(sb, "</td><td class=\"%s\">%s</td><td title=\"%s\">%s ago</td>"
-                "<td>%.3fs</td><td>%" PRIu64 "</td>",
-                s->ok ? "up" : "down", s->ok ? "up" : "down", when, ago, s->duration_s,
+                "<td>%s</td><td>%" PRIu64 "</td>",
+                s->ok ? "up" : "down", s->ok ? "up" : "down", when, ago, took,
                 s->keys_examined);
         if (s->ok) {
             sb_addf(sb, "<td>%" PRIu64 "</td>", s->locks_total);
@@ -566,10 +574,40 @@ label(json_t *alert, const char *group, const char *name)
     return s != NULL ? s : "";
 }
 
+/* Where an alert goes on the page: its kind's severity (critical first),
+ * then its kind's row in ALERT_KINDS (leaked, long, reentrant, wait, ...);
+ * an unknown name first of all.  Not the names: the table's columns. */
+static int
+alert_rank(json_t *alert)
+{
+    const char *name = label(alert, "labels", "alertname");
+    int n;
+
+    for (n = 0; n < ALERT_NAMES; n++)
+        if (strcmp(name, alert_name_str((enum alert_name)n)) == 0)
+            return 1 + (int)alert_severity_of((enum alert_name)n) * ALERT_NAMES + n;
+    return 0;
+}
+
+/* Worst first; within one kind the oldest first (startsAt is ISO 8601 UTC
+ * with milliseconds: it sorts as text). */
+static int
+alert_cmp(const void *pa, const void *pb)
+{
+    json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
+    int ra = alert_rank(a), rb = alert_rank(b);
+    const char *sa = json_string_value(json_object_get(a, "startsAt"));
+    const char *sb = json_string_value(json_object_get(b, "startsAt"));
+
+    if (ra != rb)
+        return ra < rb ? -1 : 1;
+    return strcmp(sa != NULL ? sa : "", sb != NULL ? sb : "");
+}
+
 static void
 render_alerts(struct strbuf *sb, const struct view *v, size_t *firing)
 {
-    json_t *root = NULL, *list, *a;
+    json_t *root = NULL, *list, *a, **order;
     char *body = NULL;
     size_t len = 0, i;
 
@@ -595,11 +633,19 @@ render_alerts(struct strbuf *sb, const struct view *v, size_t *firing)
         json_decref(root);
         return;
     }
+    /* worst first: the one that paged is at the top, not below the fold */
+    if ((order = malloc(*firing * sizeof(*order))) == NULL) {
+        sb->failed = true;
+        json_decref(root);
+        return;
+    }
+    json_array_foreach(list, i, a)
+        order[i] = a;
+    qsort(order, *firing, sizeof(*order), alert_cmp);
     sb_adds(sb, "<table><thead><tr><th>alert</th><th>target</th><th>class</th><th>key</th>"
             "<th>summary</th><th>since</th></tr></thead><tbody>\n");
-    json_array_foreach(list, i, a) {
-        if (i >= STATUS_ALERTS_MAX)
-            break;
+    for (i = 0; i < *firing && i < STATUS_ALERTS_MAX; i++) {
+        a = order[i];
         sb_adds(sb, "<tr><td class=\"firing\">");
         esc_str(sb, label(a, "labels", "alertname"));
         sb_adds(sb, "</td><td>");
@@ -616,6 +662,7 @@ render_alerts(struct strbuf *sb, const struct view *v, size_t *firing)
         sb_adds(sb, "</td></tr>\n");
     }
     sb_adds(sb, "</tbody></table>\n");
+    free(order);
     if (*firing > STATUS_ALERTS_MAX)
         sb_addf(sb, "<p class=\"meta\">%zu more: <a href=\"api/v1/alerts\">/api/v1/alerts</a>"
                 "</p>\n", *firing - STATUS_ALERTS_MAX);

@@ -143,6 +143,7 @@ sink_json_labels(const struct alert *a)
         json_object_set_new(o, "shard", json_string(a->shard));
     if (a->node != NULL)
         json_object_set_new(o, "node", json_string(a->node));
+    json_object_set_new(o, "severity", json_string(alert_severity_str(alert_severity_of(a->name))));
     return o;
 }
 

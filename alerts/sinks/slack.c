@@ -69,6 +69,22 @@ add_escaped(struct out *o, const char *s)
     add_raw(o, run, (size_t)(s - run));
 }
 
+/* A resolved alert: what it was about and since when (text_resolved), not
+ * the firing text again. */
+static void
+add_resolved(struct out *o, const struct alert *a)
+{
+    struct strbuf t;
+
+    sb_init(&t, SLACK_TEXT_MAX + 1);
+    text_resolved(&t, a);
+    if (sb_failed(&t) || t.buf == NULL)
+        o->full = true;
+    else
+        add_escaped(o, t.buf);
+    sb_release(&t);
+}
+
 static const char *
 heading(enum alert_event_kind k)
 {
@@ -100,9 +116,13 @@ slack_render(const struct sink_batch *b, char **body, size_t *len)
         add(&o, " *");
         add(&o, alert_name_str(a->name));
         add(&o, "*: ");
-        add_escaped(&o, a->summary);
-        add(&o, "\n");
-        add_escaped(&o, a->description);
+        if (b->kind == EV_RESOLVED) {
+            add_resolved(&o, a);
+        } else {
+            add_escaped(&o, a->summary);
+            add(&o, "\n");
+            add_escaped(&o, a->description);
+        }
     } else {
         snprintf(num, sizeof(num), " %zu lockwatch alerts", b->n);
         add(&o, num);
@@ -110,7 +130,10 @@ slack_render(const struct sink_batch *b, char **body, size_t *len)
             add(&o, "\n\xe2\x80\xa2 *");
             add(&o, alert_name_str(b->alerts[i]->name));
             add(&o, "*: ");
-            add_escaped(&o, b->alerts[i]->summary);
+            if (b->kind == EV_RESOLVED)
+                add_resolved(&o, b->alerts[i]);
+            else
+                add_escaped(&o, b->alerts[i]->summary);
         }
         if (b->n > SLACK_LINES) {
             snprintf(num, sizeof(num), "\nand %zu more", b->n - SLACK_LINES);

@@ -101,7 +101,7 @@ class AlertmanagerSink(h.TestCase):
         self.assertEqual(len(found), 1, found)
         a = found[0]
         self.assertEqual(a["labels"], {"alertname": "LockLeaked", "target": "main",
-                                       "class": CLASS, "key": KEY})
+                                       "class": CLASS, "key": KEY, "severity": "warning"})
         self.assertIn(KEY, a["annotations"]["summary"])
         self.assertIn("description", a["annotations"])
         self.assertEqual(a["status"]["state"], "active")

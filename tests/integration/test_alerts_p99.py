@@ -64,7 +64,8 @@ class P99(h.TestCase):
 
         fired = ag.wait_for(lambda: self.p99_alerts(ag), timeout=10, desc="LockWaitP99High firing")
         self.assertEqual([a["labels"] for a in fired],
-                         [{"alertname": "LockWaitP99High", "class": "lock:p99hot"}])
+                         [{"alertname": "LockWaitP99High", "class": "lock:p99hot",
+                           "severity": "warning"}])
         self.assertIn("lock:p99hot", fired[0]["annotations"]["summary"])
         m = ag.metrics()
         # the sparse class is over the threshold too, but has too few waits

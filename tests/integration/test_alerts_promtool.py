@@ -38,6 +38,18 @@ class PromRules(h.TestCase):
         self.assertEqual(rc, 0, out)
         self.assertIn("SUCCESS", out)
 
+    def test_severity_labels_match_the_alert_kinds(self):
+        # the severity column of alerts/alert_kinds.h is what the agent sends;
+        # the rules must say the same
+        with open(os.path.join(h.REPO, "alerts", "alert_kinds.h")) as f:
+            kinds = dict((n, s.lower()) for n, s in
+                         re.findall(r'X\(LOCK_\w+,\s*"(\w+)",\s*(\w+),', f.read()))
+        self.assertEqual(set(kinds), ALERTNAMES)
+        with open(RULES) as f:
+            text = f.read()
+        rules = dict(re.findall(r"(?ms)^\s*- alert: (\w+)\n.*?^\s*severity: (\w+)", text))
+        self.assertEqual(rules, kinds)
+
     def test_rules_match_the_agent(self):
         with open(RULES) as f:
             text = f.read()

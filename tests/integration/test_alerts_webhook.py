@@ -98,7 +98,7 @@ class Alerts(h.TestCase):
         a = body["alerts"][0]
         self.assertEqual(a["status"], "firing")
         self.assertEqual(a["labels"], {"alertname": "LockLeaked", "target": "main",
-                                       "class": CLASS, "key": KEY})
+                                       "class": CLASS, "key": KEY, "severity": "warning"})
         self.assertIn(KEY, a["annotations"]["summary"])
         self.assertIn("tok-invoice", a["annotations"]["description"])
         self.assertRegex(a["fingerprint"], r"^[0-9a-f]{16}$")
@@ -312,7 +312,8 @@ class Alerts(h.TestCase):
                     if b["alerts"][0]["labels"]["alertname"] == "LockTargetDown"]
         fir = ag.wait_for(down, timeout=20, desc="LockTargetDown firing")
         self.assertEqual(fir[0]["alerts"][0]["labels"], {"alertname": "LockTargetDown",
-                                                          "target": "main"})
+                                                          "target": "main",
+                                                          "severity": "critical"})
         self.assertEqual(h.msum(ag.metrics(), "lockwatch_alerts_firing",
                                 alertname="LockTargetDown"), 1)
         rs.restart()

@@ -191,7 +191,8 @@ class ClusterMode(h.TestCase):
         sent = ag.wait_for(fired, 40, desc="LockShardDown for %s (%s)" % (slots, node))
         self.assertEqual(len(sent), 1, sent)
         self.assertEqual(sent[0]["labels"], {"alertname": "LockShardDown", "target": "c",
-                                             "shard": slots, "node": node})
+                                             "shard": slots, "node": node,
+                                             "severity": "critical"})
         self.assertIn(slots, sent[0]["annotations"]["summary"])
         self.assertIn(node, sent[0]["annotations"]["summary"])
         firing = self.shard_alerts(ag)

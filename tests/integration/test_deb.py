@@ -13,6 +13,7 @@ Skipped, saying why, unless dpkg-buildpackage and debhelper are installed
 no root needed, nothing installed on the machine itself.
 """
 
+import glob
 import os
 import re
 import shutil
@@ -128,6 +129,21 @@ class DebianPackages(unittest.TestCase):
                 self.assertIn("/usr/bin/lockctl", files)
             if "packaging/man/lockctl.1" in tracked.stdout.split():
                 self.assertIn("/usr/share/man/man1/lockctl.1.gz", files)
+        # the docs, uncompressed: lockctl(1) names /usr/share/doc/lockwatch/lockctl.md
+        docs = [os.path.basename(p) for p in glob.glob(os.path.join(REPO, "docs", "*.md"))]
+        self.assertIn("deploying.md", docs)
+        for name in ["README.md"] + docs:
+            path = "/usr/share/doc/lockwatch/" + name
+            self.assertIn(path, files)
+            self.assertEqual(files[path][0], "-rw-r--r--", path)
+        with open(os.path.join(self.root, "usr/share/doc/lockwatch/lockctl.md")) as f:
+            with open(os.path.join(REPO, "docs", "lockctl.md")) as g:
+                self.assertEqual(f.read(), g.read())
+        with open(os.path.join(REPO, "packaging", "man", "lockctl.1")) as f:
+            self.assertIn("/usr/share/doc/lockwatch/lockctl.md", f.read())
+        for path in ("/usr/share/lockwatch/prometheus/lockwatch-rules.yml",
+                     "/usr/share/lockwatch/grafana/lockwatch.json"):
+            self.assertIn(path, files)
         with open(os.path.join(self.root, "lib/systemd/system/lockwatchd.service")) as f:
             unit = f.read()
         self.assertIn("\nExecStart=/usr/sbin/lockwatchd -d -c /etc/lockwatch/lockwatch.ini\n",

@@ -204,7 +204,12 @@ class Dashboard(h.TestCase):
                        # issue 14: Redlock groups and cluster shards
                        "lockwatch_redlock_inconsistent", "lockwatch_redlock_keys",
                        "lockwatch_shard_up", "lockwatch_shard_scan_duration_seconds",
-                       "lockwatch_shard_scan_keys"):
+                       "lockwatch_shard_scan_keys",
+                       # issue 24: waiters, follow mode, releases, read errors
+                       "lockwatch_lock_waiters", "lockwatch_follow_active",
+                       "lockwatch_follow_events_total", "lockwatch_releases_total",
+                       "lockwatch_release_auth_failures_total",
+                       "lockwatch_scan_read_errors_total"):
             self.assertIn(needle, exprs)
         self.assertIn("histogram_quantile(0.99", exprs)
         self.assertIn("Top offenders", titles)
@@ -340,6 +345,9 @@ class Dashboard(h.TestCase):
 
         # every metric the dashboard reads is one the agent exports
         exported = {n for n, _, _ in ag.metrics()}
+        # families without a series yet (no read error here) still declare
+        # their TYPE
+        exported |= set(re.findall(r"(?m)^# TYPE (\w+) ", ag.metrics_text().decode()))
         used = set(re.findall(r"\b(lockwatch_[a-z0-9_]+)", " ".join(e for _, e in exprs)))
         self.assertEqual(used - exported, set(), "the dashboard reads metrics the agent "
                          "does not export")

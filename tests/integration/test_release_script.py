@@ -481,16 +481,26 @@ class ReleaseScript(h.TestCase):
         self.assertLessEqual(len(r[4]), 512)
 
     def test_audit_stream_is_capped(self):
+        # releases fill it to MAXLEN ~ 10000 (refusals cannot: a flood of
+        # them is written at most 50 a minute, test_release_guessing)
         pipe = self.c.pipeline(transaction=False)
         sha = self.c.script_load(script("release"))
         for i in range(10600):
-            pipe.evalsha(sha, 2, "lock:none", "lockwatch:audit", "x", "0", "0", "0", "0", "0",
+            pipe.set("lock:cap", "x")
+            pipe.evalsha(sha, 2, "lock:cap", "lockwatch:audit", "x", "0", "0", "0", "0", "0",
                          "1", "t", "r", "main", "0", "audit", "1", "lock:*")
             if i % 2000 == 1999:
                 pipe.execute()
         pipe.execute()
         n = self.c.xlen("lockwatch:audit")
         self.assertTrue(10000 <= n < 10600, n)
+        # a flood of refusals after them is written 50 times, then not
+        for i in range(200):
+            pipe.evalsha(sha, 2, "lock:none", "lockwatch:audit", "x", "0", "0", "0", "0", "0",
+                         str(int(time.time() * 1000)), "t", "r", "main", "0", "audit", "1",
+                         "lock:*")
+        out = pipe.execute()
+        self.assertEqual(sum(1 for r in out if r[5]), 50, [r[5] for r in out[:3]])
 
     def test_evalsha_survives_script_flush(self):
         self.c.set("lock:a", "t")

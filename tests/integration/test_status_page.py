@@ -309,6 +309,81 @@ class StatusPage(h.TestCase):
         for key in (b"lock:order:1001", HOSTILE, BINARY):
             self.assertEqual(c.exists(key), 1)
 
+    def test_worst_first_and_keys_readable_at_900_and_1400(self):
+        """Alerts worst first by the alert kinds' severity and order
+        (critical LockTargetDown, then LockLeaked, LockHeldTooLong,
+        LockReentrancyHigh), not oldest first: here the reentrancy alert
+        fires first and the leak last.  At 900 and 1400 px wide no key
+        column (keys, holders, the lockctl commands) is under 16 characters
+        and the page needs no sideways scrolling (measured in the browser with
+        getBoundingClientRect against the width of 16 of the page's
+        monospace characters).  Screenshots of both are kept for a person
+        to look at (their paths are printed)."""
+        rs = self.start_redis()
+        c = rs.client()
+        long_key = "lock:order:" + "-".join("segment%d" % i for i in range(12))
+        c.set(long_key, "holder-a")                                 # leaked at 4s
+        c.set("lock:job:42", "lw1:web-3:4242:7:%d:00112233aabbccdd"
+              % int(time.time() * 1000), px=600000)                 # long at 1s
+        c.hset("lock:rlock:7", "%s:1" % RUUID, "20")                # reentrant at once
+        c.pexpire("lock:rlock:7", 600000)
+        down = socket.socket()
+        down.bind(("127.0.0.1", 0))
+        down_port = down.getsockname()[1]
+        down.close()                                                # nothing listens
+        ag = self.start_agent(targets=[("main", rs.url),
+                                       ("gone", "redis://127.0.0.1:%d/0" % down_port)],
+                              scan_interval="500ms", leak_grace="4s", max_hold="1s",
+                              target_extra={"connect_timeout": "200ms"})
+        want = ["LockTargetDown", "LockLeaked", "LockHeldTooLong", "LockReentrancyHigh"]
+
+        def firing():
+            st, body = ag.get_json("/api/v1/alerts")
+            return {a["labels"]["alertname"] for a in body["alerts"]} >= set(want)
+        ag.wait_for(firing, 30, desc="the four alerts firing")
+        st, body = ag.get_json("/api/v1/alerts")
+        # every lock here is also held longer than max_hold: one kind's
+        # alerts are one run of rows, the runs in the kinds' order
+        def runs(names):
+            return [n for i, n in enumerate(names) if i == 0 or names[i - 1] != n]
+        by_age = runs([a["labels"]["alertname"] for a in
+                       sorted(body["alerts"], key=lambda a: a["startsAt"])])
+        self.assertNotEqual(by_age, want, "oldest first would pass too: %s" % by_age)
+
+        work = tempfile.mkdtemp(prefix="lw-status-widths-")
+        self.addCleanup(shutil.rmtree, work, True)
+        browser = Browser(work)
+        self.addCleanup(browser.close)
+        for width in (900, 1400):
+            browser.call("Emulation.setDeviceMetricsOverride", width=width, height=1000,
+                         deviceScaleFactor=1, mobile=False)
+            browser.load("http://127.0.0.1:%d/" % ag.port)
+            order = browser.eval(
+                "[...document.querySelectorAll('#alerts tbody tr td:first-child')]"
+                ".map(e => e.textContent)")
+            self.assertEqual(runs(order), want, (width, order))
+            # 16 monospace characters, as the page sets them
+            ch16 = browser.eval(
+                "(() => { const s = document.createElement('span');"
+                " s.style.fontFamily = 'ui-monospace,monospace';"
+                " s.textContent = 'x'.repeat(16); document.body.appendChild(s);"
+                " const w = s.getBoundingClientRect().width; s.remove(); return w; })()")
+            widths = browser.eval(
+                "[...document.querySelectorAll('td.key, td.cmd')].map(e => "
+                "[e.closest('section').id, e.getBoundingClientRect().width])")
+            self.assertTrue(widths, width)
+            narrow = [(sec, w) for sec, w in widths if w + 0.5 < ch16]
+            self.assertEqual(narrow, [], "at %d px, 16 characters are %.0f px" % (width, ch16))
+            # and the page still fits the window: nothing to scroll sideways
+            self.assertLessEqual(browser.eval("document.documentElement.scrollWidth"), width)
+            shot = os.path.join(work, "status-%d.png" % width)
+            browser.screenshot(shot)
+            self.assertGreater(os.path.getsize(shot), 10000)
+            sys.stderr.write("\nscreenshot at %d px: %s\n" % (width, shot))
+            if os.environ.get("LOCKWATCH_ARTIFACTS"):
+                os.makedirs(os.environ["LOCKWATCH_ARTIFACTS"], exist_ok=True)
+                shutil.copy(shot, os.environ["LOCKWATCH_ARTIFACTS"])
+
 
 if __name__ == "__main__":
     h.main()

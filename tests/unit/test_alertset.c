@@ -51,11 +51,14 @@ fingerprint_is_alertmanagers(void **state)
     struct alert_labels down = { ALERT_LOCK_TARGET_DOWN, "main", NULL, NULL, NULL, NULL };
 
     (void)state;
-    /* prometheus/common model.LabelSet.Fingerprint of the same labels */
-    assert_int_equal(alert_fingerprint(&l), 0x3e272086d6797205ULL);
-    assert_int_equal(alert_fingerprint(&down), 0xd478010064eb811aULL);
+    /* prometheus/common model.LabelSet.Fingerprint of the same labels, the
+     * severity label of the kind's row included */
+    assert_int_equal(alert_fingerprint(&l), 0x9328b55698210c22ULL);
+    assert_int_equal(alert_fingerprint(&down), 0x68a9e93cd5a4ca30ULL);
     l.key = "lock:x:2";
-    assert_int_not_equal(alert_fingerprint(&l), 0x3e272086d6797205ULL);
+    assert_int_not_equal(alert_fingerprint(&l), 0x9328b55698210c22ULL);
+    assert_string_equal(alert_severity_str(alert_severity_of(ALERT_LOCK_LEAKED)), "warning");
+    assert_string_equal(alert_severity_str(alert_severity_of(ALERT_LOCK_TARGET_DOWN)), "critical");
 }
 
 static void

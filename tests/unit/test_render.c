@@ -18,6 +18,7 @@
 
 #include "agent/http/guard.h"
 #include "agent/http/metrics.h"
+#include "agent/http/throttle.h"
 #include "agent/http/render.h"
 #include "alerts/alerts.h"
 #include "common/keytext.h"
@@ -677,8 +678,11 @@ every_family_is_one_row(void **state)
 
     (void)state;
     full_view(&v, &al, releases);
+    assert_non_null(v.throttle = throttle_new());
     sb_init(&sb, RENDER_MAX_BYTES);
     assert_int_equal(render_metrics_http(&v, &http, &sb), 0);
+    throttle_free(v.throttle);
+    v.throttle = NULL;
     text = sb_detach(&sb, NULL);
     helps = calloc(metric_nfamilies, sizeof(size_t));
     types = calloc(metric_nfamilies, sizeof(size_t));

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "alerts/rules.h"
+#include "alerts/text.h"
 
 #define NOW  1800000000000LL
 #define MONO 1000000LL
@@ -234,7 +235,9 @@ wait_p99_needs_samples(void **state)
     assert_string_equal(ev[0].alert->class_, "lock:hot:*");
     assert_null(ev[0].alert->target);
     assert_null(ev[0].alert->key);
-    assert_non_null(strstr(ev[0].alert->summary, "1s"));
+    assert_non_null(strstr(ev[0].alert->summary, " is 1.5s"));
+    assert_non_null(strstr(ev[0].alert->description, "clients waited 1.5s or less"));
+    assert_non_null(strstr(ev[0].alert->description, "above wait_p99 (1s)"));
     assert_non_null(strstr(ev[0].alert->description, "20 acquires"));
     /* back under: resolved */
     cls[2].window_p99_us = 0.5e6;
@@ -250,16 +253,40 @@ durations(void **state)
     char b[32];
 
     (void)state;
-    rules_format_duration(850, b, sizeof(b));
+    text_format_duration(850, b, sizeof(b));
     assert_string_equal(b, "850ms");
-    rules_format_duration(42000, b, sizeof(b));
+    text_format_duration(42000, b, sizeof(b));
     assert_string_equal(b, "42s");
-    rules_format_duration(303000, b, sizeof(b));
+    text_format_duration(303000, b, sizeof(b));
     assert_string_equal(b, "5m 3s");
-    rules_format_duration(7260000, b, sizeof(b));
+    text_format_duration(7260000, b, sizeof(b));
     assert_string_equal(b, "2h 1m");
-    rules_format_duration(3 * 86400000LL + 4 * 3600000LL, b, sizeof(b));
+    text_format_duration(3 * 86400000LL + 4 * 3600000LL, b, sizeof(b));
     assert_string_equal(b, "3d 4h");
+}
+
+/* A value judged above its limit reads above it (issue 24: "1s ... above
+ * wait_p99 (1s)"). */
+static void
+duration_above_its_limit(void **state)
+{
+    static const struct { double v; int64_t lim; const char *want; } cases[] = {
+        { 1400.0, 1000, "1.4s" }, { 2500.0, 1000, "2s" }, { 1004.0, 1000, "1.004s" },
+        { 1000.2, 1000, "1.001s" }, { 850.5, 800, "850ms" }, { 800.5, 800, "800.5ms" },
+        { 61000.0, 1000, "1m 1s" }, { 900.0, 1000, "900ms" },
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct strbuf t;
+
+        sb_init(&t, 64);
+        text_duration_above(&t, cases[i].v, cases[i].lim);
+        assert_false(sb_failed(&t));
+        assert_string_equal(t.buf, cases[i].want);
+        sb_release(&t);
+    }
 }
 
 /* A cluster snapshot with three shards, of which the one named down (or
@@ -359,6 +386,7 @@ main(void)
         cmocka_unit_test(hostile_keys_make_valid_labels),
         cmocka_unit_test(wait_p99_needs_samples),
         cmocka_unit_test(durations),
+        cmocka_unit_test(duration_above_its_limit),
     };
 
     return cmocka_run_group_tests_name("rules", tests, NULL, NULL);

@@ -115,7 +115,9 @@ generic_body_and_headers(void **state)
                                                           "alertname")), "LockLeaked");
     assert_string_equal(json_string_value(json_object_get(json_object_get(al, "labels"),
                                                           "key")), "lock:x:1");
-    assert_int_equal(json_object_size(json_object_get(al, "labels")), 4);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(al, "labels"),
+                                                          "severity")), "warning");
+    assert_int_equal(json_object_size(json_object_get(al, "labels")), 5);
     assert_string_equal(json_string_value(json_object_get(json_object_get(al, "annotations"),
                                                           "summary")), "Lock lock:x:1 leaked");
     json_decref(j);
@@ -221,7 +223,7 @@ alertmanager_body(void **state)
     x = json_array_get(j, 1);
     assert_string_equal(json_string_value(json_object_get(x, "endsAt")),
                         "2027-01-15T07:59:59.000Z");           /* when it resolved */
-    assert_int_equal(json_object_size(json_object_get(x, "labels")), 2);
+    assert_int_equal(json_object_size(json_object_get(x, "labels")), 3);   /* + severity */
     json_decref(j);
 
     url = sink_alertmanager.endpoint("http://am:9093");
@@ -252,6 +254,29 @@ the_table(void **state)
     assert_false(sink_slack.kinds & SINK_KIND(EV_REFRESH));
 }
 
+/* A resolved alert says what it was about and since when, not its firing
+ * text again (issue 24). */
+static void
+slack_resolved_says_since_when(void **state)
+{
+    struct alert r = mk(ALERT_LOCK_LEAKED, "lock:x:1", "Lock lock:x:1 has no TTL");
+    const struct alert *one[1] = { &r };
+    const char *text;
+    json_t *j;
+
+    (void)state;
+    r.state = ALERT_RESOLVED;
+    r.starts_ms = NOW - 182000;
+    r.ends_ms = NOW;
+    j = render(&sink_slack, EV_RESOLVED, one, 1);
+    text = json_string_value(json_object_get(j, "text"));
+    assert_non_null(strstr(text, "[RESOLVED]* *LockLeaked*: lock lock:x:1 on main: resolved "
+                                 "after 3m 2s (firing since 2027-01-15T07:56:58Z)"));
+    assert_null(strstr(text, "has no TTL"));
+    assert_null(strstr(text, "the description"));
+    json_decref(j);
+}
+
 int
 main(void)
 {
@@ -259,6 +284,7 @@ main(void)
         cmocka_unit_test(standard_webhooks_vector),
         cmocka_unit_test(generic_body_and_headers),
         cmocka_unit_test(slack_text),
+        cmocka_unit_test(slack_resolved_says_since_when),
         cmocka_unit_test(alertmanager_body),
         cmocka_unit_test(the_table),
     };

@@ -368,9 +368,40 @@ end
 -- ACL) aborts the script with nothing changed: no unaudited release.
 -- Not in dry runs, and not here in cluster mode (no 'audit' companion:
 -- the stream is in another slot; the caller writes the entry).
+--
+-- A refusal must never push a done release or expire out of the capped
+-- stream: during a flood of refusals - the newest LW_AUDIT_LOOK entries
+-- all refusals, all within LW_AUDIT_QUIET_MS of this one - a refusal is
+-- not written (audit_id ""), so refusals take at most LW_AUDIT_LOOK
+-- entries a LW_AUDIT_QUIET_MS, and the 10,000 entries the stream keeps
+-- hold every release of the last hours however many were refused.  Every
+-- refusal is still counted (lockwatch_releases_total) and logged by the
+-- agent; a release or expire is always written.
+local LW_AUDIT_LOOK = 50
+local LW_AUDIT_QUIET_MS = 60000
+
+local function lw_refusal_flood(stream)
+    local now = tonumber(ARGV[7]) or 0
+    local tail = redis.call('xrevrange', stream, '+', '-', 'COUNT', LW_AUDIT_LOOK)
+    if #tail < LW_AUDIT_LOOK then return false end
+    for _, e in ipairs(tail) do
+        local ms = tonumber(string.match(e[1], '^(%d+)')) or 0
+        if now - ms >= LW_AUDIT_QUIET_MS then return false end
+        local outcome
+        for i = 1, #e[2], 2 do
+            if e[2][i] == 'outcome' then outcome = e[2][i + 1] end
+        end
+        if outcome == 'released' or outcome == 'expired' then return false end
+    end
+    return true
+end
+
 local function lw_audit(action, outcome)
     local a = lw_role['audit']
     if a == nil or lw_dry then return end
+    if outcome ~= 'released' and outcome ~= 'expired' and lw_refusal_flood(a[1]) then
+        return
+    end
     local args = { 'xadd', a[1], 'MAXLEN', '~', LW_AUDIT_MAXLEN, '*',
                    'time', ARGV[7], 'operator', ARGV[8], 'reason', ARGV[9],
                    'action', action, 'target', ARGV[10], 'key', lw_key,

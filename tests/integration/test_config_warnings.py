@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Warnings for a config that loads but exposes something (issue 24), at
+-n and when the agent starts:
+
+- [unlock] http = on on a non-loopback listener (0.0.0.0): the release
+  endpoint is reachable from the network;
+- a release token under 16 bytes;
+- secret and key files others may read: world-readable, or readable by a
+  group other than the agent's own or "lockwatch" (token_file,
+  password_file, [samples] key_file);
+
+and none for the safe shape (loopback, a 32-byte 0600 token, 0600 files).
+Warnings never fail the load (exit 0).
+"""
+import os
+
+import harness as h
+
+GOOD_TOKEN = "0123456789abcdef0123456789abcdef"
+
+
+class ConfigWarnings(h.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = h._mkdtemp("lw-warn-")
+
+    def secret(self, name, text, mode, gid=None):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(text + "\n")
+        os.chmod(path, mode)
+        if gid is not None:
+            os.chown(path, -1, gid)
+        return path
+
+    def config(self, listen, token_path, extra=""):
+        path = os.path.join(self.dir, "lockwatch.ini")
+        with open(path, "w") as f:
+            f.write("[agent]\nlisten = %s\n\n[target main]\nurl = redis://127.0.0.1:6399/0\n%s\n"
+                    "[unlock]\nhttp = on\ntoken_file = %s\n" % (listen, extra, token_path))
+        return path
+
+    def check(self, cfg):
+        r = h.run_lockwatchd(["-n", "-c", cfg])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return [l for l in r.stderr.decode().splitlines() if "warning:" in l]
+
+    def test_exposed_endpoint_short_world_readable_token(self):
+        tok = self.secret("unlock.token", "x", 0o644)
+        warns = self.check(self.config("0.0.0.0:19717", tok))
+        text = "\n".join(warns)
+        self.assertEqual(len(warns), 3, text)
+        self.assertIn("listen = 0.0.0.0:19717: the release endpoint", text)
+        self.assertIn("reachable from the network", text)
+        self.assertIn("the token is 1 bytes, short enough to guess", text)
+        self.assertIn("is readable by every user (mode 0644)", text)
+
+    def test_the_safe_shape_says_nothing(self):
+        tok = self.secret("unlock.token", GOOD_TOKEN, 0o600)
+        pw = self.secret("redis.pass", "pw", 0o640, gid=os.getegid())
+        self.assertEqual(self.check(self.config("127.0.0.1:19717", tok,
+                                                "password_file = %s\n" % pw)), [])
+
+    def test_readable_secret_files(self):
+        tok = self.secret("unlock.token", GOOD_TOKEN, 0o600)
+        pw = self.secret("redis.pass", "pw", 0o644)
+        key = self.secret("samples.key", "k" * 32, 0o640)
+        other = [g for g in (1, 2, 3, 4, 7) if g != os.getegid()][0]
+        try:
+            os.chown(key, -1, other)
+        except PermissionError:
+            self.skipTest("cannot chgrp a file here (not root)")
+        extra = "password_file = %s\n\n[samples]\nkey_file = %s\n" % (pw, key)
+        warns = "\n".join(self.check(self.config("127.0.0.1:19717", tok, extra)))
+        self.assertIn("[target main] password_file: \"%s\" is readable by every user" % pw,
+                      warns)
+        self.assertIn("[samples] key_file: \"%s\" is readable by group %d" % (key, other),
+                      warns)
+        self.assertNotIn("token_file", warns)
+
+    def test_warned_at_start_too(self):
+        rs = self.start_redis()
+        tok = self.secret("unlock.token", "short", 0o600)
+        ag = self.start_agent(rs, extra="[unlock]\nhttp = on\ntoken_file = %s\n" % tok)
+        ag.wait_scans(1)
+        self.assertIn("the token is 5 bytes, short enough to guess", ag.log_tail(200))
+
+
+if __name__ == "__main__":
+    h.main()
