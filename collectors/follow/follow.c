@@ -404,7 +404,8 @@ keep_hook(void *arg, const struct scan_key *k, const struct raw_lock *raw, long 
 /* ---- after a full scan ---------------------------------------------------------- */
 
 /* Keys that differ between the old map and the new, except those with
- * an event since the pass began (they are re-read next). */
+ * an event since the pass began (they are re-read next) and those whose
+ * TTL ran out (left the view already; Redis reclaims them when it will). */
 static uint64_t
 count_fixed(struct follow *fw, struct keymap *old, struct keymap *now)
 {
@@ -412,6 +413,7 @@ count_fixed(struct follow *fw, struct keymap *old, struct keymap *now)
     size_t len, pos = 0;
     void *v, *o;
     uint64_t fixed = 0;
+    int64_t now_mono = clock_mono_ms();
 
     pthread_mutex_lock(&fw->mu);
     while (keymap_next(now, &pos, &k, &len, &v, NULL))
@@ -420,9 +422,13 @@ count_fixed(struct follow *fw, struct keymap *old, struct keymap *now)
              ((struct frec *)o)->content != ((struct frec *)v)->content))
             fixed++;
     pos = 0;
-    while (keymap_next(old, &pos, &k, &len, NULL, NULL))
-        if (!keymap_get(fw->pending, k, len, NULL, NULL) && !keymap_get(now, k, len, NULL, NULL))
+    while (keymap_next(old, &pos, &k, &len, &o, NULL)) {
+        int64_t exp = frec_expires_mono(o);
+
+        if ((exp == 0 || exp > now_mono) && !keymap_get(fw->pending, k, len, NULL, NULL) &&
+            !keymap_get(now, k, len, NULL, NULL))
             fixed++;
+    }
     pthread_mutex_unlock(&fw->mu);
     return fixed;
 }

@@ -31,6 +31,7 @@
 #define FOLLOW_READ_BATCH   SCAN_REREAD_MAX     /* keys re-read per pipeline */
 #define FOLLOW_PUBLISH_MS   250     /* at most one snapshot from events per this */
 #define FOLLOW_TICK_MS      50      /* the loop wakes at least this often */
+#define FOLLOW_EXPIRE_MS    500     /* local expiries: at most a snapshot per this */
 #define FOLLOW_NODES_MAX    64      /* subscriptions: cluster primaries */
 #define REGISTRY_PREFIX     "lockwatch:client:"
 #define DRIFT_STREAK        2       /* scheduled reconciles with fixes in a row */
@@ -118,6 +119,10 @@ void follow_note(struct follow *fw, const char *fmt, ...) __attribute__((format(
 /* ---- followread.c ---------------------------------------------------------------- */
 
 void frec_free(void *p);
+
+/* When record f's TTL runs out (the PTTL it was read with, counted from
+ * its read) on the monotonic clock; 0 when it has no TTL. */
+int64_t frec_expires_mono(const struct frec *f);
 
 /* Keep a copy of key k, read at read_ms, in fw->fill (the full scan's
  * keep hook).  0, or -1 on ENOMEM. */

@@ -310,21 +310,48 @@ scan_figures(const struct follow *fw, struct snapshot *s)
     return 0;
 }
 
-/* Hand every record to the per-key step, in the values it was read as. */
+/* When record f's TTL runs out, on the monotonic clock; 0 when it has none. */
+int64_t
+frec_expires_mono(const struct frec *f)
+{
+    return f->pttl >= 0 ? f->read_mono + f->pttl : 0;
+}
+
+/* A replay's walk over the records: the earliest local expiry it met. */
+struct replay {
+    const struct follow *fw;
+    int64_t now_mono;
+    int64_t next_expiry;        /* mono ms; 0: none */
+};
+
+/*
+ * Hand every record to the per-key step, in the values it was read as.
+ * A record whose TTL ran out is left out: Redis announces "expired" only
+ * when it reclaims the key (lazily, or by its sampling cycle, seconds
+ * later with many keys with TTLs), but the PTTL read says when the key
+ * stopped existing for every client, so the view drops it then, with no
+ * read (the expired event re-reads it later and finds it gone, or set
+ * again).
+ */
 static int
 replay_records(void *arg, struct run *r, struct scan_counters *cnt)
 {
-    const struct follow *fw = arg;
+    struct replay *rp = arg;
     struct raw_lock raw;
     struct scan_key key;
     const char *k;
     size_t len, pos = 0;
     void *v;
-    int64_t now_mono = clock_mono_ms();
+    int64_t exp;
 
-    while (keymap_next(fw->locks, &pos, &k, &len, &v, NULL)) {
+    while (keymap_next(rp->fw->locks, &pos, &k, &len, &v, NULL)) {
         const struct frec *f = v;
 
+        exp = frec_expires_mono(f);
+        if (exp > 0 && exp <= rp->now_mono)
+            continue;
+        if (exp > 0 && (rp->next_expiry == 0 || exp < rp->next_expiry))
+            rp->next_expiry = exp;
         memset(&key, 0, sizeof(key));
         key.key = k;
         key.keylen = len;
@@ -336,13 +363,8 @@ replay_records(void *arg, struct run *r, struct scan_counters *cnt)
         raw.key = k;
         raw.keylen = len;
         raw.type = f->type;
-        /* the TTL as it stands now; the expiry's event removes the key */
-        raw.pttl = f->pttl;
-        if (f->pttl >= 0) {
-            raw.pttl = f->pttl - (now_mono - f->read_mono);
-            if (raw.pttl < 1)
-                raw.pttl = 1;
-        }
+        /* the TTL as it stands now (at least 1: it has not run out) */
+        raw.pttl = f->pttl >= 0 ? exp - rp->now_mono : f->pttl;
         key.pttl = raw.pttl;
         raw.value = f->value;
         raw.valuelen = f->valuelen;
@@ -362,9 +384,10 @@ follow_snapshot(struct follow *fw, const struct target_conf *t,
 {
     struct snapshot *s;
     int64_t start_mono = clock_mono_ms(), now_ms, next_due_ms, left;
+    struct replay rp = { fw, start_mono, 0 };
 
     s = scanner_replay(fw->sc, t, rules, stop, fw->cluster ? &fw->topo : NULL, replay_records,
-                       (void *)fw, &now_ms, &next_due_ms);
+                       &rp, &now_ms, &next_due_ms);
     if (s == NULL)
         return NULL;
     if (scan_figures(fw, s) == -1) {
@@ -377,6 +400,12 @@ follow_snapshot(struct follow *fw, const struct target_conf *t,
     left = t->scan_interval_ms;
     if (next_due_ms > 0 && next_due_ms - now_ms < left)
         left = next_due_ms - now_ms;
+    /* and when the first kept lock's TTL runs out: it leaves the view
+     * then, in steps of at least FOLLOW_EXPIRE_MS (a snapshot costs a
+     * registry look-up: TTLs spread over time must not make one a tick) */
+    if (rp.next_expiry > 0 && rp.next_expiry - start_mono < left)
+        left = rp.next_expiry - start_mono < FOLLOW_EXPIRE_MS ? FOLLOW_EXPIRE_MS :
+            rp.next_expiry - start_mono;
     if (left <= 0)
         left = FOLLOW_PUBLISH_MS;       /* never a busy loop */
     *due_mono = start_mono + left;
