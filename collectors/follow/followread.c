@@ -109,9 +109,12 @@ follow_keep(struct follow *fw, const struct scan_key *k, const struct raw_lock *
 
 /* ---- re-reading the keys of events ---------------------------------------------- */
 
+struct redirect;
+
 struct reread {
     struct follow *fw;
     bool *found;
+    struct redirect *red;       /* by index: where a node sent the key */
 };
 
 static int
@@ -126,6 +129,10 @@ reread_key(void *arg, size_t i, const struct scan_key *k, const struct raw_lock 
         free(f);
         return -1;
     }
+    /* a key that changed is the proof notifications flow (a PUBLISH
+     * naming a key that did not change proves nothing) */
+    if (old == NULL || ((struct frec *)old)->content != f->content)
+        rr->fw->proven++;
     free(old);
     rr->found[i] = true;
     return 0;
@@ -142,30 +149,138 @@ matches(const struct target_conf *t, const char *key, size_t len)
     return false;
 }
 
+/*
+ * Where a cluster node sent a key (a slot moved or moving, resharding):
+ * MOVED names the node that serves the slot now, and the key is re-read
+ * there at once; ASK (the slot is being migrated: the key may be on
+ * either node until it is done) and TRYAGAIN leave the record as it was
+ * and the key is re-read on a later tick, when the slot has settled.
+ * Either way the key is not dropped as gone: it is still there.
+ */
+struct redirect {
+    bool set;
+    bool later;                 /* ASK, TRYAGAIN: re-read on a later tick */
+    char host[256];
+    int port;
+};
+
+static void
+reread_moved(void *arg, size_t i, const char *err, size_t len)
+{
+    struct reread *rr = arg;
+    struct redirect *rd = &rr->red[i];
+    const char *sp, *colon;
+    char *end;
+    long port;
+
+    rd->set = true;
+    rd->later = true;
+    if (len < 6 || memcmp(err, "MOVED ", 6) != 0)
+        return;
+    /* "MOVED <slot> <host>:<port>": the last space, then the last colon */
+    if ((sp = memrchr(err, ' ', len)) == NULL || (colon = memrchr(sp, ':', len -
+                                                                  (size_t)(sp - err))) == NULL ||
+        (size_t)(colon - sp - 1) >= sizeof(rd->host))
+        return;
+    port = strtol(colon + 1, &end, 10);
+    if (end == colon + 1 || port <= 0 || port > 65535)
+        return;
+    memcpy(rd->host, sp + 1, (size_t)(colon - sp - 1));
+    rd->host[colon - sp - 1] = '\0';
+    rd->port = (int)port;
+    rd->later = false;
+}
+
+/* Re-read key on a later tick (its slot is moving). */
+static void
+retry_later(struct follow *fw, const char *key, size_t len)
+{
+    if (keymap_put(fw->retry, key, len, NULL, clock_mono_ms(), NULL) == -1)
+        fw->retry_overflow = true;      /* a full scan repairs it */
+}
+
+static int reread_chunk(struct follow *fw, const struct target_conf *t, redisContext *c,
+                        const char *host, int port, const char **keys, const size_t *lens,
+                        size_t n, int hops, char *err, size_t errlen);
+
+/* The keys of red[] sent to the same node as red[first], re-read there
+ * (hops left), marked done. */
+static int
+follow_moved(struct follow *fw, const struct target_conf *t, const char **keys,
+             const size_t *lens, size_t n, struct redirect *red, size_t first, int hops,
+             char *err, size_t errlen)
+{
+    const char *k2[FOLLOW_READ_BATCH];
+    size_t l2[FOLLOW_READ_BATCH], m = 0, i;
+    char host[256];
+    int port = red[first].port;
+    redisContext *c;
+
+    memcpy(host, red[first].host, sizeof(host));
+    c = hops > 0 ? scanner_node_conn(fw->sc, host, port) : NULL;
+    for (i = first; i < n; i++) {
+        if (!red[i].set || red[i].later || red[i].port != port || strcmp(red[i].host, host))
+            continue;
+        red[i].set = false;
+        if (c == NULL)
+            retry_later(fw, keys[i], lens[i]);  /* a node the pass did not keep */
+        else {
+            k2[m] = keys[i];
+            l2[m++] = lens[i];
+        }
+    }
+    return m == 0 ? 0 : reread_chunk(fw, t, c, host, port, k2, l2, m, hops - 1, err, errlen);
+}
+
 /* Re-read n keys (keys[i], lens[i]) of t on c (to host:port) and replace
- * or drop their records.  0, or -1 (err) when the connection failed or a
- * read was refused. */
+ * or drop their records, following a MOVED at most hops times.  0, or -1
+ * (err) when the connection failed or a read was refused. */
 static int
 reread_chunk(struct follow *fw, const struct target_conf *t, redisContext *c, const char *host,
-             int port, const char **keys, const size_t *lens, size_t n, char *err,
+             int port, const char **keys, const size_t *lens, size_t n, int hops, char *err,
              size_t errlen)
 {
     bool found[FOLLOW_READ_BATCH];
     struct reread rr;
     size_t i;
     void *old;
+    int rc = 0;
 
     memset(found, 0, sizeof(found));
     rr.fw = fw;
     rr.found = found;
-    if (scanner_reread(fw->sc, t, c, host, port, keys, lens, n, reread_key, &rr, err,
-                       errlen) == -1)
+    if ((rr.red = calloc(n ? n : 1, sizeof(*rr.red))) == NULL) {
+        snprintf(err, errlen, "out of memory re-reading keys");
         return -1;
-    /* what was not handed over is gone (or no longer a string or hash) */
-    for (i = 0; i < n; i++)
-        if (!found[i] && keymap_del(fw->locks, keys[i], lens[i], &old))
+    }
+    if (scanner_reread(fw->sc, t, c, host, port, keys, lens, n, reread_key, reread_moved, &rr,
+                       err, errlen) == -1) {
+        rc = -1;
+        goto out;
+    }
+    /* what was not handed over is gone (or no longer a string or hash),
+     * unless a cluster node said it is elsewhere */
+    for (i = 0; i < n; i++) {
+        if (found[i] || rr.red[i].set)
+            continue;
+        if (keymap_del(fw->locks, keys[i], lens[i], &old)) {
             free(old);
-    return 0;
+            fw->proven++;
+        }
+    }
+    for (i = 0; i < n && rc == 0; i++) {
+        if (!rr.red[i].set)
+            continue;
+        if (rr.red[i].later) {
+            rr.red[i].set = false;
+            retry_later(fw, keys[i], lens[i]);
+            continue;
+        }
+        rc = follow_moved(fw, t, keys, lens, n, rr.red, i, hops, err, errlen);
+    }
+out:
+    free(rr.red);
+    return rc;
 }
 
 /* The connection the last full scan kept to shard i's primary (cluster),
@@ -210,11 +325,37 @@ flush_bucket(const struct apply *a, struct bucket *b, size_t shard)
         snprintf(a->err, a->errlen, "no connection to %s:%d to re-read keys", host, port);
         return -1;
     }
-    if (reread_chunk(a->fw, a->t, c, host, port, b->keys, b->lens, b->n, a->err,
+    if (reread_chunk(a->fw, a->t, c, host, port, b->keys, b->lens, b->n, 1, a->err,
                      a->errlen) == -1)
         return -1;
     b->n = 0;
     return 0;
+}
+
+/* Move the keys to re-read on a later tick into batch.  -1 when they
+ * overflowed (now or when they were put): a full scan. */
+static int
+merge_retry(struct follow *fw, struct keymap *batch)
+{
+    const char *k;
+    size_t len, pos = 0;
+    int64_t stamp;
+    struct keymap *fresh;
+    int rc = 0;
+
+    if (keymap_count(fw->retry) == 0 && !fw->retry_overflow)
+        return 0;
+    while (rc == 0 && keymap_next(fw->retry, &pos, &k, &len, NULL, &stamp))
+        if (keymap_put(batch, k, len, NULL, stamp, NULL) == -1)
+            rc = -1;
+    if (fw->retry_overflow)
+        rc = -1;
+    if ((fresh = keymap_new(FOLLOW_PENDING_MAX)) == NULL)
+        return rc;              /* kept: merged again next time */
+    keymap_free(fw->retry, NULL);
+    fw->retry = fresh;
+    fw->retry_overflow = false;
+    return rc;
 }
 
 int
@@ -250,6 +391,13 @@ follow_apply_pending(struct follow *fw, const struct target_conf *t, int64_t *ol
     batch = fw->pending;
     fw->pending = fresh;
     pthread_mutex_unlock(&fw->mu);
+    /* the keys whose slot was moving at the last tick, again */
+    if (merge_retry(fw, batch) == -1) {
+        keymap_free(batch, NULL);
+        free(buckets);
+        fw->overflows_total++;
+        return -2;
+    }
     while (keymap_next(batch, &pos, &k, &len, NULL, &stamp)) {
         if (!matches(t, k, len)) {
             if (len >= sizeof(REGISTRY_PREFIX) - 1 &&

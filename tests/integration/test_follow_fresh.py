@@ -17,10 +17,12 @@ scan runs.
 """
 
 import random
-import threading
 import time
 
+import subprocess
+
 import harness as h
+import topo
 
 NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe", "--enable-debug-command", "local"]
 FOLLOW_ACL = ["+psubscribe", "&__keyspace@0__:lock:*", "&__keyspace@0__:lockwatch:client:*"]
@@ -130,6 +132,169 @@ class FollowFresh(h.TestCase):
         self.assertEqual(c.info("commandstats").get("cmdstat_type", {}).get("calls", 0), reads,
                          "the key was read again")
         self.assertEqual(c.exists("lock:e"), 0)
+
+
+    # ---- issue 22: trust and what notifications cannot say ----------------------------
+
+    def acl_agent(self, rs, extra, **kw):
+        pw = "s3cret-fresh"
+        rs.client().acl_setuser("scan", enabled=True, passwords=["+" + pw], reset=True)
+        rs.client().execute_command("ACL", "SETUSER", "scan", *(h.SCANNER_ACL + extra))
+        return self.start_agent(targets=[("main", "redis://scan@127.0.0.1:%d/0" % rs.port)],
+                                scan_interval="1s", leak_grace="1s", max_hold="1h",
+                                target_extra=dict({"password_file": h.password_file(pw),
+                                                   "reconcile_interval": "1h"}, **kw))
+
+    def leak_reported_within(self, ag, c, key, timeout):
+        """SET key with no TTL: seconds until the API says it is leaked."""
+        c.set(key, "t")
+        t0 = time.monotonic()
+        ag.wait_for(lambda: "leaked" in (self.state(ag, key) or {}).get("states", []),
+                    timeout, desc="%s reported leaked" % key)
+        return time.monotonic() - t0
+
+    def test_a_fake_publish_is_no_proof(self):
+        # the README's ACL user (no CONFIG GET) and no notifications at all:
+        # one PUBLISH on a keyspace channel must not make the agent trust
+        # a silent channel
+        rs = self.start_redis(args=["--enable-debug-command", "local"])
+        c = rs.client()
+        ag = self.acl_agent(rs, FOLLOW_ACL + ["+info"], incremental="on")
+        self.wait_following(ag)
+        c.publish("__keyspace@0__:lock:zzz", "set")
+        time.sleep(1.5)
+        st, _, body = ag.get("/readyz")
+        self.assertIn(b"on trust", body)
+        took = self.leak_reported_within(ag, c, "lock:fake", 20)
+        print("fake PUBLISH: a new leak reported in %.1fs" % took)
+        self.assertLess(took, 20)
+
+    def test_restart_without_the_setting(self):
+        # notifications set at run time, lost by a restart; the ACL user
+        # cannot CONFIG GET: the restart is no proof either way
+        rs = self.start_redis()
+        c = rs.client()
+        c.config_set("notify-keyspace-events", "Kg$lhzxe")
+        ag = self.acl_agent(rs, FOLLOW_ACL + ["+info"])
+        self.wait_following(ag)
+        c.set("lock:before", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:before"), 5, desc="proof: an event")
+        rs.restart()
+        c = rs.client()
+        rs.client().acl_setuser("scan", enabled=True, passwords=["+s3cret-fresh"], reset=True)
+        rs.client().execute_command("ACL", "SETUSER", "scan",
+                                    *(h.SCANNER_ACL + FOLLOW_ACL + ["+info"]))
+        c.publish("__keyspace@0__:lock:zzz", "set")
+        took = self.leak_reported_within(ag, c, "lock:after", 20)
+        print("restart without the setting: a new leak reported in %.1fs" % took)
+        self.assertLess(took, 20)
+
+    def notifications_off(self, ag, c, scan_interval=1.0, leak_grace=1.0):
+        c.set("lock:gone", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:gone"), 5, desc="lock:gone seen")
+        c.config_set("notify-keyspace-events", "")
+        c.set("lock:silent", "t")
+        c.delete("lock:gone")
+        t0 = time.monotonic()
+        ag.wait_for(lambda: "leaked" in (self.state(ag, "lock:silent") or {}).get("states", [])
+                    and ag.lock("lock:gone")[0] == 404, 15, interval=0.1,
+                    desc="new leak and deleted lock right")
+        took = time.monotonic() - t0
+        bound = 2 * scan_interval + leak_grace + 2
+        print("notifications off: new leak and deleted lock right in %.1fs (bound %.1fs)"
+              % (took, bound))
+        self.assertLess(took, bound)
+        log = ag.log_tail(50)
+        self.assertTrue("CONFIG SET (notify-keyspace-events may have changed) ran" in log or 'notify-keyspace-events ""' in log, log)
+
+    def test_notifications_turned_off_under_the_agent(self):
+        rs = self.start_redis(args=NOTIFY)
+        c = rs.client()
+        ag = self.start_agent(rs, scan_interval="1s", leak_grace="1s", max_hold="1h",
+                              target_extra={"reconcile_interval": "1h"})
+        self.wait_following(ag)
+        self.notifications_off(ag, c)
+
+    def test_notifications_turned_off_acl_without_config_get(self):
+        rs = self.start_redis(args=NOTIFY)
+        c = rs.client()
+        ag = self.acl_agent(rs, FOLLOW_ACL + ["+info"])
+        self.wait_following(ag)
+        c.set("lock:proof", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:proof"), 5, desc="proof: an event")
+        self.notifications_off(ag, c)
+
+    def test_flushes_and_swapdb_send_no_events(self):
+        rs = self.start_redis(args=NOTIFY)
+        c = rs.client()
+        ag = self.start_agent(rs, scan_interval="1s", leak_grace="1s", max_hold="1h",
+                              target_extra={"reconcile_interval": "1h"})
+        self.wait_following(ag)
+        c1 = rs.client(db=1)
+        for how in ("FLUSHDB", "FLUSHALL", "FLUSHALL ASYNC", "FLUSHDB ASYNC", "SWAPDB"):
+            for i in range(20):
+                c.set("lock:%d" % i, "t")
+            c1.set("lock:db1", "t", px=600000)
+            self.wait_match(ag, c, 5, "%s: locks seen" % how)
+            if how == "SWAPDB":
+                c.execute_command("SWAPDB", 0, 1)
+            else:
+                c.execute_command(*how.split())
+            took = self.wait_match(ag, c, 2 * 1.0 + 1, "view matches Redis after " + how)
+            print("%s: view matched Redis in %.2fs" % (how, took))
+            c.flushall()
+            c1.flushall()
+
+
+    # ---- cluster slot migration ----------------------------------------------------------
+
+    def test_slot_migration_keeps_the_count(self):
+        # 2,000 slots move between shards with 330 locks held: MIGRATE
+        # announces "del" on the old shard and "restore" on the new, and the
+        # re-read on the old shard meets MOVED or ASK: the key is followed
+        # there (or re-read once its slot settled), never dropped
+        cl = topo.start_cluster(self, primaries=3)
+        for n in cl.nodes:
+            n.client().config_set("notify-keyspace-events", "Kg$lhzxe")
+        nlocks = 330
+        cl.load([("SET", "lock:m:%d" % i, "t", "PX", 3600000) for i in range(nlocks)])
+        # scan_interval 10s: the topology check (a full scan when it changed)
+        # comes too late to hide a lock dropped on MOVED
+        ag = self.start_agent(targets=[("main", cl.url)], scan_interval="10s", max_hold="1h",
+                              target_extra={"mode": "cluster", "reconcile_interval": "1h"})
+        self.wait_following(ag)
+        count = lambda: h.msum(ag.metrics(), "lockwatch_locks", target="main")
+        ag.wait_for(lambda: count() == nlocks, 10, desc="every lock counted")
+        src, dst = cl.primaries()[0], cl.primaries()[1]
+        ids = {p: cl.by_port[p].client().execute_command("CLUSTER", "MYID") for p in (src, dst)}
+        ids = {p: v.decode() if isinstance(v, bytes) else v for p, v in ids.items()}
+        proc = subprocess.Popen([topo.REDIS_CLI, "--cluster", "reshard", "127.0.0.1:%d" % src,
+                                 "--cluster-from", ids[src], "--cluster-to", ids[dst],
+                                 "--cluster-slots", "2000", "--cluster-yes",
+                                 "--cluster-pipeline", "10"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        wrong_since, worst, samples = None, 0.0, 0
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            done = proc.poll() is not None
+            n = count()
+            now = time.monotonic()
+            samples += 1
+            if n != nlocks:
+                wrong_since = wrong_since or now
+                worst = max(worst, now - wrong_since)
+            else:
+                wrong_since = None
+            if done and wrong_since is None:
+                break
+            time.sleep(0.05)
+        self.assertEqual(proc.wait(), 0, "redis-cli --cluster reshard failed")
+        print("slot migration (2000 slots, %d locks): longest stretch with a wrong count "
+              "%.2fs (%d samples)" % (nlocks, worst, samples))
+        self.assertLessEqual(worst, 2.0)
+        ag.wait_for(lambda: count() == nlocks, 5, desc="every lock counted after")
 
 
 if __name__ == "__main__":
