@@ -25,7 +25,8 @@ import harness as h
 import topo
 
 NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe", "--enable-debug-command", "local"]
-FOLLOW_ACL = ["+psubscribe", "&__keyspace@0__:lock:*", "&__keyspace@0__:lockwatch:client:*"]
+FOLLOW_ACL = ["+psubscribe", "+info", "&__keyspace@0__:lock:*",
+              "&__keyspace@0__:lockwatch:client:*"]
 
 
 def agent_keys(ag):
@@ -159,7 +160,7 @@ class FollowFresh(h.TestCase):
         # a silent channel
         rs = self.start_redis(args=["--enable-debug-command", "local"])
         c = rs.client()
-        ag = self.acl_agent(rs, FOLLOW_ACL + ["+info"], incremental="on")
+        ag = self.acl_agent(rs, FOLLOW_ACL, incremental="on")
         self.wait_following(ag)
         c.publish("__keyspace@0__:lock:zzz", "set")
         time.sleep(1.5)
@@ -175,7 +176,7 @@ class FollowFresh(h.TestCase):
         rs = self.start_redis()
         c = rs.client()
         c.config_set("notify-keyspace-events", "Kg$lhzxe")
-        ag = self.acl_agent(rs, FOLLOW_ACL + ["+info"])
+        ag = self.acl_agent(rs, FOLLOW_ACL)
         self.wait_following(ag)
         c.set("lock:before", "t", px=600000)
         ag.wait_for(lambda: self.state(ag, "lock:before"), 5, desc="proof: an event")
@@ -183,11 +184,22 @@ class FollowFresh(h.TestCase):
         c = rs.client()
         rs.client().acl_setuser("scan", enabled=True, passwords=["+s3cret-fresh"], reset=True)
         rs.client().execute_command("ACL", "SETUSER", "scan",
-                                    *(h.SCANNER_ACL + FOLLOW_ACL + ["+info"]))
+                                    *(h.SCANNER_ACL + FOLLOW_ACL))
         c.publish("__keyspace@0__:lock:zzz", "set")
         took = self.leak_reported_within(ag, c, "lock:after", 20)
         print("restart without the setting: a new leak reported in %.1fs" % took)
         self.assertLess(took, 20)
+
+    def test_info_denied_is_named(self):
+        rs = self.start_redis(args=NOTIFY)
+        ag = self.acl_agent(rs, [a for a in FOLLOW_ACL if a != "+info"])
+        self.wait_following(ag)
+        rs.client().set("lock:proof", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:proof"), 5, desc="proof: an event")
+        ag.wait_for(lambda: b"INFO is denied" in ag.get("/readyz")[2], 10,
+                    desc="/readyz names the unchecked freshness")
+        self.assertEqual(ag.get("/readyz")[0], 200)
+        self.assertIn("add +info", ag.log_tail(50))
 
     def notifications_off(self, ag, c, scan_interval=1.0, leak_grace=1.0):
         c.set("lock:gone", "t", px=600000)
@@ -205,7 +217,9 @@ class FollowFresh(h.TestCase):
               % (took, bound))
         self.assertLess(took, bound)
         log = ag.log_tail(50)
-        self.assertTrue("CONFIG SET (notify-keyspace-events may have changed) ran" in log or 'notify-keyspace-events ""' in log, log)
+        # the log names why: the CONFIG SET seen, or the setting found lacking
+        self.assertTrue("CONFIG SET (notify-keyspace-events may have changed) ran" in log or
+                        'notify-keyspace-events ""' in log, log)
 
     def test_notifications_turned_off_under_the_agent(self):
         rs = self.start_redis(args=NOTIFY)
@@ -218,7 +232,7 @@ class FollowFresh(h.TestCase):
     def test_notifications_turned_off_acl_without_config_get(self):
         rs = self.start_redis(args=NOTIFY)
         c = rs.client()
-        ag = self.acl_agent(rs, FOLLOW_ACL + ["+info"])
+        ag = self.acl_agent(rs, FOLLOW_ACL)
         self.wait_following(ag)
         c.set("lock:proof", "t", px=600000)
         ag.wait_for(lambda: self.state(ag, "lock:proof"), 5, desc="proof: an event")
