@@ -138,6 +138,62 @@ class FollowFresh(h.TestCase):
         self.assertEqual(a, r, "agent/redis %d/%d, missing %r, extra %r"
                          % (len(a), len(r), sorted(r - a)[:5], sorted(a - r)[:5]))
 
+    def test_full_scan_after_a_sentinel_failover_keeps_every_change(self):
+        # the same, the full scan on the new primary after a failover mid-churn
+        import redis.sentinel
+        primary = self.start_redis(args=NOTIFY)
+        replica = self.start_redis(args=NOTIFY + ["--replicaof", "127.0.0.1",
+                                                  str(primary.port)])
+        primary.client().execute_command("DEBUG", "POPULATE", 100000, "noise")
+        h.wait_until(lambda: replica.client().info("replication").get(
+            "master_link_status") == "up", 30, desc="replica in sync")
+        sentinels = [topo.Sentinel(primary.port) for _ in range(3)]
+        for s in sentinels:
+            self.addCleanup(s.kill)
+
+        def ready(s):
+            flat = s.client().execute_command("SENTINEL", "MASTER", "mymaster")
+            info = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+            return len(s.replicas()) == 1 and int(info["num-other-sentinels"]) == 2
+        for s in sentinels:
+            h.wait_until(lambda s=s: ready(s), 30, desc="sentinel :%d ready" % s.port)
+        ag = self.start_agent(targets=[("main", "redis://127.0.0.1:1/0")],
+                              scan_interval="1s", leak_grace="1h", max_hold="1h",
+                              target_extra={
+                                  "mode": "sentinel", "incremental": "on",
+                                  "reconcile_interval": "1h",
+                                  "sentinels": ",".join("127.0.0.1:%d" % s.port
+                                                        for s in sentinels),
+                                  "master_name": "mymaster"})
+        self.wait_following(ag)
+        sent = redis.sentinel.Sentinel([("127.0.0.1", s.port) for s in sentinels],
+                                       socket_timeout=2)
+        writer = sent.master_for("mymaster", socket_timeout=2)
+        rnd = random.Random(30)
+        end = time.monotonic() + 10
+        failed_over = False
+        while time.monotonic() < end:
+            if not failed_over and time.monotonic() > end - 7:
+                sentinels[0].client().execute_command("SENTINEL", "FAILOVER", "mymaster")
+                failed_over = True
+            k = "lock:churn:%d" % rnd.randrange(3000)
+            try:
+                if rnd.random() < 0.8:
+                    writer.set(k, "t", px=60000)
+                else:
+                    writer.delete(k)
+            except (redis.exceptions.ConnectionError, redis.exceptions.ReadOnlyError,
+                    redis.exceptions.TimeoutError):
+                time.sleep(0.05)
+        h.wait_until(lambda: replica.client().info("replication")["role"] == "master", 30,
+                     desc="replica is primary")
+        c = replica.client()
+        self.wait_following(ag)
+        time.sleep(2)
+        a, r = agent_keys(ag), redis_keys(c)
+        self.assertEqual(a, r, "agent/redis %d/%d, missing %r, extra %r"
+                         % (len(a), len(r), sorted(r - a)[:5], sorted(a - r)[:5]))
+
     # ---- expired but not reclaimed ------------------------------------------------------
 
     def test_a_lock_whose_ttl_ran_out_leaves_without_a_read(self):
