@@ -6,9 +6,9 @@ the notifications cannot be trusted, say nothing, or arrive while a full
 scan runs.
 
 - list-then-watch: a full scan during churn (the subscriber killed mid-
-  churn, or a flood past the pending cap) ends with the same lock keys as
-  Redis (issue 29's repro, scaled: 200k noise keys, 5,000 churned lock
-  keys for 8 s);
+  churn, a flood past the pending cap, a Sentinel failover, every cluster
+  shard's subscriber killed) ends with the same lock keys as Redis (issue
+  29's repro, scaled: 200k noise keys, 5,000 churned lock keys for 8 s);
 - a fake PUBLISH, or a restart that lost the setting, is no proof that
   notifications flow: a new leak is reported within 20 s;
 - notifications turned off under the agent: a new leak and a deleted lock
@@ -191,6 +191,45 @@ class FollowFresh(h.TestCase):
         self.wait_following(ag)
         time.sleep(2)
         a, r = agent_keys(ag), redis_keys(c)
+        self.assertEqual(a, r, "agent/redis %d/%d, missing %r, extra %r"
+                         % (len(a), len(r), sorted(r - a)[:5], sorted(a - r)[:5]))
+
+    def test_full_scan_of_a_cluster_during_churn_keeps_every_change(self):
+        # the same on a cluster: every shard's subscriber killed mid-churn
+        from redis.cluster import RedisCluster
+        cl = topo.start_cluster(self, primaries=3)
+        for n in cl.nodes:
+            n.client().config_set("notify-keyspace-events", "Kg$lhzxe")
+        ag = self.start_agent(targets=[("main", cl.url)], scan_interval="1s", leak_grace="1h",
+                              max_hold="1h", target_extra={"mode": "cluster", "incremental": "on",
+                                                           "reconcile_interval": "1h"})
+        self.wait_following(ag)
+        rc = RedisCluster(host="127.0.0.1", port=cl.nodes[0].port)
+        rnd = random.Random(31)
+        end = time.monotonic() + 8
+        killed = False
+        while time.monotonic() < end:
+            if not killed and time.monotonic() > end - 5:
+                for p in cl.primaries():
+                    cl.by_port[p].client().execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+                killed = True
+            k = "lock:churn:%d" % rnd.randrange(3000)
+            r = rnd.random()
+            if r < 0.4:
+                rc.set(k, "t", px=500)
+            elif r < 0.8:
+                rc.set(k, "t", px=60000)
+            else:
+                rc.delete(k)
+        time.sleep(2)
+        for p in cl.primaries():
+            for _ in cl.by_port[p].client().scan_iter(count=10000):
+                pass
+        time.sleep(2)
+        a = agent_keys(ag)
+        r = set()
+        for p in cl.primaries():
+            r |= redis_keys(cl.by_port[p].client())
         self.assertEqual(a, r, "agent/redis %d/%d, missing %r, extra %r"
                          % (len(a), len(r), sorted(r - a)[:5], sorted(a - r)[:5]))
 
