@@ -3,8 +3,10 @@
 #
 #   make            build everything into build/
 #   make test       install missing packages, build, run unit + integration tests
+#                   (TEST_JOBS=N test programs at once, default 6: tests/run-all)
 #   make demo       install missing packages, build, run the demo on a throwaway Redis
-#   make bench      the benchmarks in bench/ (figures, never pass/fail);
+#   make bench      the benchmarks in bench/ (figures: timing never fails it,
+#                   a failing agent or tool does);
 #                   make bench-follow runs only follow mode's
 #   make interop    the real clients (Java, Python, Node, Go) against lockwatch (tests/interop/)
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -358,8 +360,9 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@tests/demo/run $(BUILD)
 
-# Five benchmark drivers, each printing figures and ratios (never
-# pass/fail): the scan (floor, memory, gentleness), sample ingest, the
+# Five benchmark drivers, each printing figures and ratios (timing is never
+# pass/fail; an agent that crashes or exits non-zero, or a tool that fails,
+# ends the run with exit 1): the scan (floor, memory, gentleness), sample ingest, the
 # client library (acquire/release rate, handoff latency), a cluster scan
 # against its shards' floors, and follow mode against scanning.
 bench: deps

@@ -22,7 +22,7 @@
 
 #include "cli/lockctl.h"
 #include "collectors/redis/cluster.h"
-#include "collectors/redis/rawread.h"
+#include "collectors/formats/rawread.h"
 #include "collectors/redis/conn.h"
 #include "collectors/locks/lockclass.h"
 #include "collectors/locks/lockfacts.h"
@@ -99,7 +99,7 @@ failed(const struct lockctl *lc, const char *what, const redisReply *rep, char *
 /* Decode the value replies of lock l (string: one; hash: HLEN, HSCAN). */
 static void
 decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val,
-       int64_t now_ms)
+       const redisReply *mode, int64_t now_ms)
 {
     struct raw_field fields[RAW_FIELDS_MAX];
     struct raw_lock raw;
@@ -116,6 +116,8 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
         rawread_string(val, &raw);
     else if (l->type == RAW_HASH && rawread_hash(val, fields, &raw) && raw.nfields == 0)
         raw.type = l->type = RAW_NONE;      /* emptied meanwhile */
+    if (raw.type == RAW_HASH)
+        rawread_mode(mode, &raw);
     else if (l->type == RAW_ZSET && val != NULL &&
              (!rawread_zset(val, fields, &raw, hlen != NULL &&
                             hlen->type == REDIS_REPLY_INTEGER ? hlen->integer : -1) ||
@@ -124,7 +126,10 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
     else if (l->type == RAW_ZSET && val == NULL)
         raw.type = RAW_OTHER;               /* a zset no format reads */
     l->fmt = lockfacts_decode(lc->t, &raw, hlen != NULL && hlen->type == REDIS_REPLY_INTEGER ?
-                              hlen->integer : -1, &l->view);
+                              hlen->integer : -1, &l->view, &l->src);
+    /* the idle time of a value Redis may share is not this key's */
+    l->idle_shared = l->idle_s >= 0 && lockfacts_value_shared(&raw);
+    l->idle_s = lockfacts_idle_s(&raw, l->idle_s);
     l->value_truncated = raw.value_truncated || raw.fields_truncated;
     class_of(l->key, l->keylen, lc->cfg->classes, lc->cfg->nclasses, l->cls, sizeof(l->cls));
     verdict_judge(&lc->cfg->rules.judge, l, NULL, now_ms);
@@ -268,16 +273,37 @@ struct redirect {
     int port;
 };
 
+/* Once a session: under an LFU maxmemory-policy OBJECT IDLETIME is an
+ * error, so it is not asked (lc->lfu).  -1 with err set when the
+ * connection failed. */
+static int
+read_policy(struct lockctl *lc, char *err, size_t errlen)
+{
+    int lfu;
+
+    if (lc->policy_known)
+        return 0;
+    if ((lfu = redisconn_lfu(lc->c)) == -1) {
+        redisconn_error(lc->c, lc->t, "INFO memory", err, errlen);
+        return -1;
+    }
+    lc->lfu = lfu == 1;
+    lc->policy_known = true;
+    return 0;
+}
+
 static int
 inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, size_t n,
              int64_t now_ms, struct cli_lock *out, struct redirect *rd, char *err,
              size_t errlen)
 {
-    redisReply *rep = NULL, *hlen = NULL;
+    redisReply *rep = NULL, *hlen = NULL, *mode = NULL;
     size_t i;
     int rc = -1;
 
     memset(out, 0, n * sizeof(*out));
+    if (read_policy(lc, err, errlen) == -1)
+        goto out;
     for (i = 0; i < n; i++) {
         out[i].key = malloc(lens[i] + 1);
         if (out[i].key == NULL) {
@@ -291,16 +317,19 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         out[i].pttl_ms = -2;
         out[i].fmt = &formats_table[formats_count - 1];
         /* OBJECT IDLETIME before anything that touches the key */
-        append_cmd(lc, "OBJECT", "IDLETIME", keys[i], lens[i], NULL, NULL, NULL);
+        if (!lc->lfu)
+            append_cmd(lc, "OBJECT", "IDLETIME", keys[i], lens[i], NULL, NULL, NULL);
         append_cmd(lc, "TYPE", NULL, keys[i], lens[i], NULL, NULL, NULL);
         append_cmd(lc, "PTTL", NULL, keys[i], lens[i], NULL, NULL, NULL);
     }
     for (i = 0; i < n; i++) {
-        if (get_reply(lc, "OBJECT IDLETIME", &rep, err, errlen) == -1)
-            goto out;
-        /* fails under an LFU maxmemory-policy: unknown */
-        out[i].idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
-        freeReplyObject(rep);
+        if (!lc->lfu) {
+            if (get_reply(lc, "OBJECT IDLETIME", &rep, err, errlen) == -1)
+                goto out;
+            /* an error (an ACL, a policy changed since): unknown */
+            out[i].idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
+            freeReplyObject(rep);
+        }
         if (get_reply(lc, "TYPE", &rep, err, errlen) == -1)
             goto out;
         {
@@ -333,6 +362,8 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         else if (out[i].type == RAW_HASH) {
             append_cmd(lc, "HLEN", NULL, keys[i], lens[i], NULL, NULL, NULL);
             append_cmd(lc, "HSCAN", NULL, keys[i], lens[i], "0", "COUNT", STR(RAW_FIELDS_MAX));
+            /* "mode" on its own: a cut hash may not show it (formats.h) */
+            append_cmd(lc, "HMGET", NULL, keys[i], lens[i], "mode", NULL, NULL);
         } else if (read_zset(&out[i])) {
             /* as the scanner reads it (collectors/scan/stream.c) */
             append_cmd(lc, "ZCARD", NULL, keys[i], lens[i], NULL, NULL, NULL);
@@ -351,11 +382,16 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
              failed(lc, out[i].type == RAW_HASH ? "HSCAN" : out[i].type == RAW_ZSET ?
                     "ZRANGE" : "GETRANGE", rep, err, errlen)))
             goto out;
-        decode(lc, &out[i], hlen, rep, now_ms);
+        if (out[i].type == RAW_HASH && get_reply(lc, "HMGET", &mode, err, errlen) == -1)
+            goto out;
+        decode(lc, &out[i], hlen, rep, mode, now_ms);
         if (hlen != NULL)
             freeReplyObject(hlen);
         if (rep != NULL)
             freeReplyObject(rep);
+        if (mode != NULL)
+            freeReplyObject(mode);
+        mode = NULL;
     }
     hlen = rep = NULL;
     if (kin_probe(lc, out, n, err, errlen) == -1)
@@ -366,6 +402,8 @@ out:
         freeReplyObject(hlen);
     if (rep != NULL)
         freeReplyObject(rep);
+    if (mode != NULL)
+        freeReplyObject(mode);
     if (rc == -1)
         for (i = 0; i < n; i++)
             cli_lock_release(&out[i]);
@@ -434,6 +472,9 @@ cli_lock_json(const struct lockctl *lc, const struct cli_lock *l)
     json_object_set_new(o, "key_escaped", lockjson_escaped(l->key, l->keylen));
     json_object_set_new(o, "class", lockjson_text(l->cls, strlen(l->cls)));
     json_object_set_new(o, "format", json_string(l->fmt->name));
+    json_object_set_new(o, "format_source", json_string(formats_source_name(l->src.source)));
+    if (l->src.contradicts)
+        json_object_set_new(o, "format_contradicts", json_true());
     json_object_set_new(o, "states", lockjson_states(l->states));
     json_object_set_new(o, "pttl_ms", json_integer(l->pttl_ms));
     for (i = 0; i < l->view.nholders; i++) {

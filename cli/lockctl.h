@@ -31,6 +31,7 @@
 
 #include "collectors/formats/formats.h"
 #include "collectors/locks/lockclass.h"
+#include "collectors/locks/lockfacts.h"
 #include "collectors/locks/lockstate.h"
 #include "conf/config.h"
 
@@ -64,6 +65,8 @@ struct lockctl {
     redisContext *c;
     struct target_conf node;    /* t aimed at the node connected to */
     bool asking;                /* an ASK led to c: ASKING before each read */
+    bool policy_known;          /* INFO memory asked on this session */
+    bool lfu;                   /* an LFU policy: OBJECT IDLETIME not asked */
 };
 
 /* Load the config, pick the target, apply --url.  Prints what is wrong
@@ -124,7 +127,10 @@ struct cli_lock {
     enum raw_type type;         /* RAW_NONE: gone */
     long long pttl_ms;
     long long idle_s;           /* -1 unknown */
+    bool idle_shared;           /* IDLETIME dropped: the value may be one of
+                                 * Redis's shared integers (lockfacts.h) */
     const struct lock_format *fmt;
+    struct lockfacts_src src;   /* where fmt came from (lockfacts_decode()) */
     struct lock_view view;
     bool value_truncated;
     char cls[CLASS_NAME_MAX];

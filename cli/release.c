@@ -412,6 +412,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     /* release it as what it was read as; the script refuses when its
      * shape changed since */
     rq.format = read && l.type != RAW_NONE && l.fmt != NULL ? l.fmt->name : NULL;
+    rq.format_guessed = rq.format != NULL && l.src.source == FMT_SOURCE_GUESSED;
     rq.if_leaked = ch.if_leaked;
     rq.if_older_than_ms = ch.older_ms;
     rq.ttl_ms = ch.ttl_ms;

@@ -276,9 +276,14 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
                  : "NOT in the target's patterns: lockctl will not release it");
     rc |= row(t, "patterns", buf, strlen(buf));
     rc |= row(t, "class", l->cls, strlen(l->cls));
-    snprintf(buf, sizeof(buf), "%s%s", l->fmt->name,
+    snprintf(buf, sizeof(buf), "%s%s, %s%s", l->fmt->name,
              l->view.mode[0] ? (strcmp(l->view.mode, "read") == 0 ? " (read mode)"
-                                : " (write mode)") : "");
+                                : " (write mode)") : "",
+             l->src.source == FMT_SOURCE_DECLARED ? "declared by format_patterns"
+             : l->src.source == FMT_SOURCE_PROVEN ? "proven by its layout"
+             : "guessed from the value's shape (released by compare-and-delete)",
+             l->src.contradicts ? "; the value is NOT the format format_patterns declare"
+             : "");
     rc |= row(t, "format", buf, strlen(buf));
     if (l->view.nholders == 1 &&
         formats_permits_available(l->fmt, l->view.holders[0].id, l->view.holders[0].idlen,
@@ -301,6 +306,7 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
              l->first_seen_ms > 0 ? "the agent: first seen " : 
              strcmp(l->age_source, "acquired") == 0 ? "the acquisition time in the value"
              : strcmp(l->age_source, "idletime") == 0 ? "OBJECT IDLETIME, a lower bound"
+             : l->idle_shared ? "nothing: a shared integer's IDLETIME is not the key's"
              : "nothing: unknown", l->first_seen_ms > 0 ? b : "",
              l->first_seen_ms > 0 ? "; age_source: agent" : "");
     rc |= row(t, "age", buf, strlen(buf));

@@ -56,6 +56,11 @@ struct target_conf {
     size_t nexclude_patterns;
     char **semaphore_patterns;  /* may be none: Redisson RSemaphore keys */
     size_t nsemaphore_patterns;
+    /* format_patterns: keys whose format the operator declares (glob i ->
+     * the format table's row named format_names[i]); may be none */
+    char **format_globs;
+    char **format_names;
+    size_t nformat_patterns;
     int64_t scan_interval_ms;
     int scan_count;
     double scan_duty;           /* 0 < duty <= 1 */

@@ -41,6 +41,15 @@ static const char *const format_names[] = { SINK_FORMATS(SINK_FORMAT_NAME) NULL 
  * typos (5m for 5s) and values that would hurt the watched Redis, not to
  * second-guess operators: each is far from any sensible setting.
  */
+/* The rows of the lock-format table (collectors/formats/formats.h) that
+ * claim values, so a key may be declared one (format_patterns): conf/
+ * may not include the table, so the names are here and test_formats
+ * checks they are the table's formats_declarable() rows, in its order. */
+static const char *const declarable_formats[] = {
+    "redisson-rw", "redisson", "liblockwatch", "shedlock", "redis-py", "node-redlock",
+    "redsync", "python-redis-lock", "redis-semaphore", "pottery", "spring", "plain", NULL
+};
+
 const struct config_option config_options[] = {
     /* [agent] */
     { .section = SECTION_AGENT, .key = "listen", .type = OPT_HOSTPORT,
@@ -129,6 +138,11 @@ const struct config_option config_options[] = {
       AT(struct target_conf, semaphore_patterns), AT2(struct target_conf, nsemaphore_patterns),
       .example = "lock:sem:*",
       .help = "comma separated globs of Redisson RSemaphore keys: never leaked or long" },
+    { .section = SECTION_TARGET, .key = "format_patterns", .type = OPT_FORMAT_PATTERNS,
+      AT(struct target_conf, format_globs), AT2(struct target_conf, nformat_patterns),
+      AT3(struct target_conf, format_names), .names = declarable_formats,
+      .example = "lock:orders:*=node-redlock lock:jobs:*=redis-py",
+      .help = "glob=format pairs: keys whose format is declared, not guessed from the value" },
     { .section = SECTION_TARGET, .key = "scan_interval", .type = OPT_DURATION,
       .def = "15s", .min = 100, .max = MS_D,
       AT(struct target_conf, scan_interval_ms),

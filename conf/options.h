@@ -51,6 +51,8 @@ enum config_section {
  *   REDIS_URL  [target] only: url, user, host, port, db of target_conf
  *   HTTP_URL   char * at off, http:// or https://
  *   LIST       char ** at off, size_t count at off2 (may be 0)
+ *   FORMAT_PATTERNS  "glob=format" pairs: char **globs at off, size_t
+ *              count at off2, char **formats at off3 (each one of names[])
  *   ENUM       enum of `size` bytes at off; names[] in value order
  *   FILE       char *path at off, char *contents at off2 (a secret: the
  *              file is read at load time, contents are never printed)
@@ -68,6 +70,7 @@ enum option_type {
     OPT_REDIS_URL,
     OPT_HTTP_URL,
     OPT_LIST,
+    OPT_FORMAT_PATTERNS,
     OPT_ENUM,
     OPT_FILE,
     OPT_PEM,

@@ -30,6 +30,7 @@
 #include "common/strbuf.h"
 #include "conf/config.h"
 #include "conf/optsyntax.h"
+#include "conf/optpairs.h"
 #include "conf/secretfile.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -877,6 +878,8 @@ static const struct value_type value_types[OPT_TYPE_COUNT] = {
     [OPT_HTTP_URL]  = { "HTTP URL", set_http_url, clear_string, format_http_url,
                         describe_http_url },
     [OPT_LIST]      = { "list", set_list, clear_list, format_list, describe_list },
+    [OPT_FORMAT_PATTERNS] = { "format patterns", optpairs_set, optpairs_clear,
+                              optpairs_format, optpairs_describe },
     [OPT_ENUM]      = { "choice", set_enum, clear_int, format_enum, describe_enum },
     [OPT_FILE]      = { "secret file", optfile_set_secret, optfile_clear, format_string,
                         optfile_describe_secret },

@@ -69,6 +69,10 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
     bad |= json_object_set_new(o, "class", lockjson_text(s->classes[l->class_idx],
                                                         strlen(s->classes[l->class_idx])));
     bad |= json_object_set_new(o, "format", json_string(formats_table[l->format].name));
+    bad |= json_object_set_new(o, "format_source",
+                               json_string(formats_source_name(l->format_source)));
+    if (l->format_contradicts)
+        bad |= json_object_set_new(o, "format_contradicts", json_true());
     bad |= json_object_set_new(o, "states", lockjson_states(l->states));
     bad |= json_object_set_new(o, "pttl_ms", json_integer(l->pttl_ms));
     for (i = 0; i < l->nholders; i++) {

@@ -365,13 +365,14 @@ target_copy(struct agent *a, const char *name, struct target_conf *out)
 }
 
 /* The holder's age as the agent's tracker knows it, or 0; *format: the
- * lock's format in the agent's last scan, or NULL.  *not_leaked:
+ * lock's format in the agent's last scan, or NULL (*guessed: only a
+ * guess, released by compare-and-delete).  *not_leaked:
  * the agent's last scan did not judge the lock leaked although it saw no
  * TTL, or did not see the lock at all (a lock with a TTL is left to the
  * script, which refuses it as every client's release does). */
 static int64_t
 known_age(struct agent *a, const char *target, const struct body *b, bool *not_leaked,
-          const char **format)
+          const char **format, bool *guessed)
 {
     struct view v;
     int64_t age = 0;
@@ -379,6 +380,7 @@ known_age(struct agent *a, const char *target, const struct body *b, bool *not_l
 
     *not_leaked = true;
     *format = NULL;
+    *guessed = false;
     if (agent_view(a, &v) == -1)
         return 0;
     for (i = 0; i < v.ntargets && age == 0; i++) {
@@ -397,6 +399,7 @@ known_age(struct agent *a, const char *target, const struct body *b, bool *not_l
              * is a row of the static format table: it outlives the view) */
             if (l->format < formats_count)
                 *format = formats_table[l->format].name;
+            *guessed = l->format_source == FMT_SOURCE_GUESSED;
             for (h = 0; h < l->nholders; h++)
                 if (!l->holders[h].truncated && l->holders[h].id_len == b->holderlen &&
                     memcmp(l->holders[h].id, b->holder, b->holderlen) == 0 &&
@@ -466,7 +469,7 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
     rq.holderlen = b.holderlen;
     rq.if_leaked = b.if_leaked;
     rq.if_older_than_ms = b.older_ms;
-    rq.known_age_ms = known_age(a, t.name, &b, &not_leaked, &rq.format);
+    rq.known_age_ms = known_age(a, t.name, &b, &not_leaked, &rq.format, &rq.format_guessed);
     rq.dry_run = b.dry_run;
     rq.operator_name = op;
     rq.reason = b.reason;

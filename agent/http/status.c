@@ -412,6 +412,11 @@ render_state(struct strbuf *sb, const struct view *v, const char *config_path, s
         esc_bytes(sb, s->classes[l->class_idx], strlen(s->classes[l->class_idx]), KEY_SHOW_MAX);
         sb_adds(sb, "</td><td>");
         esc_str(sb, formats_table[l->format].name);
+        /* where the name came from: a guess is marked as one */
+        sb_adds(sb, l->format_source == FMT_SOURCE_DECLARED ? " (declared)"
+                : l->format_source == FMT_SOURCE_PROVEN ? "" : " (guessed)");
+        if (l->format_contradicts)
+            sb_adds(sb, " <b>not as declared</b>");
         sb_adds(sb, "</td><td class=\"key\">");
         if (h == NULL && l->nholders > 0)
             h = &l->holders[0];
@@ -482,7 +487,13 @@ render_targets(struct strbuf *sb, const struct view *v)
             sb_addf(sb, "<td>%" PRIu64 "</td>", s->locks_total);
             for (k = 0; k < NSTATES; k++)
                 sb_addf(sb, "<td>%" PRIu64 "</td>", state_total(s, states[k].flag));
-            sb_adds(sb, "<td></td>");
+            /* values that contradict their format_patterns: flagged */
+            if (s->format_contradictions > 0)
+                sb_addf(sb, "<td>%" PRIu64 " lock%s not of the format format_patterns "
+                        "declare</td>", s->format_contradictions,
+                        s->format_contradictions == 1 ? "" : "s");
+            else
+                sb_adds(sb, "<td></td>");
         } else {
             sb_adds(sb, "<td></td><td></td><td></td><td></td><td>");
             esc_bytes(sb, s->err, strnlen(s->err, sizeof(s->err)), sizeof(s->err));

@@ -45,6 +45,11 @@ struct frec {
     int64_t read_mono, read_ms;
     long long idle_s, hlen;
     bool value_truncated, fields_truncated;
+    /* a hash's "mode" read on its own (raw_lock.mode_read): only "read"
+     * and "write" mean anything, so 8 bytes keep every answer apart */
+    bool mode_read;
+    char mode[8];
+    size_t modelen;
     bool helper;                /* a helper key: counted to its lock */
     char *value;
     size_t valuelen;

@@ -71,6 +71,11 @@ frec_new(const struct scan_key *k, const struct raw_lock *raw, long long hlen, i
     f->hlen = hlen;
     f->value_truncated = raw->value_truncated;
     f->fields_truncated = raw->fields_truncated;
+    f->mode_read = raw->mode_read;
+    f->modelen = raw->mode == NULL ? 0 : raw->modelen < sizeof(f->mode) ? raw->modelen
+        : sizeof(f->mode);
+    if (f->modelen > 0)
+        memcpy(f->mode, raw->mode, f->modelen);
     f->fields = (struct raw_field *)(f + 1);
     f->nfields = raw->nfields;
     p = (char *)(f->fields + raw->nfields);
@@ -520,6 +525,9 @@ replay_records(void *arg, struct run *r, struct scan_counters *cnt)
         raw.fields = f->fields;
         raw.nfields = f->nfields;
         raw.fields_truncated = f->fields_truncated;
+        raw.mode_read = f->mode_read;
+        raw.mode = f->mode_read && f->modelen > 0 ? f->mode : NULL;
+        raw.modelen = f->modelen;
         if (scan_record(r, &key, &raw, f->hlen, cnt) == -1)
             return -1;
     }

@@ -42,7 +42,8 @@ formats_decode(const struct raw_lock *raw, struct lock_view *view)
     for (size_t i = 0; i < formats_count - 1; i++) {
         const struct lock_format *f = &formats_table[i];
 
-        if (!f->claims(raw))
+        /* a row only a declaration may give (format_patterns) */
+        if (f->proves == FMT_PROVES_DECLARED || !f->claims(raw))
             continue;
         /* A decoder that fails part-way may have written into the view;
          * the next row must start from a clean one. */
@@ -53,6 +54,37 @@ formats_decode(const struct raw_lock *raw, struct lock_view *view)
     fmt_view_reset(view);
     (void)last->decode(raw, view);
     return last;
+}
+
+int
+formats_decode_as(const struct lock_format *fmt, const struct raw_lock *raw,
+                  struct lock_view *view)
+{
+    fmt_view_reset(view);
+    if (fmt == NULL || fmt->proves == FMT_PROVES_NOTHING || !fmt->claims(raw) ||
+        fmt->decode(raw, view) == -1) {
+        fmt_view_reset(view);
+        return -1;
+    }
+    return 0;
+}
+
+bool
+formats_declarable(const struct lock_format *fmt)
+{
+    return fmt != NULL && fmt->proves != FMT_PROVES_NOTHING && fmt->proves != FMT_PROVES_UNSET;
+}
+
+const char *
+formats_source_name(enum fmt_source s)
+{
+    static const char *const names[] = {
+        [FMT_SOURCE_GUESSED] = "guessed",
+        [FMT_SOURCE_PROVEN] = "proven",
+        [FMT_SOURCE_DECLARED] = "declared",
+    };
+
+    return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "guessed";
 }
 
 size_t

@@ -56,6 +56,12 @@ struct raw_lock {
     const struct raw_field *fields;
     size_t nfields;
     bool fields_truncated;      /* the hash has more fields than were read */
+    /* RAW_HASH: its "mode" field read on its own (HMGET key mode), since a
+     * hash cut by the read cap may not show it among the fields read.
+     * mode_read false: not asked; true with mode NULL: the hash has none. */
+    bool mode_read;
+    const char *mode;
+    size_t modelen;
     /* The scan's time (Unix ms), 0 when unknown: a decoder may use it to
      * reject an encoded acquisition time no real holder could have. */
     int64_t now_ms;
@@ -79,6 +85,10 @@ struct lock_view {
     long pid;                   /* 0 when unknown */
     long long thread;           /* -1 when unknown */
     int64_t acquired_ms;        /* Unix ms; 0 when unknown */
+    /* The decoder claimed the key on a read that does not show its whole
+     * layout (a hash cut by the read cap): the row is a guess, whatever
+     * its proves column says (lockfacts_decode()). */
+    bool partial;
 };
 
 /*
@@ -151,8 +161,15 @@ enum fmt_proves {
                                  * label and any time or host read from it
                                  * are facts */
     FMT_PROVES_SHAPE,           /* a shape other clients may write too: the
-                                 * label (and redis-py's time) is a strong
-                                 * hint, not proof */
+                                 * label is a guess (format_source
+                                 * "guessed"), any time read from it is
+                                 * not believed unless corroborated, and
+                                 * the release is plain compare-and-delete */
+    FMT_PROVES_DECLARED,        /* a shape so common (a uuid4, 32 hex that
+                                 * may be a uuid1) that the row claims a
+                                 * value only where the target's
+                                 * format_patterns declare it: detection
+                                 * skips it (formats_decode()) */
     FMT_PROVES_FALLBACK,        /* any string the rows above left: the
                                  * holder token and nothing else.  A count
                                  * under the target's semaphore_patterns is
@@ -161,6 +178,21 @@ enum fmt_proves {
                                  * keys (.kin), by semaphore_patterns, or is
                                  * "unknown" */
 };
+
+/* Where a lock's row came from (the API's format_source; chosen by
+ * collectors/locks/lockfacts.c from the row's proves column and the
+ * target's format_patterns). */
+enum fmt_source {
+    FMT_SOURCE_GUESSED,         /* a shape other clients write too */
+    FMT_SOURCE_PROVEN,          /* a layout only that client writes (or a
+                                 * helper key it writes beside the lock) */
+    FMT_SOURCE_DECLARED,        /* the target's format_patterns (or
+                                 * semaphore_patterns) say so */
+};
+
+/* "guessed", "proven", "declared" (the API's words); "guessed" for any
+ * other value. */
+const char *formats_source_name(enum fmt_source s);
 
 /*
  * Wake-ups after a forced release (SPEC "Guarded release"): the pub/sub
@@ -242,16 +274,21 @@ const char *formats_row_check(const struct lock_format *f);
  *   redisson-rw   hash: field mode = read|write, read holders <uuid>:<tid>,
  *                 write holder <uuid>:<tid>:write, each -> hold count.
  *                 view.mode is set; holder ids are the field names.
- *                 A hash cut by the read cap (more fields than one HSCAN
+ *                 Read/write is decided by the "mode" field alone: a hash
+ *                 without one is not an RW lock, whatever its size.  A
+ *                 hash cut by the read cap (more fields than one HSCAN
  *                 gives, so Redis keeps it as a hashtable and "mode" may
- *                 not be among those read) whose fields are all holders
- *                 is a read lock: an RLock or a write lock has one holder
- *                 (a writer re-entering as reader: two), never 65.
+ *                 not be among those read) is decided by its mode read on
+ *                 its own (raw.mode_read: the scanner and lockctl send
+ *                 HMGET key mode beside HSCAN).
  *                 Wakes with "1" on redisson_rwlock:{<key>} (wakes all).
  *   redisson      hash: every field <uuid>:<tid> (lowercase uuid, tid an
  *                 optionally negative decimal) -> positive hold count.
  *                 thread = tid.  Wakes with "0" on
- *                 redisson_lock__channel:{<key>}.
+ *                 redisson_lock__channel:{<key>}.  A hash cut by the read
+ *                 cap without a "mode" (an RLock has one holder, never 65)
+ *                 is claimed too, as a guess (view.partial), with every
+ *                 field a holder: holders_total counts them all.
  *   liblockwatch  string: an lw1 token (below); host, pid, thread and
  *                 acquired_ms from the token.
  *   shedlock      string: ADDED:<ISO-8601 UTC>@<hostname>[:<uuid>]; host
@@ -263,10 +300,12 @@ const char *formats_row_check(const struct lock_format *f);
  *                 from its timestamp.  host = "mac:xx:xx:xx:xx:xx:xx" when
  *                 the node field is a real MAC (multicast bit clear); ""
  *                 when Python fell back to a random node.  A random 32-hex
- *                 token (node-redlock) passes this test about 1 in 64
- *                 times, so the label is a strong hint, not proof.
- *   node-redlock  string: 32 lowercase hex that redis-py did not take
- *                 (randomBytes(16)); no time, no host.
+ *                 token (node-redlock, redis-semaphore) passes this test
+ *                 about 1 in 77,000 times: at a million locks a dozen
+ *                 random tokens would get an age of months.  So the row is
+ *                 FMT_PROVES_DECLARED: only where format_patterns say so.
+ *   node-redlock  string: 32 lowercase hex (randomBytes(16), or an
+ *                 undeclared uuid1().hex); no time, no host.
  *   redsync       string: 24 standard base64 ending "==" (16 bytes).
  *   python-redis-lock  string under "lock:": 24 base64, no padding (18
  *                 bytes); its "lock-signal:<name>" list is a helper key.
@@ -275,7 +314,10 @@ const char *formats_row_check(const struct lock_format *f);
  *                 (each a holder) score a Unix ms (the last refresh: no
  *                 acquisition time).
  *   pottery       string under "redlock:": a lowercase v4 UUID.
- *   spring        string: a lowercase v4 UUID (RedisLockRegistry's clientId).
+ *   spring        string: a lowercase v4 UUID (RedisLockRegistry's clientId),
+ *                 which sherlock, aioredlock and most hand-rolled locks
+ *                 write too: FMT_PROVES_DECLARED, only where declared; an
+ *                 undeclared uuid4 is "plain".
  *   redisson-semaphore  claims no value: a string holding a decimal under
  *                 the target's semaphore_patterns (formats_semaphore());
  *                 the holder is the count (permits available).
@@ -293,12 +335,25 @@ extern const struct lock_format formats_table[];
 extern const size_t formats_count;
 
 /*
- * Decode raw with the first format that claims it.  Always returns a row
- * (the "unknown" row when no other claims it) and fills *view; for
- * "unknown" the view has no holders.
+ * Decode raw with the first format that claims it, skipping the rows only
+ * a declaration gives (FMT_PROVES_DECLARED).  Always returns a row (the
+ * "unknown" row when no other claims it) and fills *view; for "unknown"
+ * the view has no holders.
  */
 const struct lock_format *formats_decode(const struct raw_lock *raw,
                                          struct lock_view *view);
+
+/*
+ * Decode raw as row fmt (a declared format, format_patterns): 0 with *view
+ * filled when the row claims the value, -1 (view reset) when the value
+ * contradicts it or fmt claims no value at all (FMT_PROVES_NOTHING).
+ */
+int formats_decode_as(const struct lock_format *fmt, const struct raw_lock *raw,
+                      struct lock_view *view);
+
+/* May a target's format_patterns name row fmt: does it claim values?
+ * (conf/options.c lists the names; test_formats checks they agree.) */
+bool formats_declarable(const struct lock_format *fmt);
 
 /* Index of a row in formats_table (for compact storage).  fmt must point
  * into formats_table. */

@@ -148,7 +148,7 @@ bool fmt_time_plausible(int64_t ms);
     X("shedlock", shedlock, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,       \
       .release = "", .proves = FMT_PROVES_LAYOUT)                              \
     X("redis-py", redispy, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,        \
-      .release = "", .proves = FMT_PROVES_SHAPE)                               \
+      .release = "", .proves = FMT_PROVES_DECLARED)                            \
     X("node-redlock", noderedlock, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL, \
       .release = "", .proves = FMT_PROVES_SHAPE)                               \
     X("redsync", redsync, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,         \
@@ -162,7 +162,7 @@ bool fmt_time_plausible(int64_t ms);
     X("pottery", pottery, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,         \
       .release = "", .proves = FMT_PROVES_SHAPE)                               \
     X("spring", spring, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,           \
-      .release = "", .proves = FMT_PROVES_SHAPE)                               \
+      .release = "", .proves = FMT_PROVES_DECLARED)                            \
     X("plain", plain, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,             \
       .release = "liblockwatch signal redisson-sc permits",                    \
       .proves = FMT_PROVES_FALLBACK)                                           \

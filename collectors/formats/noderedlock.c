@@ -3,12 +3,13 @@
  * noderedlock.c - node-redlock (npm "redlock"): SET <resource>
  * randomBytes(16).toString("hex") PX <duration>.
  *
- * 32 lowercase hex digits that are not a redis-py uuid1 (that row comes
- * first and takes the values whose version, variant and time fit).  The
- * value is random: it encodes no time and no host, so this row reports
- * none (a random value read as a uuid1 would give a made-up acquisition
- * time).  Any other library writing 32 random hex digits lands here too,
- * which is harmless: the holder is the whole value either way.
+ * 32 lowercase hex digits.  redis-py's uuid1().hex has the same shape;
+ * its row decodes only where declared (redispy.c), so an undeclared one
+ * lands here too.  The value is random: it encodes no time and no host,
+ * so this row reports none (a random value read as a uuid1 would give a
+ * made-up acquisition time).  Any other library writing 32 random hex
+ * digits lands here as well: the label is a guess (FMT_PROVES_SHAPE),
+ * harmless since the holder is the whole value either way.
  */
 #include "collectors/formats/formats_impl.h"
 

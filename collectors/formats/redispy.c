@@ -7,12 +7,14 @@
  * it was taken and roughly where.  That matters most for redis-py, whose
  * locks have no TTL by default and are the classic leak.
  *
- * node-redlock's random 32-hex tokens look the same; only the version and
- * variant nibbles tell them apart, and a random token passes that test one
- * time in 64.  Requiring a plausible timestamp on top makes a false match
- * rarer still (with the scan's time, a time within REDISPY_AGE_MAX_MS
- * before it: about 1 in 80,000 random tokens), but the "redis-py" label
- * remains a hint, not proof.
+ * node-redlock's and redis-semaphore's random 32-hex tokens look the
+ * same; only the version and variant nibbles tell them apart, and a random
+ * token passes that test one time in 64.  A plausible timestamp on top
+ * (with the scan's time, within REDISPY_AGE_MAX_MS before it) leaves about
+ * 1 in 77,000 random tokens, which at a million locks is a dozen locks
+ * "held" for months.  A value cannot prove it is a uuid1, so the row is
+ * FMT_PROVES_DECLARED: it decodes only keys a target's format_patterns
+ * declare redis-py, where the operator's word makes the time a fact.
  */
 #include <string.h>
 

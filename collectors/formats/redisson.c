@@ -94,6 +94,9 @@ field_is(const struct raw_field *f, const char *lit)
 /*
  * Walk an RLock hash.  With view NULL this only checks the shape, so
  * claims() and decode() share one definition of what a Redisson lock is.
+ * A hash cut by the read cap is an RLock only by a guess (an RLock has
+ * one holder): claimed when the mode read on its own says it has none
+ * (or it was not asked), marked view->partial.
  */
 static int
 scan_rlock(const struct raw_lock *raw, struct lock_view *view)
@@ -101,8 +104,8 @@ scan_rlock(const struct raw_lock *raw, struct lock_view *view)
     size_t n = fields_to_read(raw);
     long long tid = -1;
 
-    /* more holders than one HSCAN gives: a read lock (scan_rwlock()) */
-    if (raw->type != RAW_HASH || n == 0 || raw->fields_truncated)
+    if (raw->type != RAW_HASH || n == 0 ||
+        (raw->fields_truncated && raw->mode_read && raw->mode != NULL))
         return -1;
     for (size_t i = 0; i < n; i++) {
         const struct raw_field *f = &raw->fields[i];
@@ -114,8 +117,10 @@ scan_rlock(const struct raw_lock *raw, struct lock_view *view)
         if (view != NULL)
             fmt_add_holder(view, f->name, f->namelen, false, count);
     }
-    if (view != NULL && view->holders_total == 1)
+    if (view != NULL && view->holders_total == 1 && !raw->fields_truncated)
         view->thread = tid;
+    if (view != NULL)
+        view->partial = raw->fields_truncated;
     return 0;
 }
 
@@ -139,7 +144,6 @@ scan_rwlock(const struct raw_lock *raw, struct lock_view *view)
     size_t n = fields_to_read(raw);
     const char *mode = NULL;
     long long tid = -1;
-    bool saw_write = false;
 
     if (raw->type != RAW_HASH || n == 0)
         return -1;
@@ -157,7 +161,6 @@ scan_rwlock(const struct raw_lock *raw, struct lock_view *view)
             memcmp(f->name + nlen - WRITE_SUFFIX_LEN, WRITE_SUFFIX,
                    WRITE_SUFFIX_LEN) == 0) {
             nlen -= WRITE_SUFFIX_LEN;
-            saw_write = true;
         }
         if (!parse_lock_name(f->name, nlen, &tid) ||
             !parse_count(f->value, f->valuelen, &count))
@@ -165,11 +168,12 @@ scan_rwlock(const struct raw_lock *raw, struct lock_view *view)
         if (view != NULL)
             fmt_add_holder(view, f->name, f->namelen, false, count);
     }
-    /* With more readers than one HSCAN returns, "mode" may not be among
-     * the fields read; then so many holders make it a read lock (formats.h).
-     * Otherwise, without "mode" this is not an RW lock; it may be an RLock. */
-    if (mode == NULL && raw->fields_truncated && !saw_write)
-        mode = "read";
+    /* Read/write is what "mode" says, never what the size suggests: a
+     * hash cut by the read cap may not show "mode" among the fields read,
+     * so the reader asked for it on its own (raw->mode_read). */
+    if (mode == NULL && raw->mode_read && raw->mode != NULL &&
+        (mode = mode_of(raw->mode, raw->modelen)) == NULL)
+        return -1;
     if (mode == NULL)
         return -1;
     if (view != NULL) {

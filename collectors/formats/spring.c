@@ -6,10 +6,11 @@
  * registry instance, so every lock of one registry has the same holder),
  * PX expireAfter (60 s by default).
  *
- * The row takes any string that is exactly a lowercase v4 UUID and that
- * the rows above (redis-semaphore's "mutex:", pottery's "redlock:") left:
- * redlock-rb's SecureRandom.uuid has the same shape, so the label is a
- * hint.  No time, no host.
+ * A lowercase v4 UUID is what sherlock, aioredlock, redlock-rb's
+ * SecureRandom.uuid and most hand-rolled locks write too, and the key has
+ * no mark of its own, so the row is FMT_PROVES_DECLARED: it decodes only
+ * keys a target's format_patterns declare spring (an undeclared uuid4 is
+ * "plain").  No time, no host.
  */
 #include "collectors/formats/formats_impl.h"
 

@@ -36,7 +36,11 @@ lockstate_judge(const struct lockstate_rules *rules, const struct lockstate_fact
 int64_t
 lockstate_start_age(long long idle_s, int64_t acquired_ms, int64_t now_ms, bool *acquired)
 {
-    int64_t age = idle_s > 0 ? (int64_t)idle_s * 1000 : 0;
+    /* Redis keeps an object's last access in whole seconds of a clock its
+     * cron advances (LRU_CLOCK_RESOLUTION 1000 ms), so IDLETIME may be up
+     * to a second more than the time since the write: a second less is a
+     * lower bound. */
+    int64_t age = idle_s > 1 ? ((int64_t)idle_s - 1) * 1000 : 0;
     bool from_acquired = false;
 
     if (acquired_ms > 0) {

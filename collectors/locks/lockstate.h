@@ -47,7 +47,8 @@ uint8_t lockstate_judge(const struct lockstate_rules *rules, const struct lockst
 
 /*
  * How old a holder is at least when all one knows is what Redis says now:
- * the larger of idle_s (OBJECT IDLETIME; negative when unknown) and the
+ * the larger of idle_s less a second (OBJECT IDLETIME, whose clock ticks
+ * in whole seconds; negative when unknown) and the
  * time since acquired_ms (the format's acquisition time; 0 when unknown,
  * counted as 0 when it lies ahead of now_ms: the holder's clock may run
  * ahead of ours).  Never negative.  *acquired (may be NULL) says whether

@@ -256,6 +256,8 @@ snapshot_add(struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
         return -1;
     class_add(c, l, now_ms);
     s->locks_total++;
+    if (l->format_contradicts)
+        s->format_contradictions++;
 
     /* Make room: drop less bad locks while over a cap. */
     while (s->nlocks > 0 && (s->nlocks >= SNAP_RETAIN_MAX ||
@@ -322,6 +324,8 @@ snapshot_reformat(struct snapshot *s, struct snap_lock *l, uint8_t format, bool 
     if (ttl_optional)
         l->states &= (uint8_t)~LOCK_LEAKED;
     l->format = format;
+    if (l->format_source != FMT_SOURCE_DECLARED)
+        l->format_source = FMT_SOURCE_PROVEN;
 }
 
 int

@@ -67,6 +67,8 @@ struct snap_lock {
     uint8_t states;
     uint8_t flags;
     uint8_t host_len;
+    uint8_t format_source;            /* enum fmt_source (formats.h) */
+    bool format_contradicts;          /* declared, the value is not that */
     int32_t pid;                      /* 0 unknown */
     int64_t thread;                   /* -1 unknown */
     int64_t max_count;
@@ -187,6 +189,8 @@ struct snapshot {
     size_t nlocks, locks_cap;
     size_t retained_bytes;
     uint64_t locks_total;             /* every lock counted */
+    uint64_t format_contradictions;   /* locks whose value is not the format
+                                       * format_patterns declare (this scan) */
 
     char **classes;                   /* class names; index = class_idx */
     size_t nclasses;
@@ -228,6 +232,9 @@ void snapshot_restate(struct snapshot *s, struct snap_lock *l, uint8_t states,
  * leak: the state and its class count are taken back. */
 void snapshot_reformat(struct snapshot *s, struct snap_lock *l, uint8_t format,
                        bool ttl_optional);
+
+/* (snapshot_reformat: a row given by a helper key its client writes
+ * is proven, FMT_SOURCE_PROVEN, unless it was declared.) */
 
 /* Give retained lock i other holders (n of them, at most HOLDERS_MAX
  * kept; total counted), as a format given by helper keys knows them (a

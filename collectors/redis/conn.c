@@ -20,6 +20,44 @@
 #include <string.h>
 #include <sys/time.h>
 
+int
+redisconn_lfu_reply(const redisReply *rep)
+{
+    static const char field[] = "maxmemory_policy:";
+    const char *p, *end;
+
+    if (rep == NULL || rep->type != REDIS_REPLY_STRING || rep->str == NULL)
+        return 0;
+    end = rep->str + rep->len;
+    p = memmem(rep->str, rep->len, field, sizeof(field) - 1);
+    if (p == NULL)
+        return 0;
+    /* allkeys-lfu, volatile-lfu */
+    for (p += sizeof(field) - 1; p + 3 <= end && *p != '\r' && *p != '\n'; p++)
+        if (memcmp(p, "lfu", 3) == 0)
+            return 1;
+    return 0;
+}
+
+int
+redisconn_lfu(redisContext *c)
+{
+    redisReply *rep = redisCommand(c, "INFO memory");
+    int lfu;
+
+    if (rep == NULL)
+        return -1;
+    lfu = redisconn_lfu_reply(rep);
+    freeReplyObject(rep);
+    return lfu;
+}
+
+bool
+redisconn_lfu_error(const char *str, size_t len)
+{
+    return str != NULL && memmem(str, len, "LFU", 3) != NULL;
+}
+
 struct timeval
 redisconn_tv(int64_t ms)
 {

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <sys/time.h>
 #include <hiredis.h>
+#include <stdbool.h>
 
 #include "conf/config.h"
 
@@ -46,6 +47,23 @@ redisContext *redisconn_open(const struct target_conf *t, char *err, size_t errl
  */
 void redisconn_node(const struct target_conf *t, const char *host, int port,
                     struct target_conf *out);
+
+/*
+ * Does the node run an LFU maxmemory-policy, under which OBJECT IDLETIME
+ * is an error (so a reader must not ask for it)?  One INFO memory
+ * (maxmemory_policy); 1 LFU, 0 not or unknown (INFO refused by an ACL:
+ * the caller asks for IDLETIME and takes an error reply as "unknown"),
+ * -1 when the connection failed.
+ */
+int redisconn_lfu(redisContext *c);
+
+/* The same for an INFO memory reply read some other way (a pipeline): 1
+ * LFU, 0 not or unknown (an error reply). */
+int redisconn_lfu_reply(const redisReply *rep);
+
+/* Is an OBJECT IDLETIME error reply (len bytes at str) the one an LFU
+ * policy gives ("...LFU maxmemory policy..."): stop asking. */
+bool redisconn_lfu_error(const char *str, size_t len);
 
 /* ms milliseconds as the struct timeval hiredis' timeouts take. */
 struct timeval redisconn_tv(int64_t ms);

@@ -62,6 +62,9 @@ struct release_request {
     const char *format;         /* the decoder's format name for the lock
                                  * ("redisson-rw", ...), or NULL: the
                                  * script then picks by what it sees */
+    bool format_guessed;        /* format is only a guess (format_source
+                                 * "guessed"): a row that does more than
+                                 * compare-and-delete falls back to plain's */
     bool if_leaked;
     int64_t if_older_than_ms;   /* 0: no age condition */
     int64_t known_age_ms;       /* holder age the caller knows (the agent's

@@ -87,21 +87,24 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     size_t nh;
     const struct lock_format *fmt;
     struct lock_view view;
+    struct lockfacts_src src;
     struct track_result tr;
     struct snap_lock l;
     char cls[CLASS_NAME_MAX];
-    int64_t start_age, seen_ms;
+    int64_t start_age, seen_ms, believed;
     uint64_t kh;
     size_t i;
     int ci, rc = -1;
 
     kh = keyhash(raw->key, raw->keylen);
     /* the format (and the target's semaphore_patterns), the holders */
-    fmt = lockfacts_decode(r->t, raw, hlen, &view);
+    fmt = lockfacts_decode(r->t, raw, hlen, &view, &src);
 
-    /* a key follow mode re-read is timed from its read, not the publish */
+    /* a key follow mode re-read is timed from its read, not the publish;
+     * only the ages the data proves back-date it (lockfacts.h) */
     seen_ms = k->read_ms > 0 ? k->read_ms : r->now_ms;
-    start_age = lockstate_start_age(k->idle_s, view.acquired_ms, seen_ms, NULL);
+    start_age = lockstate_start_age(lockfacts_idle_s(raw, k->idle_s), view.acquired_ms,
+                                    seen_ms, NULL);
     nh = holder_hashes(&view, hh);
     class_of(raw->key, raw->keylen, rules->classes, rules->nclasses, cls, sizeof(cls));
 
@@ -111,6 +114,8 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     if (l.key_len < raw->keylen)
         l.flags |= SNAP_KEY_TRUNCATED;
     l.format = (uint8_t)formats_index(fmt);
+    l.format_source = (uint8_t)src.source;
+    l.format_contradicts = src.contradicts;
     l.pttl_ms = raw->pttl;
     l.acquired_ms = view.acquired_ms;
     l.pid = (int32_t)(view.pid > 0 && view.pid <= INT32_MAX ? view.pid : 0);
@@ -146,6 +151,12 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     if (tracker_visit(r->sc->tracker, kh, hh, nh, r->sc->pass,
                       seen_ms, start_age, raw->pttl >= 0, &tr) == -1)
         goto out;
+    /* a guessed value's time, believed when the holder came after the
+     * last pass that saw the key without it */
+    if (src.claimed_ms > 0 && tr.first_seen_ms >= r->sc->looked_ms &&
+        (believed = lockfacts_corroborate(src.claimed_ms, r->sc->looked_ms, seen_ms)) > 0 &&
+        tracker_backdate(r->sc->tracker, kh, believed, &tr) == 0)
+        l.acquired_ms = believed;
     if ((ci = class_set_intern(r->classes, cls)) < 0)
         goto out;
     if (r->keeping && r->sc->hooks.keep(r->sc->hooks_arg, k, raw, hlen, seen_ms) == -1)

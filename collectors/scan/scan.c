@@ -615,6 +615,7 @@ pass_end(struct run *r, bool ok, size_t nok, size_t nst, const struct cluster_to
             /* entries of a shard that failed must survive until it is
              * scanned again: sweep only after a pass that saw everything */
             tracker_sweep(sc->tracker, sc->pass);
+            sc->looked_ms = r->now_ms;  /* a holder not seen in it came later */
         }
     }
     class_set_free(r->classes);

@@ -36,7 +36,7 @@
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/redis/cluster.h"
-#include "collectors/redis/rawread.h"
+#include "collectors/formats/rawread.h"
 #include "collectors/scan/scan.h"
 #include "collectors/scan/scanrun.h"
 #include "collectors/scan/tracker.h"
@@ -53,6 +53,10 @@ struct scanner {
     struct tracker *tracker;
     struct scan_counters counters;
     uint32_t pass;
+    int64_t looked_ms;          /* start of the last pass that saw every
+                                 * node (0: none yet): a holder first seen
+                                 * after it took its lock after it
+                                 * (lockfacts_corroborate()) */
     /* standalone and sentinel: the one connection, and where it goes */
     redisContext *c;
     char host[256];
@@ -100,6 +104,7 @@ struct batch {
     struct key_meta *meta;
     size_t n, cap;
     bool busy;
+    bool idle;                  /* its META asked for OBJECT IDLETIME */
 };
 
 #define INFLIGHT_MAX    4       /* batches between SCAN and VALS */
@@ -130,6 +135,8 @@ struct stream {
     char refused_err[200];      /* the first of them */
     bool failed;
     bool conn_lost;             /* failed on the connection (not a refusal) */
+    bool no_idle;               /* an LFU policy: OBJECT IDLETIME is an
+                                 * error there, so it is not asked for */
     char err[256];
     double duration_s;
 

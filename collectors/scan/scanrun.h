@@ -36,7 +36,7 @@ struct scan_key {
     size_t keylen;
     enum raw_type type;
     long long pttl;             /* ms; -1 no TTL */
-    long long idle_s;           /* OBJECT IDLETIME (0 when unknown) */
+    long long idle_s;           /* OBJECT IDLETIME (-1 when unknown) */
     int64_t read_ms;            /* Unix ms it was read; 0: the run's start */
     bool helper;                /* a helper key (formats_helper()): counted
                                  * to its lock, its value not read */

@@ -47,6 +47,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "collectors/redis/conn.h"
 #include "common/clock.h"
 
 bool
@@ -241,11 +242,17 @@ read_meta(struct stream *s, struct batch *b)
     for (i = 0; i < b->n; i++) {
         struct key_meta *m = &b->meta[i];
 
-        if (stream_reply(s, &rep) == -1)
-            return -1;
-        /* OBJECT IDLETIME fails under an LFU maxmemory-policy: age 0 */
-        m->k.idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
-        freeReplyObject(rep);
+        m->k.idle_s = -1;
+        if (b->idle) {
+            if (stream_reply(s, &rep) == -1)
+                return -1;
+            /* an LFU maxmemory-policy (set since the pass began): stop
+             * asking; any error is an unknown age */
+            if (rep->type == REDIS_REPLY_ERROR && redisconn_lfu_error(rep->str, rep->len))
+                s->no_idle = true;
+            m->k.idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
+            freeReplyObject(rep);
+        }
         if (stream_reply(s, &rep) == -1)
             return -1;
         if (rep->type == REDIS_REPLY_ERROR && !moved(rep)) {
@@ -276,12 +283,14 @@ read_meta(struct stream *s, struct batch *b)
 }
 
 static void
-append_meta(struct stream *s, const struct batch *b)
+append_meta(struct stream *s, struct batch *b)
 {
     size_t i;
 
+    b->idle = !s->no_idle;
     for (i = 0; i < b->n; i++) {
-        append_key_cmd(s->c, "OBJECT", "IDLETIME", &b->meta[i].k, NULL, NULL, NULL);
+        if (b->idle)
+            append_key_cmd(s->c, "OBJECT", "IDLETIME", &b->meta[i].k, NULL, NULL, NULL);
         append_key_cmd(s->c, "TYPE", NULL, &b->meta[i].k, NULL, NULL, NULL);
         append_key_cmd(s->c, "PTTL", NULL, &b->meta[i].k, NULL, NULL, NULL);
     }
@@ -310,6 +319,8 @@ append_values(struct stream *s, const struct batch *b)
             append_key_cmd(s->c, "HLEN", NULL, &m->k, NULL, NULL, NULL);
             append_key_cmd(s->c, "HSCAN", NULL, &m->k, "0", "COUNT",
                            STR(RAW_FIELDS_MAX));
+            /* "mode" on its own: a cut hash may not show it (formats.h) */
+            append_key_cmd(s->c, "HMGET", NULL, &m->k, "mode", NULL, NULL);
         } else if (m->k.type == RAW_ZSET && formats_reads_zset(m->k.key, m->k.keylen)) {
             /* only a zset format's keys: any other zset is unknown, unread */
             append_key_cmd(s->c, "ZCARD", NULL, &m->k, NULL, NULL, NULL);
@@ -349,7 +360,7 @@ read_values(struct stream *s, struct batch *b)
 {
     struct raw_field fields[RAW_FIELDS_MAX];
     struct raw_lock raw;
-    redisReply *len, *rep;
+    redisReply *len, *rep, *mode;
     long long n;
     size_t i;
     bool refused, ok;
@@ -385,7 +396,7 @@ read_values(struct stream *s, struct batch *b)
         raw.now_ms = s->r->now_ms;
         if (raw.type == RAW_ZSET && !formats_reads_zset(raw.key, raw.keylen))
             raw.type = RAW_OTHER;       /* not read (append_values) */
-        len = rep = NULL;
+        len = rep = mode = NULL;
         refused = false;
         /* every reply in the pipeline is read, even after a refusal: each
          * refusal counts */
@@ -397,6 +408,9 @@ read_values(struct stream *s, struct batch *b)
             value_reply(s, raw.type == RAW_HASH ? "HSCAN" : raw.type == RAW_ZSET ? "ZRANGE"
                            : "GETRANGE", &rep, &refused) == -1)
             goto lost;
+        /* an HMGET refused leaves the mode unread: not a refusal of the key */
+        if (raw.type == RAW_HASH && stream_reply(s, &mode) == -1)
+            goto lost;
         n = reply_int(len);
         ok = true;
         if (refused) {
@@ -406,6 +420,7 @@ read_values(struct stream *s, struct batch *b)
         } else if (raw.type == RAW_HASH) {
             /* empty: gone between TYPE and HSCAN */
             ok = rawread_hash(rep, fields, &raw) && raw.nfields > 0;
+            rawread_mode(mode, &raw);
         } else if (raw.type == RAW_ZSET) {
             ok = rawread_zset(rep, fields, &raw, n) && raw.nfields > 0;
         }
@@ -417,6 +432,8 @@ read_values(struct stream *s, struct batch *b)
             freeReplyObject(len);
         if (rep != NULL)
             freeReplyObject(rep);
+        if (mode != NULL)
+            freeReplyObject(mode);
         if (rc == -1) {
             stream_err(s, "out of memory recording locks");
             return -1;
@@ -426,6 +443,8 @@ read_values(struct stream *s, struct batch *b)
 lost:
     if (len != NULL)
         freeReplyObject(len);
+    if (rep != NULL)
+        freeReplyObject(rep);
     return -1;
 }
 
@@ -573,10 +592,17 @@ int
 stream_scan(struct stream *s)
 {
     struct segment seg;
+    redisReply *info;
     size_t i;
     int rc = -1;
 
     snprintf(s->cursor, sizeof(s->cursor), "0");
+    /* once a pass: under an LFU policy OBJECT IDLETIME is not asked */
+    redisAppendCommand(s->c, "INFO memory");
+    if (flush(s) == -1 || stream_reply(s, &info) == -1)
+        goto out;
+    s->no_idle = redisconn_lfu_reply(info) == 1;
+    freeReplyObject(info);
     s->resume_mono = clock_mono_ms();
     maybe_scan(s);
     while (s->count > 0) {

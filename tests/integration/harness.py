@@ -10,6 +10,10 @@ exit (atexit) and on SIGTERM (tests/run-all's timeout).
 
 Standard library only, plus Debian's python3-redis.  Run with /usr/bin/python3.
 
+A test program ends with main() here: it exits 77 when every test of it
+skipped, and prints each skip reason on a "skipped: " line (testmain.py),
+so that tests/run-all shows it as skipped and why.
+
 Every wait here is a bounded polling loop: a test fails with a message (and the
 agent's log tail), it never hangs.
 """
@@ -32,6 +36,8 @@ import unittest
 import urllib.parse
 
 import redis
+
+import testmain
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -276,6 +282,10 @@ class TLSCerts:
                     ssl_keyfile=self.client_key, ssl_cert_reqs="none")
 
 
+class PortTaken(RuntimeError):
+    """A server could not bind its port: something else took it."""
+
+
 class RedisServer:
     """A throwaway redis-server on 127.0.0.1:<free port>, in a temp dir.
     RedisServer(tls=TLSCerts()) listens with TLS only (see TLSCerts)."""
@@ -294,7 +304,17 @@ class RedisServer:
         self.logfile = os.path.join(self.dir, "redis.log")
         self.proc = None
         if start:
-            self.start()
+            # A free port can be taken by another test's process between
+            # free_port() and redis-server's bind (tests/run-all runs
+            # several at once): a port nobody has seen yet may move.
+            for attempt in range(3):
+                try:
+                    self.start()
+                    break
+                except PortTaken:
+                    if port is not None or attempt == 2:
+                        raise
+                    self.port = free_port()
 
     def start(self, timeout=10):
         assert self.proc is None or self.proc.poll() is not None, "already running"
@@ -312,9 +332,11 @@ class RedisServer:
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError("redis-server on port %d exited %s:\n%s"
-                                   % (self.port, self.proc.returncode,
-                                      tail(self.logfile)))
+                why = tail(self.logfile)
+                _forget(self.proc)
+                raise (PortTaken if "Address already in use" in why else RuntimeError)(
+                    "redis-server on port %d exited %s:\n%s"
+                    % (self.port, self.proc.returncode, why))
             try:
                 c = redis.Redis(host="127.0.0.1", port=self.port, password=self.password,
                                 socket_timeout=1, socket_connect_timeout=1,
@@ -855,7 +877,8 @@ class TestCase(unittest.TestCase):
 
 
 def main():
-    """unittest.main() with clean-up on SIGTERM and a global safety timeout."""
+    """unittest.main() with clean-up on SIGTERM and a global safety timeout;
+    exits as testmain.main() says (77 when every test skipped)."""
     def on_term(signum, frame):
         raise SystemExit(128 + signum)
     signal.signal(signal.SIGTERM, on_term)
@@ -870,4 +893,4 @@ def main():
     t.start()
     if not os.access(LOCKWATCHD, os.X_OK):
         sys.stderr.write("harness: %s is not built (run make)\n" % LOCKWATCHD)
-    unittest.main(verbosity=2)
+    testmain.main()

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: heavy (loads and scans 100,000 locks)
 """The number of series in /metrics does not grow with the number of locks.
 
 1,000 locks of one class, then (FLUSHALL) 100,000 locks of the same class:

@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: serial (two writers flood Redis while the agent scans every 100 ms: it takes both
+#   cores, and counts scans and writes in a fixed window)
 """Scanning a keyspace that changes under the scan.
 
 Writers keep taking and dropping locks (short TTLs, DELs, type changes of the

@@ -1,5 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: serial (its clients run with a 300 ms command timeout, which a busy machine passes on
+#   an ordinary command)
 """liblockwatch under Redis faults (issue 13): no orphan lock after a lost
 acquire reply, transparent reconnect after a restart, nested reentrant
 leases that never shorten the hold, fencing tokens that never go backwards.

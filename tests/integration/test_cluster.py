@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: heavy (loads 30,000 locks into a 3-node cluster and scans them)
 """mode = cluster: a 3-primary Redis Cluster made by the test
 (`redis-cli --cluster create`), 30,000 locks over all slots including
 Redisson-format hash-tagged keys.  Every lock is counted exactly once;

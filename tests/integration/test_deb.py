@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: heavy (dpkg-buildpackage builds the whole tree from a clean copy: both cores for its
+#   length)
 """The Debian packages: packaging/deb-build (what `make deb` runs) builds
 lockwatch, liblockwatch0 and liblockwatch-dev from a clean copy of the
 committed tree; unpacked into a scratch root with `dpkg -x`, the packaged
@@ -17,6 +19,8 @@ import shutil
 import subprocess
 import tempfile
 import unittest
+
+import testmain
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -185,4 +189,4 @@ class DebianPackages(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    testmain.main()

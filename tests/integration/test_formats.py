@@ -2,7 +2,8 @@
 """Lock formats as the scan decodes them, end to end.
 
 One lock of each kind the agent knows (plain, Redisson RLock, Redisson
-read/write lock, redis-py uuid1 token, ShedLock, liblockwatch lw1 token) and
+read/write lock, redis-py uuid1 token (declared by format_patterns: the
+value alone proves no uuid1), ShedLock, liblockwatch lw1 token) and
 a key of another type under the patterns (unknown).  Each shows up in the
 API with its format, holders and hold counts, and in lockwatch_locks{format}.
 Identity the format encodes (host, pid, acquisition time) is shown, and a
@@ -63,7 +64,9 @@ class Formats(h.TestCase):
 
         ag = self.start_agent(rs, scan_interval="500ms", leak_grace="1s",
                               max_hold="100s", max_reentrancy=16,
-                              patterns="lock:*, job-lock:*")
+                              patterns="lock:*, job-lock:*",
+                              # 32 hex prove no uuid1: redis-py is declared
+                              target_extra={"format_patterns": "lock:redispy:*=redis-py"})
 
         def first():
             st, body = ag.get_json("/api/v1/locks?state=all&limit=1000")
@@ -98,6 +101,9 @@ class Formats(h.TestCase):
                         locks["lock:rw:2"])
         # redis-py: uuid1 hex; its timestamp, where shown, is the real one
         self.assertEqual(fmt("lock:redispy:1"), "redis-py")
+        self.assertEqual(locks["lock:redispy:1"]["format_source"], "declared")
+        self.assertEqual(locks["lock:rlock:1"]["format_source"], "proven")
+        self.assertEqual(locks["lock:plain:1"]["format_source"], "guessed")
         self.assertEqual(holders("lock:redispy:1"), [(u1.hex, 1)])
         acq = locks["lock:redispy:1"]["acquired_at"]
         if acq is not None:

@@ -97,7 +97,8 @@ def write_layouts(c, now_ms):
     c.set("permits", "3")
     c.zadd("{permits}:timeout", {permit_id: now_ms + 60000})
     want["permits"] = ("redisson-permit-semaphore", 1)
-    # redis-py Lock(timeout=None): uuid1 token, no TTL
+    # redis-py Lock(timeout=None): uuid1 token, no TTL; 32 hex prove no
+    # uuid1, so it is declared (format_patterns, below)
     c.set("rp-lock", uuid.uuid1().hex)
     want["rp-lock"] = ("redis-py", 0)
     # python-redis-lock: lock:<name> and its signal list
@@ -126,12 +127,19 @@ def write_layouts(c, now_ms):
     c.set("job-lock:default:nightly", "ADDED:%s.123Z@batch-1:%s" % (at, uuid.uuid4()),
           px=600000)
     want["job-lock:default:nightly"] = ("shedlock", 0)
-    # Spring Integration RedisLockRegistry
+    # Spring Integration RedisLockRegistry: any uuid4, so declared
     c.set("registry:jobs-1", str(uuid.uuid4()), px=60000)
     want["registry:jobs-1"] = ("spring", 0)
+    # the same shape undeclared is no library's in particular
+    c.set("other:jobs-1", str(uuid.uuid4()), px=60000)
+    want["other:jobs-1"] = ("plain", 0)
     # not a lock: kept under the patterns by the team, excluded
     c.set("stats:counter", "12")
     return want
+
+
+# the values that prove no format alone (docs/formats.md "What is a fact")
+DECLARED = "rp-lock=redis-py registry:*=spring"
 
 
 def agent_locks(ag):
@@ -152,7 +160,8 @@ class FormatsClients(h.TestCase):
         path = th.token_file()
         ag = self.start_agent(rs, scan_interval="1s", leak_grace="1h", max_hold="1h",
                               patterns="*",
-                              target_extra={"exclude_patterns": "stats:*"},
+                              target_extra={"exclude_patterns": "stats:*",
+                                            "format_patterns": DECLARED},
                               extra=th.unlock_section(path))
         body, locks = agent_locks(ag)
         self.assertEqual(sorted(locks), sorted(want))
@@ -175,6 +184,14 @@ class FormatsClients(h.TestCase):
         for i in range(40):
             self.assertIsNone(locks["nr:%d" % i]["acquired_at"], locks["nr:%d" % i])
         self.assertIsNotNone(locks["rp-lock"]["acquired_at"])
+        # where each format came from (issue 23)
+        for key, src in (("rp-lock", "declared"), ("registry:jobs-1", "declared"),
+                         ("other:jobs-1", "guessed"), ("nr:0", "guessed"),
+                         ("orders-lock", "proven"), ("fair-lock", "proven"),
+                         ("rw-lock", "proven"), ("job-lock:default:nightly", "proven"),
+                         ("permits", "proven")):
+            self.assertEqual((key, locks[key]["format_source"]), (key, src), locks[key])
+        self.assertNotIn("format_contradicts", locks["rp-lock"])
         # the per-format series count locks only
         m = ag.metrics()
         self.assertEqual(h.msum(m, "lockwatch_locks"), len(want))

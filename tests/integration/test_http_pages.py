@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: serial (/metrics must answer within 1 s and the RSS rise stay under 200 MB while twelve
+#   slow readers pull 20 MB pages)
 """The lock list is paged and bounded: ?offset= and next_offset, the
 8 MiB page cap, and what slow readers of the largest pages cost.
 

@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: serial (paced UDP bursts of 50k lines/s must all be counted (received == sent): a busy
+#   CPU lets the receive buffer overflow)
 """Acceptance tests for the agent's sample ingest (SPEC "Wait and hold samples",
 issue 3 "The agent side"): a real lockwatchd with [agent] samples on a free
 UDP port, real datagrams from real sockets.

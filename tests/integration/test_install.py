@@ -9,6 +9,8 @@ import sys
 import tempfile
 import unittest
 
+import testmain
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("LOCKWATCH_BUILD") or os.path.join(REPO, "build")
@@ -51,4 +53,4 @@ class Install(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    testmain.main()

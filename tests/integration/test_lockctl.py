@@ -333,7 +333,9 @@ class Lockctl(h.TestCase):
         self.c.pexpire("lock:re", 600000)
         self.c.set("lock:fine", "tok", px=600000)                # held
         self.c.set("user:1", "not a lock")
-        time.sleep(1.2)                                          # leak_grace 1s
+        # leak_grace 1s; IDLETIME's clock ticks in whole seconds, so only
+        # IDLETIME - 1 is sure: 2 s of it prove the 1 s without a TTL
+        time.sleep(2.2)
         doc = run_json(self, ["list"], self.cfg)
         self.assertEqual(doc["total"], 4)
         self.assertTrue(doc["complete"])

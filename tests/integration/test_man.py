@@ -27,6 +27,8 @@ import subprocess
 import tempfile
 import unittest
 
+import testmain
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("LOCKWATCH_BUILD") or os.path.join(REPO, "build")
@@ -128,7 +130,8 @@ class IniPage(unittest.TestCase):
                                    os.path.join(MAN, "gen_ini5.c")] +
                 [os.path.join(REPO, f) for f in ("conf/options.c", "conf/optvalue.c",
                                                  "conf/optsyntax.c", "conf/secretfile.c",
-                                                 "common/strbuf.c")], cwd=REPO)
+                                                 "conf/optpairs.c", "common/strbuf.c")],
+                cwd=REPO)
         if r.returncode != 0:
             raise AssertionError("building gen_ini5: " + r.stdout + r.stderr)
         cls.page = os.path.join(MAN, "lockwatch.ini.5")
@@ -444,4 +447,4 @@ class LibraryPage(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    testmain.main()

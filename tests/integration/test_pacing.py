@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: serial (it times scans at a key rate and a duty cycle, and asks for HTTP answers within
+#   1 s during a scan)
 """Scan pacing: scan_count, max_keys_per_second and scan_duty do what they say.
 
 - scan_count is the SCAN COUNT hint: a full pass over N keys takes about

@@ -209,7 +209,7 @@ class ReleaseScript(h.TestCase):
         ]
         for case in cases:
             if case is None:
-                time.sleep(1.2)
+                time.sleep(2.2)     # IDLETIME ticks in whole seconds: 2 prove 1
                 continue
             args, rc, outcome = case
             doc = self.lockctl(args + ["--yes"], rc=rc)

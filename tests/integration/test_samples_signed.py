@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: serial (100,000 forged datagrams and counts that must match what was sent: a busy CPU
+#   lets the receive buffer overflow)
 """Samples no stranger can forge (issue 25; docs/line-protocol.md "Signed
 datagrams", "What the agent does with a sample"): a real lockwatchd with
 [samples] key_file, real datagrams over loopback.

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: serial (the first scan of 11,000 keys must end well within leak_grace)
 """Issue 2 acceptance: one scan over a mixed keyspace.
 
 1,000 plain locks with a TTL, 7 without, 5 Redisson hash locks with hold

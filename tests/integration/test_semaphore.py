@@ -105,14 +105,14 @@ class Semaphore(h.TestCase):
         c = rs.client()
         c.set(SEM, "5")
         cfg = tl.write_config(rs, leak_grace="1s")
-        t0 = time.monotonic()
-        while True:
-            doc = tl.run_json(self, ["show", SEM], cfg)
-            if "leaked" in doc["states"] or time.monotonic() - t0 > 20:
-                break
-            time.sleep(0.2)
+        time.sleep(2.2)
+        doc = tl.run_json(self, ["show", SEM], cfg)
         self.assertEqual(doc["format"], "plain", doc)
-        self.assertIn("leaked", doc["states"], doc)
+        # "5" is one of Redis's shared integers: its OBJECT IDLETIME is not
+        # the key's (issue 23), so lockctl alone cannot say how long it has
+        # had no TTL: "leaked?", and the agent's first sight decides
+        self.assertEqual((doc["states"], doc["leak_unknown"], doc["idle_seconds"]),
+                         (["held"], True, None), doc)
         self.assertNotIn("permits_available", doc)
         p = h.run_lockwatchd(["--once", "-c", cfg], timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -3,7 +3,9 @@
 # The house's layering rules, checked on the source tree (no build needed):
 #   common/      includes no project header but its own
 #   conf/        common/ and conf/ only
-#   collectors/  never agent/, alerts/ or cli/
+#   collectors/  never agent/, alerts/ or cli/; inside it, each sub-layer
+#                of COLLECTOR_LAYERS below includes only its own folder and
+#                those listed before it (CONTRIBUTING.md "The layers")
 #   alerts/      never agent/ or cli/
 #   client/      its own headers and the header-only common/clock.h,
 #                common/lw1.h, common/lw1mac.h, common/prefixname.h (liblockwatch links
@@ -31,10 +33,42 @@ check() {
     done
 }
 
+# The sub-layers of collectors/, lowest first, as CONTRIBUTING.md's table
+# orders them: each may include its own folder and the ones above it here.
+# A new sub-layer is one line in its place; a line whose folder is not in
+# the tree (yet) is passed over, and a folder missing here is a breach.
+COLLECTOR_LAYERS='
+redis
+formats
+locks
+scan
+follow
+waits
+release
+'
+
+# check_collectors: each collectors/<sub>/ against COLLECTOR_LAYERS
+check_collectors() {
+    below=''
+    for sub in $COLLECTOR_LAYERS; do
+        below="$below${below:+|}$sub"
+        [ -d "collectors/$sub" ] || continue
+        check "collectors/$sub" "common/|conf/|collectors/($below)/"
+    done
+    for d in collectors/*/; do
+        sub=$(basename "$d")
+        case " $(echo $COLLECTOR_LAYERS) " in *" $sub "*) continue ;; esac
+        printf 'collectors/%s/ is not in COLLECTOR_LAYERS of tests/static/test_layering.sh: add it in its place\n' "$sub"
+    done
+    # a file directly in collectors/ belongs to no sub-layer
+    find collectors -maxdepth 1 -name '*.[ch]' | sed 's/$/: a file outside the sub-layers of collectors\//'
+}
+
 out=$( {
     check common 'common/'
     check conf 'common/|conf/'
     check collectors 'common/|conf/|collectors/'
+    check_collectors
     check alerts 'common/|conf/|collectors/|alerts/'
     check cli 'common/|conf/|collectors/|cli/'
     check client 'common/clock\.h|common/lw1\.h|common/lw1mac\.h|common/prefixname\.h|client/'
@@ -58,6 +92,6 @@ for f in $(find common conf collectors agent alerts cli client -name '*.c'); do
 done
 
 if [ "$bad" -eq 0 ]; then
-    echo "layering: every include runs down, no test includes a .c, no file over 1,000 lines"
+    echo "layering: every include runs down (collectors/ sub-layers too), no test includes a .c, no file over 1,000 lines"
 fi
 exit "$bad"

@@ -661,6 +661,41 @@ test_list_values(void **state)
     expect_error("[target a]\nsemaphore_patterns = lock:sem*,,x\n",
                  "x.ini:2: [target a] semaphore_patterns: \"lock:sem*,,x\" has an empty item "
                  "(use comma separated values, e.g. lock:sem:*)");
+
+    /* format_patterns: glob=format pairs, blank or comma separated, each
+     * format a row that claims values (issue 23) */
+    cfg = expect_load("[target a]\npatterns = lock:*\n");
+    assert_int_equal(cfg->targets[0].nformat_patterns, 0);
+    config_free(cfg);
+    cfg = expect_load("[target a]\nformat_patterns = lock:orders:*=node-redlock "
+                      "lock:jobs:*=redis-py,lock:a=b:*=spring\n");
+    assert_int_equal(cfg->targets[0].nformat_patterns, 3);
+    assert_string_equal(cfg->targets[0].format_globs[0], "lock:orders:*");
+    assert_string_equal(cfg->targets[0].format_names[0], "node-redlock");
+    assert_string_equal(cfg->targets[0].format_globs[1], "lock:jobs:*");
+    assert_string_equal(cfg->targets[0].format_names[1], "redis-py");
+    /* the glob is what comes before the last '=' */
+    assert_string_equal(cfg->targets[0].format_globs[2], "lock:a=b:*");
+    assert_string_equal(cfg->targets[0].format_names[2], "spring");
+    {
+        char *out = print_to_string(cfg);
+
+        assert_non_null(strstr(out, "format_patterns     = lock:orders:*=node-redlock "
+                                    "lock:jobs:*=redis-py lock:a=b:*=spring\n"));
+        free(out);
+    }
+    config_free(cfg);
+    expect_error("[target a]\nformat_patterns = lock:x:*=redispy\n",
+                 "x.ini:2: [target a] format_patterns: \"lock:x:*=redispy\": \"redispy\" is "
+                 "not a format a key may be declared (use redisson-rw, redisson, liblockwatch, "
+                 "shedlock, redis-py, node-redlock, redsync, python-redis-lock, "
+                 "redis-semaphore, pottery, spring or plain)");
+    expect_error("[target a]\nformat_patterns = lock:x:*\n",
+                 "x.ini:2: [target a] format_patterns: \"lock:x:*\" is not glob=format "
+                 "(e.g. lock:orders:*=node-redlock lock:jobs:*=redis-py)");
+    expect_error("[target a]\nformat_patterns = =spring\n",
+                 "x.ini:2: [target a] format_patterns: \"=spring\" is not glob=format "
+                 "(e.g. lock:orders:*=node-redlock lock:jobs:*=redis-py)");
 }
 
 static void

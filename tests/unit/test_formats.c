@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "collectors/formats/formats.h"
+#include "conf/options.h"
 
 #define RS_UUID "8743c9c0-0795-4907-87fd-6c719a6b4586"
 #define RS_UUID2 "1b4e28ba-2fa1-41d2-883f-0016d3cca427"
@@ -127,6 +128,27 @@ assert_format_of_string(const char *value, const char *want)
     free_string_raw(&raw);
 }
 
+/* A row only a declaration gives (FMT_PROVES_DECLARED): the value as the
+ * declared row decodes it; the name, or "-" when the value contradicts it. */
+static const char *
+declared(const char *name, const struct raw_lock *raw, struct lock_view *view)
+{
+    const struct lock_format *f = formats_by_name(name);
+
+    memset(view, 0xa5, sizeof(*view));
+    return formats_decode_as(f, raw, view) == 0 ? f->name : "-";
+}
+
+static void
+assert_declared_string(const char *value, const char *name, const char *want)
+{
+    struct raw_lock raw = string_raw(value, strlen(value), false);
+    struct lock_view v;
+
+    assert_string_equal(declared(name, &raw, &v), want);
+    free_string_raw(&raw);
+}
+
 static void
 assert_format_of_hash(struct hash_fixture *h, const char *want)
 {
@@ -136,6 +158,30 @@ assert_format_of_hash(struct hash_fixture *h, const char *want)
 }
 
 /* --- the table ------------------------------------------------------------ */
+
+/* format_patterns may name exactly the rows that claim values, in table
+ * order (conf/options.c lists them: conf/ may not include the table). */
+static void
+test_declarable_names(void **state)
+{
+    const struct config_option *o = NULL;
+    size_t i, k = 0;
+    (void)state;
+
+    for (i = 0; i < config_noptions; i++)
+        if (config_options[i].section == SECTION_TARGET &&
+            strcmp(config_options[i].key, "format_patterns") == 0)
+            o = &config_options[i];
+    assert_non_null(o);
+    for (i = 0; i < formats_count; i++) {
+        if (!formats_declarable(&formats_table[i]))
+            continue;
+        assert_non_null(o->names[k]);
+        assert_string_equal(o->names[k], formats_table[i].name);
+        k++;
+    }
+    assert_null(o->names[k]);
+}
 
 static void
 test_table_order(void **state)
@@ -376,9 +422,10 @@ test_redisson_many_fields(void **state)
     char name[64], count[16];
     (void)state;
 
-    /* A hash of 100 holders; the scanner read RAW_FIELDS_MAX of them.  An
-     * RLock has one holder: so many are the readers of a read lock whose
-     * "mode" field was not among those read (issue 17). */
+    /* A hash of 100 holders; the scanner read RAW_FIELDS_MAX of them.
+     * Read/write is what "mode" says (issue 23), never the size: the
+     * scanner read it on its own (HMGET) and it says "read" (issue 17's
+     * read lock whose "mode" was not among the fields read). */
     hash_init(&h, 100);
     for (int i = 0; i < 100; i++) {
         size_t n = sizeof(RS_UUID ":") - 1;
@@ -394,8 +441,12 @@ test_redisson_many_fields(void **state)
     }
     h.raw.nfields = RAW_FIELDS_MAX;
     h.raw.fields_truncated = true;
+    h.raw.mode_read = true;
+    h.raw.mode = "read";
+    h.raw.modelen = 4;
     assert_string_equal(decode(&h.raw, &v)->name, "redisson-rw");
     assert_string_equal(v.mode, "read");
+    assert_false(v.partial);
     assert_int_equal(v.holders_total, RAW_FIELDS_MAX);
     assert_int_equal(v.nholders, HOLDERS_MAX);
     assert_int_equal(v.max_count, 9);
@@ -814,7 +865,7 @@ test_redispy_known_time(void **state)
     /* 2026-11-30T04:12:00.123Z, a MAC of 00:1a:2b:3c:4d:5e */
     make_uuid1_hex(INT64_C(1796011920123), 0x1234, UINT64_C(0x001a2b3c4d5e), tok);
     raw = string_raw(tok, 32, false);
-    assert_string_equal(decode(&raw, &v)->name, "redis-py");
+    assert_string_equal(declared("redis-py", &raw, &v), "redis-py");
     assert_true(v.acquired_ms == INT64_C(1796011920123));
     assert_string_equal(v.host, "mac:00:1a:2b:3c:4d:5e");
     assert_int_equal(v.pid, 0);
@@ -826,14 +877,16 @@ test_redispy_known_time(void **state)
     /* Python's random node (multicast bit set) says nothing about a host. */
     make_uuid1_hex(INT64_C(1796011920123), 0x1234, UINT64_C(0x011a2b3c4d5e), tok);
     raw = string_raw(tok, 32, false);
-    assert_string_equal(decode(&raw, &v)->name, "redis-py");
+    assert_string_equal(declared("redis-py", &raw, &v), "redis-py");
     assert_string_equal(v.host, "");
     free_string_raw(&raw);
 
     /* One from CPython's uuid.uuid1().hex. */
-    assert_format_of_string("d7f4ebdeec7411f1bba602fc00000001", "redis-py");
+    assert_declared_string("d7f4ebdeec7411f1bba602fc00000001", "redis-py", "redis-py");
+    /* undeclared it is 32 hex like a random token: a guess, no time */
+    assert_format_of_string("d7f4ebdeec7411f1bba602fc00000001", "node-redlock");
     raw = string_raw("d7f4ebdeec7411f1bba602fc00000001", 32, false);
-    decode(&raw, &v);
+    declared("redis-py", &raw, &v);
     assert_true(v.acquired_ms == INT64_C(1796012200871));
     assert_string_equal(v.host, "mac:02:fc:00:00:00:01");
     free_string_raw(&raw);
@@ -862,8 +915,12 @@ test_redispy_rejects(void **state)
     assert_format_of_string(tok, "node-redlock");
     make_uuid1_hex(INT64_C(4102444800000), 1, 2, tok);
     assert_format_of_string(tok, "node-redlock");
+    make_uuid1_hex(INT64_C(946684799999), 1, 2, tok);
+    assert_declared_string(tok, "redis-py", "-");
     make_uuid1_hex(INT64_C(946684800000), 1, 2, tok);
-    assert_format_of_string(tok, "redis-py");
+    assert_declared_string(tok, "redis-py", "redis-py");
+    /* undeclared, even a plausible uuid1 is only 32 hex (issue 23) */
+    assert_format_of_string(tok, "node-redlock");
     /* ticks before 1970 */
     assert_format_of_string("00000000000010008000000000000000", "node-redlock");
 
@@ -871,6 +928,7 @@ test_redispy_rejects(void **state)
     struct lock_view v;
 
     assert_string_equal(decode(&raw, &v)->name, "plain");
+    assert_string_equal(declared("redis-py", &raw, &v), "-");
     free_string_raw(&raw);
 }
 
@@ -1069,14 +1127,18 @@ test_ambiguity(void **state)
     struct lock_view v;
     (void)state;
 
-    /* A uuid1 is also a 32-hex random token: redis-py comes first. */
+    /* A uuid1 is also a 32-hex random token: redis-py's row claims it,
+     * but only a declaration gives that row (issue 23): detection says
+     * node-redlock, a guess. */
     make_uuid1_hex(INT64_C(1796011920123), 7, 0x001122334455, tok);
     raw = string_raw(tok, 32, false);
     assert_true(formats_by_name("redis-py")->claims(&raw));
     assert_true(formats_by_name("plain")->claims(&raw));
     assert_false(formats_by_name("liblockwatch")->claims(&raw));
     assert_false(formats_by_name("shedlock")->claims(&raw));
-    assert_string_equal(decode(&raw, &v)->name, "redis-py");
+    assert_string_equal(decode(&raw, &v)->name, "node-redlock");
+    assert_int_equal(v.acquired_ms, 0);
+    assert_string_equal(declared("redis-py", &raw, &v), "redis-py");
     free_string_raw(&raw);
 
     /* A ShedLock value: only shedlock and plain claim it. */
@@ -1156,6 +1218,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_order),
+        cmocka_unit_test(test_declarable_names),
         cmocka_unit_test(test_rows_have_every_column),
         cmocka_unit_test(test_row_check_names_the_column),
         cmocka_unit_test(test_kin_probes),

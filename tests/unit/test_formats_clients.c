@@ -46,6 +46,17 @@ format_of(const char *key, const char *value, struct lock_view *v)
     return formats_decode(&raw, v)->name;
 }
 
+/* The row NAME decodes the value as, declared (formats_decode_as()), or
+ * "-" when the value contradicts it. */
+static const char *
+declared_as(const char *name, const char *key, const char *value, struct lock_view *v)
+{
+    struct raw_lock raw = str_raw(key, value);
+    const struct lock_format *f = formats_by_name(name);
+
+    return formats_decode_as(f, &raw, v) == 0 ? f->name : "-";
+}
+
 static void
 assert_token(const char *key, const char *value, const char *want)
 {
@@ -79,8 +90,9 @@ test_token_rows(void **state)
     assert_token("mutex:jobs", "3f9c3a52-7a7e-4b8c-9c1e-2b5f0f4f7d10-", "plain");
     /* pottery: str(uuid.uuid4()) under redlock:<key> */
     assert_token("redlock:printer", "1b4e28ba-2fa1-41d2-883f-0016d3cca427", "pottery");
-    /* Spring RedisLockRegistry: UUID.randomUUID().toString() */
-    assert_token("registry:jobs-1", "1b4e28ba-2fa1-41d2-883f-0016d3cca427", "spring");
+    /* Spring RedisLockRegistry's UUID.randomUUID().toString() is any
+     * uuid4: "spring" only where declared (issue 23; test_declared_rows) */
+    assert_token("registry:jobs-1", "1b4e28ba-2fa1-41d2-883f-0016d3cca427", "plain");
     /* uppercase or a version-1 uuid is none of them */
     assert_token("registry:jobs-1", "1B4E28BA-2FA1-41D2-883F-0016D3CCA427", "plain");
     assert_token("registry:jobs-1", "1b4e28ba-2fa1-11d2-883f-0016d3cca427", "plain");
@@ -108,18 +120,23 @@ test_redispy_time_window(void **state)
     struct lock_view v;
     (void)state;
 
-    /* a minute before the scan: redis-py, with its time */
+    /* Undeclared, a uuid1().hex is 32 hex like any random token (issue
+     * 23): node-redlock's row, a guess, and no time */
     uuid1_at(NOW_MS - 60000, tok);
-    assert_string_equal(format_of("rp", tok, &v), "redis-py");
+    assert_string_equal(format_of("rp", tok, &v), "node-redlock");
+    assert_int_equal(v.acquired_ms, 0);
+    /* declared redis-py: a minute before the scan, with its time */
+    assert_string_equal(declared_as("redis-py", "rp", tok, &v), "redis-py");
     assert_int_equal(v.acquired_ms, NOW_MS - 60000);
     /* 24 years before (the issue's node-redlock token): not a uuid1 we
-     * believe, so no acquisition time */
+     * believe even where declared: the declaration is contradicted */
     uuid1_at(NOW_MS - INT64_C(761119919) * 1000, tok);
+    assert_string_equal(declared_as("redis-py", "rp", tok, &v), "-");
     assert_string_equal(format_of("rp", tok, &v), "node-redlock");
     assert_int_equal(v.acquired_ms, 0);
     /* two days ahead of the scan's clock: the same */
     uuid1_at(NOW_MS + INT64_C(2) * 86400 * 1000, tok);
-    assert_string_equal(format_of("rp", tok, &v), "node-redlock");
+    assert_string_equal(declared_as("redis-py", "rp", tok, &v), "-");
     /* without the scan's time only the fixed range applies */
     {
         struct raw_lock raw;
@@ -127,8 +144,31 @@ test_redispy_time_window(void **state)
         uuid1_at(NOW_MS - INT64_C(761119919) * 1000, tok);
         raw = str_raw("rp", tok);
         raw.now_ms = 0;
-        assert_string_equal(formats_decode(&raw, &v)->name, "redis-py");
+        assert_int_equal(formats_decode_as(formats_by_name("redis-py"), &raw, &v), 0);
+        assert_string_equal(formats_decode(&raw, &v)->name, "node-redlock");
     }
+}
+
+/* Rows only a declaration gives (FMT_PROVES_DECLARED): a uuid4 is spring
+ * only where declared, and a value that is not one contradicts it. */
+static void
+test_declared_rows(void **state)
+{
+    struct lock_view v;
+    (void)state;
+
+    assert_string_equal(declared_as("spring", "registry:jobs-1",
+                                    "1b4e28ba-2fa1-41d2-883f-0016d3cca427", &v), "spring");
+    assert_int_equal(v.holders_total, 1);
+    assert_string_equal(declared_as("spring", "registry:jobs-1", "1", &v), "-");
+    assert_int_equal(v.holders_total, 0);
+    /* a declared row with a structure still checks it */
+    assert_string_equal(declared_as("node-redlock", "lock:o",
+                                    "9f86d081884c7d659a2feaa0c55ad015", &v), "node-redlock");
+    assert_string_equal(declared_as("node-redlock", "lock:o", "token-1", &v), "-");
+    /* no row claims a value it proves nothing of */
+    assert_int_equal(formats_decode_as(formats_by_name("redisson-fair"), NULL, &v), -1);
+    assert_int_equal(formats_decode_as(formats_by_name("unknown"), NULL, &v), -1);
 }
 
 static void
@@ -166,7 +206,7 @@ test_semaphore_zset(void **state)
 }
 
 /* A read lock with more readers than one HSCAN returns: "mode" may not
- * be among the 64 fields read, and so many holders make it a read lock. */
+ * be among the 64 fields read, so the reader asks for it on its own. */
 static void
 test_rw_many_readers(void **state)
 {
@@ -191,18 +231,45 @@ test_rw_many_readers(void **state)
     raw.fields = f;
     raw.nfields = RAW_FIELDS_MAX;
     raw.fields_truncated = true;
+    /* its "mode", read on its own (HMGET), says read */
+    raw.mode_read = true;
+    raw.mode = "read";
+    raw.modelen = 4;
     assert_string_equal(formats_decode(&raw, &v)->name, "redisson-rw");
     assert_string_equal(v.mode, "read");
     assert_int_equal(v.holders_total, RAW_FIELDS_MAX);
     assert_int_equal(v.thread, -1);
+    assert_false(v.partial);
+    /* no "mode" (issue 23): not a read lock, whatever the size; every
+     * field a holder of a hash only guessed to be an RLock */
+    raw.mode = NULL;
+    raw.modelen = 0;
+    assert_string_equal(formats_decode(&raw, &v)->name, "redisson");
+    assert_string_equal(v.mode, "");
+    assert_true(v.partial);
+    assert_int_equal(v.holders_total, RAW_FIELDS_MAX);
+    /* mode not asked (a reader that did not send HMGET): the same */
+    raw.mode_read = false;
+    assert_string_equal(formats_decode(&raw, &v)->name, "redisson");
     /* read whole, so many holder fields and no mode: what it always was */
     raw.fields_truncated = false;
     assert_string_equal(formats_decode(&raw, &v)->name, "redisson");
-    /* a writer among them and no mode: not a read lock, and too big to be
-     * anything else Redisson writes */
+    assert_false(v.partial);
+    /* a mode that is neither read nor write: not Redisson's */
     raw.fields_truncated = true;
+    raw.mode_read = true;
+    raw.mode = "both";
+    raw.modelen = 4;
+    assert_string_equal(formats_decode(&raw, &v)->name, "unknown");
+    /* a writer among them and "mode" write: the write lock */
+    raw.mode = "write";
+    raw.modelen = 5;
     snprintf(names[3], sizeof(names[3]), RS_UUID ":7:write");
     f[3].namelen = strlen(names[3]);
+    assert_string_equal(formats_decode(&raw, &v)->name, "redisson-rw");
+    /* ... and without "mode": a writer field is no RLock holder */
+    raw.mode = NULL;
+    raw.modelen = 0;
     assert_string_equal(formats_decode(&raw, &v)->name, "unknown");
 }
 
@@ -421,11 +488,15 @@ test_recorded_values(void **state)
     assert_token("lock:job2", "wEltSNN9FsCGJKXQVKnjwP1g", "python-redis-lock");
     assert_token("redlock:job3", "78783941-1923-4e68-b920-95af3452b70b", "pottery");
     assert_token("mutex:lock:m", "a66683d1-6fe7-4439-ad5e-bad81766d748", "redis-semaphore");
-    assert_token("lock:spring:orders", "b8435da5-b1ec-4a6a-b4bd-53845383abe9", "spring");
+    /* Spring's and redis-py's values prove nothing alone: declared */
+    assert_token("lock:spring:orders", "b8435da5-b1ec-4a6a-b4bd-53845383abe9", "plain");
+    assert_string_equal(declared_as("spring", "lock:spring:orders",
+                                    "b8435da5-b1ec-4a6a-b4bd-53845383abe9", &v), "spring");
     /* redis-py 5.2.1's uuid1, taken at 1796173821.419 (scan a minute on) */
     raw = str_raw("lock:rp", "254e6f9eeded11f1b3bb02fc00000001");
     raw.now_ms = INT64_C(1796173881000);
-    assert_string_equal(formats_decode(&raw, &v)->name, "redis-py");
+    assert_string_equal(formats_decode(&raw, &v)->name, "node-redlock");
+    assert_int_equal(formats_decode_as(formats_by_name("redis-py"), &raw, &v), 0);
     assert_true(v.acquired_ms > INT64_C(1796173821000) &&
                 v.acquired_ms < INT64_C(1796173822000));
     /* ShedLock 6.10.0 */
@@ -489,6 +560,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_token_rows),
         cmocka_unit_test(test_redispy_time_window),
+        cmocka_unit_test(test_declared_rows),
         cmocka_unit_test(test_semaphore_zset),
         cmocka_unit_test(test_rw_many_readers),
         cmocka_unit_test(test_helpers),

@@ -179,7 +179,9 @@ test_start_age(void **state)
 
     (void)state;
     /* IDLETIME only */
-    assert_int_equal(lockstate_start_age(42, 0, now, &acq), 42000);
+    /* IDLETIME's clock ticks in whole seconds: a second less is sure */
+    assert_int_equal(lockstate_start_age(42, 0, now, &acq), 41000);
+    assert_int_equal(lockstate_start_age(1, 0, now, NULL), 0);
     assert_false(acq);
     /* unknown IDLETIME (LFU policy), no acquisition time: 0 */
     acq = true;
@@ -189,15 +191,15 @@ test_start_age(void **state)
     /* the older of the two wins */
     assert_int_equal(lockstate_start_age(10, now - 60000, now, &acq), 60000);
     assert_true(acq);
-    assert_int_equal(lockstate_start_age(100, now - 60000, now, &acq), 100000);
+    assert_int_equal(lockstate_start_age(100, now - 60000, now, &acq), 99000);
     assert_false(acq);
     /* a tie goes to the acquisition time */
-    assert_int_equal(lockstate_start_age(60, now - 60000, now, &acq), 60000);
+    assert_int_equal(lockstate_start_age(61, now - 60000, now, &acq), 60000);
     assert_true(acq);
     /* the holder's clock ahead of ours: never a negative age */
     assert_int_equal(lockstate_start_age(-1, now + 5000, now, &acq), 0);
     assert_true(acq);
-    assert_int_equal(lockstate_start_age(7, now + 5000, now, &acq), 7000);
+    assert_int_equal(lockstate_start_age(7, now + 5000, now, &acq), 6000);
     assert_false(acq);
 }
 

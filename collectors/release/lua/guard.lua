@@ -24,7 +24,8 @@
 --             hash lock ("<uuid>:<tid>", or "<uuid>:<tid>:write")
 --   ARGV[2]   "1": only when the key has no TTL (PTTL -1)
 --   ARGV[3]   ms: only when the holder is at least this old ("0": no
---             condition); age = max(OBJECT IDLETIME, ARGV[4])
+--             condition); age = max(OBJECT IDLETIME - 1 s, ARGV[4]),
+--             IDLETIME not counted for a value Redis may share (0..9999)
 --   ARGV[4]   ms: the holder's age as the caller knows it ("0": unknown)
 --   ARGV[5]   "1": dry run - every guard, no write, no audit entry
 --   ARGV[6]   "1": Redis Cluster - SPUBLISH every wake-up as well
@@ -324,6 +325,13 @@ local function lw_check(action)
         lw.refusal = 'gone'
         return nil
     end
+    -- A string Redis reads as an integer 0..9999 may be one object shared
+    -- by every key with that value (OBJ_SHARED_INTEGERS): its idle time is
+    -- not this key's (docs/formats.md "What is a fact").
+    if lw.idle >= 0 and lw.type == 'string' then
+        local v = redis.call('getrange', lw_key, 0, 4)
+        if v == '0' or string.find(v, '^[1-9]%d?%d?%d?$') ~= nil then lw.idle = -1 end
+    end
     lw.rw = lw.type == 'hash' and redis.call('hexists', lw_key, 'mode') == 1
     local row, why = lw_pick(action)
     if row ~= nil and row.label ~= nil then lw.format = row.label() or lw.format end
@@ -346,7 +354,8 @@ local function lw_check(action)
     end
     if lw_older_ms > 0 then
         local age = lw_known_age_ms
-        if lw.idle >= 0 and lw.idle * 1000 > age then age = lw.idle * 1000 end
+        -- IDLETIME's clock ticks in whole seconds: a second less is sure
+        if lw.idle > 1 and (lw.idle - 1) * 1000 > age then age = (lw.idle - 1) * 1000 end
         if age < lw_older_ms then
             lw.refusal = 'too_young'
             return row

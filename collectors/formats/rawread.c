@@ -3,7 +3,7 @@
  * rawread.c - value replies to raw_lock, shared by the scanner and lockctl
  * (see rawread.h).
  */
-#include "collectors/redis/rawread.h"
+#include "collectors/formats/rawread.h"
 
 #include <string.h>
 
@@ -91,6 +91,26 @@ rawread_zset(const redisReply *rep, struct raw_field *fields, struct raw_lock *r
     raw->fields = fields;
     raw->nfields = nf;
     return true;
+}
+
+void
+rawread_mode(const redisReply *rep, struct raw_lock *raw)
+{
+    const redisReply *e;
+
+    raw->mode_read = false;
+    raw->mode = NULL;
+    raw->modelen = 0;
+    if (rep == NULL || rep->type != REDIS_REPLY_ARRAY || rep->elements != 1)
+        return;
+    e = rep->element[0];
+    if (e->type == REDIS_REPLY_NIL) {
+        raw->mode_read = true;
+    } else if (e->type == REDIS_REPLY_STRING) {
+        raw->mode_read = true;
+        raw->mode = e->str;
+        raw->modelen = e->len;
+    }
 }
 
 void

@@ -7,7 +7,8 @@
  * same way: the value cut at RAW_VALUE_MAX bytes, at most RAW_FIELDS_MAX
  * hash fields, truncation flagged, and holders past the field cap counted
  * from HLEN.  The raw_lock points into the replies: keep them alive while
- * it is used.
+ * it is used.  It sits with the decoders because it fills their input
+ * (formats.h); collectors/redis/, a layer below, knows connections only.
  */
 #ifndef LOCKWATCH_RAWREAD_H
 #define LOCKWATCH_RAWREAD_H
@@ -27,6 +28,11 @@ bool rawread_string(const redisReply *rep, struct raw_lock *raw);
 /* An HSCAN reply: fill raw's fields from fields[RAW_FIELDS_MAX].  false
  * when rep is not an HSCAN reply; raw->nfields 0 when the hash is gone. */
 bool rawread_hash(const redisReply *rep, struct raw_field *fields, struct raw_lock *raw);
+
+/* An HMGET key mode reply (sent beside HSCAN: a hash cut by the read cap
+ * may not show "mode" among the fields read): fill raw's mode.  An error
+ * reply (refused, or a key that changed type) leaves it unread. */
+void rawread_mode(const redisReply *rep, struct raw_lock *raw);
 
 /* RAW_FIELDS_MAX - 1 spelled for a command line: ZRANGE's stop. */
 #define RAW_FIELDS_LAST 63

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+// Package reporter sends lockwatch wait/hold/waiting/lost samples
+// (docs/line-protocol.md) from Go services that lock with go-redsync or
+// bsm/redislock, following docs/reporters.md: it wraps the library's calls,
+// never changes what they do, and never blocks, panics into or slows the
+// caller (a bounded queue drained by one goroutine; a full queue drops and
+// counts).
+//
+// This file reads the configuration every reporter shares:
+// LOCKWATCH_SAMPLES, LOCKWATCH_KEY_FILE and LOCKWATCH_OWNER.
+package reporter
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+)
+
+const (
+	defaultSamples = "127.0.0.1:9717"
+	maxDests       = 8
+	minKey         = 16
+	maxKey         = 4096
+	maxOwner       = 200
+)
+
+// Config is what a Reporter is built from. FromEnv fills it from the
+// environment; a program may also build it by hand.
+type Config struct {
+	// Samples is "host:port[,host:port...]" (at most 8); "" or "off"
+	// turns reporting off.
+	Samples string
+	// KeyFile, when set, is the shared key's path: every datagram is
+	// signed (lw1 mac). An unreadable or short key turns reporting off.
+	KeyFile string
+	// Owner is the <process> part of owner ids; "" means hostname:pid.
+	Owner string
+	// QueueLen bounds the lines waiting to be sent (default 8192).
+	QueueLen int
+	// Tap, when set, is called on the caller's goroutine with every line
+	// the reporter queues or would have queued (tests, debugging). It must
+	// not block.
+	Tap func(line string)
+}
+
+// FromEnv returns the configuration the environment gives.
+func FromEnv() Config {
+	c := Config{Samples: defaultSamples}
+	if v, ok := os.LookupEnv("LOCKWATCH_SAMPLES"); ok {
+		c.Samples = v
+	}
+	c.KeyFile = os.Getenv("LOCKWATCH_KEY_FILE")
+	c.Owner = os.Getenv("LOCKWATCH_OWNER")
+	return c
+}
+
+// parseDests resolves each destination once (a reporter never does DNS on
+// the lock path). An unresolvable one is skipped with an error returned for
+// the log; the others still work.
+func parseDests(spec string) ([]*net.UDPAddr, []error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" || spec == "off" {
+		return nil, nil
+	}
+	var out []*net.UDPAddr
+	var errs []error
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if len(out) == maxDests {
+			errs = append(errs, fmt.Errorf("lockwatch: more than %d destinations in LOCKWATCH_SAMPLES, %q ignored", maxDests, part))
+			continue
+		}
+		a, err := net.ResolveUDPAddr("udp", part)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("lockwatch: destination %q: %v (not reporting there)", part, err))
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, errs
+}
+
+// readKey reads the key file's first line, trailing newlines dropped.
+func readKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if i := strings.IndexByte(string(b), '\n'); i >= 0 {
+		b = b[:i]
+	}
+	b = []byte(strings.TrimRight(string(b), "\r\n"))
+	if len(b) < minKey || len(b) > maxKey {
+		return nil, fmt.Errorf("key in %s is %d bytes, not %d to %d", path, len(b), minKey, maxKey)
+	}
+	return b, nil
+}
+
+// processName is the <process> part of owner ids.
+func processName(owner string) (string, error) {
+	if owner != "" {
+		if len(owner) > maxOwner {
+			return "", errors.New("LOCKWATCH_OWNER longer than 200 bytes")
+		}
+		return owner, nil
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "localhost"
+	}
+	return fmt.Sprintf("%s:%d", h, os.Getpid()), nil
+}

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+// go-redsync: Mutex wraps a *redsync.Mutex and reports its calls. Lock and
+// LockContext may wait (redsync retries), so they send waiting start/end,
+// then the wait; Unlock sends the hold; an Unlock that finds the key gone or
+// another's (ErrTaken) sends lost expired first, and an Extend that fails
+// (ErrTaken, or ErrExtendFailed: it came back after the lease's end) sends
+// lost renewal. The holder id is the mutex's value (redsync makes it inside
+// Lock, so the start line says "-"). Like redsync's own Mutex, a wrapped
+// Mutex is used by one goroutine at a time.
+package reporter
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+)
+
+// Mutex is a reporting *redsync.Mutex.
+type Mutex struct {
+	m      *redsync.Mutex
+	r      *Reporter
+	owner0 string // the owner id when the context names no party (made once)
+
+	// the current holding
+	held     bool
+	lost     bool
+	acquired time.Time
+	owner    string
+	holder   string
+}
+
+// WrapMutex wraps m with the default reporter (Default).
+func WrapMutex(m *redsync.Mutex) *Mutex { return Default().WrapMutex(m) }
+
+// WrapMutex wraps m with r. The mutex's owner id is <process>/m<N>, N
+// numbering the wrapped mutexes, unless the context of a call names the
+// party (WithOwner).
+func (r *Reporter) WrapMutex(m *redsync.Mutex) *Mutex {
+	return &Mutex{m: m, r: r, owner0: r.owner(r.newParty('m'))}
+}
+
+// Unwrap returns the redsync mutex.
+func (m *Mutex) Unwrap() *redsync.Mutex { return m.m }
+
+// Name returns the mutex's name (its Redis key).
+func (m *Mutex) Name() string { return m.m.Name() }
+
+// Value returns the mutex's current value (its holder id in Redis).
+func (m *Mutex) Value() string { return m.m.Value() }
+
+// Until returns the end of the lock's validity.
+func (m *Mutex) Until() time.Time { return m.m.Until() }
+
+// Lock locks m (redsync's Lock), reporting the wait.
+func (m *Mutex) Lock() error { return m.LockContext(nil) }
+
+// LockContext locks m (redsync's LockContext), reporting the wait.
+func (m *Mutex) LockContext(ctx context.Context) error {
+	if !m.r.active() {
+		return m.m.LockContext(ctx)
+	}
+	key := m.m.Name()
+	owner := m.owner0
+	if p := partyFrom(ctx, ""); p != "" {
+		owner = m.r.owner(p)
+	}
+	m.r.emit(waitingLine(key, owner, "", "start"))
+	t0 := time.Now()
+	err := m.m.LockContext(ctx)
+	t1 := time.Now()
+	o := redsyncOutcome(err)
+	holder := ""
+	if o == OK {
+		holder = m.m.Value()
+		m.held, m.lost, m.acquired, m.owner, m.holder = true, false, t1, owner, holder
+	}
+	m.r.emit(waitingLine(key, owner, holder, outcomeWords[o]))
+	m.r.emit(waitLine(key, micros(t1.Sub(t0)), o))
+	return err
+}
+
+// Unlock unlocks m (redsync's Unlock), reporting the hold.
+func (m *Mutex) Unlock() (bool, error) { return m.UnlockContext(nil) }
+
+// UnlockContext unlocks m (redsync's UnlockContext), reporting the hold, and
+// the loss when the key was no longer ours.
+func (m *Mutex) UnlockContext(ctx context.Context) (bool, error) {
+	ok, err := m.m.UnlockContext(ctx)
+	if !m.held || !m.r.active() {
+		return ok, err
+	}
+	now := time.Now()
+	taken := !ok && redsyncTaken(err)
+	if taken {
+		m.reportLost(now, lostExpired)
+	}
+	if ok || taken { // a Redis error leaves the holding open: the caller may retry
+		m.r.emit(holdLine(m.m.Name(), micros(now.Sub(m.acquired)), m.owner, m.holder))
+		m.held = false
+	}
+	return ok, err
+}
+
+// Extend extends the lock's lease (redsync's Extend).
+func (m *Mutex) Extend() (bool, error) { return m.ExtendContext(nil) }
+
+// ExtendContext extends the lock's lease (redsync's ExtendContext),
+// reporting lost renewal when the extension finds the lock no longer ours.
+func (m *Mutex) ExtendContext(ctx context.Context) (bool, error) {
+	ok, err := m.m.ExtendContext(ctx)
+	if !ok && m.held && m.r.active() && (errors.Is(err, redsync.ErrExtendFailed) || redsyncTaken(err)) {
+		m.reportLost(time.Now(), lostRenewal)
+	}
+	return ok, err
+}
+
+// reportLost sends the holding's lost line, once.
+func (m *Mutex) reportLost(now time.Time, reason string) {
+	if m.lost {
+		return
+	}
+	m.lost = true
+	m.r.emit(lostLine(m.m.Name(), m.owner, m.holder, micros(now.Sub(m.acquired)), overrun(now, m.m.Until()), reason))
+}
+
+// redsyncOutcome: ErrFailed (tries exhausted, context done) and ErrTaken
+// mean the lock was someone else's; anything else is an error.
+func redsyncOutcome(err error) Outcome {
+	if err == nil {
+		return OK
+	}
+	if errors.Is(err, redsync.ErrFailed) || redsyncTaken(err) {
+		return Timeout
+	}
+	return Error
+}
+
+// redsyncTaken: the nodes answered that the key is not ours (gone or
+// another's), as opposed to a Redis error.
+func redsyncTaken(err error) bool {
+	var t *redsync.ErrTaken
+	var nt *redsync.ErrNodeTaken
+	return err == nil || errors.As(err, &t) || errors.As(err, &nt)
+}
+
+func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }
+
+// overrun: how long after the lease's end the loss was found; 0 when
+// before; -1 ("-") when the end is not known.
+func overrun(now, until time.Time) int64 {
+	if until.IsZero() {
+		return -1
+	}
+	if now.Before(until) {
+		return 0
+	}
+	return micros(now.Sub(until))
+}

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: BSD-3-Clause
+package reporter
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	rsredis "github.com/go-redsync/redsync/v4/redis"
+)
+
+// memPool is a one-node in-memory stand-in for Redis, enough for redsync's
+// SET NX PX and its delete/touch scripts (no Redis in unit tests).
+type memPool struct {
+	mu   sync.Mutex
+	vals map[string]string
+	down bool
+}
+
+type memConn struct{ p *memPool }
+
+func (p *memPool) Get(ctx context.Context) (rsredis.Conn, error) { return memConn{p}, nil }
+
+func (c memConn) Get(name string) (string, error) {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	return c.p.vals[name], nil
+}
+func (c memConn) Set(name, value string) (bool, error) {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	c.p.vals[name] = value
+	return true, nil
+}
+func (c memConn) SetNX(name, value string, _ time.Duration) (bool, error) {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	if c.p.down {
+		return false, errors.New("connection refused")
+	}
+	if _, ok := c.p.vals[name]; ok {
+		return false, nil
+	}
+	c.p.vals[name] = value
+	return true, nil
+}
+func (c memConn) Eval(s *rsredis.Script, kv ...interface{}) (interface{}, error) {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	name, value := kv[0].(string), kv[1].(string)
+	if c.p.vals[name] != value {
+		return int64(0), nil
+	}
+	if strings.Contains(s.Src, "DEL") {
+		delete(c.p.vals, name)
+	}
+	return int64(1), nil
+}
+func (c memConn) PTTL(name string) (time.Duration, error) { return time.Second, nil }
+func (c memConn) Close() error                            { return nil }
+
+func tapped() (*Reporter, *[]string) {
+	var mu sync.Mutex
+	lines := &[]string{}
+	r := New(Config{Samples: "off", Owner: "p", Tap: func(l string) {
+		mu.Lock()
+		*lines = append(*lines, l)
+		mu.Unlock()
+	}})
+	return r, lines
+}
+
+func TestMutexReportsWaitAndHold(t *testing.T) {
+	r, lines := tapped()
+	pool := &memPool{vals: map[string]string{}}
+	rs := redsync.New(pool)
+	m := r.WrapMutex(rs.NewMutex("lock:a"))
+	ctx := WithOwner(context.Background(), "worker-3")
+	if err := m.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := m.Unlock(); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	l := *lines
+	if len(l) != 4 {
+		t.Fatalf("%q", l)
+	}
+	if l[0] != "lw1 waiting lock:a p/worker-3 - start" || l[1] != "lw1 waiting lock:a p/worker-3 "+m.Value()+" ok" ||
+		!strings.HasPrefix(l[2], "lw1 wait lock:a ") || !strings.HasSuffix(l[2], " ok") ||
+		!strings.HasSuffix(l[3], " p/worker-3 "+m.Value()) {
+		t.Fatalf("%q", l)
+	}
+}
+
+func TestMutexOutcomesAndLoss(t *testing.T) {
+	r, lines := tapped()
+	pool := &memPool{vals: map[string]string{"lock:b": "someone"}}
+	rs := redsync.New(pool)
+	m := r.WrapMutex(rs.NewMutex("lock:b", redsync.WithTries(1)))
+	if err := m.Lock(); err == nil {
+		t.Fatal("taken lock acquired")
+	}
+	if l := (*lines)[2]; !strings.HasSuffix(l, " timeout") || !strings.HasPrefix(l, "lw1 wait lock:b ") {
+		t.Fatalf("%q", *lines)
+	}
+	pool.down = true
+	m.Lock()
+	if l := (*lines)[5]; !strings.HasSuffix(l, " error") {
+		t.Fatalf("%q", *lines)
+	}
+	pool.down = false
+	delete(pool.vals, "lock:b")
+	if err := m.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	pool.vals["lock:b"] = "another" // the lease ran out and another took it
+	*lines = nil
+	if ok, _ := m.Extend(); ok {
+		t.Fatal("extend of a lost lock")
+	}
+	if ok, _ := m.Unlock(); ok {
+		t.Fatal("unlock of a lost lock")
+	}
+	l := *lines
+	if len(l) != 2 || !strings.HasPrefix(l[0], "lw1 lost lock:b p/m") || !strings.HasSuffix(l[0], " renewal") ||
+		!strings.HasPrefix(l[1], "lw1 hold lock:b ") {
+		t.Fatalf("%q", l)
+	}
+}
+
+func TestIdleReporterPassesThrough(t *testing.T) {
+	r := New(Config{Samples: "off"})
+	pool := &memPool{vals: map[string]string{}}
+	m := r.WrapMutex(redsync.New(pool).NewMutex("lock:c"))
+	if err := m.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := m.Unlock(); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if r.Stats().Queued != 0 {
+		t.Fatal("queued")
+	}
+}

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: BSD-3-Clause
+package reporter
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLines(t *testing.T) {
+	cases := []struct{ got, want string }{
+		{waitLine("lock:order:1001", 1500, OK), "lw1 wait lock:order:1001 1500 ok"},
+		{waitLine("lock:café job", 7, Timeout), "lw1 wait lock:caf%C3%A9%20job 7 timeout"},
+		{waitLine("100%", -1, Error), "lw1 wait 100%25 0 error"},
+		{waitingLine("k", "web-1:42/m1", "", "start"), "lw1 waiting k web-1:42/m1 - start"},
+		{waitingLine("k", "o", "-", "ok"), "lw1 waiting k o %2D ok"},
+		{holdLine("k", 12, "o", "tok"), "lw1 hold k 12 o tok"},
+		{lostLine("k", "o", "h", 10, -1, lostExpired), "lw1 lost k o h 10 - expired"},
+		{lostLine("k", "o", "h", 10, 0, lostRenewal), "lw1 lost k o h 10 0 renewal"},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+// The test vector of docs/line-protocol.md "Signed datagrams".
+func TestSignVector(t *testing.T) {
+	body := "lw1 waiting lock:order:1001 web-1%3A4242%2F7 lw1:web-1:4242:7:1767225599000:00112233aabbccdd start\n" +
+		"lw1 wait lock:order:1001 1500 ok\n"
+	got := string(sign([]byte("lockwatch test key: not a secret"), 1767225600, []byte(body)))
+	want := "lw1 mac 9a6b14256927f71a491d5d3289777ad9 1767225600\n" + body
+	if got != want {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	t.Setenv("LOCKWATCH_SAMPLES", "127.0.0.1:1,[::1]:2")
+	t.Setenv("LOCKWATCH_KEY_FILE", "/k")
+	t.Setenv("LOCKWATCH_OWNER", "pod-7")
+	c := FromEnv()
+	if c.Samples != "127.0.0.1:1,[::1]:2" || c.KeyFile != "/k" || c.Owner != "pod-7" {
+		t.Fatalf("%+v", c)
+	}
+	d, errs := parseDests(c.Samples)
+	if len(d) != 2 || len(errs) != 0 {
+		t.Fatalf("%v %v", d, errs)
+	}
+	if d, _ := parseDests("off"); d != nil {
+		t.Fatal("off")
+	}
+	if d, errs := parseDests("host.invalid:9717"); len(d) != 0 || len(errs) != 1 {
+		t.Fatal("unresolvable")
+	}
+	many := strings.Repeat("127.0.0.1:9,", 9)
+	if d, _ := parseDests(many); len(d) != maxDests {
+		t.Fatalf("%d destinations", len(d))
+	}
+	if r := New(Config{Samples: "host.invalid:1"}); r.Enabled() {
+		t.Fatal("an unresolvable destination must turn reporting off")
+	}
+	dir := t.TempDir()
+	k := filepath.Join(dir, "k")
+	os.WriteFile(k, []byte("short\n"), 0o600)
+	if r := New(Config{Samples: "127.0.0.1:9", KeyFile: k}); r.Enabled() {
+		t.Fatal("a short key must turn reporting off")
+	}
+	os.WriteFile(k, []byte("0123456789abcdef0123\r\n\n"), 0o600)
+	if b, err := readKey(k); err != nil || len(b) != 20 {
+		t.Fatalf("%q %v", b, err)
+	}
+}
+
+func listen(t *testing.T) *net.UDPConn {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	return c
+}
+
+func TestBatchingAndSigning(t *testing.T) {
+	s := listen(t)
+	defer s.Close()
+	k := filepath.Join(t.TempDir(), "k")
+	key := "lockwatch test key: not a secret"
+	os.WriteFile(k, []byte(key+"\n"), 0o600)
+	r := New(Config{Samples: s.LocalAddr().String(), KeyFile: k})
+	for i := 0; i < 500; i++ {
+		r.emit(waitLine("lock:k:"+strconv.Itoa(i), int64(i), OK))
+	}
+	buf := make([]byte, 9000)
+	lines, dgs := 0, 0
+	for lines < 500 {
+		n, err := s.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > MaxDatagram {
+			t.Fatalf("datagram of %d bytes", n)
+		}
+		dg := string(buf[:n])
+		nl := strings.IndexByte(dg, '\n')
+		ts, _ := strconv.ParseInt(dg[41:nl], 10, 64)
+		if string(sign([]byte(key), ts, []byte(dg[nl+1:]))) != dg {
+			t.Fatalf("bad signature: %q", dg[:nl])
+		}
+		lines += strings.Count(dg, "\n") - 1
+		dgs++
+	}
+	if dgs < 2 {
+		t.Fatal("500 lines in one datagram")
+	}
+	r.Close()
+	if st := r.Stats(); st.Sent != 500 || st.Queued != 500 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+func TestFlushesSoon(t *testing.T) {
+	s := listen(t)
+	defer s.Close()
+	r := New(Config{Samples: s.LocalAddr().String()})
+	defer r.Close()
+	t0 := time.Now()
+	r.emit("lw1 wait k 1 ok")
+	buf := make([]byte, 2000)
+	n, err := s.Read(buf)
+	if err != nil || string(buf[:n]) != "lw1 wait k 1 ok\n" {
+		t.Fatalf("%q %v", buf[:n], err)
+	}
+	if time.Since(t0) > time.Second {
+		t.Fatal("a partial datagram waited more than a second")
+	}
+}
+
+func TestFullQueueDrops(t *testing.T) {
+	// a reporter whose goroutine is not running: the queue fills
+	r := &Reporter{enabled: true, queue: make(chan string, 2), process: "p"}
+	for i := 0; i < 5; i++ {
+		r.emit("lw1 wait k 1 ok")
+	}
+	if st := r.Stats(); st.Queued != 2 || st.DroppedFull != 3 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+func TestNilAndOffReporters(t *testing.T) {
+	var r *Reporter
+	r.Close()
+	if r.Enabled() || r.active() {
+		t.Fatal("nil reporter")
+	}
+	off := New(Config{Samples: "off"})
+	off.emit("lw1 wait k 1 ok")
+	off.Close()
+	if off.Stats().Queued != 0 {
+		t.Fatal("off reporter queued")
+	}
+}

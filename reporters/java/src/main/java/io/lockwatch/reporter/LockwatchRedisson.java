@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: BSD-3-Clause
+package io.lockwatch.reporter;
+
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+
+/**
+ * Reporting locks from a RedissonClient: {@code LockwatchRedisson.wrap(redisson)}
+ * then getLock / getFairLock / getSpinLock / getReadWriteLock as on the
+ * client, or {@link #wrap(RLock, RedissonClient)} for a lock already made.
+ * The holder ids need the client's id (RedissonClient.getId(), the
+ * connection manager's id that prefixes Redisson's hash fields).
+ */
+public final class LockwatchRedisson {
+    private final RedissonClient client;
+    private final Reporter rep;
+    private final String id;
+
+    private LockwatchRedisson(RedissonClient client, Reporter rep) {
+        this.client = client;
+        this.rep = rep;
+        this.id = client.getId();
+    }
+
+    /** Wraps the client with the process's reporter ({@link Reporter#get()}). */
+    public static LockwatchRedisson wrap(RedissonClient client) {
+        return new LockwatchRedisson(client, Reporter.get());
+    }
+
+    /** Wraps the client with the given reporter. */
+    public static LockwatchRedisson wrap(RedissonClient client, Reporter rep) {
+        return new LockwatchRedisson(client, rep);
+    }
+
+    /** Wraps one lock of the client (a write lock is told by its class). */
+    public static RLock wrap(RLock lock, RedissonClient client) {
+        return wrap(lock, client, Reporter.get());
+    }
+
+    /** Wraps one lock of the client with the given reporter. */
+    public static RLock wrap(RLock lock, RedissonClient client, Reporter rep) {
+        if (lock instanceof ReportingRLock) return lock;
+        String suffix = lock.getClass().getSimpleName().equals("RedissonWriteLock") ? ":write" : "";
+        return new ReportingRLock(lock, rep, client.getId(), suffix);
+    }
+
+    public RLock getLock(String name) { return new ReportingRLock(client.getLock(name), rep, id, ""); }
+    public RLock getFairLock(String name) { return new ReportingRLock(client.getFairLock(name), rep, id, ""); }
+    public RLock getSpinLock(String name) { return new ReportingRLock(client.getSpinLock(name), rep, id, ""); }
+    public ReportingReadWriteLock getReadWriteLock(String name) {
+        return new ReportingReadWriteLock(client.getReadWriteLock(name), rep, id);
+    }
+
+    /** The wrapped client. */
+    public RedissonClient unwrap() { return client; }
+    /** The reporter the locks report to. */
+    public Reporter reporter() { return rep; }
+}

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: BSD-3-Clause
+package io.lockwatch.reporter;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.DatagramChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+import java.util.logging.Logger;
+
+/**
+ * Sends lockwatch samples over UDP without ever blocking, throwing into or
+ * slowing the application (docs/reporters.md). The lock path formats a line
+ * and offers it to a bounded queue (a full queue drops the line and counts
+ * it); one daemon thread packs the lines into datagrams of at most 1432
+ * bytes (the mac line included), signs them when a key is set, and sends
+ * each to every destination on a non-blocking channel when the next line
+ * would not fit or every 200 ms; the lock path wakes it only when a few
+ * datagrams' worth of lines wait ({@link #WAKE_AT}). A failed send drops
+ * the datagram and counts its lines; nothing is retried. A reporter whose configuration cannot work
+ * (no destination resolves, an unreadable key) is off, with one warning.
+ */
+public final class Reporter implements AutoCloseable {
+    /** The largest datagram sent, mac line included. */
+    public static final int MAX_DATAGRAM = 1432;
+    /** How often a partial datagram is sent, in milliseconds. */
+    public static final long FLUSH_MS = 200;
+    private static final Logger LOG = Logger.getLogger("io.lockwatch.reporter");
+    /**
+     * The queue length at which the lock path wakes the sending thread
+     * (a few datagrams' worth, far below the queue's 8192). Waking it for
+     * every line would cost a thread switch per lock call, most of the
+     * reporter's price on a busy machine; below this the 200 ms tick sends.
+     */
+    static final int WAKE_AT = 256;
+    private static volatile Reporter defaultReporter;
+
+    private final String process;
+    private final Consumer<String> tap;
+    private final ArrayBlockingQueue<String> queue;
+    private final List<InetSocketAddress> dests;
+    private final byte[] key;
+    private final DatagramChannel channel;
+    private final Thread sender;
+    private volatile boolean closed;
+    final Holdings holdings = new Holdings();
+
+    private final AtomicLong queued = new AtomicLong();
+    private final AtomicLong sent = new AtomicLong();
+    private final AtomicLong datagrams = new AtomicLong();
+    private final AtomicLong droppedFull = new AtomicLong();
+    private final AtomicLong droppedSend = new AtomicLong();
+
+    /**
+     * The process's reporter, made from the environment on first use; a
+     * shutdown hook sends what it has queued when the JVM exits.
+     */
+    public static Reporter get() {
+        Reporter r = defaultReporter;
+        if (r == null) {
+            synchronized (Reporter.class) {
+                r = defaultReporter;
+                if (r == null) {
+                    defaultReporter = r = new Reporter(Config.fromEnv());
+                    if (r.sender != null) { // at exit, send what is queued (best effort, up to a second)
+                        Reporter closing = r;
+                        try {
+                            Runtime.getRuntime().addShutdownHook(new Thread(closing::close, "lockwatch-reporter-exit"));
+                        } catch (IllegalStateException | SecurityException e) {
+                            // already shutting down, or not allowed: nothing to flush into
+                        }
+                    }
+                }
+            }
+        }
+        return r;
+    }
+
+    /** A reporter of its own (tests, several agents); most code uses {@link #get()}. */
+    public static Reporter create(Config c) {
+        return new Reporter(c);
+    }
+
+    private Reporter(Config c) {
+        tap = c.tap;
+        String proc = c.owner;
+        if (proc == null || proc.isEmpty() || proc.length() > 200) {
+            if (proc != null && !proc.isEmpty()) LOG.warning("lockwatch: LOCKWATCH_OWNER longer than 200 bytes, using hostname:pid");
+            proc = hostname() + ":" + ProcessHandle.current().pid();
+        }
+        process = proc;
+        List<InetSocketAddress> ds = parseDests(c.samples);
+        byte[] k = null;
+        if (!ds.isEmpty() && c.keyFile != null) {
+            try {
+                k = readKey(c.keyFile);
+                new Signer(k); // fails now rather than on the sending thread
+            } catch (Exception e) {
+                LOG.warning("lockwatch: LOCKWATCH_KEY_FILE " + c.keyFile + ": " + e.getMessage() + "; reporting off");
+                ds = List.of();
+            }
+        }
+        DatagramChannel ch = null;
+        if (!ds.isEmpty()) {
+            try {
+                ch = DatagramChannel.open();
+                ch.configureBlocking(false);
+            } catch (IOException e) {
+                LOG.warning("lockwatch: UDP socket: " + e.getMessage() + "; reporting off");
+                ds = List.of();
+            }
+        }
+        dests = ds;
+        key = k;
+        channel = ch;
+        if (dests.isEmpty()) {
+            queue = null;
+            sender = null;
+            return;
+        }
+        queue = new ArrayBlockingQueue<>(Math.max(1, c.queueCapacity));
+        sender = new Thread(this::run, "lockwatch-reporter");
+        sender.setDaemon(true); // never keeps the JVM alive
+        sender.start();
+    }
+
+    /**
+     * The host's name, from the kernel when it says (Linux): getLocalHost()
+     * may ask DNS, and a slow resolver must not delay the first lock call.
+     */
+    private static String hostname() {
+        try {
+            String h = Files.readString(Paths.get("/proc/sys/kernel/hostname")).trim();
+            if (!h.isEmpty()) return h;
+        } catch (IOException | RuntimeException e) {
+            // not Linux: ask the JDK
+        }
+        try {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (Exception e) {
+            return "localhost";
+        }
+    }
+
+    /** Resolves every destination once: the lock path never does DNS. */
+    static List<InetSocketAddress> parseDests(String spec) {
+        List<InetSocketAddress> out = new ArrayList<>();
+        if (spec == null) return out;
+        spec = spec.trim();
+        if (spec.isEmpty() || spec.equals("off")) return out;
+        for (String part : spec.split(",")) {
+            part = part.trim();
+            if (part.isEmpty()) continue;
+            if (out.size() == 8) {
+                LOG.warning("lockwatch: more than 8 destinations in LOCKWATCH_SAMPLES, " + part + " ignored");
+                continue;
+            }
+            int colon = part.lastIndexOf(':');
+            String host = colon > 0 ? part.substring(0, colon) : "";
+            if (host.startsWith("[") && host.endsWith("]")) host = host.substring(1, host.length() - 1);
+            int port = -1;
+            try {
+                if (colon > 0) port = Integer.parseInt(part.substring(colon + 1));
+            } catch (NumberFormatException e) {
+                port = -1;
+            }
+            if (host.isEmpty() || port < 1 || port > 65535) {
+                LOG.warning("lockwatch: destination " + part + " is not host:port; not reporting there");
+                continue;
+            }
+            InetSocketAddress a = new InetSocketAddress(host, port);
+            if (a.isUnresolved()) {
+                LOG.warning("lockwatch: destination " + part + " does not resolve; not reporting there");
+                continue;
+            }
+            out.add(a);
+        }
+        return out;
+    }
+
+    /** The key file's first line, trailing newlines dropped, 16 to 4096 bytes. */
+    static byte[] readKey(String path) throws IOException {
+        byte[] b = Files.readAllBytes(Paths.get(path));
+        int n = 0;
+        while (n < b.length && b[n] != '\n') n++;
+        while (n > 0 && b[n - 1] == '\r') n--;
+        if (n < 16 || n > 4096) throw new IOException("the key is " + n + " bytes, not 16 to 4096");
+        byte[] k = new byte[n];
+        System.arraycopy(b, 0, k, 0, n);
+        return k;
+    }
+
+    /** Whether this reporter sends anything. */
+    public boolean enabled() { return sender != null && !closed; }
+
+    /** Whether a lock call has anything to report to (sending or a tap). */
+    boolean active() { return (sender != null && !closed) || tap != null; }
+
+    /** &lt;process&gt;/&lt;thread id&gt;: the owner id of a thread. */
+    String owner(long threadId) { return process + "/" + threadId; }
+
+    /** The &lt;process&gt; part of owner ids. */
+    public String process() { return process; }
+
+    /** Lines put in the queue. */
+    public long queued() { return queued.get(); }
+    /** Lines sent in a datagram that at least one destination took. */
+    public long sent() { return sent.get(); }
+    /** Datagrams sent (one per destination). */
+    public long datagrams() { return datagrams.get(); }
+    /** Lines dropped because the queue was full. */
+    public long droppedQueueFull() { return droppedFull.get(); }
+    /** Lines dropped because no destination took their datagram. */
+    public long droppedSendFailed() { return droppedSend.get(); }
+
+    /** Queues one line without waiting; a full queue drops it and counts it. */
+    void emit(String line) {
+        Consumer<String> t = tap;
+        if (t != null) {
+            try {
+                t.accept(line);
+            } catch (RuntimeException ignored) {
+                // a tap never breaks a lock call
+            }
+        }
+        if (sender == null || closed) return;
+        if (queue.offer(line)) {
+            queued.incrementAndGet();
+            if (queue.size() >= WAKE_AT) LockSupport.unpark(sender);
+        } else {
+            droppedFull.incrementAndGet();
+        }
+    }
+
+    /** Waits up to timeoutMs until every line queued so far was sent or dropped (tests). */
+    public boolean flush(long timeoutMs) throws InterruptedException {
+        if (sender == null) return true;
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        while (System.nanoTime() < end) {
+            if (queue.isEmpty() && sent.get() + droppedSend.get() >= queued.get()) return true;
+            Thread.sleep(10);
+        }
+        return false;
+    }
+
+    /** Sends what is queued (best effort, up to a second) and stops the sending thread. */
+    @Override
+    public void close() {
+        if (sender == null || closed) return;
+        closed = true;
+        LockSupport.unpark(sender);
+        try {
+            sender.join(1000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    // -- the sending thread --
+
+    private void run() {
+        Signer signer = null;
+        try {
+            if (key != null) signer = new Signer(key);
+        } catch (Exception e) {
+            return; // checked in the constructor already
+        }
+        int room = MAX_DATAGRAM - (key != null ? Signer.MAC_LINE_MAX : 0);
+        byte[] buf = new byte[Math.max(room, 4200)];
+        int len = 0;
+        int lines = 0;
+        long nextFlush = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(FLUSH_MS);
+        for (;;) {
+            boolean stopping = closed;
+            String line;
+            while ((line = queue.poll()) != null) { // full datagrams go as they fill
+                int n = line.length() + 1;
+                if (lines > 0 && len + n > room) {
+                    send(signer, buf, len, lines);
+                    len = 0;
+                    lines = 0;
+                }
+                if (n > buf.length) buf = new byte[n];
+                for (int i = 0; i < line.length(); i++) buf[len + i] = (byte) line.charAt(i);
+                len += n;
+                buf[len - 1] = '\n';
+                lines++;
+                if (len >= room) { // a line longer than a datagram goes alone
+                    send(signer, buf, len, lines);
+                    len = 0;
+                    lines = 0;
+                }
+            }
+            long now = System.nanoTime();
+            if (stopping || now - nextFlush >= 0) { // the tick: the partial datagram goes too
+                if (lines > 0) send(signer, buf, len, lines);
+                len = 0;
+                lines = 0;
+                nextFlush = now + TimeUnit.MILLISECONDS.toNanos(FLUSH_MS);
+                if (stopping) break;
+            }
+            // until the tick, or until the lock path says WAKE_AT lines wait
+            LockSupport.parkNanos(this, nextFlush - now);
+        }
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // closing a UDP channel has nothing to report
+        }
+    }
+
+    private void send(Signer signer, byte[] buf, int len, int lines) {
+        byte[] dg = signer != null ? signer.sign(System.currentTimeMillis() / 1000, buf, len) : buf;
+        int dgLen = signer != null ? dg.length : len;
+        boolean ok = false;
+        for (InetSocketAddress d : dests) {
+            try {
+                if (channel.send(ByteBuffer.wrap(dg, 0, dgLen), d) > 0) {
+                    ok = true;
+                    datagrams.incrementAndGet();
+                }
+            } catch (IOException | RuntimeException e) {
+                // dropped and counted below: never retried
+            }
+        }
+        if (ok) sent.addAndGet(lines);
+        else droppedSend.addAndGet(lines);
+    }
+
+    static String ascii(byte[] b) { return new String(b, StandardCharsets.US_ASCII); }
+}

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: BSD-3-Clause
+package io.lockwatch.reporter;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.DatagramPacket;
+import java.net.DatagramSocket;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Destinations, key files, batching, signing and the bounded queue, over loopback UDP. */
+class ReporterTest {
+    @Test
+    void parsesDestinations() {
+        assertEquals(2, Reporter.parseDests("127.0.0.1:9717, [::1]:9718").size());
+        assertEquals(0, Reporter.parseDests("off").size());
+        assertEquals(0, Reporter.parseDests("").size());
+        assertEquals(0, Reporter.parseDests("no-port").size());
+        assertEquals(0, Reporter.parseDests("host.invalid:9717").size());
+        assertEquals(8, Reporter.parseDests("127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4,127.0.0.1:5,"
+                + "127.0.0.1:6,127.0.0.1:7,127.0.0.1:8,127.0.0.1:9").size());
+    }
+
+    @Test
+    void offOrUnresolvableReportsNothing() {
+        Reporter r = Reporter.create(new Config().samples("host.invalid:9717"));
+        assertFalse(r.enabled());
+        r.emit("lw1 wait k 1 ok");
+        assertEquals(0, r.queued());
+    }
+
+    @Test
+    void readsKeyFiles(@TempDir Path dir) throws Exception {
+        Path k = dir.resolve("k");
+        Files.writeString(k, "0123456789abcdef0123\n\n");
+        assertEquals(20, Reporter.readKey(k.toString()).length);
+        Files.writeString(k, "short\n");
+        Path finalK = k;
+        assertTrue(org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+                () -> Reporter.readKey(finalK.toString())).getMessage().contains("16 to 4096"));
+        Reporter r = Reporter.create(new Config().samples("127.0.0.1:9").keyFile(k.toString()));
+        assertFalse(r.enabled(), "a short key turns reporting off");
+    }
+
+    private static List<String> receive(DatagramSocket s, int lines) throws Exception {
+        List<String> got = new ArrayList<>();
+        byte[] buf = new byte[9000];
+        int n = 0;
+        while (n < lines) {
+            DatagramPacket p = new DatagramPacket(buf, buf.length);
+            s.receive(p);
+            assertTrue(p.getLength() <= Reporter.MAX_DATAGRAM, "datagram of " + p.getLength() + " bytes");
+            String dg = new String(p.getData(), 0, p.getLength(), StandardCharsets.US_ASCII);
+            got.add(dg);
+            for (String l : dg.split("\n")) if (!l.startsWith("lw1 mac ")) n++;
+        }
+        return got;
+    }
+
+    @Test
+    void batchesIntoDatagramsOfAtMost1432Bytes(@TempDir Path dir) throws Exception {
+        try (DatagramSocket s = new DatagramSocket(0, InetAddress.getLoopbackAddress())) {
+            s.setSoTimeout(5000);
+            Path k = dir.resolve("k");
+            Files.writeString(k, "lockwatch test key: not a secret\n");
+            try (Reporter r = Reporter.create(new Config().samples("127.0.0.1:" + s.getLocalPort()).keyFile(k.toString()))) {
+                for (int i = 0; i < 500; i++) r.emit(Lines.wait("lock:k:" + i, i, Lines.Outcome.OK));
+                List<String> dgs = receive(s, 500);
+                assertTrue(dgs.size() > 1);
+                byte[] key = Reporter.readKey(k.toString());
+                for (String dg : dgs) {
+                    assertTrue(dg.startsWith("lw1 mac "));
+                    int nl = dg.indexOf('\n');
+                    long t = Long.parseLong(dg.substring(41, nl));
+                    byte[] body = dg.substring(nl + 1).getBytes(StandardCharsets.US_ASCII);
+                    assertEquals(dg, new String(new Signer(key).sign(t, body, body.length), StandardCharsets.US_ASCII));
+                }
+                assertTrue(r.flush(2000));
+                assertEquals(500, r.sent());
+            }
+        }
+    }
+
+    @Test
+    void flushesAPartialDatagramSoon() throws Exception {
+        try (DatagramSocket s = new DatagramSocket(0, InetAddress.getLoopbackAddress())) {
+            s.setSoTimeout(2000);
+            try (Reporter r = Reporter.create(new Config().samples("127.0.0.1:" + s.getLocalPort()))) {
+                long t0 = System.nanoTime();
+                r.emit("lw1 wait k 1 ok");
+                assertEquals(List.of("lw1 wait k 1 ok\n"), receive(s, 1));
+                assertTrue(System.nanoTime() - t0 < 1_000_000_000L);
+            }
+        }
+    }
+
+    @Test
+    void aFullQueueDropsAndCounts() throws Exception {
+        try (Reporter r = Reporter.create(new Config().samples("127.0.0.1:9").queueCapacity(4))) {
+            for (int i = 0; i < 20000; i++) r.emit("lw1 wait k 1 ok");
+            assertEquals(20000, r.queued() + r.droppedQueueFull());
+            assertTrue(r.droppedQueueFull() > 0);
+        }
+    }
+
+    @Test
+    void senderThreadIsADaemon() {
+        try (Reporter r = Reporter.create(new Config().samples("127.0.0.1:9"))) {
+            boolean found = false;
+            for (Thread t : Thread.getAllStackTraces().keySet()) {
+                if (t.getName().equals("lockwatch-reporter")) {
+                    found = true;
+                    assertTrue(t.isDaemon());
+                }
+            }
+            assertTrue(found);
+        }
+    }
+}

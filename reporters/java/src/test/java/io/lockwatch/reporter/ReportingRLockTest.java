@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: BSD-3-Clause
+package io.lockwatch.reporter;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.reflect.Proxy;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Lock;
+import org.junit.jupiter.api.Test;
+import org.redisson.api.RLock;
+import org.springframework.integration.support.locks.LockRegistry;
+
+/** The wrappers' lines, on fake locks (no Redis): reentrancy, outcomes, lost on release. */
+class ReportingRLockTest {
+    private final List<String> lines = new CopyOnWriteArrayList<>();
+    private final Reporter rep = Reporter.create(new Config().samples("off").owner("p").tap(lines::add));
+
+    /** An RLock whose lock calls do nothing; unlock throws when told to; tryLock answers 'free'. */
+    private static RLock fake(boolean[] unlockFails, boolean free) {
+        return (RLock) Proxy.newProxyInstance(RLock.class.getClassLoader(), new Class<?>[] {RLock.class}, (p, m, a) -> {
+            switch (m.getName()) {
+                case "getName": return "lock:order:1";
+                case "tryLock": return free;
+                case "unlock":
+                    if (unlockFails[0]) throw new IllegalMonitorStateException("attempt to unlock lock, not locked by current thread");
+                    return null;
+                default: return null;
+            }
+        });
+    }
+
+    private static String prefix(String s) {
+        String[] f = s.split(" ");
+        return f[0] + " " + f[1] + " " + f[2];
+    }
+
+    @Test
+    void reportsWaitHoldAndReentrancy() throws Exception {
+        boolean[] fails = {false};
+        RLock l = new ReportingRLock(fake(fails, true), rep, "cm-id", "");
+        long tid = Thread.currentThread().getId();
+        l.lock();
+        l.lock(); // reentrant: a wait, no waiting lines
+        l.unlock();
+        l.unlock();
+        assertEquals(5, lines.size(), lines.toString());
+        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm-id:" + tid + " start", lines.get(0));
+        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm-id:" + tid + " ok", lines.get(1));
+        assertTrue(lines.get(2).matches("lw1 wait lock:order:1 \\d+ ok"));
+        assertTrue(lines.get(3).matches("lw1 wait lock:order:1 \\d+ ok"));
+        assertTrue(lines.get(4).matches("lw1 hold lock:order:1 \\d+ p/" + tid + " cm-id:" + tid), lines.get(4));
+        assertEquals(1, lines.stream().filter(s -> s.startsWith("lw1 hold")).count());
+    }
+
+    @Test
+    void tryLockOutcomes() throws Exception {
+        RLock taken = new ReportingRLock(fake(new boolean[] {false}, false), rep, "cm", ":write");
+        assertFalse(taken.tryLock());
+        assertFalse(taken.tryLock(10, TimeUnit.MILLISECONDS));
+        assertEquals("lw1 wait lock:order:1", prefix(lines.get(0)));
+        assertTrue(lines.get(0).endsWith(" timeout"));
+        assertTrue(lines.get(1).endsWith(":write start"), lines.get(1));
+        assertTrue(lines.get(2).endsWith(":write timeout"));
+        assertTrue(lines.get(3).endsWith(" timeout"));
+        assertEquals(4, lines.size());
+    }
+
+    @Test
+    void lostWhenUnlockIsRefusedAfterTheLockWasTaken() throws Exception {
+        boolean[] fails = {false};
+        RLock l = new ReportingRLock(fake(fails, true), rep, "cm", "");
+        l.lock(50, TimeUnit.MILLISECONDS);
+        Thread.sleep(80);
+        fails[0] = true;
+        assertThrows(IllegalMonitorStateException.class, l::unlock);
+        String lost = lines.get(lines.size() - 2);
+        assertTrue(lost.startsWith("lw1 lost lock:order:1 "), lost);
+        assertTrue(lost.endsWith(" expired"));
+        long overrun = Long.parseLong(lost.split(" ")[6]);
+        assertTrue(overrun >= 20_000, lost);
+        assertTrue(lines.get(lines.size() - 1).startsWith("lw1 hold "));
+        // an unlock without a holding (never locked here) reports nothing
+        int n = lines.size();
+        assertThrows(IllegalMonitorStateException.class, l::unlock);
+        assertEquals(n, lines.size());
+    }
+
+    @Test
+    void springRegistryReportsAndFindsExpiration() {
+        boolean[] expired = {false};
+        Lock inner = (Lock) Proxy.newProxyInstance(Lock.class.getClassLoader(), new Class<?>[] {Lock.class}, (p, m, a) -> {
+            if (m.getName().equals("unlock") && expired[0])
+                throw new java.util.ConcurrentModificationException("Lock was released in the store due to expiration. The integrity ...");
+            return m.getName().equals("tryLock") ? Boolean.TRUE : null;
+        });
+        LockRegistry reg = key -> inner;
+        ReportingLockRegistry r = new ReportingLockRegistry(reg, rep);
+        Lock l = r.obtain("job");
+        l.lock();
+        expired[0] = true;
+        assertThrows(java.util.ConcurrentModificationException.class, l::unlock);
+        assertTrue(lines.get(0).startsWith("lw1 waiting job "));
+        assertTrue(lines.get(0).endsWith(" - start"), "holder unknown: " + lines.get(0));
+        assertTrue(lines.get(3).matches("lw1 lost job \\S+ - \\d+ - expired"), lines.get(3));
+        assertTrue(lines.get(4).startsWith("lw1 hold job "));
+    }
+
+    @Test
+    void idleReporterPassesCallsThrough() {
+        Reporter off = Reporter.create(new Config().samples("off"));
+        boolean[] fails = {true};
+        RLock l = new ReportingRLock(fake(fails, true), off, "cm", "");
+        l.lock();
+        assertThrows(IllegalMonitorStateException.class, l::unlock);
+        assertEquals(0, off.queued());
+    }
+}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Where the reporter sends and how it signs: LOCKWATCH_SAMPLES,
+// LOCKWATCH_KEY_FILE and LOCKWATCH_OWNER (docs/reporters.md
+// "Configuration"), read once.  A destination that does not parse or does not
+// resolve, or a key file that cannot be used, is one process warning
+// (process.emitWarning) and turns that destination, or the reporter, off;
+// nothing here throws into the application.  Names are resolved once, when
+// the reporter starts (dns.lookup, asynchronously: lines queue meanwhile),
+// never on the lock path.
+'use strict';
+
+const fs = require('node:fs');
+const os = require('node:os');
+
+const DEFAULT_SAMPLES = '127.0.0.1:9717';
+const MAX_DESTINATIONS = 8;
+const KEY_MIN = 16;
+const KEY_MAX = 4096;
+const OWNER_MAX = 200;
+
+function warn(msg) {
+  try {
+    process.emitWarning(msg, { code: 'LOCKWATCH_REPORTER' });
+  } catch (_) { /* never throw */ }
+}
+
+// `host:port[,host:port...]` -> [{host, port}], IPv6 as [addr]:port.
+function splitDestinations(text) {
+  const out = [];
+  for (let part of text.split(',')) {
+    part = part.trim();
+    if (!part) continue;
+    let host;
+    let portText;
+    if (part.startsWith('[')) {
+      const end = part.indexOf(']');
+      if (end < 0 || part[end + 1] !== ':') {
+        warn(`LOCKWATCH_SAMPLES: ${part}: expected [addr]:port; skipped`);
+        continue;
+      }
+      host = part.slice(1, end);
+      portText = part.slice(end + 2);
+    } else {
+      const i = part.lastIndexOf(':');
+      if (i <= 0) {
+        warn(`LOCKWATCH_SAMPLES: ${part}: expected host:port; skipped`);
+        continue;
+      }
+      host = part.slice(0, i);
+      portText = part.slice(i + 1);
+    }
+    const port = /^[0-9]{1,5}$/.test(portText) ? Number(portText) : 0;
+    if (!(port > 0 && port < 65536)) {
+      warn(`LOCKWATCH_SAMPLES: ${part}: bad port; skipped`);
+      continue;
+    }
+    if (out.length === MAX_DESTINATIONS) {
+      warn(`LOCKWATCH_SAMPLES: more than ${MAX_DESTINATIONS} destinations; the rest are ignored`);
+      break;
+    }
+    out.push({ host, port });
+  }
+  return out;
+}
+
+// The key file's first line (trailing newlines dropped), or null.
+function readKey(path) {
+  let data;
+  try {
+    data = fs.readFileSync(path);
+  } catch (e) {
+    warn(`LOCKWATCH_KEY_FILE: ${path}: ${e.message}; reporting off`);
+    return null;
+  }
+  let end = data.indexOf(0x0a);
+  if (end < 0) end = data.length;
+  if (end > 0 && data[end - 1] === 0x0d) end--;
+  const key = data.subarray(0, end);
+  if (key.length < KEY_MIN || key.length > KEY_MAX) {
+    warn(`LOCKWATCH_KEY_FILE: ${path}: the key must be ${KEY_MIN} to ${KEY_MAX} bytes; reporting off`);
+    return null;
+  }
+  return Buffer.from(key);
+}
+
+function defaultProcess() {
+  return `${os.hostname()}:${process.pid}`;
+}
+
+// {enabled, destinations: [{host, port}], key, process} from the options,
+// falling back to env.
+function load(opts = {}, env = process.env) {
+  const samples = opts.samples !== undefined ? opts.samples
+    : env.LOCKWATCH_SAMPLES !== undefined ? env.LOCKWATCH_SAMPLES : DEFAULT_SAMPLES;
+  const keyFile = opts.keyFile !== undefined ? opts.keyFile : env.LOCKWATCH_KEY_FILE || null;
+  const owner = opts.owner !== undefined ? opts.owner : env.LOCKWATCH_OWNER || null;
+  let proc = defaultProcess();
+  if (owner) {
+    if (Buffer.byteLength(owner) > OWNER_MAX) warn(`LOCKWATCH_OWNER is longer than ${OWNER_MAX} bytes; using ${proc}`);
+    else proc = owner;
+  }
+  const text = String(samples).trim();
+  const off = { enabled: false, destinations: [], key: null, process: proc };
+  if (text === '' || text === 'off') return off;
+  let key = null;
+  if (keyFile) {
+    key = readKey(keyFile);
+    if (key === null) return off;
+  }
+  const destinations = splitDestinations(text);
+  return { enabled: destinations.length > 0, destinations, key, process: proc };
+}
+
+module.exports = { load, splitDestinations, readKey, defaultProcess, warn, DEFAULT_SAMPLES };

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// node-redlock (4.x) reporting: instrumentRedlock(redlock) replaces the
+// instance's own acquire/lock, acquireWithOptions/lockWithOptions,
+// release/unlock, extend and disposer with reporting versions that call the
+// library's, and adds using() (redlock 4 has none: it is redlock 5's shape,
+// built from the library's acquire, extend and release only).  Patching the
+// instance, not wrapping it, matters: a Lock's own lock.unlock() and
+// lock.extend() call lock.redlock.unlock/extend, so they are reported too.
+//
+// Holder id: the lock's value (redlock makes it inside acquire; the
+// `waiting ... start` line, sent when the first attempt fails, has it).  Lease clock: lock.expiration.  Lost:
+// an extend that fails is `renewal` (`expired` when the lock's expiration
+// had already passed), a release that fails is `expired`; the library's
+// LockError still reaches the caller.  A multi-resource lock reports each
+// resource as its own key.
+'use strict';
+
+const { Holding, reportAcquire, party, runAs, now } = require('./holding');
+const reporter = require('./reporter');
+
+const INSTRUMENTED = Symbol('lockwatch.instrumented');
+
+function keysOf(resource) {
+  return Array.isArray(resource) ? resource : [resource];
+}
+
+function isLockError(err) {
+  return err !== null && typeof err === 'object' && err.name === 'LockError';
+}
+
+function instrumentRedlock(rl) {
+  if (rl[INSTRUMENTED]) return rl;
+  const proto = Object.getPrototypeOf(rl);
+  const origLock = proto._lock && proto.lockWithOptions ? proto.lockWithOptions : null;
+  const origUnlock = proto.unlock;
+  const origExtend = proto.extend;
+  const origExec = typeof proto._executeScript === 'function' ? proto._executeScript : null;
+  const holdings = new WeakMap();   // Lock -> [Holding per resource]
+
+  // `waiting ... start` goes out when the first attempt finds the lock taken,
+  // as liblockwatch does (an acquire that gets the lock at once costs no
+  // waiting lines), and then knows the holder id: the first attempt's
+  // scripts are sent synchronously from inside the library's acquire, while
+  // attemptCtx names the call; their replies say whether it got the lock.
+  let attemptCtx = null;
+  function startWaiting(ctx, holder) {
+    ctx.started = true;
+    ctx.holder = holder;
+    for (const k of ctx.keys) ctx.rep.put(['waiting', k, ctx.owner, holder, 'start']);
+  }
+  function executeScript(server, name, args, callback) {
+    const ctx = attemptCtx;
+    if (ctx === null || name !== 'lockScript') return origExec.call(rl, server, name, args, callback);
+    const holder = args[args.length - 2];
+    return origExec.call(rl, server, name, args, (err, result) => {
+      if (!ctx.started && (err || !(result === ctx.n || result === String(ctx.n)))) {
+        try { startWaiting(ctx, holder); } catch (_) { /* never in the library's way */ }
+      }
+      callback(err, result);
+    });
+  }
+
+  function acquire(resource, ttl, options, callback) {
+    if (typeof options === 'function') { callback = options; options = {}; }
+    options = options || {};
+    const rep = reporter.get();
+    if (rep === null) return origLock.call(rl, resource, ttl, options, callback);
+    const keys = keysOf(resource);
+    const owner = party();
+    const retries = options.retryCount || rl.retryCount;
+    // ctx.started: a `waiting ... start` was sent (see executeScript)
+    const ctx = { rep, keys, owner, n: keys.length, started: false };
+    if (retries !== 0 && !origExec) startWaiting(ctx, null);
+    const t0 = now();
+    let p0;
+    attemptCtx = retries !== 0 ? ctx : null;
+    try {
+      p0 = origLock.call(rl, resource, ttl, options);
+    } finally {
+      attemptCtx = null;
+    }
+    const p = p0.then((lock) => {
+      const t1 = now();
+      const hs = [];
+      const mayWait = ctx.started;
+      for (const k of keys) {
+        reportAcquire(rep, k, owner, lock.value, mayWait, t0, t1, 'ok');
+        hs.push(new Holding(k, owner, lock.value, t1, lock.expiration));
+      }
+      holdings.set(lock, hs);
+      return lock;
+    }, (err) => {
+      const t1 = now();
+      const outcome = isLockError(err) ? 'timeout' : 'error';
+      for (const k of keys) reportAcquire(rep, k, owner, ctx.holder || null, ctx.started, t0, t1, outcome);
+      throw err;
+    });
+    return callback ? p.nodeify(callback) : p;
+  }
+
+  function unlock(lock, callback) {
+    const hs = lock ? holdings.get(lock) : undefined;
+    const rep = hs ? reporter.get() : null;
+    if (rep === null) return origUnlock.call(rl, lock, callback);
+    holdings.delete(lock);
+    const p = origUnlock.call(rl, lock).then((v) => {
+      const t = now();
+      for (const h of hs) h.reportHold(rep, t);
+      return v;
+    }, (err) => {
+      const t = now();
+      const wall = Date.now();
+      for (const h of hs) { h.reportLost(rep, 'expired', t, wall); h.reportHold(rep, t); }
+      throw err;
+    });
+    return callback ? p.nodeify(callback) : p;
+  }
+
+  function extend(lock, ttl, callback) {
+    const hs = lock ? holdings.get(lock) : undefined;
+    const rep = hs ? reporter.get() : null;
+    if (rep === null) return origExtend.call(rl, lock, ttl, callback);
+    const expiredAlready = lock.expiration < Date.now();
+    const p = origExtend.call(rl, lock, ttl).then((l) => {
+      for (const h of hs) h.leaseEnd = lock.expiration;
+      return l;
+    }, (err) => {
+      const t = now();
+      const wall = Date.now();
+      for (const h of hs) h.reportLost(rep, expiredAlready ? 'expired' : 'renewal', t, wall);
+      throw err;
+    });
+    return callback ? p.nodeify(callback) : p;
+  }
+
+  // redlock 5's using(): acquire, extend automatically `threshold` ms before
+  // the lease ends, run routine(signal), release.  A failed extension aborts
+  // the signal (signal.error is the LockError) and is reported `lost`.
+  // The routine runs as one owner: locks taken inside it share its party.
+  function using(resource, ttl, settings, routine) {
+    if (typeof settings === 'function') { routine = settings; settings = {}; }
+    const threshold = settings && settings.automaticExtensionThreshold !== undefined
+      ? settings.automaticExtensionThreshold : 500;
+    return runAs(party(), async () => {
+      const lock = await acquire(resource, ttl, settings || {});
+      const controller = new AbortController();
+      const signal = controller.signal;
+      let timer = null;
+      let extending = null;
+      const schedule = () => {
+        timer = setTimeout(() => {
+          extending = extend(lock, ttl).then(schedule, (err) => {
+            signal.error = err;
+            controller.abort(err);
+          });
+        }, Math.max(0, lock.expiration - Date.now() - threshold));
+      };
+      schedule();
+      try {
+        return await routine(signal);
+      } finally {
+        clearTimeout(timer);
+        if (extending) await extending.catch(() => {});
+        // a lost lock is released too (its hold line; the loss is already
+        // reported and the routine saw the signal): that failure is not thrown
+        if (signal.aborted) await unlock(lock).catch(() => {});
+        else await unlock(lock);
+      }
+    });
+  }
+
+  function disposer(resource, ttl, errorHandler) {
+    errorHandler = errorHandler || function () {};
+    return acquire(resource, ttl, {}).disposer((lock) => unlock(lock).catch(errorHandler));
+  }
+
+  if (!origLock) throw new TypeError('instrumentRedlock: not a node-redlock 4 instance');
+  rl.acquire = rl.lock = (resource, ttl, callback) => acquire(resource, ttl, {}, callback);
+  rl.acquireWithOptions = rl.lockWithOptions = acquire;
+  rl.release = rl.unlock = unlock;
+  rl.extend = extend;
+  rl.disposer = disposer;
+  rl.using = using;
+  if (origExec) rl._executeScript = executeScript;
+  Object.defineProperty(rl, INSTRUMENTED, { value: true });
+  return rl;
+}
+
+module.exports = { instrumentRedlock };

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Environment parsing, the bounded queue, batching and signing on the wire,
+// failed sends, and the process never kept alive (loopback UDP, no agent,
+// no Redis).
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert');
+const dgram = require('node:dgram');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
+const config = require('../lib/config');
+const { Reporter } = require('../lib/reporter');
+const wire = require('../lib/wire');
+
+process.removeAllListeners('warning');
+process.on('warning', () => {});
+
+function sink() {
+  return new Promise((resolve) => {
+    const s = dgram.createSocket('udp4');
+    s.msgs = [];
+    s.on('message', (m) => s.msgs.push(m));
+    s.bind(0, '127.0.0.1', () => resolve(s));
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+test('destinations', () => {
+  assert.deepStrictEqual(config.splitDestinations('127.0.0.1:9717, [::1]:9718,bad,host:0,x:99999,a:1'),
+    [{ host: '127.0.0.1', port: 9717 }, { host: '::1', port: 9718 }, { host: 'a', port: 1 }]);
+  const many = Array.from({ length: 12 }, (_, i) => `h${i}:1`).join(',');
+  assert.strictEqual(config.splitDestinations(many).length, 8);
+});
+
+test('environment', () => {
+  assert.strictEqual(config.load({}, { LOCKWATCH_SAMPLES: 'off' }).enabled, false);
+  assert.strictEqual(config.load({}, { LOCKWATCH_SAMPLES: '' }).enabled, false);
+  const c = config.load({}, {});
+  assert.deepStrictEqual(c.destinations, [{ host: '127.0.0.1', port: 9717 }]);
+  assert.strictEqual(c.process, `${os.hostname()}:${process.pid}`);
+  assert.strictEqual(config.load({}, { LOCKWATCH_OWNER: 'pod-7' }).process, 'pod-7');
+  assert.notStrictEqual(config.load({}, { LOCKWATCH_OWNER: 'x'.repeat(201) }).process, 'x'.repeat(201));
+  assert.strictEqual(config.load({ samples: 'off' }, { LOCKWATCH_SAMPLES: '1.2.3.4:5' }).enabled, false);
+});
+
+test('key file', () => {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'lwrep-'));
+  const f = path.join(d, 'k');
+  fs.writeFileSync(f, '0123456789abcdef0123\r\n\n');
+  assert.strictEqual(config.load({}, { LOCKWATCH_KEY_FILE: f }).key.toString(), '0123456789abcdef0123');
+  fs.writeFileSync(f, 'short\n');
+  assert.strictEqual(config.load({}, { LOCKWATCH_KEY_FILE: f }).enabled, false);
+  assert.strictEqual(config.load({}, { LOCKWATCH_KEY_FILE: path.join(d, 'none') }).enabled, false);
+  fs.rmSync(d, { recursive: true });
+});
+
+async function reporterTo(s, extra = {}, opts = {}) {
+  const { port } = s.address();
+  const r = new Reporter({ enabled: true, destinations: [{ host: '127.0.0.1', port }], key: null,
+    process: 'h:1', ...extra }, { flushMs: 10000, ...opts });
+  await r.ready();
+  return r;
+}
+
+test('batches lines into datagrams', async () => {
+  const s = await sink();
+  const r = await reporterTo(s);
+  for (let i = 0; i < 200; i++) r.put(['wait', `lock:k:${i}`, i, 'ok']);
+  r.flush();
+  await sleep(100);
+  const lines = Buffer.concat(s.msgs).toString().trim().split('\n');
+  assert.ok(s.msgs.length > 1 && s.msgs.every((m) => m.length <= 1432));
+  assert.strictEqual(lines.length, 200);
+  assert.strictEqual(lines[5], 'lw1 wait lock:k:5 5 ok');
+  const st = r.stats();
+  assert.deepStrictEqual([st.queued, st.sent, st.datagrams], [200, 200, s.msgs.length]);
+  r.close();
+  s.close();
+});
+
+test('signs every datagram', async () => {
+  const s = await sink();
+  const key = Buffer.from('lockwatch test key: not a secret');
+  const r = await reporterTo(s, { key });
+  for (let i = 0; i < 100; i++) r.put(['hold', 'lock:k', i, 1, 'tok']);
+  r.flush();
+  await sleep(100);
+  assert.ok(s.msgs.length > 1);
+  for (const m of s.msgs) {
+    assert.ok(m.length <= 1432);
+    const nl = m.indexOf(0x0a);
+    const unix = Number(m.subarray(0, nl).toString().split(' ')[3]);
+    assert.deepStrictEqual(wire.sign(key, m.subarray(nl + 1), unix), m);
+  }
+  r.close();
+  s.close();
+});
+
+test('a full queue drops and counts', async () => {
+  const s = await sink();
+  const r = await reporterTo(s, {}, { capacity: 10 });
+  for (let i = 0; i < 25; i++) r.put(['wait', 'k', i, 'ok']);
+  assert.strictEqual(r.stats().droppedQueueFull, 15);
+  r.flush();
+  await sleep(50);
+  assert.strictEqual(r.stats().sent, 10);
+  r.close();
+  s.close();
+});
+
+test('an unresolvable destination turns the reporter off, never throws', async () => {
+  const r = new Reporter(config.load({ samples: 'no-such-host.invalid:9717' }), { flushMs: 10000 });
+  r.put(['wait', 'k', 1, 'ok']);
+  await r.ready();
+  assert.strictEqual(r.enabled, false);
+  r.put(['wait', 'k', 1, 'ok']);
+  r.flush();
+  r.close();
+});
+
+test('a closed port: sends fail quietly, counted', async () => {
+  const s = await sink();
+  const { port } = s.address();
+  s.close();
+  const r = new Reporter({ enabled: true, destinations: [{ host: '127.0.0.1', port }], key: null, process: 'h' },
+    { flushMs: 10000 });
+  await r.ready();
+  for (let i = 0; i < 3; i++) { r.put(['wait', 'k', 1, 'ok']); r.flush(); await sleep(20); }
+  const st = r.stats();
+  assert.strictEqual(st.queued, 3);
+  r.close();
+});
+
+test('the reporter never keeps the process alive', () => {
+  const idx = path.join(__dirname, '..', 'index.js');
+  const t0 = Date.now();
+  execFileSync(process.execPath, ['-e', `
+    const lw = require(${JSON.stringify(idx)});
+    const r = lw.configure({ samples: '127.0.0.1:9' });
+    r.put(['wait', 'k', 1, 'ok']);`], { timeout: 5000 });
+  assert.ok(Date.now() - t0 < 3000);
+});

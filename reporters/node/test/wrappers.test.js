@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The wrappers' lines around fake libraries shaped like node-redlock 4 and
+// redis-semaphore 5 (the real ones run in tests/interop/reporters/node).
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert');
+const reporter = require('../lib/reporter');
+const { instrumentRedlock } = require('../lib/redlock');
+const { withReporting } = require('../lib/semaphore');
+
+process.removeAllListeners('warning');
+process.on('warning', () => {});
+
+function capture() {
+  const r = reporter.configure({ samples: '127.0.0.1:9' });
+  const evs = [];
+  r.tap = (ev) => evs.push(ev);
+  return evs;
+}
+
+class LockError extends Error { constructor(m) { super(m); this.name = 'LockError'; } }
+
+// Bluebird-like enough: then() and nodeify().
+function bb(p) {
+  const then = p.then.bind(p);
+  p.then = (a, b) => bb(then(a, b));
+  p.nodeify = (cb) => { if (cb) then((v) => cb(null, v), (e) => cb(e)); return p; };
+  return p;
+}
+
+class FakeRedlock {
+  constructor() { this.retryCount = 10; this.held = new Map(); }
+  _lock() {}
+  lockWithOptions(resource, ttl) {
+    if (this.held.has(resource)) return bb(Promise.reject(new LockError('Exceeded 10 attempts')));
+    const lock = { redlock: this, resource, value: 'v-' + resource, expiration: Date.now() + ttl };
+    lock.unlock = (cb) => this.unlock(lock, cb);
+    this.held.set(resource, lock.value);
+    return bb(Promise.resolve(lock));
+  }
+  unlock(lock) {
+    const mine = this.held.get(lock.resource) === lock.value;
+    lock.expiration = 0;
+    if (mine) this.held.delete(lock.resource);
+    return bb(mine ? Promise.resolve() : Promise.reject(new LockError('Unable to fully release')));
+  }
+  extend(lock, ttl) {
+    if (lock.expiration < Date.now()) return bb(Promise.reject(new LockError('already expired')));
+    if (this.held.get(lock.resource) !== lock.value) return bb(Promise.reject(new LockError('Exceeded')));
+    lock.expiration = Date.now() + ttl;
+    return bb(Promise.resolve(lock));
+  }
+}
+
+// Event kinds as lines: an `acquired` event is its waiting end (when the
+// call may wait) and its wait line.
+const kinds = (evs) => evs.flatMap((e) => e[0] === 'acquired'
+  ? (e[6] ? [`waiting:${e[5]}`, `wait:${e[5]}`] : [`wait:${e[5]}`])
+  : [e[0] + (e[0] === 'waiting' ? ':' + e[4] : e[0] === 'lost' ? ':' + e[6] : '')]);
+
+test('redlock: acquire, release, timeout', async () => {
+  const evs = capture();
+  const rl = instrumentRedlock(new FakeRedlock());
+  const lock = await rl.acquire('lock:a', 1000);
+  await assert.rejects(rl.acquire('lock:a', 1000), { name: 'LockError' });
+  await lock.unlock();
+  assert.deepStrictEqual(kinds(evs), ['waiting:start', 'waiting:ok', 'wait:ok',
+    'waiting:start', 'waiting:timeout', 'wait:timeout', 'hold']);
+  assert.strictEqual(evs[0][3], null);
+  assert.strictEqual(evs[1][3], 'v-lock:a');
+  assert.strictEqual(evs[4][4], 'v-lock:a');
+  assert.strictEqual(evs[4][3], evs[0][2]);
+});
+
+test('redlock: a lost lease found by extend and by release', async () => {
+  const evs = capture();
+  const rl = instrumentRedlock(new FakeRedlock());
+  const lock = await rl.acquire('lock:b', 1000);
+  rl.held.set('lock:b', 'someone else');
+  await assert.rejects(lock.extend ? lock.extend(1000) : rl.extend(lock, 1000), { name: 'LockError' });
+  await assert.rejects(rl.release(lock), { name: 'LockError' });
+  assert.deepStrictEqual(kinds(evs).slice(3), ['lost:renewal', 'hold']);
+  assert.strictEqual(evs[2][5], 0);
+});
+
+test('redlock: using() extends and reports one owner for nested locks', async () => {
+  const evs = capture();
+  const rl = instrumentRedlock(new FakeRedlock());
+  const r = await rl.using('lock:c', 300, { automaticExtensionThreshold: 200 }, async (signal) => {
+    await new Promise((res) => setTimeout(res, 250));
+    const inner = await rl.acquire('lock:d', 1000);
+    await inner.unlock();
+    return signal.aborted ? 'aborted' : 'done';
+  });
+  assert.strictEqual(r, 'done');
+  const owners = new Set(evs.filter((e) => e[0] === 'waiting' || e[0] === 'hold').map((e) => e[0] === 'hold' ? e[3] : e[2]));
+  assert.strictEqual(owners.size, 1);
+  assert.ok(!kinds(evs).some((k) => k.startsWith('lost')));
+});
+
+test('redlock: using() aborts and reports lost when an extension fails', async () => {
+  const evs = capture();
+  const rl = instrumentRedlock(new FakeRedlock());
+  const r = await rl.using('lock:e', 300, { automaticExtensionThreshold: 200 }, async (signal) => {
+    rl.held.set('lock:e', 'thief');
+    await new Promise((res) => setTimeout(res, 250));
+    return signal.aborted ? 'aborted' : 'done';
+  });
+  assert.strictEqual(r, 'aborted');
+  assert.ok(kinds(evs).includes('lost:renewal'));
+});
+
+class FakeMutex {
+  constructor(client, key, options = {}) {
+    this._key = `mutex:${key}`;
+    this._identifier = 'id-' + key;
+    this._acquireOptions = { lockTimeout: options.lockTimeout || 10000 };
+    this._onLockLost = options.onLockLost;
+    this.ok = true;
+  }
+  async acquire() { if (!(await this.tryAcquire())) throw new Error('timeout'); }
+  async tryAcquire() { return this.ok; }
+  async _refresh() { return this.ok; }
+  async release() {}
+  async loseIt() { if (!(await this._refresh())) this._onLockLost(new Error('Lost')); }
+}
+
+test('redis-semaphore: acquire once through acquire(), lost via onLockLost, expired release', async () => {
+  const evs = capture();
+  const M = withReporting(FakeMutex, 2);
+  let appSaw = null;
+  const m = new M(null, 'x', { lockTimeout: 50, onLockLost(err) { appSaw = err.message; } });
+  await m.acquire();
+  m.ok = false;
+  await m.loseIt();
+  assert.strictEqual(appSaw, 'Lost');
+  await new Promise((res) => setTimeout(res, 80));
+  await m.release();
+  assert.deepStrictEqual(kinds(evs), ['waiting:start', 'waiting:ok', 'wait:ok', 'lost:renewal', 'hold']);
+  assert.strictEqual(evs[0][3], 'id-x');
+  const m2 = new M(null, 'y', { lockTimeout: 30 });
+  m2.ok = true;
+  await m2.acquire();
+  await new Promise((res) => setTimeout(res, 60));
+  await m2.release();
+  assert.deepStrictEqual(kinds(evs).slice(5), ['waiting:start', 'waiting:ok', 'wait:ok', 'lost:expired', 'hold']);
+  const m3 = new M(null, 'z', {});
+  m3.ok = false;
+  await assert.rejects(m3.acquire());
+  assert.deepStrictEqual(kinds(evs).slice(10), ['waiting:start', 'waiting:timeout', 'wait:timeout']);
+  // the library's default onLockLost still throws
+  const m4 = new M(null, 'w', {});
+  await m4.acquire();
+  m4.ok = false;
+  await assert.rejects(m4.loseIt(), /Lost/);
+});
+
+// Like redlock 4: the first attempt's script is sent synchronously from
+// inside lockWithOptions through this._executeScript; a retry comes later.
+class ScriptedRedlock extends FakeRedlock {
+  _executeScript(server, name, args, cb) {
+    setImmediate(() => cb(null, this.held.has(args[1]) ? 0 : 1));
+  }
+  lockWithOptions(resource, ttl) {
+    const value = 'v' + Math.random();
+    return bb(new Promise((resolve, reject) => {
+      const attempt = (n) => this._executeScript(null, 'lockScript', [1, resource, value, ttl], (err, r) => {
+        if (r === 1) {
+          this.held.set(resource, value);
+          const lock = { redlock: this, resource, value, expiration: Date.now() + ttl };
+          lock.unlock = (cb) => this.unlock(lock, cb);
+          return resolve(lock);
+        }
+        if (n >= 3) return reject(new LockError('Exceeded 3 attempts'));
+        setTimeout(() => attempt(n + 1), 5);
+      });
+      attempt(1);
+    }));
+  }
+}
+
+test('redlock: waiting start only when the first attempt finds the lock taken', async () => {
+  const evs = capture();
+  const rl = instrumentRedlock(new ScriptedRedlock());
+  const a = await rl.acquire('lock:s', 1000);
+  assert.deepStrictEqual(kinds(evs), ['wait:ok']);
+  setTimeout(() => a.unlock(), 8);
+  const b = await rl.acquire('lock:s', 1000);
+  assert.deepStrictEqual(kinds(evs), ['wait:ok', 'waiting:start', 'hold', 'waiting:ok', 'wait:ok']);
+  const start = evs.find((e) => e[0] === 'waiting');
+  assert.strictEqual(start[3], b.value);
+  await b.unlock();
+});

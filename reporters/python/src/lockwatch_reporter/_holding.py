@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""What every wrapper reports around one acquire and one holding, whatever
+the library: the waiting/wait lines of an acquire call, the hold line of a
+release, and the lost line (at most once per holding) with the reporter's
+own lease clock (acquired at + lease, moved by each successful extension).
+
+Times are time.monotonic_ns(); a lease end of None means "no lease known"
+(a lock without a timeout), and a lost line then carries `-` as overrun.
+"""
+
+import time
+
+_now = time.monotonic_ns
+
+
+class Holding:
+    """One holding of one lock by one owner (party)."""
+
+    __slots__ = ("key", "party", "holder", "acquired", "lease_end", "lost")
+
+    def __init__(self, key, party, holder, acquired, lease_ns):
+        self.key = key
+        self.party = party
+        self.holder = holder
+        self.acquired = acquired
+        self.lease_end = None if not lease_ns else acquired + lease_ns
+        self.lost = False
+
+    def renewed(self, now, lease_ns, add=False):
+        """A successful extension: the lease now ends lease_ns after now
+        (or after its previous end when add is True)."""
+        if not lease_ns:
+            return
+        if add and self.lease_end is not None:
+            self.lease_end += lease_ns
+        else:
+            self.lease_end = now + lease_ns
+
+    def report_lost(self, rep, reason, now=None):
+        if self.lost:
+            return
+        self.lost = True
+        now = _now() if now is None else now
+        overrun = None
+        if self.lease_end is not None:
+            overrun = max(0, now - self.lease_end) // 1000
+        rep.put(("lost", self.key, self.party, self.holder,
+                 (now - self.acquired) // 1000, overrun, reason))
+
+    def report_hold(self, rep, now=None):
+        now = _now() if now is None else now
+        rep.put(("hold", self.key, (now - self.acquired) // 1000, self.party, self.holder))
+
+
+def outcome_of(result):
+    return "ok" if result else "timeout"
+
+
+def report_acquire(rep, key, party, holder, may_wait, t0, t1, outcome):
+    """The lines of an acquire call that returned (or raised: `error`):
+    `waiting <outcome>` when it may wait, and `wait`; one queued tuple."""
+    rep.put(("acquired", key, party, holder, (t1 - t0) // 1000, outcome, may_wait))

@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The reporter: a bounded queue the lock path appends event tuples to, and a
+daemon thread that turns them into lw1 lines, packs them into datagrams of at
+most 1432 bytes, signs them when a key is set and sends them with
+non-blocking UDP sockets every 200 ms (or sooner when the queue fills up).
+
+Why tuples and a thread: the lock path must cost next to nothing (the 5%
+budget of docs/reporters.md), so it only builds a tuple and appends it to a
+deque (atomic under the GIL, no lock taken); formatting, percent-encoding,
+signing and the system calls all happen on the sender thread.  The thread is
+a daemon, so it never keeps the process alive; an atexit hook flushes what is
+queued, best effort; a forked child gets a reporter of its own.  A full queue
+drops the event and counts it; a failed send drops the datagram and counts
+its lines; nothing is ever retried or raised into the application.
+"""
+
+import atexit
+import collections
+import os
+import socket
+import threading
+import time
+
+from . import _config, _wire
+
+QUEUE_CAPACITY = 8192
+FLUSH_SECONDS = 0.2
+
+
+class Reporter:
+    """One per process (see get()), or made directly with a Config for tests.
+    put(event) is the only method the lock path calls."""
+
+    def __init__(self, config, capacity=QUEUE_CAPACITY, flush_seconds=FLUSH_SECONDS,
+                 start=True):
+        self.config = config
+        self.capacity = capacity
+        self._wake_at = capacity >> 2  # wake the sender early, well before full
+        self.flush_seconds = flush_seconds
+        self._q = collections.deque()
+        self._wake = threading.Event()
+        self._stop = False
+        self._count_lock = threading.Lock()  # only the drop and flush paths take it
+        self._flush_lock = threading.Lock()
+        self._dropped_full = 0
+        self._queued = 0
+        self._sent_lines = 0
+        self._sent_datagrams = 0
+        self._dropped_send = 0
+        self._process = _wire.owner_prefix(config.process)
+        self._socks = {}
+        # The test hook: called with each event on the lock path when set
+        # (tests/interop/reporters/python records the waits it reports).
+        self.tap = None
+        self._thread = None
+        if config.enabled and start:
+            for fam, _ in config.destinations:
+                if fam not in self._socks:
+                    try:
+                        s = socket.socket(fam, socket.SOCK_DGRAM)
+                        s.setblocking(False)
+                        self._socks[fam] = s
+                    except OSError as e:
+                        _config.log.warning("lockwatch reporter: no UDP socket (%s); off", e)
+                        config.enabled = False
+                        break
+        if config.enabled and start:
+            self._thread = threading.Thread(target=self._run, name="lockwatch-reporter",
+                                            daemon=True)
+            self._thread.start()
+
+    # ---- lock path ----------------------------------------------------
+    def put(self, event):
+        """Queue one event tuple; never blocks, never raises."""
+        tap = self.tap
+        if tap is not None:
+            try:
+                tap(event)
+            except Exception:
+                pass
+        q = self._q
+        n = len(q)
+        if n < self.capacity:
+            q.append(event)
+            if n == self._wake_at:
+                self._wake.set()
+            return
+        with self._count_lock:
+            self._dropped_full += 1
+
+    # ---- sender thread ------------------------------------------------
+    def _run(self):
+        while not self._stop:
+            self._wake.wait(self.flush_seconds)
+            self._wake.clear()
+            self.flush()
+
+    def flush(self):
+        """Send everything queued now (the sender thread, atexit, tests)."""
+        with self._flush_lock:
+            q = self._q
+            lines = []
+            n = bad = 0
+            emit = _wire.emit
+            process = self._process
+            _wire.new_batch()
+            while True:
+                try:
+                    ev = q.popleft()
+                except IndexError:
+                    break
+                n += 1
+                try:
+                    emit(ev, process, lines)
+                except Exception:
+                    bad += 1  # a value the encoder cannot take: dropped, counted
+            if not n:
+                return
+            key = self.config.key
+            budget = _wire.MAX_DATAGRAM - (_wire.MAC_LINE_LEN if key else 0)
+            sent = failed = datagrams = 0
+            for body in _wire.pack(lines, budget):
+                nl = body.count(b"\n")
+                if key:
+                    body = _wire.sign(key, body, int(time.time()))
+                ok = False
+                for fam, addr in self.config.destinations:
+                    try:
+                        self._socks[fam].sendto(body, addr)
+                        ok = True
+                    except (OSError, KeyError):
+                        pass
+                if ok:
+                    sent += nl
+                    datagrams += 1
+                else:
+                    failed += nl
+            with self._count_lock:
+                self._queued += n
+                self._sent_lines += sent
+                self._sent_datagrams += datagrams
+                self._dropped_send += failed + bad
+
+    def close(self):
+        """Flush and stop the thread (at exit; tests)."""
+        self._stop = True
+        self._wake.set()
+        try:
+            self.flush()
+        except Exception:
+            pass
+
+    def stats(self):
+        """Counters: queued (events taken off the queue; an acquire's
+        `waiting` end and `wait` lines are one event), sent (lines in a
+        datagram at least one destination accepted), datagrams,
+        dropped_queue_full, dropped_send_failed, pending (in the queue now)."""
+        with self._count_lock:
+            return {"queued": self._queued, "sent": self._sent_lines,
+                    "datagrams": self._sent_datagrams,
+                    "dropped_queue_full": self._dropped_full,
+                    "dropped_send_failed": self._dropped_send,
+                    "pending": len(self._q)}
+
+
+_reporter = None
+_reporter_lock = threading.Lock()
+
+
+def get():
+    """The process's reporter, made from the environment on first use; None
+    when reporting is off (the wrappers then only call the library)."""
+    r = _reporter
+    if r is None:
+        r = configure()
+    return r if r.config.enabled else None
+
+
+_settings = None
+
+
+def configure(samples=None, key_file=None, owner=None, **kw):
+    """(Re)make the process's reporter with these settings (None: from the
+    environment).  Returns it; its config.enabled says whether it reports."""
+    global _reporter, _settings
+    _settings = (samples, key_file, owner, kw)
+    with _reporter_lock:
+        old = _reporter
+        try:
+            cfg = _config.load(samples, key_file, owner)
+        except Exception as e:  # never fail the application's start
+            _config.log.warning("lockwatch reporter: %s; off", e)
+            cfg = _config.Config([], None, _config.default_process(), enabled=False)
+        _reporter = Reporter(cfg, **kw)
+    if old is not None:
+        old.close()
+    return _reporter
+
+
+def _at_exit():
+    r = _reporter
+    if r is not None:
+        r.close()
+
+
+def _after_fork_in_child():
+    # A forked worker (gunicorn, celery, multiprocessing) has no sender
+    # thread and another pid: it gets a reporter of its own, with the same
+    # settings, and drops what its parent had queued (the parent sends it).
+    global _reporter, _reporter_lock
+    _reporter_lock = threading.Lock()
+    if _reporter is None:
+        return
+    _reporter = None
+    samples, key_file, owner, kw = _settings
+    try:
+        configure(samples, key_file, owner, **kw)
+    except Exception:
+        pass
+
+
+atexit.register(_at_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

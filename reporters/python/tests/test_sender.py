@@ -1,0 +1,167 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Environment parsing, the bounded queue, batching into datagrams, signing
+on the wire and failed sends (a loopback UDP socket, no agent, no Redis)."""
+
+import os
+import socket
+import tempfile
+import unittest
+
+from lockwatch_reporter import _config, _sender, _wire
+
+
+def udp_sink():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    s.settimeout(2)
+    return s
+
+
+def recv_all(s):
+    out = []
+    s.settimeout(0.2)
+    try:
+        while True:
+            out.append(s.recv(65536))
+    except socket.timeout:
+        pass
+    return out
+
+
+class Env(unittest.TestCase):
+    def test_destinations(self):
+        d = _config.split_destinations("127.0.0.1:9717, [::1]:9718,bad,host:0,x:99999,a:1")
+        self.assertEqual(d, [("127.0.0.1", 9717), ("::1", 9718), ("a", 1)])
+        many = ",".join("h%d:1" % i for i in range(12))
+        self.assertEqual(len(_config.split_destinations(many)), 8)
+
+    def test_off_and_defaults(self):
+        self.assertFalse(_config.load(environ={"LOCKWATCH_SAMPLES": "off"}).enabled)
+        self.assertFalse(_config.load(environ={"LOCKWATCH_SAMPLES": ""}).enabled)
+        c = _config.load(environ={})
+        self.assertTrue(c.enabled)
+        self.assertEqual(c.destinations[0][1], ("127.0.0.1", 9717))
+        self.assertEqual(c.process, "%s:%d" % (socket.gethostname(), os.getpid()))
+        self.assertEqual(_config.load(environ={"LOCKWATCH_OWNER": "pod-7"}).process, "pod-7")
+        self.assertNotEqual(_config.load(environ={"LOCKWATCH_OWNER": "x" * 201}).process, "x" * 201)
+
+    def test_unresolvable(self):
+        c = _config.load(environ={"LOCKWATCH_SAMPLES": "no-such-host.invalid:9717"})
+        self.assertFalse(c.enabled)
+
+    def test_key_file(self):
+        with tempfile.NamedTemporaryFile("wb", delete=False) as f:
+            f.write(b"0123456789abcdef0123\n\n")
+        try:
+            c = _config.load(environ={"LOCKWATCH_KEY_FILE": f.name})
+            self.assertEqual(c.key, b"0123456789abcdef0123")
+            with open(f.name, "wb") as g:
+                g.write(b"short\n")
+            self.assertFalse(_config.load(environ={"LOCKWATCH_KEY_FILE": f.name}).enabled)
+        finally:
+            os.unlink(f.name)
+        self.assertFalse(_config.load(environ={"LOCKWATCH_KEY_FILE": "/nonexistent/k"}).enabled)
+
+
+class Sending(unittest.TestCase):
+    def reporter(self, sink, key=None, **kw):
+        cfg = _config.Config([(socket.AF_INET, sink.getsockname())], key, "h:1")
+        r = _sender.Reporter(cfg, start=False, **kw)
+        r._socks[socket.AF_INET] = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        r._socks[socket.AF_INET].setblocking(False)
+        return r
+
+    def test_batches(self):
+        sink = udp_sink()
+        r = self.reporter(sink)
+        for i in range(200):
+            r.put(("wait", "lock:k:%d" % i, i, "ok"))
+        r.flush()
+        dgs = recv_all(sink)
+        self.assertGreater(len(dgs), 1)
+        self.assertTrue(all(len(d) <= 1432 for d in dgs))
+        lines = b"".join(dgs).splitlines()
+        self.assertEqual(len(lines), 200)
+        self.assertEqual(lines[5], b"lw1 wait lock:k:5 5 ok")
+        st = r.stats()
+        self.assertEqual((st["queued"], st["sent"], st["datagrams"]), (200, 200, len(dgs)))
+
+    def test_signed(self):
+        sink = udp_sink()
+        key = b"lockwatch test key: not a secret"
+        r = self.reporter(sink, key=key)
+        for i in range(100):
+            r.put(("hold", "lock:k", i, 1, b"tok"))
+        r.flush()
+        dgs = recv_all(sink)
+        self.assertGreater(len(dgs), 1)
+        for d in dgs:
+            self.assertLessEqual(len(d), 1432)
+            head, rest = d.split(b"\n", 1)
+            _, _, mac, unix = head.split(b" ")
+            self.assertEqual(_wire.sign(key, rest, int(unix)), d)
+
+    def test_queue_full_drops_counted(self):
+        sink = udp_sink()
+        r = self.reporter(sink, capacity=10)
+        for i in range(25):
+            r.put(("wait", "k", i, "ok"))
+        self.assertEqual(r.stats()["dropped_queue_full"], 15)
+        r.flush()
+        self.assertEqual(r.stats()["sent"], 10)
+
+    def test_send_failure_counted_not_raised(self):
+        # a port nothing listens on: ECONNREFUSED may come back; never raised
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        cfg = _config.Config([(socket.AF_INET, ("127.0.0.1", port))], None, "h:1")
+        r = _sender.Reporter(cfg, start=False)
+        r._socks[socket.AF_INET] = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        r._socks[socket.AF_INET].setblocking(False)
+        for _ in range(3):
+            r.put(("wait", "k", 1, "ok"))
+            r.flush()
+        st = r.stats()
+        self.assertEqual(st["sent"] + st["dropped_send_failed"], 3)
+
+    def test_tap_errors_swallowed(self):
+        sink = udp_sink()
+        r = self.reporter(sink)
+        r.tap = lambda ev: 1 / 0
+        r.put(("wait", "k", 1, "ok"))
+        self.assertEqual(r.stats()["pending"], 1)
+
+    @unittest.skipUnless(hasattr(os, "fork"), "no fork")
+    def test_forked_child_gets_its_own_reporter(self):
+        sink = udp_sink()
+        parent = _sender.configure(samples="127.0.0.1:%d" % sink.getsockname()[1])
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report one line, exit without atexit
+            try:
+                child = _sender.get()
+                ok = child is not None and child is not parent and child._thread.is_alive()
+                child.put(("wait", "lock:child", 7, "ok"))
+                child.flush()
+                os.write(w, b"1" if ok else b"0")
+            finally:
+                os._exit(0)
+        os.close(w)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.read(r, 1), b"1")
+        os.close(r)
+        d = recv_all(sink)
+        self.assertEqual(len(d), 1)
+        self.assertTrue(d[0].startswith(b"lw1 wait lock:child 7 ok"))
+        _sender.configure(samples="off")
+
+    def test_off_reporter(self):
+        r = _sender.configure(samples="off")
+        self.assertFalse(r.config.enabled)
+        self.assertIsNone(_sender.get())
+
+
+if __name__ == "__main__":
+    unittest.main()

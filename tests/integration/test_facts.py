@@ -1,0 +1,190 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Every fact shown is proven (issue 23), end to end.
+
+- 50,000 locks with random 128-bit hex tokens taken just now (pipelined SET;
+  the unit test test_lockfacts runs the same check over a million values in
+  the fact builder): none labelled redis-py, none with an acquisition time,
+  none with an age over the time since they were written, none long.
+- A lock with value 1 (a Redis shared integer, whose OBJECT IDLETIME is the
+  shared object's) and a token lock taken together: the same age within
+  1 s, neither long before max_hold, in the agent and in lockctl.
+- A hash of 1,000,000 "<uuid>:<n>" fields without "mode": not redisson-rw,
+  holders_total 1,000,000.
+- format_patterns: a declared format is shown as declared, a value that
+  contradicts it is flagged, not forced.
+- Under an LFU maxmemory-policy OBJECT IDLETIME is not asked at all.
+"""
+
+import os
+import time
+import uuid
+
+import harness as h
+import test_lockctl as tl
+
+TOKENS = 50000
+FIELDS = 1000000
+RUUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"
+
+
+def agent_locks(ag, query="state=all&limit=10000"):
+    def scanned():
+        st, body = ag.get_json("/api/v1/locks?" + query)
+        return st == 200 and body["total"] > 0 and body
+    return ag.wait_for(scanned, timeout=60, desc="a scan in the API")
+
+
+class Facts(h.TestCase):
+
+    def test_random_tokens(self):
+        rs = self.start_redis()
+        c = rs.client()
+        first_write = time.time()   # no lock can be older than this
+        p = c.pipeline(transaction=False)
+        for i in range(TOKENS):
+            p.set("lock:nr:%d" % i, os.urandom(16).hex(), px=600000)
+            if i % 5000 == 4999:
+                p.execute()
+        p.execute()
+        ag = self.start_agent(rs, scan_interval="1s", max_hold="1h", leak_grace="1h")
+        body = agent_locks(ag)
+        self.assertEqual(body["total"], TOKENS)
+        # IDLETIME less its clock's second is a lower bound; 0.2 s for the
+        # cron that advances Redis's clock
+        since = time.time() - first_write + 0.2
+        m = ag.metrics()
+        self.assertEqual(h.msum(m, "lockwatch_locks", format="redis-py"), 0)
+        self.assertEqual(h.msum(m, "lockwatch_locks", format="node-redlock"), TOKENS)
+        self.assertEqual(h.msum(m, "lockwatch_locks_long_held"), 0)
+        self.assertLessEqual(h.msum(m, "lockwatch_lock_oldest_holder_seconds"), since)
+        for lk in body["locks"]:
+            self.assertEqual((lk["format"], lk["format_source"], lk["acquired_at"]),
+                             ("node-redlock", "guessed", None), lk)
+            self.assertLessEqual(lk["age_seconds"], since, lk)
+            self.assertNotIn("long", lk["states"], lk)
+        print("%d random hex tokens: 0 redis-py, 0 long, oldest %.1fs of %.1fs since the "
+              "first was written" % (TOKENS, h.msum(m, "lockwatch_lock_oldest_holder_seconds"), since))
+
+    def test_shared_integer_value(self):
+        rs = self.start_redis()
+        c = rs.client()
+        # the shared object "1" is as old as the server (or its last use)
+        time.sleep(3.5)
+        c.set("lock:one", "1", nx=True, px=60000)
+        c.set("lock:tok", uuid.uuid4().hex + "-tok", nx=True, px=60000)
+        self.assertGreaterEqual(c.object("idletime", "lock:one"), 3)   # the premise
+        ag = self.start_agent(rs, scan_interval="500ms", max_hold="3s", leak_grace="1h")
+        body = agent_locks(ag)
+        locks = {l["key"]: l for l in body["locks"]}
+        one, tok = locks["lock:one"], locks["lock:tok"]
+        self.assertLess(abs(one["age_seconds"] - tok["age_seconds"]), 1.0, (one, tok))
+        self.assertNotIn("long", one["states"], one)
+        self.assertNotIn("long", tok["states"], tok)
+        # lockctl alone: no age from the shared object's idle time
+        cfg = tl.write_config(rs, max_hold="3s")
+        for key in ("lock:one", "lock:tok"):
+            doc = tl.run_json(self, ["show", key, "--agent", "off"], cfg)
+            self.assertLess(doc["age_seconds"], 1.5, doc)
+            self.assertNotIn("long", doc["states"], doc)
+        doc = tl.run_json(self, ["show", "lock:one", "--agent", "off"], cfg)
+        self.assertIsNone(doc["idle_seconds"], doc)
+
+    def test_million_field_hash_without_mode(self):
+        rs = self.start_redis()
+        c = rs.client()
+        p = c.pipeline(transaction=False)
+        chunk = {}
+        for i in range(FIELDS):
+            chunk["%s:%d" % (RUUID, i)] = "1"
+            if len(chunk) == 10000:
+                p.hset("lock:big", mapping=chunk)
+                chunk = {}
+        p.execute()
+        c.pexpire("lock:big", 600000)
+        self.assertEqual(c.hlen("lock:big"), FIELDS)
+        ag = self.start_agent(rs, scan_interval="2s", max_hold="1h", leak_grace="1h")
+        lk = agent_locks(ag)["locks"][0]
+        self.assertNotEqual(lk["format"], "redisson-rw", lk["format"])
+        self.assertEqual((lk["holders_total"], lk["format_source"]), (FIELDS, "guessed"))
+        self.assertNotIn("mode", lk)
+        cfg = tl.write_config(rs)
+        doc = tl.run_json(self, ["show", "lock:big", "--agent", "off"], cfg)
+        self.assertNotEqual(doc["format"], "redisson-rw")
+        self.assertEqual(doc["holders_total"], FIELDS)
+        # with "mode" it is the read lock it says it is (read on its own:
+        # one HSCAN of a million fields need not show it)
+        c.hset("lock:big", "mode", "read")
+        doc = tl.run_json(self, ["show", "lock:big", "--agent", "off"], cfg)
+        self.assertEqual((doc["format"], doc["mode"], doc["holders_total"]),
+                         ("redisson-rw", "read", FIELDS))
+
+    def test_declared_formats(self):
+        rs = self.start_redis()
+        c = rs.client()
+        c.set("lock:jobs:a", uuid.uuid1().hex, px=600000)
+        c.set("lock:jobs:b", "worker-7", px=600000)          # not redis-py's
+        c.set("lock:orders:a", uuid.uuid1().hex, px=600000)  # node-redlock declared
+        c.set("lock:other", uuid.uuid1().hex, px=600000)     # nothing declared
+        ag = self.start_agent(rs, scan_interval="500ms", max_hold="1h", leak_grace="1h",
+                              target_extra={"format_patterns": "lock:jobs:*=redis-py "
+                                            "lock:orders:*=node-redlock"})
+        locks = {l["key"]: l for l in agent_locks(ag)["locks"]}
+        got = {k: (l["format"], l["format_source"], l.get("format_contradicts", False),
+                   l["acquired_at"] is not None) for k, l in locks.items()}
+        self.assertEqual(got, {
+            "lock:jobs:a": ("redis-py", "declared", False, True),
+            "lock:jobs:b": ("plain", "guessed", True, False),
+            "lock:orders:a": ("node-redlock", "declared", False, False),
+            "lock:other": ("node-redlock", "guessed", False, False),
+        })
+        st, _, page = ag.get("/")
+        self.assertEqual(st, 200)
+        self.assertIn(b"1 lock not of the format format_patterns declare", page)
+        # lockctl says where the format came from
+        cfg = tl.write_config(rs)
+        text = open(cfg).read().replace(
+            "patterns = lock:*\n",
+            "patterns = lock:*\nformat_patterns = lock:jobs:*=redis-py\n", 1)
+        with open(cfg, "w") as f:
+            f.write(text)
+        p = tl.run(["show", "lock:jobs:a", "--agent", "off"], cfg)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"redis-py, declared by format_patterns", p.stdout)
+        p = tl.run(["show", "lock:jobs:b", "--agent", "off"], cfg)
+        self.assertIn(b"NOT the format format_patterns declare", p.stdout)
+        doc = tl.run_json(self, ["show", "lock:other", "--agent", "off"], cfg)
+        self.assertEqual((doc["format"], doc["format_source"]), ("node-redlock", "guessed"))
+        # a misspelt format fails the config, naming the names allowed
+        p = h.run_lockwatchd(["-n", "-c", cfg])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        bad = text.replace("=redis-py", "=redispy")
+        with open(cfg, "w") as f:
+            f.write(bad)
+        p = h.run_lockwatchd(["-n", "-c", cfg])
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn(b"format_patterns: \"lock:jobs:*=redispy\": \"redispy\" is not a format",
+                      p.stderr)
+
+    def test_lfu_policy(self):
+        rs = self.start_redis()
+        c = rs.client()
+        c.config_set("maxmemory", "1gb")
+        c.config_set("maxmemory-policy", "allkeys-lfu")
+        c.set("lock:a", "tok-a", px=60000)
+        c.hset("lock:h", "%s:1" % RUUID, "1")
+        c.pexpire("lock:h", 60000)
+        c.config_resetstat()
+        cfg = tl.write_config(rs)
+        p = h.run_lockwatchd(["--once", "-c", cfg], timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = h.parse_metrics(p.stdout)
+        self.assertEqual(h.msum(m, "lockwatch_locks"), 2)
+        doc = tl.run_json(self, ["show", "lock:a", "--agent", "off"], cfg)
+        self.assertEqual(doc["age_source"], "unknown", doc)
+        stats = c.info("commandstats")
+        self.assertNotIn("cmdstat_object|idletime", stats)
+        self.assertNotIn("cmdstat_object", stats)
+
+
+if __name__ == "__main__":
+    h.main()

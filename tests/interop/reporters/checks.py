@@ -1,0 +1,233 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The acceptance checks every reporter's interop test runs (issue 25,
+tests/interop/reporters/<lang>/test): a real redis-server and a real
+lockwatchd (tests/integration/harness.py), and the language's check program
+(built by tests/interop/reporters/<lang>/fetch), which drives the real lock
+libraries through the reporter and prints one JSON object per mode:
+
+  contend  8 workers on 4 locks for CONTEND_SECONDS: the agent's wait count
+           per class equals the acquires made; its window P99 per class is
+           within 1% of the nearest-rank P99 of the waits the reporter sent
+           (read back from the reporter's tap), and of the waits the
+           program timed itself (within 1% or 1 ms: those include the
+           wrapper's own nanoseconds and the scheduler's)
+  down     agent down / port closed / name unresolvable: the same results
+           as the bare library, no call blocked (the P99 per call through the
+           reporter at most DOWN_MAX_EXTRA_MS over the bare library's); the
+           per-call medians and maxima are printed
+  lost     a lease that runs out while held and is taken by another: the
+           agent counts lost_* and waiting_* events
+  burst    with [samples] key_file: signed samples are counted; signed with
+           a wrong key, rejected as bad_mac and counted nowhere else
+  bench    acquire+release through the reporter vs the bare library
+           (the median ratio of 20 interleaved round pairs here; 40 in
+           bench/reporters/run): printed, never a failure
+
+Prints "ok ..." / "FAIL ..." per check and closes with "N passed, N failed".
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "integration"))
+import harness  # noqa: E402
+from harness import msum, select  # noqa: E402
+
+CONTEND_SECONDS = float(os.environ.get("LOCKWATCH_CONTEND_SECONDS", "12"))
+DOWN_MAX_EXTRA_MS = 50.0  # the P99 of calls through the reporter over the bare library's
+KEY = b"reporter interop key, not a secret"
+
+
+class Checks:
+    def __init__(self, lang, cmd):
+        self.lang, self.cmd = lang, cmd
+        self.passed = self.failed = 0
+
+    def check(self, ok, what):
+        print("%s %s: %s" % ("ok  " if ok else "FAIL", self.lang, what), flush=True)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+
+    def run(self, mode, redis, env=None, timeout=120, **flags):
+        args = list(self.cmd) + ["-mode", mode, "-redis", "127.0.0.1:%d" % redis.port]
+        for k, v in flags.items():
+            args += ["-" + k, str(v)]
+        e = dict(os.environ)
+        for k in ("LOCKWATCH_SAMPLES", "LOCKWATCH_KEY_FILE", "LOCKWATCH_OWNER"):
+            e.pop(k, None)
+        e.update(env or {})
+        p = subprocess.run(args, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+        if p.returncode != 0:
+            raise AssertionError("%s -mode %s exited %d: %s" % (self.cmd[-1], mode, p.returncode,
+                                                                 p.stderr.decode(errors="replace")[-2000:]))
+        lines = [l for l in p.stdout.decode().splitlines() if l.startswith("{")]
+        return json.loads(lines[-1])
+
+
+def udp_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def p99_gauge(m, cls):
+    v = select(m, "lockwatch_acquire_wait_p99_seconds", **{"class": cls})
+    return v[0][1] * 1e6 if v else None
+
+
+def contend(c, redis, agent, udp):
+    r = c.run("contend", redis, {"LOCKWATCH_SAMPLES": "127.0.0.1:%d" % udp, "LOCKWATCH_OWNER": "interop-" + c.lang},
+              secs=CONTEND_SECONDS)
+    c.check(r["failures"] == 0 and r["flushed"], "contend: %d workers' calls all succeeded, queue flushed (stats %s)"
+            % (8, json.dumps(r["stats"], sort_keys=True)))
+    keys = r["keys"]
+    want = {k: v["acquires"] for k, v in keys.items()}
+
+    def counted():
+        m = agent.metrics()
+        return all(msum(m, "lockwatch_acquire_wait_seconds_count", **{"class": k}) == n for k, n in want.items())
+    try:
+        agent.wait_for(counted, timeout=10, desc="every acquire counted")
+    except AssertionError:
+        pass
+    m = agent.metrics()
+    for k, v in sorted(keys.items()):
+        got = msum(m, "lockwatch_acquire_wait_seconds_count", **{"class": k})
+        c.check(got == v["acquires"] and v["reported"] == v["acquires"],
+                "class %s: agent counted %d waits, the program made %d acquires" % (k, got, v["acquires"]))
+        agent_p99 = p99_gauge(m, k)
+        rep, meas = v["reported_p99_us"], v["measured_p99_us"]
+        if agent_p99 is None or rep <= 0:
+            c.check(False, "class %s: no P99 (agent %s, reported %s)" % (k, agent_p99, rep))
+            continue
+        rel = abs(agent_p99 - rep) / rep
+        # DDSketch with alpha = 1% is within 1% of the exact value, to the last
+        # bit when the value sits on a bucket's edge: allow the float's rounding
+        c.check(rel <= 0.01 + 1e-9, "class %s: agent P99 %.0f us vs the reported waits' P99 %d us (%.2f%%)"
+                % (k, agent_p99, rep, 100 * rel))
+        relm = abs(agent_p99 - meas) / meas if meas else 1
+        c.check(relm <= 0.01 or abs(agent_p99 - meas) <= 1000,
+                "class %s: agent P99 %.0f us vs the program's own timing %d us (%.2f%%)"
+                % (k, agent_p99, meas, 100 * relm))
+
+
+def down(c, redis, agent, udp):
+    cases = [("agent down", "127.0.0.1:%d" % udp), ("port closed", "127.0.0.1:%d" % udp_port()),
+             ("address unresolvable", "lockwatch-nowhere.invalid:9717")]
+    for what, dest in cases:
+        r = c.run("down", redis, {"LOCKWATCH_SAMPLES": dest})
+        # a reporter that blocked (DNS, a blocking send) would slow many calls;
+        # one scheduler or GC stall on a busy machine slows one: the P99 tells
+        extra_ms = (r["p99_wrapped_us"] - r["p99_bare_us"]) / 1000
+        c.check(r["errors_bare"] == 0 and r["errors_wrapped"] == 0 and extra_ms <= DOWN_MAX_EXTRA_MS,
+                "%s: %d calls each, no error; per call median %.0f us bare, %.0f us wrapped; P99 %.1f vs %.1f ms; "
+                "max %.1f vs %.1f ms; reporter start %.1f ms"
+                % (what, r["ops"], r["median_bare_us"], r["median_wrapped_us"], r["p99_bare_us"] / 1000,
+                   r["p99_wrapped_us"] / 1000, r["max_bare_us"] / 1000, r["max_wrapped_us"] / 1000,
+                   r["start_us"] / 1000))
+
+
+def lost(c, redis, agent, udp, want_kinds):
+    before = agent.metrics()
+    r = c.run("lost", redis, {"LOCKWATCH_SAMPLES": "127.0.0.1:%d" % udp})
+    c.check(r["lost_lines"] >= len(want_kinds), "lost: the reporter sent %d lost lines (%s)"
+            % (r["lost_lines"], json.dumps({k: v for k, v in r.items() if k != "stats"}, sort_keys=True)))
+
+    def grew():
+        m = agent.metrics()
+        return all(msum(m, "lockwatch_samples_events_total", kind=k) > msum(before, "lockwatch_samples_events_total", kind=k)
+                   for k in want_kinds)
+    try:
+        agent.wait_for(grew, timeout=10, desc="lost events counted")
+    except AssertionError:
+        pass
+    m = agent.metrics()
+    for k in want_kinds:
+        n = msum(m, "lockwatch_samples_events_total", kind=k) - msum(before, "lockwatch_samples_events_total", kind=k)
+        c.check(n >= 1, "lost: the agent counted %d %s event(s)" % (n, k))
+    ws = msum(m, "lockwatch_samples_events_total", kind="waiting_start")
+    we = msum(m, "lockwatch_samples_events_total", kind="waiting_end")
+    c.check(ws > 0 and we > 0, "waiting events reach the agent: %d waiting_start, %d waiting_end" % (ws, we))
+
+
+def signed(c, redis):
+    d = harness._mkdtemp("lw-repkey-")
+    good, bad = os.path.join(d, "good.key"), os.path.join(d, "bad.key")
+    with open(good, "wb") as f:
+        f.write(KEY + b"\n")
+    with open(bad, "wb") as f:
+        f.write(b"some other key, also 16+ bytes\n")
+    udp = udp_port()
+    agent = harness.Agent(redis, samples="127.0.0.1:%d" % udp, extra="[samples]\nkey_file = %s\n" % good)
+    try:
+        k_ok, k_bad = "rep:%s:signed:good" % c.lang, "rep:%s:signed:bad" % c.lang
+        r = c.run("burst", redis, {"LOCKWATCH_SAMPLES": "127.0.0.1:%d" % udp, "LOCKWATCH_KEY_FILE": good},
+                  n=50, key=k_ok)
+        cnt = lambda: msum(agent.metrics(), "lockwatch_acquire_wait_seconds_count", **{"class": k_ok})
+        try:
+            agent.wait_for(lambda: cnt() == 50, timeout=10, desc="signed samples counted")
+        except AssertionError:
+            pass
+        m = agent.metrics()
+        rej = sum(msum(m, "lockwatch_samples_rejected_total", reason=x) for x in ("unsigned", "bad_mac", "stale", "truncated"))
+        c.check(cnt() == 50 and r["errors"] == 0 and rej == 0,
+                "key_file: 50 signed waits counted (%d), %d datagrams rejected" % (cnt(), rej))
+        r = c.run("burst", redis, {"LOCKWATCH_SAMPLES": "127.0.0.1:%d" % udp, "LOCKWATCH_KEY_FILE": bad},
+                  n=50, key=k_bad)
+        badmac = lambda: msum(agent.metrics(), "lockwatch_samples_rejected_total", reason="bad_mac")
+        try:
+            agent.wait_for(lambda: badmac() >= 1, timeout=10, desc="bad_mac counted")
+        except AssertionError:
+            pass
+        m = agent.metrics()
+        c.check(badmac() >= 1 and not select(m, "lockwatch_acquire_wait_seconds_count", **{"class": k_bad}),
+                "key_file: a wrong key's datagrams rejected as bad_mac (%d), its class absent" % badmac())
+    finally:
+        agent.stop()
+
+
+def bench(c, redis, udp, **size):
+    """size: rounds=, n= (the program's defaults: 40 round pairs of 300 calls)."""
+    r = c.run("bench", redis, {"LOCKWATCH_SAMPLES": "127.0.0.1:%d" % udp}, timeout=240, **size)
+    for lib, v in sorted(r.items()):
+        if isinstance(v, dict) and "ratio" in v:
+            print("info %s: overhead %s: acquire+release %.1f us bare, %.1f us through the reporter: x%.3f "
+                  "(median ratio of %d interleaved round pairs of %d calls)" % (c.lang, lib, v["bare_us"], v["wrapped_us"], v["ratio"],
+                                                               r["rounds"], r["ops_per_round"]), flush=True)
+
+
+def main(lang, cmd, lost_kinds):
+    c = Checks(lang, cmd)
+    t0 = time.monotonic()
+    redis = harness.RedisServer()
+    udp = udp_port()
+    try:
+        agent = harness.Agent(redis, samples="127.0.0.1:%d" % udp)
+        for name, f in (("contend", lambda: contend(c, redis, agent, udp)),
+                        ("lost", lambda: lost(c, redis, agent, udp, lost_kinds)),
+                        ("bench", lambda: bench(c, redis, udp, rounds=20, n=200))):
+            try:
+                f()
+            except Exception as e:  # a crashed step is one failed check
+                c.check(False, "%s: %s" % (name, e))
+        agent.stop()
+        for name, f in (("down", lambda: down(c, redis, agent, udp)), ("key_file", lambda: signed(c, redis))):
+            try:
+                f()
+            except Exception as e:
+                c.check(False, "%s: %s" % (name, e))
+    finally:
+        redis.stop()
+    print("%s: %.0f s" % (lang, time.monotonic() - t0))
+    print("%d passed, %d failed" % (c.passed, c.failed))
+    return 1 if c.failed else 0
