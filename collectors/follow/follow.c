@@ -147,6 +147,12 @@ unsubscribe(struct follow *fw)
     fw->sub_lost = false;
     fw->sub_err[0] = '\0';
     pthread_mutex_unlock(&fw->mu);
+    /* the full scan that follows reads those keys too */
+    if ((fresh = keymap_new(FOLLOW_PENDING_MAX)) != NULL) {
+        keymap_free(fw->retry, NULL);
+        fw->retry = fresh;
+        fw->retry_overflow = false;
+    }
 }
 
 /* Not following any more: the records go too. */
@@ -178,6 +184,7 @@ follow_free(void *arg)
     forget_topology(fw);
     keymap_free(fw->fill, frec_free);
     keymap_free(fw->pending, NULL);
+    keymap_free(fw->retry, NULL);
     pthread_mutex_destroy(&fw->mu);
     pthread_cond_destroy(&fw->cv);
     free(fw);
@@ -348,17 +355,20 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
         return false;
     }
     fw->sub_key = key;
+    fw->proven = 0;
+    fw->fresh_denied = false;
     if (fw->verified)
         fw->note[0] = '\0';
-    else if (t->incremental == INCR_AUTO)
-        follow_note(fw, "following keyspace notifications on trust: %s; a full scan every "
-                    "scan_interval until the first notification arrives", err);
     else
-        follow_note(fw, "following keyspace notifications on trust (incremental = on): %s",
-                    err);
+        follow_note(fw, "following keyspace notifications on trust%s: %s; a full scan every "
+                    "scan_interval until a notification proves they flow (a key it names "
+                    "changed)", t->incremental == INCR_ON ? " (incremental = on)" : "", err);
     if (fw->why == WHY_NONE)
         fw->why = WHY_LOSS;     /* a new subscription: whatever came before is lost */
 fill:
+    /* before the pass reads a key: what happens from here is compared */
+    if (c != NULL)
+        fresh_baseline(fw, t, c, p->host, p->port);
     keymap_free(fw->fill, frec_free);
     fw->fill = keymap_new(0);
     return fw->fill != NULL;
@@ -404,7 +414,8 @@ keep_hook(void *arg, const struct scan_key *k, const struct raw_lock *raw, long 
 /* ---- after a full scan ---------------------------------------------------------- */
 
 /* Keys that differ between the old map and the new, except those with
- * an event since the pass began (they are re-read next). */
+ * an event since the pass began (they are re-read next) and those whose
+ * TTL ran out (left the view already; Redis reclaims them when it will). */
 static uint64_t
 count_fixed(struct follow *fw, struct keymap *old, struct keymap *now)
 {
@@ -412,6 +423,7 @@ count_fixed(struct follow *fw, struct keymap *old, struct keymap *now)
     size_t len, pos = 0;
     void *v, *o;
     uint64_t fixed = 0;
+    int64_t now_mono = clock_mono_ms();
 
     pthread_mutex_lock(&fw->mu);
     while (keymap_next(now, &pos, &k, &len, &v, NULL))
@@ -420,9 +432,13 @@ count_fixed(struct follow *fw, struct keymap *old, struct keymap *now)
              ((struct frec *)o)->content != ((struct frec *)v)->content))
             fixed++;
     pos = 0;
-    while (keymap_next(old, &pos, &k, &len, NULL, NULL))
-        if (!keymap_get(fw->pending, k, len, NULL, NULL) && !keymap_get(now, k, len, NULL, NULL))
+    while (keymap_next(old, &pos, &k, &len, &o, NULL)) {
+        int64_t exp = frec_expires_mono(o);
+
+        if ((exp == 0 || exp > now_mono) && !keymap_get(fw->pending, k, len, NULL, NULL) &&
+            !keymap_get(now, k, len, NULL, NULL))
             fixed++;
+    }
     pthread_mutex_unlock(&fw->mu);
     return fixed;
 }
@@ -470,7 +486,8 @@ give_up(struct follow *fw, uint64_t fixed)
 {
     uint64_t key = fw->sub_key;         /* unsubscribing clears it */
 
-    follow_note(fw, "not following keyspace notifications: none arrived, and a full scan "
+    follow_note(fw, "not following keyspace notifications: none arrived that showed a changed key "
+                "(a PUBLISH proves nothing), and a full scan "
                 "found %llu key%s changed (is notify-keyspace-events set to include "
                 KSUB_FLAGS_NEEDED "?  README \"Follow mode\"); scanning every scan_interval",
                 (unsigned long long)fixed, fixed == 1 ? "" : "s");
@@ -488,7 +505,7 @@ scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
 {
     struct follow *fw = arg;
     const struct cluster_topo *topo = p->topo;
-    uint64_t fixed = 0, events;
+    uint64_t fixed = 0;
     size_t i;
     bool whole = s != NULL && s->ok;
 
@@ -505,16 +522,15 @@ scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
         drop_fill(fw);
         return;
     }
+    if (fw->cluster)
+        fresh_baseline(fw, p->t, NULL, NULL, 0);
     if (fw->locks != NULL) {
         fixed = count_fixed(fw, fw->locks, fw->fill);
         fw->fixed_total += fixed;
         fw->reconciles_total++;
     }
-    pthread_mutex_lock(&fw->mu);
-    events = fw->events_total;
-    pthread_mutex_unlock(&fw->mu);
     if (fw->why == WHY_SCHEDULED && fixed > 0) {
-        if (!fw->verified && events == 0 && p->t->incremental == INCR_AUTO) {
+        if (!fw->verified && fw->proven == 0 && p->t->incremental == INCR_AUTO) {
             give_up(fw, fixed);
             return;
         }
@@ -560,6 +576,38 @@ follow_stamp(void *arg, struct snapshot *s)
     s->follow.lag_s = fw->lag_s;
     s->follow.drift = fw->drift_streak >= DRIFT_STREAK;
     snprintf(s->follow.note, sizeof(s->follow.note), "%s", fw->note);
+    if (!fw->following)
+        return;
+    /* no proof of freshness: /readyz and the log name it (the view is
+     * kept whole by full scans meanwhile, so the agent stays ready) */
+    if (s->follow.drift) {
+        /* the drift says it */
+    } else if (!fw->verified && fw->proven == 0) {
+        s->follow.drift = true;         /* the note: "on trust", until a proof */
+    } else if (fw->fresh_denied) {
+        s->follow.drift = true;
+        snprintf(s->follow.note, sizeof(s->follow.note), "follow mode unchecked: INFO is "
+                 "denied, so a restart, FLUSHDB, FLUSHALL, SWAPDB or notifications turned "
+                 "off go unseen until the next reconcile (add +info to the ACL user; README "
+                 "\"Follow mode\")");
+    }
+    if (fw->fresh_note[0] != '\0' && !s->follow.from_events) {
+        /* why the full scan ran, in its snapshot: said once */
+        char *note = s->follow.note;
+        size_t cap = sizeof(s->follow.note), n, m;
+
+        n = strnlen(fw->fresh_note, cap - 1);
+        memcpy(note, fw->fresh_note, n);
+        if (fw->note[0] != '\0' && n + 2 < cap - 1) {
+            memcpy(note + n, "; ", 2);
+            n += 2;
+            m = strnlen(fw->note, cap - 1 - n);
+            memcpy(note + n, fw->note, m);
+            n += m;
+        }
+        note[n] = '\0';
+        fw->fresh_note[0] = '\0';
+    }
 }
 
 struct follow *
@@ -576,13 +624,16 @@ follow_new(struct scanner *sc)
 
     if ((fw = calloc(1, sizeof(*fw))) == NULL)
         return NULL;
-    if ((fw->pending = keymap_new(FOLLOW_PENDING_MAX)) == NULL) {
+    if ((fw->pending = keymap_new(FOLLOW_PENDING_MAX)) == NULL ||
+        (fw->retry = keymap_new(FOLLOW_PENDING_MAX)) == NULL) {
+        keymap_free(fw->pending, NULL);
         free(fw);
         return NULL;
     }
     /* the loop's timed wait counts on the monotonic clock */
     if (clock_cond_init(&fw->cv) != 0) {
         keymap_free(fw->pending, NULL);
+        keymap_free(fw->retry, NULL);
         free(fw);
         return NULL;
     }
@@ -611,6 +662,7 @@ struct loop {
     int64_t oldest;             /* mono ms of the oldest event applied since */
     int64_t due;                /* mono deadline: a lock changes state by time */
     int64_t interval;           /* the reconcile interval in force */
+    int64_t fresh;              /* mono ms of the last freshness check */
     bool dirty;                 /* a record changed since the last snapshot */
 };
 
@@ -642,23 +694,48 @@ maybe_publish(struct follow *fw, struct loop *lp, const struct target_conf *t,
     return 0;
 }
 
+/* The freshness check (freshness.c): true when a full scan is due (a
+ * connection that failed is dropped: the scan reconnects or says why). */
+static bool
+fresh_due(struct follow *fw, const struct target_conf *t)
+{
+    char why[270];
+    bool resub = false;
+    int rc = fresh_check(fw, t, &resub, why, sizeof(why));
+
+    if (rc == 0)
+        return false;
+    fw->why = WHY_LOSS;
+    if (rc == -1) {
+        unsubscribe(fw);
+        scanner_disconnect(fw->sc);
+        return true;
+    }
+    snprintf(fw->fresh_note, sizeof(fw->fresh_note), "a full scan: %s", why);
+    if (resub)
+        unsubscribe(fw);        /* the setting is checked (or trusted) again */
+    return true;
+}
+
 /* Is a full scan due at now: a scheduled reconcile, or (Sentinel,
  * cluster; every scan_interval) nodes that no longer serve the target? */
 static bool
 reconcile_due(struct follow *fw, struct loop *lp, const struct target_conf *t, int64_t now)
 {
-    /* unverified auto: a reconcile every scan_interval until an event
-     * proves the notifications arrive */
-    pthread_mutex_lock(&fw->mu);
-    if (!fw->verified && fw->events_total == 0 && t->incremental == INCR_AUTO &&
-        t->scan_interval_ms < lp->interval)
+    /* unverified: a reconcile every scan_interval until an event proves
+     * the notifications arrive (its key changed: a PUBLISH is no proof) */
+    if (!fw->verified && fw->proven == 0 && t->scan_interval_ms < lp->interval)
         lp->interval = t->scan_interval_ms;
-    else if (fw->events_total > 0)
+    else if (fw->verified || fw->proven > 0)
         lp->interval = t->reconcile_interval_ms;
-    pthread_mutex_unlock(&fw->mu);
     if (now - fw->reconcile_mono >= lp->interval) {
         fw->why = WHY_SCHEDULED;
         return true;
+    }
+    if (now - lp->fresh >= t->scan_interval_ms) {
+        lp->fresh = now;
+        if (fresh_due(fw, t))
+            return true;
     }
     if (t->mode != TARGET_STANDALONE && now - lp->check >= t->scan_interval_ms) {
         lp->check = now;
@@ -687,6 +764,7 @@ follow_run(struct follow *fw, const struct target_conf *t, const struct scan_rul
         return -1;
     memset(&lp, 0, sizeof(lp));
     lp.check = clock_mono_ms();
+    lp.fresh = lp.check;
     /* due now: a first snapshot from the records at once, which finds
      * when the scan's locks change state by time alone */
     lp.due = clock_deadline(0);

@@ -8,6 +8,8 @@
  *   followread.c  the lock records, the re-reads of the keys named in
  *                 events, the snapshots made from the records
  *   keymap.c      the bounded key map of the records and the pending set
+ *   freshness.c   the per-tick check of what notifications cannot say
+ *                 (a restart, FLUSHDB, FLUSHALL, SWAPDB, CONFIG SET)
  *
  * struct follow hangs on the scanner it hooks (follow_new(); the
  * scanner's release hook frees it): the target's thread owns all of it
@@ -31,6 +33,7 @@
 #define FOLLOW_READ_BATCH   SCAN_REREAD_MAX     /* keys re-read per pipeline */
 #define FOLLOW_PUBLISH_MS   250     /* at most one snapshot from events per this */
 #define FOLLOW_TICK_MS      50      /* the loop wakes at least this often */
+#define FOLLOW_EXPIRE_MS    500     /* local expiries: at most a snapshot per this */
 #define FOLLOW_NODES_MAX    64      /* subscriptions: cluster primaries */
 #define REGISTRY_PREFIX     "lockwatch:client:"
 #define DRIFT_STREAK        2       /* scheduled reconciles with fixes in a row */
@@ -56,6 +59,15 @@ struct frec {
 };
 
 enum reconcile_why { WHY_NONE, WHY_SCHEDULED, WHY_LOSS };
+
+/* What a node's INFO says about changes no notification announces
+ * (freshness.c). */
+struct fresh_state {
+    bool have;                  /* read (else nothing to compare) */
+    char run_id[48];
+    long long flushdb, flushall, swapdb, config_set;    /* commandstats calls */
+    long long keys;             /* the target's database's key count */
+};
 
 struct follow;
 
@@ -90,7 +102,19 @@ struct follow {
     char sub_err[256];
     uint64_t events_total;
 
+    /* the proof of freshness: the target's thread's */
+    uint64_t proven;            /* events since subscribing whose re-read
+                                 * found a change: a PUBLISH cannot fake one */
+    struct fresh_state fresh[FOLLOW_NODES_MAX];         /* baselines, by node */
+    size_t nfresh;
+    bool fresh_denied;          /* the ACL denies INFO: unchecked */
+    unsigned fresh_short;       /* checks in a row with fewer keys than locks */
+    char fresh_note[300];       /* why the last full scan ran: said once */
+
     /* the target's thread's own */
+    struct keymap *retry;       /* keys a node said are moving (ASK): re-read
+                                 * on the next tick (bounded as pending) */
+    bool retry_overflow;
     struct keymap *fill;        /* the records of the full scan under way
                                  * (its keep hook, under the run's mutex) */
     bool following;             /* subscribed, and a full scan filled locks */
@@ -120,9 +144,40 @@ struct follow {
 /* snprintf into fw->note; a note is cut to fit, on purpose. */
 void follow_note(struct follow *fw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- freshness.c ------------------------------------------------------------------ */
+
+/* Read node's run_id, commandstats counters and key count over c: 1, 0
+ * when the ACL denies INFO, -1 when the connection failed (err). */
+int fresh_read(redisContext *c, const struct target_conf *node, struct fresh_state *st,
+               char *err, size_t errlen);
+
+/*
+ * Did something change under the view between base and now that no
+ * notification announced?  live: the lock records on the node whose TTL
+ * has not run out (fewer keys than that twice in a row counts, tracked
+ * in *short_streak).  true with why set; *resub true when the setting
+ * may have changed too (a restart, a CONFIG SET, statistics reset).
+ */
+bool fresh_changed(const struct fresh_state *base, const struct fresh_state *now, size_t live,
+                   unsigned *short_streak, bool *resub, char *why, size_t whylen);
+
+/* Take the baselines: of the one node c (to host:port), or with c NULL of
+ * every primary of fw's cluster topology, on the connections kept. */
+void fresh_baseline(struct follow *fw, const struct target_conf *t, redisContext *c,
+                    const char *host, int port);
+
+/* Check every node against its baseline: 0 fine, 1 a full scan is due
+ * (why; *resub: subscribe again too), -1 a connection failed (why). */
+int fresh_check(struct follow *fw, const struct target_conf *t, bool *resub, char *why,
+                size_t whylen);
+
 /* ---- followread.c ---------------------------------------------------------------- */
 
 void frec_free(void *p);
+
+/* When record f's TTL runs out (the PTTL it was read with, counted from
+ * its read) on the monotonic clock; 0 when it has no TTL. */
+int64_t frec_expires_mono(const struct frec *f);
 
 /* Keep a copy of key k, read at read_ms, in fw->fill (the full scan's
  * keep hook).  0, or -1 on ENOMEM. */

@@ -114,9 +114,12 @@ follow_keep(struct follow *fw, const struct scan_key *k, const struct raw_lock *
 
 /* ---- re-reading the keys of events ---------------------------------------------- */
 
+struct redirect;
+
 struct reread {
     struct follow *fw;
     bool *found;
+    struct redirect *red;       /* by index: where a node sent the key */
 };
 
 static int
@@ -131,6 +134,10 @@ reread_key(void *arg, size_t i, const struct scan_key *k, const struct raw_lock 
         free(f);
         return -1;
     }
+    /* a key that changed is the proof notifications flow (a PUBLISH
+     * naming a key that did not change proves nothing) */
+    if (old == NULL || ((struct frec *)old)->content != f->content)
+        rr->fw->proven++;
     free(old);
     rr->found[i] = true;
     return 0;
@@ -147,30 +154,138 @@ matches(const struct target_conf *t, const char *key, size_t len)
     return false;
 }
 
+/*
+ * Where a cluster node sent a key (a slot moved or moving, resharding):
+ * MOVED names the node that serves the slot now, and the key is re-read
+ * there at once; ASK (the slot is being migrated: the key may be on
+ * either node until it is done) and TRYAGAIN leave the record as it was
+ * and the key is re-read on a later tick, when the slot has settled.
+ * Either way the key is not dropped as gone: it is still there.
+ */
+struct redirect {
+    bool set;
+    bool later;                 /* ASK, TRYAGAIN: re-read on a later tick */
+    char host[256];
+    int port;
+};
+
+static void
+reread_moved(void *arg, size_t i, const char *err, size_t len)
+{
+    struct reread *rr = arg;
+    struct redirect *rd = &rr->red[i];
+    const char *sp, *colon;
+    char *end;
+    long port;
+
+    rd->set = true;
+    rd->later = true;
+    if (len < 6 || memcmp(err, "MOVED ", 6) != 0)
+        return;
+    /* "MOVED <slot> <host>:<port>": the last space, then the last colon */
+    if ((sp = memrchr(err, ' ', len)) == NULL || (colon = memrchr(sp, ':', len -
+                                                                  (size_t)(sp - err))) == NULL ||
+        (size_t)(colon - sp - 1) >= sizeof(rd->host))
+        return;
+    port = strtol(colon + 1, &end, 10);
+    if (end == colon + 1 || port <= 0 || port > 65535)
+        return;
+    memcpy(rd->host, sp + 1, (size_t)(colon - sp - 1));
+    rd->host[colon - sp - 1] = '\0';
+    rd->port = (int)port;
+    rd->later = false;
+}
+
+/* Re-read key on a later tick (its slot is moving). */
+static void
+retry_later(struct follow *fw, const char *key, size_t len)
+{
+    if (keymap_put(fw->retry, key, len, NULL, clock_mono_ms(), NULL) == -1)
+        fw->retry_overflow = true;      /* a full scan repairs it */
+}
+
+static int reread_chunk(struct follow *fw, const struct target_conf *t, redisContext *c,
+                        const char *host, int port, const char **keys, const size_t *lens,
+                        size_t n, int hops, char *err, size_t errlen);
+
+/* The keys of red[] sent to the same node as red[first], re-read there
+ * (hops left), marked done. */
+static int
+follow_moved(struct follow *fw, const struct target_conf *t, const char **keys,
+             const size_t *lens, size_t n, struct redirect *red, size_t first, int hops,
+             char *err, size_t errlen)
+{
+    const char *k2[FOLLOW_READ_BATCH];
+    size_t l2[FOLLOW_READ_BATCH], m = 0, i;
+    char host[256];
+    int port = red[first].port;
+    redisContext *c;
+
+    memcpy(host, red[first].host, sizeof(host));
+    c = hops > 0 ? scanner_node_conn(fw->sc, host, port) : NULL;
+    for (i = first; i < n; i++) {
+        if (!red[i].set || red[i].later || red[i].port != port || strcmp(red[i].host, host))
+            continue;
+        red[i].set = false;
+        if (c == NULL)
+            retry_later(fw, keys[i], lens[i]);  /* a node the pass did not keep */
+        else {
+            k2[m] = keys[i];
+            l2[m++] = lens[i];
+        }
+    }
+    return m == 0 ? 0 : reread_chunk(fw, t, c, host, port, k2, l2, m, hops - 1, err, errlen);
+}
+
 /* Re-read n keys (keys[i], lens[i]) of t on c (to host:port) and replace
- * or drop their records.  0, or -1 (err) when the connection failed or a
- * read was refused. */
+ * or drop their records, following a MOVED at most hops times.  0, or -1
+ * (err) when the connection failed or a read was refused. */
 static int
 reread_chunk(struct follow *fw, const struct target_conf *t, redisContext *c, const char *host,
-             int port, const char **keys, const size_t *lens, size_t n, char *err,
+             int port, const char **keys, const size_t *lens, size_t n, int hops, char *err,
              size_t errlen)
 {
     bool found[FOLLOW_READ_BATCH];
     struct reread rr;
     size_t i;
     void *old;
+    int rc = 0;
 
     memset(found, 0, sizeof(found));
     rr.fw = fw;
     rr.found = found;
-    if (scanner_reread(fw->sc, t, c, host, port, keys, lens, n, reread_key, &rr, err,
-                       errlen) == -1)
+    if ((rr.red = calloc(n ? n : 1, sizeof(*rr.red))) == NULL) {
+        snprintf(err, errlen, "out of memory re-reading keys");
         return -1;
-    /* what was not handed over is gone (or no longer a string or hash) */
-    for (i = 0; i < n; i++)
-        if (!found[i] && keymap_del(fw->locks, keys[i], lens[i], &old))
+    }
+    if (scanner_reread(fw->sc, t, c, host, port, keys, lens, n, reread_key, reread_moved, &rr,
+                       err, errlen) == -1) {
+        rc = -1;
+        goto out;
+    }
+    /* what was not handed over is gone (or no longer a string or hash),
+     * unless a cluster node said it is elsewhere */
+    for (i = 0; i < n; i++) {
+        if (found[i] || rr.red[i].set)
+            continue;
+        if (keymap_del(fw->locks, keys[i], lens[i], &old)) {
             free(old);
-    return 0;
+            fw->proven++;
+        }
+    }
+    for (i = 0; i < n && rc == 0; i++) {
+        if (!rr.red[i].set)
+            continue;
+        if (rr.red[i].later) {
+            rr.red[i].set = false;
+            retry_later(fw, keys[i], lens[i]);
+            continue;
+        }
+        rc = follow_moved(fw, t, keys, lens, n, rr.red, i, hops, err, errlen);
+    }
+out:
+    free(rr.red);
+    return rc;
 }
 
 /* The connection the last full scan kept to shard i's primary (cluster),
@@ -215,11 +330,37 @@ flush_bucket(const struct apply *a, struct bucket *b, size_t shard)
         snprintf(a->err, a->errlen, "no connection to %s:%d to re-read keys", host, port);
         return -1;
     }
-    if (reread_chunk(a->fw, a->t, c, host, port, b->keys, b->lens, b->n, a->err,
+    if (reread_chunk(a->fw, a->t, c, host, port, b->keys, b->lens, b->n, 1, a->err,
                      a->errlen) == -1)
         return -1;
     b->n = 0;
     return 0;
+}
+
+/* Move the keys to re-read on a later tick into batch.  -1 when they
+ * overflowed (now or when they were put): a full scan. */
+static int
+merge_retry(struct follow *fw, struct keymap *batch)
+{
+    const char *k;
+    size_t len, pos = 0;
+    int64_t stamp;
+    struct keymap *fresh;
+    int rc = 0;
+
+    if (keymap_count(fw->retry) == 0 && !fw->retry_overflow)
+        return 0;
+    while (rc == 0 && keymap_next(fw->retry, &pos, &k, &len, NULL, &stamp))
+        if (keymap_put(batch, k, len, NULL, stamp, NULL) == -1)
+            rc = -1;
+    if (fw->retry_overflow)
+        rc = -1;
+    if ((fresh = keymap_new(FOLLOW_PENDING_MAX)) == NULL)
+        return rc;              /* kept: merged again next time */
+    keymap_free(fw->retry, NULL);
+    fw->retry = fresh;
+    fw->retry_overflow = false;
+    return rc;
 }
 
 int
@@ -255,6 +396,13 @@ follow_apply_pending(struct follow *fw, const struct target_conf *t, int64_t *ol
     batch = fw->pending;
     fw->pending = fresh;
     pthread_mutex_unlock(&fw->mu);
+    /* the keys whose slot was moving at the last tick, again */
+    if (merge_retry(fw, batch) == -1) {
+        keymap_free(batch, NULL);
+        free(buckets);
+        fw->overflows_total++;
+        return -2;
+    }
     while (keymap_next(batch, &pos, &k, &len, NULL, &stamp)) {
         if (!matches(t, k, len)) {
             if (len >= sizeof(REGISTRY_PREFIX) - 1 &&
@@ -315,21 +463,48 @@ scan_figures(const struct follow *fw, struct snapshot *s)
     return 0;
 }
 
-/* Hand every record to the per-key step, in the values it was read as. */
+/* When record f's TTL runs out, on the monotonic clock; 0 when it has none. */
+int64_t
+frec_expires_mono(const struct frec *f)
+{
+    return f->pttl >= 0 ? f->read_mono + f->pttl : 0;
+}
+
+/* A replay's walk over the records: the earliest local expiry it met. */
+struct replay {
+    const struct follow *fw;
+    int64_t now_mono;
+    int64_t next_expiry;        /* mono ms; 0: none */
+};
+
+/*
+ * Hand every record to the per-key step, in the values it was read as.
+ * A record whose TTL ran out is left out: Redis announces "expired" only
+ * when it reclaims the key (lazily, or by its sampling cycle, seconds
+ * later with many keys with TTLs), but the PTTL read says when the key
+ * stopped existing for every client, so the view drops it then, with no
+ * read (the expired event re-reads it later and finds it gone, or set
+ * again).
+ */
 static int
 replay_records(void *arg, struct run *r, struct scan_counters *cnt)
 {
-    const struct follow *fw = arg;
+    struct replay *rp = arg;
     struct raw_lock raw;
     struct scan_key key;
     const char *k;
     size_t len, pos = 0;
     void *v;
-    int64_t now_mono = clock_mono_ms();
+    int64_t exp;
 
-    while (keymap_next(fw->locks, &pos, &k, &len, &v, NULL)) {
+    while (keymap_next(rp->fw->locks, &pos, &k, &len, &v, NULL)) {
         const struct frec *f = v;
 
+        exp = frec_expires_mono(f);
+        if (exp > 0 && exp <= rp->now_mono)
+            continue;
+        if (exp > 0 && (rp->next_expiry == 0 || exp < rp->next_expiry))
+            rp->next_expiry = exp;
         memset(&key, 0, sizeof(key));
         key.key = k;
         key.keylen = len;
@@ -341,13 +516,8 @@ replay_records(void *arg, struct run *r, struct scan_counters *cnt)
         raw.key = k;
         raw.keylen = len;
         raw.type = f->type;
-        /* the TTL as it stands now; the expiry's event removes the key */
-        raw.pttl = f->pttl;
-        if (f->pttl >= 0) {
-            raw.pttl = f->pttl - (now_mono - f->read_mono);
-            if (raw.pttl < 1)
-                raw.pttl = 1;
-        }
+        /* the TTL as it stands now (at least 1: it has not run out) */
+        raw.pttl = f->pttl >= 0 ? exp - rp->now_mono : f->pttl;
         key.pttl = raw.pttl;
         raw.value = f->value;
         raw.valuelen = f->valuelen;
@@ -370,9 +540,10 @@ follow_snapshot(struct follow *fw, const struct target_conf *t,
 {
     struct snapshot *s;
     int64_t start_mono = clock_mono_ms(), now_ms, next_due_ms, left;
+    struct replay rp = { fw, start_mono, 0 };
 
     s = scanner_replay(fw->sc, t, rules, stop, fw->cluster ? &fw->topo : NULL, replay_records,
-                       (void *)fw, &now_ms, &next_due_ms);
+                       &rp, &now_ms, &next_due_ms);
     if (s == NULL)
         return NULL;
     if (scan_figures(fw, s) == -1) {
@@ -385,6 +556,12 @@ follow_snapshot(struct follow *fw, const struct target_conf *t,
     left = t->scan_interval_ms;
     if (next_due_ms > 0 && next_due_ms - now_ms < left)
         left = next_due_ms - now_ms;
+    /* and when the first kept lock's TTL runs out: it leaves the view
+     * then, in steps of at least FOLLOW_EXPIRE_MS (a snapshot costs a
+     * registry look-up: TTLs spread over time must not make one a tick) */
+    if (rp.next_expiry > 0 && rp.next_expiry - start_mono < left)
+        left = rp.next_expiry - start_mono < FOLLOW_EXPIRE_MS ? FOLLOW_EXPIRE_MS :
+            rp.next_expiry - start_mono;
     if (left <= 0)
         left = FOLLOW_PUBLISH_MS;       /* never a busy loop */
     *due_mono = start_mono + left;

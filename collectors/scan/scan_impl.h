@@ -160,6 +160,9 @@ struct stream {
      * hands them to its caller instead, with their index in the batch) */
     scan_key_fn *on_key;
     void *on_key_arg;
+    /* and the keys whose TYPE met MOVED or ASK (scanner_reread(): the
+     * caller follows them); NULL in a pass */
+    scan_moved_fn *on_moved;
 };
 
 /* ---- scan.c ------------------------------------------------------------------- */

@@ -44,7 +44,8 @@ scanner_node_conn(const struct scanner *sc, const char *host, int port)
 int
 scanner_reread(struct scanner *sc, const struct target_conf *t, redisContext *c,
                const char *host, int port, const char *const *keys, const size_t *lens,
-               size_t n, scan_key_fn *each, void *arg, char *err, size_t errlen)
+               size_t n, scan_key_fn *each, scan_moved_fn *moved, void *arg, char *err,
+               size_t errlen)
 {
     struct key_meta meta[SCAN_REREAD_MAX];
     struct stream st;
@@ -76,6 +77,7 @@ scanner_reread(struct scanner *sc, const struct target_conf *t, redisContext *c,
     snprintf(st.host, sizeof(st.host), "%s", host);
     st.port = port;
     st.on_key = each;
+    st.on_moved = moved;
     st.on_key_arg = arg;
     rc = stream_read_batch(&st, &b);
     for (i = 0; i < SCAN_READ_KINDS; i++)

@@ -266,7 +266,10 @@ read_meta(struct stream *s, struct batch *b)
             return -1;
         }
         /* MOVED/ASK: the slot moved away since SCAN (resharding); the
-         * key is counted where it lives now, or vanished here */
+         * key is counted where it lives now, or vanished here (a pass);
+         * a re-read's caller is told where it went */
+        if (moved(rep) && s->on_moved != NULL)
+            s->on_moved(s->on_key_arg, i, rep->str, rep->len);
         m->k.type = rawread_type(rep);
         freeReplyObject(rep);
         if (stream_reply(s, &rep) == -1)

@@ -26,7 +26,8 @@ import topo
 NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
 # README "Follow mode": what follow mode adds to the scanner's ACL (Redis
 # compares PSUBSCRIBE patterns with the user's channel patterns literally)
-FOLLOW_ACL = ["+psubscribe", "&__keyspace@0__:lock:*", "&__keyspace@0__:lockwatch:client:*"]
+FOLLOW_ACL = ["+psubscribe", "+info", "&__keyspace@0__:lock:*",
+              "&__keyspace@0__:lockwatch:client:*"]
 
 
 def scan_calls(client):
