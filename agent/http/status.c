@@ -380,7 +380,7 @@ stale_note(struct strbuf *sb, const struct view *v)
         sb_adds(sb, "<p class=\"stale\">target ");
         esc_str(sb, v->targets[i].name);
         if (s->last_good != NULL) {
-            rules_format_duration(v->now_ms - s->last_success_ms, ago, sizeof(ago));
+            text_format_duration(v->now_ms - s->last_success_ms, ago, sizeof(ago));
             sb_addf(sb, ": <b>last known %s ago</b> (its locks here are from then); ", ago);
         } else {
             sb_adds(sb, ": <b>never scanned</b> (its locks are unknown); ");
@@ -552,7 +552,7 @@ render_targets(struct strbuf *sb, const struct view *v)
             for (k = 0; k < NSTATES; k++)
                 sb_addf(sb, "<td class=\"stale\">%" PRIu64 "</td>",
                         state_total(s->last_good, states[k].flag));
-            rules_format_duration(v->now_ms - s->last_success_ms, ago, sizeof(ago));
+            text_format_duration(v->now_ms - s->last_success_ms, ago, sizeof(ago));
             sb_addf(sb, "<td>last known %s ago; ", ago);
             esc_bytes(sb, s->err, strnlen(s->err, sizeof(s->err)), sizeof(s->err));
             sb_adds(sb, "</td>");
