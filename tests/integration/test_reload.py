@@ -121,7 +121,10 @@ class Reload(h.TestCase):
                     timeout=15, desc="the removed target gone from /metrics")
         ag.wait_ready()
         st, err = ag.lock("lock:9", target="second")
-        self.assertEqual(st, 404, err)
+        # a target the agent no longer has is a bad ?target= (400 naming
+        # the known ones), not a missing lock
+        self.assertEqual(st, 400, err)
+        self.assertIn("known targets: main", err["error"])
         self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks", target="main"), 2)
         self.assertTrue(ag.alive)
 
