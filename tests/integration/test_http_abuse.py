@@ -44,7 +44,7 @@ import harness as h
 SLOW_CLIENTS = 300
 BURST = 1000
 PROBES = 30
-RUN_SECONDS = 16
+RUN_SECONDS = 24
 
 
 # ---------------------------------------------------------------------------
