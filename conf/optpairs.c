@@ -22,54 +22,7 @@
 #include "common/strbuf.h"
 #include "conf/options.h"
 #include "conf/optsyntax.h"
-
-static void whyf(char *why, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-whyf(char *why, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (len == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-}
-
-static void *
-field(void *base, size_t off)
-{
-    return (char *)base + off;
-}
-
-static const void *
-cfield(const void *base, size_t off)
-{
-    return (const char *)base + off;
-}
-
-/* "a, b or c" from a NULL-terminated list, cut at len. */
-static void
-join_names(const char *const *names, char *buf, size_t len)
-{
-    size_t n = 0, i, used = 0;
-
-    if (len == 0)
-        return;
-    buf[0] = '\0';
-    while (names[n] != NULL)
-        n++;
-    for (i = 0; i < n; i++) {
-        const char *sep = i == 0 ? "" : i + 1 == n ? " or " : ", ";
-        int w = snprintf(buf + used, len - used, "%s%s", sep, names[i]);
-
-        if (w < 0 || (size_t)w >= len - used)
-            return;
-        used += (size_t)w;
-    }
-}
+#include "conf/optvalue_impl.h"
 
 static void
 free_pairs(char **globs, char **names, size_t n)
@@ -108,7 +61,7 @@ optpairs_set(const struct config_option *o, void *base, const char *v, char *why
         }
         tlen = (size_t)(p - start);
         if (eq == NULL || eq == start || eq + 1 == p || start[0] == ';') {
-            whyf(why, len, "\"%.*s\" is not glob=format (e.g. %s)", (int)(tlen > 200 ? 200 : tlen),
+            optvalue_whyf(why, len, "\"%.*s\" is not glob=format (e.g. %s)", (int)(tlen > 200 ? 200 : tlen),
                  start, o->example);
             goto out;
         }
@@ -117,8 +70,8 @@ optpairs_set(const struct config_option *o, void *base, const char *v, char *why
                 memcmp(o->names[i], eq + 1, (size_t)(p - eq - 1)) == 0)
                 break;
         if (o->names[i] == NULL) {
-            join_names(o->names, allowed, sizeof(allowed));
-            whyf(why, len, "\"%.*s\": \"%.*s\" is not a format a key may be declared (use %s)",
+            optvalue_join_names(o->names, allowed, sizeof(allowed));
+            optvalue_whyf(why, len, "\"%.*s\": \"%.*s\" is not a format a key may be declared (use %s)",
                  (int)(tlen > 200 ? 200 : tlen), start, (int)(p - eq - 1 > 64 ? 64 : p - eq - 1),
                  eq + 1, allowed);
             goto out;
@@ -144,17 +97,17 @@ optpairs_set(const struct config_option *o, void *base, const char *v, char *why
         }
         n++;
     }
-    free_pairs(*(char ***)field(base, o->off), *(char ***)field(base, o->off3),
-               *(size_t *)field(base, o->off2));
-    *(char ***)field(base, o->off) = globs;
-    *(char ***)field(base, o->off3) = names;
-    *(size_t *)field(base, o->off2) = n;
+    free_pairs(*(char ***)optvalue_field(base, o->off), *(char ***)optvalue_field(base, o->off3),
+               *(size_t *)optvalue_field(base, o->off2));
+    *(char ***)optvalue_field(base, o->off) = globs;
+    *(char ***)optvalue_field(base, o->off3) = names;
+    *(size_t *)optvalue_field(base, o->off2) = n;
     globs = names = NULL;
     n = 0;
     rc = 0;
     goto out;
 oom:
-    whyf(why, len, "out of memory");
+    optvalue_whyf(why, len, "out of memory");
 out:
     free_pairs(globs, names, n);
     return rc;
@@ -163,20 +116,20 @@ out:
 void
 optpairs_clear(const struct config_option *o, void *base)
 {
-    free_pairs(*(char ***)field(base, o->off), *(char ***)field(base, o->off3),
-               *(size_t *)field(base, o->off2));
-    *(char ***)field(base, o->off) = NULL;
-    *(char ***)field(base, o->off3) = NULL;
-    *(size_t *)field(base, o->off2) = 0;
+    free_pairs(*(char ***)optvalue_field(base, o->off), *(char ***)optvalue_field(base, o->off3),
+               *(size_t *)optvalue_field(base, o->off2));
+    *(char ***)optvalue_field(base, o->off) = NULL;
+    *(char ***)optvalue_field(base, o->off3) = NULL;
+    *(size_t *)optvalue_field(base, o->off2) = 0;
 }
 
 int
 optpairs_format(const struct config_option *o, const void *base, const char *sep,
              struct strbuf *sb)
 {
-    char *const *globs = *(char **const *)cfield(base, o->off);
-    char *const *names = *(char **const *)cfield(base, o->off3);
-    size_t n = *(const size_t *)cfield(base, o->off2), i;
+    char *const *globs = *(char **const *)optvalue_cfield(base, o->off);
+    char *const *names = *(char **const *)optvalue_cfield(base, o->off3);
+    size_t n = *(const size_t *)optvalue_cfield(base, o->off2), i;
 
     (void)sep;                  /* blank-separated: a glob may hold ',' */
     if (n == 0)
@@ -191,6 +144,6 @@ optpairs_describe(const struct config_option *o, char *buf, size_t len)
 {
     char names[512];
 
-    join_names(o->names, names, sizeof(names));
+    optvalue_join_names(o->names, names, sizeof(names));
     snprintf(buf, len, "blank separated glob=format pairs, the format one of %s", names);
 }

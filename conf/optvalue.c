@@ -30,6 +30,7 @@
 #include "common/strbuf.h"
 #include "conf/config.h"
 #include "conf/optsyntax.h"
+#include "conf/optvalue_impl.h"
 #include "conf/optpairs.h"
 #include "conf/secretfile.h"
 
@@ -41,11 +42,8 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static void whyf(char *why, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-whyf(char *why, size_t len, const char *fmt, ...)
+void
+optvalue_whyf(char *why, size_t len, const char *fmt, ...)
 {
     va_list ap;
 
@@ -56,18 +54,6 @@ whyf(char *why, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-static void *
-field(void *base, size_t off)
-{
-    return (char *)base + off;
-}
-
-static const void *
-cfield(const void *base, size_t off)
-{
-    return (const char *)base + off;
-}
-
 /* Integers and enums are stored by size so one row type serves int, long,
  * int64_t and enum fields; memcpy keeps it free of aliasing games.  The
  * row's bounds keep the value within the field (a unit test checks). */
@@ -75,10 +61,10 @@ static void
 store_int(void *base, size_t off, size_t size, int64_t v)
 {
     if (size == sizeof(int64_t)) {
-        memcpy(field(base, off), &v, sizeof(v));
+        memcpy(optvalue_field(base, off), &v, sizeof(v));
     } else if (size == sizeof(int32_t)) {
         int32_t v32 = (int32_t)v;
-        memcpy(field(base, off), &v32, sizeof(v32));
+        memcpy(optvalue_field(base, off), &v32, sizeof(v32));
     }
 }
 
@@ -87,12 +73,12 @@ load_int(const void *base, size_t off, size_t size)
 {
     if (size == sizeof(int64_t)) {
         int64_t v;
-        memcpy(&v, cfield(base, off), sizeof(v));
+        memcpy(&v, optvalue_cfield(base, off), sizeof(v));
         return v;
     }
     if (size == sizeof(int32_t)) {
         int32_t v32;
-        memcpy(&v32, cfield(base, off), sizeof(v32));
+        memcpy(&v32, optvalue_cfield(base, off), sizeof(v32));
         return v32;
     }
     return 0;
@@ -101,18 +87,18 @@ load_int(const void *base, size_t off, size_t size)
 static char **
 str_field(void *base, size_t off)
 {
-    return (char **)field(base, off);
+    return (char **)optvalue_field(base, off);
 }
 
 static char *const *
 cstr_field(const void *base, size_t off)
 {
-    return (char *const *)cfield(base, off);
+    return (char *const *)optvalue_cfield(base, off);
 }
 
-/* "a, b or c" from a NULL-terminated list. */
-static void
-join_names(const char *const *names, char *buf, size_t len)
+/* "a, b or c" from a NULL-terminated list, cut at len. */
+void
+optvalue_join_names(const char *const *names, char *buf, size_t len)
 {
     size_t n = 0, i, used = 0;
 
@@ -141,7 +127,7 @@ clear_int(const struct config_option *o, void *base)
 static void
 clear_bytes(const struct config_option *o, void *base)
 {
-    memset(field(base, o->off), 0, o->size);
+    memset(optvalue_field(base, o->off), 0, o->size);
 }
 
 static void
@@ -179,25 +165,25 @@ set_duration(const struct config_option *o, void *base, const char *v,
     case DUR_OK:
         break;
     case DUR_SYNTAX:
-        whyf(why, len, "\"%s\" is not a duration (use a number followed by ms, s, m, h "
+        optvalue_whyf(why, len, "\"%s\" is not a duration (use a number followed by ms, s, m, h "
              "or d, e.g. 30s)", v);
         return -1;
     case DUR_NEGATIVE:
-        whyf(why, len, "\"%s\" is negative (allowed: %s to %s)", v, lo, hi);
+        optvalue_whyf(why, len, "\"%s\" is negative (allowed: %s to %s)", v, lo, hi);
         return -1;
     case DUR_NO_UNIT:
-        whyf(why, len, "\"%s\" has no unit (add ms, s, m, h or d, e.g. %ss)", v, v);
+        optvalue_whyf(why, len, "\"%s\" has no unit (add ms, s, m, h or d, e.g. %ss)", v, v);
         return -1;
     case DUR_FRACTION:
-        whyf(why, len, "\"%s\" is not a whole number of milliseconds (use a smaller "
+        optvalue_whyf(why, len, "\"%s\" is not a whole number of milliseconds (use a smaller "
              "unit, e.g. 1500ms for 1.5s)", v);
         return -1;
     case DUR_RANGE:
-        whyf(why, len, "\"%s\" is too large (allowed: %s to %s)", v, lo, hi);
+        optvalue_whyf(why, len, "\"%s\" is too large (allowed: %s to %s)", v, lo, hi);
         return -1;
     }
     if (ms < o->min || ms > o->max) {
-        whyf(why, len, "\"%s\" is out of range (allowed: %s to %s)", v, lo, hi);
+        optvalue_whyf(why, len, "\"%s\" is out of range (allowed: %s to %s)", v, lo, hi);
         return -1;
     }
     store_int(base, o->off, o->size, ms);
@@ -235,19 +221,19 @@ set_int(const struct config_option *o, void *base, const char *v, char *why, siz
     char *end = NULL;
 
     if (!(isdigit((unsigned char)v[0]) || (v[0] == '-' && isdigit((unsigned char)v[1])))) {
-        whyf(why, len, "\"%s\" is not a whole number (allowed: %" PRId64 " to %" PRId64 ")",
+        optvalue_whyf(why, len, "\"%s\" is not a whole number (allowed: %" PRId64 " to %" PRId64 ")",
              v, o->min, o->max);
         return -1;
     }
     errno = 0;
     n = strtoll(v, &end, 10);
     if (end == v || *end != '\0') {
-        whyf(why, len, "\"%s\" is not a whole number (allowed: %" PRId64 " to %" PRId64 ")",
+        optvalue_whyf(why, len, "\"%s\" is not a whole number (allowed: %" PRId64 " to %" PRId64 ")",
              v, o->min, o->max);
         return -1;
     }
     if (errno == ERANGE || n < o->min || n > o->max) {
-        whyf(why, len, "\"%s\" is out of range (allowed: %" PRId64 " to %" PRId64 ")",
+        optvalue_whyf(why, len, "\"%s\" is out of range (allowed: %" PRId64 " to %" PRId64 ")",
              v, o->min, o->max);
         return -1;
     }
@@ -289,7 +275,7 @@ set_percent(const struct config_option *o, void *base, const char *v, char *why,
     double d;
 
     if (*p == '-') {
-        whyf(why, len, "\"%s\" is out of range (allowed: " PERCENT_RANGE ")", v);
+        optvalue_whyf(why, len, "\"%s\" is out of range (allowed: " PERCENT_RANGE ")", v);
         return -1;
     }
     while (isdigit((unsigned char)*p))
@@ -299,7 +285,7 @@ set_percent(const struct config_option *o, void *base, const char *v, char *why,
             ;
     n = (size_t)(p - v);
     if (n == 0 || n >= sizeof(num) || strcmp(p, "%") != 0) {
-        whyf(why, len, "\"%s\" is not a percentage (use a number followed by %%, e.g. 25%%)",
+        optvalue_whyf(why, len, "\"%s\" is not a percentage (use a number followed by %%, e.g. 25%%)",
              v);
         return -1;
     }
@@ -308,11 +294,11 @@ set_percent(const struct config_option *o, void *base, const char *v, char *why,
     errno = 0;
     d = strtod(num, &end);
     if (end != num + n || errno == ERANGE || !(d >= PERCENT_MIN && d <= 100.0)) {
-        whyf(why, len, "\"%s\" is out of range (allowed: " PERCENT_RANGE ")", v);
+        optvalue_whyf(why, len, "\"%s\" is out of range (allowed: " PERCENT_RANGE ")", v);
         return -1;
     }
     d /= 100.0;
-    memcpy(field(base, o->off), &d, sizeof(d));
+    memcpy(optvalue_field(base, o->off), &d, sizeof(d));
     return 0;
 }
 
@@ -323,7 +309,7 @@ format_percent(const struct config_option *o, const void *base, const char *sep,
     double d;
 
     (void)sep;
-    memcpy(&d, cfield(base, o->off), sizeof(d));
+    memcpy(&d, optvalue_cfield(base, o->off), sizeof(d));
     /* 15 digits: enough to give back the decimal that was parsed. */
     sb_addf(sb, "%.15g%%", d * 100.0);
     return 1;
@@ -356,11 +342,11 @@ set_bool(const struct config_option *o, void *base, const char *v, char *why, si
             goto found;
         }
     }
-    whyf(why, len, "\"%s\" is not a yes/no value (use yes, no, on, off, true, false, "
+    optvalue_whyf(why, len, "\"%s\" is not a yes/no value (use yes, no, on, off, true, false, "
          "1 or 0)", v);
     return -1;
 found:
-    memcpy(field(base, o->off), &b, sizeof(b));
+    memcpy(optvalue_field(base, o->off), &b, sizeof(b));
     return 0;
 }
 
@@ -371,7 +357,7 @@ format_bool(const struct config_option *o, const void *base, const char *sep,
     bool v;
 
     (void)sep;
-    memcpy(&v, cfield(base, o->off), sizeof(v));
+    memcpy(&v, optvalue_cfield(base, o->off), sizeof(v));
     sb_adds(sb, o->names != NULL ? o->names[v ? 1 : 0] : v ? "yes" : "no");
     return 1;
 }
@@ -395,8 +381,8 @@ set_enum(const struct config_option *o, void *base, const char *v, char *why, si
             return 0;
         }
     }
-    join_names(o->names, allowed, sizeof(allowed));
-    whyf(why, len, "\"%s\" is not a valid %s (use %s)", v, o->key, allowed);
+    optvalue_join_names(o->names, allowed, sizeof(allowed));
+    optvalue_whyf(why, len, "\"%s\" is not a valid %s (use %s)", v, o->key, allowed);
     return -1;
 }
 
@@ -420,7 +406,7 @@ describe_enum(const struct config_option *o, char *buf, size_t len)
 {
     char names[128];
 
-    join_names(o->names, names, sizeof(names));
+    optvalue_join_names(o->names, names, sizeof(names));
     snprintf(buf, len, "%s", names);
 }
 
@@ -432,12 +418,12 @@ set_string(const struct config_option *o, void *base, const char *v, char *why, 
     char *s;
 
     if (v[0] == '\0') {
-        whyf(why, len, "empty value (give one, e.g. %s)", o->def ? o->def : o->example);
+        optvalue_whyf(why, len, "empty value (give one, e.g. %s)", o->def ? o->def : o->example);
         return -1;
     }
     s = strdup(v);
     if (s == NULL) {
-        whyf(why, len, "out of memory");
+        optvalue_whyf(why, len, "out of memory");
         return -1;
     }
     free(*str_field(base, o->off));
@@ -460,43 +446,43 @@ set_list(const struct config_option *o, void *base, const char *v, char *why, si
     int rc = split_list(v, &items, &n);
 
     if (rc == -1) {
-        whyf(why, len, "\"%s\" has an empty item (use comma separated values, e.g. %s)",
+        optvalue_whyf(why, len, "\"%s\" has an empty item (use comma separated values, e.g. %s)",
              v, o->def ? o->def : o->example);
         return -1;
     }
     if (rc == -2) {
-        whyf(why, len, "out of memory");
+        optvalue_whyf(why, len, "out of memory");
         return -1;
     }
     /* -n writes the items joined by ", ": one that began with ';' would
      * read back as the start of a comment */
     for (size_t i = 0; i < n; i++)
         if (items[i][0] == ';') {
-            whyf(why, len, "\"%s\": an item may not begin with ';' (it would read back as a "
+            optvalue_whyf(why, len, "\"%s\": an item may not begin with ';' (it would read back as a "
                  "comment)", v);
             free_list(items, n);
             return -1;
         }
-    free_list(*(char ***)field(base, o->off), *(size_t *)field(base, o->off2));
-    *(char ***)field(base, o->off) = items;
-    *(size_t *)field(base, o->off2) = n;
+    free_list(*(char ***)optvalue_field(base, o->off), *(size_t *)optvalue_field(base, o->off2));
+    *(char ***)optvalue_field(base, o->off) = items;
+    *(size_t *)optvalue_field(base, o->off2) = n;
     return 0;
 }
 
 static void
 clear_list(const struct config_option *o, void *base)
 {
-    free_list(*(char ***)field(base, o->off), *(size_t *)field(base, o->off2));
-    *(char ***)field(base, o->off) = NULL;
-    *(size_t *)field(base, o->off2) = 0;
+    free_list(*(char ***)optvalue_field(base, o->off), *(size_t *)optvalue_field(base, o->off2));
+    *(char ***)optvalue_field(base, o->off) = NULL;
+    *(size_t *)optvalue_field(base, o->off2) = 0;
 }
 
 static int
 format_list(const struct config_option *o, const void *base, const char *sep,
             struct strbuf *sb)
 {
-    char *const *items = *(char **const *)cfield(base, o->off);
-    size_t n = *(const size_t *)cfield(base, o->off2), i;
+    char *const *items = *(char **const *)optvalue_cfield(base, o->off);
+    size_t n = *(const size_t *)optvalue_cfield(base, o->off2), i;
 
     if (n == 0)
         return 0;
@@ -534,38 +520,38 @@ set_hostport(const struct config_option *o, void *base, const char *v, char *why
         host[0] = '\0';
     } else if (o->size > sizeof(host) ||
                split_hostport(v, strlen(v), host, o->size, &port, true) == -1) {
-        whyf(why, len, "\"%s\" is not host:port (use an address and a port from 1 to "
+        optvalue_whyf(why, len, "\"%s\" is not host:port (use an address and a port from 1 to "
              "65535, e.g. %s or [::1]:%s%s)", v, o->def ? o->def : o->example,
              o->def != NULL && strrchr(o->def, ':') ? strrchr(o->def, ':') + 1 : "9717",
              (o->flags & OPT_OFF) ? ", or off" : "");
         return -1;
     }
-    memcpy(field(base, o->off), host, strlen(host) + 1);
-    memcpy(field(base, o->off2), &port, sizeof(port));
+    memcpy(optvalue_field(base, o->off), host, strlen(host) + 1);
+    memcpy(optvalue_field(base, o->off2), &port, sizeof(port));
     if (o->flags & OPT_OFF)
-        memcpy(field(base, o->off3), &off, sizeof(off));
+        memcpy(optvalue_field(base, o->off3), &off, sizeof(off));
     return 0;
 }
 
 static void
 clear_hostport(const struct config_option *o, void *base)
 {
-    memset(field(base, o->off), 0, o->size);
-    memset(field(base, o->off2), 0, sizeof(int));
+    memset(optvalue_field(base, o->off), 0, o->size);
+    memset(optvalue_field(base, o->off2), 0, sizeof(int));
 }
 
 static int
 format_hostport(const struct config_option *o, const void *base, const char *sep,
                 struct strbuf *sb)
 {
-    const char *host = cfield(base, o->off);
+    const char *host = optvalue_cfield(base, o->off);
     bool off = false;
     int port;
 
     (void)sep;
     if (o->flags & OPT_OFF)
-        memcpy(&off, cfield(base, o->off3), sizeof(off));
-    memcpy(&port, cfield(base, o->off2), sizeof(port));
+        memcpy(&off, optvalue_cfield(base, o->off3), sizeof(off));
+    memcpy(&port, optvalue_cfield(base, o->off2), sizeof(port));
     if (off) {
         sb_adds(sb, "off");
         return 1;
@@ -591,25 +577,25 @@ set_hostports(const struct config_option *o, void *base, const char *v, char *wh
     int rc = -1, s = split_list(v, &items, &n);
 
     if (s == -1) {
-        whyf(why, len, "\"%s\" has an empty item (use host:port, comma separated, e.g. %s)",
+        optvalue_whyf(why, len, "\"%s\" has an empty item (use host:port, comma separated, e.g. %s)",
              v, o->example);
         goto out;
     }
     if (s == -2 || (n > 0 && (hp = calloc(n, sizeof(*hp))) == NULL)) {
-        whyf(why, len, "out of memory");
+        optvalue_whyf(why, len, "out of memory");
         goto out;
     }
     for (i = 0; i < n; i++) {
         if (split_hostport(items[i], strlen(items[i]), hp[i].host, sizeof(hp[i].host),
                            &hp[i].port, true) == -1) {
-            whyf(why, len, "\"%s\" is not host:port (use host:port with a port from 1 to "
+            optvalue_whyf(why, len, "\"%s\" is not host:port (use host:port with a port from 1 to "
                  "65535, comma separated, e.g. %s)", items[i], o->example);
             goto out;
         }
     }
-    free(*(struct hostport **)field(base, o->off));
-    *(struct hostport **)field(base, o->off) = hp;
-    *(size_t *)field(base, o->off2) = n;
+    free(*(struct hostport **)optvalue_field(base, o->off));
+    *(struct hostport **)optvalue_field(base, o->off) = hp;
+    *(size_t *)optvalue_field(base, o->off2) = n;
     hp = NULL;
     rc = 0;
 out:
@@ -621,17 +607,17 @@ out:
 static void
 clear_hostports(const struct config_option *o, void *base)
 {
-    free(*(struct hostport **)field(base, o->off));
-    *(struct hostport **)field(base, o->off) = NULL;
-    *(size_t *)field(base, o->off2) = 0;
+    free(*(struct hostport **)optvalue_field(base, o->off));
+    *(struct hostport **)optvalue_field(base, o->off) = NULL;
+    *(size_t *)optvalue_field(base, o->off2) = 0;
 }
 
 static int
 format_hostports(const struct config_option *o, const void *base, const char *sep,
                  struct strbuf *sb)
 {
-    const struct hostport *hp = *(struct hostport *const *)cfield(base, o->off);
-    size_t n = *(const size_t *)cfield(base, o->off2), i;
+    const struct hostport *hp = *(struct hostport *const *)optvalue_cfield(base, o->off);
+    size_t n = *(const size_t *)optvalue_cfield(base, o->off2), i;
 
     if (n == 0)
         return 0;
@@ -676,12 +662,12 @@ set_redis_url(const struct config_option *o, void *base, const char *v, char *wh
     auth = sep != NULL ? sep + 3 : v;
     aend = auth + strcspn(auth, "/");
     if (authority_has_password(auth, (size_t)(aend - auth))) {
-        whyf(why, len, "a password in the URL is not allowed (put the password alone "
+        optvalue_whyf(why, len, "a password in the URL is not allowed (put the password alone "
              "on one line in a file only lockwatchd can read, and set password_file to its path)");
         goto out;
     }
     if (strpbrk(v, "?#") != NULL) {
-        whyf(why, len, "URL parameters are not supported (use redis://[user@]host[:port]"
+        optvalue_whyf(why, len, "URL parameters are not supported (use redis://[user@]host[:port]"
              "[/db]; the password goes in password_file)");
         goto out;
     }
@@ -689,7 +675,7 @@ set_redis_url(const struct config_option *o, void *base, const char *v, char *wh
 #ifdef LOCKWATCH_TLS
         tls = true;
 #else
-        whyf(why, len, "\"%s\": TLS (rediss://) is not supported by this build (it was "
+        optvalue_whyf(why, len, "\"%s\": TLS (rediss://) is not supported by this build (it was "
              "built without hiredis_ssl: build lockwatch against hiredis 1.x with "
              "hiredis_ssl, e.g. make deps-hiredis-tls, or use redis:// through a local TLS "
              "tunnel)", v);
@@ -738,11 +724,11 @@ set_redis_url(const struct config_option *o, void *base, const char *v, char *wh
     rc = 0;
     goto out;
 bad:
-    whyf(why, len, "\"%s\" is not a Redis URL (use redis://[user@]host[:port][/db], "
+    optvalue_whyf(why, len, "\"%s\" is not a Redis URL (use redis://[user@]host[:port][/db], "
          "e.g. redis://127.0.0.1:6379/0)", v);
     goto out;
 oom:
-    whyf(why, len, "out of memory");
+    optvalue_whyf(why, len, "out of memory");
 out:
     free(url);
     free(user);
@@ -808,7 +794,7 @@ set_http_url(const struct config_option *o, void *base, const char *v, char *why
     auth = sep != NULL ? sep + 3 : v;
     alen = strcspn(auth, "/?#");
     if (authority_has_password(auth, alen)) {
-        whyf(why, len, "a user:password in the URL is not allowed (it would show in -n "
+        optvalue_whyf(why, len, "a user:password in the URL is not allowed (it would show in -n "
              "output and logs; generic sinks sign with secret_file instead)");
         return -1;
     }
@@ -826,7 +812,7 @@ bad:
 
         sb_init(&masked, 512);
         url_mask(v, &masked);
-        whyf(why, len, "\"%s\" is not an http:// or https:// URL (e.g. %s)",
+        optvalue_whyf(why, len, "\"%s\" is not an http:// or https:// URL (e.g. %s)",
              masked.failed ? "(too long)" : masked.buf != NULL ? masked.buf : "", o->example);
         sb_release(&masked);
     }
@@ -917,7 +903,7 @@ option_set(const struct config_option *o, void *base, const char *value,
     const struct value_type *vt = option_type_of(o->type);
 
     if (vt == NULL) {
-        whyf(why, whylen, "internal error: option type %d", (int)o->type);
+        optvalue_whyf(why, whylen, "internal error: option type %d", (int)o->type);
         return -1;
     }
     return vt->set(o, base, value, why, whylen);
