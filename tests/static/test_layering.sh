@@ -41,6 +41,7 @@ COLLECTOR_LAYERS='
 redis
 formats
 locks
+events
 scan
 follow
 waits
