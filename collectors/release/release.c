@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -724,6 +725,35 @@ run_script(redisContext *c, const struct target_conf *t, struct release_args *a,
     return NULL;
 }
 
+/* The audit ids of the releases pushed below, for the audit tail
+ * (audittail.c), which must not push them again. */
+static pthread_mutex_t pushed_mu = PTHREAD_MUTEX_INITIALIZER;
+static char pushed_ids[RELEASE_PUSHED_KEPT][64];
+static size_t pushed_next;
+
+static void
+remember_pushed(const char *id)
+{
+    pthread_mutex_lock(&pushed_mu);
+    snprintf(pushed_ids[pushed_next], sizeof(pushed_ids[0]), "%s", id);
+    pushed_next = (pushed_next + 1) % RELEASE_PUSHED_KEPT;
+    pthread_mutex_unlock(&pushed_mu);
+}
+
+bool
+release_audit_pushed(const char *id)
+{
+    bool found = false;
+
+    if (id == NULL || id[0] == '\0')
+        return false;
+    pthread_mutex_lock(&pushed_mu);
+    for (size_t i = 0; i < RELEASE_PUSHED_KEPT && !found; i++)
+        found = strcmp(pushed_ids[i], id) == 0;
+    pthread_mutex_unlock(&pushed_mu);
+    return found;
+}
+
 /* The timeline's force_release event of a release that deleted the lock:
  * the holder percent-encoded (a string, whatever its bytes), the audit's
  * who and why, the holder's age when the caller knew it (IDLETIME is
@@ -735,8 +765,12 @@ push_event(const struct target_conf *t, const struct release_request *rq,
     char holder[256], detail[EVENT_TEXT_MAX];
     struct event_in in;
 
-    if (rq->action != RELEASE_ACTION_RELEASE || rq->dry_run ||
-        res->outcome != RELEASE_RELEASED || res->holders_left != 0)
+    if (rq->action != RELEASE_ACTION_RELEASE || rq->dry_run || res->outcome != RELEASE_RELEASED)
+        return;
+    /* the audit tail skips it: a release that left holders is no event */
+    if (res->audit_id[0] != '\0')
+        remember_pushed(res->audit_id);
+    if (res->holders_left != 0)
         return;
     keytext_percent(holder, sizeof(holder), rq->holder, rq->holderlen);
     snprintf(detail, sizeof(detail), "released by %s (%s lock)%s%s%s%s%s",

@@ -12,7 +12,8 @@
 - a 63 KiB key (the most the release body takes) of quotes, newlines and invalid UTF-8 round-trips escaped
   (its first 1024 bytes, key_cut) through the API, lockctl's table and JSON,
   the status page and /metrics (lockwatch_events_total{kind}).
-A release that leaves a holder (or a dry run, or a refusal) is no event.
+A release by lockctl (another process) reaches the agent's timeline through
+the audit stream, once. A dry run or a refusal is no event.
 The ring's cap is tested in tests/unit/test_events.c.
 """
 
@@ -120,6 +121,29 @@ class Events(h.TestCase):
         sec = page[page.index('<section id="events">'):]
         self.assertLess(sec.index("lock:billing"), sec.index("lock:orders"))
         self.assertIn("force_release", sec)
+
+    def test_lockctl_release_reaches_the_timeline(self):
+        """lockctl runs in its own process: the agent reads its release from
+        the audit stream after a scan; the agent's own HTTP release is one
+        event, not two."""
+        self.ag.wait_scans(2)                   # the tail has started
+        self.c.set("lock:cli", "tok-9")
+        p = lt.run(["release", "lock:cli", "--holder", "tok-9", "--yes", "--reason", "INC-7"],
+                   self.ag.config_path)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.ag.wait_for(lambda: self.events()["count"] == 1, timeout=20,
+                         desc="lockctl's release on the timeline")
+        e = self.events()["events"][0]
+        self.assertEqual((e["kind"], e["key"], e["holder"], e["target"]),
+                         ("force_release", "lock:cli", "tok-9", "main"), e)
+        self.assertIn("INC-7", e["detail"])
+        self.assertIn("audit entry", e["detail"])
+        self.assertNotIn("released by http:", e["detail"])
+
+        self.c.set("lock:h", "t")
+        self.release(b"lock:h", "t")
+        self.ag.wait_scans(3)                   # the tail has read past it
+        self.assertEqual([x["key"] for x in self.events()["events"]], ["lock:cli", "lock:h"])
 
     def test_after_returns_only_new_events(self):
         for i in range(3):
