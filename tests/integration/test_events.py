@@ -20,7 +20,9 @@ The ring's cap is tested in tests/unit/test_events.c.
 import html
 import json
 import os
+import queue
 import subprocess
+import threading
 
 import harness as h
 import test_lockctl as lt
@@ -28,6 +30,19 @@ import test_release_http as rh
 
 # as long as the release endpoint's 64 KiB body lets through (key_escaped)
 HOSTILE = b'lock:"q\'<b>\n\r\t\x00\xff\xfe\xc3' + b"\xe2\x80\xae" + b"x" * (63 * 1024)
+
+
+def line_reader(stream):
+    """A queue of stream's lines, read by a thread (a test waits with a
+    timeout rather than hang on a silent process)."""
+    q = queue.Queue()
+
+    def pump():
+        for line in iter(stream.readline, b""):
+            q.put(line)
+        q.put(b"")
+    threading.Thread(target=pump, daemon=True).start()
+    return q
 
 
 def lockctl_env():
@@ -182,12 +197,13 @@ class Events(h.TestCase):
         # lockctl --follow: prints only what is new
         argv = [lt.LOCKCTL, "-c", self.ag.config_path, "--agent",
                 "http://127.0.0.1:%d" % self.ag.port, "events", "--follow", "--json"]
-        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        lines = line_reader(p.stdout)
         try:
-            seen = [json.loads(p.stdout.readline()) for _ in range(3)]
+            seen = [json.loads(lines.get(timeout=20)) for _ in range(3)]
             self.assertEqual([e["seq"] for e in seen], [1, 2, 3])
             self.release(b"lock:b", "t")
-            e = json.loads(p.stdout.readline())
+            e = json.loads(lines.get(timeout=20))
             self.assertEqual((e["seq"], e["key"]), (4, "lock:b"))
         finally:
             p.kill()
