@@ -21,9 +21,8 @@
 #include "collectors/release/release.h"
 #include "common/keytext.h"
 
-/* The value of field name in a flat name/value array, or NULL. */
-static const redisReply *
-field(const redisReply *kv, const char *name)
+const redisReply *
+audit_field(const redisReply *kv, const char *name)
 {
     size_t n = strlen(name);
 
@@ -38,7 +37,7 @@ field(const redisReply *kv, const char *name)
 static bool
 field_is(const redisReply *kv, const char *name, const char *want)
 {
-    const redisReply *f = field(kv, name);
+    const redisReply *f = audit_field(kv, name);
 
     return f != NULL && f->len == strlen(want) && memcmp(f->str, want, f->len) == 0;
 }
@@ -49,7 +48,7 @@ field_is(const redisReply *kv, const char *name, const char *want)
 static bool
 holders_left(const redisReply *kv)
 {
-    const redisReply *old = field(kv, "old");
+    const redisReply *old = audit_field(kv, "old");
     size_t i = 0, holders = 0;
 
     if (!field_is(kv, "type", "hash") || old == NULL || old->len >= RELEASE_OLD_MAX - 1)
@@ -70,7 +69,7 @@ holders_left(const redisReply *kv)
 static void
 field_text(const redisReply *kv, const char *name, char *buf, size_t len)
 {
-    const redisReply *f = field(kv, name);
+    const redisReply *f = audit_field(kv, name);
     size_t n = f != NULL ? keytext_sanitize(buf, len, f->str, f->len) : 0;
 
     buf[n < len ? n : len - 1] = '\0';
@@ -83,7 +82,7 @@ bool
 audit_entry_event(const redisReply *fields, const char *id, const char *target,
                   struct event_in *in, char *holder, char *detail)
 {
-    const redisReply *key = field(fields, "key"), *h = field(fields, "holder");
+    const redisReply *key = audit_field(fields, "key"), *h = audit_field(fields, "holder");
     char op[128], reason[512], format[64];
 
     if (fields->type != REDIS_REPLY_ARRAY || !field_is(fields, "action", "release") ||

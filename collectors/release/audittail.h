@@ -43,6 +43,10 @@ struct audit_tail {
 int audit_tail_poll(struct audit_tail *at, const struct target_conf *t, const char *stream,
                     char *err, size_t errlen);
 
+/* The string value of field name in an audit entry's flat name/value
+ * array reply, or NULL (lockctl audit reads entries with it too). */
+const redisReply *audit_field(const redisReply *kv, const char *name);
+
 /*
  * One audit entry's fields (a flat array reply: name, value, ...) as the
  * force_release event of target; holder and detail are the caller's
