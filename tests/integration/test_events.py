@@ -160,6 +160,23 @@ class Events(h.TestCase):
         self.ag.wait_scans(3)                   # the tail has read past it
         self.assertEqual([x["key"] for x in self.events()["events"]], ["lock:cli", "lock:h"])
 
+    def test_a_user_that_may_not_read_the_audit_stream(self):
+        """The least-privilege scanner user: the tail is refused (NOPERM),
+        said once in the log, and the scans go on."""
+        self.c.execute_command("ACL", "SETUSER", "scanner", "on", ">pw-scan-1",
+                               *h.SCANNER_ACL)
+        ag = self.start_agent(targets=[("main", "redis://scanner@127.0.0.1:%d/0"
+                                        % self.rs.port)], scan_interval="300ms",
+                              target_extra={"password_file": h.password_file("pw-scan-1")})
+        ag.wait_scans(4)
+        with open(ag.logfile, encoding="utf-8", errors="replace") as f:
+            log = f.read()
+        self.assertEqual(log.count("releases by lockctl are not on the agent's timeline"), 1,
+                         log[-3000:])
+        self.assertIn("NOPERM", log)
+        st, doc = ag.get_json("/api/v1/events")
+        self.assertEqual((st, doc["count"]), (200, 0))
+
     def test_after_returns_only_new_events(self):
         for i in range(3):
             self.c.set("lock:a%d" % i, "t")
