@@ -17,6 +17,8 @@
  * credentials: lockctl never sends a secret to the agent.  Anything but
  * the API's JSON (another service on the port, an error page) is "the
  * agent did not answer", with the reason kept for the fallback message.
+ * The same GET (agent_get_json()) serves lockctl events, whose timeline
+ * only the agent has (events.c).
  */
 #include <curl/curl.h>
 #include <stdio.h>
