@@ -79,6 +79,21 @@
 
 /* ---- the reader threads ------------------------------------------------------- */
 
+/* Under mu: an event is lost to a cap (why); a full scan repairs it. */
+__attribute__((format(printf, 2, 3)))
+static void
+overflowed(struct follow *fw, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (fw->overflow)
+        return;
+    fw->overflow = true;
+    va_start(ap, fmt);
+    vsnprintf(fw->overflow_why, sizeof(fw->overflow_why), fmt, ap);
+    va_end(ap);
+}
+
 static void
 on_event(void *arg, const char *key, size_t keylen, const char *event, size_t evlen)
 {
@@ -88,9 +103,14 @@ on_event(void *arg, const char *key, size_t keylen, const char *event, size_t ev
     (void)evlen;
     pthread_mutex_lock(&fw->mu);
     fw->events_total++;
-    if (!fw->overflow &&
-        keymap_put(fw->pending, key, keylen, NULL, clock_mono_ms(), NULL) == -1)
-        fw->overflow = true;    /* the cap (or memory): a full scan repairs it */
+    if (key == NULL)
+        overflowed(fw, "a notification named a key of %zu bytes, over the %u-byte cap",
+                   keylen, (unsigned)FOLLOW_KEY_MAX);
+    else if (!fw->overflow &&
+             keymap_put(fw->pending, key, keylen, NULL, clock_mono_ms(), NULL) == -1)
+        overflowed(fw, "%s the pending set of keys to re-read (%u keys, %u MiB)",
+                   errno == ENOSPC ? "notifications overflowed" : "out of memory for",
+                   (unsigned)FOLLOW_PENDING_MAX, (unsigned)(FOLLOW_PENDING_BYTES >> 20));
     pthread_cond_signal(&fw->cv);
     pthread_mutex_unlock(&fw->mu);
 }
@@ -102,12 +122,15 @@ reader_main(void *arg)
     struct follow *fw = fs->fw;
     char err[256];
 
+    int rc;
+
     while (!atomic_load(&fw->th_quit)) {
-        if (ksub_read(fs->k, 100, on_event, fw, err, sizeof(err)) == -1) {
+        if ((rc = ksub_read(fs->k, 100, on_event, fw, err, sizeof(err))) != 0) {
             pthread_mutex_lock(&fw->mu);
             if (!fw->sub_lost)
                 snprintf(fw->sub_err, sizeof(fw->sub_err), "%s", err);
             fw->sub_lost = true;
+            fw->sub_over |= rc == -2;
             pthread_cond_signal(&fw->cv);
             pthread_mutex_unlock(&fw->mu);
             break;
@@ -135,7 +158,7 @@ unsubscribe(struct follow *fw)
     }
     fw->nsubs = 0;
     fw->sub_key = 0;
-    fresh = keymap_new(FOLLOW_PENDING_MAX);
+    fresh = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES);
     pthread_mutex_lock(&fw->mu);
     if (fresh != NULL) {
         /* on ENOMEM the old set stays: never NULL, and a little stale at
@@ -145,10 +168,11 @@ unsubscribe(struct follow *fw)
     }
     fw->overflow = false;
     fw->sub_lost = false;
+    fw->sub_over = false;
     fw->sub_err[0] = '\0';
     pthread_mutex_unlock(&fw->mu);
     /* the full scan that follows reads those keys too */
-    if ((fresh = keymap_new(FOLLOW_PENDING_MAX)) != NULL) {
+    if ((fresh = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES)) != NULL) {
         keymap_free(fw->retry, NULL);
         fw->retry = fresh;
         fw->retry_overflow = false;
@@ -245,7 +269,8 @@ subscribe(struct follow *fw, const struct target_conf *t, const struct target_co
         struct fsub *fs = &fw->subs[fw->nsubs];
 
         fs->fw = fw;
-        if ((fs->k = ksub_open(&nodes[i], pats, np, err, sizeof(err))) == NULL) {
+        if ((fs->k = ksub_open(&nodes[i], pats, np, FOLLOW_KEY_MAX, err,
+                               sizeof(err))) == NULL) {
             follow_note(fw, "not following keyspace notifications: %s; scanning every "
                  "scan_interval", err);
             goto fail;
@@ -370,7 +395,7 @@ fill:
     if (c != NULL)
         fresh_baseline(fw, t, c, p->host, p->port);
     keymap_free(fw->fill, frec_free);
-    fw->fill = keymap_new(0);
+    fw->fill = keymap_new(0, 0);
     return fw->fill != NULL;
 }
 
@@ -624,8 +649,8 @@ follow_new(struct scanner *sc)
 
     if ((fw = calloc(1, sizeof(*fw))) == NULL)
         return NULL;
-    if ((fw->pending = keymap_new(FOLLOW_PENDING_MAX)) == NULL ||
-        (fw->retry = keymap_new(FOLLOW_PENDING_MAX)) == NULL) {
+    if ((fw->pending = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES)) == NULL ||
+        (fw->retry = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES)) == NULL) {
         keymap_free(fw->pending, NULL);
         free(fw);
         return NULL;
@@ -644,6 +669,25 @@ follow_new(struct scanner *sc)
 }
 
 /* ---- the follow loop --------------------------------------------------------------- */
+
+/* Did a subscriber's connection end?  One that its reply limits ended
+ * (a message too large: anyone may PUBLISH) counts as an overflow, and
+ * the full scan's note names the limit. */
+static bool
+sub_ended(struct follow *fw)
+{
+    bool lost, over;
+
+    pthread_mutex_lock(&fw->mu);
+    lost = fw->sub_lost;
+    over = fw->sub_over;
+    if (over)
+        snprintf(fw->fresh_note, sizeof(fw->fresh_note), "a full scan: %s", fw->sub_err);
+    pthread_mutex_unlock(&fw->mu);
+    if (over)
+        fw->overflows_total++;
+    return lost;
+}
 
 /* Wait until the monotonic deadline for an event (or a stop). */
 static void
@@ -758,7 +802,6 @@ follow_run(struct follow *fw, const struct target_conf *t, const struct scan_rul
     char err[256];
     const char *host;
     int port, rc;
-    bool lost;
 
     if (!fw->following || (!fw->cluster && scanner_conn(fw->sc, &host, &port) == NULL))
         return -1;
@@ -773,10 +816,7 @@ follow_run(struct follow *fw, const struct target_conf *t, const struct scan_rul
         wait_event(fw, clock_deadline(FOLLOW_TICK_MS));
         if (atomic_load(stop))
             break;
-        pthread_mutex_lock(&fw->mu);
-        lost = fw->sub_lost;
-        pthread_mutex_unlock(&fw->mu);
-        if (lost) {
+        if (sub_ended(fw)) {
             unsubscribe(fw);
             return 0;
         }

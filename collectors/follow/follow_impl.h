@@ -30,6 +30,9 @@
 #include "collectors/scan/scanrun.h"
 
 #define FOLLOW_PENDING_MAX  65536   /* keys awaiting a re-read */
+#define FOLLOW_PENDING_BYTES (16u << 20)    /* their bytes (keymap_bytes()) */
+#define FOLLOW_KEY_MAX      SNAP_KEY_MAX    /* an event's key: longer ones are
+                                             * lost (the view keeps no more) */
 #define FOLLOW_READ_BATCH   SCAN_REREAD_MAX     /* keys re-read per pipeline */
 #define FOLLOW_PUBLISH_MS   250     /* at most one snapshot from events per this */
 #define FOLLOW_TICK_MS      50      /* the loop wakes at least this often */
@@ -98,7 +101,9 @@ struct follow {
     pthread_cond_t cv;
     struct keymap *pending;
     bool overflow;
+    char overflow_why[160];     /* which cap, for the full scan's note */
     bool sub_lost;
+    bool sub_over;              /* the subscriber's reply limits ended it */
     char sub_err[256];
     uint64_t events_total;
 

@@ -355,7 +355,7 @@ merge_retry(struct follow *fw, struct keymap *batch)
             rc = -1;
     if (fw->retry_overflow)
         rc = -1;
-    if ((fresh = keymap_new(FOLLOW_PENDING_MAX)) == NULL)
+    if ((fresh = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES)) == NULL)
         return rc;              /* kept: merged again next time */
     keymap_free(fw->retry, NULL);
     fw->retry = fresh;
@@ -375,7 +375,7 @@ follow_apply_pending(struct follow *fw, const struct target_conf *t, int64_t *ol
     int64_t stamp;
     int changed = 0, rc = -1;
 
-    if ((fresh = keymap_new(FOLLOW_PENDING_MAX)) == NULL)
+    if ((fresh = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES)) == NULL)
         return 0;               /* try again next tick */
     if ((buckets = calloc(nb ? nb : 1, sizeof(*buckets))) == NULL) {
         keymap_free(fresh, NULL);
@@ -388,6 +388,7 @@ follow_apply_pending(struct follow *fw, const struct target_conf *t, int64_t *ol
         keymap_free(fw->pending, NULL);
         fw->pending = fresh;
         fw->overflow = false;
+        snprintf(fw->fresh_note, sizeof(fw->fresh_note), "a full scan: %s", fw->overflow_why);
         pthread_mutex_unlock(&fw->mu);
         fw->overflows_total++;
         free(buckets);

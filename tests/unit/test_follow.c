@@ -92,7 +92,7 @@ channel_key(void **state)
 static void
 keymap_coalesces(void **state)
 {
-    struct keymap *m = keymap_new(0);
+    struct keymap *m = keymap_new(0, 0);
     int64_t stamp;
     void *v, *old;
 
@@ -123,7 +123,7 @@ keymap_coalesces(void **state)
 static void
 keymap_cap(void **state)
 {
-    struct keymap *m = keymap_new(100);
+    struct keymap *m = keymap_new(100, 0);
     char key[32];
     int i;
 
@@ -141,6 +141,40 @@ keymap_cap(void **state)
     assert_int_equal(keymap_put(m, "lock:7", 6, NULL, 0, NULL), 0);
     assert_true(keymap_del(m, "lock:7", 6, NULL));
     assert_int_equal(keymap_put(m, "lock:new", 8, NULL, 0, NULL), 1);
+    keymap_free(m, NULL);
+}
+
+/* The byte cap: long keys fill the map before its key cap, a key longer
+ * than the whole cap never goes in, and a delete gives its bytes back. */
+static void
+keymap_byte_cap(void **state)
+{
+    enum { LONG = 1000, CAP = 4 * (LONG + KEYMAP_ENTRY_COST) };
+    struct keymap *m = keymap_new(100, CAP);
+    char key[CAP + 1];
+    int i;
+
+    (void)state;
+    memset(key, 'k', sizeof(key));
+    for (i = 0; i < 4; i++) {
+        key[0] = (char)('a' + i);
+        assert_int_equal(keymap_put(m, key, LONG, NULL, i, NULL), 1);
+    }
+    assert_int_equal(keymap_bytes(m), (size_t)CAP);
+    errno = 0;
+    assert_int_equal(keymap_put(m, "lock:x", 6, NULL, 0, NULL), -1);
+    assert_int_equal(errno, ENOSPC);
+    /* a key already there is still coalesced at the cap */
+    key[0] = 'a';
+    assert_int_equal(keymap_put(m, key, LONG, NULL, 9, NULL), 0);
+    assert_true(keymap_del(m, key, LONG, NULL));
+    assert_int_equal(keymap_bytes(m), (size_t)(CAP - LONG - KEYMAP_ENTRY_COST));
+    assert_int_equal(keymap_put(m, "lock:x", 6, NULL, 0, NULL), 1);
+    /* one key over the whole cap: refused, nothing changed */
+    errno = 0;
+    assert_int_equal(keymap_put(m, key, sizeof(key), NULL, 0, NULL), -1);
+    assert_int_equal(errno, ENOSPC);
+    assert_int_equal(keymap_count(m), 4);
     keymap_free(m, NULL);
 }
 
@@ -163,7 +197,7 @@ static void
 keymap_churn(void **state)
 {
     enum { N = 20000 };
-    struct keymap *m = keymap_new(0);
+    struct keymap *m = keymap_new(0, 0);
     char key[32], *expect, *seen;
     const char *k;
     size_t len, pos = 0, count = 0;
@@ -210,6 +244,7 @@ main(void)
         cmocka_unit_test(channel_key),
         cmocka_unit_test(keymap_coalesces),
         cmocka_unit_test(keymap_cap),
+        cmocka_unit_test(keymap_byte_cap),
         cmocka_unit_test(keymap_churn),
     };
 
