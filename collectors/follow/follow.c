@@ -671,8 +671,9 @@ follow_new(struct scanner *sc)
 /* ---- the follow loop --------------------------------------------------------------- */
 
 /* Did a subscriber's connection end?  One that its reply limits ended
- * (a message too large: anyone may PUBLISH) counts as an overflow, and
- * the full scan's note names the limit. */
+ * (a message too large: anyone may PUBLISH), or that ended while events
+ * had overflowed, counts as an overflow, and the full scan's note names
+ * the limit. */
 static bool
 sub_ended(struct follow *fw)
 {
@@ -680,9 +681,10 @@ sub_ended(struct follow *fw)
 
     pthread_mutex_lock(&fw->mu);
     lost = fw->sub_lost;
-    over = fw->sub_over;
-    if (over)
-        snprintf(fw->fresh_note, sizeof(fw->fresh_note), "a full scan: %s", fw->sub_err);
+    over = lost && (fw->sub_over || fw->overflow);
+    if (over)   /* unsubscribing forgets an overflow: count it here */
+        snprintf(fw->fresh_note, sizeof(fw->fresh_note), "a full scan: %s",
+                 fw->sub_over ? fw->sub_err : fw->overflow_why);
     pthread_mutex_unlock(&fw->mu);
     if (over)
         fw->overflows_total++;

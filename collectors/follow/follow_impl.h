@@ -34,6 +34,7 @@
 #define FOLLOW_KEY_MAX      SNAP_KEY_MAX    /* an event's key: longer ones are
                                              * lost (the view keeps no more) */
 #define FOLLOW_READ_BATCH   SCAN_REREAD_MAX     /* keys re-read per pipeline */
+#define FOLLOW_READ_BYTES   (1u << 20)  /* and their bytes, at most about */
 #define FOLLOW_PUBLISH_MS   250     /* at most one snapshot from events per this */
 #define FOLLOW_TICK_MS      50      /* the loop wakes at least this often */
 #define FOLLOW_EXPIRE_MS    500     /* local expiries: at most a snapshot per this */

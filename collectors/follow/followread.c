@@ -303,11 +303,13 @@ conn_of(const struct follow *fw, size_t shard, const char **host, int *port)
     return scanner_node_conn(fw->sc, p->host, p->port);
 }
 
-/* Keys gathered for one node, re-read FOLLOW_READ_BATCH at a time. */
+/* Keys gathered for one node, re-read FOLLOW_READ_BATCH or
+ * FOLLOW_READ_BYTES at a time (each key goes out in several commands). */
 struct bucket {
     const char *keys[FOLLOW_READ_BATCH];
     size_t lens[FOLLOW_READ_BATCH];
     size_t n;
+    size_t bytes;
 };
 
 struct apply {
@@ -334,6 +336,7 @@ flush_bucket(const struct apply *a, struct bucket *b, size_t shard)
                      a->errlen) == -1)
         return -1;
     b->n = 0;
+    b->bytes = 0;
     return 0;
 }
 
@@ -423,7 +426,9 @@ follow_apply_pending(struct follow *fw, const struct target_conf *t, int64_t *ol
         changed = 1;
         buckets[shard].keys[buckets[shard].n] = k;
         buckets[shard].lens[buckets[shard].n++] = len;
-        if (buckets[shard].n == FOLLOW_READ_BATCH && flush_bucket(&a, &buckets[shard], shard) == -1)
+        buckets[shard].bytes += len;
+        if ((buckets[shard].n == FOLLOW_READ_BATCH || buckets[shard].bytes >= FOLLOW_READ_BYTES) &&
+            flush_bucket(&a, &buckets[shard], shard) == -1)
             goto out;
     }
     for (i = 0; i < nb; i++)
