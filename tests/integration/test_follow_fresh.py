@@ -389,6 +389,94 @@ class FollowFresh(h.TestCase):
             c1.flushall()
 
 
+    # ---- cluster: a flush on any primary ---------------------------------------------------
+
+    def cluster_keys(self, cl):
+        r = set()
+        for p in cl.primaries():
+            r |= redis_keys(cl.by_port[p].client())
+        return r
+
+    def wait_match_cluster(self, ag, cl, timeout, desc):
+        t0 = time.monotonic()
+        last = [None]
+
+        def same():
+            a, r = agent_keys(ag), self.cluster_keys(cl)
+            last[0] = (len(a), len(r), sorted(a ^ r)[:5])
+            return a == r
+        try:
+            ag.wait_for(same, timeout, interval=0.1, desc=desc)
+        except AssertionError:
+            raise AssertionError("%s: agent/redis %r" % (desc, last[0]))
+        return time.monotonic() - t0
+
+    def test_cluster_flush_on_any_primary(self):
+        # FLUSHDB sends no per-key event: every scan_interval the check
+        # reads every primary against a baseline taken before the full scan
+        # read a key, so a flush on any shard is seen, even one while
+        # another shard is still being scanned.  50 keys written right after
+        # each flush keep the key count above the locks followed there: only
+        # the FLUSHDB counter tells.
+        cl = topo.start_cluster(self, primaries=3)
+        for n in cl.nodes:
+            n.client().config_set("notify-keyspace-events", "Kg$lhzxe")
+        prim = cl.primaries()
+        tags = {}
+        for i in range(100000):
+            port = cl.owner[topo.keyslot("{t%d}" % i)]
+            tags.setdefault(port, "t%d" % i)
+            if len(tags) == len(prim):
+                break
+        fill = lambda p, fmt, n, v: cl.by_port[p].client().mset(
+            {fmt % (tags[p], i): v for i in range(n)})
+        ag = self.start_agent(targets=[("main", cl.url)], scan_interval="1s", leak_grace="1s",
+                              max_hold="1h", target_extra={"mode": "cluster", "scan_count": "20",
+                                                           "reconcile_interval": "1h"})
+        self.wait_following(ag)
+
+        def flush(p):
+            cl.by_port[p].client().flushdb()
+            fill(p, "noise:{%s}:%d", 50, "v")
+
+        # between full scans, on each primary in turn
+        for p in prim:
+            for q in prim:
+                fill(q, "lock:{%s}:%d", 20, "t")
+            self.wait_match_cluster(ag, cl, 5, "locks seen")
+            flush(p)
+            took = self.wait_match_cluster(ag, cl, 2 * 1.0 + 1,
+                                           "view matches Redis after FLUSHDB on :%d" % p)
+            print("cluster FLUSHDB on :%d: view matched Redis in %.2fs" % (p, took))
+
+        # while a full scan still reads another shard: the first primary is
+        # slow to scan (100,000 keys at SCAN COUNT 20), and a CONFIG SET
+        # there starts a full scan (the setting is checked again)
+        slow, other = prim[0], prim[1]
+        cs = cl.by_port[slow].client()
+        for j in range(0, 100000, 2000):
+            cs.mset({"noise:{%s}:%d" % (tags[slow], i): "v" for i in range(j, j + 2000)})
+        fill(other, "lock:{%s}:%d", 20, "t")
+        self.wait_match_cluster(ag, cl, 30, "locks seen")
+        scans = lambda: cs.info("commandstats").get("cmdstat_scan", {}).get("calls", 0)
+        base = scans()
+        cs.config_set("notify-keyspace-events", "Kg$lhzxe")
+        ag.wait_for(lambda: scans() > base + 200, 10, interval=0.02,
+                    desc="a full scan reading the slow shard")
+        flush(other)
+        at = scans()
+        t0 = time.monotonic()
+        time.sleep(0.3)
+        self.assertGreater(scans(), at, "the full scan ended before the flush: nothing tested")
+        pass_s = max(v for _, v in h.select(ag.metrics(), "lockwatch_shard_scan_duration_seconds",
+                                            target="main"))
+        bound = 3 * max(pass_s, 1.0) + 2 * 1.0 + 2
+        took = self.wait_match_cluster(ag, cl, bound, "view matches Redis after a FLUSHDB "
+                                       "during a full scan")
+        took = time.monotonic() - t0
+        print("cluster FLUSHDB during a full scan (%.1fs a pass): view matched Redis in %.2fs "
+              "(bound %.1fs)" % (pass_s, took, bound))
+
     # ---- cluster slot migration ----------------------------------------------------------
 
     def test_slot_migration_keeps_the_count(self):
