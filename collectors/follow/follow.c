@@ -391,9 +391,10 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
     if (fw->why == WHY_NONE)
         fw->why = WHY_LOSS;     /* a new subscription: whatever came before is lost */
 fill:
-    /* before the pass reads a key: what happens from here is compared */
-    if (c != NULL)
-        fresh_baseline(fw, t, c, p->host, p->port);
+    /* before the pass reads a key, on every node: what happens from here
+     * (a FLUSHDB on one shard while another is still being scanned too)
+     * is compared */
+    fresh_baseline(fw, c, nodes, n);
     keymap_free(fw->fill, frec_free);
     fw->fill = keymap_new(0, 0);
     return fw->fill != NULL;
@@ -547,8 +548,6 @@ scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
         drop_fill(fw);
         return;
     }
-    if (fw->cluster)
-        fresh_baseline(fw, p->t, NULL, NULL, 0);
     if (fw->locks != NULL) {
         fixed = count_fixed(fw, fw->locks, fw->fill);
         fw->fixed_total += fixed;

@@ -167,10 +167,12 @@ int fresh_read(redisContext *c, const struct target_conf *node, struct fresh_sta
 bool fresh_changed(const struct fresh_state *base, const struct fresh_state *now, size_t live,
                    unsigned *short_streak, bool *resub, char *why, size_t whylen);
 
-/* Take the baselines: of the one node c (to host:port), or with c NULL of
- * every primary of fw's cluster topology, on the connections kept. */
-void fresh_baseline(struct follow *fw, const struct target_conf *t, redisContext *c,
-                    const char *host, int port);
+/* Take the baselines, before a full scan reads a key: of the one node c
+ * is connected to (nodes[0]), or with c NULL of each of the n nodes (a
+ * cluster's primaries, in its topology's order) on a connection of its
+ * own, closed after. */
+void fresh_baseline(struct follow *fw, redisContext *c, const struct target_conf *nodes,
+                    size_t n);
 
 /* Check every node against its baseline: 0 fine, 1 a full scan is due
  * (why; *resub: subscribe again too), -1 a connection failed (why). */

@@ -23,9 +23,10 @@
  *                 records twice in a row (a pending delete may explain
  *                 one) means keys went without a notification.
  *
- * The counts are compared with those read when the subscription was
- * made (standalone and Sentinel: before the full scan read a key;
- * cluster: after the pass, each shard's primary).  An ACL that denies
+ * The counts are compared with those read before the last full scan
+ * read a key, on every node (a cluster's every primary, on connections
+ * of their own), so a FLUSHDB on one shard while another is still being
+ * scanned is seen at the first check after the pass.  An ACL that denies
  * INFO leaves the check undone: the snapshot says so (/readyz), and the
  * target follows as before.  None of this can be faked by a client that
  * only publishes.
@@ -213,35 +214,26 @@ node_conn(const struct follow *fw, const struct target_conf *t, size_t i,
     return c;
 }
 
-static size_t
-nodes_of(const struct follow *fw)
-{
-    return fw->cluster ? fw->topo.nshards : 1;
-}
-
 void
-fresh_baseline(struct follow *fw, const struct target_conf *t, redisContext *c,
-               const char *host, int port)
+fresh_baseline(struct follow *fw, redisContext *c, const struct target_conf *nodes, size_t n)
 {
-    struct target_conf node;
     char err[256];
-    size_t i, n;
+    redisContext *own;
+    size_t i;
 
     fw->fresh_short = 0;
-    if (c != NULL) {
-        redisconn_node(t, host, port, &node);
-        fw->nfresh = 1;
-        if (fresh_read(c, &node, &fw->fresh[0], err, sizeof(err)) == 0)
-            fw->fresh_denied = true;
-        return;
-    }
-    n = nodes_of(fw);
     fw->nfresh = n < FOLLOW_NODES_MAX ? n : FOLLOW_NODES_MAX;
+    if (c != NULL)
+        fw->nfresh = 1;
     for (i = 0; i < fw->nfresh; i++) {
+        /* a node not read now gets its baseline at the first check */
         memset(&fw->fresh[i], 0, sizeof(fw->fresh[i]));
-        if ((c = node_conn(fw, t, i, &node)) != NULL &&
-            fresh_read(c, &node, &fw->fresh[i], err, sizeof(err)) == 0)
+        if ((own = c != NULL ? c : redisconn_open(&nodes[i], err, sizeof(err))) == NULL)
+            continue;
+        if (fresh_read(own, &nodes[i], &fw->fresh[i], err, sizeof(err)) == 0)
             fw->fresh_denied = true;
+        if (own != c)
+            redisFree(own);
     }
 }
 
