@@ -580,6 +580,29 @@ scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
     fw->scan_keys = s->keys_examined;
 }
 
+/* Why the full scan that made s ran, before its note, in its snapshot
+ * (said once; also when the scan ended following). */
+static void
+say_why(struct follow *fw, struct snapshot *s)
+{
+    char *note = s->follow.note;
+    size_t cap = sizeof(s->follow.note), n, m;
+
+    if (fw->fresh_note[0] == '\0' || s->follow.from_events)
+        return;
+    n = strnlen(fw->fresh_note, cap - 1);
+    memcpy(note, fw->fresh_note, n);
+    if (fw->note[0] != '\0' && n + 2 < cap - 1) {
+        memcpy(note + n, "; ", 2);
+        n += 2;
+        m = strnlen(fw->note, cap - 1 - n);
+        memcpy(note + n, fw->note, m);
+        n += m;
+    }
+    note[n] = '\0';
+    fw->fresh_note[0] = '\0';
+}
+
 /* The stamp hook: follow mode's figures into a snapshot about to be
  * returned. */
 static void
@@ -600,8 +623,10 @@ follow_stamp(void *arg, struct snapshot *s)
     s->follow.lag_s = fw->lag_s;
     s->follow.drift = fw->drift_streak >= DRIFT_STREAK;
     snprintf(s->follow.note, sizeof(s->follow.note), "%s", fw->note);
-    if (!fw->following)
+    if (!fw->following) {
+        say_why(fw, s);
         return;
+    }
     /* no proof of freshness: /readyz and the log name it (the view is
      * kept whole by full scans meanwhile, so the agent stays ready) */
     if (s->follow.drift) {
@@ -615,23 +640,7 @@ follow_stamp(void *arg, struct snapshot *s)
                  "off go unseen until the next reconcile (add +info to the ACL user; README "
                  "\"Follow mode\")");
     }
-    if (fw->fresh_note[0] != '\0' && !s->follow.from_events) {
-        /* why the full scan ran, in its snapshot: said once */
-        char *note = s->follow.note;
-        size_t cap = sizeof(s->follow.note), n, m;
-
-        n = strnlen(fw->fresh_note, cap - 1);
-        memcpy(note, fw->fresh_note, n);
-        if (fw->note[0] != '\0' && n + 2 < cap - 1) {
-            memcpy(note + n, "; ", 2);
-            n += 2;
-            m = strnlen(fw->note, cap - 1 - n);
-            memcpy(note + n, fw->note, m);
-            n += m;
-        }
-        note[n] = '\0';
-        fw->fresh_note[0] = '\0';
-    }
+    say_why(fw, s);
 }
 
 struct follow *

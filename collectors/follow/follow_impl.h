@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "collectors/follow/follow.h"
+#include "collectors/follow/freshness.h"
 #include "collectors/follow/keymap.h"
 #include "collectors/redis/ksub.h"
 #include "collectors/scan/scanrun.h"
@@ -63,15 +64,6 @@ struct frec {
 };
 
 enum reconcile_why { WHY_NONE, WHY_SCHEDULED, WHY_LOSS };
-
-/* What a node's INFO says about changes no notification announces
- * (freshness.c). */
-struct fresh_state {
-    bool have;                  /* read (else nothing to compare) */
-    char run_id[48];
-    long long flushdb, flushall, swapdb, config_set;    /* commandstats calls */
-    long long keys;             /* the target's database's key count */
-};
 
 struct follow;
 
@@ -156,16 +148,6 @@ void follow_note(struct follow *fw, const char *fmt, ...) __attribute__((format(
  * when the ACL denies INFO, -1 when the connection failed (err). */
 int fresh_read(redisContext *c, const struct target_conf *node, struct fresh_state *st,
                char *err, size_t errlen);
-
-/*
- * Did something change under the view between base and now that no
- * notification announced?  live: the lock records on the node whose TTL
- * has not run out (fewer keys than that twice in a row counts, tracked
- * in *short_streak).  true with why set; *resub true when the setting
- * may have changed too (a restart, a CONFIG SET, statistics reset).
- */
-bool fresh_changed(const struct fresh_state *base, const struct fresh_state *now, size_t live,
-                   unsigned *short_streak, bool *resub, char *why, size_t whylen);
 
 /* Take the baselines, before a full scan reads a key: of the one node c
  * is connected to (nodes[0]), or with c NULL of each of the n nodes (a
