@@ -15,9 +15,12 @@
  *
  *   - a reader thread takes the subscriber's messages and puts the keys
  *     in the pending set, coalescing a burst for one key into one entry
- *     (keymap.h), capped at FOLLOW_PENDING_MAX: a flood past the cap is
- *     counted (overflows_total) and ends in a full scan, never in memory
- *     growing with the flood;
+ *     (keymap.h), capped at FOLLOW_PENDING_MAX keys and
+ *     FOLLOW_PENDING_BYTES: a flood past a cap, a key over FOLLOW_KEY_MAX
+ *     (never kept) and a message over the subscriber's reply limits
+ *     (ksub.h: the subscription ends) are counted (overflows_total) and
+ *     end in a full scan, never in memory growing with what anyone who
+ *     may PUBLISH sends;
  *   - the target's thread re-reads the pending keys that match the
  *     target's patterns, FOLLOW_READ_BATCH at a time, with the scanner's
  *     own pipelined reads (scanner_reread(): OBJECT IDLETIME, TYPE,
