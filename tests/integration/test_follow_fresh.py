@@ -36,14 +36,8 @@ FOLLOW_ACL = ["+psubscribe", "+info", "&__keyspace@0__:lock:*",
               "&__keyspace@0__:lockwatch:client:*"]
 
 
-def agent_keys(ag):
-    st, body = ag.get_json("/api/v1/locks?target=main&limit=10000")
-    assert st == 200, (st, body)
-    return {h.unescape_key(l["key"]) for l in body["locks"]}
-
-
-def redis_keys(c):
-    return set(c.scan_iter(match="lock:*", count=10000))
+agent_keys = h.agent_lock_keys
+redis_keys = h.redis_lock_keys
 
 
 class FollowFresh(h.TestCase):
@@ -59,12 +53,14 @@ class FollowFresh(h.TestCase):
         return lk if st == 200 else None
 
     def wait_match(self, ag, c, timeout, desc):
-        """Wait until the agent's lock keys are Redis's; the seconds it took."""
+        """Wait until the agent's lock keys are Redis's (those of client c, or
+        what c() returns); the seconds it took."""
         t0 = time.monotonic()
         last = [None]
+        theirs = c if callable(c) else lambda: redis_keys(c)
 
         def same():
-            a, r = agent_keys(ag), redis_keys(c)
+            a, r = agent_keys(ag), theirs()
             last[0] = (len(a), len(r), sorted(a ^ r)[:5])
             return a == r
         try:
@@ -402,18 +398,7 @@ class FollowFresh(h.TestCase):
         return r
 
     def wait_match_cluster(self, ag, cl, timeout, desc):
-        t0 = time.monotonic()
-        last = [None]
-
-        def same():
-            a, r = agent_keys(ag), self.cluster_keys(cl)
-            last[0] = (len(a), len(r), sorted(a ^ r)[:5])
-            return a == r
-        try:
-            ag.wait_for(same, timeout, interval=0.1, desc=desc)
-        except AssertionError:
-            raise AssertionError("%s: agent/redis %r" % (desc, last[0]))
-        return time.monotonic() - t0
+        return self.wait_match(ag, lambda: self.cluster_keys(cl), timeout, desc)
 
     def test_cluster_flush_on_any_primary(self):
         # FLUSHDB sends no per-key event: every scan_interval the check

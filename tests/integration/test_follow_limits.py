@@ -23,24 +23,8 @@ NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe",
           # falling behind (its own limit, not the agent's)
           "--client-output-buffer-limit", "pubsub", "0", "0", "0"]
 RSS_LIMIT_MB = 64
-
-
-def peak_rss_mb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return None
-
-
-def agent_keys(ag):
-    st, body = ag.get_json("/api/v1/locks?target=main&limit=10000")
-    assert st == 200, (st, body)
-    return {h.unescape_key(l["key"]) for l in body["locks"]}
-
-
-def redis_keys(c):
-    return set(c.scan_iter(match="lock:*", count=10000))
+agent_keys = h.agent_lock_keys
+redis_keys = h.redis_lock_keys
 
 
 class FollowLimits(h.TestCase):
@@ -85,7 +69,7 @@ class FollowLimits(h.TestCase):
         ag.wait_for(lambda: self.following(ag), 30, desc="following")
         ag.wait_for(lambda: agent_keys(ag) == redis_keys(c), 10, desc="the locks seen")
         events = lambda: h.msum(ag.metrics(), "lockwatch_follow_events_total", target="main")
-        before = peak_rss_mb(ag.proc.pid)
+        before = h.peak_rss_mb(ag.proc.pid)
         counted = []
         t0 = time.monotonic()
 
@@ -123,16 +107,12 @@ class FollowLimits(h.TestCase):
         self.assertIn(b"lock:new", a)
         self.assertNotIn(b"lock:real:0", a)
         took = time.monotonic() - t0
-        peak = peak_rss_mb(ag.proc.pid)
+        peak = h.peak_rss_mb(ag.proc.pid)
         print("fake notifications (1,000 x 200 KB keys, 1,000 x 100 KB, one 1.5 MB message) "
               "in %.1fs: overflows counted %r (key cap, pending bytes, message), the view "
               "right; peak RSS %.1f MiB (%.1f before)" % (took, counted, peak, before))
         self.assertTrue(ag.alive)
-        if h.sanitized():
-            print("skipped: the peak RSS bound (an ASan build's RSS is its shadow and "
-                  "quarantine)")
-        else:
-            self.assertLess(peak, RSS_LIMIT_MB, "peak RSS %.1f MiB" % peak)
+        self.assert_peak_rss_under(peak, RSS_LIMIT_MB)
 
 
 if __name__ == "__main__":
