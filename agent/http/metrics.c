@@ -774,7 +774,8 @@ const struct metric_family metric_families[] = {
       "Keys a full scan in follow mode found changed without a notification." },
     { "lockwatch_follow_overflows_total", "counter", SRC_VIEW, scanned_targets,
       offsetof(struct snapshot, follow.overflows_total), VAL_U64,
-      "Times the pending set of changed keys hit its cap (each ends in a full scan)." },
+      "Times notifications were lost to a cap (the pending set's 65,536 keys or 16 MiB, a "
+      "key over 128 KiB, a subscriber message over 1 MiB); each ends in a full scan." },
 
     /* cumulative scan counters */
     { "lockwatch_scan_keys_total", "counter", SRC_VIEW, every_target,
