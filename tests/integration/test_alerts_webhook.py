@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (its receivers wait out retries, Retry-After and resolutions: under 1 s of
+#   CPU in a minute; its bounds have seconds of room)
 """Alerts delivered to webhooks (issue 4 acceptance, SPEC "Alerts").
 
   - a leaked lock produces exactly one `firing` notice at a local receiver,

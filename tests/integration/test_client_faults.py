@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (its clients run with a 300 ms command timeout, which a busy machine passes on
+# run-all: quiet (its clients run with a 300 ms command timeout, which a busy machine passes on
 #   an ordinary command)
 """liblockwatch under Redis faults (issue 13): no orphan lock after a lost
 acquire reply, transparent reconnect after a restart, nested reentrant

@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (waits on scans and notifications, a few seconds of CPU in 40; its bounds
+#   have room)
 """Follow mode (incremental =): keyspace notifications keep the lock view
 current between full scans.
 

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (times how soon the view matches Redis after churn, flushes and expiries)
+# run-all: split (twelve tests of 0.2-22 s, each with its own servers; their time bounds
+#   - within 2 s of a TTL, 3 s of a flush, 20 s of a forged message - have ample room, and
+#   the four list-then-watch tests, which churn Redis for 8 s and more, run as heavy ones)
 """Follow mode's proof of freshness (issues 22 and 29): the view the agent
 serves from keyspace notifications matches Redis, key for key, even when
 the notifications cannot be trusted, say nothing, or arrive while a full
@@ -89,6 +91,7 @@ class FollowFresh(h.TestCase):
             else:
                 c.delete(k)
 
+    # run-all: heavy (a core or more while it churns; measures no time)
     def test_full_scan_during_churn_keeps_every_change(self):
         rs = self.start_redis(args=NOTIFY)
         c = rs.client()
@@ -112,6 +115,7 @@ class FollowFresh(h.TestCase):
             self.wait_following(ag)
 
 
+    # run-all: heavy (a core or more while it churns; measures no time)
     def test_full_scan_after_a_pending_overflow_keeps_every_change(self):
         # the same, the full scan set off by a flood past the pending cap
         rs = self.start_redis(args=NOTIFY)
@@ -134,6 +138,7 @@ class FollowFresh(h.TestCase):
         self.assertEqual(a, r, "agent/redis %d/%d, missing %r, extra %r"
                          % (len(a), len(r), sorted(r - a)[:5], sorted(a - r)[:5]))
 
+    # run-all: heavy (a core or more while it churns; measures no time)
     def test_full_scan_after_a_sentinel_failover_keeps_every_change(self):
         # the same, the full scan on the new primary after a failover mid-churn
         import redis.sentinel
@@ -190,6 +195,7 @@ class FollowFresh(h.TestCase):
         self.assertEqual(a, r, "agent/redis %d/%d, missing %r, extra %r"
                          % (len(a), len(r), sorted(r - a)[:5], sorted(a - r)[:5]))
 
+    # run-all: heavy (a core or more while it churns; measures no time)
     def test_full_scan_of_a_cluster_during_churn_keeps_every_change(self):
         # the same on a cluster: every shard's subscriber killed mid-churn
         from redis.cluster import RedisCluster

@@ -1,5 +1,4 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (measures peak RSS and seconds to down)
 """Memory is not sized by the server: a target streaming 128 MiB replies
 (an array header announcing 2e9 elements, then small elements; a bulk
 header announcing 2 GB, then its bytes), at the connection's first command
