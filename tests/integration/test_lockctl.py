@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (lockctl's commands against small keyspaces; a second of CPU in ten; its one
+#   bound is 30 s)
 """lockctl, the on-call CLI, against a real redis-server (issue 5's acceptance).
 
 - release with the wrong holder exits 1, says the holder changed, leaves the
