@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: split (twelve tests of 0.2-22 s, each with its own servers; their time bounds
+# run-all: split (tests of 0.2-22 s, each with its own servers; their time bounds
 #   - within 2 s of a TTL, 3 s of a flush, 20 s of a forged message - have ample room, and
 #   three of the four list-then-watch tests, which churn Redis for 8 s and more, run as heavy
 #   ones; the pending overflow alone)
