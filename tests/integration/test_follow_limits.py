@@ -1,5 +1,4 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (measures the agent's peak RSS)
 """Follow mode's memory is not sized by whoever may PUBLISH (issue 22):
 any client may publish on a keyspace channel, and the issue's fake
 notifications with 200 KB key names took the agent from 11 to 636 MB.
