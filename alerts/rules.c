@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "alerts/text.h"
+#include "collectors/waits/leaseadvice.h"
 #include "common/keytext.h"
 
 /* Arbitrary bytes, sanitised to UTF-8: at most max (<= RULES_HOLDER_TEXT_MAX)
@@ -149,12 +150,13 @@ struct rule_ctx {
     const struct snapshot *snap;        /* LOCK, TARGET, SHARD */
     const struct snap_shard *sh;        /* SHARD */
     const struct snap_lock *lock;       /* LOCK */
-    const struct waitstats_class *wait; /* CLASS */
+    const struct waitstats_class *wait; /* CLASS; TREND: NULL without holds */
+    const struct classtrend_class *trend;   /* TREND */
     const struct redlock_report *report;    /* GROUP */
     const struct redlock_issue *issue;      /* GROUP */
 };
 
-enum rule_scope { SCOPE_LOCK, SCOPE_TARGET, SCOPE_SHARD, SCOPE_CLASS, SCOPE_GROUP };
+enum rule_scope { SCOPE_LOCK, SCOPE_TARGET, SCOPE_SHARD, SCOPE_CLASS, SCOPE_TREND, SCOPE_GROUP };
 
 /* LOCK: "Lock K (class C, target T, format F): ", how every lock
  * description starts. */
@@ -291,6 +293,122 @@ wait_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
     text_adds(desc, ", above wait_p99 (");
     text_duration(desc, c->p->wait_p99_ms);
     text_adds(desc, "). Holders keep the lock too long or too many clients contend.");
+}
+
+/* --- issue 28: leases against holds, counts against their baseline ------- */
+
+static enum lease_verdict
+lease_verdict(const struct rule_ctx *c, struct lease_judgement *j)
+{
+    lease_judge(c->p, c->trend, c->wait, j);
+    return j->verdict;
+}
+
+static bool
+lease_short_holds(const struct rule_ctx *c)
+{
+    struct lease_judgement j;
+
+    return lease_verdict(c, &j) == LEASE_TOO_SHORT;
+}
+
+static bool
+lease_long_holds(const struct rule_ctx *c)
+{
+    struct lease_judgement j;
+
+    return c->p->lease_too_long && lease_verdict(c, &j) == LEASE_TOO_LONG;
+}
+
+/* "... N holds of class C in the last wait_window (W) had a P99.9 of X; its
+ * locks carry a lease of L (the longest TTL at first sight)". */
+static void
+lease_facts(const struct rule_ctx *c, struct strbuf *desc)
+{
+    text_addf(desc, "%" PRIu64, c->wait->hold_window_count);
+    text_adds(desc, " holds of lock class ");
+    text_adds(desc, c->class_);
+    text_adds(desc, " in the last wait_window (");
+    text_duration(desc, c->p->wait_window_ms);
+    text_adds(desc, ") had a P99.9 of ");
+    text_duration(desc, (int64_t)(c->wait->hold_p999_us / 1000.0));
+    text_adds(desc, "; its locks carry a lease of ");
+    text_duration(desc, c->trend->lease_ms);
+    text_adds(desc, " (the longest TTL at first sight in that window)");
+}
+
+static void
+lease_summary(const struct rule_ctx *c, struct strbuf *sum, const char *what,
+              const struct lease_judgement *j)
+{
+    text_adds(sum, "Lease of lock class ");
+    text_adds(sum, c->class_);
+    text_adds(sum, " (");
+    text_duration(sum, c->trend->lease_ms);
+    text_adds(sum, what);
+    text_duration(sum, (int64_t)(c->wait->hold_p999_us / 1000.0));
+    text_adds(sum, "; suggested lease ");
+    text_duration(sum, j->suggest_ms);
+}
+
+static void
+lease_short_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    struct lease_judgement j;
+
+    lease_judge(c->p, c->trend, c->wait, &j);
+    lease_summary(c, sum, ") is too short: hold P99.9 ", &j);
+    lease_facts(c, desc);
+    text_addf(desc, ", and %.0f%% of it is lease_short_at. A holder that runs past the "
+              "lease loses the lock before its work is done and another node takes it: "
+              "concurrent access. Suggested lease: ", c->p->lease_short_at * 100.0);
+    text_duration(desc, j.suggest_ms);
+    text_adds(desc, " (2x hold P99.9, rounded up); or shorten the work, or renew the lease "
+              "while holding (a watchdog).");
+}
+
+static void
+lease_long_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    struct lease_judgement j;
+
+    lease_judge(c->p, c->trend, c->wait, &j);
+    lease_summary(c, sum, ") is far longer than its holds: hold P99.9 ", &j);
+    lease_facts(c, desc);
+    text_addf(desc, ", more than lease_long_factor (%ld) times the hold P99.9. A holder "
+              "that crashes blocks every other one for the whole lease. Suggested lease: ",
+              c->p->lease_long_factor);
+    text_duration(desc, j.suggest_ms);
+    text_adds(desc, " (2x hold P99.9, rounded up).");
+}
+
+static bool
+surge_holds(const struct rule_ctx *c)
+{
+    return count_surges(c->p, c->trend);
+}
+
+static void
+surge_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct classtrend_class *t = c->trend;
+
+    text_adds(sum, "Lock class ");
+    text_adds(sum, c->class_);
+    text_addf(sum, " has %" PRIu64 " locks, %.1fx its baseline of %.0f", t->count,
+              t->count / (t->baseline > 1.0 ? t->baseline : 1.0), t->baseline);
+    text_adds(desc, "Lock class ");
+    text_adds(desc, c->class_);
+    text_addf(desc, " has %" PRIu64 " locks over every target, above count_surge_factor "
+              "(%ld) x its baseline (%.0f, the median count over the last "
+              "count_baseline_window of ", t->count, c->p->count_surge_factor, t->baseline);
+    text_duration(desc, c->p->count_baseline_window_ms);
+    text_addf(desc, "; at least count_surge_floor, %ld). Over the last minute the scans saw "
+              "%.1f locks created and %.1f deleted per second. Locks that are taken and "
+              "never released (a leak with a long TTL), holders crashing in a loop, or a "
+              "code path that locks per request show here first: look at the class's "
+              "newest holders (lockctl list), then at what changed in its clients.",
+              c->p->count_surge_floor, t->created_rate, t->deleted_rate);
 }
 
 static bool
@@ -527,10 +645,31 @@ rules_eval_redlock(struct alertset *set, const struct rules_group *groups, size_
     }
 }
 
+/* The TREND scope: every class the scans have seen, with its holds. */
+static void
+judge_trends(struct alertset *set, const struct rules_conf *p,
+             const struct classtrend_view *tv, const struct waitstats_view *w, int64_t now_ms)
+{
+    size_t i, k;
+
+    for (i = 0; tv != NULL && i < tv->nclasses; i++) {
+        const struct classtrend_class *t = &tv->classes[i];
+        char *cls = sanitized(t->name, strlen(t->name));
+        struct rule_ctx c = { .p = p, .now_ms = now_ms, .class_ = cls, .trend = t };
+
+        for (k = 0; w != NULL && k < w->nclasses; k++)
+            if (strcmp(w->classes[k].name, t->name) == 0)
+                c.wait = &w->classes[k];
+        if (cls != NULL)
+            judge(set, SCOPE_TREND, &c);
+        free(cls);
+    }
+}
+
 void
 rules_eval(struct alertset *set, const struct rules_conf *p,
            const struct rules_target *targets, size_t ntargets,
-           const struct waitstats_view *w, int64_t now_ms)
+           const struct waitstats_view *w, const struct classtrend_view *tv, int64_t now_ms)
 {
     size_t i;
 
@@ -558,4 +697,5 @@ rules_eval(struct alertset *set, const struct rules_conf *p,
 
         judge(set, SCOPE_CLASS, &c);
     }
+    judge_trends(set, p, tv, w, now_ms);
 }

@@ -69,7 +69,7 @@ eval(struct alertset *set, struct snapshot *s, bool fresh, const struct waitstat
     size_t nev;
 
     alertset_begin(set, NOW + t, MONO + t);
-    rules_eval(set, &params, &rt, 1, w, NOW + t);
+    rules_eval(set, &params, &rt, 1, w, NULL, NOW + t);
     assert_int_equal(alertset_end(set, 3600000, false, ev, &nev), 0);
     return nev;
 }
