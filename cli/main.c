@@ -90,6 +90,13 @@ static const struct command {
       "Show the newest entries of the audit stream ([unlock] audit_stream), newest\n"
       "first: every release and expire, refused or done (dry runs leave none).\n"
       "  --limit N       at most N entries (1..10000, default 20)\n" },
+    { "classes", cmd_classes, "classes",
+      "Per lock class, from the agent (GET /api/v1/classes): locks now over every\n"
+      "target and their baseline (median over count_baseline_window), creations and\n"
+      "deletions per second, hold P99.9, the lease (longest TTL at first sight in\n"
+      "wait_window) and the advice: fits, too short or too long with the lease that\n"
+      "would fit (2x hold P99.9, rounded up), or why it cannot judge. SURGE marks a\n"
+      "class above count_surge_factor x its baseline. --json prints the API's answer.\n" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
