@@ -28,6 +28,7 @@ import threading
 import time
 
 import harness as h
+import test_lockctl as t
 from client_helpers import Shell, closed_udp_port
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -127,6 +128,24 @@ class LeaseAndSurge(h.TestCase):
                          2)
         # LockLeaseTooLong is off by default: 60 s over 9 s is not 20x anyway
         self.assertEqual(alerts(ag, "LockLeaseTooLong"), [])
+
+        # lockctl classes: the same view, --json and a table within 80 columns
+        url = "http://127.0.0.1:%d" % ag.port
+        doc = t.run_json(self, ["classes", "--agent", url], ag.config_path)
+        names = {c["class"]: c for c in doc["classes"]}
+        self.assertEqual(names["lease:short"]["advice"], "too_short")
+        self.assertEqual(names["lease:long"]["advice"], "fits")
+        p = t.run(["classes", "--agent", url], ag.config_path,
+                  env=dict(os.environ, COLUMNS="80"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.decode().splitlines()
+        self.assertTrue(all(t.width(l) <= 80 for l in lines), lines)
+        short = [l for l in lines if l.startswith("lease:short")]
+        self.assertEqual(len(short), 1, lines)
+        self.assertIn("too short: 20s", short[0])
+        p = t.run(["classes", "--agent", "http://127.0.0.1:%d" % h.free_port()], ag.config_path)
+        self.assertEqual(p.returncode, 3)
+        self.assertIn(b"did not answer", p.stderr)
 
     def test_count_surge_fires_and_steady_churn_does_not(self):
         rs = self.start_redis()
