@@ -51,11 +51,11 @@
     /* the window P99 above wait_p99, with at least wait_min_samples waits */           \
     X(LOCK_WAIT_P99_HIGH,   "LockWaitP99High",    WARNING,  CLASS,  wait_holds,      wait_texts)      \
     /* issue 28: hold P99.9 above lease_short_at of the lease at first sight */        \
-    X(LOCK_LEASE_TOO_SHORT, "LockLeaseTooShort",  WARNING,  TREND,  lease_short_holds, lease_short_texts) \
+    X(LOCK_LEASE_TOO_SHORT, "LockLeaseTooShort",  WARNING,  TREND,  lease_short_holds, lease_texts) \
     /* issue 28: count above count_surge_factor x max(baseline, count_surge_floor) */  \
     X(LOCK_COUNT_SURGE,     "LockCountSurge",     WARNING,  TREND,  surge_holds,     surge_texts)     \
     /* issue 28: lease above lease_long_factor x hold P99.9 (lease_too_long = on) */   \
-    X(LOCK_LEASE_TOO_LONG,  "LockLeaseTooLong",   INFO,     TREND,  lease_long_holds, lease_long_texts) \
+    X(LOCK_LEASE_TOO_LONG,  "LockLeaseTooLong",   INFO,     TREND,  lease_long_holds, lease_texts)  \
     /* the last scan failed */                                                          \
     X(LOCK_TARGET_DOWN,     "LockTargetDown",     CRITICAL, TARGET, down_holds,      down_texts)      \
     /* a cluster shard failed in a scan that reached the others */                    \

@@ -320,66 +320,72 @@ lease_long_holds(const struct rule_ctx *c)
     return c->p->lease_too_long && lease_verdict(c, &j) == LEASE_TOO_LONG;
 }
 
-/* "... N holds of class C in the last wait_window (W) had a P99.9 of X; its
- * locks carry a lease of L (the longest TTL at first sight)". */
+/* What the lease was judged on: the holds of the window, or for a
+ * watchdog class the renewal period the scans saw; then the lease. */
 static void
 lease_facts(const struct rule_ctx *c, struct strbuf *desc)
 {
-    text_addf(desc, "%" PRIu64, c->wait->hold_window_count);
-    text_adds(desc, " holds of lock class ");
+    const struct classtrend_class *t = c->trend;
+
+    text_adds(desc, "Lock class ");
     text_adds(desc, c->class_);
-    text_adds(desc, " in the last wait_window (");
-    text_duration(desc, c->p->wait_window_ms);
-    text_adds(desc, ") had a P99.9 of ");
-    text_duration(desc, (int64_t)(c->wait->hold_p999_us / 1000.0));
+    if (t->watchdog) {
+        text_adds(desc, ": its locks are renewed (a watchdog) about every ");
+        text_duration(desc, t->renewal_ms);
+        text_adds(desc, " (the lease less the lowest TTL the scans saw)");
+    }
+    if (c->wait != NULL && c->wait->hold_window_count > 0) {
+        text_addf(desc, "%s%" PRIu64, t->watchdog ? "; " : ": ", c->wait->hold_window_count);
+        text_adds(desc, " holds in the last wait_window (");
+        text_duration(desc, c->p->wait_window_ms);
+        text_adds(desc, ") had a P99.9 of ");
+        text_duration(desc, (int64_t)(c->wait->hold_p999_us / 1000.0));
+    }
     text_adds(desc, "; its locks carry a lease of ");
-    text_duration(desc, c->trend->lease_ms);
-    text_adds(desc, " (the longest TTL at first sight in that window)");
+    text_duration(desc, t->lease_ms);
+    text_adds(desc, " (the longest TTL at first sight in wait_window)");
 }
 
+/* One texts function for both lease kinds: which one says the verdict. */
 static void
-lease_summary(const struct rule_ctx *c, struct strbuf *sum, const char *what,
-              const struct lease_judgement *j)
+lease_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
 {
+    const struct classtrend_class *t = c->trend;
+    struct lease_judgement j;
+    bool shrt;
+
+    lease_judge(c->p, t, c->wait, &j);
+    shrt = j.verdict == LEASE_TOO_SHORT;
     text_adds(sum, "Lease of lock class ");
     text_adds(sum, c->class_);
     text_adds(sum, " (");
-    text_duration(sum, c->trend->lease_ms);
-    text_adds(sum, what);
-    text_duration(sum, (int64_t)(c->wait->hold_p999_us / 1000.0));
+    text_duration(sum, t->lease_ms);
+    text_adds(sum, shrt ? ") is too short: " : ") is far longer than its holds: ");
+    if (shrt && t->watchdog) {
+        text_adds(sum, "renewed every ");
+        text_duration(sum, t->renewal_ms);
+    } else {
+        text_adds(sum, "hold P99.9 ");
+        text_duration(sum, c->wait != NULL ? (int64_t)(c->wait->hold_p999_us / 1000.0) : 0);
+    }
     text_adds(sum, "; suggested lease ");
-    text_duration(sum, j->suggest_ms);
-}
-
-static void
-lease_short_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
-{
-    struct lease_judgement j;
-
-    lease_judge(c->p, c->trend, c->wait, &j);
-    lease_summary(c, sum, ") is too short: hold P99.9 ", &j);
+    text_duration(sum, j.suggest_ms);
     lease_facts(c, desc);
-    text_addf(desc, ", and %.0f%% of it is lease_short_at. A holder that runs past the "
-              "lease loses the lock before its work is done and another node takes it: "
-              "concurrent access. Suggested lease: ", c->p->lease_short_at * 100.0);
+    if (shrt)
+        text_addf(desc, ", and %s is above lease_short_at (%.0f%%) of it. The lock expires "
+                  "before its holder is done (or renews) and another node takes it: "
+                  "concurrent access. Suggested lease: ",
+                  t->watchdog ? "the renewal period" : "the hold P99.9",
+                  c->p->lease_short_at * 100.0);
+    else
+        text_addf(desc, ", more than lease_long_factor (%ld) times the hold P99.9. A holder "
+                  "that crashes blocks every other one for the whole lease. Suggested lease: ",
+                  c->p->lease_long_factor);
     text_duration(desc, j.suggest_ms);
-    text_adds(desc, " (2x hold P99.9, rounded up); or shorten the work, or renew the lease "
-              "while holding (a watchdog).");
-}
-
-static void
-lease_long_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
-{
-    struct lease_judgement j;
-
-    lease_judge(c->p, c->trend, c->wait, &j);
-    lease_summary(c, sum, ") is far longer than its holds: hold P99.9 ", &j);
-    lease_facts(c, desc);
-    text_addf(desc, ", more than lease_long_factor (%ld) times the hold P99.9. A holder "
-              "that crashes blocks every other one for the whole lease. Suggested lease: ",
-              c->p->lease_long_factor);
-    text_duration(desc, j.suggest_ms);
-    text_adds(desc, " (2x hold P99.9, rounded up).");
+    text_adds(desc, !shrt ? " (2x hold P99.9, rounded up)." : t->watchdog ?
+              " (3x the renewal period, rounded up), or renew more often." :
+              " (2x hold P99.9, rounded up); or shorten the work, or renew the lease while "
+              "holding (a watchdog).");
 }
 
 static bool
@@ -650,16 +656,14 @@ static void
 judge_trends(struct alertset *set, const struct rules_conf *p,
              const struct classtrend_view *tv, const struct waitstats_view *w, int64_t now_ms)
 {
-    size_t i, k;
+    size_t i;
 
     for (i = 0; tv != NULL && i < tv->nclasses; i++) {
         const struct classtrend_class *t = &tv->classes[i];
         char *cls = sanitized(t->name, strlen(t->name));
-        struct rule_ctx c = { .p = p, .now_ms = now_ms, .class_ = cls, .trend = t };
+        struct rule_ctx c = { .p = p, .now_ms = now_ms, .class_ = cls, .trend = t,
+                              .wait = waitstats_view_class(w, t->name) };
 
-        for (k = 0; w != NULL && k < w->nclasses; k++)
-            if (strcmp(w->classes[k].name, t->name) == 0)
-                c.wait = &w->classes[k];
         if (cls != NULL)
             judge(set, SCOPE_TREND, &c);
         free(cls);

@@ -5,7 +5,8 @@
  * over every target, its baseline and whether it surges, the creation and
  * deletion rates, the wait P99 and the hold P50 / P99 / P99.9 of
  * wait_window, the lease (the longest TTL at first sight in wait_window),
- * the headroom (lease / hold P99.9) and the advice of leaseadvice.h with
+ * whether a watchdog renews it and how often, the headroom (lease / hold
+ * P99.9; a watchdog's: lease / renewal period) and the advice of leaseadvice.h with
  * the lease that would fit.  lockctl classes prints it.
  *
  * The classes are those of the trend store, then those that only sent
@@ -27,15 +28,6 @@ seconds_or_null(bool known, double s)
     return known ? json_real(s) : json_null();
 }
 
-static const struct waitstats_class *
-holds_named(const struct view *v, const char *name)
-{
-    for (size_t i = 0; v->wait != NULL && i < v->wait->nclasses; i++)
-        if (strcmp(v->wait->classes[i].name, name) == 0)
-            return &v->wait->classes[i];
-    return NULL;
-}
-
 /* The scans' half of a class (t may be NULL: it only sent samples). */
 static int
 add_trend(json_t *o, const struct rules_conf *p, const struct classtrend_class *t)
@@ -53,6 +45,9 @@ add_trend(json_t *o, const struct rules_conf *p, const struct classtrend_class *
     bad |= json_object_set_new(o, "deleted_per_s", json_real(t != NULL ? t->deleted_rate : 0));
     bad |= json_object_set_new(o, "lease_s", seconds_or_null(t != NULL && t->lease_known,
                                                              t != NULL ? t->lease_ms / 1e3 : 0));
+    bad |= json_object_set_new(o, "watchdog", json_boolean(t != NULL && t->watchdog));
+    bad |= json_object_set_new(o, "renewal_s", seconds_or_null(t != NULL && t->watchdog,
+                                                               t != NULL ? t->renewal_ms / 1e3 : 0));
     return bad;
 }
 
@@ -109,7 +104,7 @@ render_classes(const struct view *v, const struct rules_conf *p, char **body, si
     for (i = 0; !bad && v->trend != NULL && i < v->trend->nclasses; i++) {
         const struct classtrend_class *t = &v->trend->classes[i];
 
-        bad |= add_class(arr, p, t->name, t, holds_named(v, t->name)) != 0;
+        bad |= add_class(arr, p, t->name, t, waitstats_view_class(v->wait, t->name)) != 0;
     }
     for (i = 0; !bad && v->wait != NULL && i < v->wait->nclasses; i++) {
         const struct waitstats_class *w = &v->wait->classes[i];

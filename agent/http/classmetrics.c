@@ -42,16 +42,6 @@ lease_histograms(struct metrics_out *o, const struct metric_family *mf)
     }
 }
 
-/* The wait statistics' class of that name (holds), or NULL. */
-static const struct waitstats_class *
-holds_of(const struct view *v, const char *name)
-{
-    for (size_t i = 0; v->wait != NULL && i < v->wait->nclasses; i++)
-        if (strcmp(v->wait->classes[i].name, name) == 0)
-            return &v->wait->classes[i];
-    return NULL;
-}
-
 void
 lease_headroom(struct metrics_out *o, const struct metric_family *mf)
 {
@@ -61,7 +51,7 @@ lease_headroom(struct metrics_out *o, const struct metric_family *mf)
 
     memset(&p, 0, sizeof(p));   /* the ratio needs no setting */
     for (size_t i = 0; i < tv->nclasses; i++) {
-        lease_judge(&p, &tv->classes[i], holds_of(o->v, tv->classes[i].name), &j);
+        lease_judge(&p, &tv->classes[i], waitstats_view_class(o->v->wait, tv->classes[i].name), &j);
         if (!j.headroom_known)
             continue;
         class_series(o->sb, mf->name, "", tv->classes[i].name, NULL);

@@ -172,6 +172,17 @@ class_lease(struct snap_class *c, int64_t pttl_ms)
         c->lease_max_ms = pttl_ms;
 }
 
+/* A lock seen before, with a TTL: its age + TTL and its TTL. */
+static void
+class_span(struct snap_class *c, int64_t span_ms, int64_t pttl_ms)
+{
+    if (c->held_ttl_n == 0 || pttl_ms < c->held_min_pttl_ms)
+        c->held_min_pttl_ms = pttl_ms;
+    if (span_ms > c->span_max_ms)
+        c->span_max_ms = span_ms;
+    c->held_ttl_n++;
+}
+
 static void
 class_add(struct snap_class *c, const struct snap_lock *l, int64_t now_ms)
 {
@@ -192,6 +203,8 @@ class_add(struct snap_class *c, const struct snap_lock *l, int64_t now_ms)
         c->max_reentrancy = l->max_count;
     if (l->first_sight)
         class_lease(c, l->pttl_ms);
+    else if (l->pttl_ms >= 0)
+        class_span(c, age + l->pttl_ms, l->pttl_ms);
 }
 
 /* One allocation: record, holders, then key and ids, each followed by a

@@ -31,7 +31,9 @@ struct ct_class {
     uint64_t lease_count;
     double lease_sum_ms;
     int64_t lease_epoch[CLASSTREND_LEASE_SLICES];
-    int64_t lease_max[CLASSTREND_LEASE_SLICES];
+    int64_t lease_max[CLASSTREND_LEASE_SLICES];     /* -1: no first sight */
+    int64_t span_max[CLASSTREND_LEASE_SLICES];
+    int64_t pttl_min[CLASSTREND_LEASE_SLICES];      /* -1: none */
 };
 
 struct classtrend {
@@ -200,15 +202,25 @@ note_lease(struct classtrend *ct, struct ct_class *c, const struct snap_class *s
     bool reset;
     size_t i;
 
-    if (sc->lease_n == 0)
+    if (sc->lease_n == 0 && sc->held_ttl_n == 0)
         return;
     for (i = 0; i <= SNAP_LEASE_NBOUNDS; i++)
         c->lease_bucket[i] += sc->lease_bucket[i];
     c->lease_count += sc->lease_n;
     c->lease_sum_ms += sc->lease_sum_ms;
     i = slot_at(c->lease_epoch, CLASSTREND_LEASE_SLICES, now_ms / ct->lease_slice_ms, &reset);
-    if (reset || sc->lease_max_ms > c->lease_max[i])
+    if (reset) {
+        c->lease_max[i] = c->pttl_min[i] = -1;
+        c->span_max[i] = 0;
+    }
+    if (sc->lease_n > 0 && sc->lease_max_ms > c->lease_max[i])
         c->lease_max[i] = sc->lease_max_ms;
+    if (sc->held_ttl_n > 0) {
+        if (sc->span_max_ms > c->span_max[i])
+            c->span_max[i] = sc->span_max_ms;
+        if (c->pttl_min[i] < 0 || sc->held_min_pttl_ms < c->pttl_min[i])
+            c->pttl_min[i] = sc->held_min_pttl_ms;
+    }
 }
 
 void
@@ -320,12 +332,37 @@ view_baseline(const struct classtrend *ct, const struct ct_class *c, int64_t now
     out->baseline = classtrend_median(vals, n);
 }
 
+/* The lease figures of the live slices of the lease ring. */
+static void
+view_lease(const struct classtrend *ct, const struct ct_class *c, int64_t now_ms,
+           struct classtrend_class *out)
+{
+    int64_t lepoch = now_ms / ct->lease_slice_ms, span = 0, low = -1;
+
+    out->lease_known = false;
+    out->lease_ms = 0;
+    for (size_t i = 0; i < CLASSTREND_LEASE_SLICES; i++) {
+        if (c->lease_epoch[i] <= lepoch - CLASSTREND_LEASE_SLICES || c->lease_epoch[i] > lepoch)
+            continue;
+        if (c->lease_max[i] >= 0 && (!out->lease_known || c->lease_max[i] > out->lease_ms)) {
+            out->lease_ms = c->lease_max[i];
+            out->lease_known = true;
+        }
+        if (c->span_max[i] > span)
+            span = c->span_max[i];
+        if (c->pttl_min[i] >= 0 && (low < 0 || c->pttl_min[i] < low))
+            low = c->pttl_min[i];
+    }
+    out->watchdog = out->lease_known && low >= 0 && (double)span > 1.5 * (double)out->lease_ms;
+    out->renewal_ms = out->watchdog && low < out->lease_ms ? out->lease_ms - low : 0;
+}
+
 static void
 view_class(const struct classtrend *ct, const struct ct_class *c, int64_t now_ms,
            struct classtrend_class *out)
 {
     const int64_t rslice = CLASSTREND_RATE_MS / CLASSTREND_RATE_SLICES;
-    int64_t repoch = now_ms / rslice, lepoch = now_ms / ct->lease_slice_ms;
+    int64_t repoch = now_ms / rslice;
     uint64_t cr = 0, dl = 0;
     size_t i;
 
@@ -344,15 +381,7 @@ view_class(const struct classtrend *ct, const struct ct_class *c, int64_t now_ms
     memcpy(out->lease_bucket, c->lease_bucket, sizeof(out->lease_bucket));
     out->lease_count = c->lease_count;
     out->lease_sum_s = c->lease_sum_ms / 1000.0;
-    out->lease_known = false;
-    out->lease_ms = 0;
-    for (i = 0; i < CLASSTREND_LEASE_SLICES; i++) {
-        if (c->lease_epoch[i] <= lepoch - CLASSTREND_LEASE_SLICES || c->lease_epoch[i] > lepoch)
-            continue;
-        if (!out->lease_known || c->lease_max[i] > out->lease_ms)
-            out->lease_ms = c->lease_max[i];
-        out->lease_known = true;
-    }
+    view_lease(ct, c, now_ms, out);
 }
 
 int

@@ -62,6 +62,11 @@ struct classtrend_class {
     double lease_sum_s;
     bool lease_known;               /* a TTL at first sight in the window */
     int64_t lease_ms;               /* the longest of those */
+    bool watchdog;                  /* a lock outlived 1.5 x the lease in
+                                     * the window: its locks are renewed */
+    int64_t renewal_ms;             /* then: lease - the lowest TTL seen,
+                                     * the renewal period as the scans see it
+                                     * (at most the real one) */
 };
 
 struct classtrend_view {

@@ -42,6 +42,28 @@ lease_suggest_ms(double p999_us)
     return ((int64_t)(want_s / 3600.0) + 1) * 3600 * 1000;
 }
 
+/* A renewed lease expires only when renewals stop for a whole lease:
+ * the renewal period is what must fit in it, not the holds. */
+static void
+judge_watchdog(const struct rules_conf *p, const struct classtrend_class *t,
+               const struct waitstats_class *hold, struct lease_judgement *out)
+{
+    double lease_ms = (double)t->lease_ms;
+    double period = t->renewal_ms > 0 ? (double)t->renewal_ms : 1.0;
+
+    out->headroom_known = true;
+    out->headroom = lease_ms / period;
+    out->verdict = LEASE_FITS;
+    if ((double)t->renewal_ms > p->lease_short_at * lease_ms) {
+        out->verdict = LEASE_TOO_SHORT;
+        out->suggest_ms = lease_suggest_ms(1.5 * 1000.0 * period);     /* 3 x period */
+    } else if (hold != NULL && hold->hold_window_count >= (uint64_t)p->lease_min_holds &&
+               lease_ms * 1000.0 > (double)p->lease_long_factor *
+               (hold->hold_p999_us > 1.0 ? hold->hold_p999_us : 1.0)) {
+        out->verdict = LEASE_TOO_LONG;
+    }
+}
+
 void
 lease_judge(const struct rules_conf *p, const struct classtrend_class *trend,
             const struct waitstats_class *hold, struct lease_judgement *out)
@@ -56,6 +78,10 @@ lease_judge(const struct rules_conf *p, const struct classtrend_class *trend,
         out->suggest_ms = lease_suggest_ms(hold->hold_p999_us);
     if (trend == NULL || !trend->lease_known)
         return;
+    if (trend->watchdog) {
+        judge_watchdog(p, trend, hold, out);
+        return;
+    }
     out->verdict = LEASE_FEW_HOLDS;
     if (hold == NULL || hold->hold_window_count == 0)
         return;

@@ -11,7 +11,12 @@
  *  - too short: hold P99.9 > lease_short_at x lease;
  *  - too long:  lease > lease_long_factor x hold P99.9;
  * the lease that would fit is 2 x hold P99.9 rounded up to a round
- * duration (lease_suggest_ms).  A count surges when it is above
+ * duration (lease_suggest_ms).  A watchdog class (classtrend.h: its
+ * locks are renewed) is judged by its renewal period instead, which is
+ * what must fit in the lease while the holder lives: too short when the
+ * period is above lease_short_at x lease (suggested: 3 x the period, as
+ * Redisson and liblockwatch renew every lease / 3); headroom is lease /
+ * period; too long as above.  A count surges when it is above
  * count_surge_factor x max(baseline, count_surge_floor), once the
  * baseline is known.  Pure: no locks, no I/O, no clock.
  */
@@ -37,7 +42,8 @@ enum lease_verdict {
 struct lease_judgement {
     enum lease_verdict verdict;
     bool headroom_known;        /* lease and holds both known */
-    double headroom;            /* lease / hold P99.9 */
+    double headroom;            /* lease / hold P99.9; a watchdog's: lease /
+                                 * renewal period */
     int64_t suggest_ms;         /* the lease that would fit; 0: none */
 };
 

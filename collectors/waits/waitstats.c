@@ -562,3 +562,12 @@ waitstats_view_release(struct waitstats_view *v)
     free(v->names);
     memset(v, 0, sizeof(*v));
 }
+
+const struct waitstats_class *
+waitstats_view_class(const struct waitstats_view *v, const char *name)
+{
+    for (size_t i = 0; v != NULL && i < v->nclasses; i++)
+        if (strcmp(v->classes[i].name, name) == 0)
+            return &v->classes[i];
+    return NULL;
+}

@@ -193,6 +193,10 @@ void waitstats_set_kernel_drops(struct waitstats *ws, uint64_t total);
 int waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v);
 void waitstats_view_release(struct waitstats_view *v);
 
+/* The class of v named name, or NULL (v may be NULL). */
+const struct waitstats_class *waitstats_view_class(const struct waitstats_view *v,
+                                                   const char *name);
+
 /* The most one class can cost, window slices included (bytes). */
 size_t waitstats_class_bytes_max(void);
 

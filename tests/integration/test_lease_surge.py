@@ -10,7 +10,11 @@ Python reporter (reporters/python, its own Holding.report_hold and sender,
 imported without redis-py's lock classes), so its hold P99.9 over 1,000
 holds is 9 s.  The same holds under a 60 s TTL (class lease:long): no alert.
 The alert fires within one wait_window (20 s here) of the last hold, names
-the class, its lease and the suggested lease (2 x 9 s, rounded: 20s).
+the class, its lease and the suggested lease (2 x 9 s, rounded: 20s).  A
+third class, lease:dog, has the same holds under liblockwatch's watchdog
+(a 6 s lease renewed every 2 s): its holds outlive the lease by design, so
+the agent sees it renewed and judges the renewal period, not the holds: no
+alert.
 
 LockCountSurge, scaled: count_baseline_window = 60 s instead of 1 h (so the
 baseline is known after 30 s instead of 30 min).  Class lock:surge:* holds
@@ -36,7 +40,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from lockwatch_reporter import _config, _holding, _sender  # noqa: E402
 
 LEASE_RULES = ("[rules]\nwait_window = 20s\nlease_min_holds = 100\n\n"
-               "[classes]\nlock:lshort:* = lease:short\nlock:llong:* = lease:long\n")
+               "[classes]\nlock:lshort:* = lease:short\nlock:llong:* = lease:long\n"
+               "lock:lwdog:* = lease:dog\n")
 SURGE_RULES = "[rules]\ncount_baseline_window = 60s\n"
 
 
@@ -70,9 +75,11 @@ class LeaseAndSurge(h.TestCase):
         # liblockwatch: two locks per class, 10 s and 60 s leases, held 9 s
         sh = Shell(self, rs.port)
         sh.ok("connect C agent=127.0.0.1:%d" % udp)
+        sh.ok("connect W lease=6000 agent=127.0.0.1:%d" % udp)
         for i in (1, 2):
             sh.ok("lock C S%d lock:lshort:%d 10000 5000 -" % (i, i))
             sh.ok("lock C L%d lock:llong:%d 60000 5000 -" % (i, i))
+            sh.ok("lock W D%d lock:lwdog:%d 0 5000 -" % (i, i))
         taken = time.monotonic()
         ag.wait_for(lambda: (class_row(ag, "lease:short") or {}).get("lease_s") and
                     (class_row(ag, "lease:long") or {}).get("lease_s"),
@@ -81,7 +88,7 @@ class LeaseAndSurge(h.TestCase):
         # the Python reporter: 998 holds of 1 s per class, its own hold lines
         rep = _sender.Reporter(_config.load(samples="127.0.0.1:%d" % udp, owner="t28"))
         self.addCleanup(rep.close)
-        for cls_key in ("lock:lshort:9", "lock:llong:9"):
+        for cls_key in ("lock:lshort:9", "lock:llong:9", "lock:lwdog:9"):
             for i in range(998):
                 now = time.monotonic_ns()
                 hd = _holding.Holding(cls_key, i, "tok-%d" % i, now - 1000000000, 0)
@@ -96,6 +103,7 @@ class LeaseAndSurge(h.TestCase):
         for i in (1, 2):
             sh.ok("unlock S%d" % i)
             sh.ok("unlock L%d" % i)
+            sh.ok("unlock D%d" % i)
         released = time.monotonic()
 
         fired = ag.wait_for(lambda: alerts(ag, "LockLeaseTooShort"), timeout=20,
@@ -119,6 +127,13 @@ class LeaseAndSurge(h.TestCase):
         self.assertEqual(long_row["holds_in_window"], 1000)
         self.assertEqual(long_row["advice"], "fits")
         self.assertEqual(alerts(ag, "LockLeaseTooShort", "lease:long"), [])
+        dog = class_row(ag, "lease:dog")
+        self.assertTrue(dog["watchdog"], dog)
+        self.assertTrue(5.0 < dog["lease_s"] <= 6.0, dog)
+        self.assertTrue(0.5 <= dog["renewal_s"] <= 2.5, dog)
+        self.assertTrue(8.9 < dog["hold_p999_s"] < 9.3, dog)
+        self.assertEqual(dog["advice"], "fits")
+        self.assertEqual(alerts(ag, "LockLeaseTooShort", "lease:dog"), [])
         m = ag.metrics()
         self.assertLess(h.mmax(m, "lockwatch_lease_headroom_ratio", **{"class": "lease:short"}),
                         1.25)
