@@ -320,6 +320,24 @@ lease_long_holds(const struct rule_ctx *c)
     return c->p->lease_too_long && lease_verdict(c, &j) == LEASE_TOO_LONG;
 }
 
+/* A lease as the scans saw it: the TTL at first sight, a little under the
+ * lease set (by the time from the acquire to the scan); to the nearest
+ * second from 1 s on, so a 10 s lease seen at 9.7 s reads "10s". */
+static void
+text_lease(struct strbuf *t, int64_t ms)
+{
+    text_duration(t, ms >= 1000 ? (ms + 500) / 1000 * 1000 : ms);
+}
+
+/* The value a lease was judged too short by (hold P99.9 or the renewal
+ * period), with the decimals that make it read above lease_short_at x
+ * the lease. */
+static void
+text_over_lease(const struct rule_ctx *c, struct strbuf *t, double value_ms)
+{
+    text_duration_above(t, value_ms, (int64_t)(c->p->lease_short_at * (double)c->trend->lease_ms));
+}
+
 /* What the lease was judged on: the holds of the window, or for a
  * watchdog class the renewal period the scans saw; then the lease. */
 static void
@@ -331,7 +349,7 @@ lease_facts(const struct rule_ctx *c, struct strbuf *desc)
     text_adds(desc, c->class_);
     if (t->watchdog) {
         text_adds(desc, ": its locks are renewed (a watchdog) about every ");
-        text_duration(desc, t->renewal_ms);
+        text_over_lease(c, desc, (double)t->renewal_ms);
         text_adds(desc, " (the lease less the lowest TTL the scans saw)");
     }
     if (c->wait != NULL && c->wait->hold_window_count > 0) {
@@ -339,10 +357,10 @@ lease_facts(const struct rule_ctx *c, struct strbuf *desc)
         text_adds(desc, " holds in the last wait_window (");
         text_duration(desc, c->p->wait_window_ms);
         text_adds(desc, ") had a P99.9 of ");
-        text_duration(desc, (int64_t)(c->wait->hold_p999_us / 1000.0));
+        text_over_lease(c, desc, c->wait->hold_p999_us / 1000.0);
     }
     text_adds(desc, "; its locks carry a lease of ");
-    text_duration(desc, t->lease_ms);
+    text_lease(desc, t->lease_ms);
     text_adds(desc, " (the longest TTL at first sight in wait_window)");
 }
 
@@ -359,14 +377,14 @@ lease_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
     text_adds(sum, "Lease of lock class ");
     text_adds(sum, c->class_);
     text_adds(sum, " (");
-    text_duration(sum, t->lease_ms);
+    text_lease(sum, t->lease_ms);
     text_adds(sum, shrt ? ") is too short: " : ") is far longer than its holds: ");
     if (shrt && t->watchdog) {
         text_adds(sum, "renewed every ");
-        text_duration(sum, t->renewal_ms);
+        text_over_lease(c, sum, (double)t->renewal_ms);
     } else {
         text_adds(sum, "hold P99.9 ");
-        text_duration(sum, c->wait != NULL ? (int64_t)(c->wait->hold_p999_us / 1000.0) : 0);
+        text_over_lease(c, sum, c->wait != NULL ? c->wait->hold_p999_us / 1000.0 : 0.0);
     }
     text_adds(sum, "; suggested lease ");
     text_duration(sum, j.suggest_ms);
