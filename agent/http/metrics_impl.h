@@ -38,7 +38,8 @@ void class_churn(struct metrics_out *o, const struct metric_family *mf);
       "(a new key or a new holder; no TTL: not counted), since start." },                   \
     { "lockwatch_lease_headroom_ratio", "gauge", SRC_TREND, lease_headroom, 0, VAL_U64,    \
       "Lease (the longest TTL at first sight in wait_window) / hold P99.9 (holds in "       \
-      "wait_window); under 1.25 raises LockLeaseTooShort. Absent without both." },          \
+      "wait_window); for a class renewed by a watchdog, lease / renewal period. Under "     \
+      "1 / lease_short_at (1.25) raises LockLeaseTooShort. Absent without both." },         \
     { "lockwatch_class_locks_baseline", "gauge", SRC_TREND, class_baseline, 0, VAL_U64,    \
       "Median count of the class's locks (all targets) over count_baseline_window, "        \
       "once half the window has counts: the baseline of LockCountSurge." },                 \
