@@ -109,6 +109,8 @@ class LeaseAndSurge(h.TestCase):
         fired = ag.wait_for(lambda: alerts(ag, "LockLeaseTooShort"), timeout=20,
                             desc="LockLeaseTooShort within one wait_window")
         self.assertLess(time.monotonic() - released, 20.0)
+        sys.stderr.write("LockLeaseTooShort %.1f s after the last hold\n"
+                         % (time.monotonic() - released))
         self.assertEqual([a["labels"] for a in fired],
                          [{"alertname": "LockLeaseTooShort", "class": "lease:short",
                            "severity": "warning"}])
@@ -218,6 +220,8 @@ class LeaseAndSurge(h.TestCase):
         fired = ag.wait_for(lambda: (quiet_steady(), alerts(ag, "LockCountSurge"))[1],
                             timeout=60, interval=0.5, desc="LockCountSurge within 1 minute")
         self.assertLess(time.monotonic() - reached, 60.0)
+        sys.stderr.write("LockCountSurge %.1f s after the class reached 1,000\n"
+                         % (time.monotonic() - reached))
         self.assertEqual([a["labels"] for a in fired],
                          [{"alertname": "LockCountSurge", "class": "lock:surge:*",
                            "severity": "warning"}])
