@@ -62,6 +62,7 @@ struct target_rt {
     bool following;                     /* for the log: follow mode on */
     struct group_rt **groups;           /* the groups it is a member of */
     size_t ngroups;
+    struct classtrend *trend;           /* the agent's (start_all sets it) */
 };
 
 static void
@@ -139,6 +140,9 @@ publish(struct target_rt *t, struct snapshot *s)
 {
     struct snapshot *old;
 
+    /* before stamping: last_good is still the snapshot s replaces */
+    if (s->ok && t->trend != NULL)
+        classtrend_note(t->trend, t->last_good, s, clock_mono_ms());
     stamp_freshness(t, s);
     pthread_mutex_lock(&t->mu);
     old = t->snap;
@@ -451,6 +455,8 @@ start_all(struct agent *a)
                       "not checked (anyone on the network path can pose as it)",
                       a->cfg->targets[i].name);
     for (i = 0; i < a->ntargets; i++)
+        a->targets[i]->trend = a->trend;
+    for (i = 0; i < a->ntargets; i++)
         if (target_run(a->targets[i], &a->cfg->targets[i], a->cfg) == -1) {
             log_warn("target %s: cannot start its thread", a->targets[i]->name);
             return -1;
@@ -467,6 +473,8 @@ agent_start(struct agent *a, struct config *cfg)
     if (!cfg->samples_off && (a->waits = waitstats_new(cfg)) == NULL)
         return -1;
     if ((a->alerts = alerts_new(cfg)) == NULL)
+        return -1;
+    if ((a->trend = classtrend_new(cfg)) == NULL)
         return -1;
     if ((a->throttle = throttle_new()) == NULL)
         return -1;
@@ -523,6 +531,7 @@ agent_reload(struct agent *a, struct config *cfg)
     if (a->waits != NULL && waitstats_configure(a->waits, cfg) == -1)
         log_warnx("reload: out of memory; wait statistics keep the previous "
                   "[classes] rules and wait_window");
+    classtrend_configure(a->trend, cfg);
     /* the alert set stays (firing alerts keep firing); sinks are rebuilt */
     if (alerts_configure(a->alerts, cfg) == -1)
         log_warnx("reload: out of memory; alerting keeps the previous [rules] and "
@@ -549,10 +558,44 @@ agent_stop(struct agent *a)
     groups_free(a->groups, a->ngroups);
     config_free(a->cfg);
     waitstats_free(a->waits);
+    classtrend_free(a->trend);
     alerts_free(a->alerts);     /* a bounded last chance for queued notices */
     throttle_free(a->throttle);
     pthread_mutex_destroy(&a->mu);
     memset(a, 0, sizeof(*a));
+}
+
+/* The class trends into v (a->trend is set once at start, own lock). */
+static int
+view_trend(struct agent *a, struct view *v)
+{
+    if (a->trend == NULL)
+        return 0;
+    if ((v->trend = malloc(sizeof(*v->trend))) == NULL)
+        return -1;
+    if (classtrend_view(a->trend, clock_mono_ms(), v->trend) == -1) {
+        free(v->trend);
+        v->trend = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void
+agent_trend_sample(struct agent *a, const struct view *v)
+{
+    const struct snapshot *snaps[64], **p = snaps;
+    size_t i;
+
+    if (a->trend == NULL)
+        return;
+    if (v->ntargets > 64 && (p = calloc(v->ntargets, sizeof(*p))) == NULL)
+        return;
+    for (i = 0; i < v->ntargets; i++)
+        p[i] = snapshot_shown(v->targets[i].snap);
+    classtrend_sample(a->trend, p, v->ntargets, clock_mono_ms());
+    if (p != snaps)
+        free(p);
 }
 
 int
@@ -604,6 +647,8 @@ agent_view(struct agent *a, struct view *v)
             goto fail_unlocked;
         }
     }
+    if (view_trend(a, v) == -1)
+        goto fail_unlocked;
     return 0;
 fail_unlocked:
     view_release(v);
@@ -632,6 +677,10 @@ view_release(struct view *v)
     if (v->wait != NULL) {
         waitstats_view_release(v->wait);
         free(v->wait);
+    }
+    if (v->trend != NULL) {
+        classtrend_view_release(v->trend);
+        free(v->trend);
     }
     memset(v, 0, sizeof(*v));
 }

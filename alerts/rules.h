@@ -30,6 +30,7 @@
 #include "conf/config.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/locks/snapshot.h"
+#include "collectors/waits/classtrend.h"
 #include "collectors/waits/waitstats.h"
 
 #define RULES_KEY_LABEL_MAX     200
@@ -47,11 +48,13 @@ struct rules_target {
  * Observe every alert that holds into set, which the caller has begun
  * (alertset_begin) and will end, under the [rules] p (the config's; its
  * lock-state rules are only quoted in texts).  w may be NULL (no sample
- * ingest).  now_ms is the Unix time the texts measure ages against.
+ * ingest).  tv, the class trends (leases, counts), may be NULL too.
+ * now_ms is the Unix time the texts measure ages against.
  */
 void rules_eval(struct alertset *set, const struct rules_conf *p,
                 const struct rules_target *targets, size_t ntargets,
-                const struct waitstats_view *w, int64_t now_ms);
+                const struct waitstats_view *w, const struct classtrend_view *tv,
+                int64_t now_ms);
 
 /* A [redlock] group and its newest comparison (NULL before the first). */
 struct rules_group {

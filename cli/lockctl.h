@@ -242,6 +242,10 @@ int agent_fetch_lock(const struct lockctl *lc, const char *key, size_t keylen,
                      struct agent_view *av);
 /* Add the locks of an API answer (its "locks" array, or one lock object)
  * to av.  0, or -1 with err set when it is not the API's JSON. */
+/* GET path (starting "/") of the agent's API: 0 with its JSON (HTTP 200)
+ * in *doc (the caller frees it); -1 with the reason in err. */
+int agent_get(const struct lockctl *lc, const char *path, json_t **doc, char *err,
+              size_t errlen);
 int agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errlen);
 /*
  * GET url of the agent's API and parse the JSON answer into *doc (the
@@ -316,6 +320,7 @@ int cmd_expire(struct lockctl *lc, int argc, char **argv);
 int cmd_audit(struct lockctl *lc, int argc, char **argv);
 int cmd_events(struct lockctl *lc, int argc, char **argv);
 
+int cmd_classes(struct lockctl *lc, int argc, char **argv);
 
 /* main.c: print the help of the command named name to fp. */
 void lockctl_command_help(const char *name, FILE *fp);

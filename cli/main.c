@@ -104,6 +104,13 @@ static const struct command {
       "                    until interrupted; with --json one JSON object per line\n"
       "  -t TARGET         only TARGET's events\n"
       "Exit 3 when the agent does not answer.\n" },
+    { "classes", cmd_classes, "classes",
+      "Per lock class, from the agent (GET /api/v1/classes): locks now over every\n"
+      "target and their baseline (median over count_baseline_window), creations and\n"
+      "deletions per second, hold P99.9, the lease (longest TTL at first sight in\n"
+      "wait_window) and the advice: fits, too short or too long with the lease that\n"
+      "would fit (2x hold P99.9, rounded up), or why it cannot judge. SURGE marks a\n"
+      "class above count_surge_factor x its baseline. --json prints the API's answer.\n" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "agent/http/metrics.h"
+#include "agent/http/metrics_impl.h"
 
 #include "agent/http/guard.h"
 #include "agent/http/release_http.h"
@@ -140,12 +141,6 @@ has_locks(const struct view_target *t)
 
 /* What the sample renderers write to and read from: the view, and each
  * source of metric_families[] (NULL when this render has not got it). */
-struct metrics_out {
-    struct strbuf *sb;
-    const struct view *v;
-    const void *source[SRC_COUNT];
-    struct alerts_stats alerts;     /* source[SRC_ALERTS] when taken */
-};
 
 /* --- the shared renderers: a value the row points at, per target, class,
  * shard, or once ---------------------------------------------------------- */
@@ -552,8 +547,8 @@ redlock_keys_by_state(struct metrics_out *o, const struct metric_family *mf)
 /* --- wait statistics, from the samples clients send ------------------------ */
 
 /* A double as the shortest of %.15g / %.17g that reads back the same. */
-static void
-add_double(struct strbuf *sb, double d)
+void
+add_double(struct strbuf *sb, const double d)
 {
     char buf[40];
 
@@ -563,7 +558,7 @@ add_double(struct strbuf *sb, double d)
     sb_adds(sb, buf);
 }
 
-static void
+void
 class_series(struct strbuf *sb, const char *name, const char *suffix, const char *cls,
              const char *outcome)
 {
@@ -887,6 +882,8 @@ const struct metric_family metric_families[] = {
       VAL_U64,
       "Acquire waits (all outcomes) in the last wait_window, behind the P99 gauge." },
 
+    /* leases and counts per class over time (issue 28; classmetrics.c) */
+    METRIC_FAMILIES_TREND
     { "lockwatch_alerts_firing", "gauge", SRC_ALERTS, alerts_firing, 0, VAL_U64,
       "Alerts firing now, by alertname (every alertname is always present)." },
     { "lockwatch_alerts_suppressed", "gauge", SRC_ALERTS, scalar,
@@ -940,6 +937,7 @@ render_metrics_http(const struct view *v, const struct guard_stats *http, struct
     o.source[SRC_RELEASES] = v->releases;
     o.source[SRC_THROTTLE] = v->throttle;
     o.source[SRC_HTTP] = http;
+    o.source[SRC_TREND] = v->trend;
     if (v->alerts != NULL) {
         if (alerts_stats(v->alerts, &o.alerts) == -1)
             sb->failed = true;

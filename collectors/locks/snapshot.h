@@ -82,7 +82,17 @@ struct snap_lock {
     uint32_t waiters;                 /* clients waiting, where Redis shows
                                        * it (SNAP_WAITERS_KNOWN) */
     size_t bytes;                     /* size of the allocation */
+    bool first_sight;                 /* taken since the last scan saw the
+                                       * key (a new key or a new holder):
+                                       * counted in created, its TTL in the
+                                       * class's lease figures */
 };
+
+/* The bounds of the lease histogram (lockwatch_lease_seconds), in ms and
+ * as `le` label text; a lease above the last is counted past it. */
+#define SNAP_LEASE_NBOUNDS 16
+extern const int64_t snap_lease_bounds_ms[SNAP_LEASE_NBOUNDS];
+extern const char *const snap_lease_bounds_le[SNAP_LEASE_NBOUNDS];
 
 struct snap_class {
     uint64_t locks[FORMATS_MAX];      /* by format index */
@@ -94,6 +104,21 @@ struct snap_class {
     int64_t max_reentrancy;
     uint64_t waiters;                 /* of the retained locks whose
                                        * waiters are known */
+    /* Locks at first sight in this scan (snap_lock.first_sight): how many,
+     * and the TTLs of those that had one ("the lease": the TTL a lock
+     * carries when first seen), per bound of snap_lease_bounds_ms (not
+     * cumulative; the last slot is past the last bound) and the largest. */
+    uint64_t created;
+    /* Locks seen before (not at first sight) with a TTL: how many, the
+     * longest age + TTL (a lock that outlives every lease was renewed: a
+     * watchdog) and the shortest TTL (how low its renewals let it run). */
+    uint64_t held_ttl_n;
+    int64_t span_max_ms;
+    int64_t held_min_pttl_ms;
+    uint64_t lease_n;
+    double lease_sum_ms;
+    int64_t lease_max_ms;
+    uint32_t lease_bucket[SNAP_LEASE_NBOUNDS + 1];
 };
 
 /*

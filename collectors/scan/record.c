@@ -165,6 +165,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
         cnt->truncated_total++;
     l.class_idx = (uint16_t)ci;
     l.first_seen_ms = tr.first_seen_ms;
+    l.first_sight = tr.acquired != 0;
     l.nottl_since_ms = tr.nottl_since_ms;
     l.states = record_states(r, &l, tr.first_seen_ms, tr.nottl_since_ms);
     note_due(r, &l);

@@ -237,6 +237,7 @@ tracker_visit(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
         if (!fresh && nholders == 1)
             oldest_ms = oldest_known(t, key_hash, holders, nholders, &oldest);
         e->holder_hash = oldest;
+        res->acquired = 1;
         e->first_seen_ms = !fresh && oldest_ms > 0 ? oldest_ms : since;
         e->nottl_since_ms = has_ttl ? 0 : e->first_seen_ms;
     } else if (!has_ttl && e->nottl_since_ms == 0) {

@@ -26,6 +26,9 @@ struct track_result {
     int64_t first_seen_ms;      /* current holder set first seen */
     int64_t nottl_since_ms;     /* 0 while the key has a TTL */
     int duplicate;              /* already visited in this pass */
+    int acquired;               /* a new key, or a new timed holder: the
+                                 * lock was taken since the last sighting
+                                 * (its first sight) */
 };
 
 struct tracker *tracker_new(void);

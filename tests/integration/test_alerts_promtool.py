@@ -17,7 +17,8 @@ DIR = os.path.join(h.REPO, "packaging", "prometheus")
 RULES = os.path.join(DIR, "lockwatch-rules.yml")
 TESTS = os.path.join(DIR, "lockwatch-rules.test.yml")
 ALERTNAMES = {"LockLeaked", "LockHeldTooLong", "LockReentrancyHigh", "LockWaitP99High",
-              "LockTargetDown", "LockShardDown", "LockRedlockSplit"}
+              "LockTargetDown", "LockShardDown", "LockRedlockSplit", "LockLeaseTooShort",
+              "LockCountSurge", "LockLeaseTooLong"}
 
 
 def promtool(*args):
@@ -31,7 +32,7 @@ class PromRules(h.TestCase):
     def test_check_rules(self):
         rc, out = promtool("check", "rules", RULES)
         self.assertEqual(rc, 0, out)
-        self.assertIn("7 rules found", out)
+        self.assertIn("12 rules found", out)
 
     def test_rule_unit_tests(self):
         rc, out = promtool("test", "rules", TESTS)
@@ -63,7 +64,7 @@ class PromRules(h.TestCase):
         rs.client().set("lock:x:1", "t")
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.addCleanup(s.close)
-        s.sendto(b"lw1 wait lock:x:1 1000 ok", ("127.0.0.1", udp))
+        s.sendto(b"lw1 wait lock:x:1 1000 ok\nlw1 hold lock:x:1 2000", ("127.0.0.1", udp))
         ag.wait_scans(1)
         def exported():
             names = {n for n, _, _ in ag.metrics()}

@@ -593,6 +593,38 @@ some_waits(void)
  * formats, a read error, follow figures and offenders; a target down; a
  * cluster target with shards; one not scanned yet; a judged Redlock
  * group; wait statistics; alerts; release counters. */
+/* A class trend view (issue 28) over the first class of w, whose holds
+ * get a window so that the headroom gauge has a value. */
+static struct classtrend_view *
+some_trend(struct waitstats_view *w)
+{
+    struct classtrend_view *tv = calloc(1, sizeof(*tv));
+    struct classtrend_class *c;
+
+    assert_non_null(tv);
+    assert_true(w->nclasses > 0);
+    tv->classes = calloc(1, sizeof(*tv->classes));
+    tv->names = strdup(w->classes[0].name);
+    assert_non_null(tv->classes);
+    assert_non_null(tv->names);
+    tv->nclasses = 1;
+    c = &tv->classes[0];
+    c->name = tv->names;
+    c->count = 300;
+    c->baseline_known = true;
+    c->baseline = 100;
+    c->created_total = 7;
+    c->deleted_total = 5;
+    c->lease_bucket[6] = 2;     /* two leases of 5 s < l <= 10 s */
+    c->lease_count = 2;
+    c->lease_sum_s = 19.5;
+    c->lease_known = true;
+    c->lease_ms = 10000;
+    w->classes[0].hold_window_count = 1000;
+    w->classes[0].hold_p999_us = 9e6;
+    return tv;
+}
+
 static void
 full_view(struct view *v, struct alerts **al, atomic_uint_fast64_t *releases)
 {
@@ -656,6 +688,7 @@ full_view(struct view *v, struct alerts **al, atomic_uint_fast64_t *releases)
     v->top_offenders = 20;
     v->now_ms = NOW;
     v->wait = some_waits();
+    v->trend = some_trend(v->wait);
     memset(&cfg, 0, sizeof(cfg));
     cfg.webhooks = &hook;
     cfg.nwebhooks = 1;
