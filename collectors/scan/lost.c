@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lost.c - locks lost at a failover, restart or flush: when the server
+ * under a target changes, the last view before the change is compared
+ * with the first complete view after it.
+ *
+ * The scanner keeps a reference to the last ok snapshot it returned (a
+ * full scan's, or follow mode's replay, which saw every unlock up to the
+ * change), and every full pass reads each node's identity first (run_id
+ * and flush counts, serverinfo.h).  When a pass finds another identity -
+ * a restart (another run_id, same address), a failover (another address:
+ * Sentinel promoted a replica, a cluster shard's primary moved), a flush
+ * (FLUSHDB, FLUSHALL, SWAPDB) - each lock the view before kept is looked
+ * up in what the pass saw (the tracker, which holds every lock of the
+ * pass, not only those the snapshot keeps in detail): gone, or there by
+ * another holder, it is lost, unless its TTL had run out by the end of the
+ * pass (it expired, as it would have anyway).  A cluster compares only
+ * the locks whose slot a changed shard serves.
+ *
+ * Only locks the view before kept in detail are compared (the worst
+ * SNAP_RETAIN_MAX); a larger view says so (snap_lost.partial).  In scan
+ * mode a lock released normally between the last scan before the change
+ * and the change looks lost too: nothing shows the release.
+ *
+ * One loss is counted per lock (lockwatch_locks_lost_total{cause}), kept
+ * in the scanner (its list bounded, oldest hold first) and stamped on
+ * every later snapshot, where the rule LockLostAtFailover reads it, and
+ * pushed as one event for the whole change (its detail names the keys,
+ * bounded).
+ */
+#include "collectors/scan/scan_impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/events/events.h"
+#include "collectors/locks/lostview.h"
+#include "common/keyhash.h"
+#include "common/keytext.h"
+#include "common/log.h"
+
+/* Which slots changed servers, and why (cluster). */
+struct changed {
+    bool any;
+    enum lost_cause cause;
+    const char *was, *now;      /* the first changed node, before and after */
+    uint8_t *slots;             /* CLUSTER_SLOTS flags; NULL: every lock */
+};
+
+/* Standalone and Sentinel: one node before, one after. */
+static bool
+single_changed(const struct snapshot *b, const struct snapshot *s, struct changed *ch)
+{
+    ch->any = lost_server_changed(&b->server, b->node, &s->server, s->node, &ch->cause);
+    ch->was = b->node;
+    ch->now = s->node;
+    return ch->any;
+}
+
+/* A shard of before b serving the same slots as after-shard sh; NULL. */
+static const struct snap_shard *
+shard_before(const struct snapshot *b, const struct snap_shard *sh)
+{
+    size_t j;
+
+    for (j = 0; j < b->nshards; j++)
+        if (b->shards[j].ok && strcmp(b->shards[j].shard, sh->shard) == 0)
+            return &b->shards[j];
+    return NULL;
+}
+
+/* Cluster: the slots of each shard read ok whose server changed.  false
+ * when none did (or on ENOMEM: nothing is claimed). */
+static bool
+cluster_changed(const struct snapshot *b, const struct snapshot *s,
+                const struct cluster_topo *topo, struct changed *ch)
+{
+    enum lost_cause cause;
+    size_t i, slot;
+
+    for (i = 0; i < s->nshards && i < topo->nshards; i++) {
+        const struct snap_shard *sh = &s->shards[i], *was = shard_before(b, sh);
+
+        if (!sh->ok || was == NULL ||
+            !lost_server_changed(&was->server, was->node, &sh->server, sh->node, &cause))
+            continue;
+        if (ch->slots == NULL && (ch->slots = calloc(CLUSTER_SLOTS, 1)) == NULL)
+            return false;
+        if (!ch->any) {
+            ch->was = was->node;
+            ch->now = sh->node;
+            ch->cause = cause;
+        }
+        ch->cause = lost_cause_worse(ch->cause, cause);
+        ch->any = true;
+        for (slot = 0; slot < CLUSTER_SLOTS; slot++)
+            if (topo->slot_shard[slot] == i)
+                ch->slots[slot] = 1;
+    }
+    return ch->any;
+}
+
+/* Is lock l of the view before lost in the pass just made? */
+static bool
+lock_lost(const struct scanner *sc, const struct snap_lock *l, int64_t after_ms, bool *taken)
+{
+    uint32_t hh;
+
+    *taken = false;
+    if (l->expires_ms > 0 && l->expires_ms <= after_ms)
+        return false;           /* its TTL ran out: it expired */
+    if (!tracker_holder(sc->tracker, keyhash(l->key, l->key_len), sc->pass, &hh))
+        return true;            /* gone */
+    if (hh == 0 || lost_same_holder(l, hh))
+        return false;
+    *taken = true;
+    return true;
+}
+
+/* "k1, k2 (taken), ... and N more": the event's detail. */
+static void
+detail_of(const struct snap_lost *lo, char *out, size_t size)
+{
+    char key[KEYTEXT_SANITIZED_MAX(LOST_KEY_MAX)];
+    size_t used, i;
+    int n;
+
+    n = snprintf(out, size, "%" PRIu64 " lock%s lost at a %s (%s, was %s): ", lo->count,
+                 lo->count == 1 ? "" : "s", lost_cause_name(lo->cause), lo->now, lo->was);
+    used = n > 0 && (size_t)n < size ? (size_t)n : size - 1;
+    for (i = 0; i < lo->nlisted; i++) {
+        const struct snap_lost_lock *e = &lo->listed[i];
+
+        keytext_sanitize(key, sizeof(key), e->key, e->key_len);
+        /* room kept for the tail */
+        if (used + strlen(key) + 40 >= size)
+            break;
+        n = snprintf(out + used, size - used, "%s%s%s%s", i > 0 ? ", " : "", key,
+                     e->key_cut ? "\xe2\x80\xa6" : "", e->taken ? " (another holder now)" : "");
+        if (n > 0)
+            used += (size_t)n < size - used ? (size_t)n : size - used - 1;
+    }
+    if (lo->count > i)
+        snprintf(out + used, size - used, " and %" PRIu64 " more", lo->count - i);
+}
+
+/* Log the loss and push its one event. */
+static void
+announce(const struct scanner *sc, const struct snap_lost *lo)
+{
+    char detail[EVENT_TEXT_MAX], holder[KEYTEXT_SANITIZED_MAX(LOST_HOLDER_MAX)];
+    const struct snap_lost_lock *e = &lo->listed[0];
+    struct event_in ev;
+
+    detail_of(lo, detail, sizeof(detail));
+    log_warnx("target %s: %s", sc->name, detail);
+    memset(&ev, 0, sizeof(ev));
+    ev.kind = EVENT_LOST_AT_FAILOVER;
+    ev.target = sc->name;
+    ev.detail = detail;
+    ev.seconds = -1;
+    if (lo->nlisted > 0) {
+        keytext_sanitize(holder, sizeof(holder), e->holder, e->holder_len);
+        ev.key = e->key;
+        ev.keylen = e->key_len;
+        ev.holder = holder;
+        ev.seconds = (double)(lo->at_ms - e->first_seen_ms) / 1000.0;
+    }
+    events_push(&ev);
+}
+
+void
+lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *topo)
+{
+    const struct snapshot *b = sc->last_view;
+    struct changed ch;
+    struct snap_lost lo;
+    bool taken;
+    size_t i;
+
+    memset(&ch, 0, sizeof(ch));
+    if (b == NULL || !b->ok)
+        return;
+    if (!(topo != NULL ? cluster_changed(b, s, topo, &ch) : single_changed(b, s, &ch)))
+        goto out;
+    memset(&lo, 0, sizeof(lo));
+    lo.at_ms = s->finished_ms;
+    lo.before_ms = b->finished_ms;
+    lo.cause = (uint8_t)ch.cause;
+    snprintf(lo.was, sizeof(lo.was), "%s", ch.was);
+    snprintf(lo.now, sizeof(lo.now), "%s", ch.now);
+    lo.partial = !snapshot_complete(b);
+    for (i = 0; i < b->nlocks; i++) {
+        const struct snap_lock *l = b->locks[i];
+
+        if (ch.slots != NULL && !ch.slots[cluster_keyslot(l->key, l->key_len)])
+            continue;
+        lo.compared++;
+        if (lock_lost(sc, l, s->finished_ms, &taken))
+            lost_note(&lo, l, taken);
+    }
+    log_info("target %s: the server changed (a %s: %s, was %s); %" PRIu64 " of %" PRIu64
+             " locks compared were lost", sc->name, lost_cause_name(ch.cause), ch.now, ch.was,
+             lo.count, lo.compared);
+    if (lo.count == 0)
+        goto out;
+    sc->counters.lost_total[ch.cause] += lo.count;
+    sc->lost = lo;
+    announce(sc, &sc->lost);
+out:
+    free(ch.slots);
+}
+
+void
+lost_stamp(struct scanner *sc, struct snapshot *s)
+{
+    s->lost = sc->lost;
+    if (!s->ok)
+        return;
+    snapshot_ref(s);
+    snapshot_unref(sc->last_view);
+    sc->last_view = s;
+}
