@@ -42,6 +42,7 @@
 #include "agent/http/routes.h"
 #include "agent/http/throttle.h"
 #include "alerts/alerts.h"
+#include "collectors/locks/lostview.h"
 #include "common/keytext.h"
 
 static void
@@ -399,6 +400,24 @@ read_errors_by_kind(struct metrics_out *o, const struct metric_family *mf)
             target_label(o->sb, mf->name, o->v->targets[i].name);
             sb_addf(o->sb, ",kind=\"%s\"} %" PRIu64 "\n",
                     scan_read_error_name((enum scan_read_error)k), s->counters.read_errors[k]);
+        }
+    }
+}
+
+/* Every cause for every target, 0 until it happens: 3 series a target,
+ * so increase() sees the first loss (collectors/scan/lost.c). */
+static void
+lost_by_cause(struct metrics_out *o, const struct metric_family *mf)
+{
+    size_t i, k;
+
+    for (i = 0; i < o->v->ntargets; i++) {
+        const struct snapshot *s = o->v->targets[i].snap;
+
+        for (k = 0; k < LOST_CAUSE_COUNT; k++) {
+            target_label(o->sb, mf->name, o->v->targets[i].name);
+            sb_addf(o->sb, ",cause=\"%s\"} %" PRIu64 "\n", lost_cause_name((enum lost_cause)k),
+                    s != NULL ? s->counters.lost_total[k] : 0);
         }
     }
 }
@@ -779,6 +798,10 @@ const struct metric_family metric_families[] = {
     { "lockwatch_scan_read_errors_total", "counter", SRC_VIEW, read_errors_by_kind, 0, VAL_U64,
       "Reads of a key's type or value refused with an error reply other than WRONGTYPE, "
       "by error code; each fails its scan." },
+    { "lockwatch_locks_lost_total", "counter", SRC_VIEW, lost_by_cause, 0, VAL_U64,
+      "Locks lost at a change of the target's server (cause: restart, failover, flush): held "
+      "in the last view before, gone with no release seen (or held by another holder) in the "
+      "first after, their TTL not run out; each loss raises LockLostAtFailover." },
     { "lockwatch_class_overflow_keys", "gauge", SRC_VIEW, up_targets,
       offsetof(struct snapshot, classes_overflowed), VAL_U64,
       "Keys counted in class \"other\" because the target reached its class cap (last scan)." },
