@@ -119,16 +119,29 @@ lock_lost(const struct scanner *sc, const struct snap_lock *l, int64_t after_ms,
     return true;
 }
 
-/* "k1, k2 (taken), ... and N more": the event's detail. */
+/* "a failover to B (was A)", "a restart of A", "a flush of A": as the
+ * alert's text says it (alerts/rules.c). */
+static void
+change_text(enum lost_cause cause, const char *was, const char *now, char *out, size_t size)
+{
+    if (cause == LOST_FAILOVER)
+        snprintf(out, size, "a failover to %s (was %s)", now, was);
+    else
+        snprintf(out, size, "a %s of %s", lost_cause_name(cause), now);
+}
+
+/* "N locks lost at <change>: k1, k2 (another holder now), ... and N
+ * more": the event's detail and the log line. */
 static void
 detail_of(const struct snap_lost *lo, char *out, size_t size)
 {
-    char key[KEYTEXT_SANITIZED_MAX(LOST_KEY_MAX)];
+    char key[KEYTEXT_SANITIZED_MAX(LOST_KEY_MAX)], change[600];
     size_t used, i;
     int n;
 
-    n = snprintf(out, size, "%" PRIu64 " lock%s lost at a %s (%s, was %s): ", lo->count,
-                 lo->count == 1 ? "" : "s", lost_cause_name(lo->cause), lo->now, lo->was);
+    change_text(lo->cause, lo->was, lo->now, change, sizeof(change));
+    n = snprintf(out, size, "%" PRIu64 " lock%s lost at %s: ", lo->count,
+                 lo->count == 1 ? "" : "s", change);
     used = n > 0 && (size_t)n < size ? (size_t)n : size - 1;
     for (i = 0; i < lo->nlisted; i++) {
         const struct snap_lost_lock *e = &lo->listed[i];
@@ -177,6 +190,7 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
     const struct snapshot *b = sc->last_view;
     struct changed ch;
     struct snap_lost lo;
+    char change[600];
     bool taken;
     size_t i;
 
@@ -201,9 +215,9 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
         if (lock_lost(sc, l, s->finished_ms, &taken))
             lost_note(&lo, l, taken);
     }
-    log_info("target %s: the server changed (a %s: %s, was %s); %" PRIu64 " of %" PRIu64
-             " locks compared were lost", sc->name, lost_cause_name(ch.cause), ch.now, ch.was,
-             lo.count, lo.compared);
+    change_text(ch.cause, ch.was, ch.now, change, sizeof(change));
+    log_info("target %s: the server changed (%s); %" PRIu64 " of %" PRIu64
+             " locks compared were lost", sc->name, change, lo.count, lo.compared);
     if (lo.count == 0)
         goto out;
     sc->counters.lost_total[ch.cause] += lo.count;
