@@ -135,17 +135,7 @@ class LostAtFailover(h.TestCase):
                                                   str(primary.port)])
         h.wait_until(lambda: replica.client().info("replication").get(
             "master_link_status") == "up", 20, desc="replica in sync")
-        sentinels = [topo.Sentinel(primary.port, down_after_ms=1000) for _ in range(3)]
-        for s in sentinels:
-            self.addCleanup(s.kill)
-
-        def ready(s):
-            flat = s.client().execute_command("SENTINEL", "MASTER", "mymaster")
-            info = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
-            return len(s.replicas()) == 1 and int(info["num-other-sentinels"]) == 2
-        for s in sentinels:
-            h.wait_until(lambda s=s: ready(s), 30,
-                         desc="sentinel :%d sees the replica and 2 sentinels" % s.port)
+        sentinels = topo.start_sentinels(self, primary.port, down_after_ms=1000)
         return primary, replica, sentinels
 
     def sentinel_agent(self, sentinels, follow):

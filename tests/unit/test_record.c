@@ -4,17 +4,21 @@
  * scan_record() of scanrun.h), without Redis: keys in parsed values go in
  * through the step, and the snapshot the run finishes says what a scan
  * would have published (format, class, holders, states, duplicates,
- * first-seen times kept across passes, the keep hook).
+ * first-seen times kept across passes, the keep hook), and what a change
+ * of server between two passes loses (collectors/scan/lost.c: the count by
+ * cause, the list carried on, the one event).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include "collectors/events/events.h"
 #include "collectors/formats/formats.h"
 #include "collectors/scan/scan_impl.h"
 
@@ -338,6 +342,155 @@ keep_hook(void **state)
     assert_int_equal(kp.read_ms[1], f->snap->started_ms);
 }
 
+/* ---- locks lost at a change of server (collectors/scan/lost.c) ---------- */
+
+/* The pass ends, finished after_ms after its start, on node whose INFO said
+ * run_id (NULL: refused) and flushes; compared with the view before and
+ * stamped, as scanner_run() does. */
+static void
+pass_end_on(struct fixture *f, const char *node, const char *run_id, long long flushes,
+            int64_t after_ms)
+{
+    struct snapshot *s;
+
+    pass_end(f);
+    s = f->snap;
+    s->finished_ms = s->started_ms + after_ms;
+    snprintf(s->node, sizeof(s->node), "%s", node);
+    s->server.have = run_id != NULL;
+    snprintf(s->server.run_id, sizeof(s->server.run_id), "%s", run_id != NULL ? run_id : "");
+    s->server.flushes = flushes;
+    lost_compare(f->sc, s, NULL);
+    s->counters = f->sc->counters;
+    lost_stamp(f->sc, s);
+}
+
+static void
+first_view(struct fixture *f)
+{
+    pass_begin(f);
+    put_string(f, "lock:a", "tok-a", 60000, 0, -1);
+    put_string(f, "lock:b", "tok-b", 60000, 0, -1);
+    put_string(f, "lock:c", "tok-c", 100, 0, -1);          /* runs out before the next view */
+    put_string(f, "lock:d", "tok-d", -1, 0, -1);           /* no TTL */
+    put_string(f, "lock:e", "tok-e", 60000, 0, -1);
+    pass_end_on(f, "10.0.0.1:6379", "run-A", 0, 10);
+}
+
+static void
+collect(const struct event *e, void *arg)
+{
+    char *out = arg;
+
+    assert_int_equal(e->kind, EVENT_LOST_AT_FAILOVER);
+    assert_string_equal(e->target, "t");
+    snprintf(out, 1024, "%s", e->detail);
+}
+
+/* A restart: gone, taken by another holder, and expired are told apart. */
+static void
+restart_loses_the_unexpired(void **state)
+{
+    struct fixture *f = *state;
+    struct snapshot *s;
+    char detail[1024] = "";
+    int64_t at;
+    size_t i;
+
+    events_reset();
+    first_view(f);
+    pass_begin(f);
+    put_string(f, "lock:b", "tok-other", 60000, 0, -1);    /* taken anew by another */
+    put_string(f, "lock:e", "tok-e", 60000, 0, -1);        /* the same holder: survived */
+    pass_end_on(f, "10.0.0.1:6379", "run-B", 0, 1000);
+    s = f->snap;
+    assert_int_equal(s->lost.count, 3);         /* a, b, d; c expired */
+    assert_int_equal(s->lost.compared, 5);
+    assert_int_equal(s->lost.cause, LOST_RESTART);
+    assert_int_equal(s->counters.lost_total[LOST_RESTART], 3);
+    assert_int_equal(s->lost.nlisted, 3);
+    for (i = 0; i < s->lost.nlisted; i++) {
+        const struct snap_lost_lock *e = &s->lost.listed[i];
+
+        assert_true(e->key_len == 6);
+        assert_true(memcmp(e->key, "lock:c", 6) != 0 && memcmp(e->key, "lock:e", 6) != 0);
+        assert_int_equal(e->taken, memcmp(e->key, "lock:b", 6) == 0);
+    }
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 1);
+    assert_int_equal(events_each(0, 0, collect, detail), 1);
+    assert_non_null(strstr(detail, "3 locks lost at a restart of 10.0.0.1:6379: "));
+    assert_non_null(strstr(detail, "lock:b (another holder now)"));
+    assert_non_null(strstr(detail, "lock:a"));
+    assert_non_null(strstr(detail, "lock:d"));
+    at = s->lost.at_ms;
+
+    /* the next view, same server: nothing new, the loss carried on */
+    pass_begin(f);
+    put_string(f, "lock:e", "tok-e", 60000, 0, -1);
+    pass_end_on(f, "10.0.0.1:6379", "run-B", 0, 1000);
+    s = f->snap;
+    assert_int_equal(s->lost.count, 3);
+    assert_int_equal(s->lost.at_ms, at);
+    assert_int_equal(s->counters.lost_total[LOST_RESTART], 3);
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 1);
+}
+
+/* Another address and run_id is a failover; other flush counts a flush. */
+static void
+failover_and_flush(void **state)
+{
+    struct fixture *f = *state;
+    struct snapshot *s;
+
+    events_reset();
+    first_view(f);
+    pass_begin(f);
+    pass_end_on(f, "10.0.0.2:6379", "run-R", 0, 10);
+    s = f->snap;
+    assert_int_equal(s->lost.cause, LOST_FAILOVER);
+    assert_int_equal(s->lost.count, 5);         /* c has not run out yet */
+    assert_string_equal(s->lost.was, "10.0.0.1:6379");
+    assert_string_equal(s->lost.now, "10.0.0.2:6379");
+
+    pass_begin(f);
+    put_string(f, "lock:x", "tok-x", 60000, 0, -1);
+    pass_end_on(f, "10.0.0.2:6379", "run-R", 0, 10);
+    pass_begin(f);
+    pass_end_on(f, "10.0.0.2:6379", "run-R", 1, 10);
+    s = f->snap;
+    assert_int_equal(s->lost.cause, LOST_FLUSH);
+    assert_int_equal(s->lost.count, 1);
+    assert_int_equal(s->counters.lost_total[LOST_FAILOVER], 5);
+    assert_int_equal(s->counters.lost_total[LOST_FLUSH], 1);
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 2);
+}
+
+/* Locks gone with the same server (released), or with INFO refused
+ * (nothing known about the server): nothing is lost. */
+static void
+no_change_no_loss(void **state)
+{
+    struct fixture *f = *state;
+    struct snapshot *s;
+
+    events_reset();
+    first_view(f);
+    pass_begin(f);
+    pass_end_on(f, "10.0.0.1:6379", "run-A", 0, 10);
+    s = f->snap;
+    assert_int_equal(s->lost.count, 0);
+    pass_begin(f);
+    put_string(f, "lock:a", "tok-a", 60000, 0, -1);
+    pass_end_on(f, "10.0.0.1:6379", "run-A", 0, 10);
+    pass_begin(f);
+    pass_end_on(f, "10.0.0.1:6379", NULL, 0, 10);
+    s = f->snap;
+    assert_int_equal(s->lost.count, 0);
+    assert_int_equal(s->counters.lost_total[LOST_RESTART] + s->counters.lost_total[LOST_FLUSH] +
+                     s->counters.lost_total[LOST_FAILOVER], 0);
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 0);
+}
+
 int
 main(void)
 {
@@ -348,6 +501,9 @@ main(void)
         cmocka_unit_test_setup_teardown(duplicates, setup, teardown),
         cmocka_unit_test_setup_teardown(first_seen_across_passes, setup, teardown),
         cmocka_unit_test_setup_teardown(keep_hook, setup, teardown),
+        cmocka_unit_test_setup_teardown(restart_loses_the_unexpired, setup, teardown),
+        cmocka_unit_test_setup_teardown(failover_and_flush, setup, teardown),
+        cmocka_unit_test_setup_teardown(no_change_no_loss, setup, teardown),
     };
 
     return cmocka_run_group_tests_name("record", tests, NULL, NULL);

@@ -762,6 +762,7 @@ families_without_their_source_are_left_out(void **state)
 
 /* lockwatch_locks_lost_total: every cause for every target, 0 until it
  * happens, then the target's count. */
+#define LOST "lockwatch_locks_lost_total{target=\""
 static void
 locks_lost_by_cause(void **state)
 {
@@ -773,10 +774,10 @@ locks_lost_by_cause(void **state)
     snaps[0]->counters.lost_total[LOST_FAILOVER] = 20;
     view_of(&v, snaps, 2, 20);
     text = metrics_of(&v);
-    assert_non_null(strstr(text, "lockwatch_locks_lost_total{target=\"main\",cause=\"failover\"} 20\n"));
-    assert_non_null(strstr(text, "lockwatch_locks_lost_total{target=\"main\",cause=\"restart\"} 0\n"));
-    assert_non_null(strstr(text, "lockwatch_locks_lost_total{target=\"main\",cause=\"flush\"} 0\n"));
-    assert_non_null(strstr(text, "lockwatch_locks_lost_total{target=\"other\",cause=\"failover\"} 0\n"));
+    assert_non_null(strstr(text, LOST "main\",cause=\"failover\"} 20\n"));
+    assert_non_null(strstr(text, LOST "main\",cause=\"restart\"} 0\n"));
+    assert_non_null(strstr(text, LOST "main\",cause=\"flush\"} 0\n"));
+    assert_non_null(strstr(text, LOST "other\",cause=\"failover\"} 0\n"));
     free(text);
     view_release(&v);
 }
