@@ -15,7 +15,11 @@
  * pass, not only those the snapshot keeps in detail): gone, or there by
  * another holder, it is lost, unless its TTL had run out by the end of the
  * pass (it expired, as it would have anyway).  A cluster compares only
- * the locks whose slot a changed shard serves.
+ * the locks whose slot a changed shard serves, each shard against the
+ * last view that read it: a cluster snapshot is ok with a shard that
+ * failed (and none of that shard's locks), so the scanner keeps the last
+ * whole view too, and a shard that comes back from a restart is compared
+ * with it.
  *
  * Only locks the view before kept in detail are compared (the worst
  * SNAP_RETAIN_MAX); a larger view says so (snap_lost.partial).  In scan
@@ -41,12 +45,18 @@
 #include "common/keytext.h"
 #include "common/log.h"
 
-/* Which slots changed servers, and why (cluster). */
+/* The views before: [0] the last ok one, [1] the last whole one (a
+ * cluster's with every shard read; else the same).  Which slots changed
+ * servers, why, and which view before holds their locks. */
+#define VIEWS 2
+
 struct changed {
     bool any;
     enum lost_cause cause;
     const char *was, *now;      /* the first changed node, before and after */
-    uint8_t *slots;             /* CLUSTER_SLOTS flags; NULL: every lock */
+    uint8_t *slots;             /* CLUSTER_SLOTS entries: 0 unchanged, else
+                                 * 1 + the index of its view before; NULL:
+                                 * every lock, of view [0] */
 };
 
 /* Standalone and Sentinel: one node before, one after. */
@@ -59,29 +69,35 @@ single_changed(const struct snapshot *b, const struct snapshot *s, struct change
     return ch->any;
 }
 
-/* A shard of before b serving the same slots as after-shard sh; NULL. */
+/* The shard serving the same slots as after-shard sh as last read: in
+ * the last ok view if it was read there, else in the last whole one;
+ * *from gets which.  NULL when neither read it. */
 static const struct snap_shard *
-shard_before(const struct snapshot *b, const struct snap_shard *sh)
+shard_before(const struct snapshot *const views[VIEWS], const struct snap_shard *sh,
+             size_t *from)
 {
-    size_t j;
+    size_t v, j;
 
-    for (j = 0; j < b->nshards; j++)
-        if (b->shards[j].ok && strcmp(b->shards[j].shard, sh->shard) == 0)
-            return &b->shards[j];
+    for (v = 0; v < VIEWS; v++)
+        for (j = 0; views[v] != NULL && j < views[v]->nshards; j++)
+            if (views[v]->shards[j].ok && strcmp(views[v]->shards[j].shard, sh->shard) == 0) {
+                *from = v;
+                return &views[v]->shards[j];
+            }
     return NULL;
 }
 
-/* Cluster: the slots of each shard read ok whose server changed.  false
- * when none did (or on ENOMEM: nothing is claimed). */
+/* Cluster: the slots of each shard read ok whose server changed since it
+ * was last read.  false when none did (or on ENOMEM: nothing is claimed). */
 static bool
-cluster_changed(const struct snapshot *b, const struct snapshot *s,
+cluster_changed(const struct snapshot *const views[VIEWS], const struct snapshot *s,
                 const struct cluster_topo *topo, struct changed *ch)
 {
     enum lost_cause cause;
-    size_t i, slot;
+    size_t i, slot, from = 0;
 
     for (i = 0; i < s->nshards && i < topo->nshards; i++) {
-        const struct snap_shard *sh = &s->shards[i], *was = shard_before(b, sh);
+        const struct snap_shard *sh = &s->shards[i], *was = shard_before(views, sh, &from);
 
         if (!sh->ok || was == NULL ||
             !lost_server_changed(&was->server, was->node, &sh->server, sh->node, &cause))
@@ -97,7 +113,7 @@ cluster_changed(const struct snapshot *b, const struct snapshot *s,
         ch->any = true;
         for (slot = 0; slot < CLUSTER_SLOTS; slot++)
             if (topo->slot_shard[slot] == i)
-                ch->slots[slot] = 1;
+                ch->slots[slot] = (uint8_t)(1 + from);
     }
     return ch->any;
 }
@@ -184,37 +200,51 @@ announce(const struct scanner *sc, const struct snap_lost *lo)
     events_push(&ev);
 }
 
-void
-lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *topo)
+/* Compare the locks of view v whose slot changed (every lock without a
+ * slot table) with the pass just made, into lo. */
+static void
+compare_view(const struct scanner *sc, const struct snapshot *b, size_t v,
+             const struct changed *ch, int64_t after_ms, struct snap_lost *lo)
 {
-    const struct snapshot *b = sc->last_view;
-    struct changed ch;
-    struct snap_lost lo;
-    char change[600];
     bool taken;
     size_t i;
 
-    memset(&ch, 0, sizeof(ch));
-    if (b == NULL || !b->ok)
-        return;
-    if (!(topo != NULL ? cluster_changed(b, s, topo, &ch) : single_changed(b, s, &ch)))
-        goto out;
-    memset(&lo, 0, sizeof(lo));
-    lo.at_ms = s->finished_ms;
-    lo.before_ms = b->finished_ms;
-    lo.cause = (uint8_t)ch.cause;
-    snprintf(lo.was, sizeof(lo.was), "%s", ch.was);
-    snprintf(lo.now, sizeof(lo.now), "%s", ch.now);
-    lo.partial = !snapshot_complete(b);
     for (i = 0; i < b->nlocks; i++) {
         const struct snap_lock *l = b->locks[i];
 
-        if (ch.slots != NULL && !ch.slots[cluster_keyslot(l->key, l->key_len)])
+        if (ch->slots != NULL && ch->slots[cluster_keyslot(l->key, l->key_len)] != 1 + v)
             continue;
-        lo.compared++;
-        if (lock_lost(sc, l, s->finished_ms, &taken))
-            lost_note(&lo, l, taken);
+        lo->compared++;
+        if (!snapshot_complete(b))
+            lo->partial = true;
+        if (lock_lost(sc, l, after_ms, &taken))
+            lost_note(lo, l, taken);
     }
+}
+
+void
+lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *topo)
+{
+    const struct snapshot *const views[VIEWS] = { sc->last_view, sc->last_whole };
+    struct changed ch;
+    struct snap_lost lo;
+    char change[600];
+    size_t v;
+
+    memset(&ch, 0, sizeof(ch));
+    if (views[0] == NULL)
+        return;
+    if (!(topo != NULL ? cluster_changed(views, s, topo, &ch) : single_changed(views[0], s, &ch)))
+        goto out;
+    memset(&lo, 0, sizeof(lo));
+    lo.at_ms = s->finished_ms;
+    lo.before_ms = views[0]->finished_ms;
+    lo.cause = (uint8_t)ch.cause;
+    snprintf(lo.was, sizeof(lo.was), "%s", ch.was);
+    snprintf(lo.now, sizeof(lo.now), "%s", ch.now);
+    for (v = 0; v < VIEWS; v++)
+        if (v == 0 || (ch.slots != NULL && views[v] != NULL && views[v] != views[0]))
+            compare_view(sc, views[v], v, &ch, s->finished_ms, &lo);
     change_text(ch.cause, ch.was, ch.now, change, sizeof(change));
     log_info("target %s: the server changed (%s); %" PRIu64 " of %" PRIu64
              " locks compared were lost", sc->name, change, lo.count, lo.compared);
@@ -227,6 +257,19 @@ out:
     free(ch.slots);
 }
 
+/* Does s hold every shard's locks (a cluster's with a shard that failed
+ * does not)? */
+static bool
+whole(const struct snapshot *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->nshards; i++)
+        if (!s->shards[i].ok)
+            return false;
+    return true;
+}
+
 void
 lost_stamp(struct scanner *sc, struct snapshot *s)
 {
@@ -236,4 +279,9 @@ lost_stamp(struct scanner *sc, struct snapshot *s)
     snapshot_ref(s);
     snapshot_unref(sc->last_view);
     sc->last_view = s;
+    if (!whole(s))
+        return;
+    snapshot_ref(s);
+    snapshot_unref(sc->last_whole);
+    sc->last_whole = s;
 }

@@ -82,6 +82,7 @@ scanner_free(struct scanner *sc)
     free(sc->known);
     tracker_free(sc->tracker);
     snapshot_unref(sc->last_view);
+    snapshot_unref(sc->last_whole);
     free(sc->name);
     free(sc);
 }

@@ -78,6 +78,9 @@ struct scanner {
     /* locks lost at a change of server (lost.c) */
     struct snapshot *last_view; /* the last ok snapshot returned (a full
                                  * scan's or a replay's): the view before */
+    struct snapshot *last_whole;    /* the last of them with every cluster
+                                     * shard read (else last_view's): the
+                                     * view before of a shard that failed */
     struct server_id server;  /* standalone, sentinel: the last pass's node */
     struct snap_lost lost;      /* the last loss, stamped on every snapshot */
 };

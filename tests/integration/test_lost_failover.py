@@ -12,6 +12,8 @@ then
   the primary killed, the replica resumed and promoted): the same, cause
   "failover" (scan and follow mode);
 - FLUSHDB under the agent (scan mode): cause "flush";
+- one primary of a 3-primary Redis Cluster restarted without persistence:
+  only the locks of its slots are lost, and named;
 - a Sentinel failover to an in-sync replica, and a restart where the locks
   expired on their own: no alert, nothing counted.
 Each prints the time from the target being back to the alert.
@@ -126,6 +128,33 @@ class LostAtFailover(h.TestCase):
         self.wait_locks(ag)
         rs.client().flushdb()
         self.expect_lost(ag, time.monotonic(), "flush", "FLUSHDB (scan mode)")
+
+    # ---- Cluster -----------------------------------------------------------------
+
+    def test_cluster_primary_restart(self):
+        c = topo.start_cluster(self, primaries=3)
+        keys = ["%s%02d" % (PREFIX, i) for i in range(N)]
+        c.load([("SET", k, "tok-" + k[-2:], "PX", 600000) for k in keys])
+        node = c.node_of(keys[0])
+        mine = [k for k in keys if c.node_of(k) is node]
+        ag = self.start_agent(targets=[("main", c.url)], scan_interval="%gs" % INTERVAL,
+                              target_extra={"mode": "cluster", "incremental": "off"})
+        self.wait_locks(ag)
+        node.restart()          # its slots stay its own (no replica); its keys are gone
+        back = time.monotonic()
+        got = ag.wait_for(lambda: self.lost_alerts(ag) or None, 20, interval=0.05,
+                          desc="LockLostAtFailover after a cluster primary's restart")
+        print("cluster primary restart: LockLostAtFailover %.2fs after the node was back, "
+              "%d of %d locks on it" % (time.monotonic() - back, len(mine), N))
+        self.assertEqual(len(got), 1, got)
+        desc = got[0]["annotations"]["description"]
+        for k in keys:
+            if k in mine:
+                self.assertIn(k + " (", desc)
+            else:
+                self.assertNotIn(k + " (", desc)
+        self.assertEqual(self.lost_total(ag, "restart"), len(mine))
+        self.assertEqual(self.lost_total(ag), len(mine))
 
     # ---- Sentinel ----------------------------------------------------------------
 
