@@ -285,3 +285,12 @@ lost_stamp(struct scanner *sc, struct snapshot *s)
     snapshot_unref(sc->last_whole);
     sc->last_whole = s;
 }
+
+void
+lost_forget(struct scanner *sc)
+{
+    snapshot_unref(sc->last_view);
+    snapshot_unref(sc->last_whole);
+    sc->last_view = NULL;
+    sc->last_whole = NULL;
+}

@@ -81,8 +81,7 @@ scanner_free(struct scanner *sc)
     free(sc->conns);
     free(sc->known);
     tracker_free(sc->tracker);
-    snapshot_unref(sc->last_view);
-    snapshot_unref(sc->last_whole);
+    lost_forget(sc);
     free(sc->name);
     free(sc);
 }
@@ -531,6 +530,7 @@ check_conn_key(struct scanner *sc, const struct target_conf *t)
     if (conn_key(t) == sc->conn_key)
         return;
     scanner_disconnect(sc);
+    lost_forget(sc);            /* another server by config is no failover */
     free(sc->known);
     sc->known = NULL;
     sc->nknown = 0;

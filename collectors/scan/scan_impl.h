@@ -269,6 +269,10 @@ void lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_t
  * keep it as the view before the next change when it is ok. */
 void lost_stamp(struct scanner *sc, struct snapshot *s);
 
+/* Drop the views before (a reload aimed the target elsewhere: the next
+ * server is not a change to compare across).  The last loss stays. */
+void lost_forget(struct scanner *sc);
+
 /* ---- registry.c --------------------------------------------------------------- */
 
 /*

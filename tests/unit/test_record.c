@@ -491,6 +491,73 @@ no_change_no_loss(void **state)
     assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 0);
 }
 
+/* Cluster: two shards, slots 0-8191 and 8192-16383.  The pass ends with
+ * shard 1 read (ok1) or failed, each shard's INFO saying run0 / run1. */
+static void
+pass_end_cluster(struct fixture *f, bool ok1, const char *run0, const char *run1)
+{
+    static uint16_t slot_shard[CLUSTER_SLOTS];
+    struct cluster_topo topo = { .nshards = 2, .slot_shard = slot_shard };
+    const char *runs[2] = { run0, run1 };
+    struct snapshot *s;
+    size_t i;
+
+    for (i = 0; i < CLUSTER_SLOTS; i++)
+        slot_shard[i] = i < 8192 ? 0 : 1;
+    pass_end(f);
+    s = f->snap;
+    s->finished_ms = s->started_ms + 10;
+    assert_non_null(s->shards = calloc(2, sizeof(*s->shards)));
+    s->nshards = 2;
+    for (i = 0; i < 2; i++) {
+        snprintf(s->shards[i].shard, sizeof(s->shards[i].shard), i == 0 ? "0-8191" :
+                 "8192-16383");
+        snprintf(s->shards[i].node, sizeof(s->shards[i].node), "10.0.0.%zu:6379", i + 1);
+        s->shards[i].ok = i == 0 || ok1;
+        s->shards[i].server.have = true;
+        snprintf(s->shards[i].server.run_id, sizeof(s->shards[i].server.run_id), "%s",
+                 runs[i]);
+    }
+    lost_compare(f->sc, s, &topo);
+    s->counters = f->sc->counters;
+    lost_stamp(f->sc, s);
+}
+
+/* A shard that failed while it restarted: compared, when it is back, with
+ * the last view that read it, for its own slots only, and counted once. */
+static void
+cluster_shard_back_from_a_restart(void **state)
+{
+    struct fixture *f = *state;
+
+    events_reset();
+    assert_true(cluster_keyslot("lock:{b}:1", 10) < 8192);
+    assert_true(cluster_keyslot("lock:{a}:1", 10) >= 8192);
+    pass_begin(f);
+    put_string(f, "lock:{b}:1", "tok-b", 60000, 0, -1);
+    put_string(f, "lock:{a}:1", "tok-a", 60000, 0, -1);
+    put_string(f, "lock:{a}:2", "tok-a2", 60000, 0, -1);
+    pass_end_cluster(f, true, "run-0", "run-1");
+    /* shard 1 down: its locks are not in this view */
+    pass_begin(f);
+    put_string(f, "lock:{b}:1", "tok-b", 60000, 0, -1);
+    pass_end_cluster(f, false, "run-0", "");
+    assert_int_equal(f->snap->lost.count, 0);
+    /* back, restarted empty; shard 0's lock released meanwhile is no loss
+     * (its server did not change) */
+    pass_begin(f);
+    pass_end_cluster(f, true, "run-0", "run-1b");
+    assert_int_equal(f->snap->lost.count, 2);
+    assert_int_equal(f->snap->lost.compared, 2);
+    assert_int_equal(f->snap->lost.cause, LOST_RESTART);
+    assert_string_equal(f->snap->lost.now, "10.0.0.2:6379");
+    /* and the next pass says nothing new */
+    pass_begin(f);
+    pass_end_cluster(f, true, "run-0", "run-1b");
+    assert_int_equal(f->snap->counters.lost_total[LOST_RESTART], 2);
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 1);
+}
+
 int
 main(void)
 {
@@ -504,6 +571,7 @@ main(void)
         cmocka_unit_test_setup_teardown(restart_loses_the_unexpired, setup, teardown),
         cmocka_unit_test_setup_teardown(failover_and_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(no_change_no_loss, setup, teardown),
+        cmocka_unit_test_setup_teardown(cluster_shard_back_from_a_restart, setup, teardown),
     };
 
     return cmocka_run_group_tests_name("record", tests, NULL, NULL);
