@@ -14,8 +14,8 @@ then
 - FLUSHDB under the agent (scan mode): cause "flush";
 - one primary of a 3-primary Redis Cluster restarted without persistence:
   only the locks of its slots are lost, and named;
-- a Sentinel failover to an in-sync replica, and a restart where the locks
-  expired on their own: no alert, nothing counted.
+- a Sentinel failover to an in-sync replica (scan and follow mode), and a
+  restart where the locks expired on their own: no alert, nothing counted.
 Each prints the time from the target being back to the alert.
 """
 
@@ -216,9 +216,11 @@ class LostAtFailover(h.TestCase):
     def test_failover_unsynced_follow_mode(self):
         self.failover_unsynced(follow=True)
 
-    def test_failover_in_sync_loses_nothing(self):
+    def failover_in_sync(self, follow):
         primary, replica, sentinels = self.sentinel_pair()
-        ag = self.sentinel_agent(sentinels, follow=False)
+        ag = self.sentinel_agent(sentinels, follow)
+        if follow:
+            self.wait_following(ag)
         c = primary.client()
         write_locks(c)
         self.assertEqual(c.execute_command("WAIT", 1, 5000), 1)
@@ -232,6 +234,12 @@ class LostAtFailover(h.TestCase):
         self.assertEqual(self.lost_alerts(ag), [])
         self.assertEqual(self.lost_total(ag), 0)
         self.assertIn("0 of %d locks compared were lost" % N, ag.log_tail(200))
+
+    def test_failover_in_sync_scan_mode(self):
+        self.failover_in_sync(follow=False)
+
+    def test_failover_in_sync_follow_mode(self):
+        self.failover_in_sync(follow=True)
 
 
 if __name__ == "__main__":
