@@ -11,11 +11,12 @@ then
   to the primary cut and the replica stopped while the locks are written,
   the primary killed, the replica resumed and promoted): the same, cause
   "failover" (scan and follow mode);
-- FLUSHDB under the agent (scan mode): cause "flush";
+- FLUSHDB under the agent (scan and follow mode): cause "flush";
 - one primary of a 3-primary Redis Cluster restarted without persistence:
   only the locks of its slots are lost, and named;
-- a Sentinel failover to an in-sync replica (scan and follow mode), and a
-  restart where the locks expired on their own: no alert, nothing counted.
+- a Sentinel failover to an in-sync replica (scan and follow mode), a
+  restart with persistence (AOF), and a restart where the locks expired on
+  their own: no alert, nothing counted.
 Each prints the time from the target being back to the alert.
 """
 
@@ -120,14 +121,38 @@ class LostAtFailover(h.TestCase):
 
     # ---- flush ------------------------------------------------------------------
 
+    def flushdb(self, follow):
+        rs = self.start_redis(args=NOTIFY if follow else [])
+        ag = self.start_agent(rs, scan_interval="%gs" % INTERVAL,
+                              target_extra={"incremental": "on" if follow else "off"})
+        if follow:
+            self.wait_following(ag)
+        write_locks(rs.client())
+        self.wait_locks(ag)
+        rs.client().flushdb()
+        self.expect_lost(ag, time.monotonic(), "flush",
+                         "FLUSHDB (%s mode)" % ("follow" if follow else "scan"))
+
     def test_flushdb_scan_mode(self):
-        rs = self.start_redis()
+        self.flushdb(follow=False)
+
+    def test_flushdb_follow_mode(self):
+        self.flushdb(follow=True)
+
+    def test_restart_with_persistence_loses_nothing(self):
+        rs = self.start_redis(args=["--appendonly", "yes", "--appendfsync", "always"])
         ag = self.start_agent(rs, scan_interval="%gs" % INTERVAL,
                               target_extra={"incremental": "off"})
         write_locks(rs.client())
         self.wait_locks(ag)
-        rs.client().flushdb()
-        self.expect_lost(ag, time.monotonic(), "flush", "FLUSHDB (scan mode)")
+        rs.restart()
+        ag.wait_for(lambda: "the server changed (a restart of " in ag.log_tail(200), 20,
+                    desc="the restart seen")
+        time.sleep(INTERVAL + 1)
+        self.assertIn("0 of %d locks compared were lost" % N, ag.log_tail(200))
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks", target="main"), N)
+        self.assertEqual(self.lost_alerts(ag), [])
+        self.assertEqual(self.lost_total(ag), 0)
 
     # ---- Cluster -----------------------------------------------------------------
 
