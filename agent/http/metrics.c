@@ -8,7 +8,8 @@
  * Most rows share a renderer that reads one field of a snapshot, a class,
  * a shard or a counter set at the row's offset, so a new metric of that
  * shape is one row; a family with labels of its own has its renderer
- * above the table, and writes the row's name.
+ * above the table (or in metrics_targets.c, declared in metrics_impl.h,
+ * which keeps this file under the size limit), and writes the row's name.
  *
  * Cardinality is bounded by construction: per-target and per-class series
  * only (classes are capped per target), plus lockwatch_lock_offender_info
@@ -35,6 +36,7 @@
 #include <string.h>
 
 #include "agent/http/metrics.h"
+#include "agent/http/metrics_impl.h"
 
 #include "agent/http/guard.h"
 #include "agent/http/release_http.h"
@@ -43,7 +45,6 @@
 #include "agent/http/throttle.h"
 #include "alerts/alerts.h"
 #include "collectors/events/events.h"
-#include "collectors/locks/lostview.h"
 #include "common/keytext.h"
 
 static void
@@ -97,7 +98,7 @@ label_capped(struct strbuf *sb, const char *p, size_t n, size_t max)
     sb_adds(sb, tail);
 }
 
-static void
+void
 target_label(struct strbuf *sb, const char *name, const char *target)
 {
     sb_adds(sb, name);
@@ -138,15 +139,6 @@ has_locks(const struct view_target *t)
     return snapshot_shown(t->snap) != NULL;
 }
 
-
-/* What the sample renderers write to and read from: the view, and each
- * source of metric_families[] (NULL when this render has not got it). */
-struct metrics_out {
-    struct strbuf *sb;
-    const struct view *v;
-    const void *source[SRC_COUNT];
-    struct alerts_stats alerts;     /* source[SRC_ALERTS] when taken */
-};
 
 /* --- the shared renderers: a value the row points at, per target, class,
  * shard, or once ---------------------------------------------------------- */
@@ -401,24 +393,6 @@ read_errors_by_kind(struct metrics_out *o, const struct metric_family *mf)
             target_label(o->sb, mf->name, o->v->targets[i].name);
             sb_addf(o->sb, ",kind=\"%s\"} %" PRIu64 "\n",
                     scan_read_error_name((enum scan_read_error)k), s->counters.read_errors[k]);
-        }
-    }
-}
-
-/* Every cause for every target, 0 until it happens: 3 series a target,
- * so increase() sees the first loss (collectors/scan/lost.c). */
-static void
-lost_by_cause(struct metrics_out *o, const struct metric_family *mf)
-{
-    size_t i, k;
-
-    for (i = 0; i < o->v->ntargets; i++) {
-        const struct snapshot *s = o->v->targets[i].snap;
-
-        for (k = 0; k < LOST_CAUSE_COUNT; k++) {
-            target_label(o->sb, mf->name, o->v->targets[i].name);
-            sb_addf(o->sb, ",cause=\"%s\"} %" PRIu64 "\n", lost_cause_name((enum lost_cause)k),
-                    s != NULL ? s->counters.lost_total[k] : 0);
         }
     }
 }

@@ -37,15 +37,17 @@ serverinfo_number(const char *text, size_t len, const char *prefix, long long de
 }
 
 void
-serverinfo_run_id(const char *text, char *out, size_t size)
+serverinfo_run_id(const char *text, size_t len, char *out, size_t size)
 {
-    const char *p = strstr(text, "run_id:");
+    static const char run_id[] = "run_id:";
+    const char *p = memmem(text, len, run_id, sizeof(run_id) - 1);
     size_t k = 0;
 
     if (size == 0)
         return;
     if (p != NULL)
-        for (p += 7; k + 1 < size && p[k] != '\r' && p[k] != '\n' && p[k] != '\0'; k++)
+        for (p += sizeof(run_id) - 1; k + 1 < size && p + k < text + len && p[k] != '\r' &&
+             p[k] != '\n'; k++)
             out[k] = p[k];
     out[k] = '\0';
 }
@@ -85,7 +87,7 @@ serverinfo_read(redisContext *c, const struct target_conf *node, struct server_i
     memset(id, 0, sizeof(*id));
     if ((rc = serverinfo_section(c, node, "server", &r, err, errlen)) != 1)
         return rc;
-    serverinfo_run_id(r->str, id->run_id, sizeof(id->run_id));
+    serverinfo_run_id(r->str, r->len, id->run_id, sizeof(id->run_id));
     freeReplyObject(r);
     if ((rc = serverinfo_section(c, node, "commandstats", &r, err, errlen)) != 1)
         return rc;

@@ -33,12 +33,12 @@ int serverinfo_section(redisContext *c, const struct target_conf *node, const ch
                        redisReply **out, char *err, size_t errlen);
 
 /* The number after prefix at the start of a line of INFO text (len
- * bytes); def when no line starts with it. */
+ * bytes); def when no line starts with it.  Pure. */
 long long serverinfo_number(const char *text, size_t len, const char *prefix, long long def);
 
-/* The run_id of INFO server text into out (NUL-terminated, cut to size);
- * "" when there is none. */
-void serverinfo_run_id(const char *text, char *out, size_t size);
+/* The run_id of INFO server text (len bytes) into out (NUL-terminated,
+ * cut to size); "" when there is none.  Pure. */
+void serverinfo_run_id(const char *text, size_t len, char *out, size_t size);
 
 /* Who answers, and its flush counts (commandstats calls of flushdb +
  * flushall + swapdb, from scripts and MULTI too). */
