@@ -80,7 +80,7 @@ copy_cut(char *out, size_t size, uint16_t *outlen, const char *p, size_t n)
     return take < n;
 }
 
-void
+int
 lost_note(struct snap_lost *out, const struct snap_lock *l, bool taken)
 {
     struct snap_lost_lock *e;
@@ -92,7 +92,7 @@ lost_note(struct snap_lost *out, const struct snap_lock *l, bool taken)
         if (l->first_seen_ms < out->listed[at].first_seen_ms)
             break;
     if (at >= LOST_LIST_MAX)
-        return;
+        return -1;
     if (out->nlisted < LOST_LIST_MAX)
         out->nlisted++;
     memmove(&out->listed[at + 1], &out->listed[at],
@@ -107,4 +107,5 @@ lost_note(struct snap_lost *out, const struct snap_lock *l, bool taken)
             l->holders[0].truncated;
     e->taken = taken;
     e->first_seen_ms = l->first_seen_ms;
+    return (int)at;
 }

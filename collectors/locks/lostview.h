@@ -42,7 +42,9 @@ enum lost_cause lost_cause_worse(enum lost_cause a, enum lost_cause b);
 bool lost_same_holder(const struct snap_lock *l, uint32_t holder_hash);
 
 /* Count lock l as lost into out (taken: there after, by another holder),
- * and name it if its hold is among the LOST_LIST_MAX oldest noted. */
-void lost_note(struct snap_lost *out, const struct snap_lock *l, bool taken);
+ * and name it if its hold is among the LOST_LIST_MAX oldest noted.
+ * Returns the index it took in out->listed (those from there on moved up
+ * one, the last one out when the list was full), -1 when not named. */
+int lost_note(struct snap_lost *out, const struct snap_lock *l, bool taken);
 
 #endif

@@ -26,11 +26,12 @@
  * mode a lock released normally between the last scan before the change
  * and the change looks lost too: nothing shows the release.
  *
- * One loss is counted per lock (lockwatch_locks_lost_total{cause}), kept
- * in the scanner (its list bounded, oldest hold first) and stamped on
- * every later snapshot, where the rule LockLostAtFailover reads it, and
- * pushed as one event for the whole change (its detail names the keys,
- * bounded).
+ * Every lost lock is counted (lockwatch_locks_lost_total{cause}); the
+ * loss is kept in the scanner (its list bounded, oldest hold first) and
+ * stamped on every later snapshot, where the rule LockLostAtFailover
+ * reads it; each lock of that list is pushed as an event (the whole key,
+ * its holder and class, how long it was held), oldest hold first, and one
+ * log line names them.
  */
 #include "collectors/scan/scan_impl.h"
 
@@ -57,6 +58,13 @@ struct changed {
     uint8_t *slots;             /* CLUSTER_SLOTS entries: 0 unchanged, else
                                  * 1 + the index of its view before; NULL:
                                  * every lock, of view [0] */
+};
+
+/* The named lost locks as the view before has them (whole key, class),
+ * in the order of snap_lost.listed: what the events are made of. */
+struct named {
+    const struct snapshot *view;
+    const struct snap_lock *lock;
 };
 
 /* Standalone and Sentinel: one node before, one after. */
@@ -175,39 +183,48 @@ detail_of(const struct snap_lost *lo, char *out, size_t size)
         snprintf(out + used, size - used, " and %" PRIu64 " more", lo->count - i);
 }
 
-/* Log the loss and push its one event. */
+/* Log the loss and push an event per named lock, oldest hold first. */
 static void
-announce(const struct scanner *sc, const struct snap_lost *lo)
+announce(const struct scanner *sc, const struct snap_lost *lo,
+         const struct named named[LOST_LIST_MAX])
 {
-    char detail[EVENT_TEXT_MAX], holder[KEYTEXT_SANITIZED_MAX(LOST_HOLDER_MAX)];
-    const struct snap_lost_lock *e = &lo->listed[0];
+    char text[EVENT_TEXT_MAX], change[600], detail[EVENT_TEXT_MAX];
     struct event_in ev;
+    size_t i;
 
-    detail_of(lo, detail, sizeof(detail));
-    log_warnx("target %s: %s", sc->name, detail);
-    memset(&ev, 0, sizeof(ev));
-    ev.kind = EVENT_LOST_AT_FAILOVER;
-    ev.target = sc->name;
-    ev.detail = detail;
-    ev.seconds = -1;
-    if (lo->nlisted > 0) {
-        keytext_sanitize(holder, sizeof(holder), e->holder, e->holder_len);
-        ev.key = e->key;
-        ev.keylen = e->key_len;
-        ev.holder = holder;
-        ev.seconds = (double)(lo->at_ms - e->first_seen_ms) / 1000.0;
+    detail_of(lo, text, sizeof(text));
+    log_warnx("target %s: %s", sc->name, text);
+    change_text(lo->cause, lo->was, lo->now, change, sizeof(change));
+    for (i = 0; i < lo->nlisted; i++) {
+        const struct snap_lock *l = named[i].lock;
+        const struct snapshot *v = named[i].view;
+
+        snprintf(detail, sizeof(detail), "lost at %s: %s (%zu of %" PRIu64 " lost, oldest "
+                 "hold first)", change, lo->listed[i].taken ? "another holder has it now" :
+                 "gone with no release seen", i + 1, lo->count);
+        memset(&ev, 0, sizeof(ev));
+        ev.kind = EVENT_LOST_AT_FAILOVER;
+        ev.target = sc->name;
+        ev.key = l->key;
+        ev.keylen = l->key_len;
+        ev.holder = l->nholders > 0 ? l->holders[0].id : NULL;
+        ev.klass = l->class_idx < v->nclasses ? v->classes[l->class_idx] : NULL;
+        ev.detail = detail;
+        ev.seconds = (double)(lo->at_ms - l->first_seen_ms) / 1000.0;
+        events_push(&ev);
     }
-    events_push(&ev);
 }
 
 /* Compare the locks of view v whose slot changed (every lock without a
  * slot table) with the pass just made, into lo. */
 static void
 compare_view(const struct scanner *sc, const struct snapshot *b, size_t v,
-             const struct changed *ch, int64_t after_ms, struct snap_lost *lo)
+             const struct changed *ch, int64_t after_ms, struct snap_lost *lo,
+             struct named named[LOST_LIST_MAX])
 {
+    size_t i, n;
     bool taken;
-    size_t i;
+    int at;
 
     for (i = 0; i < b->nlocks; i++) {
         const struct snap_lock *l = b->locks[i];
@@ -217,8 +234,16 @@ compare_view(const struct scanner *sc, const struct snapshot *b, size_t v,
         lo->compared++;
         if (!snapshot_complete(b))
             lo->partial = true;
-        if (lock_lost(sc, l, after_ms, &taken))
-            lost_note(lo, l, taken);
+        if (!lock_lost(sc, l, after_ms, &taken))
+            continue;
+        n = lo->nlisted;
+        if ((at = lost_note(lo, l, taken)) < 0)
+            continue;
+        /* the same move as the list's */
+        memmove(&named[at + 1], &named[at],
+                ((n < LOST_LIST_MAX ? n : LOST_LIST_MAX - 1) - (size_t)at) * sizeof(*named));
+        named[at].view = b;
+        named[at].lock = l;
     }
 }
 
@@ -226,6 +251,7 @@ void
 lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *topo)
 {
     const struct snapshot *const views[VIEWS] = { sc->last_view, sc->last_whole };
+    struct named named[LOST_LIST_MAX];
     struct changed ch;
     struct snap_lost lo;
     char change[600];
@@ -244,7 +270,7 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
     snprintf(lo.now, sizeof(lo.now), "%s", ch.now);
     for (v = 0; v < VIEWS; v++)
         if (v == 0 || (ch.slots != NULL && views[v] != NULL && views[v] != views[0]))
-            compare_view(sc, views[v], v, &ch, s->finished_ms, &lo);
+            compare_view(sc, views[v], v, &ch, s->finished_ms, &lo, named);
     change_text(ch.cause, ch.was, ch.now, change, sizeof(change));
     log_info("target %s: the server changed (%s); %" PRIu64 " of %" PRIu64
              " locks compared were lost", sc->name, change, lo.count, lo.compared);
@@ -252,7 +278,7 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
         goto out;
     sc->counters.lost_total[ch.cause] += lo.count;
     sc->lost = lo;
-    announce(sc, &sc->lost);
+    announce(sc, &sc->lost, named);
 out:
     free(ch.slots);
 }

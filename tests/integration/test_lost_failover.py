@@ -81,6 +81,19 @@ class LostAtFailover(h.TestCase):
         # the scan after the target is back, then the alerts' tick (1 s)
         self.assertLess(took, 2 * INTERVAL + 1.0, "fired %.2fs after the target was back" % took)
         self.assertIn("locks lost at a %s" % cause, ag.log_tail(200))
+        # an event a lock on the timeline, oldest hold first
+        st, ev = ag.get_json("/api/v1/events?kind=lost_at_failover&target=main")
+        self.assertEqual(st, 200, ev)
+        events = ev["events"]
+        self.assertEqual(sorted(e["key"] for e in events),
+                         ["%s%02d" % (PREFIX, i) for i in range(N)])
+        held = [e["seconds"] for e in events]
+        self.assertEqual(held, sorted(held, reverse=True))
+        for i, e in enumerate(events):
+            self.assertEqual(e["holder"], "tok-" + e["key"][-2:])
+            self.assertEqual(e["severity"], "critical")
+            self.assertIn("lost at a %s" % cause, e["detail"])
+            self.assertIn("(%d of %d lost" % (i + 1, N), e["detail"])
 
     # ---- restart ----------------------------------------------------------------
 

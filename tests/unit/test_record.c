@@ -377,14 +377,17 @@ first_view(struct fixture *f)
     pass_end_on(f, "10.0.0.1:6379", "run-A", 0, 10);
 }
 
+/* The events of a loss, one line each: "key|holder|class|detail". */
 static void
 collect(const struct event *e, void *arg)
 {
     char *out = arg;
+    size_t used = strlen(out);
 
     assert_int_equal(e->kind, EVENT_LOST_AT_FAILOVER);
     assert_string_equal(e->target, "t");
-    snprintf(out, 1024, "%s", e->detail);
+    snprintf(out + used, 4096 - used, "%.*s|%s|%s|%s\n", (int)e->keylen, e->key, e->holder,
+             e->klass, e->detail);
 }
 
 /* A restart: gone, taken by another holder, and expired are told apart. */
@@ -393,7 +396,7 @@ restart_loses_the_unexpired(void **state)
 {
     struct fixture *f = *state;
     struct snapshot *s;
-    char detail[1024] = "";
+    char detail[4096] = "";
     int64_t at;
     size_t i;
 
@@ -416,12 +419,17 @@ restart_loses_the_unexpired(void **state)
         assert_true(memcmp(e->key, "lock:c", 6) != 0 && memcmp(e->key, "lock:e", 6) != 0);
         assert_int_equal(e->taken, memcmp(e->key, "lock:b", 6) == 0);
     }
-    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 1);
-    assert_int_equal(events_each(0, 0, collect, detail), 1);
-    assert_non_null(strstr(detail, "3 locks lost at a restart of 10.0.0.1:6379: "));
-    assert_non_null(strstr(detail, "lock:b (another holder now)"));
-    assert_non_null(strstr(detail, "lock:a"));
-    assert_non_null(strstr(detail, "lock:d"));
+    /* an event a lost lock, oldest hold first (here: as the view kept them) */
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 3);
+    assert_int_equal(events_each(0, 0, collect, detail), 3);
+    assert_non_null(strstr(detail, "lock:b|tok-b|lock:b|lost at a restart of 10.0.0.1:6379: "
+                           "another holder has it now ("));
+    assert_non_null(strstr(detail, "lock:a|tok-a|lock:a|lost at a restart of 10.0.0.1:6379: "
+                           "gone with no release seen ("));
+    assert_non_null(strstr(detail, "lock:d|tok-d|"));
+    assert_non_null(strstr(detail, " of 3 lost, oldest hold first)\n"));
+    assert_null(strstr(detail, "lock:c|"));
+    assert_null(strstr(detail, "lock:e|"));
     at = s->lost.at_ms;
 
     /* the next view, same server: nothing new, the loss carried on */
@@ -432,7 +440,40 @@ restart_loses_the_unexpired(void **state)
     assert_int_equal(s->lost.count, 3);
     assert_int_equal(s->lost.at_ms, at);
     assert_int_equal(s->counters.lost_total[LOST_RESTART], 3);
-    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 1);
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 3);
+}
+
+/* More lost than named: LOST_LIST_MAX events, oldest hold first, each
+ * with its own key and holder; every one counted. */
+static void
+many_lost_named_oldest_first(void **state)
+{
+    struct fixture *f = *state;
+    char key[32], holder[32], want[64], *got = calloc(1, 4096), *p;
+    size_t i, n = LOST_LIST_MAX + 15;
+
+    events_reset();
+    pass_begin(f);
+    for (i = 0; i < n; i++) {
+        size_t age = (i * 7) % n;               /* shuffled */
+
+        snprintf(key, sizeof(key), "lock:n:%02zu", age);
+        snprintf(holder, sizeof(holder), "tok-%02zu", age);
+        put_string(f, key, holder, 600000, (int64_t)age * 1000, -1);
+    }
+    pass_end_on(f, "10.0.0.1:6379", "run-A", 0, 10);
+    pass_begin(f);
+    pass_end_on(f, "10.0.0.1:6379", "run-B", 0, 10);
+    assert_int_equal(f->snap->lost.count, n);
+    assert_int_equal(events_each(0, 0, collect, got), LOST_LIST_MAX);
+    for (i = 0, p = got; i < LOST_LIST_MAX; i++) {
+        /* the oldest (age n - 1) first */
+        snprintf(want, sizeof(want), "lock:n:%02zu|tok-%02zu|", n - 1 - i, n - 1 - i);
+        assert_true(strncmp(p, want, strlen(want)) == 0);
+        assert_true(memcmp(f->snap->lost.listed[i].key, want, 9) == 0);
+        p = strchr(p, '\n') + 1;
+    }
+    free(got);
 }
 
 /* Another address and run_id is a failover; other flush counts a flush. */
@@ -462,7 +503,7 @@ failover_and_flush(void **state)
     assert_int_equal(s->lost.count, 1);
     assert_int_equal(s->counters.lost_total[LOST_FAILOVER], 5);
     assert_int_equal(s->counters.lost_total[LOST_FLUSH], 1);
-    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 2);
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 5 + 1);
 }
 
 /* Locks gone with the same server (released), or with INFO refused
@@ -555,7 +596,7 @@ cluster_shard_back_from_a_restart(void **state)
     pass_begin(f);
     pass_end_cluster(f, true, "run-0", "run-1b");
     assert_int_equal(f->snap->counters.lost_total[LOST_RESTART], 2);
-    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 1);
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 2);
 }
 
 int
@@ -569,6 +610,7 @@ main(void)
         cmocka_unit_test_setup_teardown(first_seen_across_passes, setup, teardown),
         cmocka_unit_test_setup_teardown(keep_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(restart_loses_the_unexpired, setup, teardown),
+        cmocka_unit_test_setup_teardown(many_lost_named_oldest_first, setup, teardown),
         cmocka_unit_test_setup_teardown(failover_and_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(no_change_no_loss, setup, teardown),
         cmocka_unit_test_setup_teardown(cluster_shard_back_from_a_restart, setup, teardown),
