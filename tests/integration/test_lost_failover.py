@@ -95,16 +95,21 @@ class LostAtFailover(h.TestCase):
             self.assertIn("lost at a %s" % cause, e["detail"])
             self.assertIn("(%d of %d lost" % (i + 1, N), e["detail"])
 
-    # ---- restart ----------------------------------------------------------------
-
-    def restart(self, follow):
-        rs = self.start_redis(args=NOTIFY if follow else [])
+    def holding(self, follow, px=600000, args=()):
+        """A server, an agent (follow mode or not) and N locks it has seen."""
+        rs = self.start_redis(args=(NOTIFY if follow else []) + list(args))
         ag = self.start_agent(rs, scan_interval="%gs" % INTERVAL,
                               target_extra={"incremental": "on" if follow else "off"})
         if follow:
             self.wait_following(ag)
-        write_locks(rs.client())
+        write_locks(rs.client(), px=px)
         self.wait_locks(ag)
+        return rs, ag
+
+    # ---- restart ----------------------------------------------------------------
+
+    def restart(self, follow):
+        rs, ag = self.holding(follow)
         rs.restart()            # --save "" --appendonly no: nothing survives
         back = time.monotonic()
         self.expect_lost(ag, back, "restart", "restart (%s mode)" % ("follow" if follow
@@ -117,11 +122,7 @@ class LostAtFailover(h.TestCase):
         self.restart(follow=True)
 
     def test_expired_locks_are_not_lost(self):
-        rs = self.start_redis()
-        ag = self.start_agent(rs, scan_interval="%gs" % INTERVAL,
-                              target_extra={"incremental": "off"})
-        write_locks(rs.client(), px=2500)
-        self.wait_locks(ag)
+        rs, ag = self.holding(False, px=2500)
         rs.stop()
         time.sleep(3)           # their TTL runs out while the server is down
         rs.restart()
@@ -135,13 +136,7 @@ class LostAtFailover(h.TestCase):
     # ---- flush ------------------------------------------------------------------
 
     def flushdb(self, follow):
-        rs = self.start_redis(args=NOTIFY if follow else [])
-        ag = self.start_agent(rs, scan_interval="%gs" % INTERVAL,
-                              target_extra={"incremental": "on" if follow else "off"})
-        if follow:
-            self.wait_following(ag)
-        write_locks(rs.client())
-        self.wait_locks(ag)
+        rs, ag = self.holding(follow)
         rs.client().flushdb()
         self.expect_lost(ag, time.monotonic(), "flush",
                          "FLUSHDB (%s mode)" % ("follow" if follow else "scan"))
@@ -153,11 +148,7 @@ class LostAtFailover(h.TestCase):
         self.flushdb(follow=True)
 
     def test_restart_with_persistence_loses_nothing(self):
-        rs = self.start_redis(args=["--appendonly", "yes", "--appendfsync", "always"])
-        ag = self.start_agent(rs, scan_interval="%gs" % INTERVAL,
-                              target_extra={"incremental": "off"})
-        write_locks(rs.client())
-        self.wait_locks(ag)
+        rs, ag = self.holding(False, args=["--appendonly", "yes", "--appendfsync", "always"])
         rs.restart()
         ag.wait_for(lambda: "the server changed (a restart of " in ag.log_tail(200), 20,
                     desc="the restart seen")
