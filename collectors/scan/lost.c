@@ -155,7 +155,7 @@ change_text(enum lost_cause cause, const char *was, const char *now, char *out, 
 }
 
 /* "N locks lost at <change>: k1, k2 (another holder now), ... and N
- * more": the event's detail and the log line. */
+ * more": the log line (bounded; the log defangs control bytes). */
 static void
 detail_of(const struct snap_lost *lo, char *out, size_t size)
 {
