@@ -61,6 +61,8 @@
     /* a cluster shard failed in a scan that reached the others */                    \
     X(LOCK_SHARD_DOWN,      "LockShardDown",      CRITICAL, SHARD,  shard_down_holds, shard_down_texts) \
     /* the group's nodes disagree on the key (collectors/locks/redlock.h) */            \
-    X(LOCK_REDLOCK_SPLIT,   "LockRedlockSplit",   CRITICAL, GROUP,  split_holds,     split_texts)
+    X(LOCK_REDLOCK_SPLIT,   "LockRedlockSplit",   CRITICAL, GROUP,  split_holds,     split_texts)     \
+    /* locks gone at a restart, failover or flush, within RULES_LOST_FIRING_MS */       \
+    X(LOCK_LOST_AT_FAILOVER, "LockLostAtFailover", CRITICAL, TARGET, lost_holds,     lost_texts)
 
 #endif

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "alerts/text.h"
+#include "collectors/locks/lostview.h"
 #include "collectors/waits/leaseadvice.h"
 #include "common/keytext.h"
 
@@ -532,6 +533,103 @@ split_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
     text_adds(desc, " (letters are holders, - not held, ? not scanned). Two clients "
               "may both believe they hold it: check them, then release the minority "
               "copies with lockctl on their nodes.");
+}
+
+/* A loss at a change of server, named for RULES_LOST_FIRING_MS after it
+ * (collectors/scan/lost.c keeps the last one on every snapshot). */
+static bool
+lost_holds(const struct rule_ctx *c)
+{
+    const struct snap_lost *lo = &c->snap->lost;
+
+    return lo->count > 0 && c->now_ms - lo->at_ms < RULES_LOST_FIRING_MS;
+}
+
+/* What changed: "a restart of N", "a failover to N (was M)", "a flush". */
+static void
+lost_change(struct strbuf *t, const struct snap_lost *lo)
+{
+    char *was = sanitized(lo->was, strnlen(lo->was, sizeof(lo->was)));
+    char *now = sanitized(lo->now, strnlen(lo->now, sizeof(lo->now)));
+
+    text_adds(t, "a ");
+    text_adds(t, lost_cause_name((enum lost_cause)lo->cause));
+    if (now != NULL && was != NULL) {
+        if (lo->cause == LOST_FAILOVER) {
+            text_adds(t, " to ");
+            text_adds(t, now);
+            text_adds(t, " (was ");
+            text_adds(t, was);
+            text_adds(t, ")");
+        } else {
+            text_adds(t, " of ");
+            text_adds(t, now);
+        }
+    }
+    free(was);
+    free(now);
+}
+
+/* One named lock: "K (holder H, held 5m)", or "K (now another holder's;
+ * was H's, held 5m)". */
+static void
+lost_item(struct strbuf *t, const struct snap_lost *lo, const struct snap_lost_lock *e)
+{
+    text_bytes(t, e->key, e->key_len, RULES_HOLDER_TEXT_MAX);
+    if (e->key_cut)
+        text_adds(t, "\xe2\x80\xa6");
+    text_adds(t, e->taken ? " (another holder has it now; was " : " (");
+    if (e->holder_len > 0) {
+        text_adds(t, "holder ");
+        text_bytes(t, e->holder, e->holder_len, RULES_HOLDER_TEXT_MAX / 2);
+        text_adds(t, ", ");
+    }
+    text_adds(t, "held ");
+    text_duration(t, lo->at_ms - e->first_seen_ms);
+    text_adds(t, ")");
+}
+
+#define LOST_TAIL "Their holders may still believe they hold them while other clients take " \
+    "them anew: two holders may both be inside the critical section. Check the holders " \
+    "named (their work, their logs) and the server's history (INFO persistence, the " \
+    "Sentinel or cluster log)."
+
+static void
+lost_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct snap_lost *lo = &c->snap->lost;
+    struct strbuf item;
+    size_t i, reserve = strlen(LOST_TAIL) + 64;
+
+    text_addf(sum, "%" PRIu64 " lock%s lost on target ", lo->count, lo->count == 1 ? "" : "s");
+    text_adds(sum, c->target);
+    text_adds(sum, " at ");
+    lost_change(sum, lo);
+    text_adds(desc, "The server under target ");
+    text_adds(desc, c->target);
+    text_adds(desc, " changed (");
+    lost_change(desc, lo);
+    text_adds(desc, ", ");
+    text_duration(desc, c->now_ms - lo->at_ms);
+    text_addf(desc, " ago): %" PRIu64 " of the %" PRIu64 " locks held before were gone "
+              "after with no release seen, or held by another holder, their TTL not run "
+              "out%s. Oldest hold first: ", lo->count, lo->compared,
+              lo->partial ? " (only the locks the view kept in detail were compared)" : "");
+    for (i = 0; i < lo->nlisted; i++) {
+        sb_init(&item, RULES_DESCRIPTION_MAX);
+        if (i > 0)
+            text_adds(&item, ", ");
+        lost_item(&item, lo, &lo->listed[i]);
+        if (sb_failed(&item) || item.buf == NULL || text_room(desc) < item.len + reserve) {
+            sb_release(&item);
+            break;
+        }
+        text_add(desc, item.buf, item.len);
+        sb_release(&item);
+    }
+    if (lo->count > i)
+        text_addf(desc, "%s and %" PRIu64 " more", i > 0 ? "" : "none named", lo->count - i);
+    text_adds(desc, ". " LOST_TAIL);
 }
 
 /* The rule table: one row per alert kind, made from ALERT_KINDS. */

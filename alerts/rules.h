@@ -37,6 +37,9 @@
 #define RULES_HOLDER_TEXT_MAX   128
 #define RULES_SUMMARY_MAX       512
 #define RULES_DESCRIPTION_MAX   2048
+/* LockLostAtFailover fires this long after the loss it names (the
+ * shipped Prometheus rule looks back as far: increase(...[15m])) */
+#define RULES_LOST_FIRING_MS    (15 * 60 * 1000)
 
 struct rules_target {
     const char *name;

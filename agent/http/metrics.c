@@ -8,7 +8,8 @@
  * Most rows share a renderer that reads one field of a snapshot, a class,
  * a shard or a counter set at the row's offset, so a new metric of that
  * shape is one row; a family with labels of its own has its renderer
- * above the table, and writes the row's name.
+ * above the table (or in metrics_targets.c, declared in metrics_impl.h,
+ * which keeps this file under the size limit), and writes the row's name.
  *
  * Cardinality is bounded by construction: per-target and per-class series
  * only (classes are capped per target), plus lockwatch_lock_offender_info
@@ -97,7 +98,7 @@ label_capped(struct strbuf *sb, const char *p, size_t n, size_t max)
     sb_adds(sb, tail);
 }
 
-static void
+void
 target_label(struct strbuf *sb, const char *name, const char *target)
 {
     sb_adds(sb, name);
@@ -138,9 +139,6 @@ has_locks(const struct view_target *t)
     return snapshot_shown(t->snap) != NULL;
 }
 
-
-/* What the sample renderers write to and read from: the view, and each
- * source of metric_families[] (NULL when this render has not got it). */
 
 /* --- the shared renderers: a value the row points at, per target, class,
  * shard, or once ---------------------------------------------------------- */
@@ -792,6 +790,10 @@ const struct metric_family metric_families[] = {
     { "lockwatch_scan_read_errors_total", "counter", SRC_VIEW, read_errors_by_kind, 0, VAL_U64,
       "Reads of a key's type or value refused with an error reply other than WRONGTYPE, "
       "by error code; each fails its scan." },
+    { "lockwatch_locks_lost_total", "counter", SRC_VIEW, lost_by_cause, 0, VAL_U64,
+      "Locks lost at a change of the target's server (cause: restart, failover, flush): held "
+      "in the last view before, gone with no release seen (or held by another holder) in the "
+      "first after, their TTL not run out; each loss raises LockLostAtFailover." },
     { "lockwatch_class_overflow_keys", "gauge", SRC_VIEW, up_targets,
       offsetof(struct snapshot, classes_overflowed), VAL_U64,
       "Keys counted in class \"other\" because the target reached its class cap (last scan)." },

@@ -1,17 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * metrics_impl.h - what the exposition's files share: the render state
- * the sample renderers get, the label and number writers of metrics.c,
- * and the rows of the families rendered in classmetrics.c (kept there so
- * metrics.c stays one file under the size cap; their rows still sit in
- * metric_families[], in exposition order).
+ * metrics_impl.h - what the files of the /metrics exposition share;
+ * internal to agent/http/.
+ *
+ *   metrics.c          the family table, the shared renderers, the labels
+ *                      and number writers
+ *   classmetrics.c     the class-trend families (their rows: the macro
+ *                      METRIC_FAMILIES_TREND below, expanded in its place
+ *                      in metric_families[], in exposition order)
+ *   metrics_targets.c  renderers of per-target counters by a label of
+ *                      their own (locks lost by cause)
+ *
+ * Kept apart so metrics.c stays one file under the size limit.  A
+ * renderer of another file is named in metric_families[] like any other:
+ * its prototype goes here.
  */
 #ifndef LOCKWATCH_METRICS_IMPL_H
 #define LOCKWATCH_METRICS_IMPL_H
 
 #include "agent/http/metrics.h"
 #include "alerts/alerts.h"
+#include "common/strbuf.h"
 
+/* What the sample renderers write to and read from: the view, and each
+ * source of metric_families[] (NULL when this render has not got it). */
 struct metrics_out {
     struct strbuf *sb;
     const struct view *v;
@@ -50,5 +62,12 @@ void class_churn(struct metrics_out *o, const struct metric_family *mf);
     { "lockwatch_locks_deleted_total", "counter", SRC_TREND, class_churn,                   \
       offsetof(struct classtrend_class, deleted_total), VAL_U64,                            \
       "Locks gone between two scans (previous count + created - count), by class." },
+
+/* `name{target="T"` (the label value sanitised and escaped), open for
+ * more labels. */
+void target_label(struct strbuf *sb, const char *name, const char *target);
+
+/* metrics_targets.c */
+void lost_by_cause(struct metrics_out *o, const struct metric_family *mf);
 
 #endif

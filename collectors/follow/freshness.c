@@ -42,13 +42,13 @@
  */
 #include "collectors/follow/follow_impl.h"
 
-#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collectors/redis/conn.h"
+#include "collectors/redis/serverinfo.h"
 #include "common/clock.h"
 
 /* The counters of commandstats that change the keyspace (or the
@@ -88,76 +88,20 @@ counter_get(const struct fresh_state *st, size_t i)
     return *(const long long *)(const void *)((const char *)st + counters[i].off);
 }
 
-/* The number after prefix at the start of a line of text; def when no
- * line starts with it. */
-static long long
-info_number(const char *text, size_t len, const char *prefix, long long def)
-{
-    size_t plen = strlen(prefix), i = 0;
-    char *end;
-    long long v;
-
-    while (i + plen <= len) {
-        if (memcmp(text + i, prefix, plen) == 0) {
-            errno = 0;
-            v = strtoll(text + i + plen, &end, 10);
-            return errno == 0 && end != text + i + plen ? v : def;
-        }
-        while (i < len && text[i] != '\n')
-            i++;
-        i++;
-    }
-    return def;
-}
-
-/* One INFO section on c: 1 with its text (freed by the caller), 0 when the
- * ACL denies it, -1 when the connection failed (err). */
-static int
-info_section(redisContext *c, const struct target_conf *node, const char *section,
-             redisReply **out, char *err, size_t errlen)
-{
-    const char *argv[2] = { "INFO", section };
-    const size_t lens[2] = { 4, strlen(section) };
-    redisReply *r = redisconn_command(c, node, "INFO", 2, argv, lens, err, errlen);
-
-    *out = NULL;
-    if (r == NULL)
-        return -1;
-    if (r->type == REDIS_REPLY_STRING) {
-        *out = r;
-        return 1;
-    }
-    if (r->type == REDIS_REPLY_ERROR)
-        snprintf(err, errlen, "INFO %s on %s:%d: %s", section, node->host, node->port, r->str);
-    else
-        snprintf(err, errlen, "INFO %s on %s:%d: unexpected reply", section, node->host,
-                 node->port);
-    freeReplyObject(r);
-    return 0;
-}
-
 void
 fresh_parse(enum fresh_section section, const char *text, size_t len, int db,
             struct fresh_state *st)
 {
-    static const char run_id[] = "run_id:";
     char prefix[32];
-    const char *p;
     size_t k;
 
-    if (section == FRESH_SERVER &&
-        (p = memmem(text, len, run_id, sizeof(run_id) - 1)) != NULL) {
-        p += sizeof(run_id) - 1;
-        for (k = 0; k + 1 < sizeof(st->run_id) && p + k < text + len && p[k] != '\r' &&
-             p[k] != '\n'; k++)
-            st->run_id[k] = p[k];
-        st->run_id[k] = '\0';
-    }
+    if (section == FRESH_SERVER)
+        serverinfo_run_id(text, len, st->run_id, sizeof(st->run_id));
     for (k = 0; section == FRESH_COMMANDSTATS && k < NCOUNTERS; k++)
-        *counter_of(st, k) = info_number(text, len, counters[k].prefix, 0);
+        *counter_of(st, k) = serverinfo_number(text, len, counters[k].prefix, 0);
     if (section == FRESH_KEYSPACE) {
         snprintf(prefix, sizeof(prefix), "db%d:keys=", db);
-        st->keys = info_number(text, len, prefix, 0);
+        st->keys = serverinfo_number(text, len, prefix, 0);
     }
 }
 
@@ -171,7 +115,7 @@ fresh_read(redisContext *c, const struct target_conf *node, struct fresh_state *
 
     memset(st, 0, sizeof(*st));
     for (i = 0; i < FRESH_SECTIONS; i++) {
-        if ((rc = info_section(c, node, names[i], &r, err, errlen)) != 1)
+        if ((rc = serverinfo_section(c, node, names[i], &r, err, errlen)) != 1)
             return rc;
         fresh_parse((enum fresh_section)i, r->str, r->len, node->db, st);
         freeReplyObject(r);

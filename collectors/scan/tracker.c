@@ -283,6 +283,24 @@ tracker_seen(const struct tracker *t, uint64_t key_hash, uint32_t pass)
     return 0;
 }
 
+int
+tracker_holder(const struct tracker *t, uint64_t key_hash, uint32_t pass,
+               uint32_t *holder_hash)
+{
+    size_t i = (size_t)key_hash & (t->locks.cap - 1);
+
+    while (t->locks.slots[i].key_hash != 0) {
+        if (t->locks.slots[i].key_hash == key_hash) {
+            if (t->locks.slots[i].pass != pass)
+                return 0;
+            *holder_hash = t->locks.slots[i].holder_hash;
+            return 1;
+        }
+        i = (i + 1) & (t->locks.cap - 1);
+    }
+    return 0;
+}
+
 /*
  * Drop the entries not seen in `pass`, in place: no second table, so the
  * sweep costs no memory at its peak.  Stale slots are emptied first; then

@@ -60,6 +60,11 @@ int tracker_backdate(struct tracker *t, uint64_t key_hash, int64_t acquired_ms,
 /* Has the key already been visited in this pass?  (Cheap SCAN dedupe.) */
 int tracker_seen(const struct tracker *t, uint64_t key_hash, uint32_t pass);
 
+/* Was the key visited in this pass?  1 with the hash of the holder it
+ * times (0: none named), else 0. */
+int tracker_holder(const struct tracker *t, uint64_t key_hash, uint32_t pass,
+                   uint32_t *holder_hash);
+
 /* Drop every entry not visited in `pass`.  Returns entries kept. */
 size_t tracker_sweep(struct tracker *t, uint32_t pass);
 

@@ -18,7 +18,7 @@ RULES = os.path.join(DIR, "lockwatch-rules.yml")
 TESTS = os.path.join(DIR, "lockwatch-rules.test.yml")
 ALERTNAMES = {"LockLeaked", "LockHeldTooLong", "LockReentrancyHigh", "LockWaitP99High",
               "LockTargetDown", "LockShardDown", "LockRedlockSplit", "LockLeaseTooShort",
-              "LockCountSurge", "LockLeaseTooLong"}
+              "LockCountSurge", "LockLeaseTooLong", "LockLostAtFailover"}
 
 
 def promtool(*args):
@@ -32,7 +32,7 @@ class PromRules(h.TestCase):
     def test_check_rules(self):
         rc, out = promtool("check", "rules", RULES)
         self.assertEqual(rc, 0, out)
-        self.assertIn("12 rules found", out)
+        self.assertIn("13 rules found", out)
 
     def test_rule_unit_tests(self):
         rc, out = promtool("test", "rules", TESTS)

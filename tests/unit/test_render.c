@@ -829,6 +829,28 @@ families_without_their_source_are_left_out(void **state)
     view_release(&v);
 }
 
+/* lockwatch_locks_lost_total: every cause for every target, 0 until it
+ * happens, then the target's count. */
+#define LOST "lockwatch_locks_lost_total{target=\""
+static void
+locks_lost_by_cause(void **state)
+{
+    struct snapshot *snaps[2] = { new_snap("main", "lock:*"), new_snap("other", "lock:*") };
+    struct view v;
+    char *text;
+
+    (void)state;
+    snaps[0]->counters.lost_total[LOST_FAILOVER] = 20;
+    view_of(&v, snaps, 2, 20);
+    text = metrics_of(&v);
+    assert_non_null(strstr(text, LOST "main\",cause=\"failover\"} 20\n"));
+    assert_non_null(strstr(text, LOST "main\",cause=\"restart\"} 0\n"));
+    assert_non_null(strstr(text, LOST "main\",cause=\"flush\"} 0\n"));
+    assert_non_null(strstr(text, LOST "other\",cause=\"failover\"} 0\n"));
+    free(text);
+    view_release(&v);
+}
+
 int
 main(void)
 {
@@ -841,6 +863,7 @@ main(void)
         cmocka_unit_test(api_pages_hold_every_lock_once),
         cmocka_unit_test(api_page_is_cut_at_the_byte_cap),
         cmocka_unit_test(ready_names_targets_that_are_not),
+        cmocka_unit_test(locks_lost_by_cause),
         cmocka_unit_test(events_counted_by_kind),
         cmocka_unit_test(every_family_is_one_row),
         cmocka_unit_test(families_without_their_source_are_left_out),

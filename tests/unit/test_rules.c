@@ -547,6 +547,81 @@ lease_suggestions(void **state)
     assert_string_equal(lease_verdict_str(LEASE_TOO_SHORT), "too_short");
 }
 
+/* A loss at a change of server stamped on the snapshot: one alert for
+ * the target naming the locks oldest first (all 20 of 20; the oldest that
+ * fit of more, and how many more), for RULES_LOST_FIRING_MS. */
+static void
+lost_at_failover_names_the_locks(void **state)
+{
+    const char *classes[] = { "other" };
+    struct snapshot *s = snap(classes, 1);
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    const struct alert *a;
+    char want[64];
+    size_t i, n;
+
+    (void)state;
+    snapshot_finish(s);
+    s->lost.at_ms = NOW - 1000;
+    s->lost.cause = LOST_FAILOVER;
+    snprintf(s->lost.was, sizeof(s->lost.was), "127.0.0.1:6379");
+    snprintf(s->lost.now, sizeof(s->lost.now), "127.0.0.1:6380");
+    s->lost.count = s->lost.compared = 20;
+    s->lost.nlisted = 20;
+    for (i = 0; i < 20; i++) {
+        struct snap_lost_lock *e = &s->lost.listed[i];
+
+        e->key_len = (uint16_t)snprintf(e->key, sizeof(e->key), "lock:job:%02zu", i);
+        e->holder_len = (uint16_t)snprintf(e->holder, sizeof(e->holder), "tok-%zu", i);
+        e->first_seen_ms = s->lost.at_ms - 600000 + (int64_t)i;
+        e->taken = i == 1;
+    }
+    n = eval(set, s, true, NULL, 0, &ev);
+    assert_int_equal(n, 1);
+    a = find(ev, n, ALERT_LOCK_LOST_AT_FAILOVER);
+    assert_non_null(a);
+    assert_string_equal(a->target, "main");
+    assert_null(a->key);
+    assert_non_null(strstr(a->summary, "20 locks lost on target main at a failover to "
+                           "127.0.0.1:6380 (was 127.0.0.1:6379)"));
+    for (i = 0; i < 20; i++) {
+        snprintf(want, sizeof(want), "lock:job:%02zu (", i);
+        assert_non_null(strstr(a->description, want));
+    }
+    assert_true(strstr(a->description, "lock:job:00") < strstr(a->description, "lock:job:19"));
+    assert_non_null(strstr(a->description, "holder tok-0, held 10m 0s"));
+    assert_non_null(strstr(a->description, "lock:job:01 (another holder has it now"));
+    assert_null(strstr(a->description, "more"));
+    assert_non_null(strstr(a->description, "both be inside"));
+
+    /* more than fit: long keys, 500 lost; the text stays within its cap
+     * and says how many it did not name */
+    s->lost.count = 500;
+    s->lost.nlisted = LOST_LIST_MAX;
+    for (i = 0; i < LOST_LIST_MAX; i++) {
+        struct snap_lost_lock *e = &s->lost.listed[i];
+
+        memset(e->key, 'k', sizeof(e->key));
+        e->key_len = sizeof(e->key);
+        e->key_cut = true;
+    }
+    n = eval(set, s, true, NULL, 1000, &ev);
+    a = alertset_at(set, 0);
+    assert_non_null(a);
+    assert_int_equal(a->name, ALERT_LOCK_LOST_AT_FAILOVER);
+    assert_true(strlen(a->description) < RULES_DESCRIPTION_MAX);
+    assert_non_null(strstr(a->description, " more. "));
+    assert_non_null(strstr(a->description, "both be inside"));
+
+    /* RULES_LOST_FIRING_MS after the loss it resolves */
+    n = eval(set, s, true, NULL, RULES_LOST_FIRING_MS, &ev);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].kind, EV_RESOLVED);
+    snapshot_unref(s);
+    alertset_free(set);
+}
+
 int
 main(void)
 {
@@ -556,6 +631,7 @@ main(void)
         cmocka_unit_test(shard_down_fires_per_shard_and_resolves),
         cmocka_unit_test(hostile_keys_make_valid_labels),
         cmocka_unit_test(wait_p99_needs_samples),
+        cmocka_unit_test(lost_at_failover_names_the_locks),
         cmocka_unit_test(durations),
         cmocka_unit_test(duration_above_its_limit),
         cmocka_unit_test(lease_rules),
