@@ -21,6 +21,11 @@
  *                CLASS   a lock class's wait statistics, every tick {class}
  *                GROUP   a key that a [redlock] group's report details
  *                        {target = the group, class, key}
+ *                DEADLOCK a deadlock of the wait-for graph's report
+ *                        (collectors/graph/graph.h) {target = its target,
+ *                        "*" across targets, key = its keys "A -> B"}
+ *                INVERSION a lock-order inversion of that report
+ *                        {class = its two classes "A,B"}
  *   holds      bool holds(const struct rule_ctx *c): the condition, for one
  *              subject of the scope
  *   texts      void texts(const struct rule_ctx *c, struct strbuf *summary,
@@ -51,6 +56,10 @@
     /* a cluster shard failed in a scan that reached the others */                    \
     X(LOCK_SHARD_DOWN,      "LockShardDown",      CRITICAL, SHARD,  shard_down_holds, shard_down_texts) \
     /* the group's nodes disagree on the key (collectors/locks/redlock.h) */            \
-    X(LOCK_REDLOCK_SPLIT,   "LockRedlockSplit",   CRITICAL, GROUP,  split_holds,     split_texts)
+    X(LOCK_REDLOCK_SPLIT,   "LockRedlockSplit",   CRITICAL, GROUP,  split_holds,     split_texts) \
+    /* a cycle of waiters seen on two passes in a row (collectors/graph/) */            \
+    X(LOCK_DEADLOCK,        "LockDeadlock",       CRITICAL, DEADLOCK, deadlock_holds, deadlock_texts) \
+    /* class A held while acquiring B by one owner, B then A by another */             \
+    X(LOCK_ORDER_INVERSION, "LockOrderInversion", WARNING,  INVERSION, inversion_holds, inversion_texts)
 
 #endif

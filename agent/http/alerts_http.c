@@ -6,7 +6,9 @@
  * The tick takes the same kind of view HTTP renders from (references to
  * the newest snapshots, a copy of the wait statistics), so the rules read
  * exactly what /metrics shows and never block a scanner.  It runs on the
- * main thread once a second (main.c's sigtimedwait loop).
+ * main thread once a second (main.c's sigtimedwait loop).  Before the
+ * rules, the wait-for graph makes its pass over the same snapshots and the
+ * waiting table (collectors/graph/graph.h), and the rules judge its report.
  */
 #include "agent/http/alerts_http.h"
 
@@ -16,12 +18,41 @@
 #include "agent/http/render.h"
 #include "agent/http/routes.h"
 #include "alerts/alerts.h"
+#include "common/clock.h"
+
+/* The wait-for graph's pass over the view's snapshots; the new report, or
+ * the previous one when the pass ran out of memory. */
+static struct graph_report *
+graph_tick(struct agent *a, const struct view *v)
+{
+    struct graph_target *gt;
+    struct graph_report *r;
+    size_t i;
+
+    if (a->graph == NULL)
+        return NULL;
+    gt = calloc(v->ntargets ? v->ntargets : 1, sizeof(*gt));
+    if (gt != NULL) {
+        for (i = 0; i < v->ntargets; i++) {
+            gt[i].name = v->targets[i].name;
+            gt[i].snap = v->targets[i].snap;
+        }
+        r = graph_pass(a->graph, gt, v->ntargets, a->waits, a->cfg->classes, a->cfg->nclasses,
+                       v->now_ms, clock_mono_ms());
+        free(gt);
+        if (r != NULL)
+            return r;
+    }
+    log_warnx("wait-for graph: out of memory; this pass is skipped");
+    return graph_latest(a->graph);
+}
 
 void
 agent_alerts_tick(struct agent *a)
 {
     struct rules_target *t;
     struct rules_group *g;
+    struct graph_report *gr;
     struct view v;
     size_t i;
 
@@ -31,12 +62,14 @@ agent_alerts_tick(struct agent *a)
         log_warnx("alerts: out of memory; this evaluation is skipped");
         return;
     }
+    gr = graph_tick(a, &v);
     t = calloc(v.ntargets ? v.ntargets : 1, sizeof(*t));
     g = calloc(v.ngroups ? v.ngroups : 1, sizeof(*g));
     if (t == NULL || g == NULL) {
         log_warnx("alerts: out of memory; this evaluation is skipped");
         free(t);
         free(g);
+        graph_report_unref(gr);
         view_release(&v);
         return;
     }
@@ -48,7 +81,8 @@ agent_alerts_tick(struct agent *a)
         g[i].name = v.groups[i].name;
         g[i].report = v.groups[i].report;
     }
-    alerts_tick(a->alerts, t, v.ntargets, g, v.ngroups, v.wait, v.now_ms);
+    alerts_tick(a->alerts, t, v.ntargets, g, v.ngroups, v.wait, gr, v.now_ms);
+    graph_report_unref(gr);
     free(t);
     free(g);
     view_release(&v);

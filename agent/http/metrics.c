@@ -691,6 +691,41 @@ notifications(struct metrics_out *o, const struct metric_family *mf)
 }
 
 /* struct agent's releases[], indexed by RELEASES_* (release_http.h). */
+/* --- the wait-for graph ------------------------------------------------------ */
+
+/* Deadlocks now per target, every configured one, and "*" for those
+ * across targets or known only from reporters. */
+static void
+graph_deadlocks(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct graph_report *r = o->source[SRC_GRAPH];
+    size_t i;
+
+    for (i = 0; i < o->v->ntargets; i++) {
+        target_label(o->sb, mf->name, o->v->targets[i].name);
+        sb_addf(o->sb, "} %zu\n", graph_report_count(r, o->v->targets[i].name));
+    }
+    target_label(o->sb, mf->name, GRAPH_CROSS_TARGET);
+    sb_addf(o->sb, "} %zu\n", graph_report_count(r, GRAPH_CROSS_TARGET));
+}
+
+/* What the graph's caps cut, by what. */
+static void
+graph_dropped(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct graph_stats *s = &((const struct graph_report *)o->source[SRC_GRAPH])->stats;
+    const struct { const char *what; uint64_t n; } rows[] = {
+        { "nodes", s->nodes_dropped }, { "edges", s->edges_dropped },
+        { "long_cycles", s->cycles_cut }, { "candidates", s->candidates_dropped },
+        { "deadlocks", s->deadlocks_dropped }, { "orders", s->orders_evicted },
+        { "inversions", s->inversions_dropped },
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        sb_addf(o->sb, "%s{what=\"%s\"} %" PRIu64 "\n", mf->name, rows[i].what, rows[i].n);
+}
+
 static void
 releases_by_result(struct metrics_out *o, const struct metric_family *mf)
 {
@@ -878,6 +913,24 @@ const struct metric_family metric_families[] = {
     { "lockwatch_notifications_total", "counter", SRC_ALERTS, notifications, 0, VAL_U64,
       "Notices per [webhook] sink: sent (2xx), retried (a failed try tried again), dropped "
       "(never delivered)." },
+    { "lockwatch_deadlocks", "gauge", SRC_GRAPH, graph_deadlocks, 0, VAL_SIZE,
+      "Deadlocks now: cycles of lock holders each waiting for the next, seen on two passes "
+      "in a row, by target (\"*\": across targets, or known only from reporters)." },
+    { "lockwatch_deadlocks_total", "counter", SRC_GRAPH, scalar,
+      offsetof(struct graph_report, stats.deadlocks_total), VAL_U64,
+      "Deadlocks found since start (each counted once, when confirmed)." },
+    { "lockwatch_lock_order_inversions", "gauge", SRC_GRAPH, scalar,
+      offsetof(struct graph_report, ninversions), VAL_SIZE,
+      "Pairs of lock classes known to be taken in both orders (by different owners) now." },
+    { "lockwatch_lock_order_inversions_total", "counter", SRC_GRAPH, scalar,
+      offsetof(struct graph_report, stats.inversions_total), VAL_U64,
+      "Lock-order inversions found since start." },
+    { "lockwatch_wait_graph_edges", "gauge", SRC_GRAPH, scalar,
+      offsetof(struct graph_report, stats.edges), VAL_SIZE,
+      "Waiter-to-holder edges of the wait-for graph's last pass." },
+    { "lockwatch_wait_graph_dropped_total", "counter", SRC_GRAPH, graph_dropped, 0, VAL_U64,
+      "What the wait-for graph's caps left out since start, by what: nodes, edges, "
+      "long_cycles (over 16 holders), candidates, deadlocks, orders (evicted), inversions." },
     { "lockwatch_releases_total", "counter", SRC_RELEASES, releases_by_result, 0, VAL_U64,
       "Guarded releases over HTTP (POST /api/v1/locks/release) by result; dry runs are not "
       "counted." },
@@ -915,6 +968,7 @@ render_metrics_http(const struct view *v, const struct guard_stats *http, struct
     o.source[SRC_RELEASES] = v->releases;
     o.source[SRC_THROTTLE] = v->throttle;
     o.source[SRC_HTTP] = http;
+    o.source[SRC_GRAPH] = v->graph;
     if (v->alerts != NULL) {
         if (alerts_stats(v->alerts, &o.alerts) == -1)
             sb->failed = true;

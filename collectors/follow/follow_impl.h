@@ -34,6 +34,9 @@
 #define FOLLOW_PUBLISH_MS   250     /* at most one snapshot from events per this */
 #define FOLLOW_TICK_MS      50      /* the loop wakes at least this often */
 #define FOLLOW_EXPIRE_MS    500     /* local expiries: at most a snapshot per this */
+#define FOLLOW_QUEUES_MS    500     /* a held lock with a fair queue: a snapshot
+                                     * (its waiters read again) at least this
+                                     * often, for the wait-for graph */
 #define FOLLOW_NODES_MAX    64      /* subscriptions: cluster primaries */
 #define REGISTRY_PREFIX     "lockwatch:client:"
 #define DRIFT_STREAK        2       /* scheduled reconciles with fixes in a row */
@@ -127,6 +130,11 @@ struct follow {
     uint64_t fixed_total, overflows_total, reconciles_total, published_total;
     double lag_s;
     bool registry_dirty;
+    bool queues_held;           /* the last snapshot holds a lock whose
+                                 * waiters are a fair queue (FMT_WAITERS_QUEUE):
+                                 * queue pushes send no event on the lock's
+                                 * key, so it is published every
+                                 * FOLLOW_QUEUES_MS */
     /* cluster: the topology of the last full scan, and its shards' report */
     bool cluster;
     struct cluster_topo topo;
