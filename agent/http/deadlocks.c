@@ -37,7 +37,7 @@ set_bytes(json_t *o, const char *name, const struct graph_bytes *b)
 }
 
 static json_t *
-step_json(const struct graph_step *s)
+step_json(const struct graph_step *s, int64_t at_ms)
 {
     json_t *o = json_object();
     int bad = o == NULL;
@@ -50,6 +50,9 @@ step_json(const struct graph_step *s)
     bad |= json_object_set_new(o, "class", lockjson_text(s->klass, strlen(s->klass)));
     bad |= set_bytes(o, "holder", &s->holder);
     bad |= json_object_set_new(o, "held_since", lockjson_time(s->held_since_ms));
+    bad |= json_object_set_new(o, "held_seconds", s->held_since_ms > 0 ?
+                               json_real((double)(at_ms - s->held_since_ms) / 1000.0) :
+                               json_null());
     bad |= json_object_set_new(o, "source", json_string(s->source));
     if (bad) {
         json_decref(o);
@@ -59,7 +62,7 @@ step_json(const struct graph_step *s)
 }
 
 static json_t *
-deadlock_json(const struct graph_deadlock *d)
+deadlock_json(const struct graph_deadlock *d, int64_t at_ms)
 {
     json_t *o = json_object(), *steps = json_array(), *s;
     char id[17];
@@ -67,7 +70,7 @@ deadlock_json(const struct graph_deadlock *d)
     size_t i;
 
     for (i = 0; !bad && i < d->nsteps; i++)
-        bad |= (s = step_json(&d->steps[i])) == NULL || json_array_append_new(steps, s) == -1;
+        bad |= (s = step_json(&d->steps[i], at_ms)) == NULL || json_array_append_new(steps, s) == -1;
     if (bad) {
         json_decref(o);
         json_decref(steps);
@@ -155,7 +158,7 @@ report_json(const struct graph_report *r)
     size_t i;
 
     for (i = 0; !bad && i < r->ndeadlocks; i++)
-        bad |= (x = deadlock_json(&r->deadlocks[i])) == NULL || json_array_append_new(dl, x);
+        bad |= (x = deadlock_json(&r->deadlocks[i], r->at_ms)) == NULL || json_array_append_new(dl, x);
     for (i = 0; !bad && i < r->ninversions; i++)
         bad |= (x = inversion_json(&r->inversions[i])) == NULL || json_array_append_new(inv, x);
     if (bad) {

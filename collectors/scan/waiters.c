@@ -11,7 +11,8 @@
  *     queue redisson_lock_queue:{K}, the FairLock's waiters in order (an
  *     RLock has none, and a missing key is an empty list): their count,
  *     and their `<uuid>:<tid>` ids, which the lock keeps for the wait-for
- *     graph (collectors/graph/); only a queue that fills the range is
+ *     graph (collectors/graph/); only a queue that fills the range, or
+ *     whose LRANGE was refused (an ACL without +lrange: counted), is
  *     asked its LLEN too, so one command a queue as a rule, as LLEN was;
  *   - every lock whose row has a waiters source and a wake channel
  *     (Redisson locks, RW locks, semaphores, liblockwatch): PUBSUB NUMSUB
@@ -161,10 +162,12 @@ ask_queues(struct run *r, struct stream *st, size_t want, struct wait_lock *w, s
                     return -1;
                 }
             } else {
+                /* refused (an ACL without +lrange): counted, and its
+                 * LLEN still gives the count */
                 r->sc->counters.waiter_errors_total++;
             }
             freeReplyObject(rep);
-            if (x->queued >= SNAP_QUEUE_IDS)
+            if (x->queued >= SNAP_QUEUE_IDS || x->queued < 0)
                 idx[full++] = idx[j];   /* j >= full: idx[j] is read already */
         }
         for (j = 0; j < full; j++)

@@ -17,7 +17,8 @@ DIR = os.path.join(h.REPO, "packaging", "prometheus")
 RULES = os.path.join(DIR, "lockwatch-rules.yml")
 TESTS = os.path.join(DIR, "lockwatch-rules.test.yml")
 ALERTNAMES = {"LockLeaked", "LockHeldTooLong", "LockReentrancyHigh", "LockWaitP99High",
-              "LockTargetDown", "LockShardDown", "LockRedlockSplit"}
+              "LockTargetDown", "LockShardDown", "LockRedlockSplit", "LockDeadlock",
+              "LockOrderInversion"}
 
 
 def promtool(*args):
@@ -31,7 +32,7 @@ class PromRules(h.TestCase):
     def test_check_rules(self):
         rc, out = promtool("check", "rules", RULES)
         self.assertEqual(rc, 0, out)
-        self.assertIn("7 rules found", out)
+        self.assertIn("9 rules found", out)
 
     def test_rule_unit_tests(self):
         rc, out = promtool("test", "rules", TESTS)

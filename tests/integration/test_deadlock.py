@@ -19,12 +19,17 @@ as liblockwatch and the reporters send them, the agent scanning every second.
     released, later B then A by another): one LockOrderInversion with both
     sites, no LockDeadlock;
   - hostile key bytes (quotes, newline, invalid UTF-8) in a cycle keep
-    /api/v1/deadlocks valid JSON and /metrics parseable.
+    /api/v1/deadlocks valid JSON and /metrics parseable;
+  - `lockctl deadlocks` shows the cycle in 80 columns and --json the
+    agent's document; with no agent answering it exits 3.
 """
 
 import json
+import os
 import socket
+import subprocess
 import time
+import unicodedata
 import urllib.parse
 
 import harness
@@ -50,6 +55,19 @@ def q(raw):
     if isinstance(raw, str):
         raw = raw.encode()
     return urllib.parse.quote_from_bytes(raw, safe="").encode()
+
+
+LOCKCTL = os.path.join(harness.BUILD, "bin", "lockctl")
+
+
+def lockctl(config, *args, columns=80):
+    env = dict(os.environ, COLUMNS=str(columns))
+    return subprocess.run([LOCKCTL, "-c", config] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=30, env=env)
+
+
+def columns(line):
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
 
 
 UUID_A = "2d4b7c1e-9f0a-4c3b-8e21-5a6f7b8c9d0e"
@@ -137,6 +155,18 @@ class Deadlock(harness.TestCase):
         self.assertEqual(msum(m, "lockwatch_deadlocks", target="*"), 0)
         self.assertEqual(msum(m, "lockwatch_deadlocks_total"), 1)
 
+        p = lockctl(self.agent.config_path, "deadlocks")
+        out = p.stdout.decode("utf-8")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for line in out.splitlines():
+            self.assertLessEqual(columns(line), 80, line)
+        for part in ("deadlock 1: 2 holders on target main", "WAITER", "lock:acct:a",
+                     "lock:ship:b", "worker-2:99/3", "release lock:ship:b"):
+            self.assertIn(part, out)
+        p = lockctl(self.agent.config_path, "deadlocks", "--json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(json.loads(p.stdout)["deadlocks"]), 1)
+
         # worker-2 gives up on a and releases b: the cycle is gone
         self.send(self.waiting("lock:acct:a", "worker-2:99/3", None, "timeout"),
                   self.hold("lock:ship:b", "worker-2:99/3", "tok-b-99"))
@@ -186,6 +216,15 @@ class Deadlock(harness.TestCase):
         (d,) = self.deadlocks()["deadlocks"]
         self.assertEqual(sorted(s["holder"] for s in d["steps"]),
                          ["jvm-1:300/17", "py-host:5/main"])
+
+    def test_lockctl_without_agent(self):
+        p = lockctl(self.agent.config_path, "--agent", "http://127.0.0.1:%d" % free_udp_port(),
+                    "deadlocks")
+        self.assertEqual(p.returncode, 3, p.stdout)
+        self.assertIn(b"did not answer", p.stderr)
+        p = lockctl(self.agent.config_path, "deadlocks", "--help")
+        self.assertEqual(p.returncode, 0)
+        self.assertIn(b"wait-for graph", p.stdout)
 
     def test_chain_is_no_deadlock(self):
         self.acquire("lock:c:1", "o-1", "t1")
@@ -279,6 +318,7 @@ class DeadlockFollow(Deadlock):
     test_cycle_of_two_reporters = None
     test_cycle_across_languages = None
     test_chain_is_no_deadlock = None
+    test_lockctl_without_agent = None
     test_inversion_without_overlap = None
     test_hostile_keys = None
 
