@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "agent/http/metrics.h"
+#include "agent/http/metrics_impl.h"
 
 #include "agent/http/guard.h"
 #include "agent/http/release_http.h"
@@ -137,14 +138,14 @@ has_locks(const struct view_target *t)
 }
 
 
-/* What the sample renderers write to and read from: the view, and each
- * source of metric_families[] (NULL when this render has not got it). */
-struct metrics_out {
-    struct strbuf *sb;
-    const struct view *v;
-    const void *source[SRC_COUNT];
-    struct alerts_stats alerts;     /* source[SRC_ALERTS] when taken */
-};
+/* (struct metrics_out, what the sample renderers write to and read
+ * from: metrics_impl.h) */
+
+void
+metrics_target_label(struct strbuf *sb, const char *name, const char *target)
+{
+    target_label(sb, name, target);
+}
 
 /* --- the shared renderers: a value the row points at, per target, class,
  * shard, or once ---------------------------------------------------------- */
@@ -691,41 +692,6 @@ notifications(struct metrics_out *o, const struct metric_family *mf)
 }
 
 /* struct agent's releases[], indexed by RELEASES_* (release_http.h). */
-/* --- the wait-for graph ------------------------------------------------------ */
-
-/* Deadlocks now per target, every configured one, and "*" for those
- * across targets or known only from reporters. */
-static void
-graph_deadlocks(struct metrics_out *o, const struct metric_family *mf)
-{
-    const struct graph_report *r = o->source[SRC_GRAPH];
-    size_t i;
-
-    for (i = 0; i < o->v->ntargets; i++) {
-        target_label(o->sb, mf->name, o->v->targets[i].name);
-        sb_addf(o->sb, "} %zu\n", graph_report_count(r, o->v->targets[i].name));
-    }
-    target_label(o->sb, mf->name, GRAPH_CROSS_TARGET);
-    sb_addf(o->sb, "} %zu\n", graph_report_count(r, GRAPH_CROSS_TARGET));
-}
-
-/* What the graph's caps cut, by what. */
-static void
-graph_dropped(struct metrics_out *o, const struct metric_family *mf)
-{
-    const struct graph_stats *s = &((const struct graph_report *)o->source[SRC_GRAPH])->stats;
-    const struct { const char *what; uint64_t n; } rows[] = {
-        { "nodes", s->nodes_dropped }, { "edges", s->edges_dropped },
-        { "long_cycles", s->cycles_cut }, { "candidates", s->candidates_dropped },
-        { "deadlocks", s->deadlocks_dropped }, { "orders", s->orders_evicted },
-        { "inversions", s->inversions_dropped },
-    };
-    size_t i;
-
-    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-        sb_addf(o->sb, "%s{what=\"%s\"} %" PRIu64 "\n", mf->name, rows[i].what, rows[i].n);
-}
-
 static void
 releases_by_result(struct metrics_out *o, const struct metric_family *mf)
 {
@@ -806,8 +772,8 @@ const struct metric_family metric_families[] = {
       "Keys SCAN returned more than once in one pass (counted once)." },
     { "lockwatch_scan_waiter_errors_total", "counter", SRC_VIEW, every_target,
       offsetof(struct snapshot, counters.waiter_errors_total), VAL_U64,
-      "Waiter look-ups (PUBSUB NUMSUB, LLEN of a fair queue) refused with an error reply; "
-      "those locks' waiters are unknown." },
+      "Waiter look-ups (PUBSUB NUMSUB, LRANGE or LLEN of a fair queue) refused with an error "
+      "reply; those locks' waiters (or a queue's members) are unknown." },
     { "lockwatch_scan_truncated_values_total", "counter", SRC_VIEW, every_target,
       offsetof(struct snapshot, counters.truncated_total), VAL_U64,
       "Lock values or hash fields cut by the per-key read caps." },
@@ -913,7 +879,7 @@ const struct metric_family metric_families[] = {
     { "lockwatch_notifications_total", "counter", SRC_ALERTS, notifications, 0, VAL_U64,
       "Notices per [webhook] sink: sent (2xx), retried (a failed try tried again), dropped "
       "(never delivered)." },
-    { "lockwatch_deadlocks", "gauge", SRC_GRAPH, graph_deadlocks, 0, VAL_SIZE,
+    { "lockwatch_deadlocks", "gauge", SRC_GRAPH, metrics_graph_deadlocks, 0, VAL_SIZE,
       "Deadlocks now: cycles of lock holders each waiting for the next, seen on two passes "
       "in a row, by target (\"*\": across targets, or known only from reporters)." },
     { "lockwatch_deadlocks_total", "counter", SRC_GRAPH, scalar,
@@ -928,7 +894,7 @@ const struct metric_family metric_families[] = {
     { "lockwatch_wait_graph_edges", "gauge", SRC_GRAPH, scalar,
       offsetof(struct graph_report, stats.edges), VAL_SIZE,
       "Waiter-to-holder edges of the wait-for graph's last pass." },
-    { "lockwatch_wait_graph_dropped_total", "counter", SRC_GRAPH, graph_dropped, 0, VAL_U64,
+    { "lockwatch_wait_graph_dropped_total", "counter", SRC_GRAPH, metrics_graph_dropped, 0, VAL_U64,
       "What the wait-for graph's caps left out since start, by what: nodes, edges, "
       "long_cycles (over 16 holders), candidates, deadlocks, orders (evicted), inversions." },
     { "lockwatch_releases_total", "counter", SRC_RELEASES, releases_by_result, 0, VAL_U64,

@@ -33,21 +33,13 @@ import unicodedata
 import urllib.parse
 
 import harness
+from client_helpers import closed_udp_port as free_udp_port
 from harness import msum
 
 SCAN = 1.0                  # scan_interval, seconds
 BOUND = 2 * SCAN + 1.0      # two scans, and the alert tick (once a second)
 SLACK = 6.0                 # load (ASan, 4 tests at once) on top of it
 NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
-
-
-def free_udp_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
 
 
 def q(raw):
