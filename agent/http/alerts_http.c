@@ -6,9 +6,11 @@
  * The tick takes the same kind of view HTTP renders from (references to
  * the newest snapshots, a copy of the wait statistics), so the rules read
  * exactly what /metrics shows and never block a scanner.  It runs on the
- * main thread once a second (main.c's sigtimedwait loop).  Before the
- * rules, the wait-for graph makes its pass over the same snapshots and the
- * waiting table (collectors/graph/graph.h), and the rules judge its report.
+ * main thread once a second (main.c's sigtimedwait loop).  The rules judge
+ * the wait-for graph's newest report too; its passes (agent_graph_tick,
+ * over the same kind of view and the waiting table) run twice a second on
+ * the same thread, and one that finds a new deadlock or inversion has the
+ * alerts evaluated at once.
  */
 #include "agent/http/alerts_http.h"
 
@@ -20,31 +22,59 @@
 #include "alerts/alerts.h"
 #include "common/clock.h"
 
-/* The wait-for graph's pass over the view's snapshots; the new report, or
- * the previous one when the pass ran out of memory. */
-static struct graph_report *
-graph_tick(struct agent *a, const struct view *v)
+/* The ids of r's deadlocks and inversions, summed with a mixer: equal for
+ * the same sets (in any order). */
+static uint64_t
+report_ids(const struct graph_report *r)
 {
-    struct graph_target *gt;
-    struct graph_report *r;
+    uint64_t h = 0;
     size_t i;
 
+    for (i = 0; r != NULL && i < r->ndeadlocks; i++)
+        h += (r->deadlocks[i].id ^ 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+    for (i = 0; r != NULL && i < r->ninversions; i++)
+        h += (r->inversions[i].id + 0x94d049bb133111ebULL) * 0x2545f4914f6cdd1dULL;
+    return h;
+}
+
+bool
+agent_graph_tick(struct agent *a)
+{
+    struct graph_target *gt;
+    struct graph_report *old, *r = NULL;
+    struct view v;
+    size_t i;
+    bool changed;
+
     if (a->graph == NULL)
-        return NULL;
-    gt = calloc(v->ntargets ? v->ntargets : 1, sizeof(*gt));
-    if (gt != NULL) {
-        for (i = 0; i < v->ntargets; i++) {
-            gt[i].name = v->targets[i].name;
-            gt[i].snap = v->targets[i].snap;
-        }
-        r = graph_pass(a->graph, gt, v->ntargets, a->waits, a->cfg->classes, a->cfg->nclasses,
-                       v->now_ms, clock_mono_ms());
-        free(gt);
-        if (r != NULL)
-            return r;
+        return false;
+    if (agent_view(a, &v) == -1) {
+        log_warnx("wait-for graph: out of memory; this pass is skipped");
+        return false;
     }
-    log_warnx("wait-for graph: out of memory; this pass is skipped");
-    return graph_latest(a->graph);
+    old = v.graph;              /* the report before this pass */
+    gt = calloc(v.ntargets ? v.ntargets : 1, sizeof(*gt));
+    if (gt != NULL) {
+        for (i = 0; i < v.ntargets; i++) {
+            gt[i].name = v.targets[i].name;
+            gt[i].snap = v.targets[i].snap;
+        }
+        /* the main thread reloads the config too: a->cfg is steady here */
+        r = graph_pass(a->graph, gt, v.ntargets, a->waits, a->cfg->classes, a->cfg->nclasses,
+                       v.now_ms, clock_mono_ms());
+        free(gt);
+    }
+    if (r == NULL) {
+        log_warnx("wait-for graph: out of memory; this pass is skipped");
+        view_release(&v);
+        return false;
+    }
+    changed = report_ids(r) != report_ids(old) ||
+              r->ndeadlocks != (old ? old->ndeadlocks : 0) ||
+              r->ninversions != (old ? old->ninversions : 0);
+    graph_report_unref(r);
+    view_release(&v);
+    return changed;
 }
 
 void
@@ -62,7 +92,7 @@ agent_alerts_tick(struct agent *a)
         log_warnx("alerts: out of memory; this evaluation is skipped");
         return;
     }
-    gr = graph_tick(a, &v);
+    gr = a->graph != NULL ? graph_latest(a->graph) : NULL;
     t = calloc(v.ntargets ? v.ntargets : 1, sizeof(*t));
     g = calloc(v.ngroups ? v.ngroups : 1, sizeof(*g));
     if (t == NULL || g == NULL) {
