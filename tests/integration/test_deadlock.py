@@ -37,7 +37,7 @@ from client_helpers import closed_udp_port as free_udp_port
 from harness import msum
 
 SCAN = 1.0                  # scan_interval, seconds
-BOUND = 2 * SCAN + 1.0      # two scans, and the alert tick (once a second)
+BOUND = 2 * SCAN + 0.5      # two scans, and a pass of the graph (twice a second)
 SLACK = 6.0                 # load (ASan, 4 tests at once) on top of it
 NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
 
