@@ -5,8 +5,11 @@
  * passes, the deadlock events and the report (see graph.h).
  *
  * A pass copies the waiting table out (the statistics' mutex is held only
- * for the copy), indexes the pairs by holder id (holder -> owner) and by
- * key, then walks each target's retained locks once: a lock with a fair
+ * for the copy), indexes the pairs by holder id (holder -> owner), by the
+ * party of a liblockwatch token (`lw1:<host>:<pid>:<thread>`: liblockwatch
+ * reports no line for an acquire that did not wait, so the token of a lock
+ * it took at once is known as its owner's through the token of another
+ * of the same thread, the one it waits with) and by key, then walks each target's retained locks once: a lock with a fair
  * queue gives queue -> holder edges, a lock whose key a waiting pair names
  * gives owner -> holder edges.  A waiting pair whose key no snapshot holds
  * in detail points at the owners whose pairs hold that key.  Every edge's
@@ -21,6 +24,7 @@
 #include <string.h>
 
 #include "collectors/events/events.h"
+#include "common/lw1.h"
 
 #define PASS_LOCKS_MAX CYCLES_EDGES_MAX
 
@@ -51,8 +55,8 @@ struct pass {
     struct graph *g;
     struct gpair *pairs;
     size_t npairs;
-    struct gpair **byholder, **bykey;
-    size_t nbyholder, nbykey;
+    struct gpair **byholder, **bykey, **byparty;
+    size_t nbyholder, nbykey, nbyparty;
     bool *matched;                      /* per bykey entry: a snapshot held its key */
     struct glock *locks;
     size_t nlocks;
@@ -274,6 +278,30 @@ by_key(const void *a, const void *b)
     return bytes_cmp(x->key, x->keylen, y->key, y->keylen);
 }
 
+/* The length of a liblockwatch token's party ("lw1:host:pid:thread"), 0
+ * when the bytes are no token. */
+static size_t
+lw1_party(const char *holder, size_t len)
+{
+    struct lw1_token t;
+    size_t i, colons = 0;
+
+    if (lw1_token_parse(holder, len, &t) == -1)
+        return 0;
+    for (i = 0; i < len; i++)
+        if (holder[i] == ':' && ++colons == 4)
+            return i;
+    return 0;
+}
+
+static int
+by_party(const void *a, const void *b)
+{
+    const struct gpair *x = *(struct gpair *const *)a, *y = *(struct gpair *const *)b;
+
+    return bytes_cmp(x->holder, x->partylen, y->holder, y->partylen);
+}
+
 /* The first index of bykey whose key is key, or nbykey. */
 static size_t
 key_first(const struct pass *p, const char *key, size_t len)
@@ -314,16 +342,21 @@ pairs_load(struct pass *p, struct waitstats *ws)
     p->pairs = c.pairs;
     p->npairs = c.n;
     p->byholder = calloc(c.n ? c.n : 1, sizeof(*p->byholder));
+    p->byparty = calloc(c.n ? c.n : 1, sizeof(*p->byparty));
     p->bykey = calloc(c.n ? c.n : 1, sizeof(*p->bykey));
     p->matched = calloc(c.n ? c.n : 1, sizeof(*p->matched));
-    if (c.nomem || p->byholder == NULL || p->bykey == NULL || p->matched == NULL)
+    if (c.nomem || p->byholder == NULL || p->byparty == NULL || p->bykey == NULL ||
+        p->matched == NULL)
         return -1;
     for (i = 0; i < c.n; i++) {
         if (c.pairs[i].holderlen > 0)
             p->byholder[p->nbyholder++] = &c.pairs[i];
+        if ((c.pairs[i].partylen = lw1_party(c.pairs[i].holder, c.pairs[i].holderlen)) > 0)
+            p->byparty[p->nbyparty++] = &c.pairs[i];
         p->bykey[p->nbykey++] = &c.pairs[i];
     }
     qsort(p->byholder, p->nbyholder, sizeof(*p->byholder), by_holder);
+    qsort(p->byparty, p->nbyparty, sizeof(*p->byparty), by_party);
     qsort(p->bykey, p->nbykey, sizeof(*p->bykey), by_key);
     return 0;
 }
@@ -337,28 +370,45 @@ pairs_free(struct pass *p)
         free(p->pairs[i].owner);
     free(p->pairs);
     free(p->byholder);
+    free(p->byparty);
     free(p->bykey);
     free(p->matched);
 }
 
-/* The node of a holder id: the owner a pair names it for, else itself. */
-static long
-node_of(struct pass *p, const char *holder, size_t len)
+/* The pair of index (n of them, sorted by the first len bytes of their
+ * holders) whose holder's first len bytes are key's, or NULL. */
+static const struct gpair *
+find_holder(struct gpair *const *index, size_t n, const char *key, size_t len, bool party)
 {
-    size_t lo = 0, hi = p->nbyholder;
+    size_t lo = 0, hi = n;
 
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        const struct gpair *m = p->byholder[mid];
-        int c = bytes_cmp(m->holder, m->holderlen, holder, len);
+        const struct gpair *m = index[mid];
+        int c = bytes_cmp(m->holder, party ? m->partylen : m->holderlen, key, len);
 
         if (c == 0)
-            return cycles_node(p->g->cy, m->owner, m->ownerlen);
+            return m;
         if (c < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
+    return NULL;
+}
+
+/* The node of a holder id: the owner a pair names it for, or the owner of
+ * another token of the same liblockwatch thread, else itself. */
+static long
+node_of(struct pass *p, const char *holder, size_t len)
+{
+    const struct gpair *m = find_holder(p->byholder, p->nbyholder, holder, len, false);
+    size_t party;
+
+    if (m == NULL && (party = lw1_party(holder, len)) > 0)
+        m = find_holder(p->byparty, p->nbyparty, holder, party, true);
+    if (m != NULL)
+        return cycles_node(p->g->cy, m->owner, m->ownerlen);
     return cycles_node(p->g->cy, holder, len);
 }
 

@@ -12,6 +12,8 @@
 struct gpair {
     char *owner, *key, *holder;         /* one allocation, owner first */
     size_t ownerlen, keylen, holderlen;
+    size_t partylen;                    /* a liblockwatch token's "lw1:host:pid:thread"
+                                         * bytes; 0: the holder is no such token */
     bool waiting;
     enum sample_outcome outcome;
     int64_t at_ms;                      /* monotonic */

@@ -218,6 +218,25 @@ class Deadlock(harness.TestCase):
         self.assertEqual(p.returncode, 0)
         self.assertIn(b"wait-for graph", p.stdout)
 
+    def test_liblockwatch_took_its_lock_at_once(self):
+        """liblockwatch sends no line for an acquire that did not wait: its
+        lock A is known as its owner's through the token it waits for B
+        with (the same `lw1:<host>:<pid>:<thread>` party), while a Python
+        reporter (which says `waiting ok` for every blocking acquire) holds
+        B and waits for A."""
+        now = int(time.time() * 1000)
+        tok_a = "lw1:web-1:4242:77:%d:00aa11bb22cc33dd" % now
+        tok_b_try = "lw1:web-1:4242:77:%d:44ee55ff66aa77bb" % (now + 900)
+        self.assertTrue(self.r.set("lock:lw:a", tok_a, px=600000))    # no line at all
+        self.send(self.waiting("lock:lw:b", "py-7:9/140234", "0f9e8d7c6b5a", "ok"))
+        self.assertTrue(self.r.set("lock:lw:b", "0f9e8d7c6b5a", px=600000))
+        self.send(self.waiting("lock:lw:b", "web-1:4242/77", tok_b_try, "start"),
+                  self.waiting("lock:lw:a", "py-7:9/140234", None, "start"))
+        self.wait_deadlock(time.monotonic())
+        (d,) = self.deadlocks()["deadlocks"]
+        self.assertEqual(sorted(s["holder"] for s in d["steps"]),
+                         ["py-7:9/140234", "web-1:4242/77"])
+
     def test_chain_is_no_deadlock(self):
         self.acquire("lock:c:1", "o-1", "t1")
         self.acquire("lock:c:2", "o-2", "t2")
@@ -310,6 +329,7 @@ class DeadlockFollow(Deadlock):
     test_cycle_of_two_reporters = None
     test_cycle_across_languages = None
     test_chain_is_no_deadlock = None
+    test_liblockwatch_took_its_lock_at_once = None
     test_lockctl_without_agent = None
     test_inversion_without_overlap = None
     test_hostile_keys = None
