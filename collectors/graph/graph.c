@@ -129,6 +129,8 @@ hash_more(uint64_t h, const char *p, size_t n)
 
 /* ---- the graph's life ------------------------------------------------------ */
 
+static struct graph_report *report_new(int64_t now_ms);
+
 struct graph *
 graph_new(void)
 {
@@ -139,7 +141,11 @@ graph_new(void)
     g->cy = cycles_new();
     g->orders = calloc(GRAPH_ORDERS_MAX, sizeof(*g->orders));
     g->cands = calloc(GRAPH_CANDIDATES_MAX, sizeof(*g->cands));
-    if (g->cy == NULL || g->orders == NULL || g->cands == NULL) {
+    /* an empty report from the start: the families and the API are there
+     * before the first pass, as they will be after it */
+    g->latest = report_new(0);
+    if (g->cy == NULL || g->orders == NULL || g->cands == NULL || g->latest == NULL) {
+        graph_report_unref(g->latest);
         cycles_free(g->cy);
         free(g->orders);
         free(g->cands);

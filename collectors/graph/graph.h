@@ -161,7 +161,8 @@ struct graph_report *graph_pass(struct graph *g, const struct graph_target *targ
                                 const struct class_rule *rules, size_t nrules,
                                 int64_t now_ms, int64_t mono_ms);
 
-/* The newest report (a new reference), NULL before the first pass. */
+/* The newest report (a new reference); before the first pass an empty
+ * one (at_ms 0). */
 struct graph_report *graph_latest(struct graph *g);
 
 void graph_report_ref(struct graph_report *r);
