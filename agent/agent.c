@@ -34,6 +34,7 @@
 #include "alerts/alerts.h"
 #include "collectors/follow/follow.h"
 #include "collectors/redis/conn.h"
+#include "collectors/release/audittail.h"
 #include "collectors/scan/scan.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -43,6 +44,8 @@ struct target_rt {
     struct scanner *scanner;
     struct follow *follow;              /* the scanner's (it frees it) */
     const struct target_conf *conf;     /* into agent->cfg */
+    const char *audit_stream;           /* into agent->cfg: [unlock] audit_stream */
+    struct audit_tail audit;            /* its releases on the timeline */
     struct scan_rules rules;
     pthread_t thread;
     bool running;
@@ -198,6 +201,25 @@ target_wait(struct target_rt *t, int64_t ms)
     pthread_mutex_unlock(&t->mu);
 }
 
+/* After a good scan: the releases appended to the audit stream since the
+ * last (lockctl's, another agent's) onto the timeline, within the
+ * target's command_timeout. */
+static void
+tail_audit(struct target_rt *t)
+{
+    struct redisconn_scope sc = { .deadline_ms = clock_deadline(t->conf->command_timeout_ms),
+                                  .idle_ms = t->conf->command_timeout_ms, .stop = &t->stop,
+                                  .what = "the audit stream's read (command_timeout)" };
+    const struct redisconn_scope *prev = redisconn_scope_enter(&sc);
+    char err[320] = "";
+
+    if (audit_tail_poll(&t->audit, t->conf, t->audit_stream, err, sizeof(err)) == 1 &&
+        err[0] != '\0')
+        log_info("target %s: %s; releases by lockctl are not on the agent's timeline "
+                 "(docs/events.md)", t->name, err);
+    redisconn_scope_leave(prev);
+}
+
 static void *
 target_main(void *arg)
 {
@@ -253,6 +275,8 @@ target_main(void *arg)
         publish(t, s);
         for (i = 0; i < t->ngroups; i++)
             group_compare(t->groups[i]);
+        if (ok)
+            tail_audit(t);
         /* follow mode: current from events until a full scan is due; its
          * reads see a stop request as a scan's do (no deadline: it runs
          * until the next full scan) */
@@ -278,6 +302,7 @@ target_run(struct target_rt *t, const struct target_conf *conf, const struct con
     int err;
 
     t->conf = conf;
+    t->audit_stream = cfg->audit_stream;
     rules_from(&t->rules, cfg, t->name);
     atomic_store(&t->stop, 0);
     err = pthread_create(&t->thread, NULL, target_main, t);

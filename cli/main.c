@@ -97,6 +97,20 @@ static const struct command {
       "inversions known (two lock classes taken in both orders, with both sites).\n"
       "Only the agent knows this: it is asked (--agent, else [agent] listen), and an\n"
       "agent that does not answer is exit 3.  --json prints the agent's document.\n" },
+    { "events", cmd_events,
+      "events [--since DURATION] [--kind KIND] [--limit N] [--follow]",
+      "Show the agent's timeline of lock events, newest last (docs/events.md): leases\n"
+      "lost while held (lease_lost), renewed locks that expired (expired_renewed),\n"
+      "holders working past their lease (lease_overrun), locks lost at a failover\n"
+      "(lost_at_failover), deadlock, inversion, force_release.  Read from the agent\n"
+      "(--agent, else [agent] listen): it keeps the newest 1024; no Redis is asked.\n"
+      "  --since DURATION  only the events of the last DURATION (e.g. 15m)\n"
+      "  --kind KIND       only events of KIND\n"
+      "  --limit N         the newest N (1..1024; default 50, all kept with --since)\n"
+      "  --follow          then print new events as they come (asking every second)\n"
+      "                    until interrupted; with --json one JSON object per line\n"
+      "  -t TARGET         only TARGET's events\n"
+      "Exit 3 when the agent does not answer.\n" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -219,7 +233,7 @@ main(int argc, char **argv)
         fflush(stdout);
         return rc;
     }
-    lockctl_warnx("unknown command \"%s\" (commands: list, show, release, expire, audit; "
+    lockctl_warnx("unknown command \"%s\" (commands: list, show, release, expire, audit, events; "
                   "see lockctl --help)", argv[optind]);
     if (lc.json)
         out_json_error(LOCKCTL_USAGE);

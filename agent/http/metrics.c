@@ -43,6 +43,7 @@
 #include "agent/http/routes.h"
 #include "agent/http/throttle.h"
 #include "alerts/alerts.h"
+#include "collectors/events/events.h"
 #include "common/keytext.h"
 
 static void
@@ -714,6 +715,22 @@ release_auth_failures(struct metrics_out *o, const struct metric_family *mf)
     sb_addf(o->sb, "%s{result=\"rate_limited\"} %" PRIu64 "\n", mf->name, st.rate_limited);
 }
 
+/* The process's ring of lock events (collectors/events/): every kind
+ * always present. */
+static void
+events_by_kind(struct metrics_out *o, const struct metric_family *mf)
+{
+    for (int k = 0; k < EVENT_KIND_COUNT; k++)
+        sb_addf(o->sb, "%s{kind=\"%s\"} %" PRIu64 "\n", mf->name,
+                event_kind_name((enum event_kind)k), events_total((enum event_kind)k));
+}
+
+static void
+events_dropped_total(struct metrics_out *o, const struct metric_family *mf)
+{
+    sb_addf(o->sb, "%s %" PRIu64 "\n", mf->name, events_dropped());
+}
+
 static void
 http_rejected(struct metrics_out *o, const struct metric_family *mf)
 {
@@ -758,7 +775,8 @@ const struct metric_family metric_families[] = {
       "Keys a full scan in follow mode found changed without a notification." },
     { "lockwatch_follow_overflows_total", "counter", SRC_VIEW, scanned_targets,
       offsetof(struct snapshot, follow.overflows_total), VAL_U64,
-      "Times the pending set of changed keys hit its cap (each ends in a full scan)." },
+      "Times notifications were lost to a cap (the pending set's 65,536 keys or 16 MiB, a "
+      "key over 128 KiB, a subscriber message over 1 MiB); each ends in a full scan." },
 
     /* cumulative scan counters */
     { "lockwatch_scan_keys_total", "counter", SRC_VIEW, every_target,
@@ -904,6 +922,13 @@ const struct metric_family metric_families[] = {
       0, VAL_U64,
       "Release requests refused before their body: wrong_token (a missing or wrong bearer "
       "token, 401/403) or rate_limited (429: too many wrong tokens from the address)." },
+
+    /* the timeline of lock events (/api/v1/events, docs/events.md) */
+    { "lockwatch_events_total", "counter", SRC_VIEW, events_by_kind, 0, VAL_U64,
+      "Lock events pushed to the timeline since start, by kind (docs/events.md)." },
+    { "lockwatch_events_dropped_total", "counter", SRC_VIEW, events_dropped_total, 0, VAL_U64,
+      "Lock events pushed out of the full timeline (it keeps the newest 1024) or lost "
+      "to a failed allocation." },
 
     { "lockwatch_http_connections", "gauge", SRC_HTTP, scalar,
       offsetof(struct guard_stats, open), VAL_U64,

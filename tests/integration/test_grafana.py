@@ -209,7 +209,9 @@ class Dashboard(h.TestCase):
                        "lockwatch_lock_waiters", "lockwatch_follow_active",
                        "lockwatch_follow_events_total", "lockwatch_releases_total",
                        "lockwatch_release_auth_failures_total",
-                       "lockwatch_scan_read_errors_total"):
+                       "lockwatch_scan_read_errors_total",
+                       # issue 26: the timeline of lock events
+                       "lockwatch_events_total", "lockwatch_events_dropped_total"):
             self.assertIn(needle, exprs)
         self.assertIn("histogram_quantile(0.99", exprs)
         self.assertIn("Top offenders", titles)

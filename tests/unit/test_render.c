@@ -21,6 +21,7 @@
 #include "agent/http/throttle.h"
 #include "agent/http/render.h"
 #include "alerts/alerts.h"
+#include "collectors/events/events.h"
 #include "common/keytext.h"
 
 #define NOW 1800000000000LL
@@ -111,8 +112,8 @@ count_samples(const char *text)
     return n;
 }
 
-/* Every line is a comment or name{labels} value, and label values only
- * contain escaped quotes, backslashes and newlines. */
+/* Every line is a comment, name value, or name{labels} value, and label
+ * values only contain escaped quotes, backslashes and newlines. */
 static void
 assert_exposition_lines_well_formed(const char *text)
 {
@@ -123,9 +124,15 @@ assert_exposition_lines_well_formed(const char *text)
         nl = strchr(p, '\n');
         assert_non_null(nl);
         if (*p != '#') {
-            const char *q = strchr(p, '{');
+            const char *q = strchr(p, '{'), *sp = strchr(p, ' ');
             bool in_str = false;
 
+            /* a family without labels: "name value" */
+            if (sp != NULL && sp < nl && (q == NULL || sp < q)) {
+                assert_null(memchr(p, '"', (size_t)(nl - p)));
+                p = nl + 1;
+                continue;
+            }
             assert_non_null(q);
             assert_true(q < nl);
             for (q++; q < nl; q++) {
@@ -202,6 +209,35 @@ series_do_not_grow_with_locks(void **state)
     free(tb);
     view_release(&va);
     view_release(&vb);
+}
+
+/* The timeline's counters: every kind always, the ring's drops, and no
+ * series per event however many (the ring keeps EVENTS_MAX). */
+static void
+events_counted_by_kind(void **state)
+{
+    struct snapshot *s = new_snap("main", "lock:*");
+    struct event_in in = { .kind = EVENT_FORCE_RELEASE, .key = "lock:a\n\"", .keylen = 8,
+                           .seconds = -1 };
+    struct view v;
+    char *text;
+
+    (void)state;
+    events_reset();
+    view_of(&v, &s, 1, 20);
+    for (int i = 0; i < EVENTS_MAX + 3; i++)
+        events_push(&in);
+    in.kind = EVENT_DEADLOCK;
+    events_push(&in);
+    text = metrics_of(&v);
+    assert_exposition_lines_well_formed(text);
+    assert_non_null(strstr(text, "lockwatch_events_total{kind=\"force_release\"} 1027\n"));
+    assert_non_null(strstr(text, "lockwatch_events_total{kind=\"deadlock\"} 1\n"));
+    assert_non_null(strstr(text, "lockwatch_events_total{kind=\"lease_lost\"} 0\n"));
+    assert_non_null(strstr(text, "\nlockwatch_events_dropped_total 4\n"));
+    free(text);
+    view_release(&v);
+    events_reset();
 }
 
 /* Found by fuzz/fuzz_render.c: "lock:a\xff" and "lock:a\xfe" both sanitise
@@ -794,6 +830,7 @@ main(void)
         cmocka_unit_test(api_pages_hold_every_lock_once),
         cmocka_unit_test(api_page_is_cut_at_the_byte_cap),
         cmocka_unit_test(ready_names_targets_that_are_not),
+        cmocka_unit_test(events_counted_by_kind),
         cmocka_unit_test(every_family_is_one_row),
         cmocka_unit_test(families_without_their_source_are_left_out),
     };
