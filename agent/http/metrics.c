@@ -897,24 +897,7 @@ const struct metric_family metric_families[] = {
     { "lockwatch_notifications_total", "counter", SRC_ALERTS, notifications, 0, VAL_U64,
       "Notices per [webhook] sink: sent (2xx), retried (a failed try tried again), dropped "
       "(never delivered)." },
-    { "lockwatch_deadlocks", "gauge", SRC_GRAPH, metrics_graph_deadlocks, 0, VAL_SIZE,
-      "Deadlocks now: cycles of lock holders each waiting for the next, seen on two passes "
-      "in a row, by target (\"*\": across targets, or known only from reporters)." },
-    { "lockwatch_deadlocks_total", "counter", SRC_GRAPH, scalar,
-      offsetof(struct graph_report, stats.deadlocks_total), VAL_U64,
-      "Deadlocks found since start (each counted once, when confirmed)." },
-    { "lockwatch_lock_order_inversions", "gauge", SRC_GRAPH, scalar,
-      offsetof(struct graph_report, ninversions), VAL_SIZE,
-      "Pairs of lock classes known to be taken in both orders (by different owners) now." },
-    { "lockwatch_lock_order_inversions_total", "counter", SRC_GRAPH, scalar,
-      offsetof(struct graph_report, stats.inversions_total), VAL_U64,
-      "Lock-order inversions found since start." },
-    { "lockwatch_wait_graph_edges", "gauge", SRC_GRAPH, scalar,
-      offsetof(struct graph_report, stats.edges), VAL_SIZE,
-      "Waiter-to-holder edges of the wait-for graph's last pass." },
-    { "lockwatch_wait_graph_dropped_total", "counter", SRC_GRAPH, metrics_graph_dropped, 0, VAL_U64,
-      "What the wait-for graph's caps left out since start, by what: nodes, edges, "
-      "long_cycles (over 16 holders), candidates, deadlocks, orders (evicted), inversions." },
+    METRICS_GRAPH_ROWS     /* the wait-for graph's families: metrics_impl.h */
     { "lockwatch_releases_total", "counter", SRC_RELEASES, releases_by_result, 0, VAL_U64,
       "Guarded releases over HTTP (POST /api/v1/locks/release) by result; dry runs are not "
       "counted." },
