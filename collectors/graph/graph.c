@@ -37,6 +37,9 @@ struct gcand {
     bool confirmed;
     bool just;                          /* confirmed by this pass */
     int64_t confirmed_ms;
+    char target[CONFIG_NAME_MAX + 1];   /* its label, fixed when confirmed: a lock
+                                         * first known from lines, then from a
+                                         * scan, keeps the cycle's alert */
 };
 
 /* An edge's lock: waiter waits for it, holder holds it. */
@@ -539,8 +542,9 @@ cycle_id(const struct pass *p, const uint32_t *labels, size_t n)
         const struct glock *l = &p->locks[labels[i]];
         const char *w = cycles_name(p->g->cy, l->waiter, &len);
 
+        /* not the target: the same cycle whether a scan or only the
+         * reporters' lines showed its locks */
         h = hash_more(h, w, len);
-        h = hash_more(h, l->target ? l->target : "", l->target ? strlen(l->target) : 0);
         h = hash_more(h, l->key, l->keylen);
     }
     return h;
@@ -627,7 +631,7 @@ push_event(const struct graph_deadlock *d)
 
 static int
 deadlock_fill(const struct pass *p, struct graph_deadlock *d, const uint32_t *labels,
-              size_t n, const struct gcand *c)
+              size_t n, struct gcand *c)
 {
     size_t i;
 
@@ -646,6 +650,8 @@ deadlock_fill(const struct pass *p, struct graph_deadlock *d, const uint32_t *la
             break;
     if (i < n || d->target[0] == '\0')
         snprintf(d->target, sizeof(d->target), "%s", GRAPH_CROSS_TARGET);
+    if (c->target[0] != '\0')
+        snprintf(d->target, sizeof(d->target), "%s", c->target);
     return 0;
 }
 
@@ -710,6 +716,8 @@ on_cycle(const uint32_t *nodes, const uint32_t *labels, size_t n, void *arg)
         p->nomem = true;
         return;
     }
+    if (c->target[0] == '\0')
+        snprintf(c->target, sizeof(c->target), "%s", r->deadlocks[r->ndeadlocks].target);
     if (c->just) {
         p->g->stats.deadlocks_total++;
         push_event(&r->deadlocks[r->ndeadlocks]);

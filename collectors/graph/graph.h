@@ -100,7 +100,8 @@ struct graph_step {
 
 struct graph_deadlock {
     uint64_t id;                        /* the same cycle has the same id */
-    char target[CONFIG_NAME_MAX + 1];   /* its one target, or GRAPH_CROSS_TARGET */
+    char target[CONFIG_NAME_MAX + 1];   /* its one target, or GRAPH_CROSS_TARGET;
+                                         * as when it was confirmed, for its life */
     struct graph_step steps[CYCLE_LEN_MAX];
     size_t nsteps;
     size_t breaker;                     /* the step whose lock to release */

@@ -120,6 +120,10 @@ class Deadlock(harness.TestCase):
         self.acquire("lock:acct:a", "api-1:41/7", "tok-a-41")
         time.sleep(0.3)             # b is the younger hold
         self.acquire("lock:ship:b", "worker-2:99/3", "tok-b-99")
+        # a scan has seen both (else the cycle is first known from the lines
+        # alone, and keeps the target label "*" it was confirmed with)
+        self.agent.wait_for(lambda: self.agent.lock("lock:ship:b")[0] == 200, timeout=10,
+                            desc="lock:ship:b scanned")
         self.send(self.waiting("lock:ship:b", "api-1:41/7", None, "start"),
                   self.waiting("lock:acct:a", "worker-2:99/3", None, "start"))
         closed = time.monotonic()
