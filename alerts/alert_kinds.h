@@ -25,6 +25,11 @@
  *                        tick {class}
  *                GROUP   a key that a [redlock] group's report details
  *                        {target = the group, class, key}
+ *                DEADLOCK a deadlock of the wait-for graph's report
+ *                        (collectors/graph/graph.h) {target = its target,
+ *                        "*" across targets, key = its keys "A -> B"}
+ *                INVERSION a lock-order inversion of that report
+ *                        {class = its two classes "A,B"}
  *   holds      bool holds(const struct rule_ctx *c): the condition, for one
  *              subject of the scope
  *   texts      void texts(const struct rule_ctx *c, struct strbuf *summary,
@@ -63,6 +68,10 @@
     /* the group's nodes disagree on the key (collectors/locks/redlock.h) */            \
     X(LOCK_REDLOCK_SPLIT,   "LockRedlockSplit",   CRITICAL, GROUP,  split_holds,     split_texts)     \
     /* locks gone at a restart, failover or flush, within RULES_LOST_FIRING_MS */       \
-    X(LOCK_LOST_AT_FAILOVER, "LockLostAtFailover", CRITICAL, TARGET, lost_holds,     lost_texts)
+    X(LOCK_LOST_AT_FAILOVER, "LockLostAtFailover", CRITICAL, TARGET, lost_holds,     lost_texts)    \
+    /* a cycle of waiters seen on two passes in a row (collectors/graph/) */            \
+    X(LOCK_DEADLOCK,        "LockDeadlock",       CRITICAL, DEADLOCK, deadlock_holds, deadlock_texts) \
+    /* class A held while acquiring B by one owner, B then A by another */             \
+    X(LOCK_ORDER_INVERSION, "LockOrderInversion", WARNING,  INVERSION, inversion_holds, inversion_texts)
 
 #endif

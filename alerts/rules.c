@@ -155,9 +155,12 @@ struct rule_ctx {
     const struct classtrend_class *trend;   /* TREND */
     const struct redlock_report *report;    /* GROUP */
     const struct redlock_issue *issue;      /* GROUP */
+    const struct graph_deadlock *dl;        /* DEADLOCK */
+    const struct graph_inversion *inv;      /* INVERSION */
 };
 
-enum rule_scope { SCOPE_LOCK, SCOPE_TARGET, SCOPE_SHARD, SCOPE_CLASS, SCOPE_TREND, SCOPE_GROUP };
+enum rule_scope { SCOPE_LOCK, SCOPE_TARGET, SCOPE_SHARD, SCOPE_CLASS, SCOPE_TREND, SCOPE_GROUP,
+                  SCOPE_DEADLOCK, SCOPE_INVERSION };
 
 /* LOCK: "Lock K (class C, target T, format F): ", how every lock
  * description starts. */
@@ -632,6 +635,108 @@ lost_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
     text_adds(desc, ". " LOST_TAIL);
 }
 
+/* Every deadlock of the report holds while the report has it. */
+static bool
+deadlock_holds(const struct rule_ctx *c)
+{
+    return c->dl->nsteps >= 2;
+}
+
+/* "holder H" and, when the lock is on a target, " (target T)". */
+static void
+text_step_lock(struct strbuf *t, const struct graph_step *s)
+{
+    text_bytes(t, s->key.p, s->key.len, RULES_HOLDER_TEXT_MAX);
+    if (s->target[0] != '\0') {
+        text_adds(t, " (target ");
+        text_adds(t, s->target);
+        text_adds(t, ")");
+    }
+}
+
+static void
+deadlock_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct graph_deadlock *d = c->dl;
+    const struct graph_step *b = &d->steps[d->breaker];
+    size_t i;
+
+    text_addf(sum, "Deadlock of %zu lock holders: ", d->nsteps);
+    text_adds(sum, c->key);
+    text_addf(desc, "%zu holders wait for each other in a cycle, seen on two passes in a "
+              "row since ", d->nsteps);
+    text_since(desc, d->since_ms, c->now_ms);
+    text_adds(desc, ": ");
+    for (i = 0; i < d->nsteps; i++) {
+        const struct graph_step *s = &d->steps[i];
+
+        text_bytes(desc, s->waiter.p, s->waiter.len, RULES_HOLDER_TEXT_MAX);
+        text_adds(desc, " waits for ");
+        text_step_lock(desc, s);
+        text_adds(desc, ", held by ");
+        text_bytes(desc, s->holder.p, s->holder.len, RULES_HOLDER_TEXT_MAX);
+        text_adds(desc, "; ");
+    }
+    text_adds(desc, "none can proceed on its own. Release ");
+    text_step_lock(desc, b);
+    text_adds(desc, ", held by ");
+    text_bytes(desc, b->holder.p, b->holder.len, RULES_HOLDER_TEXT_MAX);
+    if (b->held_since_ms > 0) {
+        text_adds(desc, " for ");
+        text_duration(desc, c->now_ms - b->held_since_ms);
+    }
+    text_adds(desc, " (the youngest hold: the least work lost), or restart that holder: "
+              "the others then proceed. Then take these locks in one order everywhere.");
+}
+
+static bool
+inversion_holds(const struct rule_ctx *c)
+{
+    return c->inv->class_a[0] != '\0';
+}
+
+static void
+text_site(struct strbuf *t, const struct graph_site *s, const char *held, const char *wanted)
+{
+    text_adds(t, "owner ");
+    text_bytes(t, s->owner.p, s->owner.len, RULES_HOLDER_TEXT_MAX);
+    text_adds(t, " held ");
+    text_adds(t, held);
+    text_adds(t, " (");
+    text_bytes(t, s->held_key.p, s->held_key.len, RULES_HOLDER_TEXT_MAX);
+    text_adds(t, ") while acquiring ");
+    text_adds(t, wanted);
+    text_adds(t, " (");
+    text_bytes(t, s->wanted_key.p, s->wanted_key.len, RULES_HOLDER_TEXT_MAX);
+    text_adds(t, ")");
+}
+
+static void
+inversion_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct graph_inversion *v = c->inv;
+    char *a = sanitized(v->class_a, strlen(v->class_a));
+    char *b = sanitized(v->class_b, strlen(v->class_b));
+
+    if (a == NULL || b == NULL)
+        goto out;
+    text_adds(sum, "Lock classes ");
+    text_adds(sum, a);
+    text_adds(sum, " and ");
+    text_adds(sum, b);
+    text_adds(sum, " are taken in both orders");
+    text_adds(desc, "The two orders can deadlock when they run at the same time: ");
+    text_site(desc, &v->ab, a, b);
+    text_adds(desc, "; ");
+    text_site(desc, &v->ba, b, a);
+    text_adds(desc, ". Take them in one order everywhere (for example ");
+    text_adds(desc, a);
+    text_adds(desc, " first).");
+out:
+    free(a);
+    free(b);
+}
+
 /* The rule table: one row per alert kind, made from ALERT_KINDS. */
 struct rule {
     enum rule_scope scope;
@@ -783,6 +888,58 @@ judge_trends(struct alertset *set, const struct rules_conf *p,
         if (cls != NULL)
             judge(set, SCOPE_TREND, &c);
         free(cls);
+    }
+}
+
+/* "A -> B -> C": the deadlock's keys in cycle order, as a key label. */
+static char *
+deadlock_label(const struct graph_deadlock *d)
+{
+    size_t i, need = 0, len = 0;
+    char *raw, *out;
+
+    for (i = 0; i < d->nsteps; i++)
+        need += d->steps[i].key.len + 4;
+    if ((raw = malloc(need + 1)) == NULL)
+        return NULL;
+    for (i = 0; i < d->nsteps; i++) {
+        if (i > 0) {
+            memcpy(raw + len, " -> ", 4);
+            len += 4;
+        }
+        memcpy(raw + len, d->steps[i].key.p, d->steps[i].key.len);
+        len += d->steps[i].key.len;
+    }
+    out = rules_key_label(raw, len);
+    free(raw);
+    return out;
+}
+
+void
+rules_eval_graph(struct alertset *set, const struct graph_report *r, int64_t now_ms)
+{
+    char cls[2 * CLASS_NAME_MAX + 2];
+    size_t i;
+
+    for (i = 0; r != NULL && i < r->ndeadlocks; i++) {
+        char *key = deadlock_label(&r->deadlocks[i]);
+        struct rule_ctx c = { .now_ms = now_ms, .target = r->deadlocks[i].target, .key = key,
+                              .dl = &r->deadlocks[i] };
+
+        if (key != NULL)
+            judge(set, SCOPE_DEADLOCK, &c);
+        free(key);
+    }
+    for (i = 0; r != NULL && i < r->ninversions; i++) {
+        struct rule_ctx c = { .now_ms = now_ms, .class_ = cls, .inv = &r->inversions[i] };
+        char *s;
+
+        snprintf(cls, sizeof(cls), "%s,%s", r->inversions[i].class_a, r->inversions[i].class_b);
+        if ((s = sanitized(cls, strlen(cls))) == NULL)
+            continue;
+        c.class_ = s;
+        judge(set, SCOPE_INVERSION, &c);
+        free(s);
     }
 }
 

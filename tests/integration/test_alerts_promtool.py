@@ -18,7 +18,8 @@ RULES = os.path.join(DIR, "lockwatch-rules.yml")
 TESTS = os.path.join(DIR, "lockwatch-rules.test.yml")
 ALERTNAMES = {"LockLeaked", "LockHeldTooLong", "LockReentrancyHigh", "LockWaitP99High",
               "LockTargetDown", "LockShardDown", "LockRedlockSplit", "LockLeaseTooShort",
-              "LockCountSurge", "LockLeaseTooLong", "LockLostAtFailover"}
+              "LockCountSurge", "LockLeaseTooLong", "LockLostAtFailover", "LockDeadlock",
+              "LockOrderInversion"}
 
 
 def promtool(*args):
@@ -32,7 +33,7 @@ class PromRules(h.TestCase):
     def test_check_rules(self):
         rc, out = promtool("check", "rules", RULES)
         self.assertEqual(rc, 0, out)
-        self.assertIn("13 rules found", out)
+        self.assertIn("15 rules found", out)
 
     def test_rule_unit_tests(self):
         rc, out = promtool("test", "rules", TESTS)

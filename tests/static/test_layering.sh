@@ -45,6 +45,7 @@ events
 scan
 follow
 waits
+graph
 release
 '
 
