@@ -530,6 +530,37 @@ agent_stop(struct agent *a)
     memset(a, 0, sizeof(*a));
 }
 
+/* The view's copy of cfg's replica and shard settings; -1 on ENOMEM
+ * (what was copied is freed by view_release). */
+static int
+view_copy_ha(struct view *v, const struct config *cfg)
+{
+    size_t i;
+
+    v->shard_index = cfg->shard_index;
+    v->shard_total = cfg->shard_total;
+    if (cfg->replica != NULL && (v->replica = strdup(cfg->replica)) == NULL)
+        return -1;
+    if (cfg->nshard_peers != 0) {
+        if ((v->shard_peers = calloc(cfg->nshard_peers, sizeof(char *))) == NULL)
+            return -1;
+        for (i = 0; i < cfg->nshard_peers; i++)
+            if ((v->shard_peers[i] = strdup(cfg->shard_peers[i])) == NULL)
+                return -1;
+    }
+    if (cfg->naway == 0)
+        return 0;
+    if ((v->away = calloc(cfg->naway, sizeof(*v->away))) == NULL)
+        return -1;
+    for (i = 0; i < cfg->naway; i++) {
+        if ((v->away[i].name = strdup(cfg->away[i].name)) == NULL)
+            return -1;
+        v->away[i].shard = cfg->away_shard[i];
+        v->naway = i + 1;
+    }
+    return 0;
+}
+
 int
 agent_view(struct agent *a, struct view *v)
 {
@@ -541,6 +572,8 @@ agent_view(struct agent *a, struct view *v)
     if (v->targets == NULL)
         goto fail;
     v->top_offenders = a->cfg->top_offenders;
+    if (view_copy_ha(v, a->cfg) == -1)
+        goto fail;
     v->alerts = a->alerts;
     v->releases = a->releases;
     v->throttle = a->throttle;
@@ -604,6 +637,13 @@ view_release(struct view *v)
         redlock_report_unref(v->groups[i].report);
     }
     free(v->groups);
+    for (i = 0; i < v->naway; i++)
+        free(v->away[i].name);
+    free(v->away);
+    for (i = 0; v->shard_peers != NULL && i < (size_t)v->shard_total; i++)
+        free(v->shard_peers[i]);
+    free(v->shard_peers);
+    free(v->replica);
     if (v->wait != NULL) {
         waitstats_view_release(v->wait);
         free(v->wait);
@@ -671,6 +711,8 @@ agent_scan_once(const struct config *cfg, struct view *v)
     }
     v->top_offenders = cfg->top_offenders;
     v->now_ms = clock_now_ms();
+    if (view_copy_ha(v, cfg) == -1)
+        goto nomem;
     if (groups_compare_once(cfg, v) == -1)
         goto nomem;
     free(jobs);

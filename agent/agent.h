@@ -68,6 +68,12 @@ struct view_group {
     struct redlock_report *report;
 };
 
+/* A target another shard watches (conf/shard.h), and that shard. */
+struct view_away {
+    char *name;
+    int shard;
+};
+
 struct view {
     struct view_target *targets;
     size_t ntargets;
@@ -81,6 +87,14 @@ struct view {
                                      * NULL in --once */
     const atomic_uint_fast64_t *releases;   /* the agent's counters; NULL in --once */
     struct throttle *throttle;      /* the agent's, own lock; NULL in --once */
+    /* HA and sharding, copied from the config: [agent] replica (NULL:
+     * none), shard = I/N, the targets other shards watch and their base
+     * URLs (shard_peers, NULL when unset; else shard_total of them) */
+    char *replica;
+    int shard_index, shard_total;
+    struct view_away *away;
+    size_t naway;
+    char **shard_peers;
 };
 
 /* Take ownership of cfg and start one scanner thread per target; create

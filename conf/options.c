@@ -81,6 +81,17 @@ const struct config_option config_options[] = {
       .def = "16", .min = 1, .max = 4096,
       AT(struct config, http_max_api_requests),
       .help = "API and status page answers in flight at once; more get 503" },
+    { .section = SECTION_AGENT, .key = "replica", .type = OPT_STRING,
+      AT(struct config, replica), .example = "a",
+      .help = "this agent's name among replicas watching the same targets (HA); unset: none" },
+    { .section = SECTION_AGENT, .key = "shard", .type = OPT_SHARD,
+      .def = "0/1", .max = 1024,
+      AT(struct config, shard_index), AT2(struct config, shard_total),
+      .help = "I/N: watch only the targets that hash to shard I of N (rendezvous, from 0)" },
+    { .section = SECTION_AGENT, .key = "shard_peers", .type = OPT_LIST,
+      AT(struct config, shard_peers), AT2(struct config, nshard_peers),
+      .example = "http://lw-0.lw:9717, http://lw-1.lw:9717",
+      .help = "the N shards' base URLs, shard 0's first: the status page links them" },
 
     /* [target NAME] */
     { .section = SECTION_TARGET, .key = "url", .type = OPT_REDIS_URL,
