@@ -50,6 +50,8 @@ struct alerts {
     struct rules_conf rules;        /* the config's [rules], copied whole: a
                                      * reload frees the config it came from */
     char *generator_url;
+    char *replica;                  /* [agent] replica, copied (a reload frees
+                                     * the config); NULL: none */
     struct alerts_sink *sinks;      /* the notifier's, in the same order */
     size_t nsinks;
     bool has_refresh;               /* a sink takes EV_REFRESH */
@@ -108,7 +110,7 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     struct notifier_sink_conf *nc = NULL;
     struct alerts_sink *sinks = NULL;
     struct sink_key *keys = NULL;
-    char **urls = NULL, *gen = NULL;
+    char **urls = NULL, *gen = NULL, *replica = NULL;
     size_t i, n = 0, cap = cfg->nwebhooks ? cfg->nwebhooks : 1;
     int rc = -1;
 
@@ -117,7 +119,9 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     keys = calloc(cap, sizeof(*keys));
     urls = calloc(cap, sizeof(*urls));
     gen = generator_url(cfg);
-    if (nc == NULL || sinks == NULL || keys == NULL || urls == NULL || gen == NULL)
+    replica = cfg->replica != NULL ? strdup(cfg->replica) : NULL;
+    if (nc == NULL || sinks == NULL || keys == NULL || urls == NULL || gen == NULL ||
+        (cfg->replica != NULL && replica == NULL))
         goto out;
     for (i = 0; i < cfg->nwebhooks; i++) {
         const struct webhook_conf *w = &cfg->webhooks[i];
@@ -151,6 +155,9 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     free(a->generator_url);
     a->generator_url = gen;
     gen = NULL;
+    free(a->replica);
+    a->replica = replica;
+    replica = NULL;
     sinks_free(a->sinks, a->nsinks);
     a->sinks = sinks;
     a->nsinks = n;
@@ -173,6 +180,7 @@ out:
     free(urls);
     free(nc);
     free(gen);
+    free(replica);
     return rc;
 }
 
@@ -266,6 +274,7 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
             b.n = n - off < SINK_BATCH_MAX ? n - off : SINK_BATCH_MAX;
             b.now_ms = now_ms;
             b.generator_url = a->generator_url;
+            b.replica = a->replica;
             if (t->render(&b, &body, &len) == -1) {
                 log_warnx("webhook %s: cannot render a notice (out of memory)",
                           a->sinks[i].name);
@@ -336,8 +345,9 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
 }
 
 static json_t *
-alert_json(const struct alert *a)
+alert_json(const struct alerts *al, const struct alert *a)
 {
+    struct sink_batch b = { .replica = al->replica };
     char fp[17];
     json_t *o = json_object();
 
@@ -345,7 +355,7 @@ alert_json(const struct alert *a)
         return NULL;
     snprintf(fp, sizeof(fp), "%016" PRIx64, a->fp);
     json_object_set_new(o, "labels", sink_json_labels(a));
-    json_object_set_new(o, "annotations", sink_json_annotations(a));
+    json_object_set_new(o, "annotations", sink_json_annotations(&b, a));
     json_object_set_new(o, "state", json_string("firing"));
     json_object_set_new(o, "startsAt", lockjson_time(a->starts_ms));
     json_object_set_new(o, "fingerprint", json_string(fp));
@@ -367,7 +377,7 @@ alerts_render_json(struct alerts *a, char **body, size_t *len)
     for (i = 0; (al = alertset_at(a->set, i)) != NULL; i++) {
         if (al->dead || al->state != ALERT_FIRING)
             continue;
-        if ((o = alert_json(al)) == NULL || json_array_append_new(list, o) == -1) {
+        if ((o = alert_json(a, al)) == NULL || json_array_append_new(list, o) == -1) {
             pthread_mutex_unlock(&a->mu);
             goto fail;
         }
@@ -412,6 +422,7 @@ alerts_free(struct alerts *a)
     sinks_free(a->sinks, a->nsinks);
     seen_free(a->seen, a->nseen);
     free(a->generator_url);
+    free(a->replica);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }

@@ -338,6 +338,16 @@ build_info(struct metrics_out *o, const struct metric_family *mf)
     sb_addf(o->sb, "%s{version=\"%s\"} 1\n", mf->name, LOCKWATCH_VERSION);
 }
 
+/* The one series naming the replica (docs/deploying.md: join on it). */
+static void
+ha_info(struct metrics_out *o, const struct metric_family *mf)
+{
+    sb_addf(o->sb, "%s{replica=\"", mf->name);
+    label_str(o->sb, o->v->replica != NULL ? o->v->replica : "");
+    sb_addf(o->sb, "\",shard=\"%d\",shards=\"%d\"} 1\n", o->v->shard_index,
+            o->v->shard_total > 1 ? o->v->shard_total : 1);
+}
+
 static void
 target_up(struct metrics_out *o, const struct metric_family *mf)
 {
@@ -727,6 +737,8 @@ http_rejected(struct metrics_out *o, const struct metric_family *mf)
 const struct metric_family metric_families[] = {
     { "lockwatch_build_info", "gauge", SRC_VIEW, build_info, 0, VAL_U64,
       "Build information; always 1." },
+    { "lockwatch_ha_info", "gauge", SRC_VIEW, ha_info, 0, VAL_U64,
+      "This agent's [agent] replica (\"\" when unset) and shard of shards; always 1." },
     { "lockwatch_target_up", "gauge", SRC_VIEW, target_up, 0, VAL_U64,
       "1 if the last scan of the target succeeded, 0 if it failed or none finished yet." },
     { "lockwatch_scan_duration_seconds", "gauge", SRC_VIEW, scanned_targets,

@@ -59,7 +59,7 @@ generic_render(const struct sink_batch *b, char **body, size_t *len)
         snprintf(fp, sizeof(fp), "%016" PRIx64, a->fp);
         json_object_set_new(o, "status", json_string(sink_alert_status(a)));
         json_object_set_new(o, "labels", sink_json_labels(a));
-        json_object_set_new(o, "annotations", sink_json_annotations(a));
+        json_object_set_new(o, "annotations", sink_json_annotations(b, a));
         json_object_set_new(o, "startsAt", lockjson_time(a->starts_ms));
         if (a->state == ALERT_RESOLVED)
             json_object_set_new(o, "endsAt", lockjson_time(a->ends_ms));

@@ -40,6 +40,9 @@ struct sink_batch {
     size_t n;
     int64_t now_ms;                 /* Unix ms the batch was made */
     const char *generator_url;      /* link back to the agent; NULL: none */
+    const char *replica;            /* [agent] replica: an annotation, never
+                                     * a label (replicas' alerts must have
+                                     * equal labels); NULL: none */
 };
 
 /* Header lines, "Name: value", for one attempt. */
@@ -99,7 +102,8 @@ int sink_sign(const struct sink_key *key, const char *msg_id, int64_t ts,
 
 /* Helpers the rows share. */
 json_t *sink_json_labels(const struct alert *a);
-json_t *sink_json_annotations(const struct alert *a);
+/* summary, description, and replica when the batch has one */
+json_t *sink_json_annotations(const struct sink_batch *b, const struct alert *a);
 /* json_dumps into *body / *len, consuming root.  0 / -1. */
 int sink_dump(json_t *root, char **body, size_t *len);
 /* Append one header line; -1 if it does not fit. */
