@@ -247,7 +247,9 @@ $(BUILD)/liblockwatch-core.a: $(CORE_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(LOCKWATCHD): $(BUILD)/agent/main.o $(BUILD)/liblockwatch-core.a
+# lockwatchd links liblockwatch (agent/leader.c, through client/lockwatch.h
+# alone: CONTRIBUTING.md "The layers").
+$(LOCKWATCHD): $(BUILD)/agent/main.o $(BUILD)/liblockwatch-core.a $(LIBLW_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
 

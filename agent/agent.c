@@ -433,6 +433,44 @@ start_all(struct agent *a)
     return 0;
 }
 
+static long long
+fence_of(void *arg)
+{
+    return leader_fence(arg);
+}
+
+/* An election that could not start: this agent leads nothing. */
+static long long
+no_fence(void *arg)
+{
+    (void)arg;
+    return 0;
+}
+
+/* The election for cfg: kept across a reload with the same leader
+ * settings (the term goes on), else stopped (the lock released) and
+ * started anew.  Before the old config is freed. */
+static int
+elect(struct agent *a, const struct config *old, const struct config *cfg)
+{
+    struct leader *prev = a->leader;
+
+    if (prev != NULL && old != NULL && leader_same(old, cfg)) {
+        leader_rebind(prev, cfg);
+        return 0;
+    }
+    a->leader = NULL;
+    if (cfg->leader_target != NULL && (a->leader = leader_start(cfg)) == NULL) {
+        alerts_set_leader(a->alerts, no_fence, NULL);
+        leader_stop(prev);
+        return -1;
+    }
+    /* the gate moves before the old leader goes: never a moment ungated */
+    alerts_set_leader(a->alerts, a->leader != NULL ? fence_of : NULL, a->leader);
+    leader_stop(prev);
+    return 0;
+}
+
 int
 agent_start(struct agent *a, struct config *cfg)
 {
@@ -444,6 +482,8 @@ agent_start(struct agent *a, struct config *cfg)
     if ((a->alerts = alerts_new(cfg)) == NULL)
         return -1;
     if ((a->throttle = throttle_new()) == NULL)
+        return -1;
+    if (elect(a, NULL, cfg) == -1)
         return -1;
     if (build_targets(cfg, NULL, 0, &a->targets) == -1)
         return -1;
@@ -484,6 +524,9 @@ agent_reload(struct agent *a, struct config *cfg)
         if (!in_list(list, cfg->ntargets, old[i]))
             target_free(old[i]);        /* dropped by the new config */
     free(old);
+    if (elect(a, oldcfg, cfg) == -1)
+        log_warnx("reload: cannot start the leader election; direct sinks are silent "
+                  "until a reload or restart that can");
     config_free(oldcfg);
     /* groups whose name stays keep their state (keys under quorum since) */
     pthread_mutex_lock(&a->mu);
@@ -525,6 +568,7 @@ agent_stop(struct agent *a)
     config_free(a->cfg);
     waitstats_free(a->waits);
     alerts_free(a->alerts);     /* a bounded last chance for queued notices */
+    leader_stop(a->leader);     /* after: the notices above were the leader's */
     throttle_free(a->throttle);
     pthread_mutex_destroy(&a->mu);
     memset(a, 0, sizeof(*a));
@@ -574,6 +618,10 @@ agent_view(struct agent *a, struct view *v)
     v->top_offenders = a->cfg->top_offenders;
     if (view_copy_ha(v, a->cfg) == -1)
         goto fail;
+    if (a->leader != NULL) {
+        v->has_leader = true;
+        leader_state(a->leader, &v->leader);
+    }
     v->alerts = a->alerts;
     v->releases = a->releases;
     v->throttle = a->throttle;

@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "agent/leader.h"
 #include "conf/config.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/locks/snapshot.h"
@@ -54,6 +55,8 @@ struct agent {
     size_t ngroups;
     struct throttle *throttle;  /* release-token guessing per client
                                  * (agent/http/throttle.h); own lock */
+    struct leader *leader;      /* [agent] leader_target: the election
+                                 * (agent/leader.h), own lock; NULL: none */
 };
 
 struct view_target {
@@ -95,6 +98,8 @@ struct view {
     struct view_away *away;
     size_t naway;
     char **shard_peers;
+    bool has_leader;                /* [agent] leader_target is set */
+    struct leader_state leader;     /* then: who leads, this agent's fence */
 };
 
 /* Take ownership of cfg and start one scanner thread per target; create

@@ -52,6 +52,9 @@ struct alerts {
     char *generator_url;
     char *replica;                  /* [agent] replica, copied (a reload frees
                                      * the config); NULL: none */
+    notifier_fence_fn fence;        /* leader election (alerts_set_leader);
+                                     * NULL: none */
+    void *fence_arg;
     struct alerts_sink *sinks;      /* the notifier's, in the same order */
     size_t nsinks;
     bool has_refresh;               /* a sink takes EV_REFRESH */
@@ -262,8 +265,12 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
 
     for (i = 0; i < a->nsinks; i++) {
         const struct sink_type *t = a->sinks[i].type;
+        long long fence = 0;
 
         if (!(t->kinds & SINK_KIND(kind)))
+            continue;
+        /* with a leader election, a follower says nothing to a direct sink */
+        if (t->leader_only && a->fence != NULL && (fence = a->fence(a->fence_arg)) == 0)
             continue;
         for (off = 0; off < n; off += SINK_BATCH_MAX) {
             char *body = NULL;
@@ -275,12 +282,13 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
             b.now_ms = now_ms;
             b.generator_url = a->generator_url;
             b.replica = a->replica;
+            b.fence = fence;
             if (t->render(&b, &body, &len) == -1) {
                 log_warnx("webhook %s: cannot render a notice (out of memory)",
                           a->sinks[i].name);
                 continue;
             }
-            notifier_enqueue(a->notifier, i, body, len);
+            notifier_enqueue_fenced(a->notifier, i, body, len, fence);
             for (k = 0; k < b.n; k++)
                 alert_mark_sent(list[off + k], now_ms);
         }
@@ -403,6 +411,16 @@ alerts_stats(struct alerts *a, struct alerts_stats *st)
     alertset_counts(a->set, st->firing, &st->suppressed);
     pthread_mutex_unlock(&a->mu);
     return notifier_stats(a->notifier, &st->sinks, &st->nsinks);
+}
+
+void
+alerts_set_leader(struct alerts *a, notifier_fence_fn fence, void *arg)
+{
+    pthread_mutex_lock(&a->mu);
+    a->fence = fence;
+    a->fence_arg = arg;
+    notifier_set_gate(a->notifier, fence, arg);
+    pthread_mutex_unlock(&a->mu);
 }
 
 void

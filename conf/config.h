@@ -168,6 +168,11 @@ struct config {
     int shard_total;
     char **shard_peers;         /* shard_peers: N base URLs, [I] is shard I's; */
     size_t nshard_peers;        /* 0 when unset */
+    char *leader_target;        /* a [target] holding the leader lock; NULL:
+                                 * no election (direct sinks send from every
+                                 * replica) */
+    char *leader_group;         /* lockwatch:leader:<group> */
+    int64_t leader_lease_ms;
 
     struct target_conf *targets;    /* at least one: "default" when the file has none */
     size_t ntargets;

@@ -92,6 +92,16 @@ const struct config_option config_options[] = {
       AT(struct config, shard_peers), AT2(struct config, nshard_peers),
       .example = "http://lw-0.lw:9717, http://lw-1.lw:9717",
       .help = "the N shards' base URLs, shard 0's first: the status page links them" },
+    { .section = SECTION_AGENT, .key = "leader_target", .type = OPT_STRING,
+      AT(struct config, leader_target), .example = "main",
+      .help = "replicas elect one leader on this [target]: only it sends to generic and slack sinks" },
+    { .section = SECTION_AGENT, .key = "leader_group", .type = OPT_STRING,
+      .def = "default", AT(struct config, leader_group),
+      .help = "the leader lock is lockwatch:leader:<group> (a shard's gets .<I>of<N> appended)" },
+    { .section = SECTION_AGENT, .key = "leader_lease", .type = OPT_DURATION,
+      .def = "10s", .min = 1 * MS_S, .max = 10 * MS_M,
+      AT(struct config, leader_lease_ms),
+      .help = "the leader lock's lease: renewed every third of it; a dead leader is replaced within it" },
 
     /* [target NAME] */
     { .section = SECTION_TARGET, .key = "url", .type = OPT_REDIS_URL,

@@ -99,6 +99,17 @@ split_groups(struct config *cfg, struct redlock_conf *away)
     cfg->naway_redlocks = naway;
 }
 
+const struct target_conf *
+config_target_anywhere(const struct config *cfg, const char *name)
+{
+    const struct target_conf *t = config_target(cfg, name);
+
+    for (size_t i = 0; t == NULL && name != NULL && i < cfg->naway; i++)
+        if (strcmp(cfg->away[i].name, name) == 0)
+            t = &cfg->away[i];
+    return t;
+}
+
 int
 config_shard_split(struct config *cfg)
 {

@@ -27,6 +27,9 @@ int shard_of(const char *name, size_t len, int total);
  * name hashed for a [redlock] member). */
 int shard_of_target(const struct config *cfg, const char *target);
 
+/* A target of cfg by name, this shard's or another's (cfg->away). */
+const struct target_conf *config_target_anywhere(const struct config *cfg, const char *name);
+
 /*
  * lockwatchd, after a load (not -n, not lockctl): move every target that
  * another shard watches from cfg->targets to cfg->away (with its shard in

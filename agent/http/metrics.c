@@ -348,6 +348,15 @@ ha_info(struct metrics_out *o, const struct metric_family *mf)
             o->v->shard_total > 1 ? o->v->shard_total : 1);
 }
 
+/* 1 while this agent leads its replicas (agent/leader.h); only with an
+ * election. */
+static void
+ha_leader(struct metrics_out *o, const struct metric_family *mf)
+{
+    if (o->v->has_leader)
+        sb_addf(o->sb, "%s %d\n", mf->name, o->v->leader.leading ? 1 : 0);
+}
+
 static void
 target_up(struct metrics_out *o, const struct metric_family *mf)
 {
@@ -739,6 +748,8 @@ const struct metric_family metric_families[] = {
       "Build information; always 1." },
     { "lockwatch_ha_info", "gauge", SRC_VIEW, ha_info, 0, VAL_U64,
       "This agent's [agent] replica (\"\" when unset) and shard of shards; always 1." },
+    { "lockwatch_ha_leader", "gauge", SRC_VIEW, ha_leader, 0, VAL_U64,
+      "1 while this replica holds the leader lock and its lease (only with leader_target)." },
     { "lockwatch_target_up", "gauge", SRC_VIEW, target_up, 0, VAL_U64,
       "1 if the last scan of the target succeeded, 0 if it failed or none finished yet." },
     { "lockwatch_scan_duration_seconds", "gauge", SRC_VIEW, scanned_targets,

@@ -6,6 +6,7 @@
  *
  *   {"version": "1", "status": "firing" | "resolved",
  *    "reason": "new" | "repeat" | "resolved",
+ *    "fence": N (only from an elected leader: its fencing token),
  *    "alerts": [{"status", "labels", "annotations", "startsAt",
  *                "endsAt" (resolved only), "fingerprint", "generatorURL"}]}
  *
@@ -51,6 +52,8 @@ generic_render(const struct sink_batch *b, char **body, size_t *len)
     json_object_set_new(root, "status", json_string(b->kind == EV_RESOLVED ? "resolved" :
                                                     "firing"));
     json_object_set_new(root, "reason", json_string(reason(b->kind)));
+    if (b->fence > 0)
+        json_object_set_new(root, "fence", json_integer(b->fence));
     for (i = 0; i < b->n; i++) {
         const struct alert *a = b->alerts[i];
 
@@ -100,6 +103,7 @@ const struct sink_type sink_generic = {
     .name = "generic",
     .kinds = SINK_KIND(EV_FIRING) | SINK_KIND(EV_REPEAT) | SINK_KIND(EV_RESOLVED),
     .render = generic_render,
+    .leader_only = true,
     .headers = generic_headers,
     .endpoint = sink_endpoint_as_is,
 };

@@ -40,6 +40,9 @@ struct sink_batch {
     size_t n;
     int64_t now_ms;                 /* Unix ms the batch was made */
     const char *generator_url;      /* link back to the agent; NULL: none */
+    long long fence;                /* the leader's fencing token (agent/leader.h),
+                                     * in the body of a leader_only format; 0:
+                                     * no election */
     const char *replica;            /* [agent] replica: an annotation, never
                                      * a label (replicas' alerts must have
                                      * equal labels); NULL: none */
@@ -73,6 +76,11 @@ struct sink_type {
     /* The receiver's rate limit as the least spacing between requests to
      * one URL, kept by the notifier (alerts/pace.h); 0: none. */
     int64_t min_interval_ms;
+    /* With replicas electing a leader ([agent] leader_target), only the
+     * leader sends it, each notice with the fence of the term it was made
+     * in (X-Lockwatch-Fence), dropped unsent once that term is over: a
+     * receiver that talks to no deduplicating cluster (generic, slack). */
+    bool leader_only;
 };
 
 /* One per row of SINK_FORMATS (conf/sink_formats.h), each in its file. */

@@ -13,11 +13,11 @@ the same group within a test is a duplicate, never a repeat."""
 import json
 import os
 import subprocess
-import urllib.request
 
 import harness as h
+import test_alerts_alertmanager
 
-AM = "/usr/bin/prometheus-alertmanager"
+AM = test_alerts_alertmanager.AM
 PEER_TIMEOUT_S = 2
 
 CONFIG = """\
@@ -35,7 +35,9 @@ receivers:
 """
 
 
-class Peer:
+class Peer(test_alerts_alertmanager.Alertmanager):
+    """One peer; url, get() and stop() as the single Alertmanager's."""
+
     def __init__(self, i, cluster_ports, hook_url):
         self.i = i
         self.dir = h._mkdtemp("lw-am%d-" % i)
@@ -57,30 +59,8 @@ class Peer:
                                      stderr=self.log)
         h._live_procs.append(self.proc)
 
-    @property
-    def url(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    def get(self, path):
-        if self.proc.poll() is not None:
-            raise h.Fatal("alertmanager %d exited %s:\n%s" % (self.i, self.proc.returncode,
-                                                              h.tail(self.log.name)))
-        with urllib.request.urlopen(self.url + path, timeout=5) as r:
-            return r.read()
-
     def peers(self):
         return len(json.loads(self.get("/api/v2/status"))["cluster"]["peers"])
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        h._forget(self.proc)
-        self.log.close()
 
 
 class Cluster:

@@ -491,6 +491,15 @@ ha_info_names_replica_and_shard(void **state)
     text = metrics_of(&v);
     assert_non_null(strstr(text, "\nlockwatch_ha_info{replica=\"b-1\",shard=\"1\",shards=\"2\"} 1\n"));
     assert_null(strstr(strstr(text, "b-1") + 3, "b-1"));
+    assert_null(strstr(text, "\nlockwatch_ha_leader "));   /* no election */
+    free(text);
+    v.has_leader = true;
+    text = metrics_of(&v);
+    assert_non_null(strstr(text, "\nlockwatch_ha_leader 0\n"));
+    free(text);
+    v.leader.leading = true;
+    text = metrics_of(&v);
+    assert_non_null(strstr(text, "\nlockwatch_ha_leader 1\n"));
     free(text);
     view_release(&v);
 }
@@ -702,6 +711,7 @@ every_family_is_one_row(void **state)
 
     (void)state;
     full_view(&v, &al, releases);
+    v.has_leader = true;        /* lockwatch_ha_leader: only with an election */
     assert_non_null(v.throttle = throttle_new());
     sb_init(&sb, RENDER_MAX_BYTES);
     assert_int_equal(render_metrics_http(&v, &http, &sb), 0);

@@ -178,6 +178,13 @@ options_refuse_bad_values(void **state)
         { "[agent]\nshard = 1/2\nshard_peers = http://a:1, ftp://b\n",
           "[agent] shard_peers: \"ftp://b\" is not an http:// or https:// base URL" },
         { "[agent]\nreplica = a b\n", "[agent] replica: \"a b\" is not a name" },
+        { "[agent]\nleader_target = nope\n[target main]\n",
+          "[agent] leader_target: no [target nope]" },
+        { "[agent]\nleader_target = c\n[target c]\nmode = cluster\n",
+          "[agent] leader_target: [target c] is mode = cluster; the leader lock needs a "
+          "standalone target" },
+        { "[agent]\nleader_group = a:b\n", "[agent] leader_group: \"a:b\" is not a name" },
+        { "[agent]\nleader_lease = 100ms\n", "[agent] leader_lease:" },
     };
     char err[CONFIG_ERR_LEN];
     struct config *cfg;

@@ -120,7 +120,18 @@ generic_body_and_headers(void **state)
     assert_int_equal(json_object_size(json_object_get(al, "labels")), 5);
     assert_string_equal(json_string_value(json_object_get(json_object_get(al, "annotations"),
                                                           "summary")), "Lock lock:x:1 leaked");
+    assert_null(json_object_get(j, "fence"));       /* no election: no fence */
     json_decref(j);
+    {
+        struct sink_batch fb = { .kind = EV_FIRING, .alerts = list, .n = 1, .now_ms = NOW,
+                                 .fence = 1733140000123456LL };
+
+        assert_int_equal(sink_generic.render(&fb, &body, &len), 0);
+        j = json_loadb(body, len, 0, NULL);
+        free(body);
+        assert_int_equal(json_integer_value(json_object_get(j, "fence")), 1733140000123456LL);
+        json_decref(j);
+    }
 
     r.state = ALERT_RESOLVED;
     r.ends_ms = NOW;
@@ -289,7 +300,9 @@ alertmanager_replicas_differ_only_in_an_annotation(void **state)
 
     (void)state;
     for (int i = 0; i < 2; i++) {
-        struct sink_batch b = { EV_FIRING, list, 1, NOW, "http://x/api/v1/alerts", names[i] };
+        struct sink_batch b = { .kind = EV_FIRING, .alerts = list, .n = 1, .now_ms = NOW,
+                                .generator_url = "http://x/api/v1/alerts",
+                                .replica = names[i] };
         char *body = NULL;
         size_t len = 0;
 
@@ -303,6 +316,7 @@ alertmanager_replicas_differ_only_in_an_annotation(void **state)
         assert_null(json_object_get(json_object_get(al[i], "labels"), "replica"));
     }
     assert_true(json_equal(json_object_get(al[0], "labels"), json_object_get(al[1], "labels")));
+    assert_null(json_object_get(al[0], "fence"));
     json_decref(j[0]);
     json_decref(j[1]);
 }
