@@ -307,7 +307,7 @@ DEB_GROUP_build   := gcc make pkg-config libhiredis-dev libmicrohttpd-dev libini
                      libjansson-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
 DEB_GROUP_demo    := redis-server redis-tools python3 python3-redis procps
 DEB_GROUP_test    := $(DEB_GROUP_demo) time man-db groff-base debhelper dpkg-dev openssl \
-                     chromium prometheus prometheus-alertmanager
+                     chromium prometheus prometheus-alertmanager python3-yaml
 DEB_GROUP_deb     := debhelper dpkg-dev
 DEB_GROUP_fuzz    := clang libclang-rt-14-dev
 DEB_GROUP_interop := $(DEB_GROUP_demo) openjdk-17-jdk-headless maven python3-venv nodejs golang-go
