@@ -464,7 +464,9 @@ $(FUZZ_BUILD)/libcore.a: $(FUZZ_CORE)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(FUZZ_BUILD)/bin/%: $(FUZZ_BUILD)/fuzz/%.o $(FUZZ_BUILD)/libcore.a
+# liblockwatch (gcc-built, not instrumented): the agent's leader election
+# (agent/leader.c) calls it, and fuzz_render links the agent's view.
+$(FUZZ_BUILD)/bin/%: $(FUZZ_BUILD)/fuzz/%.o $(FUZZ_BUILD)/libcore.a $(LIBLW_A)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -pthread $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(DEP_LIBS)
 
