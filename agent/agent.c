@@ -453,22 +453,24 @@ no_fence(void *arg)
 static int
 elect(struct agent *a, const struct config *old, const struct config *cfg)
 {
-    struct leader *prev = a->leader;
+    struct leader *prev = a->leader, *next;
 
     if (prev != NULL && old != NULL && leader_same(old, cfg)) {
         leader_rebind(prev, cfg);
         return 0;
     }
-    a->leader = NULL;
-    if (cfg->leader_target != NULL && (a->leader = leader_start(cfg)) == NULL) {
-        alerts_set_leader(a->alerts, no_fence, NULL);
-        leader_stop(prev);
-        return -1;
-    }
+    next = cfg->leader_target != NULL ? leader_start(cfg) : NULL;
+    /* views read a->leader under a->mu: swapped there, freed after */
+    pthread_mutex_lock(&a->mu);
+    a->leader = next;
+    pthread_mutex_unlock(&a->mu);
     /* the gate moves before the old leader goes: never a moment ungated */
-    alerts_set_leader(a->alerts, a->leader != NULL ? fence_of : NULL, a->leader);
+    if (cfg->leader_target != NULL && next == NULL)
+        alerts_set_leader(a->alerts, no_fence, NULL);
+    else
+        alerts_set_leader(a->alerts, next != NULL ? fence_of : NULL, next);
     leader_stop(prev);
-    return 0;
+    return cfg->leader_target != NULL && next == NULL ? -1 : 0;
 }
 
 int

@@ -13,7 +13,8 @@ notice of its waits for a retry (the receiver answering 503), the other
 replica takes over within the lease and its notices carry a greater fence;
 the old leader, SIGCONTed with that retry due and a new leak to see, sends
 nothing (0 stale notices, none refused by the fence check; the retry counted
-dropped); SIGKILL of the new leader, and the first one leads again."""
+dropped); SIGKILL of the new leader, and the first one leads again; a reload
+keeps its term."""
 
 import signal
 import time
@@ -141,8 +142,16 @@ class HALeader(h.TestCase):
         print("leader: takeover %.1f s after SIGKILL" % (time.monotonic() - killed))
         c.set("lock:ha:4", "tok")
         h.wait_until(lambda: fr.notices("lock:ha:4"), 20, desc="notice after kill")
-        self.assertGreater(fr.notices("lock:ha:4")[0][1]["fence"], fence2)
+        fence3 = fr.notices("lock:ha:4")[0][1]["fence"]
+        self.assertGreater(fence3, fence2)
         self.assertEqual(fr.refused(), [])
+
+        # a reload with the same leader settings keeps the term (and its fence)
+        ags[lead].reload()
+        time.sleep(LEASE_S)
+        st, _, ready = ags[lead].get("/readyz")
+        self.assertIn(("leader: replica %s leads lockwatch:leader:t (this agent, fence %d)"
+                       % (lead, fence3)).encode(), ready)
 
 
 if __name__ == "__main__":
