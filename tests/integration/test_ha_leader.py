@@ -58,7 +58,31 @@ class FenceReceiver:
         return bad
 
 
+# docs/deploying.md "One voice for direct sinks" (keep in step): the scanner's
+# rules and these on top.
+LEADER_ACL = ["~lockwatch:leader:*", "~lockwatch_fence:{lockwatch:leader:*}",
+              "~lockwatch_lock__channel:{lockwatch:leader:*}",
+              "&lockwatch_lock__channel:{lockwatch:leader:*}", "+get", "+set", "+pexpire", "+del", "+incr", "+time",
+              "+publish", "+eval", "+evalsha", "+script|load"]
+
+
 class HALeader(h.TestCase):
+
+    def test_documented_acl_is_enough(self):
+        rs = self.start_redis()
+        c = rs.client()
+        c.execute_command("ACL", "SETUSER", "lwl", "on", ">leader-pw-1234", "resetchannels",
+                          *(h.SCANNER_ACL + LEADER_ACL))
+        ag = self.start_agent(targets=[("main", "redis://lwl@127.0.0.1:%d/0" % rs.port)],
+                              target_extra={"password_file": h.password_file("leader-pw-1234")},
+                              agent_extra={"replica": "a", "leader_target": "main",
+                                           "leader_lease": "%ds" % LEASE_S})
+        ag.wait_for(lambda: leading(ag), timeout=15, desc="leading as the ACL user")
+        self.assertEqual(c.get("lockwatch:leader:default:replica"), b"a")
+        ag.stop()       # releases the lock: DEL and the wake-up, as that user
+        self.assertIsNone(c.get("lockwatch:leader:default"))
+        denied = {e[e.index(b"object") + 1] for e in c.execute_command("ACL", "LOG", "50")}
+        self.assertEqual(denied - {b"psubscribe", b"config|get", b"info"}, set(), denied)
 
     def test_one_voice_and_fenced_takeover(self):
         recv = alerts_receiver.Receiver()
