@@ -64,6 +64,20 @@ class Acceptance(h.TestCase):
         lead = [r for r in "ab" if leading(ags[shard, r])]
         return lead[0] if len(lead) == 1 else None
 
+    def leak_round(self, rs, suffix, amrecv, hook, every):
+        """A leak lock:tN<suffix> in every target; then each key of every
+        delivered exactly once by Alertmanager and once by the webhook.
+        Returns hook_alerts()."""
+        for i in range(N):
+            rs.client(db=i).set("lock:t%d%s" % (i, suffix), "tok")
+        h.wait_until(lambda: set(am_deliveries(amrecv)) >= every, 40, desc="alerts via AM")
+        h.wait_until(lambda: set(hook_alerts(hook)) >= every, 40, desc="alerts via hook")
+        time.sleep(DEDUP_WINDOW_S)
+        amd, ha = am_deliveries(amrecv), hook_alerts(hook)
+        self.assertEqual({k: amd[k] for k in every}, {k: 1 for k in every})
+        self.assertEqual({k: len(ha[k]) for k in every}, {k: 1 for k in every})
+        return ha
+
     def test_two_shards_two_replicas(self):
         hook = alerts_receiver.Receiver()
         self.addCleanup(hook.stop)
@@ -100,15 +114,8 @@ class Acceptance(h.TestCase):
                                                       timeout=20, desc="shard %d leads" % shard)
 
         # round 1: a leak in every target
-        for i in range(N):
-            rs.client(db=i).set("lock:t%d" % i, "tok")
         keys1 = {"lock:t%d" % i for i in range(N)}
-        h.wait_until(lambda: set(am_deliveries(amrecv)) >= keys1, 40, desc="12 alerts via AM")
-        h.wait_until(lambda: set(hook_alerts(hook)) >= keys1, 40, desc="12 alerts via hook")
-        time.sleep(DEDUP_WINDOW_S)
-        amd, ha = am_deliveries(amrecv), hook_alerts(hook)
-        self.assertEqual({k: amd[k] for k in keys1}, {k: 1 for k in keys1})
-        self.assertEqual({k: len(ha[k]) for k in keys1}, {k: 1 for k in keys1})
+        ha = self.leak_round(rs, "", amrecv, hook, keys1)
         for k in keys1:
             self.assertEqual(ha[k][0][1], leaders[owner[k[len("lock:"):]]], k)
         fence0 = max(ha[k][0][0] for k in keys1 if owner[k[len("lock:"):]] == 0)
@@ -121,16 +128,8 @@ class Acceptance(h.TestCase):
         ags[0, new].wait_for(lambda: leading(ags[0, new]), timeout=LEASE_S * 2 + 5,
                              desc="shard 0 takeover")
         took = time.monotonic() - killed
-        for i in range(N):
-            rs.client(db=i).set("lock:t%d:b" % i, "tok")
         keys2 = {"lock:t%d:b" % i for i in range(N)}
-        h.wait_until(lambda: set(am_deliveries(amrecv)) >= keys2, 40, desc="round 2 via AM")
-        h.wait_until(lambda: set(hook_alerts(hook)) >= keys2, 40, desc="round 2 via hook")
-        time.sleep(DEDUP_WINDOW_S)
-        amd, ha = am_deliveries(amrecv), hook_alerts(hook)
-        every = keys1 | keys2
-        self.assertEqual({k: amd[k] for k in every}, {k: 1 for k in every})
-        self.assertEqual({k: len(ha[k]) for k in every}, {k: 1 for k in every})
+        ha = self.leak_round(rs, ":b", amrecv, hook, keys1 | keys2)
         for k in keys2:
             shard = owner[k[len("lock:"):-2]]
             fence, rep = ha[k][0]
