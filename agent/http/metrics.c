@@ -72,7 +72,7 @@ label_value(struct strbuf *sb, const char *p, size_t n)
         free(tmp);
 }
 
-static void
+void
 label_str(struct strbuf *sb, const char *s)
 {
     label_value(sb, s, strlen(s));
@@ -737,6 +737,7 @@ http_rejected(struct metrics_out *o, const struct metric_family *mf)
 const struct metric_family metric_families[] = {
     { "lockwatch_build_info", "gauge", SRC_VIEW, build_info, 0, VAL_U64,
       "Build information; always 1." },
+    METRICS_HA_ROWS        /* replicas and shards: metrics_impl.h */
     { "lockwatch_target_up", "gauge", SRC_VIEW, target_up, 0, VAL_U64,
       "1 if the last scan of the target succeeded, 0 if it failed or none finished yet." },
     { "lockwatch_scan_duration_seconds", "gauge", SRC_VIEW, scanned_targets,
