@@ -41,7 +41,8 @@ static json_t *
 render(const struct sink_type *t, enum alert_event_kind kind, const struct alert *const *list,
        size_t n)
 {
-    struct sink_batch b = { kind, list, n, NOW, "http://127.0.0.1:9717/api/v1/alerts" };
+    struct sink_batch b = { .kind = kind, .alerts = list, .n = n, .now_ms = NOW,
+                            .generator_url = "http://127.0.0.1:9717/api/v1/alerts" };
     char *body = NULL;
     size_t len = 0;
     json_error_t err;
@@ -155,7 +156,7 @@ generic_body_and_headers(void **state)
     assert_int_equal(h.n, 3);
     /* render output is exactly what is signed: nothing re-serialises it */
     {
-        struct sink_batch b = { EV_FIRING, list, 1, NOW, NULL };
+        struct sink_batch b = { .kind = EV_FIRING, .alerts = list, .n = 1, .now_ms = NOW };
 
         assert_int_equal(sink_generic.render(&b, &body, &len), 0);
         assert_null(strstr(body, "generatorURL"));
