@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: idle (waits on scans and notifications, a few seconds of CPU in 40; its bounds
-#   have room)
+# run-all: split (cases of 1-10 s, each with its own servers)
+# run-all: idle (waits on scans and notifications; its bounds have room), but for the flood
+#   of 150,000 keys, which is heavy
 """Follow mode (incremental =): keyspace notifications keep the lock view
 current between full scans.
 
@@ -281,6 +282,7 @@ class Follow(h.TestCase):
         lines = [l for l in ag.log_tail(200).splitlines() if "none arrived" in l]
         self.assertEqual(len(lines), 1, ag.log_tail(50))
 
+    # run-all: heavy (150,000 SETs and their notifications: a core for seconds, more under ASan)
     def test_flood_past_the_cap_is_counted_and_reconciled(self):
         rs = self.start_redis(args=NOTIFY)
         c = rs.client()
