@@ -42,6 +42,7 @@ redis
 formats
 locks
 events
+lease
 scan
 follow
 waits
