@@ -579,6 +579,14 @@ agent_view(struct agent *a, struct view *v)
             goto fail_unlocked;
         }
     }
+    /* the leases that ran out: process-wide, their own lock */
+    if ((v->lease = malloc(sizeof(*v->lease))) == NULL)
+        goto fail_unlocked;
+    if (lease_view_take(v->lease) == -1) {
+        free(v->lease);
+        v->lease = NULL;
+        goto fail_unlocked;
+    }
     return 0;
 fail_unlocked:
     view_release(v);
@@ -607,6 +615,10 @@ view_release(struct view *v)
     if (v->wait != NULL) {
         waitstats_view_release(v->wait);
         free(v->wait);
+    }
+    if (v->lease != NULL) {
+        lease_view_release(v->lease);
+        free(v->lease);
     }
     memset(v, 0, sizeof(*v));
 }

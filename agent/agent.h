@@ -27,6 +27,7 @@
 #include <stdbool.h>
 
 #include "conf/config.h"
+#include "collectors/lease/lease.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/locks/snapshot.h"
 #include "collectors/waits/waitstats.h"
@@ -81,6 +82,8 @@ struct view {
                                      * NULL in --once */
     const atomic_uint_fast64_t *releases;   /* the agent's counters; NULL in --once */
     struct throttle *throttle;      /* the agent's, own lock; NULL in --once */
+    struct lease_view *lease;       /* leases that ran out (collectors/lease);
+                                     * NULL in --once */
 };
 
 /* Take ownership of cfg and start one scanner thread per target; create

@@ -21,6 +21,11 @@
  *                CLASS   a lock class's wait statistics, every tick {class}
  *                GROUP   a key that a [redlock] group's report details
  *                        {target = the group, class, key}
+ *                EVENT   an event of the ring (collectors/events/events.h)
+ *                        pushed within the last RULES_EVENT_FIRING_MS
+ *                        {target, class, key}: one instance per lock
+ *                        however many events it had; it resolves when
+ *                        its newest event is that old
  *   holds      bool holds(const struct rule_ctx *c): the condition, for one
  *              subject of the scope
  *   texts      void texts(const struct rule_ctx *c, struct strbuf *summary,
@@ -51,6 +56,11 @@
     /* a cluster shard failed in a scan that reached the others */                    \
     X(LOCK_SHARD_DOWN,      "LockShardDown",      CRITICAL, SHARD,  shard_down_holds, shard_down_texts) \
     /* the group's nodes disagree on the key (collectors/locks/redlock.h) */            \
-    X(LOCK_REDLOCK_SPLIT,   "LockRedlockSplit",   CRITICAL, GROUP,  split_holds,     split_texts)
+    X(LOCK_REDLOCK_SPLIT,   "LockRedlockSplit",   CRITICAL, GROUP,  split_holds,     split_texts) \
+    /* a holder kept working after its lease ran out (event lease_overrun) */          \
+    X(LOCK_LEASE_OVERRUN,   "LockLeaseOverrun",   CRITICAL, EVENT,  overrun_holds,   overrun_texts)   \
+    /* a renewed lease ran out without an unlock, or a holder said it lost its lease  \
+     * (events expired_renewed, lease_lost) */                                          \
+    X(LOCK_LEASE_LOST,      "LockLeaseLost",      WARNING,  EVENT,  lease_lost_holds, lease_lost_texts)
 
 #endif

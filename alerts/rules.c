@@ -152,9 +152,11 @@ struct rule_ctx {
     const struct waitstats_class *wait; /* CLASS */
     const struct redlock_report *report;    /* GROUP */
     const struct redlock_issue *issue;      /* GROUP */
+    const struct event *event;              /* EVENT */
 };
 
-enum rule_scope { SCOPE_LOCK, SCOPE_TARGET, SCOPE_SHARD, SCOPE_CLASS, SCOPE_GROUP };
+enum rule_scope { SCOPE_LOCK, SCOPE_TARGET, SCOPE_SHARD, SCOPE_CLASS, SCOPE_GROUP,
+                  SCOPE_EVENT };
 
 /* LOCK: "Lock K (class C, target T, format F): ", how every lock
  * description starts. */
@@ -392,6 +394,122 @@ split_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
               "copies with lockctl on their nodes.");
 }
 
+/* ---- EVENT: leases ------------------------------------------------------------- */
+
+/* EVENT: "Lock K (class C, target T): ", the target left out when the
+ * event has none (a holder's line about a lock no scan saw end). */
+static void
+event_intro(const struct rule_ctx *c, struct strbuf *desc)
+{
+    text_adds(desc, "Lock ");
+    text_adds(desc, c->key);
+    text_adds(desc, " (class ");
+    text_adds(desc, c->class_);
+    if (c->target != NULL) {
+        text_adds(desc, ", target ");
+        text_adds(desc, c->target);
+    }
+    text_adds(desc, "): ");
+}
+
+static void
+event_holder(const struct rule_ctx *c, struct strbuf *t)
+{
+    const struct event *e = c->event;
+
+    if (e->holder[0] == '\0') {
+        text_adds(t, "its holder");
+        return;
+    }
+    text_adds(t, "holder ");
+    text_bytes(t, e->holder, strnlen(e->holder, sizeof(e->holder)), RULES_HOLDER_TEXT_MAX);
+}
+
+/* The event's own sentence, and how long ago it was. */
+static void
+event_detail(const struct rule_ctx *c, struct strbuf *desc)
+{
+    const struct event *e = c->event;
+    char *d = sanitized(e->detail, strlen(e->detail));
+
+    text_adds(desc, " (");
+    text_adds(desc, d != NULL ? d : "(out of memory)");
+    free(d);
+    text_adds(desc, "; ");
+    text_duration(desc, c->now_ms > e->at_ms ? c->now_ms - e->at_ms : 0);
+    text_adds(desc, " ago). ");
+}
+
+static bool
+lease_lost_holds(const struct rule_ctx *c)
+{
+    return c->event->kind == EVENT_EXPIRED_RENEWED || c->event->kind == EVENT_LEASE_LOST;
+}
+
+static void
+lease_lost_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct event *e = c->event;
+    bool said = e->kind == EVENT_LEASE_LOST;
+
+    text_adds(sum, "Lock ");
+    text_adds(sum, c->key);
+    if (c->target != NULL) {
+        text_adds(sum, " on ");
+        text_adds(sum, c->target);
+    }
+    text_adds(sum, " lost its lease while held by ");
+    event_holder(c, sum);
+    event_intro(c, desc);
+    event_holder(c, desc);
+    if (said) {
+        text_adds(desc, " reported that its lease ended while it held the lock");
+    } else {
+        text_adds(desc, " had held it for ");
+        text_duration(desc, (int64_t)(e->seconds * 1000.0));
+        text_adds(desc, " and renewed it, then the renewals stopped and the lease ran out "
+                  "without an unlock");
+    }
+    event_detail(c, desc);
+    text_adds(desc, "The holder crashed, hung (a GC or stop-the-world pause, a stuck "
+              "thread) or lost its connection; another client may take the lock while it "
+              "still works. Check the holder; if it resumes, its work may overlap the next "
+              "holder's (LockLeaseOverrun).");
+}
+
+static bool
+overrun_holds(const struct rule_ctx *c)
+{
+    return c->event->kind == EVENT_LEASE_OVERRUN;
+}
+
+static void
+overrun_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct event *e = c->event;
+
+    text_adds(sum, "Lock ");
+    text_adds(sum, c->key);
+    if (c->target != NULL) {
+        text_adds(sum, " on ");
+        text_adds(sum, c->target);
+    }
+    text_adds(sum, ": ");
+    event_holder(c, sum);
+    text_adds(sum, " worked ");
+    text_duration(sum, (int64_t)(e->seconds * 1000.0));
+    text_adds(sum, " past its lease");
+    event_intro(c, desc);
+    event_holder(c, desc);
+    text_adds(desc, " still reported the lock ");
+    text_duration(desc, (int64_t)(e->seconds * 1000.0));
+    text_adds(desc, " after its lease ran out");
+    event_detail(c, desc);
+    text_adds(desc, "For that long two clients may both have been inside the lock: check "
+              "the data it protects, then the holder (GC pauses, lease shorter than the "
+              "work, a watchdog that cannot reach Redis).");
+}
+
 /* The rule table: one row per alert kind, made from ALERT_KINDS. */
 struct rule {
     enum rule_scope scope;
@@ -525,6 +643,28 @@ rules_eval_redlock(struct alertset *set, const struct rules_group *groups, size_
             free(cls);
         }
     }
+}
+
+void
+rules_eval_event(struct alertset *set, const struct rules_conf *p, const struct event *e,
+                 int64_t now_ms)
+{
+    struct rule_ctx c = { .p = p, .now_ms = now_ms, .event = e };
+    char *key, *cls;
+
+    if (now_ms - e->at_ms > RULES_EVENT_FIRING_MS)
+        return;
+    key = rules_key_label(e->key, e->keylen);
+    cls = sanitized(e->klass[0] != '\0' ? e->klass : "other",
+                    e->klass[0] != '\0' ? strnlen(e->klass, sizeof(e->klass)) : 5);
+    if (key != NULL && cls != NULL) {
+        c.target = e->target[0] != '\0' ? e->target : NULL;
+        c.class_ = cls;
+        c.key = key;
+        judge(set, SCOPE_EVENT, &c);
+    }
+    free(key);
+    free(cls);
 }
 
 void

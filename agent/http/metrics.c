@@ -632,6 +632,35 @@ hold_histograms(struct metrics_out *o, const struct metric_family *mf)
             wait_histogram(o->sb, mf->name, w->classes[i].name, NULL, &w->classes[i].hold);
 }
 
+/* How long holders kept working after their lease ran out (lease.h). */
+static void
+overrun_histograms(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct waitstats_view *w = o->v->wait;
+    size_t i;
+
+    for (i = 0; i < w->nclasses; i++)
+        if (w->classes[i].has_overrun)
+            wait_histogram(o->sb, mf->name, w->classes[i].name, NULL, &w->classes[i].overrun);
+}
+
+/* Leases that ran out, per (target, class) row, renewed or not: at most
+ * LEASE_ROWS_MAX x 2 series, both values of every row once it has one. */
+static void
+lease_expirations(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct lease_view *l = o->source[SRC_LEASE];
+    size_t i;
+    int r;
+
+    for (i = 0; i < l->nrows; i++)
+        for (r = 0; r < 2; r++) {
+            target_class_label(o->sb, mf->name, l->rows[i].target, l->rows[i].klass);
+            sb_addf(o->sb, ",renewed=\"%s\"} %" PRIu64 "\n", r ? "yes" : "no",
+                    l->rows[i].expired[r]);
+        }
+}
+
 static void
 wait_p99(struct metrics_out *o, const struct metric_family *mf)
 {
@@ -862,6 +891,14 @@ const struct metric_family metric_families[] = {
       "Time clients waited to acquire a lock, by lock class and outcome, since start." },
     { "lockwatch_hold_seconds", "histogram", SRC_WAIT, hold_histograms, 0, VAL_U64,
       "Time clients held a lock, by lock class, since start." },
+    { "lockwatch_lock_expirations_total", "counter", SRC_LEASE, lease_expirations, 0, VAL_U64,
+      "Locks whose lease ran out while held (gone, or another holder's, after the expiry "
+      "last read), by target, class and whether the holder had renewed it (renewed=yes: "
+      "the renewals stopped without an unlock)." },
+    { "lockwatch_lease_overrun_seconds", "histogram", SRC_WAIT, overrun_histograms, 0,
+      VAL_U64,
+      "How long after its lease ran out a holder still reported the lock (a hold, waiting "
+      "or lost line), by lock class, since start: two holders may both have been inside." },
     { "lockwatch_acquire_wait_p99_seconds", "gauge", SRC_WAIT, wait_p99, 0, VAL_U64,
       "P99 acquire wait (nearest rank, within 1%; all outcomes) over the last "
       "wait_window; absent for a class without waits in the window." },
@@ -915,6 +952,7 @@ render_metrics_http(const struct view *v, const struct guard_stats *http, struct
     o.source[SRC_RELEASES] = v->releases;
     o.source[SRC_THROTTLE] = v->throttle;
     o.source[SRC_HTTP] = http;
+    o.source[SRC_LEASE] = v->lease;
     if (v->alerts != NULL) {
         if (alerts_stats(v->alerts, &o.alerts) == -1)
             sb->failed = true;
