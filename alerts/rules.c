@@ -477,6 +477,17 @@ lease_lost_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *de
               "holder's (LockLeaseOverrun).");
 }
 
+/* An overrun: to the hundredth of a second below a minute (the window two
+ * holders shared is often a fraction of one), the house format above. */
+static void
+text_overrun(struct strbuf *t, double seconds)
+{
+    if (seconds < 60.0)
+        text_addf(t, "%.2fs", seconds);
+    else
+        text_duration(t, (int64_t)(seconds * 1000.0));
+}
+
 static bool
 overrun_holds(const struct rule_ctx *c)
 {
@@ -497,12 +508,12 @@ overrun_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
     text_adds(sum, ": ");
     event_holder(c, sum);
     text_adds(sum, " worked ");
-    text_duration(sum, (int64_t)(e->seconds * 1000.0));
+    text_overrun(sum, e->seconds);
     text_adds(sum, " past its lease");
     event_intro(c, desc);
     event_holder(c, desc);
     text_adds(desc, " still reported the lock ");
-    text_duration(desc, (int64_t)(e->seconds * 1000.0));
+    text_overrun(desc, e->seconds);
     text_adds(desc, " after its lease ran out");
     event_detail(c, desc);
     text_adds(desc, "For that long two clients may both have been inside the lock: check "
