@@ -621,27 +621,18 @@ wait_histograms(struct metrics_out *o, const struct metric_family *mf)
     }
 }
 
+/* The histogram at offset mf->at of each class that has had a sample of
+ * it (hold times; lease overruns, collectors/lease/lease.h). */
 static void
-hold_histograms(struct metrics_out *o, const struct metric_family *mf)
+class_histograms(struct metrics_out *o, const struct metric_family *mf)
 {
     const struct waitstats_view *w = o->v->wait;
+    const struct wait_hist *h;
     size_t i;
 
     for (i = 0; i < w->nclasses; i++)
-        if (w->classes[i].has_hold)
-            wait_histogram(o->sb, mf->name, w->classes[i].name, NULL, &w->classes[i].hold);
-}
-
-/* How long holders kept working after their lease ran out (lease.h). */
-static void
-overrun_histograms(struct metrics_out *o, const struct metric_family *mf)
-{
-    const struct waitstats_view *w = o->v->wait;
-    size_t i;
-
-    for (i = 0; i < w->nclasses; i++)
-        if (w->classes[i].has_overrun)
-            wait_histogram(o->sb, mf->name, w->classes[i].name, NULL, &w->classes[i].overrun);
+        if ((h = (const struct wait_hist *)((const char *)&w->classes[i] + mf->at))->count > 0)
+            wait_histogram(o->sb, mf->name, w->classes[i].name, NULL, h);
 }
 
 /* Leases that ran out, per (target, class) row, renewed or not: at most
@@ -889,14 +880,15 @@ const struct metric_family metric_families[] = {
       "(in no other counter)." },
     { "lockwatch_acquire_wait_seconds", "histogram", SRC_WAIT, wait_histograms, 0, VAL_U64,
       "Time clients waited to acquire a lock, by lock class and outcome, since start." },
-    { "lockwatch_hold_seconds", "histogram", SRC_WAIT, hold_histograms, 0, VAL_U64,
+    { "lockwatch_hold_seconds", "histogram", SRC_WAIT, class_histograms,
+      offsetof(struct waitstats_class, hold), VAL_U64,
       "Time clients held a lock, by lock class, since start." },
     { "lockwatch_lock_expirations_total", "counter", SRC_LEASE, lease_expirations, 0, VAL_U64,
       "Locks whose lease ran out while held (gone, or another holder's, after the expiry "
       "last read), by target, class and whether the holder had renewed it (renewed=yes: "
       "the renewals stopped without an unlock)." },
-    { "lockwatch_lease_overrun_seconds", "histogram", SRC_WAIT, overrun_histograms, 0,
-      VAL_U64,
+    { "lockwatch_lease_overrun_seconds", "histogram", SRC_WAIT, class_histograms,
+      offsetof(struct waitstats_class, overrun), VAL_U64,
       "How long after its lease ran out a holder still reported the lock (a hold, waiting "
       "or lost line), by lock class, since start: two holders may both have been inside." },
     { "lockwatch_acquire_wait_p99_seconds", "gauge", SRC_WAIT, wait_p99, 0, VAL_U64,
