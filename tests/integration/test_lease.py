@@ -47,7 +47,10 @@ class LeaseTest(harness.TestCase):
                               scan_interval="1s" if follow else "500ms",
                               leak_grace="%ds" % LEAK_GRACE_S, max_hold="1h",
                               target_extra={"incremental": "on" if follow else "off"})
-        ag.wait_scans(1)
+        ag.wait_for(lambda: ag.scans_ok() >= 1, timeout=15, desc="the first scan")
+        if follow:
+            ag.wait_for(lambda: harness.msum(ag.metrics(), "lockwatch_follow_active",
+                                             target="main") == 1, timeout=15, desc="following")
         return ag
 
     def expirations(self, ag, renewed):
@@ -87,8 +90,12 @@ class LeaseTest(harness.TestCase):
         def lost_alert():
             a = self.alerts(ag, "LockLeaseLost")
             return a if a else None
-        a = ag.wait_for(lost_alert, timeout=LEAK_GRACE_S + 10, interval=0.05,
-                        desc="LockLeaseLost")
+        try:
+            a = ag.wait_for(lost_alert, timeout=LEAK_GRACE_S + 10, interval=0.05,
+                            desc="LockLeaseLost")
+        except AssertionError as e:
+            raise AssertionError("%s; expirations renewed %s, not renewed %s" % (
+                e, self.expirations(ag, "yes"), self.expirations(ag, "no")))
         seen_after = time.time() - t_exp
         self.assertLessEqual(seen_after, LEAK_GRACE_S + 2,
                              "LockLeaseLost %.2f s after the expiry" % seen_after)
@@ -145,7 +152,7 @@ class LeaseTest(harness.TestCase):
                     desc="the unrenewed expiration")
         # deleted long before its expiry: a release, not an expiration
         self.r.delete("lock:plain:2")
-        ag.wait_scans(2)
+        time.sleep(2)
         self.assertEqual(self.expirations(ag, "no"), 1)
         self.assertEqual(self.expirations(ag, "yes"), 0)
         self.assertEqual(self.alerts(ag, "LockLeaseLost"), [])
