@@ -31,7 +31,7 @@ struct row {
 };
 
 struct recent {
-    uint64_t pair;              /* pair_hash(key_hash, holder_hash); 0: free */
+    uint64_t pair;              /* lease_pair_hash(key_hash, holder_hash); 0: free */
     uint64_t key_hash;
     uint32_t holder_hash;
     int row;
@@ -114,8 +114,8 @@ lease_row(const char *target, const char *klass)
     return r;
 }
 
-static uint64_t
-pair_hash(uint64_t key_hash, uint32_t holder_hash)
+uint64_t
+lease_pair_hash(uint64_t key_hash, uint32_t holder_hash)
 {
     uint64_t h = key_hash ^ ((uint64_t)holder_hash * 0x9e3779b97f4a7c15ULL);
 
@@ -172,7 +172,7 @@ recent_drop(size_t k)
 static void
 recent_note(const struct lease_end *e, int64_t now_ms)
 {
-    uint64_t pair = pair_hash(e->key_hash, e->holder_hash);
+    uint64_t pair = lease_pair_hash(e->key_hash, e->holder_hash);
     size_t i = index_find(pair), k;
 
     if (index_slot[i] != 0) {
@@ -195,27 +195,40 @@ recent_note(const struct lease_end *e, int64_t now_ms)
     ring[k].noted_ms = now_ms;
 }
 
+/* Push one event of a lock; the holder's bytes are cut to a string. */
+static void
+push(enum event_kind kind, const char *target, const char *klass, const char *key,
+     size_t keylen, const char *holder, size_t holderlen, const char *detail, double seconds)
+{
+    char h[256];
+    struct event_in in;
+
+    copy_bytes(h, sizeof(h), holder, holderlen);
+    memset(&in, 0, sizeof(in));
+    in.kind = kind;
+    in.target = target;
+    in.klass = klass;
+    in.key = key;
+    in.keylen = key != NULL ? keylen : 0;
+    in.holder = h;
+    in.detail = detail;
+    in.seconds = seconds;
+    events_push(&in);
+}
+
 static void
 push_renewed(const struct lease_end *e, const struct row *r)
 {
-    char holder[256], detail[256];
+    char detail[256];
     double held = (double)(e->expires_ms - e->first_seen_ms) / 1000.0;
-    struct event_in in;
 
-    copy_bytes(holder, sizeof(holder), e->holder, e->holderlen);
+    if (held < 0)
+        held = 0;
     snprintf(detail, sizeof(detail), "renewed while held, then its lease ran out after "
              "%.1f s held: the renewals stopped without an unlock (the holder crashed, "
-             "hung or lost its connection)", held < 0 ? 0.0 : held);
-    memset(&in, 0, sizeof(in));
-    in.kind = EVENT_EXPIRED_RENEWED;
-    in.target = r != NULL ? r->target : NULL;
-    in.klass = r != NULL ? r->klass : NULL;
-    in.key = e->key;
-    in.keylen = e->key != NULL ? e->keylen : 0;
-    in.holder = holder;
-    in.detail = detail;
-    in.seconds = held < 0 ? 0.0 : held;
-    events_push(&in);
+             "hung or lost its connection)", held);
+    push(EVENT_EXPIRED_RENEWED, r != NULL ? r->target : NULL, r != NULL ? r->klass : NULL,
+         e->key, e->keylen, e->holder, e->holderlen, detail, held);
 }
 
 void
@@ -240,25 +253,15 @@ lease_expired(const struct lease_end *e)
 static void
 push_overrun(const struct lease_line *l, const struct row *r, double overrun_s)
 {
-    char holder[256], detail[384];
-    struct event_in in;
+    char detail[384];
 
-    copy_bytes(holder, sizeof(holder), l->holder, l->holderlen);
     snprintf(detail, sizeof(detail), "a %s line of owner %.*s arrived %.3f s after its lease "
              "ran out: it kept working while another client could take the lock",
              l->verb != NULL ? l->verb : "sample",
              (int)(l->owner != NULL ? (l->ownerlen > 128 ? 128 : l->ownerlen) : 1),
              l->owner != NULL ? l->owner : "-", overrun_s);
-    memset(&in, 0, sizeof(in));
-    in.kind = EVENT_LEASE_OVERRUN;
-    in.target = r != NULL ? r->target : NULL;
-    in.klass = r != NULL ? r->klass : NULL;
-    in.key = l->key;
-    in.keylen = l->keylen;
-    in.holder = holder;
-    in.detail = detail;
-    in.seconds = overrun_s;
-    events_push(&in);
+    push(EVENT_LEASE_OVERRUN, r != NULL ? r->target : NULL, r != NULL ? r->klass : NULL,
+         l->key, l->keylen, l->holder, l->holderlen, detail, overrun_s);
 }
 
 bool
@@ -275,7 +278,8 @@ lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char 
     pthread_mutex_lock(&mu);
     if (nrecent == 0)
         goto out;
-    pair = pair_hash(keyhash(l->key, l->keylen), (uint32_t)keyhash(l->holder, l->holderlen));
+    pair = lease_pair_hash(keyhash(l->key, l->keylen),
+                           (uint32_t)keyhash(l->holder, l->holderlen));
     i = index_find(pair);
     if (index_slot[i] == 0)
         goto out;
@@ -302,10 +306,8 @@ void
 lease_lost(const struct lease_line *l, double held_s, double overrun_s, bool expired,
            const char *target, const char *klass)
 {
-    char holder[256], detail[384], over[64];
-    struct event_in in;
+    char detail[384], over[64];
 
-    copy_bytes(holder, sizeof(holder), l->holder, l->holderlen);
     if (overrun_s >= 0)
         snprintf(over, sizeof(over), ", %.3f s after its lease ended", overrun_s);
     else
@@ -317,16 +319,8 @@ lease_lost(const struct lease_line *l, double held_s, double overrun_s, bool exp
              expired ? "expired: the lease ran out while held" :
              "renewal: a renewal found the lock gone or another's",
              held_s < 0 ? 0.0 : held_s, over);
-    memset(&in, 0, sizeof(in));
-    in.kind = EVENT_LEASE_LOST;
-    in.target = target;
-    in.klass = klass;
-    in.key = l->key;
-    in.keylen = l->keylen;
-    in.holder = holder;
-    in.detail = detail;
-    in.seconds = held_s;
-    events_push(&in);
+    push(EVENT_LEASE_LOST, target, klass, l->key, l->keylen, l->holder, l->holderlen, detail,
+         held_s);
 }
 
 int

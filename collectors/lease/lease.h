@@ -60,6 +60,10 @@
  */
 int lease_row(const char *target, const char *klass);
 
+/* The hash of a (key hash, holder hash) pair, never 0: the recent table's
+ * key, and the tracker's for a shared lock's holders. */
+uint64_t lease_pair_hash(uint64_t key_hash, uint32_t holder_hash);
+
 /* One lease that ran out. */
 struct lease_end {
     int row;                    /* lease_row(), or -1 */

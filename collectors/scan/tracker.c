@@ -251,17 +251,6 @@ table_get(struct table *tb, uint64_t hash, int *fresh)
     return e;
 }
 
-static uint64_t
-pair_hash(uint64_t key_hash, uint32_t holder)
-{
-    uint64_t h = key_hash ^ ((uint64_t)holder * 0x9e3779b97f4a7c15ULL);
-
-    h ^= h >> 31;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 29;
-    return h ? h : 1;
-}
-
 /*
  * Shared locks: remember when each holder was first seen; return the
  * holder that has been there longest and its first-seen time (holders
@@ -278,7 +267,7 @@ visit_holders(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
 
     *oldest_ms = INT64_MAX;
     for (i = 0; i < n; i++) {
-        e = table_get(&t->holders, pair_hash(key_hash, holders[i]), &fresh);
+        e = table_get(&t->holders, lease_pair_hash(key_hash, holders[i]), &fresh);
         if (e == NULL)
             return -1;
         if (fresh) {
@@ -305,7 +294,7 @@ oldest_known(const struct tracker *t, uint64_t key_hash, const uint32_t *holders
     size_t i;
 
     for (i = 0; i < n; i++) {
-        e = find_slot(t->holders.slots, t->holders.cap, pair_hash(key_hash, holders[i]));
+        e = find_slot(t->holders.slots, t->holders.cap, lease_pair_hash(key_hash, holders[i]));
         if (e->key_hash != 0 && (best == 0 || e->first_seen_ms < best)) {
             best = e->first_seen_ms;
             *oldest = holders[i];
