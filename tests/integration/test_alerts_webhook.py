@@ -82,7 +82,7 @@ class Alerts(h.TestCase):
         self.assertEqual(sorted(l["alertname"] for l, v in h.select(m, "lockwatch_alerts_firing")),
                          sorted(["LockLeaked", "LockHeldTooLong", "LockReentrancyHigh",
                                  "LockWaitP99High", "LockTargetDown", "LockShardDown",
-                                 "LockRedlockSplit"]))
+                                 "LockRedlockSplit", "LockLeaseOverrun", "LockLeaseLost"]))
         self.assertEqual(h.msum(m, "lockwatch_alerts_firing"), 0)
 
         c.set(KEY, "tok-invoice")              # no TTL: a leak after leak_grace
