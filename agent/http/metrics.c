@@ -635,8 +635,9 @@ class_histograms(struct metrics_out *o, const struct metric_family *mf)
             wait_histogram(o->sb, mf->name, w->classes[i].name, NULL, h);
 }
 
-/* Leases that ran out, per (target, class) row, renewed or not: at most
- * LEASE_ROWS_MAX x 2 series, both values of every row once it has one. */
+/* Leases that ran out, per (target, class) row, renewed or not: a row's
+ * two series from its first expiration on (a row exists for every class
+ * scanned), at most LEASE_ROWS_MAX x 2. */
 static void
 lease_expirations(struct metrics_out *o, const struct metric_family *mf)
 {
@@ -645,7 +646,7 @@ lease_expirations(struct metrics_out *o, const struct metric_family *mf)
     int r;
 
     for (i = 0; i < l->nrows; i++)
-        for (r = 0; r < 2; r++) {
+        for (r = 0; r < 2 && l->rows[i].expired[0] + l->rows[i].expired[1] > 0; r++) {
             target_class_label(o->sb, mf->name, l->rows[i].target, l->rows[i].klass);
             sb_addf(o->sb, ",renewed=\"%s\"} %" PRIu64 "\n", r ? "yes" : "no",
                     l->rows[i].expired[r]);

@@ -564,9 +564,11 @@ some_leases(void)
     struct lease_view *l = calloc(1, sizeof(*l));
 
     assert_non_null(l);
-    l->rows = calloc(2, sizeof(*l->rows));
+    l->rows = calloc(3, sizeof(*l->rows));
     assert_non_null(l->rows);
-    l->nrows = 2;
+    l->nrows = 3;                       /* the third never expired: no series */
+    snprintf(l->rows[2].target, sizeof(l->rows[2].target), "main");
+    snprintf(l->rows[2].klass, sizeof(l->rows[2].klass), "lock:quiet:*");
     snprintf(l->rows[0].target, sizeof(l->rows[0].target), "main");
     snprintf(l->rows[0].klass, sizeof(l->rows[0].klass), "lock:order:*");
     l->rows[0].expired[0] = 3;
@@ -807,6 +809,7 @@ lease_families_render(void **state)
                            "class=\"lock:order:*\",renewed=\"yes\"} 1\n"));
     assert_non_null(strstr(text, "renewed=\"no\"} 0\n"));
     assert_null(strstr(text, "\xff"));
+    assert_null(strstr(text, "lock:quiet:*"));
     assert_non_null(strstr(text, "lockwatch_lease_overrun_seconds_count{class=\"lock:job:*\"} 1\n"));
     assert_non_null(strstr(text, "lockwatch_lease_overrun_seconds_sum{class=\"lock:job:*\"} 1.5"));
     free(text);
