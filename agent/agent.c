@@ -34,6 +34,7 @@
 #include "alerts/alerts.h"
 #include "collectors/follow/follow.h"
 #include "collectors/redis/conn.h"
+#include "collectors/release/audittail.h"
 #include "collectors/scan/scan.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -43,6 +44,8 @@ struct target_rt {
     struct scanner *scanner;
     struct follow *follow;              /* the scanner's (it frees it) */
     const struct target_conf *conf;     /* into agent->cfg */
+    const char *audit_stream;           /* into agent->cfg: [unlock] audit_stream */
+    struct audit_tail audit;            /* its releases on the timeline */
     struct scan_rules rules;
     pthread_t thread;
     bool running;
@@ -59,6 +62,7 @@ struct target_rt {
     bool following;                     /* for the log: follow mode on */
     struct group_rt **groups;           /* the groups it is a member of */
     size_t ngroups;
+    struct classtrend *trend;           /* the agent's (start_all sets it) */
 };
 
 static void
@@ -136,6 +140,9 @@ publish(struct target_rt *t, struct snapshot *s)
 {
     struct snapshot *old;
 
+    /* before stamping: last_good is still the snapshot s replaces */
+    if (s->ok && t->trend != NULL)
+        classtrend_note(t->trend, t->last_good, s, clock_mono_ms());
     stamp_freshness(t, s);
     pthread_mutex_lock(&t->mu);
     old = t->snap;
@@ -198,6 +205,25 @@ target_wait(struct target_rt *t, int64_t ms)
     pthread_mutex_unlock(&t->mu);
 }
 
+/* After a good scan: the releases appended to the audit stream since the
+ * last (lockctl's, another agent's) onto the timeline, within the
+ * target's command_timeout. */
+static void
+tail_audit(struct target_rt *t)
+{
+    struct redisconn_scope sc = { .deadline_ms = clock_deadline(t->conf->command_timeout_ms),
+                                  .idle_ms = t->conf->command_timeout_ms, .stop = &t->stop,
+                                  .what = "the audit stream's read (command_timeout)" };
+    const struct redisconn_scope *prev = redisconn_scope_enter(&sc);
+    char err[320] = "";
+
+    if (audit_tail_poll(&t->audit, t->conf, t->audit_stream, err, sizeof(err)) == 1 &&
+        err[0] != '\0')
+        log_info("target %s: %s; releases by lockctl are not on the agent's timeline "
+                 "(docs/events.md)", t->name, err);
+    redisconn_scope_leave(prev);
+}
+
 static void *
 target_main(void *arg)
 {
@@ -253,6 +279,8 @@ target_main(void *arg)
         publish(t, s);
         for (i = 0; i < t->ngroups; i++)
             group_compare(t->groups[i]);
+        if (ok)
+            tail_audit(t);
         /* follow mode: current from events until a full scan is due; its
          * reads see a stop request as a scan's do (no deadline: it runs
          * until the next full scan) */
@@ -278,6 +306,7 @@ target_run(struct target_rt *t, const struct target_conf *conf, const struct con
     int err;
 
     t->conf = conf;
+    t->audit_stream = cfg->audit_stream;
     rules_from(&t->rules, cfg, t->name);
     atomic_store(&t->stop, 0);
     err = pthread_create(&t->thread, NULL, target_main, t);
@@ -426,6 +455,8 @@ start_all(struct agent *a)
                       "not checked (anyone on the network path can pose as it)",
                       a->cfg->targets[i].name);
     for (i = 0; i < a->ntargets; i++)
+        a->targets[i]->trend = a->trend;
+    for (i = 0; i < a->ntargets; i++)
         if (target_run(a->targets[i], &a->cfg->targets[i], a->cfg) == -1) {
             log_warn("target %s: cannot start its thread", a->targets[i]->name);
             return -1;
@@ -442,6 +473,8 @@ agent_start(struct agent *a, struct config *cfg)
     if (!cfg->samples_off && (a->waits = waitstats_new(cfg)) == NULL)
         return -1;
     if ((a->alerts = alerts_new(cfg)) == NULL)
+        return -1;
+    if ((a->trend = classtrend_new(cfg)) == NULL)
         return -1;
     if ((a->throttle = throttle_new()) == NULL)
         return -1;
@@ -498,6 +531,7 @@ agent_reload(struct agent *a, struct config *cfg)
     if (a->waits != NULL && waitstats_configure(a->waits, cfg) == -1)
         log_warnx("reload: out of memory; wait statistics keep the previous "
                   "[classes] rules and wait_window");
+    classtrend_configure(a->trend, cfg);
     /* the alert set stays (firing alerts keep firing); sinks are rebuilt */
     if (alerts_configure(a->alerts, cfg) == -1)
         log_warnx("reload: out of memory; alerting keeps the previous [rules] and "
@@ -524,10 +558,44 @@ agent_stop(struct agent *a)
     groups_free(a->groups, a->ngroups);
     config_free(a->cfg);
     waitstats_free(a->waits);
+    classtrend_free(a->trend);
     alerts_free(a->alerts);     /* a bounded last chance for queued notices */
     throttle_free(a->throttle);
     pthread_mutex_destroy(&a->mu);
     memset(a, 0, sizeof(*a));
+}
+
+/* The class trends into v (a->trend is set once at start, own lock). */
+static int
+view_trend(struct agent *a, struct view *v)
+{
+    if (a->trend == NULL)
+        return 0;
+    if ((v->trend = malloc(sizeof(*v->trend))) == NULL)
+        return -1;
+    if (classtrend_view(a->trend, clock_mono_ms(), v->trend) == -1) {
+        free(v->trend);
+        v->trend = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void
+agent_trend_sample(struct agent *a, const struct view *v)
+{
+    const struct snapshot *snaps[64], **p = snaps;
+    size_t i;
+
+    if (a->trend == NULL)
+        return;
+    if (v->ntargets > 64 && (p = calloc(v->ntargets, sizeof(*p))) == NULL)
+        return;
+    for (i = 0; i < v->ntargets; i++)
+        p[i] = snapshot_shown(v->targets[i].snap);
+    classtrend_sample(a->trend, p, v->ntargets, clock_mono_ms());
+    if (p != snaps)
+        free(p);
 }
 
 int
@@ -579,6 +647,8 @@ agent_view(struct agent *a, struct view *v)
             goto fail_unlocked;
         }
     }
+    if (view_trend(a, v) == -1)
+        goto fail_unlocked;
     /* the leases that ran out: process-wide, their own lock */
     if ((v->lease = malloc(sizeof(*v->lease))) == NULL)
         goto fail_unlocked;
@@ -615,6 +685,10 @@ view_release(struct view *v)
     if (v->wait != NULL) {
         waitstats_view_release(v->wait);
         free(v->wait);
+    }
+    if (v->trend != NULL) {
+        classtrend_view_release(v->trend);
+        free(v->trend);
     }
     if (v->lease != NULL) {
         lease_view_release(v->lease);

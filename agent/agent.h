@@ -30,6 +30,7 @@
 #include "collectors/lease/lease.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/locks/snapshot.h"
+#include "collectors/waits/classtrend.h"
 #include "collectors/waits/waitstats.h"
 
 struct target_rt;
@@ -55,6 +56,9 @@ struct agent {
     size_t ngroups;
     struct throttle *throttle;  /* release-token guessing per client
                                  * (agent/http/throttle.h); own lock */
+    struct classtrend *trend;   /* per-class leases and counts over time
+                                 * (collectors/waits/classtrend.h); set at
+                                 * start, never replaced, own lock */
 };
 
 struct view_target {
@@ -82,6 +86,8 @@ struct view {
                                      * NULL in --once */
     const atomic_uint_fast64_t *releases;   /* the agent's counters; NULL in --once */
     struct throttle *throttle;      /* the agent's, own lock; NULL in --once */
+    struct classtrend_view *trend;  /* leases and counts per class; NULL in
+                                     * --once */
     struct lease_view *lease;       /* leases that ran out (collectors/lease);
                                      * NULL in --once */
 };
@@ -97,6 +103,10 @@ void agent_stop(struct agent *a);
 /* A consistent view for rendering; view_release drops the references. */
 int agent_view(struct agent *a, struct view *v);
 void view_release(struct view *v);
+
+/* Record the class counts of v's shown snapshots in the baseline ring
+ * (the alert tick, once a second). */
+void agent_trend_sample(struct agent *a, const struct view *v);
 
 /*
  * --once: scan every target of cfg once, in parallel, into v, and compare

@@ -7,7 +7,7 @@
  *   alertname  the alertname label, as sent, exported and documented
  *              (docs/alerts.md, lockwatchd.8; tests/integration/test_man.py
  *              reads the names from here)
- *   severity   CRITICAL or WARNING (enum alert_severity, worst first): the
+ *   severity   CRITICAL, WARNING or INFO (enum alert_severity, worst first): the
  *              severity label the sinks send, the same value as the shipped
  *              Prometheus rules' (test_alerts_promtool compares them), and
  *              with the row order the status page's worst-first order
@@ -19,6 +19,10 @@
  *                        {target, shard = its slot ranges, node = the
  *                        address scanned}; bounded by the cluster's shards
  *                CLASS   a lock class's wait statistics, every tick {class}
+ *                TREND   a lock class the scans have seen: its lease and
+ *                        count trend (collectors/waits/classtrend.h) with
+ *                        its hold statistics when it has samples, every
+ *                        tick {class}
  *                GROUP   a key that a [redlock] group's report details
  *                        {target = the group, class, key}
  *                EVENT   an event of the ring (collectors/events/events.h)
@@ -51,12 +55,20 @@
     X(LOCK_REENTRANCY_HIGH, "LockReentrancyHigh", WARNING,  LOCK,   reentrant_holds, reentrant_texts) \
     /* the window P99 above wait_p99, with at least wait_min_samples waits */           \
     X(LOCK_WAIT_P99_HIGH,   "LockWaitP99High",    WARNING,  CLASS,  wait_holds,      wait_texts)      \
+    /* issue 28: hold P99.9 above lease_short_at of the lease at first sight */        \
+    X(LOCK_LEASE_TOO_SHORT, "LockLeaseTooShort",  WARNING,  TREND,  lease_short_holds, lease_texts) \
+    /* issue 28: count above count_surge_factor x max(baseline, count_surge_floor) */  \
+    X(LOCK_COUNT_SURGE,     "LockCountSurge",     WARNING,  TREND,  surge_holds,     surge_texts)     \
+    /* issue 28: lease above lease_long_factor x hold P99.9 (lease_too_long = on) */   \
+    X(LOCK_LEASE_TOO_LONG,  "LockLeaseTooLong",   INFO,     TREND,  lease_long_holds, lease_texts)  \
     /* the last scan failed */                                                          \
     X(LOCK_TARGET_DOWN,     "LockTargetDown",     CRITICAL, TARGET, down_holds,      down_texts)      \
     /* a cluster shard failed in a scan that reached the others */                    \
     X(LOCK_SHARD_DOWN,      "LockShardDown",      CRITICAL, SHARD,  shard_down_holds, shard_down_texts) \
     /* the group's nodes disagree on the key (collectors/locks/redlock.h) */            \
-    X(LOCK_REDLOCK_SPLIT,   "LockRedlockSplit",   CRITICAL, GROUP,  split_holds,     split_texts) \
+    X(LOCK_REDLOCK_SPLIT,   "LockRedlockSplit",   CRITICAL, GROUP,  split_holds,     split_texts)     \
+    /* locks gone at a restart, failover or flush, within RULES_LOST_FIRING_MS */       \
+    X(LOCK_LOST_AT_FAILOVER, "LockLostAtFailover", CRITICAL, TARGET, lost_holds,     lost_texts)      \
     /* a holder kept working after its lease ran out (event lease_overrun) */          \
     X(LOCK_LEASE_OVERRUN,   "LockLeaseOverrun",   CRITICAL, EVENT,  overrun_holds,   overrun_texts)   \
     /* a renewed lease ran out without an unlock, or a holder said it lost its lease  \

@@ -322,7 +322,8 @@ eval_events(struct alerts *a, int64_t now_ms)
 void
 alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
             const struct rules_group *groups, size_t ngroups,
-            const struct waitstats_view *w, int64_t now_ms)
+            const struct waitstats_view *w, const struct classtrend_view *tv,
+            int64_t now_ms)
 {
     const struct alert_event *ev;
     struct alert **list = NULL;
@@ -332,7 +333,7 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
     pthread_mutex_lock(&a->mu);
     mark_fresh(a, targets, ntargets);
     alertset_begin(a->set, now_ms, clock_mono_ms());
-    rules_eval(a->set, &a->rules, targets, ntargets, w, now_ms);
+    rules_eval(a->set, &a->rules, targets, ntargets, w, tv, now_ms);
     rules_eval_redlock(a->set, groups, ngroups, now_ms);
     eval_events(a, now_ms);
     if (alertset_end(a->set, a->rules.repeat_interval_ms, a->has_refresh, &ev, &nev) == -1)

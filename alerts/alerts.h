@@ -53,7 +53,8 @@ int alerts_configure(struct alerts *a, const struct config *cfg);
  */
 void alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
                  const struct rules_group *groups, size_t ngroups,
-                 const struct waitstats_view *w, int64_t now_ms);
+                 const struct waitstats_view *w, const struct classtrend_view *tv,
+                 int64_t now_ms);
 
 /* {"alerts": [...firing...], "total": n, "suppressed": k}; malloc'd.
  * 0 / -1 (ENOMEM). */

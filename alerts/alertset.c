@@ -52,6 +52,7 @@ static const enum alert_severity severities[ALERT_NAMES] = { ALERT_KINDS(ALERT_K
 static const char *const severity_names[ALERT_SEVERITIES] = {
     [ALERT_SEVERITY_CRITICAL] = "critical",
     [ALERT_SEVERITY_WARNING] = "warning",
+    [ALERT_SEVERITY_INFO] = "info",
 };
 
 const char *

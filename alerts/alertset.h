@@ -60,9 +60,10 @@ const char *alert_name_str(enum alert_name n);
 
 /* An alert kind's severity (its row of ALERT_KINDS), worst first: the
  * enum's order is the order the status page lists them in. */
-enum alert_severity { ALERT_SEVERITY_CRITICAL, ALERT_SEVERITY_WARNING, ALERT_SEVERITIES };
+enum alert_severity { ALERT_SEVERITY_CRITICAL, ALERT_SEVERITY_WARNING, ALERT_SEVERITY_INFO,
+                      ALERT_SEVERITIES };
 enum alert_severity alert_severity_of(enum alert_name n);
-/* "critical" / "warning": the severity label, as the Prometheus rules write it */
+/* "critical" / "warning" / "info": the severity label, as the Prometheus rules write it */
 const char *alert_severity_str(enum alert_severity s);
 
 enum alert_state { ALERT_FIRING, ALERT_RESOLVED };

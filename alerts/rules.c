@@ -27,6 +27,8 @@
 #include <string.h>
 
 #include "alerts/text.h"
+#include "collectors/locks/lostview.h"
+#include "collectors/waits/leaseadvice.h"
 #include "common/keytext.h"
 
 /* Arbitrary bytes, sanitised to UTF-8: at most max (<= RULES_HOLDER_TEXT_MAX)
@@ -149,13 +151,14 @@ struct rule_ctx {
     const struct snapshot *snap;        /* LOCK, TARGET, SHARD */
     const struct snap_shard *sh;        /* SHARD */
     const struct snap_lock *lock;       /* LOCK */
-    const struct waitstats_class *wait; /* CLASS */
+    const struct waitstats_class *wait; /* CLASS; TREND: NULL without holds */
+    const struct classtrend_class *trend;   /* TREND */
     const struct redlock_report *report;    /* GROUP */
     const struct redlock_issue *issue;      /* GROUP */
     const struct event *event;              /* EVENT */
 };
 
-enum rule_scope { SCOPE_LOCK, SCOPE_TARGET, SCOPE_SHARD, SCOPE_CLASS, SCOPE_GROUP,
+enum rule_scope { SCOPE_LOCK, SCOPE_TARGET, SCOPE_SHARD, SCOPE_CLASS, SCOPE_TREND, SCOPE_GROUP,
                   SCOPE_EVENT };
 
 /* LOCK: "Lock K (class C, target T, format F): ", how every lock
@@ -295,6 +298,146 @@ wait_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
     text_adds(desc, "). Holders keep the lock too long or too many clients contend.");
 }
 
+/* --- issue 28: leases against holds, counts against their baseline ------- */
+
+static enum lease_verdict
+lease_verdict(const struct rule_ctx *c, struct lease_judgement *j)
+{
+    lease_judge(c->p, c->trend, c->wait, j);
+    return j->verdict;
+}
+
+static bool
+lease_short_holds(const struct rule_ctx *c)
+{
+    struct lease_judgement j;
+
+    return lease_verdict(c, &j) == LEASE_TOO_SHORT;
+}
+
+static bool
+lease_long_holds(const struct rule_ctx *c)
+{
+    struct lease_judgement j;
+
+    return c->p->lease_too_long && lease_verdict(c, &j) == LEASE_TOO_LONG;
+}
+
+/* A lease as the scans saw it: the TTL at first sight, a little under the
+ * lease set (by the time from the acquire to the scan); to the nearest
+ * second from 1 s on, so a 10 s lease seen at 9.7 s reads "10s". */
+static void
+text_lease(struct strbuf *t, int64_t ms)
+{
+    text_duration(t, ms >= 1000 ? (ms + 500) / 1000 * 1000 : ms);
+}
+
+/* The value a lease was judged too short by (hold P99.9 or the renewal
+ * period), with the decimals that make it read above lease_short_at x
+ * the lease. */
+static void
+text_over_lease(const struct rule_ctx *c, struct strbuf *t, double value_ms)
+{
+    text_duration_above(t, value_ms, (int64_t)(c->p->lease_short_at * (double)c->trend->lease_ms));
+}
+
+/* What the lease was judged on: the holds of the window, or for a
+ * watchdog class the renewal period the scans saw; then the lease. */
+static void
+lease_facts(const struct rule_ctx *c, struct strbuf *desc)
+{
+    const struct classtrend_class *t = c->trend;
+
+    text_adds(desc, "Lock class ");
+    text_adds(desc, c->class_);
+    if (t->watchdog) {
+        text_adds(desc, ": its locks are renewed (a watchdog) about every ");
+        text_over_lease(c, desc, (double)t->renewal_ms);
+        text_adds(desc, " (the lease less the lowest TTL the scans saw)");
+    }
+    if (c->wait != NULL && c->wait->hold_window_count > 0) {
+        text_addf(desc, "%s%" PRIu64, t->watchdog ? "; " : ": ", c->wait->hold_window_count);
+        text_adds(desc, " holds in the last wait_window (");
+        text_duration(desc, c->p->wait_window_ms);
+        text_adds(desc, ") had a P99.9 of ");
+        text_over_lease(c, desc, c->wait->hold_p999_us / 1000.0);
+    }
+    text_adds(desc, "; its locks carry a lease of ");
+    text_lease(desc, t->lease_ms);
+    text_adds(desc, " (the longest TTL at first sight in wait_window)");
+}
+
+/* One texts function for both lease kinds: which one says the verdict. */
+static void
+lease_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct classtrend_class *t = c->trend;
+    struct lease_judgement j;
+    bool shrt;
+
+    lease_judge(c->p, t, c->wait, &j);
+    shrt = j.verdict == LEASE_TOO_SHORT;
+    text_adds(sum, "Lease of lock class ");
+    text_adds(sum, c->class_);
+    text_adds(sum, " (");
+    text_lease(sum, t->lease_ms);
+    text_adds(sum, shrt ? ") is too short: " : ") is far longer than its holds: ");
+    if (shrt && t->watchdog) {
+        text_adds(sum, "renewed every ");
+        text_over_lease(c, sum, (double)t->renewal_ms);
+    } else {
+        text_adds(sum, "hold P99.9 ");
+        text_over_lease(c, sum, c->wait != NULL ? c->wait->hold_p999_us / 1000.0 : 0.0);
+    }
+    text_adds(sum, "; suggested lease ");
+    text_duration(sum, j.suggest_ms);
+    lease_facts(c, desc);
+    if (shrt)
+        text_addf(desc, ", and %s is above lease_short_at (%.0f%%) of it. The lock expires "
+                  "before its holder is done (or renews) and another node takes it: "
+                  "concurrent access. Suggested lease: ",
+                  t->watchdog ? "the renewal period" : "the hold P99.9",
+                  c->p->lease_short_at * 100.0);
+    else
+        text_addf(desc, ", more than lease_long_factor (%ld) times the hold P99.9. A holder "
+                  "that crashes blocks every other one for the whole lease. Suggested lease: ",
+                  c->p->lease_long_factor);
+    text_duration(desc, j.suggest_ms);
+    text_adds(desc, !shrt ? " (2x hold P99.9, rounded up)." : t->watchdog ?
+              " (3x the renewal period, rounded up), or renew more often." :
+              " (2x hold P99.9, rounded up); or shorten the work, or renew the lease while "
+              "holding (a watchdog).");
+}
+
+static bool
+surge_holds(const struct rule_ctx *c)
+{
+    return count_surges(c->p, c->trend);
+}
+
+static void
+surge_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct classtrend_class *t = c->trend;
+
+    text_adds(sum, "Lock class ");
+    text_adds(sum, c->class_);
+    text_addf(sum, " has %" PRIu64 " locks, %.1fx its baseline of %.0f", t->count,
+              t->count / (t->baseline > 1.0 ? t->baseline : 1.0), t->baseline);
+    text_adds(desc, "Lock class ");
+    text_adds(desc, c->class_);
+    text_addf(desc, " has %" PRIu64 " locks over every target, above count_surge_factor "
+              "(%ld) x its baseline (%.0f, the median count over the last "
+              "count_baseline_window of ", t->count, c->p->count_surge_factor, t->baseline);
+    text_duration(desc, c->p->count_baseline_window_ms);
+    text_addf(desc, "; at least count_surge_floor, %ld). Over the last minute the scans saw "
+              "%.1f locks created and %.1f deleted per second. Locks that are taken and "
+              "never released (a leak with a long TTL), holders crashing in a loop, or a "
+              "code path that locks per request show here first: look at the class's "
+              "newest holders (lockctl list), then at what changed in its clients.",
+              c->p->count_surge_floor, t->created_rate, t->deleted_rate);
+}
+
 static bool
 down_holds(const struct rule_ctx *c)
 {
@@ -392,6 +535,103 @@ split_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
     text_adds(desc, " (letters are holders, - not held, ? not scanned). Two clients "
               "may both believe they hold it: check them, then release the minority "
               "copies with lockctl on their nodes.");
+}
+
+/* A loss at a change of server, named for RULES_LOST_FIRING_MS after it
+ * (collectors/scan/lost.c keeps the last one on every snapshot). */
+static bool
+lost_holds(const struct rule_ctx *c)
+{
+    const struct snap_lost *lo = &c->snap->lost;
+
+    return lo->count > 0 && c->now_ms - lo->at_ms < RULES_LOST_FIRING_MS;
+}
+
+/* What changed: "a restart of N", "a failover to N (was M)", "a flush". */
+static void
+lost_change(struct strbuf *t, const struct snap_lost *lo)
+{
+    char *was = sanitized(lo->was, strnlen(lo->was, sizeof(lo->was)));
+    char *now = sanitized(lo->now, strnlen(lo->now, sizeof(lo->now)));
+
+    text_adds(t, "a ");
+    text_adds(t, lost_cause_name((enum lost_cause)lo->cause));
+    if (now != NULL && was != NULL) {
+        if (lo->cause == LOST_FAILOVER) {
+            text_adds(t, " to ");
+            text_adds(t, now);
+            text_adds(t, " (was ");
+            text_adds(t, was);
+            text_adds(t, ")");
+        } else {
+            text_adds(t, " of ");
+            text_adds(t, now);
+        }
+    }
+    free(was);
+    free(now);
+}
+
+/* One named lock: "K (holder H, held 5m)", or "K (now another holder's;
+ * was H's, held 5m)". */
+static void
+lost_item(struct strbuf *t, const struct snap_lost *lo, const struct snap_lost_lock *e)
+{
+    text_bytes(t, e->key, e->key_len, RULES_HOLDER_TEXT_MAX);
+    if (e->key_cut)
+        text_adds(t, "\xe2\x80\xa6");
+    text_adds(t, e->taken ? " (another holder has it now; was " : " (");
+    if (e->holder_len > 0) {
+        text_adds(t, "holder ");
+        text_bytes(t, e->holder, e->holder_len, RULES_HOLDER_TEXT_MAX / 2);
+        text_adds(t, ", ");
+    }
+    text_adds(t, "held ");
+    text_duration(t, lo->at_ms - e->first_seen_ms);
+    text_adds(t, ")");
+}
+
+#define LOST_TAIL "Their holders may still believe they hold them while other clients take " \
+    "them anew: two holders may both be inside the critical section. Check the holders " \
+    "named (their work, their logs) and the server's history (INFO persistence, the " \
+    "Sentinel or cluster log)."
+
+static void
+lost_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct snap_lost *lo = &c->snap->lost;
+    struct strbuf item;
+    size_t i, reserve = strlen(LOST_TAIL) + 64;
+
+    text_addf(sum, "%" PRIu64 " lock%s lost on target ", lo->count, lo->count == 1 ? "" : "s");
+    text_adds(sum, c->target);
+    text_adds(sum, " at ");
+    lost_change(sum, lo);
+    text_adds(desc, "The server under target ");
+    text_adds(desc, c->target);
+    text_adds(desc, " changed (");
+    lost_change(desc, lo);
+    text_adds(desc, ", ");
+    text_duration(desc, c->now_ms - lo->at_ms);
+    text_addf(desc, " ago): %" PRIu64 " of the %" PRIu64 " locks held before were gone "
+              "after with no release seen, or held by another holder, their TTL not run "
+              "out%s. Oldest hold first: ", lo->count, lo->compared,
+              lo->partial ? " (only the locks the view kept in detail were compared)" : "");
+    for (i = 0; i < lo->nlisted; i++) {
+        sb_init(&item, RULES_DESCRIPTION_MAX);
+        if (i > 0)
+            text_adds(&item, ", ");
+        lost_item(&item, lo, &lo->listed[i]);
+        if (sb_failed(&item) || item.buf == NULL || text_room(desc) < item.len + reserve) {
+            sb_release(&item);
+            break;
+        }
+        text_add(desc, item.buf, item.len);
+        sb_release(&item);
+    }
+    if (lo->count > i)
+        text_addf(desc, "%s and %" PRIu64 " more", i > 0 ? "" : "none named", lo->count - i);
+    text_adds(desc, ". " LOST_TAIL);
 }
 
 /* ---- EVENT: leases ------------------------------------------------------------- */
@@ -656,6 +896,25 @@ rules_eval_redlock(struct alertset *set, const struct rules_group *groups, size_
     }
 }
 
+/* The TREND scope: every class the scans have seen, with its holds. */
+static void
+judge_trends(struct alertset *set, const struct rules_conf *p,
+             const struct classtrend_view *tv, const struct waitstats_view *w, int64_t now_ms)
+{
+    size_t i;
+
+    for (i = 0; tv != NULL && i < tv->nclasses; i++) {
+        const struct classtrend_class *t = &tv->classes[i];
+        char *cls = sanitized(t->name, strlen(t->name));
+        struct rule_ctx c = { .p = p, .now_ms = now_ms, .class_ = cls, .trend = t,
+                              .wait = waitstats_view_class(w, t->name) };
+
+        if (cls != NULL)
+            judge(set, SCOPE_TREND, &c);
+        free(cls);
+    }
+}
+
 void
 rules_eval_event(struct alertset *set, const struct rules_conf *p, const struct event *e,
                  int64_t now_ms)
@@ -681,7 +940,7 @@ rules_eval_event(struct alertset *set, const struct rules_conf *p, const struct 
 void
 rules_eval(struct alertset *set, const struct rules_conf *p,
            const struct rules_target *targets, size_t ntargets,
-           const struct waitstats_view *w, int64_t now_ms)
+           const struct waitstats_view *w, const struct classtrend_view *tv, int64_t now_ms)
 {
     size_t i;
 
@@ -709,4 +968,5 @@ rules_eval(struct alertset *set, const struct rules_conf *p,
 
         judge(set, SCOPE_CLASS, &c);
     }
+    judge_trends(set, p, tv, w, now_ms);
 }

@@ -31,12 +31,16 @@
 #include "collectors/events/events.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/locks/snapshot.h"
+#include "collectors/waits/classtrend.h"
 #include "collectors/waits/waitstats.h"
 
 #define RULES_KEY_LABEL_MAX     200
 #define RULES_HOLDER_TEXT_MAX   128
 #define RULES_SUMMARY_MAX       512
 #define RULES_DESCRIPTION_MAX   2048
+/* LockLostAtFailover fires this long after the loss it names (the
+ * shipped Prometheus rule looks back as far: increase(...[15m])) */
+#define RULES_LOST_FIRING_MS    (15 * 60 * 1000)
 
 struct rules_target {
     const char *name;
@@ -48,11 +52,13 @@ struct rules_target {
  * Observe every alert that holds into set, which the caller has begun
  * (alertset_begin) and will end, under the [rules] p (the config's; its
  * lock-state rules are only quoted in texts).  w may be NULL (no sample
- * ingest).  now_ms is the Unix time the texts measure ages against.
+ * ingest).  tv, the class trends (leases, counts), may be NULL too.
+ * now_ms is the Unix time the texts measure ages against.
  */
 void rules_eval(struct alertset *set, const struct rules_conf *p,
                 const struct rules_target *targets, size_t ntargets,
-                const struct waitstats_view *w, int64_t now_ms);
+                const struct waitstats_view *w, const struct classtrend_view *tv,
+                int64_t now_ms);
 
 /* A [redlock] group and its newest comparison (NULL before the first). */
 struct rules_group {

@@ -17,6 +17,8 @@
  * credentials: lockctl never sends a secret to the agent.  Anything but
  * the API's JSON (another service on the port, an error page) is "the
  * agent did not answer", with the reason kept for the fallback message.
+ * The same GET (agent_get_json()) serves lockctl events, whose timeline
+ * only the agent has (events.c).
  */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -290,13 +292,8 @@ collect(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-/*
- * GET url and parse the JSON answer into *doc.  Returns the HTTP status
- * with *doc set (a JSON answer, even an error one), or -1 with av->err
- * saying what went wrong (no connection, a timeout, not JSON).
- */
-static long
-get_json(struct agent_view *av, const char *url, json_t **doc)
+long
+agent_get_json(struct agent_view *av, const char *url, json_t **doc)
 {
     static bool initialised;
     struct body b = { NULL, 0, 0, false };
@@ -362,9 +359,8 @@ out:
     return status;
 }
 
-/* "HTTP 500: <the API's error>" into av->err. */
-static void
-status_error(struct agent_view *av, long status, const json_t *doc)
+void
+agent_status_error(struct agent_view *av, long status, const json_t *doc)
 {
     const char *msg = json_string_value(json_object_get(doc, "error"));
 
@@ -388,7 +384,7 @@ request(struct agent_view *av, const char *url, bool missing_ok, long long *next
 {
     json_t *doc = NULL;
     const json_t *no;
-    long status = get_json(av, url, &doc);
+    long status = agent_get_json(av, url, &doc);
     int rc = -1;
 
     *next = 0;
@@ -399,7 +395,7 @@ request(struct agent_view *av, const char *url, bool missing_ok, long long *next
         goto out;
     }
     if (status != 200) {
-        status_error(av, status, doc);
+        agent_status_error(av, status, doc);
         goto out;
     }
     if (!missing_ok && !json_is_array(json_object_get(doc, "locks"))) {
@@ -531,4 +527,31 @@ agent_json(const struct agent_view *av, uint64_t from_agent)
                      av->asked && !av->answered ? av->err : NULL,
                      "locks_known", (json_int_t)av->nlocks, "judged", (json_int_t)from_agent,
                      "truncated", av->truncated);
+}
+
+int
+agent_get(const struct lockctl *lc, const char *path, json_t **doc, char *err, size_t errlen)
+{
+    struct agent_view av;
+    char url[512];
+    long status;
+
+    *doc = NULL;
+    memset(&av, 0, sizeof(av));
+    av.deadline_ms = lc->scope.deadline_ms;
+    if (agent_base_url(lc, av.url, sizeof(av.url), err, errlen) != 0) {
+        if (err[0] == '\0')
+            snprintf(err, errlen, "lockctl is told not to ask the agent (--agent off)");
+        return -1;
+    }
+    snprintf(url, sizeof(url), "%s%s", av.url, path);
+    status = agent_get_json(&av, url, doc);
+    if (status == 200)
+        return 0;
+    if (status != -1)
+        agent_status_error(&av, status, *doc);
+    json_decref(*doc);
+    *doc = NULL;
+    snprintf(err, errlen, "the agent at %s did not answer: %s", av.url, av.err);
+    return -1;
 }

@@ -15,28 +15,15 @@
 
 #include "cli/lockctl.h"
 #include "collectors/redis/conn.h"
+#include "collectors/release/audittail.h"
 
 #define AUDIT_LIMIT_DEFAULT 20
 #define AUDIT_LIMIT_MAX     10000
 
-/* One entry's field by name, or NULL. */
-static const redisReply *
-field(const redisReply *kv, const char *name)
-{
-    size_t n = strlen(name);
-
-    for (size_t i = 0; i + 1 < kv->elements; i += 2)
-        if (kv->element[i]->type == REDIS_REPLY_STRING && kv->element[i]->len == n &&
-            memcmp(kv->element[i]->str, name, n) == 0 &&
-            kv->element[i + 1]->type == REDIS_REPLY_STRING)
-            return kv->element[i + 1];
-    return NULL;
-}
-
 static int64_t
 field_int(const redisReply *kv, const char *name, int64_t dflt)
 {
-    const redisReply *f = field(kv, name);
+    const redisReply *f = audit_field(kv, name);
     char buf[32], *end;
     long long v;
 
@@ -73,11 +60,11 @@ entry_json(const redisReply *e)
     json_object_set_new(o, "time", lockjson_time(ms));
     json_object_set_new(o, "time_ms", json_integer(ms));
     for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
-        f = field(kv, texts[i]);
+        f = audit_field(kv, texts[i]);
         json_object_set_new(o, texts[i], f ? lockjson_text(f->str, f->len) : json_null());
     }
     for (i = 0; i < sizeof(bytes) / sizeof(bytes[0]); i++) {
-        f = field(kv, bytes[i]);
+        f = audit_field(kv, bytes[i]);
         snprintf(esc, sizeof(esc), "%s_escaped", bytes[i]);
         json_object_set_new(o, bytes[i], f ? lockjson_text(f->str, f->len) : json_null());
         json_object_set_new(o, esc, f ? lockjson_escaped(f->str, f->len) : json_null());
@@ -122,7 +109,7 @@ print_table(const struct lockctl *lc, const redisReply *rep)
         if (lens[0] > 0 && cells[0][lens[0] - 1] == 'Z')
             lens[0]--;
         for (c = 1; c < 6; c++) {
-            const redisReply *f = field(kv, names[c]);
+            const redisReply *f = audit_field(kv, names[c]);
 
             cells[c] = f ? f->str : "";
             lens[c] = f ? f->len : 0;

@@ -242,7 +242,21 @@ int agent_fetch_lock(const struct lockctl *lc, const char *key, size_t keylen,
                      struct agent_view *av);
 /* Add the locks of an API answer (its "locks" array, or one lock object)
  * to av.  0, or -1 with err set when it is not the API's JSON. */
+/* GET path (starting "/") of the agent's API: 0 with its JSON (HTTP 200)
+ * in *doc (the caller frees it); -1 with the reason in err. */
+int agent_get(const struct lockctl *lc, const char *path, json_t **doc, char *err,
+              size_t errlen);
 int agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errlen);
+/*
+ * GET url of the agent's API and parse the JSON answer into *doc (the
+ * caller's).  Returns the HTTP status with *doc set (a JSON answer, even
+ * an error one), or -1 with av->err saying what went wrong (no
+ * connection, a timeout, not JSON).  Within av->deadline_ms (0: each
+ * request AGENT_TIMEOUT_MS).
+ */
+long agent_get_json(struct agent_view *av, const char *url, json_t **doc);
+/* "HTTP 500: <the API's error>" into av->err. */
+void agent_status_error(struct agent_view *av, long status, const json_t *doc);
 /* The agent's lock named key, or NULL. */
 const struct agent_lock *agent_find(const struct agent_view *av, const char *key,
                                     size_t keylen);
@@ -304,6 +318,9 @@ int cmd_show(struct lockctl *lc, int argc, char **argv);
 int cmd_release(struct lockctl *lc, int argc, char **argv);
 int cmd_expire(struct lockctl *lc, int argc, char **argv);
 int cmd_audit(struct lockctl *lc, int argc, char **argv);
+int cmd_events(struct lockctl *lc, int argc, char **argv);
+
+int cmd_classes(struct lockctl *lc, int argc, char **argv);
 
 /* main.c: print the help of the command named name to fp. */
 void lockctl_command_help(const char *name, FILE *fp);
@@ -370,6 +387,14 @@ char *table_cut(const char *s, size_t width, bool middle);
  * tables: footers, outcomes). */
 void table_line(FILE *fp, size_t width, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* events.c: the agent's /api/v1/events answer as lockctl's table.  Add
+ * the rows of the events of doc (its "events" array) with time_ms at or
+ * after since_ms (0: all) to t, made with events_table_cols; returns how
+ * many, -1 on ENOMEM. */
+extern const struct table_col events_table_cols[];
+extern const size_t events_table_ncols;
+long events_table_add(struct table *t, const json_t *doc, int64_t since_ms);
 
 /* ---- output.c ---------------------------------------------------------------- */
 

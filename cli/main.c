@@ -90,6 +90,27 @@ static const struct command {
       "Show the newest entries of the audit stream ([unlock] audit_stream), newest\n"
       "first: every release and expire, refused or done (dry runs leave none).\n"
       "  --limit N       at most N entries (1..10000, default 20)\n" },
+    { "events", cmd_events,
+      "events [--since DURATION] [--kind KIND] [--limit N] [--follow]",
+      "Show the agent's timeline of lock events, newest last (docs/events.md): leases\n"
+      "lost while held (lease_lost), renewed locks that expired (expired_renewed),\n"
+      "holders working past their lease (lease_overrun), locks lost at a failover\n"
+      "(lost_at_failover), deadlock, inversion, force_release.  Read from the agent\n"
+      "(--agent, else [agent] listen): it keeps the newest 1024; no Redis is asked.\n"
+      "  --since DURATION  only the events of the last DURATION (e.g. 15m)\n"
+      "  --kind KIND       only events of KIND\n"
+      "  --limit N         the newest N (1..1024; default 50, all kept with --since)\n"
+      "  --follow          then print new events as they come (asking every second)\n"
+      "                    until interrupted; with --json one JSON object per line\n"
+      "  -t TARGET         only TARGET's events\n"
+      "Exit 3 when the agent does not answer.\n" },
+    { "classes", cmd_classes, "classes",
+      "Per lock class, from the agent (GET /api/v1/classes): locks now over every\n"
+      "target and their baseline (median over count_baseline_window), creations and\n"
+      "deletions per second, hold P99.9, the lease (longest TTL at first sight in\n"
+      "wait_window) and the advice: fits, too short or too long with the lease that\n"
+      "would fit (2x hold P99.9, rounded up), or why it cannot judge. SURGE marks a\n"
+      "class above count_surge_factor x its baseline. --json prints the API's answer.\n" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -212,7 +233,7 @@ main(int argc, char **argv)
         fflush(stdout);
         return rc;
     }
-    lockctl_warnx("unknown command \"%s\" (commands: list, show, release, expire, audit; "
+    lockctl_warnx("unknown command \"%s\" (commands: list, show, release, expire, audit, events; "
                   "see lockctl --help)", argv[optind]);
     if (lc.json)
         out_json_error(LOCKCTL_USAGE);

@@ -129,6 +129,15 @@ struct rules_conf {
     int64_t wait_window_ms;
     long wait_min_samples;
     int64_t repeat_interval_ms;
+    /* leases against holds, per class (LockLeaseTooShort / TooLong) */
+    double lease_short_at;          /* hold P99.9 above this share of the lease */
+    bool lease_too_long;            /* LockLeaseTooLong judged at all */
+    long lease_long_factor;         /* lease above this x hold P99.9 */
+    long lease_min_holds;           /* holds in wait_window before judging */
+    /* count of locks per class against its baseline (LockCountSurge) */
+    long count_surge_factor;        /* k: count above k x baseline */
+    long count_surge_floor;         /* the baseline is at least this */
+    int64_t count_baseline_window_ms;   /* the median over this long */
 };
 
 /* How a [webhook]'s notices are delivered: the notifier (alerts/notifier.h)

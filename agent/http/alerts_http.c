@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "agent/http/render.h"
 #include "agent/http/routes.h"
@@ -31,6 +32,15 @@ agent_alerts_tick(struct agent *a)
         log_warnx("alerts: out of memory; this evaluation is skipped");
         return;
     }
+    /* the counts first, so the trend the rules read includes them */
+    agent_trend_sample(a, &v);
+    if (v.trend != NULL) {
+        classtrend_view_release(v.trend);
+        if (classtrend_view(a->trend, clock_mono_ms(), v.trend) == -1) {
+            free(v.trend);
+            v.trend = NULL;
+        }
+    }
     t = calloc(v.ntargets ? v.ntargets : 1, sizeof(*t));
     g = calloc(v.ngroups ? v.ngroups : 1, sizeof(*g));
     if (t == NULL || g == NULL) {
@@ -48,7 +58,7 @@ agent_alerts_tick(struct agent *a)
         g[i].name = v.groups[i].name;
         g[i].report = v.groups[i].report;
     }
-    alerts_tick(a->alerts, t, v.ntargets, g, v.ngroups, v.wait, v.now_ms);
+    alerts_tick(a->alerts, t, v.ntargets, g, v.ngroups, v.wait, v.trend, v.now_ms);
     free(t);
     free(g);
     view_release(&v);

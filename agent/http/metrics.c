@@ -8,7 +8,8 @@
  * Most rows share a renderer that reads one field of a snapshot, a class,
  * a shard or a counter set at the row's offset, so a new metric of that
  * shape is one row; a family with labels of its own has its renderer
- * above the table, and writes the row's name.
+ * above the table (or in metrics_targets.c or leasemetrics.c, declared
+ * in metrics_impl.h, which keeps this file under the size limit), and writes the row's name.
  *
  * Cardinality is bounded by construction: per-target and per-class series
  * only (classes are capped per target), plus lockwatch_lock_offender_info
@@ -35,6 +36,7 @@
 #include <string.h>
 
 #include "agent/http/metrics.h"
+#include "agent/http/metrics_impl.h"
 
 #include "agent/http/guard.h"
 #include "agent/http/release_http.h"
@@ -42,6 +44,7 @@
 #include "agent/http/routes.h"
 #include "agent/http/throttle.h"
 #include "alerts/alerts.h"
+#include "collectors/events/events.h"
 #include "common/keytext.h"
 
 static void
@@ -95,7 +98,7 @@ label_capped(struct strbuf *sb, const char *p, size_t n, size_t max)
     sb_adds(sb, tail);
 }
 
-static void
+void
 target_label(struct strbuf *sb, const char *name, const char *target)
 {
     sb_adds(sb, name);
@@ -104,7 +107,7 @@ target_label(struct strbuf *sb, const char *name, const char *target)
     sb_adds(sb, "\"");
 }
 
-static void
+void
 target_class_label(struct strbuf *sb, const char *name, const char *target,
                    const char *cls)
 {
@@ -136,15 +139,6 @@ has_locks(const struct view_target *t)
     return snapshot_shown(t->snap) != NULL;
 }
 
-
-/* What the sample renderers write to and read from: the view, and each
- * source of metric_families[] (NULL when this render has not got it). */
-struct metrics_out {
-    struct strbuf *sb;
-    const struct view *v;
-    const void *source[SRC_COUNT];
-    struct alerts_stats alerts;     /* source[SRC_ALERTS] when taken */
-};
 
 /* --- the shared renderers: a value the row points at, per target, class,
  * shard, or once ---------------------------------------------------------- */
@@ -551,8 +545,8 @@ redlock_keys_by_state(struct metrics_out *o, const struct metric_family *mf)
 /* --- wait statistics, from the samples clients send ------------------------ */
 
 /* A double as the shortest of %.15g / %.17g that reads back the same. */
-static void
-add_double(struct strbuf *sb, double d)
+void
+add_double(struct strbuf *sb, const double d)
 {
     char buf[40];
 
@@ -562,7 +556,7 @@ add_double(struct strbuf *sb, double d)
     sb_adds(sb, buf);
 }
 
-static void
+void
 class_series(struct strbuf *sb, const char *name, const char *suffix, const char *cls,
              const char *outcome)
 {
@@ -575,8 +569,7 @@ class_series(struct strbuf *sb, const char *name, const char *suffix, const char
         sb_addf(sb, ",outcome=\"%s\"", outcome);
 }
 
-/* One classic histogram series set: cumulative buckets, +Inf, sum, count. */
-static void
+void
 wait_histogram(struct strbuf *sb, const char *name, const char *cls, const char *outcome,
                const struct wait_hist *h)
 {
@@ -621,36 +614,15 @@ wait_histograms(struct metrics_out *o, const struct metric_family *mf)
     }
 }
 
-/* The histogram at offset mf->at of each class that has had a sample of
- * it (hold times; lease overruns, collectors/lease/lease.h). */
 static void
-class_histograms(struct metrics_out *o, const struct metric_family *mf)
+hold_histograms(struct metrics_out *o, const struct metric_family *mf)
 {
     const struct waitstats_view *w = o->v->wait;
-    const struct wait_hist *h;
     size_t i;
 
     for (i = 0; i < w->nclasses; i++)
-        if ((h = (const struct wait_hist *)((const char *)&w->classes[i] + mf->at))->count > 0)
-            wait_histogram(o->sb, mf->name, w->classes[i].name, NULL, h);
-}
-
-/* Leases that ran out, per (target, class) row, renewed or not: a row's
- * two series from its first expiration on (a row exists for every class
- * scanned), at most LEASE_ROWS_MAX x 2. */
-static void
-lease_expirations(struct metrics_out *o, const struct metric_family *mf)
-{
-    const struct lease_view *l = o->source[SRC_LEASE];
-    size_t i;
-    int r;
-
-    for (i = 0; i < l->nrows; i++)
-        for (r = 0; r < 2 && l->rows[i].expired[0] + l->rows[i].expired[1] > 0; r++) {
-            target_class_label(o->sb, mf->name, l->rows[i].target, l->rows[i].klass);
-            sb_addf(o->sb, ",renewed=\"%s\"} %" PRIu64 "\n", r ? "yes" : "no",
-                    l->rows[i].expired[r]);
-        }
+        if (w->classes[i].has_hold)
+            wait_histogram(o->sb, mf->name, w->classes[i].name, NULL, &w->classes[i].hold);
 }
 
 static void
@@ -734,6 +706,22 @@ release_auth_failures(struct metrics_out *o, const struct metric_family *mf)
     sb_addf(o->sb, "%s{result=\"rate_limited\"} %" PRIu64 "\n", mf->name, st.rate_limited);
 }
 
+/* The process's ring of lock events (collectors/events/): every kind
+ * always present. */
+static void
+events_by_kind(struct metrics_out *o, const struct metric_family *mf)
+{
+    for (int k = 0; k < EVENT_KIND_COUNT; k++)
+        sb_addf(o->sb, "%s{kind=\"%s\"} %" PRIu64 "\n", mf->name,
+                event_kind_name((enum event_kind)k), events_total((enum event_kind)k));
+}
+
+static void
+events_dropped_total(struct metrics_out *o, const struct metric_family *mf)
+{
+    sb_addf(o->sb, "%s %" PRIu64 "\n", mf->name, events_dropped());
+}
+
 static void
 http_rejected(struct metrics_out *o, const struct metric_family *mf)
 {
@@ -778,7 +766,8 @@ const struct metric_family metric_families[] = {
       "Keys a full scan in follow mode found changed without a notification." },
     { "lockwatch_follow_overflows_total", "counter", SRC_VIEW, scanned_targets,
       offsetof(struct snapshot, follow.overflows_total), VAL_U64,
-      "Times the pending set of changed keys hit its cap (each ends in a full scan)." },
+      "Times notifications were lost to a cap (the pending set's 65,536 keys or 16 MiB, a "
+      "key over 128 KiB, a subscriber message over 1 MiB); each ends in a full scan." },
 
     /* cumulative scan counters */
     { "lockwatch_scan_keys_total", "counter", SRC_VIEW, every_target,
@@ -800,6 +789,10 @@ const struct metric_family metric_families[] = {
     { "lockwatch_scan_read_errors_total", "counter", SRC_VIEW, read_errors_by_kind, 0, VAL_U64,
       "Reads of a key's type or value refused with an error reply other than WRONGTYPE, "
       "by error code; each fails its scan." },
+    { "lockwatch_locks_lost_total", "counter", SRC_VIEW, lost_by_cause, 0, VAL_U64,
+      "Locks lost at a change of the target's server (cause: restart, failover, flush): held "
+      "in the last view before, gone with no release seen (or held by another holder) in the "
+      "first after, their TTL not run out; each loss raises LockLostAtFailover." },
     { "lockwatch_class_overflow_keys", "gauge", SRC_VIEW, up_targets,
       offsetof(struct snapshot, classes_overflowed), VAL_U64,
       "Keys counted in class \"other\" because the target reached its class cap (last scan)." },
@@ -881,17 +874,10 @@ const struct metric_family metric_families[] = {
       "(in no other counter)." },
     { "lockwatch_acquire_wait_seconds", "histogram", SRC_WAIT, wait_histograms, 0, VAL_U64,
       "Time clients waited to acquire a lock, by lock class and outcome, since start." },
-    { "lockwatch_hold_seconds", "histogram", SRC_WAIT, class_histograms,
-      offsetof(struct waitstats_class, hold), VAL_U64,
+    { "lockwatch_hold_seconds", "histogram", SRC_WAIT, hold_histograms, 0, VAL_U64,
       "Time clients held a lock, by lock class, since start." },
-    { "lockwatch_lock_expirations_total", "counter", SRC_LEASE, lease_expirations, 0, VAL_U64,
-      "Locks whose lease ran out while held (gone, or another holder's, after the expiry "
-      "last read), by target, class and whether the holder had renewed it (renewed=yes: "
-      "the renewals stopped without an unlock)." },
-    { "lockwatch_lease_overrun_seconds", "histogram", SRC_WAIT, class_histograms,
-      offsetof(struct waitstats_class, overrun), VAL_U64,
-      "How long after its lease ran out a holder still reported the lock (a hold, waiting "
-      "or lost line), by lock class, since start: two holders may both have been inside." },
+    /* leases that ran out, and holders past them (issue 26; leasemetrics.c) */
+    METRIC_FAMILIES_LEASE
     { "lockwatch_acquire_wait_p99_seconds", "gauge", SRC_WAIT, wait_p99, 0, VAL_U64,
       "P99 acquire wait (nearest rank, within 1%; all outcomes) over the last "
       "wait_window; absent for a class without waits in the window." },
@@ -899,6 +885,8 @@ const struct metric_family metric_families[] = {
       VAL_U64,
       "Acquire waits (all outcomes) in the last wait_window, behind the P99 gauge." },
 
+    /* leases and counts per class over time (issue 28; classmetrics.c) */
+    METRIC_FAMILIES_TREND
     { "lockwatch_alerts_firing", "gauge", SRC_ALERTS, alerts_firing, 0, VAL_U64,
       "Alerts firing now, by alertname (every alertname is always present)." },
     { "lockwatch_alerts_suppressed", "gauge", SRC_ALERTS, scalar,
@@ -915,6 +903,13 @@ const struct metric_family metric_families[] = {
       0, VAL_U64,
       "Release requests refused before their body: wrong_token (a missing or wrong bearer "
       "token, 401/403) or rate_limited (429: too many wrong tokens from the address)." },
+
+    /* the timeline of lock events (/api/v1/events, docs/events.md) */
+    { "lockwatch_events_total", "counter", SRC_VIEW, events_by_kind, 0, VAL_U64,
+      "Lock events pushed to the timeline since start, by kind (docs/events.md)." },
+    { "lockwatch_events_dropped_total", "counter", SRC_VIEW, events_dropped_total, 0, VAL_U64,
+      "Lock events pushed out of the full timeline (it keeps the newest 1024) or lost "
+      "to a failed allocation." },
 
     { "lockwatch_http_connections", "gauge", SRC_HTTP, scalar,
       offsetof(struct guard_stats, open), VAL_U64,
@@ -945,6 +940,7 @@ render_metrics_http(const struct view *v, const struct guard_stats *http, struct
     o.source[SRC_RELEASES] = v->releases;
     o.source[SRC_THROTTLE] = v->throttle;
     o.source[SRC_HTTP] = http;
+    o.source[SRC_TREND] = v->trend;
     o.source[SRC_LEASE] = v->lease;
     if (v->alerts != NULL) {
         if (alerts_stats(v->alerts, &o.alerts) == -1)

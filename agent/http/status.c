@@ -4,7 +4,9 @@
  * rendered from a view.
  *
  * One self-contained HTML page: the targets (up or down, last scan), the
- * alerts firing in the agent, and the worst locks of each bad state
+ * alerts firing in the agent, the newest lock events of the timeline
+ * (collectors/events/: at most STATUS_EVENTS_MAX, newest first), and the
+ * worst locks of each bad state
  * (leaked, long, reentrant_high) with key, class, format, holder, host and
  * pid where the format encodes them, age, TTL and the exact lockctl
  * commands to inspect and release each one.  Read-only: the page has no
@@ -41,6 +43,7 @@
 #include "alerts/alerts.h"
 #include "alerts/rules.h"
 #include "alerts/text.h"
+#include "collectors/events/events.h"
 #include "collectors/formats/formats.h"
 #include "common/keytext.h"
 #include "collectors/locks/snapshot.h"
@@ -52,6 +55,7 @@
 #define STATUS_REFRESH_S  15            /* the page reloads itself this often */
 #define STATUS_MAX_BYTES  (8u << 20)    /* cap on the page */
 #define STATUS_ALERTS_MAX 100           /* alerts listed; the rest counted */
+#define STATUS_EVENTS_MAX 50            /* newest lock events listed */
 #include "conf/config.h"
 
 #define KEY_SHOW_MAX     300    /* bytes of a key shown; the rest is cut with ... */
@@ -670,6 +674,78 @@ render_alerts(struct strbuf *sb, const struct view *v, size_t *firing)
     json_decref(root);
 }
 
+/* The timeline's newest events, each row rendered while the ring is read
+ * (under its lock: nothing here pushes) and shown newest first. */
+struct event_rows {
+    char *rows[STATUS_EVENTS_MAX];
+    size_t lens[STATUS_EVENTS_MAX];
+    size_t n;
+    bool failed;
+};
+
+static void
+event_row(const struct event *e, void *arg)
+{
+    struct event_rows *er = arg;
+    struct strbuf row;
+    char when[40];
+
+    if (er->n >= STATUS_EVENTS_MAX)
+        return;
+    sb_init(&row, 64 * 1024);
+    fmt_utc(when, sizeof(when), e->at_ms);
+    sb_adds(&row, "<tr><td>");
+    esc_str(&row, when);
+    sb_addf(&row, "</td><td class=\"%s\">", strcmp(event_kind_severity(e->kind), "critical")
+            == 0 ? "firing" : "waiting");
+    esc_str(&row, event_kind_name(e->kind));
+    sb_adds(&row, "</td><td>");
+    esc_bytes(&row, e->target, strlen(e->target), HOLDER_SHOW_MAX);
+    sb_adds(&row, "</td><td class=\"key\">");
+    esc_bytes(&row, e->key, e->keylen, KEY_SHOW_MAX);
+    if (e->key_cut && e->keylen <= KEY_SHOW_MAX)
+        sb_adds(&row, "\xe2\x80\xa6");
+    sb_adds(&row, "</td><td class=\"key\">");
+    esc_bytes(&row, e->holder, strlen(e->holder), HOLDER_SHOW_MAX);
+    sb_adds(&row, "</td><td>");
+    esc_bytes(&row, e->detail, strlen(e->detail), KEY_SHOW_MAX);
+    sb_adds(&row, "</td></tr>\n");
+    if (sb_failed(&row) || (er->rows[er->n] = sb_detach(&row, &er->lens[er->n])) == NULL)
+        er->failed = true;
+    else
+        er->n++;
+    sb_release(&row);
+}
+
+static void
+render_events(struct strbuf *sb)
+{
+    struct event_rows er;
+    uint64_t last = events_last_seq();
+    size_t i;
+
+    memset(&er, 0, sizeof(er));
+    events_each(last > STATUS_EVENTS_MAX ? last - STATUS_EVENTS_MAX : 0, STATUS_EVENTS_MAX,
+                event_row, &er);
+    sb_addf(sb, "<section id=\"events\"><h2>Lock events (%zu newest)</h2>\n", er.n);
+    if (er.n == 0)
+        sb_adds(sb, "<p class=\"none\">None since the agent started.</p>\n");
+    else
+        sb_adds(sb, "<table><thead><tr><th>time</th><th>kind</th><th>target</th><th>key</th>"
+                "<th>holder</th><th>what</th></tr></thead><tbody>\n");
+    for (i = er.n; i > 0; i--) {
+        sb_add(sb, er.rows[i - 1], er.lens[i - 1]);
+        free(er.rows[i - 1]);
+    }
+    if (er.n > 0)
+        sb_addf(sb, "</tbody></table>\n<p class=\"meta\">Every kept event (the newest %d): "
+                "<a href=\"api/v1/events\">/api/v1/events</a>, lockctl events "
+                "(docs/events.md).</p>\n", EVENTS_MAX);
+    sb_adds(sb, "</section>\n");
+    if (er.failed)
+        sb->failed = true;
+}
+
 static void
 render_page(struct strbuf *sb, const struct view *v, const char *config_path)
 {
@@ -692,6 +768,7 @@ render_page(struct strbuf *sb, const struct view *v, const char *config_path)
     sb_init(&body, STATUS_MAX_BYTES);
     render_targets(&body, v);
     render_alerts(&body, v, &firing);
+    render_events(&body);
     for (si = 0; si < NSTATES; si++)
         render_state(&body, v, config_path, si);
 
@@ -713,6 +790,7 @@ render_page(struct strbuf *sb, const struct view *v, const char *config_path)
     sb_addf(sb, "</p>\n<p class=\"meta\">lockwatchd %s, %s; this page reloads every %d s."
             "</p>\n<nav><a href=\"metrics\">/metrics</a><a href=\"api/v1/locks\">"
             "/api/v1/locks</a><a href=\"api/v1/alerts\">/api/v1/alerts</a>"
+            "<a href=\"api/v1/events\">/api/v1/events</a>"
             "<a href=\"readyz\">/readyz</a><a href=\"healthz\">/healthz</a></nav></header>\n",
             LOCKWATCH_VERSION, now, STATUS_REFRESH_S);
     if (sb_failed(&body))

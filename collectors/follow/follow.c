@@ -15,9 +15,12 @@
  *
  *   - a reader thread takes the subscriber's messages and puts the keys
  *     in the pending set, coalescing a burst for one key into one entry
- *     (keymap.h), capped at FOLLOW_PENDING_MAX: a flood past the cap is
- *     counted (overflows_total) and ends in a full scan, never in memory
- *     growing with the flood;
+ *     (keymap.h), capped at FOLLOW_PENDING_MAX keys and
+ *     FOLLOW_PENDING_BYTES: a flood past a cap, a key over FOLLOW_KEY_MAX
+ *     (never kept) and a message over the subscriber's reply limits
+ *     (ksub.h: the subscription ends) are counted (overflows_total) and
+ *     end in a full scan, never in memory growing with what anyone who
+ *     may PUBLISH sends;
  *   - the target's thread re-reads the pending keys that match the
  *     target's patterns, FOLLOW_READ_BATCH at a time, with the scanner's
  *     own pipelined reads (scanner_reread(): OBJECT IDLETIME, TYPE,
@@ -79,6 +82,21 @@
 
 /* ---- the reader threads ------------------------------------------------------- */
 
+/* Under mu: an event is lost to a cap (why); a full scan repairs it. */
+__attribute__((format(printf, 2, 3)))
+static void
+overflowed(struct follow *fw, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (fw->overflow)
+        return;
+    fw->overflow = true;
+    va_start(ap, fmt);
+    vsnprintf(fw->overflow_why, sizeof(fw->overflow_why), fmt, ap);
+    va_end(ap);
+}
+
 static void
 on_event(void *arg, const char *key, size_t keylen, const char *event, size_t evlen)
 {
@@ -88,9 +106,14 @@ on_event(void *arg, const char *key, size_t keylen, const char *event, size_t ev
     (void)evlen;
     pthread_mutex_lock(&fw->mu);
     fw->events_total++;
-    if (!fw->overflow &&
-        keymap_put(fw->pending, key, keylen, NULL, clock_mono_ms(), NULL) == -1)
-        fw->overflow = true;    /* the cap (or memory): a full scan repairs it */
+    if (key == NULL)
+        overflowed(fw, "a notification named a key of %zu bytes, over the %u-byte cap",
+                   keylen, (unsigned)FOLLOW_KEY_MAX);
+    else if (!fw->overflow &&
+             keymap_put(fw->pending, key, keylen, NULL, clock_mono_ms(), NULL) == -1)
+        overflowed(fw, "%s the pending set of keys to re-read (%u keys, %u MiB)",
+                   errno == ENOSPC ? "notifications overflowed" : "out of memory for",
+                   (unsigned)FOLLOW_PENDING_MAX, (unsigned)(FOLLOW_PENDING_BYTES >> 20));
     pthread_cond_signal(&fw->cv);
     pthread_mutex_unlock(&fw->mu);
 }
@@ -102,12 +125,15 @@ reader_main(void *arg)
     struct follow *fw = fs->fw;
     char err[256];
 
+    int rc;
+
     while (!atomic_load(&fw->th_quit)) {
-        if (ksub_read(fs->k, 100, on_event, fw, err, sizeof(err)) == -1) {
+        if ((rc = ksub_read(fs->k, 100, on_event, fw, err, sizeof(err))) != 0) {
             pthread_mutex_lock(&fw->mu);
             if (!fw->sub_lost)
                 snprintf(fw->sub_err, sizeof(fw->sub_err), "%s", err);
             fw->sub_lost = true;
+            fw->sub_over |= rc == -2;
             pthread_cond_signal(&fw->cv);
             pthread_mutex_unlock(&fw->mu);
             break;
@@ -135,7 +161,7 @@ unsubscribe(struct follow *fw)
     }
     fw->nsubs = 0;
     fw->sub_key = 0;
-    fresh = keymap_new(FOLLOW_PENDING_MAX);
+    fresh = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES);
     pthread_mutex_lock(&fw->mu);
     if (fresh != NULL) {
         /* on ENOMEM the old set stays: never NULL, and a little stale at
@@ -145,10 +171,11 @@ unsubscribe(struct follow *fw)
     }
     fw->overflow = false;
     fw->sub_lost = false;
+    fw->sub_over = false;
     fw->sub_err[0] = '\0';
     pthread_mutex_unlock(&fw->mu);
     /* the full scan that follows reads those keys too */
-    if ((fresh = keymap_new(FOLLOW_PENDING_MAX)) != NULL) {
+    if ((fresh = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES)) != NULL) {
         keymap_free(fw->retry, NULL);
         fw->retry = fresh;
         fw->retry_overflow = false;
@@ -245,7 +272,8 @@ subscribe(struct follow *fw, const struct target_conf *t, const struct target_co
         struct fsub *fs = &fw->subs[fw->nsubs];
 
         fs->fw = fw;
-        if ((fs->k = ksub_open(&nodes[i], pats, np, err, sizeof(err))) == NULL) {
+        if ((fs->k = ksub_open(&nodes[i], pats, np, FOLLOW_KEY_MAX, err,
+                               sizeof(err))) == NULL) {
             follow_note(fw, "not following keyspace notifications: %s; scanning every "
                  "scan_interval", err);
             goto fail;
@@ -366,11 +394,12 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
     if (fw->why == WHY_NONE)
         fw->why = WHY_LOSS;     /* a new subscription: whatever came before is lost */
 fill:
-    /* before the pass reads a key: what happens from here is compared */
-    if (c != NULL)
-        fresh_baseline(fw, t, c, p->host, p->port);
+    /* before the pass reads a key, on every node: what happens from here
+     * (a FLUSHDB on one shard while another is still being scanned too)
+     * is compared */
+    fresh_baseline(fw, c, nodes, n);
     keymap_free(fw->fill, frec_free);
-    fw->fill = keymap_new(0);
+    fw->fill = keymap_new(0, 0);
     return fw->fill != NULL;
 }
 
@@ -522,8 +551,6 @@ scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
         drop_fill(fw);
         return;
     }
-    if (fw->cluster)
-        fresh_baseline(fw, p->t, NULL, NULL, 0);
     if (fw->locks != NULL) {
         fixed = count_fixed(fw, fw->locks, fw->fill);
         fw->fixed_total += fixed;
@@ -556,6 +583,29 @@ scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
     fw->scan_keys = s->keys_examined;
 }
 
+/* Why the full scan that made s ran, before its note, in its snapshot
+ * (said once; also when the scan ended following). */
+static void
+say_why(struct follow *fw, struct snapshot *s)
+{
+    char *note = s->follow.note;
+    size_t cap = sizeof(s->follow.note), n, m;
+
+    if (fw->fresh_note[0] == '\0' || s->follow.from_events)
+        return;
+    n = strnlen(fw->fresh_note, cap - 1);
+    memcpy(note, fw->fresh_note, n);
+    if (fw->note[0] != '\0' && n + 2 < cap - 1) {
+        memcpy(note + n, "; ", 2);
+        n += 2;
+        m = strnlen(fw->note, cap - 1 - n);
+        memcpy(note + n, fw->note, m);
+        n += m;
+    }
+    note[n] = '\0';
+    fw->fresh_note[0] = '\0';
+}
+
 /* The stamp hook: follow mode's figures into a snapshot about to be
  * returned. */
 static void
@@ -576,8 +626,10 @@ follow_stamp(void *arg, struct snapshot *s)
     s->follow.lag_s = fw->lag_s;
     s->follow.drift = fw->drift_streak >= DRIFT_STREAK;
     snprintf(s->follow.note, sizeof(s->follow.note), "%s", fw->note);
-    if (!fw->following)
+    if (!fw->following) {
+        say_why(fw, s);
         return;
+    }
     /* no proof of freshness: /readyz and the log name it (the view is
      * kept whole by full scans meanwhile, so the agent stays ready) */
     if (s->follow.drift) {
@@ -591,23 +643,7 @@ follow_stamp(void *arg, struct snapshot *s)
                  "off go unseen until the next reconcile (add +info to the ACL user; README "
                  "\"Follow mode\")");
     }
-    if (fw->fresh_note[0] != '\0' && !s->follow.from_events) {
-        /* why the full scan ran, in its snapshot: said once */
-        char *note = s->follow.note;
-        size_t cap = sizeof(s->follow.note), n, m;
-
-        n = strnlen(fw->fresh_note, cap - 1);
-        memcpy(note, fw->fresh_note, n);
-        if (fw->note[0] != '\0' && n + 2 < cap - 1) {
-            memcpy(note + n, "; ", 2);
-            n += 2;
-            m = strnlen(fw->note, cap - 1 - n);
-            memcpy(note + n, fw->note, m);
-            n += m;
-        }
-        note[n] = '\0';
-        fw->fresh_note[0] = '\0';
-    }
+    say_why(fw, s);
 }
 
 struct follow *
@@ -624,8 +660,8 @@ follow_new(struct scanner *sc)
 
     if ((fw = calloc(1, sizeof(*fw))) == NULL)
         return NULL;
-    if ((fw->pending = keymap_new(FOLLOW_PENDING_MAX)) == NULL ||
-        (fw->retry = keymap_new(FOLLOW_PENDING_MAX)) == NULL) {
+    if ((fw->pending = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES)) == NULL ||
+        (fw->retry = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES)) == NULL) {
         keymap_free(fw->pending, NULL);
         free(fw);
         return NULL;
@@ -644,6 +680,27 @@ follow_new(struct scanner *sc)
 }
 
 /* ---- the follow loop --------------------------------------------------------------- */
+
+/* Did a subscriber's connection end?  One that its reply limits ended
+ * (a message too large: anyone may PUBLISH), or that ended while events
+ * had overflowed, counts as an overflow, and the full scan's note names
+ * the limit. */
+static bool
+sub_ended(struct follow *fw)
+{
+    bool lost, over;
+
+    pthread_mutex_lock(&fw->mu);
+    lost = fw->sub_lost;
+    over = lost && (fw->sub_over || fw->overflow);
+    if (over)   /* unsubscribing forgets an overflow: count it here */
+        snprintf(fw->fresh_note, sizeof(fw->fresh_note), "a full scan: %s",
+                 fw->sub_over ? fw->sub_err : fw->overflow_why);
+    pthread_mutex_unlock(&fw->mu);
+    if (over)
+        fw->overflows_total++;
+    return lost;
+}
 
 /* Wait until the monotonic deadline for an event (or a stop). */
 static void
@@ -758,7 +815,6 @@ follow_run(struct follow *fw, const struct target_conf *t, const struct scan_rul
     char err[256];
     const char *host;
     int port, rc;
-    bool lost;
 
     if (!fw->following || (!fw->cluster && scanner_conn(fw->sc, &host, &port) == NULL))
         return -1;
@@ -773,10 +829,7 @@ follow_run(struct follow *fw, const struct target_conf *t, const struct scan_rul
         wait_event(fw, clock_deadline(FOLLOW_TICK_MS));
         if (atomic_load(stop))
             break;
-        pthread_mutex_lock(&fw->mu);
-        lost = fw->sub_lost;
-        pthread_mutex_unlock(&fw->mu);
-        if (lost) {
+        if (sub_ended(fw)) {
             unsubscribe(fw);
             return 0;
         }

@@ -25,12 +25,17 @@
 #include <stdint.h>
 
 #include "collectors/follow/follow.h"
+#include "collectors/follow/freshness.h"
 #include "collectors/follow/keymap.h"
 #include "collectors/redis/ksub.h"
 #include "collectors/scan/scanrun.h"
 
 #define FOLLOW_PENDING_MAX  65536   /* keys awaiting a re-read */
+#define FOLLOW_PENDING_BYTES (16u << 20)    /* their bytes (keymap_bytes()) */
+#define FOLLOW_KEY_MAX      SNAP_KEY_MAX    /* an event's key: longer ones are
+                                             * lost (the view keeps no more) */
 #define FOLLOW_READ_BATCH   SCAN_REREAD_MAX     /* keys re-read per pipeline */
+#define FOLLOW_READ_BYTES   (1u << 20)  /* and their bytes, at most about */
 #define FOLLOW_PUBLISH_MS   250     /* at most one snapshot from events per this */
 #define FOLLOW_TICK_MS      50      /* the loop wakes at least this often */
 #define FOLLOW_EXPIRE_MS    500     /* local expiries: at most a snapshot per this */
@@ -59,15 +64,6 @@ struct frec {
 };
 
 enum reconcile_why { WHY_NONE, WHY_SCHEDULED, WHY_LOSS };
-
-/* What a node's INFO says about changes no notification announces
- * (freshness.c). */
-struct fresh_state {
-    bool have;                  /* read (else nothing to compare) */
-    char run_id[48];
-    long long flushdb, flushall, swapdb, config_set;    /* commandstats calls */
-    long long keys;             /* the target's database's key count */
-};
 
 struct follow;
 
@@ -98,7 +94,9 @@ struct follow {
     pthread_cond_t cv;
     struct keymap *pending;
     bool overflow;
+    char overflow_why[160];     /* which cap, for the full scan's note */
     bool sub_lost;
+    bool sub_over;              /* the subscriber's reply limits ended it */
     char sub_err[256];
     uint64_t events_total;
 
@@ -151,20 +149,12 @@ void follow_note(struct follow *fw, const char *fmt, ...) __attribute__((format(
 int fresh_read(redisContext *c, const struct target_conf *node, struct fresh_state *st,
                char *err, size_t errlen);
 
-/*
- * Did something change under the view between base and now that no
- * notification announced?  live: the lock records on the node whose TTL
- * has not run out (fewer keys than that twice in a row counts, tracked
- * in *short_streak).  true with why set; *resub true when the setting
- * may have changed too (a restart, a CONFIG SET, statistics reset).
- */
-bool fresh_changed(const struct fresh_state *base, const struct fresh_state *now, size_t live,
-                   unsigned *short_streak, bool *resub, char *why, size_t whylen);
-
-/* Take the baselines: of the one node c (to host:port), or with c NULL of
- * every primary of fw's cluster topology, on the connections kept. */
-void fresh_baseline(struct follow *fw, const struct target_conf *t, redisContext *c,
-                    const char *host, int port);
+/* Take the baselines, before a full scan reads a key: of the one node c
+ * is connected to (nodes[0]), or with c NULL of each of the n nodes (a
+ * cluster's primaries, in its topology's order) on a connection of its
+ * own, closed after. */
+void fresh_baseline(struct follow *fw, redisContext *c, const struct target_conf *nodes,
+                    size_t n);
 
 /* Check every node against its baseline: 0 fine, 1 a full scan is due
  * (why; *resub: subscribe again too), -1 a connection failed (why). */

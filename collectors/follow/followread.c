@@ -303,11 +303,13 @@ conn_of(const struct follow *fw, size_t shard, const char **host, int *port)
     return scanner_node_conn(fw->sc, p->host, p->port);
 }
 
-/* Keys gathered for one node, re-read FOLLOW_READ_BATCH at a time. */
+/* Keys gathered for one node, re-read FOLLOW_READ_BATCH or
+ * FOLLOW_READ_BYTES at a time (each key goes out in several commands). */
 struct bucket {
     const char *keys[FOLLOW_READ_BATCH];
     size_t lens[FOLLOW_READ_BATCH];
     size_t n;
+    size_t bytes;
 };
 
 struct apply {
@@ -334,6 +336,7 @@ flush_bucket(const struct apply *a, struct bucket *b, size_t shard)
                      a->errlen) == -1)
         return -1;
     b->n = 0;
+    b->bytes = 0;
     return 0;
 }
 
@@ -355,7 +358,7 @@ merge_retry(struct follow *fw, struct keymap *batch)
             rc = -1;
     if (fw->retry_overflow)
         rc = -1;
-    if ((fresh = keymap_new(FOLLOW_PENDING_MAX)) == NULL)
+    if ((fresh = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES)) == NULL)
         return rc;              /* kept: merged again next time */
     keymap_free(fw->retry, NULL);
     fw->retry = fresh;
@@ -375,7 +378,7 @@ follow_apply_pending(struct follow *fw, const struct target_conf *t, int64_t *ol
     int64_t stamp;
     int changed = 0, rc = -1;
 
-    if ((fresh = keymap_new(FOLLOW_PENDING_MAX)) == NULL)
+    if ((fresh = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES)) == NULL)
         return 0;               /* try again next tick */
     if ((buckets = calloc(nb ? nb : 1, sizeof(*buckets))) == NULL) {
         keymap_free(fresh, NULL);
@@ -388,6 +391,7 @@ follow_apply_pending(struct follow *fw, const struct target_conf *t, int64_t *ol
         keymap_free(fw->pending, NULL);
         fw->pending = fresh;
         fw->overflow = false;
+        snprintf(fw->fresh_note, sizeof(fw->fresh_note), "a full scan: %s", fw->overflow_why);
         pthread_mutex_unlock(&fw->mu);
         fw->overflows_total++;
         free(buckets);
@@ -422,7 +426,9 @@ follow_apply_pending(struct follow *fw, const struct target_conf *t, int64_t *ol
         changed = 1;
         buckets[shard].keys[buckets[shard].n] = k;
         buckets[shard].lens[buckets[shard].n++] = len;
-        if (buckets[shard].n == FOLLOW_READ_BATCH && flush_bucket(&a, &buckets[shard], shard) == -1)
+        buckets[shard].bytes += len;
+        if ((buckets[shard].n == FOLLOW_READ_BATCH || buckets[shard].bytes >= FOLLOW_READ_BYTES) &&
+            flush_bucket(&a, &buckets[shard], shard) == -1)
             goto out;
     }
     for (i = 0; i < nb; i++)

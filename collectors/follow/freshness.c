@@ -18,27 +18,37 @@
  *                 (commands run from scripts and MULTI count too): any
  *                 change means a full scan, and a CONFIG SET means the
  *                 setting is checked again (CONFIG GET where the ACL
- *                 allows it, else the target is back on trust);
+ *                 allows it, else the target is back on trust).  Redis
+ *                 6 has no config|set line: its one config line counts
+ *                 every subcommand (CONFIG GET too), so there it is
+ *                 compared only where the agent may not CONFIG GET;
  *   keyspace      the database's key count: fewer keys than live lock
  *                 records twice in a row (a pending delete may explain
  *                 one) means keys went without a notification.
  *
- * The counts are compared with those read when the subscription was
- * made (standalone and Sentinel: before the full scan read a key;
- * cluster: after the pass, each shard's primary).  An ACL that denies
+ * Where the ACL allows CONFIG GET (the setting was verified when
+ * subscribing), each check asks notify-keyspace-events itself too, first:
+ * the setting turned off is seen at the next check on any version, even
+ * where the counters cannot tell a CONFIG SET (Redis 6).  One command,
+ * a few microseconds.
+ *
+ * The counts are compared with those read before the last full scan
+ * read a key, on every node (a cluster's every primary, on connections
+ * of their own), so a FLUSHDB on one shard while another is still being
+ * scanned is seen at the first check after the pass.  An ACL that denies
  * INFO leaves the check undone: the snapshot says so (/readyz), and the
  * target follows as before.  None of this can be faked by a client that
  * only publishes.
  */
 #include "collectors/follow/follow_impl.h"
 
-#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collectors/redis/conn.h"
+#include "collectors/redis/serverinfo.h"
 #include "common/clock.h"
 
 /* The counters of commandstats that change the keyspace (or the
@@ -48,12 +58,20 @@ static const struct {
     const char *name;           /* as a message names it */
     size_t off;                 /* its field in struct fresh_state */
     bool resub;                 /* the setting may have changed: check it */
+    bool unless_read;           /* not compared when the caller reads the
+                                 * setting itself (its reads count here) */
 } counters[] = {
-    { "cmdstat_flushdb:calls=", "FLUSHDB", offsetof(struct fresh_state, flushdb), false },
-    { "cmdstat_flushall:calls=", "FLUSHALL", offsetof(struct fresh_state, flushall), false },
-    { "cmdstat_swapdb:calls=", "SWAPDB", offsetof(struct fresh_state, swapdb), false },
+    { "cmdstat_flushdb:calls=", "FLUSHDB", offsetof(struct fresh_state, flushdb), false,
+      false },
+    { "cmdstat_flushall:calls=", "FLUSHALL", offsetof(struct fresh_state, flushall), false,
+      false },
+    { "cmdstat_swapdb:calls=", "SWAPDB", offsetof(struct fresh_state, swapdb), false, false },
     { "cmdstat_config|set:calls=", "CONFIG SET (notify-keyspace-events may have changed)",
-      offsetof(struct fresh_state, config_set), true },
+      offsetof(struct fresh_state, config_set), true, false },
+    /* Redis 6: one line for every CONFIG subcommand (7 has none such) */
+    { "cmdstat_config:calls=", "CONFIG (Redis 6 counts every subcommand: "
+      "notify-keyspace-events may have changed)", offsetof(struct fresh_state, config_any),
+      true, true },
 };
 
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
@@ -70,81 +88,36 @@ counter_get(const struct fresh_state *st, size_t i)
     return *(const long long *)(const void *)((const char *)st + counters[i].off);
 }
 
-/* The number after prefix at the start of a line of text; def when no
- * line starts with it. */
-static long long
-info_number(const char *text, size_t len, const char *prefix, long long def)
+void
+fresh_parse(enum fresh_section section, const char *text, size_t len, int db,
+            struct fresh_state *st)
 {
-    size_t plen = strlen(prefix), i = 0;
-    char *end;
-    long long v;
+    char prefix[32];
+    size_t k;
 
-    while (i + plen <= len) {
-        if (memcmp(text + i, prefix, plen) == 0) {
-            errno = 0;
-            v = strtoll(text + i + plen, &end, 10);
-            return errno == 0 && end != text + i + plen ? v : def;
-        }
-        while (i < len && text[i] != '\n')
-            i++;
-        i++;
+    if (section == FRESH_SERVER)
+        serverinfo_run_id(text, len, st->run_id, sizeof(st->run_id));
+    for (k = 0; section == FRESH_COMMANDSTATS && k < NCOUNTERS; k++)
+        *counter_of(st, k) = serverinfo_number(text, len, counters[k].prefix, 0);
+    if (section == FRESH_KEYSPACE) {
+        snprintf(prefix, sizeof(prefix), "db%d:keys=", db);
+        st->keys = serverinfo_number(text, len, prefix, 0);
     }
-    return def;
-}
-
-/* One INFO section on c: 1 with its text (freed by the caller), 0 when the
- * ACL denies it, -1 when the connection failed (err). */
-static int
-info_section(redisContext *c, const struct target_conf *node, const char *section,
-             redisReply **out, char *err, size_t errlen)
-{
-    const char *argv[2] = { "INFO", section };
-    const size_t lens[2] = { 4, strlen(section) };
-    redisReply *r = redisconn_command(c, node, "INFO", 2, argv, lens, err, errlen);
-
-    *out = NULL;
-    if (r == NULL)
-        return -1;
-    if (r->type == REDIS_REPLY_STRING) {
-        *out = r;
-        return 1;
-    }
-    if (r->type == REDIS_REPLY_ERROR)
-        snprintf(err, errlen, "INFO %s on %s:%d: %s", section, node->host, node->port, r->str);
-    else
-        snprintf(err, errlen, "INFO %s on %s:%d: unexpected reply", section, node->host,
-                 node->port);
-    freeReplyObject(r);
-    return 0;
 }
 
 int
 fresh_read(redisContext *c, const struct target_conf *node, struct fresh_state *st, char *err,
            size_t errlen)
 {
-    static const char *const sections[] = { "server", "commandstats", "keyspace" };
+    static const char *const names[FRESH_SECTIONS] = { "server", "commandstats", "keyspace" };
     redisReply *r = NULL;
-    char prefix[32];
-    const char *p;
-    size_t i, k;
-    int rc;
+    int i, rc;
 
     memset(st, 0, sizeof(*st));
-    for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
-        if ((rc = info_section(c, node, sections[i], &r, err, errlen)) != 1)
+    for (i = 0; i < FRESH_SECTIONS; i++) {
+        if ((rc = serverinfo_section(c, node, names[i], &r, err, errlen)) != 1)
             return rc;
-        if (i == 0 && (p = strstr(r->str, "run_id:")) != NULL) {
-            p += 7;
-            for (k = 0; k + 1 < sizeof(st->run_id) && p[k] != '\r' && p[k] != '\n' &&
-                 p[k] != '\0'; k++)
-                st->run_id[k] = p[k];
-        }
-        for (k = 0; i == 1 && k < NCOUNTERS; k++)
-            *counter_of(st, k) = info_number(r->str, r->len, counters[k].prefix, 0);
-        if (i == 2) {
-            snprintf(prefix, sizeof(prefix), "db%d:keys=", node->db);
-            st->keys = info_number(r->str, r->len, prefix, 0);
-        }
+        fresh_parse((enum fresh_section)i, r->str, r->len, node->db, st);
         freeReplyObject(r);
     }
     st->have = true;
@@ -153,7 +126,7 @@ fresh_read(redisContext *c, const struct target_conf *node, struct fresh_state *
 
 bool
 fresh_changed(const struct fresh_state *base, const struct fresh_state *now, size_t live,
-              unsigned *short_streak, bool *resub, char *why, size_t whylen)
+              bool flags_read, unsigned *short_streak, bool *resub, char *why, size_t whylen)
 {
     size_t i;
 
@@ -167,7 +140,8 @@ fresh_changed(const struct fresh_state *base, const struct fresh_state *now, siz
         return true;
     }
     for (i = 0; i < NCOUNTERS; i++) {
-        if (counter_get(now, i) == counter_get(base, i))
+        if (counter_get(now, i) == counter_get(base, i) ||
+            (flags_read && counters[i].unless_read))
             continue;
         *resub = counters[i].resub || counter_get(now, i) < counter_get(base, i);
         if (counter_get(now, i) < counter_get(base, i))
@@ -213,35 +187,26 @@ node_conn(const struct follow *fw, const struct target_conf *t, size_t i,
     return c;
 }
 
-static size_t
-nodes_of(const struct follow *fw)
-{
-    return fw->cluster ? fw->topo.nshards : 1;
-}
-
 void
-fresh_baseline(struct follow *fw, const struct target_conf *t, redisContext *c,
-               const char *host, int port)
+fresh_baseline(struct follow *fw, redisContext *c, const struct target_conf *nodes, size_t n)
 {
-    struct target_conf node;
     char err[256];
-    size_t i, n;
+    redisContext *own;
+    size_t i;
 
     fw->fresh_short = 0;
-    if (c != NULL) {
-        redisconn_node(t, host, port, &node);
-        fw->nfresh = 1;
-        if (fresh_read(c, &node, &fw->fresh[0], err, sizeof(err)) == 0)
-            fw->fresh_denied = true;
-        return;
-    }
-    n = nodes_of(fw);
     fw->nfresh = n < FOLLOW_NODES_MAX ? n : FOLLOW_NODES_MAX;
+    if (c != NULL)
+        fw->nfresh = 1;
     for (i = 0; i < fw->nfresh; i++) {
+        /* a node not read now gets its baseline at the first check */
         memset(&fw->fresh[i], 0, sizeof(fw->fresh[i]));
-        if ((c = node_conn(fw, t, i, &node)) != NULL &&
-            fresh_read(c, &node, &fw->fresh[i], err, sizeof(err)) == 0)
+        if ((own = c != NULL ? c : redisconn_open(&nodes[i], err, sizeof(err))) == NULL)
+            continue;
+        if (fresh_read(own, &nodes[i], &fw->fresh[i], err, sizeof(err)) == 0)
             fw->fresh_denied = true;
+        if (own != c)
+            redisFree(own);
     }
 }
 
@@ -266,6 +231,30 @@ count_live(const struct follow *fw, size_t *live, size_t n)
     }
 }
 
+/* Where CONFIG GET is allowed: is notify-keyspace-events still enough
+ * on node (c)?  0 yes (or no longer allowed to ask: the counters still
+ * say), 1 not (why; *resub), -1 the connection failed (why). */
+static int
+flags_still(redisContext *c, const struct target_conf *node, bool *resub, char *why,
+            size_t whylen)
+{
+    char flags[64], missing[16], err[256];
+    bool lost;
+    int rc = ksub_server_flags(c, node, flags, sizeof(flags), missing, sizeof(missing), &lost,
+                               err, sizeof(err));
+
+    if (rc == -1 && lost) {
+        snprintf(why, whylen, "%s", err);
+        return -1;
+    }
+    if (rc != 0)
+        return 0;
+    *resub = true;
+    snprintf(why, whylen, "%s:%d: notify-keyspace-events is now \"%s\", which lacks \"%s\"",
+             node->host, node->port, flags, missing);
+    return 1;
+}
+
 int
 fresh_check(struct follow *fw, const struct target_conf *t, bool *resub, char *why,
             size_t whylen)
@@ -283,6 +272,8 @@ fresh_check(struct follow *fw, const struct target_conf *t, bool *resub, char *w
             snprintf(why, whylen, "no connection to %s:%d to check", node.host, node.port);
             return -1;
         }
+        if (fw->verified && (rc = flags_still(c, &node, resub, why, whylen)) != 0)
+            return rc;
         rc = fresh_read(c, &node, &now, err, sizeof(err));
         if (rc == -1) {
             snprintf(why, whylen, "%s", err);
@@ -296,8 +287,8 @@ fresh_check(struct follow *fw, const struct target_conf *t, bool *resub, char *w
             fw->fresh[i] = now;         /* a late baseline: compare from now */
             continue;
         }
-        if (fresh_changed(&fw->fresh[i], &now, live[i], &fw->fresh_short, resub, err,
-                          sizeof(err))) {
+        if (fresh_changed(&fw->fresh[i], &now, live[i], fw->verified, &fw->fresh_short, resub,
+                          err, sizeof(err))) {
             snprintf(why, whylen, "%s:%d: %s", node.host, node.port, err);
             return 1;
         }

@@ -24,12 +24,14 @@ struct keymap {
     size_t cap;                 /* slots, a power of two */
     size_t count;
     size_t limit;               /* keys allowed; 0 none */
+    size_t bytes;               /* keys' bytes + KEYMAP_ENTRY_COST each */
+    size_t byte_limit;          /* bytes allowed; 0 none */
 };
 
 #define KEYMAP_MIN_SLOTS 16
 
 struct keymap *
-keymap_new(size_t limit)
+keymap_new(size_t limit, size_t byte_limit)
 {
     struct keymap *m = calloc(1, sizeof(*m));
 
@@ -42,6 +44,7 @@ keymap_new(size_t limit)
     }
     m->cap = KEYMAP_MIN_SLOTS;
     m->limit = limit;
+    m->byte_limit = byte_limit;
     return m;
 }
 
@@ -116,7 +119,9 @@ keymap_put(struct keymap *m, const char *key, size_t len, void *val, int64_t sta
         m->slots[i].val = val;
         return 0;
     }
-    if (m->limit > 0 && m->count >= m->limit) {
+    if ((m->limit > 0 && m->count >= m->limit) ||
+        (m->byte_limit > 0 && (len > m->byte_limit ||
+                               m->bytes + KEYMAP_ENTRY_COST > m->byte_limit - len))) {
         errno = ENOSPC;
         return -1;
     }
@@ -138,6 +143,7 @@ keymap_put(struct keymap *m, const char *key, size_t len, void *val, int64_t sta
     m->slots[i].val = val;
     m->slots[i].stamp = stamp;
     m->count++;
+    m->bytes += len + KEYMAP_ENTRY_COST;
     return 1;
 }
 
@@ -167,6 +173,7 @@ keymap_del(struct keymap *m, const char *key, size_t len, void **val)
     free(m->slots[i].key);
     m->slots[i].key = NULL;
     m->count--;
+    m->bytes -= m->slots[i].len + KEYMAP_ENTRY_COST;
     /* backward shift: move up every entry of the run after i that may
      * live in the hole, so lookups never stop early at it */
     j = i;
@@ -189,6 +196,12 @@ size_t
 keymap_count(const struct keymap *m)
 {
     return m->count;
+}
+
+size_t
+keymap_bytes(const struct keymap *m)
+{
+    return m->bytes;
 }
 
 bool

@@ -5,8 +5,9 @@
  * Follow mode (follow.c) keeps two of them per target: the lock records
  * of the last full scan plus what events changed since (unbounded but for
  * memory: it holds what the scan found), and the pending set of keys
- * named in events and not yet re-read (bounded: a flood of events fills
- * it to its cap, and the caller falls back to a full scan).  A key put
+ * named in events and not yet re-read (bounded in keys and in bytes: a
+ * flood of events, or of long keys, fills it to a cap, and the caller
+ * falls back to a full scan).  A key put
  * twice is stored once: that is the coalescing of a burst of events for
  * one key (the stamp of the first put stays, so the lag is measured from
  * the oldest event not yet applied).
@@ -26,8 +27,13 @@
 
 struct keymap;
 
-/* A map holding at most cap keys (0: no cap but memory).  NULL on ENOMEM. */
-struct keymap *keymap_new(size_t cap);
+/* What an entry costs beside its key's bytes (its slot and the copy's
+ * allocation), as keymap_bytes() counts it. */
+#define KEYMAP_ENTRY_COST 64
+
+/* A map holding at most cap keys and byte_cap bytes (keymap_bytes(); 0:
+ * no cap but memory).  NULL on ENOMEM. */
+struct keymap *keymap_new(size_t cap, size_t byte_cap);
 
 /* Free the map, calling free_val (when not NULL) on every value. */
 void keymap_free(struct keymap *m, void (*free_val)(void *));
@@ -36,8 +42,9 @@ void keymap_free(struct keymap *m, void (*free_val)(void *));
  * Put key (len bytes, copied) with val and stamp.  A key already there
  * keeps its stamp and has its value replaced; the old value is returned
  * in *old (NULL when the key is new, or old is NULL).  1 when the key is
- * new, 0 when it was there, -1 when the map is at its cap (nothing
- * changed) or on ENOMEM (errno says which: ENOSPC or ENOMEM).
+ * new, 0 when it was there, -1 when the new key would take the map past
+ * a cap (nothing changed) or on ENOMEM (errno says which: ENOSPC or
+ * ENOMEM).
  */
 int keymap_put(struct keymap *m, const char *key, size_t len, void *val, int64_t stamp,
                void **old);
@@ -50,6 +57,9 @@ bool keymap_get(const struct keymap *m, const char *key, size_t len, void **val,
 bool keymap_del(struct keymap *m, const char *key, size_t len, void **val);
 
 size_t keymap_count(const struct keymap *m);
+
+/* The keys' bytes plus KEYMAP_ENTRY_COST an entry. */
+size_t keymap_bytes(const struct keymap *m);
 
 /*
  * Iterate: start with *pos = 0; each call gives the next entry and true,

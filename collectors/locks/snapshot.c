@@ -143,6 +143,46 @@ class_slot(struct snapshot *s, uint16_t idx)
     return &s->class_stats[idx];
 }
 
+const int64_t snap_lease_bounds_ms[SNAP_LEASE_NBOUNDS] = {
+    100, 250, 500, 1000, 2000, 5000, 10000, 15000, 30000, 60000,
+    120000, 300000, 600000, 1800000, 3600000, 86400000,
+};
+
+const char *const snap_lease_bounds_le[SNAP_LEASE_NBOUNDS] = {
+    "0.1", "0.25", "0.5", "1", "2", "5", "10", "15", "30", "60",
+    "120", "300", "600", "1800", "3600", "86400",
+};
+
+/* A lock at first sight: counted as created, its TTL (when it has one)
+ * as a lease. */
+static void
+class_lease(struct snap_class *c, int64_t pttl_ms)
+{
+    size_t i;
+
+    c->created++;
+    if (pttl_ms < 0)
+        return;
+    for (i = 0; i < SNAP_LEASE_NBOUNDS && pttl_ms > snap_lease_bounds_ms[i]; i++)
+        ;
+    c->lease_bucket[i]++;
+    c->lease_n++;
+    c->lease_sum_ms += (double)pttl_ms;
+    if (pttl_ms > c->lease_max_ms)
+        c->lease_max_ms = pttl_ms;
+}
+
+/* A lock seen before, with a TTL: its age + TTL and its TTL. */
+static void
+class_span(struct snap_class *c, int64_t span_ms, int64_t pttl_ms)
+{
+    if (c->held_ttl_n == 0 || pttl_ms < c->held_min_pttl_ms)
+        c->held_min_pttl_ms = pttl_ms;
+    if (span_ms > c->span_max_ms)
+        c->span_max_ms = span_ms;
+    c->held_ttl_n++;
+}
+
 static void
 class_add(struct snap_class *c, const struct snap_lock *l, int64_t now_ms)
 {
@@ -161,6 +201,10 @@ class_add(struct snap_class *c, const struct snap_lock *l, int64_t now_ms)
         c->oldest_ms = age;
     if (l->max_count > c->max_reentrancy)
         c->max_reentrancy = l->max_count;
+    if (l->first_sight)
+        class_lease(c, l->pttl_ms);
+    else if (l->pttl_ms >= 0)
+        class_span(c, age + l->pttl_ms, l->pttl_ms);
 }
 
 /* One allocation: record, holders, then key and ids, each followed by a

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "collectors/formats/formats.h"
+#include "collectors/redis/serverinfo.h"
 
 /* Lock states (a lock can be in several). */
 #define LOCK_HELD            0x01
@@ -77,12 +78,24 @@ struct snap_lock {
     int64_t nottl_since_ms;           /* Unix ms since the key has had no
                                        * TTL; 0 while it has one */
     int64_t acquired_ms;              /* Unix ms from the format; 0 unknown */
+    int64_t expires_ms;               /* Unix ms its TTL runs out, counted
+                                       * from its read; 0: no TTL */
     uint32_t helper_keys;             /* helper keys of this lock seen in
                                        * the scan (formats_helper()) */
     uint32_t waiters;                 /* clients waiting, where Redis shows
                                        * it (SNAP_WAITERS_KNOWN) */
     size_t bytes;                     /* size of the allocation */
+    bool first_sight;                 /* taken since the last scan saw the
+                                       * key (a new key or a new holder):
+                                       * counted in created, its TTL in the
+                                       * class's lease figures */
 };
+
+/* The bounds of the lease histogram (lockwatch_lease_seconds), in ms and
+ * as `le` label text; a lease above the last is counted past it. */
+#define SNAP_LEASE_NBOUNDS 16
+extern const int64_t snap_lease_bounds_ms[SNAP_LEASE_NBOUNDS];
+extern const char *const snap_lease_bounds_le[SNAP_LEASE_NBOUNDS];
 
 struct snap_class {
     uint64_t locks[FORMATS_MAX];      /* by format index */
@@ -94,6 +107,21 @@ struct snap_class {
     int64_t max_reentrancy;
     uint64_t waiters;                 /* of the retained locks whose
                                        * waiters are known */
+    /* Locks at first sight in this scan (snap_lock.first_sight): how many,
+     * and the TTLs of those that had one ("the lease": the TTL a lock
+     * carries when first seen), per bound of snap_lease_bounds_ms (not
+     * cumulative; the last slot is past the last bound) and the largest. */
+    uint64_t created;
+    /* Locks seen before (not at first sight) with a TTL: how many, the
+     * longest age + TTL (a lock that outlives every lease was renewed: a
+     * watchdog) and the shortest TTL (how low its renewals let it run). */
+    uint64_t held_ttl_n;
+    int64_t span_max_ms;
+    int64_t held_min_pttl_ms;
+    uint64_t lease_n;
+    double lease_sum_ms;
+    int64_t lease_max_ms;
+    uint32_t lease_bucket[SNAP_LEASE_NBOUNDS + 1];
 };
 
 /*
@@ -126,6 +154,25 @@ const char *scan_read_error_name(enum scan_read_error k);
 /* The kind of an error reply's text (len bytes at str): its first word. */
 enum scan_read_error scan_read_error_of(const char *str, size_t len);
 
+/*
+ * Why locks were lost at a change of server (collectors/scan/lost.c): the
+ * cause label of lockwatch_locks_lost_total, a bounded set.  A run_id that
+ * changed on the same address is a restart; another address serving the
+ * target (a Sentinel or Cluster failover) is a failover; FLUSHDB, FLUSHALL
+ * or SWAPDB calls (or their counts reset) on the same server are a flush.
+ */
+#define LOST_CAUSES(X)                                                      \
+    X(RESTART, "restart")                                                   \
+    X(FAILOVER, "failover")                                                 \
+    X(FLUSH, "flush")
+
+enum lost_cause {
+#define X(id, name) LOST_##id,
+    LOST_CAUSES(X)
+#undef X
+    LOST_CAUSE_COUNT
+};
+
 /* Cumulative per-target counters, carried from scan to scan. */
 struct scan_counters {
     uint64_t scans_ok;
@@ -137,6 +184,38 @@ struct scan_counters {
     uint64_t helpers_total;           /* helper keys seen (not locks) */
     uint64_t waiter_errors_total;     /* waiter look-ups refused (waiters.c) */
     uint64_t read_errors[SCAN_READ_KINDS];  /* reads refused, by kind */
+    uint64_t lost_total[LOST_CAUSE_COUNT];  /* locks lost at a change of
+                                             * server, by cause */
+};
+
+#define LOST_LIST_MAX    25           /* lost locks named, oldest hold first */
+#define LOST_KEY_MAX     160          /* key bytes kept per named lock */
+#define LOST_HOLDER_MAX  96           /* holder bytes kept per named lock */
+
+struct snap_lost_lock {
+    char key[LOST_KEY_MAX];           /* key_len bytes, not NUL-terminated */
+    char holder[LOST_HOLDER_MAX];     /* holder_len bytes; 0: none known */
+    uint16_t key_len, holder_len;
+    bool key_cut, holder_cut;
+    bool taken;                       /* there after, by another holder */
+    int64_t first_seen_ms;            /* its holder's hold began (Unix ms) */
+};
+
+/* The last loss of locks at a change of server: what the last view before
+ * the change held and the first complete view after did not (or held by
+ * another holder), their TTL not run out.  Carried from snapshot to
+ * snapshot of the target; at_ms 0: none yet. */
+struct snap_lost {
+    int64_t at_ms;                    /* Unix ms the view after was made */
+    int64_t before_ms;                /* Unix ms of the view before */
+    uint8_t cause;                    /* enum lost_cause */
+    char was[280], now[280];          /* the node before and after */
+    uint64_t count;                   /* locks lost */
+    uint64_t compared;                /* locks of the view before compared */
+    bool partial;                     /* the view before kept fewer locks
+                                       * in detail than it counted */
+    uint32_t nlisted;                 /* listed[] used, oldest hold first */
+    struct snap_lost_lock listed[LOST_LIST_MAX];
 };
 
 /* One cluster shard's part of a scan (bounded by the shard count). */
@@ -148,6 +227,8 @@ struct snap_shard {
     char err[256];                    /* why not, when !ok */
     uint64_t keys;                    /* examined on this shard */
     double duration_s;
+    struct server_id server;          /* its node's identity (serverinfo.h),
+                                       * read at the start of the pass */
 };
 
 /* Follow mode (keyspace notifications between full scans), per target;
@@ -203,6 +284,10 @@ struct snapshot {
                                        * cluster or a failed connect */
     struct snap_shard *shards;        /* cluster only: one per shard */
     size_t nshards;
+    struct server_id server;          /* standalone, sentinel: the node's
+                                       * identity, read at the pass's start */
+    struct snap_lost lost;            /* the target's last loss at a change
+                                       * of server (collectors/scan/lost.c) */
     struct snap_follow follow;
     struct redlock_map *redlock;      /* every lock, compactly, when the
                                        * target is in a [redlock] group;

@@ -32,8 +32,8 @@
 /*
  * The thread's scope, and what the reply being read has made so far
  * (objects, its charge to the budget, which limit it hit).  guard_armed
- * is true only inside redisconn_get_reply(): a read outside it (follow
- * mode's subscriber, which reads with hiredis' own loop) is not counted.
+ * is true only inside redisconn_get_reply() and redisconn_read_pushed()
+ * (follow mode's subscriber, whose object limit, guard_max, is its own).
  */
 static _Thread_local const struct redisconn_scope *cur_scope;
 static _Thread_local size_t guard_objects;
@@ -41,6 +41,7 @@ static _Thread_local size_t guard_cost;         /* this reply's charge to the bu
 static _Thread_local bool guard_armed;
 static _Thread_local enum { TRIP_NONE, TRIP_OBJECTS, TRIP_BUDGET } guard_tripped;
 static _Thread_local unsigned long long guard_asked;   /* objects an array wanted */
+static _Thread_local size_t guard_max = REDISCONN_REPLY_OBJECTS_MAX;    /* a reply's objects */
 
 /* What the replies being read now are charged, on every thread: the one
  * process-wide resource here, as the memory they take is. */
@@ -87,8 +88,7 @@ guard_count(unsigned long long n)
 {
     if (!guard_armed)
         return true;
-    if (n > REDISCONN_REPLY_OBJECTS_MAX - guard_objects ||
-        guard_objects >= REDISCONN_REPLY_OBJECTS_MAX) {
+    if (n > guard_max - guard_objects || guard_objects >= guard_max) {
         guard_tripped = TRIP_OBJECTS;
         guard_asked = n;
         return false;
@@ -233,6 +233,28 @@ wait_readable(redisContext *c, const struct redisconn_scope *sc, int64_t idle_de
     }
 }
 
+/* A read that failed on c: when a reply limit refused it, say which in
+ * c->errstr and return true. */
+static bool
+name_limit(redisContext *c)
+{
+    if (guard_tripped == TRIP_OBJECTS)
+        fail_with(c, REDIS_ERR_OTHER, "a reply of over %zu objects (an array of %llu): "
+                  "refused (the reply limit)", guard_max, guard_asked);
+#if HIREDIS_MAJOR >= 1
+    else if (c->err == REDIS_ERR_PROTOCOL && strstr(c->errstr, "out of range"))
+        /* hiredis' own maxelements check, set to the same limit */
+        fail_with(c, REDIS_ERR_OTHER, "a reply of over %zu objects: refused (the reply "
+                  "limit)", guard_max);
+#endif
+    else if (guard_tripped == TRIP_BUDGET)
+        fail_with(c, REDIS_ERR_OTHER, "replies being read hold the whole reply budget "
+                  "(%u MiB): refused (the reply limit)", REDISCONN_BUDGET_BYTES >> 20);
+    else
+        return false;
+    return true;
+}
+
 int
 redisconn_get_reply(redisContext *c, redisReply **rep)
 {
@@ -284,23 +306,72 @@ redisconn_get_reply(redisContext *c, redisReply **rep)
     }
     rc = 0;
 out:
-    if (rc == -1 && guard_tripped == TRIP_OBJECTS)
-        fail_with(c, REDIS_ERR_OTHER, "a reply of over %u objects (an array of %llu): "
-                  "refused (the reply limit)", REDISCONN_REPLY_OBJECTS_MAX, guard_asked);
-#if HIREDIS_MAJOR >= 1
-    else if (rc == -1 && c->err == REDIS_ERR_PROTOCOL && strstr(c->errstr, "out of range"))
-        /* hiredis' own maxelements check, set to the same limit */
-        fail_with(c, REDIS_ERR_OTHER, "a reply of over %u objects: refused (the reply "
-                  "limit)", REDISCONN_REPLY_OBJECTS_MAX);
-#endif
-    else if (rc == -1 && guard_tripped == TRIP_BUDGET)
-        fail_with(c, REDIS_ERR_OTHER, "replies being read hold the whole reply budget "
-                  "(%u MiB): refused (the reply limit)", REDISCONN_BUDGET_BYTES >> 20);
+    if (rc == -1)
+        (void)name_limit(c);
     atomic_fetch_sub(&budget_used, guard_cost);
     guard_cost = 0;
     guard_armed = false;
     if (rc == 0)
         *rep = p;
+    return rc;
+}
+
+/* The unused buffer a pushed connection's reader keeps once empty
+ * (hiredis' own default, set here for the reads that count on it). */
+#define PUSHED_MAXBUF (16u << 10)
+
+/* Hand each reply already complete in c's reader to fn, each within the
+ * object limit and charged to the budget while it lives.  0, or -1 (c
+ * failed). */
+static int
+pushed_drain(redisContext *c, redisconn_push_fn *fn, void *arg)
+{
+    void *p;
+    int rc;
+
+    for (;;) {
+        p = NULL;
+        guard_objects = 0;
+        rc = redisGetReplyFromReader(c, &p);
+        if (rc == REDIS_OK && p != NULL) {
+            fn(arg, p);
+            freeReplyObject(p);
+        }
+        atomic_fetch_sub(&budget_used, guard_cost);
+        guard_cost = 0;
+        if (rc == REDIS_ERR)
+            return -1;
+        if (p == NULL)
+            return 0;
+    }
+}
+
+int
+redisconn_read_pushed(redisContext *c, bool read, size_t max_bytes, size_t max_objects,
+                      redisconn_push_fn *fn, void *arg)
+{
+    int rc = 0;
+
+    if (c == NULL || c->err)
+        return -1;
+    c->reader->maxbuf = PUSHED_MAXBUF;
+#if HIREDIS_MAJOR >= 1
+    c->reader->maxelements = max_objects;
+#endif
+    guard_armed = true;
+    guard_max = max_objects;
+    guard_cost = 0;
+    guard_tripped = TRIP_NONE;
+    if (pushed_drain(c, fn, arg) == -1 ||
+        (read && (redisBufferRead(c) == REDIS_ERR || pushed_drain(c, fn, arg) == -1))) {
+        rc = name_limit(c) ? -2 : -1;
+    } else if (buffered(c) > max_bytes) {
+        fail_with(c, REDIS_ERR_OTHER, "a message of over %zu bytes: refused (the reply "
+                  "limit)", max_bytes);
+        rc = -2;
+    }
+    guard_armed = false;
+    guard_max = REDISCONN_REPLY_OBJECTS_MAX;
     return rc;
 }
 

@@ -143,6 +143,26 @@ void redisconn_scope_leave(const struct redisconn_scope *prev);
  */
 int redisconn_get_reply(redisContext *c, redisReply **rep);
 
+/*
+ * A connection whose replies come unasked (follow mode's subscriber: a
+ * subscribed connection is sent messages, never answers) reads with this
+ * rather than with hiredis' own loop, within limits of its caller's:
+ * one read of what the socket has (as redisBufferRead(); with read
+ * false, none), then each reply that completes to fn.  A reply still
+ * incomplete after max_bytes on the wire (so the reader never holds
+ * more of one than that and one 16 KiB read), or that makes more than
+ * max_objects reply objects (an array header announcing more is refused
+ * before anything is allocated for it; hiredis 1.x's maxelements is set
+ * to the same), and replies that would go past the shared
+ * REDISCONN_BUDGET_BYTES, fail the read with a message naming the limit
+ * in c->errstr: -2.  -1 when the connection failed (hiredis' text), 0
+ * otherwise.  After -1 or -2, drop c.  The reader gives back its unused
+ * buffer once it is empty (maxbuf).
+ */
+typedef void redisconn_push_fn(void *arg, const redisReply *rep);
+int redisconn_read_pushed(redisContext *c, bool read, size_t max_bytes, size_t max_objects,
+                          redisconn_push_fn *fn, void *arg);
+
 /* Install the reply-object guard on c (redisconn_open() does). */
 void redisconn_guard(redisContext *c);
 

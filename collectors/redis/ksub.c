@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ksub.c - the keyspace-notification subscriber of ksub.h: the flag check,
- * the channel parser, CONFIG GET, PSUBSCRIBE and the polled reader.
+ * the channel parser, CONFIG GET, PSUBSCRIBE and the polled reader, which
+ * reads within the subscriber's limits (conn.h's redisconn_read_pushed():
+ * KSUB_MESSAGE_MAX bytes, KSUB_OBJECTS_MAX objects a message) and hands
+ * on no key over the caller's cap.
  */
 #include "collectors/redis/ksub.h"
 
@@ -20,6 +23,7 @@
 struct ksub {
     redisContext *c;
     int db;
+    size_t key_max;             /* longer keys are handed on as NULL */
     char where[300];            /* "host:port", for messages */
 };
 
@@ -105,20 +109,20 @@ ksub_close(struct ksub *k)
 
 struct ksub *
 ksub_open(const struct target_conf *node, char *const *patterns, size_t npatterns,
-          char *err, size_t errlen)
+          size_t key_max, char *err, size_t errlen)
 {
     char chans[PSUB_ARGS_MAX][PATTERN_MAX];
     const char *argv[PSUB_ARGS_MAX + 1];
     size_t lens[PSUB_ARGS_MAX + 1], i, n;
     struct ksub *k;
     redisReply *rep = NULL;
-    void *p;
 
     if ((k = calloc(1, sizeof(*k))) == NULL) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     k->db = node->db;
+    k->key_max = key_max;
     snprintf(k->where, sizeof(k->where), "%s:%d", node->host, node->port);
     n = npatterns < PSUB_ARGS_MAX ? npatterns : PSUB_ARGS_MAX;
     argv[0] = "PSUBSCRIBE";
@@ -142,12 +146,10 @@ ksub_open(const struct target_conf *node, char *const *patterns, size_t npattern
         goto fail;
     }
     for (i = 0; i < n; i++) {
-        p = NULL;
-        if (redisGetReply(k->c, &p) != REDIS_OK || p == NULL) {
+        if (redisconn_get_reply(k->c, &rep) == -1) {
             redisconn_error(k->c, node, "PSUBSCRIBE", err, errlen);
             goto fail;
         }
-        rep = p;
         if (rep->type == REDIS_REPLY_ERROR) {
             char need[600];
             size_t j, at = 0;
@@ -183,11 +185,20 @@ fail:
     return NULL;
 }
 
+/* Where ksub_read() hands the messages. */
+struct sink {
+    const struct ksub *k;
+    ksub_event_fn *fn;
+    void *arg;
+};
+
 /* One reply of a subscribed connection: a pmessage on a keyspace channel
- * of our database goes to fn; anything else is ignored. */
+ * of our database goes to fn (its key as NULL when over the cap);
+ * anything else is ignored. */
 static void
-deliver(const struct ksub *k, const redisReply *rep, ksub_event_fn *fn, void *arg)
+deliver(void *arg, const redisReply *rep)
 {
+    const struct sink *sk = arg;
     const char *key;
     size_t keylen;
 
@@ -197,41 +208,43 @@ deliver(const struct ksub *k, const redisReply *rep, ksub_event_fn *fn, void *ar
         rep->element[2]->type != REDIS_REPLY_STRING ||
         rep->element[3]->type != REDIS_REPLY_STRING)
         return;
-    if (ksub_channel_key(rep->element[2]->str, rep->element[2]->len, k->db, &key,
+    if (ksub_channel_key(rep->element[2]->str, rep->element[2]->len, sk->k->db, &key,
                          &keylen) == -1)
         return;
-    fn(arg, key, keylen, rep->element[3]->str, rep->element[3]->len);
+    sk->fn(sk->arg, keylen > sk->k->key_max ? NULL : key, keylen, rep->element[3]->str,
+           rep->element[3]->len);
 }
 
-/* Hand over every reply hiredis has read already.  -1 on a protocol error. */
+/* Read (or with read false only take what is buffered) within the
+ * limits: 0, -1 the connection is gone, -2 a limit refused a message. */
 static int
-drain(struct ksub *k, ksub_event_fn *fn, void *arg, char *err, size_t errlen)
+take(struct ksub *k, bool read, const struct sink *sk, char *err, size_t errlen)
 {
-    void *p;
+    int rc = redisconn_read_pushed(k->c, read, KSUB_MESSAGE_MAX, KSUB_OBJECTS_MAX, deliver,
+                                   (void *)sk);
 
-    for (;;) {
-        p = NULL;
-        if (redisGetReplyFromReader(k->c, &p) != REDIS_OK) {
-            snprintf(err, errlen, "subscriber on %s: %s", k->where,
-                     k->c->errstr[0] ? k->c->errstr : "protocol error");
-            return -1;
-        }
-        if (p == NULL)
-            return 0;
-        deliver(k, p, fn, arg);
-        freeReplyObject(p);
-    }
+    if (rc == -2)
+        snprintf(err, errlen, "subscriber on %s: %s", k->where, k->c->errstr);
+    else if (rc == -1 && read)
+        snprintf(err, errlen, "subscriber connection to %s lost: %s (a restart, a failover, "
+                 "or the server's client-output-buffer-limit for pubsub)", k->where,
+                 k->c->errstr[0] ? k->c->errstr : "closed");
+    else if (rc == -1)
+        snprintf(err, errlen, "subscriber on %s: %s", k->where,
+                 k->c->errstr[0] ? k->c->errstr : "protocol error");
+    return rc;
 }
 
 int
 ksub_read(struct ksub *k, int timeout_ms, ksub_event_fn *fn, void *arg, char *err,
           size_t errlen)
 {
+    const struct sink sk = { k, fn, arg };
     struct pollfd pfd;
     int n;
 
-    if (drain(k, fn, arg, err, errlen) == -1)
-        return -1;
+    if ((n = take(k, false, &sk, err, errlen)) != 0)
+        return n;
     pfd.fd = k->c->fd;
     pfd.events = POLLIN;
     pfd.revents = 0;
@@ -244,11 +257,5 @@ ksub_read(struct ksub *k, int timeout_ms, ksub_event_fn *fn, void *arg, char *er
     }
     if (n == 0)
         return 0;
-    if (redisBufferRead(k->c) != REDIS_OK) {
-        snprintf(err, errlen, "subscriber connection to %s lost: %s (a restart, a failover, "
-                 "or the server's client-output-buffer-limit for pubsub)", k->where,
-                 k->c->errstr[0] ? k->c->errstr : "closed");
-        return -1;
-    }
-    return drain(k, fn, arg, err, errlen);
+    return take(k, true, &sk, err, errlen);
 }

@@ -20,7 +20,12 @@
  *
  * The subscriber is its own connection (a subscribed RESP2 connection
  * runs no other command), opened like any other (conn.h), read with a
- * poll() timeout so its owner can stop it.  Pub/sub is at-most-once: a
+ * poll() timeout so its owner can stop it, within limits of its own, as
+ * any client may PUBLISH on a keyspace channel: a message of over
+ * KSUB_MESSAGE_MAX bytes on the wire or KSUB_OBJECTS_MAX reply objects
+ * ends the subscription (the reader never holds more of one), and a key
+ * over the owner's cap is handed on without its bytes, so no publisher
+ * sizes the agent's memory.  Pub/sub is at-most-once: a
  * lost connection (restart, failover, client-output-buffer-limit pubsub)
  * loses what was in flight, and the caller must scan again.  The agent
  * never changes the server's configuration.
@@ -37,6 +42,11 @@
 /* The notify-keyspace-events classes follow mode needs, in the order
  * messages name them. */
 #define KSUB_FLAGS_NEEDED "Kg$lhzxe"
+
+/* The subscriber's reply limits: a pmessage is an array of 4 strings (the
+ * pattern, at most ~1 KiB, the channel, the event), a confirmation of 3. */
+#define KSUB_MESSAGE_MAX   (1u << 20)
+#define KSUB_OBJECTS_MAX   16
 
 /*
  * Do the notify-keyspace-events flags (len bytes, as CONFIG GET returns
@@ -68,21 +78,26 @@ struct ksub;
 /*
  * Open a subscriber to node (conn.h's redisconn_open: AUTH, SELECT, the
  * timeouts) and PSUBSCRIBE __keyspace@<db>__:<pattern> for each of the
- * npatterns patterns, waiting for every confirmation.  NULL with err set
- * (a refused PSUBSCRIBE names the ACL additions it needs).
+ * npatterns patterns, waiting for every confirmation; it hands on keys
+ * of at most key_max bytes (below KSUB_MESSAGE_MAX to mean anything).
+ * NULL with err set (a refused PSUBSCRIBE names the ACL additions it
+ * needs).
  */
 struct ksub *ksub_open(const struct target_conf *node, char *const *patterns,
-                       size_t npatterns, char *err, size_t errlen);
+                       size_t npatterns, size_t key_max, char *err, size_t errlen);
 
 /* One event: the key (keylen bytes) and the event name (evlen bytes),
- * both only valid during the call. */
+ * both only valid during the call.  key is NULL when keylen is over the
+ * subscriber's key_max: the event is lost (the caller must scan). */
 typedef void ksub_event_fn(void *arg, const char *key, size_t keylen, const char *event,
                            size_t evlen);
 
 /*
  * Wait up to timeout_ms for messages and hand each to fn.  0 (including
- * when nothing came), -1 with err set when the connection is gone (it
- * must then be closed).  Messages on other channels are ignored.
+ * when nothing came), -1 with err set when the connection is gone, -2
+ * when a message broke the subscriber's limits (err names the limit);
+ * after either it must be closed.  Messages on other channels are
+ * ignored.
  */
 int ksub_read(struct ksub *k, int timeout_ms, ksub_event_fn *fn, void *arg, char *err,
               size_t errlen);

@@ -14,18 +14,25 @@
  * its key is derived from the lock's.  Which one the script uses depends
  * on what it finds (a hash with a "mode" field wakes RW-lock waiters, an
  * lw1 token liblockwatch's), so all that apply to the key are passed.
+ *
+ * A release that deleted a lock (no holder left) is a force_release event
+ * on the timeline of this process (collectors/events/): the agent's
+ * POST /api/v1/locks/release shows in its /api/v1/events, with the
+ * audit's who (operator, reason, entry id), never a secret.
  */
 #include "collectors/release/release.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "collectors/events/events.h"
 #include "collectors/formats/formats.h"
 #include "collectors/locks/lockstate.h"
 #include "collectors/redis/cluster.h"
@@ -718,6 +725,72 @@ run_script(redisContext *c, const struct target_conf *t, struct release_args *a,
     return NULL;
 }
 
+/* The audit ids of the releases pushed below, for the audit tail
+ * (audittail.c), which must not push them again. */
+static pthread_mutex_t pushed_mu = PTHREAD_MUTEX_INITIALIZER;
+static char pushed_ids[RELEASE_PUSHED_KEPT][64];
+static size_t pushed_next;
+
+static void
+remember_pushed(const char *id)
+{
+    pthread_mutex_lock(&pushed_mu);
+    snprintf(pushed_ids[pushed_next], sizeof(pushed_ids[0]), "%s", id);
+    pushed_next = (pushed_next + 1) % RELEASE_PUSHED_KEPT;
+    pthread_mutex_unlock(&pushed_mu);
+}
+
+bool
+release_audit_pushed(const char *id)
+{
+    bool found = false;
+
+    if (id == NULL || id[0] == '\0')
+        return false;
+    pthread_mutex_lock(&pushed_mu);
+    for (size_t i = 0; i < RELEASE_PUSHED_KEPT && !found; i++)
+        found = strcmp(pushed_ids[i], id) == 0;
+    pthread_mutex_unlock(&pushed_mu);
+    return found;
+}
+
+/* The timeline's force_release event of a release that deleted the lock:
+ * the holder percent-encoded (a string, whatever its bytes), the audit's
+ * who and why, the holder's age when the caller knew it (IDLETIME is
+ * no age: a renewal resets it). */
+static void
+push_event(const struct target_conf *t, const struct release_request *rq,
+           const struct release_result *res)
+{
+    char holder[256], detail[EVENT_TEXT_MAX];
+    struct event_in in;
+
+    if (rq->action != RELEASE_ACTION_RELEASE || rq->dry_run || res->outcome != RELEASE_RELEASED)
+        return;
+    /* the audit tail skips it: a release that left holders is no event */
+    if (res->audit_id[0] != '\0')
+        remember_pushed(res->audit_id);
+    if (res->holders_left != 0)
+        return;
+    keytext_percent(holder, sizeof(holder), rq->holder, rq->holderlen);
+    snprintf(detail, sizeof(detail), "released by %s (%s lock)%s%s%s%s%s",
+             rq->operator_name != NULL && rq->operator_name[0] ? rq->operator_name : "?",
+             res->format[0] ? res->format : "unknown",
+             rq->reason != NULL && rq->reason[0] ? ": " : "",
+             rq->reason != NULL ? rq->reason : "",
+             res->audit_id[0] ? "; audit entry " : "", res->audit_id,
+             res->wake_errors > 0 ? "; some waiters could not be woken" : "");
+    memset(&in, 0, sizeof(in));
+    in.kind = EVENT_FORCE_RELEASE;
+    in.target = t->name;
+    in.key = rq->key;
+    in.keylen = rq->keylen;
+    in.holder = holder;
+    in.detail = detail;
+    in.seconds = rq->known_age_ms > 0 ? (double)rq->known_age_ms / 1000.0 : -1;
+    events_push(&in);
+}
+
 enum release_outcome
 release_run(redisContext *c, const struct target_conf *t, const char *audit_stream,
             const struct release_request *req, struct release_result *res)
@@ -802,6 +875,7 @@ release_run(redisContext *c, const struct target_conf *t, const char *audit_stre
     if (t->mode == TARGET_CLUSTER && !rq.dry_run && audit_stream != NULL &&
         audit_stream[0] != '\0')
         cluster_audit(t, audit_stream, &rq, res);
+    push_event(t, &rq, res);
 out:
     if (r != NULL)
         freeReplyObject(r);

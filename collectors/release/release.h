@@ -179,6 +179,11 @@ enum release_outcome release_run(redisContext *c, const struct target_conf *t,
                                  const struct release_request *req,
                                  struct release_result *res);
 
+/* Was the audit entry id pushed to the timeline by this process's
+ * release_run() (the newest RELEASE_PUSHED_KEPT of them)? */
+#define RELEASE_PUSHED_KEPT 64
+bool release_audit_pushed(const char *id);
+
 /*
  * The outcome as JSON, the same object for lockctl --json and the HTTP
  * API (docs/lockctl.md "JSON"): target, action, key/key_escaped,

@@ -148,6 +148,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     l.format_source = (uint8_t)src.source;
     l.format_contradicts = src.contradicts;
     l.pttl_ms = raw->pttl;
+    l.expires_ms = raw->pttl >= 0 ? seen_ms + raw->pttl : 0;
     l.acquired_ms = view.acquired_ms;
     l.pid = (int32_t)(view.pid > 0 && view.pid <= INT32_MAX ? view.pid : 0);
     l.thread = view.thread;
@@ -198,6 +199,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
         cnt->truncated_total++;
     l.class_idx = (uint16_t)ci;
     l.first_seen_ms = tr.first_seen_ms;
+    l.first_sight = tr.acquired != 0;
     l.nottl_since_ms = tr.nottl_since_ms;
     l.states = record_states(r, &l, tr.first_seen_ms, tr.nottl_since_ms);
     note_due(r, &l);

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "collectors/redis/conn.h"
+#include "collectors/redis/serverinfo.h"
 #include "collectors/redis/target.h"
 #include "common/clock.h"
 #include "common/keytext.h"
@@ -80,6 +81,7 @@ scanner_free(struct scanner *sc)
     free(sc->conns);
     free(sc->known);
     tracker_free(sc->tracker);
+    lost_forget(sc);
     free(sc->name);
     free(sc);
 }
@@ -196,13 +198,32 @@ stream_connect(struct stream *s)
     return rc;
 }
 
+/* Which server the stream reads (serverinfo.h), before its first key: a
+ * refused INFO leaves it unknown; -1 when the connection failed. */
+static int
+stream_identify(struct stream *s)
+{
+    struct target_conf node;
+    int rc;
+
+    redisconn_node(s->r->t, s->host, s->port, &node);
+    rc = serverinfo_read(s->c, &node, &s->server, s->err, sizeof(s->err));
+    if (rc == -1) {
+        s->conn_lost = true;
+        return -1;
+    }
+    if (rc == 0)
+        s->err[0] = '\0';             /* refused: the identity stays unknown */
+    return 0;
+}
+
 /* One node's whole pass: connect if needed, then the streamed scan
  * (which releases its batches, so a stream is freed with free()). */
 static void
 stream_run(struct stream *s)
 {
     s->start_mono = clock_mono_ms();
-    if (stream_connect(s) == -1 || stream_scan(s) == -1)
+    if (stream_connect(s) == -1 || stream_identify(s) == -1 || stream_scan(s) == -1)
         s->failed = true;
     s->duration_s = (double)(clock_mono_ms() - s->start_mono) / 1000.0;
 }
@@ -461,6 +482,7 @@ record_shards(struct snapshot *s, const struct cluster_topo *topo, const struct 
         sh->ok = !st[i].failed;
         sh->keys = st[i].keys;
         sh->duration_s = st[i].duration_s;
+        sh->server = st[i].server;
         if (st[i].failed)
             snprintf(sh->err, sizeof(sh->err), "%s", st[i].err[0] ? st[i].err : "scan failed");
     }
@@ -510,6 +532,7 @@ check_conn_key(struct scanner *sc, const struct target_conf *t)
     if (conn_key(t) == sc->conn_key)
         return;
     scanner_disconnect(sc);
+    lost_forget(sc);            /* another server by config is no failover */
     free(sc->known);
     sc->known = NULL;
     sc->nknown = 0;
@@ -692,8 +715,11 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
     } else {
         nst = 1;
         ok = run_single(&r, st, &had_conn) == 0;
-        if (ok)
+        if (ok) {
             snprintf(s->node, sizeof(s->node), "%s:%d", sc->host, sc->port);
+            s->server = st->server;
+            sc->server = st->server;
+        }
     }
     if (scan_stopped(&r)) {
         pass_stopped(&r, st, nst, &topo);
@@ -708,6 +734,8 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
     if (cluster)
         keep_conns(sc, st, nst);
     pass_end(&r, ok, nok, nst, &topo);
+    if (s->ok)
+        lost_compare(sc, s, cluster ? &topo : NULL);
     free(st);
     cluster_topo_clear(&topo);
     return s;
@@ -743,6 +771,7 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
     else
         sc->counters.scans_error++;
     s->counters = sc->counters;
+    lost_stamp(sc, s);
     if (sc->hooks.stamp != NULL)
         sc->hooks.stamp(sc->hooks_arg, s);
     return s;

@@ -75,6 +75,14 @@ struct scanner {
     struct redisconn_scope scope;   /* the full scan under way: scan_timeout
                                      * from its start and the stop flag, for
                                      * every read of every thread (scan.c) */
+    /* locks lost at a change of server (lost.c) */
+    struct snapshot *last_view; /* the last ok snapshot returned (a full
+                                 * scan's or a replay's): the view before */
+    struct snapshot *last_whole;    /* the last of them with every cluster
+                                     * shard read (else last_view's): the
+                                     * view before of a shard that failed */
+    struct server_id server;  /* standalone, sentinel: the last pass's node */
+    struct snap_lost lost;      /* the last loss, stamped on every snapshot */
 };
 
 /* What the streams of one run share, on the stack of scanner_run. */
@@ -147,6 +155,7 @@ struct stream {
                                  * error there, so it is not asked for */
     char err[256];
     double duration_s;
+    struct server_id server;  /* the node's identity, read once connected */
 
     /* the pipeline */
     struct batch pool[INFLIGHT_MAX];
@@ -244,6 +253,27 @@ void helperkeys_finish(struct run *r, bool attach);
  * 0, or -1 on ENOMEM. */
 int helperkeys_probe(struct run *r, struct stream *streams, size_t nstreams,
                      const struct cluster_topo *topo);
+
+/* ---- lost.c ------------------------------------------------------------------ */
+
+/*
+ * A full pass made s (ok): when the server under the target changed since
+ * sc->last_view (s->server, or each shard's in s->shards with topo the
+ * pass's cluster topology), compare the locks of the view before with what
+ * the pass saw (the tracker, at sc->pass): those gone, or there by another
+ * holder, whose TTL had not run out, are lost.  Counts them in
+ * sc->counters.lost_total, keeps the loss in sc->lost, logs it and pushes
+ * one EVENT_LOST_AT_FAILOVER.
+ */
+void lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *topo);
+
+/* Stamp s (any snapshot the scanner returns) with the last loss, and
+ * keep it as the view before the next change when it is ok. */
+void lost_stamp(struct scanner *sc, struct snapshot *s);
+
+/* Drop the views before (a reload aimed the target elsewhere: the next
+ * server is not a change to compare across).  The last loss stays. */
+void lost_forget(struct scanner *sc);
 
 /* ---- registry.c --------------------------------------------------------------- */
 

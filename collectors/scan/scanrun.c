@@ -172,6 +172,8 @@ scanner_replay(struct scanner *sc, const struct target_conf *t, const struct sca
     }
     s->ok = true;
     s->counters = sc->counters;
+    s->server = sc->server;
+    lost_stamp(sc, s);
     *now_ms = r.now_ms;
     *next_due_ms = r.next_due_ms;
     return s;

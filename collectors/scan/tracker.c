@@ -353,6 +353,7 @@ tracker_visit(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
         if (!fresh && nholders == 1)
             oldest_ms = oldest_known(t, key_hash, holders, nholders, &oldest);
         e->holder_hash = oldest;
+        res->acquired = 1;
         e->first_seen_ms = !fresh && oldest_ms > 0 ? oldest_ms : since;
         e->nottl_since_ms = has_ttl ? 0 : e->first_seen_ms;
     } else {
@@ -397,6 +398,24 @@ tracker_seen(const struct tracker *t, uint64_t key_hash, uint32_t pass)
     while (t->locks.slots[i].key_hash != 0) {
         if (t->locks.slots[i].key_hash == key_hash)
             return t->locks.slots[i].pass == pass;
+        i = (i + 1) & (t->locks.cap - 1);
+    }
+    return 0;
+}
+
+int
+tracker_holder(const struct tracker *t, uint64_t key_hash, uint32_t pass,
+               uint32_t *holder_hash)
+{
+    size_t i = (size_t)key_hash & (t->locks.cap - 1);
+
+    while (t->locks.slots[i].key_hash != 0) {
+        if (t->locks.slots[i].key_hash == key_hash) {
+            if (t->locks.slots[i].pass != pass)
+                return 0;
+            *holder_hash = t->locks.slots[i].holder_hash;
+            return 1;
+        }
         i = (i + 1) & (t->locks.cap - 1);
     }
     return 0;

@@ -64,6 +64,9 @@ struct track_result {
     int64_t nottl_since_ms;     /* 0 while the key has a TTL */
     int duplicate;              /* already visited in this pass */
     bool renewed;               /* the holder has renewed its lease */
+    int acquired;               /* a new key, or a new timed holder: the
+                                 * lock was taken since the last sighting
+                                 * (its first sight) */
 };
 
 /* end: told of leases that ended (NULL: nobody). */
@@ -100,9 +103,16 @@ int tracker_backdate(struct tracker *t, uint64_t key_hash, int64_t acquired_ms,
 /* Has the key already been visited in this pass?  (Cheap SCAN dedupe.) */
 int tracker_seen(const struct tracker *t, uint64_t key_hash, uint32_t pass);
 
+/* Was the key visited in this pass?  1 with the hash of the holder it
+ * times (0: none named), else 0. */
+int tracker_holder(const struct tracker *t, uint64_t key_hash, uint32_t pass,
+                   uint32_t *holder_hash);
+
 /* Drop every entry not visited in `pass`; those whose lease had run out
- * by now_ms (Unix) ended by expiring (told to the end function).
- * Returns entries kept. */
+ * by now_ms (Unix) ended by expiring (told to the end function).  A lock
+ * gone before its lease ran out was released, or lost at a failover,
+ * restart or flush (collectors/scan/lost.c compares those after the
+ * sweep, through tracker_holder()).  Returns entries kept. */
 size_t tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms);
 
 /* Renewed locks whose names are kept now. */

@@ -46,6 +46,7 @@ struct ws_class {
     struct wait_hist hold;
     struct wait_hist overrun;
     struct sketch_window win;
+    struct sketch_window hold_win;      /* holds over the same window */
 };
 
 const char *const waitstats_event_names[WS_EVENTS] = {
@@ -93,7 +94,7 @@ struct waitstats {
 size_t
 waitstats_class_bytes_max(void)
 {
-    return sizeof(struct ws_class) + WAITSTATS_SLICES * sizeof(struct sketch);
+    return sizeof(struct ws_class) + 2 * WAITSTATS_SLICES * sizeof(struct sketch);
 }
 
 static void
@@ -135,7 +136,8 @@ class_new(int64_t window_ms)
 {
     struct ws_class *c = calloc(1, sizeof(*c));
 
-    if (c != NULL && sketch_window_init(&c->win, window_ms, WAITSTATS_SLICES) == -1) {
+    if (c != NULL && (sketch_window_init(&c->win, window_ms, WAITSTATS_SLICES) == -1 ||
+                      sketch_window_init(&c->hold_win, window_ms, WAITSTATS_SLICES) == -1)) {
         free(c);
         c = NULL;
     }
@@ -148,6 +150,7 @@ class_free(struct ws_class *c)
     if (c == NULL)
         return;
     sketch_window_release(&c->win);
+    sketch_window_release(&c->hold_win);
     free(c);
 }
 
@@ -272,6 +275,8 @@ waitstats_configure(struct waitstats *ws, const struct config *cfg)
                 continue;
             sketch_window_release(&ws->cls[i]->win);
             sketch_window_init(&ws->cls[i]->win, window, WAITSTATS_SLICES);
+            sketch_window_release(&ws->cls[i]->hold_win);
+            sketch_window_init(&ws->cls[i]->hold_win, window, WAITSTATS_SLICES);
         }
     }
     pthread_mutex_unlock(&ws->mu);
@@ -446,6 +451,8 @@ waitstats_record_from(struct waitstats *ws, const struct sample_source *from,
         if (s[i].kind == SAMPLE_HOLD) {
             c->has_hold = true;
             hist_add(&c->hold, s[i].us);
+            if (sketch_window_add(&c->hold_win, now_ms, s[i].us) == -1)
+                ws->window_lost++;
             if (s[i].ownerlen > 0)
                 (void)waiting_note(ws->waiting, &s[i], now_ms);
             continue;
@@ -510,6 +517,21 @@ waitstats_set_kernel_drops(struct waitstats *ws, uint64_t total)
     pthread_mutex_unlock(&ws->mu);
 }
 
+/* The window's hold quantiles of c into out (0 when it has none).
+ * Under mu. */
+static void
+view_holds(struct waitstats *ws, const struct ws_class *c, int64_t now_ms,
+           struct waitstats_class *out)
+{
+    sketch_reset(&ws->merged);
+    sketch_window_merge(&c->hold_win, now_ms, &ws->merged);
+    out->hold_window_count = ws->merged.count;
+    if (sketch_quantile(&ws->merged, 0.5, &out->hold_p50_us) == -1 ||
+        sketch_quantile(&ws->merged, 0.99, &out->hold_p99_us) == -1 ||
+        sketch_quantile(&ws->merged, 0.999, &out->hold_p999_us) == -1)
+        out->hold_p50_us = out->hold_p99_us = out->hold_p999_us = 0.0;
+}
+
 int
 waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v)
 {
@@ -543,7 +565,8 @@ waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v)
 
         if (c == NULL)
             continue;
-        bytes += sizeof(*c) - sizeof(c->win) + sketch_window_bytes(&c->win);
+        bytes += sizeof(*c) - sizeof(c->win) - sizeof(c->hold_win) +
+            sketch_window_bytes(&c->win) + sketch_window_bytes(&c->hold_win);
         if ((!c->has_wait && !c->has_hold && !c->has_overrun) || name == NULL || n == room)
             continue;
         snprintf(v->names + n * namesz, namesz, "%s", name);
@@ -559,6 +582,7 @@ waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v)
         out->window_count = ws->merged.count;
         if (sketch_quantile(&ws->merged, 0.99, &out->window_p99_us) == -1)
             out->window_p99_us = 0.0;
+        view_holds(ws, c, now_ms, out);
         n++;
     }
     v->nclasses = n;
@@ -587,4 +611,13 @@ waitstats_view_release(struct waitstats_view *v)
     free(v->classes);
     free(v->names);
     memset(v, 0, sizeof(*v));
+}
+
+const struct waitstats_class *
+waitstats_view_class(const struct waitstats_view *v, const char *name)
+{
+    for (size_t i = 0; v != NULL && i < v->nclasses; i++)
+        if (strcmp(v->classes[i].name, name) == 0)
+            return &v->classes[i];
+    return NULL;
 }

@@ -9,7 +9,10 @@
  *    (the `le` labels of lockwatch_acquire_wait_seconds and
  *    lockwatch_hold_seconds), plus sum and count;
  *  - a sliding window of wait sketches (all outcomes together) over
- *    [rules] wait_window, for the P99 gauge and the LockWaitP99High rule.
+ *    [rules] wait_window, for the P99 gauge and the LockWaitP99High rule;
+ *  - a second one of hold times over the same window, for the hold
+ *    P50 / P99 / P99.9 of /api/v1/classes and the lease rules
+ *    (LockLeaseTooShort, LockLeaseTooLong: classtrend.h has the lease).
  *
  * Classes: a sample's key goes through class_of() with the [classes]
  * rules, the name is made valid UTF-8 (invalid bytes become U+FFFD, as
@@ -37,11 +40,12 @@
  * a key check refused are counted per reason (rejected[]) and nothing
  * else.
  *
- * Memory per class: a class's histograms and window frame cost about
- * 1.2 KiB, allocated at its first sample, and each window slice about
+ * Memory per class: a class's histograms and window frames cost about
+ * 1.5 KiB, allocated at its first sample, and each window slice about
  * 4.4 KiB (sizeof(struct sketch)), allocated when a sample first lands in
- * it: at most waitstats_class_bytes_max() (~54 KiB with 12 slices) per
- * class, ~11 MiB for all CLASS_MAX + 1 classes with every slice busy.
+ * it: at most waitstats_class_bytes_max() (~107 KiB with 12 slices in
+ * each of the two windows) per class, ~22 MiB for all CLASS_MAX + 1
+ * classes with every slice of both windows busy.
  * Slices are reused as the window turns, never freed before exit.
  *
  * Thread safety: one mutex guards everything.  The ingest thread holds it
@@ -108,6 +112,8 @@ struct waitstats_class {
     struct wait_hist overrun;   /* lockwatch_lease_overrun_seconds */
     uint64_t window_count;      /* waits in the window now (all outcomes) */
     double window_p99_us;       /* when window_count > 0 */
+    uint64_t hold_window_count; /* holds in the window now */
+    double hold_p50_us, hold_p99_us, hold_p999_us;  /* when it is > 0 */
 };
 
 struct waitstats_view {
@@ -193,6 +199,10 @@ void waitstats_set_kernel_drops(struct waitstats *ws, uint64_t total);
  */
 int waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v);
 void waitstats_view_release(struct waitstats_view *v);
+
+/* The class of v named name, or NULL (v may be NULL). */
+const struct waitstats_class *waitstats_view_class(const struct waitstats_view *v,
+                                                   const char *name);
 
 /* The most one class can cost, window slices included (bytes). */
 size_t waitstats_class_bytes_max(void);

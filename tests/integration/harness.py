@@ -148,13 +148,22 @@ def sanitized():
         return False
 
 
-def vm_rss_mb(pid):
-    """A process's resident set (VmRSS of /proc/PID/status), in MB."""
+def _status_mb(pid, field):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024.0
-    raise AssertionError("no VmRSS for pid %d" % pid)
+    raise AssertionError("no %s for pid %d" % (field, pid))
+
+
+def vm_rss_mb(pid):
+    """A process's resident set (VmRSS of /proc/PID/status), in MB."""
+    return _status_mb(pid, "VmRSS")
+
+
+def peak_rss_mb(pid):
+    """A process's peak resident set (VmHWM of /proc/PID/status), in MiB."""
+    return _status_mb(pid, "VmHWM")
 
 
 def timed_get(port, path, timeout=1.0):
@@ -576,6 +585,18 @@ def unescape_key(s):
     return urllib.parse.unquote_to_bytes(s)
 
 
+def agent_lock_keys(ag, target="main"):
+    """The keys (bytes) of every lock the agent's API lists for target."""
+    st, body = ag.get_json("/api/v1/locks?target=%s&limit=10000" % target)
+    assert st == 200, (st, body)
+    return {unescape_key(l["key"]) for l in body["locks"]}
+
+
+def redis_lock_keys(c, match="lock:*"):
+    """The keys (bytes) matching match on one node."""
+    return set(c.scan_iter(match=match, count=10000))
+
+
 def url_key(raw):
     """raw key bytes percent-encoded for use as one URL path segment."""
     return urllib.parse.quote(raw, safe="")
@@ -856,6 +877,15 @@ def run_lockwatchd(args, timeout=30):
 class TestCase(unittest.TestCase):
     """Starts redis servers and agents for one test and stops them after it;
     when the test fails, prints the log tails of what it started."""
+
+    def assert_peak_rss_under(self, peak_mb, limit_mb):
+        """peak_mb < limit_mb, but for an ASan build (CI's second pass),
+        whose RSS is its shadow and quarantine: then it says so."""
+        if sanitized():
+            print("skipped: the peak RSS bound (an ASan build's RSS is its shadow and "
+                  "quarantine)")
+        else:
+            self.assertLess(peak_mb, limit_mb, "peak RSS %.1f MiB" % peak_mb)
 
     def setUp(self):
         self._agents = []

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (the contended waits must land within a 4 s wait_window for the P99 alert to
+# run-all: quiet (the contended waits must land within a 4 s wait_window for the P99 alert to
 #   fire and resolve as asserted)
 """LockWaitP99High (issue 4 acceptance, SPEC "Alerts"): a class's P99 acquire
 wait over wait_window above wait_p99, with at least wait_min_samples waits.

@@ -17,8 +17,10 @@ DIR = os.path.join(h.REPO, "packaging", "prometheus")
 RULES = os.path.join(DIR, "lockwatch-rules.yml")
 TESTS = os.path.join(DIR, "lockwatch-rules.test.yml")
 ALERTNAMES = {"LockLeaked", "LockHeldTooLong", "LockReentrancyHigh", "LockWaitP99High",
-              "LockTargetDown", "LockShardDown", "LockRedlockSplit",
+              "LockTargetDown", "LockShardDown", "LockRedlockSplit", "LockLeaseTooShort",
+              "LockCountSurge", "LockLeaseTooLong", "LockLostAtFailover",
               "LockLeaseOverrun", "LockLeaseLost"}
+RECORDS = 2     # lockwatch:class_locks:sum and :median_1h, LockCountSurge's
 
 
 def promtool(*args):
@@ -32,7 +34,7 @@ class PromRules(h.TestCase):
     def test_check_rules(self):
         rc, out = promtool("check", "rules", RULES)
         self.assertEqual(rc, 0, out)
-        self.assertIn("%d rules found" % len(ALERTNAMES), out)
+        self.assertIn("%d rules found" % (len(ALERTNAMES) + RECORDS), out)
 
     def test_rule_unit_tests(self):
         rc, out = promtool("test", "rules", TESTS)
@@ -64,7 +66,7 @@ class PromRules(h.TestCase):
         rs.client().set("lock:x:1", "t")
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.addCleanup(s.close)
-        s.sendto(b"lw1 wait lock:x:1 1000 ok", ("127.0.0.1", udp))
+        s.sendto(b"lw1 wait lock:x:1 1000 ok\nlw1 hold lock:x:1 2000", ("127.0.0.1", udp))
         ag.wait_scans(1)
         def exported():
             names = {n for n, _, _ in ag.metrics()}

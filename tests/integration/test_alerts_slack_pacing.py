@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (its sinks wait a second between messages: next to no CPU; the bound is a
+#   lower one, which a busy neighbour cannot break)
 """Slack's rate limit, kept by the sink (issue 14): one message per second
 per incoming webhook.
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (wake-ups within 0.1 s, lock cycles within 0.2 s, timeouts within 150 ms)
+# run-all: quiet (wake-ups within 0.1 s, lock cycles within 0.2 s, timeouts within 150 ms)
 """liblockwatch against a real redis-server: the watchdog, fencing tokens,
 trylock and timeouts, waiting (pub/sub wake-ups and the bounded re-check),
 the lw1 token and the holder registry as the agent reads them, and the UDP

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (measures how long liblockwatch calls take against a drip-feeding server)
+# run-all: idle (waits out command timeouts against a drip-feeding server; the bounds are
+#   those timeouts plus 2 s or more, and the client needs next to no CPU)
 """liblockwatch calls end within their documented deadline against a server
 that answers one byte every 0.5 s (each read well inside the command
 timeout): command_timeout_ms bounds a whole reply, not each read.

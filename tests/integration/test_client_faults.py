@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (its clients run with a 300 ms command timeout, which a busy machine passes on
+# run-all: quiet (its clients run with a 300 ms command timeout, which a busy machine passes on
 #   an ordinary command)
+# run-all: split (sixteen tests of 0.1-3 s, each with its own Redis: side by side, the quiet
+#   phase is not as long as this file)
 """liblockwatch under Redis faults (issue 13): no orphan lock after a lost
 acquire reply, transparent reconnect after a restart, nested reentrant
 leases that never shorten the hold, fencing tokens that never go backwards.

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (waits out short leases; next to no CPU; its bounds are a lease plus 1 s)
 """liblockwatch: a holder whose watchdog stops renewing loses the lock.
 
 The holder is a client_shell process holding a watchdog lock (lease 0,

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (a waiter must wake within 0.1 s of Redisson's unlock)
+# run-all: quiet (a waiter must wake within 0.1 s of Redisson's unlock)
 """liblockwatch's reentrant locks are Redisson RLocks on the wire.
 
 Redisson's own acquire and unlock scripts (client_helpers.REDISSON_*, from

@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (waits on scans and notifications, a few seconds of CPU in 40; its bounds
+#   have room)
 """Follow mode (incremental =): keyspace notifications keep the lock view
 current between full scans.
 
@@ -286,9 +288,16 @@ class Follow(h.TestCase):
         self.wait_following(ag)
         base = ag.scans_ok()
         n = 150000
-        # one script: the notifications of every SET arrive in one burst
-        c.eval("for i = 1, tonumber(ARGV[1]) do redis.call('SET', 'lock:f:' .. i, 't', "
-               "'PX', 600000) end", 0, n)
+        # one script: the notifications of every SET arrive in one burst;
+        # CLIENT PAUSE in the same read stalls the agent's re-reads (not the
+        # notifications Redis writes out) for 3 s, so the burst meets a busy
+        # agent however fast this machine lets it drain (under 5 s, the
+        # command_timeout: a paused read is slow, not failed)
+        pipe = c.pipeline(transaction=False)
+        pipe.eval("for i = 1, tonumber(ARGV[1]) do redis.call('SET', 'lock:f:' .. i, 't', "
+                  "'PX', 600000) end", 0, n)
+        pipe.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+        pipe.execute()
         ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_follow_overflows_total",
                                    target="main") >= 1, 30, desc="the pending cap hit")
         ag.wait_for(lambda: ag.scans_ok() > base, 30, desc="a reconcile after the flood")

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (times how soon the view matches Redis after churn, flushes and expiries)
+# run-all: split (tests of 0.2-22 s, each with its own servers; their time bounds
+#   - within 2 s of a TTL, 3 s of a flush, 20 s of a forged message - have ample room, and
+#   the four list-then-watch tests, which churn Redis for 8 s and more, run as heavy ones)
 """Follow mode's proof of freshness (issues 22 and 29): the view the agent
 serves from keyspace notifications matches Redis, key for key, even when
 the notifications cannot be trusted, say nothing, or arrive while a full
@@ -36,14 +38,8 @@ FOLLOW_ACL = ["+psubscribe", "+info", "&__keyspace@0__:lock:*",
               "&__keyspace@0__:lockwatch:client:*"]
 
 
-def agent_keys(ag):
-    st, body = ag.get_json("/api/v1/locks?target=main&limit=10000")
-    assert st == 200, (st, body)
-    return {h.unescape_key(l["key"]) for l in body["locks"]}
-
-
-def redis_keys(c):
-    return set(c.scan_iter(match="lock:*", count=10000))
+agent_keys = h.agent_lock_keys
+redis_keys = h.redis_lock_keys
 
 
 class FollowFresh(h.TestCase):
@@ -59,12 +55,14 @@ class FollowFresh(h.TestCase):
         return lk if st == 200 else None
 
     def wait_match(self, ag, c, timeout, desc):
-        """Wait until the agent's lock keys are Redis's; the seconds it took."""
+        """Wait until the agent's lock keys are Redis's (those of client c, or
+        what c() returns); the seconds it took."""
         t0 = time.monotonic()
         last = [None]
+        theirs = c if callable(c) else lambda: redis_keys(c)
 
         def same():
-            a, r = agent_keys(ag), redis_keys(c)
+            a, r = agent_keys(ag), theirs()
             last[0] = (len(a), len(r), sorted(a ^ r)[:5])
             return a == r
         try:
@@ -93,6 +91,7 @@ class FollowFresh(h.TestCase):
             else:
                 c.delete(k)
 
+    # run-all: heavy (a core or more while it churns; measures no time)
     def test_full_scan_during_churn_keeps_every_change(self):
         rs = self.start_redis(args=NOTIFY)
         c = rs.client()
@@ -116,6 +115,7 @@ class FollowFresh(h.TestCase):
             self.wait_following(ag)
 
 
+    # run-all: heavy (churns Redis for 8 s; CLIENT PAUSE makes the flood meet a busy agent)
     def test_full_scan_after_a_pending_overflow_keeps_every_change(self):
         # the same, the full scan set off by a flood past the pending cap
         rs = self.start_redis(args=NOTIFY)
@@ -127,9 +127,20 @@ class FollowFresh(h.TestCase):
         flooder = rs.client()
         flood = ("for i = 1, tonumber(ARGV[1]) do redis.call('SET', 'lock:flood:' .. i, 't', "
                  "'PX', 3000) end")
-        self.churn(rs, 8, 5000, on_half=lambda: flooder.eval(flood, 0, 150000))
-        self.assertGreaterEqual(h.msum(ag.metrics(), "lockwatch_follow_overflows_total",
-                                       target="main"), 1)
+        def flood_while_paused():
+            # CLIENT PAUSE in the flood's read stalls the agent's re-reads
+            # (not the notifications Redis writes out) for 3 s, so the flood
+            # fills its pending set however fast the agent drains (a starved
+            # agent beside other tests drained it as it came, never capped)
+            pipe = flooder.pipeline(transaction=False)
+            pipe.eval(flood, 0, 150000)
+            pipe.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+            pipe.execute()
+        self.churn(rs, 8, 5000, on_half=flood_while_paused)
+        # the count is published with the full scan's view (200k keys: a
+        # while on a slow build)
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_follow_overflows_total",
+                                   target="main") >= 1, 30, desc="the pending cap hit")
         time.sleep(3)           # the flood's keys expired
         for _ in c.scan_iter(count=10000):
             pass
@@ -138,6 +149,7 @@ class FollowFresh(h.TestCase):
         self.assertEqual(a, r, "agent/redis %d/%d, missing %r, extra %r"
                          % (len(a), len(r), sorted(r - a)[:5], sorted(a - r)[:5]))
 
+    # run-all: heavy (a core or more while it churns; measures no time)
     def test_full_scan_after_a_sentinel_failover_keeps_every_change(self):
         # the same, the full scan on the new primary after a failover mid-churn
         import redis.sentinel
@@ -194,6 +206,7 @@ class FollowFresh(h.TestCase):
         self.assertEqual(a, r, "agent/redis %d/%d, missing %r, extra %r"
                          % (len(a), len(r), sorted(r - a)[:5], sorted(a - r)[:5]))
 
+    # run-all: heavy (a core or more while it churns; measures no time)
     def test_full_scan_of_a_cluster_during_churn_keeps_every_change(self):
         # the same on a cluster: every shard's subscriber killed mid-churn
         from redis.cluster import RedisCluster
@@ -357,6 +370,10 @@ class FollowFresh(h.TestCase):
                               target_extra={"reconcile_interval": "1h"})
         self.wait_following(ag)
         self.notifications_off(ag, c)
+        # where CONFIG GET is allowed, each check reads the setting itself
+        # (first): so it is seen on Redis 6 too, whose commandstats cannot
+        # tell a CONFIG SET from the agent's own CONFIG GET
+        self.assertIn('notify-keyspace-events is now ""', ag.log_tail(50))
 
     def test_notifications_turned_off_acl_without_config_get(self):
         rs = self.start_redis(args=NOTIFY)
@@ -388,6 +405,83 @@ class FollowFresh(h.TestCase):
             c.flushall()
             c1.flushall()
 
+
+    # ---- cluster: a flush on any primary ---------------------------------------------------
+
+    def cluster_keys(self, cl):
+        r = set()
+        for p in cl.primaries():
+            r |= redis_keys(cl.by_port[p].client())
+        return r
+
+    def wait_match_cluster(self, ag, cl, timeout, desc):
+        return self.wait_match(ag, lambda: self.cluster_keys(cl), timeout, desc)
+
+    def test_cluster_flush_on_any_primary(self):
+        # FLUSHDB sends no per-key event: every scan_interval the check
+        # reads every primary against a baseline taken before the full scan
+        # read a key, so a flush on any shard is seen, even one while
+        # another shard is still being scanned.  50 keys written right after
+        # each flush keep the key count above the locks followed there: only
+        # the FLUSHDB counter tells.
+        cl = topo.start_cluster(self, primaries=3)
+        for n in cl.nodes:
+            n.client().config_set("notify-keyspace-events", "Kg$lhzxe")
+        prim = cl.primaries()
+        tags = {}
+        for i in range(100000):
+            port = cl.owner[topo.keyslot("{t%d}" % i)]
+            tags.setdefault(port, "t%d" % i)
+            if len(tags) == len(prim):
+                break
+        fill = lambda p, fmt, n, v: cl.by_port[p].client().mset(
+            {fmt % (tags[p], i): v for i in range(n)})
+        ag = self.start_agent(targets=[("main", cl.url)], scan_interval="1s", leak_grace="1s",
+                              max_hold="1h", target_extra={"mode": "cluster", "scan_count": "20",
+                                                           "reconcile_interval": "1h"})
+        self.wait_following(ag)
+
+        def flush(p):
+            cl.by_port[p].client().flushdb()
+            fill(p, "noise:{%s}:%d", 50, "v")
+
+        # between full scans, on each primary in turn
+        for p in prim:
+            for q in prim:
+                fill(q, "lock:{%s}:%d", 20, "t")
+            self.wait_match_cluster(ag, cl, 5, "locks seen")
+            flush(p)
+            took = self.wait_match_cluster(ag, cl, 2 * 1.0 + 1,
+                                           "view matches Redis after FLUSHDB on :%d" % p)
+            print("cluster FLUSHDB on :%d: view matched Redis in %.2fs" % (p, took))
+
+        # while a full scan still reads another shard: the first primary is
+        # slow to scan (100,000 keys at SCAN COUNT 20), and a CONFIG SET
+        # there starts a full scan (the setting is checked again)
+        slow, other = prim[0], prim[1]
+        cs = cl.by_port[slow].client()
+        for j in range(0, 100000, 2000):
+            cs.mset({"noise:{%s}:%d" % (tags[slow], i): "v" for i in range(j, j + 2000)})
+        fill(other, "lock:{%s}:%d", 20, "t")
+        self.wait_match_cluster(ag, cl, 30, "locks seen")
+        scans = lambda: cs.info("commandstats").get("cmdstat_scan", {}).get("calls", 0)
+        base = scans()
+        cs.config_set("notify-keyspace-events", "Kg$lhzxe")
+        ag.wait_for(lambda: scans() > base + 200, 10, interval=0.02,
+                    desc="a full scan reading the slow shard")
+        flush(other)
+        at = scans()
+        t0 = time.monotonic()
+        time.sleep(0.3)
+        self.assertGreater(scans(), at, "the full scan ended before the flush: nothing tested")
+        pass_s = max(v for _, v in h.select(ag.metrics(), "lockwatch_shard_scan_duration_seconds",
+                                            target="main"))
+        bound = 3 * max(pass_s, 1.0) + 2 * 1.0 + 2
+        took = self.wait_match_cluster(ag, cl, bound, "view matches Redis after a FLUSHDB "
+                                       "during a full scan")
+        took = time.monotonic() - t0
+        print("cluster FLUSHDB during a full scan (%.1fs a pass): view matched Redis in %.2fs "
+              "(bound %.1fs)" % (pass_s, took, bound))
 
     # ---- cluster slot migration ----------------------------------------------------------
 

@@ -210,6 +210,8 @@ class Dashboard(h.TestCase):
                        "lockwatch_follow_events_total", "lockwatch_releases_total",
                        "lockwatch_release_auth_failures_total",
                        "lockwatch_scan_read_errors_total",
+                       # issue 26: the timeline of lock events
+                       "lockwatch_events_total", "lockwatch_events_dropped_total",
                        # issue 26: leases lost while held
                        "lockwatch_lock_expirations_total",
                        "lockwatch_lease_overrun_seconds_bucket"):

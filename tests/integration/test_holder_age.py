@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (a holder renewing every 0.5 s, watched across scans: next to no CPU; its
+#   bounds have room)
 """Holder age: a watchdog-renewed lock becomes `long`; a new holder restarts
 the clock.
 

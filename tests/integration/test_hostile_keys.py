@@ -10,7 +10,7 @@ the raw key bytes.
 """
 
 import json
-
+import os
 import re
 
 import harness as h
@@ -133,6 +133,23 @@ class HostileKeys(h.TestCase):
             self.assertTrue(holder_ok(lk["holders"][0]["id"], token), (raw[:40], lk["holders"]))
         self.assertEqual(seen[b'lock:pct%41 sp\t\x01']["key_escaped"],
                          "lock:pct%2541%20sp%09%01")
+
+        # GET /api/v1/classes and lockctl classes (issue 28): valid JSON and a
+        # terminal-safe table whatever the class names are made of.
+        def classes_counted():
+            st, body = ag.get_json("/api/v1/classes")
+            self.assertEqual(st, 200, body)
+            return sum(c["count"] for c in body["classes"]) == len(HOSTILE) + 50 and body
+        body = ag.wait_for(classes_counted, timeout=10, desc="every lock counted in a class")
+        self.assertTrue(all(c["class"].startswith("lock:") or c["class"] == "other"
+                            for c in body["classes"]), [c["class"][:40] for c in body["classes"]])
+        import test_lockctl as t
+        p = t.run(["classes", "--agent", "http://127.0.0.1:%d" % ag.port], ag.config_path,
+                  env=dict(os.environ, COLUMNS="80"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = p.stdout.decode("utf-8")      # strict
+        self.assertFalse([ch for ch in out if ord(ch) < 0x20 and ch != "\n"], out[:400])
+        self.assertTrue(all(t.width(l) <= 80 for l in out.splitlines()), out[:400])
 
         # state=leaked lists exactly the hostile keys.
         st, body = ag.get_json("/api/v1/locks?state=leaked&limit=10000")

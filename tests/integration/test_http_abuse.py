@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # run-all: serial (probes must answer within 1 s and the agent's RSS stay under 100 MB while 300
 #   slow clients and 1,000-connection bursts run; that load would also slow its neighbours)
+# run-all: split (the two attacks run alone; the deadline and per-client tests, in parallel)
 """The HTTP server under abusive clients: slowloris, connection bursts,
 the per-client limit and the request deadline.
 
@@ -293,6 +294,7 @@ class Abuse(h.TestCase):
         self.assertGreater(outcomes.get("200", 0), 0, outcomes)
 
 
+    # run-all: par (a 2 s http_request_timeout, polled with room; next to no CPU)
     def test_a_trickled_request_is_cut_at_its_deadline(self):
         r = self.start_redis()
         ag = self.start_agent(r, extra="")
@@ -339,6 +341,7 @@ class Abuse(h.TestCase):
             time.sleep(0.8)
         c.close()
 
+    # run-all: par (counts answers, measures no time)
     def test_the_per_client_limit_answers_503_and_spares_others(self):
         r = self.start_redis()
         self.fill(r, 5)

@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (waits out leak_grace; its bounds are lower ones, which a busy neighbour
+#   cannot break)
 """The leak clock: `leaked` = no TTL for at least leak_grace.
 
 A lock that loses its TTL (PERSIST) is not leaked before leak_grace and is

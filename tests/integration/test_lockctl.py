@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (lockctl's commands against small keyspaces; a second of CPU in ten; its one
+#   bound is 30 s)
 """lockctl, the on-call CLI, against a real redis-server (issue 5's acceptance).
 
 - release with the wrong holder exits 1, says the holder changed, leaves the
@@ -32,7 +34,7 @@ import unicodedata
 import harness as h
 
 LOCKCTL = os.path.join(h.BUILD, "bin", "lockctl")
-COMMANDS = ("list", "show", "release", "expire", "audit")
+COMMANDS = ("list", "show", "release", "expire", "audit", "events")
 UUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"
 
 
@@ -466,6 +468,8 @@ class Lockctl(h.TestCase):
                      ["expire", "lock:a", "--holder", "x", "--ttl", "5s", "--if-leaked"],
                      ["list", "--state", "stuck"], ["list", "--limit", "0"],
                      ["audit", "--limit", "x"], ["show"], ["show", "a", "b"],
+                     ["events", "--since", "soon"], ["events", "--limit", "1025"],
+                     ["events", "stray"],
                      ["show", "--escaped", "%zz"], ["-t", "nope", "list"],
                      ["--url", "redis://:pw@127.0.0.1:1/0", "list"],
                      ["--url", "http://x", "list"]):

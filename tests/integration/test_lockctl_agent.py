@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (lockctl against a running agent; measures no time, next to no CPU)
 """lockctl asks the agent for what only the agent knows (issue 14's scenario).
 
 A real redis-server and a real lockwatchd with two leaked locks among

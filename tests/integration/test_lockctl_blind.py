@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (measures how long lockctl takes against a drip-feeding server)
+# run-all: idle (waits out lockctl's --timeout against a drip-feeding server: a deadline on
+#   the monotonic clock, with 1 s of room, for a command that needs next to no CPU)
 """lockctl never hangs and never goes blind silently.
 
 - A whole-command deadline: against a server that answers one byte every

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (waits out hung and dead targets within 10-30 s bounds; next to no CPU)
 """lockwatchd --once: one scan of every target, the exposition on stdout.
 
 Against a live redis-server with a few locks: exit 0, stdout passes

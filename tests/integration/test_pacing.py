@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (it times scans at a key rate and a duty cycle, and asks for HTTP answers within
+# run-all: quiet (it times scans at a key rate and a duty cycle, and asks for HTTP answers within
 #   1 s during a scan)
 """Scan pacing: scan_count, max_keys_per_second and scan_duty do what they say.
 

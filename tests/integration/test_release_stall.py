@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (measures probe latencies during stalled releases)
+# run-all: quiet (measures probe latencies during stalled releases)
 """Releases off the probes' path: with Redis stalled (SIGSTOP: connects are
 accepted by the kernel, nothing is answered) and 8 authorised releases sent
 at once, every /healthz and /metrics probe answers within 2 s.  At most

@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (waits on reloads and scans; next to no CPU; its bound, SIGTERM exit within
+#   5 s, has room)
 """SIGHUP reload and SIGTERM.
 
 SIGHUP with a changed config (max_hold 60s -> 2s) is applied: a lock held

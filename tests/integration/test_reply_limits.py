@@ -1,5 +1,4 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (measures peak RSS and seconds to down)
 """Memory is not sized by the server: a target streaming 128 MiB replies
 (an array header announcing 2e9 elements, then small elements; a bulk
 header announcing 2 GB, then its bytes), at the connection's first command
@@ -16,14 +15,6 @@ import harness as h
 from fake_redis import FakeRedis
 
 RSS_LIMIT_MB = 96
-
-
-def peak_rss_mb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return None
 
 
 class ReplyLimits(h.TestCase):
@@ -50,16 +41,12 @@ class ReplyLimits(h.TestCase):
         down_s = time.monotonic() - t0
         # each streamed for a while more on later attempts: let them
         time.sleep(5)
-        peak = peak_rss_mb(ag.proc.pid)
+        peak = h.peak_rss_mb(ag.proc.pid)
         sent = sum(f.sent for f in fakes)
         print("huge replies: every target down after %.1f s; the fakes sent %.0f MiB; "
               "peak RSS %.1f MiB" % (down_s, sent / 1048576.0, peak))
         self.assertTrue(ag.alive)
-        if h.sanitized():
-            print("skipped: the peak RSS bound (an ASan build's RSS is its shadow and "
-                  "quarantine)")
-        else:
-            self.assertLess(peak, RSS_LIMIT_MB, "peak RSS %.1f MiB" % peak)
+        self.assert_peak_rss_under(peak, RSS_LIMIT_MB)
         m = ag.metrics()
         for n in names:
             self.assertEqual(h.select(m, "lockwatch_target_up", target=n)[0][1], 0, n)

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (measures seconds to down and SIGTERM exit time)
+# run-all: idle (waits on dripping fake servers and a 60 s scan_timeout; its bounds - down
+#   within 90 s at the defaults, SIGTERM exit within 5 s - leave room for a busy neighbour)
 """A whole-scan deadline (scan_timeout): a server that answers one byte
 every 0.5 s (each read well inside command_timeout) or a SCAN cursor that
 never returns to 0 must not freeze a target's scan.  The scan fails naming

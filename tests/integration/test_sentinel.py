@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (waits on Sentinel's own failover timers; next to no CPU; its bound, two
+#   scan intervals plus 1 s, has room)
 """mode = sentinel: a primary, a replica and three sentinels started by the
 test.  The agent finds the primary through the sentinels (its URL names no
 server that matters), finds the leaks there, and after SENTINEL FAILOVER

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (a target down and back, waited on with 15-45 s timeouts; next to no CPU)
 """A target going down, and coming back, without an agent restart.
 
 kill -9 of the target's redis-server: lockwatch_target_up{target="main"}

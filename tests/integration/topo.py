@@ -217,6 +217,26 @@ class Sentinel:
         h._forget(self.proc)
 
 
+def start_sentinels(test, primary_port, n=3, replicas=1, **kw):
+    """n Sentinels monitoring primary_port as "mymaster" (keyword arguments
+    go to Sentinel), stopped with test (a harness TestCase); returned once
+    each sees the replicas and the other n - 1 sentinels, which a failover
+    needs."""
+    sentinels = [Sentinel(primary_port, **kw) for _ in range(n)]
+    for s in sentinels:
+        test.addCleanup(s.kill)
+
+    def ready(s):
+        flat = s.client().execute_command("SENTINEL", "MASTER", "mymaster")
+        info = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+        return len(s.replicas()) == replicas and int(info["num-other-sentinels"]) == n - 1
+    for s in sentinels:
+        h.wait_until(lambda s=s: ready(s), 30,
+                     desc="sentinel :%d sees %d replica(s) and %d sentinels"
+                     % (s.port, replicas, n - 1))
+    return sentinels
+
+
 # --------------------------------------------------------------------------
 # lockctl
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_follow.c - follow mode's pure pieces: the notify-keyspace-events
- * check and the keyspace channel parser (collectors/redis/ksub.h), and the
- * coalescing, capped key map of the pending set (collectors/follow/keymap.h).
+ * check and the keyspace channel parser (collectors/redis/ksub.h), the
+ * coalescing, capped key map of the pending set (collectors/follow/keymap.h),
+ * and the freshness check's reading of INFO, Redis 6's and 7's
+ * (collectors/follow/freshness.h).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -16,6 +18,7 @@
 #include <cmocka.h>
 
 #include "collectors/redis/ksub.h"
+#include "collectors/follow/freshness.h"
 #include "collectors/follow/keymap.h"
 
 static void
@@ -92,7 +95,7 @@ channel_key(void **state)
 static void
 keymap_coalesces(void **state)
 {
-    struct keymap *m = keymap_new(0);
+    struct keymap *m = keymap_new(0, 0);
     int64_t stamp;
     void *v, *old;
 
@@ -123,7 +126,7 @@ keymap_coalesces(void **state)
 static void
 keymap_cap(void **state)
 {
-    struct keymap *m = keymap_new(100);
+    struct keymap *m = keymap_new(100, 0);
     char key[32];
     int i;
 
@@ -141,6 +144,40 @@ keymap_cap(void **state)
     assert_int_equal(keymap_put(m, "lock:7", 6, NULL, 0, NULL), 0);
     assert_true(keymap_del(m, "lock:7", 6, NULL));
     assert_int_equal(keymap_put(m, "lock:new", 8, NULL, 0, NULL), 1);
+    keymap_free(m, NULL);
+}
+
+/* The byte cap: long keys fill the map before its key cap, a key longer
+ * than the whole cap never goes in, and a delete gives its bytes back. */
+static void
+keymap_byte_cap(void **state)
+{
+    enum { LONG = 1000, CAP = 4 * (LONG + KEYMAP_ENTRY_COST) };
+    struct keymap *m = keymap_new(100, CAP);
+    char key[CAP + 1];
+    int i;
+
+    (void)state;
+    memset(key, 'k', sizeof(key));
+    for (i = 0; i < 4; i++) {
+        key[0] = (char)('a' + i);
+        assert_int_equal(keymap_put(m, key, LONG, NULL, i, NULL), 1);
+    }
+    assert_int_equal(keymap_bytes(m), (size_t)CAP);
+    errno = 0;
+    assert_int_equal(keymap_put(m, "lock:x", 6, NULL, 0, NULL), -1);
+    assert_int_equal(errno, ENOSPC);
+    /* a key already there is still coalesced at the cap */
+    key[0] = 'a';
+    assert_int_equal(keymap_put(m, key, LONG, NULL, 9, NULL), 0);
+    assert_true(keymap_del(m, key, LONG, NULL));
+    assert_int_equal(keymap_bytes(m), (size_t)(CAP - LONG - KEYMAP_ENTRY_COST));
+    assert_int_equal(keymap_put(m, "lock:x", 6, NULL, 0, NULL), 1);
+    /* one key over the whole cap: refused, nothing changed */
+    errno = 0;
+    assert_int_equal(keymap_put(m, key, sizeof(key), NULL, 0, NULL), -1);
+    assert_int_equal(errno, ENOSPC);
+    assert_int_equal(keymap_count(m), 4);
     keymap_free(m, NULL);
 }
 
@@ -163,7 +200,7 @@ static void
 keymap_churn(void **state)
 {
     enum { N = 20000 };
-    struct keymap *m = keymap_new(0);
+    struct keymap *m = keymap_new(0, 0);
     char key[32], *expect, *seen;
     const char *k;
     size_t len, pos = 0, count = 0;
@@ -202,6 +239,82 @@ keymap_churn(void **state)
     keymap_free(m, NULL);
 }
 
+/* INFO as Redis 6.2 and 7.0 write it (trimmed). */
+static const char info_server[] =
+    "# Server\r\nredis_version:6.2.14\r\nrun_id:4f7c0c7e2d1b9a0e5f3c\r\ntcp_port:6379\r\n";
+static const char stats6[] =
+    "# Commandstats\r\ncmdstat_get:calls=9,usec=1,usec_per_call=0.11\r\n"
+    "cmdstat_flushdb:calls=2,usec=5,usec_per_call=2.50,rejected_calls=0,failed_calls=0\r\n"
+    "cmdstat_config:calls=7,usec=70,usec_per_call=10.00,rejected_calls=1,failed_calls=0\r\n";
+static const char stats7[] =
+    "# Commandstats\r\ncmdstat_config|get:calls=40,usec=9,usec_per_call=0.2\r\n"
+    "cmdstat_config|set:calls=3,usec=9,usec_per_call=3.0,rejected_calls=0\r\n"
+    "cmdstat_swapdb:calls=1,usec=9,usec_per_call=9.0\r\n";
+static const char keyspace[] =
+    "# Keyspace\r\ndb0:keys=120,expires=3,avg_ttl=0\r\ndb1:keys=5,expires=0,avg_ttl=0\r\n";
+
+static void
+fresh_reads_info(void **state)
+{
+    struct fresh_state st;
+
+    (void)state;
+    memset(&st, 0, sizeof(st));
+    fresh_parse(FRESH_SERVER, info_server, sizeof(info_server) - 1, 0, &st);
+    assert_string_equal(st.run_id, "4f7c0c7e2d1b9a0e5f3c");
+    fresh_parse(FRESH_COMMANDSTATS, stats6, sizeof(stats6) - 1, 0, &st);
+    assert_int_equal(st.flushdb, 2);
+    assert_int_equal(st.flushall, 0);
+    assert_int_equal(st.config_any, 7);         /* Redis 6: every subcommand */
+    assert_int_equal(st.config_set, 0);
+    fresh_parse(FRESH_COMMANDSTATS, stats7, sizeof(stats7) - 1, 0, &st);
+    assert_int_equal(st.config_set, 3);         /* Redis 7: config|set apart */
+    assert_int_equal(st.config_any, 0);         /* and config|get is not it */
+    assert_int_equal(st.swapdb, 1);
+    fresh_parse(FRESH_KEYSPACE, keyspace, sizeof(keyspace) - 1, 1, &st);
+    assert_int_equal(st.keys, 5);
+    fresh_parse(FRESH_KEYSPACE, keyspace, sizeof(keyspace) - 1, 0, &st);
+    assert_int_equal(st.keys, 120);
+    fresh_parse(FRESH_KEYSPACE, keyspace, sizeof(keyspace) - 1, 2, &st);
+    assert_int_equal(st.keys, 0);               /* an empty database has no line */
+}
+
+/* Redis 6: a CONFIG SET shows only as a call of config; it counts where
+ * the agent cannot CONFIG GET, and not where it reads the setting itself
+ * each check (its own reads count there). */
+static void
+fresh_redis6_config(void **state)
+{
+    struct fresh_state base, now;
+    char why[200];
+    unsigned streak = 0;
+    bool resub;
+
+    (void)state;
+    memset(&base, 0, sizeof(base));
+    fresh_parse(FRESH_SERVER, info_server, sizeof(info_server) - 1, 0, &base);
+    fresh_parse(FRESH_COMMANDSTATS, stats6, sizeof(stats6) - 1, 0, &base);
+    base.keys = 100;
+    base.have = true;
+    now = base;
+    assert_false(fresh_changed(&base, &now, 10, false, &streak, &resub, why, sizeof(why)));
+    now.config_any++;
+    assert_true(fresh_changed(&base, &now, 10, false, &streak, &resub, why, sizeof(why)));
+    assert_true(resub);
+    assert_non_null(strstr(why, "CONFIG (Redis 6"));
+    assert_false(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    /* the other counters count either way */
+    now.flushdb++;
+    assert_true(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    assert_false(resub);
+    assert_non_null(strstr(why, "FLUSHDB ran"));
+    /* Redis 7's config|set always counts */
+    now = base;
+    now.config_set++;
+    assert_true(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    assert_true(resub);
+}
+
 int
 main(void)
 {
@@ -210,7 +323,10 @@ main(void)
         cmocka_unit_test(channel_key),
         cmocka_unit_test(keymap_coalesces),
         cmocka_unit_test(keymap_cap),
+        cmocka_unit_test(keymap_byte_cap),
         cmocka_unit_test(keymap_churn),
+        cmocka_unit_test(fresh_reads_info),
+        cmocka_unit_test(fresh_redis6_config),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

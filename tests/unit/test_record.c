@@ -4,17 +4,21 @@
  * scan_record() of scanrun.h), without Redis: keys in parsed values go in
  * through the step, and the snapshot the run finishes says what a scan
  * would have published (format, class, holders, states, duplicates,
- * first-seen times kept across passes, the keep hook).
+ * first-seen times kept across passes, the keep hook), and what a change
+ * of server between two passes loses (collectors/scan/lost.c: the count by
+ * cause, the list carried on, the one event).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include "collectors/events/events.h"
 #include "collectors/formats/formats.h"
 #include "collectors/scan/scan_impl.h"
 
@@ -338,6 +342,263 @@ keep_hook(void **state)
     assert_int_equal(kp.read_ms[1], f->snap->started_ms);
 }
 
+/* ---- locks lost at a change of server (collectors/scan/lost.c) ---------- */
+
+/* The pass ends, finished after_ms after its start, on node whose INFO said
+ * run_id (NULL: refused) and flushes; compared with the view before and
+ * stamped, as scanner_run() does. */
+static void
+pass_end_on(struct fixture *f, const char *node, const char *run_id, long long flushes,
+            int64_t after_ms)
+{
+    struct snapshot *s;
+
+    pass_end(f);
+    s = f->snap;
+    s->finished_ms = s->started_ms + after_ms;
+    snprintf(s->node, sizeof(s->node), "%s", node);
+    s->server.have = run_id != NULL;
+    snprintf(s->server.run_id, sizeof(s->server.run_id), "%s", run_id != NULL ? run_id : "");
+    s->server.flushes = flushes;
+    lost_compare(f->sc, s, NULL);
+    s->counters = f->sc->counters;
+    lost_stamp(f->sc, s);
+}
+
+static void
+first_view(struct fixture *f)
+{
+    pass_begin(f);
+    put_string(f, "lock:a", "tok-a", 60000, 0, -1);
+    put_string(f, "lock:b", "tok-b", 60000, 0, -1);
+    put_string(f, "lock:c", "tok-c", 100, 0, -1);          /* runs out before the next view */
+    put_string(f, "lock:d", "tok-d", -1, 0, -1);           /* no TTL */
+    put_string(f, "lock:e", "tok-e", 60000, 0, -1);
+    pass_end_on(f, "10.0.0.1:6379", "run-A", 0, 10);
+}
+
+/* The events of a loss, one line each: "key|holder|class|detail". */
+static void
+collect(const struct event *e, void *arg)
+{
+    char *out = arg;
+    size_t used = strlen(out);
+
+    assert_int_equal(e->kind, EVENT_LOST_AT_FAILOVER);
+    assert_string_equal(e->target, "t");
+    snprintf(out + used, 4096 - used, "%.*s|%s|%s|%s\n", (int)e->keylen, e->key, e->holder,
+             e->klass, e->detail);
+}
+
+/* A restart: gone, taken by another holder, and expired are told apart. */
+static void
+restart_loses_the_unexpired(void **state)
+{
+    struct fixture *f = *state;
+    struct snapshot *s;
+    char detail[4096] = "";
+    int64_t at;
+    size_t i;
+
+    events_reset();
+    first_view(f);
+    pass_begin(f);
+    put_string(f, "lock:b", "tok-other", 60000, 0, -1);    /* taken anew by another */
+    put_string(f, "lock:e", "tok-e", 60000, 0, -1);        /* the same holder: survived */
+    pass_end_on(f, "10.0.0.1:6379", "run-B", 0, 1000);
+    s = f->snap;
+    assert_int_equal(s->lost.count, 3);         /* a, b, d; c expired */
+    assert_int_equal(s->lost.compared, 5);
+    assert_int_equal(s->lost.cause, LOST_RESTART);
+    assert_int_equal(s->counters.lost_total[LOST_RESTART], 3);
+    assert_int_equal(s->lost.nlisted, 3);
+    for (i = 0; i < s->lost.nlisted; i++) {
+        const struct snap_lost_lock *e = &s->lost.listed[i];
+
+        assert_true(e->key_len == 6);
+        assert_true(memcmp(e->key, "lock:c", 6) != 0 && memcmp(e->key, "lock:e", 6) != 0);
+        assert_int_equal(e->taken, memcmp(e->key, "lock:b", 6) == 0);
+    }
+    /* an event a lost lock, oldest hold first (here: as the view kept them) */
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 3);
+    assert_int_equal(events_each(0, 0, collect, detail), 3);
+    assert_non_null(strstr(detail, "lock:b|tok-b|lock:b|lost at a restart of 10.0.0.1:6379: "
+                           "another holder has it now ("));
+    assert_non_null(strstr(detail, "lock:a|tok-a|lock:a|lost at a restart of 10.0.0.1:6379: "
+                           "gone with no release seen ("));
+    assert_non_null(strstr(detail, "lock:d|tok-d|"));
+    assert_non_null(strstr(detail, " of 3 lost, oldest hold first)\n"));
+    assert_null(strstr(detail, "lock:c|"));
+    assert_null(strstr(detail, "lock:e|"));
+    at = s->lost.at_ms;
+
+    /* the next view, same server: nothing new, the loss carried on */
+    pass_begin(f);
+    put_string(f, "lock:e", "tok-e", 60000, 0, -1);
+    pass_end_on(f, "10.0.0.1:6379", "run-B", 0, 1000);
+    s = f->snap;
+    assert_int_equal(s->lost.count, 3);
+    assert_int_equal(s->lost.at_ms, at);
+    assert_int_equal(s->counters.lost_total[LOST_RESTART], 3);
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 3);
+}
+
+/* More lost than named: LOST_LIST_MAX events, oldest hold first, each
+ * with its own key and holder; every one counted. */
+static void
+many_lost_named_oldest_first(void **state)
+{
+    struct fixture *f = *state;
+    char key[32], holder[32], want[64], *got = calloc(1, 4096), *p;
+    size_t i, n = LOST_LIST_MAX + 15;
+
+    events_reset();
+    pass_begin(f);
+    for (i = 0; i < n; i++) {
+        size_t age = (i * 7) % n;               /* shuffled */
+
+        snprintf(key, sizeof(key), "lock:n:%02zu", age);
+        snprintf(holder, sizeof(holder), "tok-%02zu", age);
+        put_string(f, key, holder, 600000, (int64_t)age * 1000, -1);
+    }
+    pass_end_on(f, "10.0.0.1:6379", "run-A", 0, 10);
+    pass_begin(f);
+    pass_end_on(f, "10.0.0.1:6379", "run-B", 0, 10);
+    assert_int_equal(f->snap->lost.count, n);
+    assert_int_equal(events_each(0, 0, collect, got), LOST_LIST_MAX);
+    for (i = 0, p = got; i < LOST_LIST_MAX; i++) {
+        /* the oldest (age n - 1) first */
+        snprintf(want, sizeof(want), "lock:n:%02zu|tok-%02zu|", n - 1 - i, n - 1 - i);
+        assert_true(strncmp(p, want, strlen(want)) == 0);
+        assert_true(memcmp(f->snap->lost.listed[i].key, want, 9) == 0);
+        p = strchr(p, '\n') + 1;
+    }
+    free(got);
+}
+
+/* Another address and run_id is a failover; other flush counts a flush. */
+static void
+failover_and_flush(void **state)
+{
+    struct fixture *f = *state;
+    struct snapshot *s;
+
+    events_reset();
+    first_view(f);
+    pass_begin(f);
+    pass_end_on(f, "10.0.0.2:6379", "run-R", 0, 10);
+    s = f->snap;
+    assert_int_equal(s->lost.cause, LOST_FAILOVER);
+    assert_int_equal(s->lost.count, 5);         /* c has not run out yet */
+    assert_string_equal(s->lost.was, "10.0.0.1:6379");
+    assert_string_equal(s->lost.now, "10.0.0.2:6379");
+
+    pass_begin(f);
+    put_string(f, "lock:x", "tok-x", 60000, 0, -1);
+    pass_end_on(f, "10.0.0.2:6379", "run-R", 0, 10);
+    pass_begin(f);
+    pass_end_on(f, "10.0.0.2:6379", "run-R", 1, 10);
+    s = f->snap;
+    assert_int_equal(s->lost.cause, LOST_FLUSH);
+    assert_int_equal(s->lost.count, 1);
+    assert_int_equal(s->counters.lost_total[LOST_FAILOVER], 5);
+    assert_int_equal(s->counters.lost_total[LOST_FLUSH], 1);
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 5 + 1);
+}
+
+/* Locks gone with the same server (released), or with INFO refused
+ * (nothing known about the server): nothing is lost. */
+static void
+no_change_no_loss(void **state)
+{
+    struct fixture *f = *state;
+    struct snapshot *s;
+
+    events_reset();
+    first_view(f);
+    pass_begin(f);
+    pass_end_on(f, "10.0.0.1:6379", "run-A", 0, 10);
+    s = f->snap;
+    assert_int_equal(s->lost.count, 0);
+    pass_begin(f);
+    put_string(f, "lock:a", "tok-a", 60000, 0, -1);
+    pass_end_on(f, "10.0.0.1:6379", "run-A", 0, 10);
+    pass_begin(f);
+    pass_end_on(f, "10.0.0.1:6379", NULL, 0, 10);
+    s = f->snap;
+    assert_int_equal(s->lost.count, 0);
+    assert_int_equal(s->counters.lost_total[LOST_RESTART] + s->counters.lost_total[LOST_FLUSH] +
+                     s->counters.lost_total[LOST_FAILOVER], 0);
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 0);
+}
+
+/* Cluster: two shards, slots 0-8191 and 8192-16383.  The pass ends with
+ * shard 1 read (ok1) or failed, each shard's INFO saying run0 / run1. */
+static void
+pass_end_cluster(struct fixture *f, bool ok1, const char *run0, const char *run1)
+{
+    static uint16_t slot_shard[CLUSTER_SLOTS];
+    struct cluster_topo topo = { .nshards = 2, .slot_shard = slot_shard };
+    const char *runs[2] = { run0, run1 };
+    struct snapshot *s;
+    size_t i;
+
+    for (i = 0; i < CLUSTER_SLOTS; i++)
+        slot_shard[i] = i < 8192 ? 0 : 1;
+    pass_end(f);
+    s = f->snap;
+    s->finished_ms = s->started_ms + 10;
+    assert_non_null(s->shards = calloc(2, sizeof(*s->shards)));
+    s->nshards = 2;
+    for (i = 0; i < 2; i++) {
+        snprintf(s->shards[i].shard, sizeof(s->shards[i].shard), i == 0 ? "0-8191" :
+                 "8192-16383");
+        snprintf(s->shards[i].node, sizeof(s->shards[i].node), "10.0.0.%zu:6379", i + 1);
+        s->shards[i].ok = i == 0 || ok1;
+        s->shards[i].server.have = true;
+        snprintf(s->shards[i].server.run_id, sizeof(s->shards[i].server.run_id), "%s",
+                 runs[i]);
+    }
+    lost_compare(f->sc, s, &topo);
+    s->counters = f->sc->counters;
+    lost_stamp(f->sc, s);
+}
+
+/* A shard that failed while it restarted: compared, when it is back, with
+ * the last view that read it, for its own slots only, and counted once. */
+static void
+cluster_shard_back_from_a_restart(void **state)
+{
+    struct fixture *f = *state;
+
+    events_reset();
+    assert_true(cluster_keyslot("lock:{b}:1", 10) < 8192);
+    assert_true(cluster_keyslot("lock:{a}:1", 10) >= 8192);
+    pass_begin(f);
+    put_string(f, "lock:{b}:1", "tok-b", 60000, 0, -1);
+    put_string(f, "lock:{a}:1", "tok-a", 60000, 0, -1);
+    put_string(f, "lock:{a}:2", "tok-a2", 60000, 0, -1);
+    pass_end_cluster(f, true, "run-0", "run-1");
+    /* shard 1 down: its locks are not in this view */
+    pass_begin(f);
+    put_string(f, "lock:{b}:1", "tok-b", 60000, 0, -1);
+    pass_end_cluster(f, false, "run-0", "");
+    assert_int_equal(f->snap->lost.count, 0);
+    /* back, restarted empty; shard 0's lock released meanwhile is no loss
+     * (its server did not change) */
+    pass_begin(f);
+    pass_end_cluster(f, true, "run-0", "run-1b");
+    assert_int_equal(f->snap->lost.count, 2);
+    assert_int_equal(f->snap->lost.compared, 2);
+    assert_int_equal(f->snap->lost.cause, LOST_RESTART);
+    assert_string_equal(f->snap->lost.now, "10.0.0.2:6379");
+    /* and the next pass says nothing new */
+    pass_begin(f);
+    pass_end_cluster(f, true, "run-0", "run-1b");
+    assert_int_equal(f->snap->counters.lost_total[LOST_RESTART], 2);
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 2);
+}
+
 int
 main(void)
 {
@@ -348,6 +609,11 @@ main(void)
         cmocka_unit_test_setup_teardown(duplicates, setup, teardown),
         cmocka_unit_test_setup_teardown(first_seen_across_passes, setup, teardown),
         cmocka_unit_test_setup_teardown(keep_hook, setup, teardown),
+        cmocka_unit_test_setup_teardown(restart_loses_the_unexpired, setup, teardown),
+        cmocka_unit_test_setup_teardown(many_lost_named_oldest_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(failover_and_flush, setup, teardown),
+        cmocka_unit_test_setup_teardown(no_change_no_loss, setup, teardown),
+        cmocka_unit_test_setup_teardown(cluster_shard_back_from_a_restart, setup, teardown),
     };
 
     return cmocka_run_group_tests_name("record", tests, NULL, NULL);

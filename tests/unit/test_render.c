@@ -21,6 +21,7 @@
 #include "agent/http/throttle.h"
 #include "agent/http/render.h"
 #include "alerts/alerts.h"
+#include "collectors/events/events.h"
 #include "common/keytext.h"
 
 #define NOW 1800000000000LL
@@ -111,8 +112,8 @@ count_samples(const char *text)
     return n;
 }
 
-/* Every line is a comment or name{labels} value, and label values only
- * contain escaped quotes, backslashes and newlines. */
+/* Every line is a comment, name value, or name{labels} value, and label
+ * values only contain escaped quotes, backslashes and newlines. */
 static void
 assert_exposition_lines_well_formed(const char *text)
 {
@@ -123,9 +124,15 @@ assert_exposition_lines_well_formed(const char *text)
         nl = strchr(p, '\n');
         assert_non_null(nl);
         if (*p != '#') {
-            const char *q = strchr(p, '{');
+            const char *q = strchr(p, '{'), *sp = strchr(p, ' ');
             bool in_str = false;
 
+            /* a family without labels: "name value" */
+            if (sp != NULL && sp < nl && (q == NULL || sp < q)) {
+                assert_null(memchr(p, '"', (size_t)(nl - p)));
+                p = nl + 1;
+                continue;
+            }
             assert_non_null(q);
             assert_true(q < nl);
             for (q++; q < nl; q++) {
@@ -202,6 +209,35 @@ series_do_not_grow_with_locks(void **state)
     free(tb);
     view_release(&va);
     view_release(&vb);
+}
+
+/* The timeline's counters: every kind always, the ring's drops, and no
+ * series per event however many (the ring keeps EVENTS_MAX). */
+static void
+events_counted_by_kind(void **state)
+{
+    struct snapshot *s = new_snap("main", "lock:*");
+    struct event_in in = { .kind = EVENT_FORCE_RELEASE, .key = "lock:a\n\"", .keylen = 8,
+                           .seconds = -1 };
+    struct view v;
+    char *text;
+
+    (void)state;
+    events_reset();
+    view_of(&v, &s, 1, 20);
+    for (int i = 0; i < EVENTS_MAX + 3; i++)
+        events_push(&in);
+    in.kind = EVENT_DEADLOCK;
+    events_push(&in);
+    text = metrics_of(&v);
+    assert_exposition_lines_well_formed(text);
+    assert_non_null(strstr(text, "lockwatch_events_total{kind=\"force_release\"} 1027\n"));
+    assert_non_null(strstr(text, "lockwatch_events_total{kind=\"deadlock\"} 1\n"));
+    assert_non_null(strstr(text, "lockwatch_events_total{kind=\"lease_lost\"} 0\n"));
+    assert_non_null(strstr(text, "\nlockwatch_events_dropped_total 4\n"));
+    free(text);
+    view_release(&v);
+    events_reset();
 }
 
 /* Found by fuzz/fuzz_render.c: "lock:a\xff" and "lock:a\xfe" both sanitise
@@ -583,6 +619,38 @@ some_leases(void)
  * formats, a read error, follow figures and offenders; a target down; a
  * cluster target with shards; one not scanned yet; a judged Redlock
  * group; wait statistics; alerts; release counters. */
+/* A class trend view (issue 28) over the first class of w, whose holds
+ * get a window so that the headroom gauge has a value. */
+static struct classtrend_view *
+some_trend(struct waitstats_view *w)
+{
+    struct classtrend_view *tv = calloc(1, sizeof(*tv));
+    struct classtrend_class *c;
+
+    assert_non_null(tv);
+    assert_true(w->nclasses > 0);
+    tv->classes = calloc(1, sizeof(*tv->classes));
+    tv->names = strdup(w->classes[0].name);
+    assert_non_null(tv->classes);
+    assert_non_null(tv->names);
+    tv->nclasses = 1;
+    c = &tv->classes[0];
+    c->name = tv->names;
+    c->count = 300;
+    c->baseline_known = true;
+    c->baseline = 100;
+    c->created_total = 7;
+    c->deleted_total = 5;
+    c->lease_bucket[6] = 2;     /* two leases of 5 s < l <= 10 s */
+    c->lease_count = 2;
+    c->lease_sum_s = 19.5;
+    c->lease_known = true;
+    c->lease_ms = 10000;
+    w->classes[0].hold_window_count = 1000;
+    w->classes[0].hold_p999_us = 9e6;
+    return tv;
+}
+
 static void
 full_view(struct view *v, struct alerts **al, atomic_uint_fast64_t *releases)
 {
@@ -647,6 +715,7 @@ full_view(struct view *v, struct alerts **al, atomic_uint_fast64_t *releases)
     v->now_ms = NOW;
     v->wait = some_waits();
     v->lease = some_leases();
+    v->trend = some_trend(v->wait);
     memset(&cfg, 0, sizeof(cfg));
     cfg.webhooks = &hook;
     cfg.nwebhooks = 1;
@@ -787,6 +856,28 @@ families_without_their_source_are_left_out(void **state)
     view_release(&v);
 }
 
+/* lockwatch_locks_lost_total: every cause for every target, 0 until it
+ * happens, then the target's count. */
+#define LOST "lockwatch_locks_lost_total{target=\""
+static void
+locks_lost_by_cause(void **state)
+{
+    struct snapshot *snaps[2] = { new_snap("main", "lock:*"), new_snap("other", "lock:*") };
+    struct view v;
+    char *text;
+
+    (void)state;
+    snaps[0]->counters.lost_total[LOST_FAILOVER] = 20;
+    view_of(&v, snaps, 2, 20);
+    text = metrics_of(&v);
+    assert_non_null(strstr(text, LOST "main\",cause=\"failover\"} 20\n"));
+    assert_non_null(strstr(text, LOST "main\",cause=\"restart\"} 0\n"));
+    assert_non_null(strstr(text, LOST "main\",cause=\"flush\"} 0\n"));
+    assert_non_null(strstr(text, LOST "other\",cause=\"failover\"} 0\n"));
+    free(text);
+    view_release(&v);
+}
+
 /* lockwatch_lock_expirations_total: both renewed values of every row,
  * hostile class names escaped; the overrun histogram by class. */
 static void
@@ -829,6 +920,8 @@ main(void)
         cmocka_unit_test(api_pages_hold_every_lock_once),
         cmocka_unit_test(api_page_is_cut_at_the_byte_cap),
         cmocka_unit_test(ready_names_targets_that_are_not),
+        cmocka_unit_test(locks_lost_by_cause),
+        cmocka_unit_test(events_counted_by_kind),
         cmocka_unit_test(every_family_is_one_row),
         cmocka_unit_test(families_without_their_source_are_left_out),
         cmocka_unit_test(lease_families_render),

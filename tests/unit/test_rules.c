@@ -14,6 +14,7 @@
 
 #include "alerts/rules.h"
 #include "alerts/text.h"
+#include "collectors/waits/leaseadvice.h"
 
 #define NOW  1800000000000LL
 #define MONO 1000000LL
@@ -69,7 +70,7 @@ eval(struct alertset *set, struct snapshot *s, bool fresh, const struct waitstat
     size_t nev;
 
     alertset_begin(set, NOW + t, MONO + t);
-    rules_eval(set, &params, &rt, 1, w, NOW + t);
+    rules_eval(set, &params, &rt, 1, w, NULL, NOW + t);
     assert_int_equal(alertset_end(set, 3600000, false, ev, &nev), 0);
     return nev;
 }
@@ -376,6 +377,251 @@ shard_down_fires_per_shard_and_resolves(void **state)
     alertset_free(set);
 }
 
+/* --- issue 28: leases and counts per class -------------------------------- */
+
+static const struct rules_conf lparams = {
+    .judge = { .leak_grace_ms = 30000, .max_hold_ms = 300000, .max_reentrancy = 16 },
+    .wait_p99_ms = 1000, .wait_window_ms = 60000, .wait_min_samples = 20,
+    .lease_short_at = 0.8, .lease_too_long = false, .lease_long_factor = 20,
+    .lease_min_holds = 100, .count_surge_factor = 3, .count_surge_floor = 50,
+    .count_baseline_window_ms = 3600000,
+};
+
+static size_t
+eval_trend(struct alertset *set, const struct rules_conf *p, const struct waitstats_view *w,
+           const struct classtrend_view *tv, int64_t t, const struct alert_event **ev)
+{
+    size_t nev;
+
+    alertset_begin(set, NOW + t, MONO + t);
+    rules_eval(set, p, NULL, 0, w, tv, NOW + t);
+    assert_int_equal(alertset_end(set, 3600000, false, ev, &nev), 0);
+    return nev;
+}
+
+static const struct alert *
+firing(const struct alertset *set, enum alert_name name, const char *cls)
+{
+    const struct alert *a;
+
+    for (size_t i = 0; (a = alertset_at(set, i)) != NULL; i++)
+        if (a->state == ALERT_FIRING && a->name == name && strcmp(a->class_, cls) == 0)
+            return a;
+    return NULL;
+}
+
+static size_t
+alertset_count(const struct alertset *set)
+{
+    size_t n[ALERT_NAMES], sup, total = 0;
+
+    alertset_counts(set, n, &sup);
+    for (size_t i = 0; i < ALERT_NAMES; i++)
+        total += n[i];
+    return total;
+}
+
+#define NLEASE 6
+
+static void
+lease_rules(void **state)
+{
+    static const char *const names[NLEASE] = { "short", "few", "fits", "long", "dog", "dogshort" };
+    static const int64_t lease[NLEASE] = { 10000, 10000, 60000, 200000, 6000, 6000 };
+    static const uint64_t holds[NLEASE] = { 1000, 99, 1000, 1000, 1000, 1000 };
+    struct waitstats_class wc[NLEASE];
+    struct classtrend_class tc[NLEASE];
+    struct waitstats_view w;
+    struct classtrend_view tv;
+    struct rules_conf p = lparams;
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    const struct alert *a;
+    size_t i;
+
+    (void)state;
+    memset(wc, 0, sizeof(wc));
+    memset(tc, 0, sizeof(tc));
+    for (i = 0; i < NLEASE; i++) {
+        wc[i].name = tc[i].name = names[i];
+        wc[i].has_hold = true;
+        wc[i].hold_window_count = holds[i];
+        wc[i].hold_p999_us = 9e6;
+        tc[i].lease_known = true;
+        tc[i].lease_ms = lease[i];
+    }
+    tc[4].watchdog = tc[5].watchdog = true;
+    tc[4].renewal_ms = 2000;            /* Redisson's lease / 3: fits */
+    tc[5].renewal_ms = 5500;            /* renewed too late for its lease */
+    memset(&w, 0, sizeof(w));
+    w.classes = wc;
+    w.nclasses = NLEASE;
+    memset(&tv, 0, sizeof(tv));
+    tv.classes = tc;
+    tv.nclasses = NLEASE;
+
+    eval_trend(set, &p, &w, &tv, 0, &ev);
+    assert_int_equal(alertset_count(set), 2);
+    a = firing(set, ALERT_LOCK_LEASE_TOO_SHORT, "short");
+    assert_non_null(a);
+    assert_null(a->target);
+    assert_null(a->key);
+    assert_string_equal(a->summary, "Lease of lock class short (10s) is too short: hold P99.9 9s; "
+                        "suggested lease 20s");
+    assert_non_null(strstr(a->description, "1000 holds in the last wait_window (1m 0s) had a "
+                           "P99.9 of 9s; its locks carry a lease of 10s"));
+    assert_non_null(strstr(a->description, "above lease_short_at (80%)"));
+    a = firing(set, ALERT_LOCK_LEASE_TOO_SHORT, "dogshort");
+    assert_non_null(a);
+    assert_non_null(strstr(a->summary, "renewed every 5s; suggested lease 20s"));
+    assert_non_null(strstr(a->description, "the renewal period is above lease_short_at"));
+    assert_int_equal(alert_severity_of(ALERT_LOCK_LEASE_TOO_SHORT), ALERT_SEVERITY_WARNING);
+
+    /* LockLeaseTooLong: off by default; on, the 200 s lease over 9 s holds */
+    p.lease_too_long = true;
+    eval_trend(set, &p, &w, &tv, 1000, &ev);
+    a = firing(set, ALERT_LOCK_LEASE_TOO_LONG, "long");
+    assert_non_null(a);
+    assert_string_equal(alert_severity_str(alert_severity_of(a->name)), "info");
+    assert_non_null(strstr(a->summary, "(3m 20s) is far longer than its holds"));
+    assert_non_null(strstr(a->description, "lease_long_factor (20)"));
+    assert_int_equal(alertset_count(set), 3);
+
+    /* more holds make the short one fit */
+    p.lease_too_long = false;
+    wc[0].hold_p999_us = 7.9e6;
+    eval_trend(set, &p, &w, &tv, 2000, &ev);
+    assert_null(firing(set, ALERT_LOCK_LEASE_TOO_SHORT, "short"));
+    assert_int_equal(alertset_count(set), 1);
+    alertset_free(set);
+}
+
+static void
+count_surge_rule(void **state)
+{
+    static const char *const names[] = { "tripled", "at", "floor", "floorover", "young" };
+    static const uint64_t count[] = { 301, 300, 150, 151, 100000 };
+    static const double base[] = { 100, 100, 10, 10, 10 };
+    struct classtrend_class tc[5];
+    struct classtrend_view tv;
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    const struct alert *a;
+    size_t i;
+
+    (void)state;
+    memset(tc, 0, sizeof(tc));
+    for (i = 0; i < 5; i++) {
+        tc[i].name = names[i];
+        tc[i].count = count[i];
+        tc[i].baseline = base[i];
+        tc[i].baseline_known = i != 4;  /* young: half the window not seen yet */
+        tc[i].created_rate = 12.5;
+        tc[i].deleted_rate = 0.5;
+    }
+    memset(&tv, 0, sizeof(tv));
+    tv.classes = tc;
+    tv.nclasses = 5;
+    eval_trend(set, &lparams, NULL, &tv, 0, &ev);
+    assert_int_equal(alertset_count(set), 2);
+    a = firing(set, ALERT_LOCK_COUNT_SURGE, "tripled");
+    assert_non_null(a);
+    assert_string_equal(a->summary, "Lock class tripled has 301 locks, 3.0x its baseline of 100");
+    assert_non_null(strstr(a->description, "above count_surge_factor (3) x its baseline (100"));
+    assert_non_null(strstr(a->description, "12.5 locks created and 0.5 deleted per second"));
+    assert_non_null(firing(set, ALERT_LOCK_COUNT_SURGE, "floorover"));
+    /* no leases judged without holds or leases */
+    assert_null(firing(set, ALERT_LOCK_LEASE_TOO_SHORT, "tripled"));
+    alertset_free(set);
+}
+
+static void
+lease_suggestions(void **state)
+{
+    (void)state;
+    assert_int_equal(lease_suggest_ms(9e6), 20000);        /* 18 s -> 20 s */
+    assert_int_equal(lease_suggest_ms(1e6), 2000);
+    assert_int_equal(lease_suggest_ms(10), 1000);          /* at least 1 s */
+    assert_int_equal(lease_suggest_ms(16e6), 45000);       /* 32 s -> 45 s */
+    assert_int_equal(lease_suggest_ms(2000e6), 7200000);   /* 4000 s -> 2 h */
+    assert_string_equal(lease_verdict_str(LEASE_TOO_SHORT), "too_short");
+}
+
+/* A loss at a change of server stamped on the snapshot: one alert for
+ * the target naming the locks oldest first (all 20 of 20; the oldest that
+ * fit of more, and how many more), for RULES_LOST_FIRING_MS. */
+static void
+lost_at_failover_names_the_locks(void **state)
+{
+    const char *classes[] = { "other" };
+    struct snapshot *s = snap(classes, 1);
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    const struct alert *a;
+    char want[64];
+    size_t i, n;
+
+    (void)state;
+    snapshot_finish(s);
+    s->lost.at_ms = NOW - 1000;
+    s->lost.cause = LOST_FAILOVER;
+    snprintf(s->lost.was, sizeof(s->lost.was), "127.0.0.1:6379");
+    snprintf(s->lost.now, sizeof(s->lost.now), "127.0.0.1:6380");
+    s->lost.count = s->lost.compared = 20;
+    s->lost.nlisted = 20;
+    for (i = 0; i < 20; i++) {
+        struct snap_lost_lock *e = &s->lost.listed[i];
+
+        e->key_len = (uint16_t)snprintf(e->key, sizeof(e->key), "lock:job:%02zu", i);
+        e->holder_len = (uint16_t)snprintf(e->holder, sizeof(e->holder), "tok-%zu", i);
+        e->first_seen_ms = s->lost.at_ms - 600000 + (int64_t)i;
+        e->taken = i == 1;
+    }
+    n = eval(set, s, true, NULL, 0, &ev);
+    assert_int_equal(n, 1);
+    a = find(ev, n, ALERT_LOCK_LOST_AT_FAILOVER);
+    assert_non_null(a);
+    assert_string_equal(a->target, "main");
+    assert_null(a->key);
+    assert_non_null(strstr(a->summary, "20 locks lost on target main at a failover to "
+                           "127.0.0.1:6380 (was 127.0.0.1:6379)"));
+    for (i = 0; i < 20; i++) {
+        snprintf(want, sizeof(want), "lock:job:%02zu (", i);
+        assert_non_null(strstr(a->description, want));
+    }
+    assert_true(strstr(a->description, "lock:job:00") < strstr(a->description, "lock:job:19"));
+    assert_non_null(strstr(a->description, "holder tok-0, held 10m 0s"));
+    assert_non_null(strstr(a->description, "lock:job:01 (another holder has it now"));
+    assert_null(strstr(a->description, "more"));
+    assert_non_null(strstr(a->description, "both be inside"));
+
+    /* more than fit: long keys, 500 lost; the text stays within its cap
+     * and says how many it did not name */
+    s->lost.count = 500;
+    s->lost.nlisted = LOST_LIST_MAX;
+    for (i = 0; i < LOST_LIST_MAX; i++) {
+        struct snap_lost_lock *e = &s->lost.listed[i];
+
+        memset(e->key, 'k', sizeof(e->key));
+        e->key_len = sizeof(e->key);
+        e->key_cut = true;
+    }
+    n = eval(set, s, true, NULL, 1000, &ev);
+    a = alertset_at(set, 0);
+    assert_non_null(a);
+    assert_int_equal(a->name, ALERT_LOCK_LOST_AT_FAILOVER);
+    assert_true(strlen(a->description) < RULES_DESCRIPTION_MAX);
+    assert_non_null(strstr(a->description, " more. "));
+    assert_non_null(strstr(a->description, "both be inside"));
+
+    /* RULES_LOST_FIRING_MS after the loss it resolves */
+    n = eval(set, s, true, NULL, RULES_LOST_FIRING_MS, &ev);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].kind, EV_RESOLVED);
+    snapshot_unref(s);
+    alertset_free(set);
+}
+
 /* One evaluation of the EVENT kinds over events evs[0..n). */
 static size_t
 eval_events(struct alertset *set, const struct event *evs, size_t n, int64_t t,
@@ -466,8 +712,12 @@ main(void)
         cmocka_unit_test(shard_down_fires_per_shard_and_resolves),
         cmocka_unit_test(hostile_keys_make_valid_labels),
         cmocka_unit_test(wait_p99_needs_samples),
+        cmocka_unit_test(lost_at_failover_names_the_locks),
         cmocka_unit_test(durations),
         cmocka_unit_test(duration_above_its_limit),
+        cmocka_unit_test(lease_rules),
+        cmocka_unit_test(count_surge_rule),
+        cmocka_unit_test(lease_suggestions),
     };
 
     return cmocka_run_group_tests_name("rules", tests, NULL, NULL);

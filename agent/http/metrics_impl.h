@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * metrics_impl.h - what the files of the /metrics exposition share;
+ * internal to agent/http/.
+ *
+ *   metrics.c          the family table, the shared renderers, the labels
+ *                      and number writers
+ *   classmetrics.c     the class-trend families (their rows: the macro
+ *                      METRIC_FAMILIES_TREND below, expanded in its place
+ *                      in metric_families[], in exposition order)
+ *   metrics_targets.c  renderers of per-target counters by a label of
+ *                      their own (locks lost by cause)
+ *   leasemetrics.c     the lease families of issue 26 (expirations, lease
+ *                      overruns; their rows: METRIC_FAMILIES_LEASE below)
+ *
+ * Kept apart so metrics.c stays one file under the size limit.  A
+ * renderer of another file is named in metric_families[] like any other:
+ * its prototype goes here.
+ */
+#ifndef LOCKWATCH_METRICS_IMPL_H
+#define LOCKWATCH_METRICS_IMPL_H
+
+#include "agent/http/metrics.h"
+#include "alerts/alerts.h"
+#include "common/strbuf.h"
+
+/* What the sample renderers write to and read from: the view, and each
+ * source of metric_families[] (NULL when this render has not got it). */
+struct metrics_out {
+    struct strbuf *sb;
+    const struct view *v;
+    const void *source[SRC_COUNT];
+    struct alerts_stats alerts;     /* source[SRC_ALERTS] when taken */
+};
+
+/* A double as the shortest text that reads back the same. */
+void add_double(struct strbuf *sb, const double d);
+/* "name suffix{class="cls"" (escaped), and ",outcome="o"" when not NULL;
+ * the caller closes the brace. */
+void class_series(struct strbuf *sb, const char *name, const char *suffix, const char *cls,
+                  const char *outcome);
+
+/* classmetrics.c */
+void lease_histograms(struct metrics_out *o, const struct metric_family *mf);
+void lease_headroom(struct metrics_out *o, const struct metric_family *mf);
+void class_baseline(struct metrics_out *o, const struct metric_family *mf);
+void class_churn(struct metrics_out *o, const struct metric_family *mf);
+
+#define METRIC_FAMILIES_TREND                                                              \
+    { "lockwatch_lease_seconds", "histogram", SRC_TREND, lease_histograms, 0, VAL_U64,      \
+      "Leases of the class's locks: the TTL of each lock when the scans first saw it "      \
+      "(a new key or a new holder; no TTL: not counted), since start." },                   \
+    { "lockwatch_lease_headroom_ratio", "gauge", SRC_TREND, lease_headroom, 0, VAL_U64,    \
+      "Lease (the longest TTL at first sight in wait_window) / hold P99.9 (holds in "       \
+      "wait_window); for a class renewed by a watchdog, lease / renewal period. Under "     \
+      "1 / lease_short_at (1.25) raises LockLeaseTooShort. Absent without both." },         \
+    { "lockwatch_class_locks_baseline", "gauge", SRC_TREND, class_baseline, 0, VAL_U64,    \
+      "Median count of the class's locks (all targets) over count_baseline_window, "        \
+      "once half the window has counts: the baseline of LockCountSurge." },                 \
+    { "lockwatch_locks_created_total", "counter", SRC_TREND, class_churn,                   \
+      offsetof(struct classtrend_class, created_total), VAL_U64,                            \
+      "Locks the scans saw at first sight (a new key or a new holder), by class; a lock "   \
+      "created and gone between two scans is not seen." },                                  \
+    { "lockwatch_locks_deleted_total", "counter", SRC_TREND, class_churn,                   \
+      offsetof(struct classtrend_class, deleted_total), VAL_U64,                            \
+      "Locks gone between two scans (previous count + created - count), by class." },
+
+/* `name{target="T"` (the label value sanitised and escaped), open for
+ * more labels. */
+void target_label(struct strbuf *sb, const char *name, const char *target);
+/* The same with `,class="C"`, open for more labels. */
+void target_class_label(struct strbuf *sb, const char *name, const char *target,
+                        const char *cls);
+/* One classic histogram series set of a class (and outcome when not NULL):
+ * cumulative buckets, +Inf, sum, count. */
+void wait_histogram(struct strbuf *sb, const char *name, const char *cls, const char *outcome,
+                    const struct wait_hist *h);
+
+/* metrics_targets.c */
+void lost_by_cause(struct metrics_out *o, const struct metric_family *mf);
+
+/* leasemetrics.c */
+void lease_expirations(struct metrics_out *o, const struct metric_family *mf);
+void overrun_histograms(struct metrics_out *o, const struct metric_family *mf);
+
+#define METRIC_FAMILIES_LEASE                                                              \
+    { "lockwatch_lock_expirations_total", "counter", SRC_LEASE, lease_expirations, 0,      \
+      VAL_U64,                                                                              \
+      "Locks whose lease ran out while held (gone, or another holder's, after the expiry "  \
+      "last read), by target, class and whether the holder had renewed it (renewed=yes: "   \
+      "the renewals stopped without an unlock)." },                                         \
+    { "lockwatch_lease_overrun_seconds", "histogram", SRC_WAIT, overrun_histograms, 0,     \
+      VAL_U64,                                                                              \
+      "How long after its lease ran out a holder still reported the lock (a hold, waiting " \
+      "or lost line), by lock class, since start: two holders may both have been inside." },
+
+#endif

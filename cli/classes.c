@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * classes.c - lockctl classes: the agent's per-class view (GET
+ * /api/v1/classes, agent/http/classes_api.c) as a table that fits the
+ * terminal (80 columns included: the class name gives way first), or
+ * the API's JSON as it came with --json.  The figures are the agent's
+ * (lockctl has no history of its own): counts and leases from its scans,
+ * holds from the samples clients send it.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/lockctl.h"
+
+static const struct table_col cols[] = {
+    { "CLASS", 0, TABLE_FLEX | TABLE_MIDDLE, 0 },
+    { "LOCKS", 9, TABLE_RIGHT, 5 },
+    { "BASE", 9, TABLE_RIGHT, 4 },
+    { "NEW/S", 7, TABLE_RIGHT, 5 },
+    { "DEL/S", 7, TABLE_RIGHT, 5 },
+    { "HOLD99.9", 8, TABLE_RIGHT, 6 },
+    { "LEASE", 7, TABLE_RIGHT, 5 },
+    { "ADVICE", 20, 0, 9 },
+};
+#define NCOLS (sizeof(cols) / sizeof(cols[0]))
+
+/* Seconds as the house writes durations, short: 850ms, 9.2s, 5m 3s, 2h 1m. */
+static void
+dur(const json_t *v, char *buf, size_t len)
+{
+    double s = json_number_value(v);
+    long long ms = (long long)(s * 1000.0 + 0.5);
+
+    if (!json_is_number(v))
+        snprintf(buf, len, "-");
+    else if (ms < 1000)
+        snprintf(buf, len, "%lldms", ms);
+    else if (ms < 10000)
+        snprintf(buf, len, "%.1fs", (double)ms / 1000.0);
+    else if (ms < 60000)
+        snprintf(buf, len, "%llds", ms / 1000);
+    else if (ms < 3600000)
+        snprintf(buf, len, "%lldm %llds", ms / 60000, ms / 1000 % 60);
+    else
+        snprintf(buf, len, "%lldh %lldm", ms / 3600000, ms / 60000 % 60);
+}
+
+static void
+num(const json_t *v, int decimals, char *buf, size_t len)
+{
+    if (json_is_number(v))
+        snprintf(buf, len, "%.*f", decimals, json_number_value(v));
+    else
+        snprintf(buf, len, "-");
+}
+
+/* "fits", "too short: 20s", "no lease", "few holds" (+ " SURGE"). */
+static void
+advice(const json_t *c, char *buf, size_t len)
+{
+    const char *a = json_string_value(json_object_get(c, "advice"));
+    char sug[32];
+    bool surge = json_is_true(json_object_get(c, "surging"));
+
+    dur(json_object_get(c, "suggested_lease_s"), sug, sizeof(sug));
+    if (a == NULL)
+        a = "?";
+    if (strcmp(a, "too_short") == 0 || strcmp(a, "too_long") == 0)
+        snprintf(buf, len, "%s: %s%s", strcmp(a, "too_short") == 0 ? "too short" : "too long",
+                 sug, surge ? " SURGE" : "");
+    else
+        snprintf(buf, len, "%s%s", strcmp(a, "no_lease") == 0 ? "no lease" :
+                 strcmp(a, "few_holds") == 0 ? "few holds" : a, surge ? " SURGE" : "");
+}
+
+static int
+print_table(const struct lockctl *lc, const json_t *list)
+{
+    struct table t;
+    size_t i;
+    int rc = LOCKCTL_DONE;
+
+    table_init(&t, cols, NCOLS);
+    for (i = 0; i < json_array_size(list); i++) {
+        const json_t *c = json_array_get(list, i);
+        char cnt[24], base[24], cr[16], dl[16], hold[24], lease[24], adv[64];
+        const char *name = json_string_value(json_object_get(c, "class"));
+        const char *cells[NCOLS] = { name ? name : "?", cnt, base, cr, dl, hold, lease, adv };
+        size_t lens[NCOLS];
+
+        num(json_object_get(c, "count"), 0, cnt, sizeof(cnt));
+        num(json_object_get(c, "baseline"), 0, base, sizeof(base));
+        num(json_object_get(c, "created_per_s"), 1, cr, sizeof(cr));
+        num(json_object_get(c, "deleted_per_s"), 1, dl, sizeof(dl));
+        dur(json_object_get(c, "hold_p999_s"), hold, sizeof(hold));
+        dur(json_object_get(c, "lease_s"), lease, sizeof(lease));
+        advice(c, adv, sizeof(adv));
+        for (size_t k = 0; k < NCOLS; k++)
+            lens[k] = strlen(cells[k]);
+        if (table_add(&t, cells, lens) == -1) {
+            lockctl_warnx("classes: out of memory");
+            rc = LOCKCTL_REDIS;
+            break;
+        }
+    }
+    if (rc == LOCKCTL_DONE) {
+        table_print(&t, stdout, lockctl_width(lc));
+        table_line(stdout, lockctl_width(lc), "%zu class%s (from the agent: counts and leases "
+                   "from its scans, holds from its samples)", json_array_size(list),
+                   json_array_size(list) == 1 ? "" : "es");
+    }
+    table_release(&t);
+    return rc;
+}
+
+static int
+parse(struct lockctl *lc, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "help", no_argument, NULL, 'h' },
+        SESSION_LONG_OPTIONS,
+        { NULL, 0, NULL, 0 }
+    };
+    int opt;
+
+    optind = 0;
+    while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "h", opts, NULL)) != -1) {
+        int common = session_common_option(lc, opt, optarg);
+
+        if (common < 0)
+            return LOCKCTL_USAGE;
+        if (common > 0)
+            continue;
+        lockctl_command_help("classes", opt == 'h' ? stdout : stderr);
+        return opt == 'h' ? -1 : LOCKCTL_USAGE;
+    }
+    if (optind != argc) {
+        lockctl_warnx("classes: unexpected argument \"%s\"", argv[optind]);
+        return LOCKCTL_USAGE;
+    }
+    return LOCKCTL_DONE;
+}
+
+int
+cmd_classes(struct lockctl *lc, int argc, char **argv)
+{
+    json_t *doc = NULL, *list;
+    char err[512] = "";
+    int rc = parse(lc, argc, argv);
+
+    if (rc != LOCKCTL_DONE)
+        return rc == -1 ? LOCKCTL_DONE : rc;
+    if ((rc = session_load(lc)) != LOCKCTL_DONE)
+        return rc;
+    if (agent_get(lc, "/api/v1/classes", &doc, err, sizeof(err)) == -1) {
+        lockctl_warnx("classes: %s", err);
+        out_error_hint("the per-class view lives in the agent: start lockwatchd, or point "
+                       "--agent at it");
+        return LOCKCTL_REDIS;
+    }
+    list = json_object_get(doc, "classes");
+    if (!json_is_array(list)) {
+        lockctl_warnx("classes: the agent's answer has no \"classes\" list");
+        json_decref(doc);
+        return LOCKCTL_REDIS;
+    }
+    if (lc->json)
+        return out_json_print(doc) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS;
+    rc = print_table(lc, list);
+    json_decref(doc);
+    return rc;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * freshness.h - the pure half of follow mode's proof of freshness
+ * (freshness.c): what a node's INFO says about changes no keyspace
+ * notification announces, and whether two readings differ by one.
+ *
+ * Kept apart from follow_impl.h so the unit tests can feed it the INFO
+ * texts of servers this machine does not run (Redis 6 counts every
+ * CONFIG subcommand as one command; 7 counts config|set on its own).
+ */
+#ifndef LOCKWATCH_FRESHNESS_H
+#define LOCKWATCH_FRESHNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* What a node's INFO says about changes no notification announces. */
+struct fresh_state {
+    bool have;                  /* read (else nothing to compare) */
+    char run_id[48];
+    long long flushdb, flushall, swapdb;        /* commandstats calls */
+    long long config_set;       /* config|set (Redis 7+) */
+    long long config_any;       /* config, every subcommand (Redis 6) */
+    long long keys;             /* the target's database's key count */
+};
+
+/* The INFO sections read, in fresh_parse()'s numbering. */
+enum fresh_section { FRESH_SERVER, FRESH_COMMANDSTATS, FRESH_KEYSPACE, FRESH_SECTIONS };
+
+/* What section's text (len bytes) says, into st (database db's key
+ * count from keyspace).  Pure. */
+void fresh_parse(enum fresh_section section, const char *text, size_t len, int db,
+                 struct fresh_state *st);
+
+/*
+ * Did something change under the view between base and now that no
+ * notification announced?  live: the lock records on the node whose TTL
+ * has not run out (fewer keys than that twice in a row counts, tracked
+ * in *short_streak).  flags_read: the caller reads notify-keyspace-events
+ * itself every check (CONFIG GET), so Redis 6's count of every CONFIG
+ * subcommand, which counts those reads, is not compared.  true with why
+ * set; *resub true when the setting may have changed too (a restart, a
+ * CONFIG SET, statistics reset).  Pure.
+ */
+bool fresh_changed(const struct fresh_state *base, const struct fresh_state *now, size_t live,
+                   bool flags_read, unsigned *short_streak, bool *resub, char *why,
+                   size_t whylen);
+
+#endif

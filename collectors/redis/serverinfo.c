@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * serverinfo.c - INFO sections, their numbers and run_id, and a node's
+ * identity (serverinfo.h).
+ */
+#include "collectors/redis/serverinfo.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/redis/conn.h"
+
+const char *const serverinfo_flush_prefixes[3] = {
+    "cmdstat_flushdb:calls=", "cmdstat_flushall:calls=", "cmdstat_swapdb:calls=",
+};
+
+long long
+serverinfo_number(const char *text, size_t len, const char *prefix, long long def)
+{
+    size_t plen = strlen(prefix), i = 0;
+    char *end;
+    long long v;
+
+    while (i + plen <= len) {
+        if (memcmp(text + i, prefix, plen) == 0) {
+            errno = 0;
+            v = strtoll(text + i + plen, &end, 10);
+            return errno == 0 && end != text + i + plen ? v : def;
+        }
+        while (i < len && text[i] != '\n')
+            i++;
+        i++;
+    }
+    return def;
+}
+
+void
+serverinfo_run_id(const char *text, size_t len, char *out, size_t size)
+{
+    static const char run_id[] = "run_id:";
+    const char *p = memmem(text, len, run_id, sizeof(run_id) - 1);
+    size_t k = 0;
+
+    if (size == 0)
+        return;
+    if (p != NULL)
+        for (p += sizeof(run_id) - 1; k + 1 < size && p + k < text + len && p[k] != '\r' &&
+             p[k] != '\n'; k++)
+            out[k] = p[k];
+    out[k] = '\0';
+}
+
+int
+serverinfo_section(redisContext *c, const struct target_conf *node, const char *section,
+                   redisReply **out, char *err, size_t errlen)
+{
+    const char *argv[2] = { "INFO", section };
+    const size_t lens[2] = { 4, strlen(section) };
+    redisReply *r = redisconn_command(c, node, "INFO", 2, argv, lens, err, errlen);
+
+    *out = NULL;
+    if (r == NULL)
+        return -1;
+    if (r->type == REDIS_REPLY_STRING) {
+        *out = r;
+        return 1;
+    }
+    if (r->type == REDIS_REPLY_ERROR)
+        snprintf(err, errlen, "INFO %s on %s:%d: %s", section, node->host, node->port, r->str);
+    else
+        snprintf(err, errlen, "INFO %s on %s:%d: unexpected reply", section, node->host,
+                 node->port);
+    freeReplyObject(r);
+    return 0;
+}
+
+int
+serverinfo_read(redisContext *c, const struct target_conf *node, struct server_id *id,
+                char *err, size_t errlen)
+{
+    redisReply *r;
+    size_t i;
+    int rc;
+
+    memset(id, 0, sizeof(*id));
+    if ((rc = serverinfo_section(c, node, "server", &r, err, errlen)) != 1)
+        return rc;
+    serverinfo_run_id(r->str, r->len, id->run_id, sizeof(id->run_id));
+    freeReplyObject(r);
+    if ((rc = serverinfo_section(c, node, "commandstats", &r, err, errlen)) != 1)
+        return rc;
+    for (i = 0; i < sizeof(serverinfo_flush_prefixes) / sizeof(serverinfo_flush_prefixes[0]);
+         i++)
+        id->flushes += serverinfo_number(r->str, r->len, serverinfo_flush_prefixes[i], 0);
+    freeReplyObject(r);
+    id->have = id->run_id[0] != '\0';
+    return 1;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * serverinfo.h - which server answers on a connection, and what it ran
+ * that changes a keyspace without a per-key write: read from INFO.
+ *
+ * Two users: follow mode's proof of freshness (collectors/follow/
+ * freshness.c, every scan_interval) and the scanner, which reads it on
+ * each node at the start of every full pass so that a snapshot says
+ * which server it saw (snapshot.h, its server fields): a run_id that
+ * changed is a restart or, on another address, a failover; a flush
+ * count that changed is a FLUSHDB, FLUSHALL or SWAPDB.  Both are what
+ * tells "locks lost at a failover" (collectors/scan/lost.c) from locks
+ * released.
+ *
+ * An ACL that denies INFO leaves the identity unknown (have = false):
+ * nothing is compared then, and nothing is claimed.
+ */
+#ifndef LOCKWATCH_SERVERINFO_H
+#define LOCKWATCH_SERVERINFO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <hiredis.h>
+
+#include "conf/config.h"
+
+#define SERVERINFO_RUN_ID_MAX   48      /* a run_id is 40 hex digits */
+
+/* One INFO section on c (to node): 1 with its reply (a string; the caller
+ * frees it), 0 when the server refuses it (ACL: err says so), -1 when the
+ * connection failed (err). */
+int serverinfo_section(redisContext *c, const struct target_conf *node, const char *section,
+                       redisReply **out, char *err, size_t errlen);
+
+/* The number after prefix at the start of a line of INFO text (len
+ * bytes); def when no line starts with it.  Pure. */
+long long serverinfo_number(const char *text, size_t len, const char *prefix, long long def);
+
+/* The run_id of INFO server text (len bytes) into out (NUL-terminated,
+ * cut to size); "" when there is none.  Pure. */
+void serverinfo_run_id(const char *text, size_t len, char *out, size_t size);
+
+/* Who answers, and its flush counts (commandstats calls of flushdb +
+ * flushall + swapdb, from scripts and MULTI too). */
+struct server_id {
+    bool have;
+    char run_id[SERVERINFO_RUN_ID_MAX];
+    long long flushes;
+};
+
+/* INFO server and INFO commandstats on c (to node): 1 with *id filled, 0
+ * when the server refuses them (id->have false), -1 when the connection
+ * failed (err). */
+int serverinfo_read(redisContext *c, const struct target_conf *node, struct server_id *id,
+                    char *err, size_t errlen);
+
+/* The commandstats prefixes of the commands counted in flushes. */
+extern const char *const serverinfo_flush_prefixes[3];
+
+#endif

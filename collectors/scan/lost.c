@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lost.c - locks lost at a failover, restart or flush: when the server
+ * under a target changes, the last view before the change is compared
+ * with the first complete view after it.
+ *
+ * The scanner keeps a reference to the last ok snapshot it returned (a
+ * full scan's, or follow mode's replay, which saw every unlock up to the
+ * change), and every full pass reads each node's identity first (run_id
+ * and flush counts, serverinfo.h).  When a pass finds another identity -
+ * a restart (another run_id, same address), a failover (another address:
+ * Sentinel promoted a replica, a cluster shard's primary moved), a flush
+ * (FLUSHDB, FLUSHALL, SWAPDB) - each lock the view before kept is looked
+ * up in what the pass saw (the tracker, which holds every lock of the
+ * pass, not only those the snapshot keeps in detail): gone, or there by
+ * another holder, it is lost, unless its TTL had run out by the end of the
+ * pass (it expired, as it would have anyway).  A cluster compares only
+ * the locks whose slot a changed shard serves, each shard against the
+ * last view that read it: a cluster snapshot is ok with a shard that
+ * failed (and none of that shard's locks), so the scanner keeps the last
+ * whole view too, and a shard that comes back from a restart is compared
+ * with it.
+ *
+ * Only locks the view before kept in detail are compared (the worst
+ * SNAP_RETAIN_MAX); a larger view says so (snap_lost.partial).  In scan
+ * mode a lock released normally between the last scan before the change
+ * and the change looks lost too: nothing shows the release.
+ *
+ * Every lost lock is counted (lockwatch_locks_lost_total{cause}); the
+ * loss is kept in the scanner (its list bounded, oldest hold first) and
+ * stamped on every later snapshot, where the rule LockLostAtFailover
+ * reads it; each lock of that list is pushed as an event (the whole key,
+ * its holder and class, how long it was held), oldest hold first, and one
+ * log line names them.
+ */
+#include "collectors/scan/scan_impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/events/events.h"
+#include "collectors/locks/lostview.h"
+#include "common/keyhash.h"
+#include "common/keytext.h"
+#include "common/log.h"
+
+/* The views before: [0] the last ok one, [1] the last whole one (a
+ * cluster's with every shard read; else the same).  Which slots changed
+ * servers, why, and which view before holds their locks. */
+#define VIEWS 2
+
+struct changed {
+    bool any;
+    enum lost_cause cause;
+    const char *was, *now;      /* the first changed node, before and after */
+    uint8_t *slots;             /* CLUSTER_SLOTS entries: 0 unchanged, else
+                                 * 1 + the index of its view before; NULL:
+                                 * every lock, of view [0] */
+};
+
+/* The named lost locks as the view before has them (whole key, class),
+ * in the order of snap_lost.listed: what the events are made of. */
+struct named {
+    const struct snapshot *view;
+    const struct snap_lock *lock;
+};
+
+/* Standalone and Sentinel: one node before, one after. */
+static bool
+single_changed(const struct snapshot *b, const struct snapshot *s, struct changed *ch)
+{
+    ch->any = lost_server_changed(&b->server, b->node, &s->server, s->node, &ch->cause);
+    ch->was = b->node;
+    ch->now = s->node;
+    return ch->any;
+}
+
+/* The shard serving the same slots as after-shard sh as last read: in
+ * the last ok view if it was read there, else in the last whole one;
+ * *from gets which.  NULL when neither read it. */
+static const struct snap_shard *
+shard_before(const struct snapshot *const views[VIEWS], const struct snap_shard *sh,
+             size_t *from)
+{
+    size_t v, j;
+
+    for (v = 0; v < VIEWS; v++)
+        for (j = 0; views[v] != NULL && j < views[v]->nshards; j++)
+            if (views[v]->shards[j].ok && strcmp(views[v]->shards[j].shard, sh->shard) == 0) {
+                *from = v;
+                return &views[v]->shards[j];
+            }
+    return NULL;
+}
+
+/* Cluster: the slots of each shard read ok whose server changed since it
+ * was last read.  false when none did (or on ENOMEM: nothing is claimed). */
+static bool
+cluster_changed(const struct snapshot *const views[VIEWS], const struct snapshot *s,
+                const struct cluster_topo *topo, struct changed *ch)
+{
+    enum lost_cause cause;
+    size_t i, slot, from = 0;
+
+    for (i = 0; i < s->nshards && i < topo->nshards; i++) {
+        const struct snap_shard *sh = &s->shards[i], *was = shard_before(views, sh, &from);
+
+        if (!sh->ok || was == NULL ||
+            !lost_server_changed(&was->server, was->node, &sh->server, sh->node, &cause))
+            continue;
+        if (ch->slots == NULL && (ch->slots = calloc(CLUSTER_SLOTS, 1)) == NULL)
+            return false;
+        if (!ch->any) {
+            ch->was = was->node;
+            ch->now = sh->node;
+            ch->cause = cause;
+        }
+        ch->cause = lost_cause_worse(ch->cause, cause);
+        ch->any = true;
+        for (slot = 0; slot < CLUSTER_SLOTS; slot++)
+            if (topo->slot_shard[slot] == i)
+                ch->slots[slot] = (uint8_t)(1 + from);
+    }
+    return ch->any;
+}
+
+/* Is lock l of the view before lost in the pass just made? */
+static bool
+lock_lost(const struct scanner *sc, const struct snap_lock *l, int64_t after_ms, bool *taken)
+{
+    uint32_t hh;
+
+    *taken = false;
+    if (l->expires_ms > 0 && l->expires_ms <= after_ms)
+        return false;           /* its TTL ran out: it expired */
+    if (!tracker_holder(sc->tracker, keyhash(l->key, l->key_len), sc->pass, &hh))
+        return true;            /* gone */
+    if (hh == 0 || lost_same_holder(l, hh))
+        return false;
+    *taken = true;
+    return true;
+}
+
+/* "a failover to B (was A)", "a restart of A", "a flush of A": as the
+ * alert's text says it (alerts/rules.c). */
+static void
+change_text(enum lost_cause cause, const char *was, const char *now, char *out, size_t size)
+{
+    if (cause == LOST_FAILOVER)
+        snprintf(out, size, "a failover to %s (was %s)", now, was);
+    else
+        snprintf(out, size, "a %s of %s", lost_cause_name(cause), now);
+}
+
+/* "N locks lost at <change>: k1, k2 (another holder now), ... and N
+ * more": the log line (bounded; the log defangs control bytes). */
+static void
+detail_of(const struct snap_lost *lo, char *out, size_t size)
+{
+    char key[KEYTEXT_SANITIZED_MAX(LOST_KEY_MAX)], change[600];
+    size_t used, i;
+    int n;
+
+    change_text(lo->cause, lo->was, lo->now, change, sizeof(change));
+    n = snprintf(out, size, "%" PRIu64 " lock%s lost at %s: ", lo->count,
+                 lo->count == 1 ? "" : "s", change);
+    used = n > 0 && (size_t)n < size ? (size_t)n : size - 1;
+    for (i = 0; i < lo->nlisted; i++) {
+        const struct snap_lost_lock *e = &lo->listed[i];
+
+        keytext_sanitize(key, sizeof(key), e->key, e->key_len);
+        /* room kept for the tail */
+        if (used + strlen(key) + 40 >= size)
+            break;
+        n = snprintf(out + used, size - used, "%s%s%s%s", i > 0 ? ", " : "", key,
+                     e->key_cut ? "\xe2\x80\xa6" : "", e->taken ? " (another holder now)" : "");
+        if (n > 0)
+            used += (size_t)n < size - used ? (size_t)n : size - used - 1;
+    }
+    if (lo->count > i)
+        snprintf(out + used, size - used, " and %" PRIu64 " more", lo->count - i);
+}
+
+/* Log the loss and push an event per named lock, oldest hold first. */
+static void
+announce(const struct scanner *sc, const struct snap_lost *lo,
+         const struct named named[LOST_LIST_MAX])
+{
+    char text[EVENT_TEXT_MAX], change[600], detail[EVENT_TEXT_MAX];
+    struct event_in ev;
+    size_t i;
+
+    detail_of(lo, text, sizeof(text));
+    log_warnx("target %s: %s", sc->name, text);
+    change_text(lo->cause, lo->was, lo->now, change, sizeof(change));
+    for (i = 0; i < lo->nlisted; i++) {
+        const struct snap_lock *l = named[i].lock;
+        const struct snapshot *v = named[i].view;
+
+        snprintf(detail, sizeof(detail), "lost at %s: %s (%zu of %" PRIu64 " lost, oldest "
+                 "hold first)", change, lo->listed[i].taken ? "another holder has it now" :
+                 "gone with no release seen", i + 1, lo->count);
+        memset(&ev, 0, sizeof(ev));
+        ev.kind = EVENT_LOST_AT_FAILOVER;
+        ev.target = sc->name;
+        ev.key = l->key;
+        ev.keylen = l->key_len;
+        ev.holder = l->nholders > 0 ? l->holders[0].id : NULL;
+        ev.klass = l->class_idx < v->nclasses ? v->classes[l->class_idx] : NULL;
+        ev.detail = detail;
+        ev.seconds = (double)(lo->at_ms - l->first_seen_ms) / 1000.0;
+        events_push(&ev);
+    }
+}
+
+/* Compare the locks of view v whose slot changed (every lock without a
+ * slot table) with the pass just made, into lo. */
+static void
+compare_view(const struct scanner *sc, const struct snapshot *b, size_t v,
+             const struct changed *ch, int64_t after_ms, struct snap_lost *lo,
+             struct named named[LOST_LIST_MAX])
+{
+    size_t i, n;
+    bool taken;
+    int at;
+
+    for (i = 0; i < b->nlocks; i++) {
+        const struct snap_lock *l = b->locks[i];
+
+        if (ch->slots != NULL && ch->slots[cluster_keyslot(l->key, l->key_len)] != 1 + v)
+            continue;
+        lo->compared++;
+        if (!snapshot_complete(b))
+            lo->partial = true;
+        if (!lock_lost(sc, l, after_ms, &taken))
+            continue;
+        n = lo->nlisted;
+        if ((at = lost_note(lo, l, taken)) < 0)
+            continue;
+        /* the same move as the list's */
+        memmove(&named[at + 1], &named[at],
+                ((n < LOST_LIST_MAX ? n : LOST_LIST_MAX - 1) - (size_t)at) * sizeof(*named));
+        named[at].view = b;
+        named[at].lock = l;
+    }
+}
+
+void
+lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *topo)
+{
+    const struct snapshot *const views[VIEWS] = { sc->last_view, sc->last_whole };
+    struct named named[LOST_LIST_MAX];
+    struct changed ch;
+    struct snap_lost lo;
+    char change[600];
+    size_t v;
+
+    memset(&ch, 0, sizeof(ch));
+    if (views[0] == NULL)
+        return;
+    if (!(topo != NULL ? cluster_changed(views, s, topo, &ch) : single_changed(views[0], s, &ch)))
+        goto out;
+    memset(&lo, 0, sizeof(lo));
+    lo.at_ms = s->finished_ms;
+    lo.before_ms = views[0]->finished_ms;
+    lo.cause = (uint8_t)ch.cause;
+    snprintf(lo.was, sizeof(lo.was), "%s", ch.was);
+    snprintf(lo.now, sizeof(lo.now), "%s", ch.now);
+    for (v = 0; v < VIEWS; v++)
+        if (v == 0 || (ch.slots != NULL && views[v] != NULL && views[v] != views[0]))
+            compare_view(sc, views[v], v, &ch, s->finished_ms, &lo, named);
+    change_text(ch.cause, ch.was, ch.now, change, sizeof(change));
+    log_info("target %s: the server changed (%s); %" PRIu64 " of %" PRIu64
+             " locks compared were lost", sc->name, change, lo.count, lo.compared);
+    if (lo.count == 0)
+        goto out;
+    sc->counters.lost_total[ch.cause] += lo.count;
+    sc->lost = lo;
+    announce(sc, &sc->lost, named);
+out:
+    free(ch.slots);
+}
+
+/* Does s hold every shard's locks (a cluster's with a shard that failed
+ * does not)? */
+static bool
+whole(const struct snapshot *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->nshards; i++)
+        if (!s->shards[i].ok)
+            return false;
+    return true;
+}
+
+void
+lost_stamp(struct scanner *sc, struct snapshot *s)
+{
+    s->lost = sc->lost;
+    if (!s->ok)
+        return;
+    snapshot_ref(s);
+    snapshot_unref(sc->last_view);
+    sc->last_view = s;
+    if (!whole(s))
+        return;
+    snapshot_ref(s);
+    snapshot_unref(sc->last_whole);
+    sc->last_whole = s;
+}
+
+void
+lost_forget(struct scanner *sc)
+{
+    snapshot_unref(sc->last_view);
+    snapshot_unref(sc->last_whole);
+    sc->last_view = NULL;
+    sc->last_whole = NULL;
+}

@@ -1,0 +1,279 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# run-all: split (eleven cases of 3-10 s, each with its own servers)
+# run-all: quiet (each times how soon LockLostAtFailover fires after the target is back,
+#   within 2 x scan_interval + 1 s; little CPU of its own)
+"""Locks lost at a failover, restart or flush (issue 26): 20 locks held,
+then
+
+- Redis restarted without persistence (scan mode, and follow mode with
+  keyspace notifications on): one LockLostAtFailover naming all 20 within
+  2 x scan_interval of the target being back, and
+  lockwatch_locks_lost_total{cause="restart"} 20;
+- a Sentinel failover to a replica that had not received them (its link
+  to the primary cut and the replica stopped while the locks are written,
+  the primary killed, the replica resumed and promoted): the same, cause
+  "failover" (scan and follow mode);
+- FLUSHDB under the agent (scan and follow mode): cause "flush";
+- one primary of a 3-primary Redis Cluster restarted without persistence:
+  only the locks of its slots are lost, and named;
+- a Sentinel failover to an in-sync replica (scan and follow mode), a
+  restart with persistence (AOF), and a restart where the locks expired on
+  their own: no alert, nothing counted.
+Each prints the time from the target being back to the alert.
+"""
+
+import time
+
+import harness as h
+import topo
+
+INTERVAL = 1.0
+N = 20
+NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
+PREFIX = "lock:lost:"
+
+
+def write_locks(c, n=N, px=600000):
+    for i in range(n):
+        c.set("%s%02d" % (PREFIX, i), "tok-%02d" % i, px=px)
+
+
+class LostAtFailover(h.TestCase):
+
+    def lost_alerts(self, ag):
+        st, j = ag.get_json("/api/v1/alerts")
+        self.assertEqual(st, 200, j)
+        return [a for a in j["alerts"] if a["labels"]["alertname"] == "LockLostAtFailover"]
+
+    def lost_total(self, ag, cause=None):
+        m = ag.metrics()
+        if cause is None:
+            return h.msum(m, "lockwatch_locks_lost_total", target="main")
+        return h.msum(m, "lockwatch_locks_lost_total", target="main", cause=cause)
+
+    def wait_locks(self, ag, n=N):
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="main") == n, 20,
+                    desc="%d locks seen" % n)
+
+    def wait_following(self, ag):
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_follow_active", target="main") == 1,
+                    30, desc="following keyspace notifications")
+
+    def expect_lost(self, ag, back, cause, what):
+        """One LockLostAtFailover naming all N locks, soon after back."""
+        def fired():
+            got = self.lost_alerts(ag)
+            return got or None
+        got = ag.wait_for(fired, 2 * INTERVAL + 10, interval=0.05,
+                          desc="LockLostAtFailover after %s" % what)
+        took = time.monotonic() - back
+        print("%s: LockLostAtFailover %.2fs after the target was back" % (what, took))
+        self.assertEqual(len(got), 1, got)
+        a = got[0]
+        self.assertEqual(a["labels"]["target"], "main")
+        self.assertEqual(a["labels"]["severity"], "critical")
+        desc = a["annotations"]["description"]
+        for i in range(N):
+            self.assertIn("%s%02d (" % (PREFIX, i), desc)
+        self.assertNotIn(" more", desc)
+        self.assertIn("%d locks lost on target main at a %s" % (N, cause),
+                      a["annotations"]["summary"])
+        self.assertEqual(self.lost_total(ag, cause), N)
+        self.assertEqual(self.lost_total(ag), N)
+        # the scan after the target is back, then the alerts' tick (1 s)
+        self.assertLess(took, 2 * INTERVAL + 1.0, "fired %.2fs after the target was back" % took)
+        self.assertIn("locks lost at a %s" % cause, ag.log_tail(200))
+        # an event a lock on the timeline, oldest hold first
+        st, ev = ag.get_json("/api/v1/events?kind=lost_at_failover&target=main")
+        self.assertEqual(st, 200, ev)
+        events = ev["events"]
+        self.assertEqual(sorted(e["key"] for e in events),
+                         ["%s%02d" % (PREFIX, i) for i in range(N)])
+        held = [e["seconds"] for e in events]
+        self.assertEqual(held, sorted(held, reverse=True))
+        for i, e in enumerate(events):
+            self.assertEqual(e["holder"], "tok-" + e["key"][-2:])
+            self.assertEqual(e["severity"], "critical")
+            self.assertIn("lost at a %s" % cause, e["detail"])
+            self.assertIn("(%d of %d lost" % (i + 1, N), e["detail"])
+
+    def holding(self, follow, px=600000, args=()):
+        """A server, an agent (follow mode or not) and N locks it has seen."""
+        rs = self.start_redis(args=(NOTIFY if follow else []) + list(args))
+        ag = self.start_agent(rs, scan_interval="%gs" % INTERVAL,
+                              target_extra={"incremental": "on" if follow else "off"})
+        if follow:
+            self.wait_following(ag)
+        write_locks(rs.client(), px=px)
+        self.wait_locks(ag)
+        return rs, ag
+
+    # ---- restart ----------------------------------------------------------------
+
+    def restart(self, follow):
+        rs, ag = self.holding(follow)
+        rs.restart()            # --save "" --appendonly no: nothing survives
+        back = time.monotonic()
+        self.expect_lost(ag, back, "restart", "restart (%s mode)" % ("follow" if follow
+                                                                     else "scan"))
+
+    def test_restart_scan_mode(self):
+        self.restart(follow=False)
+
+    def test_restart_follow_mode(self):
+        self.restart(follow=True)
+
+    def test_expired_locks_are_not_lost(self):
+        rs, ag = self.holding(False, px=2500)
+        rs.stop()
+        time.sleep(3)           # their TTL runs out while the server is down
+        rs.restart()
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="main") == 0 and
+                    h.msum(ag.metrics(), "lockwatch_target_up", target="main") == 1, 20,
+                    desc="the target back, empty")
+        time.sleep(2 * INTERVAL + 1)
+        self.assertEqual(self.lost_alerts(ag), [])
+        self.assertEqual(self.lost_total(ag), 0)
+
+    # ---- flush ------------------------------------------------------------------
+
+    def flushdb(self, follow):
+        rs, ag = self.holding(follow)
+        rs.client().flushdb()
+        self.expect_lost(ag, time.monotonic(), "flush",
+                         "FLUSHDB (%s mode)" % ("follow" if follow else "scan"))
+
+    def test_flushdb_scan_mode(self):
+        self.flushdb(follow=False)
+
+    def test_flushdb_follow_mode(self):
+        self.flushdb(follow=True)
+
+    def test_restart_with_persistence_loses_nothing(self):
+        rs, ag = self.holding(False, args=["--appendonly", "yes", "--appendfsync", "always"])
+        rs.restart()
+        ag.wait_for(lambda: "the server changed (a restart of " in ag.log_tail(200), 20,
+                    desc="the restart seen")
+        time.sleep(INTERVAL + 1)
+        self.assertIn("0 of %d locks compared were lost" % N, ag.log_tail(200))
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks", target="main"), N)
+        self.assertEqual(self.lost_alerts(ag), [])
+        self.assertEqual(self.lost_total(ag), 0)
+
+    # ---- Cluster -----------------------------------------------------------------
+
+    def test_cluster_primary_restart(self):
+        c = topo.start_cluster(self, primaries=3)
+        keys = ["%s%02d" % (PREFIX, i) for i in range(N)]
+        c.load([("SET", k, "tok-" + k[-2:], "PX", 600000) for k in keys])
+        node = c.node_of(keys[0])
+        mine = [k for k in keys if c.node_of(k) is node]
+        ag = self.start_agent(targets=[("main", c.url)], scan_interval="%gs" % INTERVAL,
+                              target_extra={"mode": "cluster", "incremental": "off"})
+        self.wait_locks(ag)
+        node.restart()          # its slots stay its own (no replica); its keys are gone
+        back = time.monotonic()
+        got = ag.wait_for(lambda: self.lost_alerts(ag) or None, 20, interval=0.05,
+                          desc="LockLostAtFailover after a cluster primary's restart")
+        print("cluster primary restart: LockLostAtFailover %.2fs after the node was back, "
+              "%d of %d locks on it" % (time.monotonic() - back, len(mine), N))
+        self.assertEqual(len(got), 1, got)
+        desc = got[0]["annotations"]["description"]
+        for k in keys:
+            if k in mine:
+                self.assertIn(k + " (", desc)
+            else:
+                self.assertNotIn(k + " (", desc)
+        self.assertEqual(self.lost_total(ag, "restart"), len(mine))
+        self.assertEqual(self.lost_total(ag), len(mine))
+
+    # ---- Sentinel ----------------------------------------------------------------
+
+    def sentinel_pair(self):
+        primary = self.start_redis(args=NOTIFY)
+        replica = self.start_redis(args=NOTIFY + ["--replicaof", "127.0.0.1",
+                                                  str(primary.port)])
+        h.wait_until(lambda: replica.client().info("replication").get(
+            "master_link_status") == "up", 20, desc="replica in sync")
+        sentinels = topo.start_sentinels(self, primary.port, down_after_ms=1000)
+        return primary, replica, sentinels
+
+    def sentinel_agent(self, sentinels, follow):
+        return self.start_agent(
+            targets=[("main", "redis://127.0.0.1:1/0")], scan_interval="%gs" % INTERVAL,
+            target_extra={"mode": "sentinel",
+                          "sentinels": ",".join("127.0.0.1:%d" % s.port for s in sentinels),
+                          "master_name": "mymaster",
+                          "incremental": "on" if follow else "off"})
+
+    def promoted(self, sentinels, replica):
+        def done():
+            try:
+                role = replica.client().execute_command("ROLE")[0]
+            except Exception:
+                return False
+            return (sentinels[0].master_port() == replica.port and
+                    role in (b"master", "master"))
+        h.wait_until(done, 40, desc="replica :%d promoted" % replica.port)
+
+    def failover_unsynced(self, follow):
+        primary, replica, sentinels = self.sentinel_pair()
+        ag = self.sentinel_agent(sentinels, follow)
+        if follow:
+            self.wait_following(ag)
+        # stop the replica, then have the primary drop its link: the locks
+        # reach no replica, and a stopped replica cannot reconnect.  Stopping
+        # it with the link up would not do: what the primary sends waits in
+        # the stopped replica's socket and is applied on SIGCONT (and cutting
+        # the link from the replica's side first races its reconnect, once
+        # a second, on a busy machine).
+        replica.pause()
+        primary.client().execute_command("CLIENT", "KILL", "TYPE", "replica")
+        h.wait_until(lambda: primary.client().info("replication")["connected_slaves"] == 0,
+                     10, interval=0.01, desc="the primary has no replica")
+        write_locks(primary.client())
+        self.wait_locks(ag)
+        primary.kill()
+        replica.resume()
+        self.promoted(sentinels, replica)
+        back = time.monotonic()
+        self.assertEqual(replica.client().dbsize(), 0)
+        self.expect_lost(ag, back, "failover", "Sentinel failover to a replica without the "
+                         "locks (%s mode)" % ("follow" if follow else "scan"))
+        self.assertIn("127.0.0.1:%d" % replica.port,
+                      self.lost_alerts(ag)[0]["annotations"]["summary"])
+
+    def test_failover_unsynced_scan_mode(self):
+        self.failover_unsynced(follow=False)
+
+    def test_failover_unsynced_follow_mode(self):
+        self.failover_unsynced(follow=True)
+
+    def failover_in_sync(self, follow):
+        primary, replica, sentinels = self.sentinel_pair()
+        ag = self.sentinel_agent(sentinels, follow)
+        if follow:
+            self.wait_following(ag)
+        c = primary.client()
+        write_locks(c)
+        self.assertEqual(c.execute_command("WAIT", 1, 5000), 1)
+        self.wait_locks(ag)
+        sentinels[0].client().execute_command("SENTINEL", "FAILOVER", "mymaster")
+        self.promoted(sentinels, replica)
+        ag.wait_for(lambda: "now scanning 127.0.0.1:%d" % replica.port in ag.log_tail(200),
+                    20, desc="the agent scans the new primary")
+        time.sleep(2 * INTERVAL + 1)
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks", target="main"), N)
+        self.assertEqual(self.lost_alerts(ag), [])
+        self.assertEqual(self.lost_total(ag), 0)
+        self.assertIn("0 of %d locks compared were lost" % N, ag.log_tail(200))
+
+    def test_failover_in_sync_scan_mode(self):
+        self.failover_in_sync(follow=False)
+
+    def test_failover_in_sync_follow_mode(self):
+        self.failover_in_sync(follow=True)
+
+
+if __name__ == "__main__":
+    h.main()

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_eventjson.c - the timeline's renderings with synthetic events of
+ * every kind: the JSON of /api/v1/events (fields, hostile keys escaped
+ * and cut, the page's after / limit / kind / gap / next_after) and
+ * lockctl events' table (within 80 columns, every kind, one line per
+ * event whatever its key holds).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cli/lockctl.h"
+#include "collectors/events/eventjson.h"
+#include "common/keytext.h"
+
+static char hostile[64 * 1024];
+
+static int
+reset(void **state)
+{
+    static const char head[] = "lock:\"q'<b>\n\r\t\x1b[31m\xff\xfe\xc3\xe2\x80\xae";
+
+    (void)state;
+    events_reset();
+    memset(hostile, 'x', sizeof(hostile));
+    memcpy(hostile, head, sizeof(head) - 1);
+    return 0;
+}
+
+static uint64_t
+push(enum event_kind k, const char *key, size_t keylen, const char *target, double seconds)
+{
+    struct event_in in = { .kind = k, .target = target, .key = key, .keylen = keylen,
+                           .holder = "6f1c2a:1\n\"evil\"", .klass = "lock:order",
+                           .detail = "held 3s; \"quoted\"\nsecond line", .seconds = seconds };
+
+    return events_push(&in);
+}
+
+static json_t *
+page(bool has_after, uint64_t after, int kind, const char *target, size_t limit)
+{
+    struct events_query q = { .has_after = has_after, .after = after, .kind = kind,
+                              .target = target, .limit = limit };
+    json_t *p = events_page_json(&q);
+
+    assert_non_null(p);
+    return p;
+}
+
+static uint64_t
+seq_at(const json_t *p, size_t i)
+{
+    return (uint64_t)json_integer_value(json_object_get(
+        json_array_get(json_object_get(p, "events"), i), "seq"));
+}
+
+static void
+every_kind_as_json(void **state)
+{
+    json_t *p, *e;
+    char *text, *want;
+    size_t i, n;
+
+    (void)state;
+    for (int k = 0; k < EVENT_KIND_COUNT; k++)
+        assert_int_equal(push((enum event_kind)k, hostile, sizeof(hostile), "main", 1.5),
+                         (uint64_t)k + 1);
+    p = page(false, 0, -1, NULL, EVENTS_MAX);
+    assert_int_equal(json_integer_value(json_object_get(p, "count")), EVENT_KIND_COUNT);
+    assert_int_equal(json_integer_value(json_object_get(p, "last_seq")), EVENT_KIND_COUNT);
+    want = malloc(KEYTEXT_PERCENT_MAX(EVENT_KEY_MAX));
+    assert_non_null(want);
+    keytext_percent(want, KEYTEXT_PERCENT_MAX(EVENT_KEY_MAX), hostile, EVENT_KEY_MAX);
+    json_array_foreach(json_object_get(p, "events"), i, e) {
+        assert_string_equal(json_string_value(json_object_get(e, "kind")),
+                            event_kind_name((enum event_kind)i));
+        assert_string_equal(json_string_value(json_object_get(e, "severity")),
+                            event_kind_severity((enum event_kind)i));
+        assert_string_equal(json_string_value(json_object_get(e, "key_escaped")), want);
+        assert_true(json_is_true(json_object_get(e, "key_cut")));
+        assert_string_equal(json_string_value(json_object_get(e, "target")), "main");
+        assert_string_equal(json_string_value(json_object_get(e, "class")), "lock:order");
+        assert_true(json_real_value(json_object_get(e, "seconds")) == 1.5);
+        assert_non_null(strstr(json_string_value(json_object_get(e, "time")), "Z"));
+        assert_true(json_integer_value(json_object_get(e, "time_ms")) > 0);
+        /* sanitised: the invalid bytes are U+FFFD, the rest kept */
+        assert_non_null(strstr(json_string_value(json_object_get(e, "key")), "\xef\xbf\xbd"));
+    }
+    free(want);
+    text = json_dumps(p, JSON_COMPACT);
+    assert_non_null(text);
+    n = strlen(text);
+    assert_null(memchr(text, '\n', n));                 /* escaped in the JSON */
+    assert_true(n < (size_t)EVENT_KIND_COUNT * 16 * 1024);
+    free(text);
+    json_decref(p);
+}
+
+static void
+absent_fields_are_null(void **state)
+{
+    struct event_in in = { .kind = EVENT_DEADLOCK, .detail = "a cycle", .seconds = -1 };
+    json_t *p, *e;
+
+    (void)state;
+    events_push(&in);
+    p = page(false, 0, -1, NULL, 10);
+    e = json_array_get(json_object_get(p, "events"), 0);
+    assert_true(json_is_null(json_object_get(e, "key")));
+    assert_true(json_is_null(json_object_get(e, "key_escaped")));
+    assert_true(json_is_false(json_object_get(e, "key_cut")));
+    assert_true(json_is_null(json_object_get(e, "holder")));
+    assert_true(json_is_null(json_object_get(e, "target")));
+    assert_true(json_is_null(json_object_get(e, "seconds")));
+    assert_string_equal(json_string_value(json_object_get(e, "detail")), "a cycle");
+    json_decref(p);
+}
+
+static void
+page_after_limit_kind_gap(void **state)
+{
+    json_t *p;
+
+    (void)state;
+    for (int i = 0; i < 5; i++)
+        push(i % 2 ? EVENT_DEADLOCK : EVENT_LEASE_LOST, "lock:a", 6, i < 4 ? "main" : "b", -1);
+    p = page(true, 2, -1, NULL, 2);                     /* forward from 2 */
+    assert_int_equal(seq_at(p, 0), 3);
+    assert_int_equal(seq_at(p, 1), 4);
+    assert_true(json_is_true(json_object_get(p, "more")));
+    assert_int_equal(json_integer_value(json_object_get(p, "next_after")), 4);
+    assert_true(json_is_false(json_object_get(p, "gap")));
+    json_decref(p);
+    p = page(false, 0, -1, NULL, 2);                    /* the newest */
+    assert_int_equal(seq_at(p, 0), 4);
+    assert_int_equal(seq_at(p, 1), 5);
+    assert_int_equal(json_integer_value(json_object_get(p, "next_after")), 5);
+    json_decref(p);
+    p = page(true, 0, EVENT_DEADLOCK, NULL, 10);        /* one kind: 2 and 4 */
+    assert_int_equal(json_integer_value(json_object_get(p, "count")), 2);
+    assert_int_equal(seq_at(p, 1), 4);
+    assert_int_equal(json_integer_value(json_object_get(p, "next_after")), 5);
+    json_decref(p);
+    p = page(true, 0, -1, "b", 10);                     /* one target */
+    assert_int_equal(json_integer_value(json_object_get(p, "count")), 1);
+    assert_int_equal(seq_at(p, 0), 5);
+    json_decref(p);
+    p = page(true, 9, -1, NULL, 10);                    /* beyond: a restart */
+    assert_true(json_is_true(json_object_get(p, "gap")));
+    assert_int_equal(json_integer_value(json_object_get(p, "count")), 5);
+    json_decref(p);
+    for (int i = 0; i < EVENTS_MAX; i++)                /* 1..5 pushed out */
+        push(EVENT_INVERSION, "lock:b", 6, "main", -1);
+    p = page(true, 3, -1, NULL, 1);
+    assert_true(json_is_true(json_object_get(p, "gap")));
+    assert_int_equal(seq_at(p, 0), 6);
+    assert_int_equal(json_integer_value(json_object_get(p, "dropped")), 5);
+    json_decref(p);
+    p = page(true, 5, -1, NULL, 1);                     /* nothing missed */
+    assert_true(json_is_false(json_object_get(p, "gap")));
+    json_decref(p);
+}
+
+static void
+table_fits_80_columns_one_line_each(void **state)
+{
+    struct table t;
+    json_t *p;
+    char *buf = NULL, *line, *save = NULL;
+    size_t len = 0, lines = 0;
+    FILE *fp;
+    int seen[EVENT_KIND_COUNT] = { 0 };
+
+    (void)state;
+    for (int k = 0; k < EVENT_KIND_COUNT; k++)
+        push((enum event_kind)k, hostile, sizeof(hostile), "main", -1);
+    p = page(false, 0, -1, NULL, EVENTS_MAX);
+    table_init(&t, events_table_cols, events_table_ncols);
+    assert_int_equal(events_table_add(&t, p, 0), EVENT_KIND_COUNT);
+    assert_int_equal(events_table_add(&t, p, INT64_MAX), 0);   /* --since: none that new */
+    fp = open_memstream(&buf, &len);
+    assert_non_null(fp);
+    table_print(&t, fp, 80);
+    fclose(fp);
+    table_release(&t);
+    for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        assert_true(table_text_width(line) <= 80);
+        assert_null(strchr(line, '\r'));
+        assert_null(strchr(line, '\x1b'));
+        assert_null(strstr(line, "\xe2\x80\xae"));          /* no bidi override */
+        for (int k = 0; k < EVENT_KIND_COUNT; k++)
+            if (strstr(line, event_kind_name((enum event_kind)k)) != NULL)
+                seen[k]++;
+        lines++;
+    }
+    /* the header and one line per event: the details wrap onto more
+     * lines, never a key's newline */
+    assert_true(lines >= 1 + EVENT_KIND_COUNT);
+    for (int k = 0; k < EVENT_KIND_COUNT; k++)
+        assert_int_equal(seen[k], 1);
+    free(buf);
+    json_decref(p);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(every_kind_as_json, reset),
+        cmocka_unit_test_setup(absent_fields_are_null, reset),
+        cmocka_unit_test_setup(page_after_limit_kind_gap, reset),
+        cmocka_unit_test_setup(table_fits_80_columns_one_line_each, reset),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
