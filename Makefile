@@ -8,7 +8,8 @@
 #   make bench      the benchmarks in bench/ (figures: timing never fails it,
 #                   a failing agent or tool does);
 #                   make bench-follow runs only follow mode's
-#   make interop    the real clients (Java, Python, Node, Go) against lockwatch (tests/interop/)
+#   make interop    the real clients (Java, Python, Node, Go) against lockwatch (tests/interop/);
+#                   make interop-deadlock-soak: 60 s of one-order Redisson fair-lock contention
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make SANITIZE=address,undefined   build with sanitizers
 #   make WERROR=1   warnings are errors (CI sets this)
@@ -75,7 +76,8 @@ DEB_openssl       := libssl-dev
 DEB_hiredis_ssl   := libhiredis-dev (1.x, or make deps-hiredis-tls)
 DEB_cmocka        := libcmocka-dev
 NO_DEPS_GOALS     := deps deps-list deps-hiredis-tls deps-demo deps-test deps-deb deps-fuzz deps-interop \
-                     deps-bench clean uninstall test demo deb bench bench-follow interop
+                     deps-bench clean uninstall test demo deb bench bench-follow interop \
+                     interop-deadlock-soak
 ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 HAVE_CC      := $(shell command -v $(CC) >/dev/null 2>&1 && echo y)
 HAVE_PKGCONF := $(shell command -v $(lastword $(PKG_CONFIG)) >/dev/null 2>&1 && echo y)
@@ -171,7 +173,7 @@ ALL_OBJ := $(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/main.o $(UNIT_
            $(BUILD)/tests/unit/failalloc.o
 
 .PHONY: all deps test unit integration demo bench bench-follow install uninstall clean deb man \
-        torture deps-hiredis-tls interop
+        torture deps-hiredis-tls interop interop-deadlock-soak
 all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(GEN_INI5)
 
 # Which hiredis and whether TLS: rewritten only when that changes, so that
@@ -400,6 +402,14 @@ interop: deps-interop
 	  /usr/bin/python3 tests/interop/runner.py
 	@LOCKWATCH_BUILD=$(abspath $(BUILD)) LOCKWATCH_INTEROP_DIR=$(abspath $(BUILD))/interop \
 	  tests/interop/reporters/run
+
+# The issue's full 60 s of one-order fair-lock contention (make interop runs
+# 15 s of it to keep to its budget; tests/interop/deadlocks.py).
+interop-deadlock-soak: deps-interop
+	@$(MAKE) --no-print-directory all
+	@tests/interop/fetch $(BUILD)/interop
+	@LOCKWATCH_BUILD=$(abspath $(BUILD)) LOCKWATCH_INTEROP_DIR=$(abspath $(BUILD))/interop \
+	  LOCKWATCH_DEADLOCK_SOAK=60 /usr/bin/python3 tests/interop/runner.py --only deadlock,one-order
 
 demo: deps-demo
 	@$(MAKE) --no-print-directory all

@@ -478,6 +478,8 @@ agent_start(struct agent *a, struct config *cfg)
         return -1;
     if ((a->throttle = throttle_new()) == NULL)
         return -1;
+    if ((a->graph = graph_new()) == NULL)
+        return -1;
     if (build_targets(cfg, NULL, 0, &a->targets) == -1)
         return -1;
     a->cfg = cfg;
@@ -561,6 +563,7 @@ agent_stop(struct agent *a)
     classtrend_free(a->trend);
     alerts_free(a->alerts);     /* a bounded last chance for queued notices */
     throttle_free(a->throttle);
+    graph_free(a->graph);
     pthread_mutex_destroy(&a->mu);
     memset(a, 0, sizeof(*a));
 }
@@ -612,6 +615,7 @@ agent_view(struct agent *a, struct view *v)
     v->alerts = a->alerts;
     v->releases = a->releases;
     v->throttle = a->throttle;
+    v->graph = a->graph != NULL ? graph_latest(a->graph) : NULL;
     for (i = 0; i < a->ntargets; i++) {
         struct target_rt *t = a->targets[i];
 
@@ -682,6 +686,7 @@ view_release(struct view *v)
         redlock_report_unref(v->groups[i].report);
     }
     free(v->groups);
+    graph_report_unref(v->graph);
     if (v->wait != NULL) {
         waitstats_view_release(v->wait);
         free(v->wait);

@@ -14,6 +14,11 @@
  * publishes a snapshot, on that member's thread (agent/groups.h); its
  * report is published the same way as a snapshot.
  *
+ * The wait-for graph (deadlocks, lock-order inversions) makes a pass on
+ * the main thread before each alert evaluation (agent/http/alerts_http.c),
+ * over the newest snapshots and the wait statistics' waiting table; the
+ * view carries its newest report.
+ *
  * The wait statistics (samples from clients over UDP) live beside the
  * targets for the life of the process: a reload hands them the new
  * [classes] rules and wait_window and keeps every counter.  The ingest
@@ -28,6 +33,7 @@
 
 #include "conf/config.h"
 #include "collectors/lease/lease.h"
+#include "collectors/graph/graph.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/locks/snapshot.h"
 #include "collectors/waits/classtrend.h"
@@ -59,6 +65,9 @@ struct agent {
     struct classtrend *trend;   /* per-class leases and counts over time
                                  * (collectors/waits/classtrend.h); set at
                                  * start, never replaced, own lock */
+    struct graph *graph;        /* the wait-for graph (collectors/graph/):
+                                 * a pass each alert tick, on the main
+                                 * thread; its reports are shared */
 };
 
 struct view_target {
@@ -88,6 +97,9 @@ struct view {
     struct throttle *throttle;      /* the agent's, own lock; NULL in --once */
     struct classtrend_view *trend;  /* leases and counts per class; NULL in
                                      * --once */
+    struct graph_report *graph;     /* the wait-for graph's newest report (a
+                                     * reference); NULL before the first
+                                     * pass and in --once */
     struct lease_view *lease;       /* leases that ran out (collectors/lease);
                                      * NULL in --once */
 };

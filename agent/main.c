@@ -29,6 +29,7 @@
 #include "agent/http/alerts_http.h"
 #include "agent/http/http.h"
 #include "agent/ingest.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "agent/http/render.h"
 #include "agent/agent.h"
@@ -318,7 +319,8 @@ serve(const struct options *opt)
     struct agent agent;
     sigset_t set;
     siginfo_t info;
-    struct timespec tick = { 1, 0 };
+    struct timespec tick = { 0, AGENT_GRAPH_TICK_MS * 1000000L };
+    int64_t alerted = 0;
     int sig;
 
     if (load(opt->path, opt->explicit, false, &cfg) == -1)
@@ -352,9 +354,14 @@ serve(const struct options *opt)
 
     for (;;) {
         sig = sigtimedwait(&set, &info, &tick);
-        /* the alert rules, about once a second (a signal only makes one
-         * early); off the scan path, and sinks send on their own thread */
-        agent_alerts_tick(&agent);
+        /* the wait-for graph every tick; the alert rules about once a
+         * second, and at once when the graph found a deadlock or an
+         * inversion (or a signal came); off the scan path, and sinks send
+         * on their own thread */
+        if (agent_graph_tick(&agent) || sig != -1 || clock_mono_ms() - alerted >= 900) {
+            agent_alerts_tick(&agent);
+            alerted = clock_mono_ms();
+        }
         if (sig == -1)
             continue;           /* the tick, or EINTR */
         if (sig == SIGHUP) {

@@ -30,6 +30,11 @@
  *                        {target, class, key}: one instance per lock
  *                        however many events it had; it resolves when
  *                        its newest event is that old
+ *                DEADLOCK a deadlock of the wait-for graph's report
+ *                        (collectors/graph/graph.h) {target = its target,
+ *                        "*" across targets, key = its keys "A -> B"}
+ *                INVERSION a lock-order inversion of that report
+ *                        {class = its two classes "A,B"}
  *   holds      bool holds(const struct rule_ctx *c): the condition, for one
  *              subject of the scope
  *   texts      void texts(const struct rule_ctx *c, struct strbuf *summary,
@@ -68,7 +73,11 @@
     /* the group's nodes disagree on the key (collectors/locks/redlock.h) */            \
     X(LOCK_REDLOCK_SPLIT,   "LockRedlockSplit",   CRITICAL, GROUP,  split_holds,     split_texts)     \
     /* locks gone at a restart, failover or flush, within RULES_LOST_FIRING_MS */       \
-    X(LOCK_LOST_AT_FAILOVER, "LockLostAtFailover", CRITICAL, TARGET, lost_holds,     lost_texts)      \
+    X(LOCK_LOST_AT_FAILOVER, "LockLostAtFailover", CRITICAL, TARGET, lost_holds,     lost_texts)    \
+    /* a cycle of waiters seen on two passes in a row (collectors/graph/) */            \
+    X(LOCK_DEADLOCK,        "LockDeadlock",       CRITICAL, DEADLOCK, deadlock_holds, deadlock_texts) \
+    /* class A held while acquiring B by one owner, B then A by another */             \
+    X(LOCK_ORDER_INVERSION, "LockOrderInversion", WARNING,  INVERSION, inversion_holds, inversion_texts) \
     /* a holder kept working after its lease ran out (event lease_overrun) */          \
     X(LOCK_LEASE_OVERRUN,   "LockLeaseOverrun",   CRITICAL, EVENT,  overrun_holds,   overrun_texts)   \
     /* a renewed lease ran out without an unlock, or a holder said it lost its lease  \

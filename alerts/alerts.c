@@ -323,7 +323,7 @@ void
 alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
             const struct rules_group *groups, size_t ngroups,
             const struct waitstats_view *w, const struct classtrend_view *tv,
-            int64_t now_ms)
+            const struct graph_report *graph, int64_t now_ms)
 {
     const struct alert_event *ev;
     struct alert **list = NULL;
@@ -336,6 +336,7 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
     rules_eval(a->set, &a->rules, targets, ntargets, w, tv, now_ms);
     rules_eval_redlock(a->set, groups, ngroups, now_ms);
     eval_events(a, now_ms);
+    rules_eval_graph(a->set, graph, now_ms);
     if (alertset_end(a->set, a->rules.repeat_interval_ms, a->has_refresh, &ev, &nev) == -1)
         log_warnx("alerts: out of memory; some notices of this tick are missing");
     if (nev > 0 && a->nsinks > 0 && (list = malloc(nev * sizeof(*list))) == NULL)

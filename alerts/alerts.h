@@ -49,11 +49,13 @@ int alerts_configure(struct alerts *a, const struct config *cfg);
 /*
  * One evaluation.  targets[i].name and .snap describe every configured
  * target (fresh is computed here); groups[] every [redlock] group; w may
- * be NULL.  now_ms is Unix time.
+ * be NULL; graph is the wait-for graph's newest report (NULL: none, and
+ * its alerts keep their state).  now_ms is Unix time.
  */
 void alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
                  const struct rules_group *groups, size_t ngroups,
                  const struct waitstats_view *w, const struct classtrend_view *tv,
+                 const struct graph_report *graph,
                  int64_t now_ms);
 
 /* {"alerts": [...firing...], "total": n, "suppressed": k}; malloc'd.

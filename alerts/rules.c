@@ -9,7 +9,8 @@
  * (the bad locks of fresh snapshots, the targets, the shards of fresh
  * cluster snapshots, the wait classes, the keys of Redlock reports), fill in a rule_ctx with the subject and its
  * labels, and judge() runs every row of that scope on it; so a kind is
- * one row and its two functions here, and a walker knows no kind.
+ * one row and its two functions here (or, for the EVENT kinds, in
+ * rules_event.c, declared in rules_impl.h), and a walker knows no kind.
  *
  * Texts are strbufs capped at RULES_SUMMARY_MAX / RULES_DESCRIPTION_MAX
  * and cut at a UTF-8 character boundary (alerts/text.h), because every
@@ -26,14 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alerts/rules_impl.h"
 #include "alerts/text.h"
 #include "collectors/locks/lostview.h"
 #include "collectors/waits/leaseadvice.h"
 #include "common/keytext.h"
 
 /* Arbitrary bytes, sanitised to UTF-8: at most max (<= RULES_HOLDER_TEXT_MAX)
- * input bytes, and an ellipsis when cut. */
-static void
+ * input bytes, and an ellipsis when cut (rules_impl.h). */
+void
 text_bytes(struct strbuf *t, const char *p, size_t n, size_t max)
 {
     char stack[KEYTEXT_SANITIZED_MAX(RULES_HOLDER_TEXT_MAX)];
@@ -50,8 +52,7 @@ text_bytes(struct strbuf *t, const char *p, size_t n, size_t max)
 }
 
 /* Formats for numbers and ASCII only: the output is cut as bytes. */
-__attribute__((format(printf, 2, 3)))
-static void
+void
 text_addf(struct strbuf *t, const char *fmt, ...)
 {
     char tmp[256];
@@ -66,7 +67,7 @@ text_addf(struct strbuf *t, const char *fmt, ...)
     text_add(t, tmp, strlen(tmp));
 }
 
-static char *
+char *
 sanitized(const char *p, size_t n)
 {
     size_t need = KEYTEXT_SANITIZED_MAX(n);
@@ -137,29 +138,6 @@ text_ttl(struct strbuf *t, const struct snap_lock *l)
     text_adds(t, "TTL ");
     text_duration(t, l->pttl_ms);
 }
-
-/* What rules are judged on: the scope's subject and its labels.  A walker
- * sets the fields of its scope (alert_kinds.h) and leaves the rest NULL,
- * so the label fields are exactly the instance's labels. */
-struct rule_ctx {
-    const struct rules_conf *p;
-    int64_t now_ms;
-    const char *target;                 /* LOCK, TARGET; GROUP: the group */
-    const char *class_;                 /* LOCK, CLASS, GROUP (sanitised) */
-    const char *key;                    /* LOCK, GROUP: the key label */
-    const char *shard, *node;           /* SHARD (sanitised) */
-    const struct snapshot *snap;        /* LOCK, TARGET, SHARD */
-    const struct snap_shard *sh;        /* SHARD */
-    const struct snap_lock *lock;       /* LOCK */
-    const struct waitstats_class *wait; /* CLASS; TREND: NULL without holds */
-    const struct classtrend_class *trend;   /* TREND */
-    const struct redlock_report *report;    /* GROUP */
-    const struct redlock_issue *issue;      /* GROUP */
-    const struct event *event;              /* EVENT */
-};
-
-enum rule_scope { SCOPE_LOCK, SCOPE_TARGET, SCOPE_SHARD, SCOPE_CLASS, SCOPE_TREND, SCOPE_GROUP,
-                  SCOPE_EVENT };
 
 /* LOCK: "Lock K (class C, target T, format F): ", how every lock
  * description starts. */
@@ -634,131 +612,106 @@ lost_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
     text_adds(desc, ". " LOST_TAIL);
 }
 
-/* ---- EVENT: leases ------------------------------------------------------------- */
-
-/* EVENT: "Lock K (class C, target T): ", the target left out when the
- * event has none (a holder's line about a lock no scan saw end). */
-static void
-event_intro(const struct rule_ctx *c, struct strbuf *desc)
+/* Every deadlock of the report holds while the report has it. */
+static bool
+deadlock_holds(const struct rule_ctx *c)
 {
-    text_adds(desc, "Lock ");
-    text_adds(desc, c->key);
-    text_adds(desc, " (class ");
-    text_adds(desc, c->class_);
-    if (c->target != NULL) {
-        text_adds(desc, ", target ");
-        text_adds(desc, c->target);
+    return c->dl->nsteps >= 2;
+}
+
+/* "holder H" and, when the lock is on a target, " (target T)". */
+static void
+text_step_lock(struct strbuf *t, const struct graph_step *s)
+{
+    text_bytes(t, s->key.p, s->key.len, RULES_HOLDER_TEXT_MAX);
+    if (s->target[0] != '\0') {
+        text_adds(t, " (target ");
+        text_adds(t, s->target);
+        text_adds(t, ")");
     }
-    text_adds(desc, "): ");
 }
 
 static void
-event_holder(const struct rule_ctx *c, struct strbuf *t)
+deadlock_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
 {
-    const struct event *e = c->event;
+    const struct graph_deadlock *d = c->dl;
+    const struct graph_step *b = &d->steps[d->breaker];
+    size_t i;
 
-    if (e->holder[0] == '\0') {
-        text_adds(t, "its holder");
-        return;
+    text_addf(sum, "Deadlock of %zu lock holders: ", d->nsteps);
+    text_adds(sum, c->key);
+    text_addf(desc, "%zu holders wait for each other in a cycle, seen on two passes in a "
+              "row since ", d->nsteps);
+    text_since(desc, d->since_ms, c->now_ms);
+    text_adds(desc, ": ");
+    for (i = 0; i < d->nsteps; i++) {
+        const struct graph_step *s = &d->steps[i];
+
+        text_bytes(desc, s->waiter.p, s->waiter.len, RULES_HOLDER_TEXT_MAX);
+        text_adds(desc, " waits for ");
+        text_step_lock(desc, s);
+        text_adds(desc, ", held by ");
+        text_bytes(desc, s->holder.p, s->holder.len, RULES_HOLDER_TEXT_MAX);
+        text_adds(desc, "; ");
     }
-    text_adds(t, "holder ");
-    text_bytes(t, e->holder, strnlen(e->holder, sizeof(e->holder)), RULES_HOLDER_TEXT_MAX);
+    text_adds(desc, "none can proceed on its own. Release ");
+    text_step_lock(desc, b);
+    text_adds(desc, ", held by ");
+    text_bytes(desc, b->holder.p, b->holder.len, RULES_HOLDER_TEXT_MAX);
+    if (b->held_since_ms > 0) {
+        text_adds(desc, " for ");
+        text_duration(desc, c->now_ms - b->held_since_ms);
+    }
+    text_adds(desc, " (the youngest hold: the least work lost), or restart that holder: "
+              "the others then proceed. Then take these locks in one order everywhere.");
 }
 
-/* The event's own sentence, and how long ago it was. */
-static void
-event_detail(const struct rule_ctx *c, struct strbuf *desc)
+static bool
+inversion_holds(const struct rule_ctx *c)
 {
-    const struct event *e = c->event;
-    char *d = sanitized(e->detail, strlen(e->detail));
+    return c->inv->class_a[0] != '\0';
+}
 
-    text_adds(desc, " (");
-    text_adds(desc, d != NULL ? d : "(out of memory)");
-    free(d);
+static void
+text_site(struct strbuf *t, const struct graph_site *s, const char *held, const char *wanted)
+{
+    text_adds(t, "owner ");
+    text_bytes(t, s->owner.p, s->owner.len, RULES_HOLDER_TEXT_MAX);
+    text_adds(t, " held ");
+    text_adds(t, held);
+    text_adds(t, " (");
+    text_bytes(t, s->held_key.p, s->held_key.len, RULES_HOLDER_TEXT_MAX);
+    text_adds(t, ") while acquiring ");
+    text_adds(t, wanted);
+    text_adds(t, " (");
+    text_bytes(t, s->wanted_key.p, s->wanted_key.len, RULES_HOLDER_TEXT_MAX);
+    text_adds(t, ")");
+}
+
+static void
+inversion_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
+{
+    const struct graph_inversion *v = c->inv;
+    char *a = sanitized(v->class_a, strlen(v->class_a));
+    char *b = sanitized(v->class_b, strlen(v->class_b));
+
+    if (a == NULL || b == NULL)
+        goto out;
+    text_adds(sum, "Lock classes ");
+    text_adds(sum, a);
+    text_adds(sum, " and ");
+    text_adds(sum, b);
+    text_adds(sum, " are taken in both orders");
+    text_adds(desc, "The two orders can deadlock when they run at the same time: ");
+    text_site(desc, &v->ab, a, b);
     text_adds(desc, "; ");
-    text_duration(desc, c->now_ms > e->at_ms ? c->now_ms - e->at_ms : 0);
-    text_adds(desc, " ago). ");
-}
-
-static bool
-lease_lost_holds(const struct rule_ctx *c)
-{
-    return c->event->kind == EVENT_EXPIRED_RENEWED || c->event->kind == EVENT_LEASE_LOST;
-}
-
-static void
-lease_lost_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
-{
-    const struct event *e = c->event;
-    bool said = e->kind == EVENT_LEASE_LOST;
-
-    text_adds(sum, "Lock ");
-    text_adds(sum, c->key);
-    if (c->target != NULL) {
-        text_adds(sum, " on ");
-        text_adds(sum, c->target);
-    }
-    text_adds(sum, " lost its lease while held by ");
-    event_holder(c, sum);
-    event_intro(c, desc);
-    event_holder(c, desc);
-    if (said) {
-        text_adds(desc, " reported that its lease ended while it held the lock");
-    } else {
-        text_adds(desc, " had held it for ");
-        text_duration(desc, (int64_t)(e->seconds * 1000.0));
-        text_adds(desc, " and renewed it, then the renewals stopped and the lease ran out "
-                  "without an unlock");
-    }
-    event_detail(c, desc);
-    text_adds(desc, "The holder crashed, hung (a GC or stop-the-world pause, a stuck "
-              "thread) or lost its connection; another client may take the lock while it "
-              "still works. Check the holder; if it resumes, its work may overlap the next "
-              "holder's (LockLeaseOverrun).");
-}
-
-/* An overrun: to the hundredth of a second below a minute (the window two
- * holders shared is often a fraction of one), the house format above. */
-static void
-text_overrun(struct strbuf *t, double seconds)
-{
-    if (seconds < 60.0)
-        text_addf(t, "%.2fs", seconds);
-    else
-        text_duration(t, (int64_t)(seconds * 1000.0));
-}
-
-static bool
-overrun_holds(const struct rule_ctx *c)
-{
-    return c->event->kind == EVENT_LEASE_OVERRUN;
-}
-
-static void
-overrun_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
-{
-    const struct event *e = c->event;
-
-    text_adds(sum, "Lock ");
-    text_adds(sum, c->key);
-    if (c->target != NULL) {
-        text_adds(sum, " on ");
-        text_adds(sum, c->target);
-    }
-    text_adds(sum, ": ");
-    event_holder(c, sum);
-    text_adds(sum, " worked ");
-    text_overrun(sum, e->seconds);
-    text_adds(sum, " past its lease");
-    event_intro(c, desc);
-    event_holder(c, desc);
-    text_adds(desc, " still reported the lock ");
-    text_overrun(desc, e->seconds);
-    text_adds(desc, " after its lease ran out");
-    event_detail(c, desc);
-    text_adds(desc, "For that long two clients may both have been inside the lock: check "
-              "the data it protects, then the holder (GC pauses, lease shorter than the "
-              "work, a watchdog that cannot reach Redis).");
+    text_site(desc, &v->ba, b, a);
+    text_adds(desc, ". Take them in one order everywhere (for example ");
+    text_adds(desc, a);
+    text_adds(desc, " first).");
+out:
+    free(a);
+    free(b);
 }
 
 /* The rule table: one row per alert kind, made from ALERT_KINDS. */
@@ -912,6 +865,58 @@ judge_trends(struct alertset *set, const struct rules_conf *p,
         if (cls != NULL)
             judge(set, SCOPE_TREND, &c);
         free(cls);
+    }
+}
+
+/* "A -> B -> C": the deadlock's keys in cycle order, as a key label. */
+static char *
+deadlock_label(const struct graph_deadlock *d)
+{
+    size_t i, need = 0, len = 0;
+    char *raw, *out;
+
+    for (i = 0; i < d->nsteps; i++)
+        need += d->steps[i].key.len + 4;
+    if ((raw = malloc(need + 1)) == NULL)
+        return NULL;
+    for (i = 0; i < d->nsteps; i++) {
+        if (i > 0) {
+            memcpy(raw + len, " -> ", 4);
+            len += 4;
+        }
+        memcpy(raw + len, d->steps[i].key.p, d->steps[i].key.len);
+        len += d->steps[i].key.len;
+    }
+    out = rules_key_label(raw, len);
+    free(raw);
+    return out;
+}
+
+void
+rules_eval_graph(struct alertset *set, const struct graph_report *r, int64_t now_ms)
+{
+    char cls[2 * CLASS_NAME_MAX + 2];
+    size_t i;
+
+    for (i = 0; r != NULL && i < r->ndeadlocks; i++) {
+        char *key = deadlock_label(&r->deadlocks[i]);
+        struct rule_ctx c = { .now_ms = now_ms, .target = r->deadlocks[i].target, .key = key,
+                              .dl = &r->deadlocks[i] };
+
+        if (key != NULL)
+            judge(set, SCOPE_DEADLOCK, &c);
+        free(key);
+    }
+    for (i = 0; r != NULL && i < r->ninversions; i++) {
+        struct rule_ctx c = { .now_ms = now_ms, .class_ = cls, .inv = &r->inversions[i] };
+        char *s;
+
+        snprintf(cls, sizeof(cls), "%s,%s", r->inversions[i].class_a, r->inversions[i].class_b);
+        if ((s = sanitized(cls, strlen(cls))) == NULL)
+            continue;
+        c.class_ = s;
+        judge(set, SCOPE_INVERSION, &c);
+        free(s);
     }
 }
 

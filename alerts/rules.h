@@ -29,6 +29,7 @@
 #include "alerts/alertset.h"
 #include "conf/config.h"
 #include "collectors/events/events.h"
+#include "collectors/graph/graph.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/locks/snapshot.h"
 #include "collectors/waits/classtrend.h"
@@ -74,6 +75,14 @@ struct rules_group {
  */
 void rules_eval_redlock(struct alertset *set, const struct rules_group *groups,
                         size_t ngroups, int64_t now_ms);
+
+/*
+ * Observe the wait-for graph's kinds: LockDeadlock for every deadlock the
+ * report holds ({target = its target or "*", key = its keys in cycle
+ * order joined by " -> ", as a key label}), LockOrderInversion for every
+ * inversion ({class = its two classes, "A,B"}).  r NULL: none yet.
+ */
+void rules_eval_graph(struct alertset *set, const struct graph_report *r, int64_t now_ms);
 
 /*
  * Observe the EVENT kinds (LockLeaseLost, LockLeaseOverrun) for event e

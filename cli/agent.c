@@ -555,3 +555,30 @@ agent_get(const struct lockctl *lc, const char *path, json_t **doc, char *err, s
     snprintf(err, errlen, "the agent at %s did not answer: %s", av.url, av.err);
     return -1;
 }
+
+int
+agent_get_doc(const struct lockctl *lc, struct agent_view *av, const char *path, json_t **doc)
+{
+    char err[320], url[640];
+    int r = agent_base_url(lc, av->url, sizeof(av->url), err, sizeof(err));
+    long status;
+
+    *doc = NULL;
+    av->deadline_ms = lc->scope.deadline_ms;
+    if (r != 0) {
+        snprintf(av->err, sizeof(av->err), "%s", r == 1 ? "--agent off: this command "
+                 "asks the agent, and only the agent knows it" : err);
+        return -1;
+    }
+    snprintf(url, sizeof(url), "%s%s", av->url, path);
+    if ((status = agent_get_json(av, url, doc)) == -1)
+        return -1;
+    if (status != 200) {
+        agent_status_error(av, status, *doc);
+        json_decref(*doc);
+        *doc = NULL;
+        return -1;
+    }
+    av->answered = true;
+    return 0;
+}

@@ -269,6 +269,11 @@ void agent_view_release(struct agent_view *av);
  */
 int agent_consult(const struct lockctl *lc, struct agent_view *av, const char *key,
                   size_t keylen);
+/* GET path (e.g. "/api/v1/deadlocks") of the agent of lc as JSON into
+ * *doc (the caller's): 0 on HTTP 200, -1 with av->err saying why (no
+ * agent, --agent off, an error answer, not JSON). */
+int agent_get_doc(const struct lockctl *lc, struct agent_view *av, const char *path,
+                  json_t **doc);
 /* One line for people after a listing: where ages came from (from_agent
  * locks judged with the agent's times), or why not and what that means. */
 void agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp,
@@ -318,6 +323,7 @@ int cmd_show(struct lockctl *lc, int argc, char **argv);
 int cmd_release(struct lockctl *lc, int argc, char **argv);
 int cmd_expire(struct lockctl *lc, int argc, char **argv);
 int cmd_audit(struct lockctl *lc, int argc, char **argv);
+int cmd_deadlocks(struct lockctl *lc, int argc, char **argv);
 int cmd_events(struct lockctl *lc, int argc, char **argv);
 
 int cmd_classes(struct lockctl *lc, int argc, char **argv);

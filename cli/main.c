@@ -90,6 +90,13 @@ static const struct command {
       "Show the newest entries of the audit stream ([unlock] audit_stream), newest\n"
       "first: every release and expire, refused or done (dry runs leave none).\n"
       "  --limit N       at most N entries (1..10000, default 20)\n" },
+    { "deadlocks", cmd_deadlocks, "deadlocks",
+      "Show the agent's wait-for graph (GET /api/v1/deadlocks): every deadlock now, a\n"
+      "table of its holders (who waits for which key, held by whom, for how long) and\n"
+      "the lock whose release breaks it (the youngest hold), then the lock-order\n"
+      "inversions known (two lock classes taken in both orders, with both sites).\n"
+      "Only the agent knows this: it is asked (--agent, else [agent] listen), and an\n"
+      "agent that does not answer is exit 3.  --json prints the agent's document.\n" },
     { "events", cmd_events,
       "events [--since DURATION] [--kind KIND] [--limit N] [--follow]",
       "Show the agent's timeline of lock events, newest last (docs/events.md): leases\n"

@@ -6,7 +6,11 @@
  * The tick takes the same kind of view HTTP renders from (references to
  * the newest snapshots, a copy of the wait statistics), so the rules read
  * exactly what /metrics shows and never block a scanner.  It runs on the
- * main thread once a second (main.c's sigtimedwait loop).
+ * main thread once a second (main.c's sigtimedwait loop).  The rules judge
+ * the wait-for graph's newest report too; its passes (agent_graph_tick,
+ * over the same kind of view and the waiting table) run twice a second on
+ * the same thread, and one that finds a new deadlock or inversion has the
+ * alerts evaluated at once.
  */
 #include "agent/http/alerts_http.h"
 
@@ -17,12 +21,69 @@
 #include "agent/http/render.h"
 #include "agent/http/routes.h"
 #include "alerts/alerts.h"
+#include "common/clock.h"
+
+/* The ids of r's deadlocks and inversions, summed with a mixer: equal for
+ * the same sets (in any order). */
+static uint64_t
+report_ids(const struct graph_report *r)
+{
+    uint64_t h = 0;
+    size_t i;
+
+    for (i = 0; r != NULL && i < r->ndeadlocks; i++)
+        h += (r->deadlocks[i].id ^ 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+    for (i = 0; r != NULL && i < r->ninversions; i++)
+        h += (r->inversions[i].id + 0x94d049bb133111ebULL) * 0x2545f4914f6cdd1dULL;
+    return h;
+}
+
+bool
+agent_graph_tick(struct agent *a)
+{
+    struct graph_target *gt;
+    struct graph_report *old, *r = NULL;
+    struct view v;
+    size_t i;
+    bool changed;
+
+    if (a->graph == NULL)
+        return false;
+    if (agent_view(a, &v) == -1) {
+        log_warnx("wait-for graph: out of memory; this pass is skipped");
+        return false;
+    }
+    old = v.graph;              /* the report before this pass */
+    gt = calloc(v.ntargets ? v.ntargets : 1, sizeof(*gt));
+    if (gt != NULL) {
+        for (i = 0; i < v.ntargets; i++) {
+            gt[i].name = v.targets[i].name;
+            gt[i].snap = v.targets[i].snap;
+        }
+        /* the main thread reloads the config too: a->cfg is steady here */
+        r = graph_pass(a->graph, gt, v.ntargets, a->waits, a->cfg->classes, a->cfg->nclasses,
+                       v.now_ms, clock_mono_ms());
+        free(gt);
+    }
+    if (r == NULL) {
+        log_warnx("wait-for graph: out of memory; this pass is skipped");
+        view_release(&v);
+        return false;
+    }
+    changed = report_ids(r) != report_ids(old) ||
+              r->ndeadlocks != (old ? old->ndeadlocks : 0) ||
+              r->ninversions != (old ? old->ninversions : 0);
+    graph_report_unref(r);
+    view_release(&v);
+    return changed;
+}
 
 void
 agent_alerts_tick(struct agent *a)
 {
     struct rules_target *t;
     struct rules_group *g;
+    struct graph_report *gr;
     struct view v;
     size_t i;
 
@@ -41,12 +102,14 @@ agent_alerts_tick(struct agent *a)
             v.trend = NULL;
         }
     }
+    gr = a->graph != NULL ? graph_latest(a->graph) : NULL;
     t = calloc(v.ntargets ? v.ntargets : 1, sizeof(*t));
     g = calloc(v.ngroups ? v.ngroups : 1, sizeof(*g));
     if (t == NULL || g == NULL) {
         log_warnx("alerts: out of memory; this evaluation is skipped");
         free(t);
         free(g);
+        graph_report_unref(gr);
         view_release(&v);
         return;
     }
@@ -58,7 +121,8 @@ agent_alerts_tick(struct agent *a)
         g[i].name = v.groups[i].name;
         g[i].report = v.groups[i].report;
     }
-    alerts_tick(a->alerts, t, v.ntargets, g, v.ngroups, v.wait, v.trend, v.now_ms);
+    alerts_tick(a->alerts, t, v.ntargets, g, v.ngroups, v.wait, v.trend, gr, v.now_ms);
+    graph_report_unref(gr);
     free(t);
     free(g);
     view_release(&v);

@@ -9,8 +9,19 @@
 
 #include "agent/agent.h"
 
-/* Evaluate the alert rules on the newest snapshots and wait statistics.
- * Main thread, from the signal loop's tick; never on a scanner thread. */
+#include <stdbool.h>
+
+/* Evaluate the alert rules on the newest snapshots, wait statistics and
+ * wait-for graph report.  Main thread, from the signal loop's tick (about
+ * once a second); never on a scanner thread. */
 void agent_alerts_tick(struct agent *a);
+
+/* The wait-for graph's pass (collectors/graph/graph.h) over the newest
+ * snapshots and the waiting table: main thread, every
+ * AGENT_GRAPH_TICK_MS.  True when its deadlocks or inversions changed
+ * since the pass before: the loop then evaluates the alerts at once, so
+ * a deadlock is raised as soon as it is confirmed. */
+#define AGENT_GRAPH_TICK_MS 500
+bool agent_graph_tick(struct agent *a);
 
 #endif

@@ -109,6 +109,7 @@ static const struct route routes[] = {
     { READ_METHODS, "/api/v1/locks/",   ROUTE_EXACT,  serve_locks,   NULL,         NULL,              HEAVY },
     { READ_METHODS, "/api/v1/locks/",   ROUTE_PREFIX, serve_lock,    NULL,         NULL,              HEAVY },
     { READ_METHODS, "/api/v1/alerts",   ROUTE_EXACT,  serve_alerts,  NULL,         NULL,              HEAVY },
+    { READ_METHODS, "/api/v1/deadlocks", ROUTE_EXACT, serve_deadlocks, NULL,       NULL,              HEAVY },
     { READ_METHODS, "/api/v1/events",   ROUTE_EXACT,  serve_events,  NULL,         NULL,              HEAVY },
     { READ_METHODS, "/api/v1/classes",  ROUTE_EXACT,  serve_classes, NULL,         NULL,              HEAVY },
     { READ_METHODS, "/",                ROUTE_EXACT,  serve_status,  NULL,         NULL,              HEAVY },

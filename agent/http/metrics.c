@@ -781,8 +781,8 @@ const struct metric_family metric_families[] = {
       "Keys SCAN returned more than once in one pass (counted once)." },
     { "lockwatch_scan_waiter_errors_total", "counter", SRC_VIEW, every_target,
       offsetof(struct snapshot, counters.waiter_errors_total), VAL_U64,
-      "Waiter look-ups (PUBSUB NUMSUB, LLEN of a fair queue) refused with an error reply; "
-      "those locks' waiters are unknown." },
+      "Waiter look-ups (PUBSUB NUMSUB, LRANGE or LLEN of a fair queue) refused with an error "
+      "reply; those locks' waiters (or a queue's members) are unknown." },
     { "lockwatch_scan_truncated_values_total", "counter", SRC_VIEW, every_target,
       offsetof(struct snapshot, counters.truncated_total), VAL_U64,
       "Lock values or hash fields cut by the per-key read caps." },
@@ -896,6 +896,7 @@ const struct metric_family metric_families[] = {
     { "lockwatch_notifications_total", "counter", SRC_ALERTS, notifications, 0, VAL_U64,
       "Notices per [webhook] sink: sent (2xx), retried (a failed try tried again), dropped "
       "(never delivered)." },
+    METRICS_GRAPH_ROWS     /* the wait-for graph's families: metrics_impl.h */
     { "lockwatch_releases_total", "counter", SRC_RELEASES, releases_by_result, 0, VAL_U64,
       "Guarded releases over HTTP (POST /api/v1/locks/release) by result; dry runs are not "
       "counted." },
@@ -942,6 +943,7 @@ render_metrics_http(const struct view *v, const struct guard_stats *http, struct
     o.source[SRC_HTTP] = http;
     o.source[SRC_TREND] = v->trend;
     o.source[SRC_LEASE] = v->lease;
+    o.source[SRC_GRAPH] = v->graph;
     if (v->alerts != NULL) {
         if (alerts_stats(v->alerts, &o.alerts) == -1)
             sb->failed = true;

@@ -723,9 +723,29 @@ struct loop {
     bool dirty;                 /* a record changed since the last snapshot */
 };
 
+/* The held locks s keeps whose waiters are a fair queue. */
+static size_t
+queue_locks(const struct snapshot *s)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < s->nlocks; i++) {
+        const struct snap_lock *l = s->locks[i];
+
+        if (l->nholders > 0 && l->format < formats_count &&
+            formats_table[l->format].waiters == FMT_WAITERS_QUEUE)
+            n++;
+    }
+    return n;
+}
+
 /* One tick's snapshot, when a record changed (at most every
- * FOLLOW_PUBLISH_MS) or a lock's state is due to change.  0 (published
- * or not due), -1 when the snapshot could not be made (a full scan). */
+ * FOLLOW_PUBLISH_MS), a lock's state is due to change, or a lock with a
+ * fair queue is held (every FOLLOW_QUEUES_MS, longer with many of them:
+ * a waiter joining the queue changes no lock key, and the wait-for graph
+ * needs the queue; under churn the other publications read it anyway).  0
+ * (published or not due), -1 when the snapshot could not be made (a full
+ * scan). */
 static int
 maybe_publish(struct follow *fw, struct loop *lp, const struct target_conf *t,
               const struct scan_rules *rules, const atomic_int *stop, scan_publish_fn *publish,
@@ -734,7 +754,9 @@ maybe_publish(struct follow *fw, struct loop *lp, const struct target_conf *t,
     struct snapshot *s;
     int64_t now = clock_mono_ms();
 
-    if (!(lp->dirty && now - lp->last_pub >= FOLLOW_PUBLISH_MS) && clock_left(lp->due) > 0)
+    if (!(lp->dirty && now - lp->last_pub >= FOLLOW_PUBLISH_MS) && clock_left(lp->due) > 0 &&
+        !(fw->queues_held > 0 && now - lp->last_pub >=
+          FOLLOW_QUEUES_MS * (int64_t)(1 + fw->queues_held / FOLLOW_QUEUES_PER)))
         return 0;
     fw->registry_dirty = false;
     if ((s = follow_snapshot(fw, t, rules, stop, &lp->due)) == NULL)
@@ -744,6 +766,7 @@ maybe_publish(struct follow *fw, struct loop *lp, const struct target_conf *t,
         fw->lag_s = (double)(now - lp->oldest) / 1000.0;
     lp->oldest = 0;
     fw->published_total++;
+    fw->queues_held = queue_locks(s);
     follow_stamp(fw, s);
     publish(arg, s);
     lp->last_pub = now;

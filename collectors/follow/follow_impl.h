@@ -39,6 +39,11 @@
 #define FOLLOW_PUBLISH_MS   250     /* at most one snapshot from events per this */
 #define FOLLOW_TICK_MS      50      /* the loop wakes at least this often */
 #define FOLLOW_EXPIRE_MS    500     /* local expiries: at most a snapshot per this */
+#define FOLLOW_QUEUES_MS    500     /* a held lock with a fair queue: a snapshot
+                                     * (its waiters read again) at least this
+                                     * often, for the wait-for graph ... */
+#define FOLLOW_QUEUES_PER   256     /* ... once more for each this many such
+                                     * locks (their queue reads' cost) */
 #define FOLLOW_NODES_MAX    64      /* subscriptions: cluster primaries */
 #define REGISTRY_PREFIX     "lockwatch:client:"
 #define DRIFT_STREAK        2       /* scheduled reconciles with fixes in a row */
@@ -125,6 +130,11 @@ struct follow {
     uint64_t fixed_total, overflows_total, reconciles_total, published_total;
     double lag_s;
     bool registry_dirty;
+    size_t queues_held;         /* held locks of the last snapshot whose
+                                 * waiters are a fair queue (FMT_WAITERS_QUEUE):
+                                 * queue pushes send no event on the lock's
+                                 * key, so with any it is published every
+                                 * FOLLOW_QUEUES_MS x (1 + n / FOLLOW_QUEUES_PER) */
     /* cluster: the topology of the last full scan, and its shards' report */
     bool cluster;
     struct cluster_topo topo;

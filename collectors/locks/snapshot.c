@@ -84,8 +84,10 @@ snapshot_unref(struct snapshot *s)
         free(s->classes[i]);
     free(s->classes);
     free(s->class_stats);
-    for (i = 0; i < s->nlocks; i++)
+    for (i = 0; i < s->nlocks; i++) {
+        free(s->locks[i]->queue);
         free(s->locks[i]);
+    }
     free(s->locks);
     free(s->shards);
     redlock_map_free(s->redlock);
@@ -225,6 +227,8 @@ copy_lock(const struct snap_lock *l)
         return NULL;
     *c = *l;
     c->bytes = need;
+    c->queue = NULL;            /* set on the retained copy only (waiters.c) */
+    c->nqueue = 0;
     c->holders = (struct snap_holder *)(c + 1);
     p = (char *)(c->holders + l->nholders);
     for (i = 0; i < l->nholders; i++) {
@@ -285,6 +289,7 @@ static void
 evict_root(struct snapshot *s)
 {
     s->retained_bytes -= s->locks[0]->bytes;
+    free(s->locks[0]->queue);
     free(s->locks[0]);
     s->locks[0] = s->locks[--s->nlocks];
     if (s->nlocks > 0)

@@ -45,6 +45,7 @@
 #define SNAP_RETAIN_MAX    10000              /* locks kept in detail */
 #define SNAP_RETAIN_BYTES  (32u * 1024 * 1024)
 #define FORMATS_MAX        24                 /* bound on formats_count */
+#define SNAP_QUEUE_IDS     16                 /* fair-queue waiters kept per lock */
 
 struct snap_holder {
     const char *id;                   /* id_len bytes, NUL after them */
@@ -84,6 +85,14 @@ struct snap_lock {
                                        * the scan (formats_helper()) */
     uint32_t waiters;                 /* clients waiting, where Redis shows
                                        * it (SNAP_WAITERS_KNOWN) */
+    char *queue;                      /* the first SNAP_QUEUE_IDS members of its
+                                       * fair queue (waiters.c), for the
+                                       * wait-for graph: nqueue ids, each
+                                       * NUL-terminated, back to back, each at
+                                       * most HOLDER_ID_MAX bytes; NULL: none.
+                                       * Its own allocation, freed with the
+                                       * snapshot */
+    uint16_t nqueue;
     size_t bytes;                     /* size of the allocation */
     bool first_sight;                 /* taken since the last scan saw the
                                        * key (a new key or a new holder):

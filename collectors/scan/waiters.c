@@ -7,9 +7,13 @@
  * beside the registry look-up) the scanner asks, for the locks the
  * snapshot kept:
  *   - a lock whose row's waiters column is FMT_WAITERS_QUEUE (a Redisson
- *     RLock, FairLock, FencedLock): LLEN of its fair queue
- *     redisson_lock_queue:{K}, the FairLock's waiters in order (an RLock
- *     has none, and LLEN of a missing key is 0);
+ *     RLock, FairLock, FencedLock): LRANGE 0 SNAP_QUEUE_IDS-1 of its fair
+ *     queue redisson_lock_queue:{K}, the FairLock's waiters in order (an
+ *     RLock has none, and a missing key is an empty list): their count,
+ *     and their `<uuid>:<tid>` ids, which the lock keeps for the wait-for
+ *     graph (collectors/graph/); only a queue that fills the range, or
+ *     whose LRANGE was refused (an ACL without +lrange: counted), is
+ *     asked its LLEN too, so one command a queue as a rule, as LLEN was;
  *   - every lock whose row has a waiters source and a wake channel
  *     (Redisson locks, RW locks, semaphores, liblockwatch): PUBSUB NUMSUB
  *     of that channel, the clients subscribed to its unlock message, and
@@ -34,6 +38,7 @@
  */
 #include "collectors/scan/scan_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +56,9 @@ struct wait_lock {
     size_t chlen[2];
     bool queue;                 /* a Redisson hash: ask its fair queue */
     long long queued, subscribed;   /* -1: not asked or refused */
+    char *ids;                  /* the queue's first members, NUL-ended, back
+                                 * to back (snap_lock.queue); NULL: none */
+    uint16_t nids;
 };
 
 /* "<prefix>{<key>}", malloc'd. */
@@ -71,37 +79,101 @@ legacy_name(const char *prefix, const char *key, size_t keylen, size_t *len)
     return p;
 }
 
-/* LLEN of the fair queue of every queue lock on this stream. */
+/* The first members of a queue's LRANGE reply, each cut to HOLDER_ID_MAX. */
+static int
+keep_ids(struct wait_lock *x, const redisReply *rep)
+{
+    size_t i, need = 0, n = rep->elements < SNAP_QUEUE_IDS ? rep->elements : SNAP_QUEUE_IDS;
+    char *p;
+
+    for (i = 0; i < n; i++)
+        if (rep->element[i]->type == REDIS_REPLY_STRING)
+            need += (rep->element[i]->len < HOLDER_ID_MAX ? rep->element[i]->len
+                     : HOLDER_ID_MAX) + 1;
+    if (need == 0)
+        return 0;
+    if ((x->ids = p = malloc(need)) == NULL)
+        return -1;
+    for (i = 0; i < n; i++) {
+        const redisReply *e = rep->element[i];
+        size_t len;
+
+        if (e->type != REDIS_REPLY_STRING)
+            continue;
+        len = e->len < HOLDER_ID_MAX ? e->len : HOLDER_ID_MAX;
+        memcpy(p, e->str, len);
+        p[len] = '\0';
+        p += len + 1;
+        x->nids++;
+    }
+    return 0;
+}
+
+/* Send one command about the fair queue of lock w: LRANGE 0 SNAP_QUEUE_IDS-1,
+ * or LLEN. */
+static int
+send_queue(struct run *r, struct stream *st, const struct wait_lock *w, bool llen)
+{
+    const struct snap_lock *l = r->snap->locks[w->lock];
+    size_t need = formats_helper_lock_name(HELPER_FAIR_QUEUE, l->key, l->key_len, NULL, 0);
+    const char *argv[4] = { llen ? "LLEN" : "LRANGE", NULL, "0", NULL };
+    size_t lens[4] = { llen ? 4 : 6, need, 1, 0 };
+    char stop[16], *q;
+
+    if ((q = malloc(need + 1)) == NULL)
+        return -1;
+    formats_helper_lock_name(HELPER_FAIR_QUEUE, l->key, l->key_len, q, need + 1);
+    argv[1] = q;
+    snprintf(stop, sizeof(stop), "%d", SNAP_QUEUE_IDS - 1);
+    argv[3] = stop;
+    lens[3] = strlen(stop);
+    redisAppendCommandArgv(st->c, llen ? 2 : 4, argv, lens);
+    free(q);
+    return 0;
+}
+
+/* The fair queue of every queue lock on this stream: its first members,
+ * and for a queue that fills the range its length. */
 static int
 ask_queues(struct run *r, struct stream *st, size_t want, struct wait_lock *w, size_t n)
 {
     size_t i = 0, j;
 
     while (i < n) {
-        size_t idx[WAITERS_CHUNK], sent = 0;
+        size_t idx[WAITERS_CHUNK], sent = 0, full = 0;
 
         for (; i < n && sent < WAITERS_CHUNK; i++) {
-            const struct snap_lock *l = r->snap->locks[w[i].lock];
-            size_t need;
-            char *q;
-            const char *argv[2];
-            size_t lens[2];
-
             if (!w[i].queue || w[i].stream != want)
                 continue;
-            need = formats_helper_lock_name(HELPER_FAIR_QUEUE, l->key, l->key_len, NULL, 0);
-            if ((q = malloc(need + 1)) == NULL)
+            if (send_queue(r, st, &w[i], false) == -1)
                 return -1;
-            formats_helper_lock_name(HELPER_FAIR_QUEUE, l->key, l->key_len, q, need + 1);
-            argv[0] = "LLEN";
-            lens[0] = 4;
-            argv[1] = q;
-            lens[1] = need;
-            redisAppendCommandArgv(st->c, 2, argv, lens);
-            free(q);
             idx[sent++] = i;
         }
         for (j = 0; j < sent; j++) {
+            struct wait_lock *x = &w[idx[j]];
+            redisReply *rep;
+
+            if (stream_reply(st, &rep) == -1)
+                return -1;
+            if (rep->type == REDIS_REPLY_ARRAY) {
+                x->queued = (long long)rep->elements;
+                if (keep_ids(x, rep) == -1) {
+                    freeReplyObject(rep);
+                    return -1;
+                }
+            } else {
+                /* refused (an ACL without +lrange): counted, and its
+                 * LLEN still gives the count */
+                r->sc->counters.waiter_errors_total++;
+            }
+            freeReplyObject(rep);
+            if (x->queued >= SNAP_QUEUE_IDS || x->queued < 0)
+                idx[full++] = idx[j];   /* j >= full: idx[j] is read already */
+        }
+        for (j = 0; j < full; j++)
+            if (send_queue(r, st, &w[idx[j]], true) == -1)
+                return -1;
+        for (j = 0; j < full; j++) {
             redisReply *rep;
 
             if (stream_reply(st, &rep) == -1)
@@ -174,11 +246,17 @@ ask_channels(struct run *r, struct stream *st, size_t want, struct wait_lock *w,
 
 /* The lock's waiters from what was asked, and its class's sum. */
 static void
-apply(struct run *r, const struct wait_lock *w)
+apply(struct run *r, struct wait_lock *w)
 {
     struct snapshot *s = r->snap;
     struct snap_lock *l = s->locks[w->lock];
     long long v = w->queued > w->subscribed ? w->queued : w->subscribed;
+
+    if (w->ids != NULL && l->queue == NULL) {
+        l->queue = w->ids;      /* the lock owns it now */
+        l->nqueue = w->nids;
+        w->ids = NULL;
+    }
 
     if (v < 0)
         return;
@@ -263,6 +341,7 @@ out:
     for (i = 0; w != NULL && i < s->nlocks; i++) {
         free(w[i].channel[0]);
         free(w[i].channel[1]);
+        free(w[i].ids);
     }
     free(w);
     return rc;

@@ -839,7 +839,8 @@ class Agent:
 # The least-privilege scanner of README "Redis permissions" (keep in step).
 SCANNER_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "~redisson_lock_queue:*", "-@all",
                "+scan", "+type", "+pttl", "+object|idletime", "+getrange", "+hlen", "+hscan",
-               "+zcard", "+zrange", "+exists", "+hmget", "+llen", "+pubsub|numsub", "+ping"]
+               "+zcard", "+zrange", "+exists", "+hmget", "+llen", "+lrange", "+pubsub|numsub",
+               "+ping"]
 
 
 def password_file(password):

@@ -20,8 +20,8 @@ import topo
 SCANNER_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "~redisson_lock_queue:*",
                "resetchannels", "-@all",
                "+scan", "+type", "+pttl", "+object|idletime", "+getrange", "+hlen", "+hscan",
-               "+zcard", "+zrange", "+exists", "+hmget", "+llen", "+pubsub|numsub", "+ping",
-               "+role", "+readonly", "+cluster|shards", "+cluster|slots"]
+               "+zcard", "+zrange", "+exists", "+hmget", "+llen", "+lrange", "+pubsub|numsub",
+               "+ping", "+role", "+readonly", "+cluster|shards", "+cluster|slots"]
 LOCKCTL_ACL = ["resetkeys", "~lock:*", "~{lock:*}:*", "~lockwatch:client:*",
                "~lockwatch:audit",
                "~redisson_lock__channel*", "~redisson_rwlock*", "~lockwatch_lock__channel:*",

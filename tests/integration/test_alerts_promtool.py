@@ -18,8 +18,8 @@ RULES = os.path.join(DIR, "lockwatch-rules.yml")
 TESTS = os.path.join(DIR, "lockwatch-rules.test.yml")
 ALERTNAMES = {"LockLeaked", "LockHeldTooLong", "LockReentrancyHigh", "LockWaitP99High",
               "LockTargetDown", "LockShardDown", "LockRedlockSplit", "LockLeaseTooShort",
-              "LockCountSurge", "LockLeaseTooLong", "LockLostAtFailover",
-              "LockLeaseOverrun", "LockLeaseLost"}
+              "LockCountSurge", "LockLeaseTooLong", "LockLostAtFailover", "LockDeadlock",
+              "LockOrderInversion", "LockLeaseOverrun", "LockLeaseLost"}
 RECORDS = 2     # lockwatch:class_locks:sum and :median_1h, LockCountSurge's
 
 

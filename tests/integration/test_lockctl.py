@@ -34,7 +34,7 @@ import unicodedata
 import harness as h
 
 LOCKCTL = os.path.join(h.BUILD, "bin", "lockctl")
-COMMANDS = ("list", "show", "release", "expire", "audit", "events")
+COMMANDS = ("list", "show", "release", "expire", "audit", "events", "deadlocks")
 UUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"
 
 
@@ -469,7 +469,7 @@ class Lockctl(h.TestCase):
                      ["list", "--state", "stuck"], ["list", "--limit", "0"],
                      ["audit", "--limit", "x"], ["show"], ["show", "a", "b"],
                      ["events", "--since", "soon"], ["events", "--limit", "1025"],
-                     ["events", "stray"],
+                     ["events", "stray"], ["deadlocks", "stray"], ["deadlocks", "--bogus"],
                      ["show", "--escaped", "%zz"], ["-t", "nope", "list"],
                      ["--url", "redis://:pw@127.0.0.1:1/0", "list"],
                      ["--url", "http://x", "list"]):

@@ -870,8 +870,9 @@ REPRO = {
 
 
 def run(only=()):
+    import deadlocks            # the wait-for graph's scenarios (deadlocks.py)
     t0 = time.monotonic()
-    for name, fn in SCENARIOS:
+    for name, fn in SCENARIOS + deadlocks.SCENARIOS:
         if only and not any(o in name for o in only):
             continue
         t1 = time.monotonic()

@@ -46,6 +46,7 @@ lease
 scan
 follow
 waits
+graph
 release
 '
 

@@ -136,7 +136,7 @@ tick_survives_each_allocation_failure(void **state)
         t[1] = (struct rules_target){ "down", down, false };
         t[2] = (struct rules_target){ "new", NULL, false };
         failalloc_arm(k, NULL);
-        alerts_tick(a, t, 3, NULL, 0, NULL, NULL, NOW + (int64_t)k * 1000);
+        alerts_tick(a, t, 3, NULL, 0, NULL, NULL, NULL, NOW + (int64_t)k * 1000);
         if (!failalloc_disarm())
             break;
     }

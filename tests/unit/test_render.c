@@ -651,6 +651,27 @@ some_trend(struct waitstats_view *w)
     return tv;
 }
 
+/* A wait-for graph report over the view's targets (no deadlock: the
+ * families' shapes, not the graph, are under test here). */
+static struct graph_report *
+full_graph(const struct view *v)
+{
+    struct graph *g = graph_new();
+    struct graph_target t[8];
+    struct graph_report *r;
+    size_t i;
+
+    assert_non_null(g);
+    for (i = 0; i < v->ntargets; i++) {
+        t[i].name = v->targets[i].name;
+        t[i].snap = v->targets[i].snap;
+    }
+    r = graph_pass(g, t, v->ntargets, NULL, NULL, 0, NOW, 1000);
+    assert_non_null(r);
+    graph_free(g);
+    return r;
+}
+
 static void
 full_view(struct view *v, struct alerts **al, atomic_uint_fast64_t *releases)
 {
@@ -724,6 +745,7 @@ full_view(struct view *v, struct alerts **al, atomic_uint_fast64_t *releases)
     for (i = 0; i < 3; i++)
         atomic_init(&releases[i], i);
     v->releases = releases;
+    v->graph = full_graph(v);
 }
 
 static const struct metric_family *

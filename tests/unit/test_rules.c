@@ -622,6 +622,97 @@ lost_at_failover_names_the_locks(void **state)
     alertset_free(set);
 }
 
+static void
+gbytes(struct graph_bytes *b, const char *s)
+{
+    assert_non_null(b->p = strdup(s));
+    b->len = strlen(s);
+}
+
+/* A report with one deadlock of two steps and one inversion, by hand. */
+static struct graph_report *
+graph_report_of(void)
+{
+    struct graph_report *r = calloc(1, sizeof(*r));
+    struct graph_deadlock *d;
+    struct graph_inversion *v;
+
+    assert_non_null(r);
+    pthread_mutex_init(&r->ref_mu, NULL);
+    r->refs = 1;
+    assert_non_null(r->deadlocks = d = calloc(1, sizeof(*d)));
+    r->ndeadlocks = 1;
+    snprintf(d->target, sizeof(d->target), "main");
+    d->nsteps = 2;
+    d->breaker = 1;
+    d->since_ms = NOW - 5000;
+    gbytes(&d->steps[0].waiter, "api-1:41/7");
+    gbytes(&d->steps[0].key, "lock:acct:a");
+    gbytes(&d->steps[0].holder, "worker-2:99/3");
+    gbytes(&d->steps[1].waiter, "worker-2:99/3");
+    gbytes(&d->steps[1].key, "lock:\"ship\"\n\xff");
+    gbytes(&d->steps[1].holder, "api-1:41/7");
+    snprintf(d->steps[0].target, sizeof(d->steps[0].target), "main");
+    snprintf(d->steps[1].target, sizeof(d->steps[1].target), "main");
+    d->steps[1].held_since_ms = NOW - 3000;
+    assert_non_null(r->inversions = v = calloc(1, sizeof(*v)));
+    r->ninversions = 1;
+    snprintf(v->class_a, sizeof(v->class_a), "lock:acct:*");
+    snprintf(v->class_b, sizeof(v->class_b), "lock:ship:*");
+    gbytes(&v->ab.owner, "svc-a:1/1");
+    gbytes(&v->ab.held_key, "lock:acct:1");
+    gbytes(&v->ab.wanted_key, "lock:ship:2");
+    gbytes(&v->ba.owner, "svc-b:2/9");
+    gbytes(&v->ba.held_key, "lock:ship:3");
+    gbytes(&v->ba.wanted_key, "lock:acct:4");
+    return r;
+}
+
+static void
+deadlock_and_inversion(void **state)
+{
+    struct graph_report *r = graph_report_of();
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    const struct alert *a;
+    size_t n;
+
+    (void)state;
+    alertset_begin(set, NOW, MONO);
+    rules_eval_graph(set, r, NOW);
+    assert_int_equal(alertset_end(set, 3600000, false, &ev, &n), 0);
+    assert_int_equal(n, 2);
+    a = find(ev, n, ALERT_LOCK_DEADLOCK);
+    assert_non_null(a);
+    assert_int_equal(alert_severity_of(a->name), ALERT_SEVERITY_CRITICAL);
+    assert_string_equal(a->target, "main");
+    /* the keys in cycle order, sanitised, cut with a hash: a valid label */
+    assert_non_null(strstr(a->key, "lock:acct:a -> lock:\"ship\"\n"));
+    assert_null(a->class_);
+    assert_non_null(strstr(a->summary, "2 lock holders"));
+    assert_non_null(strstr(a->description, "api-1:41/7 waits for lock:acct:a (target main), "
+                                           "held by worker-2:99/3"));
+    assert_non_null(strstr(a->description, "for 3s"));
+    assert_non_null(strstr(a->description, "Release lock:\"ship\""));
+    a = find(ev, n, ALERT_LOCK_ORDER_INVERSION);
+    assert_non_null(a);
+    assert_int_equal(alert_severity_of(a->name), ALERT_SEVERITY_WARNING);
+    assert_string_equal(a->class_, "lock:acct:*,lock:ship:*");
+    assert_null(a->target);
+    assert_non_null(strstr(a->description, "owner svc-a:1/1 held lock:acct:* (lock:acct:1) "
+                                           "while acquiring lock:ship:* (lock:ship:2)"));
+    assert_non_null(strstr(a->description, "owner svc-b:2/9 held lock:ship:*"));
+    /* the next report has neither: both resolve */
+    alertset_begin(set, NOW + 1000, MONO + 1000);
+    rules_eval_graph(set, NULL, NOW + 1000);
+    assert_int_equal(alertset_end(set, 3600000, false, &ev, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(ev[0].kind, EV_RESOLVED);
+    assert_int_equal(ev[1].kind, EV_RESOLVED);
+    graph_report_unref(r);
+    alertset_free(set);
+}
+
 /* One evaluation of the EVENT kinds over events evs[0..n). */
 static size_t
 eval_events(struct alertset *set, const struct event *evs, size_t n, int64_t t,
@@ -718,6 +809,7 @@ main(void)
         cmocka_unit_test(lease_rules),
         cmocka_unit_test(count_surge_rule),
         cmocka_unit_test(lease_suggestions),
+        cmocka_unit_test(deadlock_and_inversion),
     };
 
     return cmocka_run_group_tests_name("rules", tests, NULL, NULL);

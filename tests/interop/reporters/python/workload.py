@@ -9,6 +9,10 @@ python-redis-lock 4.0.0, lockwatch-reporter) and prints one JSON object.
   workload.py lost PORT PREFIX                   four forced lost leases
   workload.py down PORT TARGET N                 lock calls with the reporter
         aimed at TARGET vs without it: results and per-call times
+  workload.py deadlock PORT HELD WANTED SECONDS  acquire HELD (blocking),
+        print "HELD", read a line on stdin, then wait up to SECONDS for
+        WANTED (the test's cross-language deadlock: liblockwatch holds WANTED
+        and waits for HELD)
 
 LOCKWATCH_SAMPLES / LOCKWATCH_KEY_FILE come from the environment.
 """
@@ -204,8 +208,24 @@ def down(port, target, n):
             "results": results["with"][:1], "stats": lockwatch_reporter.stats()}
 
 
+def deadlock(port, held, wanted, seconds):
+    r = redis.Redis(port=port)
+    lh = r.lock(held, timeout=120, sleep=0.01, lock_class=ReportingLock)
+    lh.acquire(blocking=True)
+    print("HELD", flush=True)
+    sys.stdin.readline()
+    lw = r.lock(wanted, timeout=120, sleep=0.01, lock_class=ReportingLock)
+    got = lw.acquire(blocking=True, blocking_timeout=seconds)
+    lh.release()
+    lockwatch_reporter.flush()
+    return {"got": bool(got), "stats": lockwatch_reporter.stats()}
+
+
 def main(argv):
     mode = argv[1]
+    if mode == "deadlock":
+        json.dump(deadlock(int(argv[2]), argv[3], argv[4], float(argv[5])), sys.stdout)
+        return
     if mode == "contend":
         res = contend(argv[2], int(argv[3]), float(argv[4]), argv[5])
     elif mode == "lost":

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * deadlocks.c - lockctl deadlocks: the agent's wait-for graph
+ * (GET /api/v1/deadlocks, docs/deadlocks.md): every deadlock now, one
+ * table of its steps (who waits for which key, held by whom, for how
+ * long) and the lock to release; then the lock-order inversions known.
+ *
+ * Only the agent knows this (it joins the fair queues of every target with
+ * the reporters' waiting lines), so this command asks it and nothing else:
+ * an agent that does not answer is an error (exit 3), with where it was
+ * asked.  --json prints the agent's document as it came.  Keys, waiters
+ * and holders are bytes: the table shows them terminal-safe, cut in the
+ * middle, from their percent-encoded forms.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/lockctl.h"
+
+static const struct table_col step_cols[] = {
+    { "WAITER", 22, 0, 10 },
+    { "WAITS FOR KEY", 0, TABLE_FLEX | TABLE_MIDDLE, 0 },
+    { "HELD BY", 22, 0, 10 },
+    { "HELD", 8, 0, 0 },
+};
+
+/* A member's bytes from its "<name>_escaped" form (malloc'd), else "". */
+static char *
+member_bytes(const json_t *o, const char *name, size_t *len)
+{
+    char esc[64];
+    const char *s;
+    char *raw;
+
+    snprintf(esc, sizeof(esc), "%s_escaped", name);
+    s = json_string_value(json_object_get(o, esc));
+    if (s == NULL || (raw = out_unescape(s, len)) == NULL) {
+        *len = 0;
+        return strdup("");
+    }
+    return raw;
+}
+
+static int
+step_row(struct table *t, const json_t *step)
+{
+    const json_t *held = json_object_get(step, "held_seconds");
+    char *cells[3], dur[32];
+    const char *c[4];
+    size_t lens[4], i;
+    int rc;
+
+    cells[0] = member_bytes(step, "waiter", &lens[0]);
+    cells[1] = member_bytes(step, "key", &lens[1]);
+    cells[2] = member_bytes(step, "holder", &lens[2]);
+    if (json_is_number(held))
+        out_duration((int64_t)(json_number_value(held) * 1000.0), dur, sizeof(dur));
+    else
+        snprintf(dur, sizeof(dur), "?");
+    for (i = 0; i < 3; i++)
+        c[i] = cells[i] != NULL ? cells[i] : "";
+    if (cells[0] == NULL || cells[1] == NULL || cells[2] == NULL)
+        lens[0] = lens[1] = lens[2] = 0;
+    c[3] = dur;
+    lens[3] = strlen(dur);
+    rc = table_add(t, c, lens);
+    for (i = 0; i < 3; i++)
+        free(cells[i]);
+    return rc;
+}
+
+static void
+print_deadlock(const struct lockctl *lc, const json_t *d, size_t n)
+{
+    const json_t *steps = json_object_get(d, "steps");
+    const json_t *rel = json_array_get(steps, (size_t)json_integer_value(
+                                           json_object_get(d, "release")));
+    const char *target = json_string_value(json_object_get(d, "target"));
+    const char *since = json_string_value(json_object_get(d, "since"));
+    size_t width = lockctl_width(lc), i, klen = 0, hlen = 0;
+    char *key, *holder, *skey, *sholder;
+    struct table t;
+
+    table_line(stdout, width, "deadlock %zu: %zu holders on target %s, since %s", n,
+               json_array_size(steps), target ? target : "?", since ? since : "?");
+    table_init(&t, step_cols, sizeof(step_cols) / sizeof(step_cols[0]));
+    for (i = 0; i < json_array_size(steps); i++)
+        if (step_row(&t, json_array_get(steps, i)) == -1)
+            break;
+    table_print(&t, stdout, width);
+    table_release(&t);
+    key = member_bytes(rel, "key", &klen);
+    holder = member_bytes(rel, "holder", &hlen);
+    skey = table_safe_text(key ? key : "", key ? klen : 0, &i);
+    sholder = table_safe_text(holder ? holder : "", holder ? hlen : 0, &i);
+    table_line(stdout, width, "to break it, release %s (held by %s: the youngest hold) or "
+               "restart its holder", skey ? skey : "?", sholder ? sholder : "?");
+    free(key);
+    free(holder);
+    free(skey);
+    free(sholder);
+}
+
+static void
+print_inversion(const struct lockctl *lc, const json_t *v)
+{
+    const json_t *sites = json_object_get(v, "sites");
+    size_t k, width = lockctl_width(lc);
+
+    table_line(stdout, width, "lock-order inversion: %s and %s are taken in both orders",
+               json_string_value(json_array_get(json_object_get(v, "classes"), 0)),
+               json_string_value(json_array_get(json_object_get(v, "classes"), 1)));
+    for (k = 0; k < json_array_size(sites); k++) {
+        const json_t *s = json_array_get(sites, k);
+        size_t n[3], w;
+        char *b[3] = { member_bytes(s, "owner", &n[0]), member_bytes(s, "held_key", &n[1]),
+                       member_bytes(s, "wanted_key", &n[2]) };
+        char *safe[3];
+
+        for (w = 0; w < 3; w++)
+            safe[w] = table_safe_text(b[w] ? b[w] : "", b[w] ? n[w] : 0, &n[w]);
+        table_line(stdout, width, "  %s held %s (%s) while acquiring %s (%s)",
+                   safe[0] ? safe[0] : "?",
+                   json_string_value(json_object_get(s, "held_class")), safe[1] ? safe[1] : "?",
+                   json_string_value(json_object_get(s, "wanted_class")),
+                   safe[2] ? safe[2] : "?");
+        for (w = 0; w < 3; w++) {
+            free(b[w]);
+            free(safe[w]);
+        }
+    }
+}
+
+static int
+print_human(const struct lockctl *lc, const json_t *doc)
+{
+    const json_t *dl = json_object_get(doc, "deadlocks"), *inv = json_object_get(doc, "inversions");
+    size_t i, width = lockctl_width(lc);
+
+    for (i = 0; i < json_array_size(dl); i++)
+        print_deadlock(lc, json_array_get(dl, i), i + 1);
+    for (i = 0; i < json_array_size(inv); i++)
+        print_inversion(lc, json_array_get(inv, i));
+    table_line(stdout, width, "%zu deadlock%s, %zu lock-order inversion%s (the agent's wait-for "
+               "graph: %lld edges in its last pass)", json_array_size(dl),
+               json_array_size(dl) == 1 ? "" : "s", json_array_size(inv),
+               json_array_size(inv) == 1 ? "" : "s",
+               (long long)json_integer_value(json_object_get(json_object_get(doc, "graph"),
+                                                             "edges")));
+    return LOCKCTL_DONE;
+}
+
+int
+cmd_deadlocks(struct lockctl *lc, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "help", no_argument, NULL, 'h' },
+        SESSION_LONG_OPTIONS,
+        { NULL, 0, NULL, 0 }
+    };
+    struct agent_view av;
+    json_t *doc = NULL;
+    int opt, rc;
+
+    optind = 0;
+    while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "h", opts, NULL)) != -1) {
+        int common = session_common_option(lc, opt, optarg);
+
+        if (common < 0)
+            return LOCKCTL_USAGE;       /* a bad value: said */
+        if (common > 0)
+            continue;
+        lockctl_command_help("deadlocks", opt == 'h' ? stdout : stderr);
+        return opt == 'h' ? LOCKCTL_DONE : LOCKCTL_USAGE;
+    }
+    if (optind != argc) {
+        lockctl_warnx("deadlocks: unexpected argument \"%s\"", argv[optind]);
+        return LOCKCTL_USAGE;
+    }
+    if ((rc = session_load(lc)) != LOCKCTL_DONE)
+        return rc;
+    memset(&av, 0, sizeof(av));
+    if (agent_get_doc(lc, &av, "/api/v1/deadlocks", &doc) == -1) {
+        lockctl_warnx("deadlocks: the agent at %s did not answer: %s", av.url[0] ? av.url :
+                      "(none)", av.err);
+        out_error_hint("only the agent knows who waits for whom: start lockwatchd, or name "
+                       "it with --agent URL");
+        return LOCKCTL_REDIS;
+    }
+    rc = lc->json ? (out_json_print(doc) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS)
+                  : print_human(lc, doc);
+    if (!lc->json)
+        json_decref(doc);
+    return rc;
+}

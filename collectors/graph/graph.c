@@ -1,0 +1,811 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * graph.c - one pass of the wait-for graph: the edges from the snapshots'
+ * fair queues and the waiting table, the cycles, their confirmation across
+ * passes, the deadlock events and the report (see graph.h).
+ *
+ * A pass copies the waiting table out (the statistics' mutex is held only
+ * for the copy), indexes the pairs by holder id (holder -> owner), by the
+ * party of a liblockwatch token (`lw1:<host>:<pid>:<thread>`: liblockwatch
+ * reports no line for an acquire that did not wait, so the token of a lock
+ * it took at once is known as its owner's through the token of another
+ * of the same thread, the one it waits with) and by key, then walks each target's retained locks once: a lock with a fair
+ * queue gives queue -> holder edges, a lock whose key a waiting pair names
+ * gives owner -> holder edges.  A waiting pair whose key no snapshot holds
+ * in detail points at the owners whose pairs hold that key.  Every edge's
+ * label is its lock's index in the pass's lock list, which keeps what the
+ * report says of the step (target, key, class, since when it is held,
+ * and the scan generation it came from).
+ */
+#include "collectors/graph/graph_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/events/events.h"
+#include "common/lw1.h"
+
+#define PASS_LOCKS_MAX CYCLES_EDGES_MAX
+
+struct gcand {
+    uint64_t id;
+    int64_t first_ms;
+    uint64_t passes;
+    uint64_t stamps[CYCLE_LEN_MAX];
+    size_t n;
+    bool confirmed;
+    bool just;                          /* confirmed by this pass */
+    int64_t confirmed_ms;
+    char target[CONFIG_NAME_MAX + 1];   /* its label, fixed when confirmed: a lock
+                                         * first known from lines, then from a
+                                         * scan, keeps the cycle's alert */
+};
+
+/* An edge's lock: waiter waits for it, holder holds it. */
+struct glock {
+    const char *target;                 /* NULL: only reporters know it */
+    const char *key;
+    size_t keylen;
+    const char *klass;                  /* NULL: class_of() with the rules */
+    uint32_t waiter, holder;            /* nodes */
+    const char *source;
+    int64_t held_since_ms;
+    uint64_t stamp;                     /* a scanning target's generation; 0 live */
+};
+
+struct pass {
+    struct graph *g;
+    struct gpair *pairs;
+    size_t npairs;
+    struct gpair **byholder, **bykey, **byparty;
+    size_t nbyholder, nbykey, nbyparty;
+    bool *matched;                      /* per bykey entry: a snapshot held its key */
+    struct glock *locks;
+    size_t nlocks;
+    const struct class_rule *rules;
+    size_t nrules;
+    int64_t now_ms, mono_ms;
+    struct gcand *cands;                /* this pass's */
+    size_t ncands;
+    struct graph_report *r;
+    bool nomem;
+};
+
+/* ---- bytes ------------------------------------------------------------------ */
+
+int
+gbytes_set(struct graph_bytes *b, const char *p, size_t len, size_t max)
+{
+    size_t n = len < max ? len : max;
+
+    b->p = malloc(n + 1);
+    if (b->p == NULL)
+        return -1;
+    if (n > 0)
+        memcpy(b->p, p, n);
+    b->p[n] = '\0';
+    b->len = n;
+    b->cut = n < len;
+    return 0;
+}
+
+void
+gbytes_free(struct graph_bytes *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+int
+gbytes_copy(struct graph_bytes *dst, const struct graph_bytes *src)
+{
+    if (gbytes_set(dst, src->p, src->len, src->len) == -1)
+        return -1;
+    dst->cut = src->cut;
+    return 0;
+}
+
+void
+gsite_free(struct graph_site *s)
+{
+    gbytes_free(&s->owner);
+    gbytes_free(&s->held_key);
+    gbytes_free(&s->wanted_key);
+}
+
+static int
+bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+
+    return c != 0 ? c : al < bl ? -1 : al > bl;
+}
+
+static uint64_t
+hash_more(uint64_t h, const char *p, size_t n)
+{
+    while (n-- > 0)
+        h = (h ^ (unsigned char)*p++) * UINT64_C(0x100000001b3);
+    return (h ^ 0xff) * UINT64_C(0x100000001b3);
+}
+
+/* ---- the graph's life ------------------------------------------------------ */
+
+static struct graph_report *report_new(int64_t now_ms);
+
+struct graph *
+graph_new(void)
+{
+    struct graph *g = calloc(1, sizeof(*g));
+
+    if (g == NULL)
+        return NULL;
+    g->cy = cycles_new();
+    g->orders = calloc(GRAPH_ORDERS_MAX, sizeof(*g->orders));
+    g->cands = calloc(GRAPH_CANDIDATES_MAX, sizeof(*g->cands));
+    /* an empty report from the start: the families and the API are there
+     * before the first pass, as they will be after it */
+    g->latest = report_new(0);
+    if (g->cy == NULL || g->orders == NULL || g->cands == NULL || g->latest == NULL) {
+        graph_report_unref(g->latest);
+        cycles_free(g->cy);
+        free(g->orders);
+        free(g->cands);
+        free(g);
+        return NULL;
+    }
+    pthread_mutex_init(&g->mu, NULL);
+    return g;
+}
+
+void
+graph_free(struct graph *g)
+{
+    if (g == NULL)
+        return;
+    graph_report_unref(g->latest);
+    orders_free(g);
+    cycles_free(g->cy);
+    free(g->cands);
+    pthread_mutex_destroy(&g->mu);
+    free(g);
+}
+
+struct graph_report *
+graph_latest(struct graph *g)
+{
+    struct graph_report *r;
+
+    pthread_mutex_lock(&g->mu);
+    r = g->latest;
+    if (r != NULL)
+        graph_report_ref(r);
+    pthread_mutex_unlock(&g->mu);
+    return r;
+}
+
+void
+graph_report_ref(struct graph_report *r)
+{
+    pthread_mutex_lock(&r->ref_mu);
+    r->refs++;
+    pthread_mutex_unlock(&r->ref_mu);
+}
+
+void
+graph_report_unref(struct graph_report *r)
+{
+    size_t i, k;
+    int left;
+
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&r->ref_mu);
+    left = --r->refs;
+    pthread_mutex_unlock(&r->ref_mu);
+    if (left > 0)
+        return;
+    for (i = 0; i < r->ndeadlocks; i++) {
+        for (k = 0; k < r->deadlocks[i].nsteps; k++) {
+            gbytes_free(&r->deadlocks[i].steps[k].waiter);
+            gbytes_free(&r->deadlocks[i].steps[k].holder);
+            gbytes_free(&r->deadlocks[i].steps[k].key);
+        }
+    }
+    for (i = 0; i < r->ninversions; i++) {
+        gsite_free(&r->inversions[i].ab);
+        gsite_free(&r->inversions[i].ba);
+    }
+    free(r->deadlocks);
+    free(r->inversions);
+    pthread_mutex_destroy(&r->ref_mu);
+    free(r);
+}
+
+size_t
+graph_report_count(const struct graph_report *r, const char *target)
+{
+    size_t i, n = 0;
+
+    for (i = 0; r != NULL && i < r->ndeadlocks; i++)
+        if (strcmp(r->deadlocks[i].target, target) == 0)
+            n++;
+    return n;
+}
+
+/* ---- the pairs ------------------------------------------------------------- */
+
+struct copy_arg {
+    struct gpair *pairs;
+    size_t n;
+    bool nomem;
+};
+
+static void
+copy_pair(const struct waiting_pair *p, void *arg)
+{
+    struct copy_arg *c = arg;
+    struct gpair *q = &c->pairs[c->n];
+    char *b;
+
+    if (c->n == WAITING_MAX || p->ownerlen == 0)
+        return;
+    if ((b = malloc(p->ownerlen + p->keylen + p->holderlen + 1)) == NULL) {
+        c->nomem = true;
+        return;
+    }
+    memcpy(b, p->owner, p->ownerlen);
+    memcpy(b + p->ownerlen, p->key, p->keylen);
+    if (p->holderlen > 0)
+        memcpy(b + p->ownerlen + p->keylen, p->holder, p->holderlen);
+    q->owner = b;
+    q->key = b + p->ownerlen;
+    q->holder = b + p->ownerlen + p->keylen;
+    q->ownerlen = p->ownerlen;
+    q->keylen = p->keylen;
+    q->holderlen = p->holderlen;
+    q->waiting = p->waiting;
+    q->outcome = p->outcome;
+    q->at_ms = p->at_ms;
+    c->n++;
+}
+
+static int
+by_holder(const void *a, const void *b)
+{
+    const struct gpair *x = *(struct gpair *const *)a, *y = *(struct gpair *const *)b;
+
+    return bytes_cmp(x->holder, x->holderlen, y->holder, y->holderlen);
+}
+
+static int
+by_key(const void *a, const void *b)
+{
+    const struct gpair *x = *(struct gpair *const *)a, *y = *(struct gpair *const *)b;
+
+    return bytes_cmp(x->key, x->keylen, y->key, y->keylen);
+}
+
+/* The length of a liblockwatch token's party ("lw1:host:pid:thread"), 0
+ * when the bytes are no token. */
+static size_t
+lw1_party(const char *holder, size_t len)
+{
+    struct lw1_token t;
+    size_t i, colons = 0;
+
+    if (lw1_token_parse(holder, len, &t) == -1)
+        return 0;
+    for (i = 0; i < len; i++)
+        if (holder[i] == ':' && ++colons == 4)
+            return i;
+    return 0;
+}
+
+static int
+by_party(const void *a, const void *b)
+{
+    const struct gpair *x = *(struct gpair *const *)a, *y = *(struct gpair *const *)b;
+
+    return bytes_cmp(x->holder, x->partylen, y->holder, y->partylen);
+}
+
+/* The first index of bykey whose key is key, or nbykey. */
+static size_t
+key_first(const struct pass *p, const char *key, size_t len)
+{
+    size_t lo = 0, hi = p->nbykey;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct gpair *m = p->bykey[mid];
+
+        if (bytes_cmp(m->key, m->keylen, key, len) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static bool
+key_at(const struct pass *p, size_t i, const char *key, size_t len)
+{
+    return i < p->nbykey && p->bykey[i]->keylen == len &&
+           memcmp(p->bykey[i]->key, key, len) == 0;
+}
+
+/* Copy the waiting table and index it by holder id and by key. */
+static int
+pairs_load(struct pass *p, struct waitstats *ws)
+{
+    struct copy_arg c = { NULL, 0, false };
+    size_t i;
+
+    if (ws == NULL)
+        return 0;
+    if ((c.pairs = calloc(WAITING_MAX, sizeof(*c.pairs))) == NULL)
+        return -1;
+    waitstats_waiting_each(ws, copy_pair, &c);
+    p->pairs = c.pairs;
+    p->npairs = c.n;
+    p->byholder = calloc(c.n ? c.n : 1, sizeof(*p->byholder));
+    p->byparty = calloc(c.n ? c.n : 1, sizeof(*p->byparty));
+    p->bykey = calloc(c.n ? c.n : 1, sizeof(*p->bykey));
+    p->matched = calloc(c.n ? c.n : 1, sizeof(*p->matched));
+    if (c.nomem || p->byholder == NULL || p->byparty == NULL || p->bykey == NULL ||
+        p->matched == NULL)
+        return -1;
+    for (i = 0; i < c.n; i++) {
+        if (c.pairs[i].holderlen > 0)
+            p->byholder[p->nbyholder++] = &c.pairs[i];
+        if ((c.pairs[i].partylen = lw1_party(c.pairs[i].holder, c.pairs[i].holderlen)) > 0)
+            p->byparty[p->nbyparty++] = &c.pairs[i];
+        p->bykey[p->nbykey++] = &c.pairs[i];
+    }
+    qsort(p->byholder, p->nbyholder, sizeof(*p->byholder), by_holder);
+    qsort(p->byparty, p->nbyparty, sizeof(*p->byparty), by_party);
+    qsort(p->bykey, p->nbykey, sizeof(*p->bykey), by_key);
+    return 0;
+}
+
+static void
+pairs_free(struct pass *p)
+{
+    size_t i;
+
+    for (i = 0; i < p->npairs; i++)
+        free(p->pairs[i].owner);
+    free(p->pairs);
+    free(p->byholder);
+    free(p->byparty);
+    free(p->bykey);
+    free(p->matched);
+}
+
+/* The pair of index (n of them, sorted by the first len bytes of their
+ * holders) whose holder's first len bytes are key's, or NULL. */
+static const struct gpair *
+find_holder(struct gpair *const *index, size_t n, const char *key, size_t len, bool party)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct gpair *m = index[mid];
+        int c = bytes_cmp(m->holder, party ? m->partylen : m->holderlen, key, len);
+
+        if (c == 0)
+            return m;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* The node of a holder id: the owner a pair names it for, or the owner of
+ * another token of the same liblockwatch thread, else itself. */
+static long
+node_of(struct pass *p, const char *holder, size_t len)
+{
+    const struct gpair *m = find_holder(p->byholder, p->nbyholder, holder, len, false);
+    size_t party;
+
+    if (m == NULL && (party = lw1_party(holder, len)) > 0)
+        m = find_holder(p->byparty, p->nbyparty, holder, party, true);
+    if (m != NULL)
+        return cycles_node(p->g->cy, m->owner, m->ownerlen);
+    return cycles_node(p->g->cy, holder, len);
+}
+
+/* ---- edges ------------------------------------------------------------------ */
+
+static void
+add_edge(struct pass *p, long waiter, long holder, const struct glock *tmpl)
+{
+    struct glock *l;
+
+    if (waiter < 0 || holder < 0 || waiter == holder)
+        return;
+    if (p->nlocks == PASS_LOCKS_MAX) {
+        p->g->stats.edges_dropped++;
+        return;
+    }
+    l = &p->locks[p->nlocks];
+    *l = *tmpl;
+    l->waiter = (uint32_t)waiter;
+    l->holder = (uint32_t)holder;
+    if (cycles_edge(p->g->cy, l->waiter, l->holder, (uint32_t)p->nlocks) == 0)
+        p->nlocks++;
+}
+
+/* Every holder of snapshot lock l is waited for by waiter. */
+static void
+edges_to_holders(struct pass *p, long waiter, const struct snap_lock *l, struct glock *tmpl)
+{
+    uint16_t h;
+
+    for (h = 0; h < l->nholders; h++)
+        add_edge(p, waiter, node_of(p, l->holders[h].id, l->holders[h].id_len), tmpl);
+}
+
+static void
+lock_edges(struct pass *p, const char *target, const struct snapshot *s,
+           const struct snap_lock *l, uint64_t stamp)
+{
+    struct glock t = { .target = target, .key = l->key, .keylen = l->key_len,
+                       .klass = l->class_idx < s->nclasses ? s->classes[l->class_idx] : NULL,
+                       .held_since_ms = l->first_seen_ms, .stamp = stamp };
+    const char *q = l->queue;
+    size_t i;
+
+    if (l->nholders == 0)
+        return;
+    t.source = "fair-queue";
+    for (i = 0; q != NULL && i < l->nqueue; i++, q += strlen(q) + 1)
+        edges_to_holders(p, node_of(p, q, strlen(q)), l, &t);
+    t.source = "waiting";
+    for (i = key_first(p, l->key, l->key_len); key_at(p, i, l->key, l->key_len); i++) {
+        const struct gpair *w = p->bykey[i];
+
+        p->matched[i] = true;
+        if (w->waiting)
+            edges_to_holders(p, cycles_node(p->g->cy, w->owner, w->ownerlen), l, &t);
+    }
+}
+
+/* A waiting pair whose key no snapshot showed held: the owners whose pairs
+ * hold the key are its holders (from their own lines). */
+static void
+reporter_edges(struct pass *p)
+{
+    size_t i, j;
+
+    for (i = 0; i < p->nbykey; i++) {
+        const struct gpair *w = p->bykey[i];
+
+        if (!w->waiting || p->matched[i])
+            continue;
+        for (j = key_first(p, w->key, w->keylen); key_at(p, j, w->key, w->keylen); j++) {
+            const struct gpair *h = p->bykey[j];
+            struct glock t = { .key = w->key, .keylen = w->keylen, .source = "waiting",
+                               .held_since_ms = p->now_ms - (p->mono_ms - h->at_ms) };
+
+            if (!gpair_holds(h) || (h->ownerlen == w->ownerlen &&
+                                    memcmp(h->owner, w->owner, w->ownerlen) == 0))
+                continue;
+            add_edge(p, cycles_node(p->g->cy, w->owner, w->ownerlen),
+                     cycles_node(p->g->cy, h->owner, h->ownerlen), &t);
+        }
+    }
+}
+
+/* A target that scans: its snapshot's generation (new with each scan);
+ * following: 0, its view is current. */
+static uint64_t
+snap_stamp(const struct snapshot *s)
+{
+    if (s->follow.active)
+        return 0;
+    return s->counters.scans_ok + s->counters.scans_error + s->follow.published_total + 1;
+}
+
+static void
+all_edges(struct pass *p, const struct graph_target *targets, size_t n)
+{
+    size_t t, i;
+
+    for (t = 0; t < n; t++) {
+        const struct snapshot *s = targets[t].snap;
+
+        /* a failed scan's locks are stale: no edge from them */
+        if (s == NULL || !s->ok)
+            continue;
+        for (i = 0; i < s->nlocks; i++)
+            lock_edges(p, targets[t].name, s, s->locks[i], snap_stamp(s));
+    }
+    reporter_edges(p);
+}
+
+/* ---- cycles ----------------------------------------------------------------- */
+
+static uint64_t
+cycle_id(const struct pass *p, const uint32_t *labels, size_t n)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    size_t i, len;
+
+    for (i = 0; i < n; i++) {
+        const struct glock *l = &p->locks[labels[i]];
+        const char *w = cycles_name(p->g->cy, l->waiter, &len);
+
+        /* not the target: the same cycle whether a scan or only the
+         * reporters' lines showed its locks */
+        h = hash_more(h, w, len);
+        h = hash_more(h, l->key, l->keylen);
+    }
+    return h;
+}
+
+/* The youngest hold of the cycle: the least work lost by releasing it. */
+static size_t
+breaker_of(const struct pass *p, const uint32_t *labels, size_t n)
+{
+    size_t i, best = 0;
+
+    for (i = 1; i < n; i++) {
+        int64_t a = p->locks[labels[i]].held_since_ms, b = p->locks[labels[best]].held_since_ms;
+
+        if (a > b)
+            best = i;
+    }
+    return best;
+}
+
+static int
+step_fill(const struct pass *p, struct graph_step *st, const struct glock *l)
+{
+    size_t len;
+    const char *w = cycles_name(p->g->cy, l->waiter, &len);
+
+    if (gbytes_set(&st->waiter, w, len, GRAPH_NAME_MAX) == -1)
+        return -1;
+    w = cycles_name(p->g->cy, l->holder, &len);
+    if (gbytes_set(&st->holder, w, len, GRAPH_NAME_MAX) == -1 ||
+        gbytes_set(&st->key, l->key, l->keylen, GRAPH_KEY_MAX) == -1)
+        return -1;
+    snprintf(st->target, sizeof(st->target), "%s", l->target ? l->target : "");
+    if (l->klass != NULL)
+        snprintf(st->klass, sizeof(st->klass), "%s", l->klass);
+    else
+        class_of(l->key, l->keylen, p->rules, p->nrules, st->klass, sizeof(st->klass));
+    st->source = l->source;
+    st->held_since_ms = l->held_since_ms;
+    return 0;
+}
+
+/* Append n bytes to a bounded text (the event's detail). */
+static void
+detail_add(char *buf, size_t cap, size_t *len, const char *s, size_t n)
+{
+    if (*len + 1 >= cap)
+        return;
+    if (n > cap - 1 - *len)
+        n = cap - 1 - *len;
+    memcpy(buf + *len, s, n);
+    *len += n;
+    buf[*len] = '\0';
+}
+
+static void
+push_event(const struct graph_deadlock *d)
+{
+    char detail[EVENT_TEXT_MAX], num[64];
+    const struct graph_step *b = &d->steps[d->breaker];
+    struct event_in in = { .kind = EVENT_DEADLOCK, .target = d->target, .key = b->key.p,
+                           .keylen = b->key.len, .holder = b->holder.p, .klass = b->klass,
+                           .detail = detail, .seconds = -1 };
+    size_t len = 0, i;
+
+    detail[0] = '\0';
+    snprintf(num, sizeof(num), "a cycle of %zu: ", d->nsteps);
+    detail_add(detail, sizeof(detail), &len, num, strlen(num));
+    for (i = 0; i < d->nsteps; i++) {
+        const struct graph_step *s = &d->steps[i];
+
+        detail_add(detail, sizeof(detail), &len, s->waiter.p, s->waiter.len);
+        detail_add(detail, sizeof(detail), &len, " waits for ", 11);
+        detail_add(detail, sizeof(detail), &len, s->key.p, s->key.len);
+        detail_add(detail, sizeof(detail), &len, " held by ", 9);
+        detail_add(detail, sizeof(detail), &len, s->holder.p, s->holder.len);
+        detail_add(detail, sizeof(detail), &len, "; ", 2);
+    }
+    detail_add(detail, sizeof(detail), &len, "release ", 8);
+    detail_add(detail, sizeof(detail), &len, b->key.p, b->key.len);
+    detail_add(detail, sizeof(detail), &len, " (the youngest hold) to break it", 32);
+    events_push(&in);
+}
+
+static int
+deadlock_fill(const struct pass *p, struct graph_deadlock *d, const uint32_t *labels,
+              size_t n, struct gcand *c)
+{
+    size_t i;
+
+    memset(d, 0, sizeof(*d));
+    d->id = c->id;
+    d->nsteps = n;
+    d->since_ms = c->first_ms;
+    d->confirmed_ms = c->confirmed_ms;
+    d->breaker = breaker_of(p, labels, n);
+    for (i = 0; i < n; i++)
+        if (step_fill(p, &d->steps[i], &p->locks[labels[i]]) == -1)
+            return -1;
+    snprintf(d->target, sizeof(d->target), "%s", d->steps[0].target);
+    for (i = 1; i < n; i++)
+        if (strcmp(d->steps[i].target, d->target) != 0)
+            break;
+    if (i < n || d->target[0] == '\0')
+        snprintf(d->target, sizeof(d->target), "%s", GRAPH_CROSS_TARGET);
+    if (c->target[0] != '\0')
+        snprintf(d->target, sizeof(d->target), "%s", c->target);
+    return 0;
+}
+
+/* The candidate this cycle continues, with its passes, or a new one. */
+static struct gcand *
+candidate(struct pass *p, uint64_t id, const uint32_t *labels, size_t n)
+{
+    struct graph *g = p->g;
+    struct gcand *c;
+    size_t i;
+    bool advanced = true;
+
+    if (p->ncands == GRAPH_CANDIDATES_MAX) {
+        g->stats.candidates_dropped++;
+        return NULL;
+    }
+    c = &p->cands[p->ncands++];
+    for (i = 0; i < g->ncands; i++)
+        if (g->cands[i].id == id && g->cands[i].n == n)
+            break;
+    if (i == g->ncands) {
+        memset(c, 0, sizeof(*c));
+        c->id = id;
+        c->n = n;
+        c->first_ms = p->now_ms;
+        for (i = 0; i < n; i++)
+            c->stamps[i] = p->locks[labels[i]].stamp;
+        c->passes = 1;
+        return c;
+    }
+    *c = g->cands[i];
+    c->passes++;
+    c->just = false;
+    /* every edge from a scanning target: from a newer scan than at first */
+    for (i = 0; i < n; i++)
+        if (c->stamps[i] != 0 && c->stamps[i] == p->locks[labels[i]].stamp)
+            advanced = false;
+    if (!c->confirmed && c->passes >= 2 && advanced) {
+        c->confirmed = true;
+        c->just = true;
+        c->confirmed_ms = p->now_ms;
+    }
+    return c;
+}
+
+static void
+on_cycle(const uint32_t *nodes, const uint32_t *labels, size_t n, void *arg)
+{
+    struct pass *p = arg;
+    struct graph_report *r = p->r;
+    struct gcand *c;
+
+    (void)nodes;
+    c = candidate(p, cycle_id(p, labels, n), labels, n);
+    if (c == NULL || !c->confirmed)
+        return;
+    if (r->ndeadlocks == GRAPH_DEADLOCKS_MAX) {
+        p->g->stats.deadlocks_dropped++;
+        return;
+    }
+    if (deadlock_fill(p, &r->deadlocks[r->ndeadlocks], labels, n, c) == -1) {
+        p->nomem = true;
+        return;
+    }
+    if (c->target[0] == '\0')
+        snprintf(c->target, sizeof(c->target), "%s", r->deadlocks[r->ndeadlocks].target);
+    if (c->just) {
+        p->g->stats.deadlocks_total++;
+        push_event(&r->deadlocks[r->ndeadlocks]);
+    }
+    r->ndeadlocks++;
+}
+
+/* ---- the pass ---------------------------------------------------------------- */
+
+static struct graph_report *
+report_new(int64_t now_ms)
+{
+    struct graph_report *r = calloc(1, sizeof(*r));
+
+    if (r == NULL)
+        return NULL;
+    if ((r->deadlocks = calloc(GRAPH_DEADLOCKS_MAX, sizeof(*r->deadlocks))) == NULL) {
+        free(r);
+        return NULL;
+    }
+    pthread_mutex_init(&r->ref_mu, NULL);
+    r->refs = 1;
+    r->at_ms = now_ms;
+    return r;
+}
+
+/* Keep this pass's candidates for the next, count the graph, publish r. */
+static void
+pass_finish(struct pass *p, struct cycles_stats *cs)
+{
+    struct graph *g = p->g;
+    struct graph_report *old;
+    size_t i, unconfirmed = 0;
+
+    memcpy(g->cands, p->cands, p->ncands * sizeof(*p->cands));
+    g->ncands = p->ncands;
+    for (i = 0; i < p->ncands; i++)
+        if (!p->cands[i].confirmed)
+            unconfirmed++;
+    g->stats.passes++;
+    g->stats.nodes = cs->nodes;
+    g->stats.edges = cs->edges;
+    g->stats.nodes_dropped += cs->nodes_dropped;
+    g->stats.edges_dropped += cs->edges_dropped;
+    g->stats.cycles_cut += cs->cut;
+    g->stats.candidates = unconfirmed;
+    g->stats.orders = g->norders;
+    p->r->stats = g->stats;
+    graph_report_ref(p->r);
+    pthread_mutex_lock(&g->mu);
+    old = g->latest;
+    g->latest = p->r;
+    pthread_mutex_unlock(&g->mu);
+    graph_report_unref(old);
+}
+
+struct graph_report *
+graph_pass(struct graph *g, const struct graph_target *targets, size_t ntargets,
+           struct waitstats *ws, const struct class_rule *rules, size_t nrules,
+           int64_t now_ms, int64_t mono_ms)
+{
+    struct pass p = { .g = g, .rules = rules, .nrules = nrules, .now_ms = now_ms,
+                      .mono_ms = mono_ms };
+    struct cycles_stats cs;
+
+    cycles_reset(g->cy);
+    p.r = report_new(now_ms);
+    p.locks = malloc(PASS_LOCKS_MAX * sizeof(*p.locks));
+    p.cands = malloc(GRAPH_CANDIDATES_MAX * sizeof(*p.cands));
+    if (p.r == NULL || p.locks == NULL || p.cands == NULL || pairs_load(&p, ws) == -1)
+        goto nomem;
+    all_edges(&p, targets, ntargets);
+    if (cycles_find(g->cy, on_cycle, &p) == -1 || p.nomem)
+        goto nomem;
+    /* orders learn from the pairs sorted by owner: bykey's order is done with */
+    if (orders_pass(g, p.pairs, p.npairs, rules, nrules, now_ms, mono_ms) == -1 ||
+        orders_report(g, p.r) == -1)
+        goto nomem;
+    cycles_stats(g->cy, &cs);
+    pass_finish(&p, &cs);
+    pairs_free(&p);
+    free(p.locks);
+    free(p.cands);
+    return p.r;
+nomem:
+    pairs_free(&p);
+    free(p.locks);
+    free(p.cands);
+    graph_report_unref(p.r);
+    return NULL;
+}

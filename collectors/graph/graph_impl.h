@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * graph_impl.h - what graph.c (the pass, the cycles, the report) and
+ * orders.c (lock orders and inversions) share inside collectors/graph/.
+ */
+#ifndef LOCKWATCH_GRAPH_IMPL_H
+#define LOCKWATCH_GRAPH_IMPL_H
+
+#include "collectors/graph/graph.h"
+
+/* A pair of the waiting table, copied out for one pass. */
+struct gpair {
+    char *owner, *key, *holder;         /* one allocation, owner first */
+    size_t ownerlen, keylen, holderlen;
+    size_t partylen;                    /* a liblockwatch token's "lw1:host:pid:thread"
+                                         * bytes; 0: the holder is no such token */
+    bool waiting;
+    enum sample_outcome outcome;
+    int64_t at_ms;                      /* monotonic */
+};
+
+/* Does the pair hold its key: acquired, not released since. */
+static inline bool
+gpair_holds(const struct gpair *p)
+{
+    return !p->waiting && p->outcome == SAMPLE_OK;
+}
+
+/* One learnt order: class a held while acquiring class b. */
+struct gorder {
+    char a[CLASS_NAME_MAX], b[CLASS_NAME_MAX];
+    struct graph_site site;
+    int64_t last_mono;                  /* last seen */
+};
+
+struct ginversion {
+    struct graph_inversion inv;         /* its sites are copies it owns */
+    bool live;
+};
+
+struct graph {
+    struct cycles *cy;
+    pthread_mutex_t mu;                 /* guards latest */
+    struct graph_report *latest;
+    struct gcand *cands;                /* cycles of the last pass */
+    size_t ncands;
+    struct gorder *orders;              /* GRAPH_ORDERS_MAX */
+    size_t norders;
+    struct ginversion inv[GRAPH_INVERSIONS_MAX];
+    size_t ninv;
+    struct graph_stats stats;
+};
+
+/* graph.c */
+int gbytes_set(struct graph_bytes *b, const char *p, size_t len, size_t max);
+void gbytes_free(struct graph_bytes *b);
+int gbytes_copy(struct graph_bytes *dst, const struct graph_bytes *src);
+void gsite_free(struct graph_site *s);
+
+/* orders.c: learn from the pairs (sorted by owner), find inversions,
+ * forget old orders; the inversions are copied into r. -1 on ENOMEM. */
+int orders_pass(struct graph *g, struct gpair *pairs, size_t npairs,
+                const struct class_rule *rules, size_t nrules, int64_t now_ms, int64_t mono_ms);
+int orders_report(const struct graph *g, struct graph_report *r);
+void orders_free(struct graph *g);
+
+#endif
