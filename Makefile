@@ -249,7 +249,9 @@ $(BUILD)/liblockwatch-core.a: $(CORE_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(LOCKWATCHD): $(BUILD)/agent/main.o $(BUILD)/liblockwatch-core.a
+# lockwatchd links liblockwatch (agent/leader.c, through client/lockwatch.h
+# alone: CONTRIBUTING.md "The layers").
+$(LOCKWATCHD): $(BUILD)/agent/main.o $(BUILD)/liblockwatch-core.a $(LIBLW_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
@@ -307,7 +309,7 @@ DEB_GROUP_build   := gcc make pkg-config libhiredis-dev libmicrohttpd-dev libini
                      libjansson-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
 DEB_GROUP_demo    := redis-server redis-tools python3 python3-redis procps
 DEB_GROUP_test    := $(DEB_GROUP_demo) time man-db groff-base debhelper dpkg-dev openssl \
-                     chromium prometheus prometheus-alertmanager
+                     chromium prometheus prometheus-alertmanager python3-yaml
 DEB_GROUP_deb     := debhelper dpkg-dev
 DEB_GROUP_fuzz    := clang libclang-rt-14-dev
 DEB_GROUP_interop := $(DEB_GROUP_demo) openjdk-17-jdk-headless maven python3-venv nodejs golang-go
@@ -472,7 +474,9 @@ $(FUZZ_BUILD)/libcore.a: $(FUZZ_CORE)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(FUZZ_BUILD)/bin/%: $(FUZZ_BUILD)/fuzz/%.o $(FUZZ_BUILD)/libcore.a
+# liblockwatch (gcc-built, not instrumented): the agent's leader election
+# (agent/leader.c) calls it, and fuzz_render links the agent's view.
+$(FUZZ_BUILD)/bin/%: $(FUZZ_BUILD)/fuzz/%.o $(FUZZ_BUILD)/libcore.a $(LIBLW_A)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -pthread $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(DEP_LIBS)
 

@@ -464,6 +464,46 @@ start_all(struct agent *a)
     return 0;
 }
 
+static long long
+fence_of(void *arg)
+{
+    return leader_fence(arg);
+}
+
+/* An election that could not start: this agent leads nothing. */
+static long long
+no_fence(void *arg)
+{
+    (void)arg;
+    return 0;
+}
+
+/* The election for cfg: kept across a reload with the same leader
+ * settings (the term goes on), else stopped (the lock released) and
+ * started anew.  Before the old config is freed. */
+static int
+elect(struct agent *a, const struct config *old, const struct config *cfg)
+{
+    struct leader *prev = a->leader, *next;
+
+    if (prev != NULL && old != NULL && leader_same(old, cfg)) {
+        leader_rebind(prev, cfg);
+        return 0;
+    }
+    next = cfg->leader_target != NULL ? leader_start(cfg) : NULL;
+    /* views read a->leader under a->mu: swapped there, freed after */
+    pthread_mutex_lock(&a->mu);
+    a->leader = next;
+    pthread_mutex_unlock(&a->mu);
+    /* the gate moves before the old leader goes: never a moment ungated */
+    if (cfg->leader_target != NULL && next == NULL)
+        alerts_set_leader(a->alerts, no_fence, NULL);
+    else
+        alerts_set_leader(a->alerts, next != NULL ? fence_of : NULL, next);
+    leader_stop(prev);
+    return cfg->leader_target != NULL && next == NULL ? -1 : 0;
+}
+
 int
 agent_start(struct agent *a, struct config *cfg)
 {
@@ -479,6 +519,8 @@ agent_start(struct agent *a, struct config *cfg)
     if ((a->throttle = throttle_new()) == NULL)
         return -1;
     if ((a->graph = graph_new()) == NULL)
+        return -1;
+    if (elect(a, NULL, cfg) == -1)
         return -1;
     if (build_targets(cfg, NULL, 0, &a->targets) == -1)
         return -1;
@@ -519,6 +561,9 @@ agent_reload(struct agent *a, struct config *cfg)
         if (!in_list(list, cfg->ntargets, old[i]))
             target_free(old[i]);        /* dropped by the new config */
     free(old);
+    if (elect(a, oldcfg, cfg) == -1)
+        log_warnx("reload: cannot start the leader election; direct sinks are silent "
+                  "until a reload or restart that can");
     config_free(oldcfg);
     /* groups whose name stays keep their state (keys under quorum since) */
     pthread_mutex_lock(&a->mu);
@@ -562,6 +607,7 @@ agent_stop(struct agent *a)
     waitstats_free(a->waits);
     classtrend_free(a->trend);
     alerts_free(a->alerts);     /* a bounded last chance for queued notices */
+    leader_stop(a->leader);     /* after: the notices above were the leader's */
     throttle_free(a->throttle);
     graph_free(a->graph);
     pthread_mutex_destroy(&a->mu);
@@ -580,6 +626,37 @@ view_trend(struct agent *a, struct view *v)
         free(v->trend);
         v->trend = NULL;
         return -1;
+    }
+    return 0;
+}
+
+/* The view's copy of cfg's replica and shard settings; -1 on ENOMEM
+ * (what was copied is freed by view_release). */
+static int
+view_copy_ha(struct view *v, const struct config *cfg)
+{
+    size_t i;
+
+    v->shard_index = cfg->shard_index;
+    v->shard_total = cfg->shard_total;
+    if (cfg->replica != NULL && (v->replica = strdup(cfg->replica)) == NULL)
+        return -1;
+    if (cfg->nshard_peers != 0) {
+        if ((v->shard_peers = calloc(cfg->nshard_peers, sizeof(char *))) == NULL)
+            return -1;
+        for (i = 0; i < cfg->nshard_peers; i++)
+            if ((v->shard_peers[i] = strdup(cfg->shard_peers[i])) == NULL)
+                return -1;
+    }
+    if (cfg->naway == 0)
+        return 0;
+    if ((v->away = calloc(cfg->naway, sizeof(*v->away))) == NULL)
+        return -1;
+    for (i = 0; i < cfg->naway; i++) {
+        if ((v->away[i].name = strdup(cfg->away[i].name)) == NULL)
+            return -1;
+        v->away[i].shard = cfg->away_shard[i];
+        v->naway = i + 1;
     }
     return 0;
 }
@@ -612,6 +689,12 @@ agent_view(struct agent *a, struct view *v)
     if (v->targets == NULL)
         goto fail;
     v->top_offenders = a->cfg->top_offenders;
+    if (view_copy_ha(v, a->cfg) == -1)
+        goto fail;
+    if (a->leader != NULL) {
+        v->has_leader = true;
+        leader_state(a->leader, &v->leader);
+    }
     v->alerts = a->alerts;
     v->releases = a->releases;
     v->throttle = a->throttle;
@@ -687,6 +770,13 @@ view_release(struct view *v)
     }
     free(v->groups);
     graph_report_unref(v->graph);
+    for (i = 0; i < v->naway; i++)
+        free(v->away[i].name);
+    free(v->away);
+    for (i = 0; v->shard_peers != NULL && i < (size_t)v->shard_total; i++)
+        free(v->shard_peers[i]);
+    free(v->shard_peers);
+    free(v->replica);
     if (v->wait != NULL) {
         waitstats_view_release(v->wait);
         free(v->wait);
@@ -762,6 +852,8 @@ agent_scan_once(const struct config *cfg, struct view *v)
     }
     v->top_offenders = cfg->top_offenders;
     v->now_ms = clock_now_ms();
+    if (view_copy_ha(v, cfg) == -1)
+        goto nomem;
     if (groups_compare_once(cfg, v) == -1)
         goto nomem;
     free(jobs);

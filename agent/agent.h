@@ -31,6 +31,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "agent/leader.h"
 #include "conf/config.h"
 #include "collectors/lease/lease.h"
 #include "collectors/graph/graph.h"
@@ -68,6 +69,8 @@ struct agent {
     struct graph *graph;        /* the wait-for graph (collectors/graph/):
                                  * a pass each alert tick, on the main
                                  * thread; its reports are shared */
+    struct leader *leader;      /* [agent] leader_target: the election
+                                 * (agent/leader.h), own lock; NULL: none */
 };
 
 struct view_target {
@@ -80,6 +83,12 @@ struct view_target {
 struct view_group {
     char *name;
     struct redlock_report *report;
+};
+
+/* A target another shard watches (conf/shard.h), and that shard. */
+struct view_away {
+    char *name;
+    int shard;
 };
 
 struct view {
@@ -102,6 +111,16 @@ struct view {
                                      * pass and in --once */
     struct lease_view *lease;       /* leases that ran out (collectors/lease);
                                      * NULL in --once */
+    /* HA and sharding, copied from the config: [agent] replica (NULL:
+     * none), shard = I/N, the targets other shards watch and their base
+     * URLs (shard_peers, NULL when unset; else shard_total of them) */
+    char *replica;
+    int shard_index, shard_total;
+    struct view_away *away;
+    size_t naway;
+    char **shard_peers;
+    bool has_leader;                /* [agent] leader_target is set */
+    struct leader_state leader;     /* then: who leads, this agent's fence */
 };
 
 /* Take ownership of cfg and start one scanner thread per target; create

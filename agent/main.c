@@ -36,6 +36,7 @@
 #include "alerts/alerts.h"
 #include "collectors/redis/tls.h"
 #include "conf/config.h"
+#include "conf/shard.h"
 
 static void
 usage(FILE *fp)
@@ -90,6 +91,21 @@ load(const char *path, bool explicit, bool reload, struct config **cfg)
     }
     /* -n and the daemon alike: stderr before the log is set up */
     config_warnings(*cfg, warn_line, NULL);
+    return 0;
+}
+
+/* shard = I/N: keep the targets this shard watches (conf/shard.h); the
+ * others are listed as elsewhere.  -n prints the file's whole config. */
+static int
+split_shard(struct config *cfg)
+{
+    if (config_shard_split(cfg) == -1) {
+        log_warnx("out of memory splitting the targets by shard");
+        return -1;
+    }
+    if (cfg->shard_total > 1)
+        log_info("shard %d/%d: watching %zu target(s); %zu watched by other shards",
+                 cfg->shard_index, cfg->shard_total, cfg->ntargets, cfg->naway);
     return 0;
 }
 
@@ -278,6 +294,11 @@ reload(struct agent *agent, const char *path, bool explicit)
         log_warnx("reload failed; the previous configuration stays in effect");
         return;
     }
+    if (split_shard(ncfg) == -1) {
+        config_free(ncfg);
+        log_warnx("reload failed; the previous configuration stays in effect");
+        return;
+    }
     if (ncfg->default_target && !agent->cfg->default_target) {
         /* a file cut short mid-deploy must not swap every
          * configured target for the built-in local Redis */
@@ -331,6 +352,10 @@ serve(const struct options *opt)
         return 0;
     }
     signal(SIGPIPE, SIG_IGN);
+    if (split_shard(cfg) == -1) {
+        config_free(cfg);
+        return 1;
+    }
     if (opt->once) {
         int rc = run_once(cfg);
 

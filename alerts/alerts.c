@@ -50,6 +50,11 @@ struct alerts {
     struct rules_conf rules;        /* the config's [rules], copied whole: a
                                      * reload frees the config it came from */
     char *generator_url;
+    char *replica;                  /* [agent] replica, copied (a reload frees
+                                     * the config); NULL: none */
+    notifier_fence_fn fence;        /* leader election (alerts_set_leader);
+                                     * NULL: none */
+    void *fence_arg;
     struct alerts_sink *sinks;      /* the notifier's, in the same order */
     size_t nsinks;
     bool has_refresh;               /* a sink takes EV_REFRESH */
@@ -108,7 +113,7 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     struct notifier_sink_conf *nc = NULL;
     struct alerts_sink *sinks = NULL;
     struct sink_key *keys = NULL;
-    char **urls = NULL, *gen = NULL;
+    char **urls = NULL, *gen = NULL, *replica = NULL;
     size_t i, n = 0, cap = cfg->nwebhooks ? cfg->nwebhooks : 1;
     int rc = -1;
 
@@ -117,7 +122,9 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     keys = calloc(cap, sizeof(*keys));
     urls = calloc(cap, sizeof(*urls));
     gen = generator_url(cfg);
-    if (nc == NULL || sinks == NULL || keys == NULL || urls == NULL || gen == NULL)
+    replica = cfg->replica != NULL ? strdup(cfg->replica) : NULL;
+    if (nc == NULL || sinks == NULL || keys == NULL || urls == NULL || gen == NULL ||
+        (cfg->replica != NULL && replica == NULL))
         goto out;
     for (i = 0; i < cfg->nwebhooks; i++) {
         const struct webhook_conf *w = &cfg->webhooks[i];
@@ -151,6 +158,9 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     free(a->generator_url);
     a->generator_url = gen;
     gen = NULL;
+    free(a->replica);
+    a->replica = replica;
+    replica = NULL;
     sinks_free(a->sinks, a->nsinks);
     a->sinks = sinks;
     a->nsinks = n;
@@ -173,6 +183,7 @@ out:
     free(urls);
     free(nc);
     free(gen);
+    free(replica);
     return rc;
 }
 
@@ -254,8 +265,12 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
 
     for (i = 0; i < a->nsinks; i++) {
         const struct sink_type *t = a->sinks[i].type;
+        long long fence = 0;
 
         if (!(t->kinds & SINK_KIND(kind)))
+            continue;
+        /* with a leader election, a follower says nothing to a direct sink */
+        if (t->leader_only && a->fence != NULL && (fence = a->fence(a->fence_arg)) == 0)
             continue;
         for (off = 0; off < n; off += SINK_BATCH_MAX) {
             char *body = NULL;
@@ -266,12 +281,14 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
             b.n = n - off < SINK_BATCH_MAX ? n - off : SINK_BATCH_MAX;
             b.now_ms = now_ms;
             b.generator_url = a->generator_url;
+            b.replica = a->replica;
+            b.fence = fence;
             if (t->render(&b, &body, &len) == -1) {
                 log_warnx("webhook %s: cannot render a notice (out of memory)",
                           a->sinks[i].name);
                 continue;
             }
-            notifier_enqueue(a->notifier, i, body, len);
+            notifier_enqueue_fenced(a->notifier, i, body, len, fence);
             for (k = 0; k < b.n; k++)
                 alert_mark_sent(list[off + k], now_ms);
         }
@@ -362,8 +379,9 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
 }
 
 static json_t *
-alert_json(const struct alert *a)
+alert_json(const struct alerts *al, const struct alert *a)
 {
+    struct sink_batch b = { .replica = al->replica };
     char fp[17];
     json_t *o = json_object();
 
@@ -371,7 +389,7 @@ alert_json(const struct alert *a)
         return NULL;
     snprintf(fp, sizeof(fp), "%016" PRIx64, a->fp);
     json_object_set_new(o, "labels", sink_json_labels(a));
-    json_object_set_new(o, "annotations", sink_json_annotations(a));
+    json_object_set_new(o, "annotations", sink_json_annotations(&b, a));
     json_object_set_new(o, "state", json_string("firing"));
     json_object_set_new(o, "startsAt", lockjson_time(a->starts_ms));
     json_object_set_new(o, "fingerprint", json_string(fp));
@@ -393,7 +411,7 @@ alerts_render_json(struct alerts *a, char **body, size_t *len)
     for (i = 0; (al = alertset_at(a->set, i)) != NULL; i++) {
         if (al->dead || al->state != ALERT_FIRING)
             continue;
-        if ((o = alert_json(al)) == NULL || json_array_append_new(list, o) == -1) {
+        if ((o = alert_json(a, al)) == NULL || json_array_append_new(list, o) == -1) {
             pthread_mutex_unlock(&a->mu);
             goto fail;
         }
@@ -422,6 +440,16 @@ alerts_stats(struct alerts *a, struct alerts_stats *st)
 }
 
 void
+alerts_set_leader(struct alerts *a, notifier_fence_fn fence, void *arg)
+{
+    pthread_mutex_lock(&a->mu);
+    a->fence = fence;
+    a->fence_arg = arg;
+    notifier_set_gate(a->notifier, fence, arg);
+    pthread_mutex_unlock(&a->mu);
+}
+
+void
 alerts_stats_release(struct alerts_stats *st)
 {
     notifier_stats_free(st->sinks, st->nsinks);
@@ -438,6 +466,7 @@ alerts_free(struct alerts *a)
     sinks_free(a->sinks, a->nsinks);
     seen_free(a->seen, a->nseen);
     free(a->generator_url);
+    free(a->replica);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }

@@ -74,4 +74,14 @@ void alerts_stats_release(struct alerts_stats *st);
 /* Flush for up to ALERTS_FLUSH_MS and free everything.  NULL is fine. */
 void alerts_free(struct alerts *a);
 
+/*
+ * Replicas electing a leader (agent/leader.h): fence(arg) is this agent's
+ * fencing token while it leads, else 0.  From now on the sinks whose
+ * format is leader_only (generic, slack) get notices only while this
+ * agent leads, each with its term's fence in the body and the
+ * X-Lockwatch-Fence header, and an attempt that starts after the term
+ * ended is dropped unsent (notifier_set_gate).  NULL: no election.
+ */
+void alerts_set_leader(struct alerts *a, notifier_fence_fn fence, void *arg);
+
 #endif

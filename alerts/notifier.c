@@ -44,6 +44,7 @@ struct notice {
     char id[48];
     int tries;
     int64_t due_mono;
+    long long fence;            /* its leader term; 0: not gated */
 };
 
 struct transfer;
@@ -84,6 +85,8 @@ struct notifier {
     int64_t deadline_mono;
     uint64_t nonce, seq, rng;
     size_t inflight;
+    notifier_fence_fn fence;    /* leader election; NULL: none */
+    void *fence_arg;
 };
 
 
@@ -218,6 +221,14 @@ start(struct notifier *n, struct nsink *s, int64_t now)
 
     nt = pop_front(s);
     nt->tries++;
+    if (nt->fence != 0 && (n->fence == NULL || n->fence(n->fence_arg) != nt->fence)) {
+        /* made in a leader term that is over: a deposed leader says nothing */
+        log_info("webhook %s: a notice of leader term %lld dropped unsent: this replica "
+                 "no longer leads", s->name, nt->fence);
+        s->dropped++;
+        notice_free(nt);
+        return;
+    }
     if ((x = calloc(1, sizeof(*x))) == NULL || (x->easy = curl_easy_init()) == NULL)
         goto fail;
     x->sink = s;
@@ -228,6 +239,15 @@ start(struct notifier *n, struct nsink *s, int64_t now)
         struct curl_slist *l = curl_slist_append(x->hdrs, h.line[i]);
 
         if (l == NULL)
+            goto fail;
+        x->hdrs = l;
+    }
+    if (nt->fence != 0) {
+        char fh[64];
+        struct curl_slist *l;
+
+        snprintf(fh, sizeof(fh), "X-Lockwatch-Fence: %lld", nt->fence);
+        if ((l = curl_slist_append(x->hdrs, fh)) == NULL)
             goto fail;
         x->hdrs = l;
     }
@@ -425,6 +445,8 @@ schedule(struct notifier *n, int64_t now)
         at = start_at(n, s, n->stopping ? now : s->head->due_mono);
         if (at <= now) {
             start(n, s, now);
+            if (s->xfer == NULL && s->head != NULL)
+                wait = 0;       /* dropped unsent (a past leader term): the next */
             continue;
         }
         if (at - now < wait)
@@ -637,7 +659,23 @@ notifier_configure(struct notifier *n, const struct notifier_sink_conf *conf, si
 }
 
 void
+notifier_set_gate(struct notifier *n, notifier_fence_fn fence, void *arg)
+{
+    pthread_mutex_lock(&n->mu);
+    n->fence = fence;
+    n->fence_arg = arg;
+    pthread_mutex_unlock(&n->mu);
+}
+
+void
 notifier_enqueue(struct notifier *n, size_t sink, char *body, size_t len)
+{
+    notifier_enqueue_fenced(n, sink, body, len, 0);
+}
+
+void
+notifier_enqueue_fenced(struct notifier *n, size_t sink, char *body, size_t len,
+                        long long fence)
 {
     struct notice *nt;
     struct nsink *s;
@@ -657,6 +695,7 @@ notifier_enqueue(struct notifier *n, size_t sink, char *body, size_t len)
     }
     nt->body = body;
     nt->len = len;
+    nt->fence = fence;
     snprintf(nt->id, sizeof(nt->id), "msg_%016" PRIx64 "_%" PRIu64, n->nonce, ++n->seq);
     /* full: drop the oldest, the newest says more about now */
     while (s->head != NULL &&

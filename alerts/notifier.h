@@ -68,6 +68,16 @@ struct notifier_stats {
 int notifier_global_init(void);
 void notifier_global_cleanup(void);
 
+/*
+ * Leader election (agent/leader.h): fence(arg) is the fencing token while
+ * this agent leads, else 0.  A notice queued with a fence is sent only
+ * while fence(arg) still returns it, checked as each attempt starts, and
+ * carries it as X-Lockwatch-Fence; otherwise it is dropped (a deposed
+ * leader sends nothing).  NULL: no election.
+ */
+typedef long long (*notifier_fence_fn)(void *arg);
+void notifier_set_gate(struct notifier *n, notifier_fence_fn fence, void *arg);
+
 /* Start the thread.  NULL on failure (errno set). */
 struct notifier *notifier_new(void);
 
@@ -83,6 +93,10 @@ int notifier_configure(struct notifier *n, const struct notifier_sink_conf *sink
 /* Queue a body for sink i of the last configure (ownership of body
  * passes; it is freed even on failure). */
 void notifier_enqueue(struct notifier *n, size_t sink, char *body, size_t len);
+/* The same for a notice made in the leader term of fence (> 0): sent
+ * only while that term lasts (notifier_set_gate). */
+void notifier_enqueue_fenced(struct notifier *n, size_t sink, char *body, size_t len,
+                             long long fence);
 
 /* Copy the counters; free with notifier_stats_free.  0 / -1. */
 int notifier_stats(struct notifier *n, struct notifier_stats **out, size_t *nout);

@@ -171,10 +171,29 @@ struct config {
     int http_max_connections_per_client;
     int64_t http_request_timeout_ms;
     int http_max_api_requests;
+    /* HA and sharding (docs/deploying.md) */
+    char *replica;              /* replica = NAME; NULL: none */
+    int shard_index;            /* shard = I/N (0/1 when unset: every target) */
+    int shard_total;
+    char **shard_peers;         /* shard_peers: N base URLs, [I] is shard I's; */
+    size_t nshard_peers;        /* 0 when unset */
+    char *leader_target;        /* a [target] holding the leader lock; NULL:
+                                 * no election (direct sinks send from every
+                                 * replica) */
+    char *leader_group;         /* lockwatch:leader:<group> */
+    int64_t leader_lease_ms;
 
     struct target_conf *targets;    /* at least one: "default" when the file has none */
     size_t ntargets;
     bool default_target;        /* the file has no [target]: targets is the built-in one */
+    /* The targets another shard watches, moved out of targets[] (and the
+     * [redlock] groups with no member left here, out of redlocks[]) by
+     * config_shard_split() (conf/shard.h); none before it. */
+    struct target_conf *away;
+    size_t naway;
+    int *away_shard;            /* away[i] is watched by shard away_shard[i] */
+    struct redlock_conf *away_redlocks;
+    size_t naway_redlocks;
 
     struct redlock_conf *redlocks;
     size_t nredlocks;

@@ -124,6 +124,48 @@ check_redlock(struct load *ld, const struct instance *in, const struct redlock_c
     }
 }
 
+/* replica: a name for labels and annotations; shard_peers: one http(s)
+ * base URL per shard. */
+static void
+check_agent(struct load *ld, const struct instance *in, const struct config *cfg)
+{
+    size_t i;
+
+    if (cfg->replica != NULL &&
+        (strlen(cfg->replica) > CONFIG_NAME_MAX ||
+         strspn(cfg->replica, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                "0123456789_.-") != strlen(cfg->replica)))
+        fail(ld, line_of(in, "replica"), in->label, "replica", "\"%.80s\" is not a name "
+             "(letters, digits, '_', '.', '-'; at most %d bytes)", cfg->replica,
+             CONFIG_NAME_MAX);
+    if (cfg->nshard_peers != 0 && cfg->nshard_peers != (size_t)cfg->shard_total)
+        fail(ld, line_of(in, "shard_peers"), in->label, "shard_peers", "%zu URL(s) for %d "
+             "shards (shard = %d/%d): give one base URL per shard, shard 0's first",
+             cfg->nshard_peers, cfg->shard_total, cfg->shard_index, cfg->shard_total);
+    if (cfg->leader_group != NULL && (strlen(cfg->leader_group) > CONFIG_NAME_MAX ||
+        strspn(cfg->leader_group, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+               "0123456789_.-") != strlen(cfg->leader_group)))
+        fail(ld, line_of(in, "leader_group"), in->label, "leader_group", "\"%.80s\" is not a "
+             "name (letters, digits, '_', '.', '-')", cfg->leader_group);
+    if (cfg->leader_target != NULL) {
+        const struct target_conf *t = config_target(cfg, cfg->leader_target);
+
+        if (t == NULL)
+            fail(ld, line_of(in, "leader_target"), in->label, "leader_target", "no [target %.80s] "
+                 "(name one of the [target] sections: the Redis that holds the leader lock)",
+                 cfg->leader_target);
+        else if (t->mode != TARGET_STANDALONE)
+            fail(ld, line_of(in, "leader_target"), in->label, "leader_target", "[target %s] "
+                 "is mode = %s; the leader lock needs a standalone target",
+                 t->name, t->mode == TARGET_CLUSTER ? "cluster" : "sentinel");
+    }
+    for (i = 0; i < cfg->nshard_peers && !ld->failed; i++)
+        if (strncmp(cfg->shard_peers[i], "http://", 7) != 0 &&
+            strncmp(cfg->shard_peers[i], "https://", 8) != 0)
+            fail(ld, line_of(in, "shard_peers"), in->label, "shard_peers", "\"%.200s\" is "
+                 "not an http:// or https:// base URL", cfg->shard_peers[i]);
+}
+
 int
 validate(struct load *ld)
 {
@@ -143,6 +185,9 @@ validate(struct load *ld)
                      o->example);
         }
         switch (in->sec) {
+        case SECTION_AGENT:
+            check_agent(ld, in, cfg);
+            break;
         case SECTION_TARGET:
             check_target(ld, in, base);
             break;

@@ -36,6 +36,18 @@ config_free(struct config *cfg)
         clear_section(SECTION_REDLOCK, &cfg->redlocks[i]);
         free(cfg->redlocks[i].name);
     }
+    /* what conf/shard.c's split moved away from this shard */
+    for (i = 0; i < cfg->naway; i++) {
+        clear_section(SECTION_TARGET, &cfg->away[i]);
+        free(cfg->away[i].name);
+    }
+    for (i = 0; i < cfg->naway_redlocks; i++) {
+        clear_section(SECTION_REDLOCK, &cfg->away_redlocks[i]);
+        free(cfg->away_redlocks[i].name);
+    }
+    free(cfg->away);
+    free(cfg->away_shard);
+    free(cfg->away_redlocks);
     for (i = 0; i < cfg->nwebhooks; i++) {
         clear_section(SECTION_WEBHOOK, &cfg->webhooks[i]);
         free(cfg->webhooks[i].name);

@@ -58,6 +58,7 @@ enum config_section {
  *              file is read at load time, contents are never printed)
  *   PEM        as FILE, for a PEM file (certificate, CA bundle, private
  *              key): read whole at load time, never printed
+ *   SHARD      "I/N": int I at off, int N at off2 (0 <= I < N <= max)
  */
 enum option_type {
     OPT_DURATION,
@@ -74,6 +75,7 @@ enum option_type {
     OPT_ENUM,
     OPT_FILE,
     OPT_PEM,
+    OPT_SHARD,
     OPT_TYPE_COUNT              /* not a type: sizes the table in optvalue.c */
 };
 

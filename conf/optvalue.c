@@ -30,6 +30,7 @@
 #include "common/strbuf.h"
 #include "conf/config.h"
 #include "conf/optsyntax.h"
+#include "conf/optshard.h"
 #include "conf/optvalue_impl.h"
 #include "conf/optpairs.h"
 #include "conf/secretfile.h"
@@ -871,6 +872,8 @@ static const struct value_type value_types[OPT_TYPE_COUNT] = {
                         optfile_describe_secret },
     [OPT_PEM]       = { "PEM file", optfile_set_pem, optfile_clear, format_string,
                         optfile_describe_pem },
+    [OPT_SHARD]     = { "shard", optshard_set, optshard_clear, optshard_format,
+                        optshard_describe },
 };
 
 /* The row of type T; NULL for a type without one. */

@@ -177,7 +177,9 @@ render_api_error(int status, const char *msg, char **body, size_t *len)
  * ?target= naming no configured target: 400 naming the ones there are,
  * not an empty page that reads as "no locks" ("complete": true would
  * then be a lie about a target that does not exist).  A target still
- * before its first scan is known.  0 when target is NULL or known.
+ * before its first scan is known; one another shard watches is a 404
+ * naming that shard (and its shard_peers URL).  0 when target is NULL or
+ * known here.
  */
 static int
 unknown_target(const struct view *v, const char *target, char **body, size_t *len)
@@ -193,6 +195,18 @@ unknown_target(const struct view *v, const char *target, char **body, size_t *le
         if (strcmp(v->targets[i].name, target) == 0)
             return 0;
     sb_init(&sb, 2048);
+    for (size_t i = 0; i < v->naway; i++)
+        if (strcmp(v->away[i].name, target) == 0) {
+            /* another shard's: say which, and where it answers */
+            sb_addf(&sb, "target \"%s\" is watched by shard %d/%d, not this one (%d/%d)",
+                    target, v->away[i].shard, v->shard_total, v->shard_index,
+                    v->shard_total);
+            if (view_peer(v, v->away[i].shard) != NULL)
+                sb_addf(&sb, ": ask %s", view_peer(v, v->away[i].shard));
+            status = 404;
+            goto said;
+        }
+    status = 400;
     sb_adds(&sb, "no target \"");
     /* the query's bytes, echoed: printable ASCII only (JSON wants UTF-8) */
     for (n = 0; target[n] != '\0' && n < 128; n++)
@@ -205,11 +219,12 @@ unknown_target(const struct view *v, const char *target, char **body, size_t *le
         sb_adds(&sb, v->targets[i].name);
     }
     sb_adds(&sb, ")");
+said:
     if (sb_failed(&sb) || (msg = sb_detach(&sb, &n)) == NULL) {
         sb_release(&sb);
         return 500;
     }
-    status = render_api_error(400, msg, body, len);
+    status = render_api_error(status, msg, body, len);
     free(msg);
     sb_release(&sb);
     return status;

@@ -6,7 +6,8 @@
  * /healthz says only that the process answers.  /readyz is 200 "ready"
  * once every target (every shard of a cluster target) was scanned whole
  * by its last scan, and 503 otherwise with one line per target that is
- * not, saying why; an agent with no targets is never ready.  A target in
+ * not, saying why; an agent with no targets is never ready, but for a
+ * shard that no target hashes to (said above "ready").  A target in
  * follow mode whose reconciles keep finding drift gets a line too, above
  * "ready" (its view is still whole: each reconcile repairs it).
  */
@@ -73,7 +74,17 @@ render_ready(const struct view *v, struct strbuf *reason)
                     (long long)((v->now_ms - s->last_success_ms) / 1000));
         sb_adds(reason, "\n");
     }
-    if (v->ntargets == 0) {
+    /* who speaks to the direct sinks: said, never a reason to be unready */
+    if (v->has_leader)
+        sb_addf(reason, "leader: %s%s leads %s (%s, fence %lld)\n",
+                v->leader.holder[0] != '\0' ? "replica " : "",
+                v->leader.holder[0] != '\0' ? v->leader.holder : "no replica known",
+                v->leader.key, v->leader.leading ? "this agent" : "this agent follows",
+                v->leader.fence);
+    if (v->ntargets == 0 && v->naway > 0)
+        sb_addf(reason, "shard %d/%d: no target hashes here (%zu watched by other shards)\n",
+                v->shard_index, v->shard_total, v->naway);
+    else if (v->ntargets == 0) {
         ready = 0;
         sb_adds(reason, "no targets configured\n");
     }

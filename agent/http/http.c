@@ -112,6 +112,7 @@ static const struct route routes[] = {
     { READ_METHODS, "/api/v1/deadlocks", ROUTE_EXACT, serve_deadlocks, NULL,       NULL,              HEAVY },
     { READ_METHODS, "/api/v1/events",   ROUTE_EXACT,  serve_events,  NULL,         NULL,              HEAVY },
     { READ_METHODS, "/api/v1/classes",  ROUTE_EXACT,  serve_classes, NULL,         NULL,              HEAVY },
+    { READ_METHODS, "/api/v1/shard",    ROUTE_EXACT,  serve_shard,   NULL,         NULL,              false },
     { READ_METHODS, "/",                ROUTE_EXACT,  serve_status,  NULL,         NULL,              HEAVY },
 };
 

@@ -9,7 +9,8 @@
  * a shard or a counter set at the row's offset, so a new metric of that
  * shape is one row; a family with labels of its own has its renderer
  * above the table (or in metrics_targets.c or leasemetrics.c, declared
- * in metrics_impl.h, which keeps this file under the size limit), and writes the row's name.
+ * in metrics_impl.h, which keeps this file under the size limit), and
+ * writes the row's name.
  *
  * Cardinality is bounded by construction: per-target and per-class series
  * only (classes are capped per target), plus lockwatch_lock_offender_info
@@ -72,7 +73,7 @@ label_value(struct strbuf *sb, const char *p, size_t n)
         free(tmp);
 }
 
-static void
+void
 label_str(struct strbuf *sb, const char *s)
 {
     label_value(sb, s, strlen(s));
@@ -736,6 +737,7 @@ http_rejected(struct metrics_out *o, const struct metric_family *mf)
 const struct metric_family metric_families[] = {
     { "lockwatch_build_info", "gauge", SRC_VIEW, build_info, 0, VAL_U64,
       "Build information; always 1." },
+    METRICS_HA_ROWS        /* replicas and shards: metrics_impl.h */
     { "lockwatch_target_up", "gauge", SRC_VIEW, target_up, 0, VAL_U64,
       "1 if the last scan of the target succeeded, 0 if it failed or none finished yet." },
     { "lockwatch_scan_duration_seconds", "gauge", SRC_VIEW, scanned_targets,

@@ -14,6 +14,7 @@
  *                      macro METRICS_GRAPH_ROWS below)
  *   leasemetrics.c     the lease families of issue 26 (expirations, lease
  *                      overruns; their rows: METRIC_FAMILIES_LEASE below)
+ *   metrics_ha.c       the replica and shard families (METRICS_HA_ROWS)
  *
  * Kept apart so metrics.c stays one file under the size limit.  A
  * renderer of another file is named in metric_families[] like any other:
@@ -106,6 +107,19 @@ void lost_by_cause(struct metrics_out *o, const struct metric_family *mf);
     { "lockwatch_wait_graph_dropped_total", "counter", SRC_GRAPH, metrics_graph_dropped, 0, VAL_U64, \
       "What the wait-for graph's caps left out since start, by what: nodes, edges, "           \
       "long_cycles (over 16 holders), candidates, deadlocks, orders (evicted), inversions." },
+
+/* A label value, sanitised to UTF-8 and escaped (metrics.c). */
+void label_str(struct strbuf *sb, const char *s);
+
+/* metrics_ha.c */
+void metrics_ha_info(struct metrics_out *o, const struct metric_family *mf);
+void metrics_ha_leader(struct metrics_out *o, const struct metric_family *mf);
+
+#define METRICS_HA_ROWS \
+    { "lockwatch_ha_info", "gauge", SRC_VIEW, metrics_ha_info, 0, VAL_U64,                     \
+      "This agent's [agent] replica (\"\" when unset) and shard of shards; always 1." },     \
+    { "lockwatch_ha_leader", "gauge", SRC_VIEW, metrics_ha_leader, 0, VAL_U64,                 \
+      "1 while this replica holds the leader lock and its lease (only with leader_target)." },
 
 /* metrics_graph.c */
 void metrics_graph_deadlocks(struct metrics_out *o, const struct metric_family *mf);

@@ -35,6 +35,11 @@ int render_api_locks(const struct view *v, const struct api_query *q,
                      char **body, size_t *len);
 int render_api_lock(const struct view *v, const char *key, size_t keylen,
                     const char *target, char **body, size_t *len);
+/* GET /api/v1/shard (shard_http.c): replica, shard, the targets here
+ * and elsewhere. */
+int render_api_shard(const struct view *v, char **body, size_t *len);
+/* The base URL of shard `shard` from shard_peers; NULL when unset. */
+const char *view_peer(const struct view *v, int shard);
 /* {"error": msg} with the given status. */
 int render_api_error(int status, const char *msg, char **body, size_t *len);
 

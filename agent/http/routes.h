@@ -68,6 +68,7 @@ void serve_lock(const struct http_request *rq, struct http_response *out);      
 void serve_alerts(const struct http_request *rq, struct http_response *out);    /* alerts_http.c */
 void serve_classes(const struct http_request *rq, struct http_response *out);   /* classes_api.c */
 void serve_deadlocks(const struct http_request *rq, struct http_response *out); /* deadlocks.c */
+void serve_shard(const struct http_request *rq, struct http_response *out);     /* shard_http.c */
 void serve_status(const struct http_request *rq, struct http_response *out);    /* status.c */
 void serve_events(const struct http_request *rq, struct http_response *out);    /* events_http.c */
 

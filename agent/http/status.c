@@ -92,7 +92,7 @@ static const char style[] =
     "white-space:pre-wrap}"
     ".up{color:#137333;font-weight:600}.down{color:#b3261e;font-weight:600}"
     ".stale{color:#8a5a00}"
-    ".waiting{color:#8a6d00;font-weight:600}"
+    ".waiting{color:#8a6d00;font-weight:600}.elsewhere{color:#5f6368}"
     ".firing{color:#b3261e;font-weight:600}.none{color:#555}"
     ".summary span{display:inline-block;margin-right:1.5em}"
     "nav a{margin-right:1em}"
@@ -511,6 +511,31 @@ render_state(struct strbuf *sb, const struct view *v, const char *config_path, s
     free(rows);
 }
 
+/* The targets other shards watch (shard = I/N), each linked to its
+ * shard's page when shard_peers names it. */
+static void
+render_away(struct strbuf *sb, const struct view *v)
+{
+    size_t i;
+
+    for (i = 0; i < v->naway; i++) {
+        const char *peer = view_peer(v, v->away[i].shard);
+
+        sb_adds(sb, "<tr><td>");
+        esc_str(sb, v->away[i].name);
+        sb_addf(sb, "</td><td class=\"elsewhere\">elsewhere</td><td colspan=\"8\">"
+                "watched by shard %d/%d", v->away[i].shard, v->shard_total);
+        if (peer != NULL) {
+            sb_adds(sb, ": <a href=\"");
+            esc_str(sb, peer);
+            sb_adds(sb, "/\">");
+            esc_str(sb, peer);
+            sb_adds(sb, "</a>");
+        }
+        sb_adds(sb, "</td></tr>\n");
+    }
+}
+
 static void
 render_targets(struct strbuf *sb, const struct view *v)
 {
@@ -567,6 +592,7 @@ render_targets(struct strbuf *sb, const struct view *v)
         }
         sb_adds(sb, "</tr>\n");
     }
+    render_away(sb, v);
     sb_adds(sb, "</tbody></table></section>\n");
 }
 
@@ -787,12 +813,21 @@ render_page(struct strbuf *sb, const struct view *v, const char *config_path)
     if (stale > 0)
         sb_addf(sb, "<span class=\"stale\">blind: <b>%zu</b> target%s down, showing the "
                 "last known view</span>", stale, stale == 1 ? "" : "s");
-    sb_addf(sb, "</p>\n<p class=\"meta\">lockwatchd %s, %s; this page reloads every %d s."
+    sb_addf(sb, "</p>\n<p class=\"meta\">lockwatchd %s, %s", LOCKWATCH_VERSION, now);
+    if (v->replica != NULL) {
+        sb_adds(sb, ", replica ");
+        esc_str(sb, v->replica);
+    }
+    if (v->shard_total > 1)
+        sb_addf(sb, ", shard %d/%d (%zu target%s elsewhere)", v->shard_index, v->shard_total,
+                v->naway, v->naway == 1 ? "" : "s");
+    sb_addf(sb, "; this page reloads every %d s."
             "</p>\n<nav><a href=\"metrics\">/metrics</a><a href=\"api/v1/locks\">"
             "/api/v1/locks</a><a href=\"api/v1/alerts\">/api/v1/alerts</a>"
             "<a href=\"api/v1/events\">/api/v1/events</a>"
+            "<a href=\"api/v1/shard\">/api/v1/shard</a>"
             "<a href=\"readyz\">/readyz</a><a href=\"healthz\">/healthz</a></nav></header>\n",
-            LOCKWATCH_VERSION, now, STATUS_REFRESH_S);
+            STATUS_REFRESH_S);
     if (sb_failed(&body))
         sb->failed = true;
     else

@@ -16,6 +16,11 @@
  * schedule for ALERTSET_RESOLVED_KEEP_MS (5 min), as Alertmanager's API
  * documentation asks of clients.  Deduplication, grouping, repeat and
  * routing are Alertmanager's job, so EV_REPEAT is not taken.
+ *
+ * Replicas (docs/deploying.md): every replica posts to every Alertmanager
+ * of the cluster; their alerts have equal labels, hence one fingerprint,
+ * and the cluster delivers each once.  The replica's name is only the
+ * annotation "replica", which Alertmanager keeps from the newest post.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +44,7 @@ am_render(const struct sink_batch *b, char **body, size_t *len)
         if ((o = json_object()) == NULL)
             goto fail;
         json_object_set_new(o, "labels", sink_json_labels(a));
-        json_object_set_new(o, "annotations", sink_json_annotations(a));
+        json_object_set_new(o, "annotations", sink_json_annotations(b, a));
         json_object_set_new(o, "startsAt", lockjson_time(a->starts_ms));
         json_object_set_new(o, "endsAt", lockjson_time(a->state == ALERT_RESOLVED ?
                                                         a->ends_ms :

@@ -6,6 +6,7 @@
  *
  *   {"version": "1", "status": "firing" | "resolved",
  *    "reason": "new" | "repeat" | "resolved",
+ *    "fence": N (only from an elected leader: its fencing token),
  *    "alerts": [{"status", "labels", "annotations", "startsAt",
  *                "endsAt" (resolved only), "fingerprint", "generatorURL"}]}
  *
@@ -51,6 +52,8 @@ generic_render(const struct sink_batch *b, char **body, size_t *len)
     json_object_set_new(root, "status", json_string(b->kind == EV_RESOLVED ? "resolved" :
                                                     "firing"));
     json_object_set_new(root, "reason", json_string(reason(b->kind)));
+    if (b->fence > 0)
+        json_object_set_new(root, "fence", json_integer(b->fence));
     for (i = 0; i < b->n; i++) {
         const struct alert *a = b->alerts[i];
 
@@ -59,7 +62,7 @@ generic_render(const struct sink_batch *b, char **body, size_t *len)
         snprintf(fp, sizeof(fp), "%016" PRIx64, a->fp);
         json_object_set_new(o, "status", json_string(sink_alert_status(a)));
         json_object_set_new(o, "labels", sink_json_labels(a));
-        json_object_set_new(o, "annotations", sink_json_annotations(a));
+        json_object_set_new(o, "annotations", sink_json_annotations(b, a));
         json_object_set_new(o, "startsAt", lockjson_time(a->starts_ms));
         if (a->state == ALERT_RESOLVED)
             json_object_set_new(o, "endsAt", lockjson_time(a->ends_ms));
@@ -100,6 +103,7 @@ const struct sink_type sink_generic = {
     .name = "generic",
     .kinds = SINK_KIND(EV_FIRING) | SINK_KIND(EV_REPEAT) | SINK_KIND(EV_RESOLVED),
     .render = generic_render,
+    .leader_only = true,
     .headers = generic_headers,
     .endpoint = sink_endpoint_as_is,
 };

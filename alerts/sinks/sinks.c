@@ -148,8 +148,11 @@ sink_json_labels(const struct alert *a)
 }
 
 json_t *
-sink_json_annotations(const struct alert *a)
+sink_json_annotations(const struct sink_batch *b, const struct alert *a)
 {
+    if (b->replica != NULL)
+        return json_pack("{s:s, s:s, s:s}", "summary", a->summary, "description",
+                         a->description, "replica", b->replica);
     return json_pack("{s:s, s:s}", "summary", a->summary, "description", a->description);
 }
 

@@ -40,6 +40,12 @@ struct sink_batch {
     size_t n;
     int64_t now_ms;                 /* Unix ms the batch was made */
     const char *generator_url;      /* link back to the agent; NULL: none */
+    long long fence;                /* the leader's fencing token (agent/leader.h),
+                                     * in the body of a leader_only format; 0:
+                                     * no election */
+    const char *replica;            /* [agent] replica: an annotation, never
+                                     * a label (replicas' alerts must have
+                                     * equal labels); NULL: none */
 };
 
 /* Header lines, "Name: value", for one attempt. */
@@ -70,6 +76,11 @@ struct sink_type {
     /* The receiver's rate limit as the least spacing between requests to
      * one URL, kept by the notifier (alerts/pace.h); 0: none. */
     int64_t min_interval_ms;
+    /* With replicas electing a leader ([agent] leader_target), only the
+     * leader sends it, each notice with the fence of the term it was made
+     * in (X-Lockwatch-Fence), dropped unsent once that term is over: a
+     * receiver that talks to no deduplicating cluster (generic, slack). */
+    bool leader_only;
 };
 
 /* One per row of SINK_FORMATS (conf/sink_formats.h), each in its file. */
@@ -99,7 +110,8 @@ int sink_sign(const struct sink_key *key, const char *msg_id, int64_t ts,
 
 /* Helpers the rows share. */
 json_t *sink_json_labels(const struct alert *a);
-json_t *sink_json_annotations(const struct alert *a);
+/* summary, description, and replica when the batch has one */
+json_t *sink_json_annotations(const struct sink_batch *b, const struct alert *a);
 /* json_dumps into *body / *len, consuming root.  0 / -1. */
 int sink_dump(json_t *root, char **body, size_t *len);
 /* Append one header line; -1 if it does not fit. */

@@ -153,6 +153,7 @@ slack_render(const struct sink_batch *b, char **body, size_t *len)
 const struct sink_type sink_slack = {
     .name = "slack",
     .kinds = SINK_KIND(EV_FIRING) | SINK_KIND(EV_REPEAT) | SINK_KIND(EV_RESOLVED),
+    .leader_only = true,
     .render = slack_render,
     .headers = sink_headers_json,
     .endpoint = sink_endpoint_as_is,

@@ -30,6 +30,7 @@ class Request:
         self.headers = {k.lower(): v for k, v in headers.items()}
         self.body = body
         self.at = time.monotonic()
+        self.status = None      # what the receiver answered
 
     def json(self):
         return json.loads(self.body.decode("utf-8"))
@@ -79,6 +80,7 @@ class Receiver:
                     err = recv.check(req)
                     if err:
                         status, text = 400, err.encode()
+                req.status = status
                 self.send_response(status)
                 if recv.retry_after is not None and status != 200:
                     self.send_header("Retry-After", str(recv.retry_after))

@@ -608,13 +608,16 @@ def url_key(raw):
 def config_text(listen_port, targets, *, samples="off", top_offenders=20,
                 patterns="lock:*", scan_interval="1s", scan_duty="100%",
                 leak_grace="3s", max_hold="5s", max_reentrancy=16,
-                target_extra=None, extra=""):
-    """An INI config (SPEC "Config").  targets: list of (name, url)."""
+                target_extra=None, agent_extra=None, extra=""):
+    """An INI config (SPEC "Config").  targets: list of (name, url);
+    agent_extra: more [agent] keys ({"shard": "0/2"})."""
     lines = ["[agent]",
              "listen = 127.0.0.1:%d" % listen_port,
              "samples = %s" % samples,
-             "top_offenders = %s" % top_offenders,
-             ""]
+             "top_offenders = %s" % top_offenders]
+    for k, v in (agent_extra or {}).items():
+        lines.append("%s = %s" % (k, v))
+    lines.append("")
     for name, url in targets:
         lines += ["[target %s]" % name,
                   "url = %s" % url,

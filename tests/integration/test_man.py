@@ -130,7 +130,8 @@ class IniPage(unittest.TestCase):
                                    os.path.join(MAN, "gen_ini5.c")] +
                 [os.path.join(REPO, f) for f in ("conf/options.c", "conf/optvalue.c",
                                                  "conf/optsyntax.c", "conf/secretfile.c",
-                                                 "conf/optpairs.c", "common/strbuf.c")],
+                                                 "conf/optpairs.c", "conf/optshard.c",
+                                                 "common/strbuf.c")],
                 cwd=REPO)
         if r.returncode != 0:
             raise AssertionError("building gen_ini5: " + r.stdout + r.stderr)

@@ -11,6 +11,8 @@
 #                common/lw1.h, common/lw1mac.h, common/prefixname.h (liblockwatch links
 #                nothing of the agent)
 #   cli/         never agent/ or alerts/
+#   agent/       anything above but client/, of which only the public
+#                client/lockwatch.h (agent/leader.c links liblockwatch)
 #   a *_impl.h is included only from its own folder (and unit tests)
 #   tests, bench, fuzz never #include a .c file
 #   no production .c file over 1,000 lines
@@ -74,6 +76,8 @@ out=$( {
     check_collectors
     check alerts 'common/|conf/|collectors/|alerts/'
     check cli 'common/|conf/|collectors/|cli/'
+    # the agent uses liblockwatch as its users do: the public header alone
+    check agent 'common/|conf/|collectors/|alerts/|agent/|client/lockwatch\.h'
     check client 'common/clock\.h|common/lw1\.h|common/lw1mac\.h|common/prefixname\.h|client/'
     # an internal header (*_impl.h) belongs to its folder: no production
     # file elsewhere includes it (unit tests may)

@@ -822,7 +822,8 @@ test_unknown_key(void **state)
     expect_error("; lockwatch\n\n[agent]\nlisten = 127.0.0.1:9717\n\n\nlisen = 1\n",
                  "x.ini:7: [agent] lisen: unknown key (allowed: listen, samples, "
                  "top_offenders, http_max_connections, http_max_connections_per_client, "
-                 "http_request_timeout, http_max_api_requests)");
+                 "http_request_timeout, http_max_api_requests, replica, shard, shard_peers, "
+                 "leader_target, leader_group, leader_lease)");
     expect_error("[unlock]\nhttp_token = x\n",
                  "x.ini:2: [unlock] http_token: unknown key (allowed: http, token_file, "
                  "audit_stream)");

@@ -3,7 +3,8 @@
  * test_notifier.c - the notifier's bounded queue and its shutdown bound,
  * against a loopback socket that listens but never answers (the kernel
  * completes the handshake, nobody reads): the request in flight hangs,
- * so everything else waits in the queue.
+ * so everything else waits in the queue; and the leader gate (a notice of
+ * a past term dropped unsent, the current one sent with its fence).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -37,6 +39,20 @@ silent_listener(int *port)
     assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
     *port = ntohs(sa.sin_port);
     return fd;
+}
+
+/* A generic sink at url with a minute's timeout and 1 s retries. */
+static void
+generic_sink(struct notifier_sink_conf *c, const char *name, const char *url,
+             const struct sink_key *key)
+{
+    memset(c, 0, sizeof(*c));
+    c->name = name;
+    c->type = &sink_generic;
+    c->url = url;
+    c->key = key;
+    c->delivery.timeout_ms = 60000;
+    c->delivery.retry_base_ms = 1000;
 }
 
 static double
@@ -66,13 +82,7 @@ queue_is_bounded_and_shutdown_is_bounded(void **state)
     assert_int_equal(notifier_global_init(), 0);
     n = notifier_new();
     assert_non_null(n);
-    memset(&c, 0, sizeof(c));
-    c.name = "stuck";
-    c.type = &sink_generic;
-    c.url = url;
-    c.key = &none;
-    c.delivery.timeout_ms = 60000;
-    c.delivery.retry_base_ms = 1000;
+    generic_sink(&c, "stuck", url, &none);
     assert_int_equal(notifier_configure(n, &c, 1), 0);
     for (i = 0; i < NOTIFY_QUEUE_MAX + 10; i++)
         notifier_enqueue(n, 0, strdup("{}"), 2);
@@ -101,11 +111,74 @@ queue_is_bounded_and_shutdown_is_bounded(void **state)
     close(fd);
 }
 
+static long long
+term_five(void *arg)
+{
+    (void)arg;
+    return 5;
+}
+
+/* A notice of an ended leader term is dropped unsent; one of the current
+ * term goes, with its fence in X-Lockwatch-Fence. */
+static void
+gate_drops_past_terms_and_sends_the_fence(void **state)
+{
+    struct notifier_sink_conf c;
+    struct notifier_stats *st;
+    struct sink_key none = { NULL, 0 };
+    struct timeval tv = { 5, 0 };
+    struct notifier *n;
+    char url[64], req[4096];
+    size_t ns;
+    ssize_t got;
+    int fd, port, conn;
+    double t0;
+
+    (void)state;
+    fd = silent_listener(&port);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook", port);
+    assert_int_equal(notifier_global_init(), 0);
+    assert_non_null(n = notifier_new());
+    generic_sink(&c, "fenced", url, &none);
+    assert_int_equal(notifier_configure(n, &c, 1), 0);
+    notifier_set_gate(n, term_five, NULL);
+    notifier_enqueue_fenced(n, 0, strdup("{\"old\":1}"), 9, 4);
+    notifier_enqueue_fenced(n, 0, strdup("{\"now\":1}"), 9, 5);
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    conn = accept(fd, NULL, NULL);
+    assert_true(conn >= 0);
+    assert_int_equal(setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    got = 0;
+    t0 = now_s();
+    while (got < (ssize_t)sizeof(req) - 1 && now_s() - t0 < 5.0) {
+        ssize_t r = read(conn, req + got, sizeof(req) - 1 - (size_t)got);
+
+        if (r <= 0)
+            break;
+        got += r;
+        req[got] = '\0';
+        if (strstr(req, "{\"now\":1}") != NULL)
+            break;
+    }
+    req[got] = '\0';
+    assert_non_null(strstr(req, "X-Lockwatch-Fence: 5\r\n"));
+    assert_non_null(strstr(req, "{\"now\":1}"));
+    assert_null(strstr(req, "old"));
+    assert_int_equal(notifier_stats(n, &st, &ns), 0);
+    assert_int_equal(st[0].dropped, 1);
+    notifier_stats_free(st, ns);
+    notifier_free(n, 200);
+    notifier_global_cleanup();
+    close(conn);
+    close(fd);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(queue_is_bounded_and_shutdown_is_bounded),
+        cmocka_unit_test(gate_drops_past_terms_and_sends_the_fence),
     };
 
     return cmocka_run_group_tests_name("notifier", tests, NULL, NULL);

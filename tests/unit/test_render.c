@@ -507,6 +507,39 @@ ready_names_targets_that_are_not(void **state)
     view_release(&v);
 }
 
+/* The replica is a label of lockwatch_ha_info alone, never of a target's
+ * series (replicas' series must match for max without(instance)). */
+static void
+ha_info_names_replica_and_shard(void **state)
+{
+    struct snapshot *s = new_snap("main", "lock:*");
+    struct view v;
+    char *text;
+
+    (void)state;
+    view_of(&v, &s, 1, 20);
+    text = metrics_of(&v);
+    assert_non_null(strstr(text, "\nlockwatch_ha_info{replica=\"\",shard=\"0\",shards=\"1\"} 1\n"));
+    free(text);
+    v.replica = strdup("b-1");
+    v.shard_index = 1;
+    v.shard_total = 2;
+    text = metrics_of(&v);
+    assert_non_null(strstr(text, "\nlockwatch_ha_info{replica=\"b-1\",shard=\"1\",shards=\"2\"} 1\n"));
+    assert_null(strstr(strstr(text, "b-1") + 3, "b-1"));
+    assert_null(strstr(text, "\nlockwatch_ha_leader "));   /* no election */
+    free(text);
+    v.has_leader = true;
+    text = metrics_of(&v);
+    assert_non_null(strstr(text, "\nlockwatch_ha_leader 0\n"));
+    free(text);
+    v.leader.leading = true;
+    text = metrics_of(&v);
+    assert_non_null(strstr(text, "\nlockwatch_ha_leader 1\n"));
+    free(text);
+    view_release(&v);
+}
+
 /* --- the family table ------------------------------------------------------- */
 
 /* One lock with a single holder, in class cls and format row format. */
@@ -796,6 +829,7 @@ every_family_is_one_row(void **state)
 
     (void)state;
     full_view(&v, &al, releases);
+    v.has_leader = true;        /* lockwatch_ha_leader: only with an election */
     assert_non_null(v.throttle = throttle_new());
     sb_init(&sb, RENDER_MAX_BYTES);
     assert_int_equal(render_metrics_http(&v, &http, &sb), 0);
@@ -944,6 +978,7 @@ main(void)
         cmocka_unit_test(ready_names_targets_that_are_not),
         cmocka_unit_test(locks_lost_by_cause),
         cmocka_unit_test(events_counted_by_kind),
+        cmocka_unit_test(ha_info_names_replica_and_shard),
         cmocka_unit_test(every_family_is_one_row),
         cmocka_unit_test(families_without_their_source_are_left_out),
         cmocka_unit_test(lease_families_render),

@@ -41,7 +41,8 @@ static json_t *
 render(const struct sink_type *t, enum alert_event_kind kind, const struct alert *const *list,
        size_t n)
 {
-    struct sink_batch b = { kind, list, n, NOW, "http://127.0.0.1:9717/api/v1/alerts" };
+    struct sink_batch b = { .kind = kind, .alerts = list, .n = n, .now_ms = NOW,
+                            .generator_url = "http://127.0.0.1:9717/api/v1/alerts" };
     char *body = NULL;
     size_t len = 0;
     json_error_t err;
@@ -120,7 +121,18 @@ generic_body_and_headers(void **state)
     assert_int_equal(json_object_size(json_object_get(al, "labels")), 5);
     assert_string_equal(json_string_value(json_object_get(json_object_get(al, "annotations"),
                                                           "summary")), "Lock lock:x:1 leaked");
+    assert_null(json_object_get(j, "fence"));       /* no election: no fence */
     json_decref(j);
+    {
+        struct sink_batch fb = { .kind = EV_FIRING, .alerts = list, .n = 1, .now_ms = NOW,
+                                 .fence = 1733140000123456LL };
+
+        assert_int_equal(sink_generic.render(&fb, &body, &len), 0);
+        j = json_loadb(body, len, 0, NULL);
+        free(body);
+        assert_int_equal(json_integer_value(json_object_get(j, "fence")), 1733140000123456LL);
+        json_decref(j);
+    }
 
     r.state = ALERT_RESOLVED;
     r.ends_ms = NOW;
@@ -144,7 +156,7 @@ generic_body_and_headers(void **state)
     assert_int_equal(h.n, 3);
     /* render output is exactly what is signed: nothing re-serialises it */
     {
-        struct sink_batch b = { EV_FIRING, list, 1, NOW, NULL };
+        struct sink_batch b = { .kind = EV_FIRING, .alerts = list, .n = 1, .now_ms = NOW };
 
         assert_int_equal(sink_generic.render(&b, &body, &len), 0);
         assert_null(strstr(body, "generatorURL"));
@@ -277,6 +289,39 @@ slack_resolved_says_since_when(void **state)
     json_decref(j);
 }
 
+/* Two replicas' posts of one alert: the same labels (one fingerprint at
+ * Alertmanager), the replica only as an annotation. */
+static void
+alertmanager_replicas_differ_only_in_an_annotation(void **state)
+{
+    struct alert a = mk(ALERT_LOCK_LEAKED, "lock:x:1", "Lock lock:x:1 leaked");
+    const struct alert *list[] = { &a };
+    const char *names[] = { "a", "b" };
+    json_t *al[2], *j[2];
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        struct sink_batch b = { .kind = EV_FIRING, .alerts = list, .n = 1, .now_ms = NOW,
+                                .generator_url = "http://x/api/v1/alerts",
+                                .replica = names[i] };
+        char *body = NULL;
+        size_t len = 0;
+
+        assert_int_equal(sink_alertmanager.render(&b, &body, &len), 0);
+        j[i] = json_loadb(body, len, 0, NULL);
+        assert_non_null(j[i]);
+        free(body);
+        al[i] = json_array_get(j[i], 0);
+        assert_string_equal(json_string_value(json_object_get(
+            json_object_get(al[i], "annotations"), "replica")), names[i]);
+        assert_null(json_object_get(json_object_get(al[i], "labels"), "replica"));
+    }
+    assert_true(json_equal(json_object_get(al[0], "labels"), json_object_get(al[1], "labels")));
+    assert_null(json_object_get(al[0], "fence"));
+    json_decref(j[0]);
+    json_decref(j[1]);
+}
+
 int
 main(void)
 {
@@ -286,6 +331,7 @@ main(void)
         cmocka_unit_test(slack_text),
         cmocka_unit_test(slack_resolved_says_since_when),
         cmocka_unit_test(alertmanager_body),
+        cmocka_unit_test(alertmanager_replicas_differ_only_in_an_annotation),
         cmocka_unit_test(the_table),
     };
 

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * metrics_ha.c - the sample renderers of the replica and shard families
+ * (docs/deploying.md "Replicas and shards"): lockwatch_ha_info, the one
+ * series that names the replica, and lockwatch_ha_leader, only where an
+ * election runs.  Their rows are METRICS_HA_ROWS (metrics_impl.h).
+ */
+#include "agent/http/metrics_impl.h"
+
+#include "agent/agent.h"
+
+void
+metrics_ha_info(struct metrics_out *o, const struct metric_family *mf)
+{
+    sb_addf(o->sb, "%s{replica=\"", mf->name);
+    label_str(o->sb, o->v->replica != NULL ? o->v->replica : "");
+    sb_addf(o->sb, "\",shard=\"%d\",shards=\"%d\"} 1\n", o->v->shard_index,
+            o->v->shard_total > 1 ? o->v->shard_total : 1);
+}
+
+/* 1 while this agent leads its replicas (agent/leader.h); 0 while another
+ * does or none; absent without an election. */
+void
+metrics_ha_leader(struct metrics_out *o, const struct metric_family *mf)
+{
+    if (o->v->has_leader)
+        sb_addf(o->sb, "%s %d\n", mf->name, o->v->leader.leading ? 1 : 0);
+}

@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""docs/deploying.md stays true (issue 27): the Prometheus config it shows for
+replicas passes `promtool check config` (with the shipped rules file in
+place of its installed path), and drops the labels that tell replicas apart
+from the alerts it sends."""
+
+import os
+import re
+import subprocess
+
+import harness as h
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DOC = os.path.join(REPO, "docs", "deploying.md")
+RULES = os.path.join(REPO, "packaging", "prometheus", "lockwatch-rules.yml")
+
+
+def yaml_blocks(text):
+    return re.findall(r"```yaml\n(.*?)```", text, re.S)
+
+
+class DeployingDoc(h.TestCase):
+
+    def test_prometheus_config_for_replicas_checks(self):
+        with open(DOC) as f:
+            blocks = [b for b in yaml_blocks(f.read()) if b.startswith("# prometheus.yml")]
+        self.assertEqual(len(blocks), 1, "one prometheus.yml block in docs/deploying.md")
+        text = blocks[0].replace("/usr/share/lockwatch/prometheus/lockwatch-rules.yml", RULES)
+        self.assertIn(RULES, text)
+        d = h._mkdtemp("lw-promdoc-")
+        path = os.path.join(d, "prometheus.yml")
+        with open(path, "w") as f:
+            f.write(text)
+        r = subprocess.run([h.PROMTOOL, "check", "config", path], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # the labels that differ between replicas never reach Alertmanager
+        m = re.search(r"alert_relabel_configs:\n\s+- action: labeldrop\n\s+regex: (\S+)", text)
+        self.assertIsNotNone(m, text)
+        self.assertEqual(set(m.group(1).split("|")), {"instance", "lockwatch_replica"})
+
+
+if __name__ == "__main__":
+    h.main()

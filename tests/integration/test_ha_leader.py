@@ -1,0 +1,185 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# run-all: serial (stops a leader past its lease and waits for the takeover)
+"""One voice for direct sinks (issue 27): two replicas elect a leader with the
+liblockwatch lock lockwatch:leader:<group> on a configured target; only the
+leader posts to a generic webhook, every notice with the term's fencing token
+in the body ("fence") and the X-Lockwatch-Fence header.
+
+The receiver checks fences as the docs tell a receiver to: it accepts a
+notice only if its fence is at least the highest it has seen.  The test:
+exactly one replica leads (lockwatch_ha_leader, /readyz naming it); a leak
+reaches the receiver once; the leader SIGSTOPped past its lease while a
+notice of its waits for a retry (the receiver answering 503), the other
+replica takes over within the lease and its notices carry a greater fence;
+the old leader, SIGCONTed with that retry due and a new leak to see, sends
+nothing (0 stale notices, none refused by the fence check; the retry counted
+dropped); SIGKILL of the new leader, and the first one leads again; a reload
+keeps its term."""
+
+import signal
+import time
+
+import alerts_receiver
+import harness as h
+
+LEASE_S = 3
+
+
+def leading(ag):
+    return h.msum(ag.metrics(), "lockwatch_ha_leader") == 1
+
+
+class FenceReceiver:
+    """Notices for a key, and the fence check a receiver does."""
+
+    def __init__(self, recv):
+        self.recv = recv
+
+    def notices(self, key, status="firing"):
+        out = []
+        for r in self.recv.snapshot():
+            body = r.json()
+            if body.get("status") == status and \
+                    any(a["labels"].get("key") == key for a in body["alerts"]):
+                out.append((r, body))
+        return out
+
+    def refused(self):
+        """Notices a fence-checking receiver drops: a fence below the
+        highest it accepted before (answers other than 200 accept none)."""
+        best, bad = 0, []
+        for r in self.recv.snapshot():
+            if r.status != 200:
+                continue
+            f = int(r.headers["x-lockwatch-fence"])
+            if f < best:
+                bad.append(r.json())
+            best = max(best, f)
+        return bad
+
+
+# docs/deploying.md "One voice for direct sinks" (keep in step): the scanner's
+# rules and these on top.
+LEADER_ACL = ["~lockwatch:leader:*", "~lockwatch_fence:{lockwatch:leader:*}",
+              "~lockwatch_lock__channel:{lockwatch:leader:*}",
+              "&lockwatch_lock__channel:{lockwatch:leader:*}", "+get", "+set", "+pexpire", "+del", "+incr", "+time",
+              "+publish", "+eval", "+evalsha", "+script|load"]
+
+
+class HALeader(h.TestCase):
+
+    def test_documented_acl_is_enough(self):
+        rs = self.start_redis()
+        c = rs.client()
+        c.execute_command("ACL", "SETUSER", "lwl", "on", ">leader-pw-1234", "resetchannels",
+                          *(h.SCANNER_ACL + LEADER_ACL))
+        ag = self.start_agent(targets=[("main", "redis://lwl@127.0.0.1:%d/0" % rs.port)],
+                              target_extra={"password_file": h.password_file("leader-pw-1234")},
+                              agent_extra={"replica": "a", "leader_target": "main",
+                                           "leader_lease": "%ds" % LEASE_S})
+        ag.wait_for(lambda: leading(ag), timeout=15, desc="leading as the ACL user")
+        self.assertEqual(c.get("lockwatch:leader:default:replica"), b"a")
+        ag.stop()       # releases the lock: DEL and the wake-up, as that user
+        self.assertIsNone(c.get("lockwatch:leader:default"))
+        denied = {e[e.index(b"object") + 1] for e in c.execute_command("ACL", "LOG", "50")}
+        # the scanner's optional reads (README "Redis permissions"): follow
+        # mode's, the freshness check's and the audit tail's
+        self.assertEqual(denied - {b"psubscribe", b"config|get", b"info", b"xrevrange",
+                                   b"xread"}, set(), denied)
+
+    def test_one_voice_and_fenced_takeover(self):
+        recv = alerts_receiver.Receiver()
+        self.addCleanup(recv.stop)
+        fr = FenceReceiver(recv)
+        rs = self.start_redis()
+        c = rs.client()
+        hook = "[webhook hook]\nurl = %s\nformat = generic\ntimeout = 5s\nretry_base = 100ms\n" \
+            % recv.url
+        ags = {}
+        for name in ("a", "b"):
+            ags[name] = self.start_agent(
+                rs, scan_interval="200ms", leak_grace="1s", max_hold="1h", extra=hook,
+                agent_extra={"replica": name, "leader_target": "main", "leader_group": "t",
+                             "leader_lease": "%ds" % LEASE_S})
+        a = ags["a"]
+        a.wait_for(lambda: leading(ags["a"]) or leading(ags["b"]), timeout=15,
+                   desc="a leader")
+        lead = next(n for n in ags if leading(ags[n]))
+        other = "b" if lead == "a" else "a"
+        self.assertFalse(leading(ags[other]))
+        st, _, ready = ags[other].get("/readyz")
+        self.assertIn(("leader: replica %s leads lockwatch:leader:t (this agent follows"
+                       % lead).encode(), ready)
+        self.assertEqual(c.get("lockwatch:leader:t:replica"), lead.encode())
+
+        # one leak, one notice, from the leader, fenced in body and header
+        c.set("lock:ha:1", "tok")
+        h.wait_until(lambda: fr.notices("lock:ha:1"), 20, desc="notice for lock:ha:1")
+        time.sleep(2)
+        got = fr.notices("lock:ha:1")
+        self.assertEqual(len(got), 1, [b for r, b in got])
+        r, body = got[0]
+        fence1 = body["fence"]
+        self.assertEqual(int(r.headers["x-lockwatch-fence"]), fence1)
+        self.assertEqual(body["alerts"][0]["annotations"]["replica"], lead)
+        self.assertEqual(h.msum(ags[other].metrics(), "lockwatch_notifications_total",
+                                sink="hook", result="sent"), 0)
+
+        # the leader stopped past its lease, with a notice in retry (the
+        # receiver answers 503 meanwhile): the other takes over
+        recv.statuses = [503] * 100000
+        c.set("lock:ha:2", "tok")
+        h.wait_until(lambda: len(fr.notices("lock:ha:2")) >= 2, 20,
+                     desc="the leader retrying lock:ha:2")
+        ags[lead].signal(signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            recv.statuses = []
+            ags[other].wait_for(lambda: leading(ags[other]), timeout=LEASE_S * 2 + 5,
+                                desc="takeover")
+            took = time.monotonic() - stopped
+            c.set("lock:ha:3", "tok")
+            h.wait_until(lambda: fr.notices("lock:ha:3"), 20, desc="notice from new leader")
+        finally:
+            ags[lead].signal(signal.SIGCONT)
+        resumed = time.monotonic()
+        got = fr.notices("lock:ha:3")
+        self.assertEqual(len(got), 1)
+        fence2 = got[0][1]["fence"]
+        self.assertGreater(fence2, fence1)
+        self.assertEqual(got[0][1]["alerts"][0]["annotations"]["replica"], other)
+        # the old leader's retry is due and it scans lock:ha:3 leaked too:
+        # it must say nothing
+        ags[lead].wait_for(lambda: not leading(ags[lead]), timeout=10, desc="deposed")
+        time.sleep(3)
+        late = [r.json() for r in recv.snapshot() if r.at > resumed
+                and int(r.headers["x-lockwatch-fence"]) == fence1]
+        self.assertEqual(late, [], "the deposed leader sent after SIGCONT")
+        self.assertEqual(len(fr.notices("lock:ha:3")), 1)
+        self.assertEqual(fr.refused(), [])
+        self.assertGreater(h.msum(ags[lead].metrics(), "lockwatch_notifications_total",
+                                  sink="hook", result="dropped"), 0)
+        print("leader: takeover %.1f s after SIGSTOP (lease %d s)" % (took, LEASE_S))
+
+        # the new leader killed: the first leads again, with a fence greater still
+        ags[other].kill()
+        killed = time.monotonic()
+        ags[lead].wait_for(lambda: leading(ags[lead]), timeout=LEASE_S * 2 + 5,
+                           desc="takeover after kill")
+        print("leader: takeover %.1f s after SIGKILL" % (time.monotonic() - killed))
+        c.set("lock:ha:4", "tok")
+        h.wait_until(lambda: fr.notices("lock:ha:4"), 20, desc="notice after kill")
+        fence3 = fr.notices("lock:ha:4")[0][1]["fence"]
+        self.assertGreater(fence3, fence2)
+        self.assertEqual(fr.refused(), [])
+
+        # a reload with the same leader settings keeps the term (and its fence)
+        ags[lead].reload()
+        time.sleep(LEASE_S)
+        st, _, ready = ags[lead].get("/readyz")
+        self.assertIn(("leader: replica %s leads lockwatch:leader:t (this agent, fence %d)"
+                       % (lead, fence3)).encode(), ready)
+
+
+if __name__ == "__main__":
+    h.main()
