@@ -736,6 +736,14 @@ agent_view(struct agent *a, struct view *v)
     }
     if (view_trend(a, v) == -1)
         goto fail_unlocked;
+    /* the leases that ran out: process-wide, their own lock */
+    if ((v->lease = malloc(sizeof(*v->lease))) == NULL)
+        goto fail_unlocked;
+    if (lease_view_take(v->lease) == -1) {
+        free(v->lease);
+        v->lease = NULL;
+        goto fail_unlocked;
+    }
     return 0;
 fail_unlocked:
     view_release(v);
@@ -776,6 +784,10 @@ view_release(struct view *v)
     if (v->trend != NULL) {
         classtrend_view_release(v->trend);
         free(v->trend);
+    }
+    if (v->lease != NULL) {
+        lease_view_release(v->lease);
+        free(v->lease);
     }
     memset(v, 0, sizeof(*v));
 }

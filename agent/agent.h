@@ -33,6 +33,7 @@
 
 #include "agent/leader.h"
 #include "conf/config.h"
+#include "collectors/lease/lease.h"
 #include "collectors/graph/graph.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/locks/snapshot.h"
@@ -108,6 +109,8 @@ struct view {
     struct graph_report *graph;     /* the wait-for graph's newest report (a
                                      * reference); NULL before the first
                                      * pass and in --once */
+    struct lease_view *lease;       /* leases that ran out (collectors/lease);
+                                     * NULL in --once */
     /* HA and sharding, copied from the config: [agent] replica (NULL:
      * none), shard = I/N, the targets other shards watch and their base
      * URLs (shard_peers, NULL when unset; else shard_total of them) */

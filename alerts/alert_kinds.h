@@ -25,6 +25,11 @@
  *                        tick {class}
  *                GROUP   a key that a [redlock] group's report details
  *                        {target = the group, class, key}
+ *                EVENT   an event of the ring (collectors/events/events.h)
+ *                        pushed within the last RULES_EVENT_FIRING_MS
+ *                        {target, class, key}: one instance per lock
+ *                        however many events it had; it resolves when
+ *                        its newest event is that old
  *                DEADLOCK a deadlock of the wait-for graph's report
  *                        (collectors/graph/graph.h) {target = its target,
  *                        "*" across targets, key = its keys "A -> B"}
@@ -72,6 +77,11 @@
     /* a cycle of waiters seen on two passes in a row (collectors/graph/) */            \
     X(LOCK_DEADLOCK,        "LockDeadlock",       CRITICAL, DEADLOCK, deadlock_holds, deadlock_texts) \
     /* class A held while acquiring B by one owner, B then A by another */             \
-    X(LOCK_ORDER_INVERSION, "LockOrderInversion", WARNING,  INVERSION, inversion_holds, inversion_texts)
+    X(LOCK_ORDER_INVERSION, "LockOrderInversion", WARNING,  INVERSION, inversion_holds, inversion_texts) \
+    /* a holder kept working after its lease ran out (event lease_overrun) */          \
+    X(LOCK_LEASE_OVERRUN,   "LockLeaseOverrun",   CRITICAL, EVENT,  overrun_holds,   overrun_texts)   \
+    /* a renewed lease ran out without an unlock, or a holder said it lost its lease  \
+     * (events expired_renewed, lease_lost) */                                          \
+    X(LOCK_LEASE_LOST,      "LockLeaseLost",      WARNING,  EVENT,  lease_lost_holds, lease_lost_texts)
 
 #endif

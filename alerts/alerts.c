@@ -313,6 +313,29 @@ log_event(const struct alert_event *e)
     sb_release(&t);
 }
 
+struct event_eval {
+    struct alerts *a;
+    int64_t now_ms;
+};
+
+static void
+eval_one_event(const struct event *e, void *arg)
+{
+    const struct event_eval *ee = arg;
+
+    rules_eval_event(ee->a->set, &ee->a->rules, e, ee->now_ms);
+}
+
+/* The EVENT kinds, from the ring's events (oldest first).  The ring's
+ * mutex is taken under a->mu: nothing pushes an event holding a->mu. */
+static void
+eval_events(struct alerts *a, int64_t now_ms)
+{
+    struct event_eval ee = { a, now_ms };
+
+    events_each(0, 0, eval_one_event, &ee);
+}
+
 void
 alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
             const struct rules_group *groups, size_t ngroups,
@@ -329,6 +352,7 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
     alertset_begin(a->set, now_ms, clock_mono_ms());
     rules_eval(a->set, &a->rules, targets, ntargets, w, tv, now_ms);
     rules_eval_redlock(a->set, groups, ngroups, now_ms);
+    eval_events(a, now_ms);
     rules_eval_graph(a->set, graph, now_ms);
     if (alertset_end(a->set, a->rules.repeat_interval_ms, a->has_refresh, &ev, &nev) == -1)
         log_warnx("alerts: out of memory; some notices of this tick are missing");

@@ -9,7 +9,8 @@
  * (the bad locks of fresh snapshots, the targets, the shards of fresh
  * cluster snapshots, the wait classes, the keys of Redlock reports), fill in a rule_ctx with the subject and its
  * labels, and judge() runs every row of that scope on it; so a kind is
- * one row and its two functions here, and a walker knows no kind.
+ * one row and its two functions here (or, for the EVENT kinds, in
+ * rules_event.c, declared in rules_impl.h), and a walker knows no kind.
  *
  * Texts are strbufs capped at RULES_SUMMARY_MAX / RULES_DESCRIPTION_MAX
  * and cut at a UTF-8 character boundary (alerts/text.h), because every
@@ -26,14 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alerts/rules_impl.h"
 #include "alerts/text.h"
 #include "collectors/locks/lostview.h"
 #include "collectors/waits/leaseadvice.h"
 #include "common/keytext.h"
 
 /* Arbitrary bytes, sanitised to UTF-8: at most max (<= RULES_HOLDER_TEXT_MAX)
- * input bytes, and an ellipsis when cut. */
-static void
+ * input bytes, and an ellipsis when cut (rules_impl.h). */
+void
 text_bytes(struct strbuf *t, const char *p, size_t n, size_t max)
 {
     char stack[KEYTEXT_SANITIZED_MAX(RULES_HOLDER_TEXT_MAX)];
@@ -50,8 +52,7 @@ text_bytes(struct strbuf *t, const char *p, size_t n, size_t max)
 }
 
 /* Formats for numbers and ASCII only: the output is cut as bytes. */
-__attribute__((format(printf, 2, 3)))
-static void
+void
 text_addf(struct strbuf *t, const char *fmt, ...)
 {
     char tmp[256];
@@ -66,7 +67,7 @@ text_addf(struct strbuf *t, const char *fmt, ...)
     text_add(t, tmp, strlen(tmp));
 }
 
-static char *
+char *
 sanitized(const char *p, size_t n)
 {
     size_t need = KEYTEXT_SANITIZED_MAX(n);
@@ -137,30 +138,6 @@ text_ttl(struct strbuf *t, const struct snap_lock *l)
     text_adds(t, "TTL ");
     text_duration(t, l->pttl_ms);
 }
-
-/* What rules are judged on: the scope's subject and its labels.  A walker
- * sets the fields of its scope (alert_kinds.h) and leaves the rest NULL,
- * so the label fields are exactly the instance's labels. */
-struct rule_ctx {
-    const struct rules_conf *p;
-    int64_t now_ms;
-    const char *target;                 /* LOCK, TARGET; GROUP: the group */
-    const char *class_;                 /* LOCK, CLASS, GROUP (sanitised) */
-    const char *key;                    /* LOCK, GROUP: the key label */
-    const char *shard, *node;           /* SHARD (sanitised) */
-    const struct snapshot *snap;        /* LOCK, TARGET, SHARD */
-    const struct snap_shard *sh;        /* SHARD */
-    const struct snap_lock *lock;       /* LOCK */
-    const struct waitstats_class *wait; /* CLASS; TREND: NULL without holds */
-    const struct classtrend_class *trend;   /* TREND */
-    const struct redlock_report *report;    /* GROUP */
-    const struct redlock_issue *issue;      /* GROUP */
-    const struct graph_deadlock *dl;        /* DEADLOCK */
-    const struct graph_inversion *inv;      /* INVERSION */
-};
-
-enum rule_scope { SCOPE_LOCK, SCOPE_TARGET, SCOPE_SHARD, SCOPE_CLASS, SCOPE_TREND, SCOPE_GROUP,
-                  SCOPE_DEADLOCK, SCOPE_INVERSION };
 
 /* LOCK: "Lock K (class C, target T, format F): ", how every lock
  * description starts. */
@@ -941,6 +918,28 @@ rules_eval_graph(struct alertset *set, const struct graph_report *r, int64_t now
         judge(set, SCOPE_INVERSION, &c);
         free(s);
     }
+}
+
+void
+rules_eval_event(struct alertset *set, const struct rules_conf *p, const struct event *e,
+                 int64_t now_ms)
+{
+    struct rule_ctx c = { .p = p, .now_ms = now_ms, .event = e };
+    char *key, *cls;
+
+    if (now_ms - e->at_ms > RULES_EVENT_FIRING_MS)
+        return;
+    key = rules_key_label(e->key, e->keylen);
+    cls = sanitized(e->klass[0] != '\0' ? e->klass : "other",
+                    e->klass[0] != '\0' ? strnlen(e->klass, sizeof(e->klass)) : 5);
+    if (key != NULL && cls != NULL) {
+        c.target = e->target[0] != '\0' ? e->target : NULL;
+        c.class_ = cls;
+        c.key = key;
+        judge(set, SCOPE_EVENT, &c);
+    }
+    free(key);
+    free(cls);
 }
 
 void

@@ -28,6 +28,7 @@
 
 #include "alerts/alertset.h"
 #include "conf/config.h"
+#include "collectors/events/events.h"
 #include "collectors/graph/graph.h"
 #include "collectors/locks/redlock.h"
 #include "collectors/locks/snapshot.h"
@@ -82,6 +83,17 @@ void rules_eval_redlock(struct alertset *set, const struct rules_group *groups,
  * inversion ({class = its two classes, "A,B"}).  r NULL: none yet.
  */
 void rules_eval_graph(struct alertset *set, const struct graph_report *r, int64_t now_ms);
+
+/*
+ * Observe the EVENT kinds (LockLeaseLost, LockLeaseOverrun) for event e
+ * of the ring when it was pushed within RULES_EVENT_FIRING_MS of now_ms:
+ * the caller walks the ring (alerts.c), oldest first, so a lock's newest
+ * event writes its texts.  Its labels are the event's target (none when
+ * the event has none), class and key.
+ */
+#define RULES_EVENT_FIRING_MS   (15 * 60 * 1000)
+void rules_eval_event(struct alertset *set, const struct rules_conf *p, const struct event *e,
+                      int64_t now_ms);
 
 /*
  * A key as an alert's key label: sanitised UTF-8, cut as described above.

@@ -22,7 +22,9 @@
  * which fits one Ethernet frame over IPv4 or IPv6 without fragmenting.  A
  * batch is sent when the next line would not fit (by the thread that
  * reported that line), by the background thread at most LWC_FLUSH_US
- * (100 ms) after its first line, and when the client is freed.  One
+ * (100 ms) after its first line, at once by the thread that reports a
+ * lost line (the agent times a lease overrun by that line's arrival), and
+ * when the client is freed.  One
  * datagram per sample costs a sendto() per lock operation: measured with
  * bench/client on loopback, that took liblockwatch to 0.71-0.89 x the bare
  * hiredis loop, against 0.98-1.0 x with batches (one send per ~40 samples),
@@ -634,4 +636,9 @@ lwc_report_lost(lw_client *c, const struct lw_lock *lk, bool renewal, int64_t he
     enqueue(c, line, lwc_line_lost(line, sizeof(line), lk->key, lk->keylen, owner, on,
                                    lk->holder, lk->holderlen,
                                    (uint64_t)(held_us < 0 ? 0 : held_us), overrun_us, renewal));
+    /* rare, and the agent measures how long the holder worked past its
+     * lease by when this line arrives: no batching delay */
+    pthread_mutex_lock(&c->bg.mu);
+    lwc_report_flush_locked(c);
+    pthread_mutex_unlock(&c->bg.mu);
 }

@@ -8,8 +8,9 @@
  * Most rows share a renderer that reads one field of a snapshot, a class,
  * a shard or a counter set at the row's offset, so a new metric of that
  * shape is one row; a family with labels of its own has its renderer
- * above the table (or in metrics_targets.c, declared in metrics_impl.h,
- * which keeps this file under the size limit), and writes the row's name.
+ * above the table (or in metrics_targets.c or leasemetrics.c, declared
+ * in metrics_impl.h, which keeps this file under the size limit), and
+ * writes the row's name.
  *
  * Cardinality is bounded by construction: per-target and per-class series
  * only (classes are capped per target), plus lockwatch_lock_offender_info
@@ -107,7 +108,7 @@ target_label(struct strbuf *sb, const char *name, const char *target)
     sb_adds(sb, "\"");
 }
 
-static void
+void
 target_class_label(struct strbuf *sb, const char *name, const char *target,
                    const char *cls)
 {
@@ -569,8 +570,7 @@ class_series(struct strbuf *sb, const char *name, const char *suffix, const char
         sb_addf(sb, ",outcome=\"%s\"", outcome);
 }
 
-/* One classic histogram series set: cumulative buckets, +Inf, sum, count. */
-static void
+void
 wait_histogram(struct strbuf *sb, const char *name, const char *cls, const char *outcome,
                const struct wait_hist *h)
 {
@@ -878,6 +878,8 @@ const struct metric_family metric_families[] = {
       "Time clients waited to acquire a lock, by lock class and outcome, since start." },
     { "lockwatch_hold_seconds", "histogram", SRC_WAIT, hold_histograms, 0, VAL_U64,
       "Time clients held a lock, by lock class, since start." },
+    /* leases that ran out, and holders past them (issue 26; leasemetrics.c) */
+    METRIC_FAMILIES_LEASE
     { "lockwatch_acquire_wait_p99_seconds", "gauge", SRC_WAIT, wait_p99, 0, VAL_U64,
       "P99 acquire wait (nearest rank, within 1%; all outcomes) over the last "
       "wait_window; absent for a class without waits in the window." },
@@ -942,6 +944,7 @@ render_metrics_http(const struct view *v, const struct guard_stats *http, struct
     o.source[SRC_THROTTLE] = v->throttle;
     o.source[SRC_HTTP] = http;
     o.source[SRC_TREND] = v->trend;
+    o.source[SRC_LEASE] = v->lease;
     o.source[SRC_GRAPH] = v->graph;
     if (v->alerts != NULL) {
         if (alerts_stats(v->alerts, &o.alerts) == -1)

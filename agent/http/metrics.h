@@ -32,6 +32,7 @@ enum metric_source {
     SRC_THROTTLE,       /* the release endpoint's token throttle: not in --once */
     SRC_HTTP,           /* the HTTP server's admission counters: the /metrics route only */
     SRC_TREND,          /* the class trends (leases, counts): not in --once */
+    SRC_LEASE,          /* the leases that ran out (collectors/lease): not in --once */
     SRC_GRAPH,          /* the wait-for graph's report: not in --once, nor before its
                          * first pass */
     SRC_COUNT

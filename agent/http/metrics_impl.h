@@ -12,6 +12,8 @@
  *                      their own (locks lost by cause)
  *   metrics_graph.c    the wait-for graph's families (their rows: the
  *                      macro METRICS_GRAPH_ROWS below)
+ *   leasemetrics.c     the lease families of issue 26 (expirations, lease
+ *                      overruns; their rows: METRIC_FAMILIES_LEASE below)
  *   metrics_ha.c       the replica and shard families (METRICS_HA_ROWS)
  *
  * Kept apart so metrics.c stays one file under the size limit.  A
@@ -70,6 +72,13 @@ void class_churn(struct metrics_out *o, const struct metric_family *mf);
 /* `name{target="T"` (the label value sanitised and escaped), open for
  * more labels. */
 void target_label(struct strbuf *sb, const char *name, const char *target);
+/* The same with `,class="C"`, open for more labels. */
+void target_class_label(struct strbuf *sb, const char *name, const char *target,
+                        const char *cls);
+/* One classic histogram series set of a class (and outcome when not NULL):
+ * cumulative buckets, +Inf, sum, count. */
+void wait_histogram(struct strbuf *sb, const char *name, const char *cls, const char *outcome,
+                    const struct wait_hist *h);
 
 /* metrics_targets.c */
 void lost_by_cause(struct metrics_out *o, const struct metric_family *mf);
@@ -115,5 +124,19 @@ void metrics_ha_leader(struct metrics_out *o, const struct metric_family *mf);
 /* metrics_graph.c */
 void metrics_graph_deadlocks(struct metrics_out *o, const struct metric_family *mf);
 void metrics_graph_dropped(struct metrics_out *o, const struct metric_family *mf);
+/* leasemetrics.c */
+void lease_expirations(struct metrics_out *o, const struct metric_family *mf);
+void overrun_histograms(struct metrics_out *o, const struct metric_family *mf);
+
+#define METRIC_FAMILIES_LEASE                                                              \
+    { "lockwatch_lock_expirations_total", "counter", SRC_LEASE, lease_expirations, 0,      \
+      VAL_U64,                                                                              \
+      "Locks whose lease ran out while held (gone, or another holder's, after the expiry "  \
+      "last read), by target, class and whether the holder had renewed it (renewed=yes: "   \
+      "the renewals stopped without an unlock)." },                                         \
+    { "lockwatch_lease_overrun_seconds", "histogram", SRC_WAIT, overrun_histograms, 0,     \
+      VAL_U64,                                                                              \
+      "How long after its lease ran out a holder still reported the lock (a hold, waiting " \
+      "or lost line), by lock class, since start: two holders may both have been inside." },
 
 #endif

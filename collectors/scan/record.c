@@ -74,6 +74,36 @@ note_due(struct run *r, const struct snap_lock *l)
     }
 }
 
+/* The lease row of class index ci, asked once per run.  Under run.mu. */
+static int
+lease_row_of(struct run *r, int ci, const char *cls)
+{
+    if (ci < 0 || (size_t)ci >= sizeof(r->lease_rows) / sizeof(r->lease_rows[0]))
+        return -1;
+    if (r->lease_rows[ci] == -2)
+        r->lease_rows[ci] = (int16_t)lease_row(r->sc->name, cls);
+    return r->lease_rows[ci];
+}
+
+/* What the tracker needs of the lease: when the TTL runs out (a replay's
+ * PTTL is as of the run's start, a pass's as of its read, just now). */
+static void
+lease_of(const struct run *r, const struct scan_key *k, const struct raw_lock *raw,
+         const struct lock_view *view, struct track_lease *ls)
+{
+    int64_t now = clock_now_ms();
+
+    memset(ls, 0, sizeof(*ls));
+    ls->at_ms = now;
+    ls->expires_ms = raw->pttl >= 0 ? (k->read_ms > 0 ? r->now_ms : now) + raw->pttl : 0;
+    ls->key = raw->key;
+    ls->keylen = raw->keylen;
+    if (view->nholders > 0) {
+        ls->holder = view->holders[0].id;
+        ls->holderlen = view->holders[0].idlen;
+    }
+}
+
 /* Record one key: decode it (no lock needed), then, under the run's
  * mutex, dedupe it, time its holder, intern its class, count and maybe
  * keep it, and add it to the Redlock map. */
@@ -89,6 +119,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     struct lock_view view;
     struct lockfacts_src src;
     struct track_result tr;
+    struct track_lease ls;
     struct snap_lock l;
     char cls[CLASS_NAME_MAX];
     int64_t start_age, seen_ms, believed;
@@ -149,8 +180,12 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
         rc = 0;
         goto out;
     }
+    if ((ci = class_set_intern(r->classes, cls)) < 0)
+        goto out;
+    lease_of(r, k, raw, &view, &ls);
+    ls.row = lease_row_of(r, ci, class_set_name(r->classes, (size_t)ci));
     if (tracker_visit(r->sc->tracker, kh, hh, nh, r->sc->pass,
-                      seen_ms, start_age, raw->pttl >= 0, &tr) == -1)
+                      seen_ms, start_age, raw->pttl >= 0, &ls, &tr) == -1)
         goto out;
     /* a guessed value's time, believed when the holder came after the
      * last pass that saw the key without it */
@@ -158,8 +193,6 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
         (believed = lockfacts_corroborate(src.claimed_ms, r->sc->looked_ms, seen_ms)) > 0 &&
         tracker_backdate(r->sc->tracker, kh, believed, &tr) == 0)
         l.acquired_ms = believed;
-    if ((ci = class_set_intern(r->classes, cls)) < 0)
-        goto out;
     if (r->keeping && r->sc->hooks.keep(r->sc->hooks_arg, k, raw, hlen, seen_ms) == -1)
         goto out;
     if (l.flags & SNAP_VALUE_TRUNCATED)

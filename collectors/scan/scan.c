@@ -61,7 +61,7 @@ scanner_new(const char *target_name)
     if (sc == NULL)
         return NULL;
     sc->name = strdup(target_name);
-    sc->tracker = tracker_new();
+    sc->tracker = tracker_new(lease_expired);
     sc->scope.deadline_ms = INT64_MAX;
     if (sc->name == NULL || sc->tracker == NULL) {
         scanner_free(sc);
@@ -501,6 +501,8 @@ run_begin(struct run *r, struct scanner *sc, const struct target_conf *t,
     r->rules = rules;
     r->stop = stop;
     r->start_mono = clock_mono_ms();
+    for (size_t i = 0; i < sizeof(r->lease_rows) / sizeof(r->lease_rows[0]); i++)
+        r->lease_rows[i] = -2;
     s = snapshot_new(sc->name);
     if (s == NULL)
         return NULL;
@@ -651,7 +653,7 @@ pass_end(struct run *r, bool ok, size_t nok, size_t nst, const struct cluster_to
         } else if (nok == nst) {
             /* entries of a shard that failed must survive until it is
              * scanned again: sweep only after a pass that saw everything */
-            tracker_sweep(sc->tracker, sc->pass);
+            tracker_sweep(sc->tracker, sc->pass, clock_now_ms());
             sc->looked_ms = r->now_ms;  /* a holder not seen in it came later */
         }
     }

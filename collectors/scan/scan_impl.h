@@ -103,6 +103,8 @@ struct run {
                                  * recorded (hooks.keep()) */
     int64_t next_due_ms;        /* the earliest Unix ms a lock recorded will
                                  * change state by time alone (0: none) */
+    int16_t lease_rows[CLASS_MAX + 1];  /* lease_row() by class index; -2
+                                         * not asked yet (record.c) */
 };
 
 /* One key of a SCAN batch, once its META replies are read. */

@@ -165,7 +165,7 @@ scanner_replay(struct scanner *sc, const struct target_conf *t, const struct sca
         snapshot_unref(s);
         return NULL;
     }
-    tracker_sweep(sc->tracker, sc->pass);
+    tracker_sweep(sc->tracker, sc->pass, clock_now_ms());
     if (r.rmap != NULL) {
         redlock_map_finish(r.rmap);
         s->redlock = r.rmap;

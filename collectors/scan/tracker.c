@@ -2,7 +2,7 @@
 /*
  * tracker.c - open-addressing hashes of tracked locks (see tracker.h).
  *
- * Two tables of the same 32-byte entry: one entry per lock key, and, for
+ * Two tables of the same 48-byte entry: one entry per lock key, and, for
  * locks with several holders at once (shared read locks), one entry per
  * (key, holder) so the lock's age can pass to the next-oldest holder when
  * the timed one leaves.  Single-holder locks, nearly all of them, never
@@ -12,20 +12,40 @@
  * marks an empty slot (keyhash never returns 0).  Sweeping re-packs
  * a table in place, O(slots) once per completed pass: cheaper and simpler
  * than tombstones, and it needs no second table.
+ *
+ * The names of renewed locks (for the event their expiry pushes) live in
+ * a pool of TRACKER_NAMES_MAX slots beside the tables, an entry pointing
+ * at its slot; a slot is freed when its entry's holder changes or the
+ * entry is swept.
  */
 #include "collectors/scan/tracker.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* 32 bytes.  A 32-bit holder hash is enough: a collision only hides a
+/* 48 bytes.  A 32-bit holder hash is enough: a collision only hides a
  * holder change when the old and new holder collide, 1 in 4e9. */
 struct track_entry {
     uint64_t key_hash;
     int64_t first_seen_ms;
     int64_t nottl_since_ms;
+    int64_t expires_ms;         /* the lease's end as last read; 0: no TTL */
     uint32_t holder_hash;
     uint32_t pass;
+    int16_t row;                /* lease_row(); -1 none */
+    uint16_t flags;             /* ENTRY_* */
+    uint32_t name;              /* names slot + 1; 0: none */
+};
+
+#define ENTRY_RENEWED 0x1
+
+_Static_assert(sizeof(struct track_entry) == 48, "48 bytes an entry");
+
+struct track_name {
+    char *key;                  /* NULL: the slot is free */
+    size_t keylen;
+    char holder[TRACKER_NAME_HOLDER_MAX];
+    size_t holderlen;
 };
 
 struct table {
@@ -37,6 +57,10 @@ struct table {
 struct tracker {
     struct table locks;
     struct table holders;       /* (key, holder) of multi-holder locks */
+    tracker_end_fn *end;
+    struct track_name *names;   /* TRACKER_NAMES_MAX, allocated on first use */
+    size_t nnames;
+    size_t name_hint;           /* where to look for a free slot first */
 };
 
 #define TRACKER_MIN_CAP 1024
@@ -51,12 +75,13 @@ table_init(struct table *tb)
 }
 
 struct tracker *
-tracker_new(void)
+tracker_new(tracker_end_fn *end)
 {
     struct tracker *t = calloc(1, sizeof(*t));
 
     if (t == NULL)
         return NULL;
+    t->end = end;
     if (table_init(&t->locks) == -1 || table_init(&t->holders) == -1) {
         tracker_free(t);
         return NULL;
@@ -71,7 +96,105 @@ tracker_free(struct tracker *t)
         return;
     free(t->locks.slots);
     free(t->holders.slots);
+    if (t->names != NULL)
+        for (size_t i = 0; i < TRACKER_NAMES_MAX; i++)
+            free(t->names[i].key);
+    free(t->names);
     free(t);
+}
+
+/* ---- the names of renewed locks --------------------------------------------------- */
+
+/* Keep ls's key and holder for e (once).  Nothing kept when the pool is
+ * full or memory is short: the ending is then told without names. */
+static void
+name_keep(struct tracker *t, struct track_entry *e, const struct track_lease *ls)
+{
+    struct track_name *n;
+    size_t i, kl = ls->keylen > TRACKER_NAME_KEY_MAX ? TRACKER_NAME_KEY_MAX : ls->keylen;
+
+    if (e->name != 0 || ls->key == NULL || t->nnames == TRACKER_NAMES_MAX)
+        return;
+    if (t->names == NULL && (t->names = calloc(TRACKER_NAMES_MAX, sizeof(*t->names))) == NULL)
+        return;
+    for (i = t->name_hint; t->names[i].key != NULL; i = (i + 1) % TRACKER_NAMES_MAX)
+        ;
+    n = &t->names[i];
+    if ((n->key = malloc(kl ? kl : 1)) == NULL)
+        return;
+    memcpy(n->key, ls->key, kl);
+    n->keylen = kl;
+    n->holderlen = ls->holder == NULL ? 0 : ls->holderlen > sizeof(n->holder) ?
+        sizeof(n->holder) : ls->holderlen;
+    if (n->holderlen > 0)
+        memcpy(n->holder, ls->holder, n->holderlen);
+    e->name = (uint32_t)i + 1;
+    t->nnames++;
+    t->name_hint = (i + 1) % TRACKER_NAMES_MAX;
+}
+
+static void
+name_drop(struct tracker *t, struct track_entry *e)
+{
+    if (e->name == 0)
+        return;
+    free(t->names[e->name - 1].key);
+    t->names[e->name - 1].key = NULL;
+    t->nnames--;
+    e->name = 0;
+}
+
+/* e's holder's lease ran out at e->expires_ms: tell, then forget its names. */
+static void
+lease_ended(struct tracker *t, struct track_entry *e)
+{
+    struct lease_end le;
+
+    if (t->end != NULL) {
+        memset(&le, 0, sizeof(le));
+        le.row = e->row;
+        le.key_hash = e->key_hash;
+        le.holder_hash = e->holder_hash;
+        if (e->name != 0) {
+            le.key = t->names[e->name - 1].key;
+            le.keylen = t->names[e->name - 1].keylen;
+            le.holder = t->names[e->name - 1].holder;
+            le.holderlen = t->names[e->name - 1].holderlen;
+        }
+        le.renewed = (e->flags & ENTRY_RENEWED) != 0;
+        le.first_seen_ms = e->first_seen_ms;
+        le.expires_ms = e->expires_ms;
+        t->end(&le);
+    }
+    name_drop(t, e);
+}
+
+/* The lease part of a visit by the same holder: renewed when the TTL now
+ * runs out later than the last read said. */
+static void
+lease_visit(struct tracker *t, struct track_entry *e, const struct track_lease *ls)
+{
+    if (ls->expires_ms > 0 && e->expires_ms > 0 &&
+        ls->expires_ms > e->expires_ms + TRACKER_RENEW_SLACK_MS) {
+        e->flags |= ENTRY_RENEWED;
+        name_keep(t, e, ls);
+    }
+    e->expires_ms = ls->expires_ms;
+    e->row = (int16_t)ls->row;
+}
+
+/* A new holder (or a new lock): the old holder's lease ended if it had
+ * run out by this read; the new one starts unrenewed. */
+static void
+lease_restart(struct tracker *t, struct track_entry *e, const struct track_lease *ls,
+              int fresh)
+{
+    if (!fresh && e->expires_ms > 0 && e->expires_ms <= ls->at_ms)
+        lease_ended(t, e);
+    name_drop(t, e);
+    e->flags = 0;
+    e->expires_ms = ls->expires_ms;
+    e->row = (int16_t)ls->row;
 }
 
 static struct track_entry *
@@ -128,17 +251,6 @@ table_get(struct table *tb, uint64_t hash, int *fresh)
     return e;
 }
 
-static uint64_t
-pair_hash(uint64_t key_hash, uint32_t holder)
-{
-    uint64_t h = key_hash ^ ((uint64_t)holder * 0x9e3779b97f4a7c15ULL);
-
-    h ^= h >> 31;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 29;
-    return h ? h : 1;
-}
-
 /*
  * Shared locks: remember when each holder was first seen; return the
  * holder that has been there longest and its first-seen time (holders
@@ -155,7 +267,7 @@ visit_holders(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
 
     *oldest_ms = INT64_MAX;
     for (i = 0; i < n; i++) {
-        e = table_get(&t->holders, pair_hash(key_hash, holders[i]), &fresh);
+        e = table_get(&t->holders, lease_pair_hash(key_hash, holders[i]), &fresh);
         if (e == NULL)
             return -1;
         if (fresh) {
@@ -182,7 +294,7 @@ oldest_known(const struct tracker *t, uint64_t key_hash, const uint32_t *holders
     size_t i;
 
     for (i = 0; i < n; i++) {
-        e = find_slot(t->holders.slots, t->holders.cap, pair_hash(key_hash, holders[i]));
+        e = find_slot(t->holders.slots, t->holders.cap, lease_pair_hash(key_hash, holders[i]));
         if (e->key_hash != 0 && (best == 0 || e->first_seen_ms < best)) {
             best = e->first_seen_ms;
             *oldest = holders[i];
@@ -205,7 +317,7 @@ holds(const uint32_t *holders, size_t n, uint32_t h)
 int
 tracker_visit(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
               size_t nholders, uint32_t pass, int64_t now_ms, int64_t start_age_ms,
-              int has_ttl, struct track_result *res)
+              int has_ttl, const struct track_lease *ls, struct track_result *res)
 {
     struct track_entry *e;
     uint32_t oldest = nholders > 0 ? holders[0] : 0;
@@ -230,24 +342,32 @@ tracker_visit(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
             oldest_ms = since;
     }
 
+    if (fresh)
+        e->row = -1;
     if (fresh || !holds(holders, nholders, e->holder_hash)) {
         /* A new lock, or the timed holder left: the clock restarts with
          * the holder that has been there longest, or back-dated by what
          * Redis or the format says about the new holder's age. */
+        if (ls != NULL)
+            lease_restart(t, e, ls, fresh);
         if (!fresh && nholders == 1)
             oldest_ms = oldest_known(t, key_hash, holders, nholders, &oldest);
         e->holder_hash = oldest;
         res->acquired = 1;
         e->first_seen_ms = !fresh && oldest_ms > 0 ? oldest_ms : since;
         e->nottl_since_ms = has_ttl ? 0 : e->first_seen_ms;
-    } else if (!has_ttl && e->nottl_since_ms == 0) {
-        e->nottl_since_ms = now_ms;     /* lost its TTL (PERSIST) */
-    } else if (has_ttl) {
-        e->nottl_since_ms = 0;
+    } else {
+        if (!has_ttl && e->nottl_since_ms == 0)
+            e->nottl_since_ms = now_ms;     /* lost its TTL (PERSIST) */
+        else if (has_ttl)
+            e->nottl_since_ms = 0;
+        if (ls != NULL)
+            lease_visit(t, e, ls);
     }
     e->pass = pass;
     res->first_seen_ms = e->first_seen_ms;
     res->nottl_since_ms = e->nottl_since_ms;
+    res->renewed = (e->flags & ENTRY_RENEWED) != 0;
     return 0;
 }
 
@@ -310,13 +430,18 @@ tracker_holder(const struct tracker *t, uint64_t key_hash, uint32_t pass,
  * each entry is handled once.
  */
 static void
-table_sweep(struct table *tb, uint32_t pass)
+table_sweep(struct tracker *t, struct table *tb, uint32_t pass, int64_t now_ms)
 {
     size_t i, k, start = 0, mask = tb->cap - 1;
     struct track_entry e;
 
     for (i = 0; i < tb->cap; i++) {
         if (tb->slots[i].key_hash != 0 && tb->slots[i].pass != pass) {
+            /* gone: expired if its lease had run out, else released */
+            if (tb == &t->locks && tb->slots[i].expires_ms > 0 &&
+                tb->slots[i].expires_ms <= now_ms)
+                lease_ended(t, &tb->slots[i]);
+            name_drop(t, &tb->slots[i]);
             memset(&tb->slots[i], 0, sizeof(tb->slots[i]));
             tb->count--;
         }
@@ -337,11 +462,17 @@ table_sweep(struct table *tb, uint32_t pass)
 }
 
 size_t
-tracker_sweep(struct tracker *t, uint32_t pass)
+tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms)
 {
-    table_sweep(&t->locks, pass);
-    table_sweep(&t->holders, pass);
+    table_sweep(t, &t->locks, pass, now_ms);
+    table_sweep(t, &t->holders, pass, now_ms);
     return t->locks.count;
+}
+
+size_t
+tracker_names(const struct tracker *t)
+{
+    return t->nnames;
 }
 
 size_t

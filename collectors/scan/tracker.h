@@ -8,30 +8,69 @@
  * (the oldest one still there, for shared read locks), when that holder
  * was first seen, since when the key has had no TTL, and the pass that
  * last saw it.  Keys are remembered by a 64-bit hash only
- * (32 bytes an entry, open addressing), so a million locks cost 32-64 MB
+ * (48 bytes an entry, open addressing), so a million locks cost 48-96 MB
  * and the key bytes live only in the snapshot.  Entries not seen in
  * a completed pass are dropped at its end.
+ *
+ * Leases (collectors/lease/lease.h): each entry also keeps when its
+ * holder's lease runs out as last read (the read's time plus PTTL), the
+ * row of its (target, class) and whether the holder renewed it (that
+ * time moved later by more than TRACKER_RENEW_SLACK_MS between two
+ * reads).  A lease ends when the key is gone at a sweep, or held by
+ * another holder at a visit, once that time has passed (gone before it:
+ * released, not expired); the tracker's end function hears of it.  The
+ * key and holder of a renewed lock are kept too (at most
+ * TRACKER_NAMES_MAX locks at once, a key's first TRACKER_NAME_KEY_MAX
+ * bytes), for the event that names them; past that an ending is reported
+ * without names.
  *
  * A tracker belongs to one scanner thread; it has no lock of its own.
  */
 #ifndef LOCKWATCH_TRACKER_H
 #define LOCKWATCH_TRACKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collectors/lease/lease.h"
+
+#define TRACKER_RENEW_SLACK_MS  250     /* a later expiry by more: renewed */
+#define TRACKER_NAMES_MAX       4096    /* renewed locks whose names are kept */
+#define TRACKER_NAME_KEY_MAX    1025    /* key bytes kept (the event ring
+                                         * keeps 1024 and marks a longer one cut) */
+#define TRACKER_NAME_HOLDER_MAX 255     /* holder bytes kept */
+
 struct tracker;
+
+/* What a visit says about the lease, besides the holders. */
+struct track_lease {
+    int64_t expires_ms;         /* Unix ms the TTL runs out as read; 0: no TTL */
+    int row;                    /* lease_row() of its target and class; -1 none */
+    const char *key;            /* the key's bytes (kept if the lock is renewed) */
+    size_t keylen;
+    const char *holder;         /* holders[0]'s id bytes; NULL: none */
+    size_t holderlen;
+    int64_t at_ms;              /* Unix ms of the read: a lease that ran out
+                                 * by then and whose holder changed ended */
+};
+
+/* Told of every lease that ended (the tracker's thread; names valid
+ * during the call only). */
+typedef void tracker_end_fn(const struct lease_end *e);
 
 struct track_result {
     int64_t first_seen_ms;      /* current holder set first seen */
     int64_t nottl_since_ms;     /* 0 while the key has a TTL */
     int duplicate;              /* already visited in this pass */
+    bool renewed;               /* the holder has renewed its lease */
     int acquired;               /* a new key, or a new timed holder: the
                                  * lock was taken since the last sighting
                                  * (its first sight) */
 };
 
-struct tracker *tracker_new(void);
+/* end: told of leases that ended (NULL: nobody). */
+struct tracker *tracker_new(tracker_end_fn *end);
 void tracker_free(struct tracker *t);
 
 /*
@@ -42,11 +81,15 @@ void tracker_free(struct tracker *t);
  * the clock restarts.  start_age_ms is how old the holder may already be
  * when first seen (OBJECT IDLETIME, or the
  * acquisition time the format encodes); it back-dates new entries and
- * holder changes.  has_ttl is PTTL >= 0.  Returns -1 on ENOMEM.
+ * holder changes.  has_ttl is PTTL >= 0.  ls (may be NULL: no lease
+ * tracking) says when the TTL runs out: a later time than the last visit's
+ * marks the lock renewed; a holder change after the last visit's time
+ * ends the old holder's lease (told to the end function).  Returns -1 on
+ * ENOMEM.
  */
 int tracker_visit(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
                   size_t nholders, uint32_t pass, int64_t now_ms, int64_t start_age_ms,
-                  int has_ttl, struct track_result *res);
+                  int has_ttl, const struct track_lease *ls, struct track_result *res);
 
 /*
  * The current holder is known to have taken the lock at acquired_ms (from
@@ -65,8 +108,15 @@ int tracker_seen(const struct tracker *t, uint64_t key_hash, uint32_t pass);
 int tracker_holder(const struct tracker *t, uint64_t key_hash, uint32_t pass,
                    uint32_t *holder_hash);
 
-/* Drop every entry not visited in `pass`.  Returns entries kept. */
-size_t tracker_sweep(struct tracker *t, uint32_t pass);
+/* Drop every entry not visited in `pass`; those whose lease had run out
+ * by now_ms (Unix) ended by expiring (told to the end function).  A lock
+ * gone before its lease ran out was released, or lost at a failover,
+ * restart or flush (collectors/scan/lost.c compares those after the
+ * sweep, through tracker_holder()).  Returns entries kept. */
+size_t tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms);
+
+/* Renewed locks whose names are kept now. */
+size_t tracker_names(const struct tracker *t);
 
 size_t tracker_count(const struct tracker *t);
 

@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectors/lease/lease.h"
+#include "common/clock.h"
 #include "common/keytext.h"
 #include "common/lw1.h"
 
@@ -39,9 +41,10 @@ const char *const waitstats_bounds_le[WAITSTATS_NBOUNDS] = {
 };
 
 struct ws_class {
-    bool has_wait, has_hold;
+    bool has_wait, has_hold, has_overrun;
     struct wait_hist wait[SAMPLE_OUTCOMES];
     struct wait_hist hold;
+    struct wait_hist overrun;
     struct sketch_window win;
     struct sketch_window hold_win;      /* holds over the same window */
 };
@@ -379,6 +382,45 @@ record_event(struct waitstats *ws, const struct sample *s, int64_t now_ms)
     ws->events[ev]++;
 }
 
+/*
+ * A line of a holder (a 6-field hold, a waiting, a lost) after the agent
+ * saw its lease on that key run out: how long after, into its class's
+ * overrun histogram (a lost line's own overrun when none matches); a
+ * lost line pushes its event (collectors/lease/lease.h).  at_ms: Unix ms.
+ */
+static void
+record_lease(struct waitstats *ws, const struct sample *s, struct ws_source *src,
+             int64_t at_ms)
+{
+    static const char *const verbs[] = { [SAMPLE_WAIT] = "wait", [SAMPLE_HOLD] = "hold",
+                                         [SAMPLE_WAITING] = "waiting", [SAMPLE_LOST] = "lost" };
+    struct lease_line l = { s->key, s->keylen, s->holder, s->holderlen, s->owner,
+                            s->ownerlen, verbs[s->kind], at_ms };
+    char target[LEASE_TARGET_MAX] = "", klass[LEASE_CLASS_MAX] = "";
+    struct ws_class *c;
+    double over = -1;
+    bool matched;
+
+    if (s->kind == SAMPLE_WAIT || s->ownerlen == 0)
+        return;
+    matched = lease_overrun(&l, &over, target, klass);
+    if (!matched && s->kind == SAMPLE_LOST && s->overrun_known)
+        over = (double)s->overrun_us / 1e6;
+    if (matched || over > 0) {
+        c = class_for(ws, s, src);
+        if (!c->has_wait && !c->has_hold && !c->has_overrun)
+            ws->nused++;
+        c->has_overrun = true;
+        hist_add(&c->overrun, (uint64_t)(over * 1e6 + 0.5));
+    }
+    if (s->kind != SAMPLE_LOST)
+        return;
+    if (!matched)
+        class_of(s->key, s->keylen, ws->rules, ws->nrules, klass, sizeof(klass));
+    lease_lost(&l, (double)s->us / 1e6, over, s->reason == SAMPLE_LOST_EXPIRED, target,
+               klass);
+}
+
 void
 waitstats_record_from(struct waitstats *ws, const struct sample_source *from,
                       const struct sample *s, size_t n,
@@ -386,6 +428,7 @@ waitstats_record_from(struct waitstats *ws, const struct sample_source *from,
 {
     struct ws_source *src;
     struct ws_class *c;
+    int64_t at_ms = 0;
     size_t i;
 
     pthread_mutex_lock(&ws->mu);
@@ -393,12 +436,17 @@ waitstats_record_from(struct waitstats *ws, const struct sample_source *from,
     ws->received += lines;
     ws->invalid += invalid;
     for (i = 0; i < n; i++) {
+        if (s[i].kind != SAMPLE_WAIT && s[i].ownerlen > 0) {
+            if (at_ms == 0)
+                at_ms = clock_now_ms();         /* once a datagram */
+            record_lease(ws, &s[i], src, at_ms);
+        }
         if (s[i].kind == SAMPLE_WAITING || s[i].kind == SAMPLE_LOST) {
             record_event(ws, &s[i], now_ms);
             continue;
         }
         c = class_for(ws, &s[i], src);
-        if (!c->has_wait && !c->has_hold)
+        if (!c->has_wait && !c->has_hold && !c->has_overrun)
             ws->nused++;
         if (s[i].kind == SAMPLE_HOLD) {
             c->has_hold = true;
@@ -519,14 +567,16 @@ waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v)
             continue;
         bytes += sizeof(*c) - sizeof(c->win) - sizeof(c->hold_win) +
             sketch_window_bytes(&c->win) + sketch_window_bytes(&c->hold_win);
-        if ((!c->has_wait && !c->has_hold) || name == NULL || n == room)
+        if ((!c->has_wait && !c->has_hold && !c->has_overrun) || name == NULL || n == room)
             continue;
         snprintf(v->names + n * namesz, namesz, "%s", name);
         out->name = v->names + n * namesz;
         out->has_wait = c->has_wait;
         out->has_hold = c->has_hold;
+        out->has_overrun = c->has_overrun;
         memcpy(out->wait, c->wait, sizeof(out->wait));
         out->hold = c->hold;
+        out->overrun = c->overrun;
         sketch_reset(&ws->merged);
         sketch_window_merge(&c->win, now_ms, &ws->merged);
         out->window_count = ws->merged.count;

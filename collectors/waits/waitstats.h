@@ -31,7 +31,12 @@
  *
  * `waiting` and `lost` lines add to no class: they are counted per kind
  * (events[]) and `waiting` lines (and 6-field holds) kept per (owner, key)
- * in a waiting_table (waiting.h) for the wait-for graph.  Datagrams that
+ * in a waiting_table (waiting.h) for the wait-for graph.  Lines that name
+ * their holder (6-field holds, waiting, lost) are also matched with the
+ * leases the agent saw run out (collectors/lease/lease.h): a match, or a
+ * lost line's own overrun, adds to the class's overrun histogram
+ * (lockwatch_lease_overrun_seconds), and a lost line pushes a lease_lost
+ * event.  Datagrams that
  * a key check refused are counted per reason (rejected[]) and nothing
  * else.
  *
@@ -101,8 +106,10 @@ struct waitstats;
 struct waitstats_class {
     const char *name;           /* into the view's storage */
     bool has_wait, has_hold;    /* any such sample since start */
+    bool has_overrun;           /* any lease overrun since start */
     struct wait_hist wait[SAMPLE_OUTCOMES];
     struct wait_hist hold;
+    struct wait_hist overrun;   /* lockwatch_lease_overrun_seconds */
     uint64_t window_count;      /* waits in the window now (all outcomes) */
     double window_p99_us;       /* when window_count > 0 */
     uint64_t hold_window_count; /* holds in the window now */

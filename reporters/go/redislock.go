@@ -143,4 +143,5 @@ func (l *Lock) reportLost(now time.Time, reason string) {
 	}
 	l.lost = true
 	l.r.emit(lostLine(l.Key(), l.owner, l.Token(), micros(now.Sub(l.acquired)), overrun(now, l.until), reason))
+	l.r.sendSoon()
 }

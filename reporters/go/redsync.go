@@ -124,6 +124,7 @@ func (m *Mutex) reportLost(now time.Time, reason string) {
 	}
 	m.lost = true
 	m.r.emit(lostLine(m.m.Name(), m.owner, m.holder, micros(now.Sub(m.acquired)), overrun(now, m.m.Until()), reason))
+	m.r.sendSoon()
 }
 
 // redsyncOutcome: ErrFailed (tries exhausted, context done) and ErrTaken

@@ -53,6 +53,7 @@ type Reporter struct {
 	tap     func(string)
 	queue   chan string
 	wake    chan struct{}
+	soon    chan struct{} // sendSoon: the partial datagram goes now
 	conn    *net.UDPConn
 	dests   []*net.UDPAddr
 	key     []byte
@@ -119,6 +120,7 @@ func New(c Config) *Reporter {
 	}
 	r.queue = make(chan string, n)
 	r.wake = make(chan struct{}, 1)
+	r.soon = make(chan struct{}, 1)
 	r.enabled = true
 	go r.run()
 	return r
@@ -175,6 +177,18 @@ func (r *Reporter) emit(line string) {
 		}
 	default:
 		atomic.AddUint64(&r.droppedFull, 1)
+	}
+}
+
+// sendSoon has what is queued sent now rather than at the next tick: after a
+// lost line, whose arrival the agent times a lease overrun by.
+func (r *Reporter) sendSoon() {
+	if !r.Enabled() || r.soon == nil {
+		return
+	}
+	select {
+	case r.soon <- struct{}{}:
+	default:
 	}
 }
 
@@ -248,6 +262,9 @@ func (r *Reporter) run() {
 		select {
 		case <-r.wake:
 			drain() // full datagrams go now, the rest waits for the tick
+		case <-r.soon:
+			drain()
+			flush()
 		case <-tick.C:
 			drain()
 			flush()

@@ -141,6 +141,21 @@ func TestFlushesSoon(t *testing.T) {
 	}
 }
 
+// A lost line goes at once, not at the next tick: sendSoon leaves a
+// request the goroutine takes.
+func TestSendSoon(t *testing.T) {
+	r := &Reporter{enabled: true, queue: make(chan string, 2), soon: make(chan struct{}, 1)}
+	r.sendSoon()
+	r.sendSoon() // a second request while one waits: one is enough
+	select {
+	case <-r.soon:
+	default:
+		t.Fatal("no request")
+	}
+	var off *Reporter
+	off.sendSoon()
+}
+
 func TestFullQueueDrops(t *testing.T) {
 	// a reporter whose goroutine is not running: the queue fills
 	r := &Reporter{enabled: true, queue: make(chan string, 2), process: "p"}

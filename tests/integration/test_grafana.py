@@ -211,7 +211,10 @@ class Dashboard(h.TestCase):
                        "lockwatch_release_auth_failures_total",
                        "lockwatch_scan_read_errors_total",
                        # issue 26: the timeline of lock events
-                       "lockwatch_events_total", "lockwatch_events_dropped_total"):
+                       "lockwatch_events_total", "lockwatch_events_dropped_total",
+                       # issue 26: leases lost while held
+                       "lockwatch_lock_expirations_total",
+                       "lockwatch_lease_overrun_seconds_bucket"):
             self.assertIn(needle, exprs)
         self.assertIn("histogram_quantile(0.99", exprs)
         self.assertIn("Top offenders", titles)
@@ -266,6 +269,27 @@ class Dashboard(h.TestCase):
             r = prom.query('count_over_time(lockwatch_build_info[1m])')
             return has_data(r) and float(r["data"]["result"][0]["value"][1]) >= 4
         h.wait_until(scraped, 30, 0.25, "prometheus to scrape the agent 4 times")
+
+        # leases that run out under their holders, each holder reporting
+        # late (lockwatch_lock_expirations_total, lockwatch_lease_overrun_seconds):
+        # twice, the second after Prometheus scraped the first, so that
+        # increase() over the panels' ranges sees one
+        usock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.addCleanup(usock.close)
+
+        def late_holder(key):
+            n = h.msum(ag.metrics(), "lockwatch_lock_expirations_total")
+            o = h.msum(ag.metrics(), "lockwatch_lease_overrun_seconds_count")
+            c.set(key, "tok-" + key, px=1500)
+            ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_lock_expirations_total") > n,
+                        10, desc="the lease of %s to run out" % key)
+            usock.sendto(("lw1 hold %s 1000 grafana%%2F1 tok-%s\n" % (key, key)).encode(),
+                         ("127.0.0.1", udp))
+            ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_lease_overrun_seconds_count")
+                        > o, 10, desc="the overrun on %s" % key)
+        late_holder("lock:lease:1")
+        time.sleep(2.5)
+        late_holder("lock:lease:2")
 
         # the agent's own view of the workload, before asking Prometheus
         ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks_leaked") >= 3 and

@@ -44,6 +44,7 @@ redis
 formats
 locks
 events
+lease
 scan
 follow
 waits

@@ -619,7 +619,33 @@ some_waits(void)
     w->classes[1].hold.bucket[5] = 1;
     w->classes[1].hold.count = 1;
     w->classes[1].hold.sum_us = 99.0;
+    w->classes[1].has_overrun = true;
+    w->classes[1].overrun.bucket[10] = 1;
+    w->classes[1].overrun.count = 1;
+    w->classes[1].overrun.sum_us = 1500000.0;
     return w;
+}
+
+/* Two rows of expirations, one class name hostile. */
+static struct lease_view *
+some_leases(void)
+{
+    struct lease_view *l = calloc(1, sizeof(*l));
+
+    assert_non_null(l);
+    l->rows = calloc(3, sizeof(*l->rows));
+    assert_non_null(l->rows);
+    l->nrows = 3;                       /* the third never expired: no series */
+    snprintf(l->rows[2].target, sizeof(l->rows[2].target), "main");
+    snprintf(l->rows[2].klass, sizeof(l->rows[2].klass), "lock:quiet:*");
+    snprintf(l->rows[0].target, sizeof(l->rows[0].target), "main");
+    snprintf(l->rows[0].klass, sizeof(l->rows[0].klass), "lock:order:*");
+    l->rows[0].expired[0] = 3;
+    l->rows[0].expired[1] = 1;
+    snprintf(l->rows[1].target, sizeof(l->rows[1].target), "main");
+    snprintf(l->rows[1].klass, sizeof(l->rows[1].klass), "q\"\\\n\xff");
+    l->rows[1].expired[1] = 2;
+    return l;
 }
 
 /* A view with a sample of every family: a target up with classes in two
@@ -742,6 +768,7 @@ full_view(struct view *v, struct alerts **al, atomic_uint_fast64_t *releases)
     v->top_offenders = 20;
     v->now_ms = NOW;
     v->wait = some_waits();
+    v->lease = some_leases();
     v->trend = some_trend(v->wait);
     memset(&cfg, 0, sizeof(cfg));
     cfg.webhooks = &hook;
@@ -907,6 +934,36 @@ locks_lost_by_cause(void **state)
     view_release(&v);
 }
 
+/* lockwatch_lock_expirations_total: both renewed values of every row,
+ * hostile class names escaped; the overrun histogram by class. */
+static void
+lease_families_render(void **state)
+{
+    atomic_uint_fast64_t releases[3];
+    struct alerts *al;
+    struct strbuf sb;
+    struct view v;
+    char *text;
+
+    (void)state;
+    full_view(&v, &al, releases);
+    sb_init(&sb, RENDER_MAX_BYTES);
+    assert_int_equal(render_metrics(&v, &sb), 0);
+    text = sb_detach(&sb, NULL);
+    assert_non_null(strstr(text, "lockwatch_lock_expirations_total{target=\"main\","
+                           "class=\"lock:order:*\",renewed=\"no\"} 3\n"));
+    assert_non_null(strstr(text, "lockwatch_lock_expirations_total{target=\"main\","
+                           "class=\"lock:order:*\",renewed=\"yes\"} 1\n"));
+    assert_non_null(strstr(text, "renewed=\"no\"} 0\n"));
+    assert_null(strstr(text, "\xff"));
+    assert_null(strstr(text, "lock:quiet:*"));
+    assert_non_null(strstr(text, "lockwatch_lease_overrun_seconds_count{class=\"lock:job:*\"} 1\n"));
+    assert_non_null(strstr(text, "lockwatch_lease_overrun_seconds_sum{class=\"lock:job:*\"} 1.5"));
+    free(text);
+    view_release(&v);
+    alerts_free(al);
+}
+
 int
 main(void)
 {
@@ -924,6 +981,7 @@ main(void)
         cmocka_unit_test(ha_info_names_replica_and_shard),
         cmocka_unit_test(every_family_is_one_row),
         cmocka_unit_test(families_without_their_source_are_left_out),
+        cmocka_unit_test(lease_families_render),
     };
 
     return cmocka_run_group_tests_name("render", tests, NULL, NULL);

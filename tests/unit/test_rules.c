@@ -713,11 +713,92 @@ deadlock_and_inversion(void **state)
     alertset_free(set);
 }
 
+/* One evaluation of the EVENT kinds over events evs[0..n). */
+static size_t
+eval_events(struct alertset *set, const struct event *evs, size_t n, int64_t t,
+            const struct alert_event **ev)
+{
+    size_t i, nev;
+
+    alertset_begin(set, NOW + t, MONO + t);
+    for (i = 0; i < n; i++)
+        rules_eval_event(set, &params, &evs[i], NOW + t);
+    assert_int_equal(alertset_end(set, 3600000, false, ev, &nev), 0);
+    return nev;
+}
+
+static struct event
+event_of(enum event_kind kind, const char *target, const char *key, double seconds)
+{
+    struct event e;
+
+    memset(&e, 0, sizeof(e));
+    e.seq = 1;
+    e.at_ms = NOW;
+    e.kind = kind;
+    snprintf(e.target, sizeof(e.target), "%s", target);
+    snprintf(e.holder, sizeof(e.holder), "uuid-1:7");
+    snprintf(e.klass, sizeof(e.klass), "lock:order:*");
+    e.key = key;
+    e.keylen = strlen(key);
+    e.detail = "renewed while held, then its lease ran out";
+    e.seconds = seconds;
+    return e;
+}
+
+/* A renewed lock that expired and a holder's own lost line raise
+ * LockLeaseLost (warning) naming the holder and how long it held; an
+ * overrun raises LockLeaseOverrun (critical); each for
+ * RULES_EVENT_FIRING_MS after its event, then resolved. */
+static void
+lease_events_fire_then_resolve(void **state)
+{
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    const struct alert *a;
+    struct event evs[3];
+    size_t n;
+
+    (void)state;
+    evs[0] = event_of(EVENT_EXPIRED_RENEWED, "main", "lock:order:1", 42.0);
+    evs[1] = event_of(EVENT_LEASE_OVERRUN, "main", "lock:order:1", 1.25);
+    evs[2] = event_of(EVENT_LEASE_LOST, "", "lock:order:2", 3.0);
+    n = eval_events(set, evs, 3, 1000, &ev);
+    assert_int_equal(n, 3);
+    a = find(ev, n, ALERT_LOCK_LEASE_LOST);
+    assert_non_null(a);
+    assert_int_equal(alert_severity_of(a->name), ALERT_SEVERITY_WARNING);
+    assert_string_equal(a->target, "main");
+    assert_string_equal(a->key, "lock:order:1");
+    assert_string_equal(a->class_, "lock:order:*");
+    assert_non_null(strstr(a->summary, "uuid-1:7"));
+    assert_non_null(strstr(a->description, "had held it for 42s"));
+    a = find(ev, n, ALERT_LOCK_LEASE_OVERRUN);
+    assert_non_null(a);
+    assert_int_equal(alert_severity_of(a->name), ALERT_SEVERITY_CRITICAL);
+    assert_non_null(strstr(a->summary, "worked 1.25s past its lease"));
+    /* the lost line's event has no target: no target label */
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].alert->key != NULL && strcmp(ev[i].alert->key, "lock:order:2") == 0) {
+            assert_null(ev[i].alert->target);
+            assert_non_null(strstr(ev[i].alert->description, "reported that its lease ended"));
+        }
+    /* still firing within the window, resolved past it */
+    n = eval_events(set, evs, 3, RULES_EVENT_FIRING_MS - 1000, &ev);
+    assert_null(find(ev, n, ALERT_LOCK_LEASE_LOST));
+    n = eval_events(set, evs, 3, RULES_EVENT_FIRING_MS + 1000, &ev);
+    assert_int_equal(n, 3);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(ev[i].kind, EV_RESOLVED);
+    alertset_free(set);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(per_lock_alerts),
+        cmocka_unit_test(lease_events_fire_then_resolve),
         cmocka_unit_test(failed_scan_keeps_lock_alerts),
         cmocka_unit_test(shard_down_fires_per_shard_and_resolves),
         cmocka_unit_test(hostile_keys_make_valid_labels),

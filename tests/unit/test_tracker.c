@@ -9,7 +9,47 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include <string.h>
+
 #include "collectors/scan/tracker.h"
+
+/* the leases the tracker said ended */
+static struct lease_end ended[8];
+static char ended_key[8][64];
+static size_t nended;
+
+static void
+on_end(const struct lease_end *e)
+{
+    if (nended == 8)
+        return;
+    ended[nended] = *e;
+    if (e->key != NULL) {
+        memcpy(ended_key[nended], e->key, e->keylen < 63 ? e->keylen : 63);
+        ended_key[nended][e->keylen < 63 ? e->keylen : 63] = '\0';
+    } else {
+        ended_key[nended][0] = '\0';
+    }
+    nended++;
+}
+
+/* a read of key "k:<kh>" held by "h<holder>", its TTL running out at exp
+ * (0: none), read at at */
+static struct track_lease *
+lease(int64_t exp, int64_t at, int row)
+{
+    static struct track_lease ls;
+
+    memset(&ls, 0, sizeof(ls));
+    ls.expires_ms = exp;
+    ls.at_ms = at;
+    ls.row = row;
+    ls.key = "lock:renewed";
+    ls.keylen = strlen(ls.key);
+    ls.holder = "uuid-1:7";
+    ls.holderlen = strlen(ls.holder);
+    return &ls;
+}
 
 /* one holder hash, as a one-element list */
 static const uint32_t *
@@ -26,19 +66,19 @@ hs(uint64_t h)
 static void
 age_survives_renewals_and_restarts_on_new_holder(void **state)
 {
-    struct tracker *t = tracker_new();
+    struct tracker *t = tracker_new(NULL);
     struct track_result r;
 
     (void)state;
     assert_non_null(t);
-    assert_int_equal(tracker_visit(t, 42, hs(7), 1, 1, 10000, 0, 1, &r), 0);
+    assert_int_equal(tracker_visit(t, 42, hs(7), 1, 1, 10000, 0, 1, NULL, &r), 0);
     assert_int_equal(r.first_seen_ms, 10000);
     /* same holder, later passes (a watchdog renewal changes nothing) */
-    tracker_visit(t, 42, hs(7), 1, 2, 20000, 0, 1, &r);
-    tracker_visit(t, 42, hs(7), 1, 3, 30000, 0, 1, &r);
+    tracker_visit(t, 42, hs(7), 1, 2, 20000, 0, 1, NULL, &r);
+    tracker_visit(t, 42, hs(7), 1, 3, 30000, 0, 1, NULL, &r);
     assert_int_equal(r.first_seen_ms, 10000);
     /* a new holder restarts the clock, back-dated by its idle time */
-    tracker_visit(t, 42, hs(8), 1, 4, 40000, 500, 1, &r);
+    tracker_visit(t, 42, hs(8), 1, 4, 40000, 500, 1, NULL, &r);
     assert_int_equal(r.first_seen_ms, 39500);
     tracker_free(t);
 }
@@ -46,11 +86,11 @@ age_survives_renewals_and_restarts_on_new_holder(void **state)
 static void
 start_age_backdates_new_entries(void **state)
 {
-    struct tracker *t = tracker_new();
+    struct tracker *t = tracker_new(NULL);
     struct track_result r;
 
     (void)state;
-    tracker_visit(t, 1, hs(1), 1, 1, 100000, 60000, 0, &r);
+    tracker_visit(t, 1, hs(1), 1, 1, 100000, 60000, 0, NULL, &r);
     assert_int_equal(r.first_seen_ms, 40000);
     assert_int_equal(r.nottl_since_ms, 40000);  /* no TTL since it appeared */
     tracker_free(t);
@@ -59,17 +99,17 @@ start_age_backdates_new_entries(void **state)
 static void
 ttl_loss_and_gain_tracked(void **state)
 {
-    struct tracker *t = tracker_new();
+    struct tracker *t = tracker_new(NULL);
     struct track_result r;
 
     (void)state;
-    tracker_visit(t, 5, hs(1), 1, 1, 1000, 0, 1, &r);
+    tracker_visit(t, 5, hs(1), 1, 1, 1000, 0, 1, NULL, &r);
     assert_int_equal(r.nottl_since_ms, 0);
-    tracker_visit(t, 5, hs(1), 1, 2, 2000, 0, 0, &r);   /* PERSIST */
+    tracker_visit(t, 5, hs(1), 1, 2, 2000, 0, 0, NULL, &r);   /* PERSIST */
     assert_int_equal(r.nottl_since_ms, 2000);
-    tracker_visit(t, 5, hs(1), 1, 3, 3000, 0, 0, &r);
+    tracker_visit(t, 5, hs(1), 1, 3, 3000, 0, 0, NULL, &r);
     assert_int_equal(r.nottl_since_ms, 2000);
-    tracker_visit(t, 5, hs(1), 1, 4, 4000, 0, 1, &r);   /* got a TTL again */
+    tracker_visit(t, 5, hs(1), 1, 4, 4000, 0, 1, NULL, &r);   /* got a TTL again */
     assert_int_equal(r.nottl_since_ms, 0);
     tracker_free(t);
 }
@@ -77,15 +117,15 @@ ttl_loss_and_gain_tracked(void **state)
 static void
 duplicates_within_a_pass(void **state)
 {
-    struct tracker *t = tracker_new();
+    struct tracker *t = tracker_new(NULL);
     struct track_result r;
 
     (void)state;
     assert_false(tracker_seen(t, 9, 1));
-    tracker_visit(t, 9, hs(1), 1, 1, 0, 0, 1, &r);
+    tracker_visit(t, 9, hs(1), 1, 1, 0, 0, 1, NULL, &r);
     assert_false(r.duplicate);
     assert_true(tracker_seen(t, 9, 1));
-    tracker_visit(t, 9, hs(1), 1, 1, 0, 0, 1, &r);
+    tracker_visit(t, 9, hs(1), 1, 1, 0, 0, 1, NULL, &r);
     assert_true(r.duplicate);
     assert_false(tracker_seen(t, 9, 2));
     tracker_free(t);
@@ -94,18 +134,18 @@ duplicates_within_a_pass(void **state)
 static void
 joining_reader_keeps_the_age_leaving_one_passes_it_on(void **state)
 {
-    struct tracker *t = tracker_new();
+    struct tracker *t = tracker_new(NULL);
     struct track_result r;
     uint32_t a[1] = { 11 }, ab[2] = { 11, 22 }, b[1] = { 22 };
 
     (void)state;
-    tracker_visit(t, 3, a, 1, 1, 1000, 0, 1, &r);
-    tracker_visit(t, 3, ab, 2, 2, 5000, 0, 1, &r);
+    tracker_visit(t, 3, a, 1, 1, 1000, 0, 1, NULL, &r);
+    tracker_visit(t, 3, ab, 2, 2, 5000, 0, 1, NULL, &r);
     assert_int_equal(r.first_seen_ms, 1000);     /* B joined: A still timed */
-    tracker_visit(t, 3, b, 1, 3, 9000, 0, 1, &r);
+    tracker_visit(t, 3, b, 1, 3, 9000, 0, 1, NULL, &r);
     assert_int_equal(r.first_seen_ms, 5000);     /* A left: B's age, not 0 */
-    tracker_sweep(t, 3);
-    tracker_visit(t, 3, a, 1, 4, 12000, 0, 1, &r);
+    tracker_sweep(t, 3, 0);
+    tracker_visit(t, 3, a, 1, 4, 12000, 0, 1, NULL, &r);
     assert_int_equal(r.first_seen_ms, 12000);    /* a new holder: restart */
     tracker_free(t);
 }
@@ -113,26 +153,127 @@ joining_reader_keeps_the_age_leaving_one_passes_it_on(void **state)
 static void
 sweep_drops_unseen_and_keeps_seen(void **state)
 {
-    struct tracker *t = tracker_new();
+    struct tracker *t = tracker_new(NULL);
     struct track_result r;
     uint64_t k;
 
     (void)state;
     for (k = 1; k <= 100000; k++)
-        assert_int_equal(tracker_visit(t, k * 0x9e3779b97f4a7c15ULL | 1, hs(k), 1, 1, 0, 0, 1, &r), 0);
+        assert_int_equal(tracker_visit(t, k * 0x9e3779b97f4a7c15ULL | 1, hs(k), 1, 1, 0, 0, 1, NULL, &r), 0);
     assert_int_equal(tracker_count(t), 100000);
     for (k = 1; k <= 100000; k += 2)
-        tracker_visit(t, k * 0x9e3779b97f4a7c15ULL | 1, hs(k), 1, 2, 5000, 0, 1, &r);
-    assert_int_equal(tracker_sweep(t, 2), 50000);
+        tracker_visit(t, k * 0x9e3779b97f4a7c15ULL | 1, hs(k), 1, 2, 5000, 0, 1, NULL, &r);
+    assert_int_equal(tracker_sweep(t, 2, 0), 50000);
     /* every survivor is still found after the in-place re-pack */
     for (k = 1; k <= 100000; k++)
         assert_int_equal(tracker_seen(t, k * 0x9e3779b97f4a7c15ULL | 1, 2), k % 2 == 1);
     /* a survivor keeps its first-seen time */
-    tracker_visit(t, 1 * 0x9e3779b97f4a7c15ULL | 1, hs(1), 1, 3, 9000, 0, 1, &r);
+    tracker_visit(t, 1 * 0x9e3779b97f4a7c15ULL | 1, hs(1), 1, 3, 9000, 0, 1, NULL, &r);
     assert_int_equal(r.first_seen_ms, 0);
     /* a dropped one is new again */
-    tracker_visit(t, 2 * 0x9e3779b97f4a7c15ULL | 1, hs(2), 1, 3, 9000, 0, 1, &r);
+    tracker_visit(t, 2 * 0x9e3779b97f4a7c15ULL | 1, hs(2), 1, 3, 9000, 0, 1, NULL, &r);
     assert_int_equal(r.first_seen_ms, 9000);
+    tracker_free(t);
+}
+
+/* A watchdog renews (the expiry moves later between reads), then stops:
+ * the key gone at a sweep after its expiry is a renewed lease that ended,
+ * with its names, its row and its holder's first sighting. */
+static void
+renewed_then_gone_after_expiry_ends_renewed(void **state)
+{
+    struct tracker *t = tracker_new(on_end);
+    struct track_result r;
+
+    (void)state;
+    nended = 0;
+    tracker_visit(t, 11, hs(5), 1, 1, 1000, 0, 1, lease(4000, 1000, 3), &r);
+    assert_false(r.renewed);
+    /* the TTL went back up: 4000 -> 5000 (a renewal at 2000) */
+    tracker_visit(t, 11, hs(5), 1, 2, 2000, 0, 1, lease(5000, 2000, 3), &r);
+    assert_true(r.renewed);
+    assert_int_equal(tracker_names(t), 1);
+    /* gone at 6000, after 5000: expired */
+    tracker_sweep(t, 3, 6000);
+    assert_int_equal(nended, 1);
+    assert_true(ended[0].renewed);
+    assert_int_equal(ended[0].expires_ms, 5000);
+    assert_int_equal(ended[0].first_seen_ms, 1000);
+    assert_int_equal(ended[0].row, 3);
+    assert_int_equal(ended[0].holder_hash, 5);
+    assert_string_equal(ended_key[0], "lock:renewed");
+    assert_int_equal(tracker_names(t), 0);
+    tracker_free(t);
+}
+
+/* The same expiry read twice, a jitter within the slack, and a key gone
+ * before its expiry (a release): no renewal, no ending. */
+static void
+unrenewed_and_released_leases(void **state)
+{
+    struct tracker *t = tracker_new(on_end);
+    struct track_result r;
+
+    (void)state;
+    nended = 0;
+    tracker_visit(t, 12, hs(5), 1, 1, 1000, 0, 1, lease(9000, 1000, 0), &r);
+    tracker_visit(t, 12, hs(5), 1, 2, 2000, 0, 1,
+                  lease(9000 + TRACKER_RENEW_SLACK_MS, 2000, 0), &r);
+    assert_false(r.renewed);
+    tracker_sweep(t, 3, 8000);          /* gone before 9250: released */
+    assert_int_equal(nended, 0);
+    /* a lease that ran out unrenewed counts, renewed = no, without names */
+    tracker_visit(t, 13, hs(6), 1, 4, 1000, 0, 1, lease(3000, 1000, 1), &r);
+    tracker_sweep(t, 5, 3000);
+    assert_int_equal(nended, 1);
+    assert_false(ended[0].renewed);
+    assert_null(ended[0].key);
+    tracker_free(t);
+}
+
+/* Another holder takes the key after the first one's lease ran out: the
+ * first one's lease ended (expired, then taken); taken before it ran out
+ * (a release and a new acquire): nothing ended. */
+static void
+holder_change_after_expiry_ends_the_old_lease(void **state)
+{
+    struct tracker *t = tracker_new(on_end);
+    struct track_result r;
+
+    (void)state;
+    nended = 0;
+    tracker_visit(t, 14, hs(1), 1, 1, 1000, 0, 1, lease(3000, 1000, 2), &r);
+    tracker_visit(t, 14, hs(1), 1, 2, 2000, 0, 1, lease(4000, 2000, 2), &r);
+    tracker_visit(t, 14, hs(2), 1, 3, 5000, 0, 1, lease(8000, 5000, 2), &r);
+    assert_int_equal(nended, 1);
+    assert_true(ended[0].renewed);
+    assert_int_equal(ended[0].holder_hash, 1);
+    assert_int_equal(ended[0].expires_ms, 4000);
+    assert_false(r.renewed);            /* the new holder starts unrenewed */
+    assert_int_equal(r.first_seen_ms, 5000);
+    /* holder 3 takes it while holder 2's lease still runs: a release */
+    tracker_visit(t, 14, hs(3), 1, 4, 6000, 0, 1, lease(9000, 6000, 2), &r);
+    assert_int_equal(nended, 1);
+    tracker_free(t);
+}
+
+/* The names of renewed locks are bounded: past TRACKER_NAMES_MAX the
+ * ending is told without them. */
+static void
+names_are_bounded(void **state)
+{
+    struct tracker *t = tracker_new(on_end);
+    struct track_result r;
+    uint64_t k;
+
+    (void)state;
+    for (k = 1; k <= TRACKER_NAMES_MAX + 10; k++) {
+        tracker_visit(t, k, hs(1), 1, 1, 1000, 0, 1, lease(3000, 1000, 0), &r);
+        tracker_visit(t, k, hs(1), 1, 2, 2000, 0, 1, lease(4000, 2000, 0), &r);
+    }
+    assert_int_equal(tracker_names(t), TRACKER_NAMES_MAX);
+    tracker_sweep(t, 3, 1000);          /* gone before 4000: released */
+    assert_int_equal(tracker_names(t), 0);
     tracker_free(t);
 }
 
@@ -146,6 +287,10 @@ main(void)
         cmocka_unit_test(duplicates_within_a_pass),
         cmocka_unit_test(joining_reader_keeps_the_age_leaving_one_passes_it_on),
         cmocka_unit_test(sweep_drops_unseen_and_keeps_seen),
+        cmocka_unit_test(renewed_then_gone_after_expiry_ends_renewed),
+        cmocka_unit_test(unrenewed_and_released_leases),
+        cmocka_unit_test(holder_change_after_expiry_ends_the_old_lease),
+        cmocka_unit_test(names_are_bounded),
     };
 
     return cmocka_run_group_tests_name("tracker", tests, NULL, NULL);

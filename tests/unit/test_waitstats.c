@@ -18,7 +18,11 @@
 
 #include "common/keytext.h"
 #include "common/lw1.h"
+#include "collectors/events/events.h"
+#include "collectors/lease/lease.h"
 #include "collectors/waits/waitstats.h"
+#include "common/clock.h"
+#include "common/keyhash.h"
 
 #define T0 5000000              /* a monotonic clock reading, ms */
 
@@ -644,6 +648,66 @@ events_and_rejects(void **state)
     waitstats_free(ws);
 }
 
+/* A holder's line after the agent saw its lease run out: its class's
+ * overrun histogram and a lease_overrun event; a lost line with no expiry
+ * seen: its own overrun, and a lease_lost event; a 4-field hold (no
+ * holder) and another holder's line: nothing. */
+static void
+lease_overruns_into_the_class_histogram(void **state)
+{
+    struct config cfg;
+    struct waitstats *ws;
+    struct waitstats_view v;
+    struct lease_end e;
+    struct sample s[4];
+    const struct waitstats_class *c;
+
+    (void)state;
+    lease_reset();
+    events_reset();
+    config_with(&cfg, NULL, 0, 60000);
+    ws = waitstats_new(&cfg);
+    memset(&e, 0, sizeof(e));
+    e.row = lease_row("main", "lock:a:*");
+    e.key_hash = keyhash("lock:a:1", 8);
+    e.holder_hash = (uint32_t)keyhash("tok-1", 5);
+    e.expires_ms = clock_now_ms() - 2000;
+    e.first_seen_ms = e.expires_ms - 10000;
+    lease_expired(&e);
+    memset(s, 0, sizeof(s));
+    s[0] = hold_sample("lock:a:1", 1000);           /* no owner, no holder */
+    s[1] = s[0];
+    s[1].owner = "web/1";
+    s[1].ownerlen = 5;
+    s[1].holder = "tok-2";                          /* another holder */
+    s[1].holderlen = 5;
+    s[2] = s[1];
+    s[2].holder = "tok-1";                          /* the one whose lease ran out */
+    s[3] = s[2];
+    s[3].kind = SAMPLE_LOST;
+    s[3].key = "lock:b:1";
+    s[3].reason = SAMPLE_LOST_EXPIRED;
+    s[3].us = 5000000;
+    s[3].overrun_known = true;
+    s[3].overrun_us = 750000;
+    waitstats_record(ws, s, 4, 4, 0, T0);
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    c = find(&v, "lock:a:*");
+    assert_non_null(c);
+    assert_true(c->has_overrun);
+    assert_int_equal(c->overrun.count, 1);
+    assert_true(c->overrun.sum_us >= 2000000.0 && c->overrun.sum_us < 3000000.0);
+    c = find(&v, "lock:b:*");
+    assert_non_null(c);
+    assert_int_equal(c->overrun.count, 1);
+    assert_true(c->overrun.sum_us == 750000.0);
+    assert_false(c->has_hold);
+    waitstats_view_release(&v);
+    assert_int_equal(events_total(EVENT_LEASE_OVERRUN), 1);
+    assert_int_equal(events_total(EVENT_LEASE_LOST), 1);
+    waitstats_free(ws);
+}
+
 int
 main(void)
 {
@@ -658,6 +722,7 @@ main(void)
         cmocka_unit_test(class_budget_per_source),
         cmocka_unit_test(sources_table_is_bounded),
         cmocka_unit_test(events_and_rejects),
+        cmocka_unit_test(lease_overruns_into_the_class_histogram),
     };
 
     return cmocka_run_group_tests_name("waitstats", tests, NULL, NULL);

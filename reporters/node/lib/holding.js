@@ -42,6 +42,7 @@ class Holding {
     this.lost = true;
     const overrun = this.leaseEnd === null ? null : Math.max(0, wall - this.leaseEnd) * 1000;
     rep.put(['lost', this.key, this.party, this.holder, (t - this.acquiredAt) * 1000, overrun, reason]);
+    if (typeof rep.sendSoon === 'function') rep.sendSoon();   // at once (docs/reporters.md)
   }
 
   reportHold(rep, t = now()) {

@@ -111,10 +111,16 @@ class Reporter {
       return;
     }
     q.push(ev);
-    if (q.length === FLUSH_SOON && this._soon === null && this._timer !== null) {
-      this._soon = setImmediate(() => { this._soon = null; this.flush(); });
-      this._soon.unref();
-    }
+    if (q.length === FLUSH_SOON) this.sendSoon();
+  }
+
+  // A lost line was queued: send what is queued on the next turn of the
+  // event loop rather than at the interval (the agent times a lease overrun
+  // by the line's arrival).
+  sendSoon() {
+    if (!this.enabled || this._soon !== null || this._timer === null) return;
+    this._soon = setImmediate(() => { this._soon = null; this.flush(); });
+    this._soon.unref();
   }
 
   // Send everything queued now (the interval, beforeExit, tests).

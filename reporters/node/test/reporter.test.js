@@ -82,6 +82,20 @@ test('batches lines into datagrams', async () => {
   s.close();
 });
 
+test('a lost line is sent at once, not at the interval', async () => {
+  const { Holding } = require('../lib/holding');
+  const s = await sink();
+  const r = await reporterTo(s);            // a 10 s interval
+  r.put(['wait', 'lock:k:1', 5, 'ok']);
+  new Holding('lock:k:1', '1', 'tok-1', 0, null).reportLost(r, 'renewal');
+  await sleep(200);
+  const lines = Buffer.concat(s.msgs).toString().trim().split('\n');
+  assert.strictEqual(lines.length, 2);
+  assert.ok(lines[1].startsWith('lw1 lost lock:k:1 '), lines[1]);
+  r.close();
+  s.close();
+});
+
 test('signs every datagram', async () => {
   const s = await sink();
   const key = Buffer.from('lockwatch test key: not a secret');

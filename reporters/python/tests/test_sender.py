@@ -86,6 +86,18 @@ class Sending(unittest.TestCase):
         st = r.stats()
         self.assertEqual((st["queued"], st["sent"], st["datagrams"]), (200, 200, len(dgs)))
 
+    def test_lost_wakes_the_sender(self):
+        # a lost line is sent at once, not at the next tick: the holding
+        # wakes the sending thread (docs/reporters.md "Batching")
+        from lockwatch_reporter import _holding
+        sink = udp_sink()
+        r = self.reporter(sink)
+        h = _holding.Holding("lock:k:1", "1", "tok-1", 0, 0)
+        r.put(("wait", "lock:k:1", 5, "ok"))
+        self.assertFalse(r._wake.is_set())
+        h.report_lost(r, "renewal")
+        self.assertTrue(r._wake.is_set())
+
     def test_signed(self):
         sink = udp_sink()
         key = b"lockwatch test key: not a secret"

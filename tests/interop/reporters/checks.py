@@ -17,6 +17,13 @@ libraries through the reporter and prints one JSON object per mode:
            per-call medians and maxima are printed
   lost     a lease that runs out while held and is taken by another: the
            agent counts lost_* and waiting_* events
+  lease    (issue 26) a Redisson watchdog holder (lockWatchdogTimeout
+           LEASE_WATCHDOG_MS) paused with SIGSTOP past its lease while
+           another client takes the lock: LockLeaseLost within leak_grace +
+           2 s of the expiry, naming the holder; after it resumes and its
+           unlock is refused (lost, hold), lockwatch_lease_overrun_seconds
+           has the overrun within 100 ms of the truth (unlock - expiry)
+           (Java only: the reporter's check program has the pause mode)
   burst    with [samples] key_file: signed samples are counted; signed with
            a wrong key, rejected as bad_mac and counted nowhere else
   bench    acquire+release through the reporter vs the bare library
@@ -28,6 +35,7 @@ Prints "ok ..." / "FAIL ..." per check and closes with "N passed, N failed".
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -41,6 +49,8 @@ from harness import msum, select  # noqa: E402
 CONTEND_SECONDS = float(os.environ.get("LOCKWATCH_CONTEND_SECONDS", "12"))
 DOWN_MAX_EXTRA_MS = 50.0  # the P99 of calls through the reporter over the bare library's
 KEY = b"reporter interop key, not a secret"
+LEASE_WATCHDOG_MS = 3000
+LEAK_GRACE_S = 3            # harness.Agent's default leak_grace
 
 
 class Checks:
@@ -160,6 +170,69 @@ def lost(c, redis, agent, udp, want_kinds):
     c.check(ws > 0 and we > 0, "waiting events reach the agent: %d waiting_start, %d waiting_end" % (ws, we))
 
 
+def lease(c, redis, agent, udp):
+    key = "lock:%s:lease:1" % c.lang      # the agent scans lock:*
+    cls = "lock:%s:lease:*" % c.lang
+    r = redis.client(decode_responses=True)
+    e = dict(os.environ)
+    for k in ("LOCKWATCH_KEY_FILE", "LOCKWATCH_OWNER"):
+        e.pop(k, None)
+    e["LOCKWATCH_SAMPLES"] = "127.0.0.1:%d" % udp
+    args = list(c.cmd) + ["-mode", "pause", "-redis", "127.0.0.1:%d" % redis.port, "-key", key,
+                          "-watchdog", str(LEASE_WATCHDOG_MS)]
+    p = subprocess.Popen(args, env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        if not line.startswith("{"):
+            raise AssertionError("pause: %r %s" % (line, p.stderr.read()[-2000:] if p.poll() else ""))
+        holder = r.hkeys(key)[0]
+        # renewed by the watchdog while it runs: the agent sees the TTL go up
+        time.sleep(2.5 * LEASE_WATCHDOG_MS / 1000)
+        os.kill(p.pid, signal.SIGSTOP)
+        t_exp = time.time() + r.pttl(key) / 1000.0
+        harness.wait_until(lambda: r.exists(key) == 0, LEASE_WATCHDOG_MS / 1000 + 3, interval=0.01,
+                           desc="the paused holder's lease to run out")
+        # another client takes the lock (Redisson's layout, another id)
+        r.hset(key, "00000000-0000-0000-0000-00000000feed:1", 1)
+        r.pexpire(key, 30000)
+
+        def alert():
+            st, body = agent.get_json("/api/v1/alerts")
+            return [a for a in body["alerts"] if a["labels"]["alertname"] == "LockLeaseLost"
+                    and a["labels"].get("key") == key] or None
+        a = agent.wait_for(alert, timeout=LEAK_GRACE_S + 10, interval=0.05, desc="LockLeaseLost")
+        after = time.time() - t_exp
+        c.check(after <= LEAK_GRACE_S + 2 and holder in a[0]["annotations"]["summary"],
+                "lease: LockLeaseLost %.2f s after the paused holder's lease ran out (at most "
+                "leak_grace + 2 s = %d s), naming holder %s: %s"
+                % (after, LEAK_GRACE_S + 2, holder, a[0]["annotations"]["summary"]))
+        os.kill(p.pid, signal.SIGCONT)
+        time.sleep(0.3)
+        p.stdin.write("unlock\n")
+        p.stdin.flush()
+        out = p.stdout.readline()
+        res = json.loads(out) if out.startswith("{") else {}
+        p.wait(timeout=30)
+        truth = res.get("unlock_ms", 0) / 1000.0 - t_exp
+
+        def overrun():
+            m = agent.metrics()
+            n = msum(m, "lockwatch_lease_overrun_seconds_count", **{"class": cls})
+            return (n, msum(m, "lockwatch_lease_overrun_seconds_sum", **{"class": cls})) if n else None
+        n, got = agent.wait_for(overrun, timeout=10, desc="the overrun")
+        c.check(res.get("unlock") == "IllegalMonitorStateException" and n == 1 and abs(got - truth) <= 0.1,
+                "lease: lockwatch_lease_overrun_seconds has %d overrun of %.3f s, the truth %.3f s "
+                "(unlock %s)" % (n, got, truth, res.get("unlock")))
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGCONT)
+            p.kill()
+            p.wait(timeout=10)
+        for f in (p.stdin, p.stdout, p.stderr):
+            f.close()
+
+
 def signed(c, redis):
     d = harness._mkdtemp("lw-repkey-")
     good, bad = os.path.join(d, "good.key"), os.path.join(d, "bad.key")
@@ -206,7 +279,8 @@ def bench(c, redis, udp, **size):
                                                                r["rounds"], r["ops_per_round"]), flush=True)
 
 
-def main(lang, cmd, lost_kinds):
+def main(lang, cmd, lost_kinds, pause=False):
+    """pause: the check program has the pause mode (the lease check)."""
     c = Checks(lang, cmd)
     t0 = time.monotonic()
     redis = harness.RedisServer()
@@ -215,6 +289,7 @@ def main(lang, cmd, lost_kinds):
         agent = harness.Agent(redis, samples="127.0.0.1:%d" % udp)
         for name, f in (("contend", lambda: contend(c, redis, agent, udp)),
                         ("lost", lambda: lost(c, redis, agent, udp, lost_kinds)),
+                        ("lease", lambda: lease(c, redis, agent, udp) if pause else None),
                         ("bench", lambda: bench(c, redis, udp, rounds=20, n=200))):
             try:
                 f()

@@ -46,6 +46,9 @@ class Holding:
             overrun = max(0, now - self.lease_end) // 1000
         rep.put(("lost", self.key, self.party, self.holder,
                  (now - self.acquired) // 1000, overrun, reason))
+        soon = getattr(rep, "send_soon", None)   # sent at once (docs/reporters.md)
+        if soon is not None:
+            soon()
 
     def report_hold(self, rep, now=None):
         now = _now() if now is None else now

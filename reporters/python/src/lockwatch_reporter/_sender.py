@@ -88,6 +88,11 @@ class Reporter:
         with self._count_lock:
             self._dropped_full += 1
 
+    def send_soon(self):
+        """A lost line was queued: wake the sender now rather than at its next
+        tick (the agent times a lease overrun by the line's arrival)."""
+        self._wake.set()
+
     # ---- sender thread ------------------------------------------------
     def _run(self):
         while not self._stop:

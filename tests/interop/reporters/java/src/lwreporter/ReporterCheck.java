@@ -5,6 +5,8 @@ import io.lockwatch.reporter.Config;
 import io.lockwatch.reporter.LockwatchRedisson;
 import io.lockwatch.reporter.Reporter;
 import io.lockwatch.reporter.ReportingLockRegistry;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -29,7 +31,9 @@ import org.springframework.integration.redis.util.RedisLockRegistry;
  * redis-server, one mode per check of tests/interop/reporters/java/test
  * (tests/interop/reporters/checks.py), and the bench of
  * bench/reporters/run. Prints one JSON object. Modes as the Go program's:
- * contend, down, lost, burst, bench (flags -mode -redis -secs -n -rounds -key).
+ * contend, down, lost, burst, bench (flags -mode -redis -secs -n -rounds -key),
+ * and pause (-key, -watchdog: Redisson's lockWatchdogTimeout in ms), a
+ * watchdog holder the test pauses with SIGSTOP (checks.py lease()).
  */
 public final class ReporterCheck {
     private static final Map<String, String> flags = new HashMap<>();
@@ -43,6 +47,7 @@ public final class ReporterCheck {
         String[] hp = flag("redis", "127.0.0.1:6379").split(":");
         org.redisson.config.Config cfg = new org.redisson.config.Config();
         cfg.useSingleServer().setAddress("redis://" + hp[0] + ":" + hp[1]).setConnectionMinimumIdleSize(4).setConnectionPoolSize(16);
+        cfg.setLockWatchdogTimeout(Long.parseLong(flag("watchdog", "30000")));
         redisson = Redisson.create(cfg);
         cf = new JedisConnectionFactory(new RedisStandaloneConfiguration(hp[0], Integer.parseInt(hp[1])));
         cf.afterPropertiesSet();
@@ -55,6 +60,7 @@ public final class ReporterCheck {
                 case "lost": lost(); break;
                 case "burst": burst(); break;
                 case "bench": bench(); break;
+                case "pause": pause(); break;
                 default: System.err.println("unknown mode"); rc = 2;
             }
         } finally {
@@ -299,6 +305,36 @@ public final class ReporterCheck {
         rep.close();
         res.put("lost_lines", tap.lost);
         res.put("waiting_lines", tap.waiting);
+        res.put("stats", stats(rep));
+        System.out.println(json(res));
+    }
+
+    /**
+     * A Redisson watchdog holder for the lease check: lock() on -key (no
+     * lease: the watchdog renews it every lockWatchdogTimeout / 3), print
+     * {"held":true}, wait for a line on stdin (the test pauses this JVM with
+     * SIGSTOP meanwhile, and another client takes the lock once the lease
+     * ran out), then unlock: refused, the reporter sends lost (expired) and
+     * the hold at once. Prints the unlock's Unix ms and its outcome.
+     */
+    private static void pause() throws Exception {
+        Reporter rep = Reporter.get();
+        RLock l = LockwatchRedisson.wrap(redisson, rep).getLock(flag("key", "rep:java:pause"));
+        l.lock();
+        Map<String, Object> res = new TreeMap<>();
+        res.put("held", true);
+        System.out.println(json(res));
+        System.out.flush();
+        new BufferedReader(new InputStreamReader(System.in)).readLine();
+        long t = System.currentTimeMillis();
+        try {
+            l.unlock();
+            res.put("unlock", "returned");
+        } catch (IllegalMonitorStateException e) {
+            res.put("unlock", "IllegalMonitorStateException");
+        }
+        rep.flush(5000);
+        res.put("unlock_ms", t);
         res.put("stats", stats(rep));
         System.out.println(json(res));
     }

@@ -53,6 +53,7 @@ public final class Reporter implements AutoCloseable {
     private final DatagramChannel channel;
     private final Thread sender;
     private volatile boolean closed;
+    private volatile boolean urgent; // sendSoon(): the partial datagram goes at once
     final Holdings holdings = new Holdings();
 
     private final AtomicLong queued = new AtomicLong();
@@ -242,6 +243,16 @@ public final class Reporter implements AutoCloseable {
         }
     }
 
+    /**
+     * Sends what is queued now rather than at the next tick: after a lost
+     * line, whose arrival the agent times a lease overrun by.
+     */
+    void sendSoon() {
+        if (sender == null || closed) return;
+        urgent = true;
+        LockSupport.unpark(sender);
+    }
+
     /** Waits up to timeoutMs until every line queued so far was sent or dropped (tests). */
     public boolean flush(long timeoutMs) throws InterruptedException {
         if (sender == null) return true;
@@ -282,6 +293,8 @@ public final class Reporter implements AutoCloseable {
         long nextFlush = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(FLUSH_MS);
         for (;;) {
             boolean stopping = closed;
+            boolean now0 = urgent; // read before the queue: its lines are polled below
+            urgent = false;
             String line;
             while ((line = queue.poll()) != null) { // full datagrams go as they fill
                 int n = line.length() + 1;
@@ -302,7 +315,7 @@ public final class Reporter implements AutoCloseable {
                 }
             }
             long now = System.nanoTime();
-            if (stopping || now - nextFlush >= 0) { // the tick: the partial datagram goes too
+            if (stopping || now0 || now - nextFlush >= 0) { // the tick: the partial datagram goes too
                 if (lines > 0) send(signer, buf, len, lines);
                 len = 0;
                 lines = 0;

@@ -76,11 +76,14 @@ final class Tracked {
         long now = System.nanoTime();
         lost(h, now, Lines.EXPIRED);
         endHolding(h, now);
+        rep.sendSoon();
     }
 
     /** A renewal found the lock not ours: lost (renewal); the hold comes at the release. */
     void lostOnRenewal(Holding h) {
-        if (h != null) lost(h, System.nanoTime(), Lines.RENEWAL);
+        if (h == null) return;
+        lost(h, System.nanoTime(), Lines.RENEWAL);
+        rep.sendSoon();
     }
 
     /** A forced release (forceUnlock) ends the thread's holding whatever its depth. */

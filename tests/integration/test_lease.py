@@ -1,0 +1,205 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# run-all: serial (asserts LockLeaseLost within leak_grace + 2 s of the expiry and the overrun
+#   within 100 ms of the truth: a loaded neighbour would delay the paused holder's resume)
+"""Leases lost while held (issue 26): the three signals, in follow mode and
+scan mode.
+
+A liblockwatch holder (client_shell, a watchdog lock: lease 0, default lease
+1.5 s) is renewed while it runs, then paused with SIGSTOP past its lease;
+another client takes the lock.  The agent, from Redis alone, counts a
+renewed expiration (lockwatch_lock_expirations_total{renewed="yes"}) and
+raises LockLeaseLost naming the holder and how long it held, within
+leak_grace + 2 s of the expiry.  After SIGCONT the holder's watchdog finds
+the lock taken and reports `lost`: that line arrives after the agent saw
+the lease run out, so lockwatch_lease_overrun_seconds observes the overrun
+(its arrival minus the expiry, within 100 ms of the truth, which lies
+between the resume and the on_lost callback) and LockLeaseOverrun fires.
+A lock that simply expires (no renewal) counts renewed="no" and alerts
+nothing; one deleted before its expiry counts nothing.  Raw lines: a
+6-field `hold` and a `waiting` of an expired holder are overruns, a `lost`
+line the agent saw no expiry for raises LockLeaseLost without a target
+and puts its own overrun in the histogram."""
+
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import harness  # noqa: E402
+from client_helpers import Shell  # noqa: E402
+
+NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
+LEASE_MS = 1500
+LEAK_GRACE_S = 3
+
+
+class LeaseTest(harness.TestCase):
+
+    def agent(self, follow):
+        self.udp = harness.free_port()
+        rs = self.start_redis(args=NOTIFY if follow else ())
+        self.redis = rs
+        self.r = rs.client(decode_responses=True)
+        ag = self.start_agent(rs, samples="127.0.0.1:%d" % self.udp,
+                              scan_interval="1s" if follow else "500ms",
+                              leak_grace="%ds" % LEAK_GRACE_S, max_hold="1h",
+                              target_extra={"incremental": "on" if follow else "off"})
+        ag.wait_for(lambda: ag.scans_ok() >= 1, timeout=15, desc="the first scan")
+        if follow:
+            ag.wait_for(lambda: harness.msum(ag.metrics(), "lockwatch_follow_active",
+                                             target="main") == 1, timeout=15, desc="following")
+        return ag
+
+    def expirations(self, ag, renewed):
+        return harness.msum(ag.metrics(), "lockwatch_lock_expirations_total", target="main",
+                            renewed=renewed)
+
+    def alerts(self, ag, name):
+        st, body = ag.get_json("/api/v1/alerts")
+        self.assertEqual(st, 200, body)
+        return [a for a in body["alerts"] if a["labels"]["alertname"] == name]
+
+    def overrun(self, ag, cls):
+        m = ag.metrics()
+        return (harness.msum(m, "lockwatch_lease_overrun_seconds_count", **{"class": cls}),
+                harness.msum(m, "lockwatch_lease_overrun_seconds_sum", **{"class": cls}))
+
+    def paused_holder(self, follow, key, flags):
+        ag = self.agent(follow)
+        cls = key.rsplit(":", 1)[0] + ":*"
+        holder = Shell(self, self.redis.port)
+        holder.ok("connect a agent=127.0.0.1:%d lease=%d" % (self.udp, LEASE_MS))
+        other = Shell(self, self.redis.port)
+        other.ok("connect b agent=off lease=%d" % LEASE_MS)
+        token = holder.ok("lock a l1 %s 0 1000 %s" % (key, flags)).split("token=")[1]
+        # renewed while it runs, seen renewed by the agent (several reads)
+        time.sleep(3 * LEASE_MS / 1000)
+        self.assertEqual(self.r.exists(key), 1, "the watchdog did not renew")
+
+        holder.stop()
+        pttl = self.r.pttl(key)
+        t_exp = time.time() + pttl / 1000.0     # when the paused holder's lease ends
+        harness.wait_until(lambda: self.r.exists(key) == 0, LEASE_MS / 1000 + 3,
+                           interval=0.01, desc="the paused holder's lock to expire")
+        other.ok("lock b l2 %s 30000 2000 %s" % (key, flags))
+
+        # from Redis alone: a renewed lease ran out
+        def lost_alert():
+            a = self.alerts(ag, "LockLeaseLost")
+            return a if a else None
+        try:
+            a = ag.wait_for(lost_alert, timeout=LEAK_GRACE_S + 10, interval=0.05,
+                            desc="LockLeaseLost")
+        except AssertionError as e:
+            raise AssertionError("%s; expirations renewed %s, not renewed %s" % (
+                e, self.expirations(ag, "yes"), self.expirations(ag, "no")))
+        seen_after = time.time() - t_exp
+        self.assertLessEqual(seen_after, LEAK_GRACE_S + 2,
+                             "LockLeaseLost %.2f s after the expiry" % seen_after)
+        self.assertEqual(len(a), 1, a)
+        self.assertEqual(a[0]["labels"]["key"], key)
+        self.assertEqual(a[0]["labels"]["target"], "main")
+        self.assertEqual(a[0]["labels"]["severity"], "warning")
+        self.assertIn(token, a[0]["annotations"]["summary"])
+        self.assertIn("had held it for", a[0]["annotations"]["description"])
+        self.assertEqual(self.expirations(ag, "yes"), 1)
+        self.assertEqual(self.alerts(ag, "LockLeaseOverrun"), [])
+
+        # the holder resumes: its watchdog finds the lock taken, says lost
+        holder.cont()
+        t_cont = time.time()
+        holder.wait_callback(timeout=LEASE_MS / 1000 + 3)
+        t_cb = time.time()
+        ag.wait_for(lambda: self.overrun(ag, cls)[0] == 1, timeout=5, desc="the overrun")
+        n, got = self.overrun(ag, cls)
+        lo, hi = t_cont - t_exp, t_cb - t_exp
+        self.assertTrue(lo - 0.1 <= got <= hi + 0.1,
+                        "overrun %.3f s, the truth between %.3f and %.3f s" % (got, lo, hi))
+        print("info: LockLeaseLost %.2f s after the expiry; overrun %.3f s (truth %.3f-%.3f s)"
+              % (seen_after, got, lo, hi), file=sys.stderr)
+        a = ag.wait_for(lambda: self.alerts(ag, "LockLeaseOverrun") or None, timeout=5,
+                        desc="LockLeaseOverrun")
+        self.assertEqual(a[0]["labels"]["key"], key)
+        self.assertEqual(a[0]["labels"]["severity"], "critical")
+        self.assertIn("past its lease", a[0]["annotations"]["summary"])
+        # the release that follows is the same lease: no second overrun
+        self.assertTrue(holder.cmd("unlock l1").startswith("LOST"))
+        other.ok("unlock l2")
+        time.sleep(0.5)
+        self.assertEqual(self.overrun(ag, cls)[0], 1)
+        self.assertEqual(self.expirations(ag, "yes"), 1)
+        self.assertEqual(holder.quit(), 0)
+        self.assertEqual(other.quit(), 0)
+
+    def test_follow_paused_watchdog_holder(self):
+        self.paused_holder(True, "lock:leasef:1", "-")
+
+    def test_follow_paused_reentrant_holder(self):
+        self.paused_holder(True, "lock:leaser:1", "reentrant")
+
+    def test_scan_paused_watchdog_holder(self):
+        self.paused_holder(False, "lock:leases:1", "-")
+
+    def unrenewed_and_released(self, follow):
+        ag = self.agent(follow)
+        # expires unrenewed, read at least twice: renewed="no", no alert
+        self.r.set("lock:plain:1", "tok-1", px=1500)
+        self.r.set("lock:plain:2", "tok-2", px=60000)
+        ag.wait_for(lambda: self.expirations(ag, "no") == 1, timeout=6,
+                    desc="the unrenewed expiration")
+        # deleted long before its expiry: a release, not an expiration
+        self.r.delete("lock:plain:2")
+        time.sleep(2)
+        self.assertEqual(self.expirations(ag, "no"), 1)
+        self.assertEqual(self.expirations(ag, "yes"), 0)
+        self.assertEqual(self.alerts(ag, "LockLeaseLost"), [])
+        return ag
+
+    def test_follow_unrenewed_and_released(self):
+        self.unrenewed_and_released(True)
+
+    def test_scan_unrenewed_and_released(self):
+        self.unrenewed_and_released(False)
+
+    def send(self, *lines):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.addCleanup(s.close)
+        s.sendto(("\n".join(lines) + "\n").encode(), ("127.0.0.1", self.udp))
+
+    def test_raw_lines(self):
+        ag = self.agent(True)
+        # two leases run out under their holders
+        self.r.set("lock:raw:1", "tok-1", px=700)
+        self.r.set("lock:raw:2", "tok-2", px=700)
+        ag.wait_for(lambda: self.expirations(ag, "no") == 2, timeout=6,
+                    desc="both expirations")
+        # another holder's line, and a line of another key: nothing
+        self.send("lw1 hold lock:raw:1 1000 web-1%3A42%2F7 tok-2",
+                  "lw1 hold lock:raw:9 1000 web-1%3A42%2F7 tok-1")
+        time.sleep(0.5)
+        self.assertEqual(self.overrun(ag, "lock:raw:*")[0], 0)
+        # the holders' own late lines: two overruns, a hold and a waiting
+        self.send("lw1 hold lock:raw:1 1000 web-1%3A42%2F7 tok-1",
+                  "lw1 waiting lock:raw:2 web-1%3A42%2F8 tok-2 start")
+        ag.wait_for(lambda: self.overrun(ag, "lock:raw:*")[0] == 2, timeout=5,
+                    desc="two overruns")
+        a = ag.wait_for(lambda: len(self.alerts(ag, "LockLeaseOverrun")) == 2 and
+                        self.alerts(ag, "LockLeaseOverrun"), timeout=5, desc="two alerts")
+        self.assertEqual(sorted(x["labels"]["key"] for x in a), ["lock:raw:1", "lock:raw:2"])
+        # a lost line the agent saw no expiry for: LockLeaseLost without a
+        # target, its own overrun (1.2 s) in the histogram
+        self.send("lw1 lost lock:other:7 web-1%3A42%2F9 tok-7 5000000 1200000 expired")
+        a = ag.wait_for(lambda: self.alerts(ag, "LockLeaseLost") or None, timeout=5,
+                        desc="LockLeaseLost from a lost line")
+        self.assertEqual(a[0]["labels"]["key"], "lock:other:7")
+        self.assertNotIn("target", a[0]["labels"])
+        self.assertIn("tok-7", a[0]["annotations"]["summary"])
+        self.assertEqual(self.overrun(ag, "lock:other:*"), (1, 1.2))
+        self.assertEqual(harness.msum(ag.metrics(), "lockwatch_samples_invalid_total"), 0)
+
+
+if __name__ == "__main__":
+    harness.main()

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_lease.c - leases that ran out: the (target, class) rows, the events
+ * an expiry and a lost line push, and the match of a holder's late line
+ * with the expiry (the overrun), bounded.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "collectors/events/events.h"
+#include "collectors/lease/lease.h"
+#include "common/clock.h"
+#include "common/keyhash.h"
+
+static int
+reset(void **state)
+{
+    (void)state;
+    lease_reset();
+    events_reset();
+    return 0;
+}
+
+static struct lease_end
+end_of(int row, const char *key, const char *holder, bool renewed, int64_t expires_ms)
+{
+    struct lease_end e;
+
+    memset(&e, 0, sizeof(e));
+    e.row = row;
+    e.key_hash = keyhash(key, strlen(key));
+    e.holder_hash = (uint32_t)keyhash(holder, strlen(holder));
+    e.key = key;
+    e.keylen = strlen(key);
+    e.holder = holder;
+    e.holderlen = strlen(holder);
+    e.renewed = renewed;
+    e.first_seen_ms = expires_ms - 30000;
+    e.expires_ms = expires_ms;
+    return e;
+}
+
+static struct lease_line
+line_of(const char *key, const char *holder, const char *verb, int64_t at_ms)
+{
+    struct lease_line l = { key, strlen(key), holder, holder != NULL ? strlen(holder) : 0,
+                            "web-1:42/7", 10, verb, at_ms };
+
+    return l;
+}
+
+static enum event_kind last_kind;
+static double last_seconds;
+static char last_target[128], last_holder[256];
+
+static void
+last_event(const struct event *e, void *arg)
+{
+    (void)arg;
+    last_kind = e->kind;
+    last_seconds = e->seconds;
+    snprintf(last_target, sizeof(last_target), "%s", e->target);
+    snprintf(last_holder, sizeof(last_holder), "%s", e->holder);
+}
+
+/* Rows by (target, class), counted renewed or not; a renewed expiry is an
+ * expired_renewed event naming holder and how long it held. */
+static void
+rows_count_and_renewed_pushes(void **state)
+{
+    struct lease_view v;
+    struct lease_end e;
+    int a, b;
+
+    (void)state;
+    a = lease_row("main", "lock:order:*");
+    b = lease_row("main", "lock:job:*");
+    assert_true(a >= 0 && b >= 0 && a != b);
+    assert_int_equal(lease_row("main", "lock:order:*"), a);
+    e = end_of(a, "lock:order:1", "tok-1", false, clock_now_ms());
+    lease_expired(&e);
+    assert_int_equal(events_total(EVENT_EXPIRED_RENEWED), 0);
+    e = end_of(a, "lock:order:2", "uuid-1:7", true, clock_now_ms());
+    lease_expired(&e);
+    assert_int_equal(events_total(EVENT_EXPIRED_RENEWED), 1);
+    events_each(0, 0, last_event, NULL);
+    assert_string_equal(last_target, "main");
+    assert_string_equal(last_holder, "uuid-1:7");
+    assert_true(last_seconds > 29.9 && last_seconds < 30.1);
+    assert_int_equal(lease_view_take(&v), 0);
+    assert_int_equal(v.nrows, 2);
+    assert_int_equal(v.rows[a].expired[0], 1);
+    assert_int_equal(v.rows[a].expired[1], 1);
+    assert_int_equal(v.recent, 2);
+    lease_view_release(&v);
+}
+
+/* A line of the holder after its expiry: the overrun, measured from the
+ * expiry, once; another holder's or another key's line matches nothing. */
+static void
+late_line_is_an_overrun_once(void **state)
+{
+    int64_t now = clock_now_ms();
+    struct lease_end e = end_of(lease_row("main", "lock:*"), "lock:a", "uuid-1:7", true,
+                                now - 1500);
+    struct lease_line l;
+    char target[LEASE_TARGET_MAX], klass[LEASE_CLASS_MAX];
+    double over = -1;
+
+    (void)state;
+    lease_expired(&e);
+    l = line_of("lock:a", "uuid-2:7", "hold", now);
+    assert_false(lease_overrun(&l, &over, target, klass));
+    l = line_of("lock:b", "uuid-1:7", "hold", now);
+    assert_false(lease_overrun(&l, &over, target, klass));
+    l = line_of("lock:a", NULL, "hold", now);
+    assert_false(lease_overrun(&l, &over, target, klass));
+    l = line_of("lock:a", "uuid-1:7", "hold", now);
+    assert_true(lease_overrun(&l, &over, target, klass));
+    assert_true(over > 1.499 && over < 1.501);
+    assert_string_equal(target, "main");
+    assert_string_equal(klass, "lock:*");
+    assert_int_equal(events_total(EVENT_LEASE_OVERRUN), 1);
+    /* used up: the next line of the same holding is no second overrun */
+    assert_false(lease_overrun(&l, &over, target, klass));
+    /* too long after the expiry was noted: no match */
+    lease_expired(&e);
+    l.at_ms = now + LEASE_RECENT_MS + 1000;
+    assert_false(lease_overrun(&l, &over, NULL, NULL));
+}
+
+/* A lost line is a lease_lost event, with the target where one is known. */
+static void
+lost_line_pushes(void **state)
+{
+    struct lease_line l = line_of("lock:a", "tok-9", "lost", clock_now_ms());
+
+    (void)state;
+    lease_lost(&l, 12.5, -1, true, "", "lock:*");
+    assert_int_equal(events_total(EVENT_LEASE_LOST), 1);
+    events_each(0, 0, last_event, NULL);
+    assert_int_equal(last_kind, EVENT_LEASE_LOST);
+    assert_string_equal(last_holder, "tok-9");
+    assert_true(last_seconds == 12.5);
+}
+
+/* At most LEASE_RECENT_MAX expiries: the oldest go, the newest all match;
+ * the same pair noted twice is one entry. */
+static void
+recent_is_bounded(void **state)
+{
+    int64_t now = clock_now_ms();
+    char key[32];
+    struct lease_end e;
+    struct lease_line l;
+    struct lease_view v;
+    double over;
+    int i, row = lease_row("t", "c");
+
+    (void)state;
+    for (i = 0; i < LEASE_RECENT_MAX + 100; i++) {
+        snprintf(key, sizeof(key), "k:%d", i);
+        e = end_of(row, key, "h", false, now);
+        lease_expired(&e);
+    }
+    lease_expired(&e);
+    assert_int_equal(lease_view_take(&v), 0);
+    assert_int_equal(v.recent, LEASE_RECENT_MAX);
+    assert_int_equal(v.rows[row].expired[0], LEASE_RECENT_MAX + 101);
+    lease_view_release(&v);
+    l = line_of("k:5", "h", "hold", now);
+    assert_false(lease_overrun(&l, &over, NULL, NULL));     /* dropped */
+    for (i = 100; i < LEASE_RECENT_MAX + 100; i++) {
+        snprintf(key, sizeof(key), "k:%d", i);
+        l = line_of(key, "h", "waiting", now);
+        assert_true(lease_overrun(&l, &over, NULL, NULL));
+    }
+    assert_int_equal(lease_view_take(&v), 0);
+    assert_int_equal(v.recent, 0);
+    assert_int_equal(v.overruns, LEASE_RECENT_MAX);
+    lease_view_release(&v);
+}
+
+/* The rows are bounded: past the table, a target's "other" row, then
+ * the overflow count. */
+static void
+rows_are_bounded(void **state)
+{
+    char cls[32];
+    struct lease_end e;
+    struct lease_view v;
+    int i, r = 0, other = -1;
+
+    (void)state;
+    for (i = 0; i < LEASE_ROWS_MAX + 10; i++) {
+        snprintf(cls, sizeof(cls), "c%d", i);
+        r = lease_row(i < LEASE_ROWS_MAX - LEASE_ROWS_OTHER ? "t" : "u", cls);
+        if (i >= LEASE_ROWS_MAX - LEASE_ROWS_OTHER) {
+            if (other < 0)
+                other = r;
+            assert_int_equal(r, other);     /* u's "other" row */
+        }
+    }
+    assert_int_equal(lease_view_take(&v), 0);
+    assert_string_equal(v.rows[other].klass, "other");
+    assert_string_equal(v.rows[other].target, "u");
+    lease_view_release(&v);
+    e = end_of(-1, "k", "h", false, clock_now_ms());
+    lease_expired(&e);
+    assert_int_equal(lease_view_take(&v), 0);
+    assert_int_equal(v.rows_overflow, 1);
+    lease_view_release(&v);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(rows_count_and_renewed_pushes, reset),
+        cmocka_unit_test_setup(late_line_is_an_overrun_once, reset),
+        cmocka_unit_test_setup(lost_line_pushes, reset),
+        cmocka_unit_test_setup(recent_is_bounded, reset),
+        cmocka_unit_test_setup(rows_are_bounded, reset),
+    };
+
+    return cmocka_run_group_tests_name("lease", tests, NULL, NULL);
+}
