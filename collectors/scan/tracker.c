@@ -189,7 +189,7 @@ static void
 lease_restart(struct tracker *t, struct track_entry *e, const struct track_lease *ls,
               int fresh)
 {
-    if (!fresh && e->expires_ms > 0 && e->expires_ms <= ls->at_ms)
+    if (!fresh && e->expires_ms > 0 && e->expires_ms <= ls->at_ms + TRACKER_END_SLACK_MS)
         lease_ended(t, e);
     name_drop(t, e);
     e->flags = 0;
@@ -439,7 +439,7 @@ table_sweep(struct tracker *t, struct table *tb, uint32_t pass, int64_t now_ms)
         if (tb->slots[i].key_hash != 0 && tb->slots[i].pass != pass) {
             /* gone: expired if its lease had run out, else released */
             if (tb == &t->locks && tb->slots[i].expires_ms > 0 &&
-                tb->slots[i].expires_ms <= now_ms)
+                tb->slots[i].expires_ms <= now_ms + TRACKER_END_SLACK_MS)
                 lease_ended(t, &tb->slots[i]);
             name_drop(t, &tb->slots[i]);
             memset(&tb->slots[i], 0, sizeof(tb->slots[i]));

@@ -19,6 +19,10 @@
  * reads).  A lease ends when the key is gone at a sweep, or held by
  * another holder at a visit, once that time has passed (gone before it:
  * released, not expired); the tracker's end function hears of it.  The
+ * time is taken when the reply is handled, so it may run late by as long
+ * as a busy agent took to get there: a key gone or taken within
+ * TRACKER_END_SLACK_MS before it counts as expired too (a live holder of
+ * a renewed lock renews a third of a lease ahead, never that close).  The
  * key and holder of a renewed lock are kept too (at most
  * TRACKER_NAMES_MAX locks at once, a key's first TRACKER_NAME_KEY_MAX
  * bytes), for the event that names them; past that an ending is reported
@@ -36,6 +40,8 @@
 #include "collectors/lease/lease.h"
 
 #define TRACKER_RENEW_SLACK_MS  250     /* a later expiry by more: renewed */
+#define TRACKER_END_SLACK_MS    250     /* gone or taken this close before
+                                         * the expiry: it ran out */
 #define TRACKER_NAMES_MAX       4096    /* renewed locks whose names are kept */
 #define TRACKER_NAME_KEY_MAX    1025    /* key bytes kept (the event ring
                                          * keeps 1024 and marks a longer one cut) */

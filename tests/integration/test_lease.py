@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: serial (asserts LockLeaseLost within leak_grace + 2 s of the expiry and the overrun
-#   within 100 ms of the truth: a loaded neighbour would delay the paused holder's resume)
+# run-all: split (six cases of 2-10 s, each with its own servers)
+# run-all: quiet (asserts LockLeaseLost within leak_grace + 2 s of the expiry and the overrun
+#   within 100 ms of the truth, with next to no CPU of its own: beside quiet and idle ones only)
 """Leases lost while held (issue 26): the three signals, in follow mode and
 scan mode.
 
