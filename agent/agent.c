@@ -603,11 +603,11 @@ agent_stop(struct agent *a)
         target_free(a->targets[i]);
     free(a->targets);
     groups_free(a->groups, a->ngroups);
-    config_free(a->cfg);
     waitstats_free(a->waits);
     classtrend_free(a->trend);
     alerts_free(a->alerts);     /* a bounded last chance for queued notices */
     leader_stop(a->leader);     /* after: the notices above were the leader's */
+    config_free(a->cfg);        /* after: the leader's thread reads it */
     throttle_free(a->throttle);
     graph_free(a->graph);
     pthread_mutex_destroy(&a->mu);
