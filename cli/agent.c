@@ -529,32 +529,6 @@ agent_json(const struct agent_view *av, uint64_t from_agent)
                      "truncated", av->truncated);
 }
 
-int
-agent_get(const struct lockctl *lc, const char *path, json_t **doc, char *err, size_t errlen)
-{
-    struct agent_view av;
-    char url[512];
-    long status;
-
-    *doc = NULL;
-    memset(&av, 0, sizeof(av));
-    av.deadline_ms = lc->scope.deadline_ms;
-    if (agent_base_url(lc, av.url, sizeof(av.url), err, errlen) != 0) {
-        if (err[0] == '\0')
-            snprintf(err, errlen, "lockctl is told not to ask the agent (--agent off)");
-        return -1;
-    }
-    snprintf(url, sizeof(url), "%s%s", av.url, path);
-    status = agent_get_json(&av, url, doc);
-    if (status == 200)
-        return 0;
-    if (status != -1)
-        agent_status_error(&av, status, *doc);
-    json_decref(*doc);
-    *doc = NULL;
-    snprintf(err, errlen, "the agent at %s did not answer: %s", av.url, av.err);
-    return -1;
-}
 
 int
 agent_get_doc(const struct lockctl *lc, struct agent_view *av, const char *path, json_t **doc)

@@ -145,16 +145,18 @@ parse(struct lockctl *lc, int argc, char **argv)
 int
 cmd_classes(struct lockctl *lc, int argc, char **argv)
 {
+    struct agent_view av;
     json_t *doc = NULL, *list;
-    char err[512] = "";
     int rc = parse(lc, argc, argv);
 
     if (rc != LOCKCTL_DONE)
         return rc == -1 ? LOCKCTL_DONE : rc;
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
         return rc;
-    if (agent_get(lc, "/api/v1/classes", &doc, err, sizeof(err)) == -1) {
-        lockctl_warnx("classes: %s", err);
+    memset(&av, 0, sizeof(av));
+    if (agent_get_doc(lc, &av, "/api/v1/classes", &doc) == -1) {
+        lockctl_warnx("classes: the agent at %s did not answer: %s", av.url[0] ? av.url :
+                      "(none)", av.err);
         out_error_hint("the per-class view lives in the agent: start lockwatchd, or point "
                        "--agent at it");
         return LOCKCTL_REDIS;

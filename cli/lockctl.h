@@ -242,10 +242,6 @@ int agent_fetch_lock(const struct lockctl *lc, const char *key, size_t keylen,
                      struct agent_view *av);
 /* Add the locks of an API answer (its "locks" array, or one lock object)
  * to av.  0, or -1 with err set when it is not the API's JSON. */
-/* GET path (starting "/") of the agent's API: 0 with its JSON (HTTP 200)
- * in *doc (the caller frees it); -1 with the reason in err. */
-int agent_get(const struct lockctl *lc, const char *path, json_t **doc, char *err,
-              size_t errlen);
 int agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errlen);
 /*
  * GET url of the agent's API and parse the JSON answer into *doc (the
