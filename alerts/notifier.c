@@ -321,7 +321,11 @@ finish(struct notifier *n, struct transfer *x, CURLcode res)
     free(x);
     n->inflight--;
     s->xfer = NULL;
-    pace_ended(&s->pace, clock_mono_ms());
+    /* the clock counts whole milliseconds, truncated: the answer came up to
+     * 1 ms after the millisecond read, so the end counts from the next one
+     * and the spacing is never short by the truncation (a receiver saw
+     * 999.x ms between two messages) */
+    pace_ended(&s->pace, clock_mono_ms() + 1);
 
     if (s->removed) {
         /* the sink left the config while this was in flight */
