@@ -2,7 +2,8 @@
 
 // bsm/redislock: Client wraps a *redislock.Client and Lock a *redislock.Lock.
 // Obtain reports the wait (with waiting start/end when its options have a
-// retry strategy, i.e. it may wait); Release reports the hold, and lost
+// retry strategy, i.e. it may wait, and waiting ok for every Obtain that
+// acquired: docs/line-protocol.md "Owners and holder ids"); Release reports the hold, and lost
 // expired first when the lock was no longer held (ErrLockNotHeld); Refresh
 // reports lost renewal when it finds the lock gone (ErrNotObtained). The
 // holder id is the lock's token. The owner's party is the context's
@@ -88,7 +89,7 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opt 
 		// ErrNotObtained (its context gets a deadline of ttl when it has none)
 		o = Timeout
 	}
-	if mayWait {
+	if mayWait || o == OK { // every acquire that acquired: its holder is this owner's
 		c.r.emit(waitingLine(key, owner, holder, outcomeWords[o]))
 	}
 	c.r.emit(waitLine(key, micros(t1.Sub(t0)), o))

@@ -74,7 +74,9 @@ func TestRedislockObtainReleaseAndLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := *lines
-	if len(got) != 2 || !strings.HasSuffix(got[0], " ok") || got[1] != "lw1 hold lock:r "+strings.Fields(got[1])[3]+" p/job-1 "+l.Token() {
+	// an Obtain that acquired says whose the holder id is, though it did not wait
+	if len(got) != 3 || got[0] != "lw1 waiting lock:r p/job-1 "+l.Token()+" ok" || !strings.HasSuffix(got[1], " ok") ||
+		got[2] != "lw1 hold lock:r "+strings.Fields(got[2])[3]+" p/job-1 "+l.Token() {
 		t.Fatalf("%q", got)
 	}
 

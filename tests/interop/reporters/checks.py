@@ -5,8 +5,10 @@ lockwatchd (tests/integration/harness.py), and the language's check program
 (built by tests/interop/reporters/<lang>/fetch), which drives the real lock
 libraries through the reporter and prints one JSON object per mode:
 
-  contend  8 workers on 4 locks for CONTEND_SECONDS: the agent's wait count
-           per class equals the acquires made; its window P99 per class is
+  contend  8 workers on 4 locks for CONTEND_SECONDS (20 s): the agent's
+           wait count per class equals the acquires made, and so does the
+           count of `waiting` end lines (every acquire that acquired says
+           `waiting ... ok`); its window P99 per class is
            within 1% of the nearest-rank P99 of the waits the reporter sent
            (read back from the reporter's tap), and of the waits the
            program timed itself (within 1% or 1 ms: those include the
@@ -46,7 +48,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "integration"))
 import harness  # noqa: E402
 from harness import msum, select  # noqa: E402
 
-CONTEND_SECONDS = float(os.environ.get("LOCKWATCH_CONTEND_SECONDS", "12"))
+CONTEND_SECONDS = float(os.environ.get("LOCKWATCH_CONTEND_SECONDS", "20"))
 DOWN_MAX_EXTRA_MS = 50.0  # the P99 of calls through the reporter over the bare library's
 KEY = b"reporter interop key, not a secret"
 LEASE_WATCHDOG_MS = 3000
@@ -95,7 +97,12 @@ def p99_gauge(m, cls):
     return v[0][1] * 1e6 if v else None
 
 
+def waiting_ends(agent):
+    return msum(agent.metrics(), "lockwatch_samples_events_total", kind="waiting_end")
+
+
 def contend(c, redis, agent, udp):
+    ends0 = waiting_ends(agent)
     r = c.run("contend", redis, {"LOCKWATCH_SAMPLES": "127.0.0.1:%d" % udp, "LOCKWATCH_OWNER": "interop-" + c.lang},
               secs=CONTEND_SECONDS)
     c.check(r["failures"] == 0 and r["flushed"], "contend: %d workers' calls all succeeded, queue flushed (stats %s)"
@@ -111,6 +118,13 @@ def contend(c, redis, agent, udp):
     except AssertionError:
         pass
     m = agent.metrics()
+    # every acquire acquired (they block): each said whose its holder id is
+    # with `waiting ... ok`, and its hold ended that pair
+    made = sum(want.values())
+    ends = msum(m, "lockwatch_samples_events_total", kind="waiting_end") - ends0
+    c.check(ends == made and msum(m, "lockwatch_samples_waiting") == 0,
+            "contend: %d `waiting` end lines for %d acquires, %d owners left waiting"
+            % (ends, made, msum(m, "lockwatch_samples_waiting")))
     for k, v in sorted(keys.items()):
         got = msum(m, "lockwatch_acquire_wait_seconds_count", **{"class": k})
         c.check(got == v["acquires"] and v["reported"] == v["acquires"],
