@@ -631,6 +631,7 @@ stream_scan(struct stream *s)
     if (flush(s) == -1 || stream_reply(s, &info) == -1)
         goto out;
     s->no_idle = redisconn_lfu_reply(info) == 1;
+    atomic_store(&s->r->sc->no_idle, s->no_idle);
     freeReplyObject(info);
     s->resume_mono = clock_mono_ms();
     maybe_scan(s);

@@ -12,7 +12,8 @@
   holders_total 1,000,000.
 - format_patterns: a declared format is shown as declared, a value that
   contradicts it is flagged, not forced.
-- Under an LFU maxmemory-policy OBJECT IDLETIME is not asked at all.
+- Under an LFU maxmemory-policy OBJECT IDLETIME is not asked at all: not
+  by a scan, lockctl, nor follow mode's re-reads.
 """
 
 import os
@@ -183,6 +184,28 @@ class Facts(h.TestCase):
         doc = tl.run_json(self, ["show", "lock:a", "--agent", "off"], cfg)
         self.assertEqual(doc["age_source"], "unknown", doc)
         stats = c.info("commandstats")
+        self.assertNotIn("cmdstat_object|idletime", stats)
+        self.assertNotIn("cmdstat_object", stats)
+
+    def test_lfu_policy_follow_mode(self):
+        # follow mode's re-reads (another thread than the scan's) keep to
+        # the last pass's INFO: under an LFU policy no OBJECT IDLETIME
+        rs = self.start_redis(args=["--notify-keyspace-events", "Kg$lhzxe"])
+        c = rs.client()
+        c.config_set("maxmemory", "1gb")
+        c.config_set("maxmemory-policy", "allkeys-lfu")
+        c.set("lock:before", "tok", px=600000)
+        ag = self.start_agent(rs, scan_interval="1s", leak_grace="1h", max_hold="1h",
+                              target_extra={"incremental": "on", "reconcile_interval": "1h"})
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_follow_active", target="main") == 1,
+                    30, desc="lockwatch_follow_active == 1")
+        c.config_resetstat()
+        for i in range(20):
+            c.set("lock:f:%d" % i, "tok-%d" % i, px=600000)
+        ag.wait_for(lambda: ag.get_json("/api/v1/locks?state=all&limit=100")[1].get("total") == 21,
+                    30, desc="the 20 new locks followed")
+        stats = c.info("commandstats")
+        self.assertIn("cmdstat_pttl", stats)        # the re-reads ran
         self.assertNotIn("cmdstat_object|idletime", stats)
         self.assertNotIn("cmdstat_object", stats)
 
