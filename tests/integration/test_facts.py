@@ -73,7 +73,8 @@ class Facts(h.TestCase):
         time.sleep(3.5)
         c.set("lock:one", "1", nx=True, px=60000)
         c.set("lock:tok", uuid.uuid4().hex + "-tok", nx=True, px=60000)
-        self.assertGreaterEqual(c.object("idletime", "lock:one"), 3)   # the premise
+        idle_one = c.object("idletime", "lock:one")
+        self.assertGreaterEqual(idle_one, 3)   # the premise
         ag = self.start_agent(rs, scan_interval="500ms", max_hold="3s", leak_grace="1h")
         body = agent_locks(ag)
         locks = {l["key"]: l for l in body["locks"]}
@@ -81,6 +82,8 @@ class Facts(h.TestCase):
         self.assertLess(abs(one["age_seconds"] - tok["age_seconds"]), 1.0, (one, tok))
         self.assertNotIn("long", one["states"], one)
         self.assertNotIn("long", tok["states"], tok)
+        print("value 1: age %.1fs, token: age %.1fs (IDLETIME of the shared \"1\" was %ds)"
+              % (one["age_seconds"], tok["age_seconds"], idle_one))
         # lockctl alone: no age from the shared object's idle time
         cfg = tl.write_config(rs, max_hold="3s")
         for key in ("lock:one", "lock:tok"):
@@ -118,6 +121,8 @@ class Facts(h.TestCase):
         doc = tl.run_json(self, ["show", "lock:big", "--agent", "off"], cfg)
         self.assertEqual((doc["format"], doc["mode"], doc["holders_total"]),
                          ("redisson-rw", "read", FIELDS))
+        print("%d-field hash without mode: %s (%s), holders_total %d"
+              % (FIELDS, lk["format"], lk["format_source"], lk["holders_total"]))
 
     def test_declared_formats(self):
         rs = self.start_redis()
@@ -126,7 +131,8 @@ class Facts(h.TestCase):
         c.set("lock:jobs:b", "worker-7", px=600000)          # not redis-py's
         c.set("lock:orders:a", uuid.uuid1().hex, px=600000)  # node-redlock declared
         c.set("lock:other", uuid.uuid1().hex, px=600000)     # nothing declared
-        ag = self.start_agent(rs, scan_interval="500ms", max_hold="1h", leak_grace="1h",
+        # (max_hold 1s: the status page lists the long ones, with their formats)
+        ag = self.start_agent(rs, scan_interval="500ms", max_hold="1s", leak_grace="1h",
                               target_extra={"format_patterns": "lock:jobs:*=redis-py "
                                             "lock:orders:*=node-redlock"})
         locks = {l["key"]: l for l in agent_locks(ag)["locks"]}
@@ -138,9 +144,15 @@ class Facts(h.TestCase):
             "lock:orders:a": ("node-redlock", "declared", False, False),
             "lock:other": ("node-redlock", "guessed", False, False),
         })
-        st, _, page = ag.get("/")
-        self.assertEqual(st, 200)
+        def long_page():
+            st, _, page = ag.get("/")
+            return st == 200 and page.count(b"</tr>") >= 5 and page
+        # the page marks where each format came from
+        page = ag.wait_for(long_page, 30, desc="the four locks long on the status page")
         self.assertIn(b"1 lock not of the format format_patterns declare", page)
+        self.assertIn(b"redis-py (declared)", page)
+        self.assertIn(b"node-redlock (guessed)", page)
+        self.assertIn(b"plain (guessed) <b>not as declared</b>", page)
         # lockctl says where the format came from
         cfg = tl.write_config(rs)
         text = open(cfg).read().replace(
@@ -183,6 +195,10 @@ class Facts(h.TestCase):
         self.assertEqual(h.msum(m, "lockwatch_locks"), 2)
         doc = tl.run_json(self, ["show", "lock:a", "--agent", "off"], cfg)
         self.assertEqual(doc["age_source"], "unknown", doc)
+        # nor by the release script (its INFO memory names the policy)
+        doc = tl.run_json(self, ["release", "lock:a", "--holder", "tok-a", "--if-older-than",
+                                 "1h", "--yes"], cfg, rc=1)
+        self.assertEqual(doc["outcome"], "too_young", doc)
         stats = c.info("commandstats")
         self.assertNotIn("cmdstat_object|idletime", stats)
         self.assertNotIn("cmdstat_object", stats)
