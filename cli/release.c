@@ -254,7 +254,8 @@ static int
 known_age(struct lockctl *lc, const struct change *ch, const struct cli_lock *l,
           bool asked, int64_t read_ms, int64_t *age)
 {
-    int64_t now = clock_now_ms(), idle_ms = l->idle_s > 0 ? l->idle_s * 1000 : 0;
+    /* IDLETIME's clock ticks in whole seconds: a second less is sure */
+    int64_t now = clock_now_ms(), idle_ms = l->idle_s > 1 ? (l->idle_s - 1) * 1000 : 0;
     char err[512];
 
     *age = 0;
@@ -273,8 +274,10 @@ known_age(struct lockctl *lc, const struct change *ch, const struct cli_lock *l,
             return session_redis_error(lc, err);
         since = r->type == REDIS_REPLY_INTEGER ? r->integer * 1000 : 0;
         freeReplyObject(r);
-        /* IDLETIME counts whole seconds: allow one of slack */
-        idle_ms = since + 1000 >= now - read_ms ? idle_ms + since : since;
+        /* IDLETIME counts whole seconds: allow one of slack in telling
+         * whether someone touched the key, and take one off a new span */
+        idle_ms = since + 1000 >= now - read_ms ? idle_ms + (now - read_ms)
+                  : since > 1000 ? since - 1000 : 0;
     }
     if (idle_ms > *age)
         *age = idle_ms;

@@ -54,6 +54,7 @@ struct frec {
     long long pttl;
     int64_t read_mono, read_ms;
     long long idle_s, hlen;
+    int64_t idle_at_ms;         /* when idle_s was read (scan_key) */
     bool value_truncated, fields_truncated;
     /* a hash's "mode" read on its own (raw_lock.mode_read): only "read"
      * and "write" mean anything, so 8 bytes keep every answer apart */

@@ -68,6 +68,7 @@ frec_new(const struct scan_key *k, const struct raw_lock *raw, long long hlen, i
     f->read_mono = clock_mono_ms();
     f->read_ms = read_ms;
     f->idle_s = k->idle_s;
+    f->idle_at_ms = k->idle_at_ms;
     f->hlen = hlen;
     f->value_truncated = raw->value_truncated;
     f->fields_truncated = raw->fields_truncated;
@@ -516,6 +517,7 @@ replay_records(void *arg, struct run *r, struct scan_counters *cnt)
         key.keylen = len;
         key.type = f->type;
         key.idle_s = f->idle_s;
+        key.idle_at_ms = f->idle_at_ms;
         key.read_ms = f->read_ms;
         key.helper = f->helper;
         memset(&raw, 0, sizeof(raw));

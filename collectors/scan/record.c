@@ -104,6 +104,21 @@ lease_of(const struct run *r, const struct scan_key *k, const struct raw_lock *r
     }
 }
 
+/* The holder's age at seen_ms from what proves it (lockfacts.h).  A
+ * full scan times every key from the run's start, but reads a key's
+ * IDLETIME later (a million keys: tens of seconds later): the age
+ * IDLETIME gives is the age then, so the time since seen_ms comes off. */
+static int64_t
+start_age_at(const struct scan_key *k, const struct raw_lock *raw, const struct lock_view *view,
+             int64_t seen_ms)
+{
+    int64_t at = k->idle_at_ms > seen_ms ? k->idle_at_ms : seen_ms;
+    int64_t age = lockstate_start_age(lockfacts_idle_s(raw, k->idle_s), view->acquired_ms,
+                                      at, NULL) - (at - seen_ms);
+
+    return age > 0 ? age : 0;
+}
+
 /* Record one key: decode it (no lock needed), then, under the run's
  * mutex, dedupe it, time its holder, intern its class, count and maybe
  * keep it, and add it to the Redlock map. */
@@ -134,8 +149,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     /* a key follow mode re-read is timed from its read, not the publish;
      * only the ages the data proves back-date it (lockfacts.h) */
     seen_ms = k->read_ms > 0 ? k->read_ms : r->now_ms;
-    start_age = lockstate_start_age(lockfacts_idle_s(raw, k->idle_s), view.acquired_ms,
-                                    seen_ms, NULL);
+    start_age = start_age_at(k, raw, &view, seen_ms);
     nh = holder_hashes(&view, hh);
     class_of(raw->key, raw->keylen, rules->classes, rules->nclasses, cls, sizeof(cls));
 

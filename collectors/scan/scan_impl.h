@@ -27,6 +27,7 @@
 #define LOCKWATCH_SCAN_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,6 +59,11 @@ struct scanner {
                                  * node (0: none yet): a holder first seen
                                  * after it took its lock after it
                                  * (lockfacts_corroborate()) */
+    atomic_bool no_idle;        /* a node's INFO memory named an LFU
+                                 * policy at its last pass, or a re-read
+                                 * met OBJECT IDLETIME's LFU error since:
+                                 * follow mode's re-reads (another thread)
+                                 * do not ask for IDLETIME either */
     /* standalone and sentinel: the one connection, and where it goes */
     redisContext *c;
     char host[256];

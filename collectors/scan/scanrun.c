@@ -79,7 +79,12 @@ scanner_reread(struct scanner *sc, const struct target_conf *t, redisContext *c,
     st.on_key = each;
     st.on_moved = moved;
     st.on_key_arg = arg;
+    /* under an LFU policy (the last pass's INFO, or an earlier re-read's
+     * error) OBJECT IDLETIME is not asked */
+    st.no_idle = atomic_load(&sc->no_idle);
     rc = stream_read_batch(&st, &b);
+    if (st.no_idle)
+        atomic_store(&sc->no_idle, true);
     for (i = 0; i < SCAN_READ_KINDS; i++)
         sc->counters.read_errors[i] += st.cnt.read_errors[i];
     if (rc == -1 || st.refused > 0) {

@@ -37,6 +37,9 @@ struct scan_key {
     enum raw_type type;
     long long pttl;             /* ms; -1 no TTL */
     long long idle_s;           /* OBJECT IDLETIME (-1 when unknown) */
+    int64_t idle_at_ms;         /* Unix ms its reply was read (0: unknown):
+                                 * IDLETIME is the age then, not at the
+                                 * run's start */
     int64_t read_ms;            /* Unix ms it was read; 0: the run's start */
     bool helper;                /* a helper key (formats_helper()): counted
                                  * to its lock, its value not read */

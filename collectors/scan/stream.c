@@ -245,6 +245,7 @@ read_meta(struct stream *s, struct batch *b)
         struct key_meta *m = &b->meta[i];
 
         m->k.idle_s = -1;
+        m->k.idle_at_ms = 0;
         if (b->idle) {
             if (stream_reply(s, &rep) == -1)
                 return -1;
@@ -253,6 +254,7 @@ read_meta(struct stream *s, struct batch *b)
             if (rep->type == REDIS_REPLY_ERROR && redisconn_lfu_error(rep->str, rep->len))
                 s->no_idle = true;
             m->k.idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
+            m->k.idle_at_ms = clock_now_ms();
             freeReplyObject(rep);
         }
         if (stream_reply(s, &rep) == -1)
@@ -631,6 +633,7 @@ stream_scan(struct stream *s)
     if (flush(s) == -1 || stream_reply(s, &info) == -1)
         goto out;
     s->no_idle = redisconn_lfu_reply(info) == 1;
+    atomic_store(&s->r->sc->no_idle, s->no_idle);
     freeReplyObject(info);
     s->resume_mono = clock_mono_ms();
     maybe_scan(s);

@@ -3,8 +3,9 @@
 
 - 50,000 locks with random 128-bit hex tokens taken just now (pipelined SET;
   the unit test test_lockfacts runs the same check over a million values in
-  the fact builder): none labelled redis-py, none with an acquisition time,
-  none with an age over the time since they were written, none long.
+  the fact builder; LOCKWATCH_FACTS_TOKENS=1000000 runs a million here):
+  none labelled redis-py, none with an acquisition time, none with an age
+  over the time since they were written, none long.
 - A lock with value 1 (a Redis shared integer, whose OBJECT IDLETIME is the
   shared object's) and a token lock taken together: the same age within
   1 s, neither long before max_hold, in the agent and in lockctl.
@@ -12,7 +13,8 @@
   holders_total 1,000,000.
 - format_patterns: a declared format is shown as declared, a value that
   contradicts it is flagged, not forced.
-- Under an LFU maxmemory-policy OBJECT IDLETIME is not asked at all.
+- Under an LFU maxmemory-policy OBJECT IDLETIME is not asked at all: not
+  by a scan, lockctl, nor follow mode's re-reads.
 """
 
 import os
@@ -22,7 +24,9 @@ import uuid
 import harness as h
 import test_lockctl as tl
 
-TOKENS = 50000
+# the acceptance's full million end to end: LOCKWATCH_FACTS_TOKENS=1000000
+# (a heavy run by hand; the default keeps the test under a minute)
+TOKENS = int(os.environ.get("LOCKWATCH_FACTS_TOKENS", "50000"))
 FIELDS = 1000000
 RUUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"
 
@@ -31,7 +35,7 @@ def agent_locks(ag, query="state=all&limit=10000"):
     def scanned():
         st, body = ag.get_json("/api/v1/locks?" + query)
         return st == 200 and body["total"] > 0 and body
-    return ag.wait_for(scanned, timeout=60, desc="a scan in the API")
+    return ag.wait_for(scanned, timeout=60 + TOKENS // 5000, desc="a scan in the API")
 
 
 class Facts(h.TestCase):
@@ -72,7 +76,8 @@ class Facts(h.TestCase):
         time.sleep(3.5)
         c.set("lock:one", "1", nx=True, px=60000)
         c.set("lock:tok", uuid.uuid4().hex + "-tok", nx=True, px=60000)
-        self.assertGreaterEqual(c.object("idletime", "lock:one"), 3)   # the premise
+        idle_one = c.object("idletime", "lock:one")
+        self.assertGreaterEqual(idle_one, 3)   # the premise
         ag = self.start_agent(rs, scan_interval="500ms", max_hold="3s", leak_grace="1h")
         body = agent_locks(ag)
         locks = {l["key"]: l for l in body["locks"]}
@@ -80,6 +85,8 @@ class Facts(h.TestCase):
         self.assertLess(abs(one["age_seconds"] - tok["age_seconds"]), 1.0, (one, tok))
         self.assertNotIn("long", one["states"], one)
         self.assertNotIn("long", tok["states"], tok)
+        print("value 1: age %.1fs, token: age %.1fs (IDLETIME of the shared \"1\" was %ds)"
+              % (one["age_seconds"], tok["age_seconds"], idle_one))
         # lockctl alone: no age from the shared object's idle time
         cfg = tl.write_config(rs, max_hold="3s")
         for key in ("lock:one", "lock:tok"):
@@ -117,6 +124,8 @@ class Facts(h.TestCase):
         doc = tl.run_json(self, ["show", "lock:big", "--agent", "off"], cfg)
         self.assertEqual((doc["format"], doc["mode"], doc["holders_total"]),
                          ("redisson-rw", "read", FIELDS))
+        print("%d-field hash without mode: %s (%s), holders_total %d"
+              % (FIELDS, lk["format"], lk["format_source"], lk["holders_total"]))
 
     def test_declared_formats(self):
         rs = self.start_redis()
@@ -125,7 +134,8 @@ class Facts(h.TestCase):
         c.set("lock:jobs:b", "worker-7", px=600000)          # not redis-py's
         c.set("lock:orders:a", uuid.uuid1().hex, px=600000)  # node-redlock declared
         c.set("lock:other", uuid.uuid1().hex, px=600000)     # nothing declared
-        ag = self.start_agent(rs, scan_interval="500ms", max_hold="1h", leak_grace="1h",
+        # (max_hold 1s: the status page lists the long ones, with their formats)
+        ag = self.start_agent(rs, scan_interval="500ms", max_hold="1s", leak_grace="1h",
                               target_extra={"format_patterns": "lock:jobs:*=redis-py "
                                             "lock:orders:*=node-redlock"})
         locks = {l["key"]: l for l in agent_locks(ag)["locks"]}
@@ -137,9 +147,15 @@ class Facts(h.TestCase):
             "lock:orders:a": ("node-redlock", "declared", False, False),
             "lock:other": ("node-redlock", "guessed", False, False),
         })
-        st, _, page = ag.get("/")
-        self.assertEqual(st, 200)
+        def long_page():
+            st, _, page = ag.get("/")
+            return st == 200 and page.count(b"</tr>") >= 5 and page
+        # the page marks where each format came from
+        page = ag.wait_for(long_page, 30, desc="the four locks long on the status page")
         self.assertIn(b"1 lock not of the format format_patterns declare", page)
+        self.assertIn(b"redis-py (declared)", page)
+        self.assertIn(b"node-redlock (guessed)", page)
+        self.assertIn(b"plain (guessed) <b>not as declared</b>", page)
         # lockctl says where the format came from
         cfg = tl.write_config(rs)
         text = open(cfg).read().replace(
@@ -182,7 +198,33 @@ class Facts(h.TestCase):
         self.assertEqual(h.msum(m, "lockwatch_locks"), 2)
         doc = tl.run_json(self, ["show", "lock:a", "--agent", "off"], cfg)
         self.assertEqual(doc["age_source"], "unknown", doc)
+        # nor by the release script (its INFO memory names the policy)
+        doc = tl.run_json(self, ["release", "lock:a", "--holder", "tok-a", "--if-older-than",
+                                 "1h", "--yes"], cfg, rc=1)
+        self.assertEqual(doc["outcome"], "too_young", doc)
         stats = c.info("commandstats")
+        self.assertNotIn("cmdstat_object|idletime", stats)
+        self.assertNotIn("cmdstat_object", stats)
+
+    def test_lfu_policy_follow_mode(self):
+        # follow mode's re-reads (another thread than the scan's) keep to
+        # the last pass's INFO: under an LFU policy no OBJECT IDLETIME
+        rs = self.start_redis(args=["--notify-keyspace-events", "Kg$lhzxe"])
+        c = rs.client()
+        c.config_set("maxmemory", "1gb")
+        c.config_set("maxmemory-policy", "allkeys-lfu")
+        c.set("lock:before", "tok", px=600000)
+        ag = self.start_agent(rs, scan_interval="1s", leak_grace="1h", max_hold="1h",
+                              target_extra={"incremental": "on", "reconcile_interval": "1h"})
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_follow_active", target="main") == 1,
+                    30, desc="lockwatch_follow_active == 1")
+        c.config_resetstat()
+        for i in range(20):
+            c.set("lock:f:%d" % i, "tok-%d" % i, px=600000)
+        ag.wait_for(lambda: ag.get_json("/api/v1/locks?state=all&limit=100")[1].get("total") == 21,
+                    30, desc="the 20 new locks followed")
+        stats = c.info("commandstats")
+        self.assertIn("cmdstat_pttl", stats)        # the re-reads ran
         self.assertNotIn("cmdstat_object|idletime", stats)
         self.assertNotIn("cmdstat_object", stats)
 

@@ -231,7 +231,8 @@ class ReleaseScript(h.TestCase):
         self.assertEqual(doc["outcome"], "too_young")
         # that refusal read the key, and on Redis 7.0 (no CLIENT NO-TOUCH)
         # a read resets IDLETIME: wait again before the condition can hold
-        time.sleep(2.2)
+        # (IDLETIME less its clock's second: 3 s idle is a sure 2 s)
+        time.sleep(3.2)
         doc = self.lockctl(["release", "lock:idle", "--holder", "tok", "--if-older-than",
                             "2s", "--yes"])
         self.assertEqual(doc["outcome"], "released")
@@ -250,6 +251,20 @@ class ReleaseScript(h.TestCase):
         r = call(self.c, "release", "lock:renewed", tok, older_ms=3600000)
         self.assertEqual(r[0], b"too_young")
         r = call(self.c, "release", "lock:renewed", tok, older_ms=3600000, known_ms=7200000)
+        self.assertEqual(r[0], b"released")
+
+    def test_if_older_than_takes_no_idletime_of_a_shared_integer(self):
+        # issue 23: "7" is one of Redis's shared integers, idle since the
+        # server started; its IDLETIME is no age of a lock just taken
+        self.c.set("lock:own", "tok-7", px=60000)
+        time.sleep(3.5)
+        self.c.set("lock:seven", "7", px=60000)
+        self.assertGreaterEqual(self.c.object("idletime", "lock:seven"), 3)   # the premise
+        r = call(self.c, "release", "lock:seven", "7", older_ms=2000)
+        self.assertEqual(r[0], b"too_young")
+        self.assertEqual(self.c.get("lock:seven"), b"7")
+        # a value of its own, idle as long, is old enough
+        r = call(self.c, "release", "lock:own", "tok-7", older_ms=2000)
         self.assertEqual(r[0], b"released")
 
     # -- the glob guard ----------------------------------------------------------

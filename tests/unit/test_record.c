@@ -599,6 +599,51 @@ cluster_shard_back_from_a_restart(void **state)
     assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 2);
 }
 
+/* A full scan times its keys from the run's start but reads each one's
+ * IDLETIME later (a million keys: tens of seconds later): the age IDLETIME
+ * gives is the age at its reply, so the time since the start comes off
+ * (issue 23: no age over the time since the write). */
+static void
+idletime_read_after_the_start(void **state)
+{
+    static const struct {
+        const char *key, *value;
+        long long idle_s;
+        int64_t at_after_ms, age_ms;     /* reply after the start; age then */
+    } keys[] = {
+        { "lock:late", "tok-a", 30, 20000, 9000 },     /* 29 s less 20 s */
+        { "lock:later", "tok-b", 30, 40000, 0 },       /* never negative */
+        { "lock:untimed", "tok-c", 30, 0, 29000 },     /* no reply time */
+        { "lock:one", "1", 30, 20000, 0 },             /* a shared integer */
+    };
+    struct fixture *f = *state;
+    struct scan_key k;
+    struct raw_lock raw;
+
+    pass_begin(f);
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        memset(&k, 0, sizeof(k));
+        k.key = keys[i].key;
+        k.keylen = strlen(k.key);
+        k.type = RAW_STRING;
+        k.pttl = 60000;
+        k.idle_s = keys[i].idle_s;
+        k.idle_at_ms = keys[i].at_after_ms ? f->r.now_ms + keys[i].at_after_ms : 0;
+        memset(&raw, 0, sizeof(raw));
+        raw.key = k.key;
+        raw.keylen = k.keylen;
+        raw.type = RAW_STRING;
+        raw.pttl = k.pttl;
+        raw.value = keys[i].value;
+        raw.valuelen = strlen(raw.value);
+        assert_int_equal(scan_record(&f->r, &k, &raw, -1, &f->cnt), 0);
+    }
+    pass_end(f);
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        assert_int_equal(lock_of(f, keys[i].key)->first_seen_ms,
+                         f->snap->started_ms - keys[i].age_ms);
+}
+
 int
 main(void)
 {
@@ -608,6 +653,7 @@ main(void)
         cmocka_unit_test_setup_teardown(states, setup, teardown),
         cmocka_unit_test_setup_teardown(duplicates, setup, teardown),
         cmocka_unit_test_setup_teardown(first_seen_across_passes, setup, teardown),
+        cmocka_unit_test_setup_teardown(idletime_read_after_the_start, setup, teardown),
         cmocka_unit_test_setup_teardown(keep_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(restart_loses_the_unexpired, setup, teardown),
         cmocka_unit_test_setup_teardown(many_lost_named_oldest_first, setup, teardown),

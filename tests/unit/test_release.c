@@ -217,6 +217,56 @@ args_per_format_row(void **state)
     release_args_free(&a);
 }
 
+/* Issue 23: a guessed format (format_source "guessed") never picks a
+ * release that does more than compare-and-delete: a guessed row with
+ * companions of its own is released as plain's row, the one detection
+ * gives any string; a row that releases by DEL alone keeps its name. */
+static void
+guessed_format_releases_as_plain(void **state)
+{
+    static const char *const guessed[] = { "redisson", "redisson-rw", "python-redis-lock",
+                                           "redisson-semaphore" };
+    struct target_conf t;
+    struct release_request rq;
+    struct release_args a, plain;
+    int i, ip;
+
+    (void)state;
+    target(&t, TARGET_STANDALONE);
+    request(&rq, "lock:q", 6);
+    rq.format = "plain";
+    assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &plain), 0);
+    ip = argv_index(&plain, 1);
+    for (size_t g = 0; g < sizeof(guessed) / sizeof(guessed[0]); g++) {
+        request(&rq, "lock:q", 6);
+        rq.format = guessed[g];
+        rq.format_guessed = true;
+        assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
+        i = argv_index(&a, 1);
+        assert_int_equal(a.argc, plain.argc);
+        assert_int_equal(a.nkeys, plain.nkeys);
+        assert_int_equal(a.argvlen[i + 11], plain.argvlen[ip + 11]);
+        assert_memory_equal(a.argv[i + 11], plain.argv[ip + 11], plain.argvlen[ip + 11]);
+        assert_true(arg_is(&a, i + 15, "plain"));
+        release_args_free(&a);
+        /* proven or declared, the same format keeps its own row */
+        rq.format_guessed = false;
+        assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
+        assert_true(arg_is(&a, argv_index(&a, 1) + 15, guessed[g]));
+        release_args_free(&a);
+    }
+    release_args_free(&plain);
+    /* a guessed row that releases by DEL alone is released as itself */
+    request(&rq, "lock:q", 6);
+    rq.format = "node-redlock";
+    rq.format_guessed = true;
+    assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
+    i = argv_index(&a, 1);
+    assert_true(arg_is(&a, i + 11, "audit"));
+    assert_true(arg_is(&a, i + 15, "node-redlock"));
+    release_args_free(&a);
+}
+
 extern const char collectors_release_lua_formats_lua[];
 
 /* The C release table and formats.lua's lw_rows name the same formats. */
@@ -687,6 +737,7 @@ main(void)
         cmocka_unit_test(outcome_classes),
         cmocka_unit_test(args_standalone_release),
         cmocka_unit_test(args_per_format_row),
+        cmocka_unit_test(guessed_format_releases_as_plain),
         cmocka_unit_test(release_tables_agree),
         cmocka_unit_test(release_column_and_lua_rows),
         cmocka_unit_test(args_options_and_binary_key),

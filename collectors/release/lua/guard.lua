@@ -316,9 +316,14 @@ local function lw_check(action)
         return nil
     end
     -- OBJECT IDLETIME first: any read below resets it.  Under an LFU
-    -- maxmemory-policy it fails; the age is then the caller's alone.
-    local idle = redis.pcall('object', 'idletime', lw_key)
-    if type(idle) == 'number' then lw.idle = idle end
+    -- maxmemory-policy it is an error, so it is not asked when INFO
+    -- memory names one (an ACL without +info: asked, and the error is an
+    -- unknown age); the age is then the caller's alone.
+    local mem = redis.pcall('info', 'memory')
+    if type(mem) ~= 'string' or string.find(mem, 'maxmemory_policy:[%w-]*lfu') == nil then
+        local idle = redis.pcall('object', 'idletime', lw_key)
+        if type(idle) == 'number' then lw.idle = idle end
+    end
     lw.type = redis.call('type', lw_key).ok
     lw.pttl = redis.call('pttl', lw_key)
     if lw.type == 'none' then
