@@ -9,7 +9,8 @@ to do next.  Against a real redis-server (and lockwatchd where it says).
   Redisson locks, read/write and permit semaphore, redis-py, pottery,
   node-redlock, redis-semaphore, redsync, ShedLock, Spring), for
   liblockwatch, for binary tokens (rslock, walrus:
-  --holder-hex), a key with quotes and spaces, a binary key (--escaped),
+  --holder-hex, and shown as hex:... by show and list), a key with quotes
+  and spaces, a binary key (--escaped),
   and at 80 columns where the line is continued with `\\`; with -c and -t
   as lockctl was run;
 - `COLUMNS=80` and `COLUMNS=200`: no line of list or show is wider, no
@@ -221,6 +222,14 @@ class LockctlPaste(h.TestCase):
                                                                       "walrus-lock"]
         keys += ["lock:it's \"quoted\" $HOME `x` & spaces", "lock:" + "long-" * 30]
         keys += ["-lock:dash"]
+        # a binary holder reads as the hex --holder-hex takes, not as U+FFFD
+        out = self.show(cfg, "lock:rslock")
+        self.assertRegex(out, r"(?m)^holder +hex:00010227ff[0-9a-f]{30}$")
+        self.assertNotIn("\ufffd", out)
+        p = subprocess.run([lt.LOCKCTL, "-c", cfg, "--agent", "off", "list"],
+                           stdout=subprocess.PIPE, env=env_cols(200), timeout=30)
+        row = [ln for ln in p.stdout.decode().split("\n") if ln.startswith("walrus-lock ")]
+        self.assertIn(" hex:00", row[0])
         lines = {}
         for k in keys:
             with self.subTest(key=k):
