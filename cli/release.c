@@ -170,23 +170,28 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
     char q[1024], addr[300], ttl[32], age[32], newttl[32];
     char *key = shown(ch->key, ch->keylen, 60);
     char *holder = holder_shown(ch->holder, ch->holderlen, 48);
+    size_t width = lockctl_width(lc);
     bool yes;
 
     session_address(lc, addr, sizeof(addr));
     out_ttl(l->pttl_ms, ttl, sizeof(ttl));
     out_duration(ch->ttl_ms, newttl, sizeof(newttl));
     verdict_age(l, age, sizeof(age));
+    /* the terminal's width, as every other line (the question is short) */
+    table_line(stderr, width, "%s %s on target %s (%s)",
+               ch->action == RELEASE_ACTION_EXPIRE ? "Expire" : "Release", key ? key : "?",
+               lc->t->name, addr);
     /* a holder past what the read saw: the script checks every one */
-    fprintf(stderr, "%s %s on target %s (%s)\n  holder %s%s\n  format %s, TTL %s, age %s\n",
-            ch->action == RELEASE_ACTION_EXPIRE ? "Expire" : "Release", key ? key : "?",
-            lc->t->name, addr, holder ? holder : "?",
-            holds(l, ch->holder, ch->holderlen) ? "" : " (not among the holders read; the "
-            "release checks them all)", l->fmt->name, ttl, age);
-    if (ch->action == RELEASE_ACTION_EXPIRE)
+    table_line(stderr, width, "  holder %s%s", holder ? holder : "?",
+               holds(l, ch->holder, ch->holderlen) ? "" : " (not among the holders read; the "
+               "release checks them all)");
+    table_line(stderr, width, "  format %s, TTL %s, age %s", l->fmt->name, ttl, age);
+    if (ch->action == RELEASE_ACTION_EXPIRE) {
         snprintf(q, sizeof(q), "Give it a TTL of %s?", newttl);
-    else
-        snprintf(q, sizeof(q), "Release that holder (the key is deleted when no other "
-                 "holder is left) and wake its waiters?");
+    } else {
+        table_line(stderr, width, "  the key is deleted when no other holder is left");
+        snprintf(q, sizeof(q), "Release that holder and wake its waiters?");
+    }
     yes = confirm_ask(q);
     free(key);
     free(holder);

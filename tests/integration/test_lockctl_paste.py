@@ -13,7 +13,8 @@ to do next.  Against a real redis-server (and lockwatchd where it says).
   and spaces, a binary key (--escaped),
   and at 80 columns where the line is continued with `\\`; with -c and -t
   as lockctl was run;
-- `COLUMNS=80` and `COLUMNS=200`: no line of list or show is wider, no
+- `COLUMNS=80` and `COLUMNS=200`: no line of list or show (or of the
+  release prompt and outcome at 80) is wider, no
   sentence is cut ("…" only inside list's key and holder cells); -o wide
   prints everything whole; `list --state long` shows every state of a lock;
 - a --holder that does not hold the lock is refused before the prompt,
@@ -192,9 +193,12 @@ class LockctlPaste(h.TestCase):
         self.assertTrue(blocks, "no release line for %r:\n%s" % (key, out))
         self.assertIn(lt.LOCKCTL, blocks[0])
         self.assertIn("-c", blocks[0].split())
-        rc, o, e = paste(blocks[0])
+        rc, o, e = paste(blocks[0], env=env_cols(cols))
         self.assertEqual(rc, 0, "%r: %s\n%s\n%s" % (key, blocks[0], o, e))
         self.assertIn(b"[y/N]", e)
+        # the prompt and the outcome fit the terminal too
+        self.assert_fits(e.decode("utf-8"), cols)
+        self.assert_fits(o.decode("utf-8"), cols)
         after = self.holders(cfg, kb)
         self.assertTrue(after is None or before[0] not in after,
                         "%r: %r still holds it: %r" % (key, before[0], after))
