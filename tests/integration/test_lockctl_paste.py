@@ -12,7 +12,8 @@ to do next.  Against a real redis-server (and lockwatchd where it says).
   --holder-hex, and shown as hex:... by show and list), a key with quotes
   and spaces, a binary key (--escaped),
   and at 80 columns where the line is continued with `\\`; with -c and -t
-  as lockctl was run;
+  as lockctl was run, relative paths made absolute (it pastes in another
+  directory);
 - `COLUMNS=80` and `COLUMNS=200`: no line of list or show (or of the
   release prompt and outcome at 80) is wider, no
   sentence is cut ("…" only inside list's key and holder cells); -o wide
@@ -81,12 +82,12 @@ def commands(text):
     return out
 
 
-def paste(line, answer=b"y\n", env=None):
+def paste(line, answer=b"y\n", env=None, cwd=None):
     """sh -c line at a terminal that answers `answer`: (rc, stdout, stderr)."""
     master, slave = pty.openpty()
     try:
         p = subprocess.Popen(["sh", "-c", line], stdin=slave, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env)
+                             stderr=subprocess.PIPE, env=env, cwd=cwd)
         os.close(slave)
         slave = None
         os.write(master, answer)
@@ -256,6 +257,20 @@ class LockctlPaste(h.TestCase):
         self.assertIn("'%s'" % cfg, block)              # quoted: it has a space
         self.assertIn("-t main", block)
         rc, o, e = paste(block)
+        self.assertEqual(rc, 0, e)
+        self.assertFalse(self.c.exists("lock:t"))
+        # lockctl and -c given relative to the working directory: the line
+        # names them absolute, and pastes in a terminal elsewhere
+        self.c.set("lock:t", "tok-t", px=600000)
+        p = subprocess.run([os.path.relpath(lt.LOCKCTL, path), "-c", "./two targets.ini",
+                            "-t", "main", "show", "lock:t"], cwd=path, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                           env=env_cols(200), timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        block = release_blocks(p.stdout.decode())[0]
+        self.assertIn("'%s'" % os.path.realpath(cfg), block)
+        self.assertTrue(block.startswith("/"), block)
+        rc, o, e = paste(block, cwd="/")
         self.assertEqual(rc, 0, e)
         self.assertFalse(self.c.exists("lock:t"))
         # -o wide: nothing continued
