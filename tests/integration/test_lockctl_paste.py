@@ -16,8 +16,9 @@ to do next.  Against a real redis-server (and lockwatchd where it says).
   directory);
 - `COLUMNS=80` and `COLUMNS=200`: no line of list or show (or of the
   release prompt and outcome at 80) is wider, no
-  sentence is cut ("…" only inside list's key and holder cells); -o wide
-  prints everything whole; `list --state long` shows every state of a lock;
+  sentence is cut ("…" only inside list's key and holder cells, and a
+  holder only when the terminal has no room for it); -o wide prints
+  everything whole; `list --state long` shows every state of a lock;
 - a --holder that does not hold the lock is refused before the prompt,
   naming the holder it has and the command for it;
 - with the agent down, ages under a second read "unknown", and a
@@ -309,6 +310,8 @@ class LockctlPaste(h.TestCase):
                 body = [ln for ln in out.split("\n") if not ln.startswith("lock:")]
                 self.assertFalse(any(ELLIPSIS in ln for ln in body), out)
                 self.assertIn("start the agent", out.replace("\n  ", " "))
+                if cols == 200:         # room to spare: the holder whole
+                    self.assertIn("tok-" + "x" * 40, out)
                 out = self.show(cfg, "lock:payments:settlement:2026-12-02:batch-000017", cols)
                 self.assertNotIn(ELLIPSIS, out)
                 self.assertIn("lock:payments:settlement:2026-12-02:batch-000017", out)
