@@ -450,11 +450,6 @@ start_all(struct agent *a)
         log_warnx("out of memory: Redlock groups are not compared until the next reload");
 
     for (i = 0; i < a->ntargets; i++)
-        if (a->cfg->targets[i].tls && !a->cfg->targets[i].tls_verify)
-            log_warnx("target %s: tls_verify = off: the server's certificate and name are "
-                      "not checked (anyone on the network path can pose as it)",
-                      a->cfg->targets[i].name);
-    for (i = 0; i < a->ntargets; i++)
         a->targets[i]->trend = a->trend;
     for (i = 0; i < a->ntargets; i++)
         if (target_run(a->targets[i], &a->cfg->targets[i], a->cfg) == -1) {

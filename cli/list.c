@@ -357,14 +357,15 @@ print_table(struct list_run *lr, size_t count, const char *state)
     table_init(&t, list_cols, sizeof(list_cols) / sizeof(list_cols[0]));
     for (i = 0; i < count; i++) {
         const struct cli_lock *l = &lr->keep[i];
-        char holder[HOLDER_ID_MAX + 32], holds[24], ttl[24], age[24], states[64];
+        char holder[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 32], holds[24], ttl[24], age[24];
+        char states[64];
         size_t hlen = 0;
         const char *cells[7];
         size_t lens[7];
 
         if (l->view.nholders > 0) {
-            hlen = l->view.holders[0].idlen;
-            memcpy(holder, l->view.holders[0].id, hlen);
+            hlen = out_holder(l->view.holders[0].id, l->view.holders[0].idlen, holder,
+                              sizeof(holder) - 32);
             if (l->view.holders_total > 1)
                 hlen += (size_t)snprintf(holder + hlen, sizeof(holder) - hlen, " (+%zu)",
                                          l->view.holders_total - 1);

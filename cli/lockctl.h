@@ -416,6 +416,11 @@ void out_duration(int64_t ms, char *buf, size_t len);
 void out_ttl(long long pttl_ms, char *buf, size_t len);
 /* Unix ms as "2026-08-21 12:30:37Z". */
 void out_time(int64_t ms, char *buf, size_t len);
+/* A holder for people, into buf (cap bytes, NUL-terminated; cut when
+ * short): its bytes when they are text, else "hex:" and its bytes in hex
+ * (what --holder-hex takes).  Returns the length written. */
+#define OUT_HOLDER_MAX(n) (2 * (n) + 5)
+size_t out_holder(const char *id, size_t n, char *buf, size_t cap);
 /* Decode a --escaped argument (percent-encoding) into a malloc'd buffer.
  * NULL when malformed. */
 char *out_unescape(const char *s, size_t *len);

@@ -46,8 +46,9 @@ static const struct command {
       "the clients subscribed to its wake channel).\n"
       "  --escaped       KEY is percent-encoded (as key_escaped in --json output)\n"
       "It ends with the release command for the holder, to paste as it stands: lockctl\n"
-      "as run, with -c, -t, --url and --tls-* as given, shell-quoted, a binary holder\n"
-      "as --holder-hex, continued with \\ when wider than the terminal.\n"
+      "as run, with -c, -t, --url and --tls-* as given (paths made absolute),\n"
+      "shell-quoted, a binary holder as --holder-hex, continued with \\ when wider\n"
+      "than the terminal.\n"
       "Exit 1 when there is no such key.\n" },
     { "release", cmd_release,
       "release KEY --holder H|--holder-hex HEX [--if-leaked] [--if-older-than DUR]\n"
@@ -62,7 +63,8 @@ static const struct command {
       "                      writer's <uuid>:<thread>:write), the permit id; one\n"
       "                      that does not hold the lock is refused before the prompt,\n"
       "                      naming the holder it has now\n"
-      "  --holder-hex HEX    the holder's bytes in hex (binary tokens)\n"
+      "  --holder-hex HEX    the holder's bytes in hex (binary tokens, which list and\n"
+      "                      show print as hex:HEX)\n"
       "  --if-leaked         only if the lock is leaked as list --state leaked judges\n"
       "                      it: no TTL for at least leak_grace (when that is not\n"
       "                      known, the refusal names the next step: the agent, or\n"

@@ -6,7 +6,10 @@
  * Keys, holders and values are bytes.  JSON carries each twice, as the
  * agent's API does: sanitised UTF-8 for people ("key") and percent-encoded
  * for programs ("key_escaped"), which is also what lockctl --escaped and
- * the HTTP API's key_escaped take back.
+ * the HTTP API's key_escaped take back.  A holder that is not text
+ * (rslock's and walrus's random bytes) is shown to people as "hex:" and
+ * its bytes in hex, the form --holder-hex takes back, rather than as a
+ * row of U+FFFD that no two holders tell apart.
  *
  * A --json run that fails still prints one JSON document on stdout, an
  * error object {"error", "hint", "exit"} with the same exit code, so a
@@ -152,3 +155,45 @@ out_unescape(const char *s, size_t *len)
     return out;
 }
 
+
+/* Is p[0..n) text a terminal shows as it is: valid UTF-8 (what
+ * keytext_sanitize leaves unchanged) without control characters? */
+static bool
+holder_is_text(const char *p, size_t n)
+{
+    char *clean;
+    bool same;
+
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)p[i] < 0x20 || (unsigned char)p[i] == 0x7f)
+            return false;
+    clean = malloc(KEYTEXT_SANITIZED_MAX(n));
+    if (clean == NULL)
+        return true;            /* the table escapes it anyway */
+    same = keytext_sanitize(clean, KEYTEXT_SANITIZED_MAX(n), p, n) == n &&
+        memcmp(clean, p, n) == 0;
+    free(clean);
+    return same;
+}
+
+size_t
+out_holder(const char *id, size_t n, char *buf, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+
+    if (cap == 0)
+        return 0;
+    if (holder_is_text(id, n)) {
+        o = n < cap - 1 ? n : cap - 1;
+        memcpy(buf, id, o);
+    } else {
+        o = (size_t)snprintf(buf, cap, "hex:");
+        for (size_t i = 0; i < n && o + 2 < cap; i++) {
+            buf[o++] = hex[(unsigned char)id[i] >> 4];
+            buf[o++] = hex[(unsigned char)id[i] & 15];
+        }
+    }
+    buf[o] = '\0';
+    return o;
+}

@@ -8,7 +8,9 @@
  * lockctl as it was run (argv[0] when it names a path, so build/bin/lockctl
  * pastes where lockctl is not on PATH), then every option that chose the
  * Redis this run talked to (-c, -t, --url, --tls-*), then the command's
- * words.  Every word is one shell word in single quotes ('\'' for a quote);
+ * words.  A relative path (argv[0], -c, the --tls-* files) is made
+ * absolute from the working directory, so the line pastes in another
+ * terminal, whatever directory that one is in.  Every word is one shell word in single quotes ('\'' for a quote);
  * a key that is not printable ASCII goes percent-encoded with --escaped,
  * a holder that is not (rslock's and walrus's random bytes) as
  * --holder-hex, since neither a terminal nor a shell argument carries
@@ -22,12 +24,14 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/lockctl.h"
 #include "common/keytext.h"
 #include "common/strbuf.h"
 
 #define PASTE_INDENT 4          /* continuation lines between words */
+#define PASTE_TLS_PATHS 4       /* tls_opts[0..3] name files and a directory */
 
 /* Can c stand in a word lockctl writes without quotes? */
 static bool
@@ -83,6 +87,36 @@ paste_word(struct pasteline *pl, const char *s)
         word(pl, s, strlen(s));
 }
 
+/* Add path as one word, absolute: prefixed with the working directory
+ * when relative (its leading "./" dropped); as given if that is unknown. */
+static void
+path_word(struct pasteline *pl, const char *path)
+{
+    char cwd[4096];
+    struct strbuf sb;
+    char *abs;
+
+    if (path[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL) {
+        paste_word(pl, path);
+        return;
+    }
+    while (path[0] == '.' && path[1] == '/')
+        path += 2 + strspn(path + 2, "/");
+    sb_init(&sb, sizeof(cwd) + strlen(path) + 2);
+    sb_adds(&sb, cwd);
+    if (strcmp(cwd, "/") != 0)
+        sb_add(&sb, "/", 1);
+    sb_adds(&sb, path);
+    if (sb_failed(&sb) || (abs = sb_detach(&sb, NULL)) == NULL) {
+        sb_release(&sb);
+        paste_word(pl, path);
+        return;
+    }
+    sb_release(&sb);
+    paste_word(pl, abs);
+    free(abs);
+}
+
 void
 paste_init(struct pasteline *pl, const struct lockctl *lc, const char *command)
 {
@@ -92,11 +126,13 @@ paste_init(struct pasteline *pl, const struct lockctl *lc, const char *command)
     };
 
     memset(pl, 0, sizeof(*pl));
-    paste_word(pl, lc->argv0 != NULL && strchr(lc->argv0, '/') != NULL ? lc->argv0
-               : "lockctl");
+    if (lc->argv0 != NULL && strchr(lc->argv0, '/') != NULL)
+        path_word(pl, lc->argv0);
+    else
+        paste_word(pl, "lockctl");
     if (lc->config_path != NULL) {
         paste_word(pl, "-c");
-        paste_word(pl, lc->config_path);
+        path_word(pl, lc->config_path);
     }
     /* the target by name, whichever node it resolved to */
     paste_word(pl, "-t");
@@ -108,7 +144,10 @@ paste_init(struct pasteline *pl, const struct lockctl *lc, const char *command)
     for (size_t i = 0; i < SESSION_TLS_OPTIONS; i++)
         if (lc->tls[i] != NULL) {
             paste_word(pl, tls_opts[i]);
-            paste_word(pl, lc->tls[i]);
+            if (i < PASTE_TLS_PATHS)
+                path_word(pl, lc->tls[i]);
+            else
+                paste_word(pl, lc->tls[i]);
         }
     paste_word(pl, command);
 }

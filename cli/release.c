@@ -77,6 +77,20 @@ shown(const char *p, size_t n, size_t width)
     return cut ? cut : strdup("?");
 }
 
+/* A holder as shown(): "hex:..." when its bytes are not text (out_holder). */
+static char *
+holder_shown(const char *p, size_t n, size_t width)
+{
+    size_t cap = OUT_HOLDER_MAX(n);
+    char *text = malloc(cap), *cut;
+
+    if (text == NULL)
+        return strdup("?");
+    cut = shown(text, out_holder(p, n, text, cap), width);
+    free(text);
+    return cut;
+}
+
 #define NEXT_HOLDERS_MAX 3      /* current holders offered a command */
 
 /* Print to stderr what to paste instead: command (release / expire) on
@@ -110,7 +124,7 @@ current_holders(const struct lockctl *lc, const struct change *ch, const struct 
     }
     for (size_t i = 0; i < n && i < NEXT_HOLDERS_MAX; i++) {
         const struct lock_holder *h = &l->view.holders[i];
-        char *who = shown(h->id, h->idlen, 60);
+        char *who = holder_shown(h->id, h->idlen, 60);
 
         table_line(stderr, lockctl_width(lc), "next: it is held by %s now; if that is the "
                    "one to free, %s it with:", who ? who : "?", ch->cmd);
@@ -136,7 +150,7 @@ static int
 refuse_wrong_holder(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 {
     char addr[300], *key = shown(ch->key, ch->keylen, 60);
-    char *holder = shown(ch->holder, ch->holderlen, 48);
+    char *holder = holder_shown(ch->holder, ch->holderlen, 48);
 
     session_address(lc, addr, sizeof(addr));
     lockctl_warnx("%s %s on target %s (%s): refused before asking: %s does not hold it now; "
@@ -154,24 +168,30 @@ static bool
 ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 {
     char q[1024], addr[300], ttl[32], age[32], newttl[32];
-    char *key = shown(ch->key, ch->keylen, 60), *holder = shown(ch->holder, ch->holderlen, 48);
+    char *key = shown(ch->key, ch->keylen, 60);
+    char *holder = holder_shown(ch->holder, ch->holderlen, 48);
+    size_t width = lockctl_width(lc);
     bool yes;
 
     session_address(lc, addr, sizeof(addr));
     out_ttl(l->pttl_ms, ttl, sizeof(ttl));
     out_duration(ch->ttl_ms, newttl, sizeof(newttl));
     verdict_age(l, age, sizeof(age));
+    /* the terminal's width, as every other line (the question is short) */
+    table_line(stderr, width, "%s %s on target %s (%s)",
+               ch->action == RELEASE_ACTION_EXPIRE ? "Expire" : "Release", key ? key : "?",
+               lc->t->name, addr);
     /* a holder past what the read saw: the script checks every one */
-    fprintf(stderr, "%s %s on target %s (%s)\n  holder %s%s\n  format %s, TTL %s, age %s\n",
-            ch->action == RELEASE_ACTION_EXPIRE ? "Expire" : "Release", key ? key : "?",
-            lc->t->name, addr, holder ? holder : "?",
-            holds(l, ch->holder, ch->holderlen) ? "" : " (not among the holders read; the "
-            "release checks them all)", l->fmt->name, ttl, age);
-    if (ch->action == RELEASE_ACTION_EXPIRE)
+    table_line(stderr, width, "  holder %s%s", holder ? holder : "?",
+               holds(l, ch->holder, ch->holderlen) ? "" : " (not among the holders read; the "
+               "release checks them all)");
+    table_line(stderr, width, "  format %s, TTL %s, age %s", l->fmt->name, ttl, age);
+    if (ch->action == RELEASE_ACTION_EXPIRE) {
         snprintf(q, sizeof(q), "Give it a TTL of %s?", newttl);
-    else
-        snprintf(q, sizeof(q), "Release that holder (the key is deleted when no other "
-                 "holder is left) and wake its waiters?");
+    } else {
+        table_line(stderr, width, "  the key is deleted when no other holder is left");
+        snprintf(q, sizeof(q), "Release that holder and wake its waiters?");
+    }
     yes = confirm_ask(q);
     free(key);
     free(holder);

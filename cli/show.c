@@ -278,10 +278,10 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
     }
     for (i = 0; i < l->view.nholders; i++) {
         const struct lock_holder *h = &l->view.holders[i];
-        char field[32];
+        char field[32], id[OUT_HOLDER_MAX(HOLDER_ID_MAX)];
 
         snprintf(field, sizeof(field), "holder%s", l->view.nholders > 1 ? "s" : "");
-        rc |= row(t, i == 0 ? field : "", h->id, h->idlen);
+        rc |= row(t, i == 0 ? field : "", id, out_holder(h->id, h->idlen, id, sizeof(id)));
         snprintf(buf, sizeof(buf), "%ld", h->count);
         rc |= row(t, "  holds", buf, strlen(buf));
     }

@@ -366,14 +366,18 @@ layout(const struct table *t, size_t width, size_t *w)
         used += w[flex];
     }
     /* Room left over: a wrapped column narrower than its text takes it,
-     * so a sentence wraps no more than the terminal makes it. */
-    for (i = 0; i < t->ncols && used < width; i++) {
-        if (!(t->cols[i].flags & TABLE_WRAP) || i == flex || (m = widest(t, i)) <= w[i])
-            continue;
-        m = m - w[i] < width - used ? m - w[i] : width - used;
-        w[i] += m;
-        used += m;
-    }
+     * so a sentence wraps no more than the terminal makes it; then a
+     * column whose cells were cut at its max (a holder), so that a wide
+     * terminal shows them whole. */
+    for (int pass = 0; pass < 2; pass++)
+        for (i = 0; i < t->ncols && used < width; i++) {
+            if (!(t->cols[i].flags & TABLE_WRAP) == !pass || i == flex ||
+                (m = widest(t, i)) <= w[i])
+                continue;
+            m = m - w[i] < width - used ? m - w[i] : width - used;
+            w[i] += m;
+            used += m;
+        }
     /* Fixed columns alone too wide (a tiny width): shrink from the right. */
     for (i = t->ncols; used > width && i-- > 0;) {
         size_t cut = used - width;

@@ -83,7 +83,7 @@ struct target_conf {
     char *tls_key_file;         /* its private key, or NULL */
     char *tls_key;              /* never printed */
     char *tls_server_name;      /* SNI and the name verified, or NULL */
-    bool tls_verify;            /* off: no verification (warned at start) */
+    bool tls_verify;            /* off: no verification (config_warnings) */
     enum target_incremental incremental;
     int64_t reconcile_interval_ms;  /* full scan this often while following */
 };
@@ -270,9 +270,10 @@ const char *config_sink_format_str(enum sink_format format);
  * What a valid config may still get dangerously wrong (configwarn.c): the
  * release endpoint on a non-loopback listener, a release token under
  * CONFIG_TOKEN_MIN bytes, secret and key files (password_file, token_file,
- * tls_key_file, key_file, secret_file) that others may read.  emit gets
- * one line per finding (no prefix); returns how many.  lockwatchd calls it
- * at -n and at every load of the daemon.
+ * tls_key_file, key_file, secret_file) that others may read, a rediss://
+ * target with tls_verify = off.  emit gets one line per finding (no
+ * prefix); returns how many.  lockwatchd calls it at every load: -n,
+ * --once, the daemon's start and reloads.
  */
 #define CONFIG_TOKEN_MIN 16
 typedef void (*config_warn_fn)(void *arg, const char *msg);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * configwarn.c - what a valid config may still get dangerously wrong, said
- * at -n and when the agent starts or reloads (config_warnings): a release
- * endpoint reachable from the network, a release token short enough to
- * guess, and secret or key files others may read.  None of these stops
+ * at -n, --once and when the agent starts or reloads (config_warnings): a
+ * release endpoint reachable from the network, a release token short
+ * enough to guess, secret or key files others may read, and a TLS target
+ * whose server is not verified (tls_verify = off).  None of these stops
  * the load: each is a deployment's choice (a firewall, a proxy, a group
  * the operator trusts) that must not be made by accident.
  *
@@ -82,6 +83,13 @@ config_warnings(const struct config *cfg, config_warn_fn emit, void *arg)
         n += file_warning(t->password_file, what, emit, arg);
         snprintf(what, sizeof(what), "[target %s] tls_key_file", t->name);
         n += file_warning(t->tls_key_file, what, emit, arg);
+        if (t->tls && !t->tls_verify) {
+            snprintf(msg, sizeof(msg), "[target %s] tls_verify = off: the server's "
+                     "certificate and name are not checked (anyone on the network path can "
+                     "pose as it)", t->name);
+            emit(arg, msg);
+            n++;
+        }
     }
     for (i = 0; i < cfg->nwebhooks; i++) {
         snprintf(what, sizeof(what), "[webhook %s] secret_file", cfg->webhooks[i].name);

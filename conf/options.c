@@ -134,7 +134,7 @@ const struct config_option config_options[] = {
     { .section = SECTION_TARGET, .key = "tls_verify", .type = OPT_BOOL,
       .def = "on", .names = bool_onoff,
       AT(struct target_conf, tls_verify),
-      .help = "rediss://: verify the server's certificate and name (off: warned at start)" },
+      .help = "rediss://: verify the server's certificate and name (off: warned at every load)" },
     { .section = SECTION_TARGET, .key = "mode", .type = OPT_ENUM,
       .def = "standalone", .names = mode_names,
       AT(struct target_conf, mode),

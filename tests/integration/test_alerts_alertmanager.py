@@ -14,6 +14,7 @@ Alertmanager no longer lists it as active.
 import datetime
 import json
 import os
+import re
 import subprocess
 import time
 import urllib.request
@@ -123,6 +124,15 @@ class AlertmanagerSink(h.TestCase):
         ag.wait_for(gone, timeout=20, desc="LockLeaked gone from Alertmanager")
         self.assertEqual(h.msum(ag.metrics(), "lockwatch_notifications_total", sink="am",
                                 result="dropped"), 0)
+        # the log's resolved line says what it was about and since when, not
+        # the firing text again (issue 24)
+        log = ag.log_tail(200)
+        line = [ln for ln in log.splitlines() if "alert resolved: LockLeaked" in ln]
+        self.assertEqual(len(line), 1, log)
+        self.assertRegex(line[0], r"alert resolved: LockLeaked: lock %s on main: resolved "
+                         r"after \S+ \(firing since \d{4}-\d\d-\d\dT[\d:]+Z\)$"
+                         % re.escape(KEY))
+        self.assertNotIn("no TTL", line[0])
 
 
 if __name__ == "__main__":

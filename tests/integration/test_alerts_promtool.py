@@ -3,7 +3,9 @@
 `promtool check rules` accepts them, `promtool test rules` passes their unit
 tests (lockwatch-rules.test.yml), every alertname the agent raises has a rule,
 and every metric a rule reads is one the agent exports (checked against a
-live agent's /metrics with samples on, so the wait families are there)."""
+live agent's /metrics with samples on, so the wait families are there).
+docs/alerts.md's table lists every alert kind with its severity, and a
+count of them in words in the docs is right."""
 
 import os
 import re
@@ -52,6 +54,32 @@ class PromRules(h.TestCase):
             text = f.read()
         rules = dict(re.findall(r"(?ms)^\s*- alert: (\w+)\n.*?^\s*severity: (\w+)", text))
         self.assertEqual(rules, kinds)
+
+    def test_docs_count_and_list_every_alert_kind(self):
+        # issue 24: the docs said six alerts where there were seven.  The
+        # table of docs/alerts.md has one row per kind with its severity,
+        # and a count in words ("the same fifteen alerts") is the kinds'
+        with open(os.path.join(h.REPO, "alerts", "alert_kinds.h")) as f:
+            kinds = dict((n, s.lower()) for n, s in
+                         re.findall(r'X\(LOCK_\w+,\s*"(\w+)",\s*(\w+),', f.read()))
+        with open(os.path.join(h.REPO, "docs", "alerts.md")) as f:
+            rows = dict(re.findall(r"(?m)^\| `(Lock\w+)` \| (\w+) \|", f.read()))
+        self.assertEqual(rows, kinds)
+        words = ("zero one two three four five six seven eight nine ten eleven twelve "
+                 "thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty").split()
+        docs = [os.path.join(h.REPO, "README.md"), os.path.join(h.REPO, "CONTRIBUTING.md")]
+        docs += [os.path.join(h.REPO, "docs", n) for n in os.listdir(os.path.join(h.REPO, "docs"))
+                 if n.endswith(".md")]
+        counts = []
+        for path in docs:
+            with open(path) as f:
+                for m in re.finditer(r"(?i)\b(%s|\d+) (?:alert kinds|alerts)\b(?! (?:a|per) )"
+                                     % "|".join(words), f.read()):
+                    n = m.group(1).lower()
+                    if not n.isdigit():
+                        counts.append((os.path.basename(path), words.index(n)))
+        self.assertTrue(counts)
+        self.assertEqual([c for c in counts if c[1] != len(kinds)], [], len(kinds))
 
     def test_rules_match_the_agent(self):
         with open(RULES) as f:

@@ -9,12 +9,16 @@ to do next.  Against a real redis-server (and lockwatchd where it says).
   Redisson locks, read/write and permit semaphore, redis-py, pottery,
   node-redlock, redis-semaphore, redsync, ShedLock, Spring), for
   liblockwatch, for binary tokens (rslock, walrus:
-  --holder-hex), a key with quotes and spaces, a binary key (--escaped),
+  --holder-hex, and shown as hex:... by show and list), a key with quotes
+  and spaces, a binary key (--escaped),
   and at 80 columns where the line is continued with `\\`; with -c and -t
-  as lockctl was run;
-- `COLUMNS=80` and `COLUMNS=200`: no line of list or show is wider, no
-  sentence is cut ("…" only inside list's key and holder cells); -o wide
-  prints everything whole; `list --state long` shows every state of a lock;
+  as lockctl was run, relative paths made absolute (it pastes in another
+  directory);
+- `COLUMNS=80` and `COLUMNS=200`: no line of list or show (or of the
+  release prompt and outcome at 80) is wider, no
+  sentence is cut ("…" only inside list's key and holder cells, and a
+  holder only when the terminal has no room for it); -o wide prints
+  everything whole; `list --state long` shows every state of a lock;
 - a --holder that does not hold the lock is refused before the prompt,
   naming the holder it has and the command for it;
 - with the agent down, ages under a second read "unknown", and a
@@ -79,12 +83,12 @@ def commands(text):
     return out
 
 
-def paste(line, answer=b"y\n", env=None):
+def paste(line, answer=b"y\n", env=None, cwd=None):
     """sh -c line at a terminal that answers `answer`: (rc, stdout, stderr)."""
     master, slave = pty.openpty()
     try:
         p = subprocess.Popen(["sh", "-c", line], stdin=slave, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env)
+                             stderr=subprocess.PIPE, env=env, cwd=cwd)
         os.close(slave)
         slave = None
         os.write(master, answer)
@@ -191,9 +195,12 @@ class LockctlPaste(h.TestCase):
         self.assertTrue(blocks, "no release line for %r:\n%s" % (key, out))
         self.assertIn(lt.LOCKCTL, blocks[0])
         self.assertIn("-c", blocks[0].split())
-        rc, o, e = paste(blocks[0])
+        rc, o, e = paste(blocks[0], env=env_cols(cols))
         self.assertEqual(rc, 0, "%r: %s\n%s\n%s" % (key, blocks[0], o, e))
         self.assertIn(b"[y/N]", e)
+        # the prompt and the outcome fit the terminal too
+        self.assert_fits(e.decode("utf-8"), cols)
+        self.assert_fits(o.decode("utf-8"), cols)
         after = self.holders(cfg, kb)
         self.assertTrue(after is None or before[0] not in after,
                         "%r: %r still holds it: %r" % (key, before[0], after))
@@ -221,6 +228,14 @@ class LockctlPaste(h.TestCase):
                                                                       "walrus-lock"]
         keys += ["lock:it's \"quoted\" $HOME `x` & spaces", "lock:" + "long-" * 30]
         keys += ["-lock:dash"]
+        # a binary holder reads as the hex --holder-hex takes, not as U+FFFD
+        out = self.show(cfg, "lock:rslock")
+        self.assertRegex(out, r"(?m)^holder +hex:00010227ff[0-9a-f]{30}$")
+        self.assertNotIn("\ufffd", out)
+        p = subprocess.run([lt.LOCKCTL, "-c", cfg, "--agent", "off", "list"],
+                           stdout=subprocess.PIPE, env=env_cols(200), timeout=30)
+        row = [ln for ln in p.stdout.decode().split("\n") if ln.startswith("walrus-lock ")]
+        self.assertIn(" hex:00", row[0])
         lines = {}
         for k in keys:
             with self.subTest(key=k):
@@ -243,6 +258,20 @@ class LockctlPaste(h.TestCase):
         self.assertIn("'%s'" % cfg, block)              # quoted: it has a space
         self.assertIn("-t main", block)
         rc, o, e = paste(block)
+        self.assertEqual(rc, 0, e)
+        self.assertFalse(self.c.exists("lock:t"))
+        # lockctl and -c given relative to the working directory: the line
+        # names them absolute, and pastes in a terminal elsewhere
+        self.c.set("lock:t", "tok-t", px=600000)
+        p = subprocess.run([os.path.relpath(lt.LOCKCTL, path), "-c", "./two targets.ini",
+                            "-t", "main", "show", "lock:t"], cwd=path, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                           env=env_cols(200), timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        block = release_blocks(p.stdout.decode())[0]
+        self.assertIn("'%s'" % os.path.realpath(cfg), block)
+        self.assertTrue(block.startswith("/"), block)
+        rc, o, e = paste(block, cwd="/")
         self.assertEqual(rc, 0, e)
         self.assertFalse(self.c.exists("lock:t"))
         # -o wide: nothing continued
@@ -281,6 +310,8 @@ class LockctlPaste(h.TestCase):
                 body = [ln for ln in out.split("\n") if not ln.startswith("lock:")]
                 self.assertFalse(any(ELLIPSIS in ln for ln in body), out)
                 self.assertIn("start the agent", out.replace("\n  ", " "))
+                if cols == 200:         # room to spare: the holder whole
+                    self.assertIn("tok-" + "x" * 40, out)
                 out = self.show(cfg, "lock:payments:settlement:2026-12-02:batch-000017", cols)
                 self.assertNotIn(ELLIPSIS, out)
                 self.assertIn("lock:payments:settlement:2026-12-02:batch-000017", out)

@@ -15,7 +15,7 @@ openssl in the test's temp dir (harness.TLSCerts).
 - a cluster of three TLS nodes, verified against the URL's host name
   (localhost) although the nodes announce 127.0.0.1;
 - a Sentinel target whose sentinel and primary speak TLS only;
-- tls_verify = off is warned at start and shown by -n;
+- tls_verify = off is warned (once) at start, at -n and at --once, and shown by -n;
 - lockwatch.pc's Requires.private names hiredis_ssl and openssl only when
   TLS is built in.
 
@@ -147,10 +147,17 @@ class TLSTest(h.TestCase):
         ag = tls_agent(self, rs, self.certs, tls_ca_file=self.certs.other_ca(),
                        tls_verify="off")
         ag.wait_scans(1)
-        self.assertIn("tls_verify = off", ag.log_tail(200))
+        warning = "warning: [target main] tls_verify = off: the server's certificate"
+        self.assertIn(warning, ag.log_tail(200))
         r = h.run_lockwatchd(["-n", "-c", ag.config_path])
         self.assertRegex(r.stdout, rb"\ntls_verify += off\n")
         self.assertNotIn(b"PRIVATE KEY", r.stdout)
+        self.assertEqual(r.stderr.decode().count(warning), 1, r.stderr)
+        # --once too (issue 24: it said nothing), on stderr beside its exposition
+        r = h.run_lockwatchd(["--once", "-c", ag.config_path])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.decode().count(warning), 1, r.stderr)
+        self.assertIn(b"lockwatch_target_up", r.stdout)
 
     @needs_tls
     def test_lockctl_list_and_release(self):
