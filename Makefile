@@ -7,7 +7,8 @@
 #   make demo       install missing packages, build, run the demo on a throwaway Redis
 #   make bench      the benchmarks in bench/ (figures: timing never fails it,
 #                   a failing agent or tool does);
-#                   make bench-follow runs only follow mode's
+#                   make bench-follow runs only follow mode's,
+#                   make bench-follow-fullscan issue 29's repro (a full scan during churn)
 #   make interop    the real clients (Java, Python, Node, Go) against lockwatch (tests/interop/);
 #                   make interop-deadlock-soak: 60 s of one-order Redisson fair-lock contention
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -76,8 +77,8 @@ DEB_openssl       := libssl-dev
 DEB_hiredis_ssl   := libhiredis-dev (1.x, or make deps-hiredis-tls)
 DEB_cmocka        := libcmocka-dev
 NO_DEPS_GOALS     := deps deps-list deps-hiredis-tls deps-demo deps-test deps-deb deps-fuzz deps-interop \
-                     deps-bench clean uninstall test demo deb bench bench-follow interop \
-                     interop-deadlock-soak
+                     deps-bench clean uninstall test demo deb bench bench-follow \
+                     bench-follow-fullscan interop interop-deadlock-soak
 ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 HAVE_CC      := $(shell command -v $(CC) >/dev/null 2>&1 && echo y)
 HAVE_PKGCONF := $(shell command -v $(lastword $(PKG_CONFIG)) >/dev/null 2>&1 && echo y)
@@ -172,8 +173,8 @@ ALL_OBJ := $(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/main.o $(UNIT_
            $(ITEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/packaging/man/gen_ini5.o \
            $(BUILD)/tests/unit/failalloc.o
 
-.PHONY: all deps test unit integration demo bench bench-follow install uninstall clean deb man \
-        torture deps-hiredis-tls interop interop-deadlock-soak
+.PHONY: all deps test unit integration demo bench bench-follow bench-follow-fullscan install \
+        uninstall clean deb man torture deps-hiredis-tls interop interop-deadlock-soak
 all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(GEN_INI5)
 
 # Which hiredis and whether TLS: rewritten only when that changes, so that
@@ -434,6 +435,12 @@ bench: deps-bench
 bench-follow: deps-bench
 	@$(MAKE) --no-print-directory all
 	@bench/follow $(BUILD)
+
+# Issue 29's repro at its size: a full scan during churn on 2M keys, the
+# agent's lock keys against Redis's (~2 minutes).
+bench-follow-fullscan: deps-bench
+	@$(MAKE) --no-print-directory all
+	@bench/follow $(BUILD) --part fullscan
 
 # --- fuzzing -----------------------------------------------------------------
 # One libFuzzer harness per fuzz/fuzz_<name>.c, seeded from
