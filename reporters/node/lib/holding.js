@@ -50,10 +50,11 @@ class Holding {
   }
 }
 
-// The lines of an acquire call that returned (outcome ok/timeout) or failed.
-// One queued event for both (lib/wire.js emit()).
-function reportAcquire(rep, key, owner, holder, mayWait, t0, t1, outcome) {
-  rep.put(['acquired', key, owner, holder, (t1 - t0) * 1000, outcome, mayWait]);
+// The lines of an acquire call that returned (outcome ok/timeout) or failed:
+// `waiting <outcome>` (when it acquired or sent a start) and `wait`.  One
+// queued event for both (lib/wire.js emit()).
+function reportAcquire(rep, key, owner, holder, started, t0, t1, outcome) {
+  rep.put(['acquired', key, owner, holder, (t1 - t0) * 1000, outcome, started]);
 }
 
 module.exports = { Holding, reportAcquire, party, runAs, now, als };

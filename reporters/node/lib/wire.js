@@ -113,13 +113,15 @@ function encOwner(party, prefix) {
 }
 
 // Append the line(s) of one event to out.  An `acquired` event (an acquire
-// call that returned: key, party, holder, us, outcome, mayWait) is its
-// `waiting <outcome>` line (when the call may wait) and its `wait` line, so
-// the lock path queues one array for both.
+// call that returned: key, party, holder, us, outcome, started) is its
+// `waiting <outcome>` line and its `wait` line, so the lock path queues one
+// array for both.  The waiting line goes out when the call acquired (`ok`,
+// whether or not it waited: the agent ties the holder id Redis shows to its
+// owner through it, docs/line-protocol.md) or when it sent a `start`.
 function emit(ev, prefix, out) {
   switch (ev[0]) {
     case 'acquired':
-      if (ev[6]) out.push('lw1 waiting ' + encKey(ev[1]) + ' ' + encOwner(ev[2], prefix) + ' ' + holderField(ev[3]) + ' ' + ev[5]);
+      if (ev[6] || ev[5] === 'ok') out.push('lw1 waiting ' + encKey(ev[1]) + ' ' + encOwner(ev[2], prefix) + ' ' + holderField(ev[3]) + ' ' + ev[5]);
       out.push('lw1 wait ' + encKey(ev[1]) + ' ' + us(ev[4]) + ' ' + ev[5]);
       return;
     case 'waiting':
