@@ -8,7 +8,8 @@
 // lock.extend() call lock.redlock.unlock/extend, so they are reported too.
 //
 // Holder id: the lock's value (redlock makes it inside acquire; the
-// `waiting ... start` line, sent when the first attempt fails, has it).  Lease clock: lock.expiration.  Lost:
+// `waiting ... start` line, sent when the first attempt fails, has it, as
+// has the `waiting ... ok` of every acquire that got the lock).  Lease clock: lock.expiration.  Lost:
 // an extend that fails is `renewal` (`expired` when the lock's expiration
 // had already passed), a release that fails is `expired`; the library's
 // LockError still reaches the caller.  A multi-resource lock reports each
@@ -31,14 +32,18 @@ function holdingsOf(hs) {
   return Array.isArray(hs) ? hs : [hs];
 }
 
-// Call fn(err, value) once p settles, never throwing: bluebird's nodeify
-// (what redlock 4 returns) registers it without a derived promise; any
-// other promise through then().  p itself goes back to the caller, so its
-// rejection reaches the caller as without the reporter.
+// p, with fn(err, value) called once it settles (never throwing into the
+// library): the promise the caller gets settles as p does, after fn, so the
+// holding is on the Lock before the caller can release it, and a rejection
+// the caller leaves unhandled is reported unhandled as without the reporter.
 function watch(p, fn) {
-  const safe = (err, v) => { try { fn(err, v); } catch (_) { /* never in the library's way */ } };
-  if (typeof p.nodeify === 'function') p.nodeify(safe);
-  else p.then((v) => safe(null, v), (e) => safe(e || new Error('rejected')));
+  return p.then((v) => {
+    try { fn(null, v); } catch (_) { /* never in the library's way */ }
+    return v;
+  }, (e) => {
+    try { fn(e || new Error('rejected')); } catch (_) { /* never in the library's way */ }
+    throw e;
+  });
 }
 
 function isLockError(err) {
@@ -76,10 +81,8 @@ function instrumentRedlock(rl) {
     });
   }
 
-  // The lock path: no derived promise, no per-call map.  The library's
-  // promise is watched with nodeify (bluebird's: a handler registered
-  // before the caller's, so the holding is on the lock before the caller can
-  // release it) and returned as it is; the holding rides on the Lock itself.
+  // The lock path: no per-call map (the holding rides on the Lock itself),
+  // one closure and one derived promise per call (watch()).
   function acquire(resource, ttl, options, callback) {
     if (typeof options === 'function') { callback = options; options = undefined; }
     const rep = reporter.get();
@@ -101,7 +104,7 @@ function instrumentRedlock(rl) {
     } finally {
       attemptCtx = null;
     }
-    watch(p, (err, lock) => {
+    p = watch(p, (err, lock) => {
       const t1 = now();
       const started = ctx !== null && ctx.started;
       if (err) {
@@ -130,8 +133,7 @@ function instrumentRedlock(rl) {
     const rep = hs ? reporter.get() : null;
     if (rep === null) return origUnlock.call(rl, lock, callback);
     lock[HOLDING] = null;
-    const p = origUnlock.call(rl, lock);
-    watch(p, (err) => {
+    const p = watch(origUnlock.call(rl, lock), (err) => {
       const t = now();
       if (err) {
         const wall = Date.now();

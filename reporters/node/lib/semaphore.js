@@ -32,9 +32,10 @@ function onLockLost(err) {
 // _onLockLost (the application's callback or the default) for onLockLost
 // above; optionsIndex stays for the API's sake.
 //
-// The lock path adds no promise hop: tryAcquire and release return the
-// library's own promise, watched by then() handlers registered before the
-// caller's (so the holding is set before the caller can release).
+// tryAcquire and release chain one then() onto the library's promise (no
+// async function around it): the holding is set before the caller can
+// release, and a rejection reaches the caller, handled or not, as it would
+// without the reporter.
 function withReporting(Base, optionsIndex) {   // eslint-disable-line no-unused-vars
   class Reporting extends Base {
     constructor(...args) {
@@ -52,15 +53,15 @@ function withReporting(Base, optionsIndex) {   // eslint-disable-line no-unused-
       const owner = party();
       reportStart(rep, key, owner, holder);
       const t0 = now();
-      const p = super.tryAcquire(abortSignal);
-      p.then((got) => {
+      return super.tryAcquire(abortSignal).then((got) => {
         const t1 = now();
         reportAcquire(rep, key, owner, holder, true, t0, t1, got ? 'ok' : 'timeout');
         if (got) this._lwHolding = new Holding(key, owner, holder, t1, Date.now() + this._acquireOptions.lockTimeout);
-      }, () => {
+        return got;
+      }, (err) => {
         reportAcquire(rep, key, owner, holder, true, t0, now(), 'error');
+        throw err;
       });
-      return p;
     }
 
     async _refresh() {
@@ -76,10 +77,13 @@ function withReporting(Base, optionsIndex) {   // eslint-disable-line no-unused-
       if (rep === null) return super.release();
       this._lwHolding = null;
       if (Date.now() > h.leaseEnd) h.reportLost(rep, 'expired');
-      const p = super.release();
-      const hold = () => h.reportHold(rep);
-      p.then(hold, hold);
-      return p;
+      return super.release().then((v) => {
+        h.reportHold(rep);
+        return v;
+      }, (err) => {
+        h.reportHold(rep);
+        throw err;
+      });
     }
   }
   Object.defineProperty(Reporting, 'name', { value: `Reporting${Base.name}` });
