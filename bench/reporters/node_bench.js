@@ -4,7 +4,8 @@
 // release cycles through the bare library and through the reporter
 // (reporting to SINK), interleaved: R rounds, each running N cycles of both
 // variants in alternating order.  Prints JSON: per library, the seconds per
-// cycle of each round for both variants.
+// cycle of each round for both variants, wall clock and process CPU (the
+// CPU is the steadier figure on a busy machine).
 'use strict';
 
 const Redis = require('ioredis');
@@ -39,13 +40,16 @@ async function main() {
   for (const [name, [bare, rep]] of Object.entries(libs)) {
     await bare();
     await rep();
-    const res = { bare: [], reporter: [] };
+    const res = { bare: [], reporter: [], bare_cpu: [], reporter_cpu: [] };
     for (let i = 0; i < rounds; i++) {
       const order = i % 2 ? [['reporter', rep], ['bare', bare]] : [['bare', bare], ['reporter', rep]];
       for (const [label, fn] of order) {
+        const c0 = process.cpuUsage();
         const t0 = process.hrtime.bigint();
         await fn();
         res[label].push(Number(process.hrtime.bigint() - t0) / 1e9 / n);
+        const c = process.cpuUsage(c0);
+        res[`${label}_cpu`].push((c.user + c.system) / 1e6 / n);
       }
     }
     out[name] = res;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Types of lockwatch-reporter (index.js).
 
-/** Reporter counters: events taken off the queue, lines sent in datagrams
- *  at least one destination accepted, datagrams, events dropped because the
- *  queue was full, lines dropped because every send failed, events pending. */
+/** Reporter counters: lines queued, lines sent in datagrams at least one
+ *  destination accepted, datagrams, lines dropped because the queue was
+ *  full, lines dropped because every send failed, lines pending. */
 export interface ReporterStats {
   queued: number;
   sent: number;

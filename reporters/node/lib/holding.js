@@ -3,6 +3,9 @@
 // library: the waiting/wait lines of an acquire call, the hold line of a
 // release, and the lost line (at most once per holding) with a lease clock
 // (wall-clock ms, as the libraries keep theirs: redlock's lock.expiration).
+// The lock path's lines are built here, straight from lib/wire.js's cached
+// encodings, and handed to the reporter's line(); the test hook (tap) gets
+// the same event as an array (lib/wire.js emit() turns one into its lines).
 //
 // Owner party: an AsyncLocalStorage store set by the wrappers' using(); an
 // acquire outside one gets a fresh number from a per-process counter, kept
@@ -11,6 +14,7 @@
 
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { performance } = require('node:perf_hooks');
+const wire = require('./wire');
 
 const als = new AsyncLocalStorage();
 let nextParty = 0;
@@ -46,14 +50,36 @@ class Holding {
   }
 
   reportHold(rep, t = now()) {
-    rep.put(['hold', this.key, (t - this.acquiredAt) * 1000, this.party, this.holder]);
+    const us = (t - this.acquiredAt) * 1000;
+    if (rep.tap !== null) tap(rep, ['hold', this.key, us, this.party, this.holder]);
+    rep.line('lw1 hold ' + wire.encKey(this.key) + ' ' + wire.us(us) + ' ' +
+      wire.encOwner(this.party, rep.prefix) + ' ' + wire.encHolder(this.holder));
   }
 }
 
-// The lines of an acquire call that returned (outcome ok/timeout) or failed.
-// One queued event for both (lib/wire.js emit()).
-function reportAcquire(rep, key, owner, holder, mayWait, t0, t1, outcome) {
-  rep.put(['acquired', key, owner, holder, (t1 - t0) * 1000, outcome, mayWait]);
+function tap(rep, ev) {
+  try { rep.tap(ev); } catch (_) { /* a test hook never breaks a lock call */ }
 }
 
-module.exports = { Holding, reportAcquire, party, runAs, now, als };
+// `waiting ... start`: an acquire call that may wait began (or, redlock,
+// its first attempt found the lock taken).
+function reportStart(rep, key, owner, holder) {
+  if (rep.tap !== null) tap(rep, ['waiting', key, owner, holder, 'start']);
+  rep.line('lw1 waiting ' + wire.encKey(key) + ' ' + wire.encOwner(owner, rep.prefix) + ' ' +
+    wire.encHolder(holder) + ' start');
+}
+
+// The lines of an acquire call that returned (outcome ok/timeout) or failed:
+// `waiting <outcome>` (when it acquired, waited or not, or sent a start)
+// and `wait` (as lib/wire.js emit() does with the tap's `acquired` event).
+function reportAcquire(rep, key, owner, holder, started, t0, t1, outcome) {
+  const us = (t1 - t0) * 1000;
+  if (rep.tap !== null) tap(rep, ['acquired', key, owner, holder, us, outcome, started]);
+  const k = wire.encKey(key);
+  if (started || outcome === 'ok') {
+    rep.line('lw1 waiting ' + k + ' ' + wire.encOwner(owner, rep.prefix) + ' ' + wire.encHolder(holder) + ' ' + outcome);
+  }
+  rep.line('lw1 wait ' + k + ' ' + wire.us(us) + ' ' + outcome);
+}
+
+module.exports = { Holding, reportStart, reportAcquire, party, runAs, now, als };

@@ -8,20 +8,42 @@
 // lock.extend() call lock.redlock.unlock/extend, so they are reported too.
 //
 // Holder id: the lock's value (redlock makes it inside acquire; the
-// `waiting ... start` line, sent when the first attempt fails, has it).  Lease clock: lock.expiration.  Lost:
+// `waiting ... start` line, sent when the first attempt fails, has it, as
+// has the `waiting ... ok` of every acquire that got the lock).  Lease clock: lock.expiration.  Lost:
 // an extend that fails is `renewal` (`expired` when the lock's expiration
 // had already passed), a release that fails is `expired`; the library's
 // LockError still reaches the caller.  A multi-resource lock reports each
 // resource as its own key.
 'use strict';
 
-const { Holding, reportAcquire, party, runAs, now } = require('./holding');
+const { Holding, reportStart, reportAcquire, party, runAs, now } = require('./holding');
 const reporter = require('./reporter');
 
 const INSTRUMENTED = Symbol('lockwatch.instrumented');
+// On a Lock: its Holding (one resource) or [Holding per resource]
+const HOLDING = Symbol('lockwatch.holding');
+const EMPTY = Object.freeze({});
 
 function keysOf(resource) {
   return Array.isArray(resource) ? resource : [resource];
+}
+
+function holdingsOf(hs) {
+  return Array.isArray(hs) ? hs : [hs];
+}
+
+// p, with fn(err, value) called once it settles (never throwing into the
+// library): the promise the caller gets settles as p does, after fn, so the
+// holding is on the Lock before the caller can release it, and a rejection
+// the caller leaves unhandled is reported unhandled as without the reporter.
+function watch(p, fn) {
+  return p.then((v) => {
+    try { fn(null, v); } catch (_) { /* never in the library's way */ }
+    return v;
+  }, (e) => {
+    try { fn(e || new Error('rejected')); } catch (_) { /* never in the library's way */ }
+    throw e;
+  });
 }
 
 function isLockError(err) {
@@ -35,7 +57,6 @@ function instrumentRedlock(rl) {
   const origUnlock = proto.unlock;
   const origExtend = proto.extend;
   const origExec = typeof proto._executeScript === 'function' ? proto._executeScript : null;
-  const holdings = new WeakMap();   // Lock -> [Holding per resource]
 
   // `waiting ... start` goes out when the first attempt finds the lock taken,
   // as liblockwatch does (an acquire that gets the lock at once costs no
@@ -46,7 +67,7 @@ function instrumentRedlock(rl) {
   function startWaiting(ctx, holder) {
     ctx.started = true;
     ctx.holder = holder;
-    for (const k of ctx.keys) ctx.rep.put(['waiting', k, ctx.owner, holder, 'start']);
+    for (const k of ctx.keys) reportStart(ctx.rep, k, ctx.owner, holder);
   }
   function executeScript(server, name, args, callback) {
     const ctx = attemptCtx;
@@ -60,74 +81,83 @@ function instrumentRedlock(rl) {
     });
   }
 
+  // The lock path: no per-call map (the holding rides on the Lock itself),
+  // one closure and one derived promise per call (watch()).
   function acquire(resource, ttl, options, callback) {
-    if (typeof options === 'function') { callback = options; options = {}; }
-    options = options || {};
+    if (typeof options === 'function') { callback = options; options = undefined; }
     const rep = reporter.get();
-    if (rep === null) return origLock.call(rl, resource, ttl, options, callback);
-    const keys = keysOf(resource);
+    if (rep === null) return origLock.call(rl, resource, ttl, options || EMPTY, callback);
+    const multi = Array.isArray(resource);
     const owner = party();
-    const retries = options.retryCount || rl.retryCount;
+    const retries = (options && options.retryCount) || rl.retryCount;
     // ctx.started: a `waiting ... start` was sent (see executeScript)
-    const ctx = { rep, keys, owner, n: keys.length, started: false };
-    if (retries !== 0 && !origExec) startWaiting(ctx, null);
+    let ctx = null;
+    if (retries !== 0) {
+      ctx = { rep, keys: multi ? resource : [resource], owner, n: multi ? resource.length : 1, started: false, holder: null };
+      if (!origExec) startWaiting(ctx, null);
+    }
     const t0 = now();
-    let p0;
-    attemptCtx = retries !== 0 ? ctx : null;
+    let p;
+    attemptCtx = ctx;
     try {
-      p0 = origLock.call(rl, resource, ttl, options);
+      p = origLock.call(rl, resource, ttl, options || EMPTY);
     } finally {
       attemptCtx = null;
     }
-    const p = p0.then((lock) => {
+    p = watch(p, (err, lock) => {
       const t1 = now();
+      const started = ctx !== null && ctx.started;
+      if (err) {
+        const outcome = isLockError(err) ? 'timeout' : 'error';
+        const holder = started ? ctx.holder : null;
+        for (const k of keysOf(resource)) reportAcquire(rep, k, owner, holder, started, t0, t1, outcome);
+        return;
+      }
+      if (!multi) {
+        reportAcquire(rep, resource, owner, lock.value, started, t0, t1, 'ok');
+        lock[HOLDING] = new Holding(resource, owner, lock.value, t1, lock.expiration);
+        return;
+      }
       const hs = [];
-      const mayWait = ctx.started;
-      for (const k of keys) {
-        reportAcquire(rep, k, owner, lock.value, mayWait, t0, t1, 'ok');
+      for (const k of resource) {
+        reportAcquire(rep, k, owner, lock.value, started, t0, t1, 'ok');
         hs.push(new Holding(k, owner, lock.value, t1, lock.expiration));
       }
-      holdings.set(lock, hs);
-      return lock;
-    }, (err) => {
-      const t1 = now();
-      const outcome = isLockError(err) ? 'timeout' : 'error';
-      for (const k of keys) reportAcquire(rep, k, owner, ctx.holder || null, ctx.started, t0, t1, outcome);
-      throw err;
+      lock[HOLDING] = hs;
     });
     return callback ? p.nodeify(callback) : p;
   }
 
   function unlock(lock, callback) {
-    const hs = lock ? holdings.get(lock) : undefined;
+    const hs = lock ? lock[HOLDING] : undefined;
     const rep = hs ? reporter.get() : null;
     if (rep === null) return origUnlock.call(rl, lock, callback);
-    holdings.delete(lock);
-    const p = origUnlock.call(rl, lock).then((v) => {
+    lock[HOLDING] = null;
+    const p = watch(origUnlock.call(rl, lock), (err) => {
       const t = now();
-      for (const h of hs) h.reportHold(rep, t);
-      return v;
-    }, (err) => {
-      const t = now();
-      const wall = Date.now();
-      for (const h of hs) { h.reportLost(rep, 'expired', t, wall); h.reportHold(rep, t); }
-      throw err;
+      if (err) {
+        const wall = Date.now();
+        for (const h of holdingsOf(hs)) { h.reportLost(rep, 'expired', t, wall); h.reportHold(rep, t); }
+        return;
+      }
+      if (!Array.isArray(hs)) hs.reportHold(rep, t);
+      else for (const h of hs) h.reportHold(rep, t);
     });
     return callback ? p.nodeify(callback) : p;
   }
 
   function extend(lock, ttl, callback) {
-    const hs = lock ? holdings.get(lock) : undefined;
+    const hs = lock ? lock[HOLDING] : undefined;
     const rep = hs ? reporter.get() : null;
     if (rep === null) return origExtend.call(rl, lock, ttl, callback);
     const expiredAlready = lock.expiration < Date.now();
     const p = origExtend.call(rl, lock, ttl).then((l) => {
-      for (const h of hs) h.leaseEnd = lock.expiration;
+      for (const h of holdingsOf(hs)) h.leaseEnd = lock.expiration;
       return l;
     }, (err) => {
       const t = now();
       const wall = Date.now();
-      for (const h of hs) h.reportLost(rep, expiredAlready ? 'expired' : 'renewal', t, wall);
+      for (const h of holdingsOf(hs)) h.reportLost(rep, expiredAlready ? 'expired' : 'renewal', t, wall);
       throw err;
     });
     return callback ? p.nodeify(callback) : p;
@@ -175,7 +205,7 @@ function instrumentRedlock(rl) {
   }
 
   if (!origLock) throw new TypeError('instrumentRedlock: not a node-redlock 4 instance');
-  rl.acquire = rl.lock = (resource, ttl, callback) => acquire(resource, ttl, {}, callback);
+  rl.acquire = rl.lock = (resource, ttl, callback) => acquire(resource, ttl, undefined, callback);
   rl.acquireWithOptions = rl.lockWithOptions = acquire;
   rl.release = rl.unlock = unlock;
   rl.extend = extend;

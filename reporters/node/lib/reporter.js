@@ -4,14 +4,19 @@
 // 1432 bytes, signs them when a key is set and hands them to dgram.
 //
 // Why this shape: the lock path must cost next to nothing (the 5% budget of
-// docs/reporters.md), so put() only pushes a small array; formatting,
-// encoding, signing and the sends happen in flush(), run by an unref'd
-// 200 ms interval, or by an unref'd setImmediate once 256 events are
-// pending (a busy process sends full datagrams without waiting for the
-// interval).  The sockets are unref'd too: the reporter never keeps the
-// process alive.  A full queue drops the event and counts it; a failed send
-// (the callback's error, or an 'error' event) drops the datagram and counts
-// its lines; nothing is retried, thrown or rejected into the application.
+// docs/reporters.md), so it does the least work a line can cost: the
+// wrappers build each line from fields they encoded once per acquire
+// (lib/holding.js) and line() appends it to the datagram being filled (a
+// string; a line that would not fit starts the next one).  No event object
+// is queued and nothing is formatted twice.  Full datagrams wait in a short
+// list and go out in bursts (a burst of sends costs less per datagram than
+// sends spread out): an unref'd setImmediate sends them once BURST are
+// full, and the unref'd 200 ms interval sends whatever is there, the partly
+// filled datagram included.  The sockets are unref'd too: the reporter
+// never keeps the process alive.  A full queue (capacity lines pending)
+// drops the line and counts it; a failed send (the callback's error, or an
+// 'error' event) drops the datagram and counts its lines; nothing is
+// retried, thrown or rejected into the application.
 'use strict';
 
 const dgram = require('node:dgram');
@@ -22,15 +27,22 @@ const wire = require('./wire');
 
 const QUEUE_CAPACITY = 8192;
 const FLUSH_MS = 200;
-const FLUSH_SOON = 256;
+const BURST = 4;   // full datagrams that start a send
 
 class Reporter {
   constructor(cfg, { capacity = QUEUE_CAPACITY, flushMs = FLUSH_MS, start = true } = {}) {
     this.config = cfg;
     this.enabled = cfg.enabled;
     this.capacity = capacity;
-    this._q = [];
-    this._prefix = wire.pct(cfg.process) + '/';
+    this._n = 0;             // lines pending (full datagrams and _cur)
+    this._full = [];         // full datagrams' text, not sent yet
+    this._fullN = [];        // and their line counts
+    this._cur = '';          // lines of the datagram being filled
+    this._curN = 0;          // and their count
+    this._budget = cfg.key ? wire.MAX_DATAGRAM - wire.MAC_LINE_LEN : wire.MAX_DATAGRAM;
+    this._soonAll = false;   // the scheduled send sends everything (sendSoon)
+    this._runSoon = () => this._sendScheduled();
+    this.prefix = wire.pct(cfg.process) + '/';   // encoded `<process>/` of owner ids
     this._targets = [];      // {sock, connected}: connected UDP sockets
     this._pendingLookups = 0;
     this._timer = null;
@@ -95,52 +107,105 @@ class Reporter {
 
   _disable() {
     this.enabled = false;
-    this._q.length = 0;
+    this._full = [];
+    this._fullN = [];
+    this._cur = '';
+    this._curN = 0;
+    this._n = 0;
     this.close();
   }
 
-  // The only method the lock path calls: never blocks, never throws.
+  // One line (ASCII, no terminator) onto the datagram being filled: what
+  // the lock path calls (lib/holding.js).  Never blocks, never throws.
+  line(ln) {
+    if (!this.enabled) return;
+    if (this._n >= this.capacity) {
+      this.counts.droppedQueueFull++;
+      return;
+    }
+    this._n++;
+    this.counts.queued++;
+    if (this._curN > 0 && this._cur.length + ln.length + 1 > this._budget) {
+      this._full.push(this._cur);
+      this._fullN.push(this._curN);
+      this._cur = ln + '\n';
+      this._curN = 1;
+      if (this._full.length >= BURST && this._soon === null) this._schedule();
+      return;
+    }
+    this._cur += ln + '\n';
+    this._curN++;
+  }
+
+  // One event as an array (see lib/wire.js emit(); what tests and the
+  // rare lines use): its line(s), and the test hook.
   put(ev) {
     if (!this.enabled) return;
     if (this.tap !== null) {
       try { this.tap(ev); } catch (_) { /* a test hook never breaks a lock call */ }
     }
-    const q = this._q;
-    if (q.length >= this.capacity) {
-      this.counts.droppedQueueFull++;
-      return;
-    }
-    q.push(ev);
-    if (q.length === FLUSH_SOON) this.sendSoon();
+    const lines = [];
+    try { wire.emit(ev, this.prefix, lines); } catch (_) { this.counts.droppedSendFailed++; }
+    for (let i = 0; i < lines.length; i++) this.line(lines[i]);
   }
 
   // A lost line was queued: send what is queued on the next turn of the
   // event loop rather than at the interval (the agent times a lease overrun
   // by the line's arrival).
   sendSoon() {
+    this._soonAll = true;
+    this._schedule();
+  }
+
+  _schedule() {
     if (!this.enabled || this._soon !== null || this._timer === null) return;
-    this._soon = setImmediate(() => { this._soon = null; this.flush(); });
+    this._soon = setImmediate(this._runSoon);
     this._soon.unref();
   }
 
-  // Send everything queued now (the interval, beforeExit, tests).
+  _sendScheduled() {
+    this._soon = null;
+    if (this._soonAll) {
+      this._soonAll = false;
+      this.flush();
+      return;
+    }
+    try { this._sendFull(); } catch (_) { /* never throw into a timer */ }
+  }
+
+  // Send the full datagrams (not the one being filled).
+  _sendFull() {
+    if (this._pendingLookups > 0 || this._full.length === 0) return;
+    const full = this._full;
+    const fullN = this._fullN;
+    this._full = [];
+    this._fullN = [];
+    this._n = this._curN;
+    for (let i = 0; i < full.length; i++) this._sendText(full[i], fullN[i]);
+  }
+
+  // Send everything queued now (the interval, sendSoon, beforeExit, tests).
   flush() {
     try {
-      if (this._pendingLookups > 0 || this._q.length === 0) return;
-      const evs = this._q;
-      this._q = [];
-      this.counts.queued += evs.length;
-      const lines = [];
-      for (const ev of evs) {
-        try { wire.emit(ev, this._prefix, lines); } catch (_) { this.counts.droppedSendFailed++; }
-      }
-      const key = this.config.key;
-      const budget = wire.MAX_DATAGRAM - (key ? wire.MAC_LINE_LEN : 0);
-      for (const d of wire.packCounted(lines, budget)) {
-        const body = key ? wire.sign(key, d.body, Math.floor(Date.now() / 1000)) : d.body;
-        this._send(body, d.lines);
+      if (this._pendingLookups > 0) return;
+      this._sendFull();
+      if (this._curN > 0) {
+        const cur = this._cur;
+        const nl = this._curN;
+        this._cur = '';
+        this._curN = 0;
+        this._n = 0;
+        this._sendText(cur, nl);
       }
     } catch (_) { /* never throw into a timer either */ }
+  }
+
+  // One datagram's lines (ASCII: everything else is percent-encoded),
+  // signed when a key is set.
+  _sendText(text, nl) {
+    const key = this.config.key;
+    const body = Buffer.from(text, 'latin1');
+    this._send(key ? wire.sign(key, body, Math.floor(Date.now() / 1000)) : body, nl);
   }
 
   _send(body, nl) {
@@ -174,7 +239,7 @@ class Reporter {
   }
 
   stats() {
-    return { ...this.counts, pending: this._q.length };
+    return { ...this.counts, pending: this._n };
   }
 }
 

@@ -11,47 +11,57 @@
 // `expired`.
 'use strict';
 
-const { Holding, reportAcquire, party, now } = require('./holding');
+const { Holding, reportStart, reportAcquire, party, now } = require('./holding');
 const reporter = require('./reporter');
+
+// The library calls this._onLockLost(err) when a refresh fails: report the
+// loss, then the application's callback (or the library's default, which
+// throws).
+function onLockLost(err) {
+  const h = this._lwHolding;
+  const rep = h ? reporter.get() : null;
+  if (rep !== null) h.reportLost(rep, 'renewal');
+  const appLost = this._lwAppLost;
+  if (appLost) return appLost.call(this, err);
+  throw err;   // the library's default
+}
 
 // optionsIndex: where the options argument sits in Base's constructor
 // (Mutex(client, key, options): 2; Semaphore(client, key, limit, options): 3).
-function withReporting(Base, optionsIndex) {
+// The options are not copied: the constructor swaps the library's
+// _onLockLost (the application's callback or the default) for onLockLost
+// above; optionsIndex stays for the API's sake.
+//
+// tryAcquire and release chain one then() onto the library's promise (no
+// async function around it): the holding is set before the caller can
+// release, and a rejection reaches the caller, handled or not, as it would
+// without the reporter.
+function withReporting(Base, optionsIndex) {   // eslint-disable-line no-unused-vars
   class Reporting extends Base {
     constructor(...args) {
-      const opts = Object.assign({}, args[optionsIndex] || {});
-      const appLost = opts.onLockLost;
-      opts.onLockLost = function onLockLost(err) {
-        const h = this._lwHolding;
-        const rep = h ? reporter.get() : null;
-        if (rep !== null) h.reportLost(rep, 'renewal');
-        if (appLost) return appLost.call(this, err);
-        throw err;   // the library's default
-      };
-      args[optionsIndex] = opts;
       super(...args);
+      this._lwAppLost = this._onLockLost;
+      this._onLockLost = onLockLost;
       this._lwHolding = null;
     }
 
-    async tryAcquire(abortSignal) {
+    tryAcquire(abortSignal) {
       const rep = reporter.get();
       if (rep === null) return super.tryAcquire(abortSignal);
       const key = this._key;
       const holder = this._identifier;
       const owner = party();
-      rep.put(['waiting', key, owner, holder, 'start']);
+      reportStart(rep, key, owner, holder);
       const t0 = now();
-      let got;
-      try {
-        got = await super.tryAcquire(abortSignal);
-      } catch (err) {
+      return super.tryAcquire(abortSignal).then((got) => {
+        const t1 = now();
+        reportAcquire(rep, key, owner, holder, true, t0, t1, got ? 'ok' : 'timeout');
+        if (got) this._lwHolding = new Holding(key, owner, holder, t1, Date.now() + this._acquireOptions.lockTimeout);
+        return got;
+      }, (err) => {
         reportAcquire(rep, key, owner, holder, true, t0, now(), 'error');
         throw err;
-      }
-      const t1 = now();
-      reportAcquire(rep, key, owner, holder, true, t0, t1, got ? 'ok' : 'timeout');
-      if (got) this._lwHolding = new Holding(key, owner, holder, t1, Date.now() + this._acquireOptions.lockTimeout);
-      return got;
+      });
     }
 
     async _refresh() {
@@ -61,17 +71,19 @@ function withReporting(Base, optionsIndex) {
       return ok;
     }
 
-    async release() {
+    release() {
       const h = this._lwHolding;
       const rep = h ? reporter.get() : null;
       if (rep === null) return super.release();
       this._lwHolding = null;
       if (Date.now() > h.leaseEnd) h.reportLost(rep, 'expired');
-      try {
-        return await super.release();
-      } finally {
+      return super.release().then((v) => {
         h.reportHold(rep);
-      }
+        return v;
+      }, (err) => {
+        h.reportHold(rep);
+        throw err;
+      });
     }
   }
   Object.defineProperty(Reporting, 'name', { value: `Reporting${Base.name}` });

@@ -37,7 +37,7 @@ function holderField(v) {
 
 function us(v) {
   if (!(v > 0)) return '0';
-  return String(Math.min(Math.round(v), MAX_US));
+  return '' + (v < MAX_US ? Math.round(v) : MAX_US);
 }
 
 // One event (an array, see Reporter.put) as a line without its terminator.
@@ -83,25 +83,37 @@ function pack(lines, budget = MAX_DATAGRAM) {
   return packCounted(lines, budget).map((d) => d.body);
 }
 
-// Keys and owners repeat: their encoded forms are cached (bounded: emptied
-// when full) in maps keyed by the raw values themselves, so the flush's
-// cost per line stays small (no cache key is built per line).
+// Keys, owners and holder ids repeat: their encoded forms are cached so the
+// flush's cost per line stays small.  Keys in a map keyed by the raw key
+// (bounded: emptied when full), behind the last key seen; owners that are
+// the wrappers' counter numbers need no encoding (digits), other parties
+// (runAs) in a map per prefix; holder ids only as the last one seen (an
+// acquire's waiting and wait lines and its hold name the same one, and a
+// fresh id per acquire would only churn a map).
 const CACHE_MAX = 4096;
 let keys = new Map();     // key -> encoded key
+let lastKey = null;
+let lastKeyEnc = '';
 let owners = new Map();   // party -> encoded `<process>/<party>` (per prefix)
 let ownersPrefix = null;
+let lastHolder = null;
+let lastHolderEnc = '-';
 
 function encKey(key) {
+  if (key === lastKey) return lastKeyEnc;
   let k = keys.get(key);
   if (k === undefined) {
     k = pct(key);
     if (keys.size >= CACHE_MAX) keys = new Map();
     keys.set(key, k);
   }
+  lastKey = key;
+  lastKeyEnc = k;
   return k;
 }
 
 function encOwner(party, prefix) {
+  if (typeof party === 'number') return prefix + party;
   if (prefix !== ownersPrefix) { owners = new Map(); ownersPrefix = prefix; }
   let o = owners.get(party);
   if (o === undefined) {
@@ -112,21 +124,31 @@ function encOwner(party, prefix) {
   return o;
 }
 
+function encHolder(v) {
+  if (v !== lastHolder) {
+    lastHolderEnc = holderField(v);
+    lastHolder = v;
+  }
+  return lastHolderEnc;
+}
+
 // Append the line(s) of one event to out.  An `acquired` event (an acquire
-// call that returned: key, party, holder, us, outcome, mayWait) is its
-// `waiting <outcome>` line (when the call may wait) and its `wait` line, so
-// the lock path queues one array for both.
+// call that returned: key, party, holder, us, outcome, started) is its
+// `waiting <outcome>` line and its `wait` line, so the lock path queues one
+// array for both.  The waiting line goes out when the call acquired (`ok`,
+// whether or not it waited: the agent ties the holder id Redis shows to its
+// owner through it, docs/line-protocol.md) or when it sent a `start`.
 function emit(ev, prefix, out) {
   switch (ev[0]) {
     case 'acquired':
-      if (ev[6]) out.push('lw1 waiting ' + encKey(ev[1]) + ' ' + encOwner(ev[2], prefix) + ' ' + holderField(ev[3]) + ' ' + ev[5]);
+      if (ev[6] || ev[5] === 'ok') out.push('lw1 waiting ' + encKey(ev[1]) + ' ' + encOwner(ev[2], prefix) + ' ' + encHolder(ev[3]) + ' ' + ev[5]);
       out.push('lw1 wait ' + encKey(ev[1]) + ' ' + us(ev[4]) + ' ' + ev[5]);
       return;
     case 'waiting':
-      out.push('lw1 waiting ' + encKey(ev[1]) + ' ' + encOwner(ev[2], prefix) + ' ' + holderField(ev[3]) + ' ' + ev[4]);
+      out.push('lw1 waiting ' + encKey(ev[1]) + ' ' + encOwner(ev[2], prefix) + ' ' + encHolder(ev[3]) + ' ' + ev[4]);
       return;
     case 'hold':
-      out.push('lw1 hold ' + encKey(ev[1]) + ' ' + us(ev[2]) + ' ' + encOwner(ev[3], prefix) + ' ' + holderField(ev[4]));
+      out.push('lw1 hold ' + encKey(ev[1]) + ' ' + us(ev[2]) + ' ' + encOwner(ev[3], prefix) + ' ' + encHolder(ev[4]));
       return;
     default:
       out.push(line(ev, prefix));
@@ -141,4 +163,7 @@ function sign(key, body, unixSeconds) {
   return Buffer.concat([Buffer.from(`lw1 mac ${mac} `), signed]);
 }
 
-module.exports = { MAX_DATAGRAM, MAC_LINE_LEN, pct, holderField, us, line, emit, pack, packCounted, sign };
+module.exports = {
+  MAX_DATAGRAM, MAC_LINE_LEN, pct, holderField, us, line, emit, pack, packCounted, sign,
+  encKey, encOwner, encHolder,
+};

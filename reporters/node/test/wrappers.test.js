@@ -8,6 +8,7 @@ const assert = require('node:assert');
 const reporter = require('../lib/reporter');
 const { instrumentRedlock } = require('../lib/redlock');
 const { withReporting } = require('../lib/semaphore');
+const wire = require('../lib/wire');
 
 process.removeAllListeners('warning');
 process.on('warning', () => {});
@@ -53,11 +54,15 @@ class FakeRedlock {
   }
 }
 
-// Event kinds as lines: an `acquired` event is its waiting end (when the
-// call may wait) and its wait line.
-const kinds = (evs) => evs.flatMap((e) => e[0] === 'acquired'
-  ? (e[6] ? [`waiting:${e[5]}`, `wait:${e[5]}`] : [`wait:${e[5]}`])
-  : [e[0] + (e[0] === 'waiting' ? ':' + e[4] : e[0] === 'lost' ? ':' + e[6] : '')]);
+// The events as the lines they become on the wire (lib/wire.js emit()),
+// each shortened to its kind and outcome / reason: `waiting:ok`, `wait:ok`,
+// `hold`, `lost:renewal`.
+const lines = (evs) => { const out = []; for (const e of evs) wire.emit(e, 'h:1/', out); return out; };
+const kinds = (evs) => lines(evs).map((l) => {
+  const f = l.split(' ');
+  return f[1] === 'waiting' ? `waiting:${f[5]}` : f[1] === 'wait' ? `wait:${f[4]}`
+    : f[1] === 'lost' ? `lost:${f[7]}` : f[1];
+});
 
 test('redlock: acquire, release, timeout', async () => {
   const evs = capture();
@@ -184,11 +189,38 @@ test('redlock: waiting start only when the first attempt finds the lock taken', 
   const evs = capture();
   const rl = instrumentRedlock(new ScriptedRedlock());
   const a = await rl.acquire('lock:s', 1000);
-  assert.deepStrictEqual(kinds(evs), ['wait:ok']);
+  // no wait, no start; the ok (with the value Redis shows) all the same
+  assert.deepStrictEqual(kinds(evs), ['waiting:ok', 'wait:ok']);
+  assert.strictEqual(lines(evs)[0], `lw1 waiting lock:s h:1/${evs[0][2]} ${a.value} ok`);
   setTimeout(() => a.unlock(), 8);
   const b = await rl.acquire('lock:s', 1000);
-  assert.deepStrictEqual(kinds(evs), ['wait:ok', 'waiting:start', 'hold', 'waiting:ok', 'wait:ok']);
+  assert.deepStrictEqual(kinds(evs), ['waiting:ok', 'wait:ok', 'waiting:start', 'hold', 'waiting:ok', 'wait:ok']);
   const start = evs.find((e) => e[0] === 'waiting');
   assert.strictEqual(start[3], b.value);
+  assert.strictEqual(lines(evs)[4].split(' ')[4], b.value);
   await b.unlock();
+});
+
+test('redlock: retryCount 0 sends waiting ok when it acquired, no waiting line when it did not', async () => {
+  const evs = capture();
+  const rl = instrumentRedlock(new ScriptedRedlock());
+  rl.retryCount = 0;
+  const a = await rl.acquire('lock:t', 1000);
+  await assert.rejects(rl.acquire('lock:t', 1000), { name: 'LockError' });
+  await a.unlock();
+  assert.deepStrictEqual(kinds(evs), ['waiting:ok', 'wait:ok', 'wait:timeout', 'hold']);
+  assert.strictEqual(lines(evs)[0].split(' ')[4], a.value);
+});
+
+test('redlock: a multi-resource lock sends waiting ok for each of its keys', async () => {
+  const evs = capture();
+  const rl = instrumentRedlock(new FakeRedlock());
+  rl.retryCount = 0;
+  const lock = await rl.acquire(['lock:m1', 'lock:m2'], 1000);
+  await lock.unlock();
+  // kind, key and (waiting lines) holder of each line
+  assert.deepStrictEqual(lines(evs).map((l) => l.split(' ')).map((f) => [f[1], f[2], f[1] === 'waiting' ? f[4] : '']), [
+    ['waiting', 'lock:m1', lock.value], ['wait', 'lock:m1', ''], ['waiting', 'lock:m2', lock.value],
+    ['wait', 'lock:m2', ''], ['hold', 'lock:m1', ''], ['hold', 'lock:m2', '']]);
+  assert.deepStrictEqual(kinds(evs).slice(0, 4), ['waiting:ok', 'wait:ok', 'waiting:ok', 'wait:ok']);
 });
