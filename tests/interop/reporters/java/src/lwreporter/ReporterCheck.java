@@ -31,8 +31,8 @@ import org.springframework.integration.redis.util.RedisLockRegistry;
  * redis-server, one mode per check of tests/interop/reporters/java/test
  * (tests/interop/reporters/checks.py), and the bench of
  * bench/reporters/run. Prints one JSON object. Modes as the Go program's:
- * contend, down, lost, burst, bench (flags -mode -redis -secs -n -rounds -key),
- * and pause (-key, -watchdog: Redisson's lockWatchdogTimeout in ms), a
+ * contend, down, lost, burst, bench (flags -mode -redis -secs -n -rounds -key;
+ * bench also -warm -reporter), and pause (-key, -watchdog: Redisson's lockWatchdogTimeout in ms), a
  * watchdog holder the test pauses with SIGSTOP (checks.py lease()).
  */
 public final class ReporterCheck {
@@ -367,9 +367,21 @@ public final class ReporterCheck {
         return (System.nanoTime() - t0) / 1e3 / n;
     }
 
+    /**
+     * The overhead bench: -n calls per round, -rounds round pairs, -warm
+     * calls of each kind first (not counted); -reporter env (the reporter of
+     * the environment, the default), tap (lines made and handed to a tap
+     * that drops them, nothing queued) or off (the wrappers only): the last
+     * two tell where a cost is.
+     */
     private static void bench() throws Exception {
-        Reporter rep = Reporter.get();
+        String how = flag("reporter", "env");
+        Reporter rep = how.equals("env") ? Reporter.get()
+                : Reporter.create(Config.fromEnv().samples("off").tap(how.equals("tap") ? l -> { } : null));
         int n = Integer.parseInt(flag("n", "300"));
+        // the warm-up: as many calls of each kind, enough for the JIT to compile
+        // the reporter's path too (300 left it interpreted in the first rounds)
+        int warm = Integer.parseInt(flag("warm", "5000"));
         int rounds = Integer.parseInt(flag("rounds", "40"));
         RLock bare = redisson.getLock("rep:java:bench:bare");
         RLock wrapped = LockwatchRedisson.wrap(redisson, rep).getLock("rep:java:bench:wrapped");
@@ -382,8 +394,8 @@ public final class ReporterCheck {
             Lock b = pairs[p][0], w = pairs[p][1];
             Op ob = () -> { b.lock(); b.unlock(); };
             Op ow = () -> { w.lock(); w.unlock(); };
-            round(n, ob); // JIT warm-up, not counted
-            round(n, ow);
+            round(warm, ob); // JIT warm-up, not counted
+            round(warm, ow);
             List<Double> tb = new ArrayList<>(), tw = new ArrayList<>(), ratio = new ArrayList<>();
             // rounds alternate which kind goes first; the ratio is the median
             // of each pair's ratio, so the machine's drift cancels in a pair
