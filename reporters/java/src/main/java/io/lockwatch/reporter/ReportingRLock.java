@@ -23,22 +23,14 @@ import org.redisson.api.RLock;
 public final class ReportingRLock implements RLock {
     private final RLock d;
     private final Tracked t;
-    private final String holderPrefix;
-    private final String holderSuffix;
 
     ReportingRLock(RLock delegate, Reporter rep, String clientId, String holderSuffix) {
         this.d = delegate;
-        this.t = new Tracked(rep, delegate.getName(), holderSuffix);
-        this.holderPrefix = clientId + ":";
-        this.holderSuffix = holderSuffix;
+        this.t = new Tracked(rep, delegate.getName(), holderSuffix, clientId + ":", holderSuffix, true);
     }
 
     /** The wrapped lock. */
     public RLock unwrap() { return d; }
-
-    private String holder() {
-        return holderPrefix + Thread.currentThread().getId() + holderSuffix;
-    }
 
     private static long leaseNanos(long leaseTime, TimeUnit unit) {
         return leaseTime > 0 ? unit.toNanos(leaseTime) : 0;
@@ -46,7 +38,7 @@ public final class ReportingRLock implements RLock {
 
     private void uninterruptibly(long leaseNanos, Runnable r) {
         try {
-            t.acquire(holder(), true, leaseNanos, () -> {
+            t.acquire(true, leaseNanos, () -> {
                 r.run();
                 return true;
             });
@@ -76,7 +68,7 @@ public final class ReportingRLock implements RLock {
 
     @Override
     public void lockInterruptibly() throws InterruptedException {
-        t.acquire(holder(), true, 0, () -> {
+        t.acquire(true, 0, () -> {
             d.lockInterruptibly();
             return true;
         });
@@ -84,7 +76,7 @@ public final class ReportingRLock implements RLock {
 
     @Override
     public void lockInterruptibly(long leaseTime, TimeUnit unit) throws InterruptedException {
-        t.acquire(holder(), true, leaseNanos(leaseTime, unit), () -> {
+        t.acquire(true, leaseNanos(leaseTime, unit), () -> {
             d.lockInterruptibly(leaseTime, unit);
             return true;
         });
@@ -94,7 +86,7 @@ public final class ReportingRLock implements RLock {
     public boolean tryLock() {
         if (!t.rep.active()) return d.tryLock();
         try {
-            return t.acquire(holder(), false, 0, d::tryLock);
+            return t.acquire(false, 0, d::tryLock);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false; // not reached: tryLock() does not throw it
@@ -103,12 +95,12 @@ public final class ReportingRLock implements RLock {
 
     @Override
     public boolean tryLock(long waitTime, TimeUnit unit) throws InterruptedException {
-        return t.acquire(holder(), waitTime > 0, 0, () -> d.tryLock(waitTime, unit));
+        return t.acquire(waitTime > 0, 0, () -> d.tryLock(waitTime, unit));
     }
 
     @Override
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
-        return t.acquire(holder(), waitTime > 0, leaseNanos(leaseTime, unit), () -> d.tryLock(waitTime, leaseTime, unit));
+        return t.acquire(waitTime > 0, leaseNanos(leaseTime, unit), () -> d.tryLock(waitTime, leaseTime, unit));
     }
 
     @Override
