@@ -9,11 +9,12 @@ import org.redisson.api.RFuture;
 import org.redisson.api.RLock;
 
 /**
- * A Redisson RLock that reports its synchronous lock calls: lock and
- * lockInterruptibly (they wait: waiting start/end, then the wait),
- * tryLock() (the wait only), tryLock with a wait time (waiting and wait),
- * unlock (the hold at the outermost release of a reentrant holding), and an
- * unlock that Redisson refuses with IllegalMonitorStateException after this
+ * A Redisson RLock that reports its synchronous lock calls: lock,
+ * lockInterruptibly and tryLock with a wait time (they may wait: waiting
+ * start, then waiting ok, timeout or error, then the wait), tryLock()
+ * (waiting ok when it acquired, then the wait), unlock (the hold at the
+ * outermost release of a reentrant holding), and an unlock that Redisson
+ * refuses with IllegalMonitorStateException after this
  * thread took the lock (its lease ran out, maybe someone else has it now):
  * lost (expired), then the hold, and the exception is thrown as before.
  * The holder id is Redisson's hash field, "&lt;client id&gt;:&lt;thread id&gt;"

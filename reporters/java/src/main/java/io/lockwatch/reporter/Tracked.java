@@ -40,8 +40,11 @@ final class Tracked {
 
     /**
      * Runs one acquire. mayWait: a blocking lock or a try-lock with a wait
-     * time (waiting lines are sent unless the thread already holds the lock);
-     * leaseNanos: the lease asked for, 0 when a watchdog renews it.
+     * time (it sends waiting start first); leaseNanos: the lease asked for, 0
+     * when a watchdog renews it. Every acquire that is not reentrant and
+     * acquired sends waiting ok (the agent ties the holder id to the owner
+     * by it, docs/line-protocol.md); one that sent start and did not acquire
+     * sends waiting timeout or error. A reentrant acquire sends its wait only.
      */
     boolean acquire(boolean mayWait, long leaseNanos, Call c) throws InterruptedException {
         if (!rep.active()) return c.run();
@@ -67,7 +70,7 @@ final class Tracked {
                     m.held.put(stateId, new Holding(pair, t1, end));
                 }
             }
-            if (started) rep.emit(Lines.waiting(heads, pair, o.word));
+            if (h == null && (started || o == Lines.Outcome.OK)) rep.emit(Lines.waiting(heads, pair, o.word));
             rep.emit(Lines.wait(heads, (t1 - t0) / 1000, o));
         }
     }
