@@ -31,8 +31,8 @@ import org.springframework.integration.redis.util.RedisLockRegistry;
  * redis-server, one mode per check of tests/interop/reporters/java/test
  * (tests/interop/reporters/checks.py), and the bench of
  * bench/reporters/run. Prints one JSON object. Modes as the Go program's:
- * contend, down, lost, burst, bench (flags -mode -redis -secs -n -rounds -key),
- * and pause (-key, -watchdog: Redisson's lockWatchdogTimeout in ms), a
+ * contend, down, lost, burst, bench (flags -mode -redis -secs -n -rounds -key;
+ * bench also -warm -reporter), and pause (-key, -watchdog: Redisson's lockWatchdogTimeout in ms), a
  * watchdog holder the test pauses with SIGSTOP (checks.py lease()).
  */
 public final class ReporterCheck {
@@ -112,6 +112,13 @@ public final class ReporterCheck {
         double[] s = v.stream().mapToDouble(Double::doubleValue).toArray();
         Arrays.sort(s);
         return s.length == 0 ? 0 : s[(int) Math.ceil(0.99 * s.length) - 1];
+    }
+
+    /** v's elements i, i + 2, i + 4 ... */
+    static List<Double> every(List<Double> v, int i) {
+        List<Double> out = new ArrayList<>();
+        for (; i < v.size(); i += 2) out.add(v.get(i));
+        return out;
     }
 
     static double median(List<Double> v) {
@@ -361,15 +368,43 @@ public final class ReporterCheck {
         System.out.println(json(res));
     }
 
-    private static double round(int n, Op op) throws Exception {
+    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
+    private static final com.sun.management.OperatingSystemMXBean OS =
+            (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+
+    /** Microseconds per call: wall, then this thread's CPU, then the whole process's CPU (into cpu). */
+    private static double round(int n, Op op, List<Double> cpu) throws Exception {
+        long c0 = THREADS.getCurrentThreadCpuTime(), p0 = OS.getProcessCpuTime();
         long t0 = System.nanoTime();
         for (int i = 0; i < n; i++) op.run();
-        return (System.nanoTime() - t0) / 1e3 / n;
+        double us = (System.nanoTime() - t0) / 1e3 / n;
+        if (cpu != null) {
+            cpu.add((THREADS.getCurrentThreadCpuTime() - c0) / 1e3 / n);
+            cpu.add((OS.getProcessCpuTime() - p0) / 1e3 / n);
+        }
+        return us;
     }
 
+    private static double round(int n, Op op) throws Exception {
+        return round(n, op, null);
+    }
+
+    /**
+     * The overhead bench: -n calls per round, -rounds round pairs, -warm
+     * calls of each kind first (not counted); -reporter env (the reporter of
+     * the environment, the default), tap (lines made and handed to a tap
+     * that drops them, nothing queued) or off (the wrappers only): the last
+     * two tell where a cost is.
+     */
     private static void bench() throws Exception {
-        Reporter rep = Reporter.get();
+        String how = flag("reporter", "env");
+        Reporter rep = how.equals("env") ? Reporter.get()
+                : Reporter.create(Config.fromEnv().samples("off").tap(how.equals("tap") ? l -> { } : null));
         int n = Integer.parseInt(flag("n", "300"));
+        // the warm-up: as many calls of each kind, enough for the JIT to compile
+        // the reporter's path and Redisson's (300 left them interpreted or at
+        // C1 in the first rounds; 5,000 still left Redisson's calls slower)
+        int warm = Integer.parseInt(flag("warm", "20000"));
         int rounds = Integer.parseInt(flag("rounds", "40"));
         RLock bare = redisson.getLock("rep:java:bench:bare");
         RLock wrapped = LockwatchRedisson.wrap(redisson, rep).getLock("rep:java:bench:wrapped");
@@ -382,19 +417,20 @@ public final class ReporterCheck {
             Lock b = pairs[p][0], w = pairs[p][1];
             Op ob = () -> { b.lock(); b.unlock(); };
             Op ow = () -> { w.lock(); w.unlock(); };
-            round(n, ob); // JIT warm-up, not counted
-            round(n, ow);
+            round(warm, ob); // JIT warm-up, not counted
+            round(warm, ow);
             List<Double> tb = new ArrayList<>(), tw = new ArrayList<>(), ratio = new ArrayList<>();
+            List<Double> cb = new ArrayList<>(), cw = new ArrayList<>(); // per round: thread CPU, process CPU
             // rounds alternate which kind goes first; the ratio is the median
             // of each pair's ratio, so the machine's drift cancels in a pair
             for (int r = 0; r < rounds; r++) {
                 double xb, xw;
                 if (r % 2 == 0) {
-                    xb = round(n, ob);
-                    xw = round(n, ow);
+                    xb = round(n, ob, cb);
+                    xw = round(n, ow, cw);
                 } else {
-                    xw = round(n, ow);
-                    xb = round(n, ob);
+                    xw = round(n, ow, cw);
+                    xb = round(n, ob, cb);
                 }
                 tb.add(xb);
                 tw.add(xw);
@@ -404,6 +440,10 @@ public final class ReporterCheck {
             m.put("bare_us", median(tb));
             m.put("wrapped_us", median(tw));
             m.put("ratio", median(ratio));
+            m.put("bare_thread_cpu_us", median(every(cb, 0)));
+            m.put("wrapped_thread_cpu_us", median(every(cw, 0)));
+            m.put("bare_process_cpu_us", median(every(cb, 1)));
+            m.put("wrapped_process_cpu_us", median(every(cw, 1)));
             res.put(names[p], m);
         }
         rep.flush(5000);

@@ -10,19 +10,21 @@ import java.util.HashMap;
  * wrapper of a reporter, so two wrappers of the same lock agree on the
  * holding, and reentrant acquires (Redisson, Spring) report their wait but
  * no waiting lines, and one hold at the outermost release.
+ *
+ * A thread's state ({@link Mine}) also keeps its owner id and the escaped
+ * "&lt;owner&gt; &lt;holder&gt;" pair of its last lock, so that a lock call
+ * neither builds nor escapes them again (one thread-local look-up a call).
  */
 final class Holdings {
     static final class Holding {
-        final String owner;
-        final String holder;
+        final String pair; // "<owner> <holder>", escaped (Lines.pair)
         final long acquiredNanos;
         long leaseEndNanos; // 0: not known (a watchdog renews it)
         int depth = 1;
         boolean lost;
 
-        Holding(String owner, String holder, long acquiredNanos, long leaseEndNanos) {
-            this.owner = owner;
-            this.holder = holder;
+        Holding(String pair, long acquiredNanos, long leaseEndNanos) {
+            this.pair = pair;
             this.acquiredNanos = acquiredNanos;
             this.leaseEndNanos = leaseEndNanos;
         }
@@ -34,11 +36,44 @@ final class Holdings {
         }
     }
 
-    private final ThreadLocal<HashMap<String, Holding>> held = ThreadLocal.withInitial(HashMap::new);
+    /** One thread's holdings, owner id and last pair. */
+    static final class Mine {
+        final HashMap<String, Holding> held = new HashMap<>();
+        final long threadId;
+        final String owner;
+        private String lastPrefix;
+        private String lastSuffix;
+        private boolean lastPerThread;
+        private String lastPair;
 
-    Holding get(String id) { return held.get().get(id); }
+        Mine(String process) {
+            threadId = Thread.currentThread().getId();
+            owner = process + "/" + threadId;
+        }
 
-    void put(String id, Holding h) { held.get().put(id, h); }
+        /**
+         * The escaped pair of this thread's owner and the holder id
+         * prefix + suffix, or prefix + thread id + suffix when perThread
+         * (Redisson's "&lt;client id&gt;:&lt;thread id&gt;"); made again only when the
+         * lock's holder id differs from the last one's.
+         */
+        String pair(String prefix, String suffix, boolean perThread) {
+            if (lastPair != null && perThread == lastPerThread && prefix.equals(lastPrefix) && suffix.equals(lastSuffix)) return lastPair;
+            String holder = perThread ? prefix + threadId + suffix : prefix + suffix;
+            lastPair = Lines.pair(owner, holder);
+            lastPrefix = prefix;
+            lastSuffix = suffix;
+            lastPerThread = perThread;
+            return lastPair;
+        }
+    }
 
-    void remove(String id) { held.get().remove(id); }
+    private final ThreadLocal<Mine> mine;
+
+    Holdings(String process) {
+        mine = ThreadLocal.withInitial(() -> new Mine(process));
+    }
+
+    /** The calling thread's state. */
+    Mine mine() { return mine.get(); }
 }

@@ -56,48 +56,69 @@ final class Lines {
         }
     }
 
-    static String wait(String key, long us, Outcome o) {
-        StringBuilder b = new StringBuilder(32 + key.length());
-        b.append("lw1 wait ");
-        escape(b, key);
-        return b.append(' ').append(Math.max(0, us)).append(' ').append(o.word).toString();
-    }
-
-    /** phase: "start" or an outcome's word. */
-    static String waiting(String key, String owner, String holder, String phase) {
-        StringBuilder b = new StringBuilder(48 + key.length() + owner.length());
-        b.append("lw1 waiting ");
-        escape(b, key);
-        b.append(' ');
-        escape(b, owner);
-        b.append(' ');
-        escape(b, holder);
-        return b.append(' ').append(phase).toString();
-    }
-
-    static String hold(String key, long us, String owner, String holder) {
-        StringBuilder b = new StringBuilder(48 + key.length() + owner.length());
-        b.append("lw1 hold ");
-        escape(b, key);
-        b.append(' ').append(Math.max(0, us)).append(' ');
+    /** "&lt;owner&gt; &lt;holder&gt;", escaped: the pair of a waiting, hold or lost line. */
+    static String pair(String owner, String holder) {
+        StringBuilder b = new StringBuilder(64);
         escape(b, owner);
         b.append(' ');
         escape(b, holder);
         return b.toString();
     }
 
+    /**
+     * The constant start of one key's lines ("lw1 wait &lt;key&gt; " ...), escaped
+     * once per lock: a lock call only appends its numbers and its pair.
+     */
+    static final class Heads {
+        final String wait;
+        final String waiting;
+        final String hold;
+        final String lost;
+
+        Heads(String key) {
+            StringBuilder b = new StringBuilder(key.length() + 2);
+            escape(b, key);
+            String k = b.append(' ').toString();
+            wait = "lw1 wait " + k;
+            waiting = "lw1 waiting " + k;
+            hold = "lw1 hold " + k;
+            lost = "lw1 lost " + k;
+        }
+    }
+
+    static String wait(Heads h, long us, Outcome o) {
+        return h.wait + Math.max(0, us) + ' ' + o.word;
+    }
+
+    /** phase: "start" or an outcome's word. */
+    static String waiting(Heads h, String pair, String phase) {
+        return h.waiting + pair + ' ' + phase;
+    }
+
+    static String hold(Heads h, long us, String pair) {
+        return h.hold + Math.max(0, us) + ' ' + pair;
+    }
+
     /** overrunUs &lt; 0 is written "-" (the lease's end is not known). */
+    static String lost(Heads h, String pair, long heldUs, long overrunUs, String reason) {
+        return h.lost + pair + ' ' + Math.max(0, heldUs) + ' ' + (overrunUs < 0 ? "-" : Long.toString(overrunUs)) + ' ' + reason;
+    }
+
+    // the same from a key, an owner and a holder (tests)
+
+    static String wait(String key, long us, Outcome o) {
+        return wait(new Heads(key), us, o);
+    }
+
+    static String waiting(String key, String owner, String holder, String phase) {
+        return waiting(new Heads(key), pair(owner, holder), phase);
+    }
+
+    static String hold(String key, long us, String owner, String holder) {
+        return hold(new Heads(key), us, pair(owner, holder));
+    }
+
     static String lost(String key, String owner, String holder, long heldUs, long overrunUs, String reason) {
-        StringBuilder b = new StringBuilder(64 + key.length() + owner.length());
-        b.append("lw1 lost ");
-        escape(b, key);
-        b.append(' ');
-        escape(b, owner);
-        b.append(' ');
-        escape(b, holder);
-        b.append(' ').append(Math.max(0, heldUs)).append(' ');
-        if (overrunUs < 0) b.append('-');
-        else b.append(overrunUs);
-        return b.append(' ').append(reason).toString();
+        return lost(new Heads(key), pair(owner, holder), heldUs, overrunUs, reason);
     }
 }

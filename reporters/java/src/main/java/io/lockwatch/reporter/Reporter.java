@@ -11,8 +11,9 @@ import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
@@ -47,14 +48,16 @@ public final class Reporter implements AutoCloseable {
 
     private final String process;
     private final Consumer<String> tap;
-    private final ArrayBlockingQueue<String> queue;
+    private final ConcurrentLinkedQueue<String> queue; // lock-free: the lock path never waits for the sender
+    private final AtomicInteger queueLen = new AtomicInteger(); // its length (CLQ.size() walks the queue)
+    private final int queueCapacity;
     private final List<InetSocketAddress> dests;
     private final byte[] key;
     private final DatagramChannel channel;
     private final Thread sender;
     private volatile boolean closed;
     private volatile boolean urgent; // sendSoon(): the partial datagram goes at once
-    final Holdings holdings = new Holdings();
+    final Holdings holdings;
 
     private final AtomicLong queued = new AtomicLong();
     private final AtomicLong sent = new AtomicLong();
@@ -100,6 +103,7 @@ public final class Reporter implements AutoCloseable {
             proc = hostname() + ":" + ProcessHandle.current().pid();
         }
         process = proc;
+        holdings = new Holdings(proc);
         List<InetSocketAddress> ds = parseDests(c.samples);
         byte[] k = null;
         if (!ds.isEmpty() && c.keyFile != null) {
@@ -121,6 +125,7 @@ public final class Reporter implements AutoCloseable {
                 ds = List.of();
             }
         }
+        queueCapacity = Math.max(1, c.queueCapacity);
         dests = ds;
         key = k;
         channel = ch;
@@ -129,7 +134,7 @@ public final class Reporter implements AutoCloseable {
             sender = null;
             return;
         }
-        queue = new ArrayBlockingQueue<>(Math.max(1, c.queueCapacity));
+        queue = new ConcurrentLinkedQueue<>();
         sender = new Thread(this::run, "lockwatch-reporter");
         sender.setDaemon(true); // never keeps the JVM alive
         sender.start();
@@ -207,9 +212,6 @@ public final class Reporter implements AutoCloseable {
     /** Whether a lock call has anything to report to (sending or a tap). */
     boolean active() { return (sender != null && !closed) || tap != null; }
 
-    /** &lt;process&gt;/&lt;thread id&gt;: the owner id of a thread. */
-    String owner(long threadId) { return process + "/" + threadId; }
-
     /** The &lt;process&gt; part of owner ids. */
     public String process() { return process; }
 
@@ -235,12 +237,15 @@ public final class Reporter implements AutoCloseable {
             }
         }
         if (sender == null || closed) return;
-        if (queue.offer(line)) {
-            queued.incrementAndGet();
-            if (queue.size() >= WAKE_AT) LockSupport.unpark(sender);
-        } else {
+        int n = queueLen.incrementAndGet();
+        if (n > queueCapacity) {
+            queueLen.decrementAndGet();
             droppedFull.incrementAndGet();
+            return;
         }
+        queue.offer(line);
+        queued.incrementAndGet();
+        if (n == WAKE_AT) LockSupport.unpark(sender);
     }
 
     /**
@@ -297,6 +302,7 @@ public final class Reporter implements AutoCloseable {
             urgent = false;
             String line;
             while ((line = queue.poll()) != null) { // full datagrams go as they fill
+                queueLen.decrementAndGet();
                 int n = line.length() + 1;
                 if (lines > 0 && len + n > room) {
                     send(signer, buf, len, lines);
@@ -304,7 +310,7 @@ public final class Reporter implements AutoCloseable {
                     lines = 0;
                 }
                 if (n > buf.length) buf = new byte[n];
-                for (int i = 0; i < line.length(); i++) buf[len + i] = (byte) line.charAt(i);
+                ascii(line, buf, len);
                 len += n;
                 buf[len - 1] = '\n';
                 lines++;
@@ -348,6 +354,12 @@ public final class Reporter implements AutoCloseable {
         }
         if (ok) sent.addAndGet(lines);
         else droppedSend.addAndGet(lines);
+    }
+
+    /** Copies an ASCII line's chars into buf at off, a byte each (an array copy, not a loop). */
+    @SuppressWarnings("deprecation")
+    private static void ascii(String line, byte[] buf, int off) {
+        line.getBytes(0, line.length(), buf, off);
     }
 
     static String ascii(byte[] b) { return new String(b, StandardCharsets.US_ASCII); }

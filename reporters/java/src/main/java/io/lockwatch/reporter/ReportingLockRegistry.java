@@ -14,8 +14,10 @@ import org.springframework.integration.support.locks.RenewableLockRegistry;
 /**
  * A Spring Integration LockRegistry that decorates another: obtain() returns
  * a java.util.concurrent.locks.Lock that reports lock / lockInterruptibly /
- * tryLock with a wait time (waiting start/end, then the wait), tryLock()
- * (the wait), unlock (the hold), and, when the registry says "Lock was
+ * tryLock with a wait time (waiting start, then waiting ok, timeout or
+ * error, then the wait; lock() tries once first with tryLock() and sends
+ * start only when that found the lock taken), tryLock() (waiting ok when it
+ * acquired, then the wait), unlock (the hold), and, when the registry says "Lock was
  * released in the store due to expiration" on unlock, lost (expired)
  * before the hold, the exception thrown as before; renewLock failing for a
  * lock the thread holds reports lost (renewal).
@@ -70,9 +72,14 @@ public final class ReportingLockRegistry implements ExpirableLockRegistry, Renew
     /** The Redis client id the holder ids carry ("" when not known). */
     public String clientId() { return clientId; }
 
+    /** The holder id is the registry's client id, the same for every thread. */
+    private Tracked tracked(Object lockKey) {
+        return new Tracked(rep, prefix + lockKey, "", clientId, "", false);
+    }
+
     @Override
     public Lock obtain(Object lockKey) {
-        return new ReportingLock(d.obtain(lockKey), new Tracked(rep, prefix + lockKey, ""), clientId, leaseNanos);
+        return new ReportingLock(d.obtain(lockKey), tracked(lockKey), leaseNanos);
     }
 
     @Override
@@ -84,7 +91,7 @@ public final class ReportingLockRegistry implements ExpirableLockRegistry, Renew
     @Override
     public void renewLock(Object lockKey) {
         if (!(d instanceof RenewableLockRegistry)) throw new UnsupportedOperationException("the wrapped registry does not renew locks");
-        Tracked t = new Tracked(rep, prefix + lockKey, "");
+        Tracked t = tracked(lockKey);
         Holding h = t.holding();
         try {
             ((RenewableLockRegistry) d).renewLock(lockKey);
@@ -106,13 +113,11 @@ public final class ReportingLockRegistry implements ExpirableLockRegistry, Renew
     static final class ReportingLock implements Lock {
         private final Lock l;
         private final Tracked t;
-        private final String holder;
         private final long lease;
 
-        ReportingLock(Lock l, Tracked t, String holder, long lease) {
+        ReportingLock(Lock l, Tracked t, long lease) {
             this.l = l;
             this.t = t;
-            this.holder = holder;
             this.lease = lease;
         }
 
@@ -123,7 +128,7 @@ public final class ReportingLockRegistry implements ExpirableLockRegistry, Renew
                 return;
             }
             try {
-                t.acquire(holder, true, lease, () -> {
+                t.acquire(true, lease, l::tryLock, () -> { // tryLock(): one attempt, without waiting
                     l.lock();
                     return true;
                 });
@@ -134,7 +139,7 @@ public final class ReportingLockRegistry implements ExpirableLockRegistry, Renew
 
         @Override
         public void lockInterruptibly() throws InterruptedException {
-            t.acquire(holder, true, lease, () -> {
+            t.acquire(true, lease, () -> {
                 l.lockInterruptibly();
                 return true;
             });
@@ -144,7 +149,7 @@ public final class ReportingLockRegistry implements ExpirableLockRegistry, Renew
         public boolean tryLock() {
             if (!t.rep.active()) return l.tryLock();
             try {
-                return t.acquire(holder, false, lease, l::tryLock);
+                return t.acquire(false, lease, l::tryLock);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return false; // not reached: tryLock() does not throw it
@@ -153,7 +158,7 @@ public final class ReportingLockRegistry implements ExpirableLockRegistry, Renew
 
         @Override
         public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-            return t.acquire(holder, time > 0, lease, () -> l.tryLock(time, unit));
+            return t.acquire(time > 0, lease, () -> l.tryLock(time, unit));
         }
 
         @Override

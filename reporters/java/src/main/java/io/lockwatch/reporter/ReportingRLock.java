@@ -9,11 +9,14 @@ import org.redisson.api.RFuture;
 import org.redisson.api.RLock;
 
 /**
- * A Redisson RLock that reports its synchronous lock calls: lock and
- * lockInterruptibly (they wait: waiting start/end, then the wait),
- * tryLock() (the wait only), tryLock with a wait time (waiting and wait),
- * unlock (the hold at the outermost release of a reentrant holding), and an
- * unlock that Redisson refuses with IllegalMonitorStateException after this
+ * A Redisson RLock that reports its synchronous lock calls: lock,
+ * lockInterruptibly and tryLock with a wait time (they may wait: waiting
+ * start, then waiting ok, timeout or error, then the wait; lock() tries
+ * once first with tryLock() and sends start only when that found the lock
+ * taken, before the lock() that waits), tryLock()
+ * (waiting ok when it acquired, then the wait), unlock (the hold at the
+ * outermost release of a reentrant holding), and an unlock that Redisson
+ * refuses with IllegalMonitorStateException after this
  * thread took the lock (its lease ran out, maybe someone else has it now):
  * lost (expired), then the hold, and the exception is thrown as before.
  * The holder id is Redisson's hash field, "&lt;client id&gt;:&lt;thread id&gt;"
@@ -23,30 +26,22 @@ import org.redisson.api.RLock;
 public final class ReportingRLock implements RLock {
     private final RLock d;
     private final Tracked t;
-    private final String holderPrefix;
-    private final String holderSuffix;
 
     ReportingRLock(RLock delegate, Reporter rep, String clientId, String holderSuffix) {
         this.d = delegate;
-        this.t = new Tracked(rep, delegate.getName(), holderSuffix);
-        this.holderPrefix = clientId + ":";
-        this.holderSuffix = holderSuffix;
+        this.t = new Tracked(rep, delegate.getName(), holderSuffix, clientId + ":", holderSuffix, true);
     }
 
     /** The wrapped lock. */
     public RLock unwrap() { return d; }
 
-    private String holder() {
-        return holderPrefix + Thread.currentThread().getId() + holderSuffix;
-    }
-
     private static long leaseNanos(long leaseTime, TimeUnit unit) {
         return leaseTime > 0 ? unit.toNanos(leaseTime) : 0;
     }
 
-    private void uninterruptibly(long leaseNanos, Runnable r) {
+    private void uninterruptibly(long leaseNanos, Tracked.Call first, Runnable r) {
         try {
-            t.acquire(holder(), true, leaseNanos, () -> {
+            t.acquire(true, leaseNanos, first, () -> {
                 r.run();
                 return true;
             });
@@ -62,7 +57,7 @@ public final class ReportingRLock implements RLock {
             d.lock();
             return;
         }
-        uninterruptibly(0, d::lock);
+        uninterruptibly(0, d::tryLock, d::lock); // tryLock(): one attempt, the same watchdog lease
     }
 
     @Override
@@ -71,12 +66,12 @@ public final class ReportingRLock implements RLock {
             d.lock(leaseTime, unit);
             return;
         }
-        uninterruptibly(leaseNanos(leaseTime, unit), () -> d.lock(leaseTime, unit));
+        uninterruptibly(leaseNanos(leaseTime, unit), null, () -> d.lock(leaseTime, unit));
     }
 
     @Override
     public void lockInterruptibly() throws InterruptedException {
-        t.acquire(holder(), true, 0, () -> {
+        t.acquire(true, 0, () -> {
             d.lockInterruptibly();
             return true;
         });
@@ -84,7 +79,7 @@ public final class ReportingRLock implements RLock {
 
     @Override
     public void lockInterruptibly(long leaseTime, TimeUnit unit) throws InterruptedException {
-        t.acquire(holder(), true, leaseNanos(leaseTime, unit), () -> {
+        t.acquire(true, leaseNanos(leaseTime, unit), () -> {
             d.lockInterruptibly(leaseTime, unit);
             return true;
         });
@@ -94,7 +89,7 @@ public final class ReportingRLock implements RLock {
     public boolean tryLock() {
         if (!t.rep.active()) return d.tryLock();
         try {
-            return t.acquire(holder(), false, 0, d::tryLock);
+            return t.acquire(false, 0, d::tryLock);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false; // not reached: tryLock() does not throw it
@@ -103,12 +98,12 @@ public final class ReportingRLock implements RLock {
 
     @Override
     public boolean tryLock(long waitTime, TimeUnit unit) throws InterruptedException {
-        return t.acquire(holder(), waitTime > 0, 0, () -> d.tryLock(waitTime, unit));
+        return t.acquire(waitTime > 0, 0, () -> d.tryLock(waitTime, unit));
     }
 
     @Override
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
-        return t.acquire(holder(), waitTime > 0, leaseNanos(leaseTime, unit), () -> d.tryLock(waitTime, leaseTime, unit));
+        return t.acquire(waitTime > 0, leaseNanos(leaseTime, unit), () -> d.tryLock(waitTime, leaseTime, unit));
     }
 
     @Override

@@ -2,13 +2,17 @@
 package io.lockwatch.reporter;
 
 import io.lockwatch.reporter.Holdings.Holding;
+import io.lockwatch.reporter.Holdings.Mine;
 
 /**
  * The reporting common to every wrapped lock: time an acquire and send its
  * waiting and wait lines, open the thread's holding (or deepen it when
  * reentrant), send the hold at the outermost release, and the lost line at
  * most once per holding. A wrapper names its lock by key and holder kind
- * (stateId) and computes the holder id the library writes to Redis.
+ * (stateId) and says how the library makes the holder id it writes to
+ * Redis: holderPrefix + holderSuffix, with the thread's id between them
+ * when perThread (Redisson). The lines' constant parts are made once here
+ * (Lines.Heads), the owner and holder once per thread (Holdings.Mine).
  */
 final class Tracked {
     /** One call of the wrapped library: true when it acquired. */
@@ -19,28 +23,59 @@ final class Tracked {
     final Reporter rep;
     final String key;
     private final String stateId;
+    private final Lines.Heads heads;
+    private final String holderPrefix;
+    private final String holderSuffix;
+    private final boolean perThread;
 
-    Tracked(Reporter rep, String key, String kind) {
+    Tracked(Reporter rep, String key, String kind, String holderPrefix, String holderSuffix, boolean perThread) {
         this.rep = rep;
         this.key = key;
         this.stateId = key + '\u0000' + kind;
+        this.heads = new Lines.Heads(key);
+        this.holderPrefix = holderPrefix;
+        this.holderSuffix = holderSuffix;
+        this.perThread = perThread;
     }
 
     /**
      * Runs one acquire. mayWait: a blocking lock or a try-lock with a wait
-     * time (waiting lines are sent unless the thread already holds the lock);
-     * leaseNanos: the lease asked for, 0 when a watchdog renews it.
+     * time (it sends waiting start first); leaseNanos: the lease asked for, 0
+     * when a watchdog renews it. Every acquire that is not reentrant and
+     * acquired sends waiting ok (the agent ties the holder id to the owner
+     * by it, docs/line-protocol.md); one that sent start and did not acquire
+     * sends waiting timeout or error. A reentrant acquire sends its wait only.
      */
-    boolean acquire(String holder, boolean mayWait, long leaseNanos, Call c) throws InterruptedException {
+    boolean acquire(boolean mayWait, long leaseNanos, Call c) throws InterruptedException {
+        return acquire(mayWait, leaseNanos, null, c);
+    }
+
+    /**
+     * The same, with a first attempt that does not wait (first, may be null):
+     * when it acquires (the lock was free, the common case) no start is sent,
+     * the line the rule lets wait until a first attempt found the lock taken;
+     * when it does not, start, then the call that waits (c). Only where the
+     * two calls together do what c alone does (lock(): tryLock() then lock()).
+     */
+    boolean acquire(boolean mayWait, long leaseNanos, Call first, Call c) throws InterruptedException {
         if (!rep.active()) return c.run();
-        Holding h = rep.holdings.get(stateId);
-        String owner = h != null ? h.owner : rep.owner(Thread.currentThread().getId());
-        boolean waiting = mayWait && h == null;
-        if (waiting) rep.emit(Lines.waiting(key, owner, holder, "start"));
+        Mine m = rep.holdings.mine();
+        Holding h = m.held.get(stateId);
+        String pair = h != null ? h.pair : m.pair(holderPrefix, holderSuffix, perThread);
+        boolean tryFirst = first != null && h == null;
+        boolean started = mayWait && h == null && !tryFirst;
+        if (started) rep.emit(Lines.waiting(heads, pair, "start"));
         Lines.Outcome o = Lines.Outcome.ERROR;
         long t0 = System.nanoTime();
         try {
-            boolean ok = c.run();
+            boolean ok = tryFirst && first.run();
+            if (!ok) {
+                if (tryFirst && mayWait) {
+                    started = true;
+                    rep.emit(Lines.waiting(heads, pair, "start"));
+                }
+                ok = c.run();
+            }
             o = ok ? Lines.Outcome.OK : Lines.Outcome.TIMEOUT;
             return ok;
         } finally {
@@ -51,17 +86,17 @@ final class Tracked {
                     h.depth++;
                     h.leaseEndNanos = end; // a reentrant acquire sets the lease anew
                 } else {
-                    rep.holdings.put(stateId, new Holding(owner, holder, t1, end));
+                    m.held.put(stateId, new Holding(pair, t1, end));
                 }
             }
-            if (waiting) rep.emit(Lines.waiting(key, owner, holder, o.word));
-            rep.emit(Lines.wait(key, (t1 - t0) / 1000, o));
+            if (h == null && (started || o == Lines.Outcome.OK)) rep.emit(Lines.waiting(heads, pair, o.word));
+            rep.emit(Lines.wait(heads, (t1 - t0) / 1000, o));
         }
     }
 
     /** The thread's holding, if it has one (null when the reporter is idle). */
     Holding holding() {
-        return rep.active() ? rep.holdings.get(stateId) : null;
+        return rep.active() ? rep.holdings.mine().held.get(stateId) : null;
     }
 
     /** After a successful release: the hold, at the outermost one. */
@@ -94,11 +129,11 @@ final class Tracked {
     private void lost(Holding h, long now, String reason) {
         if (h.lost) return;
         h.lost = true;
-        rep.emit(Lines.lost(key, h.owner, h.holder, (now - h.acquiredNanos) / 1000, h.overrunUs(now), reason));
+        rep.emit(Lines.lost(heads, h.pair, (now - h.acquiredNanos) / 1000, h.overrunUs(now), reason));
     }
 
     private void endHolding(Holding h, long now) {
-        rep.holdings.remove(stateId);
-        rep.emit(Lines.hold(key, (now - h.acquiredNanos) / 1000, h.owner, h.holder));
+        rep.holdings.mine().held.remove(stateId);
+        rep.emit(Lines.hold(heads, (now - h.acquiredNanos) / 1000, h.pair));
     }
 }

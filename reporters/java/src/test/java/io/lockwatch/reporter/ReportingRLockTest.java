@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Lock;
 import org.junit.jupiter.api.Test;
 import org.redisson.api.RLock;
+import org.redisson.api.RReadWriteLock;
 import org.springframework.integration.support.locks.LockRegistry;
 
 /** The wrappers' lines, on fake locks (no Redis): reentrancy, outcomes, lost on release. */
@@ -44,16 +45,15 @@ class ReportingRLockTest {
         boolean[] fails = {false};
         RLock l = new ReportingRLock(fake(fails, true), rep, "cm-id", "");
         long tid = Thread.currentThread().getId();
-        l.lock();
+        l.lock(); // its first attempt (tryLock) acquired: no start
         l.lock(); // reentrant: a wait, no waiting lines
         l.unlock();
         l.unlock();
-        assertEquals(5, lines.size(), lines.toString());
-        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm-id:" + tid + " start", lines.get(0));
-        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm-id:" + tid + " ok", lines.get(1));
+        assertEquals(4, lines.size(), lines.toString());
+        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm-id:" + tid + " ok", lines.get(0));
+        assertTrue(lines.get(1).matches("lw1 wait lock:order:1 \\d+ ok"));
         assertTrue(lines.get(2).matches("lw1 wait lock:order:1 \\d+ ok"));
-        assertTrue(lines.get(3).matches("lw1 wait lock:order:1 \\d+ ok"));
-        assertTrue(lines.get(4).matches("lw1 hold lock:order:1 \\d+ p/" + tid + " cm-id:" + tid), lines.get(4));
+        assertTrue(lines.get(3).matches("lw1 hold lock:order:1 \\d+ p/" + tid + " cm-id:" + tid), lines.get(3));
         assertEquals(1, lines.stream().filter(s -> s.startsWith("lw1 hold")).count());
     }
 
@@ -68,6 +68,59 @@ class ReportingRLockTest {
         assertTrue(lines.get(2).endsWith(":write timeout"));
         assertTrue(lines.get(3).endsWith(" timeout"));
         assertEquals(4, lines.size());
+    }
+
+    /** The waiting rule: every acquire that acquired sends waiting ok, start only one that may wait. */
+    @Test
+    void everyAcquireThatAcquiredSendsWaitingOk() throws Exception {
+        long tid = Thread.currentThread().getId();
+        String pair = " p/" + tid + " cm:" + tid;
+        RLock l = new ReportingRLock(fake(new boolean[] {false}, true), rep, "cm", "");
+        assertTrue(l.tryLock()); // no wait time: ok, no start
+        l.unlock();
+        assertEquals("lw1 waiting lock:order:1" + pair + " ok", lines.get(0));
+        assertTrue(lines.get(1).matches("lw1 wait lock:order:1 \\d+ ok"), lines.get(1));
+        assertTrue(lines.get(2).startsWith("lw1 hold lock:order:1 "), lines.get(2));
+        lines.clear();
+        assertTrue(l.tryLock(1, TimeUnit.SECONDS));
+        l.unlock();
+        l.lockInterruptibly();
+        l.unlock();
+        l.lock(5, TimeUnit.SECONDS);
+        l.unlock();
+        for (int i = 0; i < 3; i++) {
+            assertEquals("lw1 waiting lock:order:1" + pair + " start", lines.get(4 * i), lines.toString());
+            assertEquals("lw1 waiting lock:order:1" + pair + " ok", lines.get(4 * i + 1));
+        }
+        assertEquals(12, lines.size(), lines.toString());
+    }
+
+    /** lock() tries once first: start only when that found the lock taken, then the blocking lock(). */
+    @Test
+    void lockSendsStartOnceItsFirstAttemptFoundTheLockTaken() {
+        long tid = Thread.currentThread().getId();
+        RLock l = new ReportingRLock(fake(new boolean[] {false}, false), rep, "cm", "");
+        l.lock();
+        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm:" + tid + " start", lines.get(0));
+        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm:" + tid + " ok", lines.get(1));
+        assertTrue(lines.get(2).matches("lw1 wait lock:order:1 \\d+ ok"), lines.get(2));
+        assertEquals(3, lines.size(), lines.toString());
+    }
+
+    @Test
+    void readWriteLocksSendWaitingOkWithTheirHolderIds() {
+        long tid = Thread.currentThread().getId();
+        RLock inner = fake(new boolean[] {false}, true);
+        RReadWriteLock rw = (RReadWriteLock) Proxy.newProxyInstance(RReadWriteLock.class.getClassLoader(),
+                new Class<?>[] {RReadWriteLock.class}, (p, m, a) -> m.getName().endsWith("Lock") ? inner : null);
+        ReportingReadWriteLock l = new ReportingReadWriteLock(rw, rep, "cm");
+        assertTrue(l.writeLock().tryLock());
+        assertTrue(l.readLock().tryLock()); // another holder kind: not reentrant
+        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm:" + tid + ":write ok", lines.get(0));
+        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm:" + tid + " ok", lines.get(2));
+        assertTrue(l.writeLock().tryLock()); // reentrant: the wait only
+        assertTrue(lines.get(4).startsWith("lw1 wait "), lines.get(4));
+        assertEquals(5, lines.size(), lines.toString());
     }
 
     @Test
@@ -105,9 +158,47 @@ class ReportingRLockTest {
         expired[0] = true;
         assertThrows(java.util.ConcurrentModificationException.class, l::unlock);
         assertTrue(lines.get(0).startsWith("lw1 waiting job "));
-        assertTrue(lines.get(0).endsWith(" - start"), "holder unknown: " + lines.get(0));
-        assertTrue(lines.get(3).matches("lw1 lost job \\S+ - \\d+ - expired"), lines.get(3));
-        assertTrue(lines.get(4).startsWith("lw1 hold job "));
+        assertTrue(lines.get(0).endsWith(" - ok"), "holder unknown: " + lines.get(0));
+        assertTrue(lines.get(2).matches("lw1 lost job \\S+ - \\d+ - expired"), lines.get(2));
+        assertTrue(lines.get(3).startsWith("lw1 hold job "));
+    }
+
+    @Test
+    void springLocksSendWaitingOkOnEveryAcquire() throws Exception {
+        boolean[] free = {true};
+        Lock inner = (Lock) Proxy.newProxyInstance(Lock.class.getClassLoader(), new Class<?>[] {Lock.class},
+                (p, m, a) -> m.getName().equals("tryLock") ? (Object) free[0] : null);
+        Lock l = new ReportingLockRegistry(key -> inner, rep).obtain("job");
+        String pair = " p/" + Thread.currentThread().getId() + " -";
+        assertTrue(l.tryLock());
+        l.unlock();
+        assertEquals("lw1 waiting job" + pair + " ok", lines.get(0));
+        assertTrue(l.tryLock(1, TimeUnit.SECONDS));
+        l.unlock();
+        l.lockInterruptibly();
+        l.unlock();
+        for (int i = 0; i < 2; i++) {
+            assertEquals("lw1 waiting job" + pair + " start", lines.get(3 + 4 * i), lines.toString());
+            assertEquals("lw1 waiting job" + pair + " ok", lines.get(4 + 4 * i));
+        }
+        l.lock(); // free at its first attempt: no start
+        l.unlock();
+        assertEquals("lw1 waiting job" + pair + " ok", lines.get(11), lines.toString());
+        assertEquals(14, lines.size(), lines.toString());
+        // not acquired: no start sent, no waiting line; with a wait time: start, timeout
+        lines.clear();
+        free[0] = false;
+        assertFalse(l.tryLock());
+        assertFalse(l.tryLock(1, TimeUnit.MILLISECONDS));
+        assertTrue(lines.get(0).matches("lw1 wait job \\d+ timeout"), lines.toString());
+        assertEquals("lw1 waiting job" + pair + " start", lines.get(1));
+        assertEquals("lw1 waiting job" + pair + " timeout", lines.get(2));
+        assertEquals(4, lines.size(), lines.toString());
+        lines.clear();
+        l.lock(); // taken at its first attempt: start, then lock() (the fake's returns: acquired)
+        assertEquals("lw1 waiting job" + pair + " start", lines.get(0), lines.toString());
+        assertEquals("lw1 waiting job" + pair + " ok", lines.get(1));
+        assertEquals(3, lines.size(), lines.toString());
     }
 
     @Test
