@@ -15,9 +15,8 @@ import org.springframework.integration.support.locks.RenewableLockRegistry;
  * A Spring Integration LockRegistry that decorates another: obtain() returns
  * a java.util.concurrent.locks.Lock that reports lock / lockInterruptibly /
  * tryLock with a wait time (waiting start, then waiting ok, timeout or
- * error, then the wait; lock() tries once first with tryLock() and sends
- * start only when that found the lock taken), tryLock() (waiting ok when it
- * acquired, then the wait), unlock (the hold), and, when the registry says "Lock was
+ * error, then the wait), tryLock() (waiting ok when it acquired, then the
+ * wait), unlock (the hold), and, when the registry says "Lock was
  * released in the store due to expiration" on unlock, lost (expired)
  * before the hold, the exception thrown as before; renewLock failing for a
  * lock the thread holds reports lost (renewal).
@@ -128,7 +127,7 @@ public final class ReportingLockRegistry implements ExpirableLockRegistry, Renew
                 return;
             }
             try {
-                t.acquire(true, lease, l::tryLock, () -> { // tryLock(): one attempt, without waiting
+                t.acquire(true, lease, () -> {
                     l.lock();
                     return true;
                 });

@@ -11,9 +11,7 @@ import org.redisson.api.RLock;
 /**
  * A Redisson RLock that reports its synchronous lock calls: lock,
  * lockInterruptibly and tryLock with a wait time (they may wait: waiting
- * start, then waiting ok, timeout or error, then the wait; lock() tries
- * once first with tryLock() and sends start only when that found the lock
- * taken, before the lock() that waits), tryLock()
+ * start, then waiting ok, timeout or error, then the wait), tryLock()
  * (waiting ok when it acquired, then the wait), unlock (the hold at the
  * outermost release of a reentrant holding), and an unlock that Redisson
  * refuses with IllegalMonitorStateException after this
@@ -39,9 +37,9 @@ public final class ReportingRLock implements RLock {
         return leaseTime > 0 ? unit.toNanos(leaseTime) : 0;
     }
 
-    private void uninterruptibly(long leaseNanos, Tracked.Call first, Runnable r) {
+    private void uninterruptibly(long leaseNanos, Runnable r) {
         try {
-            t.acquire(true, leaseNanos, first, () -> {
+            t.acquire(true, leaseNanos, () -> {
                 r.run();
                 return true;
             });
@@ -57,7 +55,7 @@ public final class ReportingRLock implements RLock {
             d.lock();
             return;
         }
-        uninterruptibly(0, d::tryLock, d::lock); // tryLock(): one attempt, the same watchdog lease
+        uninterruptibly(0, d::lock);
     }
 
     @Override
@@ -66,7 +64,7 @@ public final class ReportingRLock implements RLock {
             d.lock(leaseTime, unit);
             return;
         }
-        uninterruptibly(leaseNanos(leaseTime, unit), null, () -> d.lock(leaseTime, unit));
+        uninterruptibly(leaseNanos(leaseTime, unit), () -> d.lock(leaseTime, unit));
     }
 
     @Override

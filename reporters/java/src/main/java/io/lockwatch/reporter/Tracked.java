@@ -47,35 +47,16 @@ final class Tracked {
      * sends waiting timeout or error. A reentrant acquire sends its wait only.
      */
     boolean acquire(boolean mayWait, long leaseNanos, Call c) throws InterruptedException {
-        return acquire(mayWait, leaseNanos, null, c);
-    }
-
-    /**
-     * The same, with a first attempt that does not wait (first, may be null):
-     * when it acquires (the lock was free, the common case) no start is sent,
-     * the line the rule lets wait until a first attempt found the lock taken;
-     * when it does not, start, then the call that waits (c). Only where the
-     * two calls together do what c alone does (lock(): tryLock() then lock()).
-     */
-    boolean acquire(boolean mayWait, long leaseNanos, Call first, Call c) throws InterruptedException {
         if (!rep.active()) return c.run();
         Mine m = rep.holdings.mine();
         Holding h = m.held.get(stateId);
         String pair = h != null ? h.pair : m.pair(holderPrefix, holderSuffix, perThread);
-        boolean tryFirst = first != null && h == null;
-        boolean started = mayWait && h == null && !tryFirst;
+        boolean started = mayWait && h == null;
         if (started) rep.emit(Lines.waiting(heads, pair, "start"));
         Lines.Outcome o = Lines.Outcome.ERROR;
         long t0 = System.nanoTime();
         try {
-            boolean ok = tryFirst && first.run();
-            if (!ok) {
-                if (tryFirst && mayWait) {
-                    started = true;
-                    rep.emit(Lines.waiting(heads, pair, "start"));
-                }
-                ok = c.run();
-            }
+            boolean ok = c.run();
             o = ok ? Lines.Outcome.OK : Lines.Outcome.TIMEOUT;
             return ok;
         } finally {

@@ -45,15 +45,16 @@ class ReportingRLockTest {
         boolean[] fails = {false};
         RLock l = new ReportingRLock(fake(fails, true), rep, "cm-id", "");
         long tid = Thread.currentThread().getId();
-        l.lock(); // its first attempt (tryLock) acquired: no start
+        l.lock();
         l.lock(); // reentrant: a wait, no waiting lines
         l.unlock();
         l.unlock();
-        assertEquals(4, lines.size(), lines.toString());
-        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm-id:" + tid + " ok", lines.get(0));
-        assertTrue(lines.get(1).matches("lw1 wait lock:order:1 \\d+ ok"));
+        assertEquals(5, lines.size(), lines.toString());
+        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm-id:" + tid + " start", lines.get(0));
+        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm-id:" + tid + " ok", lines.get(1));
         assertTrue(lines.get(2).matches("lw1 wait lock:order:1 \\d+ ok"));
-        assertTrue(lines.get(3).matches("lw1 hold lock:order:1 \\d+ p/" + tid + " cm-id:" + tid), lines.get(3));
+        assertTrue(lines.get(3).matches("lw1 wait lock:order:1 \\d+ ok"));
+        assertTrue(lines.get(4).matches("lw1 hold lock:order:1 \\d+ p/" + tid + " cm-id:" + tid), lines.get(4));
         assertEquals(1, lines.stream().filter(s -> s.startsWith("lw1 hold")).count());
     }
 
@@ -93,18 +94,6 @@ class ReportingRLockTest {
             assertEquals("lw1 waiting lock:order:1" + pair + " ok", lines.get(4 * i + 1));
         }
         assertEquals(12, lines.size(), lines.toString());
-    }
-
-    /** lock() tries once first: start only when that found the lock taken, then the blocking lock(). */
-    @Test
-    void lockSendsStartOnceItsFirstAttemptFoundTheLockTaken() {
-        long tid = Thread.currentThread().getId();
-        RLock l = new ReportingRLock(fake(new boolean[] {false}, false), rep, "cm", "");
-        l.lock();
-        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm:" + tid + " start", lines.get(0));
-        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm:" + tid + " ok", lines.get(1));
-        assertTrue(lines.get(2).matches("lw1 wait lock:order:1 \\d+ ok"), lines.get(2));
-        assertEquals(3, lines.size(), lines.toString());
     }
 
     @Test
@@ -158,9 +147,9 @@ class ReportingRLockTest {
         expired[0] = true;
         assertThrows(java.util.ConcurrentModificationException.class, l::unlock);
         assertTrue(lines.get(0).startsWith("lw1 waiting job "));
-        assertTrue(lines.get(0).endsWith(" - ok"), "holder unknown: " + lines.get(0));
-        assertTrue(lines.get(2).matches("lw1 lost job \\S+ - \\d+ - expired"), lines.get(2));
-        assertTrue(lines.get(3).startsWith("lw1 hold job "));
+        assertTrue(lines.get(0).endsWith(" - start"), "holder unknown: " + lines.get(0));
+        assertTrue(lines.get(3).matches("lw1 lost job \\S+ - \\d+ - expired"), lines.get(3));
+        assertTrue(lines.get(4).startsWith("lw1 hold job "));
     }
 
     @Test
@@ -181,10 +170,6 @@ class ReportingRLockTest {
             assertEquals("lw1 waiting job" + pair + " start", lines.get(3 + 4 * i), lines.toString());
             assertEquals("lw1 waiting job" + pair + " ok", lines.get(4 + 4 * i));
         }
-        l.lock(); // free at its first attempt: no start
-        l.unlock();
-        assertEquals("lw1 waiting job" + pair + " ok", lines.get(11), lines.toString());
-        assertEquals(14, lines.size(), lines.toString());
         // not acquired: no start sent, no waiting line; with a wait time: start, timeout
         lines.clear();
         free[0] = false;
@@ -194,11 +179,6 @@ class ReportingRLockTest {
         assertEquals("lw1 waiting job" + pair + " start", lines.get(1));
         assertEquals("lw1 waiting job" + pair + " timeout", lines.get(2));
         assertEquals(4, lines.size(), lines.toString());
-        lines.clear();
-        l.lock(); // taken at its first attempt: start, then lock() (the fake's returns: acquired)
-        assertEquals("lw1 waiting job" + pair + " start", lines.get(0), lines.toString());
-        assertEquals("lw1 waiting job" + pair + " ok", lines.get(1));
-        assertEquals(3, lines.size(), lines.toString());
     }
 
     @Test
