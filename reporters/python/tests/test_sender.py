@@ -103,7 +103,7 @@ class Sending(unittest.TestCase):
         key = b"lockwatch test key: not a secret"
         r = self.reporter(sink, key=key)
         for i in range(100):
-            r.put(("hold", "lock:k", i, 1, b"tok"))
+            r.put(("hold", "lock:k", 1, b"tok", 0, i * 1000))
         r.flush()
         dgs = recv_all(sink)
         self.assertGreater(len(dgs), 1)

@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""What every wrapper reports around one acquire and one holding, whatever
-the library: the waiting/wait lines of an acquire call, the hold line of a
-release, and the lost line (at most once per holding) with the reporter's
-own lease clock (acquired at + lease, moved by each successful extension).
+"""What every wrapper reports around one holding, whatever the library: the
+hold line of a release and the lost line (at most once per holding) with the
+reporter's own lease clock (acquired at + lease, moved by each successful
+extension).
 
-Times are time.monotonic_ns(); a lease end of None means "no lease known"
-(a lock without a timeout), and a lost line then carries `-` as overrun.
+A wrapper keeps, per holding, the cheapest state that will do: the tuple
+(acquired, party) that acquire() made.  Only an extension or a lost lease,
+which are rare, turn it into a Holding (holding() below), which then keeps
+the lease clock and the lost flag.  Times are time.monotonic_ns(); a lease
+of None means "no lease known" (a lock without a timeout), and a lost line
+then carries `-` as overrun.
 """
 
 import time
@@ -52,14 +56,13 @@ class Holding:
 
     def report_hold(self, rep, now=None):
         now = _now() if now is None else now
-        rep.put(("hold", self.key, (now - self.acquired) // 1000, self.party, self.holder))
+        rep.put(("hold", self.key, self.party, self.holder, self.acquired, now))
 
 
-def outcome_of(result):
-    return "ok" if result else "timeout"
-
-
-def report_acquire(rep, key, party, holder, may_wait, t0, t1, outcome):
-    """The lines of an acquire call that returned (or raised: `error`):
-    `waiting <outcome>` when it may wait, and `wait`; one queued tuple."""
-    rep.put(("acquired", key, party, holder, (t1 - t0) // 1000, outcome, may_wait))
+def holding(state, key, holder, lease_ns):
+    """The Holding of a wrapper's per-holding state: state itself when it
+    already is one, else a new one made from the (acquired, party) tuple,
+    with the lease the lock had when it was acquired (lease_ns)."""
+    if state.__class__ is tuple:
+        return Holding(key, state[1], holder, state[0], lease_ns)
+    return state

@@ -2,25 +2,32 @@
 """ReportingLock: redis-py's redis.lock.Lock with the waits, holds, waiting
 and lost events reported (docs/reporters.md).  Use it as
 `r.lock(name, lock_class=ReportingLock)`; it changes no lock behaviour: every
-call goes to redis-py, and every exception redis-py raises reaches the caller
-as it would without the reporter (a LockNotOwnedError is reported as `lost`
-first).
+call goes to redis-py with the caller's arguments, and every exception
+redis-py raises reaches the caller as it would without the reporter (a
+LockNotOwnedError is reported as `lost` first).
 
-Owner party: threading.get_ident().  Holder id: the lock's token; when the
-caller passes none, this class makes it the way redis-py does
-(uuid1().hex) before the call, so the `waiting ... start` line already
-carries it.  The per-holding state lives in self.local, next to redis-py's
-token, so it follows the lock's thread_local setting.
+Owner party: threading.get_ident().  Holder id: the lock's token, the one
+redis-py makes (or encodes) and passes to do_acquire().  The per-call and
+per-holding state lives in self.local, next to redis-py's token, so it
+follows the lock's thread_local setting:
+  lw_wait   during an acquire call that may wait: True until its first
+            attempt finds the lock taken, then the token `waiting ... start`
+            named; None otherwise
+  lw_hold   the holding: (acquired, party), or a _holding.Holding once
+            extended or lost
+
+The lock path only reads the clock and queues tuples (_wire.Encoder lists
+them); an acquire that gets the lock at once queues one event, which the
+sender thread writes as `waiting ... ok` and `wait ... ok`.
 """
 
-import threading
-import uuid
+from threading import get_ident
 
 from redis.exceptions import LockNotOwnedError
 from redis.lock import Lock
 
 from . import _sender
-from ._holding import Holding, _now, outcome_of, report_acquire
+from ._holding import _now, holding
 
 
 def _lease_ns(timeout):
@@ -31,67 +38,85 @@ class ReportingLock(Lock):
     """redis.lock.Lock reporting to the lockwatch agent."""
 
     def acquire(self, sleep=None, blocking=None, blocking_timeout=None, token=None):
-        rep = _sender.get()
+        rep = _sender.active or _sender.get()
         if rep is None:
-            return super().acquire(sleep=sleep, blocking=blocking,
-                                   blocking_timeout=blocking_timeout, token=token)
-        if token is None:
-            token = uuid.uuid1().hex.encode()
-        holder = token
-        party = threading.get_ident()
-        may_wait = self.blocking if blocking is None else blocking
-        key = self.name
+            return super().acquire(sleep, blocking, blocking_timeout, token)
+        local = self.local
         # `waiting ... start` goes out when the first attempt finds the lock
-        # taken (do_acquire below), as liblockwatch does: an acquire that
-        # does not wait costs no waiting lines
-        w = [rep, key, party, holder, False] if may_wait else None
-        self.local.lw_wait = w
+        # taken (do_acquire below), as liblockwatch does; `waiting ... ok`
+        # goes out for every acquire that acquired
+        local.lw_wait = (self.blocking if blocking is None else blocking) or None
         t0 = _now()
         try:
-            got = super().acquire(sleep=sleep, blocking=blocking,
-                                  blocking_timeout=blocking_timeout, token=token)
+            got = super().acquire(sleep, blocking, blocking_timeout, token)
         except BaseException:
-            self.local.lw_wait = None
-            report_acquire(rep, key, party, holder, w is not None and w[4], t0, _now(), "error")
+            self._lw_end(rep, t0, "error")
             raise
         t1 = _now()
-        self.local.lw_wait = None
-        waited = w is not None and w[4]
-        report_acquire(rep, key, party, holder, waited, t0, t1, outcome_of(got))
         if got:
-            self.local.lw_holding = Holding(key, party, self.local.token, t1,
-                                            _lease_ns(self.timeout))
+            local.lw_wait = None
+            party = get_ident()
+            rep.put(("ok", self.name, party, local.token, t0, t1))
+            local.lw_hold = (t1, party)
+            return got
+        self._lw_end(rep, t0, "timeout")
         return got
+
+    def _lw_end(self, rep, t0, outcome):
+        """An acquire call that did not acquire: its `wait` line, and its
+        `waiting` end when it sent a start."""
+        local = self.local
+        started = local.lw_wait
+        local.lw_wait = None
+        if started is True:
+            started = None
+        rep.put(("end", self.name, get_ident(), started, t0, _now(), outcome,
+                 started is not None))
 
     def do_acquire(self, token):
-        got = super().do_acquire(token)
-        if not got:
-            w = getattr(self.local, "lw_wait", None)
-            if w is not None and not w[4]:
-                w[4] = True
-                w[0].put(("waiting", w[1], w[2], w[3], "start"))
-        return got
-
-    def _holding(self):
-        return getattr(self.local, "lw_holding", None)
+        if super().do_acquire(token):
+            return True
+        local = self.local
+        if getattr(local, "lw_wait", None) is True:
+            rep = _sender.get()
+            if rep is not None:
+                local.lw_wait = token
+                rep.put(("start", self.name, get_ident(), token))
+        return False
 
     def release(self):
-        h = self._holding()
-        rep = _sender.get() if h is not None else None
+        local = self.local
+        h = getattr(local, "lw_hold", None)
+        rep = (_sender.active or _sender.get()) if h is not None else None
         if rep is None:
             return super().release()
-        self.local.lw_holding = None
+        holder = local.token
+        local.lw_hold = None
         try:
             super().release()
         except LockNotOwnedError:
             now = _now()
+            h = holding(h, self.name, holder, _lease_ns(self.timeout))
             h.report_lost(rep, "expired", now)
             h.report_hold(rep, now)
             raise
         except BaseException:
-            h.report_hold(rep)
+            holding(h, self.name, holder, None).report_hold(rep)
             raise
-        h.report_hold(rep)
+        if h.__class__ is tuple:
+            rep.put(("hold", self.name, h[1], holder, h[0], _now()))
+        else:
+            h.report_hold(rep)
+
+    def _holding(self):
+        """The holding as a Holding (made from the tuple when need be)."""
+        local = self.local
+        h = getattr(local, "lw_hold", None)
+        if h is None or h.__class__ is not tuple:
+            return h
+        h = holding(h, self.name, local.token, _lease_ns(self.timeout))
+        local.lw_hold = h
+        return h
 
     def extend(self, additional_time, replace_ttl=False):
         h = self._holding()
