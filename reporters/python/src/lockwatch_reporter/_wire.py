@@ -97,14 +97,6 @@ def _clamp(t):
     return 0 if t < 0 else MAX_US
 
 
-def _holder(v):
-    """holder_field() with the common case first: redis-py's tokens are
-    uuid1 hex bytes, which need no escaping (bytes.isalnum() is ASCII only)."""
-    if v.__class__ is bytes and v.isalnum():
-        return v
-    return holder_field(v)
-
-
 class Encoder:
     """The lines of one reporter's events (see below), with its `<process>/`
     owner prefix and per-reporter caches of the encoded keys and owners (a
@@ -162,26 +154,37 @@ class Encoder:
         return v
 
     def encode(self, ev):
-        """The text of one event: one line, or two joined by \n, without
-        the terminator."""
+        """The text of one event: one line, or two joined by \\n, without
+        the terminator.  The three events of every lock cycle (start, ok,
+        hold) take the short paths, with the cache lookups inline."""
         kind = ev[0]
         if kind == "ok":
             _, key, party, holder, t0, t1 = ev
-            k = self.key(key)
+            try:
+                k = self._keys[key]
+                o = self._owners[party]
+            except (KeyError, TypeError):
+                k, o = self.key(key), self.owner(party)
             t = (t1 - t0) // 1000
             return b"lw1 waiting %s %s %s ok\nlw1 wait %s %d ok" % (
-                k, self.owner(party), _holder(holder), k,
-                t if 0 <= t <= MAX_US else _clamp(t))
+                k, o, holder if holder.__class__ is bytes and holder.isalnum()
+                else holder_field(holder), k, t if 0 <= t <= MAX_US else _clamp(t))
         if kind == "hold":
             _, key, party, holder, t0, t1 = ev
+            try:
+                k = self._keys[key]
+                o = self._owners[party]
+            except (KeyError, TypeError):
+                k, o = self.key(key), self.owner(party)
             t = (t1 - t0) // 1000
             return b"lw1 hold %s %d %s %s" % (
-                self.key(key), t if 0 <= t <= MAX_US else _clamp(t), self.owner(party),
-                _holder(holder))
+                k, t if 0 <= t <= MAX_US else _clamp(t), o,
+                holder if holder.__class__ is bytes and holder.isalnum()
+                else holder_field(holder))
         if kind == "start":
             _, key, party, holder = ev
             return b"lw1 waiting %s %s %s start" % (self.key(key), self.owner(party),
-                                                     _holder(holder))
+                                                     holder_field(holder))
         if kind == "end":
             _, key, party, holder, t0, t1, outcome, started = ev
             w = self.line(("wait", key, (t1 - t0) // 1000, outcome))

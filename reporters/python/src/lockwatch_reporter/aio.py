@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """AsyncReportingLock: redis.asyncio's Lock with the waits, holds, waiting
 and lost events reported, used as `r.lock(name, lock_class=AsyncReportingLock)`
-on a redis.asyncio.Redis.  Same rules and same per-call state (self.local:
-lw_wait, lw_hold) as redis_py.ReportingLock; the owner party is the current
+on a redis.asyncio.Redis.  Same rules, same per-call state (self.local:
+lw_wait, lw_hold) and same direct calls of the library's methods as
+redis_py.ReportingLock; the owner party is the current
 asyncio task (queued as -id(task), written `task-<hex id>`: unique among live
 tasks), or the thread when called outside a task.
 
@@ -39,7 +40,7 @@ class AsyncReportingLock(Lock):
     async def acquire(self, blocking=None, blocking_timeout=None, token=None):
         rep = _sender.active or _sender.get()
         if rep is None:
-            return await super().acquire(blocking, blocking_timeout, token)
+            return await Lock.acquire(self, blocking, blocking_timeout, token)
         local = self.local
         # `waiting ... start` goes out when the first attempt finds the lock
         # taken (do_acquire below), as liblockwatch does; `waiting ... ok`
@@ -47,16 +48,16 @@ class AsyncReportingLock(Lock):
         local.lw_wait = (self.blocking if blocking is None else blocking) or None
         t0 = _now()
         try:
-            got = await super().acquire(blocking, blocking_timeout, token)
+            got = await Lock.acquire(self, blocking, blocking_timeout, token)
         except BaseException:
             self._lw_end(rep, t0, "error")
             raise
         t1 = _now()
         if got:
-            local.lw_wait = None
             party = _party()
-            rep.put(("ok", self.name, party, local.token, t0, t1))
-            local.lw_hold = (t1, party)
+            token = local.token
+            rep.put(("ok", self.name, party, token, t0, t1))
+            local.lw_hold = (t1, party, token)
             return got
         self._lw_end(rep, t0, "timeout")
         return got
@@ -73,7 +74,7 @@ class AsyncReportingLock(Lock):
                  started is not None))
 
     async def do_acquire(self, token):
-        if await super().do_acquire(token):
+        if await Lock.do_acquire(self, token):
             return True
         local = self.local
         if getattr(local, "lw_wait", None) is True:
@@ -85,14 +86,17 @@ class AsyncReportingLock(Lock):
 
     def release(self):
         local = self.local
-        h = getattr(local, "lw_hold", None)
-        rep = (_sender.active or _sender.get()) if h is not None else None
-        if rep is None:
-            return super().release()
         holder = local.token
-        aw = super().release()  # raises LockError at once, as redis.asyncio does
-        local.lw_hold = None
-        return self._released(aw, h, holder, rep)
+        h = getattr(local, "lw_hold", None)
+        if h.__class__ is tuple:
+            if h[2] is not holder or holder is None:
+                return Lock.release(self)
+        elif h is None or h.holder is not holder or holder is None:
+            return Lock.release(self)
+        rep = _sender.active or _sender.get()
+        if rep is None:
+            return Lock.release(self)
+        return self._released(Lock.release(self), h, holder, rep)
 
     async def _released(self, aw, h, holder, rep):
         try:
@@ -112,24 +116,30 @@ class AsyncReportingLock(Lock):
             h.report_hold(rep)
 
     def _holding(self):
-        """The holding as a Holding (made from the tuple when need be)."""
+        """The current holding as a Holding (made from the tuple when need
+        be), or None."""
         local = self.local
+        holder = local.token
         h = getattr(local, "lw_hold", None)
-        if h is None or h.__class__ is not tuple:
-            return h
-        h = holding(h, self.name, local.token, _lease_ns(self.timeout))
+        if h is None or holder is None:
+            return None
+        if h.__class__ is not tuple:
+            return h if h.holder is holder else None
+        if h[2] is not holder:
+            return None
+        h = holding(h, self.name, holder, _lease_ns(self.timeout))
         local.lw_hold = h
         return h
 
     def extend(self, additional_time, replace_ttl=False):
-        aw = super().extend(additional_time, replace_ttl)  # LockError at once, as upstream
+        aw = Lock.extend(self, additional_time, replace_ttl)  # LockError at once, as upstream
         h = self._holding()
         if h is None:
             return aw
         return self._renewal(aw, h, _lease_ns(additional_time), not replace_ttl)
 
     def reacquire(self):
-        aw = super().reacquire()
+        aw = Lock.reacquire(self)
         h = self._holding()
         if h is None:
             return aw

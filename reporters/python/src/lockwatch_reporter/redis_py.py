@@ -10,15 +10,20 @@ Owner party: threading.get_ident().  Holder id: the lock's token, the one
 redis-py makes (or encodes) and passes to do_acquire().  The per-call and
 per-holding state lives in self.local, next to redis-py's token, so it
 follows the lock's thread_local setting:
-  lw_wait   during an acquire call that may wait: True until its first
-            attempt finds the lock taken, then the token `waiting ... start`
-            named; None otherwise
-  lw_hold   the holding: (acquired, party), or a _holding.Holding once
-            extended or lost
+  lw_wait   set by each acquire call that reports: True when it may wait
+            (until its first attempt finds the lock taken, then the token
+            `waiting ... start` named), else None
+  lw_hold   the last holding: (acquired, party, token), or a
+            _holding.Holding once extended or lost; it is the current one
+            while its token is the lock's token
 
-The lock path only reads the clock and queues tuples (_wire.Encoder lists
-them); an acquire that gets the lock at once queues one event, which the
-sender thread writes as `waiting ... ok` and `wait ... ok`.
+The 5% budget (docs/reporters.md "Never slow"): the lock path reads the
+clock three times and queues two tuples per acquire + release
+(_wire.Encoder lists them; an acquire that gets the lock at once queues
+one, which the sender thread writes as `waiting ... ok` and `wait ... ok`),
+and calls redis-py's Lock methods directly rather than through super(): it
+is meant to be the lock class itself (a subclass of it may override
+anything).
 """
 
 from threading import get_ident
@@ -40,7 +45,7 @@ class ReportingLock(Lock):
     def acquire(self, sleep=None, blocking=None, blocking_timeout=None, token=None):
         rep = _sender.active or _sender.get()
         if rep is None:
-            return super().acquire(sleep, blocking, blocking_timeout, token)
+            return Lock.acquire(self, sleep, blocking, blocking_timeout, token)
         local = self.local
         # `waiting ... start` goes out when the first attempt finds the lock
         # taken (do_acquire below), as liblockwatch does; `waiting ... ok`
@@ -48,16 +53,16 @@ class ReportingLock(Lock):
         local.lw_wait = (self.blocking if blocking is None else blocking) or None
         t0 = _now()
         try:
-            got = super().acquire(sleep, blocking, blocking_timeout, token)
+            got = Lock.acquire(self, sleep, blocking, blocking_timeout, token)
         except BaseException:
             self._lw_end(rep, t0, "error")
             raise
         t1 = _now()
         if got:
-            local.lw_wait = None
             party = get_ident()
-            rep.put(("ok", self.name, party, local.token, t0, t1))
-            local.lw_hold = (t1, party)
+            token = local.token
+            rep.put(("ok", self.name, party, token, t0, t1))
+            local.lw_hold = (t1, party, token)
             return got
         self._lw_end(rep, t0, "timeout")
         return got
@@ -74,11 +79,11 @@ class ReportingLock(Lock):
                  started is not None))
 
     def do_acquire(self, token):
-        if super().do_acquire(token):
+        if Lock.do_acquire(self, token):
             return True
         local = self.local
         if getattr(local, "lw_wait", None) is True:
-            rep = _sender.get()
+            rep = _sender.active or _sender.get()
             if rep is not None:
                 local.lw_wait = token
                 rep.put(("start", self.name, get_ident(), token))
@@ -86,14 +91,18 @@ class ReportingLock(Lock):
 
     def release(self):
         local = self.local
-        h = getattr(local, "lw_hold", None)
-        rep = (_sender.active or _sender.get()) if h is not None else None
-        if rep is None:
-            return super().release()
         holder = local.token
-        local.lw_hold = None
+        h = getattr(local, "lw_hold", None)
+        if h.__class__ is tuple:
+            if h[2] is not holder or holder is None:
+                return Lock.release(self)
+        elif h is None or h.holder is not holder or holder is None:
+            return Lock.release(self)
+        rep = _sender.active or _sender.get()
+        if rep is None:
+            return Lock.release(self)
         try:
-            super().release()
+            Lock.release(self)
         except LockNotOwnedError:
             now = _now()
             h = holding(h, self.name, holder, _lease_ns(self.timeout))
@@ -109,21 +118,27 @@ class ReportingLock(Lock):
             h.report_hold(rep)
 
     def _holding(self):
-        """The holding as a Holding (made from the tuple when need be)."""
+        """The current holding as a Holding (made from the tuple when need
+        be), or None."""
         local = self.local
+        holder = local.token
         h = getattr(local, "lw_hold", None)
-        if h is None or h.__class__ is not tuple:
-            return h
-        h = holding(h, self.name, local.token, _lease_ns(self.timeout))
+        if h is None or holder is None:
+            return None
+        if h.__class__ is not tuple:
+            return h if h.holder is holder else None
+        if h[2] is not holder:
+            return None
+        h = holding(h, self.name, holder, _lease_ns(self.timeout))
         local.lw_hold = h
         return h
 
     def extend(self, additional_time, replace_ttl=False):
         h = self._holding()
         try:
-            r = super().extend(additional_time, replace_ttl)
+            r = Lock.extend(self, additional_time, replace_ttl)
         except LockNotOwnedError:
-            rep = _sender.get() if h is not None else None
+            rep = (_sender.active or _sender.get()) if h is not None else None
             if rep is not None:
                 h.report_lost(rep, "renewal")
             raise
@@ -134,9 +149,9 @@ class ReportingLock(Lock):
     def reacquire(self):
         h = self._holding()
         try:
-            r = super().reacquire()
+            r = Lock.reacquire(self)
         except LockNotOwnedError:
-            rep = _sender.get() if h is not None else None
+            rep = (_sender.active or _sender.get()) if h is not None else None
             if rep is not None:
                 h.report_lost(rep, "renewal")
             raise
