@@ -4,10 +4,10 @@ hold line of a release and the lost line (at most once per holding) with the
 reporter's own lease clock (acquired at + lease, moved by each successful
 extension).
 
-A wrapper keeps, per holding, the cheapest state that will do: the tuple
-(acquired, party) that acquire() made.  Only an extension or a lost lease,
-which are rare, turn it into a Holding (holding() below), which then keeps
-the lease clock and the lost flag.  Times are time.monotonic_ns(); a lease
+A wrapper keeps, per holding, the cheapest state that will do: the event
+tuple its acquire() queued, ("ok", key, party, holder, t0, acquired).  Only
+an extension or a lost lease, which are rare, turn it into a Holding
+(holding() below), which then keeps the lease clock and the lost flag.  Times are time.monotonic_ns(); a lease
 of None means "no lease known" (a lock without a timeout), and a lost line
 then carries `-` as overrun.
 """
@@ -59,10 +59,10 @@ class Holding:
         rep.put(("hold", self.key, self.party, self.holder, self.acquired, now))
 
 
-def holding(state, key, holder, lease_ns):
+def holding(state, lease_ns):
     """The Holding of a wrapper's per-holding state: state itself when it
-    already is one, else a new one made from the (acquired, party) tuple,
-    with the lease the lock had when it was acquired (lease_ns)."""
+    already is one, else a new one made from the acquire's "ok" tuple, with
+    the lease the lock had when it was acquired (lease_ns)."""
     if state.__class__ is tuple:
-        return Holding(key, state[1], holder, state[0], lease_ns)
+        return Holding(state[1], state[2], state[3], state[5], lease_ns)
     return state

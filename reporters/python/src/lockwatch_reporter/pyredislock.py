@@ -33,7 +33,9 @@ def _lease_ns(expire):
 class ReportingRedisLock(redis_lock.Lock):
     """redis_lock.Lock reporting to the lockwatch agent."""
 
-    _lw_hold = None   # the holding: (acquired, party), or a Holding once extended or lost
+    # the holding: the "ok" event its acquire queued, or a Holding once
+    # extended or lost
+    _lw_hold = None
 
     def acquire(self, blocking=True, timeout=None):
         rep = _sender.active or _sender.get()
@@ -50,8 +52,9 @@ class ReportingRedisLock(redis_lock.Lock):
             raise
         t1 = _now()
         if got:
-            rep.put(("ok", self._name, party, self._id, t0, t1))
-            self._lw_hold = (t1, party)
+            ev = ("ok", self._name, party, self._id, t0, t1)
+            rep.put(ev)
+            self._lw_hold = ev
         else:
             rep.put(("end", self._name, party, self._id, t0, t1, "timeout", bool(blocking)))
         return got
@@ -60,7 +63,7 @@ class ReportingRedisLock(redis_lock.Lock):
         h = self._lw_hold
         if h is None or h.__class__ is not tuple:
             return h
-        h = self._lw_hold = holding(h, self._name, self._id, _lease_ns(self._expire))
+        h = self._lw_hold = holding(h, _lease_ns(self._expire))
         return h
 
     def extend(self, expire=None):
@@ -97,6 +100,6 @@ class ReportingRedisLock(redis_lock.Lock):
         h = self._lw_hold
         self._lw_hold = None
         if h.__class__ is tuple:
-            rep.put(("hold", self._name, h[1], self._id, h[0], _now()))
+            rep.put(("hold", h[1], h[2], h[3], h[5], _now()))
         else:
             h.report_hold(rep)

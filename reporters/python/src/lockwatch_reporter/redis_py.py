@@ -13,7 +13,7 @@ follows the lock's thread_local setting:
   lw_wait   set by each acquire call that reports: True when it may wait
             (until its first attempt finds the lock taken, then the token
             `waiting ... start` named), else None
-  lw_hold   the last holding: (acquired, party, token), or a
+  lw_hold   the last holding: the "ok" event its acquire queued, or a
             _holding.Holding once extended or lost; it is the current one
             while its token is the lock's token
 
@@ -61,8 +61,9 @@ class ReportingLock(Lock):
         if got:
             party = get_ident()
             token = local.token
-            rep.put(("ok", self.name, party, token, t0, t1))
-            local.lw_hold = (t1, party, token)
+            ev = ("ok", self.name, party, token, t0, t1)
+            rep.put(ev)
+            local.lw_hold = ev      # the holding (_holding.holding())
             return got
         self._lw_end(rep, t0, "timeout")
         return got
@@ -94,7 +95,7 @@ class ReportingLock(Lock):
         holder = local.token
         h = getattr(local, "lw_hold", None)
         if h.__class__ is tuple:
-            if h[2] is not holder or holder is None:
+            if h[3] is not holder or holder is None:
                 return Lock.release(self)
         elif h is None or h.holder is not holder or holder is None:
             return Lock.release(self)
@@ -105,15 +106,15 @@ class ReportingLock(Lock):
             Lock.release(self)
         except LockNotOwnedError:
             now = _now()
-            h = holding(h, self.name, holder, _lease_ns(self.timeout))
+            h = holding(h, _lease_ns(self.timeout))
             h.report_lost(rep, "expired", now)
             h.report_hold(rep, now)
             raise
         except BaseException:
-            holding(h, self.name, holder, None).report_hold(rep)
+            holding(h, None).report_hold(rep)
             raise
         if h.__class__ is tuple:
-            rep.put(("hold", self.name, h[1], holder, h[0], _now()))
+            rep.put(("hold", h[1], h[2], holder, h[5], _now()))
         else:
             h.report_hold(rep)
 
@@ -127,9 +128,9 @@ class ReportingLock(Lock):
             return None
         if h.__class__ is not tuple:
             return h if h.holder is holder else None
-        if h[2] is not holder:
+        if h[3] is not holder:
             return None
-        h = holding(h, self.name, holder, _lease_ns(self.timeout))
+        h = holding(h, _lease_ns(self.timeout))
         local.lw_hold = h
         return h
 
