@@ -7,9 +7,9 @@ extension).
 A wrapper keeps, per holding, the cheapest state that will do: the event
 tuple its acquire() queued, ("ok", key, party, holder, t0, acquired).  Only
 an extension or a lost lease, which are rare, turn it into a Holding
-(holding() below), which then keeps the lease clock and the lost flag.  Times are time.monotonic_ns(); a lease
-of None means "no lease known" (a lock without a timeout), and a lost line
-then carries `-` as overrun.
+(holding() below), which then keeps the lease clock and the lost flag.
+Times are time.monotonic_ns(); a lease of None means "no lease known" (a
+lock without a timeout), and a lost line then carries `-` as overrun.
 """
 
 import time
