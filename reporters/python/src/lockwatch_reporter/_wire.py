@@ -158,7 +158,7 @@ class Encoder:
         the terminator.  The three events of every lock cycle (start, ok,
         hold) take the short paths, with the cache lookups inline."""
         kind = ev[0]
-        if kind == "ok":
+        if kind == "ok" or kind == "hold":
             _, key, party, holder, t0, t1 = ev
             try:
                 k = self._keys[key]
@@ -166,21 +166,13 @@ class Encoder:
             except (KeyError, TypeError):
                 k, o = self.key(key), self.owner(party)
             t = (t1 - t0) // 1000
-            return b"lw1 waiting %s %s %s ok\nlw1 wait %s %d ok" % (
-                k, o, holder if holder.__class__ is bytes and holder.isalnum()
-                else holder_field(holder), k, t if 0 <= t <= MAX_US else _clamp(t))
-        if kind == "hold":
-            _, key, party, holder, t0, t1 = ev
-            try:
-                k = self._keys[key]
-                o = self._owners[party]
-            except (KeyError, TypeError):
-                k, o = self.key(key), self.owner(party)
-            t = (t1 - t0) // 1000
-            return b"lw1 hold %s %d %s %s" % (
-                k, t if 0 <= t <= MAX_US else _clamp(t), o,
-                holder if holder.__class__ is bytes and holder.isalnum()
-                else holder_field(holder))
+            if not 0 <= t <= MAX_US:
+                t = _clamp(t)
+            if holder.__class__ is not bytes or not holder.isalnum():
+                holder = holder_field(holder)
+            if kind == "ok":
+                return b"lw1 waiting %s %s %s ok\nlw1 wait %s %d ok" % (k, o, holder, k, t)
+            return b"lw1 hold %s %d %s %s" % (k, t, o, holder)
         if kind == "start":
             _, key, party, holder = ev
             return b"lw1 waiting %s %s %s start" % (self.key(key), self.owner(party),

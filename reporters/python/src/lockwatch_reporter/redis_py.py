@@ -32,15 +32,17 @@ from redis.exceptions import LockNotOwnedError
 from redis.lock import Lock
 
 from . import _sender
-from ._holding import _now, holding
+from ._holding import LocalState, _now, holding
 
 
 def _lease_ns(timeout):
     return int(timeout * 1e9) if timeout else None
 
 
-class ReportingLock(Lock):
+class ReportingLock(LocalState, Lock):
     """redis.lock.Lock reporting to the lockwatch agent."""
+
+    _lw_party = staticmethod(get_ident)
 
     def acquire(self, sleep=None, blocking=None, blocking_timeout=None, token=None):
         rep = _sender.active or _sender.get()
@@ -68,37 +70,19 @@ class ReportingLock(Lock):
         self._lw_end(rep, t0, "timeout")
         return got
 
-    def _lw_end(self, rep, t0, outcome):
-        """An acquire call that did not acquire: its `wait` line, and its
-        `waiting` end when it sent a start."""
-        local = self.local
-        started = local.lw_wait
-        local.lw_wait = None
-        if started is True:
-            started = None
-        rep.put(("end", self.name, get_ident(), started, t0, _now(), outcome,
-                 started is not None))
-
     def do_acquire(self, token):
         if Lock.do_acquire(self, token):
             return True
-        local = self.local
-        if getattr(local, "lw_wait", None) is True:
-            rep = _sender.active or _sender.get()
-            if rep is not None:
-                local.lw_wait = token
-                rep.put(("start", self.name, get_ident(), token))
+        self._lw_busy(token)
         return False
 
     def release(self):
         local = self.local
         holder = local.token
         h = getattr(local, "lw_hold", None)
-        if h.__class__ is tuple:
-            if h[3] is not holder or holder is None:
-                return Lock.release(self)
-        elif h is None or h.holder is not holder or holder is None:
-            return Lock.release(self)
+        if not (h is not None and holder is not None
+                and (h[3] if h.__class__ is tuple else h.holder) is holder):
+            return Lock.release(self)   # not a holding this wrapper reported
         rep = _sender.active or _sender.get()
         if rep is None:
             return Lock.release(self)
@@ -118,24 +102,8 @@ class ReportingLock(Lock):
         else:
             h.report_hold(rep)
 
-    def _holding(self):
-        """The current holding as a Holding (made from the tuple when need
-        be), or None."""
-        local = self.local
-        holder = local.token
-        h = getattr(local, "lw_hold", None)
-        if h is None or holder is None:
-            return None
-        if h.__class__ is not tuple:
-            return h if h.holder is holder else None
-        if h[3] is not holder:
-            return None
-        h = holding(h, _lease_ns(self.timeout))
-        local.lw_hold = h
-        return h
-
     def extend(self, additional_time, replace_ttl=False):
-        h = self._holding()
+        h = self._lw_holding()
         try:
             r = Lock.extend(self, additional_time, replace_ttl)
         except LockNotOwnedError:
@@ -148,7 +116,7 @@ class ReportingLock(Lock):
         return r
 
     def reacquire(self):
-        h = self._holding()
+        h = self._lw_holding()
         try:
             r = Lock.reacquire(self)
         except LockNotOwnedError:
