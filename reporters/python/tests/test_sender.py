@@ -122,6 +122,18 @@ class Sending(unittest.TestCase):
         r.flush()
         self.assertEqual(r.stats()["sent"], 10)
 
+    def test_fast_path_bounds(self):
+        # the wrappers append to q themselves only below fast_below (a
+        # quarter of the capacity); a tap turns that off, so it sees all
+        sink = udp_sink()
+        r = self.reporter(sink, capacity=8)
+        self.assertEqual(r.fast_below, 2)
+        r.tap = lambda ev: None
+        self.assertEqual(r.fast_below, 0)
+        r.tap = None
+        self.assertEqual(r.fast_below, 2)
+        self.assertNotIn("put", r.__dict__)
+
     def test_send_failure_counted_not_raised(self):
         # a port nothing listens on: ECONNREFUSED may come back; never raised
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

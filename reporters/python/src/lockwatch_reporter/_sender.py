@@ -6,7 +6,8 @@ non-blocking UDP sockets every 200 ms (or sooner when the queue fills up).
 
 Why tuples and a thread: the lock path must cost next to nothing (the 5%
 budget of docs/reporters.md), so it only builds a tuple and appends it to a
-deque (atomic under the GIL, no lock taken); formatting, percent-encoding,
+deque (atomic under the GIL, no lock taken; the wrappers append themselves
+while the queue is short, put() does it beyond: see fast_below); formatting, percent-encoding,
 signing and the system calls all happen on the sender thread.  The thread is
 a daemon, so it never keeps the process alive; an atexit hook flushes what is
 queued, best effort; a forked child gets a reporter of its own.  A full queue
@@ -36,8 +37,13 @@ class Reporter:
         self.config = config
         self.capacity = capacity
         self._wake_at = capacity >> 2  # wake the sender early, well before full
+        # The wrappers append to q themselves while it is shorter than
+        # fast_below (no call; put() takes over from there: the wake, the
+        # drops, the tap); a tap sets it to 0.
+        self.q = collections.deque()
+        self.fast_below = self._wake_at
         self.flush_seconds = flush_seconds
-        self._q = collections.deque()
+        self._q = self.q
         self._wake = threading.Event()
         self._stop = False
         self._count_lock = threading.Lock()  # only the drop and flush paths take it
@@ -94,6 +100,7 @@ class Reporter:
     @tap.setter
     def tap(self, fn):
         self._tap = fn
+        self.fast_below = self._wake_at if fn is None else 0
         if fn is None:
             self.__dict__.pop("put", None)
             return

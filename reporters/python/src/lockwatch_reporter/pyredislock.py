@@ -43,7 +43,11 @@ class ReportingRedisLock(redis_lock.Lock):
             return redis_lock.Lock.acquire(self, blocking, timeout)
         party = get_ident()
         if blocking:
-            rep.put(("start", self._name, party, self._id))
+            q = rep.q
+            if len(q) < rep.fast_below:
+                q.append(("start", self._name, party, self._id))
+            else:
+                rep.put(("start", self._name, party, self._id))
         t0 = _now()
         try:
             got = redis_lock.Lock.acquire(self, blocking, timeout)
@@ -53,7 +57,11 @@ class ReportingRedisLock(redis_lock.Lock):
         t1 = _now()
         if got:
             ev = ("ok", self._name, party, self._id, t0, t1)
-            rep.put(ev)
+            q = rep.q
+            if len(q) < rep.fast_below:
+                q.append(ev)
+            else:
+                rep.put(ev)
             self._lw_hold = ev
         else:
             rep.put(("end", self._name, party, self._id, t0, t1, "timeout", bool(blocking)))
@@ -100,6 +108,10 @@ class ReportingRedisLock(redis_lock.Lock):
         h = self._lw_hold
         self._lw_hold = None
         if h.__class__ is tuple:
-            rep.put(("hold", h[1], h[2], h[3], h[5], _now()))
+            q = rep.q
+            if len(q) < rep.fast_below:
+                q.append(("hold", h[1], h[2], h[3], h[5], _now()))
+            else:
+                rep.put(("hold", h[1], h[2], h[3], h[5], _now()))
         else:
             h.report_hold(rep)

@@ -64,7 +64,11 @@ class ReportingLock(LocalState, Lock):
             party = get_ident()
             token = local.token
             ev = ("ok", self.name, party, token, t0, t1)
-            rep.put(ev)
+            q = rep.q
+            if len(q) < rep.fast_below:
+                q.append(ev)
+            else:
+                rep.put(ev)
             local.lw_hold = ev      # the holding (_holding.holding())
             return got
         self._lw_end(rep, t0, "timeout")
@@ -98,7 +102,11 @@ class ReportingLock(LocalState, Lock):
             holding(h, None).report_hold(rep)
             raise
         if h.__class__ is tuple:
-            rep.put(("hold", h[1], h[2], holder, h[5], _now()))
+            q = rep.q
+            if len(q) < rep.fast_below:
+                q.append(("hold", h[1], h[2], holder, h[5], _now()))
+            else:
+                rep.put(("hold", h[1], h[2], holder, h[5], _now()))
         else:
             h.report_hold(rep)
 
