@@ -83,7 +83,8 @@ class Reporter:
         n = len(q)
         if n < self.capacity:
             q.append(event)
-            if n == self._wake_at:
+            # >=: the wrappers' own appends (fast_below) may race past it
+            if n >= self._wake_at and not self._wake.is_set():
                 self._wake.set()
             return
         with self._count_lock:
