@@ -103,7 +103,7 @@ class Sending(unittest.TestCase):
         key = b"lockwatch test key: not a secret"
         r = self.reporter(sink, key=key)
         for i in range(100):
-            r.put(("hold", "lock:k", i, 1, b"tok"))
+            r.put(("hold", "lock:k", 1, b"tok", 0, i * 1000))
         r.flush()
         dgs = recv_all(sink)
         self.assertGreater(len(dgs), 1)
@@ -121,6 +121,18 @@ class Sending(unittest.TestCase):
         self.assertEqual(r.stats()["dropped_queue_full"], 15)
         r.flush()
         self.assertEqual(r.stats()["sent"], 10)
+
+    def test_fast_path_bounds(self):
+        # the wrappers append to q themselves only below fast_below (a
+        # quarter of the capacity); a tap turns that off, so it sees all
+        sink = udp_sink()
+        r = self.reporter(sink, capacity=8)
+        self.assertEqual(r.fast_below, 2)
+        r.tap = lambda ev: None
+        self.assertEqual(r.fast_below, 0)
+        r.tap = None
+        self.assertEqual(r.fast_below, 2)
+        self.assertNotIn("put", r.__dict__)
 
     def test_send_failure_counted_not_raised(self):
         # a port nothing listens on: ECONNREFUSED may come back; never raised

@@ -21,13 +21,13 @@ class Wire(unittest.TestCase):
 
     def test_vector_lines(self):
         # the vector's lines as the encoder writes them
-        owner = _wire.owner_prefix("web-1:4242")
-        self.assertEqual(owner, b"web-1:4242/")
-        ln = _wire.line(("waiting", "lock:order:1001", 7,
-                         b"lw1:web-1:4242:7:1767225599000:00112233aabbccdd", "start"),
-                        b"web-1%3A4242%2F")
+        self.assertEqual(_wire.owner_prefix("web-1:4242"), b"web-1:4242/")
+        enc = _wire.Encoder("web-1")
+        enc.prefix = b"web-1%3A4242%2F"   # the vector's owner, escaped as it is
+        ln = enc.encode(("start", "lock:order:1001", 7,
+                         b"lw1:web-1:4242:7:1767225599000:00112233aabbccdd"))
         self.assertEqual(ln + b"\n", VECTOR_BODY.split(b"\n")[0] + b"\n")
-        self.assertEqual(_wire.line(("wait", "lock:order:1001", 1500, "ok"), owner),
+        self.assertEqual(enc.encode(("wait", "lock:order:1001", 1500, "ok")),
                          b"lw1 wait lock:order:1001 1500 ok")
 
     def test_pct(self):
@@ -39,45 +39,37 @@ class Wire(unittest.TestCase):
         self.assertEqual(_wire.holder_field(b"abc"), b"abc")
 
     def test_lines(self):
-        p = b"host:1/"
-        self.assertEqual(_wire.line(("hold", "k", 12, 3, b"tok"), p), b"lw1 hold k 12 host:1/3 tok")
-        self.assertEqual(_wire.line(("lost", "k", 3, b"tok", 99, None, "renewal"), p),
+        e = _wire.Encoder("host:1")
+        self.assertEqual(e.encode(("hold", "k", 3, b"tok", 1000, 13999)),
+                         b"lw1 hold k 12 host:1/3 tok")
+        self.assertEqual(e.encode(("lost", "k", 3, b"tok", 99, None, "renewal")),
                          b"lw1 lost k host:1/3 tok 99 - renewal")
-        self.assertEqual(_wire.line(("lost", "k", 3, b"tok", 99, 5, "expired"), p),
+        self.assertEqual(e.encode(("lost", "k", 3, b"tok", 99, 5, "expired")),
                          b"lw1 lost k host:1/3 tok 99 5 expired")
-        self.assertEqual(_wire.line(("wait", "k", -4, "timeout"), p), b"lw1 wait k 0 timeout")
-        self.assertEqual(_wire.line(("wait", "k", 2 ** 60, "ok"), p),
+        self.assertEqual(e.encode(("wait", "k", -4, "timeout")), b"lw1 wait k 0 timeout")
+        self.assertEqual(e.encode(("wait", "k", 2 ** 60, "ok")),
                          b"lw1 wait k 9007199254740992 ok")
+        self.assertEqual(e.encode(("waiting", "k", 3, None, "start")),
+                         b"lw1 waiting k host:1/3 - start")
 
-    def test_emit(self):
-        out = []
-        p = b"h:1/"
-        _wire.emit(("acquired", "k", 3, b"tok", 15, "timeout", True), p, out)
-        _wire.emit(("acquired", "k", 3, b"tok", 16, "ok", False), p, out)
-        _wire.emit(("waiting", "k", 3, None, "start"), p, out)
-        _wire.emit(("hold", "k", 12, 3, b"tok"), p, out)
-        _wire.emit(("hold", "k", -1, 3, b"-"), p, out)
-        _wire.emit(("lost", "k", 3, b"tok", 99, None, "renewal"), p, out)
-        self.assertEqual(out, [b"lw1 waiting k h:1/3 tok timeout", b"lw1 wait k 15 timeout",
-                               b"lw1 wait k 16 ok", b"lw1 waiting k h:1/3 - start",
-                               b"lw1 hold k 12 h:1/3 tok", b"lw1 hold k 0 h:1/3 %2D",
-                               b"lw1 lost k h:1/3 tok 99 - renewal"])
-        _wire.emit(("hold", "k", 1, 3, b"tok"), b"other:2/", out)
-        self.assertEqual(out[-1], b"lw1 hold k 1 other:2/3 tok")
-
-    def test_pack(self):
-        lines = [b"x" * 100] * 30
-        dgs = _wire.pack(lines)
-        self.assertTrue(all(len(d) <= 1432 for d in dgs))
-        self.assertEqual(sum(d.count(b"\n") for d in dgs), 30)
-        self.assertEqual(len(dgs[0]), 14 * 101)
-        # signed: the budget leaves room for the mac line
-        budget = _wire.MAX_DATAGRAM - _wire.MAC_LINE_LEN
-        for d in _wire.pack(lines, budget):
-            self.assertLessEqual(len(_wire.sign(b"k" * 16, d, 1767225600)), 1432)
-        # a huge line goes alone
-        dgs = _wire.pack([b"a", b"b" * 2000, b"c"])
-        self.assertEqual([len(d) for d in dgs], [2, 2001, 2])
+    def test_acquire_events(self):
+        # one queued event per acquire call: `waiting ... ok` for every one
+        # that acquired, a `waiting` end for one that did not only after a start
+        e = _wire.Encoder("h:1")
+        self.assertEqual(e.encode(("ok", "k", 3, b"tok", 1000, 16999)),
+                         b"lw1 waiting k h:1/3 tok ok\nlw1 wait k 15 ok")
+        self.assertEqual(e.encode(("end", "k", 3, b"tok", 0, 15000, "timeout", True)),
+                         b"lw1 waiting k h:1/3 tok timeout\nlw1 wait k 15 timeout")
+        self.assertEqual(e.encode(("end", "k", 3, None, 0, 15000, "error", False)),
+                         b"lw1 wait k 15 error")
+        self.assertEqual(e.encode(("start", "k", 3, b"tok")), b"lw1 waiting k h:1/3 tok start")
+        # holder ids: hex tokens as they are, others escaped, `-` as %2D;
+        # an asyncio task's party (-id) as task-<hex>
+        self.assertEqual(e.encode(("hold", "k", -255, "a b+/=", 5, 4)),
+                         b"lw1 hold k 0 h:1/task-ff a%20b+/=")
+        self.assertEqual(e.encode(("hold", "k key", "p q", b"-", 0, 2 ** 80)),
+                         b"lw1 hold k%20key 9007199254740992 h:1/p%20q %2D")
+        self.assertRaises(ValueError, e.encode, ("what", "k"))
 
     def test_mac_matches_hmac(self):
         body = b"lw1 wait k 1 ok\n"

@@ -1,38 +1,57 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""The events ReportingLock sends around a fake redis-py client (no Redis):
-acquire, timeout, release, lost at release and at extend.  Needs redis-py
-installed (skipped otherwise); the real libraries run in
-tests/interop/reporters/python."""
+"""The lines the three wrappers send around fake clients (no Redis): an
+acquire that got the lock at once, one that waited, one that timed out, a
+non-blocking one that failed, the hold at release, and lost at release and
+at extend.  Every acquire that acquired sends `waiting ... ok`; `waiting ...
+start` only goes out once the first attempt found the lock taken (redis-py,
+redis.asyncio) or when a blocking acquire begins (python-redis-lock).  Needs
+redis-py (and python-redis-lock for its class; skipped otherwise); the real
+libraries run in tests/interop/reporters/python."""
 
+import asyncio
+import re
 import threading
 import unittest
 
 try:
     from redis.exceptions import LockNotOwnedError
     from redis._parsers.encoders import Encoder
-    from lockwatch_reporter import ReportingLock
+    from lockwatch_reporter import ReportingLock, AsyncReportingLock
     HAVE_REDIS = True
 except ImportError:  # redis-py absent, or too old for redis._parsers
     HAVE_REDIS = False
+try:
+    import redis_lock
+    from lockwatch_reporter import ReportingRedisLock
+    HAVE_REDIS_LOCK = HAVE_REDIS
+except ImportError:
+    HAVE_REDIS_LOCK = False
 
-from lockwatch_reporter import _sender
+from lockwatch_reporter import _sender, _wire
 
 
 class FakeRedis:
-    """Just what redis.lock.Lock calls: SET NX and three scripts."""
+    """Just what redis.lock.Lock and python-redis-lock call: SET NX, GET,
+    BLPOP (returns at once: nothing is ever pushed) and their scripts."""
 
     def __init__(self):
         self.data = {}
-        self.enc = Encoder("utf-8", "strict", False)
+        self.enc = Encoder("utf-8", "strict", False) if HAVE_REDIS else None
 
     def get_encoder(self):
         return self.enc
 
-    def set(self, name, value, nx=False, px=None):
+    def set(self, name, value, nx=False, px=None, ex=None):
         if nx and name in self.data:
-            return False
+            return None
         self.data[name] = value
         return True
+
+    def get(self, name):
+        return self.data.get(name)
+
+    def blpop(self, key, timeout=0):
+        return None
 
     def register_script(self, text):
         return _Script(self, text)
@@ -40,62 +59,93 @@ class FakeRedis:
 
 class _Script:
     """A callable object, not a function: redis-py keeps scripts as class
-    attributes, where a function would become a method."""
+    attributes, where a function would become a method.  redis-py's scripts
+    answer 1 for "ours", python-redis-lock's (bytes) 0 for "ours"."""
 
     def __init__(self, fake, text):
         self.fake = fake
-        self.delete = "'del'" in text
+        self.delete = "'del'" in str(text) or '"del", KEYS[1]' in str(text)
+        self.rlock = isinstance(text, bytes)
 
     def __call__(self, keys=(), args=(), client=None):
-        data = self.fake.data
-        mine = data.get(keys[0]) == args[0]
+        data = (client or self.fake).data
+        v = data.get(keys[0])
+        mine = v == args[0] or (isinstance(v, str) and v.encode() == args[0])
         if mine and self.delete:
             del data[keys[0]]
+        if self.rlock:
+            return 0 if mine else 1
         return 1 if mine else 0
 
 
-@unittest.skipUnless(HAVE_REDIS, "redis-py is not installed")
-class Wrappers(unittest.TestCase):
+class AsyncFake(FakeRedis):
+    """redis.asyncio's view of the same: awaitable SET and scripts."""
+
+    async def set(self, name, value, nx=False, px=None, ex=None):
+        return FakeRedis.set(self, name, value, nx=nx, px=px)
+
+    def register_script(self, text):
+        return _AsyncScript(self, text)
+
+
+class _AsyncScript(_Script):
+    async def __call__(self, keys=(), args=(), client=None):
+        return _Script.__call__(self, keys, args, client)
+
+
+OWNER = "h:1/"
+
+
+class Lines(unittest.TestCase):
     def setUp(self):
         self.rep = _sender.configure(samples="127.0.0.1:9", flush_seconds=3600)
         self.evs = []
         self.rep.tap = self.evs.append
-        ReportingLock.lua_release = ReportingLock.lua_extend = ReportingLock.lua_reacquire = None
+        self.enc = _wire.Encoder("h:1")
 
     def tearDown(self):
         _sender.configure(samples="off")
 
-    def kinds(self):
+    def lines(self):
+        """The lines of the events tapped so far (then forgotten), times
+        written as <us>, the holder ids kept as they are."""
         out = []
         for e in self.evs:
-            if e[0] == "acquired":
-                out += (["waiting:" + e[5]] if e[6] else []) + ["wait:" + e[5]]
-            elif e[0] == "waiting":
-                out.append("waiting:" + e[4])
-            elif e[0] == "lost":
-                out.append("lost:" + e[6])
-            else:
-                out.append(e[0])
+            for ln in self.enc.encode(e).decode().split("\n"):
+                ln = re.sub(r"^(lw1 wait \S+) \d+ ", r"\1 <us> ", ln)
+                out.append(re.sub(r"^(lw1 hold \S+) \d+ ", r"\1 <us> ", ln))
+        self.evs.clear()
         return out
 
-    def test_acquire_release_timeout(self):
+
+@unittest.skipUnless(HAVE_REDIS, "redis-py is not installed")
+class RedisPy(Lines):
+    def setUp(self):
+        super().setUp()
+        ReportingLock.lua_release = ReportingLock.lua_extend = ReportingLock.lua_reacquire = None
+        self.me = OWNER + str(threading.get_ident())
+
+    def test_at_once_waited_timed_out_nonblocking(self):
         r = FakeRedis()
         a = ReportingLock(r, "lock:a", timeout=10)
         self.assertTrue(a.acquire())
+        ta = a.local.token.decode()
+        # at once: no start, but `waiting ... ok` with the token Redis shows
+        self.assertEqual(self.lines(), ["lw1 waiting lock:a %s %s ok" % (self.me, ta),
+                                        "lw1 wait lock:a <us> ok"])
         b = ReportingLock(r, "lock:a", timeout=10)
         self.assertFalse(b.acquire(blocking=False))
-        self.assertFalse(b.acquire(blocking_timeout=0.01, sleep=0.005))
+        # non-blocking, failed: no waiting line at all
+        self.assertEqual(self.lines(), ["lw1 wait lock:a <us> timeout"])
+        self.assertFalse(b.acquire(blocking_timeout=0.01, sleep=0.005, token="tok-b"))
+        # timed out: start (its first attempt found the lock taken) and timeout
+        self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-b start" % self.me,
+                                        "lw1 waiting lock:a %s tok-b timeout" % self.me,
+                                        "lw1 wait lock:a <us> timeout"])
         a.release()
-        # no waiting lines for an acquire whose first attempt got the lock
-        self.assertEqual(self.kinds(), ["wait:ok", "wait:timeout",
-                                        "waiting:start", "waiting:timeout", "wait:timeout",
-                                        "hold"])
-        self.assertEqual(self.evs[0][3], self.evs[-1][4])   # the holder id: a's token
-        self.assertEqual(self.evs[2][3], self.evs[3][3])    # b's start and end: b's token
-        self.assertNotEqual(self.evs[2][3], self.evs[0][3])
-        self.assertEqual(self.evs[2][2], threading.get_ident())
+        self.assertEqual(self.lines(), ["lw1 hold lock:a <us> %s %s" % (self.me, ta)])
 
-    def test_waiting_start_when_the_first_attempt_fails(self):
+    def test_waited(self):
         r = FakeRedis()
         r.data["lock:w"] = b"other"
         a = ReportingLock(r, "lock:w", timeout=10, sleep=0.005)
@@ -103,21 +153,37 @@ class Wrappers(unittest.TestCase):
         t.start()
         self.assertTrue(a.acquire())
         t.join()
+        # the wait counts from the call's start
+        self.assertGreaterEqual((self.evs[1][5] - self.evs[1][4]) // 1000, 40000)
+        tok = a.local.token.decode()
         a.release()
-        self.assertEqual(self.kinds(), ["waiting:start", "waiting:ok", "wait:ok", "hold"])
-        self.assertGreaterEqual(self.evs[1][4], 40000)   # us, from the call's start
+        self.assertEqual(self.lines(), ["lw1 waiting lock:w %s %s start" % (self.me, tok),
+                                        "lw1 waiting lock:w %s %s ok" % (self.me, tok),
+                                        "lw1 wait lock:w <us> ok",
+                                        "lw1 hold lock:w <us> %s %s" % (self.me, tok)])
+
+    def test_nonblocking_acquired(self):
+        # a try-lock without a wait time that got the lock sends `ok` too
+        r = FakeRedis()
+        a = ReportingLock(r, "lock:n", timeout=10)
+        self.assertTrue(a.acquire(blocking=False, token="tok-n"))
+        self.assertEqual(self.lines(), ["lw1 waiting lock:n %s tok-n ok" % self.me,
+                                        "lw1 wait lock:n <us> ok"])
 
     def test_lost_at_release_and_extend(self):
         r = FakeRedis()
         a = ReportingLock(r, "lock:b", timeout=10)
-        a.acquire()
+        a.acquire(token="tok")
+        self.lines()
         r.data["lock:b"] = b"someone else"
         with self.assertRaises(LockNotOwnedError):
             a.extend(5)
         with self.assertRaises(LockNotOwnedError):
             a.release()
-        self.assertEqual(self.kinds(), ["wait:ok", "lost:renewal", "hold"])  # lost once per holding
-        self.assertEqual(self.evs[1][5], 0)   # found before the lease's end: overrun 0
+        # lost once per holding, found before the lease's end: overrun 0
+        self.assertEqual([re.sub(r" tok \d+ ", " tok <us> ", ln) for ln in self.lines()],
+                         ["lw1 lost lock:b %s tok <us> 0 renewal" % self.me,
+                          "lw1 hold lock:b <us> %s tok" % self.me])
 
     def test_off_is_the_library(self):
         _sender.configure(samples="off")
@@ -126,6 +192,71 @@ class Wrappers(unittest.TestCase):
         self.assertTrue(a.acquire())
         a.release()
         self.assertEqual(self.evs, [])
+
+
+@unittest.skipUnless(HAVE_REDIS, "redis-py is not installed")
+class RedisAsyncio(Lines):
+    def setUp(self):
+        super().setUp()
+        AsyncReportingLock.lua_release = None
+        AsyncReportingLock.lua_extend = AsyncReportingLock.lua_reacquire = None
+
+    def test_at_once_waited_timed_out_nonblocking(self):
+        async def run():
+            r = AsyncFake()
+            me = OWNER + "task-%x" % id(asyncio.current_task())
+            a = AsyncReportingLock(r, "lock:a", timeout=10, sleep=0.005)
+            self.assertTrue(await a.acquire(token="tok-a"))
+            self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-a ok" % me,
+                                            "lw1 wait lock:a <us> ok"])
+            b = AsyncReportingLock(r, "lock:a", timeout=10, sleep=0.005)
+            self.assertFalse(await b.acquire(blocking=False, token="tok-b"))
+            self.assertEqual(self.lines(), ["lw1 wait lock:a <us> timeout"])
+            self.assertFalse(await b.acquire(blocking_timeout=0.01, token="tok-b"))
+            self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-b start" % me,
+                                            "lw1 waiting lock:a %s tok-b timeout" % me,
+                                            "lw1 wait lock:a <us> timeout"])
+            asyncio.get_running_loop().call_later(0.03, lambda: r.data.pop("lock:a"))
+            c = AsyncReportingLock(r, "lock:a", timeout=10, sleep=0.005)
+            self.assertTrue(await c.acquire(token="tok-c"))
+            self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-c start" % me,
+                                            "lw1 waiting lock:a %s tok-c ok" % me,
+                                            "lw1 wait lock:a <us> ok"])
+            await c.release()
+            self.assertEqual(self.lines(), ["lw1 hold lock:a <us> %s tok-c" % me])
+        asyncio.run(run())
+
+
+@unittest.skipUnless(HAVE_REDIS_LOCK, "python-redis-lock is not installed")
+class PythonRedisLock(Lines):
+    def test_at_once_waited_timed_out_nonblocking(self):
+        r = FakeRedis()
+        me = OWNER + str(threading.get_ident())
+        a = ReportingRedisLock(r, "a", expire=10, id="tok-a", strict=False)
+        self.assertTrue(a.acquire())
+        # its attempts cannot be seen: a blocking acquire sends start first
+        self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-a start" % me,
+                                        "lw1 waiting lock:a %s tok-a ok" % me,
+                                        "lw1 wait lock:a <us> ok"])
+        b = ReportingRedisLock(r, "a", expire=10, id="tok-b", strict=False)
+        self.assertFalse(b.acquire(blocking=False))
+        self.assertEqual(self.lines(), ["lw1 wait lock:a <us> timeout"])
+        self.assertFalse(b.acquire(timeout=1))   # the fake's BLPOP returns at once
+        self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-b start" % me,
+                                        "lw1 waiting lock:a %s tok-b timeout" % me,
+                                        "lw1 wait lock:a <us> timeout"])
+        a.release()
+        self.assertEqual(self.lines(), ["lw1 hold lock:a <us> %s tok-a" % me])
+        c = ReportingRedisLock(r, "a", expire=10, id="tok-c", strict=False)
+        self.assertTrue(c.acquire(blocking=False))
+        self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-c ok" % me,
+                                        "lw1 wait lock:a <us> ok"])
+        r.data["lock:a"] = "someone else"
+        with self.assertRaises(redis_lock.NotAcquired):
+            c.release()
+        self.assertEqual([re.sub(r" tok-c \d+ ", " tok-c <us> ", ln) for ln in self.lines()],
+                         ["lw1 lost lock:a %s tok-c <us> 0 expired" % me,
+                          "lw1 hold lock:a <us> %s tok-c" % me])
 
 
 if __name__ == "__main__":

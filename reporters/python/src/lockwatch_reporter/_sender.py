@@ -6,7 +6,8 @@ non-blocking UDP sockets every 200 ms (or sooner when the queue fills up).
 
 Why tuples and a thread: the lock path must cost next to nothing (the 5%
 budget of docs/reporters.md), so it only builds a tuple and appends it to a
-deque (atomic under the GIL, no lock taken); formatting, percent-encoding,
+deque (atomic under the GIL, no lock taken; the wrappers append themselves
+while the queue is short, put() does it beyond: see fast_below); formatting, percent-encoding,
 signing and the system calls all happen on the sender thread.  The thread is
 a daemon, so it never keeps the process alive; an atexit hook flushes what is
 queued, best effort; a forked child gets a reporter of its own.  A full queue
@@ -36,8 +37,13 @@ class Reporter:
         self.config = config
         self.capacity = capacity
         self._wake_at = capacity >> 2  # wake the sender early, well before full
+        # The wrappers append to q themselves while it is shorter than
+        # fast_below (no call; put() takes over from there: the wake, the
+        # drops, the tap); a tap sets it to 0.
+        self.q = collections.deque()
+        self.fast_below = self._wake_at
         self.flush_seconds = flush_seconds
-        self._q = collections.deque()
+        self._q = self.q
         self._wake = threading.Event()
         self._stop = False
         self._count_lock = threading.Lock()  # only the drop and flush paths take it
@@ -47,11 +53,11 @@ class Reporter:
         self._sent_lines = 0
         self._sent_datagrams = 0
         self._dropped_send = 0
-        self._process = _wire.owner_prefix(config.process)
+        self._encoder = _wire.Encoder(config.process)
+        self._budget = _wire.MAX_DATAGRAM - (_wire.MAC_LINE_LEN if config.key else 0)
+        self._unix = 0
         self._socks = {}
-        # The test hook: called with each event on the lock path when set
-        # (tests/interop/reporters/python records the waits it reports).
-        self.tap = None
+        self._tap = None
         self._thread = None
         if config.enabled and start:
             for fam, _ in config.destinations:
@@ -71,22 +77,43 @@ class Reporter:
 
     # ---- lock path ----------------------------------------------------
     def put(self, event):
-        """Queue one event tuple; never blocks, never raises."""
-        tap = self.tap
-        if tap is not None:
-            try:
-                tap(event)
-            except Exception:
-                pass
+        """Queue one event tuple (_wire.Encoder lists them); never blocks,
+        never raises.  A deque's append is atomic under the GIL: no lock."""
         q = self._q
         n = len(q)
         if n < self.capacity:
             q.append(event)
-            if n == self._wake_at:
+            # >=: the wrappers' own appends (fast_below) may race past it
+            if n >= self._wake_at and not self._wake.is_set():
                 self._wake.set()
             return
         with self._count_lock:
             self._dropped_full += 1
+
+    @property
+    def tap(self):
+        """The test hook: called with each event on the lock path when set
+        (tests/interop/reporters/python records the waits it reports).  Set,
+        it puts a tapping put() on the instance, so that put() itself has no
+        test to make when there is no tap."""
+        return self._tap
+
+    @tap.setter
+    def tap(self, fn):
+        self._tap = fn
+        self.fast_below = self._wake_at if fn is None else 0
+        if fn is None:
+            self.__dict__.pop("put", None)
+            return
+        put = Reporter.put.__get__(self)
+
+        def tapped(event):
+            try:
+                fn(event)
+            except Exception:
+                pass
+            put(event)
+        self.put = tapped
 
     def send_soon(self):
         """A lost line was queued: wake the sender now rather than at its next
@@ -101,50 +128,69 @@ class Reporter:
             self.flush()
 
     def flush(self):
-        """Send everything queued now (the sender thread, atexit, tests)."""
+        """Send what is queued now (the sender thread, atexit, tests): the
+        events are encoded and packed in one pass, and each datagram goes out
+        as soon as it is full, so the thread gives up the GIL (sendto) every
+        few dozen lines rather than after the whole batch."""
         with self._flush_lock:
             q = self._q
-            lines = []
-            n = bad = 0
-            emit = _wire.emit
-            process = self._process
-            _wire.new_batch()
-            while True:
+            todo = len(q)
+            if not todo:
+                return
+            popleft = q.popleft
+            encode = self._encoder.encode
+            budget = self._budget
+            cur = []
+            size = n = bad = 0
+            self._unix = int(time.time())
+            res = [0, 0, 0]     # lines sent, lines failed, datagrams
+            while n < todo:
                 try:
-                    ev = q.popleft()
+                    ev = popleft()
                 except IndexError:
                     break
                 n += 1
                 try:
-                    emit(ev, process, lines)
+                    ln = encode(ev)
                 except Exception:
                     bad += 1  # a value the encoder cannot take: dropped, counted
-            if not n:
-                return
-            key = self.config.key
-            budget = _wire.MAX_DATAGRAM - (_wire.MAC_LINE_LEN if key else 0)
-            sent = failed = datagrams = 0
-            for body in _wire.pack(lines, budget):
-                nl = body.count(b"\n")
-                if key:
-                    body = _wire.sign(key, body, int(time.time()))
-                ok = False
-                for fam, addr in self.config.destinations:
-                    try:
-                        self._socks[fam].sendto(body, addr)
-                        ok = True
-                    except (OSError, KeyError):
-                        pass
-                if ok:
-                    sent += nl
-                    datagrams += 1
-                else:
-                    failed += nl
+                    continue
+                size += len(ln) + 1
+                if size > budget and cur:
+                    self._send(cur, res)
+                    cur = []
+                    size = len(ln) + 1
+                cur.append(ln)
+            if cur:
+                self._send(cur, res)
             with self._count_lock:
                 self._queued += n
-                self._sent_lines += sent
-                self._sent_datagrams += datagrams
-                self._dropped_send += failed + bad
+                self._sent_lines += res[0]
+                self._dropped_send += res[1] + bad
+                self._sent_datagrams += res[2]
+
+    def _send(self, lines, res):
+        """One datagram of lines (a line longer than the budget goes alone:
+        the agent reads up to 8192 bytes), signed when a key is set, to every
+        destination; res counts it (sent when one destination took it)."""
+        lines.append(b"")
+        body = b"\n".join(lines)
+        nl = body.count(b"\n")
+        key = self.config.key
+        if key:
+            body = _wire.sign(key, body, self._unix)
+        ok = False
+        for fam, addr in self.config.destinations:
+            try:
+                self._socks[fam].sendto(body, addr)
+                ok = True
+            except (OSError, KeyError):
+                pass
+        if ok:
+            res[0] += nl
+            res[2] += 1
+        else:
+            res[1] += nl
 
     def close(self):
         """Flush and stop the thread (at exit; tests)."""
@@ -170,6 +216,9 @@ class Reporter:
 
 _reporter = None
 _reporter_lock = threading.Lock()
+# The process's reporter when it reports, else None: what the wrappers read
+# first (`_sender.active or _sender.get()`), one global load on the lock path.
+active = None
 
 
 def get():
@@ -187,7 +236,7 @@ _settings = None
 def configure(samples=None, key_file=None, owner=None, **kw):
     """(Re)make the process's reporter with these settings (None: from the
     environment).  Returns it; its config.enabled says whether it reports."""
-    global _reporter, _settings
+    global _reporter, _settings, active
     _settings = (samples, key_file, owner, kw)
     with _reporter_lock:
         old = _reporter
@@ -197,6 +246,7 @@ def configure(samples=None, key_file=None, owner=None, **kw):
             _config.log.warning("lockwatch reporter: %s; off", e)
             cfg = _config.Config([], None, _config.default_process(), enabled=False)
         _reporter = Reporter(cfg, **kw)
+        active = _reporter if _reporter.config.enabled else None
     if old is not None:
         old.close()
     return _reporter
@@ -212,11 +262,11 @@ def _after_fork_in_child():
     # A forked worker (gunicorn, celery, multiprocessing) has no sender
     # thread and another pid: it gets a reporter of its own, with the same
     # settings, and drops what its parent had queued (the parent sends it).
-    global _reporter, _reporter_lock
+    global _reporter, _reporter_lock, active
     _reporter_lock = threading.Lock()
     if _reporter is None:
         return
-    _reporter = None
+    _reporter = active = None
     samples, key_file, owner, kw = _settings
     try:
         configure(samples, key_file, owner, **kw)

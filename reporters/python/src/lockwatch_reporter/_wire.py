@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The lw1 line protocol on the wire (docs/line-protocol.md): percent-encoding
-of keys, owners and holder ids, the text of each line, packing lines into
-datagrams of at most 1432 bytes, and the `lw1 mac` signature.
+of keys, owners and holder ids, the text of each event's lines (Encoder)
+and the `lw1 mac` signature.  The sender (_sender.py) packs the lines into
+datagrams of at most MAX_DATAGRAM bytes.
 
 Pure functions, no I/O: the unit tests check them against the protocol's test
 vector, and the sender thread (_sender.py) is their only other caller.
@@ -68,28 +69,18 @@ def pct(v):
     return out
 
 
-_holders = {}
-
-
 def holder_field(v):
     """A holder id: `-` when not known, an id that really is `-` as %2D.
-    Each id appears in a few lines of one batch (waiting, hold): a per-batch
-    cache (emptied by new_batch()) encodes it once."""
+    Not cached: each id is new (one per acquire)."""
     if v is None:
         return b"-"
-    h = _holders.get(v)
-    if h is None:
-        raw = to_bytes(v)
-        if raw == b"-":
-            h = b"%2D"
-        else:
-            h = _encode(raw) if raw else b"-"
-        _holders[v] = h
-    return h
+    raw = to_bytes(v)
+    if raw == b"-":
+        return b"%2D"
+    return _encode(raw) if raw else b"-"
 
 
-def new_batch():
-    _holders.clear()
+MAX_US = 9007199254740992
 
 
 def us(v):
@@ -97,97 +88,126 @@ def us(v):
     v = int(v)
     if v < 0:
         return b"0"
-    if v > 9007199254740992:
-        v = 9007199254740992
+    if v > MAX_US:
+        v = MAX_US
     return b"%d" % v
 
 
-_heads = {}
+def _clamp(t):
+    return 0 if t < 0 else MAX_US
 
 
-def _head(verb, key, party, process):
-    """The constant start of a line, `lw1 <verb> <key> [<owner> ]`, cached
-    per (verb, key, party, process): a busy service repeats a few of them, and
-    building them once keeps the sender thread's cost per line small."""
-    k = (verb, key, party, process)
-    h = _heads.get(k)
-    if h is None:
-        if party is None:
-            h = b"lw1 %s %s " % (verb, pct(key))
+class Encoder:
+    """The lines of one reporter's events (see below), with its `<process>/`
+    owner prefix and per-reporter caches of the encoded keys and owners (a
+    busy service repeats a few of each; bounded: emptied when full).  The
+    sender thread is its only user: this is its whole cost per event.
+
+    The events the lock path queues (times are time.monotonic_ns(); the
+    differences are taken here, not on the lock path):
+      ("ok", key, party, holder, t0, t1)      an acquire call that acquired:
+          `waiting <holder> ok` (every acquire that acquired sends it) and
+          `wait <us> ok`
+      ("end", key, party, holder, t0, t1, outcome, started)   one that did
+          not (outcome `timeout` or `error`): its `waiting` end line only
+          when it sent `waiting ... start` (started), and `wait`
+      ("start", key, party, holder)           `waiting ... start`
+      ("hold", key, party, holder, t_acquired, t_released)
+      ("lost", key, party, holder, held_us, overrun_us or None, reason)
+      ("wait", key, us, outcome), ("waiting", key, party, holder, phase)
+    A party is a thread ident (int), a str, or a negative int: an asyncio
+    task, -id(task), written `task-<hex id>`.
+    """
+
+    def __init__(self, process):
+        self.prefix = owner_prefix(process)
+        self._keys = {}
+        self._owners = {}
+
+    def key(self, k):
+        try:
+            return self._keys[k]
+        except KeyError:
+            pass
+        except TypeError:
+            return pct(k)
+        v = pct(k)
+        if len(self._keys) >= _CACHE_MAX:
+            self._keys.clear()
+        self._keys[k] = v
+        return v
+
+    def owner(self, party):
+        try:
+            return self._owners[party]
+        except KeyError:
+            pass
+        except TypeError:
+            return self.prefix + pct(party)
+        if party.__class__ is int and party < 0:
+            v = self.prefix + b"task-%x" % -party
         else:
-            h = b"lw1 %s %s %s%s " % (verb, pct(key), process, pct(party))
-        if len(_heads) >= _CACHE_MAX:
-            _heads.clear()
-        _heads[k] = h
-    return h
+            v = self.prefix + pct(party)
+        if len(self._owners) >= _CACHE_MAX:
+            self._owners.clear()
+        self._owners[party] = v
+        return v
+
+    def encode(self, ev):
+        """The text of one event: one line, or two joined by \\n, without
+        the terminator.  The three events of every lock cycle (start, ok,
+        hold) take the short paths, with the cache lookups inline."""
+        kind = ev[0]
+        if kind == "ok" or kind == "hold":
+            _, key, party, holder, t0, t1 = ev
+            try:
+                k = self._keys[key]
+                o = self._owners[party]
+            except (KeyError, TypeError):
+                k, o = self.key(key), self.owner(party)
+            t = (t1 - t0) // 1000
+            if not 0 <= t <= MAX_US:
+                t = _clamp(t)
+            if holder.__class__ is not bytes or not holder.isalnum():
+                holder = holder_field(holder)
+            if kind == "ok":
+                return b"lw1 waiting %s %s %s ok\nlw1 wait %s %d ok" % (k, o, holder, k, t)
+            return b"lw1 hold %s %d %s %s" % (k, t, o, holder)
+        if kind == "start":
+            _, key, party, holder = ev
+            return b"lw1 waiting %s %s %s start" % (self.key(key), self.owner(party),
+                                                     holder_field(holder))
+        if kind == "end":
+            _, key, party, holder, t0, t1, outcome, started = ev
+            w = self.line(("wait", key, (t1 - t0) // 1000, outcome))
+            if not started:
+                return w
+            return self.line(("waiting", key, party, holder, outcome)) + b"\n" + w
+        return self.line(ev)
+
+    def line(self, ev):
+        """The text of one `wait`, `waiting` or `lost` event."""
+        kind = ev[0]
+        if kind == "wait":
+            _, key, t, outcome = ev
+            return b"lw1 wait %s %s %s" % (self.key(key), us(t), _word(outcome))
+        if kind == "waiting":
+            _, key, party, holder, phase = ev
+            return b"lw1 waiting %s %s %s %s" % (self.key(key), self.owner(party),
+                                                 holder_field(holder), _word(phase))
+        if kind == "lost":
+            _, key, party, holder, held, overrun, reason = ev
+            return b"lw1 lost %s %s %s %s %s %s" % (
+                self.key(key), self.owner(party), holder_field(holder), us(held),
+                b"-" if overrun is None else us(overrun), _word(reason))
+        raise ValueError("unknown event %r" % (kind,))
 
 
-_PHASES = {p: b" " + p.encode() for p in ("start", "ok", "timeout", "error",
-                                          "renewal", "expired")}
+_WORDS = {w: w.encode() for w in ("start", "ok", "timeout", "error", "renewal", "expired")}
 
 
-def line(event, process):
-    """The text of one event tuple (see _sender.Reporter.put), without the
-    terminator.  process is the already encoded `<process>/` part."""
-    kind = event[0]
-    if kind == "wait":
-        _, key, t, outcome = event
-        return _head(b"wait", key, None, process) + us(t) + _PHASES[outcome]
-    if kind == "waiting":
-        _, key, party, holder, phase = event
-        return _head(b"waiting", key, party, process) + holder_field(holder) + _PHASES[phase]
-    if kind == "hold":
-        _, key, t, party, holder = event
-        return b"%s%s %s%s %s" % (_head(b"hold", key, None, process), us(t), process,
-                                  pct(party), holder_field(holder))
-    if kind == "lost":
-        _, key, party, holder, held, overrun, reason = event
-        return b"%s%s %s %s%s" % (
-            _head(b"lost", key, party, process), holder_field(holder), us(held),
-            b"-" if overrun is None else us(overrun), _PHASES[reason])
-    raise ValueError("unknown event %r" % (kind,))
-
-
-def emit(event, process, out):
-    """Append the line(s) of one event to out: an `acquired` event (an
-    acquire call that returned: key, party, holder, us, outcome, may_wait)
-    is its `waiting <outcome>` line (when the call may wait) and its `wait`
-    line, so the lock path queues one tuple for both.  The three events of
-    every lock cycle (waiting start, acquired, hold) take the short paths
-    here: this loop is the sender thread's whole cost."""
-    kind = event[0]
-    if kind == "acquired":
-        _, key, party, holder, t, outcome, may_wait = event
-        ph = _PHASES[outcome]
-        if may_wait:
-            out.append(_head(b"waiting", key, party, process) + holder_field(holder) + ph)
-        out.append(_head(b"wait", key, None, process)
-                   + (b"%d" % t if 0 <= t <= 9007199254740992 else us(t)) + ph)
-    elif kind == "waiting":
-        out.append(_head(b"waiting", event[1], event[2], process) + holder_field(event[3])
-                   + _PHASES[event[4]])
-    elif kind == "hold":
-        _, key, t, party, holder = event
-        out.append(_head(b"hold", key, None, process)
-                   + (b"%d" % t if 0 <= t <= 9007199254740992 else us(t))
-                   + _owner_mid(party, process) + holder_field(holder))
-    else:
-        out.append(line(event, process))
-
-
-_owners = {}
-
-
-def _owner_mid(party, process):
-    """` <owner> ` of a hold line, cached per (party, process)."""
-    k = (party, process)
-    o = _owners.get(k)
-    if o is None:
-        o = b" %s%s " % (process, pct(party))
-        if len(_owners) >= _CACHE_MAX:
-            _owners.clear()
-        _owners[k] = o
-    return o
+def _word(w):
+    return _WORDS[w]
 
 
 def owner_prefix(process):
@@ -201,23 +221,3 @@ def sign(key, body, unix_seconds):
     signed = b"%d\n" % unix_seconds + body
     mac = hmac.new(key, signed, hashlib.sha256).hexdigest()[:32].encode()
     return b"lw1 mac " + mac + b" " + signed
-
-
-def pack(lines, budget=MAX_DATAGRAM):
-    """Group encoded lines (no terminator) into datagram bodies of at most
-    budget bytes each, every line ended by \\n.  A line longer than the budget
-    goes alone in its own datagram (the agent reads up to 8192 bytes)."""
-    out = []
-    cur = []
-    size = 0
-    for ln in lines:
-        n = len(ln) + 1
-        if cur and size + n > budget:
-            out.append(b"\n".join(cur) + b"\n")
-            cur = []
-            size = 0
-        cur.append(ln)
-        size += n
-    if cur:
-        out.append(b"\n".join(cur) + b"\n")
-    return out

@@ -6,71 +6,98 @@ the holder id the lock's id (the value it stores), the owner party the
 thread that called acquire() (kept for the holding: the auto-renewal thread
 reports in its name).
 
+Waiting: the library's attempts cannot be seen from outside, so a blocking
+acquire() sends `waiting ... start` when it begins; every acquire() that
+acquired sends `waiting ... ok` (one queued event with its `wait` line).
+
 Lost: a renewal (the auto-renewal thread's or the caller's extend()) that
 finds the lock not ours (NotAcquired) is `lost ... renewal`; a release that
 finds it not ours is `lost ... expired`.  The exceptions are raised as the
 library raises them (the renewal thread ends on it, as it does without the
-reporter).
+reporter).  The library's methods are called directly, not through
+super(), as redis_py.ReportingLock does (the 5% budget).
 """
 
-import threading
+from threading import get_ident
 
 import redis_lock
 
 from . import _sender
-from ._holding import Holding, _now, outcome_of, report_acquire
+from ._holding import _now, holding
+
+
+def _lease_ns(expire):
+    return int(expire * 1e9) if expire else None
 
 
 class ReportingRedisLock(redis_lock.Lock):
     """redis_lock.Lock reporting to the lockwatch agent."""
 
-    _lw_holding = None
+    # the holding: the "ok" event its acquire queued, or a Holding once
+    # extended or lost
+    _lw_hold = None
 
     def acquire(self, blocking=True, timeout=None):
-        rep = _sender.get()
+        rep = _sender.active or _sender.get()
         if rep is None:
-            return super().acquire(blocking=blocking, timeout=timeout)
-        party = threading.get_ident()
-        key = self._name
-        holder = self._id
+            return redis_lock.Lock.acquire(self, blocking, timeout)
+        party = get_ident()
         if blocking:
-            rep.put(("waiting", key, party, holder, "start"))
+            q = rep.q
+            if len(q) < rep.fast_below:
+                q.append(("start", self._name, party, self._id))
+            else:
+                rep.put(("start", self._name, party, self._id))
         t0 = _now()
         try:
-            got = super().acquire(blocking=blocking, timeout=timeout)
+            got = redis_lock.Lock.acquire(self, blocking, timeout)
         except BaseException:
-            report_acquire(rep, key, party, holder, blocking, t0, _now(), "error")
+            rep.put(("end", self._name, party, self._id, t0, _now(), "error", bool(blocking)))
             raise
         t1 = _now()
-        report_acquire(rep, key, party, holder, blocking, t0, t1, outcome_of(got))
         if got:
-            self._lw_holding = Holding(key, party, holder, t1,
-                                       int(self._expire * 1e9) if self._expire else None)
+            ev = ("ok", self._name, party, self._id, t0, t1)
+            q = rep.q
+            if len(q) < rep.fast_below:
+                q.append(ev)
+            else:
+                rep.put(ev)
+            self._lw_hold = ev
+        else:
+            rep.put(("end", self._name, party, self._id, t0, t1, "timeout", bool(blocking)))
         return got
 
+    def _holding(self):
+        h = self._lw_hold
+        if h is None or h.__class__ is not tuple:
+            return h
+        h = self._lw_hold = holding(h, _lease_ns(self._expire))
+        return h
+
     def extend(self, expire=None):
-        h = self._lw_holding
+        h = self._holding()
         try:
-            r = super().extend(expire=expire)
+            r = redis_lock.Lock.extend(self, expire)
         except redis_lock.NotAcquired:
-            rep = _sender.get() if h is not None else None
+            rep = (_sender.active or _sender.get()) if h is not None else None
             if rep is not None:
                 h.report_lost(rep, "renewal")
             raise
         if h is not None:
-            e = int(expire) if expire else self._expire
-            h.renewed(_now(), int(e * 1e9) if e else None)
+            h.renewed(_now(), _lease_ns(int(expire) if expire else self._expire))
         return r
 
     def release(self):
-        h = self._lw_holding
-        rep = _sender.get() if h is not None else None
+        rep = (_sender.active or _sender.get()) if self._lw_hold is not None else None
         if rep is None:
-            return super().release()
+            return redis_lock.Lock.release(self)
+        # the holding is read after the call: the library stops (joins) the
+        # auto-renewal thread first, which may have extended it or found it lost
         try:
-            super().release()
+            redis_lock.Lock.release(self)
         except redis_lock.NotAcquired:
-            self._lw_holding = None
+            h = self._holding()
+            self._lw_hold = None
             now = _now()
             h.report_lost(rep, "expired", now)
             h.report_hold(rep, now)
@@ -78,5 +105,13 @@ class ReportingRedisLock(redis_lock.Lock):
         except BaseException:
             # the library keeps the lock held on a connection error: so do we
             raise
-        self._lw_holding = None
-        h.report_hold(rep)
+        h = self._lw_hold
+        self._lw_hold = None
+        if h.__class__ is tuple:
+            q = rep.q
+            if len(q) < rep.fast_below:
+                q.append(("hold", h[1], h[2], h[3], h[5], _now()))
+            else:
+                rep.put(("hold", h[1], h[2], h[3], h[5], _now()))
+        else:
+            h.report_hold(rep)

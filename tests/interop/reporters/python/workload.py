@@ -41,11 +41,11 @@ def tap_waits():
     waits = {}
     glock = threading.Lock()
 
-    def tap(ev):  # an acquire call's event: ("acquired", key, party, holder, us, ...)
-        if ev[0] == "acquired":
+    def tap(ev):  # an acquire call's event: ("ok" | "end", key, party, holder, t0, t1, ...)
+        if ev[0] in ("ok", "end"):
             key = ev[1].decode() if isinstance(ev[1], bytes) else ev[1]
-            with glock:
-                waits.setdefault(key, []).append(ev[4])
+            with glock:   # the microseconds the sender writes (_wire.Encoder)
+                waits.setdefault(key, []).append((ev[5] - ev[4]) // 1000)
     rep = _sender.get()
     rep.tap = tap
     return waits
