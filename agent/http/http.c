@@ -440,7 +440,8 @@ http_start(struct agent *a, const char *host, int port, const struct http_limits
     struct addrinfo hints, *res = NULL;
     struct http_server *h = NULL;
     char portstr[16];
-    unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+        MHD_ALLOW_SUSPEND_RESUME;      /* releases run off the workers (release_http.c) */
     struct guard_limits gl;
     unsigned int maxconn;
     int rc;
@@ -499,6 +500,7 @@ http_stop(struct http_server *h)
 {
     if (h == NULL)
         return;
+    release_http_drain(h->agent);      /* its threads resume connections */
     MHD_stop_daemon(h->d);
     guard_free(h->guard);
     free(h);

@@ -17,15 +17,17 @@
  * does every guard.  It runs on a connection opened for this request to
  * the node that serves the key (target_open(): the target, the
  * sentinels' primary, the key's cluster shard), and a slow Redis never
- * blocks the scanner's connection.  It runs on an MHD worker, which the
- * probes share, so it is held on two sides: at most
- * RELEASE_HTTP_RUNNING_MAX releases run at once (half the workers; one
- * more is answered 503 with Retry-After at once), and each has one
- * deadline for all its Redis I/O, discovery included: the target's
- * command_timeout from its start (a redisconn scope), plus the TCP connect
- * (connect_timeout).  A stalled or drip-feeding Redis thus holds at most
- * two workers for that long, and /healthz, /readyz and /metrics always
- * find a free one.
+ * blocks the scanner's connection.  It runs on a thread of its own while
+ * MHD holds its connection suspended, never on an MHD worker: a worker
+ * accepts several connections at once (epoll), so one that waited on a
+ * stalled Redis would hold a probe that it had taken in with the release.
+ * The thread answers nothing itself: it resumes the connection, and MHD
+ * calls the handler again, which answers.  Held on two sides: at most
+ * RELEASE_HTTP_RUNNING_MAX releases run at once (one more is answered 503
+ * with Retry-After at once), and each has one deadline for all its Redis
+ * I/O, discovery included: the target's command_timeout from its start (a
+ * redisconn scope), plus the TCP connect (connect_timeout).  The server
+ * waits for them before it stops (release_http_drain).
  * The config is copied under the agent lock first: a reload meanwhile
  * frees the old one.  The holder age the agent knows (first seen by the
  * tracker, from the last snapshot) goes to the script with the request,
@@ -40,10 +42,13 @@
 #include <netdb.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -61,10 +66,13 @@
 #define BEARER      "Bearer "
 
 /* Per request, between MHD's calls. */
+struct job;
+
 struct req_state {
     char *body;
     size_t len;
     bool too_big;
+    struct job *job;            /* a release running or run: answer it */
 };
 
 /* What the request needs from the config, copied under the agent lock. */
@@ -463,109 +471,190 @@ count(struct agent *a, enum release_outcome o, bool dry)
         atomic_fetch_add(&a->releases[RELEASES_ERROR], 1);
 }
 
-static int
-serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
-      const struct req_state *st)
-{
+/* One release that runs: what it needs and what it gives, on the heap,
+ * because it runs on a thread of its own while its connection is
+ * suspended (the MHD worker is free for the probes meanwhile), and is
+ * answered when MHD calls the handler again after the resume. */
+struct job {
+    struct agent *a;
+    struct MHD_Connection *c;
     struct body b;
+    json_t *root;
     struct target_conf t, node;
     struct release_request rq;
     struct release_result res;
-    redisContext *rc = NULL;
-    json_t *root = NULL, *out;
-    char op[NI_MAXHOST + 8], keylog[128];
-    const char *msg, *refusal = NULL;
+    char *audit_stream;
+    char op[NI_MAXHOST + 8];
+    const char *refusal;
     unsigned int status;
+    atomic_bool done;           /* the thread finished: answer it */
+};
+
+static void
+job_free(struct job *j)
+{
+    if (j == NULL)
+        return;
+    target_clear(&j->t);
+    json_decref(j->root);
+    free(j->b.key);
+    free(j->b.holder);
+    free(j->audit_stream);
+    free(j);
+}
+
+/* The Redis part of a release, within one deadline; sets j->res, j->status. */
+static void
+run_release(struct job *j)
+{
+    struct redisconn_scope scope = { .deadline_ms = clock_deadline(j->t.command_timeout_ms),
+                                     .idle_ms = j->t.command_timeout_ms, .stop = NULL };
+    const struct redisconn_scope *prev;
+    redisContext *rc;
+
+    snprintf(scope.what, sizeof(scope.what), "the release's deadline (command_timeout, "
+             "%lld ms); it may or may not have run", (long long)j->t.command_timeout_ms);
+    prev = redisconn_scope_enter(&scope);
+    if ((rc = target_open(&j->t, j->b.key, j->b.keylen, NULL, &j->node, j->res.err,
+                          sizeof(j->res.err))) == NULL) {
+        j->res.outcome = RELEASE_ERROR;
+        j->status = 503;        /* unreachable: try again later */
+    } else {
+        release_run(rc, &j->node, j->audit_stream, &j->rq, &j->res);
+        j->status = release_outcome_refused(j->res.outcome) ? 409
+            : j->res.outcome == RELEASE_ERROR || j->res.audit_failed ? 502 : 200;
+        redisFree(rc);
+    }
+    redisconn_scope_leave(prev);
+}
+
+/* The release's thread: run it, then hand the connection back to MHD.
+ * Nothing of j is touched after the resume (MHD may answer and free it at
+ * once); the running count drops last, so http_stop() waits for it. */
+static void *
+job_thread(void *arg)
+{
+    struct job *j = arg;
+    struct agent *a = j->a;
+    struct MHD_Connection *c = j->c;
+
+    run_release(j);
+    atomic_store(&j->done, true);
+    MHD_resume_connection(c);
+    atomic_fetch_sub(&a->releases_running, 1);
+    return NULL;
+}
+
+/* Count, log and answer a release that ran (or was refused before it). */
+static int
+finish(struct job *j)
+{
+    char keylog[128];
+    json_t *out;
+
+    if (j->refusal == NULL)     /* counted: the attempts that ran */
+        count(j->a, j->res.outcome, j->b.dry_run);
+    keytext_percent(keylog, sizeof(keylog), j->b.key, j->b.keylen);
+    log_info("release of %s on target %s by %s%s: %s%s%s", keylog, j->t.name, j->op,
+             j->b.dry_run ? " (dry run)" : "", release_outcome_str(j->res.outcome),
+             j->res.err[0] ? ": " : "", j->res.err);
+    out = release_result_json(j->t.name, &j->rq, &j->res);
+    if (out != NULL && j->refusal != NULL)
+        json_object_set_new(out, "message", json_string(j->refusal));
+    return reply_json(j->c, j->status, out);
+}
+
+/* Start the release on its own thread with the connection suspended; MHD
+ * calls the handler again after the resume, which answers from st->job.
+ * When no thread can start, the release runs here, the same way. */
+static int
+start_job(struct req_state *st, struct job *j)
+{
+    pthread_attr_t attr;
+    pthread_t tid;
+    int rc = -1;
+
+    st->job = j;
+    MHD_suspend_connection(j->c);       /* before the thread can resume it */
+    if (pthread_attr_init(&attr) == 0) {
+        (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        rc = pthread_create(&tid, &attr, job_thread, j);
+        pthread_attr_destroy(&attr);
+    }
+    if (rc != 0)
+        (void)job_thread(j);
+    return MHD_YES;
+}
+
+static int
+serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
+      struct req_state *st)
+{
+    struct job *j;
+    const char *msg;
     bool not_leaked;
     int found, ret;
 
-    memset(&t, 0, sizeof(t));
-    memset(&b, 0, sizeof(b));
-    if (st->too_big) {
-        ret = reply_error(c, 413, "the body is larger than 64 KiB", NULL, NULL);
-        goto done;
-    }
-    if ((msg = parse_body(st->body ? st->body : "", st->len, &b, &root)) != NULL) {
+    if (st->too_big)
+        return reply_error(c, 413, "the body is larger than 64 KiB", NULL, NULL);
+    if ((j = calloc(1, sizeof(*j))) == NULL)
+        return reply_error(c, 500, "out of memory", NULL, NULL);
+    j->a = a;
+    j->c = c;
+    if ((msg = parse_body(st->body ? st->body : "", st->len, &j->b, &j->root)) != NULL) {
         ret = reply_error(c, 400, msg, NULL, NULL);
         goto done;
     }
-    found = target_copy(a, b.target, &t);
+    found = target_copy(a, j->b.target, &j->t);
     if (found != 0) {
         ret = found < 0 ? reply_error(c, 500, "out of memory", NULL, NULL)
-            : reply_error(c, 400, b.target ? "no such target" :
+            : reply_error(c, 400, j->b.target ? "no such target" :
                           "target is required (the agent has several)", NULL, NULL);
         goto done;
     }
-    peer_operator(c, op, sizeof(op));
-    memset(&rq, 0, sizeof(rq));
-    rq.action = RELEASE_ACTION_RELEASE;
-    rq.key = b.key;
-    rq.keylen = b.keylen;
-    rq.holder = b.holder;
-    rq.holderlen = b.holderlen;
-    rq.if_leaked = b.if_leaked;
-    rq.if_older_than_ms = b.older_ms;
-    rq.known_age_ms = known_age(a, t.name, &b, &not_leaked, &rq.format, &rq.format_guessed);
-    rq.dry_run = b.dry_run;
-    rq.operator_name = op;
-    rq.reason = b.reason;
+    if (sc->audit_stream != NULL && (j->audit_stream = strdup(sc->audit_stream)) == NULL) {
+        ret = reply_error(c, 500, "out of memory", NULL, NULL);
+        goto done;
+    }
+    peer_operator(c, j->op, sizeof(j->op));
+    j->rq.action = RELEASE_ACTION_RELEASE;
+    j->rq.key = j->b.key;
+    j->rq.keylen = j->b.keylen;
+    j->rq.holder = j->b.holder;
+    j->rq.holderlen = j->b.holderlen;
+    j->rq.if_leaked = j->b.if_leaked;
+    j->rq.if_older_than_ms = j->b.older_ms;
+    j->rq.known_age_ms = known_age(a, j->t.name, &j->b, &not_leaked, &j->rq.format,
+                                   &j->rq.format_guessed);
+    j->rq.dry_run = j->b.dry_run;
+    j->rq.operator_name = j->op;
+    j->rq.reason = j->b.reason;
 
-    memset(&res, 0, sizeof(res));
-    if (b.if_leaked && not_leaked) {
+    if (j->b.if_leaked && not_leaked) {
         /* if_leaked means what lockctl and the API call leaked: no TTL for
          * leak_grace, judged by the agent's last scan (lockstate.c).  The
          * script would check only that there is no TTL now; nothing runs
          * and nothing is audited. */
-        res.outcome = RELEASE_REFUSED_NOT_LEAKED;
-        res.pttl_ms = -2;
-        res.idle_s = -1;
-        refusal = "refused: if_leaked, but the agent's last scan does not judge the lock "
-                  "leaked (no TTL for leak_grace); nothing was changed";
-        status = 409;
-    } else if (atomic_fetch_add(&a->releases_running, 1) >= RELEASE_HTTP_RUNNING_MAX) {
+        j->res.outcome = RELEASE_REFUSED_NOT_LEAKED;
+        j->res.pttl_ms = -2;
+        j->res.idle_s = -1;
+        j->refusal = "refused: if_leaked, but the agent's last scan does not judge the lock "
+                     "leaked (no TTL for leak_grace); nothing was changed";
+        j->status = 409;
+        ret = finish(j);
+        goto done;
+    }
+    if (atomic_fetch_add(&a->releases_running, 1) >= RELEASE_HTTP_RUNNING_MAX) {
         atomic_fetch_sub(&a->releases_running, 1);
         log_warnx("release on target %s by %s: %d releases already running; answered 503",
-                  t.name, op, RELEASE_HTTP_RUNNING_MAX);
+                  j->t.name, j->op, RELEASE_HTTP_RUNNING_MAX);
         ret = reply_error(c, 503, "busy: releases already running (Redis may be slow); "
                           "retry", MHD_HTTP_HEADER_RETRY_AFTER, "1");
         goto done;
-    } else {
-        struct redisconn_scope scope = { .deadline_ms = clock_deadline(t.command_timeout_ms),
-                                         .idle_ms = t.command_timeout_ms, .stop = NULL };
-        const struct redisconn_scope *prev;
-
-        snprintf(scope.what, sizeof(scope.what), "the release's deadline (command_timeout, "
-                 "%lld ms); it may or may not have run", (long long)t.command_timeout_ms);
-        prev = redisconn_scope_enter(&scope);
-        if ((rc = target_open(&t, b.key, b.keylen, NULL, &node, res.err,
-                              sizeof(res.err))) == NULL) {
-            res.outcome = RELEASE_ERROR;
-            status = 503;           /* unreachable: try again later */
-        } else {
-            release_run(rc, &node, sc->audit_stream, &rq, &res);
-            status = release_outcome_refused(res.outcome) ? 409
-                : res.outcome == RELEASE_ERROR || res.audit_failed ? 502 : 200;
-        }
-        redisconn_scope_leave(prev);
-        atomic_fetch_sub(&a->releases_running, 1);
     }
-    if (refusal == NULL)        /* counted: the attempts that ran */
-        count(a, res.outcome, b.dry_run);
-    keytext_percent(keylog, sizeof(keylog), b.key, b.keylen);
-    log_info("release of %s on target %s by %s%s: %s%s%s", keylog, t.name, op,
-             b.dry_run ? " (dry run)" : "", release_outcome_str(res.outcome),
-             res.err[0] ? ": " : "", res.err);
-    out = release_result_json(t.name, &rq, &res);
-    if (out != NULL && refusal != NULL)
-        json_object_set_new(out, "message", json_string(refusal));
-    ret = reply_json(c, status, out);
+    return start_job(st, j);   /* j is the thread's, then st's */
 done:
-    if (rc != NULL)
-        redisFree(rc);
-    target_clear(&t);
-    json_decref(root);
-    free(b.key);
-    free(b.holder);
+    job_free(j);
     return ret;
 }
 
@@ -611,6 +700,16 @@ release_http(struct agent *a, struct MHD_Connection *c, const char *method,
         *state = st;
         return MHD_YES;
     }
+    if (st->job != NULL) {
+        /* resumed: the release's thread is done (MHD calls nothing of a
+         * suspended connection) */
+        if (!atomic_load(&st->job->done))
+            return MHD_YES;
+        ret = finish(st->job);
+        job_free(st->job);
+        st->job = NULL;
+        return ret;
+    }
     if (*upload_size != 0) {
         if (!st->too_big && st->len + *upload_size <= RELEASE_HTTP_BODY_MAX) {
             char *nb = realloc(st->body, st->len + *upload_size + 1);
@@ -645,12 +744,24 @@ release_http(struct agent *a, struct MHD_Connection *c, const char *method,
 }
 
 void
+release_http_drain(struct agent *a)
+{
+    struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+    /* each ends within its deadline (command_timeout + connect_timeout);
+     * a minute is far past any of them */
+    for (int i = 0; i < 6000 && atomic_load(&a->releases_running) > 0; i++)
+        nanosleep(&ts, NULL);
+}
+
+void
 release_http_free(void *state)
 {
     struct req_state *st = state;
 
     if (st == NULL)
         return;
+    job_free(st->job);          /* answered or not: its thread is done */
     free(st->body);
     free(st);
 }

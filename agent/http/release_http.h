@@ -18,9 +18,10 @@
 
 #define RELEASE_HTTP_PATH      "/api/v1/locks/release"
 #define RELEASE_HTTP_BODY_MAX  (64 * 1024)
-/* Releases running at once: half of the HTTP workers at most, so a stalled
- * Redis never holds the workers the probes need; one more is answered 503
- * with Retry-After (README "Design"). */
+/* Releases running at once, each on a thread of its own while its
+ * connection is suspended (the HTTP workers, which the probes share, never
+ * wait on Redis); one more is answered 503 with Retry-After (README
+ * "Design"). */
 #define RELEASE_HTTP_RUNNING_MAX 2
 
 /* Indexes of struct agent's releases[] (lockwatch_releases_total{result}). */
@@ -38,6 +39,11 @@ struct MHD_Connection;
  */
 int release_http(struct agent *a, struct MHD_Connection *c, const char *method,
                  const char *upload, size_t *upload_size, void **state);
+
+/* Wait until no release runs (each ends within its deadline): the HTTP
+ * server calls it before it stops, since a release's thread resumes its
+ * connection when it ends.  The daemon needs MHD_ALLOW_SUSPEND_RESUME. */
+void release_http_drain(struct agent *a);
 void release_http_free(void *state);
 
 #endif
