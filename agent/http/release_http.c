@@ -487,14 +487,20 @@ struct job {
     char op[NI_MAXHOST + 8];
     const char *refusal;
     unsigned int status;
+    bool slot;                  /* holds one of RELEASE_HTTP_RUNNING_MAX */
     atomic_bool done;           /* the thread finished: answer it */
 };
+
+/* Release threads not yet returned: the server outlives them. */
+static atomic_int release_threads;
 
 static void
 job_free(struct job *j)
 {
     if (j == NULL)
         return;
+    if (j->slot)                /* answered (or its client gone): the next may run */
+        atomic_fetch_sub(&j->a->releases_running, 1);
     target_clear(&j->t);
     json_decref(j->root);
     free(j->b.key);
@@ -530,18 +536,19 @@ run_release(struct job *j)
 
 /* The release's thread: run it, then hand the connection back to MHD.
  * Nothing of j is touched after the resume (MHD may answer and free it at
- * once); the running count drops last, so http_stop() waits for it. */
+ * once: its slot is given back when it is answered, so a client that
+ * sends its next release on the answer finds it free); the thread count
+ * drops last, so release_http_drain() waits for it. */
 static void *
 job_thread(void *arg)
 {
     struct job *j = arg;
-    struct agent *a = j->a;
     struct MHD_Connection *c = j->c;
 
     run_release(j);
     atomic_store(&j->done, true);
     MHD_resume_connection(c);
-    atomic_fetch_sub(&a->releases_running, 1);
+    atomic_fetch_sub(&release_threads, 1);
     return NULL;
 }
 
@@ -576,6 +583,7 @@ start_job(struct req_state *st, struct job *j)
 
     st->job = j;
     MHD_suspend_connection(j->c);       /* before the thread can resume it */
+    atomic_fetch_add(&release_threads, 1);
     if (pthread_attr_init(&attr) == 0) {
         (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         rc = pthread_create(&tid, &attr, job_thread, j);
@@ -652,6 +660,7 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
                           "retry", MHD_HTTP_HEADER_RETRY_AFTER, "1");
         goto done;
     }
+    j->slot = true;
     return start_job(st, j);   /* j is the thread's, then st's */
 done:
     job_free(j);
@@ -750,7 +759,8 @@ release_http_drain(struct agent *a)
 
     /* each ends within its deadline (command_timeout + connect_timeout);
      * a minute is far past any of them */
-    for (int i = 0; i < 6000 && atomic_load(&a->releases_running) > 0; i++)
+    for (int i = 0; i < 6000 && (atomic_load(&a->releases_running) > 0 ||
+                                 atomic_load(&release_threads) > 0); i++)
         nanosleep(&ts, NULL);
 }
 
