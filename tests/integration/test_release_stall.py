@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # run-all: quiet (measures probe latencies during stalled releases)
+# run-all: split (two cases, each with its own Redis and agent: side by side in the quiet phase)
 """Releases off the probes' path: with Redis stalled (SIGSTOP: connects are
 accepted by the kernel, nothing is answered) and 8 authorised releases sent
 at once, every /healthz and /metrics probe answers within 2 s.  At most
