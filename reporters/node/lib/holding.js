@@ -3,9 +3,10 @@
 // library: the waiting/wait lines of an acquire call, the hold line of a
 // release, and the lost line (at most once per holding) with a lease clock
 // (wall-clock ms, as the libraries keep theirs: redlock's lock.expiration).
-// The lock path's lines are built here, straight from lib/wire.js's cached
-// encodings, and handed to the reporter's line(); the test hook (tap) gets
-// the same event as an array (lib/wire.js emit() turns one into its lines).
+// The lock path's lines are written here by the reporter's waitLine,
+// waitingLine and holdLine from lib/wire.js's cached encodings; the test
+// hook (tap) gets the same event as an array (lib/wire.js emit() turns one
+// into the same lines).
 //
 // Owner party: an AsyncLocalStorage store set by the wrappers' using(); an
 // acquire outside one gets a fresh number from a per-process counter, kept
@@ -39,6 +40,8 @@ class Holding {
     this.acquiredAt = acquiredAt;     // performance.now()
     this.leaseEnd = leaseEndMs;       // Date.now() ms, or null: no lease known
     this.lost = false;
+    this.keyEnc = wire.encKey(key);
+    this.holderEnc = wire.encHolder(holder);
   }
 
   reportLost(rep, reason, t = now(), wall = Date.now()) {
@@ -52,8 +55,7 @@ class Holding {
   reportHold(rep, t = now()) {
     const us = (t - this.acquiredAt) * 1000;
     if (rep.tap !== null) tap(rep, ['hold', this.key, us, this.party, this.holder]);
-    rep.line('lw1 hold ' + wire.encKey(this.key) + ' ' + wire.us(us) + ' ' +
-      wire.encOwner(this.party, rep.prefix) + ' ' + wire.encHolder(this.holder));
+    rep.holdLine(this.keyEnc, us, this.party, this.holderEnc);
   }
 }
 
@@ -65,8 +67,7 @@ function tap(rep, ev) {
 // its first attempt found the lock taken).
 function reportStart(rep, key, owner, holder) {
   if (rep.tap !== null) tap(rep, ['waiting', key, owner, holder, 'start']);
-  rep.line('lw1 waiting ' + wire.encKey(key) + ' ' + wire.encOwner(owner, rep.prefix) + ' ' +
-    wire.encHolder(holder) + ' start');
+  rep.waitingLine(wire.encKey(key), owner, wire.encHolder(holder), wire.OUTCOME.start);
 }
 
 // The lines of an acquire call that returned (outcome ok/timeout) or failed:
@@ -76,10 +77,9 @@ function reportAcquire(rep, key, owner, holder, started, t0, t1, outcome) {
   const us = (t1 - t0) * 1000;
   if (rep.tap !== null) tap(rep, ['acquired', key, owner, holder, us, outcome, started]);
   const k = wire.encKey(key);
-  if (started || outcome === 'ok') {
-    rep.line('lw1 waiting ' + k + ' ' + wire.encOwner(owner, rep.prefix) + ' ' + wire.encHolder(holder) + ' ' + outcome);
-  }
-  rep.line('lw1 wait ' + k + ' ' + wire.us(us) + ' ' + outcome);
+  const out = wire.OUTCOME[outcome] || wire.OUTCOME.error;
+  if (started || outcome === 'ok') rep.waitingLine(k, owner, wire.encHolder(holder), out);
+  rep.waitLine(k, us, out);
 }
 
 module.exports = { Holding, reportStart, reportAcquire, party, runAs, now, als };

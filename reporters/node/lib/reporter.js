@@ -1,18 +1,25 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The reporter: a bounded array the lock path pushes event arrays onto, and a
-// flush that turns them into lw1 lines, packs them into datagrams of at most
-// 1432 bytes, signs them when a key is set and hands them to dgram.
+// The reporter: the lock path's lw1 lines written straight into the bytes of
+// the datagram being filled (at most 1432 bytes, or 8192 when every
+// destination is a loopback address), full datagrams sent in bursts, signed
+// when a key is set, through dgram.
 //
 // Why this shape: the lock path must cost next to nothing (the 5% budget of
 // docs/reporters.md), so it does the least work a line can cost: the
-// wrappers build each line from fields they encoded once per acquire
-// (lib/holding.js) and line() appends it to the datagram being filled (a
-// string; a line that would not fit starts the next one).  No event object
-// is queued and nothing is formatted twice.  Full datagrams wait in a short
-// list and go out in bursts (a burst of sends costs less per datagram than
-// sends spread out): an unref'd setImmediate sends them once BURST are
-// full, and the unref'd 200 ms interval sends whatever is there, the partly
-// filled datagram included.  The sockets are unref'd too: the reporter
+// wrappers write each line's bytes straight into the datagram's buffer
+// (waitLine, waitingLine, holdLine; lib/wire.js) from fields encoded once
+// and cached (a line that would not fit starts the next datagram).  No
+// event object is queued and no string is built: strings concatenated per
+// line, then kept until their datagram was sent, cost more than everything
+// else the reporter does (they survive the young generation's collections
+// and are copied by each, then flattened).  Datagrams to a loopback agent are
+// 8192 bytes (the size the agent reads; loopback has no 1500-byte MTU), so
+// there are fewer sends: a send wakes the agent, and on a small host that
+// is the largest cost left.  Full datagrams wait in a short list and go out
+// in bursts (a burst of sends costs less per datagram than sends spread
+// out): an unref'd setImmediate sends them once BURST are full, and the
+// unref'd 200 ms interval sends whatever is there, the partly filled
+// datagram included.  The sockets are unref'd too: the reporter
 // never keeps the process alive.  A full queue (capacity lines pending)
 // drops the line and counts it; a failed send (the callback's error, or an
 // 'error' event) drops the datagram and counts its lines; nothing is
@@ -34,15 +41,20 @@ class Reporter {
     this.config = cfg;
     this.enabled = cfg.enabled;
     this.capacity = capacity;
-    this._n = 0;             // lines pending (full datagrams and _cur)
-    this._full = [];         // full datagrams' text, not sent yet
+    this._n = 0;             // lines pending (full datagrams and _buf)
+    this._full = [];         // full datagrams' bytes, not sent yet
     this._fullN = [];        // and their line counts
-    this._cur = '';          // lines of the datagram being filled
-    this._curN = 0;          // and their count
-    this._budget = cfg.key ? wire.MAX_DATAGRAM - wire.MAC_LINE_LEN : wire.MAX_DATAGRAM;
+    // The datagram being filled: _off bytes of _buf, _curN lines.  Its size
+    // is the budget (the datagram less the mac line when signing), raised
+    // once every destination turns out to be a loopback address.
+    this._budget = datagramBudget(wire.MAX_DATAGRAM, cfg.key);
+    this._buf = Buffer.allocUnsafe(this._budget);
+    this._off = 0;
+    this._curN = 0;
     this._soonAll = false;   // the scheduled send sends everything (sendSoon)
     this._runSoon = () => this._sendScheduled();
     this.prefix = wire.pct(cfg.process) + '/';   // encoded `<process>/` of owner ids
+    this.prefixBytes = Buffer.from(this.prefix, 'latin1');
     this._targets = [];      // {sock, connected}: connected UDP sockets
     this._pendingLookups = 0;
     this._timer = null;
@@ -80,7 +92,12 @@ class Reporter {
         const target = { sock, connected: false };
         sock.on('error', () => { this.counts.droppedSendFailed++; });
         sock.unref();
-        sock.connect(d.port, address, () => { target.connected = true; this._targets.push(target); this._settled(); });
+        sock.connect(d.port, address, () => {
+          target.connected = true;
+          target.loopback = isLoopback(address);
+          this._targets.push(target);
+          this._settled();
+        });
       } catch (e) {
         config.warn(`LOCKWATCH_SAMPLES: ${d.host}:${d.port}: ${e.message}; not sending there`);
         this._settled();
@@ -102,6 +119,7 @@ class Reporter {
     this._pendingLookups--;
     if (this._pendingLookups > 0) return;
     if (this._targets.length === 0) this._disable();
+    else if (this._targets.every((t) => t.loopback)) this._budget = datagramBudget(wire.LOOPBACK_DATAGRAM, this.config.key);
     this._readyResolve();
   }
 
@@ -109,32 +127,82 @@ class Reporter {
     this.enabled = false;
     this._full = [];
     this._fullN = [];
-    this._cur = '';
+    this._off = 0;
     this._curN = 0;
     this._n = 0;
     this.close();
   }
 
-  // One line (ASCII, no terminator) onto the datagram being filled: what
-  // the lock path calls (lib/holding.js).  Never blocks, never throws.
-  line(ln) {
-    if (!this.enabled) return;
+  // Room for a line of at most max bytes in the datagram being filled: the
+  // offset to write it at in this._buf, then _commit(end); or -1, the line
+  // dropped (reporting off, or the queue full: counted).  A line longer
+  // than a datagram gets a buffer of its own and goes alone.
+  _reserve(max) {
+    if (!this.enabled) return -1;
     if (this._n >= this.capacity) {
       this.counts.droppedQueueFull++;
-      return;
+      return -1;
     }
+    if (this._off + max > this._buf.length) {
+      if (this._curN > 0) this._fullDatagram();
+      if (max > this._buf.length) this._buf = Buffer.allocUnsafe(max);
+    }
+    return this._off;
+  }
+
+  _commit(end) {
+    this._off = end;
+    this._curN++;
     this._n++;
     this.counts.queued++;
-    if (this._curN > 0 && this._cur.length + ln.length + 1 > this._budget) {
-      this._full.push(this._cur);
-      this._fullN.push(this._curN);
-      this._cur = ln + '\n';
-      this._curN = 1;
-      if (this._full.length >= BURST && this._soon === null) this._schedule();
-      return;
-    }
-    this._cur += ln + '\n';
-    this._curN++;
+    if (this._buf.length > this._budget) this._fullDatagram();
+  }
+
+  // The lock path's lines (lib/holding.js), from lib/wire.js's cached
+  // encodings: k encKey, h encHolder, out wire.OUTCOME[outcome].  Never
+  // block, never throw.
+  waitLine(k, us, out) {
+    const off = this._reserve(wire.waitMax(k));
+    if (off >= 0) this._commit(wire.writeWait(this._buf, off, k, us, out));
+  }
+
+  waitingLine(k, party, h, out) {
+    const p = wire.encParty(party);
+    const off = this._reserve(wire.waitingMax(k, this.prefixBytes, p, h));
+    if (off >= 0) this._commit(wire.writeWaiting(this._buf, off, k, this.prefixBytes, party, p, h, out));
+  }
+
+  holdLine(k, us, party, h) {
+    const p = wire.encParty(party);
+    const off = this._reserve(wire.holdMax(k, this.prefixBytes, p, h));
+    if (off >= 0) this._commit(wire.writeHold(this._buf, off, k, us, this.prefixBytes, party, p, h));
+  }
+
+  // One line (ASCII: everything else percent-encoded; no terminator): what
+  // put() and the rare lines use.
+  line(ln) {
+    const off = this._reserve(ln.length + 1);
+    if (off < 0) return;
+    const end = off + this._buf.latin1Write(ln, off);
+    this._buf[end] = 10;
+    this._commit(end + 1);
+  }
+
+  // The datagram being filled is full (or flushed): on the list, and a
+  // fresh buffer for the next.
+  _fullDatagram() {
+    const body = this._buf.subarray(0, this._off);
+    const n = this._curN;
+    this._buf = Buffer.allocUnsafe(this._budget);
+    this._off = 0;
+    this._curN = 0;
+    this._pushFull(body, n);
+  }
+
+  _pushFull(body, n) {
+    this._full.push(body);
+    this._fullN.push(n);
+    if (this._full.length >= BURST && this._soon === null) this._schedule();
   }
 
   // One event as an array (see lib/wire.js emit(); what tests and the
@@ -181,7 +249,7 @@ class Reporter {
     this._full = [];
     this._fullN = [];
     this._n = this._curN;
-    for (let i = 0; i < full.length; i++) this._sendText(full[i], fullN[i]);
+    for (let i = 0; i < full.length; i++) this._sendBody(full[i], fullN[i]);
   }
 
   // Send everything queued now (the interval, sendSoon, beforeExit, tests).
@@ -190,21 +258,20 @@ class Reporter {
       if (this._pendingLookups > 0) return;
       this._sendFull();
       if (this._curN > 0) {
-        const cur = this._cur;
+        const body = this._buf.subarray(0, this._off);
         const nl = this._curN;
-        this._cur = '';
+        this._buf = Buffer.allocUnsafe(this._budget);
+        this._off = 0;
         this._curN = 0;
         this._n = 0;
-        this._sendText(cur, nl);
+        this._sendBody(body, nl);
       }
     } catch (_) { /* never throw into a timer either */ }
   }
 
-  // One datagram's lines (ASCII: everything else is percent-encoded),
-  // signed when a key is set.
-  _sendText(text, nl) {
+  // One datagram's lines, signed when a key is set.
+  _sendBody(body, nl) {
     const key = this.config.key;
-    const body = Buffer.from(text, 'latin1');
     this._send(key ? wire.sign(key, body, Math.floor(Date.now() / 1000)) : body, nl);
   }
 
@@ -243,6 +310,17 @@ class Reporter {
   }
 }
 
+// What lines may fill of a datagram of max bytes (the mac line's share
+// kept free when signing).
+function datagramBudget(max, key) {
+  return key ? max - wire.MAC_LINE_LEN : max;
+}
+
+// 127.0.0.0/8, ::1 and IPv4-mapped loopback: no 1500-byte MTU on the way.
+function isLoopback(address) {
+  return /^127\./.test(address) || address === '::1' || /^::ffff:127\./i.test(address);
+}
+
 let current = null;
 
 // The process's reporter, made from the environment on first use; null when
@@ -270,4 +348,4 @@ function configure(opts = {}, reporterOpts = {}) {
 
 function current_() { return current; }
 
-module.exports = { Reporter, get, configure, current: current_, QUEUE_CAPACITY };
+module.exports = { Reporter, get, configure, current: current_, isLoopback, QUEUE_CAPACITY };

@@ -9,16 +9,29 @@
 const crypto = require('node:crypto');
 
 const MAX_DATAGRAM = 1432;
+// To a loopback address: the most the agent reads of one datagram
+// (docs/line-protocol.md "Datagrams").
+const LOOPBACK_DATAGRAM = 8192;
 // "lw1 mac " + 32 hex + " " + unix seconds (10 digits until 2286) + "\n"
 const MAC_LINE_LEN = 8 + 32 + 1 + 10 + 1;
 const MAX_US = 9007199254740992;
 
 const HEX = '0123456789ABCDEF';
 
+// A string that needs no encoding: printable ASCII but '%' (a loop: a
+// regular expression costs more on the lock path).
+function plain(s) {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x21 || c > 0x7e || c === 0x25) return false;
+  }
+  return true;
+}
+
 // A field as bytes: printable ASCII but '%' stays, every other byte %XX.
 function pct(v) {
   const s = typeof v === 'string' ? v : Buffer.isBuffer(v) ? null : String(v);
-  if (s !== null && /^[\x21-\x24\x26-\x7e]*$/.test(s)) return s;
+  if (s !== null && plain(s)) return s;
   const b = s !== null ? Buffer.from(s, 'utf8') : v;
   let out = '';
   for (const c of b) {
@@ -83,19 +96,21 @@ function pack(lines, budget = MAX_DATAGRAM) {
   return packCounted(lines, budget).map((d) => d.body);
 }
 
-// Keys, owners and holder ids repeat: their encoded forms are cached so the
-// flush's cost per line stays small.  Keys in a map keyed by the raw key
-// (bounded: emptied when full), behind the last key seen; owners that are
-// the wrappers' counter numbers need no encoding (digits), other parties
-// (runAs) in a map per prefix; holder ids only as the last one seen (an
-// acquire's waiting and wait lines and its hold name the same one, and a
-// fresh id per acquire would only churn a map).
+// The lock path's lines are written as bytes straight into a datagram's
+// buffer (lib/reporter.js waitLine, waitingLine, holdLine): no line string
+// is built.  Fields that repeat are kept encoded as bytes and copied with
+// one TypedArray set() each: keys in a map keyed by the raw key (bounded:
+// emptied when full), behind the last key seen; owner parties that are
+// counter numbers are written as digits, other parties (runAs) come from a
+// map.  A holder id, new with each acquire, is kept as its encoded (ASCII)
+// string, the last one seen (an acquire's waiting and wait lines and its
+// hold name the same one), and written with latin1Write().
 const CACHE_MAX = 4096;
-let keys = new Map();     // key -> encoded key
+const bytes = (s) => Buffer.from(s, 'latin1');
+let keys = new Map();     // key -> encoded key (bytes)
 let lastKey = null;
-let lastKeyEnc = '';
-let owners = new Map();   // party -> encoded `<process>/<party>` (per prefix)
-let ownersPrefix = null;
+let lastKeyEnc = null;
+let parties = new Map();  // party -> encoded party (bytes)
 let lastHolder = null;
 let lastHolderEnc = '-';
 
@@ -103,7 +118,7 @@ function encKey(key) {
   if (key === lastKey) return lastKeyEnc;
   let k = keys.get(key);
   if (k === undefined) {
-    k = pct(key);
+    k = bytes(pct(key));
     if (keys.size >= CACHE_MAX) keys = new Map();
     keys.set(key, k);
   }
@@ -112,14 +127,14 @@ function encKey(key) {
   return k;
 }
 
-function encOwner(party, prefix) {
-  if (typeof party === 'number') return prefix + party;
-  if (prefix !== ownersPrefix) { owners = new Map(); ownersPrefix = prefix; }
-  let o = owners.get(party);
+// null: the party is a counter number, written as digits (writeDigits).
+function encParty(party) {
+  if (typeof party === 'number' && party >= 0 && party < MAX_US && Number.isInteger(party)) return null;
+  let o = parties.get(party);
   if (o === undefined) {
-    o = prefix + pct(party);
-    if (owners.size >= CACHE_MAX) owners = new Map();
-    owners.set(party, o);
+    o = bytes(pct(String(party)));
+    if (parties.size >= CACHE_MAX) parties = new Map();
+    parties.set(party, o);
   }
   return o;
 }
@@ -132,23 +147,100 @@ function encHolder(v) {
   return lastHolderEnc;
 }
 
-// Append the line(s) of one event to out.  An `acquired` event (an acquire
-// call that returned: key, party, holder, us, outcome, started) is its
-// `waiting <outcome>` line and its `wait` line, so the lock path queues one
-// array for both.  The waiting line goes out when the call acquired (`ok`,
+const WAIT = bytes('lw1 wait ');
+const WAITING = bytes('lw1 waiting ');
+const HOLD = bytes('lw1 hold ');
+// An outcome as it ends a line: ` <outcome>`
+const OUTCOME = { ok: bytes(' ok'), timeout: bytes(' timeout'), error: bytes(' error'), start: bytes(' start') };
+const DIGITS_MAX = 16;    // MAX_US
+
+function copyInto(buf, off, b) {
+  buf.set(b, off);
+  return off + b.length;
+}
+
+// An ASCII string (a holder id) at off; returns the end.
+function writeAscii(buf, off, s) {
+  return off + buf.latin1Write(s, off);
+}
+
+// A non-negative integer below 2^53 as decimal digits.
+function writeDigits(buf, off, n) {
+  let len = 1;
+  for (let t = n; t >= 10; t = Math.floor(t / 10)) len++;
+  let p = off + len;
+  do {
+    const q = Math.floor(n / 10);
+    buf[--p] = 48 + n - q * 10;
+    n = q;
+  } while (n > 0);
+  return off + len;
+}
+
+// Microseconds as us() writes them.
+function writeUs(buf, off, v) {
+  return writeDigits(buf, off, !(v > 0) ? 0 : v < MAX_US ? Math.round(v) : MAX_US);
+}
+
+// `<process>/<party>`: prefix the encoded `<process>/` (bytes), p
+// encParty(party).
+function writeOwner(buf, off, prefix, party, p) {
+  off = copyInto(buf, off, prefix);
+  return p === null ? writeDigits(buf, off, party) : copyInto(buf, off, p);
+}
+
+// The most bytes each line can take (its \n included), and its writer;
+// k, h, p: encKey, encHolder, encParty; out: OUTCOME[outcome].
+const waitMax = (k) => 9 + k.length + 1 + DIGITS_MAX + 8 + 1;
+function writeWait(buf, off, k, us, out) {
+  off = copyInto(buf, off, WAIT);
+  off = copyInto(buf, off, k);
+  buf[off++] = 32;
+  off = writeUs(buf, off, us);
+  off = copyInto(buf, off, out);
+  buf[off++] = 10;
+  return off;
+}
+
+const ownerMax = (prefix, p) => prefix.length + (p === null ? DIGITS_MAX : p.length);
+const waitingMax = (k, prefix, p, h) => 12 + k.length + 1 + ownerMax(prefix, p) + 1 + h.length + 8 + 1;
+function writeWaiting(buf, off, k, prefix, party, p, h, out) {
+  off = copyInto(buf, off, WAITING);
+  off = copyInto(buf, off, k);
+  buf[off++] = 32;
+  off = writeOwner(buf, off, prefix, party, p);
+  buf[off++] = 32;
+  off = writeAscii(buf, off, h);
+  off = copyInto(buf, off, out);
+  buf[off++] = 10;
+  return off;
+}
+
+const holdMax = (k, prefix, p, h) => 9 + k.length + 1 + DIGITS_MAX + 1 + ownerMax(prefix, p) + 1 + h.length + 1;
+function writeHold(buf, off, k, us, prefix, party, p, h) {
+  off = copyInto(buf, off, HOLD);
+  off = copyInto(buf, off, k);
+  buf[off++] = 32;
+  off = writeUs(buf, off, us);
+  buf[off++] = 32;
+  off = writeOwner(buf, off, prefix, party, p);
+  buf[off++] = 32;
+  off = writeAscii(buf, off, h);
+  buf[off++] = 10;
+  return off;
+}
+
+// Append the line(s) of one event to out (the events Reporter.put takes and
+// the test hook gets).  An `acquired` event (an acquire call that returned:
+// key, party, holder, us, outcome, started) is its `waiting <outcome>` line
+// and its `wait` line, as the lock path writes them.  The waiting line goes out when the call acquired (`ok`,
 // whether or not it waited: the agent ties the holder id Redis shows to its
 // owner through it, docs/line-protocol.md) or when it sent a `start`.
 function emit(ev, prefix, out) {
   switch (ev[0]) {
     case 'acquired':
-      if (ev[6] || ev[5] === 'ok') out.push('lw1 waiting ' + encKey(ev[1]) + ' ' + encOwner(ev[2], prefix) + ' ' + encHolder(ev[3]) + ' ' + ev[5]);
-      out.push('lw1 wait ' + encKey(ev[1]) + ' ' + us(ev[4]) + ' ' + ev[5]);
-      return;
-    case 'waiting':
-      out.push('lw1 waiting ' + encKey(ev[1]) + ' ' + encOwner(ev[2], prefix) + ' ' + encHolder(ev[3]) + ' ' + ev[4]);
-      return;
-    case 'hold':
-      out.push('lw1 hold ' + encKey(ev[1]) + ' ' + us(ev[2]) + ' ' + encOwner(ev[3], prefix) + ' ' + encHolder(ev[4]));
+      if (ev[6] || ev[5] === 'ok') out.push(line(['waiting', ev[1], ev[2], ev[3], ev[5]], prefix));
+      out.push(line(['wait', ev[1], ev[4], ev[5]], prefix));
       return;
     default:
       out.push(line(ev, prefix));
@@ -164,6 +256,6 @@ function sign(key, body, unixSeconds) {
 }
 
 module.exports = {
-  MAX_DATAGRAM, MAC_LINE_LEN, pct, holderField, us, line, emit, pack, packCounted, sign,
-  encKey, encOwner, encHolder,
+  MAX_DATAGRAM, LOOPBACK_DATAGRAM, MAC_LINE_LEN, pct, holderField, us, line, emit, pack, packCounted, sign,
+  encKey, encParty, encHolder, OUTCOME, waitMax, writeWait, waitingMax, writeWaiting, holdMax, writeHold,
 };

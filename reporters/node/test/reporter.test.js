@@ -66,20 +66,64 @@ async function reporterTo(s, extra = {}, opts = {}) {
   return r;
 }
 
-test('batches lines into datagrams', async () => {
+test('batches lines into datagrams, 8192 bytes to a loopback agent', async () => {
   const s = await sink();
   const r = await reporterTo(s);
-  for (let i = 0; i < 200; i++) r.put(['wait', `lock:k:${i}`, i, 'ok']);
+  for (let i = 0; i < 1000; i++) r.put(['wait', `lock:k:${i}`, i, 'ok']);
+  r.put(['wait', 'x'.repeat(9000), 1, 'ok']);    // longer than a datagram: alone
+  r.put(['wait', 'lock:k:last', 1, 'ok']);
   r.flush();
   await sleep(100);
   const lines = Buffer.concat(s.msgs).toString().trim().split('\n');
-  assert.ok(s.msgs.length > 1 && s.msgs.every((m) => m.length <= 1432));
-  assert.strictEqual(lines.length, 200);
+  const sizes = s.msgs.map((m) => m.length);
+  assert.ok(sizes.length >= 4, sizes);
+  assert.ok(sizes.filter((n) => n > 8192).length === 1 && sizes.some((n) => n > 8000 && n <= 8192), sizes);
+  assert.ok(s.msgs.every((m) => m[m.length - 1] === 0x0a));
+  assert.strictEqual(lines.length, 1002);
   assert.strictEqual(lines[5], 'lw1 wait lock:k:5 5 ok');
+  assert.strictEqual(lines[1000], `lw1 wait ${'x'.repeat(9000)} 1 ok`);
+  assert.strictEqual(lines[1001], 'lw1 wait lock:k:last 1 ok');
   const st = r.stats();
-  assert.deepStrictEqual([st.queued, st.sent, st.datagrams], [200, 200, s.msgs.length]);
+  assert.deepStrictEqual([st.queued, st.sent, st.datagrams], [1002, 1002, s.msgs.length]);
   r.close();
   s.close();
+});
+
+test("the lock path's bytes are the lines of its events", async () => {
+  const { Holding, reportStart, reportAcquire } = require('../lib/holding');
+  const s = await sink();
+  const r = await reporterTo(s, { process: 'web 1:42' });
+  const evs = [];
+  r.tap = (ev) => evs.push(ev);
+  const keys = ['lock:order:1', 'lock:café job', '100%', 'lock:k3', 'lock:order:1'];
+  const holders = ['tok-1', null, '-', Buffer.from([0, 0xff, 0x20]), 'x y'];
+  const parties = [7, 0, 2 ** 52, 'pod 7/a', 1.5];
+  for (let i = 0; i < 300; i++) {
+    const j = i % 5;
+    keys[3] = i === 3 ? 'k'.repeat(9000) : 'lock:k3';   // once: a line longer than a datagram
+    reportStart(r, keys[j], parties[j], holders[(j + 1) % 5]);
+    reportAcquire(r, keys[j], parties[j], holders[j], i % 2 === 0, 1000, 1000 + i * 0.0137 + (j === 3 ? 1e12 : 0),
+      ['ok', 'timeout', 'error'][i % 3]);
+    new Holding(keys[j], parties[j], holders[j], 5, null).reportHold(r, 5 + i * 0.5 - (j === 4 ? 1e6 : 0));
+  }
+  r.flush();
+  await sleep(200);
+  const want = [];
+  for (const e of evs) wire.emit(e, r.prefix, want);
+  const got = Buffer.concat(s.msgs).toString('latin1').split('\n');
+  assert.strictEqual(got.pop(), '');
+  assert.strictEqual(got.length, want.length);
+  assert.deepStrictEqual(got, want);
+  assert.ok(got.includes('lw1 waiting lock:caf%C3%A9%20job web%201:42/0 %2D start'), got.slice(0, 8));
+  assert.ok(s.msgs.every((m) => m.length <= 8192 || m.toString('latin1').split('\n').length === 2));
+  r.close();
+  s.close();
+});
+
+test('datagrams are 8192 bytes only when every destination is loopback', () => {
+  const { isLoopback } = require('../lib/reporter');
+  for (const a of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1']) assert.ok(isLoopback(a), a);
+  for (const a of ['10.0.0.1', '192.168.1.1', '::2', 'fe80::1', '1.127.0.0']) assert.ok(!isLoopback(a), a);
 });
 
 test('a lost line is sent at once, not at the interval', async () => {
@@ -100,12 +144,12 @@ test('signs every datagram', async () => {
   const s = await sink();
   const key = Buffer.from('lockwatch test key: not a secret');
   const r = await reporterTo(s, { key });
-  for (let i = 0; i < 100; i++) r.put(['hold', 'lock:k', i, 1, 'tok']);
+  for (let i = 0; i < 500; i++) r.put(['hold', 'lock:k', i, 1, 'tok']);
   r.flush();
   await sleep(100);
   assert.ok(s.msgs.length > 1);
   for (const m of s.msgs) {
-    assert.ok(m.length <= 1432);
+    assert.ok(m.length <= 8192);
     const nl = m.indexOf(0x0a);
     const unix = Number(m.subarray(0, nl).toString().split(' ')[3]);
     assert.deepStrictEqual(wire.sign(key, m.subarray(nl + 1), unix), m);
