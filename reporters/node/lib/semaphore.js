@@ -38,8 +38,10 @@ function onLockLost(err) {
 // without the reporter.
 function withReporting(Base, optionsIndex) {   // eslint-disable-line no-unused-vars
   class Reporting extends Base {
-    constructor(...args) {
-      super(...args);
+    // Four named parameters, not a rest parameter: spreading one costs a
+    // lock path that makes a Mutex per acquire.
+    constructor(client, key, a, b) {
+      super(client, key, a, b);
       this._lwAppLost = this._onLockLost;
       this._onLockLost = onLockLost;
       this._lwHolding = null;
