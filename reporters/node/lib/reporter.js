@@ -256,16 +256,8 @@ class Reporter {
   flush() {
     try {
       if (this._pendingLookups > 0) return;
+      if (this._curN > 0) this._fullDatagram();
       this._sendFull();
-      if (this._curN > 0) {
-        const body = this._buf.subarray(0, this._off);
-        const nl = this._curN;
-        this._buf = Buffer.allocUnsafe(this._budget);
-        this._off = 0;
-        this._curN = 0;
-        this._n = 0;
-        this._sendBody(body, nl);
-      }
     } catch (_) { /* never throw into a timer either */ }
   }
 
