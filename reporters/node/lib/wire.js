@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The lw1 line protocol on the wire (docs/line-protocol.md): percent-encoding
-// of keys, owners and holder ids, the text of each line, packing lines into
-// datagrams of at most 1432 bytes, and the `lw1 mac` signature.  Pure
-// functions: the unit tests check them against the protocol's test vector,
-// and the reporter's flush is their only other caller.
+// of keys, owners and holder ids, the text of each line (as a string, and
+// as bytes written into a datagram's buffer for the lock path), and the
+// `lw1 mac` signature.  Pure functions: the unit tests check them against
+// the protocol's test vector; lib/reporter.js fills and sends datagrams.
 'use strict';
 
 const crypto = require('node:crypto');
@@ -69,31 +69,6 @@ function line(ev, prefix) {
     default:
       throw new Error(`unknown event ${ev[0]}`);
   }
-}
-
-// Encoded lines into datagram bodies of at most budget bytes, each line
-// ended by \n; a line longer than the budget goes alone.  Lines are ASCII
-// (everything else is percent-encoded), so a string's length is its size.
-// Returns [{body: Buffer, lines: count}].
-function packCounted(lines, budget = MAX_DATAGRAM) {
-  const out = [];
-  let cur = '';
-  let n = 0;
-  for (const ln of lines) {
-    if (n && cur.length + ln.length + 1 > budget) {
-      out.push({ body: Buffer.from(cur, 'latin1'), lines: n });
-      cur = '';
-      n = 0;
-    }
-    cur += ln + '\n';
-    n++;
-  }
-  if (n) out.push({ body: Buffer.from(cur, 'latin1'), lines: n });
-  return out;
-}
-
-function pack(lines, budget = MAX_DATAGRAM) {
-  return packCounted(lines, budget).map((d) => d.body);
 }
 
 // The lock path's lines are written as bytes straight into a datagram's
@@ -256,6 +231,6 @@ function sign(key, body, unixSeconds) {
 }
 
 module.exports = {
-  MAX_DATAGRAM, LOOPBACK_DATAGRAM, MAC_LINE_LEN, pct, holderField, us, line, emit, pack, packCounted, sign,
+  MAX_DATAGRAM, LOOPBACK_DATAGRAM, MAC_LINE_LEN, pct, holderField, us, line, emit, sign,
   encKey, encParty, encHolder, OUTCOME, waitMax, writeWait, waitingMax, writeWaiting, holdMax, writeHold,
 };

@@ -120,6 +120,24 @@ test("the lock path's bytes are the lines of its events", async () => {
   s.close();
 });
 
+test('to a destination not on loopback: datagrams of at most 1432 bytes, signed too', () => {
+  const key = Buffer.alloc(16, 1);
+  for (const k of [null, key]) {
+    // not started: no destination settled yet, so the budget is 1432's
+    const r = new Reporter({ enabled: true, destinations: [], key: k, process: 'h:1' }, { start: false });
+    for (let i = 0; i < 30; i++) r.line('x'.repeat(100));
+    r.line('b'.repeat(2000));
+    r.line('c');
+    r._fullDatagram();
+    const dgs = r._full;
+    const sizes = dgs.map((d) => (k ? wire.sign(k, d, 1767225600) : d).length);
+    assert.ok(sizes.filter((n) => n > 1432).length === 1 && dgs.some((d) => d.length === 2001), sizes);
+    assert.ok(sizes[0] <= 1432 && sizes[0] + 101 > 1432, sizes);   // filled as far as a line fits
+    assert.strictEqual(dgs.reduce((n, d) => n + d.toString().split('\n').length - 1, 0), 32);
+    assert.deepStrictEqual(r._fullN.reduce((a, b) => a + b, 0), 32);
+  }
+});
+
 test('datagrams are 8192 bytes only when every destination is loopback', () => {
   const { isLoopback } = require('../lib/reporter');
   for (const a of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1']) assert.ok(isLoopback(a), a);

@@ -57,14 +57,3 @@ test('emit: an acquire call is its waiting end (acquired, or a start sent) and w
     'lw1 lost k h:1/3 tok 99 - renewal']);
 });
 
-test('packing into datagrams of at most 1432 bytes', () => {
-  const lines = Array(30).fill('x'.repeat(100));
-  const dgs = wire.pack(lines);
-  assert.ok(dgs.every((d) => d.length <= 1432));
-  assert.strictEqual(dgs[0].length, 14 * 101);
-  assert.strictEqual(dgs.reduce((n, d) => n + d.toString().split('\n').length - 1, 0), 30);
-  for (const d of wire.pack(lines, wire.MAX_DATAGRAM - wire.MAC_LINE_LEN)) {
-    assert.ok(wire.sign(Buffer.alloc(16, 1), d, 1767225600).length <= 1432);
-  }
-  assert.deepStrictEqual(wire.pack(['a', 'b'.repeat(2000), 'c']).map((d) => d.length), [2, 2001, 2]);
-});
