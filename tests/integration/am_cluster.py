@@ -38,10 +38,10 @@ receivers:
 class Peer(test_alerts_alertmanager.Alertmanager):
     """One peer; url, get() and stop() as the single Alertmanager's."""
 
-    def __init__(self, i, cluster_ports, hook_url):
+    def __init__(self, i, cluster_ports, hook_url, port):
         self.i = i
         self.dir = h._mkdtemp("lw-am%d-" % i)
-        self.port = h.free_port()
+        self.port = port
         cfg = os.path.join(self.dir, "am.yml")
         with open(cfg, "w") as f:
             f.write(CONFIG % hook_url)
@@ -69,11 +69,21 @@ class Cluster:
     def __init__(self, hook_url, n=3):
         if not os.access(AM, os.X_OK):
             raise h.Fatal("%s is missing (make deps installs prometheus-alertmanager)" % AM)
-        ports = [h.free_port() for _ in range(n)]
-        self.peers = [Peer(i, ports, hook_url) for i in range(n)]
-        for p in self.peers:
-            h.wait_until(lambda: p.peers() == n, 60, desc="alertmanager %d sees %d peers"
-                         % (p.i, n))
+        # 2n distinct ports (web and cluster); a port another test took
+        # between the pick and the bind ("address already in use") starts
+        # the cluster again on fresh ones, at most three times
+        for attempt in range(3):
+            ports = h.free_ports(2 * n)
+            self.peers = [Peer(i, ports[n:], hook_url, ports[i]) for i in range(n)]
+            try:
+                for p in self.peers:
+                    h.wait_until(lambda: p.peers() == n, 60,
+                                 desc="alertmanager %d sees %d peers" % (p.i, n))
+                return
+            except h.Fatal as e:
+                self.stop()
+                if attempt == 2 or "address already in use" not in str(e):
+                    raise
 
     def webhook_sections(self):
         """[webhook amN] sections for a lockwatch config: every agent posts

@@ -99,12 +99,24 @@ def tail(path, n=60):
 
 def free_port():
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    return free_ports(1)[0]
+
+
+def free_ports(n):
+    """n distinct such ports (all held open while they are picked, so one
+    call never returns the same port twice).  Another process may still
+    take one before it is used: callers that start a program on several
+    retry when it says its address is in use."""
+    socks = []
     try:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
     finally:
-        s.close()
+        for s in socks:
+            s.close()
 
 
 class Fatal(AssertionError):
