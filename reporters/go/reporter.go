@@ -2,7 +2,9 @@
 
 // The Reporter: a bounded queue of lines (a buffered channel; a full one
 // drops the line and counts it, the caller never waits) drained by one
-// goroutine that packs lines into datagrams of at most 1432 bytes, signs
+// goroutine that packs lines into datagrams of at most 1432 bytes (8192
+// when every destination is a loopback address: fewer sends, each of which
+// wakes the agent), signs
 // them when a key is set, and sends each to every destination when the next
 // line would not fit or every 200 ms. The lock path wakes it only when the
 // queue holds a few datagrams' worth of lines (wakeAt). A failed send
@@ -23,6 +25,10 @@ import (
 const (
 	// MaxDatagram is the largest datagram sent, mac line included.
 	MaxDatagram = 1432
+	// LoopbackDatagram is the largest datagram sent when every destination
+	// is a loopback address: the most the agent reads of one
+	// (docs/line-protocol.md "Datagrams"); loopback has no 1500-byte MTU.
+	LoopbackDatagram = 8192
 	// FlushEvery is how often a partial datagram is sent.
 	FlushEvery   = 200 * time.Millisecond
 	defaultQueue = 8192
@@ -223,11 +229,12 @@ func (r *Reporter) Flush(timeout time.Duration) bool {
 
 func (r *Reporter) run() {
 	defer close(r.stopped)
-	room := MaxDatagram
+	size := datagramSize(r.dests)
+	room := size
 	if r.key != nil {
 		room -= macLineLen
 	}
-	buf := make([]byte, 0, MaxDatagram)
+	buf := make([]byte, 0, size)
 	lines := 0
 	tick := time.NewTicker(FlushEvery)
 	defer tick.Stop()
@@ -275,6 +282,17 @@ func (r *Reporter) run() {
 			return
 		}
 	}
+}
+
+// datagramSize is the largest datagram to send to dests: LoopbackDatagram
+// when every one is a loopback address, else MaxDatagram.
+func datagramSize(dests []*net.UDPAddr) int {
+	for _, d := range dests {
+		if !d.IP.IsLoopback() {
+			return MaxDatagram
+		}
+	}
+	return LoopbackDatagram
 }
 
 // send sends one datagram of n lines to every destination.

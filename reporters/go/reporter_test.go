@@ -93,18 +93,21 @@ func TestBatchingAndSigning(t *testing.T) {
 	key := "lockwatch test key: not a secret"
 	os.WriteFile(k, []byte(key+"\n"), 0o600)
 	r := New(Config{Samples: s.LocalAddr().String(), KeyFile: k})
-	for i := 0; i < 500; i++ {
+	for i := 0; i < 1000; i++ {
 		r.emit(waitLine("lock:k:"+strconv.Itoa(i), int64(i), OK))
 	}
 	buf := make([]byte, 9000)
-	lines, dgs := 0, 0
-	for lines < 500 {
+	lines, dgs, biggest := 0, 0, 0
+	for lines < 1000 {
 		n, err := s.Read(buf)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n > MaxDatagram {
+		if n > LoopbackDatagram { // to loopback: up to 8192 bytes, mac line included
 			t.Fatalf("datagram of %d bytes", n)
+		}
+		if n > biggest {
+			biggest = n
 		}
 		dg := string(buf[:n])
 		nl := strings.IndexByte(dg, '\n')
@@ -115,12 +118,34 @@ func TestBatchingAndSigning(t *testing.T) {
 		lines += strings.Count(dg, "\n") - 1
 		dgs++
 	}
-	if dgs < 2 {
-		t.Fatal("500 lines in one datagram")
+	if dgs < 2 || biggest <= MaxDatagram {
+		t.Fatalf("1000 lines in %d datagrams of at most %d bytes", dgs, biggest)
 	}
 	r.Close()
-	if st := r.Stats(); st.Sent != 500 || st.Queued != 500 {
+	if st := r.Stats(); st.Sent != 1000 || st.Queued != 1000 {
 		t.Fatalf("%+v", st)
+	}
+}
+
+func TestDatagramSize(t *testing.T) {
+	addr := func(s string) *net.UDPAddr { return &net.UDPAddr{IP: net.ParseIP(s), Port: 9} }
+	for _, c := range []struct {
+		dests []string
+		want  int
+	}{
+		{[]string{"127.0.0.1"}, LoopbackDatagram},
+		{[]string{"127.3.2.1", "::1"}, LoopbackDatagram},
+		{[]string{"::ffff:127.0.0.1"}, LoopbackDatagram},
+		{[]string{"127.0.0.1", "192.0.2.1"}, MaxDatagram},
+		{[]string{"fe80::1"}, MaxDatagram},
+	} {
+		var ds []*net.UDPAddr
+		for _, d := range c.dests {
+			ds = append(ds, addr(d))
+		}
+		if got := datagramSize(ds); got != c.want {
+			t.Errorf("%v: %d, want %d", c.dests, got, c.want)
+		}
 	}
 }
 

@@ -72,19 +72,46 @@ class Sending(unittest.TestCase):
         return r
 
     def test_batches(self):
+        # to a loopback agent: datagrams of up to 8192 bytes, filled
         sink = udp_sink()
         r = self.reporter(sink)
-        for i in range(200):
+        for i in range(1000):
             r.put(("wait", "lock:k:%d" % i, i, "ok"))
         r.flush()
         dgs = recv_all(sink)
-        self.assertGreater(len(dgs), 1)
-        self.assertTrue(all(len(d) <= 1432 for d in dgs))
+        self.assertGreater(len(dgs), 2)
+        self.assertTrue(all(len(d) <= 8192 for d in dgs))
+        self.assertGreater(len(dgs[0]), 8192 - 30)
         lines = b"".join(dgs).splitlines()
-        self.assertEqual(len(lines), 200)
+        self.assertEqual(len(lines), 1000)
         self.assertEqual(lines[5], b"lw1 wait lock:k:5 5 ok")
         st = r.stats()
-        self.assertEqual((st["queued"], st["sent"], st["datagrams"]), (200, 200, len(dgs)))
+        self.assertEqual((st["queued"], st["sent"], st["datagrams"]), (1000, 1000, len(dgs)))
+
+    def test_datagram_size_by_destination(self):
+        # 8192 bytes only when every destination is loopback; 1432 else;
+        # the mac line's share kept free when signing
+        def budget(addrs, key=None):
+            cfg = _config.Config([(socket.AF_INET6 if ":" in a else socket.AF_INET, (a, 9))
+                                  for a in addrs], key, "h:1")
+            return _sender.Reporter(cfg, start=False)._budget
+        self.assertEqual(budget(["127.0.0.1"]), 8192)
+        self.assertEqual(budget(["127.3.2.1", "::1"]), 8192)
+        self.assertEqual(budget(["::ffff:127.0.0.1"]), 8192)
+        self.assertEqual(budget(["127.0.0.1", "192.0.2.1"]), 1432)
+        self.assertEqual(budget(["fe80::1%eth0"]), 1432)
+        self.assertEqual(budget(["127.0.0.1"], key=b"k" * 16), 8192 - _wire.MAC_LINE_LEN)
+        self.assertEqual(budget(["10.0.0.1"], key=b"k" * 16), 1432 - _wire.MAC_LINE_LEN)
+        r = _sender.Reporter(_config.Config([(socket.AF_INET, ("192.0.2.1", 9))], None, "h:1"),
+                             start=False)
+        sent = []
+        r._socks[socket.AF_INET] = type("Sock", (), {"sendto": lambda self, b, a: sent.append(b)})()
+        for i in range(200):
+            r.put(("wait", "lock:k:%d" % i, i, "ok"))
+        r.flush()
+        self.assertGreater(len(sent), 2)
+        self.assertTrue(all(len(d) <= 1432 for d in sent))
+        self.assertEqual(len(b"".join(sent).splitlines()), 200)
 
     def test_lost_wakes_the_sender(self):
         # a lost line is sent at once, not at the next tick: the holding
@@ -102,13 +129,13 @@ class Sending(unittest.TestCase):
         sink = udp_sink()
         key = b"lockwatch test key: not a secret"
         r = self.reporter(sink, key=key)
-        for i in range(100):
+        for i in range(500):
             r.put(("hold", "lock:k", 1, b"tok", 0, i * 1000))
         r.flush()
         dgs = recv_all(sink)
         self.assertGreater(len(dgs), 1)
         for d in dgs:
-            self.assertLessEqual(len(d), 1432)
+            self.assertLessEqual(len(d), 8192)
             head, rest = d.split(b"\n", 1)
             _, _, mac, unix = head.split(b" ")
             self.assertEqual(_wire.sign(key, rest, int(unix)), d)

@@ -2,7 +2,8 @@
 """The lw1 line protocol on the wire (docs/line-protocol.md): percent-encoding
 of keys, owners and holder ids, the text of each event's lines (Encoder)
 and the `lw1 mac` signature.  The sender (_sender.py) packs the lines into
-datagrams of at most MAX_DATAGRAM bytes.
+datagrams of at most MAX_DATAGRAM bytes (LOOPBACK_DATAGRAM when every
+destination is a loopback address).
 
 Pure functions, no I/O: the unit tests check them against the protocol's test
 vector, and the sender thread (_sender.py) is their only other caller.
@@ -13,6 +14,9 @@ import hmac
 import re
 
 MAX_DATAGRAM = 1432
+# To a loopback address: the most the agent reads of one datagram
+# (docs/line-protocol.md "Datagrams").
+LOOPBACK_DATAGRAM = 8192
 # "lw1 mac " + 32 hex + " " + unix seconds (10 digits until 2286) + "\n"
 MAC_LINE_LEN = 8 + 32 + 1 + 10 + 1
 

@@ -24,7 +24,9 @@ import java.util.logging.Logger;
  * slowing the application (docs/reporters.md). The lock path formats a line
  * and offers it to a bounded queue (a full queue drops the line and counts
  * it); one daemon thread packs the lines into datagrams of at most 1432
- * bytes (the mac line included), signs them when a key is set, and sends
+ * bytes (the mac line included; 8192 when every destination is a loopback
+ * address: fewer sends, each of which wakes the agent), signs them when a
+ * key is set, and sends
  * each to every destination on a non-blocking channel when the next line
  * would not fit or every 200 ms; the lock path wakes it only when a few
  * datagrams' worth of lines wait ({@link #WAKE_AT}). A failed send drops
@@ -34,6 +36,12 @@ import java.util.logging.Logger;
 public final class Reporter implements AutoCloseable {
     /** The largest datagram sent, mac line included. */
     public static final int MAX_DATAGRAM = 1432;
+    /**
+     * The largest datagram sent when every destination is a loopback
+     * address: the most the agent reads of one (docs/line-protocol.md
+     * "Datagrams"); loopback has no 1500-byte MTU.
+     */
+    public static final int LOOPBACK_DATAGRAM = 8192;
     /** How often a partial datagram is sent, in milliseconds. */
     public static final long FLUSH_MS = 200;
     private static final Logger LOG = Logger.getLogger("io.lockwatch.reporter");
@@ -159,6 +167,14 @@ public final class Reporter implements AutoCloseable {
     }
 
     /** Resolves every destination once: the lock path never does DNS. */
+    /** LOOPBACK_DATAGRAM when every destination is a loopback address, else MAX_DATAGRAM. */
+    static int datagramSize(List<InetSocketAddress> ds) {
+        for (InetSocketAddress d : ds) {
+            if (d.getAddress() == null || !d.getAddress().isLoopbackAddress()) return MAX_DATAGRAM;
+        }
+        return LOOPBACK_DATAGRAM;
+    }
+
     static List<InetSocketAddress> parseDests(String spec) {
         List<InetSocketAddress> out = new ArrayList<>();
         if (spec == null) return out;
@@ -291,7 +307,7 @@ public final class Reporter implements AutoCloseable {
         } catch (Exception e) {
             return; // checked in the constructor already
         }
-        int room = MAX_DATAGRAM - (key != null ? Signer.MAC_LINE_MAX : 0);
+        int room = datagramSize(dests) - (key != null ? Signer.MAC_LINE_MAX : 0);
         byte[] buf = new byte[Math.max(room, 4200)];
         int len = 0;
         int lines = 0;

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.net.DatagramPacket;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -57,7 +58,7 @@ class ReporterTest {
         while (n < lines) {
             DatagramPacket p = new DatagramPacket(buf, buf.length);
             s.receive(p);
-            assertTrue(p.getLength() <= Reporter.MAX_DATAGRAM, "datagram of " + p.getLength() + " bytes");
+            assertTrue(p.getLength() <= Reporter.LOOPBACK_DATAGRAM, "datagram of " + p.getLength() + " bytes");
             String dg = new String(p.getData(), 0, p.getLength(), StandardCharsets.US_ASCII);
             got.add(dg);
             for (String l : dg.split("\n")) if (!l.startsWith("lw1 mac ")) n++;
@@ -66,15 +67,16 @@ class ReporterTest {
     }
 
     @Test
-    void batchesIntoDatagramsOfAtMost1432Bytes(@TempDir Path dir) throws Exception {
+    void batchesIntoDatagramsOf8192BytesToLoopback(@TempDir Path dir) throws Exception {
         try (DatagramSocket s = new DatagramSocket(0, InetAddress.getLoopbackAddress())) {
             s.setSoTimeout(5000);
             Path k = dir.resolve("k");
             Files.writeString(k, "lockwatch test key: not a secret\n");
             try (Reporter r = Reporter.create(new Config().samples("127.0.0.1:" + s.getLocalPort()).keyFile(k.toString()))) {
-                for (int i = 0; i < 500; i++) r.emit(Lines.wait("lock:k:" + i, i, Lines.Outcome.OK));
-                List<String> dgs = receive(s, 500);
+                for (int i = 0; i < 1000; i++) r.emit(Lines.wait("lock:k:" + i, i, Lines.Outcome.OK));
+                List<String> dgs = receive(s, 1000);
                 assertTrue(dgs.size() > 1);
+                assertTrue(dgs.stream().anyMatch(d -> d.length() > Reporter.MAX_DATAGRAM), "filled past 1432 bytes");
                 byte[] key = Reporter.readKey(k.toString());
                 for (String dg : dgs) {
                     assertTrue(dg.startsWith("lw1 mac "));
@@ -84,9 +86,29 @@ class ReporterTest {
                     assertEquals(dg, new String(new Signer(key).sign(t, body, body.length), StandardCharsets.US_ASCII));
                 }
                 assertTrue(r.flush(2000));
-                assertEquals(500, r.sent());
+                assertEquals(1000, r.sent());
             }
         }
+    }
+
+    @Test
+    void datagramsAre8192BytesOnlyWhenEveryDestinationIsLoopback() throws Exception {
+        java.util.function.Function<String[], Integer> size = as -> {
+            List<InetSocketAddress> ds = new ArrayList<>();
+            for (String a : as) {
+                try {
+                    ds.add(new InetSocketAddress(InetAddress.getByName(a), 9));
+                } catch (java.net.UnknownHostException e) {
+                    throw new AssertionError(e);
+                }
+            }
+            return Reporter.datagramSize(ds);
+        };
+        assertEquals(8192, size.apply(new String[] {"127.0.0.1"}));
+        assertEquals(8192, size.apply(new String[] {"127.3.2.1", "::1"}));
+        assertEquals(8192, size.apply(new String[] {"::ffff:127.0.0.1"}));
+        assertEquals(1432, size.apply(new String[] {"127.0.0.1", "192.0.2.1"}));
+        assertEquals(1432, size.apply(new String[] {"fe80::1"}));
     }
 
     @Test
