@@ -173,6 +173,9 @@ def lost(c, redis, agent, udp, want_kinds):
     r = c.run("lost", redis, {"LOCKWATCH_SAMPLES": "127.0.0.1:%d" % udp})
     c.check(r["lost_lines"] >= len(want_kinds), "lost: the reporter sent %d lost lines (%s)"
             % (r["lost_lines"], json.dumps({k: v for k, v in r.items() if k != "stats"}, sort_keys=True)))
+    # what a language's program says its own cases must have given
+    for k, want in sorted(r.get("expect", {}).items()):
+        c.check(r.get(k) == want, "lost: %s is %r (want %r)" % (k, r.get(k), want))
 
     def grew():
         m = agent.metrics()

@@ -162,13 +162,20 @@ public final class ReporterCheck {
         for (int g = 0; g < 8; g++) {
             String k = keys[g % 4];
             Lock l = locks[g % 4];
+            // one of the plain lock's two threads takes it through Redisson's
+            // async methods (lockAsync / unlockAsync), the other synchronously
+            boolean async = g == 4;
             Thread t = new Thread(() -> {
                 List<Long> mine = new ArrayList<>();
                 int count = 0;
                 while (System.nanoTime() < end) {
                     long t0 = System.nanoTime();
                     try {
-                        l.lock();
+                        if (async) ((RLock) l).lockAsync().toCompletableFuture().join();
+                        else l.lock();
+                    } catch (java.util.concurrent.CompletionException e) {
+                        failure(failures, failed, k, "lockAsync", e.getCause() instanceof RuntimeException r ? r : e);
+                        continue;
                     } catch (RuntimeException e) {
                         failure(failures, failed, k, "lock", e);
                         continue;
@@ -182,7 +189,10 @@ public final class ReporterCheck {
                         Thread.currentThread().interrupt();
                     }
                     try {
-                        l.unlock();
+                        if (async) ((RLock) l).unlockAsync().toCompletableFuture().join();
+                        else l.unlock();
+                    } catch (java.util.concurrent.CompletionException e) {
+                        failure(failures, failed, k, "unlockAsync", e.getCause() instanceof RuntimeException r ? r : e);
                     } catch (RuntimeException e) {
                         failure(failures, failed, k, "unlock", e);
                     }
@@ -317,6 +327,35 @@ public final class ReporterCheck {
             res.put("redisson_unlock", "IllegalMonitorStateException");
         }
         redisson.getLock("rep:java:lost:redisson").forceUnlock();
+
+        // the same through Redisson's async methods: lockAsync with a 300 ms
+        // lease, another thread takes the lock, unlockAsync is refused
+        int lostBefore;
+        synchronized (tap) {
+            lostBefore = tap.lost;
+        }
+        RLock firstAsync = lw.getLock("rep:java:lost:redisson-async");
+        firstAsync.lockAsync(300, TimeUnit.MILLISECONDS).toCompletableFuture().join();
+        Thread.sleep(600);
+        Thread otherAsync = new Thread(() -> lw.getLock("rep:java:lost:redisson-async").lock(5, TimeUnit.SECONDS), "other-async");
+        otherAsync.start();
+        otherAsync.join();
+        try {
+            firstAsync.unlockAsync().toCompletableFuture().join();
+            res.put("redisson_unlock_async", "returned");
+        } catch (java.util.concurrent.CompletionException e) {
+            Throwable c = e.getCause();
+            res.put("redisson_unlock_async", c == null ? "CompletionException" : c.getClass().getSimpleName());
+        }
+        synchronized (tap) {
+            res.put("redisson_async_lost_lines", tap.lost - lostBefore);
+        }
+        redisson.getLock("rep:java:lost:redisson-async").forceUnlock();
+        Map<String, Object> expect = new TreeMap<>();
+        expect.put("redisson_unlock", "IllegalMonitorStateException");
+        expect.put("redisson_unlock_async", "IllegalMonitorStateException");
+        expect.put("redisson_async_lost_lines", 1);
+        res.put("expect", expect);
 
         // Spring: a 300 ms expireAfter runs out, another registry takes it;
         // renewLock finds it gone (lost renewal), unlock says "released in

@@ -2,6 +2,7 @@
 package io.lockwatch.reporter;
 
 import java.util.HashMap;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * What each thread holds, as the wrappers saw it: per thread, per lock
@@ -14,19 +15,30 @@ import java.util.HashMap;
  * A thread's state ({@link Mine}) also keeps its owner id and the escaped
  * "&lt;owner&gt; &lt;holder&gt;" pair of its last lock, so that a lock call
  * neither builds nor escapes them again (one thread-local look-up a call).
+ *
+ * Holdings taken through Redisson's async methods, whose owner is the
+ * thread id the call names and whose replies complete on Redisson's own
+ * threads, live in {@link #async} instead, by lock and thread id; a
+ * synchronous call looks there only while it is not empty.
  */
 final class Holdings {
     static final class Holding {
         final String pair; // "<owner> <holder>", escaped (Lines.pair)
         final long acquiredNanos;
+        final String asyncKey; // its key in Holdings.async; null: in its thread's Mine
         long leaseEndNanos; // 0: not known (a watchdog renews it)
         int depth = 1;
         boolean lost;
 
         Holding(String pair, long acquiredNanos, long leaseEndNanos) {
+            this(pair, acquiredNanos, leaseEndNanos, null);
+        }
+
+        Holding(String pair, long acquiredNanos, long leaseEndNanos, String asyncKey) {
             this.pair = pair;
             this.acquiredNanos = acquiredNanos;
             this.leaseEndNanos = leaseEndNanos;
+            this.asyncKey = asyncKey;
         }
 
         /** Microseconds past the lease's end at now; 0 before it; -1 when not known. */
@@ -69,9 +81,17 @@ final class Holdings {
     }
 
     private final ThreadLocal<Mine> mine;
+    final String process;
+    /** The async methods' holdings, by {@link #asyncKey}. */
+    final ConcurrentHashMap<String, Holding> async = new ConcurrentHashMap<>();
 
     Holdings(String process) {
+        this.process = process;
         mine = ThreadLocal.withInitial(() -> new Mine(process));
+    }
+
+    static String asyncKey(String stateId, long threadId) {
+        return stateId + '\u0000' + threadId;
     }
 
     /** The calling thread's state. */

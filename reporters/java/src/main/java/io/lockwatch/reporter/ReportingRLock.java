@@ -2,11 +2,14 @@
 package io.lockwatch.reporter;
 
 import io.lockwatch.reporter.Holdings.Holding;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
+import java.util.function.Supplier;
 import org.redisson.api.ObjectListener;
 import org.redisson.api.RFuture;
 import org.redisson.api.RLock;
+import org.redisson.misc.CompletableFutureWrapper;
 
 /**
  * A Redisson RLock that reports its synchronous lock calls: lock,
@@ -17,9 +20,14 @@ import org.redisson.api.RLock;
  * refuses with IllegalMonitorStateException after this
  * thread took the lock (its lease ran out, maybe someone else has it now):
  * lost (expired), then the hold, and the exception is thrown as before.
+ * The async methods (lockAsync, tryLockAsync, unlockAsync, forceUnlockAsync)
+ * are reported the same way, the owner being the thread id the call names
+ * (the calling thread's when it names none); the future they return
+ * completes after the report, with the library's value or exception, and
+ * cancelling it cancels the library's.
  * The holder id is Redisson's hash field, "&lt;client id&gt;:&lt;thread id&gt;"
- * (":write" appended for a write lock). The async methods and everything
- * else are the wrapped lock's own, unreported. Made by {@link LockwatchRedisson}.
+ * (":write" appended for a write lock). Everything else is the wrapped
+ * lock's own, unreported. Made by {@link LockwatchRedisson}.
  */
 public final class ReportingRLock implements RLock {
     private final RLock d;
@@ -124,6 +132,104 @@ public final class ReportingRLock implements RLock {
         return r;
     }
 
+    // -- the async methods --
+
+    private static long currentThreadId() {
+        return Thread.currentThread().getId();
+    }
+
+    private RFuture<Void> lockAsync(long leaseNanos, long threadId, Supplier<RFuture<Void>> call) {
+        if (!t.rep.active()) return call.get();
+        return acquireAsync(t.new Async(true, leaseNanos, threadId), call, v -> true);
+    }
+
+    private RFuture<Boolean> tryLockAsync(boolean mayWait, long leaseNanos, long threadId, Supplier<RFuture<Boolean>> call) {
+        if (!t.rep.active()) return call.get();
+        return acquireAsync(t.new Async(mayWait, leaseNanos, threadId), call, Boolean.TRUE::equals);
+    }
+
+    private static <V> RFuture<V> acquireAsync(Tracked.Async a, Supplier<RFuture<V>> call,
+                                               java.util.function.Predicate<V> acquired) {
+        RFuture<V> f;
+        try {
+            f = call.get();
+        } catch (RuntimeException e) {
+            a.done(Lines.Outcome.ERROR);
+            throw e;
+        }
+        return after(f, (v, e) -> a.done(e != null ? Lines.Outcome.ERROR
+                : acquired.test(v) ? Lines.Outcome.OK : Lines.Outcome.TIMEOUT));
+    }
+
+    private <V> RFuture<V> releaseAsync(long threadId, boolean forced, Supplier<RFuture<V>> call) {
+        Tracked.AsyncRelease r = t.releaseAsync(threadId, forced);
+        RFuture<V> f = call.get();
+        return r == null ? f : after(f, (v, e) -> r.done(e));
+    }
+
+    /**
+     * The future the caller gets for the library's f: it completes as f did,
+     * after report ran (which never throws into it), and cancelling it
+     * cancels f.
+     */
+    private static <V> RFuture<V> after(RFuture<V> f, java.util.function.BiConsumer<V, Throwable> report) {
+        Out<V> out = new Out<>(f);
+        f.whenComplete((v, e) -> {
+            try {
+                report.accept(v, e);
+            } catch (Throwable ignored) {
+                // never in the library's way
+            }
+            if (e != null) out.completeExceptionally(e);
+            else out.complete(v);
+        });
+        return new CompletableFutureWrapper<>(out);
+    }
+
+    private static final class Out<V> extends CompletableFuture<V> {
+        private final RFuture<V> lib;
+
+        Out(RFuture<V> lib) {
+            this.lib = lib;
+        }
+
+        @Override
+        public boolean cancel(boolean mayInterruptIfRunning) {
+            boolean r = lib.cancel(mayInterruptIfRunning);
+            if (r) super.cancel(mayInterruptIfRunning);
+            return r;
+        }
+    }
+
+    @Override public RFuture<Void> lockAsync() { return lockAsync(0, currentThreadId(), d::lockAsync); }
+    @Override public RFuture<Void> lockAsync(long threadId) { return lockAsync(0, threadId, () -> d.lockAsync(threadId)); }
+    @Override public RFuture<Void> lockAsync(long leaseTime, TimeUnit unit) {
+        return lockAsync(leaseNanos(leaseTime, unit), currentThreadId(), () -> d.lockAsync(leaseTime, unit));
+    }
+    @Override public RFuture<Void> lockAsync(long leaseTime, TimeUnit unit, long threadId) {
+        return lockAsync(leaseNanos(leaseTime, unit), threadId, () -> d.lockAsync(leaseTime, unit, threadId));
+    }
+    @Override public RFuture<Boolean> tryLockAsync() { return tryLockAsync(false, 0, currentThreadId(), d::tryLockAsync); }
+    @Override public RFuture<Boolean> tryLockAsync(long threadId) {
+        return tryLockAsync(false, 0, threadId, () -> d.tryLockAsync(threadId));
+    }
+    @Override public RFuture<Boolean> tryLockAsync(long waitTime, TimeUnit unit) {
+        return tryLockAsync(waitTime > 0, 0, currentThreadId(), () -> d.tryLockAsync(waitTime, unit));
+    }
+    @Override public RFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit) {
+        return tryLockAsync(waitTime > 0, leaseNanos(leaseTime, unit), currentThreadId(),
+                () -> d.tryLockAsync(waitTime, leaseTime, unit));
+    }
+    @Override public RFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit, long threadId) {
+        return tryLockAsync(waitTime > 0, leaseNanos(leaseTime, unit), threadId,
+                () -> d.tryLockAsync(waitTime, leaseTime, unit, threadId));
+    }
+    @Override public RFuture<Void> unlockAsync() { return releaseAsync(currentThreadId(), false, d::unlockAsync); }
+    @Override public RFuture<Void> unlockAsync(long threadId) {
+        return releaseAsync(threadId, false, () -> d.unlockAsync(threadId));
+    }
+    @Override public RFuture<Boolean> forceUnlockAsync() { return releaseAsync(currentThreadId(), true, d::forceUnlockAsync); }
+
     // -- the rest is the wrapped lock's own --
 
     @Override public String getName() { return d.getName(); }
@@ -137,18 +243,6 @@ public final class ReportingRLock implements RLock {
     @Override public void removeListener(int listenerId) { d.removeListener(listenerId); }
     @Override public RFuture<Integer> addListenerAsync(ObjectListener listener) { return d.addListenerAsync(listener); }
     @Override public RFuture<Void> removeListenerAsync(int listenerId) { return d.removeListenerAsync(listenerId); }
-    @Override public RFuture<Boolean> forceUnlockAsync() { return d.forceUnlockAsync(); }
-    @Override public RFuture<Void> unlockAsync() { return d.unlockAsync(); }
-    @Override public RFuture<Void> unlockAsync(long threadId) { return d.unlockAsync(threadId); }
-    @Override public RFuture<Boolean> tryLockAsync() { return d.tryLockAsync(); }
-    @Override public RFuture<Void> lockAsync() { return d.lockAsync(); }
-    @Override public RFuture<Void> lockAsync(long threadId) { return d.lockAsync(threadId); }
-    @Override public RFuture<Void> lockAsync(long leaseTime, TimeUnit unit) { return d.lockAsync(leaseTime, unit); }
-    @Override public RFuture<Void> lockAsync(long leaseTime, TimeUnit unit, long threadId) { return d.lockAsync(leaseTime, unit, threadId); }
-    @Override public RFuture<Boolean> tryLockAsync(long threadId) { return d.tryLockAsync(threadId); }
-    @Override public RFuture<Boolean> tryLockAsync(long waitTime, TimeUnit unit) { return d.tryLockAsync(waitTime, unit); }
-    @Override public RFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit) { return d.tryLockAsync(waitTime, leaseTime, unit); }
-    @Override public RFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit, long threadId) { return d.tryLockAsync(waitTime, leaseTime, unit, threadId); }
     @Override public RFuture<Boolean> isHeldByThreadAsync(long threadId) { return d.isHeldByThreadAsync(threadId); }
     @Override public RFuture<Integer> getHoldCountAsync() { return d.getHoldCountAsync(); }
     @Override public RFuture<Boolean> isLockedAsync() { return d.isLockedAsync(); }
