@@ -119,10 +119,23 @@ keytext_hexval(unsigned char c)
 size_t
 keytext_unpercent(char *out, const char *in, size_t len, int plus_is_space)
 {
-    size_t i, o = 0;
+    size_t i, o;
     int hi, lo;
 
-    for (i = 0; i < len; i++) {
+    /* Up to the first byte that decodes to something else, the output is
+     * the input: found with memchr, and copied only when out is not in
+     * (the sample parser decodes every field in place). */
+    if (plus_is_space) {
+        for (i = 0; i < len && in[i] != '%' && in[i] != '+'; i++)
+            ;
+    } else {
+        const char *pct = memchr(in, '%', len);
+
+        i = pct != NULL ? (size_t)(pct - in) : len;
+    }
+    if (out != in && i > 0)
+        memmove(out, in, i);
+    for (o = i; i < len; i++) {
         if (in[i] == '%') {
             if (i + 2 >= len)
                 return (size_t)-1;

@@ -160,26 +160,26 @@ samples_parse_line(char *line, size_t len, struct sample *out)
 {
     struct fields fl;
     const struct verb *v = NULL;
-    size_t i, start = 0;
+    size_t i, start;
 
     if (len == 0 || len > SAMPLES_LINE_MAX)
         return -1;
     /* Split on single spaces; an empty field (two spaces, a leading or
      * trailing one) or a ninth field is malformed. */
     fl.n = 0;
-    for (i = 0; i <= len; i++) {
-        unsigned char c = i < len ? (unsigned char)line[i] : ' ';
-
-        if (c == ' ') {
-            if (i == start || fl.n == FIELDS_MAX)
-                return -1;
-            fl.f[fl.n] = line + start;
-            fl.len[fl.n] = i - start;
-            fl.n++;
-            start = i + 1;
-        } else if (!lw1_line_byte_ok(c)) {
+    for (i = 0;;) {
+        start = i;
+        while (i < len && lw1_line_byte_ok((unsigned char)line[i]))
+            i++;
+        if (i == start || fl.n == FIELDS_MAX)
             return -1;
-        }
+        fl.f[fl.n] = line + start;
+        fl.len[fl.n] = i - start;
+        fl.n++;
+        if (i == len)
+            break;
+        if (line[i] != ' ' || ++i == len)
+            return -1;      /* a byte no line may hold, or a trailing space */
     }
     if (fl.n < 4 || !field_is(fl.f[0], fl.len[0], LW1_VERSION))
         return -1;

@@ -93,6 +93,32 @@ unpercent_refuses_bad_escapes(void **state)
     assert_memory_equal(out, "a+b", 3);
 }
 
+/* The undecoded prefix (found with memchr) is copied into a separate out,
+ * left alone in place, and the decoding after it is unchanged. */
+static void
+unpercent_copies_the_plain_prefix(void **state)
+{
+    char out[32], in[32];
+
+    (void)state;
+    memset(out, '#', sizeof(out));
+    assert_int_equal(keytext_unpercent(out, "lock:plain", 10, 0), 10);
+    assert_memory_equal(out, "lock:plain", 10);
+    assert_int_equal(out[10], '#');
+    assert_int_equal(keytext_unpercent(out, "lock:a%20b+c", 12, 0), 10);
+    assert_memory_equal(out, "lock:a b+c", 10);
+    assert_int_equal(keytext_unpercent(out, "lock:a+b%41", 11, 1), 9);
+    assert_memory_equal(out, "lock:a bA", 9);
+    strcpy(in, "lock:x%2Fy%25");
+    assert_int_equal(keytext_unpercent(in, in, strlen(in), 0), 9);
+    assert_memory_equal(in, "lock:x/y%", 9);
+    strcpy(in, "lock:x");
+    assert_int_equal(keytext_unpercent(in, in, 6, 1), 6);
+    assert_memory_equal(in, "lock:x", 6);
+    assert_int_equal(keytext_unpercent(out, "", 0, 0), 0);
+    assert_int_equal(keytext_unpercent(out, "lock:x%4", 8, 0), (size_t)-1);
+}
+
 static void
 utf8_prefix_never_splits_a_sequence(void **state)
 {
@@ -136,6 +162,7 @@ main(void)
         cmocka_unit_test(percent_round_trips_every_byte),
         cmocka_unit_test(percent_encodes_the_protocol_set),
         cmocka_unit_test(unpercent_refuses_bad_escapes),
+        cmocka_unit_test(unpercent_copies_the_plain_prefix),
         cmocka_unit_test(utf8_prefix_never_splits_a_sequence),
         cmocka_unit_test(hash_is_never_zero_and_spreads),
     };
