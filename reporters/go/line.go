@@ -2,8 +2,7 @@
 
 // Line formatting: the lw1 lines of docs/line-protocol.md, with keys,
 // owners and holder ids percent-encoded (every byte outside 0x21-0x7e, and
-// '%'). Each builder appends to a caller's buffer so the lock path makes
-// one small allocation per line (the string the queue carries).
+// '%').
 package reporter
 
 const hexDigits = "0123456789ABCDEF"
@@ -67,20 +66,22 @@ const (
 	lostExpired = "expired"
 )
 
-func waitLine(key string, us int64, o Outcome) string {
-	b := make([]byte, 0, 24+len(key))
+// The builders append one line (without its '\n') to b; the reporter
+// builds straight into the datagram it fills, so the lock path allocates
+// nothing for its lines. The *Line forms return the line as a string (the
+// Tap, tests).
+
+func appendWait(b []byte, key string, us int64, o Outcome) []byte {
 	b = append(b, "lw1 wait "...)
 	b = appendEscaped(b, key)
 	b = append(b, ' ')
 	b = appendUint(b, us)
 	b = append(b, ' ')
-	b = append(b, outcomeWords[o]...)
-	return string(b)
+	return append(b, outcomeWords[o]...)
 }
 
-// waitingLine: phase is "start" or an outcome word; holder "" is "-".
-func waitingLine(key, owner, holder, phase string) string {
-	b := make([]byte, 0, 24+len(key)+len(owner)+len(holder))
+// appendWaiting: phase is "start" or an outcome word; holder "" is "-".
+func appendWaiting(b []byte, key, owner, holder, phase string) []byte {
 	b = append(b, "lw1 waiting "...)
 	b = appendEscaped(b, key)
 	b = append(b, ' ')
@@ -88,12 +89,10 @@ func waitingLine(key, owner, holder, phase string) string {
 	b = append(b, ' ')
 	b = appendEscaped(b, holder)
 	b = append(b, ' ')
-	b = append(b, phase...)
-	return string(b)
+	return append(b, phase...)
 }
 
-func holdLine(key string, us int64, owner, holder string) string {
-	b := make([]byte, 0, 32+len(key)+len(owner)+len(holder))
+func appendHold(b []byte, key string, us int64, owner, holder string) []byte {
 	b = append(b, "lw1 hold "...)
 	b = appendEscaped(b, key)
 	b = append(b, ' ')
@@ -101,13 +100,11 @@ func holdLine(key string, us int64, owner, holder string) string {
 	b = append(b, ' ')
 	b = appendEscaped(b, owner)
 	b = append(b, ' ')
-	b = appendEscaped(b, holder)
-	return string(b)
+	return appendEscaped(b, holder)
 }
 
-// lostLine: overrun < 0 is written "-" (the lease's end is not known).
-func lostLine(key, owner, holder string, heldUs, overrunUs int64, reason string) string {
-	b := make([]byte, 0, 48+len(key)+len(owner)+len(holder))
+// appendLost: overrun < 0 is written "-" (the lease's end is not known).
+func appendLost(b []byte, key, owner, holder string, heldUs, overrunUs int64, reason string) []byte {
 	b = append(b, "lw1 lost "...)
 	b = appendEscaped(b, key)
 	b = append(b, ' ')
@@ -123,6 +120,21 @@ func lostLine(key, owner, holder string, heldUs, overrunUs int64, reason string)
 		b = appendUint(b, overrunUs)
 	}
 	b = append(b, ' ')
-	b = append(b, reason...)
-	return string(b)
+	return append(b, reason...)
+}
+
+func waitLine(key string, us int64, o Outcome) string {
+	return string(appendWait(make([]byte, 0, 24+len(key)), key, us, o))
+}
+
+func waitingLine(key, owner, holder, phase string) string {
+	return string(appendWaiting(make([]byte, 0, 24+len(key)+len(owner)+len(holder)), key, owner, holder, phase))
+}
+
+func holdLine(key string, us int64, owner, holder string) string {
+	return string(appendHold(make([]byte, 0, 32+len(key)+len(owner)+len(holder)), key, us, owner, holder))
+}
+
+func lostLine(key, owner, holder string, heldUs, overrunUs int64, reason string) string {
+	return string(appendLost(make([]byte, 0, 48+len(key)+len(owner)+len(holder)), key, owner, holder, heldUs, overrunUs, reason))
 }

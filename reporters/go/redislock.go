@@ -73,7 +73,7 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opt 
 		holder = opt.Token
 	}
 	if mayWait {
-		c.r.emit(waitingLine(key, owner, holder, "start"))
+		c.r.waiting(key, owner, holder, "start")
 	}
 	t0 := time.Now()
 	l, err := c.c.Obtain(ctx, key, ttl, opt)
@@ -90,9 +90,9 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opt 
 		o = Timeout
 	}
 	if mayWait || o == OK { // every acquire that acquired: its holder is this owner's
-		c.r.emit(waitingLine(key, owner, holder, outcomeWords[o]))
+		c.r.waiting(key, owner, holder, outcomeWords[o])
 	}
-	c.r.emit(waitLine(key, micros(t1.Sub(t0)), o))
+	c.r.wait(key, micros(t1.Sub(t0)), o)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		if err != nil {
 			l.reportLost(now, lostExpired)
 		}
-		l.r.emit(holdLine(l.Key(), micros(now.Sub(l.acquired)), l.owner, l.Token()))
+		l.r.hold(l.Key(), micros(now.Sub(l.acquired)), l.owner, l.Token())
 		l.done = true
 	}
 	l.mu.Unlock()
@@ -143,6 +143,6 @@ func (l *Lock) reportLost(now time.Time, reason string) {
 		return
 	}
 	l.lost = true
-	l.r.emit(lostLine(l.Key(), l.owner, l.Token(), micros(now.Sub(l.acquired)), overrun(now, l.until), reason))
+	l.r.lost(l.Key(), l.owner, l.Token(), micros(now.Sub(l.acquired)), overrun(now, l.until), reason)
 	l.r.sendSoon()
 }

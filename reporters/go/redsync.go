@@ -67,7 +67,7 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 	if p := partyFrom(ctx, ""); p != "" {
 		owner = m.r.owner(p)
 	}
-	m.r.emit(waitingLine(key, owner, "", "start"))
+	m.r.waiting(key, owner, "", "start")
 	t0 := time.Now()
 	err := m.m.LockContext(ctx)
 	t1 := time.Now()
@@ -77,8 +77,8 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 		holder = m.m.Value()
 		m.held, m.lost, m.acquired, m.owner, m.holder = true, false, t1, owner, holder
 	}
-	m.r.emit(waitingLine(key, owner, holder, outcomeWords[o]))
-	m.r.emit(waitLine(key, micros(t1.Sub(t0)), o))
+	m.r.waiting(key, owner, holder, outcomeWords[o])
+	m.r.wait(key, micros(t1.Sub(t0)), o)
 	return err
 }
 
@@ -98,7 +98,7 @@ func (m *Mutex) UnlockContext(ctx context.Context) (bool, error) {
 		m.reportLost(now, lostExpired)
 	}
 	if ok || taken { // a Redis error leaves the holding open: the caller may retry
-		m.r.emit(holdLine(m.m.Name(), micros(now.Sub(m.acquired)), m.owner, m.holder))
+		m.r.hold(m.m.Name(), micros(now.Sub(m.acquired)), m.owner, m.holder)
 		m.held = false
 	}
 	return ok, err
@@ -123,7 +123,7 @@ func (m *Mutex) reportLost(now time.Time, reason string) {
 		return
 	}
 	m.lost = true
-	m.r.emit(lostLine(m.m.Name(), m.owner, m.holder, micros(now.Sub(m.acquired)), overrun(now, m.m.Until()), reason))
+	m.r.lost(m.m.Name(), m.owner, m.holder, micros(now.Sub(m.acquired)), overrun(now, m.m.Until()), reason)
 	m.r.sendSoon()
 }
 

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
-// The Reporter: a bounded queue of lines (a buffered channel; a full one
-// drops the line and counts it, the caller never waits) drained by one
-// goroutine that packs lines into datagrams of at most 1432 bytes (8192
-// when every destination is a loopback address: fewer sends, each of which
-// wakes the agent), signs
-// them when a key is set, and sends each to every destination when the next
-// line would not fit or every 200 ms. The lock path wakes it only when the
-// queue holds a few datagrams' worth of lines (wakeAt). A failed send
-// drops the datagram and
-// counts it; nothing is retried. The goroutine never keeps a program alive
-// (Go exits when main returns); Close flushes what is queued.
+// The Reporter: the lock path writes each line straight into the datagram
+// being filled (under a mutex, no allocation); a filled datagram, of at
+// most 1432 bytes (8192 when every destination is a loopback address: fewer
+// sends, each of which wakes the agent), goes on a list that one goroutine
+// sends, signing each when a key is set; a partial one goes every 200 ms,
+// or at once after a lost line. The lines waiting (in the list and the
+// datagram being filled) are bounded: past the bound a line is dropped and
+// counted, the caller never waits. The lock path wakes the goroutine only
+// when a few datagrams' worth wait (wakeAt). A failed send drops the
+// datagram and counts it; nothing is retried. The goroutine never keeps a
+// program alive (Go exits when main returns); Close sends what waits.
 package reporter
 
 import (
@@ -32,9 +32,11 @@ const (
 	// FlushEvery is how often a partial datagram is sent.
 	FlushEvery   = 200 * time.Millisecond
 	defaultQueue = 8192
-	sendTimeout  = 50 * time.Millisecond
-	// wakeAt: the queue length at which the lock path wakes the sending
-	// goroutine (a few datagrams' worth, far below the queue's 8192).
+	// keepFree: sent datagrams' buffers kept for reuse.
+	keepFree    = 16
+	sendTimeout = 50 * time.Millisecond
+	// wakeAt: the lines waiting at which the lock path wakes the sending
+	// goroutine (a few datagrams' worth, far below the bound's 8192).
 	// Waking it for every line would cost a goroutine switch per lock
 	// call, most of the reporter's price on a busy machine (bench/reporters:
 	// 256 measured a few percent cheaper than 32); below this the 200 ms
@@ -57,21 +59,38 @@ type Stats struct {
 type Reporter struct {
 	process string
 	tap     func(string)
-	queue   chan string
 	wake    chan struct{}
 	soon    chan struct{} // sendSoon: the partial datagram goes now
 	conn    *net.UDPConn
 	dests   []*net.UDPAddr
 	key     []byte
 	enabled bool
-	closed  uint32 // set by Close: emit stops queueing
 	nextID  uint64
 
-	queued, sent, datagrams, droppedFull, droppedSend uint64
+	size, room int // a datagram's capacity; room: for lines (size less the mac line)
+	limit      int // the lines that may wait
+
+	mu          sync.Mutex
+	closed      bool       // set by Close: lines are dropped from then on
+	buf         []byte     // the datagram being filled: lines, each ending in '\n'
+	lines       int        // in buf
+	full        []datagram // filled, for the goroutine to send
+	free        [][]byte   // sent datagrams' buffers, for reuse
+	pending     int        // lines in buf, full and being sent
+	queued      uint64
+	droppedFull uint64
+
+	sent, datagrams, droppedSend uint64 // atomic: the goroutine's
 
 	closeOnce sync.Once
 	done      chan struct{}
 	stopped   chan struct{}
+}
+
+// datagram is a filled datagram: its lines, each ending in '\n'.
+type datagram struct {
+	body  []byte
+	lines int
 }
 
 var (
@@ -120,11 +139,15 @@ func New(c Config) *Reporter {
 		close(r.stopped)
 		return r
 	}
-	n := c.QueueLen
-	if n <= 0 {
-		n = defaultQueue
+	r.limit = c.QueueLen
+	if r.limit <= 0 {
+		r.limit = defaultQueue
 	}
-	r.queue = make(chan string, n)
+	r.size = datagramSize(dests)
+	r.room = r.size
+	if r.key != nil {
+		r.room -= macLineLen
+	}
 	r.wake = make(chan struct{}, 1)
 	r.soon = make(chan struct{}, 1)
 	r.enabled = true
@@ -144,11 +167,14 @@ func (r *Reporter) Stats() Stats {
 	if r == nil {
 		return Stats{}
 	}
+	r.mu.Lock()
+	queued, droppedFull := r.queued, r.droppedFull
+	r.mu.Unlock()
 	return Stats{
-		Queued:      atomic.LoadUint64(&r.queued),
+		Queued:      queued,
 		Sent:        atomic.LoadUint64(&r.sent),
 		Datagrams:   atomic.LoadUint64(&r.datagrams),
-		DroppedFull: atomic.LoadUint64(&r.droppedFull),
+		DroppedFull: droppedFull,
 		DroppedSend: atomic.LoadUint64(&r.droppedSend),
 	}
 }
@@ -164,29 +190,119 @@ func (r *Reporter) newParty(prefix byte) string {
 	return string(prefix) + strconv.FormatUint(id, 10)
 }
 
-// emit queues one line without waiting.
+// The lines, as the wrappers send them: to the Tap, then into the datagram
+// being filled.
+
+func (r *Reporter) wait(key string, us int64, o Outcome) {
+	if r.tap != nil {
+		r.tap(waitLine(key, us, o))
+	}
+	if b, ok := r.begin(); ok {
+		r.end(appendWait(b, key, us, o))
+	}
+}
+
+func (r *Reporter) waiting(key, owner, holder, phase string) {
+	if r.tap != nil {
+		r.tap(waitingLine(key, owner, holder, phase))
+	}
+	if b, ok := r.begin(); ok {
+		r.end(appendWaiting(b, key, owner, holder, phase))
+	}
+}
+
+func (r *Reporter) hold(key string, us int64, owner, holder string) {
+	if r.tap != nil {
+		r.tap(holdLine(key, us, owner, holder))
+	}
+	if b, ok := r.begin(); ok {
+		r.end(appendHold(b, key, us, owner, holder))
+	}
+}
+
+func (r *Reporter) lost(key, owner, holder string, heldUs, overrunUs int64, reason string) {
+	if r.tap != nil {
+		r.tap(lostLine(key, owner, holder, heldUs, overrunUs, reason))
+	}
+	if b, ok := r.begin(); ok {
+		r.end(appendLost(b, key, owner, holder, heldUs, overrunUs, reason))
+	}
+}
+
+// emit sends one line already made (tests).
 func (r *Reporter) emit(line string) {
 	if r.tap != nil {
 		r.tap(line)
 	}
-	if !r.enabled || atomic.LoadUint32(&r.closed) != 0 {
-		return
-	}
-	select {
-	case r.queue <- line:
-		atomic.AddUint64(&r.queued, 1)
-		if len(r.queue) >= wakeAt {
-			select {
-			case r.wake <- struct{}{}:
-			default:
-			}
-		}
-	default:
-		atomic.AddUint64(&r.droppedFull, 1)
+	if b, ok := r.begin(); ok {
+		r.end(append(b, line...))
 	}
 }
 
-// sendSoon has what is queued sent now rather than at the next tick: after a
+// begin locks the reporter and returns the datagram being filled, for one
+// line to be appended and handed to end; false (unlocked, nothing to do)
+// when the reporter does not send, is closed, or the lines waiting are at
+// the bound (the line is dropped and counted).
+func (r *Reporter) begin() ([]byte, bool) {
+	if !r.enabled {
+		return nil, false
+	}
+	r.mu.Lock()
+	if r.closed || r.pending >= r.limit {
+		r.droppedFull++
+		r.mu.Unlock()
+		return nil, false
+	}
+	return r.buf, true
+}
+
+// end takes the datagram with one more line (b: what begin returned, the
+// line appended) and unlocks. A line that does not fit in the datagram's
+// room starts the next one; a line longer than a datagram goes alone.
+func (r *Reporter) end(b []byte) {
+	at := len(r.buf)
+	b = append(b, '\n')
+	r.queued++
+	r.pending++
+	if at > 0 && len(b) > r.room {
+		line := b[at:]
+		r.seal(b[:at], r.lines)
+		r.buf = append(r.newBuf(), line...)
+		r.lines = 1
+	} else {
+		r.buf = b
+		r.lines++
+	}
+	if len(r.buf) >= r.room {
+		r.seal(r.buf, r.lines)
+		r.buf, r.lines = r.newBuf(), 0
+	}
+	wake := len(r.full) > 0 && r.pending >= wakeAt
+	r.mu.Unlock()
+	if wake {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// seal puts a filled datagram on the list to send; r.mu is held.
+func (r *Reporter) seal(body []byte, lines int) {
+	r.full = append(r.full, datagram{body, lines})
+}
+
+// newBuf returns an empty datagram buffer; r.mu is held.
+func (r *Reporter) newBuf() []byte {
+	if n := len(r.free); n > 0 {
+		b := r.free[n-1]
+		r.free = r.free[:n-1]
+		return b
+	}
+	return make([]byte, 0, 2*r.size) // room for the line that crosses the end
+}
+
+// sendSoon has what waits sent now rather than at the next tick: after a
 // lost line, whose arrival the agent times a lease overrun by.
 func (r *Reporter) sendSoon() {
 	if !r.Enabled() || r.soon == nil {
@@ -198,20 +314,22 @@ func (r *Reporter) sendSoon() {
 	}
 }
 
-// Close sends what is queued (best effort) and stops the goroutine. Lines
-// emitted after Close are dropped and counted.
+// Close sends what waits (best effort) and stops the goroutine. Lines
+// sent after Close are dropped and counted.
 func (r *Reporter) Close() {
 	if r == nil || !r.enabled {
 		return
 	}
 	r.closeOnce.Do(func() {
-		atomic.StoreUint32(&r.closed, 1)
+		r.mu.Lock()
+		r.closed = true
+		r.mu.Unlock()
 		close(r.done)
 	})
 	<-r.stopped
 }
 
-// Flush waits until every line queued so far has been sent (tests).
+// Flush waits until every line so far has been sent (tests).
 func (r *Reporter) Flush(timeout time.Duration) bool {
 	if !r.Enabled() {
 		return true
@@ -219,9 +337,10 @@ func (r *Reporter) Flush(timeout time.Duration) bool {
 	end := time.Now().Add(timeout)
 	for time.Now().Before(end) {
 		s := r.Stats()
-		if len(r.queue) == 0 && s.Sent+s.DroppedSend >= s.Queued {
+		if s.Sent+s.DroppedSend >= s.Queued {
 			return true
 		}
+		r.sendSoon()
 		time.Sleep(10 * time.Millisecond)
 	}
 	return false
@@ -229,59 +348,54 @@ func (r *Reporter) Flush(timeout time.Duration) bool {
 
 func (r *Reporter) run() {
 	defer close(r.stopped)
-	size := datagramSize(r.dests)
-	room := size
-	if r.key != nil {
-		room -= macLineLen
-	}
-	buf := make([]byte, 0, size)
-	lines := 0
 	tick := time.NewTicker(FlushEvery)
 	defer tick.Stop()
-	flush := func() {
-		if lines > 0 {
-			r.send(buf, lines)
-		}
-		buf, lines = buf[:0], 0
-	}
-	add := func(l string) {
-		if lines > 0 && len(buf)+len(l)+1 > room {
-			flush()
-		}
-		buf = append(buf, l...)
-		buf = append(buf, '\n')
-		lines++
-		if len(buf) >= room { // a line longer than a datagram goes alone
-			flush()
-		}
-	}
-	drain := func() {
-		for {
-			select {
-			case l := <-r.queue:
-				add(l)
-			default:
-				return
-			}
-		}
-	}
+	var batch []datagram
 	for {
 		select {
 		case <-r.wake:
-			drain() // full datagrams go now, the rest waits for the tick
+			batch = r.sendWaiting(batch, false) // full datagrams go now, the rest at the tick
 		case <-r.soon:
-			drain()
-			flush()
+			batch = r.sendWaiting(batch, true)
 		case <-tick.C:
-			drain()
-			flush()
+			batch = r.sendWaiting(batch, true)
 		case <-r.done:
-			drain()
-			flush()
+			r.sendWaiting(batch, true)
 			r.conn.Close()
 			return
 		}
 	}
+}
+
+// sendWaiting sends the filled datagrams, and the partial one too when
+// partial; batch is a spare list to swap with the filled one (returned for
+// the next time).
+func (r *Reporter) sendWaiting(batch []datagram, partial bool) []datagram {
+	r.mu.Lock()
+	if partial && r.lines > 0 {
+		r.seal(r.buf, r.lines)
+		r.buf, r.lines = r.newBuf(), 0
+	}
+	batch, r.full = r.full, batch[:0]
+	r.mu.Unlock()
+	if len(batch) == 0 {
+		return batch
+	}
+	n := 0
+	for _, d := range batch {
+		r.send(d.body, d.lines)
+		n += d.lines
+	}
+	r.mu.Lock()
+	r.pending -= n
+	for i, d := range batch {
+		if len(r.free) < keepFree && cap(d.body) == 2*r.size {
+			r.free = append(r.free, d.body[:0])
+		}
+		batch[i] = datagram{}
+	}
+	r.mu.Unlock()
+	return batch
 }
 
 // datagramSize is the largest datagram to send to dests: LoopbackDatagram

@@ -169,7 +169,7 @@ func TestFlushesSoon(t *testing.T) {
 // A lost line goes at once, not at the next tick: sendSoon leaves a
 // request the goroutine takes.
 func TestSendSoon(t *testing.T) {
-	r := &Reporter{enabled: true, queue: make(chan string, 2), soon: make(chan struct{}, 1)}
+	r := &Reporter{enabled: true, soon: make(chan struct{}, 1)}
 	r.sendSoon()
 	r.sendSoon() // a second request while one waits: one is enough
 	select {
@@ -182,12 +182,45 @@ func TestSendSoon(t *testing.T) {
 }
 
 func TestFullQueueDrops(t *testing.T) {
-	// a reporter whose goroutine is not running: the queue fills
-	r := &Reporter{enabled: true, queue: make(chan string, 2), process: "p"}
+	// a reporter whose goroutine is not running: the lines waiting reach the bound
+	r := &Reporter{enabled: true, process: "p", limit: 2, size: LoopbackDatagram, room: LoopbackDatagram}
 	for i := 0; i < 5; i++ {
 		r.emit("lw1 wait k 1 ok")
 	}
 	if st := r.Stats(); st.Queued != 2 || st.DroppedFull != 3 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// Lines fill a datagram up to its room; the line that does not fit starts
+// the next one, a line longer than a datagram goes alone, and the bound
+// counts the lines of filled datagrams not yet sent.
+func TestDatagramsFill(t *testing.T) {
+	r := &Reporter{enabled: true, process: "p", limit: 1000, size: 100, room: 100}
+	line := "lw1 wait k 1 ok" // 16 bytes with its newline
+	for i := 0; i < 7; i++ {
+		r.emit(line)
+	}
+	if len(r.full) != 1 || r.full[0].lines != 6 || len(r.full[0].body) != 96 || r.lines != 1 {
+		t.Fatalf("full %d, first %d lines %d bytes; filling %d lines", len(r.full), r.full[0].lines, len(r.full[0].body), r.lines)
+	}
+	want := strings.Repeat(line+"\n", 6)
+	if string(r.full[0].body) != want || string(r.buf) != line+"\n" {
+		t.Fatalf("%q / %q", r.full[0].body, r.buf)
+	}
+	long := "lw1 wait " + strings.Repeat("k", 200) + " 1 ok"
+	r.emit(long)
+	r.emit(line)
+	if len(r.full) != 3 || string(r.full[1].body) != line+"\n" || string(r.full[2].body) != long+"\n" ||
+		string(r.buf) != line+"\n" {
+		t.Fatalf("%d full: %q", len(r.full), r.full)
+	}
+	if r.pending != 9 {
+		t.Fatalf("pending %d", r.pending)
+	}
+	r.limit = 9
+	r.emit(line)
+	if st := r.Stats(); st.Queued != 9 || st.DroppedFull != 1 {
 		t.Fatalf("%+v", st)
 	}
 }
