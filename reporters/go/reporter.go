@@ -148,6 +148,7 @@ func New(c Config) *Reporter {
 	if r.key != nil {
 		r.room -= macLineLen
 	}
+	r.buf = r.newBuf()
 	r.wake = make(chan struct{}, 1)
 	r.soon = make(chan struct{}, 1)
 	r.enabled = true
