@@ -165,13 +165,23 @@ public final class ReporterCheck {
             // one of the plain lock's two threads takes it through Redisson's
             // async methods (lockAsync / unlockAsync), the other synchronously
             boolean async = g == 4;
+            // and one of the fair lock's through Redisson's reactive lock,
+            // with a thread id of its own, as reactive code passes one
+            org.redisson.api.RLockReactive reactive = g == 5 ? lw.getFairLockReactive(k) : null;
+            long reactiveId = 1_000_000L + g;
             Thread t = new Thread(() -> {
                 List<Long> mine = new ArrayList<>();
                 int count = 0;
+                // the async and reactive waits end when the library's future
+                // or Mono completes (on Redisson's thread, where the code that
+                // follows them runs), not when this thread wakes from join/block
+                long[] t1 = new long[1];
                 while (System.nanoTime() < end) {
                     long t0 = System.nanoTime();
+                    t1[0] = 0;
                     try {
-                        if (async) ((RLock) l).lockAsync().toCompletableFuture().join();
+                        if (async) ((RLock) l).lockAsync().toCompletableFuture().thenRun(() -> t1[0] = System.nanoTime()).join();
+                        else if (reactive != null) reactive.lock(reactiveId).doOnSuccess(v -> t1[0] = System.nanoTime()).block();
                         else l.lock();
                     } catch (java.util.concurrent.CompletionException e) {
                         failure(failures, failed, k, "lockAsync", e.getCause() instanceof RuntimeException r ? r : e);
@@ -180,7 +190,7 @@ public final class ReporterCheck {
                         failure(failures, failed, k, "lock", e);
                         continue;
                     } finally {
-                        mine.add((System.nanoTime() - t0) / 1000);
+                        mine.add(((t1[0] != 0 ? t1[0] : System.nanoTime()) - t0) / 1000);
                         count++;
                     }
                     try {
@@ -190,6 +200,7 @@ public final class ReporterCheck {
                     }
                     try {
                         if (async) ((RLock) l).unlockAsync().toCompletableFuture().join();
+                        else if (reactive != null) reactive.unlock(reactiveId).block();
                         else l.unlock();
                     } catch (java.util.concurrent.CompletionException e) {
                         failure(failures, failed, k, "unlockAsync", e.getCause() instanceof RuntimeException r ? r : e);

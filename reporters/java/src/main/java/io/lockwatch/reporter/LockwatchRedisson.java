@@ -7,7 +7,9 @@ import org.redisson.api.RedissonClient;
 /**
  * Reporting locks from a RedissonClient: {@code LockwatchRedisson.wrap(redisson)}
  * then getLock / getFairLock / getSpinLock / getReadWriteLock as on the
- * client, or {@link #wrap(RLock, RedissonClient)} for a lock already made.
+ * client, or {@link #wrap(RLock, RedissonClient)} for a lock already made;
+ * getLockReactive / getFairLockReactive / getReadWriteLockReactive for
+ * Redisson's reactive locks (the client's reactive() view).
  * The holder ids need the client's id (RedissonClient.getId(), the
  * connection manager's id that prefixes Redisson's hash fields).
  */
@@ -49,6 +51,19 @@ public final class LockwatchRedisson {
     public RLock getSpinLock(String name) { return new ReportingRLock(client.getSpinLock(name), rep, id, ""); }
     public ReportingReadWriteLock getReadWriteLock(String name) {
         return new ReportingReadWriteLock(client.getReadWriteLock(name), rep, id);
+    }
+
+    // Redisson's reactive locks (RedissonClient.reactive()), reporting as
+    // the async methods do: the owner is the thread id a call names, or the
+    // subscribing thread's.
+    public ReportingRLockReactive getLockReactive(String name) {
+        return new ReportingRLockReactive((ReportingRLock) getLock(name), client.reactive().getLock(name));
+    }
+    public ReportingRLockReactive getFairLockReactive(String name) {
+        return new ReportingRLockReactive((ReportingRLock) getFairLock(name), client.reactive().getFairLock(name));
+    }
+    public ReportingReadWriteLockReactive getReadWriteLockReactive(String name) {
+        return new ReportingReadWriteLockReactive(getReadWriteLock(name), client.reactive().getReadWriteLock(name));
     }
 
     /** The wrapped client. */
