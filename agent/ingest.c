@@ -22,6 +22,17 @@
  * sk_drops SO_RXQ_OVFL reports), and a burst's loss shows within that
  * tick even if no datagram follows it.
  *
+ * After a drain the thread waits up to [samples] batch_wait before it
+ * polls the socket again, so that what arrives meanwhile is read in one
+ * wake-up (each datagram is still timed when it came: the kernel stamps it,
+ * SO_TIMESTAMPNS): a reporter sends a datagram every few dozen lock calls, and
+ * when lockwatchd shares a CPU with the applications it serves, a wake-up
+ * per datagram costs them far more than the reading does.  The wait
+ * adapts to the traffic: when the queue held more than a quarter of the
+ * receive buffer at a wake-up, the next wait is halved (down to none);
+ * below a sixteenth it doubles back up to batch_wait.  Without SO_MEMINFO
+ * to see the queue, it does not wait.
+ *
  * With a [samples] key, each datagram's mac line is checked
  * (sampleauth.c) before any of its lines is parsed, and a datagram that
  * fails is counted as rejected and nothing else.  The key is copied from
@@ -34,11 +45,13 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <linux/sock_diag.h>
@@ -47,7 +60,9 @@
 #include "common/log.h"
 #include "common/lw1.h"
 
-#define CTRL_SPACE CMSG_SPACE(sizeof(uint32_t))
+/* Room for a datagram's two control messages: SO_RXQ_OVFL's drop count
+ * and SO_TIMESTAMPNS's arrival time. */
+#define CTRL_SPACE (CMSG_SPACE(sizeof(uint32_t)) + CMSG_SPACE(sizeof(struct timespec)))
 
 /* How often the idle thread reads the kernel's drop counter (poll's
  * timeout): four times a second, so a loss shows within a second. */
@@ -73,6 +88,9 @@ struct ingest {
     unsigned char key[LW1_KEY_MAX];     /* waitstats' copy, wiped at stop */
     size_t keylen;              /* 0: no key, datagrams are not checked */
     uint64_t keygen;
+
+    _Atomic int64_t wait_max_ms;        /* [samples] batch_wait */
+    int64_t wait_ms;            /* the next wait after a drain, 0..wait_max_ms */
 
     uint32_t drops_seen;        /* the kernel's counter, last value */
     uint64_t drops;             /* its running total (it wraps at 2^32) */
@@ -108,6 +126,30 @@ note_drops(struct ingest *in, struct msghdr *h)
     }
 }
 
+/*
+ * When a datagram arrived, on the monotonic clock (what waitstats times
+ * by): the kernel's SO_TIMESTAMPNS stamp (CLOCK_REALTIME) taken back from
+ * now_real_ms onto now_mono_ms, so that a datagram read after a batch wait
+ * is timed as it came; now_mono_ms when it has no stamp, or one that a
+ * clock step made nonsense.
+ */
+static int64_t
+arrived_ms(struct msghdr *h, int64_t now_mono_ms, int64_t now_real_ms)
+{
+    struct cmsghdr *c;
+    struct timespec ts;
+    int64_t age;
+
+    for (c = CMSG_FIRSTHDR(h); c != NULL; c = CMSG_NXTHDR(h, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS)
+            continue;
+        memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+        age = now_real_ms - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+        return age >= 0 && age <= 60000 ? now_mono_ms - age : now_mono_ms;
+    }
+    return now_mono_ms;
+}
+
 /* The kernel's drop count now, whether or not a datagram came. */
 static void
 poll_drops(struct ingest *in)
@@ -124,6 +166,34 @@ poll_drops(struct ingest *in)
         return;
     }
     add_drops(in, mem[SK_MEMINFO_DROPS]);
+}
+
+/* The next wait after a drain, from how full the queue was when the
+ * thread woke (SO_MEMINFO, read before the drain; it also carries the
+ * drop counter). */
+static void
+adapt_wait(struct ingest *in)
+{
+    uint32_t mem[SK_MEMINFO_VARS];
+    socklen_t len = sizeof(mem);
+    int64_t max = atomic_load(&in->wait_max_ms);
+    uint64_t queued, rcvbuf;
+
+    if (in->meminfo_off || max <= 0 ||
+        getsockopt(in->fd, SOL_SOCKET, SO_MEMINFO, mem, &len) == -1 ||
+        len <= SK_MEMINFO_DROPS * sizeof(mem[0])) {
+        in->wait_ms = 0;
+        return;
+    }
+    add_drops(in, mem[SK_MEMINFO_DROPS]);
+    queued = mem[SK_MEMINFO_RMEM_ALLOC];
+    rcvbuf = mem[SK_MEMINFO_RCVBUF];
+    if (queued * 4 > rcvbuf)
+        in->wait_ms /= 2;
+    else if (queued * 16 < rcvbuf)
+        in->wait_ms = in->wait_ms == 0 ? 1 : in->wait_ms * 2;
+    if (in->wait_ms > max)
+        in->wait_ms = max;
 }
 
 /* Hand a new drop total to waitstats; warn at the first loss. */
@@ -176,9 +246,11 @@ source_of(const struct msghdr *h, struct sample_source *src)
     }
 }
 
-/* Check, parse and count one datagram of len bytes in buf. */
+/* Check, parse and count one datagram of len bytes in buf, which arrived
+ * at at_ms (monotonic). */
 static void
-take(struct ingest *in, struct msghdr *h, char *buf, size_t len, int64_t now_s)
+take(struct ingest *in, struct msghdr *h, char *buf, size_t len, int64_t now_s,
+     int64_t at_ms)
 {
     struct sample_source src;
     enum sampleauth_verdict v;
@@ -196,7 +268,7 @@ take(struct ingest *in, struct msghdr *h, char *buf, size_t len, int64_t now_s)
     if (lines == 0)
         return;
     source_of(h, &src);
-    waitstats_record_from(in->ws, &src, in->samples, nvalid, lines, invalid, clock_mono_ms());
+    waitstats_record_from(in->ws, &src, in->samples, nvalid, lines, invalid, at_ms);
 }
 
 /* Read and count until the socket is empty (or a few batches, so that a
@@ -205,13 +277,14 @@ static int
 drain(struct ingest *in)
 {
     int rounds, n, i;
-    int64_t now_s;
+    int64_t now_real, now_mono;
 
     for (rounds = 0; rounds < 64; rounds++) {
         (void)waitstats_samples_key(in->ws, &in->keygen, in->key, &in->keylen);
-        now_s = clock_now_ms() / 1000;
         prepare(in);
         n = recvmmsg(in->fd, in->msgs, INGEST_BATCH, MSG_DONTWAIT, NULL);
+        now_real = clock_now_ms();
+        now_mono = clock_mono_ms();
         if (n == -1) {
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 break;
@@ -226,7 +299,7 @@ drain(struct ingest *in)
             note_drops(in, h);
             if (len > SAMPLES_DATAGRAM_MAX)
                 len = SAMPLES_DATAGRAM_MAX;
-            take(in, h, in->buf[i], len, now_s);
+            take(in, h, in->buf[i], len, now_real / 1000, arrived_ms(h, now_mono, now_real));
         }
         if (n < INGEST_BATCH)
             break;
@@ -253,14 +326,20 @@ ingest_main(void *arg)
         }
         if (pfd[1].revents != 0)
             break;
-        if (pfd[0].revents != 0 && drain(in) == -1 && !in->warned_errno) {
-            /* ICMP errors and the like: not fatal, say so once */
-            log_warn("samples: recvmmsg");
-            in->warned_errno = true;
+        if (pfd[0].revents != 0) {
+            adapt_wait(in);
+            if (drain(in) == -1 && !in->warned_errno) {
+                /* ICMP errors and the like: not fatal, say so once */
+                log_warn("samples: recvmmsg");
+                in->warned_errno = true;
+            }
         }
         /* after a drain or a quiet tick alike */
         poll_drops(in);
         publish_drops(in);
+        if (pfd[0].revents != 0 && in->wait_ms > 0 &&
+            poll(&pfd[1], 1, (int)in->wait_ms) > 0)
+            break;              /* stopped while waiting */
     }
     return NULL;
 }
@@ -323,12 +402,22 @@ open_socket(const char *host, int port, char *err, size_t errlen)
     }
     if (setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on)) == -1)
         log_warn("samples: SO_RXQ_OVFL (kernel drops will not be counted)");
+    if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) == -1)
+        log_warn("samples: SO_TIMESTAMPNS (samples are timed when read, not when they came)");
     set_rcvbuf(fd);
     return fd;
 }
 
+void
+ingest_set_batch_wait(struct ingest *in, int64_t ms)
+{
+    if (in != NULL)
+        atomic_store(&in->wait_max_ms, ms > 0 ? ms : 0);
+}
+
 struct ingest *
-ingest_start(struct waitstats *ws, const char *host, int port, char *err, size_t errlen)
+ingest_start(struct waitstats *ws, const char *host, int port, int64_t batch_wait_ms,
+             char *err, size_t errlen)
 {
     struct ingest *in;
     int rc;
@@ -340,6 +429,8 @@ ingest_start(struct waitstats *ws, const char *host, int port, char *err, size_t
     }
     in->fd = in->wake[0] = in->wake[1] = -1;
     in->ws = ws;
+    atomic_init(&in->wait_max_ms, batch_wait_ms > 0 ? batch_wait_ms : 0);
+    in->wait_ms = batch_wait_ms > 0 ? batch_wait_ms : 0;
     in->buf = malloc(INGEST_BATCH * sizeof(*in->buf));
     in->samples = malloc(SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX) * sizeof(*in->samples));
     if (in->buf == NULL || in->samples == NULL) {
@@ -358,6 +449,7 @@ ingest_start(struct waitstats *ws, const char *host, int port, char *err, size_t
         snprintf(err, errlen, "samples: cannot start the thread: %s", strerror(rc));
         goto fail;
     }
+    (void)pthread_setname_np(in->thread, "lw-samples");    /* top -H, /proc/.../comm */
     in->running = true;
     return in;
 fail:

@@ -261,7 +261,7 @@ start(struct agent *agent, struct config *cfg, struct http_server **http,
     }
     if (agent->waits != NULL) {
         *ingest = ingest_start(agent->waits, agent->cfg->samples_host, agent->cfg->samples_port,
-                               err, sizeof(err));
+                               agent->cfg->samples_batch_wait_ms, err, sizeof(err));
         if (*ingest == NULL) {
             log_warnx("%s", err);
             http_stop(*http);
@@ -285,7 +285,7 @@ start(struct agent *agent, struct config *cfg, struct http_server **http,
  * changes (addresses, HTTP limits) is said in the log.
  */
 static void
-reload(struct agent *agent, const char *path, bool explicit)
+reload(struct agent *agent, struct ingest *ingest, const char *path, bool explicit)
 {
     struct config *ncfg;
 
@@ -323,10 +323,12 @@ reload(struct agent *agent, const char *path, bool explicit)
         strcmp(ncfg->samples_host, agent->cfg->samples_host) != 0 ||
         ncfg->samples_port != agent->cfg->samples_port)
         log_warnx("reload: a new samples address takes effect only after a restart");
-    if (agent_reload(agent, ncfg) == -1)
+    if (agent_reload(agent, ncfg) == -1) {
         log_warn("reload");
-    else
+    } else {
+        ingest_set_batch_wait(ingest, agent->cfg->samples_batch_wait_ms);
         log_info("reloaded: %zu target(s)", agent->cfg->ntargets);
+    }
 }
 
 /* Everything after the command line: -n, --once, or the daemon until
@@ -390,7 +392,7 @@ serve(const struct options *opt)
         if (sig == -1)
             continue;           /* the tick, or EINTR */
         if (sig == SIGHUP) {
-            reload(&agent, opt->path, opt->explicit);
+            reload(&agent, ingest, opt->path, opt->explicit);
             continue;
         }
         log_info("%s: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");

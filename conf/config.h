@@ -216,6 +216,7 @@ struct config {
     /* [samples] */
     char *samples_key_file;     /* NULL when none: samples are not checked */
     char *samples_key;          /* read from samples_key_file; never printed */
+    int64_t samples_batch_wait_ms;      /* ingest.c: wait after a read, at most */
 };
 
 /*

@@ -315,6 +315,11 @@ const struct config_option config_options[] = {
       AT(struct config, samples_key_file), AT2(struct config, samples_key),
       .example = "/etc/lockwatch/samples.key", .holds = "the samples key",
       .help = "shared key, one line of 16+ bytes: accept only sample datagrams signed with it" },
+    { .section = SECTION_SAMPLES, .key = "batch_wait", .type = OPT_DURATION,
+      .def = "20ms", .min = 0, .max = MS_S,
+      AT(struct config, samples_batch_wait_ms),
+      .help = "after a read, wait up to this before reading again: fewer wake-ups "
+              "(0ms: none)" },
 };
 
 const size_t config_noptions = ARRAY_LEN(config_options);

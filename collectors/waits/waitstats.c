@@ -437,8 +437,8 @@ waitstats_record_from(struct waitstats *ws, const struct sample_source *from,
     ws->invalid += invalid;
     for (i = 0; i < n; i++) {
         if (s[i].kind != SAMPLE_WAIT && s[i].ownerlen > 0) {
-            if (at_ms == 0)
-                at_ms = clock_now_ms();         /* once a datagram */
+            if (at_ms == 0)     /* once a datagram: now_ms on the Unix clock */
+                at_ms = clock_now_ms() - (clock_mono_ms() - now_ms);
             record_lease(ws, &s[i], src, at_ms);
         }
         if (s[i].kind == SAMPLE_WAITING || s[i].kind == SAMPLE_LOST) {

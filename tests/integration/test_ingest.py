@@ -392,6 +392,47 @@ class Ingest(harness.TestCase):
         self.wait_received(4)
 
     # (d) ------------------------------------------------------------------
+    def ingest_wakeups(self, agent):
+        """Voluntary context switches so far of agent's sample reader (the
+        thread named lw-samples): one per sleep it wakes from."""
+        task = "/proc/%d/task" % agent.proc.pid
+        for tid in os.listdir(task):
+            with open("%s/%s/comm" % (task, tid)) as f:
+                if f.read().strip() != "lw-samples":
+                    continue
+            with open("%s/%s/status" % (task, tid)) as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        return int(line.split()[1])
+        self.fail("no lw-samples thread in lockwatchd")
+
+    def test_batch_wait_reads_what_arrives_meanwhile_together(self):
+        """[samples] batch_wait: after a read the reader waits before it
+        reads again, so 200 datagrams sent 2 ms apart (0.4 s) wake it a few
+        times at 200ms, about once a datagram at 0ms; every line is counted
+        either way."""
+        self.redis = self.start_redis()
+        wakeups = {}
+        for wait in ("0ms", "200ms"):
+            self.udp = free_udp_port()
+            self.addr = ("127.0.0.1", self.udp)
+            self.agent = self.start_agent(self.redis, samples="127.0.0.1:%d" % self.udp,
+                                          extra="[samples]\nbatch_wait = %s\n" % wait)
+            before = self.ingest_wakeups(self.agent)
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                for i in range(200):
+                    s.sendto(b"lw1 wait lock:batch:%d %d ok\n" % (i % 4, i), self.addr)
+                    time.sleep(0.002)
+            finally:
+                s.close()
+            received, invalid, valid = self.wait_received(200)
+            self.assertEqual((received, invalid, valid), (200, 0, 200))
+            wakeups[wait] = self.ingest_wakeups(self.agent) - before
+            self.agent.stop()
+        self.assertGreaterEqual(wakeups["0ms"], 50, wakeups)
+        self.assertLessEqual(wakeups["200ms"], 20, wakeups)
+
     def test_samples_off_opens_no_udp_socket(self):
         ag = self.start(samples="off")
         self.assertEqual(udp_ports_of(ag.proc.pid), set())

@@ -39,7 +39,7 @@ LEAK_GRACE_S = 3
 
 class LeaseTest(harness.TestCase):
 
-    def agent(self, follow):
+    def agent(self, follow, extra=""):
         self.udp = harness.free_port()
         rs = self.start_redis(args=NOTIFY if follow else ())
         self.redis = rs
@@ -47,7 +47,8 @@ class LeaseTest(harness.TestCase):
         ag = self.start_agent(rs, samples="127.0.0.1:%d" % self.udp,
                               scan_interval="1s" if follow else "500ms",
                               leak_grace="%ds" % LEAK_GRACE_S, max_hold="1h",
-                              target_extra={"incremental": "on" if follow else "off"})
+                              target_extra={"incremental": "on" if follow else "off"},
+                              extra=extra)
         ag.wait_for(lambda: ag.scans_ok() >= 1, timeout=15, desc="the first scan")
         if follow:
             ag.wait_for(lambda: harness.msum(ag.metrics(), "lockwatch_follow_active",
@@ -200,6 +201,29 @@ class LeaseTest(harness.TestCase):
         self.assertIn("tok-7", a[0]["annotations"]["summary"])
         self.assertEqual(self.overrun(ag, "lock:other:*"), (1, 1.2))
         self.assertEqual(harness.msum(ag.metrics(), "lockwatch_samples_invalid_total"), 0)
+
+    def test_overrun_is_timed_when_the_line_came(self):
+        """A line read after the agent's batch wait ([samples] batch_wait,
+        here 1 s) is timed when it came (the kernel's stamp), not when it
+        was read: its overrun is the truth, not the truth plus the wait."""
+        ag = self.agent(True, extra="[samples]\nbatch_wait = 1s\n")
+        t_set = time.monotonic()
+        self.r.set("lock:arr:1", "tok-1", px=700)
+        ag.wait_for(lambda: self.expirations(ag, "no") == 1, timeout=6, desc="the expiry")
+        time.sleep(0.3)
+        # the first datagram wakes the reader, which then waits 1 s; the
+        # holder's late line comes right after it
+        self.send("lw1 wait lock:prime:1 1 ok")
+        time.sleep(0.05)
+        t_line = time.monotonic()
+        self.send("lw1 hold lock:arr:1 1000 web-1%3A42%2F7 tok-1")
+        ag.wait_for(lambda: self.overrun(ag, "lock:arr:*")[0] == 1, timeout=5,
+                    desc="the overrun")
+        got = self.overrun(ag, "lock:arr:*")[1]
+        truth = t_line - (t_set + 0.7)
+        print("info: overrun %.3f s, the truth about %.3f s" % (got, truth))
+        self.assertLess(abs(got - truth), 0.4,
+                        "overrun %.3f s, the truth about %.3f s (read 1 s late)" % (got, truth))
 
 
 if __name__ == "__main__":
