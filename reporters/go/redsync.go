@@ -140,11 +140,41 @@ func redsyncOutcome(err error) Outcome {
 }
 
 // redsyncTaken: the nodes answered that the key is not ours (gone or
-// another's), as opposed to a Redis error.
+// another's), as opposed to a Redis error. go-redsync v4.8.2 says ErrTaken
+// for both; later versions (v4.9 on) say ErrLockAlreadyExpired when the key
+// is gone, a sentinel v4.8.2 lacks, so it is told by its text (errExpired),
+// and this module builds against either.
 func redsyncTaken(err error) bool {
 	var t *redsync.ErrTaken
 	var nt *redsync.ErrNodeTaken
-	return err == nil || errors.As(err, &t) || errors.As(err, &nt)
+	return err == nil || errors.As(err, &t) || errors.As(err, &nt) ||
+		anyError(err, func(e error) bool { return e.Error() == errExpired })
+}
+
+// errExpired is the text of go-redsync's ErrLockAlreadyExpired (v4.9 and on).
+const errExpired = "redsync: failed to unlock, lock was already expired"
+
+// anyError reports whether f holds for err or an error it wraps, through
+// Unwrap() error and Unwrap() []error (errors.Join, which redsync uses to
+// gather its nodes' answers).
+func anyError(err error, f func(error) bool) bool {
+	if err == nil {
+		return false
+	}
+	if f(err) {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return anyError(u.Unwrap(), f)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if anyError(e, f) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }

@@ -4,6 +4,7 @@ package reporter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -145,5 +146,36 @@ func TestIdleReporterPassesThrough(t *testing.T) {
 	}
 	if r.Stats().Queued != 0 {
 		t.Fatal("queued")
+	}
+}
+
+// joined stands for errors.Join's error (Unwrap() []error), which redsync
+// v4.9 and on return from Unlock.
+type joined []error
+
+func (j joined) Error() string   { return "joined" }
+func (j joined) Unwrap() []error { return j }
+
+// The answers of an Unlock that found the key gone or another's, across
+// go-redsync versions: v4.8.2's ErrTaken, and the ErrLockAlreadyExpired of
+// v4.9 on (told by its text, joined and wrapped as redsync returns it); a
+// Redis error is neither.
+func TestRedsyncTakenAcrossVersions(t *testing.T) {
+	expired := errors.New("redsync: failed to unlock, lock was already expired")
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&redsync.ErrTaken{Nodes: []int{0}}, true},
+		{joined{&redsync.ErrNodeTaken{Node: 0}}, true},
+		{expired, true},
+		{joined{expired}, true},
+		{fmt.Errorf("unlock: %w", joined{errors.New("dial tcp: refused"), expired}), true},
+		{errors.New("dial tcp 127.0.0.1:6379: connection refused"), false},
+		{joined{errors.New("READONLY You can't write against a read only replica.")}, false},
+	} {
+		if got := redsyncTaken(c.err); got != c.want {
+			t.Errorf("redsyncTaken(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

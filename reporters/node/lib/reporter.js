@@ -71,8 +71,12 @@ class Reporter {
     for (const d of cfg.destinations) this._resolve(d);
     this._timer = setInterval(() => this.flush(), flushMs);
     this._timer.unref();
+    // beforeExit: the loop ran dry; exit: process.exit(), where only
+    // synchronous work runs, but a send on a connected socket is handed to
+    // the kernel at once (libuv tries it before queueing), so it goes.
     this._onExit = () => this.flush();
     process.on('beforeExit', this._onExit);
+    process.on('exit', this._onExit);
   }
 
   // Resolve (once) and connect one UDP socket per destination: a connected
@@ -293,7 +297,11 @@ class Reporter {
   // in flight; they never keep the process alive).
   close() {
     if (this._timer !== null) { clearInterval(this._timer); this._timer = null; }
-    if (this._onExit) { process.removeListener('beforeExit', this._onExit); this._onExit = null; }
+    if (this._onExit) {
+      process.removeListener('beforeExit', this._onExit);
+      process.removeListener('exit', this._onExit);
+      this._onExit = null;
+    }
     this.flush();
   }
 

@@ -220,3 +220,24 @@ test('the reporter never keeps the process alive', () => {
     r.put(['wait', 'k', 1, 'ok']);`], { timeout: 5000 });
   assert.ok(Date.now() - t0 < 3000);
 });
+
+test('process.exit() still sends what is queued', async () => {
+  const s = await sink();
+  const idx = path.join(__dirname, '..', 'index.js');
+  const { execFile } = require('node:child_process');
+  await new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', `
+      const lw = require(${JSON.stringify(idx)});
+      const r = lw.configure({ samples: '127.0.0.1:${s.address().port}' });
+      r.ready().then(() => {
+        r.put(['wait', 'lock:exit:1', 7, 'timeout']);
+        process.exit(1);       // a script giving up: no beforeExit
+      });`], { timeout: 5000 }, (err) => (err && err.code !== 1 ? reject(err) : resolve()));
+  });
+  try {
+    for (let i = 0; i < 50 && s.msgs.length === 0; i++) await sleep(10);
+    assert.strictEqual(Buffer.concat(s.msgs).toString(), 'lw1 wait lock:exit:1 7 timeout\n');
+  } finally {
+    s.close();
+  }
+});

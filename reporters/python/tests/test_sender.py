@@ -88,6 +88,20 @@ class Sending(unittest.TestCase):
         st = r.stats()
         self.assertEqual((st["queued"], st["sent"], st["datagrams"]), (1000, 1000, len(dgs)))
 
+    def test_counters_are_lines(self):
+        # an acquire that acquired is one event and two lines (`waiting ...
+        # ok`, `wait`): queued counts the lines, as sent does
+        sink = udp_sink()
+        r = self.reporter(sink)
+        for i in range(10):
+            r.put(("ok", "lock:k", 7, b"tok%d" % i, 0, 5000))
+        self.assertEqual(r.stats()["pending"], 10)
+        r.flush()
+        lines = b"".join(recv_all(sink)).splitlines()
+        self.assertEqual(len(lines), 20)
+        st = r.stats()
+        self.assertEqual((st["queued"], st["sent"], st["pending"]), (20, 20, 0))
+
     def test_datagram_size_by_destination(self):
         # 8192 bytes only when every destination is loopback; 1432 else;
         # the mac line's share kept free when signing
