@@ -56,12 +56,15 @@ class ContentionTest(harness.TestCase):
                          % (p99, max(waits) / 1e6,
                             [l for l in out if l.startswith("stats")][0]))
 
+        # the waits and the holds: the last datagram may carry only holds,
+        # and the agent reads what arrives within its batch_wait together
         def counted():
             m = agent.metrics()
             n = harness.msum(m, "lockwatch_acquire_wait_seconds_count", **{"class": CLASS})
-            return m if n >= TOTAL else None
+            h = harness.msum(m, "lockwatch_hold_seconds_count", **{"class": CLASS})
+            return m if n >= TOTAL and h >= TOTAL else None
         m = agent.wait_for(counted, timeout=15,
-                           desc="%d waits counted for class %s" % (TOTAL, CLASS))
+                           desc="%d waits and holds counted for class %s" % (TOTAL, CLASS))
         self.assertEqual(harness.msum(m, "lockwatch_acquire_wait_seconds_count",
                                       **{"class": CLASS}), TOTAL)
         self.assertEqual(harness.msum(m, "lockwatch_acquire_wait_seconds_count",
