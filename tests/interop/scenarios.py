@@ -394,7 +394,11 @@ def redisson_readers(kind, n=600):
     try:
         a = env.client(kind, name="a")
         marks = [a.send("r%d lock read lock:rw600" % i) for i in range(n)]
-        evs = [a.expect(after=marks[0], actor="r%d" % i, op="lock", timeout=120) for i in range(n)]
+        try:
+            evs = [a.expect(after=marks[0], actor="r%d" % i, op="lock", timeout=120) for i in range(n)]
+        except ClientError as e:
+            got = {ev.get("actor") for ev in a.events[marks[0]:] if ev.get("op") == "lock"}
+            raise ClientError("%d of %d readers answered; %s" % (len(got), n, e)) from None
         R.check(scen, "%d readers acquired in Redisson" % n, all(e["ok"] for e in evs),
                 [e for e in evs if not e["ok"]][:3])
         lk = expect_format(env, scen, "lock:rw600", "redisson-rw")

@@ -91,7 +91,12 @@ public final class RedissonClientMain {
 
     public static void main(String[] args) throws Exception {
         Config cfg = new Config();
-        cfg.useSingleServer().setAddress(args[0]).setConnectionMinimumIdleSize(2).setConnectionPoolSize(8);
+        // 600 threads taking a read lock at once queue for these 8 connections.  On a loaded
+        // machine the wait passed Redisson's 1.5 s retry interval, and Redisson 3.16.8's retry
+        // path then failed a command or, once in CI, never completed it (a reader hung for
+        // 120 s).  Ten seconds keeps every wait of this harness off the retry path.
+        cfg.useSingleServer().setAddress(args[0]).setConnectionMinimumIdleSize(2).setConnectionPoolSize(8)
+           .setTimeout(10000).setRetryInterval(10000);
         client = Redisson.create(cfg);
         String version = Driver.jarVersion(Redisson.class);
         Driver.serve(RedissonClientMain::handle, "redisson " + version + " id=" + client.getId());
