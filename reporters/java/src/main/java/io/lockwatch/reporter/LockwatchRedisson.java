@@ -9,7 +9,9 @@ import org.redisson.api.RedissonClient;
  * then getLock / getFairLock / getSpinLock / getReadWriteLock as on the
  * client, or {@link #wrap(RLock, RedissonClient)} for a lock already made;
  * getLockReactive / getFairLockReactive / getReadWriteLockReactive for
- * Redisson's reactive locks (the client's reactive() view).
+ * Redisson's reactive locks (the client's reactive() view), and
+ * getLockRx / getFairLockRx / getReadWriteLockRx for its RxJava 3 locks
+ * (the client's rxJava() view).
  * The holder ids need the client's id (RedissonClient.getId(), the
  * connection manager's id that prefixes Redisson's hash fields).
  */
@@ -64,6 +66,18 @@ public final class LockwatchRedisson {
     }
     public ReportingReadWriteLockReactive getReadWriteLockReactive(String name) {
         return new ReportingReadWriteLockReactive(getReadWriteLock(name), client.reactive().getReadWriteLock(name));
+    }
+
+    // Redisson's RxJava 3 locks (RedissonClient.rxJava()), reporting as the
+    // reactive ones do.
+    public ReportingRLockRx getLockRx(String name) {
+        return new ReportingRLockRx((ReportingRLock) getLock(name), client.rxJava().getLock(name));
+    }
+    public ReportingRLockRx getFairLockRx(String name) {
+        return new ReportingRLockRx((ReportingRLock) getFairLock(name), client.rxJava().getFairLock(name));
+    }
+    public ReportingReadWriteLockRx getReadWriteLockRx(String name) {
+        return new ReportingReadWriteLockRx(getReadWriteLock(name), client.rxJava().getReadWriteLock(name));
     }
 
     /** The wrapped client. */
