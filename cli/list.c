@@ -428,6 +428,24 @@ has_state(const char *states, const char *state)
     return false;
 }
 
+/* The comma-separated states as the JSON array every other "states" is. */
+static json_t *
+states_array(const char *states)
+{
+    json_t *arr = json_array();
+    const char *p = states, *e;
+
+    while (arr != NULL && *p != '\0') {
+        e = strchr(p, ',');
+        if (e == NULL)
+            e = p + strlen(p);
+        if (e > p)
+            json_array_append_new(arr, json_stringn(p, (size_t)(e - p)));
+        p = *e == ',' ? e + 1 : e;
+    }
+    return arr != NULL ? arr : json_null();
+}
+
 /*
  * Redis did not answer, but the agent did: its view, said to be the
  * agent's and, when it cannot scan the target either, the last known one
@@ -483,7 +501,7 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
         json_object_set_new(o, "key_escaped", lockjson_escaped(a->key, a->keylen));
         json_object_set_new(o, "holder", a->holder ? lockjson_text(a->holder, a->holderlen)
                             : json_null());
-        json_object_set_new(o, "states", json_string(a->states));
+        json_object_set_new(o, "states", states_array(a->states));
         json_object_set_new(o, "first_seen_ms", json_integer(a->first_seen_ms));
         json_object_set_new(o, "stale", json_boolean(a->stale));
         json_array_append_new(locks, o);
@@ -611,7 +629,7 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
         return LOCKCTL_USAGE;
     }
     if (lockstate_mask(state, &lr.mask) == -1) {
-        lockctl_warnx("list: --state must be leaked, long, reentrant_high or all");
+        lockctl_warnx("list: --state must be leaked, long, reentrant_high, held or all");
         return LOCKCTL_USAGE;
     }
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
@@ -633,8 +651,12 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
         }
         count = lr.nkeep < (size_t)limit ? lr.nkeep : (size_t)limit;
         rc = lc->json ? print_json(&lr, count, state) : print_table(&lr, count, state);
-    } else if (rc == LOCKCTL_REDIS && lr.av.answered) {
+    } else if (rc == LOCKCTL_REDIS && lr.av.answered && lc->url == NULL) {
         print_last_known(&lr, (size_t)limit, state);
+    } else if (rc == LOCKCTL_REDIS && lr.av.answered) {
+        /* the agent watches the target's own address, not --url's */
+        lockctl_warnx("the agent's view is of target %s's configured address, not of --url: "
+                      "not shown (drop --url to see it)", lc->t->name);
     }
     for (i = 0; i < lr.nkeep; i++)
         cli_lock_release(&lr.keep[i]);

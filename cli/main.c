@@ -27,10 +27,10 @@ static const struct command {
     const char *help;
 } commands[] = {
     { "list", cmd_list,
-      "list [--state leaked|long|reentrant_high|all] [--pattern GLOB] [--limit N]",
+      "list [--state leaked|long|reentrant_high|held|all] [--pattern GLOB] [--limit N]",
       "List the target's locks, worst first (leaked, long, reentrant_high, held; older\n"
       "first), read from Redis now with a bounded SCAN of the target's patterns.\n"
-      "  --state S       only locks in state S (default all); leaked also lists, as\n"
+      "  --state S       only locks in state S (default all; held is all); leaked also lists, as\n"
       "                  leaked?, the locks without a TTL for an unknown time\n"
       "  --pattern GLOB  scan GLOB instead of the target's patterns (keys must still\n"
       "                  match one of them)\n"

@@ -362,6 +362,41 @@ target_clear(struct target_conf *t)
  * live config: what a connection and the script need.  0 found, 1 no such
  * target (or several and no name), -1 ENOMEM.
  */
+/*
+ * Why target_copy() found no target, naming the configured ones as the
+ * locks API does (bounded: a long list ends in "...").  The asked name is
+ * echoed as printable ASCII only.
+ */
+static void
+target_unknown(struct agent *a, const char *name, char *buf, size_t size)
+{
+    size_t n = 0, i;
+    int w;
+
+    if (name != NULL) {
+        w = snprintf(buf, size, "no target \"");
+        n = w > 0 ? (size_t)w : 0;
+        for (i = 0; name[i] != '\0' && i < 128 && n + 1 < size; i++)
+            buf[n++] = (unsigned char)name[i] >= 0x20 && (unsigned char)name[i] < 0x7f ?
+                name[i] : '?';
+        buf[n] = '\0';
+        w = snprintf(buf + n, size - n, "\" (known targets: ");
+    } else {
+        w = snprintf(buf, size, "target is required: the agent has several (");
+    }
+    n = w > 0 && n + (size_t)w < size ? n + (size_t)w : size - 1;
+    pthread_mutex_lock(&a->mu);
+    for (i = 0; i < a->cfg->ntargets && n + 1 < size; i++) {
+        w = snprintf(buf + n, size - n, "%s%s", i > 0 ? ", " : "", a->cfg->targets[i].name);
+        n = w > 0 && n + (size_t)w < size ? n + (size_t)w : size - 1;
+    }
+    pthread_mutex_unlock(&a->mu);
+    if (n + 2 < size)
+        snprintf(buf + n, size - n, ")");
+    else if (size > 4)
+        memcpy(buf + size - 4, "...", 4);
+}
+
 static int
 target_copy(struct agent *a, const char *name, struct target_conf *out)
 {
@@ -615,9 +650,12 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
     }
     found = target_copy(a, j->b.target, &j->t);
     if (found != 0) {
+        char why[1024];
+
+        if (found > 0)
+            target_unknown(a, j->b.target, why, sizeof(why));
         ret = found < 0 ? reply_error(c, 500, "out of memory", NULL, NULL)
-            : reply_error(c, 400, j->b.target ? "no such target" :
-                          "target is required (the agent has several)", NULL, NULL);
+            : reply_error(c, 400, why, NULL, NULL);
         goto done;
     }
     if (sc->audit_stream != NULL && (j->audit_stream = strdup(sc->audit_stream)) == NULL) {

@@ -80,8 +80,8 @@ static const struct outcome_row {
         "hash lock, nor a semaphore of a known format; expire never applies to a "
         "semaphore); nothing was changed" },
     [RELEASE_REFUSED_NOT_LEAKED] = { "not_leaked", false, true,
-        "refused: --if-leaked, but the lock has a TTL (it will expire on its own); "
-        "nothing was changed" },
+        "refused: only if leaked (--if-leaked, if_leaked), but the lock has a TTL (it will "
+        "expire on its own); nothing was changed" },
     [RELEASE_REFUSED_TOO_YOUNG] = { "too_young", false, true,
         "refused: --if-older-than, but the holder is younger than that (age = the larger "
         "of OBJECT IDLETIME and the holder age known); nothing was changed" },

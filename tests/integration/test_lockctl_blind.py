@@ -7,8 +7,10 @@
   0.5 s, `lockctl list` ends within --timeout (and within the default 15 s
   without it), exit 3, the message naming --timeout.
 - Redis down, the agent up: `lockctl list` prints the agent's last-known
-  view, marked stale with the agent's reason (table and --json), exit 3
-  (the locks were not read now).
+  view, marked stale with the agent's reason (table and --json, whose
+  "states" is an array as everywhere), exit 3 (the locks were not read
+  now); with --url, another address than the one the agent watches, none
+  of the agent's view is shown and stderr says why.
 """
 
 import json
@@ -70,6 +72,17 @@ class LockctlBlind(h.TestCase):
         self.assertIsInstance(doc["last_success_ms"], int)
         self.assertEqual(sorted(l["key"] for l in doc["locks"]), ["lock:held:1", "lock:leak:1"])
         self.assertTrue(all(l["stale"] for l in doc["locks"]), doc)
+        states = {l["key"]: l["states"] for l in doc["locks"]}
+        self.assertIsInstance(states["lock:leak:1"], list, doc)
+        self.assertIn("leaked", states["lock:leak:1"])
+        self.assertNotIn("leaked", states["lock:held:1"])
+        # --url names another server: the agent's view is of the configured one
+        other = "redis://127.0.0.1:%d/0" % h.free_port()
+        p = lt.run(["--url", other, "list"], ag.config_path)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertNotIn(b"lock:leak:1", p.stdout)
+        self.assertNotIn(b"LAST KNOWN", p.stdout)
+        self.assertIn(b"not of --url", p.stderr)
 
 
 if __name__ == "__main__":

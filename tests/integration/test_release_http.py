@@ -213,6 +213,10 @@ class ReleaseHttp(h.TestCase):
             st, _, doc = post(ag, None, raw=raw)
             self.assertEqual(st, 400, (raw, doc))
             self.assertIn("error", doc)
+        # an unknown target is named with the known ones, as the locks API does
+        st, _, doc = post(ag, {"key": "lock:a", "holder": "tok", "target": "no\npe"})
+        self.assertEqual(st, 400, doc)
+        self.assertEqual(doc["error"], 'no target "no?pe" (known targets: main)')
         st, _, doc = post(ag, None, raw=b'{"key":"lock:a","holder":"' + b"x" * 70000 + b'"}')
         self.assertEqual(st, 413, doc)
         self.assertEqual(self.c.get("lock:a"), b"tok")
