@@ -6,7 +6,9 @@
  * enough to guess, secret or key files others may read, and a TLS target
  * whose server is not verified (tls_verify = off).  None of these stops
  * the load: each is a deployment's choice (a firewall, a proxy, a group
- * the operator trusts) that must not be made by accident.
+ * the operator trusts) that must not be made by accident.  Also a pattern
+ * or stream name with a blank in it, the mark of a list written with spaces
+ * or of a '#' comment.
  *
  * The file checks ask secretfile.c, the one place that reads those files.
  */
@@ -49,6 +51,32 @@ file_warning(const char *path, const char *what, config_warn_fn emit, void *arg)
     return 1;
 }
 
+/*
+ * A glob with a blank in it: "lock:* job:*" (two patterns written with a
+ * space) or "lock:* # main locks" (a comment begun with '#', which inih
+ * does not take) is one glob that matches only keys with that blank, and
+ * the target silently watches nothing of what was meant.  Keys may have
+ * blanks, so it is said, not refused.
+ */
+static int
+glob_warnings(const char *what, char *const *globs, size_t n, config_warn_fn emit, void *arg)
+{
+    char msg[WARN_MAX + 400];
+    int said = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (strpbrk(globs[i], " \t") == NULL)
+            continue;
+        snprintf(msg, sizeof(msg), "%s: \"%.120s\" has a blank, so it is one pattern that "
+                 "matches only keys with that blank; patterns are comma separated (lock:*, "
+                 "job:*), and a comment after a value starts with \" ;\", not \"#\"",
+                 what, globs[i]);
+        emit(arg, msg);
+        said++;
+    }
+    return said;
+}
+
 int
 config_warnings(const struct config *cfg, config_warn_fn emit, void *arg)
 {
@@ -79,6 +107,12 @@ config_warnings(const struct config *cfg, config_warn_fn emit, void *arg)
     for (i = 0; i < cfg->ntargets; i++) {
         const struct target_conf *t = &cfg->targets[i];
 
+        snprintf(what, sizeof(what), "[target %s] patterns", t->name);
+        n += glob_warnings(what, t->patterns, t->npatterns, emit, arg);
+        snprintf(what, sizeof(what), "[target %s] exclude_patterns", t->name);
+        n += glob_warnings(what, t->exclude_patterns, t->nexclude_patterns, emit, arg);
+        snprintf(what, sizeof(what), "[target %s] semaphore_patterns", t->name);
+        n += glob_warnings(what, t->semaphore_patterns, t->nsemaphore_patterns, emit, arg);
         snprintf(what, sizeof(what), "[target %s] password_file", t->name);
         n += file_warning(t->password_file, what, emit, arg);
         snprintf(what, sizeof(what), "[target %s] tls_key_file", t->name);
@@ -90,6 +124,24 @@ config_warnings(const struct config *cfg, config_warn_fn emit, void *arg)
             emit(arg, msg);
             n++;
         }
+    }
+    for (i = 0; i < cfg->nclasses; i++) {
+        snprintf(what, sizeof(what), "[classes] %.200s", cfg->classes[i].glob);
+        n += glob_warnings(what, &cfg->classes[i].glob, 1, emit, arg);
+        if (strstr(cfg->classes[i].name, " #") != NULL || strstr(cfg->classes[i].name, "\t#")) {
+            snprintf(msg, sizeof(msg), "[classes] %.120s = \"%.120s\": a comment after a value "
+                     "starts with \" ;\", not \"#\"; this is the class's name as written",
+                     cfg->classes[i].glob, cfg->classes[i].name);
+            emit(arg, msg);
+            n++;
+        }
+    }
+    if (cfg->audit_stream != NULL && strpbrk(cfg->audit_stream, " \t") != NULL) {
+        snprintf(msg, sizeof(msg), "[unlock] audit_stream = \"%.120s\" has a blank (a comment "
+                 "after a value starts with \" ;\", not \"#\"): the audit goes to a key of that "
+                 "name", cfg->audit_stream);
+        emit(arg, msg);
+        n++;
     }
     for (i = 0; i < cfg->nwebhooks; i++) {
         snprintf(what, sizeof(what), "[webhook %s] secret_file", cfg->webhooks[i].name);

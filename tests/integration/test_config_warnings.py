@@ -9,8 +9,13 @@
   group other than the agent's own or "lockwatch" (token_file,
   password_file, [samples] key_file);
 
-and none for the safe shape (loopback, a 32-byte 0600 token, 0600 files).
-Warnings never fail the load (exit 0).
+- a pattern with a blank (patterns written with spaces, or a '#' comment,
+  which only ' ;' starts), a class name with a '#' comment, an
+  audit_stream with a blank;
+
+and none for the safe shape (loopback, a 32-byte 0600 token, 0600 files,
+comma-separated patterns, ' ;' comments).  Warnings never fail the load
+(exit 0).
 """
 import os
 
@@ -78,6 +83,21 @@ class ConfigWarnings(h.TestCase):
         self.assertIn("[samples] key_file: \"%s\" is readable by group %d" % (key, other),
                       warns)
         self.assertNotIn("token_file", warns)
+
+    def test_blanks_in_patterns_are_said(self):
+        tok = self.secret("unlock.token", GOOD_TOKEN, 0o600)
+        extra = ("patterns = lock:* job:*\nexclude_patterns = lock:x # not these\n\n"
+                 "[classes]\nlock:order:* = order # orders\n")
+        warns = self.check(self.config("127.0.0.1:19717", tok, extra))
+        text = "\n".join(warns)
+        self.assertEqual(len(warns), 3, text)
+        self.assertIn('[target main] patterns: "lock:* job:*" has a blank', text)
+        self.assertIn('[target main] exclude_patterns: "lock:x # not these" has a blank', text)
+        self.assertIn('[classes] lock:order:* = "order # orders": a comment', text)
+        # the right shape says nothing
+        extra = ("patterns = lock:*, job:*   ; two of them\n\n"
+                 "[classes]\nlock:order:* = order ; orders\n")
+        self.assertEqual(self.check(self.config("127.0.0.1:19717", tok, extra)), [])
 
     def test_warned_at_start_too(self):
         rs = self.start_redis()
