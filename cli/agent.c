@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * agent.c - what the agent's API knows of the locks, for list and show.
+ * agent.c - what the agent's API knows of the locks, for list, show and release.
  *
  * The agent keeps what lockctl cannot read from Redis: when it first saw
  * a lock's current holder and since when the key has had no TTL (its

@@ -12,7 +12,9 @@
  * otherwise), so a script or a pipe never releases a lock by accident.
  * --dry-run runs every guard in the script and changes nothing: no
  * prompt, no audit entry.  --if-leaked is list --state leaked's
- * definition (refuse_not_leaked()).
+ * definition (refuse_not_leaked()).  For it, for --if-older-than and for
+ * the prompt, the agent is asked what only it knows (agent.c): since when
+ * the lock has had no TTL, and how long its holder has held it.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -35,6 +37,7 @@ struct change {
     bool escaped, yes, dry_run, if_leaked;
     int64_t older_ms, ttl_ms;
     const char *reason;
+    int64_t agent_ms;           /* the agent's age of the holder; 0: none */
 };
 
 static bool
@@ -167,7 +170,7 @@ refuse_wrong_holder(const struct lockctl *lc, const struct change *ch, const str
 static bool
 ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 {
-    char q[1024], addr[300], ttl[32], age[32], newttl[32];
+    char q[1024], addr[300], ttl[32], age[32], newttl[32], from[96];
     char *key = shown(ch->key, ch->keylen, 60);
     char *holder = holder_shown(ch->holder, ch->holderlen, 48);
     size_t width = lockctl_width(lc);
@@ -177,6 +180,12 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
     out_ttl(l->pttl_ms, ttl, sizeof(ttl));
     out_duration(ch->ttl_ms, newttl, sizeof(newttl));
     verdict_age(l, age, sizeof(age));
+    /* the age as show gives it, with where it comes from */
+    if (verdict_age_unknown(l))
+        snprintf(from, sizeof(from), "no agent times%s", strcmp(l->age_source, "idletime") == 0
+                 ? "; OBJECT IDLETIME is under a second" : "");
+    else
+        snprintf(from, sizeof(from), "from %s", verdict_age_from(l));
     /* the terminal's width, as every other line (the question is short) */
     table_line(stderr, width, "%s %s on target %s (%s)",
                ch->action == RELEASE_ACTION_EXPIRE ? "Expire" : "Release", key ? key : "?",
@@ -185,7 +194,7 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
     table_line(stderr, width, "  holder %s%s", holder ? holder : "?",
                holds(l, ch->holder, ch->holderlen) ? "" : " (not among the holders read; the "
                "release checks them all)");
-    table_line(stderr, width, "  format %s, TTL %s, age %s", l->fmt->name, ttl, age);
+    table_line(stderr, width, "  format %s, TTL %s, age %s (%s)", l->fmt->name, ttl, age, from);
     if (ch->action == RELEASE_ACTION_EXPIRE) {
         snprintf(q, sizeof(q), "Give it a TTL of %s?", newttl);
     } else {
@@ -262,9 +271,12 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
 /*
  * The holder's age lockctl knows, for --if-older-than: the acquisition
  * time the format encodes (tied to the holder's exact value, so it cannot
- * go stale), and OBJECT IDLETIME as the read saw it before touching the
- * key.  That read resets IDLETIME on servers without CLIENT NO-TOUCH, so
- * the script alone would see the key as just used.  After a prompt, time
+ * go stale), the agent's first-seen age of that holder (ch->agent_ms,
+ * verdict_agent_age(): as old as the holder was at the agent's answer,
+ * which came before the read), and OBJECT IDLETIME as the read saw it
+ * before touching the key.  That read resets IDLETIME on servers without
+ * CLIENT NO-TOUCH, as the agent's own scans do, so the script alone would
+ * see the key as just used.  After a prompt, time
  * has passed: IDLETIME is read again (OBJECT does not touch) and, if no
  * one but us touched the key meanwhile, the two spans add up; if someone
  * did, only the new span counts.  The script still takes the larger of
@@ -281,6 +293,8 @@ known_age(struct lockctl *lc, const struct change *ch, const struct cli_lock *l,
     *age = 0;
     if (l->view.acquired_ms > 0 && l->view.acquired_ms < now)
         *age = now - l->view.acquired_ms;
+    if (ch->agent_ms > *age)
+        *age = ch->agent_ms;
     if (ch->older_ms <= 0 || l->idle_s < 0)
         return LOCKCTL_DONE;
     if (asked) {
@@ -571,8 +585,12 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
         rc = LOCKCTL_USAGE;
         goto out;
     }
+    /* the agent knows what Redis cannot say: since when the lock has had
+     * no TTL (--if-leaked), how long its holder has held it
+     * (--if-older-than, the prompt's age) */
     if ((rc = session_load(lc)) != LOCKCTL_DONE ||
-        (ch.if_leaked && (rc = agent_consult(lc, &av, ch.key, ch.keylen)) != LOCKCTL_DONE) ||
+        ((ch.if_leaked || ch.older_ms > 0 || (!ch.yes && !ch.dry_run)) &&
+         (rc = agent_consult(lc, &av, ch.key, ch.keylen)) != LOCKCTL_DONE) ||
         (rc = session_connect_key(lc, ch.key, ch.keylen)) != LOCKCTL_DONE)
         goto out;
 
@@ -626,9 +644,13 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
         }
         asked = true;
     }
-    if (read && holds(&l, ch.holder, ch.holderlen) &&
-        (rc = known_age(lc, &ch, &l, asked, rq.now_ms, &rq.known_age_ms)) != LOCKCTL_DONE)
-        goto out;
+    if (read && holds(&l, ch.holder, ch.holderlen)) {
+        if (av.answered)
+            ch.agent_ms = verdict_agent_age(agent_find(&av, ch.key, ch.keylen), ch.holder,
+                                            ch.holderlen);
+        if ((rc = known_age(lc, &ch, &l, asked, rq.now_ms, &rq.known_age_ms)) != LOCKCTL_DONE)
+            goto out;
+    }
     rq.now_ms = clock_now_ms();
 
     session_operator(op, sizeof(op));
