@@ -37,6 +37,9 @@ struct change {
     bool escaped, yes, dry_run, if_leaked;
     int64_t older_ms, ttl_ms;
     const char *reason;
+    const char *age_from;       /* where the known age passed to the script
+                                 * came from (an age_source: "agent",
+                                 * "acquired", "idletime"); NULL: none */
     int64_t agent_ms;           /* the agent's age of the holder; 0: none */
 };
 
@@ -207,11 +210,58 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
     return yes;
 }
 
+/*
+ * The next step after too_young, as one sentence into buf: how old the
+ * holder is known to be and from where (the larger of the age lockctl
+ * passed and the script's own IDLETIME, as the script judged), why the
+ * agent's age did not count when it did not, and what to do.
+ */
+static void
+too_young_next(const struct change *ch, const struct release_request *rq,
+               const struct release_result *res, const struct agent_view *av,
+               char *buf, size_t len)
+{
+    int64_t age = rq->known_age_ms, idle = res->idle_s > 1 ? (res->idle_s - 1) * 1000 : 0;
+    const char *from = ch->age_from;
+    char known[512], agent[832], d[32], want[32];
+
+    if (idle > age) {
+        age = idle;
+        from = "idletime";
+    }
+    out_duration(age, d, sizeof(d));
+    out_duration(ch->older_ms, want, sizeof(want));
+    if (from == NULL || age <= 0)
+        snprintf(known, sizeof(known), "the holder's age is not known");
+    else
+        snprintf(known, sizeof(known), "the holder is known to be %s%s old (from %s%s)",
+                 strcmp(from, "idletime") == 0 ? "at least " : "", d,
+                 strcmp(from, "agent") == 0 ? "the agent at " :
+                 strcmp(from, "acquired") == 0 ? "the acquisition time in the value" :
+                 "OBJECT IDLETIME, which any read resets",
+                 strcmp(from, "agent") == 0 ? av->url : "");
+    if (ch->agent_ms > 0)
+        agent[0] = '\0';       /* counted */
+    else if (av->answered)
+        snprintf(agent, sizeof(agent), "; the agent at %s gave no first-seen age for this "
+                 "holder (lockctl show KEY says what it knows)", av->url);
+    else if (av->asked)
+        snprintf(agent, sizeof(agent), "; the agent at %s did not answer (%s), and only it "
+                 "knows how long a holder has held the lock (start lockwatchd, or give "
+                 "--agent URL)", av->url, av->err);
+    else
+        snprintf(agent, sizeof(agent), "; with --agent off, the agent's first-seen age was "
+                 "not asked");
+    snprintf(buf, len, "%s%s; retry once the holder is %s old, or release it now without "
+             "--if-older-than (you are asked to confirm)", known, agent, want);
+}
+
 static int
 report(const struct lockctl *lc, const struct change *ch, const struct release_request *rq,
-       const struct release_result *res, const struct cli_lock *read)
+       const struct release_result *res, const struct cli_lock *read,
+       const struct agent_view *av)
 {
-    char addr[300], *key;
+    char addr[300], next[1600], *key;
     int rc;
 
     if (release_outcome_done(res->outcome) || res->outcome == RELEASE_WOULD_RELEASE ||
@@ -222,9 +272,13 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
     else
         rc = LOCKCTL_REDIS;
 
+    if (res->outcome == RELEASE_REFUSED_TOO_YOUNG)
+        too_young_next(ch, rq, res, av, next, sizeof(next));
     if (lc->json) {
         json_t *o = release_result_json(lc->t->name, rq, res);
 
+        if (o != NULL && res->outcome == RELEASE_REFUSED_TOO_YOUNG)
+            json_object_set_new(o, "hint", json_string(next));
         if (out_json_print(o) == -1)
             rc = LOCKCTL_REDIS;
         if (rc == LOCKCTL_REDIS && res->err[0] != '\0')
@@ -243,6 +297,10 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
                       release_outcome_str(res->outcome));
         if (res->outcome == RELEASE_REFUSED_HOLDER && read != NULL)
             current_holders(lc, ch, read);
+        if (res->outcome == RELEASE_REFUSED_TOO_YOUNG) {
+            table_line(stderr, lockctl_width(lc), "next: %s:", next);
+            next_command(lc, ch, "release", ch->holder, ch->holderlen, NULL);
+        }
     } else {
         table_line(stdout, lockctl_width(lc), "%s: %s on target %s (%s)",
                    release_outcome_str(res->outcome), key ? key : "?", lc->t->name, addr);
@@ -280,21 +338,27 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
  * has passed: IDLETIME is read again (OBJECT does not touch) and, if no
  * one but us touched the key meanwhile, the two spans add up; if someone
  * did, only the new span counts.  The script still takes the larger of
- * this and its own IDLETIME, after checking the holder atomically.
+ * this and its own IDLETIME, after checking the holder atomically.  The
+ * largest wins; ch->age_from says which it was.
  */
 static int
-known_age(struct lockctl *lc, const struct change *ch, const struct cli_lock *l,
-          bool asked, int64_t read_ms, int64_t *age)
+known_age(struct lockctl *lc, struct change *ch, const struct cli_lock *l, bool asked,
+          int64_t read_ms, int64_t *age)
 {
     /* IDLETIME's clock ticks in whole seconds: a second less is sure */
     int64_t now = clock_now_ms(), idle_ms = l->idle_s > 1 ? (l->idle_s - 1) * 1000 : 0;
     char err[512];
 
     *age = 0;
-    if (l->view.acquired_ms > 0 && l->view.acquired_ms < now)
+    ch->age_from = NULL;
+    if (l->view.acquired_ms > 0 && l->view.acquired_ms < now) {
         *age = now - l->view.acquired_ms;
-    if (ch->agent_ms > *age)
+        ch->age_from = "acquired";
+    }
+    if (ch->agent_ms > *age) {
         *age = ch->agent_ms;
+        ch->age_from = "agent";
+    }
     if (ch->older_ms <= 0 || l->idle_s < 0)
         return LOCKCTL_DONE;
     if (asked) {
@@ -313,8 +377,10 @@ known_age(struct lockctl *lc, const struct change *ch, const struct cli_lock *l,
         idle_ms = since + 1000 >= now - read_ms ? idle_ms + (now - read_ms)
                   : since > 1000 ? since - 1000 : 0;
     }
-    if (idle_ms > *age)
+    if (idle_ms > *age) {
         *age = idle_ms;
+        ch->age_from = "idletime";
+    }
     return LOCKCTL_DONE;
 }
 
@@ -658,7 +724,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     rq.operator_name = op;
     rq.reason = reason;
     release_run(lc->c, lc->t, lc->cfg->audit_stream, &rq, &res);
-    rc = report(lc, &ch, &rq, &res, read ? &l : NULL);
+    rc = report(lc, &ch, &rq, &res, read ? &l : NULL, &av);
 out:
     cli_lock_release(&l);
     agent_view_release(&av);

@@ -24,8 +24,8 @@ Redis version.
   too_young, the HTTP release would_release): a plain lock without a TTL,
   its IDLETIME reset before each run, releases with --if-older-than under
   the agent's age; another holder is refused as ever; a DUR far over the
-  age is too_young; the prompt shows the agent's age; with the agent down
-  it is too_young as before.
+  age is too_young with the age known and where it came from; the prompt
+  shows the agent's age; with the agent down it is too_young as before.
 """
 
 import http.server
@@ -243,9 +243,18 @@ class IfOlderThanAgentAge(h.TestCase):
         # the agent's age is holderA's: another holder is refused as ever
         doc = self.release("holderB", older, "--dry-run", rc=1)
         self.assertEqual(doc["outcome"], "holder_changed", doc)
-        # far over the age: too_young
+        # far over the age: too_young, with what is known and the next step
         doc = self.release("holderA", "1h", "--dry-run", rc=1)
         self.assertEqual(doc["outcome"], "too_young", doc)
+        self.assertIn("the agent", doc.get("hint", ""), doc)
+        self.touch()
+        p = t.run(["release", "lock:x", "--holder", "holderA", "--if-older-than", "1h",
+                   "--dry-run"], self.cfg)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        err = p.stderr.decode().replace("\\\n    ", "").replace("\n  ", " ")
+        self.assertIn("[too_young]", err)
+        self.assertIn("old (from the agent", err)
+        self.assertIn("release lock:x --holder holderA", err)   # the command to paste
         # a terminal's prompt shows the agent's age, not "unknown"
         self.touch()
         rc, _, err = on_terminal(self.cfg, ["release", "lock:x", "--holder", "holderA"],
@@ -263,6 +272,13 @@ class IfOlderThanAgentAge(h.TestCase):
         self.ag.stop()
         doc = self.release("holderA", "%ds" % (AGE - 1), "--dry-run", rc=1)
         self.assertEqual(doc["outcome"], "too_young", doc)
+        self.touch()
+        p = t.run(["release", "lock:x", "--holder", "holderA", "--if-older-than", "1h",
+                   "--dry-run"], self.cfg)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        err = p.stderr.decode().replace("\n  ", " ")
+        self.assertIn("[too_young]", err)
+        self.assertIn("did not answer", err)
         self.assertEqual(self.c.get("lock:x"), b"holderA")
 
 
