@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * agent.c - what the agent's API knows of the locks, for list and show.
+ * agent.c - what the agent's API knows of the locks, for list, show and release.
  *
  * The agent keeps what lockctl cannot read from Redis: when it first saw
  * a lock's current holder and since when the key has had no TTL (its
@@ -137,15 +137,23 @@ static int
 add_lock(struct agent_view *av, const json_t *o)
 {
     struct agent_lock a;
-    const json_t *holders = json_object_get(o, "holders"), *fs, *nt;
+    const json_t *holders = json_object_get(o, "holders"), *fs, *nt, *age, *total;
 
     memset(&a, 0, sizeof(a));
     fs = json_object_get(o, "first_seen_ms");
     nt = json_object_get(o, "nottl_since_ms");
+    age = json_object_get(o, "age_seconds");
+    total = json_object_get(o, "holders_total");
     if (!json_is_integer(fs) || json_is_true(json_object_get(o, "key_truncated")))
         return 0;
     a.first_seen_ms = json_integer_value(fs);
     a.nottl_since_ms = json_is_integer(nt) ? json_integer_value(nt) : 0;
+    /* the agent's own now - first_seen: no clock skew between the hosts
+     * counts (a negative or absurd one is no age) */
+    a.age_ms = json_is_number(age) && json_number_value(age) >= 0 &&
+        json_number_value(age) < 1e12 ? (int64_t)(json_number_value(age) * 1000.0) : -1;
+    a.nholders = json_is_integer(total) && json_integer_value(total) >= 0 ?
+        (size_t)json_integer_value(total) : json_array_size(holders);
     a.stale = json_is_true(json_object_get(o, "stale"));
     {
         const json_t *st;
@@ -166,7 +174,10 @@ add_lock(struct agent_view *av, const json_t *o)
     if ((a.key = escaped_member(o, "key_escaped", &a.keylen)) == NULL)
         return 0;
     if (json_array_size(holders) > 0) {
-        a.holder = escaped_member(json_array_get(holders, 0), "id_escaped", &a.holderlen);
+        const json_t *h0 = json_array_get(holders, 0);
+
+        a.holder = escaped_member(h0, "id_escaped", &a.holderlen);
+        a.holder_cut = json_is_true(json_object_get(h0, "id_truncated"));
         if (a.holder == NULL) {
             free(a.key);
             return 0;

@@ -199,7 +199,11 @@ struct agent_lock {
     char *holder;               /* first holder's id bytes + NUL, owned;
                                  * NULL when the format names none */
     size_t holderlen;
+    bool holder_cut;            /* the agent kept only the first bytes of its id */
+    size_t nholders;            /* holders the agent saw (its holders_total) */
     int64_t first_seen_ms;      /* Unix ms the agent first saw this holder */
+    int64_t age_ms;             /* now - first_seen_ms by the agent's clock at
+                                 * its answer (age_seconds); -1 not given */
     int64_t nottl_since_ms;     /* Unix ms since it has had no TTL; 0: it had one */
     char states[64];            /* the agent's states, comma separated */
     bool stale;                 /* from the agent's last good scan of a target
@@ -293,6 +297,13 @@ bool verdict_judge(const struct lockstate_rules *rules, struct cli_lock *l,
                    const struct agent_lock *a, int64_t now_ms);
 /* Does a name l's current holder (the first one, byte for byte)? */
 bool verdict_same_holder(const struct cli_lock *l, const struct agent_lock *a);
+/*
+ * The age of holder (holderlen bytes) the agent knows, for release
+ * --if-older-than: a's age_ms when a (may be NULL) is from a fresh scan
+ * and names holder, whole and byte for byte, as the lock's only holder
+ * (a shared lock's first-seen time is its oldest holder's); else 0.
+ */
+int64_t verdict_agent_age(const struct agent_lock *a, const char *holder, size_t holderlen);
 /* Worst first: leaked, long, reentrant_high (by snapshot_rank()), then
  * held; within one rank a leak_unknown lock first, then the older. */
 bool verdict_worse(const struct cli_lock *a, const struct cli_lock *b);
@@ -311,6 +322,10 @@ bool verdict_age_unknown(const struct cli_lock *l);
 /* An age for people: out_duration(), with ">= " when a lower bound,
  * "unknown" when verdict_age_unknown(). */
 void verdict_age(const struct cli_lock *l, char *buf, size_t len);
+/* Where l's age comes from, for people: "the agent", "the acquisition
+ * time in the value", "OBJECT IDLETIME, a lower bound", or "nothing: ..."
+ * saying why. */
+const char *verdict_age_from(const struct cli_lock *l);
 
 /* ---- commands ---------------------------------------------------------------- */
 

@@ -12,7 +12,9 @@
  * otherwise), so a script or a pipe never releases a lock by accident.
  * --dry-run runs every guard in the script and changes nothing: no
  * prompt, no audit entry.  --if-leaked is list --state leaked's
- * definition (refuse_not_leaked()).
+ * definition (refuse_not_leaked()).  For it, for --if-older-than and for
+ * the prompt, the agent is asked what only it knows (agent.c): since when
+ * the lock has had no TTL, and how long its holder has held it.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -35,6 +37,10 @@ struct change {
     bool escaped, yes, dry_run, if_leaked;
     int64_t older_ms, ttl_ms;
     const char *reason;
+    const char *age_from;       /* where the known age passed to the script
+                                 * came from (an age_source: "agent",
+                                 * "acquired", "idletime"); NULL: none */
+    int64_t agent_ms;           /* the agent's age of the holder; 0: none */
 };
 
 static bool
@@ -167,7 +173,7 @@ refuse_wrong_holder(const struct lockctl *lc, const struct change *ch, const str
 static bool
 ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 {
-    char q[1024], addr[300], ttl[32], age[32], newttl[32];
+    char q[1024], addr[300], ttl[32], age[32], newttl[32], from[96];
     char *key = shown(ch->key, ch->keylen, 60);
     char *holder = holder_shown(ch->holder, ch->holderlen, 48);
     size_t width = lockctl_width(lc);
@@ -177,6 +183,12 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
     out_ttl(l->pttl_ms, ttl, sizeof(ttl));
     out_duration(ch->ttl_ms, newttl, sizeof(newttl));
     verdict_age(l, age, sizeof(age));
+    /* the age as show gives it, with where it comes from */
+    if (verdict_age_unknown(l))
+        snprintf(from, sizeof(from), "no agent times%s", strcmp(l->age_source, "idletime") == 0
+                 ? "; OBJECT IDLETIME is under a second" : "");
+    else
+        snprintf(from, sizeof(from), "from %s", verdict_age_from(l));
     /* the terminal's width, as every other line (the question is short) */
     table_line(stderr, width, "%s %s on target %s (%s)",
                ch->action == RELEASE_ACTION_EXPIRE ? "Expire" : "Release", key ? key : "?",
@@ -185,7 +197,7 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
     table_line(stderr, width, "  holder %s%s", holder ? holder : "?",
                holds(l, ch->holder, ch->holderlen) ? "" : " (not among the holders read; the "
                "release checks them all)");
-    table_line(stderr, width, "  format %s, TTL %s, age %s", l->fmt->name, ttl, age);
+    table_line(stderr, width, "  format %s, TTL %s, age %s (%s)", l->fmt->name, ttl, age, from);
     if (ch->action == RELEASE_ACTION_EXPIRE) {
         snprintf(q, sizeof(q), "Give it a TTL of %s?", newttl);
     } else {
@@ -198,11 +210,58 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
     return yes;
 }
 
+/*
+ * The next step after too_young, as one sentence into buf: how old the
+ * holder is known to be and from where (the larger of the age lockctl
+ * passed and the script's own IDLETIME, as the script judged), why the
+ * agent's age did not count when it did not, and what to do.
+ */
+static void
+too_young_next(const struct change *ch, const struct release_request *rq,
+               const struct release_result *res, const struct agent_view *av,
+               char *buf, size_t len)
+{
+    int64_t age = rq->known_age_ms, idle = res->idle_s > 1 ? (res->idle_s - 1) * 1000 : 0;
+    const char *from = ch->age_from;
+    char known[512], agent[832], d[32], want[32];
+
+    if (idle > age) {
+        age = idle;
+        from = "idletime";
+    }
+    out_duration(age, d, sizeof(d));
+    out_duration(ch->older_ms, want, sizeof(want));
+    if (from == NULL || age <= 0)
+        snprintf(known, sizeof(known), "the holder's age is not known");
+    else
+        snprintf(known, sizeof(known), "the holder is known to be %s%s old (from %s%s)",
+                 strcmp(from, "idletime") == 0 ? "at least " : "", d,
+                 strcmp(from, "agent") == 0 ? "the agent at " :
+                 strcmp(from, "acquired") == 0 ? "the acquisition time in the value" :
+                 "OBJECT IDLETIME, which any read resets",
+                 strcmp(from, "agent") == 0 ? av->url : "");
+    if (ch->agent_ms > 0)
+        agent[0] = '\0';       /* counted */
+    else if (av->answered)
+        snprintf(agent, sizeof(agent), "; the agent at %s gave no first-seen age for this "
+                 "holder (lockctl show KEY says what it knows)", av->url);
+    else if (av->asked)
+        snprintf(agent, sizeof(agent), "; the agent at %s did not answer (%s), and only it "
+                 "knows how long a holder has held the lock (start lockwatchd, or give "
+                 "--agent URL)", av->url, av->err);
+    else
+        snprintf(agent, sizeof(agent), "; with --agent off, the agent's first-seen age was "
+                 "not asked");
+    snprintf(buf, len, "%s%s; retry once the holder is %s old, or release it now without "
+             "--if-older-than (you are asked to confirm)", known, agent, want);
+}
+
 static int
 report(const struct lockctl *lc, const struct change *ch, const struct release_request *rq,
-       const struct release_result *res, const struct cli_lock *read)
+       const struct release_result *res, const struct cli_lock *read,
+       const struct agent_view *av)
 {
-    char addr[300], *key;
+    char addr[300], next[1600], *key;
     int rc;
 
     if (release_outcome_done(res->outcome) || res->outcome == RELEASE_WOULD_RELEASE ||
@@ -213,9 +272,13 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
     else
         rc = LOCKCTL_REDIS;
 
+    if (res->outcome == RELEASE_REFUSED_TOO_YOUNG)
+        too_young_next(ch, rq, res, av, next, sizeof(next));
     if (lc->json) {
         json_t *o = release_result_json(lc->t->name, rq, res);
 
+        if (o != NULL && res->outcome == RELEASE_REFUSED_TOO_YOUNG)
+            json_object_set_new(o, "hint", json_string(next));
         if (out_json_print(o) == -1)
             rc = LOCKCTL_REDIS;
         if (rc == LOCKCTL_REDIS && res->err[0] != '\0')
@@ -234,6 +297,10 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
                       release_outcome_str(res->outcome));
         if (res->outcome == RELEASE_REFUSED_HOLDER && read != NULL)
             current_holders(lc, ch, read);
+        if (res->outcome == RELEASE_REFUSED_TOO_YOUNG) {
+            table_line(stderr, lockctl_width(lc), "next: %s:", next);
+            next_command(lc, ch, "release", ch->holder, ch->holderlen, NULL);
+        }
     } else {
         table_line(stdout, lockctl_width(lc), "%s: %s on target %s (%s)",
                    release_outcome_str(res->outcome), key ? key : "?", lc->t->name, addr);
@@ -262,25 +329,36 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
 /*
  * The holder's age lockctl knows, for --if-older-than: the acquisition
  * time the format encodes (tied to the holder's exact value, so it cannot
- * go stale), and OBJECT IDLETIME as the read saw it before touching the
- * key.  That read resets IDLETIME on servers without CLIENT NO-TOUCH, so
- * the script alone would see the key as just used.  After a prompt, time
+ * go stale), the agent's first-seen age of that holder (ch->agent_ms,
+ * verdict_agent_age(): as old as the holder was at the agent's answer,
+ * which came before the read), and OBJECT IDLETIME as the read saw it
+ * before touching the key.  That read resets IDLETIME on servers without
+ * CLIENT NO-TOUCH, as the agent's own scans do, so the script alone would
+ * see the key as just used.  After a prompt, time
  * has passed: IDLETIME is read again (OBJECT does not touch) and, if no
  * one but us touched the key meanwhile, the two spans add up; if someone
  * did, only the new span counts.  The script still takes the larger of
- * this and its own IDLETIME, after checking the holder atomically.
+ * this and its own IDLETIME, after checking the holder atomically.  The
+ * largest wins; ch->age_from says which it was.
  */
 static int
-known_age(struct lockctl *lc, const struct change *ch, const struct cli_lock *l,
-          bool asked, int64_t read_ms, int64_t *age)
+known_age(struct lockctl *lc, struct change *ch, const struct cli_lock *l, bool asked,
+          int64_t read_ms, int64_t *age)
 {
     /* IDLETIME's clock ticks in whole seconds: a second less is sure */
     int64_t now = clock_now_ms(), idle_ms = l->idle_s > 1 ? (l->idle_s - 1) * 1000 : 0;
     char err[512];
 
     *age = 0;
-    if (l->view.acquired_ms > 0 && l->view.acquired_ms < now)
+    ch->age_from = NULL;
+    if (l->view.acquired_ms > 0 && l->view.acquired_ms < now) {
         *age = now - l->view.acquired_ms;
+        ch->age_from = "acquired";
+    }
+    if (ch->agent_ms > *age) {
+        *age = ch->agent_ms;
+        ch->age_from = "agent";
+    }
     if (ch->older_ms <= 0 || l->idle_s < 0)
         return LOCKCTL_DONE;
     if (asked) {
@@ -299,8 +377,10 @@ known_age(struct lockctl *lc, const struct change *ch, const struct cli_lock *l,
         idle_ms = since + 1000 >= now - read_ms ? idle_ms + (now - read_ms)
                   : since > 1000 ? since - 1000 : 0;
     }
-    if (idle_ms > *age)
+    if (idle_ms > *age) {
         *age = idle_ms;
+        ch->age_from = "idletime";
+    }
     return LOCKCTL_DONE;
 }
 
@@ -571,8 +651,12 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
         rc = LOCKCTL_USAGE;
         goto out;
     }
+    /* the agent knows what Redis cannot say: since when the lock has had
+     * no TTL (--if-leaked), how long its holder has held it
+     * (--if-older-than, the prompt's age) */
     if ((rc = session_load(lc)) != LOCKCTL_DONE ||
-        (ch.if_leaked && (rc = agent_consult(lc, &av, ch.key, ch.keylen)) != LOCKCTL_DONE) ||
+        ((ch.if_leaked || ch.older_ms > 0 || (!ch.yes && !ch.dry_run)) &&
+         (rc = agent_consult(lc, &av, ch.key, ch.keylen)) != LOCKCTL_DONE) ||
         (rc = session_connect_key(lc, ch.key, ch.keylen)) != LOCKCTL_DONE)
         goto out;
 
@@ -626,9 +710,13 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
         }
         asked = true;
     }
-    if (read && holds(&l, ch.holder, ch.holderlen) &&
-        (rc = known_age(lc, &ch, &l, asked, rq.now_ms, &rq.known_age_ms)) != LOCKCTL_DONE)
-        goto out;
+    if (read && holds(&l, ch.holder, ch.holderlen)) {
+        if (av.answered)
+            ch.agent_ms = verdict_agent_age(agent_find(&av, ch.key, ch.keylen), ch.holder,
+                                            ch.holderlen);
+        if ((rc = known_age(lc, &ch, &l, asked, rq.now_ms, &rq.known_age_ms)) != LOCKCTL_DONE)
+            goto out;
+    }
     rq.now_ms = clock_now_ms();
 
     session_operator(op, sizeof(op));
@@ -636,7 +724,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     rq.operator_name = op;
     rq.reason = reason;
     release_run(lc->c, lc->t, lc->cfg->audit_stream, &rq, &res);
-    rc = report(lc, &ch, &rq, &res, read ? &l : NULL);
+    rc = report(lc, &ch, &rq, &res, read ? &l : NULL, &av);
 out:
     cli_lock_release(&l);
     agent_view_release(&av);

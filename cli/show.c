@@ -264,11 +264,8 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
                  "lower bound: any read or lease renewal resets it)", l->idle_s);
     else
         snprintf(buf, sizeof(buf), "%s (from %s%s%s)", a,
-                 l->first_seen_ms > 0 ? "the agent: first seen " :
-                 strcmp(l->age_source, "acquired") == 0 ? "the acquisition time in the value"
-                 : strcmp(l->age_source, "idletime") == 0 ? "OBJECT IDLETIME, a lower bound"
-                 : l->idle_shared ? "nothing: a shared integer's IDLETIME is not the key's"
-                 : "nothing: unknown", l->first_seen_ms > 0 ? b : "",
+                 l->first_seen_ms > 0 ? "the agent: first seen " : verdict_age_from(l),
+                 l->first_seen_ms > 0 ? b : "",
                  l->first_seen_ms > 0 ? "; age_source: agent" : "");
     rc |= row(t, "age", buf, strlen(buf));
     if (l->nottl_ms >= 0 && l->first_seen_ms > 0) {

@@ -37,6 +37,16 @@ verdict_same_holder(const struct cli_lock *l, const struct agent_lock *a)
         memcmp(h->id, a->holder, a->holderlen) == 0;
 }
 
+int64_t
+verdict_agent_age(const struct agent_lock *a, const char *holder, size_t holderlen)
+{
+    if (a == NULL || a->stale || a->first_seen_ms <= 0 || a->age_ms <= 0 ||
+        a->nholders != 1 || a->holder == NULL || a->holder_cut ||
+        a->holderlen != holderlen || memcmp(a->holder, holder, holderlen) != 0)
+        return 0;
+    return a->age_ms;
+}
+
 bool
 verdict_judge(const struct lockstate_rules *rules, struct cli_lock *l,
               const struct agent_lock *a, int64_t now_ms)
@@ -128,4 +138,17 @@ verdict_age(const struct cli_lock *l, char *buf, size_t len)
     }
     out_duration(l->age_ms, d, sizeof(d));
     snprintf(buf, len, "%s%s", l->age_lower_bound ? ">= " : "", d);
+}
+
+const char *
+verdict_age_from(const struct cli_lock *l)
+{
+    if (l->first_seen_ms > 0)
+        return "the agent";
+    if (l->age_source != NULL && strcmp(l->age_source, "acquired") == 0)
+        return "the acquisition time in the value";
+    if (l->age_source != NULL && strcmp(l->age_source, "idletime") == 0)
+        return "OBJECT IDLETIME, a lower bound";
+    return l->idle_shared ? "nothing: a shared integer's IDLETIME is not the key's"
+        : "nothing: unknown";
 }

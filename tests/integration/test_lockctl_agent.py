@@ -18,10 +18,20 @@ Redis version.
   unknown (leaked?), and says the agent did not answer; --if-leaked refuses
   such a lock;
 - an HTTP server that is not the agent (HTML answers) is a clear fallback,
-  not a crash; --agent must be an http:// URL (exit 2).
+  not a crash; --agent must be an http:// URL (exit 2);
+- `release --if-older-than` takes the agent's first-seen age of the same
+  holder (a user trial on Redis 7.0: list said 35s, the release said
+  too_young, the HTTP release would_release): a plain lock without a TTL,
+  its IDLETIME reset before each run, releases with --if-older-than under
+  the agent's age; another holder is refused as ever; a DUR far over the
+  age is too_young with the age known and where it came from; the prompt
+  shows the agent's age; with the agent down it is too_young as before.
 """
 
 import http.server
+import os
+import pty
+import subprocess
 import threading
 
 import harness as h
@@ -178,6 +188,98 @@ class LockctlAgent(h.TestCase):
         doc = t.run_json(self, ["list", "--agent", "off"], self.cfg)
         self.assertEqual(doc["age_source"], "redis")
         self.assertIsNone(doc["agent"]["url"])
+
+
+AGE = 4         # seconds the agent has seen holderA for before the releases
+
+
+def on_terminal(cfg, args, answer):
+    """lockctl -c cfg args at a terminal that answers `answer`: (rc, out, err)."""
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen([t.LOCKCTL, "-c", cfg] + args, stdin=slave,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        os.close(slave)
+        slave = None
+        os.write(master, answer)
+        out, err = p.communicate(timeout=30)
+        return p.returncode, out, err
+    finally:
+        os.close(master)
+        if slave is not None:
+            os.close(slave)
+
+
+class IfOlderThanAgentAge(h.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.r = self.start_redis()
+        self.c = self.r.client()
+        self.c.set("lock:x", "holderA")                # plain, no TTL
+        self.ag = self.start_agent(self.r, scan_interval="1s", leak_grace="1h",
+                                   max_hold="1h")
+        self.cfg = self.ag.config_path
+
+        def old_enough():
+            st, doc = self.ag.lock("lock:x")
+            return st == 200 and doc["holders"][0]["id"] == "holderA" and \
+                doc["age_seconds"] >= AGE
+        self.ag.wait_for(old_enough, timeout=60,
+                         desc="the agent's age of lock:x at least %ds" % AGE)
+
+    def touch(self):
+        """What the agent's scans do on Redis < 7.2: reset IDLETIME."""
+        self.c.get("lock:x")
+
+    def release(self, holder, older, *more, rc=0):
+        self.touch()
+        return t.run_json(self, ["release", "lock:x", "--holder", holder,
+                                 "--if-older-than", older] + list(more), self.cfg, rc=rc)
+
+    def test_if_older_than_takes_the_agents_age(self):
+        older = "%ds" % (AGE - 1)
+        doc = self.release("holderA", older, "--dry-run")
+        self.assertEqual(doc["outcome"], "would_release", doc)
+        # the agent's age is holderA's: another holder is refused as ever
+        doc = self.release("holderB", older, "--dry-run", rc=1)
+        self.assertEqual(doc["outcome"], "holder_changed", doc)
+        # far over the age: too_young, with what is known and the next step
+        doc = self.release("holderA", "1h", "--dry-run", rc=1)
+        self.assertEqual(doc["outcome"], "too_young", doc)
+        self.assertIn("the agent", doc.get("hint", ""), doc)
+        self.touch()
+        p = t.run(["release", "lock:x", "--holder", "holderA", "--if-older-than", "1h",
+                   "--dry-run"], self.cfg)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        err = p.stderr.decode().replace("\\\n    ", "").replace("\n  ", " ")
+        self.assertIn("[too_young]", err)
+        self.assertIn("old (from the agent", err)
+        self.assertIn("release lock:x --holder holderA", err)   # the command to paste
+        # a terminal's prompt shows the agent's age, not "unknown"
+        self.touch()
+        rc, _, err = on_terminal(self.cfg, ["release", "lock:x", "--holder", "holderA"],
+                                 b"n\n")
+        self.assertEqual(rc, 1, err)
+        self.assertIn(b"(from the agent)", err)
+        self.assertNotIn(b"age unknown", err)
+        self.assertEqual(self.c.get("lock:x"), b"holderA")
+        # and for real
+        doc = self.release("holderA", older, "--yes")
+        self.assertEqual(doc["outcome"], "released", doc)
+        self.assertFalse(self.c.exists("lock:x"))
+
+    def test_agent_down_is_as_before(self):
+        self.ag.stop()
+        doc = self.release("holderA", "%ds" % (AGE - 1), "--dry-run", rc=1)
+        self.assertEqual(doc["outcome"], "too_young", doc)
+        self.touch()
+        p = t.run(["release", "lock:x", "--holder", "holderA", "--if-older-than", "1h",
+                   "--dry-run"], self.cfg)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        err = p.stderr.decode().replace("\n  ", " ")
+        self.assertIn("[too_young]", err)
+        self.assertIn("did not answer", err)
+        self.assertEqual(self.c.get("lock:x"), b"holderA")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@
  * no-TTL-since time where IDLETIME says "young", the fallback's lower
  * bounds and leak_unknown locks, --state leaked listing those, the
  * worst-first order, the API's JSON taken into the lookup table (binary
- * keys through key_escaped, cut keys and old agents skipped), and the
- * agent URL from [agent] listen.
+ * keys through key_escaped, cut keys and old agents skipped), the agent's
+ * age for release --if-older-than (that holder alone, from a fresh scan),
+ * and the agent URL from [agent] listen.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,7 +61,9 @@ agent_says(const char *tok, int64_t first_seen, int64_t nottl_since)
     memset(&a, 0, sizeof(a));
     a.holder = (char *)tok;
     a.holderlen = tok ? strlen(tok) : 0;
+    a.nholders = tok ? 1 : 0;
     a.first_seen_ms = first_seen;
+    a.age_ms = first_seen > 0 && first_seen < NOW ? NOW - first_seen : -1;
     a.nottl_since_ms = nottl_since;
     return a;
 }
@@ -138,6 +141,54 @@ test_other_holder_falls_back(void **state)
     l.view.nholders = 0;                        /* a format that names nobody */
     assert_true(verdict_same_holder(&l, &none));
     assert_false(verdict_same_holder(&l, &a));
+}
+
+/* release --if-older-than: the agent's age counts for the holder it was
+ * measured for, as that lock's only holder, from a fresh scan. */
+static void
+test_agent_age_for_the_guard(void **state)
+{
+    struct agent_lock a = agent_says("tok", NOW - 35000, 0);
+
+    (void)state;
+    assert_int_equal(verdict_agent_age(&a, "tok", 3), 35000);
+    assert_int_equal(verdict_agent_age(NULL, "tok", 3), 0);
+    assert_int_equal(verdict_agent_age(&a, "tok-B", 5), 0);    /* another holder */
+    assert_int_equal(verdict_agent_age(&a, "to", 2), 0);
+    a.nholders = 2;             /* shared: its time is the oldest holder's */
+    assert_int_equal(verdict_agent_age(&a, "tok", 3), 0);
+    a.nholders = 1;
+    a.holder_cut = true;        /* the agent kept only the first bytes */
+    assert_int_equal(verdict_agent_age(&a, "tok", 3), 0);
+    a.holder_cut = false;
+    a.stale = true;             /* its last good scan, of a target it cannot scan now */
+    assert_int_equal(verdict_agent_age(&a, "tok", 3), 0);
+    a.stale = false;
+    a.age_ms = -1;              /* an agent that gives no age_seconds */
+    assert_int_equal(verdict_agent_age(&a, "tok", 3), 0);
+    a = agent_says(NULL, NOW - 35000, 0);   /* a format that names nobody */
+    assert_int_equal(verdict_agent_age(&a, "tok", 3), 0);
+}
+
+/* The prompt's "age ... (from ...)": where the age comes from. */
+static void
+test_age_from(void **state)
+{
+    struct cli_lock l = read_lock("tok", -1, 5);
+    struct agent_lock a = agent_says("tok", NOW - 24000, NOW - 24000);
+
+    (void)state;
+    verdict_judge(&rules, &l, NULL, NOW);
+    assert_string_equal(verdict_age_from(&l), "OBJECT IDLETIME, a lower bound");
+    verdict_judge(&rules, &l, &a, NOW);
+    assert_string_equal(verdict_age_from(&l), "the agent");
+    l.view.acquired_ms = NOW - 10000;
+    verdict_judge(&rules, &l, NULL, NOW);
+    assert_string_equal(verdict_age_from(&l), "the acquisition time in the value");
+    l.view.acquired_ms = 0;
+    l.idle_s = -1;
+    verdict_judge(&rules, &l, NULL, NOW);
+    assert_string_equal(verdict_age_from(&l), "nothing: unknown");
 }
 
 /* Fallback: an acquisition time is an age, IDLETIME only a lower bound. */
@@ -219,9 +270,13 @@ static const char api_list[] =
     "{\"count\":3,\"total\":3,\"complete\":true,\"next_offset\":3,\"locks\":["
     "{\"target\":\"main\",\"key\":\"lock:a\\ufffd\",\"key_escaped\":\"lock:a%00b\","
     " \"holders\":[{\"id\":\"x\",\"id_escaped\":\"tok%20A\",\"count\":1}],"
+    " \"holders_total\":1,\"age_seconds\":1000.25,"
     " \"first_seen_ms\":1799999000000,\"nottl_since_ms\":1799999500000},"
     "{\"key\":\"lock:b\",\"key_escaped\":\"lock:b\",\"holders\":[],"
     " \"first_seen_ms\":1799999900000,\"nottl_since_ms\":null},"
+    "{\"key\":\"lock:r\",\"key_escaped\":\"lock:r\",\"holders_total\":3,"
+    " \"holders\":[{\"id_escaped\":\"r1\",\"id_truncated\":true},{\"id_escaped\":\"r2\"}],"
+    " \"first_seen_ms\":1799999000000,\"age_seconds\":-3},"
     "{\"key\":\"lock:cut\",\"key_escaped\":\"lock:cut\",\"key_truncated\":true,"
     " \"holders\":[],\"first_seen_ms\":1},"
     "{\"key\":\"lock:old\",\"key_escaped\":\"lock:old\",\"holders\":[]}]}";
@@ -239,21 +294,33 @@ test_agent_json(void **state)
     assert_non_null(doc);
     memset(&av, 0, sizeof(av));
     assert_int_equal(agent_add_json(&av, doc, err, sizeof(err)), 0);
-    assert_int_equal(av.nlocks, 2);             /* the cut key and the old agent's: skipped */
+    assert_int_equal(av.nlocks, 3);             /* the cut key and the old agent's: skipped */
     a = agent_find(&av, "lock:a\0b", 8);
     assert_non_null(a);
     assert_int_equal(a->holderlen, 5);
     assert_memory_equal(a->holder, "tok A", 5);
+    assert_false(a->holder_cut);
+    assert_int_equal(a->nholders, 1);
+    assert_int_equal(a->age_ms, 1000250);
     assert_int_equal(a->first_seen_ms, 1799999000000LL);
     assert_int_equal(a->nottl_since_ms, 1799999500000LL);
+    assert_int_equal(verdict_agent_age(a, "tok A", 5), 1000250);
     a = agent_find(&av, "lock:b", 6);
     assert_non_null(a);
     assert_null(a->holder);
+    assert_int_equal(a->nholders, 0);
+    assert_int_equal(a->age_ms, -1);            /* no age_seconds */
     assert_int_equal(a->nottl_since_ms, 0);
+    a = agent_find(&av, "lock:r", 6);
+    assert_non_null(a);
+    assert_true(a->holder_cut);
+    assert_int_equal(a->nholders, 3);           /* holders_total, not the array's */
+    assert_int_equal(a->age_ms, -1);            /* a negative age is none */
+    assert_int_equal(verdict_agent_age(a, "r1", 2), 0);
     assert_null(agent_find(&av, "lock:a", 6));
     assert_null(agent_find(&av, "lock:cut", 8));
     assert_int_equal(agent_add_json(&av, doc, err, sizeof(err)), 0);
-    assert_int_equal(av.nlocks, 2);             /* a second page repeating them */
+    assert_int_equal(av.nlocks, 3);             /* a second page repeating them */
     assert_int_equal(agent_add_json(&av, bad, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "not a JSON object"));
     agent_view_release(&av);
@@ -337,6 +404,8 @@ main(void)
         cmocka_unit_test(test_nottl_since_not_first_seen),
         cmocka_unit_test(test_lost_ttl_since_the_scan),
         cmocka_unit_test(test_other_holder_falls_back),
+        cmocka_unit_test(test_agent_age_for_the_guard),
+        cmocka_unit_test(test_age_from),
         cmocka_unit_test(test_fallback_bounds),
         cmocka_unit_test(test_selected),
         cmocka_unit_test(test_worst_first),
