@@ -641,8 +641,8 @@ deadlock_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc
     text_addf(sum, "Deadlock of %zu lock holders: ", d->nsteps);
     text_adds(sum, c->key);
     text_addf(desc, "%zu holders wait for each other in a cycle, seen on two passes in a "
-              "row since ", d->nsteps);
-    text_since(desc, d->since_ms, c->now_ms);
+              "row, ", d->nsteps);
+    text_for(desc, d->since_ms, c->now_ms);
     text_adds(desc, ": ");
     for (i = 0; i < d->nsteps; i++) {
         const struct graph_step *s = &d->steps[i];

@@ -102,8 +102,9 @@ text_duration_above(struct strbuf *t, double value_ms, int64_t limit_ms)
     text_adds(t, buf);
 }
 
-void
-text_since(struct strbuf *t, int64_t start_ms, int64_t end_ms)
+/* "<word> <end - start> (<what> <start as UTC>)" */
+static void
+text_span(struct strbuf *t, const char *word, const char *what, int64_t start_ms, int64_t end_ms)
 {
     char when[32];
     time_t secs = (time_t)(start_ms / 1000);
@@ -111,11 +112,26 @@ text_since(struct strbuf *t, int64_t start_ms, int64_t end_ms)
 
     if (gmtime_r(&secs, &tm) == NULL || strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
         snprintf(when, sizeof(when), "%" PRId64 " ms after the epoch", start_ms);
-    text_adds(t, "after ");
+    text_adds(t, word);
+    text_adds(t, " ");
     text_duration(t, end_ms - start_ms);
-    text_adds(t, " (firing since ");
+    text_adds(t, " (");
+    text_adds(t, what);
+    text_adds(t, " ");
     text_adds(t, when);
     text_adds(t, ")");
+}
+
+void
+text_since(struct strbuf *t, int64_t start_ms, int64_t end_ms)
+{
+    text_span(t, "after", "firing since", start_ms, end_ms);
+}
+
+void
+text_for(struct strbuf *t, int64_t start_ms, int64_t end_ms)
+{
+    text_span(t, "for", "since", start_ms, end_ms);
 }
 
 void

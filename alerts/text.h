@@ -49,6 +49,8 @@ void text_duration_above(struct strbuf *t, double value_ms, int64_t limit_ms);
 /* "after 3m 2s (firing since 2027-01-15T07:59:55Z)": how long a resolved
  * alert fired and since when (Unix ms). */
 void text_since(struct strbuf *t, int64_t start_ms, int64_t end_ms);
+/* "for 22s (since 2026-12-03T08:38:11Z)": how long a state has lasted */
+void text_for(struct strbuf *t, int64_t start_ms, int64_t end_ms);
 
 struct alert;
 /* The line for a resolved alert: "lock K on T: resolved after 3m 2s

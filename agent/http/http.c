@@ -473,7 +473,9 @@ http_start(struct agent *a, const char *host, int port, const struct http_limits
     maxconn = fit_descriptors(lim->max_connections);
     if (res->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    /* the logger first: libmicrohttpd warns on stderr when it is not */
     h->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, h,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                             MHD_OPTION_SOCK_ADDR, res->ai_addr,
                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)HTTP_THREADS,
                             MHD_OPTION_CONNECTION_LIMIT, maxconn,
@@ -481,7 +483,6 @@ http_start(struct agent *a, const char *host, int port, const struct http_limits
                             MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
                             MHD_OPTION_NOTIFY_COMPLETED, request_completed, h,
                             MHD_OPTION_NOTIFY_CONNECTION, notify_connection, h,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                             MHD_OPTION_END);
     if (h->d == NULL) {
         snprintf(err, errlen, "cannot listen on %s:%d (in use, or not an address of this host?)",

@@ -303,13 +303,33 @@ out:
 }
 
 void
+lease_overrun_reported(const struct lease_line *l, double overrun_s, const char *target,
+                       const char *klass)
+{
+    char detail[384];
+
+    snprintf(detail, sizeof(detail), "owner %.*s reported its lease lost %.3f s after it ran "
+             "out, by its own clock: it kept working while another client could take the lock",
+             (int)(l->owner != NULL ? (l->ownerlen > 128 ? 128 : l->ownerlen) : 1),
+             l->owner != NULL ? l->owner : "-", overrun_s);
+    push(EVENT_LEASE_OVERRUN, target != NULL && target[0] ? target : NULL,
+         klass != NULL && klass[0] ? klass : NULL, l->key, l->keylen, l->holder, l->holderlen,
+         detail, overrun_s);
+}
+
+void
 lease_lost(const struct lease_line *l, double held_s, double overrun_s, bool expired,
            const char *target, const char *klass)
 {
     char detail[384], over[64];
 
-    if (overrun_s >= 0)
+    /* the protocol's 0: found before the lease was due to end (a DEL or a
+     * takeover), not at its end */
+    if (overrun_s > 0)
         snprintf(over, sizeof(over), ", %.3f s after its lease ended", overrun_s);
+    else if (overrun_s == 0)
+        snprintf(over, sizeof(over), ", before its lease was due to end (deleted or taken "
+                 "over)");
     else
         over[0] = '\0';
     snprintf(detail, sizeof(detail), "owner %.*s reported its lease lost (%s) after %.1f s "

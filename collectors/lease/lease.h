@@ -23,7 +23,8 @@
  *    line's arrival minus the expiry; the entry is used up (one overrun
  *    per lease) and EVENT_LEASE_OVERRUN is pushed.  A `lost` line
  *    (lease_lost()) pushes EVENT_LEASE_LOST: the holder itself says its
- *    lease ended.
+ *    lease ended; one that no expiry matched and whose own overrun is
+ *    above 0 pushes EVENT_LEASE_OVERRUN too (lease_overrun_reported()).
  *
  * Holders and keys are matched by common/keyhash.h's hash of their bytes
  * (the tracker's key hash, and its 32-bit holder hash), so the table
@@ -104,6 +105,12 @@ struct lease_line {
  * nothing written, when no expiry matches.
  */
 bool lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char *klass);
+
+/* A `lost` line whose own overrun (overrun_s > 0) stands for an expiry the
+ * agent did not see: push EVENT_LEASE_OVERRUN, as lease_overrun() does for
+ * one it saw (the overrun histogram has it either way). */
+void lease_overrun_reported(const struct lease_line *l, double overrun_s, const char *target,
+                            const char *klass);
 
 /* A `lost` line: push EVENT_LEASE_LOST.  held_s: how long it had held it
  * (< 0 unknown); overrun_s: its overrun (< 0 unknown); expired: its reason

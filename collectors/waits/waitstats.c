@@ -417,6 +417,8 @@ record_lease(struct waitstats *ws, const struct sample *s, struct ws_source *src
         return;
     if (!matched)
         class_of(s->key, s->keylen, ws->rules, ws->nrules, klass, sizeof(klass));
+    if (!matched && over > 0)
+        lease_overrun_reported(&l, over, target, klass);
     lease_lost(&l, (double)s->us / 1e6, over, s->reason == SAMPLE_LOST_EXPIRED, target,
                klass);
 }

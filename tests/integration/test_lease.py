@@ -200,6 +200,27 @@ class LeaseTest(harness.TestCase):
         self.assertNotIn("target", a[0]["labels"])
         self.assertIn("tok-7", a[0]["annotations"]["summary"])
         self.assertEqual(self.overrun(ag, "lock:other:*"), (1, 1.2))
+        # ...and LockLeaseOverrun for that overrun too, as the shipped
+        # Prometheus rule (on the histogram's count) fires for it
+        a = ag.wait_for(lambda: [x for x in self.alerts(ag, "LockLeaseOverrun")
+                                 if x["labels"]["key"] == "lock:other:7"] or None, timeout=5,
+                        desc="LockLeaseOverrun from a lost line's own overrun")
+        self.assertIn("1.20s", a[0]["annotations"]["summary"])
+        # a lost line with overrun 0 (found before its lease was due to end)
+        # or none (-) is no overrun
+        self.send("lw1 lost lock:other:8 web-1%3A42%2F9 tok-8 5000000 0 renewal",
+                  "lw1 lost lock:other:9 web-1%3A42%2F9 tok-9 5000000 - renewal")
+        ag.wait_for(lambda: len(self.alerts(ag, "LockLeaseLost")) == 3, timeout=5,
+                    desc="two more LockLeaseLost")
+        self.assertEqual([x["labels"]["key"] for x in self.alerts(ag, "LockLeaseOverrun")
+                          if x["labels"]["key"].startswith("lock:other:")], ["lock:other:7"])
+        self.assertEqual(self.overrun(ag, "lock:other:*"), (1, 1.2))
+        st, ev = ag.get_json("/api/v1/events?kind=lease_lost")
+        self.assertEqual(st, 200, ev)
+        detail = {e["key"]: e["detail"] for e in ev["events"]}
+        self.assertIn("1.200 s after its lease ended", detail["lock:other:7"])
+        self.assertIn("before its lease was due to end", detail["lock:other:8"])
+        self.assertNotIn("lease", detail["lock:other:9"].split("held")[-1])
         self.assertEqual(harness.msum(ag.metrics(), "lockwatch_samples_invalid_total"), 0)
 
     def test_overrun_is_timed_when_the_line_came(self):
