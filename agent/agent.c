@@ -555,6 +555,10 @@ agent_reload(struct agent *a, struct config *cfg)
     for (i = 0; i < nold; i++)
         if (!in_list(list, cfg->ntargets, old[i]))
             target_free(old[i]);        /* dropped by the new config */
+    /* a target scanning for want of a class in notify-keyspace-events
+     * reads the setting again at its first scan, config changed or not */
+    for (i = 0; i < cfg->ntargets; i++)
+        follow_reload(list[i]->follow);
     free(old);
     if (elect(a, oldcfg, cfg) == -1)
         log_warnx("reload: cannot start the leader election; direct sinks are silent "

@@ -53,7 +53,10 @@
  * ACL denies, the setting cannot be checked: the target follows on trust,
  * reconciling every scan_interval until the first notification arrives,
  * and goes back to scanning when such a reconcile finds drift while no
- * notification ever came.
+ * notification ever came.  A target that scans because CONFIG GET showed
+ * the setting lacking a class reads it again at a full scan, at most every
+ * FOLLOW_RECHECK_MS and at the first after a reload (follow_reload()),
+ * and follows, as at a start, once it has them.
  *
  * A cluster target subscribes on every shard's primary (each publishes
  * its own keyspace events) and re-reads each key on the primary serving
@@ -345,7 +348,7 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
     const struct target_conf *t = p->t;
     char err[256] = "";
     uint64_t key;
-    bool lost;
+    bool lost, reload = fw->recheck;
     int rc;
 
     if (t->incremental == INCR_OFF || p->stop == NULL) {
@@ -356,8 +359,12 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
         return false;
     }
     fw->wanted = true;
+    fw->recheck = false;
     key = sub_key_of(p->conn_key, t, nodes, n);
-    if (fw->gave_up && fw->gave_up_key == key)
+    /* the same target gave up: not again, but for a setting that lacked a
+     * class, read again at a reload and every FOLLOW_RECHECK_MS */
+    if (fw->gave_up && fw->gave_up_key == key &&
+        !(fw->lacking && (reload || clock_mono_ms() - fw->lacking_mono >= FOLLOW_RECHECK_MS)))
         return false;
     fw->gave_up = false;
     pthread_mutex_lock(&fw->mu);
@@ -372,8 +379,18 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
     if (rc == 0) {
         fw->gave_up = true;
         fw->gave_up_key = key;
+        fw->lacking = true;
+        fw->lacking_mono = clock_mono_ms();
+        fw->announce = false;
+        /* scanning: the records go, as at a restart, so the full scan
+         * that follows again is no reconcile (what changed meanwhile is
+         * not drift) */
+        keymap_free(fw->locks, frec_free);
+        fw->locks = NULL;
         return false;
     }
+    fw->announce |= fw->lacking && rc == 1;
+    fw->lacking = false;
     fw->verified = rc == 1;
     if (!subscribe(fw, t, nodes, n)) {
         if (t->incremental == INCR_AUTO) {
@@ -575,6 +592,13 @@ scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
     fw->locks = fw->fill;
     fw->fill = NULL;
     fw->following = fw->nsubs > 0;
+    if (fw->following && fw->announce) {
+        size_t used = strnlen(fw->fresh_note, sizeof(fw->fresh_note));
+
+        snprintf(fw->fresh_note + used, sizeof(fw->fresh_note) - used, "%snotify-keyspace-events "
+                 "now has the classes follow mode needs; following", used > 0 ? "; " : "");
+        fw->announce = false;
+    }
     fw->why = WHY_NONE;
     fw->reconcile_mono = clock_mono_ms();
     fw->scan_started_ms = s->started_ms;
@@ -677,6 +701,12 @@ follow_new(struct scanner *sc)
     fw->sc = sc;
     scanner_set_hooks(sc, &hooks, fw);
     return fw;
+}
+
+void
+follow_reload(struct follow *fw)
+{
+    fw->recheck = true;
 }
 
 /* ---- the follow loop --------------------------------------------------------------- */

@@ -38,4 +38,13 @@ int follow_run(struct follow *fw, const struct target_conf *target,
                const struct scan_rules *rules, const atomic_int *stop,
                scan_publish_fn *publish, void *arg);
 
+/*
+ * A reload (SIGHUP): a target of fw's scanner that scans because
+ * CONFIG GET showed notify-keyspace-events lacking a class reads the
+ * setting again at its next full scan, whether its config changed or
+ * not (otherwise it does so every FOLLOW_RECHECK_MS at most).  Only while
+ * the target's thread is stopped.
+ */
+void follow_reload(struct follow *fw);
+
 #endif

@@ -47,6 +47,10 @@
 #define FOLLOW_NODES_MAX    64      /* subscriptions: cluster primaries */
 #define REGISTRY_PREFIX     "lockwatch:client:"
 #define DRIFT_STREAK        2       /* scheduled reconciles with fixes in a row */
+#define FOLLOW_RECHECK_MS   10000   /* scanning because notify-keyspace-events
+                                     * lacks a class: a full scan reads it
+                                     * again (one CONFIG GET a node) at most
+                                     * this often, and at a reload */
 
 /* One lock key as last read: enough to decode and judge it again. */
 struct frec {
@@ -91,8 +95,16 @@ struct follow {
     size_t nsubs;
     uint64_t sub_key;           /* nodes, credentials and patterns subscribed */
     bool verified;              /* CONFIG GET said the setting covers it */
-    bool gave_up;               /* auto: not again until the config changes */
+    bool gave_up;               /* not again until the config changes
+                                 * (but see lacking) */
     uint64_t gave_up_key;
+    bool lacking;               /* gave up because CONFIG GET showed the
+                                 * setting lacks a class: read again
+                                 * every FOLLOW_RECHECK_MS, and at a reload */
+    int64_t lacking_mono;       /* when it was last read so */
+    bool recheck;               /* a reload: read it at the next full scan */
+    bool announce;              /* it lacked a class and now has them: say
+                                 * so once the pass that subscribed ends */
     atomic_int th_quit;
 
     /* shared with the reader threads, under mu */
@@ -113,7 +125,8 @@ struct follow {
     size_t nfresh;
     bool fresh_denied;          /* the ACL denies INFO: unchecked */
     unsigned fresh_short;       /* checks in a row with fewer keys than locks */
-    char fresh_note[300];       /* why the last full scan ran: said once */
+    char fresh_note[300];       /* why the last full scan ran, or what it
+                                 * found: said once */
 
     /* the target's thread's own */
     struct keymap *retry;       /* keys a node said are moving (ASK): re-read

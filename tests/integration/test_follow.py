@@ -10,7 +10,9 @@ first scan: a new lock appears, a deleted one disappears, PERSIST and
 PEXPIRE change the TTL state, a lock that lost its TTL is leaked
 leak_grace after that, all with no SCAN between reconciles (INFO
 commandstats).  auto falls back to scanning with one log line naming the
-setting when notifications are off; an ACL that denies CONFIG GET still
+setting when notifications are off, and follows once the operator sets
+what that line asks for: seen by the check every RECHECK_S while it
+scans, and at once at a reload (SIGHUP), changed config or not; an ACL that denies CONFIG GET still
 follows (on trust) when notifications flow, and falls back when a
 reconcile finds what no notification said; a flood past the pending cap
 is counted and ends in a full scan that finds every key; a lost
@@ -21,12 +23,17 @@ bounded by a deadline.
 
 import base64
 import os
+import re
 import time
 
 import harness as h
 import topo
 
 NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
+# collectors/follow/follow_impl.h FOLLOW_RECHECK_MS: while a target scans
+# because notify-keyspace-events lacks a class, the setting is read again
+# at a full scan at most this often (README "Follow mode")
+RECHECK_S = 10
 # README "Follow mode": what follow mode adds to the scanner's ACL (Redis
 # compares PSUBSCRIBE patterns with the user's channel patterns literally)
 FOLLOW_ACL = ["+psubscribe", "+info", "&__keyspace@0__:lock:*",
@@ -239,6 +246,87 @@ class Follow(h.TestCase):
         self.assertEqual(len(lines), 1, ag.log_tail(50))
         self.assertIn("Kg$lhzxe", lines[0])
         self.assertIn('lacks "Kg$lhzxe"', lines[0])
+
+    def flags_asked(self, ag):
+        """The setting the agent's log line asks for (e.g. Kg$lhzxe)."""
+        lines = [l for l in ag.log_tail(200).splitlines() if "which lacks" in l]
+        self.assertTrue(lines, ag.log_tail(50))
+        m = re.search(r"e\.g\. notify-keyspace-events (\S+);", lines[-1])
+        self.assertIsNotNone(m, lines[-1])
+        return m.group(1)
+
+    def test_auto_follows_once_the_setting_has_the_classes(self):
+        # scanning because notify-keyspace-events lacks classes; the operator
+        # sets what the log asks for and sends no SIGHUP: the next check
+        # (every RECHECK_S, at a full scan) sees it and the target follows
+        rs = self.start_redis()
+        c = rs.client()
+        ag = self.start_agent(rs, scan_interval="1s")
+        ag.wait_scans(2)
+        self.assertFalse(self.following(ag))
+        flags = self.flags_asked(ag)
+        c.config_set("notify-keyspace-events", flags)
+        t0 = time.monotonic()
+        # the bound: one check interval, a scan interval, and room for a
+        # slow (sanitizer) build
+        bound = RECHECK_S + 1 + 15
+        self.wait_following(ag, timeout=bound)
+        print("setting fixed under the agent: following after %.1fs (checked every %ds)"
+              % (time.monotonic() - t0, RECHECK_S))
+        self.assertIn("notify-keyspace-events now has the classes follow mode needs",
+                      ag.log_tail(50))
+        c.set("lock:after", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:after"), 10, desc="lock:after appears")
+        scans = scan_calls(c)
+        c.set("lock:after2", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:after2"), 10, desc="lock:after2 from events")
+        self.assertEqual(scan_calls(c), scans, "SCAN ran while following")
+
+        # turned off again: noticed (the freshness check), scanning ...
+        c.config_set("notify-keyspace-events", "")
+        ag.wait_for(lambda: not self.following(ag), 15, desc="back to scanning")
+        self.assertIn("no longer following", ag.log_tail(50))
+        # ... and on again: following again, still with no SIGHUP
+        c.config_set("notify-keyspace-events", flags)
+        self.wait_following(ag, timeout=bound)
+        c.set("lock:again", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:again"), 10, desc="lock:again appears")
+
+    def test_reload_checks_the_setting_again(self):
+        # scan_interval 1h: between reloads the agent scans (and so checks
+        # the setting) once, at start, so only a reload can make it follow
+        # within the test's bounds
+        rs = self.start_redis()
+        c = rs.client()
+        ag = self.start_agent(rs, scan_interval="1h")
+        ag.wait_for(lambda: ag.scans_ok() >= 1, 30, desc="the first scan")
+        self.assertFalse(self.following(ag))
+        flags = self.flags_asked(ag)
+        c.config_set("notify-keyspace-events", flags)
+        ag.reload()                     # the same config file
+        self.wait_following(ag, timeout=20)
+        log = ag.log_tail(50)
+        self.assertIn("reloaded: 1 target(s)", log)
+        self.assertIn("notify-keyspace-events now has the classes follow mode needs", log)
+        c.set("lock:a", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:a"), 10, desc="lock:a from events")
+
+        # a reload while following keeps the subscription; scan_interval 1s
+        # lets the freshness check see the setting turned off
+        ag.write_config(ag.render_config(scan_interval="1s"))
+        ag.reload()
+        ag.wait_for(lambda: ag.log_tail(50).count("reloaded: 1 target(s)") >= 2, 10,
+                    desc="second reload")
+        c.config_set("notify-keyspace-events", "")
+        ag.wait_for(lambda: not self.following(ag), 15, desc="back to scanning")
+        # on again, and a reload with a changed config (scan_interval 1h
+        # again): following again at the reload's scan
+        c.config_set("notify-keyspace-events", flags)
+        ag.write_config(ag.render_config(scan_interval="1h"))
+        ag.reload()
+        self.wait_following(ag, timeout=20)
+        c.set("lock:b", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:b"), 10, desc="lock:b from events")
 
     def test_off_never_subscribes(self):
         rs = self.start_redis(args=NOTIFY)
