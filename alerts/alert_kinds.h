@@ -46,7 +46,10 @@
  * (alertset.c) and the rule table (rules.c); the row order is the enum's,
  * the order in which the kinds of one subject are judged, and within one
  * severity the order of the status page (the worse kind first).  A new kind is one row here plus its holds
- * and texts in rules.c.
+ * and texts in rules.c; a kind whose texts tell of one discrete event that
+ * a newer one replaces (LockLostAtFailover: the last loss) also names the
+ * event in rules.c's occurrences table, so that a new one while it fires
+ * is sent at once (alertset_occurred).
  */
 #ifndef LOCKWATCH_ALERT_KINDS_H
 #define LOCKWATCH_ALERT_KINDS_H

@@ -334,6 +334,20 @@ alertset_observe(struct alertset *set, const struct alert_labels *l)
     return a;
 }
 
+void
+alertset_occurred(struct alertset *set, struct alert *a, int64_t id)
+{
+    if (id == 0 || a->occurrence == id)
+        return;
+    /* another event than the one the sinks were told of: a new episode,
+     * notified at alertset_end (as a re-fired alert is, by observe) */
+    if (a->occurrence != 0 && a->state == ALERT_FIRING && a->notified_mono != 0) {
+        a->starts_ms = set->now_ms;
+        a->notified_mono = 0;
+    }
+    a->occurrence = id;
+}
+
 int
 alert_annotate(struct alert *a, const char *summary, const char *description)
 {

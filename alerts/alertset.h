@@ -21,8 +21,15 @@
  *                            ^                           |
  *                            +-------- observed ---------+  (a new startsAt)
  *
+ *   FIRING --another occurrence (alertset_occurred)--> FIRING  (a new startsAt)
+ *
  * A FIRING alert yields EV_FIRING once, EV_REPEAT every repeat_interval
- * while it fires, and EV_RESOLVED when it ends.  Resolved alerts are kept
+ * while it fires, and EV_RESOLVED when it ends.  An alert whose texts tell
+ * of one discrete event (alertset_occurred: LockLostAtFailover's loss of
+ * locks) and that is told of another while it fires starts a new episode
+ * in place: a new startsAt and EV_FIRING again, at once, since no sink
+ * has heard of that event (its labels, hence its fingerprint, stay: one
+ * instance).  Resolved alerts are kept
  * ALERTSET_RESOLVED_KEEP_MS so that Alertmanager keeps hearing that they
  * ended (its API asks clients to re-send resolutions for a while); every
  * ALERTSET_REFRESH_MS all firing and kept resolved alerts are yielded as
@@ -89,7 +96,10 @@ struct alert {
     int64_t starts_ms;              /* Unix ms */
     int64_t ends_ms;                /* Unix ms, when resolved */
     int64_t last_sent_ms;           /* Unix ms a notice last carried it; 0 never */
-    int64_t notified_mono;          /* last EV_FIRING / EV_REPEAT */
+    int64_t notified_mono;          /* last EV_FIRING / EV_REPEAT; 0: none
+                                     * yet this episode */
+    int64_t occurrence;             /* the event its texts tell of
+                                     * (alertset_occurred); 0: none */
     int64_t resolved_mono;
     uint64_t seen;                  /* generation it was last observed in */
     uint64_t event_gen;             /* generation of its last event */
@@ -125,6 +135,17 @@ void alertset_begin(struct alertset *set, int64_t now_ms, int64_t mono_ms);
  * ran out.
  */
 struct alert *alertset_observe(struct alertset *set, const struct alert_labels *l);
+
+/*
+ * The alert a (just observed) tells of one discrete event, named by id
+ * (nonzero; the same id for the same event every tick).  When a fires,
+ * was already notified and told of another id, the new event is news: a
+ * starts a new episode (starts_ms = this tick, EV_FIRING at
+ * alertset_end, repeats counted from then) under the same labels.  The
+ * first id it is told of, or one told before its first notice, only
+ * records the id.
+ */
+void alertset_occurred(struct alertset *set, struct alert *a, int64_t id);
 
 /* Replace an instance's annotations (copied).  -1 on ENOMEM (the old
  * ones stay). */

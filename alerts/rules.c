@@ -725,6 +725,26 @@ struct rule {
 static const struct rule rules[ALERT_NAMES] = { ALERT_KINDS(RULE_ROW) };
 #undef RULE_ROW
 
+/* LockLostAtFailover tells of one loss, the last (snap_lost): named by the
+ * time of the view after it. */
+static int64_t
+lost_occurrence(const struct rule_ctx *c)
+{
+    return c->snap->lost.at_ms;
+}
+
+/* The kinds whose texts tell of one discrete event, which a later one
+ * replaces, rather than of a state that lasts: the event's id, so that
+ * another one while the alert fires is sent at once as a new episode of
+ * the same alert (alertset_occurred), not left to repeat_interval.  The
+ * EVENT kinds are not here: a lease's loss can be two LockLeaseLost
+ * events (the scan's expired_renewed, the holder's lost line), which
+ * would notify twice, and a holder overrunning every lease of a key would
+ * notify once a lease (docs/alerts.md, Lifecycle). */
+static int64_t (*const occurrences[ALERT_NAMES])(const struct rule_ctx *c) = {
+    [ALERT_LOCK_LOST_AT_FAILOVER] = lost_occurrence,
+};
+
 /* Observe every kind of this scope that holds for c's subject, and write
  * its texts (capped, cut at a character boundary; out of memory keeps an
  * instance's previous texts). */
@@ -744,6 +764,8 @@ judge(struct alertset *set, enum rule_scope scope, const struct rule_ctx *c)
             continue;
         if ((a = alertset_observe(set, &lab)) == NULL)
             continue;
+        if (occurrences[k] != NULL)
+            alertset_occurred(set, a, occurrences[k](c));
         sb_init(&sum, RULES_SUMMARY_MAX);
         sb_init(&desc, RULES_DESCRIPTION_MAX);
         r->texts(c, &sum, &desc);

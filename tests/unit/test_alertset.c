@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_alertset.c - alert instances: fingerprints, the firing / repeat /
- * resolved lifecycle, keeping a target's alerts, the cap, and the
- * Alertmanager refresh.
+ * resolved lifecycle, keeping a target's alerts, the cap, the
+ * Alertmanager refresh, and a new episode on another occurrence.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -240,6 +240,88 @@ annotate_copies(void **state)
     alertset_free(set);
 }
 
+/* One tick observing the target's LockLostAtFailover, told of occurrence id. */
+static size_t
+tick_lost(struct alertset *set, int64_t t, int64_t id, bool refresh,
+          const struct alert_event **ev)
+{
+    struct alert_labels l = { ALERT_LOCK_LOST_AT_FAILOVER, "main", NULL, NULL, NULL, NULL };
+    struct alert *a;
+    size_t nev;
+
+    alertset_begin(set, NOW + t, MONO + t);
+    if (id != 0) {
+        assert_non_null(a = alertset_observe(set, &l));
+        alertset_occurred(set, a, id);
+    }
+    assert_int_equal(alertset_end(set, HOUR, refresh, ev, &nev), 0);
+    return nev;
+}
+
+/* An alert about discrete events: another event while it fires is a new
+ * episode at once (EV_FIRING, a new startsAt, the same fingerprint), not
+ * a repeat at repeat_interval; the same event is nothing new. */
+static void
+another_occurrence_fires_again(void **state)
+{
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    size_t nev, firing[ALERT_NAMES], sup;
+    uint64_t fp;
+
+    (void)state;
+    nev = tick_lost(set, 0, 111, true, &ev);
+    assert_int_equal(nev, 1);
+    assert_int_equal(ev[0].kind, EV_FIRING);
+    assert_int_equal(ev[0].alert->starts_ms, NOW);
+    fp = ev[0].alert->fp;
+    assert_int_equal(tick_lost(set, 1000, 111, false, &ev), 0);
+    /* another event, well within repeat_interval: at once */
+    nev = tick_lost(set, 14000, 222, false, &ev);
+    assert_int_equal(nev, 1);
+    assert_int_equal(ev[0].kind, EV_FIRING);
+    assert_int_equal(ev[0].alert->fp, fp);
+    assert_int_equal(ev[0].alert->starts_ms, NOW + 14000);
+    assert_int_equal(ev[0].alert->occurrence, 222);
+    alertset_counts(set, firing, &sup);
+    assert_int_equal(firing[ALERT_LOCK_LOST_AT_FAILOVER], 1);    /* one instance */
+    assert_non_null(alertset_at(set, 0));
+    assert_null(alertset_at(set, 1));
+    /* then nothing until repeat_interval after that notice */
+    assert_int_equal(tick_lost(set, 15000, 222, false, &ev), 0);
+    assert_int_equal(tick_lost(set, 14000 + HOUR - 1, 222, false, &ev), 0);
+    nev = tick_lost(set, 14000 + HOUR, 222, false, &ev);
+    assert_int_equal(nev, 1);
+    assert_int_equal(ev[0].kind, EV_REPEAT);
+    assert_int_equal(ev[0].alert->starts_ms, NOW + 14000);
+    /* an Alertmanager refresh in the tick of the new event is not doubled */
+    nev = tick_lost(set, 14000 + HOUR + ALERTSET_REFRESH_MS, 333, true, &ev);
+    assert_int_equal(nev, 1);
+    assert_int_equal(ev[0].kind, EV_FIRING);
+    /* not observed: resolved */
+    nev = tick_lost(set, 14000 + HOUR + ALERTSET_REFRESH_MS + 1000, 0, false, &ev);
+    assert_int_equal(nev, 1);
+    assert_int_equal(ev[0].kind, EV_RESOLVED);
+    /* firing again, told of two events before its first notice: one
+     * EV_FIRING, about the newer */
+    alertset_begin(set, NOW + 2 * HOUR, MONO + 2 * HOUR);
+    {
+        struct alert_labels l = { ALERT_LOCK_LOST_AT_FAILOVER, "main", NULL, NULL, NULL,
+                                  NULL };
+        struct alert *a = alertset_observe(set, &l);
+
+        assert_non_null(a);
+        alertset_occurred(set, a, 444);
+        alertset_occurred(set, a, 555);
+        assert_int_equal(alertset_end(set, HOUR, false, &ev, &nev), 0);
+        assert_int_equal(nev, 1);
+        assert_int_equal(ev[0].kind, EV_FIRING);
+        assert_int_equal(ev[0].alert->starts_ms, NOW + 2 * HOUR);
+        assert_int_equal(ev[0].alert->occurrence, 555);
+    }
+    alertset_free(set);
+}
+
 int
 main(void)
 {
@@ -250,6 +332,7 @@ main(void)
         cmocka_unit_test(cap_suppresses_and_counts),
         cmocka_unit_test(refresh_reposts),
         cmocka_unit_test(annotate_copies),
+        cmocka_unit_test(another_occurrence_fires_again),
     };
 
     return cmocka_run_group_tests_name("alertset", tests, NULL, NULL);

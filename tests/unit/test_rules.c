@@ -622,6 +622,65 @@ lost_at_failover_names_the_locks(void **state)
     alertset_free(set);
 }
 
+/* A second loss while the alert fires (a user trial: silent until
+ * repeat_interval): a new episode of the same alert at once, its texts the
+ * second loss's; it resolves RULES_LOST_FIRING_MS after the last loss. */
+static void
+lost_again_fires_again(void **state)
+{
+    const char *classes[] = { "other" };
+    struct snapshot *s = snap(classes, 1);
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    uint64_t fp;
+    size_t n;
+
+    (void)state;
+    snapshot_finish(s);
+    s->lost.at_ms = NOW - 1000;
+    s->lost.cause = LOST_FLUSH;
+    snprintf(s->lost.now, sizeof(s->lost.now), "127.0.0.1:26479");
+    snprintf(s->lost.was, sizeof(s->lost.was), "127.0.0.1:26479");
+    s->lost.count = s->lost.compared = s->lost.nlisted = 1;
+    s->lost.listed[0].key_len = (uint16_t)snprintf(s->lost.listed[0].key, LOST_KEY_MAX,
+                                                   "lock:fl:1");
+    n = eval(set, s, true, NULL, 0, &ev);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].kind, EV_FIRING);
+    assert_non_null(strstr(ev[0].alert->summary, "1 lock lost on target main at a flush"));
+    fp = ev[0].alert->fp;
+    assert_int_equal(eval(set, s, true, NULL, 1000, &ev), 0);
+
+    /* 14 s later: a restart loses two more */
+    s->lost.at_ms = NOW + 14000;
+    s->lost.cause = LOST_RESTART;
+    s->lost.count = s->lost.compared = s->lost.nlisted = 2;
+    s->lost.listed[0].key_len = (uint16_t)snprintf(s->lost.listed[0].key, LOST_KEY_MAX,
+                                                   "lock:rst:1");
+    s->lost.listed[1].key_len = (uint16_t)snprintf(s->lost.listed[1].key, LOST_KEY_MAX,
+                                                   "lock:rst:2");
+    n = eval(set, s, true, NULL, 14500, &ev);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].kind, EV_FIRING);
+    assert_int_equal(ev[0].alert->fp, fp);
+    assert_int_equal(ev[0].alert->starts_ms, NOW + 14500);
+    assert_non_null(strstr(ev[0].alert->summary, "2 locks lost on target main at a restart "
+                           "of 127.0.0.1:26479"));
+    assert_non_null(strstr(ev[0].alert->description, "lock:rst:2 ("));
+    assert_null(strstr(ev[0].alert->description, "lock:fl:1"));
+    assert_null(alertset_at(set, 1));       /* one alert for the target */
+    assert_int_equal(eval(set, s, true, NULL, 15500, &ev), 0);
+
+    /* 15 minutes after the first loss it still fires: they count from the last */
+    assert_int_equal(eval(set, s, true, NULL, RULES_LOST_FIRING_MS, &ev), 0);
+    n = eval(set, s, true, NULL, 14000 + RULES_LOST_FIRING_MS, &ev);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].kind, EV_RESOLVED);
+    assert_int_equal(ev[0].alert->starts_ms, NOW + 14500);
+    snapshot_unref(s);
+    alertset_free(set);
+}
+
 static void
 gbytes(struct graph_bytes *b, const char *s)
 {
@@ -804,6 +863,7 @@ main(void)
         cmocka_unit_test(hostile_keys_make_valid_labels),
         cmocka_unit_test(wait_p99_needs_samples),
         cmocka_unit_test(lost_at_failover_names_the_locks),
+        cmocka_unit_test(lost_again_fires_again),
         cmocka_unit_test(durations),
         cmocka_unit_test(duration_above_its_limit),
         cmocka_unit_test(lease_rules),
