@@ -12,7 +12,11 @@
  * of the same thread, the one it waits with) and by key, then walks each target's retained locks once: a lock with a fair
  * queue gives queue -> holder edges, a lock whose key a waiting pair names
  * gives owner -> holder edges.  A waiting pair whose key no snapshot holds
- * in detail points at the owners whose pairs hold that key.  Every edge's
+ * in detail points at the owners whose pairs hold that key, unless the
+ * snapshots vouch that the key is gone: every target whose patterns take
+ * it has a complete snapshot newer than the holding pair's acquire, and
+ * none has the key (a lock released without its `hold` line, by on-call
+ * or by its TTL, is no one's).  Every edge's
  * label is its lock's index in the pass's lock list, which keeps what the
  * report says of the step (target, key, class, since when it is held,
  * and the scan generation it came from).
@@ -24,6 +28,7 @@
 #include <string.h>
 
 #include "collectors/events/events.h"
+#include "collectors/locks/lockstate.h"
 #include "common/lw1.h"
 
 #define PASS_LOCKS_MAX CYCLES_EDGES_MAX
@@ -56,6 +61,8 @@ struct glock {
 
 struct pass {
     struct graph *g;
+    const struct graph_target *targets;
+    size_t ntargets;
     struct gpair *pairs;
     size_t npairs;
     struct gpair **byholder, **bykey, **byparty;
@@ -477,8 +484,58 @@ lock_edges(struct pass *p, const char *target, const struct snapshot *s,
     }
 }
 
+/* Does snapshot s show every lock of its target: ok, every lock kept in
+ * detail (not past SNAP_RETAIN_MAX or SNAP_RETAIN_BYTES), every shard read? */
+static bool
+snap_whole(const struct snapshot *s)
+{
+    size_t i;
+
+    if (s == NULL || !s->ok || !snapshot_complete(s))
+        return false;
+    for (i = 0; s->shards != NULL && i < s->nshards; i++)
+        if (!s->shards[i].ok)
+            return false;
+    return true;
+}
+
+/*
+ * Until when (Unix ms) the snapshots vouch for key, which none of them
+ * has: a holding acquired before then has been released since.  Every
+ * target whose patterns take the key (not excluded) must vouch, with a
+ * whole snapshot: follow mode's view for every acquire so far, a scan for
+ * those before it began.  INT64_MIN when none can: no target takes the
+ * key, or one that does cannot vouch (a failed or capped snapshot, a
+ * shard not read, a target whose patterns are not known), so the key may
+ * be held where no snapshot shows it.
+ */
+static int64_t
+vouched_until(const struct pass *p, const char *key, size_t len)
+{
+    int64_t until = INT64_MAX;
+    bool taken = false;
+    size_t t;
+
+    for (t = 0; t < p->ntargets; t++) {
+        const struct target_conf *c = p->targets[t].conf;
+        const struct snapshot *s = p->targets[t].snap;
+
+        if (c == NULL)
+            return INT64_MIN;
+        if (!lockstate_in_patterns(c, key, len) || lock_key_excluded(c, key, len))
+            continue;
+        if (!snap_whole(s))
+            return INT64_MIN;
+        taken = true;
+        if (!s->follow.active && s->started_ms < until)
+            until = s->started_ms;
+    }
+    return taken ? until : INT64_MIN;
+}
+
 /* A waiting pair whose key no snapshot showed held: the owners whose pairs
- * hold the key are its holders (from their own lines). */
+ * hold the key are its holders (from their own lines), unless snapshots
+ * newer than their acquire vouch that the key is gone. */
 static void
 reporter_edges(struct pass *p)
 {
@@ -486,9 +543,11 @@ reporter_edges(struct pass *p)
 
     for (i = 0; i < p->nbykey; i++) {
         const struct gpair *w = p->bykey[i];
+        int64_t until;
 
         if (!w->waiting || p->matched[i])
             continue;
+        until = vouched_until(p, w->key, w->keylen);
         for (j = key_first(p, w->key, w->keylen); key_at(p, j, w->key, w->keylen); j++) {
             const struct gpair *h = p->bykey[j];
             struct glock t = { .key = w->key, .keylen = w->keylen, .source = "waiting",
@@ -497,6 +556,8 @@ reporter_edges(struct pass *p)
             if (!gpair_holds(h) || (h->ownerlen == w->ownerlen &&
                                     memcmp(h->owner, w->owner, w->ownerlen) == 0))
                 continue;
+            if (t.held_since_ms < until)
+                continue;       /* gone from snapshots made after it was taken */
             add_edge(p, cycles_node(p->g->cy, w->owner, w->ownerlen),
                      cycles_node(p->g->cy, h->owner, h->ownerlen), &t);
         }
@@ -779,8 +840,8 @@ graph_pass(struct graph *g, const struct graph_target *targets, size_t ntargets,
            struct waitstats *ws, const struct class_rule *rules, size_t nrules,
            int64_t now_ms, int64_t mono_ms)
 {
-    struct pass p = { .g = g, .rules = rules, .nrules = nrules, .now_ms = now_ms,
-                      .mono_ms = mono_ms };
+    struct pass p = { .g = g, .targets = targets, .ntargets = ntargets, .rules = rules,
+                      .nrules = nrules, .now_ms = now_ms, .mono_ms = mono_ms };
     struct cycles_stats cs;
 
     cycles_reset(g->cy);

@@ -18,8 +18,14 @@
  *          `<uuid>:<tid>` waits for each holder of K), and from every pair
  *          that is waiting now (its owner waits for each holder the
  *          snapshots show for its key, on any target; a key no snapshot
- *          holds in detail is held by the owners whose pairs acquired it
- *          and have not released it).
+ *          can vouch for is held by the owners whose pairs acquired it
+ *          and have not released it).  A snapshot vouches for a key its
+ *          target's patterns take (not excluded) when it is ok, complete
+ *          (every lock kept in detail, every shard read) and newer than
+ *          the acquire (follow mode's current view, or a scan begun after
+ *          the pair's line): a key every target that takes it vouches for,
+ *          absent from them all, is held by nobody, whatever stale pairs
+ *          say (a lock released by on-call, or expired, sends no `hold`).
  *
  * A cycle (cycles.h: one per strongly connected set) is a deadlock when it
  * was found in two passes in a row and every edge that came from a target
@@ -79,6 +85,10 @@
 struct graph_target {
     const char *name;
     const struct snapshot *snap;        /* newest, or NULL */
+    const struct target_conf *conf;     /* its patterns: a key they take that its
+                                         * snapshot lacks is not held there;
+                                         * NULL: unknown, its snapshot vouches
+                                         * for no key it lacks */
 };
 
 /* Bytes cut to a bound; valid UTF-8 or not (renderers sanitise). */
