@@ -57,6 +57,10 @@ struct glock {
     const char *source;
     int64_t held_since_ms;
     uint64_t stamp;                     /* a scanning target's generation; 0 live */
+    const char *holder_id;              /* holder's id as Redis has it (in the
+                                         * snapshot or the pair); NULL: unknown */
+    size_t holder_idlen;
+    bool holder_id_cut;                 /* the snapshot kept only part of it */
 };
 
 struct pass {
@@ -217,6 +221,7 @@ graph_report_unref(struct graph_report *r)
         for (k = 0; k < r->deadlocks[i].nsteps; k++) {
             gbytes_free(&r->deadlocks[i].steps[k].waiter);
             gbytes_free(&r->deadlocks[i].steps[k].holder);
+            gbytes_free(&r->deadlocks[i].steps[k].holder_id);
             gbytes_free(&r->deadlocks[i].steps[k].key);
         }
     }
@@ -455,8 +460,12 @@ edges_to_holders(struct pass *p, long waiter, const struct snap_lock *l, struct 
 {
     uint16_t h;
 
-    for (h = 0; h < l->nholders; h++)
+    for (h = 0; h < l->nholders; h++) {
+        tmpl->holder_id = l->holders[h].id;
+        tmpl->holder_idlen = l->holders[h].id_len;
+        tmpl->holder_id_cut = l->holders[h].truncated != 0;
         add_edge(p, waiter, node_of(p, l->holders[h].id, l->holders[h].id_len), tmpl);
+    }
 }
 
 static void
@@ -551,7 +560,8 @@ reporter_edges(struct pass *p)
         for (j = key_first(p, w->key, w->keylen); key_at(p, j, w->key, w->keylen); j++) {
             const struct gpair *h = p->bykey[j];
             struct glock t = { .key = w->key, .keylen = w->keylen, .source = "waiting",
-                               .held_since_ms = p->now_ms - (p->mono_ms - h->at_ms) };
+                               .held_since_ms = p->now_ms - (p->mono_ms - h->at_ms),
+                               .holder_id = h->holder, .holder_idlen = h->holderlen };
 
             if (!gpair_holds(h) || (h->ownerlen == w->ownerlen &&
                                     memcmp(h->owner, w->owner, w->ownerlen) == 0))
@@ -636,8 +646,10 @@ step_fill(const struct pass *p, struct graph_step *st, const struct glock *l)
         return -1;
     w = cycles_name(p->g->cy, l->holder, &len);
     if (gbytes_set(&st->holder, w, len, GRAPH_NAME_MAX) == -1 ||
-        gbytes_set(&st->key, l->key, l->keylen, GRAPH_KEY_MAX) == -1)
+        gbytes_set(&st->key, l->key, l->keylen, GRAPH_KEY_MAX) == -1 ||
+        gbytes_set(&st->holder_id, l->holder_id, l->holder_idlen, GRAPH_HOLDER_ID_MAX) == -1)
         return -1;
+    st->holder_id.cut |= l->holder_id_cut;
     snprintf(st->target, sizeof(st->target), "%s", l->target ? l->target : "");
     if (l->klass != NULL)
         snprintf(st->klass, sizeof(st->klass), "%s", l->klass);
@@ -686,7 +698,16 @@ push_event(const struct graph_deadlock *d)
     }
     detail_add(detail, sizeof(detail), &len, "release ", 8);
     detail_add(detail, sizeof(detail), &len, b->key.p, b->key.len);
-    detail_add(detail, sizeof(detail), &len, " (the youngest hold) to break it", 32);
+    if (b->holder_id.len > 0) {
+        /* what lockctl release --holder takes: the id, not the owner */
+        detail_add(detail, sizeof(detail), &len, " (holder id ", 12);
+        detail_add(detail, sizeof(detail), &len, b->holder_id.p, b->holder_id.len);
+        detail_add(detail, sizeof(detail), &len, b->holder_id.cut ? "...: " : ": ",
+                   b->holder_id.cut ? 5 : 2);
+    } else {
+        detail_add(detail, sizeof(detail), &len, " (", 2);
+    }
+    detail_add(detail, sizeof(detail), &len, "the youngest hold) to break it", 30);
     events_push(&in);
 }
 

@@ -77,6 +77,7 @@
 #define GRAPH_ORDER_KEEP_MS   (60 * 60 * 1000)  /* an order not seen for this long goes */
 #define GRAPH_KEY_MAX         1024      /* key bytes kept in a report */
 #define GRAPH_NAME_MAX        256       /* holder / owner bytes kept in a report */
+#define GRAPH_HOLDER_ID_MAX   512       /* holder id bytes kept (LW1_HOLDER_MAX) */
 #define GRAPH_CROSS_TARGET    "*"       /* the target label of a deadlock whose
                                          * locks are on several targets, or
                                          * known only from reporters */
@@ -101,6 +102,14 @@ struct graph_bytes {
 /* One step of a deadlock: waiter waits for lock key, which holder holds. */
 struct graph_step {
     struct graph_bytes waiter, holder, key;
+    struct graph_bytes holder_id;       /* the Redis holder id of holder's holding
+                                         * of key (the value, the hash field, the
+                                         * token: what `lockctl release --holder`
+                                         * takes; holder is its owner, a node):
+                                         * the one the snapshot showed, or the
+                                         * `waiting ... ok` line's.  len 0: not
+                                         * known (a line with "-"); cut: longer
+                                         * than the snapshot or the report kept */
     char target[CONFIG_NAME_MAX + 1];   /* "" when only reporters know the lock */
     char klass[CLASS_NAME_MAX];
     const char *source;                 /* "fair-queue" or "waiting" */

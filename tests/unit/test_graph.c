@@ -122,6 +122,7 @@ following_target_two_passes(void **state)
     assert_string_equal(d->steps[0].waiter.p, TA);
     assert_string_equal(d->steps[0].key.p, "lock:fair:y");
     assert_string_equal(d->steps[0].holder.p, TB);
+    assert_string_equal(d->steps[0].holder_id.p, TB);     /* no owner: the field itself */
     assert_string_equal(d->steps[0].source, "fair-queue");
     assert_string_equal(d->steps[1].key.p, "lock:fair:x");
     /* y is the youngest hold */
@@ -299,6 +300,7 @@ released_lock_is_no_ones(void **state)
     struct waitstats *ws = ws_with_lines();
     struct snapshot *s = scan_of(1, 500, "tokC", "tokD");
     struct graph_target gt = { "main", s, &conf_main };
+    const struct graph_deadlock *d;
     struct graph_report *r;
 
     (void)state;
@@ -307,7 +309,15 @@ released_lock_is_no_ones(void **state)
     gt.snap = s = scan_of(2, 2500, "tokC", "tokD");
     r = pass_ws(g, &gt, 1, ws, 3000);
     assert_int_equal(r->ndeadlocks, 1);     /* the trial's cycle, from the snapshots */
-    assert_int_equal(r->deadlocks[0].nsteps, 2);
+    d = &r->deadlocks[0];
+    assert_int_equal(d->nsteps, 2);
+    /* the least node first: svc-c waits for d, held by svc-d as tokD */
+    assert_string_equal(d->steps[0].waiter.p, "svc-c:1/1");
+    assert_string_equal(d->steps[0].holder.p, "svc-d:2/1");
+    assert_string_equal(d->steps[0].holder_id.p, "tokD");
+    assert_string_equal(d->steps[1].holder.p, "svc-c:1/1");
+    assert_string_equal(d->steps[1].holder_id.p, "tokC");
+    assert_false(d->steps[1].holder_id.cut);
     graph_report_unref(r);
     snapshot_unref(s);
     /* on-call released d (no `hold` line): the next scan has no d */
@@ -340,14 +350,23 @@ lines_stand_in_where_no_snapshot_vouches(void **state)
     struct waitstats *ws = ws_with_lines();
     struct snapshot *s, *f;
     struct graph_target gt[2];
+    struct graph_report *r;
     struct graph *g;
 
     (void)state;
-    /* no target's patterns take the keys: the lines alone, a deadlock */
+    /* no target's patterns take the keys: the lines alone, a deadlock, its
+     * holder ids the lines' */
     s = scan_of(1, 500, NULL, NULL);
     gt[0] = (struct graph_target){ "other", s, &conf_other };
     assert_non_null(g = graph_new());
     assert_int_equal(twice(g, gt, 1, ws, 1000), 1);
+    r = graph_latest(g);
+    assert_int_equal(r->ndeadlocks, 1);
+    assert_string_equal(r->deadlocks[0].target, GRAPH_CROSS_TARGET);
+    assert_string_equal(r->deadlocks[0].steps[0].holder_id.p, "tokD");
+    assert_string_equal(r->deadlocks[0].steps[0].target, "");
+    assert_string_equal(r->deadlocks[0].steps[1].holder_id.p, "tokC");
+    graph_report_unref(r);
     graph_free(g);
     /* ... nor when main's exclude_patterns leave them out */
     gt[0] = (struct graph_target){ "main", s, &conf_excl };
