@@ -393,7 +393,7 @@ lines_stand_in_where_no_snapshot_vouches(void **state)
     s->follow.active = false;
     /* a snapshot capped (fewer kept than counted) may have left them out */
     snapshot_unref(s);
-    s = scan_of(1, 500, NULL, NULL);
+    gt[0].snap = s = scan_of(1, 500, NULL, NULL);
     s->locks_total = 20000;
     assert_non_null(g = graph_new());
     assert_int_equal(twice(g, gt, 1, ws, 1000), 1);
