@@ -658,12 +658,21 @@ deadlock_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc
     text_step_lock(desc, b);
     text_adds(desc, ", held by ");
     text_bytes(desc, b->holder.p, b->holder.len, RULES_HOLDER_TEXT_MAX);
+    if (b->holder_id.len > 0) {
+        /* the owner is no holder id: lockctl release --holder takes this */
+        text_adds(desc, " as holder id ");
+        text_bytes(desc, b->holder_id.p, b->holder_id.len, RULES_HOLDER_TEXT_MAX);
+        if (b->holder_id.cut && b->holder_id.len <= RULES_HOLDER_TEXT_MAX)
+            text_adds(desc, "\xe2\x80\xa6");
+    }
     if (b->held_since_ms > 0) {
         text_adds(desc, " for ");
         text_duration(desc, c->now_ms - b->held_since_ms);
     }
     text_adds(desc, " (the youngest hold: the least work lost), or restart that holder: "
-              "the others then proceed. Then take these locks in one order everywhere.");
+              "the others then proceed. `lockctl deadlocks` prints the release command to "
+              "paste (--holder is the holder id, not the owner). Then take these locks in one "
+              "order everywhere.");
 }
 
 static bool

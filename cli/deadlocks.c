@@ -3,7 +3,10 @@
  * deadlocks.c - lockctl deadlocks: the agent's wait-for graph
  * (GET /api/v1/deadlocks, docs/deadlocks.md): every deadlock now, one
  * table of its steps (who waits for which key, held by whom, for how
- * long) and the lock to release; then the lock-order inversions known.
+ * long) and the lock to release, with the release command to paste as
+ * show prints it (pasteline.c): its --holder is the Redis holder id the
+ * agent drew the edge to (`holder_id`), not the owner the table shows,
+ * and its -t the lock's target; then the lock-order inversions known.
  *
  * Only the agent knows this (it joins the fair queues of every target with
  * the reporters' waiting lines), so this command asks it and nothing else:
@@ -70,6 +73,48 @@ step_row(struct table *t, const json_t *step)
     return rc;
 }
 
+/*
+ * The command that releases the lock of step rel (the one to release), to
+ * paste as it stands, or why there is none: the key or the holder id was
+ * cut in the agent's report, or no line named the holder id.
+ */
+static void
+release_command(const struct lockctl *lc, const json_t *rel, size_t width)
+{
+    const char *target = json_string_value(json_object_get(rel, "target"));
+    size_t klen = 0, hlen = 0;
+    char *key = member_bytes(rel, "key", &klen), *hid = member_bytes(rel, "holder_id", &hlen);
+    struct pasteline pl;
+
+    if (key == NULL || hid == NULL) {
+        table_line(stdout, width, "no release command: out of memory");
+    } else if (json_is_true(json_object_get(rel, "key_cut"))) {
+        table_line(stdout, width, "no release command: the key is longer than the agent's "
+                   "report keeps (lockctl list shows it whole)");
+    } else if (hlen == 0) {
+        table_line(stdout, width, "no release command: no one named the holder id (the "
+                   "owner's waiting line said \"-\"); lockctl show KEY prints the command");
+    } else if (json_is_true(json_object_get(rel, "holder_id_cut"))) {
+        table_line(stdout, width, "no release command: the holder id is longer than the agent "
+                   "keeps; lockctl show KEY prints the command");
+    } else {
+        paste_init_target(&pl, lc, target, "release");
+        paste_key_holder(&pl, key, klen, hid, hlen);
+        if (target == NULL)
+            table_line(stdout, width, "no scan shows this lock (only the reporters' lines "
+                       "know it): -t is lockctl's target; name the one that holds it");
+        table_line(stdout, width, "release with:");
+        if (pl.failed)
+            table_line(stdout, width, "  (not printable: an option holds a control "
+                       "character)");
+        else
+            paste_print(stdout, &pl, width);
+        paste_release(&pl);
+    }
+    free(key);
+    free(hid);
+}
+
 static void
 print_deadlock(const struct lockctl *lc, const json_t *d, size_t n)
 {
@@ -78,8 +123,8 @@ print_deadlock(const struct lockctl *lc, const json_t *d, size_t n)
                                            json_object_get(d, "release")));
     const char *target = json_string_value(json_object_get(d, "target"));
     const char *since = json_string_value(json_object_get(d, "since"));
-    size_t width = lockctl_width(lc), i, klen = 0, hlen = 0;
-    char *key, *holder, *skey, *sholder;
+    size_t width = lockctl_width(lc), i, klen = 0, hlen = 0, idlen = 0;
+    char *key, *holder, *skey, *sholder, *hid, *shid = NULL, *idtext;
     struct table t;
 
     table_line(stdout, width, "deadlock %zu: %zu holders on target %s, since %s", n,
@@ -92,14 +137,25 @@ print_deadlock(const struct lockctl *lc, const json_t *d, size_t n)
     table_release(&t);
     key = member_bytes(rel, "key", &klen);
     holder = member_bytes(rel, "holder", &hlen);
+    hid = member_bytes(rel, "holder_id", &idlen);
     skey = table_safe_text(key ? key : "", key ? klen : 0, &i);
     sholder = table_safe_text(holder ? holder : "", holder ? hlen : 0, &i);
-    table_line(stdout, width, "to break it, release %s (held by %s: the youngest hold) or "
-               "restart its holder", skey ? skey : "?", sholder ? sholder : "?");
+    /* the holder id as show and list write it: "hex:..." when not text */
+    if (hid != NULL && idlen > 0 && (idtext = malloc(OUT_HOLDER_MAX(idlen))) != NULL) {
+        out_holder(hid, idlen, idtext, OUT_HOLDER_MAX(idlen));
+        shid = table_safe_text(idtext, strlen(idtext), &i);
+        free(idtext);
+    }
+    table_line(stdout, width, "to break it, release %s (held by %s%s%s: the youngest hold) or "
+               "restart its holder", skey ? skey : "?", sholder ? sholder : "?",
+               shid ? " as holder id " : "", shid ? shid : "");
+    release_command(lc, rel, width);
     free(key);
     free(holder);
+    free(hid);
     free(skey);
     free(sholder);
+    free(shid);
 }
 
 static void

@@ -456,6 +456,11 @@ struct pasteline {
 /* lockctl as it was run (lc->argv0 when it holds a '/'), the options that
  * chose this run's Redis (-c, -t, --url, --tls-*), then command. */
 void paste_init(struct pasteline *pl, const struct lockctl *lc, const char *command);
+/* The same for the lock of target (a config target's name; NULL: lc's):
+ * another target than lc's gets -c and -t, not the --url and --tls-* that
+ * chose this run's Redis (lockctl deadlocks: each lock's own target). */
+void paste_init_target(struct pasteline *pl, const struct lockctl *lc, const char *target,
+                       const char *command);
 /* One word (printable ASCII, else pl->failed). */
 void paste_word(struct pasteline *pl, const char *s);
 /* KEY and the holder option: a key that is not printable ASCII

@@ -96,8 +96,10 @@ static const struct command {
     { "deadlocks", cmd_deadlocks, "deadlocks",
       "Show the agent's wait-for graph (GET /api/v1/deadlocks): every deadlock now, a\n"
       "table of its holders (who waits for which key, held by whom, for how long) and\n"
-      "the lock whose release breaks it (the youngest hold), then the lock-order\n"
-      "inversions known (two lock classes taken in both orders, with both sites).\n"
+      "the lock whose release breaks it (the youngest hold), with its Redis holder id\n"
+      "and the release command to paste (--holder is that id, not the owner), then\n"
+      "the lock-order inversions known (two lock classes taken in both orders, with\n"
+      "both sites).\n"
       "Only the agent knows this: it is asked (--agent, else [agent] listen), and an\n"
       "agent that does not answer is exit 3.  --json prints the agent's document.\n" },
     { "events", cmd_events,

@@ -120,10 +120,18 @@ path_word(struct pasteline *pl, const char *path)
 void
 paste_init(struct pasteline *pl, const struct lockctl *lc, const char *command)
 {
+    paste_init_target(pl, lc, NULL, command);
+}
+
+void
+paste_init_target(struct pasteline *pl, const struct lockctl *lc, const char *target,
+                  const char *command)
+{
     static const char *const tls_opts[SESSION_TLS_OPTIONS] = {
         "--tls-ca-file", "--tls-ca-dir", "--tls-cert-file", "--tls-key-file",
         "--tls-server-name", "--tls-verify"
     };
+    const char *own = lc->t != NULL ? lc->t->name : lc->target_name;
 
     memset(pl, 0, sizeof(*pl));
     if (lc->argv0 != NULL && strchr(lc->argv0, '/') != NULL)
@@ -136,7 +144,13 @@ paste_init(struct pasteline *pl, const struct lockctl *lc, const char *command)
     }
     /* the target by name, whichever node it resolved to */
     paste_word(pl, "-t");
-    paste_word(pl, lc->t != NULL ? lc->t->name : lc->target_name);
+    if (target != NULL && (own == NULL || strcmp(target, own) != 0)) {
+        /* another target: --url and --tls-* chose this run's Redis, not its */
+        paste_word(pl, target);
+        paste_word(pl, command);
+        return;
+    }
+    paste_word(pl, own);
     if (lc->url != NULL) {
         paste_word(pl, "--url");
         paste_word(pl, lc->url);

@@ -54,15 +54,22 @@ agent_graph_tick(struct agent *a)
         return false;
     }
     old = v.graph;              /* the report before this pass */
-    gt = calloc(v.ntargets ? v.ntargets : 1, sizeof(*gt));
+    /* the main thread reloads the config too: a->cfg is steady here.  The
+     * targets other shards watch come too, with no snapshot: a key their
+     * patterns take is one no snapshot here can vouch for */
+    gt = calloc(v.ntargets + a->cfg->naway + 1, sizeof(*gt));
     if (gt != NULL) {
         for (i = 0; i < v.ntargets; i++) {
             gt[i].name = v.targets[i].name;
             gt[i].snap = v.targets[i].snap;
+            gt[i].conf = config_target(a->cfg, v.targets[i].name);
         }
-        /* the main thread reloads the config too: a->cfg is steady here */
-        r = graph_pass(a->graph, gt, v.ntargets, a->waits, a->cfg->classes, a->cfg->nclasses,
-                       v.now_ms, clock_mono_ms());
+        for (i = 0; i < a->cfg->naway; i++) {
+            gt[v.ntargets + i].name = a->cfg->away[i].name;
+            gt[v.ntargets + i].conf = &a->cfg->away[i];
+        }
+        r = graph_pass(a->graph, gt, v.ntargets + a->cfg->naway, a->waits, a->cfg->classes,
+                       a->cfg->nclasses, v.now_ms, clock_mono_ms());
         free(gt);
     }
     if (r == NULL) {

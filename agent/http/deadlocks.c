@@ -8,7 +8,10 @@
  * Keys, holders and owners are bytes: each comes as sanitised UTF-8 and
  * percent-encoded (`key`, `key_escaped`), as in /api/v1/locks, so hostile
  * bytes never break the document; each was cut to the report's bounds
- * (GRAPH_KEY_MAX, GRAPH_NAME_MAX), `*_cut` says so.
+ * (GRAPH_KEY_MAX, GRAPH_NAME_MAX), `*_cut` says so.  A step's `holder` is a
+ * node (an owner, or a holder id no line names); `holder_id` is the id the
+ * lock's value shows, what `lockctl release --holder` takes (null when no
+ * one knows it).
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -49,6 +52,12 @@ step_json(const struct graph_step *s, int64_t at_ms)
     bad |= json_object_set_new(o, "target", s->target[0] ? json_string(s->target) : json_null());
     bad |= json_object_set_new(o, "class", lockjson_text(s->klass, strlen(s->klass)));
     bad |= set_bytes(o, "holder", &s->holder);
+    if (s->holder_id.len > 0) {
+        bad |= set_bytes(o, "holder_id", &s->holder_id);
+    } else {
+        bad |= json_object_set_new(o, "holder_id", json_null());
+        bad |= json_object_set_new(o, "holder_id_escaped", json_null());
+    }
     bad |= json_object_set_new(o, "held_since", lockjson_time(s->held_since_ms));
     bad |= json_object_set_new(o, "held_seconds", s->held_since_ms > 0 ?
                                json_real((double)(at_ms - s->held_since_ms) / 1000.0) :

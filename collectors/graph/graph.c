@@ -12,7 +12,11 @@
  * of the same thread, the one it waits with) and by key, then walks each target's retained locks once: a lock with a fair
  * queue gives queue -> holder edges, a lock whose key a waiting pair names
  * gives owner -> holder edges.  A waiting pair whose key no snapshot holds
- * in detail points at the owners whose pairs hold that key.  Every edge's
+ * in detail points at the owners whose pairs hold that key, unless the
+ * snapshots vouch that the key is gone: every target whose patterns take
+ * it has a complete snapshot newer than the holding pair's acquire, and
+ * none has the key (a lock released without its `hold` line, by on-call
+ * or by its TTL, is no one's).  Every edge's
  * label is its lock's index in the pass's lock list, which keeps what the
  * report says of the step (target, key, class, since when it is held,
  * and the scan generation it came from).
@@ -24,6 +28,7 @@
 #include <string.h>
 
 #include "collectors/events/events.h"
+#include "collectors/locks/lockstate.h"
 #include "common/lw1.h"
 
 #define PASS_LOCKS_MAX CYCLES_EDGES_MAX
@@ -52,10 +57,16 @@ struct glock {
     const char *source;
     int64_t held_since_ms;
     uint64_t stamp;                     /* a scanning target's generation; 0 live */
+    const char *holder_id;              /* holder's id as Redis has it (in the
+                                         * snapshot or the pair); NULL: unknown */
+    size_t holder_idlen;
+    bool holder_id_cut;                 /* the snapshot kept only part of it */
 };
 
 struct pass {
     struct graph *g;
+    const struct graph_target *targets;
+    size_t ntargets;
     struct gpair *pairs;
     size_t npairs;
     struct gpair **byholder, **bykey, **byparty;
@@ -210,6 +221,7 @@ graph_report_unref(struct graph_report *r)
         for (k = 0; k < r->deadlocks[i].nsteps; k++) {
             gbytes_free(&r->deadlocks[i].steps[k].waiter);
             gbytes_free(&r->deadlocks[i].steps[k].holder);
+            gbytes_free(&r->deadlocks[i].steps[k].holder_id);
             gbytes_free(&r->deadlocks[i].steps[k].key);
         }
     }
@@ -448,8 +460,12 @@ edges_to_holders(struct pass *p, long waiter, const struct snap_lock *l, struct 
 {
     uint16_t h;
 
-    for (h = 0; h < l->nholders; h++)
+    for (h = 0; h < l->nholders; h++) {
+        tmpl->holder_id = l->holders[h].id;
+        tmpl->holder_idlen = l->holders[h].id_len;
+        tmpl->holder_id_cut = l->holders[h].truncated != 0;
         add_edge(p, waiter, node_of(p, l->holders[h].id, l->holders[h].id_len), tmpl);
+    }
 }
 
 static void
@@ -477,8 +493,58 @@ lock_edges(struct pass *p, const char *target, const struct snapshot *s,
     }
 }
 
+/* Does snapshot s show every lock of its target: ok, every lock kept in
+ * detail (not past SNAP_RETAIN_MAX or SNAP_RETAIN_BYTES), every shard read? */
+static bool
+snap_whole(const struct snapshot *s)
+{
+    size_t i;
+
+    if (s == NULL || !s->ok || !snapshot_complete(s))
+        return false;
+    for (i = 0; s->shards != NULL && i < s->nshards; i++)
+        if (!s->shards[i].ok)
+            return false;
+    return true;
+}
+
+/*
+ * Until when (Unix ms) the snapshots vouch for key, which none of them
+ * has: a holding acquired before then has been released since.  Every
+ * target whose patterns take the key (not excluded) must vouch, with a
+ * whole snapshot: follow mode's view for every acquire so far, a scan for
+ * those before it began.  INT64_MIN when none can: no target takes the
+ * key, or one that does cannot vouch (a failed or capped snapshot, a
+ * shard not read, a target whose patterns are not known), so the key may
+ * be held where no snapshot shows it.
+ */
+static int64_t
+vouched_until(const struct pass *p, const char *key, size_t len)
+{
+    int64_t until = INT64_MAX;
+    bool taken = false;
+    size_t t;
+
+    for (t = 0; t < p->ntargets; t++) {
+        const struct target_conf *c = p->targets[t].conf;
+        const struct snapshot *s = p->targets[t].snap;
+
+        if (c == NULL)
+            return INT64_MIN;
+        if (!lockstate_in_patterns(c, key, len) || lock_key_excluded(c, key, len))
+            continue;
+        if (!snap_whole(s))
+            return INT64_MIN;
+        taken = true;
+        if (!s->follow.active && s->started_ms < until)
+            until = s->started_ms;
+    }
+    return taken ? until : INT64_MIN;
+}
+
 /* A waiting pair whose key no snapshot showed held: the owners whose pairs
- * hold the key are its holders (from their own lines). */
+ * hold the key are its holders (from their own lines), unless snapshots
+ * newer than their acquire vouch that the key is gone. */
 static void
 reporter_edges(struct pass *p)
 {
@@ -486,17 +552,22 @@ reporter_edges(struct pass *p)
 
     for (i = 0; i < p->nbykey; i++) {
         const struct gpair *w = p->bykey[i];
+        int64_t until;
 
         if (!w->waiting || p->matched[i])
             continue;
+        until = vouched_until(p, w->key, w->keylen);
         for (j = key_first(p, w->key, w->keylen); key_at(p, j, w->key, w->keylen); j++) {
             const struct gpair *h = p->bykey[j];
             struct glock t = { .key = w->key, .keylen = w->keylen, .source = "waiting",
-                               .held_since_ms = p->now_ms - (p->mono_ms - h->at_ms) };
+                               .held_since_ms = p->now_ms - (p->mono_ms - h->at_ms),
+                               .holder_id = h->holder, .holder_idlen = h->holderlen };
 
             if (!gpair_holds(h) || (h->ownerlen == w->ownerlen &&
                                     memcmp(h->owner, w->owner, w->ownerlen) == 0))
                 continue;
+            if (t.held_since_ms < until)
+                continue;       /* gone from snapshots made after it was taken */
             add_edge(p, cycles_node(p->g->cy, w->owner, w->ownerlen),
                      cycles_node(p->g->cy, h->owner, h->ownerlen), &t);
         }
@@ -575,8 +646,10 @@ step_fill(const struct pass *p, struct graph_step *st, const struct glock *l)
         return -1;
     w = cycles_name(p->g->cy, l->holder, &len);
     if (gbytes_set(&st->holder, w, len, GRAPH_NAME_MAX) == -1 ||
-        gbytes_set(&st->key, l->key, l->keylen, GRAPH_KEY_MAX) == -1)
+        gbytes_set(&st->key, l->key, l->keylen, GRAPH_KEY_MAX) == -1 ||
+        gbytes_set(&st->holder_id, l->holder_id, l->holder_idlen, GRAPH_HOLDER_ID_MAX) == -1)
         return -1;
+    st->holder_id.cut |= l->holder_id_cut;
     snprintf(st->target, sizeof(st->target), "%s", l->target ? l->target : "");
     if (l->klass != NULL)
         snprintf(st->klass, sizeof(st->klass), "%s", l->klass);
@@ -625,7 +698,16 @@ push_event(const struct graph_deadlock *d)
     }
     detail_add(detail, sizeof(detail), &len, "release ", 8);
     detail_add(detail, sizeof(detail), &len, b->key.p, b->key.len);
-    detail_add(detail, sizeof(detail), &len, " (the youngest hold) to break it", 32);
+    if (b->holder_id.len > 0) {
+        /* what lockctl release --holder takes: the id, not the owner */
+        detail_add(detail, sizeof(detail), &len, " (holder id ", 12);
+        detail_add(detail, sizeof(detail), &len, b->holder_id.p, b->holder_id.len);
+        detail_add(detail, sizeof(detail), &len, b->holder_id.cut ? "...: " : ": ",
+                   b->holder_id.cut ? 5 : 2);
+    } else {
+        detail_add(detail, sizeof(detail), &len, " (", 2);
+    }
+    detail_add(detail, sizeof(detail), &len, "the youngest hold) to break it", 30);
     events_push(&in);
 }
 
@@ -779,8 +861,8 @@ graph_pass(struct graph *g, const struct graph_target *targets, size_t ntargets,
            struct waitstats *ws, const struct class_rule *rules, size_t nrules,
            int64_t now_ms, int64_t mono_ms)
 {
-    struct pass p = { .g = g, .rules = rules, .nrules = nrules, .now_ms = now_ms,
-                      .mono_ms = mono_ms };
+    struct pass p = { .g = g, .targets = targets, .ntargets = ntargets, .rules = rules,
+                      .nrules = nrules, .now_ms = now_ms, .mono_ms = mono_ms };
     struct cycles_stats cs;
 
     cycles_reset(g->cy);

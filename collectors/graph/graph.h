@@ -18,8 +18,14 @@
  *          `<uuid>:<tid>` waits for each holder of K), and from every pair
  *          that is waiting now (its owner waits for each holder the
  *          snapshots show for its key, on any target; a key no snapshot
- *          holds in detail is held by the owners whose pairs acquired it
- *          and have not released it).
+ *          can vouch for is held by the owners whose pairs acquired it
+ *          and have not released it).  A snapshot vouches for a key its
+ *          target's patterns take (not excluded) when it is ok, complete
+ *          (every lock kept in detail, every shard read) and newer than
+ *          the acquire (follow mode's current view, or a scan begun after
+ *          the pair's line): a key every target that takes it vouches for,
+ *          absent from them all, is held by nobody, whatever stale pairs
+ *          say (a lock released by on-call, or expired, sends no `hold`).
  *
  * A cycle (cycles.h: one per strongly connected set) is a deadlock when it
  * was found in two passes in a row and every edge that came from a target
@@ -71,6 +77,7 @@
 #define GRAPH_ORDER_KEEP_MS   (60 * 60 * 1000)  /* an order not seen for this long goes */
 #define GRAPH_KEY_MAX         1024      /* key bytes kept in a report */
 #define GRAPH_NAME_MAX        256       /* holder / owner bytes kept in a report */
+#define GRAPH_HOLDER_ID_MAX   512       /* holder id bytes kept (LW1_HOLDER_MAX) */
 #define GRAPH_CROSS_TARGET    "*"       /* the target label of a deadlock whose
                                          * locks are on several targets, or
                                          * known only from reporters */
@@ -79,6 +86,10 @@
 struct graph_target {
     const char *name;
     const struct snapshot *snap;        /* newest, or NULL */
+    const struct target_conf *conf;     /* its patterns: a key they take that its
+                                         * snapshot lacks is not held there;
+                                         * NULL: unknown, its snapshot vouches
+                                         * for no key it lacks */
 };
 
 /* Bytes cut to a bound; valid UTF-8 or not (renderers sanitise). */
@@ -91,6 +102,14 @@ struct graph_bytes {
 /* One step of a deadlock: waiter waits for lock key, which holder holds. */
 struct graph_step {
     struct graph_bytes waiter, holder, key;
+    struct graph_bytes holder_id;       /* the Redis holder id of holder's holding
+                                         * of key (the value, the hash field, the
+                                         * token: what `lockctl release --holder`
+                                         * takes; holder is its owner, a node):
+                                         * the one the snapshot showed, or the
+                                         * `waiting ... ok` line's.  len 0: not
+                                         * known (a line with "-"); cut: longer
+                                         * than the snapshot or the report kept */
     char target[CONFIG_NAME_MAX + 1];   /* "" when only reporters know the lock */
     char klass[CLASS_NAME_MAX];
     const char *source;                 /* "fair-queue" or "waiting" */

@@ -20,8 +20,11 @@ as liblockwatch and the reporters send them, the agent scanning every second.
     sites, no LockDeadlock;
   - hostile key bytes (quotes, newline, invalid UTF-8) in a cycle keep
     /api/v1/deadlocks valid JSON and /metrics parseable;
-  - `lockctl deadlocks` shows the cycle in 80 columns and --json the
-    agent's document; with no agent answering it exits 3.
+  - each step's holder_id is the Redis holder id (the SET value, the
+    Redisson hash field) beside its owner;
+  - `lockctl deadlocks` shows the cycle in 80 columns, the holder id and the
+    release command, and --json the agent's document; with no agent
+    answering it exits 3.  (test_deadlock_release.py runs that command.)
 """
 
 import json
@@ -140,6 +143,9 @@ class Deadlock(harness.TestCase):
         steps = d["steps"]
         self.assertEqual(sorted(s["key"] for s in steps), ["lock:acct:a", "lock:ship:b"])
         self.assertEqual(sorted(s["holder"] for s in steps), ["api-1:41/7", "worker-2:99/3"])
+        # the Redis holder id beside the owner: what lockctl release --holder takes
+        self.assertEqual(sorted((s["key"], s["holder_id"]) for s in steps),
+                         [("lock:acct:a", "tok-a-41"), ("lock:ship:b", "tok-b-99")])
         for s in steps:
             self.assertEqual(s["source"], "waiting")
             self.assertNotEqual(s["waiter"], s["holder"])
@@ -157,7 +163,8 @@ class Deadlock(harness.TestCase):
         for line in out.splitlines():
             self.assertLessEqual(columns(line), 80, line)
         for part in ("deadlock 1: 2 holders on target main", "WAITER", "lock:acct:a",
-                     "lock:ship:b", "worker-2:99/3", "release lock:ship:b"):
+                     "lock:ship:b", "worker-2:99/3", "release lock:ship:b",
+                     "as holder id tok-b-99", "release with:", "--holder tok-b-99"):
             self.assertIn(part, out)
         p = lockctl(self.agent.config_path, "deadlocks", "--json")
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -188,6 +195,8 @@ class Deadlock(harness.TestCase):
         self.wait_deadlock(closed)
         (d,) = self.deadlocks()["deadlocks"]
         self.assertEqual(sorted(s["holder"] for s in d["steps"]), sorted([ta, tb]))
+        # no owner: the node is the Redisson hash field, the holder id itself
+        self.assertEqual([s["holder_id"] for s in d["steps"]], [s["holder"] for s in d["steps"]])
         self.assertEqual(sorted(s["key"] for s in d["steps"]), ["lock:fair:x", "lock:fair:y"])
         self.assertEqual({s["source"] for s in d["steps"]}, {"fair-queue"})
         # the queue empties (one waiter gave up): resolved
@@ -212,6 +221,8 @@ class Deadlock(harness.TestCase):
         (d,) = self.deadlocks()["deadlocks"]
         self.assertEqual(sorted(s["holder"] for s in d["steps"]),
                          ["jvm-1:300/17", "py-host:5/main"])
+        self.assertEqual(sorted((s["holder"], s["holder_id"]) for s in d["steps"]),
+                         [("jvm-1:300/17", java), ("py-host:5/main", "tok-py")])
 
     def test_lockctl_without_agent(self):
         p = lockctl(self.agent.config_path, "--agent", "http://127.0.0.1:%d" % free_udp_port(),

@@ -5,19 +5,27 @@
  * second pass of a following target, only after a newer scan of a
  * scanning one; its steps, target and breaker (the youngest hold); one
  * deadlock event, however many passes see it; a cycle gone is gone; and
- * a chain is none.  Orders and inversions need the waiting table: they
- * are tested end to end in tests/integration/test_deadlock.py.
+ * a chain is none.  A cycle of reporters' lines (a waiting table) over
+ * SET locks: a lock gone from a whole snapshot newer than its acquire is
+ * no one's, whatever the stale `waiting ... ok` says (released by
+ * on-call, which sends no `hold`); the lines stand in for its holder only
+ * where no snapshot can vouch (a capped or failed snapshot, a key of no
+ * target's patterns, a scan begun before the acquire); the holder a
+ * snapshot shows wins over the lines'.  Orders and inversions are tested
+ * end to end in tests/integration/test_deadlock.py.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
 #include "collectors/events/events.h"
 #include "collectors/graph/graph.h"
+#include "collectors/waits/samples.h"
 
 #define NOW  1790000000000LL
 #define MONO 5000000LL
@@ -83,7 +91,7 @@ cycle_snap(bool following, uint64_t scans)
 static struct graph_report *
 pass(struct graph *g, struct snapshot *s, int64_t t)
 {
-    struct graph_target gt = { "main", s };
+    struct graph_target gt = { "main", s, NULL };
     struct graph_report *r = graph_pass(g, &gt, 1, NULL, NULL, 0, NOW + t, MONO + t);
 
     assert_non_null(r);
@@ -114,6 +122,7 @@ following_target_two_passes(void **state)
     assert_string_equal(d->steps[0].waiter.p, TA);
     assert_string_equal(d->steps[0].key.p, "lock:fair:y");
     assert_string_equal(d->steps[0].holder.p, TB);
+    assert_string_equal(d->steps[0].holder_id.p, TB);     /* no owner: the field itself */
     assert_string_equal(d->steps[0].source, "fair-queue");
     assert_string_equal(d->steps[1].key.p, "lock:fair:x");
     /* y is the youngest hold */
@@ -201,6 +210,253 @@ chain_and_failed_scan_are_none(void **state)
     graph_free(g);
 }
 
+/* ---- a cycle of reporters' lines --------------------------------------------- */
+
+/* Owner svc-c:1/1 holds lock:acct:c (tokC) and waits for lock:acct:d; svc-d:2/1
+ * holds d (tokD) and waits for c: the lines of the user trial. */
+static void
+lines(struct waitstats *ws, int64_t mono)
+{
+    static const char *const l[] = {
+        "lw1 waiting lock:acct:c svc-c%3A1%2F1 tokC ok",
+        "lw1 waiting lock:acct:d svc-d%3A2%2F1 tokD ok",
+        "lw1 waiting lock:acct:d svc-c%3A1%2F1 - start",
+        "lw1 waiting lock:acct:c svc-d%3A2%2F1 - start",
+    };
+    char buf[256];
+    struct sample smp;
+    size_t i;
+
+    for (i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
+        snprintf(buf, sizeof(buf), "%s", l[i]);
+        assert_int_equal(samples_parse_line(buf, strlen(buf), &smp), 0);
+        waitstats_record(ws, &smp, 1, 1, 0, mono);
+    }
+}
+
+static char *pats[] = { "lock:*" };
+static const struct target_conf conf_main = { .name = "main", .patterns = pats, .npatterns = 1 };
+
+/* A scan of target main begun at started (ms from NOW), number scans, with
+ * lock:acct:c held by hc and lock:acct:d by hd (NULL: absent). */
+static struct snapshot *
+scan_of(uint64_t scans, int64_t started, const char *hc, const char *hd)
+{
+    struct snapshot *s = snapshot_new("main");
+
+    assert_non_null(s);
+    s->ok = true;
+    s->counters.scans_ok = scans;
+    s->started_ms = NOW + started;
+    if (hc != NULL)
+        add(s, "lock:acct:c", hc, 5000, NULL, 0);
+    if (hd != NULL)
+        add(s, "lock:acct:d", hd, 4000, NULL, 0);
+    snapshot_finish(s);
+    return s;
+}
+
+static struct graph_report *
+pass_ws(struct graph *g, const struct graph_target *gt, size_t n, struct waitstats *ws,
+        int64_t t)
+{
+    struct graph_report *r = graph_pass(g, gt, n, ws, NULL, 0, NOW + t, MONO + t);
+
+    assert_non_null(r);
+    return r;
+}
+
+/* Passes at t and t + 1000 over the same snapshot: deadlocks of the second. */
+static size_t
+twice(struct graph *g, const struct graph_target *gt, size_t n, struct waitstats *ws, int64_t t)
+{
+    struct graph_report *r;
+    size_t found;
+
+    graph_report_unref(pass_ws(g, gt, n, ws, t));
+    r = pass_ws(g, gt, n, ws, t + 1000);
+    found = r->ndeadlocks;
+    graph_report_unref(r);
+    return found;
+}
+
+static struct waitstats *
+ws_with_lines(void)
+{
+    struct config cfg;
+    struct waitstats *ws;
+
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.rules.wait_window_ms = 60000;
+    assert_non_null(ws = waitstats_new(&cfg));
+    lines(ws, MONO);            /* at NOW */
+    return ws;
+}
+
+static void
+released_lock_is_no_ones(void **state)
+{
+    struct graph *g = graph_new();
+    struct waitstats *ws = ws_with_lines();
+    struct snapshot *s = scan_of(1, 500, "tokC", "tokD");
+    struct graph_target gt = { "main", s, &conf_main };
+    const struct graph_deadlock *d;
+    struct graph_report *r;
+
+    (void)state;
+    graph_report_unref(pass_ws(g, &gt, 1, ws, 1000));
+    snapshot_unref(s);
+    gt.snap = s = scan_of(2, 2500, "tokC", "tokD");
+    r = pass_ws(g, &gt, 1, ws, 3000);
+    assert_int_equal(r->ndeadlocks, 1);     /* the trial's cycle, from the snapshots */
+    d = &r->deadlocks[0];
+    assert_int_equal(d->nsteps, 2);
+    /* the least node first: svc-c waits for d, held by svc-d as tokD */
+    assert_string_equal(d->steps[0].waiter.p, "svc-c:1/1");
+    assert_string_equal(d->steps[0].holder.p, "svc-d:2/1");
+    assert_string_equal(d->steps[0].holder_id.p, "tokD");
+    assert_string_equal(d->steps[1].holder.p, "svc-c:1/1");
+    assert_string_equal(d->steps[1].holder_id.p, "tokC");
+    assert_false(d->steps[1].holder_id.cut);
+    graph_report_unref(r);
+    snapshot_unref(s);
+    /* on-call released d (no `hold` line): the next scan has no d */
+    gt.snap = s = scan_of(3, 4500, "tokC", NULL);
+    r = pass_ws(g, &gt, 1, ws, 5000);
+    assert_int_equal(r->ndeadlocks, 0);
+    assert_int_equal(r->stats.candidates, 0);
+    assert_int_equal(r->stats.edges, 1);    /* svc-d still waits for c */
+    graph_report_unref(r);
+    snapshot_unref(s);
+    /* both gone */
+    gt.snap = s = scan_of(4, 6500, NULL, NULL);
+    r = pass_ws(g, &gt, 1, ws, 7000);
+    assert_int_equal(r->ndeadlocks, 0);
+    assert_int_equal(r->stats.edges, 0);
+    graph_report_unref(r);
+    snapshot_unref(s);
+    waitstats_free(ws);
+    graph_free(g);
+}
+
+static void
+lines_stand_in_where_no_snapshot_vouches(void **state)
+{
+    static char *other[] = { "mutex:*" };
+    static char *excl[] = { "lock:acct:*" };
+    const struct target_conf conf_other = { .name = "other", .patterns = other, .npatterns = 1 };
+    const struct target_conf conf_excl = { .name = "main", .patterns = pats, .npatterns = 1,
+                                           .exclude_patterns = excl, .nexclude_patterns = 1 };
+    struct waitstats *ws = ws_with_lines();
+    struct snapshot *s, *f;
+    struct graph_target gt[2];
+    struct graph_report *r;
+    struct graph *g;
+
+    (void)state;
+    /* no target's patterns take the keys: the lines alone, a deadlock, its
+     * holder ids the lines' */
+    s = scan_of(1, 500, NULL, NULL);
+    gt[0] = (struct graph_target){ "other", s, &conf_other };
+    assert_non_null(g = graph_new());
+    assert_int_equal(twice(g, gt, 1, ws, 1000), 1);
+    r = graph_latest(g);
+    assert_int_equal(r->ndeadlocks, 1);
+    assert_string_equal(r->deadlocks[0].target, GRAPH_CROSS_TARGET);
+    assert_string_equal(r->deadlocks[0].steps[0].holder_id.p, "tokD");
+    assert_string_equal(r->deadlocks[0].steps[0].target, "");
+    assert_string_equal(r->deadlocks[0].steps[1].holder_id.p, "tokC");
+    graph_report_unref(r);
+    graph_free(g);
+    /* ... nor when main's exclude_patterns leave them out */
+    gt[0] = (struct graph_target){ "main", s, &conf_excl };
+    assert_non_null(g = graph_new());
+    assert_int_equal(twice(g, gt, 1, ws, 1000), 1);
+    graph_free(g);
+    /* a target whose patterns are not known vouches for nothing */
+    gt[0] = (struct graph_target){ "main", s, NULL };
+    assert_non_null(g = graph_new());
+    assert_int_equal(twice(g, gt, 1, ws, 1000), 1);
+    graph_free(g);
+    /* a scan begun before the acquire may have passed the keys before */
+    snapshot_unref(s);
+    s = scan_of(1, -500, NULL, NULL);
+    gt[0] = (struct graph_target){ "main", s, &conf_main };
+    assert_non_null(g = graph_new());
+    assert_int_equal(twice(g, gt, 1, ws, 1000), 1);
+    graph_free(g);
+    /* ... which follow mode's current view has not */
+    s->follow.active = true;
+    assert_non_null(g = graph_new());
+    assert_int_equal(twice(g, gt, 1, ws, 1000), 0);
+    graph_free(g);
+    s->follow.active = false;
+    /* a snapshot capped (fewer kept than counted) may have left them out */
+    snapshot_unref(s);
+    gt[0].snap = s = scan_of(1, 500, NULL, NULL);
+    s->locks_total = 20000;
+    assert_non_null(g = graph_new());
+    assert_int_equal(twice(g, gt, 1, ws, 1000), 1);
+    graph_free(g);
+    /* ... and so may a failed one, or a cluster's shard not read */
+    s->locks_total = s->nlocks;
+    s->ok = false;
+    assert_non_null(g = graph_new());
+    assert_int_equal(twice(g, gt, 1, ws, 1000), 1);
+    graph_free(g);
+    s->ok = true;
+    assert_non_null(s->shards = calloc(2, sizeof(*s->shards)));
+    s->nshards = 2;
+    s->shards[0].ok = true;
+    assert_non_null(g = graph_new());
+    assert_int_equal(twice(g, gt, 1, ws, 1000), 1);
+    graph_free(g);
+    s->shards[1].ok = true;
+    assert_non_null(g = graph_new());
+    assert_int_equal(twice(g, gt, 1, ws, 1000), 0);     /* whole: gone */
+    graph_free(g);
+    /* two targets take the keys: one that cannot vouch keeps the lines */
+    f = scan_of(1, 500, NULL, NULL);
+    f->ok = false;
+    gt[1] = (struct graph_target){ "second", f, &conf_main };
+    assert_non_null(g = graph_new());
+    assert_int_equal(twice(g, gt, 2, ws, 1000), 1);
+    graph_free(g);
+    /* ... as does one watched by another shard (no snapshot here) */
+    gt[1].snap = NULL;
+    assert_non_null(g = graph_new());
+    assert_int_equal(twice(g, gt, 2, ws, 1000), 1);
+    graph_free(g);
+    f->ok = true;
+    gt[1].snap = f;
+    assert_non_null(g = graph_new());
+    assert_int_equal(twice(g, gt, 2, ws, 1000), 0);
+    graph_free(g);
+    snapshot_unref(f);
+    snapshot_unref(s);
+    waitstats_free(ws);
+}
+
+static void
+snapshot_holder_wins(void **state)
+{
+    struct waitstats *ws = ws_with_lines();
+    struct snapshot *s = scan_of(1, 500, "tokC", "tokX");   /* d taken by another */
+    struct graph_target gt = { "main", s, &conf_main };
+    struct graph *g = graph_new();
+    struct graph_report *r;
+
+    (void)state;
+    assert_int_equal(twice(g, &gt, 1, ws, 1000), 0);
+    r = pass_ws(g, &gt, 1, ws, 3000);
+    assert_int_equal(r->stats.edges, 2);    /* svc-c -> tokX, svc-d -> svc-c */
+    assert_int_equal(r->stats.candidates, 0);
+    graph_report_unref(r);
+    snapshot_unref(s);
+    waitstats_free(ws);
+    graph_free(g);
+}
+
 int
 main(void)
 {
@@ -208,6 +464,9 @@ main(void)
         cmocka_unit_test(following_target_two_passes),
         cmocka_unit_test(scanning_target_needs_a_newer_scan),
         cmocka_unit_test(chain_and_failed_scan_are_none),
+        cmocka_unit_test(released_lock_is_no_ones),
+        cmocka_unit_test(lines_stand_in_where_no_snapshot_vouches),
+        cmocka_unit_test(snapshot_holder_wins),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

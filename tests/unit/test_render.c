@@ -698,6 +698,7 @@ full_graph(const struct view *v)
     for (i = 0; i < v->ntargets; i++) {
         t[i].name = v->targets[i].name;
         t[i].snap = v->targets[i].snap;
+        t[i].conf = NULL;
     }
     r = graph_pass(g, t, v->ntargets, NULL, NULL, 0, NOW, 1000);
     assert_non_null(r);

@@ -711,6 +711,8 @@ graph_report_of(void)
     gbytes(&d->steps[1].waiter, "worker-2:99/3");
     gbytes(&d->steps[1].key, "lock:\"ship\"\n\xff");
     gbytes(&d->steps[1].holder, "api-1:41/7");
+    gbytes(&d->steps[0].holder_id, "tok-w2");
+    gbytes(&d->steps[1].holder_id, "tok-a1");
     snprintf(d->steps[0].target, sizeof(d->steps[0].target), "main");
     snprintf(d->steps[1].target, sizeof(d->steps[1].target), "main");
     d->steps[1].held_since_ms = NOW - 3000;
@@ -753,6 +755,9 @@ deadlock_and_inversion(void **state)
                                            "held by worker-2:99/3"));
     assert_non_null(strstr(a->description, "for 3s"));
     assert_non_null(strstr(a->description, "Release lock:\"ship\""));
+    /* the holder id lockctl release --holder takes, beside the owner */
+    assert_non_null(strstr(a->description, "held by api-1:41/7 as holder id tok-a1 for 3s"));
+    assert_non_null(strstr(a->description, "`lockctl deadlocks` prints the release command"));
     a = find(ev, n, ALERT_LOCK_ORDER_INVERSION);
     assert_non_null(a);
     assert_int_equal(alert_severity_of(a->name), ALERT_SEVERITY_WARNING);
