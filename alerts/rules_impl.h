@@ -63,4 +63,10 @@ void lease_lost_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbu
 bool overrun_holds(const struct rule_ctx *c);
 void overrun_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc);
 
+/* rules_graph.c: the DEADLOCK and INVERSION kinds (alert_kinds.h) */
+bool deadlock_holds(const struct rule_ctx *c);
+void deadlock_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc);
+bool inversion_holds(const struct rule_ctx *c);
+void inversion_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc);
+
 #endif
