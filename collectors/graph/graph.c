@@ -660,16 +660,31 @@ step_fill(const struct pass *p, struct graph_step *st, const struct glock *l)
     return 0;
 }
 
-/* Append n bytes to a bounded text (the event's detail). */
-static void
-detail_add(char *buf, size_t cap, size_t *len, const char *s, size_t n)
+/* Append n bytes to a bounded text (an event's detail, a C string): a NUL
+ * byte of a key or a name becomes U+FFFD, as the sanitiser writes it, so
+ * the text goes on past it (graph_impl.h). */
+void
+graph_detail_add(char *buf, size_t cap, size_t *len, const char *s, size_t n)
 {
-    if (*len + 1 >= cap)
-        return;
-    if (n > cap - 1 - *len)
-        n = cap - 1 - *len;
-    memcpy(buf + *len, s, n);
-    *len += n;
+    static const char fffd[] = "\xef\xbf\xbd";
+    size_t i, run;
+
+    for (i = 0; i < n && *len + 1 < cap; i += run) {
+        if (s[i] == '\0') {
+            if (*len + 3 >= cap)
+                break;
+            memcpy(buf + *len, fffd, 3);
+            *len += 3;
+            run = 1;
+            continue;
+        }
+        for (run = 0; i + run < n && s[i + run] != '\0'; run++)
+            ;
+        if (run > cap - 1 - *len)
+            run = cap - 1 - *len;
+        memcpy(buf + *len, s + i, run);
+        *len += run;
+    }
     buf[*len] = '\0';
 }
 
@@ -685,29 +700,29 @@ push_event(const struct graph_deadlock *d)
 
     detail[0] = '\0';
     snprintf(num, sizeof(num), "a cycle of %zu: ", d->nsteps);
-    detail_add(detail, sizeof(detail), &len, num, strlen(num));
+    graph_detail_add(detail, sizeof(detail), &len, num, strlen(num));
     for (i = 0; i < d->nsteps; i++) {
         const struct graph_step *s = &d->steps[i];
 
-        detail_add(detail, sizeof(detail), &len, s->waiter.p, s->waiter.len);
-        detail_add(detail, sizeof(detail), &len, " waits for ", 11);
-        detail_add(detail, sizeof(detail), &len, s->key.p, s->key.len);
-        detail_add(detail, sizeof(detail), &len, " held by ", 9);
-        detail_add(detail, sizeof(detail), &len, s->holder.p, s->holder.len);
-        detail_add(detail, sizeof(detail), &len, "; ", 2);
+        graph_detail_add(detail, sizeof(detail), &len, s->waiter.p, s->waiter.len);
+        graph_detail_add(detail, sizeof(detail), &len, " waits for ", 11);
+        graph_detail_add(detail, sizeof(detail), &len, s->key.p, s->key.len);
+        graph_detail_add(detail, sizeof(detail), &len, " held by ", 9);
+        graph_detail_add(detail, sizeof(detail), &len, s->holder.p, s->holder.len);
+        graph_detail_add(detail, sizeof(detail), &len, "; ", 2);
     }
-    detail_add(detail, sizeof(detail), &len, "release ", 8);
-    detail_add(detail, sizeof(detail), &len, b->key.p, b->key.len);
+    graph_detail_add(detail, sizeof(detail), &len, "release ", 8);
+    graph_detail_add(detail, sizeof(detail), &len, b->key.p, b->key.len);
     if (b->holder_id.len > 0) {
         /* what lockctl release --holder takes: the id, not the owner */
-        detail_add(detail, sizeof(detail), &len, " (holder id ", 12);
-        detail_add(detail, sizeof(detail), &len, b->holder_id.p, b->holder_id.len);
-        detail_add(detail, sizeof(detail), &len, b->holder_id.cut ? "...: " : ": ",
+        graph_detail_add(detail, sizeof(detail), &len, " (holder id ", 12);
+        graph_detail_add(detail, sizeof(detail), &len, b->holder_id.p, b->holder_id.len);
+        graph_detail_add(detail, sizeof(detail), &len, b->holder_id.cut ? "...: " : ": ",
                    b->holder_id.cut ? 5 : 2);
     } else {
-        detail_add(detail, sizeof(detail), &len, " (", 2);
+        graph_detail_add(detail, sizeof(detail), &len, " (", 2);
     }
-    detail_add(detail, sizeof(detail), &len, "the youngest hold) to break it", 30);
+    graph_detail_add(detail, sizeof(detail), &len, "the youngest hold) to break it", 30);
     events_push(&in);
 }
 

@@ -53,6 +53,9 @@ struct graph {
 
 /* graph.c */
 int gbytes_set(struct graph_bytes *b, const char *p, size_t len, size_t max);
+/* Append n bytes to buf (cap bytes, *len used, kept NUL-terminated), a NUL
+ * byte among them written U+FFFD; what does not fit is dropped. */
+void graph_detail_add(char *buf, size_t cap, size_t *len, const char *s, size_t n);
 void gbytes_free(struct graph_bytes *b);
 int gbytes_copy(struct graph_bytes *dst, const struct graph_bytes *src);
 void gsite_free(struct graph_site *s);

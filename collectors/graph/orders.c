@@ -68,11 +68,28 @@ inversion_event(const struct graph_inversion *v)
                            .keylen = v->ab.held_key.len, .holder = v->ab.owner.p,
                            .klass = v->class_a, .detail = detail, .seconds = -1 };
 
-    snprintf(detail, sizeof(detail), "class %s held while acquiring %s (owner %s: %s then %s), "
-             "and %s held while acquiring %s (owner %s: %s then %s); the two orders can "
-             "deadlock", v->class_a, v->class_b, v->ab.owner.p, v->ab.held_key.p,
-             v->ab.wanted_key.p, v->class_b, v->class_a, v->ba.owner.p, v->ba.held_key.p,
-             v->ba.wanted_key.p);
+    const struct { const char *held, *wanted; const struct graph_site *s; } half[2] = {
+        { v->class_a, v->class_b, &v->ab }, { v->class_b, v->class_a, &v->ba } };
+    size_t len = 0;
+
+    /* keys and owners are bytes: a NUL in one must not end the text */
+    detail[0] = '\0';
+    for (size_t i = 0; i < 2; i++) {
+        const struct graph_site *s = half[i].s;
+
+        graph_detail_add(detail, sizeof(detail), &len, i ? ", and " : "class ", 6);
+        graph_detail_add(detail, sizeof(detail), &len, half[i].held, strlen(half[i].held));
+        graph_detail_add(detail, sizeof(detail), &len, " held while acquiring ", 22);
+        graph_detail_add(detail, sizeof(detail), &len, half[i].wanted, strlen(half[i].wanted));
+        graph_detail_add(detail, sizeof(detail), &len, " (owner ", 8);
+        graph_detail_add(detail, sizeof(detail), &len, s->owner.p, s->owner.len);
+        graph_detail_add(detail, sizeof(detail), &len, ": ", 2);
+        graph_detail_add(detail, sizeof(detail), &len, s->held_key.p, s->held_key.len);
+        graph_detail_add(detail, sizeof(detail), &len, " then ", 6);
+        graph_detail_add(detail, sizeof(detail), &len, s->wanted_key.p, s->wanted_key.len);
+        graph_detail_add(detail, sizeof(detail), &len, ")", 1);
+    }
+    graph_detail_add(detail, sizeof(detail), &len, "; the two orders can deadlock", 29);
     events_push(&in);
 }
 

@@ -25,6 +25,7 @@
 
 #include "collectors/events/events.h"
 #include "collectors/graph/graph.h"
+#include "collectors/graph/graph_impl.h"
 #include "collectors/waits/samples.h"
 
 #define NOW  1790000000000LL
@@ -457,6 +458,30 @@ snapshot_holder_wins(void **state)
     graph_free(g);
 }
 
+/* An event's detail quotes keys and owners, which are bytes: a NUL in one
+ * is written U+FFFD and the text goes on; the cap holds. */
+static void
+detail_text_goes_past_a_nul(void **state)
+{
+    char buf[16];
+    size_t len = 0;
+
+    (void)state;
+    buf[0] = '\0';
+    graph_detail_add(buf, sizeof(buf), &len, "a\0b", 3);
+    graph_detail_add(buf, sizeof(buf), &len, " then", 5);
+    assert_string_equal(buf, "a\xef\xbf\xbd" "b then");
+    assert_int_equal(len, strlen(buf));
+    graph_detail_add(buf, sizeof(buf), &len, "0123456789", 10);
+    assert_int_equal(len, sizeof(buf) - 1);
+    assert_int_equal(strlen(buf), sizeof(buf) - 1);
+    /* no room left for the three bytes of a U+FFFD: nothing half-written */
+    len = 13;
+    buf[13] = '\0';
+    graph_detail_add(buf, sizeof(buf), &len, "\0", 1);
+    assert_int_equal(len, 13);
+}
+
 int
 main(void)
 {
@@ -467,6 +492,7 @@ main(void)
         cmocka_unit_test(released_lock_is_no_ones),
         cmocka_unit_test(lines_stand_in_where_no_snapshot_vouches),
         cmocka_unit_test(snapshot_holder_wins),
+        cmocka_unit_test(detail_text_goes_past_a_nul),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
