@@ -25,7 +25,6 @@ scanning every 2 s (fewer than 10 locks, so every snapshot is complete).
 
 import json
 import os
-import pty
 import shlex
 import socket
 import subprocess
@@ -33,6 +32,7 @@ import time
 import urllib.parse
 
 import harness
+import test_lockctl as lt
 from client_helpers import closed_udp_port as free_udp_port
 from harness import msum
 
@@ -91,19 +91,7 @@ class DeadlockRelease(harness.TestCase):
 
     def run_at_terminal(self, argv, answer=b"y\n"):
         """argv at a terminal that answers `answer`: (rc, stdout, stderr)."""
-        master, slave = pty.openpty()
-        try:
-            p = subprocess.Popen(argv, stdin=slave, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, env=dict(os.environ, COLUMNS="80"))
-            os.close(slave)
-            slave = None
-            os.write(master, answer)
-            out, err = p.communicate(timeout=30)
-            return p.returncode, out, err
-        finally:
-            os.close(master)
-            if slave is not None:
-                os.close(slave)
+        return lt.at_terminal(argv, answer, env=dict(os.environ, COLUMNS="80"))
 
     def firing(self):
         st, body = self.agent.get_json("/api/v1/alerts")

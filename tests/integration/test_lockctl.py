@@ -119,6 +119,23 @@ def snapshot_keys(client, skip=(b"lockwatch:audit",)):
     return out
 
 
+
+def at_terminal(argv, answer=b"y\n", env=None, cwd=None):
+    """argv at a terminal (a pty on stdin) that answers `answer`: (rc, stdout, stderr)."""
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen(argv, stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=env, cwd=cwd)
+        os.close(slave)
+        slave = None
+        os.write(master, answer)
+        out, err = p.communicate(timeout=30)
+        return p.returncode, out, err
+    finally:
+        os.close(master)
+        if slave is not None:
+            os.close(slave)
+
 class Lockctl(h.TestCase):
 
     def setUp(self):
@@ -299,19 +316,7 @@ class Lockctl(h.TestCase):
         self.assertEqual(self.c.pttl("lock:a"), -1)
 
     def _on_terminal(self, args, answer):
-        master, slave = pty.openpty()
-        try:
-            p = subprocess.Popen([LOCKCTL, "-c", self.cfg] + args, stdin=slave,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            os.close(slave)
-            slave = None
-            os.write(master, answer)
-            out, err = p.communicate(timeout=30)
-            return p.returncode, out, err
-        finally:
-            os.close(master)
-            if slave is not None:
-                os.close(slave)
+        return at_terminal([LOCKCTL, "-c", self.cfg] + args, answer)
 
     def test_a_terminal_gets_a_prompt(self):
         self.c.set("lock:a", "tok")

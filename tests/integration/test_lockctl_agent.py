@@ -29,9 +29,6 @@ Redis version.
 """
 
 import http.server
-import os
-import pty
-import subprocess
 import threading
 
 import harness as h
@@ -195,19 +192,7 @@ AGE = 4         # seconds the agent has seen holderA for before the releases
 
 def on_terminal(cfg, args, answer):
     """lockctl -c cfg args at a terminal that answers `answer`: (rc, out, err)."""
-    master, slave = pty.openpty()
-    try:
-        p = subprocess.Popen([t.LOCKCTL, "-c", cfg] + args, stdin=slave,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        os.close(slave)
-        slave = None
-        os.write(master, answer)
-        out, err = p.communicate(timeout=30)
-        return p.returncode, out, err
-    finally:
-        os.close(master)
-        if slave is not None:
-            os.close(slave)
+    return t.at_terminal([t.LOCKCTL, "-c", cfg] + args, answer)
 
 
 class IfOlderThanAgentAge(h.TestCase):

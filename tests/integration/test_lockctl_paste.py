@@ -32,7 +32,6 @@ to do next.  Against a real redis-server (and lockwatchd where it says).
 
 import json
 import os
-import pty
 import re
 import select
 import socket
@@ -85,19 +84,7 @@ def commands(text):
 
 def paste(line, answer=b"y\n", env=None, cwd=None):
     """sh -c line at a terminal that answers `answer`: (rc, stdout, stderr)."""
-    master, slave = pty.openpty()
-    try:
-        p = subprocess.Popen(["sh", "-c", line], stdin=slave, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env, cwd=cwd)
-        os.close(slave)
-        slave = None
-        os.write(master, answer)
-        out, err = p.communicate(timeout=30)
-        return p.returncode, out, err
-    finally:
-        os.close(master)
-        if slave is not None:
-            os.close(slave)
+    return lt.at_terminal(["sh", "-c", line], answer, env=env, cwd=cwd)
 
 
 def env_cols(n):
