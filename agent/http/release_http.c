@@ -479,7 +479,10 @@ known_age(struct agent *a, const char *target, const struct body *b, bool *not_l
             if (l->format < formats_count)
                 *format = formats_table[l->format].name;
             *guessed = l->format_source == FMT_SOURCE_GUESSED;
-            for (h = 0; h < l->nholders; h++)
+            /* the tracker's first-seen time is the lock's: it is this
+             * holder's age only when the holder is the lock's one holder
+             * (a reader that joined a long-held read lock is young) */
+            for (h = 0; h < l->nholders && l->holders_total == 1; h++)
                 if (!l->holders[h].truncated && l->holders[h].id_len == b->holderlen &&
                     memcmp(l->holders[h].id, b->holder, b->holderlen) == 0 &&
                     l->first_seen_ms > 0 && l->first_seen_ms < v.now_ms)

@@ -250,6 +250,22 @@ class ReleaseHttp(h.TestCase):
             stop.set()
             t.join()
 
+    def test_if_older_than_a_lock_age_is_not_a_new_readers(self):
+        # a read lock held by one reader for a while, then joined by another:
+        # the agent's first-seen time is the lock's, not the new reader's
+        old, new = UUID + ":1", UUID + ":2"
+        self.c.hset("lock:rw", mapping={"mode": "read", old: 1})
+        ag = self.agent(scan_interval="300ms")
+        ag.wait_for(lambda: ag.lock("lock:rw")[0] == 200, timeout=10, desc="lock seen")
+        time.sleep(2.5)
+        self.c.hset("lock:rw", new, 1)
+        ag.wait_for(lambda: ag.lock("lock:rw")[1].get("holders_total") == 2, timeout=10,
+                    desc="two readers seen")
+        st, _, doc = post(ag, {"key": "lock:rw", "holder": new, "if_older_than": "2s",
+                               "dry_run": True})
+        self.assertEqual((st, doc["outcome"]), (409, "too_young"), doc)
+        self.assertEqual(self.c.hget("lock:rw", new), b"1")
+
     def test_redis_down_is_503(self):
         self.c.set("lock:a", "tok")
         ag = self.agent()
