@@ -104,11 +104,7 @@ release_command(const struct lockctl *lc, const json_t *rel, size_t width)
             table_line(stdout, width, "no scan shows this lock (only the reporters' lines "
                        "know it): -t is lockctl's target; name the one that holds it");
         table_line(stdout, width, "release with:");
-        if (pl.failed)
-            table_line(stdout, width, "  (not printable: an option holds a control "
-                       "character)");
-        else
-            paste_print(stdout, &pl, width);
+        paste_show(stdout, &pl, width);
         paste_release(&pl);
     }
     free(key);

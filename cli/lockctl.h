@@ -470,6 +470,8 @@ void paste_key_holder(struct pasteline *pl, const char *key, size_t keylen,
                       const char *holder, size_t holderlen);
 /* Print within width columns, continued with " \" (sh joins the lines). */
 void paste_print(FILE *fp, const struct pasteline *pl, size_t width);
+/* paste_print(), or a note saying why there is no line to paste. */
+void paste_show(FILE *fp, const struct pasteline *pl, size_t width);
 /* The line as one string (malloc'd; NULL on ENOMEM). */
 char *paste_text(const struct pasteline *pl);
 void paste_release(struct pasteline *pl);

@@ -238,6 +238,15 @@ split_word(FILE *fp, const char *w, bool quoted, size_t col, size_t width)
 }
 
 void
+paste_show(FILE *fp, const struct pasteline *pl, size_t width)
+{
+    if (pl->failed)
+        table_line(fp, width, "  (not printable: an option holds a control character)");
+    else
+        paste_print(fp, pl, width);
+}
+
+void
 paste_print(FILE *fp, const struct pasteline *pl, size_t width)
 {
     size_t col = 0;

@@ -468,11 +468,7 @@ release_lines(const struct lockctl *lc, const struct cli_lock *l, bool inpat)
                        l->view.holders_total);
         else
             table_line(stdout, width, "release with:");
-        if (pl.failed)
-            table_line(stdout, width, "  (not printable: an option holds a control "
-                       "character)");
-        else
-            paste_print(stdout, &pl, width);
+        paste_show(stdout, &pl, width);
         paste_release(&pl);
     }
     if (l->view.holders_total > SHOW_RELEASE_MAX)

@@ -69,8 +69,12 @@ UUID_A = "2d4b7c1e-9f0a-4c3b-8e21-5a6f7b8c9d0e"
 UUID_B = "7e8f9a0b-1c2d-4e3f-a465-768798a9bacb"
 
 
-class Deadlock(harness.TestCase):
+class LinesAgent(harness.TestCase):
+    """A redis-server and an agent taking samples (scanning every `scan`
+    seconds, or following), and the lines to send it; no tests of its own
+    (test_deadlock_release.py builds on it too)."""
     follow = False
+    scan = SCAN
 
     def setUp(self):
         super().setUp()
@@ -79,7 +83,7 @@ class Deadlock(harness.TestCase):
         self.udp = free_udp_port()
         extra = {"incremental": "on", "reconcile_interval": "1h"} if self.follow else None
         self.agent = self.start_agent(self.redis, samples="127.0.0.1:%d" % self.udp,
-                                      scan_interval="10s" if self.follow else "%gs" % SCAN,
+                                      scan_interval="10s" if self.follow else "%gs" % self.scan,
                                       leak_grace="30s", max_hold="10m", target_extra=extra)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.addCleanup(self.sock.close)
@@ -90,6 +94,9 @@ class Deadlock(harness.TestCase):
     def waiting(self, key, owner, holder, what):
         return b"lw1 waiting %s %s %s %s" % (q(key), q(owner), q(holder) if holder else b"-",
                                              what.encode())
+
+
+class Deadlock(LinesAgent):
 
     def hold(self, key, owner, holder):
         return b"lw1 hold %s 1000 %s %s" % (q(key), q(owner), q(holder))

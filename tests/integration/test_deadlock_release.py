@@ -26,51 +26,24 @@ scanning every 2 s (fewer than 10 locks, so every snapshot is complete).
 import json
 import os
 import shlex
-import socket
 import subprocess
 import time
 import urllib.parse
 
 import harness
+import test_deadlock as td
 import test_lockctl as lt
-from client_helpers import closed_udp_port as free_udp_port
 from harness import msum
+from test_deadlock import q
 
 SCAN = 2.0                  # scan_interval, seconds
 BOUND = 3 * SCAN + 1.0      # a scan in progress, the next two, a pass of the graph
 SLACK = 10.0                # load (ASan, other tests beside) on top of it
-NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
 LOCKCTL = os.path.join(harness.BUILD, "bin", "lockctl")
 
 
-def q(raw):
-    """A key, owner or holder as a line field (docs/line-protocol.md)."""
-    if isinstance(raw, str):
-        raw = raw.encode()
-    return urllib.parse.quote_from_bytes(raw, safe="").encode()
-
-
-class DeadlockRelease(harness.TestCase):
-    follow = False
-
-    def setUp(self):
-        super().setUp()
-        self.redis = self.start_redis(args=NOTIFY if self.follow else ())
-        self.r = self.redis.client()
-        self.udp = free_udp_port()
-        extra = {"incremental": "on", "reconcile_interval": "1h"} if self.follow else None
-        self.agent = self.start_agent(self.redis, samples="127.0.0.1:%d" % self.udp,
-                                      scan_interval="10s" if self.follow else "%gs" % SCAN,
-                                      leak_grace="30s", max_hold="10m", target_extra=extra)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.addCleanup(self.sock.close)
-
-    def send(self, *lines):
-        self.sock.sendto(b"\n".join(lines) + b"\n", ("127.0.0.1", self.udp))
-
-    def waiting(self, key, owner, holder, what):
-        return b"lw1 waiting %s %s %s %s" % (q(key), q(owner), q(holder) if holder else b"-",
-                                             what.encode())
+class DeadlockRelease(td.LinesAgent):
+    scan = SCAN
 
     def lockctl(self, *args):
         return subprocess.run([LOCKCTL, "-c", self.agent.config_path] + list(args),
