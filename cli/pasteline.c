@@ -18,7 +18,8 @@
  * last, after "--", so that getopt does not take it for options.
  *
  * A line wider than the terminal is continued with " \" at word
- * boundaries (the next line indented); a word wider than a line is split
+ * boundaries (the next line indented), never between an option and its
+ * value when the two fit on a line; a word wider than a line is split
  * inside, closing and reopening its quotes around the backslash-newline,
  * which sh removes (POSIX 2.2.1), so the pieces join into the one word.
  */
@@ -252,9 +253,12 @@ paste_print(FILE *fp, const struct pasteline *pl, size_t width)
     size_t col = 0;
 
     for (size_t i = 0; i < pl->n; i++) {
-        size_t wl = strlen(pl->words[i]);
+        size_t wl = strlen(pl->words[i]), keep = wl;
 
-        if (i > 0 && col + 1 + wl + 2 > width && col > PASTE_INDENT) {
+        /* an option stays on one line with its value (--holder tok) */
+        if (pl->words[i][0] == '-' && i + 1 < pl->n && pl->words[i + 1][0] != '-')
+            keep += 1 + strlen(pl->words[i + 1]);
+        if (i > 0 && col + 1 + keep + 2 > width && col > PASTE_INDENT) {
             fprintf(fp, " \\\n%*s", PASTE_INDENT, "");
             col = PASTE_INDENT;
         } else if (i > 0) {

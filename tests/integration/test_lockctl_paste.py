@@ -11,7 +11,8 @@ to do next.  Against a real redis-server (and lockwatchd where it says).
   liblockwatch, for binary tokens (rslock, walrus:
   --holder-hex, and shown as hex:... by show and list), a key with quotes
   and spaces, a binary key (--escaped),
-  and at 80 columns where the line is continued with `\\`; with -c and -t
+  and at 80 columns where the line is continued with `\\` (never between
+  an option and its value); with -c and -t
   as lockctl was run, relative paths made absolute (it pastes in another
   directory);
 - `COLUMNS=80` and `COLUMNS=200`: no line of list or show (or of the
@@ -267,6 +268,22 @@ class LockctlPaste(h.TestCase):
         block = release_blocks(out)[0]
         self.assertNotIn("\n", block)
         self.assertIn("w" * 150, out.split("\n")[1])
+
+    def test_an_option_keeps_its_value_on_its_line(self):
+        """Wherever the terminal width puts the break, --holder and its
+        value are on one line (and the line still pastes)."""
+        cfg = self.cfg(patterns="lock:*")
+        for cols in range(48, 121):
+            self.c.set("lock:o", "tok-%d" % cols, px=600000)
+            out = self.show(cfg, "lock:o", cols=cols)
+            block = release_blocks(out)[0]
+            with self.subTest(cols=cols):
+                self.assertTrue(any(ln.rstrip(" \\").endswith("--holder tok-%d" % cols)
+                                    or "--holder tok-%d " % cols in ln
+                                    for ln in block.split("\n")), block)
+        rc, o, e = paste(block, env=env_cols(120))
+        self.assertEqual(rc, 0, e)
+        self.assertFalse(self.c.exists("lock:o"))
 
     # -- widths ------------------------------------------------------------------
 
