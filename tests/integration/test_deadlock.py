@@ -275,7 +275,9 @@ class Deadlock(LinesAgent):
         # owner 1: acct then ship, both released before owner 2 starts
         self.acquire("lock:acct:1001", "svc-a:1/1", "ta1")
         self.send(self.waiting("lock:ship:2002", "svc-a:1/1", None, "start"))
-        time.sleep(2.5 * SCAN)      # seen by a pass while it waits
+        # seen by a pass while it waits (a loaded machine's passes run late)
+        self.agent.wait_for(lambda: self.deadlocks()["graph"]["orders"] >= 1, timeout=10,
+                            desc="the order acct -> ship learnt")
         self.r.set("lock:ship:2002", "ta2", px=600000)
         self.send(self.waiting("lock:ship:2002", "svc-a:1/1", "ta2", "ok"))
         time.sleep(1.5 * SCAN)
