@@ -33,7 +33,11 @@ by_owner(const void *a, const void *b)
         return c;
     if (x->ownerlen != y->ownerlen)
         return x->ownerlen < y->ownerlen ? -1 : 1;
-    return x->at_ms < y->at_ms ? -1 : x->at_ms > y->at_ms;
+    if (x->at_ms != y->at_ms)
+        return x->at_ms < y->at_ms ? -1 : 1;
+    /* in one millisecond, a hold came before a wait: the owner waits now,
+     * holding the key (the waiting table's order is no order) */
+    return (int)gpair_holds(y) - (int)gpair_holds(x);
 }
 
 static bool

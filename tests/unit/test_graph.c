@@ -11,8 +11,10 @@
  * on-call, which sends no `hold`); the lines stand in for its holder only
  * where no snapshot can vouch (a capped or failed snapshot, a key of no
  * target's patterns, a scan begun before the acquire); the holder a
- * snapshot shows wins over the lines'.  Orders and inversions are tested
- * end to end in tests/integration/test_deadlock.py.
+ * snapshot shows wins over the lines'.  An order is learnt from a hold and
+ * a wait of one millisecond, whichever the waiting table lists first;
+ * orders and inversions are tested end to end in
+ * tests/integration/test_deadlock.py.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -482,6 +484,50 @@ detail_text_goes_past_a_nul(void **state)
     assert_int_equal(len, 13);
 }
 
+static struct gpair
+gp(const char *owner, const char *key, bool waiting, int64_t at_ms)
+{
+    struct gpair p;
+
+    memset(&p, 0, sizeof(p));
+    p.owner = (char *)owner;
+    p.ownerlen = strlen(owner);
+    p.key = (char *)key;
+    p.keylen = strlen(key);
+    p.holder = (char *)"-";
+    p.holderlen = 1;
+    p.waiting = waiting;
+    p.outcome = SAMPLE_OK;
+    p.at_ms = at_ms;
+    return p;
+}
+
+/* An owner that holds one key and waits for another learns the order,
+ * also when both lines came in the same millisecond and the waiting
+ * table lists the wait first (it has no order). */
+static void
+order_in_one_millisecond(void **state)
+{
+    struct graph *g = graph_new();
+    struct gpair p[2];
+
+    (void)state;
+    assert_non_null(g);
+    p[0] = gp("svc-a:1/1", "lock:ship:2002", true, 5000);
+    p[1] = gp("svc-a:1/1", "lock:acct:1001", false, 5000);
+    assert_int_equal(orders_pass(g, p, 2, NULL, 0, NOW, MONO), 0);
+    assert_int_equal(g->norders, 1);
+    assert_string_equal(g->orders[0].site.held_key.p, "lock:acct:1001");
+    assert_string_equal(g->orders[0].site.wanted_key.p, "lock:ship:2002");
+    /* a wait older than the hold teaches nothing: it began before */
+    graph_free(g);
+    assert_non_null(g = graph_new());
+    p[0].at_ms = 4000;
+    assert_int_equal(orders_pass(g, p, 2, NULL, 0, NOW, MONO), 0);
+    assert_int_equal(g->norders, 0);
+    graph_free(g);
+}
+
 int
 main(void)
 {
@@ -493,6 +539,7 @@ main(void)
         cmocka_unit_test(lines_stand_in_where_no_snapshot_vouches),
         cmocka_unit_test(snapshot_holder_wins),
         cmocka_unit_test(detail_text_goes_past_a_nul),
+        cmocka_unit_test(order_in_one_millisecond),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
