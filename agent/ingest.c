@@ -97,6 +97,7 @@ struct ingest {
     uint64_t drops_published;   /* what waitstats has */
     bool meminfo_off;           /* SO_MEMINFO refused: datagrams only */
     bool warned_errno;
+    int64_t last_at_ms;         /* the last datagram's arrival (arrived_ms()) */
 };
 
 /* A reading v of the kernel's drop counter.  Datagrams carry the value of
@@ -131,7 +132,11 @@ note_drops(struct ingest *in, struct msghdr *h)
  * by): the kernel's SO_TIMESTAMPNS stamp (CLOCK_REALTIME) taken back from
  * now_real_ms onto now_mono_ms, so that a datagram read after a batch wait
  * is timed as it came; now_mono_ms when it has no stamp, or one that a
- * clock step made nonsense.
+ * clock step made nonsense.  Each drain reads the two clocks anew, each
+ * truncated to the ms, so a datagram may come out a millisecond before
+ * the one read ahead of it: drain() keeps the times in the order the
+ * datagrams came (a hold line and the wait line after it must not trade
+ * places: graph.h "Lock orders").
  */
 static int64_t
 arrived_ms(struct msghdr *h, int64_t now_mono_ms, int64_t now_real_ms)
@@ -277,7 +282,7 @@ static int
 drain(struct ingest *in)
 {
     int rounds, n, i;
-    int64_t now_real, now_mono;
+    int64_t now_real, now_mono, at_ms;
 
     for (rounds = 0; rounds < 64; rounds++) {
         (void)waitstats_samples_key(in->ws, &in->keygen, in->key, &in->keylen);
@@ -299,7 +304,11 @@ drain(struct ingest *in)
             note_drops(in, h);
             if (len > SAMPLES_DATAGRAM_MAX)
                 len = SAMPLES_DATAGRAM_MAX;
-            take(in, h, in->buf[i], len, now_real / 1000, arrived_ms(h, now_mono, now_real));
+            at_ms = arrived_ms(h, now_mono, now_real);
+            if (at_ms < in->last_at_ms)
+                at_ms = in->last_at_ms;
+            in->last_at_ms = at_ms;
+            take(in, h, in->buf[i], len, now_real / 1000, at_ms);
         }
         if (n < INGEST_BATCH)
             break;
