@@ -601,6 +601,24 @@ all_edges(struct pass *p, const struct graph_target *targets, size_t n)
     reporter_edges(p);
 }
 
+/* The holding pairs whose key no snapshot showed, where whole snapshots
+ * made since their acquire vouch that the key is gone: released without
+ * a `hold` line (lockctl release, a crash, an expiry), so no order may be
+ * learnt from them as held now (orders.c). */
+static void
+mark_gone(struct pass *p)
+{
+    size_t i;
+
+    for (i = 0; i < p->nbykey; i++) {
+        struct gpair *h = p->bykey[i];
+
+        if (p->matched[i] || !gpair_holds(h))
+            continue;
+        h->gone = p->now_ms - (p->mono_ms - h->at_ms) < vouched_until(p, h->key, h->keylen);
+    }
+}
+
 /* ---- cycles ----------------------------------------------------------------- */
 
 static uint64_t
@@ -887,6 +905,7 @@ graph_pass(struct graph *g, const struct graph_target *targets, size_t ntargets,
     if (p.r == NULL || p.locks == NULL || p.cands == NULL || pairs_load(&p, ws) == -1)
         goto nomem;
     all_edges(&p, targets, ntargets);
+    mark_gone(&p);
     if (cycles_find(g->cy, on_cycle, &p) == -1 || p.nomem)
         goto nomem;
     /* orders learn from the pairs sorted by owner: bykey's order is done with */

@@ -38,7 +38,8 @@
  * to redo), ties to the first in cycle order.
  *
  * Lock orders: each pass, an owner that holds a key (a pair that acquired
- * and has not released) while it waits for, or later acquired, a key of
+ * and has not released, and whose key the snapshots do not vouch gone, as
+ * for the edges above) while it waits for, or later acquired, a key of
  * another class teaches "class A held while acquiring class B", kept with
  * its site (owner, both keys) in a table of GRAPH_ORDERS_MAX pairs
  * (least recently seen evicted, counted), forgotten GRAPH_ORDER_KEEP_MS

@@ -17,6 +17,8 @@ struct gpair {
     bool waiting;
     enum sample_outcome outcome;
     int64_t at_ms;                      /* monotonic */
+    bool gone;                          /* holds by its lines, but whole snapshots
+                                         * made since its acquire lack the key */
 };
 
 /* Does the pair hold its key: acquired, not released since. */

@@ -3,7 +3,8 @@
  * orders.c - lock orders and their inversions (graph.h "Lock orders").
  *
  * Each pass groups the waiting table's pairs by owner.  Within an owner,
- * a pair that holds its key (acquired at H) and another pair that waits
+ * a pair that holds its key (acquired at H, and not vouched gone by the
+ * snapshots: graph.c mark_gone()) and another pair that waits
  * now, or holds a key it acquired later, both since H, say the owner held
  * the first class while acquiring the second: one order, learnt with its
  * site.  Orders live in a table of GRAPH_ORDERS_MAX (a linear search: a
@@ -190,7 +191,7 @@ learn_owner(struct graph *g, struct gpair **q, size_t n, const struct class_rule
     for (i = 0; i < n; i++)
         class_of(q[i]->key, q[i]->keylen, rules, nrules, cls[i], sizeof(cls[i]));
     for (i = 0; i < n; i++) {
-        if (!gpair_holds(q[i]))
+        if (!gpair_holds(q[i]) || q[i]->gone)
             continue;
         for (j = 0; j < n; j++) {
             bool later = q[j]->waiting || gpair_holds(q[j]);

@@ -17,7 +17,8 @@ as liblockwatch and the reporters send them, the agent scanning every second.
   - a chain (A waits for B waits for C) is no deadlock;
   - a lock-order inversion that never overlapped (A then B by one owner,
     released, later B then A by another): one LockOrderInversion with both
-    sites, no LockDeadlock;
+    sites, no LockDeadlock; a lock released without its `hold` line (by
+    on-call) teaches no order once a scan lacks it;
   - hostile key bytes (quotes, newline, invalid UTF-8) in a cycle keep
     /api/v1/deadlocks valid JSON and /metrics parseable;
   - each step's holder_id is the Redis holder id (the SET value, the
@@ -307,6 +308,26 @@ class Deadlock(LinesAgent):
         self.assertEqual(msum(m, "lockwatch_lock_order_inversions_total"), 1)
         self.assertEqual(msum(m, "lockwatch_deadlocks_total"), 0)
 
+    def test_released_lock_teaches_no_order(self):
+        """A lock on-call released (no `hold` line came) is held by no one:
+        its owner waiting for another class after that teaches no order."""
+        self.acquire("lock:acct:7007", "svc-r:3/3", "tr1")
+        self.agent.wait_for(lambda: self.agent.lock("lock:acct:7007")[0] == 200, timeout=10,
+                            desc="a scan showing lock:acct:7007")
+        self.r.delete("lock:acct:7007")
+        self.agent.wait_for(lambda: self.agent.lock("lock:acct:7007")[0] == 404, timeout=10,
+                            desc="a scan without lock:acct:7007")
+        self.send(self.waiting("lock:ship:8008", "svc-r:3/3", None, "start"))
+        self.agent.wait_for(lambda: msum(self.agent.metrics(), "lockwatch_samples_waiting") == 1,
+                            timeout=10, desc="the wait in the table")
+        time.sleep(3 * SCAN)        # passes that see the wait
+        self.assertEqual(self.deadlocks()["graph"]["orders"], 0)
+        # the same owner holding a lock a scan shows: the order is learnt
+        self.acquire("lock:acct:9009", "svc-r:3/3", "tr2")
+        self.send(self.waiting("lock:ship:8008", "svc-r:3/3", None, "start"))
+        self.agent.wait_for(lambda: self.deadlocks()["graph"]["orders"] == 1, timeout=10,
+                            desc="the order acct -> ship learnt")
+
     def test_hostile_keys(self):
         k1 = b'lock:"q\nx\xff\xfe' + b"z" * 3000
         k2 = b"lock:\\b\x00\xc3("
@@ -356,6 +377,7 @@ class DeadlockFollow(Deadlock):
     test_liblockwatch_took_its_lock_at_once = None
     test_lockctl_without_agent = None
     test_inversion_without_overlap = None
+    test_released_lock_teaches_no_order = None
     test_hostile_keys = None
 
 

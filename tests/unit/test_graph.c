@@ -12,7 +12,8 @@
  * where no snapshot can vouch (a capped or failed snapshot, a key of no
  * target's patterns, a scan begun before the acquire); the holder a
  * snapshot shows wins over the lines'.  An order is learnt from a hold and
- * a wait of one millisecond, whichever the waiting table lists first;
+ * a wait of one millisecond, whichever the waiting table lists first, and
+ * none from a hold the snapshots vouch released;
  * orders and inversions are tested end to end in
  * tests/integration/test_deadlock.py.
  */
@@ -528,6 +529,48 @@ order_in_one_millisecond(void **state)
     graph_free(g);
 }
 
+/* Owner svc-c:1/1 acquired lock:acct:c at NOW (its line), then waits for
+ * lock:ship:e: an order, while the snapshots show c held (or cannot
+ * vouch); none once a whole scan begun after the acquire lacks c (on-call
+ * released it: no `hold` line came). */
+static void
+released_lock_teaches_no_order(void **state)
+{
+    static const char *const l[] = {
+        "lw1 waiting lock:acct:c svc-c%3A1%2F1 tokC ok",
+        "lw1 waiting lock:ship:e svc-c%3A1%2F1 - start",
+    };
+    const char *held[] = { "tokC", NULL };
+    struct config cfg;
+    char buf[128];
+    struct sample smp;
+
+    (void)state;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.rules.wait_window_ms = 60000;
+    for (size_t k = 0; k < 2; k++) {
+        struct graph *g = graph_new();
+        struct waitstats *ws = waitstats_new(&cfg);
+        struct snapshot *s = scan_of(1, 500, held[k], NULL);
+        struct graph_target gt = { "main", s, &conf_main };
+        struct graph_report *r;
+
+        assert_non_null(g);
+        assert_non_null(ws);
+        for (size_t i = 0; i < 2; i++) {
+            snprintf(buf, sizeof(buf), "%s", l[i]);
+            assert_int_equal(samples_parse_line(buf, strlen(buf), &smp), 0);
+            waitstats_record(ws, &smp, 1, 1, 0, MONO + 1000 * (int64_t)i);
+        }
+        r = pass_ws(g, &gt, 1, ws, 2000);
+        assert_int_equal(r->stats.orders, held[k] != NULL ? 1 : 0);
+        graph_report_unref(r);
+        snapshot_unref(s);
+        waitstats_free(ws);
+        graph_free(g);
+    }
+}
+
 int
 main(void)
 {
@@ -540,6 +583,7 @@ main(void)
         cmocka_unit_test(snapshot_holder_wins),
         cmocka_unit_test(detail_text_goes_past_a_nul),
         cmocka_unit_test(order_in_one_millisecond),
+        cmocka_unit_test(released_lock_teaches_no_order),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
