@@ -3,8 +3,15 @@
 // its Mutex or Semaphore that reports acquires (tryAcquire, which acquire
 // also goes through: reported once), releases and lost leases, and changes
 // nothing else.  Key: the library's Redis key (`mutex:<key>`,
-// `semaphore:<key>`); holder id: the lock's identifier (known before the
-// call, so `waiting ... start` carries it).  Lost: the library's refresh
+// `semaphore:<key>`); holder id: the lock's identifier.  `waiting ...
+// start` goes out when the first attempt finds the lock taken, as
+// liblockwatch and the redlock wrapper do (an acquire that gets the lock at
+// once costs no start line): the library's attempt loop calls the abort
+// signal's throwIfAborted() before each attempt and, after an attempt that
+// failed, waits with delay(retryInterval, signal), which reads
+// signal.aborted first; the wrapper passes an AttemptSignal (below) that
+// says so, and otherwise answers as the caller's signal (or none) would.
+// Lost: the library's refresh
 // failing calls onLockLost, reported `renewal` before the application's
 // callback (or the library's default, which throws) runs; a release after
 // the reporter's lease clock ran out with no successful refresh is
@@ -24,6 +31,45 @@ function onLockLost(err) {
   const appLost = this._lwAppLost;
   if (appLost) return appLost.call(this, err);
   throw err;   // the library's default
+}
+
+// The abort signal the library's attempt loop gets: the caller's (inner,
+// or none), delegated to, and a note of the first failed attempt.
+class AttemptSignal {
+  constructor(inner, onBusy) {
+    this.inner = inner;
+    this.onBusy = onBusy;
+  }
+
+  busy() {
+    const f = this.onBusy;
+    if (f !== null) {
+      this.onBusy = null;
+      try { f(); } catch (_) { /* never in the library's way */ }
+    }
+  }
+
+  throwIfAborted() {
+    if (this.inner) this.inner.throwIfAborted();
+  }
+
+  get aborted() {
+    this.busy();    // delay() after a failed attempt reads it first
+    return this.inner ? this.inner.aborted : false;
+  }
+
+  get reason() {
+    return this.inner ? this.inner.reason : undefined;
+  }
+
+  addEventListener(type, fn, opts) {
+    this.busy();
+    if (this.inner) this.inner.addEventListener(type, fn, opts);
+  }
+
+  removeEventListener(type, fn, opts) {
+    if (this.inner) this.inner.removeEventListener(type, fn, opts);
+  }
 }
 
 // optionsIndex: where the options argument sits in Base's constructor
@@ -53,15 +99,19 @@ function withReporting(Base, optionsIndex) {   // eslint-disable-line no-unused-
       const key = this._key;
       const holder = this._identifier;
       const owner = party();
-      reportStart(rep, key, owner, holder);
+      let started = false;
+      const signal = new AttemptSignal(abortSignal, () => {
+        started = true;
+        reportStart(rep, key, owner, holder);
+      });
       const t0 = now();
-      return super.tryAcquire(abortSignal).then((got) => {
+      return super.tryAcquire(signal).then((got) => {
         const t1 = now();
-        reportAcquire(rep, key, owner, holder, true, t0, t1, got ? 'ok' : 'timeout');
+        reportAcquire(rep, key, owner, holder, started, t0, t1, got ? 'ok' : 'timeout');
         if (got) this._lwHolding = new Holding(key, owner, holder, t1, Date.now() + this._acquireOptions.lockTimeout);
         return got;
       }, (err) => {
-        reportAcquire(rep, key, owner, holder, true, t0, now(), 'error');
+        reportAcquire(rep, key, owner, holder, started, t0, now(), 'error');
         throw err;
       });
     }

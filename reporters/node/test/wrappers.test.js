@@ -116,6 +116,19 @@ test('redlock: using() aborts and reports lost when an extension fails', async (
   assert.ok(kinds(evs).includes('lost:renewal'));
 });
 
+// redis-semaphore 5's attempt loop (lib/mutex/acquire.js, lib/utils
+// delay()): throwIfAborted() before each attempt, delay(retryInterval,
+// signal) after a failed one; `busy` attempts fail before one succeeds
+// (when ok), at most 3.
+function fakeDelay(ms, signal) {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => { clearTimeout(t); reject(signal.reason); };
+    const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort);
+  });
+}
+
 class FakeMutex {
   constructor(client, key, options = {}) {
     this._key = `mutex:${key}`;
@@ -123,9 +136,18 @@ class FakeMutex {
     this._acquireOptions = { lockTimeout: options.lockTimeout || 10000 };
     this._onLockLost = options.onLockLost;
     this.ok = true;
+    this.busy = 0;
   }
-  async acquire() { if (!(await this.tryAcquire())) throw new Error('timeout'); }
-  async tryAcquire() { return this.ok; }
+  async acquire(signal) { if (!(await this.tryAcquire(signal))) throw new Error('timeout'); }
+  async tryAcquire(signal) {
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      signal?.throwIfAborted();
+      if (this.ok && this.busy === 0) return true;
+      if (this.busy > 0) this.busy--;
+      await fakeDelay(5, signal);
+    }
+    return false;
+  }
   async _refresh() { return this.ok; }
   async release() {}
   async loseIt() { if (!(await this._refresh())) this._onLockLost(new Error('Lost')); }
@@ -136,6 +158,7 @@ test('redis-semaphore: acquire once through acquire(), lost via onLockLost, expi
   const M = withReporting(FakeMutex, 2);
   let appSaw = null;
   const m = new M(null, 'x', { lockTimeout: 50, onLockLost(err) { appSaw = err.message; } });
+  m.busy = 1;     // the first attempt finds it taken: a start, with the identifier
   await m.acquire();
   m.ok = false;
   await m.loseIt();
@@ -144,21 +167,36 @@ test('redis-semaphore: acquire once through acquire(), lost via onLockLost, expi
   await m.release();
   assert.deepStrictEqual(kinds(evs), ['waiting:start', 'waiting:ok', 'wait:ok', 'lost:renewal', 'hold']);
   assert.strictEqual(evs[0][3], 'id-x');
+  // got at once: no start, the ok all the same
   const m2 = new M(null, 'y', { lockTimeout: 30 });
   m2.ok = true;
   await m2.acquire();
   await new Promise((res) => setTimeout(res, 60));
   await m2.release();
-  assert.deepStrictEqual(kinds(evs).slice(5), ['waiting:start', 'waiting:ok', 'wait:ok', 'lost:expired', 'hold']);
+  assert.deepStrictEqual(kinds(evs).slice(5), ['waiting:ok', 'wait:ok', 'lost:expired', 'hold']);
   const m3 = new M(null, 'z', {});
   m3.ok = false;
   await assert.rejects(m3.acquire());
-  assert.deepStrictEqual(kinds(evs).slice(10), ['waiting:start', 'waiting:timeout', 'wait:timeout']);
+  assert.deepStrictEqual(kinds(evs).slice(9), ['waiting:start', 'waiting:timeout', 'wait:timeout']);
   // the library's default onLockLost still throws
   const m4 = new M(null, 'w', {});
   await m4.acquire();
   m4.ok = false;
   await assert.rejects(m4.loseIt(), /Lost/);
+});
+
+test('redis-semaphore: the caller\'s abort signal still aborts the wait, and is ended', async () => {
+  const evs = capture();
+  const M = withReporting(FakeMutex, 2);
+  const m = new M(null, 'ab', {});
+  m.ok = false;
+  const ac = new AbortController();
+  setTimeout(() => ac.abort(new Error('stop waiting')), 7);
+  await assert.rejects(m.acquire(ac.signal), /stop waiting/);
+  assert.deepStrictEqual(kinds(evs), ['waiting:start', 'waiting:error', 'wait:error']);
+  // aborted before it began: the library's throwIfAborted() throws the reason, no start
+  await assert.rejects(new M(null, 'ab2', {}).acquire(ac.signal), /stop waiting/);
+  assert.deepStrictEqual(kinds(evs).slice(3), ['wait:error']);
 });
 
 // Like redlock 4: the first attempt's script is sent synchronously from
