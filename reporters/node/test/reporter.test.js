@@ -101,6 +101,7 @@ test("the lock path's bytes are the lines of its events", async () => {
   for (let i = 0; i < 300; i++) {
     const j = i % 5;
     keys[3] = i === 3 ? 'k'.repeat(9000) : 'lock:k3';   // once: a line longer than a datagram
+    holders[0] = i % 7 === 0 ? 'tok-' + 'h'.repeat(60 + (i % 10)) : 'tok-1';   // both sides of 64 bytes
     reportStart(r, keys[j], parties[j], holders[(j + 1) % 5]);
     reportAcquire(r, keys[j], parties[j], holders[j], i % 2 === 0, 1000, 1000 + i * 0.0137 + (j === 3 ? 1e12 : 0),
       ['ok', 'timeout', 'error'][i % 3]);
