@@ -51,9 +51,9 @@ out_put(struct outbuf *o, const char *s, size_t len)
         len = o->cap - o->n;
         o->cut = true;
     }
-    /* The result is a C string; a NUL from the key would end it early. */
-    for (size_t i = 0; i < len; i++)
-        o->p[o->n + i] = s[i] == '\0' ? '?' : s[i];
+    /* A NUL from the key is kept here (o->n counts it) and becomes
+     * U+FFFD in out_finish(), as every other byte that is not text. */
+    memcpy(o->p + o->n, s, len);
     o->n += len;
 }
 
