@@ -75,7 +75,7 @@ sanitized(const char *p, size_t n)
     char *out = malloc(need);
 
     if (out != NULL)
-        keytext_sanitize(out, need, p, n);
+        keytext_sanitize_label(out, need, p, n);
     return out;
 }
 
@@ -85,7 +85,7 @@ rules_key_label(const char *key, size_t keylen)
     char tail[32], *head, *out;
     size_t cut, hl;
 
-    if (keylen <= RULES_KEY_LABEL_MAX && keytext_sanitize(NULL, 0, key, keylen) == keylen)
+    if (keylen <= RULES_KEY_LABEL_MAX && keytext_sanitize_label(NULL, 0, key, keylen) == keylen)
         return sanitized(key, keylen);
     /* the same cut as the offender metric's key label, and the same hash
      * when sanitising would change the key, so two keys that differ only

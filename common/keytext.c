@@ -55,15 +55,23 @@ put(char *out, size_t outsz, size_t at, const char *src, size_t n)
             out[at + i] = src[i];
 }
 
-size_t
-keytext_sanitize(char *out, size_t outsz, const char *in, size_t len)
+/* A C0 control byte other than '\n', or DEL: what a label must not carry
+ * (a terminal acts on ESC and CR; '\n' the label formats escape). */
+static int
+label_control(unsigned char c)
+{
+    return (c < 0x20 && c != '\n') || c == 0x7f;
+}
+
+static size_t
+sanitize(char *out, size_t outsz, const char *in, size_t len, int label)
 {
     const unsigned char *s = (const unsigned char *)in;
     size_t i = 0, o = 0, n;
 
     while (i < len) {
         n = utf8_seq(s + i, len - i);
-        if (n == 0 || (n == 1 && s[i] == 0)) {
+        if (n == 0 || (n == 1 && (s[i] == 0 || (label && label_control(s[i]))))) {
             /* U+FFFD; a NUL byte too, so the result is a C string */
             put(out, outsz, o, "\xef\xbf\xbd", 3);
             o += 3;
@@ -77,6 +85,18 @@ keytext_sanitize(char *out, size_t outsz, const char *in, size_t len)
     if (outsz > 0)
         out[o < outsz ? o : outsz - 1] = '\0';
     return o;
+}
+
+size_t
+keytext_sanitize(char *out, size_t outsz, const char *in, size_t len)
+{
+    return sanitize(out, outsz, in, len, 0);
+}
+
+size_t
+keytext_sanitize_label(char *out, size_t outsz, const char *in, size_t len)
+{
+    return sanitize(out, outsz, in, len, 1);
 }
 
 size_t

@@ -23,6 +23,10 @@
 #define KEYTEXT_PERCENT_MAX(n)   (3 * (n) + 1)
 
 size_t keytext_sanitize(char *out, size_t outsz, const char *in, size_t len);
+/* The same, for metric and alert labels and class names: C0 control bytes
+ * but '\n' (ESC, CR, ...) and DEL become U+FFFD too, so `curl /metrics` in
+ * a terminal shows a hostile key and runs none of it. */
+size_t keytext_sanitize_label(char *out, size_t outsz, const char *in, size_t len);
 size_t keytext_percent(char *out, size_t outsz, const char *in, size_t len);
 
 /*

@@ -58,7 +58,7 @@ label_value(struct strbuf *sb, const char *p, size_t n)
         sb->failed = true;
         return;
     }
-    len = keytext_sanitize(tmp, need, p, n);
+    len = keytext_sanitize_label(tmp, need, p, n);
     for (i = 0; i < len; i++) {
         if (tmp[i] == '\\')
             sb_add(sb, "\\\\", 2);
@@ -81,15 +81,15 @@ label_str(struct strbuf *sb, const char *s)
 
 /* A label of at most max bytes: longer values become prefix + "…#hash",
  * and so do values that sanitising would change (each invalid byte grows
- * to a 3-byte U+FFFD), since "a\xff" and "a\xfe" would otherwise both be
- * "a\uFFFD" and one series. */
+ * to a 3-byte U+FFFD, and so does a control byte), since "a\xff" and
+ * "a\xfe" would otherwise both be "a\uFFFD" and one series. */
 static void
 label_capped(struct strbuf *sb, const char *p, size_t n, size_t max)
 {
     char tail[32];
     size_t cut;
 
-    if (n <= max && keytext_sanitize(NULL, 0, p, n) == n) {
+    if (n <= max && keytext_sanitize_label(NULL, 0, p, n) == n) {
         label_value(sb, p, n);
         return;
     }

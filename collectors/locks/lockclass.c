@@ -69,7 +69,7 @@ out_cut(struct outbuf *o)
 
 /*
  * Class names are labels: they leave here as valid UTF-8, each invalid
- * byte replaced by U+FFFD.  Done at the source so that two keys differing
+ * byte and each control byte but '\n' replaced by U+FFFD.  Done at the source so that two keys differing
  * only in invalid bytes give one class, not two classes that render as
  * the same series twice.
  */
@@ -82,7 +82,7 @@ out_finish(struct outbuf *o)
     if (o->cut)
         out_cut(o);
     o->p[o->n] = '\0';
-    need = keytext_sanitize(NULL, 0, o->p, o->n);
+    need = keytext_sanitize_label(NULL, 0, o->p, o->n);
     if (need == o->n)
         return o->n;            /* valid already: the common case */
     tmp = malloc(need + 1);
@@ -94,7 +94,7 @@ out_finish(struct outbuf *o)
         o->p[o->n] = '\0';
         return o->n;
     }
-    keytext_sanitize(tmp, need + 1, o->p, o->n);
+    keytext_sanitize_label(tmp, need + 1, o->p, o->n);
     len = need;
     if (len > o->cap) {
         size_t dots = sizeof(CUT_MARK) - 1;

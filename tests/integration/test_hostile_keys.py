@@ -2,6 +2,7 @@
 """Hostile key names and holder tokens never break /metrics or the JSON API.
 
 Keys with '"', '\\', a newline, invalid UTF-8, '%' and a space, a NUL byte,
+terminal escapes (ESC, CR, DEL: never raw in /metrics),
 a 64 KiB name, a holder token with the same bytes and a 2,000-byte token, all without a TTL so that they become
 leaked offenders (lockwatch_lock_offender_info).  /metrics passes
 `promtool check metrics` and parses; /api/v1/locks is valid JSON; each lock
@@ -28,6 +29,7 @@ HOSTILE = {
     b"lock:nasty-holder": NASTY_TOKEN,
     b"lock:nul\x00byte": b"tok\x00en",
     b"lock:long-holder": b"T" * 2000,
+    b"lock:esc\x1b[31mred\rcr\x7f": b"t-esc\x1b]0;title\x07",
 }
 
 
@@ -40,11 +42,18 @@ def sane_ok(text, raw):
     be shown as U+FFFD too (it is valid UTF-8, but a hazard in C strings).
     A label that sanitising changed ends in "…#" and 16 hex digits, so two
     keys that differ only in invalid bytes stay two series."""
-    shown = (sane(raw), sane(raw).replace("\x00", "\ufffd"))
+    shown = (sane(raw), sane(raw).replace("\x00", "\ufffd"), label_text(raw))
     if text in shown:
         return True
     m = re.fullmatch("(.*)\u2026#[0-9a-f]{16}", text, re.S)
     return m is not None and m.group(1) in shown
+
+
+def label_text(raw):
+    """raw as a metric or alert label shows it: valid UTF-8, and each
+    control character but a newline (ESC, CR, NUL, ...) and DEL as U+FFFD,
+    so that printing /metrics in a terminal runs nothing."""
+    return re.sub("[\x00-\x09\x0b-\x1f\x7f]", "\ufffd", sane(raw))
 
 
 def holder_ok(text, token):
@@ -80,6 +89,9 @@ class HostileKeys(h.TestCase):
             rc, out = h.promtool_check(text)
             self.assertEqual(rc, 0, "promtool check metrics: exit %d:\n%s" % (rc, out))
             text.decode("utf-8")  # strict
+            # no control byte but the line ends: a terminal shows it all
+            bad = re.findall(rb"[\x00-\x09\x0b-\x1f\x7f]", text)
+            self.assertEqual(bad, [], "control bytes in /metrics")
             self.assertTrue(text.endswith(b"\n"))
             h.parse_metrics(text)
             ag.wait_scans(1, timeout=10)

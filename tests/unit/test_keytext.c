@@ -38,6 +38,25 @@ sanitize_replaces_invalid_bytes(void **state)
     assert_int_equal(n, strlen(out));
 }
 
+/* Labels: control bytes but '\n' (ESC, CR, TAB, DEL) become U+FFFD too;
+ * plain sanitising keeps them (JSON and the table escape them). */
+static void
+sanitize_label_replaces_control_bytes(void **state)
+{
+    char out[64];
+    const char in[] = "k\x1b[31m\rx\ty\x7f" "z\n\x01";
+    size_t n;
+
+    (void)state;
+    n = keytext_sanitize_label(out, sizeof(out), in, sizeof(in) - 1);
+    assert_string_equal(out, "k\xef\xbf\xbd[31m\xef\xbf\xbdx\xef\xbf\xbdy\xef\xbf\xbd" "z\n\xef\xbf\xbd");
+    assert_int_equal(n, strlen(out));
+    assert_int_equal(keytext_sanitize(out, sizeof(out), in, sizeof(in) - 1), sizeof(in) - 1);
+    assert_memory_equal(out, in, sizeof(in) - 1);
+    /* printable ASCII and valid UTF-8 are unchanged */
+    assert_int_equal(keytext_sanitize_label(NULL, 0, "lock:caf\xc3\xa9 ~", 12), 12);
+}
+
 static void
 sanitize_reports_needed_size_when_short(void **state)
 {
@@ -158,6 +177,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sanitize_keeps_valid_utf8),
         cmocka_unit_test(sanitize_replaces_invalid_bytes),
+        cmocka_unit_test(sanitize_label_replaces_control_bytes),
         cmocka_unit_test(sanitize_reports_needed_size_when_short),
         cmocka_unit_test(percent_round_trips_every_byte),
         cmocka_unit_test(percent_encodes_the_protocol_set),

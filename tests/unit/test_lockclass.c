@@ -93,6 +93,12 @@ test_derive_binary(void **state)
     assert_string_equal(out, "lock:\xef\xbf\xbd\n\"x\\:*");
     assert_int_equal(n, 14);
 
+    /* Terminal controls (ESC, CR, TAB, DEL) become U+FFFD: a class name is
+     * a label, printed raw by `curl /metrics`. */
+    n = class_of("lock:\x1b[2J\r\t\x7f:9", 14, NULL, 0, out, sizeof(out));
+    assert_string_equal(out, "lock:\xef\xbf\xbd[2J\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd:*");
+    assert_int_equal(n, 22);
+
     /* A NULL key with no length is the empty key. */
     n = class_of(NULL, 0, NULL, 0, out, sizeof(out));
     assert_int_equal(n, 0);
