@@ -654,9 +654,10 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
     } else if (rc == LOCKCTL_REDIS && lr.av.answered && lc->url == NULL) {
         print_last_known(&lr, (size_t)limit, state);
     } else if (rc == LOCKCTL_REDIS && lr.av.answered) {
-        /* the agent watches the target's own address, not --url's */
-        lockctl_warnx("the agent's view is of target %s's configured address, not of --url: "
-                      "not shown (drop --url to see it)", lc->t->name);
+        /* the agent watches the target's own address, not --url's: a note,
+         * so that --json's error stays the connect failure said before */
+        lockctl_note(lc, "the agent's view is of target %s's configured address, not of --url: "
+                     "not shown (drop --url to see it)", lc->t->name);
     }
     for (i = 0; i < lr.nkeep; i++)
         cli_lock_release(&lr.keep[i]);

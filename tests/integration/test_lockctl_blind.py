@@ -83,6 +83,13 @@ class LockctlBlind(h.TestCase):
         self.assertNotIn(b"lock:leak:1", p.stdout)
         self.assertNotIn(b"LAST KNOWN", p.stdout)
         self.assertIn(b"not of --url", p.stderr)
+        # --json: the error is why --url failed, not the note about the agent
+        p = lt.run(["--url", other, "list", "--json"], ag.config_path)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        doc = json.loads(p.stdout.decode())
+        self.assertIn("connect to 127.0.0.1:%d" % int(other.rsplit(":", 1)[1].split("/")[0]),
+                      doc["error"], doc)
+        self.assertNotIn("not of --url", doc["error"], doc)
 
 
 if __name__ == "__main__":
