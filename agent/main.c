@@ -43,8 +43,9 @@ usage(FILE *fp)
 {
     fprintf(fp,
             "usage: lockwatchd [-c FILE] [-d] [-n] [-v] [--once]\n"
-            "  -c FILE   config file (default %s; when it does not exist,\n"
-            "            built-in defaults: target redis://127.0.0.1:6379, pattern lock:*)\n"
+            "  -c FILE   config file (default %s;\n"
+            "            when it does not exist, built-in defaults: target\n"
+            "            redis://127.0.0.1:6379, pattern lock:*)\n"
             "  -d        stay in the foreground and log to stderr\n"
             "  -n        check the config, print the effective config (secrets\n"
             "            redacted) and exit 0, or 2 when it is invalid\n"

@@ -551,9 +551,9 @@ agent_get_doc(const struct lockctl *lc, struct agent_view *av, const char *path,
     *doc = NULL;
     av->deadline_ms = lc->scope.deadline_ms;
     if (r != 0) {
-        snprintf(av->err, sizeof(av->err), "%s", r == 1 ? "--agent off: this command "
-                 "asks the agent, and only the agent knows it" : err);
-        return -1;
+        snprintf(av->err, sizeof(av->err), "%s", r == 1 ? "this command reads the agent, "
+                 "and --agent off asks no agent" : err);
+        return -2;
     }
     snprintf(url, sizeof(url), "%s%s", av->url, path);
     if ((status = agent_get_json(av, url, doc)) == -1)

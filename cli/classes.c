@@ -154,7 +154,12 @@ cmd_classes(struct lockctl *lc, int argc, char **argv)
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
         return rc;
     memset(&av, 0, sizeof(av));
-    if (agent_get_doc(lc, &av, "/api/v1/classes", &doc) == -1) {
+    if ((rc = agent_get_doc(lc, &av, "/api/v1/classes", &doc)) == -2) {
+        lockctl_warnx("classes: %s", av.err);
+        out_error_hint("give --agent http://host:port of a running lockwatchd");
+        return LOCKCTL_USAGE;
+    }
+    if (rc == -1) {
         lockctl_warnx("classes: the agent at %s did not answer: %s", av.url[0] ? av.url :
                       "(none)", av.err);
         out_error_hint("the per-class view lives in the agent: start lockwatchd, or point "

@@ -233,7 +233,12 @@ cmd_deadlocks(struct lockctl *lc, int argc, char **argv)
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
         return rc;
     memset(&av, 0, sizeof(av));
-    if (agent_get_doc(lc, &av, "/api/v1/deadlocks", &doc) == -1) {
+    if ((rc = agent_get_doc(lc, &av, "/api/v1/deadlocks", &doc)) == -2) {
+        lockctl_warnx("deadlocks: %s", av.err);
+        out_error_hint("give --agent http://host:port of a running lockwatchd");
+        return LOCKCTL_USAGE;
+    }
+    if (rc == -1) {
         lockctl_warnx("deadlocks: the agent at %s did not answer: %s", av.url[0] ? av.url :
                       "(none)", av.err);
         out_error_hint("only the agent knows who waits for whom: start lockwatchd, or name "

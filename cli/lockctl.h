@@ -270,8 +270,9 @@ void agent_view_release(struct agent_view *av);
 int agent_consult(const struct lockctl *lc, struct agent_view *av, const char *key,
                   size_t keylen);
 /* GET path (e.g. "/api/v1/deadlocks") of the agent of lc as JSON into
- * *doc (the caller's): 0 on HTTP 200, -1 with av->err saying why (no
- * agent, --agent off, an error answer, not JSON). */
+ * *doc (the caller's): 0 on HTTP 200; -1 with av->err saying why (no
+ * agent, an error answer, not JSON); -2 when the options name no agent
+ * (--agent off, a bad --agent: a usage error), av->err saying so. */
 int agent_get_doc(const struct lockctl *lc, struct agent_view *av, const char *path,
                   json_t **doc);
 /* One line for people after a listing: where ages came from (from_agent

@@ -30,8 +30,9 @@ static const struct command {
       "list [--state leaked|long|reentrant_high|held|all] [--pattern GLOB] [--limit N]",
       "List the target's locks, worst first (leaked, long, reentrant_high, held; older\n"
       "first), read from Redis now with a bounded SCAN of the target's patterns.\n"
-      "  --state S       only locks in state S (default all; held is all); leaked also lists, as\n"
-      "                  leaked?, the locks without a TTL for an unknown time\n"
+      "  --state S       only locks in state S (default all; held is all); leaked\n"
+      "                  also lists, as leaked?, the locks without a TTL for an\n"
+      "                  unknown time\n"
       "  --pattern GLOB  scan GLOB instead of the target's patterns (keys must still\n"
       "                  match one of them)\n"
       "  --limit N       show at most N locks (1..10000, default 100)\n"
@@ -129,20 +130,22 @@ static const struct command {
 
 static const char global_help[] =
     "Global options (before or after the command):\n"
-    "  -c, --config FILE   config (default " CONFIG_DEFAULT_PATH "; when it does not\n"
-    "                      exist, the agent's built-in defaults, noted on stderr)\n"
+    "  -c, --config FILE   config (default " CONFIG_DEFAULT_PATH ";\n"
+    "                      when it does not exist, the agent's built-in defaults,\n"
+    "                      noted on stderr)\n"
     "  -t, --target NAME   the [target NAME] to use (default: the first)\n"
     "  --url redis://[user@]host[:port][/db]\n"
     "                      talk to this address instead of the target's url (its\n"
     "                      patterns, password_file, timeouts and tls_* still apply);\n"
     "                      rediss:// for TLS\n"
-    "  --tls-ca-file FILE, --tls-ca-dir DIR, --tls-cert-file FILE, --tls-key-file FILE,\n"
-    "  --tls-server-name NAME, --tls-verify on|off\n"
+    "  --tls-ca-file FILE, --tls-ca-dir DIR, --tls-cert-file FILE,\n"
+    "  --tls-key-file FILE, --tls-server-name NAME, --tls-verify on|off\n"
     "                      replace the target's tls_* setting of the same name\n"
     "                      (lockwatch.ini(5)); only with a rediss:// url\n"
     "  --agent http://host:port|off\n"
     "                      the agent list, show and release ask for first-seen and\n"
-    "                      no-TTL times (default: [agent] listen; off: do not ask)\n"
+    "                      no-TTL times, and deadlocks, events and classes read\n"
+    "                      (default: [agent] listen; off: do not ask)\n"
     "  --timeout DURATION  the whole command's deadline (default 15s): every Redis\n"
     "                      read and the agent's answers keep to it\n"
     "  --json              machine-readable output (see docs/lockctl.md); a failure\n"
@@ -154,16 +157,45 @@ static const char global_help[] =
     "  -h, --help          help; lockctl COMMAND --help for a command\n"
     "  -V, --version       the version\n";
 
+/* A synopsis at indent, wrapped at 80 columns between its words or
+ * bracketed groups (never inside "[--pattern GLOB]"), continued 4 further
+ * in. */
+static void
+print_synopsis(FILE *fp, int indent, const char *s)
+{
+    int col = fprintf(fp, "%*s", indent, "");
+
+    for (;;) {
+        const char *e;
+        int depth = 0, n;
+
+        s += strspn(s, " \n");         /* the table's own line breaks too */
+        if (*s == '\0')
+            break;
+        for (e = s; *e != '\0' && ((*e != ' ' && *e != '\n') || depth > 0); e++)
+            depth += *e == '[' ? 1 : *e == ']' ? -1 : 0;
+        n = (int)(e - s);
+        if (col > indent && col + 1 + n > 80)
+            col = fprintf(fp, "\n%*s", indent + 4, "") - 1;
+        else if (col > indent)
+            col += fprintf(fp, " ");
+        col += fprintf(fp, "%.*s", n, s);
+        s = e;
+    }
+    fputc('\n', fp);
+}
+
 static void
 usage(FILE *fp)
 {
     fprintf(fp, "usage: lockctl [-c FILE] [-t TARGET] [--url redis://...] [--agent URL] [--json]\n"
             "               [-o wide|json] [-q] COMMAND\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(fp, "  %s\n", commands[i].synopsis);
+        print_synopsis(fp, 2, commands[i].synopsis);
     fprintf(fp, "%s", global_help);
     fprintf(fp, "Exit codes: 0 done, 1 refused by a guard or nothing to do, 2 usage or\n"
-            "config error, 3 Redis unreachable or error.\n");
+            "config error, 3 Redis unreachable or error, or the agent did not answer\n"
+            "(deadlocks, events, classes).\n");
 }
 
 void
@@ -171,8 +203,9 @@ lockctl_command_help(const char *name, FILE *fp)
 {
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (strcmp(commands[i].name, name) == 0) {
-            fprintf(fp, "usage: lockctl [global options]\n         %s\n\n%s\n%s",
-                    commands[i].synopsis, commands[i].help, global_help);
+            fprintf(fp, "usage: lockctl [global options]\n");
+            print_synopsis(fp, 9, commands[i].synopsis);
+            fprintf(fp, "\n%s\n%s", commands[i].help, global_help);
             return;
         }
 }
@@ -245,8 +278,18 @@ main(int argc, char **argv)
         fflush(stdout);
         return rc;
     }
-    lockctl_warnx("unknown command \"%s\" (commands: list, show, release, expire, audit, events; "
-                  "see lockctl --help)", argv[optind]);
+    {
+        char names[256];
+        size_t n = 0;
+
+        /* from the table, so a new command is never missing here */
+        names[0] = '\0';
+        for (size_t i = 0; i < NCOMMANDS && n < sizeof(names); i++)
+            n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", i > 0 ? ", " : "",
+                                  commands[i].name);
+        lockctl_warnx("unknown command \"%s\" (commands: %s; see lockctl --help)",
+                      argv[optind], names);
+    }
     if (lc.json)
         out_json_error(LOCKCTL_USAGE);
     return LOCKCTL_USAGE;

@@ -34,7 +34,7 @@ import unicodedata
 import harness as h
 
 LOCKCTL = os.path.join(h.BUILD, "bin", "lockctl")
-COMMANDS = ("list", "show", "release", "expire", "audit", "events", "deadlocks")
+COMMANDS = ("list", "show", "release", "expire", "audit", "events", "deadlocks", "classes")
 UUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"
 
 
@@ -460,6 +460,9 @@ class Lockctl(h.TestCase):
             self.assertIn(b"usage: lockctl", p.stdout)
             self.assertIn(c.encode(), p.stdout)
             assert_terminal_safe(self, p.stdout)
+        for args in [["--help"]] + [[c, "--help"] for c in COMMANDS]:
+            for line in run(args).stdout.decode().splitlines():
+                self.assertLessEqual(len(line), 80, (args, line))
         self.assertIn(b"--if-older-than", run(["release", "--help"]).stdout)
         self.assertIn(b"--ttl", run(["expire", "--help"]).stdout)
         self.assertIn(b"lockctl", run(["--version"]).stdout)
@@ -477,7 +480,9 @@ class Lockctl(h.TestCase):
                      ["events", "stray"], ["deadlocks", "stray"], ["deadlocks", "--bogus"],
                      ["show", "--escaped", "%zz"], ["-t", "nope", "list"],
                      ["--url", "redis://:pw@127.0.0.1:1/0", "list"],
-                     ["--url", "http://x", "list"]):
+                     ["--url", "http://x", "list"],
+                     ["--agent", "off", "deadlocks"], ["--agent", "off", "classes"],
+                     ["--agent", "off", "events"]):
             p = run(args, self.cfg)
             self.assertEqual(p.returncode, 2, (args, p.stdout, p.stderr))
             self.assertTrue(p.stderr, args)
@@ -491,6 +496,9 @@ class Lockctl(h.TestCase):
         self.assertIn(b"max_hold", p.stderr)
         p = run(["-t", "nope", "list"], self.cfg)
         self.assertIn(b"main", p.stderr)            # lists the targets there are
+        p = run(["bogus"], self.cfg)               # names every command there is
+        for c in COMMANDS:
+            self.assertIn(c.encode(), p.stderr.split(b"commands:")[1])
 
     def test_targets_url_and_password_file(self):
         rs2 = self.start_redis(password="s3cret-pw")

@@ -277,6 +277,8 @@ class AgentPage(unittest.TestCase):
             self.skipTest("%s is not built (run make)" % LOCKWATCHD)
         r = run([LOCKWATCHD, "-h"])
         self.assertEqual(r.returncode, 0)
+        for line in r.stdout.splitlines():
+            self.assertLessEqual(len(line), 80, line)
         usage = set(re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", r.stdout))
         opts = "\n".join(section(self.text, "OPTIONS"))
         documented = set(re.findall(r"^       (--?[a-zA-Z][\w-]*)", opts, re.M))
