@@ -348,16 +348,20 @@ layout(const struct table *t, size_t width, size_t *w)
      * left, down to their min, before the flex column (the key) gets less
      * than FLEX_MIN (or than its widest cell, when that is less). */
     want = flex < t->ncols && w[flex] < FLEX_MIN ? w[flex] : FLEX_MIN;
-    for (i = t->ncols; flex < t->ncols && used + want > width && i-- > 0;) {
-        size_t give;
+    /* cut columns first (a holder keeps both ends), wrapped ones last (a
+     * narrower STATE breaks onto more lines, then inside a word) */
+    for (int pass = 0; pass < 2; pass++)
+        for (i = t->ncols; flex < t->ncols && used + want > width && i-- > 0;) {
+            size_t give;
 
-        if (t->cols[i].min == 0 || w[i] <= t->cols[i].min)
-            continue;
-        give = used + want - width;
-        give = give < w[i] - t->cols[i].min ? give : w[i] - t->cols[i].min;
-        w[i] -= give;
-        used -= give;
-    }
+            if (t->cols[i].min == 0 || w[i] <= t->cols[i].min ||
+                !(t->cols[i].flags & TABLE_WRAP) != !pass)
+                continue;
+            give = used + want - width;
+            give = give < w[i] - t->cols[i].min ? give : w[i] - t->cols[i].min;
+            w[i] -= give;
+            used -= give;
+        }
     if (flex < t->ncols) {
         size_t room = used < width ? width - used : 1;
 

@@ -275,7 +275,7 @@ const struct config_option config_options[] = {
     { .section = SECTION_WEBHOOK, .key = "url", .type = OPT_HTTP_URL,
       .flags = OPT_REQUIRED,
       AT(struct webhook_conf, url), .example = "https://hooks.example/lockwatch",
-      .help = "where notifications are POSTed; -n shows its user name, query and fragment as *** (a user:password is refused)" },
+      .help = "where notifications are POSTed; -n masks user name, query, fragment (user:password refused)" },
     { .section = SECTION_WEBHOOK, .key = "format", .type = OPT_ENUM,
       .def = "generic", .names = format_names,
       AT(struct webhook_conf, format),

@@ -316,6 +316,21 @@ class LockctlPaste(h.TestCase):
                 self.assertIn("start the agent", out.replace("\n  ", " "))
                 if cols == 200:         # room to spare: the holder whole
                     self.assertIn("tok-" + "x" * 40, out)
+                # no state word broken over two lines: the STATE cells of
+                # lock:orders:42's row (and its continuation lines) read
+                # whole words
+                lines = out.split("\n")
+                at = [i for i, ln in enumerate(lines) if ln.startswith("lock:orders:42")][0]
+                col = lines[0].index("STATE")
+                cell = lines[at][col:]
+                for ln in lines[at + 1:]:
+                    if ln[:col].strip():
+                        break
+                    cell += " " + ln[col:]
+                words = cell.replace(",", " ").split()
+                self.assertIn("reentrant_high", words, out)
+                self.assertTrue(set(words) <= {"leaked", "leaked?", "long", "reentrant_high"},
+                                out)
                 out = self.show(cfg, "lock:payments:settlement:2026-12-02:batch-000017", cols)
                 self.assertNotIn(ELLIPSIS, out)
                 self.assertIn("lock:payments:settlement:2026-12-02:batch-000017", out)
