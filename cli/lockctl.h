@@ -382,6 +382,8 @@ void table_print(const struct table *t, FILE *fp, size_t width);
 /* The width human output fits: $COLUMNS (TABLE_WIDTH_MIN..MAX), else the
  * terminal's (TIOCGWINSZ on stdout), else TABLE_WIDTH (a pipe, a file). */
 size_t table_terminal_width(void);
+/* The same for stderr: $COLUMNS, else stderr's terminal, else as above. */
+size_t table_stderr_width(void);
 /* The next line of terminal-safe s wrapped at width columns: its bytes
  * (cut after the last space that fits, else hard at width), *skip the
  * spaces after it. */

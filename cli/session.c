@@ -36,7 +36,9 @@ lockctl_warnx(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "lockctl: %s\n", msg);
+    /* wrapped at spaces, as every sentence of lockctl is (a refusal runs
+     * to 300 columns): at $COLUMNS, else stderr's terminal, else 100 */
+    table_line(stderr, table_stderr_width(), "lockctl: %s", msg);
     /* the error a --json run turns into {"error": ...} on stdout */
     if (strncmp(msg, "warning:", 8) != 0 && strncmp(msg, "note:", 5) != 0)
         out_error_remember(msg);

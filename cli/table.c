@@ -63,6 +63,17 @@ table_terminal_width(void)
     return TABLE_WIDTH;
 }
 
+size_t
+table_stderr_width(void)
+{
+    struct winsize ws;
+
+    if (getenv("COLUMNS") == NULL && isatty(STDERR_FILENO) == 1 &&
+        ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= TABLE_WIDTH_MIN)
+        return ws.ws_col > TABLE_WIDTH_MAX ? TABLE_WIDTH_MAX : ws.ws_col;
+    return table_terminal_width();
+}
+
 /* Decode one code point of valid UTF-8 at s; *len gets its bytes. */
 static unsigned long
 utf8_next(const unsigned char *s, size_t *len)

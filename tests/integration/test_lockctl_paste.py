@@ -367,6 +367,13 @@ class LockctlPaste(h.TestCase):
         self.assertFalse(self.c.exists("lock:w"))
         # --yes: the script refuses (audited), and the next step is named
         self.c.set("lock:w", "tok-right")
+        # at an 80-column terminal the refusal (300 columns as one line) wraps
+        rc, o, e = paste(" ".join([lt.LOCKCTL, "-c", cfg, "release", "lock:w", "--holder",
+                                   "tok-wrong", "--yes"]), env=env_cols(80))
+        self.assertEqual(rc, 1, e)
+        text = e.decode()
+        self.assert_fits(text.replace("\r", ""), 80)
+        self.assertIn("holder_changed", text)
         p = lt.run(["release", "lock:w", "--holder", "tok-wrong", "--yes"], cfg)
         self.assertEqual(p.returncode, 1)
         self.assertIn(b"held by tok-right", p.stderr)
