@@ -227,10 +227,22 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
     snprintf(buf, sizeof(buf), "%s (%s)", lc->t->name, a);
     rc |= row(t, "key", l->key, l->keylen);
     rc |= row(t, "target", buf, strlen(buf));
-    if (!not_a_lock(lc, l, buf, sizeof(buf)))
-        snprintf(buf, sizeof(buf), "%s", inpat
-                 ? "the key is a lock (matches the target's patterns)"
-                 : "NOT in the target's patterns: lockctl will not release it");
+    if (not_a_lock(lc, l, buf, sizeof(buf))) {
+        /* a helper or excluded key: what it holds, and none of a lock's
+         * rows (a format, a state, holders), which would contradict it */
+        char id[OUT_HOLDER_MAX(HOLDER_ID_MAX)];
+
+        rc |= row(t, "patterns", buf, strlen(buf));
+        out_ttl(l->pttl_ms, a, sizeof(a));
+        rc |= row(t, "ttl", a, strlen(a));
+        if (l->view.nholders > 0)
+            rc |= row(t, "value", id, out_holder(l->view.holders[0].id,
+                                                 l->view.holders[0].idlen, id, sizeof(id)));
+        return rc;
+    }
+    snprintf(buf, sizeof(buf), "%s", inpat
+             ? "the key is a lock (matches the target's patterns)"
+             : "NOT in the target's patterns: lockctl will not release it");
     rc |= row(t, "patterns", buf, strlen(buf));
     rc |= row(t, "class", l->cls, strlen(l->cls));
     snprintf(buf, sizeof(buf), "%s%s, %s%s", l->fmt->name,
@@ -249,10 +261,13 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
                  "or long)", permits);
         rc |= row(t, "permits", buf, strlen(buf));
     }
-    snprintf(buf, sizeof(buf), "held%s%s%s%s", l->states & LOCK_LEAKED ? ", leaked" : "",
-             l->states & LOCK_LONG ? ", long" : "",
-             l->states & LOCK_REENTRANT_HIGH ? ", reentrant_high" : "",
-             l->leak_unknown ? ", leaked? (no TTL, for how long is unknown)" : "");
+    if (!inpat)                 /* the agent judges only its targets' locks */
+        snprintf(buf, sizeof(buf), "not judged: the key is outside the target's patterns");
+    else
+        snprintf(buf, sizeof(buf), "held%s%s%s%s", l->states & LOCK_LEAKED ? ", leaked" : "",
+                 l->states & LOCK_LONG ? ", long" : "",
+                 l->states & LOCK_REENTRANT_HIGH ? ", reentrant_high" : "",
+                 l->leak_unknown ? ", leaked? (no TTL, for how long is unknown)" : "");
     rc |= row(t, "state", buf, strlen(buf));
     out_ttl(l->pttl_ms, a, sizeof(a));
     rc |= row(t, "ttl", a, strlen(a));
@@ -442,9 +457,15 @@ release_lines(const struct lockctl *lc, const struct cli_lock *l, bool inpat)
     size_t width = lockctl_width(lc), n = l->view.nholders;
     char why[512];
 
-    if (!inpat || not_a_lock(lc, l, why, sizeof(why))) {
-        table_line(stdout, width, "no release command: %s", inpat ? "the key is not a lock"
-                   : "the key is outside the target's patterns");
+    if (not_a_lock(lc, l, why, sizeof(why))) {
+        table_line(stdout, width, "no release command: the key is not a lock%s",
+                   lock_key_excluded(lc->t, l->key, l->keylen) ? ""
+                   : " (release the lock it serves)");
+        return;
+    }
+    if (!inpat) {
+        table_line(stdout, width, "no release command: the key is outside the target's "
+                   "patterns");
         return;
     }
     if (n == 0) {
@@ -484,6 +505,7 @@ show_table(const struct lockctl *lc, const struct cli_lock *l, const struct wait
            const struct agent_view *av, bool inpat, bool from_agent)
 {
     struct table t;
+    char why[512];
 
     table_init(&t, show_cols, 2);
     if (rows(&t, lc, l, inpat, w) != 0) {
@@ -493,7 +515,9 @@ show_table(const struct lockctl *lc, const struct cli_lock *l, const struct wait
     }
     table_print(&t, stdout, lockctl_width(lc));
     table_release(&t);
-    if (av->answered && !from_agent)
+    if (not_a_lock(lc, l, why, sizeof(why)))
+        ;                       /* no age shown, so no word on where ages come from */
+    else if (av->answered && !from_agent)
         table_line(stdout, lockctl_width(lc), "the agent at %s has no times for this holder (not "
                    "in its last scan, or not kept in detail)", av->url);
     else

@@ -235,6 +235,12 @@ class FormatsClients(h.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn(b"NOT a lock", p.stdout)
         self.assertNotIn(b"release with:", p.stdout)
+        # and nothing that reads it as a lock (a format, a state, a holder)
+        rows = [ln.split()[0] for ln in p.stdout.decode().splitlines() if ln[:1].isalpha()]
+        for field in ("format", "state", "holder", "waiting"):
+            self.assertNotIn(field, rows, p.stdout)
+        self.assertIn("value", rows, p.stdout)
+        self.assertIn(b"release the lock it serves", p.stdout)
         shown = tl.run_json(self, ["show", "rw-lock"], cfg)
         self.assertEqual((shown["format"], shown["mode"], shown["holders_total"]),
                          ("redisson-rw", "read", READERS))

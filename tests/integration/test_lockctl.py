@@ -350,6 +350,11 @@ class Lockctl(h.TestCase):
         keys = [l["key"] for l in doc["locks"]]
         self.assertEqual(keys[0], "lock:leak")                   # worst first
         self.assertEqual(set(keys), {"lock:lw", "lock:leak", "lock:re", "lock:fine"})
+        # a key outside the patterns is shown, but not judged as a lock
+        p = run(["show", "user:1"], self.cfg)
+        state = [ln for ln in p.stdout.decode().splitlines() if ln.startswith("state")]
+        self.assertTrue(state and "not judged" in state[0], p.stdout)
+        self.assertNotIn("leaked", state[0])
         by = {l["key"]: l for l in doc["locks"]}
         self.assertIn("long", by["lock:lw"]["states"])
         self.assertEqual(by["lock:lw"]["format"], "liblockwatch")
