@@ -448,6 +448,76 @@ states_array(const char *states)
     return arr != NULL ? arr : json_null();
 }
 
+static const struct table_col agent_cols[] = {
+    { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE, 0 },
+    { "HOLDER", 22, TABLE_MIDDLE, 10 },
+    { "AGE", 10, TABLE_RIGHT, 0 },
+    { "STATE", 28, TABLE_WRAP, 15 },
+};
+
+/* The agent's states ("held,leaked,long") as the list table writes them:
+ * "leaked, long", or "held" alone. */
+static void
+states_text(const char *in, char *out, size_t len)
+{
+    const char *p = in, *e;
+    size_t n = 0;
+
+    out[0] = '\0';
+    for (; *p != '\0'; p = *e == ',' ? e + 1 : e) {
+        e = strchr(p, ',');
+        e = e != NULL ? e : p + strlen(p);
+        if (e == p || ((size_t)(e - p) == 4 && strncmp(p, "held", 4) == 0))
+            continue;
+        n += (size_t)snprintf(out + n, n < len ? len - n : 0, "%s%.*s", n > 0 ? ", " : "",
+                              (int)(e - p), p);
+    }
+    if (out[0] == '\0')
+        snprintf(out, len, "held");
+}
+
+/* The agent's locks as a table like list's own (terminal-safe, fit to
+ * width); the rows printed. */
+static size_t
+print_agent_table(struct list_run *lr, size_t limit, const char *state, size_t width)
+{
+    const struct agent_view *av = &lr->av;
+    struct table t;
+    size_t i, n = 0;
+
+    table_init(&t, agent_cols, sizeof(agent_cols) / sizeof(agent_cols[0]));
+    for (i = 0; i < av->nlocks && n < limit; i++) {
+        const struct agent_lock *a = &av->locks[i];
+        char holder[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 32], age[24], st[96];
+        const char *cells[4];
+        size_t lens[4];
+
+        if (!has_state(a->states, state))
+            continue;
+        states_text(a->states, st, sizeof(st));
+        if (a->age_ms >= 0)
+            out_duration(a->age_ms, age, sizeof(age));
+        else
+            snprintf(age, sizeof(age), "unknown");
+        cells[0] = a->key;
+        lens[0] = a->keylen;
+        cells[1] = holder;
+        lens[1] = a->holder != NULL ? out_holder(a->holder, a->holderlen, holder, sizeof(holder))
+            : (size_t)snprintf(holder, sizeof(holder), "-");
+        cells[2] = age;
+        lens[2] = strlen(age);
+        cells[3] = st;
+        lens[3] = strlen(st);
+        if (table_add(&t, cells, lens) == -1)
+            break;
+        n++;
+    }
+    if (n > 0)
+        table_print(&t, stdout, width);
+    table_release(&t);
+    return n;
+}
+
 /*
  * Redis did not answer, but the agent did: its view, said to be the
  * agent's and, when it cannot scan the target either, the last known one
@@ -466,28 +536,18 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
         snprintf(ago, sizeof(ago), "%lld s", (long long)((clock_now_ms() -
                                                           av->last_success_ms) / 1000));
     if (!lr->lc->json) {
-        if (av->stale_reason[0])
-            printf("LAST KNOWN (stale): the agent at %s cannot scan target %s either (%s); "
-                   "its last good scan%s%s%s:\n", av->url, lr->lc->t->name, av->stale_reason,
-                   ago[0] ? ", " : "", ago, ago[0] ? " ago" : "");
-        else
-            printf("FROM THE AGENT at %s (its last scan; Redis did not answer lockctl):\n",
-                   av->url);
-        for (i = 0; i < av->nlocks && n < limit; i++) {
-            const struct agent_lock *a = &av->locks[i];
-            char key[256], holder[128];
+        size_t width = lockctl_width(lr->lc);
 
-            if (!has_state(a->states, state))
-                continue;
-            keytext_sanitize(key, sizeof(key), a->key, a->keylen);
-            keytext_sanitize(holder, sizeof(holder), a->holder ? a->holder : "",
-                              a->holder ? a->holderlen : 0);
-            printf("  %-40s %-24s %s\n", key, a->states[0] ? a->states : "held",
-                   a->holder ? holder : "-");
-            n++;
-        }
+        if (av->stale_reason[0])
+            table_line(stdout, width, "LAST KNOWN (stale): the agent at %s cannot scan target "
+                       "%s either (%s); its last good scan%s%s%s:", av->url, lr->lc->t->name,
+                       av->stale_reason, ago[0] ? ", " : "", ago, ago[0] ? " ago" : "");
+        else
+            table_line(stdout, width, "FROM THE AGENT at %s (its last scan; Redis did not "
+                       "answer lockctl):", av->url);
+        n = print_agent_table(lr, limit, state, width);
         if (n == 0)
-            printf("  (none %s)\n", strcmp(state, "all") == 0 ? "kept" : state);
+            table_line(stdout, width, "(none %s)", strcmp(state, "all") == 0 ? "kept" : state);
         return;
     }
     root = json_object();

@@ -14,6 +14,7 @@
 """
 
 import json
+import os
 import time
 
 import harness as h
@@ -63,6 +64,15 @@ class LockctlBlind(h.TestCase):
         self.assertIn("LAST KNOWN (stale)", out)
         self.assertIn("lock:leak:1", out)
         self.assertNotIn("lock:held:1", out)
+        # the same table as list's: headed, fit to the terminal, states as
+        # list writes them
+        p = lt.run(["list"], ag.config_path, env=dict(os.environ, COLUMNS="80"))
+        out = p.stdout.decode("utf-8", "replace")
+        self.assertTrue(all(len(ln) <= 80 for ln in out.splitlines()), out)
+        self.assertTrue(any(ln.split()[:4] == ["KEY", "HOLDER", "AGE", "STATE"]
+                            for ln in out.splitlines() if ln.strip()), out)
+        row = [ln for ln in out.splitlines() if ln.startswith("lock:leak:1")]
+        self.assertTrue(row and row[0].rstrip().endswith("leaked"), out)
         p = lt.run(["list", "--json"], ag.config_path)
         self.assertEqual(p.returncode, 3, p.stderr)
         doc = json.loads(p.stdout.decode())
