@@ -44,6 +44,7 @@ struct list_run {
     size_t nkeep, keep_cap;
     uint64_t total;             /* locks matching the state */
     uint64_t examined;
+    uint64_t outside;           /* keys --pattern matched outside the patterns */
     bool complete;
     /* keys seen (SCAN may return one twice; patterns may overlap) */
     uint64_t *seen;
@@ -190,8 +191,10 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
 
         if (k->type != REDIS_REPLY_STRING)
             continue;
-        if (lr->pattern != NULL && !lockstate_in_patterns(lr->lc->t, k->str, k->len))
-            continue;           /* --pattern narrows within the locks, never beyond */
+        if (lr->pattern != NULL && !lockstate_in_patterns(lr->lc->t, k->str, k->len)) {
+            lr->outside++;      /* --pattern narrows within the locks, never beyond */
+            continue;
+        }
         /* exclude_patterns: not locks; helper keys belong to their lock */
         if (lock_key_excluded(lr->lc->t, k->str, k->len) ||
             formats_helper(k->str, k->len, RAW_NONE, NULL) != HELPER_NONE)
@@ -405,6 +408,11 @@ print_table(struct list_run *lr, size_t count, const char *state)
            lr->lc->t->name, addr, (unsigned long long)lr->examined,
            lr->examined == 1 ? "" : "s",
            lr->complete ? "" : "; stopped at the cap: narrow it with --pattern");
+    if (lr->outside > 0)
+        table_line(stdout, lockctl_width(lr->lc), "--pattern %s matched %llu key%s outside the "
+                   "target's patterns, not listed: --pattern narrows within them, never "
+                   "beyond", lr->pattern, (unsigned long long)lr->outside,
+                   lr->outside == 1 ? "" : "s");
     agent_print_note(&lr->av, lr->from_agent, stdout, lockctl_width(lr->lc));
     if (lr->leak_unknown > 0)
         table_line(stdout, lockctl_width(lr->lc), "leaked? = no TTL, for how long is unknown (%llu "
@@ -616,6 +624,7 @@ print_json(struct list_run *lr, size_t count, const char *state)
     json_object_set_new(root, "pattern", lr->pattern ? lockjson_text(lr->pattern,
                         strlen(lr->pattern)) : json_null());
     json_object_set_new(root, "keys_examined", json_integer((json_int_t)lr->examined));
+    json_object_set_new(root, "keys_outside_patterns", json_integer((json_int_t)lr->outside));
     json_object_set_new(root, "count", json_integer((json_int_t)count));
     json_object_set_new(root, "total", json_integer((json_int_t)lr->total));
     json_object_set_new(root, "complete", json_boolean(lr->complete));

@@ -350,6 +350,11 @@ class Lockctl(h.TestCase):
         keys = [l["key"] for l in doc["locks"]]
         self.assertEqual(keys[0], "lock:leak")                   # worst first
         self.assertEqual(set(keys), {"lock:lw", "lock:leak", "lock:re", "lock:fine"})
+        # --pattern outside the patterns: nothing listed, and the footer says why
+        p = run(["list", "--pattern", "user:*"], self.cfg)
+        self.assertIn("matched 1 key outside", " ".join(p.stdout.decode().split()), p.stdout)
+        narrow = run_json(self, ["list", "--pattern", "user:*"], self.cfg)
+        self.assertEqual((narrow["total"], narrow["keys_outside_patterns"]), (0, 1))
         # a key outside the patterns is shown, but not judged as a lock
         p = run(["show", "user:1"], self.cfg)
         state = [ln for ln in p.stdout.decode().splitlines() if ln.startswith("state")]
