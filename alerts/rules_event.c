@@ -36,12 +36,12 @@ event_holder(const struct rule_ctx *c, struct strbuf *t)
 {
     const struct event *e = c->event;
 
-    if (e->holder[0] == '\0') {
+    if (e->holderlen == 0) {
         text_adds(t, "its holder");
         return;
     }
     text_adds(t, "holder ");
-    text_bytes(t, e->holder, strnlen(e->holder, sizeof(e->holder)), RULES_HOLDER_TEXT_MAX);
+    text_bytes(t, e->holder, e->holderlen, RULES_HOLDER_TEXT_MAX);
 }
 
 /* The event's own sentence, and how long ago it was. */

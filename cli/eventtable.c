@@ -5,7 +5,8 @@
  * so the newest is last, next to the prompt.
  *
  * The key comes from its lossless key_escaped form (with "…" when the
- * agent's ring kept only its first bytes, key_cut); every cell is made
+ * agent's ring kept only its first bytes, key_cut), the holder from
+ * holder_escaped, shown as list and show show one; every cell is made
  * safe for a terminal by table.c, so a key's newline, escape sequence or
  * bidirectional override can neither break a row nor move the cursor.
  */
@@ -32,13 +33,37 @@ member_text(const json_t *o, const char *name)
     return s != NULL ? s : "";
 }
 
+/* The holder as list and show print one, into a malloc'd string: its
+ * bytes when they are text, else "hex:" and its bytes (what --holder-hex
+ * takes), "…" when the ring kept only its first bytes; from the lossless
+ * holder_escaped, else (an agent older than lockctl) the sanitised holder.
+ * NULL on ENOMEM. */
+static char *
+holder_text(const json_t *e)
+{
+    const char *esc = json_string_value(json_object_get(e, "holder_escaped"));
+    char *raw, *out;
+    size_t n, cap;
+
+    if (esc == NULL || (raw = out_unescape(esc, &n)) == NULL)
+        return strdup(member_text(e, "holder"));
+    cap = OUT_HOLDER_MAX(n) + 4;
+    if ((out = malloc(cap)) != NULL) {
+        n = out_holder(raw, n, out, cap);
+        if (json_is_true(json_object_get(e, "holder_cut")))
+            memcpy(out + n, "\xe2\x80\xa6", 4);
+    }
+    free(raw);
+    return out;
+}
+
 /* One event's row; 0, -1 on ENOMEM. */
 static int
 add_row(struct table *t, const json_t *e)
 {
     const char *cells[6];
     size_t lens[6], keylen = 0;
-    char when[32], *key = NULL, *kb;
+    char when[32], *key = NULL, *kb, *holder;
     const char *esc = json_string_value(json_object_get(e, "key_escaped"));
     int rc;
 
@@ -64,13 +89,18 @@ add_row(struct table *t, const json_t *e)
     }
     cells[3] = key != NULL ? key : member_text(e, "key");
     lens[3] = key != NULL ? keylen : strlen(cells[3]);
-    cells[4] = member_text(e, "holder");
+    if ((holder = holder_text(e)) == NULL) {
+        free(key);
+        return -1;
+    }
+    cells[4] = holder;
     cells[5] = member_text(e, "detail");
     for (size_t c = 1; c < 6; c++)
         if (c != 3)
             lens[c] = strlen(cells[c]);
     rc = table_add(t, cells, lens);
     free(key);
+    free(holder);
     return rc;
 }
 

@@ -732,7 +732,7 @@ event_row(const struct event *e, void *arg)
     if (e->key_cut && e->keylen <= KEY_SHOW_MAX)
         sb_adds(&row, "\xe2\x80\xa6");
     sb_adds(&row, "</td><td class=\"key\">");
-    esc_bytes(&row, e->holder, strlen(e->holder), HOLDER_SHOW_MAX);
+    esc_bytes(&row, e->holder, e->holderlen, HOLDER_SHOW_MAX);
     sb_adds(&row, "</td><td>");
     esc_bytes(&row, e->detail, strlen(e->detail), KEY_SHOW_MAX);
     sb_adds(&row, "</td></tr>\n");

@@ -43,7 +43,11 @@ event_json(const struct event *e)
     bad |= json_object_set_new(o, "key_escaped", e->keylen > 0 ?
                                lockjson_escaped(e->key, e->keylen) : json_null());
     bad |= json_object_set_new(o, "key_cut", json_boolean(e->key_cut));
-    bad |= json_object_set_new(o, "holder", text_or_null(e->holder));
+    bad |= json_object_set_new(o, "holder", e->holderlen > 0 ?
+                               lockjson_text(e->holder, e->holderlen) : json_null());
+    bad |= json_object_set_new(o, "holder_escaped", e->holderlen > 0 ?
+                               lockjson_escaped(e->holder, e->holderlen) : json_null());
+    bad |= json_object_set_new(o, "holder_cut", json_boolean(e->holder_cut));
     bad |= json_object_set_new(o, "class", text_or_null(e->klass));
     bad |= json_object_set_new(o, "detail", lockjson_text(e->detail, strlen(e->detail)));
     bad |= json_object_set_new(o, "seconds", e->seconds >= 0 ? json_real(e->seconds)

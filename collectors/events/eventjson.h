@@ -6,8 +6,10 @@
  * An event's bytes are shown as the lock API shows a lock's: the key
  * sanitised to UTF-8 ("key") and percent-encoded, lossless
  * ("key_escaped"), with "key_cut" when the ring kept only its first
- * EVENT_KEY_MAX bytes; holder, target, class and detail sanitised
- * (collectors/locks/lockjson.h), so no key can break the JSON.
+ * EVENT_KEY_MAX bytes; the holder the same way ("holder",
+ * "holder_escaped", "holder_cut": EVENT_HOLDER_MAX); target, class and
+ * detail sanitised (collectors/locks/lockjson.h), so no key can break
+ * the JSON.
  *
  * A page is bounded: at most EVENTS_MAX events (?limit=, default
  * EVENTS_PAGE_DEFAULT), each at most a few dozen KiB.  Without ?after= it
@@ -37,7 +39,8 @@ struct events_query {
 };
 
 /* One event: {seq, time, time_ms, kind, severity, target, key,
- * key_escaped, key_cut, holder, class, detail, seconds}; NULL on ENOMEM. */
+ * key_escaped, key_cut, holder, holder_escaped, holder_cut, class, detail,
+ * seconds}; NULL on ENOMEM. */
 json_t *event_json(const struct event *e);
 
 /* One page from the process's ring: {count, last_seq, next_after, more,

@@ -102,7 +102,12 @@ events_push(const struct event_in *in)
     e->at_ms = clock_now_ms();
     e->kind = in->kind;
     copy_field(e->target, sizeof(e->target), in->target);
-    copy_field(e->holder, sizeof(e->holder), in->holder);
+    e->holderlen = in->holder != NULL ? in->holderlen : 0;
+    if (e->holderlen > sizeof(e->holder))
+        e->holderlen = sizeof(e->holder);
+    if (e->holderlen > 0)
+        memcpy(e->holder, in->holder, e->holderlen);
+    e->holder_cut = in->holder != NULL && in->holderlen > e->holderlen;
     copy_field(e->klass, sizeof(e->klass), in->klass);
     e->key = b;
     e->keylen = keylen;

@@ -17,8 +17,10 @@
  * (events_each(after, ...)) and knows from a gap that it missed some.
  *
  * Text fields are copied and bounded: a key of up to EVENT_KEY_MAX bytes
- * (longer ones are cut, key_cut says so), the other strings to their
- * field sizes.  Bytes are kept as given; renderers escape them.
+ * (longer ones are cut, key_cut says so), a holder of up to
+ * EVENT_HOLDER_MAX (holder_cut), the other strings to their field sizes.
+ * Keys and holders are bytes with a length, kept as given whatever they
+ * hold (a NUL, invalid UTF-8: a client chose them); renderers escape them.
  *
  * Thread safety: one mutex guards the ring; events_each() holds it while
  * it calls fn, so fn must not push.  The ring is process-wide: the
@@ -35,6 +37,7 @@
 #define EVENTS_MAX      1024    /* events kept */
 #define EVENT_KEY_MAX   1024    /* key bytes kept */
 #define EVENT_TEXT_MAX  1024    /* detail bytes kept */
+#define EVENT_HOLDER_MAX 256    /* holder bytes kept */
 
 /* X(id, name, severity): severity is the alert severity words of
  * docs/alerts.md ("critical", "warning", "info"). */
@@ -55,13 +58,15 @@ enum event_kind {
 };
 
 /* What a pusher gives: strings NUL-terminated (NULL or "" for none), key
- * as bytes.  seconds: the event's duration (held, overrun), < 0 for none. */
+ * and holder as bytes (keylen / holderlen 0: none).  seconds: the event's
+ * duration (held, overrun), < 0 for none. */
 struct event_in {
     enum event_kind kind;
     const char *target;
     const char *key;
     size_t keylen;
-    const char *holder;
+    const char *holder;         /* holderlen bytes: a Redis holder id or an owner */
+    size_t holderlen;
     const char *klass;
     const char *detail;         /* one sentence for humans */
     double seconds;
@@ -73,7 +78,9 @@ struct event {
     int64_t at_ms;              /* Unix ms when pushed */
     enum event_kind kind;
     char target[128];
-    char holder[256];
+    char holder[EVENT_HOLDER_MAX];      /* holderlen bytes, not NUL-terminated */
+    size_t holderlen;                   /* 0: none */
+    bool holder_cut;                    /* holder was longer than EVENT_HOLDER_MAX */
     char klass[128];
     const char *key;            /* keylen bytes, not NUL-terminated */
     size_t keylen;

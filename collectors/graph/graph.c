@@ -712,7 +712,8 @@ push_event(const struct graph_deadlock *d)
     char detail[EVENT_TEXT_MAX], num[64];
     const struct graph_step *b = &d->steps[d->breaker];
     struct event_in in = { .kind = EVENT_DEADLOCK, .target = d->target, .key = b->key.p,
-                           .keylen = b->key.len, .holder = b->holder.p, .klass = b->klass,
+                           .keylen = b->key.len, .holder = b->holder.p,
+                           .holderlen = b->holder.len, .klass = b->klass,
                            .detail = detail, .seconds = -1 };
     size_t len = 0, i;
 

@@ -71,7 +71,8 @@ inversion_event(const struct graph_inversion *v)
     char detail[EVENT_TEXT_MAX];
     struct event_in in = { .kind = EVENT_INVERSION, .key = v->ab.held_key.p,
                            .keylen = v->ab.held_key.len, .holder = v->ab.owner.p,
-                           .klass = v->class_a, .detail = detail, .seconds = -1 };
+                           .holderlen = v->ab.owner.len, .klass = v->class_a,
+                           .detail = detail, .seconds = -1 };
 
     const struct { const char *held, *wanted; const struct graph_site *s; } half[2] = {
         { v->class_a, v->class_b, &v->ab }, { v->class_b, v->class_a, &v->ba } };

@@ -60,19 +60,6 @@ copy_str(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
-/* A NUL-terminated copy of len bytes (cut to cap - 1). */
-static void
-copy_bytes(char *dst, size_t cap, const char *src, size_t len)
-{
-    if (src == NULL)
-        len = 0;
-    if (len > cap - 1)
-        len = cap - 1;
-    if (len > 0)
-        memcpy(dst, src, len);
-    dst[len] = '\0';
-}
-
 static int
 row_find(const char *target, const char *klass)
 {
@@ -195,22 +182,21 @@ recent_note(const struct lease_end *e, int64_t now_ms)
     ring[k].noted_ms = now_ms;
 }
 
-/* Push one event of a lock; the holder's bytes are cut to a string. */
+/* Push one event of a lock (the ring copies the key and holder bytes). */
 static void
 push(enum event_kind kind, const char *target, const char *klass, const char *key,
      size_t keylen, const char *holder, size_t holderlen, const char *detail, double seconds)
 {
-    char h[256];
     struct event_in in;
 
-    copy_bytes(h, sizeof(h), holder, holderlen);
     memset(&in, 0, sizeof(in));
     in.kind = kind;
     in.target = target;
     in.klass = klass;
     in.key = key;
     in.keylen = key != NULL ? keylen : 0;
-    in.holder = h;
+    in.holder = holder;
+    in.holderlen = holder != NULL ? holderlen : 0;
     in.detail = detail;
     in.seconds = seconds;
     events_push(&in);

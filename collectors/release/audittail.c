@@ -80,7 +80,7 @@ field_text(const redisReply *kv, const char *name, char *buf, size_t len)
 
 bool
 audit_entry_event(const redisReply *fields, const char *id, const char *target,
-                  struct event_in *in, char *holder, char *detail)
+                  struct event_in *in, char *detail)
 {
     const redisReply *key = audit_field(fields, "key"), *h = audit_field(fields, "holder");
     char op[128], reason[512], format[64];
@@ -89,7 +89,6 @@ audit_entry_event(const redisReply *fields, const char *id, const char *target,
         !field_is(fields, "outcome", "released") || key == NULL || holders_left(fields) ||
         release_audit_pushed(id))
         return false;
-    keytext_percent(holder, EVENT_TEXT_MAX, h != NULL ? h->str : "", h != NULL ? h->len : 0);
     field_text(fields, "operator", op, sizeof(op));
     field_text(fields, "reason", reason, sizeof(reason));
     field_text(fields, "format", format, sizeof(format));
@@ -101,7 +100,8 @@ audit_entry_event(const redisReply *fields, const char *id, const char *target,
     in->target = target;
     in->key = key->str;
     in->keylen = key->len;
-    in->holder = holder;
+    in->holder = h != NULL ? h->str : NULL;
+    in->holderlen = h != NULL ? h->len : 0;
     in->detail = detail;
     in->seconds = -1;
     return true;
@@ -143,13 +143,12 @@ static void
 push_entries(struct audit_tail *at, const redisReply *r, const char *target)
 {
     const redisReply *entries;
-    char *holder, *detail;
+    char *detail;
 
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
         r->element[0]->type != REDIS_REPLY_ARRAY || r->element[0]->elements != 2 ||
         (entries = r->element[0]->element[1])->type != REDIS_REPLY_ARRAY)
         return;
-    holder = malloc(EVENT_TEXT_MAX);
     detail = malloc(EVENT_TEXT_MAX);
     for (size_t i = 0; i < entries->elements; i++) {
         const redisReply *e = entries->element[i];
@@ -160,11 +159,9 @@ push_entries(struct audit_tail *at, const redisReply *r, const char *target)
             continue;
         memcpy(at->last_id, e->element[0]->str, e->element[0]->len);
         at->last_id[e->element[0]->len] = '\0';
-        if (holder != NULL && detail != NULL &&
-            audit_entry_event(e->element[1], at->last_id, target, &in, holder, detail))
+        if (detail != NULL && audit_entry_event(e->element[1], at->last_id, target, &in, detail))
             events_push(&in);
     }
-    free(holder);
     free(detail);
 }
 

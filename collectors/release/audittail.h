@@ -49,12 +49,13 @@ const redisReply *audit_field(const redisReply *kv, const char *name);
 
 /*
  * One audit entry's fields (a flat array reply: name, value, ...) as the
- * force_release event of target; holder and detail are the caller's
- * buffers (EVENT_TEXT_MAX bytes each) the event points into.  false when
+ * force_release event of target; detail is the caller's buffer
+ * (EVENT_TEXT_MAX bytes) the event points into, its key and holder point
+ * into fields (the holder's bytes as the entry has them).  false when
  * the entry is no release that ran (an expire, a refusal) or is one this
  * process pushed already.  Pure but for release_audit_pushed().
  */
 bool audit_entry_event(const redisReply *fields, const char *id, const char *target,
-                       struct event_in *in, char *holder, char *detail);
+                       struct event_in *in, char *detail);
 
 #endif

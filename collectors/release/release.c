@@ -755,14 +755,14 @@ release_audit_pushed(const char *id)
 }
 
 /* The timeline's force_release event of a release that deleted the lock:
- * the holder percent-encoded (a string, whatever its bytes), the audit's
- * who and why, the holder's age when the caller knew it (IDLETIME is
- * no age: a renewal resets it). */
+ * the holder's bytes (the ring keeps them as they are), the audit's who
+ * and why, the holder's age when the caller knew it (IDLETIME is no age:
+ * a renewal resets it). */
 static void
 push_event(const struct target_conf *t, const struct release_request *rq,
            const struct release_result *res)
 {
-    char holder[256], detail[EVENT_TEXT_MAX];
+    char detail[EVENT_TEXT_MAX];
     struct event_in in;
 
     if (rq->action != RELEASE_ACTION_RELEASE || rq->dry_run || res->outcome != RELEASE_RELEASED)
@@ -772,7 +772,6 @@ push_event(const struct target_conf *t, const struct release_request *rq,
         remember_pushed(res->audit_id);
     if (res->holders_left != 0)
         return;
-    keytext_percent(holder, sizeof(holder), rq->holder, rq->holderlen);
     snprintf(detail, sizeof(detail), "released by %s (%s lock)%s%s%s%s%s",
              rq->operator_name != NULL && rq->operator_name[0] ? rq->operator_name : "?",
              res->format[0] ? res->format : "unknown",
@@ -785,7 +784,8 @@ push_event(const struct target_conf *t, const struct release_request *rq,
     in.target = t->name;
     in.key = rq->key;
     in.keylen = rq->keylen;
-    in.holder = holder;
+    in.holder = rq->holder;
+    in.holderlen = rq->holder != NULL ? rq->holderlen : 0;
     in.detail = detail;
     in.seconds = rq->known_age_ms > 0 ? (double)rq->known_age_ms / 1000.0 : -1;
     events_push(&in);

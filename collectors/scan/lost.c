@@ -208,6 +208,7 @@ announce(const struct scanner *sc, const struct snap_lost *lo,
         ev.key = l->key;
         ev.keylen = l->key_len;
         ev.holder = l->nholders > 0 ? l->holders[0].id : NULL;
+        ev.holderlen = l->nholders > 0 ? l->holders[0].id_len : 0;
         ev.klass = l->class_idx < v->nclasses ? v->classes[l->class_idx] : NULL;
         ev.detail = detail;
         ev.seconds = (double)(lo->at_ms - l->first_seen_ms) / 1000.0;

@@ -226,6 +226,25 @@ class Events(h.TestCase):
             p.kill()
             p.communicate()
 
+    def test_binary_holder_round_trips_escaped(self):
+        """A holder id that is not text (a NUL, invalid UTF-8) keeps every
+        byte: holder sanitised, holder_escaped lossless, and lockctl shows it
+        as list and show do (hex:..., what --holder-hex takes)."""
+        binary = b"\x00\x01\x02\xff"
+        self.c.set("lock:bin", binary)
+        body = {"key": "lock:bin", "holder_escaped": h.escape_key(binary), "reason": "INC-9"}
+        st, _, doc = rh.post(self.ag, body)
+        self.assertEqual(st, 200, doc)
+        e = self.events()["events"][0]
+        self.assertEqual((e["kind"], e["key"]), ("force_release", "lock:bin"), e)
+        self.assertEqual(h.unescape_key(e["holder_escaped"]), binary, e)
+        self.assertEqual(e["holder"], "\ufffd\x01\x02\ufffd", e)
+        self.assertFalse(e["holder_cut"], e)
+        js = json.loads(self.lockctl("--json").stdout)
+        self.assertEqual(h.unescape_key(js["events"][0]["holder_escaped"]), binary)
+        out = self.lockctl("-o", "wide").stdout.decode("utf-8")
+        self.assertIn("hex:000102ff", out)
+
     def test_hostile_key_round_trips_escaped(self):
         self.c.set(HOSTILE, "tok")
         self.release(HOSTILE, "tok", reason='"quoted"\nnewline <script>')

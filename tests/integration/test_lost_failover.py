@@ -25,6 +25,7 @@ Each prints the time from the target being back to the alert.
 import time
 
 import harness as h
+import test_lockctl as lt
 import topo
 
 INTERVAL = 1.0
@@ -122,6 +123,29 @@ class LostAtFailover(h.TestCase):
 
     def test_restart_follow_mode(self):
         self.restart(follow=True)
+
+    def test_binary_holder_on_the_timeline(self):
+        """A lost lock whose holder id is not text (it starts with a NUL):
+        the event keeps its bytes (holder_escaped), lockctl events shows it
+        as list does (hex:...)."""
+        rs = self.start_redis()
+        ag = self.start_agent(rs, scan_interval="%gs" % INTERVAL)
+        binary = b"\x00\x01\x02\xff"
+        rs.client().set(PREFIX + "bin", binary, px=600000)
+        self.wait_locks(ag, 1)
+        rs.restart()
+        ag.wait_for(lambda: ag.get_json("/api/v1/events")[1]["count"] == 1, 20,
+                    desc="the lost lock on the timeline")
+        e = ag.get_json("/api/v1/events")[1]["events"][0]
+        self.assertEqual((e["kind"], e["key"]), ("lost_at_failover", PREFIX + "bin"), e)
+        self.assertEqual(h.unescape_key(e["holder_escaped"]), binary, e)
+        self.assertEqual(e["holder"], "\ufffd\x01\x02\ufffd", e)
+        agent = ["--agent", "http://127.0.0.1:%d" % ag.port, "events"]
+        p = lt.run(agent + ["-o", "wide"], ag.config_path)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"hex:000102ff", p.stdout)
+        js = lt.run_json(self, agent, ag.config_path)
+        self.assertEqual(h.unescape_key(js["events"][0]["holder_escaped"]), binary)
 
     def test_expired_locks_are_not_lost(self):
         rs, ag = self.holding(False, px=2500)

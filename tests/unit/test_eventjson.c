@@ -37,7 +37,8 @@ static uint64_t
 push(enum event_kind k, const char *key, size_t keylen, const char *target, double seconds)
 {
     struct event_in in = { .kind = k, .target = target, .key = key, .keylen = keylen,
-                           .holder = "6f1c2a:1\n\"evil\"", .klass = "lock:order",
+                           .holder = "6f1c2a:1\n\"evil\"", .holderlen = 15,
+                           .klass = "lock:order",
                            .detail = "held 3s; \"quoted\"\nsecond line", .seconds = seconds };
 
     return events_push(&in);
@@ -117,9 +118,44 @@ absent_fields_are_null(void **state)
     assert_true(json_is_null(json_object_get(e, "key_escaped")));
     assert_true(json_is_false(json_object_get(e, "key_cut")));
     assert_true(json_is_null(json_object_get(e, "holder")));
+    assert_true(json_is_null(json_object_get(e, "holder_escaped")));
+    assert_true(json_is_false(json_object_get(e, "holder_cut")));
     assert_true(json_is_null(json_object_get(e, "target")));
     assert_true(json_is_null(json_object_get(e, "seconds")));
     assert_string_equal(json_string_value(json_object_get(e, "detail")), "a cycle");
+    json_decref(p);
+}
+
+/* A holder is bytes: one that starts with a NUL and is not UTF-8 keeps
+ * every byte (holder_escaped), shown sanitised (holder); a long one is
+ * cut at EVENT_HOLDER_MAX and said to be. */
+static void
+binary_holder_survives(void **state)
+{
+    static const char bin[] = { 0x00, 0x01, 0x02, (char)0xff };
+    static char long_holder[EVENT_HOLDER_MAX + 10];
+    struct event_in in = { .kind = EVENT_LOST_AT_FAILOVER, .target = "main", .key = "lock:b",
+                           .keylen = 6, .holder = bin, .holderlen = sizeof(bin),
+                           .detail = "lost at a restart", .seconds = -1 };
+    json_t *p, *e;
+
+    (void)state;
+    events_push(&in);
+    memset(long_holder, 'h', sizeof(long_holder));
+    in.holder = long_holder;
+    in.holderlen = sizeof(long_holder);
+    events_push(&in);
+    p = page(false, 0, -1, NULL, 10);
+    e = json_array_get(json_object_get(p, "events"), 0);
+    assert_string_equal(json_string_value(json_object_get(e, "holder_escaped")), "%00%01%02%FF");
+    /* sanitised: the NUL and 0xff are U+FFFD */
+    assert_int_equal(json_string_length(json_object_get(e, "holder")), 8);
+    assert_memory_equal(json_string_value(json_object_get(e, "holder")),
+                        "\xef\xbf\xbd\x01\x02\xef\xbf\xbd", 8);
+    assert_true(json_is_false(json_object_get(e, "holder_cut")));
+    e = json_array_get(json_object_get(p, "events"), 1);
+    assert_int_equal(json_string_length(json_object_get(e, "holder_escaped")), EVENT_HOLDER_MAX);
+    assert_true(json_is_true(json_object_get(e, "holder_cut")));
     json_decref(p);
 }
 
@@ -215,6 +251,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(every_kind_as_json, reset),
         cmocka_unit_test_setup(absent_fields_are_null, reset),
+        cmocka_unit_test_setup(binary_holder_survives, reset),
         cmocka_unit_test_setup(page_after_limit_kind_gap, reset),
         cmocka_unit_test_setup(table_fits_80_columns_one_line_each, reset),
     };

@@ -35,7 +35,7 @@ static uint64_t
 push_key(enum event_kind k, const char *key)
 {
     struct event_in in = { .kind = k, .target = "main", .key = key,
-                           .keylen = strlen(key), .holder = "uuid:1",
+                           .keylen = strlen(key), .holder = "uuid:1", .holderlen = 6,
                            .klass = "lock:order", .detail = "held 3s", .seconds = 3 };
 
     return events_push(&in);
@@ -66,7 +66,9 @@ sequence_and_reading_after(void **state)
     assert_int_equal(s.last.kind, EVENT_DEADLOCK);
     assert_memory_equal(s.lastkey, "lock:c", 6);
     assert_string_equal(s.last.target, "main");
-    assert_string_equal(s.last.holder, "uuid:1");
+    assert_int_equal(s.last.holderlen, 6);
+    assert_memory_equal(s.last.holder, "uuid:1", 6);
+    assert_false(s.last.holder_cut);
     assert_string_equal(s.last.detail, "held 3s");
     assert_true(s.last.at_ms > 0);
     assert_int_equal(events_total(EVENT_DEADLOCK), 2);
@@ -104,17 +106,19 @@ long_fields_are_cut_and_said_to_be(void **state)
     static char key[65536], holder[600];
     static struct seen s;
     struct event_in in = { .kind = EVENT_FORCE_RELEASE, .key = key,
-                           .keylen = sizeof(key), .holder = holder, .seconds = -1 };
+                           .keylen = sizeof(key), .holder = holder,
+                           .holderlen = sizeof(holder), .seconds = -1 };
 
     (void)state;
     memset(key, 'k', sizeof(key));
-    memset(holder, 'h', sizeof(holder) - 1);
+    memset(holder, 'h', sizeof(holder));
     assert_int_equal(events_push(&in), 1);
     memset(&s, 0, sizeof(s));
     events_each(0, 0, collect, &s);
     assert_int_equal(s.last.keylen, EVENT_KEY_MAX);
     assert_true(s.last.key_cut);
-    assert_int_equal(strlen(s.last.holder), sizeof(s.last.holder) - 1);
+    assert_int_equal(s.last.holderlen, EVENT_HOLDER_MAX);
+    assert_true(s.last.holder_cut);
     assert_string_equal(s.last.target, "");
     assert_string_equal(s.last.detail, "");
     assert_true(s.last.seconds < 0);

@@ -66,7 +66,7 @@ last_event(const struct event *e, void *arg)
     last_kind = e->kind;
     last_seconds = e->seconds;
     snprintf(last_target, sizeof(last_target), "%s", e->target);
-    snprintf(last_holder, sizeof(last_holder), "%s", e->holder);
+    snprintf(last_holder, sizeof(last_holder), "%.*s", (int)e->holderlen, e->holder);
 }
 
 /* Rows by (target, class), counted renewed or not; a renewed expiry is an

@@ -386,8 +386,8 @@ collect(const struct event *e, void *arg)
 
     assert_int_equal(e->kind, EVENT_LOST_AT_FAILOVER);
     assert_string_equal(e->target, "t");
-    snprintf(out + used, 4096 - used, "%.*s|%s|%s|%s\n", (int)e->keylen, e->key, e->holder,
-             e->klass, e->detail);
+    snprintf(out + used, 4096 - used, "%.*s|%.*s|%s|%s\n", (int)e->keylen, e->key,
+             (int)e->holderlen, e->holder, e->klass, e->detail);
 }
 
 /* A restart: gone, taken by another holder, and expired are told apart. */

@@ -801,7 +801,7 @@ event_of(enum event_kind kind, const char *target, const char *key, double secon
     e.at_ms = NOW;
     e.kind = kind;
     snprintf(e.target, sizeof(e.target), "%s", target);
-    snprintf(e.holder, sizeof(e.holder), "uuid-1:7");
+    e.holderlen = (size_t)snprintf(e.holder, sizeof(e.holder), "uuid-1:7");
     snprintf(e.klass, sizeof(e.klass), "lock:order:*");
     e.key = key;
     e.keylen = strlen(key);
