@@ -112,8 +112,9 @@ print_table(const struct lockctl *lc, const json_t *doc, int64_t since_ms)
     long n;
 
     table_init(&t, events_table_cols, events_table_ncols);
-    if ((n = events_table_add(&t, doc, since_ms)) > 0)
-        table_print(&t, stdout, lockctl_width(lc));
+    if ((n = events_table_add(&t, doc, since_ms)) > 0 &&
+        events_table_print(&t, stdout, lockctl_width(lc)) == -1)
+        n = -1;
     table_release(&t);
     return n;
 }

@@ -397,6 +397,8 @@ void table_release(struct table *t);
  * reorder the line.  Returns a malloc'd string, *width its columns.
  */
 char *table_safe_text(const char *p, size_t n, size_t *width);
+/* Columns of the widest cell of column i, its title included. */
+size_t table_widest(const struct table *t, size_t i);
 /* Columns of terminal-safe UTF-8 s: never less than a terminal shows. */
 size_t table_text_width(const char *s);
 /* s (terminal-safe) cut to at most width columns, "…" marking the cut
@@ -407,14 +409,24 @@ char *table_cut(const char *s, size_t width, bool middle);
  * tables: footers, outcomes). */
 void table_line(FILE *fp, size_t width, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Terminal-safe s as a paragraph: lines of at most width columns, each
+ * indented by indent, wrapped at spaces; a word is broken only when it is
+ * wider than a line, with "…" at the end of each piece and the start of
+ * the next line. */
+void table_paragraph(FILE *fp, size_t width, size_t indent, const char *s);
 
-/* events.c: the agent's /api/v1/events answer as lockctl's table.  Add
- * the rows of the events of doc (its "events" array) with time_ms at or
- * after since_ms (0: all) to t, made with events_table_cols; returns how
- * many, -1 on ENOMEM. */
+/* eventtable.c: the agent's /api/v1/events answer as lockctl's output.
+ * Add the rows of the events of doc (its "events" array) with time_ms at
+ * or after since_ms (0: all) to t, made with events_table_cols; returns
+ * how many, -1 on ENOMEM. */
 extern const struct table_col events_table_cols[];
 extern const size_t events_table_ncols;
 long events_table_add(struct table *t, const json_t *doc, int64_t since_ms);
+/* Print t's events within width columns: per event a line of time, kind,
+ * target, key (and its holder when it fits there), then the holder and
+ * the detail indented, wrapped at spaces, never inside a word that fits
+ * a line (eventtable.c's opening comment).  0, -1 on ENOMEM. */
+int events_table_print(const struct table *t, FILE *fp, size_t width);
 
 /* ---- output.c ---------------------------------------------------------------- */
 

@@ -10,6 +10,10 @@
  * continuation lines rather than being cut: an on-call engineer at 80
  * columns reads all of "its waiters woke"; only keys and holders in list's
  * columns are cut, in the middle, with the whole text one -o wide away.
+ * A paragraph (table_paragraph(): lockctl events' details) wraps the same
+ * way, so an id, an address or an owner in it stays whole on one line; a
+ * word wider than the whole line is the one thing broken, marked with "…"
+ * at the end of the piece and the start of the next line.
  *
  * Keys and holders are whatever bytes a client wrote, and lockctl prints
  * them to an on-call engineer's terminal: an ESC sequence in a key could
@@ -255,6 +259,62 @@ table_wrap_next(const char *s, size_t width, size_t *skip)
     return brk;
 }
 
+/* Columns of the first n bytes of terminal-safe s. */
+static size_t
+span_width(const char *s, size_t n)
+{
+    size_t w = 0, cl;
+
+    for (size_t i = 0; i < n; i += cl)
+        w += cp_width(utf8_next((const unsigned char *)s + i, &cl));
+    return w;
+}
+
+/* Bytes of the first piece of s broken at budget columns: at least one
+ * character. */
+static size_t
+piece_fitting(const char *s, size_t budget)
+{
+    size_t n = prefix_fitting(s, budget);
+
+    if (n == 0)
+        for (n = 1; ((unsigned char)s[n] & 0xc0) == 0x80; n++)
+            ;
+    return n;
+}
+
+void
+table_paragraph(FILE *fp, size_t width, size_t indent, const char *s)
+{
+    size_t avail = width > indent + 8 ? width - indent : 8;
+    bool cont = false;          /* this line goes on with a broken word */
+
+    s += strspn(s, " ");
+    while (*s != '\0') {
+        size_t budget = avail - (cont ? 1 : 0), skip, n, used, piece = 0;
+        const char *word;
+        bool hard;
+
+        n = table_wrap_next(s, budget, &skip);
+        word = s + n + skip;    /* the word after this line's, if any */
+        if ((hard = skip == 0 && *word != '\0')) {
+            n = 0;              /* no space fits: the first word is wider */
+            word = s;
+        }
+        used = span_width(s, n) + (n > 0 ? 1 : 0);
+        /* A word wider than any line is the one thing broken; it starts
+         * where there is room, "…" ending each piece and opening the next
+         * line. */
+        if (hard || (*word != '\0' && span_width(word, strcspn(word, " ")) > avail &&
+                     used + 3 <= budget))
+            piece = piece_fitting(word, budget - used - 1);
+        fprintf(fp, "%*s%s%.*s%s%.*s%s\n", (int)indent, "", cont ? ELLIPSIS : "", (int)n, s,
+                piece > 0 && n > 0 ? " " : "", (int)piece, word, piece > 0 ? ELLIPSIS : "");
+        cont = piece > 0;
+        s = word + piece;
+    }
+}
+
 void
 table_line(FILE *fp, size_t width, const char *fmt, ...)
 {
@@ -321,9 +381,8 @@ table_add(struct table *t, const char *const *cells, const size_t *lens)
     return 0;
 }
 
-/* Columns of the widest cell of column i, its title included. */
-static size_t
-widest(const struct table *t, size_t i)
+size_t
+table_widest(const struct table *t, size_t i)
 {
     size_t m = table_text_width(t->cols[i].title);
 
@@ -344,7 +403,7 @@ layout(const struct table *t, size_t width, size_t *w)
     size_t used = 0, flex = t->ncols, i, want, m;
 
     for (i = 0; i < t->ncols; i++) {
-        m = widest(t, i);
+        m = table_widest(t, i);
         if (t->cols[i].flags & TABLE_FLEX) {
             flex = i;
             w[i] = m;
@@ -387,7 +446,7 @@ layout(const struct table *t, size_t width, size_t *w)
     for (int pass = 0; pass < 2; pass++)
         for (i = 0; i < t->ncols && used < width; i++) {
             if (!(t->cols[i].flags & TABLE_WRAP) == !pass || i == flex ||
-                (m = widest(t, i)) <= w[i])
+                (m = table_widest(t, i)) <= w[i])
                 continue;
             m = m - w[i] < width - used ? m - w[i] : width - used;
             w[i] += m;

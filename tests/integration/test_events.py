@@ -4,8 +4,8 @@
 
 - in GET /api/v1/events, with seq, time, kind, severity, target, key,
   holder and the audit's who (operator, reason), never the token;
-- in lockctl events (a table within 80 columns, newest last; --json; --kind;
-  --since) and on the status page;
+- in lockctl events (within 80 columns, newest last, ids, addresses, owners
+  and keys whole; -o wide; --json; --kind; --since) and on the status page;
 - ?after= returns only what is newer; a filtered read moves next_after past
   what did not match; an after beyond the newest seq (an agent restarted)
   reads from the start with gap true; bad queries are 400;
@@ -21,6 +21,7 @@ import html
 import json
 import os
 import queue
+import socket
 import subprocess
 import threading
 
@@ -74,9 +75,10 @@ class Events(h.TestCase):
         self.assertTrue(doc["deleted"], doc)
         return doc
 
-    def lockctl(self, *args, rc=0):
-        p = lt.run(["--agent", "http://127.0.0.1:%d" % self.ag.port, "events"] + list(args),
-                   self.ag.config_path, env=lockctl_env())
+    def lockctl(self, *args, rc=0, ag=None):
+        ag = ag or self.ag
+        p = lt.run(["--agent", "http://127.0.0.1:%d" % ag.port, "events"] + list(args),
+                   ag.config_path, env=lockctl_env())
         self.assertEqual(p.returncode, rc, "lockctl events %s: %s\n%s"
                          % (args, p.stdout[-2000:], p.stderr[-2000:]))
         return p
@@ -242,8 +244,58 @@ class Events(h.TestCase):
         self.assertFalse(e["holder_cut"], e)
         js = json.loads(self.lockctl("--json").stdout)
         self.assertEqual(h.unescape_key(js["events"][0]["holder_escaped"]), binary)
-        out = self.lockctl("-o", "wide").stdout.decode("utf-8")
-        self.assertIn("hex:000102ff", out)
+        for args in ((), ("-o", "wide")):                   # 80 columns, and wide
+            out = self.lockctl(*args).stdout.decode("utf-8")
+            self.assertIn("hex:000102ff", out)
+
+    def test_lockctl_at_80_columns_keeps_words_whole(self):
+        """The first tryout at 80 columns: the detail got 12 columns, so an
+        audit entry id, an address and an owner were split over lines and
+        keys were cut to 14 columns. Now every line fits 80 columns, each
+        of those is whole on one line, two keys that differ only at their
+        end are both whole, and -o wide puts every field on one line."""
+        udp = h.free_port()
+        ag = self.start_agent(self.rs, scan_interval="500ms", samples="127.0.0.1:%d" % udp,
+                              extra=rh.unlock_section(self.tok))
+        ag.wait_scans(1)
+        ids, holder = [], lt.UUID + ":57"                       # a Redisson holder id
+        for key in ("lock:order:1001", "lock:order:1002"):      # audit entry ids
+            self.c.set(key, holder)
+            st, _, doc = rh.post(ag, {"key": key, "holder": holder,
+                                      "reason": "stuck since the deploy"})
+            self.assertEqual(st, 200, doc)
+            ids.append(doc["audit_id"])
+        # an owner: a holder's own lost line (lw1 protocol, owner escaped)
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.addCleanup(s.close)
+        s.sendto(b"lw1 lost lock:order:1003 worker-2%3A99%2F3 tok-3 5000000 0 renewal\n",
+                 ("127.0.0.1", udp))
+        # an address: a lock lost at a restart of the server
+        self.c.set("lock:order:1004", "tok-4", px=600000)
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="main") == 1, 20,
+                    desc="lock:order:1004 seen")
+        self.rs.restart()
+        ag.wait_for(lambda: ag.get_json("/api/v1/events")[1]["count"] == 4, 20,
+                    desc="four events")
+        whole = ids + [holder, "worker-2:99/3", "127.0.0.1:%d" % self.rs.port,
+                       "lock:order:1001", "lock:order:1002", "lock:order:1003", "lock:order:1004"]
+
+        out = self.lockctl(ag=ag).stdout.decode("utf-8")
+        lines = out.splitlines()
+        for line in lines:
+            self.assertLessEqual(lt.width(line), 80, out)
+            self.assertFalse(line.lstrip().startswith(","), out)
+        for word in whole:
+            self.assertTrue(any(word in line for line in lines), "%s split:\n%s" % (word, out))
+        # an event is its first line and its detail (at most 3 lines here),
+        # not the 8 to 10 lines a 12-column detail took
+        self.assertLessEqual(len(lines), 1 + 4 * 4 + 1, out)
+
+        out = self.lockctl("-o", "wide", ag=ag).stdout.decode("utf-8")
+        for e in ag.get_json("/api/v1/events")[1]["events"]:
+            self.assertIn(e["detail"], out)
+            self.assertTrue(any(e["key"] in line and e["kind"] in line
+                                for line in out.splitlines()), out)
 
     def test_hostile_key_round_trips_escaped(self):
         self.c.set(HOSTILE, "tok")

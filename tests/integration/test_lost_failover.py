@@ -22,6 +22,7 @@ then
 Each prints the time from the target being back to the alert.
 """
 
+import os
 import time
 
 import harness as h
@@ -141,9 +142,10 @@ class LostAtFailover(h.TestCase):
         self.assertEqual(h.unescape_key(e["holder_escaped"]), binary, e)
         self.assertEqual(e["holder"], "\ufffd\x01\x02\ufffd", e)
         agent = ["--agent", "http://127.0.0.1:%d" % ag.port, "events"]
-        p = lt.run(agent + ["-o", "wide"], ag.config_path)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn(b"hex:000102ff", p.stdout)
+        for args, env in (([], dict(os.environ, COLUMNS="80")), (["-o", "wide"], None)):
+            p = lt.run(agent + args, ag.config_path, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn(b"hex:000102ff", p.stdout)
         js = lt.run_json(self, agent, ag.config_path)
         self.assertEqual(h.unescape_key(js["events"][0]["holder_escaped"]), binary)
 

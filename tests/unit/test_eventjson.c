@@ -3,8 +3,9 @@
  * test_eventjson.c - the timeline's renderings with synthetic events of
  * every kind: the JSON of /api/v1/events (fields, hostile keys escaped
  * and cut, the page's after / limit / kind / gap / next_after) and
- * lockctl events' table (within 80 columns, every kind, one line per
- * event whatever its key holds).
+ * lockctl events' output (within the width, every kind, one first line
+ * per event whatever its key holds, details wrapped at spaces with ids,
+ * addresses and owners whole, keys cut in the middle).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -204,14 +205,48 @@ page_after_limit_kind_gap(void **state)
     json_decref(p);
 }
 
+/* Print the events of page p as lockctl does at width into a new string. */
+static char *
+printed(const json_t *p, size_t width)
+{
+    struct table t;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+
+    assert_non_null(fp);
+    table_init(&t, events_table_cols, events_table_ncols);
+    assert_true(events_table_add(&t, p, 0) > 0);
+    assert_int_equal(events_table_print(&t, fp, width), 0);
+    fclose(fp);
+    table_release(&t);
+    return buf;
+}
+
+/* Every line of s at most width columns and terminal-safe; returns how
+ * many lines. */
+static size_t
+assert_lines_fit(char *s, size_t width)
+{
+    char *line, *save = NULL;
+    size_t lines = 0;
+
+    for (line = strtok_r(s, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        assert_true(table_text_width(line) <= width);
+        assert_null(strchr(line, '\r'));
+        assert_null(strchr(line, '\x1b'));
+        assert_null(strstr(line, "\xe2\x80\xae"));          /* no bidi override */
+        lines++;
+    }
+    return lines;
+}
+
 static void
 table_fits_80_columns_one_line_each(void **state)
 {
     struct table t;
     json_t *p;
-    char *buf = NULL, *line, *save = NULL;
-    size_t len = 0, lines = 0;
-    FILE *fp;
+    char *buf, *line, *save = NULL;
     int seen[EVENT_KIND_COUNT] = { 0 };
 
     (void)state;
@@ -219,13 +254,9 @@ table_fits_80_columns_one_line_each(void **state)
         push((enum event_kind)k, hostile, sizeof(hostile), "main", -1);
     p = page(false, 0, -1, NULL, EVENTS_MAX);
     table_init(&t, events_table_cols, events_table_ncols);
-    assert_int_equal(events_table_add(&t, p, 0), EVENT_KIND_COUNT);
     assert_int_equal(events_table_add(&t, p, INT64_MAX), 0);   /* --since: none that new */
-    fp = open_memstream(&buf, &len);
-    assert_non_null(fp);
-    table_print(&t, fp, 80);
-    fclose(fp);
     table_release(&t);
+    buf = printed(p, 80);
     for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
         assert_true(table_text_width(line) <= 80);
         assert_null(strchr(line, '\r'));
@@ -234,15 +265,111 @@ table_fits_80_columns_one_line_each(void **state)
         for (int k = 0; k < EVENT_KIND_COUNT; k++)
             if (strstr(line, event_kind_name((enum event_kind)k)) != NULL)
                 seen[k]++;
-        lines++;
     }
-    /* the header and one line per event: the details wrap onto more
-     * lines, never a key's newline */
-    assert_true(lines >= 1 + EVENT_KIND_COUNT);
+    /* one first line per event: a key's newline forges none */
     for (int k = 0; k < EVENT_KIND_COUNT; k++)
         assert_int_equal(seen[k], 1);
     free(buf);
     json_decref(p);
+}
+
+/* What the first tryout at 80 columns broke: an audit entry id, an
+ * address and an owner in a detail each whole on one line, no line
+ * starting with ", and", two keys that differ at their end told apart;
+ * at any width every line fits, and -o wide prints every field whole. */
+static void
+details_wrap_at_spaces_keys_stay_apart(void **state)
+{
+    static const char *const whole[] = { "1796310017310-0", "127.0.0.1:51363",
+                                         "worker-2:99/3", "lock:order:1001", "lock:order:1002",
+                                         "8743c9c0-0795-4907-87fd-6c719a6b4586:57" };
+    static const size_t widths[] = { 20, 40, 80, 120, 200 };
+    struct event_in in = { .kind = EVENT_FORCE_RELEASE, .target = "main",
+                           .key = "lock:order:1001", .keylen = 15, .holder = "tok-1",
+                           .holderlen = 5, .seconds = -1,
+                           .detail = "released by http:127.0.0.1:51363 (plain lock): stuck since "
+                                     "the deploy; audit entry 1796310017310-0" };
+    char longkey[161], *buf;
+    json_t *p;
+
+    (void)state;
+    events_push(&in);
+    in.key = "lock:order:1002";
+    in.kind = EVENT_INVERSION;
+    in.holder = "8743c9c0-0795-4907-87fd-6c719a6b4586:57";
+    in.holderlen = strlen(in.holder);
+    in.detail = "class lock:acct:* held while acquiring lock:ship:* (owner api-1:41/7: "
+                "lock:acct:a then lock:ship:b), and class lock:ship:* held while acquiring "
+                "lock:acct:* (owner worker-2:99/3: lock:ship:b then lock:acct:a); the two "
+                "orders can deadlock";
+    events_push(&in);
+    memset(longkey, 'k', sizeof(longkey) - 1);
+    memcpy(longkey, "lock:", 5);
+    longkey[sizeof(longkey) - 1] = '\0';
+    in.key = longkey;
+    in.keylen = strlen(longkey);
+    events_push(&in);
+    p = page(false, 0, -1, NULL, 10);
+    for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
+        buf = printed(p, widths[i]);
+        assert_null(strstr(buf, "\n, and"));
+        if (widths[i] >= 80)
+            for (size_t w = 0; w < sizeof(whole) / sizeof(whole[0]); w++)
+                assert_non_null(strstr(buf, whole[w]));
+        assert_true(assert_lines_fit(buf, widths[i]) >= 4);
+        free(buf);
+    }
+    buf = printed(p, 80);
+    assert_non_null(strstr(buf, "  lock:order:1001  tok-1\n"));
+    assert_non_null(strstr(buf, "\n    holder 8743c9c0-0795-4907-87fd-6c719a6b4586:57\n"));
+    assert_non_null(strstr(buf, "  lock:kkkk"));                    /* cut in the middle, */
+    assert_non_null(strstr(buf, "kkkk\xe2\x80\xa6kkkk"));            /* marked */
+    free(buf);
+    buf = printed(p, TABLE_WIDE);           /* -o wide: each field whole, one line */
+    assert_non_null(strstr(buf, longkey));
+    assert_non_null(strstr(buf, "\n    class lock:acct:* held while acquiring lock:ship:* "
+                            "(owner api-1:41/7: lock:acct:a then lock:ship:b), and class"));
+    assert_null(strstr(buf, "\xe2\x80\xa6"));
+    assert_int_equal(assert_lines_fit(buf, TABLE_WIDE), 1 + 3 * 2);
+    free(buf);
+    json_decref(p);
+}
+
+/* A paragraph breaks at spaces; only a word wider than the whole line is
+ * broken, starting where there is room, "…" at the end of each piece and
+ * the start of the next line. */
+static void
+paragraph_breaks_only_words_wider_than_a_line(void **state)
+{
+    char *buf = NULL, word[101];
+    size_t len = 0;
+    FILE *fp;
+
+    (void)state;
+    memset(word, 'y', sizeof(word) - 1);
+    word[sizeof(word) - 1] = '\0';
+    fp = open_memstream(&buf, &len);
+    assert_non_null(fp);
+    table_paragraph(fp, 32, 4, "audit entry 1796310017310-0 and 127.0.0.1:51363 then");
+    table_paragraph(fp, 30, 4, "");
+    fprintf(fp, "--\n");
+    table_paragraph(fp, 30, 4, word);
+    fprintf(fp, "--\n");
+    table_paragraph(fp, 30, 4, "a key of yyyyyyyyyyyyyyyyyyyyyyyyyyyyyy end");
+    fclose(fp);
+    assert_string_equal(buf,
+                        "    audit entry 1796310017310-0\n"
+                        "    and 127.0.0.1:51363 then\n"
+                        "--\n"
+                        "    yyyyyyyyyyyyyyyyyyyyyyyyy\xe2\x80\xa6\n"
+                        "    \xe2\x80\xa6yyyyyyyyyyyyyyyyyyyyyyyy\xe2\x80\xa6\n"
+                        "    \xe2\x80\xa6yyyyyyyyyyyyyyyyyyyyyyyy\xe2\x80\xa6\n"
+                        "    \xe2\x80\xa6yyyyyyyyyyyyyyyyyyyyyyyy\xe2\x80\xa6\n"
+                        "    \xe2\x80\xa6yyy\n"
+                        "--\n"
+                        "    a key of yyyyyyyyyyyyyyyy\xe2\x80\xa6\n"
+                        "    \xe2\x80\xa6yyyyyyyyyyyyyy end\n");
+    free(buf);
 }
 
 int
@@ -254,6 +381,8 @@ main(void)
         cmocka_unit_test_setup(binary_holder_survives, reset),
         cmocka_unit_test_setup(page_after_limit_kind_gap, reset),
         cmocka_unit_test_setup(table_fits_80_columns_one_line_each, reset),
+        cmocka_unit_test_setup(details_wrap_at_spaces_keys_stay_apart, reset),
+        cmocka_unit_test_setup(paragraph_breaks_only_words_wider_than_a_line, reset),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
