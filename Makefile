@@ -415,7 +415,7 @@ interop-deadlock-soak: deps-interop
 	  LOCKWATCH_DEADLOCK_SOAK=60 /usr/bin/python3 tests/interop/runner.py --only deadlock,one-order
 
 demo: deps-demo
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(BINS)
 	@tests/demo/run $(BUILD)
 
 # Five benchmark drivers, each printing figures and ratios (timing is never
