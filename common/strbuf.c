@@ -86,6 +86,25 @@ sb_addf(struct strbuf *sb, const char *fmt, ...)
     sb->len += (size_t)n;
 }
 
+void
+sb_add_decimal(struct strbuf *sb, double d, int places)
+{
+    char buf[64];
+    int n = snprintf(buf, sizeof(buf), "%.*f", places, d);
+
+    if (n <= 0 || (size_t)n >= sizeof(buf)) {
+        sb_addf(sb, "%.*f", places, d);     /* huge: as it is */
+        return;
+    }
+    if (strchr(buf, '.') != NULL) {
+        while (buf[n - 1] == '0')
+            n--;
+        if (buf[n - 1] == '.')
+            n--;
+    }
+    sb_add(sb, buf, (size_t)n);
+}
+
 char *
 sb_detach(struct strbuf *sb, size_t *len)
 {

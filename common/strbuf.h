@@ -24,6 +24,9 @@ void sb_release(struct strbuf *sb);
 void sb_add(struct strbuf *sb, const char *p, size_t n);
 void sb_adds(struct strbuf *sb, const char *s);
 void sb_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* d with at most places decimals, without the trailing zeros (and '.')
+ * that claim a resolution the value does not have: 0.001, 12, 0.000125. */
+void sb_add_decimal(struct strbuf *sb, double d, int places);
 /* Hand the bytes to the caller (who frees them); the buffer is reset. */
 char *sb_detach(struct strbuf *sb, size_t *len);
 

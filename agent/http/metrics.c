@@ -174,7 +174,9 @@ add_value(struct strbuf *sb, const void *p, const struct metric_family *mf)
         break;
     case VAL_SECONDS:
         memcpy(&d, at, sizeof(d));
-        sb_addf(sb, "%.6f\n", d);
+        /* a millisecond clock's 0.001 reads 0.001, not 0.001000 */
+        sb_add_decimal(sb, d, 6);
+        sb_adds(sb, "\n");
         break;
     case VAL_MS:
         memcpy(&i, at, sizeof(i));

@@ -152,6 +152,27 @@ assert_exposition_lines_well_formed(const char *text)
     }
 }
 
+/* Seconds in /metrics: no zeros past the value's resolution. */
+static void
+decimals_drop_trailing_zeros(void **state)
+{
+    static const struct { double d; const char *want; } cases[] = {
+        { 0.001, "0.001" }, { 0, "0" }, { 12, "12" }, { 0.000125, "0.000125" },
+        { 1.5, "1.5" }, { 0.0000004, "0" }, { 100, "100" }, { -2.25, "-2.25" },
+    };
+    (void)state;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct strbuf sb;
+
+        sb_init(&sb, 64);
+        sb_add_decimal(&sb, cases[i].d, 6);
+        sb_add(&sb, "", 1);
+        assert_string_equal(sb.buf, cases[i].want);
+        sb_release(&sb);
+    }
+}
+
 static void
 hostile_keys_are_escaped(void **state)
 {
@@ -969,6 +990,7 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(decimals_drop_trailing_zeros),
         cmocka_unit_test(hostile_keys_are_escaped),
         cmocka_unit_test(series_do_not_grow_with_locks),
         cmocka_unit_test(keys_that_sanitise_alike_stay_two_series),
