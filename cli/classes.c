@@ -25,7 +25,8 @@ static const struct table_col cols[] = {
 };
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
 
-/* Seconds as the house writes durations, short: 850ms, 9.2s, 5m 3s, 2h 1m. */
+/* Seconds as list and show write durations (out_duration(): 5m03s,
+ * 2h01m), with tenths under 10 s, where a hold's P99.9 lives: 850ms, 9.2s. */
 static void
 dur(const json_t *v, char *buf, size_t len)
 {
@@ -38,12 +39,8 @@ dur(const json_t *v, char *buf, size_t len)
         snprintf(buf, len, "%lldms", ms);
     else if (ms < 10000)
         snprintf(buf, len, "%.1fs", (double)ms / 1000.0);
-    else if (ms < 60000)
-        snprintf(buf, len, "%llds", ms / 1000);
-    else if (ms < 3600000)
-        snprintf(buf, len, "%lldm %llds", ms / 60000, ms / 1000 % 60);
     else
-        snprintf(buf, len, "%lldh %lldm", ms / 3600000, ms / 60000 % 60);
+        out_duration(ms, buf, len);
 }
 
 static void
