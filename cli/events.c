@@ -96,7 +96,7 @@ print_lines(const json_t *doc, int64_t since_ms)
 
         if (json_integer_value(json_object_get(e, "time_ms")) < since_ms)
             continue;
-        if ((s = json_dumps(e, JSON_COMPACT)) == NULL)
+        if ((s = json_dumps(e, JSON_COMPACT | LOCKJSON_REALS)) == NULL)
             return -1;
         printf("%s\n", s);
         free(s);

@@ -86,9 +86,8 @@ out_json_print(json_t *root)
     if (root == NULL)
         return -1;
     last.printed = true;
-    /* 15 significant digits: ages in seconds print as 349406.222, not
-     * as the nearest binary fraction */
-    s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+    /* ages in seconds print as 349406.222 (lockjson.h) */
+    s = json_dumps(root, JSON_INDENT(2) | LOCKJSON_REALS);
     json_decref(root);
     if (s != NULL && fputs(s, stdout) != EOF && fputc('\n', stdout) != EOF)
         rc = 0;

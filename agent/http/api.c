@@ -153,7 +153,7 @@ fail:
 static int
 dump(json_t *root, int status, char **body, size_t *len)
 {
-    char *s = json_dumps(root, JSON_COMPACT);
+    char *s = json_dumps(root, JSON_COMPACT | LOCKJSON_REALS);
 
     json_decref(root);
     if (s == NULL)
@@ -376,7 +376,7 @@ page_envelope(const struct view *v, const struct filter *f, size_t count, uint64
                                json_null());
     bad |= json_object_set_new(root, "locks", json_array());
     if (!bad)
-        s = json_dumps(root, JSON_COMPACT);
+        s = json_dumps(root, JSON_COMPACT | LOCKJSON_REALS);
     json_decref(root);
     return s;
 }
@@ -415,7 +415,7 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
         /* room for the "stale" array too (64 targets: a few dozen KiB) */
         json_t *st = stale_targets(v, &f);
 
-        text = st != NULL ? json_dumps(st, JSON_COMPACT) : NULL;
+        text = st != NULL ? json_dumps(st, JSON_COMPACT | LOCKJSON_REALS) : NULL;
         json_decref(st);
         if (text == NULL)
             goto oom;
@@ -440,7 +440,7 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
             json_decref(o);
             goto oom;
         }
-        text = json_dumps(o, JSON_COMPACT);
+        text = json_dumps(o, JSON_COMPACT | LOCKJSON_REALS);
         json_decref(o);
         if (text == NULL)
             goto oom;

@@ -122,7 +122,7 @@ render_classes(const struct view *v, const struct rules_conf *p, char **body, si
     bad |= json_object_set_new(root, "count_baseline_window_s",
                                json_real(p->count_baseline_window_ms / 1e3));
     bad |= json_object_set_new(root, "samples", json_boolean(v->wait != NULL));
-    if (!bad && (*body = json_dumps(root, JSON_COMPACT)) != NULL) {
+    if (!bad && (*body = json_dumps(root, JSON_COMPACT | LOCKJSON_REALS)) != NULL) {
         *len = strlen(*body);
         json_decref(root);
         return 200;

@@ -203,7 +203,7 @@ serve_deadlocks(const struct http_request *rq, struct http_response *out)
     }
     doc = report_json(r);
     graph_report_unref(r);
-    body = doc != NULL ? json_dumps(doc, JSON_COMPACT) : NULL;
+    body = doc != NULL ? json_dumps(doc, JSON_COMPACT | LOCKJSON_REALS) : NULL;
     json_decref(doc);
     if (body == NULL) {
         http_text(out, 500, HTTP_OOM_TEXT);

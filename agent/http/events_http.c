@@ -24,6 +24,7 @@
 #include "agent/http/render.h"
 #include "agent/http/routes.h"
 #include "collectors/events/eventjson.h"
+#include "collectors/locks/lockjson.h"
 
 #define KINDS_TEXT "kind must be one of lease_lost, expired_renewed, lease_overrun, " \
                    "lost_at_failover, deadlock, inversion, force_release"
@@ -90,7 +91,7 @@ serve_events(const struct http_request *rq, struct http_response *out)
     } else {
         q.target = target;
         if ((page = events_page_json(&q)) != NULL &&
-            (body = json_dumps(page, JSON_COMPACT)) != NULL) {
+            (body = json_dumps(page, JSON_COMPACT | LOCKJSON_REALS)) != NULL) {
             len = strlen(body);
             status = 200;
         }

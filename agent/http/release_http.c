@@ -56,6 +56,7 @@
 #include "agent/http/throttle.h"
 #include "common/keytext.h"
 #include "collectors/formats/formats.h"
+#include "collectors/locks/lockjson.h"
 #include "collectors/redis/conn.h"
 #include "collectors/redis/target.h"
 #include "common/clock.h"
@@ -115,7 +116,7 @@ reply(struct MHD_Connection *c, unsigned int status, char *body, size_t len,
 static int
 reply_json(struct MHD_Connection *c, unsigned int status, json_t *o)
 {
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    char *s = o ? json_dumps(o, JSON_COMPACT | LOCKJSON_REALS) : NULL;
 
     json_decref(o);
     return reply(c, status, s, s ? strlen(s) : 0, NULL, NULL);
@@ -126,7 +127,7 @@ reply_error(struct MHD_Connection *c, unsigned int status, const char *msg,
             const char *hname, const char *hvalue)
 {
     json_t *o = json_pack("{s:s}", "error", msg);
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    char *s = o ? json_dumps(o, JSON_COMPACT | LOCKJSON_REALS) : NULL;
 
     json_decref(o);
     return reply(c, status, s, s ? strlen(s) : 0, hname, hvalue);

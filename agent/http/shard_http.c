@@ -17,6 +17,7 @@
 
 #include "agent/http/render.h"
 #include "agent/http/routes.h"
+#include "collectors/locks/lockjson.h"
 
 const char *
 view_peer(const struct view *v, int shard)
@@ -56,7 +57,7 @@ render_api_shard(const struct view *v, char **body, size_t *len)
     json_decref(away);
     if (root == NULL)
         return 500;
-    s = json_dumps(root, JSON_COMPACT);
+    s = json_dumps(root, JSON_COMPACT | LOCKJSON_REALS);
     json_decref(root);
     if (s == NULL)
         return 500;

@@ -13,6 +13,7 @@ at max_reentrancy is `reentrant_high`, one below is not.  A Redisson hash
 without a TTL leaks like a string does.
 """
 
+import re
 import time
 import uuid
 from datetime import datetime, timezone
@@ -134,6 +135,18 @@ class Formats(h.TestCase):
             self.assertTrue(l["first_seen"].endswith("Z"), l["first_seen"])
             parse_time(l["first_seen"])
             self.assertEqual(l["target"], "main")
+        # age_seconds is whole ms, written as such in the list and in one
+        # lock's answer alike: 72.556, never 72.555999999999997
+        st, _, raw = ag.get("/api/v1/locks?state=all&limit=1000")
+        ages = re.findall(rb'"age_seconds":([^,}]*)', raw)
+        self.assertEqual(len(ages), 11, raw[:300])
+        for key in locks:
+            st, _, raw = ag.get("/api/v1/locks/" + h.url_key(key.encode()))
+            self.assertEqual(st, 200, raw[:300])
+            ages += re.findall(rb'"age_seconds":([^,}]*)', raw)
+        self.assertEqual(len(ages), 22)
+        for age in ages:
+            self.assertRegex(age, rb"^[0-9]+(\.[0-9]{1,3})?$")
 
         # Metrics by format.
         m = ag.metrics()

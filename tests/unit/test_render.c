@@ -509,6 +509,29 @@ api_lists_filters_and_stays_valid_json(void **state)
     view_release(&v);
 }
 
+/* age_seconds is whole ms as seconds, the same digits in the list and in
+ * one lock's answer: 72.556, never jansson's 17-digit 72.555999999999997 */
+static void
+api_ages_print_in_ms(void **state)
+{
+    struct snapshot *s = new_snap("main", "lock:*");
+    struct api_query q = { NULL, NULL, NULL, NULL, NULL };
+    struct view v;
+    char *body;
+    size_t len;
+
+    (void)state;
+    add_lock(s, "lock:x", 6, "t", 1, 0, 72556, 1);
+    view_of(&v, &s, 1, 20);
+    assert_int_equal(render_api_locks(&v, &q, &body, &len), 200);
+    assert_non_null(strstr(body, "\"age_seconds\":72.556,"));
+    free(body);
+    assert_int_equal(render_api_lock(&v, "lock:x", 6, NULL, &body, &len), 200);
+    assert_non_null(strstr(body, "\"age_seconds\":72.556,"));
+    free(body);
+    view_release(&v);
+}
+
 static void
 ready_names_targets_that_are_not(void **state)
 {
@@ -998,6 +1021,7 @@ main(void)
         cmocka_unit_test(api_lists_filters_and_stays_valid_json),
         cmocka_unit_test(api_pages_hold_every_lock_once),
         cmocka_unit_test(api_page_is_cut_at_the_byte_cap),
+        cmocka_unit_test(api_ages_print_in_ms),
         cmocka_unit_test(ready_names_targets_that_are_not),
         cmocka_unit_test(locks_lost_by_cause),
         cmocka_unit_test(events_counted_by_kind),
