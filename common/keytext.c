@@ -124,6 +124,19 @@ keytext_percent(char *out, size_t outsz, const char *in, size_t len)
     return o;
 }
 
+size_t
+keytext_ascii(char *out, size_t outsz, const char *in)
+{
+    size_t i;
+
+    for (i = 0; in[i] != '\0'; i++)
+        put(out, outsz, i, (unsigned char)in[i] >= 0x20 && (unsigned char)in[i] < 0x7f ?
+            in + i : "?", 1);
+    if (outsz > 0)
+        out[i < outsz ? i : outsz - 1] = '\0';
+    return i;
+}
+
 int
 keytext_hexval(unsigned char c)
 {

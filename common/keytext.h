@@ -28,6 +28,11 @@ size_t keytext_sanitize(char *out, size_t outsz, const char *in, size_t len);
  * a terminal shows a hostile key and runs none of it. */
 size_t keytext_sanitize_label(char *out, size_t outsz, const char *in, size_t len);
 size_t keytext_percent(char *out, size_t outsz, const char *in, size_t len);
+/* A client's text (in, NUL-terminated: a query value, a JSON field name)
+ * echoed in an error message: printable ASCII only, each other byte '?',
+ * so the message stays UTF-8 and shows a terminal nothing to act on; cut
+ * at outsz - 1 bytes. */
+size_t keytext_ascii(char *out, size_t outsz, const char *in);
 
 /*
  * Decode %XX escapes (and '+' as space when plus_is_space) in place-safe

@@ -185,7 +185,7 @@ static int
 unknown_target(const struct view *v, const char *target, char **body, size_t *len)
 {
     struct strbuf sb;
-    char *msg;
+    char *msg, echo[129];
     size_t n;
     int status;
 
@@ -207,12 +207,8 @@ unknown_target(const struct view *v, const char *target, char **body, size_t *le
             goto said;
         }
     status = 400;
-    sb_adds(&sb, "no target \"");
-    /* the query's bytes, echoed: printable ASCII only (JSON wants UTF-8) */
-    for (n = 0; target[n] != '\0' && n < 128; n++)
-        sb_add(&sb, (unsigned char)target[n] >= 0x20 && (unsigned char)target[n] < 0x7f ?
-               target + n : "?", 1);
-    sb_adds(&sb, "\" (known targets: ");
+    keytext_ascii(echo, sizeof(echo), target);
+    sb_addf(&sb, "no target \"%s\" (known targets: ", echo);
     for (size_t i = 0; i < v->ntargets; i++) {
         if (i > 0)
             sb_adds(&sb, ", ");

@@ -371,17 +371,13 @@ target_clear(struct target_conf *t)
 static void
 target_unknown(struct agent *a, const char *name, char *buf, size_t size)
 {
+    char echo[129];
     size_t n = 0, i;
     int w;
 
     if (name != NULL) {
-        w = snprintf(buf, size, "no target \"");
-        n = w > 0 ? (size_t)w : 0;
-        for (i = 0; name[i] != '\0' && i < 128 && n + 1 < size; i++)
-            buf[n++] = (unsigned char)name[i] >= 0x20 && (unsigned char)name[i] < 0x7f ?
-                name[i] : '?';
-        buf[n] = '\0';
-        w = snprintf(buf + n, size - n, "\" (known targets: ");
+        keytext_ascii(echo, sizeof(echo), name);
+        w = snprintf(buf, size, "no target \"%s\" (known targets: ", echo);
     } else {
         w = snprintf(buf, size, "target is required: the agent has several (");
     }

@@ -68,6 +68,22 @@ sanitize_reports_needed_size_when_short(void **state)
     assert_int_equal(strlen(out), 3);
 }
 
+/* What a client sent, echoed: printable ASCII kept, every other byte '?',
+ * cut at the buffer's size. */
+static void
+ascii_echo_is_printable_and_cut(void **state)
+{
+    char out[8];
+
+    (void)state;
+    assert_int_equal(keytext_ascii(out, sizeof(out), "st\x1b[1m"), 6);
+    assert_string_equal(out, "st?[1m");
+    assert_int_equal(keytext_ascii(out, sizeof(out), "caf\xc3\xa9\x7f"), 6);
+    assert_string_equal(out, "caf???");
+    assert_int_equal(keytext_ascii(out, sizeof(out), "0123456789"), 10);
+    assert_string_equal(out, "0123456");
+}
+
 static void
 percent_round_trips_every_byte(void **state)
 {
@@ -179,6 +195,7 @@ main(void)
         cmocka_unit_test(sanitize_replaces_invalid_bytes),
         cmocka_unit_test(sanitize_label_replaces_control_bytes),
         cmocka_unit_test(sanitize_reports_needed_size_when_short),
+        cmocka_unit_test(ascii_echo_is_printable_and_cut),
         cmocka_unit_test(percent_round_trips_every_byte),
         cmocka_unit_test(percent_encodes_the_protocol_set),
         cmocka_unit_test(unpercent_refuses_bad_escapes),
