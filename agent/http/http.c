@@ -76,6 +76,14 @@ struct http_server {
  * answers (guard.h); a cheap row must stay cheap: bounded work, a few
  * kilobytes or so, whatever the number of locks.
  *
+ * A JSON route names the query parameters its handler reads (the names it
+ * passes to http_query()); the dispatcher answers any other name 400,
+ * naming it and the known ones, before the handler runs: a typo such as
+ * ?stat=leaked would otherwise be ignored and answer every lock.  The pages
+ * that are not the JSON API (Q_UNCHECKED) take none and are left as they
+ * were: a scraper's or a probe's parameters change nothing there.  The body
+ * route checks its own query (none), after its 404, 405 and 401.
+ *
  * Adding a route: one row here, its handler in the file of its concern,
  * declared in agent/http/routes.h (and the path in lockwatchd.8, which
  * tests/integration/test_man.py holds to this table).
@@ -93,27 +101,37 @@ struct route {
     http_body_fn body;
     void (*body_free)(void *state);
     bool heavy;                 /* in the budget of expensive answers */
+    const char *query;          /* the query parameters it takes, space-separated;
+                                 * Q_UNCHECKED: not checked */
 };
 
 #define HEAVY true
 
 #define READ_METHODS "GET HEAD"
 
+/* The query parameters of the JSON routes (their handlers' http_query()s). */
+#define Q_LOCKS     "state target class limit offset"   /* api.c, serve_locks */
+#define Q_LOCK      "target"                            /* api.c, serve_lock */
+#define Q_EVENTS    "after kind target limit"           /* events_http.c */
+#define Q_NONE      ""
+#define Q_UNCHECKED NULL
+
 static const struct route routes[] = {
-    /* methods      path                match         read           body          body_free          heavy */
-    { NULL,         RELEASE_HTTP_PATH,  ROUTE_EXACT,  NULL,          release_http, release_http_free, false },
-    { READ_METHODS, "/metrics",         ROUTE_EXACT,  serve_metrics, NULL,         NULL,              false },
-    { READ_METHODS, "/healthz",         ROUTE_EXACT,  serve_healthz, NULL,         NULL,              false },
-    { READ_METHODS, "/readyz",          ROUTE_EXACT,  serve_ready,   NULL,         NULL,              false },
-    { READ_METHODS, "/api/v1/locks",    ROUTE_EXACT,  serve_locks,   NULL,         NULL,              HEAVY },
-    { READ_METHODS, "/api/v1/locks/",   ROUTE_EXACT,  serve_locks,   NULL,         NULL,              HEAVY },
-    { READ_METHODS, "/api/v1/locks/",   ROUTE_PREFIX, serve_lock,    NULL,         NULL,              HEAVY },
-    { READ_METHODS, "/api/v1/alerts",   ROUTE_EXACT,  serve_alerts,  NULL,         NULL,              HEAVY },
-    { READ_METHODS, "/api/v1/deadlocks", ROUTE_EXACT, serve_deadlocks, NULL,       NULL,              HEAVY },
-    { READ_METHODS, "/api/v1/events",   ROUTE_EXACT,  serve_events,  NULL,         NULL,              HEAVY },
-    { READ_METHODS, "/api/v1/classes",  ROUTE_EXACT,  serve_classes, NULL,         NULL,              HEAVY },
-    { READ_METHODS, "/api/v1/shard",    ROUTE_EXACT,  serve_shard,   NULL,         NULL,              false },
-    { READ_METHODS, "/",                ROUTE_EXACT,  serve_status,  NULL,         NULL,              HEAVY },
+    /* methods, path, match, read, body, body_free, heavy, query */
+    { NULL, RELEASE_HTTP_PATH, ROUTE_EXACT, NULL, release_http, release_http_free, false,
+      Q_UNCHECKED },
+    { READ_METHODS, "/metrics",          ROUTE_EXACT,  serve_metrics,   NULL, NULL, false, Q_UNCHECKED },
+    { READ_METHODS, "/healthz",          ROUTE_EXACT,  serve_healthz,   NULL, NULL, false, Q_UNCHECKED },
+    { READ_METHODS, "/readyz",           ROUTE_EXACT,  serve_ready,     NULL, NULL, false, Q_UNCHECKED },
+    { READ_METHODS, "/api/v1/locks",     ROUTE_EXACT,  serve_locks,     NULL, NULL, HEAVY, Q_LOCKS },
+    { READ_METHODS, "/api/v1/locks/",    ROUTE_EXACT,  serve_locks,     NULL, NULL, HEAVY, Q_LOCKS },
+    { READ_METHODS, "/api/v1/locks/",    ROUTE_PREFIX, serve_lock,      NULL, NULL, HEAVY, Q_LOCK },
+    { READ_METHODS, "/api/v1/alerts",    ROUTE_EXACT,  serve_alerts,    NULL, NULL, HEAVY, Q_NONE },
+    { READ_METHODS, "/api/v1/deadlocks", ROUTE_EXACT,  serve_deadlocks, NULL, NULL, HEAVY, Q_NONE },
+    { READ_METHODS, "/api/v1/events",    ROUTE_EXACT,  serve_events,    NULL, NULL, HEAVY, Q_EVENTS },
+    { READ_METHODS, "/api/v1/classes",   ROUTE_EXACT,  serve_classes,   NULL, NULL, HEAVY, Q_NONE },
+    { READ_METHODS, "/api/v1/shard",     ROUTE_EXACT,  serve_shard,     NULL, NULL, false, Q_NONE },
+    { READ_METHODS, "/",                 ROUTE_EXACT,  serve_status,    NULL, NULL, HEAVY, Q_UNCHECKED },
 };
 
 #define NOT_FOUND_TEXT "not found: try /metrics, /healthz, /readyz or /api/v1/locks\n"
@@ -139,14 +157,14 @@ route_for(const char *url)
     return NULL;
 }
 
-/* Is method one of the space-separated list? */
+/* Is word one of the space-separated list? */
 static bool
-method_in(const char *list, const char *method)
+word_in(const char *list, const char *word)
 {
-    size_t n = strlen(method);
+    size_t n = strlen(word);
     const char *p = list;
 
-    while ((p = strstr(p, method)) != NULL) {
+    while ((p = strstr(p, word)) != NULL) {
         if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
             return true;
         p += n;
@@ -204,6 +222,47 @@ http_query(const struct http_request *rq, const char *name, int *bad)
     return out;
 }
 
+struct query_check {
+    const char *known;          /* space-separated */
+    const char *unknown;        /* the first name not among them */
+};
+
+static MHD_RESULT
+query_name(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    struct query_check *qc = cls;
+
+    (void)kind;
+    (void)value;
+    /* an empty name (a stray '&') names nothing a handler could misread */
+    if (key == NULL || key[0] == '\0' || word_in(qc->known, key))
+        return MHD_YES;
+    qc->unknown = key;
+    return MHD_NO;
+}
+
+int
+http_query_check(struct MHD_Connection *c, const char *known, char *msg, size_t len)
+{
+    struct query_check qc = { known, NULL };
+    char name[HTTP_ECHO_MAX + 1], list[256];
+    size_t i, n = 0;
+
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_name, &qc);
+    if (qc.unknown == NULL)
+        return 0;
+    keytext_ascii(name, sizeof(name), qc.unknown);
+    for (i = 0; known[i] != '\0' && n + 3 < sizeof(list); i++) {
+        if (known[i] == ' ')
+            list[n++] = ',';
+        list[n++] = known[i];
+    }
+    list[n] = '\0';
+    snprintf(msg, len, "unknown query parameter \"%s\" (%s%s)", name,
+             n > 0 ? "known: " : "this endpoint takes none", list);
+    return -1;
+}
+
 /* Send out (its body is MHD's from here on). */
 static MHD_RESULT
 reply(struct MHD_Connection *c, const struct http_response *out)
@@ -259,25 +318,26 @@ conn_guard(struct MHD_Connection *c)
     return ci != NULL ? ci->socket_context : NULL;
 }
 
-/* 503 with Retry-After, in the route's own dialect: JSON under /api/. */
+/* An error in the route's own dialect: JSON under /api/, else a line of
+ * text; headers as http_response's (NULL for none). */
 static MHD_RESULT
-reply_refused(struct MHD_Connection *c, const char *url, const char *why)
+reply_error(struct MHD_Connection *c, const char *url, int status, const char *why,
+            const char *const *headers)
 {
     struct http_response out = { 0 };
     char *body = NULL;
     size_t len = 0;
 
     if (strncmp(url, "/api/", 5) == 0) {
-        int status = render_api_error(503, why, &body, &len);
-
+        status = render_api_error(status, why, &body, &len);
         http_json(&out, status, body, len);
     } else {
-        char line[256];
+        char line[512];
 
         snprintf(line, sizeof(line), "%s\n", why);
-        http_text(&out, 503, line);
+        http_text(&out, (unsigned int)status, line);
     }
-    out.headers = retry_after;
+    out.headers = headers;
     return reply(c, &out);
 }
 
@@ -292,6 +352,7 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
     struct guard_stats st;
     struct guard_conn *gc;
     struct body_state *bs;
+    char why[512];
 
     (void)version;
     if (r != NULL && r->body != NULL) {
@@ -315,18 +376,20 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
     }
     gc = conn_guard(c);
     guard_answered(h->guard, gc);
-    if (!method_in(r != NULL ? r->methods : READ_METHODS, method))
+    if (!word_in(r != NULL ? r->methods : READ_METHODS, method))
         return reply_text(c, 405, METHOD_TEXT);
     if (r == NULL)
         return reply_text(c, 404, NOT_FOUND_TEXT);
+    if (r->query != Q_UNCHECKED && http_query_check(c, r->query, why, sizeof(why)) == -1)
+        return reply_error(c, url, 400, why, NULL);
     if (r->heavy) {
         switch (guard_heavy(h->guard, gc)) {
         case GUARD_OK:
             break;
         case GUARD_BUSY:
-            return reply_refused(c, url, BUSY_TEXT);
+            return reply_error(c, url, 503, BUSY_TEXT, retry_after);
         case GUARD_OVER_CLIENT:
-            return reply_refused(c, url, OVER_TEXT);
+            return reply_error(c, url, 503, OVER_TEXT, retry_after);
         }
     }
     guard_stats(h->guard, &st);

@@ -7,8 +7,9 @@
  * The order of checks is the order of least surprise for an attacker and
  * an operator alike: the feature off answers 404 like any unknown path;
  * then the method; then the bearer token, before a byte of the body is
- * read or stored (401 without it, 403 with another); then the body (at
- * most RELEASE_HTTP_BODY_MAX bytes, 413 past it; 400 when it is not the
+ * read or stored (401 without it, 403 with another); then the query,
+ * which must be empty (400 naming a parameter: the request is the body);
+ * then the body (at most RELEASE_HTTP_BODY_MAX bytes, 413 past it; 400 when it is not the
  * JSON the contract says).  Tokens are compared as SHA-256 digests with
  * CRYPTO_memcmp, so the time taken says nothing about the token, not even
  * its length.
@@ -53,6 +54,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "agent/agent.h"
+#include "agent/http/routes.h"
 #include "agent/http/throttle.h"
 #include "common/keytext.h"
 #include "collectors/formats/formats.h"
@@ -712,6 +714,7 @@ release_http(struct agent *a, struct MHD_Connection *c, const char *method,
     struct snapshot_conf sc;
     struct req_state *st = *state;
     unsigned int denied;
+    char why[512];
     int ret;
 
     if (st == NULL) {
@@ -742,6 +745,10 @@ release_http(struct agent *a, struct MHD_Connection *c, const char *method,
                                "Bearer realm=\"lockwatch\"");
         if (denied == 403)
             return reply_error(c, 403, "forbidden: wrong token", NULL, NULL);
+        /* the request is the body: a query (?dry_run=true) would be
+         * ignored, and the release run for real */
+        if (http_query_check(c, "", why, sizeof(why)) == -1)
+            return reply_error(c, 400, why, NULL, NULL);
         if ((st = calloc(1, sizeof(*st))) == NULL)
             return MHD_NO;
         *state = st;

@@ -56,8 +56,17 @@ void http_text(struct http_response *out, unsigned int status, const char *text)
 void http_json(struct http_response *out, int status, char *body, size_t len);
 /* The percent-decoded query value name (caller frees), NULL when absent
  * or empty ("?target=" means any); *bad set on a malformed escape, a NUL
- * byte or ENOMEM. */
+ * byte or ENOMEM.  A JSON route's name is in its row's query column
+ * (http.c): the router refuses the others before the handler runs. */
 char *http_query(const struct http_request *rq, const char *name, int *bad);
+/* Bytes of a client's text an error message echoes (keytext_ascii()). */
+#define HTTP_ECHO_MAX 64
+/* Whether every query parameter of c is one of known (space-separated
+ * names): 0, or -1 with the message for a 400 in msg, naming the first
+ * unknown one (printable ASCII, at most HTTP_ECHO_MAX bytes) and known.
+ * The router checks the JSON routes' queries with it; a body route calls
+ * it itself. */
+int http_query_check(struct MHD_Connection *c, const char *known, char *msg, size_t len);
 
 /* The handlers of the route table, by file. */
 void serve_metrics(const struct http_request *rq, struct http_response *out);   /* metrics.c */

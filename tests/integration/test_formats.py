@@ -194,6 +194,29 @@ class Formats(h.TestCase):
         st, body = ag.get_json("/api/v1/locks/lock%3Adeep%3A1?target=nosuchtarget")
         self.assertEqual(st, 400, body)
         self.assertIn("known targets: ", body["error"])
+        # A mistyped parameter is a 400 naming it and the known ones, not
+        # every lock as if no filter were given; each JSON route knows its
+        # own.  The pages that are not JSON take none and check none.
+        for path, err in (
+                ("/api/v1/locks?stat=leaked",
+                 'unknown query parameter "stat" (known: state, target, class, limit, offset)'),
+                ("/api/v1/locks/?state=leaked&lmit=5",
+                 'unknown query parameter "lmit" (known: state, target, class, limit, offset)'),
+                ("/api/v1/locks/lock%3Adeep%3A1?state=leaked",
+                 'unknown query parameter "state" (known: target)'),
+                ("/api/v1/events?kinds=deadlock",
+                 'unknown query parameter "kinds" (known: after, kind, target, limit)'),
+                ("/api/v1/alerts?state=firing",
+                 'unknown query parameter "state" (this endpoint takes none)'),
+                ("/api/v1/classes?x%1b[1m" + "y" * 100,
+                 'unknown query parameter "x%1b[1m' + "y" * 57 + '" (this endpoint takes none)')):
+            st, body = ag.get_json(path)
+            self.assertEqual((st, body.get("error")), (400, err), path)
+        st, body = ag.get_json("/api/v1/locks?state=leaked&target=main&class=lock:*&limit=5"
+                               "&offset=0")
+        self.assertEqual(st, 200, body)
+        for path in ("/metrics?x=1", "/healthz?x=1", "/readyz?x=1", "/?x=1"):
+            self.assertEqual(ag.get(path)[0], 200, path)
 
         # Reentrancy drops below the threshold: no longer reentrant_high.
         c.hset("lock:deep:1", "%s:1" % RUUID, "3")

@@ -293,7 +293,7 @@ class AgentPage(unittest.TestCase):
         macros = {}
         for h in glob.glob(os.path.join(REPO, "agent", "http", "*.h")):
             macros.update(re.findall(r'^#define (\w+_PATH)\s+"([^"]+)"', read(h), re.M))
-        # the route table: one row {methods, path, match, read, body, body_free, heavy}
+        # the route table: one row {methods, path, match, read, body, body_free, heavy, query}
         m = re.search(r"static const struct route routes\[\] = \{(.*?)\n\};", src, re.S)
         self.assertIsNotNone(m, "no route table (static const struct route routes[]) in "
                                 "agent/http/http.c")
@@ -303,7 +303,7 @@ class AgentPage(unittest.TestCase):
         exact, prefixes = set(), set()
         for row in rows:
             cols = [c.strip() for c in row.split(",")]
-            self.assertEqual(len(cols), 7, "route row {%s}: expected 7 columns" % row)
+            self.assertEqual(len(cols), 8, "route row {%s}: expected 8 columns" % row)
             path, match = cols[1], cols[2]
             if path.startswith('"'):
                 path = path.strip('"')

@@ -44,7 +44,7 @@ def unlock_section(path, on=True):
     return "[unlock]\nhttp = %s\ntoken_file = %s\n" % ("on" if on else "off", path)
 
 
-def post(agent, body, token=TOKEN, method="POST", auth=None, raw=None):
+def post(agent, body, token=TOKEN, method="POST", auth=None, raw=None, path=PATH):
     """-> (status, headers, parsed JSON body)."""
     conn = http.client.HTTPConnection("127.0.0.1", agent.port, timeout=30)
     try:
@@ -55,7 +55,7 @@ def post(agent, body, token=TOKEN, method="POST", auth=None, raw=None):
             headers["Authorization"] = "Bearer " + token
         data = raw if raw is not None else (json.dumps(body).encode()
                                             if body is not None else None)
-        conn.request(method, PATH, body=data, headers=headers)
+        conn.request(method, path, body=data, headers=headers)
         r = conn.getresponse()
         payload = r.read()
         hdrs = {k.lower(): v for k, v in r.getheaders()}
@@ -217,6 +217,11 @@ class ReleaseHttp(h.TestCase):
         st, _, doc = post(ag, {"key": "lock:a", "holder": "tok", "target": "no\npe"})
         self.assertEqual(st, 400, doc)
         self.assertEqual(doc["error"], 'no target "no?pe" (known targets: main)')
+        # the request is its body: a query is refused, not ignored (this
+        # dry run would have released the lock)
+        st, _, doc = post(ag, {"key": "lock:a", "holder": "tok"}, path=PATH + "?dry_run=true")
+        self.assertEqual((st, doc.get("error")),
+                         (400, 'unknown query parameter "dry_run" (this endpoint takes none)'))
         st, _, doc = post(ag, None, raw=b'{"key":"lock:a","holder":"' + b"x" * 70000 + b'"}')
         self.assertEqual(st, 413, doc)
         self.assertEqual(self.c.get("lock:a"), b"tok")
