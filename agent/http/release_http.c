@@ -277,32 +277,55 @@ bytes_field(json_t *root, const char *name, const char *ename, char **out, size_
     return NULL;
 }
 
-/* Parse the body; NULL, or what is wrong with it (400). */
+/* The first field of root that is none of the body's: NULL, or the 400's
+ * message in why, naming it (printable ASCII, at most HTTP_ECHO_MAX bytes)
+ * and the known ones. */
 static const char *
-parse_body(const char *buf, size_t len, struct body *b, json_t **rootp)
+unknown_field(json_t *root, char *why, size_t whylen)
 {
     static const char *const known[] = { "target", "key", "key_escaped", "holder",
                                          "holder_escaped", "reason", "if_leaked",
                                          "if_older_than", "dry_run" };
+    const size_t nknown = sizeof(known) / sizeof(known[0]);
+    char name[HTTP_ECHO_MAX + 1];
+    const char *k;
+    json_t *v;
+    size_t i, n;
+    int w;
+
+    json_object_foreach(root, k, v) {
+        for (i = 0; i < nknown && strcmp(k, known[i]) != 0; i++)
+            ;
+        if (i < nknown)
+            continue;
+        keytext_ascii(name, sizeof(name), k);
+        w = snprintf(why, whylen, "unknown field \"%s\" (known: ", name);
+        for (n = w > 0 ? (size_t)w : 0, i = 0; i < nknown && n < whylen; i++) {
+            w = snprintf(why + n, whylen - n, "%s%s", known[i], i + 1 < nknown ? ", " : ")");
+            n += w > 0 ? (size_t)w : 0;
+        }
+        return why;
+    }
+    return NULL;
+}
+
+/* Parse the body; NULL, or what is wrong with it (400; in why when it
+ * names what was sent). */
+static const char *
+parse_body(const char *buf, size_t len, struct body *b, json_t **rootp, char *why,
+           size_t whylen)
+{
     json_error_t jerr;
     json_t *root, *v;
-    const char *k, *msg;
+    const char *msg;
 
     memset(b, 0, sizeof(*b));
     root = *rootp = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL || !json_is_object(root))
         return "the body must be a JSON object {target, key, holder, reason, if_leaked, "
                "if_older_than}";
-    json_object_foreach(root, k, v) {
-        size_t i;
-
-        for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-            if (strcmp(k, known[i]) == 0)
-                break;
-        if (i == sizeof(known) / sizeof(known[0]))
-            return "unknown field (known: target, key, key_escaped, holder, holder_escaped, "
-                   "reason, if_leaked, if_older_than, dry_run)";
-    }
+    if ((msg = unknown_field(root, why, whylen)) != NULL)
+        return msg;
     if ((v = json_object_get(root, "target")) != NULL) {
         if (!json_is_string(v))
             return "target must be a string";
@@ -637,6 +660,7 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
 {
     struct job *j;
     const char *msg;
+    char why[1024];
     bool not_leaked;
     int found, ret;
 
@@ -646,14 +670,13 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
         return reply_error(c, 500, "out of memory", NULL, NULL);
     j->a = a;
     j->c = c;
-    if ((msg = parse_body(st->body ? st->body : "", st->len, &j->b, &j->root)) != NULL) {
+    if ((msg = parse_body(st->body ? st->body : "", st->len, &j->b, &j->root, why,
+                          sizeof(why))) != NULL) {
         ret = reply_error(c, 400, msg, NULL, NULL);
         goto done;
     }
     found = target_copy(a, j->b.target, &j->t);
     if (found != 0) {
-        char why[1024];
-
         if (found > 0)
             target_unknown(a, j->b.target, why, sizeof(why));
         ret = found < 0 ? reply_error(c, 500, "out of memory", NULL, NULL)

@@ -217,6 +217,14 @@ class ReleaseHttp(h.TestCase):
         st, _, doc = post(ag, {"key": "lock:a", "holder": "tok", "target": "no\npe"})
         self.assertEqual(st, 400, doc)
         self.assertEqual(doc["error"], 'no target "no?pe" (known targets: main)')
+        # an unknown field is named (printable ASCII, at most 64 bytes)
+        known = ("known: target, key, key_escaped, holder, holder_escaped, reason, if_leaked, "
+                 "if_older_than, dry_run")
+        for field, shown in (("dryrun", "dryrun"),
+                             ("if_older\u00e9\n" + "x" * 100, "if_older???" + "x" * 53)):
+            st, _, doc = post(ag, {"key": "lock:a", "holder": "tok", field: True})
+            self.assertEqual((st, doc.get("error")),
+                             (400, 'unknown field "%s" (%s)' % (shown, known)))
         # the request is its body: a query is refused, not ignored (this
         # dry run would have released the lock)
         st, _, doc = post(ag, {"key": "lock:a", "holder": "tok"}, path=PATH + "?dry_run=true")
