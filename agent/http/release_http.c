@@ -700,6 +700,7 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
     j->rq.dry_run = j->b.dry_run;
     j->rq.operator_name = j->op;
     j->rq.reason = j->b.reason;
+    j->rq.http = true;
 
     if (j->b.if_leaked && not_leaked) {
         /* if_leaked means what lockctl and the API call leaked: no TTL for

@@ -52,6 +52,9 @@ extern const char collectors_release_lua_expire_lua[];
 
 /* ---- outcomes -------------------------------------------------------------- */
 
+#define TOO_YOUNG_WHY ", but the holder is younger than that (age = the larger of OBJECT " \
+                      "IDLETIME and the holder age known); nothing was changed"
+
 static const struct outcome_row {
     const char *code;
     bool done, refused;
@@ -83,8 +86,7 @@ static const struct outcome_row {
         "refused: only if leaked (--if-leaked, if_leaked), but the lock has a TTL (it will "
         "expire on its own); nothing was changed" },
     [RELEASE_REFUSED_TOO_YOUNG] = { "too_young", false, true,
-        "refused: --if-older-than, but the holder is younger than that (age = the larger "
-        "of OBJECT IDLETIME and the holder age known); nothing was changed" },
+        "refused: --if-older-than" TOO_YOUNG_WHY },
     [RELEASE_REFUSED_HAS_TTL] = { "has_ttl", false, true,
         "refused: the lock already has a TTL; expire only gives a TTL to a lock that has "
         "none (a leak). Nothing was changed" },
@@ -97,6 +99,12 @@ static const struct outcome_row {
         "would break that lock. Release the lock itself; nothing was changed" },
     [RELEASE_ERROR] = { "error", false, false,
         "error: the release could not run (see the error); nothing is known to have changed" },
+};
+
+/* The messages the HTTP API words otherwise (a request's http): a
+ * condition named by its JSON field, not by lockctl's option. */
+static const char *const http_messages[RELEASE_OUTCOME_COUNT] = {
+    [RELEASE_REFUSED_TOO_YOUNG] = "refused: if_older_than" TOO_YOUNG_WHY,
 };
 
 const char *
@@ -911,6 +919,19 @@ refused_why(const struct release_result *res)
            res->err[0] != '\0';
 }
 
+/* The "message" of the JSON: the precheck's sentence, or the outcome's in
+ * the words of whoever asked. */
+static const char *
+result_message(const struct release_request *req, const struct release_result *res)
+{
+    if (refused_why(res))
+        return res->err;
+    if (req->http && (unsigned)res->outcome < RELEASE_OUTCOME_COUNT &&
+        http_messages[res->outcome] != NULL)
+        return http_messages[res->outcome];
+    return release_outcome_message(res->outcome);
+}
+
 json_t *
 release_result_json(const char *target, const struct release_request *req,
                     const struct release_result *res)
@@ -933,9 +954,7 @@ release_result_json(const char *target, const struct release_request *req,
         json_object_set_new(o, "refused",
                             json_boolean(release_outcome_refused(res->outcome))) == -1 ||
         json_object_set_new(o, "dry_run", json_boolean(req->dry_run)) == -1 ||
-        json_object_set_new(o, "message",
-                            json_string(refused_why(res) ? res->err
-                                        : release_outcome_message(res->outcome))) == -1 ||
+        json_object_set_new(o, "message", json_string(result_message(req, res))) == -1 ||
         json_object_set_new(o, "type", err || res->type[0] == '\0' ? json_null()
                             : json_string(res->type)) == -1 ||
         json_object_set_new(o, "pttl_ms", err || res->pttl_ms == -2 ? json_null()

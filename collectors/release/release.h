@@ -76,6 +76,9 @@ struct release_request {
     const char *operator_name;  /* who: a login name, "http:<peer>" */
     const char *reason;         /* why (may be "") */
     int64_t now_ms;             /* audit time, Unix ms; 0 = now */
+    bool http;                  /* asked over the agent's HTTP API: the JSON's
+                                 * message names its fields (if_older_than),
+                                 * not lockctl's options */
 };
 
 #define RELEASE_OLD_MAX 512     /* bytes of the old value reported/audited */
@@ -119,7 +122,8 @@ int release_precheck(const struct target_conf *t, const char *key, size_t keylen
 const char *release_outcome_str(enum release_outcome o);
 /* The outcome spelled s (n bytes), or -1. */
 int release_outcome_parse(const char *s, size_t n);
-/* A sentence for people: what the outcome means and what to do. */
+/* A sentence for people: what the outcome means and what to do, in
+ * lockctl's words (release_result_json() gives the HTTP API's its own). */
 const char *release_outcome_message(enum release_outcome o);
 /* Whether format has a row of the release table (its release column in
  * the format table, formats.h, is not FMT_RELEASE_DETECT). */
@@ -187,7 +191,8 @@ bool release_audit_pushed(const char *id);
 /*
  * The outcome as JSON, the same object for lockctl --json and the HTTP
  * API (docs/lockctl.md "JSON"): target, action, key/key_escaped,
- * holder/holder_escaped, outcome, done, refused, dry_run, message, type,
+ * holder/holder_escaped, outcome, done, refused, dry_run, message (in the
+ * asker's words: lockctl's options, or the HTTP API's fields), type,
  * pttl_ms, idle_seconds, old/old_escaped, audit_id, wake_errors, format,
  * holders_left, deleted and purged_waiters (outcome "released"), ttl_ms
  * (expire), error (outcome "error").  NULL on ENOMEM.

@@ -169,6 +169,9 @@ class ReleaseHttp(h.TestCase):
             st, _, doc = post(ag, body)
             self.assertEqual((st, doc.get("outcome")), (status, outcome), (body, doc))
             self.assertEqual(doc["refused"], status == 409)
+            if outcome == "too_young":      # named by the field sent, not lockctl's option
+                self.assertTrue(doc["message"].startswith("refused: if_older_than, but "), doc)
+                self.assertNotIn("--if-older-than", doc["message"])
         self.assertEqual(c.get("user:1"), b"v")
         self.assertTrue(c.exists("lock:ttl") and c.exists("lock:young"))
         self.assertFalse(c.exists("lock:a") or c.exists(b"lock:bin\x00\xff\n"))

@@ -545,6 +545,41 @@ result_json_hostile_bytes(void **state)
     json_decref(o);
 }
 
+/* A too_young refusal names the age condition as its asker spells it:
+ * lockctl's option, or the HTTP API's field. */
+static void
+result_json_words_of_the_asker(void **state)
+{
+    struct release_request rq;
+    struct release_result res;
+    const char *msg;
+    json_t *o;
+
+    (void)state;
+    request(&rq, "lock:a", 6);
+    memset(&res, 0, sizeof(res));
+    res.outcome = RELEASE_REFUSED_TOO_YOUNG;
+    res.idle_s = -1;
+    o = release_result_json("main", &rq, &res);
+    assert_non_null(o);
+    msg = json_string_value(json_object_get(o, "message"));
+    assert_non_null(strstr(msg, "refused: --if-older-than, but the holder is younger"));
+    json_decref(o);
+    rq.http = true;
+    o = release_result_json("main", &rq, &res);
+    assert_non_null(o);
+    msg = json_string_value(json_object_get(o, "message"));
+    assert_non_null(strstr(msg, "refused: if_older_than, but the holder is younger"));
+    assert_null(strstr(msg, "--"));
+    json_decref(o);
+    /* the others are the same for both */
+    res.outcome = RELEASE_REFUSED_GONE;
+    o = release_result_json("main", &rq, &res);
+    assert_string_equal(json_string_value(json_object_get(o, "message")),
+                        release_outcome_message(RELEASE_REFUSED_GONE));
+    json_decref(o);
+}
+
 /* ---- tables ------------------------------------------------------------------- */
 
 static void
@@ -746,6 +781,7 @@ main(void)
         cmocka_unit_test(key_slots),
         cmocka_unit_test(script_text_and_sha),
         cmocka_unit_test(result_json_hostile_bytes),
+        cmocka_unit_test(result_json_words_of_the_asker),
         cmocka_unit_test(safe_text_neutralises_terminal_tricks),
         cmocka_unit_test(widths_are_never_underestimated),
         cmocka_unit_test(cut_marks_and_fits),
