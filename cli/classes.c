@@ -69,6 +69,16 @@ advice(const json_t *c, char *buf, size_t len)
     else
         snprintf(buf, len, "%s%s", strcmp(a, "no_lease") == 0 ? "no lease" :
                  strcmp(a, "few_holds") == 0 ? "few holds" : a, surge ? " SURGE" : "");
+    /* a watchdog class is judged on its renewal period, not its holds
+     * (docs/alerts.md "Watchdog locks"): say so, or "fits" beside no
+     * holds reads as a guess */
+    if (json_is_true(json_object_get(c, "watchdog"))) {
+        size_t n = strlen(buf);
+        char per[32];
+
+        dur(json_object_get(c, "renewal_s"), per, sizeof(per));
+        snprintf(buf + n, n < len ? len - n : 0, " (renewed every %s)", per);
+    }
 }
 
 static int

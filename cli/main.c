@@ -122,8 +122,10 @@ static const struct command {
       "target and their baseline (median over count_baseline_window), creations and\n"
       "deletions per second, hold P99.9, the lease (longest TTL at first sight in\n"
       "wait_window) and the advice: fits, too short or too long with the lease that\n"
-      "would fit (2x hold P99.9, rounded up), or why it cannot judge. SURGE marks a\n"
-      "class above count_surge_factor x its baseline. --json prints the API's answer.\n" },
+      "would fit (2x hold P99.9, rounded up), or why it cannot judge; a class renewed\n"
+      "while held (a watchdog) is judged on its renewal period, shown as \"(renewed\n"
+      "every 10s)\". SURGE marks a class above count_surge_factor x its baseline.\n"
+      "--json prints the API's answer.\n" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

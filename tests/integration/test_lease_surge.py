@@ -162,6 +162,10 @@ class LeaseAndSurge(h.TestCase):
         short = [l for l in lines if l.startswith("lease:short")]
         self.assertEqual(len(short), 1, lines)
         self.assertIn("too short: 20s", short[0])
+        # a watchdog class says what its advice rests on (the renewal period)
+        dog_text = " ".join(l for l in "\n".join(lines).split("\n")
+                            if l.startswith("lease:dog") or l.startswith(" "))
+        self.assertIn("renewed every", dog_text, lines)
         p = t.run(["classes", "--agent", "http://127.0.0.1:%d" % h.free_port()], ag.config_path)
         self.assertEqual(p.returncode, 3)
         self.assertIn(b"did not answer", p.stderr)
