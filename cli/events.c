@@ -106,14 +106,14 @@ print_lines(const json_t *doc, int64_t since_ms)
 
 /* The page as a table and its footer line; count of rows, -1 ENOMEM. */
 static long
-print_table(const struct lockctl *lc, const json_t *doc, int64_t since_ms)
+print_table(const struct lockctl *lc, const json_t *doc, int64_t since_ms, bool titles)
 {
     struct table t;
     long n;
 
     table_init(&t, events_table_cols, events_table_ncols);
     if ((n = events_table_add(&t, doc, since_ms)) > 0 &&
-        events_table_print(&t, stdout, lockctl_width(lc)) == -1)
+        events_table_print(&t, stdout, lockctl_width(lc), titles) == -1)
         n = -1;
     table_release(&t);
     return n;
@@ -141,7 +141,7 @@ print_first(const struct lockctl *lc, const struct events_opts *o, const struct 
         json_object_set_new(doc, "agent", json_string(av->url));
         return out_json_print(json_incref(doc)) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS;
     }
-    if ((n = print_table(lc, doc, o->since_ms)) < 0)
+    if ((n = print_table(lc, doc, o->since_ms, true)) < 0)
         return LOCKCTL_REDIS;
     table_line(stdout, lockctl_width(lc), "%ld lock event%s%s%s (newest last) from the agent "
                "at %s%s", n, n == 1 ? "" : "s", o->since_ms > 0 ? " in the last " : "",
@@ -185,7 +185,8 @@ follow(const struct lockctl *lc, const struct events_opts *o, struct agent_view 
         if (json_is_true(json_object_get(doc, "gap")))
             lockctl_warnx("warning: events: some events were missed (the agent restarted, "
                           "or more than %d came between two reads)", EVENTS_MAX);
-        if (lc->json ? print_lines(doc, 0) == -1 : print_table(lc, doc, 0) < 0) {
+        /* the titles were printed once, above the first page */
+        if (lc->json ? print_lines(doc, 0) == -1 : print_table(lc, doc, 0, false) < 0) {
             json_decref(doc);
             break;
         }

@@ -252,9 +252,9 @@ put_named(FILE *fp, size_t width, const char *name, const char *text)
 }
 
 int
-events_table_print(const struct table *t, FILE *fp, size_t width)
+events_table_print(const struct table *t, FILE *fp, size_t width, bool titles)
 {
-    const char *titles[EV_NCOLS];
+    const char *title[EV_NCOLS];
     struct layout l;
     bool any = false;
 
@@ -266,8 +266,9 @@ events_table_print(const struct table *t, FILE *fp, size_t width)
     for (size_t r = 0; r < t->nrows; r++)
         any |= holder_fits(&l, r, l.w[EV_KEY]);
     for (size_t c = 0; c < EV_NCOLS; c++)
-        titles[c] = t->cols[c].title;
-    put_first_line(fp, titles, &l, any, width);
+        title[c] = t->cols[c].title;
+    if (titles)
+        put_first_line(fp, title, &l, any, width);
     for (size_t r = 0; r < t->nrows; r++) {
         const char *const *cells = (const char *const *)t->cells + r * t->ncols;
         bool inline_holder = holder_fits(&l, r, l.w[EV_KEY]);

@@ -422,11 +422,12 @@ void table_paragraph(FILE *fp, size_t width, size_t indent, const char *s);
 extern const struct table_col events_table_cols[];
 extern const size_t events_table_ncols;
 long events_table_add(struct table *t, const json_t *doc, int64_t since_ms);
-/* Print t's events within width columns: per event a line of time, kind,
+/* Print t's events within width columns: the titles when titles (not
+ * for --follow's later batches), then per event a line of time, kind,
  * target, key (and its holder when it fits there), then the holder and
  * the detail indented, wrapped at spaces, never inside a word that fits
  * a line (eventtable.c's opening comment).  0, -1 on ENOMEM. */
-int events_table_print(const struct table *t, FILE *fp, size_t width);
+int events_table_print(const struct table *t, FILE *fp, size_t width, bool titles);
 
 /* ---- output.c ---------------------------------------------------------------- */
 

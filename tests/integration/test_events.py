@@ -228,6 +228,30 @@ class Events(h.TestCase):
             p.kill()
             p.communicate()
 
+        # as text: the titles once, above the first page, not again above
+        # each new batch
+        p = subprocess.Popen(argv[:-1], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             env=lockctl_env())
+        lines = line_reader(p.stdout)
+        try:
+            def until_quiet(got):
+                while True:
+                    try:
+                        got.append(lines.get(timeout=2.5).decode("utf-8", "replace"))
+                    except queue.Empty:
+                        return got
+            got = until_quiet([])
+            self.assertTrue(any("events (newest last)" in ln for ln in got), got)
+            self.c.set("lock:b", "t")
+            self.release(b"lock:b", "t")
+            before = sum("force_release" in ln for ln in got)
+            got = until_quiet(got)
+            self.assertEqual(sum("force_release" in ln for ln in got), before + 1, got)
+            self.assertEqual(sum(ln.startswith("TIME (UTC)") for ln in got), 1, got)
+        finally:
+            p.kill()
+            p.communicate()
+
     def test_binary_holder_round_trips_escaped(self):
         """A holder id that is not text (a NUL, invalid UTF-8) keeps every
         byte: holder sanitised, holder_escaped lossless, and lockctl shows it

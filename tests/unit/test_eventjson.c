@@ -217,7 +217,7 @@ printed(const json_t *p, size_t width)
     assert_non_null(fp);
     table_init(&t, events_table_cols, events_table_ncols);
     assert_true(events_table_add(&t, p, 0) > 0);
-    assert_int_equal(events_table_print(&t, fp, width), 0);
+    assert_int_equal(events_table_print(&t, fp, width, true), 0);
     fclose(fp);
     table_release(&t);
     return buf;
