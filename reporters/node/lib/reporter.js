@@ -35,6 +35,7 @@ const wire = require('./wire');
 const QUEUE_CAPACITY = 8192;
 const FLUSH_MS = 200;
 const BURST = 4;   // full datagrams that start a send
+const SPARE_MAX = 8;   // datagram buffers kept for reuse once sent
 
 class Reporter {
   constructor(cfg, { capacity = QUEUE_CAPACITY, flushMs = FLUSH_MS, start = true } = {}) {
@@ -48,7 +49,8 @@ class Reporter {
     // is the budget (the datagram less the mac line when signing), raised
     // once every destination turns out to be a loopback address.
     this._budget = datagramBudget(wire.MAX_DATAGRAM, cfg.key);
-    this._buf = Buffer.allocUnsafe(this._budget);
+    this._buf = Buffer.allocUnsafeSlow(this._budget);
+    this._spare = [];        // sent datagrams' buffers, for reuse (SPARE_MAX)
     this._off = 0;
     this._curN = 0;
     this._soonAll = false;   // the scheduled send sends everything (sendSoon)
@@ -149,7 +151,7 @@ class Reporter {
     }
     if (this._off + max > this._buf.length) {
       if (this._curN > 0) this._fullDatagram();
-      if (max > this._buf.length) this._buf = Buffer.allocUnsafe(max);
+      if (max > this._buf.length) this._buf = Buffer.allocUnsafeSlow(max);
     }
     return this._off;
   }
@@ -193,20 +195,28 @@ class Reporter {
   }
 
   // The datagram being filled is full (or flushed): on the list, and a
-  // fresh buffer for the next.
+  // buffer for the next, one whose datagram was sent when there is one (a
+  // fresh buffer for every datagram cost the lock path more than writing
+  // its lines: memory the cache has not seen, and more for the collector).
   _fullDatagram() {
     const body = this._buf.subarray(0, this._off);
     const n = this._curN;
-    this._buf = Buffer.allocUnsafe(this._budget);
+    const spare = this._spare.pop();
+    this._buf = spare !== undefined ? spare : Buffer.allocUnsafeSlow(this._budget);
     this._off = 0;
     this._curN = 0;
-    this._pushFull(body, n);
-  }
-
-  _pushFull(body, n) {
     this._full.push(body);
     this._fullN.push(n);
     if (this._full.length >= BURST && this._soon === null) this._schedule();
+  }
+
+  // A datagram was sent (or given up): its buffer for reuse, when it has
+  // the size datagrams have now.
+  _recycle(body) {
+    const b = body.buffer;
+    if (b.byteLength === this._budget && this._spare.length < SPARE_MAX) {
+      this._spare.push(Buffer.from(b, 0, b.byteLength));
+    }
   }
 
   // One event as an array (see lib/wire.js emit(); what tests and the
@@ -266,12 +276,21 @@ class Reporter {
   }
 
   // One datagram's lines, signed when a key is set.
+  // (A signed datagram is a copy: the lines' buffer is free at once.)
   _sendBody(body, nl) {
     const key = this.config.key;
-    this._send(key ? wire.sign(key, body, Math.floor(Date.now() / 1000)) : body, nl);
+    if (!key) {
+      this._send(body, nl, body);
+      return;
+    }
+    const signed = wire.sign(key, body, Math.floor(Date.now() / 1000));
+    this._recycle(body);
+    this._send(signed, nl, null);
   }
 
-  _send(body, nl) {
+  // Send body to every destination; lines: the buffer to reuse once every
+  // send is done, or null.
+  _send(body, nl, lines) {
     let pending = this._targets.length;
     let ok = false;
     if (pending === 0) {
@@ -282,6 +301,7 @@ class Reporter {
       if (!err) ok = true;
       if (--pending === 0) {
         if (ok) { this.counts.sent += nl; this.counts.datagrams++; } else this.counts.droppedSendFailed += nl;
+        if (lines !== null) this._recycle(lines);
       }
     };
     for (const t of this._targets) {

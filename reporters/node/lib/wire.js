@@ -129,9 +129,18 @@ const HOLD = bytes('lw1 hold ');
 const OUTCOME = { ok: bytes(' ok'), timeout: bytes(' timeout'), error: bytes(' error'), start: bytes(' start') };
 const DIGITS_MAX = 16;    // MAX_US
 
+// Bytes b at off; returns the end.  A loop for short fields (the line's
+// head, a key, the owner prefix): TypedArray set() is a call into the
+// runtime that cost more than the loop on the lock path.
+const COPY_LOOP_MAX = 64;
 function copyInto(buf, off, b) {
-  buf.set(b, off);
-  return off + b.length;
+  const n = b.length;
+  if (n > COPY_LOOP_MAX) {
+    buf.set(b, off);
+    return off + n;
+  }
+  for (let i = 0; i < n; i++) buf[off + i] = b[i];
+  return off + n;
 }
 
 // An ASCII string (a holder id) at off; returns the end.  A loop for the

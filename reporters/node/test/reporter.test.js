@@ -89,6 +89,39 @@ test('batches lines into datagrams, 8192 bytes to a loopback agent', async () =>
   s.close();
 });
 
+test('a datagram buffer is reused only once its send is done, and never changes a sent line', async () => {
+  const s = await sink();
+  const r = await reporterTo(s);
+  const [fast, slow] = [Buffer.allocUnsafe, Buffer.allocUnsafeSlow];
+  let made = 0;
+  Buffer.allocUnsafe = (n) => { made++; return fast(n); };
+  Buffer.allocUnsafeSlow = (n) => { made++; return slow(n); };
+  try {
+    let n = 0;
+    for (let batch = 0; batch < 20; batch++) {
+      // about three datagrams a batch, sent while the next batch is written
+      // when the sends have not completed yet, then after they have
+      for (let i = 0; i < 900; i++) r.put(['wait', `lock:b${batch}:${i}`, n++, 'ok']);
+      r.flush();
+      if (batch % 2 === 1) await sleep(5);
+    }
+    r.flush();
+    await sleep(200);
+    const got = Buffer.concat(s.msgs).toString('latin1').trim().split('\n');
+    assert.strictEqual(got.length, n);
+    let k = 0;
+    for (let batch = 0; batch < 20; batch++) {
+      for (let i = 0; i < 900; i++, k++) assert.strictEqual(got[k], `lw1 wait lock:b${batch}:${i} ${k} ok`);
+    }
+    assert.ok(s.msgs.length >= 60, s.msgs.length);
+    assert.ok(made < s.msgs.length / 2, `${made} buffers made for ${s.msgs.length} datagrams`);
+  } finally {
+    [Buffer.allocUnsafe, Buffer.allocUnsafeSlow] = [fast, slow];
+    r.close();
+    s.close();
+  }
+});
+
 test("the lock path's bytes are the lines of its events", async () => {
   const { Holding, reportStart, reportAcquire } = require('../lib/holding');
   const s = await sink();
