@@ -5,15 +5,17 @@
  * Entries live in a fixed array of WAITING_MAX; a chained hash over
  * WAITING_BUCKETS heads finds a pair, and a doubly-linked list in update
  * order says which pair to evict.  Indices instead of pointers keep the
- * bookkeeping small.  The hash is unseeded FNV-1a over bytes senders
- * choose, so a sender could aim every pair at one chain; a chain holds at
- * most WAITING_MAX entries, so that costs at most a few thousand compares
- * per line, and with a key file set only trusted senders get this far.
+ * bookkeeping small.  The hash is keyhash() (SipHash under a key drawn
+ * per process), so a sender cannot aim pairs at one chain; it is also
+ * cheaper than a byte-at-a-time hash for the 20-60 bytes of a pair, and
+ * this table sees two lines of every lock a reporter takes.
  */
 #include "collectors/waits/waiting.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/keyhash.h"
 
 #define WAITING_BUCKETS 8192    /* power of two, twice WAITING_MAX */
 #define NIL UINT32_MAX
@@ -69,17 +71,19 @@ waiting_free(struct waiting_table *t)
 static uint64_t
 hash_pair(const struct sample *s)
 {
-    /* FNV-1a over owner, a separator no decoded byte sequence can fake by
-     * itself (the lengths go in too), then key. */
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    size_t i;
+    /* owner, its length (so no split of the same bytes hashes alike), key:
+     * one pass over a copy when they fit, else two hashes mixed. */
+    unsigned char buf[256];
+    uint64_t n = s->ownerlen;
 
-    for (i = 0; i < s->ownerlen; i++)
-        h = (h ^ (unsigned char)s->owner[i]) * UINT64_C(0x100000001b3);
-    h = (h ^ s->ownerlen) * UINT64_C(0x100000001b3);
-    for (i = 0; i < s->keylen; i++)
-        h = (h ^ (unsigned char)s->key[i]) * UINT64_C(0x100000001b3);
-    return h;
+    if (s->ownerlen + sizeof(n) + s->keylen <= sizeof(buf)) {
+        memcpy(buf, s->owner, s->ownerlen);
+        memcpy(buf + s->ownerlen, &n, sizeof(n));
+        memcpy(buf + s->ownerlen + sizeof(n), s->key, s->keylen);
+        return keyhash(buf, s->ownerlen + sizeof(n) + s->keylen);
+    }
+    return keyhash(s->owner, s->ownerlen) * UINT64_C(0x9e3779b97f4a7c15) ^
+           keyhash(s->key, s->keylen);
 }
 
 static bool

@@ -66,6 +66,8 @@ struct ws_source {
 
 #define SOURCE_SLOTS 512        /* power of two, twice WAITSTATS_SOURCES */
 
+#define WS_LAST_KEY_MAX 256
+
 struct waitstats {
     pthread_mutex_t mu;
     struct class_set *set;
@@ -89,6 +91,13 @@ struct waitstats {
     size_t keylen;
     uint64_t keygen;                        /* bumped when key changes */
     struct waiting_table *waiting;
+    /* The class of the last key class_for() placed (a reporter sends a
+     * lock's lines back to back): the glob rules, the name's sanitizing
+     * and the set's lookup skipped while the key repeats.  Emptied when
+     * the rules change; never holds "other" (a refusal counts each line). */
+    char last_key[WS_LAST_KEY_MAX];
+    size_t last_keylen;                     /* 0: none */
+    int last_idx;
 };
 
 size_t
@@ -266,6 +275,7 @@ waitstats_configure(struct waitstats *ws, const struct config *cfg)
     nold = ws->nrules;
     ws->rules = nr;
     ws->nrules = cfg->nclasses;
+    ws->last_keylen = 0;
     reserve_rule_classes(ws);
     if (window != ws->window_ms) {
         /* Slices of the old width cannot be re-cut into the new one. */
@@ -337,6 +347,9 @@ class_for(struct waitstats *ws, const struct sample *s, struct ws_source *src)
     char name[CLASS_NAME_MAX];
     int idx;
 
+    if (s->keylen > 0 && s->keylen == ws->last_keylen &&
+        memcmp(s->key, ws->last_key, s->keylen) == 0)
+        return ws->cls[ws->last_idx];
     class_of(s->key, s->keylen, ws->rules, ws->nrules, name, sizeof(name));
     idx = class_set_find(ws->set, name);
     if (idx < 0) {
@@ -364,6 +377,11 @@ class_for(struct waitstats *ws, const struct sample *s, struct ws_source *src)
         idx = CLASS_OTHER_INDEX;
     if (ws->cls[idx] == NULL && (ws->cls[idx] = class_new(ws->window_ms)) == NULL)
         idx = CLASS_OTHER_INDEX;
+    if (idx != CLASS_OTHER_INDEX && s->keylen > 0 && s->keylen <= sizeof(ws->last_key)) {
+        memcpy(ws->last_key, s->key, s->keylen);
+        ws->last_keylen = s->keylen;
+        ws->last_idx = idx;
+    }
     return ws->cls[idx];
 }
 

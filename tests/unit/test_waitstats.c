@@ -207,6 +207,13 @@ class_cap_folds_into_other(void **state)
     /* memory stays within the documented bound */
     assert_true(v.bytes <= 4096 + (CLASS_MAX + 1) * waitstats_class_bytes_max());
     waitstats_view_release(&v);
+    /* lines of one refused key back to back: each one refused, counted */
+    for (k = 0; k < 4; k++)
+        record1(ws, wait_sample("svc200:lock:9", 100, SAMPLE_OK), T0);
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_int_equal(v.class_overflowed, 100 * 3 + 4);
+    assert_int_equal(find(&v, CLASS_OTHER)->wait[SAMPLE_OK].count, 100 * 3 + 4);
+    waitstats_view_release(&v);
     waitstats_free(ws);
 }
 
@@ -225,21 +232,24 @@ rules_and_reload(void **state)
     ws = waitstats_new(&cfg);
     record1(ws, wait_sample("lock:order:77", 100, SAMPLE_OK), T0);
     record1(ws, wait_sample("lock:stock:12", 100, SAMPLE_OK), T0);
-    /* the copy is ours: the config's rules can go away */
+    record1(ws, wait_sample("lock:order:77", 100, SAMPLE_OK), T0);
+    /* the copy is ours: the config's rules can go away; the key placed
+     * last goes by the new rules too */
     config_with(&cfg, r2, 1, 60000);
     assert_int_equal(waitstats_configure(ws, &cfg), 0);
+    record1(ws, wait_sample("lock:order:77", 100, SAMPLE_OK), T0);
     record1(ws, wait_sample("lock:order:78", 100, SAMPLE_OK), T0);
     assert_int_equal(waitstats_view(ws, T0, &v), 0);
     assert_int_equal(v.nclasses, 3);
     c = find(&v, "order");
     assert_non_null(c);
-    assert_int_equal(c->wait[SAMPLE_OK].count, 1);
+    assert_int_equal(c->wait[SAMPLE_OK].count, 2);
     c = find(&v, "orders-v2");
     assert_non_null(c);
-    assert_int_equal(c->wait[SAMPLE_OK].count, 1);
+    assert_int_equal(c->wait[SAMPLE_OK].count, 2);
     assert_non_null(find(&v, "lock:stock:*"));
     /* same window: the window kept its samples */
-    assert_int_equal(find(&v, "order")->window_count, 1);
+    assert_int_equal(find(&v, "order")->window_count, 2);
     waitstats_view_release(&v);
 
     /* a new wait_window restarts the windows, keeps the histograms */
@@ -249,7 +259,7 @@ rules_and_reload(void **state)
     assert_int_equal(v.window_ms, 120000);
     c = find(&v, "order");
     assert_int_equal(c->window_count, 0);
-    assert_int_equal(c->wait[SAMPLE_OK].count, 1);
+    assert_int_equal(c->wait[SAMPLE_OK].count, 2);
     waitstats_view_release(&v);
     waitstats_free(ws);
 }
