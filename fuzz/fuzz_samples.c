@@ -139,6 +139,10 @@ check_round_trip(const struct sample *s)
     case SAMPLE_WAIT:
         len += (size_t)snprintf(line + len, cap - len, " %" PRIu64 " %s", s->us,
                                 sample_outcome_str(s->outcome));
+        if (s->ownerlen > 0) {
+            len = put_field(line, cap, len, s->owner, s->ownerlen);
+            len = put_field(line, cap, len, s->holder, s->holderlen);
+        }
         break;
     case SAMPLE_HOLD:
         len += (size_t)snprintf(line + len, cap - len, " %" PRIu64, s->us);

@@ -100,7 +100,9 @@ parse_wait(struct fields *fl, struct sample *out)
     if (o < 0)
         return -1;
     out->outcome = (enum sample_outcome)o;
-    return lw1_parse_us(fl->f[3], fl->len[3], &out->us);
+    if (lw1_parse_us(fl->f[3], fl->len[3], &out->us) == -1)
+        return -1;
+    return fl->n == 7 ? parse_owner_holder(fl, 5, out) : 0;
 }
 
 static int
@@ -149,7 +151,7 @@ static const struct verb {
     size_t nmin, nmax;
     int (*parse)(struct fields *fl, struct sample *out);
 } verbs[] = {
-    { LW1_VERB_WAIT, SAMPLE_WAIT, 5, 5, parse_wait },
+    { LW1_VERB_WAIT, SAMPLE_WAIT, 5, 7, parse_wait },
     { LW1_VERB_HOLD, SAMPLE_HOLD, 4, 6, parse_hold },
     { LW1_VERB_WAITING, SAMPLE_WAITING, 6, 6, parse_waiting },
     { LW1_VERB_LOST, SAMPLE_LOST, 8, 8, parse_lost },
@@ -186,8 +188,9 @@ samples_parse_line(char *line, size_t len, struct sample *out)
     for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
         if (field_is(fl.f[1], fl.len[1], verbs[i].word))
             v = &verbs[i];
-    /* a 5-field hold is neither form */
-    if (v == NULL || fl.n < v->nmin || fl.n > v->nmax || (v->kind == SAMPLE_HOLD && fl.n == 5))
+    /* a 5-field hold or a 6-field wait is neither form */
+    if (v == NULL || fl.n < v->nmin || fl.n > v->nmax || (v->kind == SAMPLE_HOLD && fl.n == 5) ||
+        (v->kind == SAMPLE_WAIT && fl.n == 6))
         return -1;
     memset(out, 0, sizeof(*out));
     out->kind = v->kind;

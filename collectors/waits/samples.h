@@ -3,7 +3,7 @@
  * samples.h - the wait/hold sample line protocol (SPEC "Wait and hold
  * samples"; docs/line-protocol.md is the user-facing description).
  *
- *     lw1 wait <key> <microseconds> <ok|timeout|error>
+ *     lw1 wait <key> <microseconds> <ok|timeout|error> [<owner> <holder>]
  *     lw1 hold <key> <microseconds> [<owner> <holder>]
  *     lw1 waiting <key> <owner> <holder> <start|ok|timeout|error>
  *     lw1 lost <key> <owner> <holder> <held-us> <overrun-us|-> <renewal|expired>
@@ -21,7 +21,7 @@
  *  - <microseconds> is decimal digits only (no sign, no point, no
  *    exponent), at most 16 of them and at most 2^53 (LW1_US_MAX of
  *    common/lw1.h, the header the client writes its lines with);
- *  - a wait line has exactly 5 fields, a hold line 4 or 6, a waiting line
+ *  - a wait line has 5 or 7 fields, a hold line 4 or 6, a waiting line
  *    6, a lost line 8;
  *  - <owner> and <holder> are percent-encoded as keys are, at most
  *    LW1_OWNER_MAX and LW1_HOLDER_MAX bytes decoded; a bare "-" holder
@@ -67,7 +67,9 @@ enum sample_outcome {
 /*
  * A parsed line.  key, owner and holder point at decoded bytes in the
  * caller's buffer, not NUL-terminated.  ownerlen is 0 on a 4-field hold
- * and on wait; holderlen is 0 there and when the holder was "-".
+ * and a 5-field wait; holderlen is 0 there and when the holder was "-".
+ * A 7-field wait (with owner and holder) is also that acquire's waiting
+ * end line, and counts as both.
  */
 struct sample {
     enum sample_kind kind;

@@ -441,13 +441,48 @@ record_lease(struct waitstats *ws, const struct sample *s, struct ws_source *src
                klass);
 }
 
+/* One sample (under mu).  *at_ms: the Unix ms of the datagram, 0 until
+ * a sample needs it. */
+static void
+record_one(struct waitstats *ws, struct ws_source *src, const struct sample *s,
+           int64_t now_ms, int64_t *at_ms)
+{
+    struct ws_class *c;
+
+    if (s->kind != SAMPLE_WAIT && s->ownerlen > 0) {
+        if (*at_ms == 0)        /* once a datagram: now_ms on the Unix clock */
+            *at_ms = clock_now_ms() - (clock_mono_ms() - now_ms);
+        record_lease(ws, s, src, *at_ms);
+    }
+    if (s->kind == SAMPLE_WAITING || s->kind == SAMPLE_LOST) {
+        record_event(ws, s, now_ms);
+        return;
+    }
+    c = class_for(ws, s, src);
+    if (!c->has_wait && !c->has_hold && !c->has_overrun)
+        ws->nused++;
+    if (s->kind == SAMPLE_HOLD) {
+        c->has_hold = true;
+        hist_add(&c->hold, s->us);
+        if (sketch_window_add(&c->hold_win, now_ms, s->us) == -1)
+            ws->window_lost++;
+        if (s->ownerlen > 0)
+            (void)waiting_note(ws->waiting, s, now_ms);
+        return;
+    }
+    c->has_wait = true;
+    hist_add(&c->wait[(unsigned)s->outcome < SAMPLE_OUTCOMES ? s->outcome : SAMPLE_ERROR], s->us);
+    if (sketch_window_add(&c->win, now_ms, s->us) == -1)
+        ws->window_lost++;
+}
+
 void
 waitstats_record_from(struct waitstats *ws, const struct sample_source *from,
                       const struct sample *s, size_t n,
                       uint64_t lines, uint64_t invalid, int64_t now_ms)
 {
     struct ws_source *src;
-    struct ws_class *c;
+    struct sample end;
     int64_t at_ms = 0;
     size_t i;
 
@@ -456,32 +491,15 @@ waitstats_record_from(struct waitstats *ws, const struct sample_source *from,
     ws->received += lines;
     ws->invalid += invalid;
     for (i = 0; i < n; i++) {
-        if (s[i].kind != SAMPLE_WAIT && s[i].ownerlen > 0) {
-            if (at_ms == 0)     /* once a datagram: now_ms on the Unix clock */
-                at_ms = clock_now_ms() - (clock_mono_ms() - now_ms);
-            record_lease(ws, &s[i], src, at_ms);
+        if (s[i].kind == SAMPLE_WAIT && s[i].ownerlen > 0) {
+            /* a wait with owner and holder is also its waiting end line */
+            end = s[i];
+            end.kind = SAMPLE_WAITING;
+            end.start = false;
+            end.us = 0;
+            record_one(ws, src, &end, now_ms, &at_ms);
         }
-        if (s[i].kind == SAMPLE_WAITING || s[i].kind == SAMPLE_LOST) {
-            record_event(ws, &s[i], now_ms);
-            continue;
-        }
-        c = class_for(ws, &s[i], src);
-        if (!c->has_wait && !c->has_hold && !c->has_overrun)
-            ws->nused++;
-        if (s[i].kind == SAMPLE_HOLD) {
-            c->has_hold = true;
-            hist_add(&c->hold, s[i].us);
-            if (sketch_window_add(&c->hold_win, now_ms, s[i].us) == -1)
-                ws->window_lost++;
-            if (s[i].ownerlen > 0)
-                (void)waiting_note(ws->waiting, &s[i], now_ms);
-            continue;
-        }
-        c->has_wait = true;
-        hist_add(&c->wait[(unsigned)s[i].outcome < SAMPLE_OUTCOMES ? s[i].outcome : SAMPLE_ERROR],
-                 s[i].us);
-        if (sketch_window_add(&c->win, now_ms, s[i].us) == -1)
-            ws->window_lost++;
+        record_one(ws, src, &s[i], now_ms, &at_ms);
     }
     pthread_mutex_unlock(&ws->mu);
 }

@@ -187,6 +187,27 @@ class Deadlock(LinesAgent):
         self.assertEqual(self.deadlocks()["deadlocks"], [])
         self.assertEqual(msum(self.agent.metrics(), "lockwatch_deadlocks", target="main"), 0)
 
+    def test_cycle_of_reporters_that_end_acquires_in_one_line(self):
+        """An owner that took its lock at once and ended the acquire with the
+        7-field wait (its waiting end and its wait, as the Node reporter
+        sends it) is tied to its holder id by that line alone."""
+        for key, owner, token in (("lock:acct:c", "node-1:5/1", "v-c-1"),
+                                  ("lock:ship:d", "node-2:6/1", "v-d-2")):
+            self.assertTrue(self.r.set(key, token, nx=True, px=600000))
+            self.send(b"lw1 wait %s 120 ok %s %s" % (q(key), q(owner), q(token)))
+            time.sleep(0.3)         # d is the younger hold
+        self.agent.wait_for(lambda: self.agent.lock("lock:ship:d")[0] == 200, timeout=10,
+                            desc="lock:ship:d scanned")
+        self.send(self.waiting("lock:ship:d", "node-1:5/1", None, "start"),
+                  self.waiting("lock:acct:c", "node-2:6/1", None, "start"))
+        self.wait_deadlock(time.monotonic())
+        (d,) = self.deadlocks()["deadlocks"]
+        self.assertEqual(sorted((s["key"], s["holder"], s["holder_id"]) for s in d["steps"]),
+                         [("lock:acct:c", "node-1:5/1", "v-c-1"),
+                          ("lock:ship:d", "node-2:6/1", "v-d-2")])
+        m = self.agent.metrics()
+        self.assertEqual(msum(m, "lockwatch_samples_invalid_total"), 0)
+
     def redisson_hold(self, key, holder):
         self.r.hset(key, holder, 1)
         self.r.pexpire(key, 30000)

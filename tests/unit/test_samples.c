@@ -337,6 +337,22 @@ event_lines(void **state)
     assert_int_equal(s.holderlen, 3);
     assert_int_equal(parse("lw1 hold k 20", &s, buf, sizeof(buf)), 0);
     assert_int_equal(s.ownerlen, 0);            /* the old form: no owner */
+
+    /* a wait with owner and holder: also the acquire's waiting end */
+    assert_int_equal(parse("lw1 wait lock:a 1500 ok web-1%3A42%2F7 tok%20en", &s, buf,
+                           sizeof(buf)), 0);
+    assert_int_equal(s.kind, SAMPLE_WAIT);
+    assert_int_equal(s.us, 1500);
+    assert_int_equal(s.outcome, SAMPLE_OK);
+    assert_memory_equal(s.key, "lock:a", 6);
+    assert_int_equal(s.ownerlen, 10);
+    assert_memory_equal(s.owner, "web-1:42/7", 10);
+    assert_int_equal(s.holderlen, 6);
+    assert_memory_equal(s.holder, "tok en", 6);
+    assert_int_equal(parse("lw1 wait k 3 timeout o -", &s, buf, sizeof(buf)), 0);
+    assert_int_equal(s.outcome, SAMPLE_TIMEOUT);
+    assert_int_equal(s.ownerlen, 1);
+    assert_int_equal(s.holderlen, 0);           /* "-": not known */
 }
 
 static void
@@ -360,6 +376,10 @@ event_lines_malformed(void **state)
         "lw1 hold k 20 own",                    /* 5-field hold */
         "lw1 hold k 20 own hol x",              /* 7-field hold */
         "lw1 hold k 20 %zz hol",
+        "lw1 wait k 1 ok own",                  /* 6-field wait */
+        "lw1 wait k 1 ok own hol x",            /* 8-field wait */
+        "lw1 wait k 1 ok %zz hol",
+        "lw1 wait k 1 ok own %zz",
         "lw1 mac 00000000000000000000000000000000 1767225600",  /* not first: a sample line */
         "lw1 Waiting k o h start",
     };

@@ -583,6 +583,86 @@ count_waiting(const struct waiting_pair *p, void *arg)
     *n += p->waiting;
 }
 
+/* The pair a waiting_each callback saw last, and how many. */
+struct seen_pair {
+    size_t n;
+    struct waiting_pair last;
+};
+
+static void
+see_pair(const struct waiting_pair *p, void *arg)
+{
+    struct seen_pair *sp = arg;
+
+    sp->n++;
+    sp->last = *p;
+}
+
+/* A 7-field wait is the acquire's waiting end and its wait: one line, the
+ * same counts as the two lines it stands for. */
+static void
+wait_with_owner_is_also_its_waiting_end(void **state)
+{
+    struct config cfg;
+    struct waitstats *ws;
+    struct waitstats_view v;
+    const struct waitstats_class *c;
+    struct seen_pair sp = { 0 };
+    struct sample s[3];
+
+    (void)state;
+    config_with(&cfg, NULL, 0, 60000);
+    ws = waitstats_new(&cfg);
+    memset(s, 0, sizeof(s));
+    s[0].kind = SAMPLE_WAITING;
+    s[0].start = true;
+    s[0].key = "lock:a:1";
+    s[0].keylen = 8;
+    s[0].owner = "o/1";
+    s[0].ownerlen = 3;
+    s[0].holder = "tok";
+    s[0].holderlen = 3;
+    s[1] = s[0];
+    s[1].kind = SAMPLE_WAIT;
+    s[1].start = false;
+    s[1].us = 2500;
+    s[1].outcome = SAMPLE_OK;
+    waitstats_record(ws, s, 2, 2, 0, T0);
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_int_equal(v.events[WS_EVENT_WAITING_START], 1);
+    assert_int_equal(v.events[WS_EVENT_WAITING_END], 1);
+    assert_int_equal(v.waiting_now, 0);
+    c = find(&v, "lock:a:*");
+    assert_non_null(c);
+    assert_int_equal(c->wait[SAMPLE_OK].count, 1);
+    assert_true(c->wait[SAMPLE_OK].sum_us == 2500);
+    assert_int_equal(v.received, 2);
+    waitstats_view_release(&v);
+    /* the pair is kept, holding tok, until its hold line */
+    waitstats_waiting_each(ws, see_pair, &sp);
+    assert_int_equal(sp.n, 1);
+    assert_false(sp.last.waiting);
+    assert_int_equal(sp.last.holderlen, 3);
+    assert_memory_equal(sp.last.holder, "tok", 3);
+    s[2] = s[0];
+    s[2].kind = SAMPLE_HOLD;
+    s[2].start = false;
+    s[2].us = 100;
+    waitstats_record(ws, &s[2], 1, 1, 0, T0);
+    sp.n = 0;
+    waitstats_waiting_each(ws, see_pair, &sp);
+    assert_int_equal(sp.n, 0);
+    /* without an owner: a wait, no event */
+    s[1].ownerlen = 0;
+    s[1].holderlen = 0;
+    waitstats_record(ws, &s[1], 1, 1, 0, T0);
+    assert_int_equal(waitstats_view(ws, T0, &v), 0);
+    assert_int_equal(v.events[WS_EVENT_WAITING_END], 1);
+    assert_int_equal(find(&v, "lock:a:*")->wait[SAMPLE_OK].count, 2);
+    waitstats_view_release(&v);
+    waitstats_free(ws);
+}
+
 static void
 events_and_rejects(void **state)
 {
@@ -738,6 +818,7 @@ main(void)
         cmocka_unit_test(class_budget_per_source),
         cmocka_unit_test(sources_table_is_bounded),
         cmocka_unit_test(events_and_rejects),
+        cmocka_unit_test(wait_with_owner_is_also_its_waiting_end),
         cmocka_unit_test(lease_overruns_into_the_class_histogram),
     };
 

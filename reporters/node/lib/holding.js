@@ -4,7 +4,7 @@
 // release, and the lost line (at most once per holding) with a lease clock
 // (wall-clock ms, as the libraries keep theirs: redlock's lock.expiration).
 // The lock path's lines are written here by the reporter's waitLine,
-// waitingLine and holdLine from lib/wire.js's cached encodings; the test
+// waitEndLine, waitingLine and holdLine from lib/wire.js's cached encodings; the test
 // hook (tap) gets the same event as an array (lib/wire.js emit() turns one
 // into the same lines).
 //
@@ -70,16 +70,17 @@ function reportStart(rep, key, owner, holder) {
   rep.waitingLine(wire.encKey(key), owner, wire.encHolder(holder), wire.OUTCOME.start);
 }
 
-// The lines of an acquire call that returned (outcome ok/timeout) or failed:
-// `waiting <outcome>` (when it acquired, waited or not, or sent a start)
-// and `wait` (as lib/wire.js emit() does with the tap's `acquired` event).
+// The line of an acquire call that returned (outcome ok/timeout) or failed:
+// its `wait`, with owner and holder (its waiting end too) when it acquired,
+// waited or not, or sent a start (as lib/wire.js emit() does with the
+// tap's `acquired` event).
 function reportAcquire(rep, key, owner, holder, started, t0, t1, outcome) {
   const us = (t1 - t0) * 1000;
   if (rep.tap !== null) tap(rep, ['acquired', key, owner, holder, us, outcome, started]);
   const k = wire.encKey(key);
   const out = wire.OUTCOME[outcome] || wire.OUTCOME.error;
-  if (started || outcome === 'ok') rep.waitingLine(k, owner, wire.encHolder(holder), out);
-  rep.waitLine(k, us, out);
+  if (started || outcome === 'ok') rep.waitEndLine(k, us, out, owner, wire.encHolder(holder));
+  else rep.waitLine(k, us, out);
 }
 
 module.exports = { Holding, reportStart, reportAcquire, party, runAs, now, als };

@@ -7,7 +7,7 @@
 // Why this shape: the lock path must cost next to nothing (the 5% budget of
 // docs/reporters.md), so it does the least work a line can cost: the
 // wrappers write each line's bytes straight into the datagram's buffer
-// (waitLine, waitingLine, holdLine; lib/wire.js) from fields encoded once
+// (waitLine, waitEndLine, waitingLine, holdLine; lib/wire.js) from fields encoded once
 // and cached (a line that would not fit starts the next datagram).  No
 // event object is queued and no string is built: strings concatenated per
 // line, then kept until their datagram was sent, cost more than everything
@@ -164,12 +164,19 @@ class Reporter {
     if (this._buf.length > this._budget) this._fullDatagram();
   }
 
-  // The lock path's lines (lib/holding.js), from lib/wire.js's cached
+  // The lock path's lines (lib/holding.js; waitEndLine: an acquire's
+  // waiting end and wait in one line), from lib/wire.js's cached
   // encodings: k encKey, h encHolder, out wire.OUTCOME[outcome].  Never
   // block, never throw.
   waitLine(k, us, out) {
     const off = this._reserve(wire.waitMax(k));
     if (off >= 0) this._commit(wire.writeWait(this._buf, off, k, us, out));
+  }
+
+  waitEndLine(k, us, out, party, h) {
+    const p = wire.encParty(party);
+    const off = this._reserve(wire.waitEndMax(k, this.prefixBytes, p, h));
+    if (off >= 0) this._commit(wire.writeWaitEnd(this._buf, off, k, us, out, this.prefixBytes, party, p, h));
   }
 
   waitingLine(k, party, h, out) {

@@ -59,6 +59,8 @@ function line(ev, prefix) {
   switch (ev[0]) {
     case 'wait':
       return `lw1 wait ${pct(ev[1])} ${us(ev[2])} ${ev[3]}`;
+    case 'waitend':   // key, us, outcome, party, holder: the waiting end and the wait in one line
+      return `lw1 wait ${pct(ev[1])} ${us(ev[2])} ${ev[3]} ${prefix}${pct(ev[4])} ${holderField(ev[5])}`;
     case 'hold':
       return `lw1 hold ${pct(ev[1])} ${us(ev[2])} ${prefix}${pct(ev[3])} ${holderField(ev[4])}`;
     case 'waiting':
@@ -72,7 +74,7 @@ function line(ev, prefix) {
 }
 
 // The lock path's lines are written as bytes straight into a datagram's
-// buffer (lib/reporter.js waitLine, waitingLine, holdLine): no line string
+// buffer (lib/reporter.js waitLine, waitEndLine, waitingLine, holdLine): no line string
 // is built.  Fields that repeat are kept encoded as bytes and copied with
 // one TypedArray set() each: keys in a map keyed by the raw key (bounded:
 // emptied when full), behind the last key seen; owner parties that are
@@ -194,6 +196,29 @@ function writeWait(buf, off, k, us, out) {
 }
 
 const ownerMax = (prefix, p) => prefix.length + (p === null ? DIGITS_MAX : p.length);
+
+// ` <owner> <holder>\n`, the end of the lines that name both.
+function writeOwnerHolder(buf, off, prefix, party, p, h) {
+  buf[off++] = 32;
+  off = writeOwner(buf, off, prefix, party, p);
+  buf[off++] = 32;
+  off = writeAscii(buf, off, h);
+  buf[off++] = 10;
+  return off;
+}
+
+// `lw1 wait <key> <us> <outcome> <owner> <holder>`: an acquire's waiting
+// end and its wait in one line (docs/line-protocol.md).
+const waitEndMax = (k, prefix, p, h) => waitMax(k) + 1 + ownerMax(prefix, p) + 1 + h.length;
+function writeWaitEnd(buf, off, k, us, out, prefix, party, p, h) {
+  off = copyInto(buf, off, WAIT);
+  off = copyInto(buf, off, k);
+  buf[off++] = 32;
+  off = writeUs(buf, off, us);
+  off = copyInto(buf, off, out);
+  return writeOwnerHolder(buf, off, prefix, party, p, h);
+}
+
 const waitingMax = (k, prefix, p, h) => 12 + k.length + 1 + ownerMax(prefix, p) + 1 + h.length + 8 + 1;
 function writeWaiting(buf, off, k, prefix, party, p, h, out) {
   off = copyInto(buf, off, WAITING);
@@ -213,25 +238,21 @@ function writeHold(buf, off, k, us, prefix, party, p, h) {
   off = copyInto(buf, off, k);
   buf[off++] = 32;
   off = writeUs(buf, off, us);
-  buf[off++] = 32;
-  off = writeOwner(buf, off, prefix, party, p);
-  buf[off++] = 32;
-  off = writeAscii(buf, off, h);
-  buf[off++] = 10;
-  return off;
+  return writeOwnerHolder(buf, off, prefix, party, p, h);
 }
 
 // Append the line(s) of one event to out (the events Reporter.put takes and
 // the test hook gets).  An `acquired` event (an acquire call that returned:
-// key, party, holder, us, outcome, started) is its `waiting <outcome>` line
-// and its `wait` line, as the lock path writes them.  The waiting line goes out when the call acquired (`ok`,
-// whether or not it waited: the agent ties the holder id Redis shows to its
-// owner through it, docs/line-protocol.md) or when it sent a `start`.
+// key, party, holder, us, outcome, started) is its `wait` line, as the lock
+// path writes it: with owner and holder, which makes it the call's waiting
+// end too, when the call acquired (`ok`, whether or not it waited: the
+// agent ties the holder id Redis shows to its owner through it,
+// docs/line-protocol.md) or when it sent a `start`; without, otherwise.
 function emit(ev, prefix, out) {
   switch (ev[0]) {
     case 'acquired':
-      if (ev[6] || ev[5] === 'ok') out.push(line(['waiting', ev[1], ev[2], ev[3], ev[5]], prefix));
-      out.push(line(['wait', ev[1], ev[4], ev[5]], prefix));
+      if (ev[6] || ev[5] === 'ok') out.push(line(['waitend', ev[1], ev[4], ev[5], ev[2], ev[3]], prefix));
+      else out.push(line(['wait', ev[1], ev[4], ev[5]], prefix));
       return;
     default:
       out.push(line(ev, prefix));
@@ -248,5 +269,6 @@ function sign(key, body, unixSeconds) {
 
 module.exports = {
   MAX_DATAGRAM, LOOPBACK_DATAGRAM, MAC_LINE_LEN, pct, holderField, us, line, emit, sign,
-  encKey, encParty, encHolder, OUTCOME, waitMax, writeWait, waitingMax, writeWaiting, holdMax, writeHold,
+  encKey, encParty, encHolder, OUTCOME, waitMax, writeWait, waitEndMax, writeWaitEnd, waitingMax, writeWaiting,
+  holdMax, writeHold,
 };

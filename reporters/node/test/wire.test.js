@@ -43,7 +43,7 @@ test('lines', () => {
   assert.throws(() => wire.line(['nope'], ''));
 });
 
-test('emit: an acquire call is its waiting end (acquired, or a start sent) and wait lines', () => {
+test('emit: an acquire call is its wait line, with owner and holder when it acquired or sent a start', () => {
   const out = [];
   wire.emit(['acquired', 'k', 3, 'tok', 15.4, 'timeout', true], 'h:1/', out);
   wire.emit(['acquired', 'k', 3, 'tok', 15.6, 'ok', false], 'h:1/', out);
@@ -51,8 +51,8 @@ test('emit: an acquire call is its waiting end (acquired, or a start sent) and w
   wire.emit(['waiting', 'k', 3, null, 'start'], 'h:1/', out);
   wire.emit(['hold', 'k', 12, 3, 'tok'], 'h:1/', out);
   wire.emit(['lost', 'k', 3, 'tok', 99, null, 'renewal'], 'h:1/', out);
-  assert.deepStrictEqual(out, ['lw1 waiting k h:1/3 tok timeout', 'lw1 wait k 15 timeout',
-    'lw1 waiting k h:1/3 tok ok', 'lw1 wait k 16 ok', 'lw1 wait k 16 timeout',
+  assert.deepStrictEqual(out, ['lw1 wait k 15 timeout h:1/3 tok',
+    'lw1 wait k 16 ok h:1/3 tok', 'lw1 wait k 16 timeout',
     'lw1 waiting k h:1/3 - start', 'lw1 hold k 12 h:1/3 tok',
     'lw1 lost k h:1/3 tok 99 - renewal']);
 });
