@@ -80,6 +80,16 @@ func appendWait(b []byte, key string, us int64, o Outcome) []byte {
 	return append(b, outcomeWords[o]...)
 }
 
+// appendWaitEnd: an acquire's waiting end and its wait in one line, the
+// 7-field wait (docs/line-protocol.md); holder "" is "-".
+func appendWaitEnd(b []byte, key string, us int64, o Outcome, owner, holder string) []byte {
+	b = appendWait(b, key, us, o)
+	b = append(b, ' ')
+	b = appendEscaped(b, owner)
+	b = append(b, ' ')
+	return appendEscaped(b, holder)
+}
+
 // appendWaiting: phase is "start" or an outcome word; holder "" is "-".
 func appendWaiting(b []byte, key, owner, holder, phase string) []byte {
 	b = append(b, "lw1 waiting "...)
@@ -125,6 +135,10 @@ func appendLost(b []byte, key, owner, holder string, heldUs, overrunUs int64, re
 
 func waitLine(key string, us int64, o Outcome) string {
 	return string(appendWait(make([]byte, 0, 24+len(key)), key, us, o))
+}
+
+func waitEndLine(key string, us int64, o Outcome, owner, holder string) string {
+	return string(appendWaitEnd(make([]byte, 0, 32+len(key)+len(owner)+len(holder)), key, us, o, owner, holder))
 }
 
 func waitingLine(key, owner, holder, phase string) string {

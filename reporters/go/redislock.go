@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
 // bsm/redislock: Client wraps a *redislock.Client and Lock a *redislock.Lock.
-// Obtain reports the wait (with waiting start/end when its options have a
-// retry strategy, i.e. it may wait, and waiting ok for every Obtain that
-// acquired: docs/line-protocol.md "Owners and holder ids"); Release reports the hold, and lost
+// Obtain reports the wait (with waiting start when its options have a
+// retry strategy, i.e. it may wait; the wait carries owner and holder, so
+// it is the waiting end too, when it may wait or acquired:
+// docs/line-protocol.md "Owners and holder ids"); Release reports the hold, and lost
 // expired first when the lock was no longer held (ErrLockNotHeld); Refresh
 // reports lost renewal when it finds the lock gone (ErrNotObtained). The
 // holder id is the lock's token. The owner's party is the context's
@@ -90,9 +91,10 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opt 
 		o = Timeout
 	}
 	if mayWait || o == OK { // every acquire that acquired: its holder is this owner's
-		c.r.waiting(key, owner, holder, outcomeWords[o])
+		c.r.waitEnd(key, micros(t1.Sub(t0)), o, owner, holder)
+	} else {
+		c.r.wait(key, micros(t1.Sub(t0)), o)
 	}
-	c.r.wait(key, micros(t1.Sub(t0)), o)
 	if err != nil {
 		return nil, err
 	}

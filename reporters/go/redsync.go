@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
 // go-redsync: Mutex wraps a *redsync.Mutex and reports its calls. Lock and
-// LockContext may wait (redsync retries), so they send waiting start/end,
-// then the wait; Unlock sends the hold; an Unlock that finds the key gone or
+// LockContext may wait (redsync retries), so they send waiting start, then
+// the waiting end and the wait as one line (the 7-field wait); Unlock sends the hold; an Unlock that finds the key gone or
 // another's (ErrTaken) sends lost expired first, and an Extend that fails
 // (ErrTaken, or ErrExtendFailed: it came back after the lease's end) sends
 // lost renewal. The holder id is the mutex's value (redsync makes it inside
@@ -77,8 +77,7 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 		holder = m.m.Value()
 		m.held, m.lost, m.acquired, m.owner, m.holder = true, false, t1, owner, holder
 	}
-	m.r.waiting(key, owner, holder, outcomeWords[o])
-	m.r.wait(key, micros(t1.Sub(t0)), o)
+	m.r.waitEnd(key, micros(t1.Sub(t0)), o, owner, holder)
 	return err
 }
 

@@ -88,12 +88,13 @@ func TestMutexReportsWaitAndHold(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	l := *lines
-	if len(l) != 4 {
+	if len(l) != 3 {
 		t.Fatalf("%q", l)
 	}
-	if l[0] != "lw1 waiting lock:a p/worker-3 - start" || l[1] != "lw1 waiting lock:a p/worker-3 "+m.Value()+" ok" ||
-		!strings.HasPrefix(l[2], "lw1 wait lock:a ") || !strings.HasSuffix(l[2], " ok") ||
-		!strings.HasSuffix(l[3], " p/worker-3 "+m.Value()) {
+	// the start, then the waiting end and the wait in one line, then the hold
+	if l[0] != "lw1 waiting lock:a p/worker-3 - start" ||
+		!strings.HasPrefix(l[1], "lw1 wait lock:a ") || !strings.HasSuffix(l[1], " ok p/worker-3 "+m.Value()) ||
+		!strings.HasSuffix(l[2], " p/worker-3 "+m.Value()) {
 		t.Fatalf("%q", l)
 	}
 }
@@ -106,12 +107,12 @@ func TestMutexOutcomesAndLoss(t *testing.T) {
 	if err := m.Lock(); err == nil {
 		t.Fatal("taken lock acquired")
 	}
-	if l := (*lines)[2]; !strings.HasSuffix(l, " timeout") || !strings.HasPrefix(l, "lw1 wait lock:b ") {
+	if l := (*lines)[1]; !strings.HasSuffix(l, " timeout "+m.owner0+" -") || !strings.HasPrefix(l, "lw1 wait lock:b ") {
 		t.Fatalf("%q", *lines)
 	}
 	pool.down = true
 	m.Lock()
-	if l := (*lines)[5]; !strings.HasSuffix(l, " error") {
+	if l := (*lines)[3]; !strings.HasSuffix(l, " error "+m.owner0+" -") {
 		t.Fatalf("%q", *lines)
 	}
 	pool.down = false

@@ -203,6 +203,16 @@ func (r *Reporter) wait(key string, us int64, o Outcome) {
 	}
 }
 
+// waitEnd: the acquire's waiting end and its wait, one line.
+func (r *Reporter) waitEnd(key string, us int64, o Outcome, owner, holder string) {
+	if r.tap != nil {
+		r.tap(waitEndLine(key, us, o, owner, holder))
+	}
+	if b, ok := r.begin(); ok {
+		r.end(appendWaitEnd(b, key, us, o, owner, holder))
+	}
+}
+
 func (r *Reporter) waiting(key, owner, holder, phase string) {
 	if r.tap != nil {
 		r.tap(waitingLine(key, owner, holder, phase))

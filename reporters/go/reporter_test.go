@@ -16,6 +16,8 @@ func TestLines(t *testing.T) {
 		{waitLine("lock:order:1001", 1500, OK), "lw1 wait lock:order:1001 1500 ok"},
 		{waitLine("lock:café job", 7, Timeout), "lw1 wait lock:caf%C3%A9%20job 7 timeout"},
 		{waitLine("100%", -1, Error), "lw1 wait 100%25 0 error"},
+		{waitEndLine("k", 1500, OK, "web-1:42/m1", "tok en"), "lw1 wait k 1500 ok web-1:42/m1 tok%20en"},
+		{waitEndLine("k", 9, Timeout, "o", ""), "lw1 wait k 9 timeout o -"},
 		{waitingLine("k", "web-1:42/m1", "", "start"), "lw1 waiting k web-1:42/m1 - start"},
 		{waitingLine("k", "o", "-", "ok"), "lw1 waiting k o %2D ok"},
 		{holdLine("k", 12, "o", "tok"), "lw1 hold k 12 o tok"},

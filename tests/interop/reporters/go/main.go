@@ -62,6 +62,9 @@ func (w *waits) tap(line string) {
 		v, _ := strconv.ParseInt(f[3], 10, 64)
 		w.us[f[2]] = append(w.us[f[2]], v)
 		w.out[f[4]]++
+		if len(f) == 7 { // with owner and holder: the waiting end too
+			w.waiting++
+		}
 	case "lost":
 		w.lost++
 	case "waiting":
