@@ -157,8 +157,18 @@ struct webhook_conf {
     struct webhook_delivery delivery;
 };
 
+/* Where a key was set: config_load notes every key it reads (built-in
+ * defaults have none), so that a warning can name the line. */
+struct config_keyline {
+    char *label;                /* "[target main]", "[classes]" */
+    char *key;                  /* the option, or a [classes] glob */
+    int line;
+};
+
 struct config {
     char *path;                 /* file it came from; "(built-in defaults)" */
+    struct config_keyline *keylines;
+    size_t nkeylines;
 
     /* [agent] */
     char listen_host[256];
@@ -272,7 +282,8 @@ const char *config_sink_format_str(enum sink_format format);
  * release endpoint on a non-loopback listener, a release token under
  * CONFIG_TOKEN_MIN bytes, secret and key files (password_file, token_file,
  * tls_key_file, key_file, secret_file) that others may read, a rediss://
- * target with tls_verify = off.  emit gets one line per finding (no
+ * target with tls_verify = off.  emit gets one line per finding, which
+ * starts with "PATH:LINE: " when the key was set in the file (no other
  * prefix); returns how many.  lockwatchd calls it at every load: -n,
  * --once, the daemon's start and reloads.
  */

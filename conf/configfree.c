@@ -63,6 +63,11 @@ config_free(struct config *cfg)
     free(cfg->redlocks);
     free(cfg->webhooks);
     free(cfg->classes);
+    for (i = 0; i < cfg->nkeylines; i++) {
+        free(cfg->keylines[i].label);
+        free(cfg->keylines[i].key);
+    }
+    free(cfg->keylines);
     free(cfg->path);
     free(cfg);
 }

@@ -261,6 +261,20 @@ read_line(char *str, int num, void *stream)
 
 /* ---- keys ----------------------------------------------------------------- */
 
+/* Note that key of label was set on this line (struct config_keyline). */
+static int
+note_key(struct load *ld, const char *label, const char *key)
+{
+    struct config_keyline *kl = grow(&ld->cfg->keylines, &ld->cfg->nkeylines, sizeof(*kl));
+
+    if (kl == NULL || (kl->label = strdup(label)) == NULL || (kl->key = strdup(key)) == NULL) {
+        fail(ld, ld->lineno, NULL, NULL, "out of memory");
+        return -1;
+    }
+    kl->line = ld->lineno;
+    return 0;
+}
+
 /*
  * A [classes] line, "GLOB = NAME", re-split from the raw line: inih splits
  * at the first ':' or '=', and globs contain colons.  The split is at the
@@ -334,7 +348,7 @@ on_class(struct load *ld, const struct instance *in)
     rule->name = strdup(name);
     if (rule->glob == NULL || rule->name == NULL)
         goto oom;
-    return 0;
+    return note_key(ld, in->label, glob);
 oom:
     fail(ld, ld->lineno, NULL, NULL, "out of memory");
     return -1;
@@ -404,7 +418,7 @@ on_key(void *user, const char *section, const char *name, const char *value)
         return 0;
     }
     in->key_line[i] = ld->lineno;
-    return 1;
+    return note_key(ld, in->label, name) == 0;
 }
 
 /* ---- load ----------------------------------------------------------------- */

@@ -15,6 +15,7 @@
 #include "conf/config.h"
 
 #include <arpa/inet.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,16 +40,45 @@ loopback(const char *host)
     return false;       /* a name or a wildcard: assume the network */
 }
 
-static int
-file_warning(const char *path, const char *what, config_warn_fn emit, void *arg)
-{
-    char why[WARN_MAX], msg[WARN_MAX + 400];
+/* The findings of one config_warnings() call. */
+struct warn {
+    const struct config *cfg;
+    config_warn_fn emit;
+    void *arg;
+    int n;
+};
 
-    if (path == NULL || secretfile_exposure(path, why, sizeof(why)) != 1)
-        return 0;
-    snprintf(msg, sizeof(msg), "%s: %s", what, why);
-    emit(arg, msg);
-    return 1;
+/* One finding about key of label: the message, after "PATH:LINE: " when
+ * the file set that key. */
+static void __attribute__((format(printf, 4, 5)))
+say(struct warn *w, const char *label, const char *key, const char *fmt, ...)
+{
+    char msg[WARN_MAX + 400], out[WARN_MAX + 800];
+    const struct config_keyline *kl = w->cfg->keylines;
+    int line = 0;
+    va_list ap;
+
+    for (size_t i = 0; i < w->cfg->nkeylines; i++)
+        if (strcmp(kl[i].label, label) == 0 && strcmp(kl[i].key, key) == 0)
+            line = kl[i].line;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (line > 0)
+        snprintf(out, sizeof(out), "%s:%d: %s", w->cfg->path, line, msg);
+    else
+        snprintf(out, sizeof(out), "%s", msg);
+    w->emit(w->arg, out);
+    w->n++;
+}
+
+static void
+file_warning(struct warn *w, const char *label, const char *key, const char *path)
+{
+    char why[WARN_MAX];
+
+    if (path != NULL && secretfile_exposure(path, why, sizeof(why)) == 1)
+        say(w, label, key, "%s %s: %s", label, key, why);
 }
 
 /*
@@ -56,96 +86,74 @@ file_warning(const char *path, const char *what, config_warn_fn emit, void *arg)
  * space) or "lock:* # main locks" (a comment begun with '#', which inih
  * does not take) is one glob that matches only keys with that blank, and
  * the target silently watches nothing of what was meant.  Keys may have
- * blanks, so it is said, not refused.
+ * blanks, so it is said, not refused.  key NULL: each glob is a key of
+ * its own ([classes]).
  */
-static int
-glob_warnings(const char *what, char *const *globs, size_t n, config_warn_fn emit, void *arg)
+static void
+glob_warnings(struct warn *w, const char *label, const char *key, char *const *globs, size_t n)
 {
-    char msg[WARN_MAX + 400];
-    int said = 0;
-
     for (size_t i = 0; i < n; i++) {
-        if (strpbrk(globs[i], " \t") == NULL)
-            continue;
-        snprintf(msg, sizeof(msg), "%s: \"%.120s\" has a blank, so it is one pattern that "
-                 "matches only keys with that blank; patterns are comma separated (lock:*, "
-                 "job:*), and a comment after a value starts with \" ;\", not \"#\"",
-                 what, globs[i]);
-        emit(arg, msg);
-        said++;
+        const char *k = key != NULL ? key : globs[i];
+
+        if (strpbrk(globs[i], " \t") != NULL)
+            say(w, label, k, "%s %.200s: \"%.120s\" has a blank, so it is one pattern that "
+                "matches only keys with that blank; patterns are comma separated (lock:*, "
+                "job:*), and a comment after a value starts with \" ;\", not \"#\"",
+                label, k, globs[i]);
     }
-    return said;
 }
 
 int
 config_warnings(const struct config *cfg, config_warn_fn emit, void *arg)
 {
-    char msg[WARN_MAX], what[320];
-    int n = 0;
+    struct warn w = { cfg, emit, arg, 0 };
+    char label[320];
     size_t i;
 
-    if (cfg->unlock_http && !loopback(cfg->listen_host)) {
-        snprintf(msg, sizeof(msg), "[unlock] http = on with [agent] listen = %s:%d: the "
-                 "release endpoint (POST /api/v1/locks/release) is reachable from the "
-                 "network, over plain HTTP; listen on 127.0.0.1, or firewall the port and "
-                 "put a TLS proxy in front", cfg->listen_host[0] ? cfg->listen_host : "*",
-                 cfg->listen_port);
-        emit(arg, msg);
-        n++;
-    }
+    if (cfg->unlock_http && !loopback(cfg->listen_host))
+        say(&w, "[unlock]", "http", "[unlock] http = on with [agent] listen = %s:%d: the "
+            "release endpoint (POST /api/v1/locks/release) is reachable from the "
+            "network, over plain HTTP; listen on 127.0.0.1, or firewall the port and "
+            "put a TLS proxy in front", cfg->listen_host[0] ? cfg->listen_host : "*",
+            cfg->listen_port);
     if (cfg->unlock_http && cfg->unlock_token != NULL &&
-        strlen(cfg->unlock_token) < CONFIG_TOKEN_MIN) {
-        snprintf(msg, sizeof(msg), "[unlock] token_file: the token is %zu bytes, short enough "
-                 "to guess; use at least %d random bytes (e.g. openssl rand -hex 32 > FILE)",
-                 strlen(cfg->unlock_token), CONFIG_TOKEN_MIN);
-        emit(arg, msg);
-        n++;
-    }
+        strlen(cfg->unlock_token) < CONFIG_TOKEN_MIN)
+        say(&w, "[unlock]", "token_file", "[unlock] token_file: the token is %zu bytes, "
+            "short enough to guess; use at least %d random bytes (e.g. openssl rand -hex 32 "
+            "> FILE)", strlen(cfg->unlock_token), CONFIG_TOKEN_MIN);
     if (cfg->unlock_http)
-        n += file_warning(cfg->unlock_token_file, "[unlock] token_file", emit, arg);
-    n += file_warning(cfg->samples_key_file, "[samples] key_file", emit, arg);
+        file_warning(&w, "[unlock]", "token_file", cfg->unlock_token_file);
+    file_warning(&w, "[samples]", "key_file", cfg->samples_key_file);
     for (i = 0; i < cfg->ntargets; i++) {
         const struct target_conf *t = &cfg->targets[i];
 
-        snprintf(what, sizeof(what), "[target %s] patterns", t->name);
-        n += glob_warnings(what, t->patterns, t->npatterns, emit, arg);
-        snprintf(what, sizeof(what), "[target %s] exclude_patterns", t->name);
-        n += glob_warnings(what, t->exclude_patterns, t->nexclude_patterns, emit, arg);
-        snprintf(what, sizeof(what), "[target %s] semaphore_patterns", t->name);
-        n += glob_warnings(what, t->semaphore_patterns, t->nsemaphore_patterns, emit, arg);
-        snprintf(what, sizeof(what), "[target %s] password_file", t->name);
-        n += file_warning(t->password_file, what, emit, arg);
-        snprintf(what, sizeof(what), "[target %s] tls_key_file", t->name);
-        n += file_warning(t->tls_key_file, what, emit, arg);
-        if (t->tls && !t->tls_verify) {
-            snprintf(msg, sizeof(msg), "[target %s] tls_verify = off: the server's "
-                     "certificate and name are not checked (anyone on the network path can "
-                     "pose as it)", t->name);
-            emit(arg, msg);
-            n++;
-        }
+        snprintf(label, sizeof(label), "[target %s]", t->name);
+        glob_warnings(&w, label, "patterns", t->patterns, t->npatterns);
+        glob_warnings(&w, label, "exclude_patterns", t->exclude_patterns, t->nexclude_patterns);
+        glob_warnings(&w, label, "semaphore_patterns", t->semaphore_patterns,
+                      t->nsemaphore_patterns);
+        file_warning(&w, label, "password_file", t->password_file);
+        file_warning(&w, label, "tls_key_file", t->tls_key_file);
+        if (t->tls && !t->tls_verify)
+            say(&w, label, "tls_verify", "%s tls_verify = off: the server's certificate and "
+                "name are not checked (anyone on the network path can pose as it)", label);
     }
     for (i = 0; i < cfg->nclasses; i++) {
-        snprintf(what, sizeof(what), "[classes] %.200s", cfg->classes[i].glob);
-        n += glob_warnings(what, &cfg->classes[i].glob, 1, emit, arg);
-        if (strstr(cfg->classes[i].name, " #") != NULL || strstr(cfg->classes[i].name, "\t#")) {
-            snprintf(msg, sizeof(msg), "[classes] %.120s = \"%.120s\": a comment after a value "
-                     "starts with \" ;\", not \"#\"; this is the class's name as written",
-                     cfg->classes[i].glob, cfg->classes[i].name);
-            emit(arg, msg);
-            n++;
-        }
+        const struct class_rule *c = &cfg->classes[i];
+
+        glob_warnings(&w, "[classes]", NULL, &c->glob, 1);
+        if (strstr(c->name, " #") != NULL || strstr(c->name, "\t#") != NULL)
+            say(&w, "[classes]", c->glob, "[classes] %.120s = \"%.120s\": a comment after a "
+                "value starts with \" ;\", not \"#\"; this is the class's name as written",
+                c->glob, c->name);
     }
-    if (cfg->audit_stream != NULL && strpbrk(cfg->audit_stream, " \t") != NULL) {
-        snprintf(msg, sizeof(msg), "[unlock] audit_stream = \"%.120s\" has a blank (a comment "
-                 "after a value starts with \" ;\", not \"#\"): the audit goes to a key of that "
-                 "name", cfg->audit_stream);
-        emit(arg, msg);
-        n++;
-    }
+    if (cfg->audit_stream != NULL && strpbrk(cfg->audit_stream, " \t") != NULL)
+        say(&w, "[unlock]", "audit_stream", "[unlock] audit_stream = \"%.120s\" has a blank "
+            "(a comment after a value starts with \" ;\", not \"#\"): the audit goes to a "
+            "key of that name", cfg->audit_stream);
     for (i = 0; i < cfg->nwebhooks; i++) {
-        snprintf(what, sizeof(what), "[webhook %s] secret_file", cfg->webhooks[i].name);
-        n += file_warning(cfg->webhooks[i].secret_file, what, emit, arg);
+        snprintf(label, sizeof(label), "[webhook %s]", cfg->webhooks[i].name);
+        file_warning(&w, label, "secret_file", cfg->webhooks[i].secret_file);
     }
-    return n;
+    return w.n;
 }

@@ -14,8 +14,8 @@
   audit_stream with a blank;
 
 and none for the safe shape (loopback, a 32-byte 0600 token, 0600 files,
-comma-separated patterns, ' ;' comments).  Warnings never fail the load
-(exit 0).
+comma-separated patterns, ' ;' comments).  Each names FILE:LINE of the
+key it is about.  Warnings never fail the load (exit 0).
 """
 import os
 
@@ -77,23 +77,27 @@ class ConfigWarnings(h.TestCase):
         except PermissionError:
             self.skipTest("cannot chgrp a file here (not root)")
         extra = "password_file = %s\n\n[samples]\nkey_file = %s\n" % (pw, key)
-        warns = "\n".join(self.check(self.config("127.0.0.1:19717", tok, extra)))
-        self.assertIn("[target main] password_file: \"%s\" is readable by every user" % pw,
-                      warns)
-        self.assertIn("[samples] key_file: \"%s\" is readable by group %d" % (key, other),
-                      warns)
+        cfg = self.config("127.0.0.1:19717", tok, extra)
+        warns = "\n".join(self.check(cfg))
+        self.assertIn("%s:6: [target main] password_file: \"%s\" is readable by every user"
+                      % (cfg, pw), warns)
+        self.assertIn("%s:9: [samples] key_file: \"%s\" is readable by group %d"
+                      % (cfg, key, other), warns)
         self.assertNotIn("token_file", warns)
 
     def test_blanks_in_patterns_are_said(self):
         tok = self.secret("unlock.token", GOOD_TOKEN, 0o600)
         extra = ("patterns = lock:* job:*\nexclude_patterns = lock:x # not these\n\n"
                  "[classes]\nlock:order:* = order # orders\n")
-        warns = self.check(self.config("127.0.0.1:19717", tok, extra))
+        cfg = self.config("127.0.0.1:19717", tok, extra)
+        warns = self.check(cfg)
         text = "\n".join(warns)
         self.assertEqual(len(warns), 3, text)
-        self.assertIn('[target main] patterns: "lock:* job:*" has a blank', text)
-        self.assertIn('[target main] exclude_patterns: "lock:x # not these" has a blank', text)
-        self.assertIn('[classes] lock:order:* = "order # orders": a comment', text)
+        # each names the file and line of the key, as a config error does
+        self.assertIn('%s:6: [target main] patterns: "lock:* job:*" has a blank' % cfg, text)
+        self.assertIn('%s:7: [target main] exclude_patterns: "lock:x # not these" has a blank'
+                      % cfg, text)
+        self.assertIn('%s:10: [classes] lock:order:* = "order # orders": a comment' % cfg, text)
         # the right shape says nothing
         extra = ("patterns = lock:*, job:*   ; two of them\n\n"
                  "[classes]\nlock:order:* = order ; orders\n")
