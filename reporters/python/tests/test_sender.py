@@ -89,16 +89,20 @@ class Sending(unittest.TestCase):
         self.assertEqual((st["queued"], st["sent"], st["datagrams"]), (1000, 1000, len(dgs)))
 
     def test_counters_are_lines(self):
-        # an acquire that acquired is one event and two lines (`waiting ...
-        # ok`, `wait`): queued counts the lines, as sent does
+        # an acquire that acquired is one event and one line (the 7-field
+        # `wait`, its `waiting ... ok` too); one with its start, two:
+        # queued counts the lines, as sent does
         sink = udp_sink()
         r = self.reporter(sink)
         for i in range(10):
+            r.put(("start", "lock:k", 7, b"tok%d" % i))
             r.put(("ok", "lock:k", 7, b"tok%d" % i, 0, 5000))
-        self.assertEqual(r.stats()["pending"], 10)
+        self.assertEqual(r.stats()["pending"], 20)
         r.flush()
         lines = b"".join(recv_all(sink)).splitlines()
         self.assertEqual(len(lines), 20)
+        self.assertEqual(lines[:2], [b"lw1 waiting lock:k h:1/7 tok0 start",
+                                     b"lw1 wait lock:k 5 ok h:1/7 tok0"])
         st = r.stats()
         self.assertEqual((st["queued"], st["sent"], st["pending"]), (20, 20, 0))
 

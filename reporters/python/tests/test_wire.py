@@ -53,15 +53,24 @@ class Wire(unittest.TestCase):
                          b"lw1 waiting k host:1/3 - start")
 
     def test_acquire_events(self):
-        # one queued event per acquire call: `waiting ... ok` for every one
-        # that acquired, a `waiting` end for one that did not only after a start
+        # one queued event and one line per acquire call: the 7-field wait
+        # (its waiting end too) for every one that acquired, and for one
+        # that did not only after a start; else the 5-field wait
         e = _wire.Encoder("h:1")
         self.assertEqual(e.encode(("ok", "k", 3, b"tok", 1000, 16999)),
-                         b"lw1 waiting k h:1/3 tok ok\nlw1 wait k 15 ok")
+                         b"lw1 wait k 15 ok h:1/3 tok")
         self.assertEqual(e.encode(("end", "k", 3, b"tok", 0, 15000, "timeout", True)),
-                         b"lw1 waiting k h:1/3 tok timeout\nlw1 wait k 15 timeout")
+                         b"lw1 wait k 15 timeout h:1/3 tok")
+        self.assertEqual(e.encode(("end", "k", 3, None, 0, 15000, "error", True)),
+                         b"lw1 wait k 15 error h:1/3 -")
         self.assertEqual(e.encode(("end", "k", 3, None, 0, 15000, "error", False)),
                          b"lw1 wait k 15 error")
+        # owner and holder encoded as in the waiting lines
+        self.assertEqual(e.encode(("ok", "k k", "p q", "a b", 0, 1000)),
+                         b"lw1 wait k%20k 1 ok h:1/p%20q a%20b")
+        self.assertEqual(e.encode(("end", "k", -255, b"-", 0, 1000, "timeout", True)),
+                         b"lw1 wait k 1 timeout h:1/task-ff %2D")
+        self.assertEqual(e.encode(("ok", "k", 3, b"", 0, 1000)), b"lw1 wait k 1 ok h:1/3 -")
         self.assertEqual(e.encode(("start", "k", 3, b"tok")), b"lw1 waiting k h:1/3 tok start")
         # holder ids: hex tokens as they are, others escaped, `-` as %2D;
         # an asyncio task's party (-id) as task-<hex>

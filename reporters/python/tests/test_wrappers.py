@@ -2,8 +2,10 @@
 """The lines the three wrappers send around fake clients (no Redis): an
 acquire that got the lock at once, one that waited, one that timed out, a
 non-blocking one that failed, the hold at release, and lost at release and
-at extend.  Every acquire that acquired sends `waiting ... ok`; `waiting ...
-start` only goes out once the first attempt found the lock taken (redis-py,
+at extend.  Every acquire that acquired sends `waiting ... ok`, and one
+that did not its `waiting` end only after a start, both in its 7-field wait
+line; `waiting ... start` only goes out once the first attempt found the
+lock taken (redis-py,
 redis.asyncio) or when a blocking acquire begins (python-redis-lock).  Needs
 redis-py (and python-redis-lock for its class; skipped otherwise); the real
 libraries run in tests/interop/reporters/python."""
@@ -130,18 +132,18 @@ class RedisPy(Lines):
         a = ReportingLock(r, "lock:a", timeout=10)
         self.assertTrue(a.acquire())
         ta = a.local.token.decode()
-        # at once: no start, but `waiting ... ok` with the token Redis shows
-        self.assertEqual(self.lines(), ["lw1 waiting lock:a %s %s ok" % (self.me, ta),
-                                        "lw1 wait lock:a <us> ok"])
+        # at once: no start, but the wait with owner and the token Redis
+        # shows (its `waiting ... ok`) in one line
+        self.assertEqual(self.lines(), ["lw1 wait lock:a <us> ok %s %s" % (self.me, ta)])
         b = ReportingLock(r, "lock:a", timeout=10)
         self.assertFalse(b.acquire(blocking=False))
-        # non-blocking, failed: no waiting line at all
+        # non-blocking, failed: no start, no waiting end: the 5-field wait
         self.assertEqual(self.lines(), ["lw1 wait lock:a <us> timeout"])
         self.assertFalse(b.acquire(blocking_timeout=0.01, sleep=0.005, token="tok-b"))
-        # timed out: start (its first attempt found the lock taken) and timeout
+        # timed out: start (its first attempt found the lock taken), then
+        # the wait that ends it
         self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-b start" % self.me,
-                                        "lw1 waiting lock:a %s tok-b timeout" % self.me,
-                                        "lw1 wait lock:a <us> timeout"])
+                                        "lw1 wait lock:a <us> timeout %s tok-b" % self.me])
         a.release()
         self.assertEqual(self.lines(), ["lw1 hold lock:a <us> %s %s" % (self.me, ta)])
 
@@ -158,8 +160,7 @@ class RedisPy(Lines):
         tok = a.local.token.decode()
         a.release()
         self.assertEqual(self.lines(), ["lw1 waiting lock:w %s %s start" % (self.me, tok),
-                                        "lw1 waiting lock:w %s %s ok" % (self.me, tok),
-                                        "lw1 wait lock:w <us> ok",
+                                        "lw1 wait lock:w <us> ok %s %s" % (self.me, tok),
                                         "lw1 hold lock:w <us> %s %s" % (self.me, tok)])
 
     def test_nonblocking_acquired(self):
@@ -167,8 +168,22 @@ class RedisPy(Lines):
         r = FakeRedis()
         a = ReportingLock(r, "lock:n", timeout=10)
         self.assertTrue(a.acquire(blocking=False, token="tok-n"))
-        self.assertEqual(self.lines(), ["lw1 waiting lock:n %s tok-n ok" % self.me,
-                                        "lw1 wait lock:n <us> ok"])
+        self.assertEqual(self.lines(), ["lw1 wait lock:n <us> ok %s tok-n" % self.me])
+
+    def test_failed_without_start(self):
+        # an acquire that sent no start and did not acquire ends in the
+        # 5-field wait: no waiting end (here Redis fails its first attempt,
+        # non-blocking and blocking alike)
+        r = FakeRedis()
+
+        def down(*a, **kw):
+            raise ConnectionError("redis down")
+        r.set = down
+        for blocking in (False, True):
+            with self.assertRaises(ConnectionError):
+                ReportingLock(r, "lock:e", timeout=10).acquire(blocking=blocking)
+            self.assertEqual([ln.split(" ") for ln in self.lines()],
+                             [["lw1", "wait", "lock:e", "<us>", "error"]])
 
     def test_lost_at_release_and_extend(self):
         r = FakeRedis()
@@ -207,21 +222,18 @@ class RedisAsyncio(Lines):
             me = OWNER + "task-%x" % id(asyncio.current_task())
             a = AsyncReportingLock(r, "lock:a", timeout=10, sleep=0.005)
             self.assertTrue(await a.acquire(token="tok-a"))
-            self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-a ok" % me,
-                                            "lw1 wait lock:a <us> ok"])
+            self.assertEqual(self.lines(), ["lw1 wait lock:a <us> ok %s tok-a" % me])
             b = AsyncReportingLock(r, "lock:a", timeout=10, sleep=0.005)
             self.assertFalse(await b.acquire(blocking=False, token="tok-b"))
             self.assertEqual(self.lines(), ["lw1 wait lock:a <us> timeout"])
             self.assertFalse(await b.acquire(blocking_timeout=0.01, token="tok-b"))
             self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-b start" % me,
-                                            "lw1 waiting lock:a %s tok-b timeout" % me,
-                                            "lw1 wait lock:a <us> timeout"])
+                                            "lw1 wait lock:a <us> timeout %s tok-b" % me])
             asyncio.get_running_loop().call_later(0.03, lambda: r.data.pop("lock:a"))
             c = AsyncReportingLock(r, "lock:a", timeout=10, sleep=0.005)
             self.assertTrue(await c.acquire(token="tok-c"))
             self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-c start" % me,
-                                            "lw1 waiting lock:a %s tok-c ok" % me,
-                                            "lw1 wait lock:a <us> ok"])
+                                            "lw1 wait lock:a <us> ok %s tok-c" % me])
             await c.release()
             self.assertEqual(self.lines(), ["lw1 hold lock:a <us> %s tok-c" % me])
         asyncio.run(run())
@@ -236,21 +248,18 @@ class PythonRedisLock(Lines):
         self.assertTrue(a.acquire())
         # its attempts cannot be seen: a blocking acquire sends start first
         self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-a start" % me,
-                                        "lw1 waiting lock:a %s tok-a ok" % me,
-                                        "lw1 wait lock:a <us> ok"])
+                                        "lw1 wait lock:a <us> ok %s tok-a" % me])
         b = ReportingRedisLock(r, "a", expire=10, id="tok-b", strict=False)
         self.assertFalse(b.acquire(blocking=False))
         self.assertEqual(self.lines(), ["lw1 wait lock:a <us> timeout"])
         self.assertFalse(b.acquire(timeout=1))   # the fake's BLPOP returns at once
         self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-b start" % me,
-                                        "lw1 waiting lock:a %s tok-b timeout" % me,
-                                        "lw1 wait lock:a <us> timeout"])
+                                        "lw1 wait lock:a <us> timeout %s tok-b" % me])
         a.release()
         self.assertEqual(self.lines(), ["lw1 hold lock:a <us> %s tok-a" % me])
         c = ReportingRedisLock(r, "a", expire=10, id="tok-c", strict=False)
         self.assertTrue(c.acquire(blocking=False))
-        self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-c ok" % me,
-                                        "lw1 wait lock:a <us> ok"])
+        self.assertEqual(self.lines(), ["lw1 wait lock:a <us> ok %s tok-c" % me])
         r.data["lock:a"] = "someone else"
         with self.assertRaises(redis_lock.NotAcquired):
             c.release()

@@ -96,8 +96,8 @@ class LocalState:
                 rep.put(("start", self.name, self._lw_party(), token))
 
     def _lw_end(self, rep, t0, outcome):
-        """An acquire call that did not acquire: its `wait` line, and its
-        `waiting` end when it sent a start."""
+        """An acquire call that did not acquire: its `wait` line, with
+        owner and holder (its `waiting` end too) when it sent a start."""
         local = self.local
         started = local.lw_wait
         local.lw_wait = None

@@ -150,7 +150,6 @@ class Reporter:
             size = n = bad = 0
             self._unix = int(time.time())
             res = [0, 0, 0]     # lines sent, lines failed, datagrams
-            made = 0            # lines: an event may be two (`waiting ... ok` and `wait`)
             while n < todo:
                 try:
                     ev = popleft()
@@ -162,7 +161,6 @@ class Reporter:
                 except Exception:
                     bad += 1  # a value the encoder cannot take: dropped, counted
                     continue
-                made += ln.count(b"\n") + 1
                 size += len(ln) + 1
                 if size > budget and cur:
                     self._send(cur, res)
@@ -172,7 +170,7 @@ class Reporter:
             if cur:
                 self._send(cur, res)
             with self._count_lock:
-                self._queued += made + bad
+                self._queued += n   # one line per event (a refused one counted too)
                 self._sent_lines += res[0]
                 self._dropped_send += res[1] + bad
                 self._sent_datagrams += res[2]
@@ -211,12 +209,11 @@ class Reporter:
 
     def stats(self):
         """Counters, in lines as in the other languages' reporters: queued
-        (lines made from the events the sender took off the queue; an event
-        the encoder refused counts as one), sent (lines in a datagram at
-        least one destination accepted), datagrams, dropped_queue_full
-        (events), dropped_send_failed, pending (events in the queue now,
-        not yet made into lines: an acquire's `waiting` end and `wait` are
-        one event)."""
+        (lines made from the events the sender took off the queue, one per
+        event; an event the encoder refused counts as one), sent (lines in
+        a datagram at least one destination accepted), datagrams,
+        dropped_queue_full (events), dropped_send_failed, pending (events
+        in the queue now, not yet made into lines)."""
         with self._count_lock:
             return {"queued": self._queued, "sent": self._sent_lines,
                     "datagrams": self._sent_datagrams,

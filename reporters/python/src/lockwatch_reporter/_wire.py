@@ -110,11 +110,12 @@ class Encoder:
     The events the lock path queues (times are time.monotonic_ns(); the
     differences are taken here, not on the lock path):
       ("ok", key, party, holder, t0, t1)      an acquire call that acquired:
-          `waiting <holder> ok` (every acquire that acquired sends it) and
-          `wait <us> ok`
+          `wait <us> ok <owner> <holder>`, its wait and its `waiting ... ok`
+          in one line (every acquire that acquired sends that waiting end)
       ("end", key, party, holder, t0, t1, outcome, started)   one that did
-          not (outcome `timeout` or `error`): its `waiting` end line only
-          when it sent `waiting ... start` (started), and `wait`
+          not (outcome `timeout` or `error`): `wait` with owner and holder
+          (its waiting end too) when it sent `waiting ... start` (started),
+          else the 5-field `wait`
       ("start", key, party, holder)           `waiting ... start`
       ("hold", key, party, holder, t_acquired, t_released)
       ("lost", key, party, holder, held_us, overrun_us or None, reason)
@@ -158,9 +159,9 @@ class Encoder:
         return v
 
     def encode(self, ev):
-        """The text of one event: one line, or two joined by \\n, without
-        the terminator.  The three events of every lock cycle (start, ok,
-        hold) take the short paths, with the cache lookups inline."""
+        """The text of one event: one line, without the terminator.  The
+        three events of every lock cycle (start, ok, hold) take the short
+        paths, with the cache lookups inline."""
         kind = ev[0]
         if kind == "ok" or kind == "hold":
             _, key, party, holder, t0, t1 = ev
@@ -175,7 +176,7 @@ class Encoder:
             if holder.__class__ is not bytes or not holder.isalnum():
                 holder = holder_field(holder)
             if kind == "ok":
-                return b"lw1 waiting %s %s %s ok\nlw1 wait %s %d ok" % (k, o, holder, k, t)
+                return b"lw1 wait %s %d ok %s %s" % (k, t, o, holder)
             return b"lw1 hold %s %d %s %s" % (k, t, o, holder)
         if kind == "start":
             _, key, party, holder = ev
@@ -186,7 +187,7 @@ class Encoder:
             w = self.line(("wait", key, (t1 - t0) // 1000, outcome))
             if not started:
                 return w
-            return self.line(("waiting", key, party, holder, outcome)) + b"\n" + w
+            return b"%s %s %s" % (w, self.owner(party), holder_field(holder))
         return self.line(ev)
 
     def line(self, ev):

@@ -8,7 +8,8 @@ reports in its name).
 
 Waiting: the library's attempts cannot be seen from outside, so a blocking
 acquire() sends `waiting ... start` when it begins; every acquire() that
-acquired sends `waiting ... ok` (one queued event with its `wait` line).
+acquired sends `waiting ... ok` (one queued event, written as its 7-field
+`wait` line).
 
 Lost: a renewal (the auto-renewal thread's or the caller's extend()) that
 finds the lock not ours (NotAcquired) is `lost ... renewal`; a release that

@@ -20,10 +20,10 @@ follows the lock's thread_local setting:
 The 5% budget (docs/reporters.md "Never slow"): the lock path reads the
 clock three times and queues two tuples per acquire + release
 (_wire.Encoder lists them; an acquire that gets the lock at once queues
-one, which the sender thread writes as `waiting ... ok` and `wait ... ok`),
-and calls redis-py's Lock methods directly rather than through super(): it
-is meant to be the lock class itself (a subclass of it may override
-anything).
+one, which the sender thread writes as one line, `wait ... ok <owner>
+<holder>`, its `waiting ... ok` too), and calls redis-py's Lock methods
+directly rather than through super(): it is meant to be the lock class
+itself (a subclass of it may override anything).
 """
 
 from threading import get_ident
