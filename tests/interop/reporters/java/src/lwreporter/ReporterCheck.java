@@ -128,7 +128,10 @@ public final class ReporterCheck {
         return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
     }
 
-    /** The waits the reporter sent, per key, and its lost/waiting lines (its tap). */
+    /**
+     * The waits the reporter sent, per key, and its lost/waiting lines (its
+     * tap): a 7-field wait is a wait and a waiting end (docs/line-protocol.md).
+     */
     static final class Tap {
         final Map<String, List<Long>> us = new HashMap<>();
         int lost, waiting;
@@ -136,7 +139,10 @@ public final class ReporterCheck {
         synchronized void line(String l) {
             String[] f = l.split(" ");
             switch (f[1]) {
-                case "wait": us.computeIfAbsent(f[2], k -> new ArrayList<>()).add(Long.parseLong(f[3])); break;
+                case "wait":
+                    us.computeIfAbsent(f[2], k -> new ArrayList<>()).add(Long.parseLong(f[3]));
+                    if (f.length == 7) waiting++;
+                    break;
                 case "lost": lost++; break;
                 case "waiting": waiting++; break;
                 default: break;

@@ -56,7 +56,7 @@ final class Lines {
         }
     }
 
-    /** "&lt;owner&gt; &lt;holder&gt;", escaped: the pair of a waiting, hold or lost line. */
+    /** "&lt;owner&gt; &lt;holder&gt;", escaped: the pair of a waiting, 7-field wait, hold or lost line. */
     static String pair(String owner, String holder) {
         StringBuilder b = new StringBuilder(64);
         escape(b, owner);
@@ -90,6 +90,14 @@ final class Lines {
         return h.wait + Math.max(0, us) + ' ' + o.word;
     }
 
+    /**
+     * The 7-field wait, "... &lt;outcome&gt; &lt;owner&gt; &lt;holder&gt;": an acquire's
+     * waiting end and its wait in one line (docs/line-protocol.md).
+     */
+    static String waitEnd(Heads h, long us, Outcome o, String pair) {
+        return h.wait + Math.max(0, us) + ' ' + o.word + ' ' + pair;
+    }
+
     /** phase: "start" or an outcome's word. */
     static String waiting(Heads h, String pair, String phase) {
         return h.waiting + pair + ' ' + phase;
@@ -108,6 +116,10 @@ final class Lines {
 
     static String wait(String key, long us, Outcome o) {
         return wait(new Heads(key), us, o);
+    }
+
+    static String waitEnd(String key, long us, Outcome o, String owner, String holder) {
+        return waitEnd(new Heads(key), us, o, pair(owner, holder));
     }
 
     static String waiting(String key, String owner, String holder, String phase) {

@@ -14,12 +14,13 @@ import org.springframework.integration.support.locks.RenewableLockRegistry;
 /**
  * A Spring Integration LockRegistry that decorates another: obtain() returns
  * a java.util.concurrent.locks.Lock that reports lock / lockInterruptibly /
- * tryLock with a wait time (waiting start, then waiting ok, timeout or
- * error, then the wait), tryLock() (waiting ok when it acquired, then the
- * wait), unlock (the hold), and, when the registry says "Lock was
- * released in the store due to expiration" on unlock, lost (expired)
- * before the hold, the exception thrown as before; renewLock failing for a
- * lock the thread holds reports lost (renewal).
+ * tryLock with a wait time (waiting start, then the wait with owner and
+ * holder, which is the waiting ok, timeout or error too), tryLock() (the
+ * wait, with owner and holder when it acquired), unlock (the hold), and,
+ * when the registry says "Lock was released in the store due to
+ * expiration" on unlock, lost (expired) before the hold, the exception
+ * thrown as before; renewLock failing for a lock the thread holds reports
+ * lost (renewal).
  *
  * For a RedisLockRegistry the key is the Redis key ("&lt;registry key&gt;:&lt;lock
  * key&gt;") and the holder id its client id, both read from its private

@@ -14,12 +14,13 @@ import org.redisson.misc.CompletableFutureWrapper;
 /**
  * A Redisson RLock that reports its synchronous lock calls: lock,
  * lockInterruptibly and tryLock with a wait time (they may wait: waiting
- * start, then waiting ok, timeout or error, then the wait), tryLock()
- * (waiting ok when it acquired, then the wait), unlock (the hold at the
- * outermost release of a reentrant holding), and an unlock that Redisson
- * refuses with IllegalMonitorStateException after this
- * thread took the lock (its lease ran out, maybe someone else has it now):
- * lost (expired), then the hold, and the exception is thrown as before.
+ * start, then the wait with owner and holder, which is the waiting ok,
+ * timeout or error too), tryLock() (the wait, with owner and holder when it
+ * acquired), unlock (the hold at the outermost release of a reentrant
+ * holding), and an unlock that Redisson refuses with
+ * IllegalMonitorStateException after this thread took the lock (its
+ * lease ran out, maybe someone else has it now): lost (expired), then the
+ * hold, and the exception is thrown as before.
  * The async methods (lockAsync, tryLockAsync, unlockAsync, forceUnlockAsync)
  * are reported the same way, the owner being the thread id the call names
  * (the calling thread's when it names none); the future they return

@@ -7,7 +7,8 @@ import java.util.concurrent.CompletionException;
 
 /**
  * The reporting common to every wrapped lock: time an acquire and send its
- * waiting and wait lines, open the thread's holding (or deepen it when
+ * waiting start and its end (one wait line, with owner and holder when it
+ * is the waiting end too), open the thread's holding (or deepen it when
  * reentrant), send the hold at the outermost release, and the lost line at
  * most once per holding. A wrapper names its lock by key and holder kind
  * (stateId) and says how the library makes the holder id it writes to
@@ -48,9 +49,11 @@ final class Tracked {
      * Runs one acquire. mayWait: a blocking lock or a try-lock with a wait
      * time (it sends waiting start first); leaseNanos: the lease asked for, 0
      * when a watchdog renews it. Every acquire that is not reentrant and
-     * acquired sends waiting ok (the agent ties the holder id to the owner
-     * by it, docs/line-protocol.md); one that sent start and did not acquire
-     * sends waiting timeout or error. A reentrant acquire sends its wait only.
+     * acquired sends its waiting ok (the agent ties the holder id to the
+     * owner by it, docs/line-protocol.md); one that sent start and did not
+     * acquire sends its waiting timeout or error: either as the 7-field wait
+     * (ended). A reentrant acquire, or a try-lock that sent no start and did
+     * not acquire, sends the 5-field wait.
      */
     boolean acquire(boolean mayWait, long leaseNanos, Call c) throws InterruptedException {
         if (!rep.active()) return c.run();
@@ -76,9 +79,19 @@ final class Tracked {
                     m.held.put(stateId, new Holding(pair, t1, end));
                 }
             }
-            if (h == null && (started || o == Lines.Outcome.OK)) rep.emit(Lines.waiting(heads, pair, o.word));
-            rep.emit(Lines.wait(heads, (t1 - t0) / 1000, o));
+            ended(h, pair, started, (t1 - t0) / 1000, o);
         }
+    }
+
+    /**
+     * The line of an acquire that returned or failed: its wait, with owner
+     * and holder (its waiting end too, the 7-field wait) when it sent a
+     * start or acquired and is not reentrant (h, the holding it found,
+     * null); the 5-field wait otherwise.
+     */
+    private void ended(Holding h, String pair, boolean started, long us, Lines.Outcome o) {
+        if (started || (h == null && o == Lines.Outcome.OK)) rep.emit(Lines.waitEnd(heads, us, o, pair));
+        else rep.emit(Lines.wait(heads, us, o));
     }
 
     /** The thread's holding, if it has one (null when the reporter is idle). */
@@ -162,8 +175,7 @@ final class Tracked {
                     if (old != null) deepen(old, end);
                 }
             }
-            if (h == null && (started || o == Lines.Outcome.OK)) rep.emit(Lines.waiting(heads, pair, o.word));
-            rep.emit(Lines.wait(heads, (t1 - t0) / 1000, o));
+            ended(h, pair, started, (t1 - t0) / 1000, o);
         }
     }
 

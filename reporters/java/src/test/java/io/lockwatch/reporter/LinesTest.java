@@ -18,6 +18,9 @@ class LinesTest {
     void formatsEveryVerb() {
         assertEquals("lw1 waiting k web-1:42/7 - start", Lines.waiting("k", "web-1:42/7", null, "start"));
         assertEquals("lw1 waiting k o %2D ok", Lines.waiting("k", "o", "-", "ok"));
+        // the 7-field wait: owner and holder encoded as the waiting line's, "-" an unknown holder
+        assertEquals("lw1 wait k 1500 ok web-1:42/7 -", Lines.waitEnd("k", 1500, Lines.Outcome.OK, "web-1:42/7", null));
+        assertEquals("lw1 wait k 0 timeout o%20x %2D", Lines.waitEnd("k", -3, Lines.Outcome.TIMEOUT, "o x", "-"));
         assertEquals("lw1 hold k 12 o id:7", Lines.hold("k", 12, "o", "id:7"));
         assertEquals("lw1 lost k o h 10 - expired", Lines.lost("k", "o", "h", 10, -1, Lines.EXPIRED));
         assertEquals("lw1 lost k o h 10 0 renewal", Lines.lost("k", "o", "h", 10, 0, Lines.RENEWAL));

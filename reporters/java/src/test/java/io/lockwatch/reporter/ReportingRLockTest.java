@@ -35,26 +35,21 @@ class ReportingRLockTest {
         });
     }
 
-    private static String prefix(String s) {
-        String[] f = s.split(" ");
-        return f[0] + " " + f[1] + " " + f[2];
-    }
-
     @Test
     void reportsWaitHoldAndReentrancy() throws Exception {
         boolean[] fails = {false};
         RLock l = new ReportingRLock(fake(fails, true), rep, "cm-id", "");
         long tid = Thread.currentThread().getId();
         l.lock();
-        l.lock(); // reentrant: a wait, no waiting lines
+        l.lock(); // reentrant: the 5-field wait, no waiting end
         l.unlock();
         l.unlock();
-        assertEquals(5, lines.size(), lines.toString());
+        assertEquals(4, lines.size(), lines.toString());
         assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm-id:" + tid + " start", lines.get(0));
-        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm-id:" + tid + " ok", lines.get(1));
-        assertTrue(lines.get(2).matches("lw1 wait lock:order:1 \\d+ ok"));
-        assertTrue(lines.get(3).matches("lw1 wait lock:order:1 \\d+ ok"));
-        assertTrue(lines.get(4).matches("lw1 hold lock:order:1 \\d+ p/" + tid + " cm-id:" + tid), lines.get(4));
+        // the waiting end and the wait in one line
+        assertTrue(lines.get(1).matches("lw1 wait lock:order:1 \\d+ ok p/" + tid + " cm-id:" + tid), lines.get(1));
+        assertTrue(lines.get(2).matches("lw1 wait lock:order:1 \\d+ ok"), lines.get(2));
+        assertTrue(lines.get(3).matches("lw1 hold lock:order:1 \\d+ p/" + tid + " cm-id:" + tid), lines.get(3));
         assertEquals(1, lines.stream().filter(s -> s.startsWith("lw1 hold")).count());
     }
 
@@ -63,15 +58,15 @@ class ReportingRLockTest {
         RLock taken = new ReportingRLock(fake(new boolean[] {false}, false), rep, "cm", ":write");
         assertFalse(taken.tryLock());
         assertFalse(taken.tryLock(10, TimeUnit.MILLISECONDS));
-        assertEquals("lw1 wait lock:order:1", prefix(lines.get(0)));
-        assertTrue(lines.get(0).endsWith(" timeout"));
+        // no start, not acquired: no waiting end, the 5-field wait
+        assertTrue(lines.get(0).matches("lw1 wait lock:order:1 \\d+ timeout"), lines.get(0));
         assertTrue(lines.get(1).endsWith(":write start"), lines.get(1));
-        assertTrue(lines.get(2).endsWith(":write timeout"));
-        assertTrue(lines.get(3).endsWith(" timeout"));
-        assertEquals(4, lines.size());
+        long tid = Thread.currentThread().getId();
+        assertTrue(lines.get(2).matches("lw1 wait lock:order:1 \\d+ timeout p/" + tid + " cm:" + tid + ":write"), lines.get(2));
+        assertEquals(3, lines.size(), lines.toString());
     }
 
-    /** The waiting rule: every acquire that acquired sends waiting ok, start only one that may wait. */
+    /** The waiting rule: every acquire that acquired sends its waiting ok (in its wait), start only one that may wait. */
     @Test
     void everyAcquireThatAcquiredSendsWaitingOk() throws Exception {
         long tid = Thread.currentThread().getId();
@@ -79,9 +74,8 @@ class ReportingRLockTest {
         RLock l = new ReportingRLock(fake(new boolean[] {false}, true), rep, "cm", "");
         assertTrue(l.tryLock()); // no wait time: ok, no start
         l.unlock();
-        assertEquals("lw1 waiting lock:order:1" + pair + " ok", lines.get(0));
-        assertTrue(lines.get(1).matches("lw1 wait lock:order:1 \\d+ ok"), lines.get(1));
-        assertTrue(lines.get(2).startsWith("lw1 hold lock:order:1 "), lines.get(2));
+        assertTrue(lines.get(0).matches("lw1 wait lock:order:1 \\d+ ok" + pair), lines.get(0));
+        assertTrue(lines.get(1).startsWith("lw1 hold lock:order:1 "), lines.get(1));
         lines.clear();
         assertTrue(l.tryLock(1, TimeUnit.SECONDS));
         l.unlock();
@@ -90,10 +84,10 @@ class ReportingRLockTest {
         l.lock(5, TimeUnit.SECONDS);
         l.unlock();
         for (int i = 0; i < 3; i++) {
-            assertEquals("lw1 waiting lock:order:1" + pair + " start", lines.get(4 * i), lines.toString());
-            assertEquals("lw1 waiting lock:order:1" + pair + " ok", lines.get(4 * i + 1));
+            assertEquals("lw1 waiting lock:order:1" + pair + " start", lines.get(3 * i), lines.toString());
+            assertTrue(lines.get(3 * i + 1).matches("lw1 wait lock:order:1 \\d+ ok" + pair), lines.get(3 * i + 1));
         }
-        assertEquals(12, lines.size(), lines.toString());
+        assertEquals(9, lines.size(), lines.toString());
     }
 
     @Test
@@ -105,11 +99,11 @@ class ReportingRLockTest {
         ReportingReadWriteLock l = new ReportingReadWriteLock(rw, rep, "cm");
         assertTrue(l.writeLock().tryLock());
         assertTrue(l.readLock().tryLock()); // another holder kind: not reentrant
-        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm:" + tid + ":write ok", lines.get(0));
-        assertEquals("lw1 waiting lock:order:1 p/" + tid + " cm:" + tid + " ok", lines.get(2));
-        assertTrue(l.writeLock().tryLock()); // reentrant: the wait only
-        assertTrue(lines.get(4).startsWith("lw1 wait "), lines.get(4));
-        assertEquals(5, lines.size(), lines.toString());
+        assertTrue(lines.get(0).matches("lw1 wait lock:order:1 \\d+ ok p/" + tid + " cm:" + tid + ":write"), lines.get(0));
+        assertTrue(lines.get(1).matches("lw1 wait lock:order:1 \\d+ ok p/" + tid + " cm:" + tid), lines.get(1));
+        assertTrue(l.writeLock().tryLock()); // reentrant: the 5-field wait only
+        assertTrue(lines.get(2).matches("lw1 wait lock:order:1 \\d+ ok"), lines.get(2));
+        assertEquals(3, lines.size(), lines.toString());
     }
 
     @Test
@@ -148,8 +142,9 @@ class ReportingRLockTest {
         assertThrows(java.util.ConcurrentModificationException.class, l::unlock);
         assertTrue(lines.get(0).startsWith("lw1 waiting job "));
         assertTrue(lines.get(0).endsWith(" - start"), "holder unknown: " + lines.get(0));
-        assertTrue(lines.get(3).matches("lw1 lost job \\S+ - \\d+ - expired"), lines.get(3));
-        assertTrue(lines.get(4).startsWith("lw1 hold job "));
+        assertTrue(lines.get(1).matches("lw1 wait job \\d+ ok \\S+ -"), lines.get(1));
+        assertTrue(lines.get(2).matches("lw1 lost job \\S+ - \\d+ - expired"), lines.get(2));
+        assertTrue(lines.get(3).startsWith("lw1 hold job "));
     }
 
     @Test
@@ -161,24 +156,25 @@ class ReportingRLockTest {
         String pair = " p/" + Thread.currentThread().getId() + " -";
         assertTrue(l.tryLock());
         l.unlock();
-        assertEquals("lw1 waiting job" + pair + " ok", lines.get(0));
+        assertTrue(lines.get(0).matches("lw1 wait job \\d+ ok" + pair), lines.get(0));
         assertTrue(l.tryLock(1, TimeUnit.SECONDS));
         l.unlock();
         l.lockInterruptibly();
         l.unlock();
         for (int i = 0; i < 2; i++) {
-            assertEquals("lw1 waiting job" + pair + " start", lines.get(3 + 4 * i), lines.toString());
-            assertEquals("lw1 waiting job" + pair + " ok", lines.get(4 + 4 * i));
+            assertEquals("lw1 waiting job" + pair + " start", lines.get(2 + 3 * i), lines.toString());
+            assertTrue(lines.get(3 + 3 * i).matches("lw1 wait job \\d+ ok" + pair), lines.get(3 + 3 * i));
         }
-        // not acquired: no start sent, no waiting line; with a wait time: start, timeout
+        assertEquals(8, lines.size(), lines.toString());
+        // not acquired: no start sent, no waiting end (the 5-field wait); with a wait time: start, then the wait that ends it
         lines.clear();
         free[0] = false;
         assertFalse(l.tryLock());
         assertFalse(l.tryLock(1, TimeUnit.MILLISECONDS));
         assertTrue(lines.get(0).matches("lw1 wait job \\d+ timeout"), lines.toString());
         assertEquals("lw1 waiting job" + pair + " start", lines.get(1));
-        assertEquals("lw1 waiting job" + pair + " timeout", lines.get(2));
-        assertEquals(4, lines.size(), lines.toString());
+        assertTrue(lines.get(2).matches("lw1 wait job \\d+ timeout" + pair), lines.get(2));
+        assertEquals(3, lines.size(), lines.toString());
     }
 
     @Test
