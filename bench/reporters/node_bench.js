@@ -40,9 +40,12 @@ async function main() {
   for (const [name, [bare, rep]] of Object.entries(libs)) {
     await bare();
     await rep();
-    const res = { bare: [], reporter: [], bare_cpu: [], reporter_cpu: [] };
+    const res = { bare: [], reporter: [], again: [], bare_cpu: [], reporter_cpu: [], again_cpu: [] };
+    // "again": the bare library a second time, the run's own noise (A/A)
+    const variants = [['bare', bare], ['reporter', rep], ['again', bare]];
     for (let i = 0; i < rounds; i++) {
-      const order = i % 2 ? [['reporter', rep], ['bare', bare]] : [['bare', bare], ['reporter', rep]];
+      const order = variants.slice(i % 3).concat(variants.slice(0, i % 3));
+      if (i % 2) order.reverse();
       for (const [label, fn] of order) {
         const c0 = process.cpuUsage();
         const t0 = process.hrtime.bigint();

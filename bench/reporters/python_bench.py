@@ -58,9 +58,11 @@ def main():
     for name, (bare, rep) in libs.items():
         bare()
         rep()  # warm up both (connections, scripts)
-        res = {"bare": [], "reporter": [], "bare_cpu": [], "reporter_cpu": []}
+        res = {k: [] for k in ("bare", "reporter", "again", "bare_cpu", "reporter_cpu", "again_cpu")}
+        # "again": the bare library a second time, the run's own noise (A/A)
+        variants = (("bare", bare), ("reporter", rep), ("again", bare))
         for i in range(rounds):
-            order = (("bare", bare), ("reporter", rep))
+            order = variants[i % 3:] + variants[:i % 3]
             if i % 2:
                 order = order[::-1]
             for label, fn in order:
