@@ -147,7 +147,9 @@ class TLSTest(h.TestCase):
         ag = tls_agent(self, rs, self.certs, tls_ca_file=self.certs.other_ca(),
                        tls_verify="off")
         ag.wait_scans(1)
-        warning = "warning: [target main] tls_verify = off: the server's certificate"
+        # the file and line of the key first, as every config warning
+        warning = "[target main] tls_verify = off: the server's certificate"
+        self.assertIn("warning: %s:" % ag.config_path, ag.log_tail(200))
         self.assertIn(warning, ag.log_tail(200))
         r = h.run_lockwatchd(["-n", "-c", ag.config_path])
         self.assertRegex(r.stdout, rb"\ntls_verify += off\n")
