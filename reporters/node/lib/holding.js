@@ -3,8 +3,9 @@
 // library: the waiting/wait lines of an acquire call, the hold line of a
 // release, and the lost line (at most once per holding) with a lease clock
 // (wall-clock ms, as the libraries keep theirs: redlock's lock.expiration).
-// The lock path's lines are written here by the reporter's waitLine,
-// waitEndLine, waitingLine and holdLine from lib/wire.js's cached encodings; the test
+// The lock path's events go to the reporter's waitLine, waitEndLine,
+// waitingLine and holdLine with the key, owner and holder id as the library
+// has them (it keeps them and writes their lines in batches); the test
 // hook (tap) gets the same event as an array (lib/wire.js emit() turns one
 // into the same lines).
 //
@@ -15,7 +16,6 @@
 
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { performance } = require('node:perf_hooks');
-const wire = require('./wire');
 
 const als = new AsyncLocalStorage();
 let nextParty = 0;
@@ -40,8 +40,6 @@ class Holding {
     this.acquiredAt = acquiredAt;     // performance.now()
     this.leaseEnd = leaseEndMs;       // Date.now() ms, or null: no lease known
     this.lost = false;
-    this.keyEnc = wire.encKey(key);
-    this.holderEnc = wire.encHolder(holder);
   }
 
   reportLost(rep, reason, t = now(), wall = Date.now()) {
@@ -55,7 +53,7 @@ class Holding {
   reportHold(rep, t = now()) {
     const us = (t - this.acquiredAt) * 1000;
     if (rep.tap !== null) tap(rep, ['hold', this.key, us, this.party, this.holder]);
-    rep.holdLine(this.keyEnc, us, this.party, this.holderEnc);
+    rep.holdLine(this.key, us, this.party, this.holder);
   }
 }
 
@@ -67,7 +65,7 @@ function tap(rep, ev) {
 // its first attempt found the lock taken).
 function reportStart(rep, key, owner, holder) {
   if (rep.tap !== null) tap(rep, ['waiting', key, owner, holder, 'start']);
-  rep.waitingLine(wire.encKey(key), owner, wire.encHolder(holder), wire.OUTCOME.start);
+  rep.waitingLine(key, owner, holder, 'start');
 }
 
 // The line of an acquire call that returned (outcome ok/timeout) or failed:
@@ -77,10 +75,8 @@ function reportStart(rep, key, owner, holder) {
 function reportAcquire(rep, key, owner, holder, started, t0, t1, outcome) {
   const us = (t1 - t0) * 1000;
   if (rep.tap !== null) tap(rep, ['acquired', key, owner, holder, us, outcome, started]);
-  const k = wire.encKey(key);
-  const out = wire.OUTCOME[outcome] || wire.OUTCOME.error;
-  if (started || outcome === 'ok') rep.waitEndLine(k, us, out, owner, wire.encHolder(holder));
-  else rep.waitLine(k, us, out);
+  if (started || outcome === 'ok') rep.waitEndLine(key, us, outcome, owner, holder);
+  else rep.waitLine(key, us, outcome);
 }
 
 module.exports = { Holding, reportStart, reportAcquire, party, runAs, now, als };

@@ -11,15 +11,20 @@
 // failed, waits with delay(retryInterval, signal), which reads
 // signal.aborted first; the wrapper passes an AttemptSignal (below) that
 // says so, and otherwise answers as the caller's signal (or none) would.
-// Lost: the library's refresh
-// failing calls onLockLost, reported `renewal` before the application's
+// Hold: from the acquire's return to the release() call.  Lost: the
+// library's refresh failing calls onLockLost, reported `renewal` before the application's
 // callback (or the library's default, which throws) runs; a release after
 // the reporter's lease clock ran out with no successful refresh is
 // `expired`.
 'use strict';
 
 const { Holding, reportStart, reportAcquire, party, now } = require('./holding');
+const { performance } = require('node:perf_hooks');
 const reporter = require('./reporter');
+
+// The lease clock in wall-clock ms, read from performance.now() (one clock
+// read per event, and no wall-clock step moves it).
+const ORIGIN = performance.timeOrigin;
 
 // The library calls this._onLockLost(err) when a refresh fails: report the
 // loss, then the application's callback (or the library's default, which
@@ -27,26 +32,33 @@ const reporter = require('./reporter');
 function onLockLost(err) {
   const h = this._lwHolding;
   const rep = h ? reporter.get() : null;
-  if (rep !== null) h.reportLost(rep, 'renewal');
+  if (rep !== null) {
+    const t = now();
+    h.reportLost(rep, 'renewal', t, ORIGIN + t);
+  }
   const appLost = this._lwAppLost;
   if (appLost) return appLost.call(this, err);
   throw err;   // the library's default
 }
 
 // The abort signal the library's attempt loop gets: the caller's (inner,
-// or none), delegated to, and a note of the first failed attempt.
+// or none), delegated to, and a note of the first failed attempt (busy():
+// the `waiting ... start`, once).  One object per acquire, no closure.
 class AttemptSignal {
-  constructor(inner, onBusy) {
+  constructor(lock, rep, owner, inner) {
+    this.lock = lock;
+    this.rep = rep;
+    this.owner = owner;
     this.inner = inner;
-    this.onBusy = onBusy;
+    this.started = false;
   }
 
   busy() {
-    const f = this.onBusy;
-    if (f !== null) {
-      this.onBusy = null;
-      try { f(); } catch (_) { /* never in the library's way */ }
-    }
+    if (this.started) return;
+    this.started = true;
+    try {
+      reportStart(this.rep, this.lock._key, this.owner, this.lock._identifier);
+    } catch (_) { /* never in the library's way */ }
   }
 
   throwIfAborted() {
@@ -78,10 +90,13 @@ class AttemptSignal {
 // _onLockLost (the application's callback or the default) for onLockLost
 // above; optionsIndex stays for the API's sake.
 //
-// tryAcquire and release chain one then() onto the library's promise (no
-// async function around it): the holding is set before the caller can
-// release, and a rejection reaches the caller, handled or not, as it would
-// without the reporter.
+// tryAcquire chains one then() onto the library's promise (no async
+// function around it): the holding is set before the caller can release,
+// and a rejection reaches the caller, handled or not, as it would without
+// the reporter.  release() reports the hold when it is called and returns
+// the library's own promise: the library's release reports nothing back
+// (a key already gone or another's resolves as a release does), so there
+// is nothing to wait for, and the lock path keeps no second promise.
 function withReporting(Base, optionsIndex) {   // eslint-disable-line no-unused-vars
   class Reporting extends Base {
     // Four named parameters, not a rest parameter: spreading one costs a
@@ -96,22 +111,18 @@ function withReporting(Base, optionsIndex) {   // eslint-disable-line no-unused-
     tryAcquire(abortSignal) {
       const rep = reporter.get();
       if (rep === null) return super.tryAcquire(abortSignal);
-      const key = this._key;
-      const holder = this._identifier;
-      const owner = party();
-      let started = false;
-      const signal = new AttemptSignal(abortSignal, () => {
-        started = true;
-        reportStart(rep, key, owner, holder);
-      });
+      const signal = new AttemptSignal(this, rep, party(), abortSignal);
       const t0 = now();
       return super.tryAcquire(signal).then((got) => {
         const t1 = now();
-        reportAcquire(rep, key, owner, holder, started, t0, t1, got ? 'ok' : 'timeout');
-        if (got) this._lwHolding = new Holding(key, owner, holder, t1, Date.now() + this._acquireOptions.lockTimeout);
+        reportAcquire(rep, this._key, signal.owner, this._identifier, signal.started, t0, t1, got ? 'ok' : 'timeout');
+        if (got) {
+          this._lwHolding = new Holding(this._key, signal.owner, this._identifier, t1,
+            ORIGIN + t1 + this._acquireOptions.lockTimeout);
+        }
         return got;
       }, (err) => {
-        reportAcquire(rep, key, owner, holder, started, t0, now(), 'error');
+        reportAcquire(rep, this._key, signal.owner, this._identifier, signal.started, t0, now(), 'error');
         throw err;
       });
     }
@@ -119,7 +130,7 @@ function withReporting(Base, optionsIndex) {   // eslint-disable-line no-unused-
     async _refresh() {
       const ok = await super._refresh();
       const h = this._lwHolding;
-      if (ok && h) h.leaseEnd = Date.now() + this._acquireOptions.lockTimeout;
+      if (ok && h) h.leaseEnd = ORIGIN + now() + this._acquireOptions.lockTimeout;
       return ok;
     }
 
@@ -128,14 +139,10 @@ function withReporting(Base, optionsIndex) {   // eslint-disable-line no-unused-
       const rep = h ? reporter.get() : null;
       if (rep === null) return super.release();
       this._lwHolding = null;
-      if (Date.now() > h.leaseEnd) h.reportLost(rep, 'expired');
-      return super.release().then((v) => {
-        h.reportHold(rep);
-        return v;
-      }, (err) => {
-        h.reportHold(rep);
-        throw err;
-      });
+      const t = now();
+      if (ORIGIN + t > h.leaseEnd) h.reportLost(rep, 'expired', t, ORIGIN + t);
+      h.reportHold(rep, t);
+      return super.release();
     }
   }
   Object.defineProperty(Reporting, 'name', { value: `Reporting${Base.name}` });
