@@ -73,7 +73,8 @@ export const Mutex: typeof import('redis-semaphore').Mutex;
 export const Semaphore: typeof import('redis-semaphore').Semaphore;
 
 /** Run fn with `party` as the owner party of every acquire inside it
- *  (AsyncLocalStorage); using() does this for its routine. */
+ *  (AsyncLocalStorage, enabled only while such a routine runs); using()
+ *  does this for its routine. */
 export function runAs<T>(party: string | number, fn: () => T): T;
 
 /** (Re)make the process's reporter with these settings. */

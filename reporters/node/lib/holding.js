@@ -9,9 +9,10 @@
 // hook (tap) gets the same event as an array (lib/wire.js emit() turns one
 // into the same lines).
 //
-// Owner party: an AsyncLocalStorage store set by the wrappers' using(); an
-// acquire outside one gets a fresh number from a per-process counter, kept
-// by its holding (so its release and loss name the same owner).
+// Owner party: an AsyncLocalStorage store set by the wrappers' using() and
+// runAs() (enabled only while one runs); an acquire outside one gets a
+// fresh number from a per-process counter, kept by its holding (so its
+// release and loss name the same owner).
 'use strict';
 
 const { AsyncLocalStorage } = require('node:async_hooks');
@@ -19,15 +20,47 @@ const { performance } = require('node:perf_hooks');
 
 const als = new AsyncLocalStorage();
 let nextParty = 0;
+// runAs() routines in flight.  An AsyncLocalStorage carries their party
+// across awaits, but on Node 20 and older, while one is enabled, async
+// hooks run for every promise the process makes (a redis-semaphore lock
+// cycle cost 20-30% more CPU, the bare library's included); so it is
+// disabled again when the last routine settles, and party() does not
+// look at it while none runs.
+let running = 0;
 
 function party() {
+  if (running === 0) return ++nextParty;
   const s = als.getStore();
   return s !== undefined ? s : ++nextParty;
 }
 
-// Run fn with `p` as the owner party of every acquire inside it.
+function settled() {
+  if (--running === 0) als.disable();
+}
+
+// Run fn with `p` as the owner party of every acquire inside it (until it
+// returns, or the promise it returns settles).  What it returns or throws
+// reaches the caller unchanged (a promise through one then()).
 function runAs(p, fn) {
-  return als.run(p, fn);
+  running++;
+  let r;
+  try {
+    r = als.run(p, fn);
+  } catch (e) {
+    settled();
+    throw e;
+  }
+  if (r !== null && (typeof r === 'object' || typeof r === 'function') && typeof r.then === 'function') {
+    return r.then((v) => {
+      settled();
+      return v;
+    }, (e) => {
+      settled();
+      throw e;
+    });
+  }
+  settled();
+  return r;
 }
 
 const now = () => performance.now();
