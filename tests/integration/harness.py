@@ -119,6 +119,37 @@ def free_ports(n):
             s.close()
 
 
+def listens(pid, port):
+    """True when process pid holds the socket listening on TCP port (so an
+    answer on that port is its own, not another program's that bound it
+    first).  True as well where /proc cannot tell."""
+    inodes = set()
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                next(f)
+                for line in f:
+                    cols = line.split()
+                    if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add(cols[9])
+        except OSError:
+            return True
+    if not inodes:
+        return False
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link[8:-1] in inodes:
+            return True
+    return False
+
+
 class Fatal(AssertionError):
     """Raised inside a polled predicate to stop waiting at once."""
 
@@ -724,7 +755,9 @@ class Agent:
                                      % (self.proc.returncode, self.log_tail()))
             try:
                 st, _, _ = self.get("/healthz", timeout=2)
-                if st == 200:
+                # another test's lockwatchd may have taken the port first and
+                # answer: then this one is about to exit (handled above)
+                if st == 200 and listens(self.proc.pid, self.port):
                     return self
             except (OSError, http.client.HTTPException):
                 pass
