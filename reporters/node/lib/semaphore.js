@@ -12,10 +12,10 @@
 // signal.aborted first; the wrapper passes an AttemptSignal (below) that
 // says so, and otherwise answers as the caller's signal (or none) would.
 // Hold: from the acquire's return to the release() call.  Lost: the
-// library's refresh failing calls onLockLost, reported `renewal` before the application's
-// callback (or the library's default, which throws) runs; a release after
-// the reporter's lease clock ran out with no successful refresh is
-// `expired`.
+// library's refresh failing calls onLockLost, reported `renewal` before
+// the application's callback (or the library's default, which throws)
+// runs; a release after the reporter's lease clock ran out with no
+// successful refresh is `expired`.
 'use strict';
 
 const { Holding, reportStart, reportAcquire, party, now } = require('./holding');
