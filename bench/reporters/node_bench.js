@@ -8,14 +8,15 @@
 // every variant, wall clock and process CPU (the CPU is the steadier figure
 // on a busy machine).
 //
-//   node node_bench.js PORT SINK R N [each|one]
+//   node node_bench.js PORT SINK R N [one|each]
 //
-// each (the default): every variant runs in a process of its own, as an
-// application runs one of them, the processes taking turns (one runs while
-// the others wait for their next round).  one: all in this process, where
-// the library's code sees both the bare and the reporting shapes and its
-// inline caches serve both (a redis-semaphore subclass then cost 0.6-1.1 us
-// a cycle with reporting off, against 0.2 us alone: docs/reporters.md).
+// one (the default): all in this process, where the library's code sees
+// both the bare and the reporting shapes and its inline caches serve both.
+// each: every variant runs in a process of its own, as an application runs
+// one of them, the processes taking turns (one runs while the others wait
+// for their next round).  On one CPU `each` measured no lower than `one`
+// (docs/reporters.md "Overhead"): each process's code and data are cold
+// again when its turn comes.
 'use strict';
 
 const { fork } = require('node:child_process');
