@@ -15,8 +15,7 @@
 // each: every variant runs in a process of its own, as an application runs
 // one of them, the processes taking turns (one runs while the others wait
 // for their next round).  On one CPU `each` measured no lower than `one`
-// (docs/reporters.md "Overhead"): each process's code and data are cold
-// again when its turn comes.
+// (docs/reporters.md "Overhead").
 'use strict';
 
 const { fork } = require('node:child_process');
