@@ -442,6 +442,10 @@ void lwc_report_hold(lw_client *c, const struct lw_lock *lk, int64_t us);
 /* lk's wait begins (start) or ends with outcome: "lw1 waiting" lines. */
 void lwc_report_waiting(lw_client *c, const struct lw_lock *lk, bool start,
                         lw_status outcome);
+/* The end of a wait that sent its start: its waiting end and its wait as
+ * the one 7-field line "lw1 wait <key> <us> <outcome> <owner> <holder>". */
+void lwc_report_wait_end(lw_client *c, const struct lw_lock *lk, int64_t us,
+                         lw_status outcome);
 /* lk found lost: renewal (a renewal/extension said not ours) or expired
  * (lease ran out while held); overrun_us < 0: not known. */
 void lwc_report_lost(lw_client *c, const struct lw_lock *lk, bool renewal,
@@ -452,6 +456,9 @@ void lwc_report_lost(lw_client *c, const struct lw_lock *lk, bool renewal,
 size_t lwc_line_hold_owned(char *out, size_t cap, const char *key, size_t keylen,
                            uint64_t us, const char *owner, size_t ownerlen,
                            const char *holder, size_t holderlen);
+size_t lwc_line_wait_owned(char *out, size_t cap, const char *key, size_t keylen,
+                           uint64_t us, lw_status outcome, const char *owner,
+                           size_t ownerlen, const char *holder, size_t holderlen);
 size_t lwc_line_waiting(char *out, size_t cap, const char *key, size_t keylen,
                         const char *owner, size_t ownerlen, const char *holder,
                         size_t holderlen, bool start, lw_status outcome);

@@ -192,7 +192,8 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
     if ((st == LW_BUSY || (st == LW_ERR && transient)) && !try && timeout_ms != 0) {
         /* Only an acquire that really waits says so (docs/reporters.md):
          * an uncontended lock costs no extra line.  The holder id is the
-         * first attempt's token; the end line carries the final one. */
+         * first attempt's token; the 7-field wait that ends it carries
+         * the final one. */
         waited = true;
         lwc_report_waiting(c, lk, true, LW_OK);
         st = lwc_wait_acquire(c, lk, deadline_us, err);
@@ -206,8 +207,9 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
         if (lk->watchdog || lk->kind == &lwc_kind_reentrant)
             lwc_bg_track(c, lk);
         if (waited)
-            lwc_report_waiting(c, lk, false, LW_OK);
-        lwc_report_wait(c, lk->key, lk->keylen, lk->waited_us, LW_OK);
+            lwc_report_wait_end(c, lk, lk->waited_us, LW_OK);
+        else
+            lwc_report_wait(c, lk->key, lk->keylen, lk->waited_us, LW_OK);
         *out = lk;
         lwc_clearerr(err);
         return LW_OK;
@@ -220,8 +222,9 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
         lwc_seterr(err, LW_TIMEOUT, "%s %.200s: still held by someone else after "
                    "%lld ms", fn, key, timeout_ms);
     if (waited)
-        lwc_report_waiting(c, lk, false, st);
-    lwc_report_wait(c, lk->key, lk->keylen, lk->waited_us, st);
+        lwc_report_wait_end(c, lk, lk->waited_us, st);
+    else
+        lwc_report_wait(c, lk->key, lk->keylen, lk->waited_us, st);
     lwc_lock_unref(lk);
     return st;
 }

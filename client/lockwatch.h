@@ -29,9 +29,10 @@
  * Every acquisition reports "lw1 wait <key> <us> <ok|timeout|error>" and
  * every release "lw1 hold <key> <us> <owner> <holder>" to the agent over
  * UDP (see lw_options.agent); an acquire that has to wait also reports
- * "lw1 waiting ... start" and its end, and a lock found lost (watchdog,
- * lw_extend, or a release after the lease ran out) "lw1 lost ..."
- * (docs/line-protocol.md, docs/reporters.md).  LOCKWATCH_KEY_FILE signs
+ * "lw1 waiting ... start", and its wait then names owner and holder ("lw1
+ * wait <key> <us> <outcome> <owner> <holder>", the waiting's end too); a
+ * lock found lost (watchdog, lw_extend, or a release after the lease ran
+ * out) reports "lw1 lost ..." (docs/line-protocol.md, docs/reporters.md).  LOCKWATCH_KEY_FILE signs
  * every datagram; LOCKWATCH_OWNER names the process in owner ids.
  * Reporting never blocks and never fails a lock call.
  *

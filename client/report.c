@@ -4,6 +4,7 @@
  * hold samples"):
  *
  *     lw1 wait <key> <microseconds> <ok|timeout|error>\n
+ *     lw1 wait <key> <microseconds> <ok|timeout|error> <owner> <holder>\n
  *     lw1 hold <key> <microseconds> <owner> <holder>\n
  *     lw1 waiting <key> <owner> <holder> <start|ok|timeout|error>\n
  *     lw1 lost <key> <owner> <holder> <held-us> <overrun-us|-> <renewal|expired>\n
@@ -224,6 +225,26 @@ lwc_line_hold_owned(char *out, size_t cap, const char *key, size_t keylen, uint6
     put(&o, LW1_VERSION " " LW1_VERB_HOLD, sizeof(LW1_VERSION " " LW1_VERB_HOLD) - 1);
     put_enc(&o, key, keylen);
     put_u64(&o, us);
+    put(&o, " ", 1);
+    put(&o, owner, ownerlen);
+    if (holderlen == 0)
+        put_word(&o, LW1_UNKNOWN);
+    else
+        put_enc(&o, holder, holderlen);
+    return finish(&o);
+}
+
+size_t
+lwc_line_wait_owned(char *out, size_t cap, const char *key, size_t keylen, uint64_t us,
+                    lw_status outcome, const char *owner, size_t ownerlen,
+                    const char *holder, size_t holderlen)
+{
+    struct out o = { out, cap, 0, false };
+
+    put(&o, LW1_VERSION " " LW1_VERB_WAIT, sizeof(LW1_VERSION " " LW1_VERB_WAIT) - 1);
+    put_enc(&o, key, keylen);
+    put_u64(&o, us);
+    put_word(&o, outcome_word(outcome));
     put(&o, " ", 1);
     put(&o, owner, ownerlen);
     if (holderlen == 0)
@@ -621,6 +642,20 @@ lwc_report_waiting(lw_client *c, const struct lw_lock *lk, bool start, lw_status
     on = owner_of(c, lk, owner);
     enqueue(c, line, lwc_line_waiting(line, sizeof(line), lk->key, lk->keylen, owner, on,
                                       lk->holder, lk->holderlen, start, outcome));
+}
+
+void
+lwc_report_wait_end(lw_client *c, const struct lw_lock *lk, int64_t us, lw_status outcome)
+{
+    char line[LWC_DGRAM_MAX], owner[OWNER_FIELD_MAX];
+    size_t on;
+
+    if (c->bg.rep.ndest == 0)
+        return;
+    on = owner_of(c, lk, owner);
+    enqueue(c, line, lwc_line_wait_owned(line, sizeof(line), lk->key, lk->keylen,
+                                         (uint64_t)(us < 0 ? 0 : us > US_MAX ? US_MAX : us),
+                                         outcome, owner, on, lk->holder, lk->holderlen));
 }
 
 void

@@ -266,7 +266,25 @@ event_lines_read_back(void **state)
     assert_memory_equal(line, "lw1 hold k 42 o/1 t\n", n);
     assert_int_equal(samples_parse_line(line, n - 1, &s), 0);
     assert_int_equal(s.ownerlen, 3);
+    /* the end of a wait that sent its start: its waiting end and its wait
+     * in one line, read back as a wait with owner and holder */
+    n = lwc_line_wait_owned(line, sizeof(line), "lock:a b", 8, 1234, LW_TIMEOUT, "h:1/7", 5,
+                            "lw1:h:1:7:x", 11);
+    assert_int_equal(n, strlen("lw1 wait lock:a%20b 1234 timeout h:1/7 lw1:h:1:7:x\n"));
+    assert_memory_equal(line, "lw1 wait lock:a%20b 1234 timeout h:1/7 lw1:h:1:7:x\n", n);
+    assert_int_equal(samples_parse_line(line, n - 1, &s), 0);
+    assert_int_equal(s.kind, SAMPLE_WAIT);
+    assert_int_equal(s.outcome, SAMPLE_TIMEOUT);
+    assert_int_equal(s.us, 1234);
+    assert_int_equal(s.ownerlen, 5);
+    assert_int_equal(s.holderlen, 11);
+    n = lwc_line_wait_owned(line, sizeof(line), "k", 1, 7, LW_OK, "o/1", 3, NULL, 0);
+    assert_memory_equal(line, "lw1 wait k 7 ok o/1 -\n", n);
+    n = lwc_line_wait_owned(line, sizeof(line), "k", 1, 7, LW_ERR, "o/1", 3, "t", 1);
+    assert_memory_equal(line, "lw1 wait k 7 error o/1 t\n", n);
     /* too small: refused, never cut */
+    assert_int_equal(lwc_line_wait_owned(line, 21, "k", 1, 7, LW_OK, "o/1", 3, "t", 1), 0);
+    assert_int_equal(lwc_line_wait_owned(line, 22, "k", 1, 7, LW_OK, "o/1", 3, "t", 1), 22);
     assert_int_equal(lwc_line_hold_owned(line, 19, "k", 1, 42, "o/1", 3, "t", 1), 0);
     assert_int_equal(lwc_line_lost(line, 20, "k", 1, "o/1", 3, "t", 1, 9, 250, false), 0);
 }
