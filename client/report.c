@@ -186,6 +186,19 @@ put_u64(struct out *o, uint64_t v)
     put(o, num, lwc_fmt_u64(num, v));
 }
 
+/* " <owner> <holder>" (owner already encoded; no holder: "-"). */
+static void
+put_owner_holder(struct out *o, const char *owner, size_t ownerlen, const char *holder,
+                 size_t holderlen)
+{
+    put(o, " ", 1);
+    put(o, owner, ownerlen);
+    if (holderlen == 0)
+        put_word(o, LW1_UNKNOWN);
+    else
+        put_enc(o, holder, holderlen);
+}
+
 /* "lw1 <verb> <key> <owner> <holder>" (owner already encoded). */
 static void
 put_head(struct out *o, const char *verb, const char *key, size_t keylen,
@@ -194,12 +207,7 @@ put_head(struct out *o, const char *verb, const char *key, size_t keylen,
     put(o, LW1_VERSION, sizeof(LW1_VERSION) - 1);
     put_word(o, verb);
     put_enc(o, key, keylen);
-    put(o, " ", 1);
-    put(o, owner, ownerlen);
-    if (holderlen == 0)
-        put_word(o, LW1_UNKNOWN);
-    else
-        put_enc(o, holder, holderlen);
+    put_owner_holder(o, owner, ownerlen, holder, holderlen);
 }
 
 static size_t
@@ -216,22 +224,31 @@ outcome_word(lw_status st)
            (st == LW_TIMEOUT || st == LW_BUSY) ? LW1_OUTCOME_TIMEOUT : LW1_OUTCOME_ERROR;
 }
 
+/* "lw1 <verb> <key> <us>[ <word>] <owner> <holder>\n": a hold, or a wait
+ * with its outcome word. */
+static size_t
+line_us_owned(char *out, size_t cap, const char *verb, const char *key, size_t keylen,
+              uint64_t us, const char *word, const char *owner, size_t ownerlen,
+              const char *holder, size_t holderlen)
+{
+    struct out o = { out, cap, 0, false };
+
+    put(&o, LW1_VERSION, sizeof(LW1_VERSION) - 1);
+    put_word(&o, verb);
+    put_enc(&o, key, keylen);
+    put_u64(&o, us);
+    if (word != NULL)
+        put_word(&o, word);
+    put_owner_holder(&o, owner, ownerlen, holder, holderlen);
+    return finish(&o);
+}
+
 size_t
 lwc_line_hold_owned(char *out, size_t cap, const char *key, size_t keylen, uint64_t us,
                     const char *owner, size_t ownerlen, const char *holder, size_t holderlen)
 {
-    struct out o = { out, cap, 0, false };
-
-    put(&o, LW1_VERSION " " LW1_VERB_HOLD, sizeof(LW1_VERSION " " LW1_VERB_HOLD) - 1);
-    put_enc(&o, key, keylen);
-    put_u64(&o, us);
-    put(&o, " ", 1);
-    put(&o, owner, ownerlen);
-    if (holderlen == 0)
-        put_word(&o, LW1_UNKNOWN);
-    else
-        put_enc(&o, holder, holderlen);
-    return finish(&o);
+    return line_us_owned(out, cap, LW1_VERB_HOLD, key, keylen, us, NULL, owner, ownerlen,
+                         holder, holderlen);
 }
 
 size_t
@@ -239,19 +256,8 @@ lwc_line_wait_owned(char *out, size_t cap, const char *key, size_t keylen, uint6
                     lw_status outcome, const char *owner, size_t ownerlen,
                     const char *holder, size_t holderlen)
 {
-    struct out o = { out, cap, 0, false };
-
-    put(&o, LW1_VERSION " " LW1_VERB_WAIT, sizeof(LW1_VERSION " " LW1_VERB_WAIT) - 1);
-    put_enc(&o, key, keylen);
-    put_u64(&o, us);
-    put_word(&o, outcome_word(outcome));
-    put(&o, " ", 1);
-    put(&o, owner, ownerlen);
-    if (holderlen == 0)
-        put_word(&o, LW1_UNKNOWN);
-    else
-        put_enc(&o, holder, holderlen);
-    return finish(&o);
+    return line_us_owned(out, cap, LW1_VERB_WAIT, key, keylen, us, outcome_word(outcome),
+                         owner, ownerlen, holder, holderlen);
 }
 
 size_t
@@ -617,8 +623,11 @@ owner_of(const lw_client *c, const struct lw_lock *lk, char *out)
     return n + lwc_fmt_u64(out + n, (uint64_t)(lk->tid < 0 ? 0 : lk->tid));
 }
 
-void
-lwc_report_hold(lw_client *c, const struct lw_lock *lk, int64_t us)
+/* lk's hold (word NULL) or the wait that ended its waiting (word its
+ * outcome): the line with lk's owner and holder. */
+static void
+report_owned(lw_client *c, const struct lw_lock *lk, const char *verb, int64_t us,
+             const char *word)
 {
     char line[LWC_DGRAM_MAX], owner[OWNER_FIELD_MAX];
     size_t on;
@@ -626,9 +635,15 @@ lwc_report_hold(lw_client *c, const struct lw_lock *lk, int64_t us)
     if (c->bg.rep.ndest == 0)
         return;
     on = owner_of(c, lk, owner);
-    enqueue(c, line, lwc_line_hold_owned(line, sizeof(line), lk->key, lk->keylen,
-                                         (uint64_t)(us < 0 ? 0 : us > US_MAX ? US_MAX : us),
-                                         owner, on, lk->holder, lk->holderlen));
+    enqueue(c, line, line_us_owned(line, sizeof(line), verb, lk->key, lk->keylen,
+                                   (uint64_t)(us < 0 ? 0 : us > US_MAX ? US_MAX : us), word,
+                                   owner, on, lk->holder, lk->holderlen));
+}
+
+void
+lwc_report_hold(lw_client *c, const struct lw_lock *lk, int64_t us)
+{
+    report_owned(c, lk, LW1_VERB_HOLD, us, NULL);
 }
 
 void
@@ -647,15 +662,7 @@ lwc_report_waiting(lw_client *c, const struct lw_lock *lk, bool start, lw_status
 void
 lwc_report_wait_end(lw_client *c, const struct lw_lock *lk, int64_t us, lw_status outcome)
 {
-    char line[LWC_DGRAM_MAX], owner[OWNER_FIELD_MAX];
-    size_t on;
-
-    if (c->bg.rep.ndest == 0)
-        return;
-    on = owner_of(c, lk, owner);
-    enqueue(c, line, lwc_line_wait_owned(line, sizeof(line), lk->key, lk->keylen,
-                                         (uint64_t)(us < 0 ? 0 : us > US_MAX ? US_MAX : us),
-                                         outcome, owner, on, lk->holder, lk->holderlen));
+    report_owned(c, lk, LW1_VERB_WAIT, us, outcome_word(outcome));
 }
 
 void
