@@ -32,8 +32,9 @@
  * "lw1 waiting ... start", and its wait then names owner and holder ("lw1
  * wait <key> <us> <outcome> <owner> <holder>", the waiting's end too); a
  * lock found lost (watchdog, lw_extend, or a release after the lease ran
- * out) reports "lw1 lost ..." (docs/line-protocol.md, docs/reporters.md).  LOCKWATCH_KEY_FILE signs
- * every datagram; LOCKWATCH_OWNER names the process in owner ids.
+ * out) reports "lw1 lost ..." (docs/line-protocol.md, docs/reporters.md).
+ * LOCKWATCH_KEY_FILE signs every datagram; LOCKWATCH_OWNER names the
+ * process in owner ids.
  * Reporting never blocks and never fails a lock call.
  *
  * Threads.  A client handle may be used by any number of threads at once:
