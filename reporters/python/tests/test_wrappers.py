@@ -6,7 +6,8 @@ at extend.  Every acquire that acquired sends `waiting ... ok`, and one
 that did not its `waiting` end only after a start, both in its 7-field wait
 line; `waiting ... start` only goes out once the first attempt found the
 lock taken (redis-py,
-redis.asyncio) or when a blocking acquire begins (python-redis-lock).  Needs
+redis.asyncio, and python-redis-lock when it waits for the release's
+signal).  Needs
 redis-py (and python-redis-lock for its class; skipped otherwise); the real
 libraries run in tests/interop/reporters/python."""
 
@@ -52,7 +53,12 @@ class FakeRedis:
     def get(self, name):
         return self.data.get(name)
 
+    blpop_hook = None   # called by blpop(): a release elsewhere
+
     def blpop(self, key, timeout=0):
+        if self.blpop_hook is not None:
+            self.blpop_hook()
+            return (key, b"1")
         return None
 
     def register_script(self, text):
@@ -246,17 +252,29 @@ class PythonRedisLock(Lines):
         me = OWNER + str(threading.get_ident())
         a = ReportingRedisLock(r, "a", expire=10, id="tok-a", strict=False)
         self.assertTrue(a.acquire())
-        # its attempts cannot be seen: a blocking acquire sends start first
-        self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-a start" % me,
-                                        "lw1 wait lock:a <us> ok %s tok-a" % me])
+        # a blocking acquire that got the lock at once sends no start
+        self.assertEqual(self.lines(), ["lw1 wait lock:a <us> ok %s tok-a" % me])
         b = ReportingRedisLock(r, "a", expire=10, id="tok-b", strict=False)
         self.assertFalse(b.acquire(blocking=False))
         self.assertEqual(self.lines(), ["lw1 wait lock:a <us> timeout"])
-        self.assertFalse(b.acquire(timeout=1))   # the fake's BLPOP returns at once
+        # one that found it taken sends its start when the library waits
+        # for the release's signal (BLPOP: the fake's returns at once)
+        self.assertFalse(b.acquire(timeout=1))
         self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-b start" % me,
                                         "lw1 wait lock:a <us> timeout %s tok-b" % me])
         a.release()
         self.assertEqual(self.lines(), ["lw1 hold lock:a <us> %s tok-a" % me])
+        # one woken twice (the second time the lock is free) sends one start
+        r.data["lock:a"] = "someone else"
+        woken = []
+        r.blpop_hook = lambda: woken.append(1) if len(woken) < 1 else r.data.pop("lock:a")
+        d = ReportingRedisLock(r, "a", expire=10, id="tok-d", strict=False)
+        self.assertTrue(d.acquire())
+        r.blpop_hook = None
+        self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-d start" % me,
+                                        "lw1 wait lock:a <us> ok %s tok-d" % me])
+        d.release()
+        self.lines()
         c = ReportingRedisLock(r, "a", expire=10, id="tok-c", strict=False)
         self.assertTrue(c.acquire(blocking=False))
         self.assertEqual(self.lines(), ["lw1 wait lock:a <us> ok %s tok-c" % me])

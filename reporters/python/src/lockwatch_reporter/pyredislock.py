@@ -6,10 +6,13 @@ the holder id the lock's id (the value it stores), the owner party the
 thread that called acquire() (kept for the holding: the auto-renewal thread
 reports in its name).
 
-Waiting: the library's attempts cannot be seen from outside, so a blocking
-acquire() sends `waiting ... start` when it begins; every acquire() that
-acquired sends `waiting ... ok` (one queued event, written as its 7-field
-`wait` line).
+Waiting: a blocking acquire() sends `waiting ... start` when its first
+attempt found the lock taken, as the other wrappers do: the library calls
+its client's blpop() (the wait for the release's signal) only then, and
+the lock's client is, once a blocking acquire() has run, a _WatchedClient
+around the one it was given, which sends the start of the acquire() that
+calls it in this thread.  Every acquire() that acquired sends `waiting ...
+ok` (one queued event, written as its 7-field `wait` line).
 
 Lost: a renewal (the auto-renewal thread's or the caller's extend()) that
 finds the lock not ours (NotAcquired) is `lost ... renewal`; a release that
@@ -19,6 +22,8 @@ reporter).  The library's methods are called directly, not through
 super(), as redis_py.ReportingLock does (the 5% budget).
 """
 
+import threading
+import weakref
 from threading import get_ident
 
 import redis_lock
@@ -31,31 +36,78 @@ def _lease_ns(expire):
     return int(expire * 1e9) if expire else None
 
 
+# The ReportingRedisLock whose blocking acquire() runs in this thread and
+# has sent no start yet (the library's acquire calls blpop() synchronously).
+_tls = threading.local()
+
+
+class _WatchedClient:
+    """A lock's Redis client as the library sees it: the real client's
+    attributes (a method looked up once, then kept here), but blpop(),
+    which sends the `waiting ... start` of the acquire() in this thread
+    before it waits.  One per client (_watched), shared by its locks."""
+
+    def __init__(self, client):
+        self._lw_client = client
+
+    def __getattr__(self, name):
+        v = getattr(self._lw_client, name)
+        if callable(v):
+            self.__dict__[name] = v
+        return v
+
+    def blpop(self, *args, **kwargs):
+        lk = getattr(_tls, "acquiring", None)
+        if lk is not None:
+            _tls.acquiring = None
+            lk._lw_busy()
+        return self._lw_client.blpop(*args, **kwargs)
+
+
+_watchers = weakref.WeakKeyDictionary()
+
+
+def _watched(client):
+    try:
+        w = _watchers.get(client)
+        if w is None:
+            w = _watchers[client] = _WatchedClient(client)
+        return w
+    except TypeError:   # not hashable or not weakly referable: one of its own
+        return _WatchedClient(client)
+
+
 class ReportingRedisLock(redis_lock.Lock):
     """redis_lock.Lock reporting to the lockwatch agent."""
 
     # the holding: the "ok" event its acquire queued, or a Holding once
     # extended or lost
     _lw_hold = None
+    # the running acquire(): its owner party, and whether it sent its start
+    _lw_party = None
+    _lw_started = False
 
     def acquire(self, blocking=True, timeout=None):
         rep = _sender.active or _sender.get()
         if rep is None:
             return redis_lock.Lock.acquire(self, blocking, timeout)
         party = get_ident()
+        self._lw_started = False
         if blocking:
-            q = rep.q
-            if len(q) < rep.fast_below:
-                q.append(("start", self._name, party, self._id))
-            else:
-                rep.put(("start", self._name, party, self._id))
+            if self._client.__class__ is not _WatchedClient:
+                self._client = _watched(self._client)
+            self._lw_party = party
+            _tls.acquiring = self
         t0 = _now()
         try:
             got = redis_lock.Lock.acquire(self, blocking, timeout)
         except BaseException:
-            rep.put(("end", self._name, party, self._id, t0, _now(), "error", bool(blocking)))
+            _tls.acquiring = None
+            rep.put(("end", self._name, party, self._id, t0, _now(), "error", self._lw_started))
             raise
         t1 = _now()
+        if blocking:
+            _tls.acquiring = None
         if got:
             ev = ("ok", self._name, party, self._id, t0, t1)
             q = rep.q
@@ -65,8 +117,17 @@ class ReportingRedisLock(redis_lock.Lock):
                 rep.put(ev)
             self._lw_hold = ev
         else:
-            rep.put(("end", self._name, party, self._id, t0, t1, "timeout", bool(blocking)))
+            rep.put(("end", self._name, party, self._id, t0, t1, "timeout", self._lw_started))
         return got
+
+    def _lw_busy(self):
+        """The first attempt found the lock taken (the library is about to
+        wait for its signal): the `waiting ... start`, once."""
+        rep = _sender.active or _sender.get()
+        if rep is None or self._lw_started:
+            return
+        self._lw_started = True
+        rep.put(("start", self._name, self._lw_party, self._id))
 
     def _holding(self):
         h = self._lw_hold
