@@ -12,9 +12,11 @@ redis-py (and python-redis-lock for its class; skipped otherwise); the real
 libraries run in tests/interop/reporters/python."""
 
 import asyncio
+import gc
 import re
 import threading
 import unittest
+import weakref
 
 try:
     from redis.exceptions import LockNotOwnedError
@@ -275,6 +277,7 @@ class PythonRedisLock(Lines):
                                         "lw1 wait lock:a <us> ok %s tok-d" % me])
         d.release()
         self.lines()
+        self.assertIs(d._client, a._client)   # one watcher per client
         c = ReportingRedisLock(r, "a", expire=10, id="tok-c", strict=False)
         self.assertTrue(c.acquire(blocking=False))
         self.assertEqual(self.lines(), ["lw1 wait lock:a <us> ok %s tok-c" % me])
@@ -284,6 +287,21 @@ class PythonRedisLock(Lines):
         self.assertEqual([re.sub(r" tok-c \d+ ", " tok-c <us> ", ln) for ln in self.lines()],
                          ["lw1 lost lock:a %s tok-c <us> 0 expired" % me,
                           "lw1 hold lock:a <us> %s tok-c" % me])
+
+    def test_the_client_watcher_goes_with_the_client(self):
+        # (python-redis-lock keeps the client its scripts were registered
+        # with: a first lock registers them with another)
+        ReportingRedisLock(FakeRedis(), "x", expire=10, strict=False)
+        r = FakeRedis()
+        a = ReportingRedisLock(r, "a", expire=10, id="tok-a", strict=False)
+        self.assertTrue(a.acquire())
+        a.release()
+        self.lines()
+        self.assertIs(a._client._lw_client, r)
+        ref = weakref.ref(r)
+        del r, a
+        gc.collect()
+        self.assertIsNone(ref())
 
 
 if __name__ == "__main__":

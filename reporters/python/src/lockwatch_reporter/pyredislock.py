@@ -23,7 +23,6 @@ super(), as redis_py.ReportingLock does (the 5% budget).
 """
 
 import threading
-import weakref
 from threading import get_ident
 
 import redis_lock
@@ -64,17 +63,18 @@ class _WatchedClient:
         return self._lw_client.blpop(*args, **kwargs)
 
 
-_watchers = weakref.WeakKeyDictionary()
-
-
 def _watched(client):
+    """client's _WatchedClient, kept on the client itself: the two refer
+    to each other, a cycle the collector frees with the client (a table
+    keyed by clients would keep every client alive through its value)."""
     try:
-        w = _watchers.get(client)
-        if w is None:
-            w = _watchers[client] = _WatchedClient(client)
-        return w
-    except TypeError:   # not hashable or not weakly referable: one of its own
+        d = client.__dict__
+    except AttributeError:   # no instance dict: one of its own for each lock
         return _WatchedClient(client)
+    w = d.get("_lw_watched")
+    if w is None:
+        w = d["_lw_watched"] = _WatchedClient(client)
+    return w
 
 
 class ReportingRedisLock(redis_lock.Lock):
