@@ -173,6 +173,10 @@ ALL_OBJ := $(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/main.o $(UNIT_
            $(ITEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/packaging/man/gen_ini5.o \
            $(BUILD)/tests/unit/failalloc.o
 
+# A recipe that fails leaves no half-written target behind; generated files
+# are written to $@.tmp and renamed, so an interrupted build leaves none either.
+.DELETE_ON_ERROR:
+
 .PHONY: all deps test unit integration demo bench bench-follow bench-follow-fullscan install \
         uninstall clean deb man torture deps-hiredis-tls interop interop-deadlock-soak
 all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(GEN_INI5)
@@ -201,7 +205,7 @@ $(BUILD)/gen/%.lua.c: %.lua
 	  printf 'extern const char %s[];\nconst char %s[] = {\n' \
 	         '$(subst /,_,$(subst .,_,$<))' '$(subst /,_,$(subst .,_,$<))'; \
 	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
-	  printf '0x00\n};\n'; } > $@
+	  printf '0x00\n};\n'; } > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/gen/%.lua.o: $(BUILD)/gen/%.lua.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
@@ -226,7 +230,7 @@ $(LIBLW_SO): $(CLIENT_OBJ)
 
 $(BUILD)/lib/lockwatch.pc: client/lockwatch.pc.in $(HIREDIS_STAMP)
 	@mkdir -p $(@D)
-	sed 's|@PREFIX@|$(PREFIX)|g; s|@VERSION@|$(VERSION)|g; s|@REQUIRES@|$(HIREDIS_PKGS)|g' $< > $@
+	sed 's|@PREFIX@|$(PREFIX)|g; s|@VERSION@|$(VERSION)|g; s|@REQUIRES@|$(HIREDIS_PKGS)|g' $< > $@.tmp && mv $@.tmp $@
 
 # Examples and integration drivers see the client only as users do:
 # #include <lockwatch.h>.
