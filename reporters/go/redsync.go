@@ -1,21 +1,28 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
 // go-redsync: Mutex wraps a *redsync.Mutex and reports its calls. Lock and
-// LockContext may wait (redsync retries), so they send waiting start, then
-// the waiting end and the wait as one line (the 7-field wait); Unlock sends the hold; an Unlock that finds the key gone or
-// another's (ErrTaken) sends lost expired first, and an Extend that fails
-// (ErrTaken, or ErrExtendFailed: it came back after the lease's end) sends
-// lost renewal. The holder id is the mutex's value (redsync makes it inside
-// Lock, so the start line says "-"). Like redsync's own Mutex, a wrapped
-// Mutex is used by one goroutine at a time.
+// LockContext may wait (redsync retries): they send waiting start, then the
+// waiting end and the wait as one line (the 7-field wait). A Mutex made by
+// a Redsync of this package (NewRedsync: redsync.New over watched pools)
+// sends the start only when an attempt found the lock taken or failed, as
+// liblockwatch does, and names its holder id (the attempt's value); one
+// wrapped with WrapMutex sends it before every Lock, with holder "-"
+// (redsync makes the value inside Lock). An acquire that neither acquired
+// nor sent a start sends the 5-field wait. Unlock sends the hold; an Unlock
+// that finds the key gone or another's (ErrTaken) sends lost expired
+// first, and an Extend that fails (ErrTaken, or ErrExtendFailed: it came
+// back after the lease's end) sends lost renewal. Like redsync's own
+// Mutex, a wrapped Mutex is used by one goroutine at a time.
 package reporter
 
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
+	rsredis "github.com/go-redsync/redsync/v4/redis"
 )
 
 // Mutex is a reporting *redsync.Mutex.
@@ -23,6 +30,13 @@ type Mutex struct {
 	m      *redsync.Mutex
 	r      *Reporter
 	owner0 string // the owner id when the context names no party (made once)
+
+	// made by a Redsync of this package: its pools tell a failed attempt
+	// (the LockContext call in flight: its owner, whether it sent a start)
+	watched bool
+	calling string
+	started atomic.Bool
+	value   string // the value of the attempt that sent the start
 
 	// the current holding
 	held     bool
@@ -67,9 +81,19 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 	if p := partyFrom(ctx, ""); p != "" {
 		owner = m.r.owner(p)
 	}
-	m.r.waiting(key, owner, "", "start")
+	lctx := ctx
+	if m.watched {
+		if lctx == nil {
+			lctx = context.Background()
+		}
+		m.calling = owner
+		m.started.Store(false)
+		lctx = context.WithValue(lctx, attemptKey{}, m)
+	} else {
+		m.r.waiting(key, owner, "", "start")
+	}
 	t0 := time.Now()
-	err := m.m.LockContext(ctx)
+	err := m.m.LockContext(lctx)
 	t1 := time.Now()
 	o := redsyncOutcome(err)
 	holder := ""
@@ -77,8 +101,90 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 		holder = m.m.Value()
 		m.held, m.lost, m.acquired, m.owner, m.holder = true, false, t1, owner, holder
 	}
-	m.r.waitEnd(key, micros(t1.Sub(t0)), o, owner, holder)
+	if o == OK || !m.watched || m.started.Load() {
+		if o != OK && m.watched {
+			holder = m.value // the start's: a waiting end names the holder id its start did
+		}
+		m.r.waitEnd(key, micros(t1.Sub(t0)), o, owner, holder)
+	} else {
+		m.r.wait(key, micros(t1.Sub(t0)), o)
+	}
 	return err
+}
+
+// attemptFailed: an attempt of the LockContext call in flight (value, its
+// holder id) did not get the lock on one node: the call will wait (or give
+// up), so its waiting start goes out, once. Called from redsync's
+// goroutines, one per node, while LockContext waits for them.
+func (m *Mutex) attemptFailed(value string) {
+	if m.started.Swap(true) {
+		return
+	}
+	m.value = value
+	m.r.waiting(m.m.Name(), m.calling, value, "start")
+}
+
+// Redsync is a reporting *redsync.Redsync: redsync.New over pools that tell
+// its Mutexes' LockContext calls when an attempt failed.
+type Redsync struct {
+	rs *redsync.Redsync
+	r  *Reporter
+}
+
+// NewRedsync is redsync.New over watched pools, with the default reporter.
+func NewRedsync(pools ...rsredis.Pool) *Redsync { return Default().NewRedsync(pools...) }
+
+// NewRedsync is redsync.New over watched pools, reporting to r.
+func (r *Reporter) NewRedsync(pools ...rsredis.Pool) *Redsync {
+	w := make([]rsredis.Pool, len(pools))
+	for i, p := range pools {
+		w[i] = watchedPool{p}
+	}
+	return &Redsync{rs: redsync.New(w...), r: r}
+}
+
+// NewMutex is redsync's NewMutex, wrapped: its waiting start goes out when
+// an attempt fails, not before every Lock.
+func (s *Redsync) NewMutex(name string, options ...redsync.Option) *Mutex {
+	m := s.r.WrapMutex(s.rs.NewMutex(name, options...))
+	m.watched = true
+	return m
+}
+
+// Unwrap returns the redsync instance (its pools watched: a Mutex it makes
+// and WrapMutex wraps sends its start before every Lock).
+func (s *Redsync) Unwrap() *redsync.Redsync { return s.rs }
+
+// attemptKey: the context value naming the LockContext call in flight.
+type attemptKey struct{}
+
+// watchedPool hands out, under a LockContext call of a watched Mutex,
+// connections that tell it when SET NX did not set the key (taken, or an
+// error); every other use gets the pool's own connection.
+type watchedPool struct{ p rsredis.Pool }
+
+func (w watchedPool) Get(ctx context.Context) (rsredis.Conn, error) {
+	c, err := w.p.Get(ctx)
+	if err != nil || ctx == nil {
+		return c, err
+	}
+	if m, ok := ctx.Value(attemptKey{}).(*Mutex); ok {
+		return watchedConn{c, m}, nil
+	}
+	return c, nil
+}
+
+type watchedConn struct {
+	rsredis.Conn
+	m *Mutex
+}
+
+func (c watchedConn) SetNX(name, value string, expiry time.Duration) (bool, error) {
+	ok, err := c.Conn.SetNX(name, value, expiry)
+	if !ok {
+		c.m.attemptFailed(value)
+	}
+	return ok, err
 }
 
 // Unlock unlocks m (redsync's Unlock), reporting the hold.

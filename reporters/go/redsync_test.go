@@ -20,6 +20,7 @@ type memPool struct {
 	mu   sync.Mutex
 	vals map[string]string
 	down bool
+	busy int // SET NX answers "taken" this many more times
 }
 
 type memConn struct{ p *memPool }
@@ -42,6 +43,10 @@ func (c memConn) SetNX(name, value string, _ time.Duration) (bool, error) {
 	defer c.p.mu.Unlock()
 	if c.p.down {
 		return false, errors.New("connection refused")
+	}
+	if c.p.busy > 0 {
+		c.p.busy--
+		return false, nil
 	}
 	if _, ok := c.p.vals[name]; ok {
 		return false, nil
@@ -75,18 +80,23 @@ func tapped() (*Reporter, *[]string) {
 	return r, lines
 }
 
-func TestMutexReportsWaitAndHold(t *testing.T) {
-	r, lines := tapped()
-	pool := &memPool{vals: map[string]string{}}
-	rs := redsync.New(pool)
-	m := r.WrapMutex(rs.NewMutex("lock:a"))
-	ctx := WithOwner(context.Background(), "worker-3")
+// lockUnlock takes m in ctx and releases it, failing t if either fails.
+func lockUnlock(t *testing.T, m *Mutex, ctx context.Context) {
+	t.Helper()
 	if err := m.LockContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := m.Unlock(); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
+}
+
+func TestMutexReportsWaitAndHold(t *testing.T) {
+	r, lines := tapped()
+	pool := &memPool{vals: map[string]string{}}
+	rs := redsync.New(pool)
+	m := r.WrapMutex(rs.NewMutex("lock:a"))
+	lockUnlock(t, m, WithOwner(context.Background(), "worker-3"))
 	l := *lines
 	if len(l) != 3 {
 		t.Fatalf("%q", l)
@@ -131,6 +141,68 @@ func TestMutexOutcomesAndLoss(t *testing.T) {
 	l := *lines
 	if len(l) != 2 || !strings.HasPrefix(l[0], "lw1 lost lock:b p/m") || !strings.HasSuffix(l[0], " renewal") ||
 		!strings.HasPrefix(l[1], "lw1 hold lock:b ") {
+		t.Fatalf("%q", l)
+	}
+}
+
+func fastDelay(int) time.Duration { return time.Millisecond }
+
+// A Mutex of NewRedsync sends no start when its first attempt gets the
+// lock, and one start naming its holder id when attempts fail first.
+func TestWatchedMutexStartsOnlyWhenAnAttemptFails(t *testing.T) {
+	r, lines := tapped()
+	pool := &memPool{vals: map[string]string{}}
+	rs := r.NewRedsync(pool)
+	m := rs.NewMutex("lock:w", redsync.WithRetryDelayFunc(fastDelay))
+	ctx := WithOwner(context.Background(), "worker-1")
+	lockUnlock(t, m, ctx)
+	l := *lines
+	if len(l) != 2 || !strings.HasPrefix(l[0], "lw1 wait lock:w ") ||
+		!strings.HasSuffix(l[0], " ok p/worker-1 "+m.Value()) || !strings.HasPrefix(l[1], "lw1 hold lock:w ") {
+		t.Fatalf("uncontended: %q", l)
+	}
+	*lines = nil
+	pool.busy = 3
+	if err := m.LockContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l = *lines
+	if len(l) != 2 || l[0] != "lw1 waiting lock:w p/worker-1 "+m.Value()+" start" ||
+		!strings.HasSuffix(l[1], " ok p/worker-1 "+m.Value()) {
+		t.Fatalf("contended: %q", l)
+	}
+	m.Unlock()
+	if rs.Unwrap() == nil {
+		t.Fatal("no redsync")
+	}
+}
+
+// Every node of a quorum failing sends one start; a call that gives up
+// after it ends the waiting (7-field wait); a lock wrapped with WrapMutex
+// over the same pools keeps its start before every Lock.
+func TestWatchedMutexAcrossNodes(t *testing.T) {
+	r, lines := tapped()
+	pools := []rsredis.Pool{
+		&memPool{vals: map[string]string{"lock:q": "x"}},
+		&memPool{vals: map[string]string{"lock:q": "x"}},
+		&memPool{vals: map[string]string{"lock:q": "x"}},
+	}
+	rs := r.NewRedsync(pools...)
+	m := rs.NewMutex("lock:q", redsync.WithTries(2), redsync.WithRetryDelayFunc(fastDelay))
+	if err := m.Lock(); err == nil {
+		t.Fatal("taken lock acquired")
+	}
+	l := *lines
+	if len(l) != 2 || !strings.HasPrefix(l[0], "lw1 waiting lock:q "+m.owner0+" ") || !strings.HasSuffix(l[0], " start") ||
+		strings.HasSuffix(l[0], " - start") || !strings.HasSuffix(l[1], " timeout "+m.owner0+" "+m.value) {
+		t.Fatalf("%q", l)
+	}
+	*lines = nil
+	plain := r.WrapMutex(rs.Unwrap().NewMutex("lock:p"))
+	if err := plain.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if l := *lines; len(l) != 2 || l[0] != "lw1 waiting lock:p "+plain.owner0+" - start" {
 		t.Fatalf("%q", l)
 	}
 }

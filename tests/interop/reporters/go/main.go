@@ -51,6 +51,8 @@ type waits struct {
 	us            map[string][]int64
 	out           map[string]int
 	lost, waiting int
+	starts        int    // waiting ... start lines
+	startHolder   string // the last one's holder id
 }
 
 func (w *waits) tap(line string) {
@@ -69,6 +71,10 @@ func (w *waits) tap(line string) {
 		w.lost++
 	case "waiting":
 		w.waiting++
+		if len(f) == 6 && f[5] == "start" {
+			w.starts++
+			w.startHolder = f[4]
+		}
 	}
 }
 
@@ -144,6 +150,7 @@ func contend(client *goredislib.Client, rs *redsync.Redsync) {
 	c.Tap = w.tap
 	rep := reporter.New(c)
 	lc := rep.WrapClient(redislock.New(client))
+	wrs := rep.NewRedsync(goredis.NewPool(client)) // its mutexes send a start when an attempt fails
 	keys := []string{"rep:go:redsync:alpha", "rep:go:redsync:beta", "rep:go:redislock:alpha", "rep:go:redislock:beta"}
 	var mu sync.Mutex
 	made := map[string]int{}
@@ -159,8 +166,8 @@ func contend(client *goredislib.Client, rs *redsync.Redsync) {
 			ctx := reporter.WithOwner(context.Background(), "worker-"+strconv.Itoa(g))
 			var m *reporter.Mutex
 			if strings.Contains(k, "redsync") {
-				m = rep.WrapMutex(rs.NewMutex(k, redsync.WithExpiry(8*time.Second), redsync.WithTries(100000),
-					redsync.WithRetryDelayFunc(fastRetry)))
+				m = wrs.NewMutex(k, redsync.WithExpiry(8*time.Second), redsync.WithTries(100000),
+					redsync.WithRetryDelayFunc(fastRetry))
 			}
 			var mine []int64
 			count := 0
@@ -216,7 +223,7 @@ func contend(client *goredislib.Client, rs *redsync.Redsync) {
 	}
 	st := rep.Stats()
 	emit(map[string]interface{}{"keys": out, "failures": failures, "flushed": flushed, "stats": st,
-		"outcomes": w.out, "waiting": w.waiting})
+		"outcomes": w.out, "waiting": w.waiting, "starts": w.starts})
 }
 
 // timed runs one acquire+release and returns its duration and error.
@@ -320,6 +327,31 @@ func lost(client *goredislib.Client, rs *redsync.Redsync) {
 	if l2 != nil {
 		l2.Release(ctx)
 	}
+	// a Mutex of NewRedsync: no start when its first attempt gets the lock;
+	// one, naming the attempt's value, when the lock is taken and it waits
+	wrs := rep.NewRedsync(goredis.NewPool(client))
+	free := wrs.NewMutex("rep:go:watched", redsync.WithTries(1))
+	starts := w.starts
+	if err := free.Lock(); err != nil {
+		fail(err)
+	}
+	free.Unlock()
+	res["watched_free_starts"] = w.starts - starts
+	held := rs.NewMutex("rep:go:watched")
+	if err := held.Lock(); err != nil {
+		fail(err)
+	}
+	busy := wrs.NewMutex("rep:go:watched", redsync.WithTries(1000), redsync.WithRetryDelayFunc(fastRetry))
+	go func() { time.Sleep(50 * time.Millisecond); held.Unlock() }()
+	if err := busy.Lock(); err != nil {
+		fail(err)
+	}
+	busy.Unlock()
+	res["watched_busy_starts"] = w.starts - starts
+	res["watched_start_names_value"] = w.startHolder == busy.Value()
+	res["expect"] = map[string]interface{}{"watched_free_starts": 0, "watched_busy_starts": 1,
+		"watched_start_names_value": true}
+
 	rep.Flush(5 * time.Second)
 	rep.Close()
 	res["lost_lines"] = w.lost
@@ -346,7 +378,7 @@ func bench(client *goredislib.Client, rs *redsync.Redsync) {
 	rep := reporter.Default()
 	ctx := context.Background()
 	bare := rs.NewMutex("rep:go:bench:bare", redsync.WithTries(1))
-	wrapped := rep.WrapMutex(rs.NewMutex("rep:go:bench:wrapped", redsync.WithTries(1)))
+	wrapped := rep.NewRedsync(goredis.NewPool(client)).NewMutex("rep:go:bench:wrapped", redsync.WithTries(1))
 	plain := redislock.New(client)
 	lc := rep.WrapClient(plain)
 	round := func(f func() error) float64 {
