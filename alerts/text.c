@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * text.c - appends onto a strbuf that cut at a UTF-8 character boundary
- * instead of failing at the cap (see text.h), and the house format of a
- * duration: every alert text, the log and the status page write one the
- * same way ("850ms", "42s", "5m 3s", "2h 1m", "3d 4h").
+ * instead of failing at the cap (see text.h), and durations in the house
+ * format (common/duration.h: "850ms", "42s", "5m03s", "2h01m", "3d04h"),
+ * the one lockctl's tables use too.
  */
 #include "alerts/text.h"
 
@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "alerts/alertset.h"
+#include "common/duration.h"
 #include "common/keytext.h"
 
 size_t
@@ -42,21 +43,7 @@ text_adds(struct strbuf *sb, const char *s)
 void
 text_format_duration(int64_t ms, char *buf, size_t len)
 {
-    int64_t s;
-
-    if (ms < 0)
-        ms = 0;
-    s = ms / 1000;
-    if (ms < 1000)
-        snprintf(buf, len, "%" PRId64 "ms", ms);
-    else if (s < 60)
-        snprintf(buf, len, "%" PRId64 "s", s);
-    else if (s < 3600)
-        snprintf(buf, len, "%" PRId64 "m %" PRId64 "s", s / 60, s % 60);
-    else if (s < 86400)
-        snprintf(buf, len, "%" PRId64 "h %" PRId64 "m", s / 3600, (s % 3600) / 60);
-    else
-        snprintf(buf, len, "%" PRId64 "d %" PRId64 "h", s / 86400, (s % 86400) / 3600);
+    duration_format(ms, buf, len);
 }
 
 void

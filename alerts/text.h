@@ -33,9 +33,10 @@ bool text_add(struct strbuf *sb, const char *s, size_t n);
 /* text_add of a NUL-terminated string. */
 bool text_adds(struct strbuf *sb, const char *s);
 
-/* The house format of a duration for people, the one every alert text, log
- * line and the status page use: "850ms", "42s", "5m 3s", "2h 1m", "3d 4h"
- * (cut down to the unit shown; negative counts as 0). */
+/* The house format of a duration for people (common/duration.h), the one
+ * every alert text, log line, the status page and lockctl use: "850ms",
+ * "42s", "5m03s", "2h01m", "3d04h" (cut down to the unit shown; negative
+ * counts as 0). */
 void text_format_duration(int64_t ms, char *buf, size_t len);
 
 /* text_add of text_format_duration(ms). */
@@ -46,14 +47,14 @@ void text_duration(struct strbuf *t, int64_t ms);
  * "1s"); the house format when it is not above or is a minute or more. */
 void text_duration_above(struct strbuf *t, double value_ms, int64_t limit_ms);
 
-/* "after 3m 2s (firing since 2027-01-15T07:59:55Z)": how long a resolved
+/* "after 3m02s (firing since 2027-01-15T07:59:55Z)": how long a resolved
  * alert fired and since when (Unix ms). */
 void text_since(struct strbuf *t, int64_t start_ms, int64_t end_ms);
 /* "for 22s (since 2026-12-03T08:38:11Z)": how long a state has lasted */
 void text_for(struct strbuf *t, int64_t start_ms, int64_t end_ms);
 
 struct alert;
-/* The line for a resolved alert: "lock K on T: resolved after 3m 2s
+/* The line for a resolved alert: "lock K on T: resolved after 3m02s
  * (firing since ...)" - what it was about and since when, not the firing
  * text again. */
 void text_resolved(struct strbuf *t, const struct alert *a);

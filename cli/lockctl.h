@@ -441,7 +441,8 @@ void out_error_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A --json run that exits rc (1..3) without having printed its JSON:
  * {"error": <the last error>, "hint": ..., "exit": rc} on stdout. */
 void out_json_error(int rc);
-/* A duration for people: "850ms", "12s", "4m05s", "3h02m", "2d04h". */
+/* A duration for people (common/duration.h: "850ms", "12s", "4m05s",
+ * "3h02m", "2d04h", as alert texts write it); "-" when negative. */
 void out_duration(int64_t ms, char *buf, size_t len);
 /* A TTL: "none" for -1, "gone" for -2, else out_duration(). */
 void out_ttl(long long pttl_ms, char *buf, size_t len);

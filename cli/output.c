@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "cli/lockctl.h"
+#include "common/duration.h"
 #include "common/keytext.h"
 
 static struct {
@@ -98,21 +99,10 @@ out_json_print(json_t *root)
 void
 out_duration(int64_t ms, char *buf, size_t len)
 {
-    int64_t s = ms / 1000;
-
     if (ms < 0)
         snprintf(buf, len, "-");
-    else if (ms < 1000)
-        snprintf(buf, len, "%lldms", (long long)ms);
-    else if (s < 60)
-        snprintf(buf, len, "%llds", (long long)s);
-    else if (s < 3600)
-        snprintf(buf, len, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
-    else if (s < 86400)
-        snprintf(buf, len, "%lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
     else
-        snprintf(buf, len, "%lldd%02lldh", (long long)(s / 86400),
-                 (long long)(s % 86400 / 3600));
+        duration_format(ms, buf, len);
 }
 
 void

@@ -283,7 +283,7 @@ slack_resolved_says_since_when(void **state)
     j = render(&sink_slack, EV_RESOLVED, one, 1);
     text = json_string_value(json_object_get(j, "text"));
     assert_non_null(strstr(text, "[RESOLVED]* *LockLeaked*: lock lock:x:1 on main: resolved "
-                                 "after 3m 2s (firing since 2027-01-15T07:56:58Z)"));
+                                 "after 3m02s (firing since 2027-01-15T07:56:58Z)"));
     assert_null(strstr(text, "has no TTL"));
     assert_null(strstr(text, "the description"));
     json_decref(j);
