@@ -55,6 +55,11 @@ deadlock_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc
         text_step_lock(desc, s);
         text_adds(desc, ", held by ");
         text_bytes(desc, s->holder.p, s->holder.len, RULES_HOLDER_TEXT_MAX);
+        if (s->unconfirmed[0] != '\0') {
+            text_adds(desc, " (by its own lines; target ");
+            text_adds(desc, s->unconfirmed);
+            text_adds(desc, " cannot confirm it: its last scan failed or was partial)");
+        }
         text_adds(desc, "; ");
     }
     text_adds(desc, "none can proceed on its own. Release ");

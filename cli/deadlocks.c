@@ -73,6 +73,25 @@ step_row(struct table *t, const json_t *step)
     return rc;
 }
 
+/* For a step whose holding no scan could confirm (the agent's
+ * unconfirmed_target), a line that says so under the table. */
+static void
+unconfirmed_line(const json_t *step, size_t width)
+{
+    const char *target = json_string_value(json_object_get(step, "unconfirmed_target"));
+    size_t klen = 0, n;
+    char *key, *skey;
+
+    if (target == NULL)
+        return;
+    key = member_bytes(step, "key", &klen);
+    skey = table_safe_text(key ? key : "", key ? klen : 0, &n);
+    table_line(stdout, width, "the holding of %s is its holder's own word: target %s cannot "
+               "confirm it (its last scan failed or was partial)", skey ? skey : "?", target);
+    free(key);
+    free(skey);
+}
+
 /*
  * The command that releases the lock of step rel (the one to release), to
  * paste as it stands, or why there is none: the key or the holder id was
@@ -131,6 +150,8 @@ print_deadlock(const struct lockctl *lc, const json_t *d, size_t n)
             break;
     table_print(&t, stdout, width);
     table_release(&t);
+    for (i = 0; i < json_array_size(steps); i++)
+        unconfirmed_line(json_array_get(steps, i), width);
     key = member_bytes(rel, "key", &klen);
     holder = member_bytes(rel, "holder", &hlen);
     hid = member_bytes(rel, "holder_id", &idlen);

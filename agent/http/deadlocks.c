@@ -63,6 +63,8 @@ step_json(const struct graph_step *s, int64_t at_ms)
                                json_real((double)(at_ms - s->held_since_ms) / 1000.0) :
                                json_null());
     bad |= json_object_set_new(o, "source", json_string(s->source));
+    bad |= json_object_set_new(o, "unconfirmed_target", s->unconfirmed[0] ?
+                               json_string(s->unconfirmed) : json_null());
     if (bad) {
         json_decref(o);
         return NULL;

@@ -61,6 +61,7 @@ struct glock {
                                          * snapshot or the pair); NULL: unknown */
     size_t holder_idlen;
     bool holder_id_cut;                 /* the snapshot kept only part of it */
+    const char *unconfirmed;            /* graph_step.unconfirmed; NULL none */
 };
 
 struct pass {
@@ -542,6 +543,24 @@ vouched_until(const struct pass *p, const char *key, size_t len)
     return taken ? until : INT64_MIN;
 }
 
+/* The first target whose patterns take key but whose newest snapshot is
+ * not whole, so it can neither show nor deny a holding of it; NULL none. */
+static const char *
+unwhole_target(const struct pass *p, const char *key, size_t len)
+{
+    size_t t;
+
+    for (t = 0; t < p->ntargets; t++) {
+        const struct target_conf *c = p->targets[t].conf;
+
+        if (c == NULL || !lockstate_in_patterns(c, key, len) || lock_key_excluded(c, key, len))
+            continue;
+        if (!snap_whole(p->targets[t].snap))
+            return p->targets[t].name;
+    }
+    return NULL;
+}
+
 /* A waiting pair whose key no snapshot showed held: the owners whose pairs
  * hold the key are its holders (from their own lines), unless snapshots
  * newer than their acquire vouch that the key is gone. */
@@ -553,15 +572,18 @@ reporter_edges(struct pass *p)
     for (i = 0; i < p->nbykey; i++) {
         const struct gpair *w = p->bykey[i];
         int64_t until;
+        const char *unconfirmed;
 
         if (!w->waiting || p->matched[i])
             continue;
         until = vouched_until(p, w->key, w->keylen);
+        unconfirmed = unwhole_target(p, w->key, w->keylen);
         for (j = key_first(p, w->key, w->keylen); key_at(p, j, w->key, w->keylen); j++) {
             const struct gpair *h = p->bykey[j];
             struct glock t = { .key = w->key, .keylen = w->keylen, .source = "waiting",
                                .held_since_ms = p->now_ms - (p->mono_ms - h->at_ms),
-                               .holder_id = h->holder, .holder_idlen = h->holderlen };
+                               .holder_id = h->holder, .holder_idlen = h->holderlen,
+                               .unconfirmed = unconfirmed };
 
             if (!gpair_holds(h) || (h->ownerlen == w->ownerlen &&
                                     memcmp(h->owner, w->owner, w->ownerlen) == 0))
@@ -669,6 +691,7 @@ step_fill(const struct pass *p, struct graph_step *st, const struct glock *l)
         return -1;
     st->holder_id.cut |= l->holder_id_cut;
     snprintf(st->target, sizeof(st->target), "%s", l->target ? l->target : "");
+    snprintf(st->unconfirmed, sizeof(st->unconfirmed), "%s", l->unconfirmed ? l->unconfirmed : "");
     if (l->klass != NULL)
         snprintf(st->klass, sizeof(st->klass), "%s", l->klass);
     else

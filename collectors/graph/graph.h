@@ -112,6 +112,11 @@ struct graph_step {
                                          * known (a line with "-"); cut: longer
                                          * than the snapshot or the report kept */
     char target[CONFIG_NAME_MAX + 1];   /* "" when only reporters know the lock */
+    char unconfirmed[CONFIG_NAME_MAX + 1];  /* a target whose patterns take the
+                                         * key but whose newest snapshot is not
+                                         * whole (its scan failed, a shard not
+                                         * read, capped): the holding is only
+                                         * the holders' own lines' word; "" none */
     char klass[CLASS_NAME_MAX];
     const char *source;                 /* "fair-queue" or "waiting" */
     int64_t held_since_ms;              /* Unix ms the holder was first seen

@@ -23,6 +23,9 @@ as liblockwatch and the reporters send them, the agent scanning every second.
     /api/v1/deadlocks valid JSON and /metrics parseable;
   - each step's holder_id is the Redis holder id (the SET value, the
     Redisson hash field) beside its owner;
+  - with the target's Redis gone (its scans fail), a cycle of the holders'
+    lines says in the alert, /api/v1/deadlocks and lockctl that the target
+    cannot confirm those holdings;
   - `lockctl deadlocks` shows the cycle in 80 columns, the holder id and the
     release command, and --json the agent's document; with no agent
     answering it exits 3.  (test_deadlock_release.py runs that command.)
@@ -186,6 +189,35 @@ class Deadlock(LinesAgent):
                             desc="LockDeadlock resolved")
         self.assertEqual(self.deadlocks()["deadlocks"], [])
         self.assertEqual(msum(self.agent.metrics(), "lockwatch_deadlocks", target="main"), 0)
+
+    def test_cycle_while_the_scans_fail(self):
+        """With main's Redis gone, its scans fail: the cycle stands on the
+        holders' own lines, and every text says main cannot confirm them."""
+        self.acquire("lock:acct:e", "api-3:7/1", "tok-e-7")
+        time.sleep(0.3)
+        self.acquire("lock:ship:f", "worker-4:8/2", "tok-f-8")
+        self.agent.wait_for(lambda: self.agent.lock("lock:ship:f")[0] == 200, timeout=10,
+                            desc="lock:ship:f scanned")
+        self.redis.stop()
+        self.agent.wait_for(lambda: msum(self.agent.metrics(), "lockwatch_target_up", target="main") == 0,
+                            timeout=10 + SLACK, desc="main down")
+        self.send(self.waiting("lock:ship:f", "api-3:7/1", None, "start"),
+                  self.waiting("lock:acct:e", "worker-4:8/2", None, "start"))
+        self.wait_deadlock(time.monotonic())
+        (a,) = self.firing("LockDeadlock")
+        desc = a["annotations"]["description"]
+        for holder in ("api-3:7/1", "worker-4:8/2"):
+            self.assertIn("held by %s (by its own lines; target main cannot confirm it: its last "
+                          "scan failed or was partial)" % holder, desc)
+        (d,) = self.deadlocks()["deadlocks"]
+        self.assertEqual([s["unconfirmed_target"] for s in d["steps"]], ["main", "main"])
+        p = lockctl(self.agent.config_path, "deadlocks")
+        out = p.stdout.decode("utf-8")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for key in ("lock:acct:e", "lock:ship:f"):
+            self.assertIn("the holding of %s is its holder's own word: target main" % key, out)
+        for line in out.splitlines():
+            self.assertLessEqual(columns(line), 80, line)
 
     def test_cycle_of_reporters_that_end_acquires_in_one_line(self):
         """An owner that took its lock at once and ended the acquire with the

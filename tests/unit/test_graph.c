@@ -369,6 +369,7 @@ lines_stand_in_where_no_snapshot_vouches(void **state)
     assert_string_equal(r->deadlocks[0].target, GRAPH_CROSS_TARGET);
     assert_string_equal(r->deadlocks[0].steps[0].holder_id.p, "tokD");
     assert_string_equal(r->deadlocks[0].steps[0].target, "");
+    assert_string_equal(r->deadlocks[0].steps[0].unconfirmed, "");   /* no target could */
     assert_string_equal(r->deadlocks[0].steps[1].holder_id.p, "tokC");
     graph_report_unref(r);
     graph_free(g);
@@ -407,6 +408,10 @@ lines_stand_in_where_no_snapshot_vouches(void **state)
     s->ok = false;
     assert_non_null(g = graph_new());
     assert_int_equal(twice(g, gt, 1, ws, 1000), 1);
+    r = graph_latest(g);                /* the steps say main cannot confirm them */
+    assert_string_equal(r->deadlocks[0].steps[0].unconfirmed, "main");
+    assert_string_equal(r->deadlocks[0].steps[1].unconfirmed, "main");
+    graph_report_unref(r);
     graph_free(g);
     s->ok = true;
     assert_non_null(s->shards = calloc(2, sizeof(*s->shards)));
@@ -425,6 +430,9 @@ lines_stand_in_where_no_snapshot_vouches(void **state)
     gt[1] = (struct graph_target){ "second", f, &conf_main };
     assert_non_null(g = graph_new());
     assert_int_equal(twice(g, gt, 2, ws, 1000), 1);
+    r = graph_latest(g);
+    assert_string_equal(r->deadlocks[0].steps[0].unconfirmed, "second");
+    graph_report_unref(r);
     graph_free(g);
     /* ... as does one watched by another shard (no snapshot here) */
     gt[1].snap = NULL;

@@ -714,7 +714,8 @@ graph_report_of(void)
     gbytes(&d->steps[0].holder_id, "tok-w2");
     gbytes(&d->steps[1].holder_id, "tok-a1");
     snprintf(d->steps[0].target, sizeof(d->steps[0].target), "main");
-    snprintf(d->steps[1].target, sizeof(d->steps[1].target), "main");
+    /* step 1 only from the holders' lines: main's scan failed */
+    snprintf(d->steps[1].unconfirmed, sizeof(d->steps[1].unconfirmed), "main");
     d->steps[1].held_since_ms = NOW - 3000;
     assert_non_null(r->inversions = v = calloc(1, sizeof(*v)));
     r->ninversions = 1;
@@ -754,6 +755,11 @@ deadlock_and_inversion(void **state)
     assert_non_null(strstr(a->description, "api-1:41/7 waits for lock:acct:a (target main), "
                                            "held by worker-2:99/3"));
     assert_non_null(strstr(a->description, "for 3s"));
+    /* a holding no snapshot could confirm says so; one a snapshot showed does not */
+    assert_non_null(strstr(a->description, "held by api-1:41/7 (by its own lines; target main "
+                                           "cannot confirm it: its last scan failed or was "
+                                           "partial); none can proceed"));
+    assert_null(strstr(a->description, "worker-2:99/3 (by its own lines"));
     assert_non_null(strstr(a->description, "Release lock:\"ship\""));
     /* the holder id lockctl release --holder takes, beside the owner */
     assert_non_null(strstr(a->description, "held by api-1:41/7 as holder id tok-a1 for 3s"));
