@@ -62,6 +62,51 @@ const waitEndText = (k, u, out, o, h) => `lw1 wait ${k} ${u} ${out} ${o} ${h}`;
 const waitingText = (k, o, h, out) => `lw1 waiting ${k} ${o} ${h} ${out}`;
 const holdText = (k, u, o, h) => `lw1 hold ${k} ${u} ${o} ${h}`;
 
+// Bytes into a datagram buffer b at off (b has room); each returns the end.
+// What the reporter's batches (lib/reporter.js _drain) write lines with:
+// loops in JavaScript, no native call or string per field.
+
+// ASCII string s (an encoded field: one character, one byte).
+function putAscii(b, off, s) {
+  const n = s.length;
+  for (let j = 0; j < n; j++) b[off + j] = s.charCodeAt(j);
+  return off + n;
+}
+
+// Bytes src (a head, the owner prefix).
+function putBytes(b, off, src) {
+  const n = src.length;
+  for (let j = 0; j < n; j++) b[off + j] = src[j];
+  return off + n;
+}
+
+// The digits of integer v (0 <= v <= MAX_US).
+function putUint(b, off, v) {
+  let n = 1;
+  for (let t = v; t >= 10; t = Math.floor(t / 10)) n++;
+  let p = off + n;
+  do {
+    const q = Math.floor(v / 10);
+    b[--p] = 48 + (v - q * 10);
+    v = q;
+  } while (v > 0);
+  return off + n;
+}
+
+// Microseconds as us() writes them.
+function putUs(b, off, v) {
+  if (!(v > 0)) {
+    b[off] = 48;
+    return off + 1;
+  }
+  return putUint(b, off, v < MAX_US ? Math.round(v) : MAX_US);
+}
+
+// An encoded party (encParty()): a counter's number, or a string.
+function putParty(b, off, o) {
+  return typeof o === 'number' ? putUint(b, off, o) : putAscii(b, off, o);
+}
+
 // One event (an array, see Reporter.put) as a line without its terminator.
 // prefix: the encoded `<process>/` of owner ids.
 function line(ev, prefix) {
@@ -157,4 +202,5 @@ function sign(key, body, unixSeconds) {
 module.exports = {
   MAX_DATAGRAM, LOOPBACK_DATAGRAM, MAC_LINE_LEN, pct, holderField, us, line, emit, sign,
   encKey, encParty, encHolder, waitText, waitEndText, waitingText, holdText,
+  putAscii, putBytes, putUint, putUs, putParty,
 };

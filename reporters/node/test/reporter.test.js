@@ -158,6 +158,24 @@ test("the lock path's bytes are the lines of its events", async () => {
   s.close();
 });
 
+test('the lock path fills datagrams of at most 1432 bytes, with whole lines', () => {
+  const r = new Reporter({ enabled: true, destinations: [], key: null, process: 'h:1' }, { start: false });
+  for (let i = 0; i < 200; i++) {
+    r.waitEndLine('lock:k' + (i % 3), 1000 + i, 'ok', i, 'tok-' + i);
+    r.holdLine('lock:k' + (i % 3), 2000 + i, i, 'tok-' + i);
+  }
+  r._drain();
+  r._fullDatagram();
+  const text = r._full.map((d) => d.toString('latin1'));
+  assert.ok(r._full.length > 1 && r._full.every((d) => d.length <= 1432), r._full.map((d) => d.length));
+  assert.ok(text.every((t) => t.endsWith('\n')));
+  const lines = text.join('').split('\n');
+  lines.pop();
+  assert.strictEqual(lines.length, 400);
+  assert.strictEqual(lines[398], 'lw1 wait lock:k1 1199 ok h:1/199 tok-199');
+  assert.strictEqual(lines[399], 'lw1 hold lock:k1 2199 h:1/199 tok-199');
+});
+
 test('to a destination not on loopback: datagrams of at most 1432 bytes, signed too', () => {
   const key = Buffer.alloc(16, 1);
   for (const k of [null, key]) {
