@@ -41,17 +41,11 @@ text_adds(struct strbuf *sb, const char *s)
 }
 
 void
-text_format_duration(int64_t ms, char *buf, size_t len)
-{
-    duration_format(ms, buf, len);
-}
-
-void
 text_duration(struct strbuf *t, int64_t ms)
 {
     char buf[64];
 
-    text_format_duration(ms, buf, sizeof(buf));
+    duration_format(ms, buf, sizeof(buf));
     text_adds(t, buf);
 }
 

@@ -33,17 +33,12 @@ bool text_add(struct strbuf *sb, const char *s, size_t n);
 /* text_add of a NUL-terminated string. */
 bool text_adds(struct strbuf *sb, const char *s);
 
-/* The house format of a duration for people (common/duration.h), the one
- * every alert text, log line, the status page and lockctl use: "850ms",
- * "42s", "5m03s", "2h01m", "3d04h" (cut down to the unit shown; negative
- * counts as 0). */
-void text_format_duration(int64_t ms, char *buf, size_t len);
-
-/* text_add of text_format_duration(ms). */
+/* text_add of duration_format(ms) (common/duration.h), the house format
+ * every alert text, log line, the status page and lockctl use. */
 void text_duration(struct strbuf *t, int64_t ms);
 
 /* A value that a rule found above limit_ms, with enough decimals to read
- * above the limit as text_format_duration writes it ("1.4s" against
+ * above the limit as duration_format writes it ("1.4s" against
  * "1s"); the house format when it is not above or is a minute or more. */
 void text_duration_above(struct strbuf *t, double value_ms, int64_t limit_ms);
 

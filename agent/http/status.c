@@ -45,6 +45,7 @@
 #include "alerts/text.h"
 #include "collectors/events/events.h"
 #include "collectors/formats/formats.h"
+#include "common/duration.h"
 #include "common/keytext.h"
 #include "collectors/locks/snapshot.h"
 
@@ -384,7 +385,7 @@ stale_note(struct strbuf *sb, const struct view *v)
         sb_adds(sb, "<p class=\"stale\">target ");
         esc_str(sb, v->targets[i].name);
         if (s->last_good != NULL) {
-            text_format_duration(v->now_ms - s->last_success_ms, ago, sizeof(ago));
+            duration_format(v->now_ms - s->last_success_ms, ago, sizeof(ago));
             sb_addf(sb, ": <b>last known %s ago</b> (its locks here are from then); ", ago);
         } else {
             sb_adds(sb, ": <b>never scanned</b> (its locks are unknown); ");
@@ -450,12 +451,12 @@ render_state(struct strbuf *sb, const struct view *v, const char *config_path, s
         const struct snap_lock *l = rows[i].l;
         const struct snap_holder *h = release_holder(l, states[si].flag);
 
-        text_format_duration(v->now_ms - l->first_seen_ms, age, sizeof(age));
+        duration_format(v->now_ms - l->first_seen_ms, age, sizeof(age));
         fmt_utc(when, sizeof(when), l->first_seen_ms);
         if (l->pttl_ms < 0)
             snprintf(ttl, sizeof(ttl), "none");
         else
-            text_format_duration(l->pttl_ms, ttl, sizeof(ttl));
+            duration_format(l->pttl_ms, ttl, sizeof(ttl));
         sb_adds(sb, "<tr><td class=\"key\">");
         esc_bytes(sb, l->key, l->key_len, KEY_SHOW_MAX);
         sb_adds(sb, "</td><td>");
@@ -556,9 +557,9 @@ render_targets(struct strbuf *sb, const struct view *v)
                     "<td></td><td></td><td></td><td></td><td></td><td></td><td></td></tr>\n");
             continue;
         }
-        text_format_duration(v->now_ms - s->finished_ms, ago, sizeof(ago));
+        duration_format(v->now_ms - s->finished_ms, ago, sizeof(ago));
         /* the house format (alerts/text.h), as every duration on the page */
-        text_format_duration((int64_t)(s->duration_s * 1000.0), took, sizeof(took));
+        duration_format((int64_t)(s->duration_s * 1000.0), took, sizeof(took));
         fmt_utc(when, sizeof(when), s->finished_ms);
         sb_addf(sb, "</td><td class=\"%s\">%s</td><td title=\"%s\">%s ago</td>"
                 "<td>%s</td><td>%" PRIu64 "</td>",
@@ -581,7 +582,7 @@ render_targets(struct strbuf *sb, const struct view *v)
             for (k = 0; k < NSTATES; k++)
                 sb_addf(sb, "<td class=\"stale\">%" PRIu64 "</td>",
                         state_total(s->last_good, states[k].flag));
-            text_format_duration(v->now_ms - s->last_success_ms, ago, sizeof(ago));
+            duration_format(v->now_ms - s->last_success_ms, ago, sizeof(ago));
             sb_addf(sb, "<td>last known %s ago; ", ago);
             esc_bytes(sb, s->err, strnlen(s->err, sizeof(s->err)), sizeof(s->err));
             sb_adds(sb, "</td>");

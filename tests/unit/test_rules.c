@@ -14,6 +14,7 @@
 
 #include "alerts/rules.h"
 #include "alerts/text.h"
+#include "common/duration.h"
 #include "collectors/waits/leaseadvice.h"
 
 #define NOW  1800000000000LL
@@ -254,15 +255,15 @@ durations(void **state)
     char b[32];
 
     (void)state;
-    text_format_duration(850, b, sizeof(b));
+    duration_format(850, b, sizeof(b));
     assert_string_equal(b, "850ms");
-    text_format_duration(42000, b, sizeof(b));
+    duration_format(42000, b, sizeof(b));
     assert_string_equal(b, "42s");
-    text_format_duration(303000, b, sizeof(b));
+    duration_format(303000, b, sizeof(b));
     assert_string_equal(b, "5m03s");
-    text_format_duration(7260000, b, sizeof(b));
+    duration_format(7260000, b, sizeof(b));
     assert_string_equal(b, "2h01m");
-    text_format_duration(3 * 86400000LL + 4 * 3600000LL, b, sizeof(b));
+    duration_format(3 * 86400000LL + 4 * 3600000LL, b, sizeof(b));
     assert_string_equal(b, "3d04h");
 }
 
