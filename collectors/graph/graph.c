@@ -517,48 +517,40 @@ snap_whole(const struct snapshot *s)
  * those before it began.  INT64_MIN when none can: no target takes the
  * key, or one that does cannot vouch (a failed or capped snapshot, a
  * shard not read, a target whose patterns are not known), so the key may
- * be held where no snapshot shows it.
+ * be held where no snapshot shows it.  With unwhole, also the first target
+ * whose patterns take the key but whose snapshot is not whole (it can
+ * neither show nor deny a holding of it), or NULL.
  */
 static int64_t
-vouched_until(const struct pass *p, const char *key, size_t len)
+vouched_until(const struct pass *p, const char *key, size_t len, const char **unwhole)
 {
     int64_t until = INT64_MAX;
-    bool taken = false;
+    bool taken = false, blind = false;
     size_t t;
 
-    for (t = 0; t < p->ntargets; t++) {
+    if (unwhole != NULL)
+        *unwhole = NULL;
+    for (t = 0; t < p->ntargets && !(blind && unwhole == NULL); t++) {
         const struct target_conf *c = p->targets[t].conf;
         const struct snapshot *s = p->targets[t].snap;
 
-        if (c == NULL)
-            return INT64_MIN;
+        if (c == NULL) {
+            blind = true;
+            continue;
+        }
         if (!lockstate_in_patterns(c, key, len) || lock_key_excluded(c, key, len))
             continue;
-        if (!snap_whole(s))
-            return INT64_MIN;
+        if (!snap_whole(s)) {
+            blind = true;
+            if (unwhole != NULL && *unwhole == NULL)
+                *unwhole = p->targets[t].name;
+            continue;
+        }
         taken = true;
         if (!s->follow.active && s->started_ms < until)
             until = s->started_ms;
     }
-    return taken ? until : INT64_MIN;
-}
-
-/* The first target whose patterns take key but whose newest snapshot is
- * not whole, so it can neither show nor deny a holding of it; NULL none. */
-static const char *
-unwhole_target(const struct pass *p, const char *key, size_t len)
-{
-    size_t t;
-
-    for (t = 0; t < p->ntargets; t++) {
-        const struct target_conf *c = p->targets[t].conf;
-
-        if (c == NULL || !lockstate_in_patterns(c, key, len) || lock_key_excluded(c, key, len))
-            continue;
-        if (!snap_whole(p->targets[t].snap))
-            return p->targets[t].name;
-    }
-    return NULL;
+    return taken && !blind ? until : INT64_MIN;
 }
 
 /* A waiting pair whose key no snapshot showed held: the owners whose pairs
@@ -576,8 +568,7 @@ reporter_edges(struct pass *p)
 
         if (!w->waiting || p->matched[i])
             continue;
-        until = vouched_until(p, w->key, w->keylen);
-        unconfirmed = unwhole_target(p, w->key, w->keylen);
+        until = vouched_until(p, w->key, w->keylen, &unconfirmed);
         for (j = key_first(p, w->key, w->keylen); key_at(p, j, w->key, w->keylen); j++) {
             const struct gpair *h = p->bykey[j];
             struct glock t = { .key = w->key, .keylen = w->keylen, .source = "waiting",
@@ -637,7 +628,7 @@ mark_gone(struct pass *p)
 
         if (p->matched[i] || !gpair_holds(h))
             continue;
-        h->gone = p->now_ms - (p->mono_ms - h->at_ms) < vouched_until(p, h->key, h->keylen);
+        h->gone = p->now_ms - (p->mono_ms - h->at_ms) < vouched_until(p, h->key, h->keylen, NULL);
     }
 }
 
