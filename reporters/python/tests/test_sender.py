@@ -226,6 +226,57 @@ class Sending(unittest.TestCase):
         self.assertTrue(d[0].startswith(b"lw1 wait lock:child 7 ok"))
         _sender.configure(samples="off")
 
+    def test_first_use_from_many_threads_makes_one_reporter(self):
+        # Threads that take their first lock at once share one reporter:
+        # none replaces (and closes) the one another has queued lines on.
+        import threading
+        sink = udp_sink()
+        old_env = os.environ.get("LOCKWATCH_SAMPLES")
+        os.environ["LOCKWATCH_SAMPLES"] = "127.0.0.1:%d" % sink.getsockname()[1]
+        made = []
+        real_init = _sender.Reporter.__init__
+
+        def counting_init(self, *a, **kw):
+            made.append(self)
+            real_init(self, *a, **kw)
+
+        try:
+            for _ in range(20):
+                _sender.configure(samples="off")
+                with _sender._reporter_lock:
+                    _sender._reporter = _sender.active = None
+                made.clear()
+                _sender.Reporter.__init__ = counting_init
+                barrier = threading.Barrier(8)
+                got = []
+
+                def first_lock(i):
+                    barrier.wait()
+                    r = _sender.get()
+                    r.put(("wait", "lock:race:%d" % i, i, "ok"))
+                    got.append(r)
+
+                ts = [threading.Thread(target=first_lock, args=(i,)) for i in range(8)]
+                for t in ts:
+                    t.start()
+                for t in ts:
+                    t.join()
+                _sender.Reporter.__init__ = real_init
+                self.assertEqual(len(made), 1)
+                self.assertEqual(len({id(r) for r in got}), 1)
+                self.assertEqual(got[0].stats()["pending"], 8)
+                got[0].flush()
+                lines = b"".join(recv_all(sink)).decode().split()
+                self.assertEqual(sorted(l for l in lines if l.startswith("lock:race:")),
+                                 ["lock:race:%d" % i for i in range(8)])
+        finally:
+            _sender.Reporter.__init__ = real_init
+            if old_env is None:
+                os.environ.pop("LOCKWATCH_SAMPLES", None)
+            else:
+                os.environ["LOCKWATCH_SAMPLES"] = old_env
+            _sender.configure(samples="off")
+
     def test_off_reporter(self):
         r = _sender.configure(samples="off")
         self.assertFalse(r.config.enabled)

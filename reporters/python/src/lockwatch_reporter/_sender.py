@@ -242,33 +242,46 @@ active = None
 
 def get():
     """The process's reporter, made from the environment on first use; None
-    when reporting is off (the wrappers then only call the library)."""
+    when reporting is off (the wrappers then only call the library).
+    Threads that race here on first use get the one the first of them made
+    (each making its own would close the others' with their lines)."""
     r = _reporter
     if r is None:
-        r = configure()
+        with _reporter_lock:
+            if _reporter is None:
+                _install(None, None, None, {})
+            r = _reporter
     return r if r.config.enabled else None
 
 
 _settings = None
 
 
+def _install(samples, key_file, owner, kw):
+    """Make the reporter of these settings the process's (under
+    _reporter_lock); returns the one it replaced, for the caller to close."""
+    global _reporter, _settings, active
+    _settings = (samples, key_file, owner, kw)
+    old = _reporter
+    try:
+        cfg = _config.load(samples, key_file, owner)
+    except Exception as e:  # never fail the application's start
+        _config.log.warning("lockwatch reporter: %s; off", e)
+        cfg = _config.Config([], None, _config.default_process(), enabled=False)
+    _reporter = Reporter(cfg, **kw)
+    active = _reporter if _reporter.config.enabled else None
+    return old
+
+
 def configure(samples=None, key_file=None, owner=None, **kw):
     """(Re)make the process's reporter with these settings (None: from the
     environment).  Returns it; its config.enabled says whether it reports."""
-    global _reporter, _settings, active
-    _settings = (samples, key_file, owner, kw)
     with _reporter_lock:
-        old = _reporter
-        try:
-            cfg = _config.load(samples, key_file, owner)
-        except Exception as e:  # never fail the application's start
-            _config.log.warning("lockwatch reporter: %s; off", e)
-            cfg = _config.Config([], None, _config.default_process(), enabled=False)
-        _reporter = Reporter(cfg, **kw)
-        active = _reporter if _reporter.config.enabled else None
+        old = _install(samples, key_file, owner, kw)
+        r = _reporter
     if old is not None:
         old.close()
-    return _reporter
+    return r
 
 
 def _at_exit():
