@@ -8,7 +8,8 @@
  * unreadable file fails -n and a reload instead of the first AUTH at
  * 3 a.m., and a reload (SIGHUP) reads renewed certificates.  For a
  * password, trailing newlines are dropped (editors add one); anything else
- * is the secret, byte for byte.  A PEM file is kept whole.  Every copy of
+ * is the secret, byte for byte, and a newline before its end (a second
+ * line) is refused.  A PEM file is kept whole.  Every copy of
  * the bytes is wiped before it is freed, and the path, never the contents,
  * goes into messages.
  */
@@ -120,6 +121,13 @@ file_read(const struct file_kind *k, const char *path, const char *holds,
     }
     if (n == 0) {
         snprintf(why, len, "\"%s\" is empty (put %s in it, %s)", path, holds, k->shape);
+        goto out;
+    }
+    /* A second line is a mistake the file's other readers would not share
+     * (reporters sign with the first line of a samples key file). */
+    if (!k->pem && (memchr(buf, '\n', n) != NULL || memchr(buf, '\r', n) != NULL)) {
+        snprintf(why, len, "\"%s\" holds more than one line (it should hold %s %s)", path,
+                 holds, k->shape);
         goto out;
     }
     *secret = strndup(buf, n);

@@ -716,7 +716,7 @@ static void
 test_secret_files(void **state)
 {
     char text[256], expected[CONFIG_ERR_LEN];
-    struct tmp pw, empty;
+    struct tmp pw, empty, two;
     struct config *cfg;
 
     (void)state;
@@ -751,8 +751,23 @@ test_secret_files(void **state)
              "empty (put the password in it, alone on one line)", empty.path);
     expect_error(text, expected);
 
+    /* a second line: refused, not taken as part of the secret (a reporter
+     * signs with a samples key file's first line only) */
+    tmp_write(&two, "0123456789abcdef0123\nsecond line\n");
+    snprintf(text, sizeof(text), "[samples]\nkey_file = %s\n", two.path);
+    snprintf(expected, sizeof(expected), "x.ini:2: [samples] key_file: \"%s\" holds more "
+             "than one line (it should hold the samples key alone on one line)", two.path);
+    expect_error(text, expected);
+    tmp_remove(&two);
+    tmp_write(&two, "hunter2\rmore\n");
+    snprintf(text, sizeof(text), "[target main]\npassword_file = %s\n", two.path);
+    snprintf(expected, sizeof(expected), "x.ini:2: [target main] password_file: \"%s\" holds "
+             "more than one line (it should hold the password alone on one line)", two.path);
+    expect_error(text, expected);
+
     tmp_remove(&pw);
     tmp_remove(&empty);
+    tmp_remove(&two);
 }
 
 /* The tls_ keys: PEM files read at load time, refused without rediss://,
