@@ -128,7 +128,10 @@ class Reporter {
       try {
         const sock = dgram.createSocket(family === 6 ? 'udp6' : 'udp4');
         const target = { sock, connected: false };
-        sock.on('error', () => { this.counts.droppedSendFailed++; });
+        // An 'error' event is a refusal (ICMP) of a datagram already
+        // counted sent: a listener, so that it never throws, and no count
+        // (a send that fails says so in its callback, counted there).
+        sock.on('error', () => {});
         sock.unref();
         sock.connect(d.port, address, () => {
           target.connected = true;
