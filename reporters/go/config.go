@@ -12,7 +12,6 @@
 package reporter
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -102,17 +101,25 @@ func readKey(path string) ([]byte, error) {
 	return b, nil
 }
 
-// processName is the <process> part of owner ids.
+// processName is the <process> part of owner ids. An owner longer than
+// 200 bytes gives hostname:pid and an error for the log, as the other
+// reporters do: reporting goes on.
 func processName(owner string) (string, error) {
+	def := defaultProcess()
 	if owner != "" {
 		if len(owner) > maxOwner {
-			return "", errors.New("LOCKWATCH_OWNER longer than 200 bytes")
+			return def, fmt.Errorf("LOCKWATCH_OWNER is longer than %d bytes; using %s", maxOwner, def)
 		}
 		return owner, nil
 	}
+	return def, nil
+}
+
+// defaultProcess is hostname:pid.
+func defaultProcess() string {
 	h, err := os.Hostname()
 	if err != nil || h == "" {
 		h = "localhost"
 	}
-	return fmt.Sprintf("%s:%d", h, os.Getpid()), nil
+	return fmt.Sprintf("%s:%d", h, os.Getpid())
 }

@@ -113,10 +113,7 @@ func New(c Config) *Reporter {
 	r := &Reporter{tap: c.Tap, done: make(chan struct{}), stopped: make(chan struct{})}
 	var err error
 	if r.process, err = processName(c.Owner); err != nil {
-		log.Printf("lockwatch: %v; reporting off", err)
-		r.process = "-"
-		close(r.stopped)
-		return r
+		log.Printf("lockwatch: %v", err) // hostname:pid instead; still reporting
 	}
 	dests, errs := parseDests(c.Samples)
 	for _, e := range errs {

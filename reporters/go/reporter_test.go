@@ -2,6 +2,8 @@
 package reporter
 
 import (
+	"bytes"
+	"log"
 	"net"
 	"os"
 	"path/filepath"
@@ -76,6 +78,31 @@ func TestConfig(t *testing.T) {
 	os.WriteFile(k, []byte("0123456789abcdef0123\r\n\n"), 0o600)
 	if b, err := readKey(k); err != nil || len(b) != 20 {
 		t.Fatalf("%q %v", b, err)
+	}
+}
+
+// An owner over 200 bytes is replaced by hostname:pid with one warning;
+// reporting stays on (as in the other reporters).
+func TestLongOwner(t *testing.T) {
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	s := listen(t)
+	defer s.Close()
+	r := New(Config{Samples: s.LocalAddr().String(), Owner: strings.Repeat("p", maxOwner+1)})
+	defer r.Close()
+	if !r.Enabled() {
+		t.Fatal("a long owner must not turn reporting off")
+	}
+	if def := defaultProcess(); r.process != def {
+		t.Fatalf("process %q, want %q", r.process, def)
+	}
+	want := "lockwatch: LOCKWATCH_OWNER is longer than 200 bytes; using " + r.process + "\n"
+	if got := logged.String(); strings.Count(got, "lockwatch:") != 1 || !strings.HasSuffix(got, want) {
+		t.Fatalf("logged %q", got)
+	}
+	if r := New(Config{Samples: "off", Owner: strings.Repeat("p", maxOwner)}); r.process != strings.Repeat("p", maxOwner) {
+		t.Fatal("a 200-byte owner must be used")
 	}
 }
 
