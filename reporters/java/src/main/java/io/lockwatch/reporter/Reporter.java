@@ -7,10 +7,14 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.DatagramChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -119,7 +123,7 @@ public final class Reporter implements AutoCloseable {
                 k = readKey(c.keyFile);
                 new Signer(k); // fails now rather than on the sending thread
             } catch (Exception e) {
-                LOG.warning("lockwatch: LOCKWATCH_KEY_FILE " + c.keyFile + ": " + e.getMessage() + "; reporting off");
+                LOG.warning("lockwatch: LOCKWATCH_KEY_FILE " + c.keyFile + ": " + why(e, c.keyFile) + "; reporting off");
                 ds = List.of();
             }
         }
@@ -220,6 +224,23 @@ public final class Reporter implements AutoCloseable {
         byte[] k = new byte[n];
         System.arraycopy(b, 0, k, 0, n);
         return k;
+    }
+
+    /**
+     * What went wrong reading the key, in words: the file exceptions' own
+     * message is often just the path, which the warning already names.
+     */
+    static String why(Exception e, String path) {
+        if (e instanceof NoSuchFileException) return "no such file";
+        if (e instanceof AccessDeniedException) return "permission denied";
+        if (e instanceof FileSystemException && ((FileSystemException) e).getReason() != null) {
+            return ((FileSystemException) e).getReason(); // "Not a directory", ...
+        }
+        String m = e.getMessage();
+        if (m != null && !m.isEmpty() && !m.equals(path)) return m;
+        // no better text: the class's name in words (FileSystemLoopException: "file system loop")
+        String name = e.getClass().getSimpleName().replaceFirst("Exception$", "");
+        return name.replaceAll("([a-z0-9])([A-Z])", "$1 $2").toLowerCase(Locale.ROOT);
     }
 
     /** Whether this reporter sends anything. */

@@ -10,10 +10,16 @@ import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
+import java.nio.file.FileSystemLoopException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -49,6 +55,30 @@ class ReporterTest {
                 () -> Reporter.readKey(finalK.toString())).getMessage().contains("16 to 4096"));
         Reporter r = Reporter.create(new Config().samples("127.0.0.1:9").keyFile(k.toString()));
         assertFalse(r.enabled(), "a short key turns reporting off");
+    }
+
+    @Test
+    void saysWhyAKeyFileCannotBeRead(@TempDir Path dir) {
+        Logger log = Logger.getLogger("io.lockwatch.reporter");
+        List<String> warnings = new ArrayList<>();
+        Handler h = new Handler() {
+            @Override public void publish(LogRecord rec) { warnings.add(rec.getMessage()); }
+            @Override public void flush() {}
+            @Override public void close() {}
+        };
+        log.addHandler(h);
+        String missing = dir.resolve("missing").toString();
+        try {
+            Reporter r = Reporter.create(new Config().samples("127.0.0.1:9").keyFile(missing));
+            assertFalse(r.enabled(), "a missing key file turns reporting off");
+        } finally {
+            log.removeHandler(h);
+        }
+        assertEquals(List.of("lockwatch: LOCKWATCH_KEY_FILE " + missing + ": no such file; reporting off"), warnings);
+        // the path once, then what is wrong
+        assertEquals("permission denied", Reporter.why(new AccessDeniedException("/k"), "/k"));
+        assertEquals("Not a directory", Reporter.why(new FileSystemException("/k", null, "Not a directory"), "/k"));
+        assertEquals("file system loop", Reporter.why(new FileSystemLoopException("/k"), "/k"));
     }
 
     private static List<String> receive(DatagramSocket s, int lines) throws Exception {
