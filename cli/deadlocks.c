@@ -142,8 +142,14 @@ print_deadlock(const struct lockctl *lc, const json_t *d, size_t n)
     char *key, *holder, *skey, *sholder, *hid, *shid = NULL, *idtext;
     struct table t;
 
-    table_line(stdout, width, "deadlock %zu: %zu holders on target %s, since %s", n,
-               json_array_size(steps), target ? target : "?", since ? since : "?");
+    /* "*": the label LockDeadlock keeps, said in words here */
+    if (target != NULL && strcmp(target, "*") == 0)
+        table_line(stdout, width, "deadlock %zu: %zu holders, target * (on several targets, "
+                   "or first known from reporters' lines), since %s", n,
+                   json_array_size(steps), since ? since : "?");
+    else
+        table_line(stdout, width, "deadlock %zu: %zu holders on target %s, since %s", n,
+                   json_array_size(steps), target ? target : "?", since ? since : "?");
     table_init(&t, step_cols, sizeof(step_cols) / sizeof(step_cols[0]));
     for (i = 0; i < json_array_size(steps); i++)
         if (step_row(&t, json_array_get(steps, i)) == -1)

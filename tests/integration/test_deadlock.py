@@ -216,6 +216,10 @@ class Deadlock(LinesAgent):
         self.assertEqual(p.returncode, 0, p.stderr)
         for key in ("lock:acct:e", "lock:ship:f"):
             self.assertIn("the holding of %s is its holder's own word: target main" % key, out)
+        # first known from the lines: the label "*", said in words
+        self.assertEqual(d["target"], "*")
+        self.assertIn("deadlock 1: 2 holders, target * (on several targets, or first known from "
+                      "reporters' lines), since", " ".join(out.split()))
         for line in out.splitlines():
             self.assertLessEqual(columns(line), 80, line)
 
