@@ -716,6 +716,12 @@ static void
 test_secret_files(void **state)
 {
     char text[256], expected[CONFIG_ERR_LEN];
+    static const struct {
+        const char *section, *key, *holds, *text;
+    } two_lines[] = {
+        { "samples", "key_file", "the samples key", "0123456789abcdef0123\nsecond line\n" },
+        { "target main", "password_file", "the password", "hunter2\rmore\n" },
+    };
     struct tmp pw, empty, two;
     struct config *cfg;
 
@@ -753,21 +759,19 @@ test_secret_files(void **state)
 
     /* a second line: refused, not taken as part of the secret (a reporter
      * signs with a samples key file's first line only) */
-    tmp_write(&two, "0123456789abcdef0123\nsecond line\n");
-    snprintf(text, sizeof(text), "[samples]\nkey_file = %s\n", two.path);
-    snprintf(expected, sizeof(expected), "x.ini:2: [samples] key_file: \"%s\" holds more "
-             "than one line (it should hold the samples key alone on one line)", two.path);
-    expect_error(text, expected);
-    tmp_remove(&two);
-    tmp_write(&two, "hunter2\rmore\n");
-    snprintf(text, sizeof(text), "[target main]\npassword_file = %s\n", two.path);
-    snprintf(expected, sizeof(expected), "x.ini:2: [target main] password_file: \"%s\" holds "
-             "more than one line (it should hold the password alone on one line)", two.path);
-    expect_error(text, expected);
+    for (size_t i = 0; i < sizeof(two_lines) / sizeof(two_lines[0]); i++) {
+        tmp_write(&two, two_lines[i].text);
+        snprintf(text, sizeof(text), "[%s]\n%s = %s\n", two_lines[i].section,
+                 two_lines[i].key, two.path);
+        snprintf(expected, sizeof(expected), "x.ini:2: [%s] %s: \"%s\" holds more than one "
+                 "line (it should hold %s alone on one line)", two_lines[i].section,
+                 two_lines[i].key, two.path, two_lines[i].holds);
+        expect_error(text, expected);
+        tmp_remove(&two);
+    }
 
     tmp_remove(&pw);
     tmp_remove(&empty);
-    tmp_remove(&two);
 }
 
 /* The tls_ keys: PEM files read at load time, refused without rediss://,
