@@ -118,7 +118,7 @@ static void
 stamp_freshness(struct target_rt *t, struct snapshot *s)
 {
     if (s->ok) {
-        s->last_success_ms = s->finished_ms;
+        s->last_success_ms = s->proven_ms > s->finished_ms ? s->proven_ms : s->finished_ms;
         snapshot_ref(s);
         snapshot_unref(t->last_good);
         t->last_good = s;
@@ -131,7 +131,7 @@ stamp_freshness(struct target_rt *t, struct snapshot *s)
     if (t->last_good != NULL && s->last_good == NULL) {
         snapshot_ref(t->last_good);
         s->last_good = t->last_good;
-        s->last_success_ms = t->last_good->finished_ms;
+        s->last_success_ms = t->last_good->last_success_ms;
     }
 }
 

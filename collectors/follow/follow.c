@@ -846,6 +846,13 @@ reconcile_due(struct follow *fw, struct loop *lp, const struct target_conf *t, i
         lp->fresh = now;
         if (fresh_due(fw, t))
             return true;
+        if (!fw->fresh_denied) {
+            /* a proof that the view is current: a snapshot says so now
+             * (lockwatch_target_last_success_timestamp_seconds, the API's
+             * last_success), though no lock changed */
+            fw->proven_ms = clock_now_ms();
+            lp->due = clock_deadline(0);
+        }
     }
     if (t->mode != TARGET_STANDALONE && now - lp->check >= t->scan_interval_ms) {
         lp->check = now;

@@ -156,6 +156,7 @@ struct follow {
     size_t nshards;
     /* the last full scan's figures, for the snapshots made from events */
     int64_t scan_started_ms, scan_finished_ms;
+    int64_t proven_ms;          /* Unix ms of the last freshness check passed */
     double scan_duration_s;
     uint64_t scan_keys;
     char note[400];

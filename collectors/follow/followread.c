@@ -456,6 +456,7 @@ scan_figures(const struct follow *fw, struct snapshot *s)
 
     s->started_ms = fw->scan_started_ms;
     s->finished_ms = fw->scan_finished_ms;
+    s->proven_ms = fw->proven_ms > fw->scan_finished_ms ? fw->proven_ms : 0;
     s->duration_s = fw->scan_duration_s;
     s->keys_examined = fw->scan_keys;
     if (!fw->cluster) {

@@ -308,8 +308,14 @@ struct snapshot {
     struct snapshot *last_good;       /* !ok: the last ok snapshot, or NULL */
     int64_t stale_since_ms;           /* !ok: Unix ms of the first failed scan
                                        * since the last good one; 0 when ok */
-    int64_t last_success_ms;          /* finished_ms of the last ok scan (this
-                                       * one's when ok); 0: none yet */
+    int64_t last_success_ms;          /* the last proof of freshness of an ok
+                                       * snapshot (this one's when ok): its
+                                       * proven_ms, else its finished_ms;
+                                       * 0: none yet */
+    int64_t proven_ms;                /* Unix ms the view was last proven
+                                       * current, when later than finished_ms
+                                       * (follow mode's checks between full
+                                       * scans); 0: finished_ms is it */
 };
 
 /* The snapshot whose locks to show for s: s itself when its scan

@@ -298,6 +298,42 @@ class FollowFresh(h.TestCase):
                          "the key was read again")
         self.assertEqual(c.exists("lock:e"), 0)
 
+    def test_a_quiet_followed_view_is_proven_by_its_checks(self):
+        """Following, with no lock changing: every freshness check that
+        passes moves the target's last success (a `time() - last_success`
+        alert holds); a stalled server stops it, and the view goes stale."""
+        rs = self.start_redis(args=NOTIFY)
+        c = rs.client()
+        c.set("lock:quiet", "t", px=600000)
+        ag = self.start_agent(rs, scan_interval="1s", leak_grace="1h", max_hold="1h",
+                              target_extra={"reconcile_interval": "1h", "command_timeout": "1s"})
+        self.wait_following(ag)
+
+        def last():
+            return h.msum(ag.metrics(), "lockwatch_target_last_success_timestamp_seconds",
+                          target="main")
+        scanned = h.msum(ag.metrics(), "lockwatch_last_scan_timestamp_seconds", target="main")
+        first = last()
+        time.sleep(3.5)
+        now = last()
+        print("quiet follow: last success moved %.1fs in 3.5s" % (now - first))
+        self.assertGreaterEqual(now - first, 2.0)
+        self.assertGreater(time.time() - now, -1.0)
+        self.assertLess(time.time() - now, 2.5)
+        # the checks are no scan: the last full scan stays as it was
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_last_scan_timestamp_seconds",
+                               target="main"), scanned)
+        # a stall: no check passes, the last success stays, the view goes stale
+        stall = subprocess.Popen(["redis-cli", "-p", str(rs.port), "DEBUG", "SLEEP", "5"],
+                                 stdout=subprocess.DEVNULL)
+        try:
+            t0 = time.monotonic()
+            ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_target_up", target="main") == 0,
+                        5, interval=0.1, desc="target down during the stall")
+            print("stall: target down after %.1fs" % (time.monotonic() - t0))
+            self.assertLessEqual(last(), time.time() - (time.monotonic() - t0) + 1.0)
+        finally:
+            stall.wait(10)
 
     # ---- issue 22: trust and what notifications cannot say ----------------------------
 
