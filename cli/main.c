@@ -190,8 +190,9 @@ print_synopsis(FILE *fp, int indent, const char *s)
 static void
 usage(FILE *fp)
 {
-    fprintf(fp, "usage: lockctl [-c FILE] [-t TARGET] [--url redis://...] [--agent URL] [--json]\n"
-            "               [-o wide|json] [-q] COMMAND\n");
+    fprintf(fp, "usage: lockctl [-c FILE] [-t TARGET] [--url redis://...] [--tls-* ...]\n"
+            "               [--agent URL|off] [--timeout DUR] [--json] [-o wide|json]\n"
+            "               [-q] COMMAND\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         print_synopsis(fp, 2, commands[i].synopsis);
     fprintf(fp, "%s", global_help);
