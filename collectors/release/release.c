@@ -282,16 +282,17 @@ release_row(const char *format)
 }
 
 /* The row a request releases as.  A guessed format (a shape others write
- * too) never picks a release that does more than compare-and-delete: a
- * row with companions (wake-ups, queues, permits) falls back to the
- * fallback row ("plain": compare the string value and delete it; a hash
- * or zset is then refused as of the wrong type). */
+ * too, or "unknown": no decoder knew it) never picks a release that does
+ * more than compare-and-delete: a row with companions (wake-ups, queues,
+ * permits), or none (the script would pick by type: a hash as Redisson's),
+ * falls back to the fallback row ("plain": compare the string value and
+ * delete it; a hash or zset is then refused as of the wrong type). */
 static const struct lock_format *
 request_row(const struct release_request *req)
 {
     const struct lock_format *f = release_row(req->format);
 
-    if (f == NULL || !req->format_guessed || f->release[0] == '\0')
+    if (!req->format_guessed || (f != NULL && f->release[0] == '\0'))
         return f;
     for (size_t i = 0; i < formats_count; i++)
         if (formats_table[i].proves == FMT_PROVES_FALLBACK)

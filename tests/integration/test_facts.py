@@ -127,6 +127,23 @@ class Facts(h.TestCase):
         print("%d-field hash without mode: %s (%s), holders_total %d"
               % (FIELDS, lk["format"], lk["format_source"], lk["holders_total"]))
 
+    def test_a_hash_no_decoder_knew_is_not_released_as_redisson(self):
+        # "unknown" is a guess: lockctl refuses it as plain's row would (a
+        # hash is not of its type: holder_changed) instead of releasing it
+        # as a Redisson lock; the key and its field stay
+        rs = self.start_redis()
+        c = rs.client()
+        c.hset("lock:weird", "foo", "1")
+        cfg = tl.write_config(rs)
+        doc = tl.run_json(self, ["show", "lock:weird", "--agent", "off"], cfg)
+        self.assertEqual((doc["format"], doc["format_source"]), ("unknown", "guessed"))
+        for dry in (["--dry-run"], ["--yes"]):
+            out = tl.run_json(self, ["release", "lock:weird", "--holder", "foo", "--agent", "off"]
+                              + dry, cfg, rc=1)
+            self.assertEqual((out["outcome"], out["refused"], out["done"]),
+                             ("holder_changed", True, False), out)
+        self.assertEqual(c.hgetall("lock:weird"), {b"foo": b"1"})
+
     def test_declared_formats(self):
         rs = self.start_redis()
         c = rs.client()

@@ -265,6 +265,13 @@ guessed_format_releases_as_plain(void **state)
     assert_true(arg_is(&a, i + 11, "audit"));
     assert_true(arg_is(&a, i + 15, "node-redlock"));
     release_args_free(&a);
+    /* a hash no decoder knew ("unknown", guessed) is no Redisson lock */
+    request(&rq, "lock:q", 6);
+    rq.format = "unknown";
+    rq.format_guessed = true;
+    assert_int_equal(release_build_args(&t, "lockwatch:audit", &rq, "abc", &a), 0);
+    assert_true(arg_is(&a, argv_index(&a, 1) + 15, "plain"));
+    release_args_free(&a);
 }
 
 extern const char collectors_release_lua_formats_lua[];
