@@ -100,18 +100,6 @@ utf8_next(const unsigned char *s, size_t *len)
         ((unsigned long)(s[2] & 0x3f) << 6) | (s[3] & 0x3f);
 }
 
-/* Characters a terminal would not just print in one place. */
-static bool
-unsafe(unsigned long cp)
-{
-    return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ||   /* C0, DEL, C1 */
-        cp == 0xad || cp == 0x61c ||                    /* soft hyphen, Arabic mark */
-        (cp >= 0x200b && cp <= 0x200f) ||               /* zero-width, LRM, RLM */
-        (cp >= 0x2028 && cp <= 0x202e) ||               /* separators, embeddings */
-        (cp >= 0x2060 && cp <= 0x2069) ||               /* joiners, isolates */
-        cp == 0xfeff;                                   /* BOM */
-}
-
 static size_t
 cp_width(unsigned long cp)
 {
@@ -137,7 +125,7 @@ table_safe_text(const char *p, size_t n, size_t *width)
     while (i < slen) {
         unsigned long cp = utf8_next((const unsigned char *)san + i, &cl);
 
-        if (unsafe(cp)) {
+        if (keytext_display_unsafe(cp)) {
             memcpy(out + o, REPLACEMENT, 3);
             o += 3;
             w += 1;

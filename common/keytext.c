@@ -45,6 +45,42 @@ utf8_seq(const unsigned char *s, size_t len)
     return 0;
 }
 
+size_t
+keytext_utf8_next(const char *s, size_t len, unsigned long *cp)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = len > 0 ? utf8_seq(u, len) : 0;
+
+    switch (n) {
+    case 1:
+        *cp = u[0];
+        break;
+    case 2:
+        *cp = ((unsigned long)(u[0] & 0x1f) << 6) | (u[1] & 0x3f);
+        break;
+    case 3:
+        *cp = ((unsigned long)(u[0] & 0x0f) << 12) | ((unsigned long)(u[1] & 0x3f) << 6) |
+            (u[2] & 0x3f);
+        break;
+    case 4:
+        *cp = ((unsigned long)(u[0] & 0x07) << 18) | ((unsigned long)(u[1] & 0x3f) << 12) |
+            ((unsigned long)(u[2] & 0x3f) << 6) | (u[3] & 0x3f);
+        break;
+    }
+    return n;
+}
+
+int
+keytext_display_unsafe(unsigned long cp)
+{
+    return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ||   /* C0, DEL, C1 */
+        cp == 0xad || cp == 0x61c ||                    /* soft hyphen, Arabic mark */
+        (cp >= 0x200b && cp <= 0x200f) ||               /* zero-width, LRM, RLM */
+        (cp >= 0x2028 && cp <= 0x202e) ||               /* separators, embeddings */
+        (cp >= 0x2060 && cp <= 0x2069) ||               /* joiners, isolates */
+        cp == 0xfeff;                                   /* BOM */
+}
+
 static void
 put(char *out, size_t outsz, size_t at, const char *src, size_t n)
 {

@@ -28,6 +28,13 @@ size_t keytext_sanitize(char *out, size_t outsz, const char *in, size_t len);
  * a terminal shows a hostile key and runs none of it. */
 size_t keytext_sanitize_label(char *out, size_t outsz, const char *in, size_t len);
 size_t keytext_percent(char *out, size_t outsz, const char *in, size_t len);
+/* The code point of the valid UTF-8 sequence at s (len bytes left) into
+ * *cp: its length (1..4), or 0 when the bytes there are not valid UTF-8. */
+size_t keytext_utf8_next(const char *s, size_t len, unsigned long *cp);
+/* A character a terminal would not just print in one place: C0, DEL, C1,
+ * zero-width and format characters, line separators, bidirectional
+ * embeddings, overrides and isolates (what reorders or hides text). */
+int keytext_display_unsafe(unsigned long cp);
 /* A client's text (in, NUL-terminated: a query value, a JSON field name)
  * echoed in an error message: printable ASCII only, each other byte '?',
  * so the message stays UTF-8 and shows a terminal nothing to act on; cut

@@ -8,6 +8,7 @@
  * thread exists, and only read afterwards.
  */
 #include "common/log.h"
+#include "common/keytext.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -30,22 +31,37 @@ log_init(int foreground, int verbose)
 
 /*
  * Messages may carry bytes from Redis (keys, holders), the network or a
- * config file: a control byte is written as \xNN so nothing can forge a
- * log line or send escape sequences to a terminal.  A backslash is
- * doubled so the escape cannot be faked either.  What does not fit is
- * cut at a whole character of the output.
+ * config file: a control byte is written as \xNN, and a character that
+ * reorders or hides text (C1, a bidirectional override, a zero-width one:
+ * keytext_display_unsafe()) as \uNNNN, so nothing can forge a log line,
+ * send escape sequences to a terminal or show a key as another.  A
+ * backslash is doubled so the escape cannot be faked either.  What does
+ * not fit is cut at a whole character of the output.
  */
 void
 log_defang(char *out, size_t outsz, const char *in)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t o = 0, need;
+    size_t o = 0, need, seq, left = strlen(in);
+    unsigned long cp = 0;
     unsigned char c;
 
     if (outsz == 0)
         return;
-    for (; *in != '\0'; in++) {
+    for (; *in != '\0'; in++, left--) {
         c = (unsigned char)*in;
+        if (c >= 0x80 && (seq = keytext_utf8_next(in, left, &cp)) > 1 &&
+            keytext_display_unsafe(cp)) {
+            if (o + 6 >= outsz)
+                break;
+            out[o++] = '\\';
+            out[o++] = 'u';
+            for (int sh = 12; sh >= 0; sh -= 4)
+                out[o++] = hex[(cp >> sh) & 0xf];
+            in += seq - 1;
+            left -= seq - 1;
+            continue;
+        }
         need = c < 0x20 || c == 0x7f ? 4 : c == '\\' ? 2 : 1;
         if (o + need >= outsz)
             break;

@@ -35,6 +35,19 @@ defang_doubles_backslashes_and_keeps_utf8(void **state)
     assert_string_equal(out, "a\\\\x1b caf\xc3\xa9");
 }
 
+/* What reorders or hides text is escaped too: a key with a right-to-left
+ * override cannot show a log line backwards, a C1 CSI is no escape. */
+static void
+defang_escapes_bidi_and_c1(void **state)
+{
+    char out[LOG_DEFANG_MAX(64)];
+
+    (void)state;
+    log_defang(out, sizeof(out), "lock:\xe2\x80\xaeRTL \xc2\x9b" "31m \xe2\x81\xa6x\xe2\x80\x8b caf\xc3\xa9");
+    assert_string_equal(out, "lock:\\u202eRTL \\u009b31m \\u2066x\\u200b caf\xc3\xa9");
+    assert_null(strstr(out, "\xe2\x80\xae"));
+}
+
 static void
 defang_cuts_whole_escapes(void **state)
 {
@@ -66,6 +79,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defang_escapes_control_bytes),
         cmocka_unit_test(defang_doubles_backslashes_and_keeps_utf8),
+        cmocka_unit_test(defang_escapes_bidi_and_c1),
         cmocka_unit_test(defang_cuts_whole_escapes),
         cmocka_unit_test(defang_worst_case_fits),
     };
