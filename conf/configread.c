@@ -222,6 +222,16 @@ read_line(char *str, int num, void *stream)
              "or move a trailing comment to a line of its own)", LINE_MAX_CHARS);
         return NULL;
     }
+    for (size_t i = 0; i < content; i++) {
+        unsigned char b = (unsigned char)str[i];
+
+        if ((b < 0x20 && b != '\t') || b == 0x7f) {
+            fail(ld, ld->lineno, NULL, NULL, "contains a control character (byte 0x%02x) at "
+                 "column %zu (the config must be plain text; a pattern matches any one byte of "
+                 "a key with ?)", b, i + 1);
+            return NULL;
+        }
+    }
     memcpy(ld->raw, str, n + 1);
 
     p = ld->raw;

@@ -949,6 +949,22 @@ test_long_line(void **state)
     expect_error_prefix(text, "x.ini:2: line is longer than 198 characters");
 }
 
+/* Control characters (an ESC that -n would print to a terminal, a CR in
+ * mid-line) are refused; a tab and a CRLF line end are text. */
+static void
+test_control_characters(void **state)
+{
+    (void)state;
+    expect_error("[agent]\n[target a]\npatterns = lock:*\x1b[31m\n",
+                 "x.ini:3: contains a control character (byte 0x1b) at column 18 (the config "
+                 "must be plain text; a pattern matches any one byte of a key with ?)");
+    expect_error_prefix("[agent]\nlisten = 127.0.0.1:1\rforged\n",
+                        "x.ini:2: contains a control character (byte 0x0d) at column 21");
+    expect_error_prefix("[agent]\n; a comment \x7f\n", "x.ini:2: contains a control character "
+                        "(byte 0x7f)");
+    config_free(expect_load("[agent]\r\nlisten =\t127.0.0.1:1\t; tab\r\n"));
+}
+
 static void
 test_only_first_error(void **state)
 {
@@ -1397,6 +1413,7 @@ main(void)
         cmocka_unit_test(test_duplicate_key),
         cmocka_unit_test(test_continuation_refused),
         cmocka_unit_test(test_long_line),
+        cmocka_unit_test(test_control_characters),
         cmocka_unit_test(test_only_first_error),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_crlf_and_bom),
