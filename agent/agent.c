@@ -46,6 +46,7 @@ struct target_rt {
     const struct target_conf *conf;     /* into agent->cfg */
     const char *audit_stream;           /* into agent->cfg: [unlock] audit_stream */
     struct audit_tail audit;            /* its releases on the timeline */
+    int64_t audit_mono;                 /* mono ms the audit stream was last read */
     struct scan_rules rules;
     pthread_t thread;
     bool running;
@@ -176,16 +177,25 @@ log_follow(struct target_rt *t, const struct snapshot *s)
     }
 }
 
+static void tail_audit(struct target_rt *t);
+
+/* Follow mode's snapshots.  The audit stream is read here too, at most
+ * every scan_interval (follow mode publishes after each freshness check,
+ * so at least that often): between full scans, an hour apart, lockctl's
+ * releases would reach the timeline only at the next one. */
 static void
 publish_cb(void *arg, struct snapshot *s)
 {
     struct target_rt *t = arg;
     size_t i;
+    bool ok = s->ok;
 
     log_follow(t, s);
     publish(t, s);
     for (i = 0; i < t->ngroups; i++)
         group_compare(t->groups[i]);
+    if (ok && clock_mono_ms() - t->audit_mono >= t->conf->scan_interval_ms)
+        tail_audit(t);
 }
 
 /* Wait ms or until asked to stop.  The deadline is monotonic: a wall
@@ -205,9 +215,9 @@ target_wait(struct target_rt *t, int64_t ms)
     pthread_mutex_unlock(&t->mu);
 }
 
-/* After a good scan: the releases appended to the audit stream since the
- * last (lockctl's, another agent's) onto the timeline, within the
- * target's command_timeout. */
+/* After a good scan (and while following, publish_cb): the releases
+ * appended to the audit stream since the last (lockctl's, another
+ * agent's) onto the timeline, within the target's command_timeout. */
 static void
 tail_audit(struct target_rt *t)
 {
@@ -217,6 +227,7 @@ tail_audit(struct target_rt *t)
     const struct redisconn_scope *prev = redisconn_scope_enter(&sc);
     char err[320] = "";
 
+    t->audit_mono = clock_mono_ms();
     if (audit_tail_poll(&t->audit, t->conf, t->audit_stream, err, sizeof(err)) == 1 &&
         err[0] != '\0')
         log_info("target %s: %s; releases by lockctl are not on the agent's timeline "

@@ -24,6 +24,7 @@ import queue
 import socket
 import subprocess
 import threading
+import time
 
 import harness as h
 import test_lockctl as lt
@@ -161,6 +162,30 @@ class Events(h.TestCase):
         self.release(b"lock:h", "t")
         self.ag.wait_scans(3)                   # the tail has read past it
         self.assertEqual([x["key"] for x in self.events()["events"]], ["lock:cli", "lock:h"])
+
+    def test_lockctl_release_reaches_the_timeline_while_following(self):
+        """In follow mode the next full scan may be an hour away: the audit
+        stream is read as the followed view is proven (every scan_interval),
+        so lockctl's release is on the timeline within seconds, no scan."""
+        rs = self.start_redis(args=["--notify-keyspace-events", "Kg$lhzxe"])
+        c = rs.client()
+        ag = self.start_agent(rs, scan_interval="1s",
+                              target_extra={"incremental": "on", "reconcile_interval": "1h"})
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_follow_active", target="main") == 1,
+                    30, desc="following")
+        time.sleep(1.5)                         # the tail has started
+        scans = h.msum(ag.metrics(), "lockwatch_scans_total", target="main")
+        c.set("lock:fol", "tok-f")
+        p = lt.run(["release", "lock:fol", "--holder", "tok-f", "--yes"], ag.config_path)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        t0 = time.monotonic()
+        ag.wait_for(lambda: ag.get_json("/api/v1/events")[1]["count"] == 1, timeout=5,
+                    desc="lockctl's release on the timeline while following")
+        print("following: lockctl's release on the timeline in %.1fs" % (time.monotonic() - t0))
+        e = ag.get_json("/api/v1/events")[1]["events"][0]
+        self.assertEqual((e["kind"], e["key"], e["holder"]), ("force_release", "lock:fol", "tok-f"))
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_scans_total", target="main"), scans,
+                         "a full scan ran")
 
     def test_a_user_that_may_not_read_the_audit_stream(self):
         """The least-privilege scanner user: the tail is refused (NOPERM),
