@@ -188,14 +188,14 @@ publish_cb(void *arg, struct snapshot *s)
 {
     struct target_rt *t = arg;
     size_t i;
-    bool ok = s->ok;
 
+    /* before the snapshot replaces the view that still has the lock */
+    if (s->ok && clock_mono_ms() - t->audit_mono >= t->conf->scan_interval_ms)
+        tail_audit(t);
     log_follow(t, s);
     publish(t, s);
     for (i = 0; i < t->ngroups; i++)
         group_compare(t->groups[i]);
-    if (ok && clock_mono_ms() - t->audit_mono >= t->conf->scan_interval_ms)
-        tail_audit(t);
 }
 
 /* Wait ms or until asked to stop.  The deadline is monotonic: a wall
@@ -215,6 +215,32 @@ target_wait(struct target_rt *t, int64_t ms)
     pthread_mutex_unlock(&t->mu);
 }
 
+/* The holder's age when a release by lockctl (or another agent) ran at
+ * at_ms, as this agent knew it: from its last good view's first sight of
+ * that one holder on the key.  0 when it did not know the lock or holder. */
+static int64_t
+audit_age(void *arg, const char *key, size_t keylen, const char *holder, size_t holderlen,
+          int64_t at_ms)
+{
+    const struct target_rt *t = arg;
+    const struct snapshot *s = t->last_good;
+
+    if (s == NULL || holder == NULL)
+        return 0;
+    for (size_t i = 0; i < s->nlocks; i++) {
+        const struct snap_lock *l = s->locks[i];
+
+        if (l->key_len != keylen || memcmp(l->key, key, keylen) != 0)
+            continue;
+        if (l->nholders != 1 || l->holders[0].truncated || l->holders[0].id_len != holderlen ||
+            memcmp(l->holders[0].id, holder, holderlen) != 0 || l->first_seen_ms <= 0 ||
+            at_ms <= l->first_seen_ms)
+            return 0;
+        return at_ms - l->first_seen_ms;
+    }
+    return 0;
+}
+
 /* After a good scan (and while following, publish_cb): the releases
  * appended to the audit stream since the last (lockctl's, another
  * agent's) onto the timeline, within the target's command_timeout. */
@@ -228,7 +254,8 @@ tail_audit(struct target_rt *t)
     char err[320] = "";
 
     t->audit_mono = clock_mono_ms();
-    if (audit_tail_poll(&t->audit, t->conf, t->audit_stream, err, sizeof(err)) == 1 &&
+    if (audit_tail_poll(&t->audit, t->conf, t->audit_stream, audit_age, t, err,
+                        sizeof(err)) == 1 &&
         err[0] != '\0')
         log_info("target %s: %s; releases by lockctl are not on the agent's timeline "
                  "(docs/events.md)", t->name, err);
@@ -286,12 +313,14 @@ target_main(void *arg)
             snprintf(t->node, sizeof(t->node), "%s", s->node);
         }
         ok = s->ok;
+        /* the releases since the last look, with the view that still has
+         * their locks (audit_age), then the scan's */
+        if (ok)
+            tail_audit(t);
         log_follow(t, s);
         publish(t, s);
         for (i = 0; i < t->ngroups; i++)
             group_compare(t->groups[i]);
-        if (ok)
-            tail_audit(t);
         /* follow mode: current from events until a full scan is due; its
          * reads see a stop request as a scan's do (no deadline: it runs
          * until the next full scan) */

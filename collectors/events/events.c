@@ -99,7 +99,7 @@ events_push(const struct event_in *in)
     ring_bytes[slot] = b;
     e = &ring[slot];
     e->seq = seq;
-    e->at_ms = clock_now_ms();
+    e->at_ms = in->at_ms > 0 ? in->at_ms : clock_now_ms();
     e->kind = in->kind;
     copy_field(e->target, sizeof(e->target), in->target);
     e->holderlen = in->holder != NULL ? in->holderlen : 0;

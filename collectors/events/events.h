@@ -70,6 +70,7 @@ struct event_in {
     const char *klass;
     const char *detail;         /* one sentence for humans */
     double seconds;
+    int64_t at_ms;              /* Unix ms it happened; 0: now, as pushed */
 };
 
 /* One event as events_each() shows it; valid during the call only. */

@@ -83,7 +83,8 @@ audit_entry_event(const redisReply *fields, const char *id, const char *target,
                   struct event_in *in, char *detail)
 {
     const redisReply *key = audit_field(fields, "key"), *h = audit_field(fields, "holder");
-    char op[128], reason[512], format[64];
+    char op[128], reason[512], format[64], age[24];
+    long long ms;
 
     if (fields->type != REDIS_REPLY_ARRAY || !field_is(fields, "action", "release") ||
         !field_is(fields, "outcome", "released") || key == NULL || holders_left(fields) ||
@@ -92,6 +93,7 @@ audit_entry_event(const redisReply *fields, const char *id, const char *target,
     field_text(fields, "operator", op, sizeof(op));
     field_text(fields, "reason", reason, sizeof(reason));
     field_text(fields, "format", format, sizeof(format));
+    field_text(fields, "age", age, sizeof(age));
     snprintf(detail, EVENT_TEXT_MAX, "released by %s (%s lock)%s%s; audit entry %s",
              op[0] ? op : "?", format[0] ? format : "unknown", reason[0] ? ": " : "", reason,
              id);
@@ -103,7 +105,12 @@ audit_entry_event(const redisReply *fields, const char *id, const char *target,
     in->holder = h != NULL ? h->str : NULL;
     in->holderlen = h != NULL ? h->len : 0;
     in->detail = detail;
-    in->seconds = -1;
+    /* the holder's age as the releaser knew it (0: unknown; entries of
+     * older versions have none), and when it ran: the entry id's
+     * milliseconds, the server's clock, as XADD stamped it */
+    in->seconds = sscanf(age, "%lld", &ms) == 1 && ms > 0 ? (double)ms / 1000.0 : -1;
+    if (sscanf(id, "%lld-", &ms) == 1 && ms > 0)
+        in->at_ms = (int64_t)ms;
     return true;
 }
 
@@ -140,7 +147,8 @@ start_at_newest(struct audit_tail *at, redisContext *c, const struct target_conf
 /* XREAD's reply ([[stream, [[id, fields]...]]], or nil): push each
  * release, move last_id past every entry. */
 static void
-push_entries(struct audit_tail *at, const redisReply *r, const char *target)
+push_entries(struct audit_tail *at, const redisReply *r, const char *target, audit_age_fn *age,
+             void *arg)
 {
     const redisReply *entries;
     char *detail;
@@ -159,15 +167,22 @@ push_entries(struct audit_tail *at, const redisReply *r, const char *target)
             continue;
         memcpy(at->last_id, e->element[0]->str, e->element[0]->len);
         at->last_id[e->element[0]->len] = '\0';
-        if (detail != NULL && audit_entry_event(e->element[1], at->last_id, target, &in, detail))
-            events_push(&in);
+        if (detail == NULL || !audit_entry_event(e->element[1], at->last_id, target, &in, detail))
+            continue;
+        if (in.seconds < 0 && age != NULL && in.at_ms > 0) {
+            int64_t ms = age(arg, in.key, in.keylen, in.holder, in.holderlen, in.at_ms);
+
+            if (ms > 0)
+                in.seconds = (double)ms / 1000.0;
+        }
+        events_push(&in);
     }
     free(detail);
 }
 
 int
 audit_tail_poll(struct audit_tail *at, const struct target_conf *t, const char *stream,
-                char *err, size_t errlen)
+                audit_age_fn *age, void *arg, char *err, size_t errlen)
 {
     struct target_conf node;
     redisContext *c;
@@ -192,7 +207,7 @@ audit_tail_poll(struct audit_tail *at, const struct target_conf *t, const char *
             snprintf(err, errlen, "XREAD %s: %.200s", stream, r->str);
             goto out;
         }
-        push_entries(at, r, t->name);
+        push_entries(at, r, t->name, age, arg);
         rc = 0;
     }
 out:

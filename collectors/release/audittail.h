@@ -40,8 +40,15 @@ struct audit_tail {
  * redisconn scope.  0, 1 when the stream may not be read (NOPERM: err
  * says so once, at->refused set), -1 with err set.
  */
+/* What the caller knew of a release's holder: its age in ms when the
+ * release ran at at_ms (Unix ms), 0 when not known. */
+typedef int64_t audit_age_fn(void *arg, const char *key, size_t keylen, const char *holder,
+                             size_t holderlen, int64_t at_ms);
+
+/* age (or NULL): asked for each release whose entry names no age the
+ * releaser knew (lockctl asks the agent only when a guard needs it). */
 int audit_tail_poll(struct audit_tail *at, const struct target_conf *t, const char *stream,
-                    char *err, size_t errlen);
+                    audit_age_fn *age, void *arg, char *err, size_t errlen);
 
 /* The string value of field name in an audit entry's flat name/value
  * array reply, or NULL (lockctl audit reads entries with it too). */

@@ -640,9 +640,9 @@ static void
 cluster_audit(const struct target_conf *t, const char *stream,
               const struct release_request *req, struct release_result *res)
 {
-    const char *argv[32];
-    size_t len[32];
-    char now[24], pttl[24], ttl[24];
+    const char *argv[40];
+    size_t len[40];
+    char now[24], pttl[24], ttl[24], age[24];
     int n = 0;
     redisReply *r = NULL;
     redisContext *c;
@@ -657,6 +657,7 @@ cluster_audit(const struct target_conf *t, const char *stream,
     snprintf(pttl, sizeof(pttl), "%lld", res->outcome == RELEASE_EXPIRED ? -1LL
              : res->pttl_ms);
     snprintf(ttl, sizeof(ttl), "%" PRId64, req->ttl_ms);
+    snprintf(age, sizeof(age), "%" PRId64, req->known_age_ms > 0 ? req->known_age_ms : 0);
     ARGS("XADD"); ARGS(stream); ARGS("MAXLEN"); ARGS("~"); ARGS("10000"); ARGS("*");
     ARGS("time"); ARGS(now);
     ARGS("operator"); ARGS(req->operator_name ? req->operator_name : "");
@@ -670,6 +671,7 @@ cluster_audit(const struct target_conf *t, const char *stream,
     ARGS("old"); ARG(res->old, res->oldlen);
     ARGS("outcome"); ARGS(release_outcome_str(res->outcome));
     ARGS("format"); ARGS(res->format);
+    ARGS("age"); ARGS(age);
     if (req->action == RELEASE_ACTION_EXPIRE) {
         ARGS("ttl");
         ARGS(ttl);

@@ -146,6 +146,9 @@ class Events(h.TestCase):
         event, not two."""
         self.ag.wait_scans(2)                   # the tail has started
         self.c.set("lock:cli", "tok-9")
+        self.ag.wait_for(lambda: self.ag.lock("lock:cli")[0] == 200, 10, desc="lock:cli seen")
+        time.sleep(1.2)                         # an age the agent knows
+        before = time.time()
         p = lt.run(["release", "lock:cli", "--holder", "tok-9", "--yes", "--reason", "INC-7"],
                    self.ag.config_path)
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -157,6 +160,11 @@ class Events(h.TestCase):
         self.assertIn("INC-7", e["detail"])
         self.assertIn("audit entry", e["detail"])
         self.assertNotIn("released by http:", e["detail"])
+        # the holder's age the agent knew (lockctl --yes asks it nothing),
+        # and when it ran (not when the agent read the stream)
+        self.assertIsNotNone(e["seconds"], e)
+        self.assertGreaterEqual(e["seconds"], 1.0, e)
+        self.assertLess(abs(e["time_ms"] / 1000.0 - before), 1.0, e)
 
         self.c.set("lock:h", "t")
         self.release(b"lock:h", "t")

@@ -45,21 +45,25 @@ a_release_that_ran_is_an_event(void **state)
     static const char *const kv[] = { "time", "1", "operator", "alice", "reason", "INC-7\nx",
                                       "action", "release", "target", "main", "key", "lock:a",
                                       "holder", "tok 1", "type", "string", "old", "tok 1",
-                                      "outcome", "released", "format", "plain", NULL };
+                                      "outcome", "released", "format", "plain", "age", "239000",
+                                      NULL };
     static struct fake f;
     char detail[EVENT_TEXT_MAX];
     struct event_in in;
 
     (void)state;
-    assert_true(audit_entry_event(entry(&f, kv), "17-0", "main", &in, detail));
+    assert_true(audit_entry_event(entry(&f, kv), "1767225600123-0", "main", &in, detail));
     assert_int_equal(in.kind, EVENT_FORCE_RELEASE);
     assert_string_equal(in.target, "main");
     assert_int_equal(in.keylen, 6);
     assert_memory_equal(in.key, "lock:a", 6);
     assert_int_equal(in.holderlen, 5);              /* the bytes, as the entry has them */
     assert_memory_equal(in.holder, "tok 1", 5);
-    assert_string_equal(in.detail, "released by alice (plain lock): INC-7 x; audit entry 17-0");
-    assert_true(in.seconds < 0);
+    assert_string_equal(in.detail, "released by alice (plain lock): INC-7 x; audit entry "
+                        "1767225600123-0");
+    /* the holder's age as the releaser knew it; when: the entry id's ms */
+    assert_true(in.seconds == 239.0);
+    assert_int_equal(in.at_ms, 1767225600123LL);
 }
 
 static void
@@ -84,6 +88,7 @@ others_are_none(void **state)
     assert_false(audit_entry_event(entry(&f, refused), "1-0", "main", &in, detail));
     assert_false(audit_entry_event(entry(&f, kept), "1-0", "main", &in, detail));
     assert_true(audit_entry_event(entry(&f, last), "1-0", "main", &in, detail));
+    assert_true(in.seconds < 0);                    /* no age: not known */
 }
 
 int

@@ -411,7 +411,8 @@ local function lw_audit(action, outcome)
                    'time', ARGV[7], 'operator', ARGV[8], 'reason', ARGV[9],
                    'action', action, 'target', ARGV[10], 'key', lw_key,
                    'holder', lw_holder, 'type', lw.type, 'pttl', tostring(lw.pttl),
-                   'old', lw.old, 'outcome', outcome, 'format', lw.format }
+                   'old', lw.old, 'outcome', outcome, 'format', lw.format,
+                   'age', tostring(lw_known_age_ms) }
     if action == 'expire' then
         args[#args + 1] = 'ttl'
         args[#args + 1] = tostring(lw_ttl_ms)
