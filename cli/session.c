@@ -199,6 +199,8 @@ session_load(struct lockctl *lc)
 
         log_defang(safe, sizeof(safe), err);
         lockctl_warnx("%s", safe);
+        out_error_hint("fix the config where the error says (lockwatchd -n -c FILE checks it), "
+                       "or give another with -c FILE");
         return LOCKCTL_USAGE;
     }
     if (lc->target_name != NULL) {

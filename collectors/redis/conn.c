@@ -559,7 +559,7 @@ redisconn_open(const struct target_conf *t, char *err, size_t errlen)
 
         if (redisAppendCommandArgv(c, 3, argv, NULL) != REDIS_OK ||
             redisconn_get_reply(c, &rep) == -1) {
-            redisconn_error(c, t, "CLIENT NO-TOUCH", err, errlen);
+            redisconn_error(c, t, "connection setup (CLIENT NO-TOUCH)", err, errlen);
             goto fail;
         }
         freeReplyObject(rep);
