@@ -224,13 +224,26 @@ read_line(char *str, int num, void *stream)
     }
     for (size_t i = 0; i < content; i++) {
         unsigned char b = (unsigned char)str[i];
+        char key[64] = "";
+        const char *eq;
+        size_t k0 = 0, k1;
 
-        if ((b < 0x20 && b != '\t') || b == 0x7f) {
-            fail(ld, ld->lineno, NULL, NULL, "contains a control character (byte 0x%02x) at "
-                 "column %zu (the config must be plain text; a pattern matches any one byte of "
-                 "a key with ?)", b, i + 1);
-            return NULL;
+        if ((b >= 0x20 || b == '\t') && b != 0x7f)
+            continue;
+        /* in a value: name its key (and section), as every error does */
+        if ((eq = memchr(str, '=', i)) != NULL) {
+            while (k0 < (size_t)(eq - str) && isspace((unsigned char)str[k0]))
+                k0++;
+            for (k1 = (size_t)(eq - str); k1 > k0 && isspace((unsigned char)str[k1 - 1]); k1--)
+                ;
+            if (k1 > k0 && k1 - k0 < sizeof(key))
+                memcpy(key, str + k0, k1 - k0);
         }
+        fail(ld, ld->lineno, key[0] && ld->has_cur ? ld->inst[ld->cur].label : NULL,
+             key[0] ? key : NULL, "contains a control character (byte 0x%02x) at column %zu "
+             "(the config must be plain text; a pattern matches any one byte of a key with ?)",
+             b, i + 1);
+        return NULL;
     }
     memcpy(ld->raw, str, n + 1);
 

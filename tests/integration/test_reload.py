@@ -162,7 +162,7 @@ class Reload(h.TestCase):
         with open(ag.logfile, "rb") as f:
             raw = f.read()
         self.assertNotIn(b"\x1b", raw)
-        self.assertIn(b"\\x1b[2J", raw)
+        self.assertIn(b"[rules] max_hold: contains a control character (byte 0x1b)", raw)
 
         # the whole file again: taken
         ag.write_config(full)

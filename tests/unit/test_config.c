@@ -956,10 +956,12 @@ test_control_characters(void **state)
 {
     (void)state;
     expect_error("[agent]\n[target a]\npatterns = lock:*\x1b[31m\n",
-                 "x.ini:3: contains a control character (byte 0x1b) at column 18 (the config "
-                 "must be plain text; a pattern matches any one byte of a key with ?)");
+                 "x.ini:3: [target a] patterns: contains a control character (byte 0x1b) at "
+                 "column 18 (the config must be plain text; a pattern matches any one byte of a "
+                 "key with ?)");
     expect_error_prefix("[agent]\nlisten = 127.0.0.1:1\rforged\n",
-                        "x.ini:2: contains a control character (byte 0x0d) at column 21");
+                        "x.ini:2: [agent] listen: contains a control character (byte 0x0d) at "
+                        "column 21");
     expect_error_prefix("[agent]\n; a comment \x7f\n", "x.ini:2: contains a control character "
                         "(byte 0x7f)");
     config_free(expect_load("[agent]\r\nlisten =\t127.0.0.1:1\t; tab\r\n"));
