@@ -45,7 +45,7 @@ usage(FILE *fp)
             "usage: lockwatchd [-c FILE] [-d] [-n] [-v] [--once]\n"
             "  -c FILE   config file (default %s;\n"
             "            when it does not exist, built-in defaults: target\n"
-            "            redis://127.0.0.1:6379, pattern lock:*)\n"
+            "            redis://127.0.0.1:6379/0, pattern lock:*)\n"
             "  -d        stay in the foreground and log to stderr\n"
             "  -n        check the config, print the effective config (secrets\n"
             "            redacted) and exit 0, or 2 when it is invalid\n"
@@ -54,7 +54,8 @@ usage(FILE *fp)
             "            stdout and exit: 0 all targets scanned, 1 a target failed\n"
             "  -h, --help     this help\n"
             "  -V, --version  print the version\n"
-            "HTTP (default 127.0.0.1:9717): /metrics /healthz /readyz /api/v1/locks\n"
+            "HTTP (default 127.0.0.1:9717): / (the status page) /metrics /healthz\n"
+            "  /readyz /api/v1/{locks,classes,events,deadlocks,alerts,shard}: README\n"
             "UDP samples (default 127.0.0.1:9717): see docs/line-protocol.md\n",
             CONFIG_DEFAULT_PATH);
 }

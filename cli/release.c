@@ -202,7 +202,7 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
         snprintf(q, sizeof(q), "Give it a TTL of %s?", newttl);
     } else {
         table_line(stderr, width, "  the key is deleted when no other holder is left");
-        snprintf(q, sizeof(q), "Release that holder and wake its waiters?");
+        snprintf(q, sizeof(q), "Release that holder and wake any waiters?");
     }
     yes = confirm_ask(q);
     free(key);

@@ -101,7 +101,7 @@ const struct config_option config_options[] = {
     { .section = SECTION_AGENT, .key = "leader_lease", .type = OPT_DURATION,
       .def = "10s", .min = 1 * MS_S, .max = 10 * MS_M,
       AT(struct config, leader_lease_ms),
-      .help = "the leader lock's lease: renewed every third of it; a dead leader is replaced within it" },
+      .help = "the leader lock's lease, renewed every third; a dead leader is replaced within it + 1s" },
 
     /* [target NAME] */
     { .section = SECTION_TARGET, .key = "url", .type = OPT_REDIS_URL,
