@@ -75,17 +75,20 @@ def fill(expr):
 
 class Prometheus:
     """prometheus on 127.0.0.1:<free port>, data in a temp dir, scraping
-    TARGET (host:port) every second."""
+    TARGET (host:port) every second, once per name in REPLICAS as the
+    lockwatch_replica of its series (docs/deploying.md "Replicas")."""
 
-    def __init__(self, target, rules=None):
+    def __init__(self, target, rules=None, replicas=("a",)):
         self.dir = tempfile.mkdtemp(prefix="lw-prom-")
         self.port = h.free_port()
         self.log = os.path.join(self.dir, "prometheus.log")
         cfg = ["global:", "  scrape_interval: 1s", "  evaluation_interval: 1s"]
         if rules:
             cfg += ["rule_files:", "  - %s" % json.dumps(rules)]
-        cfg += ["scrape_configs:", "  - job_name: lockwatch",
-                "    static_configs:", "      - targets: [%s]" % json.dumps(target)]
+        cfg += ["scrape_configs:", "  - job_name: lockwatch", "    static_configs:"]
+        for r in replicas:
+            cfg += ["      - targets: [%s]" % json.dumps(target),
+                    "        labels: {lockwatch_replica: %s}" % json.dumps(r)]
         self.config = os.path.join(self.dir, "prometheus.yml")
         with open(self.config, "w") as f:
             f.write("\n".join(cfg) + "\n")
@@ -259,7 +262,8 @@ class Dashboard(h.TestCase):
         self.addCleanup(sender.stop)
 
         rules = RULES if os.path.exists(RULES) else None
-        prom = Prometheus("127.0.0.1:%d" % ag.port, rules)
+        # the agent scraped twice, as two replicas a and b that see the same
+        prom = Prometheus("127.0.0.1:%d" % ag.port, rules, replicas=("a", "b"))
         self.addCleanup(prom.stop)
 
         def scraped():
@@ -349,8 +353,46 @@ class Dashboard(h.TestCase):
                                         if t == "Redlock keys inconsistent"][0]))
         self.assertEqual(float(inconsistent["data"]["result"][0]["value"][1]), 1)
         shards = prom.query(fill([e for t, e in exprs if t == "Shard up"][0]))
-        self.assertEqual(len([r for r in shards["data"]["result"]
-                              if r["metric"]["target"] == "c"]), 3)
+        self.assertEqual(len({r["metric"]["shard"] for r in shards["data"]["result"]
+                              if r["metric"]["target"] == "c"}), 3)
+
+        # two replicas count once: every panel that adds series up takes one
+        # replica's value first, so it reads as it does on replica a alone
+        # (rates are read at other instants by the two scrapes: within 1.5x,
+        # where counting both would read 2x)
+        def only_a(expr):
+            return re.sub(r"\b(lockwatch_(?!replica\b)[a-z0-9_]+|ALERTS)(?:\{([^}]*)\})?",
+                          lambda m: '%s{%slockwatch_replica="a"}' % (
+                              m.group(1), m.group(2) + ", " if m.group(2) else ""), expr)
+
+        def values(expr):
+            r = prom.query(expr)
+            self.assertEqual(r.get("status"), "success", "%s: %s" % (expr, r))
+            return {json.dumps(x["metric"], sort_keys=True): float(x["value"][1])
+                    for x in r["data"]["result"]}
+        # the agent's own work against Redis, and what one replica did
+        # (released, notified): each replica's is its own, and the sum is right
+        own = re.compile(r"lockwatch_(releases|release_auth_failures|notifications|scans|"
+                         r"scan_keys|scan_read_errors)_total")
+
+        def agrees(e):
+            both, one = values(fill(e)), values(fill(only_a(e)))
+            if set(both) != set(one):
+                return False
+            slack = 1.5 if ("rate(" in e or "increase(" in e) else 1.0
+            return all(v / slack - 1e-9 <= both[k] <= v * slack + 1e-9 for k, v in one.items())
+        compared = 0
+        for title, e in exprs:
+            if own.search(e):
+                continue
+            if "max without (instance, pod, lockwatch_replica)" not in e:
+                self.assertIsNone(re.search(r"\b(sum|count)\b", e),
+                                  "%s adds up every replica's series: %s" % (title, e))
+                continue
+            h.wait_until(lambda: agrees(e), 10, 1.0,
+                         "%s to read as on one replica: %s" % (title, e))
+            compared += 1
+        self.assertGreater(compared, 20)
 
         if rules is None:
             return
@@ -368,6 +410,13 @@ class Dashboard(h.TestCase):
             self.assertEqual(r["health"], "ok", "%s: %s" % (r["name"], r.get("lastError")))
             q = prom.query(r["query"])
             self.assertEqual(q.get("status"), "success", "%s: %s" % (r["name"], q))
+        # the recording rule counts a class's locks once, not once per replica
+        def per_class(expr):
+            return {json.loads(k).get("class"): v for k, v in values(expr).items()}
+        h.wait_until(lambda: per_class("lockwatch:class_locks:sum") ==
+                     per_class('sum by (class) (lockwatch_locks{lockwatch_replica="a"})') and
+                     per_class("lockwatch:class_locks:sum"), 15, 1.0,
+                     "lockwatch:class_locks:sum to count each lock once")
 
         # every metric the dashboard reads is one the agent exports
         exported = {n for n, _, _ in ag.metrics()}
@@ -375,6 +424,7 @@ class Dashboard(h.TestCase):
         # their TYPE
         exported |= set(re.findall(r"(?m)^# TYPE (\w+) ", ag.metrics_text().decode()))
         used = set(re.findall(r"\b(lockwatch_[a-z0-9_]+)", " ".join(e for _, e in exprs)))
+        used.discard("lockwatch_replica")      # the scrape's label (docs/deploying.md)
         self.assertEqual(used - exported, set(), "the dashboard reads metrics the agent "
                          "does not export")
 
