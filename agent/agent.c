@@ -505,6 +505,12 @@ fence_of(void *arg)
     return leader_fence(arg);
 }
 
+static int64_t
+quiet_of(void *arg)
+{
+    return leader_quiet_since(arg);
+}
+
 /* An election that could not start: this agent leads nothing. */
 static long long
 no_fence(void *arg)
@@ -532,9 +538,10 @@ elect(struct agent *a, const struct config *old, const struct config *cfg)
     pthread_mutex_unlock(&a->mu);
     /* the gate moves before the old leader goes: never a moment ungated */
     if (cfg->leader_target != NULL && next == NULL)
-        alerts_set_leader(a->alerts, no_fence, NULL);
+        alerts_set_leader(a->alerts, no_fence, NULL, NULL);
     else
-        alerts_set_leader(a->alerts, next != NULL ? fence_of : NULL, next);
+        alerts_set_leader(a->alerts, next != NULL ? fence_of : NULL,
+                          next != NULL ? quiet_of : NULL, next);
     leader_stop(prev);
     return cfg->leader_target != NULL && next == NULL ? -1 : 0;
 }

@@ -11,6 +11,13 @@
  * the two clocks' rates.  liblockwatch's watchdog is not used: the agent
  * needs the moment each renewal was sent to bound its lease, so the
  * thread renews with lw_extend() itself.
+ *
+ * When the lock's target cannot be reached for longer than the lease plus
+ * a second, no replica's term can still be running through it, so none
+ * can prove it leads: this agent then speaks to the direct sinks itself,
+ * unfenced (leader_fence() < 0), rather than let a page go unsent because
+ * the one Redis that elects was down.  A replica that reaches it while
+ * this one does not (a partition) may speak too: a duplicate, not silence.
  */
 #include "agent/leader.h"
 
@@ -44,6 +51,11 @@ struct leader {
     /* under mu */
     long long fence;            /* the term's token; 0 following */
     int64_t valid_until;        /* CLOCK_BOOTTIME ms */
+    int64_t unreach_since;      /* CLOCK_BOOTTIME ms of the first failure to
+                                 * reach the lock since the last success; 0
+                                 * reachable */
+    bool said_unelected;
+    int64_t heard_ms;           /* Unix ms a term was last known to run; 0 never */
     bool said_expired;
     char holder[CONFIG_NAME_MAX + 1];
     char err[256];
@@ -74,7 +86,14 @@ leader_key(const struct config *cfg, char *buf, size_t len)
         snprintf(buf, len, "lockwatch:leader:%s", g);
 }
 
-/* Record a failure; logged when the reason changes. */
+/* Unreachable for longer than any term through it can last?  Under mu. */
+static bool
+unelected(const struct leader *l)
+{
+    return l->unreach_since != 0 && lease_clock() - l->unreach_since >= l->lease_ms + 1000;
+}
+
+/* Record a failure to reach the lock; logged when the reason changes. */
 static void
 set_err(struct leader *l, const char *what, const char *why)
 {
@@ -85,16 +104,36 @@ set_err(struct leader *l, const char *what, const char *why)
     if (strcmp(now, l->err) != 0)
         log_warnx("leader: %s", now);
     memcpy(l->err, now, sizeof(l->err));
+    if (l->unreach_since == 0)
+        l->unreach_since = lease_clock();
     pthread_mutex_unlock(&l->mu);
 }
 
+/* The lock answered (taken, renewed, or held by another). */
 static void
 clear_err(struct leader *l)
 {
     pthread_mutex_lock(&l->mu);
     if (l->err[0] != '\0')
-        log_info("leader: %s reachable again", l->key);
+        log_info("leader: %s reachable again%s", l->key, l->said_unelected ?
+                 "; direct sinks hear the elected leader only" : "");
     l->err[0] = '\0';
+    l->unreach_since = 0;
+    l->said_unelected = false;
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Say once that this agent now speaks unelected. */
+static void
+note_unelected(struct leader *l)
+{
+    pthread_mutex_lock(&l->mu);
+    if (unelected(l) && !l->said_unelected) {
+        log_warnx("leader: %s unreachable for longer than the lease + 1s, so no replica can "
+                  "lead through it: this agent sends to the direct sinks itself, unfenced, "
+                  "until it is reachable (another replica may too)", l->key);
+        l->said_unelected = true;
+    }
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -138,6 +177,7 @@ depose(struct leader *l, const char *why)
                   l->key, l->fence, why);
     l->fence = 0;
     l->valid_until = 0;
+    l->holder[0] = '\0';          /* who leads now: the companion key says */
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -148,8 +188,13 @@ try_take(struct leader *l)
     lw_error e;
     lw_status st = lw_trylock(l->lw, l->key, l->lease_ms, LW_FENCING, &l->lock, &e);
 
-    if (st == LW_BUSY)
+    if (st == LW_BUSY) {
+        clear_err(l);
+        pthread_mutex_lock(&l->mu);
+        l->heard_ms = clock_now_ms();       /* another replica's term runs */
+        pthread_mutex_unlock(&l->mu);
         return;
+    }
     if (st != LW_OK) {
         set_err(l, l->key, e.str);
         return;
@@ -218,6 +263,10 @@ sync_holder(struct leader *l, bool leading)
     if (r == NULL) {
         redisFree(l->rc);
         l->rc = NULL;
+        pthread_mutex_lock(&l->mu);
+        if (!leading)
+            l->holder[0] = '\0';     /* unknown, not the last one read */
+        pthread_mutex_unlock(&l->mu);
         return;
     }
     pthread_mutex_lock(&l->mu);
@@ -249,6 +298,7 @@ leader_main(void *arg)
 
     while (!atomic_load(&l->stop)) {
         if (l->lw == NULL && connect_lw(l) == -1) {
+            note_unelected(l);
             leader_wait(l, 1000);
             continue;
         }
@@ -256,7 +306,8 @@ leader_main(void *arg)
             try_take(l);
         else
             renew(l);
-        sync_holder(l, leader_fence(l) != 0);
+        sync_holder(l, leader_fence(l) > 0);
+        note_unelected(l);
         leader_wait(l, l->lock != NULL ? l->lease_ms / 3 : follow_ms);
     }
     return NULL;
@@ -386,10 +437,25 @@ leader_fence(struct leader *l)
     if (l == NULL)
         return 0;
     pthread_mutex_lock(&l->mu);
-    if (l->fence != 0 && lease_clock() < l->valid_until)
+    if (l->fence != 0 && lease_clock() < l->valid_until) {
         f = l->fence;
+        l->heard_ms = clock_now_ms();
+    } else if (unelected(l)) {
+        f = LEADER_UNELECTED;
+    }
     pthread_mutex_unlock(&l->mu);
     return f;
+}
+
+int64_t
+leader_quiet_since(struct leader *l)
+{
+    int64_t t;
+
+    pthread_mutex_lock(&l->mu);
+    t = l->heard_ms != 0 ? l->heard_ms - 2 * l->lease_ms : 0;
+    pthread_mutex_unlock(&l->mu);
+    return t;
 }
 
 void
@@ -399,10 +465,35 @@ leader_state(struct leader *l, struct leader_state *out)
     pthread_mutex_lock(&l->mu);
     out->leading = l->fence != 0 && lease_clock() < l->valid_until;
     out->fence = out->leading ? l->fence : 0;
+    out->unelected = !out->leading && unelected(l);
+    out->unreach_ms = l->unreach_since != 0 ? lease_clock() - l->unreach_since : 0;
+    out->lease_ms = l->lease_ms;
     snprintf(out->key, sizeof(out->key), "%s", l->key);
+    /* a lease run out by its own clock leads no more, whatever was read */
     snprintf(out->holder, sizeof(out->holder), "%s", out->leading ? replica_of(l->cfg) :
-             l->holder);
+             strcmp(l->holder, replica_of(l->cfg)) != 0 ? l->holder : "");
     snprintf(out->err, sizeof(out->err), "%s", l->err);
     out->terms = l->terms;
     pthread_mutex_unlock(&l->mu);
+}
+
+void
+leader_describe(const struct leader_state *st, char *buf, size_t len)
+{
+    if (st->leading)
+        snprintf(buf, len, "replica %s leads %s (this agent, fence %lld)", st->holder,
+                 st->key, st->fence);
+    else if (st->unelected)
+        snprintf(buf, len, "no replica can lead %s: unreachable for %llds (%s); this agent "
+                 "sends to the direct sinks itself, unfenced", st->key,
+                 (long long)(st->unreach_ms / 1000), st->err);
+    else if (st->holder[0] != '\0')
+        snprintf(buf, len, "replica %s leads %s (this agent follows)", st->holder, st->key);
+    else if (st->err[0] != '\0')
+        snprintf(buf, len, "no replica known to lead %s: unreachable for %llds (%s); this "
+                 "agent follows, and sends to the direct sinks itself if that lasts past "
+                 "the lease + 1s", st->key, (long long)(st->unreach_ms / 1000), st->err);
+    else
+        snprintf(buf, len, "no replica leads %s now (this agent follows and tries to)",
+                 st->key);
 }

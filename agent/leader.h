@@ -21,6 +21,10 @@
  * The leader writes its replica name to <key>:replica (same lease);
  * followers read it, so each replica can say who leads (/readyz).
  *
+ * A replica that cannot reach the lock for longer than the lease + 1s
+ * speaks to the direct sinks unfenced (LEADER_UNELECTED): the Redis that
+ * elects being down must not silence the alert that says so.
+ *
  * The agent calls these from its own threads; leader_fence() from any
  * (the notifier's too).  This is the one place the agent uses
  * liblockwatch, through its public header only (CONTRIBUTING.md "The
@@ -37,10 +41,18 @@
 
 struct leader;
 
+/* leader_fence() while the lock cannot be reached for longer than the
+ * lease + 1s: no replica can lead, this agent speaks unfenced. */
+#define LEADER_UNELECTED (-1LL)
+
 /* What the view shows of the election. */
 struct leader_state {
     bool leading;               /* this agent leads now (its lease has time) */
+    bool unelected;             /* not leading: the lock unreachable for longer
+                                 * than the lease + 1s, this agent speaks */
     long long fence;            /* its fencing token while leading, else 0 */
+    int64_t unreach_ms;         /* how long the lock has been unreachable; 0 */
+    int64_t lease_ms;
     char key[CONFIG_NAME_MAX + 64];
     char holder[CONFIG_NAME_MAX + 1];   /* the replica that leads, "" unknown */
     char err[256];              /* the last failure to reach the lock, "" none */
@@ -68,10 +80,22 @@ void leader_rebind(struct leader *l, const struct config *cfg);
  * once); NULL is a no-op. */
 void leader_stop(struct leader *l);
 
-/* The fencing token while this agent leads, else 0.  Thread-safe. */
+/* The fencing token while this agent leads; LEADER_UNELECTED while the
+ * lock has been unreachable for longer than the lease + 1s (it speaks
+ * unfenced); else 0 (it follows).  Thread-safe. */
 long long leader_fence(struct leader *l);
+
+/* Unix ms since which no leader may have spoken: two leases before the
+ * last moment a term (another replica's, or this one's) was known to run;
+ * 0 when none ever was.  What a replica that starts to speak says again
+ * (alerts_set_leader). */
+int64_t leader_quiet_since(struct leader *l);
 
 /* For a view: a copy of the state. */
 void leader_state(struct leader *l, struct leader_state *out);
+
+/* One line for people (/readyz, the status page): who leads, and what
+ * this agent does about the direct sinks. */
+void leader_describe(const struct leader_state *st, char *buf, size_t len);
 
 #endif

@@ -54,7 +54,9 @@ struct alerts {
                                      * the config); NULL: none */
     notifier_fence_fn fence;        /* leader election (alerts_set_leader);
                                      * NULL: none */
+    alerts_quiet_fn quiet;
     void *fence_arg;
+    long long last_fence;           /* fence(arg) at the last tick */
     struct alerts_sink *sinks;      /* the notifier's, in the same order */
     size_t nsinks;
     bool has_refresh;               /* a sink takes EV_REFRESH */
@@ -255,10 +257,12 @@ mark_fresh(struct alerts *a, struct rules_target *t, size_t n)
     a->nseen = n;
 }
 
-/* Render and queue one kind's alerts for every sink that takes it. */
+/* Render and queue one kind's alerts for every sink that takes it (with
+ * leader_only set, for the direct sinks only).  fence: this tick's
+ * fence(arg), 0 without an election. */
 static void
 dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size_t n,
-         int64_t now_ms)
+         int64_t now_ms, long long tick_fence, bool leader_only)
 {
     struct sink_batch b;
     size_t i, off;
@@ -267,11 +271,15 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
         const struct sink_type *t = a->sinks[i].type;
         long long fence = 0;
 
-        if (!(t->kinds & SINK_KIND(kind)))
+        if (!(t->kinds & SINK_KIND(kind)) || (leader_only && !t->leader_only))
             continue;
-        /* with a leader election, a follower says nothing to a direct sink */
-        if (t->leader_only && a->fence != NULL && (fence = a->fence(a->fence_arg)) == 0)
-            continue;
+        /* with a leader election, a follower says nothing to a direct sink;
+         * an agent that cannot reach the election (< 0) speaks unfenced */
+        if (t->leader_only && a->fence != NULL) {
+            if (tick_fence == 0)
+                continue;
+            fence = tick_fence > 0 ? tick_fence : 0;
+        }
         for (off = 0; off < n; off += SINK_BATCH_MAX) {
             char *body = NULL;
             size_t len = 0, k;
@@ -313,6 +321,38 @@ log_event(const struct alert_event *e)
     sb_release(&t);
 }
 
+/*
+ * An agent that starts speaking to the direct sinks (a new leader term
+ * after following, or unelected) says again what started firing since
+ * quiet(): the leader before it may have died before it delivered, or
+ * never have seen an alert start (the alert of the Redis that elects going
+ * down).  So do the notices of a term that ended under this agent's queue
+ * (the notifier drops them).  From unelected to leading it spoke all
+ * along: nothing.
+ */
+static void
+catch_up(struct alerts *a, long long fence, int64_t now_ms)
+{
+    long long last = a->last_fence;
+    struct alert **list;
+    size_t n;
+
+    a->last_fence = fence;
+    if (fence == 0 || fence == last || last < 0 || a->nsinks == 0)
+        return;
+    if ((list = alertset_unnotified(a->set, a->quiet != NULL ? a->quiet(a->fence_arg) : 0,
+                                    &n)) == NULL) {
+        if (n > 0)
+            log_warnx("alerts: out of memory; firing alerts not said again to the direct "
+                      "sinks");
+        return;
+    }
+    log_info("alerts: %s: %zu firing alert(s) sent again to the direct sinks",
+             fence > 0 ? "leading" : "the leader lock unreachable", n);
+    dispatch(a, EV_REPEAT, list, n, now_ms, fence, true);
+    free(list);
+}
+
 struct event_eval {
     struct alerts *a;
     int64_t now_ms;
@@ -345,9 +385,11 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
     const struct alert_event *ev;
     struct alert **list = NULL;
     size_t nev = 0, i, n;
+    long long fence;
     int k;
 
     pthread_mutex_lock(&a->mu);
+    fence = a->fence != NULL ? a->fence(a->fence_arg) : 0;
     mark_fresh(a, targets, ntargets);
     alertset_begin(a->set, now_ms, clock_mono_ms());
     rules_eval(a->set, &a->rules, targets, ntargets, w, tv, now_ms);
@@ -363,8 +405,10 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
             if (ev[i].kind == (enum alert_event_kind)k)
                 list[n++] = ev[i].alert;
         if (n > 0)
-            dispatch(a, (enum alert_event_kind)k, list, n, now_ms);
+            dispatch(a, (enum alert_event_kind)k, list, n, now_ms, fence, false);
     }
+    if (a->fence != NULL)
+        catch_up(a, fence, now_ms);
     /* a few lines per tick: ten thousand leaks at once are one story */
     for (i = 0, n = 0; i < nev; i++) {
         if (ev[i].kind != EV_FIRING && ev[i].kind != EV_RESOLVED)
@@ -440,10 +484,12 @@ alerts_stats(struct alerts *a, struct alerts_stats *st)
 }
 
 void
-alerts_set_leader(struct alerts *a, notifier_fence_fn fence, void *arg)
+alerts_set_leader(struct alerts *a, notifier_fence_fn fence, alerts_quiet_fn quiet,
+                  void *arg)
 {
     pthread_mutex_lock(&a->mu);
     a->fence = fence;
+    a->quiet = quiet;
     a->fence_arg = arg;
     notifier_set_gate(a->notifier, fence, arg);
     pthread_mutex_unlock(&a->mu);

@@ -76,12 +76,18 @@ void alerts_free(struct alerts *a);
 
 /*
  * Replicas electing a leader (agent/leader.h): fence(arg) is this agent's
- * fencing token while it leads, else 0.  From now on the sinks whose
- * format is leader_only (generic, slack) get notices only while this
- * agent leads, each with its term's fence in the body and the
+ * fencing token while it leads, < 0 while no replica can lead (it speaks
+ * unfenced), else 0.  From now on the sinks whose format is leader_only
+ * (generic, slack) get notices only while this agent leads (or speaks
+ * unfenced), each with its term's fence in the body and the
  * X-Lockwatch-Fence header, and an attempt that starts after the term
- * ended is dropped unsent (notifier_set_gate).  NULL: no election.
+ * ended is dropped unsent (notifier_set_gate).  When this agent starts to
+ * speak, it says again, to those sinks, the firing alerts that started at
+ * or after quiet(arg) (Unix ms): since then no leader may have said them.
+ * NULL: no election.
  */
-void alerts_set_leader(struct alerts *a, notifier_fence_fn fence, void *arg);
+typedef int64_t (*alerts_quiet_fn)(void *arg);
+void alerts_set_leader(struct alerts *a, notifier_fence_fn fence, alerts_quiet_fn quiet,
+                       void *arg);
 
 #endif

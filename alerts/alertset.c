@@ -496,6 +496,33 @@ alertset_at(const struct alertset *set, size_t i)
     return i < set->nitems ? set->items[i] : NULL;
 }
 
+static bool
+unnotified(const struct alertset *set, const struct alert *a, int64_t since_ms)
+{
+    return !a->dead && a->state == ALERT_FIRING && a->starts_ms >= since_ms &&
+           a->notified_mono != set->mono_ms;
+}
+
+struct alert **
+alertset_unnotified(struct alertset *set, int64_t since_ms, size_t *n)
+{
+    struct alert **out;
+    size_t i, k = 0;
+
+    *n = 0;
+    for (i = 0; i < set->nitems; i++)
+        k += unnotified(set, set->items[i], since_ms);
+    if (k == 0)
+        return NULL;
+    *n = k;
+    if ((out = malloc(k * sizeof(*out))) == NULL)
+        return NULL;
+    for (i = 0, k = 0; i < set->nitems; i++)
+        if (unnotified(set, set->items[i], since_ms))
+            out[k++] = set->items[i];
+    return out;
+}
+
 void
 alert_mark_sent(struct alert *a, int64_t now_ms)
 {

@@ -174,6 +174,12 @@ void alertset_counts(const struct alertset *set, size_t firing[ALERT_NAMES],
 /* Iterate over the live instances (any state): i from 0 until NULL. */
 const struct alert *alertset_at(const struct alertset *set, size_t i);
 
+/* After alertset_end(): the firing instances that started at or after
+ * since_ms (Unix) and had no EV_FIRING or EV_REPEAT this tick (what an
+ * agent that starts to speak says again), in a malloc'd array of *n; NULL
+ * with *n 0 when there are none, NULL with *n > 0 on ENOMEM. */
+struct alert **alertset_unnotified(struct alertset *set, int64_t since_ms, size_t *n);
+
 /* Record that a notice carrying a was handed to the sinks at now_ms. */
 void alert_mark_sent(struct alert *a, int64_t now_ms);
 

@@ -158,6 +158,10 @@ check_agent(struct load *ld, const struct instance *in, const struct config *cfg
             fail(ld, line_of(in, "leader_target"), in->label, "leader_target", "[target %s] "
                  "is mode = %s; the leader lock needs a standalone target",
                  t->name, t->mode == TARGET_CLUSTER ? "cluster" : "sentinel");
+        else if (cfg->replica == NULL)
+            fail(ld, line_of(in, "leader_target"), in->label, "leader_target", "set [agent] "
+                 "replica = NAME too, each replica its own (e.g. a and b): the election says "
+                 "which replica leads");
     }
     for (i = 0; i < cfg->nshard_peers && !ld->failed; i++)
         if (strncmp(cfg->shard_peers[i], "http://", 7) != 0 &&

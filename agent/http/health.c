@@ -75,12 +75,12 @@ render_ready(const struct view *v, struct strbuf *reason)
         sb_adds(reason, "\n");
     }
     /* who speaks to the direct sinks: said, never a reason to be unready */
-    if (v->has_leader)
-        sb_addf(reason, "leader: %s%s leads %s (%s, fence %lld)\n",
-                v->leader.holder[0] != '\0' ? "replica " : "",
-                v->leader.holder[0] != '\0' ? v->leader.holder : "no replica known",
-                v->leader.key, v->leader.leading ? "this agent" : "this agent follows",
-                v->leader.fence);
+    if (v->has_leader) {
+        char said[1024];
+
+        leader_describe(&v->leader, said, sizeof(said));
+        sb_addf(reason, "leader: %s\n", said);
+    }
     if (v->ntargets == 0 && v->naway > 0)
         sb_addf(reason, "shard %d/%d: no target hashes here (%zu watched by other shards)\n",
                 v->shard_index, v->shard_total, v->naway);

@@ -822,6 +822,13 @@ render_page(struct strbuf *sb, const struct view *v, const char *config_path)
     if (v->shard_total > 1)
         sb_addf(sb, ", shard %d/%d (%zu target%s elsewhere)", v->shard_index, v->shard_total,
                 v->naway, v->naway == 1 ? "" : "s");
+    if (v->has_leader) {
+        char said[1024];
+
+        leader_describe(&v->leader, said, sizeof(said));
+        sb_adds(sb, "; leader: ");
+        esc_str(sb, said);
+    }
     sb_addf(sb, "; this page reloads every %d s."
             "</p>\n<nav><a href=\"metrics\">/metrics</a><a href=\"api/v1/locks\">"
             "/api/v1/locks</a><a href=\"api/v1/alerts\">/api/v1/alerts</a>"

@@ -49,8 +49,8 @@ class FenceReceiver:
         highest it accepted before (answers other than 200 accept none)."""
         best, bad = 0, []
         for r in self.recv.snapshot():
-            if r.status != 200:
-                continue
+            if r.status != 200 or "x-lockwatch-fence" not in r.headers:
+                continue        # unfenced: a replica that could not reach the election
             f = int(r.headers["x-lockwatch-fence"])
             if f < best:
                 bad.append(r.json())
@@ -146,6 +146,10 @@ class HALeader(h.TestCase):
         got = fr.notices("lock:ha:3")
         self.assertEqual(len(got), 1)
         fence2 = got[0][1]["fence"]
+        # the notice the stopped leader never delivered: the new leader says
+        # again what fires when its term starts
+        again = [(r, b) for r, b in fr.notices("lock:ha:2") if b.get("fence") == fence2]
+        self.assertEqual([(r.status, b["reason"]) for r, b in again], [(200, "repeat")])
         self.assertGreater(fence2, fence1)
         self.assertEqual(got[0][1]["alerts"][0]["annotations"]["replica"], other)
         # the old leader's retry is due and it scans lock:ha:3 leaked too:
@@ -153,7 +157,7 @@ class HALeader(h.TestCase):
         ags[lead].wait_for(lambda: not leading(ags[lead]), timeout=10, desc="deposed")
         time.sleep(3)
         late = [r.json() for r in recv.snapshot() if r.at > resumed
-                and int(r.headers["x-lockwatch-fence"]) == fence1]
+                and r.headers.get("x-lockwatch-fence") == str(fence1)]
         self.assertEqual(late, [], "the deposed leader sent after SIGCONT")
         self.assertEqual(len(fr.notices("lock:ha:3")), 1)
         self.assertEqual(fr.refused(), [])
@@ -179,6 +183,60 @@ class HALeader(h.TestCase):
         st, _, ready = ags[lead].get("/readyz")
         self.assertIn(("leader: replica %s leads lockwatch:leader:t (this agent, fence %d)"
                        % (lead, fence3)).encode(), ready)
+
+    def test_the_electing_redis_down_is_still_said(self):
+        """The Redis that holds the leader lock is one the replicas watch;
+        it dies: no replica can lead, and its LockTargetDown would be said
+        by nobody.  Each replica speaks unfenced once the lock has been
+        unreachable for the lease + 1s; when it is back, one leads again."""
+        recv = alerts_receiver.Receiver()
+        self.addCleanup(recv.stop)
+        fr = FenceReceiver(recv)
+        rs = self.start_redis()
+        hook = "[webhook hook]\nurl = %s\nformat = generic\ntimeout = 5s\nretry_base = 100ms\n" \
+            % recv.url
+        ags = {}
+        for name in ("a", "b"):
+            ags[name] = self.start_agent(
+                rs, scan_interval="200ms", leak_grace="1s", max_hold="1h", extra=hook,
+                agent_extra={"replica": name, "leader_target": "main", "leader_group": "t",
+                             "leader_lease": "%ds" % LEASE_S})
+        ags["a"].wait_for(lambda: leading(ags["a"]) or leading(ags["b"]), timeout=15,
+                          desc="a leader")
+
+        def down_notices(status):
+            return [(r, b) for r, b in ((r, r.json()) for r in recv.snapshot())
+                    if b.get("status") == status and any(
+                        a["labels"]["alertname"] == "LockTargetDown" for a in b["alerts"])]
+        rs.kill()
+        killed = time.monotonic()
+        h.wait_until(lambda: {b["alerts"][0]["annotations"]["replica"]
+                              for r, b in down_notices("firing") if "fence" not in b} == {"a", "b"},
+                     LEASE_S + 15, desc="LockTargetDown from both replicas, unfenced")
+        print("leader: LockTargetDown said %.1f s after the electing Redis died (lease %d s)"
+              % (time.monotonic() - killed, LEASE_S))
+        for r, b in down_notices("firing"):
+            if "fence" not in b:
+                self.assertNotIn("x-lockwatch-fence", r.headers)
+        for name, ag in ags.items():
+            self.assertFalse(leading(ag))
+            _, _, ready = ag.get("/readyz")
+            self.assertIn(b"leader: no replica can lead lockwatch:leader:t: unreachable for ",
+                          ready)
+            _, _, page = ag.get("/")
+            self.assertIn(b"leader: no replica can lead lockwatch:leader:t", page)
+
+        rs.restart()
+        ags["a"].wait_for(lambda: leading(ags["a"]) or leading(ags["b"]), timeout=15,
+                          desc="a leader once the Redis is back")
+        lead = next(n for n in ags if leading(ags[n]))
+        other = "b" if lead == "a" else "a"
+        h.wait_until(lambda: down_notices("resolved"), 15, desc="LockTargetDown resolved")
+        follows = ("leader: replica %s leads lockwatch:leader:t (this agent follows)"
+                   % lead).encode()
+        ags[other].wait_for(lambda: follows in ags[other].get("/readyz")[2], timeout=15,
+                            desc="the other replica to follow")
+        self.assertEqual(fr.refused(), [])
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 /*
  * test_alertset.c - alert instances: fingerprints, the firing / repeat /
  * resolved lifecycle, keeping a target's alerts, the cap, the
- * Alertmanager refresh, and a new episode on another occurrence.
+ * Alertmanager refresh, a new episode on another occurrence, and what an
+ * agent that starts to speak says again.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -145,6 +146,39 @@ keep_target(void **state)
     assert_int_equal(nev, 1);
     assert_int_equal(ev[0].alert->name, ALERT_LOCK_LEAKED);
     assert_int_equal(ev[0].kind, EV_RESOLVED);
+    alertset_free(set);
+}
+
+/* alertset_unnotified: firing, started at or after since, and not just
+ * notified this tick. */
+static void
+unnotified_since(void **state)
+{
+    struct alertset *set = alertset_new();
+    const char *keys[] = { "lock:x:1", "lock:x:2", "lock:x:3" };
+    const struct alert_event *ev;
+    struct alert **list;
+    size_t n;
+
+    (void)state;
+    assert_int_equal(tick(set, 0, keys, 1, false, &ev), 1);        /* x:1 at NOW */
+    assert_int_equal(tick(set, 5000, keys, 2, false, &ev), 1);     /* x:2 at NOW + 5 s */
+    /* x:3 fires this tick: its EV_FIRING is out already */
+    assert_int_equal(tick(set, 9000, keys, 3, false, &ev), 1);
+    list = alertset_unnotified(set, 0, &n);
+    assert_int_equal(n, 2);
+    assert_string_equal(list[0]->key, "lock:x:1");
+    assert_string_equal(list[1]->key, "lock:x:2");
+    free(list);
+    list = alertset_unnotified(set, NOW + 1000, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(list[0]->key, "lock:x:2");
+    free(list);
+    /* x:2 resolves: only firing ones */
+    assert_int_equal(tick(set, 10000, keys, 1, false, &ev), 2);
+    list = alertset_unnotified(set, NOW + 1000, &n);
+    assert_null(list);
+    assert_int_equal(n, 0);
     alertset_free(set);
 }
 
@@ -329,6 +363,7 @@ main(void)
         cmocka_unit_test(fingerprint_is_alertmanagers),
         cmocka_unit_test(lifecycle),
         cmocka_unit_test(keep_target),
+        cmocka_unit_test(unnotified_since),
         cmocka_unit_test(cap_suppresses_and_counts),
         cmocka_unit_test(refresh_reposts),
         cmocka_unit_test(annotate_copies),

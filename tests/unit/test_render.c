@@ -857,6 +857,44 @@ sample_of(const struct metric_family *mf, const char *line, size_t len)
     return false;
 }
 
+/* The election said for people (/readyz, the status page): who leads, and
+ * never a leader that is not one. */
+static void
+leader_said(void **state)
+{
+    struct leader_state st;
+    char buf[1024];
+
+    (void)state;
+    memset(&st, 0, sizeof(st));
+    snprintf(st.key, sizeof(st.key), "lockwatch:leader:default");
+    st.leading = true;
+    st.fence = 42;
+    snprintf(st.holder, sizeof(st.holder), "a");
+    leader_describe(&st, buf, sizeof(buf));
+    assert_string_equal(buf, "replica a leads lockwatch:leader:default (this agent, fence 42)");
+    st.leading = false;
+    st.fence = 0;
+    snprintf(st.holder, sizeof(st.holder), "b");
+    leader_describe(&st, buf, sizeof(buf));
+    assert_string_equal(buf, "replica b leads lockwatch:leader:default (this agent follows)");
+    st.holder[0] = '\0';
+    leader_describe(&st, buf, sizeof(buf));
+    assert_string_equal(buf, "no replica leads lockwatch:leader:default now (this agent "
+                        "follows and tries to)");
+    snprintf(st.err, sizeof(st.err), "main: connection refused");
+    st.unreach_ms = 4500;
+    leader_describe(&st, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "no replica known to lead lockwatch:leader:default: "
+                           "unreachable for 4s (main: connection refused); this agent follows"));
+    st.unelected = true;
+    st.unreach_ms = 12000;
+    leader_describe(&st, buf, sizeof(buf));
+    assert_string_equal(buf, "no replica can lead lockwatch:leader:default: unreachable for "
+                        "12s (main: connection refused); this agent sends to the direct sinks "
+                        "itself, unfenced");
+}
+
 /* A metric rendered without a row would show up as a sample under the
  * row above it with another name, or as a HELP no row has. */
 static void
@@ -1027,6 +1065,7 @@ main(void)
         cmocka_unit_test(events_counted_by_kind),
         cmocka_unit_test(ha_info_names_replica_and_shard),
         cmocka_unit_test(every_family_is_one_row),
+        cmocka_unit_test(leader_said),
         cmocka_unit_test(families_without_their_source_are_left_out),
         cmocka_unit_test(lease_families_render),
     };

@@ -183,6 +183,8 @@ options_refuse_bad_values(void **state)
         { "[agent]\nleader_target = c\n[target c]\nmode = cluster\n",
           "[agent] leader_target: [target c] is mode = cluster; the leader lock needs a "
           "standalone target" },
+        { "[agent]\nleader_target = main\n[target main]\n",
+          "[agent] leader_target: set [agent] replica = NAME too" },
         { "[agent]\nleader_group = a:b\n", "[agent] leader_group: \"a:b\" is not a name" },
         { "[agent]\nleader_lease = 100ms\n", "[agent] leader_lease:" },
     };
