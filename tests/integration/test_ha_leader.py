@@ -68,6 +68,24 @@ LEADER_ACL = ["~lockwatch:leader:*", "~lockwatch_fence:{lockwatch:leader:*}",
 
 class HALeader(h.TestCase):
 
+    def start_pair(self):
+        """A Redis, a receiver behind a generic webhook, and replicas a and b
+        electing on that Redis (lease LEASE_S), once one leads."""
+        recv = alerts_receiver.Receiver()
+        self.addCleanup(recv.stop)
+        rs = self.start_redis()
+        hook = "[webhook hook]\nurl = %s\nformat = generic\ntimeout = 5s\nretry_base = 100ms\n" \
+            % recv.url
+        ags = {}
+        for name in ("a", "b"):
+            ags[name] = self.start_agent(
+                rs, scan_interval="200ms", leak_grace="1s", max_hold="1h", extra=hook,
+                agent_extra={"replica": name, "leader_target": "main", "leader_group": "t",
+                             "leader_lease": "%ds" % LEASE_S})
+        ags["a"].wait_for(lambda: leading(ags["a"]) or leading(ags["b"]), timeout=15,
+                          desc="a leader")
+        return recv, FenceReceiver(recv), rs, ags
+
     def test_documented_acl_is_enough(self):
         rs = self.start_redis()
         c = rs.client()
@@ -88,22 +106,8 @@ class HALeader(h.TestCase):
                                    b"xread"}, set(), denied)
 
     def test_one_voice_and_fenced_takeover(self):
-        recv = alerts_receiver.Receiver()
-        self.addCleanup(recv.stop)
-        fr = FenceReceiver(recv)
-        rs = self.start_redis()
+        recv, fr, rs, ags = self.start_pair()
         c = rs.client()
-        hook = "[webhook hook]\nurl = %s\nformat = generic\ntimeout = 5s\nretry_base = 100ms\n" \
-            % recv.url
-        ags = {}
-        for name in ("a", "b"):
-            ags[name] = self.start_agent(
-                rs, scan_interval="200ms", leak_grace="1s", max_hold="1h", extra=hook,
-                agent_extra={"replica": name, "leader_target": "main", "leader_group": "t",
-                             "leader_lease": "%ds" % LEASE_S})
-        a = ags["a"]
-        a.wait_for(lambda: leading(ags["a"]) or leading(ags["b"]), timeout=15,
-                   desc="a leader")
         lead = next(n for n in ags if leading(ags[n]))
         other = "b" if lead == "a" else "a"
         self.assertFalse(leading(ags[other]))
@@ -189,20 +193,7 @@ class HALeader(h.TestCase):
         it dies: no replica can lead, and its LockTargetDown would be said
         by nobody.  Each replica speaks unfenced once the lock has been
         unreachable for the lease + 1s; when it is back, one leads again."""
-        recv = alerts_receiver.Receiver()
-        self.addCleanup(recv.stop)
-        fr = FenceReceiver(recv)
-        rs = self.start_redis()
-        hook = "[webhook hook]\nurl = %s\nformat = generic\ntimeout = 5s\nretry_base = 100ms\n" \
-            % recv.url
-        ags = {}
-        for name in ("a", "b"):
-            ags[name] = self.start_agent(
-                rs, scan_interval="200ms", leak_grace="1s", max_hold="1h", extra=hook,
-                agent_extra={"replica": name, "leader_target": "main", "leader_group": "t",
-                             "leader_lease": "%ds" % LEASE_S})
-        ags["a"].wait_for(lambda: leading(ags["a"]) or leading(ags["b"]), timeout=15,
-                          desc="a leader")
+        recv, fr, rs, ags = self.start_pair()
 
         def down_notices(status):
             return [(r, b) for r, b in ((r, r.json()) for r in recv.snapshot())
