@@ -230,8 +230,13 @@ read_line(char *str, int num, void *stream)
 
         if ((b >= 0x20 || b == '\t') && b != 0x7f)
             continue;
-        /* in a value: name its key (and section), as every error does */
-        if ((eq = memchr(str, '=', i)) != NULL) {
+        /* in a value: name its key (and section), as every error does; a
+         * key ends at its first '=' or ':', as inih reads it */
+        eq = NULL;
+        for (size_t j = 0; j < i && eq == NULL; j++)
+            if (str[j] == '=' || str[j] == ':')
+                eq = str + j;
+        if (eq != NULL) {
             while (k0 < (size_t)(eq - str) && isspace((unsigned char)str[k0]))
                 k0++;
             for (k1 = (size_t)(eq - str); k1 > k0 && isspace((unsigned char)str[k1 - 1]); k1--)

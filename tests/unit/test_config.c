@@ -962,6 +962,9 @@ test_control_characters(void **state)
     expect_error_prefix("[agent]\nlisten = 127.0.0.1:1\rforged\n",
                         "x.ini:2: [agent] listen: contains a control character (byte 0x0d) at "
                         "column 21");
+    expect_error_prefix("[rules]\nmax_hold: 5m\x1b\n",
+                        "x.ini:2: [rules] max_hold: contains a control character (byte 0x1b) at "
+                        "column 13");
     expect_error_prefix("[agent]\n; a comment \x7f\n", "x.ini:2: contains a control character "
                         "(byte 0x7f)");
     config_free(expect_load("[agent]\r\nlisten =\t127.0.0.1:1\t; tab\r\n"));
