@@ -9,8 +9,8 @@
  * P99.9; a watchdog's: lease / renewal period) and the advice of leaseadvice.h with
  * the lease that would fit.  lockctl classes prints it.
  *
- * The classes are those of the trend store, then those that only sent
- * samples, each at most once: within CLASS_MAX + 1 each, so the answer
+ * The classes are those of the trend store (but one that never had a lock
+ * nor a sample), then those that only sent samples, each at most once: within CLASS_MAX + 1 each, so the answer
  * is bounded by the class caps.  Names are sanitised UTF-8.
  */
 #include <jansson.h>
@@ -103,8 +103,14 @@ render_classes(const struct view *v, const struct rules_conf *p, char **body, si
 
     for (i = 0; !bad && v->trend != NULL && i < v->trend->nclasses; i++) {
         const struct classtrend_class *t = &v->trend->classes[i];
+        const struct waitstats_class *w = waitstats_view_class(v->wait, t->name);
 
-        bad |= add_class(arr, p, t->name, t, waitstats_view_class(v->wait, t->name)) != 0;
+        /* a class that never had a lock nor a sample (the "other" every
+         * class table has) has nothing to say */
+        if (t->count == 0 && t->created_total == 0 && t->deleted_total == 0 &&
+            !t->lease_known && (w == NULL || (w->window_count == 0 && w->hold_window_count == 0)))
+            continue;
+        bad |= add_class(arr, p, t->name, t, w) != 0;
     }
     for (i = 0; !bad && v->wait != NULL && i < v->wait->nclasses; i++) {
         const struct waitstats_class *w = &v->wait->classes[i];

@@ -154,6 +154,9 @@ class LeaseAndSurge(h.TestCase):
         names = {c["class"]: c for c in doc["classes"]}
         self.assertEqual(names["lease:short"]["advice"], "too_short")
         self.assertEqual(names["lease:long"]["advice"], "fits")
+        # every lock here has a class of its own: the class table's "other",
+        # without a lock or a sample ever, is no row
+        self.assertNotIn("other", names)
         p = t.run(["classes", "--agent", url], ag.config_path,
                   env=dict(os.environ, COLUMNS="80"))
         self.assertEqual(p.returncode, 0, p.stderr)
