@@ -158,6 +158,7 @@ cmd_classes(struct lockctl *lc, int argc, char **argv)
 
     if (rc != LOCKCTL_DONE)
         return rc == -1 ? LOCKCTL_DONE : rc;
+    lc->agent_only = true;
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
         return rc;
     memset(&av, 0, sizeof(av));

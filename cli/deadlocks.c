@@ -257,6 +257,7 @@ cmd_deadlocks(struct lockctl *lc, int argc, char **argv)
         lockctl_warnx("deadlocks: unexpected argument \"%s\"", argv[optind]);
         return LOCKCTL_USAGE;
     }
+    lc->agent_only = true;
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
         return rc;
     memset(&av, 0, sizeof(av));

@@ -273,6 +273,7 @@ cmd_events(struct lockctl *lc, int argc, char **argv)
     memset(&av, 0, sizeof(av));
     if ((rc = parse_options(lc, argc, argv, &o)) != LOCKCTL_DONE)
         return rc == -1 ? LOCKCTL_DONE : rc;
+    lc->agent_only = true;
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
         return rc;
     if ((r = agent_base_url(lc, av.url, sizeof(av.url), err, sizeof(err))) != 0) {

@@ -57,6 +57,7 @@ struct lockctl {
     const char *target_name;    /* -t; NULL: the first target */
     const char *url;            /* --url: overrides the target's url */
     const char *agent;          /* --agent URL, or "off"; NULL: [agent] listen */
+    bool agent_only;            /* the command asks the agent, never Redis */
     bool json;                  /* --json, -o json */
     bool wide;                  /* -o wide: nothing cut or wrapped */
     bool quiet;                 /* -q: no notes on stderr (errors stay) */

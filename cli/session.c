@@ -238,7 +238,7 @@ session_load(struct lockctl *lc)
         return LOCKCTL_USAGE;
     /* Said once, on stderr: a newcomer otherwise cannot tell why lockctl
      * looks at 127.0.0.1:6379 (stdout stays what scripts parse; -q) */
-    if (path == NULL)
+    if (path == NULL && !(lc->agent_only && lc->agent != NULL))
         lockctl_note(lc, "no config file (no -c, and %s does not exist): using the built-in "
                      "defaults, target %s at %s:%d; give -c FILE for yours", CONFIG_DEFAULT_PATH,
                      lc->t->name, lc->t->host, lc->t->port);

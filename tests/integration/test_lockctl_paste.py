@@ -28,7 +28,8 @@ to do next.  Against a real redis-server (and lockwatchd where it says).
 - `--json` failures print a JSON error object with the exit code;
 - an unsolicited reply (a proxy that injects one) is a protocol error in
   `lockctl show`, not "no key";
-- no config file: one note on stderr, none with -q, stdout unchanged.
+- no config file: one note on stderr, none with -q, stdout unchanged; none
+  for a command that asks only the agent, given --agent.
 """
 
 import json
@@ -475,6 +476,13 @@ class LockctlPaste(h.TestCase):
         p = subprocess.run(base + ["-q", "list"], capture_output=True, env=env, timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn(b"note:", p.stderr)
+        # a command that asks only the agent, given --agent, needs no target:
+        # no note about one (the agent here is a closed port: exit 3)
+        for cmd in ("classes", "deadlocks", "events"):
+            p = subprocess.run([lt.LOCKCTL, "--agent", "http://127.0.0.1:%d" % h.free_port(),
+                                cmd], capture_output=True, env=env, timeout=30)
+            self.assertEqual(p.returncode, 3, (cmd, p.stderr))
+            self.assertNotIn(b"note: no config file", p.stderr, cmd)
 
 
 if __name__ == "__main__":
