@@ -14,6 +14,9 @@
  * microseconds of Redis time a minute at scan_interval 1s):
  *
  *   server        run_id: another run_id is a restart;
+ *   replication   master_replid: another one under the same run_id is
+ *                 the process holding other data, loaded in a full sync
+ *                 from a primary (REPLICAOF), or promoted;
  *   commandstats  the calls of flushdb, flushall, swapdb and config|set
  *                 (commands run from scripts and MULTI count too): any
  *                 change means a full scan, and a CONFIG SET means the
@@ -21,7 +24,10 @@
  *                 allows it, else the target is back on trust).  Redis
  *                 6 has no config|set line: its one config line counts
  *                 every subcommand (CONFIG GET too), so there it is
- *                 compared only where the agent may not CONFIG GET;
+ *                 compared only where the agent may not CONFIG GET.
+ *                 INFO's own calls only grow between two checks (each
+ *                 is one): fewer means CONFIG RESETSTAT zeroed every
+ *                 count, and what ran before it is unknown;
  *   keyspace      the database's key count: fewer keys than live lock
  *                 records twice in a row (a pending delete may explain
  *                 one) means keys went without a notification.
@@ -97,8 +103,12 @@ fresh_parse(enum fresh_section section, const char *text, size_t len, int db,
 
     if (section == FRESH_SERVER)
         serverinfo_run_id(text, len, st->run_id, sizeof(st->run_id));
+    if (section == FRESH_REPLICATION)
+        serverinfo_string(text, len, "master_replid:", st->replid, sizeof(st->replid));
     for (k = 0; section == FRESH_COMMANDSTATS && k < NCOUNTERS; k++)
         *counter_of(st, k) = serverinfo_number(text, len, counters[k].prefix, 0);
+    if (section == FRESH_COMMANDSTATS)
+        st->info_calls = serverinfo_number(text, len, SERVERINFO_INFO_CALLS, 0);
     if (section == FRESH_KEYSPACE) {
         snprintf(prefix, sizeof(prefix), "db%d:keys=", db);
         st->keys = serverinfo_number(text, len, prefix, 0);
@@ -109,7 +119,9 @@ int
 fresh_read(redisContext *c, const struct target_conf *node, struct fresh_state *st, char *err,
            size_t errlen)
 {
-    static const char *const names[FRESH_SECTIONS] = { "server", "commandstats", "keyspace" };
+    static const char *const names[FRESH_SECTIONS] = {
+        "server", "commandstats", "keyspace", "replication"
+    };
     redisReply *r = NULL;
     int i, rc;
 
@@ -137,6 +149,19 @@ fresh_changed(const struct fresh_state *base, const struct fresh_state *now, siz
         *resub = true;
         snprintf(why, whylen, "the server restarted (run_id %.12s..., was %.12s...)",
                  now->run_id, base->run_id);
+        return true;
+    }
+    if (base->replid[0] != '\0' && now->replid[0] != '\0' &&
+        strcmp(base->replid, now->replid) != 0) {
+        snprintf(why, whylen, "the replication ID changed (master_replid %.12s..., was "
+                 "%.12s...): the server loaded another's data in a full sync, or was promoted",
+                 now->replid, base->replid);
+        return true;
+    }
+    if (now->info_calls < base->info_calls) {
+        *resub = true;
+        snprintf(why, whylen, "the command statistics were reset (CONFIG RESETSTAT): "
+                 "what ran since is unknown");
         return true;
     }
     for (i = 0; i < NCOUNTERS; i++) {

@@ -18,14 +18,20 @@
 struct fresh_state {
     bool have;                  /* read (else nothing to compare) */
     char run_id[48];
+    char replid[48];            /* master_replid: another one, the same
+                                 * process holds other data (a full sync
+                                 * from a primary, a promotion) */
     long long flushdb, flushall, swapdb;        /* commandstats calls */
+    long long info_calls;       /* INFO's own: fewer, the stats were reset */
     long long config_set;       /* config|set (Redis 7+) */
     long long config_any;       /* config, every subcommand (Redis 6) */
     long long keys;             /* the target's database's key count */
 };
 
 /* The INFO sections read, in fresh_parse()'s numbering. */
-enum fresh_section { FRESH_SERVER, FRESH_COMMANDSTATS, FRESH_KEYSPACE, FRESH_SECTIONS };
+enum fresh_section {
+    FRESH_SERVER, FRESH_COMMANDSTATS, FRESH_KEYSPACE, FRESH_REPLICATION, FRESH_SECTIONS
+};
 
 /* What section's text (len bytes) says, into st (database db's key
  * count from keyspace).  Pure. */

@@ -48,7 +48,15 @@ lost_server_changed(const struct server_id *was, const char *was_node,
         *cause = strcmp(was_node, now_node) != 0 ? LOST_FAILOVER : LOST_RESTART;
         return true;
     }
-    if (was->flushes != now->flushes) {
+    /* the same process holding another's data: a full sync as a replica
+     * (REPLICAOF), or a promotion; counted as a failover */
+    if (was->replid[0] != '\0' && now->replid[0] != '\0' &&
+        strcmp(was->replid, now->replid) != 0) {
+        *cause = LOST_FAILOVER;
+        return true;
+    }
+    /* statistics reset (CONFIG RESETSTAT): a flush may hide behind it */
+    if (was->flushes != now->flushes || now->info_calls < was->info_calls) {
         *cause = LOST_FLUSH;
         return true;
     }

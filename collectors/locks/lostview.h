@@ -24,8 +24,10 @@ const char *lost_cause_name(enum lost_cause c);
  * Did the server serving a view change between was (read on was_node,
  * "host:port") and now (on now_node)?  true with *cause: another run_id
  * on another address is a failover, on the same address a restart; the
- * same run_id with other flush counts is a flush.  false when either
- * identity is unknown (INFO refused) or nothing changed.
+ * same run_id with another replication ID (a full sync from another
+ * primary, a promotion) a failover; the same run_id with other flush
+ * counts, or statistics reset, is a flush.  false when either identity
+ * is unknown (INFO refused) or nothing changed.
  */
 bool lost_server_changed(const struct server_id *was, const char *was_node,
                          const struct server_id *now, const char *now_node,

@@ -37,19 +37,30 @@ serverinfo_number(const char *text, size_t len, const char *prefix, long long de
 }
 
 void
-serverinfo_run_id(const char *text, size_t len, char *out, size_t size)
+serverinfo_string(const char *text, size_t len, const char *prefix, char *out, size_t size)
 {
-    static const char run_id[] = "run_id:";
-    const char *p = memmem(text, len, run_id, sizeof(run_id) - 1);
-    size_t k = 0;
+    size_t plen = strlen(prefix), i = 0, k = 0;
+    const char *p = NULL;
 
     if (size == 0)
         return;
+    while (p == NULL && i + plen <= len) {
+        if (memcmp(text + i, prefix, plen) == 0)
+            p = text + i + plen;
+        while (i < len && text[i] != '\n')
+            i++;
+        i++;
+    }
     if (p != NULL)
-        for (p += sizeof(run_id) - 1; k + 1 < size && p + k < text + len && p[k] != '\r' &&
-             p[k] != '\n'; k++)
+        for (; k + 1 < size && p + k < text + len && p[k] != '\r' && p[k] != '\n'; k++)
             out[k] = p[k];
     out[k] = '\0';
+}
+
+void
+serverinfo_run_id(const char *text, size_t len, char *out, size_t size)
+{
+    serverinfo_string(text, len, "run_id:", out, size);
 }
 
 int
@@ -89,11 +100,16 @@ serverinfo_read(redisContext *c, const struct target_conf *node, struct server_i
         return rc;
     serverinfo_run_id(r->str, r->len, id->run_id, sizeof(id->run_id));
     freeReplyObject(r);
+    if ((rc = serverinfo_section(c, node, "replication", &r, err, errlen)) != 1)
+        return rc;
+    serverinfo_string(r->str, r->len, "master_replid:", id->replid, sizeof(id->replid));
+    freeReplyObject(r);
     if ((rc = serverinfo_section(c, node, "commandstats", &r, err, errlen)) != 1)
         return rc;
     for (i = 0; i < sizeof(serverinfo_flush_prefixes) / sizeof(serverinfo_flush_prefixes[0]);
          i++)
         id->flushes += serverinfo_number(r->str, r->len, serverinfo_flush_prefixes[i], 0);
+    id->info_calls = serverinfo_number(r->str, r->len, SERVERINFO_INFO_CALLS, 0);
     freeReplyObject(r);
     id->have = id->run_id[0] != '\0';
     return 1;

@@ -36,21 +36,35 @@ int serverinfo_section(redisContext *c, const struct target_conf *node, const ch
  * bytes); def when no line starts with it.  Pure. */
 long long serverinfo_number(const char *text, size_t len, const char *prefix, long long def);
 
-/* The run_id of INFO server text (len bytes) into out (NUL-terminated,
- * cut to size); "" when there is none.  Pure. */
+/* The text after prefix ("run_id:") at the start of a line of INFO text
+ * (len bytes) into out (NUL-terminated, cut to size); "" when no line
+ * starts with it.  Pure. */
+void serverinfo_string(const char *text, size_t len, const char *prefix, char *out,
+                       size_t size);
+
+/* The run_id of INFO server text; serverinfo_string()'s contract. */
 void serverinfo_run_id(const char *text, size_t len, char *out, size_t size);
 
-/* Who answers, and its flush counts (commandstats calls of flushdb +
- * flushall + swapdb, from scripts and MULTI too). */
+/* The commandstats prefix of INFO's own calls: they only grow between two
+ * readings (each reading is one), unless the statistics were reset. */
+#define SERVERINFO_INFO_CALLS   "cmdstat_info:calls="
+
+/* Who answers, what data it has (its replication ID changes when it loads
+ * another's data in a full sync, or is promoted), and its flush counts
+ * (commandstats calls of flushdb + flushall + swapdb, from scripts and
+ * MULTI too) with INFO's own calls (fewer: the statistics were reset, so
+ * the flush counts say nothing). */
 struct server_id {
     bool have;
     char run_id[SERVERINFO_RUN_ID_MAX];
+    char replid[SERVERINFO_RUN_ID_MAX];     /* master_replid; "" unknown */
     long long flushes;
+    long long info_calls;
 };
 
-/* INFO server and INFO commandstats on c (to node): 1 with *id filled, 0
- * when the server refuses them (id->have false), -1 when the connection
- * failed (err). */
+/* INFO server, INFO replication and INFO commandstats on c (to node): 1
+ * with *id filled, 0 when the server refuses them (id->have false), -1
+ * when the connection failed (err). */
 int serverinfo_read(redisContext *c, const struct target_conf *node, struct server_id *id,
                     char *err, size_t errlen);
 

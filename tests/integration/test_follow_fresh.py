@@ -23,7 +23,9 @@ scan runs.
   are right within 2 x scan_interval + leak_grace + 2 s, the log saying
   why; an ACL that denies INFO is named in /readyz;
 - FLUSHDB, FLUSHALL (sync and ASYNC) and SWAPDB, which send no per-key
-  events: the view matches Redis within 2 x scan_interval;
+  events, a full sync from another primary (REPLICAOF) and a CONFIG
+  RESETSTAT that hides a flush or the setting off and on: the view
+  matches Redis within 2 x scan_interval;
 - a lock whose TTL ran out leaves the API within 2 s of its deadline,
   with no read of the key;
 - 2,000 cluster slots resharded with 330 locks held: no stretch over 2 s
@@ -468,6 +470,46 @@ class FollowFresh(h.TestCase):
             c.flushall()
             c1.flushall()
 
+
+    def test_data_replaced_or_stats_reset_without_events(self):
+        """A full sync from another primary (REPLICAOF) replaces the data
+        and sends no per-key event; CONFIG RESETSTAT hides a flush, or the
+        setting turned off and on, from the call counts (0 before, 0
+        after).  Both are seen by the next check: the view matches Redis
+        within 2 x scan_interval."""
+        rs = self.start_redis(args=NOTIFY)
+        other = self.start_redis()
+        c, oc = rs.client(), other.client()
+        for i in range(50):
+            oc.set("junk:%d" % i, "x")
+        oc.set("lock:from:other", "t", px=600000)
+        ag = self.start_agent(rs, scan_interval="1s", leak_grace="1s", max_hold="1h",
+                              target_extra={"reconcile_interval": "1h"})
+        self.wait_following(ag)
+        for i in range(10):
+            c.set("lock:%d" % i, "t", px=600000)
+        self.wait_match(ag, c, 5, "locks seen")
+        c.execute_command("REPLICAOF", "127.0.0.1", str(other.port))
+        h.wait_until(lambda: c.info("replication").get("master_link_status") == "up", 20,
+                     desc="the full sync")
+        c.execute_command("REPLICAOF", "NO", "ONE")
+        took = self.wait_match(ag, c, 2 * 1.0 + 1, "view matches Redis after a full sync")
+        self.assertEqual(agent_keys(ag), {b"lock:from:other"})
+        print("REPLICAOF full sync: view matched Redis in %.2fs" % took)
+
+        # the setting off, a delete and a new lock unannounced, the setting
+        # back, the statistics reset: the counts say nothing of it
+        self.wait_following(ag)
+        c.set("lock:keep", "t", px=600000)
+        self.wait_match(ag, c, 5, "lock:keep seen")
+        c.config_set("notify-keyspace-events", "")
+        c.delete("lock:from:other")
+        c.set("lock:ghost", "g", px=600000)
+        c.config_set("notify-keyspace-events", "Kg$lhzxe")
+        c.execute_command("CONFIG", "RESETSTAT")
+        took = self.wait_match(ag, c, 2 * 1.0 + 1, "view matches Redis after CONFIG RESETSTAT")
+        self.assertEqual(agent_keys(ag), {b"lock:keep", b"lock:ghost"})
+        print("CONFIG RESETSTAT: view matched Redis in %.2fs" % took)
 
     # ---- cluster: a flush on any primary ---------------------------------------------------
 

@@ -315,6 +315,45 @@ fresh_redis6_config(void **state)
     assert_true(resub);
 }
 
+/* A full sync from another primary (REPLICAOF), or a promotion, changes
+ * master_replid under the same run_id; CONFIG RESETSTAT zeroes every
+ * count, which shows as fewer calls of INFO itself (counts that were 0
+ * before stay 0: the flush or CONFIG SET behind it is otherwise unseen). */
+static void
+fresh_replid_and_reset(void **state)
+{
+    static const char repl_a[] = "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"
+        "master_replid:aaaa1111\r\nmaster_replid2:0000\r\n";
+    static const char repl_b[] = "# Replication\r\nrole:master\r\nmaster_replid:bbbb2222\r\n";
+    static const char stats_a[] = "# Commandstats\r\ncmdstat_info:calls=57,usec=9\r\n";
+    static const char stats_b[] = "# Commandstats\r\ncmdstat_info:calls=2,usec=9\r\n";
+    struct fresh_state base, now;
+    char why[200];
+    unsigned streak = 0;
+    bool resub;
+
+    (void)state;
+    memset(&base, 0, sizeof(base));
+    fresh_parse(FRESH_SERVER, info_server, sizeof(info_server) - 1, 0, &base);
+    fresh_parse(FRESH_REPLICATION, repl_a, sizeof(repl_a) - 1, 0, &base);
+    fresh_parse(FRESH_COMMANDSTATS, stats_a, sizeof(stats_a) - 1, 0, &base);
+    assert_string_equal(base.replid, "aaaa1111");     /* not master_replid2 */
+    assert_int_equal(base.info_calls, 57);
+    base.keys = 100;
+    base.have = true;
+    now = base;
+    now.info_calls += 3;                                /* the checks' own */
+    assert_false(fresh_changed(&base, &now, 10, false, &streak, &resub, why, sizeof(why)));
+    fresh_parse(FRESH_REPLICATION, repl_b, sizeof(repl_b) - 1, 0, &now);
+    assert_true(fresh_changed(&base, &now, 10, false, &streak, &resub, why, sizeof(why)));
+    assert_non_null(strstr(why, "replication ID changed"));
+    now = base;
+    fresh_parse(FRESH_COMMANDSTATS, stats_b, sizeof(stats_b) - 1, 0, &now);
+    assert_true(fresh_changed(&base, &now, 10, false, &streak, &resub, why, sizeof(why)));
+    assert_true(resub);
+    assert_non_null(strstr(why, "CONFIG RESETSTAT"));
+}
+
 int
 main(void)
 {
@@ -327,6 +366,7 @@ main(void)
         cmocka_unit_test(keymap_churn),
         cmocka_unit_test(fresh_reads_info),
         cmocka_unit_test(fresh_redis6_config),
+        cmocka_unit_test(fresh_replid_and_reset),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,6 +42,27 @@ causes(void **state)
     assert_int_equal(c, LOST_FAILOVER);
     assert_true(lost_server_changed(&a, "h:1", &af, "h:1", &c));
     assert_int_equal(c, LOST_FLUSH);
+    /* the same process with another's data (REPLICAOF's full sync), or
+     * promoted: a failover; a replication ID unknown on either side is none */
+    {
+        struct server_id r1 = a, r2 = a;
+
+        snprintf(r1.replid, sizeof(r1.replid), "1111");
+        snprintf(r2.replid, sizeof(r2.replid), "2222");
+        assert_true(lost_server_changed(&r1, "h:1", &r2, "h:1", &c));
+        assert_int_equal(c, LOST_FAILOVER);
+        assert_false(lost_server_changed(&a, "h:1", &r2, "h:1", &c));
+        assert_false(lost_server_changed(&r1, "h:1", &r1, "h:1", &c));
+        /* CONFIG RESETSTAT: INFO's own calls went down, the flush counts
+         * (0 before, 0 after) say nothing: counted as a flush */
+        r1.info_calls = 40;
+        r2 = r1;
+        r2.info_calls = 3;
+        assert_true(lost_server_changed(&r1, "h:1", &r2, "h:1", &c));
+        assert_int_equal(c, LOST_FLUSH);
+        r2.info_calls = 41;
+        assert_false(lost_server_changed(&r1, "h:1", &r2, "h:1", &c));
+    }
     /* the same server reached at another address is no change */
     assert_false(lost_server_changed(&a, "h:1", &a, "h:2", &c));
     /* INFO refused on either side: nothing is claimed */
