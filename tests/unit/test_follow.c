@@ -279,23 +279,35 @@ fresh_reads_info(void **state)
     assert_int_equal(st.keys, 0);               /* an empty database has no line */
 }
 
+/* A reading of info_server, the commandstats and replication texts given
+ * (repl NULL: none), 100 keys. */
+static struct fresh_state
+reading(const char *stats, size_t stats_len, const char *repl, size_t repl_len)
+{
+    struct fresh_state st;
+
+    memset(&st, 0, sizeof(st));
+    fresh_parse(FRESH_SERVER, info_server, sizeof(info_server) - 1, 0, &st);
+    fresh_parse(FRESH_COMMANDSTATS, stats, stats_len, 0, &st);
+    if (repl != NULL)
+        fresh_parse(FRESH_REPLICATION, repl, repl_len, 0, &st);
+    st.keys = 100;
+    st.have = true;
+    return st;
+}
+
 /* Redis 6: a CONFIG SET shows only as a call of config; it counts where
  * the agent cannot CONFIG GET, and not where it reads the setting itself
  * each check (its own reads count there). */
 static void
 fresh_redis6_config(void **state)
 {
-    struct fresh_state base, now;
+    struct fresh_state base = reading(stats6, sizeof(stats6) - 1, NULL, 0), now;
     char why[200];
     unsigned streak = 0;
     bool resub;
 
     (void)state;
-    memset(&base, 0, sizeof(base));
-    fresh_parse(FRESH_SERVER, info_server, sizeof(info_server) - 1, 0, &base);
-    fresh_parse(FRESH_COMMANDSTATS, stats6, sizeof(stats6) - 1, 0, &base);
-    base.keys = 100;
-    base.have = true;
     now = base;
     assert_false(fresh_changed(&base, &now, 10, false, &streak, &resub, why, sizeof(why)));
     now.config_any++;
@@ -327,20 +339,15 @@ fresh_replid_and_reset(void **state)
     static const char repl_b[] = "# Replication\r\nrole:master\r\nmaster_replid:bbbb2222\r\n";
     static const char stats_a[] = "# Commandstats\r\ncmdstat_info:calls=57,usec=9\r\n";
     static const char stats_b[] = "# Commandstats\r\ncmdstat_info:calls=2,usec=9\r\n";
-    struct fresh_state base, now;
+    struct fresh_state base = reading(stats_a, sizeof(stats_a) - 1, repl_a, sizeof(repl_a) - 1);
+    struct fresh_state now;
     char why[200];
     unsigned streak = 0;
     bool resub;
 
     (void)state;
-    memset(&base, 0, sizeof(base));
-    fresh_parse(FRESH_SERVER, info_server, sizeof(info_server) - 1, 0, &base);
-    fresh_parse(FRESH_REPLICATION, repl_a, sizeof(repl_a) - 1, 0, &base);
-    fresh_parse(FRESH_COMMANDSTATS, stats_a, sizeof(stats_a) - 1, 0, &base);
     assert_string_equal(base.replid, "aaaa1111");     /* not master_replid2 */
     assert_int_equal(base.info_calls, 57);
-    base.keys = 100;
-    base.have = true;
     now = base;
     now.info_calls += 3;                                /* the checks' own */
     assert_false(fresh_changed(&base, &now, 10, false, &streak, &resub, why, sizeof(why)));
