@@ -663,9 +663,10 @@ follow_stamp(void *arg, struct snapshot *s)
     } else if (fw->fresh_denied) {
         s->follow.drift = true;
         snprintf(s->follow.note, sizeof(s->follow.note), "follow mode unchecked: INFO is "
-                 "denied, so a restart, FLUSHDB, FLUSHALL, SWAPDB or notifications turned "
-                 "off go unseen until the next reconcile (add +info to the ACL user; README "
-                 "\"Follow mode\")");
+                 "denied, so a restart, a flush or notifications turned off cannot be seen "
+                 "between scans: a full scan every scan_interval proves the view, as without "
+                 "follow mode (add +info to the ACL user to scan every reconcile_interval; "
+                 "README \"Follow mode\")");
     }
     say_why(fw, s);
 }
@@ -833,11 +834,15 @@ static bool
 reconcile_due(struct follow *fw, struct loop *lp, const struct target_conf *t, int64_t now)
 {
     /* unverified: a reconcile every scan_interval until an event proves
-     * the notifications arrive (its key changed: a PUBLISH is no proof) */
-    if (!fw->verified && fw->proven == 0 && t->scan_interval_ms < lp->interval)
-        lp->interval = t->scan_interval_ms;
-    else if (fw->verified || fw->proven > 0)
+     * the notifications arrive (its key changed: a PUBLISH is no proof);
+     * without INFO (no freshness check) one every scan_interval always:
+     * a full scan is the only proof left that the view is current */
+    if ((!fw->verified && fw->proven == 0) || fw->fresh_denied) {
+        if (t->scan_interval_ms < lp->interval)
+            lp->interval = t->scan_interval_ms;
+    } else {
         lp->interval = t->reconcile_interval_ms;
+    }
     if (now - fw->reconcile_mono >= lp->interval) {
         fw->why = WHY_SCHEDULED;
         return true;

@@ -407,6 +407,15 @@ class FollowFresh(h.TestCase):
                     desc="/readyz names the unchecked freshness")
         self.assertEqual(ag.get("/readyz")[0], 200)
         self.assertIn("add +info", ag.log_tail(50))
+        # no check, so a full scan every scan_interval proves the view: a
+        # FLUSHALL (no per-key event) is seen, and the proof moves
+        c = rs.client()
+        reconciles = h.msum(ag.metrics(), "lockwatch_scans_total", target="main", result="ok")
+        c.flushall()
+        self.wait_match(ag, c, 2 * 1.0 + 2, "view matches Redis after FLUSHALL without INFO")
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_scans_total", result="ok",
+                                   target="main") >= reconciles + 2, 5,
+                    desc="a full scan every scan_interval")
 
     def notifications_off(self, ag, c, scan_interval=1.0, leak_grace=1.0):
         c.set("lock:gone", "t", px=600000)
