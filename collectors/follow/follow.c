@@ -552,13 +552,12 @@ scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
     struct follow *fw = arg;
     const struct cluster_topo *topo = p->topo;
     uint64_t fixed = 0;
-    size_t i;
-    bool whole = s != NULL && s->ok;
+    /* a shard not read has no records (only its last-known locks, carried
+     * by the scanner): no following until a pass reads them all */
+    bool whole = s != NULL && s->ok && snapshot_whole(s);
 
     if (fw->fill == NULL)
         return;
-    for (i = 0; whole && s->shards != NULL && i < s->nshards; i++)
-        whole = s->shards[i].ok;        /* a shard not read has no records */
     if (whole && topo != NULL && keep_topology(fw, topo, s) == -1) {
         drop_fill(fw);
         return;

@@ -98,6 +98,11 @@ struct snap_lock {
                                        * key (a new key or a new holder):
                                        * counted in created, its TTL in the
                                        * class's lease figures */
+    int64_t stale_since_ms;           /* a last-known lock of a cluster shard
+                                       * this scan could not read, carried
+                                       * from the view before (scan/carry.c):
+                                       * Unix ms its shard went stale; 0: read
+                                       * by this scan */
 };
 
 /* The bounds of the lease histogram (lockwatch_lease_seconds), in ms and
@@ -238,6 +243,12 @@ struct snap_shard {
     double duration_s;
     struct server_id server;          /* its node's identity (serverinfo.h),
                                        * read at the start of the pass */
+    /* !ok: its part of the view is the last known (scan/carry.c) */
+    int64_t stale_since_ms;           /* Unix ms of the first pass since its
+                                       * last read that failed to read it */
+    int64_t last_success_ms;          /* the last proof of freshness of a
+                                       * view that read it; 0: none known */
+    uint64_t carried;                 /* its last-known locks carried */
 };
 
 /* Follow mode (keyspace notifications between full scans), per target;
@@ -362,6 +373,17 @@ int snapshot_reholder(struct snapshot *s, size_t i, const struct snap_holder *ho
 
 /* Sort the retained locks worst first; call once at the end. */
 void snapshot_finish(struct snapshot *s);
+
+/* Did the scan read every shard (a view that is not a cluster's: its one
+ * node)?  A shard that failed leaves its part of the view last known. */
+static inline bool
+snapshot_whole(const struct snapshot *s)
+{
+    for (size_t i = 0; i < s->nshards; i++)
+        if (!s->shards[i].ok)
+            return false;
+    return true;
+}
 
 /* Did the snapshot keep every lock it counted? */
 static inline bool

@@ -17,9 +17,9 @@
  * pass (it expired, as it would have anyway).  A cluster compares only
  * the locks whose slot a changed shard serves, each shard against the
  * last view that read it: a cluster snapshot is ok with a shard that
- * failed (and none of that shard's locks), so the scanner keeps the last
- * whole view too, and a shard that comes back from a restart is compared
- * with it.
+ * failed (holding only that shard's last-known locks, carried from the
+ * view before: carry.c), so the scanner keeps the last whole view too,
+ * and a shard that comes back from a restart is compared with it.
  *
  * Only locks the view before kept in detail are compared (the worst
  * SNAP_RETAIN_MAX); a larger view says so (snap_lost.partial).  In scan
@@ -284,19 +284,6 @@ out:
     free(ch.slots);
 }
 
-/* Does s hold every shard's locks (a cluster's with a shard that failed
- * does not)? */
-static bool
-whole(const struct snapshot *s)
-{
-    size_t i;
-
-    for (i = 0; i < s->nshards; i++)
-        if (!s->shards[i].ok)
-            return false;
-    return true;
-}
-
 void
 lost_stamp(struct scanner *sc, struct snapshot *s)
 {
@@ -306,7 +293,7 @@ lost_stamp(struct scanner *sc, struct snapshot *s)
     snapshot_ref(s);
     snapshot_unref(sc->last_view);
     sc->last_view = s;
-    if (!whole(s))
+    if (!snapshot_whole(s))
         return;
     snapshot_ref(s);
     snapshot_unref(sc->last_whole);

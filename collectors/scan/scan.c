@@ -12,7 +12,9 @@
  * shard's primary (or a replica, READONLY, with scan_replicas), all
  * recording (record.c) into the one snapshot of the target.  After the
  * streams, one client-registry look-up (registry.c) completes the
- * Redisson-format locks, and the snapshot is finished.
+ * Redisson-format locks, the last-known locks of any shard that failed
+ * are carried from the view before (carry.c), and the snapshot is
+ * finished.
  *
  * Connections survive from scan to scan: the standalone or Sentinel one
  * in the scanner, a cluster's by node address (taken by the stream of
@@ -731,6 +733,10 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         ok = streams_verdict(&r, &topo, st, nst, had_conn, &nok, retry);
     else
         nok = 0;
+    if (ok && cluster && nok < nst && carry_failed_shards(&r, &topo) == -1) {
+        run_err(&r, "out of memory carrying the last-known locks of a shard that failed");
+        ok = false;
+    }
     if (cluster)
         keep_conns(sc, st, nst);
     pass_end(&r, ok, nok, nst, &topo);

@@ -50,7 +50,8 @@ void scanner_free(struct scanner *sc);
  * dropped and the next call reconnects (a cluster's topology is
  * discovered again on every call).  A cluster snapshot is ok while at
  * least one shard was scanned; the shards that failed say so in
- * snapshot->shards.
+ * snapshot->shards, and their locks of the last ok snapshot are carried
+ * into it as last known (snap_lock.stale_since_ms; carry.c).
  */
 struct snapshot *scanner_run(struct scanner *sc, const struct target_conf *target,
                              const struct scan_rules *rules, const atomic_int *stop);

@@ -15,6 +15,7 @@
  *   registry.c  the Redisson holders' client-registry look-up
  *   waiters.c   the waiters of each kept lock (fair queues, PUBSUB NUMSUB)
  *   tracker.c   first-seen times across scans (tracker.h)
+ *   carry.c     a failed cluster shard's last-known locks
  *
  * scanrun.h is what a layer above drives (follow mode, collectors/follow/):
  * the per-key step, the hooks a full scan calls, re-reads and replays.
@@ -280,6 +281,18 @@ void lost_stamp(struct scanner *sc, struct snapshot *s);
 /* Drop the views before (a reload aimed the target elsewhere: the next
  * server is not a change to compare across).  The last loss stays. */
 void lost_forget(struct scanner *sc);
+
+/* ---- carry.c ----------------------------------------------------------------- */
+
+/*
+ * A cluster pass read some shards of topo but not all (r->snap->shards
+ * says which): stamp each failed shard with since when its part of the
+ * view is stale and when it was last fresh, and add to r->snap, as last
+ * known, the locks of the scanner's last view whose slot a failed shard
+ * serves (each with its shard's stale_since_ms), unless this pass read
+ * the key elsewhere.  Before record_finish().  0, or -1 on ENOMEM.
+ */
+int carry_failed_shards(struct run *r, const struct cluster_topo *topo);
 
 /* ---- registry.c --------------------------------------------------------------- */
 
