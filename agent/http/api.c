@@ -25,10 +25,14 @@
  * (snapshot_shown()), each marked "stale": true; the page is then
  * "complete": false and its "stale" array names each such target, since
  * when, its last success and the reason, so nobody reads "no leak" from a
- * target the agent cannot see.
+ * target the agent cannot see.  A cluster shard that the last scan could
+ * not read is the same for its slots: its last-known locks (carried by
+ * the scanner, snap_lock.stale_since_ms) are marked "stale", and the
+ * array has an entry for the shard (with "shard" and "node").
  */
 #include <errno.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -46,6 +50,8 @@
 #define API_OFFSET_MAX    1000000000L
 #define API_ENVELOPE_MAX  512           /* bytes of the object around the locks,
                                          * besides its "stale" array (measured) */
+#define API_STALE_SHARDS_MAX 32         /* failed shards named per target in
+                                         * "stale" (all: /readyz, shard_up) */
 
 /*
  * One lock's JSON is at most: its key twice, as text (6 bytes a byte at
@@ -301,7 +307,7 @@ matching_total(const struct view *v, const struct filter *f, bool *complete)
 
         if (!target_matches(&v->targets[i], f))
             continue;
-        if (!snapshot_complete(s) || !v->targets[i].snap->ok)
+        if (!snapshot_complete(s) || !v->targets[i].snap->ok || !snapshot_whole(s))
             *complete = false;          /* or stale: not known to be all */
         for (c = 0; c < s->nclasses && c < s->class_cap; c++) {
             const struct snap_class *st = &s->class_stats[c];
@@ -316,33 +322,87 @@ matching_total(const struct view *v, const struct filter *f, bool *complete)
     return total;
 }
 
-/* The stale targets among those f matches: [{target, stale_since,
- * last_success, reason}], empty when every view is fresh. */
+/* Lock l of target t's view is last known, not read by the target's last
+ * scan: the scan failed, or l is a cluster shard's that it could not read.
+ * *since: when that part of the view went stale. */
+static bool
+lock_stale(const struct view_target *t, const struct snap_lock *l, int64_t *since)
+{
+    *since = l->stale_since_ms != 0 ? l->stale_since_ms : t->snap->stale_since_ms;
+    return !t->snap->ok || l->stale_since_ms != 0;
+}
+
+/* o (lock l's JSON) with "stale" and "stale_since" when l is last known.
+ * -1 on ENOMEM. */
+static int
+mark_stale(json_t *o, const struct view_target *t, const struct snap_lock *l)
+{
+    int64_t since;
+
+    if (!lock_stale(t, l, &since))
+        return 0;
+    return json_object_set_new(o, "stale", json_true()) ||
+        json_object_set_new(o, "stale_since", lockjson_time(since)) ? -1 : 0;
+}
+
+/* Append {target[, shard, node], stale_since, last_success,
+ * last_success_ms, reason} to a: nonzero on ENOMEM. */
+static int
+stale_entry(json_t *a, const char *target, const struct snap_shard *sh, int64_t since,
+            int64_t last, const char *reason)
+{
+    json_t *o = json_object();
+    int bad;
+
+    if (o == NULL)
+        return 1;
+    bad = json_object_set_new(o, "target", lockjson_text(target, strlen(target)));
+    if (sh != NULL) {
+        bad |= json_object_set_new(o, "shard", lockjson_text(sh->shard,
+                                                             strnlen(sh->shard, sizeof(sh->shard))));
+        bad |= json_object_set_new(o, "node", lockjson_text(sh->node,
+                                                            strnlen(sh->node, sizeof(sh->node))));
+    }
+    bad |= json_object_set_new(o, "stale_since", lockjson_time(since));
+    bad |= json_object_set_new(o, "last_success", lockjson_time(last));
+    bad |= json_object_set_new(o, "last_success_ms", json_integer(last));
+    bad |= json_object_set_new(o, "reason", lockjson_text(reason, strlen(reason)));
+    return bad | json_array_append_new(a, o);
+}
+
+/* The stale parts of the targets f matches: each target whose scans fail,
+ * and each cluster shard (at most API_STALE_SHARDS_MAX a target) that the
+ * last scan of an up target could not read, its reason naming it as
+ * /readyz does.  Empty when every view is fresh. */
 static json_t *
 stale_targets(const struct view *v, const struct filter *f)
 {
-    json_t *a = json_array(), *o;
-    size_t i;
+    char reason[640];           /* "shard S (N): E" of a snap_shard's texts */
+    json_t *a = json_array();
+    size_t i, k, n;
     int bad = 0;
 
-    for (i = 0; a != NULL && i < v->ntargets; i++) {
+    for (i = 0; a != NULL && !bad && i < v->ntargets; i++) {
         const struct snapshot *s = v->targets[i].snap;
+        const char *name = v->targets[i].name;
 
-        if (!target_matches(&v->targets[i], f) || s->ok)
+        if (!target_matches(&v->targets[i], f))
             continue;
-        if ((o = json_object()) == NULL) {
-            bad = 1;
-            break;
+        if (!s->ok) {
+            bad |= stale_entry(a, name, NULL, s->stale_since_ms, s->last_success_ms, s->err);
+            continue;
         }
-        bad |= json_object_set_new(o, "target", lockjson_text(v->targets[i].name,
-                                                              strlen(v->targets[i].name)));
-        bad |= json_object_set_new(o, "stale_since", lockjson_time(s->stale_since_ms));
-        bad |= json_object_set_new(o, "last_success", lockjson_time(s->last_success_ms));
-        bad |= json_object_set_new(o, "last_success_ms", json_integer(s->last_success_ms));
-        bad |= json_object_set_new(o, "reason", lockjson_text(s->err, strlen(s->err)));
-        bad |= json_array_append_new(a, o);
+        for (k = 0, n = 0; !bad && k < s->nshards && n < API_STALE_SHARDS_MAX; k++) {
+            const struct snap_shard *sh = &s->shards[k];
+
+            if (sh->ok)
+                continue;
+            snprintf(reason, sizeof(reason), "shard %s (%s): %s", sh->shard, sh->node, sh->err);
+            bad |= stale_entry(a, name, sh, sh->stale_since_ms, sh->last_success_ms, reason);
+            n++;
+        }
     }
-    if (bad) {
+    if (bad || a == NULL) {
         json_decref(a);
         return NULL;
     }
@@ -430,9 +490,7 @@ render_api_locks(const struct view *v, const struct api_query *q, char **body, s
         }
         if ((o = lock_json(snapshot_shown(v->targets[bi].snap), l, v->now_ms)) == NULL)
             goto oom;
-        if (!v->targets[bi].snap->ok && (json_object_set_new(o, "stale", json_true()) ||
-                                         json_object_set_new(o, "stale_since", lockjson_time(
-                                             v->targets[bi].snap->stale_since_ms)))) {
+        if (mark_stale(o, &v->targets[bi], l) == -1) {
             json_decref(o);
             goto oom;
         }
@@ -502,10 +560,7 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
 
                 if (o == NULL)
                     return 500;
-                if (!v->targets[i].snap->ok &&
-                    (json_object_set_new(o, "stale", json_true()) ||
-                     json_object_set_new(o, "stale_since",
-                                         lockjson_time(v->targets[i].snap->stale_since_ms)))) {
+                if (mark_stale(o, &v->targets[i], l) == -1) {
                     json_decref(o);
                     return 500;
                 }

@@ -369,8 +369,41 @@ stale_target(const struct view *v, const struct snapshot *s)
     return false;
 }
 
+/* One line per cluster shard that the last scan of an up target could
+ * not read: its locks below are last known, "N ago", and why. */
+static void
+stale_shards(struct strbuf *sb, const char *target, const struct snapshot *s, int64_t now_ms)
+{
+    char ago[32];
+    size_t k;
+
+    for (k = 0; k < s->nshards; k++) {
+        const struct snap_shard *sh = &s->shards[k];
+
+        if (sh->ok)
+            continue;
+        sb_adds(sb, "<p class=\"stale\">target ");
+        esc_str(sb, target);
+        sb_adds(sb, ", shard ");
+        esc_bytes(sb, sh->shard, strnlen(sh->shard, sizeof(sh->shard)), sizeof(sh->shard));
+        sb_adds(sb, " (");
+        esc_bytes(sb, sh->node, strnlen(sh->node, sizeof(sh->node)), sizeof(sh->node));
+        if (sh->last_success_ms > 0) {
+            duration_format(now_ms - sh->last_success_ms, ago, sizeof(ago));
+            sb_addf(sb, "): <b>last known %s ago</b> (its %" PRIu64 " lock%s here are from then); ",
+                    ago, sh->carried, sh->carried == 1 ? "" : "s");
+        } else {
+            sb_adds(sb, "): <b>never read</b> (its locks are unknown); ");
+        }
+        sb_adds(sb, "scans failing: ");
+        esc_bytes(sb, sh->err, strnlen(sh->err, sizeof(sh->err)), sizeof(sh->err));
+        sb_adds(sb, "</p>\n");
+    }
+}
+
 /* One line per target whose last scan failed: its locks below are the
- * last good scan's, "last known N ago", and why it cannot see now. */
+ * last good scan's, "last known N ago", and why it cannot see now; and
+ * one per cluster shard that an up target's last scan could not read. */
 static void
 stale_note(struct strbuf *sb, const struct view *v)
 {
@@ -380,6 +413,8 @@ stale_note(struct strbuf *sb, const struct view *v)
     for (i = 0; i < v->ntargets; i++) {
         const struct snapshot *s = v->targets[i].snap;
 
+        if (s != NULL && s->ok)
+            stale_shards(sb, v->targets[i].name, s, v->now_ms);
         if (s == NULL || s->ok)
             continue;
         sb_adds(sb, "<p class=\"stale\">target ");
@@ -461,7 +496,7 @@ render_state(struct strbuf *sb, const struct view *v, const char *config_path, s
         esc_bytes(sb, l->key, l->key_len, KEY_SHOW_MAX);
         sb_adds(sb, "</td><td>");
         esc_str(sb, s->target);
-        if (stale_target(v, s))
+        if (stale_target(v, s) || l->stale_since_ms != 0)
             sb_adds(sb, " <span class=\"stale\">(last known)</span>");
         sb_adds(sb, "</td><td>");
         esc_bytes(sb, s->classes[l->class_idx], strlen(s->classes[l->class_idx]), KEY_SHOW_MAX);

@@ -509,6 +509,81 @@ api_lists_filters_and_stays_valid_json(void **state)
     view_release(&v);
 }
 
+/* A cluster shard the last scan could not read: its locks carried from
+ * the view before are "stale" (with their shard's stale_since), the
+ * page is not complete, and "stale" names the shard, its node, last
+ * success and reason, while the target is up. */
+static void
+api_marks_a_failed_shards_locks_stale(void **state)
+{
+    struct snapshot *s = new_snap("c", "lock:*");
+    struct api_query q = { NULL, NULL, NULL, NULL, NULL };
+    struct view v;
+    json_t *root, *locks, *st, *l;
+    json_error_t jerr;
+    char *body;
+    size_t len, i;
+
+    (void)state;
+    s->nshards = 2;
+    s->shards = calloc(2, sizeof(*s->shards));
+    assert_non_null(s->shards);
+    snprintf(s->shards[0].shard, sizeof(s->shards[0].shard), "0-8191");
+    snprintf(s->shards[0].node, sizeof(s->shards[0].node), "127.0.0.1:7000");
+    s->shards[0].ok = true;
+    snprintf(s->shards[1].shard, sizeof(s->shards[1].shard), "8192-16383");
+    snprintf(s->shards[1].node, sizeof(s->shards[1].node), "127.0.0.1:7001");
+    snprintf(s->shards[1].err, sizeof(s->shards[1].err), "connect refused");
+    s->shards[1].stale_since_ms = NOW - 5000;
+    s->shards[1].last_success_ms = NOW - 6000;
+    s->shards[1].carried = 1;
+    add_lock(s, "lock:fresh", 10, "t", 1, 0, 1000, 1);
+    add_lock(s, "lock:gone", 9, "t", 1, LOCK_LEAKED, 90000, 1);
+    for (i = 0; i < s->nlocks; i++)
+        if (s->locks[i]->key_len == 9)
+            s->locks[i]->stale_since_ms = NOW - 5000;
+    view_of(&v, &s, 1, 20);
+
+    assert_int_equal(render_api_locks(&v, &q, &body, &len), 200);
+    root = json_loadb(body, len, 0, &jerr);
+    assert_non_null(root);
+    assert_false(json_is_true(json_object_get(root, "complete")));
+    assert_int_equal(json_integer_value(json_object_get(root, "total")), 2);
+    st = json_object_get(root, "stale");
+    assert_int_equal(json_array_size(st), 1);
+    st = json_array_get(st, 0);
+    assert_string_equal(json_string_value(json_object_get(st, "target")), "c");
+    assert_string_equal(json_string_value(json_object_get(st, "shard")), "8192-16383");
+    assert_string_equal(json_string_value(json_object_get(st, "node")), "127.0.0.1:7001");
+    assert_string_equal(json_string_value(json_object_get(st, "reason")),
+                        "shard 8192-16383 (127.0.0.1:7001): connect refused");
+    assert_int_equal(json_integer_value(json_object_get(st, "last_success_ms")), NOW - 6000);
+    locks = json_object_get(root, "locks");
+    assert_int_equal(json_array_size(locks), 2);
+    l = json_array_get(locks, 0);               /* worst first: the leak */
+    assert_string_equal(json_string_value(json_object_get(l, "key")), "lock:gone");
+    assert_true(json_is_true(json_object_get(l, "stale")));
+    assert_true(json_equal(json_object_get(l, "stale_since"), json_object_get(st, "stale_since")));
+    assert_null(json_object_get(json_array_get(locks, 1), "stale"));
+    json_decref(root);
+    free(body);
+
+    assert_int_equal(render_api_lock(&v, "lock:gone", 9, NULL, &body, &len), 200);
+    assert_non_null(strstr(body, "\"stale\":true"));
+    free(body);
+    assert_int_equal(render_api_lock(&v, "lock:fresh", 10, NULL, &body, &len), 200);
+    assert_null(strstr(body, "\"stale\""));
+    free(body);
+
+    /* read again: fresh, complete */
+    v.targets[0].snap->shards[1].ok = true;
+    v.targets[0].snap->locks[0]->stale_since_ms = 0;
+    assert_int_equal(render_api_locks(&v, &q, &body, &len), 200);
+    assert_non_null(strstr(body, "\"complete\":true,\"stale\":[]"));
+    free(body);
+    view_release(&v);
+}
+
 /* age_seconds is whole ms as seconds, the same digits in the list and in
  * one lock's answer: 72.556, never jansson's 17-digit 72.555999999999997 */
 static void
@@ -1060,6 +1135,7 @@ main(void)
         cmocka_unit_test(api_pages_hold_every_lock_once),
         cmocka_unit_test(api_page_is_cut_at_the_byte_cap),
         cmocka_unit_test(api_ages_print_in_ms),
+        cmocka_unit_test(api_marks_a_failed_shards_locks_stale),
         cmocka_unit_test(ready_names_targets_that_are_not),
         cmocka_unit_test(locks_lost_by_cause),
         cmocka_unit_test(events_counted_by_kind),
