@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# run-all: idle (a shard down for 8 s, checked every second: it waits, and measures no time)
+"""What a failed cluster shard gave stays visible, marked stale: with a
+leaked lock on one of three primaries and that primary killed, the target
+stays up (LockShardDown fires) and the lock stays in /api/v1/locks marked
+"stale" with its shard's stale_since, the page "complete": false with a
+"stale" entry naming the target, shard, node, last success and reason,
+lockwatch_locks_leaked keeps counting it and the agent's LockLeaked is
+not resolved at a webhook receiver, while the other shards' locks stay
+fresh.  Once the primary is back (empty: the test server keeps nothing on
+disk) its slots are judged afresh: nothing stale, and the leak gone with
+the data, LockLeaked resolved.  In scan mode and in follow mode."""
+
+import time
+
+import harness as h
+import topo
+from alerts_receiver import Receiver
+
+LEAK = "lock:sl:a"                      # slot 1367
+
+
+class ClusterStale(h.TestCase):
+
+    def test_failed_shard_keeps_its_last_known_locks(self):
+        self.run_case("off")
+
+    def test_failed_shard_keeps_its_last_known_locks_following(self):
+        self.run_case("on")
+
+    def run_case(self, incremental):
+        c = topo.start_cluster(self, primaries=3)
+        victim = c.by_port[c.owner[topo.keyslot(LEAK)]]
+        node = "127.0.0.1:%d" % victim.port
+        # a held lock on another shard: fresh throughout
+        other = next("lock:sl:b%d" % i for i in range(100)
+                     if c.owner[topo.keyslot("lock:sl:b%d" % i)] != victim.port)
+        c.load([("SET", LEAK, "tok"), ("SET", other, "tok", "PX", "600000")])
+        if incremental == "on":
+            for n in c.nodes:
+                n.client().config_set("notify-keyspace-events", "KEA")
+        rcv = Receiver()
+        self.addCleanup(rcv.stop)
+        ag = self.start_agent(targets=[("c", c.url)], scan_interval="500ms",
+                              leak_grace="1s", max_hold="1h",
+                              target_extra={"mode": "cluster", "incremental": incremental},
+                              extra="[webhook oncall]\nurl = %s\nretry_base = 100ms\n" % rcv.url)
+
+        def alerts(status, name):
+            return [a for _, b in rcv.notices(status) for a in b["alerts"]
+                    if a["labels"]["alertname"] == name]
+        leak = ag.wait_for(lambda: [a for a in alerts("firing", "LockLeaked")
+                                    if a["labels"]["key"] == LEAK],
+                           30, desc="LockLeaked %s at the receiver" % LEAK)
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c"), 1)
+        if incremental == "on":
+            ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_follow_active", target="c") == 1,
+                        20, desc="following keyspace notifications")
+
+        victim.kill()
+        down = ag.wait_for(lambda: alerts("firing", "LockShardDown"), 30,
+                           desc="LockShardDown for %s" % node)
+        self.assertEqual(down[0]["labels"]["node"], node)
+        shard = down[0]["labels"]["shard"]
+
+        t_down = time.monotonic()
+        checks = 0
+        while time.monotonic() - t_down < 8:
+            m = ag.metrics()
+            self.assertEqual(h.msum(m, "lockwatch_target_up", target="c"), 1)
+            self.assertEqual(h.msum(m, "lockwatch_locks_leaked", target="c"), 1,
+                             "the failed shard's last-known leak left /metrics")
+            self.assertEqual(h.msum(m, "lockwatch_locks", target="c"), 2)
+
+            st, body = ag.get_json("/api/v1/locks?state=all")
+            self.assertEqual(st, 200, body)
+            self.assertFalse(body["complete"], body)
+            self.assertEqual(body["count"], 2, body)
+            by_key = {l["key"]: l for l in body["locks"]}
+            self.assertTrue(by_key[LEAK]["stale"], body)
+            self.assertTrue(by_key[LEAK]["stale_since"], body)
+            self.assertIn("leaked", by_key[LEAK]["states"], body)
+            self.assertNotIn("stale", by_key[other], body)
+            self.assertEqual(len(body["stale"]), 1, body)
+            entry = body["stale"][0]
+            self.assertEqual((entry["target"], entry["shard"], entry["node"]),
+                             ("c", shard, node), body)
+            self.assertIn("shard %s (%s)" % (shard, node), entry["reason"])
+            self.assertTrue(entry["last_success"], body)
+            self.assertGreater(entry["last_success_ms"], 0, body)
+            self.assertEqual(entry["stale_since"], by_key[LEAK]["stale_since"], body)
+
+            st, one = ag.lock(LEAK, target="c")
+            self.assertEqual(st, 200, one)
+            self.assertTrue(one["stale"], one)
+
+            st, _, page = ag.get("/")
+            self.assertIn(b"last known", page)
+
+            self.assertEqual(alerts("resolved", "LockLeaked"), [],
+                             "LockLeaked resolved while its shard was down")
+            checks += 1
+            time.sleep(1)
+        self.assertGreaterEqual(checks, 4)
+        self.assertEqual(alerts("firing", "LockLeaked")[0]["fingerprint"], leak[0]["fingerprint"])
+
+        # back, empty: its slots judged afresh
+        victim.restart()
+
+        def fresh():
+            st, body = ag.get_json("/api/v1/locks?state=all")
+            return body if st == 200 and body["stale"] == [] else None
+        body = ag.wait_for(fresh, 40, desc="the shard of %s read again" % node)
+        self.assertTrue(body["complete"], body)
+        self.assertEqual([l["key"] for l in body["locks"]], [other], body)
+        ag.wait_for(lambda: alerts("resolved", "LockLeaked"), 20,
+                    desc="LockLeaked resolved once the shard answers without it")
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c"), 0)
+
+
+if __name__ == "__main__":
+    h.main()
