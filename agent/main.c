@@ -18,12 +18,14 @@
  * any.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent/http/alerts_http.h"
@@ -333,6 +335,69 @@ reload(struct agent *agent, struct ingest *ingest, const char *path, bool explic
     }
 }
 
+/*
+ * Detach as daemon(3) does, but report how the start went: the parent
+ * waits until the child has started (every listener open, every thread
+ * running: detach_done()) or failed, and exits with its status, so a
+ * start-up error (a port in use) reaches the terminal and the exit code,
+ * not only syslog.  The child's messages go to stderr too until then.
+ * Returns the write end of the pipe the child reports on.
+ */
+static int
+detach_start(void)
+{
+    int p[2], st;
+    pid_t pid;
+    ssize_t n;
+    char b;
+
+    if (pipe(p) == -1)
+        fatal("pipe");
+    if ((pid = fork()) == -1)
+        fatal("fork");
+    if (pid > 0) {
+        close(p[1]);
+        while ((n = read(p[0], &b, 1)) == -1 && errno == EINTR)
+            ;
+        if (n == 1)
+            _exit(0);
+        /* the child ended before it started: its own status */
+        while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+            ;
+        if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+            _exit(WEXITSTATUS(st));
+        fprintf(stderr, "lockwatchd: the daemon ended during start-up; see syslog\n");
+        _exit(1);
+    }
+    close(p[0]);
+    if (setsid() == -1)
+        fatal("setsid");
+    if (chdir("/") == -1)
+        fatal("chdir /");
+    log_also_stderr(1);
+    return p[1];
+}
+
+/* Started: stdio to /dev/null, messages to syslog only, and the parent
+ * told to exit 0. */
+static void
+detach_done(int fd)
+{
+    int null = open("/dev/null", O_RDWR);
+
+    log_also_stderr(0);
+    if (null != -1) {
+        dup2(null, STDIN_FILENO);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        if (null > STDERR_FILENO)
+            close(null);
+    }
+    if (write(fd, "", 1) != 1)
+        log_warn("cannot tell the starting process that the daemon runs");
+    close(fd);
+}
+
 /* Everything after the command line: -n, --once, or the daemon until
  * SIGTERM; the exit status. */
 static int
@@ -346,7 +411,7 @@ serve(const struct options *opt)
     siginfo_t info;
     struct timespec tick = { 0, AGENT_GRAPH_TICK_MS * 1000000L };
     int64_t alerted = 0;
-    int sig;
+    int sig, ready = -1;
 
     if (load(opt->path, opt->explicit, false, &cfg) == -1)
         return 2;
@@ -368,8 +433,8 @@ serve(const struct options *opt)
     }
 
     log_init(opt->foreground, opt->verbose);
-    if (!opt->foreground && daemon(0, 0) == -1)
-        fatal("daemon");
+    if (!opt->foreground)
+        ready = detach_start();
 
     /* Block the signals we wait for before any thread exists, so every
      * thread inherits the mask and only sigtimedwait() sees them. */
@@ -380,6 +445,8 @@ serve(const struct options *opt)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     if (start(&agent, cfg, &http, &ingest) == -1)
         return 1;
+    if (ready != -1)
+        detach_done(ready);
 
     for (;;) {
         sig = sigtimedwait(&set, &info, &tick);

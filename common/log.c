@@ -11,6 +11,7 @@
 #include "common/keytext.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,13 @@
 
 static int log_foreground = 1;
 static int log_verbose;
+static atomic_int log_stderr_too;       /* a daemon starting: syslog and stderr */
+
+void
+log_also_stderr(int on)
+{
+    atomic_store(&log_stderr_too, on);
+}
 
 void
 log_init(int foreground, int verbose)
@@ -106,6 +114,8 @@ vlog(int pri, const char *fmt, va_list ap, int with_errno)
         fprintf(stderr, "%s.%03ldZ lockwatchd: %s\n", stamp, ts.tv_nsec / 1000000L, msg);
     } else {
         syslog(pri, "%s", msg);
+        if (atomic_load(&log_stderr_too))
+            fprintf(stderr, "lockwatchd: %s\n", msg);
     }
     errno = saved;
 }

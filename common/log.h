@@ -27,6 +27,9 @@
 void log_defang(char *out, size_t outsz, const char *in);
 
 void log_init(int foreground, int verbose);
+/* With syslog (not foreground): also write each message to stderr, on or
+ * off (a daemon's start-up, while its parent's terminal is still there). */
+void log_also_stderr(int on);
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -8,6 +8,10 @@ conf/lockwatch.ini passes -n.  A bad config also stops a normal start (exit 2).
 """
 
 import os
+import signal
+import socket
+import time
+import urllib.request
 
 import harness as h
 
@@ -209,6 +213,53 @@ class ConfigErrors(h.TestCase):
         rc, out, err = self.check(shipped)
         self.assertEqual(rc, 0, "stdout: %s\nstderr: %s" % (out, err))
         self.assertRegex(out, r"(?m)^\[target ")
+
+    def test_detached_start_reports_how_it_went(self):
+        """Without -d the daemon detaches, but only once it has started: a
+        port in use is an error on stderr and exit 1 (not 0 and a message
+        in syslog only); a good start is exit 0 with the daemon serving."""
+        port = h.free_port()
+        busy = socket.socket()
+        self.addCleanup(busy.close)
+        busy.bind(("127.0.0.1", port))
+        busy.listen()
+        path = os.path.join(h._mkdtemp("lw-detach-"), "lockwatch.ini")
+        with open(path, "w") as f:
+            f.write(good_config(port))
+        p = h.run_lockwatchd(["-c", path])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(b"cannot listen on 127.0.0.1:%d" % port, p.stderr)
+        busy.close()
+        p = h.run_lockwatchd(["-c", path])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"started: 1 target(s)", p.stderr)
+        pids = [int(d) for d in os.listdir("/proc") if d.isdigit() and
+                _cmdline(int(d)) == [h.LOCKWATCHD, "-c", path]]
+        self.assertEqual(len(pids), 1, pids)
+        self.addCleanup(_kill, pids[0])
+        with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port, timeout=10) as r:
+            self.assertEqual(r.status, 200)
+        self.assertEqual(os.getsid(pids[0]), pids[0])     # a session of its own
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return [a.decode() for a in f.read().split(b"\0")[:-1]]
+    except OSError:
+        return None
+
+
+def _kill(pid):
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    for _ in range(100):
+        if _cmdline(pid) is None:
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
 
 
 if __name__ == "__main__":
