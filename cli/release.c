@@ -448,15 +448,15 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
     return LOCKCTL_REFUSED;
 }
 
-/* --holder-hex: the holder's bytes (any, NUL included); malloc'd, NULL
- * when not hex. */
+/* --holder-hex: the holder's bytes (any, NUL included; none for ""); malloc'd,
+ * NULL when not hex. */
 static char *
 hex_decode(const char *s, size_t *len)
 {
     size_t n = strlen(s);
     char *out;
 
-    if (n == 0 || n % 2 != 0 || (out = malloc(n / 2 + 1)) == NULL)
+    if (n % 2 != 0 || (out = malloc(n / 2 + 1)) == NULL)
         return NULL;
     for (size_t i = 0; i < n; i += 2) {
         int hi = keytext_hexval((unsigned char)s[i]), lo = keytext_hexval((unsigned char)s[i + 1]);
@@ -596,7 +596,8 @@ parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
         lockctl_warnx("%s: give --holder or --holder-hex, not both", ch->cmd);
         return LOCKCTL_USAGE;
     }
-    if ((holder == NULL || holder[0] == '\0') && holder_hex == NULL) {
+    /* --holder '' names the empty value of SET key "" (show prints it so) */
+    if (holder == NULL && holder_hex == NULL) {
         lockctl_warnx("%s: --holder is required: the token (string lock) or the "
                       "<uuid>:<thread> field (hash lock) you saw with lockctl show", ch->cmd);
         out_error_hint("lockctl show KEY ends with the release command to paste");
@@ -608,10 +609,6 @@ parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
     }
     if ((rc = take_key_holder(ch, argv[optind], holder, holder_hex)) != LOCKCTL_DONE)
         return rc;
-    if (ch->holderlen == 0) {
-        lockctl_warnx("%s: --holder must not be empty", ch->cmd);
-        return LOCKCTL_USAGE;
-    }
     if (ch->reason == NULL)
         ch->reason = "";
     return LOCKCTL_DONE;

@@ -334,8 +334,10 @@ parse_body(const char *buf, size_t len, struct body *b, json_t **rootp, char *wh
     if ((msg = bytes_field(root, "key", "key_escaped", &b->key, &b->keylen)) != NULL ||
         (msg = bytes_field(root, "holder", "holder_escaped", &b->holder, &b->holderlen)) != NULL)
         return msg;
-    if (b->keylen == 0 || b->holderlen == 0)
-        return "key and holder must not be empty";
+    /* an empty holder is a lock's value as it may be (SET key ""): named
+     * on purpose, it is compared as any other */
+    if (b->keylen == 0)
+        return "key must not be empty";
     if ((v = json_object_get(root, "reason")) != NULL) {
         if (!json_is_string(v))
             return "reason must be a string";

@@ -209,6 +209,8 @@ class LockctlPaste(h.TestCase):
         self.c.set("lock:it's \"quoted\" $HOME `x` & spaces", "tok-q", px=600000)
         self.c.set(b"lock:bin\xff\x01key", b"tok-b", px=600000)
         self.c.set("-lock:dash", "--tok", px=600000)           # looks like options
+        self.c.set("lock:empty", "", px=600000)                # SET key "": --holder ''
+
         self.c.set("lock:" + "long-" * 30, "tok-" + "t" * 90, px=600000)
         self.c.delete("stats:counter")           # not a lock (test_formats_clients excludes it)
         cfg = self.cfg()
@@ -216,7 +218,7 @@ class LockctlPaste(h.TestCase):
                                                                       "lock:rslock",
                                                                       "walrus-lock"]
         keys += ["lock:it's \"quoted\" $HOME `x` & spaces", "lock:" + "long-" * 30]
-        keys += ["-lock:dash"]
+        keys += ["-lock:dash", "lock:empty"]
         # a binary holder reads as the hex --holder-hex takes, not as U+FFFD
         out = self.show(cfg, "lock:rslock")
         self.assertRegex(out, r"(?m)^holder +hex:00010227ff[0-9a-f]{30}$")

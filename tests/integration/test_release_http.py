@@ -210,7 +210,7 @@ class ReleaseHttp(h.TestCase):
                b'{"key":"lock:a","holder":"tok","if_older_than":-1}',
                b'{"key":"lock:a","holder":"tok","if_leaked":"yes"}',
                b'{"key":"lock:a","holder":"tok","target":"nope"}',
-               b'{"key":"lock:a","holder":""}', b'{"key":1,"holder":"tok"}',
+               b'{"key":"","holder":"tok"}', b'{"key":1,"holder":"tok"}',
                b'{"key":"lock:a","holder":"tok","key":"lock:b"}']
         for raw in bad:
             st, _, doc = post(ag, None, raw=raw)
