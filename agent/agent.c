@@ -57,7 +57,7 @@ struct target_rt {
     struct snapshot *last_good;         /* the last ok snapshot published */
     int64_t stale_since_ms;             /* first failure since it; 0: fresh */
     bool was_down;
-    char down_err[256];                 /* the reason last logged */
+    char down_err[SNAP_ERR_MAX];        /* the reason last logged */
     char node[280];                     /* last node scanned, for the log */
     char follow_note[400];              /* follow mode's last note, logged once */
     bool following;                     /* for the log: follow mode on */

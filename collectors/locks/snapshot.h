@@ -46,6 +46,8 @@
 #define SNAP_RETAIN_BYTES  (32u * 1024 * 1024)
 #define FORMATS_MAX        24                 /* bound on formats_count */
 #define SNAP_QUEUE_IDS     16                 /* fair-queue waiters kept per lock */
+#define SNAP_ERR_MAX       512                /* a failed scan's reason: room for
+                                               * 3 sentinels' answers */
 
 struct snap_holder {
     const char *id;                   /* id_len bytes, NUL after them */
@@ -278,7 +280,7 @@ struct snapshot {
 
     char *target;
     bool ok;
-    char err[256];                    /* why the scan failed, when !ok */
+    char err[SNAP_ERR_MAX];           /* why the scan failed, when !ok */
     int64_t started_ms, finished_ms;  /* Unix ms; states are judged at started_ms */
     double duration_s;
     uint64_t keys_examined;           /* this scan */

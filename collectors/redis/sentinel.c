@@ -62,8 +62,11 @@ ask_sentinel(const struct target_conf *t, const struct hostport *s, char *host,
     redisconn_guard(c);
     if (redisAppendCommandArgv(c, 3, argv, NULL) != REDIS_OK ||
         redisconn_get_reply(c, &rep) == -1) {
-        snprintf(why, whylen, "sentinel %s:%d: %s", s->host, s->port,
-                 c->errstr[0] ? c->errstr : "connection lost");
+        struct target_conf node;
+
+        /* a stopped or partitioned sentinel: command_timeout, named */
+        redisconn_node(t, s->host, s->port, &node);
+        redisconn_error(c, &node, "sentinel", why, whylen);
         goto out;
     }
     if (rep->type == REDIS_REPLY_ERROR) {

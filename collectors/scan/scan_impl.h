@@ -105,7 +105,7 @@ struct run {
     int64_t now_ms;             /* the scan's start: every state is judged at it */
     int64_t start_mono;
     pthread_mutex_t mu;         /* guards sc->tracker, classes, snap, rmap */
-    char err[256];
+    char err[SNAP_ERR_MAX];
     bool keeping;               /* the hooks' attach() asked for every key
                                  * recorded (hooks.keep()) */
     int64_t next_due_ms;        /* the earliest Unix ms a lock recorded will
