@@ -68,20 +68,22 @@ target_open(const struct target_conf *t, const char *key, size_t keylen,
     }
 }
 
-bool
-target_still_current(const struct target_conf *t, size_t *sentinel_first,
-                     redisContext *c, const struct target_conf *node)
+int
+target_verify(const struct target_conf *t, size_t *sentinel_first, redisContext *c,
+              const struct target_conf *node, char *err, size_t errlen)
 {
     size_t first = sentinel_first != NULL ? *sentinel_first : 0;
     char host[256], why[512];
     int port = 0, named;
 
     if (t->mode != TARGET_SENTINEL)
-        return true;
-    named = sentinel_primary_addr(t, &first, host, sizeof(host), &port, why, sizeof(why));
+        return 1;
+    named = sentinel_primary_addr(t, &first, host, sizeof(host), &port, err, errlen);
     if (sentinel_first != NULL)
         *sentinel_first = first;
-    if (named == 0 && (port != node->port || strcmp(host, node->host) != 0))
-        return false;
-    return sentinel_is_primary(c, node, why, sizeof(why)) == 0;
+    if (named == -1)
+        return -1;
+    if (port != node->port || strcmp(host, node->host) != 0)
+        return 0;
+    return sentinel_is_primary(c, node, why, sizeof(why)) == 0 ? 1 : 0;
 }

@@ -9,8 +9,8 @@
  *   standalone  the target's own address
  *   sentinel    the primary the sentinels name now, confirmed with ROLE
  *               (sentinel.h); a caller that keeps its connection between
- *               uses checks it with target_still_current() and opens again
- *               when it is not
+ *               uses checks it with target_verify(), opens again when it
+ *               moved, and fails when no sentinel answers
  *   cluster     the primary that serves the key's hash slot, from a
  *               discovery (CLUSTER SHARDS, else SLOTS) asked of the
  *               target's address (cluster.h); no key: slot 0's primary
@@ -46,13 +46,19 @@ redisContext *target_open(const struct target_conf *t, const char *key, size_t k
 
 /*
  * Is c, opened by target_open() on *node, still where t's mode points?
- * Sentinel: false when a sentinel now names another address for the
- * primary, or ROLE on c no longer says primary (during a failover the
- * old primary keeps answering reads until it is reconfigured); sentinels
- * that do not answer leave the connection standing.  Two round trips.
- * Other modes: true, with no I/O.  False means: drop c and open again.
+ * Sentinel: asks the sentinels (as target_open(), first responder first)
+ * and then ROLE on c, two round trips.  1: a sentinel names node's
+ * address and ROLE says primary.  0: a sentinel names another address,
+ * or ROLE no longer says primary (during a failover the old primary
+ * keeps answering reads until it is reconfigured, and for good when it
+ * cannot be): drop c and open again.  -1, with err naming every sentinel
+ * and its error, and no ROLE sent: no sentinel names a primary, so
+ * nothing proves c is the primary now (the sentinels may have failed over
+ * behind a partition) and what c reads must not be shown as current: the
+ * caller fails as when c is lost (the target is down).  Other modes: 1,
+ * with no I/O.  err may not be NULL.
  */
-bool target_still_current(const struct target_conf *t, size_t *sentinel_first,
-                          redisContext *c, const struct target_conf *node);
+int target_verify(const struct target_conf *t, size_t *sentinel_first, redisContext *c,
+                  const struct target_conf *node, char *err, size_t errlen);
 
 #endif

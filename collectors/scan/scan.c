@@ -294,16 +294,29 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
     const struct target_conf *t = r->t;
 
     /* A failover promotes a replica while the old primary may still call
-     * itself one (until the sentinels reconfigure it) and keeps answering
-     * reads: so each pass asks the sentinels where the primary is now and
-     * checks ROLE, two round trips a scan, and moves when either says so.
-     * Sentinels that do not answer leave the connection as it is
-     * (target_still_current(); no I/O for the other modes). */
+     * itself one (until the sentinels reconfigure it, or for good when it
+     * cannot be) and keeps answering reads: so each pass asks the
+     * sentinels where the primary is now and checks ROLE, two round trips
+     * a scan, and moves when either says so.  When no sentinel answers,
+     * nothing proves the connection reads the primary: the pass fails
+     * with their answers, as when the primary cannot be reached, and the
+     * last view stays, stale (target_verify(); no I/O for the other
+     * modes).  When follow mode's check has just had their answers
+     * (scanner_moved()), the pass fails with those. */
+    if (sc->sentinels_err[0] != '\0') {
+        run_err(r, "%s", sc->sentinels_err);
+        sc->sentinels_err[0] = '\0';
+        return -1;
+    }
     if (sc->c != NULL) {
         struct target_conf node;
+        int rc;
 
         redisconn_node(t, sc->host, sc->port, &node);
-        if (!target_still_current(t, &sc->sentinel_first, sc->c, &node))
+        rc = target_verify(t, &sc->sentinel_first, sc->c, &node, r->err, sizeof(r->err));
+        if (rc == -1)
+            return -1;
+        if (rc == 0)
             scanner_disconnect(sc);
     }
     *had_conn = sc->c != NULL;
@@ -539,6 +552,7 @@ check_conn_key(struct scanner *sc, const struct target_conf *t)
     sc->known = NULL;
     sc->nknown = 0;
     sc->sentinel_first = 0;
+    sc->sentinels_err[0] = '\0';
     sc->conn_key = conn_key(t);
 }
 

@@ -70,6 +70,10 @@ struct scanner {
     char host[256];
     int port;
     size_t sentinel_first;      /* sentinel to ask first */
+    char sentinels_err[SNAP_ERR_MAX];   /* follow mode's check found no
+                                         * sentinel answering (scanner_moved():
+                                         * their answers): the next pass fails
+                                         * with it rather than ask again */
     /* cluster: connections by node, and the nodes of the last topology
      * (asked when the configured address does not answer) */
     struct node_conn *conns;

@@ -192,12 +192,19 @@ scanner_moved(struct scanner *sc, const struct target_conf *t, const struct clus
     char err[256];
     size_t i;
     bool moved = false;
+    int rc;
 
     if (t->mode == TARGET_STANDALONE)
         return false;
     if (t->mode == TARGET_SENTINEL) {
         redisconn_node(t, sc->host, sc->port, &node);
-        return !target_still_current(t, &sc->sentinel_first, sc->c, &node);
+        rc = target_verify(t, &sc->sentinel_first, sc->c, &node, sc->sentinels_err,
+                           sizeof(sc->sentinels_err));
+        /* no sentinel answering proves no primary either: the full scan
+         * this sets off fails at once with their answers */
+        if (rc != -1)
+            sc->sentinels_err[0] = '\0';
+        return rc != 1;
     }
     memset(&now, 0, sizeof(now));
     if (cluster_discover(t, sc->known, sc->nknown, &now, err, sizeof(err)) == -1)

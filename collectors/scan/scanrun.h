@@ -151,7 +151,9 @@ struct snapshot *scanner_replay(struct scanner *sc, const struct target_conf *t,
 
 /*
  * Do the nodes of the last pass still serve the target?  Sentinel: the
- * primary the sentinels name, ROLE-checked (target.h).  Cluster: the same
+ * primary the sentinels name, ROLE-checked (target_verify() of target.h);
+ * no sentinel answering is true too (the full scan it calls for fails,
+ * naming them, and the target is down).  Cluster: the same
  * primaries as topo serving the same slots (a discovery, CLUSTER SHARDS).
  * A discovery that fails says nothing (false).  Standalone: false.
  */

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Topologies for the integration tests: a Redis Cluster, a Sentinel set,
-and the cluster's hash slots, on top of harness.py (whose RedisServer,
-clean-up and polling they reuse).
+the cluster's hash slots, and a TCP proxy to cut (a partition), on top of
+harness.py (whose RedisServer, clean-up and polling they reuse).
 
 Everything runs on loopback, on free ports, in temp dirs, and is stopped by
 harness' clean-up (atexit, SIGTERM) as well as by the tests' own.
@@ -9,8 +9,10 @@ Standard library and python3-redis only.
 """
 
 import os
+import signal
 import socket
 import subprocess
+import threading
 import time
 
 import redis
@@ -192,6 +194,13 @@ class Sentinel:
                 f.write("port 0\ntls-port %d\ntls-cert-file %s\ntls-key-file %s\n"
                         "tls-ca-cert-file %s\ntls-replication yes\ntls-auth-clients yes\n"
                         % (self.port, tls.server_crt, tls.server_key, tls.ca))
+        self.proc = None
+        self.start()
+
+    def start(self):
+        """Start it, on its port and with the config it rewrote (what it
+        learnt of replicas and other sentinels)."""
+        assert self.proc is None or self.proc.poll() is not None, "already running"
         self.proc = subprocess.Popen([h.REDIS_SERVER, self.conf, "--sentinel"],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
@@ -210,8 +219,16 @@ class Sentinel:
     def replicas(self, name="mymaster"):
         return self.client().execute_command("SENTINEL", "REPLICAS", name)
 
+    def pause(self):
+        """SIGSTOP: it keeps its socket (connects succeed) but answers nothing."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
+
     def kill(self):
         if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)   # in case it was paused
             self.proc.kill()
             self.proc.wait(timeout=10)
         h._forget(self.proc)
@@ -235,6 +252,84 @@ def start_sentinels(test, primary_port, n=3, replicas=1, **kw):
                      desc="sentinel :%d sees %d replica(s) and %d sentinels"
                      % (s.port, replicas, n - 1))
     return sentinels
+
+
+# --------------------------------------------------------------------------
+# a partition
+
+class TcpProxy:
+    """127.0.0.1:<free port> forwarded to 127.0.0.1:target_port by threads of
+    the test.  kill() is a partition: the listener and every connection
+    through it closed, so a client's next connect is refused; start()
+    listens again on the same port."""
+
+    def __init__(self, target_port):
+        self.target_port = target_port
+        self.port = h.free_port()
+        self._mu = threading.Lock()
+        self._conns = []
+        self._listener = None
+        self._thread = None
+        self.start()
+
+    def start(self):
+        assert self._listener is None, "already listening"
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind(("127.0.0.1", self.port))
+        ls.listen(64)
+        self._listener = ls
+        self._thread = threading.Thread(target=self._accept, args=(ls,), daemon=True)
+        self._thread.start()
+
+    def _accept(self, ls):
+        while True:
+            try:
+                a, _ = ls.accept()
+            except OSError:
+                return                  # kill(): the listener was shut down
+            try:
+                b = socket.create_connection(("127.0.0.1", self.target_port), timeout=2)
+                b.settimeout(None)
+            except OSError:
+                a.close()
+                continue
+            with self._mu:
+                self._conns += [a, b]
+            for src, dst in ((a, b), (b, a)):
+                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    @staticmethod
+    def _pump(src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def kill(self):
+        ls, self._listener = self._listener, None
+        if ls is None:
+            return
+        ls.shutdown(socket.SHUT_RDWR)   # wakes accept() (Linux), refuses connects
+        ls.close()
+        self._thread.join(timeout=5)
+        with self._mu:
+            conns, self._conns = self._conns, []
+        for s in conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
 
 
 # --------------------------------------------------------------------------
