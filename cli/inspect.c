@@ -156,6 +156,7 @@ decode(struct lockctl *lc, struct cli_lock *l, redisReply *hlen, redisReply *val
         raw.type = RAW_OTHER;               /* a zset no format reads */
     l->fmt = lockfacts_decode(lc->t, &raw, hlen != NULL && hlen->type == REDIS_REPLY_INTEGER ?
                               hlen->integer : -1, &l->view, &l->src);
+    lockfacts_drop_future(&l->view, &l->src, now_ms);
     /* the idle time of a value Redis may share is not this key's */
     l->idle_shared = l->idle_s >= 0 && lockfacts_value_shared(&raw);
     l->idle_s = lockfacts_idle_s(&raw, l->idle_s);

@@ -91,6 +91,22 @@ lockfacts_idle_s(const struct raw_lock *raw, long long idle_s)
     return idle_s < 0 || lockfacts_value_shared(raw) ? -1 : idle_s;
 }
 
+bool
+lockfacts_drop_future(struct lock_view *view, struct lockfacts_src *src, int64_t now_ms)
+{
+    bool dropped = false;
+
+    if (view->acquired_ms > now_ms + LOCKFACTS_SKEW_MS) {
+        view->acquired_ms = 0;
+        dropped = true;
+    }
+    if (src != NULL && src->claimed_ms > now_ms + LOCKFACTS_SKEW_MS) {
+        src->claimed_ms = 0;
+        dropped = true;
+    }
+    return dropped;
+}
+
 int64_t
 lockfacts_corroborate(int64_t claimed_ms, int64_t blind_since_ms, int64_t now_ms)
 {

@@ -91,6 +91,17 @@ long long lockfacts_idle_s(const struct raw_lock *raw, long long idle_s);
  */
 int64_t lockfacts_corroborate(int64_t claimed_ms, int64_t blind_since_ms, int64_t now_ms);
 
+/* Clocks of the holder and of the reader may differ by this much. */
+#define LOCKFACTS_SKEW_MS   (60 * 1000)
+
+/*
+ * After lockfacts_decode(), read at now_ms: a time a value gives that is
+ * later than now_ms + LOCKFACTS_SKEW_MS proves nothing (a clock far off, a
+ * forged value): it is dropped, fact or claim, and the age is not known
+ * from the value.  Returns whether one was dropped.
+ */
+bool lockfacts_drop_future(struct lock_view *view, struct lockfacts_src *src, int64_t now_ms);
+
 /*
  * The judge's facts of a lock of row fmt (NULL: none known): the caller's
  * PTTL, holders, highest hold count, holder age and time without a TTL,

@@ -149,6 +149,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     /* a key follow mode re-read is timed from its read, not the publish;
      * only the ages the data proves back-date it (lockfacts.h) */
     seen_ms = k->read_ms > 0 ? k->read_ms : r->now_ms;
+    lockfacts_drop_future(&view, &src, seen_ms);
     start_age = start_age_at(k, raw, &view, seen_ms);
     nh = holder_hashes(&view, hh);
     class_of(raw->key, raw->keylen, rules->classes, rules->nclasses, cls, sizeof(cls));

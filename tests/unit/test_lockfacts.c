@@ -285,6 +285,31 @@ corroboration(void **state)
     assert_int_equal(lockfacts_corroborate(0, now - 15000, now), 0);
 }
 
+/* A time in the future (past the skew two clocks may have) proves no age:
+ * dropped, fact or claim; one within the skew stays. */
+static void
+future_times_are_no_facts(void **state)
+{
+    int64_t now = INT64_C(1796012260000);
+    struct lock_view v;
+    struct lockfacts_src src = { FMT_SOURCE_PROVEN, false, 0 };
+
+    (void)state;
+    memset(&v, 0, sizeof(v));
+    v.acquired_ms = now + 86400000;         /* a day ahead (2099 is further) */
+    assert_true(lockfacts_drop_future(&v, &src, now));
+    assert_int_equal(v.acquired_ms, 0);
+    v.acquired_ms = now + 30000;            /* within the skew */
+    assert_false(lockfacts_drop_future(&v, &src, now));
+    assert_int_equal(v.acquired_ms, now + 30000);
+    v.acquired_ms = now - 5000;
+    src.claimed_ms = now + 3600000;         /* a guessed value's claim */
+    assert_true(lockfacts_drop_future(&v, &src, now));
+    assert_int_equal(src.claimed_ms, 0);
+    assert_int_equal(v.acquired_ms, now - 5000);
+    assert_false(lockfacts_drop_future(&v, NULL, now));
+}
+
 static uint64_t
 xorshift(uint64_t *s)
 {
@@ -395,6 +420,7 @@ main(void)
         cmocka_unit_test(value_one_and_a_token_same_age),
         cmocka_unit_test(declared_formats),
         cmocka_unit_test(corroboration),
+        cmocka_unit_test(future_times_are_no_facts),
         cmocka_unit_test(million_random_tokens),
         cmocka_unit_test(million_field_hash_without_mode),
     };
