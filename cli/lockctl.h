@@ -341,7 +341,8 @@ int cmd_events(struct lockctl *lc, int argc, char **argv);
 
 int cmd_classes(struct lockctl *lc, int argc, char **argv);
 
-/* main.c: print the help of the command named name to fp. */
+/* main.c: print the help of the command named name to fp; to stderr (a
+ * usage error, said just before) only its synopsis and where the help is. */
 void lockctl_command_help(const char *name, FILE *fp);
 
 /* ---- table.c ----------------------------------------------------------------- */

@@ -208,7 +208,10 @@ lockctl_command_help(const char *name, FILE *fp)
         if (strcmp(commands[i].name, name) == 0) {
             fprintf(fp, "usage: lockctl [global options]\n");
             print_synopsis(fp, 9, commands[i].synopsis);
-            fprintf(fp, "\n%s\n%s", commands[i].help, global_help);
+            if (fp == stderr)
+                fprintf(fp, "(lockctl %s --help says more)\n", name);
+            else
+                fprintf(fp, "\n%s\n%s", commands[i].help, global_help);
             return;
         }
 }
@@ -272,8 +275,13 @@ main(int argc, char **argv)
     }
     lc.argv0 = argv[0];
     for (size_t i = 0; i < NCOMMANDS; i++) {
+        char prog[64];
+
         if (strcmp(commands[i].name, argv[optind]) != 0)
             continue;
+        /* getopt names argv[0] in its messages: "lockctl: list: ..." */
+        snprintf(prog, sizeof(prog), "lockctl: %s", commands[i].name);
+        argv[optind] = prog;
         rc = commands[i].run(&lc, argc - optind, argv + optind);
         session_close(&lc);
         if (lc.json)

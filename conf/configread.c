@@ -458,9 +458,13 @@ parse_file(struct load *ld)
 
     ld->fp = fopen(ld->path, "re");
     if (ld->fp == NULL) {
+        int e = errno;
+
+        /* the packaged file is root:lockwatch 0640 (secrets' paths in it) */
         if (ld->errlen > 0)
-            snprintf(ld->err, ld->errlen, "cannot open config \"%s\": %s", ld->path,
-                     strerror(errno));
+            snprintf(ld->err, ld->errlen, "cannot open config \"%s\": %s%s", ld->path,
+                     strerror(e), e == EACCES ? " (run as a member of its group, lockwatch "
+                     "where the package installed it, or with sudo)" : "");
         ld->failed = true;
         return -1;
     }
