@@ -169,7 +169,8 @@ log_follow(struct target_rt *t, const struct snapshot *s)
     if (s->follow.active != t->following && s->ok) {
         if (s->follow.active)
             log_info("target %s: following keyspace notifications on %s; a full scan every "
-                     "reconcile_interval", t->name, s->node);
+                     "reconcile_interval", t->name, s->node[0] != '\0' ? s->node :
+                     s->nshards > 0 ? "every primary" : "its node");
         else
             log_info("target %s: no longer following keyspace notifications; scanning",
                      t->name);
@@ -294,9 +295,11 @@ target_main(void *arg)
             /* said again whenever the reason changes */
             if (!t->was_down || strcmp(s->err, t->down_err) != 0) {
                 if (t->last_good != NULL)
-                    log_warnx("target %s: scan failed: %s (showing the last good scan, "
-                              "%lld s old, marked stale)", t->name, s->err,
-                              (long long)((clock_now_ms() - t->last_good->finished_ms) / 1000));
+                    log_warnx("target %s: scan failed: %s (showing the last good view, "
+                              "proven %lld s ago, marked stale)", t->name, s->err,
+                              (long long)((clock_now_ms() - (t->last_good->proven_ms >
+                                           t->last_good->finished_ms ? t->last_good->proven_ms :
+                                           t->last_good->finished_ms)) / 1000));
                 else
                     log_warnx("target %s: scan failed: %s", t->name, s->err);
                 snprintf(t->down_err, sizeof(t->down_err), "%s", s->err);

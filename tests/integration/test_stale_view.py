@@ -75,7 +75,7 @@ class StaleView(h.TestCase):
             checks += 1
             time.sleep(3)
         self.assertGreaterEqual(checks, 5)
-        self.assertIn("last good scan", ag.log_tail(40))
+        self.assertIn("last good view", ag.log_tail(40))
 
         # back (empty: the test server keeps nothing on disk): fresh again,
         # nothing stale, and the lock gone with the data
