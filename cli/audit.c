@@ -78,7 +78,7 @@ entry_json(const redisReply *e)
 
 static const struct table_col audit_cols[] = {
     { "TIME (UTC)", 14, 0, 0 },
-    { "OPERATOR", 12, 0, 8 },
+    { "OPERATOR", 12, TABLE_MIDDLE, 8 },
     { "ACTION", 7, 0, 0 },
     { "OUTCOME", 14, 0, 0 },
     { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE, 0 },
