@@ -685,6 +685,10 @@ pass_end(struct run *r, bool ok, size_t nok, size_t nst, const struct cluster_to
         s->retained_bytes = 0;
         snprintf(s->err, sizeof(s->err), "%s", r->err[0] ? r->err : "scan failed");
         redlock_map_free(r->rmap);
+    } else if (r->rmap != NULL && !snapshot_whole(s)) {
+        /* a cluster shard unread: its keys are not in the map, and a
+         * member that lacks them would read as disagreeing; unknown */
+        redlock_map_free(r->rmap);
     } else if (r->rmap != NULL) {
         redlock_map_finish(r->rmap);
         s->redlock = r->rmap;
