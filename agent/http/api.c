@@ -307,7 +307,8 @@ matching_total(const struct view *v, const struct filter *f, bool *complete)
 
         if (!target_matches(&v->targets[i], f))
             continue;
-        if (!snapshot_complete(s) || !v->targets[i].snap->ok || !snapshot_whole(s))
+        if (!snapshot_complete(s) || !v->targets[i].snap->ok || !snapshot_whole(s) ||
+            s->keys_moved > 0)
             *complete = false;          /* or stale: not known to be all */
         for (c = 0; c < s->nclasses && c < s->class_cap; c++) {
             const struct snap_class *st = &s->class_stats[c];

@@ -64,6 +64,12 @@ render_ready(const struct view *v, struct strbuf *reason)
          * as of the last full scan: not a reason to take the agent out */
         if (s != NULL && s->ok && s->follow.drift)
             sb_addf(reason, "target %s: %s\n", v->targets[i].name, s->follow.note);
+        /* nor a resharding: the view may lack the keys in motion */
+        if (s != NULL && s->ok && s->keys_moved > 0)
+            sb_addf(reason, "target %s: %llu key(s) of slots moving between shards were not "
+                    "read where the last scan found them; the view may lack them until the "
+                    "migration ends\n", v->targets[i].name,
+                    (unsigned long long)s->keys_moved);
         if (s != NULL && s->ok)
             continue;
         ready = 0;

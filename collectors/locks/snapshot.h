@@ -195,6 +195,9 @@ struct scan_counters {
     uint64_t scans_error;
     uint64_t keys_total;              /* keys examined, all scans */
     uint64_t vanished_total;          /* keys gone between SCAN and read */
+    uint64_t moved_total;             /* of those, keys the node SCAN found
+                                       * them on said had moved (MOVED, ASK:
+                                       * a slot moving between shards) */
     uint64_t truncated_total;         /* values/fields cut by the caps */
     uint64_t duplicates_total;        /* keys SCAN returned twice in a pass */
     uint64_t helpers_total;           /* helper keys seen (not locks) */
@@ -284,6 +287,9 @@ struct snapshot {
     int64_t started_ms, finished_ms;  /* Unix ms; states are judged at started_ms */
     double duration_s;
     uint64_t keys_examined;           /* this scan */
+    uint64_t keys_moved;              /* this scan: keys a node said had
+                                       * moved, perhaps read nowhere (a
+                                       * resharding): the view may lack them */
     struct scan_counters counters;
 
     /* Retained locks: a min-heap (least bad at [0]) while the scan runs,

@@ -586,6 +586,8 @@ add_counts(struct scanner *sc, struct snapshot *s, const struct stream *st, size
     for (i = 0; i < nst; i++) {
         sc->counters.keys_total += st[i].keys;
         sc->counters.vanished_total += st[i].cnt.vanished_total;
+        sc->counters.moved_total += st[i].cnt.moved_total;
+        s->keys_moved += st[i].cnt.moved_total;
         sc->counters.truncated_total += st[i].cnt.truncated_total;
         sc->counters.duplicates_total += st[i].cnt.duplicates_total;
         sc->counters.helpers_total += st[i].cnt.helpers_total;

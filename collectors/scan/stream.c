@@ -272,6 +272,8 @@ read_meta(struct stream *s, struct batch *b)
          * a re-read's caller is told where it went */
         if (moved(rep) && s->on_moved != NULL)
             s->on_moved(s->on_key_arg, i, rep->str, rep->len);
+        else if (moved(rep))
+            s->cnt.moved_total++;
         m->k.type = rawread_type(rep);
         freeReplyObject(rep);
         if (stream_reply(s, &rep) == -1)

@@ -268,6 +268,12 @@ class ClusterMode(h.TestCase):
         p = topo.lockctl(["-c", ag.config_path, "-t", "c", "--json", "show", key])
         self.assertEqual(p.returncode, 0, (p.stdout, p.stderr))
         self.assertIn(b'"tok-%d"' % i, p.stdout)
+        # the agent's scan finds the key on the importing node, which
+        # answers MOVED without ASKING: the view says it may lack it
+        ag.wait_for(lambda: b"moving between shards" in ag.get("/readyz")[2], 15,
+                    desc="/readyz to say a key of a migrating slot was not read")
+        st, page = ag.get_json("/api/v1/locks?target=c")
+        self.assertFalse(page["complete"])
         # The release endpoint goes straight to the script.  The script's
         # KEYS are the lock and its wake-up companions: while the slot is
         # migrating the importing node answers TRYAGAIN (not all of them
