@@ -52,10 +52,13 @@ struct leader {
     long long fence;            /* the term's token; 0 following */
     int64_t valid_until;        /* CLOCK_BOOTTIME ms */
     int64_t unreach_since;      /* CLOCK_BOOTTIME ms of the first failure to
-                                 * reach the lock since the last success; 0
-                                 * reachable */
+                                 * reach its Redis (no connection, no reply;
+                                 * an error reply is an answer) since it
+                                 * last answered; 0 reachable */
     bool said_unelected;
-    int64_t heard_ms;           /* Unix ms a term was last known to run; 0 never */
+    int64_t busy_ms;            /* Unix ms the lock was last seen held by
+                                 * another replica; 0 never */
+    int64_t own_ms;             /* Unix ms this agent last led; 0 never */
     bool said_expired;
     char holder[CONFIG_NAME_MAX + 1];
     char err[256];
@@ -104,8 +107,23 @@ set_err(struct leader *l, const char *what, const char *why)
     if (strcmp(now, l->err) != 0)
         log_warnx("leader: %s", now);
     memcpy(l->err, now, sizeof(l->err));
-    if (l->unreach_since == 0)
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Did the lock's Redis answer (anything, an error reply included)? */
+static void
+set_reached(struct leader *l, bool answered)
+{
+    pthread_mutex_lock(&l->mu);
+    if (answered) {
+        if (l->said_unelected)
+            log_info("leader: %s reachable again; direct sinks hear the elected leader only",
+                     l->key);
+        l->unreach_since = 0;
+        l->said_unelected = false;
+    } else if (l->unreach_since == 0) {
         l->unreach_since = lease_clock();
+    }
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -115,12 +133,10 @@ clear_err(struct leader *l)
 {
     pthread_mutex_lock(&l->mu);
     if (l->err[0] != '\0')
-        log_info("leader: %s reachable again%s", l->key, l->said_unelected ?
-                 "; direct sinks hear the elected leader only" : "");
+        log_info("leader: %s answers again", l->key);
     l->err[0] = '\0';
-    l->unreach_since = 0;
-    l->said_unelected = false;
     pthread_mutex_unlock(&l->mu);
+    set_reached(l, true);
 }
 
 /* Say once that this agent now speaks unelected. */
@@ -191,7 +207,7 @@ try_take(struct leader *l)
     if (st == LW_BUSY) {
         clear_err(l);
         pthread_mutex_lock(&l->mu);
-        l->heard_ms = clock_now_ms();       /* another replica's term runs */
+        l->busy_ms = clock_now_ms();        /* another replica's term runs */
         pthread_mutex_unlock(&l->mu);
         return;
     }
@@ -226,6 +242,7 @@ renew(struct leader *l)
         return;
     }
     if (st == LW_LOST) {
+        clear_err(l);                   /* Redis answered */
         depose(l, "the lock expired or another replica holds it");
         lw_unlock(l->lock, NULL);       /* frees it; touches nobody's lock */
         l->lock = NULL;
@@ -250,8 +267,10 @@ sync_holder(struct leader *l, bool leading)
     const char *argv[5];
     redisReply *r;
 
-    if (l->rc == NULL && (l->rc = redisconn_open(l->tc, err, sizeof(err))) == NULL)
+    if (l->rc == NULL && (l->rc = redisconn_open(l->tc, err, sizeof(err))) == NULL) {
+        set_reached(l, false);
         return;
+    }
     snprintf(lease, sizeof(lease), "%lld", (long long)l->lease_ms);
     argv[0] = leading ? "SET" : "GET";
     argv[1] = l->who;
@@ -263,12 +282,14 @@ sync_holder(struct leader *l, bool leading)
     if (r == NULL) {
         redisFree(l->rc);
         l->rc = NULL;
+        set_reached(l, false);
         pthread_mutex_lock(&l->mu);
         if (!leading)
             l->holder[0] = '\0';     /* unknown, not the last one read */
         pthread_mutex_unlock(&l->mu);
         return;
     }
+    set_reached(l, true);
     pthread_mutex_lock(&l->mu);
     if (!leading)
         snprintf(l->holder, sizeof(l->holder), "%.*s",
@@ -298,6 +319,7 @@ leader_main(void *arg)
 
     while (!atomic_load(&l->stop)) {
         if (l->lw == NULL && connect_lw(l) == -1) {
+            set_reached(l, false);
             note_unelected(l);
             leader_wait(l, 1000);
             continue;
@@ -439,7 +461,7 @@ leader_fence(struct leader *l)
     pthread_mutex_lock(&l->mu);
     if (l->fence != 0 && lease_clock() < l->valid_until) {
         f = l->fence;
-        l->heard_ms = clock_now_ms();
+        l->own_ms = clock_now_ms();
     } else if (unelected(l)) {
         f = LEADER_UNELECTED;
     }
@@ -453,7 +475,12 @@ leader_quiet_since(struct leader *l)
     int64_t t;
 
     pthread_mutex_lock(&l->mu);
-    t = l->heard_ms != 0 ? l->heard_ms - 2 * l->lease_ms : 0;
+    /* leading: the term before is another's, whose holder may have died a
+     * lease before its lock was last seen; unelected, the last speaker
+     * may have been this agent too */
+    t = l->fence != 0 && lease_clock() < l->valid_until ? l->busy_ms :
+        l->busy_ms > l->own_ms ? l->busy_ms : l->own_ms;
+    t = t != 0 ? t - 2 * l->lease_ms : 0;
     pthread_mutex_unlock(&l->mu);
     return t;
 }
@@ -489,10 +516,14 @@ leader_describe(const struct leader_state *st, char *buf, size_t len)
                  (long long)(st->unreach_ms / 1000), st->err);
     else if (st->holder[0] != '\0')
         snprintf(buf, len, "replica %s leads %s (this agent follows)", st->holder, st->key);
-    else if (st->err[0] != '\0')
+    else if (st->unreach_ms > 0)
         snprintf(buf, len, "no replica known to lead %s: unreachable for %llds (%s); this "
                  "agent follows, and sends to the direct sinks itself if that lasts past "
-                 "the lease + 1s", st->key, (long long)(st->unreach_ms / 1000), st->err);
+                 "the lease + 1s", st->key, (long long)(st->unreach_ms / 1000),
+                 st->err[0] != '\0' ? st->err : "no reply");
+    else if (st->err[0] != '\0')
+        snprintf(buf, len, "no replica known to lead %s: %s (this agent follows)", st->key,
+                 st->err);
     else
         snprintf(buf, len, "no replica leads %s now (this agent follows and tries to)",
                  st->key);

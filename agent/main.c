@@ -351,7 +351,13 @@ detach_start(void)
     ssize_t n;
     char b;
 
-    if (pipe(p) == -1)
+    /* fds 0-2 taken first (a start with stdio closed): a pipe end there
+     * would be overwritten by detach_done(), or written log text into */
+    while ((st = open("/dev/null", O_RDWR)) != -1 && st <= STDERR_FILENO)
+        ;
+    if (st > STDERR_FILENO)
+        close(st);
+    if (pipe2(p, O_CLOEXEC) == -1)
         fatal("pipe");
     if ((pid = fork()) == -1)
         fatal("fork");

@@ -60,6 +60,7 @@ struct alerts {
     struct alerts_sink *sinks;      /* the notifier's, in the same order */
     size_t nsinks;
     bool has_refresh;               /* a sink takes EV_REFRESH */
+    bool has_leader_only;           /* a sink is leader_only (generic, slack) */
     struct seen_target *seen;
     size_t nseen;
 };
@@ -168,9 +169,13 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     a->nsinks = n;
     sinks = NULL;
     a->has_refresh = false;
-    for (i = 0; i < n; i++)
+    a->has_leader_only = false;
+    for (i = 0; i < n; i++) {
         if (a->sinks[i].type->kinds & SINK_KIND(EV_REFRESH))
             a->has_refresh = true;
+        if (a->sinks[i].type->leader_only)
+            a->has_leader_only = true;
+    }
     pthread_mutex_unlock(&a->mu);
     rc = 0;
 out:
@@ -278,7 +283,7 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
         if (t->leader_only && a->fence != NULL) {
             if (tick_fence == 0)
                 continue;
-            fence = tick_fence > 0 ? tick_fence : 0;
+            fence = tick_fence;
         }
         for (off = 0; off < n; off += SINK_BATCH_MAX) {
             char *body = NULL;
@@ -290,7 +295,7 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
             b.now_ms = now_ms;
             b.generator_url = a->generator_url;
             b.replica = a->replica;
-            b.fence = fence;
+            b.fence = fence > 0 ? fence : 0;       /* unelected: none */
             if (t->render(&b, &body, &len) == -1) {
                 log_warnx("webhook %s: cannot render a notice (out of memory)",
                           a->sinks[i].name);
@@ -338,7 +343,7 @@ catch_up(struct alerts *a, long long fence, int64_t now_ms)
     size_t n;
 
     a->last_fence = fence;
-    if (fence == 0 || fence == last || last < 0 || a->nsinks == 0)
+    if (fence == 0 || fence == last || last < 0 || !a->has_leader_only)
         return;
     if ((list = alertset_unnotified(a->set, a->quiet != NULL ? a->quiet(a->fence_arg) : 0,
                                     &n)) == NULL) {

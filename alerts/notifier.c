@@ -221,13 +221,22 @@ start(struct notifier *n, struct nsink *s, int64_t now)
 
     nt = pop_front(s);
     nt->tries++;
-    if (nt->fence != 0 && (n->fence == NULL || n->fence(n->fence_arg) != nt->fence)) {
-        /* made in a leader term that is over: a deposed leader says nothing */
-        log_info("webhook %s: a notice of leader term %lld dropped unsent: this replica "
-                 "no longer leads", s->name, nt->fence);
-        s->dropped++;
-        notice_free(nt);
-        return;
+    if (nt->fence != 0) {
+        long long cur = n->fence != NULL ? n->fence(n->fence_arg) : 0;
+
+        /* made in a leader term that is over: a deposed leader says
+         * nothing; made unelected (< 0): dropped once another leads */
+        if ((nt->fence > 0 && cur != nt->fence) || (nt->fence < 0 && cur == 0)) {
+            if (nt->fence > 0)
+                log_info("webhook %s: a notice of leader term %lld dropped unsent: this "
+                         "replica no longer leads", s->name, nt->fence);
+            else
+                log_info("webhook %s: a notice made while no replica could lead dropped "
+                         "unsent: another replica leads now", s->name);
+            s->dropped++;
+            notice_free(nt);
+            return;
+        }
     }
     if ((x = calloc(1, sizeof(*x))) == NULL || (x->easy = curl_easy_init()) == NULL)
         goto fail;
@@ -242,7 +251,7 @@ start(struct notifier *n, struct nsink *s, int64_t now)
             goto fail;
         x->hdrs = l;
     }
-    if (nt->fence != 0) {
+    if (nt->fence > 0) {
         char fh[64];
         struct curl_slist *l;
 

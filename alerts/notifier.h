@@ -94,7 +94,9 @@ int notifier_configure(struct notifier *n, const struct notifier_sink_conf *sink
  * passes; it is freed even on failure). */
 void notifier_enqueue(struct notifier *n, size_t sink, char *body, size_t len);
 /* The same for a notice made in the leader term of fence (> 0): sent
- * only while that term lasts (notifier_set_gate). */
+ * only while that term lasts (notifier_set_gate); one made while no
+ * replica could lead (fence < 0, no X-Lockwatch-Fence): dropped once
+ * another replica leads (the gate's fence 0). */
 void notifier_enqueue_fenced(struct notifier *n, size_t sink, char *body, size_t len,
                              long long fence);
 

@@ -14,9 +14,11 @@
  * microseconds of Redis time a minute at scan_interval 1s):
  *
  *   server        run_id: another run_id is a restart;
- *   replication   master_replid: another one under the same run_id is
- *                 the process holding other data, loaded in a full sync
- *                 from a primary (REPLICAOF), or promoted;
+ *   replication   master_replid: another one under the same run_id, on a
+ *                 node that is or was a replica, is the process holding
+ *                 other data, loaded in a full sync from a primary
+ *                 (REPLICAOF), or promoted (a primary's changes when its
+ *                 first replica attaches, its data untouched);
  *   commandstats  the calls of flushdb, flushall, swapdb and config|set
  *                 (commands run from scripts and MULTI count too): any
  *                 change means a full scan, and a CONFIG SET means the
@@ -103,8 +105,11 @@ fresh_parse(enum fresh_section section, const char *text, size_t len, int db,
 
     if (section == FRESH_SERVER)
         serverinfo_run_id(text, len, st->run_id, sizeof(st->run_id));
-    if (section == FRESH_REPLICATION)
+    if (section == FRESH_REPLICATION) {
         serverinfo_string(text, len, "master_replid:", st->replid, sizeof(st->replid));
+        serverinfo_string(text, len, "master_replid2:", st->replid2, sizeof(st->replid2));
+        st->replica = serverinfo_replica(text, len);
+    }
     for (k = 0; section == FRESH_COMMANDSTATS && k < NCOUNTERS; k++)
         *counter_of(st, k) = serverinfo_number(text, len, counters[k].prefix, 0);
     if (section == FRESH_COMMANDSTATS)
@@ -151,8 +156,8 @@ fresh_changed(const struct fresh_state *base, const struct fresh_state *now, siz
                  now->run_id, base->run_id);
         return true;
     }
-    if (base->replid[0] != '\0' && now->replid[0] != '\0' &&
-        strcmp(base->replid, now->replid) != 0) {
+    if (serverinfo_resynced(base->replid, base->replica, now->replid, now->replid2,
+                            now->replica)) {
         snprintf(why, whylen, "the replication ID changed (master_replid %.12s..., was "
                  "%.12s...): the server loaded another's data in a full sync, or was promoted",
                  now->replid, base->replid);

@@ -18,9 +18,12 @@
 struct fresh_state {
     bool have;                  /* read (else nothing to compare) */
     char run_id[48];
-    char replid[48];            /* master_replid: another one, the same
+    char replid[48];            /* master_replid: another one, of a node
+                                 * that is or was a replica, and the same
                                  * process holds other data (a full sync
                                  * from a primary, a promotion) */
+    char replid2[48];           /* master_replid2 (the one before a promotion) */
+    bool replica;               /* role:slave */
     long long flushdb, flushall, swapdb;        /* commandstats calls */
     long long info_calls;       /* INFO's own: fewer, the stats were reset */
     long long config_set;       /* config|set (Redis 7+) */

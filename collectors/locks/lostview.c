@@ -50,8 +50,8 @@ lost_server_changed(const struct server_id *was, const char *was_node,
     }
     /* the same process holding another's data: a full sync as a replica
      * (REPLICAOF), or a promotion; counted as a failover */
-    if (was->replid[0] != '\0' && now->replid[0] != '\0' &&
-        strcmp(was->replid, now->replid) != 0) {
+    if (serverinfo_resynced(was->replid, was->replica, now->replid, now->replid2,
+                            now->replica)) {
         *cause = LOST_FAILOVER;
         return true;
     }

@@ -57,6 +57,27 @@ serverinfo_string(const char *text, size_t len, const char *prefix, char *out, s
     out[k] = '\0';
 }
 
+bool
+serverinfo_replica(const char *text, size_t len)
+{
+    char role[16];
+
+    serverinfo_string(text, len, "role:", role, sizeof(role));
+    return strcmp(role, "slave") == 0;
+}
+
+bool
+serverinfo_resynced(const char *was_replid, bool was_replica, const char *now_replid,
+                    const char *now_replid2, bool now_replica)
+{
+    bool promoted_from_another = now_replid2[0] != '\0' &&
+        strspn(now_replid2, "0") != strlen(now_replid2) && strcmp(now_replid2, was_replid) != 0;
+
+    return was_replid[0] != '\0' && now_replid[0] != '\0' &&
+           strcmp(was_replid, now_replid) != 0 &&
+           (was_replica || now_replica || promoted_from_another);
+}
+
 void
 serverinfo_run_id(const char *text, size_t len, char *out, size_t size)
 {
@@ -103,6 +124,8 @@ serverinfo_read(redisContext *c, const struct target_conf *node, struct server_i
     if ((rc = serverinfo_section(c, node, "replication", &r, err, errlen)) != 1)
         return rc;
     serverinfo_string(r->str, r->len, "master_replid:", id->replid, sizeof(id->replid));
+    serverinfo_string(r->str, r->len, "master_replid2:", id->replid2, sizeof(id->replid2));
+    id->replica = serverinfo_replica(r->str, r->len);
     freeReplyObject(r);
     if ((rc = serverinfo_section(c, node, "commandstats", &r, err, errlen)) != 1)
         return rc;

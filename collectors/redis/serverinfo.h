@@ -45,6 +45,22 @@ void serverinfo_string(const char *text, size_t len, const char *prefix, char *o
 /* The run_id of INFO server text; serverinfo_string()'s contract. */
 void serverinfo_run_id(const char *text, size_t len, char *out, size_t size);
 
+/* Does INFO replication text say role:slave?  Pure. */
+bool serverinfo_replica(const char *text, size_t len);
+
+/*
+ * Did the data under the same run_id change hands?  A replica's
+ * replication ID becomes its primary's when it loads that primary's data
+ * (a full sync), and a new one on its promotion, the one before kept as
+ * replid2; a primary's changes too when its first replica attaches or its
+ * backlog is freed, its data untouched and replid2 cleared (all zeros).
+ * So a change counts where either reading was a replica's, or where the
+ * node was promoted from a replication ID that was not its own before (a
+ * REPLICAOF and a REPLICAOF NO ONE between the readings).  Pure.
+ */
+bool serverinfo_resynced(const char *was_replid, bool was_replica, const char *now_replid,
+                         const char *now_replid2, bool now_replica);
+
 /* The commandstats prefix of INFO's own calls: they only grow between two
  * readings (each reading is one), unless the statistics were reset. */
 #define SERVERINFO_INFO_CALLS   "cmdstat_info:calls="
@@ -58,6 +74,8 @@ struct server_id {
     bool have;
     char run_id[SERVERINFO_RUN_ID_MAX];
     char replid[SERVERINFO_RUN_ID_MAX];     /* master_replid; "" unknown */
+    char replid2[SERVERINFO_RUN_ID_MAX];    /* master_replid2 */
+    bool replica;                           /* role:slave */
     long long flushes;
     long long info_calls;
 };

@@ -161,6 +161,23 @@ class LostAtFailover(h.TestCase):
         self.assertEqual(self.lost_alerts(ag), [])
         self.assertEqual(self.lost_total(ag), 0)
 
+    def test_a_replica_attaching_is_no_failover(self):
+        """A primary's replication ID changes when its first replica attaches
+        (its data untouched): no full scan for it in follow mode, and the
+        locks released meanwhile are not lost."""
+        rs, ag = self.holding(True)
+        c = rs.client()
+        c.delete(*[k for k in c.scan_iter(PREFIX + "*")])     # released, as they are
+        replica = self.start_redis(args=["--replicaof", "127.0.0.1", str(rs.port)])
+        h.wait_until(lambda: replica.client().info("replication").get("master_link_status")
+                     == "up", 20, desc="the replica in sync")
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="main") == 0, 20,
+                    desc="the released locks gone")
+        time.sleep(2 * INTERVAL + 1)
+        self.assertEqual(self.lost_alerts(ag), [])
+        self.assertEqual(self.lost_total(ag), 0)
+        self.assertNotIn("replication ID changed", ag.log_tail(200))
+
     # ---- flush ------------------------------------------------------------------
 
     def flushdb(self, follow):

@@ -336,7 +336,14 @@ fresh_replid_and_reset(void **state)
 {
     static const char repl_a[] = "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"
         "master_replid:aaaa1111\r\nmaster_replid2:0000\r\n";
-    static const char repl_b[] = "# Replication\r\nrole:master\r\nmaster_replid:bbbb2222\r\n";
+    /* a primary's first replica attached: a new ID, replid2 cleared, the
+     * data untouched; a full sync as a replica; promoted from another's */
+    static const char repl_b[] = "# Replication\r\nrole:master\r\nmaster_replid:bbbb2222\r\n"
+        "master_replid2:0000000000\r\n";
+    static const char repl_c[] = "# Replication\r\nrole:slave\r\nmaster_replid:cccc3333\r\n"
+        "master_replid2:0000000000\r\n";
+    static const char repl_d[] = "# Replication\r\nrole:master\r\nmaster_replid:dddd4444\r\n"
+        "master_replid2:cccc3333\r\n";
     static const char stats_a[] = "# Commandstats\r\ncmdstat_info:calls=57,usec=9\r\n";
     static const char stats_b[] = "# Commandstats\r\ncmdstat_info:calls=2,usec=9\r\n";
     struct fresh_state base = reading(stats_a, sizeof(stats_a) - 1, repl_a, sizeof(repl_a) - 1);
@@ -352,8 +359,14 @@ fresh_replid_and_reset(void **state)
     now.info_calls += 3;                                /* the checks' own */
     assert_false(fresh_changed(&base, &now, 10, false, &streak, &resub, why, sizeof(why)));
     fresh_parse(FRESH_REPLICATION, repl_b, sizeof(repl_b) - 1, 0, &now);
+    assert_false(fresh_changed(&base, &now, 10, false, &streak, &resub, why, sizeof(why)));
+    fresh_parse(FRESH_REPLICATION, repl_c, sizeof(repl_c) - 1, 0, &now);
+    assert_true(now.replica);
     assert_true(fresh_changed(&base, &now, 10, false, &streak, &resub, why, sizeof(why)));
     assert_non_null(strstr(why, "replication ID changed"));
+    fresh_parse(FRESH_REPLICATION, repl_d, sizeof(repl_d) - 1, 0, &now);
+    assert_false(now.replica);
+    assert_true(fresh_changed(&base, &now, 10, false, &streak, &resub, why, sizeof(why)));
     now = base;
     fresh_parse(FRESH_COMMANDSTATS, stats_b, sizeof(stats_b) - 1, 0, &now);
     assert_true(fresh_changed(&base, &now, 10, false, &streak, &resub, why, sizeof(why)));

@@ -49,8 +49,18 @@ causes(void **state)
 
         snprintf(r1.replid, sizeof(r1.replid), "1111");
         snprintf(r2.replid, sizeof(r2.replid), "2222");
+        /* a primary whose first replica attached: a new ID, no data change */
+        snprintf(r2.replid2, sizeof(r2.replid2), "0000");
+        assert_false(lost_server_changed(&r1, "h:1", &r2, "h:1", &c));
+        r2.replica = true;                  /* a full sync from a primary */
         assert_true(lost_server_changed(&r1, "h:1", &r2, "h:1", &c));
         assert_int_equal(c, LOST_FAILOVER);
+        r2.replica = false;                 /* and promoted since */
+        snprintf(r2.replid2, sizeof(r2.replid2), "9999");
+        assert_true(lost_server_changed(&r1, "h:1", &r2, "h:1", &c));
+        snprintf(r2.replid2, sizeof(r2.replid2), "1111");  /* from its own */
+        assert_false(lost_server_changed(&r1, "h:1", &r2, "h:1", &c));
+        snprintf(r2.replid2, sizeof(r2.replid2), "%s", "");
         assert_false(lost_server_changed(&a, "h:1", &r2, "h:1", &c));
         assert_false(lost_server_changed(&r1, "h:1", &r1, "h:1", &c));
         /* CONFIG RESETSTAT: INFO's own calls went down, the flush counts

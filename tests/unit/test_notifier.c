@@ -118,30 +118,50 @@ term_five(void *arg)
     return 5;
 }
 
-/* A notice of an ended leader term is dropped unsent; one of the current
- * term goes, with its fence in X-Lockwatch-Fence. */
-static void
-gate_drops_past_terms_and_sends_the_fence(void **state)
+static long long
+following(void *arg)
 {
-    struct notifier_sink_conf c;
-    struct notifier_stats *st;
-    struct sink_key none = { NULL, 0 };
-    struct timeval tv = { 5, 0 };
-    struct notifier *n;
-    char url[64], req[4096];
-    size_t ns;
-    ssize_t got;
-    int fd, port, conn;
-    double t0;
+    (void)arg;
+    return 0;
+}
 
-    (void)state;
-    fd = silent_listener(&port);
+/* A notifier with one generic sink, "fenced", posting to a listener that
+ * never answers (*fd), gated by gate. */
+static struct notifier *
+fenced_notifier(int *fd, notifier_fence_fn gate)
+{
+    static struct notifier_sink_conf c;
+    static struct sink_key none = { NULL, 0 };
+    static char url[64];
+    struct notifier *n;
+    int port;
+
+    *fd = silent_listener(&port);
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook", port);
     assert_int_equal(notifier_global_init(), 0);
     assert_non_null(n = notifier_new());
     generic_sink(&c, "fenced", url, &none);
     assert_int_equal(notifier_configure(n, &c, 1), 0);
-    notifier_set_gate(n, term_five, NULL);
+    notifier_set_gate(n, gate, NULL);
+    return n;
+}
+
+/* A notice of an ended leader term is dropped unsent; one of the current
+ * term goes, with its fence in X-Lockwatch-Fence. */
+static void
+gate_drops_past_terms_and_sends_the_fence(void **state)
+{
+    struct notifier_stats *st;
+    struct timeval tv = { 5, 0 };
+    struct notifier *n;
+    char req[4096];
+    size_t ns;
+    ssize_t got;
+    int fd, conn;
+    double t0;
+
+    (void)state;
+    n = fenced_notifier(&fd, term_five);
     notifier_enqueue_fenced(n, 0, strdup("{\"old\":1}"), 9, 4);
     notifier_enqueue_fenced(n, 0, strdup("{\"now\":1}"), 9, 5);
     assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
@@ -173,12 +193,84 @@ gate_drops_past_terms_and_sends_the_fence(void **state)
     close(fd);
 }
 
+/* A notice made while no replica could lead (fence < 0) is dropped once
+ * another leads (this one follows: the gate says 0); while this one
+ * leads it goes, with no X-Lockwatch-Fence (unelected_goes_unfenced). */
+static void
+gate_drops_unelected_notices_once_another_leads(void **state)
+{
+    struct notifier_stats *st;
+    struct notifier *n;
+    size_t ns;
+    int fd;
+    double t0;
+
+    (void)state;
+    n = fenced_notifier(&fd, following);
+    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1);
+    t0 = now_s();
+    do {
+        assert_int_equal(notifier_stats(n, &st, &ns), 0);
+        if (st[0].dropped == 1) {
+            notifier_stats_free(st, ns);
+            break;
+        }
+        notifier_stats_free(st, ns);
+        usleep(10000);
+    } while (now_s() - t0 < 5.0);
+    assert_int_equal(notifier_stats(n, &st, &ns), 0);
+    assert_int_equal(st[0].dropped, 1);
+    assert_int_equal(st[0].sent, 0);
+    notifier_stats_free(st, ns);
+    notifier_free(n, 200);
+    notifier_global_cleanup();
+    close(fd);
+}
+
+static void
+unelected_goes_unfenced(void **state)
+{
+    struct timeval tv = { 5, 0 };
+    struct notifier *n;
+    char req[4096];
+    ssize_t got = 0;
+    int fd, conn;
+    double t0;
+
+    (void)state;
+    n = fenced_notifier(&fd, term_five);
+    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1);
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    conn = accept(fd, NULL, NULL);
+    assert_true(conn >= 0);
+    assert_int_equal(setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    t0 = now_s();
+    req[0] = '\0';
+    while (got < (ssize_t)sizeof(req) - 1 && now_s() - t0 < 5.0 &&
+           strstr(req, "{\"une\":1}") == NULL) {
+        ssize_t r = read(conn, req + got, sizeof(req) - 1 - (size_t)got);
+
+        if (r <= 0)
+            break;
+        got += r;
+        req[got] = '\0';
+    }
+    assert_non_null(strstr(req, "{\"une\":1}"));
+    assert_null(strstr(req, "X-Lockwatch-Fence"));
+    notifier_free(n, 200);
+    notifier_global_cleanup();
+    close(conn);
+    close(fd);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(queue_is_bounded_and_shutdown_is_bounded),
         cmocka_unit_test(gate_drops_past_terms_and_sends_the_fence),
+        cmocka_unit_test(gate_drops_unelected_notices_once_another_leads),
+        cmocka_unit_test(unelected_goes_unfenced),
     };
 
     return cmocka_run_group_tests_name("notifier", tests, NULL, NULL);

@@ -957,6 +957,11 @@ leader_said(void **state)
     leader_describe(&st, buf, sizeof(buf));
     assert_string_equal(buf, "no replica leads lockwatch:leader:default now (this agent "
                         "follows and tries to)");
+    /* an error reply (an ACL, a read-only replica): reachable, no voice */
+    snprintf(st.err, sizeof(st.err), "lockwatch:leader:default: NOPERM");
+    leader_describe(&st, buf, sizeof(buf));
+    assert_string_equal(buf, "no replica known to lead lockwatch:leader:default: "
+                        "lockwatch:leader:default: NOPERM (this agent follows)");
     snprintf(st.err, sizeof(st.err), "main: connection refused");
     st.unreach_ms = 4500;
     leader_describe(&st, buf, sizeof(buf));
