@@ -150,7 +150,24 @@ class Shell:
         return {k: int(v) for k, v in parse_kv("x " + self.cmd("stats %s" % client)).items()}
 
     def stop(self):
+        """SIGSTOP, and wait until every thread is stopped: kill() returns
+        before a busy machine has stopped them, and a watchdog thread that
+        still runs could renew after the caller has read the lease."""
         os.kill(self.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not self._stopped():
+            time.sleep(0.005)
+
+    def _stopped(self):
+        try:
+            tasks = os.listdir("/proc/%d/task" % self.pid)
+            for t in tasks:
+                with open("/proc/%d/task/%s/stat" % (self.pid, t)) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
+                        return False
+        except (OSError, IndexError):
+            return True         # gone: nothing runs
+        return True
 
     def cont(self):
         os.kill(self.pid, signal.SIGCONT)
