@@ -513,7 +513,7 @@ leader_describe(const struct leader_state *st, char *buf, size_t len)
     else if (st->unelected)
         snprintf(buf, len, "no replica can lead %s: unreachable for %llds (%s); this agent "
                  "sends to the direct sinks itself, unfenced", st->key,
-                 (long long)(st->unreach_ms / 1000), st->err);
+                 (long long)(st->unreach_ms / 1000), st->err[0] != '\0' ? st->err : "no reply");
     else if (st->holder[0] != '\0')
         snprintf(buf, len, "replica %s leads %s (this agent follows)", st->holder, st->key);
     else if (st->unreach_ms > 0)

@@ -973,6 +973,10 @@ leader_said(void **state)
     assert_string_equal(buf, "no replica can lead lockwatch:leader:default: unreachable for "
                         "12s (main: connection refused); this agent sends to the direct sinks "
                         "itself, unfenced");
+    /* no error text kept: the wait itself is what is known */
+    st.err[0] = '\0';
+    leader_describe(&st, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "unreachable for 12s (no reply); this agent sends"));
 }
 
 /* A metric rendered without a row would show up as a sample under the
