@@ -423,6 +423,14 @@ redisconn_tv(int64_t ms)
     return tv;
 }
 
+bool
+redisconn_timed_out(const redisContext *c)
+{
+    return c != NULL && c->err == REDIS_ERR_IO &&
+        (strcmp(c->errstr, strerror(EAGAIN)) == 0 ||
+         strcmp(c->errstr, strerror(EWOULDBLOCK)) == 0);
+}
+
 void
 redisconn_error(const redisContext *c, const struct target_conf *t,
                 const char *what, char *err, size_t errlen)
@@ -433,9 +441,7 @@ redisconn_error(const redisContext *c, const struct target_conf *t,
      * unavailable"); say what it means, and which way: bytes still in the
      * output buffer mean the write timed out (the server is not reading),
      * an empty one that no reply came. */
-    if (c != NULL && c->err == REDIS_ERR_IO &&
-        (strcmp(c->errstr, strerror(EAGAIN)) == 0 ||
-         strcmp(c->errstr, strerror(EWOULDBLOCK)) == 0))
+    if (redisconn_timed_out(c))
         snprintf(err, errlen, c->obuf != NULL && sdslen(c->obuf) > 0
                  ? "%s on %s:%d: write to Redis timed out after %lld ms (command_timeout; "
                    "the server is not reading: busy, paused or unreachable)"

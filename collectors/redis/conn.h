@@ -143,6 +143,10 @@ void redisconn_scope_leave(const struct redisconn_scope *prev);
  */
 int redisconn_get_reply(redisContext *c, redisReply **rep);
 
+/* c's error is a timeout: no byte came, or none could be written, within
+ * the socket's timeout (hiredis says EAGAIN). */
+bool redisconn_timed_out(const redisContext *c);
+
 /*
  * A connection whose replies come unasked (follow mode's subscriber: a
  * subscribed connection is sent messages, never answers) reads with this

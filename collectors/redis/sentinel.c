@@ -3,7 +3,10 @@
  * sentinel.c - the Sentinel client protocol (see sentinel.h).
  *
  * Every step is bounded: SENTINEL_CONNECT_TIMEOUT_MS per sentinel to
- * connect and the target's command_timeout per command, and at most
+ * connect and SENTINEL_COMMAND_TIMEOUT_MS (or the target's command_timeout
+ * when shorter) for its answer, which a healthy sentinel gives at once: a
+ * stopped one is left for the next within a second, not command_timeout
+ * (5 s by default) each.  At most
  * SENTINEL_ROLE_RETRIES rounds when the named node is not (yet) a
  * primary, SENTINEL_RETRY_WAIT_MS apart.  A resolution therefore costs a
  * scan at most a few seconds even when every sentinel is down.
@@ -36,6 +39,8 @@ ask_sentinel(const struct target_conf *t, const struct hostport *s, char *host,
     const char *argv[3] = { "SENTINEL", "get-master-addr-by-name", t->master_name };
     int64_t to = t->connect_timeout_ms < SENTINEL_CONNECT_TIMEOUT_MS ?
         t->connect_timeout_ms : SENTINEL_CONNECT_TIMEOUT_MS;
+    int64_t cto = t->command_timeout_ms < SENTINEL_COMMAND_TIMEOUT_MS ?
+        t->command_timeout_ms : SENTINEL_COMMAND_TIMEOUT_MS;
     redisContext *c;
     redisReply *rep = NULL;
     long p = 0;
@@ -48,7 +53,7 @@ ask_sentinel(const struct target_conf *t, const struct hostport *s, char *host,
                  c ? c->errstr : "out of memory");
         goto out;
     }
-    redisSetTimeout(c, redisconn_tv(t->command_timeout_ms));
+    redisSetTimeout(c, redisconn_tv(cto));
     /* rediss://: sentinels speak TLS too; each is checked against its
      * address as written in sentinels (or tls_server_name). */
     if (t->tls) {
@@ -64,7 +69,12 @@ ask_sentinel(const struct target_conf *t, const struct hostport *s, char *host,
         redisconn_get_reply(c, &rep) == -1) {
         struct target_conf node;
 
-        /* a stopped or partitioned sentinel: command_timeout, named */
+        /* a stopped or partitioned sentinel */
+        if (redisconn_timed_out(c)) {
+            snprintf(why, whylen, "sentinel %s:%d: no answer within %lld ms (stopped, "
+                     "overloaded or cut off)", s->host, s->port, (long long)cto);
+            goto out;
+        }
         redisconn_node(t, s->host, s->port, &node);
         redisconn_error(c, &node, "sentinel", why, whylen);
         goto out;

@@ -23,6 +23,7 @@
 #include "conf/config.h"
 
 #define SENTINEL_CONNECT_TIMEOUT_MS 300     /* per sentinel */
+#define SENTINEL_COMMAND_TIMEOUT_MS 1000    /* its answer, at most (command_timeout) */
 #define SENTINEL_ROLE_RETRIES       3       /* ROLE said replica: ask again */
 #define SENTINEL_RETRY_WAIT_MS      200
 

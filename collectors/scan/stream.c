@@ -181,8 +181,7 @@ stream_reply(struct stream *s, redisReply **rep)
     redisReply *p = NULL;
 
     if (redisconn_get_reply(c, &p) == -1 || p == NULL) {
-        if (c->err == REDIS_ERR_IO && (strcmp(c->errstr, strerror(EAGAIN)) == 0 ||
-                                       strcmp(c->errstr, strerror(EWOULDBLOCK)) == 0))
+        if (redisconn_timed_out(c))
             stream_err(s, "read from %s:%d: timed out after %lld ms (command_timeout)",
                     s->host, s->port, (long long)s->r->t->command_timeout_ms);
         else
@@ -511,8 +510,7 @@ flush(struct stream *s)
 
     while (!done)
         if (redisBufferWrite(s->c, &done) == REDIS_ERR) {
-            if (s->c->err == REDIS_ERR_IO && (strcmp(s->c->errstr, strerror(EAGAIN)) == 0 ||
-                                              strcmp(s->c->errstr, strerror(EWOULDBLOCK)) == 0))
+            if (redisconn_timed_out(s->c))
                 stream_err(s, "write to %s:%d timed out after %lld ms (command_timeout; the "
                            "server is not reading)", s->host, s->port,
                            (long long)s->r->t->command_timeout_ms);
