@@ -413,7 +413,8 @@ surge_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
               "%.1f locks created and %.1f deleted per second. Locks that are taken and "
               "never released (a leak with a long TTL), holders crashing in a loop, or a "
               "code path that locks per request show here first: look at the class's "
-              "newest holders (lockctl list), then at what changed in its clients.",
+              "locks and holders (lockctl list --pattern with the class's pattern, on "
+              "each target), then at what changed in its clients.",
               c->p->count_surge_floor, t->created_rate, t->deleted_rate);
 }
 
