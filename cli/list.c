@@ -546,6 +546,13 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
     if (!lr->lc->json) {
         size_t width = lockctl_width(lr->lc);
 
+        if (av->stale_reason[0] && av->last_success_ms <= 0) {
+            /* no good scan since it started: nothing known, not "none" */
+            table_line(stdout, width, "NOTHING KNOWN: the agent at %s cannot scan target %s "
+                       "either (%s), and has had no good scan of it since it started",
+                       av->url, lr->lc->t->name, av->stale_reason);
+            return;
+        }
         if (av->stale_reason[0])
             table_line(stdout, width, "LAST KNOWN (stale): the agent at %s cannot scan target "
                        "%s either (%s); its last good scan%s%s%s:", av->url, lr->lc->t->name,

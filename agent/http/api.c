@@ -238,11 +238,18 @@ struct filter {
     const char *class_;
 };
 
+/* t is one f asks for, whether or not it has a view to show. */
+static bool
+target_named(const struct view_target *t, const struct filter *f)
+{
+    return f->target == NULL || strcmp(t->name, f->target) == 0;
+}
+
+/* t is one f asks for, and has locks to show (fresh or last known). */
 static bool
 target_matches(const struct view_target *t, const struct filter *f)
 {
-    return snapshot_shown(t->snap) != NULL &&
-        (f->target == NULL || strcmp(t->name, f->target) == 0);
+    return snapshot_shown(t->snap) != NULL && target_named(t, f);
 }
 
 static bool
@@ -305,6 +312,10 @@ matching_total(const struct view *v, const struct filter *f, bool *complete)
     for (i = 0; i < v->ntargets; i++) {
         const struct snapshot *s = snapshot_shown(v->targets[i].snap);
 
+        /* never scanned, or every scan failed: nothing is known of it,
+         * which is not "no locks" */
+        if (s == NULL && target_named(&v->targets[i], f))
+            *complete = false;
         if (!target_matches(&v->targets[i], f))
             continue;
         if (!snapshot_complete(s) || !v->targets[i].snap->ok || !snapshot_whole(s) ||
@@ -366,7 +377,7 @@ stale_entry(json_t *a, const char *target, const struct snap_shard *sh, int64_t 
     }
     bad |= json_object_set_new(o, "stale_since", lockjson_time(since));
     bad |= json_object_set_new(o, "last_success", lockjson_time(last));
-    bad |= json_object_set_new(o, "last_success_ms", json_integer(last));
+    bad |= json_object_set_new(o, "last_success_ms", last > 0 ? json_integer(last) : json_null());
     bad |= json_object_set_new(o, "reason", lockjson_text(reason, strlen(reason)));
     return bad | json_array_append_new(a, o);
 }
@@ -387,8 +398,12 @@ stale_targets(const struct view *v, const struct filter *f)
         const struct snapshot *s = v->targets[i].snap;
         const char *name = v->targets[i].name;
 
-        if (!target_matches(&v->targets[i], f))
+        if (!target_named(&v->targets[i], f))
             continue;
+        if (s == NULL) {        /* its first scan is still running */
+            bad |= stale_entry(a, name, NULL, 0, 0, "no scan has completed yet");
+            continue;
+        }
         if (!s->ok) {
             bad |= stale_entry(a, name, NULL, s->stale_since_ms, s->last_success_ms, s->err);
             continue;
@@ -542,8 +557,10 @@ int
 render_api_lock(const struct view *v, const char *key, size_t keylen,
                 const char *target, char **body, size_t *len)
 {
+    const struct view_target *blind = NULL;
+    char msg[700];
     size_t i, k;
-    bool partial = false;
+    bool partial = false, stale = false;
     int status;
 
     if ((status = unknown_target(v, target, body, len)) != 0)
@@ -551,8 +568,15 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
     for (i = 0; i < v->ntargets; i++) {
         const struct snapshot *s = snapshot_shown(v->targets[i].snap);
 
-        if (s == NULL || (target != NULL && strcmp(v->targets[i].name, target) != 0))
+        if (target != NULL && strcmp(v->targets[i].name, target) != 0)
             continue;
+        if (s == NULL) {        /* nothing known of it: the key may be there */
+            if (blind == NULL)
+                blind = &v->targets[i];
+            continue;
+        }
+        if (!v->targets[i].snap->ok)
+            stale = true;
         for (k = 0; k < s->nlocks; k++) {
             const struct snap_lock *l = s->locks[k];
 
@@ -571,10 +595,20 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
         if (!snapshot_complete(s))
             partial = true;
     }
+    if (blind != NULL) {
+        snprintf(msg, sizeof(msg), "target %s has no view to look in: %.500s; use lockctl "
+                 "show KEY to read it from Redis", blind->name, blind->snap == NULL ?
+                 "no scan has completed yet" : blind->snap->err);
+        return render_api_error(503, msg, body, len);
+    }
     if (partial)
         return render_api_error(404, "not among the locks kept in detail (the worst "
                                 "10000 per target; healthy locks are only counted): "
                                 "use lockctl show KEY to read it from Redis", body, len);
+    if (stale)
+        return render_api_error(404, "no such lock in the last good scan, which is stale "
+                                "(the target cannot be scanned now: see /readyz); check the "
+                                "key and ?target=", body, len);
     return render_api_error(404, "no such lock in the last scan (check the key and ?target=)",
                             body, len);
 }

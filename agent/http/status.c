@@ -812,7 +812,7 @@ static void
 render_page(struct strbuf *sb, const struct view *v, const char *config_path)
 {
     struct strbuf body;
-    size_t i, up = 0, stale = 0, firing = 0, si;
+    size_t i, up = 0, stale = 0, unknown = 0, firing = 0, si;
     uint64_t bad[NSTATES] = { 0 };
     char now[40];
 
@@ -821,8 +821,10 @@ render_page(struct strbuf *sb, const struct view *v, const char *config_path)
 
         if (v->targets[i].snap != NULL && v->targets[i].snap->ok)
             up++;
-        else if (v->targets[i].snap != NULL)
+        else if (s != NULL)
             stale++;
+        else                    /* no good scan yet: nothing to show */
+            unknown++;
         for (si = 0; s != NULL && si < NSTATES; si++)
             bad[si] += state_total(s, states[si].flag);
     }
@@ -849,6 +851,9 @@ render_page(struct strbuf *sb, const struct view *v, const char *config_path)
     if (stale > 0)
         sb_addf(sb, "<span class=\"stale\">blind: <b>%zu</b> target%s down, showing the "
                 "last known view</span>", stale, stale == 1 ? "" : "s");
+    if (unknown > 0)
+        sb_addf(sb, "<span class=\"stale\">blind: <b>%zu</b> target%s with no good scan "
+                "yet: nothing known, not counted</span>", unknown, unknown == 1 ? "" : "s");
     sb_addf(sb, "</p>\n<p class=\"meta\">lockwatchd %s, %s", LOCKWATCH_VERSION, now);
     if (v->replica != NULL) {
         sb_adds(sb, ", replica ");

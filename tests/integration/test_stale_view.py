@@ -88,6 +88,48 @@ class StaleView(h.TestCase):
         self.assertTrue(body["complete"], body)
         self.assertEqual(body["count"], 0, body)
 
+    def test_never_scanned_is_unknown_not_empty(self):
+        """An agent started while its Redis is unreachable knows nothing of
+        it: that is no empty view.  The page is complete: false with the
+        target in "stale" (no last success), a key asked for is a 503, not
+        "no such lock", lockctl shows the agent's view as stale, and the
+        status page says nothing is known; once Redis answers, fresh."""
+        import json
+        import topo
+        rs = self.start_redis()
+        rs.kill()
+        ag = self.start_agent(rs, scan_interval="500ms")
+        ag.wait_for(lambda: b"target main: " in ag.get("/readyz")[2], timeout=20,
+                    desc="/readyz naming the failed first scan")
+        st, body = ag.get_json("/api/v1/locks")
+        self.assertEqual(st, 200, body)
+        self.assertFalse(body["complete"], body)
+        self.assertEqual(body["count"], 0, body)
+        self.assertEqual([s["target"] for s in body["stale"]], ["main"], body)
+        self.assertIsNone(body["stale"][0]["last_success"], body)
+        self.assertIsNone(body["stale"][0]["last_success_ms"], body)
+        self.assertTrue(body["stale"][0]["reason"], body)
+        st, body = ag.get_json("/api/v1/locks/lock:held:1")
+        self.assertEqual(st, 503, body)
+        self.assertIn("target main has no view", body["error"])
+        st, _, page = ag.get("/")
+        self.assertIn(b"no good scan yet", page)
+        r = topo.lockctl(["-c", ag.config_path, "--json", "list"])
+        self.assertEqual(r.returncode, 3, r)
+        self.assertTrue(json.loads(r.stdout)["stale"], r.stdout)
+        self.assertIsNone(json.loads(r.stdout)["last_success_ms"], r.stdout)
+        r = topo.lockctl(["-c", ag.config_path, "list"])
+        self.assertIn(b"NOTHING KNOWN: ", r.stdout)
+        self.assertNotIn(b"(none", r.stdout)
+
+        rs.start()                  # empty: the test server keeps nothing on disk
+        rs.client().set("lock:held:1", "tok", px=600000)
+        ag.wait_for(lambda: ag.get_json("/api/v1/locks")[1]["count"] == 1, timeout=30,
+                    desc="the lock listed once Redis answers")
+        st, body = ag.get_json("/api/v1/locks")
+        self.assertTrue(body["complete"], body)
+        self.assertEqual(body["stale"], [], body)
+
 
 if __name__ == "__main__":
     h.main()
