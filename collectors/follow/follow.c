@@ -816,9 +816,13 @@ fresh_due(struct follow *fw, const struct target_conf *t)
     if (rc == 0)
         return false;
     fw->why = WHY_LOSS;
-    if (rc == -1) {
+    if (rc < 0) {
         unsubscribe(fw);
         scanner_disconnect(fw->sc);
+        /* a silent node: the check is this mode's scan, and it failed
+         * (a cluster's shards are judged each by the full scan) */
+        if (rc == -2 && t->mode != TARGET_CLUSTER)
+            scanner_fail_next(fw->sc, why);
         return true;
     }
     snprintf(fw->fresh_note, sizeof(fw->fresh_note), "a full scan: %s", why);

@@ -303,11 +303,11 @@ fresh_check(struct follow *fw, const struct target_conf *t, bool *resub, char *w
             return -1;
         }
         if (fw->verified && (rc = flags_still(c, &node, resub, why, whylen)) != 0)
-            return rc;
+            return rc == -1 && redisconn_timed_out(c) ? -2 : rc;
         rc = fresh_read(c, &node, &now, err, sizeof(err));
         if (rc == -1) {
             snprintf(why, whylen, "%s", err);
-            return -1;
+            return redisconn_timed_out(c) ? -2 : -1;
         }
         if (rc == 0) {
             fw->fresh_denied = true;

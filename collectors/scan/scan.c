@@ -302,10 +302,13 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
      * with their answers, as when the primary cannot be reached, and the
      * last view stays, stale (target_verify(); no I/O for the other
      * modes).  When follow mode's check has just had their answers
-     * (scanner_moved()), the pass fails with those. */
-    if (sc->sentinels_err[0] != '\0') {
-        run_err(r, "%s", sc->sentinels_err);
-        sc->sentinels_err[0] = '\0';
+     * (scanner_moved()), or waited command_timeout for the node
+     * (scanner_fail_next()), the pass fails with that: it is the scan
+     * follow mode runs, and waiting again would hold the view fresh for
+     * another command_timeout. */
+    if (sc->fail_next[0] != '\0') {
+        run_err(r, "%s", sc->fail_next);
+        sc->fail_next[0] = '\0';
         return -1;
     }
     if (sc->c != NULL) {
@@ -552,7 +555,7 @@ check_conn_key(struct scanner *sc, const struct target_conf *t)
     sc->known = NULL;
     sc->nknown = 0;
     sc->sentinel_first = 0;
-    sc->sentinels_err[0] = '\0';
+    sc->fail_next[0] = '\0';
     sc->conn_key = conn_key(t);
 }
 
@@ -765,6 +768,12 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
     free(st);
     cluster_topo_clear(&topo);
     return s;
+}
+
+void
+scanner_fail_next(struct scanner *sc, const char *why)
+{
+    snprintf(sc->fail_next, sizeof(sc->fail_next), "%s", why);
 }
 
 struct snapshot *

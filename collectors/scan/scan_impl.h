@@ -70,10 +70,12 @@ struct scanner {
     char host[256];
     int port;
     size_t sentinel_first;      /* sentinel to ask first */
-    char sentinels_err[SNAP_ERR_MAX];   /* follow mode's check found no
-                                         * sentinel answering (scanner_moved():
-                                         * their answers): the next pass fails
-                                         * with it rather than ask again */
+    char fail_next[SNAP_ERR_MAX];   /* follow mode's check found what a
+                                     * pass would only wait for again: no
+                                     * sentinel answering (scanner_moved():
+                                     * their answers), the node silent past
+                                     * command_timeout (scanner_fail_next()):
+                                     * the next pass fails with it at once */
     /* cluster: connections by node, and the nodes of the last topology
      * (asked when the configured address does not answer) */
     struct node_conn *conns;

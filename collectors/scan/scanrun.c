@@ -198,12 +198,12 @@ scanner_moved(struct scanner *sc, const struct target_conf *t, const struct clus
         return false;
     if (t->mode == TARGET_SENTINEL) {
         redisconn_node(t, sc->host, sc->port, &node);
-        rc = target_verify(t, &sc->sentinel_first, sc->c, &node, sc->sentinels_err,
-                           sizeof(sc->sentinels_err));
+        rc = target_verify(t, &sc->sentinel_first, sc->c, &node, sc->fail_next,
+                           sizeof(sc->fail_next));
         /* no sentinel answering proves no primary either: the full scan
          * this sets off fails at once with their answers */
         if (rc != -1)
-            sc->sentinels_err[0] = '\0';
+            sc->fail_next[0] = '\0';
         return rc != 1;
     }
     memset(&now, 0, sizeof(now));

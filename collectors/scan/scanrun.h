@@ -160,4 +160,9 @@ struct snapshot *scanner_replay(struct scanner *sc, const struct target_conf *t,
 bool scanner_moved(struct scanner *sc, const struct target_conf *t,
                    const struct cluster_topo *topo);
 
+/* Standalone, Sentinel: the next pass fails at once with why, reading
+ * nothing (follow mode's check found the node silent past
+ * command_timeout: the target is down now, not after a second wait). */
+void scanner_fail_next(struct scanner *sc, const char *why);
+
 #endif

@@ -33,6 +33,7 @@ scan runs.
 Each prints its figure.
 """
 
+import datetime
 import random
 import time
 
@@ -336,6 +337,40 @@ class FollowFresh(h.TestCase):
             self.assertLessEqual(last(), time.time() - (time.monotonic() - t0) + 1.0)
         finally:
             stall.wait(10)
+
+    def test_a_frozen_server_is_stale_within_one_check(self):
+        """Following a server that stops answering (SIGSTOP: its socket
+        accepts, nothing replies): the check that waits command_timeout for
+        it is the scan that failed, so the view is stale within
+        scan_interval + command_timeout of its last proof (README "The last
+        proof"), not after a second wait on a new connection; the reason
+        is the check's own."""
+        rs = self.start_redis(args=NOTIFY)
+        rs.client().set("lock:frozen", "t", px=600000)
+        ag = self.start_agent(rs, scan_interval="1s", leak_grace="1h", max_hold="1h",
+                              target_extra={"reconcile_interval": "1h",
+                                            "command_timeout": "2s"})
+        self.wait_following(ag)
+        rs.pause()
+        try:
+            def stale():
+                st, body = ag.get_json("/api/v1/locks")
+                return body["stale"][0] if body["stale"] else None
+            entry = ag.wait_for(stale, 15, interval=0.1, desc="the view marked stale")
+        finally:
+            rs.resume()
+        since = datetime.datetime.strptime(entry["stale_since"], "%Y-%m-%dT%H:%M:%S.%fZ")
+        since = since.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000
+        gap = since - entry["last_success_ms"]
+        print("frozen server: stale %.1fs after the last proof (scan_interval 1s + "
+              "command_timeout 2s)" % (gap / 1000.0))
+        self.assertNotIn("connection setup", entry["reason"])
+        self.assertIn("timed out", entry["reason"])
+        # one wait of 2 s after at most 1 s, not two: 5 s and more
+        self.assertLess(gap, 4500, entry)
+        st, lk = ag.lock("lock:frozen")
+        self.assertEqual(st, 200)
+        self.assertTrue(lk["stale"], lk)
 
     # ---- issue 22: trust and what notifications cannot say ----------------------------
 
