@@ -122,8 +122,7 @@ release_command(const struct lockctl *lc, const json_t *rel, size_t width)
         if (target == NULL)
             table_line(stdout, width, "no scan shows this lock (only the reporters' lines "
                        "know it): -t is lockctl's target; name the one that holds it");
-        table_line(stdout, width, "release with:");
-        paste_show(stdout, &pl, width);
+        paste_show(stdout, &pl, width, "release with:");
         paste_release(&pl);
     }
     free(key);

@@ -462,14 +462,21 @@ char *out_unescape(const char *s, size_t *len);
 /* ---- pasteline.c ------------------------------------------------------------ */
 
 #define PASTE_WORDS_MAX 40
+/* The longest word, quotes included.  A longer key gets no line: at 16 KiB
+ * a line is already 200 rows of an 80-column terminal to select and paste
+ * (the hostile 64 KiB key would be 800), and a percent-encoded 64 KiB key
+ * would be over the 128 KiB the kernel takes for one argument. */
+#define PASTE_WORD_MAX  (16 * 1024)
 
 /* A command to paste: shell words, each quoted as it needs. */
 struct pasteline {
     char *words[PASTE_WORDS_MAX];
     bool quoted[PASTE_WORDS_MAX];
     size_t n;
-    bool failed;                /* ENOMEM, too many words, or a control
-                                 * character in an option: do not print */
+    bool failed;                /* do not print: why says why */
+    char why[96];               /* ENOMEM, too many words, a key too long
+                                 * for a command line, a control character
+                                 * in an option */
 };
 
 /* lockctl as it was run (lc->argv0 when it holds a '/'), the options that
@@ -489,8 +496,9 @@ void paste_key_holder(struct pasteline *pl, const char *key, size_t keylen,
                       const char *holder, size_t holderlen);
 /* Print within width columns, continued with " \" (sh joins the lines). */
 void paste_print(FILE *fp, const struct pasteline *pl, size_t width);
-/* paste_print(), or a note saying why there is no line to paste. */
-void paste_show(FILE *fp, const struct pasteline *pl, size_t width);
+/* heading and paste_print(), or "no release command: <why>" when there
+ * is no line to paste. */
+void paste_show(FILE *fp, const struct pasteline *pl, size_t width, const char *heading);
 /* The line as one string (malloc'd; NULL on ENOMEM). */
 char *paste_text(const struct pasteline *pl);
 void paste_release(struct pasteline *pl);

@@ -22,7 +22,11 @@
  * value when the two fit on a line; a word wider than a line is split
  * inside, closing and reopening its quotes around the backslash-newline,
  * which sh removes (POSIX 2.2.1), so the pieces join into the one word.
+ * A key whose word would be over PASTE_WORD_MAX gets no line, and the
+ * reason printed is that one (the status page's words), not another.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,6 +55,35 @@ printable(const char *s, size_t n)
     return true;
 }
 
+/* No line to paste, for the first reason found. */
+static void __attribute__((format(printf, 2, 3)))
+fail(struct pasteline *pl, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (pl->failed)
+        return;
+    pl->failed = true;
+    va_start(ap, fmt);
+    vsnprintf(pl->why, sizeof(pl->why), fmt, ap);
+    va_end(ap);
+}
+
+/* The length of s as word() writes it, quotes included. */
+static size_t
+word_len(const char *s, size_t n)
+{
+    size_t len = n;
+    bool quote = n == 0;
+
+    for (size_t i = 0; i < n; i++) {
+        quote |= !bare((unsigned char)s[i]);
+        if (s[i] == '\'')
+            len += 3;
+    }
+    return quote ? len + 2 : len;
+}
+
 /* Add s as one word: bare when it can be, else single-quoted. */
 static void
 word(struct pasteline *pl, const char *s, size_t n)
@@ -59,12 +92,16 @@ word(struct pasteline *pl, const char *s, size_t n)
     bool quote = n == 0;
 
     if (pl->n == PASTE_WORDS_MAX) {
-        pl->failed = true;
+        fail(pl, "too many words");
+        return;
+    }
+    if (word_len(s, n) > PASTE_WORD_MAX) {
+        fail(pl, "a word over %d KiB", PASTE_WORD_MAX / 1024);
         return;
     }
     for (size_t i = 0; i < n; i++)
         quote |= !bare((unsigned char)s[i]);
-    sb_init(&sb, 16 * 1024);
+    sb_init(&sb, PASTE_WORD_MAX + 1);   /* and the NUL */
     if (quote)
         sb_add(&sb, "'", 1);
     for (size_t i = 0; i < n; i++)
@@ -73,7 +110,7 @@ word(struct pasteline *pl, const char *s, size_t n)
         sb_add(&sb, "'", 1);
     pl->quoted[pl->n] = quote;
     if (sb_failed(&sb) || (pl->words[pl->n] = sb_detach(&sb, NULL)) == NULL)
-        pl->failed = true;
+        fail(pl, "out of memory");
     else
         pl->n++;
     sb_release(&sb);
@@ -83,7 +120,7 @@ void
 paste_word(struct pasteline *pl, const char *s)
 {
     if (!printable(s, strlen(s)))
-        pl->failed = true;      /* a control character: not pasteable */
+        fail(pl, "an option holds a control character");
     else
         word(pl, s, strlen(s));
 }
@@ -176,11 +213,16 @@ paste_key_holder(struct pasteline *pl, const char *key, size_t keylen, const cha
     char *hex = malloc(2 * holderlen + 1);
 
     if (enc == NULL || hex == NULL) {
-        pl->failed = true;
+        fail(pl, "out of memory");
         goto out;
     }
     if (escaped)
         keytext_percent(enc, KEYTEXT_PERCENT_MAX(keylen), key, keylen);
+    if (word_len(escaped ? enc : key, escaped ? strlen(enc) : keylen) > PASTE_WORD_MAX) {
+        fail(pl, KEYTEXT_TOO_LONG_FOR_COMMAND " (%zu bytes; lockctl pastes up to %d KiB)",
+             keylen, PASTE_WORD_MAX / 1024);
+        goto out;
+    }
     /* a key that looks like an option goes last, after "--" */
     if (!dashed)
         word(pl, escaped ? enc : key, escaped ? strlen(enc) : keylen);
@@ -239,12 +281,14 @@ split_word(FILE *fp, const char *w, bool quoted, size_t col, size_t width)
 }
 
 void
-paste_show(FILE *fp, const struct pasteline *pl, size_t width)
+paste_show(FILE *fp, const struct pasteline *pl, size_t width, const char *heading)
 {
-    if (pl->failed)
-        table_line(fp, width, "  (not printable: an option holds a control character)");
-    else
-        paste_print(fp, pl, width);
+    if (pl->failed) {
+        table_line(fp, width, "no release command: %s", pl->why);
+        return;
+    }
+    table_line(fp, width, "%s", heading);
+    paste_print(fp, pl, width);
 }
 
 void

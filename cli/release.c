@@ -111,7 +111,9 @@ next_command(const struct lockctl *lc, const struct change *ch, const char *cmd,
     paste_key_holder(&pl, ch->key, ch->keylen, holder, holderlen);
     for (; extra != NULL && *extra != NULL; extra++)
         paste_word(&pl, *extra);
-    if (!pl.failed)
+    if (pl.failed)
+        table_line(stderr, lockctl_width(lc), "no %s command: %s", cmd, pl.why);
+    else
         paste_print(stderr, &pl, lockctl_width(lc));
     paste_release(&pl);
 }

@@ -476,6 +476,8 @@ release_lines(const struct lockctl *lc, const struct cli_lock *l, bool inpat)
     for (size_t i = 0; i < n && i < SHOW_RELEASE_MAX; i++) {
         const struct lock_holder *h = &l->view.holders[i];
         struct pasteline pl;
+        char heading[64];
+        bool stop;
 
         if (h->id_truncated) {
             table_line(stdout, width, "no release command for holder %zu: its id is longer "
@@ -485,12 +487,15 @@ release_lines(const struct lockctl *lc, const struct cli_lock *l, bool inpat)
         paste_init(&pl, lc, "release");
         paste_key_holder(&pl, l->key, l->keylen, h->id, h->idlen);
         if (n > 1)
-            table_line(stdout, width, "release holder %zu of %zu with:", i + 1,
-                       l->view.holders_total);
+            snprintf(heading, sizeof(heading), "release holder %zu of %zu with:", i + 1,
+                     l->view.holders_total);
         else
-            table_line(stdout, width, "release with:");
-        paste_show(stdout, &pl, width);
+            snprintf(heading, sizeof(heading), "release with:");
+        paste_show(stdout, &pl, width, heading);
+        stop = pl.failed;       /* the key's reason: the same for each holder */
         paste_release(&pl);
+        if (stop)
+            return;
     }
     if (l->view.holders_total > SHOW_RELEASE_MAX)
         table_line(stdout, width, "the other %zu holders: the same command with their "

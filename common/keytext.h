@@ -22,6 +22,10 @@
 #define KEYTEXT_SANITIZED_MAX(n) (3 * (n) + 1)
 #define KEYTEXT_PERCENT_MAX(n)   (3 * (n) + 1)
 
+/* Why a key gets no command to paste, said the same way by the status
+ * page and lockctl show: a key longer than the command lines they print. */
+#define KEYTEXT_TOO_LONG_FOR_COMMAND "key too long for a command line"
+
 size_t keytext_sanitize(char *out, size_t outsz, const char *in, size_t len);
 /* The same, for metric and alert labels and class names: C0 control bytes
  * but '\n' (ESC, CR, ...) and DEL become U+FFFD too, so `curl /metrics` in

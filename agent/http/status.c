@@ -282,7 +282,7 @@ commands_cell(struct strbuf *sb, const char *config_path, const struct snapshot 
 
     sb_adds(sb, "<td class=\"cmd\">");
     if ((l->flags & SNAP_KEY_TRUNCATED) || l->key_len > COMMAND_KEY_MAX) {
-        sb_adds(sb, "key too long for a command line: ");
+        sb_adds(sb, KEYTEXT_TOO_LONG_FOR_COMMAND ": ");
         sb_init(&cmd, 4096);
         lockctl_prefix(&cmd, config_path, s->target);
         sb_addf(&cmd, "list --state %s", state == LOCK_LEAKED ? "leaked" :
