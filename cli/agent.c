@@ -358,6 +358,15 @@ agent_get_json(struct agent_view *av, const char *url, json_t **doc)
         goto out;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    if (status == 414) {
+        /* libmicrohttpd's own answer (no JSON) to a request line over its
+         * buffer: a long key's URL, not an agent that is down or another
+         * service */
+        av->key_too_long = true;
+        snprintf(av->err, sizeof(av->err), "HTTP 414: the key is too long for its URL");
+        status = -1;
+        goto out;
+    }
     *doc = json_loadb(b.p ? b.p : "", b.len, 0, &je);
     if (*doc == NULL) {
         snprintf(av->err, sizeof(av->err), "HTTP %ld, and the answer is not JSON (is it the "
@@ -476,10 +485,14 @@ agent_fetch_lock(const struct lockctl *lc, const char *key, size_t keylen,
         snprintf(av->err, sizeof(av->err), "the key is too long to ask about");
         goto out;
     }
-    if (request(av, url.buf, true, &next) == -1)
-        goto out;
-    av->answered = true;
-    rc = 0;
+    if (request(av, url.buf, true, &next) == 0) {
+        av->answered = true;
+        rc = 0;
+    } else if (av->key_too_long) {
+        /* the list holds such a key whole, in its JSON body: the same
+         * view of the lock, for a longer answer */
+        rc = agent_fetch_list(lc, av);
+    }
 out:
     curl_free(target);
     curl_free(ekey);
@@ -527,7 +540,8 @@ agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp, siz
         table_line(fp, width, "age_source: redis (--agent off)");
     table_line(fp, width, "ages marked \">=\" are from OBJECT IDLETIME: only lower bounds "
                "(any read or lease renewal resets it); \"unknown\": under a second, which says "
-               "nothing. For real ages start the agent (lockwatchd) or use --agent URL");
+               "nothing.%s", av->key_too_long ? "" : " For real ages start the agent "
+               "(lockwatchd) or use --agent URL");
 }
 
 json_t *

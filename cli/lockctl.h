@@ -222,6 +222,8 @@ struct agent_view {
     bool asked;                 /* a request was made */
     bool answered;              /* ... and the agent answered with JSON */
     char err[320];              /* why not, when asked && !answered */
+    bool key_too_long;          /* it answered 414: the key made the URL
+                                 * longer than it takes */
     struct agent_lock *locks;
     size_t nlocks, cap;
     size_t *index;              /* open addressing: 1 + position, 0 free */
@@ -241,8 +243,9 @@ int agent_base_url(const struct lockctl *lc, char *buf, size_t len, char *err, s
  * /api/v1/locks?target=&state=all&limit=, following next_offset when the
  * agent pages).  0 answered, -1 not (av->err says why; av->answered false). */
 int agent_fetch_list(const struct lockctl *lc, struct agent_view *av);
-/* One lock (GET /api/v1/locks/{key}?target=).  0 answered (found or
- * not), -1 not. */
+/* One lock (GET /api/v1/locks/{key}?target=; the target's list when the
+ * key is too long for the agent's URL).  0 answered (found or not), -1
+ * not. */
 int agent_fetch_lock(const struct lockctl *lc, const char *key, size_t keylen,
                      struct agent_view *av);
 /* Add the locks of an API answer (its "locks" array, or one lock object)
