@@ -340,18 +340,6 @@ scan_cluster(struct list_run *lr)
     return rc;
 }
 
-static const struct table_col list_cols[] = {
-    { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE, 0 },
-    { "FORMAT", 16, 0, 8 },     /* redisson-fenced whole when there is room */
-    { "HOLDER", 22, TABLE_MIDDLE, 10 },
-    { "HOLDS", 5, TABLE_RIGHT, 0 },
-    { "TTL", 7, TABLE_RIGHT, 0 },
-    { "AGE", 10, TABLE_RIGHT, 0 },
-    /* gives way after FORMAT and HOLDER (table.c), down to 15: no state
-     * word is broken ("reentrant_high," fits a line) */
-    { "STATE", 28, TABLE_WRAP, 15 },
-};
-
 static int
 print_table(struct list_run *lr, size_t count, const char *state)
 {
@@ -359,7 +347,7 @@ print_table(struct list_run *lr, size_t count, const char *state)
     char addr[300];
     size_t i;
 
-    table_init(&t, list_cols, sizeof(list_cols) / sizeof(list_cols[0]));
+    table_init(&t, list_table_cols, list_table_ncols);
     for (i = 0; i < count; i++) {
         const struct cli_lock *l = &lr->keep[i];
         char holder[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 32], holds[24], ttl[24], age[24];
@@ -458,7 +446,7 @@ states_array(const char *states)
 
 static const struct table_col agent_cols[] = {
     { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE, 0 },
-    { "HOLDER", 22, TABLE_MIDDLE, 10 },
+    { "HOLDER", 22, TABLE_MIDDLE | TABLE_OPTIONAL, 10 },
     { "AGE", 10, TABLE_RIGHT, 0 },
     { "STATE", 28, TABLE_WRAP, 15 },
 };

@@ -360,6 +360,8 @@ void lockctl_command_help(const char *name, FILE *fp);
 #define TABLE_FLEX    0x2u      /* takes the width the others leave */
 #define TABLE_MIDDLE  0x4u      /* cut in the middle (keys: both ends tell) */
 #define TABLE_WRAP    0x8u      /* wrapped onto more lines, never cut */
+#define TABLE_OPTIONAL 0x10u    /* left out on a terminal too narrow for
+                                 * the flex column (table_layout()) */
 
 struct table_col {
     const char *title;
@@ -384,6 +386,9 @@ int table_add(struct table *t, const char *const *cells, const size_t *lens);
  * width columns; TABLE_WRAP cells go on over more lines, other cells too
  * wide are cut and marked with "…". */
 void table_print(const struct table *t, FILE *fp, size_t width);
+/* The width of each of t's columns in w (t->ncols of them) within width,
+ * as table_print() prints them: 0 for a TABLE_OPTIONAL column left out. */
+void table_layout(const struct table *t, size_t width, size_t *w);
 /* The width human output fits: $COLUMNS (TABLE_WIDTH_MIN..MAX), else the
  * terminal's (TIOCGWINSZ on stdout), else TABLE_WIDTH (a pipe, a file). */
 size_t table_terminal_width(void);
@@ -424,6 +429,9 @@ void table_paragraph(FILE *fp, size_t width, size_t indent, const char *s);
  * Add the rows of the events of doc (its "events" array) with time_ms at
  * or after since_ms (0: all) to t, made with events_table_cols; returns
  * how many, -1 on ENOMEM. */
+/* list's columns (list.c): KEY, FORMAT, HOLDER, HOLDS, TTL, AGE, STATE. */
+extern const struct table_col list_table_cols[];
+extern const size_t list_table_ncols;
 extern const struct table_col events_table_cols[];
 extern const size_t events_table_ncols;
 long events_table_add(struct table *t, const json_t *doc, int64_t since_ms);

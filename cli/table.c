@@ -45,7 +45,10 @@
 #define REPLACEMENT  "\xef\xbf\xbd"     /* U+FFFD */
 #define GAP          2                  /* spaces between columns */
 #define FLEX_MIN     24                 /* columns the flex column is given
-                                         * before shrinkable columns shrink */
+                                         * before shrinkable columns shrink,
+                                         * and optional ones are left out */
+#define FLEX_FLOOR   8                  /* ... and keeps before a wrapped
+                                         * column goes under its min */
 #define CONT_INDENT  2                  /* continuation lines of a sentence */
 
 size_t
@@ -383,12 +386,41 @@ table_widest(const struct table *t, size_t i)
     return m;
 }
 
-/* Column widths: each fixed column as wide as its widest cell (title
- * included) up to its max; the flex column gets what is left of width. */
-static void
-layout(const struct table *t, size_t width, size_t *w)
+/* Columns of the widest word (between spaces) of column i's cells: what
+ * a wrapped column needs so that no word breaks inside. */
+static size_t
+widest_word(const struct table *t, size_t i)
 {
-    size_t used = 0, flex = t->ncols, i, want, m;
+    size_t m = 0;
+
+    for (size_t r = 0; r <= t->nrows; r++) {
+        const char *s = r == 0 ? t->cols[i].title : t->cells[(r - 1) * t->ncols + i];
+
+        while (*s != '\0') {
+            size_t n = strcspn(s, " "), ww = span_width(s, n);
+
+            m = ww > m ? ww : m;
+            s += n + strspn(s + n, " ");
+        }
+    }
+    return m;
+}
+
+/*
+ * Column widths: each fixed column as wide as its widest cell (title
+ * included) up to its max; the flex column gets what is left of width.
+ * On a narrow terminal, in this order, until the flex column (the key) has
+ * FLEX_MIN: shrinkable columns shrink to their min (cut ones, then
+ * wrapped ones), then optional ones (list's FORMAT, then HOLDER) are left
+ * out (width 0); then the key gives way down to FLEX_FLOOR before a
+ * wrapped column (STATE) goes under its min, and that one only down to
+ * its widest word.  A key cut to a few columns tells no lock from another
+ * (lock…ace), and a state broken one letter a line is not read at all.
+ */
+void
+table_layout(const struct table *t, size_t width, size_t *w)
+{
+    size_t used = 0, flex = t->ncols, i, want, floor, m;
 
     for (i = 0; i < t->ncols; i++) {
         m = table_widest(t, i);
@@ -407,7 +439,7 @@ layout(const struct table *t, size_t width, size_t *w)
      * than FLEX_MIN (or than its widest cell, when that is less). */
     want = flex < t->ncols && w[flex] < FLEX_MIN ? w[flex] : FLEX_MIN;
     /* cut columns first (a holder keeps both ends), wrapped ones last (a
-     * narrower STATE breaks onto more lines, then inside a word) */
+     * narrower STATE breaks onto more lines) */
     for (int pass = 0; pass < 2; pass++)
         for (i = t->ncols; flex < t->ncols && used + want > width && i-- > 0;) {
             size_t give;
@@ -420,6 +452,25 @@ layout(const struct table *t, size_t width, size_t *w)
             w[i] -= give;
             used -= give;
         }
+    /* still short of that: optional columns are left out, first first */
+    for (i = 0; flex < t->ncols && used + want > width && i < t->ncols; i++)
+        if (t->cols[i].flags & TABLE_OPTIONAL) {
+            used -= w[i] + GAP;
+            w[i] = 0;
+        }
+    /* then the key down to FLEX_FLOOR before a wrapped column goes under
+     * its min, down to its widest word */
+    floor = want < FLEX_FLOOR ? want : FLEX_FLOOR;
+    for (i = t->ncols; flex < t->ncols && used + floor > width && i-- > 0;) {
+        size_t give;
+
+        if (!(t->cols[i].flags & TABLE_WRAP) || w[i] <= (m = widest_word(t, i)))
+            continue;
+        give = used + floor - width;
+        give = give < w[i] - m ? give : w[i] - m;
+        w[i] -= give;
+        used -= give;
+    }
     if (flex < t->ncols) {
         size_t room = used < width ? width - used : 1;
 
@@ -433,7 +484,7 @@ layout(const struct table *t, size_t width, size_t *w)
      * terminal shows them whole. */
     for (int pass = 0; pass < 2; pass++)
         for (i = 0; i < t->ncols && used < width; i++) {
-            if (!(t->cols[i].flags & TABLE_WRAP) == !pass || i == flex ||
+            if (!(t->cols[i].flags & TABLE_WRAP) == !pass || i == flex || w[i] == 0 ||
                 (m = table_widest(t, i)) <= w[i])
                 continue;
             m = m - w[i] < width - used ? m - w[i] : width - used;
@@ -469,24 +520,33 @@ print_cell(FILE *fp, const char *s, size_t w, unsigned flags, bool last)
 }
 
 /* One row: a TABLE_WRAP cell goes on over as many lines as it needs (the
- * other cells blank there); every other cell is cut to its width. */
+ * other cells blank there); every other cell is cut to its width; a
+ * column left out (width 0) is not printed at all, nor its gap. */
 static void
 print_row(const struct table *t, FILE *fp, const char *const *cells, const size_t *w)
 {
     const char *rest[TABLE_COLS_MAX];
     bool more = true, first = true;
-    size_t i, n, skip;
+    size_t i, n, skip, last = 0;
 
-    for (i = 0; i < t->ncols && i < TABLE_COLS_MAX; i++)
+    for (i = 0; i < t->ncols && i < TABLE_COLS_MAX; i++) {
         rest[i] = cells[i];
+        if (w[i] > 0)
+            last = i;
+    }
     while (more) {
+        bool lead = true;
+
         more = false;
         for (i = 0; i < t->ncols && i < TABLE_COLS_MAX; i++) {
             const char *c = rest[i];
             char *part = NULL;
 
-            if (i > 0)
+            if (w[i] == 0)
+                continue;
+            if (!lead)
                 fprintf(fp, "%*s", GAP, "");
+            lead = false;
             if (t->cols[i].flags & TABLE_WRAP) {
                 n = table_wrap_next(c, w[i], &skip);
                 if ((part = malloc(n + 1)) != NULL) {
@@ -499,7 +559,7 @@ print_row(const struct table *t, FILE *fp, const char *const *cells, const size_
             } else if (!first) {
                 c = "";
             }
-            print_cell(fp, c, w[i], t->cols[i].flags, i + 1 == t->ncols);
+            print_cell(fp, c, w[i], t->cols[i].flags, i == last);
             free(part);
         }
         fputc('\n', fp);
@@ -515,7 +575,7 @@ table_print(const struct table *t, FILE *fp, size_t width)
 
     if (w == NULL)
         return;
-    layout(t, width, w);
+    table_layout(t, width, w);
     for (i = 0; i < t->ncols && i < TABLE_COLS_MAX; i++)
         title[i] = t->cols[i].title;
     print_row(t, fp, title, w);
