@@ -26,6 +26,7 @@
 #include "collectors/locks/snapshot.h"
 #include "collectors/release/release.h"
 #include "common/keytext.h"
+#include "common/strbuf.h"
 
 #define REASON_MAX 512          /* bytes of --reason kept in the audit */
 
@@ -99,18 +100,26 @@ holder_shown(const char *p, size_t n, size_t width)
 
 #define NEXT_HOLDERS_MAX 3      /* current holders offered a command */
 
-/* Print to stderr what to paste instead: command (release / expire) on
- * the same key for holder h, with extra words (e.g. "--ttl", "30s"). */
+/* What to paste instead: command (release / expire) on the same key for
+ * holder h, with extra words (e.g. "--ttl", "30s"). */
+static void
+next_line(struct pasteline *pl, const struct lockctl *lc, const struct change *ch,
+          const char *cmd, const char *holder, size_t holderlen, const char *const *extra)
+{
+    paste_init(pl, lc, cmd);
+    paste_key_holder(pl, ch->key, ch->keylen, holder, holderlen);
+    for (; extra != NULL && *extra != NULL; extra++)
+        paste_word(pl, *extra);
+}
+
+/* next_line(), printed to stderr. */
 static void
 next_command(const struct lockctl *lc, const struct change *ch, const char *cmd,
              const char *holder, size_t holderlen, const char *const *extra)
 {
     struct pasteline pl;
 
-    paste_init(&pl, lc, cmd);
-    paste_key_holder(&pl, ch->key, ch->keylen, holder, holderlen);
-    for (; extra != NULL && *extra != NULL; extra++)
-        paste_word(&pl, *extra);
+    next_line(&pl, lc, ch, cmd, holder, holderlen, extra);
     if (pl.failed)
         table_line(stderr, lockctl_width(lc), "no %s command: %s", cmd, pl.why);
     else
@@ -258,12 +267,50 @@ too_young_next(const struct change *ch, const struct release_request *rq,
              "--if-older-than (you are asked to confirm)", known, agent, want);
 }
 
+/*
+ * The next step after the script's not_leaked: the lock has a TTL (a lock
+ * without one is refused before the script, refuse_not_leaked()).  It
+ * goes on its own when that runs out unless its holder renews it, and
+ * expire refuses a lock with a TTL (has_ttl), so what is left is the
+ * release without --if-leaked, for a holder known to be gone.  malloc'd
+ * (NULL: ENOMEM); with the command to paste when cmd (JSON's hint, one
+ * string: the command may be as long as a key).
+ */
+static char *
+has_ttl_next(const struct lockctl *lc, const struct change *ch,
+             const struct release_result *res, bool cmd)
+{
+    struct pasteline pl;
+    struct strbuf sb;
+    char ttl[32], *line = NULL, *out;
+
+    out_duration(res->pttl_ms, ttl, sizeof(ttl));
+    if (cmd) {
+        next_line(&pl, lc, ch, "release", ch->holder, ch->holderlen, NULL);
+        line = pl.failed ? NULL : paste_text(&pl);
+        paste_release(&pl);
+    }
+    sb_init(&sb, 1024 * 1024);
+    sb_addf(&sb, "the lock has a TTL (%s left), so it is not leaked: it expires on its own "
+            "unless its holder renews it (a holder that renews is alive); if its holder is "
+            "known to be gone, release it now without --if-leaked (you are asked to confirm)",
+            ttl);
+    if (line != NULL) {
+        sb_adds(&sb, ": ");
+        sb_adds(&sb, line);
+    }
+    out = sb_failed(&sb) ? NULL : sb_detach(&sb, NULL);
+    sb_release(&sb);
+    free(line);
+    return out;
+}
+
 static int
 report(const struct lockctl *lc, const struct change *ch, const struct release_request *rq,
        const struct release_result *res, const struct cli_lock *read,
        const struct agent_view *av)
 {
-    char addr[300], next[1600], *key;
+    char addr[300], buf[1600], *next = NULL, *key;
     int rc;
 
     if (release_outcome_done(res->outcome) || res->outcome == RELEASE_WOULD_RELEASE ||
@@ -274,13 +321,18 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
     else
         rc = LOCKCTL_REDIS;
 
-    if (res->outcome == RELEASE_REFUSED_TOO_YOUNG)
-        too_young_next(ch, rq, res, av, next, sizeof(next));
+    if (res->outcome == RELEASE_REFUSED_TOO_YOUNG) {
+        too_young_next(ch, rq, res, av, buf, sizeof(buf));
+        next = strdup(buf);
+    } else if (res->outcome == RELEASE_REFUSED_NOT_LEAKED && res->pttl_ms > 0) {
+        next = has_ttl_next(lc, ch, res, lc->json);
+    }
     if (lc->json) {
         json_t *o = release_result_json(lc->t->name, rq, res);
 
-        if (o != NULL && res->outcome == RELEASE_REFUSED_TOO_YOUNG)
+        if (o != NULL && next != NULL)
             json_object_set_new(o, "hint", json_string(next));
+        free(next);
         if (out_json_print(o) == -1)
             rc = LOCKCTL_REDIS;
         if (rc == LOCKCTL_REDIS && res->err[0] != '\0')
@@ -299,7 +351,7 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
                       release_outcome_str(res->outcome));
         if (res->outcome == RELEASE_REFUSED_HOLDER && read != NULL)
             current_holders(lc, ch, read);
-        if (res->outcome == RELEASE_REFUSED_TOO_YOUNG) {
+        if (next != NULL) {
             table_line(stderr, lockctl_width(lc), "next: %s:", next);
             next_command(lc, ch, "release", ch->holder, ch->holderlen, NULL);
         }
@@ -324,6 +376,7 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
         if (res->audit_failed)
             session_redis_error(lc, res->err);
     }
+    free(next);
     free(key);
     return rc;
 }

@@ -6,8 +6,13 @@ lockwatchd.
 - a 64 KiB key: `show` asks the agent for it, whose URL is then over what
   libmicrohttpd takes (HTTP 414); lockctl takes the lock from the agent's
   list instead (age_source agent), and never advises starting a running
-  agent; a 16 KiB key's show gives the true reason it has no release line.
+  agent; a 16 KiB key's show gives the true reason it has no release line;
+- `release --if-leaked` on a lock with a TTL is refused not_leaked with the
+  next step (it expires on its own; the release without --if-leaked to
+  paste), in the text and as the JSON's hint.
 """
+
+import os
 
 import harness as h
 import test_lockctl as t
@@ -57,6 +62,24 @@ class LockctlTrial(h.TestCase):
         self.assertIn("no release command: key too long for a command line (16390 bytes", out)
         self.assertNotIn("release with:", out)
         self.assertNotIn("control character", out)
+
+    def test_if_leaked_on_a_lock_with_a_ttl_names_the_next_step(self):
+        self.c.set("lock:x:1", "realtok", px=600000)
+        p = t.run(["release", "lock:x:1", "--holder", "realtok", "--if-leaked", "--yes"],
+                  self.cfg, env=dict(os.environ, COLUMNS="200"))
+        err = p.stderr.decode().replace("\n  ", " ")       # sentences wrap
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("[not_leaked]", err)
+        self.assertIn("next: the lock has a TTL (", err)
+        self.assertIn("without --if-leaked", err)
+        cmd = [ln for ln in err.splitlines() if " release lock:x:1 --holder realtok" in ln]
+        self.assertTrue(cmd and "--if-leaked" not in cmd[0], err)
+        doc = t.run_json(self, ["release", "lock:x:1", "--holder", "realtok", "--if-leaked",
+                                "--dry-run"], self.cfg, rc=1)
+        self.assertEqual(doc["outcome"], "not_leaked", doc)
+        self.assertIn("expires on its own", doc.get("hint", ""), doc)
+        self.assertRegex(doc["hint"], r"release lock:x:1 --holder realtok$")
+        self.assertEqual(self.c.get("lock:x:1"), b"realtok")
 
 
 if __name__ == "__main__":
