@@ -451,27 +451,6 @@ static const struct table_col agent_cols[] = {
     { "STATE", 28, TABLE_WRAP, 15 },
 };
 
-/* The agent's states ("held,leaked,long") as the list table writes them:
- * "leaked, long", or "held" alone. */
-static void
-states_text(const char *in, char *out, size_t len)
-{
-    const char *p = in, *e;
-    size_t n = 0;
-
-    out[0] = '\0';
-    for (; *p != '\0'; p = *e == ',' ? e + 1 : e) {
-        e = strchr(p, ',');
-        e = e != NULL ? e : p + strlen(p);
-        if (e == p || ((size_t)(e - p) == 4 && strncmp(p, "held", 4) == 0))
-            continue;
-        n += (size_t)snprintf(out + n, n < len ? len - n : 0, "%s%.*s", n > 0 ? ", " : "",
-                              (int)(e - p), p);
-    }
-    if (out[0] == '\0')
-        snprintf(out, len, "held");
-}
-
 /* The agent's locks as a table like list's own (terminal-safe, fit to
  * width); the rows printed. */
 static size_t
@@ -490,7 +469,7 @@ print_agent_table(struct list_run *lr, size_t limit, const char *state, size_t w
 
         if (!has_state(a->states, state))
             continue;
-        states_text(a->states, st, sizeof(st));
+        verdict_agent_states(a->states, st, sizeof(st));
         if (a->age_ms >= 0)
             out_duration(a->age_ms, age, sizeof(age));
         else

@@ -321,6 +321,9 @@ const char *verdict_state(const struct cli_lock *l);
 /* Every state of l for people, worst first: "leaked, long", "leaked?",
  * "held" (list's STATE column; cli_lock_state() is only the worst). */
 void verdict_states(const struct cli_lock *l, char *buf, size_t len);
+/* The same of the agent's states ("held,leaked,long", its API's): "leaked,
+ * long", or "held" alone. */
+void verdict_agent_states(const char *in, char *out, size_t len);
 /* Is l's age only a lower bound under a second (IDLETIME just reset, no
  * agent): nothing known? */
 bool verdict_age_unknown(const struct cli_lock *l);
@@ -454,6 +457,9 @@ void out_error_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A --json run that exits rc (1..3) without having printed its JSON:
  * {"error": <the last error>, "hint": ..., "exit": rc} on stdout. */
 void out_json_error(int rc);
+/* The same hint for people, on stderr, after a run without --json that
+ * exits 3 (Redis unreachable or in error): what --json's error says. */
+void out_text_hint(int rc);
 /* A duration for people (common/duration.h: "850ms", "12s", "4m05s",
  * "3h02m", "2d04h", as alert texts write it); "-" when negative. */
 void out_duration(int64_t ms, char *buf, size_t len);

@@ -286,6 +286,8 @@ main(int argc, char **argv)
         session_close(&lc);
         if (lc.json)
             out_json_error(rc);
+        else
+            out_text_hint(rc);
         fflush(stdout);
         return rc;
     }

@@ -78,6 +78,16 @@ out_json_error(int rc)
     out_json_print(o);
 }
 
+void
+out_text_hint(int rc)
+{
+    /* a command's own hint it also says in text (events: start the
+     * agent); the default one only the JSON said */
+    if (rc != LOCKCTL_REDIS || last.hint[0] != '\0' || last.error[0] == '\0')
+        return;
+    table_line(stderr, table_stderr_width(), "hint: %s", default_hints[rc]);
+}
+
 int
 out_json_print(json_t *root)
 {

@@ -531,6 +531,50 @@ show_table(const struct lockctl *lc, const struct cli_lock *l, const struct wait
     return LOCKCTL_DONE;
 }
 
+/*
+ * Redis did not answer, but the agent did: its view of the key, from its
+ * last scan (the last known, with why, when it cannot scan the target
+ * either), as list shows its view then.  Text only: --json's error object
+ * stays the connect failure.  Not with --url, whose address the agent
+ * does not watch.  The exit code stays LOCKCTL_REDIS.
+ */
+static void
+show_last_known(const struct lockctl *lc, const struct agent_view *av, const char *key,
+                size_t keylen)
+{
+    const struct agent_lock *a = agent_find(av, key, keylen);
+    size_t width = lockctl_width(lc);
+    char holder[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 32], age[32], st[96];
+    struct table t;
+
+    if (lc->json || lc->url != NULL || !av->answered)
+        return;
+    if (av->stale_reason[0] != '\0')
+        table_line(stdout, width, "LAST KNOWN (stale): the agent at %s cannot scan target %s "
+                   "either (%s); its last good scan:", av->url, lc->t->name, av->stale_reason);
+    else
+        table_line(stdout, width, "FROM THE AGENT at %s (its last scan; Redis did not answer "
+                   "lockctl):", av->url);
+    if (a == NULL) {
+        table_line(stdout, width, "  not among the locks it keeps");
+        return;
+    }
+    if (a->holder != NULL)
+        out_holder(a->holder, a->holderlen, holder, sizeof(holder));
+    else
+        snprintf(holder, sizeof(holder), "-");
+    if (a->age_ms >= 0)
+        out_duration(a->age_ms, age, sizeof(age));
+    else
+        snprintf(age, sizeof(age), "unknown");
+    verdict_agent_states(a->states, st, sizeof(st));
+    table_init(&t, show_cols, 2);
+    if ((row(&t, "key", key, keylen) | row(&t, "holder", holder, strlen(holder)) |
+         row(&t, "age", age, strlen(age)) | row(&t, "state", st, strlen(st))) == 0)
+        table_print(&t, stdout, width);
+    table_release(&t);
+}
+
 int
 cmd_show(struct lockctl *lc, int argc, char **argv)
 {
@@ -549,9 +593,13 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
     if ((rc = parse(lc, argc, argv, &key, &keylen)) != LOCKCTL_DONE)
         return rc == -1 ? LOCKCTL_DONE : rc;
     if ((rc = session_load(lc)) != LOCKCTL_DONE ||
-        (rc = agent_consult(lc, &av, key, keylen)) != LOCKCTL_DONE ||
-        (rc = session_connect_key(lc, key, keylen)) != LOCKCTL_DONE)
+        (rc = agent_consult(lc, &av, key, keylen)) != LOCKCTL_DONE)
         goto out;
+    if ((rc = session_connect_key(lc, key, keylen)) != LOCKCTL_DONE) {
+        if (rc == LOCKCTL_REDIS)
+            show_last_known(lc, &av, key, keylen);
+        goto out;
+    }
     kp = key;
     if (inspect_keys(lc, &kp, &keylen, 1, clock_now_ms(), &l, err, sizeof(err)) == -1) {
         rc = session_redis_error(lc, err);

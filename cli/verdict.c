@@ -119,6 +119,27 @@ verdict_states(const struct cli_lock *l, char *buf, size_t len)
         buf[strlen(buf) - 2] = '\0';   /* the last ", " */
 }
 
+/* The agent's states ("held,leaked,long") as the list table writes them:
+ * "leaked, long", or "held" alone. */
+void
+verdict_agent_states(const char *in, char *out, size_t len)
+{
+    const char *p = in, *e;
+    size_t n = 0;
+
+    out[0] = '\0';
+    for (; *p != '\0'; p = *e == ',' ? e + 1 : e) {
+        e = strchr(p, ',');
+        e = e != NULL ? e : p + strlen(p);
+        if (e == p || ((size_t)(e - p) == 4 && strncmp(p, "held", 4) == 0))
+            continue;
+        n += (size_t)snprintf(out + n, n < len ? len - n : 0, "%s%.*s", n > 0 ? ", " : "",
+                              (int)(e - p), p);
+    }
+    if (out[0] == '\0')
+        snprintf(out, len, "held");
+}
+
 bool
 verdict_age_unknown(const struct cli_lock *l)
 {

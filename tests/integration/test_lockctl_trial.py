@@ -9,7 +9,9 @@ lockwatchd.
   agent; a 16 KiB key's show gives the true reason it has no release line;
 - `release --if-leaked` on a lock with a TTL is refused not_leaked with the
   next step (it expires on its own; the release without --if-leaked to
-  paste), in the text and as the JSON's hint.
+  paste), in the text and as the JSON's hint;
+- with Redis down, `show` and `release` say what to check (the hint --json
+  gives), and `show` prints the agent's last known view of the key.
 """
 
 import os
@@ -80,6 +82,26 @@ class LockctlTrial(h.TestCase):
         self.assertIn("expires on its own", doc.get("hint", ""), doc)
         self.assertRegex(doc["hint"], r"release lock:x:1 --holder realtok$")
         self.assertEqual(self.c.get("lock:x:1"), b"realtok")
+
+    def test_redis_down_show_and_release_give_the_hint_and_the_agents_view(self):
+        self.r.kill()
+        self.ag.wait_for(lambda: self.ag.get("/readyz")[0] == 503, timeout=20,
+                         desc="target down")
+        p = t.run(["show", LONG_KEY], self.cfg)
+        out, err = p.stdout.decode(), p.stderr.decode()
+        self.assertEqual(p.returncode, 3, err)
+        self.assertIn("Connection refused", err)
+        self.assertIn("hint: check that Redis answers", err)
+        self.assertRegex(out, r"^(LAST KNOWN \(stale\)|FROM THE AGENT) ", out[:200])
+        self.assertRegex(out, r"(?m)^state +leaked$")
+        self.assertRegex(out, r"(?m)^holder +tok-long$")
+        for extra in ([], ["--json"]):
+            p = t.run(["release", LONG_KEY, "--holder", "tok-long", "--yes"] + extra, self.cfg)
+            self.assertEqual(p.returncode, 3, p.stderr)
+            self.assertIn(b"check that Redis answers", p.stdout + p.stderr)
+        # --json keeps its error object, with the same hint
+        doc = t.run_json(self, ["show", LONG_KEY], self.cfg, rc=3)
+        self.assertIn("check that Redis answers", doc["hint"])
 
 
 if __name__ == "__main__":
