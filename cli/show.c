@@ -214,6 +214,20 @@ not_a_lock(const struct lockctl *lc, const struct cli_lock *l, char *out, size_t
     return true;
 }
 
+/* The state row: as list's STATE column writes it, "held" only when
+ * nothing worse (every lock shown is held). */
+static void
+state_text(const struct cli_lock *l, bool inpat, char *buf, size_t len)
+{
+    if (!inpat) {               /* the agent judges only its targets' locks */
+        snprintf(buf, len, "not judged: the key is outside the target's patterns");
+        return;
+    }
+    verdict_states(l, buf, len);
+    if (l->leak_unknown)
+        snprintf(buf + strlen(buf), len - strlen(buf), " (no TTL, for how long is unknown)");
+}
+
 static int
 rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool inpat,
      const struct waiting *w)
@@ -261,13 +275,7 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
                  "or long)", permits);
         rc |= row(t, "permits", buf, strlen(buf));
     }
-    if (!inpat)                 /* the agent judges only its targets' locks */
-        snprintf(buf, sizeof(buf), "not judged: the key is outside the target's patterns");
-    else
-        snprintf(buf, sizeof(buf), "held%s%s%s%s", l->states & LOCK_LEAKED ? ", leaked" : "",
-                 l->states & LOCK_LONG ? ", long" : "",
-                 l->states & LOCK_REENTRANT_HIGH ? ", reentrant_high" : "",
-                 l->leak_unknown ? ", leaked? (no TTL, for how long is unknown)" : "");
+    state_text(l, inpat, buf, sizeof(buf));
     rc |= row(t, "state", buf, strlen(buf));
     out_ttl(l->pttl_ms, a, sizeof(a));
     rc |= row(t, "ttl", a, strlen(a));

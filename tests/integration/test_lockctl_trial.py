@@ -11,7 +11,9 @@ lockwatchd.
   next step (it expires on its own; the release without --if-leaked to
   paste), in the text and as the JSON's hint;
 - with Redis down, `show` and `release` say what to check (the hint --json
-  gives), and `show` prints the agent's last known view of the key.
+  gives), and `show` prints the agent's last known view of the key;
+- `show` writes a lock's states as list's STATE does (`leaked`, not
+  `held, leaked`).
 """
 
 import os
@@ -102,6 +104,15 @@ class LockctlTrial(h.TestCase):
         # --json keeps its error object, with the same hint
         doc = t.run_json(self, ["show", LONG_KEY], self.cfg, rc=3)
         self.assertIn("check that Redis answers", doc["hint"])
+
+    def test_show_writes_states_as_list_does(self):
+        p = t.run(["show", LONG_KEY], self.cfg)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout.decode(), r"(?m)^state +leaked$")
+        p = t.run(["list", "--state", "leaked"], self.cfg,
+                  env=dict(os.environ, COLUMNS="200"))
+        rows = [ln.split() for ln in p.stdout.decode().splitlines() if ln.startswith("lock:y")]
+        self.assertTrue(rows and rows[0][-1] == "leaked", p.stdout[:300])
 
 
 if __name__ == "__main__":
