@@ -13,7 +13,9 @@ lockwatchd.
 - with Redis down, `show` and `release` say what to check (the hint --json
   gives), and `show` prints the agent's last known view of the key;
 - `show` writes a lock's states as list's STATE does (`leaked`, not
-  `held, leaked`).
+  `held, leaked`);
+- --json's `key` is valid UTF-8 with control characters kept (as documented),
+  `key_escaped` exact.
 """
 
 import os
@@ -113,6 +115,17 @@ class LockctlTrial(h.TestCase):
                   env=dict(os.environ, COLUMNS="200"))
         rows = [ln.split() for ln in p.stdout.decode().splitlines() if ln.startswith("lock:y")]
         self.assertTrue(rows and rows[0][-1] == "leaked", p.stdout[:300])
+
+    def test_json_key_is_utf8_with_control_characters_kept(self):
+        """docs/lockctl.md, JSON: `key` changes only invalid bytes (U+FFFD),
+        `key_escaped` is exact; the table shows U+FFFD for ESC and newline."""
+        raw = b"lock:esc\x1b[31m\nnl\xff"
+        self.c.set(raw, "tok-esc", px=600000)
+        doc = t.run_json(self, ["show", h.url_key(raw), "--escaped"], self.cfg)
+        self.assertEqual(doc["key"], "lock:esc\x1b[31m\nnl\ufffd")
+        self.assertEqual(h.unescape_key(doc["key_escaped"]), raw)
+        p = t.run(["show", h.url_key(raw), "--escaped"], self.cfg)
+        self.assertNotIn(b"\x1b", p.stdout)
 
 
 if __name__ == "__main__":
