@@ -774,22 +774,7 @@ const struct metric_family metric_families[] = {
       "key over 128 KiB, a subscriber message over 1 MiB); each ends in a full scan." },
 
     /* cumulative scan counters */
-    { "lockwatch_scan_keys_total", "counter", SRC_VIEW, every_target,
-      offsetof(struct snapshot, counters.keys_total), VAL_U64,
-      "Keys examined (returned by SCAN for the lock patterns), all scans." },
-    { "lockwatch_scan_vanished_keys_total", "counter", SRC_VIEW, every_target,
-      offsetof(struct snapshot, counters.vanished_total), VAL_U64,
-      "Keys that disappeared between SCAN and the reads of their type and value." },
-    { "lockwatch_scan_duplicate_keys_total", "counter", SRC_VIEW, every_target,
-      offsetof(struct snapshot, counters.duplicates_total), VAL_U64,
-      "Keys SCAN returned more than once in one pass (counted once)." },
-    { "lockwatch_scan_waiter_errors_total", "counter", SRC_VIEW, every_target,
-      offsetof(struct snapshot, counters.waiter_errors_total), VAL_U64,
-      "Waiter look-ups (PUBSUB NUMSUB, LRANGE or LLEN of a fair queue) refused with an error "
-      "reply; those locks' waiters (or a queue's members) are unknown." },
-    { "lockwatch_scan_truncated_values_total", "counter", SRC_VIEW, every_target,
-      offsetof(struct snapshot, counters.truncated_total), VAL_U64,
-      "Lock values or hash fields cut by the per-key read caps." },
+    METRIC_FAMILIES_SCAN_COUNTERS  /* keys, vanished, ...: metrics_impl.h */
     { "lockwatch_scan_read_errors_total", "counter", SRC_VIEW, read_errors_by_kind, 0, VAL_U64,
       "Reads of a key's type or value refused with an error reply other than WRONGTYPE, "
       "by error code; each fails its scan." },

@@ -9,7 +9,8 @@
  *                      METRIC_FAMILIES_TREND below, expanded in its place
  *                      in metric_families[], in exposition order)
  *   metrics_targets.c  renderers of per-target counters by a label of
- *                      their own (locks lost by cause)
+ *                      their own (locks lost by cause); the rows of the
+ *                      scan counters (METRIC_FAMILIES_SCAN_COUNTERS)
  *   metrics_graph.c    the wait-for graph's families (their rows: the
  *                      macro METRICS_GRAPH_ROWS below)
  *   leasemetrics.c     the lease families of issue 26 (expirations, lease
@@ -82,6 +83,34 @@ void wait_histogram(struct strbuf *sb, const char *name, const char *cls, const 
 
 /* metrics_targets.c */
 void lost_by_cause(struct metrics_out *o, const struct metric_family *mf);
+
+/*
+ * The rows of metric_families[] (metrics.c) of the cumulative scan counters
+ * (struct scan_counters) a target's every snapshot carries, kept here for
+ * metrics.c's size; every_target is metrics.c's renderer, visible where
+ * they expand.
+ */
+#define METRIC_FAMILIES_SCAN_COUNTERS \
+    { "lockwatch_scan_keys_total", "counter", SRC_VIEW, every_target,                          \
+      offsetof(struct snapshot, counters.keys_total), VAL_U64,                                 \
+      "Keys examined (returned by SCAN for the lock patterns), all scans." },                  \
+    { "lockwatch_scan_vanished_keys_total", "counter", SRC_VIEW, every_target,                 \
+      offsetof(struct snapshot, counters.vanished_total), VAL_U64,                             \
+      "Keys that disappeared between SCAN and the reads of their type and value." },           \
+    { "lockwatch_scan_asking_keys_total", "counter", SRC_VIEW, every_target,                   \
+      offsetof(struct snapshot, counters.asking_total), VAL_U64,                               \
+      "Cluster: keys read after ASKING on the node importing their slot (a slot migration "    \
+      "under way: SCAN found them there, MOVED without ASKING)." },                            \
+    { "lockwatch_scan_duplicate_keys_total", "counter", SRC_VIEW, every_target,                \
+      offsetof(struct snapshot, counters.duplicates_total), VAL_U64,                           \
+      "Keys SCAN returned more than once in one pass (counted once)." },                       \
+    { "lockwatch_scan_waiter_errors_total", "counter", SRC_VIEW, every_target,                 \
+      offsetof(struct snapshot, counters.waiter_errors_total), VAL_U64,                        \
+      "Waiter look-ups (PUBSUB NUMSUB, LRANGE or LLEN of a fair queue) refused with an error " \
+      "reply; those locks' waiters (or a queue's members) are unknown." },                     \
+    { "lockwatch_scan_truncated_values_total", "counter", SRC_VIEW, every_target,              \
+      offsetof(struct snapshot, counters.truncated_total), VAL_U64,                            \
+      "Lock values or hash fields cut by the per-key read caps." },
 
 /*
  * The rows of metric_families[] (metrics.c) of the wait-for graph, kept

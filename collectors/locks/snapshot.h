@@ -198,6 +198,8 @@ struct scan_counters {
     uint64_t moved_total;             /* of those, keys the node SCAN found
                                        * them on said had moved (MOVED, ASK:
                                        * a slot moving between shards) */
+    uint64_t asking_total;            /* keys read after ASKING on a node
+                                       * importing their slot (stream.c) */
     uint64_t truncated_total;         /* values/fields cut by the caps */
     uint64_t duplicates_total;        /* keys SCAN returned twice in a pass */
     uint64_t helpers_total;           /* helper keys seen (not locks) */
@@ -288,8 +290,9 @@ struct snapshot {
     double duration_s;
     uint64_t keys_examined;           /* this scan */
     uint64_t keys_moved;              /* this scan: keys a node said had
-                                       * moved, perhaps read nowhere (a
-                                       * resharding): the view may lack them */
+                                       * moved, even after ASKING, perhaps
+                                       * read nowhere (a resharding): the
+                                       * view may lack them */
     struct scan_counters counters;
 
     /* Retained locks: a min-heap (least bad at [0]) while the scan runs,

@@ -590,6 +590,7 @@ add_counts(struct scanner *sc, struct snapshot *s, const struct stream *st, size
         sc->counters.keys_total += st[i].keys;
         sc->counters.vanished_total += st[i].cnt.vanished_total;
         sc->counters.moved_total += st[i].cnt.moved_total;
+        sc->counters.asking_total += st[i].cnt.asking_total;
         s->keys_moved += st[i].cnt.moved_total;
         sc->counters.truncated_total += st[i].cnt.truncated_total;
         sc->counters.duplicates_total += st[i].cnt.duplicates_total;

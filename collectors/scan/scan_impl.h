@@ -126,6 +126,10 @@ struct key_meta {
     bool skip;                  /* vanished or unreadable */
     bool unread;                /* skipped because a read was refused (not
                                  * vanished: the pass fails) */
+    bool asking;                /* each read of it is preceded by ASKING: its
+                                 * node answered MOVED without (it imports
+                                 * the key's slot) */
+    bool reread;                /* its META is to be sent again, asking */
 };
 
 struct batch {
@@ -134,18 +138,23 @@ struct batch {
     size_t n, cap;
     bool busy;
     bool idle;                  /* its META asked for OBJECT IDLETIME */
+    size_t nreread;             /* keys of its last META to read again,
+                                 * asking (key_meta.reread) */
 };
 
 #define INFLIGHT_MAX    4       /* batches between SCAN and VALS */
 
-enum seg_kind { SEG_SCAN, SEG_META, SEG_VALS };
+/* SEG_ASKING: the META of a batch's keys its node answered MOVED for,
+ * again, each after ASKING (stream.c). */
+enum seg_kind { SEG_SCAN, SEG_META, SEG_ASKING, SEG_VALS };
 
 struct segment {
     enum seg_kind kind;
     struct batch *b;
 };
 
-/* at most one SCAN plus two segments per batch in flight */
+/* at most one SCAN plus two segments per batch in flight (a batch has
+ * one at a time: its META, ASKING or VALS) */
 #define SEG_RING (3 * INFLIGHT_MAX + 4)
 
 /* One connection's scan: one node, its pipeline, its pacing. */
@@ -184,8 +193,9 @@ struct stream {
      * hands them to its caller instead, with their index in the batch) */
     scan_key_fn *on_key;
     void *on_key_arg;
-    /* and the keys whose TYPE met MOVED or ASK (scanner_reread(): the
-     * caller follows them); NULL in a pass */
+    /* and the keys whose TYPE met MOVED (even after ASKING), ASK or
+     * TRYAGAIN (scanner_reread(): the caller follows them); NULL in a
+     * pass */
     scan_moved_fn *on_moved;
 };
 
@@ -216,10 +226,11 @@ bool scan_stopped(const struct run *r);
 int stream_scan(struct stream *s);
 
 /*
- * Read the keys of b (b->meta[i].k.key set, the rest zeroed) on s->c in two
- * round trips (META, then the values), handing each key that is there to
- * s->on_key.  0, or -1 with s->err set (s->conn_lost when the connection
- * failed; a refused read is counted in s->cnt and s->refused).
+ * Read the keys of b (b->meta[i].k.key set, the rest zeroed) on s->c in
+ * two round trips (META, then the values), a third (META again, after
+ * ASKING) for keys whose node answered MOVED, handing each key that is
+ * there to s->on_key.  0, or -1 with s->err set (s->conn_lost when the
+ * connection failed; a refused read is counted in s->cnt and s->refused).
  */
 int stream_read_batch(struct stream *s, struct batch *b);
 

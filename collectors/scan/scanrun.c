@@ -87,6 +87,7 @@ scanner_reread(struct scanner *sc, const struct target_conf *t, redisContext *c,
         atomic_store(&sc->no_idle, true);
     for (i = 0; i < SCAN_READ_KINDS; i++)
         sc->counters.read_errors[i] += st.cnt.read_errors[i];
+    sc->counters.asking_total += st.cnt.asking_total;
     if (rc == -1 || st.refused > 0) {
         scan_errf(err, errlen, "%s", st.refused > 0 ? st.refused_err : st.err);
         return -1;

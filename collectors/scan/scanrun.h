@@ -112,8 +112,8 @@ typedef int scan_key_fn(void *arg, size_t i, const struct scan_key *k,
                         const struct raw_lock *raw, long long hlen);
 
 /* A key scanner_reread() found elsewhere: keys[i]'s TYPE met the error
- * reply err (len bytes: "MOVED <slot> <host>:<port>", "ASK ...", or
- * "TRYAGAIN ..."); it is not handed to each(). */
+ * reply err (len bytes: "MOVED <slot> <host>:<port>" even after ASKING,
+ * "ASK ...", or "TRYAGAIN ..."); it is not handed to each(). */
 typedef void scan_moved_fn(void *arg, size_t i, const char *err, size_t len);
 
 /*
@@ -121,7 +121,9 @@ typedef void scan_moved_fn(void *arg, size_t i, const char *err, size_t len);
  * scan reads them (OBJECT IDLETIME, TYPE, PTTL, then the bounded value),
  * handing each that is there to each (a helper key with its name only),
  * and each a cluster node redirected to moved (may be NULL: then such a
- * key is simply not there), both with arg.  Refused reads count in sc's
+ * key is simply not there), both with arg.  A key c answers MOVED for
+ * is read again there after ASKING first (c may import its slot), as a
+ * scan does.  Refused reads, and keys read after ASKING, count in sc's
  * counters.  0, or -1 with err set when the connection failed, a read
  * was refused or each() failed.
  */

@@ -31,6 +31,17 @@
  *
  * Keys may vanish between SCAN and the reads (or change type, or a
  * cluster slot may move away): they are counted as vanished and skipped.
+ * A cluster node whose SCAN returned a key but whose read of it answers
+ * MOVED imports the key's slot (a migration to it is under way, and
+ * MIGRATE already moved the key here): it serves the key only to a
+ * command right after ASKING.  Such a key's META is sent again, each
+ * command after ASKING (an ASKING segment between its batch's META and
+ * VALS), and so are its value reads, so it is read where it is like any
+ * other (lockwatch_scan_asking_keys_total).  A key is on one node at a
+ * time (MIGRATE is atomic), so that is its current value.  What still
+ * cannot be read there (MOVED again: the slot moved away since SCAN;
+ * ASK: the key left a slot migrating away; TRYAGAIN) is counted moved
+ * as well as vanished: the view may lack it (/readyz says so).
  * Any other error reply to a read (NOPERM from an ACL without +getrange,
  * LOADING, BUSY, MASTERDOWN, ...) is not a key that went away but a key
  * the scanner cannot judge, which may be a leak: it is counted by kind
@@ -137,15 +148,19 @@ batch_clear(struct batch *b)
     b->n = 0;
 }
 
+/* Append a read of m's key: cmd [sub] key [a1 [a2 [a3]]], after ASKING
+ * when m->asking (ASKING holds for the next command only). */
 static void
-append_key_cmd(redisContext *c, const char *cmd, const char *sub,
-               const struct scan_key *key, const char *a1, const char *a2,
-               const char *a3)
+append_key_cmd(struct stream *s, const struct key_meta *m, const char *cmd, const char *sub,
+               const char *a1, const char *a2, const char *a3)
 {
+    const struct scan_key *key = &m->k;
     const char *argv[6];
     size_t lens[6];
     int argc = 0;
 
+    if (m->asking)
+        redisAppendCommand(s->c, "ASKING");
     argv[argc] = cmd;
     lens[argc++] = strlen(cmd);
     if (sub != NULL) {
@@ -166,7 +181,7 @@ append_key_cmd(redisContext *c, const char *cmd, const char *sub,
         argv[argc] = a3;
         lens[argc++] = strlen(a3);
     }
-    redisAppendCommandArgv(c, argc, argv, lens);
+    redisAppendCommandArgv(s->c, argc, argv, lens);
 }
 
 static int flush(struct stream *s);
@@ -194,7 +209,22 @@ stream_reply(struct stream *s, redisReply **rep)
     return 0;
 }
 
-/* A cluster redirection or a slot in migration: the key is elsewhere. */
+/* Read the reply to a read of m's key, past the reply to the ASKING sent
+ * before it when m->asking (an ASKING refused, NOPERM from an ACL without
+ * +asking, shows in the read's own reply: MOVED). */
+static int
+key_reply(struct stream *s, const struct key_meta *m, redisReply **rep)
+{
+    if (m->asking) {
+        if (stream_reply(s, rep) == -1)
+            return -1;
+        freeReplyObject(*rep);
+    }
+    return stream_reply(s, rep);
+}
+
+/* A cluster redirection or a slot in migration: the key is elsewhere,
+ * or here only after ASKING (redirected()). */
 static bool
 moved(const redisReply *rep)
 {
@@ -234,19 +264,49 @@ read_refused(struct stream *s, const char *cmd, const redisReply *rep)
     return true;
 }
 
+/*
+ * The TYPE of key m (index i of batch b) met redirection rep.  MOVED from
+ * the node whose SCAN returned it, unasked: that node imports the key's
+ * slot, so the key's META is sent again, asking.  Anything else says the
+ * key is elsewhere: a re-read's caller is told where; a pass counts it
+ * (it is read where it lives now if that node's SCAN is still to come to
+ * it, else the view lacks it).
+ */
+static void
+redirected(struct stream *s, struct batch *b, struct key_meta *m, size_t i,
+           const redisReply *rep)
+{
+    if (!m->asking && rep->len >= 6 && memcmp(rep->str, "MOVED ", 6) == 0) {
+        m->reread = true;       /* asking from its META sent again on (its
+                                 * PTTL went out unasked) */
+        b->nreread++;
+    } else if (s->on_moved != NULL) {
+        s->on_moved(s->on_key_arg, i, rep->str, rep->len);
+    } else {
+        s->cnt.moved_total++;
+    }
+}
+
+/* Read the META replies of batch b's keys (again: of those marked to be
+ * read again, asking). */
 static int
-read_meta(struct stream *s, struct batch *b)
+read_meta(struct stream *s, struct batch *b, bool again)
 {
     redisReply *rep;
     size_t i;
 
+    if (!again)
+        b->nreread = 0;
     for (i = 0; i < b->n; i++) {
         struct key_meta *m = &b->meta[i];
 
+        if (again && !m->reread)
+            continue;
+        m->reread = m->skip = m->unread = m->k.helper = false;
         m->k.idle_s = -1;
         m->k.idle_at_ms = 0;
         if (b->idle) {
-            if (stream_reply(s, &rep) == -1)
+            if (key_reply(s, m, &rep) == -1)
                 return -1;
             /* an LFU maxmemory-policy (set since the pass began): stop
              * asking; any error is an unknown age */
@@ -256,7 +316,7 @@ read_meta(struct stream *s, struct batch *b)
             m->k.idle_at_ms = clock_now_ms();
             freeReplyObject(rep);
         }
-        if (stream_reply(s, &rep) == -1)
+        if (key_reply(s, m, &rep) == -1)
             return -1;
         if (rep->type == REDIS_REPLY_ERROR && !moved(rep)) {
             /* NOPERM, CLUSTERDOWN, LOADING...: this node cannot be read,
@@ -266,16 +326,12 @@ read_meta(struct stream *s, struct batch *b)
             freeReplyObject(rep);
             return -1;
         }
-        /* MOVED/ASK: the slot moved away since SCAN (resharding); the
-         * key is counted where it lives now, or vanished here (a pass);
-         * a re-read's caller is told where it went */
-        if (moved(rep) && s->on_moved != NULL)
-            s->on_moved(s->on_key_arg, i, rep->str, rep->len);
-        else if (moved(rep))
-            s->cnt.moved_total++;
+        /* MOVED, ASK, TRYAGAIN: a slot moving between shards */
+        if (moved(rep))
+            redirected(s, b, m, i, rep);
         m->k.type = rawread_type(rep);
         freeReplyObject(rep);
-        if (stream_reply(s, &rep) == -1)
+        if (key_reply(s, m, &rep) == -1)
             return -1;
         /* Only the integer -2 says the key is gone.  A refused PTTL
          * (NOPERM: an ACL without +pttl) or a reply of another type
@@ -307,17 +363,23 @@ read_meta(struct stream *s, struct batch *b)
     return 0;
 }
 
+/* Append the META of batch b's keys (again: of those to read again,
+ * asking, and from then on). */
 static void
-append_meta(struct stream *s, struct batch *b)
+append_meta(struct stream *s, struct batch *b, bool again)
 {
     size_t i;
 
     b->idle = !s->no_idle;
     for (i = 0; i < b->n; i++) {
+        if (again && !b->meta[i].reread)
+            continue;
+        if (again)
+            b->meta[i].asking = true;
         if (b->idle)
-            append_key_cmd(s->c, "OBJECT", "IDLETIME", &b->meta[i].k, NULL, NULL, NULL);
-        append_key_cmd(s->c, "TYPE", NULL, &b->meta[i].k, NULL, NULL, NULL);
-        append_key_cmd(s->c, "PTTL", NULL, &b->meta[i].k, NULL, NULL, NULL);
+            append_key_cmd(s, &b->meta[i], "OBJECT", "IDLETIME", NULL, NULL, NULL);
+        append_key_cmd(s, &b->meta[i], "TYPE", NULL, NULL, NULL, NULL);
+        append_key_cmd(s, &b->meta[i], "PTTL", NULL, NULL, NULL, NULL);
     }
 }
 
@@ -336,32 +398,30 @@ append_values(struct stream *s, const struct batch *b)
         if (m->skip || m->k.helper)
             continue;
         if (m->k.type == RAW_STRING)
-            append_key_cmd(s->c, "GETRANGE", NULL, &m->k, "0",
-                           STR(RAW_VALUE_MAX), NULL);
+            append_key_cmd(s, m, "GETRANGE", NULL, "0", STR(RAW_VALUE_MAX), NULL);
         else if (m->k.type == RAW_HASH) {
             /* HLEN: the true holder count when there are more fields
              * than one bounded HSCAN returns */
-            append_key_cmd(s->c, "HLEN", NULL, &m->k, NULL, NULL, NULL);
-            append_key_cmd(s->c, "HSCAN", NULL, &m->k, "0", "COUNT",
-                           STR(RAW_FIELDS_MAX));
+            append_key_cmd(s, m, "HLEN", NULL, NULL, NULL, NULL);
+            append_key_cmd(s, m, "HSCAN", NULL, "0", "COUNT", STR(RAW_FIELDS_MAX));
             /* "mode" on its own: a cut hash may not show it (formats.h) */
-            append_key_cmd(s->c, "HMGET", NULL, &m->k, "mode", NULL, NULL);
+            append_key_cmd(s, m, "HMGET", NULL, "mode", NULL, NULL);
         } else if (m->k.type == RAW_ZSET && formats_reads_zset(m->k.key, m->k.keylen)) {
             /* only a zset format's keys: any other zset is unknown, unread */
-            append_key_cmd(s->c, "ZCARD", NULL, &m->k, NULL, NULL, NULL);
-            append_key_cmd(s->c, "ZRANGE", NULL, &m->k, "0", STR(RAW_FIELDS_LAST),
-                           "WITHSCORES");
+            append_key_cmd(s, m, "ZCARD", NULL, NULL, NULL, NULL);
+            append_key_cmd(s, m, "ZRANGE", NULL, "0", STR(RAW_FIELDS_LAST), "WITHSCORES");
         }
     }
 }
 
-/* Read one reply of a value read into *rep (NULL after an error reply
- * it counted or that says the key changed); *refused is set when Redis
- * refused the read.  -1 when the connection failed. */
+/* Read one reply of a value read of m's key into *rep (NULL after an
+ * error reply it counted or that says the key changed); *refused is set
+ * when Redis refused the read.  -1 when the connection failed. */
 static int
-value_reply(struct stream *s, const char *cmd, redisReply **rep, bool *refused)
+value_reply(struct stream *s, const struct key_meta *m, const char *cmd, redisReply **rep,
+            bool *refused)
 {
-    if (stream_reply(s, rep) == -1)
+    if (key_reply(s, m, rep) == -1)
         return -1;
     if ((*rep)->type == REDIS_REPLY_ERROR) {
         if (read_refused(s, cmd, *rep))
@@ -376,6 +436,18 @@ static long long
 reply_int(const redisReply *rep)
 {
     return rep != NULL && rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
+}
+
+/* Key m (index i of its batch) was read: handed to a re-read's caller,
+ * or recorded.  0, or -1 on ENOMEM. */
+static int
+key_read(struct stream *s, size_t i, const struct key_meta *m, const struct raw_lock *raw,
+         long long hlen)
+{
+    if (m->asking)
+        s->cnt.asking_total++;
+    return s->on_key != NULL ? s->on_key(s->on_key_arg, i, &m->k, raw, hlen)
+        : scan_record(s->r, &m->k, raw, hlen, &s->cnt);
 }
 
 /* Read the value replies of batch b (sent by append_values) and record
@@ -406,9 +478,7 @@ read_values(struct stream *s, struct batch *b)
             raw.keylen = m->k.keylen;
             raw.type = m->k.type;
             raw.pttl = m->k.pttl;
-            rc = s->on_key != NULL ? s->on_key(s->on_key_arg, i, &m->k, &raw, -1)
-                : scan_record(s->r, &m->k, &raw, -1, &s->cnt);
-            if (rc == -1) {
+            if (key_read(s, i, m, &raw, -1) == -1) {
                 stream_err(s, "out of memory recording locks");
                 return -1;
             }
@@ -426,16 +496,16 @@ read_values(struct stream *s, struct batch *b)
         refused = false;
         /* every reply in the pipeline is read, even after a refusal: each
          * refusal counts */
-        if (raw.type == RAW_HASH && value_reply(s, "HLEN", &len, &refused) == -1)
+        if (raw.type == RAW_HASH && value_reply(s, m, "HLEN", &len, &refused) == -1)
             goto lost;
-        if (raw.type == RAW_ZSET && value_reply(s, "ZCARD", &len, &refused) == -1)
+        if (raw.type == RAW_ZSET && value_reply(s, m, "ZCARD", &len, &refused) == -1)
             goto lost;
         if ((raw.type == RAW_STRING || raw.type == RAW_HASH || raw.type == RAW_ZSET) &&
-            value_reply(s, raw.type == RAW_HASH ? "HSCAN" : raw.type == RAW_ZSET ? "ZRANGE"
+            value_reply(s, m, raw.type == RAW_HASH ? "HSCAN" : raw.type == RAW_ZSET ? "ZRANGE"
                            : "GETRANGE", &rep, &refused) == -1)
             goto lost;
         /* an HMGET refused leaves the mode unread: not a refusal of the key */
-        if (raw.type == RAW_HASH && stream_reply(s, &mode) == -1)
+        if (raw.type == RAW_HASH && key_reply(s, m, &mode) == -1)
             goto lost;
         n = reply_int(len);
         ok = true;
@@ -452,8 +522,7 @@ read_values(struct stream *s, struct batch *b)
         }
         if (!ok && !refused)
             s->cnt.vanished_total++;    /* changed type, moved or emptied */
-        rc = !ok ? 0 : s->on_key != NULL ? s->on_key(s->on_key_arg, i, &m->k, &raw, n)
-            : scan_record(s->r, &m->k, &raw, n, &s->cnt);
+        rc = ok ? key_read(s, i, m, &raw, n) : 0;
         if (len != NULL)
             freeReplyObject(len);
         if (rep != NULL)
@@ -477,9 +546,14 @@ lost:
 int
 stream_read_batch(struct stream *s, struct batch *b)
 {
-    append_meta(s, b);
-    if (flush(s) == -1 || read_meta(s, b) == -1)
+    append_meta(s, b, false);
+    if (flush(s) == -1 || read_meta(s, b, false) == -1)
         return -1;
+    if (b->nreread > 0) {
+        append_meta(s, b, true);
+        if (flush(s) == -1 || read_meta(s, b, true) == -1)
+            return -1;
+    }
     append_values(s, b);
     if (flush(s) == -1)
         return -1;
@@ -600,10 +674,29 @@ on_scan(struct stream *s)
         b->busy = true;
         s->inflight++;
         s->keys += b->n;
-        append_meta(s, b);
+        append_meta(s, b, false);
         push(s, SEG_META, b);
     }
     maybe_scan(s);
+    return 0;
+}
+
+/* The META replies of batch b (again: those of its keys read again,
+ * asking) are next: read them, then send what the batch needs next, the
+ * META of the keys whose node answered MOVED again, asking, or the value
+ * reads. */
+static int
+on_meta(struct stream *s, struct batch *b, bool again)
+{
+    if (read_meta(s, b, again) == -1)
+        return -1;
+    if (!again && b->nreread > 0) {
+        append_meta(s, b, true);
+        push(s, SEG_ASKING, b);
+        return 0;
+    }
+    append_values(s, b);
+    push(s, SEG_VALS, b);
     return 0;
 }
 
@@ -659,10 +752,9 @@ stream_scan(struct stream *s)
                 goto out;
             break;
         case SEG_META:
-            if (read_meta(s, seg.b) == -1)
+        case SEG_ASKING:
+            if (on_meta(s, seg.b, seg.kind == SEG_ASKING) == -1)
                 goto out;
-            append_values(s, seg.b);
-            push(s, SEG_VALS, seg.b);
             break;
         case SEG_VALS:
             if (on_vals(s, seg.b) == -1)

@@ -21,7 +21,7 @@ SCANNER_ACL = ["resetkeys", "~lock:*", "~lockwatch:client:*", "~redisson_lock_qu
                "resetchannels", "-@all",
                "+scan", "+type", "+pttl", "+object|idletime", "+getrange", "+hlen", "+hscan",
                "+zcard", "+zrange", "+exists", "+hmget", "+llen", "+lrange", "+pubsub|numsub",
-               "+ping", "+role", "+readonly", "+cluster|shards", "+cluster|slots"]
+               "+ping", "+role", "+readonly", "+asking", "+cluster|shards", "+cluster|slots"]
 LOCKCTL_ACL = ["resetkeys", "~lock:*", "~{lock:*}:*", "~lockwatch:client:*",
                "~lockwatch:audit",
                "~redisson_lock__channel*", "~redisson_rwlock*", "~lockwatch_lock__channel:*",

@@ -109,7 +109,7 @@ class ClusterMode(h.TestCase):
         # lockctl releases a key on any shard, whichever node the URL names,
         # and follows an ASK to a key whose slot is being migrated
         self.lockctl_release_everywhere(c, ag)
-        self.lockctl_follows_ask(c, ag)
+        self.lockctl_follows_ask(c, ag, total)
         total -= 4
 
         # Stop the primary the URL names: discovery falls back to the other
@@ -249,10 +249,11 @@ class ClusterMode(h.TestCase):
         keys += ["lock:leak:{%d}" % i for i in range(LEAKED)]
         return keys + [extra]
 
-    def lockctl_follows_ask(self, c, ag):
+    def lockctl_follows_ask(self, c, ag, total):
         """A slot in migration: the key has moved to the importing node while
         the migrating one still owns the slot, so the release script gets
-        ASK there and must run on the other node after ASKING."""
+        ASK there and must run on the other node after ASKING; the agent
+        reads it there after ASKING.  total: the locks loaded."""
         i = next(i for i in range(PLAIN) if "lock:c:%d" % i not in self.released and
                  c.owner[topo.keyslot("lock:c:%d" % i)] != c.nodes[0].port)
         key, slot = "lock:c:%d" % i, topo.keyslot("lock:c:%d" % i)
@@ -268,12 +269,19 @@ class ClusterMode(h.TestCase):
         p = topo.lockctl(["-c", ag.config_path, "-t", "c", "--json", "show", key])
         self.assertEqual(p.returncode, 0, (p.stdout, p.stderr))
         self.assertIn(b'"tok-%d"' % i, p.stdout)
-        # the agent's scan finds the key on the importing node, which
-        # answers MOVED without ASKING: the view says it may lack it
-        ag.wait_for(lambda: b"moving between shards" in ag.get("/readyz")[2], 15,
-                    desc="/readyz to say a key of a migrating slot was not read")
-        st, page = ag.get_json("/api/v1/locks?target=c")
-        self.assertFalse(page["complete"])
+        # The agent's scans find the key on the importing node, which
+        # answers MOVED to a plain read: they read it there after ASKING,
+        # and it is counted as ever, with no line about keys of moving
+        # slots not read.  (The page of 30,000 locks keeps 10,000 in
+        # detail, so it is not complete and may not list the key whatever
+        # a scan reads: test_cluster_migrating.py lists such keys.)
+        ag.wait_scans(2, target="c")
+        m = ag.metrics()
+        self.assertEqual(h.msum(m, "lockwatch_locks", target="c"), total - len(self.released))
+        self.assertGreaterEqual(h.msum(m, "lockwatch_scan_asking_keys_total", target="c"), 2)
+        st, _, body = ag.get("/readyz")
+        self.assertEqual(st, 200, body)
+        self.assertNotIn(b"moving between shards", body)
         # The release endpoint goes straight to the script.  The script's
         # KEYS are the lock and its wake-up companions: while the slot is
         # migrating the importing node answers TRYAGAIN (not all of them
