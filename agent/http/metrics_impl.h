@@ -100,7 +100,8 @@ void lost_by_cause(struct metrics_out *o, const struct metric_family *mf);
     { "lockwatch_scan_asking_keys_total", "counter", SRC_VIEW, every_target,                   \
       offsetof(struct snapshot, counters.asking_total), VAL_U64,                               \
       "Cluster: keys read after ASKING on the node importing their slot (a slot migration "    \
-      "under way: SCAN found them there, MOVED without ASKING)." },                            \
+      "under way: SCAN found them there, MOVED without ASKING), and follow mode's re-reads "   \
+      "an ASK led there." },                                                                   \
     { "lockwatch_scan_duplicate_keys_total", "counter", SRC_VIEW, every_target,                \
       offsetof(struct snapshot, counters.duplicates_total), VAL_U64,                           \
       "Keys SCAN returned more than once in one pass (counted once)." },                       \

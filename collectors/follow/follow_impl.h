@@ -129,8 +129,9 @@ struct follow {
                                  * found: said once */
 
     /* the target's thread's own */
-    struct keymap *retry;       /* keys a node said are moving (ASK): re-read
-                                 * on the next tick (bounded as pending) */
+    struct keymap *retry;       /* keys a node said are moving (TRYAGAIN, a
+                                 * redirection not followed): re-read on the
+                                 * next tick (bounded as pending) */
     bool retry_overflow;
     struct keymap *fill;        /* the records of the full scan under way
                                  * (its keep hook, under the run's mutex) */

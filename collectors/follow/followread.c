@@ -9,8 +9,9 @@
  * OBJECT IDLETIME, TYPE, PTTL, then GETRANGE or HLEN + HSCAN), up to
  * FOLLOW_READ_BATCH keys a pipeline, on the connections the last full
  * scan kept; in a cluster each key goes to the primary of the shard that
- * serves its slot in the last full scan's topology.  A key that is no
- * longer there (or no longer a string or hash) loses its record; a
+ * serves its slot in the last full scan's topology, and a redirection
+ * there (a resharding) is followed.  A key that is no longer there (or
+ * no longer a string or hash) loses its record; a
  * refused read fails the re-reads, so the full scan that follows reports
  * it as a scan does.  Only keys matching the target's patterns are read;
  * an event on a client registry key asks for a new registry look-up.
@@ -115,10 +116,30 @@ follow_keep(struct follow *fw, const struct scan_key *k, const struct raw_lock *
 
 /* ---- re-reading the keys of events ---------------------------------------------- */
 
-struct redirect;
+/*
+ * Where a cluster node sent a key (a slot moved or moving, resharding).
+ * MOVED (the node answers so even after ASKING: it does not import the
+ * slot) names the node that serves the slot now, and the key is re-read
+ * there at once.  ASK names the node importing the slot, where the key
+ * already is (the node asked, which still serves the slot, no longer has
+ * it): the key is re-read there at once, each read after ASKING, so a
+ * lock written or released on that node during the migration is seen
+ * then, not when the slot has settled.  TRYAGAIN, a redirection past
+ * the hops allowed or to a node the last pass kept no connection to
+ * leave the record as it was, and the key is re-read on a later tick.
+ * Either way the key is not dropped as gone: it is still there.
+ */
+struct redirect {
+    bool set;
+    bool later;                 /* TRYAGAIN: re-read on a later tick */
+    bool ask;                   /* ASK: read there after ASKING */
+    char host[256];
+    int port;
+};
 
 struct reread {
     struct follow *fw;
+    const char *host;           /* the node read: a redirection's empty host */
     bool *found;
     struct redirect *red;       /* by index: where a node sent the key */
 };
@@ -155,46 +176,18 @@ matches(const struct target_conf *t, const char *key, size_t len)
     return false;
 }
 
-/*
- * Where a cluster node sent a key (a slot moved or moving, resharding):
- * MOVED names the node that serves the slot now, and the key is re-read
- * there at once; ASK (the slot is being migrated: the key may be on
- * either node until it is done) and TRYAGAIN leave the record as it was
- * and the key is re-read on a later tick, when the slot has settled.
- * Either way the key is not dropped as gone: it is still there.
- */
-struct redirect {
-    bool set;
-    bool later;                 /* ASK, TRYAGAIN: re-read on a later tick */
-    char host[256];
-    int port;
-};
-
 static void
-reread_moved(void *arg, size_t i, const char *err, size_t len)
+reread_moved(void *arg, size_t i, const redisReply *rep)
 {
     struct reread *rr = arg;
     struct redirect *rd = &rr->red[i];
-    const char *sp, *colon;
-    char *end;
-    long port;
+    unsigned slot;
 
     rd->set = true;
-    rd->later = true;
-    if (len < 6 || memcmp(err, "MOVED ", 6) != 0)
-        return;
-    /* "MOVED <slot> <host>:<port>": the last space, then the last colon */
-    if ((sp = memrchr(err, ' ', len)) == NULL || (colon = memrchr(sp, ':', len -
-                                                                  (size_t)(sp - err))) == NULL ||
-        (size_t)(colon - sp - 1) >= sizeof(rd->host))
-        return;
-    port = strtol(colon + 1, &end, 10);
-    if (end == colon + 1 || port <= 0 || port > 65535)
-        return;
-    memcpy(rd->host, sp + 1, (size_t)(colon - sp - 1));
-    rd->host[colon - sp - 1] = '\0';
-    rd->port = (int)port;
-    rd->later = false;
+    rd->later = !cluster_parse_redirect(rep, &rd->ask, &slot, rd->host, sizeof(rd->host),
+                                        &rd->port);
+    if (!rd->later && rd->host[0] == '\0')
+        snprintf(rd->host, sizeof(rd->host), "%s", rr->host);
 }
 
 /* Re-read key on a later tick (its slot is moving). */
@@ -206,11 +199,11 @@ retry_later(struct follow *fw, const char *key, size_t len)
 }
 
 static int reread_chunk(struct follow *fw, const struct target_conf *t, redisContext *c,
-                        const char *host, int port, const char **keys, const size_t *lens,
-                        size_t n, int hops, char *err, size_t errlen);
+                        const char *host, int port, bool asking, const char **keys,
+                        const size_t *lens, size_t n, int hops, char *err, size_t errlen);
 
-/* The keys of red[] sent to the same node as red[first], re-read there
- * (hops left), marked done. */
+/* The keys of red[] sent to the same node as red[first] the same way
+ * (MOVED, or ASK), re-read there (hops left), marked done. */
 static int
 follow_moved(struct follow *fw, const struct target_conf *t, const char **keys,
              const size_t *lens, size_t n, struct redirect *red, size_t first, int hops,
@@ -220,12 +213,14 @@ follow_moved(struct follow *fw, const struct target_conf *t, const char **keys,
     size_t l2[FOLLOW_READ_BATCH], m = 0, i;
     char host[256];
     int port = red[first].port;
+    bool ask = red[first].ask;
     redisContext *c;
 
     memcpy(host, red[first].host, sizeof(host));
     c = hops > 0 ? scanner_node_conn(fw->sc, host, port) : NULL;
     for (i = first; i < n; i++) {
-        if (!red[i].set || red[i].later || red[i].port != port || strcmp(red[i].host, host))
+        if (!red[i].set || red[i].later || red[i].ask != ask || red[i].port != port ||
+            strcmp(red[i].host, host))
             continue;
         red[i].set = false;
         if (c == NULL)
@@ -235,16 +230,18 @@ follow_moved(struct follow *fw, const struct target_conf *t, const char **keys,
             l2[m++] = lens[i];
         }
     }
-    return m == 0 ? 0 : reread_chunk(fw, t, c, host, port, k2, l2, m, hops - 1, err, errlen);
+    return m == 0 ? 0 : reread_chunk(fw, t, c, host, port, ask, k2, l2, m, hops - 1, err,
+                                     errlen);
 }
 
-/* Re-read n keys (keys[i], lens[i]) of t on c (to host:port) and replace
- * or drop their records, following a MOVED at most hops times.  0, or -1
- * (err) when the connection failed or a read was refused. */
+/* Re-read n keys (keys[i], lens[i]) of t on c (to host:port; asking: an
+ * ASK led there) and replace or drop their records, following a MOVED or
+ * an ASK at most hops times.  0, or -1 (err) when the connection failed
+ * or a read was refused. */
 static int
 reread_chunk(struct follow *fw, const struct target_conf *t, redisContext *c, const char *host,
-             int port, const char **keys, const size_t *lens, size_t n, int hops, char *err,
-             size_t errlen)
+             int port, bool asking, const char **keys, const size_t *lens, size_t n, int hops,
+             char *err, size_t errlen)
 {
     bool found[FOLLOW_READ_BATCH];
     struct reread rr;
@@ -254,13 +251,14 @@ reread_chunk(struct follow *fw, const struct target_conf *t, redisContext *c, co
 
     memset(found, 0, sizeof(found));
     rr.fw = fw;
+    rr.host = host;
     rr.found = found;
     if ((rr.red = calloc(n ? n : 1, sizeof(*rr.red))) == NULL) {
         snprintf(err, errlen, "out of memory re-reading keys");
         return -1;
     }
-    if (scanner_reread(fw->sc, t, c, host, port, keys, lens, n, reread_key, reread_moved, &rr,
-                       err, errlen) == -1) {
+    if (scanner_reread(fw->sc, t, c, host, port, asking, keys, lens, n, reread_key,
+                       reread_moved, &rr, err, errlen) == -1) {
         rc = -1;
         goto out;
     }
@@ -333,7 +331,7 @@ flush_bucket(const struct apply *a, struct bucket *b, size_t shard)
         snprintf(a->err, a->errlen, "no connection to %s:%d to re-read keys", host, port);
         return -1;
     }
-    if (reread_chunk(a->fw, a->t, c, host, port, b->keys, b->lens, b->n, 1, a->err,
+    if (reread_chunk(a->fw, a->t, c, host, port, false, b->keys, b->lens, b->n, 1, a->err,
                      a->errlen) == -1)
         return -1;
     b->n = 0;

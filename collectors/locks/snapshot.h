@@ -199,7 +199,9 @@ struct scan_counters {
                                        * them on said had moved (MOVED, ASK:
                                        * a slot moving between shards) */
     uint64_t asking_total;            /* keys read after ASKING on a node
-                                       * importing their slot (stream.c) */
+                                       * importing their slot (stream.c),
+                                       * and follow mode's re-reads an ASK
+                                       * led to */
     uint64_t truncated_total;         /* values/fields cut by the caps */
     uint64_t duplicates_total;        /* keys SCAN returned twice in a pass */
     uint64_t helpers_total;           /* helper keys seen (not locks) */

@@ -128,7 +128,7 @@ struct key_meta {
                                  * vanished: the pass fails) */
     bool asking;                /* each read of it is preceded by ASKING: its
                                  * node answered MOVED without (it imports
-                                 * the key's slot) */
+                                 * the key's slot), or an ASK led here */
     bool reread;                /* its META is to be sent again, asking */
 };
 
@@ -226,11 +226,12 @@ bool scan_stopped(const struct run *r);
 int stream_scan(struct stream *s);
 
 /*
- * Read the keys of b (b->meta[i].k.key set, the rest zeroed) on s->c in
- * two round trips (META, then the values), a third (META again, after
- * ASKING) for keys whose node answered MOVED, handing each key that is
- * there to s->on_key.  0, or -1 with s->err set (s->conn_lost when the
- * connection failed; a refused read is counted in s->cnt and s->refused).
+ * Read the keys of b (b->meta[i].k.key set, asking when an ASK led to s->c,
+ * the rest zeroed) on s->c in two round trips (META, then the values), a
+ * third (META again, after ASKING) for keys whose node answered MOVED,
+ * handing each key that is there to s->on_key.  0, or -1 with s->err set
+ * (s->conn_lost when the connection failed; a refused read is counted in
+ * s->cnt and s->refused).
  */
 int stream_read_batch(struct stream *s, struct batch *b);
 

@@ -43,9 +43,9 @@ scanner_node_conn(const struct scanner *sc, const char *host, int port)
 
 int
 scanner_reread(struct scanner *sc, const struct target_conf *t, redisContext *c,
-               const char *host, int port, const char *const *keys, const size_t *lens,
-               size_t n, scan_key_fn *each, scan_moved_fn *moved, void *arg, char *err,
-               size_t errlen)
+               const char *host, int port, bool asking, const char *const *keys,
+               const size_t *lens, size_t n, scan_key_fn *each, scan_moved_fn *moved,
+               void *arg, char *err, size_t errlen)
 {
     struct key_meta meta[SCAN_REREAD_MAX];
     struct stream st;
@@ -69,6 +69,7 @@ scanner_reread(struct scanner *sc, const struct target_conf *t, redisContext *c,
     for (i = 0; i < n; i++) {
         meta[i].k.key = keys[i];
         meta[i].k.keylen = lens[i];
+        meta[i].asking = asking;
     }
     b.meta = meta;
     b.n = n;

@@ -112,26 +112,28 @@ typedef int scan_key_fn(void *arg, size_t i, const struct scan_key *k,
                         const struct raw_lock *raw, long long hlen);
 
 /* A key scanner_reread() found elsewhere: keys[i]'s TYPE met the error
- * reply err (len bytes: "MOVED <slot> <host>:<port>" even after ASKING,
- * "ASK ...", or "TRYAGAIN ..."); it is not handed to each(). */
-typedef void scan_moved_fn(void *arg, size_t i, const char *err, size_t len);
+ * reply rep ("MOVED <slot> <host>:<port>" even after ASKING, "ASK ...",
+ * or "TRYAGAIN ..."; cluster_parse_redirect() reads the first two); it
+ * is not handed to each(). */
+typedef void scan_moved_fn(void *arg, size_t i, const redisReply *rep);
 
 /*
  * Read keys[0..n) (n at most SCAN_REREAD_MAX) on c (to host:port) as a
  * scan reads them (OBJECT IDLETIME, TYPE, PTTL, then the bounded value),
  * handing each that is there to each (a helper key with its name only),
  * and each a cluster node redirected to moved (may be NULL: then such a
- * key is simply not there), both with arg.  A key c answers MOVED for
- * is read again there after ASKING first (c may import its slot), as a
+ * key is simply not there), both with arg.  asking: an ASK led to c, so
+ * every read is preceded by ASKING; else a key c answers MOVED for is
+ * read again there after ASKING first (c may import its slot), as a
  * scan does.  Refused reads, and keys read after ASKING, count in sc's
  * counters.  0, or -1 with err set when the connection failed, a read
  * was refused or each() failed.
  */
 #define SCAN_REREAD_MAX 256
 int scanner_reread(struct scanner *sc, const struct target_conf *t, redisContext *c,
-                   const char *host, int port, const char *const *keys, const size_t *lens,
-                   size_t n, scan_key_fn *each, scan_moved_fn *moved, void *arg, char *err,
-                   size_t errlen);
+                   const char *host, int port, bool asking, const char *const *keys,
+                   const size_t *lens, size_t n, scan_key_fn *each, scan_moved_fn *moved,
+                   void *arg, char *err, size_t errlen);
 
 /* Feed a replay's keys to scan_record(r, ..., cnt).  0, or -1 on ENOMEM. */
 typedef int scan_replay_fn(void *arg, struct run *r, struct scan_counters *cnt);

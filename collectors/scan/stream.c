@@ -281,7 +281,7 @@ redirected(struct stream *s, struct batch *b, struct key_meta *m, size_t i,
                                  * PTTL went out unasked) */
         b->nreread++;
     } else if (s->on_moved != NULL) {
-        s->on_moved(s->on_key_arg, i, rep->str, rep->len);
+        s->on_moved(s->on_key_arg, i, rep);
     } else {
         s->cnt.moved_total++;
     }

@@ -13,7 +13,12 @@ like any other lock:
 - the locks page says complete: true, /readyz has no line about keys of
   moving slots not read, and lockwatch_scan_asking_keys_total counts the
   reads;
-- once the migration ends the view is still Redis's."""
+- once the migration ends the view is still Redis's.
+
+In scan mode (every pass reads the importing node's keys after ASKING)
+and in follow mode (a notification's key, re-read on the source that
+still owns the slot, meets ASK and is read on the importing node after
+ASKING)."""
 
 import redis
 
@@ -27,6 +32,9 @@ class ClusterMigrating(h.TestCase):
 
     def test_half_migrated_slot_scanning(self):
         self.run_case("off")
+
+    def test_half_migrated_slot_following(self):
+        self.run_case("on")
 
     @staticmethod
     def asking(node, *cmd):
