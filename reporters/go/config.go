@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -75,6 +76,10 @@ func parseDests(spec string) ([]*net.UDPAddr, []error) {
 			errs = append(errs, fmt.Errorf("lockwatch: more than %d destinations in LOCKWATCH_SAMPLES, %q ignored", maxDests, part))
 			continue
 		}
+		if err := checkDest(part); err != nil {
+			errs = append(errs, fmt.Errorf("lockwatch: destination %q: %v (not reporting there)", part, err))
+			continue
+		}
 		a, err := net.ResolveUDPAddr("udp", part)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("lockwatch: destination %q: %v (not reporting there)", part, err))
@@ -83,6 +88,25 @@ func parseDests(spec string) ([]*net.UDPAddr, []error) {
 		out = append(out, a)
 	}
 	return out, errs
+}
+
+// checkDest says what is wrong with a destination that is not
+// host:port or [addr]:port with a port of 1 to 65535, as every reporter
+// does: net.ResolveUDPAddr alone takes "host:" and ":port" (port 0, the
+// wildcard host) and sends where no agent listens.
+func checkDest(part string) error {
+	host, port, err := net.SplitHostPort(part)
+	if err != nil {
+		return fmt.Errorf("expected host:port or [addr]:port")
+	}
+	if host == "" {
+		return fmt.Errorf("expected host:port, the host is empty")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
+		return fmt.Errorf("bad port")
+	}
+	return nil
 }
 
 // readKey reads the key file's first line, trailing newlines dropped.

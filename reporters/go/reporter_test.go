@@ -62,6 +62,14 @@ func TestConfig(t *testing.T) {
 	if d, errs := parseDests("host.invalid:9717"); len(d) != 0 || len(errs) != 1 {
 		t.Fatal("unresolvable")
 	}
+	// what every reporter refuses, with one warning each: no host, no
+	// port, port 0 or out of range, no colon
+	for _, bad := range []string{"127.0.0.1:", ":9717", "127.0.0.1:0", "127.0.0.1:65536",
+		"127.0.0.1:+9", "localhost", "[::1]"} {
+		if d, errs := parseDests(bad); len(d) != 0 || len(errs) != 1 {
+			t.Fatalf("%q: %v %v", bad, d, errs)
+		}
+	}
 	many := strings.Repeat("127.0.0.1:9,", 9)
 	if d, _ := parseDests(many); len(d) != maxDests {
 		t.Fatalf("%d destinations", len(d))
