@@ -8,8 +8,12 @@
 // lock.extend() call lock.redlock.unlock/extend, so they are reported too.
 //
 // Holder id: the lock's value (redlock makes it inside acquire; the
-// `waiting ... start` line, sent when the first attempt fails, has it, as
-// has the `waiting ... ok` of every acquire that got the lock).  Lease clock: lock.expiration.  Lost:
+// `waiting ... start` line, sent when an attempt finds the lock taken, has
+// it, as has the `waiting ... ok` of every acquire that got the lock).
+// Outcome: a LockError (attempts exhausted) is `timeout` when a server said
+// the lock was taken, `error` when none did and a server failed (redlock 4
+// turns Redis errors into a LockError too once its attempts are spent).
+// Lease clock: lock.expiration.  Lost:
 // an extend that fails is `renewal` (`expired` when the lock's expiration
 // had already passed), a release that fails is `expired`; the library's
 // LockError still reaches the caller.  A multi-resource lock reports each
@@ -63,19 +67,51 @@ function instrumentRedlock(rl) {
   // waiting lines), and then knows the holder id: the first attempt's
   // scripts are sent synchronously from inside the library's acquire, while
   // attemptCtx names the call; their replies say whether it got the lock.
+  // Taken is a reply without error that is not the count of keys set; an
+  // error reply is a server that failed (Redis down, a script error): no
+  // start (nothing waits for a holder), and, when no server ever says the
+  // lock is taken, the call's LockError is an `error`.  A call whose replies
+  // so far were errors, and none said taken, is in `unsure` by its lock
+  // value (the same in every attempt), so that its retries' replies, which
+  // come through _executeScript with attemptCtx null, are seen too: a retry
+  // that finds the lock taken sends the start then, and the call is a
+  // `timeout`.  A call gets there only after an error reply: the path of an
+  // acquire that gets the lock, and of one that finds it taken, is as it was.
   let attemptCtx = null;
+  const unsure = new Map();
   function startWaiting(ctx, holder) {
     ctx.started = true;
     ctx.holder = holder;
     for (const k of ctx.keys) reportStart(ctx.rep, k, ctx.owner, holder);
   }
+  // A reply that did not set the keys, before any said taken: an error, or
+  // the lock taken.
+  function notSet(ctx, holder, err) {
+    if (err) {
+      if (!ctx.errored) {
+        ctx.errored = true;
+        ctx.holder = holder;
+        unsure.set(holder, ctx);
+      }
+      return;
+    }
+    if (ctx.errored) unsure.delete(holder);
+    startWaiting(ctx, holder);
+  }
   function executeScript(server, name, args, callback) {
-    const ctx = attemptCtx;
-    if (ctx === null || name !== 'lockScript') return origExec.call(rl, server, name, args, callback);
+    let ctx = attemptCtx;
+    if (ctx === null) {
+      // a retry (or an unlock, an extend): watched only for an unsure call
+      if (unsure.size === 0 || name !== 'lockScript') return origExec.call(rl, server, name, args, callback);
+      ctx = unsure.get(args[args.length - 2]);
+      if (ctx === undefined) return origExec.call(rl, server, name, args, callback);
+    } else if (name !== 'lockScript') {
+      return origExec.call(rl, server, name, args, callback);
+    }
     const holder = args[args.length - 2];
     return origExec.call(rl, server, name, args, (err, result) => {
       if (!ctx.started && (err || !(result === ctx.n || result === String(ctx.n)))) {
-        try { startWaiting(ctx, holder); } catch (_) { /* never in the library's way */ }
+        try { notSet(ctx, holder, err); } catch (_) { /* never in the library's way */ }
       }
       callback(err, result);
     });
@@ -90,10 +126,11 @@ function instrumentRedlock(rl) {
     const multi = Array.isArray(resource);
     const owner = party();
     const retries = (options && options.retryCount) || rl.retryCount;
-    // ctx.started: a `waiting ... start` was sent (see executeScript)
+    // ctx.started: a `waiting ... start` was sent (a server said taken);
+    // ctx.errored: a server failed (see executeScript)
     let ctx = null;
     if (retries !== 0) {
-      ctx = { rep, keys: multi ? resource : [resource], owner, n: multi ? resource.length : 1, started: false, holder: null };
+      ctx = { rep, keys: multi ? resource : [resource], owner, n: multi ? resource.length : 1, started: false, errored: false, holder: null };
       if (!origExec) startWaiting(ctx, null);
     }
     const t0 = now();
@@ -107,8 +144,10 @@ function instrumentRedlock(rl) {
     p = watch(p, (err, lock) => {
       const t1 = now();
       const started = ctx !== null && ctx.started;
+      if (ctx !== null && ctx.errored && !started) unsure.delete(ctx.holder);
       if (err) {
-        const outcome = isLockError(err) ? 'timeout' : 'error';
+        // a LockError no server's "taken" explains: the servers failed
+        const outcome = isLockError(err) && (started || ctx === null || !ctx.errored) ? 'timeout' : 'error';
         const holder = started ? ctx.holder : null;
         for (const k of keysOf(resource)) reportAcquire(rep, k, owner, holder, started, t0, t1, outcome);
         return;

@@ -240,6 +240,42 @@ test('redlock: waiting start only when the first attempt finds the lock taken', 
   await b.unlock();
 });
 
+// Redis failing: each attempt's reply is the next of `replies` (the last
+// one repeated): 'err' an error (Redis down), 'taken' 0, 'ok' the count.
+class FailingRedlock extends ScriptedRedlock {
+  constructor(replies) { super(); this.replies = replies; }
+  _executeScript(server, name, args, cb) {
+    const r = this.replies.length > 1 ? this.replies.shift() : this.replies[0];
+    setImmediate(() => (r === 'err' ? cb(new Error('Connection is closed.')) : cb(null, r === 'ok' ? 1 : 0)));
+  }
+}
+
+test('redlock: Redis failing is an error with no waiting start; a retry that finds the lock taken starts the wait then', async () => {
+  const evs = capture();
+  // every attempt fails: the LockError is an error, and nothing waited for a holder
+  await assert.rejects(instrumentRedlock(new FailingRedlock(['err'])).acquire('lock:down', 1000), { name: 'LockError' });
+  assert.deepStrictEqual(kinds(evs), ['wait:error']);
+  assert.strictEqual(lines(evs)[0].split(' ').length, 5);
+  // a failed first attempt, then the lock taken: the start goes out with the retry, a timeout
+  evs.length = 0;
+  await assert.rejects(instrumentRedlock(new FailingRedlock(['err', 'taken'])).acquire('lock:down', 1000), { name: 'LockError' });
+  assert.deepStrictEqual(kinds(evs), ['waiting:start', 'waiting:timeout', 'wait:timeout']);
+  assert.match(evs[0][3], /^v0\./);
+  assert.strictEqual(evs[1][3], evs[0][3]);
+  // a failed first attempt, then the lock got: ok, no start
+  evs.length = 0;
+  const rl = instrumentRedlock(new FailingRedlock(['err', 'ok']));
+  const lock = await rl.acquire('lock:down', 1000);
+  assert.deepStrictEqual(kinds(evs), ['waiting:ok', 'wait:ok']);
+  assert.strictEqual(evs[0][3], lock.value);
+  await lock.unlock();
+  // the same instance, Redis back: a first attempt that finds the lock taken starts at once
+  evs.length = 0;
+  rl.replies = ['taken', 'taken', 'ok'];
+  await rl.acquire('lock:down', 1000);
+  assert.deepStrictEqual(kinds(evs), ['waiting:start', 'waiting:ok', 'wait:ok']);
+});
+
 test('redlock: retryCount 0 sends waiting ok when it acquired, no waiting line when it did not', async () => {
   const evs = capture();
   const rl = instrumentRedlock(new ScriptedRedlock());

@@ -9,6 +9,9 @@
 //   workload.js lost PORT PREFIX                  five forced lost leases
 //   workload.js down PORT TARGET N                lock calls with the reporter
 //       aimed at TARGET vs without it: results and per-call times
+//   workload.js redisdown PORT KEY                a node-redlock acquire
+//       (retryCount 2) on ioredis pointed at PORT, where no Redis listens:
+//       what it threw and the tap's events
 'use strict';
 
 const Redis = require('ioredis');
@@ -155,12 +158,29 @@ async function down(port, target, n) {
     results: results.with.slice(0, 1), stats: lw.stats() };
 }
 
+async function redisDown(port, key) {
+  const events = [];
+  lw.reporter().tap = (ev) => events.push(ev);
+  // commands fail at once while there is no connection, as a service with
+  // enableOfflineQueue off sees Redis down
+  const client = new Redis({ port, enableOfflineQueue: false });
+  client.on('error', () => {});
+  const rl = lw.instrumentRedlock(new Redlock([client], { retryCount: 2, retryDelay: 20, retryJitter: 0 }));
+  let caught = 'no error';
+  try { await rl.acquire(key, 1000); } catch (e) { caught = e.name; }
+  client.disconnect();
+  lw.flush();
+  await sleep(100);
+  return { caught, events, stats: lw.stats() };
+}
+
 async function main() {
   const [mode, ...a] = process.argv.slice(2);
   let res;
   if (mode === 'contend') res = await contend(a[0], Number(a[1]), Number(a[2]), a[3]);
   else if (mode === 'lost') res = await lost(Number(a[0]), a[1]);
   else if (mode === 'down') res = await down(Number(a[0]), a[1], Number(a[2]));
+  else if (mode === 'redisdown') res = await redisDown(Number(a[0]), a[1]);
   else throw new Error(`unknown mode ${mode}`);
   process.stdout.write(JSON.stringify(res));
 }
