@@ -26,9 +26,9 @@
 // interval sends whatever is there, the partly filled datagram included.
 // The sockets are unref'd too: the reporter never keeps the process alive.
 // A full queue (capacity lines pending, kept events included) drops the
-// line and counts it; a failed send (the callback's error, or an 'error'
-// event) drops the datagram and counts its lines; nothing is retried,
-// thrown or rejected into the application.
+// line and counts it; a failed send (the callback's error) drops the
+// datagram and counts its lines; nothing is retried, thrown or rejected
+// into the application.
 'use strict';
 
 const dgram = require('node:dgram');
@@ -128,9 +128,15 @@ class Reporter {
       try {
         const sock = dgram.createSocket(family === 6 ? 'udp6' : 'udp4');
         const target = { sock, connected: false };
-        // An 'error' event is a refusal (ICMP) of a datagram already
-        // counted sent: a listener, so that it never throws, and no count
-        // (a send that fails says so in its callback, counted there).
+        // The port's refusal (ICMP) of a datagram already counted sent:
+        // Linux reports it to a connected socket once, to whichever comes
+        // first, the event loop's read of the socket (this 'error' event:
+        // a listener, so that it never throws, and no count) or the next
+        // send, which then fails with ECONNREFUSED and does not transmit
+        // its datagram (its callback's error: counted droppedSendFailed).
+        // On loopback the refusal is back before send() returns, so with
+        // nothing at the port about every other datagram of a burst fails
+        // (docs/reporters.md "Never throw").
         sock.on('error', () => {});
         sock.unref();
         sock.connect(d.port, address, () => {
