@@ -159,8 +159,9 @@ func (s *Redsync) Unwrap() *redsync.Redsync { return s.rs }
 type attemptKey struct{}
 
 // watchedPool hands out, under a LockContext call of a watched Mutex,
-// connections that tell it when SET NX did not set the key (taken, or an
-// error); every other use gets the pool's own connection.
+// connections that tell it when SET NX found the key taken (a node that
+// fails, Redis down, is no holder to wait for: no start); every other use
+// gets the pool's own connection.
 type watchedPool struct{ p rsredis.Pool }
 
 func (w watchedPool) Get(ctx context.Context) (rsredis.Conn, error) {
@@ -181,7 +182,7 @@ type watchedConn struct {
 
 func (c watchedConn) SetNX(name, value string, expiry time.Duration) (bool, error) {
 	ok, err := c.Conn.SetNX(name, value, expiry)
-	if !ok {
+	if !ok && err == nil {
 		c.m.attemptFailed(value)
 	}
 	return ok, err

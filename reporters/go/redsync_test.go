@@ -177,6 +177,21 @@ func TestWatchedMutexStartsOnlyWhenAnAttemptFails(t *testing.T) {
 	}
 }
 
+// Redis down: the call is an error, and nothing waited for a holder (no
+// start), as in every reporter.
+func TestWatchedMutexRedisDownIsAnError(t *testing.T) {
+	r, lines := tapped()
+	pool := &memPool{vals: map[string]string{}, down: true}
+	m := r.NewRedsync(pool).NewMutex("lock:d", redsync.WithTries(2), redsync.WithRetryDelayFunc(fastDelay))
+	if err := m.Lock(); err == nil {
+		t.Fatal("acquired with Redis down")
+	}
+	l := *lines
+	if len(l) != 1 || !strings.HasPrefix(l[0], "lw1 wait lock:d ") || !strings.HasSuffix(l[0], " error") {
+		t.Fatalf("%q", l)
+	}
+}
+
 // Every node of a quorum failing sends one start; a call that gives up
 // after it ends the waiting (7-field wait); a lock wrapped with WrapMutex
 // over the same pools keeps its start before every Lock.
