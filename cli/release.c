@@ -112,6 +112,21 @@ next_line(struct pasteline *pl, const struct lockctl *lc, const struct change *c
         paste_word(pl, *extra);
 }
 
+/* next_line() as one string (JSON's hint), malloc'd; NULL when it cannot
+ * be pasted (or ENOMEM). */
+static char *
+next_text(const struct lockctl *lc, const struct change *ch, const char *cmd,
+          const char *const *extra)
+{
+    struct pasteline pl;
+    char *line;
+
+    next_line(&pl, lc, ch, cmd, ch->holder, ch->holderlen, extra);
+    line = pl.failed ? NULL : paste_text(&pl);
+    paste_release(&pl);
+    return line;
+}
+
 /* next_line(), printed to stderr. */
 static void
 next_command(const struct lockctl *lc, const struct change *ch, const char *cmd,
@@ -280,16 +295,12 @@ static char *
 has_ttl_next(const struct lockctl *lc, const struct change *ch,
              const struct release_result *res, bool cmd)
 {
-    struct pasteline pl;
     struct strbuf sb;
     char ttl[32], *line = NULL, *out;
 
     out_duration(res->pttl_ms, ttl, sizeof(ttl));
-    if (cmd) {
-        next_line(&pl, lc, ch, "release", ch->holder, ch->holderlen, NULL);
-        line = pl.failed ? NULL : paste_text(&pl);
-        paste_release(&pl);
-    }
+    if (cmd)
+        line = next_text(lc, ch, "release", NULL);
     sb_init(&sb, 1024 * 1024);
     sb_addf(&sb, "the lock has a TTL (%s left), so it is not leaked: it expires on its own "
             "unless its holder renews it (a holder that renews is alive); if its holder is "
@@ -474,13 +485,23 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
         res.idle_s = l->idle_s;
         snprintf(res.type, sizeof(res.type), "%s", l->type == RAW_HASH ? "hash" : "string");
         if ((o = release_result_json(lc->t->name, rq, &res)) != NULL) {
+            char *exp = next_text(lc, ch, "expire", (const char *const[]){ "--ttl", "30s",
+                                                                          NULL });
+            char *rel = next_text(lc, ch, "release", NULL);
+            struct strbuf sb;
+
+            sb_init(&sb, 1024 * 1024);
+            sb_addf(&sb, "%s, or give the lock a TTL%s%s, or release it without --if-leaked%s%s",
+                    l->leak_unknown ? "retry once the agent has seen the lock without a TTL "
+                    "(start it, or wait for its next scan)" : "wait until it has had no TTL "
+                    "for leak_grace and retry", exp ? ": " : "", exp ? exp : "",
+                    rel ? ": " : "", rel ? rel : "");
             json_object_set_new(o, "message", json_string(msg));
-            json_object_set_new(o, "hint", json_string(l->leak_unknown ?
-                "retry once the agent has seen the lock without a TTL (start it, or wait for "
-                "its next scan), or give the lock a TTL with lockctl expire KEY --holder H "
-                "--ttl 30s, or release it without --if-leaked" :
-                "wait until it has had no TTL for leak_grace, or give it a TTL with "
-                "lockctl expire, or release it without --if-leaked"));
+            if (!sb_failed(&sb))
+                json_object_set_new(o, "hint", json_stringn(sb.buf, sb.len));
+            sb_release(&sb);
+            free(exp);
+            free(rel);
         }
         return out_json_print(o) == 0 ? LOCKCTL_REFUSED : LOCKCTL_REDIS;
     }

@@ -87,6 +87,17 @@ class LockctlTrial(h.TestCase):
         self.assertRegex(doc["hint"], r"release lock:x:1 --holder realtok$")
         self.assertEqual(self.c.get("lock:x:1"), b"realtok")
 
+    def test_if_leaked_too_young_json_hint_has_the_commands(self):
+        # no TTL for an unknown time (no agent asked): the hint's next
+        # steps are commands to paste, not KEY and H
+        self.c.set("lock:young:1", "youngtok")
+        doc = t.run_json(self, ["--agent", "off", "release", "lock:young:1", "--holder",
+                                "youngtok", "--if-leaked", "--dry-run"], self.cfg, rc=1)
+        self.assertEqual(doc["outcome"], "not_leaked", doc)
+        self.assertRegex(doc["hint"], r"expire lock:young:1 --holder youngtok --ttl 30s, or ")
+        self.assertRegex(doc["hint"], r"release lock:young:1 --holder youngtok$")
+        self.assertNotIn(" KEY ", doc["hint"])
+
     def test_redis_down_show_and_release_give_the_hint_and_the_agents_view(self):
         self.r.kill()
         self.ag.wait_for(lambda: self.ag.get("/readyz")[0] == 503, timeout=20,
