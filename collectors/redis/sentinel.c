@@ -41,11 +41,14 @@ ask_sentinel(const struct target_conf *t, const struct hostport *s, char *host,
         t->connect_timeout_ms : SENTINEL_CONNECT_TIMEOUT_MS;
     int64_t cto = t->command_timeout_ms < SENTINEL_COMMAND_TIMEOUT_MS ?
         t->command_timeout_ms : SENTINEL_COMMAND_TIMEOUT_MS;
+    struct redisconn_scope capped = { .deadline_ms = INT64_MAX, .idle_ms = cto };
+    const struct redisconn_scope *prev;
     redisContext *c;
     redisReply *rep = NULL;
     long p = 0;
     size_t i;
     int rc = -1;
+    bool got;
 
     c = redisConnectWithTimeout(s->host, s->port, redisconn_tv(to));
     if (c == NULL || c->err) {
@@ -65,8 +68,17 @@ ask_sentinel(const struct target_conf *t, const struct hostport *s, char *host,
         why[0] = '\0';
     }
     redisconn_guard(c);
-    if (redisAppendCommandArgv(c, 3, argv, NULL) != REDIS_OK ||
-        redisconn_get_reply(c, &rep) == -1) {
+    /* the reply is waited for within the caller's scope (a scan's
+     * deadline and stop flag), but no longer than cto for a byte */
+    prev = redisconn_scope_enter(&capped);
+    if (prev != NULL)
+        capped = *prev;
+    if (capped.idle_ms <= 0 || capped.idle_ms > cto)
+        capped.idle_ms = cto;
+    got = redisAppendCommandArgv(c, 3, argv, NULL) == REDIS_OK &&
+        redisconn_get_reply(c, &rep) == 0;
+    redisconn_scope_leave(prev);
+    if (!got) {
         struct target_conf node;
 
         /* a stopped or partitioned sentinel */

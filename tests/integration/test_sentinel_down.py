@@ -130,6 +130,13 @@ class SentinelDown(h.TestCase):
         try:
             self.wait_down(agents, ports, "lock:held:1",
                            b"no answer within 1000 ms")
+            # each is given up after a second, not command_timeout (5 s):
+            # within lockctl's 4 s both have been asked and named
+            r = topo.lockctl(["-c", agents[0].config_path, "--timeout", "4s", "list"])
+            self.assertEqual(r.returncode, 3, r)
+            for p in ports:
+                self.assertIn(b"sentinel 127.0.0.1:%d: no answer within 1000 ms" % p,
+                              r.stderr.replace(b"\n  ", b" "))
         finally:
             for s in sentinels:
                 s.resume()
