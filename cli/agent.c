@@ -230,15 +230,26 @@ agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errle
         return -1;
     }
     {
-        /* the agent cannot scan the target now: its view is the last
-         * known, and it says why */
-        const json_t *st = json_array_get(json_object_get(doc, "stale"), 0);
-        const char *why = json_string_value(json_object_get(st, "reason"));
+        /* the agent cannot scan the target now (or a cluster shard of
+         * it): its view is the last known, and it says why; the target's
+         * own entry first, the only one that can say nothing is known */
+        const json_t *stale = json_object_get(doc, "stale"), *st = json_array_get(stale, 0);
+        const json_t *e;
+        const char *why;
+        size_t k;
 
+        json_array_foreach(stale, k, e)
+            if (json_object_get(e, "shard") == NULL) {
+                st = e;
+                break;
+            }
+        why = json_string_value(json_object_get(st, "reason"));
         if (st != NULL) {
             snprintf(av->stale_reason, sizeof(av->stale_reason), "%s",
                      why != NULL && why[0] ? why : "its scans fail");
             av->last_success_ms = json_integer_value(json_object_get(st, "last_success_ms"));
+            av->nothing_known = json_object_get(st, "shard") == NULL &&
+                av->last_success_ms <= 0;
         }
     }
     json_array_foreach(locks, i, o) {
@@ -542,6 +553,15 @@ agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp, siz
                "(any read or lease renewal resets it); \"unknown\": under a second, which says "
                "nothing.%s", av->key_too_long ? "" : " For real ages start the agent "
                "(lockwatchd) or use --agent URL");
+}
+
+void
+agent_print_nothing_known(const struct agent_view *av, const char *target, FILE *fp,
+                          size_t width)
+{
+    table_line(fp, width, "NOTHING KNOWN: the agent at %s cannot scan target %s either (%s), "
+               "and has had no good scan of it since it started", av->url, target,
+               av->stale_reason);
 }
 
 json_t *

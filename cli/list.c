@@ -513,11 +513,8 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
     if (!lr->lc->json) {
         size_t width = lockctl_width(lr->lc);
 
-        if (av->stale_reason[0] && av->last_success_ms <= 0) {
-            /* no good scan since it started: nothing known, not "none" */
-            table_line(stdout, width, "NOTHING KNOWN: the agent at %s cannot scan target %s "
-                       "either (%s), and has had no good scan of it since it started",
-                       av->url, lr->lc->t->name, av->stale_reason);
+        if (av->nothing_known) {
+            agent_print_nothing_known(av, lr->lc->t->name, stdout, width);
             return;
         }
         if (av->stale_reason[0])
@@ -560,6 +557,7 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
     json_object_set_new(root, "source", json_string("agent"));
     json_object_set_new(root, "redis", json_string("unreachable"));
     json_object_set_new(root, "stale", json_boolean(av->stale_reason[0] != '\0'));
+    json_object_set_new(root, "nothing_known", json_boolean(av->nothing_known));
     json_object_set_new(root, "stale_reason", av->stale_reason[0] ?
                         json_string(av->stale_reason) : json_null());
     json_object_set_new(root, "last_success_ms", av->last_success_ms > 0 ?

@@ -232,6 +232,8 @@ struct agent_view {
     char stale_reason[256];     /* the agent cannot scan the target now: why
                                  * ("" when its view is fresh) */
     int64_t last_success_ms;    /* then: Unix ms of its last good scan (0: none) */
+    bool nothing_known;         /* the target has had no good scan since the
+                                 * agent started: no view, not an empty one */
     int64_t deadline_ms;        /* lockctl's deadline (monotonic); 0: none */
 };
 
@@ -283,6 +285,9 @@ int agent_get_doc(const struct lockctl *lc, struct agent_view *av, const char *p
  * locks judged with the agent's times), or why not and what that means. */
 void agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp,
                       size_t width);
+/* av->nothing_known: the line that says so, in place of a view. */
+void agent_print_nothing_known(const struct agent_view *av, const char *target, FILE *fp,
+                               size_t width);
 /* The same as JSON: {"url", "answered", "error", "locks_known",
  * "judged", "truncated"}; NULL on ENOMEM. */
 json_t *agent_json(const struct agent_view *av, uint64_t from_agent);

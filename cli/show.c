@@ -557,6 +557,10 @@ show_last_known(const struct lockctl *lc, const struct agent_view *av, const cha
 
     if (lc->json || lc->url != NULL || !av->answered)
         return;
+    if (av->nothing_known) {
+        agent_print_nothing_known(av, lc->t->name, stdout, width);
+        return;
+    }
     if (av->stale_reason[0] != '\0')
         table_line(stdout, width, "LAST KNOWN (stale): the agent at %s cannot scan target %s "
                    "either (%s); its last good scan:", av->url, lc->t->name, av->stale_reason);
@@ -564,7 +568,8 @@ show_last_known(const struct lockctl *lc, const struct agent_view *av, const cha
         table_line(stdout, width, "FROM THE AGENT at %s (its last scan; Redis did not answer "
                    "lockctl):", av->url);
     if (a == NULL) {
-        table_line(stdout, width, "  not among the locks it keeps");
+        table_line(stdout, width, "  not among the locks it keeps%s", av->truncated ?
+                   " (its list was cut)" : "");
         return;
     }
     if (a->holder != NULL)

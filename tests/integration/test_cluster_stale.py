@@ -117,6 +117,36 @@ class ClusterStale(h.TestCase):
                     desc="LockLeaked resolved once the shard answers without it")
         self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c"), 0)
 
+    def test_shard_never_read_is_no_blind_target(self):
+        """A shard down since the agent started has no last success (its
+        stale entry's last_success is null), but the target is scanned:
+        lockctl, when it cannot read the cluster itself, shows the other
+        shards' locks from the agent, not "nothing known"."""
+        c = topo.start_cluster(self, primaries=3)
+        # a shard other than the node the target's url names (discovery
+        # starts there), and a lock on each side
+        lost = next("lock:sl:a%d" % i for i in range(100)
+                    if c.owner[topo.keyslot("lock:sl:a%d" % i)] != c.nodes[0].port)
+        victim = c.by_port[c.owner[topo.keyslot(lost)]]
+        other = next("lock:sl:b%d" % i for i in range(100)
+                     if c.owner[topo.keyslot("lock:sl:b%d" % i)] != victim.port)
+        c.load([("SET", lost, "tok"), ("SET", other, "tok", "PX", "600000")])
+        victim.kill()
+        ag = self.start_agent(targets=[("c", c.url)], scan_interval="500ms",
+                              leak_grace="1s", max_hold="1h", target_extra={"mode": "cluster"})
+
+        def shard_stale():
+            st, body = ag.get_json("/api/v1/locks?state=all")
+            return body if st == 200 and body["stale"] and body["count"] == 1 else None
+        body = ag.wait_for(shard_stale, 30, desc="the other shards read, one stale")
+        self.assertEqual([l["key"] for l in body["locks"]], [other], body)
+        self.assertIn("shard", body["stale"][0], body)
+        self.assertIsNone(body["stale"][0]["last_success_ms"], body)
+        r = topo.lockctl(["-c", ag.config_path, "list"])
+        self.assertEqual(r.returncode, 3, r)
+        self.assertNotIn(b"NOTHING KNOWN", r.stdout)
+        self.assertIn(other.encode(), r.stdout)
+
 
 if __name__ == "__main__":
     h.main()

@@ -118,6 +118,7 @@ class StaleView(h.TestCase):
         self.assertEqual(r.returncode, 3, r)
         self.assertTrue(json.loads(r.stdout)["stale"], r.stdout)
         self.assertIsNone(json.loads(r.stdout)["last_success_ms"], r.stdout)
+        self.assertTrue(json.loads(r.stdout)["nothing_known"], r.stdout)
         r = topo.lockctl(["-c", ag.config_path, "list"])
         self.assertIn(b"NOTHING KNOWN: ", r.stdout)
         self.assertNotIn(b"(none", r.stdout)
