@@ -369,6 +369,7 @@ agent_get_json(struct agent_view *av, const char *url, json_t **doc)
         goto out;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    av->replied = true;
     if (status == 414) {
         /* libmicrohttpd's own answer (no JSON) to a request line over its
          * buffer: a long key's URL, not an agent that is down or another
@@ -551,7 +552,7 @@ agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp, siz
         table_line(fp, width, "age_source: redis (--agent off)");
     table_line(fp, width, "ages marked \">=\" are from OBJECT IDLETIME: only lower bounds "
                "(any read or lease renewal resets it); \"unknown\": under a second, which says "
-               "nothing.%s", av->key_too_long ? "" : " For real ages start the agent "
+               "nothing.%s", av->replied ? "" : " For real ages start the agent "
                "(lockwatchd) or use --agent URL");
 }
 

@@ -222,6 +222,8 @@ struct agent_view {
     bool asked;                 /* a request was made */
     bool answered;              /* ... and the agent answered with JSON */
     char err[320];              /* why not, when asked && !answered */
+    bool replied;               /* an HTTP answer came (whatever its status):
+                                 * the agent runs */
     bool key_too_long;          /* it answered 414: the key made the URL
                                  * longer than it takes */
     struct agent_lock *locks;

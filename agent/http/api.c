@@ -596,8 +596,8 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
             partial = true;
     }
     if (blind != NULL) {
-        snprintf(msg, sizeof(msg), "target %s has no view to look in: %.500s; use lockctl "
-                 "show KEY to read it from Redis", blind->name, blind->snap == NULL ?
+        snprintf(msg, sizeof(msg), "target %s has no view to look in (no good scan): "
+                 "%.500s; only Redis can say now", blind->name, blind->snap == NULL ?
                  "no scan has completed yet" : blind->snap->err);
         return render_api_error(503, msg, body, len);
     }
