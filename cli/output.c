@@ -82,8 +82,10 @@ void
 out_text_hint(int rc)
 {
     /* a command's own hint it also says in text (events: start the
-     * agent); the default one only the JSON said */
-    if (rc != LOCKCTL_REDIS || last.hint[0] != '\0' || last.error[0] == '\0')
+     * agent); the default one only the JSON said, and only for what
+     * session_redis_error() reported ("target NAME: ..."), not an
+     * agent's answer or memory that exit 3 covers too */
+    if (rc != LOCKCTL_REDIS || last.hint[0] != '\0' || strncmp(last.error, "target ", 7) != 0)
         return;
     table_line(stderr, table_stderr_width(), "hint: %s", default_hints[rc]);
 }
