@@ -133,8 +133,9 @@ verdict_agent_states(const char *in, char *out, size_t len)
         e = e != NULL ? e : p + strlen(p);
         if (e == p || ((size_t)(e - p) == 4 && strncmp(p, "held", 4) == 0))
             continue;
-        n += (size_t)snprintf(out + n, n < len ? len - n : 0, "%s%.*s", n > 0 ? ", " : "",
-                              (int)(e - p), p);
+        if (n >= len)           /* cut: the rest would not fit either */
+            break;
+        n += (size_t)snprintf(out + n, len - n, "%s%.*s", n > 0 ? ", " : "", (int)(e - p), p);
     }
     if (out[0] == '\0')
         snprintf(out, len, "held");
