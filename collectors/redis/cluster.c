@@ -523,7 +523,8 @@ cluster_parse_redirect(const redisReply *rep, bool *ask, unsigned *slot,
     } else {
         return false;
     }
-    for (sp = p; sp < end && *sp >= '0' && *sp <= '9'; sp++)
+    /* bounded: a long run of digits stops (and fails) past the last slot */
+    for (sp = p; sp < end && *sp >= '0' && *sp <= '9' && v < CLUSTER_SLOTS; sp++)
         v = v * 10 + (*sp - '0');
     if (sp == p || sp >= end || *sp != ' ' || v >= CLUSTER_SLOTS)
         return false;

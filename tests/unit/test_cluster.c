@@ -299,6 +299,9 @@ redirects(void **state)
     r = rerr("ERR wrong number of arguments");
     assert_false(cluster_parse_redirect(r, &ask, &slot, host, sizeof(host), &port));
     freeReplyObject(r);
+    r = rerr("MOVED 99999999999999999999999999 h:1");    /* no overflow: refused */
+    assert_false(cluster_parse_redirect(r, &ask, &slot, host, sizeof(host), &port));
+    freeReplyObject(r);
     r = rerr("MOVED 99999 h:1");
     assert_false(cluster_parse_redirect(r, &ask, &slot, host, sizeof(host), &port));
     freeReplyObject(r);
