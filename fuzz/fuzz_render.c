@@ -340,7 +340,7 @@ check_list(const struct view *v, struct model *m, unsigned sel, unsigned limit)
 {
     struct api_query q;
     char lim[16], *body = NULL, dec[KEY_MAX];
-    size_t len = 0, i, t, k, total = 0, want = 0;
+    size_t len = 0, i, t, k, total = 0, want = 0, blind = 0;
     json_t *root, *arr, *o;
     json_error_t err;
     int status, prev = 1 << 30;
@@ -359,15 +359,20 @@ check_list(const struct view *v, struct model *m, unsigned sel, unsigned limit)
     FUZZ_CHECK(json_integer_value(json_object_get(root, "count")) == (json_int_t)json_array_size(arr));
     FUZZ_CHECK(json_array_size(arr) <= limit);
     for (t = 0; t < v->ntargets; t++) {
-        if (!m->ok[t])
+        if (!m->ok[t]) {
+            blind++;            /* a failed scan with no last good one */
             continue;
+        }
         for (k = 0; k < m->nlocks[t]; k++) {
             m->locks[t][k].seen = false;
             total += (m->locks[t][k].states & mask) != 0;
         }
     }
     FUZZ_CHECK(json_integer_value(json_object_get(root, "total")) == (json_int_t)total);
-    FUZZ_CHECK(json_is_true(json_object_get(root, "complete")));
+    /* a target nothing is known of is no empty one: the page is not
+     * complete, and each such target has its stale entry */
+    FUZZ_CHECK(json_is_true(json_object_get(root, "complete")) == (blind == 0));
+    FUZZ_CHECK(json_array_size(json_object_get(root, "stale")) == blind);
     want = total < limit ? total : limit;
     FUZZ_CHECK(json_array_size(arr) == want);
     json_array_foreach(arr, i, o) {
@@ -419,7 +424,8 @@ check_one(const struct view *v, const struct model *m, size_t t, size_t k)
     root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &err);
     FUZZ_CHECK(root != NULL);
     if (!m->ok[t]) {
-        FUZZ_CHECK(status == 404 && json_is_string(json_object_get(root, "error")));
+        /* nothing known of the target: not "no such lock" */
+        FUZZ_CHECK(status == 503 && json_is_string(json_object_get(root, "error")));
     } else {
         FUZZ_CHECK(status == 200);
         esc = json_string_value(json_object_get(root, "key_escaped"));
@@ -440,7 +446,7 @@ check_one(const struct view *v, const struct model *m, size_t t, size_t k)
                 memcmp(m->locks[t][k].key, longer, a->keylen + 1) == 0)
                 return;
         status = render_api_lock(v, longer, a->keylen + 1, v->targets[t].name, &body, &len);
-        FUZZ_CHECK(status == 404);
+        FUZZ_CHECK(status == (m->ok[t] ? 404 : 503));
         root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &err);
         FUZZ_CHECK(root != NULL && json_is_string(json_object_get(root, "error")));
         json_decref(root);
