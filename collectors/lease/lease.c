@@ -4,11 +4,10 @@
  *
  * Rows: a fixed array of LEASE_ROWS_MAX (target, class) counters, looked
  * up by a linear search (a run asks once per class it meets, not per
- * key).  Recent expiries: a ring of LEASE_RECENT_MAX entries in the order
- * they were noted, indexed by an open-addressing table (twice the ring,
- * linear probing, backward-shift deletion) on the hash of (key, holder),
- * so matching a sample line costs a probe or two however many expiries
- * are remembered.  A pair noted again replaces its entry in place.
+ * key).  Recent expiries: a pair ring (pairring.h) of LEASE_RECENT_MAX
+ * (key, holder) pairs in the order they were noted, so matching a sample
+ * line costs a probe or two however many expiries are remembered.  A pair
+ * noted again replaces its entry in place.
  * Everything is static: about 0.6 MiB for the rows, 160 KiB for the ring
  * and its index.
  */
@@ -21,6 +20,7 @@
 #include <string.h>
 
 #include "collectors/events/events.h"
+#include "collectors/lease/pairring.h"
 #include "common/clock.h"
 #include "common/keyhash.h"
 
@@ -31,7 +31,6 @@ struct row {
 };
 
 struct recent {
-    uint64_t pair;              /* lease_pair_hash(key_hash, holder_hash); 0: free */
     uint64_t key_hash;
     uint32_t holder_hash;
     int row;
@@ -39,16 +38,12 @@ struct recent {
     int64_t noted_ms;
 };
 
-#define INDEX_SLOTS (2 * LEASE_RECENT_MAX)     /* a power of two */
-
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct row rows[LEASE_ROWS_MAX];
 static size_t nrows;
 static uint64_t rows_overflow;
-static struct recent ring[LEASE_RECENT_MAX];
-static size_t ring_head;                        /* next slot to write */
-static uint16_t index_slot[INDEX_SLOTS];        /* ring index + 1; 0 empty */
-static size_t nrecent;
+static struct recent ring[LEASE_RECENT_MAX];  /* by recent_pairs' position */
+PAIRRING_DECLARE(recent_pairs, LEASE_RECENT_MAX);
 static uint64_t overruns;
 
 static void
@@ -112,69 +107,14 @@ lease_pair_hash(uint64_t key_hash, uint32_t holder_hash)
     return h ? h : 1;
 }
 
-/* The index slot of pair, or of the empty slot where it would go. */
-static size_t
-index_find(uint64_t pair)
-{
-    size_t i = (size_t)pair & (INDEX_SLOTS - 1);
-
-    while (index_slot[i] != 0 && ring[index_slot[i] - 1].pair != pair)
-        i = (i + 1) & (INDEX_SLOTS - 1);
-    return i;
-}
-
-/* Take the entry at index slot i out of the index (backward shift). */
-static void
-index_delete(size_t i)
-{
-    size_t j = i, home;
-
-    for (;;) {
-        j = (j + 1) & (INDEX_SLOTS - 1);
-        if (index_slot[j] == 0)
-            break;
-        home = (size_t)ring[index_slot[j] - 1].pair & (INDEX_SLOTS - 1);
-        /* may the entry at j move back to i?  Only when its home is not
-         * in the cyclic interval (i, j] */
-        if ((i <= j) ? (home <= i || home > j) : (home <= i && home > j)) {
-            index_slot[i] = index_slot[j];
-            i = j;
-        }
-    }
-    index_slot[i] = 0;
-}
-
-/* Forget ring entry k (live), from the index too. */
-static void
-recent_drop(size_t k)
-{
-    size_t i = index_find(ring[k].pair);
-
-    if (index_slot[i] != 0)
-        index_delete(i);
-    ring[k].pair = 0;
-    nrecent--;
-}
-
 static void
 recent_note(const struct lease_end *e, int64_t now_ms)
 {
-    uint64_t pair = lease_pair_hash(e->key_hash, e->holder_hash);
-    size_t i = index_find(pair), k;
+    int fresh;
+    size_t k = pairring_add(&recent_pairs, lease_pair_hash(e->key_hash, e->holder_hash),
+                            &fresh);
 
-    if (index_slot[i] != 0) {
-        k = index_slot[i] - 1u;         /* noted before: now its newest expiry */
-    } else {
-        k = ring_head;
-        ring_head = (ring_head + 1) % LEASE_RECENT_MAX;
-        if (ring[k].pair != 0) {
-            recent_drop(k);             /* the oldest goes */
-            i = index_find(pair);
-        }
-        index_slot[i] = (uint16_t)(k + 1);
-        nrecent++;
-    }
-    ring[k].pair = pair;
+    /* noted before: now its newest expiry */
     ring[k].key_hash = e->key_hash;
     ring[k].holder_hash = e->holder_hash;
     ring[k].row = e->row;
@@ -253,23 +193,19 @@ push_overrun(const struct lease_line *l, const struct row *r, double overrun_s)
 bool
 lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char *klass)
 {
-    uint64_t pair;
     const struct row *r = NULL;
     struct recent *e;
-    size_t i;
+    long k;
     bool found = false;
 
     if (l->holder == NULL || l->holderlen == 0)
         return false;
     pthread_mutex_lock(&mu);
-    if (nrecent == 0)
+    k = pairring_find(&recent_pairs, lease_pair_hash(keyhash(l->key, l->keylen),
+                                                     (uint32_t)keyhash(l->holder, l->holderlen)));
+    if (k < 0)
         goto out;
-    pair = lease_pair_hash(keyhash(l->key, l->keylen),
-                           (uint32_t)keyhash(l->holder, l->holderlen));
-    i = index_find(pair);
-    if (index_slot[i] == 0)
-        goto out;
-    e = &ring[index_slot[i] - 1];
+    e = &ring[k];
     if (l->at_ms - e->noted_ms > LEASE_RECENT_MS)
         goto out;               /* too long ago to be this holding's */
     *overrun_s = e->expires_ms < l->at_ms ? (double)(l->at_ms - e->expires_ms) / 1000.0 : 0.0;
@@ -280,7 +216,7 @@ lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char 
     if (klass != NULL)
         copy_str(klass, LEASE_CLASS_MAX, r != NULL ? r->klass : "");
     push_overrun(l, r, *overrun_s);
-    recent_drop((size_t)(e - ring));
+    pairring_drop(&recent_pairs, (size_t)k);
     overruns++;
     found = true;
 out:
@@ -348,7 +284,7 @@ lease_view_take(struct lease_view *v)
     }
     v->nrows = nrows;
     v->rows_overflow = rows_overflow;
-    v->recent = nrecent;
+    v->recent = recent_pairs.n;
     v->overruns = overruns;
     pthread_mutex_unlock(&mu);
     return 0;
@@ -369,9 +305,7 @@ lease_reset(void)
     nrows = 0;
     rows_overflow = 0;
     memset(ring, 0, sizeof(ring));
-    memset(index_slot, 0, sizeof(index_slot));
-    ring_head = 0;
-    nrecent = 0;
+    pairring_clear(&recent_pairs);
     overruns = 0;
     pthread_mutex_unlock(&mu);
 }

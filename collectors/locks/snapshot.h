@@ -235,6 +235,8 @@ struct snap_lost {
     char was[280], now[280];          /* the node before and after */
     uint64_t count;                   /* locks lost */
     uint64_t compared;                /* locks of the view before compared */
+    uint64_t released;                /* of them gone, but released as their
+                                       * holders reported (not lost) */
     bool partial;                     /* the view before kept fewer locks
                                        * in detail than it counted */
     uint32_t nlisted;                 /* listed[] used, oldest hold first */

@@ -23,8 +23,11 @@
  *
  * Only locks the view before kept in detail are compared (the worst
  * SNAP_RETAIN_MAX); a larger view says so (snap_lost.partial).  In scan
- * mode a lock released normally between the last scan before the change
- * and the change looks lost too: nothing shows the release.
+ * mode nothing in Redis shows a lock released normally between the last
+ * scan before the change and the change: it is not counted lost when its
+ * holder reported the release (a `hold` line since the view before was
+ * started, and no `lost` line: collectors/lease/released.h; counted in
+ * snap_lost.released); without a report it looks lost.
  *
  * Every lost lock is counted (lockwatch_locks_lost_total{cause}); the
  * loss is kept in the scanner (its list bounded, oldest hold first) and
@@ -41,6 +44,7 @@
 #include <string.h>
 
 #include "collectors/events/events.h"
+#include "collectors/lease/released.h"
 #include "collectors/locks/lostview.h"
 #include "common/keyhash.h"
 #include "common/keytext.h"
@@ -126,21 +130,48 @@ cluster_changed(const struct snapshot *const views[VIEWS], const struct snapshot
     return ch->any;
 }
 
-/* Is lock l of the view before lost in the pass just made? */
+/* Did every holder of l report its release at or after since_ms
+ * (collectors/lease/released.h)? */
 static bool
-lock_lost(const struct scanner *sc, const struct snap_lock *l, int64_t after_ms, bool *taken)
+holders_released(const struct snap_lock *l, int64_t since_ms)
+{
+    uint64_t kh;
+    size_t i;
+
+    if (l->nholders == 0)
+        return false;
+    kh = keyhash(l->key, l->key_len);
+    for (i = 0; i < l->nholders; i++)
+        if (l->holders[i].truncated ||
+            !released_since(kh, (uint32_t)keyhash(l->holders[i].id, l->holders[i].id_len),
+                            since_ms))
+            return false;
+    return true;
+}
+
+/* Is lock l of the view before (started at before_ms) lost in the pass
+ * just made?  *released: it is gone, or another's, but its holder
+ * reported the release. */
+static bool
+lock_lost(const struct scanner *sc, const struct snap_lock *l, int64_t before_ms,
+          int64_t after_ms, bool *taken, bool *released)
 {
     uint32_t hh;
 
     *taken = false;
+    *released = false;
     if (l->expires_ms > 0 && l->expires_ms <= after_ms)
         return false;           /* its TTL ran out: it expired */
-    if (!tracker_holder(sc->tracker, keyhash(l->key, l->key_len), sc->pass, &hh))
-        return true;            /* gone */
-    if (hh == 0 || lost_same_holder(l, hh))
+    if (tracker_holder(sc->tracker, keyhash(l->key, l->key_len), sc->pass, &hh)) {
+        if (hh == 0 || lost_same_holder(l, hh))
+            return false;
+        *taken = true;
+    }
+    if (holders_released(l, before_ms)) {
+        *released = true;
         return false;
-    *taken = true;
-    return true;
+    }
+    return true;                /* gone, or another's */
 }
 
 /* "a failover to B (was A)", "a restart of A", "a flush of A": as the
@@ -224,7 +255,7 @@ compare_view(const struct scanner *sc, const struct snapshot *b, size_t v,
              struct named named[LOST_LIST_MAX])
 {
     size_t i, n;
-    bool taken;
+    bool taken, released;
     int at;
 
     for (i = 0; i < b->nlocks; i++) {
@@ -235,8 +266,10 @@ compare_view(const struct scanner *sc, const struct snapshot *b, size_t v,
         lo->compared++;
         if (!snapshot_complete(b))
             lo->partial = true;
-        if (!lock_lost(sc, l, after_ms, &taken))
+        if (!lock_lost(sc, l, b->started_ms, after_ms, &taken, &released)) {
+            lo->released += released;
             continue;
+        }
         n = lo->nlisted;
         if ((at = lost_note(lo, l, taken)) < 0)
             continue;
@@ -274,7 +307,8 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
             compare_view(sc, views[v], v, &ch, s->finished_ms, &lo, named);
     change_text(ch.cause, ch.was, ch.now, change, sizeof(change));
     log_info("target %s: the server changed (%s); %" PRIu64 " of %" PRIu64
-             " locks compared were lost", sc->name, change, lo.count, lo.compared);
+             " locks compared were lost (%" PRIu64 " gone were released, as their holders "
+             "reported)", sc->name, change, lo.count, lo.compared, lo.released);
     if (lo.count == 0)
         goto out;
     sc->counters.lost_total[ch.cause] += lo.count;

@@ -26,6 +26,8 @@
 #include <string.h>
 
 #include "collectors/lease/lease.h"
+#include "collectors/lease/released.h"
+#include "common/keyhash.h"
 #include "common/clock.h"
 #include "common/keytext.h"
 #include "common/lw1.h"
@@ -421,6 +423,9 @@ record_lease(struct waitstats *ws, const struct sample *s, struct ws_source *src
 
     if (s->kind == SAMPLE_WAIT || s->ownerlen == 0)
         return;
+    if (s->holderlen > 0 && s->kind != SAMPLE_WAITING)
+        released_note(keyhash(s->key, s->keylen), (uint32_t)keyhash(s->holder, s->holderlen),
+                      s->kind == SAMPLE_LOST, at_ms);
     matched = lease_overrun(&l, &over, target, klass);
     if (!matched && s->kind == SAMPLE_LOST && s->overrun_known)
         over = (double)s->overrun_us / 1e6;
