@@ -16,6 +16,7 @@ cluster allows:
 """
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -123,6 +124,32 @@ class Kubernetes(h.TestCase):
                               r.stdout)
                 seen.add((shard, env_of(c)["LOCKWATCH_REPLICA"]))
         self.assertEqual(seen, {("0/2", "a"), ("1/2", "a"), ("0/2", "b"), ("1/2", "b")})
+        # the placeholder lines as docs/deploying.md quotes them, without the
+        # comment after them, are replaced too; one the script cannot
+        # replace stops the pod with a reason, never runs it half set
+        with open(os.path.join(K8S, "lockwatch.ini")) as f:
+            ini = f.read()
+        bare = re.sub(r"(?m)^(replica|shard) = (POD_\w+) .*$", r"\1 = \2", ini)
+        self.assertNotEqual(bare, ini)
+        odd = ini.replace("shard = POD_SHARD", "shard=POD_SHARD_OF_MINE")
+        c = self.sets[0]["spec"]["template"]["spec"]["containers"][0]
+        for text, ok in ((bare, True), (odd, False)):
+            cd = h._mkdtemp("lw-k8s-ini-")
+            with open(os.path.join(cd, "lockwatch.ini"), "w") as f:
+                f.write(text)
+            script = c["args"][0].replace("/tmp/", cd + "/out-") \
+                                 .replace("/etc/lockwatch/", cd + "/")
+            env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"],
+                       HOSTNAME="lockwatch-a-1", **env_of(c))
+            r = subprocess.run(["/bin/sh", "-c", script], env=env, capture_output=True,
+                               text=True, timeout=30)
+            if ok:
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("\nshard               = 1/2\n", r.stdout)
+                self.assertIn("\nreplica             = a\n", r.stdout)
+            else:
+                self.assertEqual(r.returncode, 2, r.stdout)
+                self.assertIn("placeholder was not replaced", r.stderr)
 
     def test_podmonitor_scrapes_the_pods(self):
         pm = next(d for d in self.docs.values() if d["kind"] == "PodMonitor")
