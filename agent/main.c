@@ -38,19 +38,22 @@
 #include "alerts/alerts.h"
 #include "collectors/redis/tls.h"
 #include "conf/config.h"
+#include "conf/secretfile.h"
 #include "conf/shard.h"
 
 static void
 usage(FILE *fp)
 {
     fprintf(fp,
-            "usage: lockwatchd [-c FILE] [-d] [-n] [-v] [--once]\n"
+            "usage: lockwatchd [-c FILE] [-d] [-n [--service-user USER]] [-v] [--once]\n"
             "  -c FILE   config file (default %s;\n"
             "            when it does not exist, built-in defaults: target\n"
             "            redis://127.0.0.1:6379/0, pattern lock:*)\n"
             "  -d        stay in the foreground and log to stderr\n"
             "  -n        check the config, print the effective config (secrets\n"
             "            redacted) and exit 0, or 2 when it is invalid\n"
+            "  --service-user USER  with -n run as root: also warn about secret\n"
+            "            files USER cannot read (default lockwatch, the unit's User=)\n"
             "  -v        more logging (repeat for more)\n"
             "  --once    scan every target once, print the metrics exposition on\n"
             "            stdout and exit: 0 all targets scanned, 1 a target failed\n"
@@ -175,11 +178,13 @@ main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         { "once", no_argument, NULL, 'o' },
+        { "service-user", required_argument, NULL, 'u' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     struct options opt = { .path = CONFIG_DEFAULT_PATH };
+    const char *service_user = "lockwatch";
     char *abspath = NULL;
     int ch, rc;
 
@@ -202,6 +207,9 @@ main(int argc, char **argv)
         case 'n':
             opt.check = true;
             break;
+        case 'u':
+            service_user = optarg;
+            break;
         case 'v':
             opt.verbose++;
             break;
@@ -221,6 +229,9 @@ main(int argc, char **argv)
             return 2;
         }
     }
+    /* root checking the config for the service, which runs as its User= */
+    if (opt.check)
+        secretfile_service_user(service_user);
     if (optind != argc) {
         fprintf(stderr, "lockwatchd: unexpected argument \"%s\"\n", argv[optind]);
         usage(stderr);

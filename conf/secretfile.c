@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,68 @@ trusted_group(gid_t gid)
     return strcmp(gr.gr_name, "lockwatch") == 0;
 }
 
+/* The user the service will run as, when this run only checks the config
+ * as root (secretfile_service_user()); NULL: this run is the service. */
+static const char *service_user;
+
+void
+secretfile_service_user(const char *name)
+{
+    service_user = name;
+}
+
+/* May a user of uid and groups (n) do what bits (S_IRUSR, S_IXUSR) say
+ * with st's file?  Its owner's bits for its owner, else its group's for a
+ * member, else everyone's. */
+static bool
+user_may(const struct stat *st, uid_t uid, const gid_t *groups, int n, mode_t bits)
+{
+    int i;
+
+    if (st->st_uid == uid)
+        return (st->st_mode & bits) != 0;
+    for (i = 0; i < n; i++)
+        if (groups[i] == st->st_gid)
+            return (st->st_mode & (bits >> 3)) != 0;
+    return (st->st_mode & (bits >> 6)) != 0;
+}
+
+/* Run as root (lockwatchd -n before a start, as docs/deploying.md has it),
+ * every file reads; the packaged service runs as user "lockwatch" (the
+ * systemd unit's User=).  May that user read the file at path (st), and
+ * reach it through its folders?  true when no service user is set, there
+ * is no such user, or this is not root: nothing to say. */
+static bool
+service_user_reads(const char *path, const struct stat *st)
+{
+    struct passwd pw, *res = NULL;
+    struct stat dst;
+    gid_t groups[64];
+    int ngroups = 64;
+    char buf[1024], dir[4096];
+    char *slash;
+
+    if (service_user == NULL || geteuid() != 0 ||
+        getpwnam_r(service_user, &pw, buf, sizeof(buf), &res) != 0 ||
+        res == NULL || pw.pw_uid == 0)
+        return true;
+    if (getgrouplist(service_user, pw.pw_gid, groups, &ngroups) == -1)
+        return true;            /* in too many groups to tell: say nothing */
+    if (!user_may(st, pw.pw_uid, groups, ngroups, S_IRUSR))
+        return false;
+    if (path[0] != '/' || strlen(path) >= sizeof(dir))
+        return true;
+    memcpy(dir, path, strlen(path) + 1);
+    while ((slash = strrchr(dir, '/')) != NULL) {
+        slash[slash == dir ? 1 : 0] = '\0';
+        if (stat(dir, &dst) == 0 && !user_may(&dst, pw.pw_uid, groups, ngroups, S_IXUSR))
+            return false;
+        if (slash == dir)
+            break;
+    }
+    return true;
+}
+
 int
 secretfile_exposure(const char *path, char *why, size_t len)
 {
@@ -177,8 +240,16 @@ secretfile_exposure(const char *path, char *why, size_t len)
     }
     if ((st.st_mode & S_IRGRP) && !trusted_group(st.st_gid)) {
         snprintf(why, len, "\"%s\" is readable by group %u (mode %04o), not only by "
-                 "lockwatchd: chgrp lockwatch it, or chmod 0600", path, (unsigned)st.st_gid,
-                 (unsigned)(st.st_mode & 07777));
+                 "lockwatchd: chgrp lockwatch it (mode 0640), or chmod 0600 it if lockwatchd's "
+                 "user owns it", path, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777));
+        return 1;
+    }
+    if (!service_user_reads(path, &st)) {
+        snprintf(why, len, "\"%s\" (owner %u, group %u, mode %04o) is read here as root, but "
+                 "the service runs as user %s, which cannot read it (or a folder on its way) "
+                 "and would exit 2 at start: chown root:%s and chmod 0640 it, in a folder %s "
+                 "may enter", path, (unsigned)st.st_uid, (unsigned)st.st_gid,
+                 (unsigned)(st.st_mode & 07777), service_user, service_user, service_user);
         return 1;
     }
     return 0;

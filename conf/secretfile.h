@@ -37,9 +37,16 @@ void optfile_describe_pem(const struct config_option *o, char *buf, size_t len);
  * group-readable by a group other than the agent's own or "lockwatch":
  * root:lockwatch 0640 is the recommended mode), 0 when only the owner and
  * the agent's group may, -1 when it cannot be looked at now (nothing to
- * say: the load already read it).
+ * say: the load already read it).  After secretfile_service_user(NAME),
+ * run as root: 1 too when user NAME could not read it.
  */
 int secretfile_exposure(const char *path, char *why, size_t len);
+
+/* This run checks the config for a service that will run as user name
+ * (lockwatchd -n: "lockwatch", the systemd unit's User=), not as this
+ * process: secretfile_exposure() also says when that user cannot read a
+ * file.  NULL (the default): it does not. */
+void secretfile_service_user(const char *name);
 
 /* Wipe and free a secret; NULL is fine. */
 void secret_free(char *s);

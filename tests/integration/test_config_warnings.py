@@ -46,8 +46,10 @@ class ConfigWarnings(h.TestCase):
                     "[unlock]\nhttp = on\ntoken_file = %s\n" % (listen, extra, token_path))
         return path
 
-    def check(self, cfg):
-        r = h.run_lockwatchd(["-n", "-c", cfg])
+    def check(self, cfg, user="root"):
+        # the service user root reads everything: only the tests of it below
+        # name another (a host with the package has a "lockwatch" user)
+        r = h.run_lockwatchd(["-n", "--service-user", user, "-c", cfg])
         self.assertEqual(r.returncode, 0, r.stderr)
         return [l for l in r.stderr.decode().splitlines() if "warning:" in l]
 
@@ -84,6 +86,32 @@ class ConfigWarnings(h.TestCase):
         self.assertIn("%s:9: [samples] key_file: \"%s\" is readable by group %d"
                       % (cfg, key, other), warns)
         self.assertNotIn("token_file", warns)
+
+    def test_files_the_service_user_cannot_read(self):
+        """-n run as root reads every file; the service runs as its User=
+        (--service-user, default lockwatch): a secret only root may read,
+        or one in a folder that user may not enter, is said, as the exit 2
+        it would meet at start; one it may read is not."""
+        if os.geteuid() != 0:
+            self.skipTest("-n must run as root to read what its service user cannot")
+        import pwd
+        nobody = pwd.getpwnam("nobody")
+        os.chmod(self.dir, 0o755)
+        tok = self.secret("unlock.token", GOOD_TOKEN, 0o600)
+        cfg = self.config("127.0.0.1:19717", tok)
+        warns = "\n".join(self.check(cfg, "nobody"))
+        self.assertIn("%s:9: [unlock] token_file: \"%s\" (owner 0, group 0, mode 0600) is read "
+                      "here as root, but the service runs as user nobody, which cannot read it"
+                      % (cfg, tok), warns)
+        self.assertEqual(self.check(cfg), [])       # root: nothing to say
+        os.chown(tok, nobody.pw_uid, -1)
+        self.assertEqual(self.check(cfg, "nobody"), [])
+        os.chmod(self.dir, 0o700)                   # its folder shut to nobody
+        self.assertIn("which cannot read it (or a folder on its way)",
+                      "\n".join(self.check(cfg, "nobody")))
+        # the daemon itself (no -n) runs as whoever it is: nothing said
+        r = h.run_lockwatchd(["--once", "--service-user", "nobody", "-c", cfg])
+        self.assertNotIn(b"cannot read it", r.stderr)
 
     def test_blanks_in_patterns_are_said(self):
         tok = self.secret("unlock.token", GOOD_TOKEN, 0o600)
