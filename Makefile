@@ -228,9 +228,16 @@ $(LIBLW_SO): $(CLIENT_OBJ)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,liblockwatch.so.0 -o $@ $^ $(shell $(PKG_CONFIG) --libs $(HIREDIS_PKGS))
 	ln -sf liblockwatch.so.0 $(BUILD)/lib/liblockwatch.so
 
-$(BUILD)/lib/lockwatch.pc: client/lockwatch.pc.in $(HIREDIS_STAMP)
+# Written again whenever its text would change (PREFIX given to `make
+# install` after a `make` without it): checked on every run, replaced only
+# when it differs, so nothing that depends on it rebuilds for nothing.
+$(BUILD)/lib/lockwatch.pc: client/lockwatch.pc.in $(HIREDIS_STAMP) pc-always
 	@mkdir -p $(@D)
-	sed 's|@PREFIX@|$(PREFIX)|g; s|@VERSION@|$(VERSION)|g; s|@REQUIRES@|$(HIREDIS_PKGS)|g' $< > $@.tmp && mv $@.tmp $@
+	@sed 's|@PREFIX@|$(PREFIX)|g; s|@VERSION@|$(VERSION)|g; s|@REQUIRES@|$(HIREDIS_PKGS)|g' $< > $@.tmp && \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@ && echo "wrote $@ (prefix $(PREFIX))"; fi
+
+.PHONY: pc-always
+pc-always:
 
 # Examples and integration drivers see the client only as users do:
 # #include <lockwatch.h>.

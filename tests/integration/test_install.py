@@ -41,7 +41,7 @@ class Install(unittest.TestCase):
                           "usr/lib/liblockwatch.so.0", "usr/lib/pkgconfig/lockwatch.pc"):
                     self.assertTrue(os.path.exists(os.path.join(dest, p)), p)
                 pc = open(os.path.join(dest, "usr/lib/pkgconfig/lockwatch.pc")).read()
-                self.assertIn("prefix=/usr", pc)
+                self.assertIn("\nprefix=/usr\n", "\n" + pc)
             # a second install keeps an edited config
             with open(ini, "a") as f:
                 f.write("; edited by the operator\n")
@@ -50,6 +50,26 @@ class Install(unittest.TestCase):
                                capture_output=True, text=True, timeout=300)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertIn("edited by the operator", open(ini).read())
+
+    def test_pc_follows_prefix(self):
+        """lockwatch.pc names the PREFIX of the install that writes it, even
+        when the build before ran without one (it was /usr/local)."""
+        if not os.path.exists(os.path.join(REPO, "client", "lockwatch.h")):
+            self.skipTest("no client library in this tree")
+        pc = os.path.join(BUILD, "lib", "lockwatch.pc")
+        try:
+            for prefix in ("/opt/lw", "/usr"):
+                with tempfile.TemporaryDirectory(prefix="lw-install-") as dest:
+                    r = subprocess.run(["make", "-s", "-C", REPO, "install", "DESTDIR=" + dest,
+                                        "PREFIX=" + prefix, "BUILD=" + BUILD],
+                                       capture_output=True, text=True, timeout=300)
+                    self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                    with open(os.path.join(dest, prefix.lstrip("/"),
+                                           "lib/pkgconfig/lockwatch.pc")) as f:
+                        self.assertIn("\nprefix=%s\n" % prefix, "\n" + f.read())
+        finally:    # the build tree's as `make` leaves it
+            subprocess.run(["make", "-s", "-C", REPO, "BUILD=" + BUILD, pc],
+                           capture_output=True, timeout=300)
 
 
 if __name__ == "__main__":
