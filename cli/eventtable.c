@@ -285,20 +285,50 @@ events_table_print(const struct table *t, FILE *fp, size_t width, bool titles)
     return 0;
 }
 
+/* An event of a page, and where it came: the order of the table. */
+struct row_order {
+    const json_t *e;
+    int64_t at_ms;
+    size_t i;
+};
+
+/* By time, then as the agent recorded them: lockctl's forced releases
+ * carry the time of the release, which the agent may learn after newer
+ * events (from the audit stream). */
+static int
+by_time(const void *a, const void *b)
+{
+    const struct row_order *x = a, *y = b;
+
+    if (x->at_ms != y->at_ms)
+        return x->at_ms < y->at_ms ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
 long
 events_table_add(struct table *t, const json_t *doc, int64_t since_ms)
 {
-    const json_t *e;
-    size_t i;
-    long n = 0;
+    const json_t *events = json_object_get(doc, "events"), *e;
+    struct row_order *rows;
+    size_t i, n = 0;
+    long rc = 0;
 
-    json_array_foreach(json_object_get(doc, "events"), i, e) {
-        if (!json_is_object(e) ||
-            json_integer_value(json_object_get(e, "time_ms")) < since_ms)
+    if ((rows = calloc(json_array_size(events) + 1, sizeof(*rows))) == NULL)
+        return -1;
+    json_array_foreach(events, i, e) {
+        int64_t at = json_integer_value(json_object_get(e, "time_ms"));
+
+        if (!json_is_object(e) || at < since_ms)
             continue;
-        if (add_row(t, e) == -1)
-            return -1;
+        rows[n].e = e;
+        rows[n].at_ms = at;
+        rows[n].i = i;
         n++;
     }
-    return n;
+    qsort(rows, n, sizeof(*rows), by_time);
+    for (i = 0; i < n && rc == 0; i++)
+        if (add_row(t, rows[i].e) == -1)
+            rc = -1;
+    free(rows);
+    return rc == 0 ? (long)n : -1;
 }

@@ -241,6 +241,31 @@ assert_lines_fit(char *s, size_t width)
     return lines;
 }
 
+/* lockctl events: newest last by time, as the footer says, though the
+ * agent learnt a forced release (stamped with its own time) after a newer
+ * event; equal times stay in the agent's order. */
+static void
+table_rows_by_time(void **state)
+{
+    struct table t;
+    json_t *p;
+
+    (void)state;
+    p = json_pack("{s:[{s:i,s:i,s:s,s:s},{s:i,s:i,s:s,s:s},{s:i,s:i,s:s,s:s}]}", "events",
+                  "seq", 1, "time_ms", 2000, "kind", "lease_lost", "detail", "second",
+                  "seq", 2, "time_ms", 1000, "kind", "force_release", "detail", "first",
+                  "seq", 3, "time_ms", 2000, "kind", "lease_lost", "detail", "third");
+    assert_non_null(p);
+    table_init(&t, events_table_cols, events_table_ncols);
+    assert_int_equal(events_table_add(&t, p, 0), 3);
+    assert_int_equal(t.nrows, 3);
+    assert_string_equal(t.cells[0 * t.ncols + 5], "first");
+    assert_string_equal(t.cells[1 * t.ncols + 5], "second");
+    assert_string_equal(t.cells[2 * t.ncols + 5], "third");
+    table_release(&t);
+    json_decref(p);
+}
+
 static void
 table_fits_80_columns_one_line_each(void **state)
 {
@@ -380,6 +405,7 @@ main(void)
         cmocka_unit_test_setup(absent_fields_are_null, reset),
         cmocka_unit_test_setup(binary_holder_survives, reset),
         cmocka_unit_test_setup(page_after_limit_kind_gap, reset),
+        cmocka_unit_test_setup(table_rows_by_time, reset),
         cmocka_unit_test_setup(table_fits_80_columns_one_line_each, reset),
         cmocka_unit_test_setup(details_wrap_at_spaces_keys_stay_apart, reset),
         cmocka_unit_test_setup(paragraph_breaks_only_words_wider_than_a_line, reset),
