@@ -34,7 +34,8 @@
 #include "collectors/waits/leaseadvice.h"
 #include "common/keytext.h"
 
-/* Arbitrary bytes, sanitised to UTF-8: at most max (<= RULES_HOLDER_TEXT_MAX)
+/* Arbitrary bytes, sanitised as labels are (valid UTF-8, control bytes but
+ * newline as U+FFFD, docs/alerts.md): at most max (<= RULES_HOLDER_TEXT_MAX)
  * input bytes, and an ellipsis when cut (rules_impl.h). */
 void
 text_bytes(struct strbuf *t, const char *p, size_t n, size_t max)
@@ -46,7 +47,7 @@ text_bytes(struct strbuf *t, const char *p, size_t n, size_t max)
         max = RULES_HOLDER_TEXT_MAX;
     if (take > max)
         take = keytext_utf8_prefix(p, n, max);
-    len = keytext_sanitize(stack, sizeof(stack), p, take);
+    len = keytext_sanitize_label(stack, sizeof(stack), p, take);
     text_add(t, stack, len);
     if (take < n)
         text_adds(t, "\xe2\x80\xa6");

@@ -184,13 +184,38 @@ hostile_keys_make_valid_labels(void **state)
     memset(longkey, 'k', sizeof(longkey));
     memcpy(longkey, "lock:", 5);
     add(s, longkey, sizeof(longkey), 1, LOCK_LEAKED, 50000, 1);
+    /* a terminal's control sequence in a key and its holder id: in no
+     * label, no annotation */
+    {
+        struct snap_holder h = { "t\x1b[2J\rk", 8, 0, 1 };
+        struct snap_lock l;
+
+        memset(&l, 0, sizeof(l));
+        l.key = "lock:\x1b[2J\rz";
+        l.key_len = 12;
+        l.class_idx = 1;
+        l.states = LOCK_HELD | LOCK_LEAKED;
+        l.pttl_ms = -1;
+        l.first_seen_ms = NOW - 40000;
+        l.holders = &h;
+        l.nholders = 1;
+        l.holders_total = 1;
+        l.max_count = 1;
+        l.thread = -1;
+        assert_int_equal(snapshot_add(s, &l, NOW), 0);
+    }
     snapshot_finish(s);
     n = eval(set, s, true, NULL, 0, &ev);
-    assert_int_equal(n, 2);
+    assert_int_equal(n, 3);
     for (i = 0; i < n; i++) {
         const struct alert *a = ev[i].alert;
 
         assert_string_equal(a->class_, "lock:\xef\xbf\xbd*");
+        assert_null(strpbrk(a->key, "\x1b\r"));
+        assert_null(strpbrk(a->summary, "\x1b\r"));
+        assert_null(strpbrk(a->description, "\x1b\r"));
+        if (strncmp(a->key, "lock:\xef\xbf\xbd[2J", 10) == 0)
+            continue;
         if (strncmp(a->key, "lock:kkk", 8) == 0) {
             seen_long++;
             assert_true(strlen(a->key) <= RULES_KEY_LABEL_MAX + 4);
