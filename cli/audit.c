@@ -5,7 +5,8 @@
  * Every release and expire, refused or done, leaves an entry (XADD
  * MAXLEN ~ 10000 to [unlock] audit_stream) with time, operator, reason,
  * key, holder, old value and outcome; dry runs leave none.  This reads the
- * newest --limit of them with XREVRANGE, newest first.  Fields are bytes
+ * newest --limit of them with XREVRANGE, newest first, as the target's
+ * release_user when it has one (the user that writes the stream).  Fields are bytes
  * a client or an operator chose, so they are shown like keys: sanitised
  * and cut in tables, sanitised and percent-encoded in JSON.
  */
@@ -15,6 +16,7 @@
 
 #include "cli/lockctl.h"
 #include "collectors/redis/conn.h"
+#include "collectors/release/aclhint.h"
 #include "collectors/release/audittail.h"
 
 #define AUDIT_LIMIT_DEFAULT 20
@@ -169,7 +171,7 @@ cmd_audit(struct lockctl *lc, int argc, char **argv)
         { NULL, 0, NULL, 0 }
     };
     long limit = AUDIT_LIMIT_DEFAULT;
-    char count[24], err[512], *end;
+    char count[24], err[1024], *end;
     redisReply *rep = NULL;
     int opt, rc;
 
@@ -202,8 +204,11 @@ cmd_audit(struct lockctl *lc, int argc, char **argv)
         lockctl_warnx("audit: unexpected argument \"%s\"", argv[optind]);
         return LOCKCTL_USAGE;
     }
-    if ((rc = session_load(lc)) != LOCKCTL_DONE ||
-        (rc = session_connect_key(lc, lc->cfg->audit_stream,
+    if ((rc = session_load(lc)) != LOCKCTL_DONE)
+        return rc;
+    /* the stream is the writes': read it as they write it */
+    session_as_writer(lc);
+    if ((rc = session_connect_key(lc, lc->cfg->audit_stream,
                                   strlen(lc->cfg->audit_stream))) != LOCKCTL_DONE)
         return rc;
     snprintf(count, sizeof(count), "%ld", limit);
@@ -218,6 +223,9 @@ cmd_audit(struct lockctl *lc, int argc, char **argv)
         snprintf(err, sizeof(err), "XREVRANGE %s on %s:%d: %.*s", lc->cfg->audit_stream,
                  lc->t->host, lc->t->port, rep->type == REDIS_REPLY_ERROR ? (int)rep->len : 16,
                  rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+        if (rep->type == REDIS_REPLY_ERROR)
+            aclhint_add(lc->t, "lockctl audit (XREVRANGE of the audit stream)", rep->str,
+                        rep->len, err, sizeof(err));
         freeReplyObject(rep);
         return session_redis_error(lc, err);
     }

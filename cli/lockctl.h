@@ -94,6 +94,14 @@ int session_connect_key(struct lockctl *lc, const char *key, size_t keylen);
 /* Report a Redis failure (detail names the command and the address) and
  * return LOCKCTL_REDIS. */
 int session_redis_error(const struct lockctl *lc, const char *detail);
+/* From here on lc->t connects as the writes do (config_target_writer():
+ * its release_user, when it has one): lockctl audit, before it connects. */
+void session_as_writer(struct lockctl *lc);
+/* The connection of the writes to the node lc->t names (after
+ * session_connect_key()) into *wc, *w its target: lc->c itself when the
+ * target has no release_user, else a new one as that user (the caller
+ * frees it when it is not lc->c).  LOCKCTL_DONE, or LOCKCTL_REDIS said. */
+int session_writer(struct lockctl *lc, struct target_conf *w, redisContext **wc);
 /* Drop the connection and the config. */
 void session_close(struct lockctl *lc);
 /* Who is asking, for the audit: $SUDO_USER, else the login name of the

@@ -24,6 +24,7 @@
 #include "collectors/redis/conn.h"
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
+#include "collectors/release/aclhint.h"
 #include "collectors/release/release.h"
 #include "common/keytext.h"
 #include "common/strbuf.h"
@@ -382,8 +383,9 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
         if (res->audit_id[0] != '\0')
             table_line(stdout, lockctl_width(lc), "audit entry %s", res->audit_id);
         if (res->wake_errors > 0)
-            lockctl_warnx("%lld wake-up(s) failed (an ACL without the channel?): waiters "
-                          "retry when their own wait times out", res->wake_errors);
+            lockctl_warnx("%lld wake-up(s) failed (the Redis user may lack +publish "
+                          "+spublish or the wake channel: release_user, %s): waiters retry "
+                          "when their own wait times out", res->wake_errors, ACLHINT_DOC);
         if (res->audit_failed)
             session_redis_error(lc, res->err);
     }
@@ -701,6 +703,8 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     struct agent_view av;
     struct release_request rq;
     struct release_result res;
+    struct target_conf wt;
+    redisContext *wc;
     char op[256], reason[REASON_MAX + 1], err[512];
     const char *kp;
     int rc;
@@ -796,7 +800,12 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     snprintf(reason, sizeof(reason), "%s", ch.reason);
     rq.operator_name = op;
     rq.reason = reason;
-    release_run(lc->c, lc->t, lc->cfg->audit_stream, &rq, &res);
+    /* read as the target's user, written as its release_user */
+    if ((rc = session_writer(lc, &wt, &wc)) != LOCKCTL_DONE)
+        goto out;
+    release_run(wc, &wt, lc->cfg->audit_stream, &rq, &res);
+    if (wc != lc->c)
+        redisFree(wc);
     rc = report(lc, &ch, &rq, &res, read ? &l : NULL, &av);
 out:
     cli_lock_release(&l);

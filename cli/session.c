@@ -12,7 +12,10 @@
  * its tls_* settings; --tls-ca-file and the other --tls-* options replace
  * them one by one, parsed as the file's keys are.  Sentinel and cluster
  * targets are resolved as the agent resolves them: the primary the
- * sentinels name, the primary that serves the key's slot.
+ * sentinels name, the primary that serves the key's slot.  Reads go as
+ * the target's user; the writes (release, expire, and audit's read of the
+ * stream they write) as its release_user when it has one
+ * (config_target_writer()), on a connection of their own.
  */
 #include <errno.h>
 #include <pwd.h>
@@ -24,6 +27,7 @@
 
 #include "cli/lockctl.h"
 #include "collectors/redis/target.h"
+#include "collectors/release/aclhint.h"
 #include "common/log.h"
 #include "conf/options.h"
 
@@ -282,7 +286,39 @@ int
 session_redis_error(const struct lockctl *lc, const char *detail)
 {
     lockctl_warnx("target %s: %s", lc->t->name, detail);
+    /* not the default "check that Redis answers": the error says what */
+    if (aclhint_refused(detail, strlen(detail)))
+        out_error_hint("give the Redis user the permission the error names (README \"Redis "
+                       "permissions\", %s)", ACLHINT_DOC);
     return LOCKCTL_REDIS;
+}
+
+void
+session_as_writer(struct lockctl *lc)
+{
+    struct target_conf w;
+
+    config_target_writer(lc->t, &w);
+    lc->node = w;
+    lc->t = &lc->node;
+}
+
+int
+session_writer(struct lockctl *lc, struct target_conf *w, redisContext **wc)
+{
+    char err[512];
+
+    config_target_writer(lc->t, w);
+    if (lc->t->release_user == NULL) {
+        *wc = lc->c;
+        return LOCKCTL_DONE;
+    }
+    if ((*wc = redisconn_open(w, err, sizeof(err))) == NULL) {
+        lockctl_warnx("target %s: as release_user %s: %s", lc->t->name, lc->t->release_user,
+                      err);
+        return LOCKCTL_REDIS;
+    }
+    return LOCKCTL_DONE;
 }
 
 void

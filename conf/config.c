@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config.c - config_load: the built-in defaults, then the file, then the
- * checks across keys; and config_target, which finds a [target] by name
- * for the agent and lockctl.
+ * checks across keys; config_target, which finds a [target] by name for
+ * the agent and lockctl; and config_target_writer, the credentials the
+ * writes use.
  *
  * What a key means is not written here: every key is a row of the option
  * table (options.c) and its value type (optvalue.c) parses, prints and
@@ -255,4 +256,14 @@ config_target(const struct config *cfg, const char *name)
         if (strcmp(cfg->targets[i].name, name) == 0)
             return &cfg->targets[i];
     return NULL;
+}
+
+void
+config_target_writer(const struct target_conf *t, struct target_conf *out)
+{
+    *out = *t;
+    if (t->release_user != NULL) {
+        out->user = t->release_user;
+        out->password = t->release_password;
+    }
 }

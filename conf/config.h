@@ -46,6 +46,13 @@ struct target_conf {
     int db;
     char *password_file;        /* NULL when none */
     char *password;             /* read from password_file; never printed */
+    /* The writes (the guarded release and expire with their wake-ups and
+     * audit entry, lockctl audit's read of that stream) as another ACL
+     * user than the scans' read-only one: both or neither
+     * (config_target_writer()). */
+    char *release_user;         /* NULL: the writes go as user/password */
+    char *release_password_file;
+    char *release_password;     /* read from release_password_file; never printed */
     enum target_mode mode;
     struct hostport *sentinels; /* mode = sentinel */
     size_t nsentinels;
@@ -274,14 +281,23 @@ int config_parse_duration(const char *s, int64_t *ms);
 /* Find a target by name; NULL when absent. */
 const struct target_conf *config_target(const struct config *cfg, const char *name);
 
+/*
+ * t as the writes connect (the guarded release and expire, their wake-ups
+ * and audit entry, lockctl audit): a shallow copy of t (nothing to free)
+ * whose user and password are release_user's when t has one, else t's
+ * own.  Reads (scans, list, show) connect as t.
+ */
+void config_target_writer(const struct target_conf *t, struct target_conf *out);
+
 /* "generic", "slack", "alertmanager": the spelling the config file uses. */
 const char *config_sink_format_str(enum sink_format format);
 
 /*
  * What a valid config may still get dangerously wrong (configwarn.c): the
  * release endpoint on a non-loopback listener, a release token under
- * CONFIG_TOKEN_MIN bytes, secret and key files (password_file, token_file,
- * tls_key_file, key_file, secret_file) that others may read, a rediss://
+ * CONFIG_TOKEN_MIN bytes, secret and key files (password_file,
+ * release_password_file, token_file, tls_key_file, key_file, secret_file)
+ * that others may read, a rediss://
  * target with tls_verify = off.  emit gets one line per finding, which
  * starts with "PATH:LINE: " when the key was set in the file (no other
  * prefix); returns how many.  lockwatchd calls it at every load: -n,

@@ -4,7 +4,8 @@
  * read (config_load): every named section has its required keys; a target
  * in sentinel mode names its sentinels and master; a key that only matters
  * with another (the tls_ keys, sentinels, master_name, scan_replicas,
- * secret_file) is refused without it; a Redlock group names at least two
+ * secret_file) is refused without it, as is release_user without
+ * release_password_file or the reverse; a Redlock group names at least two
  * defined targets, each once; [unlock] http = on has its token.
  *
  * Each error points at the key's line, or at the section header's when
@@ -93,6 +94,12 @@ check_target(struct load *ld, const struct instance *in, const struct target_con
     if (t->mode == TARGET_CLUSTER && t->db != 0)
         fail(ld, line_of(in, "url"), in->label, "url", "Redis Cluster has only database "
              "0 (remove \"/%d\" from the URL)", t->db);
+    /* AUTH needs both: a user alone would connect as the default user */
+    if ((t->release_user == NULL) != (t->release_password_file == NULL))
+        fail(ld, line_of(in, t->release_user ? "release_user" : "release_password_file"),
+             in->label, t->release_user ? "release_password_file" : "release_user",
+             "missing (the writes' ACL user needs both release_user and "
+             "release_password_file)");
     check_tls(ld, in, t);
 }
 

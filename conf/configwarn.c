@@ -133,6 +133,7 @@ config_warnings(const struct config *cfg, config_warn_fn emit, void *arg)
         glob_warnings(&w, label, "semaphore_patterns", t->semaphore_patterns,
                       t->nsemaphore_patterns);
         file_warning(&w, label, "password_file", t->password_file);
+        file_warning(&w, label, "release_password_file", t->release_password_file);
         file_warning(&w, label, "tls_key_file", t->tls_key_file);
         if (t->tls && !t->tls_verify)
             say(&w, label, "tls_verify", "%s tls_verify = off: the server's certificate and "

@@ -113,6 +113,15 @@ const struct config_option config_options[] = {
       AT(struct target_conf, password_file), AT2(struct target_conf, password),
       .example = "/etc/lockwatch/main.pass", .holds = "the password",
       .help = "file with the Redis password alone on one line; only lockwatchd may read it" },
+    { .section = SECTION_TARGET, .key = "release_user", .type = OPT_STRING,
+      AT(struct target_conf, release_user), .example = "lockctl",
+      .help = "ACL user of the writes: release, expire, wake-ups, audit stream (unset: url's "
+              "user)" },
+    { .section = SECTION_TARGET, .key = "release_password_file", .type = OPT_FILE,
+      AT(struct target_conf, release_password_file), AT2(struct target_conf, release_password),
+      .example = "/etc/lockwatch/main.release.pass", .holds = "the release user's password",
+      .help = "file with release_user's password alone on one line; only lockwatchd may "
+              "read it" },
     { .section = SECTION_TARGET, .key = "tls_ca_file", .type = OPT_PEM,
       AT(struct target_conf, tls_ca_file), AT2(struct target_conf, tls_ca),
       .example = "/etc/lockwatch/redis-ca.pem", .holds = "the CA certificates",

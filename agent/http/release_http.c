@@ -15,7 +15,8 @@
  * its length.
  *
  * The release itself is collectors/release/release.c, as for lockctl: the script
- * does every guard.  It runs on a connection opened for this request to
+ * does every guard.  It runs, as the target's release_user when it has one
+ * (config_target_writer()), on a connection opened for this request to
  * the node that serves the key (target_open(): the target, the
  * sentinels' primary, the key's cluster shard), and a slow Redis never
  * blocks the scanner's connection.  It runs on a thread of its own while
@@ -373,6 +374,7 @@ target_clear(struct target_conf *t)
 
     free(t->name);
     free(t->user);
+    free(t->release_user);
     free(t->master_name);
     free(t->sentinels);
     if (t->password != NULL) {
@@ -436,20 +438,24 @@ target_copy(struct agent *a, const char *name, struct target_conf *out)
         t = &a->cfg->targets[0];
     if (t != NULL) {
         rc = -1;
-        *out = *t;
+        /* the release is a write: as the target's release_user, if any */
+        config_target_writer(t, out);
         out->url = NULL;
-        out->password_file = NULL;
+        out->password_file = out->release_password_file = out->release_password = NULL;
         out->name = strdup(t->name);
-        out->user = t->user ? strdup(t->user) : NULL;
-        out->password = t->password ? strdup(t->password) : NULL;
+        out->release_user = t->release_user ? strdup(t->release_user) : NULL;
+        out->user = out->user ? strdup(out->user) : NULL;
+        out->password = out->password ? strdup(out->password) : NULL;
         out->master_name = t->master_name ? strdup(t->master_name) : NULL;
         out->sentinels = t->nsentinels ? calloc(t->nsentinels, sizeof(*t->sentinels)) : NULL;
         if (out->sentinels != NULL)
             memcpy(out->sentinels, t->sentinels, t->nsentinels * sizeof(*t->sentinels));
         out->patterns = calloc(t->npatterns ? t->npatterns : 1, sizeof(*out->patterns));
         out->npatterns = 0;
-        if (out->name != NULL && (t->user == NULL || out->user != NULL) &&
-            (t->password == NULL || out->password != NULL) &&
+        if (out->name != NULL && (t->release_user == NULL || out->release_user != NULL) &&
+            (out->user != NULL) == (t->user != NULL || t->release_user != NULL) &&
+            (out->password != NULL) == ((t->release_user ? t->release_password
+                                         : t->password) != NULL) &&
             (t->master_name == NULL || out->master_name != NULL) &&
             (t->nsentinels == 0 || out->sentinels != NULL) && out->patterns != NULL) {
             for (i = 0; i < t->npatterns; i++) {

@@ -38,6 +38,7 @@
 #include "collectors/redis/cluster.h"
 #include "collectors/redis/conn.h"
 #include "collectors/redis/target.h"
+#include "collectors/release/aclhint.h"
 #include "common/clock.h"
 #include "common/keytext.h"
 #include "common/prefixname.h"
@@ -684,9 +685,11 @@ cluster_audit(const struct target_conf *t, const char *stream,
         r = redisconn_command(c, &node, "XADD", n, argv, len, err, sizeof(err));
     if (r == NULL || r->type != REDIS_REPLY_STRING) {
         res->audit_failed = true;
-        set_err(res, "%s, but its audit entry (XADD %s) failed: %s",
+        set_err(res, "%s, but its audit entry (XADD %s) failed: %.250s",
                 release_outcome_str(res->outcome), stream,
                 r == NULL ? err : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        if (r != NULL && r->type == REDIS_REPLY_ERROR)
+            aclhint_add(t, "the audit entry", r->str, r->len, res->err, sizeof(res->err));
     } else {
         snprintf(res->audit_id, sizeof(res->audit_id), "%s", r->str);
     }
@@ -874,7 +877,8 @@ release_run(redisContext *c, const struct target_conf *t, const char *audit_stre
         goto out;
     if (r->type == REDIS_REPLY_ERROR) {
         set_err(res, "%s on %s:%d: %.*s", what, hop.host, hop.port,
-                (int)(r->len > 300 ? 300 : r->len), r->str);
+                (int)(r->len > 250 ? 250 : r->len), r->str);
+        aclhint_add(t, "the release script", r->str, r->len, res->err, sizeof(res->err));
         goto out;
     }
     if (parse_reply(r, res) == -1) {

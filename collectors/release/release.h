@@ -82,7 +82,7 @@ struct release_request {
 };
 
 #define RELEASE_OLD_MAX 512     /* bytes of the old value reported/audited */
-#define RELEASE_ERR_MAX 512
+#define RELEASE_ERR_MAX 1024
 
 struct release_result {
     enum release_outcome outcome;

@@ -111,6 +111,9 @@ class ConfigErrors(h.TestCase):
             ("url = redis://127.0.0.1:6379/0", "url = http://127.0.0.1:6379/0", "url"),
             ("max_reentrancy = 16", "max_reentrancy = many", "max_reentrancy"),
             ("top_offenders = 20", "top_offenders = -3", "top_offenders"),
+            # the writes' user needs its password, and the reverse
+            ("scan_duty = 100%", "release_user = lockctl\nscan_duty = 100%",
+             "release_password_file: missing"),
         ]
         for old, new, key in cases:
             with self.subTest(new=new):

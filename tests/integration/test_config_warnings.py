@@ -7,7 +7,7 @@
 - a release token under 16 bytes;
 - secret and key files others may read: world-readable, or readable by a
   group other than the agent's own or "lockwatch" (token_file,
-  password_file, [samples] key_file);
+  password_file, release_password_file, [samples] key_file);
 
 - a pattern with a blank (patterns written with spaces, or a '#' comment,
   which only ' ;' starts), a class name with a '#' comment, an
@@ -112,6 +112,19 @@ class ConfigWarnings(h.TestCase):
         # the daemon itself (no -n) runs as whoever it is: nothing said
         r = h.run_lockwatchd(["--once", "--service-user", "nobody", "-c", cfg])
         self.assertNotIn(b"cannot read it", r.stderr)
+
+    def test_readable_release_password_file(self):
+        tok = self.secret("unlock.token", GOOD_TOKEN, 0o600)
+        pw = self.secret("redis.pass", "pw", 0o600)
+        rpw = self.secret("release.pass", "rpw", 0o644)
+        cfg = self.config("127.0.0.1:19717", tok, "password_file = %s\nrelease_user = lockctl\n"
+                          "release_password_file = %s\n" % (pw, rpw))
+        warns = self.check(cfg)
+        self.assertEqual(warns and len(warns), 1, warns)
+        self.assertIn("%s:8: [target main] release_password_file: \"%s\" is readable by every "
+                      "user (mode 0644)" % (cfg, rpw), warns[0])
+        os.chmod(rpw, 0o600)
+        self.assertEqual(self.check(cfg), [])
 
     def test_blanks_in_patterns_are_said(self):
         tok = self.secret("unlock.token", GOOD_TOKEN, 0o600)
