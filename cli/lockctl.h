@@ -8,7 +8,8 @@
  * and judging locks), list.c, show.c, release.c (release and expire),
  * audit.c, table.c (tables the width of the terminal, safe for hostile
  * keys), pasteline.c (the commands it prints to paste), output.c
- * (JSON and human formatting), confirm.c (the terminal prompt), agent.c
+ * (JSON and human formatting), confirm.c (the terminal prompt), registry.c
+ * (a liblockwatch holder's host, pid and time, for show), agent.c
  * (what the agent's API knows of the locks) and verdict.c (ages, states
  * and order from what lockctl read and what the agent knows).
  *
@@ -301,6 +302,14 @@ void agent_print_nothing_known(const struct agent_view *av, const char *target, 
 /* The same as JSON: {"url", "answered", "error", "locks_known",
  * "judged", "truncated"}; NULL on ENOMEM. */
 json_t *agent_json(const struct agent_view *av, uint64_t from_agent);
+
+/* ---- registry.c -------------------------------------------------------------- */
+
+/* A lock of a registry row (liblockwatch's reentrant locks): the host,
+ * pid and acquisition time its value left unknown, from its client's
+ * registry (lockwatch:client:{<uuid>}), as the agent's scanner reads them.
+ * True when it filled any; a registry missing or unreadable is no error. */
+bool inspect_registry(struct lockctl *lc, struct cli_lock *l);
 
 /* ---- verdict.c --------------------------------------------------------------- */
 

@@ -3,7 +3,9 @@
  * show.c - lockctl show KEY: one lock, read from Redis now.
  *
  * Everything an on-call engineer needs before a release: the format and
- * holders (the exact holder string a release wants), TTL, age and where
+ * holders (the exact holder string a release wants; for a liblockwatch
+ * reentrant lock its host, pid and acquisition time from the client
+ * registry, registry.c), TTL, age and where
  * the age comes from (the agent's first-seen time when the agent answers
  * and names this holder; else what Redis says, IDLETIME being a lower
  * bound), the states under the config's [rules], and whether
@@ -618,9 +620,12 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         rc = session_redis_error(lc, err);
         goto out;
     }
-    if (l.type != RAW_NONE && av.answered)
-        from_agent = verdict_judge(&lc->cfg->rules.judge, &l, agent_find(&av, key, keylen),
-                                   clock_now_ms());
+    /* a liblockwatch reentrant lock's host, pid and acquisition time are
+     * in its client's registry, as the agent reads them; judged again
+     * with that time when the agent does not answer */
+    if (l.type != RAW_NONE && (inspect_registry(lc, &l) || av.answered))
+        from_agent = verdict_judge(&lc->cfg->rules.judge, &l, av.answered ?
+                                   agent_find(&av, key, keylen) : NULL, clock_now_ms());
     inpat = lockstate_in_patterns(lc->t, key, keylen);
     if (l.type == RAW_NONE) {
         rc = show_missing(lc, key, keylen);

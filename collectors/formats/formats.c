@@ -351,3 +351,25 @@ fmt_decode_token(const struct raw_lock *raw, struct lock_view *view,
     fmt_add_holder(view, raw->value, raw->valuelen, false, 1);
     return 0;
 }
+
+bool
+formats_registry_holder(const char *id, size_t len, char uuid[FORMATS_UUID_LEN + 1],
+                        const char **tid, size_t *tidlen)
+{
+    const char *end = id + len, *p;
+
+    if (len < FORMATS_UUID_LEN + 2 || id[FORMATS_UUID_LEN] != ':')
+        return false;
+    if (len > 6 && memcmp(end - 6, ":write", 6) == 0)
+        end -= 6;
+    for (p = id + FORMATS_UUID_LEN + 1; p < end; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p == '-' && p == id + FORMATS_UUID_LEN + 1)))
+            return false;
+    if (end == id + FORMATS_UUID_LEN + 1)
+        return false;
+    memcpy(uuid, id, FORMATS_UUID_LEN);
+    uuid[FORMATS_UUID_LEN] = '\0';
+    *tid = id + FORMATS_UUID_LEN + 1;
+    *tidlen = (size_t)(end - *tid);
+    return true;
+}

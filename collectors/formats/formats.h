@@ -429,6 +429,18 @@ struct helper_key {
 enum helper_kind formats_helper(const char *key, size_t keylen, enum raw_type type,
                                 struct helper_key *out);
 
+/*
+ * A registry row's holder id (".registry": "<uuid>:<tid>", ":write" after
+ * a writer's) split for its client registry, lockwatch:client:{<uuid>},
+ * whose field at:<tid>:<key> is the holder's acquisition time: uuid gets
+ * the 36 characters and a NUL, *tid the thread's digits inside id.  False
+ * when id is not that shape.  The scanner (collectors/scan/registry.c) and
+ * lockctl show read the registry with it.
+ */
+#define FORMATS_UUID_LEN 36
+bool formats_registry_holder(const char *id, size_t len, char uuid[FORMATS_UUID_LEN + 1],
+                             const char **tid, size_t *tidlen);
+
 /* Does the scanner read a zset's members (ZCARD + ZRANGE) for KEY?  Only
  * for the zset format there is (redis-semaphore's "semaphore:<key>"):
  * other zsets under the patterns are "unknown" unread, so the agent's ACL

@@ -30,7 +30,7 @@
 
 #define REGISTRY_UUIDS_MAX  4096
 #define REGISTRY_CHUNK      1000
-#define UUID_LEN            36
+#define UUID_LEN            FORMATS_UUID_LEN
 
 struct reg_lock {
     uint32_t lock;              /* index into snap->locks */
@@ -51,22 +51,7 @@ reg_cmp(const void *a, const void *b)
 static bool
 parse_holder(const char *id, size_t len, struct reg_lock *rl)
 {
-    const char *end = id + len, *p;
-
-    if (len < UUID_LEN + 2 || id[UUID_LEN] != ':')
-        return false;
-    if (len > 6 && memcmp(end - 6, ":write", 6) == 0)
-        end -= 6;
-    for (p = id + UUID_LEN + 1; p < end; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p == '-' && p == id + UUID_LEN + 1)))
-            return false;
-    if (end == id + UUID_LEN + 1)
-        return false;
-    memcpy(rl->uuid, id, UUID_LEN);
-    rl->uuid[UUID_LEN] = '\0';
-    rl->tid = id + UUID_LEN + 1;
-    rl->tidlen = (size_t)(end - rl->tid);
-    return true;
+    return formats_registry_holder(id, len, rl->uuid, &rl->tid, &rl->tidlen);
 }
 
 static bool

@@ -25,11 +25,17 @@ Redis version.
   its IDLETIME reset before each run, releases with --if-older-than under
   the agent's age; another holder is refused as ever; a DUR far over the
   age is too_young with the age known and where it came from; the prompt
-  shows the agent's age; with the agent down it is too_young as before.
+  shows the agent's age; with the agent down it is too_young as before;
+- a liblockwatch reentrant lock (a Redisson-format hash; its holder's
+  host, pid and acquisition time in the client registry
+  lockwatch:client:{<uuid>}): `show` gives the host, pid and acquired_at
+  the agent's API gives, in --json and as text rows, with the agent up
+  and with --agent off.
 """
 
 import http.server
 import threading
+import time
 
 import harness as h
 import test_lockctl as t
@@ -265,6 +271,42 @@ class IfOlderThanAgentAge(h.TestCase):
         self.assertIn("[too_young]", err)
         self.assertIn("did not answer", err)
         self.assertEqual(self.c.get("lock:x"), b"holderA")
+
+
+REG_UUID = "5f0c2b9e-8d1a-4c3e-9b7f-2a6d4e8c1f30"
+
+
+class RegistryHolder(h.TestCase):
+    def test_show_gives_the_registry(self):
+        r = self.start_redis()
+        c = r.client()
+        at = int(time.time() * 1000) - 90000          # taken 90 s ago
+        c.hset("lock:reent:1", REG_UUID + ":42", "2")
+        c.pexpire("lock:reent:1", 600000)
+        c.hset("lockwatch:client:{%s}" % REG_UUID, mapping={
+            "host": "web-7", "pid": "4242", "at:42:lock:reent:1": str(at)})
+        ag = self.start_agent(r, max_hold="1h")
+        ag.wait_for(lambda: ag.lock("lock:reent:1")[0] == 200 and
+                    ag.lock("lock:reent:1")[1]["pid"] == 4242, timeout=30,
+                    desc="the agent's registry facts of lock:reent:1")
+        api = ag.lock("lock:reent:1")[1]
+        for extra in ([], ["--agent", "off"]):
+            with self.subTest(extra=extra):
+                doc = t.run_json(self, ["show", "lock:reent:1"] + extra, ag.config_path)
+                self.assertEqual((doc["host"], doc["pid"], doc["acquired_at"]),
+                                 (api["host"], api["pid"], api["acquired_at"]), doc)
+                self.assertEqual((doc["host"], doc["pid"]), ("web-7", 4242))
+                self.assertGreaterEqual(doc["age_seconds"], 89, doc)
+                p = t.run(["show", "lock:reent:1"] + extra, ag.config_path)
+                out = p.stdout.decode()
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertRegex(out, r"(?m)^\s*host\s+web-7$")
+                self.assertRegex(out, r"(?m)^\s*pid\s+4242$")
+                self.assertRegex(out, r"(?m)^\s*acquired\s+\d{4}-")
+        # a registry lockctl may not read leaves them unknown, no error
+        c.delete("lockwatch:client:{%s}" % REG_UUID)
+        doc = t.run_json(self, ["show", "lock:reent:1", "--agent", "off"], ag.config_path)
+        self.assertEqual((doc["host"], doc["pid"], doc["acquired_at"]), (None, None, None))
 
 
 if __name__ == "__main__":
