@@ -754,6 +754,15 @@ agent_view(struct agent *a, struct view *v)
         v->targets[i].name = strdup(t->name);
         if (v->targets[i].name == NULL)
             goto fail;
+        if (t->conf != NULL) {
+            char addr[CONFIG_ADDRESS_MAX];
+
+            config_target_address(t->conf, addr, sizeof(addr));
+            if ((v->targets[i].address = strdup(addr)) == NULL) {
+                v->ntargets = i + 1;
+                goto fail;
+            }
+        }
         v->ntargets = i + 1;
         pthread_mutex_lock(&t->mu);
         v->targets[i].snap = t->snap;
@@ -810,6 +819,7 @@ view_release(struct view *v)
 
     for (i = 0; i < v->ntargets; i++) {
         free(v->targets[i].name);
+        free(v->targets[i].address);
         snapshot_unref(v->targets[i].snap);
     }
     free(v->targets);

@@ -75,6 +75,8 @@ struct agent {
 
 struct view_target {
     char *name;
+    char *address;              /* config_target_address() of its config;
+                                 * NULL when not known */
     struct snapshot *snap;      /* newest, or NULL before the first scan;
                                  * whose locks to show: snapshot_shown(snap) */
 };

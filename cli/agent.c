@@ -218,6 +218,9 @@ agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errle
         snprintf(err, errlen, "its answer is not a JSON object");
         return -1;
     }
+    if (json_is_string(json_object_get(doc, "target_address")))
+        snprintf(av->target_address, sizeof(av->target_address), "%s",
+                 json_string_value(json_object_get(doc, "target_address")));
     if (locks == NULL) {        /* one lock */
         if (!json_is_string(json_object_get(doc, "key_escaped"))) {
             snprintf(err, errlen, "its answer is not a lock of the lockwatch API");
@@ -601,4 +604,25 @@ agent_get_doc(const struct lockctl *lc, struct agent_view *av, const char *path,
     }
     av->answered = true;
     return 0;
+}
+
+bool
+agent_view_elsewhere(const struct lockctl *lc, const struct agent_view *av, char *why,
+                     size_t len)
+{
+    char mine[CONFIG_ADDRESS_MAX];
+
+    if (lc->url != NULL) {
+        snprintf(why, len, "the agent's view is of target %s's configured address, not of "
+                 "--url: not shown (drop --url to see it)", lc->t->name);
+        return true;
+    }
+    config_target_address(lc->t, mine, sizeof(mine));
+    if (av->target_address[0] == '\0' || strcmp(av->target_address, mine) == 0)
+        return false;
+    snprintf(why, len, "the agent at %s watches target %s at %s, not at %s as %s says: its view "
+             "is of another server, not shown (give -c the agent's config, or --agent the "
+             "agent of this one)", av->url, lc->t->name, av->target_address, mine,
+             lc->cfg->path ? lc->cfg->path : "the built-in config");
+    return true;
 }

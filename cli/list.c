@@ -626,7 +626,7 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
     };
     struct list_run lr;
     const char *state = "all";
-    char *end;
+    char *end, why[1024];
     long limit = LIST_LIMIT_DEFAULT;
     size_t count, i;
     int opt, rc;
@@ -694,13 +694,14 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
         }
         count = lr.nkeep < (size_t)limit ? lr.nkeep : (size_t)limit;
         rc = lc->json ? print_json(&lr, count, state) : print_table(&lr, count, state);
-    } else if (rc == LOCKCTL_REDIS && lr.av.answered && lc->url == NULL) {
+    } else if (rc == LOCKCTL_REDIS && lr.av.answered &&
+               !agent_view_elsewhere(lc, &lr.av, why, sizeof(why))) {
         print_last_known(&lr, (size_t)limit, state);
     } else if (rc == LOCKCTL_REDIS && lr.av.answered) {
-        /* the agent watches the target's own address, not --url's: a note,
-         * so that --json's error stays the connect failure said before */
-        lockctl_note(lc, "the agent's view is of target %s's configured address, not of --url: "
-                     "not shown (drop --url to see it)", lc->t->name);
+        /* the agent watches another address than lockctl's (--url, or a
+         * config that points elsewhere): a note, so that --json's error
+         * stays the connect failure said before */
+        lockctl_note(lc, "%s", why);
     }
     for (i = 0; i < lr.nkeep; i++)
         cli_lock_release(&lr.keep[i]);

@@ -240,6 +240,9 @@ struct agent_view {
     size_t *index;              /* open addressing: 1 + position, 0 free */
     size_t index_cap;
     bool truncated;             /* AGENT_LOCKS_MAX reached */
+    char target_address[CONFIG_ADDRESS_MAX]; /* where the agent's config points
+                                 * the target (its API's target_address;
+                                 * "" when it did not say) */
     char stale_reason[256];     /* the agent cannot scan the target now: why
                                  * ("" when its view is fresh) */
     int64_t last_success_ms;    /* then: Unix ms of its last good scan (0: none) */
@@ -296,6 +299,12 @@ int agent_get_doc(const struct lockctl *lc, struct agent_view *av, const char *p
  * locks judged with the agent's times), or why not and what that means. */
 void agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp,
                       size_t width);
+/* Is the agent's view of another server than the one lockctl asked: --url
+ * given, or the agent's target_address not lc's (config_target_address():
+ * another config's address)?  Then why (a note ending "not shown") is in
+ * why, and its last-known view must not stand in for Redis. */
+bool agent_view_elsewhere(const struct lockctl *lc, const struct agent_view *av, char *why,
+                          size_t len);
 /* av->nothing_known: the line that says so, in place of a view. */
 void agent_print_nothing_known(const struct agent_view *av, const char *target, FILE *fp,
                                size_t width);

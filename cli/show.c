@@ -557,8 +557,14 @@ show_last_known(const struct lockctl *lc, const struct agent_view *av, const cha
     char holder[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 32], age[32], st[96];
     struct table t;
 
-    if (lc->json || lc->url != NULL || !av->answered)
+    char why[1024];
+
+    if (lc->json || !av->answered)
         return;
+    if (agent_view_elsewhere(lc, av, why, sizeof(why))) {
+        lockctl_note(lc, "%s", why);
+        return;
+    }
     if (av->nothing_known) {
         agent_print_nothing_known(av, lc->t->name, stdout, width);
         return;

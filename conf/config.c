@@ -267,3 +267,20 @@ config_target_writer(const struct target_conf *t, struct target_conf *out)
         out->password = t->release_password;
     }
 }
+
+void
+config_target_address(const struct target_conf *t, char *buf, size_t len)
+{
+    size_t n;
+
+    if (t->mode != TARGET_SENTINEL) {
+        snprintf(buf, len, "%s:%d/%d", t->host, t->port, t->db);
+        return;
+    }
+    snprintf(buf, len, "sentinel %s via ", t->master_name ? t->master_name : "?");
+    for (size_t i = 0; i < t->nsentinels && (n = strlen(buf)) < len; i++)
+        snprintf(buf + n, len - n, "%s%s:%d", i ? "," : "", t->sentinels[i].host,
+                 t->sentinels[i].port);
+    if ((n = strlen(buf)) < len)
+        snprintf(buf + n, len - n, "/%d", t->db);
+}

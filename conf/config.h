@@ -282,6 +282,16 @@ int config_parse_duration(const char *s, int64_t *ms);
 const struct target_conf *config_target(const struct config *cfg, const char *name);
 
 /*
+ * Where t points as configured, for telling whether two configs watch the
+ * same data: "host:port/db" of its url (a cluster: its seed), or
+ * "sentinel MASTER via h1:p1,h2:p2/db"; cut to CONFIG_ADDRESS_MAX - 1
+ * bytes.  The agent's API reports it (target_address) and lockctl
+ * compares it with its own before it shows the agent's view.
+ */
+#define CONFIG_ADDRESS_MAX 320
+void config_target_address(const struct target_conf *t, char *buf, size_t len);
+
+/*
  * t as the writes connect (the guarded release and expire, their wake-ups
  * and audit entry, lockctl audit): a shallow copy of t (nothing to free)
  * whose user and password are release_user's when t has one, else t's

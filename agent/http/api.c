@@ -48,8 +48,10 @@
 #define API_LIMIT_DEFAULT 100
 #define API_LIMIT_MAX     10000
 #define API_OFFSET_MAX    1000000000L
-#define API_ENVELOPE_MAX  512           /* bytes of the object around the locks,
-                                         * besides its "stale" array (measured) */
+#define API_ENVELOPE_MAX  (512 + 2 * CONFIG_ADDRESS_MAX)
+                                        /* bytes of the object around the locks,
+                                         * besides its "stale" array (measured),
+                                         * with a target_address */
 #define API_STALE_SHARDS_MAX 32         /* failed shards named per target in
                                          * "stale" (all: /readyz, shard_up) */
 
@@ -425,6 +427,18 @@ stale_targets(const struct view *v, const struct filter *f)
     return a;
 }
 
+/* Where the target ?target= names is configured to point (the agent's
+ * config: config_target_address()), for lockctl to tell whether the
+ * agent's view is of the server it asks; null without ?target=. */
+static json_t *
+target_address(const struct view *v, const char *target)
+{
+    for (size_t i = 0; target != NULL && i < v->ntargets; i++)
+        if (strcmp(v->targets[i].name, target) == 0 && v->targets[i].address != NULL)
+            return json_string(v->targets[i].address);
+    return json_null();
+}
+
 /* The page's object with an empty "locks" last, dumped; NULL on ENOMEM. */
 static char *
 page_envelope(const struct view *v, const struct filter *f, size_t count, uint64_t total,
@@ -442,6 +456,7 @@ page_envelope(const struct view *v, const struct filter *f, size_t count, uint64
      * (SNAP_RETAIN_MAX, the worst ones): the list then holds the worst */
     bad |= json_object_set_new(root, "complete", json_boolean(complete));
     bad |= json_object_set_new(root, "stale", stale_targets(v, f));
+    bad |= json_object_set_new(root, "target_address", target_address(v, f->target));
     bad |= json_object_set_new(root, "offset", json_integer(offset));
     bad |= json_object_set_new(root, "next_offset", more ?
                                json_integer((json_int_t)offset + (json_int_t)count) :
@@ -585,7 +600,8 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
 
                 if (o == NULL)
                     return 500;
-                if (mark_stale(o, &v->targets[i], l) == -1) {
+                if (mark_stale(o, &v->targets[i], l) == -1 ||
+                    json_object_set_new(o, "target_address", target_address(v, target))) {
                     json_decref(o);
                     return 500;
                 }

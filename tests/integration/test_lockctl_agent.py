@@ -30,10 +30,16 @@ Redis version.
   host, pid and acquisition time in the client registry
   lockwatch:client:{<uuid>}): `show` gives the host, pid and acquired_at
   the agent's API gives, in --json and as text rows, with the agent up
-  and with --agent off.
+  and with --agent off;
+- a copy of the agent's config pointing at another server (another port,
+  nothing listening): `list` and `show` exit 3 and show none of the
+  agent's view (it is of the agent's server), stderr saying whose address
+  the agent watches, as with --url (test_lockctl_blind); the agent's
+  /api/v1/locks?target= and /api/v1/locks/KEY carry target_address.
 """
 
 import http.server
+import os
 import threading
 import time
 
@@ -307,6 +313,41 @@ class RegistryHolder(h.TestCase):
         c.delete("lockwatch:client:{%s}" % REG_UUID)
         doc = t.run_json(self, ["show", "lock:reent:1", "--agent", "off"], ag.config_path)
         self.assertEqual((doc["host"], doc["pid"], doc["acquired_at"]), (None, None, None))
+
+
+class OtherServer(h.TestCase):
+    def test_a_config_of_another_server_is_not_shown_the_agents_view(self):
+        r = self.start_redis()
+        r.client().set("lock:mine:1", "tok", px=600000)
+        ag = self.start_agent(r, max_hold="1h")
+        ag.wait_for(lambda: ag.lock("lock:mine:1")[0] == 200, timeout=30,
+                    desc="the agent sees lock:mine:1")
+        where = "127.0.0.1:%d/0" % r.port
+        st, doc = ag.get_json("/api/v1/locks?target=main")
+        self.assertEqual((st, doc["target_address"]), (200, where), doc)
+        self.assertEqual(ag.lock("lock:mine:1")[1]["target_address"], where)
+        self.assertIsNone(ag.get_json("/api/v1/locks")[1]["target_address"])
+
+        port = h.free_port()
+        with open(ag.config_path) as f:
+            text = f.read()
+        d = h._mkdtemp("lw-p1-")
+        p1 = os.path.join(d, "p1.ini")
+        with open(p1, "w") as f:
+            f.write(text.replace(r.url, "redis://127.0.0.1:%d/0" % port))
+        for args in (["list"], ["show", "lock:mine:1"]):
+            with self.subTest(args=args):
+                p = t.run(args, p1)
+                err = b" ".join(p.stderr.split()).decode()
+                self.assertEqual(p.returncode, 3, err)
+                self.assertNotIn(b"FROM THE AGENT", p.stdout)
+                self.assertNotIn(b"lock:mine:1", p.stdout)
+                self.assertIn("watches target main at %s, not at 127.0.0.1:%d/0 as %s says"
+                              % (where, port, p1), err)
+                self.assertIn("connect", err)
+        # the agent's own config, Redis answering: as ever
+        doc = t.run_json(self, ["list"], ag.config_path)
+        self.assertEqual([l["key"] for l in doc["locks"]], ["lock:mine:1"])
 
 
 if __name__ == "__main__":
