@@ -50,6 +50,31 @@ lwc_clearerr(lw_error *err)
     }
 }
 
+/* Bytes of a key an error message names before cutting it with "...". */
+#define ERR_KEY_MAX 96
+
+void
+lwc_err_prefix(lw_error *err, const char *call, const char *key, size_t keylen)
+{
+    char rest[LW_ERRSTR_SIZE];
+    bool cut = keylen > ERR_KEY_MAX;
+    size_t restlen;
+    int n;
+
+    if (err == NULL)
+        return;
+    restlen = strnlen(err->str, sizeof(err->str) - 1);
+    memcpy(rest, err->str, restlen);
+    n = snprintf(err->str, sizeof(err->str), "%s %.*s%s: ", call,
+                 (int)(cut ? ERR_KEY_MAX : keylen), key, cut ? "..." : "");
+    if (n < 0 || (size_t)n >= sizeof(err->str) - 1)
+        return;
+    if (restlen > sizeof(err->str) - 1 - (size_t)n)
+        restlen = sizeof(err->str) - 1 - (size_t)n;
+    memcpy(err->str + n, rest, restlen);
+    err->str[(size_t)n + restlen] = '\0';
+}
+
 /*
  * hiredis writes with write(2), so a write on a connection the server
  * closed (a restart) raises SIGPIPE, whose default action ends the program
@@ -301,7 +326,7 @@ lw_connect(const lw_options *opts, lw_error *err)
     if (lwc_tls_setup(c, opts, err) != LW_OK)
         goto fail;
 
-    c->cmd = lwc_redis_connect(c, "lw_connect", err);
+    c->cmd = lwc_redis_connect(c, "lw_connect", INT64_MAX, err);
     if (c->cmd == NULL)
         goto fail;
     if (lwc_scripts_load(c, c->cmd, err) != 0)

@@ -90,6 +90,10 @@ void lwc_sigpipe_ignore_default(void);
 lw_status lwc_seterr(lw_error *err, lw_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void lwc_clearerr(lw_error *err);
+/* Put "<call> <key>: " in front of err's message (a long key is cut), so a
+ * lower layer's message says which call on which key failed. */
+void lwc_err_prefix(lw_error *err, const char *call, const char *key,
+                    size_t keylen);
 
 /* --- Lua scripts (scripts.c) ------------------------------------------- */
 
@@ -265,6 +269,8 @@ extern const struct lwc_kind lwc_kind_reentrant;
 
 struct lw_lock {
     lw_client *client;
+    const char *call;               /* "lw_lock" or "lw_trylock": errors
+                                     * name it */
     const struct lwc_kind *kind;
     bool fencing;
     bool watchdog;                  /* renewed by the watchdog */
@@ -315,9 +321,14 @@ void lwc_mark_lost(struct lw_lock *lk);
 
 /* --- Redis connections (conn.c) ----------------------------------------- */
 
-/* A new connection with AUTH and SELECT done, or NULL with *err. */
+/* A new connection with AUTH and SELECT done, or NULL with *err.  Its
+ * connect and command timeouts are the client's, cut to what is left
+ * until deadline_us (monotonic; INT64_MAX: not cut): a waiter's own
+ * connection never holds its lw_lock() past the deadline. */
 redisContext *lwc_redis_connect(const lw_client *c, const char *what,
-                                lw_error *err);
+                                int64_t deadline_us, lw_error *err);
+/* tv, cut to what is left until deadline_us (INT64_MAX: tv), >= 1 ms. */
+struct timeval lwc_tv_within(struct timeval tv, int64_t deadline_us);
 /* The command connection, locked; connects if needed (loading the scripts
  * and undoing lost acquires), drops one the server closed, and first reads
  * the stale replies of a command that timed out.  NULL with *err (then
@@ -332,6 +343,9 @@ void lwc_cmd_put(lw_client *c, redisContext *ctx);
 int lwc_get_reply(redisContext *ctx, void **out);
 redisReply *lwc_command(redisContext *ctx, int argc, const char **argv,
                         const size_t *lens, const char *what, lw_error *err);
+/* *err for a call on ctx that failed: "<what>: " and the timeout that
+ * passed (named as such) or the connection's error.  LW_ERR. */
+lw_status lwc_conn_error(const redisContext *ctx, const char *what, lw_error *err);
 /* Run a script by EVALSHA, falling back to EVAL on NOSCRIPT. */
 redisReply *lwc_eval(lw_client *c, redisContext *ctx, enum lwc_script_id id,
                      int nkeys, int nargs, const char **kv, const size_t *kvlen,

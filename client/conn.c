@@ -84,13 +84,32 @@ lwc_get_reply(redisContext *ctx, void **out)
 
 #define EVAL_ARGV_MAX 12
 
+/* tv, or less when deadline_us (monotonic; INT64_MAX: none) comes first,
+ * but at least 1 ms (a zero timeval means no timeout to hiredis). */
+struct timeval
+lwc_tv_within(struct timeval tv, int64_t deadline_us)
+{
+    int64_t us = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec, left;
+
+    if (deadline_us == INT64_MAX)
+        return tv;
+    left = clock_left_us(deadline_us);
+    if (left < us)
+        us = left < 1000 ? 1000 : left;
+    tv.tv_sec = (time_t)(us / 1000000);
+    tv.tv_usec = (suseconds_t)(us % 1000000);
+    return tv;
+}
+
 redisContext *
-lwc_redis_connect(const lw_client *c, const char *what, lw_error *err)
+lwc_redis_connect(const lw_client *c, const char *what, int64_t deadline_us,
+                  lw_error *err)
 {
     redisContext *ctx = NULL;
     redisReply *r = NULL;
 
-    ctx = redisConnectWithTimeout(c->host, c->port, c->connect_tv);
+    ctx = redisConnectWithTimeout(c->host, c->port,
+                                  lwc_tv_within(c->connect_tv, deadline_us));
     if (ctx == NULL) {
         lwc_seterr(err, LW_ERR, "%s: out of memory connecting to Redis", what);
         goto fail;
@@ -101,7 +120,7 @@ lwc_redis_connect(const lw_client *c, const char *what, lw_error *err)
                    "options)", what, c->host, c->port, ctx->errstr);
         goto fail;
     }
-    if (redisSetTimeout(ctx, c->command_tv) != REDIS_OK) {
+    if (redisSetTimeout(ctx, lwc_tv_within(c->command_tv, deadline_us)) != REDIS_OK) {
         lwc_seterr(err, LW_ERR, "%s: cannot set the command timeout on the "
                    "Redis connection to %s:%d: %s", what, c->host, c->port,
                    ctx->errstr);
@@ -179,7 +198,7 @@ lwc_cmd_get(lw_client *c, lw_error *err)
         return NULL;
     }
     if (c->cmd == NULL) {
-        c->cmd = lwc_redis_connect(c, "command connection", err);
+        c->cmd = lwc_redis_connect(c, "command connection", INT64_MAX, err);
         if (c->cmd != NULL && lwc_scripts_reload(c, c->cmd, err) != 0) {
             redisFree(c->cmd);
             c->cmd = NULL;
@@ -238,24 +257,29 @@ timeout_text(const redisContext *ctx, char *buf, size_t len)
     return 1;
 }
 
+lw_status
+lwc_conn_error(const redisContext *ctx, const char *what, lw_error *err)
+{
+    char why[200];
+
+    if (timeout_text(ctx, why, sizeof(why)))
+        return lwc_seterr(err, LW_ERR, "%s: %s", what, why);
+    return lwc_seterr(err, LW_ERR, "%s: Redis connection failed: %s (Redis "
+                      "stopped, the network dropped, or the command timeout "
+                      "passed)", what, ctx->errstr[0] ? ctx->errstr : "no reply");
+}
+
 redisReply *
 lwc_command(redisContext *ctx, int argc, const char **argv, const size_t *lens,
             const char *what, lw_error *err)
 {
     void *v = NULL;
-    redisReply *r = NULL;
-    char why[200];
 
     if (redisAppendCommandArgv(ctx, argc, argv, lens) == REDIS_OK &&
         lwc_get_reply(ctx, &v) == REDIS_OK)
-        r = v;
-    if (r == NULL && timeout_text(ctx, why, sizeof(why)))
-        lwc_seterr(err, LW_ERR, "%s: %s", what, why);
-    else if (r == NULL)
-        lwc_seterr(err, LW_ERR, "%s: Redis connection failed: %s (Redis "
-                   "stopped, the network dropped, or the command timeout "
-                   "passed)", what, ctx->errstr[0] ? ctx->errstr : "no reply");
-    return r;
+        return v;
+    lwc_conn_error(ctx, what, err);
+    return NULL;
 }
 
 bool

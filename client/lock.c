@@ -20,7 +20,7 @@
 #include "client_impl.h"
 
 static struct lw_lock *
-lock_new(lw_client *c, const char *key, size_t keylen,
+lock_new(lw_client *c, const char *call, const char *key, size_t keylen,
          const struct lwc_kind *kind, long long lease_ms, int flags,
          lw_error *err)
 {
@@ -31,7 +31,8 @@ lock_new(lw_client *c, const char *key, size_t keylen,
 
     lk = calloc(1, sizeof(*lk) + keylen + 1 + chlen + 1 + fklen + 1);
     if (lk == NULL) {
-        lwc_seterr(err, LW_ERR, "lw_lock: out of memory for a lock object");
+        lwc_seterr(err, LW_ERR, "%s %.200s: out of memory for a lock object",
+                   call, key);
         return NULL;
     }
     p = lk->names;
@@ -47,6 +48,7 @@ lock_new(lw_client *c, const char *key, size_t keylen,
     lk->fence_key = p;
 
     lk->client = c;
+    lk->call = call;
     lk->kind = kind;
     lk->fencing = (flags & LW_FENCING) != 0;
     lk->watchdog = lease_ms == 0;
@@ -97,9 +99,13 @@ lwc_attempt(lw_client *c, struct lw_lock *lk, bool want_pttl, long long *pttl,
 
     if (transient != NULL)
         *transient = ctx == NULL;
-    if (ctx == NULL)
+    if (ctx == NULL) {
+        lwc_err_prefix(err, lk->call, lk->key, lk->keylen);
         return LW_ERR;
+    }
     st = lk->kind->attempt(c, ctx, lk, want_pttl, pttl, err);
+    if (st == LW_ERR)
+        lwc_err_prefix(err, lk->call, lk->key, lk->keylen);
     LWC_T("attempt %s holder %s: %d%s", lk->key, lk->holder, (int)st,
           ctx->err ? " (conn error)" : "");
     if (st == LW_ERR && ctx->err) {
@@ -120,7 +126,7 @@ lwc_acquire_result(const redisReply *r, struct lw_lock *lk, long long *pttl,
         r->element[0]->type != REDIS_REPLY_INTEGER ||
         r->element[1]->type != REDIS_REPLY_INTEGER ||
         r->element[2]->type != REDIS_REPLY_INTEGER)
-        return lwc_reply_error(r, "lw_lock", err);
+        return lwc_reply_error(r, "acquire script", err);
     if (r->element[0]->integer == 1) {
         lk->holds = (long)r->element[1]->integer;
         lk->fence = r->element[2]->integer;
@@ -180,7 +186,7 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
      * LW_WAIT_FOREVER, negative, never passes */
     deadline_us = clock_deadline_us(timeout_ms * 1000);
 
-    lk = lock_new(c, key, strlen(key),
+    lk = lock_new(c, fn, key, strlen(key),
                   (flags & LW_REENTRANT) ? &lwc_kind_reentrant : &lwc_kind_plain,
                   lease_ms, flags, err);
     if (lk == NULL) {
@@ -189,7 +195,10 @@ acquire(lw_client *c, const char *key, long long lease_ms, long long timeout_ms,
     }
 
     st = lwc_attempt(c, lk, false, NULL, &transient, err);
-    if ((st == LW_BUSY || (st == LW_ERR && transient)) && !try && timeout_ms != 0) {
+    /* A first attempt that used up the time (a silent Redis: one command
+     * timeout) ends the call: nothing more is sent, nor waited for. */
+    if ((st == LW_BUSY || (st == LW_ERR && transient)) && !try && timeout_ms != 0 &&
+        clock_mono_us() < deadline_us) {
         /* Only an acquire that really waits says so (docs/reporters.md):
          * an uncontended lock costs no extra line.  The holder id is the
          * first attempt's token; the 7-field wait that ends it carries

@@ -271,7 +271,10 @@ LW_API void lw_client_free(lw_client *c);
  * Redis going away: attempts that fail on the connection are re-tried at
  * the re-check interval until the deadline, and the wake-up subscription is
  * opened again, so the lock is taken as soon as Redis is back and it is
- * free.
+ * free.  A silent Redis (paused, overloaded) holds the call at most one
+ * command timeout past timeout_ms: subscribing never runs past the
+ * deadline, and no attempt starts after it (a first attempt that used up
+ * timeout_ms ends the call).  An error names the call and the key.
  *
  * Returns LW_OK and *out = a new lock object (owned by the caller; give it
  * back with lw_unlock), or LW_TIMEOUT (*out = NULL) when the lock was not

@@ -29,13 +29,11 @@ make_token(lw_client *c, struct lw_lock *lk, lw_error *err)
     t.thread = lk->tid;
     t.acquired_ms = clock_now_ms();
     if (lwc_random(&t.random, sizeof(t.random)) != 0)
-        return lwc_seterr(err, LW_ERR, "lw_lock %.200s: cannot read random "
-                          "bytes for the token", lk->key);
+        return lwc_seterr(err, LW_ERR, "cannot read random bytes for the token");
     n = lwc_token_format(lk->holder, sizeof(lk->holder), &t);
     if (n < 0)
-        return lwc_seterr(err, LW_ERR, "lw_lock %.200s: cannot make a token "
-                          "(is the system clock before 2000 or after 2100?)",
-                          lk->key);
+        return lwc_seterr(err, LW_ERR, "cannot make a token (is the system "
+                          "clock before 2000 or after 2100?)");
     lk->holderlen = (size_t)n;
     lk->acquired_unix_ms = t.acquired_ms;
     return LW_OK;
@@ -75,7 +73,7 @@ plain_attempt(lw_client *c, redisContext *ctx, struct lw_lock *lk,
         void *v = NULL;
 
         if (!want_pttl) {
-            set = lwc_command(ctx, 6, argv, lens, "lw_lock SET", err);
+            set = lwc_command(ctx, 6, argv, lens, "SET", err);
             if (set == NULL)
                 return LW_ERR;
         } else {
@@ -83,15 +81,13 @@ plain_attempt(lw_client *c, redisContext *ctx, struct lw_lock *lk,
             if (redisAppendCommandArgv(ctx, 6, argv, lens) != REDIS_OK ||
                 redisAppendCommandArgv(ctx, 2, pargv, plens) != REDIS_OK ||
                 lwc_get_reply(ctx, &v) != REDIS_OK) {
-                st = lwc_seterr(err, LW_ERR, "lw_lock SET: Redis connection "
-                                "failed: %s", ctx->errstr);
+                st = lwc_conn_error(ctx, "SET", err);
                 goto out;
             }
             set = v;
             v = NULL;
             if (lwc_get_reply(ctx, &v) != REDIS_OK) {
-                st = lwc_seterr(err, LW_ERR, "lw_lock PTTL: Redis connection "
-                                "failed: %s", ctx->errstr);
+                st = lwc_conn_error(ctx, "PTTL", err);
                 goto out;
             }
             ttl = v;
@@ -104,7 +100,7 @@ plain_attempt(lw_client *c, redisContext *ctx, struct lw_lock *lk,
     } else if (set->type == REDIS_REPLY_NIL) {
         st = LW_BUSY;
     } else {
-        st = lwc_reply_error(set, "lw_lock SET", err);
+        st = lwc_reply_error(set, "SET", err);
     }
 out:
     if (set != NULL)

@@ -348,10 +348,11 @@ lwc_settle_sync(lw_client *c, lw_error *err)
                     return 0;
                 }
                 LWC_T("settle sync: still silent (%s)", c->cmd_marker);
-                lwc_seterr(err, LW_ERR, "command connection: Redis at %s:%d has "
-                           "not answered a command sent before within the "
-                           "command timeout (busy or paused); nothing new was "
-                           "sent", c->host, c->port);
+                lwc_seterr(err, LW_ERR, "Redis at %s:%d has not answered a "
+                           "command that timed out earlier on this client's "
+                           "connection, nor within one more command timeout "
+                           "(busy or paused); nothing new was sent", c->host,
+                           c->port);
                 clear_ctx_error(ctx);
                 return -1;
             }

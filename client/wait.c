@@ -48,6 +48,9 @@
  * opened again, so a waiter blocked across a restart takes the lock as
  * soon as Redis is back and the lock free.  A wait that reaches its
  * deadline on such a failure returns LW_ERR with that failure's message.
+ * A paused Redis accepts connections and answers nothing, so connecting
+ * and subscribing are cut to the deadline; only an attempt started before
+ * it may run past it, by at most one command timeout (liblockwatch(3)).
  *
  * A pooled connection is returned after an UNSUBSCRIBE that is sent but not
  * waited for (its confirmation would cost the lock holder a round trip);
@@ -138,23 +141,28 @@ subscribe(redisContext *ctx, const char *channel, size_t chlen)
     }
 }
 
-/* A connection subscribed to channel, or NULL (then wait by re-checks). */
+/* A connection subscribed to channel, or NULL (then wait by re-checks).
+ * Connecting and the SUBSCRIBE's confirmation are cut to deadline_us: a
+ * paused Redis accepts the connection and answers nothing, and the wait
+ * must not outlive its lw_lock() deadline by it.  A connection whose
+ * confirmation did not come is closed (nothing of it stays on Redis). */
 static redisContext *
-sub_open(lw_client *c, const char *channel, size_t chlen)
+sub_open(lw_client *c, const char *channel, size_t chlen, int64_t deadline_us)
 {
     redisContext *ctx = pool_take(c);
     int rc;
 
     if (ctx != NULL) {
-        rc = subscribe(ctx, channel, chlen);
+        rc = redisSetTimeout(ctx, lwc_tv_within(c->command_tv, deadline_us)) == REDIS_OK
+             ? subscribe(ctx, channel, chlen) : -1;
         if (rc == 0)
             return ctx;
         redisFree(ctx);
-        if (rc == -2)
+        if (rc == -2 || clock_left_us(deadline_us) == 0)
             return NULL;
         /* a pooled connection went stale (server timeout): one fresh try */
     }
-    ctx = lwc_redis_connect(c, "lw_lock wait", NULL);
+    ctx = lwc_redis_connect(c, "lw_lock wait", deadline_us, NULL);
     if (ctx == NULL)
         return NULL;
     if (subscribe(ctx, channel, chlen) != 0) {
@@ -238,7 +246,7 @@ lw_status
 lwc_wait_acquire(lw_client *c, struct lw_lock *lk, int64_t deadline_us,
                  lw_error *err)
 {
-    redisContext *sub = sub_open(c, lk->channel, lk->channellen);
+    redisContext *sub = NULL;
     int64_t interval = LWC_RECHECK_MIN_US;
     int64_t resub_us = 0;           /* next try at SUBSCRIBE when sub is NULL */
     lw_status st;
@@ -250,9 +258,11 @@ lwc_wait_acquire(lw_client *c, struct lw_lock *lk, int64_t deadline_us,
         int rc;
 
         if (sub == NULL && clock_mono_us() >= resub_us) {
-            /* Restore the subscription a Redis restart broke (or try the
-             * first time again); at most once per re-check interval. */
-            sub = sub_open(c, lk->channel, lk->channellen);
+            /* Subscribe (first time round), or restore the subscription a
+             * Redis restart broke; at most once per re-check interval,
+             * and never past the deadline, so that what the wait may
+             * spend past it is the one attempt below. */
+            sub = sub_open(c, lk->channel, lk->channellen, deadline_us);
             resub_us = clock_deadline_us(LWC_RECHECK_MAX_US);
         }
         st = lwc_attempt(c, lk, true, &pttl, &transient, err);

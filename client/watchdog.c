@@ -179,7 +179,7 @@ renew(lw_client *c, struct lw_lock **locks, size_t n, bool registry, int *result
     for (size_t i = 0; i < n; i++)
         result[i] = -1;
     if (bg->redis == NULL)
-        bg->redis = lwc_redis_connect(c, "watchdog", NULL);
+        bg->redis = lwc_redis_connect(c, "watchdog", INT64_MAX, NULL);
     if (bg->redis == NULL)
         return;
 

@@ -248,6 +248,57 @@ class FaultsTest(harness.TestCase):
             self.redis.resume()
         self.expect_lock(w, key, since=time.monotonic(), within=1.5)
 
+    # --- a paused Redis bounds lw_lock by its timeout ----------------------
+
+    def check_paused_bound(self, timeout_ms, holder):
+        """lw_lock on a paused Redis returns within timeout_ms and one
+        command timeout (liblockwatch(3)), not after four of them (the
+        first attempt, two SUBSCRIBEs and a re-read of the lost reply),
+        with an error that names the call and the key.  holder: the lock
+        is someone else's (a real wait) rather than free."""
+        ct = 500
+        key = "lock:paused:bound:%d:%d" % (timeout_ms, holder)
+        w = self.shell("w", "cmd_timeout=%d" % ct)
+        if holder:
+            self.r.set(key, "someone-else", px=60000)
+        self.redis.pause()
+        try:
+            t0 = time.monotonic()
+            ans = w.cmd("lock w l1 %s 30000 %d -" % (key, timeout_ms))
+            took = time.monotonic() - t0
+        finally:
+            self.redis.resume()
+        # the scheduling slack is under the second command timeout
+        self.assertLess(took, (timeout_ms + 2 * ct) / 1000.0, ans)
+        self.assertGreaterEqual(took, max(timeout_ms, ct) / 1000.0 - 0.05, ans)
+        self.assertTrue(ans.startswith("ERR lw_lock %s: " % key), ans)
+        self.assertIn("timed out after %d ms" % ct, ans)
+
+    def test_paused_lock_short_timeout_returns_in_one_command_timeout(self):
+        self.check_paused_bound(1, holder=True)
+
+    def test_paused_lock_timeout_within_bound(self):
+        self.check_paused_bound(500, holder=False)
+
+    def test_paused_lock_longer_wait_within_bound(self):
+        """A wait that outlives the first attempt's timeout: its later
+        attempts find the lost reply still unanswered, and say so."""
+        ct = 500
+        key = "lock:paused:bound:long"
+        w = self.shell("w", "cmd_timeout=%d" % ct)
+        self.r.set(key, "someone-else", px=60000)
+        self.redis.pause()
+        try:
+            t0 = time.monotonic()
+            ans = w.cmd("lock w l1 %s 30000 1200 -" % key)
+            took = time.monotonic() - t0
+        finally:
+            self.redis.resume()
+        self.assertLess(took, (1200 + 2 * ct) / 1000.0, ans)
+        self.assertGreaterEqual(took, 1.2 - 0.05, ans)
+        self.assertTrue(ans.startswith("ERR lw_lock %s: " % key), ans)
+        self.assertIn("timed out earlier", ans)
+
     # --- reconnect after a restart --------------------------------------
 
     def test_first_call_after_restart_succeeds(self):
