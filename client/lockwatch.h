@@ -317,7 +317,10 @@ LW_API lw_status lw_unlock(lw_lock_t *lock, lw_error *err);
  * Set the lock's remaining time to lease_ms (> 0) if it is still ours (a
  * reentrant lock's is only raised, never cut: other holds share it).
  * The lock's lease becomes lease_ms; a watchdog-renewed lock stays renewed
- * by the watchdog (at the client's default lease).
+ * by the watchdog (every default_lease_ms / 3), each renewal setting the
+ * longer of lease_ms and the default lease: a longer lease is kept, a
+ * shorter one lasts until the next renewal (it may run out before it when
+ * shorter than that period).
  * Returns LW_OK, LW_LOST (not ours any more; the lock is marked lost) or
  * LW_ERR.
  */

@@ -10,7 +10,8 @@
  *   - the renewal tick, every default_lease_ms / 3 while the client holds a
  *     watchdog lock or any reentrant lock (10 s with the default 30 s
  *     lease, as Redisson's watchdog).  A tick renews every watched lock with
- *     the kind's compare-and-pexpire script, pipelined on the thread's own
+ *     the kind's compare-and-pexpire script to its lease (the default one,
+ *     or the longer one lw_extend() gave it), pipelined on the thread's own
  *     Redis connection (LWC_RENEW_BATCH per round trip), and PEXPIREs the
  *     registry key lockwatch:client:{<uuid>} to 3 x the lease while
  *     reentrant locks are held;
@@ -67,6 +68,15 @@ static int64_t
 period_us(const lw_client *c)
 {
     return c->default_lease_ms * 1000 / 3;
+}
+
+/* The lease a renewal of lk sets, with bg.mu held: what lw_extend() made
+ * its lease, but never less than the default lease, whose period the
+ * renewals keep (a shorter one could run out between two of them). */
+static long long
+renew_lease_locked(const lw_client *c, const struct lw_lock *lk)
+{
+    return lk->lease_ms > c->default_lease_ms ? lk->lease_ms : c->default_lease_ms;
 }
 
 void
@@ -164,15 +174,16 @@ lwc_bg_same_hold_locked(lw_client *c, const struct lw_lock *lk)
 }
 
 /*
- * Renew n locks (and the registry when asked) on the thread's connection.
- * result[i]: 1 renewed, 0 not ours any more, -1 could not ask.
+ * Renew n locks, locks[i] to lease_ms[i] (and the registry when asked) on
+ * the thread's connection.  result[i]: 1 renewed, 0 not ours any more, -1
+ * could not ask.
  */
 static void
-renew(lw_client *c, struct lw_lock **locks, size_t n, bool registry, int *result)
+renew(lw_client *c, struct lw_lock **locks, const long long *lease_ms, size_t n,
+      bool registry, int *result)
 {
     struct lwc_bg *bg = &c->bg;
     char lease[24], ttl[24];
-    size_t leaselen = lwc_fmt_u64(lease, (uint64_t)c->default_lease_ms);
     size_t ttllen = lwc_fmt_u64(ttl, (uint64_t)(3 * c->default_lease_ms));
     size_t start = 0;
 
@@ -191,8 +202,9 @@ renew(lw_client *c, struct lw_lock **locks, size_t n, bool registry, int *result
         for (size_t i = start; i < end; i++) {
             struct lw_lock *lk = locks[i];
             const char *kv[3] = { lk->key, lk->holder, lease };
-            size_t kvlen[3] = { lk->keylen, lk->holderlen, leaselen };
+            size_t kvlen[3] = { lk->keylen, lk->holderlen, 0 };
 
+            kvlen[2] = lwc_fmt_u64(lease, (uint64_t)lease_ms[i]);
             if (lwc_eval_append(c, bg->redis, lk->kind->extend_script, 1, 2,
                                 kv, kvlen) != 0)
                 goto broken;
@@ -223,11 +235,12 @@ renew(lw_client *c, struct lw_lock **locks, size_t n, bool registry, int *result
         for (size_t i = start; i < end; i++) {
             struct lw_lock *lk = locks[i];
             const char *kv[3] = { lk->key, lk->holder, lease };
-            size_t kvlen[3] = { lk->keylen, lk->holderlen, leaselen };
+            size_t kvlen[3] = { lk->keylen, lk->holderlen, 0 };
             redisReply *r;
 
             if (result[i] != -2)
                 continue;
+            kvlen[2] = lwc_fmt_u64(lease, (uint64_t)lease_ms[i]);
             result[i] = -1;
             r = lwc_eval(c, bg->redis, lk->kind->extend_script, 1, 2, kv, kvlen,
                          NULL);
@@ -255,6 +268,7 @@ tick_locked(lw_client *c)
     struct lw_lock **locks = NULL;
     int *result = NULL;
     int64_t *overrun = NULL;        /* of a lost lock: past its lease end */
+    long long *lease = NULL;        /* what each renewal sets */
     size_t n = 0;
     int64_t started = clock_mono_us(), now;
     bool registry = bg->nreentrant > 0, renewal;
@@ -263,23 +277,26 @@ tick_locked(lw_client *c)
         locks = calloc(bg->nwatched, sizeof(*locks));
         result = calloc(bg->nwatched, sizeof(*result));
         overrun = calloc(bg->nwatched, sizeof(*overrun));
-        if (locks == NULL || result == NULL || overrun == NULL) {
+        lease = calloc(bg->nwatched, sizeof(*lease));
+        if (locks == NULL || result == NULL || overrun == NULL || lease == NULL) {
             /* Try again soon; the lease still has two periods to go. */
             free(locks);
             free(result);
             free(overrun);
+            free(lease);
             bg->next_tick_us = started + period_us(c) / 4 + 1;
             return;
         }
         for (struct lw_lock *lk = bg->watched; lk != NULL; lk = lk->wnext) {
             atomic_fetch_add_explicit(&lk->refs, 1, memory_order_relaxed);
+            lease[n] = renew_lease_locked(c, lk);
             locks[n++] = lk;
         }
     }
     pthread_mutex_unlock(&bg->mu);
 
     if (n > 0 || registry)
-        renew(c, locks, n, registry, result);
+        renew(c, locks, lease, n, registry, result);
 
     pthread_mutex_lock(&bg->mu);
     now = clock_mono_us();
@@ -292,7 +309,7 @@ tick_locked(lw_client *c)
             atomic_fetch_add_explicit(&c->stats.renewals, 1, memory_order_relaxed);
         }
         lost = result[i] == 0 ||
-               (result[i] < 0 && now - lk->renewed_mono_us >= c->default_lease_ms * 1000);
+               (result[i] < 0 && now - lk->renewed_mono_us >= lease[i] * 1000);
         renewal = result[i] == 0;
         result[i] = 0;
         if (lost && lk->watched) {
@@ -301,7 +318,7 @@ tick_locked(lw_client *c)
             /* tell on_lost below, and the agent once (renewal: 1, the
              * lease ran out with Redis unreachable: 2) */
             result[i] = atomic_exchange(&lk->lost, 1) == 0 ? (renewal ? 1 : 2) : 3;
-            overrun[i] = now - (lk->renewed_mono_us + c->default_lease_ms * 1000);
+            overrun[i] = now - (lk->renewed_mono_us + lease[i] * 1000);
         }
     }
     bg->next_tick_us = (bg->nwatched > 0 || bg->nreentrant > 0)
@@ -320,6 +337,7 @@ tick_locked(lw_client *c)
     free(locks);
     free(result);
     free(overrun);
+    free(lease);
     pthread_mutex_lock(&bg->mu);
 }
 

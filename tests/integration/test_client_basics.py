@@ -61,6 +61,23 @@ class BasicsTest(harness.TestCase):
         sh.ok("unlock l1")
         self.assertEqual(self.r.exists("lock:wd"), 0)
 
+    def test_extend_keeps_a_watchdog_lock_at_the_longer_lease(self):
+        """lw_extend on a watchdog lock: the renewals that follow keep the
+        longer lease it set (they cut it back to the default lease),
+        plain and reentrant alike."""
+        lease = 900
+        sh = self.shell(extra="agent=off lease=%d" % lease)
+        for flags in ("-", "reentrant"):
+            key = "lock:wd:extend:" + flags
+            sh.ok("lock a l1 %s 0 1000 %s" % (key, flags))
+            renewals = sh.stats("a")["renewals"]
+            sh.ok("extend l1 20000")
+            time.sleep(3 * lease / 1000)        # 9 renewal periods
+            self.assertGreater(sh.stats("a")["renewals"], renewals + 3, flags)
+            self.assertGreater(self.r.pttl(key), 18000, flags)
+            sh.ok("unlock l1")
+            self.assertEqual(self.r.exists(key), 0)
+
     def test_default_lease_is_30s(self):
         sh = self.shell()
         sh.ok("lock a l1 lock:wd30 0 1000 -")
