@@ -40,6 +40,9 @@
 #define LWC_TOKEN_MAX    160    /* an lw1 token is at most LW1_TOKEN_LEN_MAX */
 #define LWC_RANDOM_HEX   LW1_RANDOM_HEX
 #define LWC_DGRAM_MAX    1432   /* one UDP payload (SPEC: keep <= 1432) */
+#define LWC_DGRAM_LOOPBACK_MAX 8192 /* one to a loopback agent (line-protocol.md
+                                 * "Datagrams"): a line too long for a
+                                 * batch goes alone, that long at most */
 #define LWC_FLUSH_US     100000 /* a buffered sample waits at most this */
 #define LWC_DEST_MAX     8      /* LOCKWATCH_SAMPLES destinations */
 #define LWC_OWNER_MAX    200    /* bytes of LOCKWATCH_OWNER */
@@ -129,6 +132,7 @@ struct lwc_batch {
 /* One LOCKWATCH_SAMPLES destination, its own socket (its own family). */
 struct lwc_dest {
     int fd;
+    bool loopback;                  /* 127.0.0.0/8 or ::1 */
     struct sockaddr_storage addr;
     socklen_t addrlen;
 };
@@ -136,6 +140,7 @@ struct lwc_dest {
 struct lwc_report {
     struct lwc_dest dest[LWC_DEST_MAX];
     size_t ndest;                   /* 0: reporting off */
+    bool loopback;                  /* a destination is on loopback */
     unsigned char key[LW1_KEY_MAX]; /* LOCKWATCH_KEY_FILE; wiped at close */
     size_t keylen;                  /* 0: datagrams go unsigned */
     char owner[3 * LWC_OWNER_MAX + 1];  /* <process> of owner ids, encoded */
@@ -480,9 +485,9 @@ size_t lwc_line_lost(char *out, size_t cap, const char *key, size_t keylen,
                      const char *owner, size_t ownerlen, const char *holder,
                      size_t holderlen, uint64_t held_us, int64_t overrun_us, bool renewal);
 /* Put the mac line for the batch body at unix time now_s in front of it,
- * into out (room LWC_DGRAM_MAX); the datagram's length, or 0. */
+ * into out (room cap); the datagram's length, or 0. */
 size_t lwc_sign(const unsigned char *key, size_t keylen, const char *body, size_t len,
-                int64_t now_s, char *out);
+                int64_t now_s, char *out, size_t cap);
 /* Send the batch now; called with bg.mu held. */
 void lwc_report_flush_locked(lw_client *c);
 

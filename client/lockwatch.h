@@ -64,7 +64,13 @@
  * works; a waiting lw_lock() keeps waiting across the restart.
  * docs/fencing.md has the details and the limits.
  *
- * Keys are NUL-terminated strings of 1..LW_KEY_MAX bytes.
+ * Keys are NUL-terminated strings of 1..LW_KEY_MAX bytes.  A sample line
+ * carries the key percent-encoded (bytes outside 0x21..0x7e and '%' take
+ * three): a line too long for a 1432-byte datagram (a key over about
+ * 1.1 KB) goes alone in one of up to 8192 bytes to the destinations on a
+ * loopback address (docs/line-protocol.md), which fits any key of
+ * LW_KEY_MAX printable bytes; a line that fits neither is not sent, counted
+ * in samples_dropped (the lock call works as ever).
  *
  * Requires hiredis (0.14 or later; TLS needs 1.x with hiredis_ssl).  Link
  * with `pkg-config --libs lockwatch`.  Over TLS, OpenSSL writes with
@@ -193,7 +199,8 @@ typedef struct lw_stats {
     uint64_t samples_sent;      /* lines handed to the kernel (for at
                                  * least one destination) */
     uint64_t samples_dropped;   /* lines lost: socket full (EAGAIN), send
-                                 * error, or a line longer than a datagram */
+                                 * error, or a line longer than a datagram
+                                 * (1432 bytes; 8192 to a loopback agent) */
     uint64_t datagrams_sent;    /* per destination */
     uint64_t wakeups;           /* pub/sub wake-ups seen by waiting lw_lock */
     uint64_t rechecks;          /* waits that ended by the re-check interval

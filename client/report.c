@@ -35,8 +35,12 @@
  * non-blocking and unconnected (so an ICMP "port unreachable" from a
  * missing agent is never reported back to a later send), and a datagram the
  * kernel will not take (EAGAIN, ENOBUFS, any error) is dropped and its lines
- * counted in samples_dropped.  A line longer than a datagram (a very long
- * key) is dropped and counted too.
+ * counted in samples_dropped.  A line longer than a batch (a long key:
+ * over about 1.2 KB) goes alone in a datagram of up to
+ * LWC_DGRAM_LOOPBACK_MAX (8192) bytes, mac line included, to the
+ * destinations on a loopback address, which line-protocol.md allows that
+ * size; a line longer still, or with no loopback destination, is dropped
+ * and counted.
  *
  * Destinations: LOCKWATCH_SAMPLES (host:port[,host:port...], up to
  * LWC_DEST_MAX, one socket each so IPv4 and IPv6 mix), else the agent
@@ -46,9 +50,11 @@
  * front, one HMAC per datagram (about one per 15 samples), not per lock
  * call.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -291,14 +297,14 @@ lwc_line_lost(char *out, size_t cap, const char *key, size_t keylen,
 
 size_t
 lwc_sign(const unsigned char *key, size_t keylen, const char *body, size_t len,
-         int64_t now_s, char *out)
+         int64_t now_s, char *out, size_t cap)
 {
     unsigned char mac[LW1_MAC_BYTES];
     char num[20];
     size_t tn = lwc_fmt_u64(num, (uint64_t)(now_s < 0 ? 0 : now_s)), head;
 
     head = LW1_MAC_COVER_OFF + tn + 1;
-    if (head + len > LWC_DGRAM_MAX)
+    if (head + len > cap)
         return 0;
     memcpy(out, LW1_MAC_PREFIX, LW1_MAC_PREFIX_LEN);
     out[LW1_MAC_COVER_OFF - 1] = ' ';
@@ -432,6 +438,22 @@ set_owner(lw_client *c, lw_error *err)
     return LW_OK;
 }
 
+/* 127.0.0.0/8 or ::1 (also as ::ffff:127.x.y.z): no 1500-byte MTU. */
+static bool
+is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr)
+                >> 24) == 127;
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+
+        return IN6_IS_ADDR_LOOPBACK(a) ||
+               (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return false;
+}
+
 /* Resolve one "host:port" into a new destination. */
 static lw_status
 add_dest(struct lwc_report *rep, const char *addr, size_t len, const char *from,
@@ -476,6 +498,8 @@ add_dest(struct lwc_report *rep, const char *addr, size_t len, const char *from,
     }
     memcpy(&d->addr, res->ai_addr, res->ai_addrlen);
     d->addrlen = res->ai_addrlen;
+    d->loopback = is_loopback(res->ai_addr);
+    rep->loopback |= d->loopback;
     rep->ndest++;
     st = LW_OK;
 out:
@@ -491,6 +515,7 @@ lwc_report_open(lw_client *c, const char *agent, bool on, lw_error *err)
     const char *list = agent, *from = "the agent option", *keyfile, *p, *comma;
 
     rep->ndest = 0;
+    rep->loopback = false;
     rep->keylen = 0;
     lwc_batch_reset(&rep->batch);
     rep->batch.limit = 0;
@@ -541,24 +566,26 @@ lwc_report_close(lw_client *c)
     rep->keylen = 0;
 }
 
-void
-lwc_report_flush_locked(lw_client *c)
+/* Send body (lines lines; signed first when a key is set, into sbuf of
+ * room cap) to every destination, or only the loopback ones, and count its
+ * lines sent (some destination took it) or dropped. */
+static void
+send_lines(lw_client *c, const char *body, size_t len, unsigned lines,
+           bool loopback_only, char *sbuf, size_t cap)
 {
     struct lwc_report *rep = &c->bg.rep;
-    char signed_buf[LWC_DGRAM_MAX];
-    const char *p = rep->batch.buf;
-    size_t len = rep->batch.len, took = 0;
+    const char *p = body;
+    size_t took = 0;
 
-    if (len == 0)
-        return;
     if (rep->keylen > 0) {
-        len = lwc_sign(rep->key, rep->keylen, rep->batch.buf, rep->batch.len,
-                       clock_now_ms() / 1000, signed_buf);
-        p = signed_buf;
+        len = lwc_sign(rep->key, rep->keylen, body, len, clock_now_ms() / 1000, sbuf, cap);
+        p = sbuf;
     }
     for (size_t i = 0; i < rep->ndest && len > 0; i++) {
         const struct lwc_dest *d = &rep->dest[i];
 
+        if (loopback_only && !d->loopback)
+            continue;
         if (sendto(d->fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL,
                    (const struct sockaddr *)&d->addr, d->addrlen) == (ssize_t)len) {
             took++;
@@ -567,9 +594,42 @@ lwc_report_flush_locked(lw_client *c)
     }
     /* lines count as sent when any destination took them */
     atomic_fetch_add_explicit(took > 0 ? &c->stats.samples_sent : &c->stats.samples_dropped,
-                              rep->batch.lines, memory_order_relaxed);
+                              lines, memory_order_relaxed);
+}
+
+void
+lwc_report_flush_locked(lw_client *c)
+{
+    struct lwc_report *rep = &c->bg.rep;
+    char signed_buf[LWC_DGRAM_MAX];
+
+    if (rep->batch.len == 0)
+        return;
+    send_lines(c, rep->batch.buf, rep->batch.len, rep->batch.lines, false, signed_buf,
+               sizeof(signed_buf));
     lwc_batch_reset(&rep->batch);
     rep->flush_us = 0;
+}
+
+/* A line too long for a batch, with bg.mu held: alone, after the batch (the
+ * order kept), to the loopback destinations, which take datagrams up to
+ * LWC_DGRAM_LOOPBACK_MAX; the mac line counts in that.  false when it
+ * cannot go (no loopback destination, too long even so, no memory). */
+static bool
+send_alone_locked(lw_client *c, const char *line, size_t len)
+{
+    struct lwc_report *rep = &c->bg.rep;
+    size_t room = LWC_DGRAM_LOOPBACK_MAX - (rep->keylen > 0 ? LWC_MAC_LINE_MAX : 0);
+    char *sbuf = NULL;
+
+    if (!rep->loopback || len > room)
+        return false;
+    if (rep->keylen > 0 && (sbuf = malloc(LWC_DGRAM_LOOPBACK_MAX)) == NULL)
+        return false;
+    lwc_report_flush_locked(c);
+    send_lines(c, line, len, 1, true, sbuf, LWC_DGRAM_LOOPBACK_MAX);
+    free(sbuf);
+    return true;
 }
 
 static void
@@ -588,11 +648,13 @@ enqueue(lw_client *c, const char *line, size_t len)
         lwc_report_flush_locked(c);
         rc = lwc_batch_append(&rep->batch, line, len);
     }
-    if (rc != 0) {
+    if (rc == 0) {
+        if (rep->flush_us == 0) {
+            rep->flush_us = clock_deadline_us(LWC_FLUSH_US);
+            lwc_bg_arm_locked(c, rep->flush_us);
+        }
+    } else if (!send_alone_locked(c, line, len)) {     /* it counts, if sent */
         atomic_fetch_add_explicit(&c->stats.samples_dropped, 1, memory_order_relaxed);
-    } else if (rep->flush_us == 0) {
-        rep->flush_us = clock_deadline_us(LWC_FLUSH_US);
-        lwc_bg_arm_locked(c, rep->flush_us);
     }
     pthread_mutex_unlock(&c->bg.mu);
 }
@@ -601,7 +663,7 @@ void
 lwc_report_wait(lw_client *c, const char *key, size_t keylen, int64_t us,
                 lw_status outcome)
 {
-    char line[LWC_DGRAM_MAX];
+    char line[LWC_DGRAM_LOOPBACK_MAX];
 
     if (c->bg.rep.ndest == 0)
         return;
@@ -629,7 +691,7 @@ static void
 report_owned(lw_client *c, const struct lw_lock *lk, const char *verb, int64_t us,
              const char *word)
 {
-    char line[LWC_DGRAM_MAX], owner[OWNER_FIELD_MAX];
+    char line[LWC_DGRAM_LOOPBACK_MAX], owner[OWNER_FIELD_MAX];
     size_t on;
 
     if (c->bg.rep.ndest == 0)
@@ -649,7 +711,7 @@ lwc_report_hold(lw_client *c, const struct lw_lock *lk, int64_t us)
 void
 lwc_report_waiting(lw_client *c, const struct lw_lock *lk, bool start, lw_status outcome)
 {
-    char line[LWC_DGRAM_MAX], owner[OWNER_FIELD_MAX];
+    char line[LWC_DGRAM_LOOPBACK_MAX], owner[OWNER_FIELD_MAX];
     size_t on;
 
     if (c->bg.rep.ndest == 0)
@@ -669,7 +731,7 @@ void
 lwc_report_lost(lw_client *c, const struct lw_lock *lk, bool renewal, int64_t held_us,
                 int64_t overrun_us)
 {
-    char line[LWC_DGRAM_MAX], owner[OWNER_FIELD_MAX];
+    char line[LWC_DGRAM_LOOPBACK_MAX], owner[OWNER_FIELD_MAX];
     size_t on;
 
     if (c->bg.rep.ndest == 0)

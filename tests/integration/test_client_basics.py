@@ -366,6 +366,31 @@ class BasicsTest(harness.TestCase):
             self.assertLessEqual(len(d), 1432)
             self.assertTrue(d.endswith(b"\n"))
 
+    def test_reports_long_keys_to_a_loopback_agent(self):
+        """A line too long for a 1432-byte batch goes alone in a datagram
+        of up to 8192 bytes to an agent on loopback (line-protocol.md),
+        up to a key of LW_KEY_MAX bytes; one longer than that even so
+        (3000 '%' are 9000 bytes encoded) is dropped and counted."""
+        sink = UdpSink(self)
+        sh = self.shell("a", extra="agent=%s" % sink.address)
+        keys = ["lock:big:" + "q" * (n - 9) for n in (1400, 4096)]
+        for key in keys:
+            sh.ok("lock a l1 %s 5000 1000 -" % key)
+            sh.ok("unlock l1")
+        harness.wait_until(lambda: len(sink.lines()) >= 4, 2, interval=0.02,
+                           desc="4 report lines")
+        st = sh.stats("a")
+        self.assertEqual((st["sent"], st["dropped"]), (4, 0))
+        lines = sink.lines()
+        self.assertEqual([(l.split(" ")[1], l.split(" ")[2]) for l in lines],
+                         [(v, k) for k in keys for v in ("wait", "hold")])
+        for d in sink.datagrams:
+            self.assertLessEqual(len(d), 8192)
+        sh.ok("lock a l1 lock:%s 5000 1000 -" % ("%" * 3000))
+        sh.ok("unlock l1")
+        st = sh.stats("a")
+        self.assertEqual((st["sent"], st["dropped"]), (4, 2))
+
     def test_reports_to_every_LOCKWATCH_SAMPLES_destination_signed(self):
         sinks = [UdpSink(self), UdpSink(self)]
         keyfile = os.path.join(self._tmp(), "samples.key")

@@ -303,7 +303,8 @@ signed_datagram_matches_the_vector(void **state)
     size_t n, skip;
 
     (void)state;
-    n = lwc_sign((const unsigned char *)key, strlen(key), body, strlen(body), 1767225600, out);
+    n = lwc_sign((const unsigned char *)key, strlen(key), body, strlen(body), 1767225600, out,
+                 sizeof(out));
     assert_int_equal(n, strlen(mac) + strlen(body));
     assert_memory_equal(out, mac, strlen(mac));
     assert_int_equal(sampleauth_check(key, strlen(key), out, n, false, 1767225600, &skip),
@@ -316,10 +317,11 @@ signed_datagram_matches_the_vector(void **state)
 
         memset(big, 'x', sizeof(big));
         assert_int_equal(lwc_sign((const unsigned char *)key, 32, big,
-                                  LWC_DGRAM_MAX - LWC_MAC_LINE_MAX, 1767225600, out),
+                                  LWC_DGRAM_MAX - LWC_MAC_LINE_MAX, 1767225600, out,
+                                  sizeof(out)),
                          LWC_DGRAM_MAX - LWC_MAC_LINE_MAX + strlen(mac));
         assert_int_equal(lwc_sign((const unsigned char *)key, 32, big, LWC_DGRAM_MAX - 10,
-                                  1767225600, out), 0);
+                                  1767225600, out, sizeof(out)), 0);
     }
 }
 
