@@ -197,7 +197,9 @@ typedef struct lw_options {
 /* Counters of one client handle, from lw_client_stats(). */
 typedef struct lw_stats {
     uint64_t samples_sent;      /* lines handed to the kernel (for at
-                                 * least one destination) */
+                                 * least one destination), whether or not
+                                 * an agent listens there (the socket is
+                                 * unconnected: no refusal comes back) */
     uint64_t samples_dropped;   /* lines lost: socket full (EAGAIN), send
                                  * error, or a line longer than a datagram
                                  * (1432 bytes; 8192 to a loopback agent) */
