@@ -283,10 +283,14 @@ lw_unlock(lw_lock_t *lk, lw_error *err)
                        "timeout (busy or paused); the release was sent behind "
                        "it and runs when Redis resumes", lk->key, c->host,
                        c->port);
+        else
+            lwc_err_prefix(err, "lw_unlock", lk->key, lk->keylen);
         st = LW_ERR;
         goto out;
     }
     st = lk->kind->release(c, ctx, lk, err);
+    if (st == LW_ERR)
+        lwc_err_prefix(err, "lw_unlock", lk->key, lk->keylen);
     LWC_T("release %s holder %s: %d%s", lk->key, lk->holder, (int)st,
           ctx->err ? " (conn error)" : "");
     lwc_cmd_put(c, ctx);
@@ -333,14 +337,19 @@ lw_extend(lw_lock_t *lk, long long lease_ms, lw_error *err)
     kvlen[2] = lwc_fmt_u64(lease, (uint64_t)lease_ms);
 
     ctx = lwc_cmd_get(c, err);
-    if (ctx == NULL)
+    if (ctx == NULL) {
+        lwc_err_prefix(err, "lw_extend", lk->key, lk->keylen);
         return LW_ERR;
+    }
     r = lwc_eval(c, ctx, lk->kind->extend_script, 1, 2, kv, kvlen, err);
     lwc_cmd_put(c, ctx);
-    if (r == NULL)
+    if (r == NULL) {
+        lwc_err_prefix(err, "lw_extend", lk->key, lk->keylen);
         return LW_ERR;
+    }
     if (r->type != REDIS_REPLY_INTEGER) {
-        st = lwc_reply_error(r, "lw_extend", err);
+        st = lwc_reply_error(r, "extend script", err);
+        lwc_err_prefix(err, "lw_extend", lk->key, lk->keylen);
     } else if (r->integer == 1) {
         pthread_mutex_lock(&c->bg.mu);      /* renewed_mono_us: bg.mu */
         lk->lease_ms = lease_ms;

@@ -121,7 +121,7 @@ plain_release(lw_client *c, redisContext *ctx, struct lw_lock *lk, lw_error *err
     if (r == NULL)
         return LW_ERR;
     if (r->type != REDIS_REPLY_INTEGER)
-        st = lwc_reply_error(r, "lw_unlock", err);
+        st = lwc_reply_error(r, "release script", err);
     else if (r->integer == 1)
         st = LW_OK;
     else

@@ -156,7 +156,7 @@ rlock_release(lw_client *c, redisContext *ctx, struct lw_lock *lk, lw_error *err
     if (r == NULL)
         return LW_ERR;
     if (r->type != REDIS_REPLY_INTEGER) {
-        st = lwc_reply_error(r, "lw_unlock", err);
+        st = lwc_reply_error(r, "release script", err);
     } else if (r->integer >= 0) {
         st = LW_OK;
         forget = r->integer == 0;       /* this thread's last hold went */

@@ -299,6 +299,30 @@ class FaultsTest(harness.TestCase):
         self.assertTrue(ans.startswith("ERR lw_lock %s: " % key), ans)
         self.assertIn("timed out earlier", ans)
 
+    def test_errors_name_the_call_and_the_key(self):
+        """On a paused Redis, and on one that is gone, each call's error
+        starts with the call and the key (it said 'lw_lock SET: ...' for
+        lw_trylock, and 'command connection: ...')."""
+        w = self.shell("w", "cmd_timeout=%d" % CMD_TIMEOUT_MS)
+        w.ok("lock w held lock:err:held 60000 1000 -")
+        self.redis.pause()
+        try:
+            ans = w.cmd("trylock w l1 lock:err:paused 60000 -")
+        finally:
+            self.redis.resume()
+        self.assertTrue(ans.startswith("ERR lw_trylock lock:err:paused: SET: read from "
+                                       "Redis timed out"), ans)
+        w.ok("trylock w l2 lock:err:after 60000 -")     # in step again
+        self.redis.kill()
+        for cmd, head in (("trylock w l3 lock:err:down 60000 -", "lw_trylock lock:err:down"),
+                          ("lock w l3 lock:err:down 60000 0 reentrant",
+                           "lw_lock lock:err:down"),
+                          ("extend held 5000", "lw_extend lock:err:held"),
+                          ("unlock held", "lw_unlock lock:err:held")):
+            ans = w.cmd(cmd)
+            self.assertTrue(ans.startswith("ERR %s: " % head), ans)
+            self.assertIn("cannot connect to Redis", ans)
+
     # --- reconnect after a restart --------------------------------------
 
     def test_first_call_after_restart_succeeds(self):
