@@ -366,7 +366,10 @@ LW_API const char *lw_client_id(const lw_client *c);
 /* Copy the client's counters into *out.  Safe from any thread. */
 LW_API void lw_client_stats(const lw_client *c, lw_stats *out);
 
-/* A static, human-readable name for a status ("ok", "timeout", ...). */
+/* A static, human-readable text for a status: "ok", "timed out waiting
+ * for the lock", "lock held by someone else", "lock lost (expired or taken
+ * over)", "error" ("unknown status" for any other value).  The lw_error
+ * message says more. */
 LW_API const char *lw_strerror(lw_status status);
 
 /* The library version, "MAJOR.MINOR.PATCH". */

@@ -444,9 +444,10 @@ class BasicsTest(harness.TestCase):
         time.sleep(0.3)
         self.assertEqual(sink.datagrams, [])
 
-    def test_reports_go_to_LOCKWATCH_AGENT(self):
-        sink = UdpSink(self)
-        sh = Shell(self, self.redis.port, env={"LOCKWATCH_AGENT": sink.address})
+    def samples_by_env(self, env, sink):
+        """A client connected with env and agent NULL takes and releases a
+        lock; waits for its wait and hold samples at sink."""
+        sh = Shell(self, self.redis.port, env=env)
         sh.ok("connect a")
         sh.ok("lock a l1 lock:env 5000 1000 -")
         sh.ok("unlock l1")
@@ -455,6 +456,19 @@ class BasicsTest(harness.TestCase):
         harness.wait_until(lambda: len(sink.lines()) >= 2, 5, interval=0.01,
                            desc="the wait and hold samples at the sink")
         self.assertEqual(len(sink.lines()), 2, sink.lines())
+
+    def test_reports_go_to_LOCKWATCH_AGENT(self):
+        sink = UdpSink(self)
+        self.samples_by_env({"LOCKWATCH_AGENT": sink.address}, sink)
+
+    def test_LOCKWATCH_SAMPLES_before_LOCKWATCH_AGENT(self):
+        """liblockwatch(3) agent option: NULL is LOCKWATCH_SAMPLES, and
+        only without it LOCKWATCH_AGENT."""
+        samples, agent = UdpSink(self), UdpSink(self)
+        self.samples_by_env({"LOCKWATCH_SAMPLES": samples.address,
+                             "LOCKWATCH_AGENT": agent.address}, samples)
+        time.sleep(0.1)
+        self.assertEqual(agent.lines(), [])
 
     def test_reporting_off_sends_nothing(self):
         sink = UdpSink(self)
