@@ -4,12 +4,10 @@
  * fair queues and the waiting table, the cycles, their confirmation across
  * passes, the deadlock events and the report (see graph.h).
  *
- * A pass copies the waiting table out (the statistics' mutex is held only
- * for the copy), indexes the pairs by holder id (holder -> owner), by the
- * party of a liblockwatch token (`lw1:<host>:<pid>:<thread>`: liblockwatch
- * reports no line for an acquire that did not wait, so the token of a lock
- * it took at once is known as its owner's through the token of another
- * of the same thread, the one it waits with) and by key, then walks each target's retained locks once: a lock with a fair
+ * A pass copies the waiting table out and indexes it (pairs.c: a holder
+ * id is its owner's on the key the owner named it for; Redisson's fields
+ * and liblockwatch's tokens, unique by construction, on any key), then
+ * walks each target's retained locks once: a lock with a fair
  * queue gives queue -> holder edges, a lock whose key a waiting pair names
  * gives owner -> holder edges.  A waiting pair whose key no snapshot holds
  * in detail points at the owners whose pairs hold that key, unless the
@@ -29,7 +27,6 @@
 
 #include "collectors/events/events.h"
 #include "collectors/locks/lockstate.h"
-#include "common/lw1.h"
 
 #define PASS_LOCKS_MAX CYCLES_EDGES_MAX
 
@@ -68,11 +65,7 @@ struct pass {
     struct graph *g;
     const struct graph_target *targets;
     size_t ntargets;
-    struct gpair *pairs;
-    size_t npairs;
-    struct gpair **byholder, **bykey, **byparty;
-    size_t nbyholder, nbykey, nbyparty;
-    bool *matched;                      /* per bykey entry: a snapshot held its key */
+    struct gindex ix;                   /* the waiting table's pairs */
     struct glock *locks;
     size_t nlocks;
     const struct class_rule *rules;
@@ -124,14 +117,6 @@ gsite_free(struct graph_site *s)
     gbytes_free(&s->owner);
     gbytes_free(&s->held_key);
     gbytes_free(&s->wanted_key);
-}
-
-static int
-bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
-{
-    int c = memcmp(a, b, al < bl ? al : bl);
-
-    return c != 0 ? c : al < bl ? -1 : al > bl;
 }
 
 static uint64_t
@@ -247,188 +232,15 @@ graph_report_count(const struct graph_report *r, const char *target)
     return n;
 }
 
-/* ---- the pairs ------------------------------------------------------------- */
+/* ---- nodes ------------------------------------------------------------------ */
 
-struct copy_arg {
-    struct gpair *pairs;
-    size_t n;
-    bool nomem;
-};
-
-static void
-copy_pair(const struct waiting_pair *p, void *arg)
-{
-    struct copy_arg *c = arg;
-    struct gpair *q = &c->pairs[c->n];
-    char *b;
-
-    if (c->n == WAITING_MAX || p->ownerlen == 0)
-        return;
-    if ((b = malloc(p->ownerlen + p->keylen + p->holderlen + 1)) == NULL) {
-        c->nomem = true;
-        return;
-    }
-    memcpy(b, p->owner, p->ownerlen);
-    memcpy(b + p->ownerlen, p->key, p->keylen);
-    if (p->holderlen > 0)
-        memcpy(b + p->ownerlen + p->keylen, p->holder, p->holderlen);
-    q->owner = b;
-    q->key = b + p->ownerlen;
-    q->holder = b + p->ownerlen + p->keylen;
-    q->ownerlen = p->ownerlen;
-    q->keylen = p->keylen;
-    q->holderlen = p->holderlen;
-    q->waiting = p->waiting;
-    q->outcome = p->outcome;
-    q->at_ms = p->at_ms;
-    c->n++;
-}
-
-static int
-by_holder(const void *a, const void *b)
-{
-    const struct gpair *x = *(struct gpair *const *)a, *y = *(struct gpair *const *)b;
-
-    return bytes_cmp(x->holder, x->holderlen, y->holder, y->holderlen);
-}
-
-static int
-by_key(const void *a, const void *b)
-{
-    const struct gpair *x = *(struct gpair *const *)a, *y = *(struct gpair *const *)b;
-
-    return bytes_cmp(x->key, x->keylen, y->key, y->keylen);
-}
-
-/* The length of a liblockwatch token's party ("lw1:host:pid:thread"), 0
- * when the bytes are no token. */
-static size_t
-lw1_party(const char *holder, size_t len)
-{
-    struct lw1_token t;
-    size_t i, colons = 0;
-
-    if (lw1_token_parse(holder, len, &t) == -1)
-        return 0;
-    for (i = 0; i < len; i++)
-        if (holder[i] == ':' && ++colons == 4)
-            return i;
-    return 0;
-}
-
-static int
-by_party(const void *a, const void *b)
-{
-    const struct gpair *x = *(struct gpair *const *)a, *y = *(struct gpair *const *)b;
-
-    return bytes_cmp(x->holder, x->partylen, y->holder, y->partylen);
-}
-
-/* The first index of bykey whose key is key, or nbykey. */
-static size_t
-key_first(const struct pass *p, const char *key, size_t len)
-{
-    size_t lo = 0, hi = p->nbykey;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const struct gpair *m = p->bykey[mid];
-
-        if (bytes_cmp(m->key, m->keylen, key, len) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static bool
-key_at(const struct pass *p, size_t i, const char *key, size_t len)
-{
-    return i < p->nbykey && p->bykey[i]->keylen == len &&
-           memcmp(p->bykey[i]->key, key, len) == 0;
-}
-
-/* Copy the waiting table and index it by holder id and by key. */
-static int
-pairs_load(struct pass *p, struct waitstats *ws)
-{
-    struct copy_arg c = { NULL, 0, false };
-    size_t i;
-
-    if (ws == NULL)
-        return 0;
-    if ((c.pairs = calloc(WAITING_MAX, sizeof(*c.pairs))) == NULL)
-        return -1;
-    waitstats_waiting_each(ws, copy_pair, &c);
-    p->pairs = c.pairs;
-    p->npairs = c.n;
-    p->byholder = calloc(c.n ? c.n : 1, sizeof(*p->byholder));
-    p->byparty = calloc(c.n ? c.n : 1, sizeof(*p->byparty));
-    p->bykey = calloc(c.n ? c.n : 1, sizeof(*p->bykey));
-    p->matched = calloc(c.n ? c.n : 1, sizeof(*p->matched));
-    if (c.nomem || p->byholder == NULL || p->byparty == NULL || p->bykey == NULL ||
-        p->matched == NULL)
-        return -1;
-    for (i = 0; i < c.n; i++) {
-        if (c.pairs[i].holderlen > 0)
-            p->byholder[p->nbyholder++] = &c.pairs[i];
-        if ((c.pairs[i].partylen = lw1_party(c.pairs[i].holder, c.pairs[i].holderlen)) > 0)
-            p->byparty[p->nbyparty++] = &c.pairs[i];
-        p->bykey[p->nbykey++] = &c.pairs[i];
-    }
-    qsort(p->byholder, p->nbyholder, sizeof(*p->byholder), by_holder);
-    qsort(p->byparty, p->nbyparty, sizeof(*p->byparty), by_party);
-    qsort(p->bykey, p->nbykey, sizeof(*p->bykey), by_key);
-    return 0;
-}
-
-static void
-pairs_free(struct pass *p)
-{
-    size_t i;
-
-    for (i = 0; i < p->npairs; i++)
-        free(p->pairs[i].owner);
-    free(p->pairs);
-    free(p->byholder);
-    free(p->byparty);
-    free(p->bykey);
-    free(p->matched);
-}
-
-/* The pair of index (n of them, sorted by the first len bytes of their
- * holders) whose holder's first len bytes are key's, or NULL. */
-static const struct gpair *
-find_holder(struct gpair *const *index, size_t n, const char *key, size_t len, bool party)
-{
-    size_t lo = 0, hi = n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const struct gpair *m = index[mid];
-        int c = bytes_cmp(m->holder, party ? m->partylen : m->holderlen, key, len);
-
-        if (c == 0)
-            return m;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
-
-/* The node of a holder id: the owner a pair names it for, or the owner of
- * another token of the same liblockwatch thread, else itself. */
+/* The node of holder id holder on key: its owner (gindex_owner_of), else
+ * the id itself. */
 static long
-node_of(struct pass *p, const char *holder, size_t len)
+node_of(struct pass *p, const char *key, size_t keylen, const char *holder, size_t len)
 {
-    const struct gpair *m = find_holder(p->byholder, p->nbyholder, holder, len, false);
-    size_t party;
+    const struct gpair *m = gindex_owner_of(&p->ix, key, keylen, holder, len);
 
-    if (m == NULL && (party = lw1_party(holder, len)) > 0)
-        m = find_holder(p->byparty, p->nbyparty, holder, party, true);
     if (m != NULL)
         return cycles_node(p->g->cy, m->owner, m->ownerlen);
     return cycles_node(p->g->cy, holder, len);
@@ -465,7 +277,8 @@ edges_to_holders(struct pass *p, long waiter, const struct snap_lock *l, struct 
         tmpl->holder_id = l->holders[h].id;
         tmpl->holder_idlen = l->holders[h].id_len;
         tmpl->holder_id_cut = l->holders[h].truncated != 0;
-        add_edge(p, waiter, node_of(p, l->holders[h].id, l->holders[h].id_len), tmpl);
+        add_edge(p, waiter, node_of(p, l->key, l->key_len, l->holders[h].id,
+                                    l->holders[h].id_len), tmpl);
     }
 }
 
@@ -483,12 +296,12 @@ lock_edges(struct pass *p, const char *target, const struct snapshot *s,
         return;
     t.source = "fair-queue";
     for (i = 0; q != NULL && i < l->nqueue; i++, q += strlen(q) + 1)
-        edges_to_holders(p, node_of(p, q, strlen(q)), l, &t);
+        edges_to_holders(p, node_of(p, l->key, l->key_len, q, strlen(q)), l, &t);
     t.source = "waiting";
-    for (i = key_first(p, l->key, l->key_len); key_at(p, i, l->key, l->key_len); i++) {
-        const struct gpair *w = p->bykey[i];
+    for (i = gindex_key_first(&p->ix, l->key, l->key_len); gindex_key_at(&p->ix, i, l->key, l->key_len); i++) {
+        const struct gpair *w = p->ix.bykey[i];
 
-        p->matched[i] = true;
+        p->ix.matched[i] = true;
         if (w->waiting)
             edges_to_holders(p, cycles_node(p->g->cy, w->owner, w->ownerlen), l, &t);
     }
@@ -561,16 +374,16 @@ reporter_edges(struct pass *p)
 {
     size_t i, j;
 
-    for (i = 0; i < p->nbykey; i++) {
-        const struct gpair *w = p->bykey[i];
+    for (i = 0; i < p->ix.nbykey; i++) {
+        const struct gpair *w = p->ix.bykey[i];
         int64_t until;
         const char *unconfirmed;
 
-        if (!w->waiting || p->matched[i])
+        if (!w->waiting || p->ix.matched[i])
             continue;
         until = vouched_until(p, w->key, w->keylen, &unconfirmed);
-        for (j = key_first(p, w->key, w->keylen); key_at(p, j, w->key, w->keylen); j++) {
-            const struct gpair *h = p->bykey[j];
+        for (j = gindex_key_first(&p->ix, w->key, w->keylen); gindex_key_at(&p->ix, j, w->key, w->keylen); j++) {
+            const struct gpair *h = p->ix.bykey[j];
             struct glock t = { .key = w->key, .keylen = w->keylen, .source = "waiting",
                                .held_since_ms = p->now_ms - (p->mono_ms - h->at_ms),
                                .holder_id = h->holder, .holder_idlen = h->holderlen,
@@ -623,10 +436,10 @@ mark_gone(struct pass *p)
 {
     size_t i;
 
-    for (i = 0; i < p->nbykey; i++) {
-        struct gpair *h = p->bykey[i];
+    for (i = 0; i < p->ix.nbykey; i++) {
+        struct gpair *h = p->ix.bykey[i];
 
-        if (p->matched[i] || !gpair_holds(h))
+        if (p->ix.matched[i] || !gpair_holds(h))
             continue;
         h->gone = p->now_ms - (p->mono_ms - h->at_ms) < vouched_until(p, h->key, h->keylen, NULL);
     }
@@ -917,24 +730,24 @@ graph_pass(struct graph *g, const struct graph_target *targets, size_t ntargets,
     p.r = report_new(now_ms);
     p.locks = malloc(PASS_LOCKS_MAX * sizeof(*p.locks));
     p.cands = malloc(GRAPH_CANDIDATES_MAX * sizeof(*p.cands));
-    if (p.r == NULL || p.locks == NULL || p.cands == NULL || pairs_load(&p, ws) == -1)
+    if (p.r == NULL || p.locks == NULL || p.cands == NULL || gindex_load(&p.ix, ws) == -1)
         goto nomem;
     all_edges(&p, targets, ntargets);
     mark_gone(&p);
     if (cycles_find(g->cy, on_cycle, &p) == -1 || p.nomem)
         goto nomem;
     /* orders learn from the pairs sorted by owner: bykey's order is done with */
-    if (orders_pass(g, p.pairs, p.npairs, rules, nrules, now_ms, mono_ms) == -1 ||
+    if (orders_pass(g, p.ix.pairs, p.ix.npairs, rules, nrules, now_ms, mono_ms) == -1 ||
         orders_report(g, p.r) == -1)
         goto nomem;
     cycles_stats(g->cy, &cs);
     pass_finish(&p, &cs);
-    pairs_free(&p);
+    gindex_free(&p.ix);
     free(p.locks);
     free(p.cands);
     return p.r;
 nomem:
-    pairs_free(&p);
+    gindex_free(&p.ix);
     free(p.locks);
     free(p.cands);
     graph_report_unref(p.r);

@@ -10,9 +10,12 @@
  *   nodes  parties that hold and wait: an owner of the line protocol
  *          (docs/line-protocol.md "Owners and holder ids"), or where no
  *          owner is known a holder id as Redis shows it (Redisson's
- *          `<uuid>:<tid>`).  A holder id that some pair of the table names
- *          is that pair's owner, so a Java process that reports and the
- *          Redisson hash field it holds are one node;
+ *          `<uuid>:<tid>`).  A holder id that a pair of the table names
+ *          on a key is that pair's owner on that key (hand-written locks
+ *          write one constant for every owner), so a Java process that
+ *          reports and the Redisson hash field it holds are one node;
+ *          only ids unique by construction (Redisson's, liblockwatch's
+ *          tokens) are tied across keys (gindex_owner_of);
  *   edges  waiter -> holder, labelled with the lock: from every fair queue
  *          the scanner read (redisson_lock_queue:{K}: each queued
  *          `<uuid>:<tid>` waits for each holder of K), and from every pair

@@ -28,6 +28,35 @@ gpair_holds(const struct gpair *p)
     return !p->waiting && p->outcome == SAMPLE_OK;
 }
 
+/* The pairs of one pass and their indexes (pairs.c). */
+struct gindex {
+    struct gpair *pairs;
+    size_t npairs;
+    struct gpair **byholder, **bykey, **byparty;    /* bykey: by key, then holder id */
+    size_t nbyholder, nbykey, nbyparty;
+    bool *matched;                      /* per bykey entry: a snapshot held its key */
+};
+
+/* pairs.c: copy the waiting table of ws (NULL: none) and index it; 0, or
+ * -1 on ENOMEM.  gindex_free frees what a load made, failed or not. */
+int gindex_load(struct gindex *ix, struct waitstats *ws);
+void gindex_free(struct gindex *ix);
+/* The first index of bykey whose key is key, or nbykey; whether index i
+ * is a pair of key. */
+size_t gindex_key_first(const struct gindex *ix, const char *key, size_t len);
+bool gindex_key_at(const struct gindex *ix, size_t i, const char *key, size_t len);
+/*
+ * The pair whose owner holder id holder (len 0: none) belongs to on key:
+ * a pair of that key that names it (the latest that holds the key, else
+ * the latest), since hand-written locks write one constant ("1",
+ * "locked", a hostname) for every owner on every key; else, for an id
+ * unique by construction, a pair on any key: Redisson's "<uuid>:<tid>"
+ * (its uuid drawn per client instance) or another token of the same
+ * liblockwatch thread.  NULL: no owner known.
+ */
+const struct gpair *gindex_owner_of(const struct gindex *ix, const char *key, size_t keylen,
+                                    const char *holder, size_t len);
+
 /* One learnt order: class a held while acquiring class b. */
 struct gorder {
     char a[CLASS_NAME_MAX], b[CLASS_NAME_MAX];

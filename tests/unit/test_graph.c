@@ -11,7 +11,9 @@
  * on-call, which sends no `hold`); the lines stand in for its holder only
  * where no snapshot can vouch (a capped or failed snapshot, a key of no
  * target's patterns, a scan begun before the acquire); the holder a
- * snapshot shows wins over the lines'.  An order is learnt from a hold and
+ * snapshot shows wins over the lines'; a holder id ("1", as hand-written
+ * locks write it for everyone) is its owner's on the key it named it for,
+ * not on every key.  An order is learnt from a hold and
  * a wait of one millisecond, whichever the waiting table lists first, and
  * none from a hold the snapshots vouch released;
  * orders and inversions are tested end to end in
@@ -579,6 +581,87 @@ released_lock_teaches_no_order(void **state)
     }
 }
 
+
+/* Record lines at mono (one a call). */
+static void
+feed(struct waitstats *ws, const char *const *l, size_t n, int64_t mono)
+{
+    char buf[256];
+    struct sample smp;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        snprintf(buf, sizeof(buf), "%s", l[i]);
+        assert_int_equal(samples_parse_line(buf, strlen(buf), &smp), 0);
+        waitstats_record(ws, &smp, 1, 1, 0, mono + (int64_t)i * 100);
+    }
+}
+
+/* Hand-written locks write one constant ("1") for every owner: a holder id
+ * is its owner's on the key that owner named it for, not on every key.
+ * P holds x and Q holds y, both as "1"; R holds z as "2"; Q waits for z,
+ * R for x: Q -> R -> P, a chain, though Q named "1" last (the trial's
+ * false deadlock "R/1 waits for lock:c:x held by Q/1"). */
+static void
+holder_id_is_its_owners_on_its_key(void **state)
+{
+    static const char *const l[] = {
+        "lw1 waiting lock:c:x P/1 1 ok",
+        "lw1 waiting lock:c:z R/1 2 ok",
+        "lw1 waiting lock:c:y Q/1 1 ok",
+        "lw1 waiting lock:c:z Q/1 1b start",
+        "lw1 waiting lock:c:x R/1 2b start",
+    };
+    struct config cfg;
+    struct waitstats *ws;
+    struct snapshot *s = snapshot_new("main");
+    struct graph_target gt = { "main", s, &conf_main };
+    struct graph *g = graph_new();
+    struct graph_report *r;
+    int k;
+
+    (void)state;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.rules.wait_window_ms = 60000;
+    assert_non_null(ws = waitstats_new(&cfg));
+    feed(ws, l, 5, MONO);
+    s->ok = true;
+    s->follow.active = true;
+    add(s, "lock:c:x", "1", 3000, NULL, 0);
+    add(s, "lock:c:y", "1", 2000, NULL, 0);
+    add(s, "lock:c:z", "2", 1000, NULL, 0);
+    snapshot_finish(s);
+    for (k = 0; k < 3; k++) {
+        r = pass_ws(g, &gt, 1, ws, 1000 + k * 1000);
+        assert_int_equal(r->ndeadlocks, 0);
+        assert_int_equal(r->stats.candidates, 0);
+        assert_int_equal(r->stats.edges, 2);    /* Q -> R, R -> P */
+        graph_report_unref(r);
+    }
+    /* P releases x and Q takes it (as "1" too): now R waits for Q, which
+     * waits for R, a deadlock, with Q as x's holder */
+    {
+        static const char *const m[] = {
+            "lw1 hold lock:c:x 1000 P/1 1",
+            "lw1 waiting lock:c:x Q/1 1 ok",
+            "lw1 waiting lock:c:z Q/1 1b start",
+        };
+        feed(ws, m, 3, MONO + 5000);
+    }
+    r = pass_ws(g, &gt, 1, ws, 6000);
+    graph_report_unref(r);
+    r = pass_ws(g, &gt, 1, ws, 7000);
+    assert_int_equal(r->ndeadlocks, 1);
+    assert_string_equal(r->deadlocks[0].steps[0].waiter.p, "Q/1");
+    assert_string_equal(r->deadlocks[0].steps[0].holder.p, "R/1");
+    assert_string_equal(r->deadlocks[0].steps[1].holder.p, "Q/1");
+    assert_string_equal(r->deadlocks[0].steps[1].key.p, "lock:c:x");
+    graph_report_unref(r);
+    snapshot_unref(s);
+    waitstats_free(ws);
+    graph_free(g);
+}
+
 int
 main(void)
 {
@@ -592,6 +675,7 @@ main(void)
         cmocka_unit_test(detail_text_goes_past_a_nul),
         cmocka_unit_test(order_in_one_millisecond),
         cmocka_unit_test(released_lock_teaches_no_order),
+        cmocka_unit_test(holder_id_is_its_owners_on_its_key),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
