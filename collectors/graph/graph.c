@@ -59,6 +59,12 @@ struct glock {
     size_t holder_idlen;
     bool holder_id_cut;                 /* the snapshot kept only part of it */
     const char *unconfirmed;            /* graph_step.unconfirmed; NULL none */
+    bool need_scan;                     /* a reporters' edge on a key a scanning
+                                         * target's patterns take: confirmed only
+                                         * once each such target's newest scan
+                                         * began after the cycle was first seen */
+    int64_t scanned_ms;                 /* the oldest of those scans' starts
+                                         * (Unix ms); INT64_MIN: one has none */
 };
 
 struct pass {
@@ -366,6 +372,33 @@ vouched_until(const struct pass *p, const char *key, size_t len, const char **un
     return taken && !blind ? until : INT64_MIN;
 }
 
+/* Does a target that scans (not following keyspace notifications, and
+ * scanned by this agent) take key with its patterns: then a cycle through
+ * a holding of it that only lines show waits for a scan begun after its
+ * first sighting (one that can vouch the key gone), as a cycle from
+ * scanned locks does; *scanned_ms: the oldest of their newest scans'
+ * starts.  Only a key no such target takes goes by the lines alone. */
+static bool
+scan_covers(const struct pass *p, const char *key, size_t len, int64_t *scanned_ms)
+{
+    bool covered = false;
+    size_t t;
+
+    *scanned_ms = INT64_MAX;
+    for (t = 0; t < p->ntargets; t++) {
+        const struct target_conf *c = p->targets[t].conf;
+        const struct snapshot *s = p->targets[t].snap;
+
+        if (c == NULL || s == NULL || s->follow.active ||
+            !lockstate_in_patterns(c, key, len) || lock_key_excluded(c, key, len))
+            continue;
+        covered = true;
+        if (s->started_ms < *scanned_ms)
+            *scanned_ms = s->started_ms;
+    }
+    return covered;
+}
+
 /* A waiting pair whose key no snapshot showed held: the owners whose pairs
  * hold the key are its holders (from their own lines), unless snapshots
  * newer than their acquire vouch that the key is gone. */
@@ -376,18 +409,21 @@ reporter_edges(struct pass *p)
 
     for (i = 0; i < p->ix.nbykey; i++) {
         const struct gpair *w = p->ix.bykey[i];
-        int64_t until;
+        int64_t until, scanned_ms;
         const char *unconfirmed;
+        bool need_scan;
 
         if (!w->waiting || p->ix.matched[i])
             continue;
         until = vouched_until(p, w->key, w->keylen, &unconfirmed);
+        need_scan = scan_covers(p, w->key, w->keylen, &scanned_ms);
         for (j = gindex_key_first(&p->ix, w->key, w->keylen); gindex_key_at(&p->ix, j, w->key, w->keylen); j++) {
             const struct gpair *h = p->ix.bykey[j];
             struct glock t = { .key = w->key, .keylen = w->keylen, .source = "waiting",
                                .held_since_ms = p->now_ms - (p->mono_ms - h->at_ms),
                                .holder_id = h->holder, .holder_idlen = h->holderlen,
-                               .unconfirmed = unconfirmed };
+                               .unconfirmed = unconfirmed, .need_scan = need_scan,
+                               .scanned_ms = scanned_ms };
 
             if (!gpair_holds(h) || (h->ownerlen == w->ownerlen &&
                                     memcmp(h->owner, w->owner, w->ownerlen) == 0))
@@ -628,10 +664,17 @@ candidate(struct pass *p, uint64_t id, const uint32_t *labels, size_t n)
     *c = g->cands[i];
     c->passes++;
     c->just = false;
-    /* every edge from a scanning target: from a newer scan than at first */
-    for (i = 0; i < n; i++)
-        if (c->stamps[i] != 0 && c->stamps[i] == p->locks[labels[i]].stamp)
+    /* every edge from a scanning target: from a newer scan than at first;
+     * every edge of lines on a key a scanning target takes: its scans begun
+     * since the first sighting (and they did not vouch the key gone) */
+    for (i = 0; i < n; i++) {
+        const struct glock *l = &p->locks[labels[i]];
+
+        if (c->stamps[i] != 0 && c->stamps[i] == l->stamp)
             advanced = false;
+        if (l->need_scan && l->scanned_ms <= c->first_ms)
+            advanced = false;
+    }
     if (!c->confirmed && c->passes >= 2 && advanced) {
         c->confirmed = true;
         c->just = true;

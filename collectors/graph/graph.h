@@ -33,8 +33,11 @@
  * A cycle (cycles.h: one per strongly connected set) is a deadlock when it
  * was found in two passes in a row and every edge that came from a target
  * that scans (not following keyspace notifications) comes from a newer
- * scan than at its first sighting: for a scanning target that is two
- * scans, for a following one or for reporters' lines two passes.  A
+ * scan than at its first sighting, and every edge of reporters' lines on
+ * a key such a target's patterns take waits for a scan of each begun
+ * after its first sighting (which vouches the key gone, if it is): for a
+ * scanning target that is two scans, for a following one or for lines on
+ * keys no scanning target takes two passes.  A
  * deadlock pushes one EVENT_DEADLOCK when confirmed, and is reported until
  * a pass no longer finds it.  Its breaker is the lock whose release
  * breaks it with the least loss: the youngest hold in it (the least work
