@@ -857,6 +857,10 @@ const struct metric_family metric_families[] = {
     { "lockwatch_samples_waiting_evicted_total", "counter", SRC_WAIT, scalar,
       offsetof(struct waitstats_view, waiting_evicted), VAL_U64,
       "(owner, key) pairs evicted from the full 4096-pair waiting table." },
+    { "lockwatch_samples_waiting_superseded_total", "counter", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, waiting_superseded), VAL_U64,
+      "waiting starts ended by a later acquire of their owner on another key (a process "
+      "that died waiting)." },
     { "lockwatch_samples_dropped_datagrams_total", "counter", SRC_WAIT, scalar,
       offsetof(struct waitstats_view, kernel_drops), VAL_U64,
       "Sample datagrams the kernel dropped because the agent's receive buffer was full "

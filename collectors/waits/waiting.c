@@ -25,21 +25,23 @@ struct entry {
     char *bytes;                /* owner, key, holder back to back */
     size_t cap;                 /* bytes allocated */
     size_t ownerlen, keylen, holderlen;
-    uint64_t hash;
+    uint64_t hash, ohash;       /* of the pair; of its owner alone */
     bool waiting;
     enum sample_outcome outcome;
     int64_t at_ms;
     uint32_t chain;             /* next in its bucket */
+    uint32_t ochain;            /* next in its owner's bucket */
     uint32_t prev, next;        /* update order: older, newer */
 };
 
 struct waiting_table {
     struct entry e[WAITING_MAX];
     uint32_t bucket[WAITING_BUCKETS];
+    uint32_t obucket[WAITING_BUCKETS];      /* by owner: an owner's pairs */
     uint32_t free_head;         /* unused entries, chained by .chain */
     uint32_t oldest, newest;
     size_t count, nwaiting, bytes;
-    uint64_t evicted;
+    uint64_t evicted, superseded;
 };
 
 struct waiting_table *
@@ -51,7 +53,7 @@ waiting_new(void)
     if (t == NULL)
         return NULL;
     for (i = 0; i < WAITING_BUCKETS; i++)
-        t->bucket[i] = NIL;
+        t->bucket[i] = t->obucket[i] = NIL;
     for (i = 0; i < WAITING_MAX; i++)
         t->e[i].chain = i + 1 < WAITING_MAX ? i + 1 : NIL;
     t->free_head = 0;
@@ -135,6 +137,10 @@ remove_entry(struct waiting_table *t, uint32_t i)
     while (*p != i)
         p = &t->e[*p].chain;
     *p = e->chain;
+    p = &t->obucket[e->ohash & (WAITING_BUCKETS - 1)];
+    while (*p != i)
+        p = &t->e[*p].ochain;
+    *p = e->ochain;
     list_unlink(t, i);
     if (e->waiting)
         t->nwaiting--;
@@ -152,6 +158,37 @@ find(const struct waiting_table *t, const struct sample *s, uint64_t h)
         if (same_pair(&t->e[i], s, h))
             return i;
     return NIL;
+}
+
+/*
+ * An acquire of owner that acquired (a waiting end with outcome ok, on
+ * entry i) ends the owner's starts on other keys that it can no longer be
+ * waiting in (waiting.h): those that came WAITING_SUPERSEDE_MS or more
+ * before this acquire began (its arrival less the wait it measured), with
+ * a holder id other than this acquire's (or none).  Each goes, counted.
+ */
+static void
+supersede(struct waiting_table *t, uint32_t i, const struct sample *s, int64_t now_ms)
+{
+    const struct entry *ok = &t->e[i];
+    int64_t began = now_ms - (int64_t)(s->us / 1000);
+    uint32_t j = t->obucket[ok->ohash & (WAITING_BUCKETS - 1)], next;
+
+    for (; j != NIL; j = next) {
+        const struct entry *e = &t->e[j];
+
+        next = e->ochain;
+        if (j == i || !e->waiting || e->ohash != ok->ohash || e->ownerlen != ok->ownerlen ||
+            memcmp(e->bytes, ok->bytes, ok->ownerlen) != 0 ||
+            e->at_ms > began - WAITING_SUPERSEDE_MS)
+            continue;
+        if (e->holderlen > 0 && e->holderlen == s->holderlen &&
+            memcmp(e->bytes + e->ownerlen + e->keylen, s->holder, s->holderlen) == 0)
+            continue;   /* one holder id: one process's (a Redisson thread's
+                         * lockAsync still pending, a multi-key acquire) */
+        remove_entry(t, j);
+        t->superseded++;
+    }
 }
 
 int
@@ -196,6 +233,9 @@ waiting_note(struct waiting_table *t, const struct sample *s, int64_t now_ms)
         memcpy(e->bytes + s->ownerlen, s->key, s->keylen);
         e->chain = t->bucket[h & (WAITING_BUCKETS - 1)];
         t->bucket[h & (WAITING_BUCKETS - 1)] = i;
+        e->ohash = keyhash(s->owner, s->ownerlen);
+        e->ochain = t->obucket[e->ohash & (WAITING_BUCKETS - 1)];
+        t->obucket[e->ohash & (WAITING_BUCKETS - 1)] = i;
         e->waiting = false;
         t->count++;
         list_push(t, i);
@@ -227,6 +267,8 @@ waiting_note(struct waiting_table *t, const struct sample *s, int64_t now_ms)
     e->waiting = s->start;
     e->outcome = s->outcome;
     e->at_ms = now_ms;
+    if (!s->start && s->outcome == SAMPLE_OK)
+        supersede(t, i, s, now_ms);
     return 0;
 }
 
@@ -246,6 +288,12 @@ uint64_t
 waiting_evicted(const struct waiting_table *t)
 {
     return t->evicted;
+}
+
+uint64_t
+waiting_superseded(const struct waiting_table *t)
+{
+    return t->superseded;
 }
 
 size_t

@@ -7,7 +7,20 @@
  * A `waiting` line (start or end) sets its pair's entry: the holder id the
  * owner will write, whether it is waiting now, the outcome of its end, and
  * when it came.  A 6-field `hold` ends the pair (the owner released the
- * key), and so removes it.  The table holds at most WAITING_MAX pairs;
+ * key), and so removes it.  An acquire that acquired (a waiting end with
+ * outcome ok) also ends its owner's starts on other keys that its owner,
+ * one thread of control, can no longer be waiting in: a start that came
+ * WAITING_SUPERSEDE_MS or more before this acquire began (the line's
+ * arrival less the wait a 7-field `wait` measured; a 6-field ok began on
+ * arrival) and names another holder id than this acquire's (or "-").
+ * Such a start was left by a process that died mid-wait (no end line
+ * ever comes), its owner name taken up by the next process (a
+ * StatefulSet pod's name); a live owner that waits cannot begin another
+ * acquire.  Acquires of one call or one process that run at once are
+ * spared: node-redlock's multi-resource acquire (its oks began with its
+ * starts) and a Redisson thread's pending lockAsync (one holder id for all
+ * its locks).  waiting_superseded() counts them.
+ * The table holds at most WAITING_MAX pairs;
  * when a new pair finds it full the least recently updated pair goes, and
  * waiting_evicted() counts it.
  *
@@ -27,6 +40,8 @@
 #include "collectors/waits/samples.h"
 
 #define WAITING_MAX 4096        /* (owner, key) pairs kept */
+#define WAITING_SUPERSEDE_MS 1000   /* a start this long before an acquire of
+                                     * its owner began is over (above) */
 
 struct waiting_table;
 
@@ -44,8 +59,10 @@ struct waiting_table *waiting_new(void);
 void waiting_free(struct waiting_table *t);
 
 /*
- * Take one parsed line: a SAMPLE_WAITING sets its pair, a SAMPLE_HOLD with
- * an owner removes its pair, anything else is ignored.  now_ms: monotonic.
+ * Take one parsed line: a SAMPLE_WAITING sets its pair (an ok end also
+ * ends the owner's superseded starts; its us, when not 0, is how long the
+ * acquire waited), a SAMPLE_HOLD with an owner removes its pair, anything
+ * else is ignored.  now_ms: monotonic.
  * 0, or -1 when the pair could not be allocated (then it is not kept).
  */
 int waiting_note(struct waiting_table *t, const struct sample *s, int64_t now_ms);
@@ -53,6 +70,8 @@ int waiting_note(struct waiting_table *t, const struct sample *s, int64_t now_ms
 size_t waiting_count(const struct waiting_table *t);         /* pairs held */
 size_t waiting_waiting(const struct waiting_table *t);       /* of which waiting */
 uint64_t waiting_evicted(const struct waiting_table *t);     /* pairs evicted */
+uint64_t waiting_superseded(const struct waiting_table *t);  /* starts ended by an
+                                                              * acquire of their owner */
 size_t waiting_bytes(const struct waiting_table *t);         /* memory held */
 
 /* Call fn on each pair, least recently updated first. */

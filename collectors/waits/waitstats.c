@@ -501,7 +501,7 @@ waitstats_record_from(struct waitstats *ws, const struct sample_source *from,
             end = s[i];
             end.kind = SAMPLE_WAITING;
             end.start = false;
-            end.us = 0;
+            /* its us stays: how long the acquire waited (waiting.h) */
             record_one(ws, src, &end, now_ms, &at_ms);
         }
         record_one(ws, src, &s[i], now_ms, &at_ms);
@@ -637,6 +637,7 @@ waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v)
     memcpy(v->rejected, ws->rejected, sizeof(v->rejected));
     v->waiting_now = waiting_waiting(ws->waiting);
     v->waiting_evicted = waiting_evicted(ws->waiting);
+    v->waiting_superseded = waiting_superseded(ws->waiting);
     v->sources = ws->nsources;
     v->sources_over_budget = ws->nover;
     bytes += waiting_bytes(ws->waiting);

@@ -610,6 +610,102 @@ waiting_table(void **state)
     waiting_free(NULL);
 }
 
+
+/* Does t have (owner, key), and is it waiting?  -1: no such pair. */
+struct find_arg {
+    const char *owner, *key;
+    int found;
+};
+
+static void
+find_pair(const struct waiting_pair *p, void *arg)
+{
+    struct find_arg *f = arg;
+
+    if (p->ownerlen == strlen(f->owner) && memcmp(p->owner, f->owner, p->ownerlen) == 0 &&
+        p->keylen == strlen(f->key) && memcmp(p->key, f->key, p->keylen) == 0)
+        f->found = p->waiting;
+}
+
+static int
+pair_state(const struct waiting_table *t, const char *owner, const char *key)
+{
+    struct find_arg f = { owner, key, -1 };
+
+    waiting_each(t, find_pair, &f);
+    return f.found;
+}
+
+/* A start whose process died (no end line) is ended by an acquire of its
+ * owner (the next process of that name) on another key that began a
+ * second or more after it, with another holder id; never by one begun
+ * with it (node-redlock's multi-resource acquire), by one of the same
+ * holder id (a Redisson thread's pending lockAsync) or by one that failed. */
+static void
+waiting_start_superseded(void **state)
+{
+    struct waiting_table *t = waiting_new();
+    struct sample s;
+
+    (void)state;
+    assert_non_null(t);
+    /* the trial: pod-0/worker-1 dies waiting for y; 5 s later its name
+     * takes x */
+    s = ev("pod-0/worker-1", "lock:e:y", "tokOLD", true);
+    assert_int_equal(waiting_note(t, &s, 1000), 0);
+    assert_int_equal(pair_state(t, "pod-0/worker-1", "lock:e:y"), 1);
+    s = ev("pod-0/worker-1", "lock:e:x", "tokNEW", false);
+    s.outcome = SAMPLE_TIMEOUT;             /* a failed acquire ends nothing */
+    assert_int_equal(waiting_note(t, &s, 6000), 0);
+    assert_int_equal(pair_state(t, "pod-0/worker-1", "lock:e:y"), 1);
+    s.outcome = SAMPLE_OK;
+    assert_int_equal(waiting_note(t, &s, 6000), 0);
+    assert_int_equal(pair_state(t, "pod-0/worker-1", "lock:e:y"), -1);
+    assert_int_equal(pair_state(t, "pod-0/worker-1", "lock:e:x"), 0);
+    assert_int_equal(waiting_superseded(t), 1);
+    assert_int_equal(waiting_waiting(t), 0);
+    /* node-redlock's multi-resource acquire: a start for each key, then an
+     * ok for each, one holder id; the oks' wait began with the starts */
+    s = ev("n/1", "lock:m:a", "v1", true);
+    assert_int_equal(waiting_note(t, &s, 10000), 0);
+    s = ev("n/1", "lock:m:b", "v1", true);
+    assert_int_equal(waiting_note(t, &s, 10000), 0);
+    s = ev("n/1", "lock:m:a", "v1", false);
+    s.us = 3000000;
+    assert_int_equal(waiting_note(t, &s, 13000), 0);
+    assert_int_equal(pair_state(t, "n/1", "lock:m:b"), 1);
+    /* ... nor with its starts' holder id unknown ("-"): its ok began then */
+    s = ev("n/2", "lock:m:c", NULL, true);
+    assert_int_equal(waiting_note(t, &s, 10000), 0);
+    s = ev("n/2", "lock:m:d", "v2", false);
+    s.us = 3000000;
+    assert_int_equal(waiting_note(t, &s, 13000), 0);
+    assert_int_equal(pair_state(t, "n/2", "lock:m:c"), 1);
+    /* a Redisson thread: lockAsync on k2 still pending, lock() on k1 later:
+     * one holder id "<uuid>:<tid>" */
+    s = ev("jvm/17", "lock:r:k2", "u-1:17", true);
+    assert_int_equal(waiting_note(t, &s, 10000), 0);
+    s = ev("jvm/17", "lock:r:k1", "u-1:17", false);
+    assert_int_equal(waiting_note(t, &s, 20000), 0);
+    assert_int_equal(pair_state(t, "jvm/17", "lock:r:k2"), 1);
+    /* ... but a new process's thread (another uuid) ends it */
+    s = ev("jvm/17", "lock:r:k1", "u-2:17", false);
+    assert_int_equal(waiting_note(t, &s, 21000), 0);
+    assert_int_equal(pair_state(t, "jvm/17", "lock:r:k2"), -1);
+    /* within a second: spared (lines of one moment may come in any order) */
+    s = ev("w/1", "lock:q:a", "t1", true);
+    assert_int_equal(waiting_note(t, &s, 30000), 0);
+    s = ev("w/1", "lock:q:b", "t2", false);
+    assert_int_equal(waiting_note(t, &s, 30900), 0);
+    assert_int_equal(pair_state(t, "w/1", "lock:q:a"), 1);
+    /* another owner's acquire ends nothing */
+    s = ev("w/2", "lock:q:c", "t3", false);
+    assert_int_equal(waiting_note(t, &s, 40000), 0);
+    assert_int_equal(pair_state(t, "w/1", "lock:q:a"), 1);
+    assert_int_equal(waiting_superseded(t), 2);
+    waiting_free(t);
+}
+
 int
 main(void)
 {
@@ -629,6 +725,7 @@ main(void)
         cmocka_unit_test(mac_refusals),
         cmocka_unit_test(mac_without_key),
         cmocka_unit_test(waiting_table),
+        cmocka_unit_test(waiting_start_superseded),
     };
 
     return cmocka_run_group_tests_name("samples", tests, NULL, NULL);
