@@ -32,6 +32,8 @@ struct entry {
     uint32_t chain;             /* next in its bucket */
     uint32_t ochain;            /* next in its owner's bucket */
     uint32_t prev, next;        /* update order: older, newer */
+    uint32_t sprev, snext;      /* update order among its source's pairs */
+    uint16_t src;               /* the source of its latest line */
 };
 
 struct waiting_table {
@@ -40,6 +42,8 @@ struct waiting_table {
     uint32_t obucket[WAITING_BUCKETS];      /* by owner: an owner's pairs */
     uint32_t free_head;         /* unused entries, chained by .chain */
     uint32_t oldest, newest;
+    uint32_t soldest[WAITING_SOURCES], snewest[WAITING_SOURCES];
+    uint32_t scount[WAITING_SOURCES];      /* pairs per source */
     size_t count, nwaiting, bytes;
     uint64_t evicted, superseded;
 };
@@ -54,6 +58,8 @@ waiting_new(void)
         return NULL;
     for (i = 0; i < WAITING_BUCKETS; i++)
         t->bucket[i] = t->obucket[i] = NIL;
+    for (i = 0; i < WAITING_SOURCES; i++)
+        t->soldest[i] = t->snewest[i] = NIL;
     for (i = 0; i < WAITING_MAX; i++)
         t->e[i].chain = i + 1 < WAITING_MAX ? i + 1 : NIL;
     t->free_head = 0;
@@ -97,11 +103,21 @@ same_pair(const struct entry *e, const struct sample *s, uint64_t h)
            memcmp(e->bytes + e->ownerlen, s->key, s->keylen) == 0;
 }
 
+/* Unlink entry i from the update order, the table's and its source's. */
 static void
 list_unlink(struct waiting_table *t, uint32_t i)
 {
     struct entry *e = &t->e[i];
 
+    if (e->sprev != NIL)
+        t->e[e->sprev].snext = e->snext;
+    else
+        t->soldest[e->src] = e->snext;
+    if (e->snext != NIL)
+        t->e[e->snext].sprev = e->sprev;
+    else
+        t->snewest[e->src] = e->sprev;
+    t->scount[e->src]--;
     if (e->prev != NIL)
         t->e[e->prev].next = e->next;
     else
@@ -112,11 +128,20 @@ list_unlink(struct waiting_table *t, uint32_t i)
         t->newest = e->prev;
 }
 
+/* Make entry i the newest, of the table and of its source (e->src). */
 static void
 list_push(struct waiting_table *t, uint32_t i)
 {
     struct entry *e = &t->e[i];
 
+    e->sprev = t->snewest[e->src];
+    e->snext = NIL;
+    if (t->snewest[e->src] != NIL)
+        t->e[t->snewest[e->src]].snext = i;
+    else
+        t->soldest[e->src] = i;
+    t->snewest[e->src] = i;
+    t->scount[e->src]++;
     e->prev = t->newest;
     e->next = NIL;
     if (t->newest != NIL)
@@ -191,8 +216,32 @@ supersede(struct waiting_table *t, uint32_t i, const struct sample *s, int64_t n
     }
 }
 
+/*
+ * Make room for a new pair of source src: a source with WAITING_SOURCE_MAX
+ * pairs gives up its own oldest; a full table, the oldest pair of the
+ * source that holds the most (a flood evicts its own first).  Counted.
+ */
+static void
+make_room(struct waiting_table *t, uint16_t src)
+{
+    uint16_t k, most = src;
+
+    if (src != WAITING_SOURCE_NONE && t->scount[src] >= WAITING_SOURCE_MAX) {
+        remove_entry(t, t->soldest[src]);
+        t->evicted++;
+        return;
+    }
+    if (t->free_head != NIL)
+        return;
+    for (k = 0; k < WAITING_SOURCES; k++)
+        if (t->scount[k] > t->scount[most])
+            most = k;
+    remove_entry(t, t->soldest[most]);
+    t->evicted++;
+}
+
 int
-waiting_note(struct waiting_table *t, const struct sample *s, int64_t now_ms)
+waiting_note(struct waiting_table *t, const struct sample *s, unsigned src, int64_t now_ms)
 {
     uint64_t h;
     uint32_t i;
@@ -209,11 +258,10 @@ waiting_note(struct waiting_table *t, const struct sample *s, int64_t now_ms)
         return 0;
     }
     need = s->ownerlen + s->keylen + s->holderlen;
+    if (src >= WAITING_SOURCES)
+        src = WAITING_SOURCE_NONE;
     if (i == NIL) {
-        if (t->free_head == NIL) {
-            remove_entry(t, t->oldest);
-            t->evicted++;
-        }
+        make_room(t, (uint16_t)src);
         i = t->free_head;
         e = &t->e[i];
         if (e->cap < need) {
@@ -238,6 +286,7 @@ waiting_note(struct waiting_table *t, const struct sample *s, int64_t now_ms)
         t->obucket[e->ohash & (WAITING_BUCKETS - 1)] = i;
         e->waiting = false;
         t->count++;
+        e->src = (uint16_t)src;
         list_push(t, i);
     } else {
         e = &t->e[i];
@@ -253,6 +302,12 @@ waiting_note(struct waiting_table *t, const struct sample *s, int64_t now_ms)
             e->cap = need;
         }
         list_unlink(t, i);
+        if (e->src != src && src != WAITING_SOURCE_NONE &&
+            t->scount[src] >= WAITING_SOURCE_MAX) {
+            remove_entry(t, t->soldest[src]);   /* its share, as for a new pair */
+            t->evicted++;
+        }
+        e->src = (uint16_t)src;
         list_push(t, i);
     }
     if (s->holderlen > 0)

@@ -20,9 +20,14 @@
  * spared: node-redlock's multi-resource acquire (its oks began with its
  * starts) and a Redisson thread's pending lockAsync (one holder id for all
  * its locks).  waiting_superseded() counts them.
- * The table holds at most WAITING_MAX pairs;
- * when a new pair finds it full the least recently updated pair goes, and
- * waiting_evicted() counts it.
+ * The table holds at most WAITING_MAX pairs, and a source (a sender's
+ * address, as the class budgets count them: waitstats.h) at most
+ * WAITING_SOURCE_MAX of them: a new pair of a source at its share takes
+ * the place of that source's least recently updated pair; a new pair that
+ * finds the table full, of the source that holds the most pairs.  So one
+ * sender's flood of pairs evicts its own, not the pairs of the others
+ * (their live waits and holdings: the graph's edges).  waiting_evicted()
+ * counts both.
  *
  * Memory: each pair is one allocation of its owner, key and holder bytes
  * (at most ~4.9 KiB with the protocol's longest fields), made when the
@@ -40,6 +45,11 @@
 #include "collectors/waits/samples.h"
 
 #define WAITING_MAX 4096        /* (owner, key) pairs kept */
+#define WAITING_SOURCE_MAX 1024 /* pairs one source may keep */
+#define WAITING_SOURCES 258     /* source numbers: waitstats' 256 tracked, their
+                                 * shared one, and none */
+#define WAITING_SOURCE_NONE (WAITING_SOURCES - 1)   /* no source: no share
+                                                     * (tests, benches) */
 #define WAITING_SUPERSEDE_MS 1000   /* a start this long before an acquire of
                                      * its owner began is over (above) */
 
@@ -62,10 +72,12 @@ void waiting_free(struct waiting_table *t);
  * Take one parsed line: a SAMPLE_WAITING sets its pair (an ok end also
  * ends the owner's superseded starts; its us, when not 0, is how long the
  * acquire waited), a SAMPLE_HOLD with an owner removes its pair, anything
- * else is ignored.  now_ms: monotonic.
+ * else is ignored.  src: the line's source number (below
+ * WAITING_SOURCE_NONE), or WAITING_SOURCE_NONE.  now_ms: monotonic.
  * 0, or -1 when the pair could not be allocated (then it is not kept).
  */
-int waiting_note(struct waiting_table *t, const struct sample *s, int64_t now_ms);
+int waiting_note(struct waiting_table *t, const struct sample *s, unsigned src,
+                 int64_t now_ms);
 
 size_t waiting_count(const struct waiting_table *t);         /* pairs held */
 size_t waiting_waiting(const struct waiting_table *t);       /* of which waiting */

@@ -68,6 +68,10 @@ struct ws_source {
 
 #define SOURCE_SLOTS 512        /* power of two, twice WAITSTATS_SOURCES */
 
+/* A source's number in the waiting table: its index here, the shared one
+ * too (waiting.h) */
+_Static_assert(WAITSTATS_SOURCES + 1 <= WAITING_SOURCE_NONE, "waiting table's sources");
+
 #define WS_LAST_KEY_MAX 256
 
 struct waitstats {
@@ -387,15 +391,24 @@ class_for(struct waitstats *ws, const struct sample *s, struct ws_source *src)
     return ws->cls[idx];
 }
 
+/* src's number in the waiting table. */
+static unsigned
+waiting_src(const struct waitstats *ws, const struct ws_source *src)
+{
+    return src != NULL ? (unsigned)(src - ws->sources) : WAITING_SOURCE_NONE;
+}
+
 /* A waiting or lost line: counted per kind, waiting ones kept per pair. */
 static void
-record_event(struct waitstats *ws, const struct sample *s, int64_t now_ms)
+record_event(struct waitstats *ws, const struct ws_source *src, const struct sample *s,
+             int64_t now_ms)
 {
     enum waitstats_event ev;
 
     if (s->kind == SAMPLE_WAITING) {
         ev = s->start ? WS_EVENT_WAITING_START : WS_EVENT_WAITING_END;
-        (void)waiting_note(ws->waiting, s, now_ms);   /* ENOMEM: not kept */
+        /* ENOMEM: not kept */
+        (void)waiting_note(ws->waiting, s, waiting_src(ws, src), now_ms);
     } else {
         ev = s->reason == SAMPLE_LOST_RENEWAL ? WS_EVENT_LOST_RENEWAL : WS_EVENT_LOST_EXPIRED;
     }
@@ -460,7 +473,7 @@ record_one(struct waitstats *ws, struct ws_source *src, const struct sample *s,
         record_lease(ws, s, src, *at_ms);
     }
     if (s->kind == SAMPLE_WAITING || s->kind == SAMPLE_LOST) {
-        record_event(ws, s, now_ms);
+        record_event(ws, src, s, now_ms);
         return;
     }
     c = class_for(ws, s, src);
@@ -472,7 +485,7 @@ record_one(struct waitstats *ws, struct ws_source *src, const struct sample *s,
         if (sketch_window_add(&c->hold_win, now_ms, s->us) == -1)
             ws->window_lost++;
         if (s->ownerlen > 0)
-            (void)waiting_note(ws->waiting, s, now_ms);
+            (void)waiting_note(ws->waiting, s, waiting_src(ws, src), now_ms);
         return;
     }
     c->has_wait = true;

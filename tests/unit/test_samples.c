@@ -568,15 +568,15 @@ waiting_table(void **state)
     (void)state;
     assert_non_null(t);
     s = ev("a/1", "lock:x", "tok1", true);
-    assert_int_equal(waiting_note(t, &s, 1), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 1), 0);
     s = ev("b/2", "lock:x", NULL, true);
-    assert_int_equal(waiting_note(t, &s, 2), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 2), 0);
     assert_int_equal(waiting_count(t), 2);
     assert_int_equal(waiting_waiting(t), 2);
     /* a's wait ends with the lock: still a pair, no longer waiting; its
      * holder id grows in place */
     s = ev("a/1", "lock:x", "a-much-longer-holder-token", false);
-    assert_int_equal(waiting_note(t, &s, 3), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 3), 0);
     assert_int_equal(waiting_count(t), 2);
     assert_int_equal(waiting_waiting(t), 1);
     memset(&seen, 0, sizeof(seen));
@@ -587,20 +587,20 @@ waiting_table(void **state)
     /* a 6-field hold ends the pair; a 4-field one and a wait change nothing */
     s = ev("a/1", "lock:x", "tok1", false);
     s.kind = SAMPLE_HOLD;
-    assert_int_equal(waiting_note(t, &s, 4), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 4), 0);
     assert_int_equal(waiting_count(t), 1);
     s.ownerlen = 0;
-    assert_int_equal(waiting_note(t, &s, 4), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 4), 0);
     s = ev("b/2", "lock:x", NULL, false);
     s.kind = SAMPLE_WAIT;
-    assert_int_equal(waiting_note(t, &s, 4), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 4), 0);
     assert_int_equal(waiting_count(t), 1);
     assert_int_equal(waiting_waiting(t), 1);
     /* bounded: the oldest pair goes, counted */
     for (i = 0; i < WAITING_MAX + 10; i++) {
         snprintf(owner, sizeof(owner), "o/%zu", i);
         s = ev(owner, "lock:y", "h", true);
-        assert_int_equal(waiting_note(t, &s, (int64_t)(10 + i)), 0);
+        assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, (int64_t)(10 + i)), 0);
     }
     assert_int_equal(waiting_count(t), WAITING_MAX);
     assert_int_equal(waiting_evicted(t), 11);           /* b/2 and o/0..o/9 */
@@ -652,14 +652,14 @@ waiting_start_superseded(void **state)
     /* the trial: pod-0/worker-1 dies waiting for y; 5 s later its name
      * takes x */
     s = ev("pod-0/worker-1", "lock:e:y", "tokOLD", true);
-    assert_int_equal(waiting_note(t, &s, 1000), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 1000), 0);
     assert_int_equal(pair_state(t, "pod-0/worker-1", "lock:e:y"), 1);
     s = ev("pod-0/worker-1", "lock:e:x", "tokNEW", false);
     s.outcome = SAMPLE_TIMEOUT;             /* a failed acquire ends nothing */
-    assert_int_equal(waiting_note(t, &s, 6000), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 6000), 0);
     assert_int_equal(pair_state(t, "pod-0/worker-1", "lock:e:y"), 1);
     s.outcome = SAMPLE_OK;
-    assert_int_equal(waiting_note(t, &s, 6000), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 6000), 0);
     assert_int_equal(pair_state(t, "pod-0/worker-1", "lock:e:y"), -1);
     assert_int_equal(pair_state(t, "pod-0/worker-1", "lock:e:x"), 0);
     assert_int_equal(waiting_superseded(t), 1);
@@ -667,42 +667,95 @@ waiting_start_superseded(void **state)
     /* node-redlock's multi-resource acquire: a start for each key, then an
      * ok for each, one holder id; the oks' wait began with the starts */
     s = ev("n/1", "lock:m:a", "v1", true);
-    assert_int_equal(waiting_note(t, &s, 10000), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 10000), 0);
     s = ev("n/1", "lock:m:b", "v1", true);
-    assert_int_equal(waiting_note(t, &s, 10000), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 10000), 0);
     s = ev("n/1", "lock:m:a", "v1", false);
     s.us = 3000000;
-    assert_int_equal(waiting_note(t, &s, 13000), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 13000), 0);
     assert_int_equal(pair_state(t, "n/1", "lock:m:b"), 1);
     /* ... nor with its starts' holder id unknown ("-"): its ok began then */
     s = ev("n/2", "lock:m:c", NULL, true);
-    assert_int_equal(waiting_note(t, &s, 10000), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 10000), 0);
     s = ev("n/2", "lock:m:d", "v2", false);
     s.us = 3000000;
-    assert_int_equal(waiting_note(t, &s, 13000), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 13000), 0);
     assert_int_equal(pair_state(t, "n/2", "lock:m:c"), 1);
     /* a Redisson thread: lockAsync on k2 still pending, lock() on k1 later:
      * one holder id "<uuid>:<tid>" */
     s = ev("jvm/17", "lock:r:k2", "u-1:17", true);
-    assert_int_equal(waiting_note(t, &s, 10000), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 10000), 0);
     s = ev("jvm/17", "lock:r:k1", "u-1:17", false);
-    assert_int_equal(waiting_note(t, &s, 20000), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 20000), 0);
     assert_int_equal(pair_state(t, "jvm/17", "lock:r:k2"), 1);
     /* ... but a new process's thread (another uuid) ends it */
     s = ev("jvm/17", "lock:r:k1", "u-2:17", false);
-    assert_int_equal(waiting_note(t, &s, 21000), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 21000), 0);
     assert_int_equal(pair_state(t, "jvm/17", "lock:r:k2"), -1);
     /* within a second: spared (lines of one moment may come in any order) */
     s = ev("w/1", "lock:q:a", "t1", true);
-    assert_int_equal(waiting_note(t, &s, 30000), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 30000), 0);
     s = ev("w/1", "lock:q:b", "t2", false);
-    assert_int_equal(waiting_note(t, &s, 30900), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 30900), 0);
     assert_int_equal(pair_state(t, "w/1", "lock:q:a"), 1);
     /* another owner's acquire ends nothing */
     s = ev("w/2", "lock:q:c", "t3", false);
-    assert_int_equal(waiting_note(t, &s, 40000), 0);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 40000), 0);
     assert_int_equal(pair_state(t, "w/1", "lock:q:a"), 1);
     assert_int_equal(waiting_superseded(t), 2);
+    waiting_free(t);
+}
+
+/* One source may keep WAITING_SOURCE_MAX pairs: its flood evicts its own
+ * oldest, never another source's live wait; a full table gives up a pair
+ * of the source that holds the most. */
+static void
+waiting_source_share(void **state)
+{
+    struct waiting_table *t = waiting_new();
+    struct sample s;
+    char owner[32];
+    size_t i;
+
+    (void)state;
+    assert_non_null(t);
+    /* source 1: a real cycle's two waits and their holdings */
+    s = ev("a/1", "lock:y:a", "ta", false);
+    assert_int_equal(waiting_note(t, &s, 1, 1), 0);
+    s = ev("b/1", "lock:y:b", "tb", false);
+    assert_int_equal(waiting_note(t, &s, 1, 1), 0);
+    s = ev("a/1", "lock:y:b", NULL, true);
+    assert_int_equal(waiting_note(t, &s, 1, 2), 0);
+    s = ev("b/1", "lock:y:a", NULL, true);
+    assert_int_equal(waiting_note(t, &s, 1, 2), 0);
+    /* source 2 floods 4,200 starts */
+    for (i = 0; i < 4200; i++) {
+        snprintf(owner, sizeof(owner), "F/%zu", i);
+        s = ev(owner, "job:flood", NULL, true);
+        assert_int_equal(waiting_note(t, &s, 2, (int64_t)(10 + i)), 0);
+    }
+    assert_int_equal(waiting_count(t), 4 + WAITING_SOURCE_MAX);
+    assert_int_equal(waiting_evicted(t), 4200 - WAITING_SOURCE_MAX);
+    assert_int_equal(pair_state(t, "a/1", "lock:y:b"), 1);
+    assert_int_equal(pair_state(t, "b/1", "lock:y:a"), 1);
+    assert_int_equal(pair_state(t, "a/1", "lock:y:a"), 0);
+    assert_int_equal(pair_state(t, "F/0", "job:flood"), -1);        /* its own oldest */
+    assert_int_equal(pair_state(t, "F/4199", "job:flood"), 1);
+    /* sources 3, 4, 5 fill the table: each new pair of a full table takes
+     * the place of a pair of the source with the most (2, then any at the
+     * share), never source 1's */
+    for (i = 0; i < 3 * WAITING_SOURCE_MAX; i++) {
+        snprintf(owner, sizeof(owner), "G/%zu", i);
+        s = ev(owner, "job:g", NULL, true);
+        assert_int_equal(waiting_note(t, &s, 3 + (unsigned)(i % 3), (int64_t)(10000 + i)), 0);
+    }
+    assert_int_equal(waiting_count(t), WAITING_MAX);
+    assert_int_equal(pair_state(t, "a/1", "lock:y:b"), 1);
+    assert_int_equal(pair_state(t, "b/1", "lock:y:a"), 1);
+    /* a line with no source has no share, and a number past the table is none */
+    s = ev("n/1", "lock:n", NULL, true);
+    assert_int_equal(waiting_note(t, &s, 100000, 20000), 0);
+    assert_int_equal(pair_state(t, "n/1", "lock:n"), 1);
     waiting_free(t);
 }
 
@@ -726,6 +779,7 @@ main(void)
         cmocka_unit_test(mac_without_key),
         cmocka_unit_test(waiting_table),
         cmocka_unit_test(waiting_start_superseded),
+        cmocka_unit_test(waiting_source_share),
     };
 
     return cmocka_run_group_tests_name("samples", tests, NULL, NULL);
