@@ -261,6 +261,7 @@ struct lw_lock;
  */
 struct lwc_kind {
     const char *name;
+    const char *redis_type;         /* what TYPE says of its key: "string" */
     const char *channel_prefix;
     enum lwc_script_id extend_script;
     lw_status (*attempt)(lw_client *c, redisContext *ctx, struct lw_lock *lk,
@@ -321,6 +322,12 @@ lw_status lwc_attempt(lw_client *c, struct lw_lock *lk, bool want_pttl,
  * set), LW_BUSY (*pttl = n when pttl is not NULL) or LW_ERR. */
 lw_status lwc_acquire_result(const redisReply *r, struct lw_lock *lk,
                              long long *pttl, lw_error *err);
+/* A waiter that finds the key held with no TTL asks once whether it is a
+ * key of this kind at all (lock.c): LW_OK when it is (or is gone), LW_ERR
+ * naming the type when it is another (a list where a plain lock was
+ * meant: no holder will ever release it), or on a connection error
+ * (*transient as lwc_attempt says it). */
+lw_status lwc_check_type(lw_client *c, struct lw_lock *lk, bool *transient, lw_error *err);
 void lwc_lock_unref(struct lw_lock *lk);
 void lwc_mark_lost(struct lw_lock *lk);
 

@@ -119,6 +119,39 @@ lwc_attempt(lw_client *c, struct lw_lock *lk, bool want_pttl, long long *pttl,
 }
 
 lw_status
+lwc_check_type(lw_client *c, struct lw_lock *lk, bool *transient, lw_error *err)
+{
+    const char *argv[] = { "TYPE", lk->key };
+    size_t lens[] = { 4, lk->keylen };
+    redisContext *ctx = lwc_cmd_get(c, err);
+    redisReply *r;
+    lw_status st = LW_OK;
+
+    *transient = ctx == NULL;
+    if (ctx == NULL) {
+        lwc_err_prefix(err, lk->call, lk->key, lk->keylen);
+        return LW_ERR;
+    }
+    r = lwc_command(ctx, 2, argv, lens, "TYPE", err);
+    if (r == NULL) {
+        *transient = true;
+        lwc_err_prefix(err, lk->call, lk->key, lk->keylen);
+        st = LW_ERR;
+    } else if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "none") != 0 &&
+               strcmp(r->str, lk->kind->redis_type) != 0) {
+        st = lwc_seterr(err, LW_ERR, "%s %.200s: the key is a %.32s, not a %s lock (its key "
+                        "is a %s): no holder will ever release it; check the key's name, "
+                        "and whether this is a %s lock", lk->call, lk->key, r->str,
+                        lk->kind->name, lk->kind->redis_type,
+                        lk->kind == &lwc_kind_plain ? "reentrant (LW_REENTRANT)" : "plain");
+    }
+    if (r != NULL)
+        freeReplyObject(r);
+    lwc_cmd_put(c, ctx);
+    return st;
+}
+
+lw_status
 lwc_acquire_result(const redisReply *r, struct lw_lock *lk, long long *pttl,
               lw_error *err)
 {

@@ -288,7 +288,10 @@ LW_API void lw_client_free(lw_client *c);
  * Returns LW_OK and *out = a new lock object (owned by the caller; give it
  * back with lw_unlock), or LW_TIMEOUT (*out = NULL) when the lock was not
  * free within timeout_ms, or LW_ERR with *err filled (also when the
- * deadline passed while Redis was unreachable).  Each call with valid
+ * deadline passed while Redis was unreachable, and when the key is of
+ * another type than the lock's: a waiter that finds it held with no TTL
+ * asks its TYPE once, so a list where a plain lock was meant is an error,
+ * not a wait that no release ends).  Each call with valid
  * arguments reports one wait sample (outcome ok, timeout or error).
  */
 LW_API lw_status lw_lock(lw_client *c, const char *key, long long lease_ms,

@@ -134,6 +134,7 @@ plain_release(lw_client *c, redisContext *ctx, struct lw_lock *lk, lw_error *err
 
 const struct lwc_kind lwc_kind_plain = {
     .name = "plain",
+    .redis_type = "string",
     .channel_prefix = LWC_PLAIN_CHANNEL,
     .extend_script = LWC_PLAIN_EXTEND,
     .attempt = plain_attempt,

@@ -178,6 +178,7 @@ rlock_release(lw_client *c, redisContext *ctx, struct lw_lock *lk, lw_error *err
 
 const struct lwc_kind lwc_kind_reentrant = {
     .name = "reentrant",
+    .redis_type = "hash",
     .channel_prefix = LWC_RLOCK_CHANNEL,
     .extend_script = LWC_RLOCK_EXTEND,
     .attempt = rlock_attempt,

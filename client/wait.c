@@ -249,6 +249,7 @@ lwc_wait_acquire(lw_client *c, struct lw_lock *lk, int64_t deadline_us,
     redisContext *sub = NULL;
     int64_t interval = LWC_RECHECK_MIN_US;
     int64_t resub_us = 0;           /* next try at SUBSCRIBE when sub is NULL */
+    bool typed = false;             /* a key without TTL was asked its type */
     lw_status st;
 
     for (;;) {
@@ -282,6 +283,17 @@ lwc_wait_acquire(lw_client *c, struct lw_lock *lk, int64_t deadline_us,
             lwc_clearerr(err);
         if (pttl == -2)
             continue;               /* gone since the attempt: try again */
+        if (pttl == -1 && st == LW_BUSY && !typed) {
+            /* held with no TTL: a leak, or a key of another type that
+             * SET NX never takes (asked once a wait, never on the
+             * uncontended path) */
+            typed = true;
+            if (lwc_check_type(c, lk, &transient, err) == LW_ERR && !transient) {
+                st = LW_ERR;
+                break;
+            }
+            lwc_clearerr(err);
+        }
         w = interval;
         if (pttl >= 0 && pttl * 1000 + 1000 < w)
             w = pttl * 1000 + 1000; /* it expires first: be there */

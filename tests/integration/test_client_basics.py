@@ -144,6 +144,23 @@ class BasicsTest(harness.TestCase):
             self.assertLess(elapsed, timeout + 150)
         a.ok("unlock l1")
 
+    def test_a_key_of_another_type_is_an_error_not_a_wait(self):
+        """SET NX never takes a list, so lw_lock on one waited out its whole
+        timeout (for ever with LW_WAIT_FOREVER) as if a holder had it; a
+        waiter that finds the key without a TTL asks its type once and
+        says what it is.  A leaked plain lock (a string without TTL) is
+        still a wait."""
+        self.r.lpush("lock:type:list", "x")
+        self.r.set("lock:type:leaked", "someone")
+        b = self.shell("b")
+        t0 = time.monotonic()
+        ans = b.cmd("lock b l1 lock:type:list 0 -1 -")
+        self.assertTrue(ans.startswith("ERR lw_lock lock:type:list: the key is a list, not a "
+                                       "plain lock"), ans)
+        self.assertLess(time.monotonic() - t0, 2.0)
+        self.assertTrue(b.cmd("lock b l2 lock:type:leaked 0 300 -").startswith("TIMEOUT"))
+        self.assertEqual(self.r.lrange("lock:type:list", 0, -1), ["x"])   # untouched
+
     # --- waiting --------------------------------------------------------
 
     def test_handoff_by_publish(self):
