@@ -782,6 +782,10 @@ const struct metric_family metric_families[] = {
       "Locks lost at a change of the target's server (cause: restart, failover, flush): held "
       "in the last view before, gone with no release seen (or held by another holder) in the "
       "first after, their TTL not run out; each loss raises LockLostAtFailover." },
+    { "lockwatch_reconnects_total", "counter", SRC_VIEW, reconnects_by_reason, 0, VAL_U64,
+      "Kept Redis connections found closed by their peer while idle (reason: eof, reset, "
+      "broken_pipe: the server's timeout, a proxy's idle timeout, a CLIENT KILL) and opened "
+      "again at once, the command sent once more: no scan failed for them." },
     { "lockwatch_class_overflow_keys", "gauge", SRC_VIEW, up_targets,
       offsetof(struct snapshot, classes_overflowed), VAL_U64,
       "Keys counted in class \"other\" because the target reached its class cap (last scan)." },

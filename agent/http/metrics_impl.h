@@ -83,6 +83,7 @@ void wait_histogram(struct strbuf *sb, const char *name, const char *cls, const 
 
 /* metrics_targets.c */
 void lost_by_cause(struct metrics_out *o, const struct metric_family *mf);
+void reconnects_by_reason(struct metrics_out *o, const struct metric_family *mf);
 
 /*
  * The rows of metric_families[] (metrics.c) of the cumulative scan counters

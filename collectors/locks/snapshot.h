@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "collectors/formats/formats.h"
+#include "collectors/redis/conn.h"
 #include "collectors/redis/serverinfo.h"
 
 /* Lock states (a lock can be in several). */
@@ -209,6 +210,11 @@ struct scan_counters {
     uint64_t read_errors[SCAN_READ_KINDS];  /* reads refused, by kind */
     uint64_t lost_total[LOST_CAUSE_COUNT];  /* locks lost at a change of
                                              * server, by cause */
+    uint64_t reconnects[REDISCONN_CLOSED_COUNT];    /* kept connections found
+                                                     * closed by their peer
+                                                     * (an idle timeout, a
+                                                     * CLIENT KILL) and opened
+                                                     * again, by reason */
 };
 
 #define LOST_LIST_MAX    25           /* lost locks named, oldest hold first */

@@ -431,6 +431,46 @@ redisconn_timed_out(const redisContext *c)
          strcmp(c->errstr, strerror(EWOULDBLOCK)) == 0);
 }
 
+/* How hiredis words each way a peer closes a connection: an EOF is its
+ * own error code, the others an I/O error with strerror()'s text. */
+static const struct {
+    int err;                    /* hiredis' c->err */
+    int errnum;                 /* with REDIS_ERR_IO: the errno; else 0 */
+} closed_how[REDISCONN_CLOSED_COUNT] = {
+    [REDISCONN_CLOSED_EOF] = { REDIS_ERR_EOF, 0 },
+    [REDISCONN_CLOSED_RESET] = { REDIS_ERR_IO, ECONNRESET },
+    [REDISCONN_CLOSED_PIPE] = { REDIS_ERR_IO, EPIPE },
+};
+
+static const char *const closed_names[REDISCONN_CLOSED_COUNT] = {
+#define X(id, name) [REDISCONN_CLOSED_##id] = name,
+    REDISCONN_CLOSED_REASONS(X)
+#undef X
+};
+
+const char *
+redisconn_closed_name(enum redisconn_closed r)
+{
+    return (unsigned)r < REDISCONN_CLOSED_COUNT ? closed_names[r] : "other";
+}
+
+bool
+redisconn_closed(const redisContext *c, enum redisconn_closed *why)
+{
+    size_t i;
+
+    if (c == NULL || c->err == 0)
+        return false;
+    for (i = 0; i < REDISCONN_CLOSED_COUNT; i++)
+        if (c->err == closed_how[i].err &&
+            (closed_how[i].errnum == 0 ||
+             strcmp(c->errstr, strerror(closed_how[i].errnum)) == 0)) {
+            *why = (enum redisconn_closed)i;
+            return true;
+        }
+    return false;
+}
+
 void
 redisconn_error(const redisContext *c, const struct target_conf *t,
                 const char *what, char *err, size_t errlen)

@@ -148,6 +148,40 @@ int redisconn_get_reply(redisContext *c, redisReply **rep);
 bool redisconn_timed_out(const redisContext *c);
 
 /*
+ * A connection kept between uses that its peer closed while it waited:
+ * the server's idle timeout (CONFIG SET timeout), a proxy's or load
+ * balancer's, or an operator's CLIENT KILL.  The next command on it fails
+ * at once, on the error that says so; that is no outage, and the caller
+ * opens the node again and sends the command once more (a server really
+ * down then refuses the connect, as fast as before).  The reasons are the
+ * reason label of lockwatch_reconnects_total, a bounded set:
+ *
+ *   eof          the peer closed it (a FIN: "Server closed the connection")
+ *   reset        ECONNRESET: it was gone when the command came
+ *   broken_pipe  EPIPE: the write found it gone
+ *
+ * A timeout, a refusal, a limit or any other error is none of them: the
+ * caller fails as it did.
+ */
+#define REDISCONN_CLOSED_REASONS(X)                                         \
+    X(EOF, "eof")                                                           \
+    X(RESET, "reset")                                                       \
+    X(PIPE, "broken_pipe")
+
+enum redisconn_closed {
+#define X(id, name) REDISCONN_CLOSED_##id,
+    REDISCONN_CLOSED_REASONS(X)
+#undef X
+    REDISCONN_CLOSED_COUNT
+};
+
+/* The label of reason r ("eof", ...). */
+const char *redisconn_closed_name(enum redisconn_closed r);
+
+/* Does c's error say the peer closed it (above)?  true with *why set. */
+bool redisconn_closed(const redisContext *c, enum redisconn_closed *why);
+
+/*
  * A connection whose replies come unasked (follow mode's subscriber: a
  * subscribed connection is sent messages, never answers) reads with this
  * rather than with hiredis' own loop, within limits of its caller's:

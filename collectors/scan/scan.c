@@ -44,6 +44,7 @@
 #include "collectors/redis/target.h"
 #include "common/clock.h"
 #include "common/keytext.h"
+#include "common/log.h"
 
 void
 scan_errf(char *buf, size_t size, const char *fmt, ...)
@@ -53,6 +54,21 @@ scan_errf(char *buf, size_t size, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, size, fmt, ap);
     va_end(ap);
+}
+
+void
+scan_reconnect_noted(struct scanner *sc, struct scan_counters *cnt, enum redisconn_closed why,
+                     const char *host, int port)
+{
+    cnt->reconnects[why]++;
+    if (!atomic_exchange(&sc->reconnect_said, true))
+        log_info("target %s: the connection to %s:%d was closed while idle (%s: the "
+                 "server's timeout, a proxy's idle timeout or a CLIENT KILL); reconnected "
+                 "(lockwatch_reconnects_total; said once)", sc->name, host, port,
+                 redisconn_closed_name(why));
+    else
+        log_debug("target %s: the connection to %s:%d was closed while idle (%s); "
+                  "reconnected", sc->name, host, port, redisconn_closed_name(why));
 }
 
 struct scanner *
@@ -219,13 +235,46 @@ stream_identify(struct stream *s)
     return 0;
 }
 
-/* One node's whole pass: connect if needed, then the streamed scan
- * (which releases its batches, so a stream is freed with free()). */
+/*
+ * Connect if needed and read which server the stream reads: the first
+ * command of the pass.  A connection kept from an earlier pass may have
+ * been closed by its peer while it waited (the server's idle timeout, a
+ * proxy's, a CLIENT KILL): then that command fails at once on the error
+ * that says so (redisconn_closed()), and the node is opened again and
+ * asked once more, rather than the target reported down.  Nothing is
+ * sent for it on the normal path.  A server really down refuses the new
+ * connection (or the second try fails): the stream fails as it did, as
+ * fast.
+ */
+static int
+stream_begin(struct stream *s)
+{
+    enum redisconn_closed why;
+
+    if (stream_connect(s) == -1)
+        return -1;
+    if (stream_identify(s) == 0)
+        return 0;
+    if (!s->kept || !redisconn_closed(s->c, &why))
+        return -1;
+    scan_reconnect_noted(s->r->sc, &s->cnt, why, s->host, s->port);
+    redisFree(s->c);
+    s->c = NULL;
+    s->kept = false;
+    s->conn_lost = false;
+    s->err[0] = '\0';
+    if (stream_connect(s) == -1)
+        return -1;
+    return stream_identify(s);
+}
+
+/* A cluster shard's whole pass: connect if needed, then the streamed
+ * scan (which releases its batches, so a stream is freed with free()). */
 static void
 stream_run(struct stream *s)
 {
     s->start_mono = clock_mono_ms();
-    if (stream_connect(s) == -1 || stream_identify(s) == -1 || stream_scan(s) == -1)
+    if (stream_begin(s) == -1 || stream_scan(s) == -1)
         s->failed = true;
     s->duration_s = (double)(clock_mono_ms() - s->start_mono) / 1000.0;
 }
@@ -292,6 +341,7 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
 {
     struct scanner *sc = r->sc;
     const struct target_conf *t = r->t;
+    int rc;
 
     /* A failover promotes a replica while the old primary may still call
      * itself one (until the sentinels reconfigure it, or for good when it
@@ -313,12 +363,16 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
     }
     if (sc->c != NULL) {
         struct target_conf node;
-        int rc;
+        enum redisconn_closed why;
 
         redisconn_node(t, sc->host, sc->port, &node);
         rc = target_verify(t, &sc->sentinel_first, sc->c, &node, r->err, sizeof(r->err));
         if (rc == -1)
             return -1;
+        /* ROLE on a connection its peer closed while idle fails: opened
+         * again below, as for a failover, and counted */
+        if (rc == 0 && redisconn_closed(sc->c, &why))
+            scan_reconnect_noted(sc, &sc->counters, why, sc->host, sc->port);
         if (rc == 0)
             scanner_disconnect(sc);
     }
@@ -331,11 +385,24 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
     }
     st->r = r;
     st->c = sc->c;
+    st->kept = *had_conn;
     snprintf(st->host, sizeof(st->host), "%s", sc->host);
     st->port = sc->port;
     st->max_kps = t->max_keys_per_second;
-    attach_hooks(r, sc->c, sc->host, sc->port, NULL);
-    stream_run(st);
+    /* The stream's first command comes before the hooks see the
+     * connection: a kept one its peer closed while idle is opened again
+     * there (stream_begin()), and the hooks get the one that works. */
+    sc->c = NULL;
+    st->start_mono = clock_mono_ms();
+    rc = stream_begin(st);
+    sc->c = st->c;
+    snprintf(sc->host, sizeof(sc->host), "%s", st->host);
+    sc->port = st->port;
+    if (sc->c != NULL)
+        attach_hooks(r, sc->c, sc->host, sc->port, NULL);
+    if (rc == -1 || stream_scan(st) == -1)
+        st->failed = true;
+    st->duration_s = (double)(clock_mono_ms() - st->start_mono) / 1000.0;
     return 0;
 }
 
@@ -437,6 +504,7 @@ run_cluster(struct run *r, struct cluster_topo *topo, struct stream **out, size_
         st[i].port = node->port;
         st[i].max_kps = share;
         st[i].c = take_conn(sc, node->host, node->port);
+        st[i].kept = st[i].c != NULL;
     }
     /* connections to nodes no longer scanned */
     scanner_disconnect(sc);
@@ -475,6 +543,7 @@ keep_conns(struct scanner *sc, struct stream *st, size_t n)
         } else {
             snprintf(nc[sc->nconns].host, sizeof(nc[sc->nconns].host), "%s", st[i].host);
             nc[sc->nconns].port = st[i].port;
+            nc[sc->nconns].readonly = st[i].readonly;
             nc[sc->nconns++].c = st[i].c;
         }
         st[i].c = NULL;
@@ -597,6 +666,8 @@ add_counts(struct scanner *sc, struct snapshot *s, const struct stream *st, size
         sc->counters.helpers_total += st[i].cnt.helpers_total;
         for (k = 0; k < SCAN_READ_KINDS; k++)
             sc->counters.read_errors[k] += st[i].cnt.read_errors[k];
+        for (k = 0; k < REDISCONN_CLOSED_COUNT; k++)
+            sc->counters.reconnects[k] += st[i].cnt.reconnects[k];
         s->keys_examined += st[i].keys;
     }
 }

@@ -48,6 +48,7 @@
 struct node_conn {
     char host[256];
     int port;
+    bool readonly;              /* a replica, told READONLY */
     redisContext *c;
 };
 
@@ -60,6 +61,8 @@ struct scanner {
                                  * node (0: none yet): a holder first seen
                                  * after it took its lock after it
                                  * (lockfacts_corroborate()) */
+    atomic_bool reconnect_said; /* a kept connection found closed was
+                                 * logged at info once (then at debug) */
     atomic_bool no_idle;        /* a node's INFO memory named an LFU
                                  * policy at its last pass, or a re-read
                                  * met OBJECT IDLETIME's LFU error since:
@@ -164,6 +167,8 @@ struct stream {
     char host[256];             /* for messages */
     int port;
     bool readonly;              /* a cluster replica: send READONLY first */
+    bool kept;                  /* c was kept from an earlier pass: its peer
+                                 * may have closed it while it waited */
     long max_kps;               /* this stream's share of max_keys_per_second */
     int64_t start_mono;
     int64_t resume_mono;        /* end of the last pacing pause */
@@ -206,6 +211,12 @@ void scan_errf(char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define run_err(r, ...) scan_errf((r)->err, sizeof((r)->err), __VA_ARGS__)
 #define stream_err(s, ...) scan_errf((s)->err, sizeof((s)->err), __VA_ARGS__)
+
+/* A kept connection to host:port was found closed by its peer (why) and
+ * is opened again: counted in cnt (lockwatch_reconnects_total), logged
+ * at info the first time for sc, at debug after; never an alarm. */
+void scan_reconnect_noted(struct scanner *sc, struct scan_counters *cnt,
+                          enum redisconn_closed why, const char *host, int port);
 
 /* Begin a run of sc over t: *r set up (classes, Redlock map, mutex) with
  * a new snapshot, its start time now.  NULL on ENOMEM. */

@@ -1101,6 +1101,33 @@ locks_lost_by_cause(void **state)
     view_release(&v);
 }
 
+/* lockwatch_reconnects_total: every reason for every target, 0 until a
+ * kept connection is found closed, then the target's count. */
+static void
+reconnects_render(void **state)
+{
+    static const char *const want[] = {
+        "lockwatch_reconnects_total{target=\"main\",reason=\"eof\"} 7\n",
+        "lockwatch_reconnects_total{target=\"main\",reason=\"reset\"} 0\n",
+        "lockwatch_reconnects_total{target=\"main\",reason=\"broken_pipe\"} 1\n",
+        "lockwatch_reconnects_total{target=\"other\",reason=\"eof\"} 0\n",
+    };
+    struct snapshot *snaps[2] = { new_snap("main", "lock:*"), new_snap("other", "lock:*") };
+    struct view v;
+    char *text;
+    size_t i;
+
+    (void)state;
+    snaps[0]->counters.reconnects[REDISCONN_CLOSED_EOF] = 7;
+    snaps[0]->counters.reconnects[REDISCONN_CLOSED_PIPE] = 1;
+    view_of(&v, snaps, 2, 20);
+    text = metrics_of(&v);
+    for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        assert_non_null(strstr(text, want[i]));
+    free(text);
+    view_release(&v);
+}
+
 /* lockwatch_lock_expirations_total: both renewed values of every row,
  * hostile class names escaped; the overrun histogram by class. */
 static void
@@ -1147,6 +1174,7 @@ main(void)
         cmocka_unit_test(api_marks_a_failed_shards_locks_stale),
         cmocka_unit_test(ready_names_targets_that_are_not),
         cmocka_unit_test(locks_lost_by_cause),
+        cmocka_unit_test(reconnects_render),
         cmocka_unit_test(events_counted_by_kind),
         cmocka_unit_test(ha_info_names_replica_and_shard),
         cmocka_unit_test(every_family_is_one_row),
