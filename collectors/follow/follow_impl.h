@@ -184,7 +184,9 @@ void fresh_baseline(struct follow *fw, redisContext *c, const struct target_conf
 
 /* Check every node against its baseline: 0 fine, 1 a full scan is due
  * (why; *resub: subscribe again too), -1 a connection failed (why), -2 a
- * node gave no reply within command_timeout (why). */
+ * node gave no reply within command_timeout (why).  A kept connection
+ * its peer closed while idle is opened again and the node checked once
+ * more first (scanner_revive()). */
 int fresh_check(struct follow *fw, const struct target_conf *t, bool *resub, char *why,
                 size_t whylen);
 

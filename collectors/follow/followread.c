@@ -198,6 +198,20 @@ retry_later(struct follow *fw, const char *key, size_t len)
         fw->retry_overflow = true;      /* a full scan repairs it */
 }
 
+/* The connection the last full scan kept to host:port, if any. */
+static redisContext *
+conn_at(const struct follow *fw, const char *host, int port)
+{
+    const char *h;
+    int p;
+    redisContext *c;
+
+    if (fw->cluster)
+        return scanner_node_conn(fw->sc, host, port);
+    c = scanner_conn(fw->sc, &h, &p);
+    return p == port && strcmp(h, host) == 0 ? c : NULL;
+}
+
 static int reread_chunk(struct follow *fw, const struct target_conf *t, redisContext *c,
                         const char *host, int port, bool asking, const char **keys,
                         const size_t *lens, size_t n, int hops, char *err, size_t errlen);
@@ -244,6 +258,7 @@ reread_chunk(struct follow *fw, const struct target_conf *t, redisContext *c, co
              char *err, size_t errlen)
 {
     bool found[FOLLOW_READ_BATCH];
+    enum redisconn_closed why;
     struct reread rr;
     size_t i;
     void *old;
@@ -257,11 +272,20 @@ reread_chunk(struct follow *fw, const struct target_conf *t, redisContext *c, co
         snprintf(err, errlen, "out of memory re-reading keys");
         return -1;
     }
-    if (scanner_reread(fw->sc, t, c, host, port, asking, keys, lens, n, reread_key,
-                       reread_moved, &rr, err, errlen) == -1) {
-        rc = -1;
-        goto out;
+    rc = scanner_reread(fw->sc, t, c, host, port, asking, keys, lens, n, reread_key,
+                        reread_moved, &rr, err, errlen);
+    /* the first use of the kept connection since the last: one its peer
+     * closed while idle (the server's timeout, a CLIENT KILL) is opened
+     * again and the keys read once more, rather than a full scan */
+    if (rc == -1 && redisconn_closed(c, &why) && scanner_revive(fw->sc, t, err, errlen) > 0 &&
+        (c = conn_at(fw, host, port)) != NULL) {
+        memset(found, 0, sizeof(found));
+        memset(rr.red, 0, (n ? n : 1) * sizeof(*rr.red));
+        rc = scanner_reread(fw->sc, t, c, host, port, asking, keys, lens, n, reread_key,
+                            reread_moved, &rr, err, errlen);
     }
+    if (rc == -1)
+        goto out;
     /* what was not handed over is gone (or no longer a string or hash),
      * unless a cluster node said it is elsewhere */
     for (i = 0; i < n; i++) {

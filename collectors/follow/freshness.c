@@ -285,43 +285,64 @@ flags_still(redisContext *c, const struct target_conf *node, bool *resub, char *
     return 1;
 }
 
+/* Check node i against its baseline (live: its lock records alive);
+ * fresh_check()'s values. */
+static int
+check_node(struct follow *fw, const struct target_conf *t, size_t i, size_t live, bool *resub,
+           char *why, size_t whylen)
+{
+    struct fresh_state now;
+    struct target_conf node;
+    redisContext *c;
+    char err[256];
+    int rc;
+
+    if ((c = node_conn(fw, t, i, &node)) == NULL) {
+        snprintf(why, whylen, "no connection to %s:%d to check", node.host, node.port);
+        return -1;
+    }
+    if (fw->verified && (rc = flags_still(c, &node, resub, why, whylen)) != 0)
+        return rc == -1 && redisconn_timed_out(c) ? -2 : rc;
+    rc = fresh_read(c, &node, &now, err, sizeof(err));
+    if (rc == -1) {
+        snprintf(why, whylen, "%s", err);
+        return redisconn_timed_out(c) ? -2 : -1;
+    }
+    if (rc == 0) {
+        fw->fresh_denied = true;
+        return 0;
+    }
+    if (!fw->fresh[i].have) {
+        fw->fresh[i] = now;             /* a late baseline: compare from now */
+        return 0;
+    }
+    if (fresh_changed(&fw->fresh[i], &now, live, fw->verified, &fw->fresh_short, resub,
+                      err, sizeof(err))) {
+        snprintf(why, whylen, "%s:%d: %s", node.host, node.port, err);
+        return 1;
+    }
+    return 0;
+}
+
 int
 fresh_check(struct follow *fw, const struct target_conf *t, bool *resub, char *why,
             size_t whylen)
 {
-    struct fresh_state now;
-    struct target_conf node;
     size_t live[FOLLOW_NODES_MAX], i;
-    redisContext *c;
     char err[256];
     int rc;
 
     count_live(fw, live, fw->nfresh);
     for (i = 0; i < fw->nfresh; i++) {
-        if ((c = node_conn(fw, t, i, &node)) == NULL) {
-            snprintf(why, whylen, "no connection to %s:%d to check", node.host, node.port);
-            return -1;
-        }
-        if (fw->verified && (rc = flags_still(c, &node, resub, why, whylen)) != 0)
-            return rc == -1 && redisconn_timed_out(c) ? -2 : rc;
-        rc = fresh_read(c, &node, &now, err, sizeof(err));
-        if (rc == -1) {
-            snprintf(why, whylen, "%s", err);
-            return redisconn_timed_out(c) ? -2 : -1;
-        }
-        if (rc == 0) {
-            fw->fresh_denied = true;
-            continue;
-        }
-        if (!fw->fresh[i].have) {
-            fw->fresh[i] = now;         /* a late baseline: compare from now */
-            continue;
-        }
-        if (fresh_changed(&fw->fresh[i], &now, live[i], fw->verified, &fw->fresh_short, resub,
-                          err, sizeof(err))) {
-            snprintf(why, whylen, "%s:%d: %s", node.host, node.port, err);
-            return 1;
-        }
+        rc = check_node(fw, t, i, live[i], resub, why, whylen);
+        /* the check is the first use of the kept connection since the
+         * last: one its peer closed while idle (the server's timeout, a
+         * CLIENT KILL) is opened again and the node checked once more,
+         * rather than the subscription dropped for a full scan */
+        if (rc == -1 && scanner_revive(fw->sc, t, err, sizeof(err)) > 0)
+            rc = check_node(fw, t, i, live[i], resub, why, whylen);
+        if (rc != 0)
+            return rc;
     }
     return 0;
 }

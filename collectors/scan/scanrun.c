@@ -41,6 +41,67 @@ scanner_node_conn(const struct scanner *sc, const char *host, int port)
     return NULL;
 }
 
+/* Kept connection *cp to host:port (readonly: a cluster replica, told
+ * READONLY) again when its peer closed it: 1 opened again, 0 not closed
+ * so (left as it is), -1 (err) not reopened (dropped). */
+static int
+revive_one(struct scanner *sc, const struct target_conf *t, redisContext **cp, const char *host,
+           int port, bool readonly, char *err, size_t errlen)
+{
+    const char *argv[1] = { "READONLY" };
+    enum redisconn_closed why;
+    struct target_conf node;
+    redisReply *rep;
+    redisContext *c;
+
+    if (*cp == NULL || !redisconn_closed(*cp, &why))
+        return 0;
+    redisFree(*cp);
+    *cp = NULL;
+    redisconn_node(t, host, port, &node);
+    if ((c = redisconn_open(&node, err, errlen)) == NULL)
+        return -1;
+    if (readonly) {
+        rep = redisconn_command(c, &node, "READONLY", 1, argv, NULL, err, errlen);
+        if (rep == NULL || rep->type == REDIS_REPLY_ERROR) {
+            if (rep != NULL)
+                scan_errf(err, errlen, "READONLY on %s:%d refused", host, port);
+            freeReplyObject(rep);
+            redisFree(c);
+            return -1;
+        }
+        freeReplyObject(rep);
+    }
+    if (t->mode == TARGET_SENTINEL &&
+        target_verify(t, &sc->sentinel_first, c, &node, err, errlen) != 1) {
+        scan_errf(err, errlen, "%s:%d: no longer the primary the sentinels name", host, port);
+        redisFree(c);
+        return -1;
+    }
+    *cp = c;
+    scan_reconnect_noted(sc, &sc->counters, why, host, port);
+    return 1;
+}
+
+int
+scanner_revive(struct scanner *sc, const struct target_conf *t, char *err, size_t errlen)
+{
+    size_t i;
+    int n = 0, rc;
+
+    if ((rc = revive_one(sc, t, &sc->c, sc->host, sc->port, false, err, errlen)) == -1)
+        return -1;
+    n += rc;
+    for (i = 0; i < sc->nconns; i++) {
+        rc = revive_one(sc, t, &sc->conns[i].c, sc->conns[i].host, sc->conns[i].port,
+                        sc->conns[i].readonly, err, errlen);
+        if (rc == -1)
+            return -1;
+        n += rc;
+    }
+    return n;
+}
+
 int
 scanner_reread(struct scanner *sc, const struct target_conf *t, redisContext *c,
                const char *host, int port, bool asking, const char *const *keys,
@@ -128,10 +189,11 @@ replay_streams(struct run *r, const struct cluster_topo *topo, size_t *n)
     return st;
 }
 
-struct snapshot *
-scanner_replay(struct scanner *sc, const struct target_conf *t, const struct scan_rules *rules,
-               const atomic_int *stop, const struct cluster_topo *topo, scan_replay_fn *each,
-               void *arg, int64_t *now_ms, int64_t *next_due_ms)
+/* One try of scanner_replay(). */
+static struct snapshot *
+replay_once(struct scanner *sc, const struct target_conf *t, const struct scan_rules *rules,
+            const atomic_int *stop, const struct cluster_topo *topo, scan_replay_fn *each,
+            void *arg, int64_t *now_ms, int64_t *next_due_ms)
 {
     struct scan_counters scratch;       /* a replay's counts are not a scan's */
     struct stream *streams = NULL;
@@ -186,6 +248,23 @@ scanner_replay(struct scanner *sc, const struct target_conf *t, const struct sca
     return s;
 }
 
+struct snapshot *
+scanner_replay(struct scanner *sc, const struct target_conf *t, const struct scan_rules *rules,
+               const atomic_int *stop, const struct cluster_topo *topo, scan_replay_fn *each,
+               void *arg, int64_t *now_ms, int64_t *next_due_ms)
+{
+    struct snapshot *s = replay_once(sc, t, rules, stop, topo, each, arg, now_ms, next_due_ms);
+    char err[256];
+
+    /* a look-up's first command met a kept connection its peer closed
+     * while idle: once more on the connection opened again (the records
+     * are only read, so a second try makes the same view) */
+    if (s == NULL && (stop == NULL || !atomic_load(stop)) &&
+        scanner_revive(sc, t, err, sizeof(err)) > 0)
+        s = replay_once(sc, t, rules, stop, topo, each, arg, now_ms, next_due_ms);
+    return s;
+}
+
 bool
 scanner_moved(struct scanner *sc, const struct target_conf *t, const struct cluster_topo *topo)
 {
@@ -202,6 +281,10 @@ scanner_moved(struct scanner *sc, const struct target_conf *t, const struct clus
         redisconn_node(t, sc->host, sc->port, &node);
         rc = target_verify(t, &sc->sentinel_first, sc->c, &node, sc->fail_next,
                            sizeof(sc->fail_next));
+        /* ROLE met the connection closed while idle: the node opened
+         * again is asked again (and is kept only if it is the primary) */
+        if (rc == 0 && scanner_revive(sc, t, err, sizeof(err)) > 0)
+            rc = 1;
         /* no sentinel answering proves no primary either: the full scan
          * this sets off fails at once with their answers */
         if (rc != -1)

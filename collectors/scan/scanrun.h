@@ -107,6 +107,20 @@ redisContext *scanner_conn(const struct scanner *sc, const char **host, int *por
 /* A cluster node's connection kept by the last pass; NULL when none. */
 redisContext *scanner_node_conn(const struct scanner *sc, const char *host, int port);
 
+/*
+ * The connections the last pass kept (scanner_conn(), scanner_node_conn())
+ * whose last command failed because their peer had closed them while they
+ * waited (conn.h's redisconn_closed(): the server's idle timeout, a
+ * proxy's, a CLIENT KILL) are opened again in their place and counted
+ * (lockwatch_reconnects_total), so that the caller sends what failed once
+ * more rather than dropping everything for a full scan.  A Sentinel
+ * target's node is kept only while the sentinels still name it and ROLE
+ * says primary (target_verify()).  Returns how many were opened again (0:
+ * none had been closed so: the caller fails as before), or -1 with err
+ * when one could not be (it is dropped, and the caller fails as before).
+ */
+int scanner_revive(struct scanner *sc, const struct target_conf *t, char *err, size_t errlen);
+
 /* Each key read by scanner_reread(): i is its index in keys[]. */
 typedef int scan_key_fn(void *arg, size_t i, const struct scan_key *k,
                         const struct raw_lock *raw, long long hlen);
@@ -145,8 +159,10 @@ typedef int scan_replay_fn(void *arg, struct run *r, struct scan_counters *cnt);
  * last pass kept (topo: a cluster's, by shard; NULL: the one connection).
  * The snapshot is ok, with sc's counters; *next_due_ms gets the earliest
  * Unix ms a lock recorded changes state by time alone (0: none) and
- * *now_ms the time its states were judged at.  NULL on ENOMEM, when a
- * connection is missing or one failed.
+ * *now_ms the time its states were judged at.  A look-up that failed on
+ * a kept connection its peer closed while idle is made once more, on it
+ * opened again (scanner_revive()).  NULL on ENOMEM, when a connection is
+ * missing or one failed.
  */
 struct snapshot *scanner_replay(struct scanner *sc, const struct target_conf *t,
                                 const struct scan_rules *rules, const atomic_int *stop,
@@ -157,7 +173,9 @@ struct snapshot *scanner_replay(struct scanner *sc, const struct target_conf *t,
  * Do the nodes of the last pass still serve the target?  Sentinel: the
  * primary the sentinels name, ROLE-checked (target_verify() of target.h);
  * no sentinel answering is true too (the full scan it calls for fails,
- * naming them, and the target is down).  Cluster: the same
+ * naming them, and the target is down); a ROLE that failed because the
+ * peer closed the kept connection while idle is asked again on it opened
+ * again (scanner_revive()).  Cluster: the same
  * primaries as topo serving the same slots (a discovery, CLUSTER SHARDS).
  * A discovery that fails says nothing (false).  Standalone: false.
  */

@@ -9,7 +9,10 @@ an operator (CLIENT KILL USER lockwatch) closes one, the next use finds it
 closed at once (EOF); the agent opens it again and sends the command once
 more: no scan fails, LockTargetDown never fires, /readyz stays 200, the log
 says nothing worse than info, and lockwatch_reconnects_total{target,reason}
-counts each.  A server
+counts each.  In follow mode the same holds for the data connection (the
+freshness check every scan_interval is its first use since the last: no
+full scan for it, the subscription kept) and a killed subscriber is
+resubscribed after a full scan, which does not fail either.  A server
 really stopped is still reported down as fast as before: within
 scan_interval + command_timeout (README "Never silently blind").
 """
@@ -135,6 +138,8 @@ class IdleDisconnect(h.TestCase):
     def test_idle_timeout_scanning(self):
         self.idle_timeout(follow=False)
 
+    def test_idle_timeout_following(self):
+        self.idle_timeout(follow=True)
 
     # (b) CLIENT KILL of the agent's connections -----------------------------------
 
@@ -158,6 +163,8 @@ class IdleDisconnect(h.TestCase):
     def test_client_kill_scanning(self):
         self.client_kill(follow=False)
 
+    def test_client_kill_following(self):
+        self.client_kill(follow=True)
 
     # (c) a server really stopped is still down, as fast -------------------------------
 
@@ -182,6 +189,8 @@ class IdleDisconnect(h.TestCase):
     def test_stopped_server_scanning(self):
         self.stopped(follow=False)
 
+    def test_stopped_server_following(self):
+        self.stopped(follow=True)
 
 
 if __name__ == "__main__":
