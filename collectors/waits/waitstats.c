@@ -436,9 +436,6 @@ record_lease(struct waitstats *ws, const struct sample *s, struct ws_source *src
 
     if (s->kind == SAMPLE_WAIT || s->ownerlen == 0)
         return;
-    if (s->holderlen > 0 && s->kind != SAMPLE_WAITING)
-        released_note(keyhash(s->key, s->keylen), (uint32_t)keyhash(s->holder, s->holderlen),
-                      s->kind == SAMPLE_LOST, at_ms);
     matched = lease_overrun(&l, &over, target, klass);
     if (!matched && s->kind == SAMPLE_LOST && s->overrun_known)
         over = (double)s->overrun_us / 1e6;
@@ -459,6 +456,29 @@ record_lease(struct waitstats *ws, const struct sample *s, struct ws_source *src
                klass);
 }
 
+/* What a holder's line says of its holding of the key, for a lock gone
+ * at a change of server (collectors/lease/released.h): it acquired it (a
+ * 7-field wait or a waiting end, ok), released it (a 6-field hold), or
+ * lost it. */
+static void
+note_holding(const struct sample *s, int64_t at_ms)
+{
+    enum released_what w;
+
+    if (s->ownerlen == 0 || s->holderlen == 0)
+        return;
+    if (s->kind == SAMPLE_HOLD)
+        w = RELEASED_HOLD;
+    else if (s->kind == SAMPLE_LOST)
+        w = RELEASED_LOST;
+    else if (s->outcome == SAMPLE_OK && (s->kind == SAMPLE_WAIT || !s->start))
+        w = RELEASED_ACQUIRE;
+    else
+        return;
+    released_note(keyhash(s->key, s->keylen), (uint32_t)keyhash(s->holder, s->holderlen), w,
+                  at_ms);
+}
+
 /* One sample (under mu).  *at_ms: the Unix ms of the datagram, 0 until
  * a sample needs it. */
 static void
@@ -467,9 +487,10 @@ record_one(struct waitstats *ws, struct ws_source *src, const struct sample *s,
 {
     struct ws_class *c;
 
-    if (s->kind != SAMPLE_WAIT && s->ownerlen > 0) {
+    if (s->ownerlen > 0) {
         if (*at_ms == 0)        /* once a datagram: now_ms on the Unix clock */
             *at_ms = clock_now_ms() - (clock_mono_ms() - now_ms);
+        note_holding(s, *at_ms);
         record_lease(ws, s, src, *at_ms);
     }
     if (s->kind == SAMPLE_WAITING || s->kind == SAMPLE_LOST) {

@@ -131,8 +131,9 @@ class LostAtFailover(h.TestCase):
         `lost` line) released it: half of the locks released that way just
         before the restart are not counted lost; a release whose holder
         reported the lock lost (`lost` then `hold`, as a release that found
-        it gone sends), one reported for another holder, and the locks no
-        line speaks of are."""
+        it gone sends), one reported for another holder, one whose holder
+        took the lock again after its release, and the locks no line speaks
+        of are."""
         from client_helpers import closed_udp_port
         udp = closed_udp_port()
         rs = self.start_redis()
@@ -149,12 +150,16 @@ class LostAtFailover(h.TestCase):
         lines.append(b"lw1 hold %s10 1000 app/10 tok-10" % PREFIX.encode())
         c.delete(PREFIX + "11")     # a report of another holder's release
         lines.append(b"lw1 hold %s11 1000 app/11 tok-other" % PREFIX.encode())
+        # released, then taken again by the same holder id (Redisson's
+        # "<uuid>:<thread>", a constant): the holding the restart ends is not
+        lines.append(b"lw1 hold %s12 1000 app/12 tok-12" % PREFIX.encode())
+        lines.append(b"lw1 waiting %s12 app/12 tok-12 ok" % PREFIX.encode())
         import socket
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.sendto(b"\n".join(lines) + b"\n", ("127.0.0.1", udp))
         s.close()
-        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_hold_seconds_count") == 12,
-                    10, desc="the 12 hold lines taken")
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_hold_seconds_count") == 13,
+                    10, desc="the 13 hold lines taken")
         rs.restart()
         got = ag.wait_for(lambda: self.lost_alerts(ag) or None, 20,
                           desc="LockLostAtFailover for the unreported ones")
