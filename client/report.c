@@ -659,17 +659,79 @@ enqueue(lw_client *c, const char *line, size_t len)
     pthread_mutex_unlock(&c->bg.mu);
 }
 
+/* What a line is made of: the lock call's facts, for a line writer. */
+struct line_arg {
+    const char *key;
+    size_t keylen;
+    uint64_t us;                /* wait, hold; lost: held */
+    lw_status outcome;          /* wait, waiting end */
+    const char *verb, *word;    /* report_owned */
+    bool flag;                  /* waiting: start; lost: renewal */
+    int64_t overrun_us;         /* lost */
+    const char *owner, *holder;
+    size_t ownerlen, holderlen;
+};
+
+/* A line's writer: into out (cap bytes); 0 when it does not fit. */
+typedef size_t (*line_fn)(char *out, size_t cap, const struct line_arg *a);
+
+static size_t
+write_wait(char *out, size_t cap, const struct line_arg *a)
+{
+    return lwc_line_wait(out, cap, a->key, a->keylen, a->us, a->outcome);
+}
+
+static size_t
+write_owned(char *out, size_t cap, const struct line_arg *a)
+{
+    return line_us_owned(out, cap, a->verb, a->key, a->keylen, a->us, a->word, a->owner,
+                         a->ownerlen, a->holder, a->holderlen);
+}
+
+static size_t
+write_waiting(char *out, size_t cap, const struct line_arg *a)
+{
+    return lwc_line_waiting(out, cap, a->key, a->keylen, a->owner, a->ownerlen, a->holder,
+                            a->holderlen, a->flag, a->outcome);
+}
+
+static size_t
+write_lost(char *out, size_t cap, const struct line_arg *a)
+{
+    return lwc_line_lost(out, cap, a->key, a->keylen, a->owner, a->ownerlen, a->holder,
+                         a->holderlen, a->us, a->overrun_us, a->flag);
+}
+
+/* Write a line into a stack buffer the size of a batch's datagram and
+ * queue it; one too long for that (a key of kilobytes) is written again
+ * into a heap buffer of a loopback datagram, so the thread of a lock call
+ * spends LWC_DGRAM_MAX of its stack here, not LWC_DGRAM_LOOPBACK_MAX. */
+static void
+enqueue_line(lw_client *c, line_fn fn, const struct line_arg *a)
+{
+    char line[LWC_DGRAM_MAX], *big;
+    size_t n = fn(line, sizeof(line), a);
+
+    if (n > 0) {
+        enqueue(c, line, n);
+    } else if ((big = malloc(LWC_DGRAM_LOOPBACK_MAX)) == NULL) {
+        enqueue(c, line, 0);    /* dropped, counted */
+    } else {
+        enqueue(c, big, fn(big, LWC_DGRAM_LOOPBACK_MAX, a));
+        free(big);
+    }
+}
+
 void
 lwc_report_wait(lw_client *c, const char *key, size_t keylen, int64_t us,
                 lw_status outcome)
 {
-    char line[LWC_DGRAM_LOOPBACK_MAX];
+    struct line_arg a = { .key = key, .keylen = keylen, .outcome = outcome,
+                          .us = (uint64_t)(us < 0 ? 0 : us > US_MAX ? US_MAX : us) };
 
     if (c->bg.rep.ndest == 0)
         return;
-    enqueue(c, line, lwc_line_wait(line, sizeof(line), key, keylen,
-                                   (uint64_t)(us < 0 ? 0 : us > US_MAX ? US_MAX : us),
-                                   outcome));
+    enqueue_line(c, write_wait, &a);
 }
 
 #define OWNER_FIELD_MAX (3 * LWC_OWNER_MAX + 1 + 24)
@@ -685,21 +747,33 @@ owner_of(const lw_client *c, const struct lw_lock *lk, char *out)
     return n + lwc_fmt_u64(out + n, (uint64_t)(lk->tid < 0 ? 0 : lk->tid));
 }
 
+/* The line_arg of lk's lines: its key, holder and owner (into owner). */
+static struct line_arg
+arg_of(const lw_client *c, const struct lw_lock *lk, char *owner)
+{
+    struct line_arg a = { .key = lk->key, .keylen = lk->keylen, .owner = owner,
+                          .holder = lk->holder, .holderlen = lk->holderlen };
+
+    a.ownerlen = owner_of(c, lk, owner);
+    return a;
+}
+
 /* lk's hold (word NULL) or the wait that ended its waiting (word its
  * outcome): the line with lk's owner and holder. */
 static void
 report_owned(lw_client *c, const struct lw_lock *lk, const char *verb, int64_t us,
              const char *word)
 {
-    char line[LWC_DGRAM_LOOPBACK_MAX], owner[OWNER_FIELD_MAX];
-    size_t on;
+    char owner[OWNER_FIELD_MAX];
+    struct line_arg a;
 
     if (c->bg.rep.ndest == 0)
         return;
-    on = owner_of(c, lk, owner);
-    enqueue(c, line, line_us_owned(line, sizeof(line), verb, lk->key, lk->keylen,
-                                   (uint64_t)(us < 0 ? 0 : us > US_MAX ? US_MAX : us), word,
-                                   owner, on, lk->holder, lk->holderlen));
+    a = arg_of(c, lk, owner);
+    a.verb = verb;
+    a.word = word;
+    a.us = (uint64_t)(us < 0 ? 0 : us > US_MAX ? US_MAX : us);
+    enqueue_line(c, write_owned, &a);
 }
 
 void
@@ -711,14 +785,15 @@ lwc_report_hold(lw_client *c, const struct lw_lock *lk, int64_t us)
 void
 lwc_report_waiting(lw_client *c, const struct lw_lock *lk, bool start, lw_status outcome)
 {
-    char line[LWC_DGRAM_LOOPBACK_MAX], owner[OWNER_FIELD_MAX];
-    size_t on;
+    char owner[OWNER_FIELD_MAX];
+    struct line_arg a;
 
     if (c->bg.rep.ndest == 0)
         return;
-    on = owner_of(c, lk, owner);
-    enqueue(c, line, lwc_line_waiting(line, sizeof(line), lk->key, lk->keylen, owner, on,
-                                      lk->holder, lk->holderlen, start, outcome));
+    a = arg_of(c, lk, owner);
+    a.flag = start;
+    a.outcome = outcome;
+    enqueue_line(c, write_waiting, &a);
 }
 
 void
@@ -731,15 +806,16 @@ void
 lwc_report_lost(lw_client *c, const struct lw_lock *lk, bool renewal, int64_t held_us,
                 int64_t overrun_us)
 {
-    char line[LWC_DGRAM_LOOPBACK_MAX], owner[OWNER_FIELD_MAX];
-    size_t on;
+    char owner[OWNER_FIELD_MAX];
+    struct line_arg a;
 
     if (c->bg.rep.ndest == 0)
         return;
-    on = owner_of(c, lk, owner);
-    enqueue(c, line, lwc_line_lost(line, sizeof(line), lk->key, lk->keylen, owner, on,
-                                   lk->holder, lk->holderlen,
-                                   (uint64_t)(held_us < 0 ? 0 : held_us), overrun_us, renewal));
+    a = arg_of(c, lk, owner);
+    a.flag = renewal;
+    a.us = (uint64_t)(held_us < 0 ? 0 : held_us);
+    a.overrun_us = overrun_us;
+    enqueue_line(c, write_lost, &a);
     /* rare, and the agent measures how long the holder worked past its
      * lease by when this line arrives: no batching delay */
     pthread_mutex_lock(&c->bg.mu);
