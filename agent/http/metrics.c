@@ -860,8 +860,12 @@ const struct metric_family metric_families[] = {
       "(owner, key) pairs whose latest waiting line is a start: owners waiting now." },
     { "lockwatch_samples_waiting_evicted_total", "counter", SRC_WAIT, scalar,
       offsetof(struct waitstats_view, waiting_evicted), VAL_U64,
-      "(owner, key) pairs evicted from the full 4096-pair waiting table, or from a source's "
-      "1024-pair share of it." },
+      "(owner, key) pairs evicted from the full 4096-pair waiting table (the oldest of the "
+      "sender holding the most)." },
+    { "lockwatch_samples_waiting_sources_shared_total", "counter", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, waiting_sources_shared), VAL_U64,
+      "Sample datagrams whose sender found all 256 source numbers of the waiting table in use "
+      "by other senders' pairs, so shared one number with the rest." },
     { "lockwatch_samples_waiting_superseded_total", "counter", SRC_WAIT, scalar,
       offsetof(struct waitstats_view, waiting_superseded), VAL_U64,
       "waiting starts ended by a later acquire of their owner on another key (a process "

@@ -9,7 +9,10 @@
  * per process), so a sender cannot aim pairs at one chain; for the 20-60
  * bytes of a pair it costs about what the unkeyed byte-at-a-time FNV-1a
  * it replaced did (this table sees two lines of every lock a reporter
- * takes).
+ * takes).  A second open-addressed index over WAITING_SOURCE_SLOTS'
+ * addresses gives each sender its source number (waiting.h); a number is
+ * taken back out of it (backward-shift deletion, so no tombstones) when
+ * it is given to a new address.
  */
 #include "collectors/waits/waiting.h"
 
@@ -19,6 +22,7 @@
 #include "common/keyhash.h"
 
 #define WAITING_BUCKETS 8192    /* power of two, twice WAITING_MAX */
+#define SRC_BUCKETS 512         /* power of two, twice WAITING_SOURCE_SLOTS */
 #define NIL UINT32_MAX
 
 struct entry {
@@ -44,8 +48,12 @@ struct waiting_table {
     uint32_t oldest, newest;
     uint32_t soldest[WAITING_SOURCES], snewest[WAITING_SOURCES];
     uint32_t scount[WAITING_SOURCES];      /* pairs per source */
+    unsigned char saddr[WAITING_SOURCE_SLOTS][17];  /* family, address */
+    uint64_t shash[WAITING_SOURCE_SLOTS];
+    uint16_t sbucket[SRC_BUCKETS];          /* source number + 1; 0 = empty */
+    size_t nsources;                        /* numbers ever given out */
     size_t count, nwaiting, bytes;
-    uint64_t evicted, superseded;
+    uint64_t evicted, superseded, sources_reused, sources_shared;
 };
 
 struct waiting_table *
@@ -216,21 +224,14 @@ supersede(struct waiting_table *t, uint32_t i, const struct sample *s, int64_t n
     }
 }
 
-/*
- * Make room for a new pair of source src: a source with WAITING_SOURCE_MAX
- * pairs gives up its own oldest; a full table, the oldest pair of the
- * source that holds the most (a flood evicts its own first).  Counted.
- */
+/* Make room for a new pair in a full table: the oldest pair of the
+ * source that holds the most goes (a flood evicts its own first).
+ * Counted. */
 static void
 make_room(struct waiting_table *t, uint16_t src)
 {
     uint16_t k, most = src;
 
-    if (src != WAITING_SOURCE_NONE && t->scount[src] >= WAITING_SOURCE_MAX) {
-        remove_entry(t, t->soldest[src]);
-        t->evicted++;
-        return;
-    }
     if (t->free_head != NIL)
         return;
     for (k = 0; k < WAITING_SOURCES; k++)
@@ -238,6 +239,64 @@ make_room(struct waiting_table *t, uint16_t src)
             most = k;
     remove_entry(t, t->soldest[most]);
     t->evicted++;
+}
+
+/* Take source number n out of the address index (backward shift: each
+ * later entry of the run moves up unless its home lies after the gap). */
+static void
+source_unindex(struct waiting_table *t, uint16_t n)
+{
+    size_t i = (size_t)t->shash[n] & (SRC_BUCKETS - 1), j, home;
+
+    while (t->sbucket[i] != n + 1)
+        i = (i + 1) & (SRC_BUCKETS - 1);
+    for (j = i;;) {
+        j = (j + 1) & (SRC_BUCKETS - 1);
+        if (t->sbucket[j] == 0)
+            break;
+        home = (size_t)t->shash[t->sbucket[j] - 1] & (SRC_BUCKETS - 1);
+        if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+            continue;   /* its home is in (i, j]: it stays */
+        t->sbucket[i] = t->sbucket[j];
+        i = j;
+    }
+    t->sbucket[i] = 0;
+}
+
+unsigned
+waiting_source(struct waiting_table *t, int family, const unsigned char addr[16])
+{
+    unsigned char a[17];
+    uint64_t h;
+    size_t i;
+    uint16_t n;
+
+    a[0] = (unsigned char)family;
+    memcpy(a + 1, addr, 16);
+    h = keyhash(a, sizeof(a));
+    for (i = (size_t)h & (SRC_BUCKETS - 1); t->sbucket[i] != 0; i = (i + 1) & (SRC_BUCKETS - 1))
+        if (t->shash[t->sbucket[i] - 1] == h &&
+            memcmp(t->saddr[t->sbucket[i] - 1], a, sizeof(a)) == 0)
+            return t->sbucket[i] - 1u;
+    if (t->nsources < WAITING_SOURCE_SLOTS) {
+        n = (uint16_t)t->nsources++;
+    } else {
+        for (n = 0; n < WAITING_SOURCE_SLOTS && t->scount[n] > 0; n++)
+            ;
+        if (n == WAITING_SOURCE_SLOTS) {
+            t->sources_shared++;
+            return WAITING_SOURCE_SHARED;
+        }
+        source_unindex(t, n);   /* its pairs are all gone: the number is free */
+        t->sources_reused++;
+        for (i = (size_t)h & (SRC_BUCKETS - 1); t->sbucket[i] != 0;
+             i = (i + 1) & (SRC_BUCKETS - 1))
+            ;           /* the gap may have moved */
+    }
+    memcpy(t->saddr[n], a, sizeof(a));
+    t->shash[n] = h;
+    t->sbucket[i] = (uint16_t)(n + 1);
+    return n;
 }
 
 int
@@ -302,11 +361,6 @@ waiting_note(struct waiting_table *t, const struct sample *s, unsigned src, int6
             e->cap = need;
         }
         list_unlink(t, i);
-        if (e->src != src && src != WAITING_SOURCE_NONE &&
-            t->scount[src] >= WAITING_SOURCE_MAX) {
-            remove_entry(t, t->soldest[src]);   /* its share, as for a new pair */
-            t->evicted++;
-        }
         e->src = (uint16_t)src;
         list_push(t, i);
     }
@@ -349,6 +403,18 @@ uint64_t
 waiting_superseded(const struct waiting_table *t)
 {
     return t->superseded;
+}
+
+uint64_t
+waiting_sources_reused(const struct waiting_table *t)
+{
+    return t->sources_reused;
+}
+
+uint64_t
+waiting_sources_shared(const struct waiting_table *t)
+{
+    return t->sources_shared;
 }
 
 size_t

@@ -20,14 +20,16 @@
  * spared: node-redlock's multi-resource acquire (its oks began with its
  * starts) and a Redisson thread's pending lockAsync (one holder id for all
  * its locks).  waiting_superseded() counts them.
- * The table holds at most WAITING_MAX pairs, and a source (a sender's
- * address, as the class budgets count them: waitstats.h) at most
- * WAITING_SOURCE_MAX of them: a new pair of a source at its share takes
- * the place of that source's least recently updated pair; a new pair that
- * finds the table full, of the source that holds the most pairs.  So one
- * sender's flood of pairs evicts its own, not the pairs of the others
- * (their live waits and holdings: the graph's edges).  waiting_evicted()
- * counts both.
+ * The table holds at most WAITING_MAX pairs; a source (a sender's
+ * address, waiting_source()) may use all of them.  A new pair that finds
+ * the table full takes the place of the least recently updated pair of
+ * the source that holds the most pairs, so one sender's flood evicts its
+ * own, not the pairs of the others (their live waits and holdings: the
+ * graph's edges).  waiting_evicted() counts them.  WAITING_SOURCE_SLOTS
+ * addresses have a source number of their own at a time; the number of a
+ * source left with no pairs is given to the next new address
+ * (waiting_sources_reused()); a new address that finds every number in
+ * use by pairs shares WAITING_SOURCE_SHARED (waiting_sources_shared()).
  *
  * Memory: each pair is one allocation of its owner, key and holder bytes
  * (at most ~4.9 KiB with the protocol's longest fields), made when the
@@ -45,11 +47,10 @@
 #include "collectors/waits/samples.h"
 
 #define WAITING_MAX 4096        /* (owner, key) pairs kept */
-#define WAITING_SOURCE_MAX 1024 /* pairs one source may keep */
-#define WAITING_SOURCES 258     /* source numbers: waitstats' 256 tracked, their
-                                 * shared one, and none */
-#define WAITING_SOURCE_NONE (WAITING_SOURCES - 1)   /* no source: no share
-                                                     * (tests, benches) */
+#define WAITING_SOURCE_SLOTS 256   /* addresses with a source number of their own */
+#define WAITING_SOURCE_SHARED WAITING_SOURCE_SLOTS  /* the rest, while those are in use */
+#define WAITING_SOURCE_NONE (WAITING_SOURCE_SLOTS + 1)  /* no source (tests, benches) */
+#define WAITING_SOURCES (WAITING_SOURCE_SLOTS + 2)      /* source numbers */
 #define WAITING_SUPERSEDE_MS 1000   /* a start this long before an acquire of
                                      * its owner began is over (above) */
 
@@ -69,11 +70,20 @@ struct waiting_table *waiting_new(void);
 void waiting_free(struct waiting_table *t);
 
 /*
+ * The source number of the address (family, 16 bytes: AF_INET's in the
+ * first 4, the rest 0) that sent the lines about to be noted: its own
+ * while it has pairs, else a number no pairs use (first unused, then one
+ * whose pairs are all gone), else WAITING_SOURCE_SHARED.  Valid until the
+ * next call.
+ */
+unsigned waiting_source(struct waiting_table *t, int family, const unsigned char addr[16]);
+
+/*
  * Take one parsed line: a SAMPLE_WAITING sets its pair (an ok end also
  * ends the owner's superseded starts; its us, when not 0, is how long the
  * acquire waited), a SAMPLE_HOLD with an owner removes its pair, anything
- * else is ignored.  src: the line's source number (below
- * WAITING_SOURCE_NONE), or WAITING_SOURCE_NONE.  now_ms: monotonic.
+ * else is ignored.  src: the line's source number (waiting_source()), or
+ * WAITING_SOURCE_NONE (a number past the table is none).  now_ms: monotonic.
  * 0, or -1 when the pair could not be allocated (then it is not kept).
  */
 int waiting_note(struct waiting_table *t, const struct sample *s, unsigned src,
@@ -84,6 +94,10 @@ size_t waiting_waiting(const struct waiting_table *t);       /* of which waiting
 uint64_t waiting_evicted(const struct waiting_table *t);     /* pairs evicted */
 uint64_t waiting_superseded(const struct waiting_table *t);  /* starts ended by an
                                                               * acquire of their owner */
+uint64_t waiting_sources_reused(const struct waiting_table *t); /* numbers given
+                                                                 * to a new address */
+uint64_t waiting_sources_shared(const struct waiting_table *t); /* calls answered
+                                                                 * WAITING_SOURCE_SHARED */
 size_t waiting_bytes(const struct waiting_table *t);         /* memory held */
 
 /* Call fn on each pair, least recently updated first. */

@@ -68,10 +68,6 @@ struct ws_source {
 
 #define SOURCE_SLOTS 512        /* power of two, twice WAITSTATS_SOURCES */
 
-/* A source's number in the waiting table: its index here, the shared one
- * too (waiting.h) */
-_Static_assert(WAITSTATS_SOURCES + 1 <= WAITING_SOURCE_NONE, "waiting table's sources");
-
 #define WS_LAST_KEY_MAX 256
 
 struct waitstats {
@@ -391,24 +387,16 @@ class_for(struct waitstats *ws, const struct sample *s, struct ws_source *src)
     return ws->cls[idx];
 }
 
-/* src's number in the waiting table. */
-static unsigned
-waiting_src(const struct waitstats *ws, const struct ws_source *src)
-{
-    return src != NULL ? (unsigned)(src - ws->sources) : WAITING_SOURCE_NONE;
-}
-
 /* A waiting or lost line: counted per kind, waiting ones kept per pair. */
 static void
-record_event(struct waitstats *ws, const struct ws_source *src, const struct sample *s,
-             int64_t now_ms)
+record_event(struct waitstats *ws, unsigned wsrc, const struct sample *s, int64_t now_ms)
 {
     enum waitstats_event ev;
 
     if (s->kind == SAMPLE_WAITING) {
         ev = s->start ? WS_EVENT_WAITING_START : WS_EVENT_WAITING_END;
         /* ENOMEM: not kept */
-        (void)waiting_note(ws->waiting, s, waiting_src(ws, src), now_ms);
+        (void)waiting_note(ws->waiting, s, wsrc, now_ms);
     } else {
         ev = s->reason == SAMPLE_LOST_RENEWAL ? WS_EVENT_LOST_RENEWAL : WS_EVENT_LOST_EXPIRED;
     }
@@ -479,10 +467,10 @@ note_holding(const struct sample *s, int64_t at_ms)
                   at_ms);
 }
 
-/* One sample (under mu).  *at_ms: the Unix ms of the datagram, 0 until
- * a sample needs it. */
+/* One sample (under mu).  wsrc: its source's number in the waiting
+ * table.  *at_ms: the Unix ms of the datagram, 0 until a sample needs it. */
 static void
-record_one(struct waitstats *ws, struct ws_source *src, const struct sample *s,
+record_one(struct waitstats *ws, struct ws_source *src, unsigned wsrc, const struct sample *s,
            int64_t now_ms, int64_t *at_ms)
 {
     struct ws_class *c;
@@ -494,7 +482,7 @@ record_one(struct waitstats *ws, struct ws_source *src, const struct sample *s,
         record_lease(ws, s, src, *at_ms);
     }
     if (s->kind == SAMPLE_WAITING || s->kind == SAMPLE_LOST) {
-        record_event(ws, src, s, now_ms);
+        record_event(ws, wsrc, s, now_ms);
         return;
     }
     c = class_for(ws, s, src);
@@ -506,7 +494,7 @@ record_one(struct waitstats *ws, struct ws_source *src, const struct sample *s,
         if (sketch_window_add(&c->hold_win, now_ms, s->us) == -1)
             ws->window_lost++;
         if (s->ownerlen > 0)
-            (void)waiting_note(ws->waiting, s, waiting_src(ws, src), now_ms);
+            (void)waiting_note(ws->waiting, s, wsrc, now_ms);
         return;
     }
     c->has_wait = true;
@@ -521,12 +509,15 @@ waitstats_record_from(struct waitstats *ws, const struct sample_source *from,
                       uint64_t lines, uint64_t invalid, int64_t now_ms)
 {
     struct ws_source *src;
+    unsigned wsrc;
     struct sample end;
     int64_t at_ms = 0;
     size_t i;
 
     pthread_mutex_lock(&ws->mu);
     src = source_of(ws, from);
+    wsrc = from != NULL ? waiting_source(ws->waiting, from->family, from->addr)
+                        : WAITING_SOURCE_NONE;
     ws->received += lines;
     ws->invalid += invalid;
     for (i = 0; i < n; i++) {
@@ -536,9 +527,9 @@ waitstats_record_from(struct waitstats *ws, const struct sample_source *from,
             end.kind = SAMPLE_WAITING;
             end.start = false;
             /* its us stays: how long the acquire waited (waiting.h) */
-            record_one(ws, src, &end, now_ms, &at_ms);
+            record_one(ws, src, wsrc, &end, now_ms, &at_ms);
         }
-        record_one(ws, src, &s[i], now_ms, &at_ms);
+        record_one(ws, src, wsrc, &s[i], now_ms, &at_ms);
     }
     pthread_mutex_unlock(&ws->mu);
 }
@@ -672,6 +663,7 @@ waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v)
     v->waiting_now = waiting_waiting(ws->waiting);
     v->waiting_evicted = waiting_evicted(ws->waiting);
     v->waiting_superseded = waiting_superseded(ws->waiting);
+    v->waiting_sources_shared = waiting_sources_shared(ws->waiting);
     v->sources = ws->nsources;
     v->sources_over_budget = ws->nover;
     bytes += waiting_bytes(ws->waiting);

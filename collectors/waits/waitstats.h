@@ -129,6 +129,8 @@ struct waitstats_view {
     uint64_t waiting_evicted;   /* pairs evicted from the full table */
     uint64_t waiting_superseded;    /* starts ended by a later acquire of
                                      * their owner (waiting.h) */
+    uint64_t waiting_sources_shared;    /* datagrams whose sender shared a
+                                         * source number (waiting.h) */
     size_t sources;             /* sources tracked for the class budget */
     size_t sources_over_budget; /* of which had a new class refused */
     uint64_t kernel_drops;      /* datagrams the kernel dropped (receive

@@ -706,9 +706,9 @@ waiting_start_superseded(void **state)
     waiting_free(t);
 }
 
-/* One source may keep WAITING_SOURCE_MAX pairs: its flood evicts its own
- * oldest, never another source's live wait; a full table gives up a pair
- * of the source that holds the most. */
+/* A full table gives up the oldest pair of the source that holds the
+ * most: a flood from one source evicts its own oldest, never another
+ * source's live wait. */
 static void
 waiting_source_share(void **state)
 {
@@ -728,23 +728,23 @@ waiting_source_share(void **state)
     assert_int_equal(waiting_note(t, &s, 1, 2), 0);
     s = ev("b/1", "lock:y:a", NULL, true);
     assert_int_equal(waiting_note(t, &s, 1, 2), 0);
-    /* source 2 floods 4,200 starts */
+    /* source 2 floods 4,200 starts: it fills the table, then evicts its own */
     for (i = 0; i < 4200; i++) {
         snprintf(owner, sizeof(owner), "F/%zu", i);
         s = ev(owner, "job:flood", NULL, true);
         assert_int_equal(waiting_note(t, &s, 2, (int64_t)(10 + i)), 0);
     }
-    assert_int_equal(waiting_count(t), 4 + WAITING_SOURCE_MAX);
-    assert_int_equal(waiting_evicted(t), 4200 - WAITING_SOURCE_MAX);
+    assert_int_equal(waiting_count(t), WAITING_MAX);
+    assert_int_equal(waiting_evicted(t), 4200 - (WAITING_MAX - 4));
     assert_int_equal(pair_state(t, "a/1", "lock:y:b"), 1);
     assert_int_equal(pair_state(t, "b/1", "lock:y:a"), 1);
     assert_int_equal(pair_state(t, "a/1", "lock:y:a"), 0);
     assert_int_equal(pair_state(t, "F/0", "job:flood"), -1);        /* its own oldest */
     assert_int_equal(pair_state(t, "F/4199", "job:flood"), 1);
-    /* sources 3, 4, 5 fill the table: each new pair of a full table takes
-     * the place of a pair of the source with the most (2, then any at the
-     * share), never source 1's */
-    for (i = 0; i < 3 * WAITING_SOURCE_MAX; i++) {
+    /* sources 3, 4, 5: each new pair of the full table takes the place of
+     * a pair of the source with the most (2, then any of the biggest),
+     * never source 1's */
+    for (i = 0; i < 3 * 1024; i++) {
         snprintf(owner, sizeof(owner), "G/%zu", i);
         s = ev(owner, "job:g", NULL, true);
         assert_int_equal(waiting_note(t, &s, 3 + (unsigned)(i % 3), (int64_t)(10000 + i)), 0);
@@ -752,10 +752,106 @@ waiting_source_share(void **state)
     assert_int_equal(waiting_count(t), WAITING_MAX);
     assert_int_equal(pair_state(t, "a/1", "lock:y:b"), 1);
     assert_int_equal(pair_state(t, "b/1", "lock:y:a"), 1);
-    /* a line with no source has no share, and a number past the table is none */
+    /* a line with no source, and a number past the table (none) */
     s = ev("n/1", "lock:n", NULL, true);
     assert_int_equal(waiting_note(t, &s, 100000, 20000), 0);
     assert_int_equal(pair_state(t, "n/1", "lock:n"), 1);
+    waiting_free(t);
+}
+
+/* One source alone may use the whole table: 300 threads of one host each
+ * holding or waiting on 4 locks are 1,200 live pairs, all kept (a deadlock
+ * among the oldest is still seen). */
+static void
+waiting_one_source_whole_table(void **state)
+{
+    struct waiting_table *t = waiting_new();
+    struct sample s;
+    char owner[32], key[32];
+    size_t i;
+    unsigned src;
+    static const unsigned char lo[16] = { 127, 0, 0, 1 };
+
+    (void)state;
+    assert_non_null(t);
+    src = waiting_source(t, 2, lo);
+    assert_true(src < WAITING_SOURCE_SHARED);
+    for (i = 0; i < 1200; i++) {
+        snprintf(owner, sizeof(owner), "host/%zu", i / 4);
+        snprintf(key, sizeof(key), "lock:k:%zu", i);
+        s = ev(owner, key, "h", i % 4 == 3);
+        assert_int_equal(waiting_note(t, &s, src, (int64_t)(1 + i)), 0);
+    }
+    assert_int_equal(waiting_count(t), 1200);
+    assert_int_equal(waiting_evicted(t), 0);
+    assert_int_equal(pair_state(t, "host/0", "lock:k:0"), 0);  /* the oldest holding */
+    assert_int_equal(pair_state(t, "host/0", "lock:k:3"), 1);
+    /* it fills the table, then evicts its own oldest */
+    for (i = 1200; i < WAITING_MAX + 10; i++) {
+        snprintf(owner, sizeof(owner), "host/%zu", i / 4);
+        snprintf(key, sizeof(key), "lock:k:%zu", i);
+        s = ev(owner, key, "h", false);
+        assert_int_equal(waiting_note(t, &s, src, (int64_t)(1 + i)), 0);
+    }
+    assert_int_equal(waiting_count(t), WAITING_MAX);
+    assert_int_equal(waiting_evicted(t), 10);
+    assert_int_equal(pair_state(t, "host/0", "lock:k:0"), -1);
+    waiting_free(t);
+}
+
+/* An address keeps its source number while it has pairs; the number of a
+ * source whose pairs are all gone goes to the next new address; only
+ * when every number has pairs does a new address share one. */
+static void
+waiting_sources_age_out(void **state)
+{
+    struct waiting_table *t = waiting_new();
+    struct sample s;
+    unsigned char a[16] = { 10, 0, 0, 0 };
+    char owner[32];
+    unsigned n, first, again;
+    size_t i;
+
+    (void)state;
+    assert_non_null(t);
+    /* 300 addresses one after the other: each takes and releases a lock */
+    for (i = 0; i < 300; i++) {
+        a[2] = (unsigned char)(i >> 8);
+        a[3] = (unsigned char)i;
+        n = waiting_source(t, 2, a);
+        assert_true(n < WAITING_SOURCE_SHARED);
+        assert_int_equal(waiting_source(t, 2, a), n);       /* the same again */
+        snprintf(owner, sizeof(owner), "o/%zu", i);
+        s = ev(owner, "lock:r", "h", false);
+        assert_int_equal(waiting_note(t, &s, n, (int64_t)i), 0);
+        s.kind = SAMPLE_HOLD;     /* a 6-field hold: released */
+        assert_int_equal(waiting_note(t, &s, n, (int64_t)i), 0);
+    }
+    assert_int_equal(waiting_count(t), 0);
+    assert_int_equal(waiting_sources_reused(t), 300 - WAITING_SOURCE_SLOTS);
+    assert_int_equal(waiting_sources_shared(t), 0);
+    /* 256 addresses that keep a pair each use every number */
+    for (i = 0; i < WAITING_SOURCE_SLOTS; i++) {
+        a[1] = 1;
+        a[2] = (unsigned char)(i >> 8);
+        a[3] = (unsigned char)i;
+        n = waiting_source(t, 2, a);
+        assert_true(n < WAITING_SOURCE_SHARED);
+        snprintf(owner, sizeof(owner), "k/%zu", i);
+        s = ev(owner, "lock:r", NULL, true);
+        assert_int_equal(waiting_note(t, &s, n, 1000), 0);
+    }
+    a[1] = 1;
+    a[2] = 0;
+    a[3] = 0;
+    first = waiting_source(t, 2, a);
+    a[1] = 2;
+    assert_int_equal(waiting_source(t, 2, a), WAITING_SOURCE_SHARED);
+    assert_int_equal(waiting_sources_shared(t), 1);
+    /* the first of them still has its number */
+    a[1] = 1;
+    again = waiting_source(t, 2, a);
+    assert_int_equal(again, first);
     waiting_free(t);
 }
 
@@ -780,6 +876,8 @@ main(void)
         cmocka_unit_test(waiting_table),
         cmocka_unit_test(waiting_start_superseded),
         cmocka_unit_test(waiting_source_share),
+        cmocka_unit_test(waiting_one_source_whole_table),
+        cmocka_unit_test(waiting_sources_age_out),
     };
 
     return cmocka_run_group_tests_name("samples", tests, NULL, NULL);
