@@ -48,7 +48,7 @@ bool gindex_key_at(const struct gindex *ix, size_t i, const char *key, size_t le
 /*
  * The pair whose owner holder id holder (len 0: none) belongs to on key:
  * a pair of that key that names it (the latest that holds the key, else
- * the latest), since hand-written locks write one constant ("1",
+ * the latest that waits for it; never a timeout or error end), since hand-written locks write one constant ("1",
  * "locked", a hostname) for every owner on every key; else, for an id
  * unique by construction, a pair on any key: Redisson's "<uuid>:<tid>"
  * (its uuid drawn per client instance) or another token of the same

@@ -216,7 +216,11 @@ redisson_id(const char *h, size_t len)
 }
 
 /* The pair of key that names holder id holder: of those that do, the
- * latest that holds the key, else the latest; NULL when none does. */
+ * latest that holds the key, else the latest that waits for it (a waiter
+ * whose ok line has not come yet: its own id on the key is itself); never
+ * one whose acquire ended in a timeout or an error (it holds nothing, and
+ * a constant id like "1" on the key is someone else's).  NULL when none
+ * does. */
 static const struct gpair *
 key_holder(const struct gindex *p, const char *key, size_t keylen, const char *holder,
            size_t len)
@@ -240,6 +244,8 @@ key_holder(const struct gindex *p, const char *key, size_t keylen, const char *h
            memcmp(p->bykey[lo]->holder, holder, len) == 0; lo++) {
         const struct gpair *m = p->bykey[lo];
 
+        if (!gpair_holds(m) && !m->waiting)
+            continue;   /* a timeout or error end */
         if (best == NULL || (gpair_holds(m) && !gpair_holds(best)) ||
             (gpair_holds(m) == gpair_holds(best) && m->at_ms >= best->at_ms))
             best = m;

@@ -632,6 +632,55 @@ feed(struct waitstats *ws, const char *const *l, size_t n, int64_t mono)
     }
 }
 
+/* The statistics of lines l (n of them, fed at MONO) and an ok snapshot
+ * of follow mode (its current view) for the caller's locks. */
+struct lines_fx {
+    struct waitstats *ws;
+    struct snapshot *s;
+    struct graph_target gt;
+    struct graph *g;
+};
+
+static void
+lines_fx_init(struct lines_fx *f, const char *const *l, size_t n)
+{
+    struct config cfg;
+
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.rules.wait_window_ms = 60000;
+    assert_non_null(f->ws = waitstats_new(&cfg));
+    feed(f->ws, l, n, MONO);
+    assert_non_null(f->s = snapshot_new("main"));
+    f->s->ok = true;
+    f->s->follow.active = true;
+    f->gt = (struct graph_target){ "main", f->s, &conf_main };
+    assert_non_null(f->g = graph_new());
+}
+
+/* Three passes a second apart: no deadlock, no candidate, edges edges. */
+static void
+lines_fx_no_cycle(struct lines_fx *f, size_t edges)
+{
+    struct graph_report *r;
+    int k;
+
+    for (k = 0; k < 3; k++) {
+        r = pass_ws(f->g, &f->gt, 1, f->ws, 1000 + k * 1000);
+        assert_int_equal(r->ndeadlocks, 0);
+        assert_int_equal(r->stats.candidates, 0);
+        assert_int_equal(r->stats.edges, edges);
+        graph_report_unref(r);
+    }
+}
+
+static void
+lines_fx_free(struct lines_fx *f)
+{
+    snapshot_unref(f->s);
+    waitstats_free(f->ws);
+    graph_free(f->g);
+}
+
 /* Hand-written locks write one constant ("1") for every owner: a holder id
  * is its owner's on the key that owner named it for, not on every key.
  * P holds x and Q holds y, both as "1"; R holds z as "2"; Q waits for z,
@@ -647,32 +696,18 @@ holder_id_is_its_owners_on_its_key(void **state)
         "lw1 waiting lock:c:z Q/1 1b start",
         "lw1 waiting lock:c:x R/1 2b start",
     };
-    struct config cfg;
-    struct waitstats *ws;
-    struct snapshot *s = snapshot_new("main");
-    struct graph_target gt = { "main", s, &conf_main };
-    struct graph *g = graph_new();
+    struct lines_fx f;
+    struct snapshot *s;
     struct graph_report *r;
-    int k;
 
     (void)state;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.rules.wait_window_ms = 60000;
-    assert_non_null(ws = waitstats_new(&cfg));
-    feed(ws, l, 5, MONO);
-    s->ok = true;
-    s->follow.active = true;
+    lines_fx_init(&f, l, 5);
+    s = f.s;
     add(s, "lock:c:x", "1", 3000, NULL, 0);
     add(s, "lock:c:y", "1", 2000, NULL, 0);
     add(s, "lock:c:z", "2", 1000, NULL, 0);
     snapshot_finish(s);
-    for (k = 0; k < 3; k++) {
-        r = pass_ws(g, &gt, 1, ws, 1000 + k * 1000);
-        assert_int_equal(r->ndeadlocks, 0);
-        assert_int_equal(r->stats.candidates, 0);
-        assert_int_equal(r->stats.edges, 2);    /* Q -> R, R -> P */
-        graph_report_unref(r);
-    }
+    lines_fx_no_cycle(&f, 2);   /* Q -> R, R -> P */
     /* P releases x and Q takes it (as "1" too): now R waits for Q, which
      * waits for R, a deadlock, with Q as x's holder */
     {
@@ -681,20 +716,46 @@ holder_id_is_its_owners_on_its_key(void **state)
             "lw1 waiting lock:c:x Q/1 1 ok",
             "lw1 waiting lock:c:z Q/1 1b start",
         };
-        feed(ws, m, 3, MONO + 5000);
+        feed(f.ws, m, 3, MONO + 5000);
     }
-    r = pass_ws(g, &gt, 1, ws, 6000);
+    r = pass_ws(f.g, &f.gt, 1, f.ws, 6000);
     graph_report_unref(r);
-    r = pass_ws(g, &gt, 1, ws, 7000);
+    r = pass_ws(f.g, &f.gt, 1, f.ws, 7000);
     assert_int_equal(r->ndeadlocks, 1);
     assert_string_equal(r->deadlocks[0].steps[0].waiter.p, "Q/1");
     assert_string_equal(r->deadlocks[0].steps[0].holder.p, "R/1");
     assert_string_equal(r->deadlocks[0].steps[1].holder.p, "Q/1");
     assert_string_equal(r->deadlocks[0].steps[1].key.p, "lock:c:x");
     graph_report_unref(r);
-    snapshot_unref(s);
-    waitstats_free(ws);
-    graph_free(g);
+    lines_fx_free(&f);
+}
+
+/* A holder id no holding pair names on a key is not a pair's whose
+ * acquire timed out: X (no reporter) holds k as "1", W2 holds j as "1"
+ * and waits for k; W1, waiting for k before W2, times out after W2 began
+ * and waits for j.  "1" on k is no one's known (W2's own start names it:
+ * W2 draws no edge), not W1's latest line: no W1 -> W2 -> W1 cycle. */
+static void
+holder_id_not_a_timed_out_waiters(void **state)
+{
+    static const char *const l[] = {
+        "lw1 waiting lock:d:j W2/1 1 ok",
+        "lw1 waiting lock:d:k W1/1 1 start",
+        "lw1 waiting lock:d:k W2/1 1 start",
+        "lw1 waiting lock:d:k W1/1 1 timeout",
+        "lw1 waiting lock:d:j W1/1 1 start",
+    };
+    struct lines_fx f;
+    struct snapshot *s;
+
+    (void)state;
+    lines_fx_init(&f, l, 5);
+    s = f.s;
+    add(s, "lock:d:k", "1", 3000, NULL, 0);
+    add(s, "lock:d:j", "1", 2000, NULL, 0);
+    snapshot_finish(s);
+    lines_fx_no_cycle(&f, 1);   /* W1 -> W2 on j */
+    lines_fx_free(&f);
 }
 
 int
@@ -711,6 +772,7 @@ main(void)
         cmocka_unit_test(order_in_one_millisecond),
         cmocka_unit_test(released_lock_teaches_no_order),
         cmocka_unit_test(holder_id_is_its_owners_on_its_key),
+        cmocka_unit_test(holder_id_not_a_timed_out_waiters),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
