@@ -244,12 +244,15 @@ stream_identify(struct stream *s)
  * asked once more, rather than the target reported down.  Nothing is
  * sent for it on the normal path.  A server really down refuses the new
  * connection (or the second try fails): the stream fails as it did, as
- * fast.
+ * fast, and nothing is counted or logged as reconnected (that is said
+ * only once the new connection answered).
  */
 static int
 stream_begin(struct stream *s)
 {
     enum redisconn_closed why;
+    char host[sizeof(s->host)];
+    int port;
 
     if (stream_connect(s) == -1)
         return -1;
@@ -257,15 +260,19 @@ stream_begin(struct stream *s)
         return 0;
     if (!s->kept || !redisconn_closed(s->c, &why))
         return -1;
-    scan_reconnect_noted(s->r->sc, &s->cnt, why, s->host, s->port);
+    snprintf(host, sizeof(host), "%s", s->host);
+    port = s->port;
     redisFree(s->c);
     s->c = NULL;
     s->kept = false;
     s->conn_lost = false;
     s->err[0] = '\0';
-    if (stream_connect(s) == -1)
+    if (stream_connect(s) == -1 || stream_identify(s) == -1)
         return -1;
-    return stream_identify(s);
+    /* counted once the new connection answered: a server really gone
+     * (EOF, then the connect refused) is no reconnect */
+    scan_reconnect_noted(s->r->sc, &s->cnt, why, host, port);
+    return 0;
 }
 
 /* A cluster shard's whole pass: connect if needed, then the streamed
@@ -341,6 +348,10 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
 {
     struct scanner *sc = r->sc;
     const struct target_conf *t = r->t;
+    enum redisconn_closed why = 0;
+    char closed_host[sizeof(sc->host)];
+    int closed_port = 0;
+    bool closed = false;
     int rc;
 
     /* A failover promotes a replica while the old primary may still call
@@ -363,16 +374,19 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
     }
     if (sc->c != NULL) {
         struct target_conf node;
-        enum redisconn_closed why;
 
         redisconn_node(t, sc->host, sc->port, &node);
         rc = target_verify(t, &sc->sentinel_first, sc->c, &node, r->err, sizeof(r->err));
         if (rc == -1)
             return -1;
         /* ROLE on a connection its peer closed while idle fails: opened
-         * again below, as for a failover, and counted */
-        if (rc == 0 && redisconn_closed(sc->c, &why))
-            scan_reconnect_noted(sc, &sc->counters, why, sc->host, sc->port);
+         * again below, as for a failover, and counted once the new one
+         * answered (not when the server is gone: the connect fails) */
+        if (rc == 0 && redisconn_closed(sc->c, &why)) {
+            closed = true;
+            snprintf(closed_host, sizeof(closed_host), "%s", sc->host);
+            closed_port = sc->port;
+        }
         if (rc == 0)
             scanner_disconnect(sc);
     }
@@ -395,6 +409,8 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
     sc->c = NULL;
     st->start_mono = clock_mono_ms();
     rc = stream_begin(st);
+    if (rc == 0 && closed)
+        scan_reconnect_noted(sc, &sc->counters, why, closed_host, closed_port);
     sc->c = st->c;
     snprintf(sc->host, sizeof(sc->host), "%s", st->host);
     sc->port = st->port;

@@ -14,7 +14,8 @@ freshness check every scan_interval is its first use since the last: no
 full scan for it, the subscription kept) and a killed subscriber is
 resubscribed after a full scan, which does not fail either.  A server
 really stopped is still reported down as fast as before: within
-scan_interval + command_timeout (README "Never silently blind").
+scan_interval + command_timeout (README "Never silently blind"), and is
+no reconnect: the counter moves only once the new connection answered.
 """
 
 import os
@@ -172,11 +173,22 @@ class IdleDisconnect(h.TestCase):
         rs, c, ag = self.setup_target(follow)
         c.config_set("timeout", 1)
         time.sleep(INTERVAL_S + 0.5)      # the agent's connection idles past it
+        # kill just after a reconnect was counted (one a scan_interval: the
+        # next use is 2 s away), so no honest one is under way at the kill
+        before = self.reconnects(ag)
+        ag.wait_for(lambda: self.reconnects(ag) > before, 20, interval=0.05,
+                    desc="a reconnect before the kill")
+        base = self.reconnects(ag)
         rs.kill()
         t0 = time.monotonic()
         ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_target_up", target="main") == 0,
                     15, interval=0.05, desc="target_up 0 after the server stopped")
         took = time.monotonic() - t0
+        # EOF on the kept connection, then the connect refused: no reconnect
+        # (counted and logged only once the new connection answered)
+        time.sleep(INTERVAL_S + 0.5)
+        self.assertEqual(self.reconnects(ag), base,
+                         "lockwatch_reconnects_total moved for a server that is gone")
         # README: a view is vouched for to within scan_interval +
         # command_timeout (and a refused connect takes no time)
         self.assertLess(took, INTERVAL_S + COMMAND_TIMEOUT_S + 0.5, "down after %.1fs" % took)
