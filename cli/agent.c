@@ -548,7 +548,9 @@ agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp, siz
                    from_agent == 1 ? "" : "s", av->truncated ? "; its list was cut" : "");
         return;
     }
-    if (av->asked)
+    if (av->elsewhere)
+        table_line(fp, width, "age_source: redis: the agent at %s %s", av->url, av->err);
+    else if (av->asked)
         table_line(fp, width, "age_source: redis: the agent at %s did not answer: %s",
                    av->url, av->err);
     else
@@ -624,5 +626,24 @@ agent_view_elsewhere(const struct lockctl *lc, const struct agent_view *av, char
              "is of another server, not shown (give -c the agent's config, or --agent the "
              "agent of this one)", av->url, lc->t->name, av->target_address, mine,
              lc->cfg->path ? lc->cfg->path : "the built-in config");
+    return true;
+}
+
+bool
+agent_drop_elsewhere(const struct lockctl *lc, struct agent_view *av)
+{
+    char why[1024];
+
+    if (!av->answered || !agent_view_elsewhere(lc, av, why, sizeof(why)))
+        return false;
+    lockctl_note(lc, "%s", why);
+    agent_view_release(av);
+    av->answered = false;
+    av->elsewhere = true;
+    av->truncated = false;
+    av->nothing_known = false;
+    av->stale_reason[0] = '\0';
+    snprintf(av->err, sizeof(av->err), "watches another server than lockctl's target: "
+             "its view is not used");
     return true;
 }

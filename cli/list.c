@@ -626,7 +626,7 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
     };
     struct list_run lr;
     const char *state = "all";
-    char *end, why[1024];
+    char *end;
     long limit = LIST_LIMIT_DEFAULT;
     size_t count, i;
     int opt, rc;
@@ -680,6 +680,7 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
     lr.rules = &lc->cfg->rules.judge;
     if ((rc = agent_consult(lc, &lr.av, NULL, 0)) != LOCKCTL_DONE)
         return rc;
+    agent_drop_elsewhere(lc, &lr.av);
     lr.busy_since = clock_mono_ms();
     rc = lc->t->mode == TARGET_CLUSTER ? scan_cluster(&lr) : scan_node(&lr);
     if (rc == LOCKCTL_DONE) {
@@ -694,14 +695,8 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
         }
         count = lr.nkeep < (size_t)limit ? lr.nkeep : (size_t)limit;
         rc = lc->json ? print_json(&lr, count, state) : print_table(&lr, count, state);
-    } else if (rc == LOCKCTL_REDIS && lr.av.answered &&
-               !agent_view_elsewhere(lc, &lr.av, why, sizeof(why))) {
-        print_last_known(&lr, (size_t)limit, state);
     } else if (rc == LOCKCTL_REDIS && lr.av.answered) {
-        /* the agent watches another address than lockctl's (--url, or a
-         * config that points elsewhere): a note, so that --json's error
-         * stays the connect failure said before */
-        lockctl_note(lc, "%s", why);
+        print_last_known(&lr, (size_t)limit, state);
     }
     for (i = 0; i < lr.nkeep; i++)
         cli_lock_release(&lr.keep[i]);

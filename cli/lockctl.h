@@ -248,6 +248,8 @@ struct agent_view {
     int64_t last_success_ms;    /* then: Unix ms of its last good scan (0: none) */
     bool nothing_known;         /* the target has had no good scan since the
                                  * agent started: no view, not an empty one */
+    bool elsewhere;             /* it answered, but of another server than
+                                 * lockctl's (agent_drop_elsewhere()): dropped */
     int64_t deadline_ms;        /* lockctl's deadline (monotonic); 0: none */
 };
 
@@ -305,6 +307,12 @@ void agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp
  * why, and its last-known view must not stand in for Redis. */
 bool agent_view_elsewhere(const struct lockctl *lc, const struct agent_view *av, char *why,
                           size_t len);
+/* Right after agent_consult(): when the agent answered of another server
+ * (agent_view_elsewhere()), say why on stderr and drop its view for the
+ * whole command (av->answered false, av->elsewhere true), so that no age
+ * or state of another server's locks is taken, Redis answering or not.
+ * true when dropped. */
+bool agent_drop_elsewhere(const struct lockctl *lc, struct agent_view *av);
 /* av->nothing_known: the line that says so, in place of a view. */
 void agent_print_nothing_known(const struct agent_view *av, const char *target, FILE *fp,
                                size_t width);

@@ -545,8 +545,9 @@ show_table(const struct lockctl *lc, const struct cli_lock *l, const struct wait
  * Redis did not answer, but the agent did: its view of the key, from its
  * last scan (the last known, with why, when it cannot scan the target
  * either), as list shows its view then.  Text only: --json's error object
- * stays the connect failure.  Not with --url, whose address the agent
- * does not watch.  The exit code stays LOCKCTL_REDIS.
+ * stays the connect failure.  Not when its view is of another server
+ * (--url, or another address: dropped by agent_drop_elsewhere(), which
+ * said so).  The exit code stays LOCKCTL_REDIS.
  */
 static void
 show_last_known(const struct lockctl *lc, const struct agent_view *av, const char *key,
@@ -557,14 +558,8 @@ show_last_known(const struct lockctl *lc, const struct agent_view *av, const cha
     char holder[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 32], age[32], st[96];
     struct table t;
 
-    char why[1024];
-
     if (lc->json || !av->answered)
         return;
-    if (agent_view_elsewhere(lc, av, why, sizeof(why))) {
-        lockctl_note(lc, "%s", why);
-        return;
-    }
     if (av->nothing_known) {
         agent_print_nothing_known(av, lc->t->name, stdout, width);
         return;
@@ -616,6 +611,7 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
     if ((rc = session_load(lc)) != LOCKCTL_DONE ||
         (rc = agent_consult(lc, &av, key, keylen)) != LOCKCTL_DONE)
         goto out;
+    agent_drop_elsewhere(lc, &av);
     if ((rc = session_connect_key(lc, key, keylen)) != LOCKCTL_DONE) {
         if (rc == LOCKCTL_REDIS)
             show_last_known(lc, &av, key, keylen);

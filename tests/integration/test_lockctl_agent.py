@@ -35,10 +35,14 @@ Redis version.
   nothing listening): `list` and `show` exit 3 and show none of the
   agent's view (it is of the agent's server), stderr saying whose address
   the agent watches, as with --url (test_lockctl_blind); the agent's
-  /api/v1/locks?target= and /api/v1/locks/KEY carry target_address.
+  /api/v1/locks?target= and /api/v1/locks/KEY carry target_address; a
+  copy pointing at another server that answers, with the same key held
+  by the same holder: `list` and `show` take no age from the agent
+  (age_source is not agent), stderr saying why.
 """
 
 import http.server
+import json
 import os
 import threading
 import time
@@ -348,6 +352,35 @@ class OtherServer(h.TestCase):
         # the agent's own config, Redis answering: as ever
         doc = t.run_json(self, ["list"], ag.config_path)
         self.assertEqual([l["key"] for l in doc["locks"]], ["lock:mine:1"])
+        self.assertEqual(doc["age_source"], "agent")
+
+        # a config of another server that answers, holding the same key by
+        # the same holder: no age or state of the agent's server is taken
+        r2 = self.start_redis()
+        r2.client().set("lock:mine:1", "tok", px=600000)
+        p2 = os.path.join(d, "p2.ini")
+        with open(p2, "w") as f:
+            f.write(text.replace(r.url, "redis://127.0.0.1:%d/0" % r2.port))
+        note = "watches target main at %s, not at 127.0.0.1:%d/0" % (where, r2.port)
+        p = t.run(["list", "--json"], p2)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(note, b" ".join(p.stderr.split()).decode())
+        doc = json.loads(p.stdout.decode())
+        self.assertEqual([l["key"] for l in doc["locks"]], ["lock:mine:1"])
+        self.assertNotEqual(doc["age_source"], "agent", doc)
+        self.assertFalse(doc["agent"]["answered"], doc)
+        for l in doc["locks"]:
+            self.assertNotEqual(l["age_source"], "agent", l)
+            self.assertIsNone(l["first_seen"], l)
+        p = t.run(["show", "lock:mine:1", "--json"], p2)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(note, b" ".join(p.stderr.split()).decode())
+        one = json.loads(p.stdout.decode())
+        self.assertNotEqual(one["age_source"], "agent", one)
+        p = t.run(["list"], p2)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn(b"age_source: agent", p.stdout)
+        self.assertIn(b"watches another server", p.stdout)
 
 
 if __name__ == "__main__":
