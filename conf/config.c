@@ -268,19 +268,43 @@ config_target_writer(const struct target_conf *t, struct target_conf *out)
     }
 }
 
+/* qsort order of sentinels: host text, then port. */
+static int
+hostport_cmp(const void *a, const void *b)
+{
+    const struct hostport *x = *(const struct hostport *const *)a;
+    const struct hostport *y = *(const struct hostport *const *)b;
+    int c = strcmp(x->host, y->host);
+
+    if (c != 0)
+        return c;
+    return (x->port > y->port) - (x->port < y->port);
+}
+
+/* The sentinels sorted (the same set listed in another order is the same
+ * address); in the config's order when there is no memory to sort. */
 void
 config_target_address(const struct target_conf *t, char *buf, size_t len)
 {
-    size_t n;
+    const struct hostport **order = NULL;
+    size_t n, i;
 
     if (t->mode != TARGET_SENTINEL) {
         snprintf(buf, len, "%s:%d/%d", t->host, t->port, t->db);
         return;
     }
+    if (t->nsentinels > 1 && (order = calloc(t->nsentinels, sizeof(*order))) != NULL) {
+        for (i = 0; i < t->nsentinels; i++)
+            order[i] = &t->sentinels[i];
+        qsort(order, t->nsentinels, sizeof(*order), hostport_cmp);
+    }
     snprintf(buf, len, "sentinel %s via ", t->master_name ? t->master_name : "?");
-    for (size_t i = 0; i < t->nsentinels && (n = strlen(buf)) < len; i++)
-        snprintf(buf + n, len - n, "%s%s:%d", i ? "," : "", t->sentinels[i].host,
-                 t->sentinels[i].port);
+    for (i = 0; i < t->nsentinels && (n = strlen(buf)) < len; i++) {
+        const struct hostport *s = order != NULL ? order[i] : &t->sentinels[i];
+
+        snprintf(buf + n, len - n, "%s%s:%d", i ? "," : "", s->host, s->port);
+    }
     if ((n = strlen(buf)) < len)
         snprintf(buf + n, len - n, "/%d", t->db);
+    free(order);
 }

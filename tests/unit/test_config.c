@@ -1011,6 +1011,37 @@ test_crlf_and_bom(void **state)
 
 /* ---- checks across keys --------------------------------------------------- */
 
+/* The same sentinels listed in another order are the same address (the
+ * agent's API target_address, compared by lockctl with its own); another
+ * set, master or database is not. */
+static void
+test_target_address_sentinel_order(void **state)
+{
+    static const char *const configs[] = {
+        "sentinels = 10.0.0.2:26379, 10.0.0.1:26380, 10.0.0.1:26379\nmaster_name = m\n",
+        "sentinels = 10.0.0.1:26379, 10.0.0.1:26380, 10.0.0.2:26379\nmaster_name = m\n",
+        "sentinels = 10.0.0.1:26380,10.0.0.2:26379, 10.0.0.1:26379\nmaster_name = m\n",
+        "sentinels = 10.0.0.1:26379, 10.0.0.2:26379\nmaster_name = m\n",
+        "sentinels = 10.0.0.2:26379, 10.0.0.1:26380, 10.0.0.1:26379\nmaster_name = n\n",
+    };
+    char addr[5][CONFIG_ADDRESS_MAX], text[256];
+    struct config *cfg;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < 5; i++) {
+        snprintf(text, sizeof(text), "[target s]\nmode = sentinel\n%s", configs[i]);
+        cfg = expect_load(text);
+        config_target_address(&cfg->targets[0], addr[i], sizeof(addr[i]));
+        config_free(cfg);
+    }
+    assert_string_equal(addr[0], "sentinel m via 10.0.0.1:26379,10.0.0.1:26380,10.0.0.2:26379/0");
+    assert_string_equal(addr[1], addr[0]);
+    assert_string_equal(addr[2], addr[0]);
+    assert_string_not_equal(addr[3], addr[0]);
+    assert_string_not_equal(addr[4], addr[0]);
+}
+
 static void
 test_sentinel_validation(void **state)
 {
@@ -1429,6 +1460,7 @@ main(void)
         cmocka_unit_test(test_classes_order),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_round_trip_defaults),
+        cmocka_unit_test(test_target_address_sentinel_order),
         cmocka_unit_test(test_round_trip_long_line),
         cmocka_unit_test(test_shipped_config),
     };
