@@ -15,13 +15,15 @@ full scan for it, the subscription kept) and a killed subscriber is
 resubscribed after a full scan, which does not fail either.  A server
 really stopped is still reported down as fast as before: within
 scan_interval + command_timeout (README "Never silently blind"), and is
-no reconnect: the counter moves only once the new connection answered.
+no reconnect: the counter moves only once the new connection answered
+(standalone, following, and Sentinel's ROLE on the kept connection).
 """
 
 import os
 import time
 
 import harness as h
+import topo
 
 NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
 PASSWORD = "idle-s3cret"
@@ -169,12 +171,16 @@ class IdleDisconnect(h.TestCase):
 
     # (c) a server really stopped is still down, as fast -------------------------------
 
-    def stopped(self, follow):
-        rs, c, ag = self.setup_target(follow)
+    def kill_after_reconnect(self, rs, c, ag):
+        """With the server's timeout under scan_interval, kill it just
+        after a reconnect was counted (one a scan_interval: the next use is
+        2 s away, so no honest one is under way at the kill); then target
+        down, and lockwatch_reconnects_total not moved: EOF on the kept
+        connection, then the connect refused, is no reconnect (counted and
+        logged only once the new connection answered).  The seconds from
+        the kill to target_up 0."""
         c.config_set("timeout", 1)
         time.sleep(INTERVAL_S + 0.5)      # the agent's connection idles past it
-        # kill just after a reconnect was counted (one a scan_interval: the
-        # next use is 2 s away), so no honest one is under way at the kill
         before = self.reconnects(ag)
         ag.wait_for(lambda: self.reconnects(ag) > before, 20, interval=0.05,
                     desc="a reconnect before the kill")
@@ -184,11 +190,14 @@ class IdleDisconnect(h.TestCase):
         ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_target_up", target="main") == 0,
                     15, interval=0.05, desc="target_up 0 after the server stopped")
         took = time.monotonic() - t0
-        # EOF on the kept connection, then the connect refused: no reconnect
-        # (counted and logged only once the new connection answered)
         time.sleep(INTERVAL_S + 0.5)
         self.assertEqual(self.reconnects(ag), base,
                          "lockwatch_reconnects_total moved for a server that is gone")
+        return took
+
+    def stopped(self, follow):
+        rs, c, ag = self.setup_target(follow)
+        took = self.kill_after_reconnect(rs, c, ag)
         # README: a view is vouched for to within scan_interval +
         # command_timeout (and a refused connect takes no time)
         self.assertLess(took, INTERVAL_S + COMMAND_TIMEOUT_S + 0.5, "down after %.1fs" % took)
@@ -203,6 +212,24 @@ class IdleDisconnect(h.TestCase):
 
     def test_stopped_server_following(self):
         self.stopped(follow=True)
+
+    def test_stopped_server_sentinel(self):
+        """mode = sentinel: each pass's ROLE on the kept connection is its
+        first use, and the path that opens it again (with the primary the
+        sentinels name, here still the dead one: no replica) counts the
+        same way."""
+        rs = self.start_redis()
+        sentinel = topo.start_sentinels(self, rs.port, n=1, replicas=0)[0]
+        ag = self.start_agent(targets=[("main", "redis://127.0.0.1:1/0")],
+                              scan_interval="%ds" % INTERVAL_S, leak_grace="1h",
+                              max_hold="1h",
+                              target_extra={"mode": "sentinel", "master_name": "mymaster",
+                                            "sentinels": "127.0.0.1:%d" % sentinel.port,
+                                            "command_timeout": "%dms" % (COMMAND_TIMEOUT_S * 1000),
+                                            "incremental": "off"})
+        ag.wait_ready(timeout=20)
+        took = self.kill_after_reconnect(rs, rs.client(), ag)
+        self.assertLess(took, INTERVAL_S + COMMAND_TIMEOUT_S + 0.5, "down after %.1fs" % took)
 
 
 if __name__ == "__main__":
