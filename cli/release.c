@@ -736,6 +736,9 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
          (rc = agent_consult(lc, &av, ch.key, ch.keylen)) != LOCKCTL_DONE) ||
         (rc = session_connect_key(lc, ch.key, ch.keylen)) != LOCKCTL_DONE)
         goto out;
+    /* an agent of another server (--url, another address): its ages are
+     * not this lock's, and a release never acts on them */
+    agent_drop_elsewhere(lc, &av);
 
     memset(&rq, 0, sizeof(rq));
     rq.now_ms = clock_now_ms();

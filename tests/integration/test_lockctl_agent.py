@@ -381,6 +381,11 @@ class OtherServer(h.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn(b"age_source: agent", p.stdout)
         self.assertIn(b"watches another server", p.stdout)
+        # nor does a release judge by them (--if-older-than: an age only
+        # the agent's view of its own server could give here)
+        p = t.run(["release", "lock:mine:1", "--holder", "tok", "--if-older-than", "1ms",
+                   "--dry-run"], p2)
+        self.assertIn(note, b" ".join(p.stderr.split()).decode())
 
 
 if __name__ == "__main__":
