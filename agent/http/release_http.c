@@ -367,24 +367,78 @@ parse_body(const char *buf, size_t len, struct body *b, json_t **rootp, char *wh
 
 /* ---- the target ------------------------------------------------------------- */
 
+/* A NUL-terminated string's bytes wiped and freed (a secret). */
 static void
-target_clear(struct target_conf *t)
+free_secret(char *s)
+{
+    if (s != NULL) {
+        explicit_bzero(s, strlen(s));
+        free(s);
+    }
+}
+
+static void
+strv_free(char **v, size_t n)
 {
     size_t i;
 
+    for (i = 0; v != NULL && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void
+target_clear(struct target_conf *t)
+{
     free(t->name);
     free(t->user);
     free(t->release_user);
     free(t->master_name);
     free(t->sentinels);
-    if (t->password != NULL) {
-        explicit_bzero(t->password, strlen(t->password));
-        free(t->password);
-    }
-    for (i = 0; i < t->npatterns; i++)
-        free(t->patterns[i]);
-    free(t->patterns);
+    free_secret(t->password);
+    strv_free(t->patterns, t->npatterns);
+    strv_free(t->exclude_patterns, t->nexclude_patterns);
+    strv_free(t->semaphore_patterns, t->nsemaphore_patterns);
+    strv_free(t->format_globs, t->nformat_patterns);
+    strv_free(t->format_names, t->nformat_patterns);
+    free(t->tls_ca_file);
+    free(t->tls_ca);
+    free(t->tls_ca_dir);
+    free(t->tls_cert_file);
+    free(t->tls_cert);
+    free(t->tls_key_file);
+    free_secret(t->tls_key);
+    free(t->tls_server_name);
     memset(t, 0, sizeof(*t));
+}
+
+/* *s copied into a string of its own (NULL stays NULL); false on ENOMEM. */
+static bool
+str_own(char **s)
+{
+    return *s == NULL || (*s = strdup(*s)) != NULL;
+}
+
+/* *v (n strings) copied into an array of its own; false on ENOMEM, when
+ * *v is NULL and the strings copied so far are freed. */
+static bool
+strv_own(char ***v, size_t n)
+{
+    char **from = *v, **to;
+    size_t i;
+
+    if (from == NULL)
+        return true;
+    *v = NULL;
+    if ((to = calloc(n ? n : 1, sizeof(*to))) == NULL)
+        return false;
+    for (i = 0; i < n; i++)
+        if ((to[i] = strdup(from[i])) == NULL) {
+            strv_free(to, i);
+            return false;
+        }
+    *v = to;
+    return true;
 }
 
 /*
@@ -428,7 +482,7 @@ target_copy(struct agent *a, const char *name, struct target_conf *out)
 {
     const struct target_conf *t = NULL;
     int rc = 1;
-    size_t i;
+    bool ok;
 
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&a->mu);
@@ -438,34 +492,48 @@ target_copy(struct agent *a, const char *name, struct target_conf *out)
         t = &a->cfg->targets[0];
     if (t != NULL) {
         rc = -1;
-        /* the release is a write: as the target's release_user, if any */
+        /* the release is a write: as the target's release_user, if any.
+         * Every string is copied: a reload frees the config the release,
+         * on its own thread, would otherwise still read (its patterns,
+         * exclude_patterns and declared formats; TLS at the connect). */
         config_target_writer(t, out);
         out->url = NULL;
         out->password_file = out->release_password_file = out->release_password = NULL;
-        out->name = strdup(t->name);
-        out->release_user = t->release_user ? strdup(t->release_user) : NULL;
-        out->user = out->user ? strdup(out->user) : NULL;
-        out->password = out->password ? strdup(out->password) : NULL;
-        out->master_name = t->master_name ? strdup(t->master_name) : NULL;
-        out->sentinels = t->nsentinels ? calloc(t->nsentinels, sizeof(*t->sentinels)) : NULL;
-        if (out->sentinels != NULL)
-            memcpy(out->sentinels, t->sentinels, t->nsentinels * sizeof(*t->sentinels));
-        out->patterns = calloc(t->npatterns ? t->npatterns : 1, sizeof(*out->patterns));
-        out->npatterns = 0;
-        if (out->name != NULL && (t->release_user == NULL || out->release_user != NULL) &&
-            (out->user != NULL) == (t->user != NULL || t->release_user != NULL) &&
-            (out->password != NULL) == ((t->release_user ? t->release_password
-                                         : t->password) != NULL) &&
-            (t->master_name == NULL || out->master_name != NULL) &&
-            (t->nsentinels == 0 || out->sentinels != NULL) && out->patterns != NULL) {
-            for (i = 0; i < t->npatterns; i++) {
-                if ((out->patterns[i] = strdup(t->patterns[i])) == NULL)
-                    break;
-                out->npatterns = i + 1;
-            }
-            if (out->npatterns == t->npatterns)
-                rc = 0;
+        out->sentinels = NULL;
+        ok = str_own(&out->name) && str_own(&out->release_user) && str_own(&out->user) &&
+             str_own(&out->password) && str_own(&out->master_name);
+        /* what str_own() did not reach yet must not be freed as ours */
+        if (!ok) {
+            if (out->name == t->name)
+                out->name = NULL;
+            if (out->release_user == t->release_user)
+                out->release_user = NULL;
+            if (out->user == t->user || out->user == t->release_user)
+                out->user = NULL;
+            if (out->password == t->password || out->password == t->release_password)
+                out->password = NULL;
+            if (out->master_name == t->master_name)
+                out->master_name = NULL;
         }
+        ok = ok && (t->nsentinels == 0 ||
+                    (out->sentinels = calloc(t->nsentinels, sizeof(*t->sentinels))) != NULL);
+        if (ok && out->sentinels != NULL)
+            memcpy(out->sentinels, t->sentinels, t->nsentinels * sizeof(*t->sentinels));
+        ok = strv_own(&out->patterns, t->npatterns) && ok;
+        ok = strv_own(&out->exclude_patterns, t->nexclude_patterns) && ok;
+        ok = strv_own(&out->semaphore_patterns, t->nsemaphore_patterns) && ok;
+        ok = strv_own(&out->format_globs, t->nformat_patterns) && ok;
+        ok = strv_own(&out->format_names, t->nformat_patterns) && ok;
+        ok = str_own(&out->tls_ca_file) && ok;
+        ok = str_own(&out->tls_ca) && ok;
+        ok = str_own(&out->tls_ca_dir) && ok;
+        ok = str_own(&out->tls_cert_file) && ok;
+        ok = str_own(&out->tls_cert) && ok;
+        ok = str_own(&out->tls_key_file) && ok;
+        ok = str_own(&out->tls_key) && ok;
+        ok = str_own(&out->tls_server_name) && ok;
+        if (ok)
+            rc = 0;
     }
     pthread_mutex_unlock(&a->mu);
     if (rc == -1)

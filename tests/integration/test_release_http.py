@@ -199,6 +199,39 @@ class ReleaseHttp(h.TestCase):
         doc = lt.run_json(self, ["audit"], lt.write_config(self.rs))
         self.assertEqual(doc["entries"][0]["operator"], "http:127.0.0.1")
 
+    def test_releases_across_reloads(self):
+        """A release runs on a thread of its own with a copy of its target:
+        the target's exclude_patterns (and patterns, TLS, declared formats)
+        are its own, so releases keep their guards while SIGHUPs replace
+        the config under them (the copy shared them; ASan's run of this
+        test saw a reload free them)."""
+        import threading
+        self.c.set("lock:skip:1", "t")
+        self.c.set("lock:a", "tok-A")
+        ag = self.agent(target_extra={"exclude_patterns": "lock:skip:*"})
+        stop = threading.Event()
+
+        def reloads():
+            while not stop.is_set():
+                ag.reload()
+                time.sleep(0.02)
+        th = threading.Thread(target=reloads)
+        th.start()
+        try:
+            seen = []
+            for i in range(40):
+                st, _, doc = post(ag, {"key": "lock:skip:1", "holder": "t"})
+                seen.append((st, doc.get("outcome")))
+                st, _, doc = post(ag, {"key": "lock:a", "holder": "tok-A", "dry_run": True})
+                seen.append((st, doc.get("outcome")))
+        finally:
+            stop.set()
+            th.join()
+        self.assertEqual(set(seen), {(409, "excluded"), (200, "would_release")}, seen)
+        self.assertEqual(self.c.get("lock:skip:1"), b"t")
+        self.assertEqual(self.c.get("lock:a"), b"tok-A")
+        self.assertIsNone(ag.proc.poll())
+
     def test_bad_requests(self):
         self.c.set("lock:a", "tok")
         ag = self.agent()
