@@ -730,6 +730,7 @@ agent_trend_sample(struct agent *a, const struct view *v)
 int
 agent_view(struct agent *a, struct view *v)
 {
+    const struct target_conf *tc;
     size_t i;
 
     memset(v, 0, sizeof(*v));
@@ -754,10 +755,13 @@ agent_view(struct agent *a, struct view *v)
         v->targets[i].name = strdup(t->name);
         if (v->targets[i].name == NULL)
             goto fail;
-        if (t->conf != NULL) {
+        /* from a->cfg, which a reload swaps under a->mu: t->conf still
+         * points into the config a reload frees, until the target runs
+         * again */
+        if ((tc = config_target(a->cfg, t->name)) != NULL) {
             char addr[CONFIG_ADDRESS_MAX];
 
-            config_target_address(t->conf, addr, sizeof(addr));
+            config_target_address(tc, addr, sizeof(addr));
             if ((v->targets[i].address = strdup(addr)) == NULL) {
                 v->ntargets = i + 1;
                 goto fail;
