@@ -265,6 +265,7 @@ sync_holder(struct leader *l, bool leading)
 {
     char err[256], lease[24];
     const char *argv[5];
+    enum redisconn_closed why;
     redisReply *r;
 
     if (l->rc == NULL && (l->rc = redisconn_open(l->tc, err, sizeof(err))) == NULL) {
@@ -279,8 +280,18 @@ sync_holder(struct leader *l, bool leading)
     argv[4] = lease;
     r = redisconn_command(l->rc, l->tc, "leader", leading ? 5 : 2, argv, NULL, err,
                           sizeof(err));
-    if (r == NULL) {
+    if (r == NULL && redisconn_closed(l->rc, &why)) {
+        /* closed while it waited (the server's idle timeout, a proxy's,
+         * CLIENT KILL): no outage; open it again and ask once more (a GET,
+         * or a SET of this replica's own name: both safe to repeat) */
         redisFree(l->rc);
+        if ((l->rc = redisconn_open(l->tc, err, sizeof(err))) != NULL)
+            r = redisconn_command(l->rc, l->tc, "leader", leading ? 5 : 2, argv, NULL, err,
+                                  sizeof(err));
+    }
+    if (r == NULL) {
+        if (l->rc != NULL)
+            redisFree(l->rc);
         l->rc = NULL;
         set_reached(l, false);
         pthread_mutex_lock(&l->mu);

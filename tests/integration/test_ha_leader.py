@@ -68,9 +68,9 @@ LEADER_ACL = ["~lockwatch:leader:*", "~lockwatch_fence:{lockwatch:leader:*}",
 
 class HALeader(h.TestCase):
 
-    def start_pair(self):
+    def start_pair(self, lease_s=LEASE_S):
         """A Redis, a receiver behind a generic webhook, and replicas a and b
-        electing on that Redis (lease LEASE_S), once one leads."""
+        electing on that Redis (lease lease_s), once one leads."""
         recv = alerts_receiver.Receiver()
         self.addCleanup(recv.stop)
         rs = self.start_redis()
@@ -81,7 +81,7 @@ class HALeader(h.TestCase):
             ags[name] = self.start_agent(
                 rs, scan_interval="200ms", leak_grace="1s", max_hold="1h", extra=hook,
                 agent_extra={"replica": name, "leader_target": "main", "leader_group": "t",
-                             "leader_lease": "%ds" % LEASE_S})
+                             "leader_lease": "%ds" % lease_s})
         ags["a"].wait_for(lambda: leading(ags["a"]) or leading(ags["b"]), timeout=15,
                           desc="a leader")
         return recv, FenceReceiver(recv), rs, ags
@@ -229,6 +229,38 @@ class HALeader(h.TestCase):
                             desc="the other replica to follow")
         self.assertEqual(fr.refused(), [])
 
+    def test_idle_timeout_keeps_who_leads(self):
+        """Redis closes connections idle for over a second (timeout 1); the
+        leader renews every third of a 9 s lease, so its connections sit
+        idle 3 s and are closed between uses.  Each renewal still writes
+        the companion key that names the leader (on a connection opened
+        again), not every other one, and the follower goes on naming it."""
+        recv, fr, rs, ags = self.start_pair(lease_s=9)
+        c = rs.client()
+        lead = next(n for n in ags if leading(ags[n]))
+        other = "b" if lead == "a" else "a"
+        c.config_set("notify-keyspace-events", "Kg$")
+        ps = c.pubsub()
+        ps.psubscribe("__keyspace@0__:lockwatch:leader:t*")
+        c.config_set("timeout", "1")
+        follows = ("leader: replica %s leads lockwatch:leader:t (this agent follows"
+                   % lead).encode()
+        events = []
+        end = time.monotonic() + 25
+        while time.monotonic() < end:
+            m = ps.get_message(timeout=0.5)
+            if m is not None and m["type"] == "pmessage":
+                events.append((m["channel"].decode(), m["data"].decode()))
+            self.assertTrue(leading(ags[lead]))
+            self.assertFalse(leading(ags[other]))
+            self.assertIn(follows, ags[other].get("/readyz")[2])
+        ps.close()
+        renewals = sum(1 for ch, ev in events if ch.endswith(":leader:t") and ev == "expire")
+        named = sum(1 for ch, ev in events if ch.endswith(":leader:t:replica") and ev == "set")
+        print("leader: %d renewals, %d companion writes in 25 s with timeout 1" % (renewals, named))
+        self.assertGreaterEqual(renewals, 6, events)
+        self.assertGreaterEqual(named, renewals - 1, events)
+        self.assertEqual(c.get("lockwatch:leader:t:replica"), lead.encode())
 
 if __name__ == "__main__":
     h.main()
