@@ -103,6 +103,12 @@ void session_as_writer(struct lockctl *lc);
  * target has no release_user, else a new one as that user (the caller
  * frees it when it is not lc->c).  LOCKCTL_DONE, or LOCKCTL_REDIS said. */
 int session_writer(struct lockctl *lc, struct target_conf *w, redisContext **wc);
+/* After the operator answered a prompt: the command's deadline is again
+ * left_ms from now (the time spent reading is not Redis's), and the
+ * connection, idle meanwhile, is opened again to the same node when its
+ * peer closed it (the server's timeout, a proxy's, CLIENT KILL).
+ * LOCKCTL_DONE, or LOCKCTL_REDIS said. */
+int session_resume(struct lockctl *lc, int64_t left_ms);
 /* Drop the connection and the config. */
 void session_close(struct lockctl *lc);
 /* Who is asking, for the audit: $SUDO_USER, else the login name of the

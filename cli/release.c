@@ -783,12 +783,16 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     }
     /* nothing to ask about when the key is gone: the script refuses it */
     if (!ch.yes && !ch.dry_run && read && l.type != RAW_NONE) {
+        int64_t left = clock_left(lc->scope.deadline_ms);
+
         if (!ask(lc, &ch, &l)) {
             lockctl_warnx("%s: not confirmed; nothing was changed", cmd);
             rc = LOCKCTL_REFUSED;
             goto out;
         }
         asked = true;
+        if ((rc = session_resume(lc, left)) != LOCKCTL_DONE)
+            goto out;
     }
     if (read && holds(&l, ch.holder, ch.holderlen)) {
         if (av.answered)

@@ -18,6 +18,7 @@
  * (config_target_writer()), on a connection of their own.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -318,6 +319,27 @@ session_writer(struct lockctl *lc, struct target_conf *w, redisContext **wc)
                       err);
         return LOCKCTL_REDIS;
     }
+    return LOCKCTL_DONE;
+}
+
+int
+session_resume(struct lockctl *lc, int64_t left_ms)
+{
+    struct pollfd pfd;
+    char err[512];
+
+    lc->scope.deadline_ms = clock_deadline(left_ms);
+    if (lc->c == NULL)
+        return LOCKCTL_DONE;
+    pfd.fd = lc->c->fd;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    if (poll(&pfd, 1, 0) == 0)
+        return LOCKCTL_DONE;
+    /* nothing is owed on it: what there is to read is its close */
+    redisFree(lc->c);
+    if ((lc->c = redisconn_open(lc->t, err, sizeof(err))) == NULL)
+        return session_redis_error(lc, err);
     return LOCKCTL_DONE;
 }
 

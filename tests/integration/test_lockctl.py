@@ -330,6 +330,39 @@ class Lockctl(h.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertFalse(self.c.exists("lock:a"))
 
+    def test_a_slow_answer_on_a_closed_connection_still_releases(self):
+        """The operator reads the prompt for longer than --timeout, and the
+        connection lockctl read the lock on is closed meanwhile (the
+        server's timeout, a proxy, CLIENT KILL): the time at the prompt is
+        not the command's, the connection is opened again, and the answer
+        releases the lock."""
+        self.c.set("lock:a", "tok")
+        master, slave = pty.openpty()
+        try:
+            p = subprocess.Popen([LOCKCTL, "-c", self.cfg, "--timeout", "2s", "release", "lock:a",
+                                  "--holder", "tok", "--reason", "slow reader"],
+                                 stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            os.close(slave)
+            slave = None
+            err = b""
+            end = time.monotonic() + 20
+            while b"[y/N]" not in err and time.monotonic() < end:
+                if select.select([p.stderr], [], [], 0.5)[0]:
+                    err += os.read(p.stderr.fileno(), 4096)
+            self.assertIn(b"[y/N]", err)
+            killed = self.c.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+            self.assertGreaterEqual(killed, 1)
+            time.sleep(2.5)             # past --timeout 2s, at the prompt
+            os.write(master, b"y\n")
+            out, rest = p.communicate(timeout=30)
+        finally:
+            os.close(master)
+            if slave is not None:
+                os.close(slave)
+        self.assertEqual(p.returncode, 0, err + rest)
+        self.assertIn(b"released", out)
+        self.assertFalse(self.c.exists("lock:a"))
+
     # -- reading ---------------------------------------------------------------
 
     def test_list_and_show(self):
