@@ -237,6 +237,20 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
     return yes;
 }
 
+/* Ask; the time at the prompt is not the command's, and the connection,
+ * idle meanwhile, is made sure of (session_resume()). */
+static int
+confirm(struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
+{
+    int64_t left = clock_left(lc->scope.deadline_ms);
+
+    if (!ask(lc, ch, l)) {
+        lockctl_warnx("%s: not confirmed; nothing was changed", ch->cmd);
+        return LOCKCTL_REFUSED;
+    }
+    return session_resume(lc, left);
+}
+
 /*
  * The next step after too_young, as one sentence into buf: how old the
  * holder is known to be and from where (the larger of the age lockctl
@@ -783,15 +797,8 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     }
     /* nothing to ask about when the key is gone: the script refuses it */
     if (!ch.yes && !ch.dry_run && read && l.type != RAW_NONE) {
-        int64_t left = clock_left(lc->scope.deadline_ms);
-
-        if (!ask(lc, &ch, &l)) {
-            lockctl_warnx("%s: not confirmed; nothing was changed", cmd);
-            rc = LOCKCTL_REFUSED;
-            goto out;
-        }
         asked = true;
-        if ((rc = session_resume(lc, left)) != LOCKCTL_DONE)
+        if ((rc = confirm(lc, &ch, &l)) != LOCKCTL_DONE)
             goto out;
     }
     if (read && holds(&l, ch.holder, ch.holderlen)) {
