@@ -225,6 +225,21 @@ out:
 }
 
 void
+lease_forget(const struct lease_line *l)
+{
+    long k;
+
+    if (l->holder == NULL || l->holderlen == 0)
+        return;
+    pthread_mutex_lock(&mu);
+    k = pairring_find(&recent_pairs, lease_pair_hash(keyhash(l->key, l->keylen),
+                                                     (uint32_t)keyhash(l->holder, l->holderlen)));
+    if (k >= 0)
+        pairring_drop(&recent_pairs, (size_t)k);
+    pthread_mutex_unlock(&mu);
+}
+
+void
 lease_overrun_reported(const struct lease_line *l, double overrun_s, const char *target,
                        const char *klass)
 {

@@ -17,8 +17,8 @@
  *  - every expiry whose holder is known (by its hash) is remembered for
  *    LEASE_RECENT_MS in a table of at most LEASE_RECENT_MAX entries (the
  *    oldest is dropped to make room);
- *  - a `hold`, `waiting` or `lost` line of that holder on that key that
- *    arrives while the entry is remembered (lease_overrun()) is the
+ *  - a `hold` or `lost` line of that holder on that key that arrives
+ *    while the entry is remembered (lease_overrun()) is the
  *    holder still working after its lease ended: the overrun is the
  *    line's arrival minus the expiry; the entry is used up (one overrun
  *    per lease) and EVENT_LEASE_OVERRUN is pushed.  A `lost` line
@@ -105,6 +105,12 @@ struct lease_line {
  * nothing written, when no expiry matches.
  */
 bool lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char *klass);
+
+/* The holder took the key again (an acquire's `waiting ... ok`): a holder
+ * id that stays the same from one acquire to the next (Redisson's
+ * <id>:<thread>) starts a new holding, and the expiry remembered for the
+ * last one is forgotten, so the new holding's release is no overrun. */
+void lease_forget(const struct lease_line *l);
 
 /* A `lost` line whose own overrun (overrun_s > 0) stands for an expiry the
  * agent did not see: push EVENT_LEASE_OVERRUN, as lease_overrun() does for

@@ -404,10 +404,14 @@ record_event(struct waitstats *ws, unsigned wsrc, const struct sample *s, int64_
 }
 
 /*
- * A line of a holder (a 6-field hold, a waiting, a lost) after the agent
- * saw its lease on that key run out: how long after, into its class's
- * overrun histogram (a lost line's own overrun when none matches); a
- * lost line pushes its event (collectors/lease/lease.h).  at_ms: Unix ms.
+ * A line of a holder (a 6-field hold, a lost) after the agent saw its
+ * lease on that key run out: how long after, into its class's overrun
+ * histogram (a lost line's own overrun when none matches); a lost line
+ * pushes its event (collectors/lease/lease.h).  at_ms: Unix ms.  A
+ * `waiting` line is an acquire, not a holding: a holder id that stays the
+ * same from one acquire to the next (Redisson's <id>:<thread>), taking
+ * the key again after its lease ran out by design, overran nothing, and
+ * the release of that new holding is none either (lease_forget()).
  */
 static void
 record_lease(struct waitstats *ws, const struct sample *s, struct ws_source *src,
@@ -424,6 +428,11 @@ record_lease(struct waitstats *ws, const struct sample *s, struct ws_source *src
 
     if (s->kind == SAMPLE_WAIT || s->ownerlen == 0)
         return;
+    if (s->kind == SAMPLE_WAITING) {
+        if (!s->start && s->outcome == SAMPLE_OK)
+            lease_forget(&l);
+        return;
+    }
     matched = lease_overrun(&l, &over, target, klass);
     if (!matched && s->kind == SAMPLE_LOST && s->overrun_known)
         over = (double)s->overrun_us / 1e6;

@@ -135,6 +135,35 @@ late_line_is_an_overrun_once(void **state)
     assert_false(lease_overrun(&l, &over, NULL, NULL));
 }
 
+/* The same holder id taking the key again (Redisson's <id>:<thread>,
+ * after a lease that ran out by design) starts a new holding: the expiry
+ * is forgotten, and that holding's release is no overrun; another key's
+ * or another holder's acquire forgets nothing. */
+static void
+a_new_acquire_forgets_the_expiry(void **state)
+{
+    int64_t now = clock_now_ms();
+    struct lease_end e = end_of(lease_row("main", "lock:*"), "lock:a", "uuid-1:7", false,
+                                now - 1500);
+    struct lease_line l;
+    double over = -1;
+
+    (void)state;
+    lease_expired(&e);
+    l = line_of("lock:b", "uuid-1:7", "waiting", now);
+    lease_forget(&l);
+    l = line_of("lock:a", "uuid-2:7", "waiting", now);
+    lease_forget(&l);
+    l = line_of("lock:a", "uuid-1:7", "hold", now);
+    assert_true(lease_overrun(&l, &over, NULL, NULL));
+    lease_expired(&e);
+    l = line_of("lock:a", "uuid-1:7", "waiting", now);
+    lease_forget(&l);
+    l = line_of("lock:a", "uuid-1:7", "hold", now + 5000);
+    assert_false(lease_overrun(&l, &over, NULL, NULL));
+    assert_int_equal(events_total(EVENT_LEASE_OVERRUN), 1);
+}
+
 /* A lost line is a lease_lost event, with the target where one is known. */
 static void
 lost_line_pushes(void **state)
@@ -178,7 +207,7 @@ recent_is_bounded(void **state)
     assert_false(lease_overrun(&l, &over, NULL, NULL));     /* dropped */
     for (i = 100; i < LEASE_RECENT_MAX + 100; i++) {
         snprintf(key, sizeof(key), "k:%d", i);
-        l = line_of(key, "h", "waiting", now);
+        l = line_of(key, "h", "hold", now);
         assert_true(lease_overrun(&l, &over, NULL, NULL));
     }
     assert_int_equal(lease_view_take(&v), 0);
@@ -224,6 +253,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(rows_count_and_renewed_pushes, reset),
         cmocka_unit_test_setup(late_line_is_an_overrun_once, reset),
+        cmocka_unit_test_setup(a_new_acquire_forgets_the_expiry, reset),
         cmocka_unit_test_setup(lost_line_pushes, reset),
         cmocka_unit_test_setup(recent_is_bounded, reset),
         cmocka_unit_test_setup(rows_are_bounded, reset),
