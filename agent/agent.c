@@ -484,10 +484,14 @@ fail:
     return -1;
 }
 
+/* Start every target's thread; one that cannot start (EAGAIN: a thread
+ * limit) is named and the others start all the same: its view ages, and
+ * is said stale, until a reload or restart that can. */
 static int
 start_all(struct agent *a)
 {
     size_t i;
+    int rc = 0;
 
     if (link_groups(a) == -1)
         log_warnx("out of memory: Redlock groups are not compared until the next reload");
@@ -496,10 +500,11 @@ start_all(struct agent *a)
         a->targets[i]->trend = a->trend;
     for (i = 0; i < a->ntargets; i++)
         if (target_run(a->targets[i], &a->cfg->targets[i], a->cfg) == -1) {
-            log_warn("target %s: cannot start its thread", a->targets[i]->name);
-            return -1;
+            log_warn("target %s: cannot start its thread; it is not scanned until a reload "
+                     "or restart that can", a->targets[i]->name);
+            rc = -1;
         }
-    return 0;
+    return rc;
 }
 
 static long long

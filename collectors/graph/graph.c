@@ -196,10 +196,22 @@ graph_report_ref(struct graph_report *r)
     pthread_mutex_unlock(&r->ref_mu);
 }
 
+/* The bytes of a deadlock's steps (those not filled are NULL). */
+static void
+deadlock_free(struct graph_deadlock *d)
+{
+    for (size_t k = 0; k < d->nsteps; k++) {
+        gbytes_free(&d->steps[k].waiter);
+        gbytes_free(&d->steps[k].holder);
+        gbytes_free(&d->steps[k].holder_id);
+        gbytes_free(&d->steps[k].key);
+    }
+}
+
 void
 graph_report_unref(struct graph_report *r)
 {
-    size_t i, k;
+    size_t i;
     int left;
 
     if (r == NULL)
@@ -209,14 +221,8 @@ graph_report_unref(struct graph_report *r)
     pthread_mutex_unlock(&r->ref_mu);
     if (left > 0)
         return;
-    for (i = 0; i < r->ndeadlocks; i++) {
-        for (k = 0; k < r->deadlocks[i].nsteps; k++) {
-            gbytes_free(&r->deadlocks[i].steps[k].waiter);
-            gbytes_free(&r->deadlocks[i].steps[k].holder);
-            gbytes_free(&r->deadlocks[i].steps[k].holder_id);
-            gbytes_free(&r->deadlocks[i].steps[k].key);
-        }
-    }
+    for (i = 0; i < r->ndeadlocks; i++)
+        deadlock_free(&r->deadlocks[i]);
     for (i = 0; i < r->ninversions; i++) {
         gsite_free(&r->inversions[i].ab);
         gsite_free(&r->inversions[i].ba);
@@ -621,8 +627,10 @@ deadlock_fill(const struct pass *p, struct graph_deadlock *d, const uint32_t *la
     d->confirmed_ms = c->confirmed_ms;
     d->breaker = breaker_of(p, labels, n);
     for (i = 0; i < n; i++)
-        if (step_fill(p, &d->steps[i], &p->locks[labels[i]]) == -1)
+        if (step_fill(p, &d->steps[i], &p->locks[labels[i]]) == -1) {
+            deadlock_free(d);           /* not counted in the report: its own */
             return -1;
+        }
     snprintf(d->target, sizeof(d->target), "%s", d->steps[0].target);
     for (i = 1; i < n; i++)
         if (strcmp(d->steps[i].target, d->target) != 0)
