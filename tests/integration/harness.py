@@ -182,11 +182,13 @@ def _short(v, n=400):
 
 
 def sanitized():
-    """True when lockwatchd is an ASan build (CI's second pass): its memory
-    figures are ASan's shadow and quarantine, so RSS bounds do not apply."""
+    """True when lockwatchd is a sanitizer build (CI's second pass is ASan;
+    `make SANITIZE=thread` is TSan): its memory figures are the sanitizer's
+    shadow and quarantine, so RSS bounds do not apply."""
     try:
         with open(LOCKWATCHD, "rb") as f:
-            return b"__asan_init" in f.read()
+            data = f.read()
+        return b"__asan_init" in data or b"__tsan_init" in data
     except OSError:
         return False
 
