@@ -263,6 +263,18 @@ start(struct agent *agent, struct config *cfg, struct http_server **http,
         fatalx("cannot initialise libcurl");
     if (agent_start(agent, cfg) == -1)
         fatal("starting the scanner threads");
+    /* the samples port first: once HTTP answers (the probes, a test's
+     * wait), a datagram sent is one the agent receives */
+    *ingest = NULL;
+    if (agent->waits != NULL) {
+        *ingest = ingest_start(agent->waits, agent->cfg->samples_host, agent->cfg->samples_port,
+                               agent->cfg->samples_batch_wait_ms, err, sizeof(err));
+        if (*ingest == NULL) {
+            log_warnx("%s", err);
+            agent_stop(agent);
+            return -1;
+        }
+    }
     limits.max_connections = (unsigned int)agent->cfg->http_max_connections;
     limits.max_connections_per_client = (unsigned int)agent->cfg->http_max_connections_per_client;
     limits.request_timeout_ms = agent->cfg->http_request_timeout_ms;
@@ -271,18 +283,13 @@ start(struct agent *agent, struct config *cfg, struct http_server **http,
                        err, sizeof(err));
     if (*http == NULL) {
         log_warnx("%s", err);
+        if (*ingest != NULL)
+            ingest_stop(*ingest);
+        *ingest = NULL;
         agent_stop(agent);
         return -1;
     }
     if (agent->waits != NULL) {
-        *ingest = ingest_start(agent->waits, agent->cfg->samples_host, agent->cfg->samples_port,
-                               agent->cfg->samples_batch_wait_ms, err, sizeof(err));
-        if (*ingest == NULL) {
-            log_warnx("%s", err);
-            http_stop(*http);
-            agent_stop(agent);
-            return -1;
-        }
         log_info("started: %zu target(s), http on %s:%d, samples on udp %s:%d",
                  agent->cfg->ntargets, agent->cfg->listen_host, agent->cfg->listen_port,
                  agent->cfg->samples_host, agent->cfg->samples_port);
