@@ -21,6 +21,7 @@
  * only the agent has (events.c).
  */
 #include <curl/curl.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -608,6 +609,68 @@ agent_get_doc(const struct lockctl *lc, struct agent_view *av, const char *path,
     return 0;
 }
 
+/* "host:port/db" into its parts (host without [] of an IPv6 address):
+ * false when a is not of that shape (a Sentinel target's). */
+static bool
+split_address(const char *a, char *host, size_t hostlen, char *port, size_t portlen,
+              long *db)
+{
+    const char *slash = strrchr(a, '/'), *colon;
+    char *end;
+
+    if (slash == NULL || strncmp(a, "sentinel ", 9) == 0)
+        return false;
+    for (colon = slash; colon > a && colon[-1] != ':'; colon--)
+        ;
+    if (colon == a || colon == slash || (size_t)(slash - colon) >= portlen || (size_t)(colon - 1 - a) >= hostlen)
+        return false;
+    *db = strtol(slash + 1, &end, 10);
+    if (*end != '\0')
+        return false;
+    memcpy(port, colon, (size_t)(slash - colon));
+    port[slash - colon] = '\0';
+    if (a[0] == '[' && colon - 1 > a + 1 && colon[-2] == ']') {
+        memcpy(host, a + 1, (size_t)(colon - 3 - a));
+        host[colon - 3 - a] = '\0';
+    } else {
+        memcpy(host, a, (size_t)(colon - 1 - a));
+        host[colon - 1 - a] = '\0';
+    }
+    return true;
+}
+
+/* Do two standalone addresses, written differently ("localhost:6379/0",
+ * "127.0.0.1:6379/0"), name one server: the same port and database, and
+ * a host address in common when both names are resolved. */
+static bool
+same_server(const char *a, const char *b)
+{
+    char ha[CONFIG_ADDRESS_MAX], hb[CONFIG_ADDRESS_MAX], pa[16], pb[16];
+    struct addrinfo hints, *ra = NULL, *rb = NULL, *x, *y;
+    long da, dbn;
+    bool same = false;
+
+    if (!split_address(a, ha, sizeof(ha), pa, sizeof(pa), &da) ||
+        !split_address(b, hb, sizeof(hb), pb, sizeof(pb), &dbn) ||
+        strcmp(pa, pb) != 0 || da != dbn)
+        return false;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(ha, pa, &hints, &ra) != 0 || getaddrinfo(hb, pb, &hints, &rb) != 0)
+        goto out;
+    for (x = ra; x != NULL && !same; x = x->ai_next)
+        for (y = rb; y != NULL && !same; y = y->ai_next)
+            same = x->ai_addrlen == y->ai_addrlen &&
+                memcmp(x->ai_addr, y->ai_addr, x->ai_addrlen) == 0;
+out:
+    if (ra != NULL)
+        freeaddrinfo(ra);
+    if (rb != NULL)
+        freeaddrinfo(rb);
+    return same;
+}
+
 bool
 agent_view_elsewhere(const struct lockctl *lc, const struct agent_view *av, char *why,
                      size_t len)
@@ -620,7 +683,8 @@ agent_view_elsewhere(const struct lockctl *lc, const struct agent_view *av, char
         return true;
     }
     config_target_address(lc->t, mine, sizeof(mine));
-    if (av->target_address[0] == '\0' || strcmp(av->target_address, mine) == 0)
+    if (av->target_address[0] == '\0' || strcmp(av->target_address, mine) == 0 ||
+        same_server(av->target_address, mine))
         return false;
     snprintf(why, len, "the agent at %s watches target %s at %s, not at %s as %s says: its view "
              "is of another server, not shown (give -c the agent's config, or --agent the "

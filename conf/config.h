@@ -286,9 +286,10 @@ const struct target_conf *config_target(const struct config *cfg, const char *na
  * same data: "host:port/db" of its url (a cluster: its seed), or
  * "sentinel MASTER via h1:p1,h2:p2/db", the sentinels sorted (by host
  * text, then port: listed in any order, the same address); cut to
- * CONFIG_ADDRESS_MAX - 1 bytes.  Host names are compared as written:
- * localhost and 127.0.0.1 differ.  The agent's API reports it (target_address) and lockctl
- * compares it with its own before it shows the agent's view.
+ * CONFIG_ADDRESS_MAX - 1 bytes.  The agent's API reports it
+ * (target_address) and lockctl compares it with its own before it shows
+ * the agent's view (two host names are the same when they resolve to an
+ * address in common: cli/agent.c).
  */
 #define CONFIG_ADDRESS_MAX 320
 void config_target_address(const struct target_conf *t, char *buf, size_t len);

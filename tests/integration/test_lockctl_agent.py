@@ -353,6 +353,15 @@ class OtherServer(h.TestCase):
         doc = t.run_json(self, ["list"], ag.config_path)
         self.assertEqual([l["key"] for l in doc["locks"]], ["lock:mine:1"])
         self.assertEqual(doc["age_source"], "agent")
+        # the same server written another way (localhost): the same, the
+        # agent's view is shown
+        p0 = os.path.join(d, "p0.ini")
+        with open(p0, "w") as f:
+            f.write(text.replace(r.url, "redis://localhost:%d/0" % r.port))
+        p = t.run(["list", "--json"], p0)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn(b"watches target", p.stderr)
+        self.assertEqual(json.loads(p.stdout.decode())["age_source"], "agent")
 
         # a config of another server that answers, holding the same key by
         # the same holder: no age or state of the agent's server is taken
