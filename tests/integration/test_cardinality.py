@@ -69,6 +69,30 @@ class Cardinality(h.TestCase):
         self.assertLessEqual(len({l["key"] for (l, v) in offenders}), 20)
         self.assertLess(n_large, 500)
 
+    def test_a_state_kept_whole_is_a_complete_page(self):
+        # 10,500 locks, more than the 10,000 kept in detail: the list of
+        # all is not complete, but the 50 leaked ones (the worst, all kept)
+        # are a complete answer to state=leaked.
+        rs = self.start_redis()
+        c = rs.client()
+        c.flushall()
+        h.load(c, (("SET", "lock:%d" % i, "tok-%d" % i, "PX", 3600000) for i in range(10450)))
+        h.load(c, (("SET", "lock:leak:%d" % i, "tok") for i in range(50)))
+        ag = self.start_agent(rs, scan_interval="500ms", leak_grace="1s", max_hold="1h")
+
+        def leaked():
+            st, doc = ag.get_json("/api/v1/locks?state=leaked&limit=10000", timeout=30)
+            return doc if st == 200 and doc["total"] == 50 else None
+        doc = ag.wait_for(leaked, timeout=60, desc="50 leaked locks")
+        self.assertEqual(doc["count"], 50)
+        self.assertIsNone(doc["next_offset"])
+        self.assertTrue(doc["complete"], {k: v for k, v in doc.items() if k != "locks"})
+        st, doc = ag.get_json("/api/v1/locks?state=all&limit=10", timeout=30)
+        self.assertEqual((st, doc["total"]), (200, 10500))
+        self.assertFalse(doc["complete"])
+        st, doc = ag.get_json("/api/v1/locks?state=held&limit=10", timeout=30)
+        self.assertFalse(doc["complete"])
+
     def test_class_cap(self):
         # At most 200 classes per target, the rest count as "other"; so the
         # series count is the same for 250 and for 1,000 classes.  The cap
