@@ -283,6 +283,12 @@ alertset_begin(struct alertset *set, int64_t now_ms, int64_t mono_ms)
     }
 }
 
+void
+alertset_suppress(struct alertset *set, size_t n)
+{
+    set->suppressed += n;
+}
+
 struct alert *
 alertset_observe(struct alertset *set, const struct alert_labels *l)
 {

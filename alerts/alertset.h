@@ -151,6 +151,10 @@ void alertset_occurred(struct alertset *set, struct alert *a, int64_t id);
  * ones stay). */
 int alert_annotate(struct alert *a, const char *summary, const char *description);
 
+/* n alerts whose condition holds were not observed (their locks are
+ * counted but not kept in detail): counted with those past the cap. */
+void alertset_suppress(struct alertset *set, size_t n);
+
 /* Alerts carrying this target label and a key or a shard label (per-lock
  * and per-shard alerts) keep their state this tick even if not observed.  The string must stay
  * valid until alertset_end(). */

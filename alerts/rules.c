@@ -677,6 +677,25 @@ judge(struct alertset *set, enum rule_scope scope, const struct rule_ctx *c)
     }
 }
 
+/* The per-lock alerts (one per bad state of a lock: LockLeaked,
+ * LockHeldTooLong, LockReentrancyHigh) of the bad locks s counted but did
+ * not keep in detail (past the worst SNAP of a target): none can be
+ * raised, and they are counted as suppressed. */
+static size_t
+unkept_bad(const struct snapshot *s)
+{
+    uint64_t counted = 0, kept = 0;
+    size_t i;
+
+    for (i = 0; i < s->nclasses && i < s->class_cap; i++)
+        counted += s->class_stats[i].leaked + s->class_stats[i].long_held +
+            s->class_stats[i].reentrant_high;
+    for (i = 0; i < s->nlocks && (s->locks[i]->states & LOCK_BAD); i++)
+        kept += !!(s->locks[i]->states & LOCK_LEAKED) + !!(s->locks[i]->states & LOCK_LONG) +
+            !!(s->locks[i]->states & LOCK_REENTRANT_HIGH);
+    return counted > kept ? (size_t)(counted - kept) : 0;
+}
+
 /* The LOCK scope: the bad locks a fresh snapshot keeps in detail. */
 static void
 judge_locks(struct alertset *set, const struct rules_conf *p, const char *target,
@@ -710,6 +729,8 @@ judge_locks(struct alertset *set, const struct rules_conf *p, const char *target
         judge(set, SCOPE_LOCK, &c);
         free(key);
     }
+    if (s->nlocks < s->locks_total)
+        alertset_suppress(set, unkept_bad(s));
     goto out;
 keep:
     /* out of memory: judge nothing rather than resolve everything */

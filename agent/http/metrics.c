@@ -893,8 +893,9 @@ const struct metric_family metric_families[] = {
       "Alerts firing now, by alertname (every alertname is always present)." },
     { "lockwatch_alerts_suppressed", "gauge", SRC_ALERTS, scalar,
       offsetof(struct alerts_stats, suppressed), VAL_SIZE,
-      "Alerts whose condition holds but that were not raised because 10000 already fire "
-      "(last evaluation)." },
+      "Alerts whose condition holds but that were not raised because 10000 already fire, "
+      "or whose lock is counted but not kept in detail (past a target's worst 10000; "
+      "last evaluation)." },
     { "lockwatch_notifications_total", "counter", SRC_ALERTS, notifications, 0, VAL_U64,
       "Notices per [webhook] sink: sent (2xx), retried (a failed try tried again), dropped "
       "(never delivered)." },

@@ -93,6 +93,23 @@ class Cardinality(h.TestCase):
         st, doc = ag.get_json("/api/v1/locks?state=held&limit=10", timeout=30)
         self.assertFalse(doc["complete"])
 
+    def test_bad_locks_past_the_detail_cap_are_counted_suppressed(self):
+        # 10,040 leaked locks: the worst 10,000 are kept and alert; the 40
+        # counted past them cannot, and are counted as suppressed.
+        rs = self.start_redis()
+        c = rs.client()
+        c.flushall()
+        h.load(c, (("SET", "lock:leak:%d" % i, "tok") for i in range(10040)))
+        ag = self.start_agent(rs, scan_interval="1s", leak_grace="1s", max_hold="1h")
+
+        def settled():
+            m = ag.metrics()
+            return m if h.msum(m, "lockwatch_alerts_firing", alertname="LockLeaked") == 10000 \
+                and h.msum(m, "lockwatch_alerts_suppressed") > 0 else None
+        m = ag.wait_for(settled, timeout=90, desc="10,000 LockLeaked firing")
+        self.assertEqual(h.msum(m, "lockwatch_alerts_suppressed"), 40)
+        self.assertEqual(h.msum(m, "lockwatch_locks_leaked", target="main"), 10040)
+
     def test_class_cap(self):
         # At most 200 classes per target, the rest count as "other"; so the
         # series count is the same for 250 and for 1,000 classes.  The cap
