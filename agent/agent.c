@@ -114,12 +114,15 @@ target_free(struct target_rt *t)
 
 /* Stamp s with its freshness before anyone else sees it: an ok snapshot
  * becomes the last good one; a failed one keeps it, and when the view
- * went stale. */
+ * went stale.  One made after follow mode lost notifications proves
+ * nothing new: its last success is the one before. */
 static void
 stamp_freshness(struct target_rt *t, struct snapshot *s)
 {
     if (s->ok) {
         s->last_success_ms = s->proven_ms > s->finished_ms ? s->proven_ms : s->finished_ms;
+        if (s->follow.behind_since_ms != 0)
+            s->last_success_ms = t->last_good != NULL ? t->last_good->last_success_ms : 0;
         snapshot_ref(s);
         snapshot_unref(t->last_good);
         t->last_good = s;
@@ -159,7 +162,8 @@ log_follow(struct target_rt *t, const struct snapshot *s)
 {
     if (strcmp(s->follow.note, t->follow_note) != 0) {
         if (s->follow.note[0] != '\0') {
-            if (s->follow.drift || t->conf->incremental == INCR_ON)
+            if (s->follow.drift || s->follow.behind_since_ms != 0 ||
+                t->conf->incremental == INCR_ON)
                 log_warnx("target %s: %s", t->name, s->follow.note);
             else
                 log_info("target %s: %s", t->name, s->follow.note);

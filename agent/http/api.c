@@ -322,7 +322,8 @@ matching_total(const struct view *v, const struct filter *f, bool *complete)
             *complete = false;
         if (!target_matches(&v->targets[i], f))
             continue;
-        if (!v->targets[i].snap->ok || !snapshot_whole(s) || s->keys_moved > 0)
+        if (!v->targets[i].snap->ok || !snapshot_whole(s) || s->keys_moved > 0 ||
+            s->follow.behind_since_ms != 0)
             *complete = false;          /* stale: not known to be all */
         for (c = 0, mine = 0; c < s->nclasses && c < s->class_cap; c++) {
             const struct snap_class *st = &s->class_stats[c];
@@ -345,13 +346,15 @@ matching_total(const struct view *v, const struct filter *f, bool *complete)
 }
 
 /* Lock l of target t's view is last known, not read by the target's last
- * scan: the scan failed, or l is a cluster shard's that it could not read.
+ * scan: the scan failed, l is a cluster shard's that it could not read, or
+ * follow mode lost notifications since (a full scan is repairing it).
  * *since: when that part of the view went stale. */
 static bool
 lock_stale(const struct view_target *t, const struct snap_lock *l, int64_t *since)
 {
-    *since = l->stale_since_ms != 0 ? l->stale_since_ms : t->snap->stale_since_ms;
-    return !t->snap->ok || l->stale_since_ms != 0;
+    *since = l->stale_since_ms != 0 ? l->stale_since_ms : t->snap->ok ?
+        t->snap->follow.behind_since_ms : t->snap->stale_since_ms;
+    return !t->snap->ok || l->stale_since_ms != 0 || t->snap->follow.behind_since_ms != 0;
 }
 
 /* o (lock l's JSON) with "stale" and "stale_since" when l is last known.
@@ -416,6 +419,11 @@ stale_targets(const struct view *v, const struct filter *f)
         }
         if (!s->ok) {
             bad |= stale_entry(a, name, NULL, s->stale_since_ms, s->last_success_ms, s->err);
+            continue;
+        }
+        if (s->follow.behind_since_ms != 0) {
+            bad |= stale_entry(a, name, NULL, s->follow.behind_since_ms, s->last_success_ms,
+                               s->follow.note);
             continue;
         }
         for (k = 0, n = 0; !bad && k < s->nshards && n < API_STALE_SHARDS_MAX; k++) {

@@ -61,8 +61,9 @@ render_ready(const struct view *v, struct strbuf *reason)
                     s->shards[k].shard, s->shards[k].node, s->shards[k].err);
         }
         /* follow mode losing events is said, but the view is still whole
-         * as of the last full scan: not a reason to take the agent out */
-        if (s != NULL && s->ok && s->follow.drift)
+         * as of the last full scan: not a reason to take the agent out;
+         * nor events just lost (a cap): the full scan under way repairs it */
+        if (s != NULL && s->ok && (s->follow.drift || s->follow.behind_since_ms != 0))
             sb_addf(reason, "target %s: %s\n", v->targets[i].name, s->follow.note);
         /* nor a resharding: the view may lack the keys in motion */
         if (s != NULL && s->ok && s->keys_moved > 0)

@@ -875,6 +875,36 @@ reconcile_due(struct follow *fw, struct loop *lp, const struct target_conf *t, i
     return false;
 }
 
+/*
+ * Notifications were lost (why): before the full scan that repairs the
+ * view (seconds, or minutes for millions of keys), a snapshot from the
+ * records says so at once: behind_since_ms, the note (/readyz, the log),
+ * the overflow counted; the agent keeps its proof of freshness where it
+ * was (agent/agent.c) and the API marks its locks last known.  Best
+ * effort: when the snapshot cannot be made, the scan says what it finds.
+ */
+static void
+publish_behind(struct follow *fw, const struct target_conf *t, const struct scan_rules *rules,
+               const atomic_int *stop, scan_publish_fn *publish, void *arg, const char *ended)
+{
+    struct snapshot *s;
+    const char *why = fw->fresh_note;
+    int64_t due;
+
+    if (strncmp(why, "a full scan: ", 13) == 0)
+        why += 13;
+    if (why[0] == '\0')
+        why = ended;
+    if ((s = follow_snapshot(fw, t, rules, stop, &due)) == NULL)
+        return;
+    fw->published_total++;
+    follow_stamp(fw, s);
+    s->follow.behind_since_ms = clock_now_ms();
+    snprintf(s->follow.note, sizeof(s->follow.note), "notifications were lost (%s): the "
+             "view may miss changes until the full scan under way ends", why);
+    publish(arg, s);
+}
+
 int
 follow_run(struct follow *fw, const struct target_conf *t, const struct scan_rules *rules,
            const atomic_int *stop, scan_publish_fn *publish, void *arg)
@@ -898,12 +928,18 @@ follow_run(struct follow *fw, const struct target_conf *t, const struct scan_rul
         if (atomic_load(stop))
             break;
         if (sub_ended(fw)) {
+            pthread_mutex_lock(&fw->mu);
+            snprintf(err, sizeof(err), "%s", fw->sub_err);
+            pthread_mutex_unlock(&fw->mu);
             unsubscribe(fw);
+            publish_behind(fw, t, rules, stop, publish, arg, err[0] != '\0' ? err :
+                           "the subscription ended");
             return 0;
         }
         rc = follow_apply_pending(fw, t, &lp.oldest, err, sizeof(err));
         if (rc == -2) {
             fw->why = WHY_LOSS;         /* the subscription stays */
+            publish_behind(fw, t, rules, stop, publish, arg, "a cap of the pending set");
             return 0;
         }
         if (rc == 1)

@@ -283,6 +283,12 @@ struct snap_follow {
                                        * rules a snapshot is new */
     double lag_s;                     /* first event to publication, last one */
     bool drift;                       /* reconciles keep finding drift */
+    int64_t behind_since_ms;          /* Unix ms notifications were found
+                                       * lost (a pending-set cap, a
+                                       * subscription that ended): the view
+                                       * may miss changes from then until
+                                       * the full scan that repairs it
+                                       * publishes; 0 otherwise */
     char note[400];                   /* why not following, or the drift;
                                        * "" when there is nothing to say */
 };
