@@ -769,11 +769,25 @@ queue_locks(const struct snapshot *s)
     return n;
 }
 
+/* CPU time this thread has used, in microseconds. */
+static int64_t
+thread_cpu_us(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /* One tick's snapshot, when a record changed (at most every
  * FOLLOW_PUBLISH_MS), a lock's state is due to change, or a lock with a
  * fair queue is held (every FOLLOW_QUEUES_MS, longer with many of them:
  * a waiter joining the queue changes no lock key, and the wait-for graph
- * needs the queue; under churn the other publications read it anyway).  0
+ * needs the queue; under churn the other publications read it anyway);
+ * never sooner than FOLLOW_PUBLISH_COST times the CPU time the last
+ * snapshot took after it (with very many locks, a view a little later
+ * rather than a core spent on snapshots).  0
  * (published or not due), -1 when the snapshot could not be made (a full
  * scan). */
 static int
@@ -782,15 +796,19 @@ maybe_publish(struct follow *fw, struct loop *lp, const struct target_conf *t,
               void *arg)
 {
     struct snapshot *s;
-    int64_t now = clock_mono_ms();
+    int64_t now = clock_mono_ms(), cpu;
 
+    if (now - lp->last_pub < fw->pub_gap_ms)
+        return 0;               /* the last one's cost says: not yet */
     if (!(lp->dirty && now - lp->last_pub >= FOLLOW_PUBLISH_MS) && clock_left(lp->due) > 0 &&
         !(fw->queues_held > 0 && now - lp->last_pub >=
           FOLLOW_QUEUES_MS * (int64_t)(1 + fw->queues_held / FOLLOW_QUEUES_PER)))
         return 0;
     fw->registry_dirty = false;
+    cpu = thread_cpu_us();
     if ((s = follow_snapshot(fw, t, rules, stop, &lp->due)) == NULL)
         return -1;
+    fw->pub_gap_ms = (thread_cpu_us() - cpu) * FOLLOW_PUBLISH_COST / 1000;
     now = clock_mono_ms();
     if (lp->oldest > 0)
         fw->lag_s = (double)(now - lp->oldest) / 1000.0;

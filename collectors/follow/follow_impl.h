@@ -37,6 +37,11 @@
 #define FOLLOW_READ_BATCH   SCAN_REREAD_MAX     /* keys re-read per pipeline */
 #define FOLLOW_READ_BYTES   (1u << 20)  /* and their bytes, at most about */
 #define FOLLOW_PUBLISH_MS   250     /* at most one snapshot from events per this */
+#define FOLLOW_PUBLISH_COST 10      /* and per this many times the CPU time the
+                                     * last one took: a snapshot replays every
+                                     * record, so with 150,000 locks one costs
+                                     * tens of ms, and snapshots take at most
+                                     * a tenth of a core */
 #define FOLLOW_TICK_MS      50      /* the loop wakes at least this often */
 #define FOLLOW_EXPIRE_MS    500     /* local expiries: at most a snapshot per this */
 #define FOLLOW_QUEUES_MS    500     /* a held lock with a fair queue: a snapshot
@@ -142,6 +147,8 @@ struct follow {
     int64_t reconcile_mono;     /* last full scan */
     enum reconcile_why why;
     unsigned drift_streak;
+    int64_t pub_gap_ms;         /* the least time between snapshots from
+                                 * events now (FOLLOW_PUBLISH_COST) */
     uint64_t fixed_total, overflows_total, reconciles_total, published_total;
     double lag_s;
     bool registry_dirty;
