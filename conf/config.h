@@ -93,6 +93,7 @@ struct target_conf {
     bool tls_verify;            /* off: no verification (config_warnings) */
     enum target_incremental incremental;
     int64_t reconcile_interval_ms;  /* full scan this often while following */
+    long follow_max_locks;          /* follow only with at most this many locks */
 };
 
 struct class_rule {

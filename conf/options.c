@@ -214,6 +214,10 @@ const struct config_option config_options[] = {
       .def = "1h", .min = MS_S, .max = MS_D,
       AT(struct target_conf, reconcile_interval_ms),
       .help = "while following: a full scan this often, to repair lost notifications" },
+    { .section = SECTION_TARGET, .key = "follow_max_locks", .type = OPT_INT,
+      .def = "500000", .min = 1, .max = 100000000,
+      AT(struct target_conf, follow_max_locks),
+      .help = "follow while at most this many locks (a copy of each is kept); past it, scan" },
 
     /* [redlock NAME] */
     { .section = SECTION_REDLOCK, .key = "targets", .type = OPT_LIST,

@@ -192,6 +192,7 @@ stop_following(struct follow *fw)
     unsubscribe(fw);
     keymap_free(fw->locks, frec_free);
     fw->locks = NULL;
+    fw->locks_bytes = 0;
 }
 
 static void
@@ -366,6 +367,13 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
     if (fw->gave_up && fw->gave_up_key == key &&
         !(fw->lacking && (reload || clock_mono_ms() - fw->lacking_mono >= FOLLOW_RECHECK_MS)))
         return false;
+    /* too many locks to keep copies of: scan, and try again later */
+    if (fw->too_many_mono != 0 && !reload &&
+        clock_mono_ms() - fw->too_many_mono < FOLLOW_RECORDS_RETRY_MS) {
+        if (fw->nsubs > 0 || fw->locks != NULL)
+            stop_following(fw);
+        return false;
+    }
     fw->gave_up = false;
     pthread_mutex_lock(&fw->mu);
     lost = fw->sub_lost;
@@ -387,6 +395,7 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
          * not drift) */
         keymap_free(fw->locks, frec_free);
         fw->locks = NULL;
+        fw->locks_bytes = 0;
         return false;
     }
     fw->announce |= fw->lacking && rc == 1;
@@ -417,6 +426,9 @@ fill:
     fresh_baseline(fw, c, nodes, n);
     keymap_free(fw->fill, frec_free);
     fw->fill = keymap_new(0, 0);
+    fw->fill_bytes = 0;
+    fw->fill_over = false;
+    fw->max_locks = (size_t)t->follow_max_locks;
     return fw->fill != NULL;
 }
 
@@ -545,6 +557,24 @@ give_up(struct follow *fw, uint64_t fixed)
     fw->why = WHY_NONE;
 }
 
+/* The pass found more locks than follow mode keeps copies of
+ * (FOLLOW_RECORDS_BYTES): scan, and try again in FOLLOW_RECORDS_RETRY_MS
+ * (or at a reload). */
+static void
+too_many(struct follow *fw)
+{
+    follow_note(fw, "not following keyspace notifications: more than follow_max_locks (%zu) "
+                "locks, or over %u MiB of the copies of them follow mode keeps; scanning every "
+                "scan_interval, and trying again in %d minutes or at a reload", fw->max_locks,
+                (unsigned)(FOLLOW_RECORDS_BYTES >> 20), FOLLOW_RECORDS_RETRY_MS / 60000);
+    keymap_free(fw->fill, frec_free);
+    fw->fill = NULL;
+    fw->fill_over = false;
+    stop_following(fw);
+    fw->too_many_mono = clock_mono_ms();
+    fw->why = WHY_NONE;
+}
+
 /* The scanned hook: after a pass attach_hook() said to keep. */
 static void
 scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
@@ -556,6 +586,10 @@ scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
      * by the scanner): no following until a pass reads them all */
     bool whole = s != NULL && s->ok && snapshot_whole(s);
 
+    if (fw->fill_over) {
+        too_many(fw);
+        return;
+    }
     if (fw->fill == NULL)
         return;
     if (whole && topo != NULL && keep_topology(fw, topo, s) == -1) {
@@ -589,6 +623,7 @@ scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
     }
     keymap_free(fw->locks, frec_free);
     fw->locks = fw->fill;
+    fw->locks_bytes = fw->fill_bytes;
     fw->fill = NULL;
     fw->following = fw->nsubs > 0;
     if (fw->following && fw->announce) {
@@ -753,33 +788,6 @@ struct loop {
     bool dirty;                 /* a record changed since the last snapshot */
 };
 
-/* The held locks s keeps whose waiters are a fair queue. */
-static size_t
-queue_locks(const struct snapshot *s)
-{
-    size_t i, n = 0;
-
-    for (i = 0; i < s->nlocks; i++) {
-        const struct snap_lock *l = s->locks[i];
-
-        if (l->nholders > 0 && l->format < formats_count &&
-            formats_table[l->format].waiters == FMT_WAITERS_QUEUE)
-            n++;
-    }
-    return n;
-}
-
-/* CPU time this thread has used, in microseconds. */
-static int64_t
-thread_cpu_us(void)
-{
-    struct timespec ts;
-
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0;
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* One tick's snapshot, when a record changed (at most every
  * FOLLOW_PUBLISH_MS), a lock's state is due to change, or a lock with a
  * fair queue is held (every FOLLOW_QUEUES_MS, longer with many of them:
@@ -805,16 +813,16 @@ maybe_publish(struct follow *fw, struct loop *lp, const struct target_conf *t,
           FOLLOW_QUEUES_MS * (int64_t)(1 + fw->queues_held / FOLLOW_QUEUES_PER)))
         return 0;
     fw->registry_dirty = false;
-    cpu = thread_cpu_us();
+    cpu = follow_cpu_us();
     if ((s = follow_snapshot(fw, t, rules, stop, &lp->due)) == NULL)
         return -1;
-    fw->pub_gap_ms = (thread_cpu_us() - cpu) * FOLLOW_PUBLISH_COST / 1000;
+    fw->pub_gap_ms = (follow_cpu_us() - cpu) * FOLLOW_PUBLISH_COST / 1000;
     now = clock_mono_ms();
     if (lp->oldest > 0)
         fw->lag_s = (double)(now - lp->oldest) / 1000.0;
     lp->oldest = 0;
     fw->published_total++;
-    fw->queues_held = queue_locks(s);
+    fw->queues_held = follow_queue_locks(s);
     follow_stamp(fw, s);
     publish(arg, s);
     lp->last_pub = now;
@@ -962,6 +970,10 @@ follow_run(struct follow *fw, const struct target_conf *t, const struct scan_rul
         }
         if (rc == 1)
             lp.dirty = true;
+        if (fw->locks_bytes > FOLLOW_RECORDS_BYTES || keymap_count(fw->locks) > fw->max_locks) {
+            too_many(fw);               /* a full scan, which keeps none */
+            return 0;
+        }
         if (rc == -1 || maybe_publish(fw, &lp, t, rules, stop, publish, arg) == -1) {
             /* a broken connection, a refused read or a snapshot that
              * failed: the full scan reconnects, or fails and says why */

@@ -37,6 +37,10 @@
 #define FOLLOW_READ_BATCH   SCAN_REREAD_MAX     /* keys re-read per pipeline */
 #define FOLLOW_READ_BYTES   (1u << 20)  /* and their bytes, at most about */
 #define FOLLOW_PUBLISH_MS   250     /* at most one snapshot from events per this */
+#define FOLLOW_RECORDS_BYTES (256u << 20)   /* the copies of locks kept: past
+                                     * it, the target scans instead */
+#define FOLLOW_RECORDS_RETRY_MS (10 * 60 * 1000)    /* and follows again
+                                     * no sooner than this */
 #define FOLLOW_PUBLISH_COST 10      /* and per this many times the CPU time the
                                      * last one took: a snapshot replays every
                                      * record, so with 150,000 locks one costs
@@ -76,6 +80,7 @@ struct frec {
     struct raw_field *fields;
     size_t nfields;
     uint64_t content;           /* type, value and TTL-or-not, hashed */
+    size_t size;                /* its bytes, its key's and the map entry's */
 };
 
 enum reconcile_why { WHY_NONE, WHY_SCHEDULED, WHY_LOSS };
@@ -147,6 +152,12 @@ struct follow {
     int64_t reconcile_mono;     /* last full scan */
     enum reconcile_why why;
     unsigned drift_streak;
+    size_t fill_bytes, locks_bytes;     /* the records' sizes (frec.size) */
+    bool fill_over;             /* the pass's records passed
+                                 * FOLLOW_RECORDS_BYTES or max_locks:
+                                 * none kept */
+    size_t max_locks;           /* the target's follow_max_locks */
+    int64_t too_many_mono;      /* mono ms that made it scan; 0 never */
     int64_t pub_gap_ms;         /* the least time between snapshots from
                                  * events now (FOLLOW_PUBLISH_COST) */
     uint64_t fixed_total, overflows_total, reconciles_total, published_total;
@@ -233,5 +244,10 @@ int follow_apply_pending(struct follow *fw, const struct target_conf *t, int64_t
 struct snapshot *follow_snapshot(struct follow *fw, const struct target_conf *t,
                                  const struct scan_rules *rules, const atomic_int *stop,
                                  int64_t *due_mono);
+
+/* The held locks s keeps whose waiters are a fair queue. */
+size_t follow_queue_locks(const struct snapshot *s);
+/* CPU time the calling thread has used, in microseconds. */
+int64_t follow_cpu_us(void);
 
 #endif

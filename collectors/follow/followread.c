@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "collectors/locks/lockclass.h"
 #include "common/clock.h"
@@ -96,6 +97,7 @@ frec_new(const struct scan_key *k, const struct raw_lock *raw, long long hlen, i
     if (raw->valuelen > 0)
         memcpy(p, raw->value, raw->valuelen);
     f->content = frec_content(f);
+    f->size = bytes + raw->keylen + KEYMAP_ENTRY_COST;
     return f;
 }
 
@@ -103,13 +105,29 @@ int
 follow_keep(struct follow *fw, const struct scan_key *k, const struct raw_lock *raw,
             long long hlen, int64_t read_ms)
 {
-    struct frec *f = frec_new(k, raw, hlen, read_ms);
+    struct frec *f;
     void *old = NULL;
 
-    if (f == NULL || keymap_put(fw->fill, raw->key, raw->keylen, f, 0, &old) == -1) {
+    if (fw->fill_over)
+        return 0;               /* too many to keep: this pass scans */
+    if ((f = frec_new(k, raw, hlen, read_ms)) == NULL)
+        return -1;
+    if (fw->fill_bytes + f->size > FOLLOW_RECORDS_BYTES ||
+        keymap_count(fw->fill) >= fw->max_locks) {
+        free(f);
+        keymap_free(fw->fill, frec_free);
+        fw->fill = keymap_new(0, 0);
+        fw->fill_bytes = 0;
+        fw->fill_over = true;
+        return 0;
+    }
+    if (keymap_put(fw->fill, raw->key, raw->keylen, f, 0, &old) == -1) {
         free(f);
         return -1;
     }
+    fw->fill_bytes += f->size;
+    if (old != NULL)
+        fw->fill_bytes -= ((struct frec *)old)->size;
     free(old);
     return 0;
 }
@@ -160,6 +178,9 @@ reread_key(void *arg, size_t i, const struct scan_key *k, const struct raw_lock 
      * naming a key that did not change proves nothing) */
     if (old == NULL || ((struct frec *)old)->content != f->content)
         rr->fw->proven++;
+    rr->fw->locks_bytes += f->size;
+    if (old != NULL)
+        rr->fw->locks_bytes -= ((struct frec *)old)->size;
     free(old);
     rr->found[i] = true;
     return 0;
@@ -292,6 +313,7 @@ reread_chunk(struct follow *fw, const struct target_conf *t, redisContext *c, co
         if (found[i] || rr.red[i].set)
             continue;
         if (keymap_del(fw->locks, keys[i], lens[i], &old)) {
+            fw->locks_bytes -= ((struct frec *)old)->size;
             free(old);
             fw->proven++;
         }
@@ -598,4 +620,31 @@ follow_snapshot(struct follow *fw, const struct target_conf *t,
     *due_mono = start_mono + left;
     s->follow.from_events = true;
     return s;
+}
+
+/* The held locks s keeps whose waiters are a fair queue. */
+size_t
+follow_queue_locks(const struct snapshot *s)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < s->nlocks; i++) {
+        const struct snap_lock *l = s->locks[i];
+
+        if (l->nholders > 0 && l->format < formats_count &&
+            formats_table[l->format].waiters == FMT_WAITERS_QUEUE)
+            n++;
+    }
+    return n;
+}
+
+/* CPU time this thread has used, in microseconds. */
+int64_t
+follow_cpu_us(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }

@@ -236,6 +236,35 @@ class Follow(h.TestCase):
         rs.client().set("lock:new", "t", px=600000)
         ag.wait_for(lambda: self.state(ag, "lock:new"), 5, desc="lock:new from events")
 
+    def test_more_locks_than_follow_max_locks_scan(self):
+        # follow mode keeps a copy of each lock: past follow_max_locks the
+        # target scans (said once in the log), the view still right; a lock
+        # set past it while following ends following at the next tick; at
+        # a reload with fewer locks it follows again
+        rs = self.start_redis(args=NOTIFY)
+        c = rs.client()
+        for i in range(12):
+            c.set("lock:m:%d" % i, "t", px=600000)
+        ag = self.start_agent(rs, scan_interval="300ms", leak_grace="1h", max_hold="1h",
+                              target_extra={"follow_max_locks": "10"})
+        ag.wait_scans(3)
+        self.assertFalse(self.following(ag))
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks", target="main"), 12)
+        said = [l for l in ag.log_tail(200).splitlines() if "follow_max_locks (10)" in l]
+        self.assertEqual(len(said), 1, ag.log_tail(50))
+        self.assertIn("scanning every scan_interval", said[0])
+        # fewer locks and a reload: it follows
+        for i in range(4):
+            c.delete("lock:m:%d" % i)
+        ag.reload()
+        ag.wait_for(lambda: self.following(ag), 10, desc="following again")
+        # past the cap while following: it stops following, the view right
+        for i in range(12, 16):
+            c.set("lock:m:%d" % i, "t", px=600000)
+        ag.wait_for(lambda: not self.following(ag), 10, desc="scanning again")
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="main") == 12, 10,
+                    desc="the 12 locks seen")
+
     def test_auto_falls_back_when_notifications_are_off(self):
         rs = self.start_redis()
         rs.client().set("lock:a", "t")
