@@ -5,12 +5,17 @@ tests (lockwatch-rules.test.yml), every alertname the agent raises has a rule,
 and every metric a rule reads is one the agent exports (checked against a
 live agent's /metrics with samples on, so the wait families are there).
 docs/alerts.md's table lists every alert kind with its severity, and a
-count of them in words in the docs is right."""
+count of them in words in the docs is right.  Every lock rule takes its
+condition over the replicas (max without (instance, pod,
+lockwatch_replica)): two replicas make one alert, which outlives either
+replica; the rules about the agents themselves keep instance."""
 
 import os
 import re
 import socket
 import subprocess
+
+import yaml
 
 import harness as h
 from client_helpers import closed_udp_port
@@ -82,6 +87,26 @@ class PromRules(h.TestCase):
                         counts.append((os.path.basename(path), words.index(n)))
         self.assertTrue(counts)
         self.assertEqual([c for c in counts if c[1] != len(kinds)], [], len(kinds))
+
+    def test_lock_rules_take_the_replicas_together(self):
+        # a rule left per replica fires once per replica, and its copy on a
+        # replica that dies resolves (docs/deploying.md "Replicas")
+        with open(RULES) as f:
+            groups = {g["name"]: g["rules"] for g in yaml.safe_load(f)["groups"]}
+        over = "max without (instance, pod, lockwatch_replica) ("
+        for rule in groups["lockwatch"]:
+            # no label that the max takes away is left to name
+            self.assertNotIn("$labels.instance", str(rule["annotations"]), rule["alert"])
+            expr = " ".join(rule["expr"].split())
+            if rule["alert"] == "LockCountSurge":
+                # on the recording rule, which takes one replica's count
+                self.assertTrue(expr.startswith("lockwatch:class_locks:"), expr)
+                continue
+            self.assertTrue(expr.startswith(over) and expr.endswith(")"), (rule["alert"], expr))
+        for rule in groups["lockwatch-self"]:
+            if rule["alert"] == "LockwatchAgentDown":
+                self.assertNotIn("without", rule["expr"])
+                self.assertIn("$labels.instance", rule["annotations"]["summary"])
 
     def test_rules_match_the_agent(self):
         with open(RULES) as f:
