@@ -7,8 +7,11 @@ routing every alert to one webhook receiver (alerts_receiver.Receiver).
 The timers are short so a test sees the cluster's deduplication quickly:
 peer i waits i x peer_timeout before it sends what the peers before it
 should have sent (then sends only if the notification log gossiped to it
-says nobody did).  repeat_interval is an hour: a second notification of
-the same group within a test is a duplicate, never a repeat."""
+says nobody did).  group_interval is longer than the last peer's wait
+(2 x peer_timeout), as docs/deploying.md says it must be: shorter, a late
+peer may send a state the first one has already sent the next of.
+repeat_interval is an hour: a second notification of the same group within
+a test is a duplicate, never a repeat."""
 
 import json
 import os
@@ -25,7 +28,7 @@ route:
   receiver: hook
   group_by: [alertname, target, key]
   group_wait: 1s
-  group_interval: 2s
+  group_interval: 5s
   repeat_interval: 1h
 receivers:
   - name: hook
