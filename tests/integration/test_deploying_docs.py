@@ -6,7 +6,9 @@ label from the alerts it sends: the rules take each lock condition over the
 replicas themselves, and a labeldrop of instance or lockwatch_replica would
 give Alertmanager one identity for two replicas' alerts, which flaps
 between resolved and firing once a replica is gone.  Nor does the
-Kubernetes section tell the Prometheus resource to drop them."""
+Kubernetes section tell the Prometheus resource to drop them, nor run in a
+pod a tool that the image it suggests (the .deb on debian:bookworm-slim)
+does not have."""
 
 import os
 import re
@@ -43,6 +45,12 @@ class DeployingDoc(h.TestCase):
                          {"a", "b"})
         self.assertNotIn("alert_relabel_configs", text)
         self.assertNotIn("labeldrop", text)
+
+    def test_no_wget_or_curl_in_the_pods(self):
+        with open(DOC) as f:
+            text = f.read()
+        self.assertIn("debian:bookworm-slim", text)
+        self.assertEqual(re.findall(r"kubectl exec[^`\n]*\b(?:wget|curl)\b", text), [])
 
     def test_no_label_dropped_anywhere(self):
         # the Kubernetes section (the Prometheus resource) included
