@@ -29,7 +29,7 @@ pcdir() {
 
 # run GOAL PCDIR: make -n GOAL with only PCDIR's packages; output in $out
 run() {
-    out=$(PKG_CONFIG_LIBDIR=$2 make -n --no-print-directory BUILD="$tmp/build" $1 2>&1)
+    out=$(MAKEFLAGS= MFLAGS= PKG_CONFIG_LIBDIR=$2 make -n --no-print-directory BUILD="$tmp/build" $1 2>&1)
     rc=$?
 }
 
