@@ -550,10 +550,10 @@ elect(struct agent *a, const struct config *old, const struct config *cfg)
     pthread_mutex_unlock(&a->mu);
     /* the gate moves before the old leader goes: never a moment ungated */
     if (cfg->leader_target != NULL && next == NULL)
-        alerts_set_leader(a->alerts, no_fence, NULL, NULL);
+        alerts_set_leader(a->alerts, no_fence, NULL, NULL, 0);
     else
         alerts_set_leader(a->alerts, next != NULL ? fence_of : NULL,
-                          next != NULL ? quiet_of : NULL, next);
+                          next != NULL ? quiet_of : NULL, next, cfg->leader_lease_ms);
     leader_stop(prev);
     return cfg->leader_target != NULL && next == NULL ? -1 : 0;
 }

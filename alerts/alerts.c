@@ -301,7 +301,7 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
                           a->sinks[i].name);
                 continue;
             }
-            notifier_enqueue_fenced(a->notifier, i, body, len, fence);
+            notifier_enqueue_fenced(a->notifier, i, body, len, fence, kind == EV_RESOLVED);
             for (k = 0; k < b.n; k++)
                 alert_mark_sent(list[off + k], now_ms);
         }
@@ -332,30 +332,40 @@ log_event(const struct alert_event *e)
  * quiet(): the leader before it may have died before it delivered, or
  * never have seen an alert start (the alert of the Redis that elects going
  * down).  So do the notices of a term that ended under this agent's queue
- * (the notifier drops them).  From unelected to leading it spoke all
- * along: nothing.
+ * (the notifier drops them).  It says again the resolutions since quiet()
+ * too: an alert that ended while no replica led, or that the leader
+ * before saw end after its term did, is otherwise never said to have
+ * ended, and a receiver keeps it open for good; one said twice is
+ * harmless.  From unelected to leading it spoke all along: nothing.
  */
 static void
 catch_up(struct alerts *a, long long fence, int64_t now_ms)
 {
     long long last = a->last_fence;
-    struct alert **list;
-    size_t n;
+    struct alert **list, **done;
+    int64_t since;
+    size_t n, m;
 
     a->last_fence = fence;
     if (fence == 0 || fence == last || last < 0 || !a->has_leader_only)
         return;
-    if ((list = alertset_unnotified(a->set, a->quiet != NULL ? a->quiet(a->fence_arg) : 0,
-                                    &n)) == NULL) {
-        if (n > 0)
-            log_warnx("alerts: out of memory; firing alerts not said again to the direct "
-                      "sinks");
-        return;
-    }
-    log_info("alerts: %s: %zu firing alert(s) sent again to the direct sinks",
-             fence > 0 ? "leading" : "the leader lock unreachable", n);
-    dispatch(a, EV_REPEAT, list, n, now_ms, fence, true);
+    since = a->quiet != NULL ? a->quiet(a->fence_arg) : 0;
+    list = alertset_unnotified(a->set, since, &n);
+    done = alertset_resolved_since(a->set, since, &m);
+    if ((list == NULL && n > 0) || (done == NULL && m > 0))
+        log_warnx("alerts: out of memory; some alerts not said again to the direct sinks");
+    n = list != NULL ? n : 0;
+    m = done != NULL ? m : 0;
+    if (n + m > 0)
+        log_info("alerts: %s: %zu firing alert(s) and %zu resolved since %s sent again to "
+                 "the direct sinks", fence > 0 ? "leading" : "the leader lock unreachable",
+                 n, m, since > 0 ? "the last term before" : "start");
+    if (n > 0)
+        dispatch(a, EV_REPEAT, list, n, now_ms, fence, true);
+    if (m > 0)
+        dispatch(a, EV_RESOLVED, done, m, now_ms, fence, true);
     free(list);
+    free(done);
 }
 
 struct event_eval {
@@ -490,13 +500,13 @@ alerts_stats(struct alerts *a, struct alerts_stats *st)
 
 void
 alerts_set_leader(struct alerts *a, notifier_fence_fn fence, alerts_quiet_fn quiet,
-                  void *arg)
+                  void *arg, int64_t grace_ms)
 {
     pthread_mutex_lock(&a->mu);
     a->fence = fence;
     a->quiet = quiet;
     a->fence_arg = arg;
-    notifier_set_gate(a->notifier, fence, arg);
+    notifier_set_gate(a->notifier, fence, arg, grace_ms);
     pthread_mutex_unlock(&a->mu);
 }
 

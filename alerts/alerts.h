@@ -81,13 +81,14 @@ void alerts_free(struct alerts *a);
  * (generic, slack) get notices only while this agent leads (or speaks
  * unfenced), each with its term's fence in the body and the
  * X-Lockwatch-Fence header, and an attempt that starts after the term
- * ended is dropped unsent (notifier_set_gate).  When this agent starts to
+ * ended is dropped unsent, but for a resolution made less than grace_ms
+ * (the lease) before (notifier_set_gate).  When this agent starts to
  * speak, it says again, to those sinks, the firing alerts that started at
- * or after quiet(arg) (Unix ms): since then no leader may have said them.
- * NULL: no election.
+ * or after quiet(arg) (Unix ms) and the resolutions made since: since
+ * then no leader may have said them.  NULL: no election.
  */
 typedef int64_t (*alerts_quiet_fn)(void *arg);
 void alerts_set_leader(struct alerts *a, notifier_fence_fn fence, alerts_quiet_fn quiet,
-                       void *arg);
+                       void *arg, int64_t grace_ms);
 
 #endif

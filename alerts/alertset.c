@@ -509,24 +509,45 @@ unnotified(const struct alertset *set, const struct alert *a, int64_t since_ms)
            a->notified_mono != set->mono_ms;
 }
 
-struct alert **
-alertset_unnotified(struct alertset *set, int64_t since_ms, size_t *n)
+static bool
+resolved_since(const struct alertset *set, const struct alert *a, int64_t since_ms)
+{
+    return !a->dead && a->state == ALERT_RESOLVED && a->ends_ms >= since_ms &&
+           a->resolved_mono != set->mono_ms;
+}
+
+/* The live instances pick() takes, in a malloc'd array of *n. */
+static struct alert **
+pick_all(struct alertset *set, bool (*pick)(const struct alertset *, const struct alert *,
+                                             int64_t), int64_t since_ms, size_t *n)
 {
     struct alert **out;
     size_t i, k = 0;
 
     *n = 0;
     for (i = 0; i < set->nitems; i++)
-        k += unnotified(set, set->items[i], since_ms);
+        k += pick(set, set->items[i], since_ms);
     if (k == 0)
         return NULL;
     *n = k;
     if ((out = malloc(k * sizeof(*out))) == NULL)
         return NULL;
     for (i = 0, k = 0; i < set->nitems; i++)
-        if (unnotified(set, set->items[i], since_ms))
+        if (pick(set, set->items[i], since_ms))
             out[k++] = set->items[i];
     return out;
+}
+
+struct alert **
+alertset_unnotified(struct alertset *set, int64_t since_ms, size_t *n)
+{
+    return pick_all(set, unnotified, since_ms, n);
+}
+
+struct alert **
+alertset_resolved_since(struct alertset *set, int64_t since_ms, size_t *n)
+{
+    return pick_all(set, resolved_since, since_ms, n);
 }
 
 void

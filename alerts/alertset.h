@@ -184,6 +184,12 @@ const struct alert *alertset_at(const struct alertset *set, size_t i);
  * with *n 0 when there are none, NULL with *n > 0 on ENOMEM. */
 struct alert **alertset_unnotified(struct alertset *set, int64_t since_ms, size_t *n);
 
+/* After alertset_end(): the resolved instances still kept that ended at
+ * or after since_ms (Unix) and not this tick (their EV_RESOLVED was just
+ * yielded): the resolutions an agent that starts to speak says again, as
+ * alertset_unnotified(). */
+struct alert **alertset_resolved_since(struct alertset *set, int64_t since_ms, size_t *n);
+
 /* Record that a notice carrying a was handed to the sinks at now_ms. */
 void alert_mark_sent(struct alert *a, int64_t now_ms);
 

@@ -45,6 +45,8 @@ struct notice {
     int tries;
     int64_t due_mono;
     long long fence;            /* its leader term; 0: not gated */
+    bool resolve;               /* says alerts ended: outlives its term */
+    int64_t made_boot;          /* CLOCK_BOOTTIME ms it was queued */
 };
 
 struct transfer;
@@ -87,6 +89,7 @@ struct notifier {
     size_t inflight;
     notifier_fence_fn fence;    /* leader election; NULL: none */
     void *fence_arg;
+    int64_t grace_ms;           /* a resolution outlives its term by this */
 };
 
 
@@ -209,6 +212,34 @@ discard(char *p, size_t size, size_t nmemb, void *ud)
     return size * nmemb;
 }
 
+/*
+ * May nt, made in a leader term (or unelected), go out now?  Made in a
+ * term that is over (a deposed leader says nothing; made unelected, < 0:
+ * once another leads), it is dropped and freed, but for a resolution
+ * younger than the grace: a receiver that never hears an alert ended
+ * keeps it open for good, one that hears it twice loses nothing, and the
+ * fence it carries lets a receiver that wants to refuse it.  mu held.
+ */
+static bool
+in_term(struct notifier *n, struct nsink *s, struct notice *nt)
+{
+    long long cur = n->fence != NULL ? n->fence(n->fence_arg) : 0;
+
+    if ((nt->fence > 0 && cur == nt->fence) || (nt->fence < 0 && cur != 0))
+        return true;
+    if (nt->resolve && clock_ms_of(CLOCK_BOOTTIME) - nt->made_boot < n->grace_ms)
+        return true;
+    if (nt->fence > 0)
+        log_info("webhook %s: a notice of leader term %lld dropped unsent: this "
+                 "replica no longer leads", s->name, nt->fence);
+    else
+        log_info("webhook %s: a notice made while no replica could lead dropped "
+                 "unsent: another replica leads now", s->name);
+    s->dropped++;
+    notice_free(nt);
+    return false;
+}
+
 /* Start sending s's head notice.  Called with mu held. */
 static void
 start(struct notifier *n, struct nsink *s, int64_t now)
@@ -221,23 +252,8 @@ start(struct notifier *n, struct nsink *s, int64_t now)
 
     nt = pop_front(s);
     nt->tries++;
-    if (nt->fence != 0) {
-        long long cur = n->fence != NULL ? n->fence(n->fence_arg) : 0;
-
-        /* made in a leader term that is over: a deposed leader says
-         * nothing; made unelected (< 0): dropped once another leads */
-        if ((nt->fence > 0 && cur != nt->fence) || (nt->fence < 0 && cur == 0)) {
-            if (nt->fence > 0)
-                log_info("webhook %s: a notice of leader term %lld dropped unsent: this "
-                         "replica no longer leads", s->name, nt->fence);
-            else
-                log_info("webhook %s: a notice made while no replica could lead dropped "
-                         "unsent: another replica leads now", s->name);
-            s->dropped++;
-            notice_free(nt);
-            return;
-        }
-    }
+    if (nt->fence != 0 && !in_term(n, s, nt))
+        return;
     if ((x = calloc(1, sizeof(*x))) == NULL || (x->easy = curl_easy_init()) == NULL)
         goto fail;
     x->sink = s;
@@ -672,23 +688,24 @@ notifier_configure(struct notifier *n, const struct notifier_sink_conf *conf, si
 }
 
 void
-notifier_set_gate(struct notifier *n, notifier_fence_fn fence, void *arg)
+notifier_set_gate(struct notifier *n, notifier_fence_fn fence, void *arg, int64_t grace_ms)
 {
     pthread_mutex_lock(&n->mu);
     n->fence = fence;
     n->fence_arg = arg;
+    n->grace_ms = grace_ms;
     pthread_mutex_unlock(&n->mu);
 }
 
 void
 notifier_enqueue(struct notifier *n, size_t sink, char *body, size_t len)
 {
-    notifier_enqueue_fenced(n, sink, body, len, 0);
+    notifier_enqueue_fenced(n, sink, body, len, 0, false);
 }
 
 void
 notifier_enqueue_fenced(struct notifier *n, size_t sink, char *body, size_t len,
-                        long long fence)
+                        long long fence, bool resolve)
 {
     struct notice *nt;
     struct nsink *s;
@@ -709,6 +726,8 @@ notifier_enqueue_fenced(struct notifier *n, size_t sink, char *body, size_t len,
     nt->body = body;
     nt->len = len;
     nt->fence = fence;
+    nt->resolve = resolve;
+    nt->made_boot = clock_ms_of(CLOCK_BOOTTIME);
     snprintf(nt->id, sizeof(nt->id), "msg_%016" PRIx64 "_%" PRIu64, n->nonce, ++n->seq);
     /* full: drop the oldest, the newest says more about now */
     while (s->head != NULL &&

@@ -73,10 +73,15 @@ void notifier_global_cleanup(void);
  * this agent leads, else 0.  A notice queued with a fence is sent only
  * while fence(arg) still returns it, checked as each attempt starts, and
  * carries it as X-Lockwatch-Fence; otherwise it is dropped (a deposed
- * leader sends nothing).  NULL: no election.
+ * leader sends nothing), except a resolution queued less than grace_ms
+ * before (CLOCK_BOOTTIME, which a stopped process or a suspended machine
+ * does not halt): it goes out with the fence of its term, for a page left
+ * open is worse than a resolution said twice, and a receiver that refuses
+ * a lower fence can still refuse it.  NULL: no election.
  */
 typedef long long (*notifier_fence_fn)(void *arg);
-void notifier_set_gate(struct notifier *n, notifier_fence_fn fence, void *arg);
+void notifier_set_gate(struct notifier *n, notifier_fence_fn fence, void *arg,
+                       int64_t grace_ms);
 
 /* Start the thread.  NULL on failure (errno set). */
 struct notifier *notifier_new(void);
@@ -96,9 +101,10 @@ void notifier_enqueue(struct notifier *n, size_t sink, char *body, size_t len);
 /* The same for a notice made in the leader term of fence (> 0): sent
  * only while that term lasts (notifier_set_gate); one made while no
  * replica could lead (fence < 0, no X-Lockwatch-Fence): dropped once
- * another replica leads (the gate's fence 0). */
+ * another replica leads (the gate's fence 0).  resolve: the notice says
+ * alerts ended, and outlives its term by the gate's grace. */
 void notifier_enqueue_fenced(struct notifier *n, size_t sink, char *body, size_t len,
-                             long long fence);
+                             long long fence, bool resolve);
 
 /* Copy the counters; free with notifier_stats_free.  0 / -1. */
 int notifier_stats(struct notifier *n, struct notifier_stats **out, size_t *nout);

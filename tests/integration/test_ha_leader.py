@@ -14,10 +14,15 @@ replica takes over within the lease and its notices carry a greater fence;
 the old leader, SIGCONTed with that retry due and a new leak to see, sends
 nothing (0 stale notices, none refused by the fence check; the retry counted
 dropped); SIGKILL of the new leader, and the first one leads again; a reload
-keeps its term."""
+keeps its term.  The electing Redis restarted without persistence
+(the leaks and the leader lock wiped together): the resolutions the replicas
+saw while none led reach the receiver."""
 
 import signal
+import threading
 import time
+
+import redis
 
 import alerts_receiver
 import harness as h
@@ -228,6 +233,49 @@ class HALeader(h.TestCase):
         ags[other].wait_for(lambda: follows in ags[other].get("/readyz")[2], timeout=15,
                             desc="the other replica to follow")
         self.assertEqual(fr.refused(), [])
+
+    def test_resolutions_survive_a_restart_of_the_electing_redis(self):
+        """The electing Redis restarted without persistence wipes the leaks
+        and the leader lock together; the leader finds its lock gone and
+        every replica sees the leaks end, while no replica leads (a holder
+        the replicas do not know, the test's own, keeps the lock a few
+        seconds after the start, as an ACL applied again late would).  The
+        replica that leads next says those resolutions: the receiver has
+        every leak resolved, none left open."""
+        recv, fr, rs, ags = self.start_pair()
+        c = rs.client()
+        keys = ["lock:rs:1", "lock:rs:2"]
+        for k in keys:
+            c.set(k, "tok")
+        h.wait_until(lambda: all(fr.notices(k) for k in keys), 20, desc="both leaks said")
+        hold_s = 4
+
+        def hold_the_lock():
+            # the first command on the new server: before any replica's
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    r = redis.Redis(host="127.0.0.1", port=rs.port, socket_timeout=1,
+                                    socket_connect_timeout=0.2)
+                    r.set("lockwatch:leader:t", "held-by-the-test", nx=True,
+                          px=hold_s * 1000)
+                    r.close()
+                    return
+                except redis.RedisError:
+                    time.sleep(0.001)
+        rs.stop()       # SIGTERM, and the server saves nothing (--save "")
+        grab = threading.Thread(target=hold_the_lock)
+        grab.start()
+        rs.restart()
+        restarted = time.monotonic()
+        grab.join()
+        h.wait_until(lambda: all(fr.notices(k, "resolved") for k in keys), hold_s + 20,
+                     desc="both leaks resolved at the receiver")
+        print("leader: resolutions delivered %.1f s after the restart (lock held %d s)"
+              % (time.monotonic() - restarted, hold_s))
+        for k in keys:
+            self.assertIn(200, [r.status for r, b in fr.notices(k, "resolved")])
+        self.assertTrue(any(leading(ag) for ag in ags.values()))
 
     def test_idle_timeout_keeps_who_leads(self):
         """Redis closes connections idle for over a second (timeout 1); the

@@ -182,6 +182,45 @@ unnotified_since(void **state)
     alertset_free(set);
 }
 
+/* alertset_resolved_since: resolved, ended at or after since, and not
+ * this tick (its EV_RESOLVED is out already). */
+static void
+resolved_since(void **state)
+{
+    struct alertset *set = alertset_new();
+    const char *keys[] = { "lock:x:1", "lock:x:2", "lock:x:3" };
+    const struct alert_event *ev;
+    struct alert **list;
+    size_t n;
+
+    (void)state;
+    assert_int_equal(tick(set, 0, keys, 3, false, &ev), 3);
+    assert_int_equal(tick(set, 2000, keys, 2, false, &ev), 1);     /* x:3 ends at NOW + 2 s */
+    assert_null(alertset_resolved_since(set, 0, &n));               /* this tick's */
+    assert_int_equal(n, 0);
+    assert_int_equal(tick(set, 5000, keys, 1, false, &ev), 1);     /* x:2 ends at NOW + 5 s */
+    list = alertset_resolved_since(set, 0, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(list[0]->key, "lock:x:3");
+    free(list);
+    assert_int_equal(tick(set, 6000, keys, 1, false, &ev), 0);
+    list = alertset_resolved_since(set, NOW + 3000, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(list[0]->key, "lock:x:2");
+    free(list);
+    list = alertset_resolved_since(set, NOW, &n);
+    assert_int_equal(n, 2);
+    free(list);
+    /* x:3 fires again: no longer a resolution to say */
+    assert_int_equal(tick(set, 7000, (const char *[]){ "lock:x:1", "lock:x:3" }, 2, false,
+                          &ev), 1);
+    list = alertset_resolved_since(set, 0, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(list[0]->key, "lock:x:2");
+    free(list);
+    alertset_free(set);
+}
+
 static void
 cap_suppresses_and_counts(void **state)
 {
@@ -364,6 +403,7 @@ main(void)
         cmocka_unit_test(lifecycle),
         cmocka_unit_test(keep_target),
         cmocka_unit_test(unnotified_since),
+        cmocka_unit_test(resolved_since),
         cmocka_unit_test(cap_suppresses_and_counts),
         cmocka_unit_test(refresh_reposts),
         cmocka_unit_test(annotate_copies),

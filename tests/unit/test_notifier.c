@@ -128,7 +128,7 @@ following(void *arg)
 /* A notifier with one generic sink, "fenced", posting to a listener that
  * never answers (*fd), gated by gate. */
 static struct notifier *
-fenced_notifier(int *fd, notifier_fence_fn gate)
+fenced_notifier_grace(int *fd, notifier_fence_fn gate, int64_t grace_ms)
 {
     static struct notifier_sink_conf c;
     static struct sink_key none = { NULL, 0 };
@@ -142,73 +142,50 @@ fenced_notifier(int *fd, notifier_fence_fn gate)
     assert_non_null(n = notifier_new());
     generic_sink(&c, "fenced", url, &none);
     assert_int_equal(notifier_configure(n, &c, 1), 0);
-    notifier_set_gate(n, gate, NULL);
+    notifier_set_gate(n, gate, NULL, grace_ms);
     return n;
 }
 
-/* A notice of an ended leader term is dropped unsent; one of the current
- * term goes, with its fence in X-Lockwatch-Fence. */
-static void
-gate_drops_past_terms_and_sends_the_fence(void **state)
+static struct notifier *
+fenced_notifier(int *fd, notifier_fence_fn gate)
 {
-    struct notifier_stats *st;
+    return fenced_notifier_grace(fd, gate, 0);
+}
+
+/* The first request's bytes on the listener fd, up to the one with want. */
+static void
+read_request(int fd, const char *want, char *req, size_t size)
+{
     struct timeval tv = { 5, 0 };
-    struct notifier *n;
-    char req[4096];
-    size_t ns;
-    ssize_t got;
-    int fd, conn;
+    ssize_t got = 0;
+    int conn;
     double t0;
 
-    (void)state;
-    n = fenced_notifier(&fd, term_five);
-    notifier_enqueue_fenced(n, 0, strdup("{\"old\":1}"), 9, 4);
-    notifier_enqueue_fenced(n, 0, strdup("{\"now\":1}"), 9, 5);
     assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
     conn = accept(fd, NULL, NULL);
     assert_true(conn >= 0);
     assert_int_equal(setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
-    got = 0;
     t0 = now_s();
-    while (got < (ssize_t)sizeof(req) - 1 && now_s() - t0 < 5.0) {
-        ssize_t r = read(conn, req + got, sizeof(req) - 1 - (size_t)got);
+    req[0] = '\0';
+    while (got < (ssize_t)size - 1 && now_s() - t0 < 5.0 && strstr(req, want) == NULL) {
+        ssize_t r = read(conn, req + got, size - 1 - (size_t)got);
 
         if (r <= 0)
             break;
         got += r;
         req[got] = '\0';
-        if (strstr(req, "{\"now\":1}") != NULL)
-            break;
     }
-    req[got] = '\0';
-    assert_non_null(strstr(req, "X-Lockwatch-Fence: 5\r\n"));
-    assert_non_null(strstr(req, "{\"now\":1}"));
-    assert_null(strstr(req, "old"));
-    assert_int_equal(notifier_stats(n, &st, &ns), 0);
-    assert_int_equal(st[0].dropped, 1);
-    notifier_stats_free(st, ns);
-    notifier_free(n, 200);
-    notifier_global_cleanup();
     close(conn);
-    close(fd);
 }
 
-/* A notice made while no replica could lead (fence < 0) is dropped once
- * another leads (this one follows: the gate says 0); while this one
- * leads it goes, with no X-Lockwatch-Fence (unelected_goes_unfenced). */
+/* Within 5 s, one notice dropped unsent, none sent; then free n. */
 static void
-gate_drops_unelected_notices_once_another_leads(void **state)
+expect_dropped_unsent(struct notifier *n)
 {
     struct notifier_stats *st;
-    struct notifier *n;
     size_t ns;
-    int fd;
-    double t0;
+    double t0 = now_s();
 
-    (void)state;
-    n = fenced_notifier(&fd, following);
-    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1);
-    t0 = now_s();
     do {
         assert_int_equal(notifier_stats(n, &st, &ns), 0);
         if (st[0].dropped == 1) {
@@ -224,42 +201,102 @@ gate_drops_unelected_notices_once_another_leads(void **state)
     notifier_stats_free(st, ns);
     notifier_free(n, 200);
     notifier_global_cleanup();
+}
+
+/*
+ * With a gate saying term 5 and the given grace, a firing notice of term 4
+ * is dropped unsent, and the next notice (body, of term fence, a
+ * resolution or not) is the request the receiver gets, with header.
+ */
+static void
+drops_old_then_sends(int64_t grace_ms, const char *body, long long fence, bool resolve,
+                     const char *header)
+{
+    struct notifier_stats *st;
+    struct notifier *n;
+    char req[4096];
+    size_t ns;
+    int fd;
+
+    n = fenced_notifier_grace(&fd, term_five, grace_ms);
+    notifier_enqueue_fenced(n, 0, strdup("{\"old\":1}"), 9, 4, false);
+    notifier_enqueue_fenced(n, 0, strdup(body), strlen(body), fence, resolve);
+    read_request(fd, body, req, sizeof(req));
+    assert_non_null(strstr(req, header));
+    assert_non_null(strstr(req, body));
+    assert_null(strstr(req, "old"));
+    assert_int_equal(notifier_stats(n, &st, &ns), 0);
+    assert_int_equal(st[0].dropped, 1);
+    notifier_stats_free(st, ns);
+    notifier_free(n, 200);
+    notifier_global_cleanup();
+    close(fd);
+}
+
+/* A notice of an ended leader term is dropped unsent; one of the current
+ * term goes, with its fence in X-Lockwatch-Fence. */
+static void
+gate_drops_past_terms_and_sends_the_fence(void **state)
+{
+    (void)state;
+    drops_old_then_sends(0, "{\"now\":1}", 5, false, "X-Lockwatch-Fence: 5\r\n");
+}
+
+/* A notice made while no replica could lead (fence < 0) is dropped once
+ * another leads (this one follows: the gate says 0); while this one
+ * leads it goes, with no X-Lockwatch-Fence (unelected_goes_unfenced). */
+static void
+gate_drops_unelected_notices_once_another_leads(void **state)
+{
+    struct notifier *n;
+    int fd;
+
+    (void)state;
+    n = fenced_notifier(&fd, following);
+    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1, false);
+    expect_dropped_unsent(n);
     close(fd);
 }
 
 static void
 unelected_goes_unfenced(void **state)
 {
-    struct timeval tv = { 5, 0 };
     struct notifier *n;
     char req[4096];
-    ssize_t got = 0;
-    int fd, conn;
-    double t0;
+    int fd;
 
     (void)state;
     n = fenced_notifier(&fd, term_five);
-    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1);
-    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
-    conn = accept(fd, NULL, NULL);
-    assert_true(conn >= 0);
-    assert_int_equal(setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
-    t0 = now_s();
-    req[0] = '\0';
-    while (got < (ssize_t)sizeof(req) - 1 && now_s() - t0 < 5.0 &&
-           strstr(req, "{\"une\":1}") == NULL) {
-        ssize_t r = read(conn, req + got, sizeof(req) - 1 - (size_t)got);
-
-        if (r <= 0)
-            break;
-        got += r;
-        req[got] = '\0';
-    }
+    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1, false);
+    read_request(fd, "{\"une\":1}", req, sizeof(req));
     assert_non_null(strstr(req, "{\"une\":1}"));
     assert_null(strstr(req, "X-Lockwatch-Fence"));
     notifier_free(n, 200);
     notifier_global_cleanup();
-    close(conn);
+    close(fd);
+}
+
+/* A resolution made in a term that then ended still goes, with that
+ * term's fence, while younger than the grace (a lease); the term's firing
+ * notice does not. */
+static void
+gate_keeps_a_past_terms_resolution_within_the_grace(void **state)
+{
+    (void)state;
+    drops_old_then_sends(60000, "{\"res\":1}", 4, true, "X-Lockwatch-Fence: 4\r\n");
+}
+
+/* Past the grace (0 here), a resolution of an ended term is dropped too. */
+static void
+gate_drops_a_past_terms_resolution_after_the_grace(void **state)
+{
+    struct notifier *n;
+    int fd;
+
+    (void)state;
+    n = fenced_notifier(&fd, term_five);
+    notifier_enqueue_fenced(n, 0, strdup("{\"res\":1}"), 9, 4, true);
+    expect_dropped_unsent(n);
     close(fd);
 }
 
@@ -271,6 +308,8 @@ main(void)
         cmocka_unit_test(gate_drops_past_terms_and_sends_the_fence),
         cmocka_unit_test(gate_drops_unelected_notices_once_another_leads),
         cmocka_unit_test(unelected_goes_unfenced),
+        cmocka_unit_test(gate_keeps_a_past_terms_resolution_within_the_grace),
+        cmocka_unit_test(gate_drops_a_past_terms_resolution_after_the_grace),
     };
 
     return cmocka_run_group_tests_name("notifier", tests, NULL, NULL);
