@@ -543,7 +543,7 @@ elect(struct agent *a, const struct config *old, const struct config *cfg)
         leader_rebind(prev, cfg);
         return 0;
     }
-    next = cfg->leader_target != NULL ? leader_start(cfg) : NULL;
+    next = cfg->leader_target != NULL ? leader_start(cfg, prev) : NULL;
     /* views read a->leader under a->mu: swapped there, freed after */
     pthread_mutex_lock(&a->mu);
     a->leader = next;
@@ -554,7 +554,10 @@ elect(struct agent *a, const struct config *old, const struct config *cfg)
     else
         alerts_set_leader(a->alerts, next != NULL ? fence_of : NULL,
                           next != NULL ? quiet_of : NULL, next, cfg->leader_lease_ms);
-    leader_stop(prev);
+    leader_stop(prev, cfg->leader_target != NULL ? "the leader settings changed: electing "
+                "again with the new ones" : "the reload removed leader_target: this agent "
+                "sends to the direct sinks itself, without an election");
+    leader_kick(next);          /* the lock prev held is free: take it first */
     return cfg->leader_target != NULL && next == NULL ? -1 : 0;
 }
 
@@ -664,7 +667,8 @@ agent_stop(struct agent *a)
     waitstats_free(a->waits);
     classtrend_free(a->trend);
     alerts_free(a->alerts);     /* a bounded last chance for queued notices */
-    leader_stop(a->leader);     /* after: the notices above were the leader's */
+    /* after: the notices above were the leader's */
+    leader_stop(a->leader, "the agent stops; direct sinks stop");
     config_free(a->cfg);        /* after: the leader's thread reads it */
     throttle_free(a->throttle);
     graph_free(a->graph);

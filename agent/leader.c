@@ -59,6 +59,9 @@ struct leader {
     int64_t busy_ms;            /* Unix ms the lock was last seen held by
                                  * another replica; 0 never */
     int64_t own_ms;             /* Unix ms this agent last led; 0 never */
+    int64_t own_before_ms;      /* own_ms when its term began: the last
+                                 * moment its term before was known to run */
+    bool kick;                  /* leader_kick(): try the lock now */
     bool said_expired;
     char holder[CONFIG_NAME_MAX + 1];
     char err[256];
@@ -183,14 +186,16 @@ connect_lw(struct leader *l)
     return 0;
 }
 
-/* Lose the term: from now on leader_fence() is 0. */
+/* Lose the term: from now on leader_fence() is 0.  why says why and
+ * what follows, for the log. */
 static void
 depose(struct leader *l, const char *why)
 {
     pthread_mutex_lock(&l->mu);
     if (l->fence != 0)
-        log_warnx("leader: no longer leading %s (fence %lld): %s; direct sinks stop",
-                  l->key, l->fence, why);
+        log_warnx("leader: no longer leading %s (fence %lld): %s", l->key, l->fence, why);
+    if (l->fence != 0 && lease_clock() < l->valid_until)
+        l->own_ms = clock_now_ms();     /* it led up to now */
     l->fence = 0;
     l->valid_until = 0;
     l->holder[0] = '\0';          /* who leads now: the companion key says */
@@ -220,6 +225,7 @@ try_take(struct leader *l)
     l->fence = lw_lock_fence(l->lock);
     l->valid_until = t0 + l->lease_ms - (100 + l->lease_ms / 20);
     l->said_expired = false;
+    l->own_before_ms = l->own_ms;
     l->terms++;
     snprintf(l->holder, sizeof(l->holder), "%s", replica_of(l->cfg));
     log_info("leader: leading %s as replica %s (fence %lld)", l->key, l->holder, l->fence);
@@ -243,7 +249,8 @@ renew(struct leader *l)
     }
     if (st == LW_LOST) {
         clear_err(l);                   /* Redis answered */
-        depose(l, "the lock expired or another replica holds it");
+        depose(l, "the lock expired or another replica holds it; this agent stops sending "
+               "to the direct sinks");
         lw_unlock(l->lock, NULL);       /* frees it; touches nobody's lock */
         l->lock = NULL;
         return;
@@ -316,9 +323,10 @@ leader_wait(struct leader *l, int64_t ms)
     int64_t deadline = clock_deadline(ms);
 
     pthread_mutex_lock(&l->mu);
-    while (!atomic_load(&l->stop))
+    while (!atomic_load(&l->stop) && !l->kick)
         if (clock_cond_wait_until(&l->cv, &l->mu, deadline) == ETIMEDOUT)
             break;
+    l->kick = false;
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -383,8 +391,19 @@ bind_cfg(struct leader *l, const struct config *cfg)
     snprintf(l->who, sizeof(l->who), "%s:replica", l->key);
 }
 
+/* What prev knew of who spoke to the direct sinks, into l (not started). */
+static void
+inherit(struct leader *l, struct leader *prev)
+{
+    pthread_mutex_lock(&prev->mu);
+    l->busy_ms = prev->busy_ms;
+    l->own_ms = prev->fence != 0 && lease_clock() < prev->valid_until ? clock_now_ms() :
+                prev->own_ms;
+    pthread_mutex_unlock(&prev->mu);
+}
+
 struct leader *
-leader_start(const struct config *cfg)
+leader_start(const struct config *cfg, struct leader *prev)
 {
     struct leader *l = calloc(1, sizeof(*l));
 
@@ -395,6 +414,8 @@ leader_start(const struct config *cfg)
         return NULL;
     }
     pthread_mutex_init(&l->mu, NULL);
+    if (prev != NULL)
+        inherit(l, prev);
     bind_cfg(l, cfg);
     if (l->tc == NULL || leader_run(l) == -1) {
         pthread_mutex_destroy(&l->mu);
@@ -445,13 +466,24 @@ leader_rebind(struct leader *l, const struct config *cfg)
 }
 
 void
-leader_stop(struct leader *l)
+leader_kick(struct leader *l)
+{
+    if (l == NULL)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->kick = true;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+void
+leader_stop(struct leader *l, const char *why)
 {
     if (l == NULL)
         return;
     leader_halt(l);
     if (l->lock != NULL) {
-        depose(l, "the agent stops");
+        depose(l, why);
         lw_unlock(l->lock, NULL);       /* a follower takes over now */
     }
     lw_client_free(l->lw);
@@ -483,14 +515,15 @@ leader_fence(struct leader *l)
 int64_t
 leader_quiet_since(struct leader *l)
 {
-    int64_t t;
+    int64_t t, own;
 
     pthread_mutex_lock(&l->mu);
-    /* leading: the term before is another's, whose holder may have died a
-     * lease before its lock was last seen; unelected, the last speaker
-     * may have been this agent too */
-    t = l->fence != 0 && lease_clock() < l->valid_until ? l->busy_ms :
-        l->busy_ms > l->own_ms ? l->busy_ms : l->own_ms;
+    /* the last speaker before: another replica, whose holder may have died
+     * a lease before its lock was last seen, or this agent in a term of its
+     * own (the one before this one, while it leads: the notices of that
+     * term still queued were dropped when it ended) */
+    own = l->fence != 0 && lease_clock() < l->valid_until ? l->own_before_ms : l->own_ms;
+    t = l->busy_ms > own ? l->busy_ms : own;
     t = t != 0 ? t - 2 * l->lease_ms : 0;
     pthread_mutex_unlock(&l->mu);
     return t;

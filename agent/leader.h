@@ -65,9 +65,14 @@ void leader_key(const struct config *cfg, char *buf, size_t len);
 /*
  * Start electing for cfg (cfg->leader_target set; the target may be one
  * another shard watches).  cfg must outlive the leader or its next
- * leader_rebind().  NULL on ENOMEM or a thread that cannot start.
+ * leader_rebind().  prev, when not NULL, is the election a reload replaces
+ * (still running): what it knew of who last spoke to the direct sinks
+ * (another replica's term, its own, now if it leads) carries over, so the
+ * first term of the new one says again only what that speaker may have
+ * left unsaid (leader_quiet_since).  NULL on ENOMEM or a thread that
+ * cannot start.
  */
-struct leader *leader_start(const struct config *cfg);
+struct leader *leader_start(const struct config *cfg, struct leader *prev);
 
 /* Same settings (target, group, lease, replica, shard) in both? */
 bool leader_same(const struct config *a, const struct config *b);
@@ -76,9 +81,14 @@ bool leader_same(const struct config *a, const struct config *b);
  * now on (the lock and its term are kept). */
 void leader_rebind(struct leader *l, const struct config *cfg);
 
+/* Try the lock now rather than at the next fifth of the lease (after a
+ * reload released the one before); NULL is a no-op. */
+void leader_kick(struct leader *l);
+
 /* Stop the thread; a held lock is released (a follower takes over at
- * once); NULL is a no-op. */
-void leader_stop(struct leader *l);
+ * once) and the log says why (what follows for the direct sinks); NULL
+ * is a no-op. */
+void leader_stop(struct leader *l, const char *why);
 
 /* The fencing token while this agent leads; LEADER_UNELECTED while the
  * lock has been unreachable for longer than the lease + 1s (it speaks
@@ -86,8 +96,8 @@ void leader_stop(struct leader *l);
 long long leader_fence(struct leader *l);
 
 /* Unix ms since which no leader may have spoken: two leases before the
- * last moment a term (another replica's, or this one's) was known to run;
- * 0 when none ever was.  What a replica that starts to speak says again
+ * last moment a term before the current one (another replica's, or this
+ * agent's own) was known to run; 0 when none ever was.  What a replica that starts to speak says again
  * (alerts_set_leader). */
 int64_t leader_quiet_since(struct leader *l);
 

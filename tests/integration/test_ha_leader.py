@@ -14,10 +14,12 @@ replica takes over within the lease and its notices carry a greater fence;
 the old leader, SIGCONTed with that retry due and a new leak to see, sends
 nothing (0 stale notices, none refused by the fence check; the retry counted
 dropped); SIGKILL of the new leader, and the first one leads again; a reload
-keeps its term.  The electing Redis restarted without persistence
+keeps its term, and one that changes a leader setting elects again without
+sending old alerts again.  The electing Redis restarted without persistence
 (the leaks and the leader lock wiped together): the resolutions the replicas
 saw while none led reach the receiver."""
 
+import os
 import signal
 import threading
 import time
@@ -28,6 +30,11 @@ import alerts_receiver
 import harness as h
 
 LEASE_S = 3
+
+
+def log_since(ag, offset):
+    with open(ag.logfile, "rb") as f:
+        return f.read()[offset:].decode(errors="replace")
 
 
 def leading(ag):
@@ -192,6 +199,27 @@ class HALeader(h.TestCase):
         st, _, ready = ags[lead].get("/readyz")
         self.assertIn(("leader: replica %s leads lockwatch:leader:t (this agent, fence %d)"
                        % (lead, fence3)).encode(), ready)
+
+        # a reload that changes a leader setting (the lease) elects again: the
+        # log says so, not that the agent stops, and the alerts that started
+        # long before (lock:ha:1 to 3) are not sent again, whoever leads next
+        before = os.path.getsize(ags[lead].logfile)
+        ags[lead].cfg["agent_extra"] = dict(ags[lead].cfg["agent_extra"],
+                                            leader_lease="%ds" % (LEASE_S + 1))
+        ags[lead].write_config(ags[lead].render_config())
+        reloaded = time.monotonic()
+        ags[lead].reload()
+        h.wait_until(lambda: "electing again with the new ones" in log_since(ags[lead], before),
+                     10, desc="the reload's log line")
+        ags[lead].wait_for(lambda: leading(ags[lead]), timeout=LEASE_S * 2 + 5,
+                           desc="leading again after the reload")
+        time.sleep(2)
+        log = log_since(ags[lead], before)
+        self.assertNotIn("the agent stops", log)
+        again = [(key, b["reason"]) for key in ("lock:ha:1", "lock:ha:2", "lock:ha:3")
+                 for r, b in fr.notices(key) if r.at > reloaded]
+        self.assertEqual(again, [], log)
+        self.assertEqual(fr.refused(), [])
 
     def test_the_electing_redis_down_is_still_said(self):
         """The Redis that holds the leader lock is one the replicas watch;
