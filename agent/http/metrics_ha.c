@@ -2,8 +2,8 @@
 /*
  * metrics_ha.c - the sample renderers of the replica and shard families
  * (docs/deploying.md "Replicas and shards"): lockwatch_ha_info, the one
- * series that names the replica, and lockwatch_ha_leader, only where an
- * election runs.  Their rows are METRICS_HA_ROWS (metrics_impl.h).
+ * series that names the replica, and lockwatch_ha_leader and
+ * lockwatch_ha_unfenced, only where an election runs.  Their rows are METRICS_HA_ROWS (metrics_impl.h).
  */
 #include "agent/http/metrics_impl.h"
 
@@ -25,4 +25,14 @@ metrics_ha_leader(struct metrics_out *o, const struct metric_family *mf)
 {
     if (o->v->has_leader)
         sb_addf(o->sb, "%s %d\n", mf->name, o->v->leader.leading ? 1 : 0);
+}
+
+/* 1 while this agent sends to the direct sinks unelected, unfenced (the
+ * leader lock unreachable for longer than the lease + 1s: every replica
+ * that cannot reach it does); 0 otherwise; absent without an election. */
+void
+metrics_ha_unfenced(struct metrics_out *o, const struct metric_family *mf)
+{
+    if (o->v->has_leader)
+        sb_addf(o->sb, "%s %d\n", mf->name, o->v->leader.unelected ? 1 : 0);
 }

@@ -145,12 +145,16 @@ void label_str(struct strbuf *sb, const char *s);
 /* metrics_ha.c */
 void metrics_ha_info(struct metrics_out *o, const struct metric_family *mf);
 void metrics_ha_leader(struct metrics_out *o, const struct metric_family *mf);
+void metrics_ha_unfenced(struct metrics_out *o, const struct metric_family *mf);
 
 #define METRICS_HA_ROWS \
     { "lockwatch_ha_info", "gauge", SRC_VIEW, metrics_ha_info, 0, VAL_U64,                     \
       "This agent's [agent] replica (\"\" when unset) and shard of shards; always 1." },     \
     { "lockwatch_ha_leader", "gauge", SRC_VIEW, metrics_ha_leader, 0, VAL_U64,                 \
-      "1 while this replica holds the leader lock and its lease (only with leader_target)." },
+      "1 while this replica holds the leader lock and its lease (only with leader_target)." }, \
+    { "lockwatch_ha_unfenced", "gauge", SRC_VIEW, metrics_ha_unfenced, 0, VAL_U64,             \
+      "1 while this replica sends to the direct sinks unelected and unfenced: the leader "    \
+      "lock unreachable for longer than the lease + 1s (only with leader_target)." },
 
 /* metrics_graph.c */
 void metrics_graph_deadlocks(struct metrics_out *o, const struct metric_family *mf);

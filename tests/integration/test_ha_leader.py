@@ -244,6 +244,8 @@ class HALeader(h.TestCase):
                 self.assertNotIn("x-lockwatch-fence", r.headers)
         for name, ag in ags.items():
             self.assertFalse(leading(ag))
+            # what a rule watches: this replica sends unfenced
+            self.assertEqual(h.msum(ag.metrics(), "lockwatch_ha_unfenced"), 1)
             _, _, ready = ag.get("/readyz")
             self.assertIn(b"leader: no replica can lead lockwatch:leader:t: unreachable for ",
                           ready)
@@ -260,6 +262,8 @@ class HALeader(h.TestCase):
                    % lead).encode()
         ags[other].wait_for(lambda: follows in ags[other].get("/readyz")[2], timeout=15,
                             desc="the other replica to follow")
+        for ag in ags.values():
+            self.assertEqual(h.msum(ag.metrics(), "lockwatch_ha_unfenced"), 0)
         self.assertEqual(fr.refused(), [])
 
     def test_resolutions_survive_a_restart_of_the_electing_redis(self):

@@ -647,14 +647,23 @@ ha_info_names_replica_and_shard(void **state)
     assert_non_null(strstr(text, "\nlockwatch_ha_info{replica=\"b-1\",shard=\"1\",shards=\"2\"} 1\n"));
     assert_null(strstr(strstr(text, "b-1") + 3, "b-1"));
     assert_null(strstr(text, "\nlockwatch_ha_leader "));   /* no election */
+    assert_null(strstr(text, "\nlockwatch_ha_unfenced "));
     free(text);
     v.has_leader = true;
     text = metrics_of(&v);
     assert_non_null(strstr(text, "\nlockwatch_ha_leader 0\n"));
+    assert_non_null(strstr(text, "\nlockwatch_ha_unfenced 0\n"));
     free(text);
     v.leader.leading = true;
     text = metrics_of(&v);
     assert_non_null(strstr(text, "\nlockwatch_ha_leader 1\n"));
+    assert_non_null(strstr(text, "\nlockwatch_ha_unfenced 0\n"));
+    free(text);
+    v.leader.leading = false;
+    v.leader.unelected = true;      /* the lock unreachable: speaking unfenced */
+    text = metrics_of(&v);
+    assert_non_null(strstr(text, "\nlockwatch_ha_leader 0\n"));
+    assert_non_null(strstr(text, "\nlockwatch_ha_unfenced 1\n"));
     free(text);
     view_release(&v);
 }
