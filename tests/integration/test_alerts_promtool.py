@@ -29,7 +29,8 @@ ALERTNAMES = {"LockLeaked", "LockHeldTooLong", "LockReentrancyHigh", "LockWaitP9
               "LockOrderInversion", "LockLeaseOverrun", "LockLeaseLost"}
 RECORDS = 2     # lockwatch:class_locks:sum and :median_1h, LockCountSurge's
 # Prometheus's own, about the agent (no agent can say it is gone itself)
-SELF = {"LockwatchAgentDown", "LockwatchShardDown", "LockwatchBlind"}
+SELF = {"LockwatchAgentDown", "LockwatchShardDown", "LockwatchBlind", "LockwatchTwoLeaders",
+        "LockwatchUnfenced"}
 
 
 def promtool(*args):
