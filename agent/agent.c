@@ -489,8 +489,9 @@ fail:
 }
 
 /* Start every target's thread; one that cannot start (EAGAIN: a thread
- * limit) is named and the others start all the same: its view ages, and
- * is said stale, until a reload or restart that can. */
+ * limit) is named and the others start all the same: its view is a failed
+ * scan's (the target down, what was known shown stale) until a reload or
+ * restart that can. */
 static int
 start_all(struct agent *a)
 {
@@ -504,8 +505,16 @@ start_all(struct agent *a)
         a->targets[i]->trend = a->trend;
     for (i = 0; i < a->ntargets; i++)
         if (target_run(a->targets[i], &a->cfg->targets[i], a->cfg) == -1) {
+            struct snapshot *s = snapshot_new(a->targets[i]->name);
+
             log_warn("target %s: cannot start its thread; it is not scanned until a reload "
                      "or restart that can", a->targets[i]->name);
+            if (s != NULL) {
+                s->started_ms = s->finished_ms = clock_now_ms();
+                snprintf(s->err, sizeof(s->err), "its thread could not start (%s): not "
+                         "scanned until a reload or restart that can", strerror(errno));
+                publish(a->targets[i], s);
+            }
             rc = -1;
         }
     return rc;
@@ -644,7 +653,8 @@ agent_reload(struct agent *a, struct config *cfg)
     if (alerts_configure(a->alerts, cfg) == -1)
         log_warnx("reload: out of memory; alerting keeps the previous [rules] and "
                   "[webhook] settings");
-    return start_all(a);
+    (void)start_all(a);     /* a target that cannot start is said, and down */
+    return 0;
 
 restart_old:
     config_free(cfg);

@@ -247,8 +247,8 @@ main(int argc, char **argv)
 }
 
 /*
- * The daemon's threads, in the start order: scanners, HTTP, then the
- * sample listener (unless samples = off).  0, or -1 when an address could
+ * The daemon's threads, in the start order: scanners, the sample
+ * listener (unless samples = off), then HTTP.  0, or -1 when an address could
  * not be had (logged; what had started is stopped).
  */
 static int

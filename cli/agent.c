@@ -639,14 +639,31 @@ split_address(const char *a, char *host, size_t hostlen, char *port, size_t port
     return true;
 }
 
+/* The addresses of host without a name server's help (lockctl's
+ * --timeout bounds no getaddrinfo()): a numeric address, or localhost
+ * (/etc/hosts); NULL for any other name. */
+static struct addrinfo *
+local_addresses(const char *host, const char *port)
+{
+    struct addrinfo hints, *res = NULL;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if (strcmp(host, "localhost") != 0)
+        hints.ai_flags = AI_NUMERICHOST;
+    return getaddrinfo(host, port, &hints, &res) == 0 ? res : NULL;
+}
+
 /* Do two standalone addresses, written differently ("localhost:6379/0",
- * "127.0.0.1:6379/0"), name one server: the same port and database, and
- * a host address in common when both names are resolved. */
+ * "127.0.0.1:6379/0", "[::1]:6379/0"), name one server: the same port
+ * and database, and an address in common.  Other host names are compared
+ * as written (a name and its address differ). */
 static bool
 same_server(const char *a, const char *b)
 {
     char ha[CONFIG_ADDRESS_MAX], hb[CONFIG_ADDRESS_MAX], pa[16], pb[16];
-    struct addrinfo hints, *ra = NULL, *rb = NULL, *x, *y;
+    struct addrinfo *ra = NULL, *rb = NULL, *x, *y;
     long da, dbn;
     bool same = false;
 
@@ -654,10 +671,7 @@ same_server(const char *a, const char *b)
         !split_address(b, hb, sizeof(hb), pb, sizeof(pb), &dbn) ||
         strcmp(pa, pb) != 0 || da != dbn)
         return false;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(ha, pa, &hints, &ra) != 0 || getaddrinfo(hb, pb, &hints, &rb) != 0)
+    if ((ra = local_addresses(ha, pa)) == NULL || (rb = local_addresses(hb, pb)) == NULL)
         goto out;
     for (x = ra; x != NULL && !same; x = x->ai_next)
         for (y = rb; y != NULL && !same; y = y->ai_next)

@@ -289,8 +289,8 @@ const struct target_conf *config_target(const struct config *cfg, const char *na
  * text, then port: listed in any order, the same address); cut to
  * CONFIG_ADDRESS_MAX - 1 bytes.  The agent's API reports it
  * (target_address) and lockctl compares it with its own before it shows
- * the agent's view (two host names are the same when they resolve to an
- * address in common: cli/agent.c).
+ * the agent's view (numeric hosts and localhost are the same when they
+ * share an address: cli/agent.c).
  */
 #define CONFIG_ADDRESS_MAX 320
 void config_target_address(const struct target_conf *t, char *buf, size_t len);

@@ -957,9 +957,11 @@ follow_run(struct follow *fw, const struct target_conf *t, const struct scan_rul
             pthread_mutex_lock(&fw->mu);
             snprintf(err, sizeof(err), "%s", fw->sub_err);
             pthread_mutex_unlock(&fw->mu);
-            unsubscribe(fw);
+            /* still following as far as the view goes: the full scan
+             * subscribes again */
             publish_behind(fw, t, rules, stop, publish, arg, err[0] != '\0' ? err :
                            "the subscription ended");
+            unsubscribe(fw);
             return 0;
         }
         rc = follow_apply_pending(fw, t, &lp.oldest, err, sizeof(err));

@@ -37,8 +37,10 @@
 #define FOLLOW_READ_BATCH   SCAN_REREAD_MAX     /* keys re-read per pipeline */
 #define FOLLOW_READ_BYTES   (1u << 20)  /* and their bytes, at most about */
 #define FOLLOW_PUBLISH_MS   250     /* at most one snapshot from events per this */
-#define FOLLOW_RECORDS_BYTES (256u << 20)   /* the copies of locks kept: past
-                                     * it, the target scans instead */
+#define FOLLOW_RECORDS_BYTES (128u << 20)   /* the copies of locks kept: past
+                                     * it, the target scans instead (a
+                                     * full scan keeps the old and the
+                                     * new: 256 MiB at the most) */
 #define FOLLOW_RECORDS_RETRY_MS (10 * 60 * 1000)    /* and follows again
                                      * no sooner than this */
 #define FOLLOW_PUBLISH_COST 10      /* and per this many times the CPU time the

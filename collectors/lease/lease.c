@@ -44,6 +44,11 @@ static size_t nrows;
 static uint64_t rows_overflow;
 static struct recent ring[LEASE_RECENT_MAX];  /* by recent_pairs' position */
 PAIRRING_DECLARE(recent_pairs, LEASE_RECENT_MAX);
+/* the last acquire (a waiting ok) seen of a pair, Unix ms: an expiry the
+ * scanner records after it, but that ended before it, was an older
+ * holding's (lease_forget()) */
+static int64_t acquired_ms[LEASE_RECENT_MAX];   /* by acquired_pairs' position */
+PAIRRING_DECLARE(acquired_pairs, LEASE_RECENT_MAX);
 static uint64_t overruns;
 
 static void
@@ -195,19 +200,27 @@ lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char 
 {
     const struct row *r = NULL;
     struct recent *e;
-    long k;
+    uint64_t pair;
+    long k, ka;
     bool found = false;
 
     if (l->holder == NULL || l->holderlen == 0)
         return false;
+    pair = lease_pair_hash(keyhash(l->key, l->keylen), (uint32_t)keyhash(l->holder, l->holderlen));
     pthread_mutex_lock(&mu);
-    k = pairring_find(&recent_pairs, lease_pair_hash(keyhash(l->key, l->keylen),
-                                                     (uint32_t)keyhash(l->holder, l->holderlen)));
+    k = pairring_find(&recent_pairs, pair);
     if (k < 0)
         goto out;
     e = &ring[k];
     if (l->at_ms - e->noted_ms > LEASE_RECENT_MS)
         goto out;               /* too long ago to be this holding's */
+    ka = pairring_find(&acquired_pairs, pair);
+    if (ka >= 0 && acquired_ms[ka] >= e->expires_ms) {
+        /* taken again after that lease ended (the scan saw the expiry
+         * later): the line is the new holding's */
+        pairring_drop(&recent_pairs, (size_t)k);
+        goto out;
+    }
     *overrun_s = e->expires_ms < l->at_ms ? (double)(l->at_ms - e->expires_ms) / 1000.0 : 0.0;
     if (e->row >= 0 && (size_t)e->row < nrows)
         r = &rows[e->row];
@@ -227,15 +240,19 @@ out:
 void
 lease_forget(const struct lease_line *l)
 {
+    uint64_t pair;
     long k;
+    int fresh;
 
     if (l->holder == NULL || l->holderlen == 0)
         return;
+    pair = lease_pair_hash(keyhash(l->key, l->keylen), (uint32_t)keyhash(l->holder, l->holderlen));
     pthread_mutex_lock(&mu);
-    k = pairring_find(&recent_pairs, lease_pair_hash(keyhash(l->key, l->keylen),
-                                                     (uint32_t)keyhash(l->holder, l->holderlen)));
+    k = pairring_find(&recent_pairs, pair);
     if (k >= 0)
         pairring_drop(&recent_pairs, (size_t)k);
+    /* and for an expiry the scanner has yet to see (a pass under way) */
+    acquired_ms[pairring_add(&acquired_pairs, pair, &fresh)] = l->at_ms;
     pthread_mutex_unlock(&mu);
 }
 
@@ -321,6 +338,7 @@ lease_reset(void)
     rows_overflow = 0;
     memset(ring, 0, sizeof(ring));
     pairring_clear(&recent_pairs);
+    pairring_clear(&acquired_pairs);
     overruns = 0;
     pthread_mutex_unlock(&mu);
 }

@@ -109,7 +109,10 @@ bool lease_overrun(const struct lease_line *l, double *overrun_s, char *target, 
 /* The holder took the key again (an acquire's `waiting ... ok`): a holder
  * id that stays the same from one acquire to the next (Redisson's
  * <id>:<thread>) starts a new holding, and the expiry remembered for the
- * last one is forgotten, so the new holding's release is no overrun. */
+ * last one is forgotten, so the new holding's release is no overrun; the
+ * acquire's time is kept too (the last LEASE_RECENT_MAX pairs), so an
+ * expiry the scanner records later but that ended before it is no
+ * overrun either. */
 void lease_forget(const struct lease_line *l);
 
 /* A `lost` line whose own overrun (overrun_s > 0) stands for an expiry the

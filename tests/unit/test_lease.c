@@ -162,6 +162,20 @@ a_new_acquire_forgets_the_expiry(void **state)
     l = line_of("lock:a", "uuid-1:7", "hold", now + 5000);
     assert_false(lease_overrun(&l, &over, NULL, NULL));
     assert_int_equal(events_total(EVENT_LEASE_OVERRUN), 1);
+    /* the acquire seen before the scan records the expiry (a pass under
+     * way): an expiry that ended before the acquire is no overrun of the
+     * new holding; one that ended after it is */
+    l = line_of("lock:c", "uuid-1:7", "waiting", now);
+    lease_forget(&l);
+    e = end_of(lease_row("main", "lock:*"), "lock:c", "uuid-1:7", false, now - 1500);
+    lease_expired(&e);
+    l = line_of("lock:c", "uuid-1:7", "hold", now + 5000);
+    assert_false(lease_overrun(&l, &over, NULL, NULL));
+    e = end_of(lease_row("main", "lock:*"), "lock:c", "uuid-1:7", false, now + 1000);
+    lease_expired(&e);
+    l = line_of("lock:c", "uuid-1:7", "hold", now + 5000);
+    assert_true(lease_overrun(&l, &over, NULL, NULL));
+    assert_int_equal(events_total(EVENT_LEASE_OVERRUN), 2);
 }
 
 /* A lost line is a lease_lost event, with the target where one is known. */
