@@ -212,6 +212,23 @@ discard(char *p, size_t size, size_t nmemb, void *ud)
     return size * nmemb;
 }
 
+void
+notifier_easy_common(CURL *easy, long timeout_ms, void *priv)
+{
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(easy, CURLOPT_USERAGENT, "lockwatch/" LOCKWATCH_VERSION);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, priv);
+}
+
 /*
  * May nt, made in a leader term (or unelected), go out now?  Made in a
  * term that is over (a deposed leader says nothing; made unelected, < 0:
@@ -291,18 +308,7 @@ start(struct notifier *n, struct nsink *s, int64_t now)
     curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, nt->body);
     curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)nt->len);
     curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
-    curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)timeout);
-    curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout);
-    curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(x->easy, CURLOPT_FOLLOWLOCATION, 0L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(x->easy, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(x->easy, CURLOPT_USERAGENT, "lockwatch/" LOCKWATCH_VERSION);
-    curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
+    notifier_easy_common(x->easy, (long)timeout, x);
     if (curl_multi_add_handle(n->multi, x->easy) != CURLM_OK)
         goto fail;
     s->xfer = x;

@@ -37,7 +37,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <curl/curl.h>
+
 #include "alerts/sinks/sinks.h"
+
+/* The options every request the agent makes shares (the sinks', and the
+ * shard peers' checks of agent/peers.c): the whole request and its connect
+ * within timeout_ms, no signals, no redirects, http and https only, the
+ * agent's User-Agent, the answer's body dropped, priv as CURLOPT_PRIVATE. */
+void notifier_easy_common(CURL *easy, long timeout_ms, void *priv);
 #include "conf/config.h"
 
 #define NOTIFY_QUEUE_MAX       1000
