@@ -570,6 +570,23 @@ elect(struct agent *a, const struct config *old, const struct config *cfg)
     return cfg->leader_target != NULL && next == NULL ? -1 : 0;
 }
 
+/* The checks of the other shards for cfg: kept across a reload that
+ * names the same peers (their down counts go on), else started anew. */
+static void
+check_peers(struct agent *a, const struct config *old, const struct config *cfg)
+{
+    struct peers *prev = a->peers, *next;
+
+    if (old != NULL && peers_same(old, cfg))
+        return;
+    next = peers_start(cfg);
+    /* views read a->peers under a->mu: swapped there, freed after */
+    pthread_mutex_lock(&a->mu);
+    a->peers = next;
+    pthread_mutex_unlock(&a->mu);
+    peers_stop(prev);
+}
+
 int
 agent_start(struct agent *a, struct config *cfg)
 {
@@ -588,6 +605,7 @@ agent_start(struct agent *a, struct config *cfg)
         return -1;
     if (elect(a, NULL, cfg) == -1)
         return -1;
+    check_peers(a, NULL, cfg);
     if (build_targets(cfg, NULL, 0, &a->targets) == -1)
         return -1;
     a->cfg = cfg;
@@ -634,6 +652,7 @@ agent_reload(struct agent *a, struct config *cfg)
     if (elect(a, oldcfg, cfg) == -1)
         log_warnx("reload: cannot start the leader election; direct sinks are silent "
                   "until a reload or restart that can");
+    check_peers(a, oldcfg, cfg);
     config_free(oldcfg);
     /* groups whose name stays keep their state (keys under quorum since) */
     pthread_mutex_lock(&a->mu);
@@ -679,6 +698,7 @@ agent_stop(struct agent *a)
     alerts_free(a->alerts);     /* a bounded last chance for queued notices */
     /* after: the notices above were the leader's */
     leader_stop(a->leader, "the agent stops; direct sinks stop");
+    peers_stop(a->peers);
     config_free(a->cfg);        /* after: the leader's thread reads it */
     throttle_free(a->throttle);
     graph_free(a->graph);
@@ -768,6 +788,8 @@ agent_view(struct agent *a, struct view *v)
         v->has_leader = true;
         leader_state(a->leader, &v->leader);
     }
+    if (peers_view(a->peers, &v->peers, &v->npeers) == -1)
+        goto fail;
     v->alerts = a->alerts;
     v->releases = a->releases;
     v->throttle = a->throttle;
@@ -862,6 +884,7 @@ view_release(struct view *v)
     for (i = 0; v->shard_peers != NULL && i < (size_t)v->shard_total; i++)
         free(v->shard_peers[i]);
     free(v->shard_peers);
+    free(v->peers);
     free(v->replica);
     if (v->wait != NULL) {
         waitstats_view_release(v->wait);

@@ -32,6 +32,7 @@
 #include <stdbool.h>
 
 #include "agent/leader.h"
+#include "agent/peers.h"
 #include "conf/config.h"
 #include "collectors/lease/lease.h"
 #include "collectors/graph/graph.h"
@@ -71,6 +72,9 @@ struct agent {
                                  * thread; its reports are shared */
     struct leader *leader;      /* [agent] leader_target: the election
                                  * (agent/leader.h), own lock; NULL: none */
+    struct peers *peers;        /* [agent] shard_peers: the checks of the
+                                 * other shards (agent/peers.h), own lock;
+                                 * NULL: none */
 };
 
 struct view_target {
@@ -123,6 +127,10 @@ struct view {
     char **shard_peers;
     bool has_leader;                /* [agent] leader_target is set */
     struct leader_state leader;     /* then: who leads, this agent's fence */
+    struct peer_view *peers;        /* every other shard's peer, in shard
+                                     * order (agent/peers.h); NULL: none
+                                     * checked (no shard_peers, --once) */
+    size_t npeers;
 };
 
 /* Take ownership of cfg and start one scanner thread per target; create

@@ -9,7 +9,9 @@
  * not, saying why; an agent with no targets is never ready, but for a
  * shard that no target hashes to (said above "ready").  A target in
  * follow mode whose reconciles keep finding drift gets a line too, above
- * "ready" (its view is still whole: each reconcile repairs it).
+ * "ready" (its view is still whole: each reconcile repairs it).  So does
+ * another shard whose shard_peers URL counts as down (agent/peers.h):
+ * this agent's own targets are fine, so it stays ready.
  */
 #include "agent/http/render.h"
 #include "agent/http/routes.h"
@@ -88,6 +90,13 @@ render_ready(const struct view *v, struct strbuf *reason)
         leader_describe(&v->leader, said, sizeof(said));
         sb_addf(reason, "leader: %s\n", said);
     }
+    /* another shard's agent gone: said, its targets are not this agent's */
+    for (i = 0; i < v->npeers; i++)
+        if (v->peers[i].down) {
+            render_peer_down(reason, v, &v->peers[i]);
+            sb_adds(reason, ": its targets are watched by no agent unless a replica of it "
+                    "is up\n");
+        }
     if (v->ntargets == 0 && v->naway > 0)
         sb_addf(reason, "shard %d/%d: no target hashes here (%zu watched by other shards)\n",
                 v->shard_index, v->shard_total, v->naway);

@@ -3,7 +3,10 @@
  * metrics_ha.c - the sample renderers of the replica and shard families
  * (docs/deploying.md "Replicas and shards"): lockwatch_ha_info, the one
  * series that names the replica, and lockwatch_ha_leader and
- * lockwatch_ha_unfenced, only where an election runs.  Their rows are METRICS_HA_ROWS (metrics_impl.h).
+ * lockwatch_ha_unfenced, only where an election runs; and
+ * lockwatch_shard_peer_up{shard}, one series per other shard that
+ * shard_peers names (agent/peers.h), bounded by the configured shards.
+ * Their rows are METRICS_HA_ROWS (metrics_impl.h).
  */
 #include "agent/http/metrics_impl.h"
 
@@ -35,4 +38,16 @@ metrics_ha_unfenced(struct metrics_out *o, const struct metric_family *mf)
 {
     if (o->v->has_leader)
         sb_addf(o->sb, "%s %d\n", mf->name, o->v->leader.unelected ? 1 : 0);
+}
+
+/* 1 while the shard_peers URL of that shard answers /healthz, 0 once
+ * PEER_DOWN_CHECKS checks in a row failed; absent without shard_peers. */
+void
+metrics_shard_peer_up(struct metrics_out *o, const struct metric_family *mf)
+{
+    size_t i;
+
+    for (i = 0; i < o->v->npeers; i++)
+        sb_addf(o->sb, "%s{shard=\"%d\"} %d\n", mf->name, o->v->peers[i].shard,
+                o->v->peers[i].down ? 0 : 1);
 }

@@ -146,6 +146,7 @@ void label_str(struct strbuf *sb, const char *s);
 void metrics_ha_info(struct metrics_out *o, const struct metric_family *mf);
 void metrics_ha_leader(struct metrics_out *o, const struct metric_family *mf);
 void metrics_ha_unfenced(struct metrics_out *o, const struct metric_family *mf);
+void metrics_shard_peer_up(struct metrics_out *o, const struct metric_family *mf);
 
 #define METRICS_HA_ROWS \
     { "lockwatch_ha_info", "gauge", SRC_VIEW, metrics_ha_info, 0, VAL_U64,                     \
@@ -154,7 +155,10 @@ void metrics_ha_unfenced(struct metrics_out *o, const struct metric_family *mf);
       "1 while this replica holds the leader lock and its lease (only with leader_target)." }, \
     { "lockwatch_ha_unfenced", "gauge", SRC_VIEW, metrics_ha_unfenced, 0, VAL_U64,             \
       "1 while this replica sends to the direct sinks unelected and unfenced: the leader "    \
-      "lock unreachable for longer than the lease + 1s (only with leader_target)." },
+      "lock unreachable for longer than the lease + 1s (only with leader_target)." },        \
+    { "lockwatch_shard_peer_up", "gauge", SRC_VIEW, metrics_shard_peer_up, 0, VAL_U64,         \
+      "0 once the shard_peers URL of that other shard failed 3 checks of /healthz in a row "  \
+      "(about 30 s), 1 otherwise (only with shard_peers)." },
 
 /* metrics_graph.c */
 void metrics_graph_deadlocks(struct metrics_out *o, const struct metric_family *mf);

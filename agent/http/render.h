@@ -40,6 +40,12 @@ int render_api_lock(const struct view *v, const char *key, size_t keylen,
 int render_api_shard(const struct view *v, char **body, size_t *len);
 /* The base URL of shard `shard` from shard_peers; NULL when unset. */
 const char *view_peer(const struct view *v, int shard);
+/* That shard's peer when its checks count it down (agent/peers.h); NULL
+ * while it answers or is not checked. */
+const struct peer_view *view_peer_down(const struct view *v, int shard);
+/* "shard I/N (URL): does not answer /healthz for S s (why)" into sb, for
+ * a peer down. */
+void render_peer_down(struct strbuf *sb, const struct view *v, const struct peer_view *pv);
 /* {"error": msg} with the given status. */
 int render_api_error(int status, const char *msg, char **body, size_t *len);
 

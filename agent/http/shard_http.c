@@ -8,6 +8,10 @@
  *   {"replica":"a","shard":0,"shards":2,"targets":["orders"],
  *    "elsewhere":[{"target":"jobs","shard":1,"peer":"http://lw-1:9717"}]}
  *
+ * The peers' checks (agent/peers.h) are said where the split is shown:
+ * view_peer_down() and render_peer_down() serve /readyz and the status
+ * page.
+ *
  * Target names are config names ([a-zA-Z0-9_.-]); the replica and peers
  * were checked by the config loader.  Cost grows with the config, not
  * with the locks.
@@ -25,6 +29,27 @@ view_peer(const struct view *v, int shard)
     if (v->shard_peers == NULL || shard < 0 || shard >= v->shard_total)
         return NULL;
     return v->shard_peers[shard];
+}
+
+const struct peer_view *
+view_peer_down(const struct view *v, int shard)
+{
+    size_t i;
+
+    for (i = 0; i < v->npeers; i++)
+        if (v->peers[i].shard == shard)
+            return v->peers[i].down ? &v->peers[i] : NULL;
+    return NULL;
+}
+
+void
+render_peer_down(struct strbuf *sb, const struct view *v, const struct peer_view *pv)
+{
+    const char *peer = view_peer(v, pv->shard);
+
+    sb_addf(sb, "shard %d/%d (%s): does not answer /healthz for %lld s (%s)", pv->shard,
+            v->shard_total, peer != NULL ? peer : "?", (long long)(pv->failing_ms / 1000),
+            pv->err);
 }
 
 static json_t *

@@ -548,10 +548,12 @@ render_state(struct strbuf *sb, const struct view *v, const char *config_path, s
 }
 
 /* The targets other shards watch (shard = I/N), each linked to its
- * shard's page when shard_peers names it. */
+ * shard's page when shard_peers names it, and marked when that page's
+ * agent counts as down (agent/peers.h). */
 static void
 render_away(struct strbuf *sb, const struct view *v)
 {
+    const struct peer_view *pv;
     size_t i;
 
     for (i = 0; i < v->naway; i++) {
@@ -567,6 +569,16 @@ render_away(struct strbuf *sb, const struct view *v)
             sb_adds(sb, "/\">");
             esc_str(sb, peer);
             sb_adds(sb, "</a>");
+        }
+        if ((pv = view_peer_down(v, v->away[i].shard)) != NULL) {
+            struct strbuf said;
+
+            sb_init(&said, 1024);
+            render_peer_down(&said, v, pv);
+            sb_adds(sb, " <span class=\"down\">&mdash; ");
+            esc_str(sb, said.buf != NULL ? said.buf : "");
+            sb_adds(sb, ": watched by no agent unless a replica of it is up</span>");
+            sb_release(&said);
         }
         sb_adds(sb, "</td></tr>\n");
     }

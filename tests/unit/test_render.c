@@ -626,6 +626,52 @@ ready_names_targets_that_are_not(void **state)
     view_release(&v);
 }
 
+/* Another shard whose peer counts as down: a line above "ready" (this
+ * agent's targets are fine), and lockwatch_shard_peer_up 0 for it, 1 for
+ * the one that answers. */
+static void
+a_peer_down_is_said_not_unready(void **state)
+{
+    struct snapshot *s = new_snap("main", "lock:*");
+    struct view v;
+    struct strbuf sb;
+    char *text;
+
+    (void)state;
+    view_of(&v, &s, 1, 20);
+    text = metrics_of(&v);
+    assert_null(strstr(text, "lockwatch_shard_peer_up{"));     /* no shard_peers */
+    free(text);
+    v.shard_index = 0;
+    v.shard_total = 3;
+    v.shard_peers = calloc(3, sizeof(char *));
+    assert_non_null(v.shard_peers);
+    v.shard_peers[0] = strdup("http://lw-0:9717");
+    v.shard_peers[1] = strdup("http://lw-1:9717");
+    v.shard_peers[2] = strdup("http://lw-2:9717");
+    v.peers = calloc(2, sizeof(*v.peers));
+    assert_non_null(v.peers);
+    v.npeers = 2;
+    v.peers[0].shard = 1;
+    v.peers[0].down = true;
+    v.peers[0].failing_ms = 31500;
+    snprintf(v.peers[0].err, sizeof(v.peers[0].err), "Couldn't connect to server");
+    v.peers[1].shard = 2;
+    sb_init(&sb, 4096);
+    assert_int_equal(render_ready(&v, &sb), 1);
+    assert_non_null(strstr(sb.buf, "shard 1/3 (http://lw-1:9717): does not answer /healthz "
+                           "for 31 s (Couldn't connect to server): its targets are watched "
+                           "by no agent unless a replica of it is up\n"));
+    assert_null(strstr(sb.buf, "shard 2/3"));
+    sb_release(&sb);
+    text = metrics_of(&v);
+    assert_non_null(strstr(text, "\nlockwatch_shard_peer_up{shard=\"1\"} 0\n"));
+    assert_non_null(strstr(text, "\nlockwatch_shard_peer_up{shard=\"2\"} 1\n"));
+    assert_null(strstr(text, "lockwatch_shard_peer_up{shard=\"0\"}"));
+    free(text);
+    view_release(&v);
+}
+
 /* The replica is a label of lockwatch_ha_info alone, never of a target's
  * series (replicas' series must match for max without(instance)). */
 static void
@@ -1006,6 +1052,10 @@ every_family_is_one_row(void **state)
     (void)state;
     full_view(&v, &al, releases);
     v.has_leader = true;        /* lockwatch_ha_leader: only with an election */
+    /* lockwatch_shard_peer_up: only with shard_peers */
+    assert_non_null(v.peers = calloc(1, sizeof(*v.peers)));
+    v.npeers = 1;
+    v.peers[0].shard = 1;
     assert_non_null(v.throttle = throttle_new());
     sb_init(&sb, RENDER_MAX_BYTES);
     assert_int_equal(render_metrics_http(&v, &http, &sb), 0);
@@ -1186,6 +1236,7 @@ main(void)
         cmocka_unit_test(reconnects_render),
         cmocka_unit_test(events_counted_by_kind),
         cmocka_unit_test(ha_info_names_replica_and_shard),
+        cmocka_unit_test(a_peer_down_is_said_not_unready),
         cmocka_unit_test(every_family_is_one_row),
         cmocka_unit_test(leader_said),
         cmocka_unit_test(families_without_their_source_are_left_out),
