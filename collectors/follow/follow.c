@@ -374,6 +374,7 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
             stop_following(fw);
         return false;
     }
+    fw->too_many_mono = 0;      /* trying again: a pass past the cap sets it anew */
     fw->gave_up = false;
     pthread_mutex_lock(&fw->mu);
     lost = fw->sub_lost;

@@ -253,11 +253,19 @@ class Follow(h.TestCase):
         said = [l for l in ag.log_tail(200).splitlines() if "follow_max_locks (10)" in l]
         self.assertEqual(len(said), 1, ag.log_tail(50))
         self.assertIn("scanning every scan_interval", said[0])
-        # fewer locks and a reload: it follows
+        # fewer locks and a reload: it follows, and keeps following past
+        # the next full scan (a killed subscriber sets one off)
         for i in range(4):
             c.delete("lock:m:%d" % i)
         ag.reload()
         ag.wait_for(lambda: self.following(ag), 10, desc="following again")
+        scans = h.msum(ag.metrics(), "lockwatch_scans_total", target="main")
+        c.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_scans_total", target="main") > scans,
+                    10, desc="the full scan after the subscriber was killed")
+        ag.wait_for(lambda: self.following(ag), 10, desc="following after that scan")
+        time.sleep(1)
+        self.assertTrue(self.following(ag))
         # past the cap while following: it stops following, the view right
         for i in range(12, 16):
             c.set("lock:m:%d" % i, "t", px=600000)
