@@ -131,7 +131,11 @@ reader_main(void *arg)
     int rc;
 
     while (!atomic_load(&fw->th_quit)) {
-        if ((rc = ksub_read(fs->k, 100, on_event, fw, err, sizeof(err))) != 0) {
+        if ((rc = ksub_ping(fs->k, fs->ping_ms, err, sizeof(err))) == 0) {
+            rc = ksub_read(fs->k, 100, on_event, fw, err, sizeof(err));
+            atomic_store(&fs->proven_mono, ksub_proven_mono(fs->k));
+        }
+        if (rc != 0) {
             pthread_mutex_lock(&fw->mu);
             if (!fw->sub_lost)
                 snprintf(fw->sub_err, sizeof(fw->sub_err), "%s", err);
@@ -276,6 +280,8 @@ subscribe(struct follow *fw, const struct target_conf *t, const struct target_co
         struct fsub *fs = &fw->subs[fw->nsubs];
 
         fs->fw = fw;
+        fs->ping_ms = FOLLOW_PING_MS(t);
+        atomic_store(&fs->proven_mono, 0);
         if ((fs->k = ksub_open(&nodes[i], pats, np, FOLLOW_KEY_MAX, err,
                                sizeof(err))) == NULL) {
             follow_note(fw, "not following keyspace notifications: %s; scanning every "
@@ -325,9 +331,9 @@ check_flags(struct follow *fw, redisContext *c, const struct target_conf *nodes,
         if (rc == 0) {
             follow_note(fw, "not following keyspace notifications: %s:%d has "
                  "notify-keyspace-events \"%s\", which lacks \"%s\" (set it to include "
-                 KSUB_FLAGS_NEEDED ", e.g. notify-keyspace-events " KSUB_FLAGS_NEEDED
-                 "; README \"Follow mode\"); scanning every scan_interval", nodes[i].host,
-                 nodes[i].port, flags, missing);
+                 KSUB_FLAGS_NEEDED ", e.g. notify-keyspace-events KA; README \"Follow "
+                 "mode\"); scanning every scan_interval", nodes[i].host, nodes[i].port, flags,
+                 missing);
             return 0;
         }
         if (rc == -1)
@@ -885,7 +891,7 @@ reconcile_due(struct follow *fw, struct loop *lp, const struct target_conf *t, i
             /* a proof that the view is current: a snapshot says so now
              * (lockwatch_target_last_success_timestamp_seconds, the API's
              * last_success), though no lock changed */
-            fw->proven_ms = clock_now_ms();
+            fresh_proven(fw);
             lp->due = clock_deadline(0);
         }
     }

@@ -55,6 +55,14 @@
                                      * often, for the wait-for graph ... */
 #define FOLLOW_QUEUES_PER   256     /* ... once more for each this many such
                                      * locks (their queue reads' cost) */
+#define FOLLOW_PING_MS(t)   ((t)->scan_interval_ms / 2 < 5000 ? \
+                             (t)->scan_interval_ms / 2 : 5000)
+                                    /* each subscriber is PINGed this
+                                     * often (ksub_ping()): one dropped on
+                                     * the way is found within this and
+                                     * command_timeout, and a freshness
+                                     * check that passes vouches for the
+                                     * view up to its last answer */
 #define FOLLOW_NODES_MAX    64      /* subscriptions: cluster primaries */
 #define REGISTRY_PREFIX     "lockwatch:client:"
 #define DRIFT_STREAK        2       /* scheduled reconciles with fixes in a row */
@@ -94,6 +102,10 @@ struct follow;
 struct fsub {
     struct follow *fw;
     struct ksub *k;
+    int64_t ping_ms;            /* PING it this often (FOLLOW_PING_MS) */
+    _Atomic int64_t proven_mono;    /* ksub_proven_mono(), for the target's
+                                     * thread: every notification sent
+                                     * before then has been taken */
     pthread_t th;
     bool th_running;
 };
@@ -209,6 +221,11 @@ void fresh_baseline(struct follow *fw, redisContext *c, const struct target_conf
  * more first (scanner_revive()). */
 int fresh_check(struct follow *fw, const struct target_conf *t, bool *resub, char *why,
                 size_t whylen);
+
+/* A check passed: fw->proven_ms is now, or the oldest last answer of a
+ * subscriber's PING (fsub.proven_mono) when older, never earlier than it
+ * was; unchanged while one has not answered yet. */
+void fresh_proven(struct follow *fw);
 
 /* ---- followread.c ---------------------------------------------------------------- */
 

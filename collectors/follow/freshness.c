@@ -346,3 +346,24 @@ fresh_check(struct follow *fw, const struct target_conf *t, bool *resub, char *w
     }
     return 0;
 }
+
+/* A freshness check passed: the view is proven current as of now, or of
+ * the oldest last answer of a subscriber's PING when that is older (what
+ * was sent since may still be on its way); never earlier than before. */
+void
+fresh_proven(struct follow *fw)
+{
+    int64_t mono = clock_mono_ms(), oldest = mono, p, at;
+    size_t i;
+
+    for (i = 0; i < fw->nsubs; i++) {
+        p = atomic_load(&fw->subs[i].proven_mono);
+        if (p == 0)
+            return;             /* not answered yet: the scan's proof stands */
+        if (p < oldest)
+            oldest = p;
+    }
+    at = clock_now_ms() - (mono - oldest);
+    if (at > fw->proven_ms)
+        fw->proven_ms = at;
+}

@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "collectors/redis/conn.h"
+#include "common/clock.h"
 
 #define CHANNEL_PREFIX  "__keyspace@"
 #define PATTERN_MAX     1100    /* bytes of one channel pattern */
@@ -25,6 +27,10 @@ struct ksub {
     int db;
     size_t key_max;             /* longer keys are handed on as NULL */
     char where[300];            /* "host:port", for messages */
+    int64_t deadline_ms;        /* the node's command_timeout: a PING's */
+    int64_t ping_mono;          /* the unanswered PING went then; 0 none */
+    int64_t last_ping_mono;     /* the last PING went then */
+    int64_t proven_mono;        /* the last answered PING went then */
 };
 
 bool
@@ -123,6 +129,7 @@ ksub_open(const struct target_conf *node, char *const *patterns, size_t npattern
     }
     k->db = node->db;
     k->key_max = key_max;
+    k->deadline_ms = node->command_timeout_ms;
     snprintf(k->where, sizeof(k->where), "%s:%d", node->host, node->port);
     n = npatterns < PSUB_ARGS_MAX ? npatterns : PSUB_ARGS_MAX;
     argv[0] = "PSUBSCRIBE";
@@ -187,14 +194,28 @@ fail:
 
 /* Where ksub_read() hands the messages. */
 struct sink {
-    const struct ksub *k;
+    struct ksub *k;
     ksub_event_fn *fn;
     void *arg;
 };
 
+/* Is rep the answer to a PING: ["pong", ""] on a subscribed RESP2
+ * connection, +PONG on RESP3, or an error (an ACL without +ping: an
+ * answer all the same, after everything queued before it)? */
+static bool
+is_pong(const redisReply *rep)
+{
+    if (rep->type == REDIS_REPLY_STATUS || rep->type == REDIS_REPLY_ERROR)
+        return true;
+    return rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[0]->type == REDIS_REPLY_STRING && rep->element[0]->len == 4 &&
+        strncasecmp(rep->element[0]->str, "pong", 4) == 0;
+}
+
 /* One reply of a subscribed connection: a pmessage on a keyspace channel
- * of our database goes to fn (its key as NULL when over the cap);
- * anything else is ignored. */
+ * of our database goes to fn (its key as NULL when over the cap); the
+ * answer to our PING proves what came before it; anything else is
+ * ignored. */
 static void
 deliver(void *arg, const redisReply *rep)
 {
@@ -202,6 +223,11 @@ deliver(void *arg, const redisReply *rep)
     const char *key;
     size_t keylen;
 
+    if (sk->k->ping_mono != 0 && is_pong(rep)) {
+        sk->k->proven_mono = sk->k->ping_mono;
+        sk->k->ping_mono = 0;
+        return;
+    }
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 ||
         rep->element[0]->type != REDIS_REPLY_STRING || rep->element[0]->len != 8 ||
         memcmp(rep->element[0]->str, "pmessage", 8) != 0 ||
@@ -233,6 +259,45 @@ take(struct ksub *k, bool read, const struct sink *sk, char *err, size_t errlen)
         snprintf(err, errlen, "subscriber on %s: %s", k->where,
                  k->c->errstr[0] ? k->c->errstr : "protocol error");
     return rc;
+}
+
+int
+ksub_ping(struct ksub *k, int64_t every_ms, char *err, size_t errlen)
+{
+    int64_t now = clock_mono_ms();
+    int done = 0;
+
+    if (k->ping_mono != 0) {
+        if (now - k->ping_mono <= k->deadline_ms)
+            return 0;
+        snprintf(err, errlen, "subscriber on %s timed out: no answer to a PING within "
+                 "command_timeout (%lld ms), so notifications may not be arriving (a proxy, "
+                 "NAT or firewall that dropped the connection without closing it?)", k->where,
+                 (long long)k->deadline_ms);
+        return -1;
+    }
+    if (k->last_ping_mono != 0 && now - k->last_ping_mono < every_ms)
+        return 0;
+    /* a few bytes on a connection that sends nothing else: the socket
+     * buffer takes them at once, or the connection is broken */
+    if (redisAppendCommand(k->c, "PING") != REDIS_OK)
+        goto fail;
+    while (!done)
+        if (redisBufferWrite(k->c, &done) != REDIS_OK)
+            goto fail;
+    k->ping_mono = now;
+    k->last_ping_mono = now;
+    return 0;
+fail:
+    snprintf(err, errlen, "subscriber connection to %s lost: %s", k->where,
+             k->c->errstr[0] ? k->c->errstr : "PING not sent");
+    return -1;
+}
+
+int64_t
+ksub_proven_mono(const struct ksub *k)
+{
+    return k->proven_mono;
 }
 
 int

@@ -15,8 +15,12 @@
  * persist, rename_from/_to), $ (string: set, setrange, ...), h (hash:
  * hset, hincrby, hdel, ...), l (list: the fair-lock queues and signal
  * lists that are helper keys), z (sorted set: redis-semaphore's
- * semaphores, permit sets), x (expired) and e (evicted): the minimal
- * notify-keyspace-events is "Kg$lhzxe" ("KA" covers it too; A = g$lshzxet).
+ * semaphores, permit sets), x (expired) and e (evicted).  s (sets) and t
+ * (streams) are needed too, though no lock format writes them: a scan
+ * lists any key under a pattern, so a set or stream written there, or a
+ * lock overwritten by SUNIONSTORE, must be announced for the followed
+ * view to be the scanned one.  The minimal notify-keyspace-events is
+ * "Kg$lshzxet", which is "KA" (A = g$lshzxet).
  *
  * The subscriber is its own connection (a subscribed RESP2 connection
  * runs no other command), opened like any other (conn.h), read with a
@@ -27,21 +31,25 @@
  * over the owner's cap is handed on without its bytes, so no publisher
  * sizes the agent's memory.  Pub/sub is at-most-once: a
  * lost connection (restart, failover, client-output-buffer-limit pubsub)
- * loses what was in flight, and the caller must scan again.  The agent
- * never changes the server's configuration.
+ * loses what was in flight, and the caller must scan again; a connection
+ * dropped on the way without a close (a proxy, NAT or conntrack entry
+ * gone) loses everything from then on, silently, so the owner proves the
+ * subscriber with a PING every so often (ksub_ping()).  The agent never
+ * changes the server's configuration.
  */
 #ifndef LOCKWATCH_KSUB_H
 #define LOCKWATCH_KSUB_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <hiredis.h>
 
 #include "conf/config.h"
 
 /* The notify-keyspace-events classes follow mode needs, in the order
  * messages name them. */
-#define KSUB_FLAGS_NEEDED "Kg$lhzxe"
+#define KSUB_FLAGS_NEEDED "Kg$lshzxet"
 
 /* The subscriber's reply limits: a pmessage is an array of 4 strings (the
  * pattern, at most ~1 KiB, the channel, the event), a confirmation of 3. */
@@ -101,6 +109,21 @@ typedef void ksub_event_fn(void *arg, const char *key, size_t keylen, const char
  */
 int ksub_read(struct ksub *k, int timeout_ms, ksub_event_fn *fn, void *arg, char *err,
               size_t errlen);
+
+/*
+ * Prove the subscriber, from the thread that reads it, every tick: a PING
+ * goes when none is unanswered and the last went every_ms ago or more;
+ * its answer comes after every notification the server queued before it
+ * (ksub_read() takes it).  -1 with err set when one has had no answer for
+ * the node's command_timeout (a connection a proxy, NAT or firewall
+ * dropped without closing it delivers nothing, and says nothing) or the
+ * write failed: it must be closed.  0 otherwise.
+ */
+int ksub_ping(struct ksub *k, int64_t every_ms, char *err, size_t errlen);
+
+/* When (clock_mono_ms()) the last answered PING went: every notification
+ * sent before then has been handed on.  0 before the first answer. */
+int64_t ksub_proven_mono(const struct ksub *k);
 
 void ksub_close(struct ksub *k);
 

@@ -70,7 +70,7 @@ class ClusterMigrating(h.TestCase):
                 for k in [moved, changed, released, stays] + others])
         if incremental == "on":
             for n in c.nodes:
-                n.client().config_set("notify-keyspace-events", "Kg$lhzxe")
+                n.client().config_set("notify-keyspace-events", "Kg$lshzxet")
         ag = self.start_agent(targets=[("c", c.url)], scan_interval="500ms", max_hold="1h",
                               target_extra={"mode": "cluster", "incremental": incremental,
                                             "reconcile_interval": "1h"})

@@ -46,7 +46,7 @@ from harness import msum
 SCAN = 1.0                  # scan_interval, seconds
 BOUND = 2 * SCAN + 0.5      # two scans, and a pass of the graph (twice a second)
 SLACK = 6.0                 # load (ASan, 4 tests at once) on top of it
-NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
+NOTIFY = ["--notify-keyspace-events", "Kg$lshzxet"]
 
 
 def q(raw):

@@ -175,7 +175,7 @@ class Events(h.TestCase):
         """In follow mode the next full scan may be an hour away: the audit
         stream is read as the followed view is proven (every scan_interval),
         so lockctl's release is on the timeline within seconds, no scan."""
-        rs = self.start_redis(args=["--notify-keyspace-events", "Kg$lhzxe"])
+        rs = self.start_redis(args=["--notify-keyspace-events", "Kg$lshzxet"])
         c = rs.client()
         ag = self.start_agent(rs, scan_interval="1s",
                               target_extra={"incremental": "on", "reconcile_interval": "1h"})

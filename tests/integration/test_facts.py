@@ -230,7 +230,7 @@ class Facts(h.TestCase):
     def test_lfu_policy_follow_mode(self):
         # follow mode's re-reads (another thread than the scan's) keep to
         # the last pass's INFO: under an LFU policy no OBJECT IDLETIME
-        rs = self.start_redis(args=["--notify-keyspace-events", "Kg$lhzxe"])
+        rs = self.start_redis(args=["--notify-keyspace-events", "Kg$lshzxet"])
         c = rs.client()
         c.config_set("maxmemory", "1gb")
         c.config_set("maxmemory-policy", "allkeys-lfu")

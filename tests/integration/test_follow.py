@@ -5,7 +5,7 @@
 """Follow mode (incremental =): keyspace notifications keep the lock view
 current between full scans.
 
-With notify-keyspace-events covering Kg$lhzxe the agent follows after its
+With notify-keyspace-events covering Kg$lshzxet the agent follows after its
 first scan: a new lock appears, a deleted one disappears, PERSIST and
 PEXPIRE change the TTL state, a lock that lost its TTL is leaked
 leak_grace after that, all with no SCAN between reconciles (INFO
@@ -29,7 +29,7 @@ import time
 import harness as h
 import topo
 
-NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
+NOTIFY = ["--notify-keyspace-events", "Kg$lshzxet"]
 # collectors/follow/follow_impl.h FOLLOW_RECHECK_MS: while a target scans
 # because notify-keyspace-events lacks a class, the setting is read again
 # at a full scan at most this often (README "Follow mode")
@@ -180,6 +180,36 @@ class Follow(h.TestCase):
         for a in (ag, ref):
             self.assertEqual(a.lock("lock-signal:prl")[0], 404, "a helper key is no lock")
 
+    def test_sets_and_streams_under_a_pattern_are_what_a_scan_says(self):
+        # No lock client writes a set or a stream, but a scan lists any key
+        # under a pattern: a set (SADD), a stream (XADD) and a lock
+        # overwritten by SUNIONSTORE are announced only by the `s` and `t`
+        # classes, so the followed view says of them what a scan says,
+        # without a scan
+        rs = self.start_redis(args=NOTIFY)
+        c = rs.client()
+        c.set("lock:over", "tok", px=600000)
+        ag = self.start_agent(rs, scan_interval="1s", leak_grace="1h", max_hold="1h",
+                              target_extra={"reconcile_interval": "1h"})
+        self.wait_following(ag)
+        ag.wait_for(lambda: self.state(ag, "lock:over"), 10, desc="lock:over seen")
+        scans = ag.scans_ok()
+        c.sadd("lock:set", "m")
+        c.xadd("lock:stream", {"f": "v"})
+        c.sadd("src", "a")
+        c.sunionstore("lock:over", ["src"])
+        ref = self.start_agent(rs, scan_interval="1s", leak_grace="1h", max_hold="1h",
+                               target_extra={"incremental": "off"})
+        ref.wait_for(lambda: self.state(ref, "lock:stream"), 10, desc="scan-mode agent scanned")
+        fields = ("format", "pttl_ms", "states")
+        for key in ("lock:set", "lock:stream", "lock:over"):
+            want = self.state(ref, key)
+            self.assertIsNotNone(want, key)
+            want = {f: want.get(f) for f in fields}
+            ag.wait_for(lambda: {f: (self.state(ag, key) or {}).get(f) for f in fields} == want,
+                        5, desc="%s followed as scanned: %r" % (key, want))
+        self.assertEqual(ag.scans_ok(), scans, "no full scan between reconciles")
+
     def test_a_leak_found_by_the_first_scan_is_judged_without_events(self):
         rs = self.start_redis(args=NOTIFY)
         rs.client().set("lock:nottl", "t")
@@ -214,7 +244,7 @@ class Follow(h.TestCase):
         # the reconciles keep the view whole meanwhile
         ag.wait_for(lambda: self.state(ag, "lock:quiet:%d" % n[0]), 5, desc="quiet lock found")
         # notifications back: the next clean reconcile clears it
-        c.config_set("notify-keyspace-events", "Kg$lhzxe")
+        c.config_set("notify-keyspace-events", "Kg$lshzxet")
         ag.wait_for(lambda: b"follow drift" not in ag.get("/readyz")[2], 10,
                     desc="drift cleared")
 
@@ -281,11 +311,24 @@ class Follow(h.TestCase):
         self.assertFalse(self.following(ag))
         lines = [l for l in ag.log_tail(200).splitlines() if "notify-keyspace-events" in l]
         self.assertEqual(len(lines), 1, ag.log_tail(50))
-        self.assertIn("Kg$lhzxe", lines[0])
-        self.assertIn('lacks "Kg$lhzxe"', lines[0])
+        self.assertIn("Kg$lshzxet", lines[0])
+        self.assertIn('lacks "Kg$lshzxet"', lines[0])
+
+    def test_the_old_minimal_setting_without_sets_and_streams_scans(self):
+        # Kg$lhzxe lacks s and t: a set or stream under a pattern would go
+        # unannounced, so the target scans (and sees it), the log naming
+        # the classes to add
+        rs = self.start_redis(args=["--notify-keyspace-events", "Kg$lhzxe"])
+        c = rs.client()
+        c.sadd("lock:set", "m")
+        ag = self.start_agent(rs, scan_interval="300ms")
+        ag.wait_scans(3)
+        self.assertFalse(self.following(ag))
+        self.assertIn('lacks "st"', ag.log_tail(200))
+        self.assertIsNotNone(self.state(ag, "lock:set"))
 
     def flags_asked(self, ag):
-        """The setting the agent's log line asks for (e.g. Kg$lhzxe)."""
+        """The setting the agent's log line asks for (e.g. Kg$lshzxet)."""
         lines = [l for l in ag.log_tail(200).splitlines() if "which lacks" in l]
         self.assertTrue(lines, ag.log_tail(50))
         m = re.search(r"e\.g\. notify-keyspace-events (\S+);", lines[-1])
@@ -487,7 +530,7 @@ class Follow(h.TestCase):
     def test_cluster_follows_every_primary_and_topology_changes(self):
         cl = topo.start_cluster(self, primaries=3, replicas=1)
         for n in cl.nodes:
-            n.client().config_set("notify-keyspace-events", "Kg$lhzxe")
+            n.client().config_set("notify-keyspace-events", "Kg$lshzxet")
         ag = self.start_agent(targets=[("main", cl.url)], scan_interval="1s",
                               target_extra={"mode": "cluster"})
         self.wait_following(ag)

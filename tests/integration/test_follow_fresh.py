@@ -42,7 +42,7 @@ import subprocess
 import harness as h
 import topo
 
-NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe", "--enable-debug-command", "local"]
+NOTIFY = ["--notify-keyspace-events", "Kg$lshzxet", "--enable-debug-command", "local"]
 FOLLOW_ACL = ["+psubscribe", "+info", "&__keyspace@0__:lock:*",
               "&__keyspace@0__:lockwatch:client:*"]
 
@@ -250,7 +250,7 @@ class FollowFresh(h.TestCase):
         from redis.cluster import RedisCluster
         cl = topo.start_cluster(self, primaries=3)
         for n in cl.nodes:
-            n.client().config_set("notify-keyspace-events", "Kg$lhzxe")
+            n.client().config_set("notify-keyspace-events", "Kg$lshzxet")
         # 60k noise keys a shard, so that the full scan takes a while
         for p in cl.primaries():
             tag = next("n%d" % i for i in range(100000)
@@ -372,6 +372,36 @@ class FollowFresh(h.TestCase):
         self.assertEqual(st, 200)
         self.assertTrue(lk["stale"], lk)
 
+    def test_a_subscriber_dropped_on_the_way_is_found(self):
+        """A proxy, NAT or conntrack entry that drops the subscriber's
+        connection without closing it: the data connection still answers,
+        so every freshness check passed and the view was served as current
+        until the next reconcile (1 h).  The subscriber's PING, unanswered
+        for command_timeout, ends the subscription: a new leak made after
+        the drop is reported within the PING's period + command_timeout +
+        a full scan + leak_grace, the log naming the silence; the
+        subscription made again follows."""
+        rs = self.start_redis(args=NOTIFY)
+        c = rs.client()
+        c.set("lock:before", "t", px=600000)
+        proxy = topo.TcpProxy(rs.port)
+        self.addCleanup(proxy.kill)
+        ag = self.start_agent(targets=[("main", "redis://127.0.0.1:%d/0" % proxy.port)],
+                              scan_interval="1s", leak_grace="1s", max_hold="1h",
+                              target_extra={"reconcile_interval": "1h",
+                                            "command_timeout": "1s"})
+        self.wait_following(ag)
+        ag.wait_for(lambda: self.state(ag, "lock:before"), 10, desc="lock:before seen")
+        self.assertEqual(proxy.silence(b"PSUBSCRIBE"), 1, "one subscriber connection")
+        took = self.leak_reported_within(ag, c, "lock:after", 15)
+        print("subscriber dropped without a close: a new leak reported in %.1fs (PING every "
+              "0.5s, command_timeout 1s, leak_grace 1s)" % took)
+        self.assertLess(took, 6)
+        self.assertIn("no answer to a PING within command_timeout", ag.log_tail(200))
+        self.wait_following(ag)
+        c.set("lock:later", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:later"), 5, desc="followed again")
+
     # ---- issue 22: trust and what notifications cannot say ----------------------------
 
     def acl_agent(self, rs, extra, **kw):
@@ -412,7 +442,7 @@ class FollowFresh(h.TestCase):
         # cannot CONFIG GET: the restart is no proof either way
         rs = self.start_redis()
         c = rs.client()
-        c.config_set("notify-keyspace-events", "Kg$lhzxe")
+        c.config_set("notify-keyspace-events", "Kg$lshzxet")
         ag = self.acl_agent(rs, FOLLOW_ACL)
         self.wait_following(ag)
         c.set("lock:before", "t", px=600000)
@@ -549,7 +579,7 @@ class FollowFresh(h.TestCase):
         c.config_set("notify-keyspace-events", "")
         c.delete("lock:from:other")
         c.set("lock:ghost", "g", px=600000)
-        c.config_set("notify-keyspace-events", "Kg$lhzxe")
+        c.config_set("notify-keyspace-events", "Kg$lshzxet")
         c.execute_command("CONFIG", "RESETSTAT")
         took = self.wait_match(ag, c, 2 * 1.0 + 1, "view matches Redis after CONFIG RESETSTAT")
         self.assertEqual(agent_keys(ag), {b"lock:keep", b"lock:ghost"})
@@ -575,7 +605,7 @@ class FollowFresh(h.TestCase):
         # the FLUSHDB counter tells.
         cl = topo.start_cluster(self, primaries=3)
         for n in cl.nodes:
-            n.client().config_set("notify-keyspace-events", "Kg$lhzxe")
+            n.client().config_set("notify-keyspace-events", "Kg$lshzxet")
         prim = cl.primaries()
         tags = {}
         for i in range(100000):
@@ -615,7 +645,7 @@ class FollowFresh(h.TestCase):
         self.wait_match_cluster(ag, cl, 30, "locks seen")
         scans = lambda: cs.info("commandstats").get("cmdstat_scan", {}).get("calls", 0)
         base = scans()
-        cs.config_set("notify-keyspace-events", "Kg$lhzxe")
+        cs.config_set("notify-keyspace-events", "Kg$lshzxet")
         ag.wait_for(lambda: scans() > base + 200, 10, interval=0.02,
                     desc="a full scan reading the slow shard")
         flush(other)
@@ -641,7 +671,7 @@ class FollowFresh(h.TestCase):
         # there (or re-read once its slot settled), never dropped
         cl = topo.start_cluster(self, primaries=3)
         for n in cl.nodes:
-            n.client().config_set("notify-keyspace-events", "Kg$lhzxe")
+            n.client().config_set("notify-keyspace-events", "Kg$lshzxet")
         nlocks = 330
         cl.load([("SET", "lock:m:%d" % i, "t", "PX", 3600000) for i in range(nlocks)])
         # scan_interval 10s: the topology check (a full scan when it changed)

@@ -17,7 +17,7 @@ import time
 
 import harness as h
 
-NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe",
+NOTIFY = ["--notify-keyspace-events", "Kg$lshzxet",
           # the subscriber is to be flooded: Redis must not end it for
           # falling behind (its own limit, not the agent's)
           "--client-output-buffer-limit", "pubsub", "0", "0", "0"]

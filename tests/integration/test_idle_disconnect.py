@@ -25,7 +25,7 @@ import time
 import harness as h
 import topo
 
-NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
+NOTIFY = ["--notify-keyspace-events", "Kg$lshzxet"]
 PASSWORD = "idle-s3cret"
 INTERVAL_S = 2.0
 COMMAND_TIMEOUT_S = 1.0

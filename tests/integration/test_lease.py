@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from client_helpers import Shell  # noqa: E402
 
-NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
+NOTIFY = ["--notify-keyspace-events", "Kg$lshzxet"]
 LEASE_MS = 1500
 LEAK_GRACE_S = 3
 

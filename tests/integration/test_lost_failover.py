@@ -31,7 +31,7 @@ import topo
 
 INTERVAL = 1.0
 N = 20
-NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
+NOTIFY = ["--notify-keyspace-events", "Kg$lshzxet"]
 PREFIX = "lock:lost:"
 
 

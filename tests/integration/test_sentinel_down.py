@@ -26,7 +26,7 @@ import time
 import harness as h
 import topo
 
-NOTIFY = ["--notify-keyspace-events", "Kg$lhzxe"]
+NOTIFY = ["--notify-keyspace-events", "Kg$lshzxet"]
 # agents' scan_interval: how often a scan, or follow mode's check, asks the
 # sentinels
 INTERVAL = "1s"

@@ -261,13 +261,16 @@ class TcpProxy:
     """127.0.0.1:<free port> forwarded to 127.0.0.1:target_port by threads of
     the test.  kill() is a partition: the listener and every connection
     through it closed, so a client's next connect is refused; start()
-    listens again on the same port."""
+    listens again on the same port.  silence(match) is a drop without a
+    close (a NAT or conntrack entry gone): the connections whose client
+    sent match stop passing bytes either way, and stay open."""
 
     def __init__(self, target_port):
         self.target_port = target_port
         self.port = h.free_port()
         self._mu = threading.Lock()
         self._conns = []
+        self._flows = []                # [client bytes seen (a head), silent]
         self._listener = None
         self._thread = None
         self.start()
@@ -294,19 +297,25 @@ class TcpProxy:
             except OSError:
                 a.close()
                 continue
+            flow = [bytearray(), False]
             with self._mu:
                 self._conns += [a, b]
-            for src, dst in ((a, b), (b, a)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+                self._flows.append(flow)
+            for src, dst, head in ((a, b, flow), (b, a, None)):
+                threading.Thread(target=self._pump, args=(src, dst, head, flow),
+                                 daemon=True).start()
 
     @staticmethod
-    def _pump(src, dst):
+    def _pump(src, dst, head, flow):
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
-                dst.sendall(data)
+                if head is not None and len(head[0]) < 65536:
+                    head[0] += data[:65536]
+                if not flow[1]:
+                    dst.sendall(data)
         except OSError:
             pass
         for s in (src, dst):
@@ -314,6 +323,17 @@ class TcpProxy:
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    def silence(self, match):
+        """Drop, without closing, every connection whose client has sent
+        match (bytes): how many."""
+        n = 0
+        with self._mu:
+            for flow in self._flows:
+                if match in flow[0] and not flow[1]:
+                    flow[1] = True
+                    n += 1
+        return n
 
     def kill(self):
         ls, self._listener = self._listener, None

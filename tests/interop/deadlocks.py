@@ -27,7 +27,7 @@ import time
 import harness
 from scenarios import Env, LOCKCTL, R, redisson_field, until
 
-NOTIFY = "Kg$lhzxe"
+NOTIFY = "Kg$lshzxet"
 FOLLOW_BOUND = 2.0          # seconds: the bound in follow mode
 SOAK = float(os.environ.get("LOCKWATCH_DEADLOCK_SOAK", "15"))
 

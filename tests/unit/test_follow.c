@@ -29,20 +29,21 @@ flags_cover(void **state)
         int ok;
         const char *missing;
     } cases[] = {
-        { "Kg$lhzxe", 1, "" },
-        { "Kg$hxe", 0, "lz" },          /* zset locks and list helpers unseen */
+        { "Kg$lshzxet", 1, "" },
+        { "Kg$lhzxe", 0, "st" },        /* sets and streams under a pattern unseen */
+        { "Kg$hxest", 0, "lz" },        /* zset locks and list helpers unseen */
         { "KA", 1, "" },
         { "AK", 1, "" },
         { "KEA", 1, "" },
-        { "Kgxe$hzl", 1, "" },
+        { "Kgxe$hzlts", 1, "" },
         { "KA$", 1, "" },
-        { "", 0, "Kg$lhzxe" },
+        { "", 0, "Kg$lshzxet" },
         { "A", 0, "K" },                /* keyevent-only would need E; K is a must */
         { "EA", 0, "K" },
-        { "Kg$lhz", 0, "xe" },
-        { "Kgx", 0, "$lhze" },
-        { "K$lhzxe", 0, "g" },            /* no del, expire, persist, rename */
-        { "gKlhzxe", 0, "$" },
+        { "Kg$lshzt", 0, "xe" },
+        { "Kgx", 0, "$lshzet" },
+        { "K$lshzxet", 0, "g" },        /* no del, expire, persist, rename */
+        { "gKlshzxet", 0, "$" },
         { "Klszt", 0, "g$hxe" },
     };
     char missing[16];
