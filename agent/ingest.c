@@ -35,7 +35,8 @@
  *
  * With a [samples] key, each datagram's mac line is checked
  * (sampleauth.c) before any of its lines is parsed, and a datagram that
- * fails is counted as rejected and nothing else.  The key is copied from
+ * fails is counted as rejected and nothing else (but a log line: at once,
+ * then at most every REJECTS_SAY_MS).  The key is copied from
  * waitstats once per batch (it changes only on reload).  Each datagram's
  * sender address is its source for the per-source class budget.
  */
@@ -68,6 +69,12 @@
  * timeout): four times a second, so a loss shows within a second. */
 #define DROPS_TICK_MS 250
 
+/* Rejected datagrams are said in the log at once, then at most once per
+ * this, in one line for all since the last: a misconfigured reporter (no
+ * LOCKWATCH_KEY_FILE, another key) or a forger shows where the operator
+ * looks, and a flood of them is one line a minute. */
+#define REJECTS_SAY_MS 60000
+
 struct ingest {
     int fd;
     int wake[2];                /* [0] polled by the thread, [1] written to stop */
@@ -98,6 +105,10 @@ struct ingest {
     bool meminfo_off;           /* SO_MEMINFO refused: datagrams only */
     bool warned_errno;
     int64_t last_at_ms;         /* the last datagram's arrival (arrived_ms()) */
+
+    uint64_t rejects[SAMPLEAUTH_REJECTS];       /* since the last line said */
+    struct sockaddr_storage reject_from;        /* the last rejected's sender */
+    int64_t rejects_said_ms;    /* mono ms of that line; 0 never */
 };
 
 /* A reading v of the kernel's drop counter.  Datagrams carry the value of
@@ -266,6 +277,9 @@ take(struct ingest *in, struct msghdr *h, char *buf, size_t len, int64_t now_s,
     v = sampleauth_check(in->key, in->keylen, buf, len, truncated, now_s, &skip);
     if (v != SAMPLEAUTH_OK) {
         waitstats_reject(in->ws, v);
+        in->rejects[v]++;
+        if (h->msg_namelen <= sizeof(in->reject_from))
+            memcpy(&in->reject_from, h->msg_name, h->msg_namelen);
         return;
     }
     nvalid = samples_parse_datagram(buf + skip, len - skip, truncated, in->samples,
@@ -316,6 +330,59 @@ drain(struct ingest *in)
     return 0;
 }
 
+/* What a reason most likely means, for the log line. */
+static const char *
+reject_hint(enum sampleauth_verdict v)
+{
+    switch (v) {
+    case SAMPLEAUTH_UNSIGNED:
+        return "a reporter without LOCKWATCH_KEY_FILE, or an older one";
+    case SAMPLEAUTH_BAD_MAC:
+        return "signed with another key than [samples] key_file, or forged";
+    case SAMPLEAUTH_STALE:
+        return "a sender's clock over 60 s off, or a replay";
+    default:
+        return "over the agent's datagram size";
+    }
+}
+
+/* Say the datagrams rejected since the last line, at once for the first
+ * and then at most every REJECTS_SAY_MS: their counts, what each reason
+ * likely means, and the last sender (an address, not a secret). */
+static void
+say_rejects(struct ingest *in, int64_t now)
+{
+    char line[600], host[NI_MAXHOST];
+    uint64_t total = 0;
+    size_t at = 0, v;
+    int w;
+
+    for (v = 0; v < SAMPLEAUTH_REJECTS; v++)
+        total += in->rejects[v];
+    if (total == 0 || (in->rejects_said_ms != 0 && now - in->rejects_said_ms < REJECTS_SAY_MS))
+        return;
+    for (v = 0; v < SAMPLEAUTH_REJECTS && at < sizeof(line); v++) {
+        if (in->rejects[v] == 0)
+            continue;
+        w = snprintf(line + at, sizeof(line) - at, "%s%s %llu (%s)", at ? ", " : "",
+                     sampleauth_reason_str((enum sampleauth_verdict)v),
+                     (unsigned long long)in->rejects[v],
+                     reject_hint((enum sampleauth_verdict)v));
+        if (w < 0)
+            break;
+        at += (size_t)w;
+    }
+    if (getnameinfo((const struct sockaddr *)&in->reject_from, sizeof(in->reject_from), host,
+                    sizeof(host), NULL, 0, NI_NUMERICHOST) != 0)
+        snprintf(host, sizeof(host), "an unknown address");
+    log_warnx("samples: rejected %llu%s datagram%s that failed the [samples] key_file check: "
+              "%s; the last from %s (lockwatch_samples_rejected_total; said at most once a "
+              "minute)", (unsigned long long)total, in->rejects_said_ms != 0 ? " more" : "",
+              total == 1 ? "" : "s", line, host);
+    memset(in->rejects, 0, sizeof(in->rejects));
+    in->rejects_said_ms = now;
+}
+
 static void *
 ingest_main(void *arg)
 {
@@ -346,6 +413,7 @@ ingest_main(void *arg)
         /* after a drain or a quiet tick alike */
         poll_drops(in);
         publish_drops(in);
+        say_rejects(in, clock_mono_ms());
         if (pfd[0].revents != 0 && in->wait_ms > 0 &&
             poll(&pfd[1], 1, (int)in->wait_ms) > 0)
             break;              /* stopped while waiting */

@@ -10,10 +10,13 @@ condition over the replicas (max without (instance, pod,
 lockwatch_replica)): two replicas make one alert, which outlives either
 replica; the rules about the agents themselves keep instance."""
 
+import hashlib
+import hmac
 import os
 import re
 import socket
 import subprocess
+import time
 
 import yaml
 
@@ -30,7 +33,7 @@ ALERTNAMES = {"LockLeaked", "LockHeldTooLong", "LockReentrancyHigh", "LockWaitP9
 RECORDS = 2     # lockwatch:class_locks:sum and :median_1h, LockCountSurge's
 # Prometheus's own, about the agent (no agent can say it is gone itself)
 SELF = {"LockwatchAgentDown", "LockwatchShardDown", "LockwatchBlind", "LockwatchTwoLeaders",
-        "LockwatchUnfenced"}
+        "LockwatchUnfenced", "LockwatchSamplesRejected"}
 
 
 def promtool(*args):
@@ -119,11 +122,19 @@ class PromRules(h.TestCase):
         self.assertIn("lockwatch_acquire_wait_seconds_count", used)
         rs = self.start_redis()
         udp = closed_udp_port()
-        ag = self.start_agent(rs, samples="127.0.0.1:%d" % udp)
+        # with a samples key, so that the key check's families are there too
+        key = b"promtool test key, not a secret"
+        keyfile = os.path.join(h._mkdtemp("lw-key-"), "samples.key")
+        with open(keyfile, "wb") as f:
+            f.write(key + b"\n")
+        ag = self.start_agent(rs, samples="127.0.0.1:%d" % udp,
+                              extra="[samples]\nkey_file = %s\n" % keyfile)
         rs.client().set("lock:x:1", "t")
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.addCleanup(s.close)
-        s.sendto(b"lw1 wait lock:x:1 1000 ok\nlw1 hold lock:x:1 2000", ("127.0.0.1", udp))
+        body = b"%d\nlw1 wait lock:x:1 1000 ok\nlw1 hold lock:x:1 2000" % int(time.time())
+        mac = hmac.new(key, body, hashlib.sha256).hexdigest()[:32].encode()
+        s.sendto(b"lw1 mac " + mac + b" " + body, ("127.0.0.1", udp))
         ag.wait_scans(1)
         def exported():
             names = {n for n, _, _ in ag.metrics()}

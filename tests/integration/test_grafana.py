@@ -24,6 +24,8 @@ metric it reads is one the agent exports.  Loopback only; everything started
 is stopped.
 """
 
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -147,9 +149,20 @@ def has_data(reply):
     return any(v not in ("NaN", "+Inf", "-Inf") for v in values)
 
 
+KEY = b"grafana test key, not a secret at all"
+
+
+def sign(body):
+    """body (bytes) as a datagram signed with KEY (docs/line-protocol.md)."""
+    cover = b"%d\n" % int(time.time()) + body
+    return b"lw1 mac " + hmac.new(KEY, cover, hashlib.sha256).hexdigest()[:32].encode() + \
+        b" " + cover
+
+
 class Sender(threading.Thread):
     """Sends a datagram of wait and hold samples every 50 ms until stopped,
-    so that every scrape sees the histograms grow (rate() needs that)."""
+    so that every scrape sees the histograms grow (rate() needs that);
+    signed with KEY, but every tenth unsigned (the rejected panel's)."""
 
     def __init__(self, port):
         super().__init__(daemon=True)
@@ -167,7 +180,8 @@ class Sender(threading.Thread):
                      "lw1 wait lock:invoice:%d %d ok" % (n, 2000 + (n * 71) % 50000),
                      "lw1 hold lock:order:%d %d" % (1000 + n % 7, 20000 + (n * 31) % 300000)]
             try:
-                self.sock.sendto("\n".join(lines).encode(), self.addr)
+                body = "\n".join(lines).encode()
+                self.sock.sendto(body if n % 10 == 0 else sign(body), self.addr)
             except OSError:
                 pass
             self.stopping.wait(0.05)
@@ -246,10 +260,14 @@ class Dashboard(h.TestCase):
         rcv = Receiver()
         self.addCleanup(rcv.stop)
         udp = closed_udp_port()
+        keyfile = os.path.join(h._mkdtemp("lw-key-"), "samples.key")
+        with open(keyfile, "wb") as f:
+            f.write(KEY + b"\n")
         ag = h.Agent(targets=[("main", rs.url)] + members, start=False,
                      samples="127.0.0.1:%d" % udp, scan_interval="500ms",
                      leak_grace="1s", max_hold="1s",
-                     extra="[webhook oncall]\nurl = %s\nretry_base = 100ms\n\n"
+                     extra="[samples]\nkey_file = %s\n\n" % keyfile +
+                           "[webhook oncall]\nurl = %s\nretry_base = 100ms\n\n"
                            "[redlock orders]\ntargets = r1, r2, r3\n\n"
                            "[target c]\nurl = %s\nmode = cluster\npatterns = lock:*\n"
                            "scan_interval = 500ms\n" % (rcv.url, cluster.url))
@@ -287,7 +305,7 @@ class Dashboard(h.TestCase):
             c.set(key, "tok-" + key, px=1500)
             ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_lock_expirations_total") > n,
                         10, desc="the lease of %s to run out" % key)
-            usock.sendto(("lw1 hold %s 1000 grafana%%2F1 tok-%s\n" % (key, key)).encode(),
+            usock.sendto(sign(("lw1 hold %s 1000 grafana%%2F1 tok-%s\n" % (key, key)).encode()),
                          ("127.0.0.1", udp))
             ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_lease_overrun_seconds_count")
                         > o, 10, desc="the overrun on %s" % key)

@@ -186,6 +186,29 @@ class Signed(harness.TestCase):
                                 **{"class": "evil0:x"}), [])
         self.assertEqual(msum(m, "lockwatch_samples_class_overflow_total"), 0)
 
+    def test_a_rejected_datagram_is_said_in_the_log(self):
+        # A reporter with another key is otherwise seen only in a counter:
+        # the first rejected datagram is said at once, naming the reason,
+        # what it likely means and the sender; more within the minute are
+        # not said again (a forger's flood is one line a minute)
+        ag = self.start()
+        self.send(sign(b"lw1 wait pay:1 2000 ok\n", key=b"the wrong key, also long enough"))
+
+        def said():
+            lines = [l for l in ag.log_tail(400).splitlines() if "samples: rejected" in l]
+            return lines or None
+        lines = ag.wait_for(said, 5, desc="the rejection said in the log")
+        self.assertIn("rejected 1 datagram that failed the [samples] key_file check: bad_mac 1 "
+                      "(signed with another key than [samples] key_file", lines[0])
+        self.assertIn("the last from 127.0.0.1", lines[0])
+        self.assertNotIn(KEY.decode(), ag.log_tail(400))
+        for _ in range(100):
+            self.send(b"lw1 wait pay:1 2000 ok\n")
+        ag.wait_for(lambda: msum(ag.metrics(), "lockwatch_samples_rejected_total",
+                                 reason="unsigned") == 100, 10, desc="100 unsigned rejected")
+        time.sleep(0.6)     # a few of the agent's 250 ms ticks
+        self.assertEqual(len(said()), 1, "said again within the minute")
+
     def test_ten_thousand_classes_from_one_source(self):
         ag = self.start()
         # 10,000 new names, signed (a compromised or buggy reporter), 25 a datagram
