@@ -5,7 +5,7 @@
  * terminal (80 columns included: the class name gives way first), or
  * the API's JSON as it came with --json.  The figures are the agent's
  * (lockctl has no history of its own): counts and leases from its scans,
- * holds from the samples clients send it.
+ * waits and holds from the samples clients send it.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -19,9 +19,10 @@ static const struct table_col cols[] = {
     { "BASE", 9, TABLE_RIGHT, 4 },
     { "NEW/S", 7, TABLE_RIGHT, 5 },
     { "DEL/S", 7, TABLE_RIGHT, 5 },
-    { "HOLD99.9", 8, TABLE_RIGHT, 6 },
+    { "WAIT99", 7, TABLE_RIGHT, 6 },
+    { "HOLD99.9", 8, TABLE_RIGHT, 8 },
     { "LEASE", 7, TABLE_RIGHT, 5 },
-    { "ADVICE", 20, 0, 9 },
+    { "ADVICE", 20, TABLE_WRAP, 9 },        /* wraps at 80 columns, not cut */
 };
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
 
@@ -91,15 +92,17 @@ print_table(const struct lockctl *lc, const json_t *list)
     table_init(&t, cols, NCOLS);
     for (i = 0; i < json_array_size(list); i++) {
         const json_t *c = json_array_get(list, i);
-        char cnt[24], base[24], cr[16], dl[16], hold[24], lease[24], adv[64];
+        char cnt[24], base[24], cr[16], dl[16], wait[24], hold[24], lease[24], adv[64];
         const char *name = json_string_value(json_object_get(c, "class"));
-        const char *cells[NCOLS] = { name ? name : "?", cnt, base, cr, dl, hold, lease, adv };
+        const char *cells[NCOLS] = { name ? name : "?", cnt, base, cr, dl, wait, hold, lease,
+                                     adv };
         size_t lens[NCOLS];
 
         num(json_object_get(c, "count"), 0, cnt, sizeof(cnt));
         num(json_object_get(c, "baseline"), 0, base, sizeof(base));
         num(json_object_get(c, "created_per_s"), 1, cr, sizeof(cr));
         num(json_object_get(c, "deleted_per_s"), 1, dl, sizeof(dl));
+        dur(json_object_get(c, "wait_p99_s"), wait, sizeof(wait));
         dur(json_object_get(c, "hold_p999_s"), hold, sizeof(hold));
         dur(json_object_get(c, "lease_s"), lease, sizeof(lease));
         advice(c, adv, sizeof(adv));
@@ -114,7 +117,7 @@ print_table(const struct lockctl *lc, const json_t *list)
     if (rc == LOCKCTL_DONE) {
         table_print(&t, stdout, lockctl_width(lc));
         table_line(stdout, lockctl_width(lc), "%zu class%s (from the agent: counts and leases "
-                   "from its scans, holds from its samples)", json_array_size(list),
+                   "from its scans, waits and holds from its samples)", json_array_size(list),
                    json_array_size(list) == 1 ? "" : "es");
     }
     table_release(&t);

@@ -165,8 +165,16 @@ class LeaseAndSurge(h.TestCase):
         short = [l for l in lines if l.startswith("lease:short")]
         self.assertEqual(len(short), 1, lines)
         self.assertIn("too short: 20s", short[0])
+        # WAIT99, the class's wait P99 as the API has it (liblockwatch's
+        # uncontended acquires: milliseconds), and every title whole
+        self.assertEqual(lines[0].split(), ["CLASS", "LOCKS", "BASE", "NEW/S", "DEL/S",
+                                            "WAIT99", "HOLD99.9", "LEASE", "ADVICE"])
+        wait = names["lease:short"]["wait_p99_s"]
+        self.assertIsNotNone(wait, names["lease:short"])
+        self.assertLess(wait, 1.0)
+        self.assertIn(" %dms " % int(wait * 1000 + 0.5), short[0], lines)
         # a watchdog class says what its advice rests on (the renewal period)
-        dog_text = " ".join(l for l in "\n".join(lines).split("\n")
+        dog_text = " ".join(" ".join(l.split()) for l in lines
                             if l.startswith("lease:dog") or l.startswith(" "))
         self.assertIn("renewed every", dog_text, lines)
         p = t.run(["classes", "--agent", "http://127.0.0.1:%d" % h.free_port()], ag.config_path)
