@@ -67,6 +67,34 @@ serverinfo_replica(const char *text, size_t len)
 }
 
 bool
+serverinfo_link_down(const char *text, size_t len, long long *down_s)
+{
+    char status[16];
+
+    *down_s = -1;
+    serverinfo_string(text, len, "master_link_status:", status, sizeof(status));
+    if (!serverinfo_replica(text, len) || status[0] == '\0' || strcmp(status, "up") == 0)
+        return false;
+    *down_s = serverinfo_number(text, len, "master_link_down_since_seconds:", -1);
+    if (*down_s < 0)
+        *down_s = -1;
+    return true;
+}
+
+void
+serverinfo_link_why(const char *node, long long down_s, bool timed, char *out, size_t size)
+{
+    char since[48] = " (not up since the replica started)";
+
+    if (down_s >= 0 && timed)
+        snprintf(since, sizeof(since), " (for %lld s)", down_s);
+    else if (down_s >= 0)
+        since[0] = '\0';
+    snprintf(out, size, "%s is a replica whose link to its primary is down%s: its data is "
+             "not current", node, since);
+}
+
+bool
 serverinfo_resynced(const char *was_replid, bool was_replica, const char *now_replid,
                     const char *now_replid2, bool now_replica)
 {
@@ -126,6 +154,7 @@ serverinfo_read(redisContext *c, const struct target_conf *node, struct server_i
     serverinfo_string(r->str, r->len, "master_replid:", id->replid, sizeof(id->replid));
     serverinfo_string(r->str, r->len, "master_replid2:", id->replid2, sizeof(id->replid2));
     id->replica = serverinfo_replica(r->str, r->len);
+    id->link_down = serverinfo_link_down(r->str, r->len, &id->link_down_s);
     freeReplyObject(r);
     if ((rc = serverinfo_section(c, node, "commandstats", &r, err, errlen)) != 1)
         return rc;

@@ -12,6 +12,13 @@
  * tells "locks lost at a failover" (collectors/scan/lost.c) from locks
  * released.
  *
+ * A third: whether the node's data is current at all.  A replica whose
+ * link to its primary is down keeps answering reads with the data it had
+ * when the link broke (replica-serve-stale-data, on by default): locks
+ * taken since never appear, and those it has leave only as their TTLs
+ * run out.  So a read of such a node proves nothing, and the scanner and
+ * follow mode say so (serverinfo_link_down()).
+ *
  * An ACL that denies INFO leaves the identity unknown (have = false):
  * nothing is compared then, and nothing is claimed.
  */
@@ -49,6 +56,24 @@ void serverinfo_run_id(const char *text, size_t len, char *out, size_t size);
 bool serverinfo_replica(const char *text, size_t len);
 
 /*
+ * Is this INFO replication text a replica's whose link to its primary is
+ * not up (master_link_status down, or any other word a later Redis may
+ * use)?  *down_s gets master_link_down_since_seconds, -1 when the text
+ * has none or says -1 (the link was never up since the replica started).
+ * A primary, or a text without master_link_status, is current: false.
+ * Pure.
+ */
+bool serverinfo_link_down(const char *text, size_t len, long long *down_s);
+
+/* The sentence that says node ("host:port")'s data is not current, its
+ * link down_s seconds down (-1: not up since the replica started), into
+ * out (cut to size).  timed false leaves the seconds out: a failed scan's
+ * reason is logged again whenever its text changes, so it must read the
+ * same at every pass while the link stays down.  Pure. */
+void serverinfo_link_why(const char *node, long long down_s, bool timed, char *out,
+                         size_t size);
+
+/*
  * Did the data under the same run_id change hands?  A replica's
  * replication ID becomes its primary's when it loads that primary's data
  * (a full sync), and a new one on its promotion, the one before kept as
@@ -76,6 +101,8 @@ struct server_id {
     char replid[SERVERINFO_RUN_ID_MAX];     /* master_replid; "" unknown */
     char replid2[SERVERINFO_RUN_ID_MAX];    /* master_replid2 */
     bool replica;                           /* role:slave */
+    bool link_down;                         /* a replica, its link not up */
+    long long link_down_s;                  /* for so long; -1 unknown */
     long long flushes;
     long long info_calls;
 };

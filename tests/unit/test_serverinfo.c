@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_serverinfo.c - what INFO replication says about a node's data
+ * (collectors/redis/serverinfo.h): a primary, a replica in sync, a
+ * replica whose link to its primary is down (for a while, or since it
+ * started), and the sentence that says so.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "collectors/redis/serverinfo.h"
+
+/* INFO replication as Redis 7.0 writes it (trimmed). */
+static const char primary[] =
+    "# Replication\r\nrole:master\r\nconnected_slaves:1\r\n"
+    "slave0:ip=127.0.0.1,port=6390,state=online,offset=42,lag=0\r\n"
+    "master_failover_state:no-failover\r\nmaster_replid:aaaa1111\r\n";
+static const char in_sync[] =
+    "# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\nmaster_port:6389\r\n"
+    "master_link_status:up\r\nmaster_last_io_seconds_ago:1\r\n"
+    "master_sync_in_progress:0\r\nslave_read_repl_offset:42\r\n";
+static const char cut_off[] =
+    "# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\nmaster_port:6389\r\n"
+    "master_link_status:down\r\nmaster_last_io_seconds_ago:-1\r\n"
+    "master_sync_in_progress:0\r\nslave_read_repl_offset:42\r\n"
+    "master_link_down_since_seconds:12\r\nslave_priority:100\r\n";
+/* never synced since it started: Redis writes -1 */
+static const char never_up[] =
+    "# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\nmaster_port:6389\r\n"
+    "master_link_status:down\r\nmaster_sync_in_progress:1\r\n"
+    "master_link_down_since_seconds:-1\r\n";
+
+static void
+link_down_read(void **state)
+{
+    long long s = 99;
+
+    (void)state;
+    assert_false(serverinfo_link_down(primary, sizeof(primary) - 1, &s));
+    assert_int_equal(s, -1);
+    assert_false(serverinfo_link_down(in_sync, sizeof(in_sync) - 1, &s));
+    assert_true(serverinfo_link_down(cut_off, sizeof(cut_off) - 1, &s));
+    assert_int_equal(s, 12);
+    assert_true(serverinfo_link_down(never_up, sizeof(never_up) - 1, &s));
+    assert_int_equal(s, -1);
+    /* no master_link_status at all (not read, or a text cut short): not
+     * claimed down; an empty text neither */
+    assert_false(serverinfo_link_down("role:slave\r\n", 12, &s));
+    assert_false(serverinfo_link_down("", 0, &s));
+}
+
+static void
+link_down_said(void **state)
+{
+    char why[200];
+
+    (void)state;
+    serverinfo_link_why("127.0.0.1:6390", 12, true, why, sizeof(why));
+    assert_string_equal(why, "127.0.0.1:6390 is a replica whose link to its primary is down "
+                        "(for 12 s): its data is not current");
+    /* untimed: the same text at every pass while the link stays down */
+    serverinfo_link_why("127.0.0.1:6390", 12, false, why, sizeof(why));
+    assert_string_equal(why, "127.0.0.1:6390 is a replica whose link to its primary is down: "
+                        "its data is not current");
+    serverinfo_link_why("127.0.0.1:6390", -1, true, why, sizeof(why));
+    assert_non_null(strstr(why, "down (not up since the replica started): its data"));
+    serverinfo_link_why("127.0.0.1:6390", -1, false, why, sizeof(why));
+    assert_non_null(strstr(why, "down (not up since the replica started): its data"));
+    serverinfo_link_why("127.0.0.1:6390", 12, true, why, 10);      /* cut to size */
+    assert_string_equal(why, "127.0.0.1");
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(link_down_read),
+        cmocka_unit_test(link_down_said),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
