@@ -18,7 +18,10 @@
  *                 node that is or was a replica, is the process holding
  *                 other data, loaded in a full sync from a primary
  *                 (REPLICAOF), or promoted (a primary's changes when its
- *                 first replica attaches, its data untouched);
+ *                 first replica attaches, its data untouched); and a
+ *                 replica's master_link_status: not up, its data is what
+ *                 it had when the link broke, and the full scan that
+ *                 calls for fails saying so (collectors/scan/scan.c);
  *   commandstats  the calls of flushdb, flushall, swapdb and config|set
  *                 (commands run from scripts and MULTI count too): any
  *                 change means a full scan, and a CONFIG SET means the
@@ -109,6 +112,7 @@ fresh_parse(enum fresh_section section, const char *text, size_t len, int db,
         serverinfo_string(text, len, "master_replid:", st->replid, sizeof(st->replid));
         serverinfo_string(text, len, "master_replid2:", st->replid2, sizeof(st->replid2));
         st->replica = serverinfo_replica(text, len);
+        st->link_down = serverinfo_link_down(text, len, &st->link_down_s);
     }
     for (k = 0; section == FRESH_COMMANDSTATS && k < NCOUNTERS; k++)
         *counter_of(st, k) = serverinfo_number(text, len, counters[k].prefix, 0);
@@ -148,6 +152,12 @@ fresh_changed(const struct fresh_state *base, const struct fresh_state *now, siz
     size_t i;
 
     *resub = false;
+    /* a replica cut off from its primary keeps its old data, and its
+     * notifications stop with the writes: silence is no proof there */
+    if (now->have && now->link_down) {
+        serverinfo_link_why("the server", now->link_down_s, true, why, whylen);
+        return true;
+    }
     if (!base->have || !now->have)
         return false;
     if (strcmp(base->run_id, now->run_id) != 0) {

@@ -24,6 +24,9 @@ struct fresh_state {
                                  * from a primary, a promotion) */
     char replid2[48];           /* master_replid2 (the one before a promotion) */
     bool replica;               /* role:slave */
+    bool link_down;             /* a replica whose link to its primary is
+                                 * not up: its data is not current */
+    long long link_down_s;      /* for so long; -1 unknown */
     long long flushdb, flushall, swapdb;        /* commandstats calls */
     long long info_calls;       /* INFO's own: fewer, the stats were reset */
     long long config_set;       /* config|set (Redis 7+) */
@@ -49,7 +52,8 @@ void fresh_parse(enum fresh_section section, const char *text, size_t len, int d
  * itself every check (CONFIG GET), so Redis 6's count of every CONFIG
  * subcommand, which counts those reads, is not compared.  true with why
  * set; *resub true when the setting may have changed too (a restart, a
- * CONFIG SET, statistics reset).  Pure.
+ * CONFIG SET, statistics reset).  A replica whose link is down (now
+ * alone) counts too: the full scan it calls for fails saying so.  Pure.
  */
 bool fresh_changed(const struct fresh_state *base, const struct fresh_state *now, size_t live,
                    bool flags_read, unsigned *short_streak, bool *resub, char *why,

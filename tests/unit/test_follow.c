@@ -3,8 +3,8 @@
  * test_follow.c - follow mode's pure pieces: the notify-keyspace-events
  * check and the keyspace channel parser (collectors/redis/ksub.h), the
  * coalescing, capped key map of the pending set (collectors/follow/keymap.h),
- * and the freshness check's reading of INFO, Redis 6's and 7's
- * (collectors/follow/freshness.h).
+ * and the freshness check's reading of INFO, Redis 6's and 7's, and of a
+ * replica's link to its primary (collectors/follow/freshness.h).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -375,6 +375,39 @@ fresh_replid_and_reset(void **state)
     assert_non_null(strstr(why, "CONFIG RESETSTAT"));
 }
 
+/* A replica cut off from its primary: its data is old and its
+ * notifications stopped with the writes, so every check says so, though
+ * nothing else changed; a replica in sync, or a primary, is current. */
+static void
+fresh_replica_link(void **state)
+{
+    static const char up[] = "# Replication\r\nrole:slave\r\nmaster_link_status:up\r\n"
+        "master_replid:aaaa1111\r\n";
+    static const char down[] = "# Replication\r\nrole:slave\r\nmaster_link_status:down\r\n"
+        "master_replid:aaaa1111\r\nmaster_link_down_since_seconds:7\r\n";
+    struct fresh_state base = reading(stats7, sizeof(stats7) - 1, up, sizeof(up) - 1), now;
+    char why[200];
+    unsigned streak = 0;
+    bool resub = true;
+
+    (void)state;
+    now = base;
+    assert_false(now.link_down);
+    assert_false(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    fresh_parse(FRESH_REPLICATION, down, sizeof(down) - 1, 0, &now);
+    assert_true(now.link_down);
+    assert_int_equal(now.link_down_s, 7);
+    assert_true(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    assert_false(resub);                        /* the subscription is fine */
+    assert_string_equal(why, "the server is a replica whose link to its primary is down "
+                        "(for 7 s): its data is not current");
+    /* and at the next check too: no baseline makes it current */
+    base = now;
+    assert_true(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    base.have = false;                          /* nor the lack of one */
+    assert_true(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+}
+
 int
 main(void)
 {
@@ -388,6 +421,7 @@ main(void)
         cmocka_unit_test(fresh_reads_info),
         cmocka_unit_test(fresh_redis6_config),
         cmocka_unit_test(fresh_replid_and_reset),
+        cmocka_unit_test(fresh_replica_link),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
