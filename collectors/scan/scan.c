@@ -217,11 +217,16 @@ stream_connect(struct stream *s)
 }
 
 /* Which server the stream reads (serverinfo.h), before its first key: a
- * refused INFO leaves it unknown; -1 when the connection failed. */
+ * refused INFO leaves it unknown; -1 when the connection failed, or when
+ * the node is a replica whose link to its primary is down (s->err says
+ * so; the connection is fine): what it holds is the data of when the link
+ * broke, and a pass over it would pass that off as the current view.  The
+ * same INFO replication as the identity, so it costs nothing more. */
 static int
 stream_identify(struct stream *s)
 {
     struct target_conf node;
+    char addr[sizeof(s->host) + 8];
     int rc;
 
     redisconn_node(s->r->t, s->host, s->port, &node);
@@ -232,6 +237,11 @@ stream_identify(struct stream *s)
     }
     if (rc == 0)
         s->err[0] = '\0';             /* refused: the identity stays unknown */
+    if (rc == 1 && s->server.link_down) {
+        snprintf(addr, sizeof(addr), "%s:%d", s->host, s->port);
+        serverinfo_link_why(addr, s->server.link_down_s, false, s->err, sizeof(s->err));
+        return -1;
+    }
     return 0;
 }
 
@@ -275,13 +285,55 @@ stream_begin(struct stream *s)
     return 0;
 }
 
+/*
+ * A cluster replica whose link to its primary is down (stream_identify())
+ * holds what it had when the link broke: the shard is read on its primary
+ * instead, as shard_node() does for a replica the cluster calls unhealthy
+ * (the cluster does not: its health is gossip, the link is the replica's
+ * own).  Both reasons are kept when the primary cannot be read either, as
+ * when it is down, which is what most often takes the link down; the
+ * shard is then stale.  While the link stays down, each pass asks the
+ * replica again (one connection and its INFO) before the primary.
+ */
+static int
+stream_to_primary(struct stream *s)
+{
+    char why[sizeof(s->err)], err[sizeof(s->err)];
+
+    snprintf(why, sizeof(why), "%s", s->err);
+    redisFree(s->c);
+    s->c = NULL;
+    s->kept = false;
+    s->readonly = false;
+    snprintf(s->host, sizeof(s->host), "%s", s->primary->host);
+    s->port = s->primary->port;
+    s->err[0] = '\0';
+    if (stream_connect(s) == 0 && stream_identify(s) == 0) {
+        if (!atomic_exchange(&s->r->sc->replica_said, true))
+            log_info("target %s: %s; reading the shard on its primary %s:%d (said once)",
+                     s->r->sc->name, why, s->host, s->port);
+        else
+            log_debug("target %s: %s; reading the shard on its primary %s:%d",
+                      s->r->sc->name, why, s->host, s->port);
+        return 0;
+    }
+    snprintf(err, sizeof(err), "%s", s->err[0] != '\0' ? s->err : "not read");
+    stream_err(s, "%s; its primary %s:%d: %s", why, s->host, s->port, err);
+    return -1;
+}
+
 /* A cluster shard's whole pass: connect if needed, then the streamed
  * scan (which releases its batches, so a stream is freed with free()). */
 static void
 stream_run(struct stream *s)
 {
+    int rc;
+
     s->start_mono = clock_mono_ms();
-    if (stream_begin(s) == -1 || stream_scan(s) == -1)
+    rc = stream_begin(s);
+    if (rc == -1 && s->primary != NULL && s->server.link_down && !s->conn_lost)
+        rc = stream_to_primary(s);
+    if (rc == -1 || stream_scan(s) == -1)
         s->failed = true;
     s->duration_s = (double)(clock_mono_ms() - s->start_mono) / 1000.0;
 }
@@ -516,6 +568,7 @@ run_cluster(struct run *r, struct cluster_topo *topo, struct stream **out, size_
         const struct cluster_node *node = shard_node(t, &topo->shards[i], &st[i].readonly);
 
         st[i].r = r;
+        st[i].primary = st[i].readonly ? &topo->shards[i].primary : NULL;
         snprintf(st[i].host, sizeof(st[i].host), "%s", node->host);
         st[i].port = node->port;
         st[i].max_kps = share;

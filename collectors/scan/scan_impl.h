@@ -63,6 +63,8 @@ struct scanner {
                                  * (lockfacts_corroborate()) */
     atomic_bool reconnect_said; /* a kept connection found closed was
                                  * logged at info once (then at debug) */
+    atomic_bool replica_said;   /* a cluster shard read on its primary, its
+                                 * replica's link down: at info once */
     atomic_bool no_idle;        /* a node's INFO memory named an LFU
                                  * policy at its last pass, or a re-read
                                  * met OBJECT IDLETIME's LFU error since:
@@ -167,6 +169,9 @@ struct stream {
     char host[256];             /* for messages */
     int port;
     bool readonly;              /* a cluster replica: send READONLY first */
+    const struct cluster_node *primary; /* a replica's shard's primary, read
+                                 * instead when the replica's link to it
+                                 * is down (the pass's topology) */
     bool kept;                  /* c was kept from an earlier pass: its peer
                                  * may have closed it while it waited */
     long max_kps;               /* this stream's share of max_keys_per_second */
