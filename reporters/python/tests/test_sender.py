@@ -5,7 +5,10 @@ on the wire and failed sends (a loopback UDP socket, no agent, no Redis)."""
 import os
 import socket
 import tempfile
+import threading
+import time
 import unittest
+from unittest import mock
 
 from lockwatch_reporter import _config, _sender, _wire
 
@@ -28,6 +31,107 @@ def recv_all(s):
     return out
 
 
+class FirstUse:
+    """A process whose reporter is not made yet, its settings naming
+    agent.lockwatch.test (a patched getaddrinfo that takes 0.5 s resolves it
+    to self.sink, a local UDP socket as the agent, or fails when
+    self.resolvable is False) and a key file.  resolved_on and key_read_on
+    record the threads that resolved the name and read the key: never one
+    that locks (docs/reporters.md "Configuration").  A mixin of TestCases."""
+
+    HOST = "agent.lockwatch.test"
+    KEY = b"lockwatch test key: not a secret"
+    resolvable = True
+
+    def setUp(self):
+        super().setUp()
+        self.sink = udp_sink()
+        self.addCleanup(self.sink.close)
+        self.resolved_on, self.key_read_on = [], []
+        with tempfile.NamedTemporaryFile("wb", delete=False) as f:
+            f.write(self.KEY + b"\n")
+        self.addCleanup(os.unlink, f.name)
+        real_getaddrinfo, real_read_key = socket.getaddrinfo, _config.read_key
+        agent = self.sink.getsockname()
+
+        def getaddrinfo(host, *a, **kw):
+            if host != self.HOST:
+                return real_getaddrinfo(host, *a, **kw)
+            self.resolved_on.append(threading.get_ident())
+            time.sleep(0.5)
+            if not self.resolvable:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+            return [(socket.AF_INET, socket.SOCK_DGRAM, 17, "", agent)]
+
+        def read_key(path):
+            self.key_read_on.append(threading.get_ident())
+            return real_read_key(path)
+
+        for p in (mock.patch("socket.getaddrinfo", getaddrinfo),
+                  mock.patch.object(_config, "read_key", read_key),
+                  mock.patch.dict(os.environ, {"LOCKWATCH_SAMPLES": "%s:%d" % (self.HOST, agent[1]),
+                                               "LOCKWATCH_KEY_FILE": f.name})):
+            p.start()
+            self.addCleanup(p.stop)
+        _sender.configure(samples="off")
+        with _sender._reporter_lock:
+            _sender._reporter = _sender.active = None
+        self.addCleanup(_sender.configure, samples="off")
+
+    def received(self, n):
+        """The first n lines the agent got (signed with KEY), within 5 s."""
+        lines = []
+        self.sink.settimeout(5)
+        while len(lines) < n:
+            d = self.sink.recv(65536)
+            head, rest = d.split(b"\n", 1)
+            self.assertEqual(_wire.sign(self.KEY, rest, int(head.split(b" ")[3])), d)
+            lines += rest.decode().splitlines()
+        return lines
+
+    def assert_resolved_by_the_reporter(self, *lockers):
+        """The name was resolved and the key read once each, on the
+        reporter's thread, by none of the lockers (thread idents)."""
+        for t in lockers:   # a locker that resolved did so before returning
+            self.assertNotIn(t, self.resolved_on)
+            self.assertNotIn(t, self.key_read_on)
+        rep = _sender._reporter
+        rep.wait_ready()
+        self.assertEqual(self.resolved_on, [rep._thread.ident])
+        self.assertEqual(self.key_read_on, [rep._thread.ident])
+
+
+class Unresolvable(FirstUse, unittest.TestCase):
+    resolvable = False
+
+    def test_one_warning_and_off_with_what_was_queued_counted(self):
+        # the first lock call's get() returns the reporter at once; the name
+        # fails on its thread: one warning, reporting off, the events queued
+        # before dropped and counted, the lock path back to the library
+        with self.assertLogs("lockwatch_reporter", "WARNING") as logs:
+            r = _sender.active or _sender.get()
+            for i in range(3):
+                r.put(("wait", "lock:k", i, "ok"))
+            self.assert_resolved_by_the_reporter(threading.get_ident())
+        self.assertEqual(len(logs.records), 1)
+        self.assertIn(self.HOST, logs.output[0])
+        self.assertIsNone(_sender.active)
+        self.assertIsNone(_sender.get())
+        st = r.stats()
+        self.assertEqual((st["queued"], st["sent"], st["dropped_send_failed"], st["pending"]),
+                         (3, 0, 3, 0))
+        r.put(("wait", "lock:k", 9, "ok"))   # a call under way: counted, not kept
+        self.assertEqual(r.stats()["pending"], 0)
+
+
+def applied(environ):
+    """The Config of these settings once the reporter's thread would have
+    applied them (load() itself resolves and reads nothing)."""
+    c = _config.load(environ=environ)
+    c.resolve()
+    return c
+
+
 class Env(unittest.TestCase):
     def test_destinations(self):
         d = _config.split_destinations("127.0.0.1:9717, [::1]:9718,bad,host:0,x:99999,a:1")
@@ -38,15 +142,17 @@ class Env(unittest.TestCase):
     def test_off_and_defaults(self):
         self.assertFalse(_config.load(environ={"LOCKWATCH_SAMPLES": "off"}).enabled)
         self.assertFalse(_config.load(environ={"LOCKWATCH_SAMPLES": ""}).enabled)
-        c = _config.load(environ={})
+        c = applied({})
         self.assertTrue(c.enabled)
         self.assertEqual(c.destinations[0][1], ("127.0.0.1", 9717))
         self.assertEqual(c.process, "%s:%d" % (socket.gethostname(), os.getpid()))
-        self.assertEqual(_config.load(environ={"LOCKWATCH_OWNER": "pod-7"}).process, "pod-7")
-        self.assertNotEqual(_config.load(environ={"LOCKWATCH_OWNER": "x" * 201}).process, "x" * 201)
+        self.assertEqual(applied({"LOCKWATCH_OWNER": "pod-7"}).process, "pod-7")
+        self.assertNotEqual(applied({"LOCKWATCH_OWNER": "x" * 201}).process, "x" * 201)
 
     def test_unresolvable(self):
         c = _config.load(environ={"LOCKWATCH_SAMPLES": "no-such-host.invalid:9717"})
+        self.assertTrue(c.enabled)      # until the reporter's thread resolves it
+        c.resolve()
         self.assertFalse(c.enabled)
 
     def test_key_file(self):
@@ -54,13 +160,15 @@ class Env(unittest.TestCase):
             f.write(b"0123456789abcdef0123\n\n")
         try:
             c = _config.load(environ={"LOCKWATCH_KEY_FILE": f.name})
+            self.assertIsNone(c.key)        # read by the reporter's thread
+            c.resolve()
             self.assertEqual(c.key, b"0123456789abcdef0123")
             with open(f.name, "wb") as g:
                 g.write(b"short\n")
-            self.assertFalse(_config.load(environ={"LOCKWATCH_KEY_FILE": f.name}).enabled)
+            self.assertFalse(applied({"LOCKWATCH_KEY_FILE": f.name}).enabled)
         finally:
             os.unlink(f.name)
-        self.assertFalse(_config.load(environ={"LOCKWATCH_KEY_FILE": "/nonexistent/k"}).enabled)
+        self.assertFalse(applied({"LOCKWATCH_KEY_FILE": "/nonexistent/k"}).enabled)
 
 
 class Sending(unittest.TestCase):
@@ -213,6 +321,7 @@ class Sending(unittest.TestCase):
                 child = _sender.get()
                 ok = child is not None and child is not parent and child._thread.is_alive()
                 child.put(("wait", "lock:child", 7, "ok"))
+                child.wait_ready()
                 child.flush()
                 os.write(w, b"1" if ok else b"0")
             finally:
@@ -265,6 +374,7 @@ class Sending(unittest.TestCase):
                 self.assertEqual(len(made), 1)
                 self.assertEqual(len({id(r) for r in got}), 1)
                 self.assertEqual(got[0].stats()["pending"], 8)
+                got[0].wait_ready()
                 got[0].flush()
                 lines = b"".join(recv_all(sink)).decode().split()
                 self.assertEqual(sorted(l for l in lines if l.startswith("lock:race:")),

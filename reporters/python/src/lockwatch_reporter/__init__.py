@@ -37,16 +37,15 @@ def stats():
     queued, sent, datagrams, dropped_queue_full, dropped_send_failed,
     pending."""
     from . import _sender
-    r = _sender._reporter
-    if r is None:
-        r = configure()
-    return r.stats()
+    return _sender.current().stats()
 
 
 def flush():
     """Send what is queued now (normally the background thread does it every
-    200 ms, and atexit at the end)."""
+    200 ms, and atexit at the end); first, if need be, wait for the
+    reporter's thread to resolve the names."""
     from . import _sender
     r = _sender._reporter
     if r is not None:
+        r.wait_ready()
         r.flush()

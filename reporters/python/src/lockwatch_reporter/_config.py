@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Where the reporter sends and how it signs: LOCKWATCH_SAMPLES,
 LOCKWATCH_KEY_FILE and LOCKWATCH_OWNER (docs/reporters.md "Configuration"),
-read once.  Names are resolved here, at start, so the lock path never does
-DNS; a destination that does not resolve, or a key file that cannot be used,
-is logged once (logging, logger "lockwatch_reporter") and turns that
-destination, or the whole reporter, off.  Nothing here raises into the
-application.
+read once, in two steps.  load() only reads the settings and tells "off"
+from the rest: the first lock call of the process makes the reporter, so
+load() may run on the lock path, and it does no I/O.  Config.resolve()
+applies them: it parses the destinations, reads the key file and resolves
+the names, which may block on DNS or a slow disk (and log), so only the
+reporter's own thread calls it, once (_sender.py).  A destination that does
+not resolve, or a key file that cannot be used, is logged once (logging,
+logger "lockwatch_reporter") and turns that destination, or the whole
+reporter, off.  Nothing here raises into the application.
 """
 
 import logging
@@ -22,13 +26,43 @@ OWNER_MAX = 200
 
 class Config:
     """destinations: [(family, sockaddr)]; key: bytes or None; process: str.
-    enabled is False when reporting is off (no destination, bad key)."""
+    enabled is False when reporting is off (no destination, bad key).
+    settings, when given, is (samples, key_file, owner) as load() read them,
+    still to be applied by resolve(): until then destinations is empty, key
+    None, process the default and enabled True."""
 
-    def __init__(self, destinations, key, process, enabled=True):
+    def __init__(self, destinations, key, process, enabled=True, settings=None):
         self.destinations = destinations
         self.key = key
         self.process = process
-        self.enabled = enabled and bool(destinations)
+        self.settings = settings
+        self.enabled = enabled and bool(destinations or settings)
+
+    def resolve(self):
+        """Apply the settings (once): parse LOCKWATCH_SAMPLES, take the
+        owner, read the key file, resolve the names.  Blocks on DNS and the
+        disk: the reporter's thread only.  Returns self.enabled."""
+        settings, self.settings = self.settings, None
+        if settings is None:
+            return self.enabled
+        samples, key_file, owner = settings
+        if owner:
+            if len(owner.encode("utf-8", "surrogateescape")) > OWNER_MAX:
+                log.warning("LOCKWATCH_OWNER is longer than %d bytes; using %s",
+                            OWNER_MAX, self.process)
+            else:
+                self.process = owner
+        if key_file:
+            self.key = read_key(key_file)
+            if self.key is None:
+                self.enabled = False
+                return False
+        for host, port in split_destinations(samples):
+            d = resolve(host, port)
+            if d is not None:
+                self.destinations.append(d)
+        self.enabled = bool(self.destinations)
+        return self.enabled
 
 
 def split_destinations(text):
@@ -96,7 +130,8 @@ def default_process():
 
 
 def load(samples=None, key_file=None, owner=None, environ=None):
-    """A Config from the arguments, falling back to the environment."""
+    """A Config from the arguments, falling back to the environment; unless
+    it is off, its settings still to apply (Config.resolve())."""
     env = os.environ if environ is None else environ
     if samples is None:
         samples = env.get("LOCKWATCH_SAMPLES", DEFAULT_SAMPLES)
@@ -104,23 +139,7 @@ def load(samples=None, key_file=None, owner=None, environ=None):
         key_file = env.get("LOCKWATCH_KEY_FILE") or None
     if owner is None:
         owner = env.get("LOCKWATCH_OWNER") or None
-    process = default_process()
-    if owner:
-        if len(owner.encode("utf-8", "surrogateescape")) > OWNER_MAX:
-            log.warning("LOCKWATCH_OWNER is longer than %d bytes; using %s", OWNER_MAX, process)
-        else:
-            process = owner
     text = samples.strip()
     if text == "" or text == "off":
-        return Config([], None, process, enabled=False)
-    key = None
-    if key_file:
-        key = read_key(key_file)
-        if key is None:
-            return Config([], None, process, enabled=False)
-    dests = []
-    for host, port in split_destinations(text):
-        d = resolve(host, port)
-        if d is not None:
-            dests.append(d)
-    return Config(dests, key, process)
+        return Config([], None, default_process(), enabled=False)
+    return Config([], None, default_process(), settings=(text, key_file, owner))

@@ -4,7 +4,12 @@ daemon thread that turns them into lw1 lines, packs them into datagrams of at
 most 1432 bytes (8192 when every destination is a loopback address: fewer
 sends, each of which releases the GIL and wakes the agent), signs them when
 a key is set and sends them with non-blocking UDP sockets every 200 ms (or
-sooner when the queue fills up).
+sooner when the queue fills up).  The thread first applies the settings
+(_config.Config.resolve(): the key file, the names), so that neither the
+first lock call, which makes the reporter, nor an event loop ever waits for
+DNS or the disk; events queue meanwhile, bounded as ever, and go out once it
+is done.  When that turns reporting off, what was queued is dropped and
+counted (sending failed) and the lock path goes back to the library alone.
 
 Why tuples and a thread: the lock path must cost next to nothing (the 5%
 budget of docs/reporters.md), so it only builds a tuple and appends it to a
@@ -56,30 +61,77 @@ class Reporter:
         self._sent_lines = 0
         self._sent_datagrams = 0
         self._dropped_send = 0
+        self._unix = 0
+        self._socks = {}
+        self._tap = None
+        self._thread = None
+        # set once the settings are applied (flush() sends nothing before)
+        self.ready = threading.Event()
+        if config.settings is None:
+            self._settled()
+        if config.enabled and start:
+            self._thread = threading.Thread(target=self._run, name="lockwatch-reporter",
+                                            daemon=True)
+            self._thread.start()
+
+    def _settled(self):
+        """What depends on the applied settings: the encoder (the owner),
+        the datagram budget (the destinations, the key)."""
+        config = self.config
         self._encoder = _wire.Encoder(config.process)
         size = _wire.MAX_DATAGRAM
         if config.destinations and all(is_loopback(a[0]) for _, a in config.destinations):
             size = _wire.LOOPBACK_DATAGRAM
         self._budget = size - (_wire.MAC_LINE_LEN if config.key else 0)
-        self._unix = 0
-        self._socks = {}
-        self._tap = None
-        self._thread = None
-        if config.enabled and start:
-            for fam, _ in config.destinations:
-                if fam not in self._socks:
-                    try:
-                        s = socket.socket(fam, socket.SOCK_DGRAM)
-                        s.setblocking(False)
-                        self._socks[fam] = s
-                    except OSError as e:
-                        _config.log.warning("lockwatch reporter: no UDP socket (%s); off", e)
-                        config.enabled = False
-                        break
-        if config.enabled and start:
-            self._thread = threading.Thread(target=self._run, name="lockwatch-reporter",
-                                            daemon=True)
-            self._thread.start()
+        self.ready.set()
+
+    def _start(self):
+        """The sender thread's first step: apply the settings (DNS, the key
+        file) and open the sockets; False when that turned reporting off."""
+        config = self.config
+        try:
+            config.resolve()
+        except Exception as e:  # never fail the application
+            _config.log.warning("lockwatch reporter: %s; off", e)
+            config.enabled = False
+        for fam, _ in config.destinations if config.enabled else ():
+            if fam not in self._socks:
+                try:
+                    s = socket.socket(fam, socket.SOCK_DGRAM)
+                    s.setblocking(False)
+                    self._socks[fam] = s
+                except OSError as e:
+                    _config.log.warning("lockwatch reporter: no UDP socket (%s); off", e)
+                    config.enabled = False
+                    break
+        if not config.enabled:
+            self._off()
+        self._settled()
+        return config.enabled
+
+    def wait_ready(self):
+        """Wait until the thread has applied the settings (configure(),
+        flush(), exit: the application asking, never a lock call)."""
+        t = self._thread
+        if t is not None and t is not threading.current_thread():
+            self.ready.wait()
+
+    def _off(self):
+        """Reporting turned off after the lock path started queueing: the
+        wrappers go back to the library alone (active, get()), and what was
+        queued, or is put by a call under way, is dropped and counted."""
+        global active
+        with _reporter_lock:
+            if active is self:
+                active = None
+        self.fast_below = 0
+        self.capacity = 0
+        q = self._q
+        with self._count_lock:
+            n = len(q)
+            q.clear()
+            self._queued += n
+            self._dropped_send += n
 
     # ---- lock path ----------------------------------------------------
     def put(self, event):
@@ -128,7 +180,11 @@ class Reporter:
 
     # ---- sender thread ------------------------------------------------
     def _run(self):
-        while not self._stop:
+        try:
+            on = self._start()
+        finally:
+            self.ready.set()    # whatever happened: nobody waits for ever
+        while on and not self._stop:
             self._wake.wait(self.flush_seconds)
             self._wake.clear()
             self.flush()
@@ -138,6 +194,8 @@ class Reporter:
         events are encoded and packed in one pass, and each datagram goes out
         as soon as it is full, so the thread gives up the GIL (sendto) every
         few dozen lines rather than after the whole batch."""
+        if not self.ready.is_set():
+            return      # the settings are still being applied: kept queued
         with self._flush_lock:
             q = self._q
             todo = len(q)
@@ -199,10 +257,12 @@ class Reporter:
             res[1] += nl
 
     def close(self):
-        """Flush and stop the thread (at exit; tests)."""
+        """Flush and stop the thread (at exit; tests): once the settings are
+        applied, so that the lines of a short run go out too."""
         self._stop = True
         self._wake.set()
         try:
+            self.wait_ready()
             self.flush()
         except Exception:
             pass
@@ -235,8 +295,9 @@ def is_loopback(address):
 
 _reporter = None
 _reporter_lock = threading.Lock()
-# The process's reporter when it reports, else None: what the wrappers read
-# first (`_sender.active or _sender.get()`), one global load on the lock path.
+# The process's reporter when it reports (or may: its settings still being
+# applied), else None: what the wrappers read first
+# (`_sender.active or _sender.get()`), one global load on the lock path.
 active = None
 
 
@@ -244,14 +305,22 @@ def get():
     """The process's reporter, made from the environment on first use; None
     when reporting is off (the wrappers then only call the library).
     Threads that race here on first use get the one the first of them made
-    (each making its own would close the others' with their lines)."""
+    (each making its own would close the others' with their lines).  The
+    first use is a lock call: this returns at once, the reporter's thread
+    applies the settings (DNS, the key file) and events queue meanwhile."""
+    r = current()
+    return r if r.config.enabled else None
+
+
+def current():
+    """The process's reporter, made on first use, on or off; never waits."""
     r = _reporter
     if r is None:
         with _reporter_lock:
             if _reporter is None:
                 _install(None, None, None, {})
             r = _reporter
-    return r if r.config.enabled else None
+    return r
 
 
 _settings = None
@@ -275,7 +344,15 @@ def _install(samples, key_file, owner, kw):
 
 def configure(samples=None, key_file=None, owner=None, **kw):
     """(Re)make the process's reporter with these settings (None: from the
-    environment).  Returns it; its config.enabled says whether it reports."""
+    environment).  Returns it once its thread has applied them (resolved
+    the names, read the key file: the application's start, not a lock
+    call, waits for that); its config.enabled says whether it reports."""
+    r = _configure(samples, key_file, owner, kw)
+    r.wait_ready()
+    return r
+
+
+def _configure(samples, key_file, owner, kw):
     with _reporter_lock:
         old = _install(samples, key_file, owner, kw)
         r = _reporter
@@ -301,7 +378,7 @@ def _after_fork_in_child():
     _reporter = active = None
     samples, key_file, owner, kw = _settings
     try:
-        configure(samples, key_file, owner, **kw)
+        _configure(samples, key_file, owner, kw)   # without waiting: maybe a lock call's thread
     except Exception:
         pass
 
