@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # run-all: idle (lockctl against a closed port; no Redis)
-"""Every lockctl command the docs and the shipped alert rules tell an
-operator to run is one lockctl accepts: the placeholders filled in, it is
-never a usage error (exit 2, "unrecognized option").  The target's Redis is
-a closed port, so each command fails at the connection (exit 3) or, for
-the agent's commands, at the agent, after its options were parsed."""
+"""Every lockctl command the docs (the reporters' READMEs too) and the
+shipped alert rules tell an operator to run is one lockctl accepts: the
+placeholders filled in, it is never a usage error (exit 2, "unrecognized
+option").  The target's Redis is a closed port, so each command fails at
+the connection (exit 3) or, for the agent's commands, at the agent, after
+its options were parsed."""
 
 import os
 import re
@@ -15,7 +16,8 @@ import topo
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCES = ["README.md", "packaging/prometheus/lockwatch-rules.yml"] + \
-    ["docs/" + f for f in sorted(os.listdir(os.path.join(REPO, "docs"))) if f.endswith(".md")]
+    ["docs/" + f for f in sorted(os.listdir(os.path.join(REPO, "docs"))) if f.endswith(".md")] + \
+    ["reporters/%s/README.md" % r for r in ("go", "java", "node", "python")]
 # what a reader puts in place of each placeholder
 FILL = [(r"\{\{ *\$labels\.target *\}\}", "main"), (r"\{\{ *\$labels\.class *\}\}", "lock:*"),
         (r"\bTARGET\b", "main"), (r"\bCLASS\b", "lock:*"), (r"\bKEY\b|\bK\b", "lock:x"),
