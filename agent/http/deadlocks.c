@@ -3,7 +3,8 @@
  * deadlocks.c - GET /api/v1/deadlocks: the wait-for graph's newest report
  * as JSON (docs/http-api.md "Deadlocks"): the deadlocks now, each with its
  * steps in cycle order and the lock to release, the lock-order inversions
- * known, and the graph's counts.
+ * known, who waits for whom now (the graph's edges, deadlocked or not, as
+ * steps), and the graph's counts.
  *
  * Keys, holders and owners are bytes: each comes as sanitised UTF-8 and
  * percent-encoded (`key`, `key_escaped`), as in /api/v1/locks, so hostile
@@ -165,22 +166,28 @@ static json_t *
 report_json(const struct graph_report *r)
 {
     json_t *root = json_object(), *dl = json_array(), *inv = json_array(), *x;
-    int bad = root == NULL || dl == NULL || inv == NULL;
+    json_t *waits = json_array();
+    int bad = root == NULL || dl == NULL || inv == NULL || waits == NULL;
     size_t i;
 
     for (i = 0; !bad && i < r->ndeadlocks; i++)
         bad |= (x = deadlock_json(&r->deadlocks[i], r->at_ms)) == NULL || json_array_append_new(dl, x);
     for (i = 0; !bad && i < r->ninversions; i++)
         bad |= (x = inversion_json(&r->inversions[i])) == NULL || json_array_append_new(inv, x);
+    for (i = 0; !bad && i < r->nwaits; i++)
+        bad |= (x = step_json(&r->waits[i], r->at_ms)) == NULL || json_array_append_new(waits, x);
     if (bad) {
         json_decref(root);
         json_decref(dl);
         json_decref(inv);
+        json_decref(waits);
         return NULL;
     }
     bad |= json_object_set_new(root, "at", lockjson_time(r->at_ms));
     bad |= json_object_set_new(root, "deadlocks", dl);
     bad |= json_object_set_new(root, "inversions", inv);
+    bad |= json_object_set_new(root, "waits", waits);
+    bad |= json_object_set_new(root, "waits_total", json_integer((json_int_t)r->waits_total));
     bad |= json_object_set_new(root, "graph", stats_json(&r->stats));
     if (bad) {
         json_decref(root);

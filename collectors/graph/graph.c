@@ -196,16 +196,21 @@ graph_report_ref(struct graph_report *r)
     pthread_mutex_unlock(&r->ref_mu);
 }
 
-/* The bytes of a deadlock's steps (those not filled are NULL). */
+/* The bytes of a step (those not filled are NULL). */
+static void
+step_free(struct graph_step *st)
+{
+    gbytes_free(&st->waiter);
+    gbytes_free(&st->holder);
+    gbytes_free(&st->holder_id);
+    gbytes_free(&st->key);
+}
+
 static void
 deadlock_free(struct graph_deadlock *d)
 {
-    for (size_t k = 0; k < d->nsteps; k++) {
-        gbytes_free(&d->steps[k].waiter);
-        gbytes_free(&d->steps[k].holder);
-        gbytes_free(&d->steps[k].holder_id);
-        gbytes_free(&d->steps[k].key);
-    }
+    for (size_t k = 0; k < d->nsteps; k++)
+        step_free(&d->steps[k]);
 }
 
 void
@@ -227,8 +232,11 @@ graph_report_unref(struct graph_report *r)
         gsite_free(&r->inversions[i].ab);
         gsite_free(&r->inversions[i].ba);
     }
+    for (i = 0; i < r->nwaits; i++)
+        step_free(&r->waits[i]);
     free(r->deadlocks);
     free(r->inversions);
+    free(r->waits);
     pthread_mutex_destroy(&r->ref_mu);
     free(r);
 }
@@ -719,6 +727,51 @@ on_cycle(const uint32_t *nodes, const uint32_t *labels, size_t n, void *arg)
     r->ndeadlocks++;
 }
 
+/* ---- the waits listed ------------------------------------------------------ */
+
+/* The oldest holding first, unknown ages last. */
+static int
+by_held_since(const void *a, const void *b)
+{
+    int64_t x = (*(const struct glock *const *)a)->held_since_ms;
+    int64_t y = (*(const struct glock *const *)b)->held_since_ms;
+
+    if (x == 0 || y == 0)
+        return (x == 0) - (y == 0);
+    return (x > y) - (x < y);
+}
+
+/* Copy the edges of the oldest holdings into the report.  -1 on ENOMEM. */
+static int
+report_waits(struct pass *p)
+{
+    const struct glock **order;
+    size_t i, n = p->nlocks < GRAPH_WAITS_MAX ? p->nlocks : GRAPH_WAITS_MAX;
+
+    p->r->waits_total = p->nlocks;
+    if (n == 0)
+        return 0;
+    order = malloc(p->nlocks * sizeof(*order));
+    p->r->waits = calloc(n, sizeof(*p->r->waits));
+    if (order == NULL || p->r->waits == NULL) {
+        free(order);
+        return -1;
+    }
+    for (i = 0; i < p->nlocks; i++)
+        order[i] = &p->locks[i];
+    qsort(order, p->nlocks, sizeof(*order), by_held_since);
+    for (i = 0; i < n; i++) {
+        /* counted first: a step filled in part is freed with the report */
+        p->r->nwaits++;
+        if (step_fill(p, &p->r->waits[i], order[i]) == -1) {
+            free(order);
+            return -1;
+        }
+    }
+    free(order);
+    return 0;
+}
+
 /* ---- the pass ---------------------------------------------------------------- */
 
 static struct graph_report *
@@ -785,7 +838,7 @@ graph_pass(struct graph *g, const struct graph_target *targets, size_t ntargets,
         goto nomem;
     all_edges(&p, targets, ntargets);
     mark_gone(&p);
-    if (cycles_find(g->cy, on_cycle, &p) == -1 || p.nomem)
+    if (cycles_find(g->cy, on_cycle, &p) == -1 || p.nomem || report_waits(&p) == -1)
         goto nomem;
     /* orders learn from the pairs sorted by owner: bykey's order is done with */
     if (orders_pass(g, p.ix.pairs, p.ix.npairs, rules, nrules, now_ms, mono_ms) == -1 ||

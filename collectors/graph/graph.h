@@ -55,9 +55,12 @@
  * is forgotten.  Holds shorter than a pass may go unseen: the table is
  * read once a pass, not on every line.
  *
+ * A report also lists the pass's edges, deadlocked or not (who waits for
+ * whom now, on which lock), the waits behind the oldest holdings first.
  * Bounded: the graph's caps (cycles.h), GRAPH_QUEUE_IDS queue members a
- * lock (collectors/scan/waiters.c), GRAPH_DEADLOCKS_MAX deadlocks a
- * report; what is cut is counted in the report's stats.
+ * lock (collectors/scan/waiters.c), GRAPH_DEADLOCKS_MAX deadlocks and
+ * GRAPH_WAITS_MAX edges a report; what is cut is counted in the report's
+ * stats (the edges listed against waits_total).
  *
  * Thread safety: graph_pass() is for one thread (the agent's main
  * thread); a report is immutable and reference counted, readable from any
@@ -78,6 +81,9 @@
 #include "conf/config.h"
 
 #define GRAPH_DEADLOCKS_MAX   64        /* deadlocks in one report */
+#define GRAPH_WAITS_MAX       256       /* edges listed in one report (who
+                                         * waits for whom now, the oldest
+                                         * holdings first) */
 #define GRAPH_CANDIDATES_MAX  256       /* cycles tracked between passes */
 #define GRAPH_ORDERS_MAX      1024      /* lock orders learnt */
 #define GRAPH_INVERSIONS_MAX  64        /* inversions kept */
@@ -172,6 +178,10 @@ struct graph_report {
     size_t ndeadlocks;
     struct graph_inversion *inversions;
     size_t ninversions;
+    struct graph_step *waits;           /* the pass's edges, deadlocked or not:
+                                         * those of the oldest holdings (unknown
+                                         * ages last), at most GRAPH_WAITS_MAX */
+    size_t nwaits, waits_total;         /* listed, and edges in all */
     struct graph_stats stats;
 };
 

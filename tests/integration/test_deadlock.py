@@ -14,7 +14,8 @@ as liblockwatch and the reporters send them, the agent scanning every second.
     `<uuid>:<tid>`), and one whose holder reports its owner (a reporter in
     another language holding a Redisson lock): the fair queue's waiter and
     the reporter's owner are one node;
-  - a chain (A waits for B waits for C) is no deadlock;
+  - a chain (A waits for B waits for C) is no deadlock, and
+    /api/v1/deadlocks lists its two waits (waiter, lock, holder);
   - a lock-order inversion that never overlapped (A then B by one owner,
     released, later B then A by another): one LockOrderInversion with both
     sites, no LockDeadlock; a lock released without its `hold` line (by
@@ -328,6 +329,13 @@ class Deadlock(LinesAgent):
         self.assertEqual(body["deadlocks"], [])
         self.assertGreaterEqual(body["graph"]["edges"], 2)
         self.assertEqual(self.firing("LockDeadlock"), [])
+        # who waits for whom, though no deadlock: each edge, on its lock,
+        # with the holder id a release takes
+        waits = {(w["waiter"], w["key"], w["holder"], w["holder_id"], w["source"])
+                 for w in body["waits"]}
+        self.assertEqual(waits, {("o-1", "lock:c:2", "o-2", "t2", "waiting"),
+                                 ("o-2", "lock:c:3", "o-3", "t3", "waiting")})
+        self.assertEqual(body["waits_total"], 2)
 
     def test_inversion_without_overlap(self):
         # owner 1: acct then ship, both released before owner 2 starts
