@@ -885,6 +885,8 @@ render_page(struct strbuf *sb, const struct view *v, const char *config_path)
             "</p>\n<nav><a href=\"metrics\">/metrics</a><a href=\"api/v1/locks\">"
             "/api/v1/locks</a><a href=\"api/v1/alerts\">/api/v1/alerts</a>"
             "<a href=\"api/v1/events\">/api/v1/events</a>"
+            "<a href=\"api/v1/classes\">/api/v1/classes</a>"
+            "<a href=\"api/v1/deadlocks\">/api/v1/deadlocks</a>"
             "<a href=\"api/v1/shard\">/api/v1/shard</a>"
             "<a href=\"readyz\">/readyz</a><a href=\"healthz\">/healthz</a></nav></header>\n",
             STATUS_REFRESH_S);

@@ -29,6 +29,7 @@ import glob
 import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import struct
@@ -252,6 +253,14 @@ class StatusPage(h.TestCase):
         self.assertIn("script-src", headers["content-security-policy"].replace(
             "default-src 'none'", "script-src"))
         self.assertNotIn(b"<script", raw)
+        # every link of the page's nav answers (the API routes a person
+        # goes on to: classes and deadlocks among them)
+        nav = re.search(rb"<nav>(.*?)</nav>", raw).group(1)
+        links = re.findall(rb'href="([^"]+)"', nav)
+        for want in (b"api/v1/classes", b"api/v1/deadlocks", b"api/v1/events"):
+            self.assertIn(want, links)
+        for link in links:
+            self.assertEqual(ag.get("/" + link.decode())[0], 200, link)
 
         work = tempfile.mkdtemp(prefix="lw-status-page-")
         self.addCleanup(shutil.rmtree, work, True)
