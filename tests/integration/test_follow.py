@@ -454,15 +454,16 @@ class Follow(h.TestCase):
     def test_flood_past_the_cap_is_counted_and_reconciled(self):
         rs = self.start_redis(args=NOTIFY)
         c = rs.client()
-        ag = self.start_agent(rs, scan_interval="1s")
+        ag = self.start_agent(rs, scan_interval="1s", target_extra={"command_timeout": "15s"})
         self.wait_following(ag)
         base = ag.scans_ok()
         n = 150000
         # one script: the notifications of every SET arrive in one burst;
         # CLIENT PAUSE in the same read stalls the agent's re-reads (not the
         # notifications Redis writes out) for 3 s, so the burst meets a busy
-        # agent however fast this machine lets it drain (under 5 s, the
-        # command_timeout: a paused read is slow, not failed)
+        # agent however fast this machine lets it drain (well under the
+        # command_timeout, also on a loaded machine: a paused read, and the
+        # subscriber's PING behind the burst, are slow, not failed)
         pipe = c.pipeline(transaction=False)
         pipe.eval("for i = 1, tonumber(ARGV[1]) do redis.call('SET', 'lock:f:' .. i, 't', "
                   "'PX', 600000) end", 0, n)
