@@ -8,7 +8,11 @@
 // counts).
 //
 // This file reads the configuration every reporter shares:
-// LOCKWATCH_SAMPLES, LOCKWATCH_KEY_FILE and LOCKWATCH_OWNER.
+// LOCKWATCH_SAMPLES, LOCKWATCH_KEY_FILE and LOCKWATCH_OWNER. FromEnv and
+// samplesOff only read settings and may run on a lock call's goroutine (the
+// first use of Default); parseDests and readKey resolve names and read a
+// file, which may block on DNS or a slow disk, so only a reporter's own
+// sending goroutine calls them (Reporter.start).
 package reporter
 
 import (
@@ -17,6 +21,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+)
+
+// The resolver and the file reader of parseDests and readKey: variables so
+// that a test can tell which goroutine calls them (reporter_test.go).
+var (
+	resolveUDPAddr = net.ResolveUDPAddr
+	readFile       = os.ReadFile
 )
 
 const (
@@ -57,14 +68,21 @@ func FromEnv() Config {
 	return c
 }
 
-// parseDests resolves each destination once (a reporter never does DNS on
-// the lock path). An unresolvable one is skipped with an error returned for
-// the log; the others still work.
-func parseDests(spec string) ([]*net.UDPAddr, []error) {
+// samplesOff tells whether LOCKWATCH_SAMPLES turns reporting off ("" or
+// "off"), without parsing or resolving anything.
+func samplesOff(spec string) bool {
 	spec = strings.TrimSpace(spec)
-	if spec == "" || spec == "off" {
+	return spec == "" || spec == "off"
+}
+
+// parseDests resolves each destination once, on the reporter's sending
+// goroutine (a reporter never does DNS on the lock path). An unresolvable
+// one is skipped with an error returned for the log; the others still work.
+func parseDests(spec string) ([]*net.UDPAddr, []error) {
+	if samplesOff(spec) {
 		return nil, nil
 	}
+	spec = strings.TrimSpace(spec)
 	var out []*net.UDPAddr
 	var errs []error
 	for _, part := range strings.Split(spec, ",") {
@@ -80,7 +98,7 @@ func parseDests(spec string) ([]*net.UDPAddr, []error) {
 			errs = append(errs, fmt.Errorf("lockwatch: destination %q: %v (not reporting there)", part, err))
 			continue
 		}
-		a, err := net.ResolveUDPAddr("udp", part)
+		a, err := resolveUDPAddr("udp", part)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("lockwatch: destination %q: %v (not reporting there)", part, err))
 			continue
@@ -109,9 +127,10 @@ func checkDest(part string) error {
 	return nil
 }
 
-// readKey reads the key file's first line, trailing newlines dropped.
+// readKey reads the key file's first line, trailing newlines dropped (on
+// the sending goroutine, as parseDests).
 func readKey(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,15 @@
 // when a few datagrams' worth wait (wakeAt). A failed send drops the
 // datagram and counts it; nothing is retried. The goroutine never keeps a
 // program alive (Go exits when main returns); Close sends what waits.
+//
+// The goroutine also reads the key file and resolves the destinations'
+// names, before it sends anything (start): the first use of Default may be
+// a lock call (the package-level Obtain), which must not wait for DNS or
+// the disk. Lines wait meanwhile, bounded as ever, in datagrams of the
+// smallest room (MaxDatagram less the mac line) until the destinations and
+// the key are known. When that step turns reporting off, what waited is
+// dropped and counted as failed sends, and the wrappers go back to the
+// library alone.
 package reporter
 
 import (
@@ -61,16 +70,18 @@ type Reporter struct {
 	tap     func(string)
 	wake    chan struct{}
 	soon    chan struct{} // sendSoon: the partial datagram goes now
-	conn    *net.UDPConn
+	conn    *net.UDPConn  // conn, dests and key: the goroutine's (start)
 	dests   []*net.UDPAddr
 	key     []byte
-	enabled bool
+	enabled bool          // set up to send (a goroutine started); fixed once made
+	off     atomic.Bool   // the goroutine found it cannot send: the lock path stops
+	ready   chan struct{} // closed once the goroutine's start is done
 	nextID  uint64
 
-	size, room int // a datagram's capacity; room: for lines (size less the mac line)
-	limit      int // the lines that may wait
+	limit int // the lines that may wait
 
 	mu          sync.Mutex
+	size, room  int        // a datagram's capacity; room: for lines (size less the mac line)
 	closed      bool       // set by Close: lines are dropped from then on
 	buf         []byte     // the datagram being filled: lines, each ending in '\n'
 	lines       int        // in buf
@@ -99,40 +110,37 @@ var (
 )
 
 // Default returns the process's reporter, made from the environment on
-// first use (FromEnv).
+// first use (FromEnv). It never waits: its first use may be a lock call,
+// so the reporter's goroutine reads the key file and resolves the names
+// while lines wait, and Enabled says true until it finds they cannot work.
 func Default() *Reporter {
-	defaultOnce.Do(func() { defaultRep = New(FromEnv()) })
+	defaultOnce.Do(func() { defaultRep = newReporter(FromEnv()) })
 	return defaultRep
 }
 
-// New makes a reporter and starts its sending goroutine. A configuration
+// New makes a reporter and starts its sending goroutine, and returns once
+// that goroutine has read the key file and resolved the destinations (the
+// application's start waits for that, not a lock call). A configuration
 // that cannot work (no destination resolves, an unreadable key file) gives
 // a disabled reporter and one line in the standard logger: the
 // application's start and its lock calls never fail because of reporting.
 func New(c Config) *Reporter {
-	r := &Reporter{tap: c.Tap, done: make(chan struct{}), stopped: make(chan struct{})}
+	r := newReporter(c)
+	<-r.ready
+	return r
+}
+
+// newReporter makes a reporter without waiting for its goroutine's start:
+// it does no I/O but reading the host's name (os.Hostname, no DNS).
+func newReporter(c Config) *Reporter {
+	r := &Reporter{tap: c.Tap, done: make(chan struct{}), stopped: make(chan struct{}),
+		ready: make(chan struct{})}
 	var err error
 	if r.process, err = processName(c.Owner); err != nil {
 		log.Printf("lockwatch: %v", err) // hostname:pid instead; still reporting
 	}
-	dests, errs := parseDests(c.Samples)
-	for _, e := range errs {
-		log.Print(e)
-	}
-	if c.KeyFile != "" {
-		if r.key, err = readKey(c.KeyFile); err != nil {
-			log.Printf("lockwatch: LOCKWATCH_KEY_FILE: %v; reporting off", err)
-			dests = nil
-		}
-	}
-	if len(dests) > 0 {
-		if r.conn, err = net.ListenUDP("udp", nil); err != nil {
-			log.Printf("lockwatch: UDP socket: %v; reporting off", err)
-			dests = nil
-		}
-	}
-	r.dests = dests
-	if len(dests) == 0 {
+	if samplesOff(c.Samples) {
+		close(r.ready)
 		close(r.stopped)
 		return r
 	}
@@ -140,25 +148,74 @@ func New(c Config) *Reporter {
 	if r.limit <= 0 {
 		r.limit = defaultQueue
 	}
+	r.size = MaxDatagram // until start knows the destinations and the key
+	r.room = MaxDatagram - macLineLen
+	r.buf = r.newBuf()
+	r.wake = make(chan struct{}, 1)
+	r.soon = make(chan struct{}, 1)
+	r.enabled = true
+	go r.run(c.Samples, c.KeyFile)
+	return r
+}
+
+// start is the goroutine's first step: read the key file, resolve the
+// destinations, open the socket, then size the datagrams for them. False
+// (one line in the log, reporting off) when that cannot work. The key is
+// read first: a bad one turns reporting off without asking DNS.
+func (r *Reporter) start(samples, keyFile string) bool {
+	defer close(r.ready)
+	var err error
+	if keyFile != "" {
+		if r.key, err = readKey(keyFile); err != nil {
+			log.Printf("lockwatch: LOCKWATCH_KEY_FILE: %v; reporting off", err)
+			r.turnOff()
+			return false
+		}
+	}
+	dests, errs := parseDests(samples)
+	for _, e := range errs {
+		log.Print(e)
+	}
+	if len(dests) > 0 {
+		if r.conn, err = net.ListenUDP("udp", nil); err != nil {
+			log.Printf("lockwatch: UDP socket: %v; reporting off", err)
+			dests = nil
+		}
+	}
+	if len(dests) == 0 {
+		r.turnOff()
+		return false
+	}
+	r.dests = dests
+	r.mu.Lock()
 	r.size = datagramSize(dests)
 	r.room = r.size
 	if r.key != nil {
 		r.room -= macLineLen
 	}
-	r.buf = r.newBuf()
-	r.wake = make(chan struct{}, 1)
-	r.soon = make(chan struct{}, 1)
-	r.enabled = true
-	go r.run()
-	return r
+	r.mu.Unlock()
+	return true
+}
+
+// turnOff stops reporting once lines may have waited: the lock path stops
+// (active), and what waits is dropped and counted as failed sends.
+func (r *Reporter) turnOff() {
+	r.off.Store(true)
+	r.mu.Lock()
+	n := r.pending
+	r.pending, r.lines = 0, 0
+	r.buf, r.full, r.free = nil, nil, nil
+	r.mu.Unlock()
+	atomic.AddUint64(&r.droppedSend, uint64(n))
 }
 
 // active tells whether a lock call has anything to report to: the wrappers
 // skip formatting entirely otherwise.
-func (r *Reporter) active() bool { return r != nil && (r.enabled || r.tap != nil) }
+func (r *Reporter) active() bool { return r != nil && (r.enabled && !r.off.Load() || r.tap != nil) }
 
-// Enabled tells whether the reporter sends anything.
-func (r *Reporter) Enabled() bool { return r != nil && r.enabled }
+// Enabled tells whether the reporter sends anything (or may: Default's
+// goroutine still resolving its names).
+func (r *Reporter) Enabled() bool { return r != nil && r.enabled && !r.off.Load() }
 
 // Stats returns the counters.
 func (r *Reporter) Stats() Stats {
@@ -250,12 +307,19 @@ func (r *Reporter) emit(line string) {
 // begin locks the reporter and returns the datagram being filled, for one
 // line to be appended and handed to end; false (unlocked, nothing to do)
 // when the reporter does not send, is closed, or the lines waiting are at
-// the bound (the line is dropped and counted).
+// the bound (the line is dropped and counted). A line of a call under way
+// when the reporter turned off is counted as a failed send.
 func (r *Reporter) begin() ([]byte, bool) {
 	if !r.enabled {
 		return nil, false
 	}
 	r.mu.Lock()
+	if r.off.Load() {
+		r.queued++
+		r.mu.Unlock()
+		atomic.AddUint64(&r.droppedSend, 1)
+		return nil, false
+	}
 	if r.closed || r.pending >= r.limit {
 		r.droppedFull++
 		r.mu.Unlock()
@@ -322,8 +386,8 @@ func (r *Reporter) sendSoon() {
 	}
 }
 
-// Close sends what waits (best effort) and stops the goroutine. Lines
-// sent after Close are dropped and counted.
+// Close sends what waits (best effort) and stops the goroutine, once it
+// has resolved the names. Lines sent after Close are dropped and counted.
 func (r *Reporter) Close() {
 	if r == nil || !r.enabled {
 		return
@@ -337,7 +401,8 @@ func (r *Reporter) Close() {
 	<-r.stopped
 }
 
-// Flush waits until every line so far has been sent (tests).
+// Flush waits until every line so far has been sent or dropped (tests);
+// lines wait while the goroutine resolves the names.
 func (r *Reporter) Flush(timeout time.Duration) bool {
 	if !r.Enabled() {
 		return true
@@ -354,8 +419,11 @@ func (r *Reporter) Flush(timeout time.Duration) bool {
 	return false
 }
 
-func (r *Reporter) run() {
+func (r *Reporter) run(samples, keyFile string) {
 	defer close(r.stopped)
+	if !r.start(samples, keyFile) {
+		return
+	}
 	tick := time.NewTicker(FlushEvery)
 	defer tick.Stop()
 	var batch []datagram

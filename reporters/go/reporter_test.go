@@ -3,12 +3,14 @@ package reporter
 
 import (
 	"bytes"
+	"context"
 	"log"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -273,5 +275,186 @@ func TestNilAndOffReporters(t *testing.T) {
 	off.Close()
 	if off.Stats().Queued != 0 {
 		t.Fatal("off reporter queued")
+	}
+}
+
+// firstUse makes the process's reporter not made yet, its environment
+// naming agent.lockwatch.test (resolved to s, a local UDP socket standing in
+// for the agent) and a key file. The hooks of readKey and parseDests each
+// say when they are entered (keyRead, resolving) and then block until the
+// test releases them (releaseKey, releaseName), so that a caller that
+// returns while they block did not read or resolve anything itself.
+type firstUse struct {
+	s                       *net.UDPConn
+	key                     string
+	name                    string
+	keyRead, resolving      chan struct{}
+	releaseKey, releaseName func()
+}
+
+func newFirstUse(t *testing.T) *firstUse {
+	f := &firstUse{s: listen(t), key: "lockwatch test key: not a secret",
+		keyRead: make(chan struct{}), resolving: make(chan struct{})}
+	t.Cleanup(func() { f.s.Close() })
+	k := filepath.Join(t.TempDir(), "k")
+	os.WriteFile(k, []byte(f.key+"\n"), 0o600)
+	agent := f.s.LocalAddr().(*net.UDPAddr)
+	f.name = "agent.lockwatch.test:" + strconv.Itoa(agent.Port)
+	t.Setenv("LOCKWATCH_SAMPLES", f.name)
+	t.Setenv("LOCKWATCH_KEY_FILE", k)
+	t.Setenv("LOCKWATCH_OWNER", "web-1")
+	keyGo, nameGo := make(chan struct{}), make(chan struct{})
+	var keyOnce, nameOnce, readOnce, resolveOnce sync.Once
+	f.releaseKey = func() { keyOnce.Do(func() { close(keyGo) }) }
+	f.releaseName = func() { nameOnce.Do(func() { close(nameGo) }) }
+	realRead, realResolve := readFile, resolveUDPAddr
+	readFile = func(p string) ([]byte, error) {
+		if p == k {
+			readOnce.Do(func() { close(f.keyRead) })
+			<-keyGo
+		}
+		return realRead(p)
+	}
+	resolveUDPAddr = func(network, addr string) (*net.UDPAddr, error) {
+		if addr != f.name {
+			return realResolve(network, addr)
+		}
+		resolveOnce.Do(func() { close(f.resolving) })
+		<-nameGo
+		return agent, nil
+	}
+	defaultOnce, defaultRep = sync.Once{}, nil
+	t.Cleanup(func() {
+		f.releaseKey() // a test that failed early leaves nothing blocked
+		f.releaseName()
+		defaultRep.Close()
+		readFile, resolveUDPAddr = realRead, realResolve
+		defaultOnce, defaultRep = sync.Once{}, nil
+	})
+	return f
+}
+
+// entered fails t unless ch is closed within 5 s: the sending goroutine
+// got to the step of what.
+func entered(t *testing.T, ch chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the reporter's goroutine never %s", what)
+	}
+}
+
+// The package-level Obtain is a lock call that makes the process's reporter
+// when it is the first use of Default: the key file and the agent's name
+// are the sending goroutine's to read and resolve, not the caller's
+// (docs/reporters.md "Configuration"). Obtain and Release return while both
+// are blocked; the lines wait, and go out, signed, once they are done.
+func TestFirstObtainNeitherResolvesNorReadsTheKey(t *testing.T) {
+	f := newFirstUse(t)
+	mem := &memScripter{vals: map[string]string{}}
+	done, finished := make(chan error, 1), make(chan struct{})
+	t.Cleanup(func() { // before newFirstUse's: Default must have returned
+		f.releaseKey()
+		f.releaseName()
+		<-finished
+	})
+	var token string
+	go func() {
+		defer close(finished)
+		ctx := WithOwner(context.Background(), "job-1")
+		l, err := Obtain(ctx, mem, "lock:first", time.Second, nil)
+		if err == nil {
+			token = l.Token()
+			err = l.Release(ctx)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first Obtain waited for the key file or the agent's name")
+	}
+	entered(t, f.keyRead, "read the key file")
+	select {
+	case <-f.resolving:
+		t.Fatal("the name was resolved before the key was read")
+	default:
+	}
+	f.releaseKey()
+	entered(t, f.resolving, "resolved the agent's name")
+	if st := Default().Stats(); st.Queued != 2 || st.Sent != 0 || !Default().Enabled() {
+		t.Fatalf("while the name resolves: %+v, enabled %v", st, Default().Enabled())
+	}
+	f.releaseName()
+	var got []string
+	buf := make([]byte, 9000)
+	for len(got) < 2 {
+		n, err := f.s.Read(buf)
+		if err != nil {
+			t.Fatalf("%v after %q", err, got)
+		}
+		dg := string(buf[:n])
+		nl := strings.IndexByte(dg, '\n')
+		ts, _ := strconv.ParseInt(dg[41:nl], 10, 64)
+		if string(sign([]byte(f.key), ts, []byte(dg[nl+1:]))) != dg {
+			t.Fatalf("bad signature: %q", dg)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(dg[nl+1:], "\n"), "\n") {
+			fs := strings.Fields(l)
+			if len(fs) > 3 {
+				fs[3] = "<us>"
+			}
+			got = append(got, strings.Join(fs, " "))
+		}
+	}
+	want := []string{"lw1 wait lock:first <us> ok web-1/job-1 " + token, "lw1 hold lock:first <us> web-1/job-1 " + token}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// A name that does not resolve on the sending goroutine: one line in the
+// log, reporting off (the wrappers back to the library alone), and the
+// lines that waited meanwhile dropped and counted as failed sends.
+func TestUnresolvableAfterStartTurnsOff(t *testing.T) {
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	release := make(chan struct{})
+	realResolve := resolveUDPAddr
+	resolveUDPAddr = func(network, addr string) (*net.UDPAddr, error) {
+		<-release
+		return nil, &net.DNSError{Err: "no such host", Name: "agent.lockwatch.test", IsNotFound: true}
+	}
+	defer func() { resolveUDPAddr = realResolve }()
+	r := newReporter(Config{Samples: "agent.lockwatch.test:9717"})
+	defer r.Close()
+	for i := 0; i < 3; i++ {
+		r.emit("lw1 wait k 1 ok")
+	}
+	if !r.active() {
+		t.Fatal("off before the name was resolved")
+	}
+	close(release)
+	<-r.ready
+	if r.Enabled() || r.active() {
+		t.Fatal("an unresolvable agent must turn reporting off")
+	}
+	if st := r.Stats(); st.Queued != 3 || st.DroppedSend != 3 || st.Sent != 0 {
+		t.Fatalf("%+v", st)
+	}
+	r.emit("lw1 wait k 1 ok") // a call under way: counted, not kept
+	if st := r.Stats(); st.Queued != 4 || st.DroppedSend != 4 || r.pending != 0 {
+		t.Fatalf("%+v, %d pending", r.Stats(), r.pending)
+	}
+	if got := logged.String(); strings.Count(got, "lockwatch:") != 1 || !strings.Contains(got, "agent.lockwatch.test") {
+		t.Fatalf("logged %q", got)
+	}
+	if !r.Flush(time.Second) {
+		t.Fatal("Flush of a reporter turned off")
 	}
 }
