@@ -3,6 +3,7 @@ package io.lockwatch.reporter;
 
 import java.util.HashMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * What each thread holds, as the wrappers saw it: per thread, per lock
@@ -20,6 +21,13 @@ import java.util.concurrent.ConcurrentHashMap;
  * thread id the call names and whose replies complete on Redisson's own
  * threads, live in {@link #async} instead, by lock and thread id; a
  * synchronous call looks there only while it is not empty.
+ *
+ * The &lt;process&gt; part of the owner ids is fixed once for the reporter's
+ * life. It is known at once, except outside Linux without a host name in
+ * the environment, where the sending thread asks the JDK (which may ask
+ * DNS) and {@link #settle}s it: a lock call that needs it before then
+ * takes the fallback ({@link #process()}), so that every owner id of the
+ * process names the same &lt;process&gt; and no lock call waits for DNS.
  */
 final class Holdings {
     static final class Holding {
@@ -81,14 +89,31 @@ final class Holdings {
     }
 
     private final ThreadLocal<Mine> mine;
-    final String process;
+    private final AtomicReference<String> process;
+    private final String fallback;
     /** The async methods' holdings, by {@link #asyncKey}. */
     final ConcurrentHashMap<String, Holding> async = new ConcurrentHashMap<>();
 
-    Holdings(String process) {
-        this.process = process;
-        mine = ThreadLocal.withInitial(() -> new Mine(process));
+    /** process: null when not known yet (settled later, else fallback). */
+    Holdings(String process, String fallback) {
+        this.process = new AtomicReference<>(process);
+        this.fallback = fallback;
+        mine = ThreadLocal.withInitial(() -> new Mine(process()));
     }
+
+    /** The &lt;process&gt; part of owner ids, fixed to the fallback when not known yet. */
+    String process() {
+        String p = process.get();
+        if (p != null) return p;
+        process.compareAndSet(null, fallback);
+        return process.get();
+    }
+
+    /** Whether the &lt;process&gt; part is fixed already. */
+    boolean settled() { return process.get() != null; }
+
+    /** Fixes the &lt;process&gt; part, unless a lock call fixed it first. */
+    void settle(String p) { process.compareAndSet(null, p); }
 
     static String asyncKey(String stateId, long threadId) {
         return stateId + '\u0000' + threadId;

@@ -16,11 +16,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.BiFunction;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import java.util.logging.Logger;
 
 /**
@@ -36,6 +39,14 @@ import java.util.logging.Logger;
  * datagrams' worth of lines wait ({@link #WAKE_AT}). A failed send drops
  * the datagram and counts its lines; nothing is retried. A reporter whose configuration cannot work
  * (no destination resolves, an unreadable key) is off, with one warning.
+ *
+ * <p>The sending thread also reads the key file and resolves the
+ * destinations' names, before it sends anything: {@link #get()} is called
+ * when a lock is wrapped, which may be where it is locked
+ * ({@code wrap(client.getLock(n), client).lock()}), so the first call must
+ * not wait for DNS or the disk. Lines queue meanwhile, bounded as ever;
+ * when that step turns reporting off, what was queued is dropped and
+ * counted as failed sends, and the wrappers go back to the library alone.
  */
 public final class Reporter implements AutoCloseable {
     /** The largest datagram sent, mac line included. */
@@ -56,18 +67,29 @@ public final class Reporter implements AutoCloseable {
      * reporter's price on a busy machine; below this the 200 ms tick sends.
      */
     static final int WAKE_AT = 256;
-    private static volatile Reporter defaultReporter;
+    /** The process's reporter (package-private: tests make it again). */
+    static volatile Reporter defaultReporter;
+    /** Where {@link #get()} reads its configuration: the environment (tests set another). */
+    static volatile Supplier<Config> defaults = Config::fromEnv;
+    /**
+     * How a destination's name is resolved: on the sending thread only
+     * (tests replace it, to see which thread calls it).
+     */
+    static volatile BiFunction<String, Integer, InetSocketAddress> resolver = InetSocketAddress::new;
 
-    private final String process;
     private final Consumer<String> tap;
     private final ConcurrentLinkedQueue<String> queue; // lock-free: the lock path never waits for the sender
     private final AtomicInteger queueLen = new AtomicInteger(); // its length (CLQ.size() walks the queue)
     private final int queueCapacity;
-    private final List<InetSocketAddress> dests;
-    private final byte[] key;
-    private final DatagramChannel channel;
+    private final Config config; // what the sending thread applies (start())
+    // the sending thread's, set by start(): it alone sends
+    private List<InetSocketAddress> dests = List.of();
+    private Signer signer;
+    private DatagramChannel channel;
     private final Thread sender;
+    private final CountDownLatch ready = new CountDownLatch(1); // start() done
     private volatile boolean closed;
+    private volatile boolean off; // start() found it cannot send: the lock path stops
     private volatile boolean urgent; // sendSoon(): the partial datagram goes at once
     final Holdings holdings;
 
@@ -79,7 +101,9 @@ public final class Reporter implements AutoCloseable {
 
     /**
      * The process's reporter, made from the environment on first use; a
-     * shutdown hook sends what it has queued when the JVM exits.
+     * shutdown hook sends what it has queued when the JVM exits. It never
+     * waits for the key file or DNS (its sending thread reads and resolves
+     * them): the first use may be on a thread about to lock.
      */
     public static Reporter get() {
         Reporter r = defaultReporter;
@@ -87,7 +111,7 @@ public final class Reporter implements AutoCloseable {
             synchronized (Reporter.class) {
                 r = defaultReporter;
                 if (r == null) {
-                    defaultReporter = r = new Reporter(Config.fromEnv());
+                    defaultReporter = r = new Reporter(defaults.get());
                     if (r.sender != null) { // at exit, send what is queued (best effort, up to a second)
                         Reporter closing = r;
                         try {
@@ -102,48 +126,34 @@ public final class Reporter implements AutoCloseable {
         return r;
     }
 
-    /** A reporter of its own (tests, several agents); most code uses {@link #get()}. */
+    /**
+     * A reporter of its own (tests, several agents); most code uses
+     * {@link #get()}. Returns once its sending thread has read the key file
+     * and resolved the names (the application's start waits, not a lock call).
+     */
     public static Reporter create(Config c) {
-        return new Reporter(c);
+        Reporter r = new Reporter(c);
+        r.awaitReady();
+        return r;
     }
 
+    /** Reads the settings only: the key file and the names are the sending thread's (start()). */
     private Reporter(Config c) {
         tap = c.tap;
+        config = c;
         String proc = c.owner;
         if (proc == null || proc.isEmpty() || proc.length() > 200) {
             if (proc != null && !proc.isEmpty()) LOG.warning("lockwatch: LOCKWATCH_OWNER longer than 200 bytes, using hostname:pid");
-            proc = hostname() + ":" + ProcessHandle.current().pid();
+            String h = hostnameWithoutDns();
+            proc = h != null ? h + ":" + ProcessHandle.current().pid() : null;
         }
-        process = proc;
-        holdings = new Holdings(proc);
-        List<InetSocketAddress> ds = parseDests(c.samples);
-        byte[] k = null;
-        if (!ds.isEmpty() && c.keyFile != null) {
-            try {
-                k = readKey(c.keyFile);
-                new Signer(k); // fails now rather than on the sending thread
-            } catch (Exception e) {
-                LOG.warning("lockwatch: LOCKWATCH_KEY_FILE " + c.keyFile + ": " + why(e, c.keyFile) + "; reporting off");
-                ds = List.of();
-            }
-        }
-        DatagramChannel ch = null;
-        if (!ds.isEmpty()) {
-            try {
-                ch = DatagramChannel.open();
-                ch.configureBlocking(false);
-            } catch (IOException e) {
-                LOG.warning("lockwatch: UDP socket: " + e.getMessage() + "; reporting off");
-                ds = List.of();
-            }
-        }
+        holdings = new Holdings(proc, "localhost:" + ProcessHandle.current().pid());
         queueCapacity = Math.max(1, c.queueCapacity);
-        dests = ds;
-        key = k;
-        channel = ch;
-        if (dests.isEmpty()) {
+        String spec = c.samples == null ? "" : c.samples.trim();
+        if (spec.isEmpty() || spec.equals("off")) {
             queue = null;
             sender = null;
+            ready.countDown();
             return;
         }
         queue = new ConcurrentLinkedQueue<>();
@@ -153,16 +163,87 @@ public final class Reporter implements AutoCloseable {
     }
 
     /**
-     * The host's name, from the kernel when it says (Linux): getLocalHost()
-     * may ask DNS, and a slow resolver must not delay the first lock call.
+     * The sending thread's first step: read the key file, resolve the
+     * destinations, open the channel, and outside Linux ask the JDK for the
+     * host's name. False (one warning, reporting off, what was queued
+     * dropped and counted) when that cannot work. The key comes first: a
+     * bad one turns reporting off without asking DNS.
      */
-    private static String hostname() {
+    private boolean start() {
+        Config c = config;
+        if (c.keyFile != null) {
+            try {
+                signer = new Signer(readKey(c.keyFile));
+            } catch (Exception e) {
+                LOG.warning("lockwatch: LOCKWATCH_KEY_FILE " + c.keyFile + ": " + why(e, c.keyFile) + "; reporting off");
+                return turnOff();
+            }
+        }
+        List<InetSocketAddress> ds = parseDests(c.samples);
+        if (ds.isEmpty()) return turnOff();
+        try {
+            channel = DatagramChannel.open();
+            channel.configureBlocking(false);
+        } catch (IOException e) {
+            LOG.warning("lockwatch: UDP socket: " + e.getMessage() + "; reporting off");
+            return turnOff();
+        }
+        dests = ds;
+        if (!holdings.settled()) holdings.settle(hostnameFromJdk() + ":" + ProcessHandle.current().pid());
+        return true;
+    }
+
+    /** Reporting off once lines may have been queued: the lock path stops, what waits is counted. */
+    private boolean turnOff() {
+        off = true;
+        dropQueued();
+        return false;
+    }
+
+    /** Drops what is queued, counting it as failed sends. */
+    private void dropQueued() {
+        while (queue.poll() != null) {
+            queueLen.decrementAndGet();
+            droppedSend.incrementAndGet();
+        }
+    }
+
+    /** Waits until the sending thread has applied the settings (the application asking, never a lock call). */
+    private void awaitReady() {
+        if (Thread.currentThread() == sender) return;
+        boolean interrupted = false;
+        for (;;) {
+            try {
+                ready.await();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) Thread.currentThread().interrupt();
+    }
+
+    /**
+     * The host's name where the system gives it without DNS: from the
+     * kernel (Linux), else from the environment (COMPUTERNAME on Windows,
+     * HOSTNAME where it is exported); null when neither says.
+     */
+    static String hostnameWithoutDns() {
         try {
             String h = Files.readString(Paths.get("/proc/sys/kernel/hostname")).trim();
             if (!h.isEmpty()) return h;
         } catch (IOException | RuntimeException e) {
-            // not Linux: ask the JDK
+            // not Linux: the environment, else the sending thread asks the JDK
         }
+        for (String v : new String[] {"COMPUTERNAME", "HOSTNAME"}) {
+            String h = System.getenv(v);
+            if (h != null && !h.trim().isEmpty()) return h.trim();
+        }
+        return null;
+    }
+
+    /** The host's name from the JDK: getLocalHost() may ask DNS (the sending thread only). */
+    private static String hostnameFromJdk() {
         try {
             return InetAddress.getLocalHost().getHostName();
         } catch (Exception e) {
@@ -170,7 +251,6 @@ public final class Reporter implements AutoCloseable {
         }
     }
 
-    /** Resolves every destination once: the lock path never does DNS. */
     /** LOOPBACK_DATAGRAM when every destination is a loopback address, else MAX_DATAGRAM. */
     static int datagramSize(List<InetSocketAddress> ds) {
         for (InetSocketAddress d : ds) {
@@ -179,6 +259,7 @@ public final class Reporter implements AutoCloseable {
         return LOOPBACK_DATAGRAM;
     }
 
+    /** Resolves every destination once, on the sending thread: the lock path never does DNS. */
     static List<InetSocketAddress> parseDests(String spec) {
         List<InetSocketAddress> out = new ArrayList<>();
         if (spec == null) return out;
@@ -204,7 +285,7 @@ public final class Reporter implements AutoCloseable {
                 LOG.warning("lockwatch: destination " + part + " is not host:port; not reporting there");
                 continue;
             }
-            InetSocketAddress a = new InetSocketAddress(host, port);
+            InetSocketAddress a = resolver.apply(host, port);
             if (a.isUnresolved()) {
                 LOG.warning("lockwatch: destination " + part + " does not resolve; not reporting there");
                 continue;
@@ -243,14 +324,18 @@ public final class Reporter implements AutoCloseable {
         return name.replaceAll("([a-z0-9])([A-Z])", "$1 $2").toLowerCase(Locale.ROOT);
     }
 
-    /** Whether this reporter sends anything. */
-    public boolean enabled() { return sender != null && !closed; }
+    /** Whether this reporter sends anything (or may: its thread still resolving the names). */
+    public boolean enabled() { return sender != null && !closed && !off; }
 
     /** Whether a lock call has anything to report to (sending or a tap). */
-    boolean active() { return (sender != null && !closed) || tap != null; }
+    boolean active() { return (sender != null && !closed && !off) || tap != null; }
 
-    /** The &lt;process&gt; part of owner ids. */
-    public String process() { return process; }
+    /** The &lt;process&gt; part of owner ids (once the sending thread has settled it). */
+    public String process() {
+        awaitReady();
+        if (!holdings.settled()) holdings.settle(hostnameFromJdk() + ":" + ProcessHandle.current().pid());
+        return holdings.process();
+    }
 
     /** Lines put in the queue. */
     public long queued() { return queued.get(); }
@@ -274,6 +359,11 @@ public final class Reporter implements AutoCloseable {
             }
         }
         if (sender == null || closed) return;
+        if (off) { // a call under way when reporting turned off: counted, not kept
+            queued.incrementAndGet();
+            droppedSend.incrementAndGet();
+            return;
+        }
         int n = queueLen.incrementAndGet();
         if (n > queueCapacity) {
             queueLen.decrementAndGet();
@@ -282,7 +372,8 @@ public final class Reporter implements AutoCloseable {
         }
         queue.offer(line);
         queued.incrementAndGet();
-        if (n == WAKE_AT) LockSupport.unpark(sender);
+        if (off) dropQueued(); // turned off while this line was queued
+        else if (n == WAKE_AT) LockSupport.unpark(sender);
     }
 
     /**
@@ -306,12 +397,16 @@ public final class Reporter implements AutoCloseable {
         return false;
     }
 
-    /** Sends what is queued (best effort, up to a second) and stops the sending thread. */
+    /**
+     * Sends what is queued (best effort, up to a second once the sending
+     * thread has resolved the names) and stops the sending thread.
+     */
     @Override
     public void close() {
         if (sender == null || closed) return;
         closed = true;
         LockSupport.unpark(sender);
+        awaitReady();
         try {
             sender.join(1000);
         } catch (InterruptedException e) {
@@ -322,13 +417,18 @@ public final class Reporter implements AutoCloseable {
     // -- the sending thread --
 
     private void run() {
-        Signer signer = null;
+        boolean on = false;
         try {
-            if (key != null) signer = new Signer(key);
-        } catch (Exception e) {
-            return; // checked in the constructor already
+            on = start();
+        } catch (RuntimeException | Error e) { // never into the application: off, as a bad setting is
+            LOG.warning("lockwatch: " + e + "; reporting off");
+            turnOff();
+        } finally {
+            ready.countDown(); // whatever happened: nobody waits for ever
         }
-        int room = datagramSize(dests) - (key != null ? Signer.MAC_LINE_MAX : 0);
+        if (!on) return;
+        Signer signer = this.signer;
+        int room = datagramSize(dests) - (signer != null ? Signer.MAC_LINE_MAX : 0);
         byte[] buf = new byte[Math.max(room, 4200)];
         int len = 0;
         int lines = 0;

@@ -127,7 +127,7 @@ final class Tracked {
     /** The escaped pair of owner &lt;process&gt;/threadId and its holder id. */
     private String pairOf(long threadId) {
         String holder = perThread ? holderPrefix + threadId + holderSuffix : holderPrefix + holderSuffix;
-        return Lines.pair(rep.holdings.process + "/" + threadId, holder);
+        return Lines.pair(rep.holdings.process() + "/" + threadId, holder);
     }
 
     /** The holding of thread id threadId: the calling thread's own, or one taken by an async call. */
