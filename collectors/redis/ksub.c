@@ -115,7 +115,7 @@ ksub_close(struct ksub *k)
 
 struct ksub *
 ksub_open(const struct target_conf *node, char *const *patterns, size_t npatterns,
-          size_t key_max, char *err, size_t errlen)
+          size_t key_max, bool *refused, char *err, size_t errlen)
 {
     char chans[PSUB_ARGS_MAX][PATTERN_MAX];
     const char *argv[PSUB_ARGS_MAX + 1];
@@ -123,6 +123,7 @@ ksub_open(const struct target_conf *node, char *const *patterns, size_t npattern
     struct ksub *k;
     redisReply *rep = NULL;
 
+    *refused = false;
     if ((k = calloc(1, sizeof(*k))) == NULL) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -172,6 +173,7 @@ ksub_open(const struct target_conf *node, char *const *patterns, size_t npattern
                     break;
                 at += (size_t)w;
             }
+            *refused = true;
             snprintf(err, errlen, "PSUBSCRIBE on %s refused: %.*s (the ACL user needs "
                      "+psubscribe and, exactly, %s)", k->where,
                      (int)(rep->len > 100 ? 100 : rep->len), rep->str, need);
@@ -236,6 +238,11 @@ deliver(void *arg, const redisReply *rep)
         return;
     if (ksub_channel_key(rep->element[2]->str, rep->element[2]->len, sk->k->db, &key,
                          &keylen) == -1)
+        return;
+    /* a read of a missing key (class m, if the server sends it): the
+     * agent's own re-read of a key gone would announce itself, and each
+     * announcement ask for another re-read, for ever */
+    if (rep->element[3]->len == 7 && memcmp(rep->element[3]->str, "keymiss", 7) == 0)
         return;
     sk->fn(sk->arg, keylen > sk->k->key_max ? NULL : key, keylen, rep->element[3]->str,
            rep->element[3]->len);

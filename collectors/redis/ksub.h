@@ -88,11 +88,13 @@ struct ksub;
  * timeouts) and PSUBSCRIBE __keyspace@<db>__:<pattern> for each of the
  * npatterns patterns, waiting for every confirmation; it hands on keys
  * of at most key_max bytes (below KSUB_MESSAGE_MAX to mean anything).
- * NULL with err set (a refused PSUBSCRIBE names the ACL additions it
- * needs).
+ * NULL with err set: *refused true when the server refused (an error
+ * reply to PSUBSCRIBE: err names the ACL additions it needs), false when
+ * it may work another time (no connection, a timeout).
  */
 struct ksub *ksub_open(const struct target_conf *node, char *const *patterns,
-                       size_t npatterns, size_t key_max, char *err, size_t errlen);
+                       size_t npatterns, size_t key_max, bool *refused, char *err,
+                       size_t errlen);
 
 /* One event: the key (keylen bytes) and the event name (evlen bytes),
  * both only valid during the call.  key is NULL when keylen is over the
@@ -105,7 +107,8 @@ typedef void ksub_event_fn(void *arg, const char *key, size_t keylen, const char
  * when nothing came), -1 with err set when the connection is gone, -2
  * when a message broke the subscriber's limits (err names the limit);
  * after either it must be closed.  Messages on other channels are
- * ignored.
+ * ignored, and so are "keymiss" events (class m: the owner's own reads
+ * of a key gone would each announce another).
  */
 int ksub_read(struct ksub *k, int timeout_ms, ksub_event_fn *fn, void *arg, char *err,
               size_t errlen);
