@@ -260,17 +260,17 @@ sub_key_of(uint64_t conn_key, const struct target_conf *t, const struct target_c
     return h | 1;
 }
 
-
-
-/* Subscribe on every node, each with its reader thread.  false (nothing
- * subscribed, fw->note saying why) when one cannot be. */
-static bool
+/* Subscribe on every node, each with its reader thread.  1, or (nothing
+ * subscribed, fw->note saying why) -1 when a server refused, 0 when one
+ * could not be reached or did not answer in time (try again). */
+static int
 subscribe(struct follow *fw, const struct target_conf *t, const struct target_conf *nodes,
           size_t n)
 {
     char *pats[65];
     char err[256];
     size_t i, np = 0;
+    bool refused = false;
 
     for (i = 0; i < t->npatterns && np < 64; i++)
         pats[np++] = t->patterns[i];
@@ -282,10 +282,11 @@ subscribe(struct follow *fw, const struct target_conf *t, const struct target_co
         fs->fw = fw;
         fs->ping_ms = FOLLOW_PING_MS(t);
         atomic_store(&fs->proven_mono, 0);
-        if ((fs->k = ksub_open(&nodes[i], pats, np, FOLLOW_KEY_MAX, err,
+        if ((fs->k = ksub_open(&nodes[i], pats, np, FOLLOW_KEY_MAX, &refused, err,
                                sizeof(err))) == NULL) {
-            follow_note(fw, "not following keyspace notifications: %s; scanning every "
-                 "scan_interval", err);
+            follow_note(fw, "not following keyspace notifications: %s; %s", err, refused ?
+                        "scanning every scan_interval" : "scanning, and subscribing again at "
+                        "the next full scan");
             goto fail;
         }
         fw->nsubs++;
@@ -296,10 +297,10 @@ subscribe(struct follow *fw, const struct target_conf *t, const struct target_co
         }
         fs->th_running = true;
     }
-    return true;
+    return 1;
 fail:
     unsubscribe(fw);
-    return false;
+    return refused ? -1 : 0;
 }
 
 /*
@@ -408,8 +409,9 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
     fw->announce |= fw->lacking && rc == 1;
     fw->lacking = false;
     fw->verified = rc == 1;
-    if (!subscribe(fw, t, nodes, n)) {
-        if (t->incremental == INCR_AUTO) {
+    if ((rc = subscribe(fw, t, nodes, n)) != 1) {
+        /* refused: not again (README); unreachable or slow: next pass */
+        if (rc == -1 && t->incremental == INCR_AUTO) {
             fw->gave_up = true;
             fw->gave_up_key = key;
         }

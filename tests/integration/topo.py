@@ -263,7 +263,8 @@ class TcpProxy:
     through it closed, so a client's next connect is refused; start()
     listens again on the same port.  silence(match) is a drop without a
     close (a NAT or conntrack entry gone): the connections whose client
-    sent match stop passing bytes either way, and stay open."""
+    sent match stop passing bytes either way, and stay open; with
+    freeze = match, so do those that send it later, until freeze = None."""
 
     def __init__(self, target_port):
         self.target_port = target_port
@@ -271,6 +272,7 @@ class TcpProxy:
         self._mu = threading.Lock()
         self._conns = []
         self._flows = []                # [client bytes seen (a head), silent]
+        self.freeze = None
         self._listener = None
         self._thread = None
         self.start()
@@ -305,8 +307,7 @@ class TcpProxy:
                 threading.Thread(target=self._pump, args=(src, dst, head, flow),
                                  daemon=True).start()
 
-    @staticmethod
-    def _pump(src, dst, head, flow):
+    def _pump(self, src, dst, head, flow):
         try:
             while True:
                 data = src.recv(65536)
@@ -314,6 +315,9 @@ class TcpProxy:
                     break
                 if head is not None and len(head[0]) < 65536:
                     head[0] += data[:65536]
+                freeze = self.freeze
+                if head is not None and freeze is not None and freeze in head[0]:
+                    flow[1] = True
                 if not flow[1]:
                     dst.sendall(data)
         except OSError:
