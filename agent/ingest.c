@@ -107,7 +107,10 @@ struct ingest {
     int64_t last_at_ms;         /* the last datagram's arrival (arrived_ms()) */
 
     uint64_t rejects[SAMPLEAUTH_REJECTS];       /* since the last line said */
-    struct sockaddr_storage reject_from;        /* the last rejected's sender */
+    struct sockaddr_storage reject_from[SAMPLEAUTH_REJECTS];   /* the last
+                                         * sender of each reason: a forger's
+                                         * unsigned flood hides no reporter
+                                         * with another key */
     int64_t rejects_said_ms;    /* mono ms of that line; 0 never */
 };
 
@@ -278,8 +281,8 @@ take(struct ingest *in, struct msghdr *h, char *buf, size_t len, int64_t now_s,
     if (v != SAMPLEAUTH_OK) {
         waitstats_reject(in->ws, v);
         in->rejects[v]++;
-        if (h->msg_namelen <= sizeof(in->reject_from))
-            memcpy(&in->reject_from, h->msg_name, h->msg_namelen);
+        if (h->msg_namelen <= sizeof(in->reject_from[v]))
+            memcpy(&in->reject_from[v], h->msg_name, h->msg_namelen);
         return;
     }
     nvalid = samples_parse_datagram(buf + skip, len - skip, truncated, in->samples,
@@ -348,11 +351,11 @@ reject_hint(enum sampleauth_verdict v)
 
 /* Say the datagrams rejected since the last line, at once for the first
  * and then at most every REJECTS_SAY_MS: their counts, what each reason
- * likely means, and the last sender (an address, not a secret). */
+ * likely means, and each reason's last sender (an address, not a secret). */
 static void
 say_rejects(struct ingest *in, int64_t now)
 {
-    char line[600], host[NI_MAXHOST];
+    char line[900], host[NI_MAXHOST];
     uint64_t total = 0;
     size_t at = 0, v;
     int w;
@@ -364,21 +367,22 @@ say_rejects(struct ingest *in, int64_t now)
     for (v = 0; v < SAMPLEAUTH_REJECTS && at < sizeof(line); v++) {
         if (in->rejects[v] == 0)
             continue;
-        w = snprintf(line + at, sizeof(line) - at, "%s%s %llu (%s)", at ? ", " : "",
-                     sampleauth_reason_str((enum sampleauth_verdict)v),
+        if (getnameinfo((const struct sockaddr *)&in->reject_from[v],
+                        sizeof(in->reject_from[v]), host, sizeof(host), NULL, 0,
+                        NI_NUMERICHOST) != 0)
+            snprintf(host, sizeof(host), "an unknown address");
+        w = snprintf(line + at, sizeof(line) - at, "%s%s %llu (%s; the last from %s)",
+                     at ? ", " : "", sampleauth_reason_str((enum sampleauth_verdict)v),
                      (unsigned long long)in->rejects[v],
-                     reject_hint((enum sampleauth_verdict)v));
+                     reject_hint((enum sampleauth_verdict)v), host);
         if (w < 0)
             break;
         at += (size_t)w;
     }
-    if (getnameinfo((const struct sockaddr *)&in->reject_from, sizeof(in->reject_from), host,
-                    sizeof(host), NULL, 0, NI_NUMERICHOST) != 0)
-        snprintf(host, sizeof(host), "an unknown address");
     log_warnx("samples: rejected %llu%s datagram%s that failed the [samples] key_file check: "
-              "%s; the last from %s (lockwatch_samples_rejected_total; said at most once a "
-              "minute)", (unsigned long long)total, in->rejects_said_ms != 0 ? " more" : "",
-              total == 1 ? "" : "s", line, host);
+              "%s (lockwatch_samples_rejected_total; said at most once a minute)",
+              (unsigned long long)total, in->rejects_said_ms != 0 ? " more" : "",
+              total == 1 ? "" : "s", line);
     memset(in->rejects, 0, sizeof(in->rejects));
     in->rejects_said_ms = now;
 }
