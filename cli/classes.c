@@ -33,15 +33,17 @@ dur(const json_t *v, char *buf, size_t len)
 {
     double s = json_number_value(v);
     long long ms = (long long)(s * 1000.0 + 0.5);
+    long long tenths = (ms + 50) / 100;     /* rounded first: 9,960 ms is 10s,
+                                             * as beside it, not "10.0s" */
 
     if (!json_is_number(v))
         snprintf(buf, len, "-");
     else if (ms < 1000)
         snprintf(buf, len, "%lldms", ms);
-    else if (ms < 10000)
-        snprintf(buf, len, "%.1fs", (double)ms / 1000.0);
+    else if (tenths < 100)
+        snprintf(buf, len, "%lld.%llds", tenths / 10, tenths % 10);
     else
-        out_duration(ms, buf, len);
+        out_duration(tenths * 100, buf, len);
 }
 
 static void
