@@ -94,13 +94,18 @@ static const struct command {
       "Show the newest entries of the audit stream ([unlock] audit_stream), newest\n"
       "first: every release and expire, refused or done (dry runs leave none).\n"
       "  --limit N       at most N entries (1..10000, default 20)\n" },
-    { "deadlocks", cmd_deadlocks, "deadlocks",
+    { "deadlocks", cmd_deadlocks, "deadlocks [--waits N]",
       "Show the agent's wait-for graph (GET /api/v1/deadlocks): every deadlock now, a\n"
       "table of its holders (who waits for which key, held by whom, for how long) and\n"
       "the lock whose release breaks it (the youngest hold), with its Redis holder id\n"
       "and the release command to paste (--holder is that id, not the owner), then\n"
       "the lock-order inversions known (two lock classes taken in both orders, with\n"
-      "both sites).\n"
+      "both sites), then who waits for whom now, deadlocked or not: \"waiting now\",\n"
+      "the oldest holdings first (a waiter stuck behind a slow holder shows there\n"
+      "before any cycle forms), with the holder id where the terminal has room.\n"
+      "  --waits N       show the first N waits (0..256, default 20; 0: none); when\n"
+      "                  some are left out, a line says how many (--json has all\n"
+      "                  the agent lists, at most 256)\n"
       "Only the agent knows this: it is asked (--agent, else [agent] listen), and an\n"
       "agent that does not answer is exit 3.  --json prints the agent's document.\n" },
     { "events", cmd_events,

@@ -15,13 +15,16 @@ as liblockwatch and the reporters send them, the agent scanning every second.
     another language holding a Redisson lock): the fair queue's waiter and
     the reporter's owner are one node;
   - a chain (A waits for B waits for C) is no deadlock, and
-    /api/v1/deadlocks lists its two waits (waiter, lock, holder);
+    /api/v1/deadlocks lists its two waits (waiter, lock, holder), which
+    `lockctl deadlocks` shows as "waiting now" in 80 columns (--waits 1:
+    one, and "1 of 2 waits shown");
   - a lock-order inversion that never overlapped (A then B by one owner,
     released, later B then A by another): one LockOrderInversion with both
     sites, no LockDeadlock; a lock released without its `hold` line (by
     on-call) teaches no order once a scan lacks it;
-  - hostile key bytes (quotes, newline, invalid UTF-8) in a cycle keep
-    /api/v1/deadlocks valid JSON and /metrics parseable;
+  - hostile key bytes (quotes, newline, ESC, CR, NUL, invalid UTF-8) in a
+    cycle keep /api/v1/deadlocks valid JSON, /metrics parseable and
+    `lockctl deadlocks` free of raw control bytes, in 80 columns;
   - each step's holder_id is the Redis holder id (the SET value, the
     Redisson hash field) beside its owner;
   - with the target's Redis gone (its scans fail), a cycle of the holders'
@@ -336,6 +339,38 @@ class Deadlock(LinesAgent):
         self.assertEqual(waits, {("o-1", "lock:c:2", "o-2", "t2", "waiting"),
                                  ("o-2", "lock:c:3", "o-3", "t3", "waiting")})
         self.assertEqual(body["waits_total"], 2)
+        # lockctl deadlocks shows them as "waiting now", in 80 columns
+        for cols in (80, 100, 200):
+            p = lockctl(self.agent.config_path, "deadlocks", columns=cols)
+            out = p.stdout.decode("utf-8")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            for line in out.splitlines():
+                self.assertLessEqual(columns(line), cols, line)
+            self.assertIn("waiting now", out)
+            rows = [line.split() for line in out.splitlines()]
+            for waiter, key, holder, hid in (("o-1", "lock:c:2", "o-2", "t2"),
+                                             ("o-2", "lock:c:3", "o-3", "t3")):
+                (row,) = [r for r in rows if r[:3] == [waiter, key, holder]]
+                self.assertEqual(row[-1], hid, out)     # HOLDER ID: room for it
+            self.assertNotIn("waits shown", out)        # none left out
+        p = lockctl(self.agent.config_path, "deadlocks", "--waits", "1")
+        out = p.stdout.decode("utf-8")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len([line for line in out.splitlines()
+                              if line.split()[:1] in (["o-1"], ["o-2"])]), 1, out)
+        self.assertIn("1 of 2 waits shown (oldest holdings first; --json for all the agent "
+                      "lists)", " ".join(out.split()))
+        p = lockctl(self.agent.config_path, "deadlocks", "--waits", "0")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn(b"waiting now", p.stdout)
+        self.assertIn(b"0 deadlocks", p.stdout)
+        p = lockctl(self.agent.config_path, "deadlocks", "--waits", "257")
+        self.assertEqual(p.returncode, 2, p.stdout)
+        self.assertIn(b"--waits must be an integer from 0", p.stderr)
+        # --json: the agent's document as it came, every wait in it
+        p = lockctl(self.agent.config_path, "deadlocks", "--json", "--waits", "1")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(json.loads(p.stdout)["waits"]), 2)
 
     def test_inversion_without_overlap(self):
         # owner 1: acct then ship, both released before owner 2 starts
@@ -395,7 +430,7 @@ class Deadlock(LinesAgent):
 
     def test_hostile_keys(self):
         k1 = b'lock:"q\nx\xff\xfe' + b"z" * 3000
-        k2 = b"lock:\\b\x00\xc3("
+        k2 = b"lock:\\b\x00\xc3(\x1b[2J\r\xc2\x9b"
         self.assertTrue(self.r.set(k1, "h1", px=600000))
         self.assertTrue(self.r.set(k2, "h2", px=600000))
         self.send(self.waiting(k1, "o/1", "h1", "ok"), self.waiting(k2, "o/2", "h2", "ok"))
@@ -409,6 +444,15 @@ class Deadlock(LinesAgent):
         self.assertEqual(keys, sorted([k1[:1024], k2]))
         self.assertTrue(any(s.get("key_cut") for s in d["steps"]))
         harness.parse_metrics(self.agent.metrics_text())
+        # lockctl: the cycle and the waits, no byte of the keys raw on the terminal
+        p = lockctl(self.agent.config_path, "deadlocks")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for raw in (b"\x1b", b"\r", b"\x00", b"\xc2\x9b"):
+            self.assertNotIn(raw, p.stdout)
+        out = p.stdout.decode("utf-8")
+        self.assertIn("waiting now", out)
+        for line in out.splitlines():
+            self.assertLessEqual(columns(line), 80, line)
 
 
 class DeadlockFollow(Deadlock):
