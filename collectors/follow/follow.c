@@ -65,9 +65,10 @@
  * scans (a replica may not yet have what its primary's event
  * announced).  lockwatchd --once never follows.
  *
- * followread.c holds the records, the re-reads and the snapshots made
- * from them; this file the subscriptions, the attaching to a full scan,
- * the reconcile's count and the loop.
+ * followsub.c holds the subscriptions and their reader threads;
+ * followread.c the records, the re-reads and the snapshots made from
+ * them; this file the attaching to a full scan, the reconcile's count and
+ * the loop.
  */
 #include "collectors/follow/follow_impl.h"
 
@@ -83,117 +84,11 @@
 #include "common/clock.h"
 #include "common/keytext.h"
 
-/* ---- the reader threads ------------------------------------------------------- */
-
-/* Under mu: an event is lost to a cap (why); a full scan repairs it. */
-__attribute__((format(printf, 2, 3)))
-static void
-overflowed(struct follow *fw, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (fw->overflow)
-        return;
-    fw->overflow = true;
-    va_start(ap, fmt);
-    vsnprintf(fw->overflow_why, sizeof(fw->overflow_why), fmt, ap);
-    va_end(ap);
-}
-
-static void
-on_event(void *arg, const char *key, size_t keylen, const char *event, size_t evlen)
-{
-    struct follow *fw = arg;
-
-    (void)event;
-    (void)evlen;
-    pthread_mutex_lock(&fw->mu);
-    fw->events_total++;
-    if (key == NULL)
-        overflowed(fw, "a notification named a key of %zu bytes, over the %u-byte cap",
-                   keylen, (unsigned)FOLLOW_KEY_MAX);
-    else if (!fw->overflow &&
-             keymap_put(fw->pending, key, keylen, NULL, clock_mono_ms(), NULL) == -1)
-        overflowed(fw, "%s the pending set of keys to re-read (%u keys, %u MiB)",
-                   errno == ENOSPC ? "notifications overflowed" : "out of memory for",
-                   (unsigned)FOLLOW_PENDING_MAX, (unsigned)(FOLLOW_PENDING_BYTES >> 20));
-    pthread_cond_signal(&fw->cv);
-    pthread_mutex_unlock(&fw->mu);
-}
-
-static void *
-reader_main(void *arg)
-{
-    struct fsub *fs = arg;
-    struct follow *fw = fs->fw;
-    char err[256];
-
-    int rc;
-
-    while (!atomic_load(&fw->th_quit)) {
-        if ((rc = ksub_ping(fs->k, fs->ping_ms, err, sizeof(err))) == 0) {
-            rc = ksub_read(fs->k, 100, on_event, fw, err, sizeof(err));
-            atomic_store(&fs->proven_mono, ksub_proven_mono(fs->k));
-        }
-        if (rc != 0) {
-            pthread_mutex_lock(&fw->mu);
-            if (!fw->sub_lost)
-                snprintf(fw->sub_err, sizeof(fw->sub_err), "%s", err);
-            fw->sub_lost = true;
-            fw->sub_over |= rc == -2;
-            pthread_cond_signal(&fw->cv);
-            pthread_mutex_unlock(&fw->mu);
-            break;
-        }
-    }
-    return NULL;
-}
-
-/* Stop the readers and close the subscriptions.  The records stay (a
- * reconcile compares with them) but are no longer followed. */
-static void
-unsubscribe(struct follow *fw)
-{
-    struct keymap *fresh;
-    size_t i;
-
-    fw->following = false;
-    atomic_store(&fw->th_quit, 1);
-    for (i = 0; i < fw->nsubs; i++) {
-        if (fw->subs[i].th_running)
-            pthread_join(fw->subs[i].th, NULL);
-        fw->subs[i].th_running = false;
-        ksub_close(fw->subs[i].k);
-        fw->subs[i].k = NULL;
-    }
-    fw->nsubs = 0;
-    fw->sub_key = 0;
-    fresh = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES);
-    pthread_mutex_lock(&fw->mu);
-    if (fresh != NULL) {
-        /* on ENOMEM the old set stays: never NULL, and a little stale at
-         * worst (its keys are re-read once more) */
-        keymap_free(fw->pending, NULL);
-        fw->pending = fresh;
-    }
-    fw->overflow = false;
-    fw->sub_lost = false;
-    fw->sub_over = false;
-    fw->sub_err[0] = '\0';
-    pthread_mutex_unlock(&fw->mu);
-    /* the full scan that follows reads those keys too */
-    if ((fresh = keymap_new(FOLLOW_PENDING_MAX, FOLLOW_PENDING_BYTES)) != NULL) {
-        keymap_free(fw->retry, NULL);
-        fw->retry = fresh;
-        fw->retry_overflow = false;
-    }
-}
-
 /* Not following any more: the records go too. */
 static void
 stop_following(struct follow *fw)
 {
-    unsubscribe(fw);
+    follow_unsubscribe(fw);
     keymap_free(fw->locks, frec_free);
     fw->locks = NULL;
     fw->locks_bytes = 0;
@@ -258,49 +153,6 @@ sub_key_of(uint64_t conn_key, const struct target_conf *t, const struct target_c
     for (i = 0; i < t->npatterns; i++)
         h = h * 0x100000001b3ULL ^ keytext_hash(t->patterns[i], strlen(t->patterns[i]));
     return h | 1;
-}
-
-/* Subscribe on every node, each with its reader thread.  1, or (nothing
- * subscribed, fw->note saying why) -1 when a server refused, 0 when one
- * could not be reached or did not answer in time (try again). */
-static int
-subscribe(struct follow *fw, const struct target_conf *t, const struct target_conf *nodes,
-          size_t n)
-{
-    char *pats[65];
-    char err[256];
-    size_t i, np = 0;
-    bool refused = false;
-
-    for (i = 0; i < t->npatterns && np < 64; i++)
-        pats[np++] = t->patterns[i];
-    pats[np++] = (char *)REGISTRY_PREFIX "*";
-    atomic_store(&fw->th_quit, 0);
-    for (i = 0; i < n; i++) {
-        struct fsub *fs = &fw->subs[fw->nsubs];
-
-        fs->fw = fw;
-        fs->ping_ms = FOLLOW_PING_MS(t);
-        atomic_store(&fs->proven_mono, 0);
-        if ((fs->k = ksub_open(&nodes[i], pats, np, FOLLOW_KEY_MAX, &refused, err,
-                               sizeof(err))) == NULL) {
-            follow_note(fw, "not following keyspace notifications: %s; %s", err, refused ?
-                        "scanning every scan_interval" : "scanning, and subscribing again at "
-                        "the next full scan");
-            goto fail;
-        }
-        fw->nsubs++;
-        if (pthread_create(&fs->th, NULL, reader_main, fs) != 0) {
-            follow_note(fw, "not following keyspace notifications: no thread for the subscriber; "
-                 "scanning every scan_interval");
-            goto fail;
-        }
-        fs->th_running = true;
-    }
-    return 1;
-fail:
-    unsubscribe(fw);
-    return refused ? -1 : 0;
 }
 
 /*
@@ -388,7 +240,7 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
     pthread_mutex_unlock(&fw->mu);
     if (fw->nsubs > 0 && fw->sub_key == key && !lost)
         goto fill;
-    unsubscribe(fw);
+    follow_unsubscribe(fw);
     rc = check_flags(fw, c, nodes, n, err, sizeof(err));
     if (rc == -2)
         return false;           /* the pass will fail on the connection */
@@ -409,7 +261,7 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
     fw->announce |= fw->lacking && rc == 1;
     fw->lacking = false;
     fw->verified = rc == 1;
-    if ((rc = subscribe(fw, t, nodes, n)) != 1) {
+    if ((rc = follow_subscribe(fw, t, nodes, n)) != 1) {
         /* refused: not again (README); unreachable or slow: next pass */
         if (rc == -1 && t->incremental == INCR_AUTO) {
             fw->gave_up = true;
@@ -543,7 +395,7 @@ drop_fill(struct follow *fw)
 {
     keymap_free(fw->fill, frec_free);
     fw->fill = NULL;
-    unsubscribe(fw);
+    follow_unsubscribe(fw);
 }
 
 /* Auto, unverified, and a scheduled reconcile fixed keys while no
@@ -711,6 +563,12 @@ follow_stamp(void *arg, struct snapshot *s)
                  "follow mode (add +info to the ACL user to scan every reconcile_interval; "
                  "README \"Follow mode\")");
     }
+    if (fw->behind_since_ms != 0) {
+        /* kept until it catches up: the view is not passed off as current */
+        s->follow.behind_since_ms = fw->behind_since_ms;
+        snprintf(s->follow.note, sizeof(s->follow.note), "notifications are behind (%s): the "
+                 "view may miss changes until the subscriber catches up", fw->behind_why);
+    }
     say_why(fw, s);
 }
 
@@ -839,6 +697,21 @@ maybe_publish(struct follow *fw, struct loop *lp, const struct target_conf *t,
     return 0;
 }
 
+/* A subscriber fell behind, or caught up: the snapshots say so from now
+ * (follow_stamp()).  true when that changed. */
+static bool
+behind_changed(struct follow *fw)
+{
+    char why[256];
+    bool behind = follow_subs_behind(fw, why, sizeof(why));
+
+    if (behind == (fw->behind_since_ms != 0))
+        return false;
+    fw->behind_since_ms = behind ? clock_now_ms() : 0;
+    snprintf(fw->behind_why, sizeof(fw->behind_why), "%s", behind ? why : "");
+    return true;
+}
+
 /* The freshness check (freshness.c): true when a full scan is due (a
  * connection that failed is dropped: the scan reconnects or says why). */
 static bool
@@ -852,7 +725,7 @@ fresh_due(struct follow *fw, const struct target_conf *t)
         return false;
     fw->why = WHY_LOSS;
     if (rc < 0) {
-        unsubscribe(fw);
+        follow_unsubscribe(fw);
         scanner_disconnect(fw->sc);
         /* a silent node: the check is this mode's scan, and it failed
          * (a cluster's shards are judged each by the full scan) */
@@ -862,7 +735,7 @@ fresh_due(struct follow *fw, const struct target_conf *t)
     }
     snprintf(fw->fresh_note, sizeof(fw->fresh_note), "a full scan: %s", why);
     if (resub)
-        unsubscribe(fw);        /* the setting is checked (or trusted) again */
+        follow_unsubscribe(fw);        /* the setting is checked (or trusted) again */
     return true;
 }
 
@@ -901,7 +774,7 @@ reconcile_due(struct follow *fw, struct loop *lp, const struct target_conf *t, i
         lp->check = now;
         if (scanner_moved(fw->sc, t, &fw->topo)) {
             fw->why = WHY_LOSS;
-            unsubscribe(fw);
+            follow_unsubscribe(fw);
             if (t->mode == TARGET_SENTINEL)
                 scanner_disconnect(fw->sc);
             return true;
@@ -970,7 +843,7 @@ follow_run(struct follow *fw, const struct target_conf *t, const struct scan_rul
              * subscribes again */
             publish_behind(fw, t, rules, stop, publish, arg, err[0] != '\0' ? err :
                            "the subscription ended");
-            unsubscribe(fw);
+            follow_unsubscribe(fw);
             return 0;
         }
         rc = follow_apply_pending(fw, t, &lp.oldest, err, sizeof(err));
@@ -981,6 +854,8 @@ follow_run(struct follow *fw, const struct target_conf *t, const struct scan_rul
         }
         if (rc == 1)
             lp.dirty = true;
+        if (behind_changed(fw))
+            lp.due = clock_deadline(0);     /* said at once, either way */
         if (fw->locks_bytes > FOLLOW_RECORDS_BYTES || keymap_count(fw->locks) > fw->max_locks) {
             too_many(fw);               /* a full scan, which keeps none */
             return 0;
@@ -988,7 +863,7 @@ follow_run(struct follow *fw, const struct target_conf *t, const struct scan_rul
         if (rc == -1 || maybe_publish(fw, &lp, t, rules, stop, publish, arg) == -1) {
             /* a broken connection, a refused read or a snapshot that
              * failed: the full scan reconnects, or fails and says why */
-            unsubscribe(fw);
+            follow_unsubscribe(fw);
             scanner_disconnect(fw->sc);
             return 0;
         }

@@ -3,8 +3,9 @@
  * follow_impl.h - what the files of follow mode share; internal to
  * collectors/follow/.
  *
- *   follow.c      the subscriptions and their reader threads, attaching to
- *                 a full scan, what a reconcile fixed, the follow loop
+ *   follow.c      attaching to a full scan, what a reconcile fixed, the
+ *                 follow loop
+ *   followsub.c   the subscriptions and their reader threads (the PING)
  *   followread.c  the lock records, the re-reads of the keys named in
  *                 events, the snapshots made from the records
  *   keymap.c      the bounded key map of the records and the pending set
@@ -106,6 +107,8 @@ struct fsub {
     _Atomic int64_t proven_mono;    /* ksub_proven_mono(), for the target's
                                      * thread: every notification sent
                                      * before then has been taken */
+    atomic_bool behind;             /* ksub_ping() said it is behind */
+    char behind_why[256];           /* why, under the follow's mu */
     pthread_t th;
     bool th_running;
 };
@@ -190,10 +193,28 @@ struct follow {
     /* the last full scan's figures, for the snapshots made from events */
     int64_t scan_started_ms, scan_finished_ms;
     int64_t proven_ms;          /* Unix ms of the last freshness check passed */
+    int64_t behind_since_ms;    /* Unix ms a subscriber fell behind; 0 not */
+    char behind_why[256];
     double scan_duration_s;
     uint64_t scan_keys;
     char note[400];
 };
+
+/* ---- followsub.c ---------------------------------------------------------------- */
+
+/* Subscribe on every node of t (nodes, n), each with its reader thread:
+ * 1, or (nothing subscribed, fw->note saying why) -1 when a server
+ * refused, 0 when one could not be reached or did not answer in time. */
+int follow_subscribe(struct follow *fw, const struct target_conf *t,
+                     const struct target_conf *nodes, size_t n);
+
+/* Stop the readers and close the subscriptions.  The records stay (a
+ * reconcile compares with them) but are no longer followed. */
+void follow_unsubscribe(struct follow *fw);
+
+/* Is a subscriber behind now (its PING unanswered past command_timeout,
+ * while notifications keep coming)?  why gets the first one's words. */
+bool follow_subs_behind(struct follow *fw, char *why, size_t whylen);
 
 /* ---- follow.c ------------------------------------------------------------------- */
 

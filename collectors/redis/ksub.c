@@ -31,7 +31,13 @@ struct ksub {
     int64_t ping_mono;          /* the unanswered PING went then; 0 none */
     int64_t last_ping_mono;     /* the last PING went then */
     int64_t proven_mono;        /* the last answered PING went then */
+    int64_t heard_mono;         /* bytes last came then */
 };
+
+/* A PING unanswered this many times command_timeout, though bytes keep
+ * coming, is no longer a subscriber behind but one that never catches
+ * up: lost (a full scan starts over). */
+#define KSUB_BEHIND_MAX 10
 
 bool
 ksub_flags_cover(const char *flags, size_t len, char *missing, size_t msize)
@@ -275,12 +281,26 @@ ksub_ping(struct ksub *k, int64_t every_ms, char *err, size_t errlen)
     int done = 0;
 
     if (k->ping_mono != 0) {
-        if (now - k->ping_mono <= k->deadline_ms)
+        int64_t late = now - k->ping_mono;
+
+        if (late <= k->deadline_ms)
             return 0;
-        snprintf(err, errlen, "subscriber on %s timed out: no answer to a PING within "
-                 "command_timeout (%lld ms), so notifications may not be arriving (a proxy, "
-                 "NAT or firewall that dropped the connection without closing it?)", k->where,
-                 (long long)k->deadline_ms);
+        if (k->heard_mono > k->ping_mono && now - k->heard_mono <= k->deadline_ms &&
+            late <= KSUB_BEHIND_MAX * k->deadline_ms) {
+            snprintf(err, errlen, "subscriber on %s is behind: its PING of %lld ms ago is not "
+                     "answered yet, though notifications keep coming (Redis sends them faster "
+                     "than the agent takes them)", k->where, (long long)late);
+            return 1;
+        }
+        if (k->heard_mono > k->ping_mono && now - k->heard_mono <= k->deadline_ms)
+            snprintf(err, errlen, "subscriber on %s is too far behind: its PING of %lld ms ago "
+                     "is not answered yet, though notifications keep coming (Redis sends them "
+                     "faster than the agent takes them)", k->where, (long long)late);
+        else
+            snprintf(err, errlen, "subscriber on %s timed out: no answer to a PING within "
+                     "command_timeout (%lld ms), and nothing else comes, so notifications may "
+                     "not be arriving (a proxy, NAT or firewall that dropped the connection "
+                     "without closing it?)", k->where, (long long)k->deadline_ms);
         return -1;
     }
     if (k->last_ping_mono != 0 && now - k->last_ping_mono < every_ms)
@@ -329,5 +349,7 @@ ksub_read(struct ksub *k, int timeout_ms, ksub_event_fn *fn, void *arg, char *er
     }
     if (n == 0)
         return 0;
-    return take(k, true, &sk, err, errlen);
+    if ((n = take(k, true, &sk, err, errlen)) == 0)
+        k->heard_mono = clock_mono_ms();
+    return n;
 }

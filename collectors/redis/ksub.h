@@ -117,10 +117,13 @@ int ksub_read(struct ksub *k, int timeout_ms, ksub_event_fn *fn, void *arg, char
  * Prove the subscriber, from the thread that reads it, every tick: a PING
  * goes when none is unanswered and the last went every_ms ago or more;
  * its answer comes after every notification the server queued before it
- * (ksub_read() takes it).  -1 with err set when one has had no answer for
- * the node's command_timeout (a connection a proxy, NAT or firewall
- * dropped without closing it delivers nothing, and says nothing) or the
- * write failed: it must be closed.  0 otherwise.
+ * (ksub_read() takes it).  1 with err set when one has had no answer for
+ * the node's command_timeout though messages keep coming (behind: Redis
+ * sends faster than the owner takes); -1 with err set when nothing came
+ * meanwhile (a connection a proxy, NAT or firewall dropped without
+ * closing it delivers nothing, and says nothing), when it is still behind
+ * after ten times command_timeout, or when the write failed: it must be
+ * closed.  0 otherwise.
  */
 int ksub_ping(struct ksub *k, int64_t every_ms, char *err, size_t errlen);
 

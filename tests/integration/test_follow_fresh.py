@@ -38,6 +38,7 @@ import random
 import time
 
 import subprocess
+import threading
 
 import harness as h
 import topo
@@ -372,6 +373,18 @@ class FollowFresh(h.TestCase):
         self.assertEqual(st, 200)
         self.assertTrue(lk["stale"], lk)
 
+    def proxied_agent(self, rs, leak_grace):
+        """An agent following rs through a topo.TcpProxy (scan_interval and
+        command_timeout 1 s, no reconcile): (proxy, agent), following."""
+        proxy = topo.TcpProxy(rs.port)
+        self.addCleanup(proxy.kill)
+        ag = self.start_agent(targets=[("main", "redis://127.0.0.1:%d/0" % proxy.port)],
+                              scan_interval="1s", leak_grace=leak_grace, max_hold="1h",
+                              target_extra={"reconcile_interval": "1h",
+                                            "command_timeout": "1s"})
+        self.wait_following(ag)
+        return proxy, ag
+
     def test_a_subscriber_dropped_on_the_way_is_found(self):
         """A proxy, NAT or conntrack entry that drops the subscriber's
         connection without closing it: the data connection still answers,
@@ -387,13 +400,7 @@ class FollowFresh(h.TestCase):
         rs = self.start_redis(args=NOTIFY)
         c = rs.client()
         c.set("lock:before", "t", px=600000)
-        proxy = topo.TcpProxy(rs.port)
-        self.addCleanup(proxy.kill)
-        ag = self.start_agent(targets=[("main", "redis://127.0.0.1:%d/0" % proxy.port)],
-                              scan_interval="1s", leak_grace="1s", max_hold="1h",
-                              target_extra={"reconcile_interval": "1h",
-                                            "command_timeout": "1s"})
-        self.wait_following(ag)
+        proxy, ag = self.proxied_agent(rs, leak_grace="1s")
         ag.wait_for(lambda: self.state(ag, "lock:before"), 10, desc="lock:before seen")
         self.assertEqual(proxy.silence(b"PSUBSCRIBE"), 1, "one subscriber connection")
         proxy.freeze = b"PSUBSCRIBE"
@@ -409,6 +416,65 @@ class FollowFresh(h.TestCase):
         self.wait_following(ag)
         c.set("lock:later", "t", px=600000)
         ag.wait_for(lambda: self.state(ag, "lock:later"), 5, desc="followed again")
+
+    def test_a_subscriber_behind_is_said_not_dropped(self):
+        """Notifications that come slower than Redis sends them (a slow link:
+        the proxy passes the subscriber 20 KB/s while writes make ~60 KB/s of
+        them): the PING's answer is late though bytes keep coming.  That is
+        no dropped connection: the view is marked behind (the API's stale
+        entry, /readyz, last_success frozen) while the subscription stays,
+        and current again, without a full scan, once it catches up; behind
+        for over ten times command_timeout, it is lost, and a full scan
+        starts over."""
+        rs = self.start_redis(args=NOTIFY)
+        proxy, ag = self.proxied_agent(rs, leak_grace="1h")
+        scans = ag.scans_ok()
+        stop = threading.Event()
+
+        def write():
+            w = rs.client()
+            i = 0
+            while not stop.is_set():
+                pipe = w.pipeline(transaction=False)
+                for _ in range(50):
+                    i += 1
+                    pipe.set("lock:behind:%s:%d" % ("x" * 60, i % 2000), "t", px=600000)
+                pipe.execute()
+                time.sleep(0.1)
+        writer = threading.Thread(target=write, daemon=True)
+        self.addCleanup(writer.join, 5)
+        self.addCleanup(stop.set)
+
+        def behind():
+            st, body = ag.get_json("/api/v1/locks?limit=1")
+            return [e for e in body["stale"] if "behind" in e["reason"]] or None
+        proxy.throttle = (b"PSUBSCRIBE", 20000)
+        writer.start()
+        (entry,) = ag.wait_for(behind, 10, interval=0.2, desc="the view marked behind")
+        self.assertIn("notifications keep coming", entry["reason"])
+        st, _, ready = ag.get("/readyz")
+        self.assertEqual(st, 200)
+        self.assertIn(b"behind", ready)
+        t0 = time.monotonic()
+        proof = h.msum(ag.metrics(), "lockwatch_target_last_success_timestamp_seconds",
+                       target="main")
+        # caught up: current again, the same subscription, no full scan
+        proxy.throttle = None
+        ag.wait_for(lambda: not behind(), 10, interval=0.2, desc="current again")
+        print("subscriber behind: said, then current again %.1fs after the link was fast" %
+              (time.monotonic() - t0))
+        self.assertEqual(ag.scans_ok(), scans, "a full scan for a subscriber behind")
+        self.assertTrue(self.following(ag))
+        self.assertNotIn("nothing else comes", ag.log_tail(200))
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_target_last_success_timestamp_seconds",
+                                   target="main") > proof, 5, desc="proven again")
+        # behind for good: lost after 10 x command_timeout, a full scan
+        proxy.throttle = (b"PSUBSCRIBE", 20000)
+        ag.wait_for(lambda: ag.scans_ok() > scans, 30, desc="a full scan after 10 s behind")
+        self.assertIn("is too far behind", ag.log_tail(200))
+        stop.set()
+        proxy.throttle = None
+        self.wait_following(ag, timeout=30)
 
     # ---- issue 22: trust and what notifications cannot say ----------------------------
 

@@ -264,7 +264,9 @@ class TcpProxy:
     listens again on the same port.  silence(match) is a drop without a
     close (a NAT or conntrack entry gone): the connections whose client
     sent match stop passing bytes either way, and stay open; with
-    freeze = match, so do those that send it later, until freeze = None."""
+    freeze = match, so do those that send it later, until freeze = None.
+    throttle = (match, bytes a second) passes the server's bytes to such
+    connections no faster than that (a slow link), until throttle = None."""
 
     def __init__(self, target_port):
         self.target_port = target_port
@@ -273,6 +275,7 @@ class TcpProxy:
         self._conns = []
         self._flows = []                # [client bytes seen (a head), silent]
         self.freeze = None
+        self.throttle = None
         self._listener = None
         self._thread = None
         self.start()
@@ -307,10 +310,16 @@ class TcpProxy:
                 threading.Thread(target=self._pump, args=(src, dst, head, flow),
                                  daemon=True).start()
 
+    def _slow(self, flow):
+        """The throttle's rate for the server's bytes of flow, or None."""
+        th = self.throttle
+        return th[1] if th is not None and th[0] in flow[0] else None
+
     def _pump(self, src, dst, head, flow):
         try:
             while True:
-                data = src.recv(65536)
+                rate = self._slow(flow) if head is None else None
+                data = src.recv(65536 if rate is None else 1024)
                 if not data:
                     break
                 if head is not None and len(head[0]) < 65536:
@@ -318,6 +327,8 @@ class TcpProxy:
                 freeze = self.freeze
                 if head is not None and freeze is not None and freeze in head[0]:
                     flow[1] = True
+                if rate is not None:
+                    time.sleep(len(data) / float(rate))
                 if not flow[1]:
                     dst.sendall(data)
         except OSError:
