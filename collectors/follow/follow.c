@@ -563,12 +563,6 @@ follow_stamp(void *arg, struct snapshot *s)
                  "follow mode (add +info to the ACL user to scan every reconcile_interval; "
                  "README \"Follow mode\")");
     }
-    if (fw->behind_since_ms != 0) {
-        /* kept until it catches up: the view is not passed off as current */
-        s->follow.behind_since_ms = fw->behind_since_ms;
-        snprintf(s->follow.note, sizeof(s->follow.note), "notifications are behind (%s): the "
-                 "view may miss changes until the subscriber catches up", fw->behind_why);
-    }
     say_why(fw, s);
 }
 
@@ -691,6 +685,13 @@ maybe_publish(struct follow *fw, struct loop *lp, const struct target_conf *t,
     fw->published_total++;
     fw->queues_held = follow_queue_locks(s);
     follow_stamp(fw, s);
+    if (fw->behind_since_ms != 0) {
+        /* a view from events while a subscriber is behind: not passed off
+         * as current until it catches up (a full scan's proves itself) */
+        s->follow.behind_since_ms = fw->behind_since_ms;
+        snprintf(s->follow.note, sizeof(s->follow.note), "notifications are behind (%s): the "
+                 "view may miss changes until the subscriber catches up", fw->behind_why);
+    }
     publish(arg, s);
     lp->last_pub = now;
     lp->dirty = false;

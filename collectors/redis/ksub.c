@@ -32,6 +32,8 @@ struct ksub {
     int64_t last_ping_mono;     /* the last PING went then */
     int64_t proven_mono;        /* the last answered PING went then */
     int64_t heard_mono;         /* bytes last came then */
+    int64_t behind_mono;        /* behind since then (a PING answered late
+                                 * while messages kept coming); 0 not */
 };
 
 /* A PING unanswered this many times command_timeout, though bytes keep
@@ -119,6 +121,20 @@ ksub_close(struct ksub *k)
     free(k);
 }
 
+/* An error reply that says "not now" (a script running, a dataset
+ * loading, a cluster slot moving, a replica cut off), not "not allowed". */
+static bool
+busy_reply(const redisReply *rep)
+{
+    static const char *const words[] = { "BUSY ", "LOADING ", "TRYAGAIN ", "MASTERDOWN " };
+    size_t i;
+
+    for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (rep->len >= strlen(words[i]) && memcmp(rep->str, words[i], strlen(words[i])) == 0)
+            return true;
+    return false;
+}
+
 struct ksub *
 ksub_open(const struct target_conf *node, char *const *patterns, size_t npatterns,
           size_t key_max, bool *refused, char *err, size_t errlen)
@@ -162,6 +178,12 @@ ksub_open(const struct target_conf *node, char *const *patterns, size_t npattern
     for (i = 0; i < n; i++) {
         if (redisconn_get_reply(k->c, &rep) == -1) {
             redisconn_error(k->c, node, "PSUBSCRIBE", err, errlen);
+            goto fail;
+        }
+        if (rep->type == REDIS_REPLY_ERROR && busy_reply(rep)) {
+            snprintf(err, errlen, "PSUBSCRIBE on %s: %.*s (the server is busy: subscribing "
+                     "again later)", k->where, (int)(rep->len > 100 ? 100 : rep->len),
+                     rep->str);
             goto fail;
         }
         if (rep->type == REDIS_REPLY_ERROR) {
@@ -232,6 +254,9 @@ deliver(void *arg, const redisReply *rep)
     size_t keylen;
 
     if (sk->k->ping_mono != 0 && is_pong(rep)) {
+        /* answered within command_timeout: caught up, if it was behind */
+        if (clock_mono_ms() - sk->k->ping_mono <= sk->k->deadline_ms)
+            sk->k->behind_mono = 0;
         sk->k->proven_mono = sk->k->ping_mono;
         sk->k->ping_mono = 0;
         return;
@@ -274,47 +299,55 @@ take(struct ksub *k, bool read, const struct sink *sk, char *err, size_t errlen)
     return rc;
 }
 
+/* Is a PING unanswered past command_timeout?  While messages keep coming
+ * (the last within command_timeout) that is a subscriber behind, from
+ * when that PING went: 0, or -1 with err set when nothing comes. */
+static int
+judge_late(struct ksub *k, int64_t now, char *err, size_t errlen)
+{
+    if (k->ping_mono == 0 || now - k->ping_mono <= k->deadline_ms)
+        return 0;
+    if (k->heard_mono > k->ping_mono && now - k->heard_mono <= k->deadline_ms) {
+        if (k->behind_mono == 0)
+            k->behind_mono = k->ping_mono;
+        return 0;
+    }
+    snprintf(err, errlen, "subscriber on %s timed out: no answer to a PING within "
+             "command_timeout (%lld ms), and nothing else comes, so notifications may not be "
+             "arriving (a proxy, NAT or firewall that dropped the connection without closing "
+             "it?)", k->where, (long long)k->deadline_ms);
+    return -1;
+}
+
 int
 ksub_ping(struct ksub *k, int64_t every_ms, char *err, size_t errlen)
 {
     int64_t now = clock_mono_ms();
     int done = 0;
 
-    if (k->ping_mono != 0) {
-        int64_t late = now - k->ping_mono;
-
-        if (late <= k->deadline_ms)
-            return 0;
-        if (k->heard_mono > k->ping_mono && now - k->heard_mono <= k->deadline_ms &&
-            late <= KSUB_BEHIND_MAX * k->deadline_ms) {
-            snprintf(err, errlen, "subscriber on %s is behind: its PING of %lld ms ago is not "
-                     "answered yet, though notifications keep coming (Redis sends them faster "
-                     "than the agent takes them)", k->where, (long long)late);
-            return 1;
-        }
-        if (k->heard_mono > k->ping_mono && now - k->heard_mono <= k->deadline_ms)
-            snprintf(err, errlen, "subscriber on %s is too far behind: its PING of %lld ms ago "
-                     "is not answered yet, though notifications keep coming (Redis sends them "
-                     "faster than the agent takes them)", k->where, (long long)late);
-        else
-            snprintf(err, errlen, "subscriber on %s timed out: no answer to a PING within "
-                     "command_timeout (%lld ms), and nothing else comes, so notifications may "
-                     "not be arriving (a proxy, NAT or firewall that dropped the connection "
-                     "without closing it?)", k->where, (long long)k->deadline_ms);
+    if (judge_late(k, now, err, errlen) == -1)
         return -1;
-    }
-    if (k->last_ping_mono != 0 && now - k->last_ping_mono < every_ms)
-        return 0;
-    /* a few bytes on a connection that sends nothing else: the socket
-     * buffer takes them at once, or the connection is broken */
-    if (redisAppendCommand(k->c, "PING") != REDIS_OK)
-        goto fail;
-    while (!done)
-        if (redisBufferWrite(k->c, &done) != REDIS_OK)
+    if (k->ping_mono == 0 && (k->last_ping_mono == 0 || now - k->last_ping_mono >= every_ms)) {
+        /* a few bytes on a connection that sends nothing else: the
+         * socket buffer takes them at once, or the connection is broken */
+        if (redisAppendCommand(k->c, "PING") != REDIS_OK)
             goto fail;
-    k->ping_mono = now;
-    k->last_ping_mono = now;
-    return 0;
+        while (!done)
+            if (redisBufferWrite(k->c, &done) != REDIS_OK)
+                goto fail;
+        k->ping_mono = now;
+        k->last_ping_mono = now;
+    }
+    if (k->behind_mono == 0)
+        return 0;
+    /* behind until a PING is answered within command_timeout (deliver()):
+     * the episode, not one PING, is what KSUB_BEHIND_MAX bounds */
+    snprintf(err, errlen, "subscriber on %s is %sbehind: for %lld ms its PINGs have been "
+             "answered late, though notifications keep coming (Redis sends them faster than "
+             "the agent takes them)", k->where,
+             now - k->behind_mono > KSUB_BEHIND_MAX * k->deadline_ms ? "too far " : "",
+             (long long)(now - k->behind_mono));
+    return now - k->behind_mono > KSUB_BEHIND_MAX * k->deadline_ms ? -1 : 1;
 fail:
     snprintf(err, errlen, "subscriber connection to %s lost: %s", k->where,
              k->c->errstr[0] ? k->c->errstr : "PING not sent");

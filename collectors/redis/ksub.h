@@ -90,7 +90,8 @@ struct ksub;
  * of at most key_max bytes (below KSUB_MESSAGE_MAX to mean anything).
  * NULL with err set: *refused true when the server refused (an error
  * reply to PSUBSCRIBE: err names the ACL additions it needs), false when
- * it may work another time (no connection, a timeout).
+ * it may work another time (no connection, a timeout, BUSY, LOADING,
+ * TRYAGAIN, MASTERDOWN).
  */
 struct ksub *ksub_open(const struct target_conf *node, char *const *patterns,
                        size_t npatterns, size_t key_max, bool *refused, char *err,
