@@ -111,7 +111,10 @@ cluster_changed(const struct snapshot *const views[VIEWS], const struct snapshot
     for (i = 0; i < s->nshards && i < topo->nshards; i++) {
         const struct snap_shard *sh = &s->shards[i], *was = shard_before(views, sh, &from);
 
-        if (!sh->ok || was == NULL ||
+        /* with scan_replicas, a shard read on its replica one pass and on
+         * its primary the next (a replica cut off or unhealthy), or back:
+         * another node, but no failover, and no lock lost by it */
+        if (!sh->ok || was == NULL || was->replica != sh->replica ||
             !lost_server_changed(&was->server, was->node, &sh->server, sh->node, &cause))
             continue;
         if (ch->slots == NULL && (ch->slots = calloc(CLUSTER_SLOTS, 1)) == NULL)

@@ -143,6 +143,12 @@ class ReplicaLink(h.TestCase):
         key = next("lock:cut:%d" % i for i in range(10000)
                    if c.owner[topo.keyslot("lock:cut:%d" % i)] == its_primary)
         c.by_port[its_primary].client().set(key, "tok", px=600000)
+        # a lock released meanwhile: gone on the primary, still on the
+        # replica the last pass read; reading the shard on its primary is
+        # no failover, so it is released, not lost
+        gone = next("lock:r:%d" % i for i in range(30)
+                    if c.owner[topo.keyslot("lock:r:%d" % i)] == its_primary)
+        c.by_port[its_primary].client().delete(gone)
         time.sleep(0.5)
         ro = victim.client(single_connection_client=True)
         ro.execute_command("READONLY")
@@ -156,12 +162,18 @@ class ReplicaLink(h.TestCase):
               % (time.monotonic() - t0))
         self.assertIn(REASON, ag.log_tail(40))
         self.assertEqual(len(read_on()), 3)
+        ag.wait_for(lambda: not self.current_has(ag, gone), 10, desc="the released lock gone")
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_lost_total"), 0,
+                         "a lock counted lost when the shard was read on its primary")
 
         vc.config_set("masteruser", "")
         vc.config_set("masterauth", "")
         h.wait_until(lambda: link_up(victim), 20, desc="the replica's link up again")
         ag.wait_for(lambda: read_on().get(victim.port) == shard, 10,
                     desc="the shard read on its replica again")
+        time.sleep(2)
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_lost_total"), 0,
+                         "a lock counted lost when the shard was read on its replica again")
 
 
 if __name__ == "__main__":
