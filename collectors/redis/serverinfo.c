@@ -76,7 +76,8 @@ serverinfo_link_down(const char *text, size_t len, long long *down_s)
     if (!serverinfo_replica(text, len) || status[0] == '\0' || strcmp(status, "up") == 0)
         return false;
     *down_s = serverinfo_number(text, len, "master_link_down_since_seconds:", -1);
-    if (*down_s < 0)
+    /* Redis before 7 says the seconds since 1970 for a link never up */
+    if (*down_s < 0 || *down_s > 10LL * 365 * 86400)
         *down_s = -1;
     return true;
 }

@@ -466,7 +466,8 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
     sc->c = st->c;
     snprintf(sc->host, sizeof(sc->host), "%s", st->host);
     sc->port = st->port;
-    if (sc->c != NULL)
+    /* a pass that fails at once (a replica cut off) subscribes nothing */
+    if (sc->c != NULL && rc == 0)
         attach_hooks(r, sc->c, sc->host, sc->port, NULL);
     if (rc == -1 || stream_scan(st) == -1)
         st->failed = true;

@@ -35,6 +35,10 @@ static const char never_up[] =
     "# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\nmaster_port:6389\r\n"
     "master_link_status:down\r\nmaster_sync_in_progress:1\r\n"
     "master_link_down_since_seconds:-1\r\n";
+static const char never_up6[] =
+    "# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\nmaster_port:6389\r\n"
+    "master_link_status:down\r\nmaster_sync_in_progress:1\r\n"
+    "master_link_down_since_seconds:1796400123\r\n";
 
 static void
 link_down_read(void **state)
@@ -48,6 +52,9 @@ link_down_read(void **state)
     assert_true(serverinfo_link_down(cut_off, sizeof(cut_off) - 1, &s));
     assert_int_equal(s, 12);
     assert_true(serverinfo_link_down(never_up, sizeof(never_up) - 1, &s));
+    assert_int_equal(s, -1);
+    /* Redis 6 writes the seconds since 1970 for a link never up */
+    assert_true(serverinfo_link_down(never_up6, sizeof(never_up6) - 1, &s));
     assert_int_equal(s, -1);
     /* no master_link_status at all (not read, or a text cut short): not
      * claimed down; an empty text neither */
