@@ -43,7 +43,7 @@ dur(const json_t *v, char *buf, size_t len)
     else if (tenths < 100)
         snprintf(buf, len, "%lld.%llds", tenths / 10, tenths % 10);
     else
-        out_duration(tenths * 100, buf, len);
+        out_duration((ms + 500) / 1000 * 1000, buf, len);  /* whole seconds, rounded */
 }
 
 static void
