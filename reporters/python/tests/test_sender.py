@@ -124,6 +124,70 @@ class Unresolvable(FirstUse, unittest.TestCase):
         self.assertEqual(r.stats()["pending"], 0)
 
 
+class ResolverHangs(unittest.TestCase):
+    """The agent's name never resolves (a DNS server that does not answer, a
+    key file on a hung NFS mount: getaddrinfo blocks until the test ends).
+    The exit hook's close() still returns, within about a second: what was
+    queued is dropped and counted as failed sends, and the sender thread,
+    left resolving, sends nothing once it is done.  configure() returns
+    after START_WAIT, the reporter still enabled."""
+
+    HOST = "agent.lockwatch.test"
+
+    def setUp(self):
+        super().setUp()
+        self.sink = udp_sink()
+        self.addCleanup(self.sink.close)
+        self.resolving, release = threading.Event(), threading.Event()
+        real_getaddrinfo = socket.getaddrinfo
+        agent = self.sink.getsockname()
+
+        def getaddrinfo(host, *a, **kw):
+            if host != self.HOST:
+                return real_getaddrinfo(host, *a, **kw)
+            self.resolving.set()
+            release.wait()      # for ever, as far as close() can tell
+            return [(socket.AF_INET, socket.SOCK_DGRAM, 17, "", agent)]
+
+        self.samples = "%s:%d" % (self.HOST, agent[1])
+        p = mock.patch("socket.getaddrinfo", getaddrinfo)
+        p.start()
+        self.addCleanup(p.stop)
+        self.addCleanup(_sender.configure, samples="off")
+        self.addCleanup(release.set)    # the first to run: the thread resolves, then ends
+
+    def returns_within_10s(self, fn):
+        t = threading.Thread(target=fn, daemon=True)
+        t.start()
+        t.join(10)
+        self.assertFalse(t.is_alive(), "%s waited for the resolver" % fn.__name__)
+
+    def test_exit_drops_and_counts_what_was_queued(self):
+        r = _sender._configure(self.samples, None, None, {})   # as a first lock call makes it
+        self.assertIs(_sender.get(), r)
+        for i in range(3):
+            r.put(("wait", "lock:k", i, "ok"))
+        self.assertTrue(self.resolving.wait(5))
+        self.returns_within_10s(_sender._at_exit)
+        st = r.stats()
+        self.assertEqual((st["queued"], st["sent"], st["dropped_send_failed"], st["pending"]),
+                         (3, 0, 3, 0))
+        # the name resolves after all: the closed reporter's thread sends nothing
+        self.doCleanups()
+        self.assertTrue(r.ready.wait(5))
+        r._thread.join(5)
+        self.assertFalse(r._thread.is_alive())
+        self.assertEqual(r.stats()["sent"], 0)
+
+    def test_configure_returns_while_still_resolving(self):
+        with mock.patch.object(_sender, "START_WAIT", 0.2):
+            self.returns_within_10s(lambda: _sender.configure(samples=self.samples))
+        r = _sender._reporter
+        self.assertFalse(r.ready.is_set())
+        self.assertTrue(r.config.enabled)
+        self.assertIs(_sender.get(), r)
+
+
 def applied(environ):
     """The Config of these settings once the reporter's thread would have
     applied them (load() itself resolves and reads nothing)."""

@@ -43,9 +43,10 @@ def stats():
 def flush():
     """Send what is queued now (normally the background thread does it every
     200 ms, and atexit at the end); first, if need be, wait for the
-    reporter's thread to resolve the names."""
+    reporter's thread to resolve the names, at most a second (still
+    resolving then: the lines stay queued)."""
     from . import _sender
     r = _sender._reporter
     if r is not None:
-        r.wait_ready()
+        r.wait_ready(_sender.EXIT_WAIT)
         r.flush()

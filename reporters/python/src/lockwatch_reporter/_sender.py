@@ -10,6 +10,11 @@ first lock call, which makes the reporter, nor an event loop ever waits for
 DNS or the disk; events queue meanwhile, bounded as ever, and go out once it
 is done.  When that turns reporting off, what was queued is dropped and
 counted (sending failed) and the lock path goes back to the library alone.
+Nobody waits for that step without a bound (a resolver or an NFS mount can
+hang for ever): configure() waits up to START_WAIT, flush() and the exit
+hook up to EXIT_WAIT, and a close() that gives up drops what was queued
+(counted as failed sends) and leaves the thread, a daemon, to finish
+resolving without sending anything.
 
 Why tuples and a thread: the lock path must cost next to nothing (the 5%
 budget of docs/reporters.md), so it only builds a tuple and appends it to a
@@ -34,6 +39,13 @@ from . import _config, _wire
 
 QUEUE_CAPACITY = 8192
 FLUSH_SECONDS = 0.2
+# The longest configure() waits for the sender thread to apply the settings:
+# glibc's own timeout for one DNS query (resolv.conf `timeout:`, 5 s), so a
+# resolver that answers, even slowly, is waited for and a stuck one is not.
+START_WAIT = 5.0
+# The longest close() (the exit hook) and flush() wait for it: the "best
+# effort, about a second" of the flush at exit (docs/reporters.md).
+EXIT_WAIT = 1.0
 
 
 class Reporter:
@@ -65,6 +77,7 @@ class Reporter:
         self._socks = {}
         self._tap = None
         self._thread = None
+        self._abandoned = False     # close() gave up waiting: never send
         # set once the settings are applied (flush() sends nothing before)
         self.ready = threading.Event()
         if config.settings is None:
@@ -109,12 +122,15 @@ class Reporter:
         self._settled()
         return config.enabled
 
-    def wait_ready(self):
-        """Wait until the thread has applied the settings (configure(),
-        flush(), exit: the application asking, never a lock call)."""
+    def wait_ready(self, timeout=None):
+        """Wait until the thread has applied the settings, at most timeout
+        seconds (configure(), flush(), exit: the application asking, never
+        a lock call); False when it gave up waiting (no thread to wait for:
+        True)."""
         t = self._thread
         if t is not None and t is not threading.current_thread():
-            self.ready.wait()
+            return self.ready.wait(timeout)
+        return True
 
     def _off(self):
         """Reporting turned off after the lock path started queueing: the
@@ -126,6 +142,10 @@ class Reporter:
                 active = None
         self.fast_below = 0
         self.capacity = 0
+        self._drop_queued()
+
+    def _drop_queued(self):
+        """Drop what is queued, counted as failed sends."""
         q = self._q
         with self._count_lock:
             n = len(q)
@@ -194,7 +214,7 @@ class Reporter:
         events are encoded and packed in one pass, and each datagram goes out
         as soon as it is full, so the thread gives up the GIL (sendto) every
         few dozen lines rather than after the whole batch."""
-        if not self.ready.is_set():
+        if not self.ready.is_set() or self._abandoned:
             return      # the settings are still being applied: kept queued
         with self._flush_lock:
             q = self._q
@@ -258,11 +278,17 @@ class Reporter:
 
     def close(self):
         """Flush and stop the thread (at exit; tests): once the settings are
-        applied, so that the lines of a short run go out too."""
+        applied, so that the lines of a short run go out too, but waiting
+        for that at most EXIT_WAIT.  Past it (DNS or the key file's disk
+        hung) what is queued is dropped and counted as failed sends, and
+        the thread, which checks _stop once it is done, sends nothing."""
         self._stop = True
         self._wake.set()
         try:
-            self.wait_ready()
+            if not self.wait_ready(EXIT_WAIT):
+                self._abandoned = True
+                self._drop_queued()
+                return
             self.flush()
         except Exception:
             pass
@@ -346,9 +372,12 @@ def configure(samples=None, key_file=None, owner=None, **kw):
     """(Re)make the process's reporter with these settings (None: from the
     environment).  Returns it once its thread has applied them (resolved
     the names, read the key file: the application's start, not a lock
-    call, waits for that); its config.enabled says whether it reports."""
+    call, waits for that), or after START_WAIT when that is still under
+    way; its config.enabled says whether it reports (True while the
+    names are still resolving: lines queue, and are dropped and counted
+    if the thread then finds they cannot work)."""
     r = _configure(samples, key_file, owner, kw)
-    r.wait_ready()
+    r.wait_ready(START_WAIT)
     return r
 
 
