@@ -19,7 +19,11 @@
 // smallest room (MaxDatagram less the mac line) until the destinations and
 // the key are known. When that step turns reporting off, what waited is
 // dropped and counted as failed sends, and the wrappers go back to the
-// library alone.
+// library alone. Nobody waits for that step without a bound (a resolver
+// that does not answer, a key file on a hung NFS mount may never return):
+// New waits up to startWait, Close up to closeWait; a Close that gives up
+// drops what waits (counted as failed sends), and the goroutine, once the
+// resolver returns, ends without sending (phase).
 package reporter
 
 import (
@@ -51,6 +55,25 @@ const (
 	// 256 measured a few percent cheaper than 32); below this the 200 ms
 	// tick sends.
 	wakeAt = 256
+	// closeWait: the longest Close waits for the goroutine to resolve the
+	// names: the flush at exit is best effort, about a second
+	// (docs/reporters.md), as in the other reporters.
+	closeWait = time.Second
+)
+
+// startWait: the longest New waits for the goroutine to resolve the names
+// and read the key file: glibc's timeout for one DNS query (resolv.conf
+// `timeout:`, 5 s), so a resolver that answers, even slowly, is waited for
+// and a stuck one is not. A variable for the tests.
+var startWait = 5 * time.Second
+
+// The goroutine's phase: it may send only once it has moved from starting
+// to running; a Close that gave up waiting for it moves it to abandoned
+// first, and the goroutine then ends without sending.
+const (
+	phaseStarting int32 = iota
+	phaseRunning
+	phaseAbandoned
 )
 
 // Stats are the reporter's counters, all since it was made.
@@ -76,6 +99,7 @@ type Reporter struct {
 	enabled bool          // set up to send (a goroutine started); fixed once made
 	off     atomic.Bool   // the goroutine found it cannot send: the lock path stops
 	ready   chan struct{} // closed once the goroutine's start is done
+	phase   atomic.Int32  // phaseStarting, phaseRunning or phaseAbandoned
 	nextID  uint64
 
 	limit int // the lines that may wait
@@ -120,13 +144,20 @@ func Default() *Reporter {
 
 // New makes a reporter and starts its sending goroutine, and returns once
 // that goroutine has read the key file and resolved the destinations (the
-// application's start waits for that, not a lock call). A configuration
+// application's start waits for that, not a lock call), or after 5 s when
+// it has not: Enabled is then true, lines wait, and they go once it is done
+// (or are dropped and counted if it turns reporting off). A configuration
 // that cannot work (no destination resolves, an unreadable key file) gives
 // a disabled reporter and one line in the standard logger: the
 // application's start and its lock calls never fail because of reporting.
 func New(c Config) *Reporter {
 	r := newReporter(c)
-	<-r.ready
+	t := time.NewTimer(startWait)
+	defer t.Stop()
+	select {
+	case <-r.ready:
+	case <-t.C:
+	}
 	return r
 }
 
@@ -201,6 +232,11 @@ func (r *Reporter) start(samples, keyFile string) bool {
 // (active), and what waits is dropped and counted as failed sends.
 func (r *Reporter) turnOff() {
 	r.off.Store(true)
+	r.dropWaiting()
+}
+
+// dropWaiting drops the lines that wait, counted as failed sends.
+func (r *Reporter) dropWaiting() {
 	r.mu.Lock()
 	n := r.pending
 	r.pending, r.lines = 0, 0
@@ -387,7 +423,10 @@ func (r *Reporter) sendSoon() {
 }
 
 // Close sends what waits (best effort) and stops the goroutine, once it
-// has resolved the names. Lines sent after Close are dropped and counted.
+// has resolved the names, waiting for that up to a second: past it what
+// waits is dropped and counted as failed sends, and the goroutine, left
+// resolving, ends without sending once the resolver returns. Lines sent
+// after Close are dropped and counted.
 func (r *Reporter) Close() {
 	if r == nil || !r.enabled {
 		return
@@ -398,6 +437,19 @@ func (r *Reporter) Close() {
 		r.mu.Unlock()
 		close(r.done)
 	})
+	if r.phase.Load() != phaseAbandoned {
+		t := time.NewTimer(closeWait)
+		defer t.Stop()
+		select {
+		case <-r.ready:
+		case <-t.C:
+			r.phase.CompareAndSwap(phaseStarting, phaseAbandoned)
+		}
+	}
+	if r.phase.Load() == phaseAbandoned { // else the goroutine runs: it sends what waits and ends
+		r.dropWaiting()
+		return
+	}
 	<-r.stopped
 }
 
@@ -422,6 +474,10 @@ func (r *Reporter) Flush(timeout time.Duration) bool {
 func (r *Reporter) run(samples, keyFile string) {
 	defer close(r.stopped)
 	if !r.start(samples, keyFile) {
+		return
+	}
+	if !r.phase.CompareAndSwap(phaseStarting, phaseRunning) {
+		r.conn.Close() // Close gave up waiting: nothing is sent
 		return
 	}
 	tick := time.NewTicker(FlushEvery)

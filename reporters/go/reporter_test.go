@@ -458,3 +458,97 @@ func TestUnresolvableAfterStartTurnsOff(t *testing.T) {
 		t.Fatal("Flush of a reporter turned off")
 	}
 }
+
+// hangingResolver makes the agent's name agent.lockwatch.test resolve only
+// when the test releases it (a DNS server that does not answer, a key file
+// on a hung NFS mount: as far as Close can tell, for ever), then to s.
+// resolving is closed when the sending goroutine asks. The returned
+// Samples name it; the test releases it, and waits for the goroutine to
+// end, before its end puts the real resolver back.
+func hangingResolver(t *testing.T, s *net.UDPConn) (samples string, resolving chan struct{}, release func()) {
+	resolving, released := make(chan struct{}), make(chan struct{})
+	var askOnce, releaseOnce sync.Once
+	release = func() { releaseOnce.Do(func() { close(released) }) }
+	agent := s.LocalAddr().(*net.UDPAddr)
+	samples = "agent.lockwatch.test:" + strconv.Itoa(agent.Port)
+	realResolve := resolveUDPAddr
+	resolveUDPAddr = func(network, addr string) (*net.UDPAddr, error) {
+		if addr != samples {
+			return realResolve(network, addr)
+		}
+		askOnce.Do(func() { close(resolving) })
+		<-released
+		return agent, nil
+	}
+	t.Cleanup(func() { resolveUDPAddr = realResolve })
+	return samples, resolving, release
+}
+
+// returnsWithin10s fails t unless fn returns within 10 s.
+func returnsWithin10s(t *testing.T, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s waited for the resolver", what)
+	}
+}
+
+// Close, at the end of main, waits for the agent's name up to a second, not
+// for ever: past it what waits is dropped and counted as failed sends, and
+// the goroutine, once the resolver returns, ends without sending anything.
+func TestCloseDoesNotWaitForAHungResolver(t *testing.T) {
+	s := listen(t)
+	defer s.Close()
+	samples, resolving, release := hangingResolver(t, s)
+	r := newReporter(Config{Samples: samples})
+	t.Cleanup(func() { // a test that failed early leaves nothing blocked
+		release()
+		<-r.stopped
+	})
+	for i := 0; i < 3; i++ {
+		r.emit("lw1 wait k 1 ok")
+	}
+	entered(t, resolving, "resolved the agent's name")
+	returnsWithin10s(t, "Close", r.Close)
+	if st := r.Stats(); st.Queued != 3 || st.DroppedSend != 3 || st.Sent != 0 {
+		t.Fatalf("%+v", st)
+	}
+	returnsWithin10s(t, "a second Close", r.Close)
+	release() // the name resolves after all: the closed reporter sends nothing
+	select {
+	case <-r.stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sending goroutine did not end once the resolver returned")
+	}
+	s.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, err := s.Read(make([]byte, 9000)); err == nil {
+		t.Fatalf("sent after Close: %d bytes", n)
+	}
+	if st := r.Stats(); st.Sent != 0 || st.Datagrams != 0 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// New returns after startWait while the name is still resolving, the
+// reporter enabled (its lines wait until the goroutine is done).
+func TestNewDoesNotWaitForAHungResolver(t *testing.T) {
+	s := listen(t)
+	defer s.Close()
+	samples, _, release := hangingResolver(t, s)
+	saved := startWait
+	startWait = 200 * time.Millisecond
+	defer func() { startWait = saved }()
+	var r *Reporter
+	returnsWithin10s(t, "New", func() { r = New(Config{Samples: samples}) })
+	if !r.Enabled() {
+		t.Fatal("disabled while its name is still resolving")
+	}
+	release()
+	r.Close()
+}
