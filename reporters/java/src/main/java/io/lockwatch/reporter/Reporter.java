@@ -47,6 +47,12 @@ import java.util.logging.Logger;
  * not wait for DNS or the disk. Lines queue meanwhile, bounded as ever;
  * when that step turns reporting off, what was queued is dropped and
  * counted as failed sends, and the wrappers go back to the library alone.
+ * Nobody waits for that step without a bound (a resolver that does not
+ * answer, a key file on a hung NFS mount may never return): {@link #create}
+ * waits up to {@link #startWaitMs}, {@link #close()} (the shutdown hook) up
+ * to {@link #CLOSE_WAIT_MS}; a close that gives up drops what is queued,
+ * counted as failed sends, and the thread, a daemon, ends without sending
+ * once the resolver returns ({@link #phase}).
  */
 public final class Reporter implements AutoCloseable {
     /** The largest datagram sent, mac line included. */
@@ -67,6 +73,20 @@ public final class Reporter implements AutoCloseable {
      * reporter's price on a busy machine; below this the 200 ms tick sends.
      */
     static final int WAKE_AT = 256;
+    /**
+     * The longest close() waits for the sending thread to resolve the names:
+     * the flush at exit is best effort, about a second (docs/reporters.md).
+     */
+    static final long CLOSE_WAIT_MS = 1000;
+    /**
+     * The longest create() and process() wait for it: glibc's timeout for one
+     * DNS query (resolv.conf {@code timeout:}, 5 s), so a resolver that
+     * answers, even slowly, is waited for and a stuck one is not (tests
+     * shorten it).
+     */
+    static volatile long startWaitMs = 5000;
+    /** The sending thread's {@link #phase}s. */
+    private static final int STARTING = 0, RUNNING = 1, ABANDONED = 2;
     /** The process's reporter (package-private: tests make it again). */
     static volatile Reporter defaultReporter;
     /** Where {@link #get()} reads its configuration: the environment (tests set another). */
@@ -88,6 +108,9 @@ public final class Reporter implements AutoCloseable {
     private DatagramChannel channel;
     private final Thread sender;
     private final CountDownLatch ready = new CountDownLatch(1); // start() done
+    // The thread sends only once it moved this from STARTING to RUNNING; a
+    // close() that gave up waiting for it moves it to ABANDONED first.
+    private final AtomicInteger phase = new AtomicInteger(STARTING);
     private volatile boolean closed;
     private volatile boolean off; // start() found it cannot send: the lock path stops
     private volatile boolean urgent; // sendSoon(): the partial datagram goes at once
@@ -129,11 +152,14 @@ public final class Reporter implements AutoCloseable {
     /**
      * A reporter of its own (tests, several agents); most code uses
      * {@link #get()}. Returns once its sending thread has read the key file
-     * and resolved the names (the application's start waits, not a lock call).
+     * and resolved the names (the application's start waits, not a lock call),
+     * or after 5 s when it has not (or when interrupted, the interrupt kept):
+     * {@link #enabled()} is then true, lines queue, and they go once it is
+     * done (or are dropped and counted if it turns reporting off).
      */
     public static Reporter create(Config c) {
         Reporter r = new Reporter(c);
-        r.awaitReady();
+        r.awaitReady(startWaitMs);
         return r;
     }
 
@@ -208,19 +234,19 @@ public final class Reporter implements AutoCloseable {
         }
     }
 
-    /** Waits until the sending thread has applied the settings (the application asking, never a lock call). */
-    private void awaitReady() {
-        if (Thread.currentThread() == sender) return;
-        boolean interrupted = false;
-        for (;;) {
-            try {
-                ready.await();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
+    /**
+     * Waits up to ms until the sending thread has applied the settings (the
+     * application asking, never a lock call); false when it has not. An
+     * interrupt ends the wait, and is kept.
+     */
+    private boolean awaitReady(long ms) {
+        if (Thread.currentThread() == sender) return true;
+        try {
+            return ready.await(ms, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return ready.getCount() == 0;
         }
-        if (interrupted) Thread.currentThread().interrupt();
     }
 
     /**
@@ -330,10 +356,15 @@ public final class Reporter implements AutoCloseable {
     /** Whether a lock call has anything to report to (sending or a tap). */
     boolean active() { return (sender != null && !closed && !off) || tap != null; }
 
-    /** The &lt;process&gt; part of owner ids (once the sending thread has settled it). */
+    /**
+     * The &lt;process&gt; part of owner ids, once the sending thread has
+     * settled it (waiting up to 5 s: past that, what a lock call would take,
+     * {@code localhost:<pid>}, kept for the reporter's life).
+     */
     public String process() {
-        awaitReady();
-        if (!holdings.settled()) holdings.settle(hostnameFromJdk() + ":" + ProcessHandle.current().pid());
+        if (awaitReady(startWaitMs) && !holdings.settled()) {
+            holdings.settle(hostnameFromJdk() + ":" + ProcessHandle.current().pid());
+        }
         return holdings.process();
     }
 
@@ -399,14 +430,20 @@ public final class Reporter implements AutoCloseable {
 
     /**
      * Sends what is queued (best effort, up to a second once the sending
-     * thread has resolved the names) and stops the sending thread.
+     * thread has resolved the names) and stops the sending thread. It waits
+     * for the names up to a second too (and not once interrupted, the
+     * interrupt kept): past that, what is queued is dropped and counted as
+     * failed sends, and the thread, left resolving, ends without sending.
      */
     @Override
     public void close() {
         if (sender == null || closed) return;
         closed = true;
         LockSupport.unpark(sender);
-        awaitReady();
+        if (!awaitReady(CLOSE_WAIT_MS) && phase.compareAndSet(STARTING, ABANDONED)) {
+            dropQueued();
+            return;
+        }
         try {
             sender.join(1000);
         } catch (InterruptedException e) {
@@ -427,6 +464,10 @@ public final class Reporter implements AutoCloseable {
             ready.countDown(); // whatever happened: nobody waits for ever
         }
         if (!on) return;
+        if (!phase.compareAndSet(STARTING, RUNNING)) { // close() gave up waiting: nothing is sent
+            closeChannel();
+            return;
+        }
         Signer signer = this.signer;
         int room = datagramSize(dests) - (signer != null ? Signer.MAC_LINE_MAX : 0);
         byte[] buf = new byte[Math.max(room, 4200)];
@@ -468,6 +509,10 @@ public final class Reporter implements AutoCloseable {
             // until the tick, or until the lock path says WAKE_AT lines wait
             LockSupport.parkNanos(this, nextFlush - now);
         }
+        closeChannel();
+    }
+
+    private void closeChannel() {
         try {
             channel.close();
         } catch (IOException ignored) {

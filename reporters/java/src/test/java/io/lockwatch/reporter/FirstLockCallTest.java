@@ -4,6 +4,7 @@ package io.lockwatch.reporter;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.RandomAccessFile;
@@ -12,11 +13,13 @@ import java.net.DatagramPacket;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -204,6 +207,84 @@ class FirstLockCallTest {
                 "lw1 wait job <us> ok " + owner + " -",
                 "lw1 hold job <us> " + owner + " -"), received(6, KEY.getBytes(StandardCharsets.US_ASCII)));
         assertEquals(1, resolvedOn.size());
+    }
+
+    /** fn on a thread of its own returns within 10 s, or the test fails: it waited for the resolver. */
+    private <T> T returnsWithin10s(String what, Callable<T> fn) throws Exception {
+        ExecutorService ex = Executors.newSingleThreadExecutor();
+        try {
+            return ex.submit(fn).get(10, TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            throw new AssertionError(what + " waited for the resolver");
+        } finally {
+            ex.shutdownNow();
+        }
+    }
+
+    /** The process's reporter, 6 lines queued, its thread resolving the agent's name until released. */
+    private Reporter queuedWhileResolving() throws Exception {
+        environment(false);
+        lockedWithin5s();
+        assertTrue(resolving.await(5, TimeUnit.SECONDS));
+        return Reporter.defaultReporter;
+    }
+
+    /**
+     * The agent's name never resolves (a DNS server that does not answer, a
+     * key file on a hung NFS mount): close(), which the shutdown hook calls,
+     * waits for it up to a second, then drops what was queued, counted as
+     * failed sends; the sending thread, a daemon, sends nothing once the
+     * resolver returns. Interrupted, close() stops waiting at once and keeps
+     * the interrupt.
+     */
+    @Test
+    void closeDoesNotWaitForAHungResolver() throws Exception {
+        Reporter r = queuedWhileResolving();
+        Thread sender = resolvedOn.get(0);
+        assertTrue(sender.isDaemon(), "the sending thread keeps the JVM alive");
+        returnsWithin10s("close()", () -> {
+            r.close();
+            return null;
+        });
+        assertEquals(6, r.queued());
+        assertEquals(6, r.droppedSendFailed());
+        assertEquals(0, r.sent());
+        releaseName.countDown(); // the name resolves after all: nothing is sent
+        sender.join(5000);
+        assertFalse(sender.isAlive());
+        sink.setSoTimeout(300);
+        assertThrows(SocketTimeoutException.class, () -> sink.receive(new DatagramPacket(new byte[9000], 9000)));
+        assertEquals(0, r.sent());
+    }
+
+    @Test
+    void anInterruptedCloseReturnsAndKeepsTheInterrupt() throws Exception {
+        Reporter r = queuedWhileResolving();
+        assertTrue(returnsWithin10s("an interrupted close()", () -> {
+            Thread.currentThread().interrupt();
+            r.close();
+            return Thread.interrupted();
+        }), "close() swallowed the interrupt");
+        assertEquals(6, r.droppedSendFailed());
+        releaseName.countDown(); // the thread ends before the sink it resolves to closes
+        resolvedOn.get(0).join(5000);
+        assertEquals(0, r.sent());
+    }
+
+    /** create() returns after its bound while the name still resolves, the reporter enabled. */
+    @Test
+    void createDoesNotWaitForAHungResolver() throws Exception {
+        long saved = Reporter.startWaitMs;
+        Reporter.startWaitMs = 200;
+        try {
+            Reporter r = returnsWithin10s("create()", () -> Reporter.create(
+                    new Config().samples(HOST + ":" + sink.getLocalPort()).owner("web-1")));
+            assertTrue(r.enabled(), "disabled while its name is still resolving");
+            releaseName.countDown();
+            r.close();
+        } finally {
+            Reporter.startWaitMs = saved;
+        }
     }
 
     @Test
