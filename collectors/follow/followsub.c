@@ -6,7 +6,7 @@
  * an overflow, and a full scan repairs it), and proves its subscriber with
  * a PING every FOLLOW_PING_MS (ksub_ping()): one that goes silent ends
  * the subscription, one that falls behind says so (the view is behind
- * until its answer comes).
+ * until a PING is answered within command_timeout).
  */
 #include "collectors/follow/follow_impl.h"
 
