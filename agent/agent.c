@@ -162,7 +162,7 @@ log_follow(struct target_rt *t, const struct snapshot *s)
 {
     if (strcmp(s->follow.note, t->follow_note) != 0) {
         if (s->follow.note[0] != '\0') {
-            if (s->follow.drift || s->follow.behind_since_ms != 0 ||
+            if (s->follow.drift || s->follow.behind_since_ms != 0 || s->follow.lacking ||
                 t->conf->incremental == INCR_ON)
                 log_warnx("target %s: %s", t->name, s->follow.note);
             else

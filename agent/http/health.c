@@ -9,7 +9,10 @@
  * not, saying why; an agent with no targets is never ready, but for a
  * shard that no target hashes to (said above "ready").  A target in
  * follow mode whose reconciles keep finding drift gets a line too, above
- * "ready" (its view is still whole: each reconcile repairs it).  So does
+ * "ready" (its view is still whole: each reconcile repairs it), as does
+ * one that scans because notify-keyspace-events lacks a class while
+ * following was meant (incremental = on, or a setting someone made, as
+ * one left from an older release): the cost of scanning, said.  So does
  * another shard whose shard_peers URL counts as down (agent/peers.h):
  * this agent's own targets are fine, so it stays ready.
  */
@@ -65,7 +68,8 @@ render_ready(const struct view *v, struct strbuf *reason)
         /* follow mode losing events is said, but the view is still whole
          * as of the last full scan: not a reason to take the agent out;
          * nor events just lost (a cap): the full scan under way repairs it */
-        if (s != NULL && s->ok && (s->follow.drift || s->follow.behind_since_ms != 0))
+        if (s != NULL && s->ok &&
+            (s->follow.drift || s->follow.behind_since_ms != 0 || s->follow.lacking))
             sb_addf(reason, "target %s: %s\n", v->targets[i].name, s->follow.note);
         /* nor a resharding: the view may lack the keys in motion */
         if (s != NULL && s->ok && s->keys_moved > 0)

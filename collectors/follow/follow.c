@@ -182,6 +182,7 @@ check_flags(struct follow *fw, redisContext *c, const struct target_conf *nodes,
         if (rc == -1 && lost && c != NULL)
             return -2;
         if (rc == 0) {
+            fw->lacking_meant = flags[0] != '\0';
             follow_note(fw, "not following keyspace notifications: %s:%d has "
                  "notify-keyspace-events \"%s\", which lacks \"%s\" (set it to include "
                  KSUB_FLAGS_NEEDED ", e.g. notify-keyspace-events KA; README \"Follow "
@@ -215,6 +216,7 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
         if (fw->wanted) {
             stop_following(fw);
             fw->note[0] = '\0';
+            fw->lacking = false;
         }
         return false;
     }
@@ -248,6 +250,7 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
         fw->gave_up = true;
         fw->gave_up_key = key;
         fw->lacking = true;
+        fw->lacking_meant |= t->incremental == INCR_ON;
         fw->lacking_mono = clock_mono_ms();
         fw->announce = false;
         /* scanning: the records go, as at a restart, so the full scan
@@ -546,6 +549,7 @@ follow_stamp(void *arg, struct snapshot *s)
     s->follow.drift = fw->drift_streak >= DRIFT_STREAK;
     snprintf(s->follow.note, sizeof(s->follow.note), "%s", fw->note);
     if (!fw->following) {
+        s->follow.lacking = fw->lacking && fw->lacking_meant;
         say_why(fw, s);
         return;
     }

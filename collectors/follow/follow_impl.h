@@ -129,6 +129,10 @@ struct follow {
                                  * setting lacks a class: read again
                                  * every FOLLOW_RECHECK_MS, and at a reload */
     int64_t lacking_mono;       /* when it was last read so */
+    bool lacking_meant;         /* and following was meant: incremental =
+                                 * on, or a setting someone made (not
+                                 * empty, Redis's default), as one left
+                                 * from an older release: /readyz says it */
     bool recheck;               /* a reload: read it at the next full scan */
     bool announce;              /* it lacked a class and now has them: say
                                  * so once the pass that subscribed ends */

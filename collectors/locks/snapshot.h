@@ -283,6 +283,10 @@ struct snap_follow {
                                        * rules a snapshot is new */
     double lag_s;                     /* first event to publication, last one */
     bool drift;                       /* reconciles keep finding drift */
+    bool lacking;                     /* scanning, though following was
+                                       * meant (incremental = on, or a
+                                       * notify-keyspace-events someone
+                                       * set): the setting lacks a class */
     int64_t behind_since_ms;          /* Unix ms notifications were found
                                        * lost (a pending-set cap, a
                                        * subscription that ended): the view

@@ -349,6 +349,12 @@ class Follow(h.TestCase):
         self.assertFalse(self.following(ag))
         self.assertIn('lacks "st"', ag.log_tail(200))
         self.assertIsNotNone(self.state(ag, "lock:set"))
+        # a setting someone made, so following was meant: /readyz says it,
+        # above "ready" (the view is whole, the agent ready)
+        st, _, body = ag.get("/readyz")
+        self.assertEqual(st, 200, body)
+        self.assertRegex(body.decode(), r'(?s)^target \S+: not following keyspace notifications:'
+                         r'.*lacks "st".*\nready\n$')
 
     def flags_asked(self, ag):
         """The setting the agent's log line asks for (e.g. Kg$lshzxet)."""
@@ -367,6 +373,9 @@ class Follow(h.TestCase):
         ag = self.start_agent(rs, scan_interval="1s")
         ag.wait_scans(2)
         self.assertFalse(self.following(ag))
+        # Redis's default (empty), as on a default install: the log says
+        # it, /readyz does not (every such install would carry the line)
+        self.assertEqual(ag.get("/readyz")[2], b"ready\n")
         flags = self.flags_asked(ag)
         c.config_set("notify-keyspace-events", flags)
         t0 = time.monotonic()
