@@ -235,6 +235,19 @@ class Env(unittest.TestCase):
         self.assertFalse(applied({"LOCKWATCH_KEY_FILE": "/nonexistent/k"}).enabled)
 
 
+    def test_without_a_thread_the_settings_apply_in_the_caller(self):
+        # start=False (no sender thread): the settings from the environment
+        # are applied at once, so flush() sends, rather than keeping the
+        # lines queued for a thread that never comes
+        sink = udp_sink()
+        cfg = _config.load(environ={"LOCKWATCH_SAMPLES": "127.0.0.1:%d" % sink.getsockname()[1]})
+        r = _sender.Reporter(cfg, start=False)
+        self.assertTrue(r.ready.is_set())
+        r.put(("wait", "lock:k", 5, "ok"))
+        r.flush()
+        self.assertEqual(b"".join(recv_all(sink)), b"lw1 wait lock:k 5 ok\n")
+
+
 class Sending(unittest.TestCase):
     def reporter(self, sink, key=None, **kw):
         cfg = _config.Config([(socket.AF_INET, sink.getsockname())], key, "h:1")

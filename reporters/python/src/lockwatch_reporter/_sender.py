@@ -82,6 +82,8 @@ class Reporter:
         self.ready = threading.Event()
         if config.settings is None:
             self._settled()
+        elif not start:
+            self._start()   # no thread to apply them: here, in the caller
         if config.enabled and start:
             self._thread = threading.Thread(target=self._run, name="lockwatch-reporter",
                                             daemon=True)
