@@ -315,8 +315,8 @@ const struct config_option config_options[] = {
     { .section = SECTION_UNLOCK, .key = "token_file", .type = OPT_FILE,
       AT(struct config, unlock_token_file), AT2(struct config, unlock_token),
       .example = "/etc/lockwatch/unlock.token", .holds = "the bearer token",
-      .help = "the release API's bearer token: >= 16 bytes, mode 0600 or 0640 "
-              "root:lockwatch" },
+      .help = "the release API's bearer token: 16 bytes or more (less: a warning), "
+              "mode 0600/0640" },
     { .section = SECTION_UNLOCK, .key = "audit_stream", .type = OPT_STRING,
       .def = "lockwatch:audit",
       AT(struct config, audit_stream),
