@@ -156,6 +156,8 @@ add_lock(struct agent_view *av, const json_t *o)
     a.nholders = json_is_integer(total) && json_integer_value(total) >= 0 ?
         (size_t)json_integer_value(total) : json_array_size(holders);
     a.stale = json_is_true(json_object_get(o, "stale"));
+    a.pttl_ms = json_is_integer(json_object_get(o, "pttl_ms")) ?
+        json_integer_value(json_object_get(o, "pttl_ms")) : -2;
     {
         const json_t *st;
         size_t i, n = 0;
@@ -226,6 +228,14 @@ agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errle
         if (!json_is_string(json_object_get(doc, "key_escaped"))) {
             snprintf(err, errlen, "its answer is not a lock of the lockwatch API");
             return -1;
+        }
+        if (json_is_true(json_object_get(doc, "stale"))) {
+            /* last known, as a list's "stale" entry says of its target */
+            const char *why = json_string_value(json_object_get(doc, "stale_reason"));
+
+            snprintf(av->stale_reason, sizeof(av->stale_reason), "%s",
+                     why != NULL && why[0] ? why : "its scans fail");
+            av->last_success_ms = json_integer_value(json_object_get(doc, "last_success_ms"));
         }
         return add_lock(av, doc) == -1 ? (snprintf(err, errlen, "out of memory"), -1) : 0;
     }
@@ -544,9 +554,13 @@ void
 agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp, size_t width)
 {
     if (av->answered) {
+        bool stale = av->stale_reason[0] != '\0';
+
         table_line(fp, width, "age_source: agent at %s (%llu lock%s judged with its "
-                   "times)%s", av->url, (unsigned long long)from_agent,
-                   from_agent == 1 ? "" : "s", av->truncated ? "; its list was cut" : "");
+                   "times)%s%s%s%s", av->url, (unsigned long long)from_agent,
+                   from_agent == 1 ? "" : "s", av->truncated ? "; its list was cut" : "",
+                   stale ? "; its view is stale (" : "", av->stale_reason,
+                   stale ? "): a lock it cannot vouch for now is judged from Redis alone" : "");
         return;
     }
     if (av->elsewhere)
@@ -574,11 +588,12 @@ agent_print_nothing_known(const struct agent_view *av, const char *target, FILE 
 json_t *
 agent_json(const struct agent_view *av, uint64_t from_agent)
 {
-    return json_pack("{s:s?,s:b,s:s?,s:I,s:I,s:b}", "url", av->url[0] ? av->url : NULL,
+    return json_pack("{s:s?,s:b,s:s?,s:I,s:I,s:b,s:s?}", "url", av->url[0] ? av->url : NULL,
                      "answered", av->answered, "error",
                      av->asked && !av->answered ? av->err : NULL,
                      "locks_known", (json_int_t)av->nlocks, "judged", (json_int_t)from_agent,
-                     "truncated", av->truncated);
+                     "truncated", av->truncated, "stale_reason",
+                     av->answered && av->stale_reason[0] ? av->stale_reason : NULL);
 }
 
 

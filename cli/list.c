@@ -448,6 +448,7 @@ static const struct table_col agent_cols[] = {
     { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE, 0 },
     { "HOLDER", 22, TABLE_MIDDLE | TABLE_OPTIONAL, 10 },
     { "AGE", 10, TABLE_RIGHT, 0 },
+    { "TTL", 8, TABLE_RIGHT, 0 },           /* as its scan read it */
     { "STATE", 28, TABLE_WRAP, 15 },
 };
 
@@ -463,9 +464,9 @@ print_agent_table(struct list_run *lr, size_t limit, const char *state, size_t w
     table_init(&t, agent_cols, sizeof(agent_cols) / sizeof(agent_cols[0]));
     for (i = 0; i < av->nlocks && n < limit; i++) {
         const struct agent_lock *a = &av->locks[i];
-        char holder[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 32], age[24], st[96];
-        const char *cells[4];
-        size_t lens[4];
+        char holder[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 32], age[24], st[96], ttl[24];
+        const char *cells[5];
+        size_t lens[5];
 
         if (!has_state(a->states, state))
             continue;
@@ -481,8 +482,14 @@ print_agent_table(struct list_run *lr, size_t limit, const char *state, size_t w
             : (size_t)snprintf(holder, sizeof(holder), "-");
         cells[2] = age;
         lens[2] = strlen(age);
-        cells[3] = st;
-        lens[3] = strlen(st);
+        if (a->pttl_ms == -2)
+            snprintf(ttl, sizeof(ttl), "?");
+        else
+            out_ttl(a->pttl_ms, ttl, sizeof(ttl));
+        cells[3] = ttl;
+        lens[3] = strlen(ttl);
+        cells[4] = st;
+        lens[4] = strlen(st);
         if (table_add(&t, cells, lens) == -1)
             break;
         n++;
@@ -544,6 +551,8 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
                             : json_null());
         json_object_set_new(o, "states", states_array(a->states));
         json_object_set_new(o, "first_seen_ms", json_integer(a->first_seen_ms));
+        json_object_set_new(o, "pttl_ms", a->pttl_ms != -2 ? json_integer(a->pttl_ms) :
+                            json_null());
         json_object_set_new(o, "stale", json_boolean(a->stale));
         json_array_append_new(locks, o);
         n++;

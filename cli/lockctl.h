@@ -224,6 +224,8 @@ struct agent_lock {
     char states[64];            /* the agent's states, comma separated */
     bool stale;                 /* from the agent's last good scan of a target
                                  * it cannot scan now */
+    long long pttl_ms;          /* its TTL as that scan read it: -1 none; -2
+                                 * not given */
 };
 
 #define AGENT_LOCKS_MAX     100000  /* locks taken from the agent, all pages */

@@ -555,7 +555,7 @@ show_last_known(const struct lockctl *lc, const struct agent_view *av, const cha
 {
     const struct agent_lock *a = agent_find(av, key, keylen);
     size_t width = lockctl_width(lc);
-    char holder[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 32], age[32], st[96];
+    char holder[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 32], age[32], st[96], ttl[48], ago[32] = "";
     struct table t;
 
     if (lc->json || !av->answered)
@@ -564,9 +564,13 @@ show_last_known(const struct lockctl *lc, const struct agent_view *av, const cha
         agent_print_nothing_known(av, lc->t->name, stdout, width);
         return;
     }
+    if (av->stale_reason[0] != '\0' && av->last_success_ms > 0)
+        snprintf(ago, sizeof(ago), ", %lld s ago",
+                 (long long)((clock_now_ms() - av->last_success_ms) / 1000));
     if (av->stale_reason[0] != '\0')
         table_line(stdout, width, "LAST KNOWN (stale): the agent at %s cannot scan target %s "
-                   "either (%s); its last good scan:", av->url, lc->t->name, av->stale_reason);
+                   "either (%s); its last good scan%s:", av->url, lc->t->name,
+                   av->stale_reason, ago);
     else
         table_line(stdout, width, "FROM THE AGENT at %s (its last scan; Redis did not answer "
                    "lockctl):", av->url);
@@ -579,14 +583,27 @@ show_last_known(const struct lockctl *lc, const struct agent_view *av, const cha
         out_holder(a->holder, a->holderlen, holder, sizeof(holder));
     else
         snprintf(holder, sizeof(holder), "-");
-    if (a->age_ms >= 0)
+    if (a->stale && av->last_success_ms > a->first_seen_ms && a->first_seen_ms > 0) {
+        /* its age when last seen, not one that grows with a view that
+         * cannot say the holder is still there */
+        out_duration(av->last_success_ms - a->first_seen_ms, age, sizeof(age));
+        snprintf(age + strlen(age), sizeof(age) - strlen(age), " then");
+    } else if (a->age_ms >= 0) {
         out_duration(a->age_ms, age, sizeof(age));
-    else
+    } else {
         snprintf(age, sizeof(age), "unknown");
+    }
     verdict_agent_states(a->states, st, sizeof(st));
+    if (a->pttl_ms == -2)
+        snprintf(ttl, sizeof(ttl), "unknown");
+    else
+        out_ttl(a->pttl_ms, ttl, sizeof(ttl));
+    if (a->pttl_ms >= 0)        /* read then: it may have run out, or been renewed */
+        snprintf(ttl + strlen(ttl), sizeof(ttl) - strlen(ttl), " as read then");
     table_init(&t, show_cols, 2);
     if ((row(&t, "key", key, keylen) | row(&t, "holder", holder, strlen(holder)) |
-         row(&t, "age", age, strlen(age)) | row(&t, "state", st, strlen(st))) == 0)
+         row(&t, "age", age, strlen(age)) | row(&t, "ttl", ttl, strlen(ttl)) |
+         row(&t, "state", st, strlen(st))) == 0)
         table_print(&t, stdout, width);
     table_release(&t);
 }

@@ -52,7 +52,11 @@ verdict_judge(const struct lockstate_rules *rules, struct cli_lock *l,
               const struct agent_lock *a, int64_t now_ms)
 {
     struct lockstate_facts f;
-    bool acquired, agent = a != NULL && a->first_seen_ms > 0 && verdict_same_holder(l, a);
+    /* the agent's times only from a view it vouches for now: a stale one
+     * (its scans fail) cannot say the holder Redis shows now is the one it
+     * saw (a restart between may have wiped it, and a client set it again) */
+    bool acquired, agent = a != NULL && !a->stale && a->first_seen_ms > 0 &&
+        verdict_same_holder(l, a);
 
     l->first_seen_ms = 0;
     if (agent) {

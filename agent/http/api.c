@@ -370,6 +370,40 @@ mark_stale(json_t *o, const struct view_target *t, const struct snap_lock *l)
         json_object_set_new(o, "stale_since", lockjson_time(since)) ? -1 : 0;
 }
 
+/* One lock asked for by its key, last known: why, and since when the
+ * view was last good, as the list's "stale" entry says of its target
+ * (lockctl show prints them).  -1 on ENOMEM. */
+static int
+mark_stale_why(json_t *o, const struct view_target *t, const struct snap_lock *l)
+{
+    const struct snapshot *s = t->snap;
+    const char *why = !s->ok ? s->err : s->follow.note;
+    char reason[640];
+    int64_t since, last = s->last_success_ms;
+    size_t k;
+
+    if (!lock_stale(t, l, &since))
+        return 0;
+    /* a lock carried from a shard that failed: that shard's (the one that
+     * went stale when the lock did; the first such, when several did) */
+    for (k = 0; s->ok && l->stale_since_ms != 0 && k < s->nshards; k++) {
+        const struct snap_shard *sh = &s->shards[k];
+
+        if (sh->ok || sh->stale_since_ms != l->stale_since_ms)
+            continue;
+        snprintf(reason, sizeof(reason), "shard %s (%s): %s", sh->shard, sh->node, sh->err);
+        why = reason;
+        last = sh->last_success_ms;
+        break;
+    }
+    if (why[0] == '\0')
+        why = "its view is stale (GET /readyz says why)";
+    return json_object_set_new(o, "stale_reason", lockjson_text(why, strlen(why))) ||
+        json_object_set_new(o, "last_success", lockjson_time(last)) ||
+        json_object_set_new(o, "last_success_ms", last > 0 ? json_integer(last) :
+                            json_null()) ? -1 : 0;
+}
+
 /* Append {target[, shard, node], stale_since, last_success,
  * last_success_ms, reason} to a: nonzero on ENOMEM. */
 static int
@@ -617,6 +651,7 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
                 if (o == NULL)
                     return 500;
                 if (mark_stale(o, &v->targets[i], l) == -1 ||
+                    mark_stale_why(o, &v->targets[i], l) == -1 ||
                     json_object_set_new(o, "target_address", target_address(v, target))) {
                     json_decref(o);
                     return 500;
