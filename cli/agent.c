@@ -156,6 +156,7 @@ add_lock(struct agent_view *av, const json_t *o)
     a.nholders = json_is_integer(total) && json_integer_value(total) >= 0 ?
         (size_t)json_integer_value(total) : json_array_size(holders);
     a.stale = json_is_true(json_object_get(o, "stale"));
+    a.renewed = json_is_true(json_object_get(o, "renewed"));
     a.pttl_ms = json_is_integer(json_object_get(o, "pttl_ms")) ?
         json_integer_value(json_object_get(o, "pttl_ms")) : -2;
     {

@@ -540,6 +540,9 @@ cli_lock_json(const struct lockctl *lc, const struct cli_lock *l)
     json_object_set_new(o, "nottl_seconds", l->nottl_ms >= 0 ?
                         json_real((double)l->nottl_ms / 1000.0) : json_null());
     json_object_set_new(o, "leak_unknown", json_boolean(l->leak_unknown));
+    /* the agent's: null when its times were not used */
+    json_object_set_new(o, "renewed", l->first_seen_ms > 0 ? json_boolean(l->renewed) :
+                        json_null());
     json_object_set_new(o, "idle_seconds", l->idle_s >= 0 ? json_integer(l->idle_s)
                         : json_null());
     json_object_set_new(o, "host", l->view.host[0] ? json_string(l->view.host) : json_null());

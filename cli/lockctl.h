@@ -185,6 +185,7 @@ struct cli_lock {
     int64_t first_seen_ms;      /* the agent's, Unix ms; 0 without it */
     int64_t nottl_ms;           /* without a TTL this long; -1 it has one,
                                  * or nobody knows */
+    bool renewed;               /* the agent saw this holder renew it */
     bool leak_unknown;          /* no TTL, not judged leaked, and how long
                                  * it has gone without one is unknown */
     uint8_t states;             /* LOCK_* of collectors/locks/snapshot.h */
@@ -226,6 +227,8 @@ struct agent_lock {
                                  * it cannot scan now */
     long long pttl_ms;          /* its TTL as that scan read it: -1 none; -2
                                  * not given */
+    bool renewed;               /* its holder renewed it (the agent saw its TTL
+                                 * go back up) */
 };
 
 #define AGENT_LOCKS_MAX     100000  /* locks taken from the agent, all pages */

@@ -230,6 +230,21 @@ state_text(const struct cli_lock *l, bool inpat, char *buf, size_t len)
         snprintf(buf + strlen(buf), len - strlen(buf), " (no TTL, for how long is unknown)");
 }
 
+/* The TTL, and when the agent saw its holder renew it, what that means
+ * for the decision on call: the holder is alive. */
+static int
+ttl_row(struct table *t, const struct cli_lock *l)
+{
+    char a[64], buf[200];
+
+    out_ttl(l->pttl_ms, a, sizeof(a));
+    if (!l->renewed || l->pttl_ms < 0)
+        return row(t, "ttl", a, strlen(a));
+    snprintf(buf, sizeof(buf), "%s (its holder renews it, so it is alive: a release lets "
+             "another client in while it works)", a);
+    return row(t, "ttl", buf, strlen(buf));
+}
+
 static int
 rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool inpat,
      const struct waiting *w)
@@ -279,8 +294,7 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
     }
     state_text(l, inpat, buf, sizeof(buf));
     rc |= row(t, "state", buf, strlen(buf));
-    out_ttl(l->pttl_ms, a, sizeof(a));
-    rc |= row(t, "ttl", a, strlen(a));
+    rc |= ttl_row(t, l);
     verdict_age(l, a, sizeof(a));
     if (l->first_seen_ms > 0)
         out_time(l->first_seen_ms, b, sizeof(b));

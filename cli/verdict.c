@@ -59,8 +59,10 @@ verdict_judge(const struct lockstate_rules *rules, struct cli_lock *l,
         verdict_same_holder(l, a);
 
     l->first_seen_ms = 0;
+    l->renewed = false;
     if (agent) {
         l->first_seen_ms = a->first_seen_ms;
+        l->renewed = a->renewed;
         l->age_ms = now_ms > a->first_seen_ms ? now_ms - a->first_seen_ms : 0;
         l->age_source = "agent";
         l->age_lower_bound = false;

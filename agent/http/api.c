@@ -90,6 +90,7 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
         bad |= json_object_set_new(o, "format_contradicts", json_true());
     bad |= json_object_set_new(o, "states", lockjson_states(l->states));
     bad |= json_object_set_new(o, "pttl_ms", json_integer(l->pttl_ms));
+    bad |= json_object_set_new(o, "renewed", json_boolean(l->flags & SNAP_RENEWED));
     for (i = 0; i < l->nholders; i++) {
         const struct snap_holder *sh = &l->holders[i];
 

@@ -215,6 +215,8 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     l.class_idx = (uint16_t)ci;
     l.first_seen_ms = tr.first_seen_ms;
     l.first_sight = tr.acquired != 0;
+    if (tr.renewed)
+        l.flags |= SNAP_RENEWED;
     l.nottl_since_ms = tr.nottl_since_ms;
     l.states = record_states(r, &l, tr.first_seen_ms, tr.nottl_since_ms);
     note_due(r, &l);

@@ -178,6 +178,32 @@ class LockctlAgent(h.TestCase):
         self.assertIn(b" expire " + LEAKS[1].encode(), p.stderr.replace(b"\\\n    ", b""))
         self.assertEqual(self.c.get(LEAKS[1]), b"tok-" + LEAKS[1].encode())
 
+    def test_show_says_a_renewed_lock_is_alive(self):
+        # a lock whose TTL its holder keeps raising (a watchdog): the agent
+        # says renewed, and show's ttl row says its holder is alive, so a
+        # release lets another client in; a lock never renewed says neither
+        k, once = "lock:renewed:1", HELD[0]
+        self.c.set(k, "tok-r", px=5000)
+
+        def renewed():
+            self.c.pexpire(k, 5000)
+            st, doc = self.ag.get_json("/api/v1/locks/lock%3Arenewed%3A1?target=main")
+            return st == 200 and doc["renewed"]
+        self.ag.wait_for(renewed, timeout=30, interval=0.5, desc="the agent sees the renewal")
+        self.c.pexpire(k, 5000)
+        st, doc = self.ag.get_json("/api/v1/locks/%s?target=main" % once.replace(":", "%3A"))
+        self.assertEqual(st, 200, doc)
+        self.assertIs(doc["renewed"], False, doc)
+        p = t.run(["show", k], self.cfg)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        ttl = [ln for ln in p.stdout.decode().splitlines() if ln.startswith("ttl")]
+        self.assertTrue(ttl and "its holder renews it, so it is alive" in ttl[0], p.stdout)
+        self.assertIs(t.run_json(self, ["show", k], self.cfg)["renewed"], True)
+        p = t.run(["show", once], self.cfg)
+        ttl = [ln for ln in p.stdout.decode().splitlines() if ln.startswith("ttl")]
+        self.assertTrue(ttl and "renews" not in ttl[0], p.stdout)
+        self.assertIs(t.run_json(self, ["show", once], self.cfg)["renewed"], False)
+
     def test_not_the_agent(self):
         srv = http.server.HTTPServer(("127.0.0.1", 0), NotTheAgent)
         th = threading.Thread(target=srv.serve_forever, daemon=True)
