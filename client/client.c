@@ -50,6 +50,21 @@ lwc_clearerr(lw_error *err)
     }
 }
 
+void
+lwc_addwarn(lw_error *w, const char *fmt, ...)
+{
+    size_t n = strnlen(w->str, sizeof(w->str) - 1);
+    va_list ap;
+
+    if (n > 0 && n + 2 < sizeof(w->str)) {
+        memcpy(w->str + n, "; ", 3);
+        n += 2;
+    }
+    va_start(ap, fmt);
+    (void)vsnprintf(w->str + n, sizeof(w->str) - n, fmt, ap);
+    va_end(ap);
+}
+
 /* Bytes of a key an error message names before cutting it with "...". */
 #define ERR_KEY_MAX 96
 
@@ -251,10 +266,12 @@ LW_API lw_client *
 lw_connect(const lw_options *opts, lw_error *err)
 {
     lw_options defaults;
+    lw_error warn;
     lw_client *c = NULL;
     bool oom = false;
 
     lwc_clearerr(err);
+    lwc_clearerr(&warn);
     if (opts == NULL) {
         lw_options_init(&defaults);
         opts = &defaults;
@@ -321,7 +338,7 @@ lw_connect(const lw_options *opts, lw_error *err)
     (void)prefix_name(c->registry_key, sizeof(c->registry_key),
                             "lockwatch:client", c->id, LWC_UUID_LEN);
 
-    if (lwc_report_open(c, opts->agent, opts->report != 0, err) != LW_OK)
+    if (lwc_report_open(c, opts->agent, opts->report != 0, err, &warn) != LW_OK)
         goto fail;
     if (lwc_tls_setup(c, opts, err) != LW_OK)
         goto fail;
@@ -333,6 +350,8 @@ lw_connect(const lw_options *opts, lw_error *err)
         goto fail;
     if (lwc_bg_start(c, err) != LW_OK)
         goto fail;
+    if (warn.str[0] != '\0')
+        lwc_seterr(err, LW_OK, "%s", warn.str);
     return c;
 
 fail:

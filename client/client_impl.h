@@ -93,6 +93,11 @@ void lwc_sigpipe_ignore_default(void);
 lw_status lwc_seterr(lw_error *err, lw_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void lwc_clearerr(lw_error *err);
+/* Append a warning to w ("; " after an earlier one; cut at LW_ERRSTR_SIZE):
+ * a setting lw_connect() ignored, which it leaves in the caller's err on
+ * success, since the library never prints. */
+void lwc_addwarn(lw_error *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Put "<call> <key>: " in front of err's message (a long key is cut), so a
  * lower layer's message says which call on which key failed. */
 void lwc_err_prefix(lw_error *err, const char *call, const char *key,
@@ -458,8 +463,10 @@ void lwc_batch_reset(struct lwc_batch *b);
 /* "host:port" or "[v6]:port" -> host (NUL-terminated) and port; 0 or -1. */
 int lwc_parse_hostport(const char *s, char *host, size_t hostcap, int *port);
 
+/* Open reporting; a setting it ignores (LOCKWATCH_OWNER too long) is a
+ * warning in warn, what it cannot work with an error in err. */
 lw_status lwc_report_open(lw_client *c, const char *agent, bool on,
-                          lw_error *err);
+                          lw_error *err, lw_error *warn);
 void lwc_report_close(lw_client *c);
 void lwc_report_wait(lw_client *c, const char *key, size_t keylen, int64_t us,
                      lw_status outcome);

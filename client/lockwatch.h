@@ -46,7 +46,9 @@
  * Errors.  Functions return an lw_status.  Calls that can fail take a last
  * argument lw_error *err (NULL allowed): on return it holds the status and,
  * unless the status is LW_OK, a one-line message that says what failed, on
- * what, and what to do.  The message lives in the caller's struct, so
+ * what, and what to do.  lw_connect() is the one call that may leave a
+ * message with LW_OK: a warning, about a setting it ignored (see
+ * lw_connect()).  The message lives in the caller's struct, so
  * threads sharing a client never see each other's errors.  The library
  * never aborts, never prints and never raises signals of its own (it sends
  * samples with MSG_NOSIGNAL).  hiredis writes with write(2), which raises
@@ -236,7 +238,11 @@ LW_API void lw_options_init(lw_options *opts);
  * Returns a new client, owned by the caller (free with lw_client_free), or
  * NULL with *err filled: invalid options, unreadable password_file,
  * unresolvable agent address, Redis unreachable or refusing AUTH/SELECT.
- * opts may be NULL for all defaults.
+ * opts may be NULL for all defaults.  A client returned with err->str not
+ * empty (err->code LW_OK) comes with a warning: a reporting setting it
+ * ignored, as every lockwatch reporter does (docs/reporters.md), e.g. a
+ * LOCKWATCH_OWNER over 200 bytes, for which it uses <host>:<pid>.  The
+ * library never prints; log it where the program logs.
  */
 LW_API lw_client *lw_connect(const lw_options *opts, lw_error *err);
 

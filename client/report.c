@@ -412,30 +412,28 @@ read_key(struct lwc_report *rep, const char *path, lw_error *err)
     return LW_OK;
 }
 
-/* The <process> part of owner ids: LOCKWATCH_OWNER, else <host>:<pid>. */
-static lw_status
-set_owner(lw_client *c, lw_error *err)
+/* The <process> part of owner ids: LOCKWATCH_OWNER, else <host>:<pid>.
+ * A longer one than LWC_OWNER_MAX is a warning and the default, as in
+ * every reporter (docs/reporters.md): reporting still works, under a name
+ * that is the process's own. */
+static void
+set_owner(lw_client *c, lw_error *warn)
 {
     struct lwc_report *rep = &c->bg.rep;
     const char *o = getenv("LOCKWATCH_OWNER");
-    char pid[24];
-    size_t n;
+    size_t n = o != NULL ? strlen(o) : 0;
 
-    if (o != NULL && o[0] != '\0') {
-        n = strlen(o);
-        if (n > LWC_OWNER_MAX)
-            return lwc_seterr(err, LW_ERR, "reporting: LOCKWATCH_OWNER is %zu bytes "
-                              "(at most %d)", n, LWC_OWNER_MAX);
+    if (n > 0 && n <= LWC_OWNER_MAX) {
         rep->ownerlen = lwc_key_encode(rep->owner, sizeof(rep->owner) - 1, o, n);
-        return LW_OK;
+        return;
     }
     n = strlen(c->hostname);        /* [A-Za-z0-9._-]: nothing to escape */
     memcpy(rep->owner, c->hostname, n);
     rep->owner[n++] = ':';
-    pid[lwc_fmt_u64(pid, (uint64_t)c->pid)] = '\0';
-    memcpy(rep->owner + n, pid, strlen(pid));
-    rep->ownerlen = n + strlen(pid);
-    return LW_OK;
+    rep->ownerlen = n + lwc_fmt_u64(rep->owner + n, (uint64_t)c->pid);
+    if (o != NULL && o[0] != '\0')
+        lwc_addwarn(warn, "reporting: LOCKWATCH_OWNER is %zu bytes (at most %d); using "
+                    "%.*s", strlen(o), LWC_OWNER_MAX, (int)rep->ownerlen, rep->owner);
 }
 
 /* 127.0.0.0/8 or ::1 (also as ::ffff:127.x.y.z): no 1500-byte MTU. */
@@ -509,7 +507,7 @@ out:
 }
 
 lw_status
-lwc_report_open(lw_client *c, const char *agent, bool on, lw_error *err)
+lwc_report_open(lw_client *c, const char *agent, bool on, lw_error *err, lw_error *warn)
 {
     struct lwc_report *rep = &c->bg.rep;
     const char *list = agent, *from = "the agent option", *keyfile, *p, *comma;
@@ -543,8 +541,7 @@ lwc_report_open(lw_client *c, const char *agent, bool on, lw_error *err)
         if (comma == NULL)
             break;
     }
-    if (set_owner(c, err) != LW_OK)
-        goto fail;
+    set_owner(c, warn);
     keyfile = getenv("LOCKWATCH_KEY_FILE");
     if (keyfile != NULL && keyfile[0] != '\0' && read_key(rep, keyfile, err) != LW_OK)
         goto fail;

@@ -11,7 +11,8 @@
  *
  *   connect C [lease=MS] [agent=ADDR|off] [cmd_timeout=MS] [password_file=F]
  *             [tls] [tls_ca_file=F] [tls_cert_file=F] [tls_key_file=F] [tls_server_name=N]
- *                                  -> OK <client uuid> | ERR <message>
+ *                                  -> OK <client uuid> [WARN <warning>]
+ *                                     | ERR <message>
  *   lock C L KEY LEASE TIMEOUT FLAGS   FLAGS: - | reentrant | fencing |
  *                                         reentrant,fencing
  *                                  -> OK waited_us=N fence=F token=T
@@ -204,6 +205,8 @@ cmd_connect(char **arg, int n)
     nc->c = lw_connect(&o, &err);
     if (nc->c == NULL)
         say("ERR %s", err.str);
+    else if (err.str[0] != '\0')
+        say("OK %s WARN %s", lw_client_id(nc->c), err.str);
     else
         say("OK %s", lw_client_id(nc->c));
 }

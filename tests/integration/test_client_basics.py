@@ -439,6 +439,32 @@ class BasicsTest(harness.TestCase):
             self.assertTrue(lines[1].split(" ")[4].startswith("pod%207/"), lines[1])
             self.assertLessEqual(len(d), 1432)
 
+    def owners_sent(self, env):
+        """The connect answer, and the owner of the hold line a client of
+        env (agent NULL) sends to its LOCKWATCH_SAMPLES sink."""
+        sink = UdpSink(self)
+        sh = Shell(self, self.redis.port, env=dict(env, LOCKWATCH_SAMPLES=sink.address))
+        ans = sh.ok("connect a")
+        sh.ok("lock a l1 lock:owner 5000 1000 -")
+        sh.ok("unlock l1")
+        sh.ok("free a")
+        harness.wait_until(lambda: len(sink.lines()) >= 2, 5, interval=0.01,
+                           desc="the wait and hold samples at the sink")
+        return ans, sh.pid, sink.lines()[1].split(" ")[4]
+
+    def test_a_too_long_LOCKWATCH_OWNER_is_a_warning_and_the_default(self):
+        """docs/reporters.md: LOCKWATCH_OWNER is 1 to 200 bytes, a longer
+        one a warning and <host>:<pid>, as in every reporter; liblockwatch
+        never prints, so lw_connect() succeeds with the warning in its
+        lw_error (code LW_OK)."""
+        ans, _, owner = self.owners_sent({"LOCKWATCH_OWNER": "o" * 200})
+        self.assertNotIn("WARN", ans)
+        self.assertEqual(owner.split("/")[0], "o" * 200)
+        ans, pid, owner = self.owners_sent({"LOCKWATCH_OWNER": "o" * 201})
+        self.assertIn(" WARN reporting: LOCKWATCH_OWNER is 201 bytes (at most 200); using "
+                      "%s:%d" % (sanitized_hostname(), pid), ans)
+        self.assertEqual(owner.split("/")[0], "%s:%d" % (sanitized_hostname(), pid))
+
     def test_bad_LOCKWATCH_KEY_FILE_is_an_error(self):
         short = os.path.join(self._tmp(), "short.key")
         with open(short, "w") as f:

@@ -173,6 +173,30 @@ strerror_and_version(void **state)
     lw_client_stats(NULL, NULL);
 }
 
+/* lw_connect()'s warnings: each after the last, "; " between, code
+ * LW_OK, cut (never overrun) at LW_ERRSTR_SIZE. */
+static void
+warnings_add_up_within_the_buffer(void **state)
+{
+    lw_error w;
+    char big[2 * LW_ERRSTR_SIZE];
+
+    (void)state;
+    lwc_clearerr(&w);
+    lwc_addwarn(&w, "first %d", 1);
+    lwc_addwarn(&w, "second");
+    assert_int_equal(w.code, LW_OK);
+    assert_string_equal(w.str, "first 1; second");
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    lwc_addwarn(&w, "%s", big);
+    assert_int_equal(strlen(w.str), LW_ERRSTR_SIZE - 1);
+    assert_memory_equal(w.str, "first 1; second; xxx", 20);
+    lwc_addwarn(&w, "more");            /* full: stays as it was */
+    assert_int_equal(strlen(w.str), LW_ERRSTR_SIZE - 1);
+    assert_int_equal(w.str[LW_ERRSTR_SIZE - 2], 'x');
+}
+
 int
 main(void)
 {
@@ -183,6 +207,7 @@ main(void)
         cmocka_unit_test(unreadable_password_file_is_named),
         cmocka_unit_test(calls_check_their_arguments),
         cmocka_unit_test(strerror_and_version),
+        cmocka_unit_test(warnings_add_up_within_the_buffer),
     };
 
     return cmocka_run_group_tests_name("client_options", tests, NULL, NULL);
