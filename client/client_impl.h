@@ -460,6 +460,10 @@ size_t lwc_line_hold(char *out, size_t cap, const char *key, size_t keylen,
 /* 0 appended; 1 does not fit now (send, reset, retry); -1 never fits. */
 int lwc_batch_append(struct lwc_batch *b, const char *line, size_t len);
 void lwc_batch_reset(struct lwc_batch *b);
+/* The entry at *p of a comma-separated list (agent, LOCKWATCH_SAMPLES) as
+ * *s, *len, blanks around it trimmed (*len 0: an empty entry); *p moves past
+ * its comma, to NULL after the last.  false when *p is NULL. */
+bool lwc_list_next(const char **p, const char **s, size_t *len);
 /* "host:port" or "[v6]:port" -> host (NUL-terminated) and port; 0 or -1. */
 int lwc_parse_hostport(const char *s, char *host, size_t hostcap, int *port);
 

@@ -166,6 +166,8 @@ typedef struct lw_options {
      * several, comma-separated (up to 8; each gets every datagram).
      * NULL: the environment variable LOCKWATCH_SAMPLES ("off" or empty:
      * no reporting), else LOCKWATCH_AGENT, else "127.0.0.1:9717".
+     * Blanks around an entry are trimmed, empty entries skipped, and
+     * entries past the eighth ignored with a warning (see lw_connect()).
      * Resolved once, by lw_connect(), which fails on an address that does
      * not parse or resolve, or an unreadable LOCKWATCH_KEY_FILE. */
     const char *agent;

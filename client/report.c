@@ -43,7 +43,8 @@
  * and counted.
  *
  * Destinations: LOCKWATCH_SAMPLES (host:port[,host:port...], up to
- * LWC_DEST_MAX, one socket each so IPv4 and IPv6 mix), else the agent
+ * LWC_DEST_MAX, one socket each so IPv4 and IPv6 mix; split as the
+ * reporters split it, the rest ignored with a warning), else the agent
  * option / LOCKWATCH_AGENT as before; every datagram goes to each.  With
  * LOCKWATCH_KEY_FILE each datagram is signed (common/lw1mac.h): the batch
  * keeps LWC_MAC_LINE_MAX bytes free and the flush writes the mac line in
@@ -452,6 +453,45 @@ is_loopback(const struct sockaddr *sa)
     return false;
 }
 
+/* Blanks the reporters trim from LOCKWATCH_SAMPLES and its entries (their
+ * strip()/trim() on ASCII); not isspace(), which follows the locale. */
+static bool
+blank(char ch)
+{
+    return ch == ' ' || (ch >= '\t' && ch <= '\r');
+}
+
+bool
+lwc_list_next(const char **p, const char **s, size_t *len)
+{
+    const char *b = *p, *e;
+
+    if (b == NULL)
+        return false;
+    e = strchr(b, ',');
+    *p = e != NULL ? e + 1 : NULL;
+    if (e == NULL)
+        e = b + strlen(b);
+    while (b < e && blank(*b))
+        b++;
+    while (e > b && blank(e[-1]))
+        e--;
+    *s = b;
+    *len = (size_t)(e - b);
+    return true;
+}
+
+/* LOCKWATCH_SAMPLES turns reporting off: empty or "off", blanks aside. */
+static bool
+samples_off(const char *list)
+{
+    const char *s;
+    size_t len;
+
+    (void)lwc_list_next(&list, &s, &len);
+    return list == NULL && (len == 0 || (len == 3 && memcmp(s, "off", 3) == 0));
+}
+
 /* Resolve one "host:port" into a new destination. */
 static lw_status
 add_dest(struct lwc_report *rep, const char *addr, size_t len, const char *from,
@@ -463,9 +503,9 @@ add_dest(struct lwc_report *rep, const char *addr, size_t len, const char *from,
     lw_status st = LW_ERR;
     int port, rc;
 
-    if (len >= sizeof(one) || rep->ndest == LWC_DEST_MAX)
-        return lwc_seterr(err, LW_ERR, "reporting: %s: too long, or more than %d "
-                          "destinations", from, LWC_DEST_MAX);
+    if (len >= sizeof(one))
+        return lwc_seterr(err, LW_ERR, "reporting: bad agent address \"%.64s...\" (from "
+                          "%s): too long", addr, from);
     memcpy(one, addr, len);
     one[len] = '\0';
     if (lwc_parse_hostport(one, host, sizeof(host), &port) != 0)
@@ -506,11 +546,36 @@ out:
     return st;
 }
 
+/* Every destination of list, as the reporters take them: blanks around an
+ * entry trimmed, empty entries skipped, those past LWC_DEST_MAX ignored
+ * with a warning.  One that does not parse or resolve fails lw_connect(),
+ * the C way of the reporters' warning (docs/reporters.md). */
+static lw_status
+add_dests(struct lwc_report *rep, const char *list, const char *from, lw_error *err,
+          lw_error *warn)
+{
+    const char *s;
+    size_t len;
+
+    while (lwc_list_next(&list, &s, &len)) {
+        if (len == 0)
+            continue;
+        if (rep->ndest == LWC_DEST_MAX) {
+            lwc_addwarn(warn, "reporting: %s: more than %d destinations; the rest are "
+                        "ignored", from, LWC_DEST_MAX);
+            break;
+        }
+        if (add_dest(rep, s, len, from, err) != LW_OK)
+            return LW_ERR;
+    }
+    return LW_OK;
+}
+
 lw_status
 lwc_report_open(lw_client *c, const char *agent, bool on, lw_error *err, lw_error *warn)
 {
     struct lwc_report *rep = &c->bg.rep;
-    const char *list = agent, *from = "the agent option", *keyfile, *p, *comma;
+    const char *list = agent, *from = "the agent option", *keyfile;
 
     rep->ndest = 0;
     rep->loopback = false;
@@ -522,7 +587,7 @@ lwc_report_open(lw_client *c, const char *agent, bool on, lw_error *err, lw_erro
         return LW_OK;
     if (list == NULL && (list = getenv("LOCKWATCH_SAMPLES")) != NULL) {
         from = "LOCKWATCH_SAMPLES";
-        if (list[0] == '\0' || strcmp(list, "off") == 0)
+        if (samples_off(list))
             return LW_OK;       /* docs/reporters.md: empty or off turns it off */
     }
     if (list == NULL) {
@@ -533,14 +598,10 @@ lwc_report_open(lw_client *c, const char *agent, bool on, lw_error *err, lw_erro
         list = DEFAULT_AGENT;
         from = "the default";
     }
-    for (p = list;; p = comma + 1) {
-        comma = strchr(p, ',');
-        if (add_dest(rep, p, comma != NULL ? (size_t)(comma - p) : strlen(p), from,
-                     err) != LW_OK)
-            goto fail;
-        if (comma == NULL)
-            break;
-    }
+    if (add_dests(rep, list, from, err, warn) != LW_OK)
+        goto fail;
+    if (rep->ndest == 0)
+        return LW_OK;           /* only empty entries (","): off, as in the reporters */
     set_owner(c, warn);
     keyfile = getenv("LOCKWATCH_KEY_FILE");
     if (keyfile != NULL && keyfile[0] != '\0' && read_key(rep, keyfile, err) != LW_OK)

@@ -443,13 +443,7 @@ class BasicsTest(harness.TestCase):
         """The connect answer, and the owner of the hold line a client of
         env (agent NULL) sends to its LOCKWATCH_SAMPLES sink."""
         sink = UdpSink(self)
-        sh = Shell(self, self.redis.port, env=dict(env, LOCKWATCH_SAMPLES=sink.address))
-        ans = sh.ok("connect a")
-        sh.ok("lock a l1 lock:owner 5000 1000 -")
-        sh.ok("unlock l1")
-        sh.ok("free a")
-        harness.wait_until(lambda: len(sink.lines()) >= 2, 5, interval=0.01,
-                           desc="the wait and hold samples at the sink")
+        ans, sh = self.samples_by_env(dict(env, LOCKWATCH_SAMPLES=sink.address), sink)
         return ans, sh.pid, sink.lines()[1].split(" ")[4]
 
     def test_a_too_long_LOCKWATCH_OWNER_is_a_warning_and_the_default(self):
@@ -477,21 +471,53 @@ class BasicsTest(harness.TestCase):
             self.assertNotIn("short\n", ans)
 
     def test_LOCKWATCH_SAMPLES_off_sends_nothing(self):
+        """off or empty, blanks around it trimmed as the reporters do."""
         sink = UdpSink(self)
-        sh = Shell(self, self.redis.port, env={"LOCKWATCH_AGENT": sink.address,
-                                               "LOCKWATCH_SAMPLES": "off"})
-        sh.ok("connect a")
-        sh.ok("lock a l1 lock:off2 5000 1000 -")
-        sh.ok("unlock l1")
-        sh.ok("free a")
+        for samples in ("off", " off ", "", " \t"):
+            sh = Shell(self, self.redis.port, env={"LOCKWATCH_AGENT": sink.address,
+                                                   "LOCKWATCH_SAMPLES": samples})
+            sh.ok("connect a")
+            sh.ok("lock a l1 lock:off2 5000 1000 -")
+            sh.ok("unlock l1")
+            self.assertEqual(sh.stats("a")["sent"], 0, repr(samples))
+            sh.ok("free a")
         time.sleep(0.3)
         self.assertEqual(sink.datagrams, [])
 
+    def sinks_reached(self, samples, sinks):
+        """The connect answer of a client given LOCKWATCH_SAMPLES=samples,
+        and which of sinks its wait and hold samples reached."""
+        ans, _ = self.samples_by_env({"LOCKWATCH_SAMPLES": samples}, sinks[0])
+        time.sleep(0.2)
+        return ans, [len(s.lines()) == 2 for s in sinks]
+
+    def test_LOCKWATCH_SAMPLES_entries_are_trimmed_and_empty_ones_skipped(self):
+        """docs/reporters.md, as the reporters split it: blanks around an
+        entry, and empty entries (a trailing comma), are no error; an entry
+        that is no address still fails lw_connect() (the C way)."""
+        sinks = [UdpSink(self), UdpSink(self)]
+        ans, reached = self.sinks_reached(" %s, %s ,," % (sinks[0].address, sinks[1].address),
+                                          sinks)
+        self.assertNotIn("WARN", ans)
+        self.assertEqual(reached, [True, True])
+        sh = Shell(self, self.redis.port,
+                   env={"LOCKWATCH_SAMPLES": "%s, no-port" % sinks[0].address})
+        self.assertIn('bad agent address "no-port" (from LOCKWATCH_SAMPLES)',
+                      sh.cmd("connect a"))
+
+    def test_LOCKWATCH_SAMPLES_past_8_destinations_are_ignored_with_a_warning(self):
+        sinks = [UdpSink(self) for _ in range(9)]
+        ans, reached = self.sinks_reached(",".join(s.address for s in sinks), sinks)
+        self.assertIn(" WARN reporting: LOCKWATCH_SAMPLES: more than 8 destinations; "
+                      "the rest are ignored", ans)
+        self.assertEqual(reached, [True] * 8 + [False])
+
     def samples_by_env(self, env, sink):
         """A client connected with env and agent NULL takes and releases a
-        lock; waits for its wait and hold samples at sink."""
+        lock; waits for its wait and hold samples at sink.  Returns the
+        connect answer and the shell."""
         sh = Shell(self, self.redis.port, env=env)
-        sh.ok("connect a")
+        ans = sh.ok("connect a")
         sh.ok("lock a l1 lock:env 5000 1000 -")
         sh.ok("unlock l1")
         sh.ok("free a")
@@ -499,6 +525,7 @@ class BasicsTest(harness.TestCase):
         harness.wait_until(lambda: len(sink.lines()) >= 2, 5, interval=0.01,
                            desc="the wait and hold samples at the sink")
         self.assertEqual(len(sink.lines()), 2, sink.lines())
+        return ans, sh
 
     def test_reports_go_to_LOCKWATCH_AGENT(self):
         sink = UdpSink(self)

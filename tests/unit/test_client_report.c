@@ -342,6 +342,30 @@ batch_keeps_room_for_the_mac(void **state)
     free(b);
 }
 
+/* Destination lists as the reporters split them: blanks around an entry
+ * trimmed, an empty entry (for the caller to skip) kept as length 0. */
+static void
+list_entries_are_trimmed(void **state)
+{
+    static const char *const want[] = { "a:1", "b:2", "", "[::1]:3", "" };
+    const char *p = " a:1 ,\tb:2,, [::1]:3\n,", *s;
+    size_t len, i = 0;
+
+    (void)state;
+    while (lwc_list_next(&p, &s, &len)) {
+        assert_true(i < sizeof(want) / sizeof(want[0]));
+        assert_int_equal(len, strlen(want[i]));
+        assert_memory_equal(s, want[i], len);
+        i++;
+    }
+    assert_int_equal(i, sizeof(want) / sizeof(want[0]));
+    assert_null(p);
+    p = " ";
+    assert_true(lwc_list_next(&p, &s, &len));
+    assert_int_equal(len, 0);
+    assert_false(lwc_list_next(&p, &s, &len));
+}
+
 int
 main(void)
 {
@@ -358,6 +382,7 @@ main(void)
         cmocka_unit_test(event_lines_read_back),
         cmocka_unit_test(signed_datagram_matches_the_vector),
         cmocka_unit_test(batch_keeps_room_for_the_mac),
+        cmocka_unit_test(list_entries_are_trimmed),
     };
 
     return cmocka_run_group_tests_name("client_report", tests, NULL, NULL);
