@@ -129,12 +129,31 @@ lw_options_init(lw_options *o)
     o->tls_verify = 1;
 }
 
+/* Each destination of the agent option that lw_connect() takes (the
+ * first LWC_DEST_MAX, as lwc_report_open() counts them) parses; it is
+ * resolved later, by lwc_report_open(). */
+static lw_status
+agent_check(const char *list, lw_error *err)
+{
+    char host[256];
+    const char *s;
+    size_t len, n = 0;
+    int port;
+
+    while (n < LWC_DEST_MAX && lwc_list_next(&list, &s, &len)) {
+        if (len == 0)
+            continue;
+        if (lwc_dest_parse(s, len, "the agent option", host, sizeof(host), &port,
+                           err) != LW_OK)
+            return LW_ERR;
+        n++;
+    }
+    return LW_OK;
+}
+
 lw_status
 lwc_options_check(const lw_options *o, lw_error *err)
 {
-    char host[256];
-    int port;
-
     if (o->host == NULL || o->host[0] == '\0')
         return lwc_seterr(err, LW_ERR, "options: host is empty (set it to "
                           "the Redis server's name or address)");
@@ -164,10 +183,8 @@ lwc_options_check(const lw_options *o, lw_error *err)
         return lwc_seterr(err, LW_ERR, "options: default_lease_ms %lld is not in "
                           STR(LWC_LEASE_MIN_MS) "..%lld", o->default_lease_ms,
                           (long long)LWC_LEASE_MAX_MS);
-    if (o->report && o->agent != NULL &&
-        lwc_parse_hostport(o->agent, host, sizeof(host), &port) != 0)
-        return lwc_seterr(err, LW_ERR, "options: agent \"%.64s\" is not "
-                          "host:port or [ipv6]:port", o->agent);
+    if (o->report && o->agent != NULL)
+        return agent_check(o->agent, err);
     return LW_OK;
 }
 

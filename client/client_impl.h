@@ -464,6 +464,10 @@ void lwc_batch_reset(struct lwc_batch *b);
  * *s, *len, blanks around it trimmed (*len 0: an empty entry); *p moves past
  * its comma, to NULL after the last.  false when *p is NULL. */
 bool lwc_list_next(const char **p, const char **s, size_t *len);
+/* The destination of len bytes at s (a list's entry) as host and port, or
+ * LW_ERR with err naming it and from (where the list came from). */
+lw_status lwc_dest_parse(const char *s, size_t len, const char *from, char *host,
+                         size_t hostcap, int *port, lw_error *err);
 /* "host:port" or "[v6]:port" -> host (NUL-terminated) and port; 0 or -1. */
 int lwc_parse_hostport(const char *s, char *host, size_t hostcap, int *port);
 

@@ -492,25 +492,36 @@ samples_off(const char *list)
     return list == NULL && (len == 0 || (len == 3 && memcmp(s, "off", 3) == 0));
 }
 
+lw_status
+lwc_dest_parse(const char *s, size_t len, const char *from, char *host, size_t hostcap,
+               int *port, lw_error *err)
+{
+    char one[300];
+
+    if (len >= sizeof(one))
+        return lwc_seterr(err, LW_ERR, "reporting: bad agent address \"%.64s...\" (from "
+                          "%s): too long", s, from);
+    memcpy(one, s, len);
+    one[len] = '\0';
+    if (lwc_parse_hostport(one, host, hostcap, port) != 0)
+        return lwc_seterr(err, LW_ERR, "reporting: bad agent address \"%.64s\" (from "
+                          "%s): expected host:port or [ipv6]:port", one, from);
+    return LW_OK;
+}
+
 /* Resolve one "host:port" into a new destination. */
 static lw_status
 add_dest(struct lwc_report *rep, const char *addr, size_t len, const char *from,
          lw_error *err)
 {
     struct addrinfo hints, *res = NULL;
-    char one[300], host[256], portstr[8];
+    char host[256], portstr[8];
     struct lwc_dest *d;
     lw_status st = LW_ERR;
     int port, rc;
 
-    if (len >= sizeof(one))
-        return lwc_seterr(err, LW_ERR, "reporting: bad agent address \"%.64s...\" (from "
-                          "%s): too long", addr, from);
-    memcpy(one, addr, len);
-    one[len] = '\0';
-    if (lwc_parse_hostport(one, host, sizeof(host), &port) != 0)
-        return lwc_seterr(err, LW_ERR, "reporting: bad agent address \"%.64s\" (from "
-                          "%s): expected host:port or [ipv6]:port", one, from);
+    if (lwc_dest_parse(addr, len, from, host, sizeof(host), &port, err) != LW_OK)
+        return LW_ERR;
     portstr[lwc_fmt_u64(portstr, (uint64_t)port)] = '\0';
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;

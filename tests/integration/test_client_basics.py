@@ -459,6 +459,18 @@ class BasicsTest(harness.TestCase):
                       "%s:%d" % (sanitized_hostname(), pid), ans)
         self.assertEqual(owner.split("/")[0], "%s:%d" % (sanitized_hostname(), pid))
 
+    def test_the_agent_option_takes_several_destinations(self):
+        """lw_options.agent: several, comma-separated, each sent every
+        datagram (liblockwatch(3)), split as LOCKWATCH_SAMPLES."""
+        sinks = [UdpSink(self), UdpSink(self)]
+        sh = self.shell("a", extra="agent=%s,%s," % (sinks[0].address, sinks[1].address))
+        sh.ok("lock a l1 lock:option 5000 1000 -")
+        sh.ok("unlock l1")
+        sh.ok("free a")
+        for sink in sinks:
+            harness.wait_until(lambda: len(sink.lines()) >= 2, 5, interval=0.01,
+                               desc="the wait and hold samples at each destination")
+
     def test_bad_LOCKWATCH_KEY_FILE_is_an_error(self):
         short = os.path.join(self._tmp(), "short.key")
         with open(short, "w") as f:

@@ -74,6 +74,7 @@ static void user_alone(lw_options *o) { o->username = "u"; }
 static void lease_short(lw_options *o) { o->default_lease_ms = LWC_LEASE_MIN_MS - 1; }
 static void lease_long(lw_options *o) { o->default_lease_ms = LWC_LEASE_MAX_MS + 1; }
 static void agent_bad(lw_options *o) { o->agent = "localhost"; }
+static void agent_bad_second(lw_options *o) { o->agent = "127.0.0.1:1, localhost"; }
 
 static void
 validation_names_the_option(void **state)
@@ -91,6 +92,7 @@ validation_names_the_option(void **state)
     refused(lease_short, "default_lease_ms");
     refused(lease_long, "default_lease_ms");
     refused(agent_bad, "agent");
+    refused(agent_bad_second, "\"localhost\" (from the agent option)");
 }
 
 static void
@@ -106,6 +108,9 @@ edges_that_are_fine(void **state)
     o.agent = "[::1]:9717";
     o.username = "u";
     o.password = "p";
+    assert_int_equal(lwc_options_check(&o, &err), LW_OK);
+    /* several, split as LOCKWATCH_SAMPLES (lw_options.agent) */
+    o.agent = " 127.0.0.1:1, [::1]:2 ,,";
     assert_int_equal(lwc_options_check(&o, &err), LW_OK);
     /* a bad agent does not matter when reporting is off */
     o.agent = "nonsense";
