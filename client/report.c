@@ -378,12 +378,15 @@ lwc_parse_hostport(const char *s, char *host, size_t hostcap, int *port)
     return 0;
 }
 
-/* Read LOCKWATCH_KEY_FILE into rep->key: one line, trailing newlines
- * dropped, LW1_KEY_MIN..LW1_KEY_MAX bytes, no NUL. */
+/* Read LOCKWATCH_KEY_FILE into rep->key: its first line, as the reporters
+ * read it (docs/line-protocol.md "Signed datagrams"; the agent, not they,
+ * refuses a second line), '\r's at its end dropped, LW1_KEY_MIN..
+ * LW1_KEY_MAX bytes, no NUL. */
 static lw_status
 read_key(struct lwc_report *rep, const char *path, lw_error *err)
 {
     char buf[LW1_KEY_MAX + 2];
+    const char *nl;
     size_t n = 0;
     ssize_t r;
     int fd;
@@ -397,13 +400,14 @@ read_key(struct lwc_report *rep, const char *path, lw_error *err)
         if (r > 0)
             n += (size_t)r;
     close(fd);
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+    if ((nl = memchr(buf, '\n', n)) != NULL)
+        n = (size_t)(nl - buf);
+    while (n > 0 && buf[n - 1] == '\r')
         n--;
-    if (n < LW1_KEY_MIN || n > LW1_KEY_MAX || memchr(buf, '\0', n) != NULL ||
-        memchr(buf, '\n', n) != NULL) {
+    if (n < LW1_KEY_MIN || n > LW1_KEY_MAX || memchr(buf, '\0', n) != NULL) {
         explicit_bzero(buf, sizeof(buf));
-        return lwc_seterr(err, LW_ERR, "reporting: LOCKWATCH_KEY_FILE \"%.200s\" must "
-                          "hold one line of %d to %d bytes (e.g. openssl rand -hex 32)",
+        return lwc_seterr(err, LW_ERR, "reporting: LOCKWATCH_KEY_FILE \"%.200s\": its first "
+                          "line must be a key of %d to %d bytes (e.g. openssl rand -hex 32)",
                           path, LW1_KEY_MIN, LW1_KEY_MAX);
     }
     memcpy(rep->key, buf, n);

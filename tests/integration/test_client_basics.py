@@ -423,21 +423,42 @@ class BasicsTest(harness.TestCase):
         sh.ok("unlock l1")
         sh.ok("free a")
         for sink in sinks:
-            harness.wait_until(lambda: len(sink.datagrams) >= 1, 5, interval=0.01,
-                               desc="a datagram at each destination")
-            d = sink.datagrams[0]
-            head, _, rest = d.partition(b"\n")
-            f = head.split(b" ")
-            self.assertEqual((f[0], f[1], len(f[2]), len(f)), (b"lw1", b"mac", 32, 4))
-            self.assertLess(abs(int(f[3]) - time.time()), 5)
-            cover = d[len(b"lw1 mac ") + 33:]
-            self.assertEqual(hmac.new(key, cover, hashlib.sha256).hexdigest()[:32].encode(),
-                             f[2])
-            lines = rest.decode().split("\n")
+            lines = self.signed_lines(sink, key)
             self.assertTrue(lines[0].startswith("lw1 wait lock:multi "), lines)
             self.assertTrue(lines[1].startswith("lw1 hold lock:multi "), lines)
             self.assertTrue(lines[1].split(" ")[4].startswith("pod%207/"), lines[1])
-            self.assertLessEqual(len(d), 1432)
+            self.assertLessEqual(len(sink.datagrams[0]), 1432)
+
+    def signed_lines(self, sink, key):
+        """The lines of the first datagram at sink, once there, whose mac
+        line signs it with key now (docs/line-protocol.md)."""
+        harness.wait_until(lambda: len(sink.datagrams) >= 1, 5, interval=0.01,
+                           desc="a datagram at the destination")
+        d = sink.datagrams[0]
+        head, _, rest = d.partition(b"\n")
+        f = head.split(b" ")
+        self.assertEqual((f[0], f[1], len(f[2]), len(f)), (b"lw1", b"mac", 32, 4))
+        self.assertLess(abs(int(f[3]) - time.time()), 5)
+        cover = d[len(b"lw1 mac ") + 33:]
+        self.assertEqual(hmac.new(key, cover, hashlib.sha256).hexdigest()[:32].encode(), f[2])
+        return rest.decode().split("\n")
+
+    def test_LOCKWATCH_KEY_FILE_signs_with_its_first_line(self):
+        """docs/reporters.md, docs/line-protocol.md "Signed datagrams": the
+        reporters sign with the key file's first line ('\\r' at its end
+        dropped); a second line is no error (only the agent refuses one)."""
+        sink = UdpSink(self)
+        key = b"client test key, 32 bytes long.."
+        keyfile = os.path.join(self._tmp(), "samples.key")
+        with open(keyfile, "wb") as f:
+            f.write(key + b"\r\nnot the key\n")
+        sh = Shell(self, self.redis.port,
+                   env={"LOCKWATCH_SAMPLES": sink.address, "LOCKWATCH_KEY_FILE": keyfile})
+        sh.ok("connect a")
+        sh.ok("lock a l1 lock:firstline 5000 1000 -")
+        sh.ok("unlock l1")
+        sh.ok("free a")
+        self.assertTrue(self.signed_lines(sink, key)[0].startswith("lw1 wait lock:firstline "))
 
     def owners_sent(self, env):
         """The connect answer, and the owner of the hold line a client of
@@ -474,8 +495,8 @@ class BasicsTest(harness.TestCase):
     def test_bad_LOCKWATCH_KEY_FILE_is_an_error(self):
         short = os.path.join(self._tmp(), "short.key")
         with open(short, "w") as f:
-            f.write("short\n")
-        for path, says in ((short, "must hold one line of 16"),
+            f.write("short\n" + "a second line, long enough\n")
+        for path, says in ((short, "its first line must be a key of 16"),
                            ("/nonexistent/samples.key", "cannot read LOCKWATCH_KEY_FILE")):
             sh = Shell(self, self.redis.port, env={"LOCKWATCH_KEY_FILE": path})
             ans = sh.cmd("connect a")
