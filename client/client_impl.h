@@ -41,8 +41,10 @@
 #define LWC_RANDOM_HEX   LW1_RANDOM_HEX
 #define LWC_DGRAM_MAX    1432   /* one UDP payload (SPEC: keep <= 1432) */
 #define LWC_DGRAM_LOOPBACK_MAX 8192 /* one to a loopback agent (line-protocol.md
-                                 * "Datagrams"): a line too long for a
-                                 * batch goes alone, that long at most */
+                                 * "Datagrams"): a batch when every
+                                 * destination is on loopback; else a line
+                                 * too long for a batch goes alone, that
+                                 * long at most, to the loopback ones */
 #define LWC_FLUSH_US     100000 /* a buffered sample waits at most this */
 #define LWC_DEST_MAX     8      /* LOCKWATCH_SAMPLES destinations */
 #define LWC_OWNER_MAX    200    /* bytes of LOCKWATCH_OWNER */
@@ -126,9 +128,9 @@ extern const struct lwc_script lwc_scripts[LWC_SCRIPT_COUNT];
 /* --- the client --------------------------------------------------------- */
 
 /* A datagram being filled: '\n'-terminated lines, at most limit bytes
- * (0: LWC_DGRAM_MAX; less when a mac line will go in front). */
+ * (0: LWC_DGRAM_MAX; lwc_batch_room() of the destinations). */
 struct lwc_batch {
-    char buf[LWC_DGRAM_MAX];
+    char buf[LWC_DGRAM_LOOPBACK_MAX];
     size_t len;
     size_t limit;
     unsigned lines;
@@ -151,6 +153,9 @@ struct lwc_report {
     char owner[3 * LWC_OWNER_MAX + 1];  /* <process> of owner ids, encoded */
     size_t ownerlen;
     struct lwc_batch batch;         /* under bg.mu */
+    char sbuf[LWC_DGRAM_LOOPBACK_MAX];  /* a signed datagram, under bg.mu: in
+                                     * the client, not on the stack of the
+                                     * lock call that fills a batch */
     int64_t flush_us;               /* batch is sent by then (LWC_FLUSH_US after
                                      * its first line); 0 empty */
 };
@@ -457,6 +462,10 @@ size_t lwc_line_wait(char *out, size_t cap, const char *key, size_t keylen,
                      uint64_t us, lw_status outcome);
 size_t lwc_line_hold(char *out, size_t cap, const char *key, size_t keylen,
                      uint64_t us);
+/* Bytes of lines a batch to rep's destinations holds (docs/reporters.md
+ * "Batching"): a datagram of LWC_DGRAM_MAX, or of LWC_DGRAM_LOOPBACK_MAX
+ * when every destination is on loopback, less the mac line when signed. */
+size_t lwc_batch_room(const struct lwc_report *rep);
 /* 0 appended; 1 does not fit now (send, reset, retry); -1 never fits. */
 int lwc_batch_append(struct lwc_batch *b, const char *line, size_t len);
 void lwc_batch_reset(struct lwc_batch *b);

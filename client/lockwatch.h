@@ -68,11 +68,13 @@
  *
  * Keys are NUL-terminated strings of 1..LW_KEY_MAX bytes.  A sample line
  * carries the key percent-encoded (bytes outside 0x21..0x7e and '%' take
- * three): a line too long for a 1432-byte datagram (a key over about
- * 1.1 KB) goes alone in one of up to 8192 bytes to the destinations on a
- * loopback address (docs/line-protocol.md), which fits any key of
- * LW_KEY_MAX printable bytes; a line that fits neither is not sent, counted
- * in samples_dropped (the lock call works as ever).
+ * three).  Lines go in datagrams of up to 1432 bytes, or 8192 when every
+ * destination is a loopback address (docs/line-protocol.md); with one that
+ * is not, a line too long for 1432 bytes (a key over about 1.1 KB) goes
+ * alone in one of up to 8192 bytes to the destinations on a loopback
+ * address.  8192 bytes fit any key of LW_KEY_MAX printable bytes; a line
+ * that fits neither is not sent, counted in samples_dropped (the lock call
+ * works as ever).
  *
  * Requires hiredis (0.14 or later; TLS needs 1.x with hiredis_ssl).  Link
  * with `pkg-config --libs lockwatch`.  Over TLS, OpenSSL writes with

@@ -20,7 +20,10 @@
  * printable ASCII.
  *
  * Lines are batched into datagrams of at most LWC_DGRAM_MAX (1432) bytes,
- * which fits one Ethernet frame over IPv4 or IPv6 without fragmenting.  A
+ * which fits one Ethernet frame over IPv4 or IPv6 without fragmenting, or
+ * LWC_DGRAM_LOOPBACK_MAX (8192, what the agent reads of one) when every
+ * destination is on loopback, which has no 1500-byte MTU: fewer sends,
+ * each of which wakes the agent (lwc_batch_room()).  A
  * batch is sent when the next line would not fit (by the thread that
  * reported that line), by the background thread at most LWC_FLUSH_US
  * (100 ms) after its first line, at once by the thread that reports a
@@ -35,12 +38,12 @@
  * non-blocking and unconnected (so an ICMP "port unreachable" from a
  * missing agent is never reported back to a later send), and a datagram the
  * kernel will not take (EAGAIN, ENOBUFS, any error) is dropped and its lines
- * counted in samples_dropped.  A line longer than a batch (a long key:
- * over about 1.2 KB) goes alone in a datagram of up to
- * LWC_DGRAM_LOOPBACK_MAX (8192) bytes, mac line included, to the
- * destinations on a loopback address, which line-protocol.md allows that
- * size; a line longer still, or with no loopback destination, is dropped
- * and counted.
+ * counted in samples_dropped.  With a destination off loopback, a line
+ * longer than a batch (a long key: over about 1.2 KB) goes alone in a
+ * datagram of up to LWC_DGRAM_LOOPBACK_MAX (8192) bytes, mac line
+ * included, to the destinations on a loopback address, which
+ * line-protocol.md allows that size; a line longer still, or with no
+ * loopback destination, is dropped and counted.
  *
  * Destinations: LOCKWATCH_SAMPLES (host:port[,host:port...], up to
  * LWC_DEST_MAX, one socket each so IPv4 and IPv6 mix; split as the
@@ -48,8 +51,8 @@
  * option / LOCKWATCH_AGENT as before; every datagram goes to each.  With
  * LOCKWATCH_KEY_FILE each datagram is signed (common/lw1mac.h): the batch
  * keeps LWC_MAC_LINE_MAX bytes free and the flush writes the mac line in
- * front, one HMAC per datagram (about one per 15 samples), not per lock
- * call.
+ * front, one HMAC per datagram (about one per 15 samples, or 90 to
+ * loopback), not per lock call.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -318,10 +321,22 @@ lwc_sign(const unsigned char *key, size_t keylen, const char *body, size_t len,
     return head + len;
 }
 
+size_t
+lwc_batch_room(const struct lwc_report *rep)
+{
+    size_t max = LWC_DGRAM_LOOPBACK_MAX;
+
+    for (size_t i = 0; i < rep->ndest; i++)
+        if (!rep->dest[i].loopback)
+            max = LWC_DGRAM_MAX;
+    return max - (rep->keylen > 0 ? LWC_MAC_LINE_MAX : 0);
+}
+
 int
 lwc_batch_append(struct lwc_batch *b, const char *line, size_t len)
 {
-    size_t cap = b->limit != 0 && b->limit < sizeof(b->buf) ? b->limit : sizeof(b->buf);
+    size_t cap = b->limit == 0 ? LWC_DGRAM_MAX :
+                 b->limit < sizeof(b->buf) ? b->limit : sizeof(b->buf);
 
     if (len == 0 || len > cap)
         return -1;
@@ -413,7 +428,6 @@ read_key(struct lwc_report *rep, const char *path, lw_error *err)
     memcpy(rep->key, buf, n);
     rep->keylen = n;
     explicit_bzero(buf, sizeof(buf));
-    rep->batch.limit = LWC_DGRAM_MAX - LWC_MAC_LINE_MAX;
     return LW_OK;
 }
 
@@ -621,6 +635,7 @@ lwc_report_open(lw_client *c, const char *agent, bool on, lw_error *err, lw_erro
     keyfile = getenv("LOCKWATCH_KEY_FILE");
     if (keyfile != NULL && keyfile[0] != '\0' && read_key(rep, keyfile, err) != LW_OK)
         goto fail;
+    rep->batch.limit = lwc_batch_room(rep);
     return LW_OK;
 fail:
     lwc_report_close(c);
@@ -674,12 +689,11 @@ void
 lwc_report_flush_locked(lw_client *c)
 {
     struct lwc_report *rep = &c->bg.rep;
-    char signed_buf[LWC_DGRAM_MAX];
 
     if (rep->batch.len == 0)
         return;
-    send_lines(c, rep->batch.buf, rep->batch.len, rep->batch.lines, false, signed_buf,
-               sizeof(signed_buf));
+    send_lines(c, rep->batch.buf, rep->batch.len, rep->batch.lines, false, rep->sbuf,
+               sizeof(rep->sbuf));
     lwc_batch_reset(&rep->batch);
     rep->flush_us = 0;
 }
@@ -687,21 +701,18 @@ lwc_report_flush_locked(lw_client *c)
 /* A line too long for a batch, with bg.mu held: alone, after the batch (the
  * order kept), to the loopback destinations, which take datagrams up to
  * LWC_DGRAM_LOOPBACK_MAX; the mac line counts in that.  false when it
- * cannot go (no loopback destination, too long even so, no memory). */
+ * cannot go (no loopback destination, too long even so).  Only when some
+ * destination is not on loopback: else the batch is that long already. */
 static bool
 send_alone_locked(lw_client *c, const char *line, size_t len)
 {
     struct lwc_report *rep = &c->bg.rep;
     size_t room = LWC_DGRAM_LOOPBACK_MAX - (rep->keylen > 0 ? LWC_MAC_LINE_MAX : 0);
-    char *sbuf = NULL;
 
     if (!rep->loopback || len > room)
         return false;
-    if (rep->keylen > 0 && (sbuf = malloc(LWC_DGRAM_LOOPBACK_MAX)) == NULL)
-        return false;
     lwc_report_flush_locked(c);
-    send_lines(c, line, len, 1, true, sbuf, LWC_DGRAM_LOOPBACK_MAX);
-    free(sbuf);
+    send_lines(c, line, len, 1, true, rep->sbuf, sizeof(rep->sbuf));
     return true;
 }
 

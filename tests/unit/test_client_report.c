@@ -3,7 +3,8 @@
  * test_client_report.c - liblockwatch's sample reports: key
  * percent-encoding, the wait/hold lines, packing lines into datagrams of at
  * most 1432 bytes, agent address parsing; the waiting / lost / owned hold
- * lines and the signed datagram (the docs' test vector); and that the
+ * lines and the signed datagram (the docs' test vector), the batch's room
+ * to loopback and other destinations; and that the
  * agent's parser (collectors/waits/samples.c) and signature check
  * (sampleauth.c) read back exactly what we wrote.
  */
@@ -366,6 +367,58 @@ list_entries_are_trimmed(void **state)
     assert_false(lwc_list_next(&p, &s, &len));
 }
 
+/* docs/reporters.md "Batching": 8192-byte datagrams when every
+ * destination is on loopback, 1432 when one is not, the mac line (11
+ * digits of time at most) kept out of either; a full signed batch to
+ * loopback is one datagram the agent reads whole, accepts, and parses. */
+static void
+batch_room_follows_the_destinations(void **state)
+{
+    struct lwc_report *rep = calloc(1, sizeof(*rep));
+    struct sample *out = calloc(SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX), sizeof(*out));
+    const char *key = "lockwatch test key: not a secret";
+    uint64_t lines = 0, invalid = 0;
+    unsigned added = 0;
+    size_t n, skip;
+    char line[64];
+
+    (void)state;
+    assert_non_null(rep);
+    assert_non_null(out);
+    rep->ndest = 2;
+    rep->dest[0].loopback = rep->dest[1].loopback = true;
+    assert_int_equal(lwc_batch_room(rep), SAMPLES_DATAGRAM_MAX);
+    rep->keylen = 32;
+    assert_int_equal(lwc_batch_room(rep), SAMPLES_DATAGRAM_MAX - LWC_MAC_LINE_MAX);
+    rep->dest[1].loopback = false;
+    assert_int_equal(lwc_batch_room(rep), LWC_DGRAM_MAX - LWC_MAC_LINE_MAX);
+    rep->keylen = 0;
+    assert_int_equal(lwc_batch_room(rep), LWC_DGRAM_MAX);
+
+    rep->dest[1].loopback = true;
+    rep->keylen = 32;
+    memset(rep->batch.buf, 'x', sizeof(rep->batch.buf));
+    assert_int_equal(lwc_sign((const unsigned char *)key, 32, rep->batch.buf,
+                              lwc_batch_room(rep), 99999999999, rep->sbuf, sizeof(rep->sbuf)),
+                     SAMPLES_DATAGRAM_MAX);
+    rep->batch.limit = lwc_batch_room(rep);
+    while ((n = lwc_line_wait(line, sizeof(line), "lock:loop", 9, added, LW_OK)) > 0 &&
+           lwc_batch_append(&rep->batch, line, n) == 0)
+        added++;
+    assert_true(rep->batch.len > LWC_DGRAM_MAX);
+    n = lwc_sign((const unsigned char *)key, 32, rep->batch.buf, rep->batch.len, 1767225600,
+                 rep->sbuf, sizeof(rep->sbuf));
+    assert_true(n > 0 && n <= SAMPLES_DATAGRAM_MAX);
+    assert_int_equal(sampleauth_check(key, 32, rep->sbuf, n, false, 1767225600, &skip),
+                     SAMPLEAUTH_OK);
+    assert_int_equal(samples_parse_datagram(rep->sbuf + skip, n - skip, false, out,
+                                            SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX), &lines,
+                                            &invalid), added);
+    assert_int_equal(invalid, 0);
+    free(out);
+    free(rep);
+}
+
 int
 main(void)
 {
@@ -383,6 +436,7 @@ main(void)
         cmocka_unit_test(signed_datagram_matches_the_vector),
         cmocka_unit_test(batch_keeps_room_for_the_mac),
         cmocka_unit_test(list_entries_are_trimmed),
+        cmocka_unit_test(batch_room_follows_the_destinations),
     };
 
     return cmocka_run_group_tests_name("client_report", tests, NULL, NULL);
