@@ -204,6 +204,9 @@ put_cell(FILE *fp, const char *s, size_t w, bool middle, bool last)
     const char *txt = cut != NULL ? cut : "";
     size_t tw = table_text_width(txt);
 
+    if (table_text_width(s) > w)
+        table_count_cut();
+
     if (last)
         fputs(txt, fp);
     else

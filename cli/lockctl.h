@@ -405,7 +405,7 @@ void lockctl_command_help(const char *name, FILE *fp);
 
 /* ---- table.c ----------------------------------------------------------------- */
 
-#define TABLE_WIDTH 100         /* columns of human output to a pipe or file */
+#define TABLE_WIDTH 100         /* columns of a terminal that gives none */
 #define TABLE_WIDTH_MIN 20      /* narrower $COLUMNS / terminals are ignored */
 #define TABLE_WIDTH_MAX 1000
 #define TABLE_WIDE (1u << 20)   /* -o wide: nothing is cut or wrapped */
@@ -445,8 +445,13 @@ void table_print(const struct table *t, FILE *fp, size_t width);
  * as table_print() prints them: 0 for a TABLE_OPTIONAL column left out. */
 void table_layout(const struct table *t, size_t width, size_t *w);
 /* The width human output fits: $COLUMNS (TABLE_WIDTH_MIN..MAX), else the
- * terminal's (TIOCGWINSZ on stdout), else TABLE_WIDTH (a pipe, a file). */
+ * terminal's (TIOCGWINSZ on stdout; TABLE_WIDTH when it gives none), else
+ * (a pipe, a file) TABLE_WIDE: nothing cut, as -o wide. */
 size_t table_terminal_width(void);
+/* A table cut one cell to fit (table_print(), events_table_print()). */
+void table_count_cut(void);
+/* How many cells the tables printed so far cut. */
+size_t table_cut_count(void);
 /* The same for stderr: $COLUMNS, else stderr's terminal, else as above. */
 size_t table_stderr_width(void);
 /* The next line of terminal-safe s wrapped at width columns: its bytes

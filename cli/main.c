@@ -161,8 +161,8 @@ static const char global_help[] =
     "                      prints {\"error\", \"hint\", \"exit\"} with the same exit code\n"
     "  -o, --output wide|json\n"
     "                      wide: every cell and sentence whole, whatever the width\n"
-    "                      (else: $COLUMNS, the terminal's, or 100 to a pipe); json:\n"
-    "                      --json\n"
+    "                      (else: fit $COLUMNS, else the terminal; a pipe or file\n"
+    "                      without $COLUMNS gets every cell whole too); json: --json\n"
     "  -q, --quiet         no notes on stderr (errors and warnings stay)\n"
     "  -h, --help          help; lockctl COMMAND --help for a command\n"
     "  -V, --version       the version\n";
@@ -222,6 +222,18 @@ lockctl_command_help(const char *name, FILE *fp)
                 fprintf(fp, "\n%s\n%s", commands[i].help, global_help);
             return;
         }
+}
+
+/* The tables' last footer: how many cells were cut to fit the width, and
+ * how to see them whole (a pipe without $COLUMNS cuts none). */
+static void
+cut_footer(const struct lockctl *lc)
+{
+    size_t n = table_cut_count(), width = lockctl_width(lc);
+
+    if (n > 0 && !lc->json)
+        table_line(stdout, width, "%zu cell%s cut in the middle to fit %zu columns: "
+                   "-o wide shows %s whole", n, n == 1 ? "" : "s", width, n == 1 ? "it" : "them");
 }
 
 int
@@ -292,6 +304,7 @@ main(int argc, char **argv)
         argv[optind] = prog;
         rc = commands[i].run(&lc, argc - optind, argv + optind);
         session_close(&lc);
+        cut_footer(&lc);
         if (lc.json)
             out_json_error(rc);
         else

@@ -4,9 +4,11 @@
  * the keys hold.
  *
  * The width is the terminal's, as kubectl and systemctl take it: $COLUMNS,
- * else TIOCGWINSZ on stdout, else (a pipe, a file) TABLE_WIDTH, 100, so what
- * scripts and tests read from a pipe stays what it was; -o wide lifts the
- * limit.  Sentences (footers, outcomes, show's values) wrap at spaces onto
+ * else TIOCGWINSZ on stdout, else (a pipe, a file) no limit at all, as -o
+ * wide: what goes to grep or into a ticket is every key and holder whole
+ * (a cut key no longer greps, and two keys cut alike read as one); -o wide
+ * lifts the limit anywhere.  A table that did cut a cell counts it
+ * (table_cut_count()), so lockctl can say how many were cut.  Sentences (footers, outcomes, show's values) wrap at spaces onto
  * continuation lines rather than being cut: an on-call engineer at 80
  * columns reads all of "its waiters woke"; only keys and holders in list's
  * columns are cut, in the middle, with the whole text one -o wide away.
@@ -51,6 +53,8 @@
                                          * column goes under its min */
 #define CONT_INDENT  2                  /* continuation lines of a sentence */
 
+static size_t cells_cut;                /* cells cut by a table so far */
+
 size_t
 table_terminal_width(void)
 {
@@ -64,10 +68,23 @@ table_terminal_width(void)
         if (*end == '\0' && v >= TABLE_WIDTH_MIN && v <= TABLE_WIDTH_MAX)
             return (size_t)v;
     }
-    if (isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 &&
-        ws.ws_col >= TABLE_WIDTH_MIN)
+    if (isatty(STDOUT_FILENO) != 1)
+        return TABLE_WIDE;      /* a pipe or a file: nothing cut */
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= TABLE_WIDTH_MIN)
         return ws.ws_col > TABLE_WIDTH_MAX ? TABLE_WIDTH_MAX : ws.ws_col;
     return TABLE_WIDTH;
+}
+
+void
+table_count_cut(void)
+{
+    cells_cut++;
+}
+
+size_t
+table_cut_count(void)
+{
+    return cells_cut;
 }
 
 size_t
@@ -509,6 +526,9 @@ print_cell(FILE *fp, const char *s, size_t w, unsigned flags, bool last)
     char *cut = table_cut(s, w, (flags & TABLE_MIDDLE) != 0);
     const char *txt = cut ? cut : "";
     size_t tw = table_text_width(txt), pad = tw < w ? w - tw : 0;
+
+    if (table_text_width(s) > w)
+        table_count_cut();
 
     if (flags & TABLE_RIGHT)
         fprintf(fp, "%*s%s", (int)pad, "", txt);

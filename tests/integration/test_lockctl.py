@@ -15,8 +15,8 @@
 - --dry-run changes nothing; no terminal and no --yes is exit 2; a terminal
   gets a prompt;
 - list / show / --json with hostile keys: valid JSON, tables within 100
-  columns (a pipe's width; test_lockctl_paste tests 80 and 200), nothing
-  that moves the cursor;
+  columns at COLUMNS=100 (test_lockctl_paste tests 80 and 200), every cell
+  whole in a pipe without COLUMNS, nothing that moves the cursor;
 - --help for lockctl and each command; usage and config errors exit 2.
 
 The helpers at the top (run, config, width) are used by test_release_*.py
@@ -34,6 +34,9 @@ import unicodedata
 import harness as h
 
 LOCKCTL = os.path.join(h.BUILD, "bin", "lockctl")
+# a pipe without COLUMNS prints every cell whole; tables checked for their
+# width are run at an explicit 100 columns
+COLS100 = dict(os.environ, COLUMNS="100")
 COMMANDS = ("list", "show", "release", "expire", "audit", "events", "deadlocks", "classes")
 UUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"
 
@@ -84,12 +87,13 @@ def width(line):
 
 
 def assert_terminal_safe(testcase, out, limit=100):
-    """Every line of out (bytes) is valid UTF-8, at most limit columns, and
-    holds no control character but the newline."""
+    """Every line of out (bytes) is valid UTF-8, at most limit columns (None:
+    any width), and holds no control character but the newline."""
     text = out.decode("utf-8")
     for line in text.split("\n"):
-        testcase.assertLessEqual(width(line), limit, "line wider than %d: %r"
-                                 % (limit, line))
+        if limit is not None:
+            testcase.assertLessEqual(width(line), limit, "line wider than %d: %r"
+                                     % (limit, line))
         for ch in line:
             cat = unicodedata.category(ch)
             testcase.assertFalse(cat in ("Cc", "Cf") or ch in "\u2028\u2029",
@@ -173,7 +177,7 @@ class Lockctl(h.TestCase):
         self.assertEqual(entries[1][1]["reason"], b"INC-1 stuck")
 
         # lockctl audit shows both, newest first, as a table and as JSON
-        p = run(["audit"], self.cfg)
+        p = run(["audit"], self.cfg, env=COLS100)
         self.assertEqual(p.returncode, 0, p.stderr)
         lines = p.stdout.decode().splitlines()
         self.assertIn("released", lines[1])
@@ -419,12 +423,12 @@ class Lockctl(h.TestCase):
         doc = run_json(self, ["list", "--pattern", "user:*"], self.cfg)
         self.assertEqual(doc["locks"], [])                       # never beyond the patterns
 
-        p = run(["list"], self.cfg)
+        p = run(["list"], self.cfg, env=COLS100)
         self.assertEqual(p.returncode, 0)
         assert_terminal_safe(self, p.stdout)
         self.assertIn(b"4 of 4 locks", p.stdout)
 
-        p = run(["show", "lock:re"], self.cfg)
+        p = run(["show", "lock:re"], self.cfg, env=COLS100)
         self.assertEqual(p.returncode, 0, p.stderr)
         assert_terminal_safe(self, p.stdout)
         self.assertIn(UUID.encode() + b":9", p.stdout)
@@ -456,12 +460,21 @@ class Lockctl(h.TestCase):
         for i, k in enumerate(hostile):
             self.c.set(k, b"tok\n\x1b[1m%d\xff" % i)
         self.c.set(b"lock:big-holder", b"T" * 3000)
-        p = run(["list"], self.cfg)
+        p = run(["list"], self.cfg, env=COLS100)
         self.assertEqual(p.returncode, 0, p.stderr)
         assert_terminal_safe(self, p.stdout)
         # a row each (every key starts "lock:", the footers do not)
         rows = [ln for ln in p.stdout.decode().splitlines() if ln.startswith("lock:")]
         self.assertEqual(len(rows), len(hostile) + 1)
+        # a pipe without COLUMNS: the same rows, every cell whole, as safe
+        p = run(["list"], self.cfg)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        assert_terminal_safe(self, p.stdout, limit=None)
+        rows = [ln for ln in p.stdout.decode().splitlines() if ln.startswith("lock:")]
+        self.assertEqual(len(rows), len(hostile) + 1)
+        self.assertIn(b"lock:" + b"k" * 2000 + b":1001", p.stdout)
+        self.assertIn(b"T" * 100, p.stdout)        # (the read keeps the first 513 bytes)
+        self.assertNotIn("\u2026".encode(), p.stdout)
         doc = run_json(self, ["list"], self.cfg)
         self.assertEqual(doc["total"], len(hostile) + 1)
         seen = {h.unescape_key(l["key_escaped"]) for l in doc["locks"]}
@@ -469,7 +482,7 @@ class Lockctl(h.TestCase):
         for l in doc["locks"]:
             raw = h.unescape_key(l["key_escaped"])
             # show --escaped finds each one, as a table and as JSON
-            p = run(["show", "--escaped", l["key_escaped"]], self.cfg)
+            p = run(["show", "--escaped", l["key_escaped"]], self.cfg, env=COLS100)
             self.assertEqual(p.returncode, 0, (raw, p.stderr))
             assert_terminal_safe(self, p.stdout)
             d = run_json(self, ["show", "--escaped", l["key_escaped"]], self.cfg)
@@ -478,14 +491,14 @@ class Lockctl(h.TestCase):
         raw = b"lock:nul\x00byte"
         esc = h.escape_key(raw)
         tok = h.escape_key(self.c.get(raw))
-        p = run(["release", "--escaped", esc, "--holder", "x", "--yes"], self.cfg)
+        p = run(["release", "--escaped", esc, "--holder", "x", "--yes"], self.cfg, env=COLS100)
         self.assertEqual(p.returncode, 1, p.stderr)
         assert_terminal_safe(self, p.stderr, limit=400)
         doc = run_json(self, ["release", "--escaped", esc, "--holder", tok, "--yes"], self.cfg)
         self.assertEqual(doc["outcome"], "released")
         self.assertEqual(h.unescape_key(doc["key_escaped"]), raw)
         self.assertFalse(self.c.exists(raw))
-        p = run(["audit"], self.cfg)
+        p = run(["audit"], self.cfg, env=COLS100)
         self.assertEqual(p.returncode, 0)
         assert_terminal_safe(self, p.stdout)
         run_json(self, ["audit"], self.cfg)

@@ -154,7 +154,7 @@ class LockctlAgent(h.TestCase):
         self.assertEqual(doc["leak_unknown"], len(LEAKS))
 
         self.touch()
-        p = t.run(["list", "--state", "leaked"], self.cfg)
+        p = t.run(["list", "--state", "leaked"], self.cfg, env=t.COLS100)
         out = p.stdout.decode()
         self.assertEqual(p.returncode, 0, p.stderr)
         rows = [ln for ln in out.splitlines() if ln.startswith("lock:")]

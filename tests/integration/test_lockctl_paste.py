@@ -15,6 +15,8 @@ to do next.  Against a real redis-server (and lockwatchd where it says).
   an option and its value); with -c and -t
   as lockctl was run, relative paths made absolute (it pastes in another
   directory);
+- a pipe without `COLUMNS` (`lockctl list | grep`) cuts no cell, as -o
+  wide; a table that did cut says how many in one footer line naming -o wide;
 - `COLUMNS=80` and `COLUMNS=200`: no line of list or show (or of the
   release prompt and outcome at 80) is wider, no
   sentence is cut ("…" only inside list's key and holder cells, and a
@@ -341,12 +343,53 @@ class LockctlPaste(h.TestCase):
         p = subprocess.run([lt.LOCKCTL, "-c", cfg, "-o", "wide", "list"],
                            stdout=subprocess.PIPE, env=env_cols(80), timeout=30)
         self.assertIn(b"tok-" + b"x" * 40, p.stdout)
-        # a pipe without COLUMNS keeps 100
+        # COLUMNS set explicitly keeps fitting, even to a pipe; the cut cells
+        # are counted in one footer line that names -o wide
+        p = subprocess.run([lt.LOCKCTL, "-c", cfg, "--agent", "off", "list"],
+                           stdout=subprocess.PIPE, env=env_cols(60), timeout=30)
+        out = p.stdout.decode()
+        self.assert_fits(out, 60)
+        cut = sum(ln.count(ELLIPSIS) for ln in out.split("\n") if ln.startswith("lock:"))
+        self.assertGreater(cut, 0, out)
+        foot = [ln for ln in out.split("\n") if "cut in the middle" in ln]
+        self.assertEqual(len(foot), 1, out)
+        self.assertIn("%d cell%s cut in the middle to fit 60 columns:"
+                      % (cut, "" if cut == 1 else "s"), foot[0])
+        self.assertRegex(out.replace("\n  ", " "), r"-o wide shows (it|them) whole")
+        # a pipe without COLUMNS (lockctl list | grep, a ticket) cuts nothing,
+        # as -o wide: every key and holder whole, and so no such footer
         env = dict(os.environ)
         env.pop("COLUMNS", None)
         p = subprocess.run([lt.LOCKCTL, "-c", cfg, "list"], stdout=subprocess.PIPE,
                            env=env, timeout=30)
-        self.assert_fits(p.stdout.decode(), 100)
+        out = p.stdout.decode()
+        self.assertNotIn(ELLIPSIS, out)
+        self.assertNotIn("cut in the middle", out)
+        self.assertIn("tok-" + "x" * 40, out)
+        self.assertIn("lock:payments:settlement:2026-12-02:batch-000017", out)
+        # nor with -o wide at 80
+        p = subprocess.run([lt.LOCKCTL, "-c", cfg, "-o", "wide", "list"],
+                           stdout=subprocess.PIPE, env=env_cols(80), timeout=30)
+        self.assertNotIn(b"cut in the middle", p.stdout)
+
+    def test_pipe_keeps_keys_whole(self):
+        """The trial's pipe: two keys that differ only in their middle are two
+        rows a grep tells apart, whole, and a holder pastes into a ticket."""
+        cfg = self.cfg(patterns="lock:*")
+        keys = ["lock:tenant:acme-corporation-%s-1:invoice-batch:2026-12-05:run-000017" % r
+                for r in ("eu-west", "us-east")]
+        holder = "worker-12.prod.us-east-1.compute.internal:31337:f00dfeedcafe"
+        for k in keys:
+            self.c.set(k, holder, px=600000)
+        env = dict(os.environ)
+        env.pop("COLUMNS", None)
+        p = subprocess.run("%s -c '%s' --agent off list | grep invoice-batch" % (lt.LOCKCTL, cfg),
+                           shell=True, stdout=subprocess.PIPE, env=env, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        rows = p.stdout.decode().split("\n")[:-1]
+        self.assertEqual(len(rows), 2, rows)
+        self.assertEqual(sorted(r.split()[0] for r in rows), keys)
+        self.assertTrue(all(holder in r for r in rows), rows)
 
     # -- next steps --------------------------------------------------------------
 
