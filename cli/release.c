@@ -72,31 +72,28 @@ holders_complete(const struct cli_lock *l)
     return true;
 }
 
-/* s, terminal-safe and cut to width columns; malloc'd ("?" on ENOMEM). */
+/* p[0..n), terminal-safe and whole (prompts, outcomes and refusals are
+ * wrapped, never cut); malloc'd ("?" on ENOMEM). */
 static char *
-shown(const char *p, size_t n, size_t width)
+shown(const char *p, size_t n)
 {
-    char *safe = table_safe_text(p, n, NULL), *cut;
+    char *safe = table_safe_text(p, n, NULL);
 
-    if (safe == NULL)
-        return strdup("?");
-    cut = table_cut(safe, width, true);
-    free(safe);
-    return cut ? cut : strdup("?");
+    return safe != NULL ? safe : strdup("?");
 }
 
 /* A holder as shown(): "hex:..." when its bytes are not text (out_holder). */
 static char *
-holder_shown(const char *p, size_t n, size_t width)
+holder_shown(const char *p, size_t n)
 {
     size_t cap = OUT_HOLDER_MAX(n);
-    char *text = malloc(cap), *cut;
+    char *text = malloc(cap), *safe;
 
     if (text == NULL)
         return strdup("?");
-    cut = shown(text, out_holder(p, n, text, cap), width);
+    safe = shown(text, out_holder(p, n, text, cap));
     free(text);
-    return cut;
+    return safe;
 }
 
 #define NEXT_HOLDERS_MAX 3      /* current holders offered a command */
@@ -157,7 +154,7 @@ current_holders(const struct lockctl *lc, const struct change *ch, const struct 
     }
     for (size_t i = 0; i < n && i < NEXT_HOLDERS_MAX; i++) {
         const struct lock_holder *h = &l->view.holders[i];
-        char *who = holder_shown(h->id, h->idlen, 60);
+        char *who = holder_shown(h->id, h->idlen);
 
         table_line(stderr, lockctl_width(lc), "next: it is held by %s now; if that is the "
                    "one to free, %s it with:", who ? who : "?", ch->cmd);
@@ -182,8 +179,8 @@ current_holders(const struct lockctl *lc, const struct change *ch, const struct 
 static int
 refuse_wrong_holder(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 {
-    char addr[300], *key = shown(ch->key, ch->keylen, 60);
-    char *holder = holder_shown(ch->holder, ch->holderlen, 48);
+    char addr[300], *key = shown(ch->key, ch->keylen);
+    char *holder = holder_shown(ch->holder, ch->holderlen);
 
     session_address(lc, addr, sizeof(addr));
     lockctl_warnx("%s %s on target %s (%s): refused before asking: %s does not hold it now; "
@@ -201,9 +198,10 @@ static bool
 ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 {
     char q[1024], addr[300], ttl[32], age[32], newttl[32], from[96];
-    char *key = shown(ch->key, ch->keylen, 60);
-    char *holder = holder_shown(ch->holder, ch->holderlen, 48);
-    size_t width = lockctl_width(lc);
+    char *key = shown(ch->key, ch->keylen);
+    char *holder = holder_shown(ch->holder, ch->holderlen);
+    /* the prompt is on stderr: its terminal's width */
+    size_t width = lc->wide ? TABLE_WIDE : table_stderr_width();
     bool yes;
 
     session_address(lc, addr, sizeof(addr));
@@ -366,7 +364,7 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
         return rc;
     }
     session_address(lc, addr, sizeof(addr));
-    key = shown(ch->key, ch->keylen, 60);
+    key = shown(ch->key, ch->keylen);
     if (rc == LOCKCTL_REDIS && !res->audit_failed) {
         session_redis_error(lc, res->err);
     } else if (rc == LOCKCTL_REFUSED) {
@@ -522,7 +520,7 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
         return out_json_print(o) == 0 ? LOCKCTL_REFUSED : LOCKCTL_REDIS;
     }
     session_address(lc, addr, sizeof(addr));
-    key = shown(ch->key, ch->keylen, 60);
+    key = shown(ch->key, ch->keylen);
     lockctl_warnx("%s %s on target %s (%s): %s [%s]", ch->cmd, key ? key : "?", lc->t->name,
                   addr, msg, release_outcome_str(RELEASE_REFUSED_NOT_LEAKED));
     free(key);

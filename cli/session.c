@@ -35,18 +35,23 @@
 void
 lockctl_warnx(const char *fmt, ...)
 {
-    char msg[2048];
+    char *msg = NULL;
     va_list ap;
+    int rc;
 
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    rc = vasprintf(&msg, fmt, ap);
     va_end(ap);
+    if (rc < 0)
+        return;
     /* wrapped at spaces, as every sentence of lockctl is (a refusal runs
-     * to 300 columns): at $COLUMNS, else stderr's terminal, else 100 */
+     * to 300 columns), and whole (a refusal names the key): at $COLUMNS,
+     * else stderr's terminal, else stdout's width */
     table_line(stderr, table_stderr_width(), "lockctl: %s", msg);
     /* the error a --json run turns into {"error": ...} on stdout */
     if (strncmp(msg, "warning:", 8) != 0 && strncmp(msg, "note:", 5) != 0)
         out_error_remember(msg);
+    free(msg);
 }
 
 void

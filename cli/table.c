@@ -326,18 +326,21 @@ table_paragraph(FILE *fp, size_t width, size_t indent, const char *s)
 void
 table_line(FILE *fp, size_t width, const char *fmt, ...)
 {
-    char buf[2048], *safe;
+    char *buf = NULL, *safe;
     const char *p;
     va_list ap;
     size_t n, skip, indent = 0;
     int rc;
 
+    /* as long as it is: a key in an outcome is never cut */
     va_start(ap, fmt);
-    rc = vsnprintf(buf, sizeof(buf), fmt, ap);
+    rc = vasprintf(&buf, fmt, ap);
     va_end(ap);
     if (rc < 0)
         return;
-    if ((safe = table_safe_text(buf, strlen(buf), NULL)) == NULL)
+    safe = table_safe_text(buf, (size_t)rc, NULL);
+    free(buf);
+    if (safe == NULL)
         return;
     /* whole words per line; continuation lines indented, so a wrapped
      * sentence still reads as one */

@@ -372,6 +372,43 @@ class LockctlPaste(h.TestCase):
                            stdout=subprocess.PIPE, env=env_cols(80), timeout=30)
         self.assertNotIn(b"cut in the middle", p.stdout)
 
+    def released_at_80(self, cfg, key, holder, *extra):
+        """release's stdout at COLUMNS=80 (exit 0), checked to fit, uncut."""
+        p = subprocess.run([lt.LOCKCTL, "-c", cfg, "--agent", "off", "release", key,
+                            "--holder", holder] + list(extra), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, env=env_cols(80), timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = p.stdout.decode()
+        self.assert_fits(out, 80)
+        self.assertNotIn(ELLIPSIS, out)
+        return out
+
+    def test_prompt_and_outcome_show_key_and_holder_whole(self):
+        """The trial's 74-character key and 60-character holder at an
+        80-column terminal: the prompt and the outcome wrap, never cut."""
+        cfg = self.cfg(patterns="lock:*")
+        key = "lock:tenant:acme-corporation-us-east-1:invoice-batch:2026-12-05:run-000017"
+        holder = "worker-12.prod.us-east-1.compute.internal:31337:f00dfeedcafe"
+        self.c.set(key, holder, px=600000)
+        out = self.released_at_80(cfg, key, holder, "--dry-run")
+        self.assertIn(key, out.split("\n")[0] + out.split("\n")[1])
+        rc, o, e = lt.at_terminal([lt.LOCKCTL, "-c", cfg, "--agent", "off", "release", key,
+                                   "--holder", holder], b"y\n", env=env_cols(80))
+        self.assertEqual(rc, 0, e)
+        err, out = e.decode(), o.decode()
+        self.assertIn(b"[y/N]", e)
+        for text in (err, out):
+            self.assert_fits(text, 80)
+            self.assertNotIn(ELLIPSIS, text)
+            self.assertTrue(any(key in ln for ln in text.split("\n")), text)  # whole
+        self.assertIn("  holder " + holder, err)
+        self.assertFalse(self.c.exists(key))
+        # a key wider than the terminal wraps onto more lines, whole
+        key = "lock:" + "z" * 150
+        self.c.set(key, holder, px=600000)
+        out = self.released_at_80(cfg, key, holder, "--yes")
+        self.assertEqual(out.count("z"), 150, out)
+
     def test_pipe_keeps_keys_whole(self):
         """The trial's pipe: two keys that differ only in their middle are two
         rows a grep tells apart, whole, and a holder pastes into a ticket."""
