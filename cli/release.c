@@ -194,6 +194,45 @@ refuse_wrong_holder(const struct lockctl *lc, const struct change *ch, const str
     return LOCKCTL_REFUSED;
 }
 
+/* Does a release of release-table row (or lock format) fmt wake waiters?
+ * Only these have a wake-up (docs/lockctl.md's release table); the
+ * others' clients poll, and the DEL is all they need. */
+static bool
+row_wakes(const char *fmt)
+{
+    static const char *const waking[] = { "liblockwatch", "python-redis-lock", "spring" };
+
+    if (strncmp(fmt, "redisson", 8) == 0)
+        return true;
+    for (size_t i = 0; i < sizeof(waking) / sizeof(waking[0]); i++)
+        if (strcmp(fmt, waking[i]) == 0)
+            return true;
+    return false;
+}
+
+/* What a done release did, in one sentence worded for its row: the
+ * waiters only where the row has a wake-up. */
+static void
+released_line(const struct lockctl *lc, const struct release_result *res)
+{
+    const char *woken = row_wakes(res->format) ? ", and its waiters woken" : "";
+
+    if (strstr(res->format, "semaphore") != NULL && strcmp(res->format, "redis-semaphore") != 0)
+        table_line(stdout, lockctl_width(lc), "released: one permit given back (%s)%s",
+                   res->format, woken);
+    else if (res->holders_left > 0)
+        table_line(stdout, lockctl_width(lc), "released: that holder's hold was removed; "
+                   "%lld other holder(s) still hold it (%s)%s", res->holders_left, res->format,
+                   strcmp(res->format, "redisson-rw") == 0 ? ", and its waiters woken if it "
+                   "turned from write to read" : "");
+    else if (res->holders_left == 0)
+        table_line(stdout, lockctl_width(lc), "released: the key was deleted, no holder being "
+                   "left (%s)%s", res->format, woken);
+    else
+        table_line(stdout, lockctl_width(lc), "released: that holder's hold was removed (%s)%s",
+                   res->format, woken);
+}
+
 static bool
 ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 {
@@ -227,7 +266,8 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
         snprintf(q, sizeof(q), "Give it a TTL of %s?", newttl);
     } else {
         table_line(stderr, width, "  the key is deleted when no other holder is left");
-        snprintf(q, sizeof(q), "Release that holder and wake any waiters?");
+        snprintf(q, sizeof(q), "Release that holder%s?", row_wakes(l->fmt->name)
+                 ? " and wake its waiters" : "");
     }
     yes = confirm_ask(q);
     free(key);
@@ -382,13 +422,10 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
     } else {
         table_line(stdout, lockctl_width(lc), "%s: %s on target %s (%s)",
                    release_outcome_str(res->outcome), key ? key : "?", lc->t->name, addr);
-        table_line(stdout, lockctl_width(lc), "%s", release_outcome_message(res->outcome));
-        if (res->outcome == RELEASE_RELEASED && res->holders_left > 0)
-            table_line(stdout, lockctl_width(lc), "kept: %lld other holder(s) still hold it (%s)",
-                       res->holders_left, res->format);
-        else if (res->outcome == RELEASE_RELEASED && res->holders_left == 0)
-            table_line(stdout, lockctl_width(lc), "the key was deleted: no holder was left (%s)",
-                       res->format);
+        if (res->outcome == RELEASE_RELEASED)
+            released_line(lc, res);
+        else
+            table_line(stdout, lockctl_width(lc), "%s", release_outcome_message(res->outcome));
         if (res->purged > 0)
             table_line(stdout, lockctl_width(lc), "%lld dead waiter(s) dropped from the fair "
                        "queue (their turn had timed out)", res->purged);

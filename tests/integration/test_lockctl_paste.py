@@ -409,6 +409,31 @@ class LockctlPaste(h.TestCase):
         out = self.released_at_80(cfg, key, holder, "--yes")
         self.assertEqual(out.count("z"), 150, out)
 
+    def test_release_outcome_worded_per_format(self):
+        """A plain (SET NX) lock has no wake-up: neither the prompt nor the
+        outcome mentions waiters, and the outcome says the key went once; a
+        Redisson lock's does mention them."""
+        cfg = self.cfg(patterns="lock:*")
+        self.c.set("lock:plain", "tok-p", px=600000)
+        rc, o, e = lt.at_terminal([lt.LOCKCTL, "-c", cfg, "--agent", "off", "release",
+                                   "lock:plain", "--holder", "tok-p"], b"y\n",
+                                  env=env_cols(200))
+        self.assertEqual(rc, 0, e)
+        out, err = o.decode(), e.decode()
+        self.assertNotIn("wake", err)
+        self.assertNotIn("waiter", out)
+        self.assertIn("released: the key was deleted, no holder being left (plain)", out)
+        self.assertEqual(out.count("deleted"), 1, out)
+        self.assertEqual(out.count("no holder"), 1, out)
+        self.c.hset("lock:rs", "%s:1" % lt.UUID, "1")
+        self.c.pexpire("lock:rs", 600000)
+        rc, o, e = lt.at_terminal([lt.LOCKCTL, "-c", cfg, "--agent", "off", "release",
+                                   "lock:rs", "--holder", "%s:1" % lt.UUID], b"y\n",
+                                  env=env_cols(200))
+        self.assertEqual(rc, 0, e)
+        self.assertIn(b"wake its waiters?", e)
+        self.assertIn(b"(redisson), and its waiters woken", o)
+
     def test_pipe_keeps_keys_whole(self):
         """The trial's pipe: two keys that differ only in their middle are two
         rows a grep tells apart, whole, and a holder pastes into a ticket."""
