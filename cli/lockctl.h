@@ -153,7 +153,8 @@ void session_deadline(struct lockctl *lc, int64_t ms);
 /* Print "lockctl: " + message to stderr.  The last one that is not a
  * "warning:" or "note:" is the error a --json run reports (jsonerr.c). */
 void lockctl_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* A note for people (-q silences it): "lockctl: note: " + message. */
+/* A note for people (-q silences it): "lockctl: note: " + message,
+ * wrapped at stderr's width as lockctl_warnx() is. */
 void lockctl_note(const struct lockctl *lc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The width human output fits (table_terminal_width(), TABLE_WIDE with
@@ -514,8 +515,9 @@ void out_error_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A --json run that exits rc (1..3) without having printed its JSON:
  * {"error": <the last error>, "hint": ..., "exit": rc} on stdout. */
 void out_json_error(int rc);
-/* The same hint for people, on stderr, after a run without --json that
- * exits 3 (Redis unreachable or in error): what --json's error says. */
+/* The same hint for people, on stderr ("hint: ..."), after a run without
+ * --json that fails: the command's own hint, else for exit 3 of a Redis
+ * error the default one (what --json's error says). */
 void out_text_hint(int rc);
 /* A duration for people (common/duration.h: "850ms", "12s", "4m05s",
  * "3h02m", "2d04h", as alert texts write it); "-" when negative. */

@@ -81,13 +81,16 @@ out_json_error(int rc)
 void
 out_text_hint(int rc)
 {
-    /* a command's own hint it also says in text (events: start the
-     * agent); the default one only the JSON said, and only for what
-     * session_redis_error() reported ("target NAME: ..."), not an
+    /* the hint --json's error carries, said in text too: the command's
+     * own (deadlocks: start the agent), else the default one only for
+     * what session_redis_error() reported ("target NAME: ..."), not an
      * agent's answer or memory that exit 3 covers too */
-    if (rc != LOCKCTL_REDIS || last.hint[0] != '\0' || strncmp(last.error, "target ", 7) != 0)
+    if (rc <= 0 || rc > LOCKCTL_REDIS)
         return;
-    table_line(stderr, table_stderr_width(), "hint: %s", default_hints[rc]);
+    if (last.hint[0] != '\0')
+        table_line(stderr, table_stderr_width(), "hint: %s", last.hint);
+    else if (rc == LOCKCTL_REDIS && strncmp(last.error, "target ", 7) == 0)
+        table_line(stderr, table_stderr_width(), "hint: %s", default_hints[rc]);
 }
 
 int

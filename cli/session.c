@@ -57,15 +57,20 @@ lockctl_warnx(const char *fmt, ...)
 void
 lockctl_note(const struct lockctl *lc, const char *fmt, ...)
 {
-    char msg[1024];
+    char *msg = NULL;
     va_list ap;
+    int rc;
 
     if (lc->quiet)
         return;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    rc = vasprintf(&msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "lockctl: note: %s\n", msg);
+    if (rc < 0)
+        return;
+    /* wrapped as lockctl_warnx()'s sentences are */
+    table_line(stderr, table_stderr_width(), "lockctl: note: %s", msg);
+    free(msg);
 }
 
 size_t

@@ -580,6 +580,13 @@ class LockctlPaste(h.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr.count(b"note: no config file"), 1, p.stderr)
         json.loads(p.stdout)                       # stdout stays one document
+        # wrapped at the width, as every sentence (it is 173 columns)
+        p = subprocess.run(base + ["list"], capture_output=True, env=env_cols(80), timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        err = p.stderr.decode()
+        self.assert_fits(err, 80)
+        self.assertIn("lockctl: note: no config file", err)
+        self.assertIn("give -c FILE for yours", err.replace("\n  ", " "))
         p = subprocess.run(base + ["-q", "list"], capture_output=True, env=env, timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn(b"note:", p.stderr)
@@ -590,6 +597,11 @@ class LockctlPaste(h.TestCase):
                                 cmd], capture_output=True, env=env, timeout=30)
             self.assertEqual(p.returncode, 3, (cmd, p.stderr))
             self.assertNotIn(b"note: no config file", p.stderr, cmd)
+            # the hint --json's error carries, in text too
+            self.assertIn(b"\nhint: ", p.stderr, cmd)
+            if cmd == "deadlocks":
+                self.assertIn(b"hint: only the agent knows who waits for whom: start "
+                              b"lockwatchd", p.stderr)
 
 
 if __name__ == "__main__":
