@@ -77,7 +77,9 @@ static const struct command {
       "  --yes               do not ask (required when stdin is not a terminal)\n"
       "  --dry-run           run every guard, change nothing, write no audit entry\n"
       "  --escaped           KEY and H are percent-encoded (for binary keys)\n"
-      "Exit 0 released, 1 refused by a guard (the reason is printed), 3 Redis error.\n" },
+      "Exit 0 released (or a dry run whose guards hold), 1 refused by a guard (the\n"
+      "reason is printed) or not confirmed, 2 usage error or no terminal without --yes,\n"
+      "3 Redis error.\n" },
     { "expire", cmd_expire,
       "expire KEY --ttl DUR --holder H|--holder-hex HEX [--reason TEXT] [--yes]\n"
       "          [--dry-run] [--escaped]",

@@ -520,6 +520,12 @@ class Lockctl(h.TestCase):
             for line in run(args).stdout.decode().splitlines():
                 self.assertLessEqual(len(line), 80, (args, line))
         self.assertIn(b"--if-older-than", run(["release", "--help"]).stdout)
+        # every exit code release has, 2 (no terminal without --yes) included
+        text = run(["release", "--help"]).stdout.decode().split("\nExit ")[1]
+        text = text.split("\n\n")[0].replace("\n", " ")
+        for code in ("0 released", "1 refused", "2 usage error or no terminal without --yes",
+                     "3 Redis error"):
+            self.assertIn(code, text)
         self.assertIn(b"--ttl", run(["expire", "--help"]).stdout)
         self.assertIn(b"lockctl", run(["--version"]).stdout)
 

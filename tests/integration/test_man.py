@@ -97,6 +97,9 @@ class Render(unittest.TestCase):
                     text = render(page, width)
                     self.assertIn("NAME", text)
                     self.assertIn("SEE ALSO", text)
+                # at MANWIDTH=80 every line fits, examples (.EX, .nf) too
+                for line in render(page, 80).split("\n"):
+                    self.assertLessEqual(len(line), 80, line)
                 # the file name is the page's name and section
                 name, sect = os.path.basename(page).rsplit(".", 1)
                 head = read(page)
@@ -110,6 +113,11 @@ class Render(unittest.TestCase):
             self.skipTest("packaging/man/lockctl.1 is not written yet (cli/ owns it)")
         text = render(page, 80)
         self.assertIn("lockctl", text)
+        # as docs/lockctl.md and the code (config_target_address()):
+        # localhost and 127.0.0.1 name the same address
+        flat = " ".join(text.split())
+        self.assertNotIn("127.0.0.1 differ", flat)
+        self.assertIn("localhost, 127.0.0.1 and [::1], are the same", flat)
 
     def test_see_also_names_pages_that_exist(self):
         ours = {os.path.basename(p).rsplit(".", 1)[0] + "(" + p[-1] + ")" for p in pages()}
