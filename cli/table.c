@@ -559,7 +559,14 @@ print_row(const struct table *t, FILE *fp, const char *const *cells, const size_
     }
     while (more) {
         bool lead = true;
+        char *line = NULL;
+        size_t len = 0;
+        FILE *out = open_memstream(&line, &len);
 
+        /* a line at a time, so that what pads cells before empty ones is
+         * not left at its end (a paste keeps no trailing blanks) */
+        if (out == NULL)
+            out = fp;
         more = false;
         for (i = 0; i < t->ncols && i < TABLE_COLS_MAX; i++) {
             const char *c = rest[i];
@@ -568,7 +575,7 @@ print_row(const struct table *t, FILE *fp, const char *const *cells, const size_
             if (w[i] == 0)
                 continue;
             if (!lead)
-                fprintf(fp, "%*s", GAP, "");
+                fprintf(out, "%*s", GAP, "");
             lead = false;
             if (t->cols[i].flags & TABLE_WRAP) {
                 n = table_wrap_next(c, w[i], &skip);
@@ -582,9 +589,15 @@ print_row(const struct table *t, FILE *fp, const char *const *cells, const size_
             } else if (!first) {
                 c = "";
             }
-            print_cell(fp, c, w[i], t->cols[i].flags, i == last);
+            print_cell(out, c, w[i], t->cols[i].flags, i == last);
             free(part);
         }
+        if (out != fp && fclose(out) == 0 && line != NULL) {
+            while (len > 0 && line[len - 1] == ' ')
+                len--;
+            fwrite(line, 1, len, fp);
+        }
+        free(line);
         fputc('\n', fp);
         first = false;
     }

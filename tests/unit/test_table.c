@@ -162,6 +162,32 @@ test_40_prints_no_broken_state(void **state)
     }
 }
 
+/* A row whose last cells are empty (audit's reason, a lock with no
+ * state to add) ends at its last character: nothing pads it, so a paste
+ * into a ticket carries no trailing blanks. */
+static void
+test_no_trailing_blanks(void **state)
+{
+    struct table t;
+    char buf[8192] = "";
+    FILE *fp = fmemopen(buf, sizeof(buf), "w");
+    const char *row[] = { "lock:a", "plain", "tok", "1", "-", "3s", "" };
+
+    (void)state;
+    assert_non_null(fp);
+    table_init(&t, list_table_cols, list_table_ncols);
+    assert_int_equal(table_add(&t, row, NULL), 0);
+    table_print(&t, fp, 80);
+    fclose(fp);
+    table_release(&t);
+    assert_non_null(strstr(buf, "lock:a"));
+    for (char *ln = buf, *nl; *ln != '\0'; ln = nl + 1) {
+        nl = strchr(ln, '\n');
+        assert_non_null(nl);
+        assert_true(nl == ln || nl[-1] != ' ');
+    }
+}
+
 int
 main(void)
 {
@@ -170,6 +196,7 @@ main(void)
         cmocka_unit_test(test_66_to_50_format_then_holder_give_way),
         cmocka_unit_test(test_40_key_before_state),
         cmocka_unit_test(test_40_prints_no_broken_state),
+        cmocka_unit_test(test_no_trailing_blanks),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
