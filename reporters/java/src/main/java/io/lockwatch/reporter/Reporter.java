@@ -168,7 +168,9 @@ public final class Reporter implements AutoCloseable {
         tap = c.tap;
         config = c;
         String proc = c.owner;
-        if (proc == null || proc.isEmpty() || proc.length() > 200) {
+        // 1 to 200 bytes in UTF-8, as the agent counts an owner's (not
+        // UTF-16 chars: 200 "é" are 400 bytes)
+        if (proc == null || proc.isEmpty() || proc.getBytes(StandardCharsets.UTF_8).length > 200) {
             if (proc != null && !proc.isEmpty()) LOG.warning("lockwatch: LOCKWATCH_OWNER longer than 200 bytes, using hostname:pid");
             String h = hostnameWithoutDns();
             proc = h != null ? h + ":" + ProcessHandle.current().pid() : null;

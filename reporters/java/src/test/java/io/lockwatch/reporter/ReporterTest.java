@@ -63,8 +63,8 @@ class ReporterTest {
         assertFalse(r.enabled(), "a short key turns reporting off");
     }
 
-    @Test
-    void saysWhyAKeyFileCannotBeRead(@TempDir Path dir) {
+    /** The reporter's log messages while body runs. */
+    private static List<String> warnings(Runnable body) {
         Logger log = Logger.getLogger("io.lockwatch.reporter");
         List<String> warnings = new ArrayList<>();
         Handler h = new Handler() {
@@ -73,18 +73,51 @@ class ReporterTest {
             @Override public void close() {}
         };
         log.addHandler(h);
-        String missing = dir.resolve("missing").toString();
         try {
-            Reporter r = Reporter.create(new Config().samples("127.0.0.1:9").keyFile(missing));
-            assertFalse(r.enabled(), "a missing key file turns reporting off");
+            body.run();
         } finally {
             log.removeHandler(h);
         }
+        return warnings;
+    }
+
+    @Test
+    void saysWhyAKeyFileCannotBeRead(@TempDir Path dir) {
+        String missing = dir.resolve("missing").toString();
+        List<String> warnings = warnings(() -> {
+            Reporter r = Reporter.create(new Config().samples("127.0.0.1:9").keyFile(missing));
+            assertFalse(r.enabled(), "a missing key file turns reporting off");
+        });
         assertEquals(List.of("lockwatch: LOCKWATCH_KEY_FILE " + missing + ": no such file; reporting off"), warnings);
         // the path once, then what is wrong
         assertEquals("permission denied", Reporter.why(new AccessDeniedException("/k"), "/k"));
         assertEquals("Not a directory", Reporter.why(new FileSystemException("/k", null, "Not a directory"), "/k"));
         assertEquals("file system loop", Reporter.why(new FileSystemLoopException("/k"), "/k"));
+    }
+
+    /**
+     * LOCKWATCH_OWNER is 1 to 200 bytes (docs/reporters.md), counted in
+     * UTF-8 as the agent counts an owner's bytes: 200 "é" are 200 chars but
+     * 400 bytes, and a longer one is the default with one warning.
+     */
+    @Test
+    void anOwnerLongerThan200BytesIsTheDefault() {
+        String pid = ":" + ProcessHandle.current().pid();
+        List<String> warnings = warnings(() -> {
+            for (String owner : List.of("a".repeat(200), "é".repeat(100), "é".repeat(99) + "ab")) {
+                assertEquals(owner, Reporter.create(new Config().samples("off").owner(owner)).process(), owner);
+            }
+        });
+        assertEquals(List.of(), warnings);
+        warnings = warnings(() -> {
+            for (String owner : List.of("a".repeat(201), "é".repeat(200), "é".repeat(100) + "a")) {
+                String p = Reporter.create(new Config().samples("off").owner(owner)).process();
+                assertTrue(p.endsWith(pid), "a " + owner.getBytes(StandardCharsets.UTF_8).length
+                        + "-byte owner is hostname:pid, not " + p);
+            }
+        });
+        assertEquals(3, warnings.size(), warnings.toString());
+        assertTrue(warnings.get(0).contains("longer than 200 bytes"), warnings.get(0));
     }
 
     private static List<String> receive(DatagramSocket s, int lines) throws Exception {
