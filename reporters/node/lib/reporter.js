@@ -170,7 +170,9 @@ class Reporter {
     this._readyResolve();
   }
 
+  // Reporting off: what is queued is dropped (counted as failed sends).
   _disable() {
+    this.counts.droppedSendFailed += this._n;
     this.enabled = false;
     this._full = [];
     this._fullN = [];

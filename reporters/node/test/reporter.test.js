@@ -249,6 +249,7 @@ test('an unresolvable destination turns the reporter off, never throws', async (
   r.put(['wait', 'k', 1, 'ok']);
   await r.ready();
   assert.strictEqual(r.enabled, false);
+  assert.strictEqual(r.stats().droppedSendFailed, 1);   // queued meanwhile
   r.put(['wait', 'k', 1, 'ok']);
   r.flush();
   r.close();
