@@ -3,7 +3,9 @@
 
 /** Reporter counters: lines queued, lines sent in datagrams at least one
  *  destination accepted, datagrams, lines dropped because the queue was
- *  full, lines dropped because every send failed, lines pending. */
+ *  full, lines dropped because every send failed (or because reporting
+ *  turned off, or the reporter was replaced, before its settings applied),
+ *  lines pending. */
 export interface ReporterStats {
   queued: number;
   sent: number;
@@ -29,7 +31,8 @@ export interface Reporter {
   tap: ((event: unknown[]) => void) | null;
   flush(): void;
   close(): void;
-  /** Resolves once every destination is resolved and connected (or given up). */
+  /** Resolves once the key file is read and every destination resolved and
+   *  connected (or given up). */
   ready(): Promise<void>;
   stats(): ReporterStats;
 }
@@ -77,7 +80,8 @@ export const Semaphore: typeof import('redis-semaphore').Semaphore;
  *  does this for its routine. */
 export function runAs<T>(party: string | number, fn: () => T): T;
 
-/** (Re)make the process's reporter with these settings. */
+/** (Re)make the process's reporter with these settings; returns at once
+ *  (the key file is read and names resolved asynchronously: ready()). */
 export function configure(opts?: ReporterOptions): Reporter;
 /** The process reporter's counters. */
 export function stats(): ReporterStats;

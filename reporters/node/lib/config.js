@@ -4,9 +4,12 @@
 // "Configuration"), read once.  A destination that does not parse or does not
 // resolve, or a key file that cannot be used, is one process warning
 // (process.emitWarning) and turns that destination, or the reporter, off;
-// nothing here throws into the application.  Names are resolved once, when
-// the reporter starts (dns.lookup, asynchronously: lines queue meanwhile),
-// never on the lock path.
+// nothing here throws into the application.  load() does no I/O: names are
+// resolved (dns.lookup) and the key file read (readKey, fs.promises) once,
+// asynchronously, when the reporter starts (lib/reporter.js: lines queue
+// meanwhile), never on the lock path, which may be what starts it (a key
+// file on a hung NFS mount must not stop the application's first lock call,
+// nor the event loop).
 'use strict';
 
 const fs = require('node:fs');
@@ -63,15 +66,9 @@ function splitDestinations(text) {
   return out;
 }
 
-// The key file's first line (trailing newlines dropped), or null.
-function readKey(path) {
-  let data;
-  try {
-    data = fs.readFileSync(path);
-  } catch (e) {
-    warn(`LOCKWATCH_KEY_FILE: ${path}: ${e.message}; reporting off`);
-    return null;
-  }
+// The key from the key file's bytes: its first line, trailing newlines
+// dropped, or null (one warning).
+function keyOf(data, path) {
   let end = data.indexOf(0x0a);
   if (end < 0) end = data.length;
   if (end > 0 && data[end - 1] === 0x0d) end--;
@@ -83,12 +80,37 @@ function readKey(path) {
   return Buffer.from(key);
 }
 
+// A promise of the key file's key, or of null (one warning; it never
+// rejects).  Read asynchronously, off the event loop, and no further than
+// the first line needs (at most KEY_MAX + 2 bytes: a longer first line is
+// too long whatever follows).
+async function readKey(path) {
+  const buf = Buffer.alloc(KEY_MAX + 2);
+  let n = 0;
+  let fh = null;
+  try {
+    fh = await fs.promises.open(path, 'r');
+    while (n < buf.length && buf.subarray(0, n).indexOf(0x0a) < 0) {
+      const { bytesRead } = await fh.read(buf, n, buf.length - n, null);
+      if (bytesRead === 0) break;
+      n += bytesRead;
+    }
+  } catch (e) {
+    warn(`LOCKWATCH_KEY_FILE: ${path}: ${e.message}; reporting off`);
+    return null;
+  } finally {
+    if (fh !== null) fh.close().catch(() => {});
+  }
+  return keyOf(buf.subarray(0, n), path);
+}
+
 function defaultProcess() {
   return `${os.hostname()}:${process.pid}`;
 }
 
-// {enabled, destinations: [{host, port}], key, process} from the options,
-// falling back to env.
+// {enabled, destinations: [{host, port}], keyFile, key, process} from the
+// options, falling back to env.  The key is null: the reporter reads keyFile
+// (readKey) when it starts, and turns itself off when it is bad.
 function load(opts = {}, env = process.env) {
   const samples = opts.samples !== undefined ? opts.samples
     : env.LOCKWATCH_SAMPLES !== undefined ? env.LOCKWATCH_SAMPLES : DEFAULT_SAMPLES;
@@ -100,15 +122,9 @@ function load(opts = {}, env = process.env) {
     else proc = owner;
   }
   const text = String(samples).trim();
-  const off = { enabled: false, destinations: [], key: null, process: proc };
-  if (text === '' || text === 'off') return off;
-  let key = null;
-  if (keyFile) {
-    key = readKey(keyFile);
-    if (key === null) return off;
-  }
+  if (text === '' || text === 'off') return { enabled: false, destinations: [], keyFile: null, key: null, process: proc };
   const destinations = splitDestinations(text);
-  return { enabled: destinations.length > 0, destinations, key, process: proc };
+  return { enabled: destinations.length > 0, destinations, keyFile: keyFile || null, key: null, process: proc };
 }
 
 module.exports = { load, splitDestinations, readKey, defaultProcess, warn, DEFAULT_SAMPLES };

@@ -29,6 +29,15 @@
 // line and counts it; a failed send (the callback's error) drops the
 // datagram and counts its lines; nothing is retried, thrown or rejected
 // into the application.
+//
+// Starting does no I/O on the caller's stack, which may be the
+// application's first lock call (get()): the key file is read
+// (config.readKey, fs.promises) and each destination's name resolved
+// (dns.lookup) asynchronously, off the event loop, and until both are done
+// lines queue (bounded) and nothing is sent.  A bad key file, or no
+// destination that resolved, then turns reporting off, the queued lines
+// counted droppedSendFailed.  Nothing waits for that step; ready() resolves
+// when it is done.
 'use strict';
 
 const dgram = require('node:dgram');
@@ -65,13 +74,18 @@ class Reporter {
     this.config = cfg;
     this.enabled = cfg.enabled;
     this.capacity = capacity;
+    // The key: cfg.key, or read from cfg.keyFile when the reporter starts.
+    // With a key file, lines are written for a signed datagram from the
+    // start: the key turns out good, or reporting off.
+    this._key = cfg.key || null;
+    this._signs = this._key !== null || !!cfg.keyFile;
     this._n = 0;             // lines pending (full datagrams, _buf, kept events)
     this._full = [];         // full datagrams' bytes, not sent yet
     this._fullN = [];        // and their line counts
     // The datagram being filled: _off bytes of _buf, _curN lines.  Its size
     // is the budget (the datagram less the mac line when signing), raised
     // once every destination turns out to be a loopback address.
-    this._budget = datagramBudget(wire.MAX_DATAGRAM, cfg.key);
+    this._budget = datagramBudget(wire.MAX_DATAGRAM, this._signs);
     this._buf = Buffer.allocUnsafeSlow(this._budget);
     this._spare = [];        // sent datagrams' buffers, for reuse (SPARE_MAX)
     this._off = 0;
@@ -90,7 +104,11 @@ class Reporter {
     this.prefix = wire.pct(cfg.process) + '/';   // encoded `<process>/` of owner ids
     this._prefixBytes = Buffer.from(this.prefix, 'latin1');
     this._targets = [];      // {sock, connected}: connected UDP sockets
-    this._pendingLookups = 0;
+    // Steps still to settle before anything is sent: a lookup and connect
+    // per destination, the key file's read.
+    this._pending = 0;
+    this._keyBad = false;
+    this._closed = false;    // close()d: nothing is sent, whatever settles later
     this._timer = null;
     this._soon = null;
     this.counts = { queued: 0, sent: 0, datagrams: 0, droppedQueueFull: 0, droppedSendFailed: 0 };
@@ -100,9 +118,9 @@ class Reporter {
     this._ready = null;
     this.ready = () => this._ready || Promise.resolve();
     if (!this.enabled || !start) return;
-    // ready(): resolves once every destination is connected or given up
+    // ready(): resolves once every destination is connected or given up and
+    // the key file read
     this._ready = new Promise((resolve) => { this._readyResolve = resolve; });
-    for (const d of cfg.destinations) this._resolve(d);
     this._timer = setInterval(() => this.flush(), flushMs);
     this._timer.unref();
     // beforeExit: the loop ran dry; exit: process.exit(), where only
@@ -111,6 +129,10 @@ class Reporter {
     this._onExit = () => this.flush();
     process.on('beforeExit', this._onExit);
     process.on('exit', this._onExit);
+    this._pending = 1;       // until every step below has begun
+    if (this._key === null && cfg.keyFile) this._readKey(cfg.keyFile);
+    for (const d of cfg.destinations) this._resolve(d);
+    this._settled();
   }
 
   // Resolve (once) and connect one UDP socket per destination: a connected
@@ -118,8 +140,12 @@ class Reporter {
   // more than the rest of a flush.  Until every destination is connected
   // (or given up), flush() waits and lines stay queued (bounded).
   _resolve(d) {
-    this._pendingLookups++;
+    this._pending++;
     const done = (err, address, family) => {
+      if (this._closed) {
+        this._settled();
+        return;
+      }
       if (err) {
         config.warn(`LOCKWATCH_SAMPLES: ${d.host}:${d.port}: ${err.code || err.message}; not sending there`);
         this._settled();
@@ -140,6 +166,11 @@ class Reporter {
         sock.on('error', () => {});
         sock.unref();
         sock.connect(d.port, address, () => {
+          if (this._closed) {
+            sock.close();
+            this._settled();
+            return;
+          }
           target.connected = true;
           target.loopback = isLoopback(address);
           this._targets.push(target);
@@ -162,16 +193,40 @@ class Reporter {
     }
   }
 
+  // The key file, read asynchronously (config.readKey: one warning when it
+  // is bad, and reporting turns off once every step has settled).
+  _readKey(path) {
+    this._pending++;
+    const done = (key) => {
+      if (key === null) this._keyBad = true;
+      else this._key = key;
+      this._settled();
+    };
+    config.readKey(path).then(done, () => done(null));
+  }
+
+  // A step settled; once all have, sending begins, or reporting turns off.
   _settled() {
-    this._pendingLookups--;
-    if (this._pendingLookups > 0) return;
-    if (this._targets.length === 0) this._disable();
-    else if (this._targets.every((t) => t.loopback)) this._budget = datagramBudget(wire.LOOPBACK_DATAGRAM, this.config.key);
+    this._pending--;
+    if (this._pending > 0) return;
+    if (!this._closed) {
+      if (this._keyBad || this._targets.length === 0) this._disable();
+      else if (this._targets.every((t) => t.loopback)) this._budget = datagramBudget(wire.LOOPBACK_DATAGRAM, this._signs);
+    }
     this._readyResolve();
   }
 
   // Reporting off: what is queued is dropped (counted as failed sends).
   _disable() {
+    for (const t of this._targets) {
+      try { t.sock.close(); } catch (_) { /* closed already */ }
+    }
+    this._targets = [];
+    this._drop();
+    this.close();
+  }
+
+  _drop() {
     this.counts.droppedSendFailed += this._n;
     this.enabled = false;
     this._full = [];
@@ -183,7 +238,6 @@ class Reporter {
     this._evKey.fill(null);
     this._evParty.fill(null);
     this._evHolder.fill(null);
-    this.close();
   }
 
   // Room for a line of at most max bytes in the datagram being filled: the
@@ -428,7 +482,7 @@ class Reporter {
 
   // Send the full datagrams (not the one being filled).
   _sendFull() {
-    if (this._pendingLookups > 0 || this._full.length === 0) return;
+    if (this._pending > 0 || this._full.length === 0) return;
     const full = this._full;
     const fullN = this._fullN;
     this._full = [];
@@ -440,7 +494,7 @@ class Reporter {
   // Send everything queued now (the interval, sendSoon, beforeExit, tests).
   flush() {
     try {
-      if (this._pendingLookups > 0) return;
+      if (this._pending > 0) return;
       this._drain();
       if (this._curN > 0) this._fullDatagram();
       this._sendFull();
@@ -450,8 +504,8 @@ class Reporter {
   // One datagram's lines, signed when a key is set.
   // (A signed datagram is a copy: the lines' buffer is free at once.)
   _sendBody(body, nl) {
-    const key = this.config.key;
-    if (!key) {
+    const key = this._key;
+    if (key === null) {
       this._send(body, nl, body);
       return;
     }
@@ -486,13 +540,21 @@ class Reporter {
   }
 
   // Flush and stop the interval (the unref'd sockets stay for the sends
-  // in flight; they never keep the process alive).
+  // in flight; they never keep the process alive).  Closed before its
+  // settings applied (configure() replaced it), the reporter cannot send
+  // and does not wait: what is queued is dropped (counted as failed sends),
+  // and nothing is sent once they apply.
   close() {
     if (this._timer !== null) { clearInterval(this._timer); this._timer = null; }
     if (this._onExit) {
       process.removeListener('beforeExit', this._onExit);
       process.removeListener('exit', this._onExit);
       this._onExit = null;
+    }
+    if (this._pending > 0) {
+      this._closed = true;
+      this._drop();
+      return;
     }
     this.flush();
   }
@@ -504,8 +566,8 @@ class Reporter {
 
 // What lines may fill of a datagram of max bytes (the mac line's share
 // kept free when signing).
-function datagramBudget(max, key) {
-  return key ? max - wire.MAC_LINE_LEN : max;
+function datagramBudget(max, signs) {
+  return signs ? max - wire.MAC_LINE_LEN : max;
 }
 
 // 127.0.0.0/8, ::1 and IPv4-mapped loopback: no 1500-byte MTU on the way.
@@ -515,8 +577,9 @@ function isLoopback(address) {
 
 let current = null;
 
-// The process's reporter, made from the environment on first use; null when
-// reporting is off (the wrappers then only call the library).
+// The process's reporter, made from the environment on first use (without
+// waiting for its settings: see Reporter); null when reporting is off (the
+// wrappers then only call the library).
 function get() {
   if (current === null) configure();
   return current.enabled ? current : null;
@@ -531,7 +594,7 @@ function configure(opts = {}, reporterOpts = {}) {
     cfg = config.load(opts);
   } catch (e) {
     config.warn(`lockwatch reporter: ${e.message}; off`);
-    cfg = { enabled: false, destinations: [], key: null, process: config.defaultProcess() };
+    cfg = { enabled: false, destinations: [], keyFile: null, key: null, process: config.defaultProcess() };
   }
   current = new Reporter(cfg, reporterOpts);
   if (old !== null) old.close();

@@ -47,14 +47,40 @@ test('environment', () => {
   assert.strictEqual(config.load({ samples: 'off' }, { LOCKWATCH_SAMPLES: '1.2.3.4:5' }).enabled, false);
 });
 
-test('key file', () => {
+test('key file', async () => {
   const d = fs.mkdtempSync(path.join(os.tmpdir(), 'lwrep-'));
   const f = path.join(d, 'k');
   fs.writeFileSync(f, '0123456789abcdef0123\r\n\n');
-  assert.strictEqual(config.load({}, { LOCKWATCH_KEY_FILE: f }).key.toString(), '0123456789abcdef0123');
+  // load() only names it: the reporter reads it when it starts (readKey)
+  const c = config.load({}, { LOCKWATCH_KEY_FILE: f });
+  assert.deepStrictEqual([c.enabled, c.keyFile, c.key], [true, f, null]);
+  assert.strictEqual((await config.readKey(f)).toString(), '0123456789abcdef0123');
   fs.writeFileSync(f, 'short\n');
-  assert.strictEqual(config.load({}, { LOCKWATCH_KEY_FILE: f }).enabled, false);
-  assert.strictEqual(config.load({}, { LOCKWATCH_KEY_FILE: path.join(d, 'none') }).enabled, false);
+  assert.strictEqual(await config.readKey(f), null);
+  assert.strictEqual(await config.readKey(path.join(d, 'none')), null);
+  // the first line only, read no further than a longest key needs
+  fs.writeFileSync(f, 'k'.repeat(4096) + '\r\n' + 'x'.repeat(10000));
+  assert.strictEqual((await config.readKey(f)).toString(), 'k'.repeat(4096));
+  fs.writeFileSync(f, 'k'.repeat(4096) + '\r');
+  assert.strictEqual((await config.readKey(f)).toString(), 'k'.repeat(4096));
+  fs.writeFileSync(f, 'k'.repeat(4097) + '\n');
+  assert.strictEqual(await config.readKey(f), null);
+  fs.writeFileSync(f, 'k'.repeat(100000));
+  assert.strictEqual(await config.readKey(f), null);
+  fs.rmSync(d, { recursive: true });
+});
+
+test('a key file that cannot be read turns the reporter off once it is tried, its queued lines counted', async () => {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'lwrep-'));
+  const r = new Reporter(config.load({ samples: '127.0.0.1:9', keyFile: path.join(d, 'none') }), { flushMs: 10000 });
+  assert.strictEqual(r.enabled, true);
+  r.put(['wait', 'k', 1, 'ok']);
+  await r.ready();
+  assert.strictEqual(r.enabled, false);
+  assert.deepStrictEqual([r.stats().queued, r.stats().droppedSendFailed, r.stats().pending], [1, 1, 0]);
+  r.put(['wait', 'k', 1, 'ok']);
+  assert.strictEqual(r.stats().queued, 1);
+  r.close();
   fs.rmSync(d, { recursive: true });
 });
 
