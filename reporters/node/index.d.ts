@@ -32,7 +32,8 @@ export interface Reporter {
   flush(): void;
   close(): void;
   /** Resolves once the key file is read and every destination resolved and
-   *  connected (or given up). */
+   *  connected (or given up), or after 5 s, the reporter still waiting for
+   *  them (enabled: lines queue). */
   ready(): Promise<void>;
   stats(): ReporterStats;
 }

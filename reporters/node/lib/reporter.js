@@ -36,8 +36,8 @@
 // (dns.lookup) asynchronously, off the event loop, and until both are done
 // lines queue (bounded) and nothing is sent.  A bad key file, or no
 // destination that resolved, then turns reporting off, the queued lines
-// counted droppedSendFailed.  Nothing waits for that step; ready() resolves
-// when it is done.
+// counted droppedSendFailed.  Nothing waits for that step: ready() resolves
+// when it is done or after READY_MS, whichever comes first.
 'use strict';
 
 const dgram = require('node:dgram');
@@ -48,6 +48,7 @@ const wire = require('./wire');
 
 const QUEUE_CAPACITY = 8192;
 const FLUSH_MS = 200;
+const READY_MS = 5000;   // the longest ready() waits for the settings (glibc's timeout for one DNS query)
 const BURST = 4;   // full datagrams that start a send
 const SPARE_MAX = 8;   // datagram buffers kept for reuse once sent
 const EVENTS_BATCH = 64;   // lock-path events kept before their lines are written
@@ -70,7 +71,7 @@ function putOwnerHolder(b, off, pre, o, h) {
 }
 
 class Reporter {
-  constructor(cfg, { capacity = QUEUE_CAPACITY, flushMs = FLUSH_MS, start = true } = {}) {
+  constructor(cfg, { capacity = QUEUE_CAPACITY, flushMs = FLUSH_MS, readyMs = READY_MS, start = true } = {}) {
     this.config = cfg;
     this.enabled = cfg.enabled;
     this.capacity = capacity;
@@ -119,8 +120,11 @@ class Reporter {
     this.ready = () => this._ready || Promise.resolve();
     if (!this.enabled || !start) return;
     // ready(): resolves once every destination is connected or given up and
-    // the key file read
+    // the key file read, or after readyMs, the reporter still waiting for
+    // them (enabled: lines queue)
     this._ready = new Promise((resolve) => { this._readyResolve = resolve; });
+    this._readyTimer = setTimeout(this._readyResolve, readyMs);
+    this._readyTimer.unref();
     this._timer = setInterval(() => this.flush(), flushMs);
     this._timer.unref();
     // beforeExit: the loop ran dry; exit: process.exit(), where only
@@ -209,6 +213,7 @@ class Reporter {
   _settled() {
     this._pending--;
     if (this._pending > 0) return;
+    clearTimeout(this._readyTimer);
     if (!this._closed) {
       if (this._keyBad || this._targets.length === 0) this._disable();
       else if (this._targets.every((t) => t.loopback)) this._budget = datagramBudget(wire.LOOPBACK_DATAGRAM, this._signs);

@@ -247,3 +247,18 @@ test('a reporter closed before its settings apply drops what it queued (counted)
     s.close();
   }
 });
+
+test('ready() resolves within its bound while the settings are still to apply, the reporter enabled', async () => {
+  const dnsHeld = holdLookups();
+  try {
+    const r = reporter.configure({ samples: 'lockwatch-agent.test:9' }, { readyMs: 1 });
+    // a guard, not a measure: ready() is bounded by readyMs
+    const got = await Promise.race([r.ready().then(() => 'ready'), sleep(10000).then(() => 'still waiting')]);
+    assert.strictEqual(got, 'ready');
+    assert.strictEqual(r.enabled, true);
+    assert.strictEqual(reporter.get(), r);
+    r.close();
+  } finally {
+    dnsHeld.restore();
+  }
+});
