@@ -701,20 +701,34 @@ out:
     return same;
 }
 
+/* Are a and b one server's address: written alike, or same_server()? */
+static bool
+same_address(const char *a, const char *b)
+{
+    return strcmp(a, b) == 0 || same_server(a, b);
+}
+
 bool
 agent_view_elsewhere(const struct lockctl *lc, const struct agent_view *av, char *why,
                      size_t len)
 {
     char mine[CONFIG_ADDRESS_MAX];
+    /* what the agent watches: its own word, else the config's address
+     * (before --url), which it watches when it runs this config */
+    const char *theirs = av->target_address[0] != '\0' ? av->target_address
+        : lc->conf_address;
 
+    config_target_address(lc->t, mine, sizeof(mine));
     if (lc->url != NULL) {
-        snprintf(why, len, "the agent's view is of target %s's configured address, not of "
-                 "--url: not shown (drop --url to see it)", lc->t->name);
+        /* --url naming the very server the agent watches is no other */
+        if (theirs[0] != '\0' && same_address(theirs, mine))
+            return false;
+        snprintf(why, len, "the agent's view is of target %s's configured address%s%s, not "
+                 "of --url (%s): not shown (drop --url to see it)", lc->t->name,
+                 theirs[0] != '\0' ? " " : "", theirs, mine);
         return true;
     }
-    config_target_address(lc->t, mine, sizeof(mine));
-    if (av->target_address[0] == '\0' || strcmp(av->target_address, mine) == 0 ||
-        same_server(av->target_address, mine))
+    if (av->target_address[0] == '\0' || same_address(av->target_address, mine))
         return false;
     snprintf(why, len, "the agent at %s watches target %s at %s, not at %s as %s says: its view "
              "is of another server, not shown (give -c the agent's config, or --agent the "

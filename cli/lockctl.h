@@ -70,6 +70,9 @@ struct lockctl {
                                      * Redis read keeps to (main.c enters it) */
     const char *tls[SESSION_TLS_OPTIONS]; /* --tls-ca-file ...: override the
                                  * target's tls_ca_file ... (NULL: keep) */
+    char conf_address[CONFIG_ADDRESS_MAX]; /* the target's address as the
+                                 * config gives it, before --url
+                                 * (config_target_address()) */
     /* from session_load() */
     struct config *cfg;
     struct target_conf *t;
@@ -313,10 +316,12 @@ int agent_get_doc(const struct lockctl *lc, struct agent_view *av, const char *p
  * locks judged with the agent's times), or why not and what that means. */
 void agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp,
                       size_t width);
-/* Is the agent's view of another server than the one lockctl asked: --url
- * given, or the agent's target_address not lc's (config_target_address():
- * another config's address)?  Then why (a note ending "not shown") is in
- * why, and its last-known view must not stand in for Redis. */
+/* Is the agent's view of another server than the one lockctl asked: the
+ * agent's target_address (else, with --url, the config's address before
+ * it, lc->conf_address) not lc's (config_target_address(), compared as
+ * same_server() does: localhost and 127.0.0.1 alike)?  Then why (a note
+ * ending "not shown") is in why, and its last-known view must not stand
+ * in for Redis. */
 bool agent_view_elsewhere(const struct lockctl *lc, const struct agent_view *av, char *why,
                           size_t len);
 /* Right after agent_consult(): when the agent answered of another server

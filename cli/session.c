@@ -238,6 +238,8 @@ session_load(struct lockctl *lc)
     /* a silent server still fails after command_timeout, as hiredis' own
      * read timeout would say; the deadline bounds the whole command */
     lc->scope.idle_ms = lc->t->command_timeout_ms;
+    /* what the agent watches, when its answer does not say (agent.c) */
+    config_target_address(lc->t, lc->conf_address, sizeof(lc->conf_address));
     if (lc->url != NULL) {
         uo = target_option("url");
         if (uo == NULL || option_set(uo, lc->t, lc->url, why, sizeof(why)) == -1) {
