@@ -119,6 +119,8 @@ void session_close(struct lockctl *lc);
 void session_operator(char *buf, size_t len);
 /* "host:port" of the target. */
 void session_address(const struct lockctl *lc, char *buf, size_t len);
+/* The target's patterns for people, "lock:*, job:*" ("..." when cut). */
+void session_patterns(const struct lockctl *lc, char *buf, size_t len);
 
 /* Common options every command also takes (so --json may follow the
  * command): returns 1 when opt was one of them, 0 when not.  A bad value

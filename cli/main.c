@@ -50,12 +50,14 @@ static const struct command {
       "as run, with -c, -t, --url and --tls-* as given (paths made absolute),\n"
       "shell-quoted, a binary holder as --holder-hex, continued with \\ when wider\n"
       "than the terminal.\n"
-      "Exit 1 when there is no such key.\n" },
+      "Exit 1 when there is no such key, or when the Redis user may not read a key\n"
+      "outside the target's patterns (no lock of this target).\n" },
     { "release", cmd_release,
       "release KEY --holder H|--holder-hex HEX [--if-leaked] [--if-older-than DUR]\n"
       "          [--reason TEXT] [--yes] [--dry-run] [--escaped]",
       "Release one holder of a stuck lock through the guarded script: only if KEY\n"
-      "matches the target's patterns and H holds it, atomically; then wake the\n"
+      "matches the target's patterns (else refused before Redis is asked, exit 1)\n"
+      "and H holds it, atomically; then wake the\n"
       "waiters its format has and append an audit entry.  Only H's hold goes (one\n"
       "reader of a read/write lock, one permit of a semaphore); the key is deleted\n"
       "when no holder is left.  Fencing counters are never touched.\n"

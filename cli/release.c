@@ -501,6 +501,20 @@ known_age(struct lockctl *lc, struct change *ch, const struct cli_lock *l, bool 
     return LOCKCTL_DONE;
 }
 
+/* A refusal made before the script, on stderr: "CMD KEY on target T
+ * (ADDR): msg [outcome]", as report() words the script's. */
+static void
+say_refused(const struct lockctl *lc, const struct change *ch, const char *msg,
+            enum release_outcome o)
+{
+    char addr[300], *key = shown(ch->key, ch->keylen);
+
+    session_address(lc, addr, sizeof(addr));
+    lockctl_warnx("%s %s on target %s (%s): %s [%s]", ch->cmd, key ? key : "?", lc->t->name,
+                  addr, msg, release_outcome_str(o));
+    free(key);
+}
+
 /*
  * --if-leaked means what list --state leaked means: no TTL, and without
  * one for at least leak_grace, judged by the one judge with the agent's
@@ -515,7 +529,7 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
                   const struct release_request *rq, const struct cli_lock *l)
 {
     struct release_result res;
-    char msg[400], age[40], grace[32], addr[300], *key;
+    char msg[400], age[40], grace[32];
 
     out_duration(lc->cfg->rules.judge.leak_grace_ms, grace, sizeof(grace));
     verdict_age(l, age, sizeof(age));
@@ -556,11 +570,7 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
         }
         return out_json_print(o) == 0 ? LOCKCTL_REFUSED : LOCKCTL_REDIS;
     }
-    session_address(lc, addr, sizeof(addr));
-    key = shown(ch->key, ch->keylen);
-    lockctl_warnx("%s %s on target %s (%s): %s [%s]", ch->cmd, key ? key : "?", lc->t->name,
-                  addr, msg, release_outcome_str(RELEASE_REFUSED_NOT_LEAKED));
-    free(key);
+    say_refused(lc, ch, msg, RELEASE_REFUSED_NOT_LEAKED);
     table_line(stderr, lockctl_width(lc), "next: %s; or, having checked the holder (lockctl "
                "show KEY), give the lock a TTL so that it expires on its own unless its "
                "holder renews it:", l->leak_unknown ? "retry once the agent has seen the lock "
@@ -572,6 +582,54 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
     table_line(stderr, lockctl_width(lc), "or release it now without --if-leaked (you are "
                "asked to confirm):");
     next_command(lc, ch, "release", ch->holder, ch->holderlen, NULL);
+    return LOCKCTL_REFUSED;
+}
+
+/*
+ * A key outside the target's patterns is no lock of this target: refused
+ * here, before any Redis call (lockctl knows the patterns), as the
+ * exclude_patterns and helper-key refusals are.  Before, the script
+ * refused it, but only when the Redis user may name the key at all: an
+ * ACL without it answered NOPERM (exit 3) with advice to widen the ACL.
+ * Nothing ran, so nothing is audited.
+ */
+static int
+refuse_outside_patterns(const struct lockctl *lc, const struct change *ch)
+{
+    struct release_request rq;
+    struct release_result res;
+    char msg[400], pats[256];
+    const char *next = "lockctl changes only the keys of the target's patterns: for a lock of "
+        "another target give -t that target; for a lock of this one, add its pattern to the "
+        "target's patterns in the config";
+
+    session_patterns(lc, pats, sizeof(pats));
+    snprintf(msg, sizeof(msg), "refused: the key matches none of the target's patterns (%s); "
+             "nothing was changed", pats);
+    if (lc->json) {
+        json_t *o;
+
+        memset(&rq, 0, sizeof(rq));
+        rq.action = ch->action;
+        rq.key = ch->key;
+        rq.keylen = ch->keylen;
+        rq.holder = ch->holder;
+        rq.holderlen = ch->holderlen;
+        rq.dry_run = ch->dry_run;
+        rq.ttl_ms = ch->ttl_ms;
+        memset(&res, 0, sizeof(res));
+        res.outcome = RELEASE_REFUSED_PATTERN;
+        res.pttl_ms = -2;
+        res.idle_s = -1;
+        res.holders_left = -1;
+        if ((o = release_result_json(lc->t->name, &rq, &res)) != NULL) {
+            json_object_set_new(o, "message", json_string(msg));
+            json_object_set_new(o, "hint", json_string(next));
+        }
+        return out_json_print(o) == 0 ? LOCKCTL_REFUSED : LOCKCTL_REDIS;
+    }
+    say_refused(lc, ch, msg, RELEASE_REFUSED_PATTERN);
+    table_line(stderr, lockctl_width(lc), "next: %s", next);
     return LOCKCTL_REFUSED;
 }
 
@@ -780,8 +838,13 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     /* the agent knows what Redis cannot say: since when the lock has had
      * no TTL (--if-leaked), how long its holder has held it
      * (--if-older-than, the prompt's age) */
-    if ((rc = session_load(lc)) != LOCKCTL_DONE ||
-        ((ch.if_leaked || ch.older_ms > 0 || (!ch.yes && !ch.dry_run)) &&
+    if ((rc = session_load(lc)) != LOCKCTL_DONE)
+        goto out;
+    if (!lockstate_in_patterns(lc->t, ch.key, ch.keylen)) {
+        rc = refuse_outside_patterns(lc, &ch);
+        goto out;
+    }
+    if (((ch.if_leaked || ch.older_ms > 0 || (!ch.yes && !ch.dry_run)) &&
          (rc = agent_consult(lc, &av, ch.key, ch.keylen)) != LOCKCTL_DONE) ||
         (rc = session_connect_key(lc, ch.key, ch.keylen)) != LOCKCTL_DONE)
         goto out;
@@ -791,21 +854,18 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
 
     memset(&rq, 0, sizeof(rq));
     rq.now_ms = clock_now_ms();
-    /* Read the lock (a key outside the patterns is not read: the script
-     * refuses it without touching it) for the prompt and for the holder
-     * age its format encodes, which OBJECT IDLETIME cannot see once a
-     * watchdog has renewed the lock. */
-    if (lockstate_in_patterns(lc->t, ch.key, ch.keylen)) {
-        kp = ch.key;
-        if (inspect_keys(lc, &kp, &ch.keylen, 1, rq.now_ms, &l, err, sizeof(err)) == -1) {
-            rc = session_redis_error(lc, err);
-            goto out;
-        }
-        read = true;
-        if (l.type != RAW_NONE && av.answered)
-            verdict_judge(&lc->cfg->rules.judge, &l, agent_find(&av, ch.key, ch.keylen),
-                          rq.now_ms);
+    /* Read the lock for the prompt and for the holder age its format
+     * encodes, which OBJECT IDLETIME cannot see once a watchdog has
+     * renewed the lock (a key outside the patterns was refused above). */
+    kp = ch.key;
+    if (inspect_keys(lc, &kp, &ch.keylen, 1, rq.now_ms, &l, err, sizeof(err)) == -1) {
+        rc = session_redis_error(lc, err);
+        goto out;
     }
+    read = true;
+    if (l.type != RAW_NONE && av.answered)
+        verdict_judge(&lc->cfg->rules.judge, &l, agent_find(&av, ch.key, ch.keylen),
+                      rq.now_ms);
     rq.action = action;
     rq.key = ch.key;
     rq.keylen = ch.keylen;

@@ -266,6 +266,18 @@ session_load(struct lockctl *lc)
 }
 
 void
+session_patterns(const struct lockctl *lc, char *buf, size_t len)
+{
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < lc->t->npatterns && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", lc->t->patterns[i]);
+    if (n >= len && len > 4)    /* cut: say so */
+        memcpy(buf + len - 4, "...", 4);
+}
+
+void
 session_address(const struct lockctl *lc, char *buf, size_t len)
 {
     snprintf(buf, len, "%s:%d", lc->t->host, lc->t->port);

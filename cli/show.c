@@ -622,6 +622,41 @@ show_last_known(const struct lockctl *lc, const struct agent_view *av, const cha
     table_release(&t);
 }
 
+/*
+ * A key outside the target's patterns that the Redis user may not read
+ * (NOPERM on a key: an ACL of the target's patterns only): no lock of this
+ * target, so nothing to show (exit 1), said as such.  Before, it was a
+ * Redis error (exit 3) advising to give the user that key, which the
+ * least-privilege ACL means it not to have.  Not for a command refused
+ * (a user without +type): that one is the ACL's to fix.
+ */
+static bool
+show_unreadable_outside(const struct lockctl *lc, const char *key, size_t keylen,
+                        const char *err)
+{
+    const char *noperm = strstr(err, "NOPERM");
+    char pats[256], addr[300], *safe, *cut;
+
+    if (lockstate_in_patterns(lc->t, key, keylen) || noperm == NULL ||
+        strstr(noperm, "key") == NULL)
+        return false;
+    session_patterns(lc, pats, sizeof(pats));
+    session_address(lc, addr, sizeof(addr));
+    safe = table_safe_text(key, keylen, NULL);
+    cut = safe ? table_cut(safe, 60, true) : NULL;
+    lockctl_warnx("show %s on target %s (%s): the key matches none of the target's patterns "
+                  "(%s), and the Redis user may not read it (%s): it is no lock of this "
+                  "target", cut ? cut : "?", lc->t->name, addr, pats, err);
+    out_error_hint("lockctl shows the locks of the target's patterns: a lock of another "
+                   "target is shown with -t that target");
+    if (!lc->json)
+        table_line(stderr, lockctl_width(lc), "next: a lock of another target is shown with -t "
+                   "that target; the target's patterns are its locks");
+    free(safe);
+    free(cut);
+    return true;
+}
+
 int
 cmd_show(struct lockctl *lc, int argc, char **argv)
 {
@@ -650,7 +685,8 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
     }
     kp = key;
     if (inspect_keys(lc, &kp, &keylen, 1, clock_now_ms(), &l, err, sizeof(err)) == -1) {
-        rc = session_redis_error(lc, err);
+        rc = show_unreadable_outside(lc, key, keylen, err) ? LOCKCTL_REFUSED
+            : session_redis_error(lc, err);
         goto out;
     }
     /* a liblockwatch reentrant lock's host, pid and acquisition time are

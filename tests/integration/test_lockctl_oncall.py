@@ -6,7 +6,12 @@
 - a --url of the very server the agent watches (127.0.0.1 or localhost for
   the config's address) is no other server: the agent's view is used, with
   no false "watches another server" footer; a --url of another server
-  still drops it.
+  still drops it;
+- a key outside the target's patterns is refused by release and expire
+  before any Redis call (`pattern`, exit 1, naming the patterns), not sent
+  to Redis to be refused NOPERM (exit 3) with advice to widen the ACL; show
+  of such a key the Redis user may not read says it is outside the
+  patterns (exit 1), without that advice.
 """
 
 import os
@@ -41,6 +46,51 @@ class LockctlOncall(h.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn(b"not of --url", p.stderr)
 
+    def test_a_key_outside_the_patterns_is_refused_before_redis(self):
+        rs = self.start_redis()
+        c = rs.client()
+        c.execute_command("ACL", "SETUSER", "lockwatch", "on", ">s3cret", "resetkeys", "~lock:*",
+                          "~lockwatch:*", "resetchannels", "-@all", "+@read", "+evalsha",
+                          "+eval", "+ping", "+info", "+xadd")
+        c.set("other:key", "x")
+        cfg = lt.write_config(url="redis://lockwatch@127.0.0.1:%d/0" % rs.port,
+                              target_extra={"password_file": h.password_file("s3cret")})
+        c.config_resetstat()
+        for args in (["release", "other:key", "--holder", "x", "--dry-run"],
+                     ["release", "other:key", "--holder", "x", "--yes"],
+                     ["expire", "other:key", "--holder", "x", "--ttl", "30s", "--yes"]):
+            p = lt.run(args, cfg, env=dict(os.environ, COLUMNS="200"))
+            err = p.stderr.decode()
+            self.assertEqual(p.returncode, 1, err)
+            self.assertIn("refused: the key matches none of the target's patterns (lock:*)", err)
+            self.assertIn("[pattern]", err)
+            self.assertIn("next: ", err)
+            self.assertNotIn("NOPERM", err)
+            self.assertNotIn("permission", err)
+            doc = lt.run_json(self, args, cfg, rc=1)
+            self.assertEqual((doc["outcome"], doc["refused"]), ("pattern", True), doc)
+            self.assertIn("(lock:*)", doc["message"])
+            self.assertTrue(doc["hint"], doc)
+        stats = c.info("commandstats")
+        self.assertFalse({"cmdstat_evalsha", "cmdstat_eval", "cmdstat_type",
+                          "cmdstat_auth"} & set(stats), stats)
+        self.assertEqual(c.get("other:key"), b"x")
+        self.assertEqual(c.pttl("other:key"), -1)
+        self.assertEqual(c.exists("lockwatch:audit"), 0)
+        # show may read any key it is let read; one it is not is outside the
+        # patterns, not an ACL to widen
+        p = lt.run(["show", "other:key"], cfg, env=dict(os.environ, COLUMNS="200"))
+        err = p.stderr.decode()
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("matches none of the target's patterns (lock:*)", err)
+        self.assertNotIn("give the Redis user", err)
+        self.assertNotIn("hint: ", err)
+        doc = lt.run_json(self, ["show", "other:key"], cfg, rc=1)
+        self.assertIn("none of the target's patterns", doc["error"], doc)
+        self.assertNotIn("permission", doc["hint"], doc)
+        # a key inside the patterns reads as ever
+        c.set("lock:in:1", "tok")
+        self.assertEqual(lt.run(["show", "lock:in:1"], cfg).returncode, 0)
 
 if __name__ == "__main__":
     h.main()
