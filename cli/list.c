@@ -350,15 +350,14 @@ print_table(struct list_run *lr, size_t count, const char *state)
     table_init(&t, list_table_cols, list_table_ncols);
     for (i = 0; i < count; i++) {
         const struct cli_lock *l = &lr->keep[i];
-        char holder[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 32], holds[24], ttl[24], age[24];
+        char holder[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 35], holds[24], ttl[24], age[24];
         char states[64];
         size_t hlen = 0;
         const char *cells[7];
         size_t lens[7];
 
         if (l->view.nholders > 0) {
-            hlen = out_holder(l->view.holders[0].id, l->view.holders[0].idlen, holder,
-                              sizeof(holder) - 32);
+            hlen = out_holder_shown(&l->view.holders[0], holder, sizeof(holder) - 32);
             if (l->view.holders_total > 1)
                 hlen += (size_t)snprintf(holder + hlen, sizeof(holder) - hlen, " (+%zu)",
                                          l->view.holders_total - 1);

@@ -360,7 +360,9 @@ bool inspect_registry(struct lockctl *lc, struct cli_lock *l);
  */
 bool verdict_judge(const struct lockstate_rules *rules, struct cli_lock *l,
                    const struct agent_lock *a, int64_t now_ms);
-/* Does a name l's current holder (the first one, byte for byte)? */
+/* Does a name l's current holder (the first one, byte for byte; one longer
+ * than HOLDER_ID_MAX - 1 bytes by its kept bytes when both cut it, as the
+ * agent's tracker knows it)? */
 bool verdict_same_holder(const struct cli_lock *l, const struct agent_lock *a);
 /*
  * The age of holder (holderlen bytes) the agent knows, for release
@@ -538,6 +540,9 @@ void out_time(int64_t ms, char *buf, size_t len);
  * (what --holder-hex takes).  Returns the length written. */
 #define OUT_HOLDER_MAX(n) (2 * (n) + 5)
 size_t out_holder(const char *id, size_t n, char *buf, size_t cap);
+/* out_holder() of a holder read, "…" after it when the read kept only its
+ * first HOLDER_ID_MAX - 1 bytes (id_truncated); buf: OUT_HOLDER_MAX(n) + 3. */
+size_t out_holder_shown(const struct lock_holder *h, char *buf, size_t cap);
 /* Decode a --escaped argument (percent-encoding) into a malloc'd buffer.
  * NULL when malformed. */
 char *out_unescape(const char *s, size_t *len);

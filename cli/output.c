@@ -201,3 +201,18 @@ out_holder(const char *id, size_t n, char *buf, size_t cap)
     buf[o] = '\0';
     return o;
 }
+
+size_t
+out_holder_shown(const struct lock_holder *h, char *buf, size_t cap)
+{
+    size_t o;
+
+    if (cap < 4)
+        return out_holder(h->id, h->idlen, buf, cap);
+    o = out_holder(h->id, h->idlen, buf, cap - 3);
+    if (h->id_truncated) {      /* "…": the read kept only its first bytes */
+        memcpy(buf + o, "\xe2\x80\xa6", 4);
+        o += 3;
+    }
+    return o;
+}

@@ -261,14 +261,13 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
     if (not_a_lock(lc, l, buf, sizeof(buf))) {
         /* a helper or excluded key: what it holds, and none of a lock's
          * rows (a format, a state, holders), which would contradict it */
-        char id[OUT_HOLDER_MAX(HOLDER_ID_MAX)];
+        char id[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 3];
 
         rc |= row(t, "patterns", buf, strlen(buf));
         out_ttl(l->pttl_ms, a, sizeof(a));
         rc |= row(t, "ttl", a, strlen(a));
         if (l->view.nholders > 0)
-            rc |= row(t, "value", id, out_holder(l->view.holders[0].id,
-                                                 l->view.holders[0].idlen, id, sizeof(id)));
+            rc |= row(t, "value", id, out_holder_shown(&l->view.holders[0], id, sizeof(id)));
         return rc;
     }
     snprintf(buf, sizeof(buf), "%s", inpat
@@ -314,10 +313,10 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
     }
     for (i = 0; i < l->view.nholders; i++) {
         const struct lock_holder *h = &l->view.holders[i];
-        char field[32], id[OUT_HOLDER_MAX(HOLDER_ID_MAX)];
+        char field[32], id[OUT_HOLDER_MAX(HOLDER_ID_MAX) + 3];
 
         snprintf(field, sizeof(field), "holder%s", l->view.nholders > 1 ? "s" : "");
-        rc |= row(t, i == 0 ? field : "", id, out_holder(h->id, h->idlen, id, sizeof(id)));
+        rc |= row(t, i == 0 ? field : "", id, out_holder_shown(h, id, sizeof(id)));
         snprintf(buf, sizeof(buf), "%ld", h->count);
         rc |= row(t, "  holds", buf, strlen(buf));
     }
@@ -471,6 +470,29 @@ show_json(const struct lockctl *lc, const struct cli_lock *l, const struct waiti
 #define SHOW_RELEASE_MAX 3      /* holders given their own release line */
 
 /*
+ * A holder longer than the read keeps (HOLDER_ID_MAX - 1 bytes, shown
+ * with "…") has no release line, which needs the whole id: where to read
+ * it whole, and how to give it.  The key is named when it is short
+ * printable ASCII (a word to paste), else as KEY.
+ */
+static void
+cut_holder_next(const struct lockctl *lc, const struct cli_lock *l, size_t i)
+{
+    const char *read = l->type == RAW_HASH ? "HKEYS" : l->type == RAW_ZSET ? "ZRANGE" : "GET";
+    bool word = l->keylen > 0 && l->keylen <= 120;
+
+    for (size_t k = 0; word && k < l->keylen; k++)
+        word = l->key[k] > ' ' && l->key[k] < 0x7f && l->key[k] != '\'' &&
+            l->key[k] != '"' && l->key[k] != '\\';
+    table_line(stdout, lockctl_width(lc), "no release command for holder %zu: its id is longer "
+               "than the %d bytes lockctl reads (shown cut, ending in \xe2\x80\xa6); read it "
+               "whole with redis-cli %s %s%s (as the target's user), then release it with "
+               "--holder and the whole id, or --holder-hex and its bytes in hex (the release "
+               "checks the whole id)", i + 1, HOLDER_ID_MAX - 1, read,
+               word ? l->key : "KEY", l->type == RAW_ZSET ? " 0 -1" : "");
+}
+
+/*
  * The release command for each holder (the first SHOW_RELEASE_MAX), to
  * paste as it stands (pasteline.c), or why there is none.  Always the
  * last lines of show's human output.
@@ -504,8 +526,7 @@ release_lines(const struct lockctl *lc, const struct cli_lock *l, bool inpat)
         bool stop;
 
         if (h->id_truncated) {
-            table_line(stdout, width, "no release command for holder %zu: its id is longer "
-                       "than lockctl reads", i + 1);
+            cut_holder_next(lc, l, i);
             continue;
         }
         paste_init(&pl, lc, "release");

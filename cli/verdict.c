@@ -33,7 +33,12 @@ verdict_same_holder(const struct cli_lock *l, const struct agent_lock *a)
     if (a->holder == NULL)
         return false;
     h = &l->view.holders[0];
-    return !h->id_truncated && h->idlen == a->holderlen &&
+    /* a holder longer than HOLDER_ID_MAX - 1 bytes is kept cut, by lockctl
+     * and by the agent alike, whose tracker knows a holder by those bytes:
+     * cut both and equal is the holder the agent saw, by its own rule (so
+     * list, show and release judge it as the agent does); cut on one side
+     * only is another holder */
+    return h->id_truncated == a->holder_cut && h->idlen == a->holderlen &&
         memcmp(h->id, a->holder, a->holderlen) == 0;
 }
 

@@ -11,7 +11,12 @@
   before any Redis call (`pattern`, exit 1, naming the patterns), not sent
   to Redis to be refused NOPERM (exit 3) with advice to widen the ACL; show
   of such a key the Redis user may not read says it is outside the
-  patterns (exit 1), without that advice.
+  patterns (exit 1), without that advice;
+- a holder longer than the 159 bytes lockctl and the agent keep: show marks
+  the cut ("…") and says how to read it whole; list, show and release
+  --if-leaked judge it as the agent does (its tracker knows a holder by the
+  kept bytes): leaked with the agent's times, leaked? without the agent,
+  where release --if-leaked then refuses (before: would_release).
 """
 
 import os
@@ -91,6 +96,51 @@ class LockctlOncall(h.TestCase):
         # a key inside the patterns reads as ever
         c.set("lock:in:1", "tok")
         self.assertEqual(lt.run(["show", "lock:in:1"], cfg).returncode, 0)
+
+    def test_a_long_holder_is_judged_as_the_agent_judges_it(self):
+        rs = self.start_redis()
+        c = rs.client()
+        holder = "h" * 200 + "-" + "t" * 299          # 500 bytes
+        c.set("lock:long:1", holder)                  # no TTL: leaked
+        ag = self.start_agent(rs, scan_interval="300ms", leak_grace="1s", max_hold="1h")
+        ag.wait_for(lambda: ag.get_json("/api/v1/locks?state=leaked")[1]["count"] == 1,
+                    timeout=30, desc="the agent calls lock:long:1 leaked")
+        cfg = ag.config_path
+        doc = lt.run_json(self, ["list", "--state", "leaked"], cfg)
+        self.assertEqual(len(doc["locks"]), 1, doc)
+        lock = doc["locks"][0]
+        self.assertIn("leaked", lock["states"], lock)
+        self.assertEqual(lock["age_source"], "agent", lock)
+        self.assertFalse(lock["leak_unknown"], lock)
+        self.assertTrue(lock["holders"][0]["id_truncated"], lock)
+        self.assertEqual(doc["agent"]["judged"], 1, doc["agent"])
+        doc = lt.run_json(self, ["show", "lock:long:1"], cfg)
+        self.assertEqual((doc["age_source"], doc["states"]), ("agent", ["held", "leaked"]), doc)
+        p = lt.run(["show", "lock:long:1"], cfg, env=dict(os.environ, COLUMNS="400"))
+        out = " ".join(p.stdout.decode().split())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("h" * 159 + "\u2026", out)
+        self.assertIn("no release command for holder 1: its id is longer than the 159 bytes "
+                      "lockctl reads", out)
+        self.assertIn("redis-cli GET lock:long:1", out)
+        self.assertIn("--holder-hex", out)
+        p = lt.run(["list", "-o", "wide"], cfg)
+        self.assertIn(("h" * 159 + "\u2026").encode(), p.stdout)
+        doc = lt.run_json(self, ["release", "lock:long:1", "--holder", holder, "--if-leaked",
+                                 "--dry-run"], cfg)
+        self.assertEqual(doc["outcome"], "would_release", doc)
+        # without the agent: leaked? (no TTL for how long is unknown) in list,
+        # and the same verdict for release --if-leaked, refused before the script
+        doc = lt.run_json(self, ["--agent", "off", "list", "--state", "leaked"], cfg)
+        self.assertTrue(doc["locks"][0]["leak_unknown"], doc)
+        doc = lt.run_json(self, ["--agent", "off", "release", "lock:long:1", "--holder", holder,
+                                 "--if-leaked", "--dry-run"], cfg, rc=1)
+        self.assertEqual(doc["outcome"], "not_leaked", doc)
+        # another holder with the same first 159 bytes is still refused by the script
+        doc = lt.run_json(self, ["release", "lock:long:1", "--holder", holder[:-1] + "x",
+                                 "--dry-run"], cfg, rc=1)
+        self.assertEqual(doc["outcome"], "holder_changed", doc)
+        self.assertEqual(c.get("lock:long:1"), holder.encode())
 
 if __name__ == "__main__":
     h.main()

@@ -143,6 +143,38 @@ test_other_holder_falls_back(void **state)
     assert_false(verdict_same_holder(&l, &a));
 }
 
+/* A holder longer than lockctl and the agent keep: both cut it alike, and
+ * the agent's tracker knows it by the kept bytes, so those equal are the
+ * holder it saw (its leak is lockctl's too); cut on one side only is not. */
+static void
+test_cut_holder_is_the_agents(void **state)
+{
+    char kept[HOLDER_ID_MAX];
+    struct cli_lock l;
+    struct agent_lock a;
+
+    (void)state;
+    memset(kept, 'h', HOLDER_ID_MAX - 1);
+    kept[HOLDER_ID_MAX - 1] = '\0';
+    l = read_lock(kept, -1, 0);
+    l.view.holders[0].id_truncated = true;
+    a = agent_says(kept, NOW - 600000, NOW - 600000);
+    assert_false(verdict_same_holder(&l, &a));  /* the agent's id whole: another */
+    a.holder_cut = true;
+    assert_true(verdict_same_holder(&l, &a));
+    assert_true(verdict_judge(&rules, &l, &a, NOW));
+    assert_true(l.states & LOCK_LEAKED);
+    assert_false(l.leak_unknown);
+    assert_string_equal(l.age_source, "agent");
+    l.view.holders[0].id_truncated = false;     /* lockctl's whole, the agent's cut */
+    assert_false(verdict_same_holder(&l, &a));
+    l.view.holders[0].id_truncated = true;
+    l.view.holders[0].id[5] = 'x';              /* cut alike, other bytes */
+    assert_false(verdict_same_holder(&l, &a));
+    /* the guard's age stays whole ids only, as the agent's own release */
+    assert_int_equal(verdict_agent_age(&a, kept, HOLDER_ID_MAX - 1), 0);
+}
+
 /* release --if-older-than: the agent's age counts for the holder it was
  * measured for, as that lock's only holder, from a fresh scan. */
 static void
@@ -404,6 +436,7 @@ main(void)
         cmocka_unit_test(test_nottl_since_not_first_seen),
         cmocka_unit_test(test_lost_ttl_since_the_scan),
         cmocka_unit_test(test_other_holder_falls_back),
+        cmocka_unit_test(test_cut_holder_is_the_agents),
         cmocka_unit_test(test_agent_age_for_the_guard),
         cmocka_unit_test(test_age_from),
         cmocka_unit_test(test_fallback_bounds),
