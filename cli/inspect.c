@@ -550,6 +550,8 @@ cli_lock_json(const struct lockctl *lc, const struct cli_lock *l)
     json_object_set_new(o, "thread", l->view.thread >= 0 ? json_integer(l->view.thread)
                         : json_null());
     json_object_set_new(o, "acquired_at", lockjson_time(l->view.acquired_ms));
+    json_object_set_new(o, "acquired_source", l->view.acquired_ms <= 0 ? json_null() :
+                        json_string(l->acquired_registry ? "registry" : "value"));
     if (l->value_truncated)
         json_object_set_new(o, "value_truncated", json_true());
     return o;

@@ -179,6 +179,7 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
     const char **kp = NULL;
     size_t *kl = NULL, n = 0, i;
     struct cli_lock *locks = NULL;
+    bool *filled = NULL;
     int rc = -1;
 
     kp = calloc(keys->elements ? keys->elements : 1, sizeof(*kp));
@@ -213,14 +214,22 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
     }
     if ((locks = calloc(n, sizeof(*locks))) == NULL)
         goto oom;
+    if ((filled = calloc(n, sizeof(*filled))) == NULL)
+        goto oom;
+    /* show's facts: a liblockwatch holder's registry (host, pid, when) */
     if (inspect_keys(lr->lc, kp, kl, n, clock_now_ms(), locks, err, errlen) == -1)
         goto out;
+    if (inspect_registries(lr->lc, locks, n, filled, err, errlen) == -1) {
+        for (i = 0; i < n; i++)
+            cli_lock_release(&locks[i]);    /* read, none offered yet */
+        goto out;
+    }
     for (i = 0; i < n; i++) {
         bool agent = false;
 
-        if (locks[i].type != RAW_NONE && lr->av.answered)
-            agent = verdict_judge(lr->rules, &locks[i],
-                                  agent_find(&lr->av, locks[i].key, locks[i].keylen),
+        if (locks[i].type != RAW_NONE && (lr->av.answered || filled[i]))
+            agent = verdict_judge(lr->rules, &locks[i], lr->av.answered ?
+                                  agent_find(&lr->av, locks[i].key, locks[i].keylen) : NULL,
                                   clock_now_ms());
         if (locks[i].type == RAW_NONE || !verdict_selected(&locks[i], lr->mask) ||
             formats_helper(locks[i].key, locks[i].keylen, locks[i].type, NULL) != HELPER_NONE) {
@@ -241,6 +250,7 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
 oom:
     snprintf(err, errlen, "out of memory");
 out:
+    free(filled);
     free(locks);
     free(kp);
     free(kl);

@@ -184,6 +184,8 @@ struct cli_lock {
     struct lock_view view;
     bool value_truncated;
     char cls[CLASS_NAME_MAX];
+    bool acquired_registry;     /* view.acquired_ms is the client registry's
+                                 * (registry.c), not the value's */
     int64_t age_ms;
     const char *age_source;     /* "agent", "idletime", "acquired" or "unknown" */
     bool age_lower_bound;       /* age_ms is only "at least" (from IDLETIME,
@@ -346,6 +348,13 @@ json_t *agent_json(const struct agent_view *av, uint64_t from_agent);
  * registry (lockwatch:client:{<uuid>}), as the agent's scanner reads them.
  * True when it filled any; a registry missing or unreadable is no error. */
 bool inspect_registry(struct lockctl *lc, struct cli_lock *l);
+/* The same for list, for n locks read on lc's connection: one pipelined
+ * HMGET per registry row (as the agent's scanner reads them), filled[i]
+ * true when lock i got any.  In a cluster a registry another primary
+ * serves stays unknown (MOVED).  0, or -1 with err set when the
+ * connection failed. */
+int inspect_registries(struct lockctl *lc, struct cli_lock *locks, size_t n, bool *filled,
+                       char *err, size_t errlen);
 
 /* ---- verdict.c --------------------------------------------------------------- */
 
@@ -393,8 +402,8 @@ bool verdict_age_unknown(const struct cli_lock *l);
  * "unknown" when verdict_age_unknown(). */
 void verdict_age(const struct cli_lock *l, char *buf, size_t len);
 /* Where l's age comes from, for people: "the agent", "the acquisition
- * time in the value", "OBJECT IDLETIME, a lower bound", or "nothing: ..."
- * saying why. */
+ * time in the value", "the acquisition time in the client registry",
+ * "OBJECT IDLETIME, a lower bound", or "nothing: ..." saying why. */
 const char *verdict_age_from(const struct cli_lock *l);
 
 /* ---- commands ---------------------------------------------------------------- */

@@ -38,7 +38,9 @@ static const struct command {
       "  --limit N       show at most N locks (1..10000, default 100)\n"
       "Ages and no-TTL times come from the agent when it answers (age_source: agent);\n"
       "else from OBJECT IDLETIME (a lower bound, shown \">= 12s\") or the acquisition\n"
-      "time the format encodes; one under a second says nothing and reads \"unknown\".\n"
+      "time the format encodes or the client registry gives (liblockwatch's reentrant\n"
+      "locks: lockwatch:client:{uuid}, as show reads it); one under a second says\n"
+      "nothing and reads \"unknown\".\n"
       "States follow the config's [rules]; STATE shows every state of a lock.\n" },
     { "show", cmd_show, "show KEY [--escaped]",
       "Show one lock: format, holders (the exact --holder a release needs), TTL, age\n"

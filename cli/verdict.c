@@ -179,7 +179,8 @@ verdict_age_from(const struct cli_lock *l)
     if (l->first_seen_ms > 0)
         return "the agent";
     if (l->age_source != NULL && strcmp(l->age_source, "acquired") == 0)
-        return "the acquisition time in the value";
+        return l->acquired_registry ? "the acquisition time in the client registry"
+            : "the acquisition time in the value";
     if (l->age_source != NULL && strcmp(l->age_source, "idletime") == 0)
         return "OBJECT IDLETIME, a lower bound";
     return l->idle_shared ? "nothing: a shared integer's IDLETIME is not the key's"

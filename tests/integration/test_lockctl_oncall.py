@@ -16,10 +16,15 @@
   the cut ("…") and says how to read it whole; list, show and release
   --if-leaked judge it as the agent does (its tracker knows a holder by the
   kept bytes): leaked with the agent's times, leaked? without the agent,
-  where release --if-leaked then refuses (before: would_release).
+  where release --if-leaked then refuses (before: would_release);
+- with the agent down, list and show agree on a liblockwatch reentrant
+  lock: list reads the client registry (lockwatch:client:{<uuid>}) as show
+  does, so its age is the registry's acquisition time and `list --state
+  long` has it; show says that time is the registry's, not the value's.
 """
 
 import os
+import time
 
 import harness as h
 import test_lockctl as lt
@@ -141,6 +146,46 @@ class LockctlOncall(h.TestCase):
                                  "--dry-run"], cfg, rc=1)
         self.assertEqual(doc["outcome"], "holder_changed", doc)
         self.assertEqual(c.get("lock:long:1"), holder.encode())
+
+    def test_list_reads_the_client_registry_as_show_does(self):
+        rs = self.start_redis()
+        c = rs.client()
+        uuid = "5f0c2b9e-8d1a-4c3e-9b7f-2a6d4e8c1f30"
+        key = "lock:report:monthly-close"
+        at = int(time.time() * 1000) - 3 * 3600 * 1000        # taken 3 h ago
+        c.hset(key, uuid + ":42", "20")
+        c.pexpire(key, 600000)
+        c.hset("lockwatch:client:{%s}" % uuid, mapping={
+            "host": "batch-1", "pid": "4242", "at:42:%s" % key: str(at)})
+        c.set("lock:plain:1", "tok", px=600000)
+        cfg = lt.write_config(rs, max_hold="1h", max_reentrancy=16)
+        agent_off = ["--agent", "off"]
+        doc = lt.run_json(self, agent_off + ["list", "--state", "long"], cfg)
+        self.assertEqual([l["key"] for l in doc["locks"]], [key], doc)
+        lock = doc["locks"][0]
+        self.assertEqual(lock["states"], ["held", "long", "reentrant_high"], lock)
+        self.assertEqual((lock["age_source"], lock["acquired_source"]),
+                         ("acquired", "registry"), lock)
+        self.assertEqual((lock["host"], lock["pid"]), ("batch-1", 4242), lock)
+        self.assertGreaterEqual(lock["age_seconds"], 3 * 3600 - 5, lock)
+        shown = lt.run_json(self, agent_off + ["show", key], cfg)
+        self.assertEqual((shown["states"], shown["acquired_at"], shown["acquired_source"]),
+                         (lock["states"], lock["acquired_at"], "registry"), shown)
+        p = lt.run(agent_off + ["list"], cfg, env=dict(os.environ, COLUMNS="200"))
+        row = [ln for ln in p.stdout.decode().splitlines() if ln.startswith(key)]
+        self.assertTrue(row and "3h00m" in row[0] and "long, reentrant_high" in row[0],
+                        p.stdout)
+        p = lt.run(agent_off + ["show", key], cfg, env=dict(os.environ, COLUMNS="200"))
+        out = p.stdout.decode()
+        self.assertRegex(out, r"(?m)^age +3h00m \(from the acquisition time in the client "
+                         r"registry\)$")
+        self.assertNotIn("in the value", out)
+        # a plain lock's own acquisition time (an lw1 token) is still the value's
+        tok = "lw1:web-3:4211:4230:%d:9f86d081884c7d65" % (at + 3600 * 1000)
+        c.set("lock:lw1:1", tok, px=600000)
+        doc = lt.run_json(self, agent_off + ["show", "lock:lw1:1"], cfg)
+        self.assertEqual(doc["acquired_source"], "value", doc)
+
 
 if __name__ == "__main__":
     h.main()
