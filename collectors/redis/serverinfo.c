@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "collectors/redis/conn.h"
+#include "common/clock.h"
 
 const char *const serverinfo_flush_prefixes[3] = {
     "cmdstat_flushdb:calls=", "cmdstat_flushall:calls=", "cmdstat_swapdb:calls=",
@@ -107,6 +108,15 @@ serverinfo_resynced(const char *was_replid, bool was_replica, const char *now_re
            (was_replica || now_replica || promoted_from_another);
 }
 
+bool
+serverinfo_loaded_nothing(const char *text, size_t len)
+{
+    return serverinfo_number(text, len, "rdb_last_load_keys_loaded:", -1) == 0 &&
+           serverinfo_number(text, len, "aof_enabled:", -1) == 0 &&
+           serverinfo_number(text, len, "loading:", -1) == 0 &&
+           serverinfo_number(text, len, "async_loading:", 0) == 0;
+}
+
 void
 serverinfo_run_id(const char *text, size_t len, char *out, size_t size)
 {
@@ -142,6 +152,7 @@ serverinfo_read(redisContext *c, const struct target_conf *node, struct server_i
                 char *err, size_t errlen)
 {
     redisReply *r;
+    long long uptime;
     size_t i;
     int rc;
 
@@ -149,6 +160,11 @@ serverinfo_read(redisContext *c, const struct target_conf *node, struct server_i
     if ((rc = serverinfo_section(c, node, "server", &r, err, errlen)) != 1)
         return rc;
     serverinfo_run_id(r->str, r->len, id->run_id, sizeof(id->run_id));
+    uptime = serverinfo_number(r->str, r->len, "uptime_in_seconds:", -1);
+    /* seconds, cut: the start is up to 1 s earlier; the later bound errs
+     * towards a younger lock */
+    if (uptime >= 0 && uptime < 100LL * 365 * 86400)
+        id->started_ms = clock_now_ms() - uptime * 1000;
     freeReplyObject(r);
     if ((rc = serverinfo_section(c, node, "replication", &r, err, errlen)) != 1)
         return rc;

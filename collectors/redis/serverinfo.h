@@ -19,6 +19,12 @@
  * run out.  So a read of such a node proves nothing, and the scanner and
  * follow mode say so (serverinfo_link_down()).
  *
+ * A fourth: when the server started (INFO server's uptime_in_seconds, at
+ * every pass) and, asked only once a restart is seen (the scanner's
+ * collectors/scan/reborn.c), whether it loaded any data at its start
+ * (INFO persistence, serverinfo_loaded_nothing()): a lock on a server
+ * that loaded nothing cannot be older than its start.
+ *
  * An ACL that denies INFO leaves the identity unknown (have = false):
  * nothing is compared then, and nothing is claimed.
  */
@@ -27,6 +33,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <hiredis.h>
 
 #include "conf/config.h"
@@ -86,6 +93,17 @@ void serverinfo_link_why(const char *node, long long down_s, bool timed, char *o
 bool serverinfo_resynced(const char *was_replid, bool was_replica, const char *now_replid,
                          const char *now_replid2, bool now_replica);
 
+/*
+ * Does this INFO persistence text say the server holds only what was
+ * written to it since it started: nothing loaded from an RDB (at its
+ * start, or at its last full sync as a replica: rdb_last_load_keys_loaded
+ * is 0), no AOF (aof_enabled 0: an AOF without an RDB preamble loads keys
+ * that rdb_last_load_keys_loaded does not count), and not loading now?
+ * A text without those fields (a Redis before 7.0 has no
+ * rdb_last_load_keys_loaded) says nothing: false.  Pure.
+ */
+bool serverinfo_loaded_nothing(const char *text, size_t len);
+
 /* The commandstats prefix of INFO's own calls: they only grow between two
  * readings (each reading is one), unless the statistics were reset. */
 #define SERVERINFO_INFO_CALLS   "cmdstat_info:calls="
@@ -105,10 +123,14 @@ struct server_id {
     long long link_down_s;                  /* for so long; -1 unknown */
     long long flushes;
     long long info_calls;
+    int64_t started_ms;                     /* Unix ms the server started, by
+                                             * this agent's clock: the read's
+                                             * time less uptime_in_seconds (the
+                                             * latest it can be); 0 unknown */
 };
 
 /* INFO server, INFO replication and INFO commandstats on c (to node): 1
- * with *id filled, 0 when the server refuses them (id->have false), -1
+ * with *id filled (started_ms from the time INFO server answered), 0 when the server refuses them (id->have false), -1
  * when the connection failed (err). */
 int serverinfo_read(redisContext *c, const struct target_conf *node, struct server_id *id,
                     char *err, size_t errlen);

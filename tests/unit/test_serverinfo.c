@@ -3,7 +3,8 @@
  * test_serverinfo.c - what INFO replication says about a node's data
  * (collectors/redis/serverinfo.h): a primary, a replica in sync, a
  * replica whose link to its primary is down (for a while, or since it
- * started), and the sentence that says so.
+ * started), and the sentence that says so; and what INFO persistence
+ * says of the data a server loaded at its start.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -83,12 +84,50 @@ link_down_said(void **state)
     assert_string_equal(why, "127.0.0.1");
 }
 
+/* INFO persistence of Redis 7.0.15 (trimmed), as read from the installed
+ * redis-server: started empty (save "", appendonly no); started on an RDB
+ * of 2 keys (a replica's full sync reads the same); with an AOF (no RDB
+ * preamble: the keys it replayed are not counted); loading; and Redis 6.2,
+ * which has no rdb_last_load_keys_loaded. */
+static const char empty_start[] =
+    "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\n"
+    "rdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:0\r\n"
+    "aof_rewrite_in_progress:0\r\n";
+static const char rdb_start[] =
+    "# Persistence\r\nloading:0\r\nasync_loading:0\r\n"
+    "rdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:2\r\naof_enabled:0\r\n";
+static const char aof_start[] =
+    "# Persistence\r\nloading:0\r\nasync_loading:0\r\n"
+    "rdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:1\r\n";
+static const char loading_now[] =
+    "# Persistence\r\nloading:1\r\nasync_loading:0\r\n"
+    "rdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:0\r\n";
+static const char redis62[] =
+    "# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:0\r\n"
+    "rdb_bgsave_in_progress:0\r\naof_enabled:0\r\n";
+
+static void
+loaded_nothing_read(void **state)
+{
+    (void)state;
+    assert_true(serverinfo_loaded_nothing(empty_start, strlen(empty_start)));
+    assert_false(serverinfo_loaded_nothing(rdb_start, strlen(rdb_start)));
+    assert_false(serverinfo_loaded_nothing(aof_start, strlen(aof_start)));
+    assert_false(serverinfo_loaded_nothing(loading_now, strlen(loading_now)));
+    assert_false(serverinfo_loaded_nothing(redis62, strlen(redis62)));
+    assert_false(serverinfo_loaded_nothing("", 0));
+    /* a server's start: uptime_in_seconds, as INFO server writes it */
+    assert_int_equal(serverinfo_number("# Server\r\nrun_id:ab\r\nuptime_in_seconds:7\r\n"
+                                       "uptime_in_days:0\r\n", 60, "uptime_in_seconds:", -1), 7);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(link_down_read),
         cmocka_unit_test(link_down_said),
+        cmocka_unit_test(loaded_nothing_read),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
