@@ -199,14 +199,14 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
         goto out;
     lease_of(r, k, raw, &view, &ls);
     ls.row = lease_row_of(r, ci, class_set_name(r->classes, (size_t)ci));
-    if (tracker_visit(r->sc->tracker, kh, hh, nh, r->sc->pass,
-                      seen_ms, start_age, raw->pttl >= 0, &ls, &tr) == -1)
+    if (tracker_visit_born(r->sc->tracker, kh, hh, nh, r->sc->pass, seen_ms, start_age,
+                           k->born_ms, raw->pttl >= 0, &ls, &tr) == -1)
         goto out;
     /* a guessed value's time, believed when the holder came after the
      * last pass that saw the key without it */
     if (src.claimed_ms > 0 && tr.first_seen_ms >= r->sc->looked_ms &&
         (believed = lockfacts_corroborate(src.claimed_ms, r->sc->looked_ms, seen_ms)) > 0 &&
-        tracker_backdate(r->sc->tracker, kh, believed, &tr) == 0)
+        tracker_backdate(r->sc->tracker, kh, believed, k->born_ms, &tr) == 0)
         l.acquired_ms = believed;
     if (r->keeping && r->sc->hooks.keep(r->sc->hooks_arg, k, raw, hlen, seen_ms) == -1)
         goto out;

@@ -39,6 +39,7 @@ struct reg_lock {
     const char *tid;
     size_t tidlen;
     int exists;
+    int64_t born_ms;            /* the lock's node's empty start (reborn.c) */
 };
 
 static int
@@ -118,7 +119,8 @@ apply_registry(struct run *r, struct reg_lock *rl, redisReply *rep)
     if (parse_decimal(rep->element[2], FORMATS_TIME_MAX_MS - 1, &at) &&
         at >= FORMATS_TIME_MIN_MS) {
         l->acquired_ms = at;
-        if (tracker_backdate(r->sc->tracker, keyhash(l->key, l->key_len), at, &tr) == 0) {
+        if (tracker_backdate(r->sc->tracker, keyhash(l->key, l->key_len), at, rl->born_ms,
+                             &tr) == 0) {
             snapshot_restate(s, l, record_states(r, l, tr.first_seen_ms, tr.nottl_since_ms),
                              tr.first_seen_ms, r->now_ms);
             l->nottl_since_ms = tr.nottl_since_ms;
@@ -235,6 +237,7 @@ registry_lookup(struct run *r, struct stream *streams, size_t nstreams,
             continue;
         rl[n].lock = (uint32_t)i;
         rl[n].stream = 0;
+        rl[n].born_ms = reborn_of(streams, nstreams, topo, l->key, l->key_len);
         if (topo != NULL) {
             char key[sizeof("lockwatch:client:{}") + UUID_LEN];
             unsigned slot;

@@ -216,8 +216,8 @@ stream_connect(struct stream *s)
     return rc;
 }
 
-/* Which server the stream reads (serverinfo.h), before its first key: a
- * refused INFO leaves it unknown; -1 when the connection failed, or when
+/* Which server the stream reads (serverinfo.h), and whether it restarted
+ * empty (reborn.c), before its first key: a refused INFO leaves it unknown; -1 when the connection failed, or when
  * the node is a replica whose link to its primary is down (s->err says
  * so; the connection is fine): what it holds is the data of when the link
  * broke, and a pass over it would pass that off as the current view.  The
@@ -240,6 +240,11 @@ stream_identify(struct stream *s)
     if (rc == 1 && s->server.link_down) {
         snprintf(addr, sizeof(addr), "%s:%d", s->host, s->port);
         serverinfo_link_why(addr, s->server.link_down_s, false, s->err, sizeof(s->err));
+        return -1;
+    }
+    /* a restart that left it empty: no lock there is older (reborn.c) */
+    if (rc == 1 && reborn_check(s) == -1) {
+        s->conn_lost = true;
         return -1;
     }
     return 0;

@@ -16,6 +16,7 @@
  *   waiters.c   the waiters of each kept lock (fair queues, PUBSUB NUMSUB)
  *   tracker.c   first-seen times across scans (tracker.h)
  *   carry.c     a failed cluster shard's last-known locks
+ *   reborn.c    a node that restarted empty: no lock older than its start
  *
  * scanrun.h is what a layer above drives (follow mode, collectors/follow/):
  * the per-key step, the hooks a full scan calls, re-reads and replays.
@@ -188,6 +189,8 @@ struct stream {
     char err[256];
     double duration_s;
     struct server_id server;  /* the node's identity, read once connected */
+    int64_t born_ms;            /* its start when it restarted empty since
+                                 * the view before (reborn.c); 0 not so */
 
     /* the pipeline */
     struct batch pool[INFLIGHT_MAX];
@@ -315,6 +318,22 @@ void lost_stamp(struct scanner *sc, struct snapshot *s);
 /* Drop the views before (a reload aimed the target elsewhere: the next
  * server is not a change to compare across).  The last loss stays. */
 void lost_forget(struct scanner *sc);
+
+/* ---- reborn.c ---------------------------------------------------------------- */
+
+/*
+ * Stream s has just read its node's identity (s->server): when the node
+ * restarted since the scanner's last whole view (else its last ok view)
+ * read it (another run_id at the same address) and INFO persistence says
+ * it loaded no data, s->born_ms gets its start (else 0) and it is logged.
+ * 0, or -1 when the connection failed (s->err); a refused INFO is 0.
+ */
+int reborn_check(struct stream *s);
+
+/* The born_ms of the stream that read key (topo NULL: streams[0]); 0
+ * when no stream serves its slot. */
+int64_t reborn_of(const struct stream *streams, size_t nstreams,
+                  const struct cluster_topo *topo, const char *key, size_t keylen);
 
 /* ---- carry.c ----------------------------------------------------------------- */
 

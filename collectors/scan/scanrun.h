@@ -43,6 +43,10 @@ struct scan_key {
     int64_t read_ms;            /* Unix ms it was read; 0: the run's start */
     bool helper;                /* a helper key (formats_helper()): counted
                                  * to its lock, its value not read */
+    int64_t born_ms;            /* Unix ms its node started, having loaded
+                                 * no data, when it restarted since the
+                                 * view before (collectors/scan/reborn.c):
+                                 * no holding there is older; 0 not known */
 };
 
 /* A run of the scanner: a full scan's, or a replay's (opaque here). */

@@ -444,10 +444,15 @@ static int
 key_read(struct stream *s, size_t i, const struct key_meta *m, const struct raw_lock *raw,
          long long hlen)
 {
+    struct scan_key k;
+
     if (m->asking)
         s->cnt.asking_total++;
-    return s->on_key != NULL ? s->on_key(s->on_key_arg, i, &m->k, raw, hlen)
-        : scan_record(s->r, &m->k, raw, hlen, &s->cnt);
+    if (s->on_key != NULL)
+        return s->on_key(s->on_key_arg, i, &m->k, raw, hlen);
+    k = m->k;
+    k.born_ms = s->born_ms;
+    return scan_record(s->r, &k, raw, hlen, &s->cnt);
 }
 
 /* Read the value replies of batch b (sent by append_values) and record

@@ -254,11 +254,11 @@ table_get(struct table *tb, uint64_t hash, int *fresh)
 /*
  * Shared locks: remember when each holder was first seen; return the
  * holder that has been there longest and its first-seen time (holders
- * new in this visit count from now - start_age_ms).
+ * new in this visit, or first seen before born_ms, count from since_ms).
  */
 static int
 visit_holders(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
-              size_t n, uint32_t pass, int64_t since_ms, uint32_t *oldest,
+              size_t n, uint32_t pass, int64_t since_ms, int64_t born_ms, uint32_t *oldest,
               int64_t *oldest_ms)
 {
     struct track_entry *e;
@@ -270,7 +270,8 @@ visit_holders(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
         e = table_get(&t->holders, lease_pair_hash(key_hash, holders[i]), &fresh);
         if (e == NULL)
             return -1;
-        if (fresh) {
+        /* first seen before an empty server's start: of a holding lost */
+        if (fresh || e->first_seen_ms < born_ms) {
             e->holder_hash = holders[i];
             e->first_seen_ms = since_ms;
         }
@@ -319,42 +320,59 @@ tracker_visit(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
               size_t nholders, uint32_t pass, int64_t now_ms, int64_t start_age_ms,
               int has_ttl, const struct track_lease *ls, struct track_result *res)
 {
+    return tracker_visit_born(t, key_hash, holders, nholders, pass, now_ms, start_age_ms, 0,
+                              has_ttl, ls, res);
+}
+
+int
+tracker_visit_born(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
+                   size_t nholders, uint32_t pass, int64_t now_ms, int64_t start_age_ms,
+                   int64_t born_ms, int has_ttl, const struct track_lease *ls,
+                   struct track_result *res)
+{
     struct track_entry *e;
     uint32_t oldest = nholders > 0 ? holders[0] : 0;
     int64_t since, oldest_ms = 0;
-    int fresh;
+    int fresh, anew;
 
     if (start_age_ms < 0)
         start_age_ms = 0;
     since = now_ms - start_age_ms;
+    /* nothing there is older than the empty server's start (which may be
+     * after now_ms, the run's start, by the time it took to ask) */
+    if (born_ms > 0 && since < born_ms)
+        since = born_ms < now_ms ? born_ms : now_ms;
     memset(res, 0, sizeof(*res));
     e = table_get(&t->locks, key_hash, &fresh);
     if (e == NULL)
         return -1;
     if (!fresh && e->pass == pass)
         res->duplicate = 1;
+    /* a new lock, or one first seen before an empty server's start: a
+     * holding that server lost, whoever holds the key now */
+    anew = fresh || (born_ms > 0 && e->first_seen_ms < born_ms);
     if (nholders > 1) {
         if (visit_holders(t, key_hash, holders, nholders, pass,
-                          fresh ? since : now_ms, &oldest, &oldest_ms) == -1)
+                          anew ? since : now_ms, born_ms, &oldest, &oldest_ms) == -1)
             return -1;
         /* a brand-new lock: every holder dates from its start age */
-        if (fresh)
+        if (anew)
             oldest_ms = since;
     }
 
     if (fresh)
         e->row = -1;
-    if (fresh || !holds(holders, nholders, e->holder_hash)) {
+    if (anew || !holds(holders, nholders, e->holder_hash)) {
         /* A new lock, or the timed holder left: the clock restarts with
          * the holder that has been there longest, or back-dated by what
          * Redis or the format says about the new holder's age. */
         if (ls != NULL)
             lease_restart(t, e, ls, fresh);
-        if (!fresh && nholders == 1)
+        if (!anew && nholders == 1)
             oldest_ms = oldest_known(t, key_hash, holders, nholders, &oldest);
         e->holder_hash = oldest;
         res->acquired = 1;
-        e->first_seen_ms = !fresh && oldest_ms > 0 ? oldest_ms : since;
+        e->first_seen_ms = !anew && oldest_ms > 0 ? oldest_ms : since;
         e->nottl_since_ms = has_ttl ? 0 : e->first_seen_ms;
     } else {
         if (!has_ttl && e->nottl_since_ms == 0)
@@ -372,7 +390,7 @@ tracker_visit(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
 }
 
 int
-tracker_backdate(struct tracker *t, uint64_t key_hash, int64_t acquired_ms,
+tracker_backdate(struct tracker *t, uint64_t key_hash, int64_t acquired_ms, int64_t born_ms,
                  struct track_result *res)
 {
     struct track_entry *e = find_slot(t->locks.slots, t->locks.cap, key_hash);
@@ -380,7 +398,7 @@ tracker_backdate(struct tracker *t, uint64_t key_hash, int64_t acquired_ms,
     memset(res, 0, sizeof(*res));
     if (e->key_hash == 0)
         return -1;
-    if (acquired_ms > 0 && acquired_ms < e->first_seen_ms) {
+    if (acquired_ms > 0 && acquired_ms < e->first_seen_ms && acquired_ms >= born_ms) {
         if (e->nottl_since_ms == e->first_seen_ms)
             e->nottl_since_ms = acquired_ms;
         e->first_seen_ms = acquired_ms;

@@ -98,13 +98,32 @@ int tracker_visit(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
                   int has_ttl, const struct track_lease *ls, struct track_result *res);
 
 /*
+ * tracker_visit() of a key whose server started at born_ms having loaded
+ * no data (collectors/scan/reborn.c; 0: not known so, as tracker_visit()):
+ * no holding there is older than that start.  An entry first seen before
+ * it is of a holding the server lost (it restarted empty since), not of
+ * the one there now, even under the same holder: the clock restarts as
+ * for a new holder (res->acquired; its start age back-dates it, never to
+ * before born_ms), the holders of a shared lock too.  Not to born_ms
+ * itself: the lock may have been taken any time since, and an age too
+ * high fires false leak alerts and lets a guarded release take a fresh
+ * lock, where one too low only delays an alert.
+ */
+int tracker_visit_born(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
+                       size_t nholders, uint32_t pass, int64_t now_ms, int64_t start_age_ms,
+                       int64_t born_ms, int has_ttl, const struct track_lease *ls,
+                       struct track_result *res);
+
+/*
  * The current holder is known to have taken the lock at acquired_ms (from
  * a source read after the visit, such as the client registry): move its
- * first-seen time back to that if it is earlier.  Returns 0 with the
+ * first-seen time back to that if it is earlier, unless it is before
+ * born_ms (tracker_visit_born(); 0: no bound): a claim older than an
+ * empty server's start is not of the holding it has.  Returns 0 with the
  * times now in force in *res; -1 when the key is not tracked.
  */
 int tracker_backdate(struct tracker *t, uint64_t key_hash, int64_t acquired_ms,
-                     struct track_result *res);
+                     int64_t born_ms, struct track_result *res);
 
 /* Has the key already been visited in this pass?  (Cheap SCAN dedupe.) */
 int tracker_seen(const struct tracker *t, uint64_t key_hash, uint32_t pass);

@@ -277,6 +277,57 @@ names_are_bounded(void **state)
     tracker_free(t);
 }
 
+/* an empty server's restart: a holder first seen before its start is not
+ * the one there now, even under the same hash; one first seen after keeps
+ * its time; a new key is never dated before the start; a shared lock's
+ * holders restart too; a back-dating claim older than the start is not
+ * believed */
+static void
+born_after_an_empty_restart(void **state)
+{
+    struct tracker *t = tracker_new(NULL);
+    struct track_result r;
+    uint32_t two[2] = { 5, 6 };
+
+    (void)state;
+    tracker_visit(t, 42, hs(7), 1, 1, 10000, 0, 0, NULL, &r);
+    tracker_visit(t, 43, hs(7), 1, 1, 50000, 0, 0, NULL, &r);
+    tracker_visit(t, 44, two, 2, 1, 10000, 0, 0, NULL, &r);
+    /* the server started at 40000 having loaded nothing; seen at 60000 */
+    assert_int_equal(tracker_visit_born(t, 42, hs(7), 1, 2, 60000, 1000, 40000, 0, NULL, &r),
+                     0);
+    assert_int_equal(r.first_seen_ms, 59000);   /* its start age, from now */
+    assert_int_equal(r.nottl_since_ms, 59000);
+    assert_int_equal(r.acquired, 1);
+    /* first seen after the start (a pass that failed later): kept */
+    tracker_visit_born(t, 43, hs(7), 1, 2, 60000, 0, 40000, 0, NULL, &r);
+    assert_int_equal(r.first_seen_ms, 50000);
+    assert_int_equal(r.acquired, 0);
+    /* both readers of a shared lock are of the lost holding */
+    tracker_visit_born(t, 44, two, 2, 2, 60000, 0, 40000, 0, NULL, &r);
+    assert_int_equal(r.first_seen_ms, 60000);
+    two[0] = 6;
+    tracker_visit_born(t, 44, two, 1, 3, 61000, 0, 40000, 0, NULL, &r);
+    assert_int_equal(r.first_seen_ms, 60000);
+    /* a new key: its start age back-dates it, never before the start */
+    tracker_visit_born(t, 45, hs(9), 1, 2, 60000, 30000, 40000, 0, NULL, &r);
+    assert_int_equal(r.first_seen_ms, 40000);
+    /* ... nor to after now when the start is later (uptime 0, asked after
+     * the run began) */
+    tracker_visit_born(t, 46, hs(9), 1, 2, 60000, 500, 60200, 0, NULL, &r);
+    assert_int_equal(r.first_seen_ms, 60000);
+    /* a claim (the client registry, a time in the value) before the start */
+    assert_int_equal(tracker_backdate(t, 42, 30000, 40000, &r), 0);
+    assert_int_equal(r.first_seen_ms, 59000);
+    assert_int_equal(tracker_backdate(t, 42, 45000, 40000, &r), 0);
+    assert_int_equal(r.first_seen_ms, 45000);
+    /* with no start known (0) nothing changes: the holder keeps its age */
+    tracker_visit_born(t, 42, hs(7), 1, 3, 70000, 0, 0, 0, NULL, &r);
+    assert_int_equal(r.first_seen_ms, 45000);
+    assert_int_equal(r.acquired, 0);
+    tracker_free(t);
+}
+
 int
 main(void)
 {
@@ -291,6 +342,7 @@ main(void)
         cmocka_unit_test(unrenewed_and_released_leases),
         cmocka_unit_test(holder_change_after_expiry_ends_the_old_lease),
         cmocka_unit_test(names_are_bounded),
+        cmocka_unit_test(born_after_an_empty_restart),
     };
 
     return cmocka_run_group_tests_name("tracker", tests, NULL, NULL);
