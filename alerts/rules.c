@@ -213,7 +213,7 @@ long_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
     text_adds(desc, "the same ");
     text_holder(desc, c->lock);
     text_adds(desc, " has held it for ");
-    text_duration(desc, lock_age(c));
+    text_duration_above(desc, (double)lock_age(c), c->p->judge.max_hold_ms);
     text_adds(desc, ", longer than max_hold (");
     text_duration(desc, c->p->judge.max_hold_ms);
     text_adds(desc, "); ");
@@ -260,7 +260,7 @@ wait_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
     const struct waitstats_class *w = c->wait;
     double p99_ms = w->window_p99_us / 1000.0;
 
-    /* shown with the decimals that make it read above wait_p99 */
+    /* rounded up, so it reads above wait_p99 and "or less" holds */
     text_adds(sum, "P99 acquire wait of lock class ");
     text_adds(sum, c->class_);
     text_adds(sum, " is ");
@@ -395,6 +395,8 @@ surge_holds(const struct rule_ctx *c)
     return count_surges(c->p, c->trend);
 }
 
+#define BASE_DECIMALS(t) ((t)->baseline != (double)(int64_t)(t)->baseline ? 1 : 0)
+
 static void
 surge_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
 {
@@ -402,13 +404,16 @@ surge_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc)
 
     text_adds(sum, "Lock class ");
     text_adds(sum, c->class_);
-    text_addf(sum, " has %" PRIu64 " locks, %.1fx its baseline of %.0f", t->count,
-              t->count / (t->baseline > 1.0 ? t->baseline : 1.0), t->baseline);
+    /* a median: x.5 shown as such (%.0f would round 101.5 to "102", and
+     * 3 x 102 is above the 305 locks that surged past 3 x 101.5) */
+    text_addf(sum, " has %" PRIu64 " locks, %.1fx its baseline of %.*f", t->count,
+              t->count / (t->baseline > 1.0 ? t->baseline : 1.0), BASE_DECIMALS(t), t->baseline);
     text_adds(desc, "Lock class ");
     text_adds(desc, c->class_);
     text_addf(desc, " has %" PRIu64 " locks over every target, above count_surge_factor "
-              "(%ld) x its baseline (%.0f, the median count over the last "
-              "count_baseline_window of ", t->count, c->p->count_surge_factor, t->baseline);
+              "(%ld) x its baseline (%.*f, the median count over the last "
+              "count_baseline_window of ", t->count, c->p->count_surge_factor,
+              BASE_DECIMALS(t), t->baseline);
     text_duration(desc, c->p->count_baseline_window_ms);
     text_addf(desc, "; at least count_surge_floor, %ld). Over the last minute the scans saw "
               "%.1f locks created and %.1f deleted per second. Locks that are taken and "

@@ -9,6 +9,7 @@
  * (collectors/events/events.h) with them; the texts quote the event's
  * holder and detail, sanitised, within the caps of alerts/text.h.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,14 +98,23 @@ lease_lost_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *de
 }
 
 /* An overrun: to the hundredth of a second below a minute (the window two
- * holders shared is often a fraction of one), the house format above. */
+ * holders shared is often a fraction of one), the house format above;
+ * rounded up, as it is said to be past the lease (%.2f wrote 4 ms "0.00s
+ * past its lease"). */
 static void
 text_overrun(struct strbuf *t, double seconds)
 {
+    int64_t hundredths;
+
+    if (seconds < 0.0)
+        seconds = 0.0;
+    hundredths = (int64_t)(seconds * 100.0);
+    if ((double)hundredths < seconds * 100.0)
+        hundredths++;
     if (seconds < 60.0)
-        text_addf(t, "%.2fs", seconds);
+        text_addf(t, "%" PRId64 ".%02" PRId64 "s", hundredths / 100, hundredths % 100);
     else
-        text_duration(t, (int64_t)(seconds * 1000.0));
+        text_duration_above(t, seconds * 1000.0, 0);
 }
 
 bool

@@ -49,38 +49,61 @@ text_duration(struct strbuf *t, int64_t ms)
     text_adds(t, buf);
 }
 
+/* ceil() of x >= 0, without libm (nothing else here links it) */
+static int64_t
+ceil_pos(double x)
+{
+    int64_t i = (int64_t)x;
+
+    return (double)i < x ? i + 1 : i;
+}
+
 /*
- * A value judged above a limit must read above it: 1.4 s against a 1 s
- * limit is "1.4s", not the house format's "1s".  Under a minute, in the
- * limit's unit (ms below 1 s, else s), with the fewest decimals (0..3) at
- * which the value, cut down, is already above the limit; at 3 decimals
- * still level, rounded up (the value is above, by less than shown).
+ * A value judged above a limit is never understated: shown rounded up, so
+ * it reads above the limit and a sentence that states it as a bound ("X
+ * or less") stays true.  Under a minute to three significant digits in
+ * ms below 1 s, else in s, trailing zeros dropped ("3.94s" for 3,933.151
+ * ms, "2.5s", "851ms"); from a minute on the house format rounded up to
+ * its last unit ("5m01s" for 5m00.4s).
  */
+static void
+text_duration_up(struct strbuf *t, double value_ms)
+{
+    static const int64_t units[][2] = {     /* below: round up to */
+        { 3600000, 1000 }, { 86400000, 60000 }, { INT64_MAX, 3600000 },
+    };
+    char buf[64];
+    bool in_s = value_ms >= 1000.0;
+    double v = in_s ? value_ms / 1000.0 : value_ms, scale = 1.0, r;
+    int d = v >= 100.0 ? 0 : v >= 10.0 ? 1 : 2, i;
+    size_t n;
+
+    for (i = 0; i < (v < 1.0 ? 3 : d); i++)
+        scale *= 10.0;
+    /* ceil, less a millionth of the last digit: 3.94 * 100 can be 394.000...01 */
+    r = (double)ceil_pos(v * scale - 1e-6) / scale;
+    if (value_ms < 60000.0 && (in_s ? r < 60.0 : r < 1000.0)) {
+        snprintf(buf, sizeof(buf), "%.*f", v < 1.0 ? 3 : d, r);
+        n = strlen(buf);
+        while (strchr(buf, '.') != NULL && (buf[n - 1] == '0' || buf[n - 1] == '.'))
+            buf[--n] = '\0';
+        snprintf(buf + n, sizeof(buf) - n, "%s", in_s ? "s" : "ms");
+        text_adds(t, buf);
+        return;
+    }
+    for (i = 0; value_ms >= (double)units[i][0]; i++)
+        ;
+    text_duration(t, (ceil_pos(value_ms - 1e-6) + units[i][1] - 1) / units[i][1] *
+                  units[i][1]);
+}
+
 void
 text_duration_above(struct strbuf *t, double value_ms, int64_t limit_ms)
 {
-    char buf[64];
-    bool in_s = value_ms >= 1000.0;
-    double v = in_s ? value_ms / 1000.0 : value_ms;
-    double lim = in_s ? (double)limit_ms / 1000.0 : (double)limit_ms;
-    double scale = 1.0, cut;
-    int d;
-
-    if (!(value_ms > (double)limit_ms) || value_ms >= 60000.0) {
+    if (value_ms > (double)limit_ms)
+        text_duration_up(t, value_ms);
+    else
         text_duration(t, (int64_t)value_ms);
-        return;
-    }
-    for (d = 0; d <= 3; d++, scale *= 10.0) {
-        cut = (double)(int64_t)(v * scale) / scale;     /* positive: cut down */
-        if (cut > lim) {
-            snprintf(buf, sizeof(buf), "%.*f%s", d, cut, in_s ? "s" : "ms");
-            text_adds(t, buf);
-            return;
-        }
-    }
-    cut = (double)((int64_t)(v * 1000.0) + 1) / 1000.0;  /* rounded up */
-    snprintf(buf, sizeof(buf), "%.3f%s", cut, in_s ? "s" : "ms");
-    text_adds(t, buf);
 }
 
 /* "<word> <end - start> (<what> <start as UTC>)" */

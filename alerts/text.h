@@ -37,9 +37,12 @@ bool text_adds(struct strbuf *sb, const char *s);
  * every alert text, log line, the status page and lockctl use. */
 void text_duration(struct strbuf *t, int64_t ms);
 
-/* A value that a rule found above limit_ms, with enough decimals to read
- * above the limit as duration_format writes it ("1.4s" against
- * "1s"); the house format when it is not above or is a minute or more. */
+/* A value that a rule compared with limit_ms.  Above it, never understated
+ * (rounded up), so it reads above the limit and stays true where a text
+ * states it as a bound ("waited 3.94s or less"): under a minute to three
+ * significant digits ("3.94s" for 3,933.151 ms, "1.4s", "851ms"), from a
+ * minute on the house format rounded up to its last unit ("5m01s" for
+ * 5m00.4s).  Not above: the house format, cut down, so it reads below. */
 void text_duration_above(struct strbuf *t, double value_ms, int64_t limit_ms);
 
 /* "after 3m02s (firing since 2027-01-15T07:59:55Z)": how long a resolved
