@@ -17,8 +17,9 @@
  * and cut at a UTF-8 character boundary (alerts/text.h), because every
  * label and annotation ends up in JSON, whose encoders refuse invalid
  * UTF-8 (jansson returns NULL), and in a Slack message.  Everything quoted
- * from Redis (keys, holders, hosts, class names, scan errors) is sanitised
- * first.
+ * from Redis or a client (keys, holders, hosts, class names, scan errors)
+ * is sanitised first (keytext_sanitize_text: bidi controls too, as
+ * lockctl's tables do, so a holder cannot reverse a Slack line).
  */
 #include "alerts/rules.h"
 
@@ -34,9 +35,10 @@
 #include "collectors/waits/leaseadvice.h"
 #include "common/keytext.h"
 
-/* Arbitrary bytes, sanitised as labels are (valid UTF-8, control bytes but
- * newline as U+FFFD, docs/alerts.md): at most max (<= RULES_HOLDER_TEXT_MAX)
- * input bytes, and an ellipsis when cut (rules_impl.h). */
+/* Arbitrary bytes, sanitised (valid UTF-8; control bytes but newline, and
+ * bidi and other display-unsafe characters, as U+FFFD, docs/alerts.md): at
+ * most max (<= RULES_HOLDER_TEXT_MAX) input bytes, and an ellipsis when
+ * cut (rules_impl.h). */
 void
 text_bytes(struct strbuf *t, const char *p, size_t n, size_t max)
 {
@@ -47,7 +49,7 @@ text_bytes(struct strbuf *t, const char *p, size_t n, size_t max)
         max = RULES_HOLDER_TEXT_MAX;
     if (take > max)
         take = keytext_utf8_prefix(p, n, max);
-    len = keytext_sanitize_label(stack, sizeof(stack), p, take);
+    len = keytext_sanitize_text(stack, sizeof(stack), p, take);
     text_add(t, stack, len);
     if (take < n)
         text_adds(t, "\xe2\x80\xa6");
@@ -76,7 +78,7 @@ sanitized(const char *p, size_t n)
     char *out = malloc(need);
 
     if (out != NULL)
-        keytext_sanitize_label(out, need, p, n);
+        keytext_sanitize_text(out, need, p, n);
     return out;
 }
 
@@ -86,11 +88,17 @@ rules_key_label(const char *key, size_t keylen)
     char tail[32], *head, *out;
     size_t cut, hl;
 
-    if (keylen <= RULES_KEY_LABEL_MAX && keytext_sanitize_label(NULL, 0, key, keylen) == keylen)
-        return sanitized(key, keylen);
+    if (keylen <= RULES_KEY_LABEL_MAX) {
+        /* compared, not measured: a bidi control and its U+FFFD are both
+         * 3 bytes */
+        if ((out = sanitized(key, keylen)) == NULL ||
+            (strlen(out) == keylen && memcmp(out, key, keylen) == 0))
+            return out;
+        free(out);
+    }
     /* the same cut as the offender metric's key label, and the same hash
      * when sanitising would change the key, so two keys that differ only
-     * in invalid bytes never share an alert */
+     * in invalid bytes or bidi controls never share an alert */
     cut = keytext_utf8_prefix(key, keylen,
                               keylen <= RULES_KEY_LABEL_MAX ? keylen : RULES_KEY_LABEL_MAX - 20);
     snprintf(tail, sizeof(tail), "\xe2\x80\xa6#%016" PRIx64, keytext_hash(key, keylen));
@@ -917,10 +925,12 @@ rules_eval(struct alertset *set, const struct rules_conf *p,
         }
     }
     for (i = 0; w != NULL && i < w->nclasses; i++) {
-        struct rule_ctx c = { .p = p, .now_ms = now_ms, .class_ = w->classes[i].name,
-                              .wait = &w->classes[i] };
+        char *cls = sanitized(w->classes[i].name, strlen(w->classes[i].name));
+        struct rule_ctx c = { .p = p, .now_ms = now_ms, .class_ = cls, .wait = &w->classes[i] };
 
-        judge(set, SCOPE_CLASS, &c);
+        if (cls != NULL)
+            judge(set, SCOPE_CLASS, &c);
+        free(cls);
     }
     judge_trends(set, p, tv, w, now_ms);
 }

@@ -99,19 +99,34 @@ label_control(unsigned char c)
     return (c < 0x20 && c != '\n') || c == 0x7f;
 }
 
+/* sanitize()'s modes: what each replaces besides invalid UTF-8 and NUL */
+enum { SAN_BYTES, SAN_LABEL, SAN_TEXT };
+
+/* A character SAN_TEXT replaces beyond the label's control bytes: what a
+ * terminal would not just print in one place (keytext_display_unsafe()). */
+static int
+text_unsafe(const char *s, size_t n)
+{
+    unsigned long cp;
+
+    return n >= 2 && keytext_utf8_next(s, n, &cp) == n && keytext_display_unsafe(cp);
+}
+
 static size_t
-sanitize(char *out, size_t outsz, const char *in, size_t len, int label)
+sanitize(char *out, size_t outsz, const char *in, size_t len, int mode)
 {
     const unsigned char *s = (const unsigned char *)in;
     size_t i = 0, o = 0, n;
 
     while (i < len) {
         n = utf8_seq(s + i, len - i);
-        if (n == 0 || (n == 1 && (s[i] == 0 || (label && label_control(s[i]))))) {
-            /* U+FFFD; a NUL byte too, so the result is a C string */
+        if (n == 0 || (n == 1 && (s[i] == 0 || (mode != SAN_BYTES && label_control(s[i])))) ||
+            (mode == SAN_TEXT && text_unsafe(in + i, n))) {
+            /* U+FFFD; a NUL byte too, so the result is a C string; for
+             * each invalid byte, or for the whole unsafe character */
             put(out, outsz, o, "\xef\xbf\xbd", 3);
             o += 3;
-            i++;
+            i += n > 1 ? n : 1;
             continue;
         }
         put(out, outsz, o, in + i, n);
@@ -126,13 +141,19 @@ sanitize(char *out, size_t outsz, const char *in, size_t len, int label)
 size_t
 keytext_sanitize(char *out, size_t outsz, const char *in, size_t len)
 {
-    return sanitize(out, outsz, in, len, 0);
+    return sanitize(out, outsz, in, len, SAN_BYTES);
 }
 
 size_t
 keytext_sanitize_label(char *out, size_t outsz, const char *in, size_t len)
 {
-    return sanitize(out, outsz, in, len, 1);
+    return sanitize(out, outsz, in, len, SAN_LABEL);
+}
+
+size_t
+keytext_sanitize_text(char *out, size_t outsz, const char *in, size_t len)
+{
+    return sanitize(out, outsz, in, len, SAN_TEXT);
 }
 
 size_t

@@ -31,6 +31,14 @@ size_t keytext_sanitize(char *out, size_t outsz, const char *in, size_t len);
  * but '\n' (ESC, CR, ...) and DEL become U+FFFD too, so `curl /metrics` in
  * a terminal shows a hostile key and runs none of it. */
 size_t keytext_sanitize_label(char *out, size_t outsz, const char *in, size_t len);
+/* The same again, for texts people read in a chat or a browser (alert
+ * labels and annotations): also each character keytext_display_unsafe()
+ * names but '\n' (C1, bidirectional embeddings, overrides and isolates,
+ * LRM / RLM, zero-width characters, line separators) becomes U+FFFD, the
+ * rule lockctl's tables follow, so a key or holder cannot reverse the
+ * text around it.  A bidi control is 3 bytes, as U+FFFD is: the length
+ * alone does not tell that this changed a string. */
+size_t keytext_sanitize_text(char *out, size_t outsz, const char *in, size_t len);
 size_t keytext_percent(char *out, size_t outsz, const char *in, size_t len);
 /* The code point of the valid UTF-8 sequence at s (len bytes left) into
  * *cp: its length (1..4), or 0 when the bytes there are not valid UTF-8. */

@@ -57,6 +57,43 @@ sanitize_label_replaces_control_bytes(void **state)
     assert_int_equal(keytext_sanitize_label(NULL, 0, "lock:caf\xc3\xa9 ~", 12), 12);
 }
 
+/* Texts (alert labels and annotations): also bidi controls, C1 and the
+ * other characters lockctl's tables replace, each one U+FFFD; '\n' and
+ * ordinary UTF-8 kept.  Labels keep bidi controls (an on-call trial: a
+ * holder "\u202eevil" reversed a Slack message). */
+static void
+sanitize_text_replaces_bidi_controls(void **state)
+{
+    static const char *const unsafe[] = {
+        "\xe2\x80\xaa", "\xe2\x80\xab", "\xe2\x80\xac", "\xe2\x80\xad", "\xe2\x80\xae", /* 202A-E */
+        "\xe2\x81\xa6", "\xe2\x81\xa7", "\xe2\x81\xa8", "\xe2\x81\xa9",                 /* 2066-9 */
+        "\xe2\x80\x8e", "\xe2\x80\x8f",                                                  /* LRM, RLM */
+        "\xc2\x85", "\xe2\x80\x8b", "\xe2\x80\xa8", "\xef\xbb\xbf", "\x1b",         /* NEL, ZWSP, LS, BOM, ESC */
+    };
+    char in[32], out[64];
+    size_t i, n;
+
+    (void)state;
+    for (i = 0; i < sizeof(unsafe) / sizeof(unsafe[0]); i++) {
+        snprintf(in, sizeof(in), "a%sb", unsafe[i]);
+        n = keytext_sanitize_text(out, sizeof(out), in, strlen(in));
+        assert_string_equal(out, "a\xef\xbf\xbd" "b");
+        assert_int_equal(n, 5);
+    }
+    /* the label keeps them: same length, same bytes */
+    assert_int_equal(keytext_sanitize_label(out, sizeof(out), "holder \xe2\x80\xae" "evil", 14), 14);
+    assert_string_equal(out, "holder \xe2\x80\xae" "evil");
+    /* a newline, accents, CJK, the ellipsis and U+FFFD itself are kept */
+    n = keytext_sanitize_text(out, sizeof(out), "caf\xc3\xa9\n\xe6\x97\xa5\xe2\x80\xa6\xef\xbf\xbd", 15);
+    assert_int_equal(n, 15);
+    assert_string_equal(out, "caf\xc3\xa9\n\xe6\x97\xa5\xe2\x80\xa6\xef\xbf\xbd");
+    /* invalid bytes still one U+FFFD each; the size is still bounded */
+    n = keytext_sanitize_text(out, sizeof(out), "\xff\xc2\x85", 3);
+    assert_int_equal(n, 6);
+    assert_true(n <= KEYTEXT_SANITIZED_MAX(3) - 1);
+    assert_int_equal(keytext_sanitize_text(NULL, 0, "\xe2\x80\xae", 3), 3);
+}
+
 static void
 sanitize_reports_needed_size_when_short(void **state)
 {
@@ -194,6 +231,7 @@ main(void)
         cmocka_unit_test(sanitize_keeps_valid_utf8),
         cmocka_unit_test(sanitize_replaces_invalid_bytes),
         cmocka_unit_test(sanitize_label_replaces_control_bytes),
+        cmocka_unit_test(sanitize_text_replaces_bidi_controls),
         cmocka_unit_test(sanitize_reports_needed_size_when_short),
         cmocka_unit_test(ascii_echo_is_printable_and_cut),
         cmocka_unit_test(percent_round_trips_every_byte),

@@ -169,6 +169,31 @@ failed_scan_keeps_lock_alerts(void **state)
     alertset_free(set);
 }
 
+/* A leaked lock of class cls held by holder (on host, when not NULL). */
+static void
+add_leaked_by(struct snapshot *s, const char *key, size_t keylen, uint16_t cls,
+              const char *holder, char *host)
+{
+    struct snap_holder h = { holder, (uint16_t)strlen(holder), 0, 1 };
+    struct snap_lock l;
+
+    memset(&l, 0, sizeof(l));
+    l.key = key;
+    l.key_len = (uint32_t)keylen;
+    l.class_idx = cls;
+    l.states = LOCK_HELD | LOCK_LEAKED;
+    l.pttl_ms = -1;
+    l.first_seen_ms = NOW - 40000;
+    l.holders = &h;
+    l.nholders = 1;
+    l.holders_total = 1;
+    l.max_count = 1;
+    l.thread = -1;
+    l.host = host;
+    l.host_len = host != NULL ? (uint8_t)strlen(host) : 0;
+    assert_int_equal(snapshot_add(s, &l, NOW), 0);
+}
+
 static void
 hostile_keys_make_valid_labels(void **state)
 {
@@ -186,24 +211,7 @@ hostile_keys_make_valid_labels(void **state)
     add(s, longkey, sizeof(longkey), 1, LOCK_LEAKED, 50000, 1);
     /* a terminal's control sequence in a key and its holder id: in no
      * label, no annotation */
-    {
-        struct snap_holder h = { "t\x1b[2J\rk", 8, 0, 1 };
-        struct snap_lock l;
-
-        memset(&l, 0, sizeof(l));
-        l.key = "lock:\x1b[2J\rz";
-        l.key_len = 12;
-        l.class_idx = 1;
-        l.states = LOCK_HELD | LOCK_LEAKED;
-        l.pttl_ms = -1;
-        l.first_seen_ms = NOW - 40000;
-        l.holders = &h;
-        l.nholders = 1;
-        l.holders_total = 1;
-        l.max_count = 1;
-        l.thread = -1;
-        assert_int_equal(snapshot_add(s, &l, NOW), 0);
-    }
+    add_leaked_by(s, "lock:\x1b[2J\rz", 12, 1, "t\x1b[2J\rk", NULL);
     snapshot_finish(s);
     n = eval(set, s, true, NULL, 0, &ev);
     assert_int_equal(n, 3);
@@ -229,6 +237,45 @@ hostile_keys_make_valid_labels(void **state)
     }
     assert_int_equal(seen_long, 1);
     assert_int_equal(seen_nul, 1);
+    snapshot_unref(s);
+    alertset_free(set);
+}
+
+/* Bidi controls in a key, a holder, a host or a class (an on-call trial:
+ * "holder \u202eevil" reversed the Slack message): U+FFFD in every label
+ * and annotation, as in lockctl's tables; two keys that differ only in
+ * them are two alerts (the key label carries the hash). */
+static void
+bidi_controls_are_replaced(void **state)
+{
+    const char *classes[] = { "lock:\xe2\x81\xa6" "x*" };        /* U+2066 */
+    struct snapshot *s = snap(classes, 1);
+    struct alertset *set = alertset_new();
+    char host[] = "web\xe2\x80\x8f" "1";                           /* RLM */
+    const struct alert_event *ev;
+    size_t n, i;
+
+    (void)state;
+    /* holder U+202E; keys with U+202E, U+202D */
+    add_leaked_by(s, "lock:\xe2\x80\xae" "1", 9, 0, "\xe2\x80\xae" "evil", host);
+    add_leaked_by(s, "lock:\xe2\x80\xad" "1", 9, 0, "\xe2\x80\xae" "evil", host);
+    snapshot_finish(s);
+    n = eval(set, s, true, NULL, 0, &ev);
+    assert_int_equal(n, 2);
+    assert_string_not_equal(ev[0].alert->key, ev[1].alert->key);
+    for (i = 0; i < n; i++) {
+        const struct alert *a = ev[i].alert;
+
+        assert_string_equal(a->class_, "lock:\xef\xbf\xbdx*");
+        assert_int_equal(strncmp(a->key, "lock:\xef\xbf\xbd" "1\xe2\x80\xa6#", 12), 0);
+        assert_non_null(strstr(a->description, "holder \xef\xbf\xbd" "evil"));
+        assert_non_null(strstr(a->description, "host web\xef\xbf\xbd" "1"));
+        assert_null(strstr(a->summary, "\xe2\x80\xae"));
+        assert_null(strstr(a->description, "\xe2\x80\xae"));
+        assert_null(strstr(a->description, "\xe2\x80\xad"));
+        assert_null(strstr(a->description, "\xe2\x81\xa6"));
+        assert_null(strstr(a->description, "\xe2\x80\x8f"));
+    }
     snapshot_unref(s);
     alertset_free(set);
 }
@@ -977,6 +1024,7 @@ main(void)
         cmocka_unit_test(failed_scan_keeps_lock_alerts),
         cmocka_unit_test(shard_down_fires_per_shard_and_resolves),
         cmocka_unit_test(hostile_keys_make_valid_labels),
+        cmocka_unit_test(bidi_controls_are_replaced),
         cmocka_unit_test(wait_p99_needs_samples),
         cmocka_unit_test(lost_at_failover_names_the_locks),
         cmocka_unit_test(lost_again_fires_again),
