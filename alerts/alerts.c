@@ -326,6 +326,39 @@ log_event(const struct alert_event *e)
     sb_release(&t);
 }
 
+/* Where the log tells an event among an evaluation's: firing before
+ * resolved, then the worst severity first (enum alert_severity is worst
+ * first), so that a critical start is never among those only counted. */
+static int
+log_rank(const struct alert_event *e)
+{
+    return (e->kind == EV_FIRING ? 0 : ALERT_SEVERITIES) + (int)alert_severity_of(e->alert->name);
+}
+
+/* At most ALERTS_LOG_MAX lines for one evaluation, the most important
+ * first (log_rank; in the order of ev within a rank), then how many more:
+ * ten thousand leaks at once are one story. */
+static void
+log_events(const struct alert_event *ev, size_t nev)
+{
+    size_t i, n = 0, firing = 0;
+    int r;
+
+    for (r = 0; r < 2 * ALERT_SEVERITIES; r++) {
+        for (i = 0; i < nev; i++) {
+            if ((ev[i].kind != EV_FIRING && ev[i].kind != EV_RESOLVED) || log_rank(&ev[i]) != r)
+                continue;
+            if (n++ < ALERTS_LOG_MAX)
+                log_event(&ev[i]);
+            else if (ev[i].kind == EV_FIRING)
+                firing++;
+        }
+    }
+    if (n > ALERTS_LOG_MAX)
+        log_info("alerts: %zu more started or ended in this evaluation (%zu firing, %zu "
+                 "resolved)", n - ALERTS_LOG_MAX, firing, n - ALERTS_LOG_MAX - firing);
+}
+
 /*
  * An agent that starts speaking to the direct sinks (a new leader term
  * after following, or unelected) says again what started firing since
@@ -424,15 +457,7 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
     }
     if (a->fence != NULL)
         catch_up(a, fence, now_ms);
-    /* a few lines per tick: ten thousand leaks at once are one story */
-    for (i = 0, n = 0; i < nev; i++) {
-        if (ev[i].kind != EV_FIRING && ev[i].kind != EV_RESOLVED)
-            continue;
-        if (n++ < ALERTS_LOG_MAX)
-            log_event(&ev[i]);
-    }
-    if (n > ALERTS_LOG_MAX)
-        log_info("alerts: %zu more started or ended in this evaluation", n - ALERTS_LOG_MAX);
+    log_events(ev, nev);
     pthread_mutex_unlock(&a->mu);
     free(list);
 }

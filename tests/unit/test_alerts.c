@@ -20,10 +20,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "alerts/alerts.h"
+#include "common/log.h"
 #include "tests/unit/failalloc.h"
 
 #define NOW 1800000000000LL
@@ -146,6 +149,104 @@ tick_survives_each_allocation_failure(void **state)
     snapshot_unref(down);
 }
 
+/* A snapshot of target main, new (finished at fin), with n leaked locks
+ * and, when long_held, one held too long. */
+static struct snapshot *
+main_snap(size_t n, bool long_held, int64_t fin)
+{
+    static struct snap_holder h = { "tok", 3, 0, 1 };
+    struct snapshot *s = snapshot_new("main");
+    char key[32];
+    size_t i;
+
+    assert_non_null(s);
+    s->ok = true;
+    s->finished_ms = fin;
+    s->classes = calloc(1, sizeof(*s->classes));
+    s->classes[0] = strdup("other");
+    s->nclasses = 1;
+    for (i = 0; i < n + long_held; i++) {
+        struct snap_lock l;
+
+        memset(&l, 0, sizeof(l));
+        snprintf(key, sizeof(key), "lock:%zu", i);
+        l.key = key;
+        l.key_len = (uint32_t)strlen(key);
+        l.states = LOCK_HELD | (i < n ? LOCK_LEAKED : LOCK_LONG);
+        l.pttl_ms = i < n ? -1 : 60000;
+        l.first_seen_ms = NOW - 3600000;
+        l.holders = &h;
+        l.nholders = 1;
+        l.holders_total = 1;
+        l.max_count = 1;
+        l.thread = -1;
+        assert_int_equal(snapshot_add(s, &l, NOW), 0);
+    }
+    snapshot_finish(s);
+    return s;
+}
+
+/* An on-call trial: one evaluation resolved 10 LockLeaked and started a
+ * critical alert, and the log told the resolutions one by one and the
+ * critical start only as one of "13 more".  Now firing comes before
+ * resolved, critical before warning, and the count says which are left. */
+static void
+log_tells_critical_starts_first(void **state)
+{
+    struct config cfg;
+    struct alerts *a;
+    struct snapshot *s = main_snap(12, false, 1), *down = snapshot_new("down");
+    struct rules_target t[2];
+    char *buf, *first, *second, *resolved, *more;
+    FILE *cap = tmpfile();
+    int saved = dup(STDERR_FILENO);
+    long len;
+
+    (void)state;
+    assert_non_null(cap);
+    conf(&cfg, 0);
+    assert_non_null(a = alerts_new(&cfg));
+    down->ok = true;
+    down->finished_ms = 1;
+    t[0] = (struct rules_target){ "main", s, false };
+    t[1] = (struct rules_target){ "down", down, false };
+    alerts_tick(a, t, 2, NULL, 0, NULL, NULL, NULL, NOW);
+    snapshot_unref(s);
+    /* the leaks end, a lock is held too long, target down cannot be scanned */
+    s = main_snap(0, true, 2);
+    down->ok = false;
+    down->finished_ms = 2;
+    strcpy(down->err, "connect 127.0.0.1:1: Connection refused");
+    t[0] = (struct rules_target){ "main", s, false };
+    log_init(1, 0);
+    fflush(stderr);
+    assert_true(dup2(fileno(cap), STDERR_FILENO) >= 0);
+    alerts_tick(a, t, 2, NULL, 0, NULL, NULL, NULL, NOW + 1000);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    len = ftell(cap);
+    assert_true(len > 0);
+    assert_non_null(buf = calloc(1, (size_t)len + 1));
+    rewind(cap);
+    assert_int_equal(fread(buf, 1, (size_t)len, cap), (size_t)len);
+    fclose(cap);
+    first = strstr(buf, "alert firing: LockTargetDown");
+    second = strstr(buf, "alert firing: LockHeldTooLong");
+    resolved = strstr(buf, "alert resolved: LockLeaked");
+    more = strstr(buf, "alerts: 4 more started or ended in this evaluation (0 firing, 4 "
+                  "resolved)");
+    assert_non_null(first);
+    assert_non_null(second);
+    assert_non_null(resolved);
+    assert_non_null(more);
+    assert_true(first < second && second < resolved && resolved < more);
+    free(buf);
+    alerts_free(a);
+    snapshot_unref(s);
+    snapshot_unref(down);
+}
+
 static int
 setup(void **state)
 {
@@ -168,6 +269,7 @@ main(void)
         cmocka_unit_test(new_fails_cleanly_at_each_allocation),
         cmocka_unit_test(configure_fails_cleanly_and_keeps_the_sinks),
         cmocka_unit_test(tick_survives_each_allocation_failure),
+        cmocka_unit_test(log_tells_critical_starts_first),
     };
 
     return cmocka_run_group_tests_name("alerts", tests, setup, teardown);
