@@ -256,10 +256,7 @@ reentrant_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *des
 static bool
 wait_holds(const struct rule_ctx *c)
 {
-    const struct waitstats_class *w = c->wait;
-
-    return w->window_count >= (uint64_t)c->p->wait_min_samples &&
-        w->window_p99_us > (double)c->p->wait_p99_ms * 1000.0;
+    return wait_p99_high(c->p, c->wait);
 }
 
 static void

@@ -5,7 +5,10 @@
  * terminal (80 columns included: the class name gives way first), or
  * the API's JSON as it came with --json.  The figures are the agent's
  * (lockctl has no history of its own): counts and leases from its scans,
- * waits and holds from the samples clients send it.
+ * waits and holds from the samples clients send it.  The classes that call
+ * for a look come first, in the agent's order (then the others, in it):
+ * a wait P99 over wait_p99 (the agent's wait_p99_high, LockWaitP99High's
+ * condition; WAIT99 marked "!"), a lease too short or too long, a surge.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -84,43 +87,73 @@ advice(const json_t *c, char *buf, size_t len)
     }
 }
 
+/* A class that calls for a look: its wait P99 over wait_p99, its lease
+ * too short or too long, or a surge. */
+static bool
+needs_look(const json_t *c)
+{
+    const char *a = json_string_value(json_object_get(c, "advice"));
+
+    return json_is_true(json_object_get(c, "wait_p99_high")) ||
+        json_is_true(json_object_get(c, "surging")) ||
+        (a != NULL && (strcmp(a, "too_short") == 0 || strcmp(a, "too_long") == 0));
+}
+
+/* One class's row; *marked set when its WAIT99 is marked. */
+static int
+add_row(struct table *t, const json_t *c, bool *marked)
+{
+    char cnt[24], base[24], cr[16], dl[16], wait[24], hold[24], lease[24], adv[64];
+    const char *name = json_string_value(json_object_get(c, "class"));
+    const char *cells[NCOLS] = { name ? name : "?", cnt, base, cr, dl, wait, hold, lease, adv };
+    size_t lens[NCOLS];
+
+    num(json_object_get(c, "count"), 0, cnt, sizeof(cnt));
+    num(json_object_get(c, "baseline"), 0, base, sizeof(base));
+    num(json_object_get(c, "created_per_s"), 1, cr, sizeof(cr));
+    num(json_object_get(c, "deleted_per_s"), 1, dl, sizeof(dl));
+    dur(json_object_get(c, "wait_p99_s"), wait, sizeof(wait));
+    if (json_is_true(json_object_get(c, "wait_p99_high"))) {
+        strcat(wait, "!");              /* at most "5m03s": room left */
+        *marked = true;
+    }
+    dur(json_object_get(c, "hold_p999_s"), hold, sizeof(hold));
+    dur(json_object_get(c, "lease_s"), lease, sizeof(lease));
+    advice(c, adv, sizeof(adv));
+    for (size_t k = 0; k < NCOLS; k++)
+        lens[k] = strlen(cells[k]);
+    return table_add(t, cells, lens);
+}
+
 static int
 print_table(const struct lockctl *lc, const json_t *list)
 {
     struct table t;
-    size_t i;
-    int rc = LOCKCTL_DONE;
+    size_t i, n = json_array_size(list);
+    bool marked = false;
+    int rc = LOCKCTL_DONE, pass;
 
     table_init(&t, cols, NCOLS);
-    for (i = 0; i < json_array_size(list); i++) {
-        const json_t *c = json_array_get(list, i);
-        char cnt[24], base[24], cr[16], dl[16], wait[24], hold[24], lease[24], adv[64];
-        const char *name = json_string_value(json_object_get(c, "class"));
-        const char *cells[NCOLS] = { name ? name : "?", cnt, base, cr, dl, wait, hold, lease,
-                                     adv };
-        size_t lens[NCOLS];
+    /* those that call for a look first, each pass in the agent's order */
+    for (pass = 0; pass < 2 && rc == LOCKCTL_DONE; pass++) {
+        for (i = 0; i < n; i++) {
+            const json_t *c = json_array_get(list, i);
 
-        num(json_object_get(c, "count"), 0, cnt, sizeof(cnt));
-        num(json_object_get(c, "baseline"), 0, base, sizeof(base));
-        num(json_object_get(c, "created_per_s"), 1, cr, sizeof(cr));
-        num(json_object_get(c, "deleted_per_s"), 1, dl, sizeof(dl));
-        dur(json_object_get(c, "wait_p99_s"), wait, sizeof(wait));
-        dur(json_object_get(c, "hold_p999_s"), hold, sizeof(hold));
-        dur(json_object_get(c, "lease_s"), lease, sizeof(lease));
-        advice(c, adv, sizeof(adv));
-        for (size_t k = 0; k < NCOLS; k++)
-            lens[k] = strlen(cells[k]);
-        if (table_add(&t, cells, lens) == -1) {
-            lockctl_warnx("classes: out of memory");
-            rc = LOCKCTL_REDIS;
-            break;
+            if (needs_look(c) != (pass == 0))
+                continue;
+            if (add_row(&t, c, &marked) == -1) {
+                lockctl_warnx("classes: out of memory");
+                rc = LOCKCTL_REDIS;
+                break;
+            }
         }
     }
     if (rc == LOCKCTL_DONE) {
         table_print(&t, stdout, lockctl_width(lc));
         table_line(stdout, lockctl_width(lc), "%zu class%s (from the agent: counts and leases "
-                   "from its scans, waits and holds from its samples)", json_array_size(list),
-                   json_array_size(list) == 1 ? "" : "es");
+                   "from its scans, waits and holds from its samples)%s", n,
+                   n == 1 ? "" : "es", marked ? "; WAIT99 ! is above wait_p99 "
+                   "(LockWaitP99High)" : "");
     }
     table_release(&t);
     return rc;

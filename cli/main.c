@@ -131,11 +131,14 @@ static const struct command {
     { "classes", cmd_classes, "classes",
       "Per lock class, from the agent (GET /api/v1/classes): locks now over every\n"
       "target and their baseline (median over count_baseline_window), creations and\n"
-      "deletions per second, hold P99.9, the lease (longest TTL at first sight in\n"
-      "wait_window) and the advice: fits, too short or too long with the lease that\n"
-      "would fit (2x hold P99.9, rounded up), or why it cannot judge; a class renewed\n"
-      "while held (a watchdog) is judged on its renewal period, shown as \"(renewed\n"
-      "every 10s)\". SURGE marks a class above count_surge_factor x its baseline.\n"
+      "deletions per second, the acquire-wait P99 of wait_window (WAIT99; \"!\" when\n"
+      "above wait_p99 with at least wait_min_samples waits: LockWaitP99High), hold\n"
+      "P99.9, the lease (longest TTL at first sight in wait_window) and the advice:\n"
+      "fits, too short or too long with the lease that would fit (2x hold P99.9,\n"
+      "rounded up), or why it cannot judge; a class renewed while held (a watchdog)\n"
+      "is judged on its renewal period, shown as \"(renewed every 10s)\". SURGE marks\n"
+      "a class above count_surge_factor x its baseline.  The classes that call for a\n"
+      "look (WAIT99 !, too short, too long, SURGE) come first.\n"
       "--json prints the API's answer.\n" },
 };
 

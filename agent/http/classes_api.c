@@ -65,6 +65,7 @@ add_holds(json_t *o, const struct rules_conf *p, const struct classtrend_class *
                                                                 w != NULL ? w->window_p99_us / 1e6 : 0));
     bad |= json_object_set_new(o, "waits_in_window",
                                json_integer(w != NULL ? (json_int_t)w->window_count : 0));
+    bad |= json_object_set_new(o, "wait_p99_high", json_boolean(wait_p99_high(p, w)));
     bad |= json_object_set_new(o, "holds_in_window",
                                json_integer(holds ? (json_int_t)w->hold_window_count : 0));
     bad |= json_object_set_new(o, "hold_p50_s", seconds_or_null(holds, holds ? w->hold_p50_us / 1e6 : 0));

@@ -115,3 +115,10 @@ count_surges(const struct rules_conf *p, const struct classtrend_class *c)
 {
     return c->baseline_known && (double)c->count > count_surge_threshold(p, c);
 }
+
+bool
+wait_p99_high(const struct rules_conf *p, const struct waitstats_class *w)
+{
+    return w != NULL && w->window_count >= (uint64_t)p->wait_min_samples &&
+        w->window_p99_us > (double)p->wait_p99_ms * 1000.0;
+}

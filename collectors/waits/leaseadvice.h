@@ -62,4 +62,9 @@ const char *lease_verdict_str(enum lease_verdict v);
 double count_surge_threshold(const struct rules_conf *p, const struct classtrend_class *c);
 bool count_surges(const struct rules_conf *p, const struct classtrend_class *c);
 
+/* LockWaitP99High's condition: the wait P99 of wait_window above wait_p99,
+ * with at least wait_min_samples waits in it (false for w NULL); what
+ * /api/v1/classes says as wait_p99_high and lockctl classes marks. */
+bool wait_p99_high(const struct rules_conf *p, const struct waitstats_class *w);
+
 #endif

@@ -19,6 +19,7 @@ import subprocess
 import time
 
 import harness as h
+import test_lockctl as t
 from alerts_receiver import Receiver
 from client_helpers import ITESTS, closed_udp_port
 
@@ -97,15 +98,33 @@ class P99(h.TestCase):
         def send(key, us, n):
             lines = b"\n".join(b"lw1 wait %s %d ok" % (key, us) for _ in range(n))
             s.sendto(lines, ("127.0.0.1", udp))
+        send(b"lock:fast:1", 40000, 100)         # 40 ms < 50 ms: never
         send(b"lock:hand:19", 300000, 19)       # 19 slow waits: one short
         time.sleep(2.5)
         self.assertEqual(self.p99_alerts(ag), [])
         send(b"lock:hand:20", 300000, 1)        # the 20th (same class lock:hand:*)
         fired = ag.wait_for(lambda: self.p99_alerts(ag), timeout=5, desc="fired at 20 samples")
         self.assertEqual(fired[0]["labels"]["class"], "lock:hand:*")
-        send(b"lock:fast:1", 40000, 100)         # 40 ms < 50 ms: never
-        time.sleep(1.5)
+        # never below the P99 (an on-call trial: "waited 3s or less" of 3.9 s)
+        self.assertRegex(fired[0]["annotations"]["description"], r"waited 30\d(\.\d+)?ms or less")
         self.assertNotIn("lock:fast:*", [a["labels"]["class"] for a in self.p99_alerts(ag)])
+        # lockctl classes: the class over wait_p99 first, its WAIT99 marked
+        # (it came after lock:fast:* in the agent's answer, unmarked)
+        url = "http://127.0.0.1:%d" % ag.port
+        doc = t.run_json(self, ["classes", "--agent", url], ag.config_path)
+        high = {c["class"]: c["wait_p99_high"] for c in doc["classes"]}
+        self.assertEqual((high["lock:hand:*"], high["lock:fast:*"]), (True, False), doc)
+        self.assertLess([c["class"] for c in doc["classes"]].index("lock:fast:*"),
+                        [c["class"] for c in doc["classes"]].index("lock:hand:*"), doc)
+        p = t.run(["classes", "--agent", url], ag.config_path, env=dict(os.environ, COLUMNS="80"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.decode().splitlines()
+        self.assertTrue(lines[1].startswith("lock:hand:*"), lines)
+        self.assertRegex(lines[1], r" 3\d\dms! ", lines)
+        fast = [l for l in lines if l.startswith("lock:fast:*")]
+        self.assertEqual(len(fast), 1, lines)
+        self.assertNotIn("!", fast[0])
+        self.assertIn("WAIT99 ! is above wait_p99 (LockWaitP99High)", " ".join(lines))
 
 
 if __name__ == "__main__":
