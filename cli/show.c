@@ -656,7 +656,7 @@ show_unreadable_outside(const struct lockctl *lc, const char *key, size_t keylen
                         const char *err)
 {
     const char *noperm = strstr(err, "NOPERM");
-    char pats[256], addr[300], *safe, *cut;
+    char pats[256], addr[300], *safe;
 
     if (lockstate_in_patterns(lc->t, key, keylen) || noperm == NULL ||
         strstr(noperm, "key") == NULL)
@@ -664,17 +664,14 @@ show_unreadable_outside(const struct lockctl *lc, const char *key, size_t keylen
     session_patterns(lc, pats, sizeof(pats));
     session_address(lc, addr, sizeof(addr));
     safe = table_safe_text(key, keylen, NULL);
-    cut = safe ? table_cut(safe, 60, true) : NULL;
+    /* the key whole, as every refusal has it; what to do next is the
+     * hint, which the text output prints too */
     lockctl_warnx("show %s on target %s (%s): the key matches none of the target's patterns "
                   "(%s), and the Redis user may not read it (%s): it is no lock of this "
-                  "target", cut ? cut : "?", lc->t->name, addr, pats, err);
+                  "target", safe ? safe : "?", lc->t->name, addr, pats, err);
     out_error_hint("lockctl shows the locks of the target's patterns: a lock of another "
                    "target is shown with -t that target");
-    if (!lc->json)
-        table_line(stderr, lockctl_width(lc), "next: a lock of another target is shown with -t "
-                   "that target; the target's patterns are its locks");
     free(safe);
-    free(cut);
     return true;
 }
 

@@ -94,7 +94,10 @@ class LockctlOncall(h.TestCase):
         self.assertEqual(p.returncode, 1, err)
         self.assertIn("matches none of the target's patterns (lock:*)", err)
         self.assertNotIn("give the Redis user", err)
-        self.assertNotIn("hint: ", err)
+        # what to do next, once, as the hint: no advice to widen the ACL
+        self.assertEqual(err.count("hint: "), 1, err)
+        self.assertIn("hint: lockctl shows the locks of the target's patterns", err)
+        self.assertNotIn("next: ", err)
         doc = lt.run_json(self, ["show", "other:key"], cfg, rc=1)
         self.assertIn("none of the target's patterns", doc["error"], doc)
         self.assertNotIn("permission", doc["hint"], doc)

@@ -117,7 +117,7 @@ class Render(unittest.TestCase):
         # localhost and 127.0.0.1 name the same address
         flat = " ".join(text.split())
         self.assertNotIn("127.0.0.1 differ", flat)
-        self.assertIn("localhost, 127.0.0.1 and [::1], are the same", flat)
+        self.assertIn("localhost, 127.0.0.1 and [::1] are one host", flat)
 
     def test_see_also_names_pages_that_exist(self):
         ours = {os.path.basename(p).rsplit(".", 1)[0] + "(" + p[-1] + ")" for p in pages()}
