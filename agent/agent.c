@@ -287,6 +287,13 @@ target_main(void *arg)
             target_wait(t, 1000);
             continue;
         }
+        if (!s->ok && atomic_load(&t->stop)) {
+            /* cut short by a reload or the shutdown, not a failure: no
+             * "scan failed" in the log, no stale view published for the
+             * moment before the next thread's first scan */
+            snapshot_unref(s);
+            break;
+        }
         if (s->ok) {
             if (t->was_down)
                 log_info("target %s: scanning again", t->name);
