@@ -335,28 +335,33 @@ log_rank(const struct alert_event *e)
     return (e->kind == EV_FIRING ? 0 : ALERT_SEVERITIES) + (int)alert_severity_of(e->alert->name);
 }
 
-/* At most ALERTS_LOG_MAX lines for one evaluation, the most important
- * first (log_rank; in the order of ev within a rank), then how many more:
- * ten thousand leaks at once are one story. */
+/* Every start and end of an alert that names no key (a target down or
+ * back, a shard, locks lost at a failover, a class: as many as there are
+ * targets, shards and classes), then at most ALERTS_LOG_MAX lines of the
+ * per-key ones, the most important first (log_rank; in the order of ev
+ * within a rank), then how many more: ten thousand leaks at once are one
+ * story, and never hide a target going down among them. */
 static void
 log_events(const struct alert_event *ev, size_t nev)
 {
     size_t i, n = 0, firing = 0;
-    int r;
+    int r, keyed;
 
-    for (r = 0; r < 2 * ALERT_SEVERITIES; r++) {
-        for (i = 0; i < nev; i++) {
-            if ((ev[i].kind != EV_FIRING && ev[i].kind != EV_RESOLVED) || log_rank(&ev[i]) != r)
-                continue;
-            if (n++ < ALERTS_LOG_MAX)
-                log_event(&ev[i]);
-            else if (ev[i].kind == EV_FIRING)
-                firing++;
-        }
-    }
+    for (keyed = 0; keyed < 2; keyed++)
+        for (r = 0; r < 2 * ALERT_SEVERITIES; r++)
+            for (i = 0; i < nev; i++) {
+                if ((ev[i].kind != EV_FIRING && ev[i].kind != EV_RESOLVED) ||
+                    log_rank(&ev[i]) != r || (ev[i].alert->key != NULL) != keyed)
+                    continue;
+                if (!keyed || n++ < ALERTS_LOG_MAX)
+                    log_event(&ev[i]);
+                else if (ev[i].kind == EV_FIRING)
+                    firing++;
+            }
     if (n > ALERTS_LOG_MAX)
-        log_info("alerts: %zu more started or ended in this evaluation (%zu firing, %zu "
-                 "resolved)", n - ALERTS_LOG_MAX, firing, n - ALERTS_LOG_MAX - firing);
+        log_info("alerts: %zu more of single locks started or ended in this evaluation (%zu "
+                 "firing, %zu resolved)", n - ALERTS_LOG_MAX, firing,
+                 n - ALERTS_LOG_MAX - firing);
 }
 
 /*

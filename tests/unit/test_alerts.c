@@ -234,8 +234,10 @@ log_tells_critical_starts_first(void **state)
     first = strstr(buf, "alert firing: LockTargetDown");
     second = strstr(buf, "alert firing: LockHeldTooLong");
     resolved = strstr(buf, "alert resolved: LockLeaked");
-    more = strstr(buf, "alerts: 4 more started or ended in this evaluation (0 firing, 4 "
-                  "resolved)");
+    /* the target's alert names no key: logged whatever the count, not one
+     * of the ten (a soak: LockTargetDown's end hidden among lease alerts) */
+    more = strstr(buf, "alerts: 3 more of single locks started or ended in this evaluation "
+                  "(0 firing, 3 resolved)");
     assert_non_null(first);
     assert_non_null(second);
     assert_non_null(resolved);
