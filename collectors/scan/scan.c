@@ -63,8 +63,9 @@ scan_reconnect_noted(struct scanner *sc, struct scan_counters *cnt, enum redisco
     cnt->reconnects[why]++;
     if (!atomic_exchange(&sc->reconnect_said, true))
         log_info("target %s: the connection to %s:%d was closed while idle (%s: the "
-                 "server's timeout, a proxy's idle timeout or a CLIENT KILL); reconnected "
-                 "(lockwatch_reconnects_total; said once)", sc->name, host, port,
+                 "server's timeout, a proxy's idle timeout, a CLIENT KILL or a restart, which "
+                 "the scan then names); reconnected (lockwatch_reconnects_total; said once)",
+                 sc->name, host, port,
                  redisconn_closed_name(why));
     else
         log_debug("target %s: the connection to %s:%d was closed while idle (%s); "
