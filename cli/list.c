@@ -524,8 +524,7 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
     size_t i, n = 0;
 
     if (av->stale_reason[0] && av->last_success_ms > 0)
-        snprintf(ago, sizeof(ago), "%lld s", (long long)((clock_now_ms() -
-                                                          av->last_success_ms) / 1000));
+        out_duration(clock_now_ms() - av->last_success_ms, ago, sizeof(ago));
     if (!lr->lc->json) {
         size_t width = lockctl_width(lr->lc);
 

@@ -599,9 +599,11 @@ show_last_known(const struct lockctl *lc, const struct agent_view *av, const cha
         agent_print_nothing_known(av, lc->t->name, stdout, width);
         return;
     }
-    if (av->stale_reason[0] != '\0' && av->last_success_ms > 0)
-        snprintf(ago, sizeof(ago), ", %lld s ago",
-                 (long long)((clock_now_ms() - av->last_success_ms) / 1000));
+    if (av->stale_reason[0] != '\0' && av->last_success_ms > 0) {
+        memcpy(ago, ", ", 3);
+        out_duration(clock_now_ms() - av->last_success_ms, ago + 2, sizeof(ago) - 6);
+        strcat(ago, " ago");
+    }
     if (av->stale_reason[0] != '\0')
         table_line(stdout, width, "LAST KNOWN (stale): the agent at %s cannot scan target %s "
                    "either (%s); its last good scan%s:", av->url, lc->t->name,
