@@ -290,6 +290,70 @@ fmt_time_plausible(int64_t ms)
     return ms >= FORMATS_TIME_MIN_MS && ms < FORMATS_TIME_MAX_MS;
 }
 
+/* n decimal digits at s, no sign. */
+static bool
+digits(const char *s, size_t n, unsigned *out)
+{
+    uint64_t v;
+
+    if (lw1_parse_udec(s, n, n, false, &v) == -1)
+        return false;
+    *out = (unsigned)v;
+    return true;
+}
+
+static bool
+is_leap(unsigned y)
+{
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+size_t
+formats_parse_iso_utc(const char *s, size_t len, int64_t *ms)
+{
+    static const unsigned mdays[12] = { 31, 28, 31, 30, 31, 30,
+                                        31, 31, 30, 31, 30, 31 };
+    unsigned y, mo, d, h, mi, sec, frac_ms = 0;
+    size_t i;
+
+    if (len < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
+        s[13] != ':' || s[16] != ':')
+        return 0;
+    if (!digits(s, 4, &y) || !digits(s + 5, 2, &mo) || !digits(s + 8, 2, &d) ||
+        !digits(s + 11, 2, &h) || !digits(s + 14, 2, &mi) ||
+        !digits(s + 17, 2, &sec))
+        return 0;
+    if (mo < 1 || mo > 12 || d < 1 ||
+        d > mdays[mo - 1] + (mo == 2 && is_leap(y)) ||
+        h > 23 || mi > 59 || sec > 59)
+        return 0;
+
+    i = 19;
+    if (s[i] == '.') {
+        size_t nd = 0;
+
+        i++;
+        while (i < len && s[i] >= '0' && s[i] <= '9' && nd < 9) {
+            /* Keep milliseconds; finer digits only need to be valid. */
+            if (nd < 3)
+                frac_ms = frac_ms * 10 + (unsigned)(s[i] - '0');
+            nd++;
+            i++;
+        }
+        if (nd == 0)
+            return 0;
+        for (; nd < 3; nd++)
+            frac_ms *= 10;
+    }
+    if (i >= len || s[i] != 'Z')
+        return 0;
+    i++;
+
+    *ms = ((fmt_days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 * 1000 +
+          (int64_t)sec * 1000 + frac_ms;
+    return i;
+}
+
 bool
 fmt_is_uuid4(const char *s, size_t len)
 {

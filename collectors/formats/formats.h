@@ -194,6 +194,12 @@ enum fmt_source {
  * other value. */
 const char *formats_source_name(enum fmt_source s);
 
+/* "YYYY-MM-DDTHH:MM:SS[.f to .fffffffff]Z" at the start of s (len bytes):
+ * the bytes it takes, *ms the Unix ms (finer digits checked, not kept); 0
+ * when it is not such a time.  No locale, no time zone: ShedLock values,
+ * and the agent's API times as lockctl reads them (startsAt). */
+size_t formats_parse_iso_utc(const char *s, size_t len, int64_t *ms);
+
 /*
  * Wake-ups after a forced release (SPEC "Guarded release"): the pub/sub
  * channel a format's waiters listen on.  channel is its prefix;

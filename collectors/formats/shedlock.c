@@ -4,10 +4,11 @@
  *
  * ShedLock stores "ADDED:<ISO-8601 UTC>@<hostname>:<uuid>" (6.7.0 and
  * later; before that without ":<uuid>"), which tells us when and on which
- * host a scheduled job took its lock.  The time is parsed here rather than
- * with strptime()/timegm() so the decoder depends on no locale or time
- * zone and stays pure.  ShedLock writes exactly three fractional digits;
- * one to nine are accepted (Java's ISO_INSTANT drops zeros), none too.
+ * host a scheduled job took its lock.  The time is parsed by
+ * formats_parse_iso_utc() (formats.c) rather than with strptime()/timegm()
+ * so the decoder depends on no locale or time zone and stays pure.
+ * ShedLock writes exactly three fractional digits; one to nine are
+ * accepted (Java's ISO_INSTANT drops zeros), none too.
  *
  * Remember when reading these locks that ShedLock keeps its key for
  * lockAtLeastFor after the job ends: a young key is not a stuck job.
@@ -26,74 +27,6 @@ struct shed_value {
     size_t hostlen;
 };
 
-/* n decimal digits at s, no sign. */
-static bool
-digits(const char *s, size_t n, unsigned *out)
-{
-    uint64_t v;
-
-    if (lw1_parse_udec(s, n, n, false, &v) == -1)
-        return false;
-    *out = (unsigned)v;
-    return true;
-}
-
-static bool
-is_leap(unsigned y)
-{
-    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-/*
- * Parse "YYYY-MM-DDTHH:MM:SS[.fff]Z" at the start of s.  On success
- * returns the bytes consumed and sets *ms; 0 when it is not such a time.
- */
-static size_t
-parse_iso_utc(const char *s, size_t len, int64_t *ms)
-{
-    static const unsigned mdays[12] = { 31, 28, 31, 30, 31, 30,
-                                        31, 31, 30, 31, 30, 31 };
-    unsigned y, mo, d, h, mi, sec, frac_ms = 0;
-    size_t i;
-
-    if (len < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
-        s[13] != ':' || s[16] != ':')
-        return 0;
-    if (!digits(s, 4, &y) || !digits(s + 5, 2, &mo) || !digits(s + 8, 2, &d) ||
-        !digits(s + 11, 2, &h) || !digits(s + 14, 2, &mi) ||
-        !digits(s + 17, 2, &sec))
-        return 0;
-    if (mo < 1 || mo > 12 || d < 1 ||
-        d > mdays[mo - 1] + (mo == 2 && is_leap(y)) ||
-        h > 23 || mi > 59 || sec > 59)
-        return 0;
-
-    i = 19;
-    if (s[i] == '.') {
-        size_t nd = 0;
-
-        i++;
-        while (i < len && s[i] >= '0' && s[i] <= '9' && nd < 9) {
-            /* Keep milliseconds; finer digits only need to be valid. */
-            if (nd < 3)
-                frac_ms = frac_ms * 10 + (unsigned)(s[i] - '0');
-            nd++;
-            i++;
-        }
-        if (nd == 0)
-            return 0;
-        for (; nd < 3; nd++)
-            frac_ms *= 10;
-    }
-    if (i >= len || s[i] != 'Z')
-        return 0;
-    i++;
-
-    *ms = ((fmt_days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 * 1000 +
-          (int64_t)sec * 1000 + frac_ms;
-    return i;
-}
-
 static int
 parse_shedlock(const struct raw_lock *raw, struct shed_value *out)
 {
@@ -108,7 +41,7 @@ parse_shedlock(const struct raw_lock *raw, struct shed_value *out)
     s += ADDED_PREFIX_LEN;
     len -= ADDED_PREFIX_LEN;
 
-    used = parse_iso_utc(s, len, &out->acquired_ms);
+    used = formats_parse_iso_utc(s, len, &out->acquired_ms);
     if (used == 0 || used >= len || s[used] != '@' ||
         !fmt_time_plausible(out->acquired_ms))
         return -1;
