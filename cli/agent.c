@@ -625,6 +625,27 @@ agent_get_doc(const struct lockctl *lc, struct agent_view *av, const char *path,
     return 0;
 }
 
+int
+agent_command_doc(const struct lockctl *lc, struct agent_view *av, const char *name,
+                  const char *path, const char *hint, json_t **doc)
+{
+    int r;
+
+    memset(av, 0, sizeof(*av));
+    if ((r = agent_get_doc(lc, av, path, doc)) == -2) {
+        lockctl_warnx("%s: %s", name, av->err);
+        out_error_hint("give --agent http://host:port of a running lockwatchd");
+        return LOCKCTL_USAGE;
+    }
+    if (r == -1) {
+        lockctl_warnx("%s: the agent at %s did not answer: %s", name, av->url[0] ? av->url :
+                      "(none)", av->err);
+        out_error_hint("%s", hint);
+        return LOCKCTL_REDIS;
+    }
+    return LOCKCTL_DONE;
+}
+
 /* "host:port/db" into its parts (host without [] of an IPv6 address):
  * false when a is not of that shape (a Sentinel target's). */
 static bool

@@ -199,19 +199,10 @@ cmd_classes(struct lockctl *lc, int argc, char **argv)
     lc->agent_only = true;
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
         return rc;
-    memset(&av, 0, sizeof(av));
-    if ((rc = agent_get_doc(lc, &av, "/api/v1/classes", &doc)) == -2) {
-        lockctl_warnx("classes: %s", av.err);
-        out_error_hint("give --agent http://host:port of a running lockwatchd");
-        return LOCKCTL_USAGE;
-    }
-    if (rc == -1) {
-        lockctl_warnx("classes: the agent at %s did not answer: %s", av.url[0] ? av.url :
-                      "(none)", av.err);
-        out_error_hint("the per-class view lives in the agent: start lockwatchd, or point "
-                       "--agent at it");
-        return LOCKCTL_REDIS;
-    }
+    if ((rc = agent_command_doc(lc, &av, "classes", "/api/v1/classes", "the per-class view "
+                                "lives in the agent: start lockwatchd, or point --agent at it",
+                                &doc)) != LOCKCTL_DONE)
+        return rc;
     list = json_object_get(doc, "classes");
     if (!json_is_array(list)) {
         lockctl_warnx("classes: the agent's answer has no \"classes\" list");

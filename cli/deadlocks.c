@@ -338,19 +338,10 @@ cmd_deadlocks(struct lockctl *lc, int argc, char **argv)
     lc->agent_only = true;
     if ((rc = session_load(lc)) != LOCKCTL_DONE)
         return rc;
-    memset(&av, 0, sizeof(av));
-    if ((rc = agent_get_doc(lc, &av, "/api/v1/deadlocks", &doc)) == -2) {
-        lockctl_warnx("deadlocks: %s", av.err);
-        out_error_hint("give --agent http://host:port of a running lockwatchd");
-        return LOCKCTL_USAGE;
-    }
-    if (rc == -1) {
-        lockctl_warnx("deadlocks: the agent at %s did not answer: %s", av.url[0] ? av.url :
-                      "(none)", av.err);
-        out_error_hint("only the agent knows who waits for whom: start lockwatchd, or name "
-                       "it with --agent URL");
-        return LOCKCTL_REDIS;
-    }
+    if ((rc = agent_command_doc(lc, &av, "deadlocks", "/api/v1/deadlocks", "only the agent "
+                                "knows who waits for whom: start lockwatchd, or name it with "
+                                "--agent URL", &doc)) != LOCKCTL_DONE)
+        return rc;
     rc = lc->json ? (out_json_print(doc) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS)
                   : print_human(lc, doc, (size_t)waits);
     if (!lc->json)

@@ -316,6 +316,14 @@ int agent_consult(const struct lockctl *lc, struct agent_view *av, const char *k
  * (--agent off, a bad --agent: a usage error), av->err saying so. */
 int agent_get_doc(const struct lockctl *lc, struct agent_view *av, const char *path,
                   json_t **doc);
+/* The same for a command that reads only the agent (deadlocks, classes),
+ * its failures said as "NAME: ..." with their hint: LOCKCTL_DONE with
+ * *doc set (av cleared first, then as agent_get_doc() leaves it);
+ * LOCKCTL_USAGE when the options name no agent; LOCKCTL_REDIS when it did
+ * not answer, hint (what to do, for --json's error and the text's "hint:"
+ * line) said. */
+int agent_command_doc(const struct lockctl *lc, struct agent_view *av, const char *name,
+                      const char *path, const char *hint, json_t **doc);
 /* One line for people after a listing: where ages came from (from_agent
  * locks judged with the agent's times), or why not and what that means. */
 void agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp,
