@@ -316,9 +316,9 @@ int agent_consult(const struct lockctl *lc, struct agent_view *av, const char *k
  * (--agent off, a bad --agent: a usage error), av->err saying so. */
 int agent_get_doc(const struct lockctl *lc, struct agent_view *av, const char *path,
                   json_t **doc);
-/* The same for a command that reads only the agent (deadlocks, classes),
- * its failures said as "NAME: ..." with their hint: LOCKCTL_DONE with
- * *doc set (av cleared first, then as agent_get_doc() leaves it);
+/* The same for a command that reads only the agent (deadlocks, classes,
+ * alerts), its failures said as "NAME: ..." with their hint: LOCKCTL_DONE
+ * with *doc set (av cleared first, then as agent_get_doc() leaves it);
  * LOCKCTL_USAGE when the options name no agent; LOCKCTL_REDIS when it did
  * not answer, hint (what to do, for --json's error and the text's "hint:"
  * line) said. */
@@ -425,6 +425,7 @@ int cmd_deadlocks(struct lockctl *lc, int argc, char **argv);
 int cmd_events(struct lockctl *lc, int argc, char **argv);
 
 int cmd_classes(struct lockctl *lc, int argc, char **argv);
+int cmd_alerts(struct lockctl *lc, int argc, char **argv);
 
 /* main.c: print the help of the command named name to fp; to stderr (a
  * usage error, said just before) only its synopsis and where the help is. */
@@ -437,6 +438,7 @@ void lockctl_command_help(const char *name, FILE *fp);
 #define TABLE_WIDTH_MAX 1000
 #define TABLE_WIDE (1u << 20)   /* -o wide: nothing is cut or wrapped */
 #define TABLE_COLS_MAX 16       /* columns of one table */
+#define TABLE_DETAIL_INDENT 4   /* a TABLE_DETAIL cell under its row */
 
 #define TABLE_RIGHT   0x1u      /* right-aligned (numbers) */
 #define TABLE_FLEX    0x2u      /* takes the width the others leave */
@@ -444,6 +446,9 @@ void lockctl_command_help(const char *name, FILE *fp);
 #define TABLE_WRAP    0x8u      /* wrapped onto more lines, never cut */
 #define TABLE_OPTIONAL 0x10u    /* left out on a terminal too narrow for
                                  * the flex column (table_layout()) */
+#define TABLE_DETAIL  0x20u     /* no column: the cell is a sentence
+                                 * printed under its row, indented and
+                                 * wrapped at spaces (table_paragraph()) */
 
 struct table_col {
     const char *title;
@@ -466,7 +471,8 @@ void table_init(struct table *t, const struct table_col *cols, size_t ncols);
 int table_add(struct table *t, const char *const *cells, const size_t *lens);
 /* Print within width columns: every line, header included, is at most
  * width columns; TABLE_WRAP cells go on over more lines, other cells too
- * wide are cut and marked with "…". */
+ * wide are cut and marked with "…"; a TABLE_DETAIL cell follows its row
+ * as a paragraph indented by TABLE_DETAIL_INDENT. */
 void table_print(const struct table *t, FILE *fp, size_t width);
 /* The width of each of t's columns in w (t->ncols of them) within width,
  * as table_print() prints them: 0 for a TABLE_OPTIONAL column left out. */
@@ -528,6 +534,25 @@ long events_table_add(struct table *t, const json_t *doc, int64_t since_ms);
  * the detail indented, wrapped at spaces, never inside a word that fits
  * a line (eventtable.c's opening comment).  0, -1 on ENOMEM. */
 int events_table_print(const struct table *t, FILE *fp, size_t width, bool titles);
+
+/* alerttable.c: the agent's /api/v1/alerts answer as lockctl alerts'
+ * table: SEVERITY, ALERT, SUBJECT (the key on its target, the target, the
+ * shard, the class, as the labels have them), SINCE, and the summary under
+ * each row (TABLE_DETAIL). */
+enum { ALERTS_SEVERITY, ALERTS_NAME, ALERTS_SUBJECT, ALERTS_SINCE, ALERTS_SUMMARY,
+       ALERTS_NCOLS };
+extern const struct table_col alerts_table_cols[ALERTS_NCOLS];
+/* critical 0, warning 1, info 2, anything else (or NULL) 3. */
+int alerts_severity_rank(const char *severity);
+/* Is alert a (an element of the answer's "alerts") of target (its target
+ * label; NULL: any) and severity (NULL: any)? */
+bool alerts_selected(const json_t *a, const char *target, const char *severity);
+/* Add the rows of doc's alerts that alerts_selected() takes to t (made
+ * with alerts_table_cols), worst first: by severity, then the oldest
+ * startsAt first (one it cannot read last), then in the agent's order;
+ * SINCE is now_ms less startsAt.  Returns how many, -1 on ENOMEM. */
+long alerts_table_add(struct table *t, const json_t *doc, const char *target,
+                      const char *severity, int64_t now_ms);
 
 /* ---- output.c ---------------------------------------------------------------- */
 

@@ -140,6 +140,17 @@ static const struct command {
       "a class above count_surge_factor x its baseline.  The classes that call for a\n"
       "look (WAIT99 !, too short, too long, SURGE) come first.\n"
       "--json prints the API's answer.\n" },
+    { "alerts", cmd_alerts, "alerts [--severity critical|warning|info]",
+      "The alerts firing now, from the agent (GET /api/v1/alerts; docs/alerts.md),\n"
+      "worst first: critical, warning, info, then the oldest first.  A row is the\n"
+      "severity, the alertname, its subject as the labels have it (KEY on TARGET,\n"
+      "target T, shard S of T at NODE, class C) and how long it has fired (SINCE),\n"
+      "with its summary under it.  When nothing fires, one line says so.\n"
+      "  --severity S    only the alerts of severity S\n"
+      "  -t TARGET       only the alerts of TARGET (its target label)\n"
+      "Only the agent knows this: it is asked (--agent, else [agent] listen), and an\n"
+      "agent that does not answer is exit 3; an answer is exit 0, whatever fires.\n"
+      "--json prints the agent's document (with -t or --severity, only those alerts).\n" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -161,8 +172,8 @@ static const char global_help[] =
     "                      (lockwatch.ini(5)); only with a rediss:// url\n"
     "  --agent http://host:port|off\n"
     "                      the agent list, show and release ask for first-seen and\n"
-    "                      no-TTL times, and deadlocks, events and classes read\n"
-    "                      (default: [agent] listen; off: do not ask)\n"
+    "                      no-TTL times, and deadlocks, events, classes and alerts\n"
+    "                      read (default: [agent] listen; off: do not ask)\n"
     "  --timeout DURATION  the whole command's deadline (default 15s): every Redis\n"
     "                      read and the agent's answers keep to it (the time you\n"
     "                      take to answer a prompt is not counted)\n"
@@ -215,7 +226,7 @@ usage(FILE *fp)
     fprintf(fp, "%s", global_help);
     fprintf(fp, "Exit codes: 0 done, 1 refused by a guard or nothing to do, 2 usage or\n"
             "config error, 3 Redis unreachable or error, or the agent did not answer\n"
-            "(deadlocks, events, classes).\n");
+            "(deadlocks, events, classes, alerts).\n");
 }
 
 void

@@ -12,8 +12,9 @@
  * continuation lines rather than being cut: an on-call engineer at 80
  * columns reads all of "its waiters woke"; only keys and holders in list's
  * columns are cut, in the middle, with the whole text one -o wide away.
- * A paragraph (table_paragraph(): lockctl events' details) wraps the same
- * way, so an id, an address or an owner in it stays whole on one line; a
+ * A paragraph (table_paragraph(): lockctl events' details, and a
+ * TABLE_DETAIL cell, printed under its row: lockctl alerts' summaries)
+ * wraps the same way, so an id, an address or an owner in it stays whole on one line; a
  * word wider than the whole line is the one thing broken, marked with "…"
  * at the end of the piece and the start of the next line.
  *
@@ -436,13 +437,19 @@ widest_word(const struct table *t, size_t i)
  * wrapped column (STATE) goes under its min, and that one only down to
  * its widest word.  A key cut to a few columns tells no lock from another
  * (lock…ace), and a state broken one letter a line is not read at all.
+ * A TABLE_DETAIL column takes no width (0): it goes under its row.
  */
 void
 table_layout(const struct table *t, size_t width, size_t *w)
 {
-    size_t used = 0, flex = t->ncols, i, want, floor, m;
+    size_t used = 0, flex = t->ncols, i, want, floor, m, shown = 0;
 
     for (i = 0; i < t->ncols; i++) {
+        if (t->cols[i].flags & TABLE_DETAIL) {
+            w[i] = 0;           /* under the row, not beside: no gap either */
+            continue;
+        }
+        shown++;
         m = table_widest(t, i);
         if (t->cols[i].flags & TABLE_FLEX) {
             flex = i;
@@ -453,7 +460,7 @@ table_layout(const struct table *t, size_t width, size_t *w)
         w[i] = m < t->cols[i].max || width >= TABLE_WIDE ? m : t->cols[i].max;
         used += w[i];
     }
-    used += GAP * (t->ncols - 1);
+    used += shown > 0 ? GAP * (shown - 1) : 0;
     /* A narrow terminal: shrinkable columns (min > 0) give way, right to
      * left, down to their min, before the flex column (the key) gets less
      * than FLEX_MIN (or than its widest cell, when that is less). */
@@ -615,8 +622,14 @@ table_print(const struct table *t, FILE *fp, size_t width)
     for (i = 0; i < t->ncols && i < TABLE_COLS_MAX; i++)
         title[i] = t->cols[i].title;
     print_row(t, fp, title, w);
-    for (r = 0; r < t->nrows; r++)
-        print_row(t, fp, (const char *const *)t->cells + r * t->ncols, w);
+    for (r = 0; r < t->nrows; r++) {
+        const char *const *row = (const char *const *)t->cells + r * t->ncols;
+
+        print_row(t, fp, row, w);
+        for (i = 0; i < t->ncols; i++)
+            if ((t->cols[i].flags & TABLE_DETAIL) && row[i][0] != '\0')
+                table_paragraph(fp, width, TABLE_DETAIL_INDENT, row[i]);
+    }
     free(w);
 }
 

@@ -37,7 +37,8 @@ LOCKCTL = os.path.join(h.BUILD, "bin", "lockctl")
 # a pipe without COLUMNS prints every cell whole; tables checked for their
 # width are run at an explicit 100 columns
 COLS100 = dict(os.environ, COLUMNS="100")
-COMMANDS = ("list", "show", "release", "expire", "audit", "events", "deadlocks", "classes")
+COMMANDS = ("list", "show", "release", "expire", "audit", "events", "deadlocks", "classes",
+            "alerts")
 UUID = "8743c9c0-0795-4907-87fd-6c719a6b4586"
 
 
@@ -551,7 +552,8 @@ class Lockctl(h.TestCase):
                      ["--url", "redis://:pw@127.0.0.1:1/0", "list"],
                      ["--url", "http://x", "list"],
                      ["--agent", "off", "deadlocks"], ["--agent", "off", "classes"],
-                     ["--agent", "off", "events"]):
+                     ["--agent", "off", "events"], ["--agent", "off", "alerts"],
+                     ["alerts", "stray"], ["alerts", "--severity", "page"]):
             p = run(args, self.cfg)
             self.assertEqual(p.returncode, 2, (args, p.stdout, p.stderr))
             self.assertTrue(p.stderr, args)

@@ -592,7 +592,7 @@ class LockctlPaste(h.TestCase):
         self.assertNotIn(b"note:", p.stderr)
         # a command that asks only the agent, given --agent, needs no target:
         # no note about one (the agent here is a closed port: exit 3)
-        for cmd in ("classes", "deadlocks", "events"):
+        for cmd in ("classes", "deadlocks", "events", "alerts"):
             p = subprocess.run([lt.LOCKCTL, "--agent", "http://127.0.0.1:%d" % h.free_port(),
                                 cmd], capture_output=True, env=env, timeout=30)
             self.assertEqual(p.returncode, 3, (cmd, p.stderr))
