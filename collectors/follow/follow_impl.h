@@ -155,7 +155,11 @@ struct follow {
     struct fresh_state fresh[FOLLOW_NODES_MAX];         /* baselines, by node */
     size_t nfresh;
     bool fresh_denied;          /* the ACL denies INFO: unchecked */
-    unsigned fresh_short;       /* checks in a row with fewer keys than locks */
+    unsigned fresh_short[FOLLOW_NODES_MAX];     /* checks in a row with fewer
+                                 * keys than locks, by node: each its own
+                                 * (one shared, the next node that agreed
+                                 * reset it, and a node short check after
+                                 * check was never caught) */
     char fresh_note[300];       /* why the last full scan ran, or what it
                                  * found: said once */
 

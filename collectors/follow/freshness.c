@@ -34,8 +34,9 @@
  *                 is one): fewer means CONFIG RESETSTAT zeroed every
  *                 count, and what ran before it is unknown;
  *   keyspace      the database's key count: fewer keys than live lock
- *                 records twice in a row (a pending delete may explain
- *                 one) means keys went without a notification.
+ *                 records twice in a row on the same node (a pending
+ *                 delete may explain one) means keys went without a
+ *                 notification.
  *
  * Where the ACL allows CONFIG GET (the setting was verified when
  * subscribing), each check asks notify-keyspace-events itself too, first:
@@ -234,7 +235,7 @@ fresh_baseline(struct follow *fw, redisContext *c, const struct target_conf *nod
     redisContext *own;
     size_t i;
 
-    fw->fresh_short = 0;
+    memset(fw->fresh_short, 0, sizeof(fw->fresh_short));
     fw->nfresh = n < FOLLOW_NODES_MAX ? n : FOLLOW_NODES_MAX;
     if (c != NULL)
         fw->nfresh = 1;
@@ -326,7 +327,7 @@ check_node(struct follow *fw, const struct target_conf *t, size_t i, size_t live
         fw->fresh[i] = now;             /* a late baseline: compare from now */
         return 0;
     }
-    if (fresh_changed(&fw->fresh[i], &now, live, fw->verified, &fw->fresh_short, resub,
+    if (fresh_changed(&fw->fresh[i], &now, live, fw->verified, &fw->fresh_short[i], resub,
                       err, sizeof(err))) {
         snprintf(why, whylen, "%s:%d: %s", node.host, node.port, err);
         return 1;

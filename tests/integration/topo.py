@@ -78,9 +78,10 @@ class Cluster:
     `redis-cli --cluster create`.  cluster-require-full-coverage is off so
     the surviving shards keep answering when one primary is stopped."""
 
-    def __init__(self, primaries=3, replicas=0, node_timeout_ms=1000, tls=None):
+    def __init__(self, primaries=3, replicas=0, node_timeout_ms=1000, tls=None, args=()):
         """tls: a harness.TLSCerts: every node TLS-only, the cluster bus and
-        replication over TLS too."""
+        replication over TLS too.  args: more redis-server arguments for
+        every node."""
         n = primaries * (1 + replicas)
         self.nodes = []
         tls_args = ["--tls-cluster", "yes", "--tls-replication", "yes"] if tls else []
@@ -91,7 +92,7 @@ class Cluster:
                 "--cluster-config-file", "nodes-%d.conf" % port,
                 "--cluster-node-timeout", str(node_timeout_ms),
                 "--cluster-require-full-coverage", "no",
-                "--cluster-allow-reads-when-down", "yes"] + tls_args))
+                "--cluster-allow-reads-when-down", "yes"] + tls_args + list(args)))
         addrs = ["127.0.0.1:%d" % r.port for r in self.nodes]
         cli = [REDIS_CLI]
         if tls:
@@ -379,9 +380,9 @@ def lockctl(args, timeout=60):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
 
 
-def start_cluster(test, primaries=3, replicas=0):
+def start_cluster(test, primaries=3, replicas=0, args=()):
     """A Cluster whose nodes stop with test (a harness TestCase)."""
-    c = Cluster(primaries=primaries, replicas=replicas)
+    c = Cluster(primaries=primaries, replicas=replicas, args=args)
     test.addCleanup(c.stop)
     test._redises.extend(c.nodes)
     return c
