@@ -198,20 +198,20 @@ refuse_wrong_holder(const struct lockctl *lc, const struct change *ch, const str
     return LOCKCTL_REFUSED;
 }
 
-/* Does a release of release-table row (or lock format) fmt wake waiters?
- * Only these have a wake-up (docs/lockctl.md's release table); the
- * others' clients poll, and the DEL is all they need. */
-static bool
-row_wakes(const char *fmt)
+/* The format-table row of release-table row name (the script names the
+ * row it used by its format's name); NULL for none. */
+static const struct lock_format *
+release_row(const char *name)
 {
-    static const char *const waking[] = { "liblockwatch", "python-redis-lock", "spring" };
+    return name != NULL && name[0] != '\0' ? formats_by_name(name) : NULL;
+}
 
-    if (strncmp(fmt, "redisson", 8) == 0)
-        return true;
-    for (size_t i = 0; i < sizeof(waking) / sizeof(waking[0]); i++)
-        if (strcmp(fmt, waking[i]) == 0)
-            return true;
-    return false;
+/* Does a release of row f wake waiters (its release_wakes column)? */
+static bool
+row_wakes(const struct lock_format *f)
+{
+    return f != NULL && (f->release_wakes == FMT_RWAKES_ALL ||
+                         f->release_wakes == FMT_RWAKES_MODE);
 }
 
 /* What a done release did, in one sentence worded for its row: the
@@ -219,16 +219,17 @@ row_wakes(const char *fmt)
 static void
 released_line(const struct lockctl *lc, const struct release_result *res)
 {
-    const char *woken = row_wakes(res->format) ? ", and its waiters woken" : "";
+    const struct lock_format *f = release_row(res->format);
+    const char *woken = row_wakes(f) ? ", and its waiters woken" : "";
 
-    if (strstr(res->format, "semaphore") != NULL && strcmp(res->format, "redis-semaphore") != 0)
+    if (f != NULL && f->semaphore != FMT_SEM_NO)
         table_line(stdout, lockctl_width(lc), "released: one permit given back (%s)%s",
                    res->format, woken);
     else if (res->holders_left > 0)
         table_line(stdout, lockctl_width(lc), "released: that holder's hold was removed; "
                    "%lld other holder(s) still hold it (%s)%s", res->holders_left, res->format,
-                   strcmp(res->format, "redisson-rw") == 0 ? ", and its waiters woken if it "
-                   "turned from write to read" : "");
+                   f != NULL && f->release_wakes == FMT_RWAKES_MODE ? ", and its waiters woken "
+                   "if it turned from write to read" : "");
     else if (res->holders_left == 0)
         table_line(stdout, lockctl_width(lc), "released: the key was deleted, no holder being "
                    "left (%s)%s", res->format, woken);
@@ -270,7 +271,8 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
         snprintf(q, sizeof(q), "Give it a TTL of %s?", newttl);
     } else {
         table_line(stderr, width, "  the key is deleted when no other holder is left");
-        snprintf(q, sizeof(q), "Release that holder%s?", row_wakes(l->fmt->name)
+        snprintf(q, sizeof(q), "Release that holder%s?",
+                 row_wakes(release_row_for(l->fmt->name, l->src.source == FMT_SOURCE_GUESSED))
                  ? " and wake its waiters" : "");
     }
     yes = confirm_ask(q);

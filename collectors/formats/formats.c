@@ -129,12 +129,16 @@ formats_row_check(const struct lock_format *f)
         return "wake";
     if (f->release == NULL)
         return "release";
+    if (f->release_wakes == FMT_RWAKES_UNSET)
+        return "release_wakes";
     if (f->proves == FMT_PROVES_UNSET)
         return "proves";
     /* a channel is counted and woken; only a channel can be counted */
     if ((f->wake_channel != NULL) != (f->waiters != FMT_WAITERS_NONE) ||
         (f->wake_channel != NULL && (f->wake_role[0] == '\0' || f->wake_message == NULL)))
         return "wake (a waiters source needs its channel, role and message)";
+    if (f->wake_channel != NULL && f->release_wakes == FMT_RWAKES_NONE)
+        return "release_wakes (a row with a wake channel wakes its waiters)";
     if ((f->kin.from != 0) != (f->kin.helpers != 0) || (f->kin.helpers & ~f->helpers))
         return "kin (its helpers must be among the row's helpers)";
     if (f->kin.from != 0 && f->proves != FMT_PROVES_NOTHING)

@@ -154,6 +154,20 @@ enum fmt_semaphore {
                                  * leaked; a permit held too long is long */
 };
 
+/* What a forced release (lockctl release, the release API) does for the
+ * row's waiters: lockctl's prompt and outcome sentence say it.  How it
+ * wakes them is the release row's business (collectors/release/lua/
+ * formats.lua): a wake channel (FMT_WAKE), python-redis-lock's signal
+ * list, Spring's registry channel. */
+enum fmt_release_wakes {
+    FMT_RWAKES_UNSET,
+    FMT_RWAKES_NONE,            /* its clients poll: the DEL is all they need */
+    FMT_RWAKES_ALL,             /* every release wakes its waiters */
+    FMT_RWAKES_MODE,            /* when the key goes, and when a release with
+                                 * holders left turns it from write to read
+                                 * (redisson-rw) */
+};
+
 /* What a value that the row claims proves. */
 enum fmt_proves {
     FMT_PROVES_UNSET,
@@ -262,6 +276,7 @@ struct lock_format {
     const char *wake_message;   /* what a release publishes there */
     bool wake_sharded;          /* SPUBLISHed as well in a cluster */
     const char *release;        /* companions, or FMT_RELEASE_DETECT */
+    enum fmt_release_wakes release_wakes;
     enum fmt_proves proves;
     /* Holder ids are a Redisson client's "<uuid>:<tid>" (":write"): the
      * client registry (lockwatch:client:{<uuid>}) may know when and where

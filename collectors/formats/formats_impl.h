@@ -110,64 +110,83 @@ bool fmt_time_plausible(int64_t ms);
       .helpers = FMT_HELPER(HELPER_RW_TIMEOUT) | FMT_HELPER(HELPER_UNLOCK_LATCH), \
       .kin = FMT_KIN_NONE, .waiters = FMT_WAITERS_CHANNEL, .semaphore = FMT_SEM_NO, \
       FMT_WAKE("redisson-rw", "redisson_rwlock", "redisson_rwlock__", "0 and 1"), \
-      .release = "redisson-rw redisson-rw-v2", .proves = FMT_PROVES_LAYOUT,    \
+      .release = "redisson-rw redisson-rw-v2",                                 \
+      .release_wakes = FMT_RWAKES_MODE, .proves = FMT_PROVES_LAYOUT,           \
       .registry = true)                                                        \
     X("redisson", redisson, .holds = FMT_HOLDS_HASH,                           \
       .helpers = FMT_HELPER(HELPER_UNLOCK_LATCH), .kin = FMT_KIN_NONE,         \
       .waiters = FMT_WAITERS_QUEUE, .semaphore = FMT_SEM_NO, RS_CHANNEL, \
-      .release = RS_RELEASE, .proves = FMT_PROVES_LAYOUT, .registry = true)    \
+      .release = RS_RELEASE,                                                   \
+      .release_wakes = FMT_RWAKES_ALL, .proves = FMT_PROVES_LAYOUT,            \
+      .registry = true)                                                        \
     X("redisson-fair", redisson_fair, .holds = FMT_HOLDS_HASH,                 \
       .helpers = FMT_HELPER(HELPER_FAIR_QUEUE) | FMT_HELPER(HELPER_FAIR_TIMEOUT) | \
                  FMT_HELPER(HELPER_UNLOCK_LATCH),                              \
       .kin = FMT_KIN(FMT_ROW_BIT(redisson), FMT_HELPER(HELPER_FAIR_QUEUE) |    \
                      FMT_HELPER(HELPER_FAIR_TIMEOUT), false),                  \
       .waiters = FMT_WAITERS_QUEUE, .semaphore = FMT_SEM_NO, RS_CHANNEL, \
-      .release = RS_RELEASE, .proves = FMT_PROVES_NOTHING, .registry = true)   \
+      .release = RS_RELEASE,                                                   \
+      .release_wakes = FMT_RWAKES_ALL, .proves = FMT_PROVES_NOTHING,           \
+      .registry = true)                                                        \
     X("redisson-fenced", redisson_fenced, .holds = FMT_HOLDS_HASH,             \
       .helpers = FMT_HELPER(HELPER_FENCE_TOKEN) | FMT_HELPER(HELPER_UNLOCK_LATCH), \
       .kin = FMT_KIN(FMT_ROW_BIT(redisson), FMT_HELPER(HELPER_FENCE_TOKEN), false), \
       .waiters = FMT_WAITERS_QUEUE, .semaphore = FMT_SEM_NO, RS_CHANNEL, \
-      .release = "redisson redisson-v2", .proves = FMT_PROVES_NOTHING,         \
+      .release = "redisson redisson-v2",                                       \
+      .release_wakes = FMT_RWAKES_ALL, .proves = FMT_PROVES_NOTHING,           \
       .registry = true)                                                        \
     X("redisson-permit-semaphore", redisson_psem, .holds = FMT_HOLDS_STRING,   \
       .helpers = FMT_HELPER(HELPER_PERMIT_TIMEOUT),                            \
       .kin = FMT_KIN(FMT_ROW_BIT(plain) | FMT_ROW_BIT(redisson_sem),           \
                      FMT_HELPER(HELPER_PERMIT_TIMEOUT), true),                 \
       .waiters = FMT_WAITERS_CHANNEL, .semaphore = FMT_SEM_PERMITS,            \
-      SC_CHANNEL, .release = "permits redisson-sc",                    \
+      SC_CHANNEL, .release = "permits redisson-sc",                            \
+      .release_wakes = FMT_RWAKES_ALL,                                         \
       .proves = FMT_PROVES_NOTHING)                                            \
     X("redisson-semaphore", redisson_sem, .holds = FMT_HOLDS_STRING,           \
       .helpers = FMT_HELPERS_NONE, .kin = FMT_KIN_NONE,                        \
       .waiters = FMT_WAITERS_CHANNEL, .semaphore = FMT_SEM_COUNT,              \
-      SC_CHANNEL, .release = "redisson-sc", .proves = FMT_PROVES_NOTHING) \
+      SC_CHANNEL, .release = "redisson-sc",                                    \
+      .release_wakes = FMT_RWAKES_ALL, .proves = FMT_PROVES_NOTHING)           \
     X("liblockwatch", lw1, .holds = FMT_HOLDS_STRING,                          \
       .helpers = FMT_HELPER(HELPER_CLIENT_REGISTRY), .kin = FMT_KIN_NONE,      \
       .waiters = FMT_WAITERS_CHANNEL, .semaphore = FMT_SEM_NO,                 \
       FMT_WAKE("liblockwatch", "lockwatch_lock__channel", NULL, "0"),  \
-      .release = "liblockwatch", .proves = FMT_PROVES_LAYOUT)                  \
+      .release = "liblockwatch",                                               \
+      .release_wakes = FMT_RWAKES_ALL, .proves = FMT_PROVES_LAYOUT)            \
     X("shedlock", shedlock, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,       \
-      .release = "", .proves = FMT_PROVES_LAYOUT)                              \
+      .release = "",                                                           \
+      .release_wakes = FMT_RWAKES_NONE, .proves = FMT_PROVES_LAYOUT)           \
     X("redis-py", redispy, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,        \
-      .release = "", .proves = FMT_PROVES_DECLARED)                            \
+      .release = "",                                                           \
+      .release_wakes = FMT_RWAKES_NONE, .proves = FMT_PROVES_DECLARED)         \
     X("node-redlock", noderedlock, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL, \
-      .release = "", .proves = FMT_PROVES_SHAPE)                               \
+      .release = "",                                                           \
+      .release_wakes = FMT_RWAKES_NONE, .proves = FMT_PROVES_SHAPE)            \
     X("redsync", redsync, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,         \
-      .release = "", .proves = FMT_PROVES_SHAPE)                               \
+      .release = "",                                                           \
+      .release_wakes = FMT_RWAKES_NONE, .proves = FMT_PROVES_SHAPE)            \
     X("python-redis-lock", pyredislock, .holds = FMT_HOLDS_STRING,             \
       .helpers = FMT_HELPER(HELPER_SIGNAL_LIST), .kin = FMT_KIN_NONE,          \
       .waiters = FMT_WAITERS_NONE, .semaphore = FMT_SEM_NO, FMT_WAKE_NONE, \
-      .release = "signal", .proves = FMT_PROVES_SHAPE)                         \
+      .release = "signal",                                                     \
+      .release_wakes = FMT_RWAKES_ALL, .proves = FMT_PROVES_SHAPE)             \
     X("redis-semaphore", node_redis_semaphore, .holds = FMT_HOLDS_STRING | FMT_HOLDS_ZSET, \
-      FMT_COLUMNS_POLL, .release = "", .proves = FMT_PROVES_SHAPE)             \
+      FMT_COLUMNS_POLL, .release = "",                                         \
+      .release_wakes = FMT_RWAKES_NONE, .proves = FMT_PROVES_SHAPE)            \
     X("pottery", pottery, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,         \
-      .release = "", .proves = FMT_PROVES_SHAPE)                               \
+      .release = "",                                                           \
+      .release_wakes = FMT_RWAKES_NONE, .proves = FMT_PROVES_SHAPE)            \
     X("spring", spring, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,           \
-      .release = "", .proves = FMT_PROVES_DECLARED)                            \
+      .release = "",                                                           \
+      .release_wakes = FMT_RWAKES_ALL, .proves = FMT_PROVES_DECLARED)          \
     X("plain", plain, .holds = FMT_HOLDS_STRING, FMT_COLUMNS_POLL,             \
       .release = "liblockwatch signal redisson-sc permits",                    \
+      .release_wakes = FMT_RWAKES_NONE,                                        \
       .proves = FMT_PROVES_FALLBACK)                                           \
     X("unknown", unknown, .holds = FMT_HOLDS_HASH | FMT_HOLDS_ZSET | FMT_HOLDS_OTHER, \
-      FMT_COLUMNS_POLL, .release = FMT_RELEASE_DETECT, .proves = FMT_PROVES_NOTHING)
+      FMT_COLUMNS_POLL, .release = FMT_RELEASE_DETECT,                         \
+      .release_wakes = FMT_RWAKES_NONE, .proves = FMT_PROVES_NOTHING)
 
 /* enum fmt_id: FMT_ID_<id>, a row's index in formats_table; FMT_ROW_BIT()
  * names a set of rows (the kin column's "from"). */

@@ -282,18 +282,19 @@ release_row(const char *format)
     return f != NULL && f->release != NULL && f->release != FMT_RELEASE_DETECT ? f : NULL;
 }
 
-/* The row a request releases as.  A guessed format (a shape others write
- * too, or "unknown": no decoder knew it) never picks a release that does
- * more than compare-and-delete: a row with companions (wake-ups, queues,
- * permits), or none (the script would pick by type: a hash as Redisson's),
- * falls back to the fallback row ("plain": compare the string value and
- * delete it; a hash or zset is then refused as of the wrong type). */
-static const struct lock_format *
-request_row(const struct release_request *req)
+/* The row a request releases as (release.h).  A guessed format (a shape
+ * others write too, or "unknown": no decoder knew it) never picks a
+ * release that does more than compare-and-delete: a row with companions
+ * (wake-ups, queues, permits), or none (the script would pick by type: a
+ * hash as Redisson's), falls back to the fallback row ("plain": compare
+ * the string value and delete it; a hash or zset is then refused as of the
+ * wrong type). */
+const struct lock_format *
+release_row_for(const char *format, bool guessed)
 {
-    const struct lock_format *f = release_row(req->format);
+    const struct lock_format *f = release_row(format);
 
-    if (!req->format_guessed || (f != NULL && f->release[0] == '\0'))
+    if (!guessed || (f != NULL && f->release[0] == '\0'))
         return f;
     for (size_t i = 0; i < formats_count; i++)
         if (formats_table[i].proves == FMT_PROVES_FALLBACK)
@@ -477,7 +478,7 @@ release_build_args(const struct target_conf *t, const char *audit_stream,
     bool cluster = t->mode == TARGET_CLUSTER, oom = false;
     unsigned slot = cluster ? release_key_slot(req->key, req->keylen) : 0;
     int64_t now = req->now_ms;
-    const struct lock_format *f = request_row(req);
+    const struct lock_format *f = release_row_for(req->format, req->format_guessed);
 
     memset(a, 0, sizeof(*a));
     max_args = 3 + 1 + NCOMPANIONS + 1 + ARGV_FIXED + t->npatterns + 1;

@@ -125,6 +125,11 @@ int release_outcome_parse(const char *s, size_t n);
 /* A sentence for people: what the outcome means and what to do, in
  * lockctl's words (release_result_json() gives the HTTP API's its own). */
 const char *release_outcome_message(enum release_outcome o);
+/* The format-table row whose release-table row a release of a lock read
+ * as format (guessed: format_source "guessed") runs: a guessed format
+ * with companions releases as the fallback row ("plain"); NULL when the
+ * script picks by what it sees.  lockctl's prompt words itself by it. */
+const struct lock_format *release_row_for(const char *format, bool guessed);
 /* Whether format has a row of the release table (its release column in
  * the format table, formats.h, is not FMT_RELEASE_DETECT). */
 bool release_format_known(const char *format);

@@ -412,7 +412,7 @@ class LockctlPaste(h.TestCase):
     def test_release_outcome_worded_per_format(self):
         """A plain (SET NX) lock has no wake-up: neither the prompt nor the
         outcome mentions waiters, and the outcome says the key went once; a
-        Redisson lock's does mention them."""
+        Redisson lock's and a python-redis-lock's do mention them."""
         cfg = self.cfg(patterns="lock:*")
         self.c.set("lock:plain", "tok-p", px=600000)
         rc, o, e = lt.at_terminal([lt.LOCKCTL, "-c", cfg, "--agent", "off", "release",
@@ -433,6 +433,27 @@ class LockctlPaste(h.TestCase):
         self.assertEqual(rc, 0, e)
         self.assertIn(b"wake its waiters?", e)
         self.assertIn(b"(redisson), and its waiters woken", o)
+        # python-redis-lock wakes through its signal list, not a channel:
+        # its row's release_wakes column says so, where it is declared; and
+        # undeclared it is a guess, released as plain: then the prompt
+        # promises what that row does, not what python-redis-lock's would
+        tok = "QUJDREVGR0hJSktMTU5PUFFS"
+        for declared in (True, False):
+            cfg = self.cfg(patterns="lock:*", target_extra={
+                "format_patterns": "lock:pyr=python-redis-lock"} if declared else None)
+            self.c.delete("lock-signal:pyr")
+            self.c.set("lock:pyr", tok, px=600000)
+            rc, o, e = lt.at_terminal([lt.LOCKCTL, "-c", cfg, "--agent", "off", "release",
+                                       "lock:pyr", "--holder", tok], b"y\n",
+                                      env=env_cols(200))
+            self.assertEqual(rc, 0, e)
+            if declared:
+                self.assertIn(b"wake its waiters?", e)
+                self.assertIn(b"(python-redis-lock), and its waiters woken", o)
+                self.assertEqual(self.c.lrange("lock-signal:pyr", 0, -1), [b"1"])
+            else:
+                self.assertNotIn(b"wake", e)
+                self.assertIn(b"no holder being left (plain)\n", o)
 
     def test_pipe_keeps_keys_whole(self):
         """The trial's pipe: two keys that differ only in their middle are two

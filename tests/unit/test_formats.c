@@ -248,6 +248,14 @@ test_row_check_names_the_column(void **state)
     f = formats_table[formats_count - 1];
     f.proves = FMT_PROVES_UNSET;
     assert_string_equal(formats_row_check(&f), "proves");
+    f = formats_table[formats_count - 1];
+    f.release_wakes = FMT_RWAKES_UNSET;
+    assert_string_equal(formats_row_check(&f), "release_wakes");
+    /* a row with a wake channel whose release would not wake disagrees */
+    f = *formats_by_name("liblockwatch");
+    assert_null(formats_row_check(&f));
+    f.release_wakes = FMT_RWAKES_NONE;
+    assert_non_null(formats_row_check(&f));
     /* a waiters source without a channel disagrees */
     f = formats_table[formats_count - 1];
     f.waiters = FMT_WAITERS_CHANNEL;
