@@ -18,6 +18,7 @@
  */
 #include "agent/http/render.h"
 #include "agent/http/routes.h"
+#include "common/duration.h"
 
 void
 serve_healthz(const struct http_request *rq, struct http_response *out)
@@ -82,9 +83,12 @@ render_ready(const struct view *v, struct strbuf *reason)
         ready = 0;
         sb_addf(reason, "target %s: %s", v->targets[i].name,
                 s == NULL ? "no scan has completed yet" : s->err);
-        if (s != NULL && s->last_good != NULL)
-            sb_addf(reason, " (stale: the last good scan, %lld s old, is shown)",
-                    (long long)((v->now_ms - s->last_success_ms) / 1000));
+        if (s != NULL && s->last_good != NULL) {
+            char age[32];
+
+            duration_format((v->now_ms - s->last_success_ms) / 1000 * 1000, age, sizeof(age));
+            sb_addf(reason, " (stale: the last good scan, %s old, is shown)", age);
+        }
         sb_adds(reason, "\n");
     }
     /* who speaks to the direct sinks: said, never a reason to be unready */
