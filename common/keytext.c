@@ -112,16 +112,38 @@ text_unsafe(const char *s, size_t n)
     return n >= 2 && keytext_utf8_next(s, n, &cp) == n && keytext_display_unsafe(cp);
 }
 
+/* Does mode replace the character at in (len bytes left)?  *n: the bytes
+ * it takes (0 for an invalid byte). */
+static bool
+replaced(const char *in, size_t len, int mode, size_t *n)
+{
+    const unsigned char *s = (const unsigned char *)in;
+
+    *n = utf8_seq(s, len);
+    return *n == 0 || (*n == 1 && (s[0] == 0 || (mode != SAN_BYTES && label_control(s[0])))) ||
+           (mode == SAN_TEXT && text_unsafe(in, *n));
+}
+
+bool
+keytext_text_clean(const char *in, size_t len)
+{
+    size_t i = 0, n;
+
+    while (i < len) {
+        if (replaced(in + i, len - i, SAN_TEXT, &n))
+            return false;
+        i += n;
+    }
+    return true;
+}
+
 static size_t
 sanitize(char *out, size_t outsz, const char *in, size_t len, int mode)
 {
-    const unsigned char *s = (const unsigned char *)in;
     size_t i = 0, o = 0, n;
 
     while (i < len) {
-        n = utf8_seq(s + i, len - i);
-        if (n == 0 || (n == 1 && (s[i] == 0 || (mode != SAN_BYTES && label_control(s[i])))) ||
-            (mode == SAN_TEXT && text_unsafe(in + i, n))) {
+        if (replaced(in + i, len - i, mode, &n)) {
             /* U+FFFD; a NUL byte too, so the result is a C string; for
              * each invalid byte, or for the whole unsafe character */
             put(out, outsz, o, "\xef\xbf\xbd", 3);

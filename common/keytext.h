@@ -15,6 +15,7 @@
 #ifndef LOCKWATCH_KEYTEXT_H
 #define LOCKWATCH_KEYTEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,9 +28,10 @@
 #define KEYTEXT_TOO_LONG_FOR_COMMAND "key too long for a command line"
 
 size_t keytext_sanitize(char *out, size_t outsz, const char *in, size_t len);
-/* The same, for metric and alert labels and class names: C0 control bytes
- * but '\n' (ESC, CR, ...) and DEL become U+FFFD too, so `curl /metrics` in
- * a terminal shows a hostile key and runs none of it. */
+/* The same, for class names as they are made: C0 control bytes but '\n'
+ * (ESC, CR, ...) and DEL become U+FFFD too, so `curl /metrics` in a
+ * terminal shows a hostile key and runs none of it.  (Metric labels are
+ * written with keytext_sanitize_text(), which replaces more.) */
 size_t keytext_sanitize_label(char *out, size_t outsz, const char *in, size_t len);
 /* The same again, for texts people read in a chat or a browser (alert
  * labels and annotations): also each character keytext_display_unsafe()
@@ -39,6 +41,9 @@ size_t keytext_sanitize_label(char *out, size_t outsz, const char *in, size_t le
  * text around it.  A bidi control is 3 bytes, as U+FFFD is: the length
  * alone does not tell that this changed a string. */
 size_t keytext_sanitize_text(char *out, size_t outsz, const char *in, size_t len);
+/* Whether keytext_sanitize_text() leaves in as it is (a bidi control is
+ * replaced by as many bytes: the length cannot tell). */
+bool keytext_text_clean(const char *in, size_t len);
 size_t keytext_percent(char *out, size_t outsz, const char *in, size_t len);
 /* The code point of the valid UTF-8 sequence at s (len bytes left) into
  * *cp: its length (1..4), or 0 when the bytes there are not valid UTF-8. */

@@ -58,7 +58,7 @@ label_value(struct strbuf *sb, const char *p, size_t n)
         sb->failed = true;
         return;
     }
-    len = keytext_sanitize_label(tmp, need, p, n);
+    len = keytext_sanitize_text(tmp, need, p, n);
     for (i = 0; i < len; i++) {
         if (tmp[i] == '\\')
             sb_add(sb, "\\\\", 2);
@@ -89,7 +89,7 @@ label_capped(struct strbuf *sb, const char *p, size_t n, size_t max)
     char tail[32];
     size_t cut;
 
-    if (n <= max && keytext_sanitize_label(NULL, 0, p, n) == n) {
+    if (n <= max && keytext_text_clean(p, n)) {
         label_value(sb, p, n);
         return;
     }

@@ -135,8 +135,10 @@ esc_str(struct strbuf *sb, const char *s)
     esc_text(sb, s, strlen(s));
 }
 
-/* Raw bytes (a key, a holder) as HTML text: sanitised to UTF-8, cut at
- * max bytes (on a character boundary) with an ellipsis. */
+/* Raw bytes (a key, a holder) as HTML text: sanitised to UTF-8 with no
+ * character that reorders or hides text (a bidi override would turn the
+ * row around it), cut at max bytes (on a character boundary) with an
+ * ellipsis. */
 static void
 esc_bytes(struct strbuf *sb, const char *p, size_t n, size_t max)
 {
@@ -148,7 +150,7 @@ esc_bytes(struct strbuf *sb, const char *p, size_t n, size_t max)
         sb->failed = true;
         return;
     }
-    len = keytext_sanitize(tmp, need, p, n);
+    len = keytext_sanitize_text(tmp, need, p, n);
     if (len > max) {
         len = keytext_utf8_prefix(tmp, len, max);
         cut = true;

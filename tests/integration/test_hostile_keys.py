@@ -30,6 +30,7 @@ HOSTILE = {
     b"lock:nul\x00byte": b"tok\x00en",
     b"lock:long-holder": b"T" * 2000,
     b"lock:esc\x1b[31mred\rcr\x7f": b"t-esc\x1b]0;title\x07",
+    b"lock:bidi\xe2\x80\xaelive\xe2\x81\xa6": b"t-bidi\xe2\x80\x8bzw",
 }
 
 
@@ -49,11 +50,20 @@ def sane_ok(text, raw):
     return m is not None and m.group(1) in shown
 
 
+# what reorders or hides text: C0 but a newline, DEL, C1, the soft hyphen,
+# the Arabic letter mark, zero-width characters, LRM/RLM, line separators,
+# bidi embeddings, overrides and isolates, the BOM
+DISPLAY_UNSAFE = ("[\x00-\x09\x0b-\x1f\x7f-\x9f\xad\u061c\u200b-\u200f\u2028-\u202e"
+                  "\u2060-\u2069\ufeff]")
+
+
 def label_text(raw):
     """raw as a metric or alert label shows it: valid UTF-8, and each
-    control character but a newline (ESC, CR, NUL, ...) and DEL as U+FFFD,
-    so that printing /metrics in a terminal runs nothing."""
-    return re.sub("[\x00-\x09\x0b-\x1f\x7f]", "\ufffd", sane(raw))
+    control character but a newline (ESC, CR, NUL, ...), DEL and each
+    character that reorders or hides text (a bidi override) as U+FFFD, so
+    that printing /metrics in a terminal runs nothing and shows each row
+    the way round it is."""
+    return re.sub(DISPLAY_UNSAFE, "\ufffd", sane(raw))
 
 
 def holder_ok(text, token):
@@ -92,6 +102,8 @@ class HostileKeys(h.TestCase):
             # no control byte but the line ends: a terminal shows it all
             bad = re.findall(rb"[\x00-\x09\x0b-\x1f\x7f]", text)
             self.assertEqual(bad, [], "control bytes in /metrics")
+            self.assertEqual(re.findall(DISPLAY_UNSAFE, text.decode()), [],
+                             "characters that reorder text in /metrics")
             self.assertTrue(text.endswith(b"\n"))
             h.parse_metrics(text)
             ag.wait_scans(1, timeout=10)
@@ -124,6 +136,13 @@ class HostileKeys(h.TestCase):
             self.assertTrue(holder_ok(labels["holder"], token), (labels, token[:40]))
             # a class label exists and is valid text (it already parsed)
             self.assertTrue(labels["class"].startswith("lock:"), labels)
+
+        # the status page shows the keys and holders, none turned around
+        st, _, page = ag.get("/")
+        self.assertEqual(st, 200)
+        self.assertIn("live\ufffd".encode(), page)
+        self.assertEqual(re.findall(DISPLAY_UNSAFE, page.decode()), [],
+                         "characters that reorder text on the status page")
 
         # JSON API: the whole list.
         st, body = ag.get_json("/api/v1/locks?state=all&limit=10000")

@@ -59,8 +59,10 @@ sanitize_label_replaces_control_bytes(void **state)
 
 /* Texts (alert labels and annotations): also bidi controls, C1 and the
  * other characters lockctl's tables replace, each one U+FFFD; '\n' and
- * ordinary UTF-8 kept.  Labels keep bidi controls (an on-call trial: a
- * holder "\u202eevil" reversed a Slack message). */
+ * ordinary UTF-8 kept (an on-call trial: a holder "\u202eevil" reversed a
+ * Slack message).  keytext_sanitize_label() keeps bidi controls (metric
+ * labels are written with the text rule; a label is what an alert
+ * compares). */
 static void
 sanitize_text_replaces_bidi_controls(void **state)
 {
@@ -79,7 +81,12 @@ sanitize_text_replaces_bidi_controls(void **state)
         n = keytext_sanitize_text(out, sizeof(out), in, strlen(in));
         assert_string_equal(out, "a\xef\xbf\xbd" "b");
         assert_int_equal(n, 5);
+        /* a change the length cannot show is still seen */
+        assert_false(keytext_text_clean(in, strlen(in)));
     }
+    assert_true(keytext_text_clean("caf\xc3\xa9\n\xe6\x97\xa5", 9));
+    assert_false(keytext_text_clean("a\xff", 2));
+    assert_false(keytext_text_clean("a\0b", 3));
     /* the label keeps them: same length, same bytes */
     assert_int_equal(keytext_sanitize_label(out, sizeof(out), "holder \xe2\x80\xae" "evil", 14), 14);
     assert_string_equal(out, "holder \xe2\x80\xae" "evil");
