@@ -15,14 +15,16 @@
  * it is never an error of the command.  list reads the registries of a
  * SCAN batch's locks the same way, one pipelined HMGET each on the
  * connection it scans with (the agent's scanner: one HMGET per lock); in
- * a cluster, a registry another primary serves answers MOVED and its
- * times stay unknown there (show reads it on its own shard).
+ * a cluster, a registry another primary serves answers MOVED, and is read
+ * there, one connection and one pipeline a primary (show reads it on its
+ * own shard).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/lockctl.h"
+#include "collectors/redis/cluster.h"
 #include "collectors/redis/target.h"
 #include "common/lw1.h"
 #include "common/strbuf.h"
@@ -128,34 +130,110 @@ out:
     return got;
 }
 
+/* A cluster's primaries that answered a list's registry reads with MOVED:
+ * one connection each, at most REG_NODES_MAX (past that, its registries'
+ * facts stay unknown). */
+#define REG_NODES_MAX 16
+
+struct reg_node {
+    char host[256];
+    int port;
+};
+
+/* The node index of a MOVED reply r in nodes (added when new); -1 when r
+ * is no MOVED or the nodes are full. */
+static int
+moved_node(const redisReply *r, struct reg_node *nodes, size_t *nnodes)
+{
+    char host[256];
+    unsigned slot;
+    bool ask;
+    int port;
+
+    if (!cluster_parse_redirect(r, &ask, &slot, host, sizeof(host), &port) || ask ||
+        host[0] == '\0')
+        return -1;
+    for (size_t k = 0; k < *nnodes; k++)
+        if (nodes[k].port == port && strcmp(nodes[k].host, host) == 0)
+            return (int)k;
+    if (*nnodes == REG_NODES_MAX)
+        return -1;
+    snprintf(nodes[*nnodes].host, sizeof(nodes[0].host), "%s", host);
+    nodes[*nnodes].port = port;
+    return (int)(*nnodes)++;
+}
+
+/* Append lock l's registry HMGET to c, after an ASKING when asking (a
+ * slot in migration: the same ASKING as the lock's reads); false when l
+ * has no registry. */
+static bool
+append_registry(redisContext *c, const struct cli_lock *l, bool asking)
+{
+    char key[sizeof("lockwatch:client:{}") + FORMATS_UUID_LEN];
+    const char *argv[5] = { "HMGET", key, "host", "pid", NULL };
+    size_t lens[5] = { 5, 0, 4, 3, 0 };
+    struct strbuf field;
+
+    if (!registry_of(l, key, sizeof(key), &field))
+        return false;
+    argv[4] = field.buf;
+    lens[1] = strlen(key);
+    lens[4] = field.len;
+    if (asking)
+        redisAppendCommand(c, "ASKING");
+    redisAppendCommandArgv(c, 5, argv, lens);
+    sb_release(&field);
+    return true;
+}
+
+/* The registries that moved[] says another primary serves, read there: one
+ * connection and one pipeline a node.  A node that cannot be reached
+ * leaves its locks' facts unknown, as a registry that cannot be read. */
+static void
+read_moved(struct lockctl *lc, struct cli_lock *locks, size_t n, const int *moved,
+           const struct reg_node *nodes, size_t nnodes, bool *filled)
+{
+    for (size_t k = 0; k < nnodes; k++) {
+        struct target_conf node;
+        redisContext *c;
+        size_t i;
+
+        redisconn_node(lc->t, nodes[k].host, nodes[k].port, &node);
+        if ((c = redisconn_open(&node, NULL, 0)) == NULL)
+            continue;
+        for (i = 0; i < n; i++)
+            if (moved[i] == (int)k && !append_registry(c, &locks[i], false))
+                break;          /* out of memory: its replies are not read */
+        for (i = i < n ? n : 0; i < n; i++) {
+            redisReply *r = NULL;
+
+            if (moved[i] != (int)k)
+                continue;
+            if (redisconn_get_reply(c, &r) == -1 || r == NULL)
+                break;
+            filled[i] = apply_registry(&locks[i], r);
+            freeReplyObject(r);
+        }
+        redisFree(c);
+    }
+}
+
 int
 inspect_registries(struct lockctl *lc, struct cli_lock *locks, size_t n, bool *filled,
                    char *err, size_t errlen)
 {
-    char key[sizeof("lockwatch:client:{}") + FORMATS_UUID_LEN];
+    struct reg_node nodes[REG_NODES_MAX];
     bool *asked = calloc(n ? n : 1, sizeof(*asked));
-    size_t i;
+    int *moved = calloc(n ? n : 1, sizeof(*moved));
+    size_t i, nnodes = 0;
     int rc = 0;
 
-    if (asked == NULL)
-        return 0;               /* the times stay unknown: no error of list */
+    if (asked == NULL || moved == NULL)
+        goto out;               /* the times stay unknown: no error of list */
     for (i = 0; i < n; i++) {
-        struct strbuf field;
-        const char *argv[5] = { "HMGET", key, "host", "pid", NULL };
-        size_t lens[5] = { 5, 0, 4, 3, 0 };
-
         filled[i] = false;
-        if (!registry_of(&locks[i], key, sizeof(key), &field))
-            continue;
-        argv[4] = field.buf;
-        lens[1] = strlen(key);
-        lens[4] = field.len;
-        /* a slot in migration: the same ASKING as the lock's reads */
-        if (lc->asking)
-            redisAppendCommand(lc->c, "ASKING");
-        redisAppendCommandArgv(lc->c, 5, argv, lens);
-        asked[i] = true;
-        sb_release(&field);
+        moved[i] = -1;
+        asked[i] = append_registry(lc->c, &locks[i], lc->asking);
     }
     for (i = 0; i < n; i++) {
         redisReply *r = NULL;
@@ -172,12 +250,16 @@ inspect_registries(struct lockctl *lc, struct cli_lock *locks, size_t n, bool *f
                 goto out;
             }
         }
-        /* an error reply (no ~lockwatch:client:* in the ACL; in a cluster
-         * a registry another primary serves: MOVED) leaves them unknown */
+        /* an error reply (no ~lockwatch:client:* in the ACL) leaves them
+         * unknown; in a cluster, MOVED: read on that primary below */
         filled[i] = apply_registry(&locks[i], r);
+        if (!filled[i] && lc->t->mode == TARGET_CLUSTER)
+            moved[i] = moved_node(r, nodes, &nnodes);
         freeReplyObject(r);
     }
+    read_moved(lc, locks, n, moved, nodes, nnodes, filled);
 out:
     free(asked);
+    free(moved);
     return rc;
 }

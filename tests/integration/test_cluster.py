@@ -100,6 +100,16 @@ class ClusterMode(h.TestCase):
         j = ag.wait_for(registry, 20, desc="registry host of %s" % lock_key)
         self.assertEqual(j["pid"], 4242)
 
+        # lockctl list, without the agent, reads that registry on its own
+        # shard as well (the lock's primary answers MOVED)
+        p = topo.lockctl(["-c", ag.config_path, "-t", "c", "--agent", "off", "--json", "list",
+                          "--state", "long"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = [l for l in json.loads(p.stdout)["locks"] if l["key"] == lock_key]
+        self.assertEqual(len(rows), 1, p.stdout[:2000])
+        self.assertEqual((rows[0]["host"], rows[0]["pid"], rows[0]["acquired_source"]),
+                         ("app-7", 4242, "registry"), rows[0])
+
         # --once scans the cluster the same way
         p = h.run_lockwatchd(["--once", "-c", ag.config_path], timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr.decode("utf-8", "replace"))
