@@ -789,6 +789,7 @@ agent_view(struct agent *a, struct view *v)
     if (v->targets == NULL)
         goto fail;
     v->top_offenders = a->cfg->top_offenders;
+    v->started_ms = a->started_ms;
     if (view_copy_ha(v, a->cfg) == -1)
         goto fail;
     if (a->leader != NULL) {

@@ -104,6 +104,7 @@ struct view {
     size_t ngroups;
     int top_offenders;
     int64_t now_ms;
+    int64_t started_ms;             /* Unix ms the agent started; 0 in --once */
     struct waitstats_view *wait;    /* NULL: no sample ingest (samples =
                                      * off, or --once) */
     struct alerts *alerts;          /* the agent's, not a copy (own lock);

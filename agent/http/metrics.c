@@ -140,7 +140,6 @@ has_locks(const struct view_target *t)
     return snapshot_shown(t->snap) != NULL;
 }
 
-
 /* --- the shared renderers: a value the row points at, per target, class,
  * shard, or once ---------------------------------------------------------- */
 
@@ -926,6 +925,7 @@ const struct metric_family metric_families[] = {
       "API and status page requests answered 503 with Retry-After: busy "
       "(http_max_api_requests in flight) or client_limit "
       "(over http_max_connections_per_client)." },
+    METRICS_PROCESS_ROWS   /* process_* of the agent process: procmetrics.c */
 };
 const size_t metric_nfamilies = sizeof(metric_families) / sizeof(metric_families[0]);
 
@@ -947,6 +947,7 @@ render_metrics_http(const struct view *v, const struct guard_stats *http, struct
     o.source[SRC_TREND] = v->trend;
     o.source[SRC_LEASE] = v->lease;
     o.source[SRC_GRAPH] = v->graph;
+    o.source[SRC_PROCESS] = http != NULL ? proc_sample_take(&o.proc, v->started_ms) : NULL;
     if (v->alerts != NULL) {
         if (alerts_stats(v->alerts, &o.alerts) == -1)
             sb->failed = true;

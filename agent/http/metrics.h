@@ -35,6 +35,8 @@ enum metric_source {
     SRC_LEASE,          /* the leases that ran out (collectors/lease): not in --once */
     SRC_GRAPH,          /* the wait-for graph's report: not in --once, nor before its
                          * first pass */
+    SRC_PROCESS,        /* the agent process's own figures (process_*, from /proc;
+                         * procmetrics.h): the /metrics route only */
     SRC_COUNT
 };
 

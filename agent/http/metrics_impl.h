@@ -16,6 +16,8 @@
  *   leasemetrics.c     the lease families of issue 26 (expirations, lease
  *                      overruns; their rows: METRIC_FAMILIES_LEASE below)
  *   metrics_ha.c       the replica and shard families (METRICS_HA_ROWS)
+ *   procmetrics.c      the standard process_* families of the agent process
+ *                      (METRICS_PROCESS_ROWS)
  *
  * Kept apart so metrics.c stays one file under the size limit.  A
  * renderer of another file is named in metric_families[] like any other:
@@ -25,6 +27,7 @@
 #define LOCKWATCH_METRICS_IMPL_H
 
 #include "agent/http/metrics.h"
+#include "agent/http/procmetrics.h"
 #include "alerts/alerts.h"
 #include "common/strbuf.h"
 #include "collectors/graph/graph.h"
@@ -36,6 +39,7 @@ struct metrics_out {
     const struct view *v;
     const void *source[SRC_COUNT];
     struct alerts_stats alerts;     /* source[SRC_ALERTS] when taken */
+    struct proc_sample proc;        /* source[SRC_PROCESS] when taken */
 };
 
 /* A double as the shortest text that reads back the same. */
@@ -177,5 +181,29 @@ void overrun_histograms(struct metrics_out *o, const struct metric_family *mf);
       VAL_U64,                                                                              \
       "How long after its lease ran out a holder still reported the lock (a hold, waiting " \
       "or lost line), by lock class, since start: two holders may both have been inside." },
+
+/* procmetrics.c: the families every Prometheus exporter has, under the
+ * client libraries' names, types and HELP texts (no lockwatch_ prefix). */
+void process_value(struct metrics_out *o, const struct metric_family *mf);
+
+#define METRICS_PROCESS_ROWS \
+    { "process_cpu_seconds_total", "counter", SRC_PROCESS, process_value,                     \
+      offsetof(struct proc_sample, cpu_seconds), VAL_U64,                                      \
+      "Total user and system CPU time spent in seconds." },                                    \
+    { "process_open_fds", "gauge", SRC_PROCESS, process_value,                                 \
+      offsetof(struct proc_sample, open_fds), VAL_U64,                                         \
+      "Number of open file descriptors." },                                                    \
+    { "process_max_fds", "gauge", SRC_PROCESS, process_value,                                  \
+      offsetof(struct proc_sample, max_fds), VAL_U64,                                          \
+      "Maximum number of open file descriptors." },                                            \
+    { "process_virtual_memory_bytes", "gauge", SRC_PROCESS, process_value,                     \
+      offsetof(struct proc_sample, virtual_bytes), VAL_U64,                                    \
+      "Virtual memory size in bytes." },                                                       \
+    { "process_resident_memory_bytes", "gauge", SRC_PROCESS, process_value,                    \
+      offsetof(struct proc_sample, resident_bytes), VAL_U64,                                   \
+      "Resident memory size in bytes." },                                                      \
+    { "process_start_time_seconds", "gauge", SRC_PROCESS, process_value,                       \
+      offsetof(struct proc_sample, start_seconds), VAL_U64,                                    \
+      "Start time of the process since unix epoch in seconds." },
 
 #endif

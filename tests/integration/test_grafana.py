@@ -231,7 +231,9 @@ class Dashboard(h.TestCase):
                        "lockwatch_events_total", "lockwatch_events_dropped_total",
                        # issue 26: leases lost while held
                        "lockwatch_lock_expirations_total",
-                       "lockwatch_lease_overrun_seconds_bucket"):
+                       "lockwatch_lease_overrun_seconds_bucket",
+                       # the agent process itself (the standard process collector's)
+                       "process_resident_memory_bytes", "process_cpu_seconds_total"):
             self.assertIn(needle, exprs)
         self.assertIn("histogram_quantile(0.99", exprs)
         self.assertIn("Top offenders", titles)
@@ -456,7 +458,8 @@ class Dashboard(h.TestCase):
         # families without a series yet (no read error here) still declare
         # their TYPE
         exported |= set(re.findall(r"(?m)^# TYPE (\w+) ", ag.metrics_text().decode()))
-        used = set(re.findall(r"\b(lockwatch_[a-z0-9_]+)", " ".join(e for _, e in exprs)))
+        used = set(re.findall(r"\b((?:lockwatch|process)_[a-z0-9_]+)",
+                              " ".join(e for _, e in exprs)))
         used.discard("lockwatch_replica")      # the scrape's label (docs/deploying.md)
         self.assertEqual(used - exported, set(), "the dashboard reads metrics the agent "
                          "does not export")

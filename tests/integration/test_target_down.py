@@ -24,6 +24,30 @@ def up(ag, target="main", m=None):
 
 class TargetDown(h.TestCase):
 
+    def check_process_families(self, ag):
+        """The standard process_* families (agent/http/procmetrics.c): each
+        one series, its RSS that of /proc/PID/status, the exposition valid."""
+        text = ag.metrics_text()
+        m = h.parse_metrics(text)
+        one = {}
+        for name in ("process_cpu_seconds_total", "process_resident_memory_bytes",
+                     "process_virtual_memory_bytes", "process_open_fds", "process_max_fds",
+                     "process_start_time_seconds"):
+            vals = h.select(m, name)
+            self.assertEqual([l for l, v in vals], [{}], name)
+            one[name] = vals[0][1]
+        with open("/proc/%d/status" % ag.proc.pid) as f:
+            kib = [int(l.split()[1]) for l in f if l.startswith("VmRSS:")][0]
+        self.assertLess(abs(one["process_resident_memory_bytes"] - kib * 1024), kib * 1024 * 0.2,
+                        (one["process_resident_memory_bytes"], kib))
+        self.assertGreater(one["process_open_fds"], 0)
+        self.assertGreaterEqual(one["process_max_fds"], one["process_open_fds"])
+        self.assertGreaterEqual(one["process_virtual_memory_bytes"],
+                                one["process_resident_memory_bytes"])
+        self.assertLess(abs(one["process_start_time_seconds"] - time.time()), 600)
+        rc, out = h.promtool_check(text)
+        self.assertEqual(rc, 0, out)
+
     def test_kill_and_restart_redis(self):
         rs = self.start_redis()
         c = rs.client()
@@ -35,6 +59,7 @@ class TargetDown(h.TestCase):
         self.assertEqual(up(ag, "main", m), 1, h.select(m, "lockwatch_target_up"))
         self.assertEqual(h.msum(m, "lockwatch_locks", target="main"), 20)
         errors_before = h.msum(m, "lockwatch_scans_total", target="main", result="error")
+        self.check_process_families(ag)
 
         rs.kill()
         ag.wait_for(lambda: up(ag) == 0, timeout=30, interval=0.2,

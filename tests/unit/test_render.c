@@ -1052,6 +1052,7 @@ every_family_is_one_row(void **state)
     (void)state;
     full_view(&v, &al, releases);
     v.has_leader = true;        /* lockwatch_ha_leader: only with an election */
+    v.started_ms = 1790000000123;   /* process_start_time_seconds */
     /* lockwatch_shard_peer_up: only with shard_peers */
     assert_non_null(v.peers = calloc(1, sizeof(*v.peers)));
     v.npeers = 1;
@@ -1217,6 +1218,73 @@ lease_families_render(void **state)
     alerts_free(al);
 }
 
+/* The value of the one series NAME (no labels) in text, or -1 if absent. */
+static double
+plain_value(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    const char *p;
+
+    for (p = text; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == text || p[-1] == '\n') && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    return -1;
+}
+
+/* The exposition of v, with the /metrics route's counters when http is
+ * not NULL; the caller frees it. */
+static char *
+exposition(const struct view *v, const struct guard_stats *http)
+{
+    struct strbuf sb;
+
+    sb_init(&sb, RENDER_MAX_BYTES);
+    assert_int_equal(render_metrics_http(v, http, &sb), 0);
+    return sb_detach(&sb, NULL);
+}
+
+/* The standard process_* families: this process's figures on the
+ * /metrics route, none in --once (no HTTP), and no start time unknown. */
+static void
+process_families_on_the_route_only(void **state)
+{
+    struct guard_stats http = { 0, 0, 0, 0 };
+    atomic_uint_fast64_t releases[3];
+    struct alerts *al;
+    struct view v;
+    char *text;
+
+    (void)state;
+    full_view(&v, &al, releases);
+    v.started_ms = 1790000000123;
+    text = exposition(&v, &http);
+    assert_non_null(strstr(text, "# HELP process_cpu_seconds_total Total user and system CPU "
+                           "time spent in seconds.\n# TYPE process_cpu_seconds_total counter\n"));
+    assert_non_null(strstr(text, "\nprocess_start_time_seconds 1790000000.123\n"));
+    assert_true(plain_value(text, "process_cpu_seconds_total") >= 0);
+    /* a test binary, linked with jansson and hiredis: over 1 MiB resident */
+    assert_true(plain_value(text, "process_resident_memory_bytes") > 1048576);
+    assert_true(plain_value(text, "process_virtual_memory_bytes") >=
+                plain_value(text, "process_resident_memory_bytes"));
+    /* stdin, stdout, stderr at least; not the one the count opened */
+    assert_true(plain_value(text, "process_open_fds") >= 3);
+    assert_true(plain_value(text, "process_max_fds") >= plain_value(text, "process_open_fds"));
+    free(text);
+
+    v.started_ms = 0;
+    text = exposition(&v, &http);
+    assert_non_null(strstr(text, "# TYPE process_start_time_seconds gauge\n"));
+    assert_true(plain_value(text, "process_start_time_seconds") == -1);
+    assert_true(plain_value(text, "process_open_fds") >= 3);
+    free(text);
+
+    text = exposition(&v, NULL);
+    assert_null(strstr(text, "process_"));
+    free(text);
+    view_release(&v);
+    alerts_free(al);
+}
+
 int
 main(void)
 {
@@ -1241,6 +1309,7 @@ main(void)
         cmocka_unit_test(leader_said),
         cmocka_unit_test(families_without_their_source_are_left_out),
         cmocka_unit_test(lease_families_render),
+        cmocka_unit_test(process_families_on_the_route_only),
     };
 
     return cmocka_run_group_tests_name("render", tests, NULL, NULL);
