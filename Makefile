@@ -9,6 +9,9 @@
 #                   a failing agent or tool does);
 #                   make bench-follow runs only follow mode's,
 #                   make bench-follow-fullscan issue 29's repro (a full scan during churn)
+#   make soak       SOAK_MINUTES=N (default 120) of steady load on one lockwatchd:
+#                   RSS and what it tracks every 30 s to a CSV, then a slow leak or a
+#                   plateau (bench/soak/soak.py; figures, a dead agent fails it)
 #   make interop    the real clients (Java, Python, Node, Go) against lockwatch (tests/interop/);
 #                   make interop-deadlock-soak: 60 s of one-order Redisson fair-lock contention
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -78,7 +81,7 @@ DEB_hiredis_ssl   := libhiredis-dev (1.x, or make deps-hiredis-tls)
 DEB_cmocka        := libcmocka-dev
 NO_DEPS_GOALS     := deps deps-list deps-hiredis-tls deps-demo deps-test deps-deb deps-fuzz deps-interop \
                      deps-bench clean uninstall test demo deb bench bench-follow \
-                     bench-follow-fullscan interop interop-deadlock-soak
+                     bench-follow-fullscan soak interop interop-deadlock-soak
 ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 HAVE_CC      := $(shell command -v $(CC) >/dev/null 2>&1 && echo y)
 HAVE_PKGCONF := $(shell command -v $(lastword $(PKG_CONFIG)) >/dev/null 2>&1 && echo y)
@@ -177,7 +180,7 @@ ALL_OBJ := $(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/main.o $(UNIT_
 # are written to $@.tmp and renamed, so an interrupted build leaves none either.
 .DELETE_ON_ERROR:
 
-.PHONY: all deps test unit integration demo bench bench-follow bench-follow-fullscan install \
+.PHONY: all deps test unit integration demo bench bench-follow bench-follow-fullscan soak install \
         uninstall clean deb man torture deps-hiredis-tls interop interop-deadlock-soak
 all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(GEN_INI5)
 
@@ -452,6 +455,14 @@ bench-follow: deps-bench
 bench-follow-fullscan: deps-bench
 	@$(MAKE) --no-print-directory all
 	@bench/follow $(BUILD) --part fullscan
+
+# Hours of steady load (lock churn on a scanned and a followed target, signed
+# samples, API reads, reloads, redis restarts) at nice 19: lockwatchd's RSS
+# every 30 s to a CSV, then its slope, a slow leak or a plateau.
+SOAK_MINUTES ?= 120
+soak: deps-bench
+	@$(MAKE) --no-print-directory all
+	@LOCKWATCH_BUILD=$(abspath $(BUILD)) bench/soak/soak.py --minutes $(SOAK_MINUTES)
 
 # --- fuzzing -----------------------------------------------------------------
 # One libFuzzer harness per fuzz/fuzz_<name>.c, seeded from
