@@ -51,9 +51,11 @@
  * row that fix keys mean notifications are being lost: the snapshot says
  * so (drift, note: /readyz and the log).  With auto and a CONFIG GET the
  * ACL denies, the setting cannot be checked: the target follows on trust,
- * reconciling every scan_interval until the first notification arrives,
- * and goes back to scanning when such a reconcile finds drift while no
- * notification ever came.  A target that scans because CONFIG GET showed
+ * reconciling every scan_interval until notifications prove they flow
+ * (follow_unproven(): a key changed, and an event of every class the keys
+ * followed are written with), goes back to scanning when such a
+ * reconcile finds drift while unproven, and takes the proof back when a
+ * later one finds drift.  A target that scans because CONFIG GET showed
  * the setting lacking a class reads it again at a full scan, at most every
  * FOLLOW_RECHECK_MS and at the first after a reload (follow_reload()),
  * and follows, as at a start, once it has them.
@@ -196,6 +198,41 @@ check_flags(struct follow *fw, redisContext *c, const struct target_conf *nodes,
     return all;
 }
 
+/* Forget the proof that notifications flow (a new subscription, or drift
+ * found while following on trust). */
+static void
+unprove(struct follow *fw)
+{
+    fw->proven = 0;
+    pthread_mutex_lock(&fw->mu);
+    fw->ev_classes = 0;
+    pthread_mutex_unlock(&fw->mu);
+}
+
+/* Following on trust (CONFIG GET could not check the setting) and not
+ * yet proven: no re-read found a key changed, or no event came yet of a
+ * class the keys followed are written with ('g' for a DEL; '$', 'h', 'z'
+ * for their types), which *missing gets (NULL: not asked).  A setting
+ * that lacks a class still announces the others' writes: "Kgx" sends the
+ * "expire" of a SET PX, never the SET of a lock without a TTL, so one
+ * changed key is no proof of the rest. */
+static bool
+follow_unproven(struct follow *fw, unsigned *missing)
+{
+    unsigned have, need = KSUB_CLASS('g') | fw->key_classes;
+
+    if (missing != NULL)
+        *missing = 0;
+    if (fw->verified)
+        return false;
+    pthread_mutex_lock(&fw->mu);
+    have = fw->ev_classes;
+    pthread_mutex_unlock(&fw->mu);
+    if (missing != NULL)
+        *missing = need & ~have;
+    return fw->proven == 0 || (need & ~have) != 0;
+}
+
 /*
  * Decide whether pass p's target follows, on nodes (the one node c is
  * connected to, or a cluster's primaries with c NULL), subscribe before
@@ -273,14 +310,16 @@ attach(struct follow *fw, const struct scan_pass *p, redisContext *c,
         return false;
     }
     fw->sub_key = key;
-    fw->proven = 0;
+    unprove(fw);
+    fw->key_classes = 0;
     fw->fresh_denied = false;
     if (fw->verified)
         fw->note[0] = '\0';
     else
         follow_note(fw, "following keyspace notifications on trust%s: %s; a full scan every "
-                    "scan_interval until a notification proves they flow (a key it names "
-                    "changed)", t->incremental == INCR_ON ? " (incremental = on)" : "", err);
+                    "scan_interval until notifications prove they flow (a key they name "
+                    "changed, and events of every class the keys followed are written "
+                    "with)", t->incremental == INCR_ON ? " (incremental = on)" : "", err);
     if (fw->why == WHY_NONE)
         fw->why = WHY_LOSS;     /* a new subscription: whatever came before is lost */
 fill:
@@ -471,9 +510,21 @@ scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
         fw->reconciles_total++;
     }
     if (fw->why == WHY_SCHEDULED && fixed > 0) {
-        if (!fw->verified && fw->proven == 0 && p->t->incremental == INCR_AUTO) {
+        if (follow_unproven(fw, NULL) && p->t->incremental == INCR_AUTO) {
             give_up(fw, fixed);
             return;
+        }
+        /* on trust, proven, and still keys changed unannounced: the proof
+         * was wrong (a class missing that no write showed yet, a forged
+         * message): a full scan every scan_interval until it is made
+         * again, and scanning if the next one finds drift too */
+        if (!fw->verified) {
+            unprove(fw);
+            follow_note(fw, "following keyspace notifications on trust: a full scan found "
+                        "%llu key%s changed without a notification, so notifications do not "
+                        "prove the view: a full scan every scan_interval until they prove "
+                        "it again (README \"Follow mode\")", (unsigned long long)fixed,
+                        fixed == 1 ? "" : "s");
         }
         if (++fw->drift_streak >= DRIFT_STREAK)
             follow_note(fw, "follow drift: %u full scans in a row found keys changed without "
@@ -534,6 +585,7 @@ static void
 follow_stamp(void *arg, struct snapshot *s)
 {
     struct follow *fw = arg;
+    unsigned missing;
 
     if (!fw->wanted)
         return;
@@ -557,8 +609,18 @@ follow_stamp(void *arg, struct snapshot *s)
      * kept whole by full scans meanwhile, so the agent stays ready) */
     if (s->follow.drift) {
         /* the drift says it */
-    } else if (!fw->verified && fw->proven == 0) {
+    } else if (follow_unproven(fw, &missing)) {
         s->follow.drift = true;         /* the note: "on trust", until a proof */
+        if (missing != 0 && fw->proven > 0) {
+            char names[160];
+
+            size_t n = strlen(s->follow.note);      /* fw->note, copied above */
+
+            ksub_class_names(missing, names, sizeof(names));
+            snprintf(s->follow.note + n, sizeof(s->follow.note) - n, "; no event yet of %s "
+                     "(does notify-keyspace-events lack %s?)", names,
+                     (missing & (missing - 1)) == 0 ? "it" : "them");
+        }
     } else if (fw->fresh_denied) {
         s->follow.drift = true;
         snprintf(s->follow.note, sizeof(s->follow.note), "follow mode unchecked: INFO is "
@@ -749,11 +811,12 @@ fresh_due(struct follow *fw, const struct target_conf *t)
 static bool
 reconcile_due(struct follow *fw, struct loop *lp, const struct target_conf *t, int64_t now)
 {
-    /* unverified: a reconcile every scan_interval until an event proves
-     * the notifications arrive (its key changed: a PUBLISH is no proof);
+    /* unverified: a reconcile every scan_interval until events prove the
+     * notifications arrive (follow_unproven(): a key changed, and events
+     * of each class the keys followed need);
      * without INFO (no freshness check) one every scan_interval always:
      * a full scan is the only proof left that the view is current */
-    if ((!fw->verified && fw->proven == 0) || fw->fresh_denied) {
+    if (follow_unproven(fw, NULL) || fw->fresh_denied) {
         if (t->scan_interval_ms < lp->interval)
             lp->interval = t->scan_interval_ms;
     } else {

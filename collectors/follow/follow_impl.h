@@ -148,10 +148,18 @@ struct follow {
     bool sub_over;              /* the subscriber's reply limits ended it */
     char sub_err[256];
     uint64_t events_total;
+    unsigned ev_classes;        /* the classes (KSUB_CLASS()) of the events
+                                 * since subscribing: part of the proof */
 
     /* the proof of freshness: the target's thread's */
     uint64_t proven;            /* events since subscribing whose re-read
                                  * found a change: a PUBLISH cannot fake one */
+    unsigned key_classes;       /* the classes whose events announce writes
+                                 * of the keys followed since subscribing
+                                 * (their types: '$' a string, 'h' a hash,
+                                 * 'z' a sorted set; 'g' always, for DEL):
+                                 * unverified, the proof needs an event of
+                                 * each (follow_unproven()) */
     struct fresh_state fresh[FOLLOW_NODES_MAX];         /* baselines, by node */
     size_t nfresh;
     bool fresh_denied;          /* the ACL denies INFO: unchecked */

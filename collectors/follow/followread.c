@@ -51,6 +51,15 @@ frec_content(const struct frec *f)
     return h;
 }
 
+/* The class of the events that announce a write of a key of type t
+ * (ksub.h); 0 for other types (a list helper: no lock's state). */
+static unsigned
+type_class(enum raw_type t)
+{
+    return t == RAW_STRING ? KSUB_CLASS('$') : t == RAW_HASH ? KSUB_CLASS('h') :
+           t == RAW_ZSET ? KSUB_CLASS('z') : 0;
+}
+
 /* One allocation: the record, its fields, then the bytes they point to. */
 static struct frec *
 frec_new(const struct scan_key *k, const struct raw_lock *raw, long long hlen, int64_t read_ms)
@@ -112,6 +121,7 @@ follow_keep(struct follow *fw, const struct scan_key *k, const struct raw_lock *
         return 0;               /* too many to keep: this pass scans */
     if ((f = frec_new(k, raw, hlen, read_ms)) == NULL)
         return -1;
+    fw->key_classes |= type_class(raw->type);
     if (fw->fill_bytes + f->size > FOLLOW_RECORDS_BYTES ||
         keymap_count(fw->fill) >= fw->max_locks) {
         free(f);
@@ -178,6 +188,7 @@ reread_key(void *arg, size_t i, const struct scan_key *k, const struct raw_lock 
      * naming a key that did not change proves nothing) */
     if (old == NULL || ((struct frec *)old)->content != f->content)
         rr->fw->proven++;
+    rr->fw->key_classes |= type_class(raw->type);
     rr->fw->locks_bytes += f->size;
     if (old != NULL)
         rr->fw->locks_bytes -= ((struct frec *)old)->size;

@@ -40,10 +40,9 @@ on_event(void *arg, const char *key, size_t keylen, const char *event, size_t ev
 {
     struct follow *fw = arg;
 
-    (void)event;
-    (void)evlen;
     pthread_mutex_lock(&fw->mu);
     fw->events_total++;
+    fw->ev_classes |= ksub_event_class(event, evlen);
     if (key == NULL)
         overflowed(fw, "a notification named a key of %zu bytes, over the %u-byte cap",
                    keylen, (unsigned)FOLLOW_KEY_MAX);

@@ -64,6 +64,56 @@ ksub_flags_cover(const char *flags, size_t len, char *missing, size_t msize)
     return ok;
 }
 
+unsigned
+ksub_event_class(const char *event, size_t len)
+{
+    /* Redis 7.0's event names by class (notify.c's callers): the names a
+     * class may announce a lock, a helper key or any key under a pattern
+     * with.  A name missing here only proves less. */
+    static const struct { char cls; const char *names; } rows[] = {
+        { 'g', " del expire persist rename_from rename_to move_from move_to copy_to restore " },
+        { '$', " set setrange incrby incrbyfloat append setbit pfadd pfmerge pfdebug " },
+        { 'l', " lpush rpush lpop rpop linsert lset lrem ltrim sortstore " },
+        { 's', " sadd srem spop sinterstore sunionstore sdiffstore " },
+        { 'h', " hset hsetnx hdel hincrby hincrbyfloat " },
+        { 'z', " zadd zincr zrem zremrangebyscore zremrangebyrank zremrangebylex zpopmin "
+               "zpopmax zunionstore zinterstore zdiffstore zrangestore " },
+        { 'x', " expired " },
+        { 'e', " evicted " },
+        { 't', " xadd xtrim xdel xsetid xclaim xautoclaim xgroup-create xgroup-destroy "
+               "xgroup-setid xgroup-createconsumer xgroup-delconsumer " },
+    };
+    char word[32];
+
+    if (len == 0 || len + 3 > sizeof(word) || memchr(event, ' ', len) != NULL)
+        return 0;
+    word[0] = ' ';
+    memcpy(word + 1, event, len);
+    word[len + 1] = ' ';
+    word[len + 2] = '\0';
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        if (strstr(rows[i].names, word) != NULL)
+            return KSUB_CLASS(rows[i].cls);
+    return 0;
+}
+
+void
+ksub_class_names(unsigned bits, char *buf, size_t size)
+{
+    static const char *const names[] = { "generic", "string", "list", "set", "hash",
+                                         "sorted set", "expired", "evicted", "stream" };
+    size_t at = 0;
+
+    if (size > 0)
+        buf[0] = '\0';
+    for (size_t i = 0; KSUB_CLASSES[i] != '\0' && at < size; i++) {
+        if (!(bits & (1u << i)))
+            continue;
+        at += (size_t)snprintf(buf + at, size - at, "%s'%c' (%s)", at > 0 ? ", " : "",
+                               KSUB_CLASSES[i], names[i]);
+    }
+}
+
 int
 ksub_channel_key(const char *ch, size_t len, int db, const char **key, size_t *keylen)
 {

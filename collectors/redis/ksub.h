@@ -43,6 +43,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <hiredis.h>
 
 #include "conf/config.h"
@@ -55,6 +56,24 @@
  * pattern, at most ~1 KiB, the channel, the event), a confirmation of 3. */
 #define KSUB_MESSAGE_MAX   (1u << 20)
 #define KSUB_OBJECTS_MAX   16
+
+/* The event classes of a notify-keyspace-events setting, one bit each:
+ * bit i is KSUB_CLASSES[i] (g generic, $ string, l list, s set, h hash,
+ * z sorted set, x expired, e evicted, t stream). */
+#define KSUB_CLASSES "g$lshzxet"
+#define KSUB_CLASS(letter) (1u << (unsigned)(strchr(KSUB_CLASSES, (letter)) - KSUB_CLASSES))
+
+/*
+ * The class bit (KSUB_CLASS()) of the event a keyspace notification
+ * names ("set": '$', "hincrby": 'h', "del": 'g', ...: Redis 7.0's event
+ * names), or 0 for a name of no class follow mode knows (a module's).
+ * Pure.
+ */
+unsigned ksub_event_class(const char *event, size_t len);
+
+/* "'$' (string), 'h' (hash)" for the classes set in bits, into buf
+ * (NUL-terminated, cut at size). */
+void ksub_class_names(unsigned bits, char *buf, size_t size);
 
 /*
  * Do the notify-keyspace-events flags (len bytes, as CONFIG GET returns

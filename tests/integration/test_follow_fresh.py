@@ -514,6 +514,59 @@ class FollowFresh(h.TestCase):
         print("fake PUBLISH: a new leak reported in %.1fs" % took)
         self.assertLess(took, 20)
 
+    def test_a_setting_lacking_a_class_is_no_proof(self):
+        # the README's ACL user (no CONFIG GET) and "Kgx": a SET PX is
+        # announced by its "expire", a SET without a TTL (a leak) not at
+        # all.  The expire of a changed key proves generic events only:
+        # the agent keeps a full scan every scan_interval, says which
+        # class it never saw, and sees a new leak by a scan
+        rs = self.start_redis(args=["--notify-keyspace-events", "Kgx"])
+        c = rs.client()
+        ag = self.acl_agent(rs, FOLLOW_ACL)
+        self.wait_following(ag)
+        for i in range(20):
+            c.set("lock:churn:%d" % i, "t", nx=True, px=20000)
+        c.delete(*["lock:churn:%d" % i for i in range(10)])
+        ag.wait_for(lambda: b"'$' (string)" in ag.get("/readyz")[2], 10,
+                    desc="/readyz naming the string class never seen")
+        st, _, body = ag.get("/readyz")
+        self.assertEqual(st, 200, body)
+        self.assertIn(b"on trust", body)
+        for n in range(3):
+            took = self.leak_reported_within(ag, c, "lock:kgxleak:%d" % n, 15)
+            print("Kgx: a new leak reported in %.1fs" % took)
+        # once every class a followed key needs has come (the setting
+        # fixed), the proof is made and the full scans stop
+        c.config_set("notify-keyspace-events", "KA")
+        c.set("lock:churn:0", "t2", px=20000)
+        ag.wait_for(lambda: b"on trust" not in ag.get("/readyz")[2], 10,
+                    desc="proven once a string event came")
+
+    def test_a_forged_proof_is_taken_back_at_the_reconcile(self):
+        # no notifications at all, the ACL user: a client that may write
+        # and PUBLISH forges the proof (a key it changed, then its
+        # message).  The view then misses an unannounced leak until the
+        # reconcile, which must take the proof back rather than trust on
+        rs = self.start_redis()
+        c = rs.client()
+        c.set("lock:gone", "t", px=600000)
+        ag = self.acl_agent(rs, FOLLOW_ACL, reconcile_interval="4s")
+        self.wait_following(ag)
+        c.set("lock:forged", "x", px=600000)
+        c.publish("__keyspace@0__:lock:forged", "set")
+        c.delete("lock:gone")
+        c.publish("__keyspace@0__:lock:gone", "del")
+        ag.wait_for(lambda: b"on trust" not in ag.get("/readyz")[2], 10,
+                    desc="the forged proof taken")
+        c.set("lock:blind", "t")
+        ag.wait_for(lambda: self.state(ag, "lock:blind"), 15, desc="the reconcile finds it")
+        # the next reconcile must not trust on: on trust again (a full scan
+        # every scan_interval), or scanning once another finds drift too
+        ag.wait_for(lambda: any(w in ag.get("/readyz")[2]
+                                for w in (b"on trust", b"not following")), 5,
+                    desc="the proof taken back")
+        self.assertIn("without a notification, so notifications do not prove", ag.log_tail(100))
+
     def test_restart_without_the_setting(self):
         # notifications set at run time, lost by a restart; the ACL user
         # cannot CONFIG GET: the restart is no proof either way

@@ -63,6 +63,40 @@ flags_cover(void **state)
     assert_string_equal(missing, "Kg");
 }
 
+/* An event's class: what a setting lacking a class still sends ("Kgx":
+ * the "expire" of a SET PX, never the "set"), so the proof of a
+ * setting the agent cannot read is made class by class. */
+static void
+event_classes(void **state)
+{
+    char names[128];
+
+    (void)state;
+    assert_int_equal(ksub_event_class("set", 3), KSUB_CLASS('$'));
+    assert_int_equal(ksub_event_class("setrange", 8), KSUB_CLASS('$'));
+    assert_int_equal(ksub_event_class("expire", 6), KSUB_CLASS('g'));
+    assert_int_equal(ksub_event_class("del", 3), KSUB_CLASS('g'));
+    assert_int_equal(ksub_event_class("hincrby", 7), KSUB_CLASS('h'));
+    assert_int_equal(ksub_event_class("hset", 4), KSUB_CLASS('h'));
+    assert_int_equal(ksub_event_class("zadd", 4), KSUB_CLASS('z'));
+    assert_int_equal(ksub_event_class("lpush", 5), KSUB_CLASS('l'));
+    assert_int_equal(ksub_event_class("expired", 7), KSUB_CLASS('x'));
+    assert_int_equal(ksub_event_class("evicted", 7), KSUB_CLASS('e'));
+    assert_int_equal(ksub_event_class("xgroup-create", 13), KSUB_CLASS('t'));
+    /* a word inside another is no match; nor a part of a list, nor junk */
+    assert_int_equal(ksub_event_class("se", 2), 0);
+    assert_int_equal(ksub_event_class("set del", 7), 0);
+    assert_int_equal(ksub_event_class("", 0), 0);
+    assert_int_equal(ksub_event_class("sett", 4), 0);
+    assert_int_equal(ksub_event_class("hset", 3), 0);     /* "hse" */
+    ksub_class_names(KSUB_CLASS('$') | KSUB_CLASS('h'), names, sizeof(names));
+    assert_string_equal(names, "'$' (string), 'h' (hash)");
+    ksub_class_names(0, names, sizeof(names));
+    assert_string_equal(names, "");
+    ksub_class_names(KSUB_CLASS('g'), names, 6);
+    assert_string_equal(names, "'g' (");
+}
+
 static void
 channel_key(void **state)
 {
@@ -413,6 +447,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(flags_cover),
+        cmocka_unit_test(event_classes),
         cmocka_unit_test(channel_key),
         cmocka_unit_test(keymap_coalesces),
         cmocka_unit_test(keymap_cap),
