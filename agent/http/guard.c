@@ -15,6 +15,19 @@
  * There are two lists: the normal timeout, and the short one of
  * connections over their client's limit.
  *
+ * The deadline is the client's, not the server's.  When it passes while
+ * bytes the client sent still wait unread in the socket (FIONREAD), it is
+ * libmicrohttpd that is behind (a worker thread with a burst of
+ * connections to go through on a starved CPU; before http.c chose poll(),
+ * one asleep in epoll_wait with 256 requests unread), so the request is
+ * put back at the tail with a new deadline instead of being cut; a slow
+ * client cannot make the server leave its bytes unread.  Cutting such a
+ * request answered nothing: libmicrohttpd read it after the shutdown
+ * (Linux keeps received data readable), the router counted its 503, and
+ * the client saw end-of-file.  A request cut all the same (its last bytes
+ * were read just before the cut) is marked, and guard_answered says so:
+ * the router then closes it without an answer and counts nothing.
+ *
  * The socket is shut down, never closed, here, and only while its entry
  * is on a list under the mutex: libmicrohttpd calls guard_close (which
  * unlinks it under the same mutex) before it closes the descriptor, so
@@ -40,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "common/clock.h"
@@ -61,6 +75,7 @@ struct guard_conn {
     struct guard_conn *prev, *next; /* on a deadline list while armed */
     int fd;
     bool armed, over, heavy;
+    bool cut;                       /* shut down at its deadline */
     int64_t deadline_ms;
     struct client *client;          /* NULL: address not countable */
 };
@@ -182,7 +197,18 @@ disarm(struct http_guard *g, struct guard_conn *gc)
     gc->armed = false;
 }
 
-/* Shut down every request past its deadline.  Called with the mutex. */
+/* Has the client sent bytes that are still waiting unread in the socket? */
+static bool
+unread_input(int fd)
+{
+    int n = 0;
+
+    return ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+}
+
+/* Shut down every request past its deadline, but for those whose bytes
+ * the server has not read yet: those get a new deadline (at the list's
+ * tail, later than now, so the loop ends).  Called with the mutex. */
 static void
 expire(struct http_guard *g, int64_t now)
 {
@@ -193,7 +219,13 @@ expire(struct http_guard *g, int64_t now)
 
         while ((gc = g->lists[i].head) != NULL && gc->deadline_ms <= now) {
             disarm(g, gc);
+            if (unread_input(gc->fd)) {
+                arm(g, gc);
+                g->st.extended++;
+                continue;
+            }
             shutdown(gc->fd, SHUT_RDWR);
+            gc->cut = true;
             g->st.timeouts++;
         }
     }
@@ -306,14 +338,18 @@ guard_close(struct http_guard *g, struct guard_conn *gc)
     free(gc);
 }
 
-void
+bool
 guard_answered(struct http_guard *g, struct guard_conn *gc)
 {
+    bool cut;
+
     if (gc == NULL)
-        return;
+        return true;
     pthread_mutex_lock(&g->mu);
     disarm(g, gc);
+    cut = gc->cut;
     pthread_mutex_unlock(&g->mu);
+    return !cut;
 }
 
 void

@@ -41,6 +41,8 @@ struct guard_stats {
     uint64_t timeouts;              /* closed: request not in within its deadline */
     uint64_t busy;                  /* 503: expensive-answer budget full */
     uint64_t over_client;           /* 503: over the per-client limit */
+    uint64_t extended;              /* deadlines passed with the client's bytes
+                                     * still unread by the server: renewed */
 };
 
 /* What the guard says about an expensive request. */
@@ -66,8 +68,10 @@ struct guard_conn *guard_open(struct http_guard *g, int fd, const struct sockadd
  * deadline thread may shut the socket down until this returns. */
 void guard_close(struct http_guard *g, struct guard_conn *gc);
 /* Its request is in and about to be answered: no deadline while the answer
- * is sent (however slowly it is read). */
-void guard_answered(struct http_guard *g, struct guard_conn *gc);
+ * is sent (however slowly it is read).  False when the guard has already
+ * shut the socket down at the request's deadline: answer nothing (an
+ * answer could not reach the client, and would be counted). */
+bool guard_answered(struct http_guard *g, struct guard_conn *gc);
 /* Its request is done (answer sent or the request aborted): an expensive
  * answer's budget is given back and the next request's deadline starts. */
 void guard_done(struct http_guard *g, struct guard_conn *gc);

@@ -3,9 +3,10 @@
  * http.c - the HTTP server over libmicrohttpd: the route table, the one
  * dispatcher that walks it, and the answers it sends.
  *
- * MHD runs its own polling thread and a small thread pool; a request only
- * takes a view (references to immutable snapshots, copied under a short
- * lock) and renders it, so a slow client never holds up a scan.
+ * MHD runs a small pool of threads that poll() their connections (see
+ * HTTP_THREADS); a request only takes a view (references to immutable
+ * snapshots, copied under a short lock) and renders it, so a slow client
+ * never holds up a scan.
  *
  * Admission (agent/http/guard.c) keeps the probes answering under abuse:
  * every request has a deadline for its whole headers and body; the
@@ -51,7 +52,13 @@ struct http_server {
 };
 
 /* MHD's worker threads.  Four, so that a probe finds a thread free while
- * others render the largest API pages. */
+ * others render the largest API pages.  Each polls its connections with
+ * poll(), not epoll: libmicrohttpd's epoll loop (0.9.75, and upstream
+ * still) calls epoll_wait again, with the full timeout, whenever a call
+ * returned its maximum of 128 events, so a worker whose connections all
+ * became ready at once (a burst that fills its share of
+ * http_max_connections, 256 = 2 x 128) slept up to HTTP_IDLE_TIMEOUT with
+ * every one of their requests unread, until some other event woke it. */
 #define HTTP_THREADS 4
 /* Idle time (seconds) after which MHD drops a connection: a reader that
  * stopped reading, or a keep-alive connection nobody uses. */
@@ -361,8 +368,8 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                 return MHD_NO;
             bs->route = r;
             *state = bs;
-        } else if (*upload_size == 0) {
-            guard_answered(h->guard, conn_guard(c));    /* the whole body is in */
+        } else if (*upload_size == 0 && !guard_answered(h->guard, conn_guard(c))) {
+            return MHD_NO;      /* the whole body is in, but after its deadline */
         }
         return (MHD_RESULT)r->body(h->agent, c, method, upload, upload_size, &bs->state);
     }
@@ -375,7 +382,8 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
         return MHD_YES;
     }
     gc = conn_guard(c);
-    guard_answered(h->guard, gc);
+    if (!guard_answered(h->guard, gc))
+        return MHD_NO;          /* cut at its deadline: no answer, none counted */
     if (!word_in(r != NULL ? r->methods : READ_METHODS, method))
         return reply_text(c, 405, METHOD_TEXT);
     if (r == NULL)
@@ -503,7 +511,8 @@ http_start(struct agent *a, const char *host, int port, const struct http_limits
     struct addrinfo hints, *res = NULL;
     struct http_server *h = NULL;
     char portstr[16];
-    unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+    /* poll(), not epoll (MHD_USE_AUTO's pick on Linux): see HTTP_THREADS */
+    unsigned int flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
         MHD_ALLOW_SUSPEND_RESUME;      /* releases run off the workers (release_http.c) */
     struct guard_limits gl;
     unsigned int maxconn;

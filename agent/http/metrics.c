@@ -914,17 +914,7 @@ const struct metric_family metric_families[] = {
       "Lock events pushed out of the full timeline (it keeps the newest 1024) or lost "
       "to a failed allocation." },
 
-    { "lockwatch_http_connections", "gauge", SRC_HTTP, scalar,
-      offsetof(struct guard_stats, open), VAL_U64,
-      "HTTP connections open now (at most http_max_connections)." },
-    { "lockwatch_http_request_timeouts_total", "counter", SRC_HTTP, scalar,
-      offsetof(struct guard_stats, timeouts), VAL_U64,
-      "HTTP connections closed because a request's headers and body were not in "
-      "within http_request_timeout (1s over http_max_connections_per_client)." },
-    { "lockwatch_http_rejected_total", "counter", SRC_HTTP, http_rejected, 0, VAL_U64,
-      "API and status page requests answered 503 with Retry-After: busy "
-      "(http_max_api_requests in flight) or client_limit "
-      "(over http_max_connections_per_client)." },
+    METRICS_HTTP_ROWS      /* the HTTP server's admission: metrics_impl.h */
     METRICS_PROCESS_ROWS   /* process_* of the agent process: procmetrics.c */
 };
 const size_t metric_nfamilies = sizeof(metric_families) / sizeof(metric_families[0]);

@@ -4,7 +4,8 @@
  * internal to agent/http/.
  *
  *   metrics.c          the family table, the shared renderers, the labels
- *                      and number writers
+ *                      and number writers (the HTTP server's rows:
+ *                      METRICS_HTTP_ROWS below)
  *   classmetrics.c     the class-trend families (their rows: the macro
  *                      METRIC_FAMILIES_TREND below, expanded in its place
  *                      in metric_families[], in exposition order)
@@ -142,6 +143,28 @@ void reconnects_by_reason(struct metrics_out *o, const struct metric_family *mf)
     { "lockwatch_wait_graph_dropped_total", "counter", SRC_GRAPH, metrics_graph_dropped, 0, VAL_U64, \
       "What the wait-for graph's caps left out since start, by what: nodes, edges, "           \
       "long_cycles (over 16 holders), candidates, deadlocks, orders (evicted), inversions." },
+
+/*
+ * The rows of metric_families[] (metrics.c) of the HTTP server's admission
+ * (agent/http/guard.c, struct guard_stats); scalar and http_rejected are
+ * metrics.c's renderers, visible where the rows expand.
+ */
+#define METRICS_HTTP_ROWS \
+    { "lockwatch_http_connections", "gauge", SRC_HTTP, scalar,                                 \
+      offsetof(struct guard_stats, open), VAL_U64,                                             \
+      "HTTP connections open now (at most http_max_connections)." },                           \
+    { "lockwatch_http_request_timeouts_total", "counter", SRC_HTTP, scalar,                    \
+      offsetof(struct guard_stats, timeouts), VAL_U64,                                         \
+      "HTTP connections closed because a request's headers and body were not in "              \
+      "within http_request_timeout (1s over http_max_connections_per_client)." },              \
+    { "lockwatch_http_request_deadlines_extended_total", "counter", SRC_HTTP, scalar,          \
+      offsetof(struct guard_stats, extended), VAL_U64,                                         \
+      "HTTP request deadlines that passed while bytes the client had sent were still "         \
+      "unread by the server (its threads behind): renewed, not closed." },                     \
+    { "lockwatch_http_rejected_total", "counter", SRC_HTTP, http_rejected, 0, VAL_U64,         \
+      "API and status page requests answered 503 with Retry-After: busy "                      \
+      "(http_max_api_requests in flight) or client_limit "                                     \
+      "(over http_max_connections_per_client)." },
 
 /* A label value, sanitised to UTF-8 and escaped (metrics.c). */
 void label_str(struct strbuf *sb, const char *s);

@@ -21,7 +21,7 @@
  * sentinels' primary, the key's cluster shard), and a slow Redis never
  * blocks the scanner's connection.  It runs on a thread of its own while
  * MHD holds its connection suspended, never on an MHD worker: a worker
- * accepts several connections at once (epoll), so one that waited on a
+ * serves many connections in one loop, so one that waited on a
  * stalled Redis would hold a probe that it had taken in with the release.
  * The thread answers nothing itself: it resumes the connection, and MHD
  * calls the handler again, which answers.  Held on two sides: at most

@@ -2,8 +2,10 @@
 /*
  * test_guard.c - HTTP admission (agent/http/guard.c) on socketpairs: a
  * request past its deadline has its socket shut down and is counted, an
- * answered one is not; connections beyond the per-client limit get the
- * short deadline and no expensive answer; the budget of expensive answers
+ * answered one is not, nor one whose bytes the server has not read yet
+ * (its deadline is renewed), and a cut one is not to be answered;
+ * connections beyond the per-client limit get the short deadline and no
+ * expensive answer; the budget of expensive answers
  * is taken, refused when spent and given back when a request is done.
  * Waits are bounded polls for the event, never a timing assertion.
  */
@@ -97,6 +99,7 @@ late_requests_are_shut_down_answered_ones_not(void **state)
     guard_stats(g, &st);
     assert_int_equal(st.timeouts, 1);
     assert_int_equal(st.open, 2);
+    assert_false(guard_answered(g, gl));    /* cut: nothing to answer */
 
     /* done: the next request on the connection has a deadline again */
     guard_done(g, gf);
@@ -111,6 +114,61 @@ late_requests_are_shut_down_answered_ones_not(void **state)
     guard_free(g);
     pair_free(&late);
     pair_free(&fine);
+}
+
+/* Wait (bounded) until the guard has renewed n deadlines. */
+static bool
+extended_reaches(struct http_guard *g, uint64_t n)
+{
+    struct guard_stats st;
+    int i;
+
+    for (i = 0; i < 500; i++) {
+        guard_stats(g, &st);
+        if (st.extended >= n)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+static void
+unread_bytes_renew_the_deadline_the_servers_wait_not_the_clients(void **state)
+{
+    struct http_guard *g = guard_with(8, 200, 4);
+    struct sockaddr_in a = addr4(0x7f000001);
+    struct pair p = pair_new();
+    static const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    char buf[64];
+    struct guard_conn *gc;
+    struct guard_stats st;
+
+    (void)state;
+    gc = guard_open(g, p.ours, (struct sockaddr *)&a);
+    assert_non_null(gc);
+    /* the whole request arrived, but the server has not read it yet */
+    assert_int_equal(write(p.peer, req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
+    assert_true(extended_reaches(g, 2));    /* two deadlines passed, both renewed */
+    assert_false(peer_sees_eof(&p, 0));
+    guard_stats(g, &st);
+    assert_int_equal(st.timeouts, 0);
+    /* the server reads it and answers: no deadline cut it */
+    assert_int_equal(read(p.ours, buf, sizeof(buf)), (ssize_t)(sizeof(req) - 1));
+    assert_true(guard_answered(g, gc));
+
+    /* the next request on the connection: the server has read every byte
+     * of it there is, so its deadline cuts it */
+    guard_done(g, gc);
+    assert_int_equal(write(p.peer, "GET / HT", 8), 8);
+    assert_int_equal(read(p.ours, buf, sizeof(buf)), 8);
+    assert_true(peer_sees_eof(&p, 5000));
+    guard_stats(g, &st);
+    assert_int_equal(st.timeouts, 1);
+    assert_false(guard_answered(g, gc));
+
+    guard_close(g, gc);
+    guard_free(g);
+    pair_free(&p);
 }
 
 static void
@@ -193,6 +251,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(late_requests_are_shut_down_answered_ones_not),
+        cmocka_unit_test(unread_bytes_renew_the_deadline_the_servers_wait_not_the_clients),
         cmocka_unit_test(over_the_client_limit_no_expensive_answer_and_a_short_deadline),
         cmocka_unit_test(the_budget_is_taken_refused_and_given_back),
     };

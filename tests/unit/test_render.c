@@ -1039,7 +1039,7 @@ leader_said(void **state)
 static void
 every_family_is_one_row(void **state)
 {
-    struct guard_stats http = { 3, 4, 5, 6 };
+    struct guard_stats http = { 3, 4, 5, 6, 7 };
     atomic_uint_fast64_t releases[3];
     size_t *helps, *types, *samples, i;
     const struct metric_family *cur = NULL;
@@ -1248,7 +1248,7 @@ exposition(const struct view *v, const struct guard_stats *http)
 static void
 process_families_on_the_route_only(void **state)
 {
-    struct guard_stats http = { 0, 0, 0, 0 };
+    struct guard_stats http = { 0, 0, 0, 0, 0 };
     atomic_uint_fast64_t releases[3];
     struct alerts *al;
     struct view v;
