@@ -6,12 +6,14 @@
  *
  * Notifications announce per-key writes only.  A restart (which may also
  * lose a runtime CONFIG SET notify-keyspace-events), FLUSHDB, FLUSHALL
- * (sync or ASYNC), SWAPDB and a CONFIG SET that turns the setting off
- * change the keyspace, or stop the announcements, without one message on
- * a lock's channel; and any client may PUBLISH on a keyspace channel, so
- * a message proves nothing by itself.  So each node the target follows is
- * asked, every scan_interval, three INFO sections (a few hundred
- * microseconds of Redis time a minute at scan_interval 1s):
+ * (sync or ASYNC), SWAPDB, DEBUG RELOAD or LOADAOF (the data loaded
+ * again: NOSAVE, an older RDB) and a CONFIG SET that turns the setting
+ * off change the keyspace, or stop the announcements, without one
+ * message on a lock's channel; and any client may PUBLISH on a keyspace
+ * channel, so a message proves nothing by itself.  So each node the
+ * target follows is asked, every scan_interval, four INFO sections (a
+ * few hundred microseconds of Redis time a minute at scan_interval 1s),
+ * and INFO stats on a connection of its own:
  *
  *   server        run_id: another run_id is a restart;
  *   replication   master_replid: another one under the same run_id, on a
@@ -22,17 +24,32 @@
  *                 replica's master_link_status: not up, its data is what
  *                 it had when the link broke, and the full scan that
  *                 calls for fails saying so (collectors/scan/scan.c);
- *   commandstats  the calls of flushdb, flushall, swapdb and config|set
- *                 (commands run from scripts and MULTI count too): any
- *                 change means a full scan, and a CONFIG SET means the
- *                 setting is checked again (CONFIG GET where the ACL
+ *   commandstats  the calls of flushdb, flushall, swapdb, debug (one
+ *                 line for every subcommand: a DEBUG SLEEP costs a full
+ *                 scan too), config|set and config|resetstat (commands
+ *                 run from scripts and MULTI count too): any change
+ *                 means a full scan, and a CONFIG SET or RESETSTAT means
+ *                 the setting is checked again (CONFIG GET where the ACL
  *                 allows it, else the target is back on trust).  Redis
  *                 6 has no config|set line: its one config line counts
  *                 every subcommand (CONFIG GET too), so there it is
  *                 compared only where the agent may not CONFIG GET.
- *                 INFO's own calls only grow between two checks (each
- *                 is one): fewer means CONFIG RESETSTAT zeroed every
- *                 count, and what ran before it is unknown;
+ *                 CONFIG RESETSTAT zeroes every count, and what ran
+ *                 before it is unknown: fewer calls of anything (INFO's
+ *                 own, which each check adds to) say so, and so does
+ *                 config|resetstat's, which reads 1 after any reset (0
+ *                 before the first); but a client can call INFO past
+ *                 the baseline again, and config|resetstat stays 1, so
+ *   stats         on a new connection, after HELLO 2 (allowed to every
+ *                 user) gave it a client ID: total_connections_received.
+ *                 The IDs come from a counter nothing resets, and Redis
+ *                 counts a connection it accepted after giving it an ID:
+ *                 the ID less the count never shrinks, and a reset
+ *                 widens it by the connections counted before (one at
+ *                 least since the last check, that check's own).  Wider
+ *                 than the baseline's is a reset (or an ID that went to
+ *                 no accepted connection: a failed TLS handshake, a
+ *                 replica's link: a full scan too many);
  *   keyspace      the database's key count: fewer keys than live lock
  *                 records twice in a row on the same node (a pending
  *                 delete may explain one) means keys went without a
@@ -78,6 +95,15 @@ static const struct {
     { "cmdstat_flushall:calls=", "FLUSHALL", offsetof(struct fresh_state, flushall), false,
       false },
     { "cmdstat_swapdb:calls=", "SWAPDB", offsetof(struct fresh_state, swapdb), false, false },
+    /* one line for every subcommand: RELOAD (NOSAVE: an older RDB) and
+     * LOADAOF replace the data, POPULATE writes keys, none announced */
+    { "cmdstat_debug:calls=", "DEBUG (RELOAD and LOADAOF load the data again, POPULATE "
+      "writes keys)", offsetof(struct fresh_state, debug), false, false },
+    /* 0 until the first reset, 1 ever after: the first is seen here, any
+     * later one by conn_gap */
+    { "cmdstat_config|resetstat:calls=", "CONFIG RESETSTAT (the command statistics were "
+      "reset: what ran before it is unknown)", offsetof(struct fresh_state, resetstat), true,
+      false },
     { "cmdstat_config|set:calls=", "CONFIG SET (notify-keyspace-events may have changed)",
       offsetof(struct fresh_state, config_set), true, false },
     /* Redis 6: one line for every CONFIG subcommand (7 has none such) */
@@ -125,6 +151,57 @@ fresh_parse(enum fresh_section section, const char *text, size_t len, int db,
     }
 }
 
+long long
+fresh_conn_gap(long long id, const char *stats, size_t len)
+{
+    long long counted = serverinfo_number(stats, len, "total_connections_received:", -1);
+
+    return id < 0 || counted < 0 || counted > id ? -1 : id - counted;
+}
+
+/* HELLO 2's id (RESP2: a flat array of names and values); -1 none. */
+static long long
+hello_id(const redisReply *r)
+{
+    size_t i;
+
+    for (i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2)
+        if (r->element[i]->type == REDIS_REPLY_STRING && strcmp(r->element[i]->str, "id") == 0 &&
+            r->element[i + 1]->type == REDIS_REPLY_INTEGER)
+            return r->element[i + 1]->integer;
+    return -1;
+}
+
+/* fresh_conn_gap() on a connection of its own to node, closed after: a
+ * new client ID (HELLO is allowed to every user), then INFO stats; -1
+ * when the connection or either reply fails (the other signs stand). */
+static long long
+conn_gap(const struct target_conf *node)
+{
+    static const char *const argv[2] = { "HELLO", "2" };
+    static const size_t lens[2] = { 5, 1 };
+    redisContext *c;
+    redisReply *r = NULL;
+    char err[256];
+    long long id = -1, gap = -1;
+
+    if ((c = redisconn_open(node, err, sizeof(err))) == NULL)
+        return -1;
+    if ((r = redisconn_command(c, node, "HELLO", 2, (const char **)argv, lens, err,
+                               sizeof(err))) == NULL)
+        goto out;
+    id = hello_id(r);
+    freeReplyObject(r);
+    r = NULL;
+    if (id >= 0 && serverinfo_section(c, node, "stats", &r, err, sizeof(err)) == 1)
+        gap = fresh_conn_gap(id, r->str, r->len);
+out:
+    if (r != NULL)
+        freeReplyObject(r);
+    redisFree(c);
+    return gap;
+}
+
 int
 fresh_read(redisContext *c, const struct target_conf *node, struct fresh_state *st, char *err,
            size_t errlen)
@@ -142,6 +219,7 @@ fresh_read(redisContext *c, const struct target_conf *node, struct fresh_state *
         fresh_parse((enum fresh_section)i, r->str, r->len, node->db, st);
         freeReplyObject(r);
     }
+    st->conn_gap = conn_gap(node);
     st->have = true;
     return 1;
 }
@@ -150,7 +228,8 @@ bool
 fresh_changed(const struct fresh_state *base, const struct fresh_state *now, size_t live,
               bool flags_read, unsigned *short_streak, bool *resub, char *why, size_t whylen)
 {
-    size_t i;
+    size_t i, first = NCOUNTERS;
+    bool reset = false;
 
     *resub = false;
     /* a replica cut off from its primary keeps its old data, and its
@@ -180,18 +259,32 @@ fresh_changed(const struct fresh_state *base, const struct fresh_state *now, siz
                  "what ran since is unknown");
         return true;
     }
+    if (base->conn_gap >= 0 && now->conn_gap > base->conn_gap) {
+        *resub = true;
+        snprintf(why, whylen, "the command statistics were reset (CONFIG RESETSTAT: %lld "
+                 "client IDs more than connections counted since): what ran since is unknown",
+                 now->conn_gap - base->conn_gap);
+        return true;
+    }
+    /* every count that changed has its say in *resub (a FLUSHDB beside a
+     * CONFIG SET must not leave the setting unchecked); a count that went
+     * down is a reset, which names the change */
     for (i = 0; i < NCOUNTERS; i++) {
         if (counter_get(now, i) == counter_get(base, i) ||
             (flags_read && counters[i].unless_read))
             continue;
-        *resub = counters[i].resub || counter_get(now, i) < counter_get(base, i);
-        if (counter_get(now, i) < counter_get(base, i))
-            snprintf(why, whylen, "the command statistics were reset (CONFIG RESETSTAT): "
-                     "what ran since is unknown");
-        else
-            snprintf(why, whylen, "%s ran, which notifies no key", counters[i].name);
-        return true;
+        if (first == NCOUNTERS)
+            first = i;
+        reset = reset || counter_get(now, i) < counter_get(base, i);
+        *resub = *resub || counters[i].resub || reset;
     }
+    if (reset)
+        snprintf(why, whylen, "the command statistics were reset (CONFIG RESETSTAT): "
+                 "what ran since is unknown");
+    else if (first < NCOUNTERS)
+        snprintf(why, whylen, "%s ran, which notifies no key", counters[first].name);
+    if (first < NCOUNTERS)
+        return true;
     if (now->keys < 0 || (size_t)now->keys >= live) {
         *short_streak = 0;
         return false;
@@ -332,6 +425,11 @@ check_node(struct follow *fw, const struct target_conf *t, size_t i, size_t live
         snprintf(why, whylen, "%s:%d: %s", node.host, node.port, err);
         return 1;
     }
+    /* a gap narrower than the baseline's (a connection accepted while it
+     * was read) leaves the baseline as it is; one unknown then is taken
+     * from the first check that reads it */
+    if (fw->fresh[i].conn_gap < 0)
+        fw->fresh[i].conn_gap = now.conn_gap;
     return 0;
 }
 

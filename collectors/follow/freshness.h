@@ -28,10 +28,17 @@ struct fresh_state {
                                  * not up: its data is not current */
     long long link_down_s;      /* for so long; -1 unknown */
     long long flushdb, flushall, swapdb;        /* commandstats calls */
+    long long debug;            /* every DEBUG subcommand: RELOAD and
+                                 * LOADAOF load keys, POPULATE writes some */
+    long long resetstat;        /* config|resetstat (Redis 7+): 0, or 1 once
+                                 * any ran (each zeroes the counts, then is
+                                 * counted itself) */
     long long info_calls;       /* INFO's own: fewer, the stats were reset */
     long long config_set;       /* config|set (Redis 7+) */
     long long config_any;       /* config, every subcommand (Redis 6) */
     long long keys;             /* the target's database's key count */
+    long long conn_gap;         /* fresh_conn_gap() of a connection of its
+                                 * own; -1 unknown */
 };
 
 /* The INFO sections read, in fresh_parse()'s numbering. */
@@ -45,12 +52,29 @@ void fresh_parse(enum fresh_section section, const char *text, size_t len, int d
                  struct fresh_state *st);
 
 /*
+ * The client ID a new connection got (HELLO's id) less INFO stats'
+ * total_connections_received read on it: -1 when either is unknown.
+ * Redis gives every client an ID from one counter that nothing resets,
+ * and counts each connection it accepts after giving it one; CONFIG
+ * RESETSTAT zeroes the count only.  So the gap never shrinks, and each
+ * reset widens it by every connection counted since the one before (one
+ * at least, the check's own, when a check ran between them): no client
+ * can narrow it again, however many commands or connections it makes.
+ * It also widens where an ID goes to no accepted connection (a failed TLS
+ * handshake, a client Redis creates for itself: a replica's link).  A
+ * connection accepted between the reading's connect and its INFO makes
+ * one reading smaller, never larger.  Pure.
+ */
+long long fresh_conn_gap(long long id, const char *stats, size_t len);
+
+/*
  * Did something change under the view between base and now that no
  * notification announced?  live: the lock records on the node whose TTL
  * has not run out (fewer keys than that twice in a row counts, tracked
  * in *short_streak).  flags_read: the caller reads notify-keyspace-events
  * itself every check (CONFIG GET), so Redis 6's count of every CONFIG
- * subcommand, which counts those reads, is not compared.  true with why
+ * subcommand, which counts those reads, is not compared.  A conn_gap
+ * wider than base's (both known) is a statistics reset.  true with why
  * set; *resub true when the setting may have changed too (a restart, a
  * CONFIG SET, statistics reset).  A replica whose link is down (now
  * alone) counts too: the full scan it calls for fails saying so.  Pure.

@@ -32,7 +32,16 @@ scan runs.
   with a wrong count;
 - keys gone from one cluster primary with no notification (DEBUG RELOAD
   NOSAVE), the others agreeing with the view: fewer keys than locks
-  there, twice in a row, is seen within 2 x scan_interval.
+  there, twice in a row, is seen within 2 x scan_interval;
+- a red-team trial's two ways past the check (the key count unchanged,
+  the reconcile an hour away): DEBUG RELOAD NOSAVE after a SAVE and
+  announced changes (seen as DEBUG's calls), and the setting off and on
+  around unannounced writes, then CONFIG RESETSTAT and more INFO calls
+  than before, twice (the first seen as config|resetstat's count, 0 to
+  1; the second, which leaves it 1, as a new connection's client ID
+  less total_connections_received, which a reset widens and no call
+  narrows): the view matches Redis within 2 x scan_interval + 2 s, the
+  log saying why; with INFO denied, /readyz still says unchecked.
 Each prints its figure.
 """
 
@@ -715,6 +724,85 @@ class FollowFresh(h.TestCase):
         self.assertEqual(agent_keys(ag), {b"lock:keep", b"lock:ghost"})
         print("CONFIG RESETSTAT: view matched Redis in %.2fs" % took)
 
+    # ---- a red-team trial: DEBUG RELOAD, a reset behind INFO calls -------------------------
+
+    def followed_ten(self):
+        """A Redis with DEBUG, ten locks, an agent following it (checks every
+        1 s, the reconcile an hour away) that sees them: (client, agent)."""
+        rs = self.start_redis(args=NOTIFY)
+        c = rs.client()
+        c.mset({"lock:%d" % i: "t" for i in range(10)})
+        ag = self.start_agent(rs, scan_interval="1s", leak_grace="1h", max_hold="1h",
+                              target_extra={"reconcile_interval": "1h"})
+        self.wait_following(ag)
+        self.wait_match(ag, c, 5, "locks seen")
+        return c, ag
+
+    def test_debug_reload_is_seen(self):
+        c, ag = self.followed_ten()
+        bound = 2 * 1.0 + 2
+        for rnd in range(2):
+            c.save()
+            # announced: two locks go, two others come; the key count stays
+            c.delete("lock:0", "lock:1")
+            c.mset({"lock:new:%d:0" % rnd: "t", "lock:new:%d:1" % rnd: "t"})
+            self.wait_match(ag, c, 5, "the announced changes seen")
+            before = redis_keys(c)
+            loaded = c.info("persistence")["rdb_last_load_keys_loaded"]
+            c.execute_command("DEBUG", "RELOAD", "NOSAVE")
+            after = redis_keys(c)
+            self.assertNotEqual(before, after, "DEBUG RELOAD NOSAVE loaded the same keys")
+            self.assertEqual(len(before), len(after))
+            took = self.wait_match(ag, c, bound, "view matches Redis after DEBUG RELOAD")
+            print("DEBUG RELOAD NOSAVE %d (rdb_last_load_keys_loaded %s -> %s): view matched "
+                  "Redis in %.2fs (bound %.1fs)" % (rnd + 1, loaded, c.info("persistence")[
+                      "rdb_last_load_keys_loaded"], took, bound))
+            self.assertIn("DEBUG (RELOAD and LOADAOF load the data again", ag.log_tail(60))
+            self.wait_following(ag)
+            c.delete(*redis_keys(c))
+            c.mset({"lock:%d" % i: "t" for i in range(10)})
+            self.wait_match(ag, c, 5, "locks seen again")
+
+    def test_stats_reset_behind_info_calls_is_seen(self):
+        c, ag = self.followed_ten()
+        bound = 2 * 1.0 + 2
+        for rnd in range(2):
+            calls = c.info("commandstats")["cmdstat_info"]["calls"]
+            # the trial's sequence, between two checks
+            c.config_set("notify-keyspace-events", "")
+            c.delete("lock:%d" % rnd)
+            c.set("lock:ghost:%d" % rnd, "g")
+            c.config_set("notify-keyspace-events", "Kg$lshzxet")
+            c.execute_command("CONFIG", "RESETSTAT")
+            self.assertEqual(c.info("commandstats")["cmdstat_config|resetstat"]["calls"], 1)
+            for _ in range(calls + 200):
+                c.info("server")
+            took = self.wait_match(ag, c, bound, "view matches Redis after CONFIG RESETSTAT "
+                                   "and %d INFO calls" % (calls + 200))
+            print("CONFIG RESETSTAT %d, then %d INFO calls (%d before): view matched Redis in "
+                  "%.2fs (bound %.1fs)" % (rnd + 1, calls + 200, calls, took, bound))
+            self.assertIn("the command statistics were reset", ag.log_tail(60))
+            self.wait_following(ag)
+
+    def test_info_denied_stays_unchecked_after_a_reload(self):
+        rs = self.start_redis(args=NOTIFY)
+        ag = self.acl_agent(rs, [a for a in FOLLOW_ACL if a != "+info"])
+        self.wait_following(ag)
+        c = rs.client()
+        c.set("lock:proof", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:proof"), 5, desc="proof: an event")
+        ag.wait_for(lambda: b"follow mode unchecked: INFO is denied" in ag.get("/readyz")[2],
+                    10, desc="/readyz names the unchecked freshness")
+        # a reload is seen all the same: a full scan every scan_interval
+        c.save()
+        c.set("lock:late", "t", px=600000)
+        ag.wait_for(lambda: self.state(ag, "lock:late"), 5, desc="lock:late seen")
+        c.execute_command("DEBUG", "RELOAD", "NOSAVE")
+        took = self.wait_match(ag, c, 2 * 1.0 + 2, "view matches Redis after DEBUG RELOAD, "
+                               "INFO denied")
+        print("INFO denied: view matched Redis after DEBUG RELOAD in %.2fs" % took)
+        self.assertIn(b"follow mode unchecked", ag.get("/readyz")[2])
+
     # ---- cluster: a flush on any primary ---------------------------------------------------
 
     def cluster_keys(self, cl):
@@ -800,8 +888,10 @@ class FollowFresh(h.TestCase):
 
     def test_cluster_keys_gone_silently_on_one_primary(self):
         # keys that leave one primary with no notification (DEBUG RELOAD
-        # NOSAVE loads an older RDB: no event, no counter the check reads)
-        # leave it with fewer keys than the locks followed there, check
+        # NOSAVE loads an older RDB: no event; DEBUG's calls are counted
+        # now, which sees it first, so the key count is the second sign
+        # here: the log names either) leave it with fewer keys than the
+        # locks followed there, check
         # after check, while the other primaries agree with the view: the
         # "twice in a row" is that primary's own, so a full scan repairs
         # the view within 2 x scan_interval (a streak shared by every
@@ -828,7 +918,8 @@ class FollowFresh(h.TestCase):
             print("cluster: 5 keys gone silently on :%d: view matched Redis in %.2fs"
                   % (p, time.monotonic() - t0))
         with open(ag.logfile) as f:
-            self.assertIn("fewer than the", f.read())
+            log = f.read()
+        self.assertTrue("fewer than the" in log or "DEBUG (RELOAD" in log, log)
 
     # ---- cluster slot migration ----------------------------------------------------------
 

@@ -409,6 +409,82 @@ fresh_replid_and_reset(void **state)
     assert_non_null(strstr(why, "CONFIG RESETSTAT"));
 }
 
+/* What a red-team trial hid (Redis 7.0): DEBUG RELOAD NOSAVE (an older
+ * RDB, the key count the same) shows only as a call of debug; CONFIG
+ * RESETSTAT followed by more INFO calls than before hides from INFO's
+ * count: the first reset shows as config|resetstat's count (0, then 1),
+ * every reset as a wider gap between a new connection's client ID and
+ * the connections counted, which no number of calls narrows. */
+static void
+fresh_reload_and_hidden_reset(void **state)
+{
+    static const char stats_a[] = "# Commandstats\r\ncmdstat_info:calls=57,usec=9\r\n"
+        "cmdstat_config|get:calls=40,usec=9,usec_per_call=0.2\r\n";
+    static const char stats_b[] = "# Commandstats\r\ncmdstat_info:calls=290,usec=9\r\n"
+        "cmdstat_debug:calls=1,usec=62,usec_per_call=62.00,rejected_calls=0\r\n"
+        "cmdstat_config|resetstat:calls=1,usec=38,usec_per_call=38.00\r\n";
+    static const char info_stats[] = "# Stats\r\ntotal_connections_received:16\r\n"
+        "total_commands_processed:80\r\n";
+    struct fresh_state base = reading(stats_a, sizeof(stats_a) - 1, NULL, 0), now, b;
+    char why[200];
+    unsigned streak = 0;
+    bool resub;
+
+    (void)state;
+    assert_int_equal(fresh_conn_gap(48, info_stats, sizeof(info_stats) - 1), 32);
+    assert_int_equal(fresh_conn_gap(-1, info_stats, sizeof(info_stats) - 1), -1);
+    assert_int_equal(fresh_conn_gap(48, stats_a, sizeof(stats_a) - 1), -1);
+    assert_int_equal(fresh_conn_gap(10, info_stats, sizeof(info_stats) - 1), -1);
+    base.conn_gap = 32;
+    b = reading(stats_b, sizeof(stats_b) - 1, NULL, 0);
+    assert_int_equal(b.debug, 1);
+    assert_int_equal(b.resetstat, 1);
+    /* DEBUG alone (INFO's count up, as checks make it) */
+    now = base;
+    now.info_calls += 4;
+    now.debug = 1;
+    assert_true(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    assert_false(resub);
+    assert_non_null(strstr(why, "DEBUG (RELOAD and LOADAOF"));
+    /* the first reset, INFO's count pumped above the baseline's */
+    now = b;
+    now.conn_gap = 32;
+    assert_true(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    assert_true(resub);                 /* though DEBUG's row comes first */
+    assert_non_null(strstr(why, "DEBUG (RELOAD"));
+    now.debug = 0;
+    assert_true(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    assert_true(resub);
+    assert_non_null(strstr(why, "CONFIG RESETSTAT"));
+    /* a FLUSHDB beside a CONFIG SET: the setting is checked again */
+    now = base;
+    now.flushdb++;
+    now.config_set++;
+    assert_true(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    assert_true(resub);
+    assert_non_null(strstr(why, "FLUSHDB ran"));
+    /* a later one: config|resetstat still 1, INFO's count pumped, every
+     * other count as it was: the gap alone tells */
+    base = b;
+    base.conn_gap = 49;
+    now = base;
+    now.info_calls += 300;
+    assert_false(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    now.conn_gap = 50;
+    assert_true(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    assert_true(resub);
+    assert_non_null(strstr(why, "statistics were reset"));
+    /* narrower (a connection accepted while it was read) or unknown: no
+     * reset; nor against a baseline that has none */
+    now.conn_gap = 47;
+    assert_false(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    now.conn_gap = -1;
+    assert_false(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+    base.conn_gap = -1;
+    now.conn_gap = 60;
+    assert_false(fresh_changed(&base, &now, 10, true, &streak, &resub, why, sizeof(why)));
+}
+
 /* A replica cut off from its primary: its data is old and its
  * notifications stopped with the writes, so every check says so, though
  * nothing else changed; a replica in sync, or a primary, is current. */
@@ -457,6 +533,7 @@ main(void)
         cmocka_unit_test(fresh_redis6_config),
         cmocka_unit_test(fresh_replid_and_reset),
         cmocka_unit_test(fresh_replica_link),
+        cmocka_unit_test(fresh_reload_and_hidden_reset),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
