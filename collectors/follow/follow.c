@@ -517,8 +517,9 @@ scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
         /* on trust, proven, and still keys changed unannounced: the proof
          * was wrong (a class missing that no write showed yet, a forged
          * message): a full scan every scan_interval until it is made
-         * again, and scanning if the next one finds drift too */
-        if (!fw->verified) {
+         * again, and scanning if the next one finds drift too (without
+         * INFO a full scan every scan_interval is the proof already) */
+        if (!fw->verified && !fw->fresh_denied) {
             unprove(fw);
             follow_note(fw, "following keyspace notifications on trust: a full scan found "
                         "%llu key%s changed without a notification, so notifications do not "

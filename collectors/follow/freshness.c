@@ -13,7 +13,7 @@
  * channel, so a message proves nothing by itself.  So each node the
  * target follows is asked, every scan_interval, four INFO sections (a
  * few hundred microseconds of Redis time a minute at scan_interval 1s),
- * and INFO stats on a connection of its own:
+ * and, after a reset, INFO stats on a connection of its own:
  *
  *   server        run_id: another run_id is a restart;
  *   replication   master_replid: another one under the same run_id, on a
@@ -49,7 +49,9 @@
  *                 least since the last check, that check's own).  Wider
  *                 than the baseline's is a reset (or an ID that went to
  *                 no accepted connection: a failed TLS handshake, a
- *                 replica's link: a full scan too many);
+ *                 replica's link: a full scan too many).  Read only on a
+ *                 server where config|resetstat reads 1 (a reset ran
+ *                 since it started): before, no reset can hide;
  *   keyspace      the database's key count: fewer keys than live lock
  *                 records twice in a row on the same node (a pending
  *                 delete may explain one) means keys went without a
@@ -219,7 +221,12 @@ fresh_read(redisContext *c, const struct target_conf *node, struct fresh_state *
         fresh_parse((enum fresh_section)i, r->str, r->len, node->db, st);
         freeReplyObject(r);
     }
-    st->conn_gap = conn_gap(node);
+    /* only where a reset has run since the server started: before the
+     * first, config|resetstat reads 0 and its row sees that one; the
+     * connection is then not made (an ID that goes to no counted
+     * connection, a TLS port's TCP probe, widens the gap too: a full
+     * scan for nothing) */
+    st->conn_gap = st->resetstat > 0 ? conn_gap(node) : -1;
     st->have = true;
     return 1;
 }
