@@ -339,9 +339,12 @@ target_main(void *arg)
          * reads see a stop request as a scan's do (no deadline: it runs
          * until the next full scan) */
         if (ok) {
+            /* a node its checks find silent is not waited for again by
+             * the full scan they call for (scanner_silent()) */
             struct redisconn_scope fs = { .deadline_ms = INT64_MAX,
                                           .idle_ms = t->conf->command_timeout_ms,
-                                          .stop = &t->stop, .what = "follow mode" };
+                                          .stop = &t->stop, .what = "follow mode",
+                                          .silent = scanner_silent(t->scanner) };
             const struct redisconn_scope *prev = redisconn_scope_enter(&fs);
             int followed = follow_run(t->follow, t->conf, &t->rules, &t->stop, publish_cb, t);
 

@@ -66,6 +66,90 @@ redisconn_scope_leave(const struct redisconn_scope *prev)
     cur_scope = prev;
 }
 
+/* ---- the nodes found silent (conn.h) ------------------------------------------- */
+
+/* What the error of an open of a node not waited for again says first. */
+#define SILENT_TAG "not waited for again: "
+
+void
+redisconn_silent_init(struct redisconn_silent *s)
+{
+    memset(s, 0, sizeof(*s));
+    pthread_mutex_init(&s->mu, NULL);
+}
+
+void
+redisconn_silent_clear(struct redisconn_silent *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->n = 0;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void
+redisconn_silent_destroy(struct redisconn_silent *s)
+{
+    pthread_mutex_destroy(&s->mu);
+}
+
+/* host:port let a wait of waited_ms go by without a byte: into the
+ * scope's set, or its entry renewed (beyond REDISCONN_SILENT_MAX nodes,
+ * not kept). */
+static void
+silent_note(const char *host, int port, int64_t waited_ms)
+{
+    struct redisconn_silent *s = cur_scope != NULL ? cur_scope->silent : NULL;
+    size_t i;
+
+    if (s == NULL || host == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    for (i = 0; i < s->n; i++)
+        if (s->node[i].port == port && strcmp(s->node[i].host, host) == 0)
+            break;
+    if (i < s->n || s->n < REDISCONN_SILENT_MAX) {
+        if (i == s->n)
+            s->n++;
+        snprintf(s->node[i].host, sizeof(s->node[i].host), "%s", host);
+        s->node[i].port = port;
+        s->node[i].since_mono = clock_mono_ms();
+        s->node[i].waited_ms = waited_ms;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Is host:port in the scope's set?  true with why (SILENT_TAG and the
+ * wait that found it so) when it is. */
+static bool
+silent_why(const char *host, int port, char *why, size_t whylen)
+{
+    struct redisconn_silent *s = cur_scope != NULL ? cur_scope->silent : NULL;
+    bool found = false;
+    size_t i;
+
+    if (s == NULL || host == NULL)
+        return false;
+    pthread_mutex_lock(&s->mu);
+    for (i = 0; i < s->n && !found; i++) {
+        if (s->node[i].port != port || strcmp(s->node[i].host, host) != 0 ||
+            (s->keep_ms > 0 && clock_mono_ms() - s->node[i].since_mono > s->keep_ms))
+            continue;
+        found = true;
+        if (why != NULL && whylen > 0)
+            snprintf(why, whylen, SILENT_TAG "no answer within %lld ms %.1f s ago (stopped, "
+                     "overloaded or cut off)", (long long)s->node[i].waited_ms,
+                     (double)(clock_mono_ms() - s->node[i].since_mono) / 1000.0);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+bool
+redisconn_is_silent(const char *host, int port)
+{
+    return silent_why(host, port, NULL, 0);
+}
+
 /* Charge the reply being read n bytes; false (and guard_tripped) when
  * the shared budget cannot take them. */
 static bool
@@ -215,6 +299,7 @@ wait_readable(redisContext *c, const struct redisconn_scope *sc, int64_t idle_de
         if (idle_deadline != INT64_MAX && clock_left(idle_deadline) == 0) {
             c->err = REDIS_ERR_IO;
             snprintf(c->errstr, sizeof(c->errstr), "%s", strerror(EAGAIN));
+            silent_note(c->tcp.host, c->tcp.port, sc->idle_ms);
             return -1;
         }
         left = idle_deadline == INT64_MAX ? INT_MAX : clock_left(idle_deadline);
@@ -559,8 +644,13 @@ redisconn_open(const struct target_conf *t, char *err, size_t errlen)
     const struct redisconn_scope *sc = cur_scope;
     int64_t connect_ms = t->connect_timeout_ms;
     redisContext *c;
-    char db[16], scratch[64];
+    char db[16], scratch[160];
 
+    if (silent_why(t->host, t->port, scratch, sizeof(scratch))) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "connect to %s:%d: %s", t->host, t->port, scratch);
+        return NULL;
+    }
     /* the connect too ends by the scope's deadline */
     if (sc != NULL && sc->deadline_ms != INT64_MAX && clock_left(sc->deadline_ms) < connect_ms)
         connect_ms = clock_left(sc->deadline_ms) > 0 ? clock_left(sc->deadline_ms) : 1;
@@ -569,6 +659,9 @@ redisconn_open(const struct target_conf *t, char *err, size_t errlen)
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "connect to %s:%d: %s", t->host, t->port,
                      c ? c->errstr : "out of memory");
+        /* no SYN-ACK within connect_timeout: a node cut off */
+        if (c != NULL && c->err == REDIS_ERR_IO && strcmp(c->errstr, strerror(ETIMEDOUT)) == 0)
+            silent_note(t->host, t->port, connect_ms);
         goto fail;
     }
     redisconn_guard(c);

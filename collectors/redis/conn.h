@@ -19,6 +19,7 @@
 #ifndef LOCKWATCH_REDISCONN_H
 #define LOCKWATCH_REDISCONN_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -119,12 +120,53 @@ redisReply *redisconn_command(redisContext *c, const struct target_conf *t,
  */
 #define REDISCONN_STOP_TICK_MS 200
 
+/*
+ * The nodes found silent: a scope may keep a set of the nodes that let a
+ * whole wait go by without a byte (a read past idle_ms, or a TCP connect
+ * past connect_timeout).  While a node is in it, opening it again
+ * (redisconn_open()) fails at once, naming that wait: so one operation -
+ * a scan's pass with its retry, the follow-mode check before it - waits
+ * for a stopped or cut-off node once, not once per reconnect, sentinel
+ * round or retry, and a view read from it is failed within scan_interval
+ * + command_timeout of its last good read (README "The last proof").
+ * Connections already open are left to their own reads (one that answers
+ * is its own proof), and other nodes are still asked: a failover's new
+ * primary is found in the same pass.  A reader whose silence says
+ * nothing of the node's other connections (a subscriber, which a
+ * middlebox may drop alone) reads in a scope without the set.  An entry holds keep_ms (the
+ * scanner's: scan_interval + command_timeout, the time a view is vouched
+ * for: a second wait would outlast it), and the owner clears the set (the
+ * scanner, once its pass is over) so that the next pass asks again.
+ * Shared by a cluster pass's threads: it takes its own mutex.
+ */
+#define REDISCONN_SILENT_MAX 16
+
+struct redisconn_silent {
+    pthread_mutex_t mu;
+    int64_t keep_ms;            /* an entry holds this long (0: until cleared) */
+    size_t n;
+    struct {
+        char host[256];
+        int port;
+        int64_t since_mono;     /* when the wait that found it silent ended */
+        int64_t waited_ms;      /* how long that wait was */
+    } node[REDISCONN_SILENT_MAX];   /* beyond: not kept (each waits again) */
+};
+
+void redisconn_silent_init(struct redisconn_silent *s);
+void redisconn_silent_clear(struct redisconn_silent *s);
+void redisconn_silent_destroy(struct redisconn_silent *s);
+
+/* Is host:port in the silent set of this thread's scope? */
+bool redisconn_is_silent(const char *host, int port);
+
 struct redisconn_scope {
     int64_t deadline_ms;        /* monotonic (clock_deadline()); INT64_MAX: none */
     int64_t idle_ms;            /* the longest wait for the next byte (command_timeout) */
     const atomic_int *stop;     /* non-zero: give up; NULL: never asked */
     char what[80];              /* names the deadline in the error, e.g.
                                  * "scan_timeout (60000 ms)" */
+    struct redisconn_silent *silent;    /* the nodes found silent; NULL: none kept */
 };
 
 /* Enter scope s for this thread (s must outlive it); returns the scope

@@ -185,6 +185,29 @@ busy_reply(const redisReply *rep)
     return false;
 }
 
+/* A PSUBSCRIBE reply, within the caller's scope but noting no node silent
+ * (conn.h): a subscription that gets no answer (a middlebox that drops
+ * pub/sub connections alone) says nothing of the node's data connections,
+ * which the pass still reads. */
+static int
+sub_reply(redisContext *c, redisReply **rep)
+{
+    struct redisconn_scope own = { .deadline_ms = INT64_MAX };
+    const struct redisconn_scope *prev = redisconn_scope_enter(&own);
+    int rc;
+
+    if (prev != NULL)
+        own = *prev;
+    own.silent = NULL;
+    if (prev == NULL) {
+        redisconn_scope_leave(prev);    /* outside any scope: as hiredis waits */
+        return redisconn_get_reply(c, rep);
+    }
+    rc = redisconn_get_reply(c, rep);
+    redisconn_scope_leave(prev);
+    return rc;
+}
+
 struct ksub *
 ksub_open(const struct target_conf *node, char *const *patterns, size_t npatterns,
           size_t key_max, bool *refused, char *err, size_t errlen)
@@ -226,7 +249,7 @@ ksub_open(const struct target_conf *node, char *const *patterns, size_t npattern
         goto fail;
     }
     for (i = 0; i < n; i++) {
-        if (redisconn_get_reply(k->c, &rep) == -1) {
+        if (sub_reply(k->c, &rep) == -1) {
             redisconn_error(k->c, node, "PSUBSCRIBE", err, errlen);
             goto fail;
         }

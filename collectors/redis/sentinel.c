@@ -8,8 +8,11 @@
  * stopped one is left for the next within a second, not command_timeout
  * (5 s by default) each.  At most
  * SENTINEL_ROLE_RETRIES rounds when the named node is not (yet) a
- * primary, SENTINEL_RETRY_WAIT_MS apart.  A resolution therefore costs a
- * scan at most a few seconds even when every sentinel is down.
+ * primary, SENTINEL_RETRY_WAIT_MS apart; none after a node that did not
+ * answer within command_timeout (it is silent: the next pass asks again,
+ * so a stopped primary costs a pass one command_timeout, not three).  A
+ * resolution therefore costs a scan at most a few seconds even when every
+ * sentinel is down.
  */
 #include "collectors/redis/sentinel.h"
 
@@ -193,6 +196,7 @@ sentinel_open_primary(const struct target_conf *t, size_t *first, char *host,
     char why[600], all[2000];
     struct target_conf node;
     redisContext *c = NULL;
+    bool timed_out;
     int round;
 
     for (round = 0; round < SENTINEL_ROLE_RETRIES; round++) {
@@ -204,13 +208,20 @@ sentinel_open_primary(const struct target_conf *t, size_t *first, char *host,
         redisconn_node(t, host, *port, &node);
         if ((c = redisconn_open(&node, why, sizeof(why))) == NULL) {
             note(all, sizeof(all), why);
+            /* silent (a wait of command_timeout without a byte): asked
+             * again in the next pass, not waited for again in this one */
+            if (redisconn_is_silent(host, *port))
+                break;
             continue;
         }
         if (sentinel_is_primary(c, &node, why, sizeof(why)) == 0)
             return c;
         note(all, sizeof(all), why);
+        timed_out = redisconn_timed_out(c);
         redisFree(c);
         c = NULL;
+        if (timed_out)
+            break;
     }
     snprintf(err, errlen, "primary of \"%s\" not reachable: %s", t->master_name, all);
     return NULL;

@@ -85,5 +85,13 @@ target_verify(const struct target_conf *t, size_t *sentinel_first, redisContext 
         return -1;
     if (port != node->port || strcmp(host, node->host) != 0)
         return 0;
-    return sentinel_is_primary(c, node, why, sizeof(why)) == 0 ? 1 : 0;
+    if (sentinel_is_primary(c, node, why, sizeof(why)) == 0)
+        return 1;
+    /* no answer within command_timeout: the node named is silent, and
+     * opening it again would only wait as long once more */
+    if (redisconn_timed_out(c)) {
+        snprintf(err, errlen, "%s", why);
+        return -1;
+    }
+    return 0;
 }

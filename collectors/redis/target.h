@@ -55,8 +55,12 @@ redisContext *target_open(const struct target_conf *t, const char *key, size_t k
  * and its error, and no ROLE sent: no sentinel names a primary, so
  * nothing proves c is the primary now (the sentinels may have failed over
  * behind a partition) and what c reads must not be shown as current: the
- * caller fails as when c is lost (the target is down).  Other modes: 1,
- * with no I/O.  err may not be NULL.
+ * caller fails as when c is lost (the target is down).  -1 too, with err
+ * saying so, when the node the sentinels name did not answer ROLE within
+ * command_timeout: it is silent (stopped, or cut off from us), and
+ * opening it again would wait as long once more; the view is failed now,
+ * within scan_interval + command_timeout of its last good read.  Other
+ * modes: 1, with no I/O.  err may not be NULL.
  */
 int target_verify(const struct target_conf *t, size_t *sentinel_first, redisContext *c,
                   const struct target_conf *node, char *err, size_t errlen);

@@ -82,6 +82,8 @@ scanner_new(const char *target_name)
     sc->name = strdup(target_name);
     sc->tracker = tracker_new(lease_expired);
     sc->scope.deadline_ms = INT64_MAX;
+    redisconn_silent_init(&sc->silent);
+    sc->scope.silent = &sc->silent;
     if (sc->name == NULL || sc->tracker == NULL) {
         scanner_free(sc);
         return NULL;
@@ -101,6 +103,7 @@ scanner_free(struct scanner *sc)
     free(sc->known);
     tracker_free(sc->tracker);
     lost_forget(sc);
+    redisconn_silent_destroy(&sc->silent);
     free(sc->name);
     free(sc);
 }
@@ -424,7 +427,11 @@ run_single(struct run *r, struct stream *st, bool *had_conn)
      * (scanner_moved()), or waited command_timeout for the node
      * (scanner_fail_next()), the pass fails with that: it is the scan
      * follow mode runs, and waiting again would hold the view fresh for
-     * another command_timeout. */
+     * another command_timeout.  A primary that does not answer ROLE
+     * within command_timeout fails the pass there (target_verify()), and
+     * a node found silent is not waited for again until the pass and its
+     * retry are over (sc->silent, conn.h): one wait a pass, so the view
+     * is stale within scan_interval + command_timeout of its last read. */
     if (sc->fail_next[0] != '\0') {
         run_err(r, "%s", sc->fail_next);
         sc->fail_next[0] = '\0';
@@ -935,6 +942,7 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
     sc->scope.deadline_ms = clock_deadline(target->scan_timeout_ms);
     sc->scope.idle_ms = target->command_timeout_ms;
     sc->scope.stop = stop;
+    sc->silent.keep_ms = target->scan_interval_ms + target->command_timeout_ms;
     snprintf(sc->scope.what, sizeof(sc->scope.what), "scan_timeout (%lld ms)",
              (long long)target->scan_timeout_ms);
     prev = redisconn_scope_enter(&sc->scope);
@@ -942,11 +950,13 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
     if (s != NULL && !s->ok && retry) {
         /* a failover cut the old primary's clients: the next primary is
          * one sentinel question away, so scan it now instead of
-         * reporting the target down until the next interval */
+         * reporting the target down until the next interval (a primary
+         * that went silent is not waited for again: sc->silent) */
         snapshot_unref(s);
         s = run_pass(sc, target, rules, stop, &retry);
     }
     redisconn_scope_leave(prev);
+    redisconn_silent_clear(&sc->silent);     /* the next pass asks them again */
     if (s == NULL)
         return NULL;
     if (s->ok)

@@ -63,6 +63,15 @@ typedef void scan_publish_fn(void *arg, struct snapshot *s);
 void scanner_disconnect(struct scanner *sc);
 
 /*
+ * The nodes this scanner found silent (a wait of command_timeout without a
+ * byte; collectors/redis/conn.h): the scope of every pass keeps them, and
+ * so may the caller's reads between passes (follow mode's check), so that
+ * the pass after is not held by waiting for the same node again.
+ * Cleared at the end of each scanner_run().
+ */
+struct redisconn_silent *scanner_silent(struct scanner *sc);
+
+/*
  * The duty-cycle pacing every scan of Redis keeps to (the agent's streams
  * and lockctl list): after busy_ms of work since the last pause, how long
  * to pause so that at most duty (0 < duty <= 1, scan_duty) of the wall

@@ -94,6 +94,8 @@ struct scanner {
     struct redisconn_scope scope;   /* the full scan under way: scan_timeout
                                      * from its start and the stop flag, for
                                      * every read of every thread (scan.c) */
+    struct redisconn_silent silent; /* nodes found silent (scope.silent):
+                                     * not waited for again in the pass */
     /* locks lost at a change of server (lost.c) */
     struct snapshot *last_view; /* the last ok snapshot returned (a full
                                  * scan's or a replay's): the view before */

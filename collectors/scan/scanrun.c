@@ -21,6 +21,12 @@
 #include "collectors/redis/target.h"
 #include "common/clock.h"
 
+struct redisconn_silent *
+scanner_silent(struct scanner *sc)
+{
+    return &sc->silent;
+}
+
 redisContext *
 scanner_conn(const struct scanner *sc, const char **host, int *port)
 {
