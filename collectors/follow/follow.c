@@ -530,8 +530,8 @@ scanned_hook(void *arg, const struct scan_pass *p, struct snapshot *s)
         if (++fw->drift_streak >= DRIFT_STREAK)
             follow_note(fw, "follow drift: %u full scans in a row found keys changed without "
                         "a notification (%llu this time; lockwatch_reconcile_fixed_keys_total)"
-                        ": events are being lost", fw->drift_streak,
-                        (unsigned long long)fixed);
+                        ": events are being lost; a full scan every scan_interval until one "
+                        "finds none", fw->drift_streak, (unsigned long long)fixed);
     } else if (fw->why == WHY_SCHEDULED) {
         if (fw->drift_streak >= DRIFT_STREAK)
             fw->note[0] = '\0';
@@ -816,8 +816,10 @@ reconcile_due(struct follow *fw, struct loop *lp, const struct target_conf *t, i
      * notifications arrive (follow_unproven(): a key changed, and events
      * of each class the keys followed need);
      * without INFO (no freshness check) one every scan_interval always:
-     * a full scan is the only proof left that the view is current */
-    if (follow_unproven(fw, NULL) || fw->fresh_denied) {
+     * a full scan is the only proof left that the view is current; and
+     * after a reconcile that found drift, until one finds none (the
+     * view missed changes for a reconcile_interval: not for another) */
+    if (follow_unproven(fw, NULL) || fw->fresh_denied || fw->drift_streak > 0) {
         if (t->scan_interval_ms < lp->interval)
             lp->interval = t->scan_interval_ms;
     } else {

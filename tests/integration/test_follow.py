@@ -248,6 +248,25 @@ class Follow(h.TestCase):
         ag.wait_for(lambda: b"follow drift" not in ag.get("/readyz")[2], 10,
                     desc="drift cleared")
 
+    def test_drift_brings_the_next_reconcile_forward(self):
+        # a change Redis makes without a notification even with every
+        # class set: PFCOUNT writes its cached cardinality into the HLL's
+        # header (the value changes, no event).  Once a reconcile found it,
+        # the next comes at scan_interval (1 s), not reconcile_interval (6 s)
+        rs = self.start_redis(args=NOTIFY)
+        c = rs.client()
+        ag = self.start_agent(rs, scan_interval="1s",
+                              target_extra={"reconcile_interval": "6s"})
+        self.wait_following(ag)
+        c.pfadd("lock:hll", "a", "b", "c")
+        ag.wait_for(lambda: self.state(ag, "lock:hll"), 5, desc="lock:hll from its event")
+        c.pfcount("lock:hll")
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_reconcile_fixed_keys_total",
+                                   target="main") >= 1, 15, desc="the reconcile finds the drift")
+        scans = ag.scans_ok()
+        ag.wait_for(lambda: ag.scans_ok() > scans, 4, desc="the next full scan within 4 s, "
+                    "not reconcile_interval (6 s) later")
+
     def test_redis_restart_then_reconcile_and_follow_again(self):
         rs = self.start_redis(args=NOTIFY)
         ag = self.start_agent(rs, scan_interval="1s")
