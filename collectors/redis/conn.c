@@ -107,6 +107,10 @@ silent_note(const char *host, int port, int64_t waited_ms)
     for (i = 0; i < s->n; i++)
         if (s->node[i].port == port && strcmp(s->node[i].host, host) == 0)
             break;
+    /* full: an entry past keep_ms makes room */
+    for (size_t k = 0; i == s->n && s->n == REDISCONN_SILENT_MAX && k < s->n; k++)
+        if (s->keep_ms > 0 && clock_mono_ms() - s->node[k].since_mono > s->keep_ms)
+            i = k;
     if (i < s->n || s->n < REDISCONN_SILENT_MAX) {
         if (i == s->n)
             s->n++;
@@ -136,8 +140,9 @@ silent_why(const char *host, int port, char *why, size_t whylen)
             continue;
         found = true;
         if (why != NULL && whylen > 0)
-            snprintf(why, whylen, SILENT_TAG "no answer within %lld ms %.1f s ago (stopped, "
-                     "overloaded or cut off)", (long long)s->node[i].waited_ms,
+            snprintf(why, whylen, SILENT_TAG "it let %lld ms pass without an answer %.1f s "
+                     "ago in this pass (stopped, overloaded or cut off); asked again next pass",
+                     (long long)s->node[i].waited_ms,
                      (double)(clock_mono_ms() - s->node[i].since_mono) / 1000.0);
     }
     pthread_mutex_unlock(&s->mu);
@@ -648,7 +653,7 @@ redisconn_open(const struct target_conf *t, char *err, size_t errlen)
 
     if (silent_why(t->host, t->port, scratch, sizeof(scratch))) {
         if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "connect to %s:%d: %s", t->host, t->port, scratch);
+            snprintf(err, errlen, "%s:%d: %s", t->host, t->port, scratch);
         return NULL;
     }
     /* the connect too ends by the scope's deadline */
@@ -659,12 +664,18 @@ redisconn_open(const struct target_conf *t, char *err, size_t errlen)
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "connect to %s:%d: %s", t->host, t->port,
                      c ? c->errstr : "out of memory");
-        /* no SYN-ACK within connect_timeout: a node cut off */
-        if (c != NULL && c->err == REDIS_ERR_IO && strcmp(c->errstr, strerror(ETIMEDOUT)) == 0)
+        /* no SYN-ACK within connect_timeout: a node cut off (not a
+         * connect the scope's deadline cut short) */
+        if (c != NULL && c->err == REDIS_ERR_IO && strcmp(c->errstr, strerror(ETIMEDOUT)) == 0 &&
+            connect_ms == t->connect_timeout_ms)
             silent_note(t->host, t->port, connect_ms);
         goto fail;
     }
     redisconn_guard(c);
+    /* TCP keepalive (hiredis: idle 15 s): a peer gone without a word is
+     * found, and a NAT or load balancer that drops idle flows silently
+     * keeps a kept connection's between passes */
+    (void)redisEnableKeepAlive(c);
     if (redisSetTimeout(c, redisconn_tv(t->command_timeout_ms)) != REDIS_OK) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "set timeout on %s:%d: %s", t->host, t->port, c->errstr);
@@ -672,10 +683,20 @@ redisconn_open(const struct target_conf *t, char *err, size_t errlen)
     }
     /* rediss://: the handshake, bounded by the command timeout; never a
      * fall back to plaintext. */
-    if (t->tls && redisconn_tls(c, t, t->host, t->port, t->tls_name[0] ? t->tls_name : t->host,
-                                err != NULL ? err : scratch,
-                                err != NULL ? errlen : sizeof(scratch)) == -1)
-        goto fail;
+    if (t->tls) {
+        int64_t t0 = clock_mono_ms();
+
+        if (redisconn_tls(c, t, t->host, t->port, t->tls_name[0] ? t->tls_name : t->host,
+                          err != NULL ? err : scratch,
+                          err != NULL ? errlen : sizeof(scratch)) == -1) {
+            /* a stopped node takes the TCP connect (the kernel does) and
+             * then says nothing: a handshake that used the whole
+             * command_timeout is that silence */
+            if (clock_mono_ms() - t0 >= t->command_timeout_ms)
+                silent_note(t->host, t->port, t->command_timeout_ms);
+            goto fail;
+        }
+    }
     if (t->password != NULL) {
         const char *argv[3] = { "AUTH", t->user ? t->user : t->password, t->password };
 

@@ -76,6 +76,7 @@ ask_sentinel(const struct target_conf *t, const struct hostport *s, char *host,
     prev = redisconn_scope_enter(&capped);
     if (prev != NULL)
         capped = *prev;
+    capped.silent = NULL;       /* a sentinel is never opened through the set */
     if (capped.idle_ms <= 0 || capped.idle_ms > cto)
         capped.idle_ms = cto;
     got = redisAppendCommandArgv(c, 3, argv, NULL) == REDIS_OK &&

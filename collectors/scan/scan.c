@@ -273,6 +273,14 @@ stream_begin(struct stream *s)
     char host[sizeof(s->host)];
     int port;
 
+    /* a node this pass already found silent (its discovery, the follow
+     * hooks run before the streams): its kept connection is not waited
+     * for again, and the open below fails at once, saying why */
+    if (s->c != NULL && redisconn_is_silent(s->host, s->port)) {
+        redisFree(s->c);
+        s->c = NULL;
+        s->kept = false;
+    }
     if (stream_connect(s) == -1)
         return -1;
     if (stream_identify(s) == 0)
@@ -702,6 +710,7 @@ check_conn_key(struct scanner *sc, const struct target_conf *t)
     if (conn_key(t) == sc->conn_key)
         return;
     scanner_disconnect(sc);
+    redisconn_silent_clear(&sc->silent);
     lost_forget(sc);            /* another server by config is no failover */
     free(sc->known);
     sc->known = NULL;
