@@ -254,7 +254,10 @@ tail_audit(struct target_rt *t)
 {
     struct redisconn_scope sc = { .deadline_ms = clock_deadline(t->conf->command_timeout_ms),
                                   .idle_ms = t->conf->command_timeout_ms, .stop = &t->stop,
-                                  .what = "the audit stream's read (command_timeout)" };
+                                  .what = "the audit stream's read (command_timeout)",
+                                  /* a node the pass found silent is not
+                                   * waited for again (scanner_silent()) */
+                                  .silent = scanner_silent(t->scanner) };
     const struct redisconn_scope *prev = redisconn_scope_enter(&sc);
     char err[320] = "";
 

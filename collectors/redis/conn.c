@@ -87,6 +87,27 @@ redisconn_silent_clear(struct redisconn_silent *s)
 }
 
 void
+redisconn_silent_turn(struct redisconn_silent *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->turn++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void
+redisconn_silent_forget(struct redisconn_silent *s)
+{
+    size_t i, n = 0;
+
+    pthread_mutex_lock(&s->mu);
+    for (i = 0; i < s->n; i++)
+        if (s->node[i].turn == s->turn)
+            s->node[n++] = s->node[i];
+    s->n = n;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void
 redisconn_silent_destroy(struct redisconn_silent *s)
 {
     pthread_mutex_destroy(&s->mu);
@@ -118,6 +139,7 @@ silent_note(const char *host, int port, int64_t waited_ms)
         s->node[i].port = port;
         s->node[i].since_mono = clock_mono_ms();
         s->node[i].waited_ms = waited_ms;
+        s->node[i].turn = s->turn;
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -141,7 +163,7 @@ silent_why(const char *host, int port, char *why, size_t whylen)
         found = true;
         if (why != NULL && whylen > 0)
             snprintf(why, whylen, SILENT_TAG "it let %lld ms pass without an answer %.1f s "
-                     "ago in this pass (stopped, overloaded or cut off); asked again next pass",
+                     "ago (stopped, overloaded or cut off); asked again at the next pass",
                      (long long)s->node[i].waited_ms,
                      (double)(clock_mono_ms() - s->node[i].since_mono) / 1000.0);
     }

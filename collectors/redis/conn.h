@@ -133,10 +133,14 @@ redisReply *redisconn_command(redisContext *c, const struct target_conf *t,
  * is its own proof), and other nodes are still asked: a failover's new
  * primary is found in the same pass.  A reader whose silence says
  * nothing of the node's other connections (a subscriber, which a
- * middlebox may drop alone) reads in a scope without the set.  An entry holds keep_ms (the
- * scanner's: scan_interval + command_timeout, the time a view is vouched
- * for: a second wait would outlast it), and the owner clears the set (the
- * scanner, once its pass is over) so that the next pass asks again.
+ * middlebox may drop alone) reads in a scope without the set.  An entry
+ * holds keep_ms (the scanner's: scan_interval + command_timeout, the time a
+ * view is vouched for: a second wait would outlast it), and the owner
+ * turns the set at the end of each pass and forgets the older turn's
+ * entries at the start of the next: the reads between two passes (follow
+ * mode's check, the audit stream's tail) skip what the pass before found
+ * silent, and the pass after skips only what those reads found silent,
+ * asking every other node again.
  * Shared by a cluster pass's threads: it takes its own mutex.
  */
 #define REDISCONN_SILENT_MAX 16
@@ -144,17 +148,23 @@ redisReply *redisconn_command(redisContext *c, const struct target_conf *t,
 struct redisconn_silent {
     pthread_mutex_t mu;
     int64_t keep_ms;            /* an entry holds this long (0: until cleared) */
+    unsigned turn;              /* redisconn_silent_turn() calls so far */
     size_t n;
     struct {
         char host[256];
         int port;
         int64_t since_mono;     /* when the wait that found it silent ended */
         int64_t waited_ms;      /* how long that wait was */
+        unsigned turn;          /* the set's turn when it was found */
     } node[REDISCONN_SILENT_MAX];   /* beyond: not kept (each waits again) */
 };
 
 void redisconn_silent_init(struct redisconn_silent *s);
 void redisconn_silent_clear(struct redisconn_silent *s);
+/* A pass is over: the entries so far are of the turn before. */
+void redisconn_silent_turn(struct redisconn_silent *s);
+/* A pass begins: forget the entries of the turns before the last. */
+void redisconn_silent_forget(struct redisconn_silent *s);
 void redisconn_silent_destroy(struct redisconn_silent *s);
 
 /* Is host:port in the silent set of this thread's scope? */

@@ -954,6 +954,9 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
     sc->silent.keep_ms = target->scan_interval_ms + target->command_timeout_ms;
     snprintf(sc->scope.what, sizeof(sc->scope.what), "scan_timeout (%lld ms)",
              (long long)target->scan_timeout_ms);
+    /* ask again what the pass before found silent, not what the reads
+     * since (follow mode's check, the audit tail) found */
+    redisconn_silent_forget(&sc->silent);
     prev = redisconn_scope_enter(&sc->scope);
     s = run_pass(sc, target, rules, stop, &retry);
     if (s != NULL && !s->ok && retry) {
@@ -965,7 +968,7 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
         s = run_pass(sc, target, rules, stop, &retry);
     }
     redisconn_scope_leave(prev);
-    redisconn_silent_clear(&sc->silent);     /* the next pass asks them again */
+    redisconn_silent_turn(&sc->silent);      /* the next pass asks them again */
     if (s == NULL)
         return NULL;
     if (s->ok)

@@ -65,9 +65,11 @@ void scanner_disconnect(struct scanner *sc);
 /*
  * The nodes this scanner found silent (a wait of command_timeout without a
  * byte; collectors/redis/conn.h): the scope of every pass keeps them, and
- * so may the caller's reads between passes (follow mode's check), so that
- * the pass after is not held by waiting for the same node again.
- * Cleared at the end of each scanner_run().
+ * so may the caller's reads between passes (follow mode's check, the audit
+ * tail), so that they do not wait for a node the pass found silent, and
+ * the pass after is not held by waiting for a node they found silent.
+ * Each scanner_run() asks again every node the reads since the pass
+ * before did not find silent.
  */
 struct redisconn_silent *scanner_silent(struct scanner *sc);
 
