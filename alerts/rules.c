@@ -538,25 +538,25 @@ lost_holds(const struct rule_ctx *c)
     return lo->count > 0 && c->now_ms - lo->at_ms < RULES_LOST_FIRING_MS;
 }
 
-/* What changed: "a restart of N", "a failover to N (was M)", "a flush". */
+/* What changed: "a restart of N", "a failover to N (was M)", "a SWAPDB on
+ * N"; "a flush" alone when out of memory. */
 static void
 lost_change(struct strbuf *t, const struct snap_lost *lo)
 {
     char *was = sanitized(lo->was, strnlen(lo->was, sizeof(lo->was)));
     char *now = sanitized(lo->now, strnlen(lo->now, sizeof(lo->now)));
+    const char *prep;
 
-    text_adds(t, "a ");
-    text_adds(t, lost_cause_name((enum lost_cause)lo->cause));
+    text_adds(t, lost_cause_words((enum lost_cause)lo->cause, &prep));
     if (now != NULL && was != NULL) {
+        text_adds(t, " ");
+        text_adds(t, prep);
+        text_adds(t, " ");
+        text_adds(t, now);
         if (lo->cause == LOST_FAILOVER) {
-            text_adds(t, " to ");
-            text_adds(t, now);
             text_adds(t, " (was ");
             text_adds(t, was);
             text_adds(t, ")");
-        } else {
-            text_adds(t, " of ");
-            text_adds(t, now);
         }
     }
     free(was);

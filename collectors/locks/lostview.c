@@ -9,21 +9,34 @@
 
 #include "common/keyhash.h"
 
-static const char *const cause_names[LOST_CAUSE_COUNT] = {
-#define X(id, name) [LOST_##id] = name,
+static const struct {
+    const char *name, *words, *prep;
+} causes[LOST_CAUSE_COUNT] = {
+#define X(id, name, words, prep) [LOST_##id] = { name, words, prep },
     LOST_CAUSES(X)
 #undef X
 };
 
 /* worst first */
 static const enum lost_cause cause_rank[LOST_CAUSE_COUNT] = {
-    LOST_FAILOVER, LOST_RESTART, LOST_FLUSH,
+    LOST_FAILOVER, LOST_RESTART, LOST_FLUSH, LOST_SWAPDB,
 };
 
 const char *
 lost_cause_name(enum lost_cause c)
 {
-    return (unsigned)c < LOST_CAUSE_COUNT ? cause_names[c] : "unknown";
+    return (unsigned)c < LOST_CAUSE_COUNT ? causes[c].name : "unknown";
+}
+
+const char *
+lost_cause_words(enum lost_cause c, const char **prep)
+{
+    if ((unsigned)c >= LOST_CAUSE_COUNT) {
+        *prep = "of";
+        return "a change";
+    }
+    *prep = causes[c].prep;
+    return causes[c].words;
 }
 
 enum lost_cause
@@ -58,6 +71,10 @@ lost_server_changed(const struct server_id *was, const char *was_node,
     /* statistics reset (CONFIG RESETSTAT): a flush may hide behind it */
     if (was->flushes != now->flushes || now->info_calls < was->info_calls) {
         *cause = LOST_FLUSH;
+        return true;
+    }
+    if (was->swaps != now->swaps) {
+        *cause = LOST_SWAPDB;
         return true;
     }
     return false;

@@ -17,8 +17,12 @@
 
 #include "collectors/locks/snapshot.h"
 
-/* "restart", "failover", "flush" (the cause label). */
+/* "restart", "failover", "flush", "swapdb" (the cause label). */
 const char *lost_cause_name(enum lost_cause c);
+
+/* How a text says the change: "a SWAPDB", with *prep "on" (before the
+ * node: "a SWAPDB on N", "a failover to N"). */
+const char *lost_cause_words(enum lost_cause c, const char **prep);
 
 /*
  * Did the server serving a view change between was (read on was_node,
@@ -26,7 +30,8 @@ const char *lost_cause_name(enum lost_cause c);
  * on another address is a failover, on the same address a restart; the
  * same run_id with another replication ID (a full sync from another
  * primary, a promotion) a failover; the same run_id with other flush
- * counts, or statistics reset, is a flush.  false when either identity
+ * counts, or statistics reset, is a flush, with other SWAPDB counts a
+ * swapdb.  false when either identity
  * is unknown (INFO refused) or nothing changed.
  */
 bool lost_server_changed(const struct server_id *was, const char *was_node,
@@ -34,7 +39,7 @@ bool lost_server_changed(const struct server_id *was, const char *was_node,
                          enum lost_cause *cause);
 
 /* The worse of two causes, for a view of several nodes (a cluster):
- * failover, then restart, then flush. */
+ * failover, then restart, then flush, then swapdb. */
 enum lost_cause lost_cause_worse(enum lost_cause a, enum lost_cause b);
 
 /* Is one of l's holders the one whose 32-bit hash (common/keyhash.h, cut

@@ -178,16 +178,19 @@ enum scan_read_error scan_read_error_of(const char *str, size_t len);
  * Why locks were lost at a change of server (collectors/scan/lost.c): the
  * cause label of lockwatch_locks_lost_total, a bounded set.  A run_id that
  * changed on the same address is a restart; another address serving the
- * target (a Sentinel or Cluster failover) is a failover; FLUSHDB, FLUSHALL
- * or SWAPDB calls (or their counts reset) on the same server are a flush.
+ * target (a Sentinel or Cluster failover) is a failover; FLUSHDB or
+ * FLUSHALL calls (or their counts reset) on the same server are a flush,
+ * SWAPDB calls a swapdb.  The name, and how a text says the change: "a
+ * restart of N", "a failover to N (was M)", "a SWAPDB on N".
  */
 #define LOST_CAUSES(X)                                                      \
-    X(RESTART, "restart")                                                   \
-    X(FAILOVER, "failover")                                                 \
-    X(FLUSH, "flush")
+    X(RESTART, "restart", "a restart", "of")                                \
+    X(FAILOVER, "failover", "a failover", "to")                             \
+    X(FLUSH, "flush", "a flush", "of")                                      \
+    X(SWAPDB, "swapdb", "a SWAPDB", "on")
 
 enum lost_cause {
-#define X(id, name) LOST_##id,
+#define X(id, name, words, prep) LOST_##id,
     LOST_CAUSES(X)
 #undef X
     LOST_CAUSE_COUNT

@@ -13,8 +13,8 @@
 #include "collectors/redis/conn.h"
 #include "common/clock.h"
 
-const char *const serverinfo_flush_prefixes[3] = {
-    "cmdstat_flushdb:calls=", "cmdstat_flushall:calls=", "cmdstat_swapdb:calls=",
+const char *const serverinfo_flush_prefixes[2] = {
+    "cmdstat_flushdb:calls=", "cmdstat_flushall:calls=",
 };
 
 long long
@@ -178,6 +178,7 @@ serverinfo_read(redisContext *c, const struct target_conf *node, struct server_i
     for (i = 0; i < sizeof(serverinfo_flush_prefixes) / sizeof(serverinfo_flush_prefixes[0]);
          i++)
         id->flushes += serverinfo_number(r->str, r->len, serverinfo_flush_prefixes[i], 0);
+    id->swaps = serverinfo_number(r->str, r->len, SERVERINFO_SWAPDB_CALLS, 0);
     id->info_calls = serverinfo_number(r->str, r->len, SERVERINFO_INFO_CALLS, 0);
     freeReplyObject(r);
     id->have = id->run_id[0] != '\0';

@@ -109,10 +109,10 @@ bool serverinfo_loaded_nothing(const char *text, size_t len);
 #define SERVERINFO_INFO_CALLS   "cmdstat_info:calls="
 
 /* Who answers, what data it has (its replication ID changes when it loads
- * another's data in a full sync, or is promoted), and its flush counts
- * (commandstats calls of flushdb + flushall + swapdb, from scripts and
- * MULTI too) with INFO's own calls (fewer: the statistics were reset, so
- * the flush counts say nothing). */
+ * another's data in a full sync, or is promoted), its flush counts
+ * (commandstats calls of flushdb + flushall, from scripts and MULTI too)
+ * and swapdb count, with INFO's own calls (fewer: the statistics were
+ * reset, so the other counts say nothing). */
 struct server_id {
     bool have;
     char run_id[SERVERINFO_RUN_ID_MAX];
@@ -122,6 +122,7 @@ struct server_id {
     bool link_down;                         /* a replica, its link not up */
     long long link_down_s;                  /* for so long; -1 unknown */
     long long flushes;
+    long long swaps;
     long long info_calls;
     int64_t started_ms;                     /* Unix ms the server started, by
                                              * this agent's clock: the read's
@@ -135,7 +136,9 @@ struct server_id {
 int serverinfo_read(redisContext *c, const struct target_conf *node, struct server_id *id,
                     char *err, size_t errlen);
 
-/* The commandstats prefixes of the commands counted in flushes. */
-extern const char *const serverinfo_flush_prefixes[3];
+/* The commandstats prefixes of the commands counted in flushes, and in
+ * swaps. */
+extern const char *const serverinfo_flush_prefixes[2];
+#define SERVERINFO_SWAPDB_CALLS "cmdstat_swapdb:calls="
 
 #endif

@@ -10,7 +10,7 @@
  * and flush counts, serverinfo.h).  When a pass finds another identity -
  * a restart (another run_id, same address), a failover (another address:
  * Sentinel promoted a replica, a cluster shard's primary moved), a flush
- * (FLUSHDB, FLUSHALL, SWAPDB) - each lock the view before kept is looked
+ * (FLUSHDB, FLUSHALL) or a SWAPDB - each lock the view before kept is looked
  * up in what the pass saw (the tracker, which holds every lock of the
  * pass, not only those the snapshot keeps in detail): gone, or there by
  * another holder, it is lost, unless its TTL had run out by the end of the
@@ -177,15 +177,17 @@ lock_lost(const struct scanner *sc, const struct snap_lock *l, int64_t before_ms
     return true;                /* gone, or another's */
 }
 
-/* "a failover to B (was A)", "a restart of A", "a flush of A": as the
+/* "a failover to B (was A)", "a restart of A", "a SWAPDB on A": as the
  * alert's text says it (alerts/rules.c). */
 static void
 change_text(enum lost_cause cause, const char *was, const char *now, char *out, size_t size)
 {
+    const char *prep, *words = lost_cause_words(cause, &prep);
+
     if (cause == LOST_FAILOVER)
-        snprintf(out, size, "a failover to %s (was %s)", now, was);
+        snprintf(out, size, "%s %s %s (was %s)", words, prep, now, was);
     else
-        snprintf(out, size, "a %s of %s", lost_cause_name(cause), now);
+        snprintf(out, size, "%s %s %s", words, prep, now);
 }
 
 /* "N locks lost at <change>: k1, k2 (another holder now), ... and N

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: split (eleven cases of 3-10 s, each with its own servers)
+# run-all: split (twelve cases of 3-10 s, each with its own servers)
 # run-all: quiet (each times how soon LockLostAtFailover fires after the target is back,
 #   within 2 x scan_interval + 1 s; little CPU of its own)
 """Locks lost at a failover, restart or flush (issue 26): 20 locks held,
@@ -13,7 +13,8 @@ then
   to the primary cut and the replica stopped while the locks are written,
   the primary killed, the replica resumed and promoted): the same, cause
   "failover" (scan and follow mode);
-- FLUSHDB under the agent (scan and follow mode): cause "flush";
+- FLUSHDB under the agent (scan and follow mode): cause "flush"; SWAPDB
+  (scan mode): cause "swapdb", "at a SWAPDB on ...";
 - one primary of a 3-primary Redis Cluster restarted without persistence:
   only the locks of its slots are lost, and named;
 - a Sentinel failover to an in-sync replica (scan and follow mode), a
@@ -61,8 +62,10 @@ class LostAtFailover(h.TestCase):
         ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_follow_active", target="main") == 1,
                     30, desc="following keyspace notifications")
 
-    def expect_lost(self, ag, back, cause, what):
-        """One LockLostAtFailover naming all N locks, soon after back."""
+    def expect_lost(self, ag, back, cause, what, words=None):
+        """One LockLostAtFailover naming all N locks, soon after back; the
+        texts name the change "a <cause>" unless words says otherwise."""
+        words = words or "a " + cause
         def fired():
             got = self.lost_alerts(ag)
             return got or None
@@ -78,13 +81,13 @@ class LostAtFailover(h.TestCase):
         for i in range(N):
             self.assertIn("%s%02d (" % (PREFIX, i), desc)
         self.assertNotIn(" more", desc)
-        self.assertIn("%d locks lost on target main at a %s" % (N, cause),
+        self.assertIn("%d locks lost on target main at %s " % (N, words),
                       a["annotations"]["summary"])
         self.assertEqual(self.lost_total(ag, cause), N)
         self.assertEqual(self.lost_total(ag), N)
         # the scan after the target is back, then the alerts' tick (1 s)
         self.assertLess(took, 2 * INTERVAL + 1.0, "fired %.2fs after the target was back" % took)
-        self.assertIn("locks lost at a %s" % cause, ag.log_tail(200))
+        self.assertIn("locks lost at %s " % words, ag.log_tail(200))
         # an event a lock on the timeline, oldest hold first
         st, ev = ag.get_json("/api/v1/events?kind=lost_at_failover&target=main")
         self.assertEqual(st, 200, ev)
@@ -96,7 +99,7 @@ class LostAtFailover(h.TestCase):
         for i, e in enumerate(events):
             self.assertEqual(e["holder"], "tok-" + e["key"][-2:])
             self.assertEqual(e["severity"], "critical")
-            self.assertIn("lost at a %s" % cause, e["detail"])
+            self.assertIn("lost at %s " % words, e["detail"])
             self.assertIn("(%d of %d lost" % (i + 1, N), e["detail"])
 
     def holding(self, follow, px=600000, args=()):
@@ -240,6 +243,15 @@ class LostAtFailover(h.TestCase):
 
     def test_flushdb_follow_mode(self):
         self.flushdb(follow=True)
+
+    def test_swapdb_scan_mode(self):
+        # the locks are in database 1 now: gone from the target's 0, and
+        # called what they went by, not a flush
+        rs, ag = self.holding(follow=False)
+        rs.client().swapdb(0, 1)
+        self.expect_lost(ag, time.monotonic(), "swapdb", "SWAPDB (scan mode)",
+                         words="a SWAPDB on")
+        self.assertEqual(self.lost_total(ag, "flush"), 0)
 
     def test_restart_with_persistence_loses_nothing(self):
         rs, ag = self.holding(False, args=["--appendonly", "yes", "--appendfsync", "always"])

@@ -72,6 +72,13 @@ causes(void **state)
         assert_int_equal(c, LOST_FLUSH);
         r2.info_calls = 41;
         assert_false(lost_server_changed(&r1, "h:1", &r2, "h:1", &c));
+        /* SWAPDB: its own cause; with a flush too, the flush */
+        r2.swaps = r1.swaps + 1;
+        assert_true(lost_server_changed(&r1, "h:1", &r2, "h:1", &c));
+        assert_int_equal(c, LOST_SWAPDB);
+        r2.flushes = r1.flushes + 1;
+        assert_true(lost_server_changed(&r1, "h:1", &r2, "h:1", &c));
+        assert_int_equal(c, LOST_FLUSH);
     }
     /* the same server reached at another address is no change */
     assert_false(lost_server_changed(&a, "h:1", &a, "h:2", &c));
@@ -83,6 +90,18 @@ causes(void **state)
     assert_string_equal(lost_cause_name(LOST_RESTART), "restart");
     assert_string_equal(lost_cause_name(LOST_FAILOVER), "failover");
     assert_string_equal(lost_cause_name(LOST_FLUSH), "flush");
+    assert_string_equal(lost_cause_name(LOST_SWAPDB), "swapdb");
+    assert_int_equal(lost_cause_worse(LOST_SWAPDB, LOST_FLUSH), LOST_FLUSH);
+    {
+        const char *prep;
+
+        assert_string_equal(lost_cause_words(LOST_SWAPDB, &prep), "a SWAPDB");
+        assert_string_equal(prep, "on");
+        assert_string_equal(lost_cause_words(LOST_FAILOVER, &prep), "a failover");
+        assert_string_equal(prep, "to");
+        assert_string_equal(lost_cause_words(LOST_FLUSH, &prep), "a flush");
+        assert_string_equal(prep, "of");
+    }
 }
 
 static struct snap_lock
