@@ -33,7 +33,8 @@ ALERTNAMES = {"LockLeaked", "LockHeldTooLong", "LockReentrancyHigh", "LockWaitP9
 RECORDS = 2     # lockwatch:class_locks:sum and :median_1h, LockCountSurge's
 # Prometheus's own, about the agent (no agent can say it is gone itself)
 SELF = {"LockwatchAgentDown", "LockwatchShardDown", "LockwatchBlind", "LockwatchTwoLeaders",
-        "LockwatchUnfenced", "LockwatchSamplesRejected"}
+        "LockwatchUnfenced", "LockwatchSamplesRejected", "LockwatchFdsNearLimit",
+        "LockwatchRestarting"}
 
 
 def promtool(*args):
@@ -117,9 +118,10 @@ class PromRules(h.TestCase):
             text = f.read()
         self.assertEqual(set(re.findall(r"(?m)^\s*- alert: (\w+)", text)), ALERTNAMES | SELF)
         code = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("#"))
-        used = set(re.findall(r"\b(lockwatch_[a-z0-9_]+)", code))
+        used = set(re.findall(r"\b((?:lockwatch|process)_[a-z0-9_]+)", code))
         used.discard("lockwatch_replica")      # the scrape's label (docs/deploying.md)
         self.assertIn("lockwatch_acquire_wait_seconds_count", used)
+        self.assertIn("process_max_fds", used)
         rs = self.start_redis()
         udp = closed_udp_port()
         # with a samples key, so that the key check's families are there too
