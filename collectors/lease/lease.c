@@ -221,6 +221,12 @@ lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char 
         pairring_drop(&recent_pairs, (size_t)k);
         goto out;
     }
+    if (l->verb != NULL && strcmp(l->verb, "hold") == 0 &&
+        l->at_ms < e->expires_ms + LEASE_HOLD_SLACK_MS) {
+        /* a release at the lease's end, perhaps before it */
+        pairring_drop(&recent_pairs, (size_t)k);
+        goto out;
+    }
     *overrun_s = e->expires_ms < l->at_ms ? (double)(l->at_ms - e->expires_ms) / 1000.0 : 0.0;
     if (e->row >= 0 && (size_t)e->row < nrows)
         r = &rows[e->row];

@@ -21,7 +21,9 @@
  *    while the entry is remembered (lease_overrun()) is the
  *    holder still working after its lease ended: the overrun is the
  *    line's arrival minus the expiry; the entry is used up (one overrun
- *    per lease) and EVENT_LEASE_OVERRUN is pushed.  A `lost` line
+ *    per lease) and EVENT_LEASE_OVERRUN is pushed.  A `hold` line within
+ *    LEASE_HOLD_SLACK_MS of the expiry is a release the agent cannot tell
+ *    from one after it, and is none.  A `lost` line
  *    (lease_lost()) pushes EVENT_LEASE_LOST: the holder itself says its
  *    lease ended; one that no expiry matched and whose own overrun is
  *    above 0 pushes EVENT_LEASE_OVERRUN too (lease_overrun_reported()).
@@ -50,6 +52,13 @@
 #define LEASE_ROWS_OTHER    64      /* of which kept for targets' "other" rows */
 #define LEASE_RECENT_MAX    4096    /* expiries remembered for a match */
 #define LEASE_RECENT_MS     (10 * 60 * 1000)    /* and for how long */
+/* A `hold` line that arrives less than this after the lease's end as the
+ * agent timed it proves no overrun: a key gone up to TRACKER_END_SLACK_MS
+ * before that end counts as run out, and a reporter sends a release's line
+ * up to 300 ms after it (docs/reporters.md "Batching"), so the release may
+ * well have come first; a release that found its lock gone says so in a
+ * `lost` line, which matches at any time. */
+#define LEASE_HOLD_SLACK_MS 1000
 #define LEASE_TARGET_MAX    128     /* bytes of a target name kept */
 #define LEASE_CLASS_MAX     128     /* bytes of a class name kept */
 
@@ -102,7 +111,9 @@ struct lease_line {
  * the class of the key when it ran out are copied to target and klass
  * (LEASE_TARGET_MAX and LEASE_CLASS_MAX bytes; either may be NULL),
  * EVENT_LEASE_OVERRUN is pushed, and true is returned.  false, and
- * nothing written, when no expiry matches.
+ * nothing written, when no expiry matches, or when a `hold` line came
+ * within LEASE_HOLD_SLACK_MS of it (the entry is used up: that release
+ * ended the holding).
  */
 bool lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char *klass);
 

@@ -191,7 +191,9 @@ class LeaseTest(harness.TestCase):
         self.send("lw1 waiting lock:raw:2 web-1%3A42%2F8 tok-2 start",
                   "lw1 wait lock:raw:2 3000 ok web-1%3A42%2F8 tok-2",
                   "lw1 hold lock:raw:2 2000 web-1%3A42%2F8 tok-2")
-        # the other holder's own late hold: an overrun
+        # the other holder's own late hold, over a second after the end
+        # (LEASE_HOLD_SLACK_MS): an overrun
+        time.sleep(1.0)
         self.send("lw1 hold lock:raw:1 1000 web-1%3A42%2F7 tok-1")
         ag.wait_for(lambda: self.overrun(ag, "lock:raw:*")[0] == 1, timeout=5,
                     desc="one overrun")
@@ -233,6 +235,29 @@ class LeaseTest(harness.TestCase):
         self.assertNotIn("lease", detail["lock:other:9"].split("held")[-1])
         self.assertEqual(harness.msum(ag.metrics(), "lockwatch_samples_invalid_total"), 0)
 
+    def test_release_at_the_end_is_no_overrun(self):
+        """A user's trial: a lock released 150 ms before its TTL ran out
+        (the agent counts a key gone that close as expired), its holder's
+        hold line batched 0.2 s after: no overrun, no LockLeaseOverrun;
+        the same holder's line 1.5 s after the end is one."""
+        ag = self.agent(True)
+        self.r.set("lock:edge:1", "tok-1", px=1000)
+        self.r.set("lock:edge:2", "tok-2", px=1000)
+        time.sleep(0.85)
+        self.r.delete("lock:edge:1", "lock:edge:2")
+        time.sleep(0.2)
+        self.send("lw1 hold lock:edge:1 850000 web-1%3A42%2F7 tok-1")
+        time.sleep(1.3)
+        self.send("lw1 hold lock:edge:2 2650000 web-1%3A42%2F7 tok-2")
+        ag.wait_for(lambda: self.overrun(ag, "lock:edge:*")[0] >= 1, timeout=5,
+                    desc="the late line's overrun")
+        time.sleep(0.5)
+        # both counted as run out (gone within 250 ms of the end), as in the trial
+        self.assertEqual(self.expirations(ag, "no"), 2)
+        self.assertEqual(self.overrun(ag, "lock:edge:*")[0], 1)
+        self.assertEqual([x["labels"]["key"] for x in self.alerts(ag, "LockLeaseOverrun")],
+                         ["lock:edge:2"])
+
     def test_overrun_is_timed_when_the_line_came(self):
         """A line read after the agent's batch wait ([samples] batch_wait,
         here 1 s) is timed when it came (the kernel's stamp), not when it
@@ -241,7 +266,9 @@ class LeaseTest(harness.TestCase):
         t_set = time.monotonic()
         self.r.set("lock:arr:1", "tok-1", px=700)
         ag.wait_for(lambda: self.expirations(ag, "no") == 1, timeout=6, desc="the expiry")
-        time.sleep(0.3)
+        # past the second a release's line may come after the end
+        # (LEASE_HOLD_SLACK_MS)
+        time.sleep(1.1)
         # the first datagram wakes the reader, which then waits 1 s; the
         # holder's late line comes right after it
         self.send("lw1 wait lock:prime:1 1 ok")

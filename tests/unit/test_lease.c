@@ -129,6 +129,26 @@ late_line_is_an_overrun_once(void **state)
     assert_int_equal(events_total(EVENT_LEASE_OVERRUN), 1);
     /* used up: the next line of the same holding is no second overrun */
     assert_false(lease_overrun(&l, &over, target, klass));
+    /* a release's line within LEASE_HOLD_SLACK_MS of the lease's end (as
+     * a user's trial found: released 150 ms before it, the line batched
+     * after it) is no overrun, before or after the end, and uses the entry
+     * up; a lost line then is one, at 0 s */
+    e = end_of(lease_row("main", "lock:*"), "lock:a", "uuid-1:7", false, now - 150);
+    lease_expired(&e);
+    l = line_of("lock:a", "uuid-1:7", "hold", now - 200);
+    assert_false(lease_overrun(&l, &over, target, klass));
+    assert_false(lease_overrun(&l, &over, target, klass));
+    lease_expired(&e);
+    l = line_of("lock:a", "uuid-1:7", "hold", now - 150 + LEASE_HOLD_SLACK_MS - 1);
+    assert_false(lease_overrun(&l, &over, target, klass));
+    lease_expired(&e);
+    l = line_of("lock:a", "uuid-1:7", "hold", now - 150 + LEASE_HOLD_SLACK_MS);
+    assert_true(lease_overrun(&l, &over, target, klass));
+    lease_expired(&e);
+    l = line_of("lock:a", "uuid-1:7", "lost", now - 200);
+    assert_true(lease_overrun(&l, &over, target, klass));
+    assert_true(over == 0.0);
+    assert_int_equal(events_total(EVENT_LEASE_OVERRUN), 3);
     /* too long after the expiry was noted: no match */
     lease_expired(&e);
     l.at_ms = now + LEASE_RECENT_MS + 1000;
@@ -209,7 +229,7 @@ recent_is_bounded(void **state)
     (void)state;
     for (i = 0; i < LEASE_RECENT_MAX + 100; i++) {
         snprintf(key, sizeof(key), "k:%d", i);
-        e = end_of(row, key, "h", false, now);
+        e = end_of(row, key, "h", false, now - LEASE_HOLD_SLACK_MS);
         lease_expired(&e);
     }
     lease_expired(&e);
