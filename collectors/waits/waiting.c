@@ -311,7 +311,8 @@ waiting_note(struct waiting_table *t, const struct sample *s, unsigned src, int6
         return 0;
     h = hash_pair(s);
     i = find(t, s, h);
-    if (s->kind == SAMPLE_HOLD) {
+    if (s->kind == SAMPLE_HOLD || (!s->start && s->outcome != SAMPLE_OK)) {
+        /* released, or gave up: the owner neither holds nor waits */
         if (i != NIL)
             remove_entry(t, i);
         return 0;

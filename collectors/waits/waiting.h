@@ -7,7 +7,9 @@
  * A `waiting` line (start or end) sets its pair's entry: the holder id the
  * owner will write, whether it is waiting now, the outcome of its end, and
  * when it came.  A 6-field `hold` ends the pair (the owner released the
- * key), and so removes it.  An acquire that acquired (a waiting end with
+ * key), and so removes it, as does an end that did not acquire (timeout,
+ * error: the owner neither waits nor holds; a busy try-lock's ends would
+ * otherwise fill the table with pairs that say nothing).  An acquire that acquired (a waiting end with
  * outcome ok) also ends its owner's starts on other keys that its owner,
  * one thread of control, can no longer be waiting in: a start that came
  * WAITING_SUPERSEDE_MS or more before this acquire began (the line's

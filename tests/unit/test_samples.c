@@ -556,6 +556,8 @@ count_pair(const struct waiting_pair *p, void *arg)
     s->last_waiting = p->waiting;
 }
 
+static int pair_state(const struct waiting_table *t, const char *owner, const char *key);
+
 static void
 waiting_table(void **state)
 {
@@ -596,6 +598,23 @@ waiting_table(void **state)
     assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 4), 0);
     assert_int_equal(waiting_count(t), 1);
     assert_int_equal(waiting_waiting(t), 1);
+    /* an end that did not acquire removes its pair, and makes none: a busy
+     * try-lock's timeouts filled the table (a red-team trial: they evicted
+     * the pairs of a live deadlock) */
+    s = ev("c/3", "lock:z", "tok3", true);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 5), 0);
+    assert_int_equal(waiting_count(t), 2);
+    assert_int_equal(waiting_waiting(t), 2);
+    s = ev("c/3", "lock:z", "tok3", false);
+    s.outcome = SAMPLE_TIMEOUT;
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 6), 0);
+    assert_int_equal(waiting_count(t), 1);
+    assert_int_equal(waiting_waiting(t), 1);
+    s = ev("c/4", "lock:z", NULL, false);
+    s.outcome = SAMPLE_ERROR;
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 6), 0);
+    assert_int_equal(waiting_count(t), 1);
+    assert_int_equal(pair_state(t, "c/3", "lock:z"), -1);
     /* bounded: the oldest pair goes, counted */
     for (i = 0; i < WAITING_MAX + 10; i++) {
         snprintf(owner, sizeof(owner), "o/%zu", i);
