@@ -22,6 +22,8 @@ as liblockwatch and the reporters send them, the agent scanning every second.
     released, later B then A by another): one LockOrderInversion with both
     sites, no LockDeadlock; a lock released without its `hold` line (by
     on-call) teaches no order once a scan lacks it;
+  - 4,400 try-locks of one host that found their locks taken leave a live
+    cycle in the table (ended pairs go with their end);
   - hostile key bytes (quotes, newline, ESC, CR, NUL, invalid UTF-8) in a
     cycle keep /api/v1/deadlocks valid JSON, /metrics parseable and
     `lockctl deadlocks` free of raw control bytes, in 80 columns;
@@ -247,6 +249,43 @@ class Deadlock(LinesAgent):
                           ("lock:ship:d", "node-2:6/1", "v-d-2")])
         m = self.agent.metrics()
         self.assertEqual(msum(m, "lockwatch_samples_invalid_total"), 0)
+
+    def test_try_lock_timeouts_keep_a_deadlock(self):
+        """A red-team trial: 4,400 try-locks of one host that found their
+        locks taken (a start, then the 7-field wait that ends it timeout)
+        filled the 4,096-pair table, the live cycle's pairs (the oldest)
+        were evicted and LockDeadlock resolved while both owners still
+        waited.  Ended pairs now go with their end: the cycle stays."""
+        for key, owner, token in (("lock:acct:e", "node-1:5/1", "v-e-1"),
+                                  ("lock:ship:f", "node-2:6/1", "v-f-2")):
+            self.assertTrue(self.r.set(key, token, nx=True, px=600000))
+            self.send(b"lw1 wait %s 120 ok %s %s" % (q(key), q(owner), q(token)))
+            time.sleep(0.3)
+        self.agent.wait_for(lambda: self.agent.lock("lock:ship:f")[0] == 200, timeout=10,
+                            desc="lock:ship:f scanned")
+        self.send(self.waiting("lock:ship:f", "node-1:5/1", None, "start"),
+                  self.waiting("lock:acct:e", "node-2:6/1", None, "start"))
+        self.wait_deadlock(time.monotonic())
+        batch = []
+        for i in range(4400):
+            key, owner = "lock:busy:%d" % i, "node-3:7/%d" % (i % 8)
+            batch.append(self.waiting(key, owner, "tok-%d" % i, "start"))
+            batch.append(b"lw1 wait %s 5000 timeout %s %s" % (q(key), q(owner),
+                                                              q("tok-%d" % i)))
+            if len(batch) == 80:
+                self.send(*batch)
+                batch = []
+                time.sleep(0.002)       # loopback, but the socket buffer is finite
+        self.send(*batch)
+        self.agent.wait_for(lambda: msum(self.agent.metrics(), "lockwatch_samples_events_total",
+                                         kind="waiting_end") >= 4400, timeout=20,
+                            desc="the try-locks' ends taken in")
+        time.sleep(2 * SCAN + 0.5)      # two scans and a pass of the graph
+        m = self.agent.metrics()
+        self.assertEqual(msum(m, "lockwatch_samples_waiting_evicted_total"), 0)
+        self.assertEqual(msum(m, "lockwatch_samples_waiting"), 2)
+        self.assertTrue(self.firing("LockDeadlock"), "the cycle was forgotten")
+        self.assertEqual(len(self.deadlocks()["deadlocks"]), 1)
 
     def redisson_hold(self, key, holder):
         self.r.hset(key, holder, 1)
