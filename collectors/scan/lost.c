@@ -14,7 +14,9 @@
  * up in what the pass saw (the tracker, which holds every lock of the
  * pass, not only those the snapshot keeps in detail): gone, or there by
  * another holder, it is lost, unless its TTL had run out by the end of the
- * pass (it expired, as it would have anyway).  A cluster compares only
+ * pass (it expired, as it would have anyway).  A flush or SWAPDB after
+ * which a lock of the view before is still there, its holder's, was of
+ * another database (the call counts are the server's): nothing is lost.  A cluster compares only
  * the locks whose slot a changed shard serves, each shard against the
  * last view that read it: a cluster snapshot is ok with a shard that
  * failed (holding only that shard's last-known locks, carried from the
@@ -154,20 +156,23 @@ holders_released(const struct snap_lock *l, int64_t since_ms)
 
 /* Is lock l of the view before (started at before_ms) lost in the pass
  * just made?  *released: it is gone, or another's, but its holder
- * reported the release. */
+ * reported the release; *kept: it is still there, its holder's. */
 static bool
 lock_lost(const struct scanner *sc, const struct snap_lock *l, int64_t before_ms,
-          int64_t after_ms, bool *taken, bool *released)
+          int64_t after_ms, bool *taken, bool *released, bool *kept)
 {
     uint32_t hh;
 
     *taken = false;
     *released = false;
+    *kept = false;
     if (l->expires_ms > 0 && l->expires_ms <= after_ms)
         return false;           /* its TTL ran out: it expired */
     if (tracker_holder(sc->tracker, keyhash(l->key, l->key_len), sc->pass, &hh)) {
-        if (hh == 0 || lost_same_holder(l, hh))
+        if (hh == 0 || lost_same_holder(l, hh)) {
+            *kept = true;
             return false;
+        }
         *taken = true;
     }
     if (holders_released(l, before_ms)) {
@@ -257,10 +262,10 @@ announce(const struct scanner *sc, const struct snap_lost *lo,
 static void
 compare_view(const struct scanner *sc, const struct snapshot *b, size_t v,
              const struct changed *ch, int64_t after_ms, struct snap_lost *lo,
-             struct named named[LOST_LIST_MAX])
+             struct named named[LOST_LIST_MAX], uint64_t *kept_n)
 {
     size_t i, n;
-    bool taken, released;
+    bool taken, released, kept;
     int at;
 
     for (i = 0; i < b->nlocks; i++) {
@@ -271,8 +276,9 @@ compare_view(const struct scanner *sc, const struct snapshot *b, size_t v,
         lo->compared++;
         if (!snapshot_complete(b))
             lo->partial = true;
-        if (!lock_lost(sc, l, b->started_ms, after_ms, &taken, &released)) {
+        if (!lock_lost(sc, l, b->started_ms, after_ms, &taken, &released, &kept)) {
             lo->released += released;
+            *kept_n += kept;
             continue;
         }
         n = lo->nlisted;
@@ -294,6 +300,7 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
     struct changed ch;
     struct snap_lost lo;
     char change[600];
+    uint64_t kept = 0;
     size_t v;
 
     memset(&ch, 0, sizeof(ch));
@@ -309,8 +316,17 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
     snprintf(lo.now, sizeof(lo.now), "%s", ch.now);
     for (v = 0; v < VIEWS; v++)
         if (v == 0 || (ch.slots != NULL && views[v] != NULL && views[v] != views[0]))
-            compare_view(sc, views[v], v, &ch, s->finished_ms, &lo, named);
+            compare_view(sc, views[v], v, &ch, s->finished_ms, &lo, named, &kept);
     change_text(ch.cause, ch.was, ch.now, change, sizeof(change));
+    if ((ch.cause == LOST_FLUSH || ch.cause == LOST_SWAPDB) && kept > 0 && lo.count > 0) {
+        /* a flush of the target's database leaves none of its locks:
+         * the counts (server-wide) moved for another database's, or a
+         * statistics reset hid nothing */
+        log_info("target %s: %s, but %" PRIu64 " of the %" PRIu64 " locks compared are still "
+                 "there, held as before: another database's, not this one's; the %" PRIu64
+                 " gone are not counted lost", sc->name, change, kept, lo.compared, lo.count);
+        goto out;
+    }
     log_info("target %s: the server changed (%s); %" PRIu64 " of %" PRIu64
              " locks compared were lost (%" PRIu64 " gone were released, as their holders "
              "reported)", sc->name, change, lo.count, lo.compared, lo.released);
