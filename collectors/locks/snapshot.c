@@ -174,7 +174,9 @@ class_lease(struct snap_class *c, int64_t pttl_ms)
         c->lease_max_ms = pttl_ms;
 }
 
-/* A lock seen before, with a TTL: its age + TTL and its TTL. */
+/* A lock seen before, renewed while held, with a TTL: its age + TTL and
+ * its TTL.  (One never renewed says nothing of renewals: a lock set with a
+ * TTL far above its class's lease lives past 1.5 leases unrenewed.) */
 static void
 class_span(struct snap_class *c, int64_t span_ms, int64_t pttl_ms)
 {
@@ -205,7 +207,7 @@ class_add(struct snap_class *c, const struct snap_lock *l, int64_t now_ms)
         c->max_reentrancy = l->max_count;
     if (l->first_sight)
         class_lease(c, l->pttl_ms);
-    else if (l->pttl_ms >= 0)
+    else if (l->pttl_ms >= 0 && (l->flags & SNAP_RENEWED))
         class_span(c, age + l->pttl_ms, l->pttl_ms);
 }
 

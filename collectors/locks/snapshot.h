@@ -132,9 +132,10 @@ struct snap_class {
      * carries when first seen), per bound of snap_lease_bounds_ms (not
      * cumulative; the last slot is past the last bound) and the largest. */
     uint64_t created;
-    /* Locks seen before (not at first sight) with a TTL: how many, the
-     * longest age + TTL (a lock that outlives every lease was renewed: a
-     * watchdog) and the shortest TTL (how low its renewals let it run). */
+    /* Locks seen before (not at first sight), renewed while held
+     * (SNAP_RENEWED), with a TTL: how many, the longest age + TTL (a lock
+     * that outlives every lease: a watchdog) and the shortest TTL (how low
+     * its renewals let it run). */
     uint64_t held_ttl_n;
     int64_t span_max_ms;
     int64_t held_min_pttl_ms;

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# run-all: split (two cases of 20-110 s, each with its own servers; mostly waiting, their
+# run-all: split (three cases of 12-110 s, each with its own servers; mostly waiting, their
 #   bounds - an alert within a wait_window or a minute, quiet for a scaled window - leave room)
 """Issue 28 acceptance: leases sized to real holds, and a surge in lock count.
 
@@ -15,6 +15,10 @@ third class, lease:dog, has the same holds under liblockwatch's watchdog
 (a 6 s lease renewed every 2 s): its holds outlive the lease by design, so
 the agent sees it renewed and judges the renewal period, not the holds: no
 alert.
+
+A class with one lock set with a TTL far above its lease and never renewed is no watchdog class
+(a user's trial: it was, "renewed every 0ms", advice `fits`): only a lock whose TTL went back
+up while held says a class is renewed.
 
 LockCountSurge, scaled: count_baseline_window = 60 s instead of 1 h (so the
 baseline is known after 30 s instead of 30 min).  Class lock:surge:* holds
@@ -61,6 +65,41 @@ def class_row(ag, cls):
 
 
 class LeaseAndSurge(h.TestCase):
+
+    # run-all: idle (two 6 s waits past a 5 s wait_window)
+    def test_a_long_ttl_alone_is_no_watchdog(self):
+        """A user's trial: one lock set with a TTL far above its class's
+        lease (never renewed) made the whole class a watchdog class,
+        "renewed every 0ms", its advice `fits`.  Only a lock whose TTL went
+        back up while held says the class is renewed: lock:lstat:* (a
+        600 s lock, then a 6 s one) is not; lock:lrenew:* (a 2 s lock
+        PEXPIREd back to 2 s every 0.5 s) is."""
+        rs = self.start_redis()
+        ag = h.Agent(rs, start=False, scan_interval="500ms")
+        self._agents.append(ag)
+        self.addCleanup(self._stop_agent, ag)
+        text = ag.render_config().replace("[rules]\n", "[rules]\nwait_window = 5s\n", 1)
+        ag.write_config(text + "\n[classes]\nlock:lstat:* = lease:stat\n"
+                        "lock:lrenew:* = lease:renew\n")
+        ag.start()
+        c = rs.client()
+        c.set("lock:lstat:1", "tok-1", px=600000)
+        c.set("lock:lrenew:0", "tok-0", px=600000)
+        t_end = time.monotonic() + 6.0          # past wait_window: a new lease
+        while time.monotonic() < t_end:
+            time.sleep(0.1)
+        c.set("lock:lstat:2", "tok-2", px=6000)
+        c.set("lock:lrenew:1", "tok-r", px=2000)
+        t_end = time.monotonic() + 4.0          # within wait_window of both
+        while time.monotonic() < t_end:
+            c.pexpire("lock:lrenew:1", 2000)
+            time.sleep(0.5)
+        stat, renew = class_row(ag, "lease:stat"), class_row(ag, "lease:renew")
+        self.assertTrue(5.0 < (stat["lease_s"] or 0) <= 6.0, stat)
+        self.assertFalse(stat["watchdog"], stat)
+        self.assertEqual(stat["advice"], "few_holds", stat)
+        self.assertTrue(renew["watchdog"], renew)
+        self.assertTrue(renew["renewal_s"] > 0, renew)
 
     # run-all: idle (waits out 9 s holds; the alert is due within 20 s and comes in about 1)
     def test_lease_too_short_fires_for_10s_ttl_not_60s(self):
