@@ -239,8 +239,17 @@ stream_identify(struct stream *s)
         s->conn_lost = true;
         return -1;
     }
-    if (rc == 0)
-        s->err[0] = '\0';             /* refused: the identity stays unknown */
+    if (rc == 0) {
+        /* refused: the identity stays unknown, and with it what only it
+         * shows; said once, as an ACL that lacks it is no outage */
+        if (!atomic_exchange(&s->r->sc->info_said, true))
+            log_info("target %s: INFO refused on %s:%d (%s): locks lost at a restart, "
+                     "failover or flush go unseen (LockLostAtFailover), and a replica cut "
+                     "off from its primary is not told; grant the ACL user +info (said once)",
+                     s->r->sc->name, s->host, s->port,
+                     strstr(s->err, "NOPERM") != NULL ? "the ACL user lacks +info" : s->err);
+        s->err[0] = '\0';
+    }
     if (rc == 1 && s->server.link_down) {
         snprintf(addr, sizeof(addr), "%s:%d", s->host, s->port);
         serverinfo_link_why(addr, s->server.link_down_s, false, s->err, sizeof(s->err));

@@ -66,6 +66,7 @@ struct scanner {
                                  * logged at info once (then at debug) */
     atomic_bool replica_said;   /* a cluster shard read on its primary, its
                                  * replica's link down: at info once */
+    atomic_bool info_said;      /* INFO refused (no +info): at info once */
     atomic_bool no_idle;        /* a node's INFO memory named an LFU
                                  * policy at its last pass, or a re-read
                                  * met OBJECT IDLETIME's LFU error since:

@@ -38,6 +38,10 @@ class Acl(h.TestCase):
         err = p.stderr.decode("utf-8", "replace")
         self.assertEqual(p.returncode, 0, err)
         self.assertNotIn("NOPERM", err)
+        # without +info (optional), what it costs is said once
+        self.assertEqual(err.count("INFO refused on 127.0.0.1:%d (the ACL user lacks +info): "
+                                   "locks lost at a restart, failover or flush go unseen"
+                                   % rs.port), 1, err)
         m = h.parse_metrics(p.stdout)
         self.assertEqual(h.msum(m, "lockwatch_locks", target="main"), 4,
                          h.select(m, "lockwatch_locks"))
