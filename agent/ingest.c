@@ -74,6 +74,7 @@
  * LOCKWATCH_KEY_FILE, another key) or a forger shows where the operator
  * looks, and a flood of them is one line a minute. */
 #define REJECTS_SAY_MS 60000
+#define INVALID_TEXT_MAX 120    /* bytes of a malformed line the log shows */
 
 struct ingest {
     int fd;
@@ -112,6 +113,13 @@ struct ingest {
                                          * unsigned flood hides no reporter
                                          * with another key */
     int64_t rejects_said_ms;    /* mono ms of that line; 0 never */
+
+    uint64_t invalid;           /* malformed lines since the last line said */
+    const char *invalid_why;    /* the first one's reason; NULL: none yet */
+    char invalid_text[4 * INVALID_TEXT_MAX + 1];   /* its start, shown */
+    bool invalid_cut;           /* ... and it is longer */
+    struct sockaddr_storage invalid_from;
+    int64_t invalid_said_ms;    /* mono ms of that line; 0 never */
 };
 
 /* A reading v of the kernel's drop counter.  Datagrams carry the value of
@@ -265,6 +273,35 @@ source_of(const struct msghdr *h, struct sample_source *src)
     }
 }
 
+/* invalid malformed lines in the datagram just parsed (at buf): counted
+ * for the next line said; the first since that line is kept to show, its
+ * start with each byte outside printable ASCII as \xHH (the log shows
+ * every byte, and runs none). */
+static void
+note_invalid(struct ingest *in, const struct msghdr *h, const char *buf, uint64_t invalid)
+{
+    size_t off, len;
+    const char *why = samples_first_invalid(&off, &len);
+
+    in->invalid += invalid;
+    if (in->invalid_why != NULL || why == NULL)
+        return;
+    in->invalid_why = why;
+    in->invalid_text[0] = '\0';
+    for (size_t i = 0, o = 0; i < len && i < INVALID_TEXT_MAX; i++) {
+        unsigned char c = (unsigned char)buf[off + i];
+
+        if (c >= 0x20 && c < 0x7f && c != '\\' && c != '"')
+            in->invalid_text[o++] = (char)c;
+        else
+            o += (size_t)snprintf(in->invalid_text + o, 5, "\\x%02x", c);
+        in->invalid_text[o] = '\0';
+    }
+    in->invalid_cut = len > INVALID_TEXT_MAX;
+    if (h->msg_namelen <= sizeof(in->invalid_from))
+        memcpy(&in->invalid_from, h->msg_name, h->msg_namelen);
+}
+
 /* Check, parse and count one datagram of len bytes in buf, which arrived
  * at at_ms (monotonic). */
 static void
@@ -289,6 +326,8 @@ take(struct ingest *in, struct msghdr *h, char *buf, size_t len, int64_t now_s,
                                     SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX), &lines, &invalid);
     if (lines == 0)
         return;
+    if (invalid > 0)
+        note_invalid(in, h, buf + skip, invalid);
     source_of(h, &src);
     waitstats_record_from(in->ws, &src, in->samples, nvalid, lines, invalid, at_ms);
 }
@@ -387,6 +426,29 @@ say_rejects(struct ingest *in, int64_t now)
     in->rejects_said_ms = now;
 }
 
+/* Say the malformed lines since the last line, as say_rejects() does the
+ * rejected datagrams: how many, and the first one, with why and whence. */
+static void
+say_invalid(struct ingest *in, int64_t now)
+{
+    char host[NI_MAXHOST];
+
+    if (in->invalid == 0 || in->invalid_why == NULL ||
+        (in->invalid_said_ms != 0 && now - in->invalid_said_ms < REJECTS_SAY_MS))
+        return;
+    if (getnameinfo((const struct sockaddr *)&in->invalid_from, sizeof(in->invalid_from),
+                    host, sizeof(host), NULL, 0, NI_NUMERICHOST) != 0)
+        snprintf(host, sizeof(host), "an unknown address");
+    log_warnx("samples: dropped %llu%s malformed line%s (docs/line-protocol.md); the first "
+              "from %s: %s: \"%s%s\" (lockwatch_samples_invalid_total; said at most once a "
+              "minute)", (unsigned long long)in->invalid, in->invalid_said_ms != 0 ? " more" : "",
+              in->invalid == 1 ? "" : "s", host, in->invalid_why, in->invalid_text,
+              in->invalid_cut ? "..." : "");
+    in->invalid = 0;
+    in->invalid_why = NULL;
+    in->invalid_said_ms = now;
+}
+
 static void *
 ingest_main(void *arg)
 {
@@ -418,6 +480,7 @@ ingest_main(void *arg)
         poll_drops(in);
         publish_drops(in);
         say_rejects(in, clock_mono_ms());
+        say_invalid(in, clock_mono_ms());
         if (pfd[0].revents != 0 && in->wait_ms > 0 &&
             poll(&pfd[1], 1, (int)in->wait_ms) > 0)
             break;              /* stopped while waiting */

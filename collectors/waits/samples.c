@@ -40,6 +40,43 @@ sample_lost_reason_str(enum sample_lost_reason r)
     return (unsigned)r < SAMPLE_LOST_REASONS ? reason_names[r] : "?";
 }
 
+/* Why the calling thread's last samples_parse_line() refused its line
+ * (samples_why()): set only on a refusal, so the accepting path costs
+ * nothing. */
+static __thread const char *why_last;
+
+#define REFUSE(why) do { why_last = (why); return -1; } while (0)
+
+/* The first refused line of the calling thread's last datagram. */
+static __thread struct {
+    const char *why;            /* NULL: none */
+    size_t off, len;
+} first_bad;
+
+const char *
+samples_why(void)
+{
+    return why_last != NULL ? why_last : "malformed";
+}
+
+const char *
+samples_first_invalid(size_t *off, size_t *len)
+{
+    *off = first_bad.off;
+    *len = first_bad.len;
+    return first_bad.why;
+}
+
+static void
+note_bad(size_t off, size_t len, const char *why)
+{
+    if (first_bad.why != NULL)
+        return;
+    first_bad.why = why;
+    first_bad.off = off;
+    first_bad.len = len;
+}
+
 static bool
 field_is(const char *p, size_t n, const char *word)
 {
@@ -81,13 +118,13 @@ parse_owner_holder(struct fields *fl, size_t i, struct sample *out)
 {
     out->ownerlen = decode_field(fl->f[i], fl->len[i], LW1_OWNER_MAX);
     if (out->ownerlen == 0)
-        return -1;
+        REFUSE("an owner that is not percent-encoding of 1 to 256 bytes");
     out->owner = fl->f[i];
     if (field_is(fl->f[i + 1], fl->len[i + 1], LW1_UNKNOWN))
         return 0;               /* not known: holder NULL, holderlen 0 */
     out->holderlen = decode_field(fl->f[i + 1], fl->len[i + 1], LW1_HOLDER_MAX);
     if (out->holderlen == 0)
-        return -1;
+        REFUSE("a holder that is not '-' or percent-encoding of 1 to 512 bytes");
     out->holder = fl->f[i + 1];
     return 0;
 }
@@ -98,10 +135,10 @@ parse_wait(struct fields *fl, struct sample *out)
     int o = word_index(fl->f[4], fl->len[4], outcome_names, SAMPLE_OUTCOMES);
 
     if (o < 0)
-        return -1;
+        REFUSE("an outcome other than ok, timeout or error");
     out->outcome = (enum sample_outcome)o;
     if (lw1_parse_us(fl->f[3], fl->len[3], &out->us) == -1)
-        return -1;
+        REFUSE("a duration that is not whole microseconds (digits only)");
     return fl->n == 7 ? parse_owner_holder(fl, 5, out) : 0;
 }
 
@@ -109,7 +146,7 @@ static int
 parse_hold(struct fields *fl, struct sample *out)
 {
     if (lw1_parse_us(fl->f[3], fl->len[3], &out->us) == -1)
-        return -1;
+        REFUSE("a duration that is not whole microseconds (digits only)");
     return fl->n == 6 ? parse_owner_holder(fl, 4, out) : 0;
 }
 
@@ -121,7 +158,7 @@ parse_waiting(struct fields *fl, struct sample *out)
     out->start = field_is(fl->f[5], fl->len[5], LW1_PHASE_START);
     if (!out->start && (o = word_index(fl->f[5], fl->len[5], outcome_names,
                                        SAMPLE_OUTCOMES)) < 0)
-        return -1;
+        REFUSE("a phase other than start, ok, timeout or error");
     out->outcome = out->start ? SAMPLE_OK : (enum sample_outcome)o;
     return parse_owner_holder(fl, 3, out);
 }
@@ -131,12 +168,14 @@ parse_lost(struct fields *fl, struct sample *out)
 {
     int r = word_index(fl->f[7], fl->len[7], reason_names, SAMPLE_LOST_REASONS);
 
-    if (r < 0 || lw1_parse_us(fl->f[5], fl->len[5], &out->us) == -1)
-        return -1;
+    if (r < 0)
+        REFUSE("a lost reason other than renewal or expired");
+    if (lw1_parse_us(fl->f[5], fl->len[5], &out->us) == -1)
+        REFUSE("a held time that is not whole microseconds (digits only)");
     out->reason = (enum sample_lost_reason)r;
     if (!field_is(fl->f[6], fl->len[6], LW1_UNKNOWN)) {
         if (lw1_parse_us(fl->f[6], fl->len[6], &out->overrun_us) == -1)
-            return -1;
+            REFUSE("an overrun that is not '-' or whole microseconds");
         out->overrun_known = true;
     }
     return parse_owner_holder(fl, 3, out);
@@ -165,7 +204,7 @@ samples_parse_line(char *line, size_t len, struct sample *out)
     size_t i, start;
 
     if (len == 0 || len > SAMPLES_LINE_MAX)
-        return -1;
+        REFUSE("a line over 4096 bytes");
     /* Split on single spaces; an empty field (two spaces, a leading or
      * trailing one) or a ninth field is malformed. */
     fl.n = 0;
@@ -174,24 +213,31 @@ samples_parse_line(char *line, size_t len, struct sample *out)
         while (i < len && lw1_line_byte_ok((unsigned char)line[i]))
             i++;
         if (i == start || fl.n == FIELDS_MAX)
-            return -1;
+            REFUSE(i == start ? "an empty field, or a byte no line may hold (a control byte, "
+                   "a space inside a field: percent-encode it)" : "more than 8 fields");
         fl.f[fl.n] = line + start;
         fl.len[fl.n] = i - start;
         fl.n++;
         if (i == len)
             break;
         if (line[i] != ' ' || ++i == len)
-            return -1;      /* a byte no line may hold, or a trailing space */
+            REFUSE(line[i - 1] == ' ' ? "a trailing space" : "a byte no line may hold "
+                   "(a control byte or a non-ASCII one: percent-encode it)");
     }
-    if (fl.n < 4 || !field_is(fl.f[0], fl.len[0], LW1_VERSION))
-        return -1;
+    if (!field_is(fl.f[0], fl.len[0], LW1_VERSION))
+        REFUSE("a first field other than lw1");
+    if (fl.n < 4)
+        REFUSE("fewer than 4 fields");
     for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
         if (field_is(fl.f[1], fl.len[1], verbs[i].word))
             v = &verbs[i];
     /* a 5-field hold or a 6-field wait is neither form */
-    if (v == NULL || fl.n < v->nmin || fl.n > v->nmax || (v->kind == SAMPLE_HOLD && fl.n == 5) ||
+    if (v == NULL)
+        REFUSE("a verb other than wait, hold, waiting or lost");
+    if (fl.n < v->nmin || fl.n > v->nmax || (v->kind == SAMPLE_HOLD && fl.n == 5) ||
         (v->kind == SAMPLE_WAIT && fl.n == 6))
-        return -1;
+        REFUSE("a field count the verb does not take (wait 5 or 7, hold 4 or 6, "
+               "waiting 6, lost 8)");
     memset(out, 0, sizeof(*out));
     out->kind = v->kind;
     out->outcome = SAMPLE_OK;
@@ -200,7 +246,7 @@ samples_parse_line(char *line, size_t len, struct sample *out)
     /* The key last: the fields above were checked on the original bytes. */
     out->keylen = decode_field(fl.f[2], fl.len[2], SAMPLES_LINE_MAX);
     if (out->keylen == 0)
-        return -1;
+        REFUSE("a key that is not percent-encoding (a '%' not followed by two hex digits)");
     out->key = fl.f[2];
     return 0;
 }
@@ -214,6 +260,7 @@ samples_parse_datagram(char *buf, size_t len, bool truncated,
     uint64_t nlines = 0, bad = 0;
     char *nl;
 
+    first_bad.why = NULL;
     while (pos < len) {
         nl = memchr(buf + pos, '\n', len - pos);
         if (nl == NULL) {
@@ -228,14 +275,20 @@ samples_parse_datagram(char *buf, size_t len, bool truncated,
             linelen--;
         if (linelen > 0) {
             nlines++;
-            if (n < outcap && samples_parse_line(buf + pos, linelen, &out[n]) == 0)
-                n++;
-            else
+            if (n >= outcap) {
+                note_bad(pos, linelen, "more lines than a datagram may hold");
                 bad++;
+            } else if (samples_parse_line(buf + pos, linelen, &out[n]) == 0) {
+                n++;
+            } else {
+                note_bad(pos, linelen, samples_why());
+                bad++;
+            }
         }
         pos = end + 1;
     }
     if (truncated) {
+        note_bad(pos, len - pos, "a datagram cut at the agent's 8192 bytes");
         nlines++;
         bad++;
     }

@@ -112,6 +112,16 @@ size_t samples_parse_datagram(char *buf, size_t len, bool truncated,
                               struct sample *out, size_t outcap,
                               uint64_t *lines, uint64_t *invalid);
 
+/* Why the calling thread's last samples_parse_line() returned -1 (a
+ * static string: "an outcome other than ok, timeout or error", ...). */
+const char *samples_why(void);
+
+/* The first malformed line of the calling thread's last
+ * samples_parse_datagram(): why (as samples_why()), with its offset and
+ * length in that buffer (its bytes as they arrived, but for a key field
+ * that failed to decode); NULL when every line parsed. */
+const char *samples_first_invalid(size_t *off, size_t *len);
+
 /* "ok", "timeout", "error" (the protocol's and the metrics' spelling). */
 const char *sample_outcome_str(enum sample_outcome o);
 /* "renewal", "expired". */

@@ -367,6 +367,25 @@ class Ingest(harness.TestCase):
         self.assertEqual((received, invalid, valid), (complete + 3, 1, complete + 2))
         self.assertTrue(ag.alive)
 
+    def test_malformed_lines_are_said_with_why(self):
+        """A user's trial: malformed lines were counted and never explained
+        (a hand-written reporter's author got no hint).  The log says them
+        at once, then at most once a minute: how many, the first one's
+        reason, sender and bytes (control bytes as \\xHH)."""
+        ag = self.start()
+        self.send(b"lw1 wait lock:x:1 12.5 ok\nhello\nlw1 wait lock:x:2 5 ok\n")
+        self.wait_received(3)
+        want = ('samples: dropped 2 malformed lines (docs/line-protocol.md); the first from '
+                '127.0.0.1: a duration that is not whole microseconds (digits only): '
+                '"lw1 wait lock:x:1 12.5 ok"')
+        ag.wait_for(lambda: want in ag.log_tail(50), timeout=5, desc="the malformed lines said")
+        self.send(b"lw1 hold lock:x:3 5 \x1b[2Jboom\n")
+        self.wait_received(4)
+        time.sleep(1.5)
+        # within the minute: counted, not said again
+        self.assertEqual(ag.log_tail(50).count("malformed line"), 1, ag.log_tail(50))
+        self.assertEqual(counts(ag.metrics())[1], 3)
+
     def test_reload_keeps_stats_and_applies_classes(self):
         ag = self.start()
         self.send(b"lw1 wait lock:order:1 100 ok\nlw1 wait lock:order:2 200 ok\n")

@@ -556,6 +556,55 @@ count_pair(const struct waiting_pair *p, void *arg)
     s->last_waiting = p->waiting;
 }
 
+/* Each refusal says why (the agent's log names it), and a datagram's first
+ * malformed line is found again by its offset. */
+static void
+refusals_say_why(void **state)
+{
+    static const struct {
+        const char *line, *why;
+    } cases[] = {
+        { "lw1 wait lock:x 12.5 ok", "a duration that is not whole microseconds" },
+        { "lw1 wait lock:x 12 maybe", "an outcome other than ok, timeout or error" },
+        { "lw2 wait lock:x 12 ok", "a first field other than lw1" },
+        { "lw1 grab lock:x 12 ok", "a verb other than wait, hold, waiting or lost" },
+        { "lw1 hold lock:x 12 o", "a field count the verb does not take" },
+        { "lw1 hold lock:x 12 ", "a trailing space" },
+        { "lw1 hold lock:x  12", "an empty field" },
+        { "lw1 waiting lock:x o h begin", "a phase other than start" },
+        { "lw1 lost lock:x o h 1 - gone", "a lost reason other than renewal or expired" },
+        { "lw1 hold lock:%zz 12", "a key that is not percent-encoding" },
+        { "hello", "a first field other than lw1" },
+    };
+    struct sample out[4];
+    char buf[128];
+    uint64_t lines, invalid;
+    size_t i, off, len;
+    const char *why;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(buf, sizeof(buf), "%s", cases[i].line);
+        assert_int_equal(samples_parse_line(buf, strlen(buf), &out[0]), -1);
+        if (strstr(samples_why(), cases[i].why) != samples_why()) {
+            print_error("%s: %s\n", cases[i].line, samples_why());
+            fail();
+        }
+    }
+    snprintf(buf, sizeof(buf), "lw1 hold lock:a 1\nlw1 hold lock:b x\nbad\n");
+    assert_int_equal(samples_parse_datagram(buf, strlen(buf), false, out, 4, &lines, &invalid),
+                     1);
+    assert_int_equal(invalid, 2);
+    why = samples_first_invalid(&off, &len);
+    assert_non_null(why);
+    assert_int_equal(off, 18);
+    assert_int_equal(len, 17);
+    assert_memory_equal(buf + off, "lw1 hold lock:b x", len);
+    snprintf(buf, sizeof(buf), "lw1 hold lock:a 1\n");
+    samples_parse_datagram(buf, strlen(buf), false, out, 4, &lines, &invalid);
+    assert_null(samples_first_invalid(&off, &len));
+}
+
 static int pair_state(const struct waiting_table *t, const char *owner, const char *key);
 
 static void
@@ -880,6 +929,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good_lines),
         cmocka_unit_test(malformed_lines),
+        cmocka_unit_test(refusals_say_why),
         cmocka_unit_test(percent_decoding),
         cmocka_unit_test(every_byte_round_trips),
         cmocka_unit_test(mixed_datagrams),
