@@ -235,6 +235,19 @@ class Env(unittest.TestCase):
         self.assertFalse(applied({"LOCKWATCH_KEY_FILE": "/nonexistent/k"}).enabled)
 
 
+    def test_an_event_after_reporting_turned_off_is_a_failed_send(self):
+        # a user's trial: a key file that could not be used turned reporting
+        # off, and the event of a lock call under way then was counted as
+        # queue full (docs: dropped and counted in dropped_send_failed)
+        cfg = _config.load(environ={"LOCKWATCH_SAMPLES": "127.0.0.1:9",
+                                    "LOCKWATCH_KEY_FILE": "/nonexistent/k"})
+        r = _sender.Reporter(cfg, start=False)
+        self.assertFalse(cfg.enabled)
+        r.put(("x",))
+        st = r.stats()
+        self.assertEqual(st["dropped_queue_full"], 0)
+        self.assertEqual(st["dropped_send_failed"], 1)
+
     def test_without_a_thread_the_settings_apply_in_the_caller(self):
         # start=False (no sender thread): the settings from the environment
         # are applied at once, so flush() sends, rather than keeping the

@@ -78,6 +78,7 @@ class Reporter:
         self._tap = None
         self._thread = None
         self._abandoned = False     # close() gave up waiting: never send
+        self._is_off = False        # _off(): what is put now is a failed send
         # set once the settings are applied (flush() sends nothing before)
         self.ready = threading.Event()
         if config.settings is None:
@@ -142,6 +143,7 @@ class Reporter:
         with _reporter_lock:
             if active is self:
                 active = None
+        self._is_off = True
         self.fast_below = 0
         self.capacity = 0
         self._drop_queued()
@@ -168,7 +170,12 @@ class Reporter:
                 self._wake.set()
             return
         with self._count_lock:
-            self._dropped_full += 1
+            if self._is_off:
+                # a call under way when reporting turned off: what was
+                # queued went the same way
+                self._dropped_send += 1
+            else:
+                self._dropped_full += 1
 
     @property
     def tap(self):
