@@ -299,7 +299,7 @@ target_main(void *arg)
         }
         if (s->ok) {
             if (t->was_down)
-                log_info("target %s: scanning again", t->name);
+                log_info("target %s: read again: its view is current", t->name);
             t->was_down = false;
             backoff = 0;
             log_debug("target %s: scanned %llu keys, %zu locks in %.3fs", t->name,

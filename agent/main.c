@@ -290,12 +290,13 @@ start(struct agent *agent, struct config *cfg, struct http_server **http,
         return -1;
     }
     if (agent->waits != NULL) {
-        log_info("started: %zu target(s), http on %s:%d, samples on udp %s:%d",
-                 agent->cfg->ntargets, agent->cfg->listen_host, agent->cfg->listen_port,
-                 agent->cfg->samples_host, agent->cfg->samples_port);
+        log_info("started (pid %ld): %zu target(s), http on %s:%d, samples on udp %s:%d",
+                 (long)getpid(), agent->cfg->ntargets, agent->cfg->listen_host,
+                 agent->cfg->listen_port, agent->cfg->samples_host, agent->cfg->samples_port);
     } else {
-        log_info("started: %zu target(s), http on %s:%d, samples off", agent->cfg->ntargets,
-                 agent->cfg->listen_host, agent->cfg->listen_port);
+        log_info("started (pid %ld): %zu target(s), http on %s:%d, samples off",
+                 (long)getpid(), agent->cfg->ntargets, agent->cfg->listen_host,
+                 agent->cfg->listen_port);
     }
     return 0;
 }

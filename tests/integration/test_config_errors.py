@@ -235,11 +235,12 @@ class ConfigErrors(h.TestCase):
         busy.close()
         p = h.run_lockwatchd(["-c", path])
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn(b"started: 1 target(s)", p.stderr)
         pids = [int(d) for d in os.listdir("/proc") if d.isdigit() and
                 _cmdline(int(d)) == [h.LOCKWATCHD, "-c", path]]
         self.assertEqual(len(pids), 1, pids)
         self.addCleanup(_kill, pids[0])
+        # the daemon's own pid, to stop it by (a user's trial looked for it)
+        self.assertIn(b"started (pid %d): 1 target(s)" % pids[0], p.stderr)
         with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port, timeout=10) as r:
             self.assertEqual(r.status, 200)
         self.assertEqual(os.getsid(pids[0]), pids[0])     # a session of its own
