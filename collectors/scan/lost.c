@@ -16,12 +16,13 @@
  * another holder, it is lost, unless its TTL had run out by the end of the
  * pass (it expired, as it would have anyway).  A flush or SWAPDB after
  * which a lock of the view before is still there, its holder's, was of
- * another database (the call counts are the server's): nothing is lost.  A cluster compares only
- * the locks whose slot a changed shard serves, each shard against the
- * last view that read it: a cluster snapshot is ok with a shard that
- * failed (holding only that shard's last-known locks, carried from the
- * view before: carry.c), so the scanner keeps the last whole view too,
- * and a shard that comes back from a restart is compared with it.
+ * another database (the call counts are the server's): nothing is lost.
+ * A cluster compares only the locks whose slot a changed shard serves,
+ * each shard against the last view that read it: a cluster snapshot is ok
+ * with a shard that failed (holding only that shard's last-known locks,
+ * carried from the view before: carry.c), so the scanner keeps the last
+ * whole view too, and a shard that comes back from a restart is compared
+ * with it.
  *
  * Only locks the view before kept in detail are compared (the worst
  * SNAP_RETAIN_MAX); a larger view says so (snap_lost.partial).  In scan
