@@ -416,12 +416,19 @@ lw_status lwc_reply_error(const redisReply *r, const char *what, lw_error *err);
 struct lwc_token {
     char host[LWC_HOST_MAX + 1];
     long pid;
+    bool has_nonce;         /* "<pid>.<nonce>"; false only for older tokens read */
+    uint64_t nonce;         /* the process's, lwc_process_nonce() */
     long long thread;
     int64_t acquired_ms;
     uint64_t random;
 };
 
 int lwc_random(void *buf, size_t n);
+/* This process's nonce: 64 random bits drawn once per process start (again
+ * in a forked child), which make a token's party one process's though a
+ * restarted container's pid and thread ids recur.  0, or -1 when no random
+ * bytes could be read (the next call tries again). */
+int lwc_process_nonce(uint64_t *out);
 void lwc_uuid4_format(char out[LWC_UUID_LEN + 1], const unsigned char raw[16]);
 int lwc_uuid4(char out[LWC_UUID_LEN + 1]);
 /* Copy in to out as [A-Za-z0-9._-]{1,63}: other bytes become '-'; empty

@@ -361,8 +361,10 @@ LW_API int lw_lock_is_lost(const lw_lock_t *lock);
 
 /*
  * The holder id stored in Redis: the lw1 token
- * ("lw1:<host>:<pid>:<thread>:<acquired unix ms>:<16 hex>") for a plain
- * lock, "<uuid>:<thread>" for a reentrant one.  Owned by the lock object.
+ * ("lw1:<host>:<pid>.<nonce>:<thread>:<acquired unix ms>:<16 hex>", the
+ * nonce 16 hex digits drawn once per process, again in a forked child)
+ * for a plain lock, "<uuid>:<thread>" for a reentrant one.  Owned by the
+ * lock object.
  */
 LW_API const char *lw_lock_token(const lw_lock_t *lock);
 

@@ -12,7 +12,8 @@
  *
  * A fresh token is made for every attempt: its acquisition time must be
  * when the lock was really taken (the agent ages locks from it), and its 64
- * random bits make it unique, which compare-and-delete relies on.
+ * random bits make it unique, which compare-and-delete relies on.  Its
+ * party (host, pid with the process's nonce, thread) stays the thread's.
  */
 #include <string.h>
 
@@ -26,9 +27,10 @@ make_token(lw_client *c, struct lw_lock *lk, lw_error *err)
 
     memcpy(t.host, c->hostname, sizeof(t.host));
     t.pid = c->pid;
+    t.has_nonce = true;
     t.thread = lk->tid;
     t.acquired_ms = clock_now_ms();
-    if (lwc_random(&t.random, sizeof(t.random)) != 0)
+    if (lwc_process_nonce(&t.nonce) != 0 || lwc_random(&t.random, sizeof(t.random)) != 0)
         return lwc_seterr(err, LW_ERR, "cannot read random bytes for the token");
     n = lwc_token_format(lk->holder, sizeof(lk->holder), &t);
     if (n < 0)

@@ -5,21 +5,29 @@
  *
  * A plain lock's value is the lw1 token
  *
- *     lw1:<host>:<pid>:<thread>:<acquired_unix_ms>:<16 lowercase hex>
+ *     lw1:<host>:<pid>.<nonce>:<thread>:<acquired_unix_ms>:<16 lowercase hex>
  *
  * whose grammar is a contract with lockwatchd (collectors/formats/formats.h,
  * collectors/formats/liblockwatch.c), which shows the holder's host, pid,
- * thread and acquisition time from it.  Its rules are common/lw1.h, which
+ * thread and acquisition time from it, and ties a lock taken at once to
+ * the thread's waits by its party, "lw1:<host>:<pid>.<nonce>:<thread>"
+ * (collectors/graph/pairs.c).  The nonce, 16 lowercase hex, is drawn once
+ * per process start (lwc_process_nonce()): host, pid and thread alone
+ * recur (a restarted container runs as pid 1 again, two containers on the
+ * host's network share its name), and a dead process's wait must not be
+ * taken for the new one's.  Its rules are common/lw1.h, which
  * both sides compile: lwc_token_format() writes exactly that grammar and
  * refuses fields outside it, and lwc_token_parse() reads it back with the
  * agent's own parser, lw1_token_parse() (the unit tests round-trip both).
  *
  * The 64 random bits make every acquisition's token unique, which is what
  * compare-and-delete relies on; they come from getrandom(), or
- * /dev/urandom when the kernel pool is not ready or the call is missing.
+ * /dev/urandom when the kernel pool is not ready or the call is missing,
+ * as does the nonce.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -27,6 +35,8 @@
 #include "client_impl.h"
 
 static const char hexdigits[] = "0123456789abcdef";
+
+_Static_assert(LWC_TOKEN_MAX > LW1_TOKEN_LEN_MAX, "a token and its NUL fit LWC_TOKEN_MAX");
 
 int
 lwc_random(void *buf, size_t n)
@@ -65,6 +75,58 @@ lwc_random(void *buf, size_t n)
 out:
     if (fd >= 0)
         close(fd);
+    return rc;
+}
+
+/*
+ * The process nonce: drawn on first use, and again whenever getpid() is
+ * not the pid it was drawn in, since a forked child has the parent's
+ * memory, nonce and all, but is another process.  nonce_mu is held across
+ * fork() (the pthread_atfork() handlers), so no child starts with it
+ * locked by a thread it does not have.
+ */
+static pthread_once_t nonce_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t nonce_mu = PTHREAD_MUTEX_INITIALIZER;
+static pid_t nonce_pid;             /* the process nonce_value is of; 0: none */
+static uint64_t nonce_value;
+
+static void
+nonce_lock(void)
+{
+    pthread_mutex_lock(&nonce_mu);
+}
+
+static void
+nonce_unlock(void)
+{
+    pthread_mutex_unlock(&nonce_mu);
+}
+
+static void
+nonce_atfork(void)
+{
+    (void)pthread_atfork(nonce_lock, nonce_unlock, nonce_unlock);
+}
+
+int
+lwc_process_nonce(uint64_t *out)
+{
+    pid_t pid = getpid();
+    uint64_t v;
+    int rc = 0;
+
+    (void)pthread_once(&nonce_once, nonce_atfork);
+    nonce_lock();
+    if (nonce_pid != pid) {
+        if (lwc_random(&v, sizeof(v)) == 0) {
+            nonce_value = v;
+            nonce_pid = pid;
+        } else {
+            rc = -1;
+        }
+    }
+    *out = nonce_value;
+    nonce_unlock();
     return rc;
 }
 
@@ -144,6 +206,15 @@ lwc_fmt_u64(char *out, uint64_t v)
     return n;
 }
 
+/* v as 16 lowercase hex digits into out (no NUL). */
+static size_t
+fmt_hex64(char *out, uint64_t v)
+{
+    for (int shift = 60, i = 0; shift >= 0; shift -= 4, i++)
+        out[i] = hexdigits[(v >> shift) & 0x0f];
+    return 16;
+}
+
 int
 lwc_token_format(char *out, size_t cap, const struct lwc_token *t)
 {
@@ -165,13 +236,16 @@ lwc_token_format(char *out, size_t cap, const struct lwc_token *t)
     n += hostlen;
     buf[n++] = ':';
     n += lwc_fmt_u64(buf + n, (uint64_t)t->pid);
+    if (t->has_nonce) {
+        buf[n++] = '.';
+        n += fmt_hex64(buf + n, t->nonce);
+    }
     buf[n++] = ':';
     n += lwc_fmt_u64(buf + n, (uint64_t)t->thread);
     buf[n++] = ':';
     n += lwc_fmt_u64(buf + n, (uint64_t)t->acquired_ms);
     buf[n++] = ':';
-    for (int shift = 60; shift >= 0; shift -= 4)
-        buf[n++] = hexdigits[(t->random >> shift) & 0x0f];
+    n += fmt_hex64(buf + n, t->random);
     if (n + 1 > cap)
         return -1;
     memcpy(out, buf, n);
@@ -189,6 +263,8 @@ lwc_token_parse(const char *s, size_t len, struct lwc_token *t)
     memcpy(t->host, tok.host, tok.hostlen);
     t->host[tok.hostlen] = '\0';
     t->pid = (long)tok.pid;
+    t->has_nonce = tok.has_nonce;
+    t->nonce = tok.nonce;
     t->thread = (long long)tok.thread;
     t->acquired_ms = (int64_t)tok.acquired_ms;
     t->random = tok.random;

@@ -13,7 +13,14 @@
  *
  * The token (collectors/formats/formats.h documents each field):
  *
- *     lw1:<host>:<pid>:<thread>:<acquired_unix_ms>:<16 lowercase hex>
+ *     lw1:<host>:<pid>.<nonce>:<thread>:<acquired_unix_ms>:<16 lowercase hex>
+ *
+ * where <nonce> (16 lowercase hex) is drawn once per process start; the
+ * older form without ".<nonce>" is still read.  Its party, the bytes up to
+ * the fourth ':' ("lw1:<host>:<pid>.<nonce>:<thread>"), is one thread of
+ * one process (collectors/graph/pairs.c ties a liblockwatch lock taken at
+ * once to its owner by it): host, pid and thread recur (a restarted
+ * container is pid 1 again), the nonce does not.
  *
  * A sample line (docs/line-protocol.md):
  *
@@ -38,7 +45,8 @@
 #define LW1_PREFIX          "lw1:"
 #define LW1_HOST_MAX        63          /* bytes of the host field */
 #define LW1_RANDOM_HEX      16          /* hex digits of the random field */
-#define LW1_TOKEN_LEN_MAX   129         /* 4 + 64 + 11 + 20 + 14 + 16 */
+#define LW1_NONCE_HEX       16          /* hex digits of the pid's nonce */
+#define LW1_TOKEN_LEN_MAX   146         /* 4 + 64 + 28 + 20 + 14 + 16 */
 /* Acquisition times outside [2000, 2100) are refused on both sides. */
 #define LW1_TIME_MIN_MS     INT64_C(946684800000)
 #define LW1_TIME_MAX_MS     INT64_C(4102444800000)
@@ -75,15 +83,60 @@ lw1_parse_udec(const char *s, size_t len, size_t maxdigits, bool canonical, uint
     return 0;
 }
 
+/*
+ * len bytes at s as exactly digits lowercase hex digits (digits <= 16: a
+ * token's random field, its nonce).  0, or -1 with *out untouched.
+ */
+static inline int
+lw1_parse_hex(const char *s, size_t len, size_t digits, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (len != digits || digits > 16)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c >= '0' && c <= '9')
+            v = (v << 4) | (uint64_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v = (v << 4) | (uint64_t)(c - 'a' + 10);
+        else
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 /* A parsed token; host points into the parsed bytes (not NUL-terminated). */
 struct lw1_token {
     const char *host;
     size_t hostlen;
     uint64_t pid;               /* 1 .. INT32_MAX */
+    bool has_nonce;             /* "<pid>.<nonce>"; false: the older form */
+    uint64_t nonce;             /* 0 without one */
     uint64_t thread;            /* 0 .. INT64_MAX */
     uint64_t acquired_ms;       /* [LW1_TIME_MIN_MS, LW1_TIME_MAX_MS) */
     uint64_t random;
+    size_t partylen;            /* bytes of "lw1:<host>:<pid>[.<nonce>]:<thread>" */
 };
+
+/* The pid field: "<pid>.<nonce>", or "<pid>" alone (the older form). */
+static inline int
+lw1_parse_pid(const char *s, size_t len, struct lw1_token *t)
+{
+    const char *dot = memchr(s, '.', len);
+    size_t pidlen = dot != NULL ? (size_t)(dot - s) : len;
+
+    t->has_nonce = dot != NULL;
+    t->nonce = 0;
+    if (dot != NULL && lw1_parse_hex(dot + 1, len - pidlen - 1, LW1_NONCE_HEX, &t->nonce) != 0)
+        return -1;
+    if (lw1_parse_udec(s, pidlen, 10, true, &t->pid) != 0 || t->pid == 0 ||
+        t->pid > INT32_MAX)
+        return -1;
+    return 0;
+}
 
 /*
  * Parse len bytes at s as a token, strictly: exactly six ':'-separated
@@ -118,30 +171,17 @@ lw1_token_parse(const char *s, size_t len, struct lw1_token *t)
             return -1;
     t->host = f[1];
     t->hostlen = flen[1];
-    if (lw1_parse_udec(f[2], flen[2], 10, true, &t->pid) != 0 || t->pid == 0 ||
-        t->pid > INT32_MAX)
+    if (lw1_parse_pid(f[2], flen[2], t) != 0)
         return -1;
     if (lw1_parse_udec(f[3], flen[3], 19, true, &t->thread) != 0 ||
         t->thread > (uint64_t)INT64_MAX)
         return -1;
+    t->partylen = (size_t)(f[3] - s) + flen[3];
     if (lw1_parse_udec(f[4], flen[4], 13, true, &t->acquired_ms) != 0 ||
         t->acquired_ms < (uint64_t)LW1_TIME_MIN_MS ||
         t->acquired_ms >= (uint64_t)LW1_TIME_MAX_MS)
         return -1;
-    if (flen[5] != LW1_RANDOM_HEX)
-        return -1;
-    t->random = 0;
-    for (size_t i = 0; i < LW1_RANDOM_HEX; i++) {
-        unsigned char c = (unsigned char)f[5][i];
-
-        if (c >= '0' && c <= '9')
-            t->random = (t->random << 4) | (uint64_t)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            t->random = (t->random << 4) | (uint64_t)(c - 'a' + 10);
-        else
-            return -1;
-    }
-    return 0;
+    return lw1_parse_hex(f[5], flen[5], LW1_RANDOM_HEX, &t->random);
 }
 
 /* ---- sample lines ---------------------------------------------------------- */

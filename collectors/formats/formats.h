@@ -541,11 +541,18 @@ size_t formats_lock_owner_hashes(const char *key, size_t keylen, const char *con
  * token NX PX ttl) and the contract between the client library and the
  * "liblockwatch" row.  One line of printable ASCII, fields split by ':':
  *
- *     lw1:<host>:<pid>:<thread>:<acquired_unix_ms>:<random>
+ *     lw1:<host>:<pid>.<nonce>:<thread>:<acquired_unix_ms>:<random>
  *
  *   host      [A-Za-z0-9._-]{1,63}: gethostname() with every other byte
  *             replaced by '-' and cut to 63 bytes (so it never holds ':')
  *   pid       getpid(), decimal, 1..10 digits, no sign, no leading zero
+ *   nonce     16 lowercase hex digits drawn once per process (again in a
+ *             forked child): with host, pid and thread, the party the
+ *             wait-for graph ties a lock taken at once to its thread's
+ *             waits by (collectors/graph/pairs.c); host, pid and thread
+ *             alone recur (a restarted container is pid 1 again).  The
+ *             older form, "<pid>" without ".<nonce>", is still read: its
+ *             party is host, pid and thread
  *   thread    the OS thread id (gettid()), decimal, 1..19 digits, no sign,
  *             no leading zero unless it is "0"
  *   acquired  Unix ms (CLOCK_REALTIME) when the lock was first taken,
@@ -554,11 +561,12 @@ size_t formats_lock_owner_hashes(const char *key, size_t keylen, const char *con
  *   random    16 lowercase hex digits (64 random bits, so two acquisitions
  *             never share a token)
  *
- * e.g. "lw1:web-3.example.com:4211:4230:1795666320123:9f86d081884c7d65".
- * At most 4+64+11+20+14+16 = 129 bytes, so it always fits a holder id.
- * A value that breaks any rule is not ours and decodes as "plain".  The
- * rules are lw1_token_parse() of common/lw1.h (LW1_PREFIX, LW1_HOST_MAX,
- * LW1_RANDOM_HEX), the parser liblockwatch itself reads tokens back with.
+ * e.g. "lw1:web-3.example.com:4211.5b2e9c0d71a4f836:4230:1795666320123:
+ * 9f86d081884c7d65" (one line).  At most 4+64+28+20+14+16 = 146 bytes, so
+ * it always fits a holder id.  A value that breaks any rule is not ours
+ * and decodes as "plain".  The rules are lw1_token_parse() of
+ * common/lw1.h (LW1_PREFIX, LW1_HOST_MAX, LW1_NONCE_HEX, LW1_RANDOM_HEX),
+ * the parser liblockwatch itself reads tokens back with.
  */
 
 #endif

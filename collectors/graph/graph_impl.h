@@ -12,8 +12,9 @@
 struct gpair {
     char *owner, *key, *holder;         /* one allocation, owner first */
     size_t ownerlen, keylen, holderlen;
-    size_t partylen;                    /* a liblockwatch token's "lw1:host:pid:thread"
-                                         * bytes; 0: the holder is no such token */
+    size_t partylen;                    /* a liblockwatch token's party bytes,
+                                         * "lw1:host:pid.nonce:thread" (or
+                                         * "lw1:host:pid:thread"); 0: no token */
     bool waiting;
     enum sample_outcome outcome;
     int64_t at_ms;                      /* monotonic */

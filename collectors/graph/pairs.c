@@ -3,8 +3,10 @@
  * pairs.c - the waiting table's pairs as one pass of the graph reads them:
  * copied out (the statistics' mutex held only for the copy) and indexed by
  * key then holder id, by holder id alone and by the party of a
- * liblockwatch token (`lw1:<host>:<pid>:<thread>`), and which owner a
- * holder id that Redis shows on a key belongs to (graph_impl.h).
+ * liblockwatch token (`lw1:<host>:<pid>.<nonce>:<thread>`, the nonce drawn
+ * per process start; `lw1:<host>:<pid>:<thread>` of the older form), and
+ * which owner a holder id that Redis shows on a key belongs to
+ * (graph_impl.h).
  */
 #include "collectors/graph/graph_impl.h"
 
@@ -75,20 +77,18 @@ by_key(const void *a, const void *b)
     return c != 0 ? c : bytes_cmp(x->holder, x->holderlen, y->holder, y->holderlen);
 }
 
-/* The length of a liblockwatch token's party ("lw1:host:pid:thread"), 0
+/* The length of a liblockwatch token's party ("lw1:host:pid.nonce:thread",
+ * or "lw1:host:pid:thread" of the older form: one thread of one process
+ * start, as the nonce tells a restarted pid 1 from the one before it), 0
  * when the bytes are no token. */
 static size_t
 lw1_party(const char *holder, size_t len)
 {
     struct lw1_token t;
-    size_t i, colons = 0;
 
     if (lw1_token_parse(holder, len, &t) == -1)
         return 0;
-    for (i = 0; i < len; i++)
-        if (holder[i] == ':' && ++colons == 4)
-            return i;
-    return 0;
+    return t.partylen;
 }
 
 static int

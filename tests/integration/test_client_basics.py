@@ -20,8 +20,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from client_helpers import Shell, UdpSink, closed_udp_port, parse_kv, prefixed  # noqa: E402
 
-TOKEN_RE = re.compile(r"^lw1:([A-Za-z0-9._-]{1,63}):([1-9][0-9]*):(0|[1-9][0-9]*):"
-                      r"([1-9][0-9]*):([0-9a-f]{16})$")
+TOKEN_RE = re.compile(r"^lw1:([A-Za-z0-9._-]{1,63}):([1-9][0-9]*)\.([0-9a-f]{16}):"
+                      r"(0|[1-9][0-9]*):([1-9][0-9]*):([0-9a-f]{16})$")
 
 
 def sanitized_hostname():
@@ -237,13 +237,22 @@ class BasicsTest(harness.TestCase):
         self.assertIsNotNone(m, token)
         self.assertEqual(m.group(1), sanitized_hostname())
         self.assertEqual(int(m.group(2)), sh.pid)
-        self.assertEqual(int(m.group(3)), tid)
-        self.assertLess(abs(int(m.group(4)) - now_ms), 5000)
-        # every acquisition gets its own token
+        self.assertEqual(int(m.group(4)), tid)
+        self.assertLess(abs(int(m.group(5)) - now_ms), 5000)
+        # every acquisition gets its own token, under the process's one
+        # nonce (another client of the process too); another process draws
+        # its own
         sh.ok("unlock l1")
-        ans = sh.ok("lock a l1 lock:token 5000 1000 -")
-        self.assertNotEqual(parse_kv(ans)["token"], token)
+        sh.ok("connect b agent=off")
+        ans = sh.ok("lock b l1 lock:token 5000 1000 -")
+        again = TOKEN_RE.match(parse_kv(ans)["token"])
+        self.assertNotEqual(again.group(0), token)
+        self.assertEqual(again.group(3), m.group(3))
         sh.ok("unlock l1")
+        other = self.shell()
+        ans = other.ok("lock a l1 lock:token 5000 1000 -")
+        self.assertNotEqual(TOKEN_RE.match(parse_kv(ans)["token"]).group(3), m.group(3))
+        other.ok("unlock l1")
 
     def test_registry(self):
         sh = self.shell(extra="agent=off lease=3000")
@@ -367,6 +376,7 @@ class BasicsTest(harness.TestCase):
         h = lines[1].split(" ")
         self.assertEqual((h[0], h[1], h[2], len(h)), ("lw1", "hold", enc, 6))
         host, pid, tid = token.split(":")[1:4]
+        pid = pid.split(".")[0]         # <pid>.<nonce>
         self.assertEqual(h[4], "%s:%s/%s" % (host, pid, tid))
         self.assertEqual(urllib.parse.unquote(h[5]), token)
         # a try-lock that does not wait sends no waiting lines
@@ -623,6 +633,10 @@ class BasicsTest(harness.TestCase):
             total = time.monotonic() - t0
             self.assertLess(worst, 0.2, "one cycle took %.3fs with agent %s" % (worst, target))
             self.assertLess(total, 20)
+            # the last batch (up to 8192 bytes to loopback, about 120 lines:
+            # how many depends on the host name's and token's length) goes
+            # with the background flush, 100 ms after its first line
+            time.sleep(0.3)
             st = sh.stats("a")
             # every sample either left or was counted as dropped
             self.assertEqual(st["sent"] + st["dropped"] <= 600, True)

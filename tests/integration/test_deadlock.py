@@ -344,12 +344,13 @@ class Deadlock(LinesAgent):
     def test_liblockwatch_took_its_lock_at_once(self):
         """liblockwatch sends no line for an acquire that did not wait: its
         lock A is known as its owner's through the token it waits for B
-        with (the same `lw1:<host>:<pid>:<thread>` party), while a Python
-        reporter (which says `waiting ok` for every blocking acquire) holds
-        B and waits for A."""
+        with (the same `lw1:<host>:<pid>.<nonce>:<thread>` party), while a
+        Python reporter (which says `waiting ok` for every blocking
+        acquire) holds B and waits for A.  (test_deadlock_false.py: another
+        nonce is another process.)"""
         now = int(time.time() * 1000)
-        tok_a = "lw1:web-1:4242:77:%d:00aa11bb22cc33dd" % now
-        tok_b_try = "lw1:web-1:4242:77:%d:44ee55ff66aa77bb" % (now + 900)
+        tok_a = "lw1:web-1:4242.5b2e9c0d71a4f836:77:%d:00aa11bb22cc33dd" % now
+        tok_b_try = "lw1:web-1:4242.5b2e9c0d71a4f836:77:%d:44ee55ff66aa77bb" % (now + 900)
         self.assertTrue(self.r.set("lock:lw:a", tok_a, px=600000))    # no line at all
         self.send(self.waiting("lock:lw:b", "py-7:9/140234", "0f9e8d7c6b5a", "ok"))
         self.assertTrue(self.r.set("lock:lw:b", "0f9e8d7c6b5a", px=600000))

@@ -18,6 +18,16 @@ redis-server scanned every second by target `main` (pattern `lock:*`), raw
     3 s apart, the lines just after one): it
     waits for a scan begun since it was first seen, which vouches the keys
     gone: no LockDeadlock, no deadlock counted, over several scans;
+  - a container restarted with the same hostname runs as pid 1, thread 1
+    again: the dead process's `waiting ... start` (its token
+    `lw1:vm:1.<nonce A>:1:...`) for lock:rs:b, held by D, and the new
+    process's lock:rs:a taken at once (no line, token
+    `lw1:vm:1.<nonce B>:1:...`), which D waits for, are no cycle: the
+    nonce makes the token's party one process start's, no LockDeadlock;
+    the same with a real liblockwatch process as the new one (the dead
+    one's token: its host, pid and thread, another nonce); the same
+    scenario within one process (the same nonce, or the older token form
+    without one, whose party is host, pid and thread) is a LockDeadlock;
   - a confirmed deadlock stays while another address floods the waiting
     table with 4,200 starts: it may fill the table, then evicts its own
     pairs (the source holding the most), never the cycle's.
@@ -28,6 +38,7 @@ import time
 
 import harness
 import test_deadlock as td
+from client_helpers import Shell, parse_kv
 from harness import msum
 
 SCANS = 4 * td.SCAN + 1.0   # a scan in progress, three more, a pass: long enough to confirm
@@ -93,6 +104,73 @@ class FalseDeadlock(td.LinesAgent):
         self.assertEqual(sorted((s["waiter"], s["key"]) for s in d["steps"]),
                          [("V/1", "lock:e:x"), ("pod-0/worker-1", "lock:e:y")])
 
+    def restart_scenario(self, k, d, owner, old_token, new_token):
+        """d holds <k>:b and waits for <k>:a, taken at once (no line) with
+        new_token; owner waited for <k>:b with old_token and never ended."""
+        self.set("%s:b" % k, "tokD-" + k)
+        self.set("%s:a" % k, new_token)
+        self.scanned("%s:a" % k, "%s:b" % k)
+        k, d = k.encode(), d.encode()
+        self.lines(b"lw1 waiting %s:b %s tokD-%s ok" % (k, d, k),
+                   b"lw1 waiting %s:b %s %s start" % (k, owner.encode(), old_token.encode()),
+                   b"lw1 waiting %s:a %s tokD2-%s start" % (k, d, k))
+
+    def test_restarted_process_is_another_party(self):
+        now = int(time.time() * 1000)
+        # the killed process, waiting for b forever
+        old = "lw1:vm:1.5b2e9c0d71a4f836:1:%d:0123456789abcdef" % (now - 60000)
+        # the new one: the same host, pid and thread, another nonce
+        new = "lw1:vm:1.c0ffee00d15ea5e0:1:%d:fedcba9876543210" % now
+        self.restart_scenario("lock:rs", "D/1", "vm:1/1", old, new)
+        self.no_deadlock_for(SCANS)
+        # vm:1/1 -> D on b, D -> a's holder (a node of its own): both taken
+        body = self.deadlocks()
+        self.assertEqual(body["graph"]["edges"], 2)
+        waits = {(w["waiter"], w["key"], w["holder"]) for w in body["waits"]}
+        self.assertIn(("vm:1/1", "lock:rs:b", "D/1"), waits)
+        self.assertNotIn(("D/1", "lock:rs:a", "vm:1/1"), waits)
+
+    def test_restarted_liblockwatch_process(self):
+        """The new process a real liblockwatch client: its token's host, pid
+        and thread, with another nonce, are the dead process's."""
+        sh = Shell(self, self.redis.port)
+        sh.ok("connect c agent=127.0.0.1:%d" % self.udp)
+        new = parse_kv(sh.ok("lock c l1 lock:rl:a 120000 1000 -"))["token"]
+        host, pid, thread, ms = new.split(":")[1:5]
+        pid, _, nonce = pid.partition(".")
+        # (a library without the nonce: the dead process's party is its own)
+        dead = "%s.%016x" % (pid, int(nonce, 16) ^ 1) if nonce else pid
+        old = "lw1:%s:%s:%s:%d:0123456789abcdef" % (host, dead, thread, int(ms) - 60000)
+        owner = "%s:%s/%s" % (host, pid, thread)
+        self.set("lock:rl:b", "tokD")
+        self.scanned("lock:rl:a", "lock:rl:b")
+        self.lines(b"lw1 waiting lock:rl:b D/1 tokD ok",
+                   b"lw1 waiting lock:rl:b %s %s start" % (owner.encode(), old.encode()),
+                   b"lw1 waiting lock:rl:a D/1 tokD2 start")
+        self.no_deadlock_for(SCANS)
+        self.assertEqual(self.deadlocks()["graph"]["edges"], 2)
+        sh.ok("unlock l1")
+
+    def test_one_process_is_one_party(self):
+        now = int(time.time() * 1000)
+        # one process of the older form (no nonce): party vm:1:1
+        self.restart_scenario("lock:op", "D/1", "vm:1/1",
+                              "lw1:vm:1:1:%d:0123456789abcdef" % (now - 60000),
+                              "lw1:vm:1:1:%d:fedcba9876543210" % now)
+        self.agent.wait_for(lambda: self.firing("LockDeadlock"), timeout=SCANS + td.SLACK,
+                            desc="LockDeadlock of the older token form")
+        (d,) = self.deadlocks()["deadlocks"]
+        self.assertEqual(sorted((s["waiter"], s["key"], s["holder"]) for s in d["steps"]),
+                         [("D/1", "lock:op:a", "vm:1/1"), ("vm:1/1", "lock:op:b", "D/1")])
+        # one process of the new form: the same nonce on both tokens
+        self.restart_scenario("lock:np", "E/1", "ct:1/1",
+                              "lw1:ct:1.5b2e9c0d71a4f836:1:%d:0123456789abcdef" % (now - 60000),
+                              "lw1:ct:1.5b2e9c0d71a4f836:1:%d:fedcba9876543210" % now)
+        self.agent.wait_for(lambda: len(self.deadlocks()["deadlocks"]) == 2,
+                            timeout=SCANS + td.SLACK, desc="the second LockDeadlock")
+        keys = sorted(s["key"] for d in self.deadlocks()["deadlocks"] for s in d["steps"])
+        self.assertEqual(keys, ["lock:np:a", "lock:np:b", "lock:op:a", "lock:op:b"])
+
     def test_flood_from_another_source(self):
         for key, owner, token in (("lock:y:a", "A/1", "ta"), ("lock:y:b", "B/1", "tb")):
             self.set(key, token)
@@ -127,6 +205,8 @@ class FalseDeadlockSlowScans(FalseDeadlock):
     """Scans 3 s apart, as in the trial."""
     scan = 3.0
     test_reused_holder_id = test_dead_process_start = test_flood_from_another_source = None
+    test_restarted_process_is_another_party = test_one_process_is_one_party = None
+    test_restarted_liblockwatch_process = None
 
     def test_keys_redis_never_had(self):
         self.assertEqual(self.r.exists("lock:ph:a", "lock:ph:b"), 0)

@@ -2,8 +2,10 @@
 /*
  * test_client_token.c - liblockwatch's holder identity: the lw1 token
  * (format, strict parse, round trip, and agreement with the agent's
- * decoder), host name sanitising, UUID v4, the Redisson field, the brace
- * rule for companion names, decimal formatting.
+ * decoder), the process nonce in its pid field (one per process, another
+ * in a forked child; the older form without it still read), host name
+ * sanitising, UUID v4, the Redisson field, the brace rule for companion
+ * names, decimal formatting.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "client/client_impl.h"
@@ -25,6 +29,8 @@ sample_token(void)
     memset(&t, 0, sizeof(t));
     memcpy(t.host, "web-3.example.com", sizeof("web-3.example.com"));
     t.pid = 4211;
+    t.has_nonce = true;
+    t.nonce = UINT64_C(0x5b2e9c0d71a4f836);
     t.thread = 4230;
     t.acquired_ms = INT64_C(1795666320123);
     t.random = UINT64_C(0x9f86d081884c7d65);
@@ -40,6 +46,12 @@ format_matches_the_documented_example(void **state)
 
     (void)state;
     n = lwc_token_format(out, sizeof(out), &t);
+    assert_string_equal(out, "lw1:web-3.example.com:4211.5b2e9c0d71a4f836:4230:1795666320123:"
+                        "9f86d081884c7d65");
+    assert_int_equal(n, (int)strlen(out));
+    /* the older form, as a token read back from an older library */
+    t.has_nonce = false;
+    n = lwc_token_format(out, sizeof(out), &t);
     assert_string_equal(out, "lw1:web-3.example.com:4211:4230:1795666320123:9f86d081884c7d65");
     assert_int_equal(n, (int)strlen(out));
 }
@@ -52,10 +64,12 @@ round_trip(const struct lwc_token *t)
     int n = lwc_token_format(out, sizeof(out), t);
 
     assert_true(n > 0);
-    assert_true(n <= 129);
+    assert_true(n <= LW1_TOKEN_LEN_MAX);
     assert_int_equal(lwc_token_parse(out, (size_t)n, &back), 0);
     assert_string_equal(back.host, t->host);
     assert_int_equal(back.pid, t->pid);
+    assert_int_equal(back.has_nonce, t->has_nonce);
+    assert_int_equal(back.nonce, t->has_nonce ? t->nonce : 0);
     assert_int_equal(back.thread, t->thread);
     assert_int_equal(back.acquired_ms, t->acquired_ms);
     assert_int_equal(back.random, t->random);
@@ -69,18 +83,29 @@ round_trips_at_the_edges(void **state)
     (void)state;
     round_trip(&t);
     t.pid = 1;
+    t.nonce = 0;
     t.thread = 0;
     t.random = 0;
     t.acquired_ms = INT64_C(946684800000);
     round_trip(&t);
     t.pid = INT32_MAX;
+    t.nonce = UINT64_MAX;
     t.thread = INT64_MAX;
     t.random = UINT64_MAX;
     t.acquired_ms = INT64_C(4102444799999);
     memset(t.host, 'h', LWC_HOST_MAX);
     t.host[LWC_HOST_MAX] = '\0';
     round_trip(&t);
+    {   /* the longest token there is */
+        char out[LWC_TOKEN_MAX];
+
+        assert_int_equal(lwc_token_format(out, sizeof(out), &t), LW1_TOKEN_LEN_MAX);
+    }
+    t.has_nonce = false;
+    round_trip(&t);
     memcpy(t.host, "a", 2);
+    round_trip(&t);
+    t.has_nonce = true;
     round_trip(&t);
 }
 
@@ -112,8 +137,8 @@ format_refuses_what_the_agent_would_not_read(void **state)
     assert_int_equal(lwc_token_format(out, sizeof(out), &t), -1);
     t = sample_token();
     assert_int_equal(lwc_token_format(out, 20, &t), -1);
-    assert_int_equal(lwc_token_format(out, 62, &t), -1);     /* 62 + NUL fits */
-    assert_int_equal(lwc_token_format(out, 63, &t), 62);
+    assert_int_equal(lwc_token_format(out, 79, &t), -1);     /* 79 + NUL fits */
+    assert_int_equal(lwc_token_format(out, 80, &t), 79);
 }
 
 static void
@@ -139,6 +164,15 @@ parse_is_strict(void **state)
         "lw1:h:1:1795666320123:9f86d081884c7d65",             /* 5 fields */
         "lw1:hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
         ":1:1:1795666320123:9f86d081884c7d65",                /* host 64 */
+        "lw1:h:1.:1:1795666320123:9f86d081884c7d65",          /* empty nonce */
+        "lw1:h:.5b2e9c0d71a4f836:1:1795666320123:9f86d081884c7d65",     /* no pid */
+        "lw1:h:1.5B2E9C0D71A4F836:1:1795666320123:9f86d081884c7d65",    /* uppercase */
+        "lw1:h:1.5b2e9c0d71a4f83:1:1795666320123:9f86d081884c7d65",     /* 15 hex */
+        "lw1:h:1.5b2e9c0d71a4f8366:1:1795666320123:9f86d081884c7d65",   /* 17 hex */
+        "lw1:h:1.5b2e9c0d71a4f836.1:1:1795666320123:9f86d081884c7d65",  /* two dots */
+        "lw1:h:01.5b2e9c0d71a4f836:1:1795666320123:9f86d081884c7d65",   /* leading 0 */
+        "lw1:h:0.5b2e9c0d71a4f836:1:1795666320123:9f86d081884c7d65",    /* pid 0 */
+        "lw1:h:1:1.5b2e9c0d71a4f836:1795666320123:9f86d081884c7d65",    /* on the thread */
     };
     struct lwc_token t;
 
@@ -185,6 +219,39 @@ agent_decodes_our_token(void **state)
     assert_int_equal(view->nholders, 1);
     assert_memory_equal(view->holders[0].id, out, (size_t)n);
     free(view);
+}
+
+/* One nonce a process, whichever thread asks and however often; a forked
+ * child, another process with the parent's memory, draws its own. */
+static void
+process_nonce_is_per_process(void **state)
+{
+    uint64_t a, b, child;
+    int fds[2], status;
+    pid_t pid;
+
+    (void)state;
+    assert_int_equal(lwc_process_nonce(&a), 0);
+    assert_int_equal(lwc_process_nonce(&b), 0);
+    assert_int_equal(a, b);
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        uint64_t c2;
+        int ok = lwc_process_nonce(&child) == 0 && lwc_process_nonce(&c2) == 0 &&
+                 c2 == child;
+
+        _exit(ok && write(fds[1], &child, sizeof(child)) == (ssize_t)sizeof(child) ? 0 : 1);
+    }
+    close(fds[1]);
+    assert_int_equal(read(fds[0], &child, sizeof(child)), (ssize_t)sizeof(child));
+    close(fds[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_int_not_equal(child, a);
+    assert_int_equal(lwc_process_nonce(&b), 0);      /* the parent's stays */
+    assert_int_equal(a, b);
 }
 
 static void
@@ -328,6 +395,7 @@ main(void)
         cmocka_unit_test(format_refuses_what_the_agent_would_not_read),
         cmocka_unit_test(parse_is_strict),
         cmocka_unit_test(agent_decodes_our_token),
+        cmocka_unit_test(process_nonce_is_per_process),
         cmocka_unit_test(host_is_sanitised),
         cmocka_unit_test(uuid4_is_lowercase_v4),
         cmocka_unit_test(agent_decodes_our_reentrant_field),

@@ -631,7 +631,8 @@ test_rw_wake(void **state)
 
 /* --- lw1 ------------------------------------------------------------------ */
 
-#define LW1_GOOD "lw1:web-3.example.com:4211:4230:1795666320123:9f86d081884c7d65"
+#define LW1_GOOD "lw1:web-3.example.com:4211.5b2e9c0d71a4f836:4230:1795666320123:9f86d081884c7d65"
+#define LW1_OLDER "lw1:web-3.example.com:4211:4230:1795666320123:9f86d081884c7d65"
 
 static void
 test_lw1(void **state)
@@ -652,6 +653,14 @@ test_lw1(void **state)
     /* "plain" would take it too: the order is what gives it to us. */
     assert_true(formats_by_name("plain")->claims(&raw));
     free_string_raw(&raw);
+    /* the older form, without the process nonce, the same identity */
+    raw = string_raw(LW1_OLDER, strlen(LW1_OLDER), false);
+    assert_string_equal(decode(&raw, &v)->name, "liblockwatch");
+    assert_string_equal(v.host, "web-3.example.com");
+    assert_int_equal(v.pid, 4211);
+    assert_int_equal(v.thread, 4230);
+    assert_string_equal(v.holders[0].id, LW1_OLDER);
+    free_string_raw(&raw);
 
     /* The longest token the contract allows still fits a holder id. */
     char host[LW1_HOST_MAX + 1];
@@ -664,8 +673,10 @@ test_lw1(void **state)
     n = 4;
     memcpy(tok + n, host, LW1_HOST_MAX);
     n += LW1_HOST_MAX;
-    memcpy(tok + n, ":2147483647:9223372036854775807:4102444799999:0123456789abcdef", 62);
-    n += 62;
+    memcpy(tok + n, ":2147483647.ffffffffffffffff:9223372036854775807:4102444799999:"
+           "0123456789abcdef", 79);
+    n += 79;
+    assert_int_equal(n, LW1_TOKEN_LEN_MAX);
     raw = string_raw(tok, n, false);
     assert_string_equal(decode(&raw, &v)->name, "liblockwatch");
     assert_true(n < HOLDER_ID_MAX);
@@ -696,6 +707,10 @@ test_lw1_rejects(void **state)
         "lw1:web-3:4211:4230:1795666320123:9f86d081884c7d655",
         "lw1:web-3:4211:4230:1795666320123:9F86D081884C7D65",
         "lw1:web-3:4211:4230:1795666320123:9f86d081884c7d6g",
+        "lw1:web-3:4211.:4230:1795666320123:9f86d081884c7d65",     /* empty nonce */
+        "lw1:web-3:4211.5b2e9c0d71a4f83:4230:1795666320123:9f86d081884c7d65",
+        "lw1:web-3:4211.5B2E9C0D71A4F836:4230:1795666320123:9f86d081884c7d65",
+        "lw1:web-3:.5b2e9c0d71a4f836:4230:1795666320123:9f86d081884c7d65",
         "lw2:web-3:4211:4230:1795666320123:9f86d081884c7d65",
         "LW1:web-3:4211:4230:1795666320123:9f86d081884c7d65",
         "lw1:",

@@ -15,7 +15,9 @@
  * was first seen could not vouch it gone either; the holder a
  * snapshot shows wins over the lines'; a holder id ("1", as hand-written
  * locks write it for everyone) is its owner's on the key it named it for,
- * not on every key.  An order is learnt from a hold and
+ * not on every key; a liblockwatch token's party (host, pid with the
+ * process's nonce, thread) ties a lock taken at once to that process
+ * start's thread, not to a dead process of the same pid and thread.  An order is learnt from a hold and
  * a wait of one millisecond, whichever the waiting table lists first, and
  * none from a hold the snapshots vouch released;
  * orders and inversions are tested end to end in
@@ -758,6 +760,63 @@ holder_id_not_a_timed_out_waiters(void **state)
     lines_fx_free(&f);
 }
 
+/* A liblockwatch lock taken at once is its thread's through the party of
+ * its token, "lw1:<host>:<pid>.<nonce>:<thread>".  A restarted container
+ * runs as pid 1, thread 1 again: the dead process (nonce aa) left a
+ * `waiting ... start` for b, held by D; the new one (nonce bb) took a at
+ * once (no line) and D waits for a.  Not a cycle: the dead wait is not the
+ * new process's.  The same process (nonce aa on a too), and the older
+ * token form whose party is host, pid and thread, close it. */
+static void
+party_is_one_process_start(void **state)
+{
+    static const char *const l[] = {
+        "lw1 waiting lock:p:b D/1 tokD ok",
+        "lw1 waiting lock:p:b vm%3A1%2F1 lw1:vm:1.00000000000000aa:1:1789999990000:"
+        "0123456789abcdef start",
+        "lw1 waiting lock:p:a D/1 tokD2 start",
+    };
+    static const char *const older[] = {
+        "lw1 waiting lock:p:b D/1 tokD ok",
+        "lw1 waiting lock:p:b vm%3A1%2F1 lw1:vm:1:1:1789999990000:0123456789abcdef start",
+        "lw1 waiting lock:p:a D/1 tokD2 start",
+    };
+    static const struct { const char *const *lines; const char *a; bool cycle; } cases[] = {
+        { l, "lw1:vm:1.00000000000000bb:1:1789999995000:fedcba9876543210", false },
+        { l, "lw1:vm:1.00000000000000aa:1:1789999995000:fedcba9876543210", true },
+        { older, "lw1:vm:1:1:1789999995000:fedcba9876543210", true },
+        { older, "lw1:vm:1.00000000000000aa:1:1789999995000:fedcba9876543210", false },
+    };
+    struct lines_fx f;
+    struct graph_report *r;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        lines_fx_init(&f, cases[i].lines, 3);
+        add(f.s, "lock:p:a", cases[i].a, 5000, NULL, 0);
+        add(f.s, "lock:p:b", "tokD", 20000, NULL, 0);
+        snapshot_finish(f.s);
+        if (!cases[i].cycle) {
+            lines_fx_no_cycle(&f, 2);       /* vm -> D on b, D -> a's token */
+            lines_fx_free(&f);
+            continue;
+        }
+        graph_report_unref(pass_ws(f.g, &f.gt, 1, f.ws, 1000));
+        r = pass_ws(f.g, &f.gt, 1, f.ws, 2000);
+        assert_int_equal(r->ndeadlocks, 1);
+        {   /* vm waits for b (D's), D for a: vm's through the party */
+            size_t k = strcmp(r->deadlocks[0].steps[0].holder.p, "vm:1/1") == 0 ? 0 : 1;
+
+            assert_string_equal(r->deadlocks[0].steps[k].holder.p, "vm:1/1");
+            assert_string_equal(r->deadlocks[0].steps[k].holder_id.p, cases[i].a);
+            assert_string_equal(r->deadlocks[0].steps[k].key.p, "lock:p:a");
+            assert_string_equal(r->deadlocks[0].steps[1 - k].holder.p, "D/1");
+        }
+        graph_report_unref(r);
+        lines_fx_free(&f);
+    }
+}
+
 int
 main(void)
 {
@@ -773,6 +832,7 @@ main(void)
         cmocka_unit_test(released_lock_teaches_no_order),
         cmocka_unit_test(holder_id_is_its_owners_on_its_key),
         cmocka_unit_test(holder_id_not_a_timed_out_waiters),
+        cmocka_unit_test(party_is_one_process_start),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

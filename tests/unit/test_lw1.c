@@ -3,8 +3,10 @@
  * test_lw1.c - common/lw1.h, the grammar liblockwatch and the agent
  * share: unsigned decimals at their edges (empty, too long, the largest
  * value, signs, leading zeros), the microseconds field of a sample
- * (2^53 and one more, 16 digits and 17), the strict token parser and the
- * bytes a sample key must escape.  The line and token round trips through
+ * (2^53 and one more, 16 digits and 17), the strict token parser (the
+ * pid's process nonce, and the older form without it), the token's party
+ * (one process start's thread: the same host, pid and thread with another
+ * nonce is another party) and the bytes a sample key must escape.  The line and token round trips through
  * each side's code are in test_samples.c, test_client_report.c and
  * test_client_token.c.
  */
@@ -159,6 +161,91 @@ token_host_length(void **state)
     }
 }
 
+/* "<pid>.<nonce>": the nonce is 16 lowercase hex, nothing else. */
+static void
+token_nonces(void **state)
+{
+    struct lw1_token t;
+
+    (void)state;
+    assert_int_equal(token("lw1:web-3:4211.5b2e9c0d71a4f836:4230:1795666320123:"
+                           "9f86d081884c7d65", &t), 0);
+    assert_true(t.has_nonce);
+    assert_int_equal(t.nonce, UINT64_C(0x5b2e9c0d71a4f836));
+    assert_int_equal(t.pid, 4211);
+    assert_int_equal(t.thread, 4230);
+    assert_int_equal(t.random, UINT64_C(0x9f86d081884c7d65));
+    assert_int_equal(token("lw1:h:1.0000000000000000:0:1795666320123:9f86d081884c7d65", &t), 0);
+    assert_int_equal(t.nonce, 0);
+    assert_int_equal(token("lw1:h:2147483647.ffffffffffffffff:0:1795666320123:"
+                           "9f86d081884c7d65", &t), 0);
+    assert_int_equal(t.nonce, UINT64_MAX);
+    /* the older form: no nonce */
+    assert_int_equal(token("lw1:h:1:0:1795666320123:9f86d081884c7d65", &t), 0);
+    assert_false(t.has_nonce);
+    assert_int_equal(t.nonce, 0);
+    /* empty, short, long, uppercase, not hex, a second dot, no pid, a bad
+     * pid, a nonce on another field */
+    static const char *const bad[] = {
+        "lw1:h:1.:0:1795666320123:9f86d081884c7d65",
+        "lw1:h:1.5b2e9c0d71a4f83:0:1795666320123:9f86d081884c7d65",
+        "lw1:h:1.5b2e9c0d71a4f8366:0:1795666320123:9f86d081884c7d65",
+        "lw1:h:1.5B2E9C0D71A4F836:0:1795666320123:9f86d081884c7d65",
+        "lw1:h:1.5b2e9c0d71a4f83g:0:1795666320123:9f86d081884c7d65",
+        "lw1:h:1.5b2e9c0d71a4f836.:0:1795666320123:9f86d081884c7d65",
+        "lw1:h:1..5b2e9c0d71a4f836:0:1795666320123:9f86d081884c7d65",
+        "lw1:h:.5b2e9c0d71a4f836:0:1795666320123:9f86d081884c7d65",
+        "lw1:h:0.5b2e9c0d71a4f836:0:1795666320123:9f86d081884c7d65",
+        "lw1:h:01.5b2e9c0d71a4f836:0:1795666320123:9f86d081884c7d65",
+        "lw1:h:2147483648.5b2e9c0d71a4f836:0:1795666320123:9f86d081884c7d65",
+        "lw1:h:1:0.5b2e9c0d71a4f836:1795666320123:9f86d081884c7d65",
+        "lw1:h:1:0:1795666320123.5b2e9c0d71a4f836:9f86d081884c7d65",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (token(bad[i], &t) != -1)
+            fail_msg("parsed: %s", bad[i]);
+}
+
+/* The party of token s as a string (static). */
+static const char *
+party(const char *s)
+{
+    static char buf[LW1_TOKEN_LEN_MAX + 1];
+    struct lw1_token t;
+
+    assert_int_equal(token(s, &t), 0);
+    assert_true(t.partylen < strlen(s) && s[t.partylen] == ':');
+    memcpy(buf, s, t.partylen);
+    buf[t.partylen] = '\0';
+    return buf;
+}
+
+/* A restarted container runs as pid 1, thread 1 again: its tokens name
+ * the same host, pid and thread as the dead process's, but another nonce,
+ * so another party.  One process's tokens (other times, other random
+ * bits) are one party; the older form's party is host, pid and thread. */
+static void
+token_parties(void **state)
+{
+    char a[LW1_TOKEN_LEN_MAX + 1];
+
+    (void)state;
+    snprintf(a, sizeof(a), "%s",
+             party("lw1:vm:1.00000000000000aa:1:1795666320123:9f86d081884c7d65"));
+    assert_string_equal(a, "lw1:vm:1.00000000000000aa:1");
+    assert_string_not_equal(a, party("lw1:vm:1.00000000000000bb:1:1795666320999:"
+                                     "0123456789abcdef"));
+    assert_string_equal(a, party("lw1:vm:1.00000000000000aa:1:1795666329999:"
+                                 "fedcba9876543210"));
+    assert_string_not_equal(a, party("lw1:vm:1.00000000000000aa:2:1795666320123:"
+                                     "9f86d081884c7d65"));
+    snprintf(a, sizeof(a), "%s", party("lw1:vm:1:1:1795666320123:9f86d081884c7d65"));
+    assert_string_equal(a, "lw1:vm:1:1");
+    assert_string_equal(a, party("lw1:vm:1:1:1795666329999:fedcba9876543210"));
+    assert_string_not_equal(a, party("lw1:vm:1.00000000000000aa:1:1795666320123:"
+                                     "9f86d081884c7d65"));
+}
+
 static void
 key_bytes(void **state)
 {
@@ -179,6 +266,8 @@ main(void)
         cmocka_unit_test(sample_microseconds),
         cmocka_unit_test(tokens),
         cmocka_unit_test(token_host_length),
+        cmocka_unit_test(token_nonces),
+        cmocka_unit_test(token_parties),
         cmocka_unit_test(key_bytes),
     };
 
