@@ -82,8 +82,12 @@ advice(const json_t *c, char *buf, size_t len)
         size_t n = strlen(buf);
         char per[32];
 
-        dur(json_object_get(c, "renewal_s"), per, sizeof(per));
-        snprintf(buf + n, n < len ? len - n : 0, " (renewed every %s)", per);
+        if (json_is_null(json_object_get(c, "renewal_s"))) {
+            snprintf(buf + n, n < len ? len - n : 0, " (renewed; period not seen)");
+        } else {
+            dur(json_object_get(c, "renewal_s"), per, sizeof(per));
+            snprintf(buf + n, n < len ? len - n : 0, " (renewed every %s)", per);
+        }
     }
 }
 

@@ -136,9 +136,11 @@ static const struct command {
       "P99.9, the lease (longest TTL at first sight in wait_window) and the advice:\n"
       "fits, too short or too long with the lease that would fit (2x hold P99.9,\n"
       "rounded up), or why it cannot judge; a class renewed while held (a watchdog)\n"
-      "is judged on its renewal period, shown as \"(renewed every 10s)\". SURGE marks\n"
-      "a class above count_surge_factor x its baseline.  The classes that call for a\n"
-      "look (WAIT99 !, too short, too long, SURGE) come first.\n"
+      "is judged on its renewal period, shown as \"(renewed every 10s)\", or as\n"
+      "\"(renewed; period not seen)\" when the scans never read its TTL below the\n"
+      "lease.  SURGE marks a class above count_surge_factor x its baseline.  The\n"
+      "classes that call for a look (WAIT99 !, too short, too long, SURGE) come\n"
+      "first.\n"
       "--json prints the API's answer.\n" },
     { "alerts", cmd_alerts, "alerts [--severity critical|warning|info]",
       "The alerts firing now, from the agent (GET /api/v1/alerts; docs/alerts.md),\n"

@@ -46,8 +46,10 @@ add_trend(json_t *o, const struct rules_conf *p, const struct classtrend_class *
     bad |= json_object_set_new(o, "lease_s", seconds_or_null(t != NULL && t->lease_known,
                                                              t != NULL ? t->lease_ms / 1e3 : 0));
     bad |= json_object_set_new(o, "watchdog", json_boolean(t != NULL && t->watchdog));
-    bad |= json_object_set_new(o, "renewal_s", seconds_or_null(t != NULL && t->watchdog,
-                                                               t != NULL ? t->renewal_ms / 1e3 : 0));
+    /* null too when the scans never saw the TTL run below the lease */
+    bad |= json_object_set_new(o, "renewal_s",
+                               seconds_or_null(t != NULL && t->watchdog && t->renewal_ms > 0,
+                                               t != NULL ? t->renewal_ms / 1e3 : 0));
     return bad;
 }
 

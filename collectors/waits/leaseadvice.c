@@ -43,20 +43,21 @@ lease_suggest_ms(double p999_us)
 }
 
 /* A renewed lease expires only when renewals stop for a whole lease:
- * the renewal period is what must fit in it, not the holds. */
+ * the renewal period is what must fit in it, not the holds.  A period the
+ * scans never saw (the TTL never read below the lease) is short, but how
+ * short is not known: no headroom. */
 static void
 judge_watchdog(const struct rules_conf *p, const struct classtrend_class *t,
                const struct waitstats_class *hold, struct lease_judgement *out)
 {
     double lease_ms = (double)t->lease_ms;
-    double period = t->renewal_ms > 0 ? (double)t->renewal_ms : 1.0;
 
-    out->headroom_known = true;
-    out->headroom = lease_ms / period;
+    out->headroom_known = t->renewal_ms > 0;
+    out->headroom = t->renewal_ms > 0 ? lease_ms / (double)t->renewal_ms : 0.0;
     out->verdict = LEASE_FITS;
     if ((double)t->renewal_ms > p->lease_short_at * lease_ms) {
         out->verdict = LEASE_TOO_SHORT;
-        out->suggest_ms = lease_suggest_ms(1.5 * 1000.0 * period);     /* 3 x period */
+        out->suggest_ms = lease_suggest_ms(1.5 * 1000.0 * (double)t->renewal_ms);     /* 3 x period */
     } else if (hold != NULL && hold->hold_window_count >= (uint64_t)p->lease_min_holds &&
                lease_ms * 1000.0 > (double)p->lease_long_factor *
                (hold->hold_p999_us > 1.0 ? hold->hold_p999_us : 1.0)) {

@@ -32,6 +32,7 @@ formed (the issue's "10 minutes" of a 1 h window is 10 s of a 60 s one).
 
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -99,7 +100,23 @@ class LeaseAndSurge(h.TestCase):
         self.assertFalse(stat["watchdog"], stat)
         self.assertEqual(stat["advice"], "few_holds", stat)
         self.assertTrue(renew["watchdog"], renew)
-        self.assertTrue(renew["renewal_s"] > 0, renew)
+        # renewed every 0.5 s, scanned every 0.5 s: its TTL may never be
+        # read below the first read's; then the period is not known (null),
+        # never "every 0ms" with a headroom of thousands
+        if renew["renewal_s"] is None:
+            self.assertIsNone(renew["headroom"], renew)
+        else:
+            self.assertTrue(0 < renew["renewal_s"] < 2.0, renew)
+        # lockctl classes says which, and never "renewed every 0ms"
+        p = subprocess.run([os.path.join(h.BUILD, "bin", "lockctl"), "--agent",
+                            "http://127.0.0.1:%d" % ag.port, "classes"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        out = p.stdout.decode()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        (row,) = [l for l in out.splitlines() if "lease:renew" in l]
+        self.assertRegex(row, r"\(renewed(; period not seen| every (?!0(\.0+)?m?s\))[0-9.]+m?s)\)")
+        (row,) = [l for l in out.splitlines() if "lease:stat" in l]
+        self.assertNotIn("renewed", row)
 
     # run-all: idle (waits out 9 s holds; the alert is due within 20 s and comes in about 1)
     def test_lease_too_short_fires_for_10s_ttl_not_60s(self):
