@@ -79,6 +79,8 @@ struct lockctl {
     /* from session_connect() */
     redisContext *c;
     struct target_conf node;    /* t aimed at the node connected to */
+    struct target_conf *conf_t; /* t before it named node (the config's
+                                 * target, with --url) */
     bool asking;                /* an ASK led to c: ASKING before each read */
     bool policy_known;          /* INFO memory asked on this session */
     bool lfu;                   /* an LFU policy: OBJECT IDLETIME not asked */
@@ -112,6 +114,13 @@ int session_writer(struct lockctl *lc, struct target_conf *w, redisContext **wc)
  * peer closed it (the server's timeout, a proxy's, CLIENT KILL).
  * LOCKCTL_DONE, or LOCKCTL_REDIS said. */
 int session_resume(struct lockctl *lc, int64_t left_ms);
+/* After a prompt, before a write: does the node that serves key now (a
+ * Sentinel target's primary as the sentinels name it, a cluster slot's
+ * owner) differ from the one lc->t names, a failover while the prompt
+ * waited?  0 no; 1 yes, with "host:port" of both in was and now; -1 when
+ * asking failed (said, LOCKCTL_REDIS's). */
+int session_node_moved(struct lockctl *lc, const char *key, size_t keylen, char *was,
+                       char *now, size_t len);
 /* Drop the connection and the config. */
 void session_close(struct lockctl *lc);
 /* Who is asking, for the audit: $SUDO_USER, else the login name of the

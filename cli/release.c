@@ -198,6 +198,26 @@ refuse_wrong_holder(const struct lockctl *lc, const struct change *ch, const str
     return LOCKCTL_REFUSED;
 }
 
+/*
+ * The node of the key moved while the prompt waited (a Sentinel or
+ * Cluster failover): what was shown and confirmed was another server's,
+ * and the old primary may still take writes until it is demoted, then
+ * lose them.  Refused before any write; the same command asks the new one.
+ */
+static int
+refuse_moved(const struct lockctl *lc, const struct change *ch, const char *was,
+             const char *now)
+{
+    char *key = shown(ch->key, ch->keylen);
+
+    lockctl_warnx("%s %s on target %s: refused after asking: while you confirmed, the node "
+                  "serving it moved from %s to %s (a failover); nothing was changed",
+                  ch->cmd, key ? key : "?", lc->t->name, was, now);
+    out_error_hint("run the same command again: it reads the lock on %s and asks again", now);
+    free(key);
+    return LOCKCTL_REFUSED;
+}
+
 /* The format-table row of release-table row name (the script names the
  * row it used by its format's name); NULL for none. */
 static const struct lock_format *
@@ -850,13 +870,16 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
         rc = refuse_outside_patterns(lc, &ch);
         goto out;
     }
-    if (((ch.if_leaked || ch.older_ms > 0 || (!ch.yes && !ch.dry_run)) &&
-         (rc = agent_consult(lc, &av, ch.key, ch.keylen)) != LOCKCTL_DONE) ||
-        (rc = session_connect_key(lc, ch.key, ch.keylen)) != LOCKCTL_DONE)
+    if ((ch.if_leaked || ch.older_ms > 0 || (!ch.yes && !ch.dry_run)) &&
+        (rc = agent_consult(lc, &av, ch.key, ch.keylen)) != LOCKCTL_DONE)
         goto out;
     /* an agent of another server (--url, another address): its ages are
-     * not this lock's, and a release never acts on them */
+     * not this lock's, and a release never acts on them.  Judged on the
+     * target's address, before lc->t names the node of the key (a cluster
+     * key on another primary than the url's is still the agent's) */
     agent_drop_elsewhere(lc, &av);
+    if ((rc = session_connect_key(lc, ch.key, ch.keylen)) != LOCKCTL_DONE)
+        goto out;
 
     memset(&rq, 0, sizeof(rq));
     rq.now_ms = clock_now_ms();
@@ -898,9 +921,19 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     }
     /* nothing to ask about when the key is gone: the script refuses it */
     if (!ch.yes && !ch.dry_run && read && l.type != RAW_NONE) {
+        char was[300], now[300];
+
         asked = true;
         if ((rc = confirm(lc, &ch, &l)) != LOCKCTL_DONE)
             goto out;
+        switch (session_node_moved(lc, ch.key, ch.keylen, was, now, sizeof(was))) {
+        case -1:
+            rc = LOCKCTL_REDIS;
+            goto out;
+        case 1:
+            rc = refuse_moved(lc, &ch, was, now);
+            goto out;
+        }
     }
     if (read && holds(&l, ch.holder, ch.holderlen)) {
         if (av.answered)

@@ -296,9 +296,33 @@ session_connect_key(struct lockctl *lc, const char *key, size_t keylen)
     lc->c = target_open(lc->t, key, keylen, NULL, &node, err, sizeof(err));
     if (lc->c == NULL)
         return session_redis_error(lc, err);
+    if (lc->t != &lc->node)
+        lc->conf_t = lc->t;
     lc->node = node;
     lc->t = &lc->node;
     return LOCKCTL_DONE;
+}
+
+int
+session_node_moved(struct lockctl *lc, const char *key, size_t keylen, char *was, char *now,
+                   size_t len)
+{
+    char err[512];
+    struct target_conf node;
+    redisContext *c;
+
+    if (lc->conf_t == NULL || lc->conf_t->mode == TARGET_STANDALONE)
+        return 0;               /* one address: it cannot move */
+    if ((c = target_open(lc->conf_t, key, keylen, NULL, &node, err, sizeof(err))) == NULL) {
+        session_redis_error(lc, err);
+        return -1;
+    }
+    redisFree(c);
+    if (node.port == lc->node.port && strcmp(node.host, lc->node.host) == 0)
+        return 0;
+    snprintf(was, len, "%s:%d", lc->node.host, lc->node.port);
+    snprintf(now, len, "%s:%d", node.host, node.port);
+    return 1;
 }
 
 int
