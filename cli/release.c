@@ -16,7 +16,6 @@
  * the prompt, the agent is asked what only it knows (agent.c): since when
  * the lock has had no TTL, and how long its holder has held it.
  */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,21 +28,7 @@
 #include "common/keytext.h"
 #include "common/strbuf.h"
 
-#define REASON_MAX 512          /* bytes of --reason kept in the audit */
-
-struct change {
-    enum release_action action;
-    const char *cmd;            /* "release" / "expire" */
-    char *key, *holder;
-    size_t keylen, holderlen;
-    bool escaped, yes, dry_run, if_leaked;
-    int64_t older_ms, ttl_ms;
-    const char *reason;
-    const char *age_from;       /* where the known age passed to the script
-                                 * came from (an age_source: "agent",
-                                 * "acquired", "idletime"); NULL: none */
-    int64_t agent_ms;           /* the agent's age of the holder; 0: none */
-};
+#include "cli/release_impl.h"
 
 /* Is holder (n bytes) among the holders read?  One cut at the read's cap
  * (HOLDER_ID_MAX - 1 bytes) is holder when those bytes begin it, as the
@@ -315,6 +300,25 @@ confirm(struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
     return session_resume(lc, left);
 }
 
+/* Ask the operator, then make sure the key's node is still the one the
+ * lock was read on (refuse_moved()). */
+static int
+confirm_here(struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
+{
+    char was[300], now[300];
+    int rc;
+
+    if ((rc = confirm(lc, ch, l)) != LOCKCTL_DONE)
+        return rc;
+    switch (session_node_moved(lc, ch->key, ch->keylen, was, now, sizeof(was))) {
+    case -1:
+        return LOCKCTL_REDIS;
+    case 1:
+        return refuse_moved(lc, ch, was, now);
+    }
+    return LOCKCTL_DONE;
+}
+
 /*
  * The next step after too_young, as one sentence into buf: how old the
  * holder is known to be and from where (the larger of the age lockctl
@@ -395,8 +399,28 @@ has_ttl_next(const struct lockctl *lc, const struct change *ch,
     return out;
 }
 
+/* After the script refused a --holder that no longer holds the lock: the
+ * holders it has now (read again: the lock as first read may be the very
+ * holding that changed hands during the prompt), or as first read when
+ * it cannot be read again. */
+static void
+holders_now(struct lockctl *lc, const struct change *ch, const struct cli_lock *read)
+{
+    struct cli_lock now;
+    const char *kp = ch->key;
+    size_t kl = ch->keylen;
+    char err[512];
+
+    memset(&now, 0, sizeof(now));
+    if (inspect_keys(lc, &kp, &kl, 1, clock_now_ms(), &now, err, sizeof(err)) == 0)
+        current_holders(lc, ch, &now);
+    else if (read != NULL)
+        current_holders(lc, ch, read);
+    cli_lock_release(&now);
+}
+
 static int
-report(const struct lockctl *lc, const struct change *ch, const struct release_request *rq,
+report(struct lockctl *lc, const struct change *ch, const struct release_request *rq,
        const struct release_result *res, const struct cli_lock *read,
        const struct agent_view *av)
 {
@@ -439,8 +463,8 @@ report(const struct lockctl *lc, const struct change *ch, const struct release_r
                       lc->t->name, addr, res->err[0] != '\0' ? res->err
                       : release_outcome_message(res->outcome),
                       release_outcome_str(res->outcome));
-        if (res->outcome == RELEASE_REFUSED_HOLDER && read != NULL)
-            current_holders(lc, ch, read);
+        if (res->outcome == RELEASE_REFUSED_HOLDER)
+            holders_now(lc, ch, read);
         if (next != NULL) {
             table_line(stderr, lockctl_width(lc), "next: %s:", next);
             next_command(lc, ch, "release", ch->holder, ch->holderlen, NULL);
@@ -659,173 +683,24 @@ refuse_outside_patterns(const struct lockctl *lc, const struct change *ch)
     return LOCKCTL_REFUSED;
 }
 
-/* --holder-hex: the holder's bytes (any, NUL included; none for ""); malloc'd,
- * NULL when not hex. */
-static char *
-hex_decode(const char *s, size_t *len)
+/* What the script is asked to do, from the command line and the lock as
+ * read (rq->now_ms is the caller's). */
+static void
+request_of(struct release_request *rq, const struct change *ch, const struct cli_lock *l)
 {
-    size_t n = strlen(s);
-    char *out;
-
-    if (n % 2 != 0 || (out = malloc(n / 2 + 1)) == NULL)
-        return NULL;
-    for (size_t i = 0; i < n; i += 2) {
-        int hi = keytext_hexval((unsigned char)s[i]), lo = keytext_hexval((unsigned char)s[i + 1]);
-
-        if (hi < 0 || lo < 0) {
-            free(out);
-            return NULL;
-        }
-        out[i / 2] = (char)(hi << 4 | lo);
-    }
-    out[n / 2] = '\0';
-    *len = n / 2;
-    return out;
-}
-
-/* KEY and the holder into ch (malloc'd): --escaped percent-decodes both,
- * --holder-hex gives the holder's bytes in hex.  LOCKCTL_DONE, or the exit
- * status with the message printed. */
-static int
-take_key_holder(struct change *ch, const char *arg, const char *holder, const char *holder_hex)
-{
-    if (holder_hex != NULL) {
-        if ((ch->holder = hex_decode(holder_hex, &ch->holderlen)) == NULL) {
-            lockctl_warnx("%s: --holder-hex \"%.64s\" is not an even number of hex digits",
-                          ch->cmd, holder_hex);
-            return LOCKCTL_USAGE;
-        }
-        holder = "";            /* taken */
-    }
-    if (ch->escaped) {
-        ch->key = out_unescape(arg, &ch->keylen);
-        if (ch->holder == NULL)
-            ch->holder = out_unescape(holder, &ch->holderlen);
-        if (ch->key == NULL || ch->holder == NULL) {
-            lockctl_warnx("%s: KEY and --holder must be percent-encoded with --escaped",
-                          ch->cmd);
-            return LOCKCTL_USAGE;
-        }
-    } else {
-        ch->key = strdup(arg);
-        if (ch->holder == NULL && (ch->holder = strdup(holder)) != NULL)
-            ch->holderlen = strlen(ch->holder);
-        if (ch->key == NULL || ch->holder == NULL) {
-            lockctl_warnx("out of memory");
-            return LOCKCTL_REDIS;
-        }
-        ch->keylen = strlen(ch->key);
-    }
-    return LOCKCTL_DONE;
-}
-
-static int
-parse(struct lockctl *lc, struct change *ch, int argc, char **argv)
-{
-    static const struct option opts[] = {
-        { "holder", required_argument, NULL, 'H' },
-        { "holder-hex", required_argument, NULL, 'X' },
-        { "if-leaked", no_argument, NULL, 'L' },
-        { "if-older-than", required_argument, NULL, 'O' },
-        { "ttl", required_argument, NULL, 'T' },
-        { "reason", required_argument, NULL, 'r' },
-        { "yes", no_argument, NULL, 'y' },
-        { "dry-run", no_argument, NULL, 'D' },
-        { "escaped", no_argument, NULL, 'e' },
-        { "help", no_argument, NULL, 'h' },
-        SESSION_LONG_OPTIONS,
-        { NULL, 0, NULL, 0 }
-    };
-    bool expire = ch->action == RELEASE_ACTION_EXPIRE;
-    const char *holder = NULL, *holder_hex = NULL;
-    int opt, rc;
-
-    optind = 0;
-    while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "H:r:yeh", opts, NULL)) != -1) {
-        {
-            int common = session_common_option(lc, opt, optarg);
-
-            if (common < 0)
-                return LOCKCTL_USAGE;   /* a bad value: said */
-            if (common > 0)
-                continue;
-        }
-        switch (opt) {
-        case 'H':
-            holder = optarg;
-            break;
-        case 'X':
-            holder_hex = optarg;
-            break;
-        case 'L':
-            if (expire)
-                goto bad;
-            ch->if_leaked = true;
-            break;
-        case 'O':
-            if (expire)
-                goto bad;
-            if (config_parse_duration(optarg, &ch->older_ms) == -1 || ch->older_ms <= 0) {
-                lockctl_warnx("%s: --if-older-than \"%s\" is not a duration (use a number "
-                              "with ms, s, m, h or d, e.g. 10m)", ch->cmd, optarg);
-                return LOCKCTL_USAGE;
-            }
-            break;
-        case 'T':
-            if (!expire)
-                goto bad;
-            if (config_parse_duration(optarg, &ch->ttl_ms) == -1 || ch->ttl_ms <= 0) {
-                lockctl_warnx("%s: --ttl \"%s\" is not a duration (use a number with ms, "
-                              "s, m, h or d, e.g. 30s)", ch->cmd, optarg);
-                return LOCKCTL_USAGE;
-            }
-            break;
-        case 'r':
-            ch->reason = optarg;
-            break;
-        case 'y':
-            ch->yes = true;
-            break;
-        case 'D':
-            ch->dry_run = true;
-            break;
-        case 'e':
-            ch->escaped = true;
-            break;
-        case 'h':
-            lockctl_command_help(ch->cmd, stdout);
-            return -1;
-        default:
-            goto bad;
-        }
-    }
-    if (argc - optind != 1) {
-        lockctl_warnx("%s: give exactly one KEY (see lockctl %s --help)", ch->cmd, ch->cmd);
-        return LOCKCTL_USAGE;
-    }
-    if (holder != NULL && holder_hex != NULL) {
-        lockctl_warnx("%s: give --holder or --holder-hex, not both", ch->cmd);
-        return LOCKCTL_USAGE;
-    }
-    /* --holder '' names the empty value of SET key "" (show prints it so) */
-    if (holder == NULL && holder_hex == NULL) {
-        lockctl_warnx("%s: --holder is required: the token (string lock) or the "
-                      "<uuid>:<thread> field (hash lock) you saw with lockctl show", ch->cmd);
-        out_error_hint("lockctl show KEY ends with the release command to paste");
-        return LOCKCTL_USAGE;
-    }
-    if (expire && ch->ttl_ms <= 0) {
-        lockctl_warnx("expire: --ttl is required (e.g. --ttl 30s)");
-        return LOCKCTL_USAGE;
-    }
-    if ((rc = take_key_holder(ch, argv[optind], holder, holder_hex)) != LOCKCTL_DONE)
-        return rc;
-    if (ch->reason == NULL)
-        ch->reason = "";
-    return LOCKCTL_DONE;
-bad:
-    lockctl_command_help(ch->cmd, stderr);
-    return LOCKCTL_USAGE;
+    rq->action = ch->action;
+    rq->key = ch->key;
+    rq->keylen = ch->keylen;
+    rq->holder = ch->holder;
+    rq->holderlen = ch->holderlen;
+    /* release it as what it was read as; the script refuses when its
+     * shape changed since */
+    rq->format = l->type != RAW_NONE && l->fmt != NULL ? l->fmt->name : NULL;
+    rq->format_guessed = rq->format != NULL && l->src.source == FMT_SOURCE_GUESSED;
+    rq->if_leaked = ch->if_leaked;
+    rq->if_older_than_ms = ch->older_ms;
+    rq->ttl_ms = ch->ttl_ms;
+    rq->dry_run = ch->dry_run;
 }
 
 static int
@@ -848,7 +723,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     memset(&av, 0, sizeof(av));
     ch.action = action;
     ch.cmd = cmd;
-    rc = parse(lc, &ch, argc, argv);
+    rc = release_parse(lc, &ch, argc, argv);
     if (rc == -1) {             /* --help */
         rc = LOCKCTL_DONE;
         goto out;
@@ -895,19 +770,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     if (l.type != RAW_NONE && av.answered)
         verdict_judge(&lc->cfg->rules.judge, &l, agent_find(&av, ch.key, ch.keylen),
                       rq.now_ms);
-    rq.action = action;
-    rq.key = ch.key;
-    rq.keylen = ch.keylen;
-    rq.holder = ch.holder;
-    rq.holderlen = ch.holderlen;
-    /* release it as what it was read as; the script refuses when its
-     * shape changed since */
-    rq.format = read && l.type != RAW_NONE && l.fmt != NULL ? l.fmt->name : NULL;
-    rq.format_guessed = rq.format != NULL && l.src.source == FMT_SOURCE_GUESSED;
-    rq.if_leaked = ch.if_leaked;
-    rq.if_older_than_ms = ch.older_ms;
-    rq.ttl_ms = ch.ttl_ms;
-    rq.dry_run = ch.dry_run;
+    request_of(&rq, &ch, &l);
     /* a TTL, a gone key or another holder: the script refuses, audited */
     if (ch.if_leaked && read && l.type != RAW_NONE && l.pttl_ms == -1 &&
         holds(&l, ch.holder, ch.holderlen) && !(l.states & LOCK_LEAKED)) {
@@ -921,19 +784,9 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
     }
     /* nothing to ask about when the key is gone: the script refuses it */
     if (!ch.yes && !ch.dry_run && read && l.type != RAW_NONE) {
-        char was[300], now[300];
-
         asked = true;
-        if ((rc = confirm(lc, &ch, &l)) != LOCKCTL_DONE)
+        if ((rc = confirm_here(lc, &ch, &l)) != LOCKCTL_DONE)
             goto out;
-        switch (session_node_moved(lc, ch.key, ch.keylen, was, now, sizeof(was))) {
-        case -1:
-            rc = LOCKCTL_REDIS;
-            goto out;
-        case 1:
-            rc = refuse_moved(lc, &ch, was, now);
-            goto out;
-        }
     }
     if (read && holds(&l, ch.holder, ch.holderlen)) {
         if (av.answered)

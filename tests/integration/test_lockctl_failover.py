@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # run-all: idle (a Sentinel failover while lockctl's prompt waits; mostly waiting)
-"""lockctl release across a failover (an on-call trial): the lock was read
+"""lockctl release when the lock's server or holder changes while its
+prompt waits (an on-call trial).
+
+Across a failover: the lock was read
 and the prompt shown on one primary, the sentinels failed over while the
 operator read it, and the answer came after.  The release ran on the old
 primary, which still took writes until it was demoted, said "released"
@@ -102,6 +105,35 @@ class LockctlFailover(h.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn(b"watches target c at", p.stderr)
         self.assertIn(b"every guard holds", p.stdout + p.stderr)
+
+    def test_holder_changed_during_the_prompt_names_the_new_one(self):
+        """The same trial: a lock re-taken (a new token) while the prompt
+        waited was refused by the script, as it must be, but the next step
+        named the refused holder as the one holding it now, and its command
+        was refused again.  It names the new holder."""
+        rs = self.start_redis()
+        c = rs.client()
+        c.set("lock:race", "tok-C")
+        path = os.path.join(h._mkdtemp("lw-lockctl-race-"), "lockwatch.ini")
+        with open(path, "w") as f:
+            f.write(h.config_text(h.free_port(), [("main", rs.url)]))
+        master, slave = pty.openpty()
+        self.addCleanup(os.close, master)
+        proc = subprocess.Popen([LOCKCTL, "-c", path, "--agent", "off", "release", "lock:race",
+                                 "--holder", "tok-C"],
+                                stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        os.close(slave)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        time.sleep(1.0)
+        c.set("lock:race", "tok-D")
+        os.write(master, b"y\n")
+        out, err = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertIn(b"holder changed", err)
+        self.assertIn(b"it is held by tok-D now", err)
+        self.assertNotIn(b"held by tok-C now", err)
+        self.assertIn(b"--holder tok-D", err)
+        self.assertEqual(c.get("lock:race"), b"tok-D")
 
 
 if __name__ == "__main__":
