@@ -289,7 +289,7 @@ const struct config_option config_options[] = {
     { .section = SECTION_WEBHOOK, .key = "url", .type = OPT_HTTP_URL,
       .flags = OPT_REQUIRED,
       AT(struct webhook_conf, url), .example = "https://hooks.example/lockwatch",
-      .help = "where notifications are POSTed; -n masks user name, query, fragment (user:password refused)" },
+      .help = "where notifications are POSTed; -n shows scheme, host, port, 1st path segment, the rest as ***" },
     { .section = SECTION_WEBHOOK, .key = "format", .type = OPT_ENUM,
       .def = "generic", .names = format_names,
       AT(struct webhook_conf, format),

@@ -319,7 +319,18 @@ url_mask(const char *url, struct strbuf *sb)
         auth = at + 1;
     }
     end = auth + strcspn(auth, "?#");
-    sb_add(sb, auth, (size_t)(end - auth));
+    c = auth + strcspn(auth, "/?#");           /* the path, if any */
+    sb_add(sb, auth, (size_t)(c - auth));
+    if (c < end) {
+        /* its first segment says where; a token may follow (Slack's
+         * /services/T/B/SECRET, Discord's /api/webhooks/ID/TOKEN) */
+        const char *rest = memchr(c + 1, '/', (size_t)(end - c - 1));
+
+        rest = rest != NULL ? rest + 1 : end;
+        sb_add(sb, c, (size_t)(rest - c));
+        if (rest < end)
+            mask_part(sb, (size_t)(end - rest));
+    }
     if (*end == '?') {
         size_t qlen = strcspn(end + 1, "#");
 

@@ -56,10 +56,12 @@ bool authority_has_password(const char *auth, size_t n);
 /*
  * Append URL to SB with the parts that may carry a bearer secret
  * replaced by URL_MASK: the user info (https://TOKEN@host/p becomes
- * https://URL_MASK@host/p), the query (?a=b becomes ?URL_MASK) and the
- * fragment (likewise after '#'); a part shorter than URL_MASK becomes as
- * many '*', so the output is never longer than url.  Scheme, host, port and path
- * stay, so the output still says where the requests go.  Text that is not
+ * https://URL_MASK@host/p), the path past its first segment (Slack's
+ * /services/T/B/SECRET becomes /services/URL_MASK), the query (?a=b
+ * becomes ?URL_MASK) and the fragment (likewise after '#'); a part shorter
+ * than URL_MASK becomes as many '*', so the output is never longer than
+ * url.  Scheme, host, port and the path's first segment stay, so the
+ * output still says where the requests go.  Text that is not
  * a scheme and authority is masked past any '?' or '#' all the same.
  */
 void url_mask(const char *url, struct strbuf *sb);

@@ -581,14 +581,20 @@ test_http_url_masked(void **state)
         const char *url, *shown;
     } cases[] = {
         { "https://hooks.example/lockwatch", "https://hooks.example/lockwatch" },
-        { "https://hooks.example:8443/a/b?token=s3cret", "https://hooks.example:8443/a/b?***" },
+        { "https://hooks.example:8443/a/b?token=s3cret", "https://hooks.example:8443/a/*?***" },
+        /* a token in the path (a red-team trial: -n printed Slack's) */
+        { "https://hooks.slack.com/services/T0AAAA/B0BBBB/xoxbSECRET123abc",
+          "https://hooks.slack.com/services/***" },
+        { "https://discord.com/api/webhooks/123/s3cret", "https://discord.com/api/***" },
+        { "http://am:9093/api/v2/alerts", "http://am:9093/api/***" },
+        { "https://hooks.example/", "https://hooks.example/" },
         { "https://s3cret@hooks.example/x", "https://***@hooks.example/x" },
         { "http://s3cret@hooks.example?k=s3cret#s3cret", "http://***@hooks.example?***#***" },
         { "https://hooks.example/x#s3cret", "https://hooks.example/x#***" },
         { "https://a@b@hooks.example/p?q", "https://***@hooks.example/p?*" },
         /* a part shorter than *** keeps its length: -n's line never grows */
         { "https://t@hooks.example/p?ab#c", "https://*@hooks.example/p?**#*" },
-        { "https://hooks.example/p/a@b", "https://hooks.example/p/a@b" },
+        { "https://hooks.example/p/a@b", "https://hooks.example/p/***" },
     };
     char text[256], val[256];
     const struct config_option *o = NULL;
