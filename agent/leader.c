@@ -130,6 +130,19 @@ set_reached(struct leader *l, bool answered)
     pthread_mutex_unlock(&l->mu);
 }
 
+/* Did a connect that failed end in the server's error reply to AUTH or
+ * SELECT (a wrong password, an ACL), an answer, rather than in none?
+ * Both connection layers word it so: liblockwatch "Redis at H:P refused
+ * AUTH: ...", collectors/redis/conn.c "AUTH on H:P refused: ..." (a
+ * TCP "Connection refused" is neither). */
+static bool
+refused_reply(const char *why)
+{
+    return strstr(why, " refused AUTH") != NULL || strstr(why, " refused SELECT") != NULL ||
+           ((strncmp(why, "AUTH on ", 8) == 0 || strncmp(why, "SELECT on ", 10) == 0) &&
+            strstr(why, " refused: ") != NULL);
+}
+
 /* The lock answered (taken, renewed, or held by another). */
 static void
 clear_err(struct leader *l)
@@ -181,7 +194,7 @@ connect_lw(struct leader *l)
     o.tls_verify = t->tls_verify;
     if ((l->lw = lw_connect(&o, &e)) == NULL) {
         set_err(l, t->name, e.str);
-        return -1;
+        return refused_reply(e.str) ? -2 : -1;
     }
     return 0;
 }
@@ -276,7 +289,7 @@ sync_holder(struct leader *l, bool leading)
     redisReply *r;
 
     if (l->rc == NULL && (l->rc = redisconn_open(l->tc, err, sizeof(err))) == NULL) {
-        set_reached(l, false);
+        set_reached(l, refused_reply(err));
         return;
     }
     snprintf(lease, sizeof(lease), "%lld", (long long)l->lease_ms);
@@ -335,10 +348,13 @@ leader_main(void *arg)
 {
     struct leader *l = arg;
     int64_t follow_ms = l->lease_ms / 5 < 1000 ? l->lease_ms / 5 : 1000;
+    int rc;
 
     while (!atomic_load(&l->stop)) {
-        if (l->lw == NULL && connect_lw(l) == -1) {
-            set_reached(l, false);
+        if (l->lw == NULL && (rc = connect_lw(l)) < 0) {
+            /* refused (-2) is an answer: no lead, but no unfenced sending
+             * either (docs/deploying.md "When no replica can lead") */
+            set_reached(l, rc == -2);
             note_unelected(l);
             leader_wait(l, 1000);
             continue;

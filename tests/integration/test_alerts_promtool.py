@@ -34,6 +34,7 @@ RECORDS = 2     # lockwatch:class_locks:sum and :median_1h, LockCountSurge's
 # Prometheus's own, about the agent (no agent can say it is gone itself)
 SELF = {"LockwatchAgentDown", "LockwatchShardDown", "LockwatchBlind", "LockwatchTwoLeaders",
         "LockwatchUnfenced", "LockwatchSamplesRejected", "LockwatchFdsNearLimit",
+        "LockwatchNoLeader",
         "LockwatchRestarting"}
 
 

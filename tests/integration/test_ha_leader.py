@@ -221,6 +221,26 @@ class HALeader(h.TestCase):
         self.assertEqual(again, [], log)
         self.assertEqual(fr.refused(), [])
 
+    def test_a_refused_password_is_an_answer(self):
+        """A red-team trial: a wrong password for the leader lock's Redis
+        (rotated on one host only) read as "unreachable", and after the
+        lease + 1s this replica sent to the direct sinks unfenced, beside
+        the replica that leads.  An error reply is an answer
+        (docs/deploying.md "When no replica can lead"): it follows, and
+        says why."""
+        rs = self.start_redis(password="right-pw-1234")
+        ag = self.start_agent(targets=[("main", rs.url)],
+                              target_extra={"password_file": h.password_file("wrong-pw-9876")},
+                              agent_extra={"replica": "a", "leader_target": "main",
+                                           "leader_lease": "%ds" % LEASE_S})
+        time.sleep(LEASE_S + 2.5)
+        self.assertFalse(leading(ag))
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_ha_unfenced"), 0)
+        _, _, ready = ag.get("/readyz")
+        self.assertIn(b"leader: no replica known to lead lockwatch:leader:default: ", ready)
+        self.assertIn(b"refused AUTH", ready)
+        self.assertNotIn(b"unreachable", ready)
+
     def test_the_electing_redis_down_is_still_said(self):
         """The Redis that holds the leader lock is one the replicas watch;
         it dies: no replica can lead, and its LockTargetDown would be said
