@@ -243,6 +243,38 @@ released_line(const struct lockctl *lc, const struct release_result *res)
                    res->format, woken);
 }
 
+/* Holders a release of one holder would leave, as the lock was read (the
+ * script's guard found that holder there): -1 when not known. */
+static long long
+would_leave(const struct cli_lock *read)
+{
+    if (read == NULL || read->type == RAW_NONE || read->view.holders_total == 0)
+        return -1;
+    return (long long)read->view.holders_total - 1;
+}
+
+/* What a dry run's release would do, worded for the lock as read: a
+ * permit given back, a hold removed with others left, or the key deleted
+ * (an on-call trial: "would delete the lock" of a read lock two readers
+ * held, which the release then did not). */
+static void
+would_line(const struct lockctl *lc, const struct release_result *res,
+           const struct cli_lock *read)
+{
+    const struct lock_format *f = read != NULL ? read->fmt : NULL;
+    long long left = would_leave(read);
+
+    if (f != NULL && f->semaphore != FMT_SEM_NO)
+        table_line(stdout, lockctl_width(lc), "dry run: every guard holds, a release would give "
+                   "one permit back (%s); nothing was changed", f->name);
+    else if (left > 0)
+        table_line(stdout, lockctl_width(lc), "dry run: every guard holds, a release would "
+                   "remove that holder's hold; %lld other holder(s) would still hold it (%s); "
+                   "nothing was changed", left, f != NULL ? f->name : "?");
+    else
+        table_line(stdout, lockctl_width(lc), "%s", release_outcome_message(res->outcome));
+}
+
 static bool
 ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
 {
@@ -446,6 +478,8 @@ report(struct lockctl *lc, const struct change *ch, const struct release_request
 
         if (o != NULL && next != NULL)
             json_object_set_new(o, "hint", json_string(next));
+        if (o != NULL && res->outcome == RELEASE_WOULD_RELEASE && would_leave(read) >= 0)
+            json_object_set_new(o, "holders_left", json_integer(would_leave(read)));
         free(next);
         if (out_json_print(o) == -1)
             rc = LOCKCTL_REDIS;
@@ -474,6 +508,8 @@ report(struct lockctl *lc, const struct change *ch, const struct release_request
                    release_outcome_str(res->outcome), key ? key : "?", lc->t->name, addr);
         if (res->outcome == RELEASE_RELEASED)
             released_line(lc, res);
+        else if (res->outcome == RELEASE_WOULD_RELEASE)
+            would_line(lc, res, read);
         else
             table_line(stdout, lockctl_width(lc), "%s", release_outcome_message(res->outcome));
         if (res->purged > 0)

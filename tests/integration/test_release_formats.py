@@ -196,6 +196,14 @@ class ReleaseFormats(h.TestCase):
             doc = self.lockctl(["release", key, "--holder", wrong], rc=1)
             self.assertEqual(doc["outcome"], "holder_changed", wrong)
         self.assertEqual(c.hgetall(key), {b"mode": b"read", a.encode(): b"2", b.encode(): b"2"})
+        # a dry run says what the release will do: one hold removed, one
+        # other left (an on-call trial: it said "would delete the lock")
+        doc = self.lockctl(["release", key, "--holder", a, "--dry-run"])
+        self.assertEqual((doc["outcome"], doc["holders_left"]), ("would_release", 1))
+        p = lt.run(["release", key, "--holder", a, "--dry-run"], self.cfg)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"a release would remove that holder's hold; 1 other holder(s) would "
+                      b"still hold it (redisson-rw)", p.stdout)
         sub = rs.Subscriber(self.rs.port, "SUBSCRIBE", "redisson_rwlock:{%s}" % key)
         doc = self.lockctl(["release", key, "--holder", a])
         self.assertEqual((doc["outcome"], doc["format"], doc["holders_left"], doc["deleted"]),
