@@ -280,6 +280,8 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
                                 : " (write mode)") : "",
              l->src.source == FMT_SOURCE_DECLARED ? "declared by format_patterns"
              : l->src.source == FMT_SOURCE_PROVEN ? "proven by its layout"
+             : l->type == RAW_ZSET ? "guessed from the value's shape (released by removing "
+                                     "that holder's member)"
              : "guessed from the value's shape (released by compare-and-delete)",
              l->src.contradicts ? "; the value is NOT the format format_patterns declare"
              : "");
