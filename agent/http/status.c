@@ -61,7 +61,8 @@
 
 #define KEY_SHOW_MAX     300    /* bytes of a key shown; the rest is cut with ... */
 #define HOLDER_SHOW_MAX  80
-#define COMMAND_KEY_MAX  1024   /* longer keys get no copy-paste command */
+#define COMMAND_KEY_MAX  (16 * 1024)    /* longer keys get no copy-paste command: lockctl
+                                         * pastes a word of up to 16 KiB too */
 
 static const struct {
     uint8_t flag;
