@@ -197,6 +197,30 @@ apply_tls(struct lockctl *lc)
     return 0;
 }
 
+/* -t naming a [redlock] group (LockRedlockSplit's target label): each
+ * node of it is a target of its own; say which. */
+static void
+redlock_hint(const struct config *cfg, const char *name)
+{
+    char members[512];
+    size_t n = 0;
+
+    for (size_t g = 0; g < cfg->nredlocks; g++) {
+        const struct redlock_conf *r = &cfg->redlocks[g];
+
+        if (strcmp(r->name, name) != 0)
+            continue;
+        members[0] = '\0';
+        for (size_t i = 0; i < r->ntargets && n < sizeof(members); i++)
+            n += (size_t)snprintf(members + n, sizeof(members) - n, "%s%s", i ? ", " : "",
+                                  r->targets[i]);
+        out_error_hint("\"%s\" is a [redlock] group of targets %s: a lock of it is one key on "
+                       "each; give one node with -t (lockctl -t %s show KEY), as the alert's "
+                       "text names them", name, members, r->ntargets > 0 ? r->targets[0] : "?");
+        return;
+    }
+}
+
 int
 session_load(struct lockctl *lc)
 {
@@ -230,6 +254,7 @@ session_load(struct lockctl *lc)
                                       lc->cfg->targets[i].name);
             lockctl_warnx("no target \"%s\" in %s (targets: %s)", lc->target_name,
                           lc->cfg->path, names);
+            redlock_hint(lc->cfg, lc->target_name);
             return LOCKCTL_USAGE;
         }
     } else {
@@ -336,7 +361,10 @@ session_redis_error(const struct lockctl *lc, const char *detail)
 {
     lockctl_warnx("target %s: %s", lc->t->name, detail);
     /* not the default "check that Redis answers": the error says what */
-    if (aclhint_refused(detail, strlen(detail)))
+    if (strstr(detail, "READONLY") != NULL)
+        out_error_hint("that node is a replica now, as after a failover: run the same command "
+                       "again (it asks for the primary anew); nothing was changed");
+    else if (aclhint_refused(detail, strlen(detail)))
         out_error_hint("give the Redis user the permission the error names (README \"Redis "
                        "permissions\", %s)", ACLHINT_DOC);
     return LOCKCTL_REDIS;

@@ -56,6 +56,20 @@ class LockctlOncall(h.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn(b"not of --url", p.stderr)
 
+    def test_a_redlock_group_as_target_names_its_nodes(self):
+        # an on-call trial: -t with the target label LockRedlockSplit
+        # carries (its [redlock] group) said only "no target"
+        path = os.path.join(h._mkdtemp("lw-oncall-rl-"), "lockwatch.ini")
+        with open(path, "w") as f:
+            f.write(h.config_text(h.free_port(), [("r1", "redis://127.0.0.1:1/0"),
+                                                  ("r2", "redis://127.0.0.1:2/0")],
+                                  extra="[redlock orders]\ntargets = r1, r2\n"))
+        p = lt.run(["-t", "orders", "show", "lock:x"], path)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(b'no target "orders"', p.stderr)
+        self.assertIn(b'"orders" is a [redlock] group of targets r1, r2', p.stderr)
+        self.assertIn(b"lockctl -t r1 show KEY", p.stderr)
+
     def test_a_key_outside_the_patterns_is_refused_before_redis(self):
         rs = self.start_redis()
         c = rs.client()
