@@ -437,6 +437,12 @@ show_missing(const struct lockctl *lc, const char *key, size_t keylen)
         cut = safe ? table_cut(safe, 60, true) : NULL;
         lockctl_warnx("no key \"%s\" on target %s (%s)", cut ? cut : "?", lc->t->name,
                       addr);
+        /* U+FFFD: a key copied from a table, where it stands for bytes
+         * a terminal cannot show (an on-call trial pasted one) */
+        if (memmem(key, keylen, "\xef\xbf\xbd", 3) != NULL)
+            out_error_hint("a \xef\xbf\xbd in a table stands for bytes it cannot show: take "
+                           "the key's exact bytes from lockctl list --json (key_escaped) and "
+                           "give them with --escaped");
         free(safe);
         free(cut);
     }
