@@ -472,6 +472,14 @@ report(struct lockctl *lc, const struct change *ch, const struct release_request
         next = strdup(buf);
     } else if (res->outcome == RELEASE_REFUSED_NOT_LEAKED && res->pttl_ms > 0) {
         next = has_ttl_next(lc, ch, res, lc->json);
+    } else if (ch->action == RELEASE_ACTION_EXPIRE &&
+               (res->outcome == RELEASE_REFUSED_HAS_TTL ||
+                res->outcome == RELEASE_REFUSED_WRONGTYPE)) {
+        /* every refusal ends with the next step (an on-call trial) */
+        next = strdup(res->outcome == RELEASE_REFUSED_HAS_TTL
+                      ? "it expires on its own; to free it now, release that holder"
+                      : "expire never applies to a semaphore; to give that holder's permit "
+                        "back, release it");
     }
     if (lc->json) {
         json_t *o = release_result_json(lc->t->name, rq, res);

@@ -361,7 +361,12 @@ session_redis_error(const struct lockctl *lc, const char *detail)
 {
     lockctl_warnx("target %s: %s", lc->t->name, detail);
     /* not the default "check that Redis answers": the error says what */
-    if (strstr(detail, "READONLY") != NULL)
+    if (strstr(detail, "no sentinel named the primary") != NULL)
+        out_error_hint("check that the target's sentinels answer (redis-cli -p PORT SENTINEL "
+                       "get-master-addr-by-name %s) and that sentinels and master_name are "
+                       "right in the config", lc->t->master_name != NULL ? lc->t->master_name
+                       : "NAME");
+    else if (strstr(detail, "READONLY") != NULL)
         out_error_hint("that node is a replica now, as after a failover: run the same command "
                        "again (it asks for the primary anew); nothing was changed");
     else if (aclhint_refused(detail, strlen(detail)))

@@ -70,6 +70,20 @@ class LockctlOncall(h.TestCase):
         self.assertIn(b'"orders" is a [redlock] group of targets r1, r2', p.stderr)
         self.assertIn(b"lockctl -t r1 show KEY", p.stderr)
 
+    def test_expire_refusals_end_with_the_next_step(self):
+        # an on-call trial: has_ttl (and wrongtype, a semaphore) said no next step
+        rs = self.start_redis()
+        c = rs.client()
+        c.set("lock:ttl:1", "tok-1", px=600000)
+        cfg = lt.write_config(rs)
+        p = lt.run(["expire", "lock:ttl:1", "--holder", "tok-1", "--ttl", "30s", "--yes"], cfg)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(b"[has_ttl]", p.stderr)
+        self.assertIn(b"next: it expires on its own; to free it now, release that holder:",
+                      p.stderr)
+        self.assertRegex(p.stderr, rb"release lock:ttl:1 --holder tok-1")
+        self.assertGreater(c.pttl("lock:ttl:1"), 30000)
+
     def test_a_key_outside_the_patterns_is_refused_before_redis(self):
         rs = self.start_redis()
         c = rs.client()
