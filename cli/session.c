@@ -338,6 +338,9 @@ session_node_moved(struct lockctl *lc, const char *key, size_t keylen, char *was
 
     if (lc->conf_t == NULL || lc->conf_t->mode == TARGET_STANDALONE)
         return 0;               /* one address: it cannot move */
+    if (lc->asking)
+        return 0;               /* a slot migrating: the key is read, and released, on the
+                                 * importing node with ASKING, while the owner is the other */
     if ((c = target_open(lc->conf_t, key, keylen, NULL, &node, err, sizeof(err))) == NULL) {
         session_redis_error(lc, err);
         return -1;
