@@ -60,14 +60,21 @@ static bool
 mode_says_rw(const struct raw_lock *raw)
 {
     size_t i, n = raw->nfields < RAW_FIELDS_MAX ? raw->nfields : RAW_FIELDS_MAX;
-    const char *m = raw->mode_read ? raw->mode : NULL;
-    size_t mlen = raw->modelen;
+    const char *m = NULL;
+    size_t mlen = 0;
 
+    /* the fields read first, as the decoder takes them; the "mode" read on
+     * its own (HMGET) only when they lack it (two reads of a changing hash
+     * may differ: the fields' word is the decoder's) */
     for (i = 0; i < n && m == NULL; i++)
         if (raw->fields[i].namelen == 4 && memcmp(raw->fields[i].name, "mode", 4) == 0) {
             m = raw->fields[i].value;
             mlen = raw->fields[i].valuelen;
         }
+    if (m == NULL && raw->mode_read && raw->mode != NULL) {
+        m = raw->mode;
+        mlen = raw->modelen;
+    }
     return m != NULL && ((mlen == 4 && memcmp(m, "read", 4) == 0) ||
                          (mlen == 5 && memcmp(m, "write", 5) == 0));
 }
