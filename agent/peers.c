@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * peers.c - the thread that checks the other shards' agents
- * (agent/peers.h): each round, one GET <peer>/healthz per other shard,
- * all on one libcurl multi handle, each within PEER_TIMEOUT_MS; a 200 is
- * an answer, anything else (refused, timed out, another status) a
+ * (agent/peers.h): each round, one GET <peer>/api/v1/shard per other
+ * shard, all on one libcurl multi handle, each within PEER_TIMEOUT_MS; a
+ * 200 whose answer is that shard's (peer_answer_check()) is an answer,
+ * anything else (refused, timed out, another status, another shard) a
  * failure, judged by agent/peerhealth.c.  Rounds start PEER_CHECK_MS
  * apart.  Only this thread touches the multi handle; peers_stop() wakes
  * it (curl_multi_wakeup, the condition variable) and joins it.
@@ -20,13 +21,15 @@
 #include "alerts/notifier.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/strbuf.h"
 
 struct peer {
     int shard;
     char *base;                 /* the shard_peers URL, as configured */
-    char *url;                  /* base/healthz */
+    char *url;                  /* base + PEER_PATH */
     struct peer_health h;       /* under peers.mu */
     CURL *easy;                 /* the check under way, or NULL */
+    struct strbuf body;         /* its answer so far */
 };
 
 struct peers {
@@ -40,6 +43,16 @@ struct peers {
     int shard_index, shard_total;
 };
 
+/* The check's answer, kept up to PEER_BODY_MAX bytes (more fails it). */
+static size_t
+keep_body(char *p, size_t size, size_t n, void *arg)
+{
+    struct peer *pr = arg;
+
+    sb_add(&pr->body, p, n * size);
+    return sb_failed(&pr->body) ? 0 : n * size;
+}
+
 /* Add the check of peer i to the multi handle; false when it cannot be
  * made (ENOMEM: this round does not count for it). */
 static bool
@@ -52,6 +65,9 @@ check_begin(struct peers *ps, size_t i)
     curl_easy_setopt(pr->easy, CURLOPT_URL, pr->url);
     curl_easy_setopt(pr->easy, CURLOPT_HTTPGET, 1L);
     notifier_easy_common(pr->easy, (long)PEER_TIMEOUT_MS, pr);
+    curl_easy_setopt(pr->easy, CURLOPT_WRITEFUNCTION, keep_body);
+    curl_easy_setopt(pr->easy, CURLOPT_WRITEDATA, pr);
+    sb_init(&pr->body, PEER_BODY_MAX);
     if (curl_multi_add_handle(ps->multi, pr->easy) != CURLM_OK) {
         curl_easy_cleanup(pr->easy);
         pr->easy = NULL;
@@ -68,23 +84,27 @@ check_end(struct peers *ps, struct peer *pr, CURLcode res)
     bool ok;
 
     curl_easy_getinfo(pr->easy, CURLINFO_RESPONSE_CODE, &code);
-    ok = res == CURLE_OK && code == 200;
+    ok = false;
     if (res != CURLE_OK)
         snprintf(err, sizeof(err), "%s", curl_easy_strerror(res));
+    else if (code != 200)
+        snprintf(err, sizeof(err), "HTTP %ld from %s", code, PEER_PATH);
     else
-        snprintf(err, sizeof(err), "HTTP %ld", code);
+        ok = peer_answer_check(pr->body.buf, pr->body.len, pr->shard, ps->shard_total, err,
+                               sizeof(err));
     curl_multi_remove_handle(ps->multi, pr->easy);
     curl_easy_cleanup(pr->easy);
     pr->easy = NULL;
+    sb_release(&pr->body);
     pthread_mutex_lock(&ps->mu);
     if (peer_health_record(&pr->h, ok, err, clock_mono_ms())) {
         if (pr->h.down)
-            log_warnx("shard %d/%d (%s): %d checks of /healthz in a row failed (%s): its "
+            log_warnx("shard %d/%d (%s): %d checks of %s in a row failed (%s): its "
                       "targets are watched by no agent unless a replica of it is up",
-                      pr->shard, ps->shard_total, pr->base, PEER_DOWN_CHECKS, err);
+                      pr->shard, ps->shard_total, pr->base, PEER_DOWN_CHECKS, PEER_PATH, err);
         else
-            log_info("shard %d/%d (%s): answers /healthz again", pr->shard, ps->shard_total,
-                     pr->base);
+            log_info("shard %d/%d (%s): answers as that shard again", pr->shard,
+                     ps->shard_total, pr->base);
     }
     pthread_mutex_unlock(&ps->mu);
 }
@@ -147,6 +167,7 @@ peers_free(struct peers *ps)
     for (i = 0; i < ps->n; i++) {
         free(ps->p[i].base);
         free(ps->p[i].url);
+        sb_release(&ps->p[i].body);
     }
     free(ps->p);
     if (ps->multi != NULL)
@@ -174,10 +195,11 @@ peers_fill(struct peers *ps, const struct config *cfg)
         while (len > 0 && base[len - 1] == '/')
             len--;
         pr->shard = (int)i;
-        if ((pr->base = strdup(base)) == NULL || (pr->url = malloc(len + 9)) == NULL)
+        if ((pr->base = strdup(base)) == NULL ||
+            (pr->url = malloc(len + sizeof(PEER_PATH))) == NULL)
             return -1;
         memcpy(pr->url, base, len);
-        memcpy(pr->url + len, "/healthz", 9);
+        memcpy(pr->url + len, PEER_PATH, sizeof(PEER_PATH));
         ps->n++;
     }
     return 0;

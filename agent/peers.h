@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * peers.h - is every other shard's agent alive: with [agent] shard_peers,
- * a thread of its own GETs <peer>/healthz of each other shard every
+ * a thread of its own GETs <peer>/api/v1/shard of each other shard every
  * PEER_CHECK_MS (all at once, each within PEER_TIMEOUT_MS), and a peer
- * counts as down after PEER_DOWN_CHECKS failures in a row, up again at
- * its first answer (agent/peerhealth.h).  The view shows it:
+ * counts as down after PEER_DOWN_CHECKS failures in a row (no answer, or
+ * an answer as another shard), up again at its first answer as that shard
+ * (agent/peerhealth.h).  The view shows it:
  * lockwatch_shard_peer_up, /readyz and the status page (docs/deploying.md
  * "When a shard dies").  A peer is the one URL the config names for that
  * shard: with replicas, the others of that shard are not checked.

@@ -91,8 +91,8 @@ const struct config_option config_options[] = {
     { .section = SECTION_AGENT, .key = "shard_peers", .type = OPT_LIST,
       AT(struct config, shard_peers), AT2(struct config, nshard_peers),
       .example = "http://lw-0.lw:9717, http://lw-1.lw:9717",
-      .help = "the N shards' base URLs, shard 0's first: linked; the others' /healthz "
-      "checked every 10s" },
+      .help = "the N shards' base URLs, shard 0's first: linked; the others checked every "
+      "10s" },
     { .section = SECTION_AGENT, .key = "leader_target", .type = OPT_STRING,
       AT(struct config, leader_target), .example = "main",
       .help = "replicas elect one leader on this [target]: only it sends to generic and slack sinks" },

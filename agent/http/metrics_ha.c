@@ -40,7 +40,7 @@ metrics_ha_unfenced(struct metrics_out *o, const struct metric_family *mf)
         sb_addf(o->sb, "%s %d\n", mf->name, o->v->leader.unelected ? 1 : 0);
 }
 
-/* 1 while the shard_peers URL of that shard answers /healthz, 0 once
+/* 1 while the shard_peers URL of that shard answers as it, 0 once
  * PEER_DOWN_CHECKS checks in a row failed; absent without shard_peers. */
 void
 metrics_shard_peer_up(struct metrics_out *o, const struct metric_family *mf)

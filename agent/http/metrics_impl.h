@@ -184,8 +184,8 @@ void metrics_shard_peer_up(struct metrics_out *o, const struct metric_family *mf
       "1 while this replica sends to the direct sinks unelected and unfenced: the leader "    \
       "lock unreachable for longer than the lease + 1s (only with leader_target)." },        \
     { "lockwatch_shard_peer_up", "gauge", SRC_VIEW, metrics_shard_peer_up, 0, VAL_U64,         \
-      "0 once the shard_peers URL of that other shard failed 3 checks of /healthz in a row "  \
-      "(about 30 s), 1 otherwise (only with shard_peers)." },
+      "0 once the shard_peers URL of that other shard failed 3 checks in a row (no answer, "  \
+      "or not as that shard: about 30 s), 1 otherwise (only with shard_peers)." },
 
 /* metrics_graph.c */
 void metrics_graph_deadlocks(struct metrics_out *o, const struct metric_family *mf);

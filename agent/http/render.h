@@ -43,7 +43,7 @@ const char *view_peer(const struct view *v, int shard);
 /* That shard's peer when its checks count it down (agent/peers.h); NULL
  * while it answers or is not checked. */
 const struct peer_view *view_peer_down(const struct view *v, int shard);
-/* "shard I/N (URL): does not answer /healthz for S s (why)" into sb, for
+/* "shard I/N (URL): does not answer as that shard for S s (why)" into sb, for
  * a peer down. */
 void render_peer_down(struct strbuf *sb, const struct view *v, const struct peer_view *pv);
 /* {"error": msg} with the given status. */

@@ -47,7 +47,7 @@ render_peer_down(struct strbuf *sb, const struct view *v, const struct peer_view
 {
     const char *peer = view_peer(v, pv->shard);
 
-    sb_addf(sb, "shard %d/%d (%s): does not answer /healthz for %lld s (%s)", pv->shard,
+    sb_addf(sb, "shard %d/%d (%s): does not answer as that shard for %lld s (%s)", pv->shard,
             v->shard_total, peer != NULL ? peer : "?", (long long)(pv->failing_ms / 1000),
             pv->err);
 }

@@ -4,6 +4,8 @@
  * (agent/peerhealth.h): down only after PEER_DOWN_CHECKS failed checks in
  * a row, a success between them starts the count again, up again at the
  * first success; how long it has failed counts from the first failure.
+ * A check's answer must be the shard's: another shard's, or an answer
+ * that is no lockwatch agent's, fails it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -67,12 +69,47 @@ a_success_resets_and_brings_it_up(void **state)
     assert_false(peer_health_record(&h, true, NULL, t + 70));
 }
 
+static void
+an_answer_must_be_the_shards(void **state)
+{
+    char err[160];
+    const char *one = "{\"replica\":null,\"shard\":1,\"shards\":3,\"targets\":[\"b\"],"
+                      "\"elsewhere\":[]}";
+    const char *two = "{\"replica\":\"a\",\"shard\":2,\"shards\":3,\"targets\":[],"
+                      "\"elsewhere\":[]}";
+
+    (void)state;
+    err[0] = '\0';
+    assert_true(peer_answer_check(one, strlen(one), 1, 3, err, sizeof(err)));
+    assert_string_equal(err, "");
+    /* shard_peers in another order than the shards: a healthy agent of
+     * shard 2 at shard 1's URL watches none of shard 1's targets */
+    assert_false(peer_answer_check(two, strlen(two), 1, 3, err, sizeof(err)));
+    assert_string_equal(err, "it answers as shard 2/3: shard_peers names another agent there");
+    /* the same index of another split */
+    assert_false(peer_answer_check(one, strlen(one), 1, 4, err, sizeof(err)));
+    assert_non_null(strstr(err, "as shard 1/3"));
+    /* not an agent: an HTML page, no shard fields, a shard as a string, cut */
+    assert_false(peer_answer_check("<html>ok</html>", 15, 1, 3, err, sizeof(err)));
+    assert_non_null(strstr(err, "not as a lockwatch agent"));
+    assert_false(peer_answer_check("{\"status\":\"ok\"}", 15, 1, 3, err, sizeof(err)));
+    assert_non_null(strstr(err, "not as a lockwatch agent"));
+    assert_false(peer_answer_check("{\"shard\":\"1\",\"shards\":3}", 24, 1, 3, err,
+                                   sizeof(err)));
+    assert_false(peer_answer_check(one, 20, 1, 3, err, sizeof(err)));
+    assert_false(peer_answer_check("", 0, 1, 3, err, sizeof(err)));
+    /* a short buffer is cut, never overrun */
+    assert_false(peer_answer_check(two, strlen(two), 1, 3, err, 8));
+    assert_int_equal(strlen(err), 7);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(down_after_three_failures_in_a_row),
         cmocka_unit_test(a_success_resets_and_brings_it_up),
+        cmocka_unit_test(an_answer_must_be_the_shards),
     };
 
     return cmocka_run_group_tests_name("peerhealth", tests, NULL, NULL);

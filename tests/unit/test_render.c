@@ -659,7 +659,7 @@ a_peer_down_is_said_not_unready(void **state)
     v.peers[1].shard = 2;
     sb_init(&sb, 4096);
     assert_int_equal(render_ready(&v, &sb), 1);
-    assert_non_null(strstr(sb.buf, "shard 1/3 (http://lw-1:9717): does not answer /healthz "
+    assert_non_null(strstr(sb.buf, "shard 1/3 (http://lw-1:9717): does not answer as that shard "
                            "for 31 s (Couldn't connect to server): its targets are watched "
                            "by no agent unless a replica of it is up\n"));
     assert_null(strstr(sb.buf, "shard 2/3"));
