@@ -150,7 +150,8 @@ struct lwc_report {
     bool loopback;                  /* a destination is on loopback */
     unsigned char key[LW1_KEY_MAX]; /* LOCKWATCH_KEY_FILE; wiped at close */
     size_t keylen;                  /* 0: datagrams go unsigned */
-    char owner[3 * LWC_OWNER_MAX + 1];  /* <process> of owner ids, encoded */
+    char owner[3 * LWC_OWNER_MAX + 24]; /* <process> of owner ids, encoded, and
+                                         * ":<pid>" */
     size_t ownerlen;
     struct lwc_batch batch;         /* under bg.mu */
     char sbuf[LWC_DGRAM_LOOPBACK_MAX];  /* a signed datagram, under bg.mu: in

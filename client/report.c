@@ -431,10 +431,11 @@ read_key(struct lwc_report *rep, const char *path, lw_error *err)
     return LW_OK;
 }
 
-/* The <process> part of owner ids: LOCKWATCH_OWNER, else <host>:<pid>.
- * A longer one than LWC_OWNER_MAX is a warning and the default, as in
- * every reporter (docs/reporters.md): reporting still works, under a name
- * that is the process's own. */
+/* The <process> part of owner ids: <name>:<pid>, name LOCKWATCH_OWNER, else
+ * the host (several processes may share a name, a pod's prefork workers:
+ * each is an owner of its own).  A longer one than LWC_OWNER_MAX is a
+ * warning and the default, as in every reporter (docs/reporters.md):
+ * reporting still works, under a name that is the process's own. */
 static void
 set_owner(lw_client *c, lw_error *warn)
 {
@@ -443,7 +444,9 @@ set_owner(lw_client *c, lw_error *warn)
     size_t n = o != NULL ? strlen(o) : 0;
 
     if (n > 0 && n <= LWC_OWNER_MAX) {
-        rep->ownerlen = lwc_key_encode(rep->owner, sizeof(rep->owner) - 1, o, n);
+        n = lwc_key_encode(rep->owner, 3 * LWC_OWNER_MAX, o, n);
+        rep->owner[n++] = ':';
+        rep->ownerlen = n + lwc_fmt_u64(rep->owner + n, (uint64_t)c->pid);
         return;
     }
     n = strlen(c->hostname);        /* [A-Za-z0-9._-]: nothing to escape */

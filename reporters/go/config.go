@@ -144,16 +144,17 @@ func readKey(path string) ([]byte, error) {
 	return b, nil
 }
 
-// processName is the <process> part of owner ids. An owner longer than
-// 200 bytes gives hostname:pid and an error for the log, as the other
-// reporters do: reporting goes on.
+// processName is the <process> part of owner ids: owner:pid (several
+// processes may share one name, a pod's, and each is an owner of its
+// own). An owner longer than 200 bytes gives hostname:pid and an error
+// for the log, as the other reporters do: reporting goes on.
 func processName(owner string) (string, error) {
 	def := defaultProcess()
 	if owner != "" {
 		if len(owner) > maxOwner {
 			return def, fmt.Errorf("LOCKWATCH_OWNER is longer than %d bytes; using %s", maxOwner, def)
 		}
-		return owner, nil
+		return fmt.Sprintf("%s:%d", owner, os.Getpid()), nil
 	}
 	return def, nil
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -69,15 +71,24 @@ func (c memConn) Eval(s *rsredis.Script, kv ...interface{}) (interface{}, error)
 func (c memConn) PTTL(name string) (time.Duration, error) { return time.Second, nil }
 func (c memConn) Close() error                            { return nil }
 
+// tapped is a reporter with owner "p" whose lines are kept, the
+// "p:<pid>/" of their owners written "p/" (an owner "p/" without the
+// pid is written "p?/", and fails the test that reads it).
 func tapped() (*Reporter, *[]string) {
 	var mu sync.Mutex
 	lines := &[]string{}
+	proc := " p:" + strconv.Itoa(os.Getpid()) + "/"
 	r := New(Config{Samples: "off", Owner: "p", Tap: func(l string) {
 		mu.Lock()
-		*lines = append(*lines, l)
+		*lines = append(*lines, strings.ReplaceAll(strings.ReplaceAll(l, " p/", " p?/"), proc, " p/"))
 		mu.Unlock()
 	}})
 	return r, lines
+}
+
+// tapOwner is an owner of tapped()'s reporter as its lines show it.
+func tapOwner(o string) string {
+	return strings.Replace(o, "p:"+strconv.Itoa(os.Getpid())+"/", "p/", 1)
 }
 
 // lockUnlock takes m in ctx and releases it, failing t if either fails.
@@ -117,12 +128,12 @@ func TestMutexOutcomesAndLoss(t *testing.T) {
 	if err := m.Lock(); err == nil {
 		t.Fatal("taken lock acquired")
 	}
-	if l := (*lines)[1]; !strings.HasSuffix(l, " timeout "+m.owner0+" -") || !strings.HasPrefix(l, "lw1 wait lock:b ") {
+	if l := (*lines)[1]; !strings.HasSuffix(l, " timeout "+tapOwner(m.owner0)+" -") || !strings.HasPrefix(l, "lw1 wait lock:b ") {
 		t.Fatalf("%q", *lines)
 	}
 	pool.down = true
 	m.Lock()
-	if l := (*lines)[3]; !strings.HasSuffix(l, " error "+m.owner0+" -") {
+	if l := (*lines)[3]; !strings.HasSuffix(l, " error "+tapOwner(m.owner0)+" -") {
 		t.Fatalf("%q", *lines)
 	}
 	pool.down = false
@@ -208,8 +219,8 @@ func TestWatchedMutexAcrossNodes(t *testing.T) {
 		t.Fatal("taken lock acquired")
 	}
 	l := *lines
-	if len(l) != 2 || !strings.HasPrefix(l[0], "lw1 waiting lock:q "+m.owner0+" ") || !strings.HasSuffix(l[0], " start") ||
-		strings.HasSuffix(l[0], " - start") || !strings.HasSuffix(l[1], " timeout "+m.owner0+" "+m.value) {
+	if len(l) != 2 || !strings.HasPrefix(l[0], "lw1 waiting lock:q "+tapOwner(m.owner0)+" ") || !strings.HasSuffix(l[0], " start") ||
+		strings.HasSuffix(l[0], " - start") || !strings.HasSuffix(l[1], " timeout "+tapOwner(m.owner0)+" "+m.value) {
 		t.Fatalf("%q", l)
 	}
 	*lines = nil
@@ -217,7 +228,7 @@ func TestWatchedMutexAcrossNodes(t *testing.T) {
 	if err := plain.Lock(); err != nil {
 		t.Fatal(err)
 	}
-	if l := *lines; len(l) != 2 || l[0] != "lw1 waiting lock:p "+plain.owner0+" - start" {
+	if l := *lines; len(l) != 2 || l[0] != "lw1 waiting lock:p "+tapOwner(plain.owner0)+" - start" {
 		t.Fatalf("%q", l)
 	}
 }

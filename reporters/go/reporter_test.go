@@ -111,8 +111,8 @@ func TestLongOwner(t *testing.T) {
 	if got := logged.String(); strings.Count(got, "lockwatch:") != 1 || !strings.HasSuffix(got, want) {
 		t.Fatalf("logged %q", got)
 	}
-	if r := New(Config{Samples: "off", Owner: strings.Repeat("p", maxOwner)}); r.process != strings.Repeat("p", maxOwner) {
-		t.Fatal("a 200-byte owner must be used")
+	if r := New(Config{Samples: "off", Owner: strings.Repeat("p", maxOwner)}); r.process != strings.Repeat("p", maxOwner)+":"+strconv.Itoa(os.Getpid()) {
+		t.Fatal("a 200-byte owner must be used, with the pid")
 	}
 }
 
@@ -411,7 +411,7 @@ func TestFirstObtainNeitherResolvesNorReadsTheKey(t *testing.T) {
 			got = append(got, strings.Join(fs, " "))
 		}
 	}
-	want := []string{"lw1 wait lock:first <us> ok web-1/job-1 " + token, "lw1 hold lock:first <us> web-1/job-1 " + token}
+	want := []string{"lw1 wait lock:first <us> ok web-1:" + strconv.Itoa(os.Getpid()) + "/job-1 " + token, "lw1 hold lock:first <us> web-1:" + strconv.Itoa(os.Getpid()) + "/job-1 " + token}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("got %q, want %q", got, want)
 	}

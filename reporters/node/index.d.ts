@@ -21,7 +21,7 @@ export interface ReporterOptions {
   samples?: string;
   /** Path of the shared key ([samples] key_file of the agent). */
   keyFile?: string | null;
-  /** The `<process>` part of owner ids (default `<hostname>:<pid>`). */
+  /** The name in the `<process>` part of owner ids, `<name>:<pid>` (default: the hostname). */
   owner?: string | null;
 }
 

@@ -458,7 +458,7 @@ class BasicsTest(harness.TestCase):
             lines = self.signed_lines(sink, key)
             self.assertTrue(lines[0].startswith("lw1 wait lock:multi "), lines)
             self.assertTrue(lines[1].startswith("lw1 hold lock:multi "), lines)
-            self.assertTrue(lines[1].split(" ")[4].startswith("pod%207/"), lines[1])
+            self.assertTrue(lines[1].split(" ")[4].startswith("pod%%207:%d/" % sh.pid), lines[1])
             self.assertLessEqual(len(sink.datagrams[0]), 8192)     # on loopback
 
     def signed_lines(self, sink, key):
@@ -504,9 +504,9 @@ class BasicsTest(harness.TestCase):
         one a warning and <host>:<pid>, as in every reporter; liblockwatch
         never prints, so lw_connect() succeeds with the warning in its
         lw_error (code LW_OK)."""
-        ans, _, owner = self.owners_sent({"LOCKWATCH_OWNER": "o" * 200})
+        ans, pid, owner = self.owners_sent({"LOCKWATCH_OWNER": "o" * 200})
         self.assertNotIn("WARN", ans)
-        self.assertEqual(owner.split("/")[0], "o" * 200)
+        self.assertEqual(owner.split("/")[0], "o" * 200 + ":%d" % pid)
         ans, pid, owner = self.owners_sent({"LOCKWATCH_OWNER": "o" * 201})
         self.assertIn(" WARN reporting: LOCKWATCH_OWNER is 201 bytes (at most 200); using "
                       "%s:%d" % (sanitized_hostname(), pid), ans)

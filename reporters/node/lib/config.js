@@ -14,6 +14,7 @@
 
 const fs = require('node:fs');
 const os = require('node:os');
+const { threadId } = require('node:worker_threads');
 
 const DEFAULT_SAMPLES = '127.0.0.1:9717';
 const MAX_DESTINATIONS = 8;
@@ -104,8 +105,17 @@ async function readKey(path) {
   return keyOf(buf.subarray(0, n), path);
 }
 
+// The `<process>` part of owner ids: `<name>:<pid>`, name LOCKWATCH_OWNER or
+// the hostname (a name that several processes share, a pod's with a
+// cluster's workers, stays one owner per process), and in a worker thread
+// `.w<threadId>` (each worker has its own module state and party counter:
+// its parties would otherwise be the main thread's).
+function processOf(name) {
+  return `${name}:${process.pid}${threadId !== 0 ? `.w${threadId}` : ''}`;
+}
+
 function defaultProcess() {
-  return `${os.hostname()}:${process.pid}`;
+  return processOf(os.hostname());
 }
 
 // {enabled, destinations: [{host, port}], keyFile, key, process} from the
@@ -119,7 +129,7 @@ function load(opts = {}, env = process.env) {
   let proc = defaultProcess();
   if (owner) {
     if (Buffer.byteLength(owner) > OWNER_MAX) warn(`LOCKWATCH_OWNER is longer than ${OWNER_MAX} bytes; using ${proc}`);
-    else proc = owner;
+    else proc = processOf(owner);
   }
   const text = String(samples).trim();
   if (text === '' || text === 'off') return { enabled: false, destinations: [], keyFile: null, key: null, process: proc };

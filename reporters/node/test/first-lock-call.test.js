@@ -159,8 +159,8 @@ test('the first acquire and release complete while the key file has no writer; t
     for (let i = 0; i < 100 && s.msgs.length === 0; i++) await sleep(20);
     const lines = signedLines(s.msgs, Buffer.from(KEY));
     assert.strictEqual(lines.length, 2, lines.join('\n'));
-    assert.match(lines[0], /^lw1 wait lock:first:1 \d+ ok first-call\/\d+ \S+$/);
-    assert.match(lines[1], /^lw1 hold lock:first:1 \d+ first-call\/\d+ \S+$/);
+    assert.match(lines[0], /^lw1 wait lock:first:1 \d+ ok first-call:\d+\/\d+ \S+$/);
+    assert.match(lines[1], /^lw1 hold lock:first:1 \d+ first-call:\d+\/\d+ \S+$/);
     assert.deepStrictEqual([exit.stats.queued, exit.stats.droppedQueueFull, exit.stats.droppedSendFailed], [2, 0, 0]);
   } finally {
     s.close();

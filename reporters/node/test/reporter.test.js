@@ -42,9 +42,26 @@ test('environment', () => {
   const c = config.load({}, {});
   assert.deepStrictEqual(c.destinations, [{ host: '127.0.0.1', port: 9717 }]);
   assert.strictEqual(c.process, `${os.hostname()}:${process.pid}`);
-  assert.strictEqual(config.load({}, { LOCKWATCH_OWNER: 'pod-7' }).process, 'pod-7');
+  assert.strictEqual(config.load({}, { LOCKWATCH_OWNER: 'pod-7' }).process, `pod-7:${process.pid}`);
   assert.notStrictEqual(config.load({}, { LOCKWATCH_OWNER: 'x'.repeat(201) }).process, 'x'.repeat(201));
   assert.strictEqual(config.load({ samples: 'off' }, { LOCKWATCH_SAMPLES: '1.2.3.4:5' }).enabled, false);
+});
+
+// A worker thread has its own module state, party counter included: its
+// owners must not be the main thread's (`host:pid/1` in both).
+test('a worker thread is a process part of its own', async () => {
+  const { Worker } = require('node:worker_threads');
+  const cfgPath = require.resolve('../lib/config');
+  const src = `const { parentPort } = require('node:worker_threads');
+    const c = require(${JSON.stringify(cfgPath)});
+    parentPort.postMessage([c.load({}, {}).process, c.load({}, { LOCKWATCH_OWNER: 'pod-7' }).process]);`;
+  const w = new Worker(src, { eval: true });
+  const id = w.threadId;   // -1 once it has ended
+  const [dflt, named] = await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject); });
+  await w.terminate();
+  assert.strictEqual(dflt, `${os.hostname()}:${process.pid}.w${id}`);
+  assert.strictEqual(named, `pod-7:${process.pid}.w${id}`);
+  assert.notStrictEqual(dflt, config.load({}, {}).process);
 });
 
 test('key file', async () => {

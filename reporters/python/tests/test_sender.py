@@ -31,6 +31,14 @@ def recv_all(s):
     return out
 
 
+def _mp_work(key):
+    """A multiprocessing child's work: three events, nothing flushed."""
+    r = _sender.get()
+    for _ in range(3):
+        r.put(("wait", key, 7, "ok"))
+    return 3
+
+
 class FirstUse:
     """A process whose reporter is not made yet, its settings naming
     agent.lockwatch.test (a patched getaddrinfo that takes 0.5 s resolves it
@@ -210,7 +218,7 @@ class Env(unittest.TestCase):
         self.assertTrue(c.enabled)
         self.assertEqual(c.destinations[0][1], ("127.0.0.1", 9717))
         self.assertEqual(c.process, "%s:%d" % (socket.gethostname(), os.getpid()))
-        self.assertEqual(applied({"LOCKWATCH_OWNER": "pod-7"}).process, "pod-7")
+        self.assertEqual(applied({"LOCKWATCH_OWNER": "pod-7"}).process, "pod-7:%d" % os.getpid())
         self.assertNotEqual(applied({"LOCKWATCH_OWNER": "x" * 201}).process, "x" * 201)
 
     def test_unresolvable(self):
@@ -423,6 +431,29 @@ class Sending(unittest.TestCase):
         d = recv_all(sink)
         self.assertEqual(len(d), 1)
         self.assertTrue(d[0].startswith(b"lw1 wait lock:child 7 ok"))
+        _sender.configure(samples="off")
+
+    @unittest.skipUnless(hasattr(os, "fork"), "no fork")
+    def test_multiprocessing_children_flush_at_their_end(self):
+        # A multiprocessing child ends with os._exit(), no atexit hook: a
+        # Process whose run() returned and a Pool's workers stopped by
+        # close() still send what they queued (their finalizers flush).
+        import multiprocessing
+        sink = udp_sink()
+        _sender.configure(samples="127.0.0.1:%d" % sink.getsockname()[1])
+        ctx = multiprocessing.get_context("fork")
+        ps = [ctx.Process(target=_mp_work, args=("lock:mp:p%d" % i,)) for i in range(2)]
+        for p in ps:
+            p.start()
+        for p in ps:
+            p.join()
+        pool = ctx.Pool(2)
+        self.assertEqual(pool.map(_mp_work, ["lock:mp:w%d" % i for i in range(4)]), [3] * 4)
+        pool.close()
+        pool.join()
+        got = b"".join(recv_all(sink))
+        for k in ["p0", "p1", "w0", "w1", "w2", "w3"]:
+            self.assertEqual(got.count(b"lw1 wait lock:mp:%s 7 ok\n" % k.encode()), 3, k)
         _sender.configure(samples="off")
 
     def test_first_use_from_many_threads_makes_one_reporter(self):

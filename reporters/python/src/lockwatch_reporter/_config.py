@@ -51,7 +51,9 @@ class Config:
                 log.warning("LOCKWATCH_OWNER is longer than %d bytes; using %s",
                             OWNER_MAX, self.process)
             else:
-                self.process = owner
+                # the pid too: one name for several processes (a pod's prefork
+                # workers, a forked child) would make them one owner
+                self.process = "%s:%d" % (owner, os.getpid())
         if key_file:
             self.key = read_key(key_file)
             if self.key is None:

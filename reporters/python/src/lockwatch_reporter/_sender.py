@@ -22,7 +22,9 @@ deque (atomic under the GIL, no lock taken; the wrappers append themselves
 while the queue is short, put() does it beyond: see fast_below); formatting, percent-encoding,
 signing and the system calls all happen on the sender thread.  The thread is
 a daemon, so it never keeps the process alive; an atexit hook flushes what is
-queued, best effort; a forked child gets a reporter of its own.  A full queue
+queued, best effort; a forked child gets a reporter of its own, and a
+multiprocessing child, which ends with os._exit() and runs no atexit hook,
+flushes from a multiprocessing finalizer instead (_mp_child()).  A full queue
 drops the event and counts it; a failed send drops the datagram and counts
 its lines; nothing is ever retried or raised into the application.
 """
@@ -32,6 +34,7 @@ import collections
 import ipaddress
 import os
 import socket
+import sys
 import threading
 import time
 
@@ -172,7 +175,9 @@ class Reporter:
         with self._count_lock:
             if self._is_off:
                 # a call under way when reporting turned off: what was
-                # queued went the same way
+                # queued went the same way (queued and dropped, as
+                # _drop_queued() counts those)
+                self._queued += 1
                 self._dropped_send += 1
             else:
                 self._dropped_full += 1
@@ -405,12 +410,47 @@ def _at_exit():
         r.close()
 
 
+class _Anchor:
+    """What multiprocessing's after-fork registry holds on to (weakly)."""
+
+
+_mp_anchor = _Anchor()
+_mp_hooked = False
+
+
+def _mp_child(_anchor):
+    # In a multiprocessing child, after its bootstrap cleared the parent's
+    # finalizers: the process ends with os._exit() (a Process's run()
+    # returned, a Pool worker stopped by close()), which runs no atexit
+    # hook, but multiprocessing's own exit runs its finalizers first.
+    # Priority below 0: after those of the application (and after the
+    # children it waits for), as atexit would.
+    sys.modules["multiprocessing.util"].Finalize(None, _at_exit, exitpriority=-100)
+
+
+def _mp_hook():
+    """Have every multiprocessing child this process forks flush at its
+    end (once per process tree: the registry is inherited)."""
+    global _mp_hooked
+    mpu = sys.modules.get("multiprocessing.util")
+    if _mp_hooked or mpu is None:
+        return
+    try:
+        mpu.register_after_fork(_mp_anchor, _mp_child)
+        _mp_hooked = True
+    except Exception:
+        pass
+
+
 def _after_fork_in_child():
     # A forked worker (gunicorn, celery, multiprocessing) has no sender
     # thread and another pid: it gets a reporter of its own, with the same
     # settings, and drops what its parent had queued (the parent sends it).
+    # A multiprocessing child (fork, or forkserver: this hook runs in the
+    # forked process before the child's bootstrap) flushes at its end.
     global _reporter, _reporter_lock, active
     _reporter_lock = threading.Lock()
+    _mp_hook()
     if _reporter is None:
         return
     _reporter = active = None
@@ -422,5 +462,6 @@ def _after_fork_in_child():
 
 
 atexit.register(_at_exit)
+_mp_hook()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)

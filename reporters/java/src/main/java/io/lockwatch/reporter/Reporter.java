@@ -174,6 +174,10 @@ public final class Reporter implements AutoCloseable {
             if (proc != null && !proc.isEmpty()) LOG.warning("lockwatch: LOCKWATCH_OWNER longer than 200 bytes, using hostname:pid");
             String h = hostnameWithoutDns();
             proc = h != null ? h + ":" + ProcessHandle.current().pid() : null;
+        } else {
+            // the pid too: several JVMs may share one name (a pod's), and
+            // each is an owner of its own
+            proc = proc + ":" + ProcessHandle.current().pid();
         }
         holdings = new Holdings(proc, "localhost:" + ProcessHandle.current().pid());
         queueCapacity = Math.max(1, c.queueCapacity);

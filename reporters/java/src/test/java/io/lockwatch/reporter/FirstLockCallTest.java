@@ -198,7 +198,7 @@ class FirstLockCallTest {
         assertEquals(0, r.sent());
         releaseName.countDown();
         long tid = me.getId();
-        String owner = "web-1/" + tid;
+        String owner = "web-1:" + ProcessHandle.current().pid() + "/" + tid;
         assertEquals(List.of(
                 "lw1 waiting lock:first " + owner + " cm-id:" + tid + " start",
                 "lw1 wait lock:first <us> ok " + owner + " cm-id:" + tid,

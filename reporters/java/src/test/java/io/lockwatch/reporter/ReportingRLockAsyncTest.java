@@ -22,7 +22,7 @@ import org.redisson.misc.CompletableFutureWrapper;
 /** Redisson's async lock methods through the wrapper, on a fake lock (no Redis). */
 class ReportingRLockAsyncTest {
     private final List<String> lines = new CopyOnWriteArrayList<>();
-    private final Reporter rep = Reporter.create(new Config().samples("off").owner("p").tap(lines::add));
+    private final Reporter rep = Reporter.create(new Config().samples("off").owner("p").tap(Taps.into(lines)));
 
     /** What the fake's async calls return next, in order; when none is queued, a completed success. */
     private final List<CompletableFuture<Object>> next = new ArrayList<>();

@@ -20,7 +20,7 @@ import reactor.core.publisher.Mono;
 /** Redisson's reactive lock through the wrapper, on fake locks (no Redis). */
 class ReportingRLockReactiveTest {
     private final List<String> lines = new CopyOnWriteArrayList<>();
-    private final Reporter rep = Reporter.create(new Config().samples("off").owner("p").tap(lines::add));
+    private final Reporter rep = Reporter.create(new Config().samples("off").owner("p").tap(Taps.into(lines)));
     /** The fake lock's async calls, by name, in order. */
     private final List<String> calls = new CopyOnWriteArrayList<>();
     private final List<CompletableFuture<Object>> next = new ArrayList<>();

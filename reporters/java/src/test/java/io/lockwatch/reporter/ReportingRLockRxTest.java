@@ -21,7 +21,7 @@ import org.redisson.misc.CompletableFutureWrapper;
 /** Redisson's RxJava lock through the wrapper, on fake locks (no Redis). */
 class ReportingRLockRxTest {
     private final List<String> lines = new CopyOnWriteArrayList<>();
-    private final Reporter rep = Reporter.create(new Config().samples("off").owner("p").tap(lines::add));
+    private final Reporter rep = Reporter.create(new Config().samples("off").owner("p").tap(Taps.into(lines)));
     /** The fake lock's async calls, by name, in order. */
     private final List<String> calls = new CopyOnWriteArrayList<>();
     private final List<CompletableFuture<Object>> next = new ArrayList<>();

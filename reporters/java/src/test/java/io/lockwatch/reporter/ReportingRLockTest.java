@@ -19,7 +19,7 @@ import org.springframework.integration.support.locks.LockRegistry;
 /** The wrappers' lines, on fake locks (no Redis): reentrancy, outcomes, lost on release. */
 class ReportingRLockTest {
     private final List<String> lines = new CopyOnWriteArrayList<>();
-    private final Reporter rep = Reporter.create(new Config().samples("off").owner("p").tap(lines::add));
+    private final Reporter rep = Reporter.create(new Config().samples("off").owner("p").tap(Taps.into(lines)));
 
     /** An RLock whose lock calls do nothing; unlock throws when told to; tryLock answers 'free'. */
     private static RLock fake(boolean[] unlockFails, boolean free) {
