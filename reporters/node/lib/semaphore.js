@@ -122,7 +122,10 @@ function withReporting(Base, optionsIndex) {   // eslint-disable-line no-unused-
         }
         return got;
       }, (err) => {
-        reportAcquire(rep, this._key, signal.owner, this._identifier, signal.started, t0, now(), 'error');
+        // aborted by the caller's signal (an AbortController, a deadline's
+        // AbortSignal.timeout()): it gave up waiting, not an error
+        const gaveUp = abortSignal != null && abortSignal.aborted;
+        reportAcquire(rep, this._key, signal.owner, this._identifier, signal.started, t0, now(), gaveUp ? 'timeout' : 'error');
         throw err;
       });
     }

@@ -186,7 +186,7 @@ test('redis-semaphore: acquire once through acquire(), lost via onLockLost, expi
   await assert.rejects(m4.loseIt(), /Lost/);
 });
 
-test('redis-semaphore: the caller\'s abort signal still aborts the wait, and is ended', async () => {
+test('redis-semaphore: the caller\'s abort signal still aborts the wait, ended as a timeout (it gave up)', async () => {
   const evs = capture();
   const M = withReporting(FakeMutex, 2);
   const m = new M(null, 'ab', {});
@@ -194,10 +194,10 @@ test('redis-semaphore: the caller\'s abort signal still aborts the wait, and is 
   const ac = new AbortController();
   setTimeout(() => ac.abort(new Error('stop waiting')), 7);
   await assert.rejects(m.acquire(ac.signal), /stop waiting/);
-  assert.deepStrictEqual(kinds(evs), ['waiting:start', 'waiting:error', 'wait:error']);
+  assert.deepStrictEqual(kinds(evs), ['waiting:start', 'waiting:timeout', 'wait:timeout']);
   // aborted before it began: the library's throwIfAborted() throws the reason, no start
   await assert.rejects(new M(null, 'ab2', {}).acquire(ac.signal), /stop waiting/);
-  assert.deepStrictEqual(kinds(evs).slice(3), ['wait:error']);
+  assert.deepStrictEqual(kinds(evs).slice(3), ['wait:timeout']);
 });
 
 // Like redlock 4: the first attempt's script is sent synchronously from

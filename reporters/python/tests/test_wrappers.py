@@ -249,6 +249,26 @@ class RedisAsyncio(Lines):
             self.assertEqual(self.lines(), ["lw1 hold lock:a <us> %s tok-c" % me])
         asyncio.run(run())
 
+    def test_a_cancelled_acquire_is_a_timeout(self):
+        # the caller gave up (task.cancel(), asyncio.wait_for's deadline):
+        # `timeout`, as a blocking_timeout would be, not a Redis `error`
+        async def run():
+            r = AsyncFake()
+            r.data["lock:a"] = b"someone"
+            b = AsyncReportingLock(r, "lock:a", timeout=10, sleep=0.005)
+            t = asyncio.create_task(b.acquire(token="tok-b"))
+            await asyncio.sleep(0.03)
+            t.cancel()
+            with self.assertRaises(asyncio.CancelledError):
+                await t
+            me = OWNER + "task-%x" % id(t)
+            self.assertEqual(self.lines(), ["lw1 waiting lock:a %s tok-b start" % me,
+                                            "lw1 wait lock:a <us> timeout %s tok-b" % me])
+            with self.assertRaises(asyncio.TimeoutError):
+                await asyncio.wait_for(b.acquire(token="tok-c"), 0.03)
+            self.assertEqual([ln.split(" ")[4] for ln in self.lines()][-1:], ["timeout"])
+        asyncio.run(run())
+
 
 @unittest.skipUnless(HAVE_REDIS_LOCK, "python-redis-lock is not installed")
 class PythonRedisLock(Lines):

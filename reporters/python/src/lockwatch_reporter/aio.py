@@ -12,7 +12,7 @@ methods that raise LockError at once for an unlocked lock and otherwise
 return an awaitable.
 """
 
-from asyncio import current_task
+from asyncio import CancelledError, current_task
 from threading import get_ident
 
 from redis.asyncio.lock import Lock
@@ -51,6 +51,10 @@ class AsyncReportingLock(LocalState, Lock):
         t0 = _now()
         try:
             got = await Lock.acquire(self, blocking, blocking_timeout, token)
+        except CancelledError:
+            # the caller gave up (task.cancel(), asyncio.wait_for's deadline)
+            self._lw_end(rep, t0, "timeout")
+            raise
         except BaseException:
             self._lw_end(rep, t0, "error")
             raise

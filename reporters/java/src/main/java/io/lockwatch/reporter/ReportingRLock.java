@@ -158,8 +158,16 @@ public final class ReportingRLock implements RLock {
             a.done(Lines.Outcome.ERROR);
             throw e;
         }
-        return after(f, (v, e) -> a.done(e != null ? Lines.Outcome.ERROR
+        return after(f, (v, e) -> a.done(e != null ? gaveUp(e) ? Lines.Outcome.TIMEOUT : Lines.Outcome.ERROR
                 : acquired.test(v) ? Lines.Outcome.OK : Lines.Outcome.TIMEOUT));
+    }
+
+    /** A future cancelled, or a wait interrupted: the caller gave up (timeout), not an error. */
+    static boolean gaveUp(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof java.util.concurrent.CancellationException || c instanceof InterruptedException) return true;
+        }
+        return false;
     }
 
     private <V> RFuture<V> releaseAsync(long threadId, boolean forced, Supplier<RFuture<V>> call) {

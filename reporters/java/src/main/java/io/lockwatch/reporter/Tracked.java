@@ -69,6 +69,9 @@ final class Tracked {
             boolean ok = c.run();
             o = ok ? Lines.Outcome.OK : Lines.Outcome.TIMEOUT;
             return ok;
+        } catch (InterruptedException e) {
+            o = Lines.Outcome.TIMEOUT; // the caller gave up waiting, as a deadline would
+            throw e;
         } finally {
             long t1 = System.nanoTime();
             if (o == Lines.Outcome.OK) {

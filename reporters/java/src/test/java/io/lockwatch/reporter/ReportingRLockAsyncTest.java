@@ -102,7 +102,7 @@ class ReportingRLockAsyncTest {
         assertTrue(given.get(0).isCancelled(), "the library's acquire is cancelled");
         assertTrue(f.isCancelled());
         long tid = Thread.currentThread().getId();
-        assertTrue(lines.get(lines.size() - 1).matches("lw1 wait lock:order:1 \\d+ error p/" + tid + " cm-id:" + tid), lines.toString());
+        assertTrue(lines.get(lines.size() - 1).matches("lw1 wait lock:order:1 \\d+ timeout p/" + tid + " cm-id:" + tid), lines.toString());
         assertTrue(rep.holdings.async.isEmpty());
     }
 

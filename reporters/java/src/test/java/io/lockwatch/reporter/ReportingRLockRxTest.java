@@ -119,7 +119,7 @@ class ReportingRLockRxTest {
         assertEquals(List.of("lockAsync"), calls);
         s.dispose();
         assertTrue(pending.isCancelled());
-        assertTrue(lines.get(lines.size() - 1).matches("lw1 wait lock:order:1 \\d+ error p/7 cm-id:7"), lines.toString());
+        assertTrue(lines.get(lines.size() - 1).matches("lw1 wait lock:order:1 \\d+ timeout p/7 cm-id:7"), lines.toString());
     }
 
     @Test

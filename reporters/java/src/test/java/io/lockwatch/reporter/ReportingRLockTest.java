@@ -66,6 +66,23 @@ class ReportingRLockTest {
         assertEquals(3, lines.size(), lines.toString());
     }
 
+    /** An interrupted wait is the caller giving up: a timeout, not an error; the interrupt reaches it. */
+    @Test
+    void anInterruptedWaitIsATimeout() {
+        RLock l = new ReportingRLock((RLock) Proxy.newProxyInstance(RLock.class.getClassLoader(),
+                new Class<?>[] {RLock.class}, (p, m, a) -> {
+                    if (m.getName().equals("getName")) return "lock:order:1";
+                    if (m.getName().equals("lockInterruptibly")) throw new InterruptedException();
+                    return null;
+                }), rep, "cm", "");
+        assertThrows(InterruptedException.class, l::lockInterruptibly);
+        long tid = Thread.currentThread().getId();
+        assertEquals(2, lines.size(), lines.toString());
+        assertTrue(lines.get(1).matches("lw1 wait lock:order:1 \\d+ timeout p/" + tid + " cm:" + tid), lines.get(1));
+        assertTrue(ReportingRLock.gaveUp(new java.util.concurrent.CompletionException(new java.util.concurrent.CancellationException())));
+        assertFalse(ReportingRLock.gaveUp(new IllegalStateException("Redis down")));
+    }
+
     /** The waiting rule: every acquire that acquired sends its waiting ok (in its wait), start only one that may wait. */
     @Test
     void everyAcquireThatAcquiredSendsWaitingOk() throws Exception {
