@@ -421,7 +421,10 @@ push(struct alertset *set, enum alert_event_kind kind, struct alert *a)
     set->ev[set->nev].kind = kind;
     set->ev[set->nev].alert = a;
     set->nev++;
-    a->event_gen = set->gen;
+    /* a repeat goes to the sinks that take repeats, not to those that take
+     * the refresh (Alertmanager): it posts nothing there */
+    if (kind != EV_REPEAT)
+        a->event_gen = set->gen;
     return 0;
 }
 
@@ -474,7 +477,7 @@ alertset_end(struct alertset *set, int64_t repeat_ms, bool refresh,
         for (i = 0; i < set->nitems; i++) {
             struct alert *a = set->items[i];
 
-            /* an alert with an event this tick was just posted */
+            /* an alert that fired or resolved this tick was just posted */
             if (!a->dead && a->event_gen != set->gen)
                 rc |= push(set, EV_REFRESH, a);
         }

@@ -102,7 +102,8 @@ struct alert {
                                      * (alertset_occurred); 0: none */
     int64_t resolved_mono;
     uint64_t seen;                  /* generation it was last observed in */
-    uint64_t event_gen;             /* generation of its last event */
+    uint64_t event_gen;             /* generation of its last event that the
+                                     * refresh's sinks get (not a repeat) */
     bool dead;                      /* to be freed at the next begin */
 };
 

@@ -291,6 +291,44 @@ refresh_reposts(void **state)
     alertset_free(set);
 }
 
+/* repeat_interval a minute, as the refresh: both fall on the same ticks for
+ * good, and the repeat (which Alertmanager does not get) must not take the
+ * refresh's place, or Alertmanager would see the alert expire while it fires */
+static void
+refresh_beside_a_repeat(void **state)
+{
+    struct alertset *set = alertset_new();
+    const char *one[] = { "lock:x:1" };
+    const struct alert_event *ev;
+    size_t nev, i, k, repeat, refresh;
+
+    (void)state;
+    alertset_begin(set, NOW, MONO);
+    {
+        struct alert_labels l = leak(one[0]);
+
+        assert_non_null(alertset_observe(set, &l));
+    }
+    assert_int_equal(alertset_end(set, ALERTSET_REFRESH_MS, true, &ev, &nev), 0);
+    assert_int_equal(nev, 1);
+    for (k = 1; k <= 3; k++) {
+        struct alert_labels l = leak(one[0]);
+        int64_t t = (int64_t)k * ALERTSET_REFRESH_MS;
+
+        alertset_begin(set, NOW + t, MONO + t);
+        assert_non_null(alertset_observe(set, &l));
+        assert_int_equal(alertset_end(set, ALERTSET_REFRESH_MS, true, &ev, &nev), 0);
+        repeat = refresh = 0;
+        for (i = 0; i < nev; i++) {
+            repeat += ev[i].kind == EV_REPEAT;
+            refresh += ev[i].kind == EV_REFRESH;
+        }
+        assert_int_equal(repeat, 1);
+        assert_int_equal(refresh, 1);
+    }
+    alertset_free(set);
+}
+
 static void
 annotate_copies(void **state)
 {
@@ -406,6 +444,7 @@ main(void)
         cmocka_unit_test(resolved_since),
         cmocka_unit_test(cap_suppresses_and_counts),
         cmocka_unit_test(refresh_reposts),
+        cmocka_unit_test(refresh_beside_a_repeat),
         cmocka_unit_test(annotate_copies),
         cmocka_unit_test(another_occurrence_fires_again),
     };
