@@ -62,7 +62,9 @@ struct nsink {
     uint64_t sent, retried, dropped;
     struct pace pace;           /* its attempts' ends (type->min_interval_ms) */
     bool disabled;              /* 410 Gone: until the next reload */
-    bool failing;               /* for logging transitions only */
+    bool failing;               /* retryable failures: for logging transitions only */
+    uint64_t overflowed;        /* notices dropped for room, not said in the log yet */
+    int64_t overflow_said_mono; /* when the log last said so; 0: never */
     bool removed;               /* in the graveyard */
     struct transfer *xfer;      /* in flight, or NULL */
     struct nsink *next_dead;
@@ -120,9 +122,10 @@ notice_free(struct notice *nt)
     free(nt);
 }
 
-/* Drop every queued notice of s; returns how many. */
+/* Drop every queued notice of s; returns how many (*nres: of which
+ * resolutions, when not NULL). */
 static uint64_t
-drop_queue(struct nsink *s)
+drop_queue(struct nsink *s, uint64_t *nres)
 {
     uint64_t k = 0;
 
@@ -130,6 +133,8 @@ drop_queue(struct nsink *s)
         struct notice *nt = s->head;
 
         s->head = nt->next;
+        if (nres != NULL && nt->resolve)
+            (*nres)++;
         notice_free(nt);
         k++;
     }
@@ -144,7 +149,7 @@ sink_free(struct nsink *s)
 {
     if (s == NULL)
         return;
-    drop_queue(s);
+    drop_queue(s, NULL);
     sink_key_clear(&s->key);
     free(s->name);
     free(s->url);
@@ -176,6 +181,45 @@ pop_front(struct nsink *s)
     s->queued--;
     s->bytes -= nt->len;
     return nt;
+}
+
+/*
+ * The notice to drop for room: the oldest that is no resolution (a
+ * firing alert is said again at repeat_interval and in every newer
+ * notice; a resolution never is), else the oldest.  Off the queue.
+ */
+static struct notice *
+unlink_for_room(struct nsink *s)
+{
+    struct notice *prev = NULL, *nt;
+
+    for (nt = s->head; nt != NULL && nt->resolve; nt = nt->next)
+        prev = nt;
+    if (nt == NULL || prev == NULL)
+        return pop_front(s);
+    prev->next = nt->next;
+    if (s->tail == nt)
+        s->tail = prev;
+    nt->next = NULL;
+    s->queued--;
+    s->bytes -= nt->len;
+    return nt;
+}
+
+/* A full queue is said in the log, at most once a minute. */
+static void
+overflow_say(struct nsink *s)
+{
+    int64_t now = clock_mono_ms();
+
+    if (s->overflowed == 0 ||
+        (s->overflow_said_mono != 0 && now - s->overflow_said_mono < 60000))
+        return;
+    log_warnx("webhook %s: queue full (%d notices or %u MiB): %" PRIu64 " oldest notice(s) "
+              "dropped for room, resolutions kept first; the receiver is down or slower than "
+              "the alerts", s->name, NOTIFY_QUEUE_MAX, NOTIFY_QUEUE_BYTES >> 20, s->overflowed);
+    s->overflowed = 0;
+    s->overflow_said_mono = now;
 }
 
 static uint64_t
@@ -383,27 +427,43 @@ finish(struct notifier *n, struct transfer *x, CURLcode res)
         log_warnx("webhook %s: the receiver answered 410 Gone; sink disabled until the "
                   "next reload (SIGHUP)", s->name);
         s->disabled = true;
-        s->dropped += 1 + drop_queue(s);
+        s->dropped += 1 + drop_queue(s, NULL);
+        notice_free(nt);
+        return;
+    }
+    if (!retryable(res, code)) {
+        /* said each time: a receiver that refuses is no outage, and the
+         * next outage is said as it begins */
+        log_warnx("webhook %s: HTTP %ld is not retried; %s dropped%s", s->name, code,
+                  nt->resolve ? "a resolution" : "notice",
+                  code >= 300 && code < 400 ? " (redirects are not followed: give the "
+                  "final URL)" : code == 401 || code == 403 || code == 404 ?
+                  " (check the URL and its token)" : "");
+        s->dropped++;
         notice_free(nt);
         return;
     }
     if (!s->failing) {
         if (res != CURLE_OK)
-            log_warnx("webhook %s: delivery failed: %s", s->name, curl_easy_strerror(res));
+            log_warnx("webhook %s: delivery failed: %s (timeout %" PRId64 " ms)", s->name,
+                      curl_easy_strerror(res), (int64_t)s->delivery.timeout_ms);
         else
-            log_warnx("webhook %s: delivery failed: HTTP %ld%s", s->name, code,
-                      code >= 300 && code < 400 ? " (redirects are not followed)" : "");
+            log_warnx("webhook %s: delivery failed: HTTP %ld", s->name, code);
     }
     s->failing = true;
-    if (!retryable(res, code) || n->stopping || nt->tries >= NOTIFY_MAX_TRIES) {
-        if (retryable(res, code) && !n->stopping)
+    /* a resolution is not given up while the agent runs: a receiver that
+     * never hears it keeps the alert open for good */
+    if (n->stopping || (!nt->resolve && nt->tries >= NOTIFY_MAX_TRIES)) {
+        if (!n->stopping)
             log_warnx("webhook %s: notice dropped after %d tries", s->name, nt->tries);
-        else if (!retryable(res, code))
-            log_warnx("webhook %s: HTTP %ld is not retried; notice dropped", s->name, code);
         s->dropped++;
         notice_free(nt);
         return;
     }
+    if (nt->resolve && nt->tries == NOTIFY_MAX_TRIES)
+        log_warnx("webhook %s: a resolution still undelivered after %d tries: kept, and "
+                  "tried again at most every %d s until the receiver takes it", s->name,
+                  nt->tries, NOTIFY_BACKOFF_CAP_MS / 1000);
     s->retried++;
     delay = backoff_ms(n, s, nt->tries);
     if (retry_after > 0) {
@@ -473,7 +533,7 @@ schedule(struct notifier *n, int64_t now)
         if (s->xfer != NULL || s->head == NULL)
             continue;
         if (s->disabled) {
-            s->dropped += drop_queue(s);
+            s->dropped += drop_queue(s, NULL);
             continue;
         }
         /* at shutdown retries wait no more, the receiver's rate limit still holds */
@@ -521,21 +581,29 @@ notifier_main(void *arg)
                 finish(n, x, msg->data.result);
         }
     }
-    /* out of time: abandon what is in flight or queued */
+    /* out of time: abandon what is in flight or queued, and say so (the
+     * counters die with the process) */
     for (i = 0; i < n->nsinks; i++) {
         struct nsink *s = n->sinks[i];
         struct transfer *x = s->xfer;
+        uint64_t k = 0, nres = 0;
 
         if (x != NULL) {
             curl_multi_remove_handle(n->multi, x->easy);
             curl_easy_cleanup(x->easy);
             curl_slist_free_all(x->hdrs);
+            nres += x->notice->resolve;
             notice_free(x->notice);
             free(x);
             s->xfer = NULL;
-            s->dropped++;
+            k++;
         }
-        s->dropped += drop_queue(s);
+        k += drop_queue(s, &nres);
+        s->dropped += k;
+        if (k > 0)
+            log_warnx("webhook %s: %" PRIu64 " notice(s) unsent at shutdown, %" PRIu64
+                      " of them resolutions (the receiver keeps those alerts open until "
+                      "it hears otherwise)", s->name, k, nres);
     }
     while (n->graveyard != NULL) {
         struct nsink *s = n->graveyard;
@@ -676,7 +744,7 @@ notifier_configure(struct notifier *n, const struct notifier_sink_conf *conf, si
         if (kept)
             continue;
         if (s->xfer != NULL) {
-            drop_queue(s);
+            drop_queue(s, NULL);
             s->removed = true;
             s->next_dead = n->graveyard;
             n->graveyard = s;
@@ -738,9 +806,11 @@ notifier_enqueue_fenced(struct notifier *n, size_t sink, char *body, size_t len,
     /* full: drop the oldest, the newest says more about now */
     while (s->head != NULL &&
            (s->queued >= NOTIFY_QUEUE_MAX || s->bytes + len > NOTIFY_QUEUE_BYTES)) {
-        notice_free(pop_front(s));
+        notice_free(unlink_for_room(s));
         s->dropped++;
+        s->overflowed++;
     }
+    overflow_say(s);
     if (s->tail != NULL)
         s->tail->next = nt;
     else

@@ -14,11 +14,15 @@
  * timeout.  Transport errors, 408, 429 and 5xx are retried after an
  * exponential backoff with full jitter (a random wait up to retry_base x
  * 2^(tries-1), at most NOTIFY_BACKOFF_CAP_MS), or after Retry-After when
- * the receiver says longer, up to NOTIFY_MAX_TRIES tries.  A format
+ * the receiver says longer, up to NOTIFY_MAX_TRIES tries (a resolution:
+ * no limit while the agent runs, for a receiver that never hears it keeps
+ * the alert open for good).  A format
  * with a rate limit (sink_type.min_interval_ms; Slack's one message per
  * second) starts no attempt to a URL before that long after the previous
  * attempt to the same URL ended, whichever sink made it (alerts/pace.h);
- * its notices wait in the queue meanwhile.  410 Gone
+ * its notices wait in the queue meanwhile.  A full queue drops its oldest
+ * notice that is no resolution (the oldest, when all are), said in the
+ * log at most once a minute.  410 Gone
  * disables the sink until the next reload.  Any other status is a
  * permanent failure for that notice.  Counters per sink: sent, retried (a
  * failed try that will be tried again) and dropped (queue overflow, tries

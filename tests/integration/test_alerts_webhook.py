@@ -216,6 +216,32 @@ class Alerts(h.TestCase):
         self.assertEqual(len(rcv.snapshot()), 1)
         self.assertEqual(self.sink_count(ag, "gone", "retried"), 0)
         self.assertIn("410", ag.log_tail())
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_notification_sink_disabled",
+                                sink="gone"), 1)
+
+    def test_a_resolution_outlives_ten_failed_tries(self):
+        """A notice of alerts firing is given up after 10 tries (said again
+        at repeat_interval); a resolution is not, while the agent runs: a
+        receiver that never hears it keeps the alert open for good."""
+        rs = self.start_redis()
+        c = rs.client()
+        rcv = self.receiver()
+        ag = self.agent(rs, webhook_section("flaky", rcv.url, retry_base="10ms"))
+        c.set(KEY, "tok")
+        ag.wait_for(lambda: rcv.notices("firing"), timeout=15, desc="a firing notice")
+        rcv.statuses = [503] * 11
+        c.pexpire(KEY, 600000)
+        ag.wait_for(lambda: any(getattr(r, "status", None) == 200
+                                for r, _ in rcv.notices("resolved")),
+                    timeout=90, desc="the resolution, at last")
+        res = [r for r in rcv.snapshot() if r.json().get("status") == "resolved"]
+        self.assertEqual(len(res), 12, [getattr(r, "status", None) for r in res])
+        self.assertEqual({r.headers.get("webhook-id") for r in res}, {res[0].headers["webhook-id"]})
+        self.assertEqual(self.sink_count(ag, "flaky", "dropped"), 0)
+        self.assertEqual(self.sink_count(ag, "flaky", "retried"), 11)
+        self.assertIn("webhook flaky: a resolution still undelivered after 10 tries: kept",
+                      ag.log_tail())
+        self.assertEqual(h.msum(ag.metrics(), "lockwatch_notification_queue", sink="flaky"), 0)
 
     def test_reload_keeps_firing_alert(self):
         rs = self.start_redis()
