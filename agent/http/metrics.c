@@ -669,43 +669,6 @@ alerts_firing(struct metrics_out *o, const struct metric_family *mf)
                 alert_name_str((enum alert_name)n), o->alerts.firing[n]);
 }
 
-static void
-notifications(struct metrics_out *o, const struct metric_family *mf)
-{
-    static const char *const results[] = { "sent", "retried", "dropped" };
-    const struct alerts_stats *st = &o->alerts;
-    size_t i, r;
-
-    /* sink names are [a-zA-Z0-9_.-] (conf checks), no escaping needed */
-    for (i = 0; i < st->nsinks; i++)
-        for (r = 0; r < 3; r++)
-            sb_addf(o->sb, "%s{sink=\"%s\",result=\"%s\"} %" PRIu64 "\n", mf->name,
-                    st->sinks[i].name, results[r],
-                    r == 0 ? st->sinks[i].sent : r == 1 ? st->sinks[i].retried :
-                    st->sinks[i].dropped);
-}
-
-/* The sinks' queues now, and the sinks a 410 Gone turned off. */
-static void
-notification_queue(struct metrics_out *o, const struct metric_family *mf)
-{
-    const struct alerts_stats *st = &o->alerts;
-
-    for (size_t i = 0; i < st->nsinks; i++)
-        sb_addf(o->sb, "%s{sink=\"%s\"} %zu\n", mf->name, st->sinks[i].name,
-                st->sinks[i].queued);
-}
-
-static void
-notification_disabled(struct metrics_out *o, const struct metric_family *mf)
-{
-    const struct alerts_stats *st = &o->alerts;
-
-    for (size_t i = 0; i < st->nsinks; i++)
-        sb_addf(o->sb, "%s{sink=\"%s\"} %d\n", mf->name, st->sinks[i].name,
-                st->sinks[i].disabled ? 1 : 0);
-}
-
 /* struct agent's releases[], indexed by RELEASES_* (release_http.h). */
 static void
 releases_by_result(struct metrics_out *o, const struct metric_family *mf)
@@ -916,15 +879,7 @@ const struct metric_family metric_families[] = {
       "Alerts whose condition holds but that were not raised because 10000 already fire, "
       "or whose lock is counted but not kept in detail (past a target's worst 10000; "
       "last evaluation)." },
-    { "lockwatch_notifications_total", "counter", SRC_ALERTS, notifications, 0, VAL_U64,
-      "Notices per [webhook] sink: sent (2xx), retried (a failed try tried again), dropped "
-      "(never delivered)." },
-    { "lockwatch_notification_queue", "gauge", SRC_ALERTS, notification_queue, 0, VAL_U64,
-      "Notices per [webhook] sink waiting to be sent (at most 1000): a backlog grows while "
-      "the receiver is down or slower than the alerts." },
-    { "lockwatch_notification_sink_disabled", "gauge", SRC_ALERTS, notification_disabled, 0,
-      VAL_U64, "1 while the [webhook] sink is off: its receiver answered 410 Gone; a reload "
-      "(SIGHUP) turns it on again." },
+    METRICS_SINK_ROWS      /* the sinks' families: metrics_impl.h */
     METRICS_GRAPH_ROWS     /* the wait-for graph's families: metrics_impl.h */
     { "lockwatch_releases_total", "counter", SRC_RELEASES, releases_by_result, 0, VAL_U64,
       "Guarded releases over HTTP (POST /api/v1/locks/release) by result; dry runs are not "

@@ -17,6 +17,7 @@
  *   leasemetrics.c     the lease families of issue 26 (expirations, lease
  *                      overruns; their rows: METRIC_FAMILIES_LEASE below)
  *   metrics_ha.c       the replica and shard families (METRICS_HA_ROWS)
+ *   metrics_sinks.c    the [webhook] sinks' families (METRICS_SINK_ROWS)
  *   procmetrics.c      the standard process_* families of the agent process
  *                      (METRICS_PROCESS_ROWS)
  *
@@ -168,6 +169,22 @@ void reconnects_by_reason(struct metrics_out *o, const struct metric_family *mf)
 
 /* A label value, sanitised to UTF-8 and escaped (metrics.c). */
 void label_str(struct strbuf *sb, const char *s);
+
+/* metrics_sinks.c */
+void metrics_notifications(struct metrics_out *o, const struct metric_family *mf);
+void metrics_notification_queue(struct metrics_out *o, const struct metric_family *mf);
+void metrics_notification_disabled(struct metrics_out *o, const struct metric_family *mf);
+
+#define METRICS_SINK_ROWS \
+    { "lockwatch_notifications_total", "counter", SRC_ALERTS, metrics_notifications, 0, VAL_U64, \
+      "Notices per [webhook] sink: sent (2xx), retried (a failed try tried again), dropped " \
+      "(never delivered)." },                                                              \
+    { "lockwatch_notification_queue", "gauge", SRC_ALERTS, metrics_notification_queue, 0, VAL_U64, \
+      "Notices per [webhook] sink waiting to be sent (at most 1000): a backlog grows while " \
+      "the receiver is down or slower than the alerts." },                                 \
+    { "lockwatch_notification_sink_disabled", "gauge", SRC_ALERTS, metrics_notification_disabled, 0, \
+      VAL_U64, "1 while the [webhook] sink is off: its receiver answered 410 Gone; a reload " \
+      "(SIGHUP) turns it on again." },                                                     \
 
 /* metrics_ha.c */
 void metrics_ha_info(struct metrics_out *o, const struct metric_family *mf);
