@@ -605,7 +605,7 @@ agent_start(struct agent *a, struct config *cfg)
 {
     memset(a, 0, sizeof(*a));
     pthread_mutex_init(&a->mu, NULL);
-    a->started_ms = clock_now_ms();
+    a->started_ms = a->reload.ok_ms = clock_now_ms();
     if (!cfg->samples_off && (a->waits = waitstats_new(cfg)) == NULL)
         return -1;
     if ((a->alerts = alerts_new(cfg)) == NULL)
@@ -796,6 +796,7 @@ agent_view(struct agent *a, struct view *v)
         goto fail;
     v->top_offenders = a->cfg->top_offenders;
     v->started_ms = a->started_ms;
+    v->reload = a->reload;
     if (view_copy_ha(v, a->cfg) == -1)
         goto fail;
     if (a->leader != NULL) {

@@ -41,6 +41,15 @@
 #include "collectors/waits/classtrend.h"
 #include "collectors/waits/waitstats.h"
 
+/* The last reload (SIGHUP): whether it failed, the previous configuration
+ * then still in charge (lockwatch_config_last_reload_successful, /readyz). */
+struct reload_state {
+    bool failed;
+    int64_t ok_ms;              /* Unix ms of the start, or of the last good reload */
+    int64_t failed_ms;          /* Unix ms of the failed one */
+    char why[512];              /* what the failed one said (CONFIG_ERR_LEN) */
+};
+
 struct target_rt;
 struct group_rt;
 struct alerts;
@@ -75,6 +84,7 @@ struct agent {
     struct peers *peers;        /* [agent] shard_peers: the checks of the
                                  * other shards (agent/peers.h), own lock;
                                  * NULL: none */
+    struct reload_state reload; /* under mu */
 };
 
 struct view_target {
@@ -132,6 +142,7 @@ struct view {
                                      * order (agent/peers.h); NULL: none
                                      * checked (no shard_peers, --once) */
     size_t npeers;
+    struct reload_state reload;     /* ok_ms 0 in --once */
 };
 
 /* Take ownership of cfg and start one scanner thread per target; create

@@ -81,13 +81,14 @@ warn_line(void *arg, const char *msg)
 }
 
 static int
-load(const char *path, bool explicit, bool reload, struct config **cfg)
+load(const char *path, bool explicit, bool reload, struct config **cfg, char *err,
+     size_t errlen)
 {
-    char err[CONFIG_ERR_LEN], safe[LOG_DEFANG_MAX(CONFIG_ERR_LEN)];
+    char safe[LOG_DEFANG_MAX(CONFIG_ERR_LEN)];
 
     if (!explicit && access(path, F_OK) == -1 && errno == ENOENT)
         path = NULL;            /* no system config: built-in defaults */
-    if (config_load(path, cfg, err, sizeof(err)) == -1) {
+    if (config_load(path, cfg, err, errlen) == -1) {
         if (reload) {
             log_warnx("reload: %s", err);
         } else {
@@ -307,19 +308,39 @@ start(struct agent *agent, struct config *cfg, struct http_server **http,
  * default, leaves the running config in charge; what only a restart
  * changes (addresses, HTTP limits) is said in the log.
  */
+/* What the last reload came to, for /metrics and /readyz: why it failed,
+ * or NULL (it took effect). */
+static void
+reload_said(struct agent *agent, const char *why)
+{
+    pthread_mutex_lock(&agent->mu);
+    if (why != NULL) {
+        agent->reload.failed = true;
+        agent->reload.failed_ms = clock_now_ms();
+        snprintf(agent->reload.why, sizeof(agent->reload.why), "%s", why);
+    } else {
+        agent->reload.failed = false;
+        agent->reload.ok_ms = clock_now_ms();
+    }
+    pthread_mutex_unlock(&agent->mu);
+}
+
 static void
 reload(struct agent *agent, struct ingest *ingest, const char *path, bool explicit)
 {
     struct config *ncfg;
+    char err[CONFIG_ERR_LEN];
 
     log_info("SIGHUP: reloading %s", explicit ? path : "the configuration");
-    if (load(path, explicit, true, &ncfg) == -1) {
+    if (load(path, explicit, true, &ncfg, err, sizeof(err)) == -1) {
         log_warnx("reload failed; the previous configuration stays in effect");
+        reload_said(agent, err);
         return;
     }
     if (split_shard(ncfg) == -1) {
         config_free(ncfg);
         log_warnx("reload failed; the previous configuration stays in effect");
+        reload_said(agent, "out of memory");
         return;
     }
     if (ncfg->default_target && !agent->cfg->default_target) {
@@ -330,6 +351,8 @@ reload(struct agent *agent, struct ingest *ingest, const char *path, bool explic
                   "default; the previous configuration stays in effect (restart "
                   "to watch the built-in default on purpose)",
                   ncfg->path, agent->cfg->ntargets);
+        reload_said(agent, "no [target] section (a truncated file?): it would replace the "
+                    "configured targets with the built-in default");
         config_free(ncfg);
         return;
     }
@@ -348,9 +371,11 @@ reload(struct agent *agent, struct ingest *ingest, const char *path, bool explic
         log_warnx("reload: a new samples address takes effect only after a restart");
     if (agent_reload(agent, ncfg) == -1) {
         log_warn("reload");
+        reload_said(agent, "out of memory applying it");
     } else {
         ingest_set_batch_wait(ingest, agent->cfg->samples_batch_wait_ms);
         log_info("reloaded: %zu target(s)", agent->cfg->ntargets);
+        reload_said(agent, NULL);
     }
 }
 
@@ -437,8 +462,9 @@ serve(const struct options *opt)
     struct timespec tick = { 0, AGENT_GRAPH_TICK_MS * 1000000L };
     int64_t alerted = 0;
     int sig, ready = -1;
+    char err[CONFIG_ERR_LEN];
 
-    if (load(opt->path, opt->explicit, false, &cfg) == -1)
+    if (load(opt->path, opt->explicit, false, &cfg, err, sizeof(err)) == -1)
         return 2;
     if (opt->check) {
         config_print(cfg, stdout);

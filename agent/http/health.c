@@ -19,6 +19,7 @@
 #include "agent/http/render.h"
 #include "agent/http/routes.h"
 #include "common/duration.h"
+#include "common/log.h"
 
 void
 serve_healthz(const struct http_request *rq, struct http_response *out)
@@ -90,6 +91,15 @@ render_ready(const struct view *v, struct strbuf *reason)
             sb_addf(reason, " (stale: the last good scan, %s old, is shown)", age);
         }
         sb_adds(reason, "\n");
+    }
+    /* a failed reload: said, the previous configuration still works */
+    if (v->reload.failed) {
+        char safe[LOG_DEFANG_MAX(sizeof(v->reload.why))], at[32];
+
+        log_defang(safe, sizeof(safe), v->reload.why);
+        duration_format((v->now_ms - v->reload.failed_ms) / 1000 * 1000, at, sizeof(at));
+        sb_addf(reason, "config: the reload %s ago failed (%s): the previous configuration "
+                "stays in effect; fix the file and reload again\n", at, safe);
     }
     /* who speaks to the direct sinks: said, never a reason to be unready */
     if (v->has_leader) {

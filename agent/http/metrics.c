@@ -880,6 +880,7 @@ const struct metric_family metric_families[] = {
       "or whose lock is counted but not kept in detail (past a target's worst 10000; "
       "last evaluation)." },
     METRICS_SINK_ROWS      /* the sinks' families: metrics_impl.h */
+    METRICS_CONFIG_ROWS    /* the last reload's: metrics_impl.h */
     METRICS_GRAPH_ROWS     /* the wait-for graph's families: metrics_impl.h */
     { "lockwatch_releases_total", "counter", SRC_RELEASES, releases_by_result, 0, VAL_U64,
       "Guarded releases over HTTP (POST /api/v1/locks/release) by result; dry runs are not "

@@ -18,6 +18,7 @@
  *                      overruns; their rows: METRIC_FAMILIES_LEASE below)
  *   metrics_ha.c       the replica and shard families (METRICS_HA_ROWS)
  *   metrics_sinks.c    the [webhook] sinks' families (METRICS_SINK_ROWS)
+ *   metrics_config.c   the last reload's families (METRICS_CONFIG_ROWS)
  *   procmetrics.c      the standard process_* families of the agent process
  *                      (METRICS_PROCESS_ROWS)
  *
@@ -169,6 +170,20 @@ void reconnects_by_reason(struct metrics_out *o, const struct metric_family *mf)
 
 /* A label value, sanitised to UTF-8 and escaped (metrics.c). */
 void label_str(struct strbuf *sb, const char *s);
+
+/* metrics_config.c */
+void metrics_config_reload_ok(struct metrics_out *o, const struct metric_family *mf);
+void metrics_config_reload_ok_time(struct metrics_out *o, const struct metric_family *mf);
+
+#define METRICS_CONFIG_ROWS                                                                \
+    { "lockwatch_config_last_reload_successful", "gauge", SRC_VIEW,                        \
+      metrics_config_reload_ok, 0, VAL_U64,                                               \
+      "0 after a reload (SIGHUP) that failed, the previous configuration still in effect; " \
+      "1 after the start or a reload that took effect." },                                 \
+    { "lockwatch_config_last_reload_success_timestamp_seconds", "gauge", SRC_VIEW,         \
+      metrics_config_reload_ok_time, 0, VAL_U64,                                          \
+      "Unix time the running configuration was loaded (the start, or the last good "      \
+      "reload)." },
 
 /* metrics_sinks.c */
 void metrics_notifications(struct metrics_out *o, const struct metric_family *mf);

@@ -35,7 +35,7 @@ RECORDS = 2     # lockwatch:class_locks:sum and :median_1h, LockCountSurge's
 SELF = {"LockwatchAgentDown", "LockwatchShardDown", "LockwatchBlind", "LockwatchTwoLeaders",
         "LockwatchUnfenced", "LockwatchSamplesRejected", "LockwatchFdsNearLimit",
         "LockwatchNoLeader",
-        "LockwatchRestarting"}
+        "LockwatchRestarting", "LockwatchConfigReloadFailed"}
 
 
 def promtool(*args):

@@ -36,6 +36,23 @@ class Install(unittest.TestCase):
             self.assertNotIn("@SYSCONFDIR@", text)
             r = subprocess.run([agent, "-n", "-c", ini], capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 0, r.stderr)
+            # systemctl reload checks the file first: a bad one fails the
+            # reload, with the reason, and is not sent to the agent
+            reloads = [l[len("ExecReload="):] for l in text.splitlines()
+                       if l.startswith("ExecReload=")]
+            self.assertEqual(len(reloads), 2, reloads)
+            self.assertTrue(reloads[1].startswith("/bin/kill -HUP"), reloads)
+            bad = ini + ".bad"
+            with open(ini) as f, open(bad, "w") as g:
+                g.write(f.read() + "\n[target typo]\nscan_intervall = 2s\n")
+            for path, ok in ((ini, True), (bad, False)):
+                cmd = reloads[0][len("/bin/sh -c "):].strip("'").replace(
+                    "/usr/sbin/lockwatchd", agent).replace("/etc/lockwatch/lockwatch.ini", path)
+                r = subprocess.run(["/bin/sh", "-c", cmd], capture_output=True, text=True,
+                                   timeout=30)
+                self.assertEqual(r.returncode == 0, ok, (path, r.stderr))
+                self.assertEqual(r.stdout, "")
+            self.assertIn("scan_intervall", r.stderr)
             if os.path.exists(os.path.join(REPO, "client", "lockwatch.h")):
                 for p in ("usr/include/lockwatch.h", "usr/lib/liblockwatch.a",
                           "usr/lib/liblockwatch.so.0", "usr/lib/pkgconfig/lockwatch.pc"):

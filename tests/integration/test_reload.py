@@ -77,6 +77,16 @@ class Reload(h.TestCase):
         self.assertIn("long", lk["states"], "max_hold = 2s no longer in force: %s" % lk)
         self.assertGreaterEqual(lk["age_seconds"], time.monotonic() - t_set - 2.0, lk)
         self.assertIn("max_hold", ag.log_tail(200), "the refused reload is not logged")
+        # and said where a monitor looks, not only in the log: /readyz
+        # (still 200: the previous config works) and /metrics
+        st, _, body = ag.get("/readyz")
+        self.assertEqual(st, 200, body)
+        self.assertRegex(body.decode(), r"config: the reload \S+ ago failed \(.*max_hold.*\): "
+                         r"the previous configuration stays in effect")
+        m = ag.metrics()
+        self.assertEqual(h.msum(m, "lockwatch_config_last_reload_successful"), 0)
+        t_ok = h.msum(m, "lockwatch_config_last_reload_success_timestamp_seconds")
+        self.assertLess(t_ok, time.time() - 0.5)
 
         # A good config again after the broken one is taken (max_hold 1h:
         # no longer long).
@@ -84,6 +94,11 @@ class Reload(h.TestCase):
         ag.reload()
         ag.wait_for(lambda: "long" not in self.lock(ag)["states"], timeout=15,
                     interval=0.2, desc="not long after reloading max_hold = 1h")
+        m = ag.metrics()
+        self.assertEqual(h.msum(m, "lockwatch_config_last_reload_successful"), 1)
+        self.assertGreater(h.msum(m, "lockwatch_config_last_reload_success_timestamp_seconds"),
+                           t_ok)
+        self.assertNotIn(b"config:", ag.get("/readyz")[2])
         self.assertGreaterEqual(self.lock(ag)["age_seconds"],
                                 time.monotonic() - t_set - 2.0)
 

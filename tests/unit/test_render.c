@@ -1053,6 +1053,7 @@ every_family_is_one_row(void **state)
     full_view(&v, &al, releases);
     v.has_leader = true;        /* lockwatch_ha_leader: only with an election */
     v.started_ms = 1790000000123;   /* process_start_time_seconds */
+    v.reload.ok_ms = v.started_ms;  /* lockwatch_config_*: not in --once */
     /* lockwatch_shard_peer_up: only with shard_peers */
     assert_non_null(v.peers = calloc(1, sizeof(*v.peers)));
     v.npeers = 1;
