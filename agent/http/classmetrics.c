@@ -61,6 +61,41 @@ lease_headroom(struct metrics_out *o, const struct metric_family *mf)
     }
 }
 
+/* The class's lease as the agent judges it (the longest TTL at first sight
+ * in wait_window), and a watchdog class's renewal period as the scans see
+ * it: what the headroom is made of. */
+void
+class_lease(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct classtrend_view *tv = o->v->trend;
+
+    for (size_t i = 0; i < tv->nclasses; i++) {
+        if (!tv->classes[i].lease_known)
+            continue;
+        class_series(o->sb, mf->name, "", tv->classes[i].name, NULL);
+        sb_adds(o->sb, "} ");
+        add_double(o->sb, (double)tv->classes[i].lease_ms / 1000.0);
+        sb_adds(o->sb, "\n");
+    }
+}
+
+void
+class_renewal(struct metrics_out *o, const struct metric_family *mf)
+{
+    const struct classtrend_view *tv = o->v->trend;
+
+    for (size_t i = 0; i < tv->nclasses; i++) {
+        const struct classtrend_class *c = &tv->classes[i];
+
+        if (!c->lease_known || !c->watchdog || c->renewal_ms <= 0)
+            continue;
+        class_series(o->sb, mf->name, "", c->name, NULL);
+        sb_adds(o->sb, "} ");
+        add_double(o->sb, (double)c->renewal_ms / 1000.0);
+        sb_adds(o->sb, "\n");
+    }
+}
+
 void
 class_baseline(struct metrics_out *o, const struct metric_family *mf)
 {

@@ -56,6 +56,8 @@ void class_series(struct strbuf *sb, const char *name, const char *suffix, const
 void lease_histograms(struct metrics_out *o, const struct metric_family *mf);
 void lease_headroom(struct metrics_out *o, const struct metric_family *mf);
 void class_baseline(struct metrics_out *o, const struct metric_family *mf);
+void class_lease(struct metrics_out *o, const struct metric_family *mf);
+void class_renewal(struct metrics_out *o, const struct metric_family *mf);
 void class_churn(struct metrics_out *o, const struct metric_family *mf);
 
 #define METRIC_FAMILIES_TREND                                                              \
@@ -66,6 +68,12 @@ void class_churn(struct metrics_out *o, const struct metric_family *mf);
       "Lease (the longest TTL at first sight in wait_window) / hold P99.9 (holds in "       \
       "wait_window); for a class renewed by a watchdog, lease / renewal period. Under "     \
       "1 / lease_short_at (1.25) raises LockLeaseTooShort. Absent without both." },         \
+    { "lockwatch_class_lease_seconds", "gauge", SRC_TREND, class_lease, 0, VAL_U64,        \
+      "The class's lease as the agent judges it: the longest TTL at first sight in "       \
+      "wait_window (the headroom's numerator)." },                                         \
+    { "lockwatch_class_renewal_seconds", "gauge", SRC_TREND, class_renewal, 0, VAL_U64,    \
+      "A class renewed by a watchdog: its renewal period as the scans see it (the lease "  \
+      "less the lowest TTL read; the headroom's denominator). Absent for other classes." }, \
     { "lockwatch_class_locks_baseline", "gauge", SRC_TREND, class_baseline, 0, VAL_U64,    \
       "Median count of the class's locks (all targets) over count_baseline_window, "        \
       "once half the window has counts: the baseline of LockCountSurge." },                 \

@@ -201,6 +201,14 @@ class LeaseAndSurge(h.TestCase):
                                   **{"class": "lease:long"}), 5.0)
         self.assertEqual(h.msum(m, "lockwatch_lease_seconds_count", **{"class": "lease:short"}),
                          2)
+        # what the headroom is made of, as /api/v1/classes says it: the
+        # lease, and a watchdog class's renewal period (none for the others)
+        self.assertTrue(8.0 < h.mmax(m, "lockwatch_class_lease_seconds",
+                                     **{"class": "lease:short"}) <= 10.0)
+        self.assertTrue(0.5 <= h.mmax(m, "lockwatch_class_renewal_seconds",
+                                      **{"class": "lease:dog"}) <= 2.5)
+        self.assertEqual(h.select(m, "lockwatch_class_renewal_seconds", **{"class": "lease:short"}),
+                         [])
         # LockLeaseTooLong is off by default: 60 s over 9 s is not 20x anyway
         self.assertEqual(alerts(ag, "LockLeaseTooLong"), [])
 

@@ -827,20 +827,31 @@ some_leases(void)
  * cluster target with shards; one not scanned yet; a judged Redlock
  * group; wait statistics; alerts; release counters. */
 /* A class trend view (issue 28) over the first class of w, whose holds
- * get a window so that the headroom gauge has a value. */
+ * get a window so that the headroom gauge has a value, and a class renewed
+ * by a watchdog (lockwatch_class_renewal_seconds). */
 static struct classtrend_view *
 some_trend(struct waitstats_view *w)
 {
     struct classtrend_view *tv = calloc(1, sizeof(*tv));
     struct classtrend_class *c;
+    size_t n0;
 
     assert_non_null(tv);
     assert_true(w->nclasses > 0);
-    tv->classes = calloc(1, sizeof(*tv->classes));
-    tv->names = strdup(w->classes[0].name);
+    n0 = strlen(w->classes[0].name) + 1;
+    tv->classes = calloc(2, sizeof(*tv->classes));
+    tv->names = malloc(n0 + sizeof("renewed:*"));
     assert_non_null(tv->classes);
     assert_non_null(tv->names);
-    tv->nclasses = 1;
+    memcpy(tv->names, w->classes[0].name, n0);
+    memcpy(tv->names + n0, "renewed:*", sizeof("renewed:*"));
+    tv->nclasses = 2;
+    c = &tv->classes[1];
+    c->name = tv->names + n0;
+    c->lease_known = true;
+    c->lease_ms = 30000;
+    c->watchdog = true;
+    c->renewal_ms = 10000;
     c = &tv->classes[0];
     c->name = tv->names;
     c->count = 300;
