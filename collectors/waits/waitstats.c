@@ -20,6 +20,7 @@
  */
 #include "collectors/waits/waitstats.h"
 
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "common/keyhash.h"
 #include "common/clock.h"
 #include "common/keytext.h"
+#include "common/log.h"
 #include "common/lw1.h"
 
 const uint64_t waitstats_bounds_us[WAITSTATS_NBOUNDS] = {
@@ -83,6 +85,7 @@ struct waitstats {
 
     size_t nderived;                        /* places taken by derived classes */
     uint64_t refused;                       /* samples folded into "other" */
+    bool derived_full_said;                 /* the log said WAITSTATS_DERIVED_MAX */
     struct ws_source sources[WAITSTATS_SOURCES + 1];
     uint16_t source_slot[SOURCE_SLOTS];     /* index + 1; 0 = empty */
     size_t nsources, nover;
@@ -337,6 +340,31 @@ source_of(struct waitstats *ws, const struct sample_source *src)
     return &ws->sources[ws->nsources++];
 }
 
+/* A cap refused its first class: said once per source (and once for the
+ * cap of every source), since the class's lines then go on in "other"
+ * with only a counter to show it. */
+static void
+say_refused(const struct waitstats *ws, const struct ws_source *src, const char *name)
+{
+    char addr[INET6_ADDRSTRLEN] = "?", safe[LOG_DEFANG_MAX(CLASS_NAME_MAX)];
+
+    log_defang(safe, sizeof(safe), name);
+    if (ws->nderived >= WAITSTATS_DERIVED_MAX) {
+        log_warnx("samples: %d classes no [classes] rule names already (the cap): the lines of "
+                  "new class %s, and of every new one, count in class \"other\" "
+                  "(lockwatch_samples_class_overflow_total); name your classes with [classes] "
+                  "patterns, which no cap limits", WAITSTATS_DERIVED_MAX, safe);
+        return;
+    }
+    if (src->addr.family != 0)
+        inet_ntop(src->addr.family, src->addr.addr, addr, sizeof(addr));
+    log_warnx("samples from %s: %d classes of its own already (the cap of one sender; every "
+              "application on a host that sends from it shares it): the lines of its new "
+              "class %s count in class \"other\" (lockwatch_samples_class_overflow_total); "
+              "name your classes with [classes] patterns, which no cap limits",
+              addr, WAITSTATS_SOURCE_CLASSES, safe);
+}
+
 /*
  * The class of a key, allocated on first use; "other" when that fails or
  * a cap refuses a new derived class.  class_of() returns valid UTF-8, so
@@ -362,6 +390,10 @@ class_for(struct waitstats *ws, const struct sample *s, struct ws_source *src)
             if (src != NULL && !src->over && ws->nderived < WAITSTATS_DERIVED_MAX) {
                 src->over = true;
                 ws->nover++;
+                say_refused(ws, src, name);
+            } else if (ws->nderived >= WAITSTATS_DERIVED_MAX && !ws->derived_full_said) {
+                ws->derived_full_said = true;
+                say_refused(ws, src, name);
             }
             idx = CLASS_OTHER_INDEX;
         } else {

@@ -352,6 +352,10 @@ class Ingest(harness.TestCase):
                          msum(samples, "lockwatch_hold_seconds_count", **{"class": "other"}))
         # the series count is bounded by the class cap, not by the keys
         self.assertLessEqual(harness.series_count(text), 201 * 4 * 19 + 201 * 2 + 100)
+        # the cap is said once in the log, not only counted
+        log = ag.log_tail(400)
+        self.assertEqual(log.count("samples: 150 classes no [classes] rule names already"), 1,
+                         log)
 
     def test_truncated_datagram_counts_cut_part_invalid(self):
         ag = self.start()

@@ -229,6 +229,12 @@ class Signed(harness.TestCase):
         self.assertEqual(msum(m, "lockwatch_samples_sources_over_budget"), 1)
         classes = {lab["class"] for lab, _ in select(m, "lockwatch_acquire_wait_seconds_count")}
         self.assertEqual(len(classes), 32 + 2)
+        # said once, naming the sender and what to do, not only counted
+        log = ag.log_tail(400)
+        self.assertEqual(log.count("classes of its own already"), 1, log)
+        self.assertIn("samples from 127.0.0.1: 32 classes of its own already (the cap of one "
+                      "sender", log)
+        self.assertIn("name your classes with [classes] patterns", log)
 
     def test_no_key_then_reload_with_key(self):
         ag = self.start(key=False)
