@@ -113,7 +113,8 @@ class ReportingRLockTest {
         RLock inner = fake(new boolean[] {false}, true);
         RReadWriteLock rw = (RReadWriteLock) Proxy.newProxyInstance(RReadWriteLock.class.getClassLoader(),
                 new Class<?>[] {RReadWriteLock.class}, (p, m, a) -> m.getName().endsWith("Lock") ? inner : null);
-        ReportingReadWriteLock l = new ReportingReadWriteLock(rw, rep, "cm");
+        // code typed against Redisson's interface takes it
+        RReadWriteLock l = new ReportingReadWriteLock(rw, rep, "cm");
         assertTrue(l.writeLock().tryLock());
         assertTrue(l.readLock().tryLock()); // another holder kind: not reentrant
         assertTrue(lines.get(0).matches("lw1 wait lock:order:1 \\d+ ok p/" + tid + " cm:" + tid + ":write"), lines.get(0));
