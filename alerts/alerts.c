@@ -301,7 +301,8 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
                           a->sinks[i].name);
                 continue;
             }
-            notifier_enqueue_fenced(a->notifier, i, body, len, fence, kind == EV_RESOLVED);
+            notifier_enqueue_fenced(a->notifier, i, body, len, fence, kind == EV_RESOLVED,
+                                    kind == EV_REFRESH ? now_ms : 0);
             for (k = 0; k < b.n; k++)
                 alert_mark_sent(list[off + k], now_ms);
         }

@@ -47,6 +47,7 @@ struct notice {
     long long fence;            /* its leader term; 0: not gated */
     bool resolve;               /* says alerts ended: outlives its term */
     int64_t made_boot;          /* CLOCK_BOOTTIME ms it was queued */
+    int64_t refresh_ms;         /* a refresh (Alertmanager) of that tick; 0: none */
 };
 
 struct transfer;
@@ -774,12 +775,36 @@ notifier_set_gate(struct notifier *n, notifier_fence_fn fence, void *arg, int64_
 void
 notifier_enqueue(struct notifier *n, size_t sink, char *body, size_t len)
 {
-    notifier_enqueue_fenced(n, sink, body, len, 0, false);
+    notifier_enqueue_fenced(n, sink, body, len, 0, false, 0);
+}
+
+/* A refresh of tick at_ms replaces the queued refreshes of older ticks:
+ * each says every alert again, with an end a few minutes on, so an older
+ * one says less and, sent late, an end already past (Alertmanager would
+ * take the alert as resolved).  Not the one in flight, which is off the
+ * queue.  mu held. */
+static void
+drop_older_refreshes(struct nsink *s, int64_t at_ms)
+{
+    struct notice **pp = &s->head, *nt;
+
+    s->tail = NULL;
+    while ((nt = *pp) != NULL) {
+        if (nt->refresh_ms > 0 && nt->refresh_ms < at_ms) {
+            *pp = nt->next;
+            s->queued--;
+            s->bytes -= nt->len;
+            notice_free(nt);
+            continue;
+        }
+        s->tail = nt;
+        pp = &nt->next;
+    }
 }
 
 void
 notifier_enqueue_fenced(struct notifier *n, size_t sink, char *body, size_t len,
-                        long long fence, bool resolve)
+                        long long fence, bool resolve, int64_t refresh_ms)
 {
     struct notice *nt;
     struct nsink *s;
@@ -801,7 +826,10 @@ notifier_enqueue_fenced(struct notifier *n, size_t sink, char *body, size_t len,
     nt->len = len;
     nt->fence = fence;
     nt->resolve = resolve;
+    nt->refresh_ms = refresh_ms;
     nt->made_boot = clock_ms_of(CLOCK_BOOTTIME);
+    if (refresh_ms > 0)
+        drop_older_refreshes(s, refresh_ms);
     snprintf(nt->id, sizeof(nt->id), "msg_%016" PRIx64 "_%" PRIu64, n->nonce, ++n->seq);
     /* full: drop the oldest, the newest says more about now */
     while (s->head != NULL &&

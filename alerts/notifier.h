@@ -114,9 +114,11 @@ void notifier_enqueue(struct notifier *n, size_t sink, char *body, size_t len);
  * only while that term lasts (notifier_set_gate); one made while no
  * replica could lead (fence < 0, no X-Lockwatch-Fence): dropped once
  * another replica leads (the gate's fence 0).  resolve: the notice says
- * alerts ended, and outlives its term by the gate's grace. */
+ * alerts ended, and outlives its term by the gate's grace.  refresh_ms: the
+ * tick (Unix ms) of a refresh (Alertmanager's re-post of every alert), which
+ * replaces the queued refreshes of older ticks (0: no refresh). */
 void notifier_enqueue_fenced(struct notifier *n, size_t sink, char *body, size_t len,
-                             long long fence, bool resolve);
+                             long long fence, bool resolve, int64_t refresh_ms);
 
 /* Copy the counters; free with notifier_stats_free.  0 / -1. */
 int notifier_stats(struct notifier *n, struct notifier_stats **out, size_t *nout);

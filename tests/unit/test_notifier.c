@@ -111,6 +111,61 @@ queue_is_bounded_and_shutdown_is_bounded(void **state)
     close(fd);
 }
 
+/* The sink's notices not sent yet, the one in flight included. */
+static size_t
+queued_now(struct notifier *n)
+{
+    struct notifier_stats *st;
+    size_t ns, q;
+
+    assert_int_equal(notifier_stats(n, &st, &ns), 0);
+    assert_int_equal(ns, 1);
+    q = st[0].queued;
+    notifier_stats_free(st, ns);
+    return q;
+}
+
+/* An Alertmanager refresh replaces the queued refreshes of older ticks
+ * (each says every alert again; an old one sent late says an end already
+ * past), never another notice, nor one of its own tick (a refresh of more
+ * alerts than a batch is several notices). */
+static void
+a_refresh_replaces_older_queued_refreshes(void **state)
+{
+    struct notifier_sink_conf c;
+    struct sink_key none = { NULL, 0 };
+    struct notifier *n;
+    char url[64];
+    int fd, port;
+
+    (void)state;
+    fd = silent_listener(&port);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook", port);
+    assert_int_equal(notifier_global_init(), 0);
+    n = notifier_new();
+    assert_non_null(n);
+    generic_sink(&c, "stuck", url, &none);
+    assert_int_equal(notifier_configure(n, &c, 1), 0);
+    notifier_enqueue(n, 0, strdup("{}"), 2);        /* in flight, never answered */
+    usleep(200000);
+    assert_int_equal(queued_now(n), 1);
+    notifier_enqueue_fenced(n, 0, strdup("{\"r\":1}"), 7, 0, false, 60000);
+    notifier_enqueue_fenced(n, 0, strdup("{\"res\":1}"), 9, 0, true, 0);
+    notifier_enqueue_fenced(n, 0, strdup("{\"r\":2}"), 7, 0, false, 120000);
+    notifier_enqueue_fenced(n, 0, strdup("{\"r\":2}"), 7, 0, false, 120000);
+    notifier_enqueue(n, 0, strdup("{}"), 2);
+    /* the first tick's refresh went: a resolution, the second tick's two
+     * (one tick's batches stay together) and the plain notice */
+    assert_int_equal(queued_now(n), 1 + 4);
+    notifier_enqueue_fenced(n, 0, strdup("{\"r\":3}"), 7, 0, false, 180000);
+    /* the second tick's two went too; the resolution, the plain notice and
+     * the new refresh stay, beside the one in flight */
+    assert_int_equal(queued_now(n), 1 + 3);
+    notifier_free(n, 0);
+    notifier_global_cleanup();
+    close(fd);
+}
+
 static long long
 term_five(void *arg)
 {
@@ -219,8 +274,8 @@ drops_old_then_sends(int64_t grace_ms, const char *body, long long fence, bool r
     int fd;
 
     n = fenced_notifier_grace(&fd, term_five, grace_ms);
-    notifier_enqueue_fenced(n, 0, strdup("{\"old\":1}"), 9, 4, false);
-    notifier_enqueue_fenced(n, 0, strdup(body), strlen(body), fence, resolve);
+    notifier_enqueue_fenced(n, 0, strdup("{\"old\":1}"), 9, 4, false, 0);
+    notifier_enqueue_fenced(n, 0, strdup(body), strlen(body), fence, resolve, 0);
     read_request(fd, body, req, sizeof(req));
     assert_non_null(strstr(req, header));
     assert_non_null(strstr(req, body));
@@ -253,7 +308,7 @@ gate_drops_unelected_notices_once_another_leads(void **state)
 
     (void)state;
     n = fenced_notifier(&fd, following);
-    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1, false);
+    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1, false, 0);
     expect_dropped_unsent(n);
     close(fd);
 }
@@ -267,7 +322,7 @@ unelected_goes_unfenced(void **state)
 
     (void)state;
     n = fenced_notifier(&fd, term_five);
-    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1, false);
+    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1, false, 0);
     read_request(fd, "{\"une\":1}", req, sizeof(req));
     assert_non_null(strstr(req, "{\"une\":1}"));
     assert_null(strstr(req, "X-Lockwatch-Fence"));
@@ -295,7 +350,7 @@ gate_drops_a_past_terms_resolution_after_the_grace(void **state)
 
     (void)state;
     n = fenced_notifier(&fd, term_five);
-    notifier_enqueue_fenced(n, 0, strdup("{\"res\":1}"), 9, 4, true);
+    notifier_enqueue_fenced(n, 0, strdup("{\"res\":1}"), 9, 4, true, 0);
     expect_dropped_unsent(n);
     close(fd);
 }
@@ -305,6 +360,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(queue_is_bounded_and_shutdown_is_bounded),
+        cmocka_unit_test(a_refresh_replaces_older_queued_refreshes),
         cmocka_unit_test(gate_drops_past_terms_and_sends_the_fence),
         cmocka_unit_test(gate_drops_unelected_notices_once_another_leads),
         cmocka_unit_test(unelected_goes_unfenced),
