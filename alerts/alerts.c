@@ -41,7 +41,14 @@ struct seen_target {
 struct alerts_sink {
     char *name;
     const struct sink_type *type;
+    bool fresh;                     /* new at a reload: hears the firing alerts
+                                     * at the next tick (alerts_tick) */
 };
+
+/* Which sinks a dispatch() is for. */
+#define TO_ALL          0
+#define TO_LEADER_ONLY  1           /* the direct (leader_only) sinks */
+#define TO_FRESH        2           /* the sinks new at a reload */
 
 struct alerts {
     pthread_mutex_t mu;
@@ -164,6 +171,17 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     free(a->replica);
     a->replica = replica;
     replica = NULL;
+    /* a sink new at a reload (or of another format) has heard none of the
+     * alerts firing: it hears them at the next tick, not at repeat_interval */
+    for (i = 0; a->set != NULL && i < n; i++) {
+        size_t k;
+
+        sinks[i].fresh = true;
+        for (k = 0; k < a->nsinks; k++)
+            if (strcmp(a->sinks[k].name, sinks[i].name) == 0 &&
+                a->sinks[k].type == sinks[i].type)
+                sinks[i].fresh = a->sinks[k].fresh;
+    }
     sinks_free(a->sinks, a->nsinks);
     a->sinks = sinks;
     a->nsinks = n;
@@ -262,12 +280,12 @@ mark_fresh(struct alerts *a, struct rules_target *t, size_t n)
     a->nseen = n;
 }
 
-/* Render and queue one kind's alerts for every sink that takes it (with
- * leader_only set, for the direct sinks only).  fence: this tick's
- * fence(arg), 0 without an election. */
+/* Render and queue one kind's alerts for every sink that takes it, of
+ * those `to` names (TO_*).  fence: this tick's fence(arg), 0 without an
+ * election. */
 static void
 dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size_t n,
-         int64_t now_ms, long long tick_fence, bool leader_only)
+         int64_t now_ms, long long tick_fence, int to)
 {
     struct sink_batch b;
     size_t i, off;
@@ -276,7 +294,8 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
         const struct sink_type *t = a->sinks[i].type;
         long long fence = 0;
 
-        if (!(t->kinds & SINK_KIND(kind)) || (leader_only && !t->leader_only))
+        if (!(t->kinds & SINK_KIND(kind)) || (to == TO_LEADER_ONLY && !t->leader_only) ||
+            (to == TO_FRESH && !a->sinks[i].fresh))
             continue;
         /* with a leader election, a follower says nothing to a direct sink;
          * an agent that cannot reach the election (< 0) speaks unfenced */
@@ -400,11 +419,43 @@ catch_up(struct alerts *a, long long fence, int64_t now_ms)
                  "the direct sinks", fence > 0 ? "leading" : "the leader lock unreachable",
                  n, m, since > 0 ? "the last term before" : "start");
     if (n > 0)
-        dispatch(a, EV_REPEAT, list, n, now_ms, fence, true);
+        dispatch(a, EV_REPEAT, list, n, now_ms, fence, TO_LEADER_ONLY);
     if (m > 0)
-        dispatch(a, EV_RESOLVED, done, m, now_ms, fence, true);
+        dispatch(a, EV_RESOLVED, done, m, now_ms, fence, TO_LEADER_ONLY);
     free(list);
     free(done);
+}
+
+/* The sinks new at a reload hear the alerts firing now (what the others
+ * heard before; Alertmanager's hear them at the next refresh anyway), as
+ * repeats; the alerts of this tick's own notices they had with the rest. */
+static void
+tell_fresh(struct alerts *a, long long fence, int64_t now_ms)
+{
+    struct alert **list;
+    size_t i, n = 0;
+    bool any = false;
+
+    for (i = 0; i < a->nsinks; i++)
+        any |= a->sinks[i].fresh;
+    if (!any)
+        return;
+    list = alertset_unnotified(a->set, 0, &n);
+    if (list == NULL && n > 0) {
+        log_warnx("alerts: out of memory; the sinks new at the reload hear the alerts firing "
+                  "at their repeat_interval");
+        n = 0;
+    }
+    if (n > 0) {
+        for (i = 0; i < a->nsinks; i++)
+            if (a->sinks[i].fresh && (a->sinks[i].type->kinds & SINK_KIND(EV_REPEAT)))
+                log_info("webhook %s: new at the reload: told of the %zu alert(s) firing",
+                         a->sinks[i].name, n);
+        dispatch(a, EV_REPEAT, list, n, now_ms, fence, TO_FRESH);
+    }
+    free(list);
+    for (i = 0; i < a->nsinks; i++)
+        a->sinks[i].fresh = false;
 }
 
 struct event_eval {
@@ -459,10 +510,11 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
             if (ev[i].kind == (enum alert_event_kind)k)
                 list[n++] = ev[i].alert;
         if (n > 0)
-            dispatch(a, (enum alert_event_kind)k, list, n, now_ms, fence, false);
+            dispatch(a, (enum alert_event_kind)k, list, n, now_ms, fence, TO_ALL);
     }
     if (a->fence != NULL)
         catch_up(a, fence, now_ms);
+    tell_fresh(a, fence, now_ms);
     log_events(ev, nev);
     pthread_mutex_unlock(&a->mu);
     free(list);

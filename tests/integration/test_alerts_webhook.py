@@ -262,6 +262,21 @@ class Alerts(h.TestCase):
         after = self.firing(ag)
         self.assertEqual([(a["fingerprint"], a["startsAt"]) for a in after],
                          [(a["fingerprint"], a["startsAt"]) for a in before])
+        # a sink the reload adds hears the alert firing at once, not at
+        # repeat_interval (1h); the one kept hears nothing again
+        new = self.receiver()
+        both = hooks + webhook_section("added", new.url)
+        ag.write_config(ag.render_config(max_hold="2h", extra=both))
+        ag.reload()
+        ag.wait_for(lambda: new.notices("firing"), timeout=10, desc="the new sink told")
+        time.sleep(1.5)
+        got = new.notices("firing")
+        self.assertEqual(len(got), 1, [b for _, b in got])
+        self.assertEqual(got[0][1]["reason"], "repeat")
+        self.assertEqual(got[0][1]["alerts"][0]["fingerprint"], before[0]["fingerprint"])
+        self.assertEqual(len(rcv.notices("firing")), 1)
+        self.assertIn("webhook added: new at the reload: told of the 1 alert(s) firing",
+                      ag.log_tail())
 
     def test_hostile_keys_stay_valid_json(self):
         rs = self.start_redis()
