@@ -324,9 +324,13 @@ url_mask(const char *url, struct strbuf *sb)
     if (c < end) {
         /* its first segment says where; a token may follow (Slack's
          * /services/T/B/SECRET, Discord's /api/webhooks/ID/TOKEN) */
-        const char *rest = memchr(c + 1, '/', (size_t)(end - c - 1));
+        const char *rest = memchr(c + 1, '/', (size_t)(end - c - 1)), *semi;
 
         rest = rest != NULL ? rest + 1 : end;
+        /* nor its ;parameters, where a token may be too */
+        semi = memchr(c + 1, ';', (size_t)(rest - c - 1));
+        if (semi != NULL)
+            rest = semi + 1;
         sb_add(sb, c, (size_t)(rest - c));
         if (rest < end)
             mask_part(sb, (size_t)(end - rest));

@@ -784,6 +784,32 @@ format_http_url(const struct config_option *o, const void *base, const char *sep
     return 1;
 }
 
+/* The port of an authority (host[:port], [v6][:port], user@ before it):
+ * 0 when it names none, -1 when it is not 1..65535. */
+static long
+authority_port(const char *auth, size_t alen)
+{
+    const char *end = auth + alen, *at = memchr(auth, '@', alen), *p, *colon = NULL;
+    long port = 0;
+
+    if (at != NULL)
+        auth = at + 1;
+    p = auth < end && *auth == '[' ? memchr(auth, ']', (size_t)(end - auth)) : auth;
+    if (p == NULL)
+        return 0;               /* an unclosed [: curl says what is wrong */
+    for (; p < end; p++)
+        if (*p == ':')
+            colon = p;
+    if (colon == NULL)
+        return 0;
+    for (p = colon + 1; p < end; p++) {
+        if (*p < '0' || *p > '9' || port > 65535)
+            return -1;
+        port = port * 10 + (*p - '0');
+    }
+    return colon + 1 == end || port < 1 || port > 65535 ? -1 : port;
+}
+
 /* Webhook URLs go to libcurl; only http(s) makes sense for a POST, and
  * credentials in the URL would be printed by -n, so they are refused. */
 static int
@@ -791,6 +817,7 @@ set_http_url(const struct config_option *o, void *base, const char *v, char *why
 {
     const char *sep = strstr(v, "://"), *auth, *c;
     size_t slen = sep != NULL ? (size_t)(sep - v) : 0, alen;
+    const char *what = "is not an http:// or https:// URL";
 
     auth = sep != NULL ? sep + 3 : v;
     alen = strcspn(auth, "/?#");
@@ -800,12 +827,18 @@ set_http_url(const struct config_option *o, void *base, const char *v, char *why
         return -1;
     }
     for (c = v; *c != '\0'; c++)
-        if (isspace((unsigned char)*c) || iscntrl((unsigned char)*c))
+        if (isspace((unsigned char)*c) || iscntrl((unsigned char)*c)) {
+            what = "has a blank or a control byte: percent-encode it (a blank is %20)";
             goto bad;
+        }
     if (sep == NULL || alen == 0 ||
         !((slen == 4 && strncasecmp(v, "http", 4) == 0) ||
           (slen == 5 && strncasecmp(v, "https", 5) == 0)))
         goto bad;
+    if (authority_port(auth, alen) < 0) {
+        what = "has a port that is not 1 to 65535";
+        goto bad;
+    }
     return set_string(o, base, v, why, len);
 bad:
     {
@@ -813,8 +846,9 @@ bad:
 
         sb_init(&masked, 512);
         url_mask(v, &masked);
-        optvalue_whyf(why, len, "\"%s\" is not an http:// or https:// URL (e.g. %s)",
-             masked.failed ? "(too long)" : masked.buf != NULL ? masked.buf : "", o->example);
+        optvalue_whyf(why, len, "\"%s\" %s (e.g. %s)",
+             masked.failed ? "(too long)" : masked.buf != NULL ? masked.buf : "", what,
+             o->example);
         sb_release(&masked);
     }
     return -1;

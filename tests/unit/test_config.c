@@ -571,6 +571,20 @@ test_http_url(void **state)
                  "(e.g. https://hooks.example/lockwatch)");
     expect_error_prefix("[webhook w]\nurl = https:///x\n", "x.ini:2: [webhook w] url: ");
     expect_error_prefix("[webhook w]\nurl = hooks.example\n", "x.ini:2: [webhook w] url: ");
+    /* said for what it is (a sinks trial: "not an http(s) URL" for both) */
+    expect_error("[webhook w]\nurl = https://hooks.example/services/T1/TOK SECRET\n",
+                 "x.ini:2: [webhook w] url: \"https://hooks.example/services/***\" has a blank or a "
+                 "control byte: percent-encode it (a blank is %20) "
+                 "(e.g. https://hooks.example/lockwatch)");
+    expect_error("[webhook w]\nurl = https://hooks.example:99999/x\n",
+                 "x.ini:2: [webhook w] url: \"https://hooks.example:99999/x\" has a port that "
+                 "is not 1 to 65535 (e.g. https://hooks.example/lockwatch)");
+    expect_error_prefix("[webhook w]\nurl = https://hooks.example:/x\n",
+                        "x.ini:2: [webhook w] url: \"https://hooks.example:/x\" has a port");
+    cfg = expect_load("[webhook w]\nurl = http://[::1]:9093/x\n");
+    config_free(cfg);
+    cfg = expect_load("[webhook w]\nurl = http://u@hooks.example:443/x\n");
+    config_free(cfg);
 }
 
 /* -n shows where a webhook goes, never a token in its user info or query. */
@@ -595,6 +609,8 @@ test_http_url_masked(void **state)
         /* a part shorter than *** keeps its length: -n's line never grows */
         { "https://t@hooks.example/p?ab#c", "https://*@hooks.example/p?**#*" },
         { "https://hooks.example/p/a@b", "https://hooks.example/p/***" },
+        /* a ;parameter of the first segment (a sinks trial: its token showed) */
+        { "https://hooks.example/services;s3cret10/x", "https://hooks.example/services;***" },
     };
     char text[256], val[256];
     const struct config_option *o = NULL;
