@@ -762,7 +762,8 @@ const struct metric_family metric_families[] = {
       "Reads of a key's type or value refused with an error reply other than WRONGTYPE, "
       "by error code; each fails its scan." },
     { "lockwatch_locks_lost_total", "counter", SRC_VIEW, lost_by_cause, 0, VAL_U64,
-      "Locks lost at a change of the target's server (cause: restart, failover, flush): held "
+      "Locks lost at a change of the target's server (cause: restart, failover, flush, "
+      "swapdb): held "
       "in the last view before, gone with no release seen (or held by another holder) in the "
       "first after, their TTL not run out; each loss raises LockLostAtFailover." },
     { "lockwatch_reconnects_total", "counter", SRC_VIEW, reconnects_by_reason, 0, VAL_U64,
