@@ -530,10 +530,23 @@ lwc_dest_parse(const char *s, size_t len, const char *from, char *host, size_t h
     return LW_OK;
 }
 
-/* Resolve one "host:port" into a new destination. */
+/* Is this address a destination already? */
+static bool
+dest_known(const struct lwc_report *rep, const struct addrinfo *ai)
+{
+    for (size_t i = 0; i < rep->ndest; i++)
+        if (rep->dest[i].addrlen == ai->ai_addrlen &&
+            memcmp(&rep->dest[i].addr, ai->ai_addr, ai->ai_addrlen) == 0)
+            return true;
+    return false;
+}
+
+/* Resolve one "host:port" into a new destination (one that resolves to a
+ * destination already known is a warning: two names of one agent would
+ * count every sample twice). */
 static lw_status
 add_dest(struct lwc_report *rep, const char *addr, size_t len, const char *from,
-         lw_error *err)
+         lw_error *err, lw_error *warn)
 {
     struct addrinfo hints, *res = NULL;
     char host[256], portstr[8];
@@ -553,6 +566,12 @@ add_dest(struct lwc_report *rep, const char *addr, size_t len, const char *from,
         lwc_seterr(err, LW_ERR, "reporting: cannot resolve agent host \"%.64s\" "
                    "(from %s): %s (set the agent option, or report = 0)", host,
                    from, gai_strerror(rc));
+        goto out;
+    }
+    if (dest_known(rep, res)) {
+        lwc_addwarn(warn, "reporting: %s: %.64s:%d is a destination already; sending there "
+                    "once", from, host, port);
+        st = LW_OK;
         goto out;
     }
     d = &rep->dest[rep->ndest];
@@ -597,7 +616,7 @@ add_dests(struct lwc_report *rep, const char *list, const char *from, lw_error *
                         "ignored", from, LWC_DEST_MAX);
             break;
         }
-        if (add_dest(rep, s, len, from, err) != LW_OK)
+        if (add_dest(rep, s, len, from, err, warn) != LW_OK)
             return LW_ERR;
     }
     return LW_OK;

@@ -103,9 +103,24 @@ func parseDests(spec string) ([]*net.UDPAddr, []error) {
 			errs = append(errs, fmt.Errorf("lockwatch: destination %q: %v (not reporting there)", part, err))
 			continue
 		}
+		if sameDest(out, a) {
+			// two names of one agent would count every sample twice
+			errs = append(errs, fmt.Errorf("lockwatch: destination %q is %v again; sending there once", part, a))
+			continue
+		}
 		out = append(out, a)
 	}
 	return out, errs
+}
+
+// sameDest says whether a is one of out already.
+func sameDest(out []*net.UDPAddr, a *net.UDPAddr) bool {
+	for _, d := range out {
+		if d.IP.Equal(a.IP) && d.Port == a.Port && d.Zone == a.Zone {
+			return true
+		}
+	}
+	return false
 }
 
 // checkDest says what is wrong with a destination that is not

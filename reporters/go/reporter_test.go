@@ -72,9 +72,19 @@ func TestConfig(t *testing.T) {
 			t.Fatalf("%q: %v %v", bad, d, errs)
 		}
 	}
-	many := strings.Repeat("127.0.0.1:9,", 9)
+	many := "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4,127.0.0.1:5,127.0.0.1:6,127.0.0.1:7,127.0.0.1:8,127.0.0.1:9"
 	if d, _ := parseDests(many); len(d) != maxDests {
 		t.Fatalf("%d destinations", len(d))
+	}
+	// two names of one agent: sent once (a trial: every sample counted twice)
+	realResolve := resolveUDPAddr
+	resolveUDPAddr = func(network, addr string) (*net.UDPAddr, error) {
+		return realResolve(network, strings.Replace(addr, "agent.lockwatch.test", "127.0.0.1", 1))
+	}
+	d, errs = parseDests("127.0.0.1:9717, agent.lockwatch.test:9717")
+	resolveUDPAddr = realResolve
+	if len(d) != 1 || len(errs) != 1 || !strings.Contains(errs[0].Error(), `"agent.lockwatch.test:9717" is 127.0.0.1:9717 again; sending there once`) {
+		t.Fatalf("%v %v", d, errs)
 	}
 	if r := New(Config{Samples: "host.invalid:1"}); r.Enabled() {
 		t.Fatal("an unresolvable destination must turn reporting off")

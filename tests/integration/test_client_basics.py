@@ -570,6 +570,16 @@ class BasicsTest(harness.TestCase):
         self.assertIn('bad agent address "no-port" (from LOCKWATCH_SAMPLES)',
                       sh.cmd("connect a"))
 
+    def test_one_agent_named_twice_is_sent_to_once(self):
+        """A trial: two names of one agent counted every sample twice."""
+        sink = UdpSink(self)
+        ans, _ = self.samples_by_env({"LOCKWATCH_SAMPLES": "%s, %s" % (sink.address,
+                                                                        sink.address)}, sink)
+        time.sleep(0.2)
+        self.assertEqual(len(sink.lines()), 2, sink.lines())
+        self.assertIn(" WARN reporting: LOCKWATCH_SAMPLES: %s is a destination already; "
+                      "sending there once" % sink.address, ans)
+
     def test_LOCKWATCH_SAMPLES_past_8_destinations_are_ignored_with_a_warning(self):
         sinks = [UdpSink(self) for _ in range(9)]
         ans, reached = self.sinks_reached(",".join(s.address for s in sinks), sinks)

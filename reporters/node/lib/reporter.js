@@ -105,6 +105,7 @@ class Reporter {
     this.prefix = wire.pct(cfg.process) + '/';   // encoded `<process>/` of owner ids
     this._prefixBytes = Buffer.from(this.prefix, 'latin1');
     this._targets = [];      // {sock, connected}: connected UDP sockets
+    this._dests = new Set();   // `address|port` of each, resolved
     // Steps still to settle before anything is sent: a lookup and connect
     // per destination, the key file's read.
     this._pending = 0;
@@ -155,6 +156,14 @@ class Reporter {
         this._settled();
         return;
       }
+      // two names of one agent would count every sample twice
+      const where = `${address}|${d.port}`;
+      if (this._dests.has(where)) {
+        config.warn(`LOCKWATCH_SAMPLES: ${d.host}:${d.port} is ${address}:${d.port} again; sending there once`);
+        this._settled();
+        return;
+      }
+      this._dests.add(where);
       try {
         const sock = dgram.createSocket(family === 6 ? 'udp6' : 'udp4');
         const target = { sock, connected: false };

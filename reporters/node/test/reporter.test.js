@@ -287,6 +287,25 @@ test('a full queue drops and counts', async () => {
   s.close();
 });
 
+// A trial: "127.0.0.1:P,localhost:P" counted every sample twice.
+test('two names of one agent are sent to once', async () => {
+  const s = await sink();
+  const port = s.address().port;
+  const said = [];
+  const onWarning = (w) => said.push(w.message);
+  process.on('warning', onWarning);
+  const r = new Reporter(config.load({ samples: `127.0.0.1:${port}, 127.0.0.1:${port}` }), { flushMs: 10000 });
+  await r.ready();
+  r.put(['wait', 'lock:once', 1, 'ok']);
+  r.flush();
+  await sleep(100);
+  process.removeListener('warning', onWarning);
+  assert.strictEqual(s.msgs.length, 1);
+  assert.ok(said.some((m) => m.includes(`127.0.0.1:${port} is 127.0.0.1:${port} again; sending there once`)), said);
+  r.close();
+  s.close();
+});
+
 test('an unresolvable destination turns the reporter off, never throws', async () => {
   const r = new Reporter(config.load({ samples: 'no-such-host.invalid:9717' }), { flushMs: 10000 });
   r.put(['wait', 'k', 1, 'ok']);

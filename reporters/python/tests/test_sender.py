@@ -221,6 +221,23 @@ class Env(unittest.TestCase):
         self.assertEqual(applied({"LOCKWATCH_OWNER": "pod-7"}).process, "pod-7:%d" % os.getpid())
         self.assertNotEqual(applied({"LOCKWATCH_OWNER": "x" * 201}).process, "x" * 201)
 
+    def test_two_names_of_one_agent_are_sent_to_once(self):
+        # a trial: "127.0.0.1:P,localhost:P" counted every sample twice
+        real = socket.getaddrinfo
+
+        def fake(host, *a, **kw):
+            return real("127.0.0.1" if host == "agent.lockwatch.test" else host, *a, **kw)
+        c = _config.load(environ={"LOCKWATCH_SAMPLES": "127.0.0.1:9717, agent.lockwatch.test:9717"})
+        with mock.patch("socket.getaddrinfo", fake), \
+                self.assertLogs("lockwatch_reporter", "WARNING") as logs:
+            c.resolve()
+        self.assertEqual(len(c.destinations), 1)
+        self.assertIn("agent.lockwatch.test:9717 is 127.0.0.1:9717 again; sending there once",
+                      logs.output[0])
+        c = _config.load(environ={"LOCKWATCH_SAMPLES": "127.0.0.1:9717, 127.0.0.1:9718"})
+        c.resolve()
+        self.assertEqual(len(c.destinations), 2)
+
     def test_unresolvable(self):
         c = _config.load(environ={"LOCKWATCH_SAMPLES": "no-such-host.invalid:9717"})
         self.assertTrue(c.enabled)      # until the reporter's thread resolves it

@@ -61,7 +61,11 @@ class Config:
                 return False
         for host, port in split_destinations(samples):
             d = resolve(host, port)
-            if d is not None:
+            if d is not None and d in self.destinations:
+                # two names of one agent would count every sample twice
+                log.warning("LOCKWATCH_SAMPLES: %s:%d is %s:%d again; sending there once",
+                            host, port, d[1][0], d[1][1])
+            elif d is not None:
                 self.destinations.append(d)
         self.enabled = bool(self.destinations)
         return self.enabled

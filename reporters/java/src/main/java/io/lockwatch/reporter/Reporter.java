@@ -322,6 +322,12 @@ public final class Reporter implements AutoCloseable {
                 LOG.warning("lockwatch: destination " + part + " does not resolve; not reporting there");
                 continue;
             }
+            if (out.contains(a)) {
+                // two names of one agent would count every sample twice
+                LOG.warning("lockwatch: destination " + part + " is " + a.getAddress().getHostAddress() + ":" + port
+                        + " again; sending there once");
+                continue;
+            }
             out.add(a);
         }
         return out;

@@ -34,6 +34,19 @@ class ReporterTest {
         assertEquals(0, Reporter.parseDests("host.invalid:9717").size());
         assertEquals(8, Reporter.parseDests("127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4,127.0.0.1:5,"
                 + "127.0.0.1:6,127.0.0.1:7,127.0.0.1:8,127.0.0.1:9").size());
+        // two names of one agent: sent once (a trial: every sample counted twice)
+        var saved = Reporter.resolver;
+        Reporter.resolver = (host, port) -> new InetSocketAddress(host.equals("agent.lockwatch.test") ? "127.0.0.1" : host, port);
+        try {
+            List<String> warnings = warnings(() -> assertEquals(1,
+                    Reporter.parseDests("127.0.0.1:9717, agent.lockwatch.test:9717").size()));
+            assertEquals(1, warnings.size(), warnings.toString());
+            assertTrue(warnings.get(0).contains("agent.lockwatch.test:9717 is 127.0.0.1:9717 again; sending there once"),
+                    warnings.get(0));
+        } finally {
+            Reporter.resolver = saved;
+        }
+        assertEquals(2, Reporter.parseDests("127.0.0.1:9717, 127.0.0.1:9718").size());
     }
 
     @Test
