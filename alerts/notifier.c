@@ -48,6 +48,7 @@ struct notice {
     bool resolve;               /* says alerts ended: outlives its term */
     int64_t made_boot;          /* CLOCK_BOOTTIME ms it was queued */
     int64_t refresh_ms;         /* a refresh (Alertmanager) of that tick; 0: none */
+    int64_t first_try_mono;     /* when its first try started; 0: none yet */
 };
 
 struct transfer;
@@ -313,7 +314,8 @@ start(struct notifier *n, struct nsink *s, int64_t now)
     size_t i;
 
     nt = pop_front(s);
-    nt->tries++;
+    if (nt->tries++ == 0)
+        nt->first_try_mono = clock_mono_ms();
     if (nt->fence != 0 && !in_term(n, s, nt))
         return;
     if ((x = calloc(1, sizeof(*x))) == NULL || (x->easy = curl_easy_init()) == NULL)
@@ -452,18 +454,25 @@ finish(struct notifier *n, struct transfer *x, CURLcode res)
             log_warnx("webhook %s: delivery failed: HTTP %ld", s->name, code);
     }
     s->failing = true;
-    /* a resolution is not given up while the agent runs: a receiver that
-     * never hears it keeps the alert open for good */
-    if (n->stopping || (!nt->resolve && nt->tries >= NOTIFY_MAX_TRIES)) {
+    /* a resolution is tried for NOTIFY_RESOLVE_KEEP_MS, not NOTIFY_MAX_TRIES:
+     * a receiver that never hears it keeps the alert open for good; but a
+     * sink's notices go in order, and one the receiver fails for ever must
+     * not hold the others back for ever either */
+    if (n->stopping || (nt->tries >= NOTIFY_MAX_TRIES &&
+                        (!nt->resolve ||
+                         clock_mono_ms() - nt->first_try_mono >= NOTIFY_RESOLVE_KEEP_MS))) {
         if (!n->stopping)
-            log_warnx("webhook %s: notice dropped after %d tries", s->name, nt->tries);
+            log_warnx("webhook %s: %s dropped after %d tries%s", s->name,
+                      nt->resolve ? "a resolution" : "notice", nt->tries,
+                      nt->resolve ? " over an hour (the receiver keeps those alerts open until "
+                      "it hears otherwise)" : "");
         s->dropped++;
         notice_free(nt);
         return;
     }
     if (nt->resolve && nt->tries == NOTIFY_MAX_TRIES)
         log_warnx("webhook %s: a resolution still undelivered after %d tries: kept, and "
-                  "tried again at most every %d s until the receiver takes it", s->name,
+                  "tried again at most every %d s for an hour from its first try", s->name,
                   nt->tries, NOTIFY_BACKOFF_CAP_MS / 1000);
     s->retried++;
     delay = backoff_ms(n, s, nt->tries);

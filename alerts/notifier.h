@@ -15,8 +15,8 @@
  * exponential backoff with full jitter (a random wait up to retry_base x
  * 2^(tries-1), at most NOTIFY_BACKOFF_CAP_MS), or after Retry-After when
  * the receiver says longer, up to NOTIFY_MAX_TRIES tries (a resolution:
- * no limit while the agent runs, for a receiver that never hears it keeps
- * the alert open for good).  A format
+ * at least that many, for NOTIFY_RESOLVE_KEEP_MS from its first try, for a
+ * receiver that never hears it keeps the alert open for good).  A format
  * with a rate limit (sink_type.min_interval_ms; Slack's one message per
  * second) starts no attempt to a URL before that long after the previous
  * attempt to the same URL ended, whichever sink made it (alerts/pace.h);
@@ -55,6 +55,7 @@ void notifier_easy_common(CURL *easy, long timeout_ms, void *priv);
 #define NOTIFY_QUEUE_MAX       1000
 #define NOTIFY_QUEUE_BYTES     (16u * 1024 * 1024)
 #define NOTIFY_MAX_TRIES       10
+#define NOTIFY_RESOLVE_KEEP_MS (60 * 60 * 1000)  /* a resolution is tried this long */
 #define NOTIFY_BACKOFF_CAP_MS  (5 * 60 * 1000)
 #define NOTIFY_RETRY_AFTER_MAX_MS (60 * 60 * 1000)
 
