@@ -502,7 +502,8 @@ set_rcvbuf(int fd)
         got = 0;
     /* Linux reports twice the size asked for (bookkeeping overhead). */
     if (got >= want)
-        log_info("samples: receive buffer %d bytes (kernel accounting)", got);
+        log_info("samples: receive buffer %d bytes, as asked (the kernel counts its "
+                 "bookkeeping too: twice the %d asked)", got, want);
     else
         log_warnx("samples: receive buffer %d bytes, not the %d asked for; "
                   "raise net.core.rmem_max to absorb bursts without loss", got, want);

@@ -57,7 +57,8 @@ config_print(const struct config *cfg, FILE *fp)
 
     fprintf(fp, "; lockwatch effective configuration, from %s\n"
             "; every option is shown; secret files are shown by path, never by "
-            "contents;\n; webhook URLs without their user info and query (***)\n", cfg->path);
+            "contents;\n; webhook URLs show scheme, host, port and first path segment, the rest "
+            "as ***\n", cfg->path);
     print_section(fp, "[agent]", SECTION_AGENT, cfg);
     for (i = 0; i < cfg->ntargets; i++) {
         snprintf(label, sizeof(label), "[target %s]", cfg->targets[i].name);

@@ -281,9 +281,10 @@ const struct config_option config_options[] = {
       AT(struct config, rules.count_surge_floor),
       .help = "the baseline LockCountSurge multiplies is at least this (small classes)" },
     { .section = SECTION_RULES, .key = "count_baseline_window", .type = OPT_DURATION,
-      .def = "1h", .min = 10 * MS_S, .max = 7 * MS_D,
+      .def = "1h", .min = MS_M, .max = 7 * MS_D,
       AT(struct config, rules.count_baseline_window_ms),
-      .help = "a class's baseline is its median count over this window" },
+      .help = "a class's baseline is its median count over this window (a count a second: 1m "
+      "at least)" },
 
     /* [webhook NAME] */
     { .section = SECTION_WEBHOOK, .key = "url", .type = OPT_HTTP_URL,

@@ -569,6 +569,10 @@ test_http_url(void **state)
     expect_error("[webhook w]\nurl = ftp://h/x\n",
                  "x.ini:2: [webhook w] url: \"ftp://h/x\" is not an http:// or https:// URL "
                  "(e.g. https://hooks.example/lockwatch)");
+    /* a baseline of less than a minute never knew a baseline (a count a
+     * second into 60 slices): refused, not silently no LockCountSurge */
+    expect_error_prefix("[rules]\ncount_baseline_window = 30s\n",
+                        "x.ini:2: [rules] count_baseline_window: ");
     expect_error_prefix("[webhook w]\nurl = https:///x\n", "x.ini:2: [webhook w] url: ");
     expect_error_prefix("[webhook w]\nurl = hooks.example\n", "x.ini:2: [webhook w] url: ");
     /* said for what it is (a sinks trial: "not an http(s) URL" for both) */
