@@ -41,8 +41,10 @@ struct seen_target {
 struct alerts_sink {
     char *name;
     const struct sink_type *type;
-    bool fresh;                     /* new at a reload: hears the firing alerts
-                                     * at the next tick (alerts_tick) */
+    bool fresh;                     /* new at a reload (or on again after a
+                                     * 410): hears the firing alerts at the
+                                     * next tick it speaks (tell_fresh) */
+    bool fresh_wait;                /* tell_fresh's scratch */
 };
 
 /* Which sinks a dispatch() is for. */
@@ -124,7 +126,8 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     struct alerts_sink *sinks = NULL;
     struct sink_key *keys = NULL;
     char **urls = NULL, *gen = NULL, *replica = NULL;
-    size_t i, n = 0, cap = cfg->nwebhooks ? cfg->nwebhooks : 1;
+    struct notifier_stats *were = NULL;     /* the sinks before, for the 410s */
+    size_t i, n = 0, cap = cfg->nwebhooks ? cfg->nwebhooks : 1, nwere = 0;
     int rc = -1;
 
     nc = calloc(cap, sizeof(*nc));
@@ -159,6 +162,8 @@ alerts_configure(struct alerts *a, const struct config *cfg)
         nc[n].delivery = w->delivery;
         n++;
     }
+    if (a->notifier != NULL && notifier_stats(a->notifier, &were, &nwere) == -1)
+        goto out;
     pthread_mutex_lock(&a->mu);
     if (notifier_configure(a->notifier, nc, n) == -1) {
         pthread_mutex_unlock(&a->mu);
@@ -189,6 +194,11 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     a->has_refresh = false;
     a->has_leader_only = false;
     for (i = 0; i < n; i++) {
+        /* a sink a 410 turned off, which the reload turns on again, missed
+         * what fired meanwhile */
+        for (size_t k = 0; k < nwere; k++)
+            if (were[k].disabled && strcmp(were[k].name, a->sinks[i].name) == 0)
+                a->sinks[i].fresh = true;
         if (a->sinks[i].type->kinds & SINK_KIND(EV_REFRESH))
             a->has_refresh = true;
         if (a->sinks[i].type->leader_only)
@@ -209,6 +219,7 @@ out:
     free(nc);
     free(gen);
     free(replica);
+    notifier_stats_free(were, nwere);
     return rc;
 }
 
@@ -320,8 +331,12 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
                           a->sinks[i].name);
                 continue;
             }
+            /* a sink that takes the refresh hears the firing ones again in
+             * every refresh: a later one replaces them, still queued */
             notifier_enqueue_fenced(a->notifier, i, body, len, fence, kind == EV_RESOLVED,
-                                    kind == EV_REFRESH ? now_ms : 0);
+                                    kind == EV_REFRESH || (kind == EV_FIRING &&
+                                    (t->kinds & SINK_KIND(EV_REFRESH))) ? now_ms : 0,
+                                    kind == EV_REFRESH);
             for (k = 0; k < b.n; k++)
                 alert_mark_sent(list[off + k], now_ms);
         }
@@ -436,8 +451,13 @@ tell_fresh(struct alerts *a, long long fence, int64_t now_ms)
     size_t i, n = 0;
     bool any = false;
 
-    for (i = 0; i < a->nsinks; i++)
-        any |= a->sinks[i].fresh;
+    /* a direct sink of a replica that does not speak now stays fresh: it
+     * hears them when this replica leads */
+    for (i = 0; i < a->nsinks; i++) {
+        a->sinks[i].fresh_wait = a->sinks[i].fresh && a->sinks[i].type->leader_only &&
+                                 a->fence != NULL && fence == 0;
+        any |= a->sinks[i].fresh && !a->sinks[i].fresh_wait;
+    }
     if (!any)
         return;
     list = alertset_unnotified(a->set, 0, &n);
@@ -448,14 +468,15 @@ tell_fresh(struct alerts *a, long long fence, int64_t now_ms)
     }
     if (n > 0) {
         for (i = 0; i < a->nsinks; i++)
-            if (a->sinks[i].fresh && (a->sinks[i].type->kinds & SINK_KIND(EV_REPEAT)))
-                log_info("webhook %s: new at the reload: told of the %zu alert(s) firing",
-                         a->sinks[i].name, n);
+            if (a->sinks[i].fresh && !a->sinks[i].fresh_wait &&
+                (a->sinks[i].type->kinds & SINK_KIND(EV_REPEAT)))
+                log_info("webhook %s: new at the reload (or on again): told of the %zu "
+                         "alert(s) firing", a->sinks[i].name, n);
         dispatch(a, EV_REPEAT, list, n, now_ms, fence, TO_FRESH);
     }
     free(list);
     for (i = 0; i < a->nsinks; i++)
-        a->sinks[i].fresh = false;
+        a->sinks[i].fresh = a->sinks[i].fresh_wait;
 }
 
 struct event_eval {

@@ -35,66 +35,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 
-#define POLL_MAX_MS 1000
-
-struct notice {
-    struct notice *next;
-    char *body;
-    size_t len;
-    char id[48];
-    int tries;
-    int64_t due_mono;
-    long long fence;            /* its leader term; 0: not gated */
-    bool resolve;               /* says alerts ended: outlives its term */
-    int64_t made_boot;          /* CLOCK_BOOTTIME ms it was queued */
-    int64_t refresh_ms;         /* a refresh (Alertmanager) of that tick; 0: none */
-    int64_t first_try_mono;     /* when its first try started; 0: none yet */
-};
-
-struct transfer;
-
-struct nsink {
-    char *name;
-    const struct sink_type *type;
-    char *url;
-    struct sink_key key;
-    struct webhook_delivery delivery;
-    struct notice *head, *tail;
-    size_t queued, bytes;
-    uint64_t sent, retried, dropped;
-    struct pace pace;           /* its attempts' ends (type->min_interval_ms) */
-    bool disabled;              /* 410 Gone: until the next reload */
-    bool failing;               /* retryable failures: for logging transitions only */
-    uint64_t overflowed;        /* notices dropped for room, not said in the log yet */
-    int64_t overflow_said_mono; /* when the log last said so; 0: never */
-    bool removed;               /* in the graveyard */
-    struct transfer *xfer;      /* in flight, or NULL */
-    struct nsink *next_dead;
-};
-
-struct transfer {
-    CURL *easy;
-    struct curl_slist *hdrs;
-    struct nsink *sink;
-    struct notice *notice;
-};
-
-struct notifier {
-    pthread_mutex_t mu;
-    pthread_t thread;
-    bool started;
-    CURLM *multi;
-    struct nsink **sinks;
-    size_t nsinks;
-    struct nsink *graveyard;
-    bool stopping;
-    int64_t deadline_mono;
-    uint64_t nonce, seq, rng;
-    size_t inflight;
-    notifier_fence_fn fence;    /* leader election; NULL: none */
-    void *fence_arg;
-    int64_t grace_ms;           /* a resolution outlives its term by this */
-};
+#include "alerts/notifier_impl.h"
 
 
 static int64_t
@@ -115,8 +56,8 @@ notifier_global_cleanup(void)
     curl_global_cleanup();
 }
 
-static void
-notice_free(struct notice *nt)
+void
+ntf_notice_free(struct notice *nt)
 {
     if (nt == NULL)
         return;
@@ -137,12 +78,19 @@ drop_queue(struct nsink *s, uint64_t *nres)
         s->head = nt->next;
         if (nres != NULL && nt->resolve)
             (*nres)++;
-        notice_free(nt);
+        ntf_notice_free(nt);
         k++;
     }
     s->tail = NULL;
     s->queued = 0;
     s->bytes = 0;
+    if (s->held != NULL) {
+        if (nres != NULL && s->held->resolve)
+            (*nres)++;
+        ntf_notice_free(s->held);
+        s->held = NULL;
+        k++;
+    }
     return k;
 }
 
@@ -158,8 +106,8 @@ sink_free(struct nsink *s)
     free(s);
 }
 
-static void
-push_front(struct nsink *s, struct notice *nt)
+void
+ntf_push_front(struct nsink *s, struct notice *nt)
 {
     nt->next = s->head;
     s->head = nt;
@@ -185,29 +133,6 @@ pop_front(struct nsink *s)
     return nt;
 }
 
-/*
- * The notice to drop for room: the oldest that is no resolution (a
- * firing alert is said again at repeat_interval and in every newer
- * notice; a resolution never is), else the oldest.  Off the queue.
- */
-static struct notice *
-unlink_for_room(struct nsink *s)
-{
-    struct notice *prev = NULL, *nt;
-
-    for (nt = s->head; nt != NULL && nt->resolve; nt = nt->next)
-        prev = nt;
-    if (nt == NULL || prev == NULL)
-        return pop_front(s);
-    prev->next = nt->next;
-    if (s->tail == nt)
-        s->tail = prev;
-    nt->next = NULL;
-    s->queued--;
-    s->bytes -= nt->len;
-    return nt;
-}
-
 /* A full queue is said in the log, at most once a minute. */
 static void
 overflow_say(struct nsink *s)
@@ -217,37 +142,13 @@ overflow_say(struct nsink *s)
     if (s->overflowed == 0 ||
         (s->overflow_said_mono != 0 && now - s->overflow_said_mono < 60000))
         return;
-    log_warnx("webhook %s: queue full (%d notices or %u MiB): %" PRIu64 " oldest notice(s) "
-              "dropped for room, resolutions kept first; the receiver is down or slower than "
-              "the alerts", s->name, NOTIFY_QUEUE_MAX, NOTIFY_QUEUE_BYTES >> 20, s->overflowed);
+    log_warnx("webhook %s: queue full (%d notices or %u MiB): dropping the oldest for room "
+              "(%" PRIu64 " since the last such line; every drop counts in "
+              "lockwatch_notifications_total{result=\"dropped\"}); the receiver is down or "
+              "slower than the alerts", s->name, NOTIFY_QUEUE_MAX, NOTIFY_QUEUE_BYTES >> 20,
+              s->overflowed);
     s->overflowed = 0;
     s->overflow_said_mono = now;
-}
-
-static uint64_t
-rng_next(struct notifier *n)
-{
-    /* xorshift64*: jitter needs spread, not secrecy */
-    n->rng ^= n->rng >> 12;
-    n->rng ^= n->rng << 25;
-    n->rng ^= n->rng >> 27;
-    return n->rng * 2685821657736338717ULL;
-}
-
-/* Full jitter: uniform in [0, min(cap, base * 2^(tries-1))], at least
- * 10 ms so a zero draw does not spin. */
-static int64_t
-backoff_ms(struct notifier *n, const struct nsink *s, int tries)
-{
-    int64_t ceiling = s->delivery.retry_base_ms;
-    int i;
-
-    for (i = 1; i < tries && ceiling < NOTIFY_BACKOFF_CAP_MS; i++)
-        ceiling *= 2;
-    if (ceiling > NOTIFY_BACKOFF_CAP_MS)
-        ceiling = NOTIFY_BACKOFF_CAP_MS;
-    ceiling = (int64_t)(rng_next(n) % (uint64_t)(ceiling + 1));
-    return ceiling < 10 ? 10 : ceiling;
 }
 
 static size_t
@@ -299,7 +200,7 @@ in_term(struct notifier *n, struct nsink *s, struct notice *nt)
         log_info("webhook %s: a notice made while no replica could lead dropped "
                  "unsent: another replica leads now", s->name);
     s->dropped++;
-    notice_free(nt);
+    ntf_notice_free(nt);
     return false;
 }
 
@@ -372,13 +273,7 @@ fail:
         curl_slist_free_all(x->hdrs);
         free(x);
     }
-    notice_free(nt);
-}
-
-static bool
-retryable(CURLcode res, long code)
-{
-    return res != CURLE_OK || code == 408 || code == 429 || code >= 500;
+    ntf_notice_free(nt);
 }
 
 /* Book a finished transfer.  Called with mu held. */
@@ -389,7 +284,6 @@ finish(struct notifier *n, struct transfer *x, CURLcode res)
     struct notice *nt = x->notice;
     curl_off_t retry_after = 0;
     long code = 0;
-    int64_t delay;
 
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
     curl_easy_getinfo(x->easy, CURLINFO_RETRY_AFTER, &retry_after);
@@ -414,7 +308,7 @@ finish(struct notifier *n, struct transfer *x, CURLcode res)
                 *pp = s->next_dead;
                 break;
             }
-        notice_free(nt);
+        ntf_notice_free(nt);
         sink_free(s);
         return;
     }
@@ -423,18 +317,21 @@ finish(struct notifier *n, struct transfer *x, CURLcode res)
         if (s->failing)
             log_info("webhook %s: delivering again", s->name);
         s->failing = false;
-        notice_free(nt);
+        ntf_notice_free(nt);
+        ntf_held_refused(s);
         return;
     }
     if (res == CURLE_OK && code == 410) {
+        uint64_t k = 1 + drop_queue(s, NULL);
+
         log_warnx("webhook %s: the receiver answered 410 Gone; sink disabled until the "
-                  "next reload (SIGHUP)", s->name);
+                  "next reload (SIGHUP), %" PRIu64 " notice(s) dropped", s->name, k);
         s->disabled = true;
-        s->dropped += 1 + drop_queue(s, NULL);
-        notice_free(nt);
+        s->dropped += k;
+        ntf_notice_free(nt);
         return;
     }
-    if (!retryable(res, code)) {
+    if (!ntf_retryable(res, code)) {
         /* said each time: a receiver that refuses is no outage, and the
          * next outage is said as it begins */
         log_warnx("webhook %s: HTTP %ld is not retried; %s dropped%s", s->name, code,
@@ -443,52 +340,11 @@ finish(struct notifier *n, struct transfer *x, CURLcode res)
                   "final URL)" : code == 401 || code == 403 || code == 404 ?
                   " (check the URL and its token)" : "");
         s->dropped++;
-        notice_free(nt);
+        ntf_notice_free(nt);
+        ntf_held_back(n, s);        /* a probe refused: the held notice is tried again */
         return;
     }
-    if (!s->failing) {
-        if (res != CURLE_OK)
-            log_warnx("webhook %s: delivery failed: %s (timeout %" PRId64 " ms)", s->name,
-                      curl_easy_strerror(res), (int64_t)s->delivery.timeout_ms);
-        else
-            log_warnx("webhook %s: delivery failed: HTTP %ld", s->name, code);
-    }
-    s->failing = true;
-    /* a resolution is tried for NOTIFY_RESOLVE_KEEP_MS, not NOTIFY_MAX_TRIES:
-     * a receiver that never hears it keeps the alert open for good; but a
-     * sink's notices go in order, and one the receiver fails for ever must
-     * not hold the others back for ever either */
-    if (n->stopping || (nt->tries >= NOTIFY_MAX_TRIES &&
-                        (!nt->resolve ||
-                         clock_mono_ms() - nt->first_try_mono >= NOTIFY_RESOLVE_KEEP_MS))) {
-        if (!n->stopping)
-            log_warnx("webhook %s: %s dropped after %d tries%s", s->name,
-                      nt->resolve ? "a resolution" : "notice", nt->tries,
-                      nt->resolve ? " over an hour (the receiver keeps those alerts open until "
-                      "it hears otherwise)" : "");
-        s->dropped++;
-        notice_free(nt);
-        return;
-    }
-    if (nt->resolve && nt->tries == NOTIFY_MAX_TRIES)
-        log_warnx("webhook %s: a resolution still undelivered after %d tries: kept, and "
-                  "tried again at most every %d s for an hour from its first try", s->name,
-                  nt->tries, NOTIFY_BACKOFF_CAP_MS / 1000);
-    s->retried++;
-    delay = backoff_ms(n, s, nt->tries);
-    if (retry_after > 0) {
-        int64_t ra = (int64_t)retry_after * 1000;
-
-        if (ra > NOTIFY_RETRY_AFTER_MAX_MS)
-            ra = NOTIFY_RETRY_AFTER_MAX_MS;
-        if (ra > delay)
-            delay = ra;
-    }
-    log_debug("webhook %s: try %d failed (%s, HTTP %ld); next in %" PRId64 " ms", s->name,
-              nt->tries, curl_easy_strerror(res), code, delay);
-    nt->due_mono = clock_deadline(delay);
-    /* back at the head: a sink's notices go out in order */
-    push_front(s, nt);
+    ntf_failed(n, s, nt, res, code, retry_after);
 }
 
 static bool
@@ -603,13 +459,15 @@ notifier_main(void *arg)
             curl_easy_cleanup(x->easy);
             curl_slist_free_all(x->hdrs);
             nres += x->notice->resolve;
-            notice_free(x->notice);
+            ntf_notice_free(x->notice);
             free(x);
             s->xfer = NULL;
             k++;
         }
         k += drop_queue(s, &nres);
         s->dropped += k;
+        k += s->unsent_stop;            /* tried in the last chance, failed */
+        nres += s->unsent_stop_res;
         if (k > 0)
             log_warnx("webhook %s: %" PRIu64 " notice(s) unsent at shutdown, %" PRIu64
                       " of them resolutions (the receiver keeps those alerts open until "
@@ -623,7 +481,7 @@ notifier_main(void *arg)
             curl_multi_remove_handle(n->multi, s->xfer->easy);
             curl_easy_cleanup(s->xfer->easy);
             curl_slist_free_all(s->xfer->hdrs);
-            notice_free(s->xfer->notice);
+            ntf_notice_free(s->xfer->notice);
             free(s->xfer);
         }
         sink_free(s);
@@ -749,12 +607,17 @@ notifier_configure(struct notifier *n, const struct notifier_sink_conf *conf, si
         struct nsink *s = n->sinks[j];
         bool kept = false;
 
+        uint64_t k, nres = 0;
+
         for (i = 0; i < nconf && !kept; i++)
             kept = list[i] == s;
         if (kept)
             continue;
+        k = drop_queue(s, &nres) + (s->xfer != NULL);
+        if (k > 0)
+            log_warnx("webhook %s: no longer configured: %" PRIu64 " notice(s) dropped unsent, "
+                      "%" PRIu64 " of them resolutions", s->name, k, nres);
         if (s->xfer != NULL) {
-            drop_queue(s, NULL);
             s->removed = true;
             s->next_dead = n->graveyard;
             n->graveyard = s;
@@ -784,26 +647,31 @@ notifier_set_gate(struct notifier *n, notifier_fence_fn fence, void *arg, int64_
 void
 notifier_enqueue(struct notifier *n, size_t sink, char *body, size_t len)
 {
-    notifier_enqueue_fenced(n, sink, body, len, 0, false, 0);
+    notifier_enqueue_fenced(n, sink, body, len, 0, false, 0, false);
 }
 
-/* A refresh of tick at_ms replaces the queued refreshes of older ticks:
- * each says every alert again, with an end a few minutes on, so an older
- * one says less and, sent late, an end already past (Alertmanager would
- * take the alert as resolved).  Not the one in flight, which is off the
- * queue.  mu held. */
+/* A refresh of tick at_ms replaces the queued notices a refresh says again
+ * (Alertmanager's: the firing ones and the older refreshes) of older ticks:
+ * it says every alert again, with an end a few minutes on, so an older one
+ * says less and, sent late, an end already past (Alertmanager would take
+ * the alert as resolved).  Not the one in flight, which is off the queue.
+ * mu held. */
 static void
 drop_older_refreshes(struct nsink *s, int64_t at_ms)
 {
     struct notice **pp = &s->head, *nt;
 
+    if (s->held != NULL && s->held->at_ms > 0 && s->held->at_ms < at_ms) {
+        ntf_notice_free(s->held);
+        s->held = NULL;
+    }
     s->tail = NULL;
     while ((nt = *pp) != NULL) {
-        if (nt->refresh_ms > 0 && nt->refresh_ms < at_ms) {
+        if (nt->at_ms > 0 && nt->at_ms < at_ms) {
             *pp = nt->next;
             s->queued--;
             s->bytes -= nt->len;
-            notice_free(nt);
+            ntf_notice_free(nt);
             continue;
         }
         s->tail = nt;
@@ -813,7 +681,7 @@ drop_older_refreshes(struct nsink *s, int64_t at_ms)
 
 void
 notifier_enqueue_fenced(struct notifier *n, size_t sink, char *body, size_t len,
-                        long long fence, bool resolve, int64_t refresh_ms)
+                        long long fence, bool resolve, int64_t at_ms, bool refresh)
 {
     struct notice *nt;
     struct nsink *s;
@@ -835,15 +703,16 @@ notifier_enqueue_fenced(struct notifier *n, size_t sink, char *body, size_t len,
     nt->len = len;
     nt->fence = fence;
     nt->resolve = resolve;
-    nt->refresh_ms = refresh_ms;
+    nt->at_ms = at_ms;
+    nt->refresh = refresh;
     nt->made_boot = clock_ms_of(CLOCK_BOOTTIME);
-    if (refresh_ms > 0)
-        drop_older_refreshes(s, refresh_ms);
+    if (refresh && at_ms > 0)
+        drop_older_refreshes(s, at_ms);
     snprintf(nt->id, sizeof(nt->id), "msg_%016" PRIx64 "_%" PRIu64, n->nonce, ++n->seq);
     /* full: drop the oldest, the newest says more about now */
     while (s->head != NULL &&
            (s->queued >= NOTIFY_QUEUE_MAX || s->bytes + len > NOTIFY_QUEUE_BYTES)) {
-        notice_free(unlink_for_room(s));
+        ntf_notice_free(pop_front(s));
         s->dropped++;
         s->overflowed++;
     }
@@ -881,7 +750,7 @@ notifier_stats(struct notifier *n, struct notifier_stats **out, size_t *nout)
         st[i].sent = s->sent;
         st[i].retried = s->retried;
         st[i].dropped = s->dropped;
-        st[i].queued = s->queued + (s->xfer != NULL);
+        st[i].queued = s->queued + (s->xfer != NULL) + (s->held != NULL);
         st[i].disabled = s->disabled;
     }
     *out = st;

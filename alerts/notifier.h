@@ -14,9 +14,12 @@
  * timeout.  Transport errors, 408, 429 and 5xx are retried after an
  * exponential backoff with full jitter (a random wait up to retry_base x
  * 2^(tries-1), at most NOTIFY_BACKOFF_CAP_MS), or after Retry-After when
- * the receiver says longer, up to NOTIFY_MAX_TRIES tries (a resolution:
- * at least that many, for NOTIFY_RESOLVE_KEEP_MS from its first try, for a
- * receiver that never hears it keeps the alert open for good).  A format
+ * the receiver says longer, for NOTIFY_KEEP_MS from the first try (a
+ * firing notice is said again only at repeat_interval, a resolution
+ * never); after NOTIFY_MAX_TRIES failed tries while others wait, the next
+ * is tried: delivered, the receiver fails only the first, which is dropped
+ * (a sink's notices go in order: one it fails for ever must not hold the
+ * others back); failed, both wait.  A format
  * with a rate limit (sink_type.min_interval_ms; Slack's one message per
  * second) starts no attempt to a URL before that long after the previous
  * attempt to the same URL ended, whichever sink made it (alerts/pace.h);
@@ -55,7 +58,7 @@ void notifier_easy_common(CURL *easy, long timeout_ms, void *priv);
 #define NOTIFY_QUEUE_MAX       1000
 #define NOTIFY_QUEUE_BYTES     (16u * 1024 * 1024)
 #define NOTIFY_MAX_TRIES       10
-#define NOTIFY_RESOLVE_KEEP_MS (60 * 60 * 1000)  /* a resolution is tried this long */
+#define NOTIFY_KEEP_MS         (60 * 60 * 1000)  /* a notice is tried this long */
 #define NOTIFY_BACKOFF_CAP_MS  (5 * 60 * 1000)
 #define NOTIFY_RETRY_AFTER_MAX_MS (60 * 60 * 1000)
 
@@ -115,11 +118,13 @@ void notifier_enqueue(struct notifier *n, size_t sink, char *body, size_t len);
  * only while that term lasts (notifier_set_gate); one made while no
  * replica could lead (fence < 0, no X-Lockwatch-Fence): dropped once
  * another replica leads (the gate's fence 0).  resolve: the notice says
- * alerts ended, and outlives its term by the gate's grace.  refresh_ms: the
- * tick (Unix ms) of a refresh (Alertmanager's re-post of every alert), which
- * replaces the queued refreshes of older ticks (0: no refresh). */
+ * alerts ended, and outlives its term by the gate's grace.  at_ms: the tick
+ * (Unix ms) of a notice that a later refresh says again (Alertmanager's
+ * firing notices and refreshes, its re-posts of every alert), 0: none;
+ * refresh: it is such a re-post, and replaces the queued ones of older
+ * ticks. */
 void notifier_enqueue_fenced(struct notifier *n, size_t sink, char *body, size_t len,
-                             long long fence, bool resolve, int64_t refresh_ms);
+                             long long fence, bool resolve, int64_t at_ms, bool refresh);
 
 /* Copy the counters; free with notifier_stats_free.  0 / -1. */
 int notifier_stats(struct notifier *n, struct notifier_stats **out, size_t *nout);

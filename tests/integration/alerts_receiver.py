@@ -47,13 +47,14 @@ class Receiver:
     returns a string the answer is 400 with that text."""
 
     def __init__(self, statuses=(), default=200, hang=False, check=None,
-                 retry_after=None, body=b"ok"):
+                 retry_after=None, body=b"ok", status_for=None):
         self.statuses = list(statuses)
         self.default = default
         self.hang = hang
         self.check = check
         self.retry_after = retry_after
         self.answer_body = body
+        self.status_for = status_for      # request -> a status, or None
         self.requests = []
         self.lock = threading.Lock()
         self.released = threading.Event()
@@ -72,6 +73,8 @@ class Receiver:
                 with recv.lock:
                     recv.requests.append(req)
                     status = recv.statuses.pop(0) if recv.statuses else recv.default
+                    if recv.status_for is not None:
+                        status = recv.status_for(req) or status
                 if recv.hang:
                     recv.released.wait(120)
                     return

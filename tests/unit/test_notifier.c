@@ -125,10 +125,10 @@ queued_now(struct notifier *n)
     return q;
 }
 
-/* An Alertmanager refresh replaces the queued refreshes of older ticks
- * (each says every alert again; an old one sent late says an end already
- * past), never another notice, nor one of its own tick (a refresh of more
- * alerts than a batch is several notices). */
+/* An Alertmanager refresh replaces the queued refreshes and firing notices
+ * of older ticks (it says every alert again; an old one sent late says an
+ * end already past), never a resolution or another notice, nor one of its
+ * own tick (a refresh of more alerts than a batch is several notices). */
 static void
 a_refresh_replaces_older_queued_refreshes(void **state)
 {
@@ -149,17 +149,21 @@ a_refresh_replaces_older_queued_refreshes(void **state)
     notifier_enqueue(n, 0, strdup("{}"), 2);        /* in flight, never answered */
     usleep(200000);
     assert_int_equal(queued_now(n), 1);
-    notifier_enqueue_fenced(n, 0, strdup("{\"r\":1}"), 7, 0, false, 60000);
-    notifier_enqueue_fenced(n, 0, strdup("{\"res\":1}"), 9, 0, true, 0);
-    notifier_enqueue_fenced(n, 0, strdup("{\"r\":2}"), 7, 0, false, 120000);
-    notifier_enqueue_fenced(n, 0, strdup("{\"r\":2}"), 7, 0, false, 120000);
+    notifier_enqueue_fenced(n, 0, strdup("{\"r\":1}"), 7, 0, false, 60000, true);
+    notifier_enqueue_fenced(n, 0, strdup("{\"res\":1}"), 9, 0, true, 0, false);
+    notifier_enqueue_fenced(n, 0, strdup("{\"f\":2}"), 7, 0, false, 120000, false);
+    notifier_enqueue_fenced(n, 0, strdup("{\"r\":2}"), 7, 0, false, 120000, true);
+    notifier_enqueue_fenced(n, 0, strdup("{\"r\":2}"), 7, 0, false, 120000, true);
     notifier_enqueue(n, 0, strdup("{}"), 2);
-    /* the first tick's refresh went: a resolution, the second tick's two
-     * (one tick's batches stay together) and the plain notice */
-    assert_int_equal(queued_now(n), 1 + 4);
-    notifier_enqueue_fenced(n, 0, strdup("{\"r\":3}"), 7, 0, false, 180000);
-    /* the second tick's two went too; the resolution, the plain notice and
-     * the new refresh stay, beside the one in flight */
+    /* the first tick's refresh went: a resolution, the second tick's
+     * firing notice (an alert that started then, which that tick's own
+     * refresh does not say) and two refreshes (one tick's batches stay
+     * together), and the plain notice */
+    assert_int_equal(queued_now(n), 1 + 5);
+    notifier_enqueue_fenced(n, 0, strdup("{\"r\":3}"), 7, 0, false, 180000, true);
+    /* the second tick's firing notice and refreshes went too; the
+     * resolution, the plain notice and the new refresh stay, beside the one
+     * in flight */
     assert_int_equal(queued_now(n), 1 + 3);
     notifier_free(n, 0);
     notifier_global_cleanup();
@@ -274,8 +278,8 @@ drops_old_then_sends(int64_t grace_ms, const char *body, long long fence, bool r
     int fd;
 
     n = fenced_notifier_grace(&fd, term_five, grace_ms);
-    notifier_enqueue_fenced(n, 0, strdup("{\"old\":1}"), 9, 4, false, 0);
-    notifier_enqueue_fenced(n, 0, strdup(body), strlen(body), fence, resolve, 0);
+    notifier_enqueue_fenced(n, 0, strdup("{\"old\":1}"), 9, 4, false, 0, false);
+    notifier_enqueue_fenced(n, 0, strdup(body), strlen(body), fence, resolve, 0, false);
     read_request(fd, body, req, sizeof(req));
     assert_non_null(strstr(req, header));
     assert_non_null(strstr(req, body));
@@ -308,7 +312,7 @@ gate_drops_unelected_notices_once_another_leads(void **state)
 
     (void)state;
     n = fenced_notifier(&fd, following);
-    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1, false, 0);
+    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1, false, 0, false);
     expect_dropped_unsent(n);
     close(fd);
 }
@@ -322,7 +326,7 @@ unelected_goes_unfenced(void **state)
 
     (void)state;
     n = fenced_notifier(&fd, term_five);
-    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1, false, 0);
+    notifier_enqueue_fenced(n, 0, strdup("{\"une\":1}"), 9, -1, false, 0, false);
     read_request(fd, "{\"une\":1}", req, sizeof(req));
     assert_non_null(strstr(req, "{\"une\":1}"));
     assert_null(strstr(req, "X-Lockwatch-Fence"));
@@ -350,7 +354,7 @@ gate_drops_a_past_terms_resolution_after_the_grace(void **state)
 
     (void)state;
     n = fenced_notifier(&fd, term_five);
-    notifier_enqueue_fenced(n, 0, strdup("{\"res\":1}"), 9, 4, true, 0);
+    notifier_enqueue_fenced(n, 0, strdup("{\"res\":1}"), 9, 4, true, 0, false);
     expect_dropped_unsent(n);
     close(fd);
 }
