@@ -70,6 +70,7 @@ struct alerts {
     size_t nsinks;
     bool has_refresh;               /* a sink takes EV_REFRESH */
     bool has_leader_only;           /* a sink is leader_only (generic, slack) */
+    bool configured;                /* once: later configures are reloads */
     struct seen_target *seen;
     size_t nseen;
 };
@@ -178,7 +179,7 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     replica = NULL;
     /* a sink new at a reload (or of another format) has heard none of the
      * alerts firing: it hears them at the next tick, not at repeat_interval */
-    for (i = 0; a->set != NULL && i < n; i++) {
+    for (i = 0; a->configured && i < n; i++) {
         size_t k;
 
         sinks[i].fresh = true;
@@ -204,6 +205,7 @@ alerts_configure(struct alerts *a, const struct config *cfg)
         if (a->sinks[i].type->leader_only)
             a->has_leader_only = true;
     }
+    a->configured = true;
     pthread_mutex_unlock(&a->mu);
     rc = 0;
 out:
