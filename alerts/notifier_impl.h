@@ -32,6 +32,7 @@ struct notice {
                                  * it again (Alertmanager); 0: not */
     bool refresh;               /* it is such a refresh (replaces older ones) */
     int64_t first_try_mono;     /* when its first try started; 0: none yet */
+    bool probed;                /* was set aside for a probe (said once) */
 };
 
 struct transfer;

@@ -91,7 +91,7 @@ ntf_held_back(struct notifier *n, struct nsink *s)
  */
 void
 ntf_failed(struct notifier *n, struct nsink *s, struct notice *nt, CURLcode res, long code,
-       curl_off_t retry_after)
+           curl_off_t retry_after)
 {
     int64_t delay, age = clock_mono_ms() - nt->first_try_mono;
 
@@ -126,10 +126,12 @@ ntf_failed(struct notifier *n, struct nsink *s, struct notice *nt, CURLcode res,
         return;
     }
     if (nt->tries >= NOTIFY_MAX_TRIES && s->head != NULL) {
-        log_warnx("webhook %s: a %s failed %d tries, %zu notice(s) behind it: trying the next "
-                  "to tell a receiver that is down (then all wait) from one that fails only "
-                  "this one (then it is dropped)", s->name,
-                  nt->resolve ? "resolution" : "notice", nt->tries, s->queued);
+        if (!nt->probed)        /* said once: a receiver down probes at each retry */
+            log_warnx("webhook %s: a %s failed %d tries, %zu notice(s) behind it: trying the "
+                      "next to tell a receiver that is down (then all wait) from one that "
+                      "fails only this one (then it is dropped)", s->name,
+                      nt->resolve ? "resolution" : "notice", nt->tries, s->queued);
+        nt->probed = true;
         s->held = nt;
         return;
     }
