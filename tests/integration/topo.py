@@ -8,6 +8,7 @@ harness' clean-up (atexit, SIGTERM) as well as by the tests' own.
 Standard library and python3-redis only.
 """
 
+import errno
 import os
 import signal
 import socket
@@ -285,7 +286,19 @@ class TcpProxy:
         assert self._listener is None, "already listening"
         ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        ls.bind(("127.0.0.1", self.port))
+        # listening again after kill(): while it was down, a test running
+        # beside this one may have taken the port as a connection's local
+        # port (a CI rehearsal: EADDRINUSE); such a connection ends soon
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                ls.bind(("127.0.0.1", self.port))
+                break
+            except OSError as e:
+                if e.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                    ls.close()
+                    raise
+                time.sleep(0.05)
         ls.listen(64)
         self._listener = ls
         self._thread = threading.Thread(target=self._accept, args=(ls,), daemon=True)
