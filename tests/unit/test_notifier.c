@@ -55,6 +55,25 @@ generic_sink(struct notifier_sink_conf *c, const char *name, const char *url,
     c->delivery.retry_base_ms = 1000;
 }
 
+/* A notifier with one generic sink, "stuck" (its conf in *c, over url),
+ * posting to a listener that never answers (*fd). */
+static struct notifier *
+stuck_notifier(struct notifier_sink_conf *c, char *url, size_t urllen, int *fd)
+{
+    static const struct sink_key none = { NULL, 0 };
+    struct notifier *n;
+    int port;
+
+    *fd = silent_listener(&port);
+    snprintf(url, urllen, "http://127.0.0.1:%d/hook", port);
+    assert_int_equal(notifier_global_init(), 0);
+    n = notifier_new();
+    assert_non_null(n);
+    generic_sink(c, "stuck", url, &none);
+    assert_int_equal(notifier_configure(n, c, 1), 0);
+    return n;
+}
+
 static double
 now_s(void)
 {
@@ -69,21 +88,14 @@ queue_is_bounded_and_shutdown_is_bounded(void **state)
 {
     struct notifier_sink_conf c;
     struct notifier_stats *st;
-    struct sink_key none = { NULL, 0 };
     struct notifier *n;
     char url[64];
     size_t i, ns;
-    int fd, port;
+    int fd;
     double t0;
 
     (void)state;
-    fd = silent_listener(&port);
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook", port);
-    assert_int_equal(notifier_global_init(), 0);
-    n = notifier_new();
-    assert_non_null(n);
-    generic_sink(&c, "stuck", url, &none);
-    assert_int_equal(notifier_configure(n, &c, 1), 0);
+    n = stuck_notifier(&c, url, sizeof(url), &fd);
     for (i = 0; i < NOTIFY_QUEUE_MAX + 10; i++)
         notifier_enqueue(n, 0, strdup("{}"), 2);
     assert_int_equal(notifier_stats(n, &st, &ns), 0);
@@ -133,19 +145,12 @@ static void
 a_refresh_replaces_older_queued_refreshes(void **state)
 {
     struct notifier_sink_conf c;
-    struct sink_key none = { NULL, 0 };
     struct notifier *n;
     char url[64];
-    int fd, port;
+    int fd;
 
     (void)state;
-    fd = silent_listener(&port);
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook", port);
-    assert_int_equal(notifier_global_init(), 0);
-    n = notifier_new();
-    assert_non_null(n);
-    generic_sink(&c, "stuck", url, &none);
-    assert_int_equal(notifier_configure(n, &c, 1), 0);
+    n = stuck_notifier(&c, url, sizeof(url), &fd);
     notifier_enqueue(n, 0, strdup("{}"), 2);        /* in flight, never answered */
     usleep(200000);
     assert_int_equal(queued_now(n), 1);
