@@ -789,11 +789,14 @@ format_http_url(const struct config_option *o, const void *base, const char *sep
 static long
 authority_port(const char *auth, size_t alen)
 {
-    const char *end = auth + alen, *at = memchr(auth, '@', alen), *p, *colon = NULL;
+    const char *end = auth + alen, *p, *colon = NULL;
     long port = 0;
 
-    if (at != NULL)
-        auth = at + 1;
+    /* the user info ends at the last '@', as url_mask() and
+     * authority_has_password() read it: -n's masked form must load back */
+    for (p = auth; p < end; p++)
+        if (*p == '@')
+            auth = p + 1;
     p = auth < end && *auth == '[' ? memchr(auth, ']', (size_t)(end - auth)) : auth;
     if (p == NULL)
         return 0;               /* an unclosed [: curl says what is wrong */
