@@ -471,7 +471,8 @@ soak: deps-bench
 # report fatal) and linked into each harness; the gcc build is untouched.
 # fuzz/run runs each harness for FUZZ_SECONDS and prints one line per
 # harness; any finding fails it (CI: .ci/run, FUZZ_SEED=1 and FUZZ_RUNS=fixed (fuzz/<name>.runs),
-# so what CI runs replays exactly; unset, each run explores afresh).
+# a fixed budget; unset, each run explores afresh).  A finding's input is
+# kept: replay it with build/fuzz/bin/fuzz_<name> INPUT.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := $(BUILD)/fuzz
