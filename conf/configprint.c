@@ -20,7 +20,8 @@
  * with no value (an optional file, sentinels outside sentinel mode) is
  * shown as a comment so the output still loads.  Lines are kept within
  * what read_line accepts: padding is dropped, and lists lose the space
- * after their commas, before a line would grow too long.
+ * after their commas, then the blanks around '=', before a line would
+ * grow too long.
  */
 static void
 print_section(FILE *fp, const char *label, enum config_section sec, const void *base)
@@ -40,7 +41,9 @@ print_section(FILE *fp, const char *label, enum config_section sec, const void *
             width = 0;
             r = option_format(o, base, true, val, sizeof(val));
         }
-        if (r == 1)
+        if (r == 1 && width == 0 && strlen(o->key) + 3 + strlen(val) > LINE_MAX_CHARS)
+            fprintf(fp, "%s=%s\n", o->key, val);   /* as it came: "url=" at the limit */
+        else if (r == 1)
             fprintf(fp, "%-*s = %s\n", width, o->key, val);
         else if (r == 0)
             fprintf(fp, "; %s is not set\n", o->key);

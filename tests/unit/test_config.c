@@ -1428,6 +1428,19 @@ test_round_trip_long_line(void **state)
     free(out);
     round_trip(cfg);
     config_free(cfg);
+
+    /* a value at the limit written "url=" prints as it came, not one
+     * blank longer (the config fuzzer: the -n dump did not load) */
+    n = (size_t)snprintf(text, sizeof(text), "[webhook w]\nurl=http://hooks.example/");
+    memset(text + n, 'p', 198 - (n - strlen("[webhook w]\n")));
+    snprintf(text + n + 198 - (n - strlen("[webhook w]\n")), 8, "\n");
+    cfg = expect_load(text);
+    out = print_to_string(cfg);
+    for (line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n"))
+        assert_true(strlen(line) <= 198);
+    free(out);
+    round_trip(cfg);
+    config_free(cfg);
 }
 
 static void
