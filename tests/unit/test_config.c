@@ -1406,14 +1406,25 @@ test_round_trip_defaults(void **state)
     config_free(cfg);
 }
 
+static void
+prints_within_the_limit(const char *text)
+{
+    struct config *cfg = expect_load(text);
+    char *out = print_to_string(cfg), *line;
+
+    for (line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n"))
+        assert_true(strlen(line) <= 198);
+    free(out);
+    round_trip(cfg);
+    config_free(cfg);
+}
+
 /* A long list prints within the line limit (compact, unpadded) and still
  * round-trips. */
 static void
 test_round_trip_long_line(void **state)
 {
     char text[512];
-    struct config *cfg;
-    char *out, *line;
     size_t n;
 
     (void)state;
@@ -1421,26 +1432,14 @@ test_round_trip_long_line(void **state)
     while (n < 180)
         n += (size_t)snprintf(text + n, sizeof(text) - n, "k%zu:*,", n);
     snprintf(text + n, sizeof(text) - n, "z:*\n");
-    cfg = expect_load(text);
-    out = print_to_string(cfg);
-    for (line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n"))
-        assert_true(strlen(line) <= 198);
-    free(out);
-    round_trip(cfg);
-    config_free(cfg);
+    prints_within_the_limit(text);
 
     /* a value at the limit written "url=" prints as it came, not one
      * blank longer (the config fuzzer: the -n dump did not load) */
     n = (size_t)snprintf(text, sizeof(text), "[webhook w]\nurl=http://hooks.example/");
     memset(text + n, 'p', 198 - (n - strlen("[webhook w]\n")));
     snprintf(text + n + 198 - (n - strlen("[webhook w]\n")), 8, "\n");
-    cfg = expect_load(text);
-    out = print_to_string(cfg);
-    for (line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n"))
-        assert_true(strlen(line) <= 198);
-    free(out);
-    round_trip(cfg);
-    config_free(cfg);
+    prints_within_the_limit(text);
 }
 
 static void
