@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "cli/lockctl.h"
+#include "common/clock.h"
 #include "common/keytext.h"
 #include "common/strbuf.h"
 
@@ -157,6 +158,19 @@ add_lock(struct agent_view *av, const json_t *o)
         (size_t)json_integer_value(total) : json_array_size(holders);
     a.stale = json_is_true(json_object_get(o, "stale"));
     a.renewed = json_is_true(json_object_get(o, "renewed"));
+    a.got_mono = clock_mono_ms();
+    {
+        const json_t *ub = json_object_get(o, "unbroken_since_ms"),
+            *ex = json_object_get(o, "expires_at_ms");
+        int64_t at = a.first_seen_ms + a.age_ms;        /* the answer, agent's clock */
+
+        a.unbroken_ms = -1;
+        if (a.age_ms >= 0 && json_is_integer(ub) && json_integer_value(ub) >= a.first_seen_ms)
+            a.unbroken_ms = json_integer_value(ub) - a.first_seen_ms >= a.age_ms ? 0
+                : a.age_ms - (json_integer_value(ub) - a.first_seen_ms);
+        a.left_ms = json_is_null(ex) ? -1 : json_is_integer(ex) && a.age_ms >= 0 ?
+            (json_integer_value(ex) > at ? json_integer_value(ex) - at : 0) : -2;
+    }
     a.pttl_ms = json_is_integer(json_object_get(o, "pttl_ms")) ?
         json_integer_value(json_object_get(o, "pttl_ms")) : -2;
     {

@@ -246,6 +246,14 @@ struct agent_lock {
                                  * not given */
     bool renewed;               /* its holder renewed it (the agent saw its TTL
                                  * go back up) */
+    int64_t unbroken_ms;        /* of age_ms, the part the agent proves the
+                                 * holding unbroken (since unbroken_since:
+                                 * a lease set again between two reads may
+                                 * be the same holder id taking the lock
+                                 * again); -1 not given */
+    int64_t left_ms;            /* its TTL left at the agent's answer
+                                 * (expires_at_ms): -1 no TTL, -2 not given */
+    int64_t got_mono;           /* lockctl's monotonic ms at the answer */
 };
 
 #define AGENT_LOCKS_MAX     100000  /* locks taken from the agent, all pages */
@@ -392,11 +400,22 @@ bool verdict_judge(const struct lockstate_rules *rules, struct cli_lock *l,
 bool verdict_same_holder(const struct cli_lock *l, const struct agent_lock *a);
 /*
  * The age of holder (holderlen bytes) the agent knows, for release
- * --if-older-than: a's age_ms when a (may be NULL) is from a fresh scan
- * and names holder, whole and byte for byte, as the lock's only holder
- * (a shared lock's first-seen time is its oldest holder's); else 0.
+ * --if-older-than: of a's age, the part it proves the holding unbroken
+ * (unbroken_ms: since its first sight, or the last read that found its
+ * lease set again), when a (may be NULL) is from a fresh scan and names
+ * holder, whole and byte for byte, as the lock's only holder (a shared
+ * lock's first-seen time is its oldest holder's); else 0.  It holds only
+ * while the lease is as the agent read it: verdict_agent_pttl_max().
  */
 int64_t verdict_agent_age(const struct agent_lock *a, const char *holder, size_t holderlen);
+/*
+ * The PTTL the key can have at now_mono if nobody set its lease since the
+ * agent's read (plus RELEASE_LEASE_SLACK_MS, release.h); -1: the agent saw no TTL,
+ * and the key must still have none.  A larger PTTL (a renewal, or the
+ * same holder id taking the lock again) means the agent's age is not this
+ * holding's.
+ */
+long long verdict_agent_pttl_max(const struct agent_lock *a, int64_t now_mono);
 /* Worst first: leaked, long, reentrant_high (by snapshot_rank()), then
  * held; within one rank a leak_unknown lock first, then the older. */
 bool verdict_worse(const struct cli_lock *a, const struct cli_lock *b);

@@ -76,7 +76,7 @@ static const struct command {
       "                      lockctl expire)\n"
       "  --if-older-than DUR only if the holder is at least DUR old (OBJECT IDLETIME,\n"
       "                      the acquisition time the format encodes, or the agent's\n"
-      "                      first-seen time of that holder when it answers)\n"
+      "                      age of that holding, since its lease was last set)\n"
       "  --reason TEXT       why, for the audit entry\n"
       "  --yes               do not ask (required when stdin is not a terminal)\n"
       "  --dry-run           run every guard, change nothing, write no audit entry\n"

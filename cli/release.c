@@ -365,7 +365,14 @@ too_young_next(const struct change *ch, const struct release_request *rq,
     int64_t age = rq->known_age_ms, idle = res->idle_s > 1 ? (res->idle_s - 1) * 1000 : 0;
     const char *from = ch->age_from;
     char known[512], agent[832], d[32], want[32];
+    /* the script took the agent's age only with the lease as it read it */
+    bool kept = rq->lease_pttl_max < 0 ? res->pttl_ms == -1
+        : res->pttl_ms >= 0 && res->pttl_ms <= rq->lease_pttl_max;
 
+    if (from != NULL && strcmp(from, "agent") == 0)
+        from = kept ? "agent" : age > 0 ? "acquired" : NULL;
+    if (kept && rq->lease_age_ms > age)
+        age = rq->lease_age_ms;
     if (idle > age) {
         age = idle;
         from = "idletime";
@@ -377,11 +384,17 @@ too_young_next(const struct change *ch, const struct release_request *rq,
     else
         snprintf(known, sizeof(known), "the holder is known to be %s%s old (from %s%s)",
                  strcmp(from, "idletime") == 0 ? "at least " : "", d,
-                 strcmp(from, "agent") == 0 ? "the agent at " :
+                 strcmp(from, "agent") == 0 ? "the agent, since it first saw the holding or "
+                 "last saw its lease set again, at " :
                  strcmp(from, "acquired") == 0 ? "the acquisition time in the value" :
                  "OBJECT IDLETIME, which any read resets",
                  strcmp(from, "agent") == 0 ? av->url : "");
-    if (ch->agent_ms > 0)
+    if (ch->agent_ms > 0 && !kept)
+        snprintf(agent, sizeof(agent), "; the agent's age does not count: the lease was set "
+                 "again since it read the lock (%s; a renewal and the same holder id taking "
+                 "the lock again look alike)", res->pttl_ms == -1 ? "its TTL is gone"
+                 : rq->lease_pttl_max < 0 ? "it had no TTL" : "its TTL went up");
+    else if (ch->agent_ms > 0)
         agent[0] = '\0';       /* counted */
     else if (av->answered)
         snprintf(agent, sizeof(agent), "; the agent at %s gave no first-seen age for this "
@@ -540,9 +553,10 @@ report(struct lockctl *lc, const struct change *ch, const struct release_request
 /*
  * The holder's age lockctl knows, for --if-older-than: the acquisition
  * time the format encodes (tied to the holder's exact value, so it cannot
- * go stale), the agent's first-seen age of that holder (ch->agent_ms,
- * verdict_agent_age(): as old as the holder was at the agent's answer,
- * which came before the read), and OBJECT IDLETIME as the read saw it
+ * go stale), the agent's age of that holding (ch->agent_ms,
+ * verdict_agent_age(): as old as the holding was proven unbroken at the
+ * agent's answer, which came before the read; passed apart, as it holds
+ * only while the lease is as the agent read it), and OBJECT IDLETIME as the read saw it
  * before touching the key.  That read resets IDLETIME on servers without
  * CLIENT NO-TOUCH, as the agent's own scans do, so the script alone would
  * see the key as just used.  After a prompt, time
@@ -566,10 +580,10 @@ known_age(struct lockctl *lc, struct change *ch, const struct cli_lock *l, bool 
         *age = now - l->view.acquired_ms;
         ch->age_from = "acquired";
     }
-    if (ch->agent_ms > *age) {
-        *age = ch->agent_ms;
+    /* the agent's age goes to the script apart (release_request's
+     * lease_age_ms): it counts only while the lease is as the agent read it */
+    if (ch->agent_ms > *age)
         ch->age_from = "agent";
-    }
     if (ch->older_ms <= 0 || l->idle_s < 0)
         return LOCKCTL_DONE;
     if (asked) {
@@ -590,7 +604,8 @@ known_age(struct lockctl *lc, struct change *ch, const struct cli_lock *l, bool 
     }
     if (idle_ms > *age) {
         *age = idle_ms;
-        ch->age_from = "idletime";
+        if (idle_ms >= ch->agent_ms)
+            ch->age_from = "idletime";
     }
     return LOCKCTL_DONE;
 }
@@ -833,9 +848,15 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
             goto out;
     }
     if (read && holds(&l, ch.holder, ch.holderlen)) {
-        if (av.answered)
-            ch.agent_ms = verdict_agent_age(agent_find(&av, ch.key, ch.keylen), ch.holder,
-                                            ch.holderlen);
+        if (av.answered) {
+            const struct agent_lock *al = agent_find(&av, ch.key, ch.keylen);
+
+            ch.agent_ms = verdict_agent_age(al, ch.holder, ch.holderlen);
+            if (ch.agent_ms > 0) {
+                rq.lease_age_ms = ch.agent_ms;
+                rq.lease_pttl_max = verdict_agent_pttl_max(al, clock_mono_ms());
+            }
+        }
         if ((rc = known_age(lc, &ch, &l, asked, rq.now_ms, &rq.known_age_ms)) != LOCKCTL_DONE)
             goto out;
     }

@@ -22,6 +22,7 @@
 #include "collectors/locks/lockfacts.h"
 #include "collectors/locks/lockstate.h"
 #include "collectors/locks/snapshot.h"
+#include "collectors/release/release.h"
 
 bool
 verdict_same_holder(const struct cli_lock *l, const struct agent_lock *a)
@@ -47,9 +48,23 @@ verdict_agent_age(const struct agent_lock *a, const char *holder, size_t holderl
 {
     if (a == NULL || a->stale || a->first_seen_ms <= 0 || a->age_ms <= 0 ||
         a->nholders != 1 || a->holder == NULL || a->holder_cut ||
-        a->holderlen != holderlen || memcmp(a->holder, holder, holderlen) != 0)
+        a->holderlen != holderlen || memcmp(a->holder, holder, holderlen) != 0 ||
+        a->unbroken_ms <= 0 || a->left_ms == -2)
         return 0;
-    return a->age_ms;
+    return a->unbroken_ms;
+}
+
+long long
+verdict_agent_pttl_max(const struct agent_lock *a, int64_t now_mono)
+{
+    int64_t since = now_mono > a->got_mono ? now_mono - a->got_mono : 0;
+
+    if (a->left_ms < 0)
+        return -1;
+    /* the slack: the agent counts the TTL from its handling of the reply,
+     * a little after Redis's own */
+    return a->left_ms > since ? a->left_ms - since + RELEASE_LEASE_SLACK_MS
+        : RELEASE_LEASE_SLACK_MS;
 }
 
 bool

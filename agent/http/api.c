@@ -136,6 +136,12 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
     bad |= json_object_set_new(o, "age_seconds",
                                json_real((double)(now_ms - l->first_seen_ms) / 1000.0));
     bad |= json_object_set_new(o, "first_seen_ms", json_integer(l->first_seen_ms));
+    /* since when this holding is proven unbroken: a renewal seen between
+     * two reads may be the same holder id taking the lock again */
+    bad |= json_object_set_new(o, "unbroken_since", lockjson_time(snap_unbroken_ms(l)));
+    bad |= json_object_set_new(o, "unbroken_since_ms", json_integer(snap_unbroken_ms(l)));
+    bad |= json_object_set_new(o, "expires_at_ms", l->expires_ms > 0 ?
+                               json_integer(l->expires_ms) : json_null());
     bad |= json_object_set_new(o, "nottl_since", lockjson_time(l->nottl_since_ms));
     bad |= json_object_set_new(o, "nottl_since_ms", l->nottl_since_ms > 0 ?
                                json_integer(l->nottl_since_ms) : json_null());

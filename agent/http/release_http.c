@@ -31,10 +31,12 @@
  * redisconn scope), plus the TCP connect (connect_timeout).  The server
  * waits for them before it stops (release_http_drain).
  * The config is copied under the agent lock first: a reload meanwhile
- * frees the old one.  The holder age the agent knows (first seen by the
- * tracker, from the last snapshot) goes to the script with the request,
- * so --if-older-than works for watchdog-renewed locks, whose OBJECT
- * IDLETIME is always short.
+ * frees the old one.  The holder age the agent knows (from the last
+ * snapshot: since the tracker first saw the holding, or last saw its lease
+ * set again, which may be the same holder id taking the lock again) goes
+ * to the script with the request, and counts there only while the key's
+ * PTTL shows no lease set since (known_age()).  So for a lock a watchdog
+ * renews, if_older_than counts from its last renewal the agent saw.
  */
 #include "agent/http/release_http.h"
 
@@ -541,7 +543,10 @@ target_copy(struct agent *a, const char *name, struct target_conf *out)
     return rc;
 }
 
-/* The holder's age as the agent's tracker knows it, or 0; *format: the
+/* The holder's age as the agent's tracker proves it (since its first
+ * sight, or the last read that found its lease set again: tracker.h), or
+ * 0, with *pttl_max, the PTTL the key can have now if nobody set its lease
+ * since that read (-1: it had no TTL); *format: the
  * lock's format in the agent's last scan, or NULL (*guessed: only a
  * guess, released by compare-and-delete).  *not_leaked:
  * the agent's last scan did not judge the lock leaked although it saw no
@@ -549,10 +554,10 @@ target_copy(struct agent *a, const char *name, struct target_conf *out)
  * script, which refuses it as every client's release does). */
 static int64_t
 known_age(struct agent *a, const char *target, const struct body *b, bool *not_leaked,
-          const char **format, bool *guessed)
+          long long *pttl_max, const char **format, bool *guessed)
 {
     struct view v;
-    int64_t age = 0;
+    int64_t age = 0, now = clock_now_ms();
     size_t i, k, h;
 
     *not_leaked = true;
@@ -583,8 +588,10 @@ known_age(struct agent *a, const char *target, const struct body *b, bool *not_l
             for (h = 0; h < l->nholders && l->holders_total == 1; h++)
                 if (!l->holders[h].truncated && l->holders[h].id_len == b->holderlen &&
                     memcmp(l->holders[h].id, b->holder, b->holderlen) == 0 &&
-                    l->first_seen_ms > 0 && l->first_seen_ms < v.now_ms)
-                    age = v.now_ms - l->first_seen_ms;
+                    l->first_seen_ms > 0 && snap_unbroken_ms(l) < v.now_ms)
+                    age = v.now_ms - snap_unbroken_ms(l);
+            *pttl_max = l->expires_ms <= 0 ? -1 : l->expires_ms > now
+                ? l->expires_ms - now + RELEASE_LEASE_SLACK_MS : RELEASE_LEASE_SLACK_MS;
             break;
         }
     }
@@ -771,8 +778,8 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
     j->rq.holderlen = j->b.holderlen;
     j->rq.if_leaked = j->b.if_leaked;
     j->rq.if_older_than_ms = j->b.older_ms;
-    j->rq.known_age_ms = known_age(a, j->t.name, &j->b, &not_leaked, &j->rq.format,
-                                   &j->rq.format_guessed);
+    j->rq.lease_age_ms = known_age(a, j->t.name, &j->b, &not_leaked, &j->rq.lease_pttl_max,
+                                   &j->rq.format, &j->rq.format_guessed);
     j->rq.dry_run = j->b.dry_run;
     j->rq.operator_name = j->op;
     j->rq.reason = j->b.reason;

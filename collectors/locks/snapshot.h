@@ -82,6 +82,10 @@ struct snap_lock {
     int64_t max_count;
     int64_t pttl_ms;                  /* -1 no TTL */
     int64_t first_seen_ms;            /* Unix ms, current holder */
+    int64_t settled_ms;               /* Unix ms since the holding is proven
+                                       * unbroken (tracker.h): first_seen_ms,
+                                       * or the last read that found its
+                                       * lease set again */
     int64_t nottl_since_ms;           /* Unix ms since the key has had no
                                        * TTL; 0 while it has one */
     int64_t acquired_ms;              /* Unix ms from the format; 0 unknown */
@@ -303,6 +307,13 @@ struct snap_follow {
     char note[400];                   /* why not following, or the drift;
                                        * "" when there is nothing to say */
 };
+
+/* Since when l's holding is proven unbroken (never before its first sight). */
+static inline int64_t
+snap_unbroken_ms(const struct snap_lock *l)
+{
+    return l->settled_ms > l->first_seen_ms ? l->settled_ms : l->first_seen_ms;
+}
 
 struct redlock_map;
 

@@ -370,8 +370,7 @@ static int
 push(struct release_args *a, const char *p, size_t n)
 {
     a->argv[a->argc] = p;
-    a->argvlen[a->argc] = n;
-    a->argc++;
+    a->argvlen[a->argc++] = n;
     return 0;
 }
 
@@ -473,7 +472,7 @@ release_build_args(const struct target_conf *t, const char *audit_stream,
 {
     const char *ckey[NCOMPANIONS + 1];
     size_t cklen[NCOMPANIONS + 1];
-    char roles[256];
+    char roles[256], *r4;
     size_t ncomp = 0, rlen = 0, max_args, i;
     bool cluster = t->mode == TARGET_CLUSTER, oom = false;
     unsigned slot = cluster ? release_key_slot(req->key, req->keylen) : 0;
@@ -533,9 +532,14 @@ release_build_args(const struct target_conf *t, const char *audit_stream,
         now = clock_now_ms();
     push(a, req->holder, req->holderlen);                               /* 1 */
     push(a, req->if_leaked ? "1" : "0", 1);                             /* 2 */
+    /* 3, and 4: "A", or "A:B:P" (B counts only while PTTL <= P) */
     if (push_int(a, req->if_older_than_ms > 0 ? req->if_older_than_ms : 0) == -1 ||
-        push_int(a, req->known_age_ms > 0 ? req->known_age_ms : 0) == -1)
-        goto oom;                                                       /* 3, 4 */
+        (r4 = own(a, 72)) == NULL)
+        goto oom;
+    snprintf(r4, 73, req->lease_age_ms > 0 ? "%lld:%lld:%lld" : "%lld",
+             (long long)(req->known_age_ms > 0 ? req->known_age_ms : 0),
+             (long long)req->lease_age_ms, req->lease_pttl_max < 0 ? -1LL : req->lease_pttl_max);
+    push(a, r4, strlen(r4));                                            /* 4 */
     push(a, req->dry_run ? "1" : "0", 1);                               /* 5 */
     push(a, cluster ? "1" : "0", 1);                                    /* 6 */
     if (push_int(a, now) == -1)                                         /* 7 */

@@ -67,10 +67,18 @@ struct release_request {
                                  * compare-and-delete falls back to plain's */
     bool if_leaked;
     int64_t if_older_than_ms;   /* 0: no age condition */
-    int64_t known_age_ms;       /* holder age the caller knows (the agent's
-                                 * first-seen, the format's acquisition
-                                 * time); 0: unknown.  The script takes the
+    int64_t known_age_ms;       /* holder age the caller knows (the format's
+                                 * acquisition time, an IDLETIME read
+                                 * before); 0: unknown.  The script takes the
                                  * larger of it and OBJECT IDLETIME. */
+    int64_t lease_age_ms;       /* an age that counts only while the key's
+                                 * lease is as it was read (the agent's:
+                                 * verdict_agent_age()); 0: none */
+    long long lease_pttl_max;   /* ... that is, while its PTTL is at most
+                                 * this; -1: it had no TTL, and has none */
+#define RELEASE_LEASE_SLACK_MS 1000     /* on lease_pttl_max: the reader
+                                         * counts a TTL from its handling of
+                                         * the reply, a little after Redis */
     int64_t ttl_ms;             /* expire: the TTL to set (> 0) */
     bool dry_run;               /* every guard, no write, no audit entry */
     const char *operator_name;  /* who: a login name, "http:<peer>" */

@@ -163,7 +163,6 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     l.format_source = (uint8_t)src.source;
     l.format_contradicts = src.contradicts;
     l.pttl_ms = raw->pttl;
-    l.expires_ms = raw->pttl >= 0 ? seen_ms + raw->pttl : 0;
     l.acquired_ms = view.acquired_ms;
     l.pid = (int32_t)(view.pid > 0 && view.pid <= INT32_MAX ? view.pid : 0);
     l.thread = view.thread;
@@ -198,6 +197,8 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     if ((ci = class_set_intern(r->classes, cls)) < 0)
         goto out;
     lease_of(r, k, raw, &view, &ls);
+    /* a replay's PTTL is as of the run's start, not of its read */
+    l.expires_ms = ls.expires_ms;
     ls.row = lease_row_of(r, ci, class_set_name(r->classes, (size_t)ci));
     if (tracker_visit_born(r->sc->tracker, kh, hh, nh, r->sc->pass, seen_ms, start_age,
                            k->born_ms, raw->pttl >= 0, &ls, &tr) == -1)
@@ -214,6 +215,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
         cnt->truncated_total++;
     l.class_idx = (uint16_t)ci;
     l.first_seen_ms = tr.first_seen_ms;
+    l.settled_ms = tr.settled_ms;
     l.first_sight = tr.acquired != 0;
     if (tr.renewed)
         l.flags |= SNAP_RENEWED;

@@ -124,6 +124,7 @@ apply_registry(struct run *r, struct reg_lock *rl, redisReply *rep)
             snapshot_restate(s, l, record_states(r, l, tr.first_seen_ms, tr.nottl_since_ms),
                              tr.first_seen_ms, r->now_ms);
             l->nottl_since_ms = tr.nottl_since_ms;
+            l->settled_ms = tr.settled_ms;
         }
     }
 }

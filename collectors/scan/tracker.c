@@ -23,13 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* 48 bytes.  A 32-bit holder hash is enough: a collision only hides a
+/* 56 bytes.  A 32-bit holder hash is enough: a collision only hides a
  * holder change when the old and new holder collide, 1 in 4e9. */
 struct track_entry {
     uint64_t key_hash;
     int64_t first_seen_ms;
     int64_t nottl_since_ms;
     int64_t expires_ms;         /* the lease's end as last read; 0: no TTL */
+    int64_t settled_ms;         /* the holding proven unbroken since */
     uint32_t holder_hash;
     uint32_t pass;
     int16_t row;                /* lease_row(); -1 none */
@@ -39,7 +40,7 @@ struct track_entry {
 
 #define ENTRY_RENEWED 0x1
 
-_Static_assert(sizeof(struct track_entry) == 48, "48 bytes an entry");
+_Static_assert(sizeof(struct track_entry) == 56, "56 bytes an entry");
 
 struct track_name {
     char *key;                  /* NULL: the slot is free */
@@ -170,14 +171,21 @@ lease_ended(struct tracker *t, struct track_entry *e)
 }
 
 /* The lease part of a visit by the same holder: renewed when the TTL now
- * runs out later than the last read said. */
+ * runs out later than the last read said.  A lease set again, or a TTL
+ * given or taken away, may as well be the same holder id taking the lock
+ * again (released, or run out, between the reads): the holding is proven
+ * unbroken only since this read (now_ms). */
 static void
-lease_visit(struct tracker *t, struct track_entry *e, const struct track_lease *ls)
+lease_visit(struct tracker *t, struct track_entry *e, const struct track_lease *ls,
+            int64_t now_ms)
 {
     if (ls->expires_ms > 0 && e->expires_ms > 0 &&
         ls->expires_ms > e->expires_ms + TRACKER_RENEW_SLACK_MS) {
         e->flags |= ENTRY_RENEWED;
         name_keep(t, e, ls);
+        e->settled_ms = now_ms;
+    } else if ((ls->expires_ms > 0) != (e->expires_ms > 0)) {
+        e->settled_ms = now_ms;
     }
     e->expires_ms = ls->expires_ms;
     e->row = (int16_t)ls->row;
@@ -315,6 +323,15 @@ holds(const uint32_t *holders, size_t n, uint32_t h)
     return n == 0 && h == 0;
 }
 
+static void
+result_of(const struct track_entry *e, struct track_result *res)
+{
+    res->first_seen_ms = e->first_seen_ms;
+    res->nottl_since_ms = e->nottl_since_ms;
+    res->settled_ms = e->settled_ms > e->first_seen_ms ? e->settled_ms : e->first_seen_ms;
+    res->renewed = (e->flags & ENTRY_RENEWED) != 0;
+}
+
 int
 tracker_visit(struct tracker *t, uint64_t key_hash, const uint32_t *holders,
               size_t nholders, uint32_t pass, int64_t now_ms, int64_t start_age_ms,
@@ -374,18 +391,17 @@ tracker_visit_born(struct tracker *t, uint64_t key_hash, const uint32_t *holders
         res->acquired = 1;
         e->first_seen_ms = !anew && oldest_ms > 0 ? oldest_ms : since;
         e->nottl_since_ms = has_ttl ? 0 : e->first_seen_ms;
+        e->settled_ms = e->first_seen_ms;
     } else {
         if (!has_ttl && e->nottl_since_ms == 0)
             e->nottl_since_ms = now_ms;     /* lost its TTL (PERSIST) */
         else if (has_ttl)
             e->nottl_since_ms = 0;
         if (ls != NULL)
-            lease_visit(t, e, ls);
+            lease_visit(t, e, ls, now_ms);
     }
     e->pass = pass;
-    res->first_seen_ms = e->first_seen_ms;
-    res->nottl_since_ms = e->nottl_since_ms;
-    res->renewed = (e->flags & ENTRY_RENEWED) != 0;
+    result_of(e, res);
     return 0;
 }
 
@@ -401,10 +417,13 @@ tracker_backdate(struct tracker *t, uint64_t key_hash, int64_t acquired_ms, int6
     if (acquired_ms > 0 && acquired_ms < e->first_seen_ms && acquired_ms >= born_ms) {
         if (e->nottl_since_ms == e->first_seen_ms)
             e->nottl_since_ms = acquired_ms;
+        /* a claim of when this holding began (the registry's entry is
+         * written again when the holder takes the lock again) */
+        if (e->settled_ms <= e->first_seen_ms)
+            e->settled_ms = acquired_ms;
         e->first_seen_ms = acquired_ms;
     }
-    res->first_seen_ms = e->first_seen_ms;
-    res->nottl_since_ms = e->nottl_since_ms;
+    result_of(e, res);
     return 0;
 }
 

@@ -8,9 +8,16 @@
  * (the oldest one still there, for shared read locks), when that holder
  * was first seen, since when the key has had no TTL, and the pass that
  * last saw it.  Keys are remembered by a 64-bit hash only
- * (48 bytes an entry, open addressing), so a million locks cost 48-96 MB
+ * (56 bytes an entry, open addressing), so a million locks cost 56-112 MB
  * and the key bytes live only in the snapshot.  Entries not seen in
  * a completed pass are dropped at its end.
+ *
+ * A holder id may take a lock again (Redisson's "<uuid>:<thread>", a
+ * constant token): between two reads that looks like a renewal.  So each
+ * entry also keeps since when the holding is proven unbroken: its first
+ * sight, or the last read that found its lease set again or its TTL given
+ * or lost (track_result.settled_ms: what a guarded release's age may
+ * count; the first sight stays the lock's age for alerts).
  *
  * Leases (collectors/lease/lease.h): each entry also keeps when its
  * holder's lease runs out as last read (the read's time plus PTTL), the
@@ -67,6 +74,12 @@ typedef void tracker_end_fn(const struct lease_end *e);
 
 struct track_result {
     int64_t first_seen_ms;      /* current holder set first seen */
+    int64_t settled_ms;         /* the holding proven unbroken since
+                                 * (>= first_seen_ms): its first sight, or
+                                 * the last read that found its lease set
+                                 * again (a renewal, or the same holder id
+                                 * taking the lock again between two reads:
+                                 * they look alike) or a TTL given or lost */
     int64_t nottl_since_ms;     /* 0 while the key has a TTL */
     int duplicate;              /* already visited in this pass */
     bool renewed;               /* the holder has renewed its lease */

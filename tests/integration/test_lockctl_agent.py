@@ -309,6 +309,45 @@ class IfOlderThanAgentAge(h.TestCase):
         self.assertEqual(self.c.get("lock:x"), b"holderA")
 
 
+class IfOlderThanTakenAgain(h.TestCase):
+    """The on-call trial: a holder id used again (a fixed worker token,
+    Spring's client id, Redisson's uuid:thread) takes the lock again between
+    two scans; the agent's first sight is of the holding before."""
+
+    def test_the_agents_age_is_not_of_a_lock_taken_again(self):
+        r = self.start_redis()
+        c = r.client()
+        c.set("lock:job:nightly", "worker-7", px=600000)
+        ag = self.start_agent(r, scan_interval="5s", max_hold="1h")
+        cfg = ag.config_path
+        ag.wait_for(lambda: ag.lock("lock:job:nightly")[1].get("age_seconds", 0) >= AGE,
+                    timeout=60, desc="the agent's age of lock:job:nightly")
+        c.delete("lock:job:nightly")
+        c.set("lock:job:nightly", "worker-7", px=600000)    # a new holding, 0 s old
+        doc = t.run_json(self, ["release", "lock:job:nightly", "--holder", "worker-7",
+                                "--if-older-than", "%ds" % (AGE - 2), "--yes"], cfg, rc=1)
+        self.assertEqual(doc["outcome"], "too_young", doc)
+        self.assertEqual(c.get("lock:job:nightly"), b"worker-7")
+        # said: the agent's age did not count, and why
+        p = t.run(["release", "lock:job:nightly", "--holder", "worker-7",
+                   "--if-older-than", "%ds" % (AGE - 2), "--yes"], cfg)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        err = " ".join(p.stderr.decode().replace("\\\n", " ").split())
+        if "the agent's age does not count" in err:
+            self.assertIn("the lease was set again since it read the lock", err)
+        else:
+            # the agent scanned since: it counts from that read
+            self.assertIn("last saw its lease set again", err)
+        self.assertEqual(c.get("lock:job:nightly"), b"worker-7")
+        # a holding nobody set again is as old as the agent says
+        c.set("lock:job:weekly", "worker-7", px=600000)
+        ag.wait_for(lambda: ag.lock("lock:job:weekly")[1].get("age_seconds", 0) >= AGE,
+                    timeout=60, desc="the agent's age of lock:job:weekly")
+        doc = t.run_json(self, ["release", "lock:job:weekly", "--holder", "worker-7",
+                                "--if-older-than", "%ds" % (AGE - 2), "--yes"], cfg)
+        self.assertEqual(doc["outcome"], "released", doc)
+
+
 REG_UUID = "5f0c2b9e-8d1a-4c3e-9b7f-2a6d4e8c1f30"
 
 

@@ -12,7 +12,9 @@
   audited with operator "http:<peer>";
 - bad bodies are 400, a body over 64 KiB is 413;
 - --if-older-than sees the agent's holder age (first seen by its tracker)
-  for a lock a watchdog keeps touching;
+  for a lock whose IDLETIME the scans keep resetting, counted from the
+  last read that found its lease set again (a holder id taking the lock
+  again between two scans looks like a renewal);
 - Redis down is 503 naming the address; lockwatch_releases_total counts
   released / refused / error, not dry runs or rejected requests.
 """
@@ -273,31 +275,64 @@ class ReleaseHttp(h.TestCase):
         self.assertTrue(ag.alive)
 
     def test_if_older_than_uses_the_agents_holder_age(self):
+        # a lock whose lease nobody sets again: the agent's age counts,
+        # though its scans keep OBJECT IDLETIME near 0 (Redis < 7.2)
         self.c.hset("lock:w", UUID + ":1", 1)
-        self.c.pexpire("lock:w", 30000)
+        self.c.pexpire("lock:w", 600000)
+        ag = self.agent(scan_interval="300ms")
+        ag.wait_for(lambda: ag.lock("lock:w")[0] == 200, timeout=10, desc="lock seen")
+        st, _, doc = post(ag, {"key": "lock:w", "holder": UUID + ":1",
+                               "if_older_than": "2s"})
+        self.assertEqual((st, doc["outcome"]), (409, "too_young"), doc)
+        time.sleep(2.5)
+        st, _, doc = post(ag, {"key": "lock:w", "holder": UUID + ":1",
+                               "if_older_than": "2s"})
+        self.assertEqual((st, doc["outcome"]), (200, "released"), doc)
+        self.assertLessEqual(doc["idle_seconds"], 1)   # IDLETIME alone: too young
+
+    def test_if_older_than_counts_from_the_last_lease_set(self):
+        # the on-call trial: a holder id used again (Spring's client id,
+        # Redisson's uuid:thread, a fixed worker token) takes the lock again
+        # between two scans; the agent's first sight is the old holding's
+        ag = self.agent(scan_interval="5s")
+        self.c.set("lock:job", "worker-7", px=600000)
+        ag.wait_for(lambda: ag.lock("lock:job")[1].get("age_seconds", 0) >= 3, timeout=30,
+                    desc="the agent's age of lock:job at least 3 s")
+        self.c.delete("lock:job")
+        self.c.set("lock:job", "worker-7", px=600000)
+        st, _, doc = post(ag, {"key": "lock:job", "holder": "worker-7",
+                               "if_older_than": "2s"})
+        self.assertEqual((st, doc["outcome"]), (409, "too_young"), doc)
+        self.assertEqual(self.c.get("lock:job"), b"worker-7")
+        # the next scan sees the lease set again: the age counts from there
+        ag.wait_for(lambda: ag.lock("lock:job")[1].get("unbroken_since_ms", 0) >
+                    ag.lock("lock:job")[1]["first_seen_ms"], timeout=30,
+                    desc="the agent sees the lease set again")
+        st, doc = ag.lock("lock:job")
+        self.assertTrue(doc["renewed"], doc)
+        self.assertGreaterEqual(doc["age_seconds"], 3, doc)    # the lock's age stays
+        st, _, doc = post(ag, {"key": "lock:job", "holder": "worker-7",
+                               "if_older_than": "2s"})
+        self.assertEqual((st, doc["outcome"]), (409, "too_young"), doc)
+        # a watchdog's renewals look the same: its age counts from the last
         stop = threading.Event()
 
-        def watchdog():                      # keeps OBJECT IDLETIME near 0
+        def watchdog():
             r = self.rs.client()
             while not stop.is_set():
-                r.pexpire("lock:w", 30000)
-                time.sleep(0.2)
+                r.pexpire("lock:job", 600000)
+                time.sleep(0.5)
         t = threading.Thread(target=watchdog)
         t.start()
         try:
-            ag = self.agent(scan_interval="300ms")
-            ag.wait_for(lambda: ag.lock("lock:w")[0] == 200, timeout=10, desc="lock seen")
-            st, _, doc = post(ag, {"key": "lock:w", "holder": UUID + ":1",
-                                   "if_older_than": "2s"})
+            time.sleep(6)
+            st, _, doc = post(ag, {"key": "lock:job", "holder": "worker-7",
+                                   "if_older_than": "5s"})
             self.assertEqual((st, doc["outcome"]), (409, "too_young"), doc)
-            time.sleep(2.5)
-            st, _, doc = post(ag, {"key": "lock:w", "holder": UUID + ":1",
-                                   "if_older_than": "2s"})
-            self.assertEqual((st, doc["outcome"]), (200, "released"), doc)
-            self.assertLessEqual(doc["idle_seconds"], 1)   # IDLETIME alone: too young
         finally:
             stop.set()
             t.join()
+        self.assertEqual(self.c.get("lock:job"), b"worker-7")
 
     def test_if_older_than_a_lock_age_is_not_a_new_readers(self):
         # a read lock held by one reader for a while, then joined by another:

@@ -255,6 +255,46 @@ class ReleaseScript(h.TestCase):
         r = call(self.c, "release", "lock:renewed", tok, older_ms=3600000, known_ms=7200000)
         self.assertEqual(r[0], b"released")
 
+    def test_an_age_bound_to_the_lease_counts_only_while_it_is_as_read(self):
+        # ARGV[4] "A:B:P": B (the agent's age) counts only while PTTL <= P;
+        # a larger PTTL is a lease set since, by a renewal or by the same
+        # holder id taking the lock again, which look alike
+        self.c.set("lock:same", "worker-7", px=600000)
+        pttl = self.c.pttl("lock:same")
+        r = call(self.c, "release", "lock:same", "worker-7", older_ms=3600000,
+                 known_ms="0:7200000:%d" % (pttl + 1000), dry=True)
+        self.assertEqual(r[0], b"would_release", r)
+        # taken again (DEL, SET) with the same holder id, after the read
+        self.c.set("lock:same", "worker-7", px=900000)
+        r = call(self.c, "release", "lock:same", "worker-7", older_ms=3600000,
+                 known_ms="0:7200000:%d" % (pttl + 1000))
+        self.assertEqual(r[0], b"too_young", r)
+        self.assertEqual(self.c.get("lock:same"), b"worker-7")
+        # the age A stands on its own, whatever the lease
+        r = call(self.c, "release", "lock:same", "worker-7", older_ms=3600000,
+                 known_ms="7200000:7200000:%d" % (pttl + 1000), dry=True)
+        self.assertEqual(r[0], b"would_release", r)
+        # P -1: no TTL then, and none now; a TTL since is a lease set
+        self.c.set("lock:nottl", "worker-7")
+        r = call(self.c, "release", "lock:nottl", "worker-7", older_ms=3600000,
+                 known_ms="0:7200000:-1", dry=True)
+        self.assertEqual(r[0], b"would_release", r)
+        self.c.pexpire("lock:nottl", 60000)
+        r = call(self.c, "release", "lock:nottl", "worker-7", older_ms=3600000,
+                 known_ms="0:7200000:-1")
+        self.assertEqual(r[0], b"too_young", r)
+        # and a TTL gone since one was read
+        self.c.set("lock:same", "worker-7")
+        r = call(self.c, "release", "lock:same", "worker-7", older_ms=3600000,
+                 known_ms="0:7200000:%d" % (pttl + 1000))
+        self.assertEqual(r[0], b"too_young", r)
+        # the audit entry says the age the script went by
+        r = call(self.c, "release", "lock:nottl", "worker-7", older_ms=1000,
+                 known_ms="5000:7200000:-1")
+        self.assertEqual(r[0], b"released", r)
+        entry = self.c.xrevrange("lockwatch:audit", count=1)[0][1]
+        self.assertEqual(entry[b"age"], b"5000")
+
     def test_if_older_than_takes_no_idletime_of_a_shared_integer(self):
         # issue 23: "7" is one of Redis's shared integers, idle since the
         # server started; its IDLETIME is no age of a lock just taken

@@ -176,6 +176,54 @@ sweep_drops_unseen_and_keeps_seen(void **state)
     tracker_free(t);
 }
 
+/* The holding is proven unbroken since its first sight until a read
+ * finds its lease set again (a renewal, or the same holder id taking the
+ * lock again between two reads: they look alike) or its TTL given or
+ * lost; the first sight stays the age, and a new holder starts both. */
+static void
+unbroken_since_the_last_lease_set(void **state)
+{
+    struct tracker *t = tracker_new(NULL);
+    struct track_result r;
+
+    (void)state;
+    static const struct {
+        int64_t at, expires, settled;
+    } reads[] = {
+        { 1000, 31000, 1000 },
+        { 6000, 31100, 1000 },          /* run down as read: nobody set it */
+        { 11000, 41000, 11000 },        /* its expiry moved later: from here */
+        { 16000, 0, 16000 },            /* the TTL gone (SET without PX, PERSIST) */
+        { 21000, 0, 16000 },
+        { 26000, 56000, 26000 },        /* and back */
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+        tracker_visit(t, 12, hs(5), 1, (uint32_t)i + 1, reads[i].at, 0, reads[i].expires > 0,
+                      lease(reads[i].expires, reads[i].at, -1), &r);
+        assert_int_equal(r.settled_ms, reads[i].settled);
+        assert_int_equal(r.first_seen_ms, 1000);
+    }
+    /* another holder: both start again, back-dated alike */
+    tracker_visit(t, 12, hs(6), 1, 7, 31000, 2000, 1, lease(61000, 31000, -1), &r);
+    assert_int_equal(r.first_seen_ms, 29000);
+    assert_int_equal(r.settled_ms, 29000);
+    /* a back-dating claim moves an unbroken holding's start too */
+    assert_int_equal(tracker_backdate(t, 12, 20000, 0, &r), 0);
+    assert_int_equal(r.first_seen_ms, 20000);
+    assert_int_equal(r.settled_ms, 20000);
+    tracker_visit(t, 12, hs(6), 1, 8, 36000, 0, 1, lease(70000, 36000, -1), &r);
+    assert_int_equal(r.settled_ms, 36000);
+    assert_true(r.renewed);
+    /* ... but not one whose lease was set again since */
+    assert_int_equal(tracker_backdate(t, 12, 15000, 0, &r), 0);
+    assert_int_equal(r.first_seen_ms, 15000);
+    assert_int_equal(r.settled_ms, 36000);
+    assert_true(r.renewed);
+    tracker_free(t);
+}
+
 /* A watchdog renews (the expiry moves later between reads), then stops:
  * the key gone at a sweep after its expiry is a renewed lease that ended,
  * with its names, its row and its holder's first sighting. */
@@ -342,6 +390,7 @@ main(void)
         cmocka_unit_test(unrenewed_and_released_leases),
         cmocka_unit_test(holder_change_after_expiry_ends_the_old_lease),
         cmocka_unit_test(names_are_bounded),
+        cmocka_unit_test(unbroken_since_the_last_lease_set),
         cmocka_unit_test(born_after_an_empty_restart),
     };
 

@@ -22,6 +22,7 @@
 
 #include "cli/lockctl.h"
 #include "collectors/locks/snapshot.h"
+#include "collectors/release/release.h"
 
 #define NOW     1800000000000LL
 #define GRACE   30000
@@ -65,6 +66,8 @@ agent_says(const char *tok, int64_t first_seen, int64_t nottl_since)
     a.first_seen_ms = first_seen;
     a.age_ms = first_seen > 0 && first_seen < NOW ? NOW - first_seen : -1;
     a.nottl_since_ms = nottl_since;
+    a.unbroken_ms = a.age_ms;   /* never saw its lease set again */
+    a.left_ms = -1;             /* no TTL */
     return a;
 }
 
@@ -197,7 +200,23 @@ test_agent_age_for_the_guard(void **state)
     assert_int_equal(verdict_agent_age(&a, "tok", 3), 0);
     a.stale = false;
     a.age_ms = -1;              /* an agent that gives no age_seconds */
+    a.unbroken_ms = -1;
     assert_int_equal(verdict_agent_age(&a, "tok", 3), 0);
+    a = agent_says("tok", NOW - 35000, 0);
+    a.unbroken_ms = 4000;       /* its lease set again 4 s ago: only that counts */
+    assert_int_equal(verdict_agent_age(&a, "tok", 3), 4000);
+    a.unbroken_ms = -1;         /* an agent that proves nothing of it */
+    assert_int_equal(verdict_agent_age(&a, "tok", 3), 0);
+    a.unbroken_ms = 35000;
+    a.left_ms = -2;             /* nor says its lease */
+    assert_int_equal(verdict_agent_age(&a, "tok", 3), 0);
+    /* the PTTL the key may have if nobody set its lease since the answer */
+    a.left_ms = 20000;
+    a.got_mono = 1000;
+    assert_int_equal(verdict_agent_pttl_max(&a, 4000), 20000 - 3000 + RELEASE_LEASE_SLACK_MS);
+    assert_int_equal(verdict_agent_pttl_max(&a, 900000), RELEASE_LEASE_SLACK_MS);
+    a.left_ms = -1;             /* no TTL: it must still have none */
+    assert_int_equal(verdict_agent_pttl_max(&a, 4000), -1);
     a = agent_says(NULL, NOW - 35000, 0);   /* a format that names nobody */
     assert_int_equal(verdict_agent_age(&a, "tok", 3), 0);
 }
@@ -302,7 +321,8 @@ static const char api_list[] =
     "{\"count\":3,\"total\":3,\"complete\":true,\"next_offset\":3,\"locks\":["
     "{\"target\":\"main\",\"key\":\"lock:a\\ufffd\",\"key_escaped\":\"lock:a%00b\","
     " \"holders\":[{\"id\":\"x\",\"id_escaped\":\"tok%20A\",\"count\":1}],"
-    " \"holders_total\":1,\"age_seconds\":1000.25,"
+    " \"holders_total\":1,\"age_seconds\":1000.25,\"unbroken_since_ms\":1799999900000,"
+    " \"expires_at_ms\":1800000010250,"
     " \"first_seen_ms\":1799999000000,\"nottl_since_ms\":1799999500000},"
     "{\"key\":\"lock:b\",\"key_escaped\":\"lock:b\",\"holders\":[],"
     " \"first_seen_ms\":1799999900000,\"nottl_since_ms\":null},"
@@ -336,7 +356,10 @@ test_agent_json(void **state)
     assert_int_equal(a->age_ms, 1000250);
     assert_int_equal(a->first_seen_ms, 1799999000000LL);
     assert_int_equal(a->nottl_since_ms, 1799999500000LL);
-    assert_int_equal(verdict_agent_age(a, "tok A", 5), 1000250);
+    /* answered at first seen + age: unbroken the last 100.25 s, 10 s left */
+    assert_int_equal(a->unbroken_ms, 100250);
+    assert_int_equal(a->left_ms, 10000);
+    assert_int_equal(verdict_agent_age(a, "tok A", 5), 100250);
     a = agent_find(&av, "lock:b", 6);
     assert_non_null(a);
     assert_null(a->holder);

@@ -24,9 +24,14 @@
 --             hash lock ("<uuid>:<tid>", or "<uuid>:<tid>:write")
 --   ARGV[2]   "1": only when the key has no TTL (PTTL -1)
 --   ARGV[3]   ms: only when the holder is at least this old ("0": no
---             condition); age = max(OBJECT IDLETIME - 1 s, ARGV[4]),
+--             condition); age = max(OBJECT IDLETIME - 1 s, ARGV[4]'s),
 --             IDLETIME not counted for a value Redis may share (0..9999)
---   ARGV[4]   ms: the holder's age as the caller knows it ("0": unknown)
+--   ARGV[4]   "A" or "A:B:P", ms: the holder's age as the caller knows it
+--             (A; "0": unknown), and B, an age that counts only while the
+--             key's lease is as the caller read it: PTTL at most P (P
+--             "-1": the key still has no TTL).  A larger PTTL is a lease
+--             set since (a renewal, or the same holder id taking the lock
+--             again: they look alike), so B is not this holding's age.
 --   ARGV[5]   "1": dry run - every guard, no write, no audit entry
 --   ARGV[6]   "1": Redis Cluster - SPUBLISH every wake-up as well
 --   ARGV[7]   audit time, Unix ms (the caller's clock)
@@ -61,7 +66,13 @@ local lw_key = KEYS[1]
 local lw_holder = ARGV[1]
 local lw_if_leaked = ARGV[2] == '1'
 local lw_older_ms = tonumber(ARGV[3]) or 0
-local lw_known_age_ms = tonumber(ARGV[4]) or 0
+local lw_known_age_ms, lw_lease_age_ms, lw_lease_pttl_max = tonumber(ARGV[4]) or 0, 0, nil
+do
+    local a, b, p = string.match(ARGV[4] or '', '^(%d+):(%d+):(%-?%d+)$')
+    if a ~= nil then
+        lw_known_age_ms, lw_lease_age_ms, lw_lease_pttl_max = tonumber(a), tonumber(b), tonumber(p)
+    end
+end
 local lw_dry = ARGV[5] == '1'
 local lw_cluster = ARGV[6] == '1'
 local lw_ttl_ms = tonumber(ARGV[11]) or 0
@@ -200,7 +211,8 @@ end
 
 -- The lock as the guards saw it.
 local lw = { refusal = nil, type = '', pttl = -2, idle = -1, old = '', rw = false,
-             value = nil, audit_id = '', wake_errors = 0, format = '', left = -1 }
+             value = nil, audit_id = '', wake_errors = 0, format = '', left = -1,
+             age = lw_known_age_ms }
 
 local function lw_cut(s)
     if #s > LW_OLD_MAX then return string.sub(s, 1, LW_OLD_MAX) end
@@ -357,10 +369,17 @@ local function lw_check(action)
         lw.refusal = 'not_leaked'
         return row
     end
+    local age = lw_known_age_ms
+    -- IDLETIME's clock ticks in whole seconds: a second less is sure
+    if lw.idle > 1 and (lw.idle - 1) * 1000 > age then age = (lw.idle - 1) * 1000 end
+    if lw_lease_age_ms > age and lw_lease_pttl_max ~= nil then
+        local kept
+        if lw_lease_pttl_max < 0 then kept = lw.pttl == -1
+        else kept = lw.pttl >= 0 and lw.pttl <= lw_lease_pttl_max end
+        if kept then age = lw_lease_age_ms end
+    end
+    lw.age = age
     if lw_older_ms > 0 then
-        local age = lw_known_age_ms
-        -- IDLETIME's clock ticks in whole seconds: a second less is sure
-        if lw.idle > 1 and (lw.idle - 1) * 1000 > age then age = (lw.idle - 1) * 1000 end
         if age < lw_older_ms then
             lw.refusal = 'too_young'
             return row
@@ -412,7 +431,7 @@ local function lw_audit(action, outcome)
                    'action', action, 'target', ARGV[10], 'key', lw_key,
                    'holder', lw_holder, 'type', lw.type, 'pttl', tostring(lw.pttl),
                    'old', lw.old, 'outcome', outcome, 'format', lw.format,
-                   'age', tostring(lw_known_age_ms) }
+                   'age', tostring(lw.age) }
     if action == 'expire' then
         args[#args + 1] = 'ttl'
         args[#args + 1] = tostring(lw_ttl_ms)
