@@ -426,6 +426,8 @@ struct class_set {
     size_t count;
     size_t overflowed;
     uint16_t slots[CLASS_SLOTS];        /* name index + 1; 0 = empty */
+    struct class_set *prior;            /* class_set_prefer()'s names; NULL */
+    size_t prior_pending;               /* of them, not interned yet */
 };
 
 static uint64_t
@@ -499,7 +501,20 @@ class_set_free(struct class_set *set)
         return;
     for (size_t i = 0; i < set->count; i++)
         free(set->names[i]);
+    class_set_free(set->prior);
     free(set);
+}
+
+int
+class_set_prefer(struct class_set *set, char *const *names, size_t n)
+{
+    if (set == NULL || set->prior != NULL || (set->prior = class_set_new()) == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (names[i] != NULL && class_set_intern(set->prior, names[i]) < 0)
+            return -1;
+    set->prior_pending = set->prior->count - 1;
+    return 0;
 }
 
 int
@@ -517,7 +532,12 @@ class_set_intern(struct class_set *set, const char *name)
     slot = find_slot(set, name, h);
     if (set->slots[slot] != 0)
         return set->slots[slot] - 1;
-    if (set->count >= CLASS_MAX + 1) {
+    /* a preferred name has its place kept; a new one takes a free place
+     * only, not one a preferred name has yet to claim */
+    if (set->prior != NULL && class_set_find(set->prior, name) > CLASS_OTHER_INDEX &&
+        set->prior_pending > 0)
+        set->prior_pending--;
+    else if (set->count + set->prior_pending >= CLASS_MAX + 1) {
         set->overflowed++;
         return CLASS_OTHER_INDEX;
     }

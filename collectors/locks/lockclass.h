@@ -82,6 +82,16 @@ void class_set_free(struct class_set *set);
  * the set is full or name is NULL.  Returns -1 only on allocation failure
  * (or a NULL set). */
 int class_set_intern(struct class_set *set, const char *name);
+/*
+ * Keep places for names (n of them; NULL entries and "other" skipped):
+ * the classes of the view before.  A name not among them is folded into
+ * "other" once the set's names and the preferred ones not interned yet
+ * fill CLASS_MAX, so a class keeps its place from pass to pass whatever
+ * order a pass meets its keys in (one key's class is not "lock:x" in one
+ * view and "other" in the next).  A preferred name no key of the pass has
+ * is dropped with the set.  Once, before any intern; 0, or -1 on ENOMEM.
+ */
+int class_set_prefer(struct class_set *set, char *const *names, size_t n);
 /* Index of name if the set holds it, else -1 (nothing is added). */
 int class_set_find(const struct class_set *set, const char *name);
 /* Names in the set, "other" included: 1 .. CLASS_MAX + 1. */

@@ -699,6 +699,12 @@ run_begin(struct run *r, struct scanner *sc, const struct target_conf *t,
      * one consistent picture. */
     r->now_ms = s->started_ms;
     r->classes = class_set_new();
+    /* the classes of the view before keep their places (lockclass.h) */
+    if (r->classes != NULL && sc->last_view != NULL &&
+        class_set_prefer(r->classes, sc->last_view->classes, sc->last_view->nclasses) == -1) {
+        class_set_free(r->classes);
+        r->classes = NULL;
+    }
     if (rules->redlock_map)
         r->rmap = redlock_map_new();
     if (r->classes == NULL || (rules->redlock_map && r->rmap == NULL)) {
