@@ -27,6 +27,7 @@ struct fresh_state {
     bool link_down;             /* a replica whose link to its primary is
                                  * not up: its data is not current */
     long long link_down_s;      /* for so long; -1 unknown */
+    long long link_silent_s;    /* "up" but silent so long; -1 not */
     long long flushdb, flushall, swapdb;        /* commandstats calls */
     long long debug;            /* every DEBUG subcommand: RELOAD and
                                  * LOADAOF load keys, POPULATE writes some */

@@ -68,14 +68,24 @@ serverinfo_replica(const char *text, size_t len)
 }
 
 bool
-serverinfo_link_down(const char *text, size_t len, long long *down_s)
+serverinfo_link_down(const char *text, size_t len, long long *down_s, long long *silent_s)
 {
     char status[16];
 
     *down_s = -1;
+    *silent_s = -1;
     serverinfo_string(text, len, "master_link_status:", status, sizeof(status));
-    if (!serverinfo_replica(text, len) || status[0] == '\0' || strcmp(status, "up") == 0)
+    if (!serverinfo_replica(text, len) || status[0] == '\0')
         return false;
+    if (strcmp(status, "up") == 0) {
+        /* a link cut without a FIN stays "up" until repl-timeout (60 s by
+         * default), while nothing comes from the primary, not even the ping
+         * it sends every repl-ping-replica-period (10 s by default) */
+        *silent_s = serverinfo_number(text, len, "master_last_io_seconds_ago:", -1);
+        if (*silent_s <= SERVERINFO_LINK_SILENT_S)
+            *silent_s = -1;
+        return *silent_s > 0;
+    }
     *down_s = serverinfo_number(text, len, "master_link_down_since_seconds:", -1);
     /* Redis before 7 says the seconds since 1970 for a link never up */
     if (*down_s < 0 || *down_s > 10LL * 365 * 86400)
@@ -84,11 +94,15 @@ serverinfo_link_down(const char *text, size_t len, long long *down_s)
 }
 
 void
-serverinfo_link_why(const char *node, long long down_s, bool timed, char *out, size_t size)
+serverinfo_link_why(const char *node, long long down_s, long long silent_s, bool timed,
+                    char *out, size_t size)
 {
-    char since[48] = " (not up since the replica started)";
+    char since[96] = " (not up since the replica started)";
 
-    if (down_s >= 0 && timed)
+    if (silent_s > 0)
+        snprintf(since, sizeof(since), " (silent: nothing from its primary for over %d s)",
+                 SERVERINFO_LINK_SILENT_S);
+    else if (down_s >= 0 && timed)
         snprintf(since, sizeof(since), " (for %lld s)", down_s);
     else if (down_s >= 0)
         since[0] = '\0';
@@ -171,7 +185,8 @@ serverinfo_read(redisContext *c, const struct target_conf *node, struct server_i
     serverinfo_string(r->str, r->len, "master_replid:", id->replid, sizeof(id->replid));
     serverinfo_string(r->str, r->len, "master_replid2:", id->replid2, sizeof(id->replid2));
     id->replica = serverinfo_replica(r->str, r->len);
-    id->link_down = serverinfo_link_down(r->str, r->len, &id->link_down_s);
+    id->link_down = serverinfo_link_down(r->str, r->len, &id->link_down_s,
+                                         &id->link_silent_s);
     freeReplyObject(r);
     if ((rc = serverinfo_section(c, node, "commandstats", &r, err, errlen)) != 1)
         return rc;

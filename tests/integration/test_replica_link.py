@@ -9,7 +9,10 @@ locks never appear, old ones leave only as their TTLs run out).
   appears); the primary killed, the target is down within 2 x
   scan_interval + 1.5 s, the reason (log, /readyz, the API's stale entry)
   naming the replica's link, its last known locks listed "stale": true;
-  the primary started again on its port, the target is up and current.
+  the primary started again on its port, the target is up and current;
+- a link cut without a close (its packets dropped: "up" until
+  repl-timeout) is down once the replica has heard nothing from its
+  primary for over 30 s (three of its pings);
 - cluster, scan_replicas = yes: a replica cut off from its primary (which
   still answers: a wrong masteruser, then its link killed) is passed over
   for the primary, so a lock taken since is seen; the link back, the
@@ -111,6 +114,32 @@ class ReplicaLink(h.TestCase):
 
     def test_follow_mode(self):
         self.cut_and_mend("on")
+
+    def test_a_link_cut_without_a_close(self):
+        # the freshness trial: a link whose packets are dropped (a firewall,
+        # a NAT entry gone) stays "up" until repl-timeout (60 s by default)
+        # while the replica hears nothing, not even the primary's pings
+        primary = self.start_redis()
+        proxy = topo.TcpProxy(primary.port)
+        self.addCleanup(proxy.kill)
+        replica = self.start_redis(args=["--replicaof", "127.0.0.1", str(proxy.port),
+                                         "--repl-timeout", "600"])
+        h.wait_until(lambda: link_up(replica), 20, desc="the replica in sync")
+        primary.client().set("lock:held:1", "tok", px=600000)
+        ag = self.start_agent(replica, scan_interval="1s", max_hold="1h")
+        ag.wait_for(lambda: self.current_has(ag, "lock:held:1"), 20,
+                    desc="the replica's locks, current")
+        self.assertEqual(proxy.silence(b"PSYNC"), 1)
+        t0 = time.monotonic()
+        ag.wait_for(lambda: self.up(ag) == 0, 60, desc="target_up 0, the link silent")
+        took = time.monotonic() - t0
+        print("a link silent (no close): stale in %.1f s (the link still %s)"
+              % (took, replica.client().info("replication")["master_link_status"]))
+        self.assertGreater(took, 25)
+        st, body = ag.get_json("/api/v1/locks")
+        self.assertIn("silent: nothing from its primary for over 30 s", body["stale"][0]["reason"],
+                      body)
+        self.assertTrue(body["locks"][0]["stale"], body)
 
     def test_cluster_replica_falls_back_to_its_primary(self):
         c = topo.start_cluster(self, primaries=3, replicas=1)
