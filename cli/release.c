@@ -576,7 +576,10 @@ known_age(struct lockctl *lc, struct change *ch, const struct cli_lock *l, bool 
 
     *age = 0;
     ch->age_from = NULL;
-    if (l->view.acquired_ms > 0 && l->view.acquired_ms < now) {
+    /* the time the value claims, unless the agent dates this holding: it
+     * believes a claim only as far as its own sight allows (a host whose
+     * clock runs behind claims an old hold for a lock taken just now) */
+    if (l->view.acquired_ms > 0 && l->view.acquired_ms < now && !ch->agent_dated) {
         *age = now - l->view.acquired_ms;
         ch->age_from = "acquired";
     }
@@ -852,6 +855,8 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
             const struct agent_lock *al = agent_find(&av, ch.key, ch.keylen);
 
             ch.agent_ms = verdict_agent_age(al, ch.holder, ch.holderlen);
+            ch.agent_dated = al != NULL && !al->stale && al->first_seen_ms > 0 &&
+                verdict_same_holder(&l, al);
             if (ch.agent_ms > 0) {
                 rq.lease_age_ms = ch.agent_ms;
                 rq.lease_pttl_max = verdict_agent_pttl_max(al, clock_mono_ms());

@@ -27,6 +27,9 @@ struct change {
                                  * came from (an age_source: "agent",
                                  * "acquired", "idletime"); NULL: none */
     int64_t agent_ms;           /* the agent's age of the holder; 0: none */
+    bool agent_dated;           /* the agent dates this holder (its first
+                                 * sight): the value's claimed time is not
+                                 * taken over it */
 };
 
 /* Parse release's or expire's arguments into ch (ch->action and ch->cmd

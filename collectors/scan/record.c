@@ -151,6 +151,12 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     seen_ms = k->read_ms > 0 ? k->read_ms : r->now_ms;
     lockfacts_drop_future(&view, &src, seen_ms);
     start_age = start_age_at(k, raw, &view, seen_ms);
+    /* a start age back-dates only a holding new to the tracker, which the
+     * last pass that saw every node did not see: it came after that
+     * pass's start, whatever time its value claims (a ShedLock host whose
+     * clock runs 30 minutes behind is no 30-minute hold) */
+    if (r->sc->looked_ms > 0 && start_age > seen_ms - r->sc->looked_ms)
+        start_age = seen_ms > r->sc->looked_ms ? seen_ms - r->sc->looked_ms : 0;
     nh = holder_hashes(&view, hh);
     class_of(raw->key, raw->keylen, rules->classes, rules->nclasses, cls, sizeof(cls));
 

@@ -119,7 +119,12 @@ apply_registry(struct run *r, struct reg_lock *rl, redisReply *rep)
     if (parse_decimal(rep->element[2], FORMATS_TIME_MAX_MS - 1, &at) &&
         at >= FORMATS_TIME_MIN_MS) {
         l->acquired_ms = at;
-        if (tracker_backdate(r->sc->tracker, keyhash(l->key, l->key_len), at, rl->born_ms,
+        /* a holding first seen after the last pass that saw every node
+         * began after that pass's start, whatever the registry says */
+        int64_t bound = l->first_seen_ms >= r->sc->looked_ms && r->sc->looked_ms > rl->born_ms
+            ? r->sc->looked_ms : rl->born_ms;
+
+        if (tracker_backdate(r->sc->tracker, keyhash(l->key, l->key_len), at, bound,
                              &tr) == 0) {
             snapshot_restate(s, l, record_states(r, l, tr.first_seen_ms, tr.nottl_since_ms),
                              tr.first_seen_ms, r->now_ms);

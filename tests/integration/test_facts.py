@@ -6,6 +6,9 @@
   the fact builder; LOCKWATCH_FACTS_TOKENS=1000000 runs a million here):
   none labelled redis-py, none with an acquisition time, none with an age
   over the time since they were written, none long.
+- A ShedLock value whose time is 30 minutes old, written after the
+  agent's passes had begun: its age is the agent's sight, not the claim
+  (no LockHeldTooLong, --if-older-than refused).
 - A lock with value 1 (a Redis shared integer, whose OBJECT IDLETIME is the
   shared object's) and a token lock taken together: the same age within
   1 s, neither long before max_hold, in the agent and in lockctl.
@@ -68,6 +71,31 @@ class Facts(h.TestCase):
             self.assertNotIn("long", lk["states"], lk)
         print("%d random hex tokens: 0 redis-py, 0 long, oldest %.1fs of %.1fs since the "
               "first was written" % (TOKENS, h.msum(m, "lockwatch_lock_oldest_holder_seconds"), since))
+
+    def test_a_claimed_time_older_than_the_agents_last_look(self):
+        # the freshness trial: a ShedLock value ("ADDED:<time>@<host>", a
+        # proven layout) from a host whose clock runs 30 minutes behind was
+        # a 30-minute hold (LockHeldTooLong) of a lock the agent's previous
+        # pass had not seen, and --if-older-than 20m released it
+        rs = self.start_redis()
+        c = rs.client()
+        c.set("lock:other", "tok", px=600000)
+        ag = self.start_agent(rs, scan_interval="1s", max_hold="20s", leak_grace="1h")
+        ag.wait_scans(2)
+        skew = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() - 1800))
+        value = "ADDED:%s@batch-host-2" % skew
+        written = time.time()
+        c.set("lock:shed-skew", value, px=600000)
+        ag.wait_for(lambda: ag.lock("lock:shed-skew")[0] == 200, 20, desc="the lock seen")
+        ag.wait_scans(1)
+        st, lk = ag.lock("lock:shed-skew")
+        self.assertEqual((lk["format"], lk["format_source"]), ("shedlock", "proven"), lk)
+        self.assertLessEqual(lk["age_seconds"], time.time() - written + 1.5, lk)
+        self.assertNotIn("long", lk["states"], lk)
+        doc = tl.run_json(self, ["release", "lock:shed-skew", "--holder", value,
+                                 "--if-older-than", "20m", "--yes"], ag.config_path, rc=1)
+        self.assertEqual(doc["outcome"], "too_young", doc)
+        self.assertEqual(c.get("lock:shed-skew"), value.encode())
 
     def test_shared_integer_value(self):
         rs = self.start_redis()
