@@ -476,26 +476,87 @@ out:
     return rc;
 }
 
+/* Does topo share a node with the nodes known (by id; a node without an
+ * id, on either side, cannot tell, so it does), and serve a slot? */
+static bool
+kin(const struct cluster_topo *topo, const struct cluster_node *known, size_t nknown)
+{
+    size_t i, j, k;
+    bool ids = false;
+
+    if (topo->nshards == 0)
+        return false;
+    for (k = 0; k < nknown; k++)
+        ids |= known[k].id[0] != '\0';
+    for (i = 0; i < topo->nshards; i++)
+        for (j = 0; j <= topo->shards[i].nreplicas; j++) {
+            const struct cluster_node *n = j == 0 ? &topo->shards[i].primary
+                                                  : &topo->shards[i].replicas[j - 1];
+
+            if (n->id[0] == '\0' || !ids)
+                return true;
+            for (k = 0; k < nknown; k++)
+                if (strcmp(known[k].id, n->id) == 0)
+                    return true;
+        }
+    return false;
+}
+
 int
 cluster_discover(const struct target_conf *t, const struct cluster_node *hints,
                  size_t nhints, struct cluster_topo *out, char *err, size_t errlen)
 {
     char one[600], all[900] = "";
     size_t i, used = 0;
+    struct cluster_topo seed;
+    bool have_seed = false;
 
+    memset(&seed, 0, sizeof(seed));
     for (i = 0; i <= nhints; i++) {
         const char *host = i == 0 ? t->host : hints[i - 1].host;
         int port = i == 0 ? t->port : hints[i - 1].port;
 
         if (i > 0 && port == t->port && strcmp(host, t->host) == 0)
             continue;
-        if (discover_at(t, host, port, out, one, sizeof(one)) == 0)
-            return 0;
+        if (discover_at(t, host, port, out, one, sizeof(one)) == -1)
+            goto failed;
+        /* The URL's node that serves no slot, or answers as a cluster
+         * with none of the nodes known (reset and set up anew, a name now
+         * pointing at another cluster), is not taken while a known node
+         * still answers as the cluster it knew (its own view stays aside,
+         * in case none does: then the cluster was replaced). */
+        if (nhints > 0 && !kin(out, hints, nhints)) {
+            snprintf(one, sizeof(one), "%s:%d answers as %s", host, port,
+                     out->nshards == 0 ? "a node serving no slot"
+                     : "another cluster (none of the nodes known)");
+            if (!have_seed) {
+                seed = *out;
+                have_seed = true;
+                memset(out, 0, sizeof(*out));
+            } else {
+                cluster_topo_clear(out);
+            }
+            goto failed;
+        }
+        if (have_seed) {
+            snprintf(out->note, sizeof(out->note), "%.120s %s: the cluster is read through "
+                     "%.120s:%d, a node known before", seed.via,
+                     seed.nshards == 0 ? "serves no slot (it left the cluster?)"
+                     : "answers as another cluster, none of whose nodes were known",
+                     host, port);
+            cluster_topo_clear(&seed);
+        }
+        return 0;
+failed:
         /* keep the first few reasons; they usually say the same */
         if (used + strlen(one) + 3 < sizeof(all)) {
             used += (size_t)snprintf(all + used, sizeof(all) - used, "%s%s",
                                      used ? "; " : "", one);
         }
+    }
+    if (have_seed) {
+        *out = seed;            /* no known node answers as before: replaced */
+        return 0;
     }
     if (err != NULL && errlen > 0)
         snprintf(err, errlen, "cluster discovery failed: %s", all);

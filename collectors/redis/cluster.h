@@ -57,6 +57,9 @@ struct cluster_topo {
     size_t nshards;
     uint16_t *slot_shard;             /* CLUSTER_SLOTS entries */
     char via[280];                    /* "host:port" that answered */
+    char note[400];                   /* why not the URL's node (it serves
+                                       * no slot, or answers as another
+                                       * cluster); "" when it answered */
 };
 
 /* CRC16-CCITT (XModem), the cluster's key hash. */
@@ -89,7 +92,10 @@ const struct cluster_shard *cluster_shard_of_slot(const struct cluster_topo *top
  * Discover the topology of t's cluster: ask t's own address first, then
  * each of hints[0..nhints) (nodes known from an earlier discovery, so a
  * dead seed does not blind the scanner), with t's timeouts and
- * credentials.  0, or -1 with err naming every address tried.
+ * credentials.  An answer that serves no slot, or shares no node (by id)
+ * with the hints, is taken only when no hint answers as the cluster they
+ * were (the URL's node left the cluster, or is in another one now; out->note
+ * says so).  0, or -1 with err naming every address tried.
  */
 int cluster_discover(const struct target_conf *t, const struct cluster_node *hints,
                      size_t nhints, struct cluster_topo *out, char *err, size_t errlen);

@@ -523,27 +523,6 @@ take_conn(struct scanner *sc, const char *host, int port)
     return NULL;
 }
 
-/* Remember every node of topo as a discovery hint for next time. */
-static void
-remember_nodes(struct scanner *sc, const struct cluster_topo *topo)
-{
-    struct cluster_node *k;
-    size_t i, j, n = 0;
-
-    for (i = 0; i < topo->nshards; i++)
-        n += 1 + topo->shards[i].nreplicas;
-    if ((k = calloc(n ? n : 1, sizeof(*k))) == NULL)
-        return;                 /* keep the old hints */
-    for (i = 0, n = 0; i < topo->nshards; i++) {
-        k[n++] = topo->shards[i].primary;
-        for (j = 0; j < topo->shards[i].nreplicas; j++)
-            k[n++] = topo->shards[i].replicas[j];
-    }
-    free(sc->known);
-    sc->known = k;
-    sc->nknown = n;
-}
-
 /* The node of a shard to scan: its primary, or with scan_replicas its
  * first healthy replica (the primary when it has none). */
 static const struct cluster_node *
@@ -576,7 +555,7 @@ run_cluster(struct run *r, struct cluster_topo *topo, struct stream **out, size_
 
     if (cluster_discover(t, sc->known, sc->nknown, topo, r->err, sizeof(r->err)) == -1)
         return -1;
-    remember_nodes(sc, topo);
+    scanner_cluster_found(sc, topo);
     n = topo->nshards;
     if (n == 0) {
         run_err(r, "cluster via %s: no shard serves any slot (is the cluster set up?)",

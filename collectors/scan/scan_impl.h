@@ -58,6 +58,8 @@ struct scanner {
     struct tracker *tracker;
     struct scan_counters counters;
     uint32_t pass;
+    char seed_note[400];        /* cluster: why not through the URL's node
+                                 * (cluster_topo.note), as last logged */
     int64_t looked_ms;          /* start of the last pass that saw every
                                  * node (0: none yet): a holder first seen
                                  * after it took its lock after it
@@ -231,6 +233,10 @@ void scan_reconnect_noted(struct scanner *sc, struct scan_counters *cnt,
 
 /* Begin a run of sc over t: *r set up (classes, Redlock map, mutex) with
  * a new snapshot, its start time now.  NULL on ENOMEM. */
+/* A discovery's topology: said when it is not read through the URL's node
+ * (cluster_topo.note), and its nodes kept as the next one's hints. */
+void scanner_cluster_found(struct scanner *sc, const struct cluster_topo *topo);
+
 struct snapshot *run_begin(struct run *r, struct scanner *sc, const struct target_conf *t,
                            const struct scan_rules *rules, const atomic_int *stop);
 

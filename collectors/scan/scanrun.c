@@ -20,6 +20,7 @@
 #include "collectors/redis/conn.h"
 #include "collectors/redis/target.h"
 #include "common/clock.h"
+#include "common/log.h"
 
 struct redisconn_silent *
 scanner_silent(struct scanner *sc)
@@ -308,4 +309,40 @@ scanner_moved(struct scanner *sc, const struct target_conf *t, const struct clus
             strcmp(now.shards[i].primary.host, topo->shards[i].primary.host) != 0;
     cluster_topo_clear(&now);
     return moved;
+}
+
+/* Remember every node of topo as a discovery hint for next time. */
+static void
+remember_nodes(struct scanner *sc, const struct cluster_topo *topo)
+{
+    struct cluster_node *k;
+    size_t i, j, n = 0;
+
+    for (i = 0; i < topo->nshards; i++)
+        n += 1 + topo->shards[i].nreplicas;
+    /* a node serving no slot names no other: the old hints stay, to find
+     * the cluster through when the URL's node has left it */
+    if (n == 0 || (k = calloc(n, sizeof(*k))) == NULL)
+        return;                 /* keep the old hints */
+    for (i = 0, n = 0; i < topo->nshards; i++) {
+        k[n++] = topo->shards[i].primary;
+        for (j = 0; j < topo->shards[i].nreplicas; j++)
+            k[n++] = topo->shards[i].replicas[j];
+    }
+    free(sc->known);
+    sc->known = k;
+    sc->nknown = n;
+}
+
+void
+scanner_cluster_found(struct scanner *sc, const struct cluster_topo *topo)
+{
+    if (strcmp(topo->note, sc->seed_note) != 0) {
+        if (topo->note[0] != '\0')
+            log_warnx("target %s: %s", sc->name, topo->note);
+        else if (sc->seed_note[0] != '\0')
+            log_info("target %s: the cluster is read through its URL's node again", sc->name);
+        snprintf(sc->seed_note, sizeof(sc->seed_note), "%s", topo->note);
+    }
+    remember_nodes(sc, topo);
 }

@@ -9,7 +9,10 @@ lockwatch_locks_leaked keeps counting it and the agent's LockLeaked is
 not resolved at a webhook receiver, while the other shards' locks stay
 fresh.  Once the primary is back (empty: the test server keeps nothing on
 disk) its slots are judged afresh: nothing stale, and the leak gone with
-the data, LockLeaked resolved.  In scan mode and in follow mode."""
+the data, LockLeaked resolved.  In scan mode and in follow mode.
+The target's URL node reset into a cluster of its own is not taken for
+the cluster while a node known before still answers as it was.
+"""
 
 import time
 
@@ -116,6 +119,44 @@ class ClusterStale(h.TestCase):
         ag.wait_for(lambda: alerts("resolved", "LockLeaked"), 20,
                     desc="LockLeaked resolved once the shard answers without it")
         self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c"), 0)
+
+    def test_a_url_node_gone_to_another_cluster_is_not_the_cluster(self):
+        # the freshness trial: the URL's node (a replica) reset and set up as
+        # a one-node cluster of its own (a name now pointing at another
+        # cluster, a node reused) answered for every slot with nothing in
+        # it: an empty view served as current, every LockLeaked resolved,
+        # while the cluster it had left still held the leaks
+        c = topo.start_cluster(self, primaries=3, replicas=1)
+        primaries = set(c.primaries())
+        seed = next(r for r in c.nodes if r.port not in primaries)
+        leaks = ["lock:sd:%d" % i for i in range(12)]
+        c.load([("SET", k, "tok") for k in leaks])
+        ag = self.start_agent(targets=[("c", "redis://127.0.0.1:%d/0" % seed.port)],
+                              scan_interval="500ms", leak_grace="1s", max_hold="1h",
+                              target_extra={"mode": "cluster"})
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c") == 12,
+                    30, desc="12 leaks counted")
+        sc = seed.client()
+
+        def still_the_cluster():
+            end = time.monotonic() + 3
+            while time.monotonic() < end:
+                m = ag.metrics()
+                self.assertEqual(h.msum(m, "lockwatch_locks_leaked", target="c"), 12)
+                self.assertEqual(h.msum(m, "lockwatch_target_up", target="c"), 1)
+                time.sleep(0.25)
+        # out of the cluster (del-node does this): it serves no slot
+        sc.execute_command("CLUSTER", "RESET", "HARD")
+        ag.wait_for(lambda: "serves no slot" in ag.log_tail(50), 10,
+                    desc="the URL's node said to serve no slot")
+        still_the_cluster()
+        # ... and a cluster of its own, every slot and no key
+        sc.execute_command("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+        ag.wait_for(lambda: "answers as another cluster" in ag.log_tail(50), 10,
+                    desc="the URL's node said to be in another cluster")
+        still_the_cluster()
+        st, body = ag.get_json("/api/v1/locks?target=c&state=leaked")
+        self.assertEqual((st, body["total"], body["complete"]), (200, 12, True), body)
 
     def test_shard_never_read_is_no_blind_target(self):
         """A shard down since the agent started has no last success (its
