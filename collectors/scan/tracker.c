@@ -387,10 +387,15 @@ tracker_visit_born(struct tracker *t, uint64_t key_hash, const uint32_t *holders
             lease_restart(t, e, ls, fresh);
         if (!anew && nholders == 1)
             oldest_ms = oldest_known(t, key_hash, holders, nholders, &oldest);
+        int64_t nottl = e->nottl_since_ms;
+
         e->holder_hash = oldest;
         res->acquired = 1;
         e->first_seen_ms = !anew && oldest_ms > 0 ? oldest_ms : since;
-        e->nottl_since_ms = has_ttl ? 0 : e->first_seen_ms;
+        /* the key had no TTL before the new holder wrote it without one
+         * either: it has had none since then (a leak overwritten is still
+         * one: LockLeaked goes on) */
+        e->nottl_since_ms = has_ttl ? 0 : !anew && nottl > 0 ? nottl : e->first_seen_ms;
         e->settled_ms = e->first_seen_ms;
     } else {
         if (!has_ttl && e->nottl_since_ms == 0)

@@ -111,6 +111,17 @@ ttl_loss_and_gain_tracked(void **state)
     assert_int_equal(r.nottl_since_ms, 2000);
     tracker_visit(t, 5, hs(1), 1, 4, 4000, 0, 1, NULL, &r);   /* got a TTL again */
     assert_int_equal(r.nottl_since_ms, 0);
+    /* overwritten without a TTL by another holder: no TTL since the first
+     * (the freshness trial: a leak overwritten resolved LockLeaked) */
+    tracker_visit(t, 5, hs(1), 1, 5, 5000, 0, 0, NULL, &r);
+    tracker_visit(t, 5, hs(2), 1, 6, 6000, 0, 0, NULL, &r);
+    assert_int_equal(r.first_seen_ms, 6000);
+    assert_int_equal(r.nottl_since_ms, 5000);
+    /* a new holder with a TTL, then one without: from that one */
+    tracker_visit(t, 5, hs(3), 1, 7, 7000, 0, 1, NULL, &r);
+    assert_int_equal(r.nottl_since_ms, 0);
+    tracker_visit(t, 5, hs(4), 1, 8, 8000, 0, 0, NULL, &r);
+    assert_int_equal(r.nottl_since_ms, 8000);
     tracker_free(t);
 }
 
