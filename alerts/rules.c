@@ -553,7 +553,9 @@ lost_change(struct strbuf *t, const struct snap_lost *lo)
         text_adds(t, prep);
         text_adds(t, " ");
         text_adds(t, now);
-        if (lo->cause == LOST_FAILOVER) {
+        if (lo->cause == LOST_FAILOVER && strcmp(was, now) == 0) {
+            text_adds(t, " (the same node, its data replaced by another primary's)");
+        } else if (lo->cause == LOST_FAILOVER) {
             text_adds(t, " (was ");
             text_adds(t, was);
             text_adds(t, ")");

@@ -190,7 +190,10 @@ change_text(enum lost_cause cause, const char *was, const char *now, char *out, 
 {
     const char *prep, *words = lost_cause_words(cause, &prep);
 
-    if (cause == LOST_FAILOVER)
+    if (cause == LOST_FAILOVER && strcmp(was, now) == 0)   /* REPLICAOF, a full sync */
+        snprintf(out, size, "%s %s %s (the same node, its data replaced by another "
+                 "primary's)", words, prep, now);
+    else if (cause == LOST_FAILOVER)
         snprintf(out, size, "%s %s %s (was %s)", words, prep, now, was);
     else
         snprintf(out, size, "%s %s %s", words, prep, now);

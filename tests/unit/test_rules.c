@@ -735,6 +735,17 @@ lost_at_failover_names_the_locks(void **state)
     assert_non_null(strstr(a->description, "lock:job:01 (another holder has it now"));
     assert_null(strstr(a->description, "more"));
     assert_non_null(strstr(a->description, "both be inside"));
+    /* the same node, its data another primary's (REPLICAOF): no "was" of itself */
+    alertset_free(set);
+    set = alertset_new();
+    snprintf(s->lost.now, sizeof(s->lost.now), "127.0.0.1:6379");
+    n = eval(set, s, true, NULL, 0, &ev);
+    a = find(ev, n, ALERT_LOCK_LOST_AT_FAILOVER);
+    assert_non_null(a);
+    assert_non_null(strstr(a->summary, "at a failover to 127.0.0.1:6379 (the same node, its "
+                           "data replaced by another primary's)"));
+    assert_null(strstr(a->summary, "(was "));
+    snprintf(s->lost.now, sizeof(s->lost.now), "127.0.0.1:6380");
 
     /* more than fit: long keys, 500 lost; the text stays within its cap
      * and says how many it did not name */
