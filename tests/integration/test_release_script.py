@@ -26,6 +26,7 @@ import os
 import random
 import socket
 import subprocess
+import textwrap
 import threading
 import time
 
@@ -574,13 +575,20 @@ class ReleaseScript(h.TestCase):
         admin = rs.client()
         with open(os.path.join(h.REPO, "docs", "lockctl.md")) as f:
             doc = f.read()
-        block = doc[doc.index("    ACL SETUSER lockctl "):].split("\n\n", 1)[0]
+        block = doc[doc.index("    redis-cli ACL SETUSER lockctl "):].split("\n\n", 1)[0]
         self.assertTrue(all(l.endswith(" \\") for l in block.splitlines()[:-1]),
                         "each line of the documented ACL but the last ends in a continuation")
-        acl = block.replace("\\\n", " ").split()[2:]
-        self.assertEqual(acl[:2], ["lockctl", "on"])
-        admin.execute_command("ACL", "SETUSER", *[">ctl-pw" if w == ">PASSWORD" else w
-                                                   for w in acl])
+        # pasted into bash as it is written (an on-call trial: unquoted, '>' was
+        # a redirection and '|' a pipe), with the server's port and password
+        cmd = textwrap.dedent(block).replace("'>PASSWORD'", "'>ctl-pw'").replace(
+            "redis-cli ", "redis-cli -p %d " % rs.port, 1)
+        p = subprocess.run(["bash", "-c", cmd], env=dict(os.environ, REDISCLI_AUTH="admin-pw"),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
+                           cwd=h._mkdtemp("lw-paste-"))
+        self.assertEqual(p.stdout.strip(), b"OK", p.stdout)
+        self.assertIn("+object|idletime", " ".join(
+            x.decode() if isinstance(x, bytes) else str(x)
+            for x in admin.execute_command("ACL", "GETUSER", "lockctl")[:12]))
         d = h._mkdtemp("lw-acl-")
         pw = os.path.join(d, "ctl.pass")
         with open(pw, "w") as f:
