@@ -145,8 +145,18 @@ current_holders(const struct lockctl *lc, const struct change *ch, const struct 
         const struct lock_holder *h = &l->view.holders[i];
         char *who = holder_shown(h->id, h->idlen);
 
-        table_line(stderr, lockctl_width(lc), "next: it is held by %s now; if that is the "
-                   "one to free, %s it with:", who ? who : "?", ch->cmd);
+        /* an id longer than the read keeps is shown cut, and has no
+         * command: the release needs it whole (an on-call trial) */
+        if (h->id_truncated)
+            table_line(stderr, lockctl_width(lc), "next: it is held by %s\xe2\x80\xa6 now (an "
+                       "id longer than the %d bytes lockctl reads); if that is the one to free, "
+                       "read it whole with redis-cli %s (as the target's user), then %s it with "
+                       "--holder and the whole id", who ? who : "?", HOLDER_ID_MAX - 1,
+                       l->type == RAW_HASH ? "HKEYS" : l->type == RAW_ZSET ? "ZRANGE" : "GET",
+                       ch->cmd);
+        else
+            table_line(stderr, lockctl_width(lc), "next: it is held by %s now; if that is the "
+                       "one to free, %s it with:", who ? who : "?", ch->cmd);
         free(who);
         if (!h->id_truncated)
             next_command(lc, ch, ch->cmd, h->id, h->idlen,

@@ -176,6 +176,16 @@ class LockctlOncall(h.TestCase):
         doc = lt.run_json(self, ["release", "lock:long:1", "--holder", holder[:-1] + "x",
                                  "--dry-run"], cfg, rc=1)
         self.assertEqual(doc["outcome"], "holder_changed", doc)
+        # a wrong holder refused before asking: the holder it has is shown
+        # cut as cut, with how to get it whole (an on-call trial: the cut id
+        # as if whole, then "release it with:" and nothing after)
+        p = lt.run(["release", "lock:long:1", "--holder", "x", "--yes"], cfg,
+                   env=dict(os.environ, COLUMNS="400"))
+        err = " ".join(p.stderr.decode().split())
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("h" * 159 + "\u2026 now (an id longer than the 159 bytes lockctl reads)", err)
+        self.assertIn("read it whole with redis-cli GET", err)
+        self.assertNotIn("release it with:", err)
         self.assertEqual(c.get("lock:long:1"), holder.encode())
 
     def test_list_reads_the_client_registry_as_show_does(self):
