@@ -314,6 +314,16 @@ ask(const struct lockctl *lc, const struct change *ch, const struct cli_lock *l)
                holds(l, ch->holder, ch->holderlen) ? "" : " (not among the holders read; the "
                "release checks them all)");
     table_line(stderr, width, "  format %s, TTL %s, age %s (%s)", l->fmt->name, ttl, age, from);
+    /* what show says of it that a release changes (an on-call trial) */
+    if (l->renewed)
+        table_line(stderr, width, "  its holder renews it, so it is alive: a %s lets another "
+                   "client in while it works", ch->cmd);
+    for (size_t i = 0; i < l->view.nholders; i++)
+        if (l->view.holders[i].idlen == ch->holderlen && l->view.holders[i].count > 1 &&
+            memcmp(l->view.holders[i].id, ch->holder, ch->holderlen) == 0 &&
+            ch->action == RELEASE_ACTION_RELEASE)
+            table_line(stderr, width, "  it holds it %lld times (reentrant): the release "
+                       "drops them all", (long long)l->view.holders[i].count);
     if (ch->action == RELEASE_ACTION_EXPIRE) {
         snprintf(q, sizeof(q), "Give it a TTL of %s?", newttl);
     } else {
@@ -380,7 +390,7 @@ too_young_next(const struct change *ch, const struct release_request *rq,
         : res->pttl_ms >= 0 && res->pttl_ms <= rq->lease_pttl_max;
 
     if (from != NULL && strcmp(from, "agent") == 0)
-        from = kept ? "agent" : age > 0 ? "acquired" : NULL;
+        from = kept ? "agent" : age > 0 ? "idletime" : NULL;   /* the value's: not taken */
     if (kept && rq->lease_age_ms > age)
         age = rq->lease_age_ms;
     if (idle > age) {

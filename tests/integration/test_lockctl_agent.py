@@ -203,6 +203,23 @@ class LockctlAgent(h.TestCase):
         ttl = [ln for ln in p.stdout.decode().splitlines() if ln.startswith("ttl")]
         self.assertTrue(ttl and "renews" not in ttl[0], p.stdout)
         self.assertIs(t.run_json(self, ["show", once], self.cfg)["renewed"], False)
+        # the release's prompt says both, as show does (an on-call trial: it
+        # said neither that the holder is alive nor that 3 holds all go)
+        r = "lock:renewed:3"
+        self.c.hset(r, REG_UUID + ":1", 3)
+        self.c.pexpire(r, 5000)
+
+        def renewed3():
+            self.c.pexpire(r, 5000)
+            st, doc = self.ag.get_json("/api/v1/locks/lock%3Arenewed%3A3?target=main")
+            return st == 200 and doc["renewed"]
+        self.ag.wait_for(renewed3, timeout=30, interval=0.5, desc="the agent sees the renewal")
+        rc, _, err = on_terminal(self.cfg, ["release", r, "--holder", REG_UUID + ":1"], b"n\n")
+        err = b" ".join(err.split())
+        self.assertEqual(rc, 1, err)
+        self.assertIn(b"its holder renews it, so it is alive", err)
+        self.assertIn(b"it holds it 3 times (reentrant): the release drops them all", err)
+        self.assertEqual(self.c.hget(r, REG_UUID + ":1"), b"3")
 
     def test_not_the_agent(self):
         srv = http.server.HTTPServer(("127.0.0.1", 0), NotTheAgent)
