@@ -159,6 +159,7 @@ add_lock(struct agent_view *av, const json_t *o)
     a.stale = json_is_true(json_object_get(o, "stale"));
     a.renewed = json_is_true(json_object_get(o, "renewed"));
     a.got_mono = clock_mono_ms();
+    a.age_lower_bound = json_is_true(json_object_get(o, "age_lower_bound"));
     {
         const json_t *ub = json_object_get(o, "unbroken_since_ms"),
             *ex = json_object_get(o, "expires_at_ms");

@@ -254,6 +254,9 @@ struct agent_lock {
     int64_t left_ms;            /* its TTL left at the agent's answer
                                  * (expires_at_ms): -1 no TTL, -2 not given */
     int64_t got_mono;           /* lockctl's monotonic ms at the answer */
+    bool age_lower_bound;       /* first seen at the agent's first look: the
+                                 * holder is at least that old, its time
+                                 * without a TTL too */
 };
 
 #define AGENT_LOCKS_MAX     100000  /* locks taken from the agent, all pages */

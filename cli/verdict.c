@@ -85,7 +85,7 @@ verdict_judge(const struct lockstate_rules *rules, struct cli_lock *l,
         l->renewed = a->renewed;
         l->age_ms = now_ms > a->first_seen_ms ? now_ms - a->first_seen_ms : 0;
         l->age_source = "agent";
-        l->age_lower_bound = false;
+        l->age_lower_bound = a->age_lower_bound;
         /* the agent saw a TTL and the key has none now: it lost it since
          * that scan, for how long nobody knows */
         l->nottl_ms = l->pttl_ms != -1 ? -1 : a->nottl_since_ms <= 0 ? -1
@@ -102,7 +102,7 @@ verdict_judge(const struct lockstate_rules *rules, struct cli_lock *l,
                    l->nottl_ms);
     l->states = lockstate_judge(rules, &f);
     l->leak_unknown = !f.semaphore && l->pttl_ms == -1 && !(l->states & LOCK_LEAKED) &&
-        (l->nottl_ms < 0 || (!agent && l->age_lower_bound));
+        (l->nottl_ms < 0 || l->age_lower_bound);
     return agent;
 }
 

@@ -136,6 +136,9 @@ lock_json(const struct snapshot *s, const struct snap_lock *l, int64_t now_ms)
     bad |= json_object_set_new(o, "age_seconds",
                                json_real((double)(now_ms - l->first_seen_ms) / 1000.0));
     bad |= json_object_set_new(o, "first_seen_ms", json_integer(l->first_seen_ms));
+    /* first seen by the agent's first look: held at least that long */
+    bad |= json_object_set_new(o, "age_lower_bound",
+                               json_boolean((l->flags & SNAP_AGE_AT_LEAST) != 0));
     /* since when this holding is proven unbroken: a renewal seen between
      * two reads may be the same holder id taking the lock again */
     bad |= json_object_set_new(o, "unbroken_since", lockjson_time(snap_unbroken_ms(l)));

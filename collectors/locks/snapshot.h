@@ -41,6 +41,9 @@
 #define SNAP_MODE_WRITE        0x08
 #define SNAP_WAITERS_KNOWN     0x10   /* waiters was looked up (waiters.c) */
 #define SNAP_WAITERS_QUEUE     0x20   /* ... and is a fair lock's queue length */
+#define SNAP_AGE_AT_LEAST      0x80   /* first seen when the agent had looked at
+                                       * nothing before: its age, and the time
+                                       * it has had no TTL, are lower bounds */
 #define SNAP_RENEWED           0x40   /* its TTL went back up while this holder
                                        * held it: renewed (a watchdog, an
                                        * extension), so the holder is alive */

@@ -203,6 +203,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     if ((ci = class_set_intern(r->classes, cls)) < 0)
         goto out;
     lease_of(r, k, raw, &view, &ls);
+    ls.blind_before = r->sc->looked_ms == 0;
     /* a replay's PTTL is as of the run's start, not of its read */
     l.expires_ms = ls.expires_ms;
     ls.row = lease_row_of(r, ci, class_set_name(r->classes, (size_t)ci));
@@ -225,6 +226,9 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     l.first_sight = tr.acquired != 0;
     if (tr.renewed)
         l.flags |= SNAP_RENEWED;
+    /* held since before the agent looked, unless the value dates it */
+    if (tr.seen_at_start && l.acquired_ms == 0)
+        l.flags |= SNAP_AGE_AT_LEAST;
     l.nottl_since_ms = tr.nottl_since_ms;
     l.states = record_states(r, &l, tr.first_seen_ms, tr.nottl_since_ms);
     note_due(r, &l);

@@ -130,6 +130,7 @@ apply_registry(struct run *r, struct reg_lock *rl, redisReply *rep)
                              tr.first_seen_ms, r->now_ms);
             l->nottl_since_ms = tr.nottl_since_ms;
             l->settled_ms = tr.settled_ms;
+            l->flags &= (uint8_t)~SNAP_AGE_AT_LEAST;     /* the registry dates it */
         }
     }
 }

@@ -39,6 +39,7 @@ struct track_entry {
 };
 
 #define ENTRY_RENEWED 0x1
+#define ENTRY_AT_START 0x2      /* first seen with nothing looked at before */
 
 _Static_assert(sizeof(struct track_entry) == 56, "56 bytes an entry");
 
@@ -330,6 +331,7 @@ result_of(const struct track_entry *e, struct track_result *res)
     res->nottl_since_ms = e->nottl_since_ms;
     res->settled_ms = e->settled_ms > e->first_seen_ms ? e->settled_ms : e->first_seen_ms;
     res->renewed = (e->flags & ENTRY_RENEWED) != 0;
+    res->seen_at_start = (e->flags & ENTRY_AT_START) != 0;
 }
 
 int
@@ -383,8 +385,11 @@ tracker_visit_born(struct tracker *t, uint64_t key_hash, const uint32_t *holders
         /* A new lock, or the timed holder left: the clock restarts with
          * the holder that has been there longest, or back-dated by what
          * Redis or the format says about the new holder's age. */
-        if (ls != NULL)
+        if (ls != NULL) {
             lease_restart(t, e, ls, fresh);
+            if (ls->blind_before)
+                e->flags |= ENTRY_AT_START;
+        }
         if (!anew && nholders == 1)
             oldest_ms = oldest_known(t, key_hash, holders, nholders, &oldest);
         int64_t nottl = e->nottl_since_ms;

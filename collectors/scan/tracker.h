@@ -66,6 +66,9 @@ struct track_lease {
     size_t holderlen;
     int64_t at_ms;              /* Unix ms of the read: a lease that ran out
                                  * by then and whose holder changed ended */
+    bool blind_before;          /* no pass saw every node before this one (the
+                                 * agent just started): a holding first seen
+                                 * now may be older than its first sight */
 };
 
 /* Told of every lease that ended (the tracker's thread; names valid
@@ -83,6 +86,8 @@ struct track_result {
     int64_t nottl_since_ms;     /* 0 while the key has a TTL */
     int duplicate;              /* already visited in this pass */
     bool renewed;               /* the holder has renewed its lease */
+    bool seen_at_start;         /* first seen by a visit with blind_before:
+                                 * its first sight is only a lower bound */
     int acquired;               /* a new key, or a new timed holder: the
                                  * lock was taken since the last sighting
                                  * (its first sight) */

@@ -99,7 +99,8 @@ class LockctlAgent(h.TestCase):
         for l in doc["locks"]:
             self.assertEqual(l["age_source"], "agent", l)
             self.assertIn("leaked", l["states"], l)
-            self.assertFalse(l["age_lower_bound"], l)
+            # held before the agent's first look: at least its age
+            self.assertTrue(l["age_lower_bound"], l)
             self.assertGreaterEqual(l["nottl_seconds"], 2.0, l)
             self.assertIsNotNone(l["first_seen"], l)
 
@@ -324,6 +325,32 @@ class IfOlderThanAgentAge(h.TestCase):
         self.assertIn("[too_young]", err)
         self.assertIn("did not answer", err)
         self.assertEqual(self.c.get("lock:x"), b"holderA")
+
+
+class AgentJustStarted(h.TestCase):
+    def test_what_its_first_look_saw_is_at_least_that_old(self):
+        # an on-call trial: an agent restarted 2 s before called a leak of
+        # minutes "held", 2 s old (no ">="), where lockctl alone said leaked?
+        r = self.start_redis()
+        c = r.client()
+        c.set("lock:leak:billing", "worker-7-x")          # a leak, of unknown age
+        c.set("lock:orders:42", "tok", px=600000)
+        ag = self.start_agent(r, scan_interval="1s", leak_grace="1h", max_hold="1h")
+        ag.wait_scans(1)
+        c.set("lock:orders:43", "tok", px=600000)        # after its first look
+        ag.wait_for(lambda: ag.lock("lock:orders:43")[0] == 200, 20, desc="lock:orders:43 seen")
+        for key, lower in (("lock:leak:billing", True), ("lock:orders:42", True),
+                           ("lock:orders:43", False)):
+            self.assertIs(ag.lock(key)[1]["age_lower_bound"], lower, key)
+        doc = t.run_json(self, ["show", "lock:leak:billing"], ag.config_path)
+        self.assertEqual(doc["age_source"], "agent", doc)
+        self.assertTrue(doc["age_lower_bound"], doc)
+        self.assertTrue(doc["leak_unknown"], doc)
+        p = t.run(["list"], ag.config_path)
+        row = [ln for ln in p.stdout.decode().splitlines() if "lock:leak:billing" in ln]
+        self.assertTrue(row and "leaked?" in row[0] and ">=" in row[0], p.stdout)
+        doc = t.run_json(self, ["show", "lock:orders:43"], ag.config_path)
+        self.assertFalse(doc["age_lower_bound"], doc)
 
 
 class IfOlderThanTakenAgain(h.TestCase):
