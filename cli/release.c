@@ -511,8 +511,11 @@ report(struct lockctl *lc, const struct change *ch, const struct release_request
         /* every refusal ends with the next step (an on-call trial) */
         next = strdup(res->outcome == RELEASE_REFUSED_HAS_TTL
                       ? "it expires on its own; to free it now, release that holder"
-                      : "expire never applies to a semaphore; to give that holder's permit "
-                        "back, release it");
+                      : "expire gives no TTL to a semaphore, nor to a bare number that may "
+                        "be one's count (the TTL would take it away whole); if it is a lock "
+                        "whose holder is gone (a PID as its token), release it: the key is "
+                        "deleted (a Redisson semaphore gets a permit back instead only when "
+                        "its key is in semaphore_patterns)");
     }
     if (lc->json) {
         json_t *o = release_result_json(lc->t->name, rq, res);
@@ -662,6 +665,11 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
 {
     struct release_result res;
     char msg[400], age[40], grace[32];
+    /* expire leaves a bare number alone (a count as likely as a token):
+     * no expire command to paste for it (an on-call trial) */
+    bool count = l->type == RAW_STRING && ch->holderlen > 0 &&
+        strspn(ch->holder + (ch->holder[0] == '-'), "0123456789") ==
+        ch->holderlen - (ch->holder[0] == '-') && ch->holderlen > (size_t)(ch->holder[0] == '-');
 
     out_duration(lc->cfg->rules.judge.leak_grace_ms, grace, sizeof(grace));
     verdict_age(l, age, sizeof(age));
@@ -682,17 +690,19 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
         res.idle_s = l->idle_s;
         snprintf(res.type, sizeof(res.type), "%s", l->type == RAW_HASH ? "hash" : "string");
         if ((o = release_result_json(lc->t->name, rq, &res)) != NULL) {
-            char *exp = next_text(lc, ch, "expire", (const char *const[]){ "--ttl", "30s",
-                                                                          NULL });
+            char *exp = count ? NULL : next_text(lc, ch, "expire",
+                                                 (const char *const[]){ "--ttl", "30s", NULL });
             char *rel = next_text(lc, ch, "release", NULL);
             struct strbuf sb;
 
             sb_init(&sb, 1024 * 1024);
-            sb_addf(&sb, "%s, or give the lock a TTL%s%s, or release it without --if-leaked%s%s",
-                    l->leak_unknown ? "retry once the agent has seen the lock without a TTL "
-                    "(start it, or wait for its next scan)" : "wait until it has had no TTL "
-                    "for leak_grace and retry", exp ? ": " : "", exp ? exp : "",
-                    rel ? ": " : "", rel ? rel : "");
+            sb_addf(&sb, "%s", l->leak_unknown ? "retry once the agent has seen the lock "
+                    "without a TTL (start it, or wait for its next scan)" : "wait until it has "
+                    "had no TTL for leak_grace and retry");
+            if (exp != NULL)
+                sb_addf(&sb, ", or give the lock a TTL: %s", exp);
+            sb_addf(&sb, ", or release it without --if-leaked%s%s", rel ? ": " : "",
+                    rel ? rel : "");
             json_object_set_new(o, "message", json_string(msg));
             if (!sb_failed(&sb))
                 json_object_set_new(o, "hint", json_stringn(sb.buf, sb.len));
@@ -703,14 +713,15 @@ refuse_not_leaked(const struct lockctl *lc, const struct change *ch,
         return out_json_print(o) == 0 ? LOCKCTL_REFUSED : LOCKCTL_REDIS;
     }
     say_refused(lc, ch, msg, RELEASE_REFUSED_NOT_LEAKED);
-    table_line(stderr, lockctl_width(lc), "next: %s; or, having checked the holder (lockctl "
-               "show KEY), give the lock a TTL so that it expires on its own unless its "
-               "holder renews it:", l->leak_unknown ? "retry once the agent has seen the lock "
-               "without a TTL (start lockwatchd if it is down, or wait for its next scan if it "
-               "just started: it records since when a lock has had no TTL)" : "wait until it has had no "
-               "TTL for leak_grace and retry");
-    next_command(lc, ch, "expire", ch->holder, ch->holderlen,
-                 (const char *const[]){ "--ttl", "30s", NULL });
+    table_line(stderr, lockctl_width(lc), "next: %s%s", l->leak_unknown ? "retry once the "
+               "agent has seen the lock without a TTL (start lockwatchd if it is down, or wait "
+               "for its next scan if it just started: it records since when a lock has had no "
+               "TTL)" : "wait until it has had no TTL for leak_grace and retry", count ? "" :
+               "; or, having checked the holder (lockctl show KEY), give the lock a TTL so "
+               "that it expires on its own unless its holder renews it:");
+    if (!count)
+        next_command(lc, ch, "expire", ch->holder, ch->holderlen,
+                     (const char *const[]){ "--ttl", "30s", NULL });
     table_line(stderr, lockctl_width(lc), "or release it now without --if-leaked (you are "
                "asked to confirm):");
     next_command(lc, ch, "release", ch->holder, ch->holderlen, NULL);

@@ -80,9 +80,9 @@ static const struct outcome_row {
         "mistyped holder, or it changed hands since you looked); nothing was changed. "
         "Look again with lockctl show KEY" },
     [RELEASE_REFUSED_WRONGTYPE] = { "wrongtype", false, true,
-        "refused: the key is not a lock lockwatch can do that to (neither a string nor a "
-        "hash lock, nor a semaphore of a known format; expire never applies to a "
-        "semaphore); nothing was changed" },
+        "refused: the key is not a lock lockwatch can do that to (not a string or hash "
+        "lock, nor a semaphore of a known format; expire leaves a semaphore, and a bare "
+        "number that may be one's count, alone); nothing was changed" },
     [RELEASE_REFUSED_NOT_LEAKED] = { "not_leaked", false, true,
         "refused: only if leaked (--if-leaked, if_leaked), but the lock has a TTL (it will "
         "expire on its own); nothing was changed" },

@@ -188,6 +188,33 @@ class LockctlOncall(h.TestCase):
         self.assertNotIn("release it with:", err)
         self.assertEqual(c.get("lock:long:1"), holder.encode())
 
+    def test_a_pid_token_gets_no_expire_it_would_refuse(self):
+        # an on-call trial: a lock whose token is a PID got an expire to paste,
+        # refused "wrongtype ... neither a string nor a hash lock", then advice
+        # to give "that holder's permit back", which deletes the key
+        rs = self.start_redis()
+        c = rs.client()
+        c.set("lock:cron:pid", "31337")
+        cfg = lt.write_config(url="redis://127.0.0.1:%d/0" % rs.port)
+        p = lt.run(["--agent", "off", "release", "lock:cron:pid", "--holder", "31337",
+                    "--if-leaked", "--yes"], cfg)
+        err = " ".join(p.stderr.decode().split())
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("[not_leaked]", err)
+        self.assertNotIn("expire lock:cron:pid", err)
+        self.assertIn("release lock:cron:pid --holder 31337", err)
+        doc = lt.run_json(self, ["--agent", "off", "release", "lock:cron:pid", "--holder", "31337",
+                                 "--if-leaked", "--yes"], cfg, rc=1)
+        self.assertNotIn("expire", doc["hint"], doc)
+        self.assertIn("or release it without --if-leaked", doc["hint"], doc)
+        p = lt.run(["expire", "lock:cron:pid", "--holder", "31337", "--ttl", "30s", "--yes"], cfg)
+        err = " ".join(p.stderr.decode().split())
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("[wrongtype]", err)
+        self.assertIn("a bare number that may be one's count", err)
+        self.assertNotIn("permit back, release it", err)
+        self.assertEqual(c.get("lock:cron:pid"), b"31337")
+
     def test_list_reads_the_client_registry_as_show_does(self):
         rs = self.start_redis()
         c = rs.client()
