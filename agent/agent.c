@@ -17,11 +17,11 @@
  * Publication is one pointer swap under the target's mutex; readers take
  * a reference and render without holding any lock.  What was known stays
  * visible: a failed scan's snapshot keeps a reference to the target's last
- * good one, stamped with when the view went stale, and every renderer
- * shows its locks marked stale (view_target.shown) while the target is
- * reported down with the reason.  Right after
- * publishing, a target compares the [redlock] groups it is a member of
- * (agent/groups.c) on its own thread.
+ * good one, stamped with when the view went stale, and every renderer shows
+ * its locks marked stale (view_target.shown) while the target is reported
+ * down with the reason.  Right after publishing, a target compares the
+ * [redlock] groups it is a member of (agent/groups.c) on its own thread.
+ * A reload keeps a target's view, unless it names another server.
  */
 #include "agent/agent.h"
 
@@ -415,9 +415,17 @@ build_targets(const struct config *cfg, struct target_rt *const *old, size_t nol
     if (list == NULL)
         return -1;
     for (i = 0; i < cfg->ntargets; i++) {
+        char was[CONFIG_ADDRESS_MAX], now[CONFIG_ADDRESS_MAX];
+        config_target_address(&cfg->targets[i], now, sizeof(now));
         for (j = 0; j < nold && list[i] == NULL; j++)
-            if (strcmp(old[j]->name, cfg->targets[i].name) == 0)
-                list[i] = old[j];
+            if (strcmp(old[j]->name, cfg->targets[i].name) == 0 && old[j]->conf != NULL) {
+                config_target_address(old[j]->conf, was, sizeof(was));
+                if (strcmp(was, now) == 0)
+                    list[i] = old[j];
+                else            /* the old server's locks are no view of the new one */
+                    log_info("reload: target %s watches %s now (was %s): its view starts anew",
+                             old[j]->name, now, was);
+            }
         if (list[i] == NULL && (list[i] = target_new(cfg->targets[i].name)) == NULL)
             goto fail;
     }

@@ -11,6 +11,7 @@ old max_hold still in force), and so does a file with no [target] left.
 SIGTERM exits 0 quickly.
 """
 
+import json
 import signal
 import time
 
@@ -144,6 +145,30 @@ class Reload(h.TestCase):
         self.assertIn("known targets: main", err["error"])
         self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks", target="main"), 2)
         self.assertTrue(ag.alive)
+
+    def test_a_target_pointed_at_another_server_starts_anew(self):
+        # the freshness trial: repointed to a server not up yet, the target
+        # kept the old server's locks as its "last known" view under the new
+        # address, and resolved their alerts when the new server answered
+        rs = self.start_redis()
+        rs.client().set("lock:leakA", "t")
+        ag = self.start_agent(rs, scan_interval="500ms", leak_grace="1s", max_hold="1h")
+        ag.wait_for(lambda: ag.lock("lock:leakA")[0] == 200, 15, desc="lock:leakA seen")
+        port = h.free_port()
+        ag.targets = [("main", "redis://127.0.0.1:%d/0" % port)]
+        ag.write_config(ag.render_config())
+        ag.reload()
+        ag.wait_for(lambda: "its view starts anew" in ag.log_tail(30), 15,
+                    desc="the reload said the view starts anew")
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_target_up", target="main") == 0,
+                    15, desc="the new server down")
+        st, body = ag.get_json("/api/v1/locks?target=main")
+        # nothing known of the new server, and nothing of the old shown as its
+        self.assertEqual((st, body["complete"], body["locks"]), (200, False, []), body)
+        self.assertIsNone(body["stale"][0]["last_success"], body)
+        self.assertNotIn("lock:leakA", json.dumps(body))
+        st, lk = ag.lock("lock:leakA")
+        self.assertNotEqual(st, 200, lk)
 
     def test_reload_without_target_refused(self):
         # A file cut short mid-deploy (no [target] left) must not swap the
