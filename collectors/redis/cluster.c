@@ -153,13 +153,34 @@ unknown_host(const char *h)
     return h[0] == '\0' || strcmp(h, "?") == 0;
 }
 
+/* Add "lo-hi" (or "lo") to the ranges text buf of size bytes (>= 4),
+ * cut with "..." after a whole range when it is full. */
+static void
+ranges_append(char *buf, size_t size, long long lo, long long hi)
+{
+    char piece[48];
+    size_t have = strlen(buf), n;
+
+    if (lo == hi)
+        snprintf(piece, sizeof(piece), "%s%lld", have ? "," : "", lo);
+    else
+        snprintf(piece, sizeof(piece), "%s%lld-%lld", have ? "," : "", lo, hi);
+    n = strlen(piece);
+    if (have + n < size) {
+        memcpy(buf + have, piece, n + 1);
+    } else if (have < 3 || strcmp(buf + have - 3, "...") != 0) {
+        /* cut after a whole range so the text never shows a wrong one */
+        while (have > 0 && (have + 4 > size || buf[have - 1] != ','))
+            have--;
+        memcpy(buf + have, "...", 4);
+    }
+}
+
 /* Record slots [lo, hi] as served by shard index idx, and in its text. */
 static int
 add_range(struct cluster_topo *topo, size_t idx, long long lo, long long hi)
 {
     struct cluster_shard *sh = &topo->shards[idx];
-    char piece[48];
-    size_t have = strlen(sh->ranges), n;
     long long s;
 
     if (lo < 0 || hi >= CLUSTER_SLOTS || lo > hi)
@@ -167,20 +188,25 @@ add_range(struct cluster_topo *topo, size_t idx, long long lo, long long hi)
     for (s = lo; s <= hi; s++)
         topo->slot_shard[s] = (uint16_t)idx;
     sh->nslots += (uint32_t)(hi - lo + 1);
-    if (lo == hi)
-        snprintf(piece, sizeof(piece), "%s%lld", have ? "," : "", lo);
-    else
-        snprintf(piece, sizeof(piece), "%s%lld-%lld", have ? "," : "", lo, hi);
-    n = strlen(piece);
-    if (have + n < sizeof(sh->ranges)) {
-        memcpy(sh->ranges + have, piece, n + 1);
-    } else if (have < 3 || strcmp(sh->ranges + have - 3, "...") != 0) {
-        /* cut after a whole range so the text never shows a wrong one */
-        while (have > 0 && (have + 4 > sizeof(sh->ranges) || sh->ranges[have - 1] != ','))
-            have--;
-        memcpy(sh->ranges + have, "...", 4);
-    }
+    ranges_append(sh->ranges, sizeof(sh->ranges), lo, hi);
     return 0;
+}
+
+size_t
+cluster_uncovered(const struct cluster_topo *topo, char *ranges, size_t size)
+{
+    size_t n = 0, s, lo;
+
+    ranges[0] = '\0';
+    for (s = 0; topo->slot_shard != NULL && s < CLUSTER_SLOTS; s++) {
+        if (topo->slot_shard[s] != CLUSTER_NO_SHARD)
+            continue;
+        for (lo = s; s + 1 < CLUSTER_SLOTS && topo->slot_shard[s + 1] == CLUSTER_NO_SHARD; s++)
+            ;
+        ranges_append(ranges, size, (long long)lo, (long long)s);
+        n += s - lo + 1;
+    }
+    return n;
 }
 
 /* ---- CLUSTER SHARDS -------------------------------------------------------- */

@@ -84,6 +84,10 @@ int cluster_parse_slots(const redisReply *rep, const char *via_host,
 
 void cluster_topo_clear(struct cluster_topo *topo);
 
+/* How many slots no shard of topo serves, and their ranges as text into
+ * ranges (size >= 4 bytes: "0-99,200", cut with "..." as a shard's). */
+size_t cluster_uncovered(const struct cluster_topo *topo, char *ranges, size_t size);
+
 /* The shard that serves slot, or NULL. */
 const struct cluster_shard *cluster_shard_of_slot(const struct cluster_topo *topo,
                                                   unsigned slot);

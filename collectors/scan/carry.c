@@ -25,7 +25,8 @@
  * the new snapshot like a lock read, within its caps, so carrying costs
  * at most the copies one snapshot may keep.  A key this pass read on
  * another shard (its slot moved during the pass) is not carried: the read
- * wins.
+ * wins.  Slots no node serves are one more failed shard (scan.c's
+ * record_shards()), after the topology's.
  */
 #include "collectors/scan/scan_impl.h"
 
@@ -85,6 +86,8 @@ carry_failed_shards(struct run *r, const struct cluster_topo *topo)
         int idx;
 
         i = topo->slot_shard[cluster_keyslot(l->key, l->key_len)];
+        if (i == CLUSTER_NO_SHARD)
+            i = topo->nshards;          /* no node serves it: record_shards()'s gap */
         if (i >= s->nshards || s->shards[i].ok ||
             tracker_seen(sc->tracker, keyhash(l->key, l->key_len), sc->pass))
             continue;

@@ -636,10 +636,21 @@ record_shards(struct snapshot *s, const struct cluster_topo *topo, const struct 
               size_t n)
 {
     size_t i;
+    char gap[sizeof(s->shards->shard)];
 
-    if ((s->shards = calloc(n ? n : 1, sizeof(*s->shards))) == NULL)
+    if ((s->shards = calloc(n + 1, sizeof(*s->shards))) == NULL)
         return -1;
     s->nshards = n;
+    /* slots no node serves (a cluster with cluster-require-full-coverage
+     * no) are a shard down, not an empty one: their locks are unknown, the
+     * view before's kept last known (carry.c; a freshness trial) */
+    if (cluster_uncovered(topo, gap, sizeof(gap)) > 0) {
+        snprintf(s->shards[n].shard, sizeof(s->shards[n].shard), "%s", gap);
+        snprintf(s->shards[n].node, sizeof(s->shards[n].node), "none");
+        snprintf(s->shards[n].err, sizeof(s->shards[n].err), "no node serves slots %s "
+                 "(CLUSTER SHARDS names none): their locks are unknown", gap);
+        s->nshards = n + 1;
+    }
     for (i = 0; i < n; i++) {
         struct snap_shard *sh = &s->shards[i];
 
@@ -878,7 +889,7 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
     struct snapshot *s;
     struct stream *st = NULL;
     struct cluster_topo topo;
-    size_t nst = 0, nok = 0;
+    size_t nst = 0, nok = 0, nst_seen;
     bool had_conn = false, cluster = t->mode == TARGET_CLUSTER;
     bool ok;
 
@@ -915,13 +926,15 @@ run_pass(struct scanner *sc, const struct target_conf *t, const struct scan_rule
         ok = streams_verdict(&r, &topo, st, nst, had_conn, &nok, retry);
     else
         nok = 0;
-    if (ok && cluster && nok < nst && carry_failed_shards(&r, &topo) == -1) {
+    /* slots no node serves: one shard more, never read (nothing swept) */
+    nst_seen = ok && cluster && s->nshards > nst ? nst + 1 : nst;
+    if (ok && cluster && nok < nst_seen && carry_failed_shards(&r, &topo) == -1) {
         run_err(&r, "out of memory carrying the last-known locks of a shard that failed");
         ok = false;
     }
     if (cluster)
         keep_conns(sc, st, nst);
-    pass_end(&r, ok, nok, nst, &topo);
+    pass_end(&r, ok, nok, nst_seen, &topo);
     if (s->ok)
         lost_compare(sc, s, cluster ? &topo : NULL);
     free(st);

@@ -14,6 +14,7 @@ The target's URL node reset into a cluster of its own is not taken for
 the cluster while a node known before still answers as it was.
 """
 
+import json
 import time
 
 import harness as h
@@ -157,6 +158,50 @@ class ClusterStale(h.TestCase):
         still_the_cluster()
         st, body = ag.get_json("/api/v1/locks?target=c&state=leaked")
         self.assertEqual((st, body["total"], body["complete"]), (200, 12, True), body)
+
+    def test_slots_no_node_serves_keep_their_last_known_locks(self):
+        self.unserved_case("off")
+
+    def test_slots_no_node_serves_keep_their_last_known_locks_following(self):
+        self.unserved_case("on")
+
+    def unserved_case(self, incremental):
+        # the freshness trial: with cluster-require-full-coverage no and
+        # slots 0-99 deleted from every node, the locks there left the view
+        # and their LockLeaked resolved, though the keys were still in memory
+        c = topo.start_cluster(self, primaries=3)
+        inside = next("lock:gap:%d" % i for i in range(10000)
+                      if topo.keyslot("lock:gap:%d" % i) < 100)
+        # on another node (the one that served 0-99 fails its pass: its keys
+        # there answer CLUSTERDOWN, so its whole part is last known)
+        outside = next("lock:gap:%d" % i for i in range(10000)
+                       if c.owner[topo.keyslot("lock:gap:%d" % i)] != c.owner[0])
+        c.load([("SET", inside, "tok"), ("SET", outside, "tok")])
+        for n in c.nodes:
+            n.client().config_set("cluster-require-full-coverage", "no")
+            if incremental == "on":
+                n.client().config_set("notify-keyspace-events", "KEA")
+        ag = self.start_agent(targets=[("c", c.url)], scan_interval="500ms",
+                              leak_grace="1s", max_hold="1h",
+                              target_extra={"mode": "cluster", "incremental": incremental})
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c") == 2,
+                    30, desc="both leaks counted")
+        for n in c.nodes:
+            n.client().execute_command("CLUSTER", "DELSLOTSRANGE", "0", "99")
+        ag.wait_for(lambda: any(l["shard"] == "0-99" and l["node"] == "none"
+                                for l, v in h.select(ag.metrics(), "lockwatch_shard_up",
+                                                     target="c") if v == 0),
+                    15, desc="the slots no node serves a shard down")
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c"), 2)
+            time.sleep(0.25)
+        st, body = ag.get_json("/api/v1/locks?target=c&state=leaked")
+        self.assertEqual((st, body["total"], body["complete"]), (200, 2, False), body)
+        locks = {l["key"]: l for l in body["locks"]}
+        self.assertTrue(locks[inside].get("stale"), locks)
+        self.assertFalse(locks[outside].get("stale"), locks)
+        self.assertIn("no node serves slots 0-99", json.dumps(body["stale"]))
 
     def test_shard_never_read_is_no_blind_target(self):
         """A shard down since the agent started has no last success (its

@@ -228,6 +228,29 @@ slots_reply(void **state)
     assert_string_equal(t.shards[1].primary.host, "seed");
     assert_ptr_equal(cluster_shard_of_slot(&t, 16000), &t.shards[0]);
     assert_ptr_equal(cluster_shard_of_slot(&t, 6000), &t.shards[1]);
+    {
+        char gap[64];
+
+        assert_int_equal(cluster_uncovered(&t, gap, sizeof(gap)), 0);   /* all served */
+        assert_string_equal(gap, "");
+    }
+    cluster_topo_clear(&t);
+    freeReplyObject(rep);
+
+    /* slots no node serves (cluster-require-full-coverage no): counted,
+     * and named as a shard's ranges are, cut after a whole range */
+    rep = rarr(2,
+        rarr(3, rinteger(100), rinteger(5460), rarr(3, rstr("h"), rinteger(7000), rstr("id0"))),
+        rarr(3, rinteger(5470), rinteger(16000), rarr(3, rstr("h"), rinteger(7001), rstr("id1"))));
+    assert_int_equal(cluster_parse_slots(rep, "seed", &t, err, sizeof(err)), 0);
+    {
+        char gap[64], small[20];
+
+        assert_int_equal(cluster_uncovered(&t, gap, sizeof(gap)), 100 + 9 + 383);
+        assert_string_equal(gap, "0-99,5461-5469,16001-16383");
+        cluster_uncovered(&t, small, sizeof(small));
+        assert_string_equal(small, "0-99,...");
+    }
     cluster_topo_clear(&t);
     freeReplyObject(rep);
 
