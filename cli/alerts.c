@@ -23,10 +23,11 @@
 /* The command's own options into *severity; LOCKCTL_DONE, -1 after
  * --help, or the exit code. */
 static int
-parse(struct lockctl *lc, int argc, char **argv, const char **severity)
+parse(struct lockctl *lc, int argc, char **argv, const char **severity, bool *describe)
 {
     static const struct option opts[] = {
         { "severity", required_argument, NULL, 's' },
+        { "describe", no_argument, NULL, 'd' },
         { "help", no_argument, NULL, 'h' },
         SESSION_LONG_OPTIONS,
         { NULL, 0, NULL, 0 }
@@ -34,13 +35,17 @@ parse(struct lockctl *lc, int argc, char **argv, const char **severity)
     int opt;
 
     optind = 0;
-    while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "h", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "hd", opts, NULL)) != -1) {
         int common = session_common_option(lc, opt, optarg);
 
         if (common < 0)
             return LOCKCTL_USAGE;       /* a bad value: said */
         if (common > 0)
             continue;
+        if (opt == 'd') {
+            *describe = true;
+            continue;
+        }
         if (opt == 's') {
             if (alerts_severity_rank(optarg) > 2) {
                 lockctl_warnx("alerts: --severity must be critical, warning or info");
@@ -79,7 +84,7 @@ select_json(json_t *doc, const char *target, const char *severity)
 /* The table and the line under it, or the one line saying none fires. */
 static int
 print_human(const struct lockctl *lc, const struct agent_view *av, const json_t *doc,
-            const char *severity)
+            const char *severity, bool describe)
 {
     size_t width = lockctl_width(lc), all = json_array_size(json_object_get(doc, "alerts"));
     json_int_t suppressed = json_integer_value(json_object_get(doc, "suppressed"));
@@ -89,7 +94,8 @@ print_human(const struct lockctl *lc, const struct agent_view *av, const json_t 
     long n;
 
     table_init(&t, alerts_table_cols, ALERTS_NCOLS);
-    if ((n = alerts_table_add(&t, doc, lc->target_name, severity, clock_now_ms())) < 0) {
+    if ((n = alerts_table_add(&t, doc, lc->target_name, severity, describe,
+                              clock_now_ms())) < 0) {
         table_release(&t);
         lockctl_warnx("alerts: out of memory");
         return LOCKCTL_REDIS;
@@ -107,8 +113,10 @@ print_human(const struct lockctl *lc, const struct agent_view *av, const json_t 
                    av->url, more, sup);
     } else {
         table_print(&t, stdout, width);
-        table_line(stdout, width, "%ld %s%salert%s firing%s, worst first (agent at %s)%s%s",
-                   n, sev, sp, n == 1 ? "" : "s", on, av->url, more, sup);
+        table_line(stdout, width, "%ld %s%salert%s firing%s, worst first (agent at %s)%s%s%s",
+                   n, sev, sp, n == 1 ? "" : "s", on, av->url, more, sup, describe ? "" :
+                   "; --describe adds what each means and what to do (a Redlock split's "
+                   "holder on each node)");
     }
     table_release(&t);
     return LOCKCTL_DONE;
@@ -120,7 +128,8 @@ cmd_alerts(struct lockctl *lc, int argc, char **argv)
     struct agent_view av;
     const char *severity = NULL;
     json_t *doc = NULL;
-    int rc = parse(lc, argc, argv, &severity);
+    bool describe = false;
+    int rc = parse(lc, argc, argv, &severity, &describe);
 
     if (rc != LOCKCTL_DONE)
         return rc == -1 ? LOCKCTL_DONE : rc;
@@ -145,7 +154,7 @@ cmd_alerts(struct lockctl *lc, int argc, char **argv)
         }
         return out_json_print(doc) == 0 ? LOCKCTL_DONE : LOCKCTL_REDIS;
     }
-    rc = print_human(lc, &av, doc, severity);
+    rc = print_human(lc, &av, doc, severity, describe);
     json_decref(doc);
     return rc;
 }

@@ -77,14 +77,15 @@ subject(const json_t *a, struct strbuf *sb)
 
 /* One alert's row; 0, -1 on ENOMEM. */
 static int
-add_row(struct table *t, const json_t *a, int64_t start_ms, int64_t now_ms)
+add_row(struct table *t, const json_t *a, int64_t start_ms, bool describe, int64_t now_ms)
 {
     const char *cells[ALERTS_NCOLS];
     const char *sev = label(a, "severity"), *name = label(a, "alertname");
-    const char *sum = json_string_value(json_object_get(json_object_get(a, "annotations"),
-                                                        "summary"));
+    const json_t *ann = json_object_get(a, "annotations");
+    const char *sum = json_string_value(json_object_get(ann, "summary"));
+    const char *desc = describe ? json_string_value(json_object_get(ann, "description")) : NULL;
     char since[32];
-    struct strbuf sb;
+    struct strbuf sb, detail;
     int rc = -1;
 
     if (start_ms == INT64_MAX)
@@ -97,10 +98,16 @@ add_row(struct table *t, const json_t *a, int64_t start_ms, int64_t now_ms)
     cells[ALERTS_NAME] = name != NULL ? name : "?";
     cells[ALERTS_SUBJECT] = sb.buf;
     cells[ALERTS_SINCE] = since;
-    cells[ALERTS_SUMMARY] = sum != NULL ? sum : "";
-    if (!sb_failed(&sb))
+    /* --describe: the summary, then the description (what to do) */
+    sb_init(&detail, SUBJECT_MAX);
+    sb_addf(&detail, "%s%s%s", sum != NULL ? sum : "", desc != NULL ? ". " : "",
+            desc != NULL ? desc : "");
+    sb_add(&detail, "", 1);
+    cells[ALERTS_SUMMARY] = detail.buf;
+    if (!sb_failed(&sb) && !sb_failed(&detail))
         rc = table_add(t, cells, NULL);
     sb_release(&sb);
+    sb_release(&detail);
     return rc;
 }
 
@@ -135,7 +142,7 @@ alerts_selected(const json_t *a, const char *target, const char *severity)
 
 long
 alerts_table_add(struct table *t, const json_t *doc, const char *target,
-                 const char *severity, int64_t now_ms)
+                 const char *severity, bool describe, int64_t now_ms)
 {
     const json_t *list = json_object_get(doc, "alerts"), *a;
     struct alert_order *rows;
@@ -158,7 +165,7 @@ alerts_table_add(struct table *t, const json_t *doc, const char *target,
     }
     qsort(rows, n, sizeof(*rows), worst_first);
     for (i = 0; i < n && rc == 0; i++)
-        if (add_row(t, rows[i].a, rows[i].start_ms, now_ms) == -1)
+        if (add_row(t, rows[i].a, rows[i].start_ms, describe, now_ms) == -1)
             rc = -1;
     free(rows);
     return rc == 0 ? (long)n : -1;

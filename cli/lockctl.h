@@ -581,9 +581,10 @@ bool alerts_selected(const json_t *a, const char *target, const char *severity);
 /* Add the rows of doc's alerts that alerts_selected() takes to t (made
  * with alerts_table_cols), worst first: by severity, then the oldest
  * startsAt first (one it cannot read last), then in the agent's order;
- * SINCE is now_ms less startsAt.  Returns how many, -1 on ENOMEM. */
+ * SINCE is now_ms less startsAt; describe adds each description to its
+ * summary.  Returns how many, -1 on ENOMEM. */
 long alerts_table_add(struct table *t, const json_t *doc, const char *target,
-                      const char *severity, int64_t now_ms);
+                      const char *severity, bool describe, int64_t now_ms);
 
 /* ---- output.c ---------------------------------------------------------------- */
 

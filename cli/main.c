@@ -142,7 +142,7 @@ static const struct command {
       "classes that call for a look (WAIT99 !, too short, too long, SURGE) come\n"
       "first.\n"
       "--json prints the API's answer.\n" },
-    { "alerts", cmd_alerts, "alerts [--severity critical|warning|info]",
+    { "alerts", cmd_alerts, "alerts [--severity critical|warning|info] [--describe]",
       "The alerts firing now, from the agent (GET /api/v1/alerts; docs/alerts.md),\n"
       "worst first: critical, warning, info, then the oldest first.  A row is the\n"
       "severity, the alertname, its subject as the labels have it (KEY on TARGET,\n"
@@ -150,6 +150,8 @@ static const struct command {
       "with its summary under it.  When nothing fires, one line says so.\n"
       "  --severity S    only the alerts of severity S\n"
       "  -t TARGET       only the alerts of TARGET (its target label)\n"
+      "  -d, --describe  each alert's description too: what it means, what to do\n"
+      "                  (a Redlock split's holder on each node)\n"
       "Only the agent knows this: it is asked (--agent, else [agent] listen), and an\n"
       "agent that does not answer is exit 3; an answer is exit 0, whatever fires.\n"
       "--json prints the agent's document (with -t or --severity, only those alerts).\n" },

@@ -95,6 +95,14 @@ class LockctlAlerts(h.TestCase):
         self.assertIn("3 alerts firing, worst first (agent at http://127.0.0.1:%d)" % self.ag.port,
                       " ".join(out.split()))
 
+        # --describe: each description follows its summary, wrapped the same
+        description = down["annotations"]["description"]
+        self.assertNotIn(" ".join(description.split()[:6]), " ".join(out.split()))
+        p = run(self.ag, "--describe")
+        described = self.ok(p)
+        lt.assert_terminal_safe(self, p.stdout, 80)
+        self.assertIn(" ".join(description.split()), " ".join(described.split()))
+
         # a pipe without COLUMNS: every cell whole, still terminal-safe
         p = run(self.ag, columns=None)
         wide = self.ok(p)

@@ -87,7 +87,7 @@ test_worst_first_then_oldest(void **state)
                                       "2026-12-05T09:00:00.000Z"));
     doc = answer(list);
     table_init(&t, alerts_table_cols, ALERTS_NCOLS);
-    assert_int_equal(alerts_table_add(&t, doc, NULL, NULL, ms_of(T0)), 7);
+    assert_int_equal(alerts_table_add(&t, doc, NULL, NULL, false, ms_of(T0)), 7);
     assert_string_equal(cell(&t, 0, ALERTS_NAME), "LockLostAtFailover");   /* 30m */
     assert_string_equal(cell(&t, 1, ALERTS_NAME), "LockTargetDown");       /* 1m */
     assert_string_equal(cell(&t, 2, ALERTS_NAME), "LockDeadlock");         /* unknown */
@@ -100,6 +100,12 @@ test_worst_first_then_oldest(void **state)
     assert_string_equal(cell(&t, 1, ALERTS_SINCE), "1m00s");
     assert_string_equal(cell(&t, 2, ALERTS_SINCE), "unknown");
     assert_string_equal(cell(&t, 0, ALERTS_SUMMARY), "LockLostAtFailover");
+    table_release(&t);
+    /* --describe: what to do follows the summary (an on-call trial: a
+     * Redlock split's holder per node was only in --json) */
+    table_init(&t, alerts_table_cols, ALERTS_NCOLS);
+    assert_int_equal(alerts_table_add(&t, doc, NULL, NULL, true, ms_of(T0)), 7);
+    assert_string_equal(cell(&t, 0, ALERTS_SUMMARY), "LockLostAtFailover. what to do");
     table_release(&t);
     json_decref(doc);
 }
@@ -123,7 +129,7 @@ test_subject_from_the_labels(void **state)
     json_array_append_new(list, shard);
     doc = answer(list);
     table_init(&t, alerts_table_cols, ALERTS_NCOLS);
-    assert_int_equal(alerts_table_add(&t, doc, NULL, NULL, ms_of(T0) - 5000), 5);
+    assert_int_equal(alerts_table_add(&t, doc, NULL, NULL, false, ms_of(T0) - 5000), 5);
     assert_string_equal(cell(&t, 0, ALERTS_SUBJECT), "lock:x on main");
     assert_string_equal(cell(&t, 1, ALERTS_SUBJECT), "target second");
     assert_string_equal(cell(&t, 2, ALERTS_SUBJECT), "class lock:j:*");
@@ -148,16 +154,16 @@ test_target_and_severity_select(void **state)
     json_array_append_new(list, alert("LockLeaseTooLong", "info", "main", NULL, "c", T0));
     doc = answer(list);
     table_init(&t, alerts_table_cols, ALERTS_NCOLS);
-    assert_int_equal(alerts_table_add(&t, doc, "main", NULL, ms_of(T0)), 2);
+    assert_int_equal(alerts_table_add(&t, doc, "main", NULL, false, ms_of(T0)), 2);
     assert_string_equal(cell(&t, 0, ALERTS_NAME), "LockLeaked");
     assert_string_equal(cell(&t, 1, ALERTS_NAME), "LockLeaseTooLong");
     table_release(&t);
     table_init(&t, alerts_table_cols, ALERTS_NCOLS);
-    assert_int_equal(alerts_table_add(&t, doc, NULL, "warning", ms_of(T0)), 2);
+    assert_int_equal(alerts_table_add(&t, doc, NULL, "warning", false, ms_of(T0)), 2);
     assert_string_equal(cell(&t, 1, ALERTS_NAME), "LockWaitP99High");
     table_release(&t);
     table_init(&t, alerts_table_cols, ALERTS_NCOLS);
-    assert_int_equal(alerts_table_add(&t, doc, "second", "warning", ms_of(T0)), 0);
+    assert_int_equal(alerts_table_add(&t, doc, "second", "warning", false, ms_of(T0)), 0);
     table_release(&t);
     assert_int_equal(alerts_severity_rank("critical"), 0);
     assert_int_equal(alerts_severity_rank("info"), 2);
@@ -185,7 +191,7 @@ test_summary_under_its_row_within_the_width(void **state)
     json_array_append_new(list, a);
     doc = answer(list);
     table_init(&t, alerts_table_cols, ALERTS_NCOLS);
-    assert_int_equal(alerts_table_add(&t, doc, NULL, NULL, ms_of(T0) + 65000), 1);
+    assert_int_equal(alerts_table_add(&t, doc, NULL, NULL, false, ms_of(T0) + 65000), 1);
     /* the key's newline and escape shown as U+FFFD, never as themselves */
     assert_string_equal(cell(&t, 0, ALERTS_SUBJECT),
                         "lock:order:\xef\xbf\xbd\xef\xbf\xbd[31m1001 on main");
