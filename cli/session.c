@@ -369,6 +369,9 @@ session_redis_error(const struct lockctl *lc, const char *detail)
                        "get-master-addr-by-name %s) and that sentinels and master_name are "
                        "right in the config", lc->t->master_name != NULL ? lc->t->master_name
                        : "NAME");
+    else if (strstr(detail, "READONLY") != NULL && lc->url != NULL)
+        out_error_hint("--url names a replica (a failover since?): point it at the primary, "
+                       "or leave --url out to use the target's config; nothing was changed");
     else if (strstr(detail, "READONLY") != NULL)
         out_error_hint("that node is a replica now, as after a failover: run the same command "
                        "again (it asks for the primary anew); nothing was changed");

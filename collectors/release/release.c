@@ -63,7 +63,7 @@ static const struct outcome_row {
 } outcomes[RELEASE_OUTCOME_COUNT] = {
     [RELEASE_RELEASED] = { "released", true, false,
         "released: that holder's hold was removed (the key deleted when no holder was "
-        "left), its waiters woken and the release audited" },
+        "left), waiters woken where its format has a wake-up, the release audited" },
     [RELEASE_EXPIRED] = { "expired", true, false,
         "expired: the lock now has the TTL given; the change was audited" },
     [RELEASE_WOULD_RELEASE] = { "would_release", false, false,

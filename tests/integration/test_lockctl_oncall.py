@@ -215,6 +215,25 @@ class LockctlOncall(h.TestCase):
         self.assertNotIn("permit back, release it", err)
         self.assertEqual(c.get("lock:cron:pid"), b"31337")
 
+    def test_url_at_a_replica_says_so(self):
+        # an on-call trial: --url at a replica (after a failover) was told
+        # "run the same command again (it asks for the primary anew)", which
+        # --url never does
+        primary = self.start_redis()
+        replica = self.start_redis(args=["--replicaof", "127.0.0.1", str(primary.port)])
+        primary.client().set("lock:r", "tok")
+        h.wait_until(lambda: replica.client().get("lock:r") == b"tok", 20,
+                     desc="the replica in sync")
+        cfg = lt.write_config(url="redis://127.0.0.1:%d/0" % primary.port)
+        p = lt.run(["--agent", "off", "--url", "redis://127.0.0.1:%d/0" % replica.port,
+                    "release", "lock:r", "--holder", "tok", "--yes"], cfg)
+        err = " ".join(p.stderr.decode().split())
+        self.assertEqual(p.returncode, 3, err)
+        self.assertIn("READONLY", err)
+        self.assertIn("--url names a replica", err)
+        self.assertNotIn("asks for the primary anew", err)
+        self.assertEqual(primary.client().get("lock:r"), b"tok")
+
     def test_list_reads_the_client_registry_as_show_does(self):
         rs = self.start_redis()
         c = rs.client()
