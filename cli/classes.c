@@ -58,7 +58,7 @@ num(const json_t *v, int decimals, char *buf, size_t len)
         snprintf(buf, len, "-");
 }
 
-/* "fits", "too short: 20s", "no lease", "few holds" (+ " SURGE"). */
+/* "fits", "too short: 20s", "no new lease", "few holds" (+ " SURGE"). */
 static void
 advice(const json_t *c, char *buf, size_t len)
 {
@@ -73,7 +73,8 @@ advice(const json_t *c, char *buf, size_t len)
         snprintf(buf, len, "%s: %s%s", strcmp(a, "too_short") == 0 ? "too short" : "too long",
                  sug, surge ? " SURGE" : "");
     else
-        snprintf(buf, len, "%s%s", strcmp(a, "no_lease") == 0 ? "no lease" :
+        /* no_lease: no lock of it taken in wait_window (not "no TTL") */
+        snprintf(buf, len, "%s%s", strcmp(a, "no_lease") == 0 ? "no new lease" :
                  strcmp(a, "few_holds") == 0 ? "few holds" : a, surge ? " SURGE" : "");
     /* a watchdog class is judged on its renewal period, not its holds
      * (docs/alerts.md "Watchdog locks"): say so, or "fits" beside no
