@@ -375,6 +375,9 @@ session_redis_error(const struct lockctl *lc, const char *detail)
     else if (strstr(detail, "READONLY") != NULL)
         out_error_hint("that node is a replica now, as after a failover: run the same command "
                        "again (it asks for the primary anew); nothing was changed");
+    else if (strncmp(detail, "TLS ", 4) == 0 || strstr(detail, ": TLS ") != NULL)
+        out_error_hint("the error says what to check: the target's tls_ca_file or tls_ca_dir, "
+                       "tls_cert_file and tls_key_file, tls_server_name (README \"TLS\")");
     else if (aclhint_refused(detail, strlen(detail)))
         out_error_hint("give the Redis user the permission the error names (README \"Redis "
                        "permissions\", %s)", ACLHINT_DOC);
@@ -404,6 +407,9 @@ session_writer(struct lockctl *lc, struct target_conf *w, redisContext **wc)
     if ((*wc = redisconn_open(w, err, sizeof(err))) == NULL) {
         lockctl_warnx("target %s: as release_user %s: %s", lc->t->name, lc->t->release_user,
                       err);
+        /* not the reading user's password_file (an on-call trial) */
+        out_error_hint("check release_user and release_password_file of [target %s] and that "
+                       "user's ACL (docs/lockctl.md, \"Least-privilege ACL\")", lc->t->name);
         return LOCKCTL_REDIS;
     }
     return LOCKCTL_DONE;

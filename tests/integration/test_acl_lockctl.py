@@ -230,6 +230,8 @@ class AclLockctl(h.TestCase):
         p = topo.lockctl(["-c", cfg, "release", "lock:one:4", "--holder", "tok-4", "--yes"])
         self.assertEqual(p.returncode, 3, (p.stdout, p.stderr))
         self.assertIn(b"as release_user lockctl", p.stderr)
+        # the hint names the release user's keys, not the reader's password_file
+        self.assertIn(b"release_password_file", b" ".join(p.stderr.split()))
         self.assertEqual(c.get("lock:one:4"), b"tok-4")
 
     def test_noperm_names_the_permission(self):
