@@ -128,6 +128,9 @@ void session_close(struct lockctl *lc);
 void session_operator(char *buf, size_t len);
 /* "host:port" of the target. */
 void session_address(const struct lockctl *lc, char *buf, size_t len);
+/* "redis-cli -h HOST -p PORT [--user U] [--askpass] [--tls]": the node
+ * read, as its user, for a next step to paste (no secret in it). */
+void session_redis_cli(const struct lockctl *lc, char *buf, size_t len);
 /* The target's patterns for people, "lock:*, job:*" ("..." when cut). */
 void session_patterns(const struct lockctl *lc, char *buf, size_t len);
 

@@ -147,16 +147,20 @@ current_holders(const struct lockctl *lc, const struct change *ch, const struct 
 
         /* an id longer than the read keeps is shown cut, and has no
          * command: the release needs it whole (an on-call trial) */
-        if (h->id_truncated)
+        if (h->id_truncated) {
+            char cli[600];
+
+            session_redis_cli(lc, cli, sizeof(cli));
             table_line(stderr, lockctl_width(lc), "next: it is held by %s\xe2\x80\xa6 now (an "
                        "id longer than the %d bytes lockctl reads); if that is the one to free, "
-                       "read it whole with redis-cli %s (as the target's user), then %s it with "
-                       "--holder and the whole id", who ? who : "?", HOLDER_ID_MAX - 1,
+                       "read it whole with %s %s KEY, then %s it with --holder and the whole id",
+                       who ? who : "?", HOLDER_ID_MAX - 1, cli,
                        l->type == RAW_HASH ? "HKEYS" : l->type == RAW_ZSET ? "ZRANGE" : "GET",
                        ch->cmd);
-        else
+        } else {
             table_line(stderr, lockctl_width(lc), "next: it is held by %s now; if that is the "
                        "one to free, %s it with:", who ? who : "?", ch->cmd);
+        }
         free(who);
         if (!h->id_truncated)
             next_command(lc, ch, ch->cmd, h->id, h->idlen,

@@ -308,6 +308,14 @@ session_address(const struct lockctl *lc, char *buf, size_t len)
     snprintf(buf, len, "%s:%d", lc->t->host, lc->t->port);
 }
 
+void
+session_redis_cli(const struct lockctl *lc, char *buf, size_t len)
+{
+    snprintf(buf, len, "redis-cli -h %s -p %d%s%s%s%s", lc->t->host, lc->t->port,
+             lc->t->user != NULL ? " --user " : "", lc->t->user != NULL ? lc->t->user : "",
+             lc->t->password != NULL ? " --askpass" : "", lc->t->tls ? " --tls" : "");
+}
+
 int
 session_connect_key(struct lockctl *lc, const char *key, size_t keylen)
 {

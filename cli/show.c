@@ -488,15 +488,17 @@ cut_holder_next(const struct lockctl *lc, const struct cli_lock *l, size_t i)
 {
     const char *read = l->type == RAW_HASH ? "HKEYS" : l->type == RAW_ZSET ? "ZRANGE" : "GET";
     bool word = l->keylen > 0 && l->keylen <= 120;
+    char cli[600];
 
     for (size_t k = 0; word && k < l->keylen; k++)
         word = l->key[k] > ' ' && l->key[k] < 0x7f && l->key[k] != '\'' &&
             l->key[k] != '"' && l->key[k] != '\\';
+    session_redis_cli(lc, cli, sizeof(cli));
     table_line(stdout, lockctl_width(lc), "no release command for holder %zu: its id is longer "
                "than the %d bytes lockctl reads (shown cut, ending in \xe2\x80\xa6); read it "
-               "whole with redis-cli %s %s%s (as the target's user), then release it with "
+               "whole with %s %s %s%s, then release it with "
                "--holder and the whole id, or --holder-hex and its bytes in hex (the release "
-               "checks the whole id)", i + 1, HOLDER_ID_MAX - 1, read,
+               "checks the whole id)", i + 1, HOLDER_ID_MAX - 1, cli, read,
                word ? l->key : "KEY", l->type == RAW_ZSET ? " 0 -1" : "");
 }
 

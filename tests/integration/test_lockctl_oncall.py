@@ -158,7 +158,8 @@ class LockctlOncall(h.TestCase):
         self.assertIn("h" * 159 + "\u2026", out)
         self.assertIn("no release command for holder 1: its id is longer than the 159 bytes "
                       "lockctl reads", out)
-        self.assertIn("redis-cli GET lock:long:1", out)
+        # as the target's node and user, ready to paste (an on-call trial)
+        self.assertIn("redis-cli -h 127.0.0.1 -p %d GET lock:long:1" % rs.port, out)
         self.assertIn("--holder-hex", out)
         p = lt.run(["list", "-o", "wide"], cfg)
         self.assertIn(("h" * 159 + "\u2026").encode(), p.stdout)
@@ -184,7 +185,7 @@ class LockctlOncall(h.TestCase):
         err = " ".join(p.stderr.decode().split())
         self.assertEqual(p.returncode, 1, err)
         self.assertIn("h" * 159 + "\u2026 now (an id longer than the 159 bytes lockctl reads)", err)
-        self.assertIn("read it whole with redis-cli GET", err)
+        self.assertIn("read it whole with redis-cli -h 127.0.0.1 -p %d GET KEY" % rs.port, err)
         self.assertNotIn("release it with:", err)
         self.assertEqual(c.get("lock:long:1"), holder.encode())
 
