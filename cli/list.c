@@ -480,7 +480,11 @@ print_agent_table(struct list_run *lr, size_t limit, const char *state, size_t w
         if (!has_state(a->states, state))
             continue;
         verdict_agent_states(a->states, st, sizeof(st));
-        if (a->age_ms >= 0)
+        /* a last known lock's age as of that scan, as its TTL is (show
+         * says so: "then"; an on-call trial found list mixing the two) */
+        if (a->stale && av->last_success_ms > a->first_seen_ms && a->first_seen_ms > 0)
+            out_duration(av->last_success_ms - a->first_seen_ms, age, sizeof(age));
+        else if (a->age_ms >= 0)
             out_duration(a->age_ms, age, sizeof(age));
         else
             snprintf(age, sizeof(age), "unknown");
@@ -534,8 +538,9 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
         }
         if (av->stale_reason[0])
             table_line(stdout, width, "LAST KNOWN (stale): the agent at %s cannot scan target "
-                       "%s either (%s); its last good scan%s%s%s:", av->url, lr->lc->t->name,
-                       av->stale_reason, ago[0] ? ", " : "", ago, ago[0] ? " ago" : "");
+                       "%s either (%s); its last good scan%s%s%s, ages and TTLs as of then:",
+                       av->url, lr->lc->t->name, av->stale_reason, ago[0] ? ", " : "", ago,
+                       ago[0] ? " ago" : "");
         else
             table_line(stdout, width, "FROM THE AGENT at %s (its last scan; Redis did not "
                        "answer lockctl):", av->url);

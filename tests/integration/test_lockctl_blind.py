@@ -66,6 +66,9 @@ class LockctlBlind(h.TestCase):
         out = p.stdout.decode("utf-8", "replace")
         self.assertEqual(p.returncode, 3, p.stderr)
         self.assertIn("LAST KNOWN (stale)", out)
+        # one instant for a row: ages as of that scan, as its TTLs (an
+        # on-call trial: ages grew to now beside TTLs as read then)
+        self.assertIn("ages and TTLs as of then", " ".join(out.split()))
         self.assertIn("lock:leak:1", out)
         self.assertNotIn("lock:held:1", out)
         # the same table as list's: headed, fit to the terminal, states as
