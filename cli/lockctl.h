@@ -415,13 +415,13 @@ bool verdict_same_holder(const struct cli_lock *l, const struct agent_lock *a);
  */
 int64_t verdict_agent_age(const struct agent_lock *a, const char *holder, size_t holderlen);
 /*
- * The PTTL the key can have at now_mono if nobody set its lease since the
- * agent's read (plus RELEASE_LEASE_SLACK_MS, release.h); -1: the agent saw no TTL,
- * and the key must still have none.  A larger PTTL (a renewal, or the
- * same holder id taking the lock again) means the agent's age is not this
- * holding's.
+ * Is pttl (-1: none), read at at_mono, the lease the agent read: its TTL
+ * run down since, within RELEASE_LEASE_SLACK_MS (release.h)?  Another one
+ * (a renewal, or the same holder id taking the lock again, with a longer or
+ * a shorter lease) means the agent's age is not this holding's.
  */
-long long verdict_agent_pttl_max(const struct agent_lock *a, int64_t now_mono);
+bool verdict_agent_lease_is(const struct agent_lock *a, long long pttl, int64_t at_mono);
+#define LOCKCTL_LEASE_SLACK_MS 250      /* lockctl's own read to its script */
 /* Worst first: leaked, long, reentrant_high (by snapshot_rank()), then
  * held; within one rank a leak_unknown lock first, then the older. */
 bool verdict_worse(const struct cli_lock *a, const struct cli_lock *b);

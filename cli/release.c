@@ -389,12 +389,13 @@ too_young_next(const struct change *ch, const struct release_request *rq,
     int64_t age = rq->known_age_ms, idle = res->idle_s > 1 ? (res->idle_s - 1) * 1000 : 0;
     const char *from = ch->age_from;
     char known[512], agent[832], d[32], want[32];
-    /* the script took the agent's age only with the lease as it read it */
-    bool kept = rq->lease_pttl_max < 0 ? res->pttl_ms == -1
-        : res->pttl_ms >= 0 && res->pttl_ms <= rq->lease_pttl_max;
+    /* the script took the lease's part only with the lease as read */
+    bool kept = rq->lease_pttl < 0 ? res->pttl_ms == -1
+        : res->pttl_ms >= 0 && res->pttl_ms <= rq->lease_pttl + rq->lease_slack_ms &&
+          res->pttl_ms >= rq->lease_pttl - rq->lease_slack_ms;
 
-    if (from != NULL && strcmp(from, "agent") == 0)
-        from = kept ? "agent" : age > 0 ? "idletime" : NULL;   /* the value's: not taken */
+    if (!kept && from != NULL && (strcmp(from, "agent") == 0 || strcmp(from, "idletime") == 0))
+        from = age > 0 ? "acquired" : NULL;
     if (kept && rq->lease_age_ms > age)
         age = rq->lease_age_ms;
     if (idle > age) {
@@ -413,11 +414,12 @@ too_young_next(const struct change *ch, const struct release_request *rq,
                  strcmp(from, "acquired") == 0 ? "the acquisition time in the value" :
                  "OBJECT IDLETIME, which any read resets",
                  strcmp(from, "agent") == 0 ? av->url : "");
-    if (ch->agent_ms > 0 && !kept)
+    if ((ch->agent_ms > 0 && !kept) || ch->agent_lease_moved)
         snprintf(agent, sizeof(agent), "; the agent's age does not count: the lease was set "
-                 "again since it read the lock (%s; a renewal and the same holder id taking "
-                 "the lock again look alike)", res->pttl_ms == -1 ? "its TTL is gone"
-                 : rq->lease_pttl_max < 0 ? "it had no TTL" : "its TTL went up");
+                 "again since it read the lock (a renewal and the same holder id taking the "
+                 "lock again look alike%s)", ch->agent_renewed ? "; its holder renews it, so "
+                 "only the time since its last renewal is proven: a stuck holder's renewed "
+                 "lock is released without --if-older-than" : "");
     else if (ch->agent_ms > 0)
         agent[0] = '\0';       /* counted */
     else if (av->answered)
@@ -578,41 +580,46 @@ report(struct lockctl *lc, const struct change *ch, const struct release_request
 }
 
 /*
- * The holder's age lockctl knows, for --if-older-than: the acquisition
- * time the format encodes (tied to the holder's exact value, so it cannot
- * go stale), the agent's age of that holding (ch->agent_ms,
- * verdict_agent_age(): as old as the holding was proven unbroken at the
- * agent's answer, which came before the read; passed apart, as it holds
- * only while the lease is as the agent read it), and OBJECT IDLETIME as the read saw it
- * before touching the key.  That read resets IDLETIME on servers without
- * CLIENT NO-TOUCH, as the agent's own scans do, so the script alone would
- * see the key as just used.  After a prompt, time
- * has passed: IDLETIME is read again (OBJECT does not touch) and, if no
- * one but us touched the key meanwhile, the two spans add up; if someone
- * did, only the new span counts.  The script still takes the larger of
- * this and its own IDLETIME, after checking the holder atomically.  The
- * largest wins; ch->age_from says which it was.
+ * The holder's age lockctl knows, for --if-older-than, in two parts.  *age
+ * counts whatever the lease does: the acquisition time the format encodes
+ * (a claim, taken only when the agent does not date the holder), and, for
+ * a key without a TTL, OBJECT IDLETIME.  *lease_age counts only while the
+ * key's lease is as lockctl read it (release_request.lease_age_ms; a lease
+ * set since, longer or shorter, is a renewal or the same holder id taking
+ * the lock again, and they look alike): the agent's age of that holding
+ * (ch->agent_ms, verdict_agent_age(), checked against the lease lockctl
+ * read), and, for a key with a TTL, OBJECT IDLETIME.  IDLETIME is the one
+ * the read saw before touching the key (a read resets it on servers
+ * without CLIENT NO-TOUCH, as the agent's own scans do).  After a prompt
+ * it is read again (OBJECT does not touch) and, if no one but us touched
+ * the key meanwhile, the two spans add up; if someone did, only the new
+ * span counts.  Its clock ticks in whole seconds, so "no one" is only
+ * within a second: enough where the lease check follows, but a key without
+ * a TTL taken again in that second would pass, so there no second of slack
+ * is given.  The script takes the larger of these and its own IDLETIME,
+ * after checking the holder atomically; ch->age_from says which was largest.
  */
 static int
 known_age(struct lockctl *lc, struct change *ch, const struct cli_lock *l, bool asked,
-          int64_t read_ms, int64_t *age)
+          int64_t read_ms, int64_t *age, int64_t *lease_age)
 {
     /* IDLETIME's clock ticks in whole seconds: a second less is sure */
     int64_t now = clock_now_ms(), idle_ms = l->idle_s > 1 ? (l->idle_s - 1) * 1000 : 0;
+    int64_t *to = l->pttl_ms >= 0 ? lease_age : age;
     char err[512];
 
     *age = 0;
+    *lease_age = ch->agent_ms > 0 ? ch->agent_ms : 0;
     ch->age_from = NULL;
-    /* the time the value claims, unless the agent dates this holding: it
+    /* the time the value claims, only when the agent does not answer: it
      * believes a claim only as far as its own sight allows (a host whose
-     * clock runs behind claims an old hold for a lock taken just now) */
-    if (l->view.acquired_ms > 0 && l->view.acquired_ms < now && !ch->agent_dated) {
+     * clock runs behind claims an old hold for a lock taken just now), and
+     * a holder it has not seen yet came after its last scan */
+    if (l->view.acquired_ms > 0 && l->view.acquired_ms < now && !ch->agent_answered) {
         *age = now - l->view.acquired_ms;
         ch->age_from = "acquired";
     }
-    /* the agent's age goes to the script apart (release_request's
-     * lease_age_ms): it counts only while the lease is as the agent read it */
-    if (ch->agent_ms > *age)
+    if (*lease_age > *age)
         ch->age_from = "agent";
     if (ch->older_ms <= 0 || l->idle_s < 0)
         return LOCKCTL_DONE;
@@ -621,22 +628,54 @@ known_age(struct lockctl *lc, struct change *ch, const struct cli_lock *l, bool 
         size_t lens[3] = { 6, 8, ch->keylen };
         redisReply *r = redisconn_command(lc->c, lc->t, "OBJECT IDLETIME", 3, argv, lens,
                                           err, sizeof(err));
-        int64_t since;
+        int64_t since, slack = l->pttl_ms >= 0 ? 1000 : 0;
 
         if (r == NULL)
             return session_redis_error(lc, err);
         since = r->type == REDIS_REPLY_INTEGER ? r->integer * 1000 : 0;
         freeReplyObject(r);
-        /* IDLETIME counts whole seconds: allow one of slack in telling
-         * whether someone touched the key, and take one off a new span */
-        idle_ms = since + 1000 >= now - read_ms ? idle_ms + (now - read_ms)
+        idle_ms = since + slack >= now - read_ms ? idle_ms + (now - read_ms)
                   : since > 1000 ? since - 1000 : 0;
     }
-    if (idle_ms > *age) {
-        *age = idle_ms;
-        if (idle_ms >= ch->agent_ms)
+    if (idle_ms > *to) {
+        *to = idle_ms;
+        if (idle_ms >= (*age > *lease_age ? *age : *lease_age))
             ch->age_from = "idletime";
     }
+    return LOCKCTL_DONE;
+}
+
+/* The ages the script's guard takes (known_age()), the agent's checked
+ * against the lease read here (rq->now_ms: the read's time). */
+static int
+guard_ages(struct lockctl *lc, struct change *ch, const struct cli_lock *l,
+           const struct agent_view *av, bool asked, struct release_request *rq)
+{
+    int64_t since;
+    int rc;
+
+    ch->agent_answered = av->answered;
+    if (av->answered) {
+        const struct agent_lock *al = agent_find(av, ch->key, ch->keylen);
+
+        ch->agent_ms = verdict_agent_age(al, ch->holder, ch->holderlen);
+        ch->agent_dated = al != NULL && !al->stale && al->first_seen_ms > 0 &&
+            verdict_same_holder(l, al);
+        ch->agent_renewed = ch->agent_dated && al->renewed;
+        /* the agent's age is of the lease it read: is it the one read here? */
+        if (ch->agent_ms > 0 && !verdict_agent_lease_is(al, l->pttl_ms, clock_mono_ms() -
+                                                        (clock_now_ms() - rq->now_ms))) {
+            ch->agent_ms = 0;
+            ch->agent_lease_moved = true;
+        }
+    }
+    if ((rc = known_age(lc, ch, l, asked, rq->now_ms, &rq->known_age_ms,
+                        &rq->lease_age_ms)) != LOCKCTL_DONE)
+        return rc;
+    /* that part holds while the lease is as read here, within a quarter second */
+    since = clock_now_ms() - rq->now_ms;
+    rq->lease_pttl = l->pttl_ms < 0 ? -1 : l->pttl_ms > since ? l->pttl_ms - since : 0;
+    rq->lease_slack_ms = LOCKCTL_LEASE_SLACK_MS;
     return LOCKCTL_DONE;
 }
 
@@ -885,21 +924,9 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
         if ((rc = confirm_here(lc, &ch, &l)) != LOCKCTL_DONE)
             goto out;
     }
-    if (read && holds(&l, ch.holder, ch.holderlen)) {
-        if (av.answered) {
-            const struct agent_lock *al = agent_find(&av, ch.key, ch.keylen);
-
-            ch.agent_ms = verdict_agent_age(al, ch.holder, ch.holderlen);
-            ch.agent_dated = al != NULL && !al->stale && al->first_seen_ms > 0 &&
-                verdict_same_holder(&l, al);
-            if (ch.agent_ms > 0) {
-                rq.lease_age_ms = ch.agent_ms;
-                rq.lease_pttl_max = verdict_agent_pttl_max(al, clock_mono_ms());
-            }
-        }
-        if ((rc = known_age(lc, &ch, &l, asked, rq.now_ms, &rq.known_age_ms)) != LOCKCTL_DONE)
-            goto out;
-    }
+    if (read && holds(&l, ch.holder, ch.holderlen) &&
+        (rc = guard_ages(lc, &ch, &l, &av, asked, &rq)) != LOCKCTL_DONE)
+        goto out;
     rq.now_ms = clock_now_ms();
 
     session_operator(op, sizeof(op));

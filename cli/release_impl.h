@@ -27,6 +27,10 @@ struct change {
                                  * came from (an age_source: "agent",
                                  * "acquired", "idletime"); NULL: none */
     int64_t agent_ms;           /* the agent's age of the holder; 0: none */
+    bool agent_lease_moved;     /* the lease lockctl read is not the agent's */
+    bool agent_answered;        /* the agent answered: a value's claimed time
+                                 * is not taken over its sight */
+    bool agent_renewed;         /* the agent saw its holder renew it */
     bool agent_dated;           /* the agent dates this holder (its first
                                  * sight): the value's claimed time is not
                                  * taken over it */

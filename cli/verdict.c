@@ -54,17 +54,18 @@ verdict_agent_age(const struct agent_lock *a, const char *holder, size_t holderl
     return a->unbroken_ms;
 }
 
-long long
-verdict_agent_pttl_max(const struct agent_lock *a, int64_t now_mono)
+bool
+verdict_agent_lease_is(const struct agent_lock *a, long long pttl, int64_t at_mono)
 {
-    int64_t since = now_mono > a->got_mono ? now_mono - a->got_mono : 0;
+    int64_t since = at_mono > a->got_mono ? at_mono - a->got_mono : 0;
+    long long want;
 
-    if (a->left_ms < 0)
-        return -1;
+    if (a->left_ms < 0 || pttl < 0)
+        return a->left_ms == -1 && pttl == -1;
     /* the slack: the agent counts the TTL from its handling of the reply,
      * a little after Redis's own */
-    return a->left_ms > since ? a->left_ms - since + RELEASE_LEASE_SLACK_MS
-        : RELEASE_LEASE_SLACK_MS;
+    want = a->left_ms > since ? a->left_ms - since : 0;
+    return pttl <= want + RELEASE_LEASE_SLACK_MS && pttl >= want - RELEASE_LEASE_SLACK_MS;
 }
 
 bool

@@ -545,7 +545,7 @@ target_copy(struct agent *a, const char *name, struct target_conf *out)
 
 /* The holder's age as the agent's tracker proves it (since its first
  * sight, or the last read that found its lease set again: tracker.h), or
- * 0, with *pttl_max, the PTTL the key can have now if nobody set its lease
+ * 0, with *pttl, the PTTL the key has now if nobody set its lease
  * since that read (-1: it had no TTL); *format: the
  * lock's format in the agent's last scan, or NULL (*guessed: only a
  * guess, released by compare-and-delete).  *not_leaked:
@@ -554,7 +554,7 @@ target_copy(struct agent *a, const char *name, struct target_conf *out)
  * script, which refuses it as every client's release does). */
 static int64_t
 known_age(struct agent *a, const char *target, const struct body *b, bool *not_leaked,
-          long long *pttl_max, const char **format, bool *guessed)
+          long long *pttl, const char **format, bool *guessed)
 {
     struct view v;
     int64_t age = 0, now = clock_now_ms();
@@ -590,8 +590,7 @@ known_age(struct agent *a, const char *target, const struct body *b, bool *not_l
                     memcmp(l->holders[h].id, b->holder, b->holderlen) == 0 &&
                     l->first_seen_ms > 0 && snap_unbroken_ms(l) < v.now_ms)
                     age = v.now_ms - snap_unbroken_ms(l);
-            *pttl_max = l->expires_ms <= 0 ? -1 : l->expires_ms > now
-                ? l->expires_ms - now + RELEASE_LEASE_SLACK_MS : RELEASE_LEASE_SLACK_MS;
+            *pttl = l->expires_ms <= 0 ? -1 : l->expires_ms > now ? l->expires_ms - now : 0;
             break;
         }
     }
@@ -778,8 +777,9 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
     j->rq.holderlen = j->b.holderlen;
     j->rq.if_leaked = j->b.if_leaked;
     j->rq.if_older_than_ms = j->b.older_ms;
-    j->rq.lease_age_ms = known_age(a, j->t.name, &j->b, &not_leaked, &j->rq.lease_pttl_max,
+    j->rq.lease_age_ms = known_age(a, j->t.name, &j->b, &not_leaked, &j->rq.lease_pttl,
                                    &j->rq.format, &j->rq.format_guessed);
+    j->rq.lease_slack_ms = RELEASE_LEASE_SLACK_MS;
     j->rq.dry_run = j->b.dry_run;
     j->rq.operator_name = j->op;
     j->rq.reason = j->b.reason;

@@ -532,13 +532,13 @@ release_build_args(const struct target_conf *t, const char *audit_stream,
         now = clock_now_ms();
     push(a, req->holder, req->holderlen);                               /* 1 */
     push(a, req->if_leaked ? "1" : "0", 1);                             /* 2 */
-    /* 3, and 4: "A", or "A:B:P" (B counts only while PTTL <= P) */
+    /* 3, and 4: "A", or "A:B:P:S" (B counts only while PTTL is P, +- S) */
     if (push_int(a, req->if_older_than_ms > 0 ? req->if_older_than_ms : 0) == -1 ||
         (r4 = own(a, 72)) == NULL)
         goto oom;
-    snprintf(r4, 73, req->lease_age_ms > 0 ? "%lld:%lld:%lld" : "%lld",
-             (long long)(req->known_age_ms > 0 ? req->known_age_ms : 0),
-             (long long)req->lease_age_ms, req->lease_pttl_max < 0 ? -1LL : req->lease_pttl_max);
+    snprintf(r4, 73, req->lease_age_ms > 0 ? "%lld:%lld:%lld:%lld" : "%lld", (long long)
+             (req->known_age_ms > 0 ? req->known_age_ms : 0), (long long)req->lease_age_ms,
+             req->lease_pttl < 0 ? -1LL : req->lease_pttl, (long long)req->lease_slack_ms);
     push(a, r4, strlen(r4));                                            /* 4 */
     push(a, req->dry_run ? "1" : "0", 1);                               /* 5 */
     push(a, cluster ? "1" : "0", 1);                                    /* 6 */

@@ -74,11 +74,14 @@ struct release_request {
     int64_t lease_age_ms;       /* an age that counts only while the key's
                                  * lease is as it was read (the agent's:
                                  * verdict_agent_age()); 0: none */
-    long long lease_pttl_max;   /* ... that is, while its PTTL is at most
-                                 * this; -1: it had no TTL, and has none */
-#define RELEASE_LEASE_SLACK_MS 1000     /* on lease_pttl_max: the reader
-                                         * counts a TTL from its handling of
-                                         * the reply, a little after Redis */
+    long long lease_pttl;       /* ... that is, while its PTTL is this, give
+                                 * or take lease_slack_ms (a lease set since,
+                                 * longer or shorter, moves it); -1: it had
+                                 * no TTL, and has none */
+    int64_t lease_slack_ms;
+#define RELEASE_LEASE_SLACK_MS 1000     /* the agent's: it counts a TTL from
+                                         * its handling of the reply, a
+                                         * little after Redis */
     int64_t ttl_ms;             /* expire: the TTL to set (> 0) */
     bool dry_run;               /* every guard, no write, no audit entry */
     const char *operator_name;  /* who: a login name, "http:<peer>" */

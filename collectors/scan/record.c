@@ -110,12 +110,22 @@ lease_of(const struct run *r, const struct scan_key *k, const struct raw_lock *r
  * IDLETIME gives is the age then, so the time since seen_ms comes off. */
 static int64_t
 start_age_at(const struct scan_key *k, const struct raw_lock *raw, const struct lock_view *view,
-             int64_t seen_ms)
+             int64_t seen_ms, int64_t looked_ms)
 {
     int64_t at = k->idle_at_ms > seen_ms ? k->idle_at_ms : seen_ms;
-    int64_t age = lockstate_start_age(lockfacts_idle_s(raw, k->idle_s), view->acquired_ms,
-                                      at, NULL) - (at - seen_ms);
+    /* with no pass that saw every node yet (the agent just started) a
+     * claimed time is no fact: only IDLETIME dates the holding, a lower
+     * bound (a red-team: after a restart a 79 s old lock was a 1-hour fact) */
+    int64_t age = lockstate_start_age(lockfacts_idle_s(raw, k->idle_s),
+                                      looked_ms > 0 ? view->acquired_ms : 0, at, NULL) -
+        (at - seen_ms);
 
+    /* it back-dates only a holding new to the tracker, which the last pass
+     * that saw every node did not see: it came after that pass's start,
+     * whatever time its value claims (a ShedLock host whose clock runs 30
+     * minutes behind is no 30-minute hold) */
+    if (looked_ms > 0 && age > seen_ms - looked_ms)
+        age = seen_ms - looked_ms;
     return age > 0 ? age : 0;
 }
 
@@ -150,13 +160,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
      * only the ages the data proves back-date it (lockfacts.h) */
     seen_ms = k->read_ms > 0 ? k->read_ms : r->now_ms;
     lockfacts_drop_future(&view, &src, seen_ms);
-    start_age = start_age_at(k, raw, &view, seen_ms);
-    /* a start age back-dates only a holding new to the tracker, which the
-     * last pass that saw every node did not see: it came after that
-     * pass's start, whatever time its value claims (a ShedLock host whose
-     * clock runs 30 minutes behind is no 30-minute hold) */
-    if (r->sc->looked_ms > 0 && start_age > seen_ms - r->sc->looked_ms)
-        start_age = seen_ms > r->sc->looked_ms ? seen_ms - r->sc->looked_ms : 0;
+    start_age = start_age_at(k, raw, &view, seen_ms, r->sc->looked_ms);
     nh = holder_hashes(&view, hh);
     class_of(raw->key, raw->keylen, rules->classes, rules->nclasses, cls, sizeof(cls));
 
@@ -226,8 +230,8 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     l.first_sight = tr.acquired != 0;
     if (tr.renewed)
         l.flags |= SNAP_RENEWED;
-    /* held since before the agent looked, unless the value dates it */
-    if (tr.seen_at_start && l.acquired_ms == 0)
+    /* held since before the agent looked: its age is a lower bound */
+    if (tr.seen_at_start)
         l.flags |= SNAP_AGE_AT_LEAST;
     l.nottl_since_ms = tr.nottl_since_ms;
     l.states = record_states(r, &l, tr.first_seen_ms, tr.nottl_since_ms);

@@ -124,13 +124,17 @@ apply_registry(struct run *r, struct reg_lock *rl, redisReply *rep)
         int64_t bound = l->first_seen_ms >= r->sc->looked_ms && r->sc->looked_ms > rl->born_ms
             ? r->sc->looked_ms : rl->born_ms;
 
-        if (tracker_backdate(r->sc->tracker, keyhash(l->key, l->key_len), at, bound,
+        /* with no such pass yet (the agent just started), no bound: a claim;
+         * and only at the holding's first sight, when the bound is the pass
+         * before it (later, looked_ms is past it: a red-team saw a claim an
+         * hour old believed whole at the next pass) */
+        if (r->sc->looked_ms > 0 && l->first_sight &&
+            tracker_backdate(r->sc->tracker, keyhash(l->key, l->key_len), at, bound,
                              &tr) == 0) {
             snapshot_restate(s, l, record_states(r, l, tr.first_seen_ms, tr.nottl_since_ms),
                              tr.first_seen_ms, r->now_ms);
             l->nottl_since_ms = tr.nottl_since_ms;
             l->settled_ms = tr.settled_ms;
-            l->flags &= (uint8_t)~SNAP_AGE_AT_LEAST;     /* the registry dates it */
         }
     }
 }

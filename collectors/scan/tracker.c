@@ -185,7 +185,11 @@ lease_visit(struct tracker *t, struct track_entry *e, const struct track_lease *
         e->flags |= ENTRY_RENEWED;
         name_keep(t, e, ls);
         e->settled_ms = now_ms;
-    } else if ((ls->expires_ms > 0) != (e->expires_ms > 0)) {
+    } else if ((ls->expires_ms > 0) != (e->expires_ms > 0) ||
+               (ls->expires_ms > 0 && ls->expires_ms + TRACKER_RENEW_SLACK_MS < e->expires_ms)) {
+        /* given, lost, or earlier: the same id taking the lock again with
+         * a shorter lease (a red-team) looks like a lease running down
+         * only while its end stays where it was */
         e->settled_ms = now_ms;
     }
     e->expires_ms = ls->expires_ms;

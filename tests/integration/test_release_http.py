@@ -334,6 +334,26 @@ class ReleaseHttp(h.TestCase):
             t.join()
         self.assertEqual(self.c.get("lock:job"), b"worker-7")
 
+    def test_if_older_than_a_lock_taken_again_with_a_shorter_lease(self):
+        # a red-team: the same holder id taking the lock again with a shorter
+        # lease looked like the old lease running down
+        ag = self.agent(scan_interval="5s")
+        self.c.set("lock:short", "worker-8", px=600000)
+        ag.wait_for(lambda: ag.lock("lock:short")[1].get("age_seconds", 0) >= 4, timeout=30,
+                    desc="the agent's age of lock:short at least 4 s")
+        self.c.delete("lock:short")
+        self.c.set("lock:short", "worker-8", px=120000)
+        st, _, doc = post(ag, {"key": "lock:short", "holder": "worker-8",
+                               "if_older_than": "3s"})
+        self.assertEqual((st, doc["outcome"]), (409, "too_young"), doc)
+        ag.wait_for(lambda: ag.lock("lock:short")[1].get("unbroken_since_ms", 0) >
+                    ag.lock("lock:short")[1]["first_seen_ms"], timeout=30,
+                    desc="the agent sees the shorter lease as set again")
+        st, _, doc = post(ag, {"key": "lock:short", "holder": "worker-8",
+                               "if_older_than": "3s"})
+        self.assertEqual((st, doc["outcome"]), (409, "too_young"), doc)
+        self.assertEqual(self.c.get("lock:short"), b"worker-8")
+
     def test_if_older_than_a_lock_age_is_not_a_new_readers(self):
         # a read lock held by one reader for a while, then joined by another:
         # the agent's first-seen time is the lock's, not the new reader's

@@ -257,41 +257,46 @@ class ReleaseScript(h.TestCase):
         self.assertEqual(r[0], b"released")
 
     def test_an_age_bound_to_the_lease_counts_only_while_it_is_as_read(self):
-        # ARGV[4] "A:B:P": B (the agent's age) counts only while PTTL <= P;
-        # a larger PTTL is a lease set since, by a renewal or by the same
-        # holder id taking the lock again, which look alike
+        # ARGV[4] "A:B:P:S": B (the agent's age) counts only while PTTL is
+        # within S of P; another is a lease set since, by a renewal or by the
+        # same holder id taking the lock again, with a longer or a shorter
+        # lease (a red-team: shorter passed a check that PTTL was at most P)
+        def bound(a, p, s=1000):
+            return "%d:7200000:%d:%d" % (a, p, s)
         self.c.set("lock:same", "worker-7", px=600000)
         pttl = self.c.pttl("lock:same")
         r = call(self.c, "release", "lock:same", "worker-7", older_ms=3600000,
-                 known_ms="0:7200000:%d" % (pttl + 1000), dry=True)
+                 known_ms=bound(0, pttl), dry=True)
         self.assertEqual(r[0], b"would_release", r)
-        # taken again (DEL, SET) with the same holder id, after the read
-        self.c.set("lock:same", "worker-7", px=900000)
-        r = call(self.c, "release", "lock:same", "worker-7", older_ms=3600000,
-                 known_ms="0:7200000:%d" % (pttl + 1000))
-        self.assertEqual(r[0], b"too_young", r)
-        self.assertEqual(self.c.get("lock:same"), b"worker-7")
+        # taken again (DEL, SET) with the same holder id, after the read:
+        # a longer lease, then a shorter one
+        for px in (900000, 120000):
+            self.c.set("lock:same", "worker-7", px=px)
+            r = call(self.c, "release", "lock:same", "worker-7", older_ms=3600000,
+                     known_ms=bound(0, pttl))
+            self.assertEqual(r[0], b"too_young", (px, r))
+            self.assertEqual(self.c.get("lock:same"), b"worker-7")
         # the age A stands on its own, whatever the lease
         r = call(self.c, "release", "lock:same", "worker-7", older_ms=3600000,
-                 known_ms="7200000:7200000:%d" % (pttl + 1000), dry=True)
+                 known_ms=bound(7200000, pttl), dry=True)
         self.assertEqual(r[0], b"would_release", r)
         # P -1: no TTL then, and none now; a TTL since is a lease set
         self.c.set("lock:nottl", "worker-7")
         r = call(self.c, "release", "lock:nottl", "worker-7", older_ms=3600000,
-                 known_ms="0:7200000:-1", dry=True)
+                 known_ms=bound(0, -1, 0), dry=True)
         self.assertEqual(r[0], b"would_release", r)
         self.c.pexpire("lock:nottl", 60000)
         r = call(self.c, "release", "lock:nottl", "worker-7", older_ms=3600000,
-                 known_ms="0:7200000:-1")
+                 known_ms=bound(0, -1, 0))
         self.assertEqual(r[0], b"too_young", r)
         # and a TTL gone since one was read
         self.c.set("lock:same", "worker-7")
         r = call(self.c, "release", "lock:same", "worker-7", older_ms=3600000,
-                 known_ms="0:7200000:%d" % (pttl + 1000))
+                 known_ms=bound(0, pttl))
         self.assertEqual(r[0], b"too_young", r)
         # the audit entry says the age the script went by
         r = call(self.c, "release", "lock:nottl", "worker-7", older_ms=1000,
-                 known_ms="5000:7200000:-1")
+                 known_ms=bound(5000, -1, 0))
         self.assertEqual(r[0], b"released", r)
         entry = self.c.xrevrange("lockwatch:audit", count=1)[0][1]
         self.assertEqual(entry[b"age"], b"5000")

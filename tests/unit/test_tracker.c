@@ -207,6 +207,8 @@ unbroken_since_the_last_lease_set(void **state)
         { 16000, 0, 16000 },            /* the TTL gone (SET without PX, PERSIST) */
         { 21000, 0, 16000 },
         { 26000, 56000, 26000 },        /* and back */
+        { 31000, 56100, 26000 },
+        { 36000, 46000, 36000 },        /* earlier: taken again with a shorter lease */
     };
     size_t i;
 
@@ -217,20 +219,20 @@ unbroken_since_the_last_lease_set(void **state)
         assert_int_equal(r.first_seen_ms, 1000);
     }
     /* another holder: both start again, back-dated alike */
-    tracker_visit(t, 12, hs(6), 1, 7, 31000, 2000, 1, lease(61000, 31000, -1), &r);
-    assert_int_equal(r.first_seen_ms, 29000);
-    assert_int_equal(r.settled_ms, 29000);
+    tracker_visit(t, 12, hs(6), 1, 9, 41000, 2000, 1, lease(71000, 41000, -1), &r);
+    assert_int_equal(r.first_seen_ms, 39000);
+    assert_int_equal(r.settled_ms, 39000);
     /* a back-dating claim moves an unbroken holding's start too */
     assert_int_equal(tracker_backdate(t, 12, 20000, 0, &r), 0);
     assert_int_equal(r.first_seen_ms, 20000);
     assert_int_equal(r.settled_ms, 20000);
-    tracker_visit(t, 12, hs(6), 1, 8, 36000, 0, 1, lease(70000, 36000, -1), &r);
-    assert_int_equal(r.settled_ms, 36000);
+    tracker_visit(t, 12, hs(6), 1, 10, 46000, 0, 1, lease(80000, 46000, -1), &r);
+    assert_int_equal(r.settled_ms, 46000);
     assert_true(r.renewed);
     /* ... but not one whose lease was set again since */
     assert_int_equal(tracker_backdate(t, 12, 15000, 0, &r), 0);
     assert_int_equal(r.first_seen_ms, 15000);
-    assert_int_equal(r.settled_ms, 36000);
+    assert_int_equal(r.settled_ms, 46000);
     assert_true(r.renewed);
     tracker_free(t);
 }

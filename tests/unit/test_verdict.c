@@ -210,13 +210,19 @@ test_agent_age_for_the_guard(void **state)
     a.unbroken_ms = 35000;
     a.left_ms = -2;             /* nor says its lease */
     assert_int_equal(verdict_agent_age(&a, "tok", 3), 0);
-    /* the PTTL the key may have if nobody set its lease since the answer */
+    /* the lease read later is the agent's, run down, within a second either
+     * way; longer (renewed, or taken again) or shorter (taken again with a
+     * shorter lease: a red-team) is another */
     a.left_ms = 20000;
     a.got_mono = 1000;
-    assert_int_equal(verdict_agent_pttl_max(&a, 4000), 20000 - 3000 + RELEASE_LEASE_SLACK_MS);
-    assert_int_equal(verdict_agent_pttl_max(&a, 900000), RELEASE_LEASE_SLACK_MS);
+    assert_true(verdict_agent_lease_is(&a, 17000, 4000));
+    assert_true(verdict_agent_lease_is(&a, 17000 + RELEASE_LEASE_SLACK_MS, 4000));
+    assert_false(verdict_agent_lease_is(&a, 17000 + RELEASE_LEASE_SLACK_MS + 1, 4000));
+    assert_false(verdict_agent_lease_is(&a, 12000, 4000));
+    assert_false(verdict_agent_lease_is(&a, -1, 4000));
     a.left_ms = -1;             /* no TTL: it must still have none */
-    assert_int_equal(verdict_agent_pttl_max(&a, 4000), -1);
+    assert_true(verdict_agent_lease_is(&a, -1, 4000));
+    assert_false(verdict_agent_lease_is(&a, 30000, 4000));
     a = agent_says(NULL, NOW - 35000, 0);   /* a format that names nobody */
     assert_int_equal(verdict_agent_age(&a, "tok", 3), 0);
 }

@@ -26,12 +26,13 @@
 --   ARGV[3]   ms: only when the holder is at least this old ("0": no
 --             condition); age = max(OBJECT IDLETIME - 1 s, ARGV[4]'s),
 --             IDLETIME not counted for a value Redis may share (0..9999)
---   ARGV[4]   "A" or "A:B:P", ms: the holder's age as the caller knows it
+--   ARGV[4]   "A" or "A:B:P:S", ms: the holder's age as the caller knows it
 --             (A; "0": unknown), and B, an age that counts only while the
---             key's lease is as the caller read it: PTTL at most P (P
---             "-1": the key still has no TTL).  A larger PTTL is a lease
---             set since (a renewal, or the same holder id taking the lock
---             again: they look alike), so B is not this holding's age.
+--             key's lease is as the caller read it: PTTL within S of P (P
+--             "-1": the key still has no TTL).  Another PTTL is a lease set
+--             since (a renewal, or the same holder id taking the lock again,
+--             with a longer or a shorter lease: they look alike), so B is
+--             not this holding's age.
 --   ARGV[5]   "1": dry run - every guard, no write, no audit entry
 --   ARGV[6]   "1": Redis Cluster - SPUBLISH every wake-up as well
 --   ARGV[7]   audit time, Unix ms (the caller's clock)
@@ -66,11 +67,13 @@ local lw_key = KEYS[1]
 local lw_holder = ARGV[1]
 local lw_if_leaked = ARGV[2] == '1'
 local lw_older_ms = tonumber(ARGV[3]) or 0
-local lw_known_age_ms, lw_lease_age_ms, lw_lease_pttl_max = tonumber(ARGV[4]) or 0, 0, nil
+local lw_known_age_ms, lw_lease_age_ms, lw_lease_pttl, lw_lease_slack =
+    tonumber(ARGV[4]) or 0, 0, nil, 0
 do
-    local a, b, p = string.match(ARGV[4] or '', '^(%d+):(%d+):(%-?%d+)$')
+    local a, b, p, sl = string.match(ARGV[4] or '', '^(%d+):(%d+):(%-?%d+):(%d+)$')
     if a ~= nil then
-        lw_known_age_ms, lw_lease_age_ms, lw_lease_pttl_max = tonumber(a), tonumber(b), tonumber(p)
+        lw_known_age_ms, lw_lease_age_ms = tonumber(a), tonumber(b)
+        lw_lease_pttl, lw_lease_slack = tonumber(p), tonumber(sl)
     end
 end
 local lw_dry = ARGV[5] == '1'
@@ -372,10 +375,13 @@ local function lw_check(action)
     local age = lw_known_age_ms
     -- IDLETIME's clock ticks in whole seconds: a second less is sure
     if lw.idle > 1 and (lw.idle - 1) * 1000 > age then age = (lw.idle - 1) * 1000 end
-    if lw_lease_age_ms > age and lw_lease_pttl_max ~= nil then
+    if lw_lease_age_ms > age and lw_lease_pttl ~= nil then
         local kept
-        if lw_lease_pttl_max < 0 then kept = lw.pttl == -1
-        else kept = lw.pttl >= 0 and lw.pttl <= lw_lease_pttl_max end
+        if lw_lease_pttl < 0 then kept = lw.pttl == -1
+        else
+            kept = lw.pttl >= 0 and lw.pttl <= lw_lease_pttl + lw_lease_slack and
+                   lw.pttl >= lw_lease_pttl - lw_lease_slack
+        end
         if kept then age = lw_lease_age_ms end
     end
     lw.age = age
