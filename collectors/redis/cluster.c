@@ -502,30 +502,31 @@ out:
     return rc;
 }
 
-/* Does topo share a node with the nodes known (by id; a node without an
- * id, on either side, cannot tell, so it does), and serve a slot? */
+/* Does topo serve a slot and share nodes with the nodes known: by id, two
+ * of them (one when one is known: a node moved to another cluster keeps
+ * its own id, a red-team found); a node without an id, on either side,
+ * cannot tell, so it does? */
 static bool
 kin(const struct cluster_topo *topo, const struct cluster_node *known, size_t nknown)
 {
-    size_t i, j, k;
-    bool ids = false;
+    size_t i, j, k, ids = 0, same = 0;
 
     if (topo->nshards == 0)
         return false;
     for (k = 0; k < nknown; k++)
-        ids |= known[k].id[0] != '\0';
+        ids += known[k].id[0] != '\0';
     for (i = 0; i < topo->nshards; i++)
         for (j = 0; j <= topo->shards[i].nreplicas; j++) {
             const struct cluster_node *n = j == 0 ? &topo->shards[i].primary
                                                   : &topo->shards[i].replicas[j - 1];
 
-            if (n->id[0] == '\0' || !ids)
+            if (n->id[0] == '\0' || ids == 0)
                 return true;
             for (k = 0; k < nknown; k++)
                 if (strcmp(known[k].id, n->id) == 0)
-                    return true;
+                    same++;
         }
-    return false;
+    return same >= (ids < 2 ? ids : 2);
 }
 
 int
@@ -533,9 +534,9 @@ cluster_discover(const struct target_conf *t, const struct cluster_node *hints,
                  size_t nhints, struct cluster_topo *out, char *err, size_t errlen)
 {
     char one[600], all[900] = "";
-    size_t i, used = 0;
+    size_t i, used = 0, asked = 0;
     struct cluster_topo seed;
-    bool have_seed = false;
+    bool have_seed = false, other = false;
 
     memset(&seed, 0, sizeof(seed));
     for (i = 0; i <= nhints; i++) {
@@ -544,8 +545,10 @@ cluster_discover(const struct target_conf *t, const struct cluster_node *hints,
 
         if (i > 0 && port == t->port && strcmp(host, t->host) == 0)
             continue;
+        asked += i > 0;
         if (discover_at(t, host, port, out, one, sizeof(one)) == -1)
             goto failed;
+        other |= i > 0;         /* a known node answered, as something else */
         /* The URL's node that serves no slot, or answers as a cluster
          * with none of the nodes known (reset and set up anew, a name now
          * pointing at another cluster), is not taken while a known node
@@ -565,11 +568,11 @@ cluster_discover(const struct target_conf *t, const struct cluster_node *hints,
             goto failed;
         }
         if (have_seed) {
+            /* the same words at every pass (logged when they change) */
             snprintf(out->note, sizeof(out->note), "%.120s %s: the cluster is read through "
-                     "%.120s:%d, a node known before", seed.via,
+                     "the nodes known before", seed.via,
                      seed.nshards == 0 ? "serves no slot (it left the cluster?)"
-                     : "answers as another cluster, none of whose nodes were known",
-                     host, port);
+                     : "answers as another cluster, none of whose nodes were known");
             cluster_topo_clear(&seed);
         }
         return 0;
@@ -580,9 +583,21 @@ failed:
                                      used ? "; " : "", one);
         }
     }
-    if (have_seed) {
-        *out = seed;            /* no known node answers as before: replaced */
+    /* no known node answers as before: replaced, when one of them answers
+     * as something else too (or there is none to ask); known nodes that do
+     * not answer at all prove nothing (a stall, a partition: a red-team saw
+     * a few seconds of one taken as a replacement for good) */
+    if (have_seed && (other || asked == 0)) {
+        *out = seed;
         return 0;
+    }
+    if (have_seed) {
+        cluster_topo_clear(&seed);
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "cluster discovery: %s, and no node known before answers "
+                     "(if the cluster was replaced, restart lockwatchd): %s",
+                     "the URL's node answers as another cluster or serves no slot", all);
+        return -1;
     }
     if (err != NULL && errlen > 0)
         snprintf(err, errlen, "cluster discovery failed: %s", all);

@@ -134,7 +134,8 @@ class ClusterStale(h.TestCase):
         c.load([("SET", k, "tok") for k in leaks])
         ag = self.start_agent(targets=[("c", "redis://127.0.0.1:%d/0" % seed.port)],
                               scan_interval="500ms", leak_grace="1s", max_hold="1h",
-                              target_extra={"mode": "cluster"})
+                              target_extra={"mode": "cluster", "command_timeout": "500ms",
+                                            "connect_timeout": "300ms"})
         ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c") == 12,
                     30, desc="12 leaks counted")
         sc = seed.client()
@@ -156,6 +157,23 @@ class ClusterStale(h.TestCase):
         ag.wait_for(lambda: "answers as another cluster" in ag.log_tail(50), 10,
                     desc="the URL's node said to be in another cluster")
         still_the_cluster()
+        # the known nodes stalled a few seconds: no proof the cluster was
+        # replaced (a red-team: taken as one for good); the target is down,
+        # its view last known, and current again once they answer
+        others = [n for n in c.nodes if n.port != seed.port]
+        for n in others:
+            n.pause()
+        try:
+            ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_target_up", target="c") == 0,
+                        15, desc="the target down while no known node answers")
+            self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c"), 12)
+        finally:
+            for n in others:
+                n.resume()
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_target_up", target="c") == 1,
+                    20, desc="the target up again through a known node")
+        still_the_cluster()
+        self.assertNotIn("LockLostAtFailover", ag.log_tail(200))
         st, body = ag.get_json("/api/v1/locks?target=c&state=leaked")
         self.assertEqual((st, body["total"], body["complete"]), (200, 12, True), body)
 
