@@ -420,7 +420,7 @@ build_targets(const struct config *cfg, struct target_rt *const *old, size_t nol
         for (j = 0; j < nold && list[i] == NULL; j++)
             if (strcmp(old[j]->name, cfg->targets[i].name) == 0 && old[j]->conf != NULL) {
                 config_target_address(old[j]->conf, was, sizeof(was));
-                if (strcmp(was, now) == 0)
+                if (config_same_server(old[j]->conf, &cfg->targets[i]))
                     list[i] = old[j];
                 else            /* the old server's locks are no view of the new one */
                     log_info("reload: target %s watches %s now (was %s): its view starts anew",

@@ -26,6 +26,7 @@
  */
 #include "conf/config.h"
 
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,4 +308,51 @@ config_target_address(const struct target_conf *t, char *buf, size_t len)
     if ((n = strlen(buf)) < len)
         snprintf(buf + n, len - n, "/%d", t->db);
     free(order);
+}
+
+/* Do two host names share an address (the same text does; "localhost" and
+ * "127.0.0.1" do)?  Looked up, so a name resolves as the connection would. */
+static bool
+same_host(const char *a, const char *b)
+{
+    struct addrinfo hints, *ra = NULL, *rb = NULL, *x, *y;
+    bool same = false;
+
+    if (strcmp(a, b) == 0)
+        return true;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(a, NULL, &hints, &ra) != 0 || getaddrinfo(b, NULL, &hints, &rb) != 0)
+        goto out;
+    for (x = ra; x != NULL && !same; x = x->ai_next)
+        for (y = rb; y != NULL && !same; y = y->ai_next)
+            same = x->ai_family == y->ai_family && x->ai_addrlen == y->ai_addrlen &&
+                memcmp(x->ai_addr, y->ai_addr, x->ai_addrlen) == 0;
+out:
+    if (ra != NULL)
+        freeaddrinfo(ra);
+    if (rb != NULL)
+        freeaddrinfo(rb);
+    return same;
+}
+
+bool
+config_same_server(const struct target_conf *a, const struct target_conf *b)
+{
+    size_t i, j;
+
+    if (a->mode != b->mode || a->db != b->db)
+        return false;
+    if (a->mode != TARGET_SENTINEL)
+        return a->port == b->port && same_host(a->host, b->host);
+    if (a->master_name == NULL || b->master_name == NULL ||
+        strcmp(a->master_name, b->master_name) != 0)
+        return false;
+    /* the same primary when one sentinel is in both lists */
+    for (i = 0; i < a->nsentinels; i++)
+        for (j = 0; j < b->nsentinels; j++)
+            if (a->sentinels[i].port == b->sentinels[j].port &&
+                same_host(a->sentinels[i].host, b->sentinels[j].host))
+                return true;
+    return false;
 }

@@ -296,6 +296,15 @@ const struct target_conf *config_target(const struct config *cfg, const char *na
 void config_target_address(const struct target_conf *t, char *buf, size_t len);
 
 /*
+ * Do a and b name the same server?  Mode and db alike, and the same host
+ * (names that share an address: "localhost", "127.0.0.1") and port; for
+ * Sentinel the same master_name with a sentinel in common.  A cluster's
+ * URL node is compared as a host (another node of it is another URL).
+ * Resolves names: not for a hot path (a reload keeps a target's view by it).
+ */
+bool config_same_server(const struct target_conf *a, const struct target_conf *b);
+
+/*
  * t as the writes connect (the guarded release and expire, their wake-ups
  * and audit entry, lockctl audit): a shallow copy of t (nothing to free)
  * whose user and password are release_user's when t has one, else t's

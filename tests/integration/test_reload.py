@@ -154,6 +154,16 @@ class Reload(h.TestCase):
         rs.client().set("lock:leakA", "t")
         ag = self.start_agent(rs, scan_interval="500ms", leak_grace="1s", max_hold="1h")
         ag.wait_for(lambda: ag.lock("lock:leakA")[0] == 200, 15, desc="lock:leakA seen")
+        # the same server named otherwise keeps its view (a red-team: the URL
+        # text alone threw it away, every alert resolved and fired again)
+        first = ag.lock("lock:leakA")[1]["first_seen_ms"]
+        ag.targets = [("main", rs.url.replace("127.0.0.1", "localhost"))]
+        ag.write_config(ag.render_config())
+        ag.reload()
+        ag.wait_for(lambda: "now scanning localhost" in ag.log_tail(20), 15,
+                    desc="the reload done")
+        self.assertNotIn("its view starts anew", ag.log_tail(30))
+        self.assertEqual(ag.lock("lock:leakA")[1]["first_seen_ms"], first)
         port = h.free_port()
         ag.targets = [("main", "redis://127.0.0.1:%d/0" % port)]
         ag.write_config(ag.render_config())

@@ -1442,6 +1442,36 @@ test_round_trip_long_line(void **state)
     prints_within_the_limit(text);
 }
 
+/* A reload keeps a target's view when it names the same server (a
+ * red-team: 127.0.0.1 -> localhost threw it away, every alert resolved). */
+static void
+test_same_server(void **state)
+{
+    struct config *a, *b;
+
+    (void)state;
+    a = expect_load("[target x]\nurl = redis://127.0.0.1:6380/2\n"
+                    "[target s]\nmode = sentinel\nmaster_name = m\n"
+                    "sentinels = 127.0.0.1:26379, 127.0.0.1:26380\n");
+    b = expect_load("[target x]\nurl = redis://localhost:6380/2\n"
+                    "[target s]\nmode = sentinel\nmaster_name = m\n"
+                    "sentinels = 127.0.0.1:26380, 127.0.0.1:26381\n");
+    assert_true(config_same_server(&a->targets[0], &b->targets[0]));
+    assert_true(config_same_server(&a->targets[1], &b->targets[1]));
+    assert_false(config_same_server(&a->targets[0], &b->targets[1]));
+    config_free(b);
+    b = expect_load("[target x]\nurl = redis://127.0.0.1:6381/2\n"
+                    "[target s]\nmode = sentinel\nmaster_name = other\n"
+                    "sentinels = 127.0.0.1:26379\n");
+    assert_false(config_same_server(&a->targets[0], &b->targets[0]));     /* port */
+    assert_false(config_same_server(&a->targets[1], &b->targets[1]));     /* master */
+    config_free(b);
+    b = expect_load("[target x]\nurl = redis://127.0.0.1:6380/3\n");
+    assert_false(config_same_server(&a->targets[0], &b->targets[0]));     /* db */
+    config_free(b);
+    config_free(a);
+}
+
 static void
 test_shipped_config(void **state)
 {
@@ -1504,6 +1534,7 @@ main(void)
         cmocka_unit_test(test_round_trip_defaults),
         cmocka_unit_test(test_target_address_sentinel_order),
         cmocka_unit_test(test_round_trip_long_line),
+        cmocka_unit_test(test_same_server),
         cmocka_unit_test(test_shipped_config),
     };
 
