@@ -97,10 +97,11 @@ void
 serverinfo_link_why(const char *node, long long down_s, long long silent_s, bool timed,
                     char *out, size_t size)
 {
-    char since[96] = " (not up since the replica started)";
+    char since[160] = " (not up since the replica started)";
 
     if (silent_s > 0)
-        snprintf(since, sizeof(since), " (silent: nothing from its primary for over %d s)",
+        snprintf(since, sizeof(since), " (silent: nothing from its primary for over %d s, "
+                 "though it pings every repl-ping-replica-period, 10 s by default)",
                  SERVERINFO_LINK_SILENT_S);
     else if (down_s >= 0 && timed)
         snprintf(since, sizeof(since), " (for %lld s)", down_s);

@@ -80,7 +80,7 @@ link_down_read(void **state)
 static void
 link_down_said(void **state)
 {
-    char why[200];
+    char why[300];
 
     (void)state;
     serverinfo_link_why("127.0.0.1:6390", 12, -1, true, why, sizeof(why));
@@ -97,7 +97,8 @@ link_down_said(void **state)
     /* silent: the same text at every pass, as untimed */
     serverinfo_link_why("127.0.0.1:6390", -1, 45, true, why, sizeof(why));
     assert_string_equal(why, "127.0.0.1:6390 is a replica whose link to its primary is down "
-                        "(silent: nothing from its primary for over 30 s): its data is not "
+                        "(silent: nothing from its primary for over 30 s, though it pings "
+                        "every repl-ping-replica-period, 10 s by default): its data is not "
                         "current");
     serverinfo_link_why("127.0.0.1:6390", 12, -1, true, why, 10);      /* cut to size */
     assert_string_equal(why, "127.0.0.1");
