@@ -363,6 +363,9 @@ parse_body(const char *buf, size_t len, struct body *b, json_t **rootp, char *wh
         else if (!json_is_string(v) ||
                  config_parse_duration(json_string_value(v), &b->older_ms) == -1)
             return "if_older_than must be a duration (\"10m\") or whole seconds";
+        /* 0 would be no guard at all, as lockctl's --if-older-than refuses */
+        if (b->older_ms <= 0)
+            return "if_older_than must be more than 0 (leave it out for no age condition)";
     }
     return NULL;
 }

@@ -243,6 +243,9 @@ class ReleaseHttp(h.TestCase):
                b'{"key":"lock:a","holder":"tok","bogus":1}',
                b'{"key":"lock:a","holder":"tok","if_older_than":"5x"}',
                b'{"key":"lock:a","holder":"tok","if_older_than":-1}',
+               # 0 is no guard at all (a red-team: accepted, as no condition)
+               b'{"key":"lock:a","holder":"tok","if_older_than":0}',
+               b'{"key":"lock:a","holder":"tok","if_older_than":"0s"}',
                b'{"key":"lock:a","holder":"tok","if_leaked":"yes"}',
                b'{"key":"lock:a","holder":"tok","target":"nope"}',
                b'{"key":"","holder":"tok"}', b'{"key":1,"holder":"tok"}',
