@@ -301,6 +301,8 @@ scanner_moved(struct scanner *sc, const struct target_conf *t, const struct clus
     memset(&now, 0, sizeof(now));
     if (cluster_discover(t, sc->known, sc->nknown, &now, err, sizeof(err)) == -1)
         return false;
+    /* said as a full scan says it (a red-team: follow mode never did) */
+    scanner_cluster_found(sc, &now);
     if (now.nshards != topo->nshards ||
         memcmp(now.slot_shard, topo->slot_shard, CLUSTER_SLOTS * sizeof(*now.slot_shard)))
         moved = true;
