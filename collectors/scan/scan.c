@@ -611,6 +611,11 @@ keep_conns(struct scanner *sc, struct stream *st, size_t n)
     struct node_conn *nc;
     size_t i;
 
+    /* the kept ones no stream took (a node gone from the topology, or a
+     * pass that failed before its streams: the ASan pass found them lost) */
+    for (i = 0; i < sc->nconns; i++)
+        if (sc->conns[i].c != NULL)
+            redisFree(sc->conns[i].c);
     nc = realloc(sc->conns, (n ? n : 1) * sizeof(*nc));
     if (nc != NULL)
         sc->conns = nc;
