@@ -41,7 +41,9 @@
  * time (MIGRATE is atomic), so that is its current value.  What still
  * cannot be read there (MOVED again: the slot moved away since SCAN;
  * ASK: the key left a slot migrating away; TRYAGAIN) is counted moved
- * as well as vanished: the view may lack it (/readyz says so).
+ * as well as vanished: the view may lack it (/readyz says so).  A key of
+ * a slot no node serves (CLUSTERDOWN Hash slot not served) is skipped:
+ * the gap is a shard down of its own, its locks last known (scan.c).
  * Any other error reply to a read (NOPERM from an ACL without +getrange,
  * LOADING, BUSY, MASTERDOWN, ...) is not a key that went away but a key
  * the scanner cannot judge, which may be a leak: it is counted by kind
@@ -224,14 +226,26 @@ key_reply(struct stream *s, const struct key_meta *m, redisReply **rep)
 }
 
 /* A cluster redirection or a slot in migration: the key is elsewhere,
- * or here only after ASKING (redirected()). */
+ * or here only after ASKING (redirected()).  Or its slot is served by no
+ * node (cluster-require-full-coverage no): the key is still in this
+ * node's memory, but it is the slots-no-node-serves shard's, down and
+ * carried last known (scan.c), not this node's, whose other keys are read
+ * as ever (before, its whole part of the view went last known). */
+#define UNSERVED "CLUSTERDOWN Hash slot not served"
+static bool
+unserved(const redisReply *rep)
+{
+    return rep->type == REDIS_REPLY_ERROR && rep->len >= sizeof(UNSERVED) - 1 &&
+        memcmp(rep->str, UNSERVED, sizeof(UNSERVED) - 1) == 0;
+}
+
 static bool
 moved(const redisReply *rep)
 {
     return rep->type == REDIS_REPLY_ERROR &&
         ((rep->len >= 6 && memcmp(rep->str, "MOVED ", 6) == 0) ||
          (rep->len >= 4 && memcmp(rep->str, "ASK ", 4) == 0) ||
-         (rep->len >= 8 && memcmp(rep->str, "TRYAGAIN", 8) == 0));
+         (rep->len >= 8 && memcmp(rep->str, "TRYAGAIN", 8) == 0) || unserved(rep));
 }
 
 /* WRONGTYPE: the key was replaced by another type since TYPE. */
@@ -282,8 +296,8 @@ redirected(struct stream *s, struct batch *b, struct key_meta *m, size_t i,
         b->nreread++;
     } else if (s->on_moved != NULL) {
         s->on_moved(s->on_key_arg, i, rep);
-    } else {
-        s->cnt.moved_total++;
+    } else if (!unserved(rep)) {
+        s->cnt.moved_total++;   /* an unserved slot's key: the gap's, said there */
     }
 }
 

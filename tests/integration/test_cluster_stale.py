@@ -190,11 +190,15 @@ class ClusterStale(h.TestCase):
         c = topo.start_cluster(self, primaries=3)
         inside = next("lock:gap:%d" % i for i in range(10000)
                       if topo.keyslot("lock:gap:%d" % i) < 100)
-        # on another node (the one that served 0-99 fails its pass: its keys
-        # there answer CLUSTERDOWN, so its whole part is last known)
         outside = next("lock:gap:%d" % i for i in range(10000)
                        if c.owner[topo.keyslot("lock:gap:%d" % i)] != c.owner[0])
-        c.load([("SET", inside, "tok"), ("SET", outside, "tok")])
+        # on the node that served 0-99, and still holds inside (its read
+        # answers CLUSTERDOWN): that node's other keys are read as ever
+        # (a freshness trial: its whole part of the view went last known)
+        beside = next("lock:gap:%d" % i for i in range(10000)
+                      if topo.keyslot("lock:gap:%d" % i) >= 100 and
+                      c.owner[topo.keyslot("lock:gap:%d" % i)] == c.owner[0])
+        c.load([("SET", inside, "tok"), ("SET", outside, "tok"), ("SET", beside, "tok")])
         for n in c.nodes:
             n.client().config_set("cluster-require-full-coverage", "no")
             if incremental == "on":
@@ -202,8 +206,8 @@ class ClusterStale(h.TestCase):
         ag = self.start_agent(targets=[("c", c.url)], scan_interval="500ms",
                               leak_grace="1s", max_hold="1h",
                               target_extra={"mode": "cluster", "incremental": incremental})
-        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c") == 2,
-                    30, desc="both leaks counted")
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c") == 3,
+                    30, desc="the leaks counted")
         for n in c.nodes:
             n.client().execute_command("CLUSTER", "DELSLOTSRANGE", "0", "99")
         ag.wait_for(lambda: any(l["shard"] == "0-99" and l["node"] == "none"
@@ -212,14 +216,23 @@ class ClusterStale(h.TestCase):
                     15, desc="the slots no node serves a shard down")
         end = time.monotonic() + 3
         while time.monotonic() < end:
-            self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c"), 2)
+            m = ag.metrics()
+            self.assertEqual(h.msum(m, "lockwatch_locks_leaked", target="c"), 3)
+            # every node's shard is up: only the gap is down
+            self.assertEqual(sorted(l["node"] == "none" for l, v in
+                                    h.select(m, "lockwatch_shard_up", target="c") if v == 0),
+                             [True])
             time.sleep(0.25)
         st, body = ag.get_json("/api/v1/locks?target=c&state=leaked")
-        self.assertEqual((st, body["total"], body["complete"]), (200, 2, False), body)
+        self.assertEqual((st, body["total"], body["complete"]), (200, 3, False), body)
         locks = {l["key"]: l for l in body["locks"]}
         self.assertTrue(locks[inside].get("stale"), locks)
         self.assertFalse(locks[outside].get("stale"), locks)
+        self.assertFalse(locks[beside].get("stale"), locks)
         self.assertIn("no node serves slots 0-99", json.dumps(body["stale"]))
+        _, _, ready = ag.get("/readyz")
+        self.assertIn(b"no node serves slots 0-99", ready)
+        self.assertNotIn(b"moving between shards", ready)
 
     def test_shard_never_read_is_no_blind_target(self):
         """A shard down since the agent started has no last success (its
