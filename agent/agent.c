@@ -255,12 +255,12 @@ tail_audit(struct target_rt *t)
     struct redisconn_scope sc = { .deadline_ms = clock_deadline(t->conf->command_timeout_ms),
                                   .idle_ms = t->conf->command_timeout_ms, .stop = &t->stop,
                                   .what = "the audit stream's read (command_timeout)",
-                                  /* a node the pass found silent is not
-                                   * waited for again (scanner_silent()) */
+                                  /* not waited for: a node the pass found silent */
                                   .silent = scanner_silent(t->scanner) };
     const struct redisconn_scope *prev = redisconn_scope_enter(&sc);
     char err[320] = "";
 
+    sc.known = scanner_known(t->scanner, &sc.nknown);  /* the cluster as the scan reads it */
     t->audit_mono = clock_mono_ms();
     if (audit_tail_poll(&t->audit, t->conf, t->audit_stream, audit_age, t, err,
                         sizeof(err)) == 1 &&

@@ -227,6 +227,45 @@ oom:
     return -1;
 }
 
+/* The cluster nodes of an answer (AGENT_NODES_MAX of them; a cluster
+ * of CLUSTER_SHARDS_MAX shards names more) into av->nodes, replacing
+ * those of an answer before; an entry that is not {"id", "host", "port"}
+ * is left out.  0, -1 on ENOMEM. */
+#define AGENT_NODES_MAX 4096
+
+static int
+add_nodes(struct agent_view *av, const json_t *doc)
+{
+    const json_t *a = json_object_get(doc, "cluster_nodes"), *e;
+    size_t i, n = 0, cap = json_array_size(a);
+    struct cluster_node *k;
+
+    if (cap == 0)
+        return 0;
+    if ((k = calloc(cap < AGENT_NODES_MAX ? cap : AGENT_NODES_MAX, sizeof(*k))) == NULL)
+        return -1;
+    json_array_foreach(a, i, e) {
+        const char *id = json_string_value(json_object_get(e, "id")),
+            *host = json_string_value(json_object_get(e, "host"));
+        json_int_t port = json_integer_value(json_object_get(e, "port"));
+
+        if (n == AGENT_NODES_MAX)
+            break;
+        if (id == NULL || host == NULL || port <= 0 || port > 65535 ||
+            strlen(id) >= sizeof(k->id) || host[0] == '\0' || strlen(host) >= sizeof(k->host))
+            continue;
+        memcpy(k[n].id, id, strlen(id) + 1);
+        memcpy(k[n].host, host, strlen(host) + 1);
+        k[n].port = (int)port;
+        k[n].healthy = true;
+        n++;
+    }
+    free(av->nodes);
+    av->nodes = k;
+    av->nnodes = n;
+    return 0;
+}
+
 int
 agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errlen)
 {
@@ -240,6 +279,10 @@ agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errle
     if (json_is_string(json_object_get(doc, "target_address")))
         snprintf(av->target_address, sizeof(av->target_address), "%s",
                  json_string_value(json_object_get(doc, "target_address")));
+    if (add_nodes(av, doc) == -1) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     if (locks == NULL) {        /* one lock */
         if (!json_is_string(json_object_get(doc, "key_escaped"))) {
             snprintf(err, errlen, "its answer is not a lock of the lockwatch API");
@@ -304,8 +347,11 @@ agent_view_release(struct agent_view *av)
     }
     free(av->locks);
     free(av->index);
+    free(av->nodes);
     av->locks = NULL;
     av->index = NULL;
+    av->nodes = NULL;
+    av->nnodes = 0;
     av->nlocks = av->cap = av->index_cap = 0;
 }
 
@@ -790,4 +836,47 @@ agent_drop_elsewhere(const struct lockctl *lc, struct agent_view *av)
     snprintf(av->err, sizeof(av->err), "watches another server than lockctl's target: "
              "its view is not used");
     return true;
+}
+
+void
+agent_known_nodes(struct lockctl *lc, struct agent_view *av)
+{
+    struct agent_view tmp;
+    struct agent_view *from = av;
+    char err[320], url[1024], why[1024], *target;
+    json_t *doc = NULL;
+
+    if (lc->t->mode != TARGET_CLUSTER || av->elsewhere || (av->asked && !av->replied))
+        return;
+    memset(&tmp, 0, sizeof(tmp));
+    if (av->nnodes == 0) {
+        /* not asked yet (release --yes), or of a key it does not hold:
+         * the list's first lock is enough for its "cluster_nodes" */
+        if (agent_base_url(lc, tmp.url, sizeof(tmp.url), err, sizeof(err)) != 0 ||
+            (target = curl_easy_escape(NULL, lc->t->name, 0)) == NULL)
+            return;
+        tmp.deadline_ms = lc->scope.deadline_ms;
+        snprintf(url, sizeof(url), "%s/api/v1/locks?target=%.600s&state=all&limit=1",
+                 tmp.url, target);
+        curl_free(target);
+        if (agent_get_json(&tmp, url, &doc) == 200 && json_is_object(doc)) {
+            if (json_is_string(json_object_get(doc, "target_address")))
+                snprintf(tmp.target_address, sizeof(tmp.target_address), "%s",
+                         json_string_value(json_object_get(doc, "target_address")));
+            /* another server's nodes are not this target's */
+            if (!agent_view_elsewhere(lc, &tmp, why, sizeof(why)))
+                (void)add_nodes(&tmp, doc);
+        }
+        json_decref(doc);
+        from = &tmp;
+    }
+    if (from->nnodes > 0) {
+        free(lc->known);
+        lc->known = from->nodes;
+        lc->scope.known = lc->known;
+        lc->scope.nknown = from->nnodes;
+        from->nodes = NULL;
+        from->nnodes = 0;
+    }
+    free(tmp.nodes);
 }

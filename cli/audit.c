@@ -208,6 +208,13 @@ cmd_audit(struct lockctl *lc, int argc, char **argv)
         return rc;
     /* the stream is the writes': read it as they write it */
     session_as_writer(lc);
+    {
+        struct agent_view av;   /* a cluster: where the agent reads it */
+
+        memset(&av, 0, sizeof(av));
+        agent_known_nodes(lc, &av);
+        agent_view_release(&av);
+    }
     if ((rc = session_connect_key(lc, lc->cfg->audit_stream,
                                   strlen(lc->cfg->audit_stream))) != LOCKCTL_DONE)
         return rc;

@@ -330,8 +330,13 @@ scan_cluster(struct list_run *lr)
     char err[512];
     int rc = LOCKCTL_DONE;
 
-    if (cluster_discover(seed, NULL, 0, &topo, err, sizeof(err)) == -1)
+    /* through the nodes the agent knows, as it reads the cluster: its
+     * URL's node may have left it (agent_known_nodes()) */
+    if (cluster_discover(seed, lc->scope.known, lc->scope.nknown, &topo, err,
+                         sizeof(err)) == -1)
         return session_redis_error(lc, err);
+    if (topo.note[0] != '\0')
+        lockctl_note(lc, "target %s: %s", seed->name, topo.note);
     for (size_t i = 0; i < topo.nshards && rc == LOCKCTL_DONE && lr->complete; i++) {
         redisconn_node(seed, topo.shards[i].primary.host, topo.shards[i].primary.port,
                        &lc->node);
@@ -703,6 +708,7 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
     if ((rc = agent_consult(lc, &lr.av, NULL, 0)) != LOCKCTL_DONE)
         return rc;
     agent_drop_elsewhere(lc, &lr.av);
+    agent_known_nodes(lc, &lr.av);  /* a cluster: where the agent reads it */
     lr.busy_since = clock_mono_ms();
     rc = lc->t->mode == TARGET_CLUSTER ? scan_cluster(&lr) : scan_node(&lr);
     if (rc == LOCKCTL_DONE) {

@@ -35,6 +35,7 @@
 #include "collectors/locks/lockclass.h"
 #include "collectors/locks/lockfacts.h"
 #include "collectors/locks/lockstate.h"
+#include "collectors/redis/cluster.h"
 #include "collectors/redis/conn.h"
 #include "conf/config.h"
 
@@ -82,6 +83,8 @@ struct lockctl {
     struct target_conf *conf_t; /* t before it named node (the config's
                                  * target, with --url) */
     bool asking;                /* an ASK led to c: ASKING before each read */
+    struct cluster_node *known; /* the cluster's nodes as the agent knows
+                                 * them (agent_known_nodes()); scope.known */
     bool policy_known;          /* INFO memory asked on this session */
     bool lfu;                   /* an LFU policy: OBJECT IDLETIME not asked */
 };
@@ -292,6 +295,9 @@ struct agent_view {
                                  * agent started: no view, not an empty one */
     bool elsewhere;             /* it answered, but of another server than
                                  * lockctl's (agent_drop_elsewhere()): dropped */
+    struct cluster_node *nodes; /* its "cluster_nodes": the nodes it knows as
+                                 * the cluster's (nnodes; NULL: none said) */
+    size_t nnodes;
     int64_t deadline_ms;        /* lockctl's deadline (monotonic); 0: none */
 };
 
@@ -365,6 +371,17 @@ bool agent_view_elsewhere(const struct lockctl *lc, const struct agent_view *av,
  * or state of another server's locks is taken, Redis answering or not.
  * true when dropped. */
 bool agent_drop_elsewhere(const struct lockctl *lc, struct agent_view *av);
+/*
+ * A cluster target: find it, from here on, through the nodes the agent
+ * knows as the cluster's (the scope's known nodes: target_open() and
+ * list's discovery take them as hints), so that lockctl reads and
+ * releases where the agent reads, and a URL's node now in another
+ * cluster is not taken for it.  From av's answer, after
+ * agent_drop_elsewhere(); when it had none (not asked, or asked of a key
+ * it does not hold), one GET of the target's list for them.  Nothing when
+ * the agent is off, down, or of another server: the URL's node alone.
+ */
+void agent_known_nodes(struct lockctl *lc, struct agent_view *av);
 /* av->nothing_known: the line that says so, in place of a view. */
 void agent_print_nothing_known(const struct agent_view *av, const char *target, FILE *fp,
                                size_t width);

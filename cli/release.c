@@ -889,6 +889,7 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
      * target's address, before lc->t names the node of the key (a cluster
      * key on another primary than the url's is still the agent's) */
     agent_drop_elsewhere(lc, &av);
+    agent_known_nodes(lc, &av);  /* a cluster: where the agent reads it */
     if ((rc = session_connect_key(lc, ch.key, ch.keylen)) != LOCKCTL_DONE)
         goto out;
 

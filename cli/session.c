@@ -450,6 +450,10 @@ session_close(struct lockctl *lc)
     if (lc->c != NULL)
         redisFree(lc->c);
     lc->c = NULL;
+    free(lc->known);
+    lc->known = NULL;
+    lc->scope.known = NULL;
+    lc->scope.nknown = 0;
     config_free(lc->cfg);
     lc->cfg = NULL;
     lc->t = NULL;

@@ -708,6 +708,7 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         (rc = agent_consult(lc, &av, key, keylen)) != LOCKCTL_DONE)
         goto out;
     agent_drop_elsewhere(lc, &av);
+    agent_known_nodes(lc, &av);  /* a cluster: where the agent reads it */
     if ((rc = session_connect_key(lc, key, keylen)) != LOCKCTL_DONE) {
         if (rc == LOCKCTL_REDIS)
             show_last_known(lc, &av, key, keylen);

@@ -499,6 +499,42 @@ target_address(const struct view *v, const char *target)
     return json_null();
 }
 
+/* The nodes the agent knows as the cluster ?target= names (the scan's
+ * discovery hints, snapshot.nodes: [{"id","host","port"}]), for lockctl
+ * to find the cluster through them as the agent does (its URL's node may
+ * be in another cluster by now); null without ?target= or for a target
+ * that is not a cluster.  A node whose id or host is not UTF-8 is left
+ * out; NULL on ENOMEM. */
+static json_t *
+cluster_nodes(const struct view *v, const char *target)
+{
+    const struct snapshot *s = NULL;
+    json_t *a;
+
+    for (size_t i = 0; target != NULL && i < v->ntargets; i++)
+        if (strcmp(v->targets[i].name, target) == 0)
+            s = v->targets[i].snap;
+    if (s == NULL || s->nnodes == 0)
+        return json_null();
+    if ((a = json_array()) == NULL)
+        return NULL;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        json_t *id = json_string(s->nodes[i].id), *host = json_string(s->nodes[i].host);
+
+        if (id != NULL && host != NULL &&
+            json_array_append_new(a, json_pack("{s:o,s:o,s:i}", "id", id, "host", host,
+                                               "port", s->nodes[i].port)) == -1) {
+            json_decref(a);
+            return NULL;
+        }
+        if (id == NULL || host == NULL) {
+            json_decref(id);
+            json_decref(host);
+        }
+    }
+    return a;
+}
+
 /* The page's object with an empty "locks" last, dumped; NULL on ENOMEM. */
 static char *
 page_envelope(const struct view *v, const struct filter *f, size_t count, uint64_t total,
@@ -517,6 +553,7 @@ page_envelope(const struct view *v, const struct filter *f, size_t count, uint64
     bad |= json_object_set_new(root, "complete", json_boolean(complete));
     bad |= json_object_set_new(root, "stale", stale_targets(v, f));
     bad |= json_object_set_new(root, "target_address", target_address(v, f->target));
+    bad |= json_object_set_new(root, "cluster_nodes", cluster_nodes(v, f->target));
     bad |= json_object_set_new(root, "offset", json_integer(offset));
     bad |= json_object_set_new(root, "next_offset", more ?
                                json_integer((json_int_t)offset + (json_int_t)count) :
@@ -662,7 +699,8 @@ render_api_lock(const struct view *v, const char *key, size_t keylen,
                     return 500;
                 if (mark_stale(o, &v->targets[i], l) == -1 ||
                     mark_stale_why(o, &v->targets[i], l) == -1 ||
-                    json_object_set_new(o, "target_address", target_address(v, target))) {
+                    json_object_set_new(o, "target_address", target_address(v, target)) ||
+                    json_object_set_new(o, "cluster_nodes", cluster_nodes(v, target))) {
                     json_decref(o);
                     return 500;
                 }

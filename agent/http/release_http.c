@@ -18,7 +18,8 @@
  * does every guard.  It runs, as the target's release_user when it has one
  * (config_target_writer()), on a connection opened for this request to
  * the node that serves the key (target_open(): the target, the
- * sentinels' primary, the key's cluster shard), and a slow Redis never
+ * sentinels' primary, the key's cluster shard, found through the nodes the
+ * agent's scan knows as the cluster's), and a slow Redis never
  * blocks the scanner's connection.  It runs on a thread of its own while
  * MHD holds its connection suspended, never on an MHD worker: a worker
  * serves many connections in one loop, so one that waited on a
@@ -601,6 +602,33 @@ known_age(struct agent *a, const char *target, const struct body *b, bool *not_l
     return age;
 }
 
+/* The nodes the target's newest view knows as its cluster's (a failed
+ * pass keeps those of the last good one), copied into *nodes: the release
+ * finds the key's node through them, as the scan does, and not through
+ * the URL's node alone, which may be in another cluster by now. */
+static void
+known_nodes(struct agent *a, const char *target, struct cluster_node **nodes, size_t *n)
+{
+    struct view v;
+
+    *nodes = NULL;
+    *n = 0;
+    if (agent_view(a, &v) == -1)
+        return;
+    for (size_t i = 0; i < v.ntargets; i++) {
+        const struct snapshot *s = v.targets[i].snap;
+
+        if (s == NULL || s->nnodes == 0 || strcmp(v.targets[i].name, target) != 0)
+            continue;
+        if ((*nodes = malloc(s->nnodes * sizeof(**nodes))) != NULL) {
+            memcpy(*nodes, s->nodes, s->nnodes * sizeof(**nodes));
+            *n = s->nnodes;
+        }
+        break;
+    }
+    view_release(&v);
+}
+
 /* ---- the handler ------------------------------------------------------------ */
 
 static void
@@ -626,6 +654,8 @@ struct job {
     struct body b;
     json_t *root;
     struct target_conf t, node;
+    struct cluster_node *known;     /* the cluster's nodes, as the agent knows them */
+    size_t nknown;
     struct release_request rq;
     struct release_result res;
     char *audit_stream;
@@ -647,6 +677,7 @@ job_free(struct job *j)
     if (j->slot)                /* answered (or its client gone): the next may run */
         atomic_fetch_sub(&j->a->releases_running, 1);
     target_clear(&j->t);
+    free(j->known);
     json_decref(j->root);
     free(j->b.key);
     free(j->b.holder);
@@ -659,7 +690,8 @@ static void
 run_release(struct job *j)
 {
     struct redisconn_scope scope = { .deadline_ms = clock_deadline(j->t.command_timeout_ms),
-                                     .idle_ms = j->t.command_timeout_ms, .stop = NULL };
+                                     .idle_ms = j->t.command_timeout_ms, .stop = NULL,
+                                     .known = j->known, .nknown = j->nknown };
     const struct redisconn_scope *prev;
     redisContext *rc;
 
@@ -783,6 +815,8 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
     j->rq.lease_age_ms = known_age(a, j->t.name, &j->b, &not_leaked, &j->rq.lease_pttl,
                                    &j->rq.format, &j->rq.format_guessed);
     j->rq.lease_slack_ms = RELEASE_LEASE_SLACK_MS;
+    if (j->t.mode == TARGET_CLUSTER)
+        known_nodes(a, j->t.name, &j->known, &j->nknown);
     j->rq.dry_run = j->b.dry_run;
     j->rq.operator_name = j->op;
     j->rq.reason = j->b.reason;

@@ -523,7 +523,7 @@ scan_figures(const struct follow *fw, struct snapshot *s)
         return -1;
     memcpy(s->shards, fw->shards, fw->nshards * sizeof(*s->shards));
     s->nshards = fw->nshards;
-    return 0;
+    return scanner_stamp_nodes(fw->sc, s);
 }
 
 /* When record f's TTL runs out, on the monotonic clock; 0 when it has none. */

@@ -90,6 +90,7 @@ snapshot_unref(struct snapshot *s)
     }
     free(s->locks);
     free(s->shards);
+    free(s->nodes);
     redlock_map_free(s->redlock);
     snapshot_unref(s->last_good);
     free(s->target);

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "collectors/formats/formats.h"
+#include "collectors/redis/cluster.h"
 #include "collectors/redis/conn.h"
 #include "collectors/redis/serverinfo.h"
 
@@ -356,6 +357,11 @@ struct snapshot {
                                        * cluster or a failed connect */
     struct snap_shard *shards;        /* cluster only: one per shard */
     size_t nshards;
+    struct cluster_node *nodes;       /* cluster only: every node the scanner
+                                       * knows as the cluster's (its discovery
+                                       * hints), for the release and lockctl
+                                       * to find the cluster through */
+    size_t nnodes;
     struct server_id server;          /* standalone, sentinel: the node's
                                        * identity, read at the pass's start */
     struct snap_lost lost;            /* the target's last loss at a change

@@ -66,6 +66,13 @@ redisconn_scope_leave(const struct redisconn_scope *prev)
     cur_scope = prev;
 }
 
+const struct cluster_node *
+redisconn_scope_known(size_t *n)
+{
+    *n = cur_scope != NULL && cur_scope->known != NULL ? cur_scope->nknown : 0;
+    return *n > 0 ? cur_scope->known : NULL;
+}
+
 /* ---- the nodes found silent (conn.h) ------------------------------------------- */
 
 /* What the error of an open of a node not waited for again says first. */

@@ -29,6 +29,8 @@
 
 #include "conf/config.h"
 
+struct cluster_node;           /* cluster.h */
+
 /*
  * Connect to t's host and port, whatever t's mode, set the command
  * timeout, AUTH, SELECT, and CLIENT NO-TOUCH ON where the server knows it
@@ -177,12 +179,20 @@ struct redisconn_scope {
     char what[80];              /* names the deadline in the error, e.g.
                                  * "scan_timeout (60000 ms)" */
     struct redisconn_silent *silent;    /* the nodes found silent; NULL: none kept */
+    /* A cluster's nodes known to be the target's (the agent's discovery):
+     * target_open() discovers through them as cluster_discover()'s hints,
+     * so a URL's node now in another cluster is not taken for it.  NULL:
+     * none known (the URL's node answers alone). */
+    const struct cluster_node *known;
+    size_t nknown;
 };
 
 /* Enter scope s for this thread (s must outlive it); returns the scope
  * it replaces, to give back to redisconn_scope_leave(). */
 const struct redisconn_scope *redisconn_scope_enter(const struct redisconn_scope *s);
 void redisconn_scope_leave(const struct redisconn_scope *prev);
+/* The cluster nodes this thread's scope knows (*n of them), or NULL. */
+const struct cluster_node *redisconn_scope_known(size_t *n);
 
 /*
  * The next reply on c (after redisAppendCommand*()), as redisGetReply()

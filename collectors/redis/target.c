@@ -27,8 +27,12 @@ open_cluster_key(const struct target_conf *t, const char *key, size_t keylen,
     const struct cluster_shard *sh;
     redisContext *c = NULL;
     unsigned slot = key != NULL ? cluster_keyslot(key, keylen) : 0;
+    size_t nknown;
+    const struct cluster_node *known = redisconn_scope_known(&nknown);
 
-    if (cluster_discover(t, NULL, 0, &topo, err, errlen) == -1)
+    /* through the nodes the agent knows, when the scope has them: the
+     * URL's node alone may be in another cluster by now */
+    if (cluster_discover(t, known, nknown, &topo, err, errlen) == -1)
         return NULL;
     sh = cluster_shard_of_slot(&topo, slot);
     if (sh == NULL) {

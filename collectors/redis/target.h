@@ -38,7 +38,9 @@
  * last responder is asked first; NULL asks them in config order.  Returns
  * the connection, which the caller frees with redisFree(), or NULL with
  * err set (naming each sentinel's answer, or every address a discovery
- * tried).  Thread-safe; err may not be NULL.
+ * tried).  A cluster is discovered through the nodes the thread's scope
+ * knows (redisconn_scope.known), when it has them.  Thread-safe; err may
+ * not be NULL.
  */
 redisContext *target_open(const struct target_conf *t, const char *key, size_t keylen,
                           size_t *sentinel_first, struct target_conf *node,

@@ -74,6 +74,17 @@ void scanner_disconnect(struct scanner *sc);
 struct redisconn_silent *scanner_silent(struct scanner *sc);
 
 /*
+ * The nodes this scanner knows as its cluster's (the last discovery's,
+ * its hints for the next: *n of them), or NULL for none; valid on the
+ * scanner's thread until its next pass (the audit tail reads through
+ * them).  scanner_stamp_nodes() copies them into s->nodes, for the
+ * threads that read s (the release endpoint, lockctl through the API):
+ * 0, or -1 on ENOMEM with s keeping none.
+ */
+const struct cluster_node *scanner_known(const struct scanner *sc, size_t *n);
+int scanner_stamp_nodes(const struct scanner *sc, struct snapshot *s);
+
+/*
  * The duty-cycle pacing every scan of Redis keeps to (the agent's streams
  * and lockctl list): after busy_ms of work since the last pause, how long
  * to pause so that at most duty (0 < duty <= 1, scan_duty) of the wall

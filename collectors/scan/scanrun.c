@@ -28,6 +28,28 @@ scanner_silent(struct scanner *sc)
     return &sc->silent;
 }
 
+const struct cluster_node *
+scanner_known(const struct scanner *sc, size_t *n)
+{
+    *n = sc->nknown;
+    return sc->nknown > 0 ? sc->known : NULL;
+}
+
+int
+scanner_stamp_nodes(const struct scanner *sc, struct snapshot *s)
+{
+    free(s->nodes);
+    s->nodes = NULL;
+    s->nnodes = 0;
+    if (sc->nknown == 0)
+        return 0;
+    if ((s->nodes = malloc(sc->nknown * sizeof(*s->nodes))) == NULL)
+        return -1;
+    memcpy(s->nodes, sc->known, sc->nknown * sizeof(*s->nodes));
+    s->nnodes = sc->nknown;
+    return 0;
+}
+
 redisContext *
 scanner_conn(const struct scanner *sc, const char **host, int *port)
 {

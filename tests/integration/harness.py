@@ -838,6 +838,19 @@ class Agent:
             raise AssertionError("GET %s: %s: body is not valid JSON (%s): %r"
                                  % (path[:200], st, e, body[:300]))
 
+    def release(self, body, token, timeout=30):
+        """POST body (a dict) to the release endpoint with the bearer token
+        -> (status, body bytes)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request("POST", "/api/v1/locks/release", body=json.dumps(body),
+                         headers={"Authorization": "Bearer " + token,
+                                  "Content-Type": "application/json"})
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
     def metrics_text(self):
         st, headers, body = self.get("/metrics")
         if st != 200:

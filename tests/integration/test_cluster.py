@@ -10,7 +10,6 @@ lockctl releases a key on any shard.  A shard that cannot be scanned
 raises LockShardDown, naming its slots and node, which resolves when the
 shard is back."""
 
-import http.client
 import json
 import os
 import threading
@@ -302,16 +301,9 @@ class ClusterMode(h.TestCase):
         finisher = threading.Timer(0.5, self.finish_migration, (c, src, dst, slot, dst_id))
         finisher.start()
         self.addCleanup(finisher.join)
-        conn = http.client.HTTPConnection("127.0.0.1", ag.port, timeout=30)
-        conn.request("POST", "/api/v1/locks/release",
-                     body=json.dumps({"target": "c", "key": key, "holder": "tok-%d" % i,
-                                      "reason": "ask test"}),
-                     headers={"Authorization": "Bearer " + self.token,
-                              "Content-Type": "application/json"})
-        r = conn.getresponse()
-        body = r.read()
-        conn.close()
-        self.assertEqual(r.status, 200, body)
+        st, body = ag.release({"target": "c", "key": key, "holder": "tok-%d" % i,
+                               "reason": "ask test"}, self.token)
+        self.assertEqual(st, 200, body)
         self.assertEqual(json.loads(body)["outcome"], "released", body)
         pipe = dst.client().pipeline(transaction=False)
         pipe.execute_command("ASKING")

@@ -11,10 +11,13 @@ fresh.  Once the primary is back (empty: the test server keeps nothing on
 disk) its slots are judged afresh: nothing stale, and the leak gone with
 the data, LockLeaked resolved.  In scan mode and in follow mode.
 The target's URL node reset into a cluster of its own is not taken for
-the cluster while a node known before still answers as it was.
+the cluster while a node known before still answers as it was, by the
+agent nor by lockctl, its release endpoint and its audit tail, which go
+through the nodes the agent knows.
 """
 
 import json
+import os
 import time
 
 import harness as h
@@ -176,6 +179,79 @@ class ClusterStale(h.TestCase):
         self.assertNotIn("LockLostAtFailover", ag.log_tail(200))
         st, body = ag.get_json("/api/v1/locks?target=c&state=leaked")
         self.assertEqual((st, body["total"], body["complete"]), (200, 12, True), body)
+
+    def test_lockctl_and_the_release_go_where_the_agent_reads(self):
+        # the freshness trial's one high finding left: with the URL's node
+        # reset into a cluster of its own, the agent read the real cluster
+        # through the nodes it knew, while lockctl, the release endpoint
+        # and the audit tail found "the cluster" through the URL's node
+        # alone: lockctl listed the other cluster's keys and released
+        # there, the same key and holder left in the real one
+        c = topo.start_cluster(self, primaries=3, replicas=1)
+        primaries = set(c.primaries())
+        seed = next(r for r in c.nodes if r.port not in primaries)
+        leaks = ["lock:sd:%d" % i for i in range(12)]
+        both = ["lock:sd:both%d" % i for i in range(2)]
+        c.load([("SET", k, "tok") for k in leaks] +
+               [("SET", k, "tok-both", "PX", "600000") for k in both])
+        token = "t0ken-%d" % os.getpid()
+        token_file = topo.write_file(h._mkdtemp("lw-tok-"), "unlock.token", token + "\n")
+        ag = self.start_agent(targets=[("c", "redis://127.0.0.1:%d/0" % seed.port)],
+                              scan_interval="500ms", leak_grace="1s", max_hold="1h",
+                              target_extra={"mode": "cluster", "command_timeout": "500ms",
+                                            "connect_timeout": "300ms"},
+                              extra="[unlock]\nhttp = on\ntoken_file = %s\n" % token_file)
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c") == 12,
+                    30, desc="12 leaks counted")
+        sc = seed.client()
+        sc.execute_command("CLUSTER", "RESET", "HARD")
+        sc.execute_command("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+        h.wait_until(lambda: "cluster_state:ok" in str(sc.execute_command("CLUSTER", "INFO")),
+                     10, desc="the other cluster up")
+        # the other cluster holds the same keys, with the same holder
+        for k in both:
+            sc.set(k, "tok-both", px=600000)
+        sc.set("lock:impostor", "tok")
+        ag.wait_for(lambda: "answers as another cluster" in ag.log_tail(50), 10,
+                    desc="the URL's node said to be in another cluster")
+
+        def real(k):
+            return c.by_port[c.owner[topo.keyslot(k)]].client().exists(k)
+
+        ctl = ["-c", ag.config_path, "-t", "c"]
+        p = topo.lockctl(ctl + ["--json", "list", "--state", "all"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        keys = {l["key"] for l in json.loads(p.stdout)["locks"]}
+        self.assertEqual(keys, set(leaks) | set(both), p.stdout)
+        self.assertIn(b"answers as another cluster", p.stderr)
+        p = topo.lockctl(ctl + ["--json", "show", leaks[0]])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["key"], leaks[0], p.stdout)
+        # lockctl's release: the real cluster's key, not the other's
+        p = topo.lockctl(ctl + ["--json", "release", both[0], "--holder", "tok-both",
+                                "--yes", "--reason", "test"])
+        self.assertEqual(p.returncode, 0, (p.stdout, p.stderr))
+        self.assertIn(b'"released"', p.stdout)
+        self.assertEqual((real(both[0]), sc.exists(both[0])), (0, 1))
+        # the release endpoint's
+        st, body = ag.release({"target": "c", "key": both[1], "holder": "tok-both",
+                               "reason": "test"}, token)
+        self.assertEqual(st, 200, body)
+        self.assertEqual(json.loads(body)["outcome"], "released", body)
+        self.assertEqual((real(both[1]), sc.exists(both[1])), (0, 1))
+        # both audited in the real cluster, read back by lockctl audit and
+        # put on the agent's timeline by its audit tail
+        self.assertEqual(sc.exists("lockwatch:audit"), 0)
+        self.assertEqual(real("lockwatch:audit"), 1)
+        p = topo.lockctl(ctl + ["--json", "audit"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(json.loads(p.stdout)["entries"]), 2, p.stdout)
+
+        def on_timeline():
+            st, ev = ag.get_json("/api/v1/events?target=c")
+            return st == 200 and any(e.get("kind") == "force_release" and
+                                     e.get("key") == both[0] for e in ev["events"])
+        ag.wait_for(on_timeline, 15, desc="lockctl's release on the agent's timeline")
 
     def test_slots_no_node_serves_keep_their_last_known_locks(self):
         self.unserved_case("off")
