@@ -73,6 +73,8 @@ struct target_conf {
     double scan_duty;           /* 0 < duty <= 1 */
     long max_keys_per_second;   /* 0 = unlimited */
     bool scan_replicas;
+    int64_t replica_silence_ms; /* a replica whose primary sent nothing for
+                                 * longer is cut off (serverinfo.h) */
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
     int64_t scan_timeout_ms;    /* a whole scan pass gives up after this */

@@ -141,7 +141,8 @@ fresh_parse(enum fresh_section section, const char *text, size_t len, int db,
         serverinfo_string(text, len, "master_replid:", st->replid, sizeof(st->replid));
         serverinfo_string(text, len, "master_replid2:", st->replid2, sizeof(st->replid2));
         st->replica = serverinfo_replica(text, len);
-        st->link_down = serverinfo_link_down(text, len, &st->link_down_s,
+        st->link_down = serverinfo_link_down(text, len, st->link_limit_s > 0 ?
+                                             st->link_limit_s : 30, &st->link_down_s,
                                              &st->link_silent_s);
     }
     for (k = 0; section == FRESH_COMMANDSTATS && k < NCOUNTERS; k++)
@@ -216,6 +217,7 @@ fresh_read(redisContext *c, const struct target_conf *node, struct fresh_state *
     int i, rc;
 
     memset(st, 0, sizeof(*st));
+    st->link_limit_s = serverinfo_silence_s(node);
     for (i = 0; i < FRESH_SECTIONS; i++) {
         if ((rc = serverinfo_section(c, node, names[i], &r, err, errlen)) != 1)
             return rc;
@@ -243,8 +245,8 @@ fresh_changed(const struct fresh_state *base, const struct fresh_state *now, siz
     /* a replica cut off from its primary keeps its old data, and its
      * notifications stop with the writes: silence is no proof there */
     if (now->have && now->link_down) {
-        serverinfo_link_why("the server", now->link_down_s, now->link_silent_s, true, why,
-                            whylen);
+        serverinfo_link_why("the server", now->link_down_s, now->link_silent_s,
+                            now->link_limit_s, true, why, whylen);
         return true;
     }
     if (!base->have || !now->have)

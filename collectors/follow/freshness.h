@@ -28,6 +28,9 @@ struct fresh_state {
                                  * not up: its data is not current */
     long long link_down_s;      /* for so long; -1 unknown */
     long long link_silent_s;    /* "up" but silent so long; -1 not */
+    long long link_limit_s;     /* silent longer is cut off: the target's
+                                 * replica_silence (fresh_read() sets it
+                                 * before the parse; 0: 30 s) */
     long long flushdb, flushall, swapdb;        /* commandstats calls */
     long long debug;            /* every DEBUG subcommand: RELOAD and
                                  * LOADAOF load keys, POPULATE writes some */

@@ -67,8 +67,15 @@ serverinfo_replica(const char *text, size_t len)
     return strcmp(role, "slave") == 0;
 }
 
+long long
+serverinfo_silence_s(const struct target_conf *t)
+{
+    return t->replica_silence_ms >= 2000 ? t->replica_silence_ms / 1000 : 1;
+}
+
 bool
-serverinfo_link_down(const char *text, size_t len, long long *down_s, long long *silent_s)
+serverinfo_link_down(const char *text, size_t len, long long limit_s, long long *down_s,
+                     long long *silent_s)
 {
     char status[16];
 
@@ -82,7 +89,7 @@ serverinfo_link_down(const char *text, size_t len, long long *down_s, long long 
          * default), while nothing comes from the primary, not even the ping
          * it sends every repl-ping-replica-period (10 s by default) */
         *silent_s = serverinfo_number(text, len, "master_last_io_seconds_ago:", -1);
-        if (*silent_s <= SERVERINFO_LINK_SILENT_S)
+        if (*silent_s <= limit_s)
             *silent_s = -1;
         return *silent_s > 0;
     }
@@ -94,15 +101,15 @@ serverinfo_link_down(const char *text, size_t len, long long *down_s, long long 
 }
 
 void
-serverinfo_link_why(const char *node, long long down_s, long long silent_s, bool timed,
-                    char *out, size_t size)
+serverinfo_link_why(const char *node, long long down_s, long long silent_s,
+                    long long limit_s, bool timed, char *out, size_t size)
 {
-    char since[160] = " (not up since the replica started)";
+    char since[200] = " (not up since the replica started)";
 
     if (silent_s > 0)
-        snprintf(since, sizeof(since), " (silent: nothing from its primary for over %d s, "
-                 "though it pings every repl-ping-replica-period, 10 s by default)",
-                 SERVERINFO_LINK_SILENT_S);
+        snprintf(since, sizeof(since), " (silent: nothing from its primary for over %lld s, "
+                 "the target's replica_silence, though it pings every "
+                 "repl-ping-replica-period, 10 s by default)", limit_s);
     else if (down_s >= 0 && timed)
         snprintf(since, sizeof(since), " (for %lld s)", down_s);
     else if (down_s >= 0)
@@ -186,8 +193,8 @@ serverinfo_read(redisContext *c, const struct target_conf *node, struct server_i
     serverinfo_string(r->str, r->len, "master_replid:", id->replid, sizeof(id->replid));
     serverinfo_string(r->str, r->len, "master_replid2:", id->replid2, sizeof(id->replid2));
     id->replica = serverinfo_replica(r->str, r->len);
-    id->link_down = serverinfo_link_down(r->str, r->len, &id->link_down_s,
-                                         &id->link_silent_s);
+    id->link_down = serverinfo_link_down(r->str, r->len, serverinfo_silence_s(node),
+                                         &id->link_down_s, &id->link_silent_s);
     freeReplyObject(r);
     if ((rc = serverinfo_section(c, node, "commandstats", &r, err, errlen)) != 1)
         return rc;

@@ -67,23 +67,26 @@ bool serverinfo_replica(const char *text, size_t len);
  * not up (master_link_status down, or any other word a later Redis may
  * use)?  *down_s gets master_link_down_since_seconds, -1 when the text
  * has none or says -1 (the link was never up since the replica started).
- * A link "up" that has carried nothing for over SERVERINFO_LINK_SILENT_S
- * (master_last_io_seconds_ago: a link cut without a FIN, which Redis calls
- * down only at repl-timeout, 60 s by default) is down too, *silent_s its
- * seconds (else -1).  A primary, or a text without master_link_status,
- * is current: false.  Pure.
+ * A link "up" that has carried nothing for over limit_s seconds (the
+ * target's replica_silence, 30 s by default: three of the primary's pings
+ * at repl-ping-replica-period 10 s; master_last_io_seconds_ago: a link cut
+ * without a FIN, which Redis calls down only at repl-timeout, 60 s by
+ * default) is down too, *silent_s its seconds (else -1).  A primary, or a
+ * text without master_link_status, is current: false.  Pure.
  */
-#define SERVERINFO_LINK_SILENT_S 30     /* three of the primary's pings
-                                         * (repl-ping-replica-period 10 s) */
-bool serverinfo_link_down(const char *text, size_t len, long long *down_s, long long *silent_s);
+bool serverinfo_link_down(const char *text, size_t len, long long limit_s, long long *down_s,
+                          long long *silent_s);
+/* The target's replica_silence in whole seconds (at least 1). */
+long long serverinfo_silence_s(const struct target_conf *t);
 
 /* The sentence that says node ("host:port")'s data is not current, its
- * link down_s seconds down (-1: not up since the replica started), into
- * out (cut to size).  timed false leaves the seconds out: a failed scan's
- * reason is logged again whenever its text changes, so it must read the
- * same at every pass while the link stays down.  Pure. */
-void serverinfo_link_why(const char *node, long long down_s, long long silent_s, bool timed,
-                         char *out, size_t size);
+ * link down_s seconds down (-1: not up since the replica started), or
+ * silent over limit_s (silent_s > 0), into out (cut to size).  timed
+ * false leaves the seconds out: a failed scan's reason is logged again
+ * whenever its text changes, so it must read the same at every pass
+ * while the link stays down.  Pure. */
+void serverinfo_link_why(const char *node, long long down_s, long long silent_s,
+                         long long limit_s, bool timed, char *out, size_t size);
 
 /*
  * Did the data under the same run_id change hands?  A replica's

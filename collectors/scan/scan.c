@@ -252,8 +252,8 @@ stream_identify(struct stream *s)
     }
     if (rc == 1 && s->server.link_down) {
         snprintf(addr, sizeof(addr), "%s:%d", s->host, s->port);
-        serverinfo_link_why(addr, s->server.link_down_s, s->server.link_silent_s, false,
-                            s->err, sizeof(s->err));
+        serverinfo_link_why(addr, s->server.link_down_s, s->server.link_silent_s,
+                            serverinfo_silence_s(&node), false, s->err, sizeof(s->err));
         return -1;
     }
     /* a restart that left it empty: no lock there is older (reborn.c) */

@@ -12,7 +12,9 @@ locks never appear, old ones leave only as their TTLs run out).
   the primary started again on its port, the target is up and current;
 - a link cut without a close (its packets dropped: "up" until
   repl-timeout) is down once the replica has heard nothing from its
-  primary for over 30 s (three of its pings);
+  primary for over 30 s (three of its pings); replica_silence sets that
+  bound: 10 s keeps a replica current through a primary's 4 s between
+  pings, 2 s finds it cut off;
 - cluster, scan_replicas = yes: a replica cut off from its primary (which
   still answers: a wrong masteruser, then its link killed) is passed over
   for the primary, so a lock taken since is seen; the link back, the
@@ -140,6 +142,33 @@ class ReplicaLink(h.TestCase):
         self.assertIn("silent: nothing from its primary for over 30 s", body["stale"][0]["reason"],
                       body)
         self.assertTrue(body["locks"][0]["stale"], body)
+
+    def test_replica_silence_follows_the_ping_period(self):
+        # a primary that pings its replicas every 4 s: an idle replica
+        # hears nothing for up to 4 s at a time.  replica_silence 10s keeps
+        # it current through those pauses; 2s finds it cut off between two
+        # pings (what the fixed 30 s did to a repl-ping-replica-period of
+        # 30 s or more: a trial, "flaps")
+        primary = self.start_redis(args=["--repl-ping-replica-period", "4"])
+        replica = self.start_redis(args=["--replicaof", "127.0.0.1", str(primary.port)])
+        h.wait_until(lambda: link_up(replica), 20, desc="the replica in sync")
+        primary.client().set("lock:held:1", "tok", px=600000)
+        patient = self.start_agent(replica, scan_interval="500ms", max_hold="1h",
+                                   target_extra={"replica_silence": "10s"})
+        eager = self.start_agent(replica, scan_interval="500ms", max_hold="1h",
+                                 target_extra={"replica_silence": "2s"})
+        for ag in (patient, eager):
+            ag.wait_for(lambda: self.current_has(ag, "lock:held:1"), 20,
+                        desc="the replica's locks, current")
+        end = time.monotonic() + 10
+        eager_down = False
+        while time.monotonic() < end:
+            self.assertEqual(self.up(patient), 1)
+            eager_down |= self.up(eager) == 0
+            time.sleep(0.2)
+        self.assertTrue(eager_down, "replica_silence 2s never cut the idle replica off")
+        self.assertIn("nothing from its primary for over 2 s, the target's replica_silence",
+                      eager.log_tail(200))
 
     def test_cluster_replica_falls_back_to_its_primary(self):
         c = topo.start_cluster(self, primaries=3, replicas=1)

@@ -54,27 +54,33 @@ link_down_read(void **state)
     long long s = 99, q = 99;
 
     (void)state;
-    assert_false(serverinfo_link_down(primary, sizeof(primary) - 1, &s, &q));
+    assert_false(serverinfo_link_down(primary, sizeof(primary) - 1, 30, &s, &q));
     assert_int_equal(s, -1);
-    assert_false(serverinfo_link_down(in_sync, sizeof(in_sync) - 1, &s, &q));
-    assert_true(serverinfo_link_down(cut_off, sizeof(cut_off) - 1, &s, &q));
+    assert_false(serverinfo_link_down(in_sync, sizeof(in_sync) - 1, 30, &s, &q));
+    assert_true(serverinfo_link_down(cut_off, sizeof(cut_off) - 1, 30, &s, &q));
     assert_int_equal(s, 12);
-    assert_true(serverinfo_link_down(never_up, sizeof(never_up) - 1, &s, &q));
+    assert_true(serverinfo_link_down(never_up, sizeof(never_up) - 1, 30, &s, &q));
     assert_int_equal(s, -1);
     /* Redis 6 writes the seconds since 1970 for a link never up */
-    assert_true(serverinfo_link_down(never_up6, sizeof(never_up6) - 1, &s, &q));
+    assert_true(serverinfo_link_down(never_up6, sizeof(never_up6) - 1, 30, &s, &q));
     assert_int_equal(s, -1);
     /* no master_link_status at all (not read, or a text cut short): not
      * claimed down; an empty text neither */
-    assert_false(serverinfo_link_down("role:slave\r\n", 12, &s, &q));
-    assert_false(serverinfo_link_down("", 0, &s, &q));
+    assert_false(serverinfo_link_down("role:slave\r\n", 12, 30, &s, &q));
+    assert_false(serverinfo_link_down("", 0, 30, &s, &q));
     /* "up", but nothing from the primary (not even its pings) for long: a
      * link cut without a FIN, "up" until repl-timeout */
-    assert_false(serverinfo_link_down(silent10, sizeof(silent10) - 1, &s, &q));
+    assert_false(serverinfo_link_down(silent10, sizeof(silent10) - 1, 30, &s, &q));
     assert_int_equal(q, -1);
-    assert_true(serverinfo_link_down(silent45, sizeof(silent45) - 1, &s, &q));
+    assert_true(serverinfo_link_down(silent45, sizeof(silent45) - 1, 30, &s, &q));
     assert_int_equal(q, 45);
     assert_int_equal(s, -1);
+    /* replica_silence 60s (a primary that pings every 20 s): 45 s is no
+     * silence; one second over the limit is */
+    assert_false(serverinfo_link_down(silent45, sizeof(silent45) - 1, 60, &s, &q));
+    assert_int_equal(q, -1);
+    assert_true(serverinfo_link_down(silent45, sizeof(silent45) - 1, 44, &s, &q));
+    assert_false(serverinfo_link_down(silent45, sizeof(silent45) - 1, 45, &s, &q));
 }
 
 static void
@@ -83,24 +89,24 @@ link_down_said(void **state)
     char why[300];
 
     (void)state;
-    serverinfo_link_why("127.0.0.1:6390", 12, -1, true, why, sizeof(why));
+    serverinfo_link_why("127.0.0.1:6390", 12, -1, 30, true, why, sizeof(why));
     assert_string_equal(why, "127.0.0.1:6390 is a replica whose link to its primary is down "
                         "(for 12 s): its data is not current");
     /* untimed: the same text at every pass while the link stays down */
-    serverinfo_link_why("127.0.0.1:6390", 12, -1, false, why, sizeof(why));
+    serverinfo_link_why("127.0.0.1:6390", 12, -1, 30, false, why, sizeof(why));
     assert_string_equal(why, "127.0.0.1:6390 is a replica whose link to its primary is down: "
                         "its data is not current");
-    serverinfo_link_why("127.0.0.1:6390", -1, -1, true, why, sizeof(why));
+    serverinfo_link_why("127.0.0.1:6390", -1, -1, 30, true, why, sizeof(why));
     assert_non_null(strstr(why, "down (not up since the replica started): its data"));
-    serverinfo_link_why("127.0.0.1:6390", -1, -1, false, why, sizeof(why));
+    serverinfo_link_why("127.0.0.1:6390", -1, -1, 30, false, why, sizeof(why));
     assert_non_null(strstr(why, "down (not up since the replica started): its data"));
     /* silent: the same text at every pass, as untimed */
-    serverinfo_link_why("127.0.0.1:6390", -1, 45, true, why, sizeof(why));
+    serverinfo_link_why("127.0.0.1:6390", -1, 45, 30, true, why, sizeof(why));
     assert_string_equal(why, "127.0.0.1:6390 is a replica whose link to its primary is down "
-                        "(silent: nothing from its primary for over 30 s, though it pings "
-                        "every repl-ping-replica-period, 10 s by default): its data is not "
-                        "current");
-    serverinfo_link_why("127.0.0.1:6390", 12, -1, true, why, 10);      /* cut to size */
+                        "(silent: nothing from its primary for over 30 s, the target's "
+                        "replica_silence, though it pings every repl-ping-replica-period, 10 s "
+                        "by default): its data is not current");
+    serverinfo_link_why("127.0.0.1:6390", 12, -1, 30, true, why, 10);      /* cut to size */
     assert_string_equal(why, "127.0.0.1");
 }
 
