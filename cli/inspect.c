@@ -297,6 +297,20 @@ kin_probe(struct lockctl *lc, struct cli_lock *out, size_t n, char *err, size_t 
     return 0;
 }
 
+/* The key is not this node's to read now: MOVED, ASK, TRYAGAIN (its slot
+ * moving), or its slot served by no node. */
+static bool
+not_here(const redisReply *rep)
+{
+    static const char *const words[] = { "MOVED ", "ASK ", "TRYAGAIN",
+                                         "CLUSTERDOWN Hash slot not served" };
+
+    for (size_t i = 0; rep->type == REDIS_REPLY_ERROR && i < 4; i++)
+        if (rep->len >= strlen(words[i]) && memcmp(rep->str, words[i], strlen(words[i])) == 0)
+            return true;
+    return false;
+}
+
 struct redirect {
     bool seen, ask;
     char host[256];
@@ -364,6 +378,18 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         }
         if (get_reply(lc, "TYPE", &rep, err, errlen) == -1)
             goto out;
+        if (lc->stay && not_here(rep)) {
+            /* list: another node's (its scan reads it, or read it), or
+             * no node's; its PTTL's reply says the same */
+            out[i].elsewhere = true;
+            out[i].type = RAW_NONE;
+            freeReplyObject(rep);
+            if (get_reply(lc, "PTTL", &rep, err, errlen) == -1)
+                goto out;
+            freeReplyObject(rep);
+            rep = NULL;
+            continue;
+        }
         {
             unsigned slot;
 

@@ -45,6 +45,10 @@ struct list_run {
     uint64_t total;             /* locks matching the state */
     uint64_t examined;
     uint64_t outside;           /* keys --pattern matched outside the patterns */
+    uint64_t elsewhere;         /* keys a node did not serve when read (their
+                                 * slot moving, or served by none) */
+    char gap[CLUSTER_RANGES_TEXT];  /* slots no node serves ("" none) */
+    size_t gap_known;           /* the agent's (last known) locks there */
     bool complete;
     /* keys seen (SCAN may return one twice; patterns may overlap) */
     uint64_t *seen;
@@ -227,6 +231,7 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
     for (i = 0; i < n; i++) {
         bool agent = false;
 
+        lr->elsewhere += locks[i].elsewhere;
         if (locks[i].type != RAW_NONE && (lr->av.answered || filled[i]))
             agent = verdict_judge(lr->rules, &locks[i], lr->av.answered ?
                                   agent_find(&lr->av, locks[i].key, locks[i].keylen) : NULL,
@@ -337,6 +342,12 @@ scan_cluster(struct list_run *lr)
         return session_redis_error(lc, err);
     if (topo.note[0] != '\0')
         lockctl_note(lc, "target %s: %s", seed->name, topo.note);
+    /* their keys cannot be read now: what the agent last knew of them is
+     * counted, never shown as read */
+    if (cluster_uncovered(&topo, lr->gap, sizeof(lr->gap)) > 0)
+        for (size_t k = 0; k < lr->av.nlocks; k++)
+            lr->gap_known += cluster_shard_of_slot(&topo, cluster_keyslot(
+                lr->av.locks[k].key, lr->av.locks[k].keylen)) == NULL;
     for (size_t i = 0; i < topo.nshards && rc == LOCKCTL_DONE && lr->complete; i++) {
         redisconn_node(seed, topo.shards[i].primary.host, topo.shards[i].primary.port,
                        &lc->node);
@@ -410,6 +421,20 @@ print_table(struct list_run *lr, size_t count, const char *state)
            lr->lc->t->name, addr, (unsigned long long)lr->examined,
            lr->examined == 1 ? "" : "s",
            lr->complete ? "" : "; stopped at the cap: narrow it with --pattern");
+    if (lr->gap[0] != '\0' && lr->av.answered)
+        table_line(stdout, lockctl_width(lr->lc), "no node serves slots %s: their locks are "
+                   "unknown now, not listed (the agent's last known there: %zu; lockctl show "
+                   "KEY, or its /api/v1/locks?target=%s, marked stale)", lr->gap, lr->gap_known,
+                   lr->lc->t->name);
+    else if (lr->gap[0] != '\0')
+        table_line(stdout, lockctl_width(lr->lc), "no node serves slots %s: their locks are "
+                   "unknown now, not listed (the agent, when it runs, keeps those it last knew)",
+                   lr->gap);
+    if (lr->elsewhere > 0)
+        table_line(stdout, lockctl_width(lr->lc), "%llu key%s not read: %s",
+                   (unsigned long long)lr->elsewhere, lr->elsewhere == 1 ? "" : "s",
+                   lr->gap[0] ? "in those slots, or moving between nodes while listed"
+                   : "moving between nodes while listed: run list again");
     if (lr->outside > 0)
         table_line(stdout, lockctl_width(lr->lc), "--pattern %s matched %llu key%s outside the "
                    "target's patterns, not listed: --pattern narrows within them, never "
@@ -624,6 +649,9 @@ print_json(struct list_run *lr, size_t count, const char *state)
                         strlen(lr->pattern)) : json_null());
     json_object_set_new(root, "keys_examined", json_integer((json_int_t)lr->examined));
     json_object_set_new(root, "keys_outside_patterns", json_integer((json_int_t)lr->outside));
+    json_object_set_new(root, "keys_not_read", json_integer((json_int_t)lr->elsewhere));
+    json_object_set_new(root, "slots_unserved", lr->gap[0] ? json_string(lr->gap) : json_null());
+    json_object_set_new(root, "unserved_known_to_agent", json_integer((json_int_t)lr->gap_known));
     json_object_set_new(root, "count", json_integer((json_int_t)count));
     json_object_set_new(root, "total", json_integer((json_int_t)lr->total));
     json_object_set_new(root, "complete", json_boolean(lr->complete));
@@ -661,6 +689,7 @@ cmd_list(struct lockctl *lc, int argc, char **argv)
     memset(&lr, 0, sizeof(lr));
     lr.lc = lc;
     lr.complete = true;
+    lc->stay = true;            /* each node's keys, where SCAN found them */
     optind = 0;
     while ((opt = getopt_long(argc, argv, SESSION_SHORT_OPTIONS "s:p:n:h", opts, NULL)) != -1) {
         {

@@ -83,6 +83,10 @@ struct lockctl {
     struct target_conf *conf_t; /* t before it named node (the config's
                                  * target, with --url) */
     bool asking;                /* an ASK led to c: ASKING before each read */
+    bool stay;                  /* list: a key another node serves (its slot
+                                 * moving, or served by none) is left
+                                 * unread (cli_lock.elsewhere), the node's
+                                 * scan going on, not followed there */
     struct cluster_node *known; /* the cluster's nodes as the agent knows
                                  * them (agent_known_nodes()); scope.known */
     bool policy_known;          /* INFO memory asked on this session */
@@ -212,6 +216,9 @@ struct cli_lock {
     bool leak_unknown;          /* no TTL, not judged leaked, and how long
                                  * it has gone without one is unknown */
     uint8_t states;             /* LOCK_* of collectors/locks/snapshot.h */
+    bool elsewhere;             /* lockctl.stay: not read, its node answered
+                                 * MOVED, ASK, TRYAGAIN or that no node
+                                 * serves its slot (type RAW_NONE) */
 };
 
 /*

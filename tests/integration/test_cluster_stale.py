@@ -309,6 +309,16 @@ class ClusterStale(h.TestCase):
         _, _, ready = ag.get("/readyz")
         self.assertIn(b"no node serves slots 0-99", ready)
         self.assertNotIn(b"moving between shards", ready)
+        # lockctl list reads every node's other keys (before: the first
+        # CLUSTERDOWN failed the whole list), and says what it cannot read
+        p = topo.lockctl(["-c", ag.config_path, "-t", "c", "--json", "list", "--state", "all"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual({l["key"] for l in doc["locks"]}, {outside, beside}, doc)
+        self.assertEqual((doc["slots_unserved"], doc["keys_not_read"],
+                          doc["unserved_known_to_agent"]), ("0-99", 1, 1), doc)
+        p = topo.lockctl(["-c", ag.config_path, "-t", "c", "list"])
+        self.assertIn(b"no node serves slots 0-99: their locks are unknown now", p.stdout)
 
     def test_shard_never_read_is_no_blind_target(self):
         """A shard down since the agent started has no last success (its
