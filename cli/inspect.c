@@ -65,6 +65,7 @@ get_reply(struct lockctl *lc, const char *what, redisReply **rep, char *err, siz
 {
     redisReply *p = NULL;
 
+    *rep = NULL;                /* a caller's last reply, freed: never freed twice */
     if (lc->asking) {           /* the +OK of the ASKING sent before it */
         if (redisconn_get_reply(lc->c, &p) == -1 || p == NULL) {
             redisconn_error(lc->c, lc->t, "ASKING", err, errlen);
@@ -336,6 +337,72 @@ read_policy(struct lockctl *lc, char *err, size_t errlen)
     return 0;
 }
 
+/* The replies to n keys' OBJECT IDLETIME, TYPE and PTTL into out.  0, or
+ * -1 with err set (rd->seen: a redirection, to follow). */
+static int
+read_metas(struct lockctl *lc, struct cli_lock *out, size_t n, struct redirect *rd, char *err,
+           size_t errlen)
+{
+    redisReply *rep = NULL;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (!lc->lfu) {
+            if (get_reply(lc, "OBJECT IDLETIME", &rep, err, errlen) == -1 ||
+                out_of_step(lc, "OBJECT IDLETIME", rep, 1u << REDIS_REPLY_INTEGER |
+                            1u << REDIS_REPLY_NIL, err, errlen))
+                goto fail;
+            /* an error (an ACL, a policy changed since): unknown */
+            out[i].idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
+            freeReplyObject(rep);
+        }
+        if (get_reply(lc, "TYPE", &rep, err, errlen) == -1)
+            goto fail;
+        if (lc->stay && not_here(rep)) {
+            /* list: another node's (its scan reads it, or read it), or
+             * no node's; its PTTL's reply says the same */
+            out[i].elsewhere = true;
+            out[i].type = RAW_NONE;
+            freeReplyObject(rep);
+            if (get_reply(lc, "PTTL", &rep, err, errlen) == -1)
+                goto fail;
+            freeReplyObject(rep);
+            rep = NULL;
+            continue;
+        }
+        {
+            unsigned slot;
+
+            if (cluster_parse_redirect(rep, &rd->ask, &slot, rd->host, sizeof(rd->host),
+                                       &rd->port)) {
+                rd->seen = true;    /* the key is served elsewhere */
+                snprintf(err, errlen, "TYPE on %s:%d: %.*s", lc->t->host, lc->t->port,
+                         (int)(rep->len > 200 ? 200 : rep->len), rep->str);
+                goto fail;
+            }
+        }
+        if (failed(lc, "TYPE", rep, err, errlen) ||
+            out_of_step(lc, "TYPE", rep, 1u << REDIS_REPLY_STATUS, err, errlen))
+            goto fail;
+        out[i].type = rawread_type(rep);
+        freeReplyObject(rep);
+        if (get_reply(lc, "PTTL", &rep, err, errlen) == -1 ||
+            failed(lc, "PTTL", rep, err, errlen) ||
+            out_of_step(lc, "PTTL", rep, 1u << REDIS_REPLY_INTEGER, err, errlen))
+            goto fail;
+        out[i].pttl_ms = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
+        freeReplyObject(rep);
+        rep = NULL;
+        if (out[i].pttl_ms == -2)
+            out[i].type = RAW_NONE;
+    }
+    return 0;
+fail:
+    if (rep != NULL)
+        freeReplyObject(rep);
+    return -1;
+}
+
 static int
 inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, size_t n,
              int64_t now_ms, struct cli_lock *out, struct redirect *rd, char *err,
@@ -366,56 +433,8 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         append_cmd(lc, "TYPE", NULL, keys[i], lens[i], NULL, NULL, NULL);
         append_cmd(lc, "PTTL", NULL, keys[i], lens[i], NULL, NULL, NULL);
     }
-    for (i = 0; i < n; i++) {
-        if (!lc->lfu) {
-            if (get_reply(lc, "OBJECT IDLETIME", &rep, err, errlen) == -1 ||
-                out_of_step(lc, "OBJECT IDLETIME", rep, 1u << REDIS_REPLY_INTEGER |
-                            1u << REDIS_REPLY_NIL, err, errlen))
-                goto out;
-            /* an error (an ACL, a policy changed since): unknown */
-            out[i].idle_s = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
-            freeReplyObject(rep);
-        }
-        if (get_reply(lc, "TYPE", &rep, err, errlen) == -1)
-            goto out;
-        if (lc->stay && not_here(rep)) {
-            /* list: another node's (its scan reads it, or read it), or
-             * no node's; its PTTL's reply says the same */
-            out[i].elsewhere = true;
-            out[i].type = RAW_NONE;
-            freeReplyObject(rep);
-            if (get_reply(lc, "PTTL", &rep, err, errlen) == -1)
-                goto out;
-            freeReplyObject(rep);
-            rep = NULL;
-            continue;
-        }
-        {
-            unsigned slot;
-
-            if (cluster_parse_redirect(rep, &rd->ask, &slot, rd->host, sizeof(rd->host),
-                                       &rd->port)) {
-                rd->seen = true;    /* the key is served elsewhere */
-                snprintf(err, errlen, "TYPE on %s:%d: %.*s", lc->t->host, lc->t->port,
-                         (int)(rep->len > 200 ? 200 : rep->len), rep->str);
-                goto out;
-            }
-        }
-        if (failed(lc, "TYPE", rep, err, errlen) ||
-            out_of_step(lc, "TYPE", rep, 1u << REDIS_REPLY_STATUS, err, errlen))
-            goto out;
-        out[i].type = rawread_type(rep);
-        freeReplyObject(rep);
-        if (get_reply(lc, "PTTL", &rep, err, errlen) == -1 ||
-            failed(lc, "PTTL", rep, err, errlen) ||
-            out_of_step(lc, "PTTL", rep, 1u << REDIS_REPLY_INTEGER, err, errlen))
-            goto out;
-        out[i].pttl_ms = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
-        freeReplyObject(rep);
-        rep = NULL;
-        if (out[i].pttl_ms == -2)
-            out[i].type = RAW_NONE;
-    }
+    if (read_metas(lc, out, n, rd, err, errlen) == -1)
+        goto out;
     for (i = 0; i < n; i++) {
         if (out[i].type == RAW_STRING)
             append_cmd(lc, "GETRANGE", NULL, keys[i], lens[i], "0", STR(RAW_VALUE_MAX), NULL);
