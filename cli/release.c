@@ -136,6 +136,11 @@ current_holders(const struct lockctl *lc, const struct change *ch, const struct 
 {
     size_t n = l->view.nholders;
 
+    if (l->type == RAW_HASH && n == 0) {
+        table_line(stderr, lockctl_width(lc), "next: nothing lockctl can release; lockctl "
+                   "show KEY says how to read its fields, and what is left to do");
+        return;
+    }
     if (l->type == RAW_NONE || n == 0) {
         table_line(stderr, lockctl_width(lc), "next: nothing to release: the key %s",
                    l->type == RAW_NONE ? "is gone" : "names no holder lockctl can read");
@@ -543,8 +548,16 @@ report(struct lockctl *lc, const struct change *ch, const struct release_request
         session_redis_error(lc, res->err);
     } else if (rc == LOCKCTL_REFUSED) {
         /* a refusal without Redis says why in err (naming the lock) */
+        /* not "a mistyped holder, or it changed hands": none can match
+         * (an on-call trial) */
+        bool nameless = res->outcome == RELEASE_REFUSED_HOLDER && read != NULL &&
+            read->type == RAW_HASH && read->view.nholders == 0;
+
         lockctl_warnx("%s %s on target %s (%s): %s [%s]", ch->cmd, key ? key : "?",
                       lc->t->name, addr, res->err[0] != '\0' ? res->err
+                      : nameless ? "refused: this hash's fields name no holder lockctl knows "
+                      "(a client's <uuid>:<thread>), so no --holder matches: lockctl releases "
+                      "only a holder it can name; nothing was changed"
                       : release_outcome_message(res->outcome),
                       release_outcome_str(res->outcome));
         if (res->outcome == RELEASE_REFUSED_HOLDER)

@@ -286,6 +286,9 @@ rows(struct table *t, const struct lockctl *lc, const struct cli_lock *l, bool i
              : l->src.source == FMT_SOURCE_PROVEN ? "proven by its layout"
              : l->type == RAW_ZSET ? "guessed from the value's shape (released by removing "
                                      "that holder's member)"
+             : l->type == RAW_HASH && l->view.nholders == 0 ?
+             "a hash whose fields name no holder lockctl knows (a client's <uuid>:<thread>): "
+             "lockctl does not release it"
              : "guessed from the value's shape (released by compare-and-delete)",
              l->src.contradicts ? "; the value is NOT the format format_patterns declare"
              : "");
@@ -548,16 +551,25 @@ show_json(const struct lockctl *lc, const struct cli_lock *l, const struct waiti
  * it whole, and how to give it.  The key is named when it is short
  * printable ASCII (a word to paste), else as KEY.
  */
-static void
-cut_holder_next(const struct lockctl *lc, const struct cli_lock *l, size_t i)
+/* Is l's key short printable ASCII that pastes as one shell word? */
+static bool
+key_word(const struct cli_lock *l)
 {
-    const char *read = l->type == RAW_HASH ? "HKEYS" : l->type == RAW_ZSET ? "ZRANGE" : "GET";
     bool word = l->keylen > 0 && l->keylen <= 120;
-    char cli[600];
 
     for (size_t k = 0; word && k < l->keylen; k++)
         word = l->key[k] > ' ' && l->key[k] < 0x7f && l->key[k] != '\'' &&
             l->key[k] != '"' && l->key[k] != '\\';
+    return word;
+}
+
+static void
+cut_holder_next(const struct lockctl *lc, const struct cli_lock *l, size_t i)
+{
+    const char *read = l->type == RAW_HASH ? "HKEYS" : l->type == RAW_ZSET ? "ZRANGE" : "GET";
+    bool word = key_word(l);
+    char cli[600];
+
     session_redis_cli(lc, cli, sizeof(cli));
     table_line(stdout, lockctl_width(lc), "no release command for holder %zu: its id is longer "
                "than the %d bytes lockctl reads (shown cut, ending in \xe2\x80\xa6); read it "
@@ -587,6 +599,19 @@ release_lines(const struct lockctl *lc, const struct cli_lock *l, bool inpat)
     if (!inpat) {
         table_line(stdout, width, "no release command: the key is outside the target's "
                    "patterns");
+        return;
+    }
+    if (n == 0 && l->type == RAW_HASH) {
+        /* an on-call trial found no way on: say whose it may be, and
+         * that only a person who knows can remove it */
+        char cli[600];
+
+        session_redis_cli(lc, cli, sizeof(cli));
+        table_line(stdout, width, "no release command: lockctl releases a holder it can name, "
+                   "and this hash's fields name none it knows; read them with %s HGETALL %s, "
+                   "find who holds it, and if that holder is gone for good, remove the key "
+                   "there yourself (lockctl never deletes a lock whose holder it cannot check)",
+                   cli, key_word(l) ? l->key : "KEY");
         return;
     }
     if (n == 0) {

@@ -20,7 +20,10 @@
 - with the agent down, list and show agree on a liblockwatch reentrant
   lock: list reads the client registry (lockwatch:client:{<uuid>}) as show
   does, so its age is the registry's acquisition time and `list --state
-  long` has it; show says that time is the registry's, not the value's.
+  long` has it; show says that time is the registry's, not the value's;
+- a hash whose fields name no holder lockctl knows: show says lockctl does
+  not release it and how to read its fields; release's refusal says no
+  --holder can match, not that the holder changed hands.
 """
 
 import os
@@ -215,6 +218,30 @@ class LockctlOncall(h.TestCase):
         self.assertIn("a bare number that may be one's count", err)
         self.assertNotIn("permit back, release it", err)
         self.assertEqual(c.get("lock:cron:pid"), b"31337")
+
+    def test_a_hash_of_no_known_holder_says_what_is_left(self):
+        # an on-call trial: a hash lock whose field is no client's
+        # <uuid>:<thread> showed "released by compare-and-delete" and
+        # "lockctl show --json shows the value" (it does not), and its
+        # release was refused as "a mistyped holder, or it changed hands"
+        rs = self.start_redis()
+        c = rs.client()
+        c.hset("lock:odd", "worker-7", "1")
+        cfg = lt.write_config(url="redis://127.0.0.1:%d/0" % rs.port)
+        p = lt.run(["--agent", "off", "show", "lock:odd"], cfg)
+        out = " ".join(p.stdout.decode().split())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("compare-and-delete", out)
+        self.assertIn("lockctl does not release it", out)
+        self.assertIn("redis-cli -h 127.0.0.1 -p %d HGETALL lock:odd" % rs.port, out)
+        p = lt.run(["--agent", "off", "release", "lock:odd", "--holder", "worker-7", "--yes"],
+                   cfg)
+        err = " ".join(p.stderr.decode().split())
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("[holder_changed]", err)
+        self.assertIn("fields name no holder lockctl knows", err)
+        self.assertNotIn("mistyped", err)
+        self.assertEqual(c.hgetall("lock:odd"), {b"worker-7": b"1"})
 
     def test_url_at_a_replica_says_so(self):
         # an on-call trial: --url at a replica (after a failover) was told
