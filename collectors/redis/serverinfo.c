@@ -106,11 +106,18 @@ serverinfo_link_why(const char *node, long long down_s, long long silent_s,
 {
     char since[200] = " (not up since the replica started)";
 
-    if (silent_s > 0)
-        snprintf(since, sizeof(since), " (silent: nothing from its primary for over %lld s, "
-                 "the target's replica_silence, though it pings every "
-                 "repl-ping-replica-period, 10 s by default)", limit_s);
-    else if (down_s >= 0 && timed)
+    if (silent_s > 0) {
+        /* "up" says Redis: the link dropped without a close, or the
+         * primary stalled (DEBUG SLEEP, a long script); either way
+         * nothing proves the data current (a freshness trial) */
+        snprintf(out, size, "%s is a replica that heard nothing from its primary for over "
+                 "%lld s, the target's replica_silence, though a primary pings every "
+                 "repl-ping-replica-period (10 s by default): its link still says up, but "
+                 "dropped silently or its primary is stalled, and its data is not proven "
+                 "current", node, limit_s);
+        return;
+    }
+    if (down_s >= 0 && timed)
         snprintf(since, sizeof(since), " (for %lld s)", down_s);
     else if (down_s >= 0)
         since[0] = '\0';

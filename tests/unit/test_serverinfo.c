@@ -102,10 +102,11 @@ link_down_said(void **state)
     assert_non_null(strstr(why, "down (not up since the replica started): its data"));
     /* silent: the same text at every pass, as untimed */
     serverinfo_link_why("127.0.0.1:6390", -1, 45, 30, true, why, sizeof(why));
-    assert_string_equal(why, "127.0.0.1:6390 is a replica whose link to its primary is down "
-                        "(silent: nothing from its primary for over 30 s, the target's "
-                        "replica_silence, though it pings every repl-ping-replica-period, 10 s "
-                        "by default): its data is not current");
+    assert_string_equal(why, "127.0.0.1:6390 is a replica that heard nothing from its primary "
+                        "for over 30 s, the target's replica_silence, though a primary pings "
+                        "every repl-ping-replica-period (10 s by default): its link still says "
+                        "up, but dropped silently or its primary is stalled, and its data is "
+                        "not proven current");
     serverinfo_link_why("127.0.0.1:6390", 12, -1, 30, true, why, 10);      /* cut to size */
     assert_string_equal(why, "127.0.0.1");
 }
