@@ -580,6 +580,7 @@ run_cluster(struct run *r, struct cluster_topo *topo, struct stream **out, size_
 
         st[i].r = r;
         st[i].primary = st[i].readonly ? &topo->shards[i].primary : NULL;
+        st[i].slot_shard = topo->slot_shard;
         snprintf(st[i].host, sizeof(st[i].host), "%s", node->host);
         st[i].port = node->port;
         st[i].max_kps = share;

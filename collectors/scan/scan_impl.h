@@ -178,6 +178,9 @@ struct stream {
     const struct cluster_node *primary; /* a replica's shard's primary, read
                                  * instead when the replica's link to it
                                  * is down (the pass's topology) */
+    const uint16_t *slot_shard; /* cluster: the pass's slot -> shard table
+                                 * (cluster_topo), to tell a key of a slot
+                                 * it says no node serves; NULL otherwise */
     bool kept;                  /* c was kept from an earlier pass: its peer
                                  * may have closed it while it waited */
     long max_kps;               /* this stream's share of max_keys_per_second */

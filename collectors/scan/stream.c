@@ -42,8 +42,9 @@
  * cannot be read there (MOVED again: the slot moved away since SCAN;
  * ASK: the key left a slot migrating away; TRYAGAIN) is counted moved
  * as well as vanished: the view may lack it (/readyz says so).  A key of
- * a slot no node serves (CLUSTERDOWN Hash slot not served) is skipped:
- * the gap is a shard down of its own, its locks last known (scan.c).
+ * a slot no node serves, as the pass's topology has it too (CLUSTERDOWN
+ * Hash slot not served: gap_key()), is skipped: the gap is a shard down
+ * of its own, its locks last known (scan.c).
  * Any other error reply to a read (NOPERM from an ACL without +getrange,
  * LOADING, BUSY, MASTERDOWN, ...) is not a key that went away but a key
  * the scanner cannot judge, which may be a leak: it is counted by kind
@@ -226,26 +227,33 @@ key_reply(struct stream *s, const struct key_meta *m, redisReply **rep)
 }
 
 /* A cluster redirection or a slot in migration: the key is elsewhere,
- * or here only after ASKING (redirected()).  Or its slot is served by no
- * node (cluster-require-full-coverage no): the key is still in this
- * node's memory, but it is the slots-no-node-serves shard's, down and
- * carried last known (scan.c), not this node's, whose other keys are read
- * as ever (before, its whole part of the view went last known). */
-#define UNSERVED "CLUSTERDOWN Hash slot not served"
-static bool
-unserved(const redisReply *rep)
-{
-    return rep->type == REDIS_REPLY_ERROR && rep->len >= sizeof(UNSERVED) - 1 &&
-        memcmp(rep->str, UNSERVED, sizeof(UNSERVED) - 1) == 0;
-}
-
+ * or here only after ASKING (redirected()). */
 static bool
 moved(const redisReply *rep)
 {
     return rep->type == REDIS_REPLY_ERROR &&
         ((rep->len >= 6 && memcmp(rep->str, "MOVED ", 6) == 0) ||
          (rep->len >= 4 && memcmp(rep->str, "ASK ", 4) == 0) ||
-         (rep->len >= 8 && memcmp(rep->str, "TRYAGAIN", 8) == 0) || unserved(rep));
+         (rep->len >= 8 && memcmp(rep->str, "TRYAGAIN", 8) == 0));
+}
+
+/*
+ * A key of a slot no node serves (cluster-require-full-coverage no), as
+ * the pass's topology has it too: the key is still in this node's memory,
+ * but it is the slots-no-node-serves shard's, down and carried last known
+ * (scan.c), not this node's, whose other keys are read as ever.  A node
+ * that answers so for a slot the topology gives a shard (a DELSLOTS on the
+ * owner only, or one since the discovery) is refused, and its shard fails
+ * with its locks last known: skipped, the lock would drop out as released
+ * (a red-team).
+ */
+#define UNSERVED "CLUSTERDOWN Hash slot not served"
+static bool
+gap_key(const struct stream *s, const struct key_meta *m, const redisReply *rep)
+{
+    return rep->type == REDIS_REPLY_ERROR && rep->len >= sizeof(UNSERVED) - 1 &&
+        memcmp(rep->str, UNSERVED, sizeof(UNSERVED) - 1) == 0 && s->slot_shard != NULL &&
+        s->slot_shard[cluster_keyslot(m->k.key, m->k.keylen)] == CLUSTER_NO_SHARD;
 }
 
 /* WRONGTYPE: the key was replaced by another type since TYPE. */
@@ -296,8 +304,8 @@ redirected(struct stream *s, struct batch *b, struct key_meta *m, size_t i,
         b->nreread++;
     } else if (s->on_moved != NULL) {
         s->on_moved(s->on_key_arg, i, rep);
-    } else if (!unserved(rep)) {
-        s->cnt.moved_total++;   /* an unserved slot's key: the gap's, said there */
+    } else {
+        s->cnt.moved_total++;
     }
 }
 
@@ -332,7 +340,7 @@ read_meta(struct stream *s, struct batch *b, bool again)
         }
         if (key_reply(s, m, &rep) == -1)
             return -1;
-        if (rep->type == REDIS_REPLY_ERROR && !moved(rep)) {
+        if (rep->type == REDIS_REPLY_ERROR && !moved(rep) && !gap_key(s, m, rep)) {
             /* NOPERM, CLUSTERDOWN, LOADING...: this node cannot be read,
              * and skipping its keys as vanished would hide that */
             count_refusal(s, "TYPE", rep);
@@ -354,7 +362,7 @@ read_meta(struct stream *s, struct batch *b, bool again)
          * that vanished. */
         if (rep->type == REDIS_REPLY_INTEGER) {
             m->k.pttl = rep->integer;
-        } else if (!moved(rep)) {
+        } else if (!moved(rep) && !gap_key(s, m, rep)) {
             if (rep->type == REDIS_REPLY_ERROR) {
                 count_refusal(s, "PTTL", rep);
             } else {

@@ -320,6 +320,38 @@ class ClusterStale(h.TestCase):
         p = topo.lockctl(["-c", ag.config_path, "-t", "c", "list"])
         self.assertIn(b"no node serves slots 0-99: their locks are unknown now", p.stdout)
 
+    def test_a_slot_only_its_owner_gave_up_is_no_gap(self):
+        # a red-team: CLUSTER DELSLOTS on the owner alone (the other nodes,
+        # the URL's among them, still name it): its keys there answer
+        # CLUSTERDOWN while the pass's topology gives the slot a shard, so
+        # the owner's read is refused, its shard down with the lock last
+        # known; skipped as a gap's key, the lock dropped out as released
+        c = topo.start_cluster(self, primaries=3)
+        owner = c.owner[0]
+        leak = next("lock:own:%d" % i for i in range(10000)
+                    if c.owner[topo.keyslot("lock:own:%d" % i)] == owner)
+        slot = topo.keyslot(leak)
+        c.load([("SET", leak, "tok")])
+        for n in c.nodes:
+            n.client().config_set("cluster-require-full-coverage", "no")
+        url_node = next(n for n in c.nodes if n.port != owner)
+        ag = self.start_agent(targets=[("c", "redis://127.0.0.1:%d/0" % url_node.port)],
+                              scan_interval="500ms", leak_grace="1s", max_hold="1h",
+                              target_extra={"mode": "cluster"})
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c") == 1,
+                    30, desc="the leak counted")
+        c.by_port[owner].client().execute_command("CLUSTER", "DELSLOTS", slot)
+        ag.wait_for(lambda: any(v == 0 for _, v in h.select(ag.metrics(), "lockwatch_shard_up",
+                                                            target="c")),
+                    15, desc="the owner's shard down")
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            st, lk = ag.lock(leak, target="c")
+            self.assertEqual(st, 200, lk)
+            self.assertTrue(lk.get("stale"), lk)
+            self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c"), 1)
+            time.sleep(0.25)
+
     def test_shard_never_read_is_no_blind_target(self):
         """A shard down since the agent started has no last success (its
         stale entry's last_success is null), but the target is scanned:
