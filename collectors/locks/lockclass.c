@@ -569,6 +569,15 @@ class_set_name(const struct class_set *set, size_t idx)
     return set->names[idx];
 }
 
+int
+class_set_keep_other(struct class_set *set)
+{
+    if (set == NULL)
+        return -1;
+    set->overflowed++;
+    return CLASS_OTHER_INDEX;
+}
+
 size_t
 class_set_overflowed(const struct class_set *set)
 {

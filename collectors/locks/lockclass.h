@@ -104,5 +104,9 @@ const char *class_set_name(const struct class_set *set, size_t idx);
  * need an unbounded set of exactly the names we refuse to keep).
  */
 size_t class_set_overflowed(const struct class_set *set);
+/* A key kept in "other" (a holding counted there before, which keeps its
+ * class while it lasts: collectors/scan/tracker.h), counted as folded in
+ * and its own class not added: CLASS_OTHER_INDEX, or -1 for a NULL set. */
+int class_set_keep_other(struct class_set *set);
 
 #endif

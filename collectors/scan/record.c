@@ -204,7 +204,10 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
         rc = 0;
         goto out;
     }
-    if ((ci = class_set_intern(r->classes, cls)) < 0)
+    /* a holding counted in "other" stays there while it lasts (tracker.h) */
+    ci = tracker_in_other(r->sc->tracker, kh, hh, nh) ? class_set_keep_other(r->classes)
+        : class_set_intern(r->classes, cls);
+    if (ci < 0)
         goto out;
     lease_of(r, k, raw, &view, &ls);
     ls.blind_before = r->sc->looked_ms == 0;
@@ -214,6 +217,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     if (tracker_visit_born(r->sc->tracker, kh, hh, nh, r->sc->pass, seen_ms, start_age,
                            k->born_ms, raw->pttl >= 0, &ls, &tr) == -1)
         goto out;
+    tracker_note_other(r->sc->tracker, kh, ci == CLASS_OTHER_INDEX && strcmp(cls, CLASS_OTHER));
     /* a guessed value's time, believed when the holder came after the
      * last pass that saw the key without it */
     if (src.claimed_ms > 0 && tr.first_seen_ms >= r->sc->looked_ms &&

@@ -40,6 +40,7 @@ struct track_entry {
 
 #define ENTRY_RENEWED 0x1
 #define ENTRY_AT_START 0x2      /* first seen with nothing looked at before */
+#define ENTRY_OTHER 0x4         /* counted in the class "other" (the cap) */
 
 _Static_assert(sizeof(struct track_entry) == 56, "56 bytes an entry");
 
@@ -439,6 +440,40 @@ tracker_backdate(struct tracker *t, uint64_t key_hash, int64_t acquired_ms, int6
     }
     result_of(e, res);
     return 0;
+}
+
+/* The entry of key_hash, or NULL. */
+static const struct track_entry *
+lookup(const struct tracker *t, uint64_t key_hash)
+{
+    size_t i = (size_t)key_hash & (t->locks.cap - 1);
+
+    while (t->locks.slots[i].key_hash != 0) {
+        if (t->locks.slots[i].key_hash == key_hash)
+            return &t->locks.slots[i];
+        i = (i + 1) & (t->locks.cap - 1);
+    }
+    return NULL;
+}
+
+bool
+tracker_in_other(const struct tracker *t, uint64_t key_hash, const uint32_t *holders,
+                 size_t nholders)
+{
+    const struct track_entry *e = lookup(t, key_hash);
+
+    return e != NULL && (e->flags & ENTRY_OTHER) && holds(holders, nholders, e->holder_hash);
+}
+
+void
+tracker_note_other(struct tracker *t, uint64_t key_hash, bool other)
+{
+    struct track_entry *e = (struct track_entry *)lookup(t, key_hash);
+
+    if (e != NULL && other)
+        e->flags |= ENTRY_OTHER;
+    else if (e != NULL)
+        e->flags &= (uint16_t)~ENTRY_OTHER;
 }
 
 int

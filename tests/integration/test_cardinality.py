@@ -187,6 +187,46 @@ class Cardinality(h.TestCase):
             self.assertEqual(h.msum(m, "lockwatch_locks_leaked", target="main",
                                     **{"class": key}), 1, key)
 
+    def test_a_leak_in_other_stays_there(self):
+        self.leak_in_other("off")
+
+    def test_a_leak_in_other_stays_there_following(self):
+        self.leak_in_other("on")
+
+    def leak_in_other(self, incremental):
+        # a freshness trial: past 200 classes a leak counted in "other" got
+        # its own class once churn freed a place, and its LockLeaked (class
+        # is a label) resolved and fired again, its startsAt lost
+        rs = self.start_redis(args=["--notify-keyspace-events", "Kg$lshzxet"])
+        c = rs.client()
+        h.load(c, (("SET", "lock:r%d:1" % i, "v", "PX", 900000) for i in range(250)))
+        ag = self.start_agent(rs, scan_interval="1s", leak_grace="1s", max_hold="1h",
+                              target_extra={"incremental": incremental})
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="main") == 250,
+                    timeout=30, desc="250 locks counted")
+        c.set("lock:zleak:1", "x")
+
+        def leaks():
+            st, doc = ag.get_json("/api/v1/alerts")
+            self.assertEqual(st, 200, doc)
+            return {(a["labels"].get("key"), a["labels"].get("class"), a["startsAt"])
+                    for a in doc["alerts"] if a["labels"]["alertname"] == "LockLeaked"}
+        ag.wait_for(lambda: len(leaks()) == 1, timeout=30, desc="the leak firing")
+        first = leaks()
+        self.assertEqual(first.pop()[1], "other", first)
+        first = leaks()
+        c.delete(*["lock:r%d:1" % i for i in range(100)])
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="main") == 151,
+                    timeout=30, desc="151 locks counted")
+        end = time.time() + 5
+        while time.time() < end:
+            self.assertEqual(leaks(), first)
+            time.sleep(0.2)
+        # a new holding of the key is a new lock: it takes a free place
+        c.set("lock:zleak:1", "y")
+        ag.wait_for(lambda: {cl for _, cl, _ in leaks()} == {"lock:zleak:*"}, timeout=30,
+                    desc="the new holding in its own class")
+
     def test_offender_cap_worst_first(self):
         # top_offenders = 5 with 105 leaked locks: exactly 5 keys in
         # lockwatch_lock_offender_info, and they are the 5 that leaked first.

@@ -459,6 +459,11 @@ test_set_cap(void **state)
     assert_int_equal(class_set_intern(set, "class-199"), CLASS_MAX);
     assert_int_equal(class_set_intern(set, CLASS_OTHER), CLASS_OTHER_INDEX);
     assert_int_equal(class_set_overflowed(set), 3);
+    /* a key kept in "other" (its holding was there) is one more folded in */
+    assert_int_equal(class_set_keep_other(set), CLASS_OTHER_INDEX);
+    assert_int_equal(class_set_overflowed(set), 4);
+    assert_int_equal(class_set_count(set), CLASS_MAX + 1);
+    assert_int_equal(class_set_keep_other(NULL), -1);
     assert_string_equal(class_set_name(set, CLASS_MAX), "class-199");
     assert_null(class_set_name(set, CLASS_MAX + 1));
 

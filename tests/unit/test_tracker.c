@@ -389,6 +389,33 @@ born_after_an_empty_restart(void **state)
     tracker_free(t);
 }
 
+/* A holding counted in "other" stays there while its timed holder holds
+ * (a reader joining too); a new holder is a new holding; not noted, or
+ * noted back, it is not. */
+static void
+other_lasts_as_long_as_the_holding(void **state)
+{
+    struct tracker *t = tracker_new(NULL);
+    struct track_result r;
+    uint32_t two[2] = { 7, 9 };
+
+    (void)state;
+    assert_false(tracker_in_other(t, 42, hs(7), 1));        /* unknown key */
+    tracker_visit(t, 42, hs(7), 1, 1, 10000, 0, 0, NULL, &r);
+    assert_false(tracker_in_other(t, 42, hs(7), 1));        /* not noted */
+    tracker_note_other(t, 42, true);
+    assert_true(tracker_in_other(t, 42, hs(7), 1));
+    assert_true(tracker_in_other(t, 42, two, 2));           /* still among them */
+    assert_false(tracker_in_other(t, 42, hs(8), 1));        /* taken by another */
+    tracker_visit(t, 42, hs(8), 1, 2, 20000, 0, 0, NULL, &r);
+    assert_true(r.acquired);
+    tracker_note_other(t, 42, false);
+    assert_false(tracker_in_other(t, 42, hs(8), 1));
+    tracker_note_other(t, 43, true);                        /* no entry: nothing */
+    assert_false(tracker_in_other(t, 43, hs(8), 1));
+    tracker_free(t);
+}
+
 int
 main(void)
 {
@@ -405,6 +432,7 @@ main(void)
         cmocka_unit_test(names_are_bounded),
         cmocka_unit_test(unbroken_since_the_last_lease_set),
         cmocka_unit_test(born_after_an_empty_restart),
+        cmocka_unit_test(other_lasts_as_long_as_the_holding),
     };
 
     return cmocka_run_group_tests_name("tracker", tests, NULL, NULL);
