@@ -232,6 +232,7 @@ oom:
  * those of an answer before; an entry that is not {"id", "host", "port"}
  * is left out.  0, -1 on ENOMEM. */
 #define AGENT_NODES_MAX 4096
+#define AGENT_NODES_WAIT_MS 2000    /* agent_known_nodes()'s own GET */
 
 static int
 add_nodes(struct agent_view *av, const json_t *doc)
@@ -251,8 +252,13 @@ add_nodes(struct agent_view *av, const json_t *doc)
 
         if (n == AGENT_NODES_MAX)
             break;
+        /* an id is 40 hex digits; a host, shown in messages, a name or
+         * an address (anything else, a terminal's escape, is left out) */
         if (id == NULL || host == NULL || port <= 0 || port > 65535 ||
-            strlen(id) >= sizeof(k->id) || host[0] == '\0' || strlen(host) >= sizeof(k->host))
+            strlen(id) >= sizeof(k->id) || strspn(id, "0123456789abcdef") != strlen(id) ||
+            host[0] == '\0' || strlen(host) >= sizeof(k->host) ||
+            strspn(host, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.:-_") !=
+            strlen(host))
             continue;
         memcpy(k[n].id, id, strlen(id) + 1);
         memcpy(k[n].host, host, strlen(host) + 1);
@@ -849,13 +855,18 @@ agent_known_nodes(struct lockctl *lc, struct agent_view *av)
     if (lc->t->mode != TARGET_CLUSTER || av->elsewhere || (av->asked && !av->replied))
         return;
     memset(&tmp, 0, sizeof(tmp));
+    if (av->nnodes > 0 && av->target_address[0] == '\0')
+        return;                 /* whose view it is, it does not say */
     if (av->nnodes == 0) {
         /* not asked yet (release --yes), or of a key it does not hold:
          * the list's first lock is enough for its "cluster_nodes" */
         if (agent_base_url(lc, tmp.url, sizeof(tmp.url), err, sizeof(err)) != 0 ||
             (target = curl_easy_escape(NULL, lc->t->name, 0)) == NULL)
             return;
-        tmp.deadline_ms = lc->scope.deadline_ms;
+        /* a check, not the command: an agent slow to answer adds 2 s */
+        tmp.deadline_ms = clock_deadline(AGENT_NODES_WAIT_MS);
+        if (lc->scope.deadline_ms != 0 && lc->scope.deadline_ms < tmp.deadline_ms)
+            tmp.deadline_ms = lc->scope.deadline_ms;
         snprintf(url, sizeof(url), "%s/api/v1/locks?target=%.600s&state=all&limit=1",
                  tmp.url, target);
         curl_free(target);
@@ -863,8 +874,9 @@ agent_known_nodes(struct lockctl *lc, struct agent_view *av)
             if (json_is_string(json_object_get(doc, "target_address")))
                 snprintf(tmp.target_address, sizeof(tmp.target_address), "%s",
                          json_string_value(json_object_get(doc, "target_address")));
-            /* another server's nodes are not this target's */
-            if (!agent_view_elsewhere(lc, &tmp, why, sizeof(why)))
+            /* another server's nodes are not this target's, nor those of
+             * an answer that does not say whose */
+            if (tmp.target_address[0] != '\0' && !agent_view_elsewhere(lc, &tmp, why, sizeof(why)))
                 (void)add_nodes(&tmp, doc);
         }
         json_decref(doc);
@@ -875,6 +887,7 @@ agent_known_nodes(struct lockctl *lc, struct agent_view *av)
         lc->known = from->nodes;
         lc->scope.known = lc->known;
         lc->scope.nknown = from->nnodes;
+        lc->scope.known_check = true;
         from->nodes = NULL;
         from->nnodes = 0;
     }

@@ -335,13 +335,14 @@ scan_cluster(struct list_run *lr)
     char err[512];
     int rc = LOCKCTL_DONE;
 
-    /* through the nodes the agent knows, as it reads the cluster: its
-     * URL's node may have left it (agent_known_nodes()) */
-    if (cluster_discover(seed, lc->scope.known, lc->scope.nknown, &topo, err,
-                         sizeof(err)) == -1)
+    if (cluster_discover(seed, NULL, 0, &topo, err, sizeof(err)) == -1)
         return session_redis_error(lc, err);
-    if (topo.note[0] != '\0')
-        lockctl_note(lc, "target %s: %s", seed->name, topo.note);
+    /* the cluster the agent reads, or none (agent_known_nodes()) */
+    if (lc->known != NULL && !cluster_kin(&topo, lc->scope.known, lc->scope.nknown)) {
+        cluster_not_kin(&topo, lc->scope.known, lc->scope.nknown, err, sizeof(err));
+        cluster_topo_clear(&topo);
+        return session_redis_error(lc, err);
+    }
     /* their keys cannot be read now: what the agent last knew of them is
      * counted, never shown as read */
     if (cluster_uncovered(&topo, lr->gap, sizeof(lr->gap)) > 0)

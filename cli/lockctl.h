@@ -88,7 +88,8 @@ struct lockctl {
                                  * unread (cli_lock.elsewhere), the node's
                                  * scan going on, not followed there */
     struct cluster_node *known; /* the cluster's nodes as the agent knows
-                                 * them (agent_known_nodes()); scope.known */
+                                 * them (agent_known_nodes()); scope.known,
+                                 * checked against, never connected to */
     bool policy_known;          /* INFO memory asked on this session */
     bool lfu;                   /* an LFU policy: OBJECT IDLETIME not asked */
 };
@@ -379,14 +380,18 @@ bool agent_view_elsewhere(const struct lockctl *lc, const struct agent_view *av,
  * true when dropped. */
 bool agent_drop_elsewhere(const struct lockctl *lc, struct agent_view *av);
 /*
- * A cluster target: find it, from here on, through the nodes the agent
- * knows as the cluster's (the scope's known nodes: target_open() and
- * list's discovery take them as hints), so that lockctl reads and
- * releases where the agent reads, and a URL's node now in another
- * cluster is not taken for it.  From av's answer, after
+ * A cluster target: from here on, the cluster the URL's node answers for
+ * must be the one the agent reads (cluster_kin() with the nodes the agent
+ * knows: the scope's known nodes, known_check), else target_open() and
+ * list's discovery fail, naming one of the agent's nodes: a URL's node now
+ * in another cluster is not read, nor released in, as the cluster.  The
+ * agent's nodes are only checked against, never connected to: an answer
+ * over unauthenticated HTTP may not choose where lockctl sends its
+ * credentials (a red-team).  From av's answer, after
  * agent_drop_elsewhere(); when it had none (not asked, or asked of a key
- * it does not hold), one GET of the target's list for them.  Nothing when
- * the agent is off, down, or of another server: the URL's node alone.
+ * it does not hold), one GET of the target's list for them, of 2 s at
+ * most.  Nothing when the agent is off, down, of another server, or its
+ * answer names no target_address: the URL's node alone.
  */
 void agent_known_nodes(struct lockctl *lc, struct agent_view *av);
 /* av->nothing_known: the line that says so, in place of a view. */

@@ -377,6 +377,10 @@ session_redis_error(const struct lockctl *lc, const char *detail)
                        "get-master-addr-by-name %s) and that sentinels and master_name are "
                        "right in the config", lc->t->master_name != NULL ? lc->t->master_name
                        : "NAME");
+    else if (strstr(detail, "not as the cluster the agent reads") != NULL)
+        out_error_hint("the target's url names a node of another cluster than the agent's "
+                       "(reset, or moved): point it, or --url, at a node of the agent's "
+                       "cluster; or give --agent off to read the URL's cluster anyway");
     else if (strstr(detail, "READONLY") != NULL && lc->url != NULL)
         out_error_hint("--url names a replica (a failover since?): point it at the primary, "
                        "or leave --url out to use the target's config; nothing was changed");
@@ -454,6 +458,7 @@ session_close(struct lockctl *lc)
     lc->known = NULL;
     lc->scope.known = NULL;
     lc->scope.nknown = 0;
+    lc->scope.known_check = false;
     config_free(lc->cfg);
     lc->cfg = NULL;
     lc->t = NULL;

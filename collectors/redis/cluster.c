@@ -506,8 +506,8 @@ out:
  * of them (one when one is known: a node moved to another cluster keeps
  * its own id, a red-team found); a node without an id, on either side,
  * cannot tell, so it does? */
-static bool
-kin(const struct cluster_topo *topo, const struct cluster_node *known, size_t nknown)
+bool
+cluster_kin(const struct cluster_topo *topo, const struct cluster_node *known, size_t nknown)
 {
     size_t i, j, k, ids = 0, same = 0;
 
@@ -554,7 +554,7 @@ cluster_discover(const struct target_conf *t, const struct cluster_node *hints,
          * pointing at another cluster), is not taken while a known node
          * still answers as the cluster it knew (its own view stays aside,
          * in case none does: then the cluster was replaced). */
-        if (nhints > 0 && !kin(out, hints, nhints)) {
+        if (nhints > 0 && !cluster_kin(out, hints, nhints)) {
             snprintf(one, sizeof(one), "%s:%d answers as %s", host, port,
                      out->nshards == 0 ? "a node serving no slot"
                      : "another cluster (none of the nodes known)");
@@ -602,6 +602,16 @@ failed:
     if (err != NULL && errlen > 0)
         snprintf(err, errlen, "cluster discovery failed: %s", all);
     return -1;
+}
+
+void
+cluster_not_kin(const struct cluster_topo *topo, const struct cluster_node *known,
+                size_t nknown, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "cluster via %s: it answers as %s, not as the cluster the agent reads "
+             "(whose nodes include %.100s:%d); nothing was read there", topo->via,
+             topo->nshards == 0 ? "a node serving no slot" : "another cluster",
+             nknown > 0 ? known[0].host : "?", nknown > 0 ? known[0].port : 0);
 }
 
 bool

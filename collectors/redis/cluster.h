@@ -105,6 +105,19 @@ int cluster_discover(const struct target_conf *t, const struct cluster_node *hin
                      size_t nhints, struct cluster_topo *out, char *err, size_t errlen);
 
 /*
+ * Is topo the cluster of the nodes known (an earlier discovery's)?  It
+ * serves a slot and shares two node ids with them (one when only one is
+ * known: a node moved to another cluster keeps its own id); a node without
+ * an id, on either side, cannot tell, so it is.  Pure.
+ */
+bool cluster_kin(const struct cluster_topo *topo, const struct cluster_node *known,
+                 size_t nknown);
+/* The error of a discovery (topo) that is not cluster_kin() with the nodes
+ * the agent knows: which node answered, as what, and one the agent knows. */
+void cluster_not_kin(const struct cluster_topo *topo, const struct cluster_node *known,
+                     size_t nknown, char *err, size_t errlen);
+
+/*
  * A redirection error reply: "MOVED <slot> <host>:<port>" or
  * "ASK <slot> <host>:<port>".  Returns true and fills the out-parameters
  * when rep is one (an empty host means the node that replied), false

@@ -67,9 +67,10 @@ redisconn_scope_leave(const struct redisconn_scope *prev)
 }
 
 const struct cluster_node *
-redisconn_scope_known(size_t *n)
+redisconn_scope_known(size_t *n, bool *check)
 {
     *n = cur_scope != NULL && cur_scope->known != NULL ? cur_scope->nknown : 0;
+    *check = *n > 0 && cur_scope->known_check;
     return *n > 0 ? cur_scope->known : NULL;
 }
 

@@ -182,17 +182,22 @@ struct redisconn_scope {
     /* A cluster's nodes known to be the target's (the agent's discovery):
      * target_open() discovers through them as cluster_discover()'s hints,
      * so a URL's node now in another cluster is not taken for it.  NULL:
-     * none known (the URL's node answers alone). */
+     * none known (the URL's node answers alone).  known_check: they were
+     * told by another process (lockctl's agent, over HTTP), which may not
+     * choose where to connect: the URL's node answers alone, and a cluster
+     * that is not theirs (cluster_kin()) is an error. */
     const struct cluster_node *known;
     size_t nknown;
+    bool known_check;
 };
 
 /* Enter scope s for this thread (s must outlive it); returns the scope
  * it replaces, to give back to redisconn_scope_leave(). */
 const struct redisconn_scope *redisconn_scope_enter(const struct redisconn_scope *s);
 void redisconn_scope_leave(const struct redisconn_scope *prev);
-/* The cluster nodes this thread's scope knows (*n of them), or NULL. */
-const struct cluster_node *redisconn_scope_known(size_t *n);
+/* The cluster nodes this thread's scope knows (*n of them), or NULL;
+ * *check: only to check the URL's answer against (known_check). */
+const struct cluster_node *redisconn_scope_known(size_t *n, bool *check);
 
 /*
  * The next reply on c (after redisAppendCommand*()), as redisGetReply()

@@ -28,14 +28,19 @@ open_cluster_key(const struct target_conf *t, const char *key, size_t keylen,
     redisContext *c = NULL;
     unsigned slot = key != NULL ? cluster_keyslot(key, keylen) : 0;
     size_t nknown;
-    const struct cluster_node *known = redisconn_scope_known(&nknown);
+    bool check;
+    const struct cluster_node *known = redisconn_scope_known(&nknown, &check);
 
-    /* through the nodes the agent knows, when the scope has them: the
-     * URL's node alone may be in another cluster by now */
-    if (cluster_discover(t, known, nknown, &topo, err, errlen) == -1)
+    /* through the nodes the agent knows, when the scope has them (the
+     * URL's node alone may be in another cluster by now), or, told by
+     * another process, only checked against them */
+    if (cluster_discover(t, check ? NULL : known, check ? 0 : nknown, &topo, err,
+                         errlen) == -1)
         return NULL;
     sh = cluster_shard_of_slot(&topo, slot);
-    if (sh == NULL) {
+    if (check && !cluster_kin(&topo, known, nknown)) {
+        cluster_not_kin(&topo, known, nknown, err, errlen);
+    } else if (sh == NULL) {
         snprintf(err, errlen, "cluster via %s: no node serves slot %u (check CLUSTER "
                  "SHARDS)", topo.via, slot);
     } else {

@@ -39,8 +39,8 @@
  * the connection, which the caller frees with redisFree(), or NULL with
  * err set (naming each sentinel's answer, or every address a discovery
  * tried).  A cluster is discovered through the nodes the thread's scope
- * knows (redisconn_scope.known), when it has them.  Thread-safe; err may
- * not be NULL.
+ * knows (redisconn_scope.known), when it has them, or checked against
+ * them (known_check).  Thread-safe; err may not be NULL.
  */
 redisContext *target_open(const struct target_conf *t, const char *key, size_t keylen,
                           size_t *sentinel_first, struct target_conf *node,

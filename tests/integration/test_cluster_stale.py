@@ -11,13 +11,17 @@ fresh.  Once the primary is back (empty: the test server keeps nothing on
 disk) its slots are judged afresh: nothing stale, and the leak gone with
 the data, LockLeaked resolved.  In scan mode and in follow mode.
 The target's URL node reset into a cluster of its own is not taken for
-the cluster while a node known before still answers as it was, by the
-agent nor by lockctl, its release endpoint and its audit tail, which go
-through the nodes the agent knows.
+the cluster while a node known before still answers as it was: the
+agent's release endpoint and audit tail go through the nodes it knows,
+and lockctl, told them by the agent, refuses to read or release in
+another cluster (it never connects to the nodes an answer names).
 """
 
+import http.server
 import json
 import os
+import socket
+import threading
 import time
 
 import harness as h
@@ -180,13 +184,16 @@ class ClusterStale(h.TestCase):
         st, body = ag.get_json("/api/v1/locks?target=c&state=leaked")
         self.assertEqual((st, body["total"], body["complete"]), (200, 12, True), body)
 
-    def test_lockctl_and_the_release_go_where_the_agent_reads(self):
+    def test_lockctl_refuses_and_the_release_goes_where_the_agent_reads(self):
         # the freshness trial's one high finding left: with the URL's node
         # reset into a cluster of its own, the agent read the real cluster
         # through the nodes it knew, while lockctl, the release endpoint
         # and the audit tail found "the cluster" through the URL's node
         # alone: lockctl listed the other cluster's keys and released
-        # there, the same key and holder left in the real one
+        # there, the same key and holder left in the real one.  The agent's
+        # release and audit tail now go through its nodes; lockctl, told
+        # them over HTTP, only checks the URL's cluster against them (a
+        # red-team: an answer may not choose where lockctl connects)
         c = topo.start_cluster(self, primaries=3, replicas=1)
         primaries = set(c.primaries())
         seed = next(r for r in c.nodes if r.port not in primaries)
@@ -219,31 +226,36 @@ class ClusterStale(h.TestCase):
             return c.by_port[c.owner[topo.keyslot(k)]].client().exists(k)
 
         ctl = ["-c", ag.config_path, "-t", "c"]
-        p = topo.lockctl(ctl + ["--json", "list", "--state", "all"])
-        self.assertEqual(p.returncode, 0, p.stderr)
-        keys = {l["key"] for l in json.loads(p.stdout)["locks"]}
-        self.assertEqual(keys, set(leaks) | set(both), p.stdout)
-        self.assertIn(b"answers as another cluster", p.stderr)
-        p = topo.lockctl(ctl + ["--json", "show", leaks[0]])
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(json.loads(p.stdout)["key"], leaks[0], p.stdout)
-        # lockctl's release: the real cluster's key, not the other's
-        p = topo.lockctl(ctl + ["--json", "release", both[0], "--holder", "tok-both",
-                                "--yes", "--reason", "test"])
+        for cmd in (["list"], ["show", leaks[0]], ["audit"],
+                    ["release", both[0], "--holder", "tok-both", "--yes", "--reason", "t"]):
+            p = topo.lockctl(ctl + cmd)
+            err = b" ".join(p.stderr.split())
+            self.assertEqual(p.returncode, 3, (cmd, p.stdout, err))
+            self.assertIn(b"not as the cluster the agent reads", err, cmd)
+            self.assertIn(b"--agent off to read the URL's cluster anyway", err, cmd)
+        self.assertEqual((real(both[0]), sc.exists(both[0])), (1, 1))
+        # told another node of the real cluster, lockctl releases there
+        node = "redis://127.0.0.1:%d/0" % next(iter(primaries))
+        p = topo.lockctl(ctl + ["--url", node, "--json", "release", both[0], "--holder",
+                                "tok-both", "--yes", "--reason", "test"])
         self.assertEqual(p.returncode, 0, (p.stdout, p.stderr))
         self.assertIn(b'"released"', p.stdout)
         self.assertEqual((real(both[0]), sc.exists(both[0])), (0, 1))
-        # the release endpoint's
+        # --agent off: the URL's cluster, as asked
+        p = topo.lockctl(ctl + ["--agent", "off", "--json", "list", "--state", "all"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("lock:impostor", {l["key"] for l in json.loads(p.stdout)["locks"]})
+        # the release endpoint goes where the agent reads
         st, body = ag.release({"target": "c", "key": both[1], "holder": "tok-both",
                                "reason": "test"}, token)
         self.assertEqual(st, 200, body)
         self.assertEqual(json.loads(body)["outcome"], "released", body)
         self.assertEqual((real(both[1]), sc.exists(both[1])), (0, 1))
-        # both audited in the real cluster, read back by lockctl audit and
-        # put on the agent's timeline by its audit tail
+        # both audited in the real cluster, and lockctl's release put on the
+        # agent's timeline by its audit tail
         self.assertEqual(sc.exists("lockwatch:audit"), 0)
         self.assertEqual(real("lockwatch:audit"), 1)
-        p = topo.lockctl(ctl + ["--json", "audit"])
+        p = topo.lockctl(ctl + ["--url", node, "--json", "audit"])
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(len(json.loads(p.stdout)["entries"]), 2, p.stdout)
 
@@ -252,6 +264,47 @@ class ClusterStale(h.TestCase):
             return st == 200 and any(e.get("kind") == "force_release" and
                                      e.get("key") == both[0] for e in ev["events"])
         ag.wait_for(on_timeline, 15, desc="lockctl's release on the agent's timeline")
+
+    def test_lockctl_never_connects_where_an_agent_says(self):
+        # a red-team: a fake agent (whatever answers at its address) named
+        # a node of its own in cluster_nodes, and lockctl sent it AUTH and
+        # its reads; the nodes an answer names are only checked against
+        c = topo.start_cluster(self, primaries=3)
+        trap = socket.socket()
+        trap.bind(("127.0.0.1", 0))
+        trap.listen(16)
+        trap.settimeout(0.2)
+        self.addCleanup(trap.close)
+        url = "redis://127.0.0.1:%d/0" % c.nodes[0].port
+        answer = json.dumps({
+            "count": 0, "total": 0, "complete": True, "stale": [], "offset": 0,
+            "next_offset": None, "locks": [], "target_address": "127.0.0.1:%d/0" % c.nodes[0].port,
+            "cluster_nodes": [{"id": "e" * 40, "host": "127.0.0.1", "port": trap.getsockname()[1]},
+                              {"id": "f" * 40, "host": "127.0.0.1",
+                               "port": trap.getsockname()[1]}]}).encode()
+
+        class Fake(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *a):
+                pass
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fake)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.shutdown)
+        cfg = topo.write_file(h._mkdtemp("lw-fake-"), "lw.ini",
+                              "[target c]\nurl = %s\nmode = cluster\npatterns = lock:*\n" % url)
+        agent = "http://127.0.0.1:%d" % srv.server_address[1]
+        for cmd in (["list"], ["show", "lock:x"], ["release", "lock:x", "--holder", "t", "--yes"]):
+            p = topo.lockctl(["-c", cfg, "-t", "c", "--agent", agent] + cmd)
+            self.assertEqual(p.returncode, 3, (cmd, p.stdout, p.stderr))
+            self.assertIn(b"not as the cluster the agent reads", p.stderr, cmd)
+        with self.assertRaises(socket.timeout):
+            trap.accept()
 
     def test_slots_no_node_serves_keep_their_last_known_locks(self):
         self.unserved_case("off")
