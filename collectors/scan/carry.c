@@ -34,7 +34,9 @@
 
 #include "common/keyhash.h"
 
-/* The shard of view b serving the same slots as sh, or NULL. */
+/* The shard of view b serving the same slots as sh, else the one read
+ * on the same node (its slot ranges changed: a resharding, a gap opened
+ * beside them), or NULL. */
 static const struct snap_shard *
 shard_before(const struct snapshot *b, const struct snap_shard *sh)
 {
@@ -42,6 +44,9 @@ shard_before(const struct snapshot *b, const struct snap_shard *sh)
 
     for (j = 0; b != NULL && j < b->nshards; j++)
         if (strcmp(b->shards[j].shard, sh->shard) == 0)
+            return &b->shards[j];
+    for (j = 0; b != NULL && strcmp(sh->node, "none") != 0 && j < b->nshards; j++)
+        if (strcmp(b->shards[j].node, sh->node) == 0)
             return &b->shards[j];
     return NULL;
 }
@@ -64,8 +69,11 @@ stamp_shards(struct snapshot *s, const struct snapshot *b, int64_t now_ms)
             sh->stale_since_ms = was->stale_since_ms;
             sh->last_success_ms = was->last_success_ms;
         } else {
+            /* read by b: a shard of it that was ok, or any slot of a b
+             * that read every one (a trial: a shard whose ranges changed
+             * had no last success at all) */
             sh->stale_since_ms = now_ms;
-            sh->last_success_ms = was == NULL ? 0 :
+            sh->last_success_ms = was == NULL && (b == NULL || !snapshot_whole(b)) ? 0 :
                 b->proven_ms > b->finished_ms ? b->proven_ms : b->finished_ms;
         }
     }

@@ -359,6 +359,10 @@ class ClusterStale(h.TestCase):
         self.assertFalse(locks[outside].get("stale"), locks)
         self.assertFalse(locks[beside].get("stale"), locks)
         self.assertIn("no node serves slots 0-99", json.dumps(body["stale"]))
+        # the view before read those slots: the gap has a last success (a
+        # trial: a shard whose ranges changed had none)
+        gap = next(e for e in body["stale"] if e.get("shard") == "0-99")
+        self.assertIsNotNone(gap["last_success"], gap)
         _, _, ready = ag.get("/readyz")
         self.assertIn(b"no node serves slots 0-99", ready)
         self.assertNotIn(b"moving between shards", ready)
