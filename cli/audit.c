@@ -80,7 +80,7 @@ entry_json(const redisReply *e)
 
 static const struct table_col audit_cols[] = {
     { "TIME (UTC)", 14, 0, 0 },
-    { "OPERATOR", 12, TABLE_MIDDLE, 8 },
+    { "OPERATOR", 20, TABLE_MIDDLE, 8 },   /* "http:127.0.0.1" whole when there is room */
     { "ACTION", 7, 0, 0 },
     { "OUTCOME", 14, 0, 0 },
     { "KEY", 0, TABLE_FLEX | TABLE_MIDDLE, 0 },

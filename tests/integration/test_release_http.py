@@ -198,8 +198,13 @@ class ReleaseHttp(h.TestCase):
         self.assertEqual(entries[7][1]["key"], b"lock:bin\x00\xff\n")
         self.assertEqual(releases(ag), {"released": 3, "refused": 6, "error": 0})
         # lockctl audit shows the HTTP entries too
-        doc = lt.run_json(self, ["audit"], lt.write_config(self.rs))
+        cfg = lt.write_config(self.rs)
+        doc = lt.run_json(self, ["audit"], cfg)
         self.assertEqual(doc["entries"][0]["operator"], "http:127.0.0.1")
+        # its table shows the operator whole where there is room (an on-call
+        # trial: cut to "http…0.1" at any width)
+        p = lt.run(["audit"], cfg, env=dict(os.environ, COLUMNS="120"))
+        self.assertIn(b"http:127.0.0.1", p.stdout)
 
     def test_releases_across_reloads(self):
         """A release runs on a thread of its own with a copy of its target:
