@@ -217,7 +217,6 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     if (tracker_visit_born(r->sc->tracker, kh, hh, nh, r->sc->pass, seen_ms, start_age,
                            k->born_ms, raw->pttl >= 0, &ls, &tr) == -1)
         goto out;
-    tracker_note_other(r->sc->tracker, kh, ci == CLASS_OTHER_INDEX && strcmp(cls, CLASS_OTHER));
     /* a guessed value's time, believed when the holder came after the
      * last pass that saw the key without it */
     if (src.claimed_ms > 0 && tr.first_seen_ms >= r->sc->looked_ms &&
@@ -239,6 +238,10 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
         l.flags |= SNAP_AGE_AT_LEAST;
     l.nottl_since_ms = tr.nottl_since_ms;
     l.states = record_states(r, &l, tr.first_seen_ms, tr.nottl_since_ms);
+    /* a bad lock's alert has its class: it keeps "other" while it lasts;
+     * the others take a place when one is free (a flush's new classes) */
+    tracker_note_other(r->sc->tracker, kh, ci == CLASS_OTHER_INDEX &&
+                       strcmp(cls, CLASS_OTHER) != 0 && (l.states & LOCK_BAD));
     note_due(r, &l);
     if (snapshot_add(r->snap, &l, r->now_ms) == -1)
         goto out;

@@ -145,11 +145,12 @@ int tracker_backdate(struct tracker *t, uint64_t key_hash, int64_t acquired_ms,
 
 /*
  * Class places (CLASS_MAX a view): was key_hash's holding counted in the
- * class "other" when last seen, its timed holder still among holders?
- * Then it stays there while the holding lasts, in scan and follow mode
- * alike: a leak's alert, whose class is a label, neither resolves nor
- * fires again when a class place frees up (a freshness trial).
- * tracker_note_other() says so after each visit (a new holding: anew).
+ * class "other" when last seen, a bad lock (LOCK_BAD: its alert labelled
+ * "other"), its timed holder still among holders?  Then it stays there
+ * while the holding lasts, in scan and follow mode alike: a leak's alert,
+ * whose class is a label, neither resolves nor fires again when a class
+ * place frees up (a freshness trial).  tracker_note_other() says so after
+ * each visit (a new holding: anew).
  */
 bool tracker_in_other(const struct tracker *t, uint64_t key_hash, const uint32_t *holders,
                       size_t nholders);
