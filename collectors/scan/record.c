@@ -129,6 +129,16 @@ start_age_at(const struct scan_key *k, const struct raw_lock *raw, const struct 
     return age > 0 ? age : 0;
 }
 
+/* The class index of key kh: "other" for a bad holding counted there
+ * when last seen, while it lasts (tracker.h), else its class's, "other"
+ * past the cap.  Under run.mu. */
+static int
+class_index(struct run *r, uint64_t kh, const uint32_t *hh, size_t nh, const char *cls)
+{
+    return tracker_in_other(r->sc->tracker, kh, hh, nh) ? class_set_keep_other(r->classes)
+        : class_set_intern(r->classes, cls);
+}
+
 /* Record one key: decode it (no lock needed), then, under the run's
  * mutex, dedupe it, time its holder, intern its class, count and maybe
  * keep it, and add it to the Redlock map. */
@@ -204,10 +214,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
         rc = 0;
         goto out;
     }
-    /* a holding counted in "other" stays there while it lasts (tracker.h) */
-    ci = tracker_in_other(r->sc->tracker, kh, hh, nh) ? class_set_keep_other(r->classes)
-        : class_set_intern(r->classes, cls);
-    if (ci < 0)
+    if ((ci = class_index(r, kh, hh, nh, cls)) < 0)
         goto out;
     lease_of(r, k, raw, &view, &ls);
     ls.blind_before = r->sc->looked_ms == 0;
