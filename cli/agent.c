@@ -893,3 +893,67 @@ agent_known_nodes(struct lockctl *lc, struct agent_view *av)
     }
     free(tmp.nodes);
 }
+
+/* ---- alert labels --------------------------------------------------------------- */
+
+#define LABEL_TAIL "\xe2\x80\xa6#"   /* before the hash (rules_key_label()) */
+
+bool
+agent_label(const char *key, size_t keylen, uint64_t *hash)
+{
+    const size_t tl = sizeof(LABEL_TAIL) - 1;
+    uint64_t h = 0;
+
+    if (keylen < tl + 16 || memcmp(key + keylen - 16 - tl, LABEL_TAIL, tl) != 0)
+        return false;
+    for (const char *p = key + keylen - 16; p < key + keylen; p++) {
+        int v = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+
+        if (v < 0)
+            return false;
+        h = h << 4 | (uint64_t)v;
+    }
+    if (hash != NULL)
+        *hash = h;
+    return true;
+}
+
+int
+agent_resolve_label(struct lockctl *lc, struct agent_view *av, char **key, size_t *keylen)
+{
+    struct agent_view all;
+    char why[1024], *real = NULL, *safe, *cut;
+    uint64_t h;
+    size_t n = 0;
+
+    if (!agent_label(*key, *keylen, &h) || av->elsewhere ||
+        (av->answered && agent_find(av, *key, *keylen) != NULL))
+        return LOCKCTL_DONE;
+    memset(&all, 0, sizeof(all));
+    if (agent_consult(lc, &all, NULL, 0) == LOCKCTL_DONE && all.answered &&
+        !agent_view_elsewhere(lc, &all, why, sizeof(why)))
+        for (size_t i = 0; i < all.nlocks && real == NULL; i++)
+            if (keytext_hash(all.locks[i].key, all.locks[i].keylen) == h &&
+                (real = malloc(all.locks[i].keylen + 1)) != NULL) {
+                memcpy(real, all.locks[i].key, all.locks[i].keylen + 1);
+                n = all.locks[i].keylen;
+            }
+    agent_view_release(&all);
+    if (real == NULL)
+        return LOCKCTL_DONE;    /* no such lock now: the key is looked for as given */
+    safe = table_safe_text(real, n, NULL);
+    cut = safe != NULL ? table_cut(safe, 60, true) : NULL;
+    lockctl_note(lc, "an alert's label: the lock the agent keeps under that hash is \"%s\" "
+                 "(%zu bytes; --json gives key_escaped)", cut ? cut : "?", n);
+    free(safe);
+    free(cut);
+    free(*key);
+    *key = real;
+    *keylen = n;
+    if (!av->asked)
+        return LOCKCTL_DONE;    /* the command did not ask the agent of it */
+    agent_view_release(av);
+    memset(av, 0, sizeof(*av));
+    return agent_consult(lc, av, *key, *keylen);
+}
+

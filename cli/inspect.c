@@ -360,8 +360,12 @@ read_metas(struct lockctl *lc, struct cli_lock *out, size_t n, struct redirect *
             goto fail;
         if (lc->stay && not_here(rep)) {
             /* list: another node's (its scan reads it, or read it), or
-             * no node's; its PTTL's reply says the same */
+             * no node's; its PTTL's reply says the same.  A node that
+             * says no node serves a slot the cluster names it for (a
+             * DELSLOTS on it alone) holds a key nobody can read: said */
             out[i].elsewhere = true;
+            out[i].denied = rep->str[0] == 'C' && lc->slot_shard != NULL &&
+                lc->slot_shard[cluster_keyslot(out[i].key, out[i].keylen)] != CLUSTER_NO_SHARD;
             out[i].type = RAW_NONE;
             freeReplyObject(rep);
             if (get_reply(lc, "PTTL", &rep, err, errlen) == -1)
@@ -457,13 +461,22 @@ inspect_once(struct lockctl *lc, const char *const *keys, const size_t *lens, si
         if (many && get_reply(lc, "HLEN", &hlen, err, errlen) == -1)
             goto out;
         if ((out[i].type == RAW_STRING || many) &&
-            (get_reply(lc, "read", &rep, err, errlen) == -1 ||
-             failed(lc, out[i].type == RAW_HASH ? "HSCAN" : out[i].type == RAW_ZSET ?
-                    "ZRANGE" : "GETRANGE", rep, err, errlen)))
+            get_reply(lc, "read", &rep, err, errlen) == -1)
             goto out;
         if (out[i].type == RAW_HASH && get_reply(lc, "HMGET", &mode, err, errlen) == -1)
             goto out;
-        decode(lc, &out[i], hlen, rep, mode, now_ms);
+        if (lc->stay && ((hlen != NULL && not_here(hlen)) || (rep != NULL && not_here(rep)))) {
+            /* list: the key left this node between its TYPE and its value
+             * (a resharding), as read_metas() counts one gone before */
+            out[i].elsewhere = true;
+            out[i].type = RAW_NONE;
+        } else if (rep != NULL && failed(lc, out[i].type == RAW_HASH ? "HSCAN" :
+                                         out[i].type == RAW_ZSET ? "ZRANGE" : "GETRANGE",
+                                         rep, err, errlen)) {
+            goto out;
+        } else {
+            decode(lc, &out[i], hlen, rep, mode, now_ms);
+        }
         if (hlen != NULL)
             freeReplyObject(hlen);
         if (rep != NULL)

@@ -47,6 +47,9 @@ struct list_run {
     uint64_t outside;           /* keys --pattern matched outside the patterns */
     uint64_t elsewhere;         /* keys a node did not serve when read (their
                                  * slot moving, or served by none) */
+    uint64_t denied;            /* of them, keys whose node said no node serves
+                                 * their slot, though the cluster names it */
+    bool slots_moved;           /* the cluster's slot map changed while listed */
     char gap[CLUSTER_RANGES_TEXT];  /* slots no node serves ("" none) */
     size_t gap_known;           /* the agent's (last known) locks there */
     bool complete;
@@ -231,7 +234,8 @@ batch(struct list_run *lr, const redisReply *keys, char *err, size_t errlen)
     for (i = 0; i < n; i++) {
         bool agent = false;
 
-        lr->elsewhere += locks[i].elsewhere;
+        lr->elsewhere += locks[i].elsewhere && !locks[i].denied;
+        lr->denied += locks[i].denied;
         if (locks[i].type != RAW_NONE && (lr->av.answered || filled[i]))
             agent = verdict_judge(lr->rules, &locks[i], lr->av.answered ?
                                   agent_find(&lr->av, locks[i].key, locks[i].keylen) : NULL,
@@ -324,6 +328,30 @@ scan_node(struct list_run *lr)
     return rc != LOCKCTL_DONE ? rc : scan_patterns(lr);
 }
 
+/* Did the slot map change since topo (a resharding while listed: a key
+ * that moved between two nodes' SCANs is in neither)?  A discovery that
+ * fails says nothing. */
+static bool
+slots_moved(const struct target_conf *seed, const struct cluster_topo *topo)
+{
+    struct cluster_topo now;
+    char err[512];
+    bool moved = false;
+
+    if (cluster_discover(seed, NULL, 0, &now, err, sizeof(err)) == -1)
+        return false;
+    for (unsigned s = 0; s < CLUSTER_SLOTS && !moved; s++) {
+        const struct cluster_shard *a = cluster_shard_of_slot(topo, s),
+            *b = cluster_shard_of_slot(&now, s);
+
+        moved = (a == NULL) != (b == NULL) || (a != NULL && (a->primary.port != b->primary.port ||
+                                                             strcmp(a->primary.host,
+                                                                    b->primary.host) != 0));
+    }
+    cluster_topo_clear(&now);
+    return moved;
+}
+
 /* A cluster: SCAN sees one node's keys, so every primary is scanned in
  * turn (one connection at a time), into the one listing. */
 static int
@@ -357,13 +385,17 @@ scan_cluster(struct list_run *lr)
             rc = session_redis_error(lc, err);
             break;
         }
+        lc->slot_shard = topo.slot_shard;
         rc = scan_patterns(lr);
+        lc->slot_shard = NULL;
         redisFree(lc->c);
         lc->c = NULL;
     }
     lr->nodes = topo.nshards;
-    cluster_topo_clear(&topo);
     lc->t = seed;
+    if (rc == LOCKCTL_DONE)
+        lr->slots_moved = slots_moved(seed, &topo);
+    cluster_topo_clear(&topo);
     return rc;
 }
 
@@ -436,6 +468,15 @@ print_table(struct list_run *lr, size_t count, const char *state)
                    (unsigned long long)lr->elsewhere, lr->elsewhere == 1 ? "" : "s",
                    lr->gap[0] ? "in those slots, or moving between nodes while listed"
                    : "moving between nodes while listed: run list again");
+    if (lr->denied > 0)
+        table_line(stdout, lockctl_width(lr->lc), "%llu key%s not read: their node says no "
+                   "node serves their slot, though the cluster names it (a CLUSTER DELSLOTS on "
+                   "that node alone?); nobody can read them there", (unsigned long long)lr->denied,
+                   lr->denied == 1 ? "" : "s");
+    if (lr->slots_moved)
+        table_line(stdout, lockctl_width(lr->lc), "the cluster's slots moved while it was "
+                   "listed (a resharding): a key that moved between two nodes' scans is in "
+                   "neither; run list again once it is done");
     if (lr->outside > 0)
         table_line(stdout, lockctl_width(lr->lc), "--pattern %s matched %llu key%s outside the "
                    "target's patterns, not listed: --pattern narrows within them, never "
@@ -650,7 +691,11 @@ print_json(struct list_run *lr, size_t count, const char *state)
                         strlen(lr->pattern)) : json_null());
     json_object_set_new(root, "keys_examined", json_integer((json_int_t)lr->examined));
     json_object_set_new(root, "keys_outside_patterns", json_integer((json_int_t)lr->outside));
-    json_object_set_new(root, "keys_not_read", json_integer((json_int_t)lr->elsewhere));
+    json_object_set_new(root, "keys_not_read", json_integer((json_int_t)(lr->elsewhere +
+                                                                         lr->denied)));
+    json_object_set_new(root, "keys_not_served_by_their_node",
+                        json_integer((json_int_t)lr->denied));
+    json_object_set_new(root, "slots_moved", json_boolean(lr->slots_moved));
     json_object_set_new(root, "slots_unserved", lr->gap[0] ? json_string(lr->gap) : json_null());
     json_object_set_new(root, "unserved_known_to_agent", json_integer((json_int_t)lr->gap_known));
     json_object_set_new(root, "count", json_integer((json_int_t)count));

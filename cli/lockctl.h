@@ -87,6 +87,8 @@ struct lockctl {
                                  * moving, or served by none) is left
                                  * unread (cli_lock.elsewhere), the node's
                                  * scan going on, not followed there */
+    const uint16_t *slot_shard; /* list of a cluster: its discovery's slot ->
+                                 * shard table (cli_lock.denied); else NULL */
     struct cluster_node *known; /* the cluster's nodes as the agent knows
                                  * them (agent_known_nodes()); scope.known,
                                  * checked against, never connected to */
@@ -220,6 +222,8 @@ struct cli_lock {
     bool elsewhere;             /* lockctl.stay: not read, its node answered
                                  * MOVED, ASK, TRYAGAIN or that no node
                                  * serves its slot (type RAW_NONE) */
+    bool denied;                /* ... the latter, though the cluster names
+                                 * a node for it (lockctl.slot_shard) */
 };
 
 /*
@@ -394,6 +398,21 @@ bool agent_drop_elsewhere(const struct lockctl *lc, struct agent_view *av);
  * answer names no target_address: the URL's node alone.
  */
 void agent_known_nodes(struct lockctl *lc, struct agent_view *av);
+/* Is key an alert's or a metric's label of a key too long or unprintable
+ * to show whole (a cut key, "…#", the whole key's keytext_hash() in 16
+ * lowercase hex digits)?  *hash gets it (hash may be NULL). */
+bool agent_label(const char *key, size_t keylen, uint64_t *hash);
+/*
+ * When *key is such a label and the agent keeps no lock of that name, the
+ * lock it keeps under that hash (its list, one GET): *key (malloc'd, the
+ * old one freed) and *keylen become its own key, said on stderr, and av,
+ * when it was asked, the agent's answer for it.  An on-call trial pasted
+ * an alert's subject into show, and into release, and had no way from it
+ * to the key.  Nothing when the agent is off, down, of another server, or
+ * keeps no such lock: the key is looked for as given.  LOCKCTL_DONE, or
+ * what agent_consult() returned.
+ */
+int agent_resolve_label(struct lockctl *lc, struct agent_view *av, char **key, size_t *keylen);
 /* av->nothing_known: the line that says so, in place of a view. */
 void agent_print_nothing_known(const struct agent_view *av, const char *target, FILE *fp,
                                size_t width);

@@ -41,13 +41,18 @@ static const struct command {
       "time the format encodes or the client registry gives (liblockwatch's reentrant\n"
       "locks: lockwatch:client:{uuid}, as show reads it); one under a second says\n"
       "nothing and reads \"unknown\".\n"
-      "States follow the config's [rules]; STATE shows every state of a lock.\n" },
+      "States follow the config's [rules]; STATE shows every state of a lock.\n"
+      "A cluster: each primary's keys where its SCAN found them; the footer counts\n"
+      "keys a node did not serve when read, names slots no node serves, and says\n"
+      "when the slots moved while listed (a resharding: run list again).\n" },
     { "show", cmd_show, "show KEY [--escaped]",
       "Show one lock: format, holders (the exact --holder a release needs), TTL, age\n"
       "(the agent's when it answers), states, whether the key is inside the\n"
       "target's patterns, and who waits where Redis shows it (a fair lock's queue,\n"
       "the clients subscribed to its wake channel).\n"
       "  --escaped       KEY is percent-encoded (as key_escaped in --json output)\n"
+      "KEY may be an alert's label of a key too long or unprintable to show whole\n"
+      "(a cut key, \xe2\x80\xa6#, 16 hex digits): the lock the agent keeps under that hash.\n"
       "It ends with the release command for the holder, to paste as it stands: lockctl\n"
       "as run, with -c, -t, --url and --tls-* as given (paths made absolute),\n"
       "shell-quoted, a binary holder as --holder-hex, continued with \\ when wider\n"

@@ -902,6 +902,13 @@ run(struct lockctl *lc, enum release_action action, const char *cmd, int argc, c
      * target's address, before lc->t names the node of the key (a cluster
      * key on another primary than the url's is still the agent's) */
     agent_drop_elsewhere(lc, &av);
+    /* an alert's label of a key it cannot show: that key, in the patterns */
+    if ((rc = agent_resolve_label(lc, &av, &ch.key, &ch.keylen)) != LOCKCTL_DONE)
+        goto out;
+    if (!lockstate_in_patterns(lc->t, ch.key, ch.keylen)) {
+        rc = refuse_outside_patterns(lc, &ch);
+        goto out;
+    }
     agent_known_nodes(lc, &av);  /* a cluster: where the agent reads it */
     if ((rc = session_connect_key(lc, ch.key, ch.keylen)) != LOCKCTL_DONE)
         goto out;

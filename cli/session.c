@@ -377,6 +377,9 @@ session_redis_error(const struct lockctl *lc, const char *detail)
                        "get-master-addr-by-name %s) and that sentinels and master_name are "
                        "right in the config", lc->t->master_name != NULL ? lc->t->master_name
                        : "NAME");
+    else if (strstr(detail, ": no node serves slot ") != NULL)
+        out_error_hint("no node of the cluster serves that key's slot now (CLUSTER SHARDS): it "
+                       "cannot be read until one does; the agent keeps its last known lock");
     else if (strstr(detail, "not as the cluster the agent reads") != NULL)
         out_error_hint("the target's url names a node of another cluster than the agent's "
                        "(reset, or moved): point it, or --url, at a node of the agent's "

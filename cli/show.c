@@ -28,8 +28,6 @@
 #include "common/keytext.h"
 #include "common/prefixname.h"
 
-/* the end of an alert's key label, before its hash (resolve_label()) */
-#define LABEL_TAIL "\xe2\x80\xa6#"
 
 #define SHOW_QUEUE_MAX 8        /* fair-queue waiters listed */
 
@@ -446,7 +444,7 @@ show_missing(const struct lockctl *lc, const char *key, size_t keylen)
                       addr);
         /* U+FFFD: a key copied from a table, where it stands for bytes
          * a terminal cannot show (an on-call trial pasted one) */
-        if (keylen >= 20 && memmem(key + keylen - 20, 20, LABEL_TAIL, 4) != NULL)
+        if (agent_label(key, keylen, NULL))
             out_error_hint("an alert's label (a cut key, \xe2\x80\xa6#, its hash) of a lock the "
                            "agent does not keep now: lockctl list --json gives each lock's "
                            "key_escaped, for show --escaped");
@@ -458,63 +456,6 @@ show_missing(const struct lockctl *lc, const char *key, size_t keylen)
         free(cut);
     }
     return LOCKCTL_REFUSED;     /* nothing to show */
-}
-
-/*
- * An alert's key label (rules_key_label() of alerts/rules.c: a key too long
- * or unprintable to show whole, cut, then "…#" and the 16 hex digits of
- * keytext_hash() of the whole key) stands for the lock the agent keeps
- * under that hash.  When key is one and the agent knows no lock of that
- * name, *key (and *keylen) become the lock's own key, said on stderr, and
- * av the agent's answer for it.  An on-call trial pasted an alert's
- * subject into show and had no way from it to the key.
- */
-static int
-resolve_label(struct lockctl *lc, struct agent_view *av, char **key, size_t *keylen)
-{
-    const size_t tl = sizeof(LABEL_TAIL) - 1;
-    struct agent_view all;
-    const char *hex;
-    uint64_t h = 0;
-    size_t i;
-    char *real = NULL;
-
-    if (!av->answered || agent_find(av, *key, *keylen) != NULL || *keylen < tl + 16 ||
-        memcmp(*key + *keylen - 16 - tl, LABEL_TAIL, tl) != 0)
-        return LOCKCTL_DONE;
-    hex = *key + *keylen - 16;
-    for (i = 0; i < 16; i++) {
-        int c = hex[i], v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                                   : -1;
-        if (v < 0)
-            return LOCKCTL_DONE;
-        h = h << 4 | (uint64_t)v;
-    }
-    memset(&all, 0, sizeof(all));
-    if (agent_consult(lc, &all, NULL, 0) == LOCKCTL_DONE && all.answered)
-        for (i = 0; i < all.nlocks && real == NULL; i++)
-            if (keytext_hash(all.locks[i].key, all.locks[i].keylen) == h &&
-                (real = malloc(all.locks[i].keylen + 1)) != NULL) {
-                memcpy(real, all.locks[i].key, all.locks[i].keylen + 1);
-                *keylen = all.locks[i].keylen;
-            }
-    agent_view_release(&all);
-    if (real == NULL)
-        return LOCKCTL_DONE;    /* no such lock now: show says the key is missing */
-    {
-        char *safe = table_safe_text(real, *keylen, NULL), *cut = safe ? table_cut(safe, 60, true)
-                                                                        : NULL;
-
-        lockctl_note(lc, "an alert's label: the lock the agent keeps under that hash is \"%s\" "
-                     "(%zu bytes; --json gives key_escaped)", cut ? cut : "?", *keylen);
-        free(safe);
-        free(cut);
-    }
-    free(*key);
-    *key = real;
-    agent_view_release(av);
-    memset(av, 0, sizeof(*av));
-    return agent_consult(lc, av, *key, *keylen);
 }
 
 /* The lock as one JSON object: the lock API's fields, its waiters, and
@@ -798,7 +739,7 @@ cmd_show(struct lockctl *lc, int argc, char **argv)
         (rc = agent_consult(lc, &av, key, keylen)) != LOCKCTL_DONE)
         goto out;
     agent_drop_elsewhere(lc, &av);
-    if ((rc = resolve_label(lc, &av, &key, &keylen)) != LOCKCTL_DONE)
+    if ((rc = agent_resolve_label(lc, &av, &key, &keylen)) != LOCKCTL_DONE)
         goto out;
     agent_known_nodes(lc, &av);  /* a cluster: where the agent reads it */
     if ((rc = session_connect_key(lc, key, keylen)) != LOCKCTL_DONE) {

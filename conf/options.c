@@ -197,8 +197,7 @@ const struct config_option config_options[] = {
     { .section = SECTION_TARGET, .key = "replica_silence", .type = OPT_DURATION,
       .def = "30s", .min = MS_S, .max = MS_H,
       AT(struct target_conf, replica_silence_ms),
-      .help = "a replica that heard nothing from its primary for longer is cut off "
-              "(3 x repl-ping-replica-period)" },
+      .help = "a replica silent longer (whole seconds) is cut off: 3 x repl-ping-replica-period" },
     { .section = SECTION_TARGET, .key = "connect_timeout", .type = OPT_DURATION,
       .def = "2s", .min = 10, .max = 5 * MS_M,
       AT(struct target_conf, connect_timeout_ms),

@@ -111,10 +111,8 @@ serverinfo_link_why(const char *node, long long down_s, long long silent_s,
          * primary stalled (DEBUG SLEEP, a long script); either way
          * nothing proves the data current (a freshness trial) */
         snprintf(out, size, "%s is a replica that heard nothing from its primary for over "
-                 "%lld s, the target's replica_silence, though a primary pings every "
-                 "repl-ping-replica-period (10 s by default): its link still says up, but "
-                 "dropped silently or its primary is stalled, and its data is not proven "
-                 "current", node, limit_s);
+                 "%lld s (replica_silence): its link says up, but dropped silently or the "
+                 "primary stalled; its data is not proven current", node, limit_s);
         return;
     }
     if (down_s >= 0 && timed)

@@ -21,6 +21,7 @@ import http.server
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 
@@ -408,6 +409,41 @@ class ClusterStale(h.TestCase):
             self.assertTrue(lk.get("stale"), lk)
             self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c"), 1)
             time.sleep(0.25)
+        # lockctl list says so too (a red-team: "moving between nodes: run
+        # list again", though nothing moves)
+        p = topo.lockctl(["-c", ag.config_path, "-t", "c", "--agent", "off", "--json", "list",
+                          "--state", "all"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual((doc["keys_not_read"], doc["keys_not_served_by_their_node"],
+                          doc["slots_unserved"], doc["slots_moved"]), (1, 1, None, False), doc)
+        p = topo.lockctl(["-c", ag.config_path, "-t", "c", "--agent", "off", "list"])
+        self.assertIn(b"their node says no node serves their slot, though the cluster names it",
+                      b" ".join(p.stdout.split()))
+
+    def test_lockctl_list_says_the_slots_moved_while_it_listed(self):
+        # a red-team: during a resharding lockctl list missed the keys that
+        # moved between two nodes' SCANs and said nothing (complete: true)
+        c = topo.start_cluster(self, primaries=3)
+        c.load([("SET", "lock:mv:%d" % i, "tok", "PX", 600000) for i in range(20000)])
+        empty = next(s for s in range(16384) if c.by_port[c.owner[s]].client()
+                     .execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == 0)
+        dst = next(n for n in c.nodes if n.port != c.owner[empty])
+        dst_id = dst.client().execute_command("CLUSTER", "MYID")
+        cfg = topo.write_file(h._mkdtemp("lw-mv-"), "lw.ini",
+                              "[target c]\nurl = redis://127.0.0.1:%d/0\nmode = cluster\n"
+                              "patterns = lock:*\nscan_duty = 3%%\n" % c.nodes[0].port)
+        ctl = [topo.LOCKCTL, "-c", cfg, "-t", "c", "--agent", "off", "--json", "list"]
+        p = subprocess.Popen(ctl, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.5)
+        for n in c.nodes:           # an empty slot changes hands: no key moves
+            n.client().execute_command("CLUSTER", "SETSLOT", empty, "NODE", dst_id)
+        out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 0, err)
+        doc = json.loads(out)
+        self.assertTrue(doc["slots_moved"], {k: v for k, v in doc.items() if k != "locks"})
+        p = subprocess.run(ctl[:-2] + ["list"], stdout=subprocess.PIPE, timeout=120)
+        self.assertNotIn(b"slots moved", p.stdout)      # nothing moves now
 
     def test_shard_never_read_is_no_blind_target(self):
         """A shard down since the agent started has no last success (its

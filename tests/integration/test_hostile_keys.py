@@ -152,6 +152,13 @@ class HostileKeys(h.TestCase):
         p = t.run(["show", labelled[0][:-4] + "beef"], ag.config_path)
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn(b"an alert's label", p.stderr)
+        # and so does release (a trial: "no such key", the lock still leaked)
+        for k in labelled:
+            raw = h.unescape_key(t.run_json(self, ["show", k], ag.config_path)["key_escaped"])
+            doc = t.run_json(self, ["release", k, "--holder-hex", HOSTILE[raw].hex(),
+                                    "--dry-run"], ag.config_path)
+            self.assertEqual((doc["outcome"], h.unescape_key(doc["key_escaped"])),
+                             ("would_release", raw), k)
 
         # the status page shows the keys and holders, none turned around
         st, _, page = ag.get("/")
