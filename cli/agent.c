@@ -907,7 +907,8 @@ agent_label(const char *key, size_t keylen, uint64_t *hash)
     if (keylen < tl + 16 || memcmp(key + keylen - 16 - tl, LABEL_TAIL, tl) != 0)
         return false;
     for (const char *p = key + keylen - 16; p < key + keylen; p++) {
-        int v = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+        int c = *p | 0x20;      /* as pasted, whatever its case */
+        int v = *p >= '0' && *p <= '9' ? *p - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 
         if (v < 0)
             return false;

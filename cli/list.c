@@ -50,6 +50,8 @@ struct list_run {
     uint64_t denied;            /* of them, keys whose node said no node serves
                                  * their slot, though the cluster names it */
     bool slots_moved;           /* the cluster's slot map changed while listed */
+    bool other_cluster;         /* the URL's node answered as another cluster
+                                 * than the agent's: nothing read there */
     char gap[CLUSTER_RANGES_TEXT];  /* slots no node serves ("" none) */
     size_t gap_known;           /* the agent's (last known) locks there */
     bool complete;
@@ -369,6 +371,7 @@ scan_cluster(struct list_run *lr)
     if (lc->known != NULL && !cluster_kin(&topo, lc->scope.known, lc->scope.nknown)) {
         cluster_not_kin(&topo, lc->scope.known, lc->scope.nknown, err, sizeof(err));
         cluster_topo_clear(&topo);
+        lr->other_cluster = true;
         return session_redis_error(lc, err);
     }
     /* their keys cannot be read now: what the agent last knew of them is
@@ -614,8 +617,9 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
                        av->url, lr->lc->t->name, av->stale_reason, ago[0] ? ", " : "", ago,
                        ago[0] ? " ago" : "");
         else
-            table_line(stdout, width, "FROM THE AGENT at %s (its last scan; Redis did not "
-                       "answer lockctl):", av->url);
+            table_line(stdout, width, "FROM THE AGENT at %s (its last scan; %s):", av->url,
+                       lr->other_cluster ? "the target's url answered as another cluster"
+                       : "Redis did not answer lockctl");
         n = print_agent_table(lr, limit, state, width);
         if (n == 0)
             table_line(stdout, width, "(none %s)", strcmp(state, "all") == 0 ? "kept" : state);
@@ -649,7 +653,8 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
     }
     json_object_set_new(root, "target", json_string(lr->lc->t->name));
     json_object_set_new(root, "source", json_string("agent"));
-    json_object_set_new(root, "redis", json_string("unreachable"));
+    json_object_set_new(root, "redis", json_string(lr->other_cluster ? "another_cluster"
+                                                   : "unreachable"));
     json_object_set_new(root, "stale", json_boolean(av->stale_reason[0] != '\0'));
     json_object_set_new(root, "nothing_known", json_boolean(av->nothing_known));
     json_object_set_new(root, "stale_reason", av->stale_reason[0] ?

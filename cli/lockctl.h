@@ -400,7 +400,7 @@ bool agent_drop_elsewhere(const struct lockctl *lc, struct agent_view *av);
 void agent_known_nodes(struct lockctl *lc, struct agent_view *av);
 /* Is key an alert's or a metric's label of a key too long or unprintable
  * to show whole (a cut key, "…#", the whole key's keytext_hash() in 16
- * lowercase hex digits)?  *hash gets it (hash may be NULL). */
+ * hex digits, of either case as pasted)?  *hash gets it (hash may be NULL). */
 bool agent_label(const char *key, size_t keylen, uint64_t *hash);
 /*
  * When *key is such a label and the agent keeps no lock of that name, the

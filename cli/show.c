@@ -445,9 +445,9 @@ show_missing(const struct lockctl *lc, const char *key, size_t keylen)
         /* U+FFFD: a key copied from a table, where it stands for bytes
          * a terminal cannot show (an on-call trial pasted one) */
         if (agent_label(key, keylen, NULL))
-            out_error_hint("an alert's label (a cut key, \xe2\x80\xa6#, its hash) of a lock the "
-                           "agent does not keep now: lockctl list --json gives each lock's "
-                           "key_escaped, for show --escaped");
+            out_error_hint("an alert's label (a cut key, \xe2\x80\xa6#, its hash) lockctl could not "
+                           "resolve (the agent off, down, or keeping no such lock whole): lockctl "
+                           "list --json gives each lock's key_escaped, for show --escaped");
         else if (memmem(key, keylen, "\xef\xbf\xbd", 3) != NULL)
             out_error_hint("a \xef\xbf\xbd in a table stands for bytes it cannot show: take "
                            "the key's exact bytes from lockctl list --json (key_escaped) and "

@@ -235,6 +235,8 @@ class ClusterStale(h.TestCase):
             self.assertIn(b"not as the cluster the agent reads", err, cmd)
             self.assertIn(b"--agent off to read the URL's cluster anyway", err, cmd)
         self.assertEqual((real(both[0]), sc.exists(both[0])), (1, 1))
+        p = topo.lockctl(ctl + ["--json", "list"])
+        self.assertEqual(json.loads(p.stdout)["redis"], "another_cluster", p.stdout)
         # told another node of the real cluster, lockctl releases there
         node = "redis://127.0.0.1:%d/0" % next(iter(primaries))
         p = topo.lockctl(ctl + ["--url", node, "--json", "release", both[0], "--holder",

@@ -149,6 +149,11 @@ class HostileKeys(h.TestCase):
             raw = h.unescape_key(doc["key_escaped"])
             self.assertIn(raw, HOSTILE, k)
             self.assertTrue(sane_ok(k, raw) or (raw == BIG_KEY and k.startswith("lock:xx")), k)
+        # the hash as pasted, whatever its case
+        doc = t.run_json(self, ["show", labelled[0][:-16] + labelled[0][-16:].upper()],
+                         ag.config_path)
+        self.assertTrue(sane_ok(labelled[0], h.unescape_key(doc["key_escaped"])) or
+                        labelled[0].startswith("lock:xx"))
         p = t.run(["show", labelled[0][:-4] + "beef"], ag.config_path)
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn(b"an alert's label", p.stderr)
