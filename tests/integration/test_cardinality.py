@@ -19,6 +19,13 @@ CLASS = "lock:*"
 
 class Cardinality(h.TestCase):
 
+    def leak_alerts(self, ag):
+        """The agent's LockLeaked alerts: {(key, class, startsAt)}."""
+        st, doc = ag.get_json("/api/v1/alerts")
+        self.assertEqual(st, 200, doc)
+        return {(a["labels"].get("key"), a["labels"].get("class"), a["startsAt"])
+                for a in doc["alerts"] if a["labels"]["alertname"] == "LockLeaked"}
+
     def fill(self, c, n):
         c.flushall()
         h.load(c, (("SET", "lock:%d" % i, "tok-%d" % i, "PX", 3600000)
@@ -168,10 +175,7 @@ class Cardinality(h.TestCase):
                               target_extra={"incremental": "on"})
 
         def leaks():
-            st, doc = ag.get_json("/api/v1/alerts")
-            self.assertEqual(st, 200, doc)
-            return {(a["labels"].get("key"), a["labels"].get("class"), a["startsAt"])
-                    for a in doc["alerts"] if a["labels"]["alertname"] == "LockLeaked"}
+            return self.leak_alerts(ag)
         ag.wait_for(lambda: len(leaks()) == 2, timeout=30, desc="both leaks firing")
         first = leaks()
         self.assertEqual({k for k, _, _ in first}, {"lock:zleak", "lock:aleak"}, first)
@@ -207,10 +211,7 @@ class Cardinality(h.TestCase):
         c.set("lock:zleak:1", "x")
 
         def leaks():
-            st, doc = ag.get_json("/api/v1/alerts")
-            self.assertEqual(st, 200, doc)
-            return {(a["labels"].get("key"), a["labels"].get("class"), a["startsAt"])
-                    for a in doc["alerts"] if a["labels"]["alertname"] == "LockLeaked"}
+            return self.leak_alerts(ag)
         ag.wait_for(lambda: len(leaks()) == 1, timeout=30, desc="the leak firing")
         first = leaks()
         self.assertEqual(first.pop()[1], "other", first)
