@@ -402,6 +402,42 @@ flags_still(redisContext *c, const struct target_conf *node, bool *resub, char *
 
 /* Check node i against its baseline (live: its lock records alive);
  * fresh_check()'s values. */
+/*
+ * A cluster primary's own word on how many slots are assigned (CLUSTER
+ * INFO) against the discovery's, which is the cluster's word through one
+ * node: a CLUSTER DELSLOTS on a slot's owner alone changes only the
+ * owner's map, and its keys there can no longer be read, while the others
+ * still name it.  1 (why): they disagree, and a full scan judges it (the
+ * owner's refusal fails its shard, the locks last known; a red-team saw
+ * them kept current until the next reconcile).  0: they agree, or the
+ * node may not be asked (an ACL without +cluster|info).  -1: the
+ * connection failed.
+ */
+static int
+slots_agree(const struct follow *fw, redisContext *c, const struct target_conf *node,
+            char *why, size_t whylen)
+{
+    const char *argv[2] = { "CLUSTER", "INFO" };
+    char err[256];
+    redisReply *r = redisconn_command(c, node, "CLUSTER INFO", 2, argv, NULL, err, sizeof(err));
+    long long own = -1, named = 0;
+
+    if (r == NULL) {
+        snprintf(why, whylen, "%s", err);
+        return -1;
+    }
+    if (r->type == REDIS_REPLY_STRING)
+        own = serverinfo_number(r->str, r->len, "cluster_slots_assigned:", -1);
+    freeReplyObject(r);
+    for (size_t s = 0; own >= 0 && fw->topo.slot_shard != NULL && s < CLUSTER_SLOTS; s++)
+        named += fw->topo.slot_shard[s] != CLUSTER_NO_SHARD;
+    if (own < 0 || own == named)
+        return 0;
+    snprintf(why, whylen, "%s:%d counts %lld slots assigned, the cluster's map %lld (a CLUSTER "
+             "DELSLOTS or ADDSLOTS on that node alone?)", node->host, node->port, own, named);
+    return 1;
+}
+
 static int
 check_node(struct follow *fw, const struct target_conf *t, size_t i, size_t live, bool *resub,
            char *why, size_t whylen)
@@ -427,6 +463,8 @@ check_node(struct follow *fw, const struct target_conf *t, size_t i, size_t live
         fw->fresh_denied = true;
         return 0;
     }
+    if (fw->cluster && (rc = slots_agree(fw, c, &node, why, whylen)) != 0)
+        return rc == -1 && redisconn_timed_out(c) ? -2 : rc;
     if (!fw->fresh[i].have) {
         fw->fresh[i] = now;             /* a late baseline: compare from now */
         return 0;
