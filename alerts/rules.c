@@ -909,14 +909,17 @@ rules_eval(struct alertset *set, const struct rules_conf *p,
         const struct rules_target *t = &targets[i];
         struct rule_ctx c = { .p = p, .now_ms = now_ms, .target = t->name, .snap = t->snap };
 
-        if (t->snap == NULL) {
-            alertset_keep_target(set, t->name);
+        /* No view at all (a reload pointed it at another server, which
+         * has not answered yet): the locks its alerts name were the old
+         * server's, which it no longer watches, so they resolve. */
+        if (t->snap == NULL)
             continue;
-        }
         judge(set, SCOPE_TARGET, &c);
         /* a failed scan or a snapshot judged before: nothing new is known
-         * about the locks */
-        if (!t->snap->ok || !t->fresh) {
+         * about the locks, and what was known stands */
+        if (!t->snap->ok && t->snap->last_good == NULL) {
+            continue;
+        } else if (!t->snap->ok || !t->fresh) {
             alertset_keep_target(set, t->name);
         } else {
             judge_shards(set, p, t->name, t->snap, now_ms);

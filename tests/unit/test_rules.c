@@ -150,6 +150,8 @@ failed_scan_keeps_lock_alerts(void **state)
     assert_int_equal(eval(set, s, true, NULL, 0, &ev), 1);
     bad->ok = false;
     snprintf(bad->err, sizeof(bad->err), "connect 127.0.0.1:1: Connection refused");
+    snapshot_ref(s);            /* as the agent stamps a failure after a view */
+    bad->last_good = s;
     n = eval(set, bad, true, NULL, 1000, &ev);
     assert_int_equal(n, 1);
     assert_int_equal(ev[0].kind, EV_FIRING);
@@ -162,8 +164,50 @@ failed_scan_keeps_lock_alerts(void **state)
     assert_int_equal(n, 1);
     assert_int_equal(ev[0].kind, EV_RESOLVED);
     assert_int_equal(ev[0].alert->name, ALERT_LOCK_TARGET_DOWN);
-    /* before any scan (NULL snapshot) nothing is judged */
-    assert_int_equal(eval(set, NULL, true, NULL, 3000, &ev), 0);
+    snapshot_unref(s);
+    snapshot_unref(bad);
+    alertset_free(set);
+}
+
+/* A target with no view at all (a reload pointed it at another server,
+ * not scanned yet or not answering) names none of the locks its alerts
+ * were about: they resolve, where a failure after a view keeps them. */
+static void
+no_view_resolves_lock_alerts(void **state)
+{
+    const char *classes[] = { "other", "lock:a:*" };
+    struct snapshot *s = snap(classes, 2), *bad = snapshot_new("main");
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    const struct alert *a;
+    size_t n, k;
+
+    (void)state;
+    add(s, "lock:a:1", 8, 1, LOCK_LEAKED, 60000, 1);
+    snapshot_finish(s);
+    assert_int_equal(eval(set, s, true, NULL, 0, &ev), 1);
+    /* before the new server's first scan */
+    n = eval(set, NULL, true, NULL, 1000, &ev);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].kind, EV_RESOLVED);
+    assert_int_equal(ev[0].alert->name, ALERT_LOCK_LEAKED);
+    /* the leak again, then the new server fails its first scan: the
+     * target is down and the old server's leak resolves */
+    assert_int_equal(eval(set, s, true, NULL, 2000, &ev), 1);
+    bad->ok = false;
+    snprintf(bad->err, sizeof(bad->err), "connect 127.0.0.1:1: Connection refused");
+    n = eval(set, bad, true, NULL, 3000, &ev);
+    assert_int_equal(n, 2);
+    for (k = 0; k < n; k++) {
+        a = ev[k].alert;
+        if (a->name == ALERT_LOCK_LEAKED) {
+            assert_int_equal(ev[k].kind, EV_RESOLVED);
+            assert_string_equal(a->key, "lock:a:1");
+        } else {
+            assert_int_equal(a->name, ALERT_LOCK_TARGET_DOWN);
+            assert_int_equal(ev[k].kind, EV_FIRING);
+        }
+    }
     snapshot_unref(s);
     snapshot_unref(bad);
     alertset_free(set);
@@ -492,6 +536,8 @@ shard_down_fires_per_shard_and_resolves(void **state)
     /* the same snapshot again, and a failed whole scan: nothing new known */
     assert_int_equal(eval(set, down, false, NULL, 2000, &ev), 0);
     bad->ok = false;
+    snapshot_ref(down);
+    bad->last_good = down;
     assert_int_equal(eval(set, bad, true, NULL, 3000, &ev), 1);
     assert_int_equal(ev[0].alert->name, ALERT_LOCK_TARGET_DOWN);
     /* the target back, the shard still down: still one firing shard alert */
@@ -1033,6 +1079,7 @@ main(void)
         cmocka_unit_test(per_lock_alerts),
         cmocka_unit_test(lease_events_fire_then_resolve),
         cmocka_unit_test(failed_scan_keeps_lock_alerts),
+        cmocka_unit_test(no_view_resolves_lock_alerts),
         cmocka_unit_test(shard_down_fires_per_shard_and_resolves),
         cmocka_unit_test(hostile_keys_make_valid_labels),
         cmocka_unit_test(bidi_controls_are_replaced),
