@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "cli/lockctl.h"
+#include "common/addrmatch.h"
 #include "common/clock.h"
 #include "common/keytext.h"
 #include "common/strbuf.h"
@@ -767,7 +768,7 @@ static bool
 same_server(const char *a, const char *b)
 {
     char ha[CONFIG_ADDRESS_MAX], hb[CONFIG_ADDRESS_MAX], pa[16], pb[16];
-    struct addrinfo *ra = NULL, *rb = NULL, *x, *y;
+    struct addrinfo *ra = NULL, *rb = NULL;
     long da, dbn;
     bool same = false;
 
@@ -775,13 +776,8 @@ same_server(const char *a, const char *b)
         !split_address(b, hb, sizeof(hb), pb, sizeof(pb), &dbn) ||
         strcmp(pa, pb) != 0 || da != dbn)
         return false;
-    if ((ra = local_addresses(ha, pa)) == NULL || (rb = local_addresses(hb, pb)) == NULL)
-        goto out;
-    for (x = ra; x != NULL && !same; x = x->ai_next)
-        for (y = rb; y != NULL && !same; y = y->ai_next)
-            same = x->ai_addrlen == y->ai_addrlen &&
-                memcmp(x->ai_addr, y->ai_addr, x->ai_addrlen) == 0;
-out:
+    if ((ra = local_addresses(ha, pa)) != NULL && (rb = local_addresses(hb, pb)) != NULL)
+        same = addrinfo_meet(ra, rb);
     if (ra != NULL)
         freeaddrinfo(ra);
     if (rb != NULL)

@@ -303,13 +303,12 @@ kin_probe(struct lockctl *lc, struct cli_lock *out, size_t n, char *err, size_t 
 static bool
 not_here(const redisReply *rep)
 {
-    static const char *const words[] = { "MOVED ", "ASK ", "TRYAGAIN",
-                                         "CLUSTERDOWN Hash slot not served" };
+    static const char *const words[] = { "MOVED ", "ASK ", "TRYAGAIN" };
 
-    for (size_t i = 0; rep->type == REDIS_REPLY_ERROR && i < 4; i++)
+    for (size_t i = 0; rep->type == REDIS_REPLY_ERROR && i < 3; i++)
         if (rep->len >= strlen(words[i]) && memcmp(rep->str, words[i], strlen(words[i])) == 0)
             return true;
-    return false;
+    return cluster_err_unserved(rep);
 }
 
 struct redirect {

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/addrmatch.h"
 #include "conf/config_impl.h"
 #include "conf/options.h"
 
@@ -315,20 +316,15 @@ config_target_address(const struct target_conf *t, char *buf, size_t len)
 static bool
 same_host(const char *a, const char *b)
 {
-    struct addrinfo hints, *ra = NULL, *rb = NULL, *x, *y;
+    struct addrinfo hints, *ra = NULL, *rb = NULL;
     bool same = false;
 
     if (strcmp(a, b) == 0)
         return true;
     memset(&hints, 0, sizeof(hints));
     hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(a, NULL, &hints, &ra) != 0 || getaddrinfo(b, NULL, &hints, &rb) != 0)
-        goto out;
-    for (x = ra; x != NULL && !same; x = x->ai_next)
-        for (y = rb; y != NULL && !same; y = y->ai_next)
-            same = x->ai_family == y->ai_family && x->ai_addrlen == y->ai_addrlen &&
-                memcmp(x->ai_addr, y->ai_addr, x->ai_addrlen) == 0;
-out:
+    if (getaddrinfo(a, NULL, &hints, &ra) == 0 && getaddrinfo(b, NULL, &hints, &rb) == 0)
+        same = addrinfo_meet(ra, rb);
     if (ra != NULL)
         freeaddrinfo(ra);
     if (rb != NULL)

@@ -36,7 +36,7 @@
  * snapshot: since the tracker first saw the holding, or last saw its lease
  * set again, which may be the same holder id taking the lock again) goes
  * to the script with the request, and counts there only while the key's
- * PTTL shows no lease set since (known_age()).  So for a lock a watchdog
+ * PTTL shows no lease set since (known_lock()).  So for a lock a watchdog
  * renews, if_older_than counts from its last renewal the agent saw.
  */
 #include "agent/http/release_http.h"
@@ -547,86 +547,71 @@ target_copy(struct agent *a, const char *name, struct target_conf *out)
     return rc;
 }
 
-/* The holder's age as the agent's tracker proves it (since its first
- * sight, or the last read that found its lease set again: tracker.h), or
- * 0, with *pttl, the PTTL the key has now if nobody set its lease
- * since that read (-1: it had no TTL); *format: the
- * lock's format in the agent's last scan, or NULL (*guessed: only a
- * guess, released by compare-and-delete).  *not_leaked:
- * the agent's last scan did not judge the lock leaked although it saw no
- * TTL, or did not see the lock at all (a lock with a TTL is left to the
- * script, which refuses it as every client's release does). */
+/* What the agent's newest view of target knows for a release, in one
+ * walk.  Returns the holder's age as the agent's tracker proves it (since
+ * its first sight, or the last read that found its lease set again:
+ * tracker.h), or 0, with *pttl, the PTTL the key has now if nobody set its
+ * lease since that read (-1: it had no TTL); *format: the lock's format in
+ * the agent's last scan, or NULL (*guessed: only a guess, released by
+ * compare-and-delete).  *not_leaked: the agent's last scan did not judge
+ * the lock leaked although it saw no TTL, or did not see the lock at all
+ * (a lock with a TTL is left to the script, which refuses it as every
+ * client's release does).  With nodes, the nodes the view knows as its
+ * cluster's (a failed pass keeps those of the last good one), copied: the
+ * release finds the key's node through them, as the scan does, and not
+ * through the URL's node alone, which may be in another cluster by now. */
 static int64_t
-known_age(struct agent *a, const char *target, const struct body *b, bool *not_leaked,
-          long long *pttl, const char **format, bool *guessed)
+known_lock(struct agent *a, const char *target, const struct body *b, bool *not_leaked,
+           long long *pttl, const char **format, bool *guessed,
+           struct cluster_node **nodes, size_t *nnodes)
 {
     struct view v;
     int64_t age = 0, now = clock_now_ms();
+    const struct snapshot *s = NULL;
     size_t i, k, h;
 
     *not_leaked = true;
     *format = NULL;
     *guessed = false;
+    if (nodes != NULL) {
+        *nodes = NULL;
+        *nnodes = 0;
+    }
     if (agent_view(a, &v) == -1)
         return 0;
-    for (i = 0; i < v.ntargets && age == 0; i++) {
-        const struct snapshot *s = v.targets[i].snap;
-
-        if (s == NULL || !s->ok || strcmp(v.targets[i].name, target) != 0)
-            continue;
-        for (k = 0; k < s->nlocks; k++) {
-            const struct snap_lock *l = s->locks[k];
-
-            if (l->key_len != b->keylen || memcmp(l->key, b->key, b->keylen) != 0)
-                continue;
-            *not_leaked = l->pttl_ms == -1 && !(l->states & LOCK_LEAKED);
-            /* the format of the agent's last scan: the script releases it
-             * as that, and refuses if its shape changed since (the name
-             * is a row of the static format table: it outlives the view) */
-            if (l->format < formats_count)
-                *format = formats_table[l->format].name;
-            *guessed = l->format_source == FMT_SOURCE_GUESSED;
-            /* the tracker's first-seen time is the lock's: it is this
-             * holder's age only when the holder is the lock's one holder
-             * (a reader that joined a long-held read lock is young) */
-            for (h = 0; h < l->nholders && l->holders_total == 1; h++)
-                if (!l->holders[h].truncated && l->holders[h].id_len == b->holderlen &&
-                    memcmp(l->holders[h].id, b->holder, b->holderlen) == 0 &&
-                    l->first_seen_ms > 0 && snap_unbroken_ms(l) < v.now_ms)
-                    age = v.now_ms - snap_unbroken_ms(l);
-            *pttl = l->expires_ms <= 0 ? -1 : l->expires_ms > now ? l->expires_ms - now : 0;
-            break;
-        }
+    for (i = 0; i < v.ntargets && s == NULL; i++)
+        if (strcmp(v.targets[i].name, target) == 0)
+            s = v.targets[i].snap;
+    if (s != NULL && nodes != NULL && s->nnodes > 0 &&
+        (*nodes = malloc(s->nnodes * sizeof(**nodes))) != NULL) {
+        memcpy(*nodes, s->nodes, s->nnodes * sizeof(**nodes));
+        *nnodes = s->nnodes;
     }
-    view_release(&v);
-    return age;
-}
+    for (k = 0; s != NULL && s->ok && k < s->nlocks; k++) {
+        const struct snap_lock *l = s->locks[k];
 
-/* The nodes the target's newest view knows as its cluster's (a failed
- * pass keeps those of the last good one), copied into *nodes: the release
- * finds the key's node through them, as the scan does, and not through
- * the URL's node alone, which may be in another cluster by now. */
-static void
-known_nodes(struct agent *a, const char *target, struct cluster_node **nodes, size_t *n)
-{
-    struct view v;
-
-    *nodes = NULL;
-    *n = 0;
-    if (agent_view(a, &v) == -1)
-        return;
-    for (size_t i = 0; i < v.ntargets; i++) {
-        const struct snapshot *s = v.targets[i].snap;
-
-        if (s == NULL || s->nnodes == 0 || strcmp(v.targets[i].name, target) != 0)
+        if (l->key_len != b->keylen || memcmp(l->key, b->key, b->keylen) != 0)
             continue;
-        if ((*nodes = malloc(s->nnodes * sizeof(**nodes))) != NULL) {
-            memcpy(*nodes, s->nodes, s->nnodes * sizeof(**nodes));
-            *n = s->nnodes;
-        }
+        *not_leaked = l->pttl_ms == -1 && !(l->states & LOCK_LEAKED);
+        /* the format of the agent's last scan: the script releases it as
+         * that, and refuses if its shape changed since (the name is a row
+         * of the static format table: it outlives the view) */
+        if (l->format < formats_count)
+            *format = formats_table[l->format].name;
+        *guessed = l->format_source == FMT_SOURCE_GUESSED;
+        /* the tracker's first-seen time is the lock's: it is this holder's
+         * age only when the holder is the lock's one holder (a reader that
+         * joined a long-held read lock is young) */
+        for (h = 0; h < l->nholders && l->holders_total == 1; h++)
+            if (!l->holders[h].truncated && l->holders[h].id_len == b->holderlen &&
+                memcmp(l->holders[h].id, b->holder, b->holderlen) == 0 &&
+                l->first_seen_ms > 0 && snap_unbroken_ms(l) < v.now_ms)
+                age = v.now_ms - snap_unbroken_ms(l);
+        *pttl = l->expires_ms <= 0 ? -1 : l->expires_ms > now ? l->expires_ms - now : 0;
         break;
     }
     view_release(&v);
+    return age;
 }
 
 /* ---- the handler ------------------------------------------------------------ */
@@ -812,11 +797,11 @@ serve(struct agent *a, struct MHD_Connection *c, const struct snapshot_conf *sc,
     j->rq.holderlen = j->b.holderlen;
     j->rq.if_leaked = j->b.if_leaked;
     j->rq.if_older_than_ms = j->b.older_ms;
-    j->rq.lease_age_ms = known_age(a, j->t.name, &j->b, &not_leaked, &j->rq.lease_pttl,
-                                   &j->rq.format, &j->rq.format_guessed);
+    j->rq.lease_age_ms = known_lock(a, j->t.name, &j->b, &not_leaked, &j->rq.lease_pttl,
+                                    &j->rq.format, &j->rq.format_guessed,
+                                    j->t.mode == TARGET_CLUSTER ? &j->known : NULL,
+                                    &j->nknown);
     j->rq.lease_slack_ms = RELEASE_LEASE_SLACK_MS;
-    if (j->t.mode == TARGET_CLUSTER)
-        known_nodes(a, j->t.name, &j->known, &j->nknown);
     j->rq.dry_run = j->b.dry_run;
     j->rq.operator_name = j->op;
     j->rq.reason = j->b.reason;

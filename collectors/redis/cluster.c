@@ -615,6 +615,15 @@ cluster_not_kin(const struct cluster_topo *topo, const struct cluster_node *know
 }
 
 bool
+cluster_err_unserved(const redisReply *rep)
+{
+    static const char unserved[] = "CLUSTERDOWN Hash slot not served";
+
+    return rep != NULL && rep->type == REDIS_REPLY_ERROR && rep->len >= sizeof(unserved) - 1 &&
+        memcmp(rep->str, unserved, sizeof(unserved) - 1) == 0;
+}
+
+bool
 cluster_parse_redirect(const redisReply *rep, bool *ask, unsigned *slot,
                        char *host, size_t hostlen, int *port)
 {

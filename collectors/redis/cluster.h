@@ -126,5 +126,9 @@ void cluster_not_kin(const struct cluster_topo *topo, const struct cluster_node 
 bool cluster_parse_redirect(const redisReply *rep, bool *ask, unsigned *slot,
                             char *host, size_t hostlen, int *port);
 
+/* rep is the error a node gives for a key of a slot no node serves
+ * ("CLUSTERDOWN Hash slot not served"). */
+bool cluster_err_unserved(const redisReply *rep);
+
 
 #endif

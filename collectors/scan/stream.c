@@ -247,12 +247,10 @@ moved(const redisReply *rep)
  * with its locks last known: skipped, the lock would drop out as released
  * (a red-team).
  */
-#define UNSERVED "CLUSTERDOWN Hash slot not served"
 static bool
 gap_key(const struct stream *s, const struct key_meta *m, const redisReply *rep)
 {
-    return rep->type == REDIS_REPLY_ERROR && rep->len >= sizeof(UNSERVED) - 1 &&
-        memcmp(rep->str, UNSERVED, sizeof(UNSERVED) - 1) == 0 && s->slot_shard != NULL &&
+    return cluster_err_unserved(rep) && s->slot_shard != NULL &&
         s->slot_shard[cluster_keyslot(m->k.key, m->k.keylen)] == CLUSTER_NO_SHARD;
 }
 
