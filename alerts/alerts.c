@@ -61,6 +61,7 @@ struct alerts {
     char *generator_url;
     char *replica;                  /* [agent] replica, copied (a reload frees
                                      * the config); NULL: none */
+    char *runbook;                  /* [rules] runbook_url, copied; NULL: none */
     notifier_fence_fn fence;        /* leader election (alerts_set_leader);
                                      * NULL: none */
     alerts_quiet_fn quiet;
@@ -126,7 +127,7 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     struct notifier_sink_conf *nc = NULL;
     struct alerts_sink *sinks = NULL;
     struct sink_key *keys = NULL;
-    char **urls = NULL, *gen = NULL, *replica = NULL;
+    char **urls = NULL, *gen = NULL, *replica = NULL, *runbook = NULL;
     struct notifier_stats *were = NULL;     /* the sinks before, for the 410s */
     size_t i, n = 0, cap = cfg->nwebhooks ? cfg->nwebhooks : 1, nwere = 0;
     int rc = -1;
@@ -137,8 +138,10 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     urls = calloc(cap, sizeof(*urls));
     gen = generator_url(cfg);
     replica = cfg->replica != NULL ? strdup(cfg->replica) : NULL;
+    runbook = cfg->runbook_url != NULL ? strdup(cfg->runbook_url) : NULL;
     if (nc == NULL || sinks == NULL || keys == NULL || urls == NULL || gen == NULL ||
-        (cfg->replica != NULL && replica == NULL))
+        (cfg->replica != NULL && replica == NULL) ||
+        (cfg->runbook_url != NULL && runbook == NULL))
         goto out;
     for (i = 0; i < cfg->nwebhooks; i++) {
         const struct webhook_conf *w = &cfg->webhooks[i];
@@ -177,6 +180,9 @@ alerts_configure(struct alerts *a, const struct config *cfg)
     free(a->replica);
     a->replica = replica;
     replica = NULL;
+    free(a->runbook);
+    a->runbook = runbook;
+    runbook = NULL;
     /* a sink new at a reload (or of another format) has heard none of the
      * alerts firing: it hears them at the next tick, not at repeat_interval */
     for (i = 0; a->configured && i < n; i++) {
@@ -221,6 +227,7 @@ out:
     free(nc);
     free(gen);
     free(replica);
+    free(runbook);
     notifier_stats_free(were, nwere);
     return rc;
 }
@@ -327,6 +334,7 @@ dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size
             b.now_ms = now_ms;
             b.generator_url = a->generator_url;
             b.replica = a->replica;
+            b.runbook = a->runbook;
             b.fence = fence > 0 ? fence : 0;       /* unelected: none */
             if (t->render(&b, &body, &len) == -1) {
                 log_warnx("webhook %s: cannot render a notice (out of memory)",
@@ -546,7 +554,7 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
 static json_t *
 alert_json(const struct alerts *al, const struct alert *a)
 {
-    struct sink_batch b = { .replica = al->replica };
+    struct sink_batch b = { .replica = al->replica, .runbook = al->runbook };
     char fp[17];
     json_t *o = json_object();
 
@@ -634,6 +642,7 @@ alerts_free(struct alerts *a)
     seen_free(a->seen, a->nseen);
     free(a->generator_url);
     free(a->replica);
+    free(a->runbook);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }

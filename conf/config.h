@@ -219,6 +219,8 @@ struct config {
     size_t nredlocks;
 
     struct rules_conf rules;    /* [rules] */
+    char *runbook_url;          /* [rules] runbook_url: each alert's link,
+                                 * {alertname} its name; NULL: none */
 
     /* [classes], in file order: first match wins */
     struct class_rule *classes;

@@ -177,6 +177,33 @@ check_agent(struct load *ld, const struct instance *in, const struct config *cfg
                  "not an http:// or https:// base URL", cfg->shard_peers[i]);
 }
 
+/* runbook_url: an http(s) URL of printable ASCII that goes into JSON,
+ * Slack's text and a browser as is; {alertname} its only placeholder. */
+static void
+check_rules(struct load *ld, const struct instance *in, const struct config *cfg)
+{
+    const char *u = cfg->runbook_url, *p;
+
+    if (u == NULL)
+        return;
+    if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0) {
+        fail(ld, line_of(in, "runbook_url"), in->label, "runbook_url", "\"%.80s\" is not an "
+             "http:// or https:// URL", u);
+        return;
+    }
+    for (p = u; *p != '\0'; p++) {
+        if (*p == '{' && strncmp(p, "{alertname}", 11) == 0) {
+            p += 10;
+        } else if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f ||
+                   strchr("\"<>\\^`|{}", *p) != NULL) {
+            fail(ld, line_of(in, "runbook_url"), in->label, "runbook_url", "byte %zu of \"%.80s\" "
+                 "is not allowed in the URL (percent-encode it; {alertname} is the one "
+                 "placeholder)", (size_t)(p - u) + 1, u);
+            return;
+        }
+    }
+}
+
 int
 validate(struct load *ld)
 {
@@ -204,6 +231,9 @@ validate(struct load *ld)
             break;
         case SECTION_REDLOCK:
             check_redlock(ld, in, base);
+            break;
+        case SECTION_RULES:
+            check_rules(ld, in, cfg);
             break;
         case SECTION_WEBHOOK: {
             const struct webhook_conf *w = base;

@@ -289,6 +289,10 @@ const struct config_option config_options[] = {
       AT(struct config, rules.count_baseline_window_ms),
       .help = "a class's baseline is its median count over this window (a count a second: 1m "
       "at least)" },
+    { .section = SECTION_RULES, .key = "runbook_url", .type = OPT_STRING,
+      AT(struct config, runbook_url),
+      .example = "https://wiki.example/lockwatch/{alertname}",
+      .help = "each alert's runbook_url annotation, {alertname} its name; unset: none" },
 
     /* [webhook NAME] */
     { .section = SECTION_WEBHOOK, .key = "url", .type = OPT_HTTP_URL,

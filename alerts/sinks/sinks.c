@@ -21,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/strbuf.h"
+
 #define SINK_ROW(e, name, sym) [SINK_##e] = &sym,
 static const struct sink_type *const sink_types[] = { SINK_FORMATS(SINK_ROW) };
 #undef SINK_ROW
@@ -147,13 +149,42 @@ sink_json_labels(const struct alert *a)
     return o;
 }
 
+char *
+sink_runbook(const struct sink_batch *b, enum alert_name name)
+{
+    static const char ph[] = "{alertname}";
+    const char *t = b->runbook, *p, *nm = alert_name_str(name);
+    struct strbuf sb;
+
+    if (t == NULL)
+        return NULL;
+    sb_init(&sb, (strlen(t) + 1) * (strlen(nm) + 1));   /* every byte a name */
+    while ((p = strstr(t, ph)) != NULL) {
+        sb_add(&sb, t, (size_t)(p - t));
+        sb_adds(&sb, nm);
+        t = p + sizeof(ph) - 1;
+    }
+    sb_adds(&sb, t);
+    if (sb_failed(&sb)) {
+        sb_release(&sb);
+        return NULL;
+    }
+    return sb_detach(&sb, NULL);
+}
+
 json_t *
 sink_json_annotations(const struct sink_batch *b, const struct alert *a)
 {
-    if (b->replica != NULL)
-        return json_pack("{s:s, s:s, s:s}", "summary", a->summary, "description",
-                         a->description, "replica", b->replica);
-    return json_pack("{s:s, s:s}", "summary", a->summary, "description", a->description);
+    json_t *o = json_pack("{s:s, s:s}", "summary", a->summary, "description", a->description);
+    char *rb;
+
+    if (o != NULL && b->replica != NULL)
+        json_object_set_new(o, "replica", json_string(b->replica));
+    if (o != NULL && (rb = sink_runbook(b, a->name)) != NULL) {
+        json_object_set_new(o, "runbook_url", json_string(rb));
+        free(rb);
+    }
+    return o;
 }
 
 int

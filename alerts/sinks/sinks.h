@@ -46,6 +46,8 @@ struct sink_batch {
     const char *replica;            /* [agent] replica: an annotation, never
                                      * a label (replicas' alerts must have
                                      * equal labels); NULL: none */
+    const char *runbook;            /* [rules] runbook_url, {alertname} not
+                                     * yet replaced; NULL: none */
 };
 
 /* Header lines, "Name: value", for one attempt. */
@@ -110,8 +112,12 @@ int sink_sign(const struct sink_key *key, const char *msg_id, int64_t ts,
 
 /* Helpers the rows share. */
 json_t *sink_json_labels(const struct alert *a);
-/* summary, description, and replica when the batch has one */
+/* summary, description, and replica and runbook_url when the batch has
+ * them */
 json_t *sink_json_annotations(const struct sink_batch *b, const struct alert *a);
+/* The batch's runbook URL for an alert named name ({alertname} replaced),
+ * malloc'd; NULL without one (or out of memory). */
+char *sink_runbook(const struct sink_batch *b, enum alert_name name);
 /* json_dumps into *body / *len, consuming root.  0 / -1. */
 int sink_dump(json_t *root, char **body, size_t *len);
 /* Append one header line; -1 if it does not fit. */

@@ -102,7 +102,7 @@ static int
 slack_render(const struct sink_batch *b, char **body, size_t *len)
 {
     struct out o = { .full = false };
-    char num[64];
+    char num[64], *rb;
     size_t i;
     int rc = -1;
 
@@ -139,6 +139,15 @@ slack_render(const struct sink_batch *b, char **body, size_t *len)
             snprintf(num, sizeof(num), "\nand %zu more", b->n - SLACK_LINES);
             add(&o, num);
         }
+    }
+    /* the runbook of a firing batch of one alert name */
+    for (i = 1; i < b->n && b->alerts[i]->name == b->alerts[0]->name; i++)
+        ;
+    if (b->kind != EV_RESOLVED && b->n > 0 && i == b->n && !o.full &&
+        (rb = sink_runbook(b, b->alerts[0]->name)) != NULL) {
+        add(&o, "\nRunbook: ");
+        add_escaped(&o, rb);
+        free(rb);
     }
     if (b->generator_url != NULL && !o.full) {
         add(&o, "\n");

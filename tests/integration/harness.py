@@ -653,9 +653,10 @@ def url_key(raw):
 def config_text(listen_port, targets, *, samples="off", top_offenders=20,
                 patterns="lock:*", scan_interval="1s", scan_duty="100%",
                 leak_grace="3s", max_hold="5s", max_reentrancy=16,
-                target_extra=None, agent_extra=None, extra=""):
+                target_extra=None, agent_extra=None, rules_extra=None, extra=""):
     """An INI config (SPEC "Config").  targets: list of (name, url);
-    agent_extra: more [agent] keys ({"shard": "0/2"})."""
+    agent_extra: more [agent] keys ({"shard": "0/2"}); rules_extra: more
+    [rules] keys."""
     lines = ["[agent]",
              "listen = 127.0.0.1:%d" % listen_port,
              "samples = %s" % samples,
@@ -675,8 +676,8 @@ def config_text(listen_port, targets, *, samples="off", top_offenders=20,
     lines += ["[rules]",
               "leak_grace = %s" % leak_grace,
               "max_hold = %s" % max_hold,
-              "max_reentrancy = %s" % max_reentrancy,
-              ""]
+              "max_reentrancy = %s" % max_reentrancy]
+    lines += ["%s = %s" % kv for kv in (rules_extra or {}).items()] + [""]
     text = "\n".join(lines)
     if extra:
         text += "\n" + extra.strip("\n") + "\n"

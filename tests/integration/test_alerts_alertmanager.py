@@ -93,7 +93,8 @@ class AlertmanagerSink(h.TestCase):
         hook = ("[webhook am]\nurl = %s\nformat = alertmanager\ntimeout = 5s\n"
                 "retry_base = 100ms\n" % am.url)
         ag = self.start_agent(rs, scan_interval="200ms", leak_grace="1s", max_hold="1h",
-                              extra=hook)
+                              extra=hook,
+                              rules_extra={"runbook_url": "https://wiki.example/lw/{alertname}"})
         c.set(KEY, "tok-ship")
 
         def leak_in_am():
@@ -105,6 +106,7 @@ class AlertmanagerSink(h.TestCase):
                                        "class": CLASS, "key": KEY, "severity": "warning"})
         self.assertIn(KEY, a["annotations"]["summary"])
         self.assertIn("description", a["annotations"])
+        self.assertEqual(a["annotations"]["runbook_url"], "https://wiki.example/lw/LockLeaked")
         self.assertEqual(a["status"]["state"], "active")
         ends = parse_time(a["endsAt"])
         now = datetime.datetime.now(datetime.timezone.utc)
@@ -112,6 +114,7 @@ class AlertmanagerSink(h.TestCase):
         self.assertTrue(a["generatorURL"].endswith("/api/v1/alerts"), a)
         st, ours = ag.get_json("/api/v1/alerts")
         self.assertEqual([x["fingerprint"] for x in ours["alerts"]], [a["fingerprint"]])
+        self.assertEqual(ours["alerts"][0]["annotations"], a["annotations"])
         self.assertEqual(h.msum(ag.metrics(), "lockwatch_notifications_total", sink="am",
                                 result="sent"), 1)
 

@@ -326,6 +326,19 @@ test_duration_values(void **state)
     expect_error("[rules]\nmax_hold = 99999999999999999999d\n",
                  "x.ini:2: [rules] max_hold: \"99999999999999999999d\" is too large "
                  "(allowed: 1s to 30d)");
+
+    /* runbook_url: an http(s) URL; {alertname} its one placeholder */
+    cfg = expect_load("[rules]\nrunbook_url = https://wiki.example/lw#{alertname}\n");
+    assert_string_equal(cfg->runbook_url, "https://wiki.example/lw#{alertname}");
+    config_free(cfg);
+    expect_error("[rules]\nrunbook_url = wiki/lw\n",
+                 "x.ini:2: [rules] runbook_url: \"wiki/lw\" is not an http:// or https:// URL");
+    expect_error("[rules]\nrunbook_url = https://w/{name}\n",
+                 "x.ini:2: [rules] runbook_url: byte 11 of \"https://w/{name}\" is not allowed "
+                 "in the URL (percent-encode it; {alertname} is the one placeholder)");
+    expect_error("[rules]\nrunbook_url = https://w/a\"b\n",
+                 "x.ini:2: [rules] runbook_url: byte 12 of \"https://w/a\"b\" is not allowed "
+                 "in the URL (percent-encode it; {alertname} is the one placeholder)");
 }
 
 static void

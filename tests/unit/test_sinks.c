@@ -322,6 +322,61 @@ alertmanager_replicas_differ_only_in_an_annotation(void **state)
     json_decref(j[1]);
 }
 
+/* [rules] runbook_url: each alert's name in it, as an annotation of the
+ * JSON sinks and a line of a Slack message of one alert name. */
+static void
+runbook_url_names_the_alert(void **state)
+{
+    struct alert a = mk(ALERT_LOCK_LEAKED, "lock:x:1", "s");
+    struct alert d = mk(ALERT_LOCK_TARGET_DOWN, NULL, "down");
+    const struct alert *one[] = { &a }, *two[] = { &a, &d };
+    const struct sink_type *json_sinks[] = { &sink_generic, &sink_alertmanager };
+    const char *text;
+    json_t *j, *x;
+
+    (void)state;
+    for (size_t k = 0; k < 2; k++) {
+        struct sink_batch b = { .kind = EV_FIRING, .alerts = one, .n = 1, .now_ms = NOW,
+                                .runbook = "https://wiki.example/rb/{alertname}?a=1&n={alertname}" };
+        char *body = NULL;
+        size_t len = 0;
+
+        assert_int_equal(json_sinks[k]->render(&b, &body, &len), 0);
+        assert_non_null(j = json_loadb(body, len, 0, NULL));
+        free(body);
+        x = json_is_array(j) ? json_array_get(j, 0) : json_array_get(json_object_get(j, "alerts"), 0);
+        assert_non_null(x);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(x, "annotations"),
+                                                              "runbook_url")),
+                            "https://wiki.example/rb/LockLeaked?a=1&n=LockLeaked");
+        json_decref(j);
+    }
+    {
+        struct sink_batch b = { .kind = EV_FIRING, .alerts = one, .n = 1, .now_ms = NOW,
+                                .runbook = "https://wiki.example/lockwatch#{alertname}&x" };
+        char *body = NULL;
+        size_t len = 0;
+
+        assert_int_equal(sink_slack.render(&b, &body, &len), 0);
+        assert_non_null(j = json_loadb(body, len, 0, NULL));
+        text = json_string_value(json_object_get(j, "text"));
+        assert_non_null(strstr(text, "\nRunbook: https://wiki.example/lockwatch#LockLeaked&amp;x"));
+        json_decref(j);
+        free(body);
+        /* two alert names: no one runbook to give */
+        b.alerts = two;
+        b.n = 2;
+        assert_int_equal(sink_slack.render(&b, &body, &len), 0);
+        assert_null(strstr(body, "Runbook"));
+        free(body);
+    }
+    /* unset: no annotation */
+    j = render(&sink_alertmanager, EV_FIRING, one, 1);
+    assert_null(json_object_get(json_object_get(json_array_get(j, 0), "annotations"),
+                                "runbook_url"));
+    json_decref(j);
+}
+
 int
 main(void)
 {
@@ -333,6 +388,7 @@ main(void)
         cmocka_unit_test(alertmanager_body),
         cmocka_unit_test(alertmanager_replicas_differ_only_in_an_annotation),
         cmocka_unit_test(the_table),
+        cmocka_unit_test(runbook_url_names_the_alert),
     };
 
     return cmocka_run_group_tests_name("sinks", tests, NULL, NULL);
