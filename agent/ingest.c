@@ -36,7 +36,8 @@
  * With a [samples] key, each datagram's mac line is checked
  * (sampleauth.c) before any of its lines is parsed, and a datagram that
  * fails is counted as rejected and nothing else (but a log line: at once,
- * then at most every REJECTS_SAY_MS).  The key is copied from
+ * then at most every REJECTS_SAY_MS).  So is a copy of a signed datagram
+ * taken in the last REPLAY_PERIOD_S or more (replay.h).  The key is copied from
  * waitstats once per batch (it changes only on reload).  Each datagram's
  * sender address is its source for the per-source class budget.
  */
@@ -57,6 +58,7 @@
 #include <netinet/in.h>
 #include <linux/sock_diag.h>
 
+#include "collectors/waits/replay.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/lw1.h"
@@ -107,6 +109,9 @@ struct ingest {
     bool warned_errno;
     int64_t last_at_ms;         /* the last datagram's arrival (arrived_ms()) */
 
+    struct replay *replay;      /* signed datagrams seen lately (replay.h);
+                                 * NULL: out of memory, none checked */
+    uint64_t replay_unchecked;  /* taken unchecked: the cache full */
     uint64_t rejects[SAMPLEAUTH_REJECTS];       /* since the last line said */
     struct sockaddr_storage reject_from[SAMPLEAUTH_REJECTS];   /* the last
                                          * sender of each reason: a forger's
@@ -302,11 +307,32 @@ note_invalid(struct ingest *in, const struct msghdr *h, const char *buf, uint64_
         memcpy(&in->invalid_from, h->msg_name, h->msg_namelen);
 }
 
+/* A signed datagram accepted lately, again?  mono_s: the monotonic clock's
+ * seconds.  A full cache takes it unchecked, counted. */
+static enum sampleauth_verdict
+replayed(struct ingest *in, const char *buf, int64_t mono_s)
+{
+    unsigned char mac[LW1_MAC_BYTES];
+
+    if (in->keylen == 0 || in->replay == NULL)
+        return SAMPLEAUTH_OK;
+    sampleauth_mac_of(buf, mac);
+    switch (replay_note(in->replay, mac, mono_s)) {
+    case REPLAY_SEEN:
+        return SAMPLEAUTH_REPLAY;
+    case REPLAY_FULL:
+        waitstats_set_replay_unchecked(in->ws, ++in->replay_unchecked);
+        return SAMPLEAUTH_OK;
+    default:
+        return SAMPLEAUTH_OK;
+    }
+}
+
 /* Check, parse and count one datagram of len bytes in buf, which arrived
- * at at_ms (monotonic). */
+ * at at_ms (Unix ms; now_s its seconds, mono_s the monotonic clock's). */
 static void
 take(struct ingest *in, struct msghdr *h, char *buf, size_t len, int64_t now_s,
-     int64_t at_ms)
+     int64_t mono_s, int64_t at_ms)
 {
     struct sample_source src;
     enum sampleauth_verdict v;
@@ -315,6 +341,8 @@ take(struct ingest *in, struct msghdr *h, char *buf, size_t len, int64_t now_s,
     size_t skip, nvalid;
 
     v = sampleauth_check(in->key, in->keylen, buf, len, truncated, now_s, &skip);
+    if (v == SAMPLEAUTH_OK)
+        v = replayed(in, buf, mono_s);
     if (v != SAMPLEAUTH_OK) {
         waitstats_reject(in->ws, v);
         in->rejects[v]++;
@@ -364,7 +392,7 @@ drain(struct ingest *in)
             if (at_ms < in->last_at_ms)
                 at_ms = in->last_at_ms;
             in->last_at_ms = at_ms;
-            take(in, h, in->buf[i], len, now_real / 1000, at_ms);
+            take(in, h, in->buf[i], len, now_real / 1000, now_mono / 1000, at_ms);
         }
         if (n < INGEST_BATCH)
             break;
@@ -383,6 +411,8 @@ reject_hint(enum sampleauth_verdict v)
         return "signed with another key than [samples] key_file, or forged";
     case SAMPLEAUTH_STALE:
         return "a sender's clock over 60 s off, or a replay";
+    case SAMPLEAUTH_REPLAY:
+        return "a copy of a datagram taken in the last 2 minutes: a replay";
     default:
         return "over the agent's datagram size";
     }
@@ -578,7 +608,8 @@ ingest_start(struct waitstats *ws, const char *host, int port, int64_t batch_wai
     in->wait_ms = batch_wait_ms > 0 ? batch_wait_ms : 0;
     in->buf = malloc(INGEST_BATCH * sizeof(*in->buf));
     in->samples = malloc(SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX) * sizeof(*in->samples));
-    if (in->buf == NULL || in->samples == NULL) {
+    in->replay = replay_new(REPLAY_SLOTS_MAX);
+    if (in->buf == NULL || in->samples == NULL || in->replay == NULL) {
         snprintf(err, errlen, "samples: out of memory");
         goto fail;
     }
@@ -620,6 +651,7 @@ ingest_stop(struct ingest *in)
         close(in->wake[1]);
     free(in->buf);
     free(in->samples);
+    replay_free(in->replay);
     explicit_bzero(in->key, sizeof(in->key));
     free(in);
 }

@@ -836,7 +836,12 @@ const struct metric_family metric_families[] = {
       offsetof(struct waitstats_view, sources_over_budget), VAL_SIZE,
       "Tracked senders that had a new class refused because their budget (32) was spent." },
     { "lockwatch_samples_rejected_total", "counter", SRC_WAIT_KEYED, samples_rejected, 0,
-      VAL_U64, "Sample datagrams rejected whole by the [samples] key_file check, by reason." },
+      VAL_U64, "Sample datagrams rejected whole by the [samples] key_file check, by reason "
+      "(replay: a copy of one taken in the last 2 minutes)." },
+    { "lockwatch_samples_replay_unchecked_total", "counter", SRC_WAIT_KEYED, scalar,
+      offsetof(struct waitstats_view, replay_unchecked), VAL_U64,
+      "Signed datagrams taken without the replay check: its cache was full (about 6,500 a "
+      "second for 2 minutes)." },
     { "lockwatch_samples_events_total", "counter", SRC_WAIT, samples_events, 0, VAL_U64,
       "waiting and lost lines received, by kind (they add to no histogram)." },
     { "lockwatch_samples_waiting", "gauge", SRC_WAIT, scalar,

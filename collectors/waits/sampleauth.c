@@ -23,6 +23,7 @@ static const char *const reason_names[SAMPLEAUTH_REJECTS] = {
     [SAMPLEAUTH_BAD_MAC] = "bad_mac",
     [SAMPLEAUTH_STALE] = "stale",
     [SAMPLEAUTH_TRUNCATED] = "truncated",
+    [SAMPLEAUTH_REPLAY] = "replay",
 };
 
 const char *
@@ -89,6 +90,14 @@ sampleauth_check(const void *key, size_t keylen, const char *buf, size_t len,
         return SAMPLEAUTH_STALE;
     *skip = linelen + 1;
     return SAMPLEAUTH_OK;
+}
+
+void
+sampleauth_mac_of(const char *buf, unsigned char *mac)
+{
+    for (size_t i = 0; i < LW1_MAC_BYTES; i++)
+        mac[i] = (unsigned char)(hexval((unsigned char)buf[LW1_MAC_PREFIX_LEN + 2 * i]) << 4 |
+                                 hexval((unsigned char)buf[LW1_MAC_PREFIX_LEN + 2 * i + 1]));
 }
 
 size_t

@@ -23,6 +23,8 @@ enum sampleauth_verdict {
     SAMPLEAUTH_BAD_MAC,         /* malformed mac line, or a wrong mac */
     SAMPLEAUTH_STALE,           /* right mac, time outside the window */
     SAMPLEAUTH_TRUNCATED,       /* longer than our buffer: cannot check */
+    SAMPLEAUTH_REPLAY,          /* a copy of one accepted lately (the
+                                 * caller's replay.h, not this check) */
     SAMPLEAUTH_REJECTS,         /* count of the reasons above */
     SAMPLEAUTH_OK = SAMPLEAUTH_REJECTS
 };
@@ -38,8 +40,13 @@ enum sampleauth_verdict sampleauth_check(const void *key, size_t keylen,
                                          const char *buf, size_t len, bool truncated,
                                          int64_t now_s, size_t *skip);
 
-/* "unsigned", "bad_mac", "stale", "truncated" (the metric's label values). */
+/* "unsigned", "bad_mac", "stale", "truncated", "replay" (the metric's
+ * label values). */
 const char *sampleauth_reason_str(enum sampleauth_verdict v);
+
+/* The mac of a datagram sampleauth_check() took with a key, into mac
+ * (LW1_MAC_BYTES). */
+void sampleauth_mac_of(const char *buf, unsigned char *mac);
 
 /*
  * Write into out (room for outlen bytes) the signed datagram of body

@@ -80,7 +80,7 @@ struct waitstats {
     size_t nrules;
     int64_t window_ms;
     size_t nused;                           /* classes that had a sample */
-    uint64_t received, invalid, kernel_drops, window_lost;
+    uint64_t received, invalid, kernel_drops, window_lost, replay_unchecked;
     struct sketch merged;                   /* view's scratch, under mu */
 
     size_t nderived;                        /* places taken by derived classes */
@@ -619,6 +619,14 @@ waitstats_reject(struct waitstats *ws, enum sampleauth_verdict why)
 }
 
 void
+waitstats_set_replay_unchecked(struct waitstats *ws, uint64_t total)
+{
+    pthread_mutex_lock(&ws->mu);
+    ws->replay_unchecked = total;
+    pthread_mutex_unlock(&ws->mu);
+}
+
+void
 waitstats_set_kernel_drops(struct waitstats *ws, uint64_t total)
 {
     pthread_mutex_lock(&ws->mu);
@@ -709,6 +717,7 @@ waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v)
     v->sources_over_budget = ws->nover;
     bytes += waiting_bytes(ws->waiting);
     v->kernel_drops = ws->kernel_drops;
+    v->replay_unchecked = ws->replay_unchecked;
     v->window_lost = ws->window_lost;
     v->window_ms = ws->window_ms;
     v->bytes = bytes;

@@ -125,6 +125,8 @@ struct waitstats_view {
     uint64_t events[WS_EVENTS]; /* waiting and lost lines, per kind */
     bool keyed;                 /* [samples] key_file is set */
     uint64_t rejected[SAMPLEAUTH_REJECTS];  /* datagrams, per reason */
+    uint64_t replay_unchecked;  /* signed datagrams taken unchecked for
+                                 * replay (its cache full) */
     size_t waiting_now;         /* (owner, key) pairs waiting now */
     uint64_t waiting_evicted;   /* pairs evicted from the full table */
     uint64_t waiting_superseded;    /* starts ended by a later acquire of
@@ -195,6 +197,9 @@ void waitstats_reject(struct waitstats *ws, enum sampleauth_verdict why);
 
 /* The ingest thread's running total of kernel-dropped datagrams. */
 void waitstats_set_kernel_drops(struct waitstats *ws, uint64_t total);
+/* The ingest thread's running total of signed datagrams taken without the
+ * replay check, its cache full (collectors/waits/replay.h). */
+void waitstats_set_replay_unchecked(struct waitstats *ws, uint64_t total);
 
 /*
  * Copy out everything a renderer or a rule needs, window P99s computed at

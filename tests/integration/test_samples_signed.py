@@ -16,6 +16,7 @@ datagrams", "What the agent does with a sample"): a real lockwatchd with
   - without a key a signed datagram is applied, its mac line skipped;
     a reload that adds the key starts rejecting unsigned datagrams;
   - waiting and lost lines are counted per kind and add no class;
+  - a copy of a signed datagram taken lately is rejected as a replay;
   - a key shorter than 16 bytes fails the config load.
 """
 
@@ -34,6 +35,7 @@ KEY = b"integration key, not a secret at all"
 # with LOCKWATCH_FORGED=N on a slow machine).  Each carries LINES lines.
 FORGED_DATAGRAMS = int(os.environ.get("LOCKWATCH_FORGED", "1000000"))
 SENDER_THREADS = 2
+REASONS = ("unsigned", "bad_mac", "stale", "truncated", "replay")
 
 
 def free_udp_port():
@@ -87,7 +89,7 @@ class Signed(harness.TestCase):
     def rejected(self):
         m = self.agent.metrics()
         return {r: msum(m, "lockwatch_samples_rejected_total", reason=r)
-                for r in ("unsigned", "bad_mac", "stale", "truncated")}
+                for r in REASONS}
 
     def wait_counted(self, name, value, **labels):
         self.agent.wait_for(lambda: msum(self.agent.metrics(), name, **labels) >= value,
@@ -96,9 +98,10 @@ class Signed(harness.TestCase):
     def test_forged_flood_changes_nothing(self):
         ag = self.start()
         # genuine traffic first: 200 waits of 2 ms on the configured class
-        body = b"".join(b"lw1 wait pay:%d 2000 ok\n" % i for i in range(20))
-        for _ in range(10):
-            self.send(sign(body))
+        # (each datagram its own bytes: a copy of one is a replay)
+        for d in range(10):
+            self.send(sign(b"".join(b"lw1 wait pay:%d 2000 ok\n" % (d * 20 + i)
+                                    for i in range(20))))
         self.wait_counted("lockwatch_acquire_wait_seconds_count", 200,
                           **{"class": "payments", "outcome": "ok"})
         before = self.state()
@@ -151,7 +154,7 @@ class Signed(harness.TestCase):
         def settled():
             m = ag.metrics()
             got = sum(msum(m, "lockwatch_samples_rejected_total", reason=r)
-                      for r in ("unsigned", "bad_mac", "stale", "truncated"))
+                      for r in REASONS)
             drops = msum(m, "lockwatch_samples_dropped_datagrams_total")
             return (got, drops) if got + drops >= total_sent else None
         got, drops = ag.wait_for(settled, timeout=60, desc="every forged datagram accounted")
@@ -164,8 +167,8 @@ class Signed(harness.TestCase):
         for r in ("unsigned", "bad_mac", "stale", "truncated"):
             self.assertGreater(rej[r], 0, r)
         # genuine samples are still applied after the flood
-        for _ in range(10):
-            self.send(sign(b"lw1 hold pay:after 1000\n"))
+        for i in range(10):
+            self.send(sign(b"lw1 hold pay:after%d 1000\n" % i))
         self.wait_counted("lockwatch_hold_seconds_count", 10, **{"class": "payments"})
         after = self.state()
         for k, v in before.items():
@@ -208,6 +211,39 @@ class Signed(harness.TestCase):
                                  reason="unsigned") == 100, 10, desc="100 unsigned rejected")
         time.sleep(0.6)     # a few of the agent's 250 ms ticks
         self.assertEqual(len(said()), 1, "said again within the minute")
+
+    def test_a_replayed_datagram_changes_nothing(self):
+        # a trial: copies of captured signed datagrams, sent again within the
+        # 60 s window (no key needed), made a false LockDeadlock and
+        # LockLeaseOverrun and counted one lost lease four times
+        ag = self.start()
+        wait = sign(b"lw1 wait pay:1 5000000 ok\n")
+        lost = sign(b"lw1 lost pay:9 o%2F1 tok-9 30000 2000000 expired\n")
+        self.send(wait)
+        self.send(lost)
+        self.wait_counted("lockwatch_samples_received_total", 2)
+        self.wait_counted("lockwatch_samples_events_total", 1, kind="lost_expired")
+        before = self.state()
+        for _ in range(3):
+            self.send(wait)
+            self.send(lost)
+        self.wait_counted("lockwatch_samples_rejected_total", 6, reason="replay")
+        # a genuine datagram after the copies, to know they were all read
+        self.send(sign(b"lw1 wait pay:2 2000 ok\n"))
+        self.wait_counted("lockwatch_samples_received_total", 3)
+        after = self.state()
+        m = ag.metrics()
+        self.assertEqual(msum(m, "lockwatch_samples_rejected_total", reason="replay"), 6)
+        self.assertEqual(msum(m, "lockwatch_acquire_wait_seconds_count", **{"class": "payments"}),
+                         2)
+        self.assertEqual(msum(m, "lockwatch_samples_events_total", kind="lost_expired"), 1)
+        self.assertEqual(msum(m, "lockwatch_lease_overrun_seconds_count"), 1)
+        for k, v in before.items():
+            if k[0] == "lockwatch_samples_events_total":
+                self.assertEqual(after.get(k), v, k)
+        self.assertEqual(msum(m, "lockwatch_samples_replay_unchecked_total"), 0)
+        self.assertIn("replay 6 (a copy of a datagram taken in the last 2 minutes: a replay",
+                      ag.log_tail(100))
 
     def test_ten_thousand_classes_from_one_source(self):
         ag = self.start()

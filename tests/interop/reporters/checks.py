@@ -276,7 +276,7 @@ def signed(c, redis):
         except AssertionError:
             pass
         m = agent.metrics()
-        rej = sum(msum(m, "lockwatch_samples_rejected_total", reason=x) for x in ("unsigned", "bad_mac", "stale", "truncated"))
+        rej = sum(msum(m, "lockwatch_samples_rejected_total", reason=x) for x in ("unsigned", "bad_mac", "stale", "truncated", "replay"))
         c.check(cnt() == 50 and r["errors"] == 0 and rej == 0,
                 "key_file: 50 signed waits counted (%d), %d datagrams rejected" % (cnt(), rej))
         r = c.run("burst", redis, {"LOCKWATCH_SAMPLES": "127.0.0.1:%d" % udp, "LOCKWATCH_KEY_FILE": bad},
