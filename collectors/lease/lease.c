@@ -182,15 +182,21 @@ lease_expired(const struct lease_end *e)
 }
 
 static void
-push_overrun(const struct lease_line *l, const struct row *r, double overrun_s)
+push_overrun(const struct lease_line *l, const struct row *r, double overrun_s, bool reckoned)
 {
     char detail[384];
+    int ownerlen = (int)(l->owner != NULL ? (l->ownerlen > 128 ? 128 : l->ownerlen) : 1);
 
-    snprintf(detail, sizeof(detail), "a %s line of owner %.*s arrived %.3f s after its lease "
-             "ran out: it kept working while another client could take the lock",
-             l->verb != NULL ? l->verb : "sample",
-             (int)(l->owner != NULL ? (l->ownerlen > 128 ? 128 : l->ownerlen) : 1),
-             l->owner != NULL ? l->owner : "-", overrun_s);
+    if (reckoned)       /* its acquire's arrival plus its hold */
+        snprintf(detail, sizeof(detail), "owner %.*s released it %.3f s after its lease ran "
+                 "out (its acquire's arrival plus the hold its hold line reports): it kept "
+                 "working while another client could take the lock", ownerlen,
+                 l->owner != NULL ? l->owner : "-", overrun_s);
+    else
+        snprintf(detail, sizeof(detail), "a %s line of owner %.*s arrived %.3f s after its "
+                 "lease ran out: it kept working while another client could take the lock",
+                 l->verb != NULL ? l->verb : "sample", ownerlen,
+                 l->owner != NULL ? l->owner : "-", overrun_s);
     push(EVENT_LEASE_OVERRUN, r != NULL ? r->target : NULL, r != NULL ? r->klass : NULL,
          l->key, l->keylen, l->holder, l->holderlen, detail, overrun_s);
 }
@@ -201,8 +207,9 @@ lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char 
     const struct row *r = NULL;
     struct recent *e;
     uint64_t pair;
+    int64_t end_ms = l->at_ms;
     long k, ka;
-    bool found = false;
+    bool found = false, hold = l->verb != NULL && strcmp(l->verb, "hold") == 0;
 
     if (l->holder == NULL || l->holderlen == 0)
         return false;
@@ -221,20 +228,24 @@ lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char 
         pairring_drop(&recent_pairs, (size_t)k);
         goto out;
     }
-    if (l->verb != NULL && strcmp(l->verb, "hold") == 0 &&
-        l->at_ms < e->expires_ms + LEASE_HOLD_SLACK_MS) {
+    /* a hold sent late (its sender stalled after the release): the
+     * holding ended by its acquire's arrival plus the hold it reports */
+    if (hold && l->held_us > 0 && ka >= 0 && acquired_ms[ka] > 0 &&
+        acquired_ms[ka] + (l->held_us + 999) / 1000 < end_ms)
+        end_ms = acquired_ms[ka] + (l->held_us + 999) / 1000;
+    if (hold && end_ms < e->expires_ms + LEASE_HOLD_SLACK_MS) {
         /* a release at the lease's end, perhaps before it */
         pairring_drop(&recent_pairs, (size_t)k);
         goto out;
     }
-    *overrun_s = e->expires_ms < l->at_ms ? (double)(l->at_ms - e->expires_ms) / 1000.0 : 0.0;
+    *overrun_s = e->expires_ms < end_ms ? (double)(end_ms - e->expires_ms) / 1000.0 : 0.0;
     if (e->row >= 0 && (size_t)e->row < nrows)
         r = &rows[e->row];
     if (target != NULL)
         copy_str(target, LEASE_TARGET_MAX, r != NULL ? r->target : "");
     if (klass != NULL)
         copy_str(klass, LEASE_CLASS_MAX, r != NULL ? r->klass : "");
-    push_overrun(l, r, *overrun_s);
+    push_overrun(l, r, *overrun_s, end_ms < l->at_ms);
     pairring_drop(&recent_pairs, (size_t)k);
     overruns++;
     found = true;

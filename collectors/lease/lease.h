@@ -20,10 +20,11 @@
  *  - a `hold` or `lost` line of that holder on that key that arrives
  *    while the entry is remembered (lease_overrun()) is the
  *    holder still working after its lease ended: the overrun is the
- *    line's arrival minus the expiry; the entry is used up (one overrun
- *    per lease) and EVENT_LEASE_OVERRUN is pushed.  A `hold` line within
- *    LEASE_HOLD_SLACK_MS of the expiry is a release the agent cannot tell
- *    from one after it, and is none.  A `lost` line
+ *    line's arrival (a `hold`'s: the sooner of that and its acquire's
+ *    arrival plus its hold) minus the expiry; the entry is used up (one
+ *    overrun per lease) and EVENT_LEASE_OVERRUN is pushed.  A `hold` line
+ *    within LEASE_HOLD_SLACK_MS of the expiry is a release the agent
+ *    cannot tell from one after it, and is none.  A `lost` line
  *    (lease_lost()) pushes EVENT_LEASE_LOST: the holder itself says its
  *    lease ended; one that no expiry matched and whose own overrun is
  *    above 0 pushes EVENT_LEASE_OVERRUN too (lease_overrun_reported()).
@@ -102,18 +103,24 @@ struct lease_line {
     size_t ownerlen;
     const char *verb;           /* "hold", "waiting", "lost": for the event's text */
     int64_t at_ms;              /* Unix ms it arrived */
+    int64_t held_us;            /* a hold line's hold, us; 0: none */
 };
 
 /*
  * Did the agent see this holder's lease on this key run out (within
  * LEASE_RECENT_MS)?  Then *overrun_s is how long after the expiry the line
- * arrived (0 if it arrived before), the entry is used up, the target and
+ * arrived (0 if it arrived before), or for a `hold` line how long after it
+ * the holding ended: the arrival of its acquire (a waiting end or 7-field
+ * wait, ok) plus the hold the line reports, when that is earlier than the
+ * line's own arrival (a sender that stalled after the release sends late;
+ * its acquire arrived after the acquire, so the sum is never before the
+ * real release).  The entry is used up, the target and
  * the class of the key when it ran out are copied to target and klass
  * (LEASE_TARGET_MAX and LEASE_CLASS_MAX bytes; either may be NULL),
  * EVENT_LEASE_OVERRUN is pushed, and true is returned.  false, and
- * nothing written, when no expiry matches, or when a `hold` line came
- * within LEASE_HOLD_SLACK_MS of it (the entry is used up: that release
- * ended the holding).
+ * nothing written, when no expiry matches, or when a `hold` line's holding
+ * ended (so reckoned) within LEASE_HOLD_SLACK_MS of it (the entry is used
+ * up: that release ended the holding).
  */
 bool lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char *klass);
 

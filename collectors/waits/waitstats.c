@@ -452,7 +452,8 @@ record_lease(struct waitstats *ws, const struct sample *s, struct ws_source *src
     static const char *const verbs[] = { [SAMPLE_WAIT] = "wait", [SAMPLE_HOLD] = "hold",
                                          [SAMPLE_WAITING] = "waiting", [SAMPLE_LOST] = "lost" };
     struct lease_line l = { s->key, s->keylen, s->holder, s->holderlen, s->owner,
-                            s->ownerlen, verbs[s->kind], at_ms };
+                            s->ownerlen, verbs[s->kind], at_ms,
+                            s->kind == SAMPLE_HOLD ? (int64_t)s->us : 0 };
     char target[LEASE_TARGET_MAX] = "", klass[LEASE_CLASS_MAX] = "";
     struct ws_class *c;
     double over = -1;

@@ -50,7 +50,7 @@ static struct lease_line
 line_of(const char *key, const char *holder, const char *verb, int64_t at_ms)
 {
     struct lease_line l = { key, strlen(key), holder, holder != NULL ? strlen(holder) : 0,
-                            "web-1:42/7", 10, verb, at_ms };
+                            "web-1:42/7", 10, verb, at_ms, 0 };
 
     return l;
 }
@@ -153,6 +153,51 @@ late_line_is_an_overrun_once(void **state)
     lease_expired(&e);
     l.at_ms = now + LEASE_RECENT_MS + 1000;
     assert_false(lease_overrun(&l, &over, NULL, NULL));
+}
+
+/* A trial: a release 0.2 s before the lease's end whose hold line was
+ * sent 2.5 s late (the sender's event loop blocked after the release)
+ * read as a 2.3 s overrun.  The holding ended by its acquire's arrival
+ * plus the hold the line reports; without the acquire, by the arrival. */
+static void
+late_hold_line_counts_from_its_acquire(void **state)
+{
+    int64_t now = clock_now_ms(), expiry = now - 2300;
+    struct lease_end e = end_of(lease_row("main", "lock:*"), "lock:n", "tok-n", false, expiry);
+    struct lease_line l, ok;
+    double over = -1;
+
+    (void)state;
+    /* acquired 2 s before the expiry (its ok arrived 50 ms later), held
+     * 1.8 s: released 150 ms before the lease's end */
+    ok = line_of("lock:n", "tok-n", "waiting", expiry - 2000 + 50);
+    lease_forget(&ok);
+    lease_expired(&e);
+    l = line_of("lock:n", "tok-n", "hold", now);
+    l.held_us = 1800000;
+    assert_false(lease_overrun(&l, &over, NULL, NULL));
+    assert_int_equal(events_total(EVENT_LEASE_OVERRUN), 0);
+    /* held 4 s: released 2 s after the lease's end, though its line came
+     * 2.3 s after: the overrun is the release's */
+    lease_expired(&e);
+    l.held_us = 4000000;
+    assert_true(lease_overrun(&l, &over, NULL, NULL));
+    assert_true(over > 1.999 && over < 2.051);
+    events_each(0, 0, last_event, NULL);
+    assert_int_equal(last_kind, EVENT_LEASE_OVERRUN);
+    /* a hold longer than the time since its acquire arrived changes
+     * nothing: the arrival bounds it */
+    lease_expired(&e);
+    l.held_us = 60000000;
+    assert_true(lease_overrun(&l, &over, NULL, NULL));
+    assert_true(over > 2.299 && over < 2.301);
+    /* no acquire seen (another holder id): the arrival, as before */
+    e = end_of(lease_row("main", "lock:*"), "lock:n", "tok-m", false, expiry);
+    lease_expired(&e);
+    l = line_of("lock:n", "tok-m", "hold", now);
+    l.held_us = 1800000;
+    assert_true(lease_overrun(&l, &over, NULL, NULL));
+    assert_true(over > 2.299 && over < 2.301);
 }
 
 /* The same holder id taking the key again (Redisson's <id>:<thread>,
@@ -287,6 +332,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(rows_count_and_renewed_pushes, reset),
         cmocka_unit_test_setup(late_line_is_an_overrun_once, reset),
+        cmocka_unit_test_setup(late_hold_line_counts_from_its_acquire, reset),
         cmocka_unit_test_setup(a_new_acquire_forgets_the_expiry, reset),
         cmocka_unit_test_setup(lost_line_pushes, reset),
         cmocka_unit_test_setup(recent_is_bounded, reset),
