@@ -81,6 +81,13 @@ deadlock_texts(const struct rule_ctx *c, struct strbuf *sum, struct strbuf *desc
               "the others then proceed. `lockctl deadlocks` prints the release command to "
               "paste (--holder is the holder id, not the owner). Then take these locks in one "
               "order everywhere.");
+    for (i = 0; i < d->nsteps && d->steps[i].target[0] != '\0'; i++)
+        ;
+    if (i < d->nsteps)
+        text_adds(desc, " Keys no target's patterns cover are known only from their owners' "
+                  "lines: an owner that died or restarted (a new owner) never says it let go, "
+                  "so if they did, this stays until the agent restarts. Add those keys' "
+                  "pattern to a target so that its scans vouch for them.");
 }
 
 bool

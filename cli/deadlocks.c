@@ -158,7 +158,10 @@ release_command(const struct lockctl *lc, const json_t *rel, size_t width)
         paste_key_holder(&pl, key, klen, hid, hlen);
         if (target == NULL)
             table_line(stdout, width, "no scan shows this lock (only the reporters' lines "
-                       "know it): -t is lockctl's target; name the one that holds it");
+                       "know it): -t is lockctl's target; name the one that holds it. If "
+                       "its owners died or restarted, nothing says they let go: the deadlock "
+                       "stays until the agent restarts (a target whose patterns cover the "
+                       "key vouches for it)");
         paste_show(stdout, &pl, width, "release with:");
         paste_release(&pl);
     }

@@ -169,6 +169,7 @@ class Deadlock(LinesAgent):
         # the youngest hold is b's: releasing it loses the least work
         self.assertEqual(steps[d["release"]]["key"], "lock:ship:b")
         self.assertIn("Release lock:ship:b", desc)
+        self.assertNotIn("no target's patterns", desc)    # both keys are main's
         m = self.agent.metrics()
         self.assertEqual(msum(m, "lockwatch_deadlocks", target="main"), 1)
         self.assertEqual(msum(m, "lockwatch_deadlocks", target="*"), 0)
@@ -195,6 +196,26 @@ class Deadlock(LinesAgent):
                             desc="LockDeadlock resolved")
         self.assertEqual(self.deadlocks()["deadlocks"], [])
         self.assertEqual(msum(self.agent.metrics(), "lockwatch_deadlocks", target="main"), 0)
+
+    def test_cycle_on_keys_no_target_covers_says_how_it_ends(self):
+        # a trial: the owners of a deadlock on such keys died; the alert
+        # stayed (nothing vouches for those keys) and told on-call that a
+        # restart of the holder would end it
+        self.acquire("app:acct:x", "svc-x:1/1", "tok-x")
+        time.sleep(0.3)
+        self.acquire("app:ship:y", "svc-y:2/1", "tok-y")
+        self.send(self.waiting("app:ship:y", "svc-x:1/1", None, "start"),
+                  self.waiting("app:acct:x", "svc-y:2/1", None, "start"))
+        self.wait_deadlock(time.monotonic())
+        (a,) = self.firing("LockDeadlock")
+        self.assertEqual(a["labels"]["target"], "*")
+        desc = " ".join(a["annotations"]["description"].split())
+        self.assertIn("Keys no target's patterns cover are known only from their owners' lines: "
+                      "an owner that died or restarted (a new owner) never says it let go, so "
+                      "if they did, this stays until the agent restarts.", desc)
+        out = " ".join(lockctl(self.agent.config_path, "deadlocks").stdout.decode().split())
+        self.assertIn("If its owners died or restarted, nothing says they let go: the deadlock "
+                      "stays until the agent restarts", out)
 
     def test_cycle_while_the_scans_fail(self):
         """With main's Redis gone, its scans fail: the cycle stands on the
