@@ -327,6 +327,11 @@ test_duration_values(void **state)
                  "x.ini:2: [rules] max_hold: \"99999999999999999999d\" is too large "
                  "(allowed: 1s to 30d)");
 
+    /* a missing '=' in a line with a ':' (a trial: "unknown key patterns lock") */
+    expect_error("[target t]\npatterns lock:*\n",
+                 "x.ini:2: [target t]: \"patterns lock:*\" has no '=' (write key = value; a "
+                 "line without '=' is split at its first ':')");
+
     /* runbook_url: an http(s) URL; {alertname} its one placeholder */
     cfg = expect_load("[rules]\nrunbook_url = https://wiki.example/lw#{alertname}\n");
     assert_string_equal(cfg->runbook_url, "https://wiki.example/lw#{alertname}");
