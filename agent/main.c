@@ -356,19 +356,37 @@ reload(struct agent *agent, struct ingest *ingest, const char *path, bool explic
         config_free(ncfg);
         return;
     }
+    /* What only a restart changes keeps its running value in the config
+     * in effect, so that alert links and the next reload's comparison
+     * speak of what runs (a trial: links to a port nothing listened on,
+     * and going back to the running address warned again). */
     if (strcmp(ncfg->listen_host, agent->cfg->listen_host) != 0 ||
-        ncfg->listen_port != agent->cfg->listen_port)
-        log_warnx("reload: a new listen address takes effect only after a restart");
+        ncfg->listen_port != agent->cfg->listen_port) {
+        log_warnx("reload: listen = %s:%d takes effect only after a restart; the agent "
+                  "listens on %s:%d until then", ncfg->listen_host, ncfg->listen_port,
+                  agent->cfg->listen_host, agent->cfg->listen_port);
+        memcpy(ncfg->listen_host, agent->cfg->listen_host, sizeof(ncfg->listen_host));
+        ncfg->listen_port = agent->cfg->listen_port;
+    }
     if (ncfg->http_max_connections != agent->cfg->http_max_connections ||
         ncfg->http_max_connections_per_client !=
         agent->cfg->http_max_connections_per_client ||
         ncfg->http_request_timeout_ms != agent->cfg->http_request_timeout_ms ||
-        ncfg->http_max_api_requests != agent->cfg->http_max_api_requests)
+        ncfg->http_max_api_requests != agent->cfg->http_max_api_requests) {
         log_warnx("reload: new http_* limits take effect only after a restart");
+        ncfg->http_max_connections = agent->cfg->http_max_connections;
+        ncfg->http_max_connections_per_client = agent->cfg->http_max_connections_per_client;
+        ncfg->http_request_timeout_ms = agent->cfg->http_request_timeout_ms;
+        ncfg->http_max_api_requests = agent->cfg->http_max_api_requests;
+    }
     if (ncfg->samples_off != agent->cfg->samples_off ||
         strcmp(ncfg->samples_host, agent->cfg->samples_host) != 0 ||
-        ncfg->samples_port != agent->cfg->samples_port)
+        ncfg->samples_port != agent->cfg->samples_port) {
         log_warnx("reload: a new samples address takes effect only after a restart");
+        ncfg->samples_off = agent->cfg->samples_off;
+        memcpy(ncfg->samples_host, agent->cfg->samples_host, sizeof(ncfg->samples_host));
+        ncfg->samples_port = agent->cfg->samples_port;
+    }
     if (agent_reload(agent, ncfg) == -1) {
         log_warn("reload");
         reload_said(agent, "out of memory applying it");

@@ -191,6 +191,26 @@ class Reload(h.TestCase):
         ag.wait_for(lambda: "LockTargetDown" in self.firing(ag), 15, desc="the target down")
         self.assertNotIn("LockLeaked", self.firing(ag))
 
+    def test_a_new_listen_address_waits_for_a_restart(self):
+        # a trial: a reload to another listen address kept serving on the
+        # old one but took the new one as in effect (alert links to a port
+        # nothing listened on), and going back warned again
+        rs = self.start_redis()
+        ag = self.start_agent(rs, scan_interval="500ms")
+        port, other = ag.port, h.free_port()
+        ag.write_config(h.config_text(other, ag.targets, **ag.cfg))
+        ag.reload()
+        ag.wait_for(lambda: "reloaded:" in ag.log_tail(20), 15, desc="the reload")
+        self.assertIn("reload: listen = 127.0.0.1:%d takes effect only after a restart; the "
+                      "agent listens on 127.0.0.1:%d until then" % (other, port),
+                      ag.log_tail(20))
+        self.assertEqual(ag.get_json("/api/v1/alerts")[0], 200)
+        # back to the address it listens on: nothing to say
+        ag.write_config(ag.render_config())
+        ag.reload()
+        ag.wait_for(lambda: ag.log_tail(40).count("reloaded:") == 2, 15, desc="the reload back")
+        self.assertEqual(ag.log_tail(40).count("takes effect only after a restart"), 1)
+
     def test_reload_without_target_refused(self):
         # A file cut short mid-deploy (no [target] left) must not swap the
         # configured target for the built-in 127.0.0.1:6379: the reload is
