@@ -90,7 +90,9 @@ struct lease_end {
 };
 
 /* Count it, remember it for lease_overrun(), and push EVENT_EXPIRED_RENEWED
- * when it was renewed.  Never fails (memory is static). */
+ * when it was renewed; unless its holder reported releasing the key since
+ * e->first_seen_ms and took it no more (released.h): then it was no expiry,
+ * counted only in released_early.  Never fails (memory is static). */
 void lease_expired(const struct lease_end *e);
 
 /* A line of a holder: key and holder as bytes; owner may be NULL. */
@@ -159,6 +161,8 @@ struct lease_view {
     uint64_t rows_overflow;     /* expiries counted in no row */
     size_t recent;              /* expiries remembered now */
     uint64_t overruns;          /* lines matched to an expiry since start */
+    uint64_t released_early;    /* gone at the lease's end, but its holder
+                                 * reported the release: no expiry */
 };
 
 /* Copy out the counters.  0, or -1 on ENOMEM (v then empty). */

@@ -17,7 +17,8 @@ the lease run out, so lockwatch_lease_overrun_seconds observes the overrun
 (its arrival minus the expiry, within 100 ms of the truth, which lies
 between the resume and the on_lost callback) and LockLeaseOverrun fires.
 A lock that simply expires (no renewal) counts renewed="no" and alerts
-nothing; one deleted before its expiry counts nothing.  Raw lines: a
+nothing; one deleted before its expiry counts nothing, and neither does one
+gone at its expiry whose holder reported the release first.  Raw lines: a
 6-field `hold` of an expired holder is an overrun, its `waiting` (a new
 acquire by a holder id that stays the same, as Redisson's) is not, a `lost`
 line the agent saw no expiry for raises LockLeaseLost without a target
@@ -234,6 +235,29 @@ class LeaseTest(harness.TestCase):
         self.assertIn("before its lease was due to end", detail["lock:other:8"])
         self.assertNotIn("lease", detail["lock:other:9"].split("held")[-1])
         self.assertEqual(harness.msum(ag.metrics(), "lockwatch_samples_invalid_total"), 0)
+
+    def test_scan_reported_release_at_the_end_is_no_expiry(self):
+        """A trial: a renewed lock released 0.2 s before its lease's end,
+        its holder's hold line in before the scan found the key gone, was
+        counted as run out and raised LockLeaseLost "without an unlock".
+        The same without the line still is (scans cannot see a DEL)."""
+        ag = self.agent(False)
+        for k in ("lock:rel:1", "lock:rel:2"):
+            self.r.set(k, "tok-" + k[-1], px=2000)
+        time.sleep(0.8)                         # read at least once
+        t0 = time.monotonic()
+        for k in ("lock:rel:1", "lock:rel:2"):
+            self.r.pexpire(k, 2000)             # renewed: its end moved later
+        time.sleep(1.85 - (time.monotonic() - t0))
+        self.send("lw1 hold lock:rel:1 3850000 web-1%3A42%2F7 tok-1")
+        time.sleep(0.02)
+        self.r.delete("lock:rel:1", "lock:rel:2")
+        ag.wait_for(lambda: self.alerts(ag, "LockLeaseLost"), timeout=LEAK_GRACE_S + 3,
+                    desc="LockLeaseLost of lock:rel:2")
+        time.sleep(1)
+        self.assertEqual([a["labels"]["key"] for a in self.alerts(ag, "LockLeaseLost")],
+                         ["lock:rel:2"])
+        self.assertEqual(self.expirations(ag, "yes"), 1)
 
     def test_release_at_the_end_is_no_overrun(self):
         """A user's trial: a lock released 150 ms before its TTL ran out

@@ -15,6 +15,7 @@
 
 #include "collectors/events/events.h"
 #include "collectors/lease/lease.h"
+#include "collectors/lease/released.h"
 #include "common/clock.h"
 #include "common/keyhash.h"
 
@@ -23,6 +24,7 @@ reset(void **state)
 {
     (void)state;
     lease_reset();
+    released_reset();
     events_reset();
     return 0;
 }
@@ -200,6 +202,48 @@ late_hold_line_counts_from_its_acquire(void **state)
     assert_true(over > 2.299 && over < 2.301);
 }
 
+/* A trial: a renewed lock released 0.2 s before its lease's end, its hold
+ * line in before the scan found the key gone, was a LockLeaseLost
+ * "without an unlock".  A release its holder reported since the agent
+ * first saw the holding, and no acquire after it, is no expiry; one
+ * reported before, or followed by an acquire, or by a loss, is. */
+static void
+reported_release_is_no_expiry(void **state)
+{
+    int64_t now = clock_now_ms();
+    int row = lease_row("main", "lock:*");
+    struct lease_end e = end_of(row, "lock:r", "tok-r", true, now - 100);
+    uint64_t kh = keyhash("lock:r", 6);
+    uint32_t hh = (uint32_t)keyhash("tok-r", 5);
+    struct lease_view v;
+
+    (void)state;
+    released_note(kh, hh, RELEASED_ACQUIRE, e.first_seen_ms - 10);
+    released_note(kh, hh, RELEASED_HOLD, now - 300);
+    lease_expired(&e);
+    assert_int_equal(events_total(EVENT_EXPIRED_RENEWED), 0);
+    assert_int_equal(lease_view_take(&v), 0);
+    assert_int_equal(v.released_early, 1);
+    assert_int_equal(v.rows[row].expired[1], 0);
+    assert_int_equal(v.recent, 0);
+    lease_view_release(&v);
+    /* taken again after that release: this holding's end is an expiry */
+    released_note(kh, hh, RELEASED_ACQUIRE, now - 200);
+    lease_expired(&e);
+    assert_int_equal(events_total(EVENT_EXPIRED_RENEWED), 1);
+    /* a release reported before the holding was first seen: an expiry */
+    released_reset();
+    released_note(kh, hh, RELEASED_HOLD, e.first_seen_ms - 1);
+    lease_expired(&e);
+    assert_int_equal(events_total(EVENT_EXPIRED_RENEWED), 2);
+    /* a release, then a loss the holder reported: an expiry */
+    released_reset();
+    released_note(kh, hh, RELEASED_HOLD, now - 300);
+    released_note(kh, hh, RELEASED_LOST, now - 250);
+    lease_expired(&e);
+    assert_int_equal(events_total(EVENT_EXPIRED_RENEWED), 3);
+}
+
 /* The same holder id taking the key again (Redisson's <id>:<thread>,
  * after a lease that ran out by design) starts a new holding: the expiry
  * is forgotten, and that holding's release is no overrun; another key's
@@ -333,6 +377,7 @@ main(void)
         cmocka_unit_test_setup(rows_count_and_renewed_pushes, reset),
         cmocka_unit_test_setup(late_line_is_an_overrun_once, reset),
         cmocka_unit_test_setup(late_hold_line_counts_from_its_acquire, reset),
+        cmocka_unit_test_setup(reported_release_is_no_expiry, reset),
         cmocka_unit_test_setup(a_new_acquire_forgets_the_expiry, reset),
         cmocka_unit_test_setup(lost_line_pushes, reset),
         cmocka_unit_test_setup(recent_is_bounded, reset),
