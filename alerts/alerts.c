@@ -45,6 +45,8 @@ struct alerts_sink {
                                      * 410): hears the firing alerts at the
                                      * next tick it speaks (tell_fresh) */
     bool fresh_wait;                /* tell_fresh's scratch */
+    bool watchdog;                  /* watchdog = on (alertmanager) */
+    bool watchdog_posted;           /* since this configure */
 };
 
 /* Which sinks a dispatch() is for. */
@@ -62,6 +64,7 @@ struct alerts {
     char *replica;                  /* [agent] replica, copied (a reload frees
                                      * the config); NULL: none */
     char *runbook;                  /* [rules] runbook_url, copied; NULL: none */
+    int64_t born_ms;                /* Unix ms: LockwatchWatchdog's startsAt */
     notifier_fence_fn fence;        /* leader election (alerts_set_leader);
                                      * NULL: none */
     alerts_quiet_fn quiet;
@@ -159,6 +162,7 @@ alerts_configure(struct alerts *a, const struct config *cfg)
         if ((urls[n] = t->endpoint(w->url)) == NULL || (sinks[n].name = strdup(w->name)) == NULL)
             goto out;
         sinks[n].type = t;
+        sinks[n].watchdog = w->watchdog;
         nc[n].name = w->name;
         nc[n].type = t;
         nc[n].url = urls[n];
@@ -240,6 +244,7 @@ alerts_new(const struct config *cfg)
     if (a == NULL)
         return NULL;
     pthread_mutex_init(&a->mu, NULL);
+    a->born_ms = clock_now_ms();
     if ((a->set = alertset_new()) == NULL || (a->notifier = notifier_new()) == NULL ||
         alerts_configure(a, cfg) == -1) {
         alerts_free(a);
@@ -307,7 +312,7 @@ static void
 dispatch(struct alerts *a, enum alert_event_kind kind, struct alert **list, size_t n,
          int64_t now_ms, long long tick_fence, int to)
 {
-    struct sink_batch b;
+    struct sink_batch b = { .kind = kind };
     size_t i, off;
 
     for (i = 0; i < a->nsinks; i++) {
@@ -489,6 +494,36 @@ tell_fresh(struct alerts *a, long long fence, int64_t now_ms)
         a->sinks[i].fresh = a->sinks[i].fresh_wait;
 }
 
+/* LockwatchWatchdog to the sinks with watchdog = on (alertmanager.c):
+ * with every refresh, which replaces what older ticks queued, as the
+ * refresh of the alerts this tick does; and at a sink's first tick (a
+ * start, a reload), which replaces nothing. */
+static void
+watchdog(struct alerts *a, int64_t now_ms)
+{
+    bool refresh = alertset_refreshed(a->set);
+    size_t i;
+
+    for (i = 0; i < a->nsinks; i++) {
+        struct sink_batch b = { .kind = EV_REFRESH, .now_ms = now_ms,
+                                .generator_url = a->generator_url, .replica = a->replica,
+                                .watchdog_since_ms = a->born_ms };
+        char *body = NULL;
+        size_t len = 0;
+
+        if (!a->sinks[i].watchdog || (a->sinks[i].watchdog_posted && !refresh))
+            continue;
+        if (a->sinks[i].type->render(&b, &body, &len) == -1) {
+            log_warnx("webhook %s: cannot render LockwatchWatchdog (out of memory)",
+                      a->sinks[i].name);
+            continue;
+        }
+        notifier_enqueue_fenced(a->notifier, i, body, len, 0, false, now_ms,
+                                a->sinks[i].watchdog_posted);
+        a->sinks[i].watchdog_posted = true;
+    }
+}
+
 struct event_eval {
     struct alerts *a;
     int64_t now_ms;
@@ -546,6 +581,7 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
     if (a->fence != NULL)
         catch_up(a, fence, now_ms);
     tell_fresh(a, fence, now_ms);
+    watchdog(a, now_ms);
     log_events(ev, nev);
     pthread_mutex_unlock(&a->mu);
     free(list);

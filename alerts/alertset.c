@@ -32,6 +32,7 @@ struct alertset {
     int64_t now_ms, mono_ms;
     int64_t last_refresh_mono;
     bool refreshed_once;
+    bool refreshed;                 /* the last alertset_end refreshed */
     size_t nfiring, nresolved;
     size_t suppressed;
     const char **keep;          /* alertset_keep_target() names */
@@ -472,6 +473,7 @@ alertset_end(struct alertset *set, int64_t repeat_ms, bool refresh,
     }
 
     do_refresh = refresh && set->mono_ms - set->last_refresh_mono >= ALERTSET_REFRESH_MS;
+    set->refreshed = do_refresh;
     if (do_refresh) {
         set->last_refresh_mono = set->mono_ms;
         for (i = 0; i < set->nitems; i++) {
@@ -485,6 +487,12 @@ alertset_end(struct alertset *set, int64_t repeat_ms, bool refresh,
     *ev = set->ev;
     *nev = set->nev;
     return rc == 0 ? 0 : -1;
+}
+
+bool
+alertset_refreshed(const struct alertset *set)
+{
+    return set->refreshed;
 }
 
 void

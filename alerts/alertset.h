@@ -171,6 +171,10 @@ void alertset_keep_target(struct alertset *set, const char *target);
 int alertset_end(struct alertset *set, int64_t repeat_ms, bool refresh,
                  const struct alert_event **ev, size_t *nev);
 
+/* Did the last alertset_end() re-post (EV_REFRESH) what fires: a tick of
+ * the refresh schedule? */
+bool alertset_refreshed(const struct alertset *set);
+
 /* Firing instances per alertname, and observations suppressed by the cap
  * in the last tick. */
 void alertset_counts(const struct alertset *set, size_t firing[ALERT_NAMES],

@@ -165,6 +165,7 @@ struct webhook_conf {
     char *secret_file;
     char *secret;               /* read from secret_file; never printed */
     struct webhook_delivery delivery;
+    bool watchdog;              /* format = alertmanager: post LockwatchWatchdog */
 };
 
 /* Where a key was set: config_load notes every key it reads (built-in

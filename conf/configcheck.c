@@ -242,6 +242,10 @@ validate(struct load *ld)
                 fail(ld, line_of(in, "secret_file"), in->label, "secret_file", "only "
                      "used with format = generic (remove it; %s messages are not "
                      "signed)", config_sink_format_str(w->format));
+            if (w->watchdog && w->format != SINK_ALERTMANAGER)
+                fail(ld, line_of(in, "watchdog"), in->label, "watchdog", "only with format = "
+                     "alertmanager (a dead man's switch hangs off an Alertmanager route; "
+                     "remove it here)");
             break;
         }
         case SECTION_UNLOCK:

@@ -30,6 +30,44 @@
 
 #define AM_PATH "/api/v2/alerts"
 
+/*
+ * watchdog = on: LockwatchWatchdog, an alert that always fires while this
+ * agent runs (a dead man's switch: a route sends it to a receiver that
+ * pages when it stops hearing it).  Posted with every refresh and at start,
+ * valid 4 minutes like every alert here, so it ends 4 minutes after this
+ * agent stops posting: stopped, hung, or cut off from Alertmanager.  It is
+ * about one agent, so a replica's name is a label of it, not only an
+ * annotation: each replica has its own.
+ */
+static json_t *
+am_watchdog(const struct sink_batch *b)
+{
+    json_t *o = json_object(), *labels = json_object();
+
+    if (o == NULL || labels == NULL) {
+        json_decref(o);
+        json_decref(labels);
+        return NULL;
+    }
+    json_object_set_new(labels, "alertname", json_string("LockwatchWatchdog"));
+    json_object_set_new(labels, "severity", json_string("none"));
+    if (b->replica != NULL)
+        json_object_set_new(labels, "replica", json_string(b->replica));
+    json_object_set_new(o, "labels", labels);
+    json_object_set_new(o, "annotations", json_pack(
+        "{s:s, s:s}", "summary", "lockwatch is alive: this alert always fires while the agent runs",
+        "description", "lockwatchd posts this alert every minute while it runs and evaluates "
+        "its rules, valid for 4 minutes. Route it to a dead man's switch, a receiver that pages "
+        "when it stops hearing it: when it ends, this agent stopped, hung, or cannot reach "
+        "Alertmanager, and the lock alerts it sends here stopped with it (they end 4 minutes "
+        "after its last post)."));
+    json_object_set_new(o, "startsAt", lockjson_time(b->watchdog_since_ms));
+    json_object_set_new(o, "endsAt", lockjson_time(b->now_ms + SINK_AM_VALID_MS));
+    if (b->generator_url != NULL)
+        json_object_set_new(o, "generatorURL", json_string(b->generator_url));
+    return o;
+}
+
 static int
 am_render(const struct sink_batch *b, char **body, size_t *len)
 {
@@ -54,6 +92,9 @@ am_render(const struct sink_batch *b, char **body, size_t *len)
         if (json_array_append_new(list, o) == -1)
             goto fail;
     }
+    if (b->watchdog_since_ms > 0 &&
+        ((o = am_watchdog(b)) == NULL || json_array_append_new(list, o) == -1))
+        goto fail;
     return sink_dump(list, body, len);
 fail:
     json_decref(list);

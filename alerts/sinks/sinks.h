@@ -48,6 +48,8 @@ struct sink_batch {
                                      * equal labels); NULL: none */
     const char *runbook;            /* [rules] runbook_url, {alertname} not
                                      * yet replaced; NULL: none */
+    int64_t watchdog_since_ms;      /* > 0: add LockwatchWatchdog, firing
+                                     * since then (a sink's watchdog = on) */
 };
 
 /* Header lines, "Name: value", for one attempt. */

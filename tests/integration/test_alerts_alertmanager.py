@@ -115,8 +115,9 @@ class AlertmanagerSink(h.TestCase):
         st, ours = ag.get_json("/api/v1/alerts")
         self.assertEqual([x["fingerprint"] for x in ours["alerts"]], [a["fingerprint"]])
         self.assertEqual(ours["alerts"][0]["annotations"], a["annotations"])
-        self.assertEqual(h.msum(ag.metrics(), "lockwatch_notifications_total", sink="am",
-                                result="sent"), 1)
+        # counted once its answer is read, which may come after Alertmanager lists it
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_notifications_total", sink="am",
+                                   result="sent") == 1, timeout=5, desc="the post counted sent")
 
         c.pexpire(KEY, 600000)
 
@@ -136,6 +137,37 @@ class AlertmanagerSink(h.TestCase):
                          r"after \S+ \(firing since \d{4}-\d\d-\d\dT[\d:]+Z\)$"
                          % re.escape(KEY))
         self.assertNotIn("no TTL", line[0])
+
+    def test_watchdog_fires_while_the_agent_runs(self):
+        # watchdog = on: LockwatchWatchdog, always firing, the replica a
+        # label (each replica its own), posted at start with nothing else
+        # firing, and again with every re-post
+        if not os.access(AM, os.X_OK):
+            self.fail("%s is missing (make deps installs prometheus-alertmanager)" % AM)
+        am = Alertmanager()
+        self.addCleanup(am.stop)
+        rs = self.start_redis()
+        hook = ("[webhook am]\nurl = %s\nformat = alertmanager\nwatchdog = on\n"
+                "retry_base = 100ms\n" % am.url)
+        ag = self.start_agent(rs, scan_interval="500ms", extra=hook,
+                              agent_extra={"replica": "a"})
+
+        def watchdog():
+            return [a for a in am.alerts()
+                    if a["labels"].get("alertname") == "LockwatchWatchdog"] or None
+        (w,) = ag.wait_for(watchdog, timeout=10, desc="LockwatchWatchdog in Alertmanager")
+        self.assertEqual(w["labels"], {"alertname": "LockwatchWatchdog", "severity": "none",
+                                       "replica": "a"})
+        self.assertEqual(w["status"]["state"], "active")
+        ends = parse_time(w["endsAt"])
+        now = datetime.datetime.now(datetime.timezone.utc)
+        self.assertGreater((ends - now).total_seconds(), 200, w["endsAt"])
+        self.assertIn("dead man's switch", w["annotations"]["description"])
+        # not one of the agent's alerts: nothing of it in its own list
+        st, ours = ag.get_json("/api/v1/alerts")
+        self.assertEqual((st, ours["alerts"]), (200, []))
+        self.assertGreaterEqual(h.msum(ag.metrics(), "lockwatch_notifications_total", sink="am",
+                                       result="sent"), 1)
 
 
 if __name__ == "__main__":

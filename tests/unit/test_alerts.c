@@ -32,9 +32,9 @@
 #define NOW 1800000000000LL
 
 static struct webhook_conf hooks[] = {
-    { "oncall", "http://127.0.0.1:9/hook", SINK_GENERIC, NULL, "s3cret", { 1000, 100 } },
-    { "chat", "http://127.0.0.1:9/slack", SINK_SLACK, NULL, NULL, { 1000, 100 } },
-    { "am", "http://127.0.0.1:9", SINK_ALERTMANAGER, NULL, NULL, { 1000, 100 } },
+    { "oncall", "http://127.0.0.1:9/hook", SINK_GENERIC, NULL, "s3cret", { 1000, 100 }, false },
+    { "chat", "http://127.0.0.1:9/slack", SINK_SLACK, NULL, NULL, { 1000, 100 }, false },
+    { "am", "http://127.0.0.1:9", SINK_ALERTMANAGER, NULL, NULL, { 1000, 100 }, true },
 };
 
 static void

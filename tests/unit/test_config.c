@@ -1175,6 +1175,13 @@ test_webhook_and_unlock_validation(void **state)
     expect_error("[webhook oncall]\nformat = slack\n",
                  "x.ini:1: [webhook oncall] url: missing (every [webhook NAME] needs url, "
                  "e.g. url = https://hooks.example/lockwatch)");
+    expect_error("[webhook w]\nurl = https://h/x\nwatchdog = on\n",
+                 "x.ini:3: [webhook w] watchdog: only with format = alertmanager (a dead "
+                 "man's switch hangs off an Alertmanager route; remove it here)");
+    cfg = expect_load("[webhook am]\nurl = http://am:9093\nformat = alertmanager\n"
+                      "watchdog = on\n");
+    assert_true(cfg->webhooks[0].watchdog);
+    config_free(cfg);
     expect_error("[rules]\n[unlock]\nhttp = on\n",
                  "x.ini:3: [unlock] http: on needs token_file (set token_file to a file "
                  "holding the bearer token, readable only by lockwatchd)");

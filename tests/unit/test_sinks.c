@@ -377,6 +377,48 @@ runbook_url_names_the_alert(void **state)
     json_decref(j);
 }
 
+/* watchdog = on: LockwatchWatchdog after the alerts, alone when none
+ * fire; each replica its own (its name a label), valid 4 minutes. */
+static void
+alertmanager_watchdog(void **state)
+{
+    struct alert a = mk(ALERT_LOCK_LEAKED, "lock:x:1", "s");
+    const struct alert *one[] = { &a };
+    struct sink_batch b = { .kind = EV_REFRESH, .alerts = one, .n = 1, .now_ms = NOW,
+                            .replica = "b", .watchdog_since_ms = NOW - 3600000 };
+    char *body = NULL;
+    size_t len = 0;
+    json_t *j, *w, *l;
+
+    (void)state;
+    assert_int_equal(sink_alertmanager.render(&b, &body, &len), 0);
+    assert_non_null(j = json_loadb(body, len, 0, NULL));
+    free(body);
+    assert_int_equal(json_array_size(j), 2);
+    w = json_array_get(j, 1);
+    l = json_object_get(w, "labels");
+    assert_int_equal(json_object_size(l), 3);
+    assert_string_equal(json_string_value(json_object_get(l, "alertname")), "LockwatchWatchdog");
+    assert_string_equal(json_string_value(json_object_get(l, "severity")), "none");
+    assert_string_equal(json_string_value(json_object_get(l, "replica")), "b");
+    assert_string_equal(json_string_value(json_object_get(w, "startsAt")),
+                        "2027-01-15T07:00:00.000Z");
+    assert_string_equal(json_string_value(json_object_get(w, "endsAt")),
+                        "2027-01-15T08:04:00.000Z");
+    assert_non_null(strstr(json_string_value(json_object_get(json_object_get(w, "annotations"),
+                                                             "description")), "dead man's switch"));
+    json_decref(j);
+    /* nothing else firing: the watchdog alone; no replica, no label */
+    b.n = 0;
+    b.replica = NULL;
+    assert_int_equal(sink_alertmanager.render(&b, &body, &len), 0);
+    assert_non_null(j = json_loadb(body, len, 0, NULL));
+    free(body);
+    assert_int_equal(json_array_size(j), 1);
+    assert_int_equal(json_object_size(json_object_get(json_array_get(j, 0), "labels")), 2);
+    json_decref(j);
+}
+
 int
 main(void)
 {
@@ -389,6 +431,7 @@ main(void)
         cmocka_unit_test(alertmanager_replicas_differ_only_in_an_annotation),
         cmocka_unit_test(the_table),
         cmocka_unit_test(runbook_url_names_the_alert),
+        cmocka_unit_test(alertmanager_watchdog),
     };
 
     return cmocka_run_group_tests_name("sinks", tests, NULL, NULL);
