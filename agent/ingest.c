@@ -412,7 +412,8 @@ reject_hint(enum sampleauth_verdict v)
     case SAMPLEAUTH_STALE:
         return "a sender's clock over 60 s off, or a replay";
     case SAMPLEAUTH_REPLAY:
-        return "a copy of a datagram taken in the last 2 minutes: a replay";
+        return "a copy of a datagram taken in the last 2 minutes: a replay, or a "
+               "reporter given two addresses of this agent";
     default:
         return "over the agent's datagram size";
     }

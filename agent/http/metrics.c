@@ -859,6 +859,10 @@ const struct metric_family metric_families[] = {
       offsetof(struct waitstats_view, waiting_superseded), VAL_U64,
       "waiting starts ended by a later acquire of their owner on another key (a process "
       "that died waiting)." },
+    { "lockwatch_samples_waiting_late_acquires_total", "counter", SRC_WAIT, scalar,
+      offsetof(struct waitstats_view, waiting_late_acquires), VAL_U64,
+      "Acquires read after their own release line (same owner, key and holder id, within "
+      "5 s: reordered datagrams), not taken as holdings." },
     { "lockwatch_samples_dropped_datagrams_total", "counter", SRC_WAIT, scalar,
       offsetof(struct waitstats_view, kernel_drops), VAL_U64,
       "Sample datagrams the kernel dropped because the agent's receive buffer was full "

@@ -22,6 +22,8 @@
 #include "common/keyhash.h"
 
 #define WAITING_BUCKETS 8192    /* power of two, twice WAITING_MAX */
+#define TOMB_SLOTS 256          /* power of two: releases seen before their acquire */
+#define TOMB_MS 5000            /* how long such a release waits for its acquire */
 #define SRC_BUCKETS 512         /* power of two, twice WAITING_SOURCE_SLOTS */
 #define NIL UINT32_MAX
 
@@ -40,8 +42,18 @@ struct entry {
     uint16_t src;               /* the source of its latest line */
 };
 
+/* A release (a 6-field hold) that found its owner holding nothing there:
+ * its acquire's line may come after it (reordered), and must not then
+ * make the owner a holder for good. */
+struct tomb {
+    uint64_t pair;              /* hash_pair(); 0: empty */
+    uint32_t holder;            /* (uint32_t)keyhash() of the holder id */
+    int64_t at_ms;
+};
+
 struct waiting_table {
     struct entry e[WAITING_MAX];
+    struct tomb tomb[TOMB_SLOTS];
     uint32_t bucket[WAITING_BUCKETS];
     uint32_t obucket[WAITING_BUCKETS];      /* by owner: an owner's pairs */
     uint32_t free_head;         /* unused entries, chained by .chain */
@@ -54,6 +66,7 @@ struct waiting_table {
     size_t nsources;                        /* numbers ever given out */
     size_t count, nwaiting, bytes;
     uint64_t evicted, superseded, sources_reused, sources_shared;
+    uint64_t late_acquires;     /* acquires whose release came first */
 };
 
 struct waiting_table *
@@ -311,6 +324,28 @@ waiting_note(struct waiting_table *t, const struct sample *s, unsigned src, int6
         return 0;
     h = hash_pair(s);
     i = find(t, s, h);
+    if (s->kind == SAMPLE_HOLD && s->holderlen > 0 && (i == NIL || t->e[i].waiting)) {
+        /* released while not holding, as far as the table knows: the
+         * acquire's line, reordered, may follow */
+        struct tomb *tb = &t->tomb[h & (TOMB_SLOTS - 1)];
+
+        tb->pair = h;
+        tb->holder = (uint32_t)keyhash(s->holder, s->holderlen);
+        tb->at_ms = now_ms;
+    } else if (s->kind == SAMPLE_WAITING && !s->start && s->outcome == SAMPLE_OK &&
+               s->holderlen > 0 && t->tomb[h & (TOMB_SLOTS - 1)].pair == h) {
+        struct tomb *tb = &t->tomb[h & (TOMB_SLOTS - 1)];
+
+        if (now_ms - tb->at_ms <= TOMB_MS &&
+            tb->holder == (uint32_t)keyhash(s->holder, s->holderlen)) {
+            /* the acquire of a holding already released */
+            tb->pair = 0;
+            t->late_acquires++;
+            if (i != NIL)
+                remove_entry(t, i);
+            return 0;
+        }
+    }
     if (s->kind == SAMPLE_HOLD || (!s->start && s->outcome != SAMPLE_OK)) {
         /* released, or gave up: the owner neither holds nor waits */
         if (i != NIL)
@@ -380,6 +415,12 @@ waiting_note(struct waiting_table *t, const struct sample *s, unsigned src, int6
     if (!s->start && s->outcome == SAMPLE_OK)
         supersede(t, i, s, now_ms);
     return 0;
+}
+
+uint64_t
+waiting_late_acquires(const struct waiting_table *t)
+{
+    return t->late_acquires;
 }
 
 size_t

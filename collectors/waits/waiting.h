@@ -91,6 +91,10 @@ unsigned waiting_source(struct waiting_table *t, int family, const unsigned char
 int waiting_note(struct waiting_table *t, const struct sample *s, unsigned src,
                  int64_t now_ms);
 
+/* Acquires (a waiting end, ok) ignored because their holding's release
+ * (a 6-field hold of the same owner, key and holder id) came first, within
+ * 5 s: reordered datagrams, which would leave the owner a holder for good. */
+uint64_t waiting_late_acquires(const struct waiting_table *t);
 size_t waiting_count(const struct waiting_table *t);         /* pairs held */
 size_t waiting_waiting(const struct waiting_table *t);       /* of which waiting */
 uint64_t waiting_evicted(const struct waiting_table *t);     /* pairs evicted */

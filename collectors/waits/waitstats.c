@@ -713,6 +713,7 @@ waitstats_view(struct waitstats *ws, int64_t now_ms, struct waitstats_view *v)
     v->waiting_now = waiting_waiting(ws->waiting);
     v->waiting_evicted = waiting_evicted(ws->waiting);
     v->waiting_superseded = waiting_superseded(ws->waiting);
+    v->waiting_late_acquires = waiting_late_acquires(ws->waiting);
     v->waiting_sources_shared = waiting_sources_shared(ws->waiting);
     v->sources = ws->nsources;
     v->sources_over_budget = ws->nover;

@@ -129,6 +129,7 @@ struct waitstats_view {
                                  * replay (its cache full) */
     size_t waiting_now;         /* (owner, key) pairs waiting now */
     uint64_t waiting_evicted;   /* pairs evicted from the full table */
+    uint64_t waiting_late_acquires; /* acquires after their own release */
     uint64_t waiting_superseded;    /* starts ended by a later acquire of
                                      * their owner (waiting.h) */
     uint64_t waiting_sources_shared;    /* datagrams whose sender shared a

@@ -28,6 +28,8 @@ redis-server scanned every second by target `main` (pattern `lock:*`), raw
     one's token: its host, pid and thread, another nonce); the same
     scenario within one process (the same nonce, or the older token form
     without one, whose party is host, pid and thread) is a LockDeadlock;
+  - one sender's hold line read before its own acquire's (reordered)
+    leaves no holder behind: no cycle through it;
   - a confirmed deadlock stays while another address floods the waiting
     table with 4,200 starts: it may fill the table, then evicts its own
     pairs (the source holding the most), never the cycle's.
@@ -199,6 +201,20 @@ class FalseDeadlock(td.LinesAgent):
         # the cycle's 4 pairs stay; the flood takes the other 4092 places
         self.assertEqual(msum(m, "lockwatch_samples_waiting_evicted_total"), 4200 - 4092)
         self.assertEqual(msum(m, "lockwatch_samples_waiting"), 2 + 4092)
+
+
+    def test_release_read_before_its_acquire(self):
+        # a trial: r1's hold of app:q:1 read before its own acquire's line
+        # (one sender's datagrams reordered) left r1 holding app:q:1 for
+        # good, on keys no target watches, and closed a false cycle
+        self.lines(b"lw1 hold app:q:1 1000 r1%3A1%2F1 tok-r1-q1",
+                   b"lw1 wait app:q:1 500 ok r1%3A1%2F1 tok-r1-q1",
+                   b"lw1 wait app:q:2 500 ok r2%3A2%2F1 tok-r2-q2",
+                   b"lw1 waiting app:q:1 r2%3A2%2F1 tok-r2-q1 start",
+                   b"lw1 waiting app:q:2 r1%3A1%2F1 tok-r1-q2 start")
+        self.no_deadlock_for(SCANS)
+        self.assertEqual(msum(self.agent.metrics(),
+                              "lockwatch_samples_waiting_late_acquires_total"), 1)
 
 
 class FalseDeadlockSlowScans(FalseDeadlock):

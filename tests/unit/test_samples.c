@@ -704,6 +704,52 @@ pair_state(const struct waiting_table *t, const char *owner, const char *key)
     return f.found;
 }
 
+/* A trial: one sender's hold line read before its own acquire's (the
+ * datagrams reordered) left the owner a holder for good, and closed a
+ * false deadlock.  The acquire of a holding already released (same owner,
+ * key and holder id, within 5 s) is ignored; a release found in order
+ * sets nothing aside, so the same holder id taking the key again at once
+ * (Redisson's <uuid>:<thread>) is a holding. */
+static void
+waiting_release_before_its_acquire(void **state)
+{
+    struct waiting_table *t = waiting_new();
+    struct sample s;
+
+    (void)state;
+    s = ev("r1/1", "app:q:1", "tok-1", false);
+    s.kind = SAMPLE_HOLD;
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 1000), 0);
+    s = ev("r1/1", "app:q:1", "tok-1", false);          /* its acquire, late */
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 1001), 0);
+    assert_int_equal(pair_state(t, "r1/1", "app:q:1"), -1);
+    assert_int_equal(waiting_late_acquires(t), 1);
+    /* used up: the next acquire of that id is a holding */
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 1002), 0);
+    assert_int_equal(pair_state(t, "r1/1", "app:q:1"), 0);
+    /* in order: released, then taken again by the same id at once */
+    s.kind = SAMPLE_HOLD;
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 1003), 0);
+    s.kind = SAMPLE_WAITING;
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 1004), 0);
+    assert_int_equal(pair_state(t, "r1/1", "app:q:1"), 0);
+    /* another holder id, or over 5 s later: a holding */
+    s = ev("r2/1", "app:q:2", "tok-2", false);
+    s.kind = SAMPLE_HOLD;
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 2000), 0);
+    s = ev("r2/1", "app:q:2", "tok-3", false);
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 2001), 0);
+    assert_int_equal(pair_state(t, "r2/1", "app:q:2"), 0);
+    s = ev("r3/1", "app:q:3", "tok-4", false);
+    s.kind = SAMPLE_HOLD;
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 3000), 0);
+    s.kind = SAMPLE_WAITING;
+    assert_int_equal(waiting_note(t, &s, WAITING_SOURCE_NONE, 8001), 0);
+    assert_int_equal(pair_state(t, "r3/1", "app:q:3"), 0);
+    assert_int_equal(waiting_late_acquires(t), 1);
+    waiting_free(t);
+}
+
 /* A start whose process died (no end line) is ended by an acquire of its
  * owner (the next process of that name) on another key that began a
  * second or more after it, with another holder id; never by one begun
@@ -944,6 +990,7 @@ main(void)
         cmocka_unit_test(mac_without_key),
         cmocka_unit_test(waiting_table),
         cmocka_unit_test(waiting_start_superseded),
+        cmocka_unit_test(waiting_release_before_its_acquire),
         cmocka_unit_test(waiting_source_share),
         cmocka_unit_test(waiting_one_source_whole_table),
         cmocka_unit_test(waiting_sources_age_out),
