@@ -341,8 +341,19 @@ take(struct ingest *in, struct msghdr *h, char *buf, size_t len, int64_t now_s,
     size_t skip, nvalid;
 
     v = sampleauth_check(in->key, in->keylen, buf, len, truncated, now_s, &skip);
-    if (v == SAMPLEAUTH_OK)
-        v = replayed(in, buf, mono_s);
+    if (v == SAMPLEAUTH_OK) {
+        nvalid = samples_parse_datagram(buf + skip, len - skip, truncated, in->samples,
+                                        SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX), &lines, &invalid);
+        /* Only a line that names its owner (a holding, a wait, a loss)
+         * makes a copy harmful beyond a count; owner-less lines alone (a
+         * try-lock's 5-field timeouts) are what a sender may send twice,
+         * bytes and all, in one second (a red-team). */
+        for (size_t k = 0; k < nvalid; k++)
+            if (in->samples[k].ownerlen > 0) {
+                v = replayed(in, buf, mono_s);
+                break;
+            }
+    }
     if (v != SAMPLEAUTH_OK) {
         waitstats_reject(in->ws, v);
         in->rejects[v]++;
@@ -350,8 +361,6 @@ take(struct ingest *in, struct msghdr *h, char *buf, size_t len, int64_t now_s,
             memcpy(&in->reject_from[v], h->msg_name, h->msg_namelen);
         return;
     }
-    nvalid = samples_parse_datagram(buf + skip, len - skip, truncated, in->samples,
-                                    SAMPLES_MAX_PER(SAMPLES_DATAGRAM_MAX), &lines, &invalid);
     if (lines == 0)
         return;
     if (invalid > 0)

@@ -410,10 +410,10 @@ on_key(void *user, const char *section, const char *name, const char *value)
         return on_class(ld, in) == 0;
 
     i = find_option(in->sec, name);
-    if (i < 0 && strpbrk(name, " \t") != NULL) {
+    if (i < 0 && strpbrk(name, " \t") != NULL && strchr(ld->raw_start, '=') == NULL) {
         /* inih splits a line without '=' at its first ':' */
-        fail(ld, ld->lineno, in->label, NULL, "\"%s:%s\" has no '=' (write key = value; "
-             "a line without '=' is split at its first ':')", name, value);
+        fail(ld, ld->lineno, in->label, NULL, "\"%.120s\" has no '=' (write key = value; "
+             "a line without '=' is split at its first ':')", ld->raw_start);
         return 0;
     }
     if (i < 0) {

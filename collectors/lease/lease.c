@@ -49,6 +49,10 @@ PAIRRING_DECLARE(recent_pairs, LEASE_RECENT_MAX);
  * scanner records after it, but that ended before it, was an older
  * holding's (lease_forget()) */
 static int64_t acquired_ms[LEASE_RECENT_MAX];   /* by acquired_pairs' position */
+/* a hold line of the pair came after that acquire: its holding ended, and
+ * a later hold line is another holding's (one that sent no acquire line:
+ * a holder id taken again at once) */
+static bool acquired_ended[LEASE_RECENT_MAX];
 PAIRRING_DECLARE(acquired_pairs, LEASE_RECENT_MAX);
 static uint64_t overruns;
 static uint64_t released_early;     /* gone at the lease's end, but released */
@@ -169,13 +173,16 @@ lease_expired(const struct lease_end *e)
 {
     const struct row *r = NULL;
 
-    /* Its holder said it released the key (a `hold` line) after the
-     * agent first saw it hold it, and took it no more since: the key went
-     * by a release the scans could not tell from the lease's end (a DEL
-     * just before it), not by the lease running out.  A trial: a release
-     * 0.2 s before the end, its line in before the scan, was a
-     * LockLeaseLost "without an unlock". */
-    if (e->holder_hash != 0 && released_since(e->key_hash, e->holder_hash, e->first_seen_ms)) {
+    /* Its holder said it released the key (a `hold` line) after the last
+     * read that found it held, and took it no more since: the key went by
+     * a release the scans could not tell from the lease's end (a DEL just
+     * before it), not by the lease running out.  A trial: a release 0.2 s
+     * before the end, its line in before the scan, was a LockLeaseLost
+     * "without an unlock".  Since the first sight was not enough (a
+     * red-team): an earlier holding's release hid a crashed one's loss. */
+    if (e->holder_hash != 0 &&
+        released_since(e->key_hash, e->holder_hash,
+                       e->last_seen_ms > 0 ? e->last_seen_ms : e->first_seen_ms)) {
         pthread_mutex_lock(&mu);
         released_early++;
         pthread_mutex_unlock(&mu);
@@ -229,13 +236,13 @@ lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char 
         return false;
     pair = lease_pair_hash(keyhash(l->key, l->keylen), (uint32_t)keyhash(l->holder, l->holderlen));
     pthread_mutex_lock(&mu);
+    ka = pairring_find(&acquired_pairs, pair);
     k = pairring_find(&recent_pairs, pair);
     if (k < 0)
         goto out;
     e = &ring[k];
     if (l->at_ms - e->noted_ms > LEASE_RECENT_MS)
         goto out;               /* too long ago to be this holding's */
-    ka = pairring_find(&acquired_pairs, pair);
     if (ka >= 0 && acquired_ms[ka] >= e->expires_ms) {
         /* taken again after that lease ended (the scan saw the expiry
          * later): the line is the new holding's */
@@ -244,7 +251,7 @@ lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char 
     }
     /* a hold sent late (its sender stalled after the release): the
      * holding ended by its acquire's arrival plus the hold it reports */
-    if (hold && l->held_us > 0 && ka >= 0 && acquired_ms[ka] > 0 &&
+    if (hold && l->held_us > 0 && ka >= 0 && acquired_ms[ka] > 0 && !acquired_ended[ka] &&
         acquired_ms[ka] + (l->held_us + 999) / 1000 < end_ms)
         end_ms = acquired_ms[ka] + (l->held_us + 999) / 1000;
     if (hold && end_ms < e->expires_ms + LEASE_HOLD_SLACK_MS) {
@@ -264,6 +271,8 @@ lease_overrun(const struct lease_line *l, double *overrun_s, char *target, char 
     overruns++;
     found = true;
 out:
+    if (hold && ka >= 0)
+        acquired_ended[ka] = true;
     pthread_mutex_unlock(&mu);
     return found;
 }
@@ -283,7 +292,10 @@ lease_forget(const struct lease_line *l)
     if (k >= 0)
         pairring_drop(&recent_pairs, (size_t)k);
     /* and for an expiry the scanner has yet to see (a pass under way) */
-    acquired_ms[pairring_add(&acquired_pairs, pair, &fresh)] = l->at_ms;
+    size_t ia = pairring_add(&acquired_pairs, pair, &fresh);
+
+    acquired_ms[ia] = l->at_ms;
+    acquired_ended[ia] = false;
     pthread_mutex_unlock(&mu);
 }
 
@@ -371,6 +383,7 @@ lease_reset(void)
     memset(ring, 0, sizeof(ring));
     pairring_clear(&recent_pairs);
     pairring_clear(&acquired_pairs);
+    memset(acquired_ended, 0, sizeof(acquired_ended));
     overruns = 0;
     released_early = 0;
     pthread_mutex_unlock(&mu);

@@ -86,13 +86,18 @@ struct lease_end {
     size_t holderlen;
     bool renewed;               /* its TTL went back up while this holder held it */
     int64_t first_seen_ms;      /* Unix ms the holder was first seen */
+    int64_t last_seen_ms;       /* Unix ms of the last read that found it
+                                 * held; 0: not known (first_seen_ms) */
     int64_t expires_ms;         /* Unix ms the lease ran out */
 };
 
 /* Count it, remember it for lease_overrun(), and push EVENT_EXPIRED_RENEWED
- * when it was renewed; unless its holder reported releasing the key since
- * e->first_seen_ms and took it no more (released.h): then it was no expiry,
- * counted only in released_early.  Never fails (memory is static). */
+ * when it was renewed; unless its holder reported releasing the key after
+ * the last read that found it held (e->last_seen_ms) and took it no more
+ * (released.h): then it was no expiry, counted only in released_early.  A
+ * release reported before that read was an earlier holding's (a holder id
+ * that takes the key again at once, Redisson's <uuid>:<thread>, sends no
+ * acquire line when it does not wait).  Never fails (memory is static). */
 void lease_expired(const struct lease_end *e);
 
 /* A line of a holder: key and holder as bytes; owner may be NULL. */
@@ -113,10 +118,11 @@ struct lease_line {
  * LEASE_RECENT_MS)?  Then *overrun_s is how long after the expiry the line
  * arrived (0 if it arrived before), or for a `hold` line how long after it
  * the holding ended: the arrival of its acquire (a waiting end or 7-field
- * wait, ok) plus the hold the line reports, when that is earlier than the
- * line's own arrival (a sender that stalled after the release sends late;
- * its acquire arrived after the acquire, so the sum is never before the
- * real release).  The entry is used up, the target and
+ * wait, ok, with no hold line of the pair since: else it was an earlier
+ * holding's, and this one sent none) plus the hold the line reports, when
+ * that is earlier than the line's own arrival (a sender that stalled after
+ * the release sends late; its acquire arrived after the acquire, so the
+ * sum is never before the real release).  The entry is used up, the target and
  * the class of the key when it ran out are copied to target and klass
  * (LEASE_TARGET_MAX and LEASE_CLASS_MAX bytes; either may be NULL),
  * EVENT_LEASE_OVERRUN is pushed, and true is returned.  false, and

@@ -31,6 +31,7 @@ struct track_entry {
     int64_t nottl_since_ms;
     int64_t expires_ms;         /* the lease's end as last read; 0: no TTL */
     int64_t settled_ms;         /* the holding proven unbroken since */
+    int64_t seen_ms;            /* the last read that found it held */
     uint32_t holder_hash;
     uint32_t pass;
     int16_t row;                /* lease_row(); -1 none */
@@ -42,7 +43,7 @@ struct track_entry {
 #define ENTRY_AT_START 0x2      /* first seen with nothing looked at before */
 #define ENTRY_OTHER 0x4         /* counted in the class "other" (the cap) */
 
-_Static_assert(sizeof(struct track_entry) == 56, "56 bytes an entry");
+_Static_assert(sizeof(struct track_entry) == 64, "64 bytes an entry");
 
 struct track_name {
     char *key;                  /* NULL: the slot is free */
@@ -166,6 +167,7 @@ lease_ended(struct tracker *t, struct track_entry *e)
         }
         le.renewed = (e->flags & ENTRY_RENEWED) != 0;
         le.first_seen_ms = e->first_seen_ms;
+        le.last_seen_ms = e->seen_ms;
         le.expires_ms = e->expires_ms;
         t->end(&le);
     }
@@ -416,6 +418,7 @@ tracker_visit_born(struct tracker *t, uint64_t key_hash, const uint32_t *holders
             lease_visit(t, e, ls, now_ms);
     }
     e->pass = pass;
+    e->seen_ms = ls != NULL && ls->at_ms > 0 ? ls->at_ms : now_ms;
     result_of(e, res);
     return 0;
 }

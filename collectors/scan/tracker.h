@@ -8,7 +8,7 @@
  * (the oldest one still there, for shared read locks), when that holder
  * was first seen, since when the key has had no TTL, and the pass that
  * last saw it.  Keys are remembered by a 64-bit hash only
- * (56 bytes an entry, open addressing), so a million locks cost 56-112 MB
+ * (64 bytes an entry, open addressing), so a million locks cost 64-128 MB
  * and the key bytes live only in the snapshot.  Entries not seen in
  * a completed pass are dropped at its end.
  *

@@ -16,10 +16,10 @@
  * genuine samples, and only genuine datagrams fill it (a copy is found, a
  * forgery fails the mac first).
  *
- * A sender that sends the same bytes twice in one second (the same lines,
- * the same microseconds) loses the second copy.  The reporters' lines
- * carry microsecond timings and owner ids, so that is not seen in
- * practice.  Single-threaded: the ingest thread owns it.
+ * The ingest thread asks only of datagrams with a line that names an
+ * owner: owner-less lines alone (a try-lock's 5-field timeouts) may come
+ * twice, bytes and all, in one second.  Single-threaded: the ingest
+ * thread owns it.
  */
 #ifndef LOCKWATCH_REPLAY_H
 #define LOCKWATCH_REPLAY_H

@@ -147,6 +147,30 @@ class LeaseTest(harness.TestCase):
     def test_scan_paused_watchdog_holder(self):
         self.paused_holder(False, "lock:leases:1", "-")
 
+    def test_scan_crash_after_taking_the_key_again(self):
+        """A red-team: a reentrant holder (its holder id the same for every
+        holding of its thread) released the key and took it again at once
+        (no acquire line: it did not wait), then hung.  The first
+        holding's release line hid the second's lost lease."""
+        ag = self.agent(False)
+        key = "lock:again:1"
+        holder = Shell(self, self.redis.port)
+        holder.ok("connect a agent=127.0.0.1:%d lease=%d" % (self.udp, LEASE_MS))
+        holder.ok("lock a l1 %s 0 1000 reentrant" % key)
+        time.sleep(2 * LEASE_MS / 1000)         # renewed, read renewed
+        holder.ok("unlock l1")
+        holder.ok("lock a l2 %s 0 1000 reentrant" % key)
+        time.sleep(2 * LEASE_MS / 1000)         # renewed again, read held again
+        holder.stop()                           # hung: its watchdog stops
+        a = ag.wait_for(lambda: self.alerts(ag, "LockLeaseLost") or None,
+                        timeout=LEASE_MS / 1000 + LEAK_GRACE_S + 3, desc="LockLeaseLost")
+        self.assertEqual(a[0]["labels"]["key"], key)
+        self.assertEqual(self.expirations(ag, "yes"), 1)
+        holder.cont()
+        holder.wait_callback(timeout=LEASE_MS / 1000 + 3)
+        self.assertTrue(holder.cmd("unlock l2").startswith("LOST"))
+        self.assertEqual(holder.quit(), 0)
+
     def unrenewed_and_released(self, follow):
         ag = self.agent(follow)
         # expires unrenewed, read at least twice: renewed="no", no alert
@@ -250,7 +274,6 @@ class LeaseTest(harness.TestCase):
             self.r.pexpire(k, 2000)             # renewed: its end moved later
         time.sleep(1.85 - (time.monotonic() - t0))
         self.send("lw1 hold lock:rel:1 3850000 web-1%3A42%2F7 tok-1")
-        time.sleep(0.02)
         self.r.delete("lock:rel:1", "lock:rel:2")
         ag.wait_for(lambda: self.alerts(ag, "LockLeaseLost"), timeout=LEAK_GRACE_S + 3,
                     desc="LockLeaseLost of lock:rel:2")

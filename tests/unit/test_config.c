@@ -331,6 +331,9 @@ test_duration_values(void **state)
     expect_error("[target t]\npatterns lock:*\n",
                  "x.ini:2: [target t]: \"patterns lock:*\" has no '=' (write key = value; a "
                  "line without '=' is split at its first ':')");
+    /* with '=', a key with a blank is an unknown key, as before (a red-team) */
+    expect_error_prefix("[target t]\nscan interval = 1s\n",
+                        "x.ini:2: [target t] scan interval: unknown key (allowed: url, ");
 
     /* runbook_url: an http(s) URL; {alertname} its one placeholder */
     cfg = expect_load("[rules]\nrunbook_url = https://wiki.example/lw#{alertname}\n");

@@ -179,8 +179,15 @@ late_hold_line_counts_from_its_acquire(void **state)
     l.held_us = 1800000;
     assert_false(lease_overrun(&l, &over, NULL, NULL));
     assert_int_equal(events_total(EVENT_LEASE_OVERRUN), 0);
+    /* a red-team: a later holding of that holder id that sent no acquire
+     * line (taken again at once) is not reckoned from the earlier one's:
+     * its hold line counts from its arrival */
+    lease_expired(&e);
+    assert_true(lease_overrun(&l, &over, NULL, NULL));
+    assert_true(over > 2.299 && over < 2.301);
     /* held 4 s: released 2 s after the lease's end, though its line came
      * 2.3 s after: the overrun is the release's */
+    lease_forget(&ok);
     lease_expired(&e);
     l.held_us = 4000000;
     assert_true(lease_overrun(&l, &over, NULL, NULL));
@@ -189,6 +196,7 @@ late_hold_line_counts_from_its_acquire(void **state)
     assert_int_equal(last_kind, EVENT_LEASE_OVERRUN);
     /* a hold longer than the time since its acquire arrived changes
      * nothing: the arrival bounds it */
+    lease_forget(&ok);
     lease_expired(&e);
     l.held_us = 60000000;
     assert_true(lease_overrun(&l, &over, NULL, NULL));
@@ -236,12 +244,21 @@ reported_release_is_no_expiry(void **state)
     released_note(kh, hh, RELEASED_HOLD, e.first_seen_ms - 1);
     lease_expired(&e);
     assert_int_equal(events_total(EVENT_EXPIRED_RENEWED), 2);
+    /* a red-team: reported after the first sight but before a later read
+     * that found the key held (an earlier holding's release; the holder
+     * id took the key again at once, with no acquire line): an expiry */
+    released_reset();
+    released_note(kh, hh, RELEASED_HOLD, now - 5000);
+    e.last_seen_ms = now - 1000;
+    lease_expired(&e);
+    assert_int_equal(events_total(EVENT_EXPIRED_RENEWED), 3);
+    e.last_seen_ms = 0;
     /* a release, then a loss the holder reported: an expiry */
     released_reset();
     released_note(kh, hh, RELEASED_HOLD, now - 300);
     released_note(kh, hh, RELEASED_LOST, now - 250);
     lease_expired(&e);
-    assert_int_equal(events_total(EVENT_EXPIRED_RENEWED), 3);
+    assert_int_equal(events_total(EVENT_EXPIRED_RENEWED), 4);
 }
 
 /* The same holder id taking the key again (Redisson's <id>:<thread>,
