@@ -12,7 +12,9 @@
  * the value is a default (struct instance keeps the line of every key).
  * A new rule between keys goes in check_target() or validate().
  */
+#include <ctype.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "conf/config_impl.h"
@@ -186,16 +188,20 @@ check_rules(struct load *ld, const struct instance *in, const struct config *cfg
 
     if (u == NULL)
         return;
-    if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0) {
+    p = strncasecmp(u, "http://", 7) == 0 ? u + 7 : strncasecmp(u, "https://", 8) == 0 ? u + 8 :
+        NULL;
+    if (p == NULL || *p == '\0' || *p == '/' || *p == '?' || *p == '#') {
         fail(ld, line_of(in, "runbook_url"), in->label, "runbook_url", "\"%.80s\" is not an "
-             "http:// or https:// URL", u);
+             "http:// or https:// URL with a host", u);
         return;
     }
     for (p = u; *p != '\0'; p++) {
         if (*p == '{' && strncmp(p, "{alertname}", 11) == 0) {
             p += 10;
         } else if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f ||
-                   strchr("\"<>\\^`|{}", *p) != NULL) {
+                   strchr("\"<>\\^`|{}", *p) != NULL ||
+                   (*p == '%' && (!isxdigit((unsigned char)p[1]) ||
+                                  !isxdigit((unsigned char)p[2])))) {
             fail(ld, line_of(in, "runbook_url"), in->label, "runbook_url", "byte %zu of \"%.80s\" "
                  "is not allowed in the URL (percent-encode it; {alertname} is the one "
                  "placeholder)", (size_t)(p - u) + 1, u);

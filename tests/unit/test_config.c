@@ -340,7 +340,16 @@ test_duration_values(void **state)
     assert_string_equal(cfg->runbook_url, "https://wiki.example/lw#{alertname}");
     config_free(cfg);
     expect_error("[rules]\nrunbook_url = wiki/lw\n",
-                 "x.ini:2: [rules] runbook_url: \"wiki/lw\" is not an http:// or https:// URL");
+                 "x.ini:2: [rules] runbook_url: \"wiki/lw\" is not an http:// or https:// URL "
+                 "with a host");
+    expect_error("[rules]\nrunbook_url = https:///lw\n",
+                 "x.ini:2: [rules] runbook_url: \"https:///lw\" is not an http:// or https:// "
+                 "URL with a host");
+    expect_error("[rules]\nrunbook_url = https://w/%zz\n",
+                 "x.ini:2: [rules] runbook_url: byte 11 of \"https://w/%zz\" is not allowed in "
+                 "the URL (percent-encode it; {alertname} is the one placeholder)");
+    cfg = expect_load("[rules]\nrunbook_url = HTTPS://Wiki.example/a%2Fb\n");
+    config_free(cfg);
     expect_error("[rules]\nrunbook_url = https://w/{name}\n",
                  "x.ini:2: [rules] runbook_url: byte 11 of \"https://w/{name}\" is not allowed "
                  "in the URL (percent-encode it; {alertname} is the one placeholder)");
