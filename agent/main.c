@@ -80,16 +80,56 @@ warn_line(void *arg, const char *msg)
     log_warnx("warning: %s", msg);
 }
 
+/* A reload's config: what only a restart changes keeps its running value
+ * (run's), said in the log, so that alert links, the warnings and the next
+ * reload's comparison speak of what runs (a trial: links to a port nothing
+ * listened on, and going back to the running address warned again; a
+ * red-team: [unlock] http turned on with no word of the network listener
+ * that serves it). */
+static void
+keep_running(struct config *ncfg, const struct config *run)
+{
+    if (strcmp(ncfg->listen_host, run->listen_host) != 0 ||
+        ncfg->listen_port != run->listen_port) {
+        log_warnx("reload: listen = %s:%d takes effect only after a restart; the agent "
+                  "listens on %s:%d until then", ncfg->listen_host, ncfg->listen_port,
+                  run->listen_host, run->listen_port);
+        memcpy(ncfg->listen_host, run->listen_host, sizeof(ncfg->listen_host));
+        ncfg->listen_port = run->listen_port;
+    }
+    if (ncfg->http_max_connections != run->http_max_connections ||
+        ncfg->http_max_connections_per_client !=
+        run->http_max_connections_per_client ||
+        ncfg->http_request_timeout_ms != run->http_request_timeout_ms ||
+        ncfg->http_max_api_requests != run->http_max_api_requests) {
+        log_warnx("reload: new http_* limits take effect only after a restart");
+        ncfg->http_max_connections = run->http_max_connections;
+        ncfg->http_max_connections_per_client = run->http_max_connections_per_client;
+        ncfg->http_request_timeout_ms = run->http_request_timeout_ms;
+        ncfg->http_max_api_requests = run->http_max_api_requests;
+    }
+    if (ncfg->samples_off != run->samples_off ||
+        strcmp(ncfg->samples_host, run->samples_host) != 0 ||
+        ncfg->samples_port != run->samples_port) {
+        log_warnx("reload: a new samples address takes effect only after a restart");
+        ncfg->samples_off = run->samples_off;
+        memcpy(ncfg->samples_host, run->samples_host, sizeof(ncfg->samples_host));
+        ncfg->samples_port = run->samples_port;
+    }
+}
+
+/* Load the config at path; running: the config in effect at a reload
+ * (NULL at start), whose restart-only values it keeps. */
 static int
-load(const char *path, bool explicit, bool reload, struct config **cfg, char *err,
-     size_t errlen)
+load(const char *path, bool explicit, const struct config *running, struct config **cfg,
+     char *err, size_t errlen)
 {
     char safe[LOG_DEFANG_MAX(CONFIG_ERR_LEN)];
 
     if (!explicit && access(path, F_OK) == -1 && errno == ENOENT)
         path = NULL;            /* no system config: built-in defaults */
     if (config_load(path, cfg, err, errlen) == -1) {
-        if (reload) {
+        if (running != NULL) {
             log_warnx("reload: %s", err);
         } else {
             log_defang(safe, sizeof(safe), err);
@@ -97,6 +137,8 @@ load(const char *path, bool explicit, bool reload, struct config **cfg, char *er
         }
         return -1;
     }
+    if (running != NULL)
+        keep_running(*cfg, running);
     /* -n and the daemon alike: stderr before the log is set up */
     config_warnings(*cfg, warn_line, NULL);
     return 0;
@@ -332,7 +374,7 @@ reload(struct agent *agent, struct ingest *ingest, const char *path, bool explic
     char err[CONFIG_ERR_LEN];
 
     log_info("SIGHUP: reloading %s", explicit ? path : "the configuration");
-    if (load(path, explicit, true, &ncfg, err, sizeof(err)) == -1) {
+    if (load(path, explicit, agent->cfg, &ncfg, err, sizeof(err)) == -1) {
         log_warnx("reload failed; the previous configuration stays in effect");
         reload_said(agent, err);
         return;
@@ -355,37 +397,6 @@ reload(struct agent *agent, struct ingest *ingest, const char *path, bool explic
                     "configured targets with the built-in default");
         config_free(ncfg);
         return;
-    }
-    /* What only a restart changes keeps its running value in the config
-     * in effect, so that alert links and the next reload's comparison
-     * speak of what runs (a trial: links to a port nothing listened on,
-     * and going back to the running address warned again). */
-    if (strcmp(ncfg->listen_host, agent->cfg->listen_host) != 0 ||
-        ncfg->listen_port != agent->cfg->listen_port) {
-        log_warnx("reload: listen = %s:%d takes effect only after a restart; the agent "
-                  "listens on %s:%d until then", ncfg->listen_host, ncfg->listen_port,
-                  agent->cfg->listen_host, agent->cfg->listen_port);
-        memcpy(ncfg->listen_host, agent->cfg->listen_host, sizeof(ncfg->listen_host));
-        ncfg->listen_port = agent->cfg->listen_port;
-    }
-    if (ncfg->http_max_connections != agent->cfg->http_max_connections ||
-        ncfg->http_max_connections_per_client !=
-        agent->cfg->http_max_connections_per_client ||
-        ncfg->http_request_timeout_ms != agent->cfg->http_request_timeout_ms ||
-        ncfg->http_max_api_requests != agent->cfg->http_max_api_requests) {
-        log_warnx("reload: new http_* limits take effect only after a restart");
-        ncfg->http_max_connections = agent->cfg->http_max_connections;
-        ncfg->http_max_connections_per_client = agent->cfg->http_max_connections_per_client;
-        ncfg->http_request_timeout_ms = agent->cfg->http_request_timeout_ms;
-        ncfg->http_max_api_requests = agent->cfg->http_max_api_requests;
-    }
-    if (ncfg->samples_off != agent->cfg->samples_off ||
-        strcmp(ncfg->samples_host, agent->cfg->samples_host) != 0 ||
-        ncfg->samples_port != agent->cfg->samples_port) {
-        log_warnx("reload: a new samples address takes effect only after a restart");
-        ncfg->samples_off = agent->cfg->samples_off;
-        memcpy(ncfg->samples_host, agent->cfg->samples_host, sizeof(ncfg->samples_host));
-        ncfg->samples_port = agent->cfg->samples_port;
     }
     if (agent_reload(agent, ncfg) == -1) {
         log_warn("reload");
@@ -482,7 +493,7 @@ serve(const struct options *opt)
     int sig, ready = -1;
     char err[CONFIG_ERR_LEN];
 
-    if (load(opt->path, opt->explicit, false, &cfg, err, sizeof(err)) == -1)
+    if (load(opt->path, opt->explicit, NULL, &cfg, err, sizeof(err)) == -1)
         return 2;
     if (opt->check) {
         config_print(cfg, stdout);

@@ -12,6 +12,7 @@ SIGTERM exits 0 quickly.
 """
 
 import json
+import os
 import signal
 import time
 
@@ -210,6 +211,28 @@ class Reload(h.TestCase):
         ag.reload()
         ag.wait_for(lambda: ag.log_tail(40).count("reloaded:") == 2, 15, desc="the reload back")
         self.assertEqual(ag.log_tail(40).count("takes effect only after a restart"), 1)
+
+    def test_unlock_warning_judges_the_running_listener(self):
+        # a red-team: an agent listening on every address, reloaded with a
+        # loopback listen (not in effect until a restart) and [unlock] http
+        # on, said nothing of the release endpoint it now served there
+        rs = self.start_redis()
+        ag = h.Agent(rs, start=False)
+        ag.write_config(ag.render_config().replace("listen = 127.0.0.1:", "listen = 0.0.0.0:"))
+        self._agents.append(ag)
+        self.addCleanup(self._stop_agent, ag)
+        ag.start()
+        tok = os.path.join(ag.dir, "unlock.token")
+        with open(tok, "w") as f:
+            f.write("0123456789abcdef0123456789abcdef\n")
+        os.chmod(tok, 0o600)
+        ag.write_config(ag.render_config(extra="[unlock]\nhttp = on\ntoken_file = %s\n" % tok))
+        ag.reload()
+        ag.wait_for(lambda: "reloaded:" in ag.log_tail(30), 15, desc="the reload")
+        log = ag.log_tail(30)
+        self.assertIn("the agent listens on 0.0.0.0:%d until then" % ag.port, log)
+        self.assertIn("[unlock] http = on with [agent] listen = 0.0.0.0:%d: the release endpoint"
+                      % ag.port, log)
 
     def test_reload_without_target_refused(self):
         # A file cut short mid-deploy (no [target] left) must not swap the
