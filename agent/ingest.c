@@ -37,7 +37,8 @@
  * (sampleauth.c) before any of its lines is parsed, and a datagram that
  * fails is counted as rejected and nothing else (but a log line: at once,
  * then at most every REJECTS_SAY_MS).  So is a copy of a signed datagram
- * taken in the last REPLAY_PERIOD_S or more (replay.h).  The key is copied from
+ * with a line that names an owner, taken in the last REPLAY_PERIOD_S or
+ * more (replay.h).  The key is copied from
  * waitstats once per batch (it changes only on reload).  Each datagram's
  * sender address is its source for the per-source class budget.
  */
