@@ -166,8 +166,9 @@ typedef struct lw_options {
 
     /* Where to send wait/hold samples: "host:port" ("[v6addr]:port"), or
      * several, comma-separated (up to 8; each gets every datagram).
-     * NULL: the environment variable LOCKWATCH_SAMPLES ("off" or empty:
-     * no reporting), else LOCKWATCH_AGENT, else "127.0.0.1:9717".
+     * NULL: the environment variable LOCKWATCH_SAMPLES ("off" in any
+     * case, or empty: no reporting), else LOCKWATCH_AGENT, else
+     * "127.0.0.1:9717".
      * Blanks around an entry are trimmed, empty entries skipped, and
      * entries past the eighth ignored with a warning (see lw_connect()).
      * Resolved once, by lw_connect(), which fails on an address that does

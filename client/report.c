@@ -61,6 +61,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "client_impl.h"
@@ -482,6 +483,14 @@ blank(char ch)
     return ch == ' ' || (ch >= '\t' && ch <= '\r');
 }
 
+static bool
+blank_only(const char *s)
+{
+    while (blank(*s))
+        s++;
+    return *s == '\0';
+}
+
 bool
 lwc_list_next(const char **p, const char **s, size_t *len)
 {
@@ -502,7 +511,8 @@ lwc_list_next(const char **p, const char **s, size_t *len)
     return true;
 }
 
-/* LOCKWATCH_SAMPLES turns reporting off: empty or "off", blanks aside. */
+/* LOCKWATCH_SAMPLES turns reporting off: empty or "off" in any case, blanks
+ * aside. */
 static bool
 samples_off(const char *list)
 {
@@ -510,7 +520,7 @@ samples_off(const char *list)
     size_t len;
 
     (void)lwc_list_next(&list, &s, &len);
-    return list == NULL && (len == 0 || (len == 3 && memcmp(s, "off", 3) == 0));
+    return list == NULL && (len == 0 || (len == 3 && strncasecmp(s, "off", 3) == 0));
 }
 
 lw_status
@@ -655,7 +665,11 @@ lwc_report_open(lw_client *c, const char *agent, bool on, lw_error *err, lw_erro
         return LW_OK;           /* only empty entries (","): off, as in the reporters */
     set_owner(c, warn);
     keyfile = getenv("LOCKWATCH_KEY_FILE");
-    if (keyfile != NULL && keyfile[0] != '\0' && read_key(rep, keyfile, err) != LW_OK)
+    if (keyfile != NULL && blank_only(keyfile))
+        /* a template's unset value: unsigned, which an agent with a key rejects */
+        lwc_addwarn(warn, "reporting: LOCKWATCH_KEY_FILE is set but empty; datagrams go "
+                    "unsigned");
+    else if (keyfile != NULL && read_key(rep, keyfile, err) != LW_OK)
         goto fail;
     rep->batch.limit = lwc_batch_room(rep);
     return LW_OK;

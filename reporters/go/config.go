@@ -41,8 +41,8 @@ const (
 // Config is what a Reporter is built from. FromEnv fills it from the
 // environment; a program may also build it by hand.
 type Config struct {
-	// Samples is "host:port[,host:port...]" (at most 8); "" or "off"
-	// turns reporting off.
+	// Samples is "host:port[,host:port...]" (at most 8); "" or "off" (in
+	// any case) turns reporting off.
 	Samples string
 	// KeyFile, when set, is the shared key's path: every datagram is
 	// signed (lw1 mac). An unreadable or short key turns reporting off.
@@ -55,6 +55,9 @@ type Config struct {
 	// the reporter queues or would have queued (tests, debugging). It must
 	// not block.
 	Tap func(line string)
+	// keyFileEmpty: FromEnv found LOCKWATCH_KEY_FILE set but empty (a
+	// template's unset value), said once by the sending goroutine.
+	keyFileEmpty bool
 }
 
 // FromEnv returns the configuration the environment gives.
@@ -63,16 +66,19 @@ func FromEnv() Config {
 	if v, ok := os.LookupEnv("LOCKWATCH_SAMPLES"); ok {
 		c.Samples = v
 	}
-	c.KeyFile = os.Getenv("LOCKWATCH_KEY_FILE")
+	if v, ok := os.LookupEnv("LOCKWATCH_KEY_FILE"); ok {
+		c.KeyFile = v
+		c.keyFileEmpty = strings.TrimSpace(v) == ""
+	}
 	c.Owner = os.Getenv("LOCKWATCH_OWNER")
 	return c
 }
 
 // samplesOff tells whether LOCKWATCH_SAMPLES turns reporting off ("" or
-// "off"), without parsing or resolving anything.
+// "off" in any case), without parsing or resolving anything.
 func samplesOff(spec string) bool {
 	spec = strings.TrimSpace(spec)
-	return spec == "" || spec == "off"
+	return spec == "" || strings.EqualFold(spec, "off")
 }
 
 // parseDests resolves each destination once, on the reporter's sending

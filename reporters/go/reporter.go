@@ -89,18 +89,19 @@ type Stats struct {
 // All methods are safe for concurrent use; a nil or disabled Reporter
 // accepts every call and does nothing.
 type Reporter struct {
-	process string
-	tap     func(string)
-	wake    chan struct{}
-	soon    chan struct{} // sendSoon: the partial datagram goes now
-	conn    *net.UDPConn  // conn, dests and key: the goroutine's (start)
-	dests   []*net.UDPAddr
-	key     []byte
-	enabled bool          // set up to send (a goroutine started); fixed once made
-	off     atomic.Bool   // the goroutine found it cannot send: the lock path stops
-	ready   chan struct{} // closed once the goroutine's start is done
-	phase   atomic.Int32  // phaseStarting, phaseRunning or phaseAbandoned
-	nextID  uint64
+	process      string
+	tap          func(string)
+	wake         chan struct{}
+	soon         chan struct{} // sendSoon: the partial datagram goes now
+	conn         *net.UDPConn  // conn, dests and key: the goroutine's (start)
+	dests        []*net.UDPAddr
+	key          []byte
+	enabled      bool          // set up to send (a goroutine started); fixed once made
+	keyFileEmpty bool          // LOCKWATCH_KEY_FILE set but empty: said once by start
+	off          atomic.Bool   // the goroutine found it cannot send: the lock path stops
+	ready        chan struct{} // closed once the goroutine's start is done
+	phase        atomic.Int32  // phaseStarting, phaseRunning or phaseAbandoned
+	nextID       uint64
 
 	limit int // the lines that may wait
 
@@ -185,6 +186,7 @@ func newReporter(c Config) *Reporter {
 	r.wake = make(chan struct{}, 1)
 	r.soon = make(chan struct{}, 1)
 	r.enabled = true
+	r.keyFileEmpty = c.keyFileEmpty
 	go r.run(c.Samples, c.KeyFile)
 	return r
 }
@@ -196,7 +198,10 @@ func newReporter(c Config) *Reporter {
 func (r *Reporter) start(samples, keyFile string) bool {
 	defer close(r.ready)
 	var err error
-	if keyFile != "" {
+	if r.keyFileEmpty {
+		// unsigned, which an agent with a key rejects
+		log.Print("lockwatch: LOCKWATCH_KEY_FILE is set but empty; datagrams go unsigned")
+	} else if keyFile != "" {
 		if r.key, err = readKey(keyFile); err != nil {
 			log.Printf("lockwatch: LOCKWATCH_KEY_FILE: %v; reporting off", err)
 			r.turnOff()

@@ -126,6 +126,35 @@ func TestLongOwner(t *testing.T) {
 	}
 }
 
+// A trial: "OFF" was taken for a destination (skipped with a warning), and
+// LOCKWATCH_KEY_FILE set but empty sent unsigned datagrams silently.
+func TestOffAnyCaseAndEmptyKeyFile(t *testing.T) {
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	for _, v := range []string{"OFF", " Off "} {
+		if r := New(Config{Samples: v}); r.Enabled() {
+			t.Fatalf("%q: reporting on", v)
+		}
+	}
+	if logged.Len() != 0 {
+		t.Fatalf("off logged %q", logged.String())
+	}
+	s := listen(t)
+	defer s.Close()
+	t.Setenv("LOCKWATCH_SAMPLES", s.LocalAddr().String())
+	t.Setenv("LOCKWATCH_KEY_FILE", "")
+	r := New(FromEnv()) // New waits for the goroutine's start
+	defer r.Close()
+	if !r.Enabled() || r.key != nil {
+		t.Fatal("an empty LOCKWATCH_KEY_FILE must leave reporting on, unsigned")
+	}
+	if got := logged.String(); strings.Count(got, "lockwatch:") != 1 ||
+		!strings.HasSuffix(got, "lockwatch: LOCKWATCH_KEY_FILE is set but empty; datagrams go unsigned\n") {
+		t.Fatalf("logged %q", got)
+	}
+}
+
 func listen(t *testing.T) *net.UDPConn {
 	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {

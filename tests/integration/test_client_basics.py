@@ -535,10 +535,26 @@ class BasicsTest(harness.TestCase):
             self.assertIn(says, ans)
             self.assertNotIn("short\n", ans)
 
-    def test_LOCKWATCH_SAMPLES_off_sends_nothing(self):
-        """off or empty, blanks around it trimmed as the reporters do."""
+    def test_LOCKWATCH_KEY_FILE_set_but_empty_is_a_warning(self):
+        """docs/reporters.md: unsigned, and said (a trial: it was silent);
+        liblockwatch never prints, so lw_connect() succeeds with the
+        warning in its lw_error."""
+        for value in ("", " "):
+            sink = UdpSink(self)
+            ans, _ = self.samples_by_env({"LOCKWATCH_SAMPLES": sink.address,
+                                          "LOCKWATCH_KEY_FILE": value}, sink)
+            self.assertIn(" WARN reporting: LOCKWATCH_KEY_FILE is set but empty; datagrams go "
+                          "unsigned", ans)
+            self.assertFalse(sink.datagrams[0].startswith(b"lw1 mac "), sink.datagrams[0])
         sink = UdpSink(self)
-        for samples in ("off", " off ", "", " \t"):
+        ans, _ = self.samples_by_env({"LOCKWATCH_SAMPLES": sink.address}, sink)
+        self.assertNotIn("WARN", ans)
+
+    def test_LOCKWATCH_SAMPLES_off_sends_nothing(self):
+        """off (in any case: a trial's OFF failed lw_connect()) or empty,
+        blanks around it trimmed as the reporters do."""
+        sink = UdpSink(self)
+        for samples in ("off", " off ", "", " \t", "OFF", " Off "):
             sh = Shell(self, self.redis.port, env={"LOCKWATCH_AGENT": sink.address,
                                                    "LOCKWATCH_SAMPLES": samples})
             sh.ok("connect a")

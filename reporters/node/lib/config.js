@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Where the reporter sends and how it signs: LOCKWATCH_SAMPLES,
 // LOCKWATCH_KEY_FILE and LOCKWATCH_OWNER (docs/reporters.md
-// "Configuration"), read once.  A destination that does not parse or does not
+// "Configuration"), read once; `off` in any case turns reporting off.  A destination that does not parse or does not
 // resolve, or a key file that cannot be used, is one process warning
 // (process.emitWarning) and turns that destination, or the reporter, off;
 // nothing here throws into the application.  load() does no I/O: names are
@@ -132,7 +132,12 @@ function load(opts = {}, env = process.env) {
     else proc = processOf(owner);
   }
   const text = String(samples).trim();
-  if (text === '' || text === 'off') return { enabled: false, destinations: [], keyFile: null, key: null, process: proc };
+  if (text === '' || text.toLowerCase() === 'off') return { enabled: false, destinations: [], keyFile: null, key: null, process: proc };
+  // set but empty (a template's unset value): unsigned, which an agent
+  // with a key rejects, so said once
+  if (opts.keyFile === undefined && env.LOCKWATCH_KEY_FILE !== undefined && env.LOCKWATCH_KEY_FILE.trim() === '') {
+    warn('LOCKWATCH_KEY_FILE is set but empty; datagrams go unsigned');
+  }
   const destinations = splitDestinations(text);
   return { enabled: destinations.length > 0, destinations, keyFile: keyFile || null, key: null, process: proc };
 }

@@ -47,6 +47,25 @@ test('environment', () => {
   assert.strictEqual(config.load({ samples: 'off' }, { LOCKWATCH_SAMPLES: '1.2.3.4:5' }).enabled, false);
 });
 
+// A trial: `OFF` was taken for a destination (skipped with a warning), and
+// LOCKWATCH_KEY_FILE set but empty sent unsigned datagrams silently.
+test('OFF is off, without a word; a key file variable set but empty is said once', async () => {
+  const said = [];
+  const onWarning = (w) => said.push(w.message);
+  process.on('warning', onWarning);
+  for (const v of ['OFF', ' Off ']) assert.strictEqual(config.load({}, { LOCKWATCH_SAMPLES: v }).enabled, false);
+  await sleep(20);
+  assert.deepStrictEqual(said.filter((m) => /off/i.test(m)), []);
+  const c = config.load({}, { LOCKWATCH_SAMPLES: '127.0.0.1:9', LOCKWATCH_KEY_FILE: '' });
+  config.load({}, { LOCKWATCH_SAMPLES: 'off', LOCKWATCH_KEY_FILE: '' });
+  config.load({}, { LOCKWATCH_SAMPLES: '127.0.0.1:9' });
+  await sleep(20);
+  process.removeListener('warning', onWarning);
+  assert.deepStrictEqual([c.enabled, c.keyFile], [true, null]);
+  assert.deepStrictEqual(said.filter((m) => m.includes('LOCKWATCH_KEY_FILE')),
+    ['LOCKWATCH_KEY_FILE is set but empty; datagrams go unsigned']);
+});
+
 // A worker thread has its own module state, party counter included: its
 // owners must not be the main thread's (`host:pid/1` in both).
 test('a worker thread is a process part of its own', async () => {

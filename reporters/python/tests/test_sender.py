@@ -221,6 +221,24 @@ class Env(unittest.TestCase):
         self.assertEqual(applied({"LOCKWATCH_OWNER": "pod-7"}).process, "pod-7:%d" % os.getpid())
         self.assertNotEqual(applied({"LOCKWATCH_OWNER": "x" * 201}).process, "x" * 201)
 
+    def test_off_in_any_case_and_an_empty_key_file_said(self):
+        # a trial: `OFF` was taken for a destination (skipped with a
+        # warning), and LOCKWATCH_KEY_FILE set but empty sent unsigned
+        # datagrams silently
+        with self.assertNoLogs("lockwatch_reporter", "WARNING"):
+            for v in ("OFF", " Off "):
+                c = _config.load(environ={"LOCKWATCH_SAMPLES": v})
+                c.resolve()
+                self.assertFalse(c.enabled)
+        with self.assertLogs("lockwatch_reporter", "WARNING") as logs:
+            c = applied({"LOCKWATCH_SAMPLES": "127.0.0.1:9", "LOCKWATCH_KEY_FILE": ""})
+        self.assertEqual(logs.output, ["WARNING:lockwatch_reporter:LOCKWATCH_KEY_FILE is set but "
+                                       "empty; datagrams go unsigned"])
+        self.assertTrue(c.enabled)
+        self.assertIsNone(c.key)
+        with self.assertNoLogs("lockwatch_reporter", "WARNING"):
+            applied({"LOCKWATCH_SAMPLES": "127.0.0.1:9"})
+
     def test_two_names_of_one_agent_are_sent_to_once(self):
         # a trial: "127.0.0.1:P,localhost:P" counted every sample twice
         real = socket.getaddrinfo

@@ -2,7 +2,7 @@
 """Where the reporter sends and how it signs: LOCKWATCH_SAMPLES,
 LOCKWATCH_KEY_FILE and LOCKWATCH_OWNER (docs/reporters.md "Configuration"),
 read once, in two steps.  load() only reads the settings and tells "off"
-from the rest: the first lock call of the process makes the reporter, so
+(in any case) from the rest: the first lock call of the process makes the reporter, so
 load() may run on the lock path, and it does no I/O.  Config.resolve()
 applies them: it parses the destinations, reads the key file and resolves
 the names, which may block on DNS or a slow disk (and log), so only the
@@ -54,7 +54,10 @@ class Config:
                 # the pid too: one name for several processes (a pod's prefork
                 # workers, a forked child) would make them one owner
                 self.process = "%s:%d" % (owner, os.getpid())
-        if key_file:
+        if key_file is not None and not key_file.strip():
+            # a template's unset value: unsigned, which an agent with a key rejects
+            log.warning("LOCKWATCH_KEY_FILE is set but empty; datagrams go unsigned")
+        elif key_file:
             self.key = read_key(key_file)
             if self.key is None:
                 self.enabled = False
@@ -142,10 +145,10 @@ def load(samples=None, key_file=None, owner=None, environ=None):
     if samples is None:
         samples = env.get("LOCKWATCH_SAMPLES", DEFAULT_SAMPLES)
     if key_file is None:
-        key_file = env.get("LOCKWATCH_KEY_FILE") or None
+        key_file = env.get("LOCKWATCH_KEY_FILE")     # "" (set but empty): said in resolve()
     if owner is None:
         owner = env.get("LOCKWATCH_OWNER") or None
     text = samples.strip()
-    if text == "" or text == "off":
+    if text == "" or text.lower() == "off":
         return Config([], None, default_process(), enabled=False)
     return Config([], None, default_process(), settings=(text, key_file, owner))

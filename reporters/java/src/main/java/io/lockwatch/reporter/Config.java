@@ -6,7 +6,8 @@ import java.util.function.Consumer;
 /**
  * What a Reporter is made from. {@link #fromEnv()} reads the variables every
  * lockwatch reporter shares (docs/reporters.md): LOCKWATCH_SAMPLES
- * ("host:port[,host:port...]", up to 8; empty or "off": report nothing),
+ * ("host:port[,host:port...]", up to 8; empty or "off" in any case: report
+ * nothing),
  * LOCKWATCH_KEY_FILE (sign every datagram with that key) and LOCKWATCH_OWNER
  * (the &lt;process&gt; part of owner ids; default hostname:pid).
  */
@@ -24,7 +25,7 @@ public final class Config {
         Config c = new Config();
         String s = System.getenv("LOCKWATCH_SAMPLES");
         if (s != null) c.samples = s;
-        c.keyFile = emptyToNull(System.getenv("LOCKWATCH_KEY_FILE"));
+        c.keyFile = System.getenv("LOCKWATCH_KEY_FILE");   // "": said, see keyFile()
         c.owner = emptyToNull(System.getenv("LOCKWATCH_OWNER"));
         return c;
     }
@@ -33,9 +34,13 @@ public final class Config {
         return s == null || s.isEmpty() ? null : s;
     }
 
-    /** Destinations, as LOCKWATCH_SAMPLES; "" or "off" turns reporting off. */
+    /** Destinations, as LOCKWATCH_SAMPLES; "" or "off" (in any case) turns reporting off. */
     public Config samples(String v) { samples = v; return this; }
-    /** The shared key's file, as LOCKWATCH_KEY_FILE; null: unsigned. */
+    /**
+     * The shared key's file, as LOCKWATCH_KEY_FILE; null: unsigned; blank
+     * (a template's unset value): unsigned with one warning, since an agent
+     * with a key rejects such datagrams.
+     */
     public Config keyFile(String v) { keyFile = v; return this; }
     /** The &lt;process&gt; part of owner ids, as LOCKWATCH_OWNER; null: hostname:pid. */
     public Config owner(String v) { owner = v; return this; }

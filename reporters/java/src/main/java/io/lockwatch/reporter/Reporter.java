@@ -182,7 +182,7 @@ public final class Reporter implements AutoCloseable {
         holdings = new Holdings(proc, "localhost:" + ProcessHandle.current().pid());
         queueCapacity = Math.max(1, c.queueCapacity);
         String spec = c.samples == null ? "" : c.samples.trim();
-        if (spec.isEmpty() || spec.equals("off")) {
+        if (spec.isEmpty() || spec.equalsIgnoreCase("off")) {
             queue = null;
             sender = null;
             ready.countDown();
@@ -203,7 +203,9 @@ public final class Reporter implements AutoCloseable {
      */
     private boolean start() {
         Config c = config;
-        if (c.keyFile != null) {
+        if (c.keyFile != null && c.keyFile.isBlank()) {
+            LOG.warning("lockwatch: LOCKWATCH_KEY_FILE is set but empty; datagrams go unsigned");
+        } else if (c.keyFile != null) {
             try {
                 signer = new Signer(readKey(c.keyFile));
             } catch (Exception e) {
@@ -296,7 +298,7 @@ public final class Reporter implements AutoCloseable {
         List<InetSocketAddress> out = new ArrayList<>();
         if (spec == null) return out;
         spec = spec.trim();
-        if (spec.isEmpty() || spec.equals("off")) return out;
+        if (spec.isEmpty() || spec.equalsIgnoreCase("off")) return out;
         for (String part : spec.split(",")) {
             part = part.trim();
             if (part.isEmpty()) continue;

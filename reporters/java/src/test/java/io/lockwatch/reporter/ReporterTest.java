@@ -94,6 +94,24 @@ class ReporterTest {
         return warnings;
     }
 
+    /** A trial: "OFF" was taken for a destination, an empty key file variable was silent. */
+    @Test
+    void offInAnyCaseAndAnEmptyKeyFileSaid() {
+        List<String> off = warnings(() -> {
+            for (String v : List.of("OFF", " Off ")) {
+                assertFalse(Reporter.create(new Config().samples(v)).enabled(), v);
+                assertEquals(0, Reporter.parseDests(v).size(), v);
+            }
+        });
+        assertEquals(List.of(), off);
+        List<String> said = warnings(() -> {
+            Reporter r = Reporter.create(new Config().samples("127.0.0.1:9").keyFile(""));
+            assertTrue(r.enabled(), "an empty key file leaves reporting on, unsigned");
+            r.close();
+        });
+        assertEquals(List.of("lockwatch: LOCKWATCH_KEY_FILE is set but empty; datagrams go unsigned"), said);
+    }
+
     @Test
     void saysWhyAKeyFileCannotBeRead(@TempDir Path dir) {
         String missing = dir.resolve("missing").toString();
