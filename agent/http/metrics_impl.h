@@ -240,6 +240,10 @@ void overrun_histograms(struct metrics_out *o, const struct metric_family *mf);
       "Locks whose lease ran out while held (gone, or another holder's, after the expiry "  \
       "last read), by target, class and whether the holder had renewed it (renewed=yes: "   \
       "the renewals stopped without an unlock)." },                                         \
+    { "lockwatch_lock_expirations_released_total", "counter", SRC_LEASE, scalar,           \
+      offsetof(struct lease_view, released_early), VAL_U64,                                 \
+      "Locks gone at their lease's end whose holder had reported the release after the "   \
+      "last read that found them held: no expiry, in no other counter." },                 \
     { "lockwatch_lease_overrun_seconds", "histogram", SRC_WAIT, overrun_histograms, 0,     \
       VAL_U64,                                                                              \
       "How long after its lease ran out a holder still reported the lock (a hold, waiting " \

@@ -281,6 +281,9 @@ class LeaseTest(harness.TestCase):
         self.assertEqual([a["labels"]["key"] for a in self.alerts(ag, "LockLeaseLost")],
                          ["lock:rel:2"])
         self.assertEqual(self.expirations(ag, "yes"), 1)
+        # ...counted where a dashboard sees it, not only in the lease view
+        self.assertEqual(harness.msum(ag.metrics(), "lockwatch_lock_expirations_released_total"),
+                         1)
 
     def test_release_at_the_end_is_no_overrun(self):
         """A user's trial: a lock released 150 ms before its TTL ran out
