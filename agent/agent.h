@@ -85,6 +85,11 @@ struct agent {
                                  * other shards (agent/peers.h), own lock;
                                  * NULL: none */
     struct reload_state reload; /* under mu */
+    /* [samples] state_file (agent/state.c; main thread only) */
+    char *state_path;           /* the file checked to be a waiting table (or
+                                 * none) before the first write to it */
+    bool state_refused;         /* it holds something else: never written */
+    bool state_failing;         /* the last write failed */
 };
 
 struct view_target {

@@ -35,6 +35,8 @@
 #include "common/log.h"
 #include "agent/http/render.h"
 #include "agent/agent.h"
+#include "agent/state.h"
+#include "collectors/waits/waitstate.h"
 #include "alerts/alerts.h"
 #include "collectors/redis/tls.h"
 #include "conf/config.h"
@@ -306,6 +308,7 @@ start(struct agent *agent, struct config *cfg, struct http_server **http,
         fatalx("cannot initialise libcurl");
     if (agent_start(agent, cfg) == -1)
         fatal("starting the scanner threads");
+    agent_state_load(agent);    /* before the first sample */
     /* the samples port first: once HTTP answers (the probes, a test's
      * wait), a datagram sent is one the agent receives */
     *ingest = NULL;
@@ -489,7 +492,7 @@ serve(const struct options *opt)
     sigset_t set;
     siginfo_t info;
     struct timespec tick = { 0, AGENT_GRAPH_TICK_MS * 1000000L };
-    int64_t alerted = 0;
+    int64_t alerted = 0, saved = 0;
     int sig, ready = -1;
     char err[CONFIG_ERR_LEN];
 
@@ -538,6 +541,10 @@ serve(const struct options *opt)
             agent_alerts_tick(&agent);
             alerted = clock_mono_ms();
         }
+        if (clock_mono_ms() - saved >= WAITSTATE_SAVE_MS) {
+            agent_state_save(&agent);   /* the first at start: is it writable? */
+            saved = clock_mono_ms();
+        }
         if (sig == -1)
             continue;           /* the tick, or EINTR */
         if (sig == SIGHUP) {
@@ -548,6 +555,8 @@ serve(const struct options *opt)
         break;
     }
     ingest_stop(ingest);
+    agent_state_save(&agent);   /* after the last sample */
+    agent_state_free(&agent);
     http_stop(http);
     agent_stop(&agent);
     alerts_global_cleanup();

@@ -240,6 +240,8 @@ struct config {
     char *samples_key_file;     /* NULL when none: samples are not checked */
     char *samples_key;          /* read from samples_key_file; never printed */
     int64_t samples_batch_wait_ms;      /* ingest.c: wait after a read, at most */
+    char *samples_state_file;   /* NULL: the waiting table is not kept across a
+                                 * restart (collectors/waits/waitstate.h) */
 };
 
 /*

@@ -254,6 +254,11 @@ validate(struct load *ld)
                      "remove it here)");
             break;
         }
+        case SECTION_SAMPLES:
+            if (cfg->samples_state_file != NULL && cfg->samples_state_file[0] != '/')
+                fail(ld, line_of(in, "state_file"), in->label, "state_file", "must be an "
+                     "absolute path, e.g. /var/lib/lockwatch/waiting (the agent runs from /)");
+            break;
         case SECTION_UNLOCK:
             if (cfg->unlock_http && cfg->unlock_token == NULL)
                 fail(ld, line_of(in, "http"), in->label, "http", "on needs token_file "

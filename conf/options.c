@@ -347,6 +347,10 @@ const struct config_option config_options[] = {
       AT(struct config, samples_batch_wait_ms),
       .help = "after a read, wait up to this before reading again: fewer wake-ups "
               "(0ms: none)" },
+    { .section = SECTION_SAMPLES, .key = "state_file", .type = OPT_STRING,
+      AT(struct config, samples_state_file), .example = "/var/lib/lockwatch/waiting",
+      .help = "keep who waits for and holds what across a restart in this file "
+              "(absolute path)" },
 };
 
 const size_t config_noptions = ARRAY_LEN(config_options);

@@ -312,13 +312,14 @@ waiting_source(struct waiting_table *t, int family, const unsigned char addr[16]
     return n;
 }
 
+static int set_pair(struct waiting_table *t, const struct sample *s, uint64_t h, uint32_t i,
+                    unsigned src, int64_t at_ms, uint32_t *at);
+
 int
 waiting_note(struct waiting_table *t, const struct sample *s, unsigned src, int64_t now_ms)
 {
     uint64_t h;
     uint32_t i;
-    struct entry *e;
-    size_t need;
 
     if (s->ownerlen == 0 || (s->kind != SAMPLE_WAITING && s->kind != SAMPLE_HOLD))
         return 0;
@@ -352,6 +353,23 @@ waiting_note(struct waiting_table *t, const struct sample *s, unsigned src, int6
             remove_entry(t, i);
         return 0;
     }
+    if (set_pair(t, s, h, i, src, now_ms, &i) == -1)
+        return -1;
+    if (!s->start && s->outcome == SAMPLE_OK)
+        supersede(t, i, s, now_ms);
+    return 0;
+}
+
+/* Set the pair of s (hash h; entry i, or NIL: a new one) to what s says,
+ * as its latest line, which came at at_ms: *at gets its entry.  0, or -1
+ * when its bytes could not be allocated (then it is not kept). */
+static int
+set_pair(struct waiting_table *t, const struct sample *s, uint64_t h, uint32_t i, unsigned src,
+         int64_t at_ms, uint32_t *at)
+{
+    struct entry *e;
+    size_t need;
+
     need = s->ownerlen + s->keylen + s->holderlen;
     if (src >= WAITING_SOURCES)
         src = WAITING_SOURCE_NONE;
@@ -411,10 +429,21 @@ waiting_note(struct waiting_table *t, const struct sample *s, unsigned src, int6
     }
     e->waiting = s->start;
     e->outcome = s->outcome;
-    e->at_ms = now_ms;
-    if (!s->start && s->outcome == SAMPLE_OK)
-        supersede(t, i, s, now_ms);
+    e->at_ms = at_ms;
+    *at = i;
     return 0;
+}
+
+int
+waiting_restore(struct waiting_table *t, const struct sample *s, int64_t at_ms)
+{
+    uint64_t h;
+    uint32_t i;
+
+    if (s->ownerlen == 0 || s->kind != SAMPLE_WAITING || (!s->start && s->outcome != SAMPLE_OK))
+        return -1;
+    h = hash_pair(s);
+    return set_pair(t, s, h, find(t, s, h), WAITING_SOURCE_NONE, at_ms, &i);
 }
 
 uint64_t

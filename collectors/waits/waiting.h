@@ -91,6 +91,11 @@ unsigned waiting_source(struct waiting_table *t, int family, const unsigned char
 int waiting_note(struct waiting_table *t, const struct sample *s, unsigned src,
                  int64_t now_ms);
 
+/* Set a pair as a saved table had it (waitstate.c): s a waiting start or
+ * ok end with an owner, its latest line at at_ms (monotonic), no other
+ * pair touched, the source none.  0, or -1 (not such a line, ENOMEM). */
+int waiting_restore(struct waiting_table *t, const struct sample *s, int64_t at_ms);
+
 /* Acquires (a waiting end, ok) ignored because their holding's release
  * (a 6-field hold of the same owner, key and holder id) came first, within
  * 5 s: reordered datagrams, which would leave the owner a holder for good. */

@@ -601,6 +601,29 @@ waitstats_samples_key(struct waitstats *ws, uint64_t *gen, void *key, size_t *ke
 }
 
 void
+waitstats_waiting_render(struct waitstats *ws, struct strbuf *sb, int64_t mono_ms,
+                         int64_t wall_ms)
+{
+    pthread_mutex_lock(&ws->mu);
+    waitstate_render(ws->waiting, sb, mono_ms, wall_ms);
+    pthread_mutex_unlock(&ws->mu);
+}
+
+int
+waitstats_waiting_restore(struct waitstats *ws, char *text, size_t len, int64_t mono_ms,
+                          int64_t wall_ms, waitstate_keep_fn keep, void *arg,
+                          struct waitstate_read *r, char *err, size_t errlen)
+{
+    int rc;
+
+    pthread_mutex_lock(&ws->mu);
+    rc = waitstate_restore(ws->waiting, text, len, mono_ms, wall_ms, WAITSTATE_MAX_DOWN_MS,
+                           keep, arg, r, err, errlen);
+    pthread_mutex_unlock(&ws->mu);
+    return rc;
+}
+
+void
 waitstats_waiting_each(struct waitstats *ws,
                        void (*fn)(const struct waiting_pair *p, void *arg), void *arg)
 {

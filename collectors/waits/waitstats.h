@@ -64,6 +64,7 @@
 #include "collectors/waits/samples.h"
 #include "collectors/waits/sketch.h"
 #include "collectors/waits/waiting.h"
+#include "collectors/waits/waitstate.h"
 #include "conf/config.h"
 
 #define WAITSTATS_SLICES    12      /* window slices: 12 x 5 s for 1 m */
@@ -184,6 +185,14 @@ void waitstats_record(struct waitstats *ws, const struct sample *s, size_t n,
  * mutex acquisition: call it once per batch, not per datagram.
  */
 bool waitstats_samples_key(struct waitstats *ws, uint64_t *gen, void *key, size_t *keylen);
+
+/* The waiting table as its state file has it (waitstate.h), under the
+ * mutex; and read back from one (its text modified in place). */
+void waitstats_waiting_render(struct waitstats *ws, struct strbuf *sb, int64_t mono_ms,
+                              int64_t wall_ms);
+int waitstats_waiting_restore(struct waitstats *ws, char *text, size_t len, int64_t mono_ms,
+                              int64_t wall_ms, waitstate_keep_fn keep, void *arg,
+                              struct waitstate_read *r, char *err, size_t errlen);
 
 /*
  * Call fn on each (owner, key) pair of the waiting table, least recently

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""test_deadlock_restart - [samples] state_file: the waiting table kept
+across an agent restart (collectors/waits/waitstate.h, docs/deadlocks.md
+"Across a restart").
+
+Owners caught in a deadlock send nothing more, so an agent restarted
+during one (an upgrade, on-call restarting it) used to forget it for good.
+
+  - two owners each holding one real SET lock and waiting for the other's:
+    LockDeadlock; the agent restarts (SIGTERM, start): it says how many
+    pairs it read back and LockDeadlock fires again; the pairs of a key no target watches are left out (their
+    end could never be seen), and said;
+  - a state file written more than 5 minutes ago is not read back (the
+    lines sent meanwhile are lost): said, the table starts empty;
+  - a state_file the agent cannot write: the agent runs, and says so once;
+    one that holds something else is never written; a relative path is a
+    config error naming file, line and key.
+"""
+
+import os
+import re
+import socket
+import subprocess
+import time
+
+import harness
+from client_helpers import closed_udp_port as free_udp_port
+import test_deadlock as td
+from test_deadlock import BOUND, SCAN, SLACK, LinesAgent, q
+
+
+class Restart(LinesAgent):
+
+    acquire = td.Deadlock.acquire     # (not the class: its tests would run here)
+    firing = td.Deadlock.firing
+
+    def setUp(self):
+        harness.TestCase.setUp(self)
+        self.redis = self.start_redis()
+        self.r = self.redis.client()
+        self.udp = free_udp_port()
+        self.state = os.path.join(harness._mkdtemp("lw-state-"), "waiting")
+        self.agent = self.start_agent(self.redis, samples="127.0.0.1:%d" % self.udp,
+                                      scan_interval="%gs" % SCAN, leak_grace="30s",
+                                      max_hold="10m",
+                                      extra="[samples]\nstate_file = %s\n" % self.state)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.addCleanup(self.sock.close)
+
+    def log(self):
+        with open(self.agent.logfile, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def waiting_now(self):
+        return harness.msum(self.agent.metrics(), "lockwatch_samples_waiting")
+
+    def deadlock(self):
+        self.acquire("lock:acct:a", "api-1:41/7", "tok-a-41")
+        time.sleep(0.3)
+        self.acquire("lock:ship:b", "api-2:42/9", "tok-b-42")
+        # and a holding of a key no target watches (lines only)
+        self.send(self.waiting("app:cache:c", "api-3:43/1", "tok-c-43", "ok"))
+        self.send(self.waiting("lock:ship:b", "api-1:41/7", None, "start"),
+                  self.waiting("lock:acct:a", "api-2:42/9", None, "start"))
+        self.agent.wait_for(lambda: self.firing("LockDeadlock"), timeout=BOUND + SLACK,
+                            desc="LockDeadlock before the restart")
+
+    def test_a_deadlock_is_found_again_after_a_restart(self):
+        self.deadlock()
+        self.agent.stop()
+        with open(self.state, "rb") as f:
+            saved = f.read()
+        self.assertRegex(saved, rb"^lockwatch-waiting 1 \d+\n")
+        self.assertIn(b" lw1 waiting app:cache:c api-3:43/1 tok-c-43 ok\n", saved)
+        self.assertEqual(os.stat(self.state).st_mode & 0o777, 0o600)
+        self.agent.start()
+        # read back before the first sample: two owners waiting at once
+        self.assertEqual(self.waiting_now(), 2)
+        self.agent.wait_for(lambda: self.firing("LockDeadlock"), timeout=BOUND + SLACK,
+                            desc="LockDeadlock after the restart")
+        log = self.log()
+        self.assertRegex(log, r"\[samples\] state_file %s: 4 waiting pair\(s\) read back, "
+                         r"written \d+ s before; 1 of keys no target watches left out"
+                         % re.escape(self.state))
+        # a released holding ends its pair in the file too
+        self.send(self.waiting("lock:acct:a", "api-2:42/9", None, "timeout"),
+                  b"lw1 hold %s 1000 %s %s" % (q("lock:acct:a"), q("api-1:41/7"),
+                                               q("tok-a-41")))
+        self.r.delete("lock:acct:a")
+        self.agent.wait_for(lambda: not self.firing("LockDeadlock"), timeout=BOUND + SLACK,
+                            desc="LockDeadlock resolved")
+        self.agent.stop()
+        with open(self.state, "rb") as f:
+            saved = f.read()
+        self.assertNotIn(b"lock:acct:a", saved)
+        self.assertIn(b"lock:ship:b", saved)
+
+    def test_a_state_file_older_than_5_minutes_is_not_read_back(self):
+        self.deadlock()
+        self.agent.stop()
+        with open(self.state, "rb") as f:
+            head, rest = f.read().split(b"\n", 1)
+        old = int(time.time() * 1000) - 361000
+        with open(self.state, "wb") as f:
+            f.write(b"lockwatch-waiting 1 %d\n" % old + rest)
+        self.agent.start()
+        self.assertEqual(self.waiting_now(), 0)
+        log = self.log()
+        self.assertIn("[samples] state_file %s: written 361 s ago, more than 300 s: the waits "
+                      "and holdings it knew may have ended unseen; the waiting table starts "
+                      "empty" % self.state, log)
+
+    def test_a_file_of_something_else_is_never_written(self):
+        self.agent.stop()
+        other = os.path.join(self.agent.dir, "notes.txt")
+        with open(other, "w") as f:
+            f.write("on-call notes\n")
+        self.agent.write_config(self.agent.render_config(
+            extra="[samples]\nstate_file = %s\n" % other))
+        self.agent.start()
+        self.send(self.waiting("lock:x", "api-1:1/1", "tok", "ok"))
+        time.sleep(1)           # the first write is at start
+        self.agent.stop()
+        with open(other) as f:
+            self.assertEqual(f.read(), "on-call notes\n")
+        self.assertEqual(self.log().count("[samples] state_file %s holds something other than "
+                                          "a waiting table; it is not written (point "
+                                          "state_file at a file of its own)" % other), 1)
+        self.assertIn("[samples] state_file %s: not a waiting table of this version (no "
+                      "\"lockwatch-waiting 1\" header); the waiting table starts empty" % other,
+                      self.log())
+
+    def test_a_state_file_it_cannot_write_is_said_once(self):
+        self.agent.stop()
+        bad = "/nonexistent-lockwatch-dir/waiting"
+        self.agent.write_config(self.agent.render_config(
+            extra="[samples]\nstate_file = %s\n" % bad))
+        self.agent.start()
+        self.send(self.waiting("lock:x", "api-1:1/1", "tok", "ok"))
+        time.sleep(12)          # past a second write (every 10 s)
+        self.assertEqual(self.agent.get("/healthz")[0], 200)
+        log = self.log()
+        self.assertEqual(log.count("[samples] state_file: cannot write %s.tmp: No such file or "
+                                   "directory; a restart now forgets who waits for and holds "
+                                   "what (said once, until a write works)" % bad), 1, log)
+        # a relative path: a config error naming file, line and key
+        path = os.path.join(self.agent.dir, "rel.ini")
+        with open(path, "w") as f:
+            f.write("[samples]\nstate_file = waiting\n")
+        p = subprocess.run([harness.LOCKWATCHD, "-n", "-c", path], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=10)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("%s:2: [samples] state_file: must be an absolute path" % path,
+                      p.stderr.decode())
+
+
+if __name__ == "__main__":
+    harness.main()
