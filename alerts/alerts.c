@@ -77,6 +77,11 @@ struct alerts {
     bool configured;                /* once: later configures are reloads */
     struct seen_target *seen;
     size_t nseen;
+    uint64_t judged_seq;            /* the newest timeline event the rules judged */
+    uint64_t unjudged;              /* events that left the ring before a tick saw
+                                     * them (alerts_stats) */
+    uint64_t unjudged_said;         /* of which the log has told */
+    int64_t unjudged_said_ms;       /* monotonic: when it last told */
 };
 
 int
@@ -527,24 +532,46 @@ watchdog(struct alerts *a, int64_t now_ms)
 struct event_eval {
     struct alerts *a;
     int64_t now_ms;
+    uint64_t first, last;       /* the walk's oldest and newest seq */
 };
 
 static void
 eval_one_event(const struct event *e, void *arg)
 {
-    const struct event_eval *ee = arg;
+    struct event_eval *ee = arg;
 
+    if (ee->first == 0)
+        ee->first = e->seq;
+    ee->last = e->seq;
     rules_eval_event(ee->a->set, &ee->a->rules, e, ee->now_ms);
 }
 
-/* The EVENT kinds, from the ring's events (oldest first).  The ring's
- * mutex is taken under a->mu: nothing pushes an event holding a->mu. */
+/* The EVENT kinds, from the ring's events (oldest first); an alert stays
+ * firing 15 minutes after its newest event once that has left the ring
+ * (alertset_hold).  Events pushed out of the ring before any tick saw
+ * them (over EVENTS_MAX in a second) raised nothing: counted, and said at
+ * most once a minute.  The ring's mutex is taken under a->mu: nothing
+ * pushes an event holding a->mu. */
 static void
 eval_events(struct alerts *a, int64_t now_ms)
 {
-    struct event_eval ee = { a, now_ms };
+    struct event_eval ee = { a, now_ms, 0, 0 };
+    int64_t mono = clock_mono_ms();
 
     events_each(0, 0, eval_one_event, &ee);
+    if (ee.first > a->judged_seq + 1)
+        a->unjudged += ee.first - a->judged_seq - 1;
+    if (ee.last > a->judged_seq)
+        a->judged_seq = ee.last;
+    if (a->unjudged > a->unjudged_said &&
+        (a->unjudged_said_ms == 0 || mono - a->unjudged_said_ms >= 60000)) {
+        log_warnx("alerts: %" PRIu64 " timeline event(s) left the ring of %d before the rules "
+                  "judged them (a burst of more in a second); a LockLeaseLost or "
+                  "LockLeaseOverrun among them was not raised (lockwatch_events_dropped_total, "
+                  "GET /api/v1/events)", a->unjudged - a->unjudged_said, EVENTS_MAX);
+        a->unjudged_said = a->unjudged;
+        a->unjudged_said_ms = mono;
+    }
 }
 
 void
@@ -644,6 +671,7 @@ alerts_stats(struct alerts *a, struct alerts_stats *st)
     memset(st, 0, sizeof(*st));
     pthread_mutex_lock(&a->mu);
     alertset_counts(a->set, st->firing, &st->suppressed);
+    st->events_unjudged = a->unjudged;
     pthread_mutex_unlock(&a->mu);
     return notifier_stats(a->notifier, &st->sinks, &st->nsinks);
 }

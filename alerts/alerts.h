@@ -65,6 +65,7 @@ int alerts_render_json(struct alerts *a, char **body, size_t *len);
 struct alerts_stats {
     size_t firing[ALERT_NAMES];
     size_t suppressed;          /* would fire, past the cap (last tick) */
+    uint64_t events_unjudged;   /* timeline events gone before a tick judged them */
     struct notifier_stats *sinks;
     size_t nsinks;
 };

@@ -342,6 +342,13 @@ alertset_observe(struct alertset *set, const struct alert_labels *l)
 }
 
 void
+alertset_hold(struct alert *a, int64_t until_ms)
+{
+    if (until_ms > a->hold_until_ms)
+        a->hold_until_ms = until_ms;
+}
+
+void
 alertset_occurred(struct alertset *set, struct alert *a, int64_t id)
 {
     if (id == 0 || a->occurrence == id)
@@ -449,7 +456,7 @@ alertset_end(struct alertset *set, int64_t repeat_ms, bool refresh,
             }
             continue;
         }
-        if (a->seen != set->gen && kept(set, a))
+        if (a->seen != set->gen && (kept(set, a) || a->hold_until_ms > set->now_ms))
             a->seen = set->gen;
         if (a->seen == set->gen) {
             if (a->notified_mono == 0) {

@@ -102,6 +102,8 @@ struct alert {
                                      * (alertset_occurred); 0: none */
     int64_t resolved_mono;
     uint64_t seen;                  /* generation it was last observed in */
+    int64_t hold_until_ms;          /* Unix ms: firing until then though not
+                                     * observed (alertset_hold); 0: none */
     uint64_t event_gen;             /* generation of its last event that the
                                      * refresh's sinks get (not a repeat) */
     bool dead;                      /* to be freed at the next begin */
@@ -136,6 +138,12 @@ void alertset_begin(struct alertset *set, int64_t now_ms, int64_t mono_ms);
  * ran out.
  */
 struct alert *alertset_observe(struct alertset *set, const struct alert_labels *l);
+
+/* Keep a firing alert firing until until_ms (Unix) even in ticks that do
+ * not observe it: an EVENT kind's alert holds for RULES_EVENT_FIRING_MS
+ * after its newest event, whether or not the event is still in the
+ * timeline's ring (a burst of events pushes it out). */
+void alertset_hold(struct alert *a, int64_t until_ms);
 
 /*
  * The alert a (just observed) tells of one discrete event, named by id

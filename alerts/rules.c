@@ -679,6 +679,8 @@ judge(struct alertset *set, enum rule_scope scope, const struct rule_ctx *c)
             continue;
         if (occurrences[k] != NULL)
             alertset_occurred(set, a, occurrences[k](c));
+        if (scope == SCOPE_EVENT)
+            alertset_hold(a, c->event->at_ms + RULES_EVENT_FIRING_MS);
         sb_init(&sum, RULES_SUMMARY_MAX);
         sb_init(&desc, RULES_DESCRIPTION_MAX);
         r->texts(c, &sum, &desc);

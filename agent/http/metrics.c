@@ -889,6 +889,11 @@ const struct metric_family metric_families[] = {
       "Alerts whose condition holds but that were not raised because 10000 already fire, "
       "or whose lock is counted but not kept in detail (past a target's worst 10000; "
       "last evaluation)." },
+    { "lockwatch_alerts_events_unjudged_total", "counter", SRC_ALERTS, scalar,
+      offsetof(struct alerts_stats, events_unjudged), VAL_U64,
+      "Timeline events pushed out of its 1,024-event ring before the alert rules judged "
+      "them (a burst of more in a second): a LockLeaseLost or LockLeaseOverrun among them "
+      "was not raised." },
     METRICS_SINK_ROWS      /* the sinks' families: metrics_impl.h */
     METRICS_CONFIG_ROWS    /* the last reload's: metrics_impl.h */
     METRICS_GRAPH_ROWS     /* the wait-for graph's families: metrics_impl.h */

@@ -260,6 +260,45 @@ class LeaseTest(harness.TestCase):
         self.assertNotIn("lease", detail["lock:other:9"].split("held")[-1])
         self.assertEqual(harness.msum(ag.metrics(), "lockwatch_samples_invalid_total"), 0)
 
+    def test_a_burst_of_lease_events_ends_no_firing_alert(self):
+        """A trial: 3,000 lost leases in a burst pushed a firing lost
+        lease's events out of the 1,024-event timeline, and its
+        LockLeaseLost and critical LockLeaseOverrun resolved seconds
+        later, not 15 minutes after it; the events no tick saw raised
+        nothing, counted nowhere but in the timeline's drops."""
+        ag = self.agent(False)
+        self.send("lw1 lost lock:first:1 web-1%3A42%2F9 tok-1 5000000 1200000 expired")
+        ag.wait_for(lambda: self.alerts(ag, "LockLeaseOverrun") or None, timeout=5,
+                    desc="the first lease's alerts")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.addCleanup(sock.close)
+        buf = b""
+        for i in range(3000):
+            line = b"lw1 lost lock:burst:%d web-2%%3A7%%2F%d tok-%d 5000000 3000000 expired\n" \
+                % (i, i, i)
+            if len(buf) + len(line) > 8000:
+                sock.sendto(buf, ("127.0.0.1", self.udp))
+                buf = b""
+            buf += line
+        sock.sendto(buf, ("127.0.0.1", self.udp))
+        ag.wait_for(lambda: harness.msum(ag.metrics(), "lockwatch_alerts_events_unjudged_total")
+                    > 0 or None, timeout=10, desc="the events no tick judged, counted")
+        time.sleep(3)       # ticks after the burst: the first lease's events are gone
+        for name in ("LockLeaseLost", "LockLeaseOverrun"):
+            keys = {a["labels"]["key"] for a in self.alerts(ag, name)}
+            self.assertTrue("lock:first:1" in keys, "%s of lock:first:1 resolved" % name)
+        m = ag.metrics()
+        raised = harness.msum(m, "lockwatch_alerts_firing", alertname="LockLeaseLost")
+        unjudged = harness.msum(m, "lockwatch_alerts_events_unjudged_total")
+        # each lost line is two events (lease_lost, lease_overrun): every one
+        # of the 3,000 leases raised its alert or is counted as not judged
+        # (a lease whose two events the ring's cut split may be either)
+        self.assertGreater(unjudged, 0)
+        self.assertLessEqual(3000 - (unjudged + 1) // 2, raised - 1, (raised, unjudged))
+        self.assertLessEqual(raised - 1, 3000 - unjudged // 2, (raised, unjudged))
+        self.assertIn("timeline event(s) left the ring of 1024 before the rules judged them",
+                      ag.log_tail(200))
+
     def test_scan_reported_release_at_the_end_is_no_expiry(self):
         """A trial: a renewed lock released 0.2 s before its lease's end,
         its holder's hold line in before the scan found the key gone, was
