@@ -2,11 +2,16 @@
 /*
  * slack.c - format = slack: a Slack incoming webhook.
  *
- * The body is Slack's documented minimal message, {"text": "..."}, in
- * mrkdwn.  Slack reads &, < and > as markup (<url|label>, &lt;), so those
+ * The body is Slack's documented minimal message, {"text": "...",
+ * "mrkdwn": false}: plain text.  mrkdwn has no escape for its *, _, ~ and
+ * `, and keys and classes are full of them (lock:order:*), so a key would
+ * format the message; plain, a key reads as it is and pastes as it is.
+ * Slack still reads &, < and > as markup (<url|label>, &lt;), so those
  * three are escaped as &amp; &lt; &gt; in everything quoted from an alert;
  * that is the escaping Slack documents, and with it a hostile key cannot
- * forge a link or a mention.  A batch lists at most SLACK_LINES alerts,
+ * forge a link or a mention.  A line break quoted from an alert (a key may
+ * hold a newline) is written \n (\r, \u2028, \u2029): a key cannot end
+ * its alert's line and write one of its own.  A batch lists at most SLACK_LINES alerts,
  * then "and N more", and the text stays under SLACK_TEXT_MAX bytes (Slack
  * truncates long messages; cuts never split a UTF-8 sequence).
  *
@@ -48,15 +53,44 @@ add(struct out *o, const char *s)
     add_raw(o, s, strlen(s));
 }
 
-/* Quoted text: &, <, > escaped; the escapes are never cut in half. */
+/* What stands for the character at s in quoted text, and its length in
+ * *n; NULL: itself. */
+static const char *
+escape_of(const char *s, size_t *n)
+{
+    *n = 1;
+    switch (*s) {
+    case '&':
+        return "&amp;";
+    case '<':
+        return "&lt;";
+    case '>':
+        return "&gt;";
+    case '\n':
+        return "\\n";
+    case '\r':
+        return "\\r";
+    default:
+        break;
+    }
+    /* U+2028 LINE SEPARATOR, U+2029 PARAGRAPH SEPARATOR */
+    if ((unsigned char)s[0] == 0xe2 && (unsigned char)s[1] == 0x80 &&
+        ((unsigned char)s[2] == 0xa8 || (unsigned char)s[2] == 0xa9)) {
+        *n = 3;
+        return (unsigned char)s[2] == 0xa8 ? "\\u2028" : "\\u2029";
+    }
+    return NULL;
+}
+
+/* Quoted text: escaped (escape_of); the escapes are never cut in half. */
 static void
 add_escaped(struct out *o, const char *s)
 {
     const char *run = s;
+    size_t n;
 
-    for (; *s != '\0'; s++) {
-        const char *esc = *s == '&' ? "&amp;" : *s == '<' ? "&lt;" : *s == '>' ? "&gt;" :
-            NULL;
+    for (; *s != '\0'; s += n) {
+        const char *esc = escape_of(s, &n);
 
         if (esc == NULL)
             continue;
@@ -64,7 +98,7 @@ add_escaped(struct out *o, const char *s)
         if (strlen(esc) > text_room(&o->sb))
             o->full = true;
         add(o, esc);
-        run = s + 1;
+        run = s + n;
     }
     add_raw(o, run, (size_t)(s - run));
 }
@@ -107,15 +141,15 @@ slack_render(const struct sink_batch *b, char **body, size_t *len)
     int rc = -1;
 
     sb_init(&o.sb, SLACK_TEXT_MAX + 1);
-    add(&o, "*[");
+    add(&o, "[");
     add(&o, heading(b->kind));
-    add(&o, "]*");
+    add(&o, "]");
     if (b->n == 1) {
         const struct alert *a = b->alerts[0];
 
-        add(&o, " *");
+        add(&o, " ");
         add(&o, alert_name_str(a->name));
-        add(&o, "*: ");
+        add(&o, ": ");
         if (b->kind == EV_RESOLVED) {
             add_resolved(&o, a);
         } else {
@@ -127,9 +161,9 @@ slack_render(const struct sink_batch *b, char **body, size_t *len)
         snprintf(num, sizeof(num), " %zu lockwatch alerts", b->n);
         add(&o, num);
         for (i = 0; i < b->n && i < SLACK_LINES; i++) {
-            add(&o, "\n\xe2\x80\xa2 *");
+            add(&o, "\n\xe2\x80\xa2 ");
             add(&o, alert_name_str(b->alerts[i]->name));
-            add(&o, "*: ");
+            add(&o, ": ");
             if (b->kind == EV_RESOLVED)
                 add_resolved(&o, b->alerts[i]);
             else
@@ -154,7 +188,8 @@ slack_render(const struct sink_batch *b, char **body, size_t *len)
         add_escaped(&o, b->generator_url);
     }
     if (!sb_failed(&o.sb))
-        rc = sink_dump(json_pack("{s:s%}", "text", o.sb.buf, o.sb.len), body, len);
+        rc = sink_dump(json_pack("{s:s%,s:b}", "text", o.sb.buf, o.sb.len, "mrkdwn", 0),
+                       body, len);
     sb_release(&o.sb);
     return rc;
 }

@@ -130,7 +130,7 @@ class LostAgain(h.TestCase):
         ag.wait_for(lambda: any(want in r.json()["text"] for r in self.slack_lost(slack)),
                     WAIT, desc="a Slack message of the second loss")
         msg = [r.json()["text"] for r in self.slack_lost(slack) if want in r.json()["text"]]
-        self.assertTrue(msg[0].startswith("*[FIRING]* *LockLostAtFailover*"), msg[0])
+        self.assertTrue(msg[0].startswith("[FIRING] LockLostAtFailover: "), msg[0])
         self.assertIn("lock:rst:1", msg[0])
 
         amg = ag.wait_for(lambda: [(r, a) for r, a in self.am_lost(am)

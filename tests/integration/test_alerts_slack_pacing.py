@@ -28,9 +28,9 @@ def slack_section(name, url):
 
 
 def announced(text):
-    """How many alerts one Slack message carries: "*[FIRING]* 100 lockwatch
+    """How many alerts one Slack message carries: "[FIRING] 100 lockwatch
     alerts" for a batch, one alert otherwise."""
-    m = re.match(r"\*\[[A-Z, a-z]+\]\* (\d+) lockwatch alerts", text)
+    m = re.match(r"\[[A-Z, a-z]+\] (\d+) lockwatch alerts", text)
     return int(m.group(1)) if m else 1
 
 
@@ -50,7 +50,7 @@ class SlackPacing(h.TestCase):
 
         def carried(word):
             return sum(announced(r.json()["text"]) for r in slack.snapshot()
-                       if r.json()["text"].startswith("*[%s]*" % word))
+                       if r.json()["text"].startswith("[%s]" % word))
         # 2 x 3 messages at >= 1 s each: about 6 s
         ag.wait_for(lambda: carried("FIRING") == len(SINKS) * LEAKS, timeout=40,
                     desc="%d firing alerts announced on Slack" % (len(SINKS) * LEAKS))

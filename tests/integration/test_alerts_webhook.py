@@ -366,7 +366,8 @@ class Alerts(h.TestCase):
         msgs = [r.json() for r in slack.snapshot()]
         self.assertEqual(len(msgs), 2, msgs)
         for m in msgs:
-            self.assertEqual(list(m), ["text"])
+            # plain text: a key's * _ ~ ` format nothing
+            self.assertEqual(m, {"text": m["text"], "mrkdwn": False})
         self.assertIn("FIRING", msgs[0]["text"])
         self.assertIn("LockLeaked", msgs[0]["text"])
         self.assertIn(KEY, msgs[0]["text"])

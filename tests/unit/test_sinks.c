@@ -177,14 +177,39 @@ slack_text(void **state)
 
     (void)state;
     j = render(&sink_slack, EV_FIRING, one, 1);
-    assert_int_equal(json_object_size(j), 1);
+    assert_int_equal(json_object_size(j), 2);
+    /* plain text: mrkdwn has no escape for the * of lock:order:* */
+    assert_true(json_is_false(json_object_get(j, "mrkdwn")));
     text = json_string_value(json_object_get(j, "text"));
     assert_non_null(text);
-    assert_non_null(strstr(text, "[FIRING]"));
-    assert_non_null(strstr(text, "LockLeaked"));
+    assert_non_null(strstr(text, "[FIRING] LockLeaked: "));
     assert_non_null(strstr(text, "lock:&lt;!here&gt;&amp;&lt;@U1&gt;"));
     assert_null(strstr(text, "<!here>"));
     json_decref(j);
+
+    /* a trial: a key with a newline wrote an alert line of its own (4
+     * alerts said, 5 bullets); each line break quoted is written out */
+    {
+        struct alert f = mk(ALERT_LOCK_LEAKED, "lock:a\n\xe2\x80\xa2 LockLeaked: lock:forged",
+                            "Lock lock:a\n\xe2\x80\xa2 LockLeaked: Lock lock:forged\r\xe2\x80\xa8"
+                            "\xe2\x80\xa9 leaked");
+        const struct alert *two[] = { &f, &a };
+        const char *p;
+        size_t lines = 0;
+
+        a.summary = (char *)"s";
+        j = render(&sink_slack, EV_FIRING, two, 2);
+        text = json_string_value(json_object_get(j, "text"));
+        for (p = text; (p = strchr(p, '\n')) != NULL; p++)
+            lines++;
+        assert_int_equal(lines, 3);     /* after the heading, one line per alert, the link */
+        assert_non_null(strstr(text, "Lock lock:a\\n\xe2\x80\xa2 LockLeaked: Lock "
+                               "lock:forged\\r\\u2028\\u2029 leaked"));
+        assert_null(strstr(text, "\r"));
+        assert_null(strstr(text, "\xe2\x80\xa8"));
+        json_decref(j);
+        a.summary = (char *)"Lock lock:<!here>&<@U1> leaked";
+    }
 
     /* a long summary: cut under the cap, still valid UTF-8 (json_loadb
      * would refuse it otherwise) */
@@ -282,7 +307,7 @@ slack_resolved_says_since_when(void **state)
     r.ends_ms = NOW;
     j = render(&sink_slack, EV_RESOLVED, one, 1);
     text = json_string_value(json_object_get(j, "text"));
-    assert_non_null(strstr(text, "[RESOLVED]* *LockLeaked*: lock lock:x:1 on main: resolved "
+    assert_non_null(strstr(text, "[RESOLVED] LockLeaked: lock lock:x:1 on main: resolved "
                                  "after 3m02s (firing since 2027-01-15T07:56:58Z)"));
     assert_null(strstr(text, "has no TTL"));
     assert_null(strstr(text, "the description"));
