@@ -34,7 +34,7 @@
  *                        (collectors/graph/graph.h) {target = its target,
  *                        "*" across targets, key = its keys "A -> B"}
  *                INVERSION a lock-order inversion of that report
- *                        {class = its two classes "A,B"}
+ *                        {class = its two classes "A,B", escaped: rules.h}
  *   holds      bool holds(const struct rule_ctx *c): the condition, for one
  *              subject of the scope
  *   texts      void texts(const struct rule_ctx *c, struct strbuf *summary,

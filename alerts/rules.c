@@ -826,7 +826,24 @@ judge_trends(struct alertset *set, const struct rules_conf *p,
     }
 }
 
-/* "A -> B -> C": the deadlock's keys in cycle order, as a key label. */
+/* Append the len bytes of s to out at *at with '\\' and c (a byte of the
+ * join's separator) escaped by a '\\': then the only bare c of a join is
+ * in its separators, and the join has one reading.  out has room for
+ * 2 * len bytes more. */
+static void
+add_escaped_part(char *out, size_t *at, const char *s, size_t len, char c)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (s[i] == '\\' || s[i] == c)
+            out[(*at)++] = '\\';
+        out[(*at)++] = s[i];
+    }
+}
+
+/* "A -> B -> C": the deadlock's keys in cycle order, as a key label (a
+ * key's '>' and '\\' escaped: two cycles never share one). */
 static char *
 deadlock_label(const struct graph_deadlock *d)
 {
@@ -834,7 +851,7 @@ deadlock_label(const struct graph_deadlock *d)
     char *raw, *out;
 
     for (i = 0; i < d->nsteps; i++)
-        need += d->steps[i].key.len + 4;
+        need += 2 * d->steps[i].key.len + 4;
     if ((raw = malloc(need + 1)) == NULL)
         return NULL;
     for (i = 0; i < d->nsteps; i++) {
@@ -842,10 +859,27 @@ deadlock_label(const struct graph_deadlock *d)
             memcpy(raw + len, " -> ", 4);
             len += 4;
         }
-        memcpy(raw + len, d->steps[i].key.p, d->steps[i].key.len);
-        len += d->steps[i].key.len;
+        add_escaped_part(raw, &len, d->steps[i].key.p, d->steps[i].key.len, '>');
     }
     out = rules_key_label(raw, len);
+    free(raw);
+    return out;
+}
+
+/* "A,B": an inversion's two classes as a class label (a class's ',' and
+ * '\\' escaped: two inversions never share one). */
+static char *
+inversion_label(const struct graph_inversion *v)
+{
+    size_t la = strlen(v->class_a), lb = strlen(v->class_b), len = 0;
+    char *raw, *out;
+
+    if ((raw = malloc(2 * (la + lb) + 2)) == NULL)
+        return NULL;
+    add_escaped_part(raw, &len, v->class_a, la, ',');
+    raw[len++] = ',';
+    add_escaped_part(raw, &len, v->class_b, lb, ',');
+    out = sanitized(raw, len);
     free(raw);
     return out;
 }
@@ -853,7 +887,6 @@ deadlock_label(const struct graph_deadlock *d)
 void
 rules_eval_graph(struct alertset *set, const struct graph_report *r, int64_t now_ms)
 {
-    char cls[2 * CLASS_NAME_MAX + 2];
     size_t i;
 
     for (i = 0; r != NULL && i < r->ndeadlocks; i++) {
@@ -866,11 +899,10 @@ rules_eval_graph(struct alertset *set, const struct graph_report *r, int64_t now
         free(key);
     }
     for (i = 0; r != NULL && i < r->ninversions; i++) {
-        struct rule_ctx c = { .now_ms = now_ms, .class_ = cls, .inv = &r->inversions[i] };
+        struct rule_ctx c = { .now_ms = now_ms, .inv = &r->inversions[i] };
         char *s;
 
-        snprintf(cls, sizeof(cls), "%s,%s", r->inversions[i].class_a, r->inversions[i].class_b);
-        if ((s = sanitized(cls, strlen(cls))) == NULL)
+        if ((s = inversion_label(&r->inversions[i])) == NULL)
             continue;
         c.class_ = s;
         judge(set, SCOPE_INVERSION, &c);

@@ -79,8 +79,10 @@ void rules_eval_redlock(struct alertset *set, const struct rules_group *groups,
 /*
  * Observe the wait-for graph's kinds: LockDeadlock for every deadlock the
  * report holds ({target = its target or "*", key = its keys in cycle
- * order joined by " -> ", as a key label}), LockOrderInversion for every
- * inversion ({class = its two classes, "A,B"}).  r NULL: none yet.
+ * order joined by " -> ", as a key label, a key's '>' and '\\' escaped
+ * by a '\\'}), LockOrderInversion for every inversion ({class = its two
+ * classes, "A,B", a class's ',' and '\\' escaped}): two never share a
+ * label.  r NULL: none yet.
  */
 void rules_eval_graph(struct alertset *set, const struct graph_report *r, int64_t now_ms);
 

@@ -981,6 +981,71 @@ deadlock_and_inversion(void **state)
     alertset_free(set);
 }
 
+/* A trial: {"invA,invB" <-> "invC"} and {"invA" <-> "invB,invC"} were
+ * both class="invA,invB,invC": one alert for two inversions.  Keys with
+ * " -> " made two cycles share a key label the same way. */
+static void
+joined_labels_never_collide(void **state)
+{
+    struct graph_report *r = graph_report_of();
+    struct graph_inversion *v;
+    struct graph_deadlock *d;
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    size_t n, i, inv = 0, dl = 0;
+
+    (void)state;
+    assert_non_null(v = realloc(r->inversions, 3 * sizeof(*v)));
+    r->inversions = v;
+    memcpy(&v[1], &v[0], sizeof(*v));
+    memcpy(&v[2], &v[0], sizeof(*v));
+    snprintf(v[1].class_a, sizeof(v->class_a), "invA,invB");
+    snprintf(v[1].class_b, sizeof(v->class_b), "invC");
+    snprintf(v[2].class_a, sizeof(v->class_a), "invA");
+    snprintf(v[2].class_b, sizeof(v->class_b), "invB,invC");
+    r->ninversions = 3;
+    assert_non_null(d = realloc(r->deadlocks, 3 * sizeof(*d)));
+    r->deadlocks = d;
+    memcpy(&d[1], &d[0], sizeof(*d));
+    memcpy(&d[2], &d[0], sizeof(*d));
+    /* "x ->" then "y", and "x" then "-> y": both "x -> -> y" joined bare */
+    d[1].steps[0].key.p = "x ->";
+    d[1].steps[0].key.len = 4;
+    d[1].steps[1].key.p = "y";
+    d[1].steps[1].key.len = 1;
+    d[2].steps[0].key.p = "x";
+    d[2].steps[0].key.len = 1;
+    d[2].steps[1].key.p = "-> y";
+    d[2].steps[1].key.len = 4;
+    r->ndeadlocks = 3;
+    alertset_begin(set, NOW, MONO);
+    rules_eval_graph(set, r, NOW);
+    assert_int_equal(alertset_end(set, 3600000, false, &ev, &n), 0);
+    for (i = 0; i < n; i++) {
+        const struct alert *a = ev[i].alert;
+
+        if (a->name == ALERT_LOCK_ORDER_INVERSION)
+            inv++;
+        if (a->name == ALERT_LOCK_DEADLOCK)
+            dl++;
+        if (a->class_ != NULL && strcmp(a->class_, "invA\\,invB,invC") == 0)
+            inv += 10;
+        if (a->class_ != NULL && strcmp(a->class_, "invA,invB\\,invC") == 0)
+            inv += 100;
+        if (a->key != NULL && strcmp(a->key, "x -\\> -> y") == 0)
+            dl += 10;
+        if (a->key != NULL && strcmp(a->key, "x -> -\\> y") == 0)
+            dl += 100;
+    }
+    assert_int_equal(inv, 113);         /* three alerts, the two escaped as said */
+    assert_int_equal(dl, 113);
+    /* the copies share the first's bytes, freed once */
+    r->ndeadlocks = 1;
+    r->ninversions = 1;
+    graph_report_unref(r);
+    alertset_free(set);
+}
+
 /* One evaluation of the EVENT kinds over events evs[0..n). */
 static size_t
 eval_events(struct alertset *set, const struct event *evs, size_t n, int64_t t,
@@ -1094,6 +1159,7 @@ main(void)
         cmocka_unit_test(count_surge_rule),
         cmocka_unit_test(lease_suggestions),
         cmocka_unit_test(deadlock_and_inversion),
+        cmocka_unit_test(joined_labels_never_collide),
     };
 
     return cmocka_run_group_tests_name("rules", tests, NULL, NULL);
