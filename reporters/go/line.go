@@ -27,6 +27,17 @@ func appendEscaped(b []byte, s string) []byte {
 	return b
 }
 
+// appendKey appends a lock's key percent-encoded. A key is never empty in
+// the protocol: an empty one is written as nothing, a line the agent
+// counts invalid (as the other reporters' is), never as "-", which would
+// be the lock named "-".
+func appendKey(b []byte, key string) []byte {
+	if key == "" {
+		return b
+	}
+	return appendEscaped(b, key)
+}
+
 func appendUint(b []byte, v int64) []byte {
 	if v < 0 {
 		v = 0
@@ -73,7 +84,7 @@ const (
 
 func appendWait(b []byte, key string, us int64, o Outcome) []byte {
 	b = append(b, "lw1 wait "...)
-	b = appendEscaped(b, key)
+	b = appendKey(b, key)
 	b = append(b, ' ')
 	b = appendUint(b, us)
 	b = append(b, ' ')
@@ -93,7 +104,7 @@ func appendWaitEnd(b []byte, key string, us int64, o Outcome, owner, holder stri
 // appendWaiting: phase is "start" or an outcome word; holder "" is "-".
 func appendWaiting(b []byte, key, owner, holder, phase string) []byte {
 	b = append(b, "lw1 waiting "...)
-	b = appendEscaped(b, key)
+	b = appendKey(b, key)
 	b = append(b, ' ')
 	b = appendEscaped(b, owner)
 	b = append(b, ' ')
@@ -104,7 +115,7 @@ func appendWaiting(b []byte, key, owner, holder, phase string) []byte {
 
 func appendHold(b []byte, key string, us int64, owner, holder string) []byte {
 	b = append(b, "lw1 hold "...)
-	b = appendEscaped(b, key)
+	b = appendKey(b, key)
 	b = append(b, ' ')
 	b = appendUint(b, us)
 	b = append(b, ' ')
@@ -116,7 +127,7 @@ func appendHold(b []byte, key string, us int64, owner, holder string) []byte {
 // appendLost: overrun < 0 is written "-" (the lease's end is not known).
 func appendLost(b []byte, key, owner, holder string, heldUs, overrunUs int64, reason string) []byte {
 	b = append(b, "lw1 lost "...)
-	b = appendEscaped(b, key)
+	b = appendKey(b, key)
 	b = append(b, ' ')
 	b = appendEscaped(b, owner)
 	b = append(b, ' ')

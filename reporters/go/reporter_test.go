@@ -27,6 +27,11 @@ func TestLines(t *testing.T) {
 		{holdLine("k", 12, "o", "tok"), "lw1 hold k 12 o tok"},
 		{lostLine("k", "o", "h", 10, -1, lostExpired), "lw1 lost k o h 10 - expired"},
 		{lostLine("k", "o", "h", 10, 0, lostRenewal), "lw1 lost k o h 10 0 renewal"},
+		// a lock named "": a line the agent counts invalid, not the lock "-"
+		// (a trial: its samples counted under "-")
+		{waitLine("", 5, OK), "lw1 wait  5 ok"},
+		{holdLine("", 12, "o", "tok"), "lw1 hold  12 o tok"},
+		{waitLine("-", 5, OK), "lw1 wait %2D 5 ok"},
 	}
 	for _, c := range cases {
 		if c.got != c.want {

@@ -77,7 +77,10 @@ final class Lines {
 
         Heads(String key) {
             StringBuilder b = new StringBuilder(key.length() + 2);
-            escape(b, key);
+            // a key is never empty in the protocol: an empty one is written
+            // as nothing, a line the agent counts invalid (as the other
+            // reporters' is), never as "-", the lock named "-"
+            if (!key.isEmpty()) escape(b, key);
             String k = b.append(' ').toString();
             wait = "lw1 wait " + k;
             waiting = "lw1 waiting " + k;

@@ -12,6 +12,11 @@ class LinesTest {
         assertEquals("lw1 wait lock:order:1001 1500 ok", Lines.wait("lock:order:1001", 1500, Lines.Outcome.OK));
         assertEquals("lw1 wait lock:caf%C3%A9%20job 7 timeout", Lines.wait("lock:café job", 7, Lines.Outcome.TIMEOUT));
         assertEquals("lw1 wait 100%25 0 error", Lines.wait("100%", -3, Lines.Outcome.ERROR));
+        // a lock named "": a line the agent counts invalid, not the lock "-"
+        // (a trial: its samples counted under "-")
+        assertEquals("lw1 wait  5 ok", Lines.wait("", 5, Lines.Outcome.OK));
+        assertEquals("lw1 hold  12 o tok", Lines.hold("", 12, "o", "tok"));
+        assertEquals("lw1 wait %2D 5 ok", Lines.wait("-", 5, Lines.Outcome.OK));
     }
 
     @Test
