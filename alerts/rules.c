@@ -38,7 +38,8 @@
 /* Arbitrary bytes, sanitised (valid UTF-8; control bytes but newline, and
  * bidi and other display-unsafe characters, as U+FFFD, docs/alerts.md): at
  * most max (<= RULES_HOLDER_TEXT_MAX) input bytes, and an ellipsis when
- * cut (rules_impl.h). */
+ * cut (rules_impl.h).  Bytes sanitising changed are said to be: a holder
+ * id shown is not one to paste into lockctl release. */
 void
 text_bytes(struct strbuf *t, const char *p, size_t n, size_t max)
 {
@@ -53,6 +54,8 @@ text_bytes(struct strbuf *t, const char *p, size_t n, size_t max)
     text_add(t, stack, len);
     if (take < n)
         text_adds(t, "\xe2\x80\xa6");
+    if (!keytext_text_clean(p, take))
+        text_adds(t, " (not its exact bytes: lockctl show has them)");
 }
 
 /* Formats for numbers and ASCII only: the output is cut as bytes. */

@@ -959,6 +959,10 @@ deadlock_and_inversion(void **state)
                                            "partial); none can proceed"));
     assert_null(strstr(a->description, "worker-2:99/3 (by its own lines"));
     assert_non_null(strstr(a->description, "Release lock:\"ship\""));
+    /* a trial: a changed key or holder was shown as if exact */
+    assert_non_null(strstr(a->description, "lock:\"ship\"\n\xef\xbf\xbd (not its exact bytes: "
+                                           "lockctl show has them)"));
+    assert_null(strstr(a->description, "lock:acct:a (not its exact"));
     /* the holder id lockctl release --holder takes, beside the owner */
     assert_non_null(strstr(a->description, "held by api-1:41/7 as holder id tok-a1 for 3s"));
     assert_non_null(strstr(a->description, "`lockctl deadlocks` prints the release command"));
