@@ -524,4 +524,5 @@ fresh_proven(struct follow *fw)
     at = clock_now_ms() - (mono - oldest);
     if (at > fw->proven_ms)
         fw->proven_ms = at;
+    scanner_view_proven(fw->sc, at);
 }

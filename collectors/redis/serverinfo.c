@@ -206,6 +206,7 @@ serverinfo_read(redisContext *c, const struct target_conf *node, struct server_i
     for (i = 0; i < sizeof(serverinfo_flush_prefixes) / sizeof(serverinfo_flush_prefixes[0]);
          i++)
         id->flushes += serverinfo_number(r->str, r->len, serverinfo_flush_prefixes[i], 0);
+    id->flushalls = serverinfo_number(r->str, r->len, serverinfo_flush_prefixes[1], 0);
     id->swaps = serverinfo_number(r->str, r->len, SERVERINFO_SWAPDB_CALLS, 0);
     id->info_calls = serverinfo_number(r->str, r->len, SERVERINFO_INFO_CALLS, 0);
     freeReplyObject(r);

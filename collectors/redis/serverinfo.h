@@ -131,6 +131,7 @@ struct server_id {
     long long link_down_s;                  /* for so long; -1 unknown */
     long long link_silent_s;                /* "up", silent so long; -1 not */
     long long flushes;
+    long long flushalls;                    /* of them FLUSHALL's: every database's */
     long long swaps;
     long long info_calls;
     int64_t started_ms;                     /* Unix ms the server started, by

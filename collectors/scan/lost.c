@@ -14,9 +14,16 @@
  * up in what the pass saw (the tracker, which holds every lock of the
  * pass, not only those the snapshot keeps in detail): gone, or there by
  * another holder, it is lost, unless its TTL had run out by the end of the
- * pass (it expired, as it would have anyway).  A flush or SWAPDB after
- * which a lock of the view before is still there, its holder's, was of
- * another database (the call counts are the server's): nothing is lost.
+ * pass (it expired, as it would have anyway).  A FLUSHDB or
+ * SWAPDB after which a lock of the view before is still there, its
+ * holder's, was of another database (the call counts are the server's):
+ * nothing is lost; not a FLUSHALL (every database's), nor in a cluster
+ * (database 0 only).  Follow mode's replays are made from notifications,
+ * and a flush notifies no key: the locks taken after it, before the
+ * freshness check that finds it, are in them, and would look kept.  So
+ * only a lock first seen before the views were last proven current (a
+ * full scan's start, or the last freshness proof: scanner_view_proven())
+ * says another database was flushed.
  * A cluster compares only the locks whose slot a changed shard serves,
  * each shard against the last view that read it: a cluster snapshot is ok
  * with a shard that failed (holding only that shard's last-known locks,
@@ -282,7 +289,9 @@ compare_view(const struct scanner *sc, const struct snapshot *b, size_t v,
             lo->partial = true;
         if (!lock_lost(sc, l, b->started_ms, after_ms, &taken, &released, &kept)) {
             lo->released += released;
-            *kept_n += kept;
+            /* one a replay took since the last proof may be the flush's
+             * aftermath, no sign of another database */
+            *kept_n += kept && l->first_seen_ms <= sc->proven_ms;
             continue;
         }
         n = lo->nlisted;
@@ -294,6 +303,29 @@ compare_view(const struct scanner *sc, const struct snapshot *b, size_t v,
         named[at].view = b;
         named[at].lock = l;
     }
+}
+
+/* Did the server under s change since views[0] (ch)? */
+static bool
+server_changed(const struct snapshot *const views[VIEWS], const struct snapshot *s,
+               const struct cluster_topo *topo, struct changed *ch)
+{
+    free(ch->slots);
+    memset(ch, 0, sizeof(*ch));
+    return topo != NULL ? cluster_changed(views, s, topo, ch) : single_changed(views[0], s, ch);
+}
+
+/* A lock of the view before still there, its holder's, says the flush or
+ * SWAPDB was another database's: only a FLUSHDB or SWAPDB of a server
+ * with databases (a standalone or Sentinel target) may be. */
+static bool
+maybe_another_db(const struct snapshot *b, const struct snapshot *s,
+                 const struct cluster_topo *topo, enum lost_cause cause)
+{
+    if (topo != NULL || (cause != LOST_FLUSH && cause != LOST_SWAPDB))
+        return false;
+    return cause == LOST_SWAPDB || b->server.flushalls == s->server.flushalls ||
+           s->server.info_calls < b->server.info_calls;
 }
 
 void
@@ -310,7 +342,7 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
     memset(&ch, 0, sizeof(ch));
     if (views[0] == NULL)
         return;
-    if (!(topo != NULL ? cluster_changed(views, s, topo, &ch) : single_changed(views[0], s, &ch)))
+    if (!server_changed(views, s, topo, &ch))
         goto out;
     memset(&lo, 0, sizeof(lo));
     lo.at_ms = s->finished_ms;
@@ -322,7 +354,7 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
         if (v == 0 || (ch.slots != NULL && views[v] != NULL && views[v] != views[0]))
             compare_view(sc, views[v], v, &ch, s->finished_ms, &lo, named, &kept);
     change_text(ch.cause, ch.was, ch.now, change, sizeof(change));
-    if ((ch.cause == LOST_FLUSH || ch.cause == LOST_SWAPDB) && kept > 0 && lo.count > 0) {
+    if (maybe_another_db(views[0], s, topo, ch.cause) && kept > 0 && lo.count > 0) {
         /* a flush of the target's database leaves none of its locks:
          * the counts (server-wide) moved for another database's, or a
          * statistics reset hid nothing */
@@ -343,27 +375,39 @@ out:
     free(ch.slots);
 }
 
+/* *slot = s, referenced (NULL: none). */
+static void
+keep_view(struct snapshot **slot, struct snapshot *s)
+{
+    if (s != NULL)
+        snapshot_ref(s);
+    snapshot_unref(*slot);
+    *slot = s;
+}
+
 void
-lost_stamp(struct scanner *sc, struct snapshot *s)
+lost_stamp(struct scanner *sc, struct snapshot *s, bool proven)
 {
     s->lost = sc->lost;
     if (!s->ok)
         return;
-    snapshot_ref(s);
-    snapshot_unref(sc->last_view);
-    sc->last_view = s;
-    if (!snapshot_whole(s))
-        return;
-    snapshot_ref(s);
-    snapshot_unref(sc->last_whole);
-    sc->last_whole = s;
+    if (proven)
+        scanner_view_proven(sc, s->started_ms);
+    keep_view(&sc->last_view, s);
+    if (snapshot_whole(s))
+        keep_view(&sc->last_whole, s);
+}
+
+void
+scanner_view_proven(struct scanner *sc, int64_t at_ms)
+{
+    if (at_ms > sc->proven_ms)
+        sc->proven_ms = at_ms;
 }
 
 void
 lost_forget(struct scanner *sc)
 {
-    snapshot_unref(sc->last_view);
-    snapshot_unref(sc->last_whole);
-    sc->last_view = NULL;
-    sc->last_whole = NULL;
+    keep_view(&sc->last_view, NULL);
+    keep_view(&sc->last_whole, NULL);
 }

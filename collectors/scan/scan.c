@@ -990,7 +990,7 @@ scanner_run(struct scanner *sc, const struct target_conf *target,
     else
         sc->counters.scans_error++;
     s->counters = sc->counters;
-    lost_stamp(sc, s);
+    lost_stamp(sc, s, true);
     (void)scanner_stamp_nodes(sc, s);     /* none on ENOMEM: the URL's node alone */
     if (sc->hooks.stamp != NULL)
         sc->hooks.stamp(sc->hooks_arg, s);

@@ -105,6 +105,9 @@ struct scanner {
     struct snapshot *last_whole;    /* the last of them with every cluster
                                      * shard read (else last_view's): the
                                      * view before of a shard that failed */
+    int64_t proven_ms;          /* Unix ms the views are proven current up
+                                 * to: a full scan's start, or follow mode's
+                                 * last freshness proof (scanner_view_proven) */
     struct server_id server;  /* standalone, sentinel: the last pass's node */
     struct snap_lost lost;      /* the last loss, stamped on every snapshot */
 };
@@ -324,8 +327,11 @@ int helperkeys_probe(struct run *r, struct stream *streams, size_t nstreams,
 void lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *topo);
 
 /* Stamp s (any snapshot the scanner returns) with the last loss, and
- * keep it as the view before the next change when it is ok. */
-void lost_stamp(struct scanner *sc, struct snapshot *s);
+ * keep it as the view before the next change when it is ok; proven: a
+ * full scan's (what it read proves it current as of its start), not a
+ * replay's (notifications since the last freshness check: a FLUSHDB
+ * notifies no key, so locks taken after one may be in it). */
+void lost_stamp(struct scanner *sc, struct snapshot *s, bool proven);
 
 /* Drop the views before (a reload aimed the target elsewhere: the next
  * server is not a change to compare across).  The last loss stays. */

@@ -271,7 +271,7 @@ replay_once(struct scanner *sc, const struct target_conf *t, const struct scan_r
     s->ok = true;
     s->counters = sc->counters;
     s->server = sc->server;
-    lost_stamp(sc, s);
+    lost_stamp(sc, s, false);
     *now_ms = r.now_ms;
     *next_due_ms = r.next_due_ms;
     return s;

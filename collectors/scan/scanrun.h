@@ -186,6 +186,11 @@ struct snapshot *scanner_replay(struct scanner *sc, const struct target_conf *t,
 bool scanner_moved(struct scanner *sc, const struct target_conf *t,
                    const struct cluster_topo *topo);
 
+/* Follow mode's freshness check passed: the views are proven current as
+ * of at_ms (Unix), so a lock first seen before then was there before a
+ * flush or SWAPDB found later (collectors/scan/lost.c). */
+void scanner_view_proven(struct scanner *sc, int64_t at_ms);
+
 /* Standalone, Sentinel: the next pass fails at once with why, reading
  * nothing (follow mode's check found the node silent past
  * command_timeout: the target is down now, not after a second wait). */

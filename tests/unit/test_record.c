@@ -348,8 +348,8 @@ keep_hook(void **state)
  * run_id (NULL: refused) and flushes; compared with the view before and
  * stamped, as scanner_run() does. */
 static void
-pass_end_on(struct fixture *f, const char *node, const char *run_id, long long flushes,
-            int64_t after_ms)
+pass_end_flushes(struct fixture *f, const char *node, const char *run_id, long long flushes,
+                 long long flushalls, int64_t after_ms)
 {
     struct snapshot *s;
 
@@ -360,9 +360,17 @@ pass_end_on(struct fixture *f, const char *node, const char *run_id, long long f
     s->server.have = run_id != NULL;
     snprintf(s->server.run_id, sizeof(s->server.run_id), "%s", run_id != NULL ? run_id : "");
     s->server.flushes = flushes;
+    s->server.flushalls = flushalls;
     lost_compare(f->sc, s, NULL);
     s->counters = f->sc->counters;
-    lost_stamp(f->sc, s);
+    lost_stamp(f->sc, s, true);
+}
+
+static void
+pass_end_on(struct fixture *f, const char *node, const char *run_id, long long flushes,
+            int64_t after_ms)
+{
+    pass_end_flushes(f, node, run_id, flushes, 0, after_ms);
 }
 
 static void
@@ -506,6 +514,36 @@ failover_and_flush(void **state)
     assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 5 + 1);
 }
 
+/* A flush after which a lock of the view before is there, its holder's:
+ * another database's for a FLUSHDB (the counts are the server's), never
+ * for a FLUSHALL, which empties every database (a trial: a lock its
+ * holder id took again at once hid every loss of a FLUSHALL). */
+static void
+flushall_is_every_database(void **state)
+{
+    struct fixture *f = *state;
+
+    events_reset();
+    first_view(f);
+    pass_begin(f);
+    put_string(f, "lock:a", "tok-a", 60000, 0, -1);
+    pass_end_flushes(f, "10.0.0.1:6379", "run-A", 1, 0, 10);
+    assert_int_equal(f->snap->counters.lost_total[LOST_FLUSH], 0);
+    /* the view before the next change: four locks again */
+    pass_begin(f);
+    put_string(f, "lock:a", "tok-a", 60000, 0, -1);
+    put_string(f, "lock:b", "tok-b", 60000, 0, -1);
+    put_string(f, "lock:d", "tok-d", -1, 0, -1);
+    put_string(f, "lock:e", "tok-e", 60000, 0, -1);
+    pass_end_flushes(f, "10.0.0.1:6379", "run-A", 1, 0, 10);
+    pass_begin(f);
+    put_string(f, "lock:a", "tok-a", 60000, 0, -1);
+    pass_end_flushes(f, "10.0.0.1:6379", "run-A", 2, 1, 10);
+    assert_int_equal(f->snap->lost.cause, LOST_FLUSH);
+    assert_int_equal(f->snap->lost.count, 3);   /* b, d, e; a there again */
+    assert_int_equal(f->snap->counters.lost_total[LOST_FLUSH], 3);
+}
+
 /* Locks gone with the same server (released), or with INFO refused
  * (nothing known about the server): nothing is lost. */
 static void
@@ -561,7 +599,7 @@ pass_end_cluster(struct fixture *f, bool ok1, const char *run0, const char *run1
     }
     lost_compare(f->sc, s, &topo);
     s->counters = f->sc->counters;
-    lost_stamp(f->sc, s);
+    lost_stamp(f->sc, s, true);
 }
 
 /* A shard that failed while it restarted: compared, when it is back, with
@@ -658,6 +696,7 @@ main(void)
         cmocka_unit_test_setup_teardown(restart_loses_the_unexpired, setup, teardown),
         cmocka_unit_test_setup_teardown(many_lost_named_oldest_first, setup, teardown),
         cmocka_unit_test_setup_teardown(failover_and_flush, setup, teardown),
+        cmocka_unit_test_setup_teardown(flushall_is_every_database, setup, teardown),
         cmocka_unit_test_setup_teardown(no_change_no_loss, setup, teardown),
         cmocka_unit_test_setup_teardown(cluster_shard_back_from_a_restart, setup, teardown),
     };
