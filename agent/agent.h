@@ -90,6 +90,8 @@ struct agent {
                                  * none) before the first write to it */
     bool state_refused;         /* it holds something else: never written */
     bool state_failing;         /* the last write failed */
+    bool state_written;         /* a write to state_path worked */
+    uint64_t state_changes;     /* waiting_changes() at the last write */
 };
 
 struct view_target {

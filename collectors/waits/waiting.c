@@ -67,6 +67,7 @@ struct waiting_table {
     size_t count, nwaiting, bytes;
     uint64_t evicted, superseded, sources_reused, sources_shared;
     uint64_t late_acquires;     /* acquires whose release came first */
+    uint64_t changes;           /* pairs set or removed (waiting_changes) */
 };
 
 struct waiting_table *
@@ -193,6 +194,7 @@ remove_entry(struct waiting_table *t, uint32_t i)
     t->count--;
     e->chain = t->free_head;
     t->free_head = i;
+    t->changes++;
 }
 
 static uint32_t
@@ -431,6 +433,7 @@ set_pair(struct waiting_table *t, const struct sample *s, uint64_t h, uint32_t i
     e->outcome = s->outcome;
     e->at_ms = at_ms;
     *at = i;
+    t->changes++;
     return 0;
 }
 
@@ -450,6 +453,12 @@ uint64_t
 waiting_late_acquires(const struct waiting_table *t)
 {
     return t->late_acquires;
+}
+
+uint64_t
+waiting_changes(const struct waiting_table *t)
+{
+    return t->changes;
 }
 
 size_t

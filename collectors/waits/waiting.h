@@ -101,6 +101,8 @@ int waiting_restore(struct waiting_table *t, const struct sample *s, int64_t at_
  * 5 s: reordered datagrams, which would leave the owner a holder for good. */
 uint64_t waiting_late_acquires(const struct waiting_table *t);
 size_t waiting_count(const struct waiting_table *t);         /* pairs held */
+uint64_t waiting_changes(const struct waiting_table *t);     /* pairs set or removed,
+                                                              * ever: a save's due */
 size_t waiting_waiting(const struct waiting_table *t);       /* of which waiting */
 uint64_t waiting_evicted(const struct waiting_table *t);     /* pairs evicted */
 uint64_t waiting_superseded(const struct waiting_table *t);  /* starts ended by an

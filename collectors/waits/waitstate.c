@@ -125,19 +125,22 @@ restore_line(struct waiting_table *t, char *line, size_t len, int64_t mono_ms, i
 
 int
 waitstate_restore(struct waiting_table *t, char *text, size_t len, int64_t mono_ms,
-                  int64_t wall_ms, int64_t max_down_ms, waitstate_keep_fn keep, void *arg,
-                  struct waitstate_read *r, char *err, size_t errlen)
+                  int64_t wall_ms, int64_t touched_ms, int64_t max_down_ms,
+                  waitstate_keep_fn keep, void *arg, struct waitstate_read *r, char *err,
+                  size_t errlen)
 {
     char *p = text, *end = text + len, *nl;
-    int64_t written;
+    int64_t written, since;
 
     memset(r, 0, sizeof(*r));
     if ((written = header(&p, end, err, errlen)) < 0)
         return -1;
+    /* current until it was last touched, its ages as of the write */
+    since = wall_ms - (touched_ms > written ? touched_ms : written);
     r->down_ms = wall_ms - written;
-    if (r->down_ms > max_down_ms) {
+    if (since > max_down_ms) {
         snprintf(err, errlen, "written %" PRId64 " s ago, more than %" PRId64 " s: the waits "
-                 "and holdings it knew may have ended unseen", r->down_ms / 1000,
+                 "and holdings it knew may have ended unseen", since / 1000,
                  max_down_ms / 1000);
         return -1;
     }
@@ -179,7 +182,8 @@ waitstate_save_file(const char *path, const char *buf, size_t len, char *err, si
         snprintf(err, errlen, "%s: the path is too long", path);
         return -1;
     }
-    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1) {
+    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+                   0600)) == -1) {
         snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
         return -1;
     }
@@ -213,15 +217,27 @@ fail:
     return -1;
 }
 
+int
+waitstate_touch_file(const char *path, char *err, size_t errlen)
+{
+    if (utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW) == -1) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 char *
-waitstate_load_file(const char *path, size_t *len, char *err, size_t errlen)
+waitstate_load_file(const char *path, size_t *len, int64_t *mtime_ms, char *err,
+                    size_t errlen)
 {
     struct stat st;
     char *buf;
     size_t off = 0;
     int fd, e;
 
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+    /* O_NONBLOCK: a FIFO there must not hang the agent's start */
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) == -1) {
         e = errno;
         snprintf(err, errlen, "%s: %s", path, strerror(e));
         errno = e;
@@ -261,5 +277,6 @@ waitstate_load_file(const char *path, size_t *len, char *err, size_t errlen)
     (void)close(fd);
     buf[off] = '\0';
     *len = off;
+    *mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
     return buf;
 }

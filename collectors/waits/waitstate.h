@@ -5,11 +5,13 @@
  *
  * Owners caught in a deadlock send nothing more, so a table forgotten at a
  * restart would never learn the deadlock again.  The agent writes the
- * table to a file every WAITSTATE_SAVE_MS and when it stops, and reads it
- * back when it starts, unless the file was written more than
- * WAITSTATE_MAX_DOWN_MS ago: the lines sent while the agent was down are
- * lost, and a table older than that may hold waits and holdings that
- * ended meanwhile (a false deadlock on keys no scan vouches for).
+ * table to a file every WAITSTATE_SAVE_MS (when it changed; else it only
+ * touches the file) and when it stops, and reads it back when it starts,
+ * unless the file was last current more than WAITSTATE_MAX_DOWN_MS ago:
+ * the lines sent while the agent was down are lost, and a table older
+ * than that may hold waits and holdings that ended meanwhile (a wait
+ * given up, its owner's end line lost, can close a false cycle with a
+ * later holder of its key; the shorter the time down, the less likely).
  *
  * The file is text, one header line and one line per pair, least recently
  * updated first, each field percent-encoded as the line protocol's:
@@ -39,7 +41,7 @@
 
 #define WAITSTATE_MAGIC "lockwatch-waiting "   /* how the file starts, any version */
 #define WAITSTATE_SAVE_MS 10000             /* how often the agent writes it */
-#define WAITSTATE_MAX_DOWN_MS (5 * 60000)   /* an older file is not read back */
+#define WAITSTATE_MAX_DOWN_MS 60000         /* an older file is not read back */
 #define WAITSTATE_FILE_MAX (32u << 20)      /* bytes: WAITING_MAX of the longest pairs */
 
 /* Append the header and a line per pair of t to sb; mono_ms and wall_ms
@@ -62,13 +64,21 @@ typedef bool (*waitstate_keep_fn)(const char *key, size_t len, void *arg);
  * times moved to the monotonic clock of mono_ms by the time since the
  * write (wall_ms less the header's), those of keys keep() takes.  0, or
  * -1 with err set when the whole text is refused: not such a file,
- * another version, written more than max_down_ms ago or more than a
- * minute in the future (the clock stepped).  A bad pair line is skipped
+ * another version, current (written, or touched at touched_ms) more than
+ * max_down_ms ago, or written more than a minute in the future (the
+ * clock stepped).  A bad pair line is skipped
  * and counted.
  */
 int waitstate_restore(struct waiting_table *t, char *text, size_t len, int64_t mono_ms,
-                      int64_t wall_ms, int64_t max_down_ms, waitstate_keep_fn keep,
-                      void *arg, struct waitstate_read *r, char *err, size_t errlen);
+                      int64_t wall_ms, int64_t touched_ms, int64_t max_down_ms,
+                      waitstate_keep_fn keep, void *arg, struct waitstate_read *r,
+                      char *err, size_t errlen);
+
+/* The file touched, not written again: its table has not changed since
+ * the last write, and its modification time says it is still current
+ * (waitstate_load_file's mtime_ms, which a read takes as the time it was
+ * written when later than the header's).  0, or -1 with err. */
+int waitstate_touch_file(const char *path, char *err, size_t errlen);
 
 /* Write buf to path whole or not at all: a temporary file beside it
  * (mode 0600), synced, renamed over it.  0, or -1 with err. */
@@ -76,7 +86,9 @@ int waitstate_save_file(const char *path, const char *buf, size_t len, char *err
                         size_t errlen);
 
 /* The file's bytes (NUL-terminated; *len without it), at most
- * WAITSTATE_FILE_MAX, malloc'd; NULL with err (errno ENOENT: none). */
-char *waitstate_load_file(const char *path, size_t *len, char *err, size_t errlen);
+ * WAITSTATE_FILE_MAX, malloc'd, and its modification time (Unix ms); NULL
+ * with err (errno ENOENT: none).  Only a regular file is read. */
+char *waitstate_load_file(const char *path, size_t *len, int64_t *mtime_ms, char *err,
+                          size_t errlen);
 
 #endif

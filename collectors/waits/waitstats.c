@@ -609,16 +609,27 @@ waitstats_waiting_render(struct waitstats *ws, struct strbuf *sb, int64_t mono_m
     pthread_mutex_unlock(&ws->mu);
 }
 
+uint64_t
+waitstats_waiting_changes(struct waitstats *ws)
+{
+    uint64_t n;
+
+    pthread_mutex_lock(&ws->mu);
+    n = waiting_changes(ws->waiting);
+    pthread_mutex_unlock(&ws->mu);
+    return n;
+}
+
 int
 waitstats_waiting_restore(struct waitstats *ws, char *text, size_t len, int64_t mono_ms,
-                          int64_t wall_ms, waitstate_keep_fn keep, void *arg,
-                          struct waitstate_read *r, char *err, size_t errlen)
+                          int64_t wall_ms, int64_t touched_ms, waitstate_keep_fn keep,
+                          void *arg, struct waitstate_read *r, char *err, size_t errlen)
 {
     int rc;
 
     pthread_mutex_lock(&ws->mu);
-    rc = waitstate_restore(ws->waiting, text, len, mono_ms, wall_ms, WAITSTATE_MAX_DOWN_MS,
-                           keep, arg, r, err, errlen);
+    rc = waitstate_restore(ws->waiting, text, len, mono_ms, wall_ms, touched_ms,
+                           WAITSTATE_MAX_DOWN_MS, keep, arg, r, err, errlen);
     pthread_mutex_unlock(&ws->mu);
     return rc;
 }

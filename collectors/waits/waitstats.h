@@ -191,8 +191,10 @@ bool waitstats_samples_key(struct waitstats *ws, uint64_t *gen, void *key, size_
 void waitstats_waiting_render(struct waitstats *ws, struct strbuf *sb, int64_t mono_ms,
                               int64_t wall_ms);
 int waitstats_waiting_restore(struct waitstats *ws, char *text, size_t len, int64_t mono_ms,
-                              int64_t wall_ms, waitstate_keep_fn keep, void *arg,
-                              struct waitstate_read *r, char *err, size_t errlen);
+                              int64_t wall_ms, int64_t touched_ms, waitstate_keep_fn keep,
+                              void *arg, struct waitstate_read *r, char *err, size_t errlen);
+/* waiting_changes() of the table, under the mutex. */
+uint64_t waitstats_waiting_changes(struct waitstats *ws);
 
 /*
  * Call fn on each (owner, key) pair of the waiting table, least recently

@@ -11,8 +11,9 @@ during one (an upgrade, on-call restarting it) used to forget it for good.
     LockDeadlock; the agent restarts (SIGTERM, start): it says how many
     pairs it read back and LockDeadlock fires again; the pairs of a key no target watches are left out (their
     end could never be seen), and said;
-  - a state file written more than 5 minutes ago is not read back (the
-    lines sent meanwhile are lost): said, the table starts empty;
+  - a state file last current more than a minute ago is not read back
+    (the lines sent meanwhile are lost): said, the table starts empty; an
+    unchanged table is not written again, only its file touched;
   - a state_file the agent cannot write: the agent runs, and says so once;
     one that holds something else is never written; a relative path is a
     config error naming file, line and key.
@@ -21,6 +22,7 @@ during one (an upgrade, on-call restarting it) used to forget it for good.
 import os
 import re
 import socket
+import stat
 import subprocess
 import time
 
@@ -96,18 +98,19 @@ class Restart(LinesAgent):
         self.assertNotIn(b"lock:acct:a", saved)
         self.assertIn(b"lock:ship:b", saved)
 
-    def test_a_state_file_older_than_5_minutes_is_not_read_back(self):
+    def test_a_state_file_older_than_a_minute_is_not_read_back(self):
         self.deadlock()
         self.agent.stop()
         with open(self.state, "rb") as f:
             head, rest = f.read().split(b"\n", 1)
-        old = int(time.time() * 1000) - 361000
+        old = int(time.time() * 1000) - 61000
         with open(self.state, "wb") as f:
             f.write(b"lockwatch-waiting 1 %d\n" % old + rest)
+        os.utime(self.state, (old / 1000, old / 1000))      # nor touched since
         self.agent.start()
         self.assertEqual(self.waiting_now(), 0)
         log = self.log()
-        self.assertIn("[samples] state_file %s: written 361 s ago, more than 300 s: the waits "
+        self.assertIn("[samples] state_file %s: written 61 s ago, more than 60 s: the waits "
                       "and holdings it knew may have ended unseen; the waiting table starts "
                       "empty" % self.state, log)
 
@@ -116,20 +119,48 @@ class Restart(LinesAgent):
         other = os.path.join(self.agent.dir, "notes.txt")
         with open(other, "w") as f:
             f.write("on-call notes\n")
-        self.agent.write_config(self.agent.render_config(
-            extra="[samples]\nstate_file = %s\n" % other))
-        self.agent.start()
-        self.send(self.waiting("lock:x", "api-1:1/1", "tok", "ok"))
-        time.sleep(1)           # the first write is at start
-        self.agent.stop()
+        fifo = os.path.join(self.agent.dir, "fifo")
+        os.mkfifo(fifo)
+        link = os.path.join(self.agent.dir, "link")
+        os.symlink(other, link)
+        # a red-team: a FIFO hung the start for good, a symlink or a
+        # device was replaced by a file
+        for path, why in ((other, "holds something other than a waiting table"),
+                          (fifo, "is not a regular file"), (link, "is a symbolic link")):
+            self.agent.write_config(self.agent.render_config(
+                extra="[samples]\nstate_file = %s\n" % path))
+            self.agent.start()
+            self.send(self.waiting("lock:x", "api-1:1/1", "tok", "ok"))
+            time.sleep(1)           # the first write is at start
+            self.agent.stop()
+            self.assertEqual(self.log().count("[samples] state_file %s %s; it is not written "
+                                              "(point state_file at a file of its own)"
+                                              % (path, why)), 1, path)
         with open(other) as f:
             self.assertEqual(f.read(), "on-call notes\n")
-        self.assertEqual(self.log().count("[samples] state_file %s holds something other than "
-                                          "a waiting table; it is not written (point "
-                                          "state_file at a file of its own)" % other), 1)
+        self.assertTrue(os.path.islink(link) and stat.S_ISFIFO(os.stat(fifo).st_mode))
         self.assertIn("[samples] state_file %s: not a waiting table of this version (no "
                       "\"lockwatch-waiting 1\" header); the waiting table starts empty" % other,
                       self.log())
+        # removed, it is written again (a red-team: refused until a restart)
+        os.unlink(other)
+        self.agent.write_config(self.agent.render_config(
+            extra="[samples]\nstate_file = %s\n" % other))
+        self.agent.start()
+        self.agent.wait_for(lambda: os.path.exists(other) or None, timeout=5,
+                            desc="the state file written")
+
+    def test_an_unchanged_table_is_touched_not_written(self):
+        self.send(self.waiting("lock:x", "api-1:1/1", "tok", "ok"))
+        self.agent.wait_for(lambda: os.path.exists(self.state) and
+                            b"lock:x" in open(self.state, "rb").read() or None, timeout=15,
+                            desc="the pair written")
+        ino, head = os.stat(self.state).st_ino, open(self.state, "rb").readline()
+        before = os.stat(self.state).st_mtime
+        time.sleep(11)          # past the next write's time
+        st = os.stat(self.state)
+        self.assertEqual((st.st_ino, open(self.state, "rb").readline()), (ino, head))
+        self.assertGreater(st.st_mtime, before)
 
     def test_a_state_file_it_cannot_write_is_said_once(self):
         self.agent.stop()

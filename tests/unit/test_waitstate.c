@@ -104,7 +104,7 @@ test_round_trip(void **state)
                            "api-1:7/1 - start\n"));
     /* read back by an agent up 200 s on its monotonic clock, 7 s later
      * on the Unix clock: each pair 7 s older than when it was written */
-    assert_int_equal(waitstate_restore(u, text, len, 200000, WALL + 7000, WAITSTATE_MAX_DOWN_MS,
+    assert_int_equal(waitstate_restore(u, text, len, 200000, WALL + 7000, 0, WAITSTATE_MAX_DOWN_MS,
                                        NULL, NULL, &r, err, sizeof(err)), 0);
     assert_int_equal(r.restored, 3);
     assert_int_equal(r.skipped, 0);
@@ -147,7 +147,7 @@ test_keep_and_bad_lines(void **state)
     len = (size_t)sprintf(more, "%sx lw1 waiting k o h start\n12 lw1 wait k 5 ok\n"
                           "12 lw1 hold k 5 o h\n12 lw1 waiting k%%G o h start\n\n"
                           "12 lw1 waiting lock:b api-9:1/1 tok-9 ok", text);
-    assert_int_equal(waitstate_restore(u, more, len, MONO, WALL, WAITSTATE_MAX_DOWN_MS,
+    assert_int_equal(waitstate_restore(u, more, len, MONO, WALL, 0, WAITSTATE_MAX_DOWN_MS,
                                        only_lock_b, &asked, &r, err, sizeof(err)), 0);
     assert_int_equal(r.restored, 2);
     assert_int_equal(r.unwatched, 2);
@@ -167,7 +167,7 @@ refused(const char *text, int64_t wall, const char *says)
     struct waitstate_read r;
     char err[256], *copy = strdup(text);
 
-    assert_int_equal(waitstate_restore(u, copy, strlen(copy), MONO, wall, WAITSTATE_MAX_DOWN_MS,
+    assert_int_equal(waitstate_restore(u, copy, strlen(copy), MONO, wall, 0, WAITSTATE_MAX_DOWN_MS,
                                        NULL, NULL, &r, err, sizeof(err)), -1);
     assert_non_null(strstr(err, says));
     assert_int_equal(waiting_count(u), 0);
@@ -182,7 +182,7 @@ test_refused_whole(void **state)
                               "10 lw1 waiting lock:a o h start\n";
 
     (void)state;
-    refused(one, WALL + 300001, "written 300 s ago, more than 300 s");
+    refused(one, WALL + 60001, "written 60 s ago, more than 60 s");
     refused(one, WALL - 60001, "in the future: the clock stepped");
     refused("lockwatch-waiting 2 1767225600000\n", WALL, "not a waiting table of this version");
     refused("", WALL, "not a waiting table");
@@ -200,17 +200,26 @@ test_within_limits(void **state)
     char err[256], *copy = strdup(one);
 
     (void)state;
-    /* 5 minutes down exactly; and a clock a little behind the writer's */
-    assert_int_equal(waitstate_restore(u, copy, strlen(copy), MONO, WALL + 300000,
-                                       WAITSTATE_MAX_DOWN_MS, NULL, NULL, &r, err,
+    /* a minute down exactly; and a clock a little behind the writer's */
+    assert_int_equal(waitstate_restore(u, copy, strlen(copy), MONO, WALL + 60000, 0, WAITSTATE_MAX_DOWN_MS, NULL, NULL, &r, err,
                                        sizeof(err)), 0);
     assert_int_equal(r.restored, 1);
     free(copy);
     copy = strdup(one);
-    assert_int_equal(waitstate_restore(u, copy, strlen(copy), MONO, WALL - 5000,
-                                       WAITSTATE_MAX_DOWN_MS, NULL, NULL, &r, err,
+    assert_int_equal(waitstate_restore(u, copy, strlen(copy), MONO, WALL - 5000, 0, WAITSTATE_MAX_DOWN_MS, NULL, NULL, &r, err,
                                        sizeof(err)), 0);
     assert_int_equal(r.down_ms, 0);
+    free(copy);
+    /* written 2 minutes ago, touched (unchanged since) a second ago: read
+     * back, its ages moved by the 2 minutes since the write */
+    copy = strdup(one);
+    waiting_free(u);
+    u = waiting_new();
+    assert_int_equal(waitstate_restore(u, copy, strlen(copy), MONO, WALL + 120000,
+                                       WALL + 119000, WAITSTATE_MAX_DOWN_MS, NULL, NULL, &r,
+                                       err, sizeof(err)), 0);
+    assert_int_equal(r.restored, 1);
+    assert_int_equal(r.down_ms, 120000);
     free(copy);
     waiting_free(u);
 }
@@ -220,23 +229,24 @@ test_file(void **state)
 {
     char dir[] = "/tmp/test_waitstate.XXXXXX", path[256], err[256], *back;
     struct stat st;
+    int64_t mtime;
     size_t len;
 
     (void)state;
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/waiting", dir);
-    assert_null(waitstate_load_file(path, &len, err, sizeof(err)));
+    assert_null(waitstate_load_file(path, &len, &mtime, err, sizeof(err)));
     assert_int_equal(waitstate_save_file(path, "lockwatch-waiting 1 5\n", 22, err,
                                          sizeof(err)), 0);
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
-    assert_non_null(back = waitstate_load_file(path, &len, err, sizeof(err)));
+    assert_non_null(back = waitstate_load_file(path, &len, &mtime, err, sizeof(err)));
     assert_int_equal(len, 22);
     assert_string_equal(back, "lockwatch-waiting 1 5\n");
     free(back);
     /* a second write replaces it whole, no temporary left */
     assert_int_equal(waitstate_save_file(path, "x", 1, err, sizeof(err)), 0);
-    assert_non_null(back = waitstate_load_file(path, &len, err, sizeof(err)));
+    assert_non_null(back = waitstate_load_file(path, &len, &mtime, err, sizeof(err)));
     assert_string_equal(back, "x");
     free(back);
     snprintf(path, sizeof(path), "%s/waiting.tmp", dir);
