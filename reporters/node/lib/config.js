@@ -124,7 +124,7 @@ function defaultProcess() {
 function load(opts = {}, env = process.env) {
   const samples = opts.samples !== undefined ? opts.samples
     : env.LOCKWATCH_SAMPLES !== undefined ? env.LOCKWATCH_SAMPLES : DEFAULT_SAMPLES;
-  const keyFile = opts.keyFile !== undefined ? opts.keyFile : env.LOCKWATCH_KEY_FILE || null;
+  let keyFile = opts.keyFile !== undefined ? opts.keyFile : env.LOCKWATCH_KEY_FILE || null;
   const owner = opts.owner !== undefined ? opts.owner : env.LOCKWATCH_OWNER || null;
   let proc = defaultProcess();
   if (owner) {
@@ -135,6 +135,7 @@ function load(opts = {}, env = process.env) {
   if (text === '' || text.toLowerCase() === 'off') return { enabled: false, destinations: [], keyFile: null, key: null, process: proc };
   // set but empty (a template's unset value): unsigned, which an agent
   // with a key rejects, so said once
+  if (typeof keyFile === 'string' && keyFile.trim() === '') keyFile = null;
   if (opts.keyFile === undefined && env.LOCKWATCH_KEY_FILE !== undefined && env.LOCKWATCH_KEY_FILE.trim() === '') {
     warn('LOCKWATCH_KEY_FILE is set but empty; datagrams go unsigned');
   }

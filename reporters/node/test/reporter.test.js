@@ -57,13 +57,16 @@ test('OFF is off, without a word; a key file variable set but empty is said once
   await sleep(20);
   assert.deepStrictEqual(said.filter((m) => /off/i.test(m)), []);
   const c = config.load({}, { LOCKWATCH_SAMPLES: '127.0.0.1:9', LOCKWATCH_KEY_FILE: '' });
+  // blank is empty too (a red-team: "  " was then opened as a file)
+  assert.strictEqual(config.load({}, { LOCKWATCH_SAMPLES: '127.0.0.1:9', LOCKWATCH_KEY_FILE: '  ' }).keyFile, null);
   config.load({}, { LOCKWATCH_SAMPLES: 'off', LOCKWATCH_KEY_FILE: '' });
   config.load({}, { LOCKWATCH_SAMPLES: '127.0.0.1:9' });
   await sleep(20);
   process.removeListener('warning', onWarning);
   assert.deepStrictEqual([c.enabled, c.keyFile], [true, null]);
   assert.deepStrictEqual(said.filter((m) => m.includes('LOCKWATCH_KEY_FILE')),
-    ['LOCKWATCH_KEY_FILE is set but empty; datagrams go unsigned']);
+    ['LOCKWATCH_KEY_FILE is set but empty; datagrams go unsigned',
+      'LOCKWATCH_KEY_FILE is set but empty; datagrams go unsigned']);
 });
 
 // A worker thread has its own module state, party counter included: its
