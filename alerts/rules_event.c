@@ -45,7 +45,9 @@ event_holder(const struct rule_ctx *c, struct strbuf *t)
     text_bytes(t, e->holder, e->holderlen, RULES_HOLDER_TEXT_MAX);
 }
 
-/* The event's own sentence, and how long ago it was. */
+/* The event's own sentence, and when it was (a time, not an age: the
+ * text stays true in the repeats of an alert whose event has left the
+ * timeline, whose texts are no longer rewritten). */
 static void
 event_detail(const struct rule_ctx *c, struct strbuf *desc)
 {
@@ -55,9 +57,9 @@ event_detail(const struct rule_ctx *c, struct strbuf *desc)
     text_adds(desc, " (");
     text_adds(desc, d != NULL ? d : "(out of memory)");
     free(d);
-    text_adds(desc, "; ");
-    text_duration(desc, c->now_ms > e->at_ms ? c->now_ms - e->at_ms : 0);
-    text_adds(desc, " ago). ");
+    text_adds(desc, "; at ");
+    text_utc(desc, e->at_ms);
+    text_adds(desc, "). ");
 }
 
 bool

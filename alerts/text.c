@@ -106,23 +106,29 @@ text_duration_above(struct strbuf *t, double value_ms, int64_t limit_ms)
         text_duration(t, (int64_t)value_ms);
 }
 
+void
+text_utc(struct strbuf *t, int64_t ms)
+{
+    char when[32];
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+
+    if (gmtime_r(&secs, &tm) == NULL || strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(when, sizeof(when), "%" PRId64 " ms after the epoch", ms);
+    text_adds(t, when);
+}
+
 /* "<word> <end - start> (<what> <start as UTC>)" */
 static void
 text_span(struct strbuf *t, const char *word, const char *what, int64_t start_ms, int64_t end_ms)
 {
-    char when[32];
-    time_t secs = (time_t)(start_ms / 1000);
-    struct tm tm;
-
-    if (gmtime_r(&secs, &tm) == NULL || strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(when, sizeof(when), "%" PRId64 " ms after the epoch", start_ms);
     text_adds(t, word);
     text_adds(t, " ");
     text_duration(t, end_ms - start_ms);
     text_adds(t, " (");
     text_adds(t, what);
     text_adds(t, " ");
-    text_adds(t, when);
+    text_utc(t, start_ms);
     text_adds(t, ")");
 }
 

@@ -45,6 +45,9 @@ void text_duration(struct strbuf *t, int64_t ms);
  * 5m00.4s).  Not above: the house format, cut down, so it reads below. */
 void text_duration_above(struct strbuf *t, double value_ms, int64_t limit_ms);
 
+/* ms (Unix) as UTC to the second: "2026-12-06T15:00:00Z". */
+void text_utc(struct strbuf *t, int64_t ms);
+
 /* "after 3m02s (firing since 2027-01-15T07:59:55Z)": how long a resolved
  * alert fired and since when (Unix ms). */
 void text_since(struct strbuf *t, int64_t start_ms, int64_t end_ms);
