@@ -497,7 +497,10 @@ failover_and_flush(void **state)
     pass_end_on(f, "10.0.0.2:6379", "run-R", 0, 10);
     s = f->snap;
     assert_int_equal(s->lost.cause, LOST_FAILOVER);
-    assert_int_equal(s->lost.count, 5);         /* c has not run out yet */
+    /* c (100 ms left) runs out within the tracker's slack: it expired, as
+     * the tracker's sweep counts it (a trial: one lease both expired and
+     * lost at a failover) */
+    assert_int_equal(s->lost.count, 4);
     assert_string_equal(s->lost.was, "10.0.0.1:6379");
     assert_string_equal(s->lost.now, "10.0.0.2:6379");
 
@@ -509,9 +512,9 @@ failover_and_flush(void **state)
     s = f->snap;
     assert_int_equal(s->lost.cause, LOST_FLUSH);
     assert_int_equal(s->lost.count, 1);
-    assert_int_equal(s->counters.lost_total[LOST_FAILOVER], 5);
+    assert_int_equal(s->counters.lost_total[LOST_FAILOVER], 4);
     assert_int_equal(s->counters.lost_total[LOST_FLUSH], 1);
-    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 5 + 1);
+    assert_int_equal(events_total(EVENT_LOST_AT_FAILOVER), 4 + 1);
 }
 
 /* A flush after which a lock of the view before is there, its holder's:
