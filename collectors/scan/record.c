@@ -157,7 +157,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     struct track_lease ls;
     struct snap_lock l;
     char cls[CLASS_NAME_MAX];
-    int64_t start_age, seen_ms, believed;
+    int64_t start_age, seen_ms, believed, looked;
     uint64_t kh;
     size_t i;
     int ci, rc = -1;
@@ -169,8 +169,15 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     /* a key follow mode re-read is timed from its read, not the publish;
      * only the ages the data proves back-date it (lockfacts.h) */
     seen_ms = k->read_ms > 0 ? k->read_ms : r->now_ms;
+    /* the last time the agent's view was proven current without this
+     * holding: the last pass that saw every node, or follow mode's last
+     * freshness proof since (a trial: with only a full pass an hour old
+     * to bound it, a redis-py holder was dated by the uuid1 its acquire
+     * made before it waited, 14-27 s early); none yet: no claim dates it */
+    looked = r->sc->looked_ms > 0 && r->sc->proven_ms > r->sc->looked_ms ? r->sc->proven_ms
+        : r->sc->looked_ms;
     lockfacts_drop_future(&view, &src, seen_ms);
-    start_age = start_age_at(k, raw, &view, seen_ms, r->sc->looked_ms);
+    start_age = start_age_at(k, raw, &view, seen_ms, looked);
     nh = holder_hashes(&view, hh);
     class_of(raw->key, raw->keylen, rules->classes, rules->nclasses, cls, sizeof(cls));
 
@@ -226,8 +233,8 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
         goto out;
     /* a guessed value's time, believed when the holder came after the
      * last pass that saw the key without it */
-    if (src.claimed_ms > 0 && tr.first_seen_ms >= r->sc->looked_ms &&
-        (believed = lockfacts_corroborate(src.claimed_ms, r->sc->looked_ms, seen_ms)) > 0 &&
+    if (src.claimed_ms > 0 && tr.first_seen_ms >= looked &&
+        (believed = lockfacts_corroborate(src.claimed_ms, looked, seen_ms)) > 0 &&
         tracker_backdate(r->sc->tracker, kh, believed, k->born_ms, &tr) == 0)
         l.acquired_ms = believed;
     if (r->keeping && r->sc->hooks.keep(r->sc->hooks_arg, k, raw, hlen, seen_ms) == -1)

@@ -97,6 +97,31 @@ class Facts(h.TestCase):
         self.assertEqual(doc["outcome"], "too_young", doc)
         self.assertEqual(c.get("lock:shed-skew"), value.encode())
 
+    def test_follow_mode_dates_no_holder_before_its_last_proof(self):
+        # a failover trial: in follow mode, with the last full pass an hour
+        # old, a redis-py holder was dated by the uuid1 its acquire made
+        # before it waited (14-27 s early): the freshness check's proof
+        # that the view was current without it bounds it now
+        rs = self.start_redis(args=["--notify-keyspace-events", "KA"])
+        c = rs.client()
+        ag = self.start_agent(rs, scan_interval="1s", max_hold="1h", leak_grace="1h",
+                              target_extra={"incremental": "on", "reconcile_interval": "1h",
+                                            "format_patterns": "lock:py:*=redis-py"})
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_follow_active", target="main") == 1,
+                    timeout=15, desc="following")
+        time.sleep(8)           # the full pass 8 s old; freshness checks since
+        ts = int((time.time() - 30) * 1e7) + 0x01B21DD213814000     # a uuid1 of 30 s ago
+        token = uuid.UUID(fields=(ts & 0xFFFFFFFF, (ts >> 32) & 0xFFFF,
+                                  (ts >> 48) & 0x0FFF | 0x1000, 0x80, 0x00,
+                                  0x0123456789AB)).hex
+        written = time.time()
+        c.set("lock:py:job", token, px=600000)
+        ag.wait_for(lambda: ag.lock("lock:py:job")[0] == 200, 10, desc="the lock seen")
+        st, lk = ag.lock("lock:py:job")
+        self.assertEqual((lk["format"], lk["format_source"]), ("redis-py", "declared"), lk)
+        # within a freshness check (1 s) and the reads' slack, not 8 s or 30 s
+        self.assertLessEqual(lk["age_seconds"], time.time() - written + 2.5, lk)
+
     def test_shared_integer_value(self):
         rs = self.start_redis()
         c = rs.client()
