@@ -10,8 +10,9 @@
  * three are escaped as &amp; &lt; &gt; in everything quoted from an alert;
  * that is the escaping Slack documents, and with it a hostile key cannot
  * forge a link or a mention.  A line break quoted from an alert (a key may
- * hold a newline) is written \n (\r, \u2028, \u2029): a key cannot end
- * its alert's line and write one of its own.  A batch lists at most SLACK_LINES alerts,
+ * hold a newline) is written \n (\r, \u2028, \u2029), and a backslash
+ * \\: a key cannot end its alert's line and write one of its own, nor pass
+ * for one that did.  A batch lists at most SLACK_LINES alerts,
  * then "and N more", and the text stays under SLACK_TEXT_MAX bytes (Slack
  * truncates long messages; cuts never split a UTF-8 sequence).
  *
@@ -70,6 +71,8 @@ escape_of(const char *s, size_t *n)
         return "\\n";
     case '\r':
         return "\\r";
+    case '\\':
+        return "\\\\";     /* a key's own "\n" is not a line break written out */
     default:
         break;
     }

@@ -206,6 +206,12 @@ slack_text(void **state)
         assert_non_null(strstr(text, "Lock lock:a\\n\xe2\x80\xa2 LockLeaked: Lock "
                                "lock:forged\\r\\u2028\\u2029 leaked"));
         assert_null(strstr(text, "\r"));
+        json_decref(j);
+        /* a key's own backslash-n is not a line break written out */
+        f.summary = (char *)"Lock lock:a\\n leaked";
+        j = render(&sink_slack, EV_FIRING, two, 2);
+        text = json_string_value(json_object_get(j, "text"));
+        assert_non_null(strstr(text, "Lock lock:a\\\\n leaked"));
         assert_null(strstr(text, "\xe2\x80\xa8"));
         json_decref(j);
         a.summary = (char *)"Lock lock:<!here>&<@U1> leaked";
