@@ -129,6 +129,18 @@ start_age_at(const struct scan_key *k, const struct raw_lock *raw, const struct 
     return age > 0 ? age : 0;
 }
 
+/* The last time the agent's view was proven current (Unix ms), which a
+ * holding new to it was not in: the last pass that saw every node, or
+ * follow mode's last freshness proof since (a trial: with only a full pass
+ * an hour old to bound it, a redis-py holder was dated by the uuid1 its
+ * acquire made before it waited, 14-27 s early); 0 before the first such
+ * pass: no claim dates a holding. */
+static int64_t
+proof_bound(const struct scanner *sc)
+{
+    return sc->looked_ms > 0 && sc->proven_ms > sc->looked_ms ? sc->proven_ms : sc->looked_ms;
+}
+
 /* The class index of key kh: "other" for a bad holding counted there
  * when last seen, while it lasts (tracker.h), else its class's, "other"
  * past the cap.  Under run.mu. */
@@ -169,13 +181,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     /* a key follow mode re-read is timed from its read, not the publish;
      * only the ages the data proves back-date it (lockfacts.h) */
     seen_ms = k->read_ms > 0 ? k->read_ms : r->now_ms;
-    /* the last time the agent's view was proven current without this
-     * holding: the last pass that saw every node, or follow mode's last
-     * freshness proof since (a trial: with only a full pass an hour old
-     * to bound it, a redis-py holder was dated by the uuid1 its acquire
-     * made before it waited, 14-27 s early); none yet: no claim dates it */
-    looked = r->sc->looked_ms > 0 && r->sc->proven_ms > r->sc->looked_ms ? r->sc->proven_ms
-        : r->sc->looked_ms;
+    looked = proof_bound(r->sc);
     lockfacts_drop_future(&view, &src, seen_ms);
     start_age = start_age_at(k, raw, &view, seen_ms, looked);
     nh = holder_hashes(&view, hh);
