@@ -999,19 +999,19 @@ joined_labels_never_collide(void **state)
     size_t n, i, inv = 0, dl = 0;
 
     (void)state;
-    assert_non_null(v = realloc(r->inversions, 3 * sizeof(*v)));
+    assert_non_null(v = calloc(3, sizeof(*v)));
+    v[0] = v[1] = v[2] = r->inversions[0];
+    free(r->inversions);
     r->inversions = v;
-    memcpy(&v[1], &v[0], sizeof(*v));
-    memcpy(&v[2], &v[0], sizeof(*v));
     snprintf(v[1].class_a, sizeof(v->class_a), "invA,invB");
     snprintf(v[1].class_b, sizeof(v->class_b), "invC");
     snprintf(v[2].class_a, sizeof(v->class_a), "invA");
     snprintf(v[2].class_b, sizeof(v->class_b), "invB,invC");
     r->ninversions = 3;
-    assert_non_null(d = realloc(r->deadlocks, 3 * sizeof(*d)));
+    assert_non_null(d = calloc(3, sizeof(*d)));
+    d[0] = d[1] = d[2] = r->deadlocks[0];
+    free(r->deadlocks);
     r->deadlocks = d;
-    memcpy(&d[1], &d[0], sizeof(*d));
-    memcpy(&d[2], &d[0], sizeof(*d));
     /* "x ->" then "y", and "x" then "-> y": both "x -> -> y" joined bare */
     d[1].steps[0].key.p = "x ->";
     d[1].steps[0].key.len = 4;
