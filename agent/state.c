@@ -106,6 +106,7 @@ may_write(struct agent *a, const char *path)
     if (a->state_path == NULL || strcmp(a->state_path, path) != 0) {
         free(a->state_path);
         a->state_path = strdup(path);
+        a->state_written = false;       /* another file (a reload): written, not touched */
     }
     a->state_refused = why != NULL;
     return !a->state_refused;

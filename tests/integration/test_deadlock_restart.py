@@ -150,6 +150,23 @@ class Restart(LinesAgent):
         self.agent.wait_for(lambda: os.path.exists(other) or None, timeout=5,
                             desc="the state file written")
 
+    def test_a_reload_to_another_file_writes_it(self):
+        # the last read of the change: with the table unchanged, a reload
+        # that pointed state_file at another waiting-table file touched it
+        # (its old table stayed, said current) instead of writing it
+        self.send(self.waiting("lock:x", "api-1:1/1", "tok", "ok"))
+        self.agent.wait_for(lambda: os.path.exists(self.state) and
+                            b"lock:x" in open(self.state, "rb").read() or None, timeout=15,
+                            desc="the pair written")
+        other = os.path.join(os.path.dirname(self.state), "other")
+        with open(other, "wb") as f:
+            f.write(b"lockwatch-waiting 1 %d\n" % (int(time.time() * 1000) - 30000))
+        self.agent.write_config(self.agent.render_config(
+            extra="[samples]\nstate_file = %s\n" % other))
+        self.agent.reload()
+        self.agent.wait_for(lambda: b"lock:x" in open(other, "rb").read() or None, timeout=15,
+                            desc="the table written to the new file")
+
     def test_an_unchanged_table_is_touched_not_written(self):
         self.send(self.waiting("lock:x", "api-1:1/1", "tok", "ok"))
         self.agent.wait_for(lambda: os.path.exists(self.state) and
