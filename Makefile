@@ -8,7 +8,8 @@
 #   make bench      the benchmarks in bench/ (figures: timing never fails it,
 #                   a failing agent or tool does);
 #                   make bench-follow runs only follow mode's,
-#                   make bench-follow-fullscan issue 29's repro (a full scan during churn)
+#                   make bench-follow-fullscan issue 29's repro (a full scan during churn),
+#                   make bench-reporters the reporters' overhead per CPU placement
 #   make soak       SOAK_MINUTES=N (default 120) of steady load on one lockwatchd:
 #                   RSS and what it tracks every 30 s to a CSV, then a slow leak or a
 #                   plateau (bench/soak/soak.py; figures, a dead agent fails it)
@@ -81,7 +82,7 @@ DEB_hiredis_ssl   := libhiredis-dev (1.x, or make deps-hiredis-tls)
 DEB_cmocka        := libcmocka-dev
 NO_DEPS_GOALS     := deps deps-list deps-hiredis-tls deps-demo deps-test deps-deb deps-fuzz deps-interop \
                      deps-bench clean uninstall test demo deb bench bench-follow \
-                     bench-follow-fullscan soak interop interop-deadlock-soak
+                     bench-follow-fullscan bench-reporters soak interop interop-deadlock-soak
 ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 HAVE_CC      := $(shell command -v $(CC) >/dev/null 2>&1 && echo y)
 HAVE_PKGCONF := $(shell command -v $(lastword $(PKG_CONFIG)) >/dev/null 2>&1 && echo y)
@@ -180,7 +181,7 @@ ALL_OBJ := $(CORE_OBJ) $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/main.o $(UNIT_
 # are written to $@.tmp and renamed, so an interrupted build leaves none either.
 .DELETE_ON_ERROR:
 
-.PHONY: all deps test unit integration demo bench bench-follow bench-follow-fullscan soak install \
+.PHONY: all deps test unit integration demo bench bench-follow bench-follow-fullscan bench-reporters soak install \
         uninstall clean deb man torture deps-hiredis-tls interop interop-deadlock-soak
 all: $(BINS) $(LIBLW) $(EXAMPLE_BIN) $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(GEN_INI5)
 
@@ -427,6 +428,25 @@ interop-deadlock-soak: deps-interop
 	@tests/interop/fetch $(BUILD)/interop
 	@LOCKWATCH_BUILD=$(abspath $(BUILD)) LOCKWATCH_INTEROP_DIR=$(abspath $(BUILD))/interop \
 	  LOCKWATCH_DEADLOCK_SOAK=60 /usr/bin/python3 tests/interop/runner.py --only deadlock,one-order
+
+# The reporters' overhead against the bare libraries (issue 25's 5%;
+# docs/reporters.md "Overhead"): bench/reporters/run (Java, Go) and
+# bench/reporters/python-node (Python, Node) in each CPU placement of
+# REPORTER_PINS (`unpinned`, `apart`, `sidecar`, `same`; about 2 minutes
+# each), after building the reporters and their pinned libraries.
+REPORTER_PINS ?= unpinned apart sidecar same
+bench-reporters: deps-interop
+	@$(MAKE) --no-print-directory all
+	@for p in $(REPORTER_PINS); do case $$p in unpinned|apart|sidecar|same) ;; \
+	  *) echo "REPORTER_PINS: $$p is not unpinned, apart, sidecar or same" >&2; exit 2 ;; esac; done
+	@for l in java go python node; do \
+	  tests/interop/reporters/$$l/fetch $(BUILD)/interop/reporters/$$l >/dev/null || exit 1; done
+	@for p in $(REPORTER_PINS); do \
+	  case $$p in unpinned) pin= ;; *) pin="--pin $$p" ;; esac; \
+	  echo "== $$p"; \
+	  LOCKWATCH_BUILD=$(abspath $(BUILD)) LOCKWATCH_INTEROP_DIR=$(abspath $(BUILD))/interop \
+	    bench/reporters/run $$pin || exit 1; \
+	  bench/reporters/python-node $(BUILD) $$pin || exit 1; done
 
 demo: deps-demo
 	@$(MAKE) --no-print-directory $(BINS)
