@@ -366,6 +366,11 @@ struct snapshot {
                                        * identity, read at the pass's start */
     struct snap_lost lost;            /* the target's last loss at a change
                                        * of server (collectors/scan/lost.c) */
+    bool renew_lows_doubtful;         /* made after an outage, before every
+                                       * renewed lock had been renewed again
+                                       * or run out: its held_min_pttl_ms
+                                       * are drained TTLs, not renewal lows
+                                       * (lost.c renewal_quiet()) */
     struct snap_follow follow;
     struct redlock_map *redlock;      /* every lock, compactly, when the
                                        * target is in a [redlock] group;

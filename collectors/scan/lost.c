@@ -347,6 +347,7 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
         return;
     if (!server_changed(views, s, topo, &ch))
         goto out;
+    sc->outage = true;          /* a failover, a restart: see renewal_quiet() */
     memset(&lo, 0, sizeof(lo));
     lo.at_ms = s->finished_ms;
     lo.before_ms = views[0]->finished_ms;
@@ -388,12 +389,41 @@ keep_view(struct snapshot **slot, struct snapshot *s)
     *slot = s;
 }
 
+/*
+ * During an outage (a pass that failed: the server down, stalled past
+ * command_timeout, or unreachable; a failover or restart) renewed locks'
+ * TTLs drain while no renewal can land, and the passes after it read the
+ * outage's length as how low their holders let them run: a false renewal
+ * period (classtrend's lows, LockLeaseTooShort).  So the lows of every
+ * snapshot until each renewed lock of the first ok pass after it has been
+ * renewed again or run out (its start + the longest TTL of those locks)
+ * are not counted; the class keeps the period read before the outage for
+ * as long as wait_window holds it.
+ */
+static void
+renewal_quiet(struct scanner *sc, struct snapshot *s)
+{
+    if (sc->outage) {
+        int64_t longest = 0;
+
+        for (size_t i = 0; i < s->nlocks; i++)
+            if ((s->locks[i]->flags & SNAP_RENEWED) && s->locks[i]->pttl_ms > longest)
+                longest = s->locks[i]->pttl_ms;
+        sc->renew_quiet_until_ms = s->started_ms + longest + TRACKER_RENEW_SLACK_MS;
+        sc->outage = false;
+    }
+    s->renew_lows_doubtful = s->started_ms <= sc->renew_quiet_until_ms;
+}
+
 void
 lost_stamp(struct scanner *sc, struct snapshot *s, bool proven)
 {
     s->lost = sc->lost;
-    if (!s->ok)
+    if (!s->ok) {
+        sc->outage = true;
         return;
+    }
+    renewal_quiet(sc, s);
     if (proven)
         scanner_view_proven(sc, s->started_ms);
     keep_view(&sc->last_view, s);

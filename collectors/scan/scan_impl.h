@@ -110,6 +110,11 @@ struct scanner {
                                  * last freshness proof (scanner_view_proven) */
     struct server_id server;  /* standalone, sentinel: the last pass's node */
     struct snap_lost lost;      /* the last loss, stamped on every snapshot */
+    bool outage;                /* a pass failed, or the server changed,
+                                 * since the last ok snapshot (lost.c) */
+    int64_t renew_quiet_until_ms;   /* Unix ms: until then the renewed
+                                     * locks' TTLs may still be drained by
+                                     * that outage (renewal_quiet()) */
 };
 
 /* What the streams of one run share, on the stack of scanner_run. */

@@ -118,6 +118,54 @@ class LeaseAndSurge(h.TestCase):
         (row,) = [l for l in out.splitlines() if "lease:stat" in l]
         self.assertNotIn("renewed", row)
 
+    # run-all: idle (about 15 s of renewals around a 3 s DEBUG SLEEP)
+    def test_an_outage_is_no_renewal_period(self):
+        """A trial (F5): after an outage the renewed locks' TTLs had drained
+        while no renewal could land, the next scans read that drain as the
+        class's renewal period, and LockLeaseTooShort fired for a class
+        renewed every 0.5 s.  lock:lout:0 has a 6 s lease renewed every
+        0.5 s; then Redis sleeps 3 s (DEBUG SLEEP: the agent's pass fails
+        at its 1 s command_timeout, the holder cannot renew), the holder
+        renews only 1.5 s after it wakes (the scans read a TTL of about
+        1 s: a "period" of 5 s, past lease_short_at = 50% of the lease),
+        and goes on.  The period read before the outage stays (well under
+        2 s) and nothing fires."""
+        rs = self.start_redis(args=["--enable-debug-command", "local"])
+        ag = h.Agent(rs, start=False, scan_interval="500ms",
+                     target_extra={"command_timeout": "1s"})
+        self._agents.append(ag)
+        self.addCleanup(self._stop_agent, ag)
+        text = ag.render_config().replace(
+            "[rules]\n", "[rules]\nwait_window = 30s\nlease_short_at = 50%\n", 1)
+        ag.write_config(text + "\n[classes]\nlock:lout:* = lease:out\n")
+        ag.start()
+        c = rs.client()
+        c.set("lock:lout:0", "tok-0", px=6000)
+
+        def renew(seconds):
+            t_end = time.monotonic() + seconds
+            while time.monotonic() < t_end:
+                c.pexpire("lock:lout:0", 6000)
+                time.sleep(0.5)
+
+        renew(10.0)             # lived past 1.5 leases (9 s): a watchdog class
+        row = class_row(ag, "lease:out")
+        self.assertTrue(row and row["watchdog"], row)
+        def failed_passes():
+            return h.msum(ag.metrics(), "lockwatch_scans_total", target="main", result="error")
+
+        failed = failed_passes()
+        sleeper = rs.client()
+        sleeper.execute_command("DEBUG", "SLEEP", "3")
+        time.sleep(1.5)         # awake, the holder not renewed yet: TTL about 1 s
+        ag.wait_for(lambda: failed_passes() > failed, timeout=10,
+                    desc="a pass that failed in the sleep")
+        renew(3.0)
+        row = class_row(ag, "lease:out")
+        self.assertTrue(row["watchdog"], row)
+        self.assertTrue(row["renewal_s"] is None or row["renewal_s"] < 2.0, row)
+        self.assertEqual(alerts(ag, "LockLeaseTooShort", "lease:out"), [])
+
     # run-all: idle (waits out 9 s holds; the alert is due within 20 s and comes in about 1)
     def test_lease_too_short_fires_for_10s_ttl_not_60s(self):
         rs = self.start_redis()

@@ -200,6 +200,61 @@ lease_window_and_watchdog(void **state)
     snapshot_unref(w);
 }
 
+/* A watchdog class's TTLs read after an outage (renew_lows_doubtful: the
+ * server down or stalled, no renewal could land) are the outage's drain,
+ * not how low its holders let them run: the period read before stays, and
+ * a class read only then is still renewed, its period not seen (not a
+ * class judged on its holds, which outlive the lease by design). */
+static void
+lows_after_an_outage_are_not_counted(void **state)
+{
+    struct classtrend *ct;
+    struct classtrend_view v;
+    const struct classtrend_class *c;
+    struct snapshot *w = snap1("lock:w:*", 1, 0), *d = snap1("lock:d:*", 1, 0);
+    struct snap_class *sc = &w->class_stats[0];
+
+    (void)state;
+    setup_cfg(3600000, 12000);          /* lease ring: 12 x 1 s */
+    assert_non_null(ct = classtrend_new(&cfg));
+    sc->lease_n = 1;
+    sc->lease_max_ms = 6000;
+    sc->held_ttl_n = 1;
+    sc->span_max_ms = 15000;
+    sc->held_min_pttl_ms = 4000;        /* renewed every 2 s */
+    classtrend_note(ct, NULL, w, T0);
+    sc->lease_n = 0;
+    sc->held_min_pttl_ms = 500;         /* drained by 3.5 s of outage */
+    w->renew_lows_doubtful = true;
+    classtrend_note(ct, NULL, w, T0 + 2000);
+    c = one(ct, T0 + 2000, &v, "lock:w:*");
+    assert_true(c->watchdog);
+    assert_int_equal(c->renewal_ms, 2000);
+    classtrend_view_release(&v);
+    /* once the quiet is over, a low like it is the period's */
+    w->renew_lows_doubtful = false;
+    classtrend_note(ct, NULL, w, T0 + 4000);
+    c = one(ct, T0 + 4000, &v, "lock:w:*");
+    assert_int_equal(c->renewal_ms, 5500);
+    classtrend_view_release(&v);
+
+    sc = &d->class_stats[0];
+    sc->lease_n = 1;
+    sc->lease_max_ms = 6000;
+    sc->held_ttl_n = 1;
+    sc->span_max_ms = 15000;
+    sc->held_min_pttl_ms = 500;
+    d->renew_lows_doubtful = true;
+    classtrend_note(ct, NULL, d, T0 + 5000);
+    c = one(ct, T0 + 5000, &v, "lock:d:*");
+    assert_true(c->watchdog);
+    assert_int_equal(c->renewal_ms, 0);         /* not seen */
+    classtrend_view_release(&v);
+    classtrend_free(ct);
+    snapshot_unref(w);
+    snapshot_unref(d);
+}
+
 static void
 classes_stay_within_the_cap(void **state)
 {
@@ -244,6 +299,7 @@ main(void)
         cmocka_unit_test(baseline_known_after_half_the_window),
         cmocka_unit_test(churn_from_consecutive_snapshots),
         cmocka_unit_test(lease_window_and_watchdog),
+        cmocka_unit_test(lows_after_an_outage_are_not_counted),
         cmocka_unit_test(classes_stay_within_the_cap),
         cmocka_unit_test(median),
     };
