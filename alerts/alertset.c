@@ -348,6 +348,18 @@ alertset_hold(struct alert *a, int64_t until_ms)
         a->hold_until_ms = until_ms;
 }
 
+struct alert *
+alertset_find(struct alertset *set, const struct alert_labels *l)
+{
+    return index_find(set, alert_fingerprint(l), l);
+}
+
+void
+alertset_release(struct alert *a)
+{
+    a->hold_until_ms = 0;
+}
+
 void
 alertset_occurred(struct alertset *set, struct alert *a, int64_t id)
 {

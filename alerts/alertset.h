@@ -145,6 +145,12 @@ struct alert *alertset_observe(struct alertset *set, const struct alert_labels *
  * timeline's ring (a burst of events pushes it out). */
 void alertset_hold(struct alert *a, int64_t until_ms);
 
+/* The firing or resolved alert with these labels, or NULL; and a's hold
+ * dropped (alertset_hold): it resolves at this tick's end unless observed
+ * in it. */
+struct alert *alertset_find(struct alertset *set, const struct alert_labels *l);
+void alertset_release(struct alert *a);
+
 /*
  * The alert a (just observed) tells of one discrete event, named by id
  * (nonzero; the same id for the same event every tick).  When a fires,

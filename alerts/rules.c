@@ -915,7 +915,7 @@ rules_eval_graph(struct alertset *set, const struct graph_report *r, int64_t now
 
 void
 rules_eval_event(struct alertset *set, const struct rules_conf *p, const struct event *e,
-                 int64_t now_ms)
+                 bool at_failover, int64_t now_ms)
 {
     struct rule_ctx c = { .p = p, .now_ms = now_ms, .event = e };
     char *key, *cls;
@@ -929,7 +929,15 @@ rules_eval_event(struct alertset *set, const struct rules_conf *p, const struct 
         c.target = e->target[0] != '\0' ? e->target : NULL;
         c.class_ = cls;
         c.key = key;
-        judge(set, SCOPE_EVENT, &c);
+        if (at_failover && e->kind == EVENT_LEASE_LOST) {
+            struct alert_labels lab = { ALERT_LOCK_LEASE_LOST, c.target, cls, key, NULL, NULL };
+            struct alert *a = alertset_find(set, &lab);
+
+            if (a != NULL)
+                alertset_release(a);
+        } else {
+            judge(set, SCOPE_EVENT, &c);
+        }
     }
     free(key);
     free(cls);

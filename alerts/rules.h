@@ -91,11 +91,16 @@ void rules_eval_graph(struct alertset *set, const struct graph_report *r, int64_
  * of the ring when it was pushed within RULES_EVENT_FIRING_MS of now_ms:
  * the caller walks the ring (alerts.c), oldest first, so a lock's newest
  * event writes its texts.  Its labels are the event's target (none when
- * the event has none), class and key.
+ * the event has none), class and key.  at_failover: e is a holder's own
+ * `lost` line (lease_lost) for a lock a lost_at_failover event of the
+ * ring names with the same holder, before or after it: one loss, which
+ * LockLostAtFailover tells; it raises no LockLeaseLost, and one it raised
+ * before the failover was known is released (resolved unless another
+ * event of its labels holds it).
  */
 #define RULES_EVENT_FIRING_MS   (15 * 60 * 1000)
 void rules_eval_event(struct alertset *set, const struct rules_conf *p, const struct event *e,
-                      int64_t now_ms);
+                      bool at_failover, int64_t now_ms);
 
 /*
  * A key as an alert's key label: sanitised UTF-8, cut as described above.

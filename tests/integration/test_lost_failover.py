@@ -178,6 +178,54 @@ class LostAtFailover(h.TestCase):
         self.assertIn("locks compared were lost (10 gone were released, as their holders "
                       "reported)", ag.log_tail(200))
 
+    def test_a_holders_lost_line_is_the_same_loss(self):
+        """A trial (F3): a holder whose lock a failover (here a restart)
+        lost reports it lost too (its renewal finds the lock gone), and
+        that line raised a LockLeaseLost beside LockLostAtFailover: two
+        pages for one loss.  Now it is the same loss, whichever comes
+        first: lock 00's line comes before the restart (its LockLeaseLost
+        fires, then resolves once the restart's loss names the lock and
+        holder), lock 01's after it (no LockLeaseLost).  A line for a lock
+        the restart did not lose (another holder of lock 02, a lock
+        outside them) still raises one."""
+        from client_helpers import closed_udp_port
+        import socket
+        udp = closed_udp_port()
+        rs = self.start_redis()
+        ag = self.start_agent(rs, scan_interval="%gs" % INTERVAL, samples="127.0.0.1:%d" % udp)
+        write_locks(rs.client())
+        self.wait_locks(ag)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.addCleanup(sock.close)
+
+        def lost_line(key, holder):
+            sock.sendto(b"lw1 lost %s app/1 %s 5000000 0 renewal\n" % (key, holder),
+                        ("127.0.0.1", udp))
+
+        def lease_lost(key):
+            st, j = ag.get_json("/api/v1/alerts")
+            return [a for a in j["alerts"] if a["labels"]["alertname"] == "LockLeaseLost"
+                    and a["labels"].get("key") == key]
+
+        lost_line(b"lock:lost:00", b"tok-00")
+        ag.wait_for(lambda: lease_lost("lock:lost:00"), 10,
+                    desc="LockLeaseLost for the line before the restart")
+        rs.restart()
+        ag.wait_for(lambda: self.lost_alerts(ag) or None, 20, desc="LockLostAtFailover")
+        lost_line(b"lock:lost:01", b"tok-01")
+        lost_line(b"lock:lost:02", b"tok-someone-else")
+        lost_line(b"lock:elsewhere:1", b"tok-e")
+        ag.wait_for(lambda: lease_lost("lock:elsewhere:1") and lease_lost("lock:lost:02"), 10,
+                    desc="LockLeaseLost for the losses no failover explains")
+        ag.wait_for(lambda: not lease_lost("lock:lost:00"), 10,
+                    desc="the first line's LockLeaseLost resolved")
+        time.sleep(2.5)         # two more ticks of the rules
+        self.assertEqual(lease_lost("lock:lost:00"), [])
+        self.assertEqual(lease_lost("lock:lost:01"), [])
+        st, ev = ag.get_json("/api/v1/events?kind=lease_lost")
+        self.assertEqual(sorted(e["key"] for e in ev["events"]),
+                         ["lock:elsewhere:1", "lock:lost:00", "lock:lost:01", "lock:lost:02"])
+
     def test_binary_holder_on_the_timeline(self):
         """A lost lock whose holder id is not text (it starts with a NUL):
         the event keeps its bytes (holder_escaped), lockctl events shows it

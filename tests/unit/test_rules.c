@@ -1059,7 +1059,7 @@ eval_events(struct alertset *set, const struct event *evs, size_t n, int64_t t,
 
     alertset_begin(set, NOW + t, MONO + t);
     for (i = 0; i < n; i++)
-        rules_eval_event(set, &params, &evs[i], NOW + t);
+        rules_eval_event(set, &params, &evs[i], false, NOW + t);
     assert_int_equal(alertset_end(set, 3600000, false, ev, &nev), 0);
     return nev;
 }
@@ -1146,12 +1146,54 @@ lease_events_fire_then_resolve(void **state)
     alertset_free(set);
 }
 
+/* A holder's own lost line for a lock a failover lost (at_failover): no
+ * LockLeaseLost; one it raised before the loss was seen resolves at the
+ * next tick that knows (the alert's 15-minute hold dropped), unless
+ * another event of its labels still holds it. */
+static void
+a_lost_line_at_a_failover_is_no_lease_lost(void **state)
+{
+    struct alertset *set = alertset_new();
+    const struct alert_event *ev;
+    struct event e = event_of(EVENT_LEASE_LOST, "", "lock:order:3", 3.0);
+    size_t n;
+
+    (void)state;
+    alertset_begin(set, NOW + 1000, MONO + 1000);
+    rules_eval_event(set, &params, &e, true, NOW + 1000);
+    assert_int_equal(alertset_end(set, 3600000, false, &ev, &n), 0);
+    assert_int_equal(n, 0);
+    /* the line first: fires; then the failover's event: resolved */
+    n = eval_events(set, &e, 1, 2000, &ev);
+    assert_non_null(find(ev, n, ALERT_LOCK_LEASE_LOST));
+    alertset_begin(set, NOW + 3000, MONO + 3000);
+    rules_eval_event(set, &params, &e, true, NOW + 3000);
+    assert_int_equal(alertset_end(set, 3600000, false, &ev, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].kind, EV_RESOLVED);
+    /* another holder's line of the same lock in the same tick holds it */
+    n = eval_events(set, &e, 1, 4000, &ev);
+    assert_non_null(find(ev, n, ALERT_LOCK_LEASE_LOST));
+    {
+        struct event other = e;
+
+        other.holderlen = (size_t)snprintf(other.holder, sizeof(other.holder), "uuid-2:9");
+        alertset_begin(set, NOW + 5000, MONO + 5000);
+        rules_eval_event(set, &params, &e, true, NOW + 5000);
+        rules_eval_event(set, &params, &other, false, NOW + 5000);
+        assert_int_equal(alertset_end(set, 3600000, false, &ev, &n), 0);
+        assert_int_equal(n, 0);                 /* still firing, nothing new */
+    }
+    alertset_free(set);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(per_lock_alerts),
         cmocka_unit_test(lease_events_fire_then_resolve),
+        cmocka_unit_test(a_lost_line_at_a_failover_is_no_lease_lost),
         cmocka_unit_test(failed_scan_keeps_lock_alerts),
         cmocka_unit_test(no_view_resolves_lock_alerts),
         cmocka_unit_test(shard_down_fires_per_shard_and_resolves),
