@@ -302,6 +302,9 @@ agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errle
             snprintf(av->stale_reason, sizeof(av->stale_reason), "%s",
                      why != NULL && why[0] ? why : "its scans fail");
             av->last_success_ms = json_integer_value(json_object_get(doc, "last_success_ms"));
+            if (json_is_string(json_object_get(doc, "stale_shard")))
+                snprintf(av->stale_shard, sizeof(av->stale_shard), "%s",
+                         json_string_value(json_object_get(doc, "stale_shard")));
         }
         return add_lock(av, doc) == -1 ? (snprintf(err, errlen, "out of memory"), -1) : 0;
     }
@@ -330,6 +333,9 @@ agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errle
             av->last_success_ms = json_integer_value(json_object_get(st, "last_success_ms"));
             av->nothing_known = json_object_get(st, "shard") == NULL &&
                 av->last_success_ms <= 0;
+            if (json_is_string(json_object_get(st, "shard")))
+                snprintf(av->stale_shard, sizeof(av->stale_shard), "%s",
+                         json_string_value(json_object_get(st, "shard")));
         }
     }
     json_array_foreach(locks, i, o) {
@@ -645,6 +651,19 @@ agent_print_note(const struct agent_view *av, uint64_t from_agent, FILE *fp, siz
                "(lockwatchd) or use --agent URL");
 }
 
+const char *
+agent_shard_reason(const struct agent_view *av)
+{
+    static __thread char buf[sizeof(av->stale_reason) + 2];
+    size_t n = strlen(av->stale_shard);
+
+    if (strncmp(av->stale_reason, "shard ", 6) == 0 && n > 0 &&
+        strncmp(av->stale_reason + 6, av->stale_shard, n) == 0 && av->stale_reason[6 + n] == ' ')
+        return av->stale_reason + 6 + n;
+    snprintf(buf, sizeof(buf), ": %s", av->stale_reason);
+    return buf;
+}
+
 void
 agent_print_nothing_known(const struct agent_view *av, const char *target, FILE *fp,
                           size_t width)
@@ -835,6 +854,7 @@ agent_drop_elsewhere(const struct lockctl *lc, struct agent_view *av)
     av->truncated = false;
     av->nothing_known = false;
     av->stale_reason[0] = '\0';
+    av->stale_shard[0] = '\0';
     snprintf(av->err, sizeof(av->err), "watches another server than lockctl's target: "
              "its view is not used");
     return true;

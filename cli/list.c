@@ -555,6 +555,8 @@ print_agent_table(struct list_run *lr, size_t limit, const char *state, size_t w
         if (!has_state(a->states, state))
             continue;
         verdict_agent_states(a->states, st, sizeof(st));
+        if (a->stale && av->stale_shard[0])     /* the others of the table are current */
+            snprintf(st + strlen(st), sizeof(st) - strlen(st), " (stale)");
         /* a last known lock's age as of that scan, as its TTL is (show
          * says so: "then"; an on-call trial found list mixing the two) */
         if (a->stale && av->last_success_ms > a->first_seen_ms && a->first_seen_ms > 0)
@@ -611,7 +613,14 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
             agent_print_nothing_known(av, lr->lc->t->name, stdout, width);
             return;
         }
-        if (av->stale_reason[0])
+        if (av->stale_shard[0])
+            /* one cluster shard: the others' locks are current */
+            table_line(stdout, width, "FROM THE AGENT at %s (Redis did not answer lockctl). It "
+                       "cannot read it either: target %s's shard %s%s. That shard's locks are "
+                       "its last known, marked (stale), with ages and TTLs as of its last good "
+                       "read of it%s%s%s:", av->url, lr->lc->t->name, av->stale_shard,
+                       agent_shard_reason(av), ago[0] ? ", " : "", ago, ago[0] ? " ago" : "");
+        else if (av->stale_reason[0])
             table_line(stdout, width, "LAST KNOWN (stale): the agent at %s cannot scan target "
                        "%s either (%s); its last good scan%s%s%s, ages and TTLs as of then:",
                        av->url, lr->lc->t->name, av->stale_reason, ago[0] ? ", " : "", ago,
@@ -659,6 +668,8 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
     json_object_set_new(root, "nothing_known", json_boolean(av->nothing_known));
     json_object_set_new(root, "stale_reason", av->stale_reason[0] ?
                         json_string(av->stale_reason) : json_null());
+    json_object_set_new(root, "stale_shard", av->stale_shard[0] ?
+                        json_string(av->stale_shard) : json_null());
     json_object_set_new(root, "last_success_ms", av->last_success_ms > 0 ?
                         json_integer(av->last_success_ms) : json_null());
     json_object_set_new(root, "state", json_string(state));

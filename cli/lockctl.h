@@ -303,6 +303,10 @@ struct agent_view {
     char stale_reason[256];     /* the agent cannot scan the target now: why
                                  * ("" when its view is fresh) */
     int64_t last_success_ms;    /* then: Unix ms of its last good scan (0: none) */
+    char stale_shard[64];       /* a cluster shard's slot ranges when only
+                                 * that shard is stale (its locks are marked
+                                 * stale, the others' are current); "" when
+                                 * the whole target is, or none */
     bool nothing_known;         /* the target has had no good scan since the
                                  * agent started: no view, not an empty one */
     bool elsewhere;             /* it answered, but of another server than
@@ -414,6 +418,9 @@ bool agent_label(const char *key, size_t keylen, uint64_t *hash);
  */
 int agent_resolve_label(struct lockctl *lc, struct agent_view *av, char **key, size_t *keylen);
 /* av->nothing_known: the line that says so, in place of a view. */
+/* A stale shard's reason after "shard <slots>", as " (node): error" (the
+ * agent's "shard S (N): E"), else ": <reason>". */
+const char *agent_shard_reason(const struct agent_view *av);
 void agent_print_nothing_known(const struct agent_view *av, const char *target, FILE *fp,
                                size_t width);
 /* The same as JSON: {"url", "answered", "error", "locks_known",

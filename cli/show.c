@@ -645,7 +645,11 @@ show_last_known(const struct lockctl *lc, const struct agent_view *av, const cha
         out_duration(clock_now_ms() - av->last_success_ms, ago + 2, sizeof(ago) - 6);
         strcat(ago, " ago");
     }
-    if (av->stale_reason[0] != '\0')
+    if (av->stale_shard[0] != '\0')
+        table_line(stdout, width, "LAST KNOWN (stale): the agent at %s cannot read it either: "
+                   "target %s's shard %s%s; its last good read of it%s:", av->url, lc->t->name,
+                   av->stale_shard, agent_shard_reason(av), ago);
+    else if (av->stale_reason[0] != '\0')
         table_line(stdout, width, "LAST KNOWN (stale): the agent at %s cannot scan target %s "
                    "either (%s); its last good scan%s:", av->url, lc->t->name,
                    av->stale_reason, ago);

@@ -388,6 +388,7 @@ mark_stale_why(json_t *o, const struct view_target *t, const struct snap_lock *l
 {
     const struct snapshot *s = t->snap;
     const char *why = !s->ok ? s->err : s->follow.note;
+    const char *shard = NULL;
     char reason[640];
     int64_t since, last = s->last_success_ms;
     size_t k;
@@ -404,11 +405,14 @@ mark_stale_why(json_t *o, const struct view_target *t, const struct snap_lock *l
         snprintf(reason, sizeof(reason), "shard %s (%s): %s", sh->shard, sh->node, sh->err);
         why = reason;
         last = sh->last_success_ms;
+        shard = sh->shard;
         break;
     }
     if (why[0] == '\0')
         why = "its view is stale (GET /readyz says why)";
     return json_object_set_new(o, "stale_reason", lockjson_text(why, strlen(why))) ||
+        json_object_set_new(o, "stale_shard", shard != NULL ?
+                            lockjson_text(shard, strlen(shard)) : json_null()) ||
         json_object_set_new(o, "last_success", lockjson_time(last)) ||
         json_object_set_new(o, "last_success_ms", last > 0 ? json_integer(last) :
                             json_null()) ? -1 : 0;

@@ -114,6 +114,25 @@ class ClusterStale(h.TestCase):
             checks += 1
             time.sleep(1)
         self.assertGreaterEqual(checks, 4)
+        # lockctl, whose Redis (the URL's node, the victim) is gone too:
+        # the agent's view with that shard's locks marked stale, not the
+        # whole target said stale (a trial: every lock read "as of then")
+        ctl = ["-c", ag.config_path, "-t", "c"]
+        p = topo.lockctl(ctl + ["list", "--state", "all"])
+        out = p.stdout.decode()
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("It cannot read it either: target c's shard %s (%s): " % (shard, node), out)
+        self.assertNotIn("LAST KNOWN", out)
+        rows = {l.split()[0]: l for l in out.splitlines() if l.startswith("lock:sl:")}
+        self.assertTrue(rows[LEAK].rstrip().endswith("(stale)"), out)
+        self.assertNotIn("stale", rows[other], out)
+        p = topo.lockctl(ctl + ["--json", "list", "--state", "all"])
+        j = json.loads(p.stdout)
+        self.assertEqual((j["stale"], j["stale_shard"]), (True, shard), j)
+        self.assertEqual({l["key"]: l["stale"] for l in j["locks"]}, {LEAK: True, other: False})
+        p = topo.lockctl(ctl + ["show", LEAK])
+        self.assertIn("cannot read it either: target c's shard %s (%s): " % (shard, node),
+                      p.stdout.decode())
         self.assertEqual(alerts("firing", "LockLeaked")[0]["fingerprint"], leak[0]["fingerprint"])
 
         # back, empty: its slots judged afresh
