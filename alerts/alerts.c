@@ -302,6 +302,14 @@ mark_fresh(struct alerts *a, struct rules_target *t, size_t n)
             failed = now[i].name == NULL;
         }
     }
+    /* a target gone at a reload: its alerts resolve, event ones too
+     * (their 15-minute hold ends; eval_events judges none of its events) */
+    for (j = 0; j < a->nseen; j++) {
+        for (i = 0; i < n && strcmp(a->seen[j].name, t[i].name) != 0; i++)
+            ;
+        if (i == n)
+            alertset_release_target(a->set, a->seen[j].name);
+    }
     seen_free(a->seen, a->nseen);
     a->seen = NULL;
     a->nseen = 0;
@@ -537,7 +545,20 @@ struct event_eval {
     struct alerts *a;
     int64_t now_ms;
     uint64_t first, last;       /* the walk's oldest and newest seq */
+    const struct rules_target *targets;     /* this tick's: an event of a
+                                             * target not among them (one a
+                                             * reload removed) raises nothing */
+    size_t ntargets;
 };
+
+static bool
+current_target(const struct event_eval *ee, const char *name)
+{
+    for (size_t i = 0; i < ee->ntargets; i++)
+        if (strcmp(ee->targets[i].name, name) == 0)
+            return true;
+    return false;
+}
 
 /* An event's lock and holder, hashed (keys and holders as the ring keeps
  * them, cut alike whoever pushed them). */
@@ -575,6 +596,8 @@ eval_one_event(const struct event *e, void *arg)
     if (ee->first == 0)
         ee->first = e->seq;
     ee->last = e->seq;
+    if (e->target[0] != '\0' && !current_target(ee, e->target))
+        return;
     if (e->kind == EVENT_LEASE_LOST && e->holderlen > 0 && a->nfailover > 0) {
         pair = event_pair(e);
         at_failover = bsearch(&pair, a->failover_pairs, a->nfailover, sizeof(pair),
@@ -590,9 +613,10 @@ eval_one_event(const struct event *e, void *arg)
  * most once a minute.  The ring's mutex is taken under a->mu: nothing
  * pushes an event holding a->mu. */
 static void
-eval_events(struct alerts *a, int64_t now_ms)
+eval_events(struct alerts *a, const struct rules_target *targets, size_t ntargets,
+            int64_t now_ms)
 {
-    struct event_eval ee = { a, now_ms, 0, 0 };
+    struct event_eval ee = { a, now_ms, 0, 0, targets, ntargets };
     int64_t mono = clock_mono_ms();
 
     /* a holder's lost line and a failover pass's loss of the same lock
@@ -634,7 +658,7 @@ alerts_tick(struct alerts *a, struct rules_target *targets, size_t ntargets,
     alertset_begin(a->set, now_ms, clock_mono_ms());
     rules_eval(a->set, &a->rules, targets, ntargets, w, tv, now_ms);
     rules_eval_redlock(a->set, groups, ngroups, now_ms);
-    eval_events(a, now_ms);
+    eval_events(a, targets, ntargets, now_ms);
     rules_eval_graph(a->set, graph, now_ms);
     if (alertset_end(a->set, a->rules.repeat_interval_ms, a->has_refresh, &ev, &nev) == -1)
         log_warnx("alerts: out of memory; some notices of this tick are missing");

@@ -361,6 +361,14 @@ alertset_release(struct alert *a)
 }
 
 void
+alertset_release_target(struct alertset *set, const char *target)
+{
+    for (size_t i = 0; i < set->nitems; i++)
+        if (set->items[i]->target != NULL && strcmp(set->items[i]->target, target) == 0)
+            alertset_release(set->items[i]);
+}
+
+void
 alertset_occurred(struct alertset *set, struct alert *a, int64_t id)
 {
     if (id == 0 || a->occurrence == id)

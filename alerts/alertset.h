@@ -150,6 +150,9 @@ void alertset_hold(struct alert *a, int64_t until_ms);
  * in it. */
 struct alert *alertset_find(struct alertset *set, const struct alert_labels *l);
 void alertset_release(struct alert *a);
+/* alertset_release() every alert whose target label is target (a target
+ * a reload removed: its event alerts' holds end with it). */
+void alertset_release_target(struct alertset *set, const char *target);
 
 /*
  * The alert a (just observed) tells of one discrete event, named by id

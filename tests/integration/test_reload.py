@@ -153,6 +153,38 @@ class Reload(h.TestCase):
         self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks", target="main"), 2)
         self.assertTrue(ag.alive)
 
+    def test_a_removed_targets_event_alerts_resolve(self):
+        """A trial: the per-lock and per-target alerts of a target a reload
+        removed resolved, but an event alert of it (LockLeaseLost: a lock
+        its holder renewed expired) kept firing its 15 minutes, about a
+        target the agent no longer watches.  Now it resolves with the
+        target; the event stays on the timeline."""
+        rs = self.start_redis()
+        second = self.start_redis()
+        c = second.client()
+        ag = self.start_agent(targets=[("main", rs.url), ("second", second.url)],
+                              scan_interval="500ms", leak_grace="1h", max_hold="1h")
+        ag.wait_ready()
+        c.set("lock:9", "t9", px=1500)
+        for _ in range(5):                  # renewed while held: a watchdog's lock
+            time.sleep(0.5)
+            c.pexpire("lock:9", 1500)
+
+        def lease_lost():
+            st, j = ag.get_json("/api/v1/alerts")
+            return [a for a in j["alerts"] if a["labels"]["alertname"] == "LockLeaseLost"
+                    and a["labels"].get("target") == "second"]
+        ag.wait_for(lease_lost, 15, desc="LockLeaseLost for the renewed lock that expired")
+        ag.targets = [("main", rs.url)]
+        ag.write_config(ag.render_config())
+        ag.reload()
+        ag.wait_for(lambda: not lease_lost(), 10,
+                    desc="the removed target's LockLeaseLost resolved")
+        time.sleep(2)           # and not raised again from the timeline
+        self.assertEqual(lease_lost(), [])
+        st, ev = ag.get_json("/api/v1/events?kind=expired_renewed")
+        self.assertEqual([(e["target"], e["key"]) for e in ev["events"]], [("second", "lock:9")])
+
     def test_a_target_pointed_at_another_server_starts_anew(self):
         # the freshness trial: repointed to a server not up yet, the target
         # kept the old server's locks as its "last known" view under the new
