@@ -390,6 +390,9 @@ keep_view(struct snapshot **slot, struct snapshot *s)
 }
 
 /*
+ * The same outage hides how the locks gone after it ended: their holders
+ * may have renewed and released them unseen (tracker_sweep()'s ends_seen).
+ *
  * During an outage (a pass that failed: the server down, stalled past
  * command_timeout, or unreachable; a failover or restart) renewed locks'
  * TTLs drain while no renewal can land, and the passes after it read the
@@ -403,6 +406,12 @@ keep_view(struct snapshot **slot, struct snapshot *s)
 static void
 renewal_quiet(struct scanner *sc, struct snapshot *s)
 {
+    size_t unknown = tracker_take_ends_unknown(sc->tracker);
+
+    if (unknown > 0)
+        log_info("target %s: %zu lock(s) seen before a time the scans could not read it were "
+                 "gone after it, their leases run out by now: released or expired unseen, not "
+                 "known which (not counted as expirations, no LockLeaseLost)", sc->name, unknown);
     if (sc->outage) {
         int64_t longest = 0;
 

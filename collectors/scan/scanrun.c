@@ -263,7 +263,7 @@ replay_once(struct scanner *sc, const struct target_conf *t, const struct scan_r
         snapshot_unref(s);
         return NULL;
     }
-    tracker_sweep(sc->tracker, sc->pass, clock_now_ms());
+    tracker_sweep(sc->tracker, sc->pass, clock_now_ms(), !sc->outage);
     if (r.rmap != NULL) {
         redlock_map_finish(r.rmap);
         s->redlock = r.rmap;

@@ -65,6 +65,7 @@ struct tracker {
     struct track_name *names;   /* TRACKER_NAMES_MAX, allocated on first use */
     size_t nnames;
     size_t name_hint;           /* where to look for a free slot first */
+    size_t ends_unknown;        /* tracker_take_ends_unknown() */
 };
 
 #define TRACKER_MIN_CAP 1024
@@ -519,7 +520,7 @@ tracker_holder(const struct tracker *t, uint64_t key_hash, uint32_t pass,
  * each entry is handled once.
  */
 static void
-table_sweep(struct tracker *t, struct table *tb, uint32_t pass, int64_t now_ms)
+table_sweep(struct tracker *t, struct table *tb, uint32_t pass, int64_t now_ms, bool ends_seen)
 {
     size_t i, k, start = 0, mask = tb->cap - 1;
     struct track_entry e;
@@ -528,8 +529,12 @@ table_sweep(struct tracker *t, struct table *tb, uint32_t pass, int64_t now_ms)
         if (tb->slots[i].key_hash != 0 && tb->slots[i].pass != pass) {
             /* gone: expired if its lease had run out, else released */
             if (tb == &t->locks && tb->slots[i].expires_ms > 0 &&
-                tb->slots[i].expires_ms <= now_ms + TRACKER_END_SLACK_MS)
-                lease_ended(t, &tb->slots[i]);
+                tb->slots[i].expires_ms <= now_ms + TRACKER_END_SLACK_MS) {
+                if (ends_seen)
+                    lease_ended(t, &tb->slots[i]);
+                else
+                    t->ends_unknown++;
+            }
             name_drop(t, &tb->slots[i]);
             memset(&tb->slots[i], 0, sizeof(tb->slots[i]));
             tb->count--;
@@ -551,11 +556,20 @@ table_sweep(struct tracker *t, struct table *tb, uint32_t pass, int64_t now_ms)
 }
 
 size_t
-tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms)
+tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms, bool ends_seen)
 {
-    table_sweep(t, &t->locks, pass, now_ms);
-    table_sweep(t, &t->holders, pass, now_ms);
+    table_sweep(t, &t->locks, pass, now_ms, ends_seen);
+    table_sweep(t, &t->holders, pass, now_ms, ends_seen);
     return t->locks.count;
+}
+
+size_t
+tracker_take_ends_unknown(struct tracker *t)
+{
+    size_t n = t->ends_unknown;
+
+    t->ends_unknown = 0;
+    return n;
 }
 
 size_t

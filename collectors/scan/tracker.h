@@ -168,8 +168,16 @@ int tracker_holder(const struct tracker *t, uint64_t key_hash, uint32_t pass,
  * by now_ms (Unix) ended by expiring (told to the end function).  A lock
  * gone before its lease ran out was released, or lost at a failover,
  * restart or flush (collectors/scan/lost.c compares those after the
- * sweep, through tracker_holder()).  Returns entries kept. */
-size_t tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms);
+ * sweep, through tracker_holder()).  ends_seen false: the pass follows an
+ * outage (a pass that failed) longer than what those leases had left, in
+ * which their holders may have renewed and then released them unseen: a
+ * run-out lease is not told as an expiry, only counted
+ * (tracker_ends_unknown()).  Returns entries kept. */
+size_t tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms, bool ends_seen);
+
+/* The locks sweeps found gone, their leases run out, whose end they could
+ * not tell (ends_seen false), since the last call; zeroes the count. */
+size_t tracker_take_ends_unknown(struct tracker *t);
 
 /* Renewed locks whose names are kept now. */
 size_t tracker_names(const struct tracker *t);

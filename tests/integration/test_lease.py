@@ -324,6 +324,48 @@ class LeaseTest(harness.TestCase):
         self.assertEqual(harness.msum(ag.metrics(), "lockwatch_lock_expirations_released_total"),
                          1)
 
+    def test_released_while_the_scans_were_blind_is_no_expiry(self):
+        """A trial (F7): a renewed lock its holder kept renewing and then
+        released while the agent could not read the target was found gone
+        once it could, its lease (as last read, before the outage) run
+        out: counted as expired and LockLeaseLost said the holder crashed.
+        What ended it is not known; it is not told as an expiry.  The
+        agent reads as its own ACL user, switched off for 3 s while the
+        holder (the default user) renews and then deletes the lock."""
+        rs = self.start_redis()
+        c = rs.client()
+        c.execute_command("ACL", "SETUSER", "lw", "on", ">lw-pw", "~*", "&*", "+@all")
+        ag = self.start_agent(targets=[("main", "redis://lw@127.0.0.1:%d/0" % rs.port)],
+                              scan_interval="500ms", leak_grace="%ds" % LEAK_GRACE_S,
+                              max_hold="1h",
+                              target_extra={"password_file": harness.password_file("lw-pw"),
+                                            "command_timeout": "1s"})
+        ag.wait_for(lambda: ag.scans_ok() >= 1, timeout=15, desc="the first scan")
+        c.set("lock:blind:1", "tok-1", px=1500)
+        for _ in range(4):                  # renewed while held, read renewed
+            time.sleep(0.4)
+            c.pexpire("lock:blind:1", 1500)
+        st, lk = ag.lock("lock:blind:1")
+        self.assertTrue(lk.get("renewed"), lk)
+        failed = harness.msum(ag.metrics(), "lockwatch_scans_total", target="main",
+                              result="error")
+        c.execute_command("ACL", "SETUSER", "lw", "off")
+        c.execute_command("CLIENT", "KILL", "USER", "lw")
+        for _ in range(7):                  # 2.8 s of renewals the agent cannot see
+            time.sleep(0.4)
+            c.pexpire("lock:blind:1", 1500)
+        c.delete("lock:blind:1")            # released, unseen
+        ag.wait_for(lambda: harness.msum(ag.metrics(), "lockwatch_scans_total", target="main",
+                                         result="error") > failed,
+                    timeout=10, desc="a pass that failed while blind")
+        c.execute_command("ACL", "SETUSER", "lw", "on")
+        ok = ag.scans_ok()
+        ag.wait_for(lambda: ag.scans_ok() >= ok + 2, timeout=15, desc="passes again")
+        time.sleep(1.5)                     # the rules' ticks
+        self.assertEqual(self.alerts(ag, "LockLeaseLost"), [])
+        self.assertEqual(self.expirations(ag, "yes"), 0)
+        self.assertIn("released or expired unseen, not known which", ag.log_tail(100))
+
     def test_release_at_the_end_is_no_overrun(self):
         """A user's trial: a lock released 150 ms before its TTL ran out
         (the agent counts a key gone that close as expired), its holder's
