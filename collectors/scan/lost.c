@@ -390,18 +390,18 @@ keep_view(struct snapshot **slot, struct snapshot *s)
 }
 
 /*
- * The same outage hides how the locks gone after it ended: their holders
- * may have renewed and released them unseen (tracker_sweep()'s ends_seen).
- *
- * During an outage (a pass that failed: the server down, stalled past
- * command_timeout, or unreachable; a failover or restart) renewed locks'
- * TTLs drain while no renewal can land, and the passes after it read the
- * outage's length as how low their holders let them run: a false renewal
- * period (classtrend's lows, LockLeaseTooShort).  So the lows of every
- * snapshot until each renewed lock of the first ok pass after it has been
- * renewed again or run out (its start + the longest TTL of those locks)
- * are not counted; the class keeps the period read before the outage for
- * as long as wait_window holds it.
+ * An outage: a pass that failed (the server down, stalled past
+ * command_timeout, or unreachable), a cluster shard unread, a failover or
+ * restart.  While it lasts, renewed locks' TTLs drain where no renewal
+ * can land, and the passes after it read the outage's length as how low
+ * their holders let them run: a false renewal period (classtrend's lows,
+ * LockLeaseTooShort).  So the lows of every snapshot until each renewed
+ * lock of the first whole pass after it has been renewed again or run out
+ * (its start + the longest TTL of those locks) are not counted; the class
+ * keeps the period read before the outage for as long as wait_window
+ * holds it.  The same outage hides how the locks gone after it ended:
+ * their holders may have renewed and released them unseen
+ * (tracker_sweep()'s ends_seen, said here).
  */
 static void
 renewal_quiet(struct scanner *sc, struct snapshot *s)
@@ -412,7 +412,11 @@ renewal_quiet(struct scanner *sc, struct snapshot *s)
         log_info("target %s: %zu lock(s) seen before a time the scans could not read it were "
                  "gone after it, their leases run out by now: released or expired unseen, not "
                  "known which (not counted as expirations, no LockLeaseLost)", sc->name, unknown);
-    if (sc->outage) {
+    /* a cluster shard unread is an outage of its locks' holders too;
+     * it ends with the first pass that reads every shard */
+    if (!snapshot_whole(s))
+        sc->outage = true;
+    else if (sc->outage) {
         int64_t longest = 0;
 
         for (size_t i = 0; i < s->nlocks; i++)
