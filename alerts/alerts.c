@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "alerts/text.h"
+#include "collectors/lease/lostat.h"
 #include "common/clock.h"
 #include "common/keyhash.h"
 #include "common/log.h"
@@ -83,9 +84,6 @@ struct alerts {
                                      * them (alerts_stats) */
     uint64_t unjudged_said;         /* of which the log has told */
     int64_t unjudged_said_ms;       /* monotonic: when it last told */
-    uint64_t failover_pairs[EVENTS_MAX];    /* eval_events(): the ring's
-                                             * lost_at_failover (key, holder)s */
-    size_t nfailover;
 };
 
 int
@@ -560,50 +558,30 @@ current_target(const struct event_eval *ee, const char *name)
     return false;
 }
 
-/* An event's lock and holder, hashed (keys and holders as the ring keeps
- * them, cut alike whoever pushed them). */
-static uint64_t
-event_pair(const struct event *e)
+/* A holder's own lost line for a lock a change of server lost, the
+ * holding the view before it saw (lostat.h), in either order: one loss,
+ * LockLostAtFailover's (rules_eval_event). */
+static bool
+lost_at_change(const struct event *e)
 {
-    return keyhash(e->key, e->keylen) ^ (keyhash(e->holder, e->holderlen) * 0x9e3779b97f4a7c15ULL);
-}
-
-static int
-cmp_pair(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-    return a < b ? -1 : a > b;
-}
-
-static void
-collect_failover(const struct event *e, void *arg)
-{
-    struct alerts *a = arg;
-
-    if (e->kind == EVENT_LOST_AT_FAILOVER && e->holderlen > 0 && a->nfailover < EVENTS_MAX)
-        a->failover_pairs[a->nfailover++] = event_pair(e);
+    if (e->kind != EVENT_LEASE_LOST || e->holder_hash == 0 || e->seconds < 0)
+        return false;
+    return lostat_explains(e->key_hash, e->holder_hash,
+                           e->target[0] != '\0' ? keyhash(e->target, strlen(e->target)) : 0,
+                           e->at_ms - (int64_t)(e->seconds * 1000.0), e->at_ms);
 }
 
 static void
 eval_one_event(const struct event *e, void *arg)
 {
     struct event_eval *ee = arg;
-    struct alerts *a = ee->a;
-    uint64_t pair;
-    bool at_failover = false;
 
     if (ee->first == 0)
         ee->first = e->seq;
     ee->last = e->seq;
     if (e->target[0] != '\0' && !current_target(ee, e->target))
         return;
-    if (e->kind == EVENT_LEASE_LOST && e->holderlen > 0 && a->nfailover > 0) {
-        pair = event_pair(e);
-        at_failover = bsearch(&pair, a->failover_pairs, a->nfailover, sizeof(pair),
-                              cmp_pair) != NULL;
-    }
-    rules_eval_event(a->set, &a->rules, e, at_failover, ee->now_ms);
+    rules_eval_event(ee->a->set, &ee->a->rules, e, lost_at_change(e), ee->now_ms);
 }
 
 /* The EVENT kinds, from the ring's events (oldest first); an alert stays
@@ -619,11 +597,6 @@ eval_events(struct alerts *a, const struct rules_target *targets, size_t ntarget
     struct event_eval ee = { a, now_ms, 0, 0, targets, ntargets };
     int64_t mono = clock_mono_ms();
 
-    /* a holder's lost line and a failover pass's loss of the same lock
-     * and holder, in either order: one loss (rules_eval_event) */
-    a->nfailover = 0;
-    events_each(0, 0, collect_failover, a);
-    qsort(a->failover_pairs, a->nfailover, sizeof(a->failover_pairs[0]), cmp_pair);
     events_each(0, 0, eval_one_event, &ee);
     if (ee.first > a->judged_seq + 1)
         a->unjudged += ee.first - a->judged_seq - 1;

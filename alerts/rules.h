@@ -92,11 +92,11 @@ void rules_eval_graph(struct alertset *set, const struct graph_report *r, int64_
  * the caller walks the ring (alerts.c), oldest first, so a lock's newest
  * event writes its texts.  Its labels are the event's target (none when
  * the event has none), class and key.  at_failover: e is a holder's own
- * `lost` line (lease_lost) for a lock a lost_at_failover event of the
- * ring names with the same holder, before or after it: one loss, which
- * LockLostAtFailover tells; it raises no LockLeaseLost, and one it raised
- * before the failover was known is released (resolved unless another
- * event of its labels holds it).
+ * `lost` line (lease_lost) for the holding of a lock a change of server
+ * lost (collectors/lease/lostat.h), sent before or after the change was
+ * seen: one loss, which LockLostAtFailover tells; it raises no
+ * LockLeaseLost, and one it raised before the change was seen is
+ * released (resolved unless another event of its labels holds it).
  */
 #define RULES_EVENT_FIRING_MS   (15 * 60 * 1000)
 void rules_eval_event(struct alertset *set, const struct rules_conf *p, const struct event *e,

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/keyhash.h"
 
 static const char *const kind_names[EVENT_KIND_COUNT] = {
 #define EVENT_NAME(id, name, sev) [id] = name,
@@ -112,6 +113,9 @@ events_push(const struct event_in *in)
     e->key = b;
     e->keylen = keylen;
     e->key_cut = in->key != NULL && in->keylen > keylen;
+    e->key_hash = in->key != NULL ? keyhash(in->key, in->keylen) : 0;
+    e->holder_hash = in->holder != NULL && in->holderlen > 0 ?
+        (uint32_t)keyhash(in->holder, in->holderlen) : 0;
     e->detail = b + keylen;
     e->seconds = in->seconds;
     pthread_mutex_unlock(&ring_mu);

@@ -86,6 +86,9 @@ struct event {
     const char *key;            /* keylen bytes, not NUL-terminated */
     size_t keylen;
     bool key_cut;               /* key was longer than EVENT_KEY_MAX */
+    uint64_t key_hash;          /* keyhash() of the whole key as pushed */
+    uint32_t holder_hash;       /* (uint32_t)keyhash() of the whole holder;
+                                 * 0: none (lease.h's pair hashes) */
     const char *detail;         /* NUL-terminated, maybe "" */
     double seconds;             /* < 0: none */
 };

@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "collectors/events/events.h"
+#include "collectors/lease/lostat.h"
 #include "collectors/lease/released.h"
 #include "collectors/locks/lostview.h"
 #include "common/keyhash.h"
@@ -271,12 +272,54 @@ announce(const struct scanner *sc, const struct snap_lost *lo,
     }
 }
 
+/* Every (lock, holder) a change lost, noted in lostat.h once the loss
+ * counts (not another database's): a holder's own lost line for one is
+ * that loss.  Memory short, a pair is left out: its line pages. */
+struct lost_pairs {
+    struct lost_pair {
+        uint64_t key_hash;
+        uint32_t holder_hash;
+        int64_t seen_ms;
+    } *p;
+    size_t n, cap;
+};
+
+static void
+lost_pairs_add(struct lost_pairs *lp, const struct snap_lock *l, int64_t seen_ms)
+{
+    for (size_t k = 0; k < l->nholders; k++) {
+        if (lp->n == lp->cap) {
+            size_t ncap = lp->cap ? lp->cap * 2 : 64;
+            struct lost_pair *np = realloc(lp->p, ncap * sizeof(*np));
+
+            if (np == NULL)
+                return;
+            lp->p = np;
+            lp->cap = ncap;
+        }
+        lp->p[lp->n].key_hash = keyhash(l->key, l->key_len);
+        lp->p[lp->n].holder_hash = (uint32_t)keyhash(l->holders[k].id, l->holders[k].id_len);
+        lp->p[lp->n].seen_ms = seen_ms;
+        lp->n++;
+    }
+}
+
+static void
+lost_pairs_note(const struct scanner *sc, const struct lost_pairs *lp, int64_t lost_ms)
+{
+    uint64_t target_hash = keyhash(sc->name, strlen(sc->name));
+
+    for (size_t i = 0; i < lp->n; i++)
+        lostat_note(lp->p[i].key_hash, lp->p[i].holder_hash, target_hash, lp->p[i].seen_ms,
+                    lost_ms);
+}
+
 /* Compare the locks of view v whose slot changed (every lock without a
- * slot table) with the pass just made, into lo. */
+ * slot table) with the pass just made, into lo (and lp). */
 static void
 compare_view(const struct scanner *sc, const struct snapshot *b, size_t v,
              const struct changed *ch, int64_t after_ms, struct snap_lost *lo,
-             struct named named[LOST_LIST_MAX], uint64_t *kept_n)
+             struct named named[LOST_LIST_MAX], uint64_t *kept_n, struct lost_pairs *lp)
 {
     size_t i, n;
     bool taken, released, kept;
@@ -297,6 +340,7 @@ compare_view(const struct scanner *sc, const struct snapshot *b, size_t v,
             *kept_n += kept && l->first_seen_ms <= sc->proven_ms;
             continue;
         }
+        lost_pairs_add(lp, l, b->started_ms);
         n = lo->nlisted;
         if ((at = lost_note(lo, l, taken)) < 0)
             continue;
@@ -338,6 +382,7 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
     struct named named[LOST_LIST_MAX];
     struct changed ch;
     struct snap_lost lo;
+    struct lost_pairs lp = { NULL, 0, 0 };
     char change[600];
     uint64_t kept = 0;
     size_t v;
@@ -356,7 +401,7 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
     snprintf(lo.now, sizeof(lo.now), "%s", ch.now);
     for (v = 0; v < VIEWS; v++)
         if (v == 0 || (ch.slots != NULL && views[v] != NULL && views[v] != views[0]))
-            compare_view(sc, views[v], v, &ch, s->finished_ms, &lo, named, &kept);
+            compare_view(sc, views[v], v, &ch, s->finished_ms, &lo, named, &kept, &lp);
     change_text(ch.cause, ch.was, ch.now, change, sizeof(change));
     if (maybe_another_db(views[0], s, topo, ch.cause) && kept > 0 && lo.count > 0) {
         /* a flush of the target's database leaves none of its locks:
@@ -374,8 +419,10 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
         goto out;
     sc->counters.lost_total[ch.cause] += lo.count;
     sc->lost = lo;
+    lost_pairs_note(sc, &lp, lo.at_ms);
     announce(sc, &sc->lost, named);
 out:
+    free(lp.p);
     free(ch.slots);
 }
 

@@ -182,24 +182,27 @@ class LostAtFailover(h.TestCase):
         """A trial (F3): a holder whose lock a failover (here a restart)
         lost reports it lost too (its renewal finds the lock gone), and
         that line raised a LockLeaseLost beside LockLostAtFailover: two
-        pages for one loss.  Now it is the same loss, whichever comes
-        first: lock 00's line comes before the restart (its LockLeaseLost
-        fires, then resolves once the restart's loss names the lock and
-        holder), lock 01's after it (no LockLeaseLost).  A line for a lock
-        the restart did not lose (another holder of lock 02, a lock
-        outside them) still raises one."""
+        pages for one loss.  Now the line of the holding the view before
+        the change saw is that loss, whether it comes before the agent
+        sees the change (lock 00, right after the restart) or after (01),
+        and for every lock lost, not only the 25 the alert names (30 of
+        the 30 held).  A holder that took its lock again after the change
+        and lost that (03: the same holder id, as Redisson's thread ids
+        are) pages, as do another holder's line for a lost lock (02) and
+        one for a lock no change lost."""
         from client_helpers import closed_udp_port
         import socket
         udp = closed_udp_port()
         rs = self.start_redis()
         ag = self.start_agent(rs, scan_interval="%gs" % INTERVAL, samples="127.0.0.1:%d" % udp)
-        write_locks(rs.client())
-        self.wait_locks(ag)
+        c = rs.client()
+        write_locks(c, n=30)
+        self.wait_locks(ag, 30)
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.addCleanup(sock.close)
 
-        def lost_line(key, holder):
-            sock.sendto(b"lw1 lost %s app/1 %s 5000000 0 renewal\n" % (key, holder),
+        def lost_line(key, holder, held_us=60000000):
+            sock.sendto(b"lw1 lost %s app/1 %s %d 0 renewal\n" % (key, holder, held_us),
                         ("127.0.0.1", udp))
 
         def lease_lost(key):
@@ -207,24 +210,30 @@ class LostAtFailover(h.TestCase):
             return [a for a in j["alerts"] if a["labels"]["alertname"] == "LockLeaseLost"
                     and a["labels"].get("key") == key]
 
-        lost_line(b"lock:lost:00", b"tok-00")
-        ag.wait_for(lambda: lease_lost("lock:lost:00"), 10,
-                    desc="LockLeaseLost for the line before the restart")
         rs.restart()
+        lost_line(b"lock:lost:00", b"tok-00")
         ag.wait_for(lambda: self.lost_alerts(ag) or None, 20, desc="LockLostAtFailover")
+        self.assertIn(" and 5 more", self.lost_alerts(ag)[0]["annotations"]["description"])
         lost_line(b"lock:lost:01", b"tok-01")
+        lost_line(b"lock:lost:29", b"tok-29")       # past the 25 named
         lost_line(b"lock:lost:02", b"tok-someone-else")
         lost_line(b"lock:elsewhere:1", b"tok-e")
-        ag.wait_for(lambda: lease_lost("lock:elsewhere:1") and lease_lost("lock:lost:02"), 10,
-                    desc="LockLeaseLost for the losses no failover explains")
+        c.set("lock:lost:03", "tok-03", px=600000)  # taken again, then lost again
+        time.sleep(1.0)
+        c.delete("lock:lost:03")
+        lost_line(b"lock:lost:03", b"tok-03", held_us=1000000)
+        ag.wait_for(lambda: lease_lost("lock:elsewhere:1") and lease_lost("lock:lost:02")
+                    and lease_lost("lock:lost:03"), 10,
+                    desc="LockLeaseLost for the losses no change explains")
         ag.wait_for(lambda: not lease_lost("lock:lost:00"), 10,
-                    desc="the first line's LockLeaseLost resolved")
+                    desc="no LockLeaseLost for the line sent before the change was seen")
         time.sleep(2.5)         # two more ticks of the rules
-        self.assertEqual(lease_lost("lock:lost:00"), [])
-        self.assertEqual(lease_lost("lock:lost:01"), [])
+        for k in ("00", "01", "29"):
+            self.assertEqual(lease_lost("lock:lost:" + k), [], k)
         st, ev = ag.get_json("/api/v1/events?kind=lease_lost")
         self.assertEqual(sorted(e["key"] for e in ev["events"]),
-                         ["lock:elsewhere:1", "lock:lost:00", "lock:lost:01", "lock:lost:02"])
+                         ["lock:elsewhere:1", "lock:lost:00", "lock:lost:01", "lock:lost:02",
+                          "lock:lost:03", "lock:lost:29"])
 
     def test_binary_holder_on_the_timeline(self):
         """A lost lock whose holder id is not text (it starts with a NUL):

@@ -15,6 +15,7 @@
 
 #include "collectors/events/events.h"
 #include "collectors/lease/lease.h"
+#include "collectors/lease/lostat.h"
 #include "collectors/lease/released.h"
 #include "common/clock.h"
 #include "common/keyhash.h"
@@ -25,6 +26,7 @@ reset(void **state)
     (void)state;
     lease_reset();
     released_reset();
+    lostat_reset();
     events_reset();
     return 0;
 }
@@ -387,11 +389,36 @@ rows_are_bounded(void **state)
     lease_view_release(&v);
 }
 
+/* A holder's line is a change's loss only for the holding the view
+ * before the change saw: begun by then, reported after it, on its target
+ * (or a line with none), within LOSTAT_KEEP_MS of the change. */
+static void
+lost_at_a_change_explains_only_its_holding(void **state)
+{
+    uint64_t k = keyhash("lock:a", 6), tg = keyhash("main", 4), other = keyhash("b", 1);
+    uint32_t h = (uint32_t)keyhash("uuid:7", 6);
+
+    (void)state;
+    assert_false(lostat_explains(k, h, tg, 5000, 13000));       /* nothing noted */
+    lostat_note(k, h, tg, 10000, 12000);
+    assert_true(lostat_explains(k, h, tg, 5000, 13000));        /* after the change */
+    assert_true(lostat_explains(k, h, tg, 5000, 11000));        /* before it was seen */
+    assert_true(lostat_explains(k, h, 0, 5000, 13000));         /* the line: no target */
+    assert_true(lostat_explains(k, h, tg, 10900, 13000));       /* the slack */
+    assert_false(lostat_explains(k, h, other, 5000, 13000));    /* another target's */
+    assert_false(lostat_explains(k, h, tg, 12500, 20000));      /* taken again after */
+    assert_false(lostat_explains(k, h, tg, 5000, 9000));        /* an earlier holding */
+    assert_false(lostat_explains(k, h, tg, 5000, 12000 + LOSTAT_KEEP_MS + 1));
+    assert_false(lostat_explains(k, (uint32_t)keyhash("uuid:8", 6), tg, 5000, 13000));
+    assert_false(lostat_explains(keyhash("lock:b", 6), h, tg, 5000, 13000));
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(rows_count_and_renewed_pushes, reset),
+        cmocka_unit_test_setup(lost_at_a_change_explains_only_its_holding, reset),
         cmocka_unit_test_setup(late_line_is_an_overrun_once, reset),
         cmocka_unit_test_setup(late_hold_line_counts_from_its_acquire, reset),
         cmocka_unit_test_setup(reported_release_is_no_expiry, reset),
