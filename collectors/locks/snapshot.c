@@ -176,13 +176,14 @@ class_lease(struct snap_class *c, int64_t pttl_ms)
 }
 
 /* A lock seen before, renewed while held, with a TTL: its age + TTL and
- * its TTL.  (One never renewed says nothing of renewals: a lock set with a
+ * its TTL (a low only when renewed since the last outage: low).  (One never renewed says nothing of renewals: a lock set with a
  * TTL far above its class's lease lives past 1.5 leases unrenewed.) */
 static void
-class_span(struct snap_class *c, int64_t span_ms, int64_t pttl_ms)
+class_span(struct snap_class *c, int64_t span_ms, int64_t pttl_ms, bool low)
 {
-    if (c->held_ttl_n == 0 || pttl_ms < c->held_min_pttl_ms)
+    if (low && (c->held_low_n == 0 || pttl_ms < c->held_min_pttl_ms))
         c->held_min_pttl_ms = pttl_ms;
+    c->held_low_n += low;
     if (span_ms > c->span_max_ms)
         c->span_max_ms = span_ms;
     c->held_ttl_n++;
@@ -209,7 +210,7 @@ class_add(struct snap_class *c, const struct snap_lock *l, int64_t now_ms)
     if (l->first_sight)
         class_lease(c, l->pttl_ms);
     else if (l->pttl_ms >= 0 && (l->flags & SNAP_RENEWED))
-        class_span(c, age + l->pttl_ms, l->pttl_ms);
+        class_span(c, age + l->pttl_ms, l->pttl_ms, l->renewed_since_outage);
 }
 
 /* One allocation: record, holders, then key and ids, each followed by a

@@ -81,6 +81,11 @@ struct snap_lock {
     uint8_t host_len;
     uint8_t format_source;            /* enum fmt_source (formats.h) */
     bool format_contradicts;          /* declared, the value is not that */
+    bool renewed_since_outage;        /* SNAP_RENEWED, and renewed again since
+                                       * the scanner's last outage (tracker.h
+                                       * tracker_outage()): its TTL shows how
+                                       * low its holder lets it run, not how
+                                       * long the outage drained it */
     int32_t pid;                      /* 0 unknown */
     int64_t thread;                   /* -1 unknown */
     int64_t max_count;
@@ -146,6 +151,8 @@ struct snap_class {
      * its renewals let it run). */
     uint64_t held_ttl_n;
     int64_t span_max_ms;
+    uint64_t held_low_n;              /* of them renewed_since_outage: the
+                                       * shortest TTL is theirs */
     int64_t held_min_pttl_ms;
     uint64_t lease_n;
     double lease_sum_ms;
@@ -366,11 +373,6 @@ struct snapshot {
                                        * identity, read at the pass's start */
     struct snap_lost lost;            /* the target's last loss at a change
                                        * of server (collectors/scan/lost.c) */
-    bool renew_lows_doubtful;         /* made after an outage, before every
-                                       * renewed lock had been renewed again
-                                       * or run out: its held_min_pttl_ms
-                                       * are drained TTLs, not renewal lows
-                                       * (lost.c renewal_quiet()) */
     struct snap_follow follow;
     struct redlock_map *redlock;      /* every lock, compactly, when the
                                        * target is in a [redlock] group;

@@ -392,7 +392,11 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
         return;
     if (!server_changed(views, s, topo, &ch))
         goto out;
-    sc->outage = true;          /* a failover, a restart: see renewal_quiet() */
+    /* a failover, a restart: this pass read its TTLs after it (see
+     * scanner_outage()) */
+    scanner_outage(sc);
+    for (size_t i = 0; i < s->nclasses && i < s->class_cap; i++)
+        s->class_stats[i].held_low_n = 0;
     memset(&lo, 0, sizeof(lo));
     lo.at_ms = s->finished_ms;
     lo.before_ms = views[0]->finished_ms;
@@ -440,18 +444,23 @@ keep_view(struct snapshot **slot, struct snapshot *s)
  * An outage: a pass that failed (the server down, stalled past
  * command_timeout, or unreachable), a cluster shard unread, a failover or
  * restart.  While it lasts, renewed locks' TTLs drain where no renewal
- * can land, and the passes after it read the outage's length as how low
- * their holders let them run: a false renewal period (classtrend's lows,
- * LockLeaseTooShort).  So the lows of every snapshot until each renewed
- * lock of the first whole pass after it has been renewed again or run out
- * (its start + the longest TTL of those locks) are not counted; the class
- * keeps the period read before the outage for as long as wait_window
- * holds it.  The same outage hides how the locks gone after it ended:
- * their holders may have renewed and released them unseen
- * (tracker_sweep()'s ends_seen, said here).
+ * can land, and a read after it would take the outage's length for how
+ * low their holders let them run: a false renewal period (classtrend's
+ * lows, LockLeaseTooShort).  So each lock's TTL counts as a low again
+ * only once it has been renewed since (tracker_outage()).  The outage
+ * also hides how the locks gone after it ended: their holders may have
+ * renewed and released them unseen (tracker_sweep()'s ends_seen, said
+ * here); it ends with the first pass that reads every shard.
  */
+void
+scanner_outage(struct scanner *sc)
+{
+    sc->outage = true;
+    tracker_outage(sc->tracker);
+}
+
 static void
-renewal_quiet(struct scanner *sc, struct snapshot *s)
+outage_end(struct scanner *sc, const struct snapshot *s)
 {
     size_t unknown = tracker_take_ends_unknown(sc->tracker);
 
@@ -459,20 +468,10 @@ renewal_quiet(struct scanner *sc, struct snapshot *s)
         log_info("target %s: %zu lock(s) seen before a time the scans could not read it were "
                  "gone after it, their leases run out by now: released or expired unseen, not "
                  "known which (not counted as expirations, no LockLeaseLost)", sc->name, unknown);
-    /* a cluster shard unread is an outage of its locks' holders too;
-     * it ends with the first pass that reads every shard */
     if (!snapshot_whole(s))
-        sc->outage = true;
-    else if (sc->outage) {
-        int64_t longest = 0;
-
-        for (size_t i = 0; i < s->nlocks; i++)
-            if ((s->locks[i]->flags & SNAP_RENEWED) && s->locks[i]->pttl_ms > longest)
-                longest = s->locks[i]->pttl_ms;
-        sc->renew_quiet_until_ms = s->started_ms + longest + TRACKER_RENEW_SLACK_MS;
+        scanner_outage(sc);
+    else
         sc->outage = false;
-    }
-    s->renew_lows_doubtful = s->started_ms <= sc->renew_quiet_until_ms;
 }
 
 void
@@ -480,10 +479,10 @@ lost_stamp(struct scanner *sc, struct snapshot *s, bool proven)
 {
     s->lost = sc->lost;
     if (!s->ok) {
-        sc->outage = true;
+        scanner_outage(sc);
         return;
     }
-    renewal_quiet(sc, s);
+    outage_end(sc, s);
     if (proven)
         scanner_view_proven(sc, s->started_ms);
     keep_view(&sc->last_view, s);

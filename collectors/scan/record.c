@@ -253,6 +253,7 @@ record_key(struct run *r, const struct scan_key *k, const struct raw_lock *raw,
     l.first_sight = tr.acquired != 0;
     if (tr.renewed)
         l.flags |= SNAP_RENEWED;
+    l.renewed_since_outage = tr.renewed_since_outage;
     /* held since before the agent looked: its age is a lower bound */
     if (tr.seen_at_start)
         l.flags |= SNAP_AGE_AT_LEAST;

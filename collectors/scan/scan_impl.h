@@ -110,11 +110,9 @@ struct scanner {
                                  * last freshness proof (scanner_view_proven) */
     struct server_id server;  /* standalone, sentinel: the last pass's node */
     struct snap_lost lost;      /* the last loss, stamped on every snapshot */
-    bool outage;                /* a pass failed, or the server changed,
-                                 * since the last ok snapshot (lost.c) */
-    int64_t renew_quiet_until_ms;   /* Unix ms: until then the renewed
-                                     * locks' TTLs may still be drained by
-                                     * that outage (renewal_quiet()) */
+    bool outage;                /* a pass failed, a shard went unread or
+                                 * the server changed since the last pass
+                                 * that read every shard (lost.c) */
 };
 
 /* What the streams of one run share, on the stack of scanner_run. */
@@ -337,6 +335,9 @@ void lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_t
  * replay's (notifications since the last freshness check: a FLUSHDB
  * notifies no key, so locks taken after one may be in it). */
 void lost_stamp(struct scanner *sc, struct snapshot *s, bool proven);
+/* The target, or part of it, could not be read, or its server changed
+ * (lost.c): the outage the renewal lows and the ends of gone locks heed. */
+void scanner_outage(struct scanner *sc);
 
 /* Drop the views before (a reload aimed the target elsewhere: the next
  * server is not a change to compare across).  The last loss stays. */

@@ -261,6 +261,7 @@ replay_once(struct scanner *sc, const struct target_conf *t, const struct scan_r
     if (!ok) {
         redlock_map_free(r.rmap);
         snapshot_unref(s);
+        scanner_outage(sc);     /* the full scan after it reads what drained */
         return NULL;
     }
     tracker_sweep(sc->tracker, sc->pass, clock_now_ms(), !sc->outage);

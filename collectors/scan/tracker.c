@@ -42,6 +42,7 @@ struct track_entry {
 #define ENTRY_RENEWED 0x1
 #define ENTRY_AT_START 0x2      /* first seen with nothing looked at before */
 #define ENTRY_OTHER 0x4         /* counted in the class "other" (the cap) */
+#define ENTRY_RENEWED_AFTER 0x8 /* renewed since the last tracker_outage() */
 
 _Static_assert(sizeof(struct track_entry) == 64, "64 bytes an entry");
 
@@ -186,7 +187,7 @@ lease_visit(struct tracker *t, struct track_entry *e, const struct track_lease *
 {
     if (ls->expires_ms > 0 && e->expires_ms > 0 &&
         ls->expires_ms > e->expires_ms + TRACKER_RENEW_SLACK_MS) {
-        e->flags |= ENTRY_RENEWED;
+        e->flags |= ENTRY_RENEWED | ENTRY_RENEWED_AFTER;
         name_keep(t, e, ls);
         e->settled_ms = now_ms;
     } else if ((ls->expires_ms > 0) != (e->expires_ms > 0) ||
@@ -339,6 +340,7 @@ result_of(const struct track_entry *e, struct track_result *res)
     res->nottl_since_ms = e->nottl_since_ms;
     res->settled_ms = e->settled_ms > e->first_seen_ms ? e->settled_ms : e->first_seen_ms;
     res->renewed = (e->flags & ENTRY_RENEWED) != 0;
+    res->renewed_since_outage = (e->flags & ENTRY_RENEWED_AFTER) != 0;
     res->seen_at_start = (e->flags & ENTRY_AT_START) != 0;
 }
 
@@ -561,6 +563,13 @@ tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms, bool ends_seen)
     table_sweep(t, &t->locks, pass, now_ms, ends_seen);
     table_sweep(t, &t->holders, pass, now_ms, ends_seen);
     return t->locks.count;
+}
+
+void
+tracker_outage(struct tracker *t)
+{
+    for (size_t i = 0; i < t->locks.cap; i++)
+        t->locks.slots[i].flags &= (uint16_t)~ENTRY_RENEWED_AFTER;
 }
 
 size_t

@@ -86,6 +86,7 @@ struct track_result {
     int64_t nottl_since_ms;     /* 0 while the key has a TTL */
     int duplicate;              /* already visited in this pass */
     bool renewed;               /* the holder has renewed its lease */
+    bool renewed_since_outage;  /* ... and again since tracker_outage() */
     bool seen_at_start;         /* first seen by a visit with blind_before:
                                  * its first sight is only a lower bound */
     int acquired;               /* a new key, or a new timed holder: the
@@ -174,6 +175,13 @@ int tracker_holder(const struct tracker *t, uint64_t key_hash, uint32_t pass,
  * run-out lease is not told as an expiry, only counted
  * (tracker_ends_unknown()).  Returns entries kept. */
 size_t tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms, bool ends_seen);
+
+/* The scanner could not read some or all of the target (a pass that
+ * failed, a cluster shard unread) or found its server changed: every
+ * lock's TTL may drain unrenewed meanwhile, so none is taken for a
+ * renewal low (snap_lock.renewed_since_outage) until its next renewal.
+ * A walk of the table. */
+void tracker_outage(struct tracker *t);
 
 /* The locks sweeps found gone, their leases run out, whose end they could
  * not tell (ends_seen false), since the last call; zeroes the count. */

@@ -197,7 +197,7 @@ note_churn(struct ct_class *c, uint64_t created, uint64_t deleted, int64_t now_m
 
 static void
 note_lease(struct classtrend *ct, struct ct_class *c, const struct snap_class *sc,
-           bool lows_doubtful, int64_t now_ms)
+           int64_t now_ms)
 {
     bool reset;
     size_t i;
@@ -218,7 +218,7 @@ note_lease(struct classtrend *ct, struct ct_class *c, const struct snap_class *s
     if (sc->held_ttl_n > 0) {
         if (sc->span_max_ms > c->span_max[i])
             c->span_max[i] = sc->span_max_ms;
-        if (!lows_doubtful && (c->pttl_min[i] < 0 || sc->held_min_pttl_ms < c->pttl_min[i]))
+        if (sc->held_low_n > 0 && (c->pttl_min[i] < 0 || sc->held_min_pttl_ms < c->pttl_min[i]))
             c->pttl_min[i] = sc->held_min_pttl_ms;
     }
 }
@@ -239,7 +239,7 @@ classtrend_note(struct classtrend *ct, const struct snapshot *prev,
 
         if (c == NULL)
             continue;
-        note_lease(ct, c, sc, s->renew_lows_doubtful, now_ms);
+        note_lease(ct, c, sc, now_ms);
         if (prev == NULL)
             continue;
         before = prev_total(prev, s->classes[i]);
@@ -353,9 +353,9 @@ view_lease(const struct classtrend *ct, const struct ct_class *c, int64_t now_ms
         if (c->pttl_min[i] >= 0 && (low < 0 || c->pttl_min[i] < low))
             low = c->pttl_min[i];
     }
-    /* renewed locks with no low counted (all read while an outage's
-     * drain was possible: renew_lows_doubtful) still make the class a
-     * watchdog one, its period not seen */
+    /* renewed locks with no low counted (none renewed since an outage
+     * drained them: snap_lock.renewed_since_outage) still make the class
+     * a watchdog one, its period not seen */
     out->watchdog = out->lease_known && (double)span > 1.5 * (double)out->lease_ms;
     out->renewal_ms = out->watchdog && low >= 0 && low < out->lease_ms ? out->lease_ms - low : 0;
 }

@@ -57,6 +57,14 @@ def alerts(ag, name, cls=None):
             (cls is None or a["labels"].get("class") == cls)]
 
 
+def renew_every_half_second(c, key, px, seconds):
+    """PEXPIRE key back to px ms every 0.5 s for seconds: a watchdog."""
+    t_end = time.monotonic() + seconds
+    while time.monotonic() < t_end:
+        c.pexpire(key, px)
+        time.sleep(0.5)
+
+
 def class_row(ag, cls):
     st, body = ag.get_json("/api/v1/classes")
     for c in body["classes"]:
@@ -143,10 +151,7 @@ class LeaseAndSurge(h.TestCase):
         c.set("lock:lout:0", "tok-0", px=6000)
 
         def renew(seconds):
-            t_end = time.monotonic() + seconds
-            while time.monotonic() < t_end:
-                c.pexpire("lock:lout:0", 6000)
-                time.sleep(0.5)
+            renew_every_half_second(c, "lock:lout:0", 6000, seconds)
 
         renew(10.0)             # lived past 1.5 leases (9 s): a watchdog class
         row = class_row(ag, "lease:out")
@@ -165,6 +170,53 @@ class LeaseAndSurge(h.TestCase):
         self.assertTrue(row["watchdog"], row)
         self.assertTrue(row["renewal_s"] is None or row["renewal_s"] < 2.0, row)
         self.assertEqual(alerts(ag, "LockLeaseTooShort", "lease:out"), [])
+
+    # run-all: idle (about 20 s of renewals around two 3 s DEBUG SLEEPs)
+    def test_an_outage_does_not_hide_later_periods(self):
+        """The red-team of the fix above: its quiet after an outage lasted
+        until the longest renewed lease had run (a 60 s leader lock hid
+        every class's period for a minute, and one outage after another
+        for ever), for a lock read whole and for a cluster whose one shard
+        stalled (no pass failed: the stall was not an outage).  Now each
+        lock's TTL counts again once that lock has been renewed since: on
+        a 3-primary cluster, lock:lnew:0 (6 s lease renewed every 0.5 s,
+        taken after the first outage) shows its period within the window,
+        beside lock:llong:0 (60 s lease renewed every 10 s); then its shard's
+        node sleeps 3 s, its holder renews 1.5 s after it wakes, and the
+        period stays under 2 s, no LockLeaseTooShort."""
+        import topo
+        cl = topo.start_cluster(self, primaries=3, args=["--enable-debug-command", "local"])
+        ag = h.Agent(targets=[("c", cl.url)], start=False, scan_interval="500ms",
+                     target_extra={"mode": "cluster", "command_timeout": "1s"})
+        self._agents.append(ag)
+        self.addCleanup(self._stop_agent, ag)
+        text = ag.render_config().replace(
+            "[rules]\n", "[rules]\nwait_window = 30s\nlease_short_at = 50%\n", 1)
+        ag.write_config(text + "\n[classes]\nlock:lnew:* = lease:new\n"
+                        "lock:llong:* = lease:long\n")
+        ag.start()
+        node = cl.node_of("lock:lnew:0")
+        c = node.client()
+        lc = cl.node_of("lock:llong:0").client()
+        lc.set("lock:llong:0", "tok-l", px=60000)
+        sleeper = node.client()
+        sleeper.execute_command("DEBUG", "SLEEP", "2")      # an outage before
+        lc.pexpire("lock:llong:0", 60000)                   # renewed: a long quiet
+        c.set("lock:lnew:0", "tok-n", px=6000)
+
+        def renew(seconds):
+            renew_every_half_second(c, "lock:lnew:0", 6000, seconds)
+
+        renew(10.0)             # past 1.5 leases: a watchdog class, its period read
+        row = class_row(ag, "lease:new")
+        self.assertTrue(row and row["watchdog"] and row["renewal_s"] is not None, row)
+        self.assertLess(row["renewal_s"], 2.0, row)
+        sleeper.execute_command("DEBUG", "SLEEP", "3")      # the shard's node stalls
+        time.sleep(1.5)
+        renew(3.0)
+        row = class_row(ag, "lease:new")
+        self.assertTrue(row["renewal_s"] is not None and row["renewal_s"] < 2.0, row)
+        self.assertEqual(alerts(ag, "LockLeaseTooShort", "lease:new"), [])
 
     # run-all: idle (waits out 9 s holds; the alert is due within 20 s and comes in about 1)
     def test_lease_too_short_fires_for_10s_ttl_not_60s(self):

@@ -183,6 +183,7 @@ lease_window_and_watchdog(void **state)
     sc->lease_max_ms = 6000;
     sc->held_ttl_n = 1;
     sc->span_max_ms = 15000;
+    sc->held_low_n = 1;
     sc->held_min_pttl_ms = 4000;
     classtrend_note(ct, NULL, w, T0 + 20000);
     c = one(ct, T0 + 20000, &v, "lock:w:*");
@@ -200,11 +201,12 @@ lease_window_and_watchdog(void **state)
     snapshot_unref(w);
 }
 
-/* A watchdog class's TTLs read after an outage (renew_lows_doubtful: the
- * server down or stalled, no renewal could land) are the outage's drain,
- * not how low its holders let them run: the period read before stays, and
- * a class read only then is still renewed, its period not seen (not a
- * class judged on its holds, which outlive the lease by design). */
+/* A watchdog class's TTLs of locks not renewed since an outage (held_low_n
+ * counts the others: the scanner's tracker_outage()) are the outage's
+ * drain, not how low its holders let them run: the period read before
+ * stays, and a class with no such low is still renewed, its period not
+ * seen (not a class judged on its holds, which outlive the lease by
+ * design). */
 static void
 lows_after_an_outage_are_not_counted(void **state)
 {
@@ -221,18 +223,19 @@ lows_after_an_outage_are_not_counted(void **state)
     sc->lease_max_ms = 6000;
     sc->held_ttl_n = 1;
     sc->span_max_ms = 15000;
+    sc->held_low_n = 1;
     sc->held_min_pttl_ms = 4000;        /* renewed every 2 s */
     classtrend_note(ct, NULL, w, T0);
     sc->lease_n = 0;
-    sc->held_min_pttl_ms = 500;         /* drained by 3.5 s of outage */
-    w->renew_lows_doubtful = true;
+    sc->held_low_n = 0;                 /* drained by 3.5 s of outage, */
+    sc->held_min_pttl_ms = 500;         /* not renewed since */
     classtrend_note(ct, NULL, w, T0 + 2000);
     c = one(ct, T0 + 2000, &v, "lock:w:*");
     assert_true(c->watchdog);
     assert_int_equal(c->renewal_ms, 2000);
     classtrend_view_release(&v);
-    /* once the quiet is over, a low like it is the period's */
-    w->renew_lows_doubtful = false;
+    /* renewed since: a low like it is the period's */
+    sc->held_low_n = 1;
     classtrend_note(ct, NULL, w, T0 + 4000);
     c = one(ct, T0 + 4000, &v, "lock:w:*");
     assert_int_equal(c->renewal_ms, 5500);
@@ -244,7 +247,6 @@ lows_after_an_outage_are_not_counted(void **state)
     sc->held_ttl_n = 1;
     sc->span_max_ms = 15000;
     sc->held_min_pttl_ms = 500;
-    d->renew_lows_doubtful = true;
     classtrend_note(ct, NULL, d, T0 + 5000);
     c = one(ct, T0 + 5000, &v, "lock:d:*");
     assert_true(c->watchdog);

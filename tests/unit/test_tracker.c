@@ -253,7 +253,14 @@ renewed_then_gone_after_expiry_ends_renewed(void **state)
     /* the TTL went back up: 4000 -> 5000 (a renewal at 2000) */
     tracker_visit(t, 11, hs(5), 1, 2, 2000, 0, 1, lease(5000, 2000, 3), &r);
     assert_true(r.renewed);
+    assert_true(r.renewed_since_outage);
     assert_int_equal(tracker_names(t), 1);
+    /* an outage: renewed still, but its TTL no renewal low until it is
+     * renewed again */
+    tracker_outage(t);
+    tracker_visit(t, 11, hs(5), 1, 2, 2000, 0, 1, lease(5000, 2000, 3), &r);
+    assert_true(r.renewed);
+    assert_false(r.renewed_since_outage);
     /* gone at 6000, after 5000: expired */
     tracker_sweep(t, 3, 6000, true);
     assert_int_equal(nended, 1);
