@@ -84,6 +84,11 @@ struct alerts {
                                      * them (alerts_stats) */
     uint64_t unjudged_said;         /* of which the log has told */
     int64_t unjudged_said_ms;       /* monotonic: when it last told */
+    uint64_t explained[EVENTS_MAX]; /* seqs of the lease_lost events a change
+                                     * of server explained (lost_at_change()),
+                                     * ascending: the answer sticks though the
+                                     * loss is forgotten or noted again */
+    size_t nexplained;
 };
 
 int
@@ -560,15 +565,50 @@ current_target(const struct event_eval *ee, const char *name)
 
 /* A holder's own lost line for a lock a change of server lost, the
  * holding the view before it saw (lostat.h), in either order: one loss,
- * LockLostAtFailover's (rules_eval_event). */
+ * LockLostAtFailover's (rules_eval_event).  Once explained, an event stays
+ * explained (a.explained, kept while it is in the ring): a second change
+ * that loses the same lock and holder, or the loss forgotten, does not
+ * make its line page afterwards. */
 static bool
-lost_at_change(const struct event *e)
+lost_at_change(struct alerts *a, const struct event *e)
 {
+    size_t lo = 0, hi = a->nexplained;
+
     if (e->kind != EVENT_LEASE_LOST || e->holder_hash == 0 || e->seconds < 0)
         return false;
-    return lostat_explains(e->key_hash, e->holder_hash,
-                           e->target[0] != '\0' ? keyhash(e->target, strlen(e->target)) : 0,
-                           e->at_ms - (int64_t)(e->seconds * 1000.0), e->at_ms);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (a->explained[mid] < e->seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < a->nexplained && a->explained[lo] == e->seq)
+        return true;
+    if (!lostat_explains(e->key_hash, e->holder_hash,
+                         e->target[0] != '\0' ? keyhash(e->target, strlen(e->target)) : 0,
+                         e->at_ms - (int64_t)(e->seconds * 1000.0), e->at_ms))
+        return false;
+    if (a->nexplained < EVENTS_MAX) {
+        memmove(&a->explained[lo + 1], &a->explained[lo],
+                (a->nexplained - lo) * sizeof(a->explained[0]));
+        a->explained[lo] = e->seq;
+        a->nexplained++;
+    }
+    return true;
+}
+
+/* Forget the explained events that left the ring (older than first). */
+static void
+explained_prune(struct alerts *a, uint64_t first)
+{
+    size_t k = 0;
+
+    while (k < a->nexplained && a->explained[k] < first)
+        k++;
+    memmove(a->explained, a->explained + k, (a->nexplained - k) * sizeof(a->explained[0]));
+    a->nexplained -= k;
 }
 
 static void
@@ -581,7 +621,7 @@ eval_one_event(const struct event *e, void *arg)
     ee->last = e->seq;
     if (e->target[0] != '\0' && !current_target(ee, e->target))
         return;
-    rules_eval_event(ee->a->set, &ee->a->rules, e, lost_at_change(e), ee->now_ms);
+    rules_eval_event(ee->a->set, &ee->a->rules, e, lost_at_change(ee->a, e), ee->now_ms);
 }
 
 /* The EVENT kinds, from the ring's events (oldest first); an alert stays
@@ -598,6 +638,8 @@ eval_events(struct alerts *a, const struct rules_target *targets, size_t ntarget
     int64_t mono = clock_mono_ms();
 
     events_each(0, 0, eval_one_event, &ee);
+    if (ee.first > 0)
+        explained_prune(a, ee.first);
     if (ee.first > a->judged_seq + 1)
         a->unjudged += ee.first - a->judged_seq - 1;
     if (ee.last > a->judged_seq)

@@ -14,7 +14,8 @@
 
 struct loss {
     uint64_t target_hash;
-    int64_t seen_ms;            /* the view before the change started */
+    int64_t started_ms;         /* the view before the change started */
+    int64_t finished_ms;        /* ... and finished */
     int64_t lost_ms;            /* the change was found */
 };
 
@@ -24,7 +25,7 @@ PAIRRING_DECLARE(pairs, LOSTAT_MAX);
 
 void
 lostat_note(uint64_t key_hash, uint32_t holder_hash, uint64_t target_hash,
-            int64_t seen_ms, int64_t lost_ms)
+            int64_t started_ms, int64_t finished_ms, int64_t lost_ms)
 {
     int fresh;
     size_t k;
@@ -34,29 +35,38 @@ lostat_note(uint64_t key_hash, uint32_t holder_hash, uint64_t target_hash,
     pthread_mutex_lock(&mu);
     k = pairring_add(&pairs, lease_pair_hash(key_hash, holder_hash), &fresh);
     losses[k].target_hash = target_hash;
-    losses[k].seen_ms = seen_ms;
+    losses[k].started_ms = started_ms;
+    losses[k].finished_ms = finished_ms;
     losses[k].lost_ms = lost_ms;
     pthread_mutex_unlock(&mu);
+}
+
+static bool
+explains(long k, uint64_t target_hash, int64_t acquired_ms, int64_t reported_ms)
+{
+    const struct loss *l;
+
+    if (k < 0)
+        return false;
+    l = &losses[k];
+    return (target_hash == 0 || target_hash == l->target_hash) &&
+           acquired_ms <= l->finished_ms + LOSTAT_SLACK_MS &&
+           reported_ms >= l->started_ms && reported_ms <= l->lost_ms + LOSTAT_KEEP_MS;
 }
 
 bool
 lostat_explains(uint64_t key_hash, uint32_t holder_hash, uint64_t target_hash,
                 int64_t acquired_ms, int64_t reported_ms)
 {
-    const struct loss *l;
-    bool yes = false;
-    long k;
+    bool yes;
 
     if (holder_hash == 0)
         return false;
     pthread_mutex_lock(&mu);
-    k = pairring_find(&pairs, lease_pair_hash(key_hash, holder_hash));
-    if (k >= 0) {
-        l = &losses[k];
-        yes = (target_hash == 0 || target_hash == l->target_hash) &&
-              acquired_ms <= l->seen_ms + LOSTAT_SLACK_MS &&
-              reported_ms >= l->seen_ms && reported_ms <= l->lost_ms + LOSTAT_KEEP_MS;
-    }
+    yes = explains(pairring_find(&pairs, lease_pair_hash(key_hash, holder_hash)), target_hash,
+                   acquired_ms, reported_ms) ||
+          explains(pairring_find(&pairs, lease_pair_hash(key_hash, LOSTAT_ANY_HOLDER)),
+                   target_hash, acquired_ms, reported_ms);
     pthread_mutex_unlock(&mu);
     return yes;
 }

@@ -279,15 +279,18 @@ struct lost_pairs {
     struct lost_pair {
         uint64_t key_hash;
         uint32_t holder_hash;
-        int64_t seen_ms;
+        int64_t started_ms, finished_ms;
     } *p;
     size_t n, cap;
 };
 
 static void
-lost_pairs_add(struct lost_pairs *lp, const struct snap_lock *l, int64_t seen_ms)
+lost_pairs_add(struct lost_pairs *lp, const struct snap_lock *l, const struct snapshot *b)
 {
-    for (size_t k = 0; k < l->nholders; k++) {
+    /* more holders than the view kept: any holder's line */
+    size_t n = l->nholders + (l->holders_total > l->nholders);
+
+    for (size_t k = 0; k < n; k++) {
         if (lp->n == lp->cap) {
             size_t ncap = lp->cap ? lp->cap * 2 : 64;
             struct lost_pair *np = realloc(lp->p, ncap * sizeof(*np));
@@ -298,8 +301,10 @@ lost_pairs_add(struct lost_pairs *lp, const struct snap_lock *l, int64_t seen_ms
             lp->cap = ncap;
         }
         lp->p[lp->n].key_hash = keyhash(l->key, l->key_len);
-        lp->p[lp->n].holder_hash = (uint32_t)keyhash(l->holders[k].id, l->holders[k].id_len);
-        lp->p[lp->n].seen_ms = seen_ms;
+        lp->p[lp->n].holder_hash = k < l->nholders ?
+            (uint32_t)keyhash(l->holders[k].id, l->holders[k].id_len) : LOSTAT_ANY_HOLDER;
+        lp->p[lp->n].started_ms = b->started_ms;
+        lp->p[lp->n].finished_ms = b->finished_ms;
         lp->n++;
     }
 }
@@ -310,8 +315,8 @@ lost_pairs_note(const struct scanner *sc, const struct lost_pairs *lp, int64_t l
     uint64_t target_hash = keyhash(sc->name, strlen(sc->name));
 
     for (size_t i = 0; i < lp->n; i++)
-        lostat_note(lp->p[i].key_hash, lp->p[i].holder_hash, target_hash, lp->p[i].seen_ms,
-                    lost_ms);
+        lostat_note(lp->p[i].key_hash, lp->p[i].holder_hash, target_hash, lp->p[i].started_ms,
+                    lp->p[i].finished_ms, lost_ms);
 }
 
 /* Compare the locks of view v whose slot changed (every lock without a
@@ -340,7 +345,7 @@ compare_view(const struct scanner *sc, const struct snapshot *b, size_t v,
             *kept_n += kept && l->first_seen_ms <= sc->proven_ms;
             continue;
         }
-        lost_pairs_add(lp, l, b->started_ms);
+        lost_pairs_add(lp, l, b);
         n = lo->nlisted;
         if ((at = lost_note(lo, l, taken)) < 0)
             continue;
@@ -394,7 +399,7 @@ lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_topo *
         goto out;
     /* a failover, a restart: this pass read its TTLs after it (see
      * scanner_outage()) */
-    scanner_outage(sc);
+    tracker_outage(sc->tracker);
     for (size_t i = 0; i < s->nclasses && i < s->class_cap; i++)
         s->class_stats[i].held_low_n = 0;
     memset(&lo, 0, sizeof(lo));
@@ -448,15 +453,21 @@ keep_view(struct snapshot **slot, struct snapshot *s)
  * low their holders let them run: a false renewal period (classtrend's
  * lows, LockLeaseTooShort).  So each lock's TTL counts as a low again
  * only once it has been renewed since (tracker_outage()).  The outage
- * also hides how the locks gone after it ended: their holders may have
- * renewed and released them unseen (tracker_sweep()'s ends_seen, said
- * here); it ends with the first pass that reads every shard.
+ * (not a change of server: that pass read) also hides how the locks
+ * whose leases ran out in it ended: their holders may have renewed and
+ * released them unseen (tracker_sweep()'s unknown_after_ms, said here);
+ * it ends with the first pass that reads every shard.
  */
 void
-scanner_outage(struct scanner *sc)
+scanner_outage(struct scanner *sc, int64_t at_ms)
 {
+    /* once, as it begins: a walk of the tracker, and the locks renewed
+     * where the scans still read while it lasts count again */
+    if (!sc->outage) {
+        tracker_outage(sc->tracker);
+        sc->outage_since_ms = at_ms;
+    }
     sc->outage = true;
-    tracker_outage(sc->tracker);
 }
 
 static void
@@ -469,7 +480,7 @@ outage_end(struct scanner *sc, const struct snapshot *s)
                  "gone after it, their leases run out by now: released or expired unseen, not "
                  "known which (not counted as expirations, no LockLeaseLost)", sc->name, unknown);
     if (!snapshot_whole(s))
-        scanner_outage(sc);
+        scanner_outage(sc, s->started_ms);
     else
         sc->outage = false;
 }
@@ -479,7 +490,7 @@ lost_stamp(struct scanner *sc, struct snapshot *s, bool proven)
 {
     s->lost = sc->lost;
     if (!s->ok) {
-        scanner_outage(sc);
+        scanner_outage(sc, s->started_ms);
         return;
     }
     outage_end(sc, s);

@@ -850,7 +850,7 @@ pass_end(struct run *r, bool ok, size_t nok, size_t nst, const struct cluster_to
         } else if (nok == nst) {
             /* entries of a shard that failed must survive until it is
              * scanned again: sweep only after a pass that saw everything */
-            tracker_sweep(sc->tracker, sc->pass, clock_now_ms(), !sc->outage);
+            tracker_sweep(sc->tracker, sc->pass, clock_now_ms(), sc->outage ? sc->outage_since_ms : 0);
             sc->looked_ms = r->now_ms;  /* a holder not seen in it came later */
         }
     }

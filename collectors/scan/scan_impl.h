@@ -110,9 +110,10 @@ struct scanner {
                                  * last freshness proof (scanner_view_proven) */
     struct server_id server;  /* standalone, sentinel: the last pass's node */
     struct snap_lost lost;      /* the last loss, stamped on every snapshot */
-    bool outage;                /* a pass failed, a shard went unread or
-                                 * the server changed since the last pass
-                                 * that read every shard (lost.c) */
+    bool outage;                /* a pass failed or a shard went unread
+                                 * since the last pass that read every
+                                 * shard (lost.c) */
+    int64_t outage_since_ms;    /* then: Unix ms its first pass began */
 };
 
 /* What the streams of one run share, on the stack of scanner_run. */
@@ -335,9 +336,9 @@ void lost_compare(struct scanner *sc, struct snapshot *s, const struct cluster_t
  * replay's (notifications since the last freshness check: a FLUSHDB
  * notifies no key, so locks taken after one may be in it). */
 void lost_stamp(struct scanner *sc, struct snapshot *s, bool proven);
-/* The target, or part of it, could not be read, or its server changed
+/* The target, or part of it, could not be read by the pass begun at at_ms
  * (lost.c): the outage the renewal lows and the ends of gone locks heed. */
-void scanner_outage(struct scanner *sc);
+void scanner_outage(struct scanner *sc, int64_t at_ms);
 
 /* Drop the views before (a reload aimed the target elsewhere: the next
  * server is not a change to compare across).  The last loss stays. */

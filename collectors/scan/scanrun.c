@@ -261,10 +261,10 @@ replay_once(struct scanner *sc, const struct target_conf *t, const struct scan_r
     if (!ok) {
         redlock_map_free(r.rmap);
         snapshot_unref(s);
-        scanner_outage(sc);     /* the full scan after it reads what drained */
+        scanner_outage(sc, r.now_ms);   /* the full scan after it reads what drained */
         return NULL;
     }
-    tracker_sweep(sc->tracker, sc->pass, clock_now_ms(), !sc->outage);
+    tracker_sweep(sc->tracker, sc->pass, clock_now_ms(), sc->outage ? sc->outage_since_ms : 0);
     if (r.rmap != NULL) {
         redlock_map_finish(r.rmap);
         s->redlock = r.rmap;

@@ -522,7 +522,8 @@ tracker_holder(const struct tracker *t, uint64_t key_hash, uint32_t pass,
  * each entry is handled once.
  */
 static void
-table_sweep(struct tracker *t, struct table *tb, uint32_t pass, int64_t now_ms, bool ends_seen)
+table_sweep(struct tracker *t, struct table *tb, uint32_t pass, int64_t now_ms,
+            int64_t unknown_after_ms)
 {
     size_t i, k, start = 0, mask = tb->cap - 1;
     struct track_entry e;
@@ -532,10 +533,10 @@ table_sweep(struct tracker *t, struct table *tb, uint32_t pass, int64_t now_ms, 
             /* gone: expired if its lease had run out, else released */
             if (tb == &t->locks && tb->slots[i].expires_ms > 0 &&
                 tb->slots[i].expires_ms <= now_ms + TRACKER_END_SLACK_MS) {
-                if (ends_seen)
-                    lease_ended(t, &tb->slots[i]);
-                else
+                if (unknown_after_ms > 0 && tb->slots[i].expires_ms >= unknown_after_ms)
                     t->ends_unknown++;
+                else
+                    lease_ended(t, &tb->slots[i]);
             }
             name_drop(t, &tb->slots[i]);
             memset(&tb->slots[i], 0, sizeof(tb->slots[i]));
@@ -558,10 +559,10 @@ table_sweep(struct tracker *t, struct table *tb, uint32_t pass, int64_t now_ms, 
 }
 
 size_t
-tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms, bool ends_seen)
+tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms, int64_t unknown_after_ms)
 {
-    table_sweep(t, &t->locks, pass, now_ms, ends_seen);
-    table_sweep(t, &t->holders, pass, now_ms, ends_seen);
+    table_sweep(t, &t->locks, pass, now_ms, unknown_after_ms);
+    table_sweep(t, &t->holders, pass, now_ms, unknown_after_ms);
     return t->locks.count;
 }
 

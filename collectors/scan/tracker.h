@@ -169,12 +169,13 @@ int tracker_holder(const struct tracker *t, uint64_t key_hash, uint32_t pass,
  * by now_ms (Unix) ended by expiring (told to the end function).  A lock
  * gone before its lease ran out was released, or lost at a failover,
  * restart or flush (collectors/scan/lost.c compares those after the
- * sweep, through tracker_holder()).  ends_seen false: the pass follows an
- * outage (a pass that failed) longer than what those leases had left, in
- * which their holders may have renewed and then released them unseen: a
- * run-out lease is not told as an expiry, only counted
- * (tracker_ends_unknown()).  Returns entries kept. */
-size_t tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms, bool ends_seen);
+ * sweep, through tracker_holder()).  unknown_after_ms (Unix ms; 0: none):
+ * the pass follows an outage whose first pass began then, in which the
+ * reads that would have seen a renewal did not happen: a lease that ran
+ * out at or after it may have been renewed and released unseen, and is
+ * not told as an expiry, only counted (tracker_take_ends_unknown()); one
+ * that ran out before it is judged as ever.  Returns entries kept. */
+size_t tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms, int64_t unknown_after_ms);
 
 /* The scanner could not read some or all of the target (a pass that
  * failed, a cluster shard unread) or found its server changed: every
@@ -184,7 +185,7 @@ size_t tracker_sweep(struct tracker *t, uint32_t pass, int64_t now_ms, bool ends
 void tracker_outage(struct tracker *t);
 
 /* The locks sweeps found gone, their leases run out, whose end they could
- * not tell (ends_seen false), since the last call; zeroes the count. */
+ * not tell (unknown_after_ms), since the last call; zeroes the count. */
 size_t tracker_take_ends_unknown(struct tracker *t);
 
 /* Renewed locks whose names are kept now. */

@@ -186,7 +186,8 @@ class LostAtFailover(h.TestCase):
         the change saw is that loss, whether it comes before the agent
         sees the change (lock 00, right after the restart) or after (01),
         and for every lock lost, not only the 25 the alert names (30 of
-        the 30 held).  A holder that took its lock again after the change
+        the 30 held); a second restart losing lock 00 again does not make
+        its first line page.  A holder that took its lock again after the change
         and lost that (03: the same holder id, as Redisson's thread ids
         are) pages, as do another holder's line for a lost lock (02) and
         one for a lock no change lost."""
@@ -234,6 +235,16 @@ class LostAtFailover(h.TestCase):
         self.assertEqual(sorted(e["key"] for e in ev["events"]),
                          ["lock:elsewhere:1", "lock:lost:00", "lock:lost:01", "lock:lost:02",
                           "lock:lost:03", "lock:lost:29"])
+        # a second change that loses lock 00 of the same holder again (a
+        # failback) does not make the first line page (a red-team: the
+        # loss it was matched with was overwritten)
+        c.set("lock:lost:00", "tok-00", px=600000)
+        ag.wait_for(lambda: ag.lock("lock:lost:00")[0] == 200, 10, desc="lock 00 taken again")
+        lost = self.lost_total(ag)
+        rs.restart()
+        ag.wait_for(lambda: self.lost_total(ag) > lost, 20, desc="the second restart's loss")
+        time.sleep(2.5)
+        self.assertEqual(lease_lost("lock:lost:00"), [])
 
     def test_binary_holder_on_the_timeline(self):
         """A lost lock whose holder id is not text (it starts with a NUL):

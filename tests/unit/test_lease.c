@@ -400,7 +400,7 @@ lost_at_a_change_explains_only_its_holding(void **state)
 
     (void)state;
     assert_false(lostat_explains(k, h, tg, 5000, 13000));       /* nothing noted */
-    lostat_note(k, h, tg, 10000, 12000);
+    lostat_note(k, h, tg, 10000, 10000, 12000);
     assert_true(lostat_explains(k, h, tg, 5000, 13000));        /* after the change */
     assert_true(lostat_explains(k, h, tg, 5000, 11000));        /* before it was seen */
     assert_true(lostat_explains(k, h, 0, 5000, 13000));         /* the line: no target */
@@ -411,6 +411,14 @@ lost_at_a_change_explains_only_its_holding(void **state)
     assert_false(lostat_explains(k, h, tg, 5000, 12000 + LOSTAT_KEEP_MS + 1));
     assert_false(lostat_explains(k, (uint32_t)keyhash("uuid:8", 6), tg, 5000, 13000));
     assert_false(lostat_explains(keyhash("lock:b", 6), h, tg, 5000, 13000));
+    /* read late in a paced pass: begun before that pass finished */
+    lostat_note(keyhash("lock:p", 6), h, tg, 10000, 15000, 16000);
+    assert_true(lostat_explains(keyhash("lock:p", 6), h, tg, 14000, 17000));
+    assert_false(lostat_explains(keyhash("lock:p", 6), h, tg, 16500, 17000));
+    /* a lock with more holders than the view kept: any holder's line */
+    lostat_note(keyhash("lock:s", 6), LOSTAT_ANY_HOLDER, tg, 10000, 10000, 12000);
+    assert_true(lostat_explains(keyhash("lock:s", 6), (uint32_t)keyhash("h9", 2), tg, 5000,
+                                13000));
 }
 
 int

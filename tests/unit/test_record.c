@@ -82,7 +82,7 @@ pass_end(struct fixture *f)
 {
     helperkeys_finish(&f->r, true);
     assert_int_equal(record_finish(&f->r), 0);
-    tracker_sweep(f->sc->tracker, f->sc->pass, 0, true);
+    tracker_sweep(f->sc->tracker, f->sc->pass, 0, 0);
     class_set_free(f->r.classes);
     redlock_map_free(f->r.rmap);
     pthread_mutex_destroy(&f->r.mu);
