@@ -33,6 +33,7 @@
 #include "common/log.h"
 
 #define ALERTS_LOG_MAX 10     /* alert lines logged per tick */
+#define ALERTS_REMOVED_MAX 64 /* targets a reload removed, remembered */
 
 struct seen_target {
     char *name;
@@ -89,6 +90,13 @@ struct alerts {
                                      * ascending: the answer sticks though the
                                      * loss is forgotten or noted again */
     size_t nexplained;
+    struct removed_target {     /* a reload removed it when the timeline's
+                                 * newest event was `seq`: its events up to
+                                 * then raise nothing, should it come back */
+        char *name;
+        uint64_t seq;
+    } removed[ALERTS_REMOVED_MAX];
+    size_t nremoved_next;       /* the next slot (a ring) */
 };
 
 int
@@ -310,8 +318,14 @@ mark_fresh(struct alerts *a, struct rules_target *t, size_t n)
     for (j = 0; j < a->nseen; j++) {
         for (i = 0; i < n && strcmp(a->seen[j].name, t[i].name) != 0; i++)
             ;
-        if (i == n)
+        if (i == n) {
+            struct removed_target *r = &a->removed[a->nremoved_next++ % ALERTS_REMOVED_MAX];
+
             alertset_release_target(a->set, a->seen[j].name);
+            free(r->name);
+            r->name = strdup(a->seen[j].name);
+            r->seq = events_last_seq();
+        }
     }
     seen_free(a->seen, a->nseen);
     a->seen = NULL;
@@ -555,9 +569,15 @@ struct event_eval {
 };
 
 static bool
-current_target(const struct event_eval *ee, const char *name)
+current_target(const struct event_eval *ee, const char *name, uint64_t seq)
 {
-    for (size_t i = 0; i < ee->ntargets; i++)
+    size_t i;
+
+    for (i = 0; i < ALERTS_REMOVED_MAX; i++)
+        if (ee->a->removed[i].name != NULL && seq <= ee->a->removed[i].seq &&
+            strcmp(ee->a->removed[i].name, name) == 0)
+            return false;       /* of it before a reload removed it */
+    for (i = 0; i < ee->ntargets; i++)
         if (strcmp(ee->targets[i].name, name) == 0)
             return true;
     return false;
@@ -619,7 +639,7 @@ eval_one_event(const struct event *e, void *arg)
     if (ee->first == 0)
         ee->first = e->seq;
     ee->last = e->seq;
-    if (e->target[0] != '\0' && !current_target(ee, e->target))
+    if (e->target[0] != '\0' && !current_target(ee, e->target, e->seq))
         return;
     rules_eval_event(ee->a->set, &ee->a->rules, e, lost_at_change(ee->a, e), ee->now_ms);
 }
@@ -785,6 +805,8 @@ alerts_free(struct alerts *a)
     alertset_free(a->set);
     sinks_free(a->sinks, a->nsinks);
     seen_free(a->seen, a->nseen);
+    for (size_t i = 0; i < ALERTS_REMOVED_MAX; i++)
+        free(a->removed[i].name);
     free(a->generator_url);
     free(a->replica);
     free(a->runbook);

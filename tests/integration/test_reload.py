@@ -184,6 +184,14 @@ class Reload(h.TestCase):
         self.assertEqual(lease_lost(), [])
         st, ev = ag.get_json("/api/v1/events?kind=expired_renewed")
         self.assertEqual([(e["target"], e["key"]) for e in ev["events"]], [("second", "lock:9")])
+        # added back: its old event raises nothing again (a red-team)
+        ag.targets = [("main", rs.url), ("second", second.url)]
+        ag.write_config(ag.render_config())
+        ag.reload()
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_scans_total", target="second",
+                                   result="ok") >= 1, 15, desc="the target back")
+        time.sleep(2)
+        self.assertEqual(lease_lost(), [])
 
     def test_a_target_pointed_at_another_server_starts_anew(self):
         # the freshness trial: repointed to a server not up yet, the target
