@@ -158,6 +158,8 @@ add_lock(struct agent_view *av, const json_t *o)
     a.nholders = json_is_integer(total) && json_integer_value(total) >= 0 ?
         (size_t)json_integer_value(total) : json_array_size(holders);
     a.stale = json_is_true(json_object_get(o, "stale"));
+    a.stale_last_ms = json_is_integer(json_object_get(o, "last_success_ms")) ?
+        json_integer_value(json_object_get(o, "last_success_ms")) : 0;
     a.renewed = json_is_true(json_object_get(o, "renewed"));
     a.got_mono = clock_mono_ms();
     a.age_lower_bound = json_is_true(json_object_get(o, "age_lower_bound"));
@@ -302,9 +304,11 @@ agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errle
             snprintf(av->stale_reason, sizeof(av->stale_reason), "%s",
                      why != NULL && why[0] ? why : "its scans fail");
             av->last_success_ms = json_integer_value(json_object_get(doc, "last_success_ms"));
-            if (json_is_string(json_object_get(doc, "stale_shard")))
+            if (json_is_string(json_object_get(doc, "stale_shard"))) {
                 snprintf(av->stale_shard, sizeof(av->stale_shard), "%s",
                          json_string_value(json_object_get(doc, "stale_shard")));
+                av->nstale_shards = 1;
+            }
         }
         return add_lock(av, doc) == -1 ? (snprintf(err, errlen, "out of memory"), -1) : 0;
     }
@@ -333,9 +337,16 @@ agent_add_json(struct agent_view *av, const json_t *doc, char *err, size_t errle
             av->last_success_ms = json_integer_value(json_object_get(st, "last_success_ms"));
             av->nothing_known = json_object_get(st, "shard") == NULL &&
                 av->last_success_ms <= 0;
-            if (json_is_string(json_object_get(st, "shard")))
-                snprintf(av->stale_shard, sizeof(av->stale_shard), "%s",
-                         json_string_value(json_object_get(st, "shard")));
+            json_array_foreach(stale, k, e) {
+                const char *sh = json_string_value(json_object_get(e, "shard"));
+                size_t used = strlen(av->stale_shard);
+
+                if (sh == NULL || json_object_get(st, "shard") == NULL)
+                    continue;
+                snprintf(av->stale_shard + used, sizeof(av->stale_shard) - used, "%s%s",
+                         used > 0 ? ", " : "", sh);
+                av->nstale_shards++;
+            }
         }
     }
     json_array_foreach(locks, i, o) {
@@ -855,6 +866,7 @@ agent_drop_elsewhere(const struct lockctl *lc, struct agent_view *av)
     av->nothing_known = false;
     av->stale_reason[0] = '\0';
     av->stale_shard[0] = '\0';
+    av->nstale_shards = 0;
     snprintf(av->err, sizeof(av->err), "watches another server than lockctl's target: "
              "its view is not used");
     return true;

@@ -536,6 +536,30 @@ static const struct table_col agent_cols[] = {
     { "STATE", 28, TABLE_WRAP, 15 },
 };
 
+/* The stale shards' slot ranges as an array (av->stale_shard, ", "
+ * between them); [] when the whole target is stale, or nothing is. */
+static json_t *
+stale_shards_json(const struct agent_view *av)
+{
+    json_t *a = json_array();
+    const char *p = av->stale_shard, *comma;
+
+    while (a != NULL && *p != '\0') {
+        comma = strstr(p, ", ");
+        json_array_append_new(a, json_stringn(p, comma != NULL ? (size_t)(comma - p) : strlen(p)));
+        p = comma != NULL ? comma + 2 : p + strlen(p);
+    }
+    return a;
+}
+
+/* A last known lock's last good read: its own (its shard's), else the
+ * view's. */
+static int64_t
+stale_last(const struct agent_view *av, const struct agent_lock *a)
+{
+    return a->stale_last_ms > 0 ? a->stale_last_ms : av->last_success_ms;
+}
+
 /* The agent's locks as a table like list's own (terminal-safe, fit to
  * width); the rows printed. */
 static size_t
@@ -559,8 +583,8 @@ print_agent_table(struct list_run *lr, size_t limit, const char *state, size_t w
             snprintf(st + strlen(st), sizeof(st) - strlen(st), " (stale)");
         /* a last known lock's age as of that scan, as its TTL is (show
          * says so: "then"; an on-call trial found list mixing the two) */
-        if (a->stale && av->last_success_ms > a->first_seen_ms && a->first_seen_ms > 0)
-            out_duration(av->last_success_ms - a->first_seen_ms, age, sizeof(age));
+        if (a->stale && stale_last(av, a) > a->first_seen_ms && a->first_seen_ms > 0)
+            out_duration(stale_last(av, a) - a->first_seen_ms, age, sizeof(age));
         else if (a->age_ms >= 0)
             out_duration(a->age_ms, age, sizeof(age));
         else
@@ -616,10 +640,15 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
         if (av->stale_shard[0])
             /* one cluster shard: the others' locks are current */
             table_line(stdout, width, "FROM THE AGENT at %s (Redis did not answer lockctl). It "
-                       "cannot read it either: target %s's shard %s%s. That shard's locks are "
-                       "its last known, marked (stale), with ages and TTLs as of its last good "
-                       "read of it%s%s%s:", av->url, lr->lc->t->name, av->stale_shard,
-                       agent_shard_reason(av), ago[0] ? ", " : "", ago, ago[0] ? " ago" : "");
+                       "cannot read it either: target %s's shard%s %s%s. %s locks are its "
+                       "last known, marked (stale), with ages and TTLs as of its last good read "
+                       "of %s%s%s%s:", av->url, lr->lc->t->name,
+                       av->nstale_shards > 1 ? "s" : "", av->stale_shard, agent_shard_reason(av),
+                       av->nstale_shards > 1 ? "Their" : "That shard's",
+                       av->nstale_shards > 1 ? "each" : "it",
+                       ago[0] && av->nstale_shards <= 1 ? ", " : "",
+                       av->nstale_shards > 1 ? "" : ago,
+                       ago[0] && av->nstale_shards <= 1 ? " ago" : "");
         else if (av->stale_reason[0])
             table_line(stdout, width, "LAST KNOWN (stale): the agent at %s cannot scan target "
                        "%s either (%s); its last good scan%s%s%s, ages and TTLs as of then:",
@@ -668,8 +697,7 @@ print_last_known(struct list_run *lr, size_t limit, const char *state)
     json_object_set_new(root, "nothing_known", json_boolean(av->nothing_known));
     json_object_set_new(root, "stale_reason", av->stale_reason[0] ?
                         json_string(av->stale_reason) : json_null());
-    json_object_set_new(root, "stale_shard", av->stale_shard[0] ?
-                        json_string(av->stale_shard) : json_null());
+    json_object_set_new(root, "stale_shards", stale_shards_json(av));
     json_object_set_new(root, "last_success_ms", av->last_success_ms > 0 ?
                         json_integer(av->last_success_ms) : json_null());
     json_object_set_new(root, "state", json_string(state));

@@ -258,6 +258,8 @@ struct agent_lock {
                                  * its answer (age_seconds); -1 not given */
     int64_t nottl_since_ms;     /* Unix ms since it has had no TTL; 0: it had one */
     char states[64];            /* the agent's states, comma separated */
+    int64_t stale_last_ms;      /* stale: its view's or shard's last good read
+                                 * (the agent's "last_success_ms"); 0 none */
     bool stale;                 /* from the agent's last good scan of a target
                                  * it cannot scan now */
     long long pttl_ms;          /* its TTL as that scan read it: -1 none; -2
@@ -303,10 +305,12 @@ struct agent_view {
     char stale_reason[256];     /* the agent cannot scan the target now: why
                                  * ("" when its view is fresh) */
     int64_t last_success_ms;    /* then: Unix ms of its last good scan (0: none) */
-    char stale_shard[64];       /* a cluster shard's slot ranges when only
-                                 * that shard is stale (its locks are marked
-                                 * stale, the others' are current); "" when
-                                 * the whole target is, or none */
+    char stale_shard[256];      /* the slot ranges of the cluster shards
+                                 * stale (", " between), when only shards
+                                 * are (their locks are marked stale, the
+                                 * others' are current); "" when the whole
+                                 * target is, or none */
+    int nstale_shards;
     bool nothing_known;         /* the target has had no good scan since the
                                  * agent started: no view, not an empty one */
     bool elsewhere;             /* it answered, but of another server than

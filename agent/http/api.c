@@ -367,17 +367,33 @@ lock_stale(const struct view_target *t, const struct snap_lock *l, int64_t *sinc
     return !t->snap->ok || l->stale_since_ms != 0 || t->snap->follow.behind_since_ms != 0;
 }
 
-/* o (lock l's JSON) with "stale" and "stale_since" when l is last known.
- * -1 on ENOMEM. */
+/* The last good read of lock l, last known: its cluster shard's (the one
+ * that went stale when the lock did) or the view's; 0: none known. */
+static int64_t
+stale_last_success(const struct view_target *t, const struct snap_lock *l)
+{
+    const struct snapshot *s = t->snap;
+
+    for (size_t k = 0; s->ok && l->stale_since_ms != 0 && k < s->nshards; k++)
+        if (!s->shards[k].ok && s->shards[k].stale_since_ms == l->stale_since_ms)
+            return s->shards[k].last_success_ms;
+    return s->last_success_ms;
+}
+
+/* o (lock l's JSON) with "stale", "stale_since" and its view's or shard's
+ * "last_success_ms" when l is last known.  -1 on ENOMEM. */
 static int
 mark_stale(json_t *o, const struct view_target *t, const struct snap_lock *l)
 {
-    int64_t since;
+    int64_t since, last;
 
     if (!lock_stale(t, l, &since))
         return 0;
+    last = stale_last_success(t, l);
     return json_object_set_new(o, "stale", json_true()) ||
-        json_object_set_new(o, "stale_since", lockjson_time(since)) ? -1 : 0;
+        json_object_set_new(o, "stale_since", lockjson_time(since)) ||
+        json_object_set_new(o, "last_success_ms", last > 0 ? json_integer(last) :
+                            json_null()) ? -1 : 0;
 }
 
 /* One lock asked for by its key, last known: why, and since when the

@@ -128,7 +128,7 @@ class ClusterStale(h.TestCase):
         self.assertNotIn("stale", rows[other], out)
         p = topo.lockctl(ctl + ["--json", "list", "--state", "all"])
         j = json.loads(p.stdout)
-        self.assertEqual((j["stale"], j["stale_shard"]), (True, shard), j)
+        self.assertEqual((j["stale"], j["stale_shards"]), (True, [shard]), j)
         self.assertEqual({l["key"]: l["stale"] for l in j["locks"]}, {LEAK: True, other: False})
         p = topo.lockctl(ctl + ["show", LEAK])
         self.assertIn("cannot read it either: target c's shard %s (%s): " % (shard, node),
@@ -147,6 +147,40 @@ class ClusterStale(h.TestCase):
         ag.wait_for(lambda: alerts("resolved", "LockLeaked"), 20,
                     desc="LockLeaked resolved once the shard answers without it")
         self.assertEqual(h.msum(ag.metrics(), "lockwatch_locks_leaked", target="c"), 0)
+
+    def test_lockctl_names_every_stale_shard(self):
+        """A red-team: with two shards down, lockctl named the first only,
+        and dated both shards' locks from its last read.  Now it names
+        both, marks their locks alone (stale), each aged as of its own
+        shard's last good read, and --json lists both."""
+        c = topo.start_cluster(self, primaries=3)
+        keys = {}
+        for i in range(200):
+            keys.setdefault(c.owner[topo.keyslot("lock:m%d" % i)], "lock:m%d" % i)
+        c.load([("SET", k, "tok", "PX", "600000") for k in keys.values()])
+        ag = self.start_agent(targets=[("c", c.url)], scan_interval="500ms",
+                              target_extra={"mode": "cluster"})
+        ag.wait_for(lambda: h.msum(ag.metrics(), "lockwatch_locks", target="c") == 3, 20,
+                    desc="a lock on each shard")
+        ports = sorted(keys)[1:]             # not the URL's node
+        c.by_port[ports[0]].kill()
+        time.sleep(2)
+        c.by_port[ports[1]].kill()
+
+        def both_stale():
+            st, body = ag.get_json("/api/v1/locks?state=all")
+            return len(body.get("stale", [])) == 2 or None
+        ag.wait_for(both_stale, 20, desc="two shards stale")
+        ctl = ["-c", ag.config_path, "-t", "c"]
+        out = topo.lockctl(ctl + ["list"]).stdout.decode()
+        self.assertIn("target c's shards ", out)
+        rows = {l.split()[0]: l for l in out.splitlines() if l.startswith("lock:m")}
+        for port, key in keys.items():
+            self.assertEqual(rows[key].rstrip().endswith("(stale)"), port in ports, out)
+        j = json.loads(topo.lockctl(ctl + ["--json", "list"]).stdout)
+        self.assertEqual(len(j["stale_shards"]), 2, j)
+        ages = {l["key"]: l for l in j["locks"]}
+        self.assertTrue(all(ages[keys[p]]["stale"] for p in ports), j)
 
     def test_a_url_node_gone_to_another_cluster_is_not_the_cluster(self):
         # the freshness trial: the URL's node (a replica) reset and set up as
