@@ -148,6 +148,21 @@ churn_from_consecutive_snapshots(void **state)
     snapshot_unref(s3);
 }
 
+/* sc as a class of one renewed lock: a lease of lease_ms at first sight,
+ * a lock that lived span_ms (age + TTL), lows (0 or 1) of its TTLs taken
+ * for renewal lows, the lowest low_ms. */
+static void
+renewed_class(struct snap_class *sc, int64_t lease_ms, int64_t span_ms, uint64_t lows,
+              int64_t low_ms)
+{
+    sc->lease_n = 1;
+    sc->lease_max_ms = lease_ms;
+    sc->held_ttl_n = 1;
+    sc->span_max_ms = span_ms;
+    sc->held_low_n = lows;
+    sc->held_min_pttl_ms = low_ms;
+}
+
 static void
 lease_window_and_watchdog(void **state)
 {
@@ -179,12 +194,7 @@ lease_window_and_watchdog(void **state)
 
     /* a 6 s lease whose lock lived 15 s (age + TTL) with TTLs down to 4 s */
     sc = &w->class_stats[0];
-    sc->lease_n = 1;
-    sc->lease_max_ms = 6000;
-    sc->held_ttl_n = 1;
-    sc->span_max_ms = 15000;
-    sc->held_low_n = 1;
-    sc->held_min_pttl_ms = 4000;
+    renewed_class(sc, 6000, 15000, 1, 4000);
     classtrend_note(ct, NULL, w, T0 + 20000);
     c = one(ct, T0 + 20000, &v, "lock:w:*");
     assert_true(c->watchdog);
@@ -219,12 +229,7 @@ lows_after_an_outage_are_not_counted(void **state)
     (void)state;
     setup_cfg(3600000, 12000);          /* lease ring: 12 x 1 s */
     assert_non_null(ct = classtrend_new(&cfg));
-    sc->lease_n = 1;
-    sc->lease_max_ms = 6000;
-    sc->held_ttl_n = 1;
-    sc->span_max_ms = 15000;
-    sc->held_low_n = 1;
-    sc->held_min_pttl_ms = 4000;        /* renewed every 2 s */
+    renewed_class(sc, 6000, 15000, 1, 4000);        /* renewed every 2 s */
     classtrend_note(ct, NULL, w, T0);
     sc->lease_n = 0;
     sc->held_low_n = 0;                 /* drained by 3.5 s of outage, */
@@ -241,12 +246,7 @@ lows_after_an_outage_are_not_counted(void **state)
     assert_int_equal(c->renewal_ms, 5500);
     classtrend_view_release(&v);
 
-    sc = &d->class_stats[0];
-    sc->lease_n = 1;
-    sc->lease_max_ms = 6000;
-    sc->held_ttl_n = 1;
-    sc->span_max_ms = 15000;
-    sc->held_min_pttl_ms = 500;
+    renewed_class(&d->class_stats[0], 6000, 15000, 0, 500);       /* no low */
     classtrend_note(ct, NULL, d, T0 + 5000);
     c = one(ct, T0 + 5000, &v, "lock:d:*");
     assert_true(c->watchdog);
